@@ -1,0 +1,7 @@
+"""Allows ``python -m faasprof``."""
+
+import sys
+
+from faasprof.cli import main
+
+sys.exit(main())

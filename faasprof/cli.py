@@ -1,0 +1,76 @@
+"""The ``faasprof`` command: a thin dispatcher over one module per subcommand.
+
+Each subcommand module exposes ``add_arguments(parser)`` and ``main(args) -> int`` and is imported
+only when its subcommand runs, so ``faasprof validate`` does not pay for pandas or matplotlib.
+Helpers raise :class:`faasprof.errors.FaasprofError`; only this module prints them and exits.
+
+Exit codes: 0 success, 1 failure while running, 2 bad input, 3 environment not ready.
+"""
+
+from __future__ import annotations
+
+import argparse
+import importlib
+import sys
+
+from faasprof import __version__
+from faasprof.errors import EXIT_FAILURE, FaasprofError
+
+# name -> (module, one-line help). Order is the order of `faasprof --help`.
+COMMANDS: dict[str, tuple[str, str]] = {
+    "validate": ("invoker.cmd_validate", "check workload JSONs and report every problem"),
+    "plan": ("invoker.cmd_plan", "dry run: write the merged invocation schedule, contact nothing"),
+    "run": ("invoker.cmd_run", "run a workload open-loop and write a run directory"),
+    "analyze": ("analyzer.cmd_analyze", "join a run's invocations with activation records; frames, plots, report"),
+    "compare": ("analyzer.cmd_compare", "compare several runs in one frame and overlaid plots"),
+    "capacity": ("experiments.cmd_capacity", "find the highest rate at which a function stays balanced"),
+    "sweep": ("experiments.cmd_sweep", "run a workload over LLC ways, bandwidth, memory limits or rates"),
+    "deploy": ("invoker.cmd_deploy", "package benchmark functions and create or update their actions"),
+    "native": ("functions.cmd_native", "run a benchmark function natively, outside any platform"),
+    "parse": ("monitoring.cmd_parse", "turn raw perf/pqos/resctrl/blktrace output into a tidy CSV"),
+    "local": ("localwhisk.cmd_local", "start, stop or inspect localwhisk, the embedded platform"),
+    "doctor": ("monitoring.cmd_doctor", "report what this host can measure and what is missing"),
+}
+
+
+def build_parser(only: str | None = None) -> argparse.ArgumentParser:
+    """The top-level parser; with ``only``, import just that subcommand's module."""
+    parser = argparse.ArgumentParser(
+        prog="faasprof",
+        description="Profile Function-as-a-Service platforms (Apache OpenWhisk or the embedded localwhisk).",
+    )
+    parser.add_argument("--version", action="version", version=f"faasprof {__version__}")
+    sub = parser.add_subparsers(dest="command", metavar="COMMAND")
+    for name, (module_name, help_text) in COMMANDS.items():
+        sub_parser = sub.add_parser(name, help=help_text, description=help_text)
+        if only is None or only == name:
+            module = importlib.import_module(module_name)
+            module.add_arguments(sub_parser)
+            sub_parser.set_defaults(_module=module)
+    return parser
+
+
+def _print_error(error: FaasprofError) -> None:
+    problems = getattr(error, "problems", None) or [str(error)]
+    for line in problems:
+        print(line, file=sys.stderr)
+
+
+def main(argv: list[str] | None = None) -> int:
+    argv = list(sys.argv[1:] if argv is None else argv)
+    chosen = next((a for a in argv if not a.startswith("-")), None)
+    parser = build_parser(only=chosen if chosen in COMMANDS else "")
+    args = parser.parse_args(argv)
+    if getattr(args, "_module", None) is None:
+        parser.print_help(sys.stderr)
+        return 2
+    try:
+        return int(args._module.main(args) or 0)
+    except FaasprofError as error:
+        _print_error(error)
+        return error.exit_code
+    except KeyboardInterrupt:
+        print("interrupted", file=sys.stderr)
+        return EXIT_FAILURE
+    except BrokenPipeError:
+        return EXIT_FAILURE

@@ -1,0 +1,125 @@
+"""Which platform to talk to, and with which key.
+
+Settings come from, in this order: command-line flags (``--apihost``, ``--auth``, ``--namespace``,
+``--insecure``), the workload's ``platform`` block, then ``~/.wskprops`` (``APIHOST``, ``AUTH``,
+``NAMESPACE``), each key on its own. When none of them names an API host, the caller uses the
+embedded localwhisk. The auth key never appears in ``repr``, logs, the manifest or errors.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from faasprof.errors import ConfigError
+
+DEFAULT_NAMESPACE = "_"
+
+
+@dataclass(frozen=True)
+class Connection:
+    apihost: str  # normalised: scheme://host[:port], no trailing slash
+    auth: str = field(repr=False)
+    namespace: str = DEFAULT_NAMESPACE
+    insecure: bool = False
+    source: str = "flags"  # where apihost came from: flags | workload | wskprops | embedded
+
+    @property
+    def auth_pair(self) -> tuple[str, str]:
+        user, _, password = self.auth.partition(":")
+        return user, password
+
+    def describe(self) -> dict:
+        """What may be recorded in a manifest: everything but the key."""
+        return {
+            "apihost": self.apihost,
+            "namespace": self.namespace,
+            "insecure": self.insecure,
+            "source": self.source,
+            "auth_user": self.auth_pair[0][:8] + "…" if self.auth else None,
+        }
+
+
+def normalise_apihost(apihost: str) -> str:
+    """OpenWhisk's APIHOST may lack a scheme (``172.17.0.1``); like ``wsk``, that means https."""
+    host = apihost.strip().rstrip("/")
+    if not host.startswith(("http://", "https://")):
+        host = "https://" + host
+    return host
+
+
+def read_wskprops(path: str | os.PathLike | None = None) -> dict[str, str]:
+    """Parse ``~/.wskprops`` (KEY=VALUE lines); a missing file is an empty dict."""
+    path = Path(path) if path else Path(os.environ.get("WSK_CONFIG_FILE", Path.home() / ".wskprops"))
+    try:
+        text = path.read_text(encoding="utf-8")
+    except FileNotFoundError:
+        return {}
+    except OSError as error:
+        raise ConfigError(f"{path}: cannot read ({error.strerror}); fix its permissions or set WSK_CONFIG_FILE") from None
+    props = {}
+    for line in text.splitlines():
+        line = line.strip()
+        if not line or line.startswith("#") or "=" not in line:
+            continue
+        key, _, value = line.partition("=")
+        props[key.strip().upper()] = value.strip()
+    return props
+
+
+def add_connection_arguments(parser: argparse.ArgumentParser) -> None:
+    group = parser.add_argument_group("platform connection (default: the embedded localwhisk)")
+    group.add_argument("--apihost", help="OpenWhisk API host, e.g. https://172.17.0.1 (else the workload's platform block, else ~/.wskprops)")
+    group.add_argument("--auth", help="auth key UUID:KEY (else the workload's platform block, else ~/.wskprops)")
+    group.add_argument("--namespace", help=f"namespace (default {DEFAULT_NAMESPACE})")
+    group.add_argument("--insecure", action="store_true", default=None, help="do not verify the platform's TLS certificate")
+
+
+def resolve_connection(
+    args: argparse.Namespace | None = None,
+    platform: dict | None = None,
+    wskprops_path: str | os.PathLike | None = None,
+    origin: str = "workload",
+) -> Connection | None:
+    """The connection to use, or None when nothing names an API host (use the embedded platform).
+
+    ``origin`` names the workload file in error messages.
+    """
+    platform = platform or {}
+    flags = {
+        "apihost": getattr(args, "apihost", None),
+        "auth": getattr(args, "auth", None),
+        "namespace": getattr(args, "namespace", None),
+        "insecure": getattr(args, "insecure", None),
+    }
+    props = read_wskprops(wskprops_path)
+    wsk = {"apihost": props.get("APIHOST"), "auth": props.get("AUTH"), "namespace": props.get("NAMESPACE")}
+
+    def pick(key: str):
+        for source, values in (("flags", flags), ("workload", platform), ("wskprops", wsk)):
+            value = values.get(key)
+            if value not in (None, ""):
+                return value, source
+        return None, None
+
+    apihost, source = pick("apihost")
+    if apihost is None:
+        if flags["auth"]:
+            raise ConfigError("--auth: given without an API host; add --apihost (or drop --auth to use the embedded localwhisk)")
+        return None
+    auth, _ = pick("auth")
+    if not auth:
+        raise ConfigError(f"{origin}: platform.auth: no auth key for {apihost}; pass --auth UUID:KEY, set platform.auth, or AUTH in ~/.wskprops")
+    if ":" not in auth:
+        raise ConfigError(f"{origin}: platform.auth: must look like UUID:KEY (the value has no ':'); copy it from `wsk property get --auth`")
+    namespace, _ = pick("namespace")
+    insecure, _ = pick("insecure")
+    return Connection(
+        apihost=normalise_apihost(apihost),
+        auth=auth,
+        namespace=namespace or DEFAULT_NAMESPACE,
+        insecure=bool(insecure),
+        source=source,
+    )

@@ -1,0 +1,47 @@
+"""Shared test fixtures."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+REPO_ROOT = Path(__file__).resolve().parent.parent
+DATA_DIR = Path(__file__).resolve().parent / "data"
+
+
+def run_cli(*args: str, cwd: str | os.PathLike | None = None, timeout: float = 120, env: dict | None = None, input: str | None = None):
+    """Run ``faasprof`` as a subprocess; returns the CompletedProcess (text mode)."""
+    full_env = dict(os.environ)
+    full_env.pop("WSK_CONFIG_FILE", None)
+    full_env["HOME"] = full_env.get("FAASPROF_TEST_HOME", full_env.get("HOME", ""))
+    if env:
+        full_env.update(env)
+    return subprocess.run(
+        [sys.executable, "-m", "faasprof", *map(str, args)],
+        cwd=cwd or REPO_ROOT,
+        capture_output=True,
+        text=True,
+        timeout=timeout,
+        env=full_env,
+        input=input,
+    )
+
+
+@pytest.fixture
+def cli():
+    return run_cli
+
+
+@pytest.fixture
+def isolated_home(tmp_path, monkeypatch):
+    """A HOME without ~/.wskprops, so the embedded platform is the default."""
+    home = tmp_path / "home"
+    home.mkdir()
+    monkeypatch.setenv("HOME", str(home))
+    monkeypatch.setenv("FAASPROF_TEST_HOME", str(home))
+    monkeypatch.delenv("WSK_CONFIG_FILE", raising=False)
+    return home
