@@ -1,0 +1,208 @@
+"""Arrival processes: the instants (seconds since test start) at which one instance invokes.
+
+Every generator is a pure function of the instance and a ``numpy.random.Generator``, and keeps its
+events in the half-open activity window ``[start, end)``.
+
+- Poisson: exponential gaps accumulated from the window start until the window end. The count is
+  whatever the process gives: nothing is lost at low rates (FaaSProfiler drew ``int(2·rate·T)``
+  gaps and so produced no event at all when rate·T < 0.5), and a longer window keeps the earlier
+  arrivals identical.
+- Uniform: exactly periodic at ``rate``; the first event at a seeded point of the first period
+  (``phase: true``), at the window start (``false``) or at a given fraction of the period.
+- Burst: ``burst_size`` invocations at the same instant, bursts ``burst_gap_s`` apart (fixed), or
+  ``burst_gap_s`` plus an exponential of mean ``burst_gap_mean_s`` (shifted exponential), the first
+  burst at the window start.
+- Trace: FaaSProfiler's ``interarrivals_list`` (times from test start), or a ``trace_file``: per-minute
+  counts in the Azure Functions 2019 layout, spread within each minute (seeded uniform points, or
+  evenly with a seeded shift; never all at the minute boundary), or a list of timestamps; a trace
+  file's time zero is the window start.
+"""
+
+from __future__ import annotations
+
+import csv
+import math
+import os
+from functools import lru_cache
+from pathlib import Path
+
+import numpy as np
+
+from faasprof.errors import ConfigError
+
+AZURE_KEY_COLUMNS = ("HashOwner", "HashApp", "HashFunction", "Trigger")
+MINUTES_PER_DAY = 1440
+
+
+def _accumulate_gaps(rng: np.random.Generator, start_s: float, end_s: float, mean_count: float, draw) -> np.ndarray:
+    """Times start + cumsum(gaps) below end_s, drawing gaps in chunks sized from the expected count.
+
+    ``draw(rng, n)`` returns n gaps. Chunks keep memory bounded and the stream prefix-stable.
+    """
+    chunks = []
+    t = start_s
+    remaining = max(mean_count, 0.0)
+    while t < end_s:
+        n = int(remaining + 6.0 * math.sqrt(remaining) + 16)
+        times = t + np.cumsum(draw(rng, n))
+        chunks.append(times)
+        t = float(times[-1])
+        remaining = max(mean_count * (end_s - t) / max(end_s - start_s, 1e-12), 0.0)
+    if not chunks:
+        return np.empty(0)
+    times = np.concatenate(chunks)
+    return times[times < end_s]
+
+
+def poisson(rng: np.random.Generator, rate_per_s: float, start_s: float, end_s: float) -> np.ndarray:
+    scale = 1.0 / rate_per_s
+    # The first arrival is one exponential gap after the window start, as for any Poisson process.
+    return _accumulate_gaps(rng, start_s, end_s, rate_per_s * (end_s - start_s), lambda r, n: r.exponential(scale, n))
+
+
+def uniform(rng: np.random.Generator, rate_per_s: float, start_s: float, end_s: float, phase: bool | float = True) -> np.ndarray:
+    period = 1.0 / rate_per_s
+    if phase is True:
+        offset = float(rng.uniform(0.0, period))
+    elif phase is False:
+        offset = 0.0
+    else:
+        offset = float(phase) * period
+    first = start_s + offset
+    if first >= end_s:
+        return np.empty(0)
+    count = int(math.ceil((end_s - first) / period))
+    times = first + np.arange(count + 1, dtype=np.float64) * period
+    return times[times < end_s]
+
+
+def burst(
+    rng: np.random.Generator,
+    burst_size: int,
+    gap_s: float,
+    start_s: float,
+    end_s: float,
+    gap_distribution: str = "fixed",
+    gap_mean_s: float | None = None,
+) -> np.ndarray:
+    if gap_distribution == "shifted_exponential":
+        mean_gap = gap_s + float(gap_mean_s)
+        draw = lambda r, n: gap_s + r.exponential(float(gap_mean_s), n)  # noqa: E731
+    else:
+        mean_gap = gap_s
+        draw = lambda r, n: np.full(n, gap_s)  # noqa: E731
+    mean_count = (end_s - start_s) / mean_gap
+    later = _accumulate_gaps(rng, start_s, end_s, mean_count, draw)
+    burst_starts = np.concatenate(([start_s], later)) if start_s < end_s else np.empty(0)
+    return np.repeat(burst_starts, burst_size)
+
+
+def interarrival_list(gaps_s: tuple[float, ...], start_s: float, end_s: float) -> np.ndarray:
+    times = np.cumsum(np.asarray(gaps_s, dtype=np.float64))
+    return times[(times >= start_s) & (times < end_s)]
+
+
+# -- trace files --------------------------------------------------------------------------------
+
+
+class TraceError(ConfigError):
+    pass
+
+
+@lru_cache(maxsize=16)
+def _read_trace_cached(path: str, mtime_ns: int, row: int | str, start_minute: int) -> tuple[str, np.ndarray]:
+    with open(path, newline="", encoding="utf-8") as handle:
+        reader = csv.reader(handle)
+        try:
+            header = next(reader)
+        except StopIteration:
+            raise TraceError(f"{path}: empty trace file") from None
+        if [h.strip() for h in header[:4]] == list(AZURE_KEY_COLUMNS):
+            return "counts", _azure_counts(path, header, reader, row, start_minute)
+        return "timestamps", _timestamps(path, header, reader)
+
+
+def _azure_counts(path: str, header: list[str], reader, row: int | str, start_minute: int) -> np.ndarray:
+    minute_columns = header[4:]
+    if start_minute > len(minute_columns):
+        raise TraceError(f"{path}: trace_start_minute {start_minute} is past the last minute column ({len(minute_columns)})")
+    for index, fields in enumerate(reader):
+        if (isinstance(row, int) and index == row) or (isinstance(row, str) and len(fields) > 2 and fields[2] == row):
+            values = fields[4:]
+            try:
+                counts = np.array([int(float(v)) if v.strip() else 0 for v in values], dtype=np.int64)
+            except ValueError as error:
+                raise TraceError(f"{path}: data row {index} has a non-numeric count ({error})") from None
+            if (counts < 0).any():
+                raise TraceError(f"{path}: data row {index} has a negative count")
+            return counts[start_minute - 1 :]
+    what = f"data row {row}" if isinstance(row, int) else f"HashFunction {row}"
+    raise TraceError(f"{path}: no {what} in the trace; set trace_row to an existing row index or HashFunction")
+
+
+def _timestamps(path: str, header: list[str], reader) -> np.ndarray:
+    values = []
+    rows = [header, *reader]
+    for line_number, fields in enumerate(rows, start=1):
+        if not fields or not fields[0].strip() or fields[0].lstrip().startswith("#"):
+            continue
+        try:
+            values.append(float(fields[0]))
+        except ValueError:
+            if line_number == 1:
+                continue  # a header such as "timestamp_s"
+            raise TraceError(f"{path}: line {line_number}: {fields[0]!r} is not a number of seconds; a timestamp trace has one number per line") from None
+    times = np.sort(np.asarray(values, dtype=np.float64))
+    if times.size and times[0] < 0:
+        raise TraceError(f"{path}: timestamps must be >= 0 (got {times[0]})")
+    return times
+
+
+def read_trace(path: str | os.PathLike, row: int | str = 0, start_minute: int = 1) -> tuple[str, np.ndarray]:
+    """``("counts", per-minute counts)`` for the Azure layout, ``("timestamps", seconds)`` otherwise."""
+    path = str(path)
+    try:
+        mtime_ns = os.stat(path).st_mtime_ns
+    except OSError as error:
+        raise TraceError(f"{path}: cannot read the trace ({error.strerror})") from None
+    return _read_trace_cached(path, mtime_ns, row, start_minute)
+
+
+def trace_counts(rng: np.random.Generator, counts: np.ndarray, start_s: float, end_s: float, spread: str = "uniform", scale: float = 1.0) -> np.ndarray:
+    """Spread per-minute counts within their minutes; minute 0 starts at ``start_s``."""
+    minutes = int(math.ceil((end_s - start_s) / 60.0))
+    counts = np.rint(counts[:minutes].astype(np.float64) * scale).astype(np.int64)
+    minute_starts = start_s + 60.0 * np.arange(counts.size, dtype=np.float64)
+    total = int(counts.sum())
+    if total == 0:
+        return np.empty(0)
+    starts = np.repeat(minute_starts, counts)
+    if spread == "equidistant":
+        step = np.repeat(60.0 / np.maximum(counts, 1), counts)
+        shift = np.repeat(rng.uniform(0.0, 1.0, counts.size), counts)
+        within = np.arange(total) - np.repeat(np.cumsum(counts) - counts, counts)
+        times = starts + (within + shift) * step
+    else:
+        times = np.sort(starts + rng.uniform(0.0, 60.0, total))
+        # Sorting the whole array is right: each minute's points stay within their minute.
+    return times[times < end_s]
+
+
+def arrivals(instance, rng: np.random.Generator) -> np.ndarray:
+    """Arrival times in seconds since test start for one resolved ``Instance``."""
+    start_s, end_s = instance.window_s
+    if instance.distribution == "Poisson":
+        return poisson(rng, instance.rate, start_s, end_s)
+    if instance.distribution == "Uniform":
+        return uniform(rng, instance.rate, start_s, end_s, instance.phase)
+    if instance.distribution == "Burst":
+        return burst(rng, instance.burst_size, float(instance.burst_gap_s), start_s, end_s, instance.burst_gap_distribution, instance.burst_gap_mean_s)
+    if instance.distribution == "Trace":
+        if instance.interarrivals_s is not None:
+            return interarrival_list(instance.interarrivals_s, start_s, end_s)
+        kind, values = read_trace(Path(instance.trace_file), instance.trace_row, instance.trace_start_minute)
+        if kind == "counts":
+            return trace_counts(rng, values, start_s, end_s, instance.trace_spread, instance.trace_scale)
+        times = start_s + values
+        return times[times < end_s]
+    raise ValueError(f"unknown distribution {instance.distribution!r}")
