@@ -79,7 +79,7 @@ def utc_stamp(when: _dt.datetime | None = None) -> str:
     return when.astimezone(_dt.timezone.utc).strftime("%Y%m%dT%H%M%S")
 
 
-def create_run_dir(out_dir: str | os.PathLike, test_name: str, when: _dt.datetime | None = None) -> Path:
+def create_run_dir(out_dir: str | os.PathLike, test_name: str, when: _dt.datetime | None = None, monitors: bool = True) -> Path:
     """Create ``<out_dir>/<test_name>-<stamp>`` (and ``monitors/``); never reuse an existing path."""
     out = Path(out_dir)
     try:
@@ -93,7 +93,8 @@ def create_run_dir(out_dir: str | os.PathLike, test_name: str, when: _dt.datetim
             path.mkdir()
         except FileExistsError:
             continue
-        (path / MONITORS).mkdir()
+        if monitors:
+            (path / MONITORS).mkdir()
         return path
     raise ConfigError(f"{out}: could not find a free run directory name for {base}; clean up {out}")
 

@@ -1,0 +1,1 @@
+"""Experiments: orchestration above the invoker and the analyzer (capacity searches, sweeps)."""

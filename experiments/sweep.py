@@ -1,0 +1,387 @@
+"""Sweeps: one workload run at every point of a product of parameter values.
+
+A workload's ``sweep`` block names parameters and their values::
+
+    "sweep": {"parameters": {"llc_ways": [11, 6, 2, 1], "memory_mb": [256, 512]},
+              "repeat": 3, "order": "random", "cooldown_s": 5}
+
+``faasprof sweep`` checks every point before the first one runs (masks against the CPU's ways,
+bandwidth steps, parameters the platform cannot change), then runs each point as an ordinary run
+directory inside one sweep directory, records in each run's manifest the values requested and
+the values actually applied (read back from resctrl/pqos, not just requested), and finally
+analyses the runs, compares them and plots every metric against each swept parameter with error
+bars from the repeats.
+
+How each parameter is applied:
+
+- ``llc_ways`` / ``mba_percent``: an RDT class of service for the function CPUs
+  (``monitoring.allocation``), restored after the point whatever happens.
+- ``memory_mb``: every selected OpenWhisk instance invokes the variant ``<function>-<MB>`` (the
+  same code deployed with that memory limit).
+- ``rate`` / ``rate_scale``: the rate of Poisson and Uniform instances; ``rate_scale`` also
+  shortens Burst gaps and scales traces.
+- ``pause_grace_ms`` / ``user_memory_mb``: localwhisk is started with them for the point (each
+  run starts its own). A real OpenWhisk needs a redeploy for these: the sweep refuses them there
+  and says how.
+
+Repeat ``r`` of a point uses ``random_seed + r``: every point sees the same arrivals, and repeats
+sample the arrival process. Points run in a seeded random order by default, so slow drifts of the
+machine do not masquerade as an effect of the parameter.
+"""
+
+from __future__ import annotations
+
+import copy
+import itertools
+import json
+import re
+import sys
+import time
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from faasprof.errors import ConfigError, FaasprofError
+from faasprof.rundir import create_run_dir, update_manifest, write_json_atomic
+from invoker.schedule import instance_rng
+from invoker.workload import Workload, workload_from_dict
+
+SWEEP_FORMAT_VERSION = 1
+SWEEP_FILE = "sweep.json"
+PARAMETERS = ("llc_ways", "mba_percent", "memory_mb", "rate", "rate_scale", "pause_grace_ms", "user_memory_mb")
+ALLOCATION_PARAMETERS = ("llc_ways", "mba_percent")
+LOCALWHISK_PARAMETERS = ("pause_grace_ms", "user_memory_mb")
+# Start-up, deployment and draining around every run, used for the wall-time estimate.
+RUN_OVERHEAD_S = {"localwhisk": 8.0, "openwhisk": 15.0}
+_RATED = ("Poisson", "Uniform")
+_VARIANT_SUFFIX = re.compile(r"-\d+$")
+
+
+@dataclass(frozen=True)
+class SweepPoint:
+    order: int  # position in execution order
+    index: int  # position in the parameter product
+    repeat: int
+    values: dict
+
+    @property
+    def label(self) -> str:
+        parts = [f"{key}={_value_text(value)}" for key, value in self.values.items()]
+        return "_".join(parts) + f"_r{self.repeat}"
+
+
+def _value_text(value: Any) -> str:
+    return f"{value:g}" if isinstance(value, float) else str(value)
+
+
+def sweep_parameters(workload: Workload) -> dict[str, list]:
+    parameters = (workload.sweep or {}).get("parameters", {})
+    return {key: list(parameters[key]) for key in PARAMETERS if key in parameters}
+
+
+def expand_points(workload: Workload) -> list[SweepPoint]:
+    """Every point × repeat, in execution order (seeded shuffle unless ``order`` is sequential)."""
+    sweep = workload.sweep or {}
+    parameters = sweep_parameters(workload)
+    if not parameters:
+        raise ConfigError(f"{workload.origin}: sweep: the workload has no sweep block; add sweep.parameters")
+    keys = list(parameters)
+    combos = [dict(zip(keys, values)) for values in itertools.product(*(parameters[k] for k in keys))]
+    repeat = int(sweep.get("repeat", 1))
+    runs = [(index, r, combo) for index, combo in enumerate(combos) for r in range(repeat)]
+    if sweep.get("order", "random") == "random":
+        permutation = instance_rng(workload.seed, "sweep-order").permutation(len(runs))
+        runs = [runs[i] for i in permutation]
+    return [SweepPoint(order=o, index=i, repeat=r, values=combo) for o, (i, r, combo) in enumerate(runs)]
+
+
+def _selected(workload_dict: dict, sweep: dict) -> list[str]:
+    return list(sweep.get("instances") or workload_dict["instances"].keys())
+
+
+def apply_point(workload_dict: dict, point: SweepPoint, origin: str = "<workload>") -> dict:
+    """The workload of one point: a copy with the point's values written in and no sweep block."""
+    data = copy.deepcopy(workload_dict)
+    sweep = data.pop("sweep", None) or {}
+    names = _selected(data, sweep)
+    values = point.values
+    data["test_name"] = f"{data['test_name']}-p{point.order:03d}-{point.label}"
+    if data.get("random_seed") is not None:
+        data["random_seed"] = int(data["random_seed"]) + point.repeat
+    endpoint = data.get("endpoint", "local_openwhisk")
+    for name in names:
+        spec = data["instances"][name]
+        distribution = spec.get("distribution")
+        is_trace = "interarrivals_list" in spec or distribution == "Trace"
+        if "rate" in values and distribution in _RATED and not is_trace:
+            spec["rate"] = values["rate"]
+        if "rate_scale" in values:
+            scale = float(values["rate_scale"])
+            if "interarrivals_list" in spec:
+                spec["interarrivals_list"] = [gap / scale for gap in spec["interarrivals_list"]]
+            elif distribution in _RATED:
+                spec["rate"] = spec["rate"] * scale
+            elif distribution == "Burst":
+                spec["burst_gap_s"] = spec["burst_gap_s"] / scale
+                if "burst_gap_mean_s" in spec:
+                    spec["burst_gap_mean_s"] = spec["burst_gap_mean_s"] / scale
+            elif distribution == "Trace":
+                spec["trace_scale"] = spec.get("trace_scale", 1.0) * scale
+        if "memory_mb" in values and endpoint == "local_openwhisk":
+            base = _VARIANT_SUFFIX.sub("", spec["application"])
+            spec["application"] = f"{base}-{values['memory_mb']}"
+            spec["memory_mb"] = int(values["memory_mb"])
+    local = {key: values[key] for key in LOCALWHISK_PARAMETERS if key in values}
+    if local:
+        platform = data.setdefault("platform", {})
+        platform.setdefault("localwhisk", {}).update(local)
+    return data
+
+
+def check_sweep(workload: Workload, connection: Any = None, root: str = "/") -> dict:
+    """Everything that can be wrong with a sweep, before its first point; returns allocation plans.
+
+    Returns ``{"caps": Capabilities|None, "plans": {(llc, mba): AllocationPlan}}``.
+    """
+    origin = workload.origin
+    sweep = workload.sweep or {}
+    parameters = sweep_parameters(workload)
+    problems: list[str] = []
+    names = _selected(workload.raw, sweep)
+    instances = {i.name: i for i in workload.instances}
+    if "rate" in parameters and not any(instances[n].distribution in _RATED for n in names):
+        problems.append(f"{origin}: sweep.parameters.rate: no Poisson or Uniform instance to apply it to; use rate_scale, or name instances in sweep.instances")
+    if "memory_mb" in parameters and not any(instances[n].endpoint == "local_openwhisk" for n in names):
+        problems.append(f"{origin}: sweep.parameters.memory_mb: applies to OpenWhisk actions, and this workload has none (endpoint is generic)")
+    if connection is not None:
+        for key in LOCALWHISK_PARAMETERS:
+            if key in parameters:
+                problems.append(
+                    f"{origin}: sweep.parameters.{key}: a real OpenWhisk needs a redeploy to change it; "
+                    "set it in setup/openwhisk_settings.yml and run ./setup.sh --testbed --openwhisk-only between runs, "
+                    "or sweep it on localwhisk (no --apihost)"
+                )
+    # Each point's workload must itself be valid (a variant name the catalogue lacks, a rate < 0…).
+    for point in expand_points(workload):
+        if point.repeat:
+            continue
+        try:
+            workload_from_dict(apply_point(workload.raw, point), origin=f"{origin} (sweep point {point.label})", path=workload.path, seed=workload.seed)
+        except ConfigError as error:
+            problems.extend(line for line in error.problems if line not in problems)
+    plans: dict = {}
+    caps = None
+    if any(key in parameters for key in ALLOCATION_PARAMETERS) and not problems:
+        from monitoring import allocation
+
+        caps = allocation.discover(root=root)
+        cpus = sweep.get("function_cpus")
+        control = None
+        if cpus is None:
+            control = [0] if len(caps.online_cpus) > 1 else None
+        try:
+            allocation.check_sweep_values(
+                caps,
+                llc_ways=parameters.get("llc_ways", ()),
+                mba_percent=parameters.get("mba_percent", ()),
+                field_prefix=f"{origin}: sweep.parameters.",
+                cpus=cpus,
+                control_plane_cpus=control,
+            )
+        except ConfigError as error:
+            problems.extend(error.problems)
+        else:
+            for llc in parameters.get("llc_ways", [None]):
+                for mba in parameters.get("mba_percent", [None]):
+                    plans[(llc, mba)] = allocation.plan_allocation(caps, llc_ways=llc, mba_percent=mba, cpus=cpus, control_plane_cpus=control)
+    if problems:
+        raise ConfigError(problems[0], problems=problems)
+    return {"caps": caps, "plans": plans}
+
+
+def estimate_wall_s(workload: Workload, points: list[SweepPoint], platform: str = "localwhisk") -> float:
+    cooldown_s = float((workload.sweep or {}).get("cooldown_s", 5))
+    per_run = workload.duration_s + RUN_OVERHEAD_S[platform]
+    return len(points) * per_run + max(len(points) - 1, 0) * cooldown_s
+
+
+def describe_plan(workload: Workload, platform: str = "localwhisk") -> str:
+    """The sweep's points and estimated wall time, for ``faasprof plan``."""
+    points = expand_points(workload)
+    parameters = sweep_parameters(workload)
+    sweep = workload.sweep or {}
+    repeat = int(sweep.get("repeat", 1))
+    lines = [f"sweep: {len(points) // repeat} points x {repeat} repeat(s) = {len(points)} runs, order {sweep.get('order', 'random')}"]
+    for key, values in parameters.items():
+        lines.append(f"  {key}: {', '.join(_value_text(v) for v in values)}")
+    lines.append("  run order:")
+    for point in points:
+        lines.append(f"    {point.order:3d}  {point.label}")
+    total_s = estimate_wall_s(workload, points, platform)
+    lines.append(
+        f"estimated wall time: {_duration_text(total_s)} ({len(points)} x ({workload.duration_s:g} s test + ~{RUN_OVERHEAD_S[platform]:g} s start-up and drain)"
+        f" + cool-downs of {float(sweep.get('cooldown_s', 5)):g} s)"
+    )
+    return "\n".join(lines)
+
+
+def _duration_text(seconds: float) -> str:
+    minutes, secs = divmod(int(round(seconds)), 60)
+    hours, minutes = divmod(minutes, 60)
+    return f"{hours} h {minutes:02d} min" if hours else f"{minutes} min {secs:02d} s"
+
+
+class SweepLog:
+    """``sweep.json``: the sweep's plan and, point by point, where its run went and what was applied."""
+
+    def __init__(self, sweep_dir: Path, workload: Workload, points: list[SweepPoint]):
+        self.path = sweep_dir / SWEEP_FILE
+        self.data = {
+            "format_version": SWEEP_FORMAT_VERSION,
+            "kind": "sweep",
+            "test_name": workload.test_name,
+            "status": "running",
+            "workload": workload.resolved(),
+            "parameters": sweep_parameters(workload),
+            "points": [
+                {"order": p.order, "index": p.index, "repeat": p.repeat, "values": p.values, "label": p.label, "status": "planned", "run_dir": None, "applied": None, "error": None}
+                for p in points
+            ],
+        }
+        self.save()
+
+    def save(self) -> None:
+        write_json_atomic(self.path, self.data)
+
+    def point(self, order: int, **changes: Any) -> None:
+        self.data["points"][order].update(changes)
+        self.save()
+
+    def finish(self, status: str, **extra: Any) -> None:
+        self.data["status"] = status
+        self.data.update(extra)
+        self.save()
+
+
+def load_sweep(sweep_dir: str | Path) -> dict:
+    from faasprof.errors import FormatError
+    from faasprof.rundir import check_format_version
+
+    path = Path(sweep_dir) / SWEEP_FILE
+    try:
+        data = json.loads(path.read_text(encoding="utf-8"))
+    except FileNotFoundError:
+        raise FormatError(f"{path}: missing; {sweep_dir} is not a faasprof sweep directory") from None
+    check_format_version(path, data)
+    return data
+
+
+def _sleep(seconds: float) -> None:
+    deadline = time.monotonic() + seconds
+    while (left := deadline - time.monotonic()) > 0:
+        time.sleep(min(left, 0.5))
+
+
+def run_sweep(
+    workload: Workload,
+    out_dir: str | Path,
+    connection: Any = None,
+    analyze: bool = True,
+    progress: bool = True,
+    root: str = "/",
+    run_point=None,
+    allocation_options: dict | None = None,
+) -> Path:
+    """Run every point; return the sweep directory.
+
+    ``run_point(workload, sweep_dir, local_settings)`` runs one point and returns its run
+    directory (default: ``invoker.run.execute``); ``allocation_options`` go to
+    ``monitoring.allocation.Allocation`` (tests pass an emulated resctrl there).
+    """
+    checked = check_sweep(workload, connection, root=root)
+    if checked["caps"] is not None:
+        from monitoring import allocation
+
+        cleanup_options = {k: v for k, v in (allocation_options or {}).items() if k in ("state_dir", "fs", "runner")}
+        for line in allocation.cleanup_leftovers(root=root, **cleanup_options):
+            print(line, file=sys.stderr)
+    points = expand_points(workload)
+    if run_point is None:
+        from invoker.run import execute
+
+        def run_point(point_workload, sweep_dir, local_settings):
+            return execute(point_workload, sweep_dir, connection=connection, local_settings=local_settings, progress=progress)
+
+    sweep_dir = create_run_dir(out_dir, f"{workload.test_name}-sweep", monitors=False)
+    log = SweepLog(sweep_dir, workload, points)
+    cooldown_s = float((workload.sweep or {}).get("cooldown_s", 5))
+    status = "complete"
+    try:
+        for point in points:
+            if progress:
+                print(f"[{point.order + 1:3d}/{len(points)}] {point.label}", file=sys.stderr)
+            point_dict = apply_point(workload.raw, point)
+            point_workload = workload_from_dict(point_dict, origin=f"{workload.origin} (sweep point {point.label})", path=workload.path, seed=workload.seed + point.repeat)
+            local_settings = dict((point_dict.get("platform") or {}).get("localwhisk") or {})
+            plan = checked["plans"].get((point.values.get("llc_ways"), point.values.get("mba_percent")))
+            log.point(point.order, status="running")
+            try:
+                if plan is not None:
+                    from monitoring import allocation
+
+                    with allocation.Allocation(checked["caps"], plan, **(allocation_options or {})) as applied:
+                        run_dir = run_point(point_workload, sweep_dir, local_settings)
+                        applied_values = applied.applied
+                else:
+                    run_dir = run_point(point_workload, sweep_dir, local_settings)
+                    applied_values = None
+            except FaasprofError as error:
+                log.point(point.order, status="failed", error=str(error))
+                print(f"sweep point {point.label} failed: {error}", file=sys.stderr)
+                status = "incomplete"
+                continue
+            record = {"values": point.values, "repeat": point.repeat, "order": point.order, "applied": _applied_summary(point.values, applied_values, local_settings)}
+            update_manifest(run_dir, sweep_point=record)
+            log.point(point.order, status="done", run_dir=Path(run_dir).name, applied=record["applied"])
+            if point.order + 1 < len(points) and cooldown_s > 0:
+                _sleep(cooldown_s)
+    except KeyboardInterrupt:
+        log.finish("interrupted")
+        raise
+    log.finish(status)
+    if analyze:
+        summarise_sweep(sweep_dir, progress=progress)
+    return sweep_dir
+
+
+def _applied_summary(values: dict, allocation_applied: dict | None, local_settings: dict) -> dict:
+    """What the point really ran with: allocation read back from the hardware, the rest as set."""
+    applied: dict[str, Any] = {}
+    for key, value in values.items():
+        if key in ALLOCATION_PARAMETERS:
+            continue
+        applied[key] = local_settings.get(key, value) if key in LOCALWHISK_PARAMETERS else value
+    if allocation_applied is not None:
+        applied["allocation"] = allocation_applied
+        for key in ALLOCATION_PARAMETERS:
+            if key in values:
+                applied[key] = _one_value(allocation_applied.get(key))
+    return applied
+
+
+def _one_value(per_cache_id: Any) -> Any:
+    """One value when every cache id (socket) got the same setting, else the per-id dict."""
+    if isinstance(per_cache_id, dict):
+        distinct = set(per_cache_id.values())
+        if len(distinct) == 1:
+            return distinct.pop()
+    return per_cache_id
+
+
+def summarise_sweep(sweep_dir: str | Path, progress: bool = True) -> Path:
+    """Analyse every run of the sweep, compare them, and plot each metric against each parameter."""
+    from experiments.sweep_report import write_sweep_report
+
+    return write_sweep_report(Path(sweep_dir), progress=progress)
