@@ -71,7 +71,7 @@ import signal
 import subprocess
 import threading
 import time
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Callable, Iterable, Iterator, Sequence
 
@@ -904,14 +904,21 @@ def _owner_alive(pid: int, start_ticks: int | None) -> bool:
 
 
 def _write_state(path: Path, state: dict) -> None:
-    path.parent.mkdir(parents=True, exist_ok=True)
-    tmp = path.with_name(f".{path.name}.tmp")
-    with open(tmp, "w", encoding="utf-8") as handle:
-        json.dump(state, handle, indent=2)
-        handle.write("\n")
-        handle.flush()
-        os.fsync(handle.fileno())
-    os.replace(tmp, path)
+    """Write the state file atomically (temp file, fsync, rename): a crash never leaves half of it."""
+    try:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        tmp = path.with_name(f".{path.name}.tmp")
+        with open(tmp, "w", encoding="utf-8") as handle:
+            json.dump(state, handle, indent=2)
+            handle.write("\n")
+            handle.flush()
+            os.fsync(handle.fileno())
+        os.replace(tmp, path)
+    except OSError as exc:
+        raise RunError(
+            f"{path}: cannot write the allocation state file ({exc.strerror}); set FAASPROF_STATE_DIR to a"
+            " writable directory"
+        ) from None
 
 
 # --------------------------------------------------------------------------------------------
@@ -973,10 +980,13 @@ class Allocation:
         if self._state is not None:
             raise RuntimeError("allocation already applied")
         with _sigint_deferred():
-            if self.caps.interface == "resctrl":
-                self.applied = self._apply_resctrl()
-            else:
-                self.applied = self._apply_pqos()
+            try:
+                if self.caps.interface == "resctrl":
+                    self.applied = self._apply_resctrl()
+                else:
+                    self.applied = self._apply_pqos()
+            except OSError as exc:
+                raise RunError(f"{exc.filename or self.name}: {exc.strerror or exc} while applying the allocation") from None
             self._state["stage"] = "applied"
             self._state["applied"] = self.applied
             _write_state(self.state_path, self._state)
@@ -1136,7 +1146,15 @@ class Allocation:
         if self._state is None:
             return []
         with _sigint_deferred():
-            messages = _restore_from_state(self._state, fs=self.fs, runner=self.runner, timeout_s=self.timeout_s)
+            try:
+                messages = _restore_from_state(self._state, fs=self.fs, runner=self.runner, timeout_s=self.timeout_s)
+            except (OSError, RunError) as exc:
+                # The state file stays: the next faasprof start (cleanup_leftovers) tries again.
+                detail = f"{exc.filename}: {exc.strerror}" if isinstance(exc, OSError) else str(exc)
+                raise RunError(
+                    f"could not restore the previous allocation ({detail}); faasprof retries at its next start"
+                    f" from {self.state_path}"
+                ) from None
             with contextlib.suppress(FileNotFoundError):
                 self.state_path.unlink()  # last: a crash before this line is finished by cleanup_leftovers
             self._state = None
