@@ -1,0 +1,513 @@
+"""Running a function natively: the same code, outside any platform, in a long-lived worker process.
+
+A worker is the function's interpreter (this Python, or ``node``) running ``functions/runners/*``
+with the manifest's ``native`` command: it imports the function once and then serves one call per
+request line, like a warm container (its first call is the native analogue of a cold start).
+``call_once`` serves tests and quick checks; ``run_native`` writes a run directory:
+
+::
+
+    runs/native-<function>-<stamp>/
+      manifest.json     with a ``native`` block (command, interpreter, repeat, concurrency,
+                        summary, optional perf counts) and ``platform: {"kind": "native"}``
+      invocations.csv   one row per repeat (outcome ok / app_error / failed / timeout / not_sent)
+      native.csv        per repeat: worker, cold, execution time measured inside the worker, round
+                        trip, CPU time and the kernel's software counters (rusage deltas)
+      native/           each worker's stdout and stderr (never discarded)
+      monitors/perf-native/  perf stat output per worker, when --perf is given
+
+native.csv format versions (``NATIVE_FORMAT_VERSION``): 1: first version.
+"""
+
+from __future__ import annotations
+
+import csv
+import json
+import os
+import queue
+import select
+import shutil
+import statistics
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Callable
+
+from faasprof.errors import ConfigError, NotReadyError, RunError
+from faasprof.rundir import (
+    ClockAnchor,
+    InvocationLog,
+    create_run_dir,
+    monitor_dir,
+    new_manifest,
+    write_manifest,
+    load_manifest,
+)
+from functions.catalogue import RUNNERS_DIR, FunctionEntry
+
+NATIVE_FORMAT_VERSION = 1
+NATIVE_CSV = "native.csv"
+NATIVE_COLUMNS = (
+    "seq", "worker", "call_in_worker", "cold", "sent_ns", "done_ns", "exec_ms", "round_trip_ms", "outcome",
+    "cpu_user_ms", "cpu_sys_ms", "minflt", "majflt", "nvcsw", "nivcsw", "result_bytes", "error",
+)
+START_TIMEOUT_S = 60.0
+DEFAULT_PERF_EVENTS = ("task-clock", "context-switches", "cpu-migrations", "page-faults", "minor-faults", "major-faults")
+
+
+class WorkerDied(Exception):
+    pass
+
+
+class CallTimeout(Exception):
+    pass
+
+
+def native_command(entry: FunctionEntry) -> list[str]:
+    """The manifest's native command with its placeholders filled in."""
+    node = shutil.which("node")
+    values = {"python": sys.executable, "node": node or "node", "runners": str(RUNNERS_DIR), "dir": str(entry.directory)}
+    return [part.format(**values) for part in entry.native]
+
+
+def interpreter_version(entry: FunctionEntry) -> str:
+    if entry.runtime == "python":
+        return f"python {sys.version.split()[0]} ({sys.executable})"
+    try:
+        out = subprocess.run([shutil.which("node") or "node", "--version"], capture_output=True, text=True, timeout=10)
+        return f"node {out.stdout.strip()}"
+    except (OSError, subprocess.TimeoutExpired):
+        return "node (version unknown)"
+
+
+class Worker:
+    """One interpreter process serving calls of one function over a result pipe."""
+
+    def __init__(self, entry: FunctionEntry, index: int = 0, log_dir: Path | None = None, perf_output: Path | None = None,
+                 perf_events: tuple[str, ...] = DEFAULT_PERF_EVENTS):
+        self.entry = entry
+        self.index = index
+        self.log_dir = log_dir
+        self.perf_output = perf_output
+        self.perf_events = perf_events
+        self.process: subprocess.Popen | None = None
+        self.calls = 0
+        self.starts = 0
+        self.ready: dict = {}
+        self._read_fd: int | None = None
+        self._buffer = b""
+        self._logs: list = []
+
+    @property
+    def command(self) -> list[str]:
+        command = native_command(self.entry)
+        if self.perf_output is not None:
+            output = self.perf_output if self.starts <= 1 else self.perf_output.with_name(f"{self.perf_output.stem}-{self.starts}{self.perf_output.suffix}")
+            command = ["perf", "stat", "-x", ",", "-e", ",".join(self.perf_events), "-o", str(output), "--"] + command
+        return command
+
+    def start(self, timeout_s: float = START_TIMEOUT_S) -> dict:
+        """Start the process and wait for its ready line; raises RunError if the function cannot load."""
+        self.starts += 1
+        self.calls = 0
+        read_fd, write_fd = os.pipe()
+        env = dict(os.environ)
+        env["FAASPROF_RESULT_FD"] = str(write_fd)
+        env.setdefault("PYTHONDONTWRITEBYTECODE", "1")
+        if self.log_dir is not None:
+            self.log_dir.mkdir(parents=True, exist_ok=True)
+            suffix = "" if self.starts == 1 else f"-{self.starts}"
+            stdout = open(self.log_dir / f"worker-{self.index}{suffix}.stdout.log", "wb")
+            stderr = open(self.log_dir / f"worker-{self.index}{suffix}.stderr.log", "wb")
+        else:
+            stdout, stderr = tempfile.TemporaryFile(), tempfile.TemporaryFile()
+        self._logs = [stdout, stderr]
+        try:
+            self.process = subprocess.Popen(
+                self.command, stdin=subprocess.PIPE, stdout=stdout, stderr=stderr, pass_fds=(write_fd,),
+                env=env, cwd=str(self.entry.directory), start_new_session=True,
+            )
+        except OSError as error:
+            os.close(read_fd)
+            raise NotReadyError(f"{self.entry.base}: cannot start {self.command[0]} ({error.strerror})") from None
+        finally:
+            os.close(write_fd)
+        self._read_fd = read_fd
+        self._buffer = b""
+        try:
+            ready = self._read_message(timeout_s)
+        except (WorkerDied, CallTimeout) as error:
+            detail = self.stderr_tail()
+            self.stop()
+            raise RunError(f"{self.entry.base}: the native worker did not start ({error}){': ' + detail if detail else ''}") from None
+        if not ready.get("ready"):
+            self.stop()
+            raise RunError(f"{self.entry.base}: cannot load the function: {ready.get('error')}")
+        self.ready = ready
+        return ready
+
+    def _read_message(self, timeout_s: float | None) -> dict:
+        deadline = None if timeout_s is None else time.monotonic() + timeout_s
+        while b"\n" not in self._buffer:
+            wait = None if deadline is None else max(0.0, deadline - time.monotonic())
+            readable, _, _ = select.select([self._read_fd], [], [], wait)
+            if not readable:
+                raise CallTimeout(f"no answer within {timeout_s:g} s")
+            chunk = os.read(self._read_fd, 1 << 20)
+            if not chunk:
+                code = self.process.wait(timeout=5) if self.process else None
+                raise WorkerDied(f"the worker exited (status {code})")
+            self._buffer += chunk
+        line, _, self._buffer = self._buffer.partition(b"\n")
+        return json.loads(line)
+
+    def call(self, params: dict, timeout_s: float | None = None) -> dict:
+        """One call; returns the worker's answer (ok, error, exec_ns, rusage, result, ...).
+
+        Raises WorkerDied when the process exits mid-call and CallTimeout after ``timeout_s``;
+        the worker must then be restarted."""
+        if self.process is None or self.process.poll() is not None:
+            raise WorkerDied("the worker is not running")
+        try:
+            self.process.stdin.write((json.dumps({"params": params}) + "\n").encode())
+            self.process.stdin.flush()
+        except (BrokenPipeError, OSError):
+            raise WorkerDied("the worker exited") from None
+        answer = self._read_message(timeout_s)
+        self.calls += 1
+        answer["cold"] = self.calls == 1
+        answer["call_in_worker"] = self.calls
+        return answer
+
+    def stderr_tail(self, limit: int = 300) -> str:
+        if len(self._logs) < 2:
+            return ""
+        try:
+            handle = self._logs[1]
+            handle.flush()
+            with open(handle.fileno(), "rb", closefd=False) as raw:
+                raw.seek(0)
+                text = raw.read().decode("utf-8", "replace").strip()
+        except (OSError, ValueError):
+            return ""
+        return text.splitlines()[-1][:limit] if text else ""
+
+    def stop(self, timeout_s: float = 5.0) -> None:
+        """Close stdin (the runner exits), then terminate, then kill. Safe twice."""
+        process, self.process = self.process, None
+        if process is not None:
+            try:
+                process.stdin.close()
+            except OSError:
+                pass
+            try:
+                process.wait(timeout=timeout_s)
+            except subprocess.TimeoutExpired:
+                process.terminate()
+                try:
+                    process.wait(timeout=timeout_s)
+                except subprocess.TimeoutExpired:
+                    process.kill()
+                    process.wait()
+        if self._read_fd is not None:
+            os.close(self._read_fd)
+            self._read_fd = None
+        for handle in self._logs:
+            handle.close()
+        self._logs = []
+
+    def kill(self) -> None:
+        """Stop a worker stuck in a call: kill its whole process group now."""
+        if self.process is not None and self.process.poll() is None:
+            try:
+                os.killpg(self.process.pid, 9)
+            except ProcessLookupError:
+                pass
+        self.stop(timeout_s=1.0)
+
+
+def call_once(entry: FunctionEntry, params: dict | None = None, timeout_s: float | None = None) -> dict:
+    """Start a worker, call the function once with ``params`` (default: its sample input), stop.
+
+    Returns the worker's answer: ``ok``, ``result``, ``error``, ``exec_ns``, ``rusage``."""
+    entry.require_available()
+    worker = Worker(entry)
+    worker.start()
+    try:
+        return worker.call(entry.sample_params() if params is None else params, timeout_s or entry.timeout_ms / 1000)
+    finally:
+        worker.stop()
+
+
+# -- perf ---------------------------------------------------------------------------------------
+
+def check_perf(events: tuple[str, ...] = DEFAULT_PERF_EVENTS) -> str | None:
+    """None when ``perf stat`` counts ``events`` here; else a one-line reason with the fix."""
+    if shutil.which("perf") is None:
+        return "perf not found; install it (apt-get install linux-perf) or drop --perf"
+    with tempfile.NamedTemporaryFile("r", suffix=".csv") as output:
+        try:
+            done = subprocess.run(["perf", "stat", "-x", ",", "-e", ",".join(events), "-o", output.name, "--", "true"],
+                                  capture_output=True, text=True, timeout=20)
+        except (OSError, subprocess.TimeoutExpired) as error:
+            return f"perf stat did not run ({error}); drop --perf"
+        if done.returncode != 0:
+            return f"perf stat failed: {(done.stderr.strip().splitlines() or ['?'])[-1]}; check perf_event_paranoid or drop --perf"
+        counts = parse_perf_stat_csv(Path(output.name).read_text())
+    unsupported = [event for event in events if counts.get(event, {}).get("value") is None]
+    if unsupported:
+        return f"perf cannot count {', '.join(unsupported)} here; choose other --perf-events or drop --perf"
+    return None
+
+
+def parse_perf_stat_csv(text: str) -> dict[str, dict]:
+    """``perf stat -x ,`` output -> {event: {"value": float | None, "unit": str}}.
+
+    Fields: value, unit, event, run time, percentage running, [metric, metric unit]. A value of
+    ``<not supported>`` or ``<not counted>`` becomes None."""
+    counts: dict[str, dict] = {}
+    for line in text.splitlines():
+        if not line.strip() or line.startswith("#"):
+            continue
+        fields = line.split(",")
+        if len(fields) < 3:
+            continue
+        raw, unit, event = fields[0], fields[1], fields[2]
+        try:
+            value: float | None = float(raw)
+        except ValueError:
+            value = None
+        counts[event] = {"value": value, "unit": unit}
+    return counts
+
+
+# -- run directories ----------------------------------------------------------------------------
+
+@dataclass
+class NativeOptions:
+    repeat: int = 10
+    concurrency: int = 1
+    warmup: int = 0
+    params: dict | None = None
+    params_source: str = "sample"
+    perf: bool = False
+    perf_events: tuple[str, ...] = DEFAULT_PERF_EVENTS
+    timeout_s: float | None = None
+    extra_manifest: dict = field(default_factory=dict)
+
+
+def _host_metadata() -> dict:
+    """Host facts from the monitoring package when it is there (it is optional for native runs)."""
+    try:
+        from monitoring.host import collect_host, tool_versions  # noqa: PLC0415 (optional dependency)
+    except ImportError:
+        return {}
+    try:
+        return {"host": collect_host(), "tools": tool_versions()}
+    except Exception as error:  # host metadata must never stop a measurement
+        return {"host": {"error": f"{type(error).__name__}: {error}"}}
+
+
+def summarise(rows: list[dict]) -> dict:
+    ok = [row["exec_ms"] for row in rows if row["outcome"] == "ok" and row["exec_ms"] != ""]
+    outcomes: dict[str, int] = {}
+    for row in rows:
+        outcomes[row["outcome"]] = outcomes.get(row["outcome"], 0) + 1
+    summary: dict = {"calls": len(rows), "outcomes": outcomes}
+    if ok:
+        ordered = sorted(ok)
+        summary["exec_ms"] = {
+            "mean": round(statistics.fmean(ok), 4),
+            "median": round(statistics.median(ok), 4),
+            "min": round(ordered[0], 4),
+            "max": round(ordered[-1], 4),
+            "p95": round(ordered[min(len(ordered) - 1, int(0.95 * len(ordered)))], 4),
+            "stdev": round(statistics.stdev(ok), 4) if len(ok) > 1 else 0.0,
+        }
+        warm = [row["exec_ms"] for row in rows if row["outcome"] == "ok" and not row["cold"]]
+        if warm:
+            summary["warm_exec_ms_median"] = round(statistics.median(warm), 4)
+    return summary
+
+
+def run_native(entry: FunctionEntry, out_dir: str | os.PathLike, options: NativeOptions,
+               progress: Callable[[str], None] | None = None) -> tuple[Path, dict]:
+    """Run ``entry`` natively ``options.repeat`` times over ``options.concurrency`` workers.
+
+    Returns (run directory, summary). Every planned call has one row in invocations.csv and in
+    native.csv whatever happens; a worker that dies or times out is restarted (its next call is
+    cold again). Raises NotReadyError before creating anything if the function or perf cannot run.
+    """
+    if options.repeat < 1:
+        raise ConfigError(f"--repeat: must be >= 1 (got {options.repeat})")
+    if options.concurrency < 1:
+        raise ConfigError(f"--concurrency: must be >= 1 (got {options.concurrency})")
+    if options.warmup < 0:
+        raise ConfigError(f"--warmup: must be >= 0 (got {options.warmup})")
+    entry.require_available()
+    if options.perf:
+        reason = check_perf(options.perf_events)
+        if reason:
+            raise NotReadyError(reason)
+    params = entry.sample_params() if options.params is None else options.params
+    timeout_s = options.timeout_s or entry.timeout_ms / 1000
+    say = progress or (lambda message: None)
+
+    test_name = f"native-{entry.name}"
+    run_dir = create_run_dir(out_dir, test_name)
+    clock = ClockAnchor()
+    command = native_command(entry)
+    workload = {
+        "test_name": test_name,
+        "native": True,
+        "instances": [{"name": entry.name, "function": entry.name, "endpoint": "native", "distribution": "closed-loop",
+                       "repeat": options.repeat, "concurrency": options.concurrency, "memory_mb": None}],
+    }
+    native_block = {
+        "format_version": NATIVE_FORMAT_VERSION,
+        "function": entry.describe(),
+        "command": command,
+        "interpreter": interpreter_version(entry),
+        "repeat": options.repeat,
+        "concurrency": options.concurrency,
+        "warmup": options.warmup,
+        "timeout_s": timeout_s,
+        "params": {"source": options.params_source, "keys": sorted(params)},
+        "files": {"native_csv": NATIVE_CSV, "worker_logs": "native/"},
+        "perf": None,
+    }
+    manifest = new_manifest(test_name, workload, clock, platform={"kind": "native", "apihost": None}, native=native_block,
+                            **_host_metadata(), **options.extra_manifest)
+    manifest["counts"]["planned"] = options.repeat
+    write_manifest(run_dir, manifest)
+
+    perf_dir = monitor_dir(run_dir, "perf-native") if options.perf else None
+    workers = [
+        Worker(entry, index, log_dir=run_dir / "native",
+               perf_output=(perf_dir / f"worker-{index}.csv") if perf_dir else None, perf_events=options.perf_events)
+        for index in range(options.concurrency)
+    ]
+    log = InvocationLog(run_dir)
+    rows: list[dict] = []
+    rows_lock = threading.Lock()
+    todo: queue.Queue[int] = queue.Queue()
+    for seq in range(options.repeat):
+        todo.put(seq)
+    stop = threading.Event()
+    start_errors: list[str] = []
+
+    def record(seq: int, worker: Worker, sent_ns, done_ns, outcome: str, answer: dict | None, error: str = "") -> None:
+        usage = (answer or {}).get("rusage") or {}
+        row = {
+            "seq": seq, "worker": worker.index, "call_in_worker": (answer or {}).get("call_in_worker", ""),
+            "cold": bool((answer or {}).get("cold", False)), "sent_ns": sent_ns, "done_ns": done_ns,
+            "exec_ms": round(answer["exec_ns"] / 1e6, 4) if answer and "exec_ns" in answer else "",
+            "round_trip_ms": round((done_ns - sent_ns) / 1e6, 4) if sent_ns != "" and done_ns != "" else "",
+            "outcome": outcome, "cpu_user_ms": usage.get("user_ms", ""), "cpu_sys_ms": usage.get("sys_ms", ""),
+            "minflt": usage.get("minflt", ""), "majflt": usage.get("majflt", ""), "nvcsw": usage.get("nvcsw", ""),
+            "nivcsw": usage.get("nivcsw", ""), "result_bytes": (answer or {}).get("result_bytes", ""), "error": error[:300],
+        }
+        with rows_lock:
+            rows.append(row)
+        log.append((seq, entry.name, entry.name, sent_ns if sent_ns != "" else 0, sent_ns, done_ns, outcome, "",
+                    f"native-w{worker.index}-{seq}", error[:300]))
+        say(f"[{len(rows):>{len(str(options.repeat))}}/{options.repeat}] {entry.name}  worker {worker.index}  "
+            + (f"{row['exec_ms']:.2f} ms" if row["exec_ms"] != "" else "-") + f"  {outcome}" + (f": {error[:80]}" if error else ""))
+
+    def serve(worker: Worker) -> None:
+        try:
+            worker.start()
+            for _ in range(options.warmup):
+                worker.call(params, timeout_s)
+        except (RunError, NotReadyError, WorkerDied, CallTimeout) as error:
+            start_errors.append(str(error))
+            return
+        while not stop.is_set():
+            try:
+                seq = todo.get_nowait()
+            except queue.Empty:
+                return
+            sent_ns = clock.since_zero_ns()
+            try:
+                answer = worker.call(params, timeout_s)
+            except CallTimeout as error:
+                record(seq, worker, sent_ns, "", "timeout", None, str(error))
+                worker.kill()
+            except WorkerDied as error:
+                record(seq, worker, sent_ns, clock.since_zero_ns(), "failed", None, f"{error}: {worker.stderr_tail()}")
+                worker.stop()
+            else:
+                done_ns = clock.since_zero_ns()
+                record(seq, worker, sent_ns, done_ns, "ok" if answer.get("ok") else "app_error", answer, answer.get("error") or "")
+                continue
+            if stop.is_set():
+                return
+            try:
+                worker.start()  # like a platform replacing a crashed container: the next call is cold
+            except (RunError, NotReadyError) as error:
+                start_errors.append(str(error))
+                return
+
+    threads = [threading.Thread(target=serve, args=(worker,), name=f"native-worker-{worker.index}", daemon=True) for worker in workers]
+    status = "complete"
+    try:
+        for thread in threads:
+            thread.start()
+        for thread in threads:
+            while thread.is_alive():
+                thread.join(timeout=0.2)
+    except KeyboardInterrupt:
+        status = "interrupted"
+        stop.set()
+        for worker in workers:
+            worker.kill()
+        for thread in threads:
+            thread.join(timeout=5)
+    finally:
+        for worker in workers:
+            worker.stop()
+    # Every planned call gets a row: the ones no worker took were never sent.
+    reason = "interrupted" if status == "interrupted" else (start_errors[0] if start_errors else "no worker left")
+    while True:
+        try:
+            seq = todo.get_nowait()
+        except queue.Empty:
+            break
+        record(seq, workers[0], "", "", "not_sent", None, reason)
+    log.close()
+    if start_errors and status == "complete":
+        status = "aborted"
+
+    rows.sort(key=lambda row: row["seq"])
+    with open(run_dir / NATIVE_CSV, "w", encoding="utf-8", newline="") as handle:
+        writer = csv.DictWriter(handle, fieldnames=NATIVE_COLUMNS, lineterminator="\n")
+        writer.writeheader()
+        for row in rows:
+            writer.writerow({**row, "cold": int(row["cold"])})
+    summary = summarise(rows)
+    if start_errors:
+        summary["worker_errors"] = start_errors
+    manifest = load_manifest(run_dir)
+    manifest["status"] = status
+    manifest["counts"] = {
+        "planned": options.repeat,
+        "sent": sum(1 for row in rows if row["outcome"] != "not_sent"),
+        "failed": sum(1 for row in rows if row["outcome"] not in ("ok", "not_sent")),
+    }
+    manifest["native"]["summary"] = summary
+    manifest["native"]["workers"] = [{"index": w.index, "starts": w.starts, "load_ms": round(w.ready.get("load_ns", 0) / 1e6, 3) if w.ready else None,
+                                      "interpreter": w.ready.get("interpreter") if w.ready else None} for w in workers]
+    if perf_dir is not None:
+        files = sorted(perf_dir.glob("worker-*.csv"))
+        manifest["native"]["perf"] = {
+            "events": list(options.perf_events),
+            "scope": "each worker process from start to exit (interpreter start, import, warm-up and all its calls)",
+            "files": [str(path.relative_to(run_dir)) for path in files],
+            "counts": {path.stem: parse_perf_stat_csv(path.read_text(errors="replace")) for path in files},
+        }
+    write_manifest(run_dir, manifest)
+    return run_dir, summary

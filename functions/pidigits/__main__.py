@@ -1,0 +1,32 @@
+"""pidigits: the first ``size`` decimal digits of pi with Gibbons' unbounded spigot (big ints).
+
+Input: ``{"size": 2000}`` (digits; optional). Output: the first 20 and last 20 digits and a
+digit sum.
+"""
+
+DEFAULT_SIZE = 2000
+
+
+def pi_digits(count):
+    """Digits of pi as a string, by the unbounded spigot (linear fractional transformations)."""
+    q, r, t, k, n, l = 1, 0, 1, 1, 3, 3
+    out = []
+    while len(out) < count:
+        if 4 * q + r - t < n * t:
+            out.append(n)
+            q, r, n = 10 * q, 10 * (r - n * t), (10 * (3 * q + r)) // t - 10 * n
+        else:
+            q, r, t, k, n, l = q * k, (2 * q + r) * l, t * l, k + 1, (q * (7 * k + 2) + r * l) // (t * l), l + 2
+    return "".join(map(str, out))
+
+
+def main(args):
+    size = int(args.get("size", DEFAULT_SIZE))
+    digits = pi_digits(size)
+    return {
+        "benchmark": "pidigits",
+        "size": size,
+        "first20": digits[:20],
+        "last20": digits[-20:],
+        "digit_sum": sum(map(int, digits)),
+    }

@@ -1,0 +1,179 @@
+"""Deploying catalogue functions as actions through the OpenWhisk REST API.
+
+``deploy(client, names, memory_mb)`` creates or updates each action from its reproducible archive
+and reports ``created``, ``updated`` or ``unchanged`` per name: an action whose
+``faasprof-code-sha256`` annotation, kind and limits already match is not written again, so
+deploying twice changes nothing. ``ensure_actions(client, names, memory_mb)`` is what ``faasprof
+run`` uses: an action that exists on the platform is left alone (``existing``), a missing catalogue
+function is deployed (``deployed``), and a name that is neither raises ConfigError listing the
+known functions, before anything is written.
+
+A memory variant (``markdown-256``) deploys the catalogue code under that name with that memory
+limit; an explicit ``memory_mb`` overrides both the variant's and the catalogue's memory.
+The kind comes from the platform's ``GET /`` runtimes: the manifest's kind when the platform
+lists it (``python:3``), else the family's default (``nodejs:20``).
+"""
+
+from __future__ import annotations
+
+import base64
+from dataclasses import dataclass
+
+from typing import Callable
+
+from faasprof.errors import ConfigError, RunError
+from functions.catalogue import FunctionEntry, lookup, unknown_function_error
+from functions.package import build_archive, sha256
+
+CODE_DIGEST_ANNOTATION = "faasprof-code-sha256"
+FUNCTION_ANNOTATION = "faasprof-function"
+FALLBACK_KINDS = {"python": "python:default", "nodejs": "nodejs:default"}
+
+
+@dataclass
+class PlannedAction:
+    entry: FunctionEntry
+    kind: str
+    memory_mb: int
+    archive: bytes
+    digest: str
+
+    def body(self) -> dict:
+        code = base64.b64encode(self.archive).decode("ascii")
+        if self.entry.openwhisk_image:
+            exec_doc = {"kind": "blackbox", "image": self.entry.openwhisk_image, "code": code, "binary": True, "main": self.entry.main}
+        else:
+            exec_doc = {"kind": self.kind, "code": code, "binary": True, "main": self.entry.main}
+        annotations = [
+            {"key": CODE_DIGEST_ANNOTATION, "value": self.digest},
+            {"key": FUNCTION_ANNOTATION, "value": self.entry.base},
+            {"key": "description", "value": self.entry.description},
+        ]
+        if self.entry.web == "raw":
+            annotations += [{"key": "web-export", "value": True}, {"key": "raw-http", "value": True}, {"key": "final", "value": True}]
+        return {
+            "exec": exec_doc,
+            "limits": {"memory": self.memory_mb, "timeout": self.entry.timeout_ms},
+            "annotations": annotations,
+        }
+
+    def matches(self, existing: dict) -> bool:
+        """Whether the action on the platform is this one already (code digest, kind, limits)."""
+        annotations = {a.get("key"): a.get("value") for a in existing.get("annotations") or [] if isinstance(a, dict)}
+        limits = existing.get("limits") or {}
+        want_kind = "blackbox" if self.entry.openwhisk_image else self.kind
+        return (
+            annotations.get(CODE_DIGEST_ANNOTATION) == self.digest
+            and (existing.get("exec") or {}).get("kind") == want_kind
+            and limits.get("memory") == self.memory_mb
+            and limits.get("timeout") == self.entry.timeout_ms
+            and bool(annotations.get("web-export")) == (self.entry.web == "raw")
+        )
+
+
+def resolve_kind(entry: FunctionEntry, platform_info: dict | None) -> str:
+    """The action kind to use on this platform for ``entry``."""
+    runtimes = (platform_info or {}).get("runtimes") or {}
+    family = runtimes.get(entry.runtime) or []
+    kinds = [item.get("kind") for item in family if isinstance(item, dict)]
+    if entry.kind in kinds:
+        return entry.kind
+    defaults = [item.get("kind") for item in family if isinstance(item, dict) and item.get("default")]
+    if defaults:
+        return defaults[0]
+    if kinds:
+        return kinds[-1]
+    return entry.kind if ":" in entry.kind else FALLBACK_KINDS[entry.runtime]
+
+
+def _entries(names: list[str], memory_mb: int | None) -> list[FunctionEntry]:
+    unknown = [name for name in names if lookup(name) is None]
+    if unknown:
+        raise unknown_function_error(unknown[0], where="deploy")
+    if memory_mb is not None and (not isinstance(memory_mb, int) or memory_mb <= 0):
+        raise ConfigError(f"--memory: must be a positive number of MB (got {memory_mb!r})")
+    chosen = []
+    for name in dict.fromkeys(names):
+        entry = lookup(name)
+        chosen.append(entry.with_memory(memory_mb) if memory_mb is not None else entry)
+    return chosen
+
+
+def plan_actions(client, entries: list[FunctionEntry]) -> list[PlannedAction]:
+    """Archives and kinds for ``entries``; everything that can fail locally fails here, before any write."""
+    info = client.info() if entries else {}
+    archives: dict[str, bytes] = {}
+    planned = []
+    for entry in entries:
+        if entry.base not in archives:
+            archives[entry.base] = build_archive(entry)
+        archive = archives[entry.base]
+        planned.append(PlannedAction(entry, resolve_kind(entry, info), entry.memory_mb, archive, sha256(archive)))
+    return planned
+
+
+def _put(client, action: PlannedAction) -> None:
+    from invoker.client import PlatformError  # noqa: PLC0415
+
+    try:
+        client.put_action(action.entry.name, action.body(), overwrite=True)
+    except PlatformError as error:
+        if error.status == 413:
+            raise RunError(
+                f"{action.entry.name}: {client.connection.apihost} refused the {len(action.archive) / 1e6:.1f} MB archive as too large (413); "
+                "raise its request size limit (localwhisk: --max-payload-bytes; OpenWhisk: nginx client_max_body_size and the action size limit)"
+            ) from None
+        raise
+
+
+def deploy(client, names: list[str], memory_mb: int | None = None,
+           report: Callable[[str, str], None] | None = None) -> dict[str, str]:
+    """Create or update the actions for ``names``; returns {name: "created" | "updated" | "unchanged"}.
+
+    Raises ConfigError for an unknown name and NotReadyError when a function cannot be packaged
+    here (an npm package missing), both before anything is written. ``report(name, status)`` is
+    called after each action, so a caller can show progress before a later action fails."""
+    planned = plan_actions(client, _entries(list(names), memory_mb))
+    results: dict[str, str] = {}
+    for action in planned:
+        existing = client.get_action(action.entry.name)
+        if existing is not None and action.matches(existing):
+            status = "unchanged"
+        else:
+            _put(client, action)
+            status = "created" if existing is None else "updated"
+        results[action.entry.name] = status
+        if report is not None:
+            report(action.entry.name, status)
+    return results
+
+
+def ensure_actions(client, names: list[str], memory_mb: int | None = None) -> dict[str, str]:
+    """Make sure every action in ``names`` exists; returns {name: "existing" | "deployed"}.
+
+    An action already on the platform is left as it is (whatever its code or limits). A missing
+    one is deployed from the catalogue; a name neither on the platform nor in the catalogue raises
+    ConfigError listing the known functions before anything is deployed."""
+    results: dict[str, str] = {}
+    missing: list[str] = []
+    for name in dict.fromkeys(names):
+        if client.get_action(name) is not None:
+            results[name] = "existing"
+        elif lookup(name) is None:
+            raise ConfigError(
+                f"action {name!r} is neither on {client.connection.apihost} (namespace {client.connection.namespace}) "
+                f"nor in the function catalogue; known functions: {', '.join(_known())}"
+            )
+        else:
+            missing.append(name)
+    if missing:
+        for action in plan_actions(client, _entries(missing, memory_mb)):
+            _put(client, action)
+            results[action.entry.name] = "deployed"
+    return results
+
+
+def _known() -> list[str]:
+    from functions.catalogue import names  # noqa: PLC0415
+
+    return names()

@@ -1,0 +1,248 @@
+"""Deploying against a real HTTP server on 127.0.0.1 that answers the OpenWhisk action API:
+idempotent deploys, variants, ensure_actions semantics, and the ``faasprof deploy`` CLI."""
+
+from __future__ import annotations
+
+import base64
+import io
+import json
+import threading
+import zipfile
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from urllib.parse import parse_qs, unquote, urlsplit
+
+import pytest
+
+from faasprof.errors import ConfigError
+from invoker.client import OpenWhiskClient
+from invoker.connection import Connection
+from invoker.deploy import CODE_DIGEST_ANNOTATION, deploy, ensure_actions, resolve_kind
+from functions.catalogue import lookup
+from tests.conftest import run_cli
+
+AUTH = "user:secret"
+
+
+class FakeWhisk:
+    """The action part of the OpenWhisk REST API, kept in memory; records every request."""
+
+    def __init__(self):
+        self.actions: dict[str, dict] = {}
+        self.requests: list[tuple[str, str]] = []
+        self.lock = threading.Lock()
+        fake = self
+
+        class Handler(BaseHTTPRequestHandler):
+            def log_message(self, *args):
+                pass
+
+            def _send(self, status, body):
+                data = json.dumps(body).encode()
+                self.send_response(status)
+                self.send_header("Content-Type", "application/json")
+                self.send_header("Content-Length", str(len(data)))
+                self.end_headers()
+                self.wfile.write(data)
+
+            def _route(self):
+                parts = urlsplit(self.path)
+                with fake.lock:
+                    fake.requests.append((self.command, parts.path))
+                expected = "Basic " + base64.b64encode(AUTH.encode()).decode()
+                if self.headers.get("Authorization") != expected:
+                    return self._send(401, {"error": "The supplied authentication is invalid"})
+                return parts, parse_qs(parts.query)
+
+            def do_GET(self):
+                routed = self._route()
+                if routed is None:
+                    return
+                parts, query = routed
+                if parts.path == "/":
+                    return self._send(200, {"description": "fake", "runtimes": {
+                        "nodejs": [{"kind": "nodejs:20", "default": True}],
+                        "python": [{"kind": "python:3.11", "default": False}, {"kind": "python:3", "default": True}]}})
+                name = self._action_name(parts.path)
+                with fake.lock:
+                    action = fake.actions.get(name)
+                if action is None:
+                    return self._send(404, {"error": "The requested resource does not exist."})
+                if query.get("code") == ["false"]:
+                    action = {**action, "exec": {k: v for k, v in action["exec"].items() if k != "code"}}
+                return self._send(200, action)
+
+            def do_PUT(self):
+                routed = self._route()
+                if routed is None:
+                    return
+                parts, query = routed
+                name = self._action_name(parts.path)
+                body = json.loads(self.rfile.read(int(self.headers["Content-Length"])))
+                with fake.lock:
+                    if name in fake.actions and query.get("overwrite") != ["true"]:
+                        return self._send(409, {"error": "resource already exists"})
+                    old = fake.actions.get(name)
+                    action = {"name": name, "namespace": "guest", "exec": body["exec"],
+                              "limits": {"memory": 256, "timeout": 60000, "logs": 10, "concurrency": 1, **body.get("limits", {})},
+                              "annotations": body.get("annotations", []), "version": "0.0.%d" % (1 + (old is not None))}
+                    fake.actions[name] = action
+                return self._send(200, action)
+
+            @staticmethod
+            def _action_name(path):
+                prefix = "/api/v1/namespaces/guest/actions/"
+                return unquote(path[len(prefix):]) if path.startswith(prefix) else None
+
+        self.server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+        self.apihost = f"http://127.0.0.1:{self.server.server_address[1]}"
+        self.thread = threading.Thread(target=self.server.serve_forever, daemon=True)
+        self.thread.start()
+
+    def puts(self):
+        return [path for method, path in self.requests if method == "PUT"]
+
+    def close(self):
+        self.server.shutdown()
+        self.server.server_close()
+
+
+@pytest.fixture
+def whisk():
+    fake = FakeWhisk()
+    yield fake
+    fake.close()
+
+
+@pytest.fixture
+def client(whisk):
+    with OpenWhiskClient(Connection(whisk.apihost, AUTH, "guest", source="flags")) as c:
+        yield c
+
+
+def test_deploy_creates_then_leaves_unchanged(whisk, client):
+    assert deploy(client, ["markdown", "autocomplete"]) == {"markdown": "created", "autocomplete": "created"}
+    assert len(whisk.puts()) == 2
+    assert deploy(client, ["markdown", "autocomplete"]) == {"markdown": "unchanged", "autocomplete": "unchanged"}
+    assert len(whisk.puts()) == 2, "an identical deploy writes nothing"
+    action = whisk.actions["markdown"]
+    assert action["exec"]["kind"] == "python:3" and action["exec"]["binary"] is True and action["exec"]["main"] == "main"
+    assert whisk.actions["autocomplete"]["exec"]["kind"] == "nodejs:20"
+    archive = zipfile.ZipFile(io.BytesIO(base64.b64decode(action["exec"]["code"])))
+    assert "__main__.py" in archive.namelist()
+    assert action["limits"]["memory"] == lookup("markdown").memory_mb
+
+
+def test_deploy_with_other_memory_updates(whisk, client):
+    deploy(client, ["sentiment"])
+    assert deploy(client, ["sentiment"], memory_mb=512) == {"sentiment": "updated"}
+    assert whisk.actions["sentiment"]["limits"]["memory"] == 512
+    assert deploy(client, ["sentiment"], memory_mb=512) == {"sentiment": "unchanged"}
+
+
+def test_variant_deploys_the_same_code_with_its_memory(whisk, client):
+    assert deploy(client, ["markdown", "markdown-384"]) == {"markdown": "created", "markdown-384": "created"}
+    base, variant = whisk.actions["markdown"], whisk.actions["markdown-384"]
+    assert variant["limits"]["memory"] == 384
+    assert variant["exec"]["code"] == base["exec"]["code"]
+    digests = {a["key"]: a["value"] for a in variant["annotations"]}
+    assert digests[CODE_DIGEST_ANNOTATION] == {a["key"]: a["value"] for a in base["annotations"]}[CODE_DIGEST_ANNOTATION]
+
+
+def test_web_functions_are_raw_web_actions(whisk, client):
+    deploy(client, ["ocr-img"])
+    annotations = {a["key"]: a["value"] for a in whisk.actions["ocr-img"]["annotations"]}
+    assert annotations["web-export"] is True and annotations["raw-http"] is True
+
+
+def test_ensure_actions_leaves_existing_actions_alone(whisk, client):
+    whisk.actions["markdown"] = {"name": "markdown", "exec": {"kind": "python:3", "code": "def main(a): return a"},
+                                 "limits": {"memory": 128, "timeout": 1000}, "annotations": []}
+    assert ensure_actions(client, ["markdown", "spin", "spin"]) == {"markdown": "existing", "spin": "deployed"}
+    assert whisk.actions["markdown"]["exec"]["code"] == "def main(a): return a"
+    assert whisk.puts() == ["/api/v1/namespaces/guest/actions/spin"]
+    assert ensure_actions(client, ["spin"]) == {"spin": "existing"}
+    assert len(whisk.puts()) == 1
+
+
+def test_ensure_actions_accepts_actions_only_on_the_platform(whisk, client):
+    whisk.actions["my-own"] = {"name": "my-own", "exec": {"kind": "python:3"}, "limits": {}, "annotations": []}
+    assert ensure_actions(client, ["my-own"]) == {"my-own": "existing"}
+
+
+def test_ensure_actions_unknown_name_lists_known_and_writes_nothing(whisk, client):
+    with pytest.raises(ConfigError) as caught:
+        ensure_actions(client, ["spin", "no-such-function"])
+    message = str(caught.value)
+    assert "no-such-function" in message and "json_dumps" in message and "markdown" in message
+    assert whisk.puts() == []
+
+
+def test_ensure_actions_memory_for_variants(whisk, client):
+    assert ensure_actions(client, ["spin-512"], memory_mb=None) == {"spin-512": "deployed"}
+    assert whisk.actions["spin-512"]["limits"]["memory"] == 512
+    assert ensure_actions(client, ["chaos"], memory_mb=192) == {"chaos": "deployed"}
+    assert whisk.actions["chaos"]["limits"]["memory"] == 192
+
+
+def test_resolve_kind_prefers_the_manifest_kind_then_the_default():
+    runtimes = {"runtimes": {"python": [{"kind": "python:3.11", "default": True}], "nodejs": [{"kind": "nodejs:18"}]}}
+    assert resolve_kind(lookup("markdown"), runtimes) == "python:3.11"
+    assert resolve_kind(lookup("autocomplete"), runtimes) == "nodejs:18"
+    assert resolve_kind(lookup("markdown"), {"runtimes": {"python": [{"kind": "python:3"}, {"kind": "python:3.11", "default": True}]}}) == "python:3"
+    assert resolve_kind(lookup("autocomplete"), {}) == "nodejs:default"
+
+
+# -- the CLI --------------------------------------------------------------------------------------
+
+def test_cli_deploys_and_reports(whisk, isolated_home):
+    done = run_cli("deploy", "json_loads", "nqueens-256", "--apihost", whisk.apihost, "--auth", AUTH, "--namespace", "guest", timeout=60)
+    assert done.returncode == 0, done.stderr
+    lines = done.stdout.splitlines()
+    assert lines[0].split()[:3] == ["json_loads", "created", "python:3"]
+    assert lines[1].split()[:2] == ["nqueens-256", "created"] and "256 MB" in lines[1]
+    again = run_cli("deploy", "json_loads", "--apihost", whisk.apihost, "--auth", AUTH, "--namespace", "guest", timeout=60)
+    assert again.returncode == 0 and again.stdout.split()[1] == "unchanged"
+    assert AUTH.split(":")[1] not in done.stdout + done.stderr
+
+
+def test_cli_without_a_platform_says_how_to_get_one(isolated_home):
+    done = run_cli("deploy", "markdown", timeout=60)
+    assert done.returncode == 3
+    assert "faasprof local start" in done.stderr and "--apihost" in done.stderr
+
+
+def test_cli_unknown_function_lists_the_known_ones(isolated_home):
+    done = run_cli("deploy", "mardown", "--apihost", "http://127.0.0.1:9", "--auth", AUTH, timeout=60)
+    assert done.returncode == 2
+    assert "mardown" in done.stderr and "markdown" in done.stderr and "json_dumps" in done.stderr
+
+
+def test_cli_needs_names_or_all(isolated_home):
+    done = run_cli("deploy", timeout=60)
+    assert done.returncode == 2 and "--all" in done.stderr
+
+
+def test_cli_list_contacts_nothing(isolated_home):
+    done = run_cli("deploy", "--list", timeout=60)
+    assert done.returncode == 0
+    assert any(line.startswith("markdown ") for line in done.stdout.splitlines())
+    from functions.catalogue import names
+
+    assert len(done.stdout.splitlines()) == len(names())
+
+
+def test_cli_unreachable_platform_is_not_ready(isolated_home):
+    done = run_cli("deploy", "markdown", "--apihost", "http://127.0.0.1:9", "--auth", AUTH, timeout=60)
+    assert done.returncode == 3 and "cannot connect" in done.stderr
+
+
+def test_too_large_archive_says_which_limit_to_raise(whisk, client, monkeypatch):
+    from faasprof.errors import RunError
+    from invoker.client import PlatformError
+
+    def refuse(*args, **kwargs):
+        raise PlatformError("413", status=413)
+
+    monkeypatch.setattr(client, "put_action", refuse)
+    with pytest.raises(RunError, match="max-payload-bytes"):
+        deploy(client, ["markdown"])
