@@ -24,7 +24,7 @@ from pathlib import Path
 
 import pytest
 
-from faasprof.errors import ConfigError, NotReadyError, RunError
+from faasprof.errors import NotReadyError, RunError
 from monitoring import allocation as al
 
 DATA = Path(__file__).resolve().parent / "data" / "resctrl"
@@ -404,6 +404,35 @@ def test_existing_group_of_that_name_is_not_touched(host11, state_dir):
             pass
     assert (caps.resctrl_path / "faasprof-same").is_dir()
     assert list(state_dir.iterdir()) == []
+
+
+def test_failed_restore_keeps_the_state_for_the_next_start(host11, state_dir):
+    root, caps, fs = host11
+
+    def busy(path):
+        raise OSError(errno.EBUSY, os.strerror(errno.EBUSY), str(path))
+
+    alloc = al.Allocation(caps, al.plan_allocation(caps, llc_ways=2), state_dir=state_dir, fs=fs, name="faasprof-busy")
+    alloc.apply()
+    fs.before_rmdir = busy
+    with pytest.raises(RunError, match="retries at its next start"):
+        alloc.restore()
+    assert len(list(state_dir.glob("allocation-*.json"))) == 1
+    fs.before_rmdir = None
+    # The owner (this process) is alive, so cleanup leaves it; its own restore() finishes the job.
+    assert al.cleanup_leftovers(root, state_dir=state_dir, fs=fs) == []
+    assert alloc.restore() == [f"removed resctrl group {caps.resctrl_path / 'faasprof-busy'}"]
+    assert list(state_dir.glob("*.json")) == []
+
+
+def test_unwritable_state_dir_is_a_clear_error(host11, tmp_path):
+    _root, caps, fs = host11
+    blocker = tmp_path / "file"
+    blocker.write_text("")
+    with pytest.raises(RunError, match="FAASPROF_STATE_DIR"):
+        with al.Allocation(caps, al.plan_allocation(caps, llc_ways=2), state_dir=blocker / "sub", fs=fs):
+            pass
+    assert al._groups(caps.resctrl_path) == []
 
 
 # ---------------------------------------------------------------------------------------------
