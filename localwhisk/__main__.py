@@ -1,0 +1,156 @@
+"""``python -m localwhisk serve ...``: run one localwhisk instance in the foreground.
+
+The instance locks its data directory (one instance per directory), writes
+``<data-dir>/localwhisk.json`` (pid, port, apihost) once the API answers and, with
+``--port-file F``, the chosen port to F (for ``--port 0``). SIGTERM or SIGINT stop it cleanly:
+outstanding activations are recorded as whisk errors, records are flushed, sandboxes and their
+cgroups are removed. With ``--parent-pid P`` it also stops when process P is gone, so an embedded
+instance never outlives the faasprof run that started it.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import fcntl
+import json
+import logging
+import os
+import resource
+import signal
+import sys
+import time
+from pathlib import Path
+
+from localwhisk.config import Settings, add_settings_arguments, settings_from_args, validate_settings
+
+STATE_FILE = "localwhisk.json"
+LOCK_FILE = "localwhisk.lock"
+
+
+def _write_json_atomic(path: Path, obj: dict) -> None:
+    tmp = path.with_name(path.name + f".tmp{os.getpid()}")
+    tmp.write_text(json.dumps(obj, indent=2) + "\n")
+    os.replace(tmp, path)
+
+
+def lock_data_dir(data_dir: Path):
+    """Hold an exclusive lock on the data directory for the life of the process."""
+    data_dir.mkdir(parents=True, exist_ok=True)
+    handle = open(data_dir / LOCK_FILE, "a+")
+    try:
+        fcntl.flock(handle, fcntl.LOCK_EX | fcntl.LOCK_NB)
+    except BlockingIOError:
+        state = {}
+        try:
+            state = json.loads((data_dir / STATE_FILE).read_text())
+        except (OSError, ValueError):
+            pass
+        raise SystemExit(
+            f"localwhisk: {data_dir} is in use by another localwhisk (pid {state.get('pid', '?')}, port {state.get('port', '?')}); "
+            f"stop it with `faasprof local stop --data-dir {data_dir}` or choose another --data-dir"
+        )
+    return handle
+
+
+async def serve(settings: Settings, port_file: Path | None, parent_pid: int | None) -> int:
+    from aiohttp import web
+
+    from localwhisk.server import Localwhisk
+
+    data_dir = Path(settings.data_dir)
+    lw = Localwhisk(settings)
+    await lw.open()
+    runner = web.AppRunner(lw.app(), access_log=None, handle_signals=False)
+    await runner.setup()
+    site = web.TCPSite(runner, settings.host, settings.port, backlog=2048, reuse_address=True)
+    try:
+        await site.start()
+    except OSError as error:
+        await lw.close()
+        await runner.cleanup()
+        print(f"localwhisk: cannot listen on {settings.host}:{settings.port}: {error.strerror}; choose another --port", file=sys.stderr)
+        return 3
+    port = site._server.sockets[0].getsockname()[1]
+    host = settings.host if settings.host not in ("0.0.0.0", "::") else "127.0.0.1"
+    lw.set_apihost(f"http://{host}:{port}")
+    lw.pool.start_prewarm()
+    state = {"pid": os.getpid(), "port": port, "host": settings.host, "apihost": lw.apihost, "started_ms": int(time.time() * 1000),
+             "data_dir": str(data_dir)}
+    _write_json_atomic(data_dir / STATE_FILE, state)
+    if port_file:
+        _write_json_atomic(port_file, state)
+    logging.getLogger("localwhisk").info("listening on %s (isolation %s)", lw.apihost, lw.isolation)
+
+    loop = asyncio.get_running_loop()
+    stop = asyncio.Event()
+    for sig in (signal.SIGTERM, signal.SIGINT, signal.SIGHUP):
+        loop.add_signal_handler(sig, stop.set)
+
+    async def watch_parent():
+        while not stop.is_set():
+            await asyncio.sleep(1.0)
+            try:
+                os.kill(parent_pid, 0)
+            except ProcessLookupError:
+                logging.getLogger("localwhisk").info("parent %s is gone; stopping", parent_pid)
+                stop.set()
+            except PermissionError:
+                pass
+
+    watcher = loop.create_task(watch_parent()) if parent_pid else None
+    await stop.wait()
+    if watcher:
+        watcher.cancel()
+    logging.getLogger("localwhisk").info("stopping")
+    await site.stop()
+    await lw.close()
+    await runner.cleanup()
+    try:
+        if json.loads((data_dir / STATE_FILE).read_text()).get("pid") == os.getpid():
+            (data_dir / STATE_FILE).unlink()
+    except (OSError, ValueError):
+        pass
+    logging.getLogger("localwhisk").info("stopped")
+    return 0
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(prog="python -m localwhisk", description="localwhisk, an embedded OpenWhisk stand-in")
+    sub = parser.add_subparsers(dest="command", required=True)
+    p = sub.add_parser("serve", help="run the server in the foreground")
+    add_settings_arguments(p)
+    p.add_argument("--port-file", type=Path, help="write {pid, port, apihost} JSON here once listening")
+    p.add_argument("--parent-pid", type=int, help="stop when this process is gone")
+    args = parser.parse_args(argv)
+    settings = settings_from_args(args)
+    problems = validate_settings(settings)
+    if problems:
+        for problem in problems:
+            print(f"localwhisk: {problem}", file=sys.stderr)
+        return 2
+    data_dir = Path(settings.data_dir).expanduser().resolve()
+    settings.data_dir = str(data_dir)
+    lock = lock_data_dir(data_dir)
+    # Five descriptors per sandbox (four pipes and a pidfd) plus client sockets: lift the soft limit.
+    soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
+    if hard == resource.RLIM_INFINITY or soft < hard:
+        try:
+            resource.setrlimit(resource.RLIMIT_NOFILE, (hard if hard != resource.RLIM_INFINITY else max(soft, 65536), hard))
+        except (ValueError, OSError):
+            pass
+    log_file = Path(settings.log_file) if settings.log_file else data_dir / "localwhisk.log"
+    logging.basicConfig(
+        filename=str(log_file), level=logging.INFO, format="%(asctime)s %(name)s %(levelname)s %(message)s"
+    )
+    try:
+        return asyncio.run(serve(settings, args.port_file, args.parent_pid))
+    except RuntimeError as error:
+        print(f"localwhisk: {error}", file=sys.stderr)
+        return 3
+    finally:
+        lock.close()
+
+
+if __name__ == "__main__":
+    sys.exit(main())

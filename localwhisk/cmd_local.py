@@ -1,0 +1,197 @@
+"""``faasprof local start|stop|status``: run localwhisk in the background and look at its pool.
+
+``start`` launches ``python -m localwhisk serve`` in its own session and returns once ``GET /``
+answers, printing the API host (stdout) and how to point ``wsk``/faasprof at it (stderr).
+``stop`` and ``status`` find the instance through ``<data-dir>/localwhisk.json`` (same
+``--data-dir``, default ``~/.local/share/faasprof/localwhisk``; ``--port`` must match if given).
+"""
+
+from __future__ import annotations
+
+import argparse
+import base64
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+import urllib.error
+import urllib.request
+from pathlib import Path
+
+from faasprof.errors import ConfigError, NotReadyError, RunError
+from localwhisk.config import DEFAULT_DATA_DIR, GUEST_AUTH, add_settings_arguments, settings_argv, settings_from_args, validate_settings
+
+STATE_FILE = "localwhisk.json"
+START_TIMEOUT_S = 30.0
+
+
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    sub = parser.add_subparsers(dest="local_command", metavar="{start,stop,status}", required=True)
+    start = sub.add_parser("start", help="start localwhisk in the background; returns once its API answers")
+    add_settings_arguments(start)
+    stop = sub.add_parser("stop", help="stop the localwhisk of --data-dir (and --port)")
+    status = sub.add_parser("status", help="show the pool of the localwhisk of --data-dir: warm, paused, busy per action")
+    for p in (stop, status):
+        p.add_argument("--data-dir", help=f"the instance's data directory (default {DEFAULT_DATA_DIR})")
+        p.add_argument("--port", type=int, help="the instance's port (checked against the data directory's instance)")
+    status.add_argument("--auth", help="the key the instance accepts (default: OpenWhisk's guest key)")
+    status.add_argument("--json", action="store_true", help="print the raw pool JSON")
+    stop.add_argument("--timeout", type=float, default=15.0, help="seconds to wait for a clean stop before SIGKILL (default 15)")
+
+
+def main(args: argparse.Namespace) -> int:
+    return {"start": _start, "stop": _stop, "status": _status}[args.local_command](args)
+
+
+def _data_dir(args) -> Path:
+    return Path(args.data_dir or DEFAULT_DATA_DIR).expanduser().resolve()
+
+
+def _pid_alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+    return True
+
+
+def _read_state(data_dir: Path, port: int | None) -> dict:
+    path = data_dir / STATE_FILE
+    try:
+        state = json.loads(path.read_text())
+    except FileNotFoundError:
+        raise NotReadyError(f"{data_dir}: no localwhisk is running for this data directory; start one with `faasprof local start --data-dir {data_dir}`") from None
+    except (OSError, ValueError) as error:
+        raise NotReadyError(f"{path}: unreadable ({error}); remove it if no localwhisk runs there") from None
+    if not _pid_alive(int(state.get("pid", 0))):
+        raise NotReadyError(f"{data_dir}: the localwhisk recorded there (pid {state.get('pid')}) is not running; start one with `faasprof local start`")
+    if port is not None and int(state.get("port", -1)) != port:
+        raise ConfigError(f"--port {port}: the localwhisk of {data_dir} listens on port {state.get('port')}; pass --port {state.get('port')} or the other instance's --data-dir")
+    return state
+
+
+def _get_json(url: str, auth: str | None = None, timeout: float = 5.0) -> dict:
+    request = urllib.request.Request(url)
+    if auth:
+        request.add_header("Authorization", "Basic " + base64.b64encode(auth.encode()).decode())
+    with urllib.request.urlopen(request, timeout=timeout) as response:
+        return json.loads(response.read())
+
+
+def _start(args) -> int:
+    settings = settings_from_args(args)
+    problems = validate_settings(settings)
+    if problems:
+        raise ConfigError(f"faasprof local start: {problems[0]}", problems=[f"faasprof local start: {p}" for p in problems])
+    data_dir = Path(settings.data_dir).expanduser().resolve()
+    settings.data_dir = str(data_dir)
+    state_path = data_dir / STATE_FILE
+    if state_path.exists():
+        try:
+            state = json.loads(state_path.read_text())
+        except (OSError, ValueError):
+            state = {}
+        if state.get("pid") and _pid_alive(int(state["pid"])):
+            if args.port is not None and int(state.get("port", -1)) != args.port:
+                raise ConfigError(f"--data-dir {data_dir}: a localwhisk already runs there on port {state.get('port')}; stop it first or choose another --data-dir")
+            print(f"localwhisk already running at {state.get('apihost')} (pid {state['pid']}, data dir {data_dir})", file=sys.stderr)
+            print(state.get("apihost"))
+            return 0
+    data_dir.mkdir(parents=True, exist_ok=True)
+    port_file = data_dir / f"port-start-{os.getpid()}.json"
+    values = {k: v for k, v in settings.__dict__.items()}
+    values.pop("auth")
+    argv = settings_argv({k: v for k, v in values.items() if v not in ("",)})
+    if args.auth:
+        argv += ["--auth", args.auth]
+    log_path = Path(settings.log_file) if settings.log_file else data_dir / "localwhisk.log"
+    env = dict(os.environ)
+    repo_root = str(Path(__file__).resolve().parent.parent)
+    env["PYTHONPATH"] = repo_root + (os.pathsep + env["PYTHONPATH"] if env.get("PYTHONPATH") else "")
+    with open(log_path, "ab") as log_handle:
+        process = subprocess.Popen([sys.executable, "-m", "localwhisk", "serve", *argv, "--port-file", str(port_file)],
+                                   stdin=subprocess.DEVNULL, stdout=log_handle, stderr=log_handle,
+                                   start_new_session=True, env=env, cwd=str(data_dir))
+    deadline = time.monotonic() + START_TIMEOUT_S
+    try:
+        while time.monotonic() < deadline:
+            code = process.poll()
+            if code is not None:
+                raise NotReadyError(f"localwhisk exited with status {code} while starting: {_last_line(log_path)} (log: {log_path})")
+            if port_file.exists():
+                try:
+                    state = json.loads(port_file.read_text())
+                    _get_json(state["apihost"] + "/")
+                    break
+                except (ValueError, KeyError, OSError):
+                    pass
+            time.sleep(0.05)
+        else:
+            process.terminate()
+            raise NotReadyError(f"localwhisk did not answer GET / within {START_TIMEOUT_S:g} s (log: {log_path})")
+    finally:
+        try:
+            port_file.unlink()
+        except OSError:
+            pass
+    print(f"localwhisk running at {state['apihost']} (pid {state['pid']}, data dir {data_dir}, log {log_path})", file=sys.stderr)
+    print(f"use it with: faasprof run WORKLOAD --apihost {state['apihost']} --auth <the guest key>  (stop: faasprof local stop --data-dir {data_dir})",
+          file=sys.stderr)
+    print(state["apihost"])
+    return 0
+
+
+def _stop(args) -> int:
+    data_dir = _data_dir(args)
+    state = _read_state(data_dir, args.port)
+    pid = int(state["pid"])
+    os.kill(pid, signal.SIGTERM)
+    deadline = time.monotonic() + args.timeout
+    while time.monotonic() < deadline:
+        if not _pid_alive(pid):
+            print(f"localwhisk stopped (pid {pid}, port {state.get('port')})", file=sys.stderr)
+            return 0
+        time.sleep(0.05)
+    os.kill(pid, signal.SIGKILL)
+    raise RunError(f"localwhisk (pid {pid}) did not stop within {args.timeout:g} s and was killed; its sandboxes' cgroups are removed at the next start")
+
+
+def _status(args) -> int:
+    data_dir = _data_dir(args)
+    state = _read_state(data_dir, args.port)
+    try:
+        status = _get_json(state["apihost"] + "/localwhisk/v1/pool", auth=args.auth or GUEST_AUTH)
+    except urllib.error.HTTPError as error:
+        if error.code == 401:
+            raise ConfigError("--auth: the localwhisk rejected the key (401); pass the key it was started with") from None
+        raise RunError(f"{state['apihost']}: GET /localwhisk/v1/pool answered {error.code}") from None
+    except (OSError, ValueError) as error:
+        raise NotReadyError(f"{state['apihost']}: no answer ({error}); is localwhisk (pid {state['pid']}) hung?") from None
+    if args.json:
+        print(json.dumps(status, indent=2))
+        return 0
+    lw, pool = status["localwhisk"], status["pool"]
+    print(f"localwhisk {lw['apihost']}  pid {lw['pid']}  isolation {lw['isolation']}  pause grace {lw['pause_grace_ms']} ms  data {lw['data_dir']}")
+    print(f"memory {pool['used_memory_mb']}/{pool['user_memory_mb']} MB  running {pool['running']}  queued {pool['queued']}  "
+          f"records written {status['records_written']}")
+    if pool["actions"]:
+        print(f"{'action':<32} {'warm':>5} {'paused':>6} {'busy':>5} {'starting':>8}")
+        for name, counts in sorted(pool["actions"].items()):
+            print(f"{name:<32} {counts.get('warm', 0):>5} {counts.get('paused', 0):>6} {counts.get('busy', 0):>5} {counts.get('starting', 0):>8}")
+    else:
+        print("no action sandboxes")
+    for p in pool["prewarm"]:
+        print(f"prewarm {p['kind']} {p['memory_mb']} MB ({p['state']})")
+    return 0
+
+
+def _last_line(path: Path) -> str:
+    try:
+        lines = [line for line in path.read_text(errors="replace").splitlines() if line.strip()]
+    except OSError:
+        return "no log"
+    return lines[-1][:300] if lines else "no output"

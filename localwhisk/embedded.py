@@ -1,0 +1,184 @@
+"""Start localwhisk as a child process and get a handle (interface 2 of the team brief).
+
+``start_embedded`` runs ``python -m localwhisk serve --port-file F ...`` in its own session,
+waits until ``GET /`` answers and returns a :class:`LocalwhiskHandle` with the API host, the auth
+key, the namespace and the settings that belong in a run manifest (read back from ``GET /`` so
+they are what the server actually uses: isolation mode, cgroup parents, ...). ``stop()`` sends
+SIGTERM (the server then records unfinished activations, flushes the store and removes its
+sandboxes and cgroups), waits, and kills only if it must.
+
+Usage::
+
+    with start_embedded(user_memory_mb=4096, pause_grace_ms=50) as lw:
+        client = OpenWhiskClient(Connection(lw.apihost, lw.auth, lw.namespace, source="embedded"))
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import signal
+import subprocess
+import sys
+import tempfile
+import time
+import urllib.error
+import urllib.request
+from dataclasses import fields
+from pathlib import Path
+
+from faasprof.errors import ConfigError, NotReadyError
+from localwhisk.config import GUEST_AUTH, GUEST_NAMESPACE, SETTING_NAMES, Settings, settings_argv, validate_settings
+
+START_TIMEOUT_S = 30.0
+
+
+class LocalwhiskHandle:
+    """A running localwhisk child process. ``stop()`` is safe to call twice."""
+
+    def __init__(self, process: subprocess.Popen, apihost: str, auth: str, namespace: str, settings: dict,
+                 data_dir: Path, owns_data_dir: bool, log_path: Path):
+        self.process = process
+        self.apihost = apihost
+        self.auth = auth
+        self.namespace = namespace
+        self.settings = settings
+        self.data_dir = data_dir
+        self.log_path = log_path
+        self._owns_data_dir = owns_data_dir
+        self._stopped = False
+
+    @property
+    def pid(self) -> int:
+        return self.process.pid
+
+    def alive(self) -> bool:
+        return self.process.poll() is None
+
+    def stop(self, timeout_s: float = 10) -> int | None:
+        """SIGTERM, wait up to ``timeout_s``, then SIGKILL. Returns the exit status."""
+        if self._stopped:
+            return self.process.returncode
+        self._stopped = True
+        if self.process.poll() is None:
+            try:
+                self.process.send_signal(signal.SIGTERM)
+                self.process.wait(timeout=timeout_s)
+            except subprocess.TimeoutExpired:
+                self.process.kill()
+                self.process.wait(timeout=5)
+        if self._owns_data_dir:
+            shutil.rmtree(self.data_dir, ignore_errors=True)
+        return self.process.returncode
+
+    def __enter__(self) -> "LocalwhiskHandle":
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self.stop()
+
+    def __repr__(self) -> str:
+        return f"LocalwhiskHandle(apihost={self.apihost!r}, pid={self.process.pid})"
+
+
+def start_embedded(data_dir: Path | None = None, port: int = 0, user_memory_mb: int = 4096, pause_grace_ms: int = 50,
+                   log_dir: Path | None = None, **settings) -> LocalwhiskHandle:
+    """Start localwhisk on 127.0.0.1 and return once ``GET /`` answers.
+
+    ``data_dir`` None uses a fresh temporary directory, removed by ``stop()`` (save the records
+    first). ``log_dir`` receives ``localwhisk.log`` (server log and stderr); default the data dir.
+    Other keyword arguments are settings of :class:`localwhisk.config.Settings` (e.g.
+    ``idle_timeout_s``, ``prewarm``, ``isolation``, ``cpu_policy``, ``invokes_per_minute``).
+    Raises ConfigError for an unknown setting, NotReadyError (one line) if it does not come up.
+    """
+    given = {"port": port, "user_memory_mb": user_memory_mb, "pause_grace_ms": pause_grace_ms, **settings}
+    unknown = sorted(set(given) - SETTING_NAMES)
+    if unknown:
+        raise ConfigError(f"localwhisk settings: unknown setting(s) {', '.join(unknown)}; known: {', '.join(sorted(SETTING_NAMES))}")
+    given = {k: v for k, v in given.items() if v is not None}
+    problems = []
+    for f in fields(Settings):
+        if f.name not in given:
+            continue
+        value, kind = given[f.name], f.type if isinstance(f.type, str) else f.type.__name__
+        if kind == "int" and isinstance(value, float) and value.is_integer():
+            given[f.name] = int(value)
+        elif kind == "int" and (not isinstance(value, int) or isinstance(value, bool)):
+            problems.append(f"{f.name}: must be an integer (got {value!r})")
+        elif kind == "float" and (not isinstance(value, (int, float)) or isinstance(value, bool)):
+            problems.append(f"{f.name}: must be a number (got {value!r})")
+        elif kind == "str":
+            given[f.name] = str(value)
+    settings = {k: v for k, v in given.items() if k not in ("port", "user_memory_mb", "pause_grace_ms")}
+    port, user_memory_mb, pause_grace_ms = given.get("port", 0), given.get("user_memory_mb", 4096), given.get("pause_grace_ms", 50)
+    if not problems:
+        problems = validate_settings(Settings(**given))
+    if problems:
+        raise ConfigError(f"localwhisk settings: {problems[0]}", problems=[f"localwhisk settings: {p}" for p in problems])
+    owns = data_dir is None
+    data_dir = Path(tempfile.mkdtemp(prefix="localwhisk-")) if owns else Path(data_dir).expanduser().resolve()
+    data_dir.mkdir(parents=True, exist_ok=True)
+    log_dir = Path(log_dir) if log_dir else data_dir
+    log_dir.mkdir(parents=True, exist_ok=True)
+    log_path = log_dir / "localwhisk.log"
+    port_file = data_dir / f"port-{os.getpid()}-{time.monotonic_ns()}.json"
+    all_settings = {"port": port, "user_memory_mb": user_memory_mb, "pause_grace_ms": pause_grace_ms,
+                    "data_dir": str(data_dir), "log_file": str(log_path), **settings}
+    try:
+        argv = settings_argv(all_settings)
+    except ValueError as error:
+        raise ConfigError(f"localwhisk settings: {error}") from None
+    command = [sys.executable, "-m", "localwhisk", "serve", *argv, "--port-file", str(port_file), "--parent-pid", str(os.getpid())]
+    env = dict(os.environ)
+    repo_root = str(Path(__file__).resolve().parent.parent)
+    env["PYTHONPATH"] = repo_root + (os.pathsep + env["PYTHONPATH"] if env.get("PYTHONPATH") else "")
+    with open(log_path, "ab") as log_handle:
+        process = subprocess.Popen(command, stdin=subprocess.DEVNULL, stdout=log_handle, stderr=log_handle,
+                                   start_new_session=True, env=env, cwd=str(data_dir))
+    auth = settings.get("auth") or GUEST_AUTH
+    namespace = settings.get("namespace") or GUEST_NAMESPACE
+    deadline = time.monotonic() + START_TIMEOUT_S
+    info = None
+    try:
+        while time.monotonic() < deadline:
+            if process.poll() is not None:
+                raise NotReadyError(f"localwhisk exited with status {process.returncode} while starting: {_last_line(log_path)} (log: {log_path})")
+            if port_file.exists():
+                try:
+                    state = json.loads(port_file.read_text())
+                    info = _get_info(state["apihost"])
+                    break
+                except (ValueError, KeyError, OSError):
+                    pass
+            time.sleep(0.02)
+        if info is None:
+            raise NotReadyError(f"localwhisk did not answer GET / within {START_TIMEOUT_S:g} s (log: {log_path})")
+    except BaseException:
+        if process.poll() is None:
+            process.kill()
+            process.wait(timeout=5)
+        if owns:
+            shutil.rmtree(data_dir, ignore_errors=True)
+        raise
+    finally:
+        try:
+            port_file.unlink()
+        except OSError:
+            pass
+    described = dict(info.get("localwhisk") or {})
+    described["limits"] = info.get("limits")
+    return LocalwhiskHandle(process, state["apihost"], auth, namespace, described, data_dir, owns, log_path)
+
+
+def _get_info(apihost: str) -> dict:
+    with urllib.request.urlopen(apihost + "/", timeout=5) as response:
+        return json.loads(response.read())
+
+
+def _last_line(path: Path) -> str:
+    try:
+        lines = [line for line in path.read_text(errors="replace").splitlines() if line.strip()]
+    except OSError:
+        return "no log"
+    return lines[-1][:300] if lines else "no output"

@@ -1,0 +1,496 @@
+"""The container pool: OpenWhisk's classic invoker (``ContainerPool`` + ``ContainerProxy``) rules.
+
+Scheduling one activation, in this order (research/openwhisk.md §4.3):
+
+1. if the run buffer is not empty, the job joins its tail (strict FIFO, head-of-line blocking);
+2. reuse an idle warm sandbox (unpaused or paused) of the same action revision and namespace;
+3. else take a prewarmed sandbox of exactly the same kind and memory, and start a replacement;
+4. else, if the memory of every live sandbox plus this one fits ``user_memory_mb``, start a cold one;
+5. else remove least-recently-used idle warm sandboxes until it fits, then start a cold one;
+6. else buffer the job; the buffer is retried whenever a sandbox becomes free or is removed.
+
+A sandbox pauses ``pause_grace_ms`` after its last activation and is removed ``idle_timeout_s``
+after pausing. Developer errors (crash, timeout, out of memory, init failure, bad result) destroy
+the sandbox; application errors keep it. At most ``parallel_runs`` sandboxes start at once.
+
+Timing follows OpenWhisk's record: ``waitTime`` runs from the request's acceptance to the start of
+init (if this activation initialised the sandbox) or of run, so queueing, sandbox creation and
+resume fall inside it; ``initTime`` is the init call; ``start = run_start - initTime``,
+``end = run_end``, ``duration = end - start``.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import base64
+import io
+import logging
+import time
+import zipfile
+from collections import OrderedDict, deque
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from localwhisk.cgroups import CgroupManager
+from localwhisk.sandbox import Sandbox, SandboxDied
+
+log = logging.getLogger("localwhisk.pool")
+
+# OpenWhisk Messages (common/scala/.../http/ErrorResponse.scala).
+ABNORMAL_INIT = "The action did not initialize and exited unexpectedly."
+ABNORMAL_RUN = "The action did not produce a valid response and exited unexpectedly."
+MEMORY_EXHAUSTED = "The action exhausted its memory and was aborted."
+PROVISION_ERROR = "Failed to provision resources to run the action."
+STOPPED_ERROR = "localwhisk stopped before the activation completed."
+
+PREWARM_MAX_RETRIES = 5
+
+STATUS_NAMES = {0: "success", 1: "application error", 2: "action developer error", 3: "whisk internal error"}
+
+
+def timed_out_message(timeout_ms: int, init: bool) -> str:
+    return f"The action exceeded its time limits of {timeout_ms} milliseconds" + (" during initialization." if init else ".")
+
+
+@dataclass
+class Action:
+    """An action as the pool needs it (a snapshot taken at invocation)."""
+
+    namespace: str
+    name: str  # [package/]name
+    version: str
+    rev: int
+    kind: str
+    code: str
+    binary: bool
+    main: str
+    memory_mb: int
+    timeout_ms: int
+    logs_mb: int
+    concurrency: int
+    init_env: dict
+    api_key: str | None = None
+
+    @property
+    def key(self) -> tuple:
+        return (self.namespace, self.name, self.rev)
+
+    @property
+    def path(self) -> str:
+        return f"{self.namespace}/{self.name}"
+
+    @property
+    def limits(self) -> dict:
+        return {"concurrency": self.concurrency, "logs": self.logs_mb, "memory": self.memory_mb, "timeout": self.timeout_ms}
+
+
+@dataclass(eq=False)
+class Job:
+    activation_id: str
+    action: Action
+    params: dict
+    accepted_ns: int  # monotonic, when the HTTP request was accepted
+    transaction_id: str
+    subject: str
+    future: asyncio.Future | None = None
+    container_state: str = ""
+
+
+@dataclass
+class Outcome:
+    status_code: int = 0
+    result: object = field(default_factory=dict)
+    size: int | None = None
+    timed_out: bool = False
+    wait_end_ns: int | None = None
+    init_start_ns: int | None = None
+    init_end_ns: int | None = None
+    run_start_ns: int | None = None
+    run_end_ns: int | None = None
+    logs: list = field(default_factory=list)
+    destroy: bool = False
+
+
+class Pool:
+    def __init__(self, settings, cgroups: CgroupManager, workroot: Path, apihost: str, on_complete, prewarm: list[tuple[str, int, int]]):
+        self.settings = settings
+        self.user_memory_mb = settings.user_memory_mb
+        self.pause_grace_s = settings.pause_grace_ms / 1000.0
+        self.idle_timeout_s = settings.idle_timeout_s
+        self.cgroups = cgroups
+        self.workroot = workroot
+        self.apihost = apihost
+        self.on_complete = on_complete
+        self.prewarm_spec = prewarm
+        self.sandboxes: dict[str, Sandbox] = {}
+        self.idle: OrderedDict[Sandbox, None] = OrderedDict()  # free warm sandboxes, least recently used first
+        self.counted: set[Sandbox] = set()  # sandboxes whose memory is reserved
+        self.used_mb = 0
+        self.buffer: deque[Job] = deque()
+        self.running: set[Job] = set()
+        self.create_sem = asyncio.Semaphore(settings.parallel_runs)
+        self._counter = 0
+        self._tasks: set[asyncio.Task] = set()
+        self.loop = asyncio.get_running_loop()
+        self.closed = False
+        self.cold_starts = 0
+        self.prewarm_failures = 0  # consecutive; backfill stops after PREWARM_MAX_RETRIES (OpenWhisk: 5)
+
+    # -- public ---------------------------------------------------------------------------------
+
+    def submit(self, job: Job) -> None:
+        if self.buffer or not self._try_schedule(job):
+            self.buffer.append(job)
+
+    def start_prewarm(self) -> None:
+        self._ensure_prewarm()
+
+    def describe(self) -> dict:
+        actions: dict[str, dict] = {}
+        prewarm = []
+        for sb in self.sandboxes.values():
+            if sb.action_name is None:
+                prewarm.append({"kind": sb.kind, "memory_mb": sb.memory_mb, "state": sb.state})
+                continue
+            entry = actions.setdefault(sb.action_name, {"warm": 0, "paused": 0, "busy": 0, "starting": 0, "removing": 0})
+            state = {"idle": "warm", "prewarm": "warm"}.get(sb.state, sb.state)
+            entry[state] = entry.get(state, 0) + 1
+        return {
+            "user_memory_mb": self.user_memory_mb,
+            "used_memory_mb": self.used_mb,
+            "queued": len(self.buffer),
+            "running": len(self.running),
+            "actions": actions,
+            "prewarm": prewarm,
+            "sandboxes": [sb.describe() for sb in self.sandboxes.values()],
+        }
+
+    async def close(self) -> None:
+        """Fail buffered and running activations as whisk errors, destroy every sandbox."""
+        self.closed = True
+        while self.buffer:
+            job = self.buffer.popleft()
+            self._finish(job, Outcome(status_code=3, result={"error": STOPPED_ERROR}), None)
+        for task in list(self._tasks):
+            task.cancel()
+        if self._tasks:
+            await asyncio.wait(self._tasks, timeout=5)
+        for sb in list(self.sandboxes.values()):
+            sb.kill()
+        deadline = time.monotonic() + 5
+        while self.sandboxes and time.monotonic() < deadline:
+            await asyncio.sleep(0.02)
+
+    # -- scheduling -------------------------------------------------------------------------------
+
+    def _try_schedule(self, job: Job) -> bool:
+        action = job.action
+        key = action.key
+        # 2. warm reuse: most recently used first
+        for sb in reversed(self.idle):
+            if sb.key == key:
+                how = "resumed" if sb.state == "paused" else "warm"
+                self._dispatch(sb, job, how)
+                return True
+        # 3. prewarmed stem cell with exact kind and memory
+        for sb in self.sandboxes.values():
+            if sb.state == "prewarm" and sb.kind == action.kind and sb.memory_mb == action.memory_mb:
+                sb.prewarm_spec = None
+                self._dispatch(sb, job, "prewarmed")
+                self._ensure_prewarm()
+                return True
+        need = action.memory_mb
+        # 4. cold start if the memory fits
+        if self.used_mb + need <= self.user_memory_mb:
+            self._cold(job, "cold")
+            return True
+        # 5. evict least-recently-used idle warm sandboxes (never busy ones, never stem cells)
+        freeable = sum(sb.memory_mb for sb in self.idle)
+        if self.used_mb - freeable + need <= self.user_memory_mb:
+            while self.used_mb + need > self.user_memory_mb:
+                victim = next(iter(self.idle))
+                self._remove(victim)
+            self._cold(job, "recreated")
+            return True
+        return False
+
+    def _drain(self) -> None:
+        while self.buffer and not self.closed:
+            if self._try_schedule(self.buffer[0]):
+                self.buffer.popleft()
+            else:
+                break
+
+    def _new_sandbox(self, kind: str, memory_mb: int) -> Sandbox:
+        self._counter += 1
+        name = f"wsk{self._counter}"
+        sb = Sandbox(name, kind, memory_mb, self.cgroups, self.workroot, self.apihost, self._on_sandbox_exit,
+                     {"python": self.settings.python, "node": self.settings.node})
+        sb.prewarm_spec = None
+        self.sandboxes[name] = sb
+        self.counted.add(sb)
+        self.used_mb += memory_mb
+        return sb
+
+    def _cold(self, job: Job, how: str) -> None:
+        self.cold_starts += 1
+        sb = self._new_sandbox(job.action.kind, job.action.memory_mb)
+        sb.action_name = job.action.name
+        self._dispatch(sb, job, how)
+
+    def _dispatch(self, sb: Sandbox, job: Job, how: str) -> None:
+        if sb.timer:
+            sb.timer.cancel()
+            sb.timer = None
+        self.idle.pop(sb, None)
+        if how not in ("cold", "recreated"):
+            sb.state = "busy"
+        sb.action_name = job.action.name
+        job.container_state = how
+        self.running.add(job)
+        task = self.loop.create_task(self._execute(sb, job, how))
+        self._tasks.add(task)
+        task.add_done_callback(self._tasks.discard)
+
+    def _remove(self, sb: Sandbox) -> None:
+        self.idle.pop(sb, None)
+        self._release(sb)
+        if sb.pid is None:  # never spawned (cancelled while waiting for a creation slot)
+            self.sandboxes.pop(sb.name, None)
+            if sb.cgroup_dirs:
+                self.cgroups.remove(sb.cgroup_dirs)
+            return
+        sb.kill()
+
+    def _release(self, sb: Sandbox) -> None:
+        if sb in self.counted:
+            self.counted.discard(sb)
+            self.used_mb -= sb.memory_mb
+
+    def _on_sandbox_exit(self, sb: Sandbox) -> None:
+        self.sandboxes.pop(sb.name, None)
+        self.idle.pop(sb, None)
+        self._release(sb)
+        if not self.closed:
+            self._ensure_prewarm()
+            self._drain()
+
+    def _became_free(self, sb: Sandbox) -> None:
+        sb.state = "idle"
+        sb.last_used_ns = time.monotonic_ns()
+        self.idle[sb] = None
+        self.idle.move_to_end(sb)
+        if sb.timer:
+            sb.timer.cancel()
+        sb.timer = self.loop.call_later(self.pause_grace_s, self._pause, sb)
+
+    def _pause(self, sb: Sandbox) -> None:
+        sb.timer = None
+        if sb.state != "idle" or sb.dead:
+            return
+        try:
+            sb.pause()
+        except OSError as error:
+            # OpenWhisk destroys a container whose pause failed.
+            log.warning("pause of %s failed (%s); removing it", sb.name, error)
+            self._remove(sb)
+            return
+        sb.state = "paused"
+        sb.timer = self.loop.call_later(self.idle_timeout_s, self._idle_remove, sb)
+
+    def _idle_remove(self, sb: Sandbox) -> None:
+        sb.timer = None
+        if sb.state == "paused":
+            self._remove(sb)
+            self._drain()
+
+    # -- prewarm ----------------------------------------------------------------------------------
+
+    def _ensure_prewarm(self) -> None:
+        if self.closed or self.prewarm_failures >= PREWARM_MAX_RETRIES:
+            return
+        for kind, count, memory_mb in self.prewarm_spec:
+            have = sum(1 for sb in self.sandboxes.values() if sb.prewarm_spec == (kind, memory_mb))
+            while have < count and self.used_mb + memory_mb <= self.user_memory_mb:
+                sb = self._new_sandbox(kind, memory_mb)
+                sb.prewarm_spec = (kind, memory_mb)
+                task = self.loop.create_task(self._start_prewarm(sb))
+                self._tasks.add(task)
+                task.add_done_callback(self._tasks.discard)
+                have += 1
+
+    async def _start_prewarm(self, sb: Sandbox) -> None:
+        try:
+            async with self.create_sem:
+                await sb.start()
+        except (SandboxDied, TimeoutError, OSError) as error:
+            self.prewarm_failures += 1
+            log.warning("prewarm %s (%s) failed to start (%d in a row): %s", sb.name, sb.kind, self.prewarm_failures, error)
+            sb.prewarm_spec = None
+            self._remove_failed(sb)
+            return
+        self.prewarm_failures = 0
+        if sb.state == "starting":
+            sb.state = "prewarm"
+            self._drain()
+
+    def _remove_failed(self, sb: Sandbox) -> None:
+        self._release(sb)
+        if sb.pid is None or sb.dead:
+            self.sandboxes.pop(sb.name, None)
+            if sb.cgroup_dirs:
+                self.cgroups.remove(sb.cgroup_dirs)
+        else:
+            sb.kill()
+
+    # -- one activation ---------------------------------------------------------------------------
+
+    async def _execute(self, sb: Sandbox, job: Job, how: str) -> None:
+        out = Outcome()
+        action = job.action
+        timeout_s = action.timeout_ms / 1000.0
+        try:
+            if how in ("cold", "recreated"):
+                try:
+                    async with self.create_sem:
+                        await sb.start()
+                except (SandboxDied, TimeoutError, OSError) as error:
+                    log.warning("sandbox %s for %s failed to start: %s", sb.name, action.path, error)
+                    out.status_code, out.result = 3, {"error": PROVISION_ERROR}
+                    out.wait_end_ns = time.monotonic_ns()
+                    self._remove_failed(sb)
+                    self._finish(job, out, None)
+                    self._drain()
+                    return
+                sb.state = "busy"
+            elif how == "resumed":
+                try:
+                    sb.resume()
+                except OSError:
+                    pass  # its death is reported through the pidfd; run() then fails as a developer error
+            if sb.key is None:
+                await self._init(sb, job, out, timeout_s)
+            if out.status_code == 0:
+                await self._run(sb, job, out, timeout_s)
+        except asyncio.CancelledError:
+            out.status_code, out.result, out.destroy = 3, {"error": STOPPED_ERROR}, True
+            if out.wait_end_ns is None:
+                out.wait_end_ns = time.monotonic_ns()
+        sb.activations += 1
+        self._finish(job, out, sb)
+        if out.destroy or sb.dead:
+            self._remove(sb)
+            self._drain()
+        else:
+            self._became_free(sb)
+            self._drain()
+
+    async def _init(self, sb: Sandbox, job: Job, out: Outcome, timeout_s: float) -> None:
+        action = job.action
+        out.init_start_ns = out.wait_end_ns = time.monotonic_ns()
+        deadline_ms = time.time_ns() // 1_000_000 + action.timeout_ms
+        env = dict(action.init_env)
+        env.update(
+            {
+                "__OW_NAMESPACE": action.namespace,
+                "__OW_ACTION_NAME": "/" + action.path,
+                "__OW_ACTION_VERSION": action.version,
+                "__OW_ACTIVATION_ID": job.activation_id,
+                "__OW_TRANSACTION_ID": job.transaction_id,
+                "__OW_DEADLINE": str(deadline_ms),
+            }
+        )
+        init = {"main": action.main or "main", "env": env, "code": None, "dir": None}
+        try:
+            if action.binary:
+                directory = sb.workdir / "action"
+                await self.loop.run_in_executor(None, _extract_zip, action.code, directory)
+                init["dir"] = str(directory)
+            else:
+                init["code"] = action.code
+            reply = await sb.request({"init": init}, timeout_s)
+        except TimeoutError:
+            out.init_end_ns = time.monotonic_ns()
+            out.status_code, out.timed_out, out.destroy = 2, True, True
+            out.result = {"error": timed_out_message(action.timeout_ms, init=True)}
+            out.logs += sb.take_logs()
+            return
+        except SandboxDied:
+            out.init_end_ns = time.monotonic_ns()
+            out.status_code, out.destroy = 2, True
+            out.result = {"error": MEMORY_EXHAUSTED if sb.oom else ABNORMAL_INIT}
+            out.logs += sb.take_logs()
+            return
+        except (zipfile.BadZipFile, ValueError, OSError) as error:
+            out.init_end_ns = time.monotonic_ns()
+            out.status_code, out.destroy = 2, True
+            out.result = {"error": f"The action failed during initialization: {error}"}
+            return
+        out.init_end_ns = time.monotonic_ns()
+        out.logs += await sb.collect_logs()
+        if "init_error" in reply or "developer_error" in reply:
+            out.status_code, out.destroy = 2, True
+            message = reply.get("init_error") or reply.get("developer_error")
+            out.result = {"error": f"The action failed during initialization: {message}"}
+            return
+        sb.key = job.action.key
+
+    async def _run(self, sb: Sandbox, job: Job, out: Outcome, timeout_s: float) -> None:
+        action = job.action
+        out.run_start_ns = time.monotonic_ns()
+        if out.wait_end_ns is None:
+            out.wait_end_ns = out.run_start_ns
+        message = {
+            "value": job.params,
+            "namespace": action.namespace,
+            "action_name": "/" + action.path,
+            "action_version": action.version,
+            "activation_id": job.activation_id,
+            "transaction_id": job.transaction_id,
+            "deadline": str(time.time_ns() // 1_000_000 + action.timeout_ms),
+        }
+        if action.api_key:
+            message["api_key"] = action.api_key  # only with a truthy provide-api-key annotation, as OpenWhisk
+        sb.log_limit_bytes = action.logs_mb * 1024 * 1024
+        try:
+            reply = await sb.request(message, timeout_s)
+        except TimeoutError:
+            out.run_end_ns = time.monotonic_ns()
+            out.status_code, out.timed_out, out.destroy = 2, True, True
+            out.result = {"error": timed_out_message(action.timeout_ms, init=False)}
+            out.logs += sb.take_logs()
+            return
+        except SandboxDied:
+            out.run_end_ns = time.monotonic_ns()
+            out.status_code, out.destroy = 2, True
+            out.result = {"error": MEMORY_EXHAUSTED if sb.oom else ABNORMAL_RUN}
+            out.logs += sb.take_logs()
+            return
+        out.run_end_ns = time.monotonic_ns()
+        out.logs += await sb.collect_logs()
+        if "result" in reply:
+            result = reply["result"]
+            out.size = max(sb.last_reply_bytes - len('{"result":}'), 0)
+            limit = self.settings.max_payload_bytes
+            if out.size > limit:
+                # OpenWhisk truncates an oversized response and records an application error.
+                out.status_code = 1
+                out.result = {"error": f"The action produced a response that exceeded the allowed length: {out.size} > {limit} bytes."}
+                return
+            out.result = result
+            if isinstance(result, dict) and "error" in result:
+                out.status_code = 1
+        else:
+            out.status_code, out.destroy = 2, True
+            out.result = {"error": reply.get("developer_error") or ABNORMAL_RUN}
+
+    def _finish(self, job: Job, out: Outcome, sb: Sandbox | None) -> None:
+        self.running.discard(job)
+        self.on_complete(job, out)
+
+
+def _extract_zip(code: str, directory: Path) -> None:
+    data = base64.b64decode(code)
+    directory.mkdir(parents=True, exist_ok=True)
+    with zipfile.ZipFile(io.BytesIO(data)) as archive:
+        archive.extractall(directory)

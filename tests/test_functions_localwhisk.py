@@ -1,0 +1,97 @@
+"""Every available function deployed to localwhisk (the embedded platform) and invoked with its
+sample input returns its expected result; and a workload naming an unknown function fails
+validation with the list of known ones."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from functions.catalogue import lookup, names
+from functions.checks import check_result
+from tests.conftest import run_cli
+
+embedded = pytest.importorskip("localwhisk.embedded")
+
+# Real OpenWhisk accepts action code up to tens of MB (nginx and the controller's exec size
+# limit) while invocation payloads stay at 1 MB; img-resize's archive (jimp) is several MB.
+ACTION_BODY_LIMIT_BYTES = 32 * 1024 * 1024
+
+
+@pytest.fixture(scope="module")
+def platform():
+    from invoker.client import OpenWhiskClient
+    from invoker.connection import Connection
+
+    handle = embedded.start_embedded(max_payload_bytes=ACTION_BODY_LIMIT_BYTES)
+    try:
+        with OpenWhiskClient(Connection(handle.apihost, handle.auth, handle.namespace, source="embedded")) as client:
+            yield client
+    finally:
+        handle.stop()
+
+
+@pytest.fixture(scope="module")
+def deployed(platform):
+    from invoker.deploy import deploy
+
+    available = [name for name in names() if lookup(name).available]
+    first = deploy(platform, available)
+    second = deploy(platform, available)
+    return available, first, second
+
+
+def test_deploy_to_localwhisk_is_idempotent(deployed):
+    available, first, second = deployed
+    assert set(first.values()) == {"created"} and set(first) == set(available)
+    assert set(second.values()) == {"unchanged"}
+
+
+@pytest.mark.parametrize("name", names())
+def test_function_runs_on_localwhisk(platform, deployed, name):
+    entry = lookup(name)
+    if name not in deployed[0]:
+        pytest.skip(entry.missing()[0])
+    response = platform.invoke(name, entry.sample_params(), blocking=True, result=True)
+    assert response.status_code == 200, response.text[:500]
+    assert check_result(response.json(), entry.expected()) == []
+
+
+def test_spin_reports_cold_then_warm_on_localwhisk(platform, deployed):
+    from invoker.deploy import ensure_actions
+
+    assert ensure_actions(platform, ["spin-192"]) == {"spin-192": "deployed"}
+    first = platform.invoke("spin-192", {"service_ms": 1}, blocking=True, result=True).json()
+    second = platform.invoke("spin-192", {"service_ms": 1}, blocking=True, result=True).json()
+    assert first["cold"] is True and second["cold"] is False
+    assert first["instance_id"] == second["instance_id"]
+    assert platform.get_action("spin-192")["limits"]["memory"] == 192
+
+
+def test_workload_with_unknown_function_fails_validation(tmp_path):
+    workload = tmp_path / "w.json"
+    workload.write_text(json.dumps({
+        "test_name": "t", "test_duration_in_seconds": 5, "random_seed": 1, "blocking_cli": False,
+        "instances": {"a": {"application": "markdwn", "distribution": "Poisson", "rate": 1}},
+    }))
+    done = run_cli("validate", workload, timeout=60)
+    assert done.returncode == 2
+    assert "markdwn" in done.stderr and "json_dumps" in done.stderr and "markdown" in done.stderr
+
+
+@pytest.mark.parametrize("name", ["img-resize", "ocr-img"])
+def test_data_file_functions_answer_as_raw_web_actions(platform, deployed, name):
+    """The invoker's ``data_mode: web`` posts the data file's bytes to the web URL; the function
+    reads them from ``__ow_body``."""
+    entry = lookup(name)
+    if name not in deployed[0]:
+        pytest.skip(entry.missing()[0])
+    url = f"{platform.connection.apihost}/api/v1/web/{platform.connection.namespace}/default/{name}.json"
+    response = platform.session.post(url, data=entry.data_file.read_bytes(), headers={"Content-Type": "image/png"}, timeout=60)
+    assert response.status_code == 200, response.text[:300]
+    result = response.json()
+    if name == "img-resize":
+        assert [icon["width"] for icon in result["icons"]] == [16, 32, 48, 64, 128]
+    else:
+        assert check_result(result, entry.expected()) == []

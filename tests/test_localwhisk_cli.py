@@ -1,0 +1,95 @@
+"""``faasprof local start|status|stop`` and ``python -m localwhisk serve`` as subprocesses."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+
+import pytest
+import requests
+
+from localwhisk.config import GUEST_AUTH
+from tests.conftest import REPO_ROOT, run_cli
+
+pytestmark = pytest.mark.timeout(90)
+
+
+def test_local_start_status_stop(tmp_path, isolated_home):
+    data_dir = tmp_path / "lw"
+    started = run_cli("local", "start", "--port", "0", "--data-dir", data_dir, "--pause-grace", "10s", timeout=60)
+    try:
+        assert started.returncode == 0, started.stderr
+        apihost = started.stdout.strip().splitlines()[-1]
+        assert apihost.startswith("http://127.0.0.1:")
+        assert "localwhisk running at" in started.stderr
+        info = requests.get(apihost + "/", timeout=5).json()["localwhisk"]
+        assert info["pause_grace_ms"] == 10000 and info["data_dir"] == str(data_dir)
+
+        # A sandbox shows up in status as warm (pause grace 10 s keeps it unpaused).
+        auth = tuple(GUEST_AUTH.split(":", 1))
+        base = apihost + "/api/v1/namespaces/_"
+        requests.put(base + "/actions/hello?overwrite=true", auth=auth, timeout=10,
+                     json={"exec": {"kind": "python:3", "code": "def main(a):\n    return {}\n"}}).raise_for_status()
+        assert requests.post(base + "/actions/hello?blocking=true", auth=auth, json={}, timeout=30).status_code == 200
+
+        status = run_cli("local", "status", "--data-dir", data_dir, timeout=30)
+        assert status.returncode == 0, status.stderr
+        assert "isolation" in status.stdout
+        line = next(l for l in status.stdout.splitlines() if l.startswith("hello"))
+        assert line.split()[1:4] == ["1", "0", "0"]  # warm 1, paused 0, busy 0
+
+        port = apihost.rsplit(":", 1)[1]
+        wrong_port = run_cli("local", "status", "--data-dir", data_dir, "--port", str(int(port) + 1), timeout=30)
+        assert wrong_port.returncode == 2 and f"listens on port {port}" in wrong_port.stderr
+
+        again = run_cli("local", "start", "--data-dir", data_dir, timeout=30)
+        assert again.returncode == 0 and "already running" in again.stderr
+    finally:
+        stopped = run_cli("local", "stop", "--data-dir", data_dir, timeout=60)
+    assert stopped.returncode == 0, stopped.stderr
+    assert "localwhisk stopped" in stopped.stderr
+    after = run_cli("local", "status", "--data-dir", data_dir, timeout=30)
+    assert after.returncode == 3
+    assert "no localwhisk is running" in after.stderr
+
+
+def test_stop_without_instance_is_exit_3(tmp_path, isolated_home):
+    result = run_cli("local", "stop", "--data-dir", tmp_path / "none", timeout=30)
+    assert result.returncode == 3
+    assert "no localwhisk is running for this data directory" in result.stderr
+
+
+def test_serve_port_file_and_sigterm(tmp_path):
+    port_file = tmp_path / "port.json"
+    env = dict(os.environ, PYTHONPATH=str(REPO_ROOT))
+    process = subprocess.Popen([sys.executable, "-m", "localwhisk", "serve", "--port", "0", "--port-file", str(port_file),
+                                "--data-dir", str(tmp_path / "d")], env=env, stderr=subprocess.PIPE, text=True)
+    try:
+        deadline = time.monotonic() + 30
+        while not port_file.exists():
+            assert process.poll() is None, process.stderr.read()
+            assert time.monotonic() < deadline
+            time.sleep(0.05)
+        state = json.loads(port_file.read_text())
+        assert state["pid"] == process.pid and state["port"] > 0
+        assert requests.get(state["apihost"] + "/", timeout=5).status_code == 200
+        # A second instance on the same data directory is refused with a one-line reason.
+        second = subprocess.run([sys.executable, "-m", "localwhisk", "serve", "--port", "0", "--data-dir", str(tmp_path / "d")],
+                                env=env, capture_output=True, text=True, timeout=30)
+        assert second.returncode != 0 and "is in use by another localwhisk" in second.stderr
+    finally:
+        process.send_signal(signal.SIGTERM)
+        assert process.wait(timeout=20) == 0
+    assert not (tmp_path / "d" / "localwhisk.json").exists()
+
+
+def test_bad_start_flags_are_exit_2(tmp_path, isolated_home):
+    result = run_cli("local", "start", "--port", "0", "--data-dir", tmp_path / "lw", "--isolation", "docker", timeout=30)
+    assert result.returncode == 2
+    assert "isolation: must be auto, cgroup or rlimit" in result.stderr
+    result = run_cli("local", "start", "--port", "0", "--data-dir", tmp_path / "lw", "--pause-grace", "soon", timeout=30)
+    assert result.returncode == 2 and "--pause-grace" in result.stderr
