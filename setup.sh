@@ -3,8 +3,9 @@
 #
 #   ./setup.sh            .venv with faasprof and its dependencies, function archives built
 #   ./setup.sh --dev      the same plus the test tools (pytest, ansible, ansible-lint, shellcheck)
-#   ./setup.sh --testbed  the bare-metal testbed: Docker, OpenWhisk, perf, intel-cmt-cat, blktrace
-#                         (see setup/README.md; --openwhisk-only, --tools-only, --check go with it)
+#   ./setup.sh --testbed [OPTIONS]   the bare-metal testbed: Docker, OpenWhisk, perf, intel-cmt-cat,
+#                         blktrace; OPTIONS (--openwhisk-only, --tools-only, --check, --undo,
+#                         --set NAME=VALUE, --inventory FILE) go to setup/testbed.sh (setup/README.md)
 set -euo pipefail
 
 cd "$(dirname "${BASH_SOURCE[0]}")"
@@ -15,18 +16,20 @@ dev=0
 testbed=0
 testbed_args=()
 for arg in "$@"; do
+    if [ "$testbed" -eq 1 ]; then
+        # Everything after --testbed belongs to setup/testbed.sh (it checks its own options).
+        testbed_args+=("$arg")
+        continue
+    fi
     case "$arg" in
         --dev) dev=1 ;;
         --testbed) testbed=1 ;;
-        --openwhisk-only|--tools-only|--check) testbed_args+=("$arg") ;;
-        -h|--help) sed -n '2,9p' "$0"; exit 0 ;;
+        -h|--help) sed -n '2,10p' "$0"; exit 0 ;;
+        --openwhisk-only|--tools-only|--check|--undo|--set*|--inventory*)
+            echo "setup.sh: $arg goes after --testbed (./setup.sh --testbed $arg)" >&2; exit 2 ;;
         *) echo "setup.sh: unknown option $arg (try --help)" >&2; exit 2 ;;
     esac
 done
-if [ ${#testbed_args[@]} -gt 0 ] && [ "$testbed" -eq 0 ]; then
-    echo "setup.sh: ${testbed_args[0]} goes with --testbed" >&2
-    exit 2
-fi
 
 log() { printf '[setup] %s\n' "$*" >&2; }
 
@@ -81,7 +84,7 @@ for step in "$ROOT"/setup/steps/*.sh; do
 done
 
 if [ "$testbed" -eq 1 ]; then
-    exec bash "$ROOT/setup/testbed.sh" "${testbed_args[@]}"
+    exec bash "$ROOT/setup/testbed.sh" ${testbed_args[@]+"${testbed_args[@]}"}
 fi
 
 log "done: run '$VENV/bin/faasprof --help'"

@@ -2,7 +2,7 @@
 
 Settings come from, in this order: command-line flags (``--apihost``, ``--auth``, ``--namespace``,
 ``--insecure``), the workload's ``platform`` block, then ``~/.wskprops`` (``APIHOST``, ``AUTH``,
-``NAMESPACE``), each key on its own. When none of them names an API host, the caller uses the
+``NAMESPACE`` and faasprof's ``INSECURE=true``), each key on its own. When none of them names an API host, the caller uses the
 embedded localwhisk. The auth key never appears in ``repr``, logs, the manifest or errors.
 """
 
@@ -95,7 +95,14 @@ def resolve_connection(
         "insecure": getattr(args, "insecure", None),
     }
     props = read_wskprops(wskprops_path)
-    wsk = {"apihost": props.get("APIHOST"), "auth": props.get("AUTH"), "namespace": props.get("NAMESPACE")}
+    # INSECURE is faasprof's own key (wsk has only its -i flag): the testbed's OpenWhisk has a
+    # self-signed certificate, and setup writes INSECURE=true so that no command needs --insecure.
+    wsk = {
+        "apihost": props.get("APIHOST"),
+        "auth": props.get("AUTH"),
+        "namespace": props.get("NAMESPACE"),
+        "insecure": props.get("INSECURE", "").lower() in ("1", "true", "yes") or None,
+    }
 
     def pick(key: str):
         for source, values in (("flags", flags), ("workload", platform), ("wskprops", wsk)):

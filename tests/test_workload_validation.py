@@ -216,3 +216,22 @@ def test_validate_missing_file_exits_2(cli, tmp_path):
     result = cli("validate", tmp_path / "nope.json")
     assert result.returncode == 2
     assert result.stderr.strip() == f"{tmp_path / 'nope.json'}: no such file; check the path of the workload"
+
+
+def test_connection_order_flags_workload_wskprops(tmp_path):
+    import argparse
+
+    from invoker.connection import resolve_connection
+
+    props = tmp_path / "wskprops"
+    props.write_text("APIHOST=10.1.1.1\nAUTH=u:fromprops\nNAMESPACE=guest\nINSECURE=true\n")
+    flags = argparse.Namespace(apihost=None, auth=None, namespace=None, insecure=None)
+    connection = resolve_connection(flags, {}, wskprops_path=props)
+    assert (connection.apihost, connection.namespace, connection.insecure, connection.source) == ("https://10.1.1.1", "guest", True, "wskprops")
+    connection = resolve_connection(flags, {"apihost": "http://127.0.0.1:3233", "auth": "w:fromworkload"}, wskprops_path=props)
+    assert (connection.apihost, connection.auth, connection.source) == ("http://127.0.0.1:3233", "w:fromworkload", "workload")
+    flags.apihost, flags.auth = "https://x", "f:fromflags"
+    connection = resolve_connection(flags, {"apihost": "http://y", "auth": "w:k"}, wskprops_path=props)
+    assert (connection.apihost, connection.auth) == ("https://x", "f:fromflags")
+    assert "fromflags" not in repr(connection) and "fromflags" not in json.dumps(connection.describe())
+    assert resolve_connection(argparse.Namespace(apihost=None, auth=None, namespace=None, insecure=None), {}, wskprops_path=tmp_path / "none") is None
