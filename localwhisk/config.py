@@ -64,8 +64,8 @@ def duration_ms(text: str) -> int:
     for suffix, factor in (("ms", 1), ("s", 1000), ("m", 60000)):
         if value.endswith(suffix) and value[: -len(suffix)].replace(".", "", 1).isdigit():
             return int(float(value[: -len(suffix)]) * factor)
-    if value.isdigit():
-        return int(value)
+    if value.replace(".", "", 1).isdigit():
+        return int(round(float(value)))  # "50.0" from a JSON number; sub-ms grace is not meaningful
     raise argparse.ArgumentTypeError(f"{text!r} is not a duration such as 50, 50ms or 10s")
 
 

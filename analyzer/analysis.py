@@ -1,0 +1,414 @@
+"""Loading a run into frames (``load_run``) and writing its analysis (``analyze_run``).
+
+``load_run`` works offline from the run directory alone (``manifest.json``, ``invocations.csv``,
+``activations.jsonl`` when saved, ``monitors/``); ``analyze_run`` first fetches the activation
+records from the platform when the run did not save them, then writes ``analysis/``:
+
+::
+
+    analysis/
+      summary.json              format_version, records, modes with evidence, percentiles, warnings
+      invocations.parquet       the invocation frame (analyzer.frames)
+      phase_stats.parquet       one row per instance × steady phase
+      function_stats.parquet    one row per function over the whole run
+      monitor_<name>.parquet    each monitor's frame on the run clock (when monitors ran)
+      plots/*.png               latency over time, breakdown, CDFs, throughput, monitors
+      report.html               one self-contained page (plots embedded)
+
+Everything in ``analysis/`` is derived and rebuilt from scratch on every call; the same inputs give
+the same files (no timestamps, deterministic plot sampling).
+
+Summary format versions (``SUMMARY_FORMAT_VERSION``):
+  1: first version.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Callable
+
+import numpy as np
+import pandas as pd
+
+from faasprof import __version__, rundir
+from faasprof.errors import FaasprofError, FormatError
+from analyzer import frames as frames_mod
+from analyzer import records as records_mod
+from analyzer import stats as stats_mod
+
+SUMMARY_FORMAT_VERSION = 1
+SUPPORTED_SUMMARY_VERSIONS = (1,)
+SUMMARY = "summary.json"
+MISSING_IDS_IN_SUMMARY = 50
+
+
+@dataclass
+class Run:
+    """A run loaded for analysis: the manifest and typed frames (what a notebook works with)."""
+
+    path: Path
+    manifest: dict
+    invocations: pd.DataFrame  # one row per planned invocation, joined with its record
+    records: pd.DataFrame  # this run's flattened activation records
+    phase_stats: pd.DataFrame  # one row per instance × steady phase, with the mode
+    function_stats: pd.DataFrame  # one row per function over the whole run
+    monitors: dict[str, pd.DataFrame] = field(default_factory=dict)
+    specs: list[dict] = field(default_factory=list)
+    phases: list[dict] = field(default_factory=list)
+    records_info: dict = field(default_factory=dict)
+    warnings: list[str] = field(default_factory=list)
+
+    @property
+    def test_name(self) -> str:
+        return str(self.manifest.get("test_name") or self.path.name)
+
+
+def _run_ids(invocations: pd.DataFrame) -> set[str]:
+    return {i for i in frames_mod.match_ids(invocations) if i}
+
+
+def fetch_window_ms(manifest: dict, invocations: pd.DataFrame, margin_ms: int = records_mod.DEFAULT_MARGIN_MS) -> tuple[int, int]:
+    """The wall-clock window (epoch ms) whose records can belong to the run."""
+    wall_zero_ns = int(manifest.get("clock", {}).get("wall_ns_at_zero", 0))
+    sent = invocations["sent_ns"].dropna()
+    done = invocations["done_ns"].dropna()
+    first = int(sent.min()) if len(sent) else 0
+    last = max(int(done.max()) if len(done) else 0, int(sent.max()) if len(sent) else 0)
+    since = (wall_zero_ns + first) // 1_000_000 - margin_ms
+    upto = (wall_zero_ns + last) // 1_000_000 + margin_ms
+    return int(since), int(upto)
+
+
+def fetch_run_records(
+    run_dir: Path,
+    manifest: dict,
+    invocations: pd.DataFrame,
+    connection,
+    retry_delays_s=records_mod.DEFAULT_RETRY_DELAYS_S,
+    progress: Callable[[str], None] | None = None,
+    only_ids: list[str] | None = None,
+) -> dict:
+    """Fetch the run's records from the platform into ``activations.jsonl``; returns the fetch report.
+
+    With ``only_ids`` (records missing from an existing file) those are fetched and appended; a
+    few are asked for by id, many through the window listing as well.
+    """
+    from invoker.client import OpenWhiskClient
+
+    ids = set(only_ids) if only_ids is not None else _run_ids(invocations)
+    since, upto = fetch_window_ms(manifest, invocations)
+    list_first = only_ids is None or len(ids) > records_mod.MAX_ID_LOOKUPS_PER_ROUND
+    with OpenWhiskClient(connection) as client:
+        records, report = records_mod.fetch_records(client, ids, since, upto, retry_delays_s=retry_delays_s, progress=progress, list_first=list_first)
+    path = Path(run_dir) / rundir.ACTIVATIONS
+    if only_ids is None:
+        records_mod.write_records(path, records)
+    else:
+        records_mod.append_records(path, records)
+    if progress:
+        progress(f"saved {len(records)} records to {rundir.ACTIVATIONS}; {len(report.missing_ids)} missing")
+    return report.to_json()
+
+
+def _load_monitors(run_dir: Path, manifest: dict, warnings: list[str]) -> tuple[dict[str, pd.DataFrame], dict]:
+    monitors_dir = run_dir / rundir.MONITORS
+    has_output = monitors_dir.is_dir() and any(p.is_dir() for p in monitors_dir.iterdir())
+    if not has_output:
+        return {}, {"status": "none"}
+    try:
+        from monitoring.frames import load_run_monitors  # interface 4 (monitoring issue)
+    except ImportError:
+        warnings.append(f"{monitors_dir}: monitor output present but this faasprof has no monitoring parsers (monitoring.frames); install faasprof fully to analyze it")
+        return {}, {"status": "parsers unavailable"}
+    try:
+        loaded = load_run_monitors(run_dir, manifest) or {}
+    except FaasprofError as error:
+        warnings.append(f"monitors: {error}")
+        return {}, {"status": "error", "error": str(error)}
+    frames = {name: frame for name, frame in sorted(loaded.items()) if isinstance(frame, pd.DataFrame)}
+    return frames, {"status": "loaded", "names": sorted(frames)}
+
+
+def load_run(path: str | os.PathLike, progress: Callable[[str], None] | None = None) -> Run:
+    """Load a run directory offline into frames (records from ``activations.jsonl`` when saved).
+
+    Raises ``FormatError`` for an unknown or newer run format, ``ConfigError`` for a path that is
+    not a directory.
+    """
+    run_dir = Path(path)
+    manifest = rundir.load_manifest(run_dir)
+    invocations = frames_mod.read_invocations_frame(run_dir)
+    warnings: list[str] = []
+    with_id = int((frames_mod.match_ids(invocations) != "").sum())
+    activations = run_dir / rundir.ACTIVATIONS
+    records_info: dict[str, Any] = {"with_activation_id": with_id}
+    if activations.exists():
+        records, bad = records_mod.read_records(activations)
+        position = frames_mod.match_records(invocations, records)
+        matched = np.zeros(len(records), dtype=bool)
+        matched[position[position >= 0]] = True
+        foreign = int((~matched).sum())
+        if foreign:  # records of other actions, tenants or runs: never part of this run's analysis
+            keep = np.nonzero(matched)[0]
+            records = records.iloc[keep].reset_index(drop=True)
+            position = frames_mod.match_records(invocations, records)
+        records_info.update(source=rundir.ACTIVATIONS, unreadable_lines=bad, foreign_ignored=foreign)
+        if bad:
+            warnings.append(f"{activations}: {bad} unreadable lines ignored (a line cut short, or not a JSON object)")
+        if foreign:
+            warnings.append(f"{activations}: {foreign} records of other activations ignored (not sent by this run)")
+    else:
+        records = frames_mod.records_frame([])
+        position = None
+        records_info.update(source="none", unreadable_lines=0, foreign_ignored=0)
+        if with_id:
+            warnings.append(
+                f"{run_dir}: no {rundir.ACTIVATIONS}; latency breakdown, start classes and cost are unavailable: "
+                "run faasprof analyze with the platform's --apihost/--auth to fetch the records"
+            )
+    frame = frames_mod.build_invocation_frame(invocations, records, manifest, position)
+    del invocations
+    found = int(frame["has_record"].sum())
+    missing_mask = (frame["has_activation_id"] & ~frame["has_record"]).to_numpy()
+    missing_ids = sorted(frame["activation_id"].to_numpy(dtype=object)[missing_mask])
+    records_info.update(found=found, missing=len(missing_ids), missing_ids_sample=missing_ids[:MISSING_IDS_IN_SUMMARY])
+    if missing_ids and records_info["source"] != "none":
+        warnings.append(f"{len(missing_ids)} of {with_id} activation records are missing (not stored by the platform, or not yet)")
+
+    specs = stats_mod.instance_specs(manifest, frame)
+    duration = stats_mod._workload_duration(manifest, frame)
+    phase_list = stats_mod.phases(specs, duration)
+    frame["phase"] = stats_mod.assign_phase(frame["intended_s"].to_numpy(), phase_list)
+    steady = np.zeros(len(frame), dtype=bool)
+    intended = frame["intended_s"].to_numpy()
+    for phase in phase_list:
+        steady |= (intended >= phase["steady_start_s"]) & (intended < phase["end_s"])
+    frame["steady"] = steady
+
+    phase_rows = []
+    by_instance = {name: group for name, group in frame.groupby("instance", observed=True, sort=False)}
+    for phase in phase_list:
+        for name in phase["instances"]:
+            rows_all = by_instance.get(name)
+            if rows_all is None:
+                continue
+            t = rows_all["intended_s"].to_numpy()
+            rows = rows_all[(t >= phase["steady_start_s"]) & (t < phase["end_s"])]
+            spec = next(s for s in specs if s["instance"] == name)
+            if spec["blocking"] or not rows_all["has_record"].any():
+                answered = np.isin(rows_all["outcome"].astype(object).to_numpy(), stats_mod.ANSWERED)
+                done_s = rows_all["done_ns"].to_numpy(dtype="float64", na_value=np.nan)[answered] / 1e9
+                latency_column = "corrected_latency_ms"
+            else:  # the client only saw 202s: the platform's clock says when work was done
+                done_s = rows_all["platform_end_s"].to_numpy(dtype="float64")
+                latency_column = "platform_latency_ms"
+            block = stats_mod.group_stats(rows, phase["steady_start_s"], phase["end_s"], done_s)
+            trend = stats_mod.latency_trend(rows, phase["steady_start_s"], phase["end_s"], latency_column)
+            trend["latency"] = latency_column.removesuffix("_ms").replace("_", " ")
+            mode, reasons = stats_mod.decide_mode(block, trend)
+            where = f"{name} phase {phase['phase']}"
+            warnings.extend(stats_mod.stability_warnings(where, block))
+            phase_rows.append(
+                {
+                    "instance": name,
+                    "function": spec["function"],
+                    "phase": phase["phase"],
+                    "phase_start_s": phase["start_s"],
+                    "steady_start_s": phase["steady_start_s"],
+                    "phase_end_s": phase["end_s"],
+                    "rate_rps": spec["rate_rps"],
+                    "blocking": spec["blocking"],
+                    "mode": mode,
+                    "mode_reasons": "; ".join(reasons),
+                    **{f"trend_{k}": v for k, v in trend.items()},
+                    **{k: v for k, v in block.items() if k != "window_s"},
+                }
+            )
+    phase_stats = pd.DataFrame(phase_rows)
+
+    function_rows = []
+    for function, rows in frame.groupby("function", observed=True, sort=True):
+        t = rows["intended_s"].to_numpy()
+        start = float(np.nanmin(t)) if len(t) else 0.0
+        end = float(np.nanmax(t)) if len(t) else 0.0
+        answered = np.isin(rows["outcome"].astype(object).to_numpy(), stats_mod.ANSWERED)
+        done_s = rows["done_ns"].to_numpy(dtype="float64", na_value=np.nan)[answered] / 1e9
+        block = stats_mod.group_stats(rows, start, max(end, start + 1e-9) + 1e-9, done_s)
+        modes = phase_stats[phase_stats["function"] == function]["mode"].tolist() if len(phase_stats) else []
+        function_rows.append({"function": str(function), "modes": ",".join(sorted(set(modes))), **{k: v for k, v in block.items() if k != "window_s"}})
+    function_stats = pd.DataFrame(function_rows)
+
+    status = manifest.get("status")
+    if status != "complete":
+        warnings.append(f"{run_dir}: run status is {status!r}, not complete: the figures cover only what was sent before it stopped")
+    not_sent = int((frame["outcome"] == "not_sent").sum())
+    if not_sent:
+        warnings.append(f"{not_sent} planned invocations were never sent (outcome not_sent)")
+    monitors, monitors_info = _load_monitors(run_dir, manifest, warnings)
+    records_info["pause_grace_ms"], records_info["pause_grace_source"] = frames_mod.pause_grace_ms(manifest)
+    return Run(
+        path=run_dir,
+        manifest=manifest,
+        invocations=frame,
+        records=records,
+        phase_stats=phase_stats,
+        function_stats=function_stats,
+        monitors=monitors,
+        specs=specs,
+        phases=phase_list,
+        records_info={**records_info, "monitors": monitors_info},
+        warnings=warnings,
+    )
+
+
+def monitor_summary(run: Run) -> dict:
+    """Per monitor: rows, columns and the mean of every numeric column (all rows, steady phases)."""
+    out = {}
+    for name, frame in run.monitors.items():
+        entry: dict[str, Any] = {"rows": int(len(frame)), "columns": [str(c) for c in frame.columns]}
+        if "t_s" in frame.columns and len(frame):
+            t = frame["t_s"].to_numpy(dtype="float64")
+            steady = np.zeros(len(frame), dtype=bool)
+            for phase in run.phases:
+                steady |= (t >= phase["steady_start_s"]) & (t < phase["end_s"])
+            numeric = frame.select_dtypes(include="number").drop(columns=["t_s"], errors="ignore")
+            entry["mean"] = {str(c): float(numeric[c].mean()) for c in numeric.columns}
+            entry["steady_mean"] = {str(c): float(numeric.loc[steady, c].mean()) for c in numeric.columns} if steady.any() else {}
+        out[name] = entry
+    return out
+
+
+def build_summary(run: Run) -> dict:
+    frame = run.invocations
+    outcome_counts = {name: int((frame["outcome"] == name).sum()) for name in rundir.OUTCOMES}
+    instances = []
+    for spec in run.specs:
+        rows = run.phase_stats[run.phase_stats["instance"] == spec["instance"]] if len(run.phase_stats) else pd.DataFrame()
+        phases = []
+        for record in rows.to_dict("records"):
+            record = {k: v for k, v in record.items() if k not in ("instance", "function", "rate_rps")}
+            evidence_keys = ("achieved_rps", "offered_rps", "achieved_over_offered", "trend_first_third_median_ms", "trend_last_third_median_ms", "trend_slope_ms_per_s", "trend_latency", "cold_fraction", "resumed_fraction", "warm_fraction", "throttled", "timeout", "failed", "answered", "with_record")
+            record["mode_evidence"] = {k: record.get(k) for k in evidence_keys}
+            phases.append(record)
+        instances.append({**spec, "phases": phases})
+    summary = {
+        "format_version": SUMMARY_FORMAT_VERSION,
+        "generated_by": {"faasprof": __version__},
+        "run": {
+            "dir": run.path.name,
+            "test_name": run.test_name,
+            "status": run.manifest.get("status"),
+            "created_utc": run.manifest.get("created_utc"),
+            "manifest_counts": run.manifest.get("counts"),
+            "planned": int(len(frame)),
+            "outcomes": outcome_counts,
+            "phases": [{k: v for k, v in p.items()} for p in run.phases],
+        },
+        "records": run.records_info,
+        "start_classes": {
+            "pause_grace_ms": run.records_info.get("pause_grace_ms"),
+            "rule": "a record's containerState annotation when present (localwhisk); else cold: initTime present; resumed: no initTime and every earlier activation of the action ended >= pause grace before this start; warm: otherwise; unknown: no record",
+            "records_with_container_state": int(run.records["container_state"].notna().sum()) if len(run.records) else 0,
+            "counts": {name: int((frame["start_class"] == name).sum()) for name in frames_mod.START_CLASSES},
+        },
+        "mode_rule": stats_mod.MODE_RULE,
+        "instances": instances,
+        "functions": run.function_stats.to_dict("records"),
+        "cost_gb_s": frames_mod.cost_totals(frame),
+        "monitors": monitor_summary(run),
+        "warnings": run.warnings,
+    }
+    return stats_mod.clean(summary)
+
+
+def _write_parquet(frame: pd.DataFrame, path: Path) -> None:
+    frame.to_parquet(path, index=False, engine="pyarrow")
+
+
+def analyze_run(
+    run_dir: str | os.PathLike,
+    connection=None,
+    *,
+    fetch: bool = True,
+    plots: bool = True,
+    retry_delays_s=records_mod.DEFAULT_RETRY_DELAYS_S,
+    progress: Callable[[str], None] | None = None,
+) -> dict:
+    """Analyze a run directory and write ``analysis/``; returns the summary dict.
+
+    With ``connection`` (an ``invoker.connection.Connection``) the run's records are fetched from
+    that platform first when there is no ``activations.jsonl`` yet, and records still missing from
+    an existing one are asked for again and appended. Without one, the analysis uses what the run
+    directory holds and says what is missing.
+    """
+    run_dir = Path(run_dir)
+    manifest = rundir.load_manifest(run_dir)
+    fetch_report = None
+    run = None
+    if fetch and connection is not None:
+        if not (run_dir / rundir.ACTIVATIONS).exists():
+            invocations = frames_mod.read_invocations_frame(run_dir)
+            if _run_ids(invocations):
+                fetch_report = fetch_run_records(run_dir, manifest, invocations, connection, retry_delays_s=retry_delays_s, progress=progress)
+        else:
+            run = load_run(run_dir)
+            if run.records_info["missing"]:
+                frame = run.invocations
+                missing = frame["activation_id"].to_numpy(dtype=object)[(frame["has_activation_id"] & ~frame["has_record"]).to_numpy()]
+                if progress:
+                    progress(f"{len(missing)} records missing from {rundir.ACTIVATIONS}; asking {connection.apihost} again")
+                fetch_report = fetch_run_records(run_dir, manifest, frame, connection, retry_delays_s=retry_delays_s, progress=progress, only_ids=list(missing))
+                run = None
+    if run is None:
+        if progress:
+            progress(f"loading {run_dir}")
+        run = load_run(run_dir)
+    if fetch_report is not None:
+        run.records_info["source"] = f"platform ({connection.apihost})"
+        run.records_info["fetch"] = fetch_report
+    out = run_dir / rundir.ANALYSIS
+    if out.exists():
+        shutil.rmtree(out)  # derived data: rebuilt from scratch so nothing stale survives
+    out.mkdir()
+    _write_parquet(run.invocations, out / "invocations.parquet")
+    _write_parquet(run.phase_stats, out / "phase_stats.parquet")
+    _write_parquet(run.function_stats, out / "function_stats.parquet")
+    for name, frame in run.monitors.items():
+        _write_parquet(frame, out / f"monitor_{rundir.safe_name(name)}.parquet")
+    summary = build_summary(run)
+    plot_files: list[str] = []
+    if progress:
+        progress(f"{len(run.invocations):,} invocations, {len(run.records):,} records; writing {out}")
+    if plots:
+        from analyzer import plots as plots_mod
+
+        plot_files = plots_mod.write_plots(run, out / "plots")
+    summary["outputs"] = {
+        "frames": sorted(p.name for p in out.glob("*.parquet")),
+        "plots": [f"plots/{name}" for name in plot_files],
+        "report": "report.html",
+    }
+    rundir.write_json_atomic(out / SUMMARY, summary)
+    from analyzer import report as report_mod
+
+    report_mod.write_report(run, summary, out / "report.html")
+    return summary
+
+
+def load_summary(run_dir: str | os.PathLike) -> dict:
+    """A run's ``analysis/summary.json``, version-checked."""
+    path = Path(run_dir) / rundir.ANALYSIS / SUMMARY
+    try:
+        summary = json.loads(path.read_text(encoding="utf-8"))
+    except FileNotFoundError:
+        raise FormatError(f"{path}: missing; run faasprof analyze {run_dir} first") from None
+    except json.JSONDecodeError as error:
+        raise FormatError(f"{path}: not valid JSON ({error.msg}); re-run faasprof analyze {run_dir}") from None
+    version = summary.get("format_version") if isinstance(summary, dict) else None
+    if version not in SUPPORTED_SUMMARY_VERSIONS:
+        raise FormatError(f"{path}: summary format_version {version!r} is not supported by faasprof {__version__}; re-run faasprof analyze {run_dir} or upgrade faasprof")
+    return summary

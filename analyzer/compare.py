@@ -1,0 +1,206 @@
+"""Comparing runs: one frame per run × function, overlaid CDFs, metric-vs-parameter plots.
+
+Each run is read through its ``analysis/summary.json`` and ``analysis/invocations.parquet``; a run
+not analyzed yet (or analyzed by an older faasprof) is analyzed first, offline.
+
+The *parameter* of a comparison is the one manifest setting (workload or platform) whose value
+differs between the runs, e.g. ``workload.instances.i0.rate`` or
+``platform.settings.pause_grace_ms``; ``--label KEY`` names it explicitly (a dotted path into the
+manifest). When it is numeric, metrics are also plotted against it.
+
+Warnings are raised when runs come from different hosts, kernels, CPU settings or platform
+settings other than the parameter: their differences may be the host's, not the experiment's.
+
+Output format versions (``COMPARE_FORMAT_VERSION``):
+  1: first version.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from pathlib import Path
+from typing import Any, Callable
+
+import pandas as pd
+
+from faasprof import __version__, rundir
+from faasprof.errors import ConfigError, FormatError
+from analyzer import stats as stats_mod
+
+COMPARE_FORMAT_VERSION = 1
+# Keys that differ between any two runs without meaning a different experiment.
+VOLATILE_NAMES = ("test_name", "description", "created_utc", "apihost", "port", "pid", "auth", "auth_user", "source", "path", "uptime_s", "loadavg", "random_seed", "seed", "seed_was_null", "as_given", "info", "actions", "cgroup_parents", "embedded")
+VOLATILE_SUFFIXES = ("_dir", "_path", "_pid", "_port", "_utc", "_ns", "seed")
+HOST_KEYS = ("hostname", "cpu_model", "model_name", "kernel", "governor", "smt", "cores", "logical_cpus", "sockets", "perf_event_paranoid", "microcode", "turbo", "no_turbo")
+METRICS = ("client_latency_ms_p50", "client_latency_ms_p90", "client_latency_ms_p99", "client_latency_ms_p99_9", "platform_latency_ms_p50", "platform_latency_ms_p99", "achieved_rps", "cold_fraction", "resumed_fraction", "execution_ms_mean", "wait_ms_mean", "gb_s")
+MONITOR_HINTS = ("ipc", "mpki", "bw", "bandwidth", "occupancy")
+
+
+def flatten(node: Any, prefix: str = "") -> dict[str, Any]:
+    """Nested dicts as dotted keys; lists become JSON text (compared as a whole)."""
+    out: dict[str, Any] = {}
+    if isinstance(node, dict):
+        for key, value in node.items():
+            out.update(flatten(value, f"{prefix}.{key}" if prefix else str(key)))
+    elif isinstance(node, list):
+        out[prefix] = json.dumps(node, sort_keys=True)
+    else:
+        out[prefix] = node
+    return out
+
+
+def lookup(manifest: dict, dotted: str) -> Any:
+    node: Any = manifest
+    for part in dotted.split("."):
+        if isinstance(node, dict) and part in node:
+            node = node[part]
+        else:
+            return None
+    return node
+
+
+def _volatile(key: str) -> bool:
+    return any(part.lower() in VOLATILE_NAMES or part.lower().endswith(VOLATILE_SUFFIXES) for part in key.split(".")[1:])
+
+
+def differing_keys(manifests: list[dict], sections=("workload", "platform")) -> list[str]:
+    """Dotted manifest keys under ``sections`` whose values differ between the runs."""
+    flats = [{k: v for s in sections for k, v in flatten(lookup(m, s) or {}, s).items()} for m in manifests]
+    keys = sorted(set().union(*flats))
+    return [k for k in keys if not _volatile(k) and len({json.dumps(f.get(k), sort_keys=True) for f in flats}) > 1]
+
+
+def pick_parameter(manifests: list[dict], differing: list[str]) -> str | None:
+    """The one setting the runs differ in: what a sweep applied, else the one (numeric) key."""
+    if len(manifests) < 2:
+        return None
+    applied = [k for k in differing_keys(manifests, sections=("sweep_point.applied",)) if ".allocation." not in k]
+    if len(applied) == 1:
+        return applied[0]
+    if len(differing) == 1:
+        return differing[0]
+    numeric = [k for k in differing if all(_numeric(lookup(m, k)) is not None for m in manifests)]
+    return numeric[0] if len(numeric) == 1 else None
+
+
+def environment_warnings(manifests: list[dict], names: list[str], parameter: str | None) -> list[str]:
+    warnings = []
+    host_flats = [flatten(m.get("host") or {}, "host") for m in manifests]
+    for key in sorted(set().union(*host_flats)):
+        if key.split(".")[-1] not in HOST_KEYS:
+            continue
+        values = [f.get(key) for f in host_flats]
+        if len({json.dumps(v, sort_keys=True) for v in values}) > 1:
+            detail = ", ".join(f"{n}={v}" for n, v in zip(names, values))
+            warnings.append(f"runs differ in {key} ({detail}): differences may come from the hosts, not the experiment")
+    for key in differing_keys(manifests, sections=("platform",)):
+        if key == parameter:
+            continue
+        values = [lookup(m, key) for m in manifests]
+        detail = ", ".join(f"{n}={v}" for n, v in zip(names, values))
+        warnings.append(f"runs differ in platform setting {key} ({detail}): compare runs on the same platform settings")
+    versions = {str((m.get("faasprof") or {}).get("version")) for m in manifests}
+    if len(versions) > 1:
+        warnings.append(f"runs were made by different faasprof versions ({', '.join(sorted(versions))})")
+    return warnings
+
+
+def _numeric(value: Any) -> float | None:
+    if isinstance(value, bool):
+        return None
+    if isinstance(value, (int, float)):
+        return float(value)
+    try:
+        return float(str(value))
+    except (TypeError, ValueError):
+        return None
+
+
+def ensure_analyzed(run_dir: Path, progress: Callable[[str], None] | None = None) -> dict:
+    from analyzer.analysis import analyze_run, load_summary
+
+    try:
+        return load_summary(run_dir)
+    except FormatError:
+        if progress:
+            progress(f"analyzing {run_dir} (no current analysis/summary.json)")
+        return analyze_run(run_dir, None, fetch=False)
+
+
+def compare_runs(run_dirs: list[str | os.PathLike], label: str | None = None, out_dir: str | os.PathLike | None = None, progress: Callable[[str], None] | None = None) -> dict:
+    """Compare runs; writes ``out_dir`` (frame, plots, report) when given; returns the result dict."""
+    paths = [Path(p) for p in run_dirs]
+    if len(paths) < 1:
+        raise ConfigError("compare: give at least one RUN_DIR")
+    manifests = [rundir.load_manifest(p) for p in paths]
+    summaries = [ensure_analyzed(p, progress) for p in paths]
+    names = [p.name for p in paths]
+    if len(set(names)) != len(names):
+        names = [str(p) for p in paths]
+    differing = differing_keys(manifests) if len(paths) > 1 else []
+    parameter = label
+    if label is not None:
+        missing = [n for n, m in zip(names, manifests) if lookup(m, label) is None]
+        if len(missing) == len(manifests):
+            raise ConfigError(f"--label {label}: no run's manifest has this key; use a dotted path such as workload.instances.<name>.rate (differing keys: {', '.join(differing[:8]) or 'none'})")
+    else:
+        parameter = pick_parameter(manifests, differing)
+
+    rows = []
+    for name, path, manifest, summary in zip(names, paths, manifests, summaries):
+        value = lookup(manifest, parameter) if parameter else None
+        monitors = {}
+        for monitor, entry in (summary.get("monitors") or {}).items():
+            for column, mean in (entry.get("steady_mean") or entry.get("mean") or {}).items():
+                if any(h in column.lower() for h in MONITOR_HINTS):
+                    monitors[f"{monitor}_{column}"] = mean
+        modes_by_function: dict[str, set] = {}
+        for instance in summary["instances"]:
+            for phase in instance["phases"]:
+                modes_by_function.setdefault(instance["function"], set()).add(phase["mode"])
+        for entry in summary["functions"]:
+            row = {
+                "run": name,
+                "label": str(value) if parameter else name,
+                "parameter_value": _numeric(value) if parameter else None,
+                "function": entry["function"],
+                "mode": ",".join(sorted(modes_by_function.get(entry["function"], set()))),
+                "planned": entry["planned"],
+                "answered": entry["answered"],
+                "offered_rps": entry["offered_rps"],
+                **{m: entry.get(m) for m in METRICS},
+                "gb_s_100ms": entry.get("gb_s_100ms"),
+                "memory_mb": entry.get("memory_mb"),
+                **monitors,
+            }
+            rows.append(row)
+    frame = pd.DataFrame(rows)
+    warnings = environment_warnings(manifests, names, parameter) if len(paths) > 1 else []
+    if len(paths) > 1 and parameter is None and differing:
+        warnings.append(f"runs differ in several settings ({', '.join(differing[:6])}{'…' if len(differing) > 6 else ''}); name the one to plot against with --label KEY")
+    result = {
+        "format_version": COMPARE_FORMAT_VERSION,
+        "generated_by": {"faasprof": __version__},
+        "runs": [str(p) for p in paths],
+        "parameter": parameter,
+        "differing_keys": differing,
+        "warnings": warnings,
+        "rows": stats_mod.clean(frame.to_dict("records")),
+    }
+    if out_dir is not None:
+        write_outputs(Path(out_dir), frame, result, paths, names)
+    result["frame"] = frame
+    return result
+
+
+def write_outputs(out: Path, frame: pd.DataFrame, result: dict, paths: list[Path], names: list[str]) -> None:
+    from analyzer import compare_plots
+
+    out.mkdir(parents=True, exist_ok=True)
+    frame.to_parquet(out / "compare.parquet", index=False)
+    frame.to_csv(out / "compare.csv", index=False)
+    plots = compare_plots.write_compare_plots(out / "plots", frame, paths, names, result["parameter"])
+    result["outputs"] = {"frame": "compare.parquet", "csv": "compare.csv", "plots": [f"plots/{p}" for p in plots], "report": "report.html"}
+    rundir.write_json_atomic(out / "compare.json", {k: v for k, v in result.items() if k != "frame"})
+    compare_plots.write_compare_report(out / "report.html", frame, result)

@@ -1,0 +1,86 @@
+"""Plots and the HTML page of ``faasprof compare`` (matplotlib Agg, self-contained HTML)."""
+
+from __future__ import annotations
+
+import html
+from pathlib import Path
+
+import matplotlib
+
+matplotlib.use("Agg")
+import matplotlib.pyplot as plt  # noqa: E402
+import pandas as pd  # noqa: E402
+
+from analyzer.plots import SAVE, _ecdf_points  # noqa: E402
+from analyzer.report import STYLE, fmt, image, table  # noqa: E402
+
+VERSUS = (("client_latency_ms_p50", "p50 latency (ms)"), ("client_latency_ms_p99", "p99 latency (ms)"), ("achieved_rps", "achieved invocations/s"), ("cold_fraction", "cold-start fraction"))
+
+
+def overlaid_cdfs(path: Path, frame: pd.DataFrame, paths: list[Path], names: list[str]) -> None:
+    functions = sorted(frame["function"].unique().tolist())[:6]
+    fig, axes = plt.subplots(len(functions), 1, figsize=(8, 3.6 * len(functions)), squeeze=False)
+    labels = dict(zip(frame["run"], frame["label"]))
+    for ax, function in zip(axes[:, 0], functions):
+        for name, run_path in zip(names, paths):
+            inv = pd.read_parquet(run_path / "analysis" / "invocations.parquet", columns=["function", "outcome", "client_latency_ms"])
+            inv = inv[(inv["function"].astype(object) == function) & inv["outcome"].astype(object).isin(["ok", "app_error"])]
+            x, y = _ecdf_points(inv["client_latency_ms"].to_numpy(dtype="float64"))
+            if len(x):
+                ax.plot(x, y, drawstyle="steps-post", label=str(labels.get(name, name)))
+        ax.set_xscale("log")
+        ax.set_xlabel("client latency (ms)")
+        ax.set_ylabel("fraction")
+        ax.set_title(function, fontsize=10)
+        ax.grid(True, which="both", alpha=0.3)
+        if ax.lines:
+            ax.legend(fontsize=7, loc="lower right")
+    fig.tight_layout()
+    fig.savefig(path, **SAVE)
+    plt.close(fig)
+
+
+def versus_parameter(path: Path, frame: pd.DataFrame, parameter: str) -> None:
+    fig, axes = plt.subplots(2, 2, figsize=(10, 7), squeeze=False)
+    for ax, (metric, label) in zip(axes.flat, VERSUS):
+        for function, rows in frame.groupby("function", sort=True):
+            rows = rows.sort_values("parameter_value")
+            ax.plot(rows["parameter_value"], rows[metric], marker="o", label=str(function))
+        ax.set_xlabel(parameter)
+        ax.set_ylabel(label)
+        ax.grid(True, alpha=0.3)
+    axes[0, 0].legend(fontsize=7)
+    fig.suptitle(f"metrics against {parameter}")
+    fig.tight_layout()
+    fig.savefig(path, **SAVE)
+    plt.close(fig)
+
+
+def write_compare_plots(out: Path, frame: pd.DataFrame, paths: list[Path], names: list[str], parameter: str | None) -> list[str]:
+    out.mkdir(parents=True, exist_ok=True)
+    written = []
+    if len(frame):
+        overlaid_cdfs(out / "cdfs.png", frame, paths, names)
+        written.append("cdfs.png")
+    if parameter and len(frame) and frame["parameter_value"].notna().all() and frame["parameter_value"].nunique() > 1:
+        versus_parameter(out / "versus_parameter.png", frame, parameter)
+        written.append("versus_parameter.png")
+    return written
+
+
+def write_compare_report(path: Path, frame: pd.DataFrame, result: dict) -> None:
+    parts = [f"<!DOCTYPE html><html><head><meta charset='utf-8'><title>faasprof compare</title><style>{STYLE}</style></head><body>"]
+    parts.append(f"<h1>faasprof compare: {len(result['runs'])} runs</h1>")
+    parts.append(f"<p>Parameter: <code>{fmt(result['parameter'])}</code>. Settings that differ: {html.escape(', '.join(result['differing_keys']) or 'none')}.</p>")
+    if result["warnings"]:
+        parts.append("<h2>Warnings</h2><div class='warn'><ul>" + "".join(f"<li>{html.escape(w)}</li>" for w in result["warnings"]) + "</ul></div>")
+    columns = ["run", "label", "function", "mode", "planned", "answered", "offered_rps", "achieved_rps", "client_latency_ms_p50", "client_latency_ms_p99", "cold_fraction", "gb_s"]
+    columns += [c for c in frame.columns if c not in columns and c not in ("parameter_value",) and frame[c].dtype.kind == "f" and any(h in c for h in ("ipc", "mpki", "bw", "occupancy"))]
+    rows = frame[[c for c in columns if c in frame.columns]].itertuples(index=False) if len(frame) else []
+    parts.append(table([c for c in columns if c in frame.columns], rows, left=4))
+    for name in result.get("outputs", {}).get("plots", []):
+        file = path.parent / name
+        if file.exists():
+            parts.append(image(file, name))
+    parts.append("</body></html>\n")
+    path.write_text("".join(parts), encoding="utf-8")

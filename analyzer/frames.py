@@ -1,0 +1,292 @@
+"""The invocation frame: one row per planned invocation, joined with its activation record.
+
+Columns (units in the names; ``_s`` columns are seconds since the run's monotonic zero):
+
+=========================  ==================================================================
+``seq`` … ``error``        ``invocations.csv`` as written by the invoker (times as nullable Int64)
+``intended_s``             planned send time
+``lateness_ms``            sent − intended (how late the invoker sent it)
+``client_latency_ms``      done − sent (what the client saw)
+``corrected_latency_ms``   done − intended (free of coordinated omission: a late send counts)
+``has_record``             the activation record was found
+``platform_start_s``       the record's ``start`` on the run clock (invoker's wall clock)
+``wait_ms``                ``waitTime``: controller accept → container ready (queueing, cold
+                           creation and resume from pause are all in here)
+``init_ms``                ``initTime`` (0 for a record without one, NaN without a record)
+``execution_ms``           duration − init (the function's own run)
+``duration_ms``            the record's ``duration`` (includes init)
+``overhead_ms``            client latency − (wait + duration): client→controller, the answer's
+                           way back (active ack, controller, proxy) and the init→run gap;
+                           NaN for non-blocking calls, which answer before the function runs
+``platform_latency_ms``    wait + duration: the platform's own view (FaaSProfiler's latency)
+``platform_end_s``         the record's ``end`` on the run clock
+``start_class``            cold | resumed | warm | unknown (see ``classify_starts``)
+``status``                 the record's ``response.status``
+``memory_mb``              the memory limit the activation ran with
+``gb_s``                   billed GB-seconds OpenWhisk-style: memory × duration as recorded
+``gb_s_1ms``               … with the duration rounded up to 1 ms (at least 1 ms)
+``gb_s_100ms``             … rounded up to 100 ms (the classic FaaS billing granularity)
+=========================  ==================================================================
+
+GB here is GiB (memory_mb / 1024), as FaaS providers bill.
+"""
+
+from __future__ import annotations
+
+import io
+import math
+import os
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+
+from faasprof import rundir
+from faasprof.errors import FormatError
+from analyzer.records import RECORD_COLUMNS
+
+DEFAULT_PAUSE_GRACE_MS = 50.0  # OpenWhisk classic's containerProxy pause-grace (and the paper's)
+
+START_CLASSES = ("cold", "resumed", "warm", "unknown")
+CATEGORY_COLUMNS = ("name", "namespace", "kind", "status", "container_state")
+# A ``containerState`` annotation (localwhisk writes one; OpenWhisk logs the same states in its
+# invoker log as ``containerStart containerState: ...``) settles the class when a record has it.
+CONTAINER_STATE_CLASS = {
+    "cold": "cold",
+    "recreated": "cold",
+    "prewarmed": "cold",
+    "recreatedPrewarm": "cold",
+    "warm": "warm",
+    "warming": "warm",
+    "resumed": "resumed",
+}
+
+_INT_COLUMNS = ("intended_ns", "sent_ns", "done_ns")
+
+
+def read_invocations_frame(run_dir: str | os.PathLike) -> pd.DataFrame:
+    """``invocations.csv`` typed (a final line cut short by a crash is dropped, as in ``rundir``)."""
+    path = Path(run_dir) / rundir.INVOCATIONS
+    try:
+        data = path.read_bytes()
+    except FileNotFoundError:
+        raise FormatError(f"{path}: missing; the run did not get as far as its first invocation") from None
+    cut = data.rfind(b"\n")
+    data = data[: cut + 1] if cut >= 0 else b""
+    header = data.split(b"\n", 1)[0].decode("utf-8", "replace").strip()
+    if tuple(header.split(",")) != rundir.INVOCATION_COLUMNS:
+        raise FormatError(f"{path}: header is {header!r}, expected {','.join(rundir.INVOCATION_COLUMNS)}")
+    frame = pd.read_csv(
+        io.BytesIO(data),
+        dtype={
+            "seq": "int64",
+            "instance": "category",
+            "function": "category",
+            "intended_ns": "Int64",
+            "sent_ns": "Int64",
+            "done_ns": "Int64",
+            "outcome": "category",
+            "http_status": "Int64",
+            "activation_id": "str",
+            "error": "str",
+        },
+        keep_default_na=False,
+        na_values={c: [""] for c in ("intended_ns", "sent_ns", "done_ns", "http_status")},
+        engine="c",
+    )
+    unknown = sorted(set(frame["outcome"].cat.categories) - set(rundir.OUTCOMES))
+    if unknown:
+        raise FormatError(f"{path}: outcome {unknown[0]!r} is not one of {', '.join(rundir.OUTCOMES)}; the file is not a faasprof invocation log of a version this faasprof reads")
+    frame = frame.sort_values("seq", kind="stable").drop_duplicates("seq", keep="last").reset_index(drop=True)
+    return frame
+
+
+def records_frame(columns: dict[str, list] | list[tuple]) -> pd.DataFrame:
+    """Flattened records (``analyzer.records.read_records`` columns, or ``flatten_record`` tuples)
+    as a typed frame, one row per activation id."""
+    if isinstance(columns, list):
+        rows = columns
+        columns = {name: list(values) for name, values in zip(RECORD_COLUMNS, zip(*rows))} if rows else {}
+    data = {}
+    for name in RECORD_COLUMNS:
+        values = columns.get(name, [])
+        if name == "activation_id":
+            data[name] = pd.Series(np.array(values, dtype=object), dtype=object)
+        elif name in CATEGORY_COLUMNS:
+            data[name] = pd.Categorical(values)  # few distinct values: small and fast
+        elif name == "timed_out":
+            data[name] = np.asarray(values, dtype=bool)
+        else:
+            data[name] = _to_float(values)
+    frame = pd.DataFrame(data)
+    if frame["activation_id"].duplicated().any():
+        frame = frame.drop_duplicates("activation_id", keep="last").reset_index(drop=True)
+    return frame
+
+
+def _to_float(values: list) -> np.ndarray:
+    try:
+        return np.asarray(values, dtype="float64")  # None becomes NaN
+    except (TypeError, ValueError):
+        return pd.to_numeric(pd.Series(values, dtype=object), errors="coerce").to_numpy(dtype="float64")
+
+
+def _float(series: pd.Series) -> np.ndarray:
+    return series.to_numpy(dtype="float64", na_value=np.nan)
+
+
+def pause_grace_ms(manifest: dict) -> tuple[float, str]:
+    """The platform's pause grace and where it came from (manifest, else OpenWhisk's default)."""
+    def find(node, depth=0):
+        if depth > 4 or not isinstance(node, dict):
+            return None
+        for key in ("pause_grace_ms", "pauseGraceMs"):
+            if isinstance(node.get(key), (int, float)) and not isinstance(node.get(key), bool):
+                return float(node[key])
+        for value in node.values():
+            found = find(value, depth + 1)
+            if found is not None:
+                return found
+        return None
+
+    for section in ("platform", "local_settings"):
+        found = find(manifest.get(section))
+        if found is not None:
+            return found, f"manifest {section}"
+    found = find((manifest.get("workload") or {}).get("platform"))
+    if found is not None:
+        return found, "workload platform block"
+    return DEFAULT_PAUSE_GRACE_MS, "OpenWhisk default (not recorded in the manifest)"
+
+
+def classify_starts(function: np.ndarray, start_ms: np.ndarray, end_ms: np.ndarray, init_ms: np.ndarray, grace_ms: float, container_state: np.ndarray | None = None) -> pd.Categorical:
+    """Start class of each record: ``cold``, ``resumed`` or ``warm`` (``unknown`` without a record).
+
+    A record's ``containerState`` annotation, when present, decides (``CONTAINER_STATE_CLASS``).
+    Otherwise the class is inferred from the record:
+
+    * ``cold``: the record has ``initTime`` — this activation ran ``/init`` in a new (or prewarmed)
+      container.
+    * ``resumed``: no ``initTime``, and *every* earlier activation of the same action had ended at
+      least the pause grace before this one started (its invoker-clock ``start``). Then every
+      container of the action had been idle longer than the grace, so each was paused, and this warm
+      start must have resumed one (the resume cost is inside ``waitTime``). OpenWhisk records carry
+      no container-state annotation (only the invoker's log does), so this is inferred from the
+      records' own timestamps; it is a lower bound: a resume of one idle container while a sibling
+      container was still busy is counted ``warm``, and so is the first activation of an action in
+      the run when it has no ``initTime`` (nothing earlier to measure the idle gap from).
+    * ``warm``: everything else with a record.
+
+    Inputs are aligned arrays (``function`` any hashable labels or integer codes; NaN
+    ``start_ms`` means no record; ``container_state`` a class name per row or None).
+    """
+    n = len(start_ms)
+    codes = np.full(n, START_CLASSES.index("unknown"), dtype=np.int8)
+    has = ~np.isnan(start_ms)
+    if has.any():
+        idx = np.nonzero(has)[0]
+        frame = pd.DataFrame({"f": np.asarray(function)[idx], "s": start_ms[idx], "e": end_ms[idx], "i": idx})
+        frame = frame.sort_values(["f", "s", "e"], kind="stable")
+        # The latest end among the earlier activations of the same action (running maximum, shifted).
+        running_max = frame.groupby("f", sort=False)["e"].cummax()
+        prev_end = running_max.groupby(frame["f"], sort=False).shift(1)
+        resumed = np.zeros(n, dtype=bool)
+        resumed[frame["i"].to_numpy()] = (frame["s"].to_numpy() - prev_end.to_numpy()) >= grace_ms  # NaN: False
+        codes[has] = START_CLASSES.index("warm")
+        codes[has & resumed] = START_CLASSES.index("resumed")
+        codes[has & ~np.isnan(init_ms)] = START_CLASSES.index("cold")
+        if container_state is not None:
+            for state, name in CONTAINER_STATE_CLASS.items():
+                codes[has & (container_state == state)] = START_CLASSES.index(name)
+    return pd.Categorical.from_codes(codes, categories=START_CLASSES)
+
+
+def match_ids(invocations: pd.DataFrame) -> np.ndarray:
+    return invocations["activation_id"].fillna("").to_numpy(dtype=object)
+
+
+def match_records(invocations: pd.DataFrame, records: pd.DataFrame) -> np.ndarray:
+    """For each invocation, the row of its record in ``records`` (−1: none)."""
+    if not len(records):
+        return np.full(len(invocations), -1, dtype=np.int64)
+    index = pd.Index(records["activation_id"].to_numpy(dtype=object))
+    return index.get_indexer(match_ids(invocations))
+
+
+def build_invocation_frame(invocations: pd.DataFrame, records: pd.DataFrame, manifest: dict, position: np.ndarray | None = None) -> pd.DataFrame:
+    """Join by activation id and derive the columns in the module docstring.
+
+    ``position`` is ``match_records(invocations, records)`` when the caller already has it.
+    """
+    frame = invocations.copy()
+    intended = _float(frame["intended_ns"])
+    sent = _float(frame["sent_ns"])
+    done = _float(frame["done_ns"])
+    frame["intended_s"] = intended / 1e9
+    frame["lateness_ms"] = (sent - intended) / 1e6
+    frame["client_latency_ms"] = (done - sent) / 1e6
+    frame["corrected_latency_ms"] = (done - intended) / 1e6
+
+    rec = records
+    if position is None:
+        position = match_records(invocations, records)
+    has = position >= 0
+    frame["has_activation_id"] = match_ids(invocations) != ""
+
+    def take(column: str) -> np.ndarray:
+        values = np.full(len(frame), np.nan)
+        if len(rec):
+            values[has] = rec[column].to_numpy(dtype="float64")[position[has]]
+        return values
+
+    start_ms, end_ms = take("start_ms"), take("end_ms")
+    wait_ms, init_raw, duration_ms = take("wait_ms"), take("init_ms"), take("duration_ms")
+    memory_mb = take("memory_mb")
+    wall_zero_ms = int(manifest.get("clock", {}).get("wall_ns_at_zero", 0)) / 1e6
+    frame["has_record"] = has
+    frame["platform_start_s"] = (start_ms - wall_zero_ms) / 1e3
+    frame["wait_ms"] = wait_ms
+    init_ms = np.where(has, np.nan_to_num(init_raw, nan=0.0), np.nan)
+    frame["init_ms"] = init_ms
+    frame["duration_ms"] = duration_ms
+    frame["execution_ms"] = duration_ms - init_ms
+    # A non-blocking call answers at acceptance, before the function runs: no overhead to speak of.
+    instances = (manifest.get("workload") or {}).get("instances") or {}
+    blocking = frame["instance"].map(lambda name: bool((instances.get(name) or {}).get("blocking", True))).to_numpy(dtype=bool)
+    frame["overhead_ms"] = np.where(blocking, frame["client_latency_ms"].to_numpy() - (wait_ms + duration_ms), np.nan)
+    frame["platform_latency_ms"] = wait_ms + duration_ms
+    frame["platform_end_s"] = (end_ms - wall_zero_ms) / 1e3
+    grace, _ = pause_grace_ms(manifest)
+    states = _take_category(rec, "container_state", position, has)
+    function_codes = pd.Categorical(frame["function"]).codes
+    classes = classify_starts(function_codes, start_ms, end_ms, init_raw, grace, np.asarray(states, dtype=object))
+    frame["start_class"] = classes
+    frame["status"] = _take_category(rec, "status", position, has)
+    timed_out = np.zeros(len(frame), dtype=bool)
+    if len(rec):
+        timed_out[has] = rec["timed_out"].to_numpy()[position[has]]
+    frame["timed_out"] = pd.arrays.BooleanArray(timed_out, ~has)
+    frame["memory_mb"] = memory_mb
+    gib = memory_mb / 1024.0
+    frame["gb_s"] = gib * duration_ms / 1e3
+    frame["gb_s_1ms"] = gib * np.maximum(np.ceil(duration_ms), 1.0) / 1e3
+    frame["gb_s_100ms"] = gib * np.maximum(np.ceil(duration_ms / 100.0), 1.0) * 100.0 / 1e3
+    return frame
+
+
+def _take_category(records: pd.DataFrame, column: str, position: np.ndarray, has: np.ndarray) -> pd.Categorical:
+    """A categorical record column aligned to the invocations (absent where there is no record)."""
+    if not len(records):
+        return pd.Categorical([None] * len(position), categories=[])
+    source = pd.Categorical(records[column])
+    codes = np.full(len(position), -1, dtype=source.codes.dtype)
+    codes[has] = source.codes[position[has]]
+    return pd.Categorical.from_codes(codes, categories=source.categories)
+
+
+def cost_totals(frame: pd.DataFrame) -> dict:
+    out = {}
+    for column in ("gb_s", "gb_s_1ms", "gb_s_100ms"):
+        total = float(np.nansum(frame[column].to_numpy()))
+        out[column] = round(total, 6) if math.isfinite(total) else None
+    return out

@@ -1,0 +1,232 @@
+"""PNG plots of one run (matplotlib, Agg backend: no display needed).
+
+* ``latency_over_time.png``: corrected latency against planned time, coloured by start class, each
+  steady phase shaded by its latency mode.
+* ``breakdown.png``: mean wait / init / execution / overhead stacked over time, per function (the
+  paper's Figure 5 view of where latency goes).
+* ``cdf.png``: client latency CDFs per function with p50/p90/p99/p99.9 marked.
+* ``throughput.png``: offered (planned) against achieved (answered) invocations per second.
+* ``monitors.png``: monitoring series beside latency on the same time axis (the paper's Figure 14).
+
+Plots of large runs are drawn from a deterministic subsample (every k-th point plus every point
+above the 99th percentile), so the tails stay visible and re-running gives the same picture.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import matplotlib
+
+matplotlib.use("Agg")
+import matplotlib.pyplot as plt  # noqa: E402
+import numpy as np  # noqa: E402
+import pandas as pd  # noqa: E402
+
+MAX_POINTS = 20_000
+MAX_FUNCTIONS = 6
+CLASS_COLOURS = {"cold": "#1f77b4", "resumed": "#ff7f0e", "warm": "#2ca02c", "unknown": "#7f7f7f"}
+MODE_COLOURS = {"under-invoked": "#fde0b2", "balanced": "#d4edda", "over-invoked": "#f5c6cb", "unknown": "#eeeeee"}
+BREAKDOWN = (("wait_ms", "wait", "#9467bd"), ("init_ms", "init", "#1f77b4"), ("execution_ms", "execution", "#2ca02c"), ("overhead_ms", "overhead", "#8c8c8c"))
+PREFERRED_METRICS = ("ipc", "branch_mpki", "llc_mpki", "mem_bw_mbps", "llc_occupancy_kb", "page_faults_pki", "context_switches_pki", "user_fraction", "io_mbps", "cpu_utilization")
+SAVE = {"dpi": 100, "metadata": {"Software": None}}
+
+
+def _subsample(values: np.ndarray, limit: int = MAX_POINTS) -> np.ndarray:
+    """Indices: every k-th point plus all points above the 99th percentile."""
+    n = len(values)
+    if n <= limit:
+        return np.arange(n)
+    step = int(np.ceil(n / limit))
+    keep = np.zeros(n, dtype=bool)
+    keep[::step] = True
+    finite = np.isfinite(values)
+    if finite.any():
+        keep |= finite & (values >= np.nanpercentile(values, 99))
+    return np.nonzero(keep)[0]
+
+
+def _top_functions(frame: pd.DataFrame) -> list[str]:
+    counts = frame["function"].astype(object).value_counts()
+    return sorted(counts.index[:MAX_FUNCTIONS].tolist())
+
+
+def _shade_modes(ax, run) -> None:
+    if not len(run.phase_stats):
+        return
+    seen = set()
+    for row in run.phase_stats.itertuples():
+        label = row.mode if row.mode not in seen else None
+        seen.add(row.mode)
+        ax.axvspan(row.steady_start_s, row.phase_end_s, color=MODE_COLOURS.get(row.mode, "#eeeeee"), alpha=0.5, zorder=0, label=label)
+
+
+def latency_over_time(run, path: Path) -> None:
+    frame = run.invocations
+    fig, ax = plt.subplots(figsize=(10, 4.5))
+    _shade_modes(ax, run)
+    answered = frame[frame["outcome"].isin(["ok", "app_error"])]
+    for name, colour in CLASS_COLOURS.items():
+        rows = answered[answered["start_class"] == name]
+        if not len(rows):
+            continue
+        lat = rows["corrected_latency_ms"].to_numpy(dtype="float64")
+        idx = _subsample(lat)
+        ax.scatter(rows["intended_s"].to_numpy()[idx], lat[idx], s=4, color=colour, label=f"{name} ({len(rows)})", alpha=0.7, linewidths=0)
+    ax.set_yscale("log")
+    ax.set_xlabel("planned send time (s since run start)")
+    ax.set_ylabel("corrected latency (ms)")
+    ax.set_title(f"{run.test_name}: latency over time (shading: mode of each steady phase)")
+    if ax.get_legend_handles_labels()[0]:
+        ax.legend(loc="upper left", fontsize=8, markerscale=3)
+    ax.grid(True, which="both", alpha=0.3)
+    fig.tight_layout()
+    fig.savefig(path, **SAVE)
+    plt.close(fig)
+
+
+def breakdown(run, path: Path) -> None:
+    frame = run.invocations[run.invocations["has_record"]]
+    functions = _top_functions(frame) if len(frame) else []
+    fig, axes = plt.subplots(max(len(functions), 1), 1, figsize=(10, 2.6 * max(len(functions), 1)), squeeze=False)
+    if not functions:
+        axes[0, 0].text(0.5, 0.5, "no activation records: no breakdown", ha="center", va="center", transform=axes[0, 0].transAxes)
+        axes[0, 0].set_axis_off()
+    for ax, function in zip(axes[:, 0], functions):
+        rows = frame[frame["function"] == function]
+        t = rows["intended_s"].to_numpy()
+        bins = int(np.clip(len(rows) // 50, 10, 100))
+        edges = np.linspace(np.nanmin(t), np.nanmax(t) + 1e-9, bins + 1)
+        which = np.clip(np.digitize(t, edges) - 1, 0, bins - 1)
+        centres = (edges[:-1] + edges[1:]) / 2
+        stacks = []
+        for column, _, _ in BREAKDOWN:
+            values = np.clip(np.nan_to_num(rows[column].to_numpy(dtype="float64"), nan=0.0), 0, None)
+            sums = np.bincount(which, weights=values, minlength=bins)
+            counts = np.bincount(which, minlength=bins)
+            stacks.append(np.divide(sums, counts, out=np.full(bins, np.nan), where=counts > 0))
+        ax.stackplot(centres, *stacks, labels=[label for _, label, _ in BREAKDOWN], colors=[c for _, _, c in BREAKDOWN], alpha=0.85)
+        ax.set_ylabel("mean ms")
+        ax.set_title(f"{function}: latency breakdown over time", fontsize=10)
+        ax.grid(True, alpha=0.3)
+        ax.legend(loc="upper left", fontsize=8, ncol=4)
+    axes[-1, 0].set_xlabel("planned send time (s since run start)")
+    fig.tight_layout()
+    fig.savefig(path, **SAVE)
+    plt.close(fig)
+
+
+def _ecdf_points(values: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    data = np.sort(values[np.isfinite(values)])
+    n = len(data)
+    if n == 0:
+        return data, data
+    idx = np.unique(np.concatenate([np.linspace(0, n - 1, min(n, 2000)).astype(int), np.arange(max(0, n - 1000), n)]))
+    return data[idx], (idx + 1) / n
+
+
+def cdf(run, path: Path) -> None:
+    frame = run.invocations[run.invocations["outcome"].isin(["ok", "app_error"])]
+    fig, ax = plt.subplots(figsize=(8, 5))
+    for function in _top_functions(frame) if len(frame) else []:
+        values = frame.loc[frame["function"] == function, "client_latency_ms"].to_numpy(dtype="float64")
+        x, y = _ecdf_points(values)
+        if not len(x):
+            continue
+        line = ax.plot(x, y, label=f"{function} (n={len(values)})", drawstyle="steps-post")[0]
+        for pct in (50, 90, 99, 99.9):
+            if len(values) * (1 - pct / 100) < 1:
+                continue  # not enough samples for this tail
+            q = float(np.nanpercentile(values, pct))
+            ax.plot([q], [pct / 100], marker="o", color=line.get_color(), markersize=4)
+            ax.annotate(f"p{pct:g} {q:.3g}", (q, pct / 100), textcoords="offset points", xytext=(4, -10), fontsize=7, color=line.get_color())
+    ax.set_xscale("log")
+    ax.set_xlabel("client latency (ms)")
+    ax.set_ylabel("fraction of invocations")
+    ax.set_title(f"{run.test_name}: latency CDF")
+    ax.grid(True, which="both", alpha=0.3)
+    if ax.lines:
+        ax.legend(loc="lower right", fontsize=8)
+    fig.tight_layout()
+    fig.savefig(path, **SAVE)
+    plt.close(fig)
+
+
+def throughput(run, path: Path) -> None:
+    frame = run.invocations
+    intended = frame["intended_s"].to_numpy(dtype="float64")
+    done = frame["done_ns"].to_numpy(dtype="float64", na_value=np.nan) / 1e9
+    answered = frame["outcome"].isin(["ok", "app_error"]).to_numpy()
+    end = float(np.nanmax(np.concatenate([intended, done]))) if len(frame) else 1.0
+    width = max(1.0, end / 200)
+    edges = np.arange(0.0, end + width, width)
+    fig, ax = plt.subplots(figsize=(10, 4))
+    _shade_modes(ax, run)
+    offered, _ = np.histogram(intended[np.isfinite(intended)], bins=edges)
+    achieved, _ = np.histogram(done[answered & np.isfinite(done)], bins=edges)
+    ax.stairs(offered / width, edges, label="offered (planned)", color="#1f77b4", linewidth=3, alpha=0.6)
+    ax.stairs(achieved / width, edges, label="achieved (answered)", color="#d62728", linewidth=1.2)
+    ax.set_ylim(bottom=0)
+    ax.set_xlabel("time (s since run start)")
+    ax.set_ylabel(f"invocations per s ({width:g} s bins)")
+    ax.set_title(f"{run.test_name}: offered vs achieved throughput")
+    ax.grid(True, alpha=0.3)
+    if ax.get_legend_handles_labels()[0]:
+        ax.legend(loc="upper right", fontsize=8)
+    fig.tight_layout()
+    fig.savefig(path, **SAVE)
+    plt.close(fig)
+
+
+def _monitor_series(run) -> list[tuple[str, np.ndarray, np.ndarray]]:
+    series = []
+    for name, frame in run.monitors.items():
+        if "t_s" not in frame.columns or not len(frame):
+            continue
+        numeric = frame.select_dtypes(include="number")
+        # Columns with no value at all (events this CPU cannot count) are left out.
+        usable = [c for c in numeric.columns if c != "t_s" and numeric[c].notna().any()]
+        columns = [c for c in PREFERRED_METRICS if c in usable]
+        if not columns:
+            columns = usable[:2]
+        grouped = numeric.groupby("t_s", sort=True)[columns].mean() if columns else None
+        for column in columns:
+            series.append((f"{name}: {column}", grouped.index.to_numpy(dtype="float64"), grouped[column].to_numpy(dtype="float64")))
+    return series[:6]
+
+
+def monitors(run, path: Path) -> bool:
+    series = _monitor_series(run)
+    if not series:
+        return False
+    fig, axes = plt.subplots(len(series) + 1, 1, figsize=(10, 2.2 * (len(series) + 1)), sharex=True, squeeze=False)
+    frame = run.invocations[run.invocations["outcome"].isin(["ok", "app_error"])]
+    ax = axes[0, 0]
+    _shade_modes(ax, run)
+    lat = frame["corrected_latency_ms"].to_numpy(dtype="float64")
+    idx = _subsample(lat)
+    ax.scatter(frame["intended_s"].to_numpy()[idx], lat[idx], s=3, color="#444444", linewidths=0)
+    ax.set_yscale("log")
+    ax.set_ylabel("latency ms")
+    for ax, (label, t, values) in zip(axes[1:, 0], series):
+        ax.plot(t, values, lw=1)
+        ax.set_ylabel(label, fontsize=8)
+        ax.grid(True, alpha=0.3)
+    axes[-1, 0].set_xlabel("time (s since run start)")
+    fig.suptitle(f"{run.test_name}: monitors beside latency")
+    fig.tight_layout()
+    fig.savefig(path, **SAVE)
+    plt.close(fig)
+    return True
+
+
+def write_plots(run, out: Path) -> list[str]:
+    """Write every plot that has data; returns the file names."""
+    out.mkdir(parents=True, exist_ok=True)
+    written = []
+    for name, function in (("latency_over_time.png", latency_over_time), ("breakdown.png", breakdown), ("cdf.png", cdf), ("throughput.png", throughput)):
+        function(run, out / name)
+        written.append(name)
+    if monitors(run, out / "monitors.png"):
+        written.append("monitors.png")
+    return written

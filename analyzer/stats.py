@@ -1,0 +1,360 @@
+"""Statistics over the invocation frame: phases, percentiles with confidence intervals, latency modes.
+
+Pure functions of frames and the manifest; nothing here reads or writes files.
+
+Phases
+    The test timeline is cut wherever an instance's activity window starts or ends; each piece is a
+    phase with a fixed set of active instances. Its *steady* part drops a warm-up at the start
+    (``min(WARMUP_MAX_S, WARMUP_FRACTION × length)``), where the first cold starts fall. Every
+    per-phase figure is computed over invocations *planned* in the steady part.
+
+Percentiles
+    From the raw samples (no histograms), with distribution-free 95 % confidence intervals from
+    order statistics (Le Boudec, *Performance Evaluation of Computer and Communication Systems*,
+    Thm. 2.1, normal approximation of the binomial): for quantile p of n sorted samples the bounds
+    are the samples of rank ⌊np − 1.96·√(np(1−p))⌋ and ⌈np + 1.96·√(np(1−p))⌉ + 1 (1-based). When
+    a rank falls outside 1..n there are too few samples and the bound is null.
+
+Latency modes (the paper's under-invoked / balanced / over-invoked), per instance and steady phase,
+decided in this order from the evidence stored beside the verdict:
+
+1. ``unknown``: fewer than ``MIN_SAMPLES_FOR_MODE`` answered invocations.
+2. ``over-invoked``: the platform does not keep up, shown by any of
+   (a) achieved / offered throughput < ``OVER_THROUGHPUT_RATIO`` (0.9),
+   (b) latency grows through the phase: the median corrected latency of the last third is at least
+       ``OVER_TREND_RATIO`` (2) × and ``OVER_TREND_MIN_MS`` (25 ms) above that of the first third,
+   (c) at least ``OVER_REJECT_FRACTION`` (5 %) of the sent invocations were throttled, timed out
+       or failed.
+3. ``under-invoked``: at least ``UNDER_IDLE_FRACTION`` (50 %) of the activations with a record
+   started ``cold`` or ``resumed`` from pause (see ``analyzer.frames.classify_starts``): the
+   invocations are too sparse to keep containers warm.
+4. ``balanced``: otherwise. Without any activation record under-invoked and balanced cannot be
+   told apart: the mode is ``unknown`` unless rule 2 fired.
+"""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+import pandas as pd
+
+WARMUP_MAX_S = 2.0
+WARMUP_FRACTION = 0.2
+PERCENTILES = (50.0, 90.0, 99.0, 99.9)
+Z_95 = 1.959963984540054
+
+MIN_SAMPLES_FOR_MODE = 20
+OVER_THROUGHPUT_RATIO = 0.9
+OVER_TREND_RATIO = 2.0
+OVER_TREND_MIN_MS = 25.0
+OVER_REJECT_FRACTION = 0.05
+UNDER_IDLE_FRACTION = 0.5
+
+# Stability warnings (pyperf-style: say what is shaky and what to do about it).
+FEW_SAMPLES = 100
+WIDE_SPREAD_RATIO = 10.0  # p99 / p50, STeLLAR's tail-to-median flag
+LATE_P99_MS = 10.0
+LATE_MAX_MS = 100.0
+
+ANSWERED = ("ok", "app_error")
+REJECTED = ("throttled", "timeout", "failed")
+
+MODE_RULE = (
+    "unknown if < {n} answered; over-invoked if achieved/offered < {thr} or the last third's median "
+    "corrected latency >= {tr}x and >= {tm} ms above the first third's or >= {rej:.0%} throttled/timeout/failed; "
+    "else under-invoked if >= {idle:.0%} of records started cold or resumed from pause; else balanced"
+).format(n=MIN_SAMPLES_FOR_MODE, thr=OVER_THROUGHPUT_RATIO, tr=OVER_TREND_RATIO, tm=OVER_TREND_MIN_MS, rej=OVER_REJECT_FRACTION, idle=UNDER_IDLE_FRACTION)
+
+
+def _clean(value):
+    """JSON-friendly: NaN/inf → None, numpy scalars → Python, floats rounded to 6 significant places."""
+    if value is None:
+        return None
+    if isinstance(value, (np.integer,)):
+        return int(value)
+    if isinstance(value, (float, np.floating)):
+        value = float(value)
+        if not math.isfinite(value):
+            return None
+        return float(f"{value:.6g}")
+    return value
+
+
+def clean(obj):
+    if isinstance(obj, dict):
+        return {k: clean(v) for k, v in obj.items()}
+    if isinstance(obj, (list, tuple)):
+        return [clean(v) for v in obj]
+    return _clean(obj)
+
+
+# --------------------------------------------------------------------------------------------
+# workload shape
+
+
+def instance_specs(manifest: dict, frame: pd.DataFrame) -> list[dict]:
+    """Each instance's function, rate and activity window, from the manifest's resolved workload.
+
+    Accepts the resolved workload ``invoker.workload.Workload.resolved()`` writes (``instances:
+    {name: {function, rate_per_s, window_s}}``), FaaSProfiler's format (``{application, rate,
+    activity_window}``) or a list of instances with a ``name``;
+    whatever is missing is taken from the invocation log (window from the planned times).
+    """
+    workload = manifest.get("workload") or {}
+    duration = _workload_duration(manifest, frame)
+    raw = workload.get("instances") or {}
+    if isinstance(raw, list):
+        raw = {item.get("name", f"i{k}"): item for k, item in enumerate(raw) if isinstance(item, dict)}
+    specs = []
+    names = list(raw.keys())
+    for name in frame["instance"].astype(object).unique():
+        if name not in raw:
+            names.append(name)
+    for name in names:
+        item = raw.get(name) or {}
+        rows = frame[frame["instance"] == name]
+        window = item.get("window_s") or item.get("activity_window")
+        if not (isinstance(window, (list, tuple)) and len(window) == 2 and all(isinstance(v, (int, float)) for v in window)):
+            window = (0.0, duration)
+        function = item.get("function") or item.get("application")
+        if not function and len(rows):
+            function = str(rows["function"].iloc[0])
+        rate = item.get("rate_per_s", item.get("rate"))
+        # FaaSProfiler's default is non-blocking (blocking_cli false).
+        blocking = item.get("blocking", workload.get("blocking_cli", (workload.get("as_given") or {}).get("blocking_cli", False)))
+        specs.append(
+            {
+                "instance": str(name),
+                "function": str(function) if function else None,
+                "distribution": item.get("distribution") or ("Trace" if item.get("interarrivals_list") else None),
+                "rate_rps": float(rate) if isinstance(rate, (int, float)) and not isinstance(rate, bool) else None,
+                "window_s": (float(window[0]), float(min(window[1], duration))),
+                "planned": int(len(rows)),
+                "blocking": bool(blocking),
+            }
+        )
+    return specs
+
+
+def _workload_duration(manifest: dict, frame: pd.DataFrame) -> float:
+    workload = manifest.get("workload") or {}
+    for key in ("duration_s", "test_duration_in_seconds"):
+        value = workload.get(key)
+        if isinstance(value, (int, float)) and value > 0:
+            return float(value)
+    if len(frame):
+        return float(np.nanmax(frame["intended_s"].to_numpy())) + 1e-9
+    return 0.0
+
+
+def phases(specs: list[dict], duration_s: float) -> list[dict]:
+    """Cut the timeline where any activity window starts or ends (see the module docstring)."""
+    edges = {0.0, float(duration_s)}
+    for spec in specs:
+        edges.update(v for v in spec["window_s"] if 0.0 <= v <= duration_s)
+    edges = sorted(edges)
+    out = []
+    for start, end in zip(edges, edges[1:]):
+        if end - start <= 1e-9:
+            continue
+        active = [s["instance"] for s in specs if s["window_s"][0] < end - 1e-9 and s["window_s"][1] > start + 1e-9]
+        if not active:
+            continue
+        warmup = min(WARMUP_MAX_S, WARMUP_FRACTION * (end - start))
+        out.append({"phase": len(out), "start_s": start, "end_s": end, "steady_start_s": start + warmup, "instances": active})
+    return out
+
+
+def assign_phase(intended_s: np.ndarray, phase_list: list[dict]) -> np.ndarray:
+    """The phase index of each planned time (−1 outside every phase); steady or not is separate."""
+    out = np.full(len(intended_s), -1, dtype=np.int32)
+    for phase in phase_list:
+        inside = (intended_s >= phase["start_s"]) & (intended_s < phase["end_s"])
+        out[inside] = phase["phase"]
+    return out
+
+
+# --------------------------------------------------------------------------------------------
+# percentiles
+
+
+def quantile_ci(sorted_values: np.ndarray, p: float) -> tuple[float, float, float]:
+    """(estimate, low, high) of quantile ``p`` (0..1) of sorted samples; see the module docstring."""
+    n = len(sorted_values)
+    if n == 0:
+        return (math.nan, math.nan, math.nan)
+    estimate = float(np.quantile(sorted_values, p, method="linear")) if n < 2 else _sorted_quantile(sorted_values, p)
+    half = Z_95 * math.sqrt(n * p * (1.0 - p))
+    j = math.floor(n * p - half)
+    k = math.ceil(n * p + half) + 1
+    low = float(sorted_values[j - 1]) if 1 <= j <= n else math.nan
+    high = float(sorted_values[k - 1]) if 1 <= k <= n else math.nan
+    return (estimate, low, high)
+
+
+def _sorted_quantile(sorted_values: np.ndarray, p: float) -> float:
+    # Linear interpolation (numpy's default), on already sorted data.
+    position = p * (len(sorted_values) - 1)
+    below = int(math.floor(position))
+    above = min(below + 1, len(sorted_values) - 1)
+    weight = position - below
+    return float(sorted_values[below] * (1.0 - weight) + sorted_values[above] * weight)
+
+
+def percentile_block(values: np.ndarray, prefix: str) -> dict:
+    """p50/p90/p99/p99.9 with CIs, mean and count of the finite ``values``."""
+    data = np.sort(values[np.isfinite(values)])
+    out = {f"{prefix}_n": int(len(data)), f"{prefix}_mean": float(data.mean()) if len(data) else math.nan}
+    for pct in PERCENTILES:
+        tag = f"p{pct:g}".replace(".", "_")
+        estimate, low, high = quantile_ci(data, pct / 100.0)
+        out[f"{prefix}_{tag}"] = estimate
+        out[f"{prefix}_{tag}_ci_low"] = low
+        out[f"{prefix}_{tag}_ci_high"] = high
+    out[f"{prefix}_max"] = float(data[-1]) if len(data) else math.nan
+    return out
+
+
+# --------------------------------------------------------------------------------------------
+# per instance × phase
+
+
+def group_stats(rows: pd.DataFrame, start_s: float, end_s: float, done_s: np.ndarray | None = None) -> dict:
+    """Counts, throughput, percentiles, breakdown and start classes of one group of invocations.
+
+    ``rows`` are the invocations planned in [start_s, end_s); ``done_s`` are the completion times of
+    the same instance's invocations (answers for blocking instances, record ends for non-blocking
+    ones) for achieved throughput, counted inside the window.
+    """
+    length = max(end_s - start_s, 1e-9)
+    outcome = rows["outcome"].astype(object).to_numpy()
+    counts = {f"{name}": int((outcome == name).sum()) for name in ("ok", "app_error", "failed", "throttled", "timeout", "not_sent")}
+    planned = int(len(rows))
+    sent = planned - counts["not_sent"]
+    answered = np.isin(outcome, ANSWERED)
+    with_id = rows["has_activation_id"].to_numpy()
+    has_record = rows["has_record"].to_numpy()
+    out = {
+        "window_s": [start_s, end_s],
+        "planned": planned,
+        "sent": sent,
+        **counts,
+        "answered": int(answered.sum()),
+        "with_activation_id": int(with_id.sum()),
+        "with_record": int(has_record.sum()),
+        "missing_records": int((with_id & ~has_record).sum()),
+        "offered_rps": planned / length,
+    }
+    if done_s is not None:
+        in_window = (done_s >= start_s) & (done_s < end_s)
+        out["achieved_rps"] = float(in_window.sum()) / length
+    else:
+        out["achieved_rps"] = float(answered.sum()) / length
+    out["achieved_over_offered"] = out["achieved_rps"] / out["offered_rps"] if out["offered_rps"] > 0 else math.nan
+    answered_rows = rows[answered]
+    out.update(percentile_block(answered_rows["client_latency_ms"].to_numpy(dtype="float64"), "client_latency_ms"))
+    out.update(percentile_block(answered_rows["corrected_latency_ms"].to_numpy(dtype="float64"), "corrected_latency_ms"))
+    out.update(percentile_block(rows["platform_latency_ms"].to_numpy(dtype="float64"), "platform_latency_ms"))
+    lateness = rows["lateness_ms"].to_numpy(dtype="float64")
+    lateness = np.sort(lateness[np.isfinite(lateness)])
+    out["lateness_ms_p50"] = _sorted_quantile(lateness, 0.5) if len(lateness) else math.nan
+    out["lateness_ms_p99"] = _sorted_quantile(lateness, 0.99) if len(lateness) else math.nan
+    out["lateness_ms_max"] = float(lateness[-1]) if len(lateness) else math.nan
+    recorded = rows[has_record]
+    for column in ("wait_ms", "init_ms", "execution_ms", "duration_ms", "overhead_ms"):
+        values = recorded[column].to_numpy(dtype="float64")
+        values = values[np.isfinite(values)]
+        out[f"{column}_mean"] = float(values.mean()) if len(values) else math.nan
+        out[f"{column}_p50"] = float(np.median(values)) if len(values) else math.nan
+    classes = recorded["start_class"].astype(object).to_numpy()
+    n_rec = len(classes)
+    for name in ("cold", "resumed", "warm"):
+        out[f"{name}_count"] = int((classes == name).sum())
+        out[f"{name}_fraction"] = out[f"{name}_count"] / n_rec if n_rec else math.nan
+    for column in ("gb_s", "gb_s_1ms", "gb_s_100ms"):
+        out[column] = float(np.nansum(rows[column].to_numpy(dtype="float64")))
+    memory = recorded["memory_mb"].to_numpy(dtype="float64")
+    memory = memory[np.isfinite(memory)]
+    out["memory_mb"] = float(np.median(memory)) if len(memory) else math.nan
+    return out
+
+
+def latency_trend(rows: pd.DataFrame, start_s: float, end_s: float, column: str = "corrected_latency_ms") -> dict:
+    """Median latency (``column``) of the first and last third of the window (answered invocations).
+
+    Blocking instances use the corrected latency; non-blocking ones, whose client only sees the
+    202 acceptance, use the platform's latency (``platform_latency_ms`` = wait + duration).
+    """
+    answered = rows[np.isin(rows["outcome"].astype(object).to_numpy(), ANSWERED)]
+    t = answered["intended_s"].to_numpy(dtype="float64")
+    lat = answered[column].to_numpy(dtype="float64")
+    third = (end_s - start_s) / 3.0
+    first = lat[(t < start_s + third) & np.isfinite(lat)]
+    last = lat[(t >= end_s - third) & np.isfinite(lat)]
+    first_median = float(np.median(first)) if len(first) else math.nan
+    last_median = float(np.median(last)) if len(last) else math.nan
+    slope = math.nan
+    ok = np.isfinite(lat)
+    if ok.sum() >= 3 and np.ptp(t[ok]) > 0:
+        slope = float(np.polyfit(t[ok], lat[ok], 1)[0])
+    return {
+        "first_third_median_ms": first_median,
+        "last_third_median_ms": last_median,
+        "last_over_first": last_median / first_median if first_median and first_median > 0 else math.nan,
+        "slope_ms_per_s": slope,
+    }
+
+
+def decide_mode(stats: dict, trend: dict) -> tuple[str, list[str]]:
+    """The latency mode and the reasons that decided it (module docstring, rules 1–4)."""
+    answered = stats["answered"]
+    if answered < MIN_SAMPLES_FOR_MODE:
+        return "unknown", [f"only {answered} answered invocations (< {MIN_SAMPLES_FOR_MODE})"]
+    reasons = []
+    ratio = stats["achieved_over_offered"]
+    if math.isfinite(ratio) and ratio < OVER_THROUGHPUT_RATIO:
+        reasons.append(f"achieved {stats['achieved_rps']:.3g}/s is {ratio:.0%} of offered {stats['offered_rps']:.3g}/s (< {OVER_THROUGHPUT_RATIO:.0%})")
+    first, last = trend["first_third_median_ms"], trend["last_third_median_ms"]
+    if math.isfinite(first) and math.isfinite(last) and last >= OVER_TREND_RATIO * first and last - first >= OVER_TREND_MIN_MS:
+        reasons.append(f"median {trend.get('latency', 'corrected latency')} grew from {first:.4g} ms (first third) to {last:.4g} ms (last third)")
+    rejected = stats["throttled"] + stats["timeout"] + stats["failed"]
+    if stats["sent"] and rejected / stats["sent"] >= OVER_REJECT_FRACTION:
+        reasons.append(f"{rejected} of {stats['sent']} sent invocations throttled, timed out or failed")
+    if reasons:
+        return "over-invoked", reasons
+    if stats["with_record"] == 0:
+        return "unknown", ["no activation records: under-invoked and balanced cannot be told apart"]
+    idle = stats["cold_count"] + stats["resumed_count"]
+    idle_fraction = idle / stats["with_record"]
+    if idle_fraction >= UNDER_IDLE_FRACTION:
+        return "under-invoked", [f"{idle_fraction:.0%} of {stats['with_record']} activations started cold or resumed from pause (>= {UNDER_IDLE_FRACTION:.0%})"]
+    return "balanced", [
+        f"achieved/offered {ratio:.0%}, no latency growth, {idle_fraction:.0%} cold or resumed starts (< {UNDER_IDLE_FRACTION:.0%})"
+    ]
+
+
+def stability_warnings(where: str, stats: dict) -> list[str]:
+    """pyperf-style warnings with advice for one instance × phase."""
+    out = []
+    n = stats["client_latency_ms_n"]
+    if 0 < n < FEW_SAMPLES:
+        out.append(f"{where}: only {n} latency samples; p99 and above are not reliable: run longer or at a higher rate")
+    p50, p99 = stats.get("client_latency_ms_p50"), stats.get("client_latency_ms_p99")
+    if p50 and p99 and math.isfinite(p50) and math.isfinite(p99) and p50 > 0 and p99 / p50 >= WIDE_SPREAD_RATIO:
+        out.append(
+            f"{where}: wide spread (p99/p50 = {p99 / p50:.1f}); check the start classes (cold starts, resumes) and "
+            "host noise (other load, CPU frequency scaling; see faasprof doctor)"
+        )
+    late99, late_max = stats.get("lateness_ms_p99"), stats.get("lateness_ms_max")
+    if (late99 is not None and math.isfinite(late99) and late99 >= LATE_P99_MS) or (late_max is not None and math.isfinite(late_max) and late_max >= LATE_MAX_MS):
+        out.append(
+            f"{where}: the invoker fell behind schedule (lateness p99 {late99:.3g} ms, max {late_max:.3g} ms); corrected "
+            "latency includes it: lower the rate, or run the invoker on a quieter host or core"
+        )
+    if stats["missing_records"]:
+        out.append(
+            f"{where}: {stats['missing_records']} activation records missing; breakdown and start classes cover only "
+            f"{stats['with_record']} invocations: re-run faasprof analyze later with the platform's --apihost/--auth"
+        )
+    return out

@@ -1,0 +1,87 @@
+"""``faasprof capacity FUNCTION``: find the highest rate at which a function stays balanced.
+
+Steps the rate up, then bisects, with short runs (see ``experiments.capacity``); every run
+directory is kept in ``--out`` for ``faasprof compare``. Progress (one line per probe) goes to
+stderr; stdout gets the capacity, the probes, and the result file as the last line.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+
+from faasprof.errors import ConfigError
+
+
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    from invoker.connection import add_connection_arguments
+
+    parser.add_argument("function", metavar="FUNCTION", help="action name (a catalogue function such as json_dumps, or an action already deployed)")
+    parser.add_argument("--memory", type=int, metavar="MB", help="memory limit to deploy the function with (default: its manifest's)")
+    parser.add_argument("--duration", type=float, default=10.0, metavar="S", help="length of each probe run (default 10)")
+    parser.add_argument("--out", default="runs", metavar="DIR", help="where the probe runs and the result go (default runs/)")
+    parser.add_argument("--start-rate", type=float, default=1.0, metavar="RPS", help="first rate (default 1/s)")
+    parser.add_argument("--max-rate", type=float, default=1000.0, metavar="RPS", help="highest rate tried (default 1000/s)")
+    parser.add_argument("--factor", type=float, default=2.0, help="step factor while the function keeps up (default 2)")
+    parser.add_argument("--tolerance", type=float, default=0.1, help="stop bisecting when the bounds are this close, relative (default 0.1)")
+    parser.add_argument("--max-runs", type=int, default=12, metavar="N", help="at most this many probe runs (default 12)")
+    parser.add_argument("--distribution", choices=("Uniform", "Poisson"), default="Uniform", help="arrival process of the probes (default Uniform)")
+    parser.add_argument("--params", metavar="JSON", help="parameters passed to every invocation, as a JSON object")
+    parser.add_argument("--seed", type=int, default=1, help="random seed of the probes (default 1)")
+    parser.add_argument("--cooldown", type=float, default=1.0, metavar="S", help="pause between probes (default 1)")
+    parser.add_argument("--pause-grace", type=float, metavar="MS", help="embedded localwhisk: idle time before a sandbox is paused (default 50)")
+    parser.add_argument("--user-memory", type=int, metavar="MB", help="embedded localwhisk: memory budget of the pool (default 4096)")
+    parser.add_argument("--quiet", action="store_true", help="no progress lines on stderr")
+    add_connection_arguments(parser)
+
+
+def main(args: argparse.Namespace) -> int:
+    from experiments.capacity import find_capacity
+    from invoker.connection import resolve_connection
+
+    if args.duration <= 0:
+        raise ConfigError(f"--duration: must be > 0 s (got {args.duration:g})")
+    if args.max_runs < 1:
+        raise ConfigError(f"--max-runs: must be at least 1 (got {args.max_runs})")
+    params = None
+    if args.params:
+        try:
+            params = json.loads(args.params)
+        except json.JSONDecodeError as error:
+            raise ConfigError(f"--params: not valid JSON ({error.msg}); pass an object such as '{{\"service_ms\": 5}}'") from None
+        if not isinstance(params, dict):
+            raise ConfigError("--params: must be a JSON object such as '{\"service_ms\": 5}'")
+    connection = resolve_connection(args, None, origin="faasprof capacity")
+    settings = {}
+    if args.pause_grace is not None:
+        settings["pause_grace_ms"] = args.pause_grace
+    if args.user_memory is not None:
+        settings["user_memory_mb"] = args.user_memory
+    result = find_capacity(
+        args.function,
+        out_dir=args.out,
+        duration_s=args.duration,
+        memory_mb=args.memory,
+        connection=connection,
+        local_settings=settings,
+        seed=args.seed,
+        distribution=args.distribution,
+        params=params,
+        start_rate=args.start_rate,
+        max_rate=args.max_rate,
+        factor=args.factor,
+        tolerance=args.tolerance,
+        max_runs=args.max_runs,
+        cooldown_s=args.cooldown,
+        progress=not args.quiet,
+    )
+    capacity = result["capacity_rps"]
+    low, high = result["bounds_rps"]
+    if capacity is None:
+        print(f"{args.function}: no capacity found: {result['stopped_because']}")
+    else:
+        print(f"{args.function}: capacity {capacity:.4g}/s (mode there: {result['mode_at_capacity']}; over-invoked at {'-' if high is None else f'{high:.4g}/s'}); {result['stopped_because']}")
+    for probe in result["probes"]:
+        print(f"  {probe['rate_rps']:>9.4g}/s  {probe['mode']:<13} {probe['run_dir']}")
+    print(result["result_file"])
+    return 0 if capacity is not None else 1

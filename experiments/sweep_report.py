@@ -1,0 +1,210 @@
+"""The sweep's results: every run analysed and compared, each metric plotted against each swept
+parameter with error bars from the repeats, and the capacity per setting when the rate was swept.
+
+Writes into the sweep directory::
+
+    compare/            faasprof compare over all runs (frame, overlaid CDFs, report)
+    sweep.parquet       one row per run × function, with a column per swept parameter
+                        (the applied value) and the compare metrics
+    sweep_summary.json  per parameter value: mean, standard deviation and count of each metric;
+                        capacity per setting when `rate` was swept
+    plots/<metric>_vs_<parameter>.png
+    report.html
+"""
+
+from __future__ import annotations
+
+import base64
+import html
+import math
+import sys
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+
+from faasprof import rundir
+from faasprof.errors import FormatError
+
+SUMMARY_FORMAT_VERSION = 1
+PLOTTED_METRICS = (
+    ("client_latency_ms_p50", "client latency p50 (ms)"),
+    ("client_latency_ms_p99", "client latency p99 (ms)"),
+    ("platform_latency_ms_p50", "platform latency (wait + duration) p50 (ms)"),
+    ("platform_latency_ms_p99", "platform latency (wait + duration) p99 (ms)"),
+    ("execution_ms_mean", "execution time, mean (ms)"),
+    ("wait_ms_mean", "wait time, mean (ms)"),
+    ("cold_fraction", "cold-start fraction"),
+    ("achieved_rps", "achieved throughput (invocations/s)"),
+)
+MONITOR_HINTS = ("ipc", "mpki", "bw", "occupancy")
+
+
+def _progress(message: str) -> None:
+    print(message, file=sys.stderr)
+
+
+def sweep_frame(sweep_dir: Path, progress: bool = True) -> tuple[pd.DataFrame, list[str], dict]:
+    """Compare every finished run of the sweep; one row per run × function with parameter columns."""
+    from analyzer.compare import compare_runs
+    from experiments.sweep import load_sweep
+
+    log = load_sweep(sweep_dir)
+    done = [p for p in log["points"] if p["status"] == "done" and p["run_dir"]]
+    if not done:
+        raise FormatError(f"{sweep_dir}: no point of the sweep finished; nothing to compare")
+    run_dirs = [sweep_dir / p["run_dir"] for p in done]
+    result = compare_runs(run_dirs, out_dir=sweep_dir / "compare", progress=_progress if progress else None)
+    frame = result["frame"].copy()
+    parameters = list(log["parameters"])
+    by_run = {}
+    for point, path in zip(done, run_dirs):
+        applied = rundir.load_manifest(path).get("sweep_point", {}).get("applied") or point["values"]
+        by_run[path.name] = {"repeat": point["repeat"], **{p: _scalar(applied.get(p, point["values"].get(p))) for p in parameters}}
+    extra = pd.DataFrame([by_run[name] for name in frame["run"]])
+    frame = pd.concat([frame.reset_index(drop=True), extra.add_prefix("sweep_")], axis=1)
+    return frame, parameters, result
+
+
+def _scalar(value):
+    if isinstance(value, dict):  # per cache id that differ: plot the mean
+        numbers = [v for v in value.values() if isinstance(v, (int, float))]
+        return float(np.mean(numbers)) if numbers else None
+    if isinstance(value, str):
+        try:
+            return int(value, 16) if value.lower().startswith("0x") else float(value)
+        except ValueError:
+            return value
+    return value
+
+
+def _metrics(frame: pd.DataFrame) -> list[tuple[str, str]]:
+    metrics = [(m, label) for m, label in PLOTTED_METRICS if m in frame and frame[m].notna().any()]
+    for column in frame.columns:
+        if any(h in column.lower() for h in MONITOR_HINTS) and pd.api.types.is_numeric_dtype(frame[column]) and frame[column].notna().any():
+            metrics.append((column, column))
+    return metrics
+
+
+def aggregate(frame: pd.DataFrame, parameters: list[str]) -> list[dict]:
+    """Mean, standard deviation and count of each metric per function and parameter setting."""
+    keys = ["function"] + [f"sweep_{p}" for p in parameters]
+    rows = []
+    for group, part in frame.groupby(keys, dropna=False, sort=True):
+        entry = dict(zip(keys, group if isinstance(group, tuple) else (group,)))
+        for metric, _ in _metrics(frame):
+            values = pd.to_numeric(part[metric], errors="coerce").dropna()
+            entry[metric] = {"mean": float(values.mean()) if len(values) else None, "std": float(values.std(ddof=1)) if len(values) > 1 else None, "n": int(len(values))}
+        entry["modes"] = sorted(set(",".join(part["mode"].astype(str)).split(","))) if "mode" in part else []
+        rows.append(entry)
+    return rows
+
+
+def capacities(frame: pd.DataFrame, parameters: list[str]) -> list[dict]:
+    """With `rate` swept: per function and setting of the other parameters, the highest rate at
+    which every repeat stayed balanced or under-invoked (the paper's capacity), with evidence."""
+    if "rate" not in parameters:
+        return []
+    others = [f"sweep_{p}" for p in parameters if p != "rate"]
+    out = []
+    for group, part in frame.groupby(["function", *others], dropna=False, sort=True):
+        group = group if isinstance(group, tuple) else (group,)
+        evidence = []
+        for rate, at_rate in part.groupby("sweep_rate", sort=True):
+            modes = ",".join(at_rate["mode"].astype(str))
+            evidence.append({"rate": float(rate), "modes": sorted(set(modes.split(","))), "over_invoked": "over-invoked" in modes})
+        ok = [e["rate"] for e in evidence if not e["over_invoked"]]
+        first_over = next((e["rate"] for e in evidence if e["over_invoked"]), None)
+        capacity = max((r for r in ok if first_over is None or r < first_over), default=None)
+        out.append({"function": group[0], **{k.removeprefix("sweep_"): v for k, v in zip(others, group[1:])}, "capacity_rps": capacity, "evidence": evidence})
+    return out
+
+
+def plot_versus(frame: pd.DataFrame, parameters: list[str], out: Path) -> list[str]:
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    out.mkdir(parents=True, exist_ok=True)
+    written = []
+    for parameter in parameters:
+        x_column = f"sweep_{parameter}"
+        if not pd.api.types.is_numeric_dtype(pd.to_numeric(frame[x_column], errors="coerce")):
+            continue
+        others = [f"sweep_{p}" for p in parameters if p != parameter]
+        for metric, label in _metrics(frame):
+            fig, ax = plt.subplots(figsize=(6.4, 4.0))
+            for group, part in frame.groupby(["function", *others], dropna=False, sort=True):
+                group = group if isinstance(group, tuple) else (group,)
+                stats = part.groupby(x_column)[metric].agg(["mean", "std"]).sort_index()
+                name = group[0] + "".join(f", {o.removeprefix('sweep_')}={v:g}" if isinstance(v, (int, float)) else f", {o.removeprefix('sweep_')}={v}" for o, v in zip(others, group[1:]))
+                ax.errorbar(stats.index.astype(float), stats["mean"], yerr=stats["std"].fillna(0), marker="o", capsize=3, label=name)
+            ax.set_xlabel(parameter)
+            ax.set_ylabel(label)
+            ax.grid(alpha=0.3)
+            ax.legend(fontsize=7)
+            ax.set_title(f"{label} vs {parameter} (mean ± sd over repeats)", fontsize=9)
+            name = f"{metric}_vs_{parameter}.png"
+            fig.tight_layout()
+            fig.savefig(out / name, dpi=100)
+            plt.close(fig)
+            written.append(name)
+    return written
+
+
+def _number(value) -> str:
+    if value is None or (isinstance(value, float) and math.isnan(value)):
+        return "–"
+    return f"{value:.4g}" if isinstance(value, float) else str(value)
+
+
+def write_html(path: Path, sweep_dir: Path, parameters: list[str], rows: list[dict], capacity: list[dict], plots: list[str]) -> None:
+    parts = [
+        "<!doctype html><meta charset='utf-8'><title>faasprof sweep</title>",
+        "<style>body{font-family:sans-serif;margin:2em;max-width:75em}table{border-collapse:collapse;font-size:13px}"
+        "td,th{border:1px solid #ccc;padding:2px 6px;text-align:right}th{background:#eee}img{max-width:48%}</style>",
+        f"<h1>Sweep {html.escape(sweep_dir.name)}</h1>",
+        f"<p>Parameters: {html.escape(', '.join(parameters))}. Per-run details: <a href='compare/report.html'>compare/report.html</a>.</p>",
+    ]
+    if capacity:
+        parts.append("<h2>Capacity (highest rate with no over-invoked repeat)</h2><table><tr><th>function</th>")
+        others = [p for p in parameters if p != "rate"]
+        parts.append("".join(f"<th>{html.escape(o)}</th>" for o in others) + "<th>capacity (inv/s)</th></tr>")
+        for entry in capacity:
+            parts.append(f"<tr><td>{html.escape(str(entry['function']))}</td>" + "".join(f"<td>{_number(entry.get(o))}</td>" for o in others) + f"<td>{_number(entry['capacity_rps'])}</td></tr>")
+        parts.append("</table>")
+    if rows:
+        metrics = [k for k, v in rows[0].items() if isinstance(v, dict)]
+        keys = ["function"] + [f"sweep_{p}" for p in parameters]
+        parts.append("<h2>Metrics per setting (mean ± sd, n)</h2><table><tr>" + "".join(f"<th>{html.escape(k.removeprefix('sweep_'))}</th>" for k in keys))
+        parts.append("".join(f"<th>{html.escape(m)}</th>" for m in metrics) + "<th>modes</th></tr>")
+        for row in rows:
+            cells = "".join(f"<td>{html.escape(_number(row[k]))}</td>" for k in keys)
+            for metric in metrics:
+                value = row[metric]
+                sd = f" ± {_number(value['std'])}" if value["std"] is not None else ""
+                cells += f"<td>{_number(value['mean'])}{sd} ({value['n']})</td>"
+            parts.append(f"<tr>{cells}<td>{html.escape(', '.join(row['modes']))}</td></tr>")
+        parts.append("</table>")
+    parts.append("<h2>Plots</h2>")
+    for name in plots:
+        data = base64.b64encode((sweep_dir / "plots" / name).read_bytes()).decode()
+        parts.append(f"<img alt='{html.escape(name)}' src='data:image/png;base64,{data}'>")
+    path.write_text("\n".join(parts), encoding="utf-8")
+
+
+def write_sweep_report(sweep_dir: Path, progress: bool = True) -> Path:
+    frame, parameters, _ = sweep_frame(sweep_dir, progress=progress)
+    frame.to_parquet(sweep_dir / "sweep.parquet", index=False)
+    rows = aggregate(frame, parameters)
+    capacity = capacities(frame, parameters)
+    plots = plot_versus(frame, parameters, sweep_dir / "plots")
+    rundir.write_json_atomic(
+        sweep_dir / "sweep_summary.json",
+        {"format_version": SUMMARY_FORMAT_VERSION, "parameters": parameters, "settings": rows, "capacity": capacity, "plots": [f"plots/{p}" for p in plots]},
+    )
+    write_html(sweep_dir / "report.html", sweep_dir, parameters, rows, capacity, plots)
+    if progress:
+        _progress(f"sweep report: {sweep_dir / 'report.html'}")
+    return sweep_dir / "report.html"

@@ -1,0 +1,100 @@
+"""``faasprof run CONFIG``: run a workload open-loop and write a run directory.
+
+    faasprof run workload_configs/json_dumps.json                 # on the embedded localwhisk
+    faasprof run my.json --apihost https://172.17.0.1 --auth UUID:KEY --insecure --analyze
+
+Progress and warnings go to stderr; the last line of stdout is the run directory. Exit status:
+0 the run completed, 1 it was interrupted or aborted (the run directory is still complete and
+readable), 2 bad input, 3 the platform or a required collector is not ready (nothing created).
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+
+from faasprof.errors import ConfigError
+from invoker.connection import add_connection_arguments, resolve_connection
+from invoker.dispatch import DEFAULT_INTERRUPT_GRACE_S, DEFAULT_LATENESS_WARN_MS, DispatchOptions
+from invoker.sender import DEFAULT_MAX_CONNECTIONS, DEFAULT_REQUEST_TIMEOUT_S
+
+
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("config", metavar="CONFIG", help="workload JSON (FaaSProfiler's format, or with faasprof's extensions)")
+    parser.add_argument("--out", metavar="DIR", default="runs", help="where the run directory is created (default: runs/)")
+    parser.add_argument("--seed", type=int, help="override the workload's random_seed")
+    parser.add_argument("--analyze", action="store_true", help="analyze the run when it completes (same as `faasprof analyze RUN_DIR`)")
+    parser.add_argument("--quiet", action="store_true", help="no progress lines on stderr (warnings are still printed)")
+    add_connection_arguments(parser)
+    tuning = parser.add_argument_group("invoker")
+    tuning.add_argument("--lateness-warn-ms", type=float, default=DEFAULT_LATENESS_WARN_MS, metavar="MS",
+                        help=f"warn when the p99 lateness of a progress interval passes this (default {DEFAULT_LATENESS_WARN_MS:g}; 0 = never)")
+    tuning.add_argument("--lateness-abort-ms", type=float, default=None, metavar="MS",
+                        help="stop the run (status aborted) when the p99 lateness of a progress interval passes this (default: never)")
+    tuning.add_argument("--max-connections", type=int, default=DEFAULT_MAX_CONNECTIONS, metavar="N",
+                        help=f"keep-alive connections per host; requests beyond them wait for one (default {DEFAULT_MAX_CONNECTIONS})")
+    tuning.add_argument("--request-timeout-s", type=float, default=DEFAULT_REQUEST_TIMEOUT_S, metavar="S",
+                        help=f"give up on a response after this long (outcome timeout; default {DEFAULT_REQUEST_TIMEOUT_S:g})")
+    tuning.add_argument("--realtime", type=int, nargs="?", const=10, default=None, metavar="PRIORITY",
+                        help="send under SCHED_FIFO (default priority 10) so other processes on the host cannot delay sends; "
+                             "needs root or CAP_SYS_NICE (see bench/bench_invoker.py for its effect)")
+    tuning.add_argument("--interrupt-grace-s", type=float, default=DEFAULT_INTERRUPT_GRACE_S, metavar="S",
+                        help=f"after Ctrl-C, wait this long for responses in flight (default {DEFAULT_INTERRUPT_GRACE_S:g})")
+    local = parser.add_argument_group("embedded localwhisk (used when no platform is configured)")
+    local.add_argument("--user-memory", type=int, metavar="MB", help="memory budget of its container pool (default 4096, or platform.localwhisk.user_memory_mb)")
+    local.add_argument("--pause-grace", type=float, metavar="MS", help="idle time before a warm sandbox is paused (default 50, or platform.localwhisk.pause_grace_ms)")
+
+
+def _options(args: argparse.Namespace) -> DispatchOptions:
+    for flag, value, low in (("--max-connections", args.max_connections, 1), ("--request-timeout-s", args.request_timeout_s, 0.001)):
+        if value < low:
+            raise ConfigError(f"{flag}: must be at least {low:g} (got {value:g})")
+    if args.realtime is not None and not 1 <= args.realtime <= 99:
+        raise ConfigError(f"--realtime: the SCHED_FIFO priority must be 1..99 (got {args.realtime})")
+    if args.lateness_abort_ms is not None and args.lateness_abort_ms <= 0:
+        raise ConfigError(f"--lateness-abort-ms: must be > 0 (got {args.lateness_abort_ms:g}); leave it out to never abort")
+    return DispatchOptions(
+        max_connections=args.max_connections,
+        request_timeout_s=args.request_timeout_s,
+        lateness_warn_ms=args.lateness_warn_ms if args.lateness_warn_ms and args.lateness_warn_ms > 0 else None,
+        lateness_abort_ms=args.lateness_abort_ms,
+        interrupt_grace_s=max(0.0, args.interrupt_grace_s),
+        realtime_priority=args.realtime,
+    )
+
+
+def local_settings(args: argparse.Namespace, platform: dict) -> dict:
+    """``start_embedded`` keyword arguments: the workload's platform.localwhisk, then the flags."""
+    settings = dict((platform or {}).get("localwhisk") or {})
+    if getattr(args, "user_memory", None) is not None:
+        if args.user_memory < 128:
+            raise ConfigError(f"--user-memory: must be at least 128 MB (got {args.user_memory})")
+        settings["user_memory_mb"] = args.user_memory
+    if getattr(args, "pause_grace", None) is not None:
+        if args.pause_grace < 0:
+            raise ConfigError(f"--pause-grace: must be >= 0 ms (got {args.pause_grace:g})")
+        settings["pause_grace_ms"] = args.pause_grace
+    return settings
+
+
+def main(args: argparse.Namespace) -> int:
+    from faasprof.rundir import load_manifest
+    from invoker.run import execute
+    from invoker.workload import load_workload
+
+    options = _options(args)
+    workload = load_workload(args.config, seed=args.seed)
+    connection = resolve_connection(args, workload.platform, origin=args.config)
+    settings = local_settings(args, workload.platform)
+    if connection is not None and (args.user_memory is not None or args.pause_grace is not None):
+        print(f"warning: --user-memory/--pause-grace only apply to the embedded localwhisk; {connection.apihost} is used", file=sys.stderr)
+    run_dir = execute(workload, args.out, connection=connection, local_settings=settings, progress=not args.quiet, analyze=args.analyze, options=options)
+    manifest = load_manifest(run_dir)
+    status = manifest.get("status")
+    print(run_dir, flush=True)
+    if status != "complete":
+        print(f"run {status}: {manifest.get('status_reason')} (see {run_dir}/manifest.json)", file=sys.stderr)
+        return 1
+    if manifest.get("analysis_error"):
+        return 1
+    return 0

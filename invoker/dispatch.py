@@ -1,0 +1,423 @@
+"""The absolute-schedule dispatcher: every invocation at its planned instant, whatever happens.
+
+Invocation ``seq`` is due at ``zero_ns + intended_ns[seq]`` on the monotonic clock. The loop
+sleeps towards that instant (never "the next gap": oversleeping one gap does not shift the
+ones after it) and, when it is behind, sends everything due back to back, so the run never
+takes longer than the schedule because of the sender. The lateness of each send
+(``sent_ns - intended_ns``) is the tool's own error and is recorded, watched and reported.
+
+Timer precision: uvloop's timers have millisecond resolution (a 0.3 ms sleep returns at once, a
+1.5 ms sleep wakes up to 1 ms late), so the dispatcher sleeps on a timer until about a
+millisecond before the instant, then lets the loop handle the I/O that is ready and naps at most
+``FINE_NAP_NS`` at a time. The loop is never blocked longer than that, so response times stay
+accurate to a fraction of a millisecond.
+
+Stopping (Ctrl-C, SIGTERM, the platform gone, a dead required collector, lateness past the abort
+threshold) stops sending at once, gives the requests in flight a bounded time, and still leaves
+exactly one row per planned invocation: ``not_sent`` for those never sent.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import gc
+import os
+import sys
+import time
+from dataclasses import dataclass, field
+from typing import Callable, Sequence
+
+import numpy as np
+
+from invoker.selfwatch import SelfWatch, lateness_summary_ms
+from invoker.sender import DEFAULT_MAX_CONNECTIONS, DEFAULT_REQUEST_TIMEOUT_S, PreparedRequest, Sender
+
+COARSE_MARGIN_NS = 1_000_000  # wake from the timer this long before the instant (timer slack)
+FINE_NAP_NS = 200_000  # the longest the loop is blocked while waiting for the exact instant
+WARM_CONNECTIONS = 4
+WARM_CONNECTIONS_MAX = 64
+SWITCH_INTERVAL_S = 0.0005  # GIL hand-over interval while sending (Python's default is 5 ms)
+YIELD_EVERY = 32  # when behind, let responses in at least every this many sends
+WATCH_INTERVAL_S = 0.25  # timeouts, platform and collector checks
+DEFAULT_PROGRESS_INTERVAL_S = 5.0
+DEFAULT_LATENESS_WARN_MS = 10.0
+DEFAULT_INTERRUPT_GRACE_S = 5.0
+# Every connection attempt failing for this long means the platform is gone, not a hiccup.
+DEFAULT_UNREACHABLE_S = 2.0
+
+
+@dataclass
+class DispatchOptions:
+    max_connections: int = DEFAULT_MAX_CONNECTIONS
+    request_timeout_s: float = DEFAULT_REQUEST_TIMEOUT_S
+    lateness_warn_ms: float | None = DEFAULT_LATENESS_WARN_MS
+    lateness_abort_ms: float | None = None
+    progress_interval_s: float = DEFAULT_PROGRESS_INTERVAL_S
+    interrupt_grace_s: float = DEFAULT_INTERRUPT_GRACE_S
+    unreachable_s: float = DEFAULT_UNREACHABLE_S
+    insecure: bool = False
+    realtime_priority: int | None = None  # SCHED_FIFO priority of the send thread (opt-in, needs root)
+
+    def describe(self) -> dict:
+        return {
+            "max_connections": self.max_connections,
+            "request_timeout_s": self.request_timeout_s,
+            "lateness_warn_ms": self.lateness_warn_ms,
+            "lateness_abort_ms": self.lateness_abort_ms,
+            "interrupt_grace_s": self.interrupt_grace_s,
+            "unreachable_s": self.unreachable_s,
+            "realtime_priority": self.realtime_priority,
+        }
+
+
+@dataclass
+class DispatchResult:
+    status: str  # complete | interrupted | aborted
+    reason: str | None
+    planned: int
+    sent: int
+    outcomes: dict[str, int]
+    lateness_ms: dict[str, float | None]
+    cpu_percent: float
+    send_wall_s: float  # zero → last send (or stop)
+    total_wall_s: float  # zero → last row
+    peak_connections: int
+    activation_ids: list[str] = field(default_factory=list)
+    warnings: list[str] = field(default_factory=list)
+
+    def describe(self) -> dict:
+        return {
+            "status": self.status,
+            "reason": self.reason,
+            "lateness_ms": self.lateness_ms,
+            "cpu_percent": round(self.cpu_percent, 1),
+            "send_wall_s": round(self.send_wall_s, 3),
+            "total_wall_s": round(self.total_wall_s, 3),
+            "peak_connections": self.peak_connections,
+            "warnings": self.warnings,
+        }
+
+
+class Dispatcher:
+    """Runs one schedule against prepared requests and writes one row per planned invocation.
+
+    ``row_sink`` receives tuples in ``faasprof.rundir.INVOCATION_COLUMNS`` order (usually
+    ``InvocationLog.append``). ``checks`` are called every ``WATCH_INTERVAL_S``; one returning
+    ``(status, reason)`` stops the run with that status. ``say`` prints progress lines.
+    """
+
+    def __init__(
+        self,
+        intended_ns: np.ndarray,
+        instance_idx: np.ndarray,
+        instances: Sequence[tuple[str, str]],  # (instance name, function) per request index
+        requests: Sequence[PreparedRequest],
+        row_sink: Callable[[tuple], None],
+        options: DispatchOptions | None = None,
+        checks: Sequence[Callable[[], tuple[str, str] | None]] = (),
+        say: Callable[[str], None] | None = None,
+        duration_s: float | None = None,
+    ):
+        self.intended = np.asarray(intended_ns, dtype=np.int64)
+        self.instance_idx = np.asarray(instance_idx, dtype=np.int32)
+        if self.intended.size and np.any(np.diff(self.intended) < 0):
+            raise ValueError("intended_ns must be ascending")
+        self.instances = list(instances)
+        self.requests = list(requests)
+        self.row_sink = row_sink
+        self.options = options or DispatchOptions()
+        self.checks = list(checks)
+        self.say = say
+        self.duration_s = duration_s if duration_s is not None else (self.intended[-1] / 1e9 if self.intended.size else 0.0)
+        n = int(self.intended.size)
+        self.n = n
+        self.recorded = bytearray(n)
+        self.sent_rel = np.full(n, -1, dtype=np.int64)
+        self.outcomes: dict[str, int] = {}
+        self.activation_ids: list[str] = []
+        self.warnings: list[str] = []
+        self.sent = 0
+        self.stop_status: str | None = None
+        self.stop_reason: str | None = None
+        self.zero_ns = 0
+        self._loop: asyncio.AbstractEventLoop | None = None
+        self._sleeper: asyncio.Future | None = None
+        self._selfwatch = SelfWatch(self.options.lateness_warn_ms, self.options.lateness_abort_ms, self.options.max_connections,
+                                    n, self.duration_s, self.options.progress_interval_s)
+        self._intended_list: list[int] = []
+        self._sender: Sender | None = None
+        self._stop_event: asyncio.Event | None = None
+        self._hurry = False
+
+    # -- callbacks from the sender (hot path) ---------------------------------------------------
+
+    def _on_sent(self, seq: int, sent_ns: int) -> None:
+        rel = sent_ns - self.zero_ns
+        self.sent_rel[seq] = rel
+        self.sent += 1
+        self._selfwatch.window.append(rel - self._intended_list[seq])
+
+    def _complete(self, seq: int, sent_ns: int | None, done_ns: int | None, outcome: str, status: int | None, activation_id: str | None, error: str | None) -> None:
+        if self.recorded[seq]:
+            return
+        self.recorded[seq] = 1
+        zero = self.zero_ns
+        name, function = self.instances[self.instance_idx[seq]]
+        self.row_sink(
+            (
+                seq,
+                name,
+                function,
+                self._intended_list[seq],
+                None if sent_ns is None else sent_ns - zero,
+                None if done_ns is None else done_ns - zero,
+                outcome,
+                status,
+                activation_id,
+                error,
+            )
+        )
+        self.outcomes[outcome] = self.outcomes.get(outcome, 0) + 1
+        if activation_id:
+            self.activation_ids.append(activation_id)
+
+    # -- control --------------------------------------------------------------------------------
+
+    def request_stop(self, status: str, reason: str) -> None:
+        """Stop sending (safe from signal handlers on the loop and from checks); a second call hurries the drain."""
+        if self.stop_status is not None:
+            self._hurry = True
+        else:
+            self.stop_status, self.stop_reason = status, reason
+        if self._sleeper is not None and not self._sleeper.done():
+            self._sleeper.set_result(None)
+        if self._stop_event is not None:
+            self._stop_event.set()
+
+    async def _sleep(self, delay_s: float) -> None:
+        loop = self._loop
+        future = loop.create_future()
+        handle = loop.call_later(delay_s, _wake, future)
+        self._sleeper = future
+        try:
+            await future
+        finally:
+            handle.cancel()
+            self._sleeper = None
+
+    # -- the run --------------------------------------------------------------------------------
+
+    async def run(self, zero_ns: int) -> DispatchResult:
+        """Send the schedule relative to ``zero_ns`` (a ``time.monotonic_ns()`` value)."""
+        self._loop = asyncio.get_running_loop()
+        self._stop_event = asyncio.Event()
+        self.zero_ns = zero_ns
+        self._intended_list = self.intended.tolist()
+        options = self.options
+        self._sender = Sender(self._loop, self.requests, self._complete, self._on_sent, options.max_connections, options.insecure)
+        # A few keep-alive connections opened before zero keep the first sends from paying for
+        # TCP (and TLS) set-up; it never waits past zero.
+        await self._sender.warm(self._warm_count(), zero_ns)
+        cpu0 = time.process_time()
+        watch = self._loop.create_task(self._watch())
+        # The invocation log's flush thread formats thousands of rows at a time; with Python's
+        # default 5 ms switch interval it could hold the send loop off for 5 ms at a go.
+        switch_interval = sys.getswitchinterval()
+        sys.setswitchinterval(SWITCH_INTERVAL_S)
+        # A full garbage collection over everything imported takes 10-30 ms, enough to make a
+        # burst of sends late. The send path makes almost no reference cycles (a few hundred
+        # objects in a 150,000-request run), so the collector waits until the run is over.
+        gc_was_enabled = gc.isenabled()
+        gc.freeze()
+        gc.disable()
+        restore_policy = self._enter_realtime()
+        try:
+            await self._send_all()
+            send_end_ns = time.monotonic_ns()
+            await self._drain()
+        finally:
+            if restore_policy is not None:
+                restore_policy()
+            if gc_was_enabled:
+                gc.enable()
+            gc.unfreeze()
+            sys.setswitchinterval(switch_interval)
+            watch.cancel()
+            try:
+                await watch
+            except asyncio.CancelledError:
+                pass
+            self._sender.close()
+        self._fill_not_sent()
+        end_ns = time.monotonic_ns()
+        cpu_percent = 100.0 * (time.process_time() - cpu0) / max((end_ns - zero_ns) / 1e9, 1e-9)
+        sent_mask = self.sent_rel >= 0
+        lateness = self.sent_rel[sent_mask] - self.intended[sent_mask]
+        return DispatchResult(
+            status=self.stop_status or "complete",
+            reason=self.stop_reason,
+            planned=self.n,
+            sent=int(sent_mask.sum()),
+            outcomes=dict(sorted(self.outcomes.items())),
+            lateness_ms=lateness_summary_ms(lateness),
+            cpu_percent=cpu_percent,
+            send_wall_s=(send_end_ns - zero_ns) / 1e9,
+            total_wall_s=(end_ns - zero_ns) / 1e9,
+            peak_connections=self._sender.peak_connections,
+            activation_ids=self.activation_ids,
+            warnings=self.warnings + self._selfwatch.warnings,
+        )
+
+    def _warm_count(self) -> int:
+        """Connections to open ahead: enough for the largest burst within a millisecond (bounded)."""
+        if self.n == 0:
+            return 0
+        _, per_ms = np.unique(self.intended // 1_000_000, return_counts=True)
+        return int(min(max(WARM_CONNECTIONS, per_ms.max()), WARM_CONNECTIONS_MAX, self.options.max_connections))
+
+    def _enter_realtime(self) -> Callable[[], None] | None:
+        """Opt-in: run the send thread under SCHED_FIFO, so that other processes on a shared host
+        cannot delay its wake-ups (the kernel still keeps 5% of each second for everyone else).
+        Only this thread changes; the invocation log's thread keeps the normal policy."""
+        priority = self.options.realtime_priority
+        if not priority or not hasattr(os, "sched_setscheduler"):
+            return None
+        try:
+            previous = os.sched_getscheduler(0), os.sched_getparam(0)
+            os.sched_setscheduler(0, os.SCHED_FIFO, os.sched_param(priority))
+        except OSError as error:
+            self.warnings.append(f"--realtime: could not use SCHED_FIFO ({error.strerror}); it needs root or CAP_SYS_NICE; ran with the normal policy")
+            if self.say:
+                self.say("warning: " + self.warnings[-1])
+            return None
+        return lambda: os.sched_setscheduler(0, previous[0], previous[1])
+
+    async def _send_all(self) -> None:
+        mono = time.monotonic_ns
+        zero = self.zero_ns
+        targets = self._intended_list
+        request_of = self.instance_idx.tolist()
+        submit = self._sender.submit
+        n = self.n
+        i = 0
+        burst = 0
+        while i < n:
+            if self.stop_status is not None:
+                return
+            now = mono()
+            target = zero + targets[i]
+            if now < target:
+                burst = 0
+                wait = target - now
+                if wait > COARSE_MARGIN_NS + FINE_NAP_NS:
+                    await self._sleep((wait - COARSE_MARGIN_NS) / 1e9)
+                else:
+                    await asyncio.sleep(0)  # handle the I/O that is ready
+                    now = mono()
+                    if now < target:
+                        time.sleep(min(target - now, FINE_NAP_NS) / 1e9)
+                continue
+            submit(i, request_of[i])
+            i += 1
+            burst += 1
+            if burst >= YIELD_EVERY:
+                burst = 0
+                await asyncio.sleep(0)
+
+    async def _drain(self) -> None:
+        """Wait for responses: up to the request timeout normally, a short grace when stopping."""
+        sender = self._sender
+        if self.stop_status is not None:
+            self._drop_waiting()
+        deadline = time.monotonic() + self.options.request_timeout_s + 2 * WATCH_INTERVAL_S
+        grace_deadline = None
+        while sender.in_flight or sender.waiting:
+            if self.stop_status is not None:
+                self._drop_waiting()
+                if grace_deadline is None:
+                    grace_deadline = time.monotonic() + self.options.interrupt_grace_s
+                    if sender.in_flight and self.say:
+                        self.say(f"waiting up to {self.options.interrupt_grace_s:g} s for {sender.in_flight} request(s) in flight")
+                if self._hurry or time.monotonic() >= grace_deadline:
+                    sender.abort_in_flight(f"no response before the run stopped ({self.stop_reason})")
+                    break
+            if time.monotonic() >= deadline:
+                sender.abort_in_flight(f"no response within {self.options.request_timeout_s:g} s")
+                for seq in sender.drop_waiting():
+                    self._complete(seq, None, None, "not_sent", None, None, "still waiting for a free connection when the run ended")
+                break
+            self._stop_event.clear()
+            try:
+                await asyncio.wait_for(self._stop_event.wait(), 0.05)
+            except asyncio.TimeoutError:
+                pass
+
+    def _drop_waiting(self) -> None:
+        for seq in self._sender.drop_waiting():
+            self._complete(seq, None, None, "not_sent", None, None, f"waiting for a connection when the run stopped ({self.stop_reason})")
+
+    def _fill_not_sent(self) -> None:
+        why = f"run {self.stop_status}: {self.stop_reason}" if self.stop_status else "never sent"
+        for seq in range(self.n):
+            if not self.recorded[seq]:
+                self._complete(seq, None, None, "not_sent", None, None, why)
+
+    # -- self-watch -----------------------------------------------------------------------------
+
+    async def _watch(self) -> None:
+        options = self.options
+        progress_every = max(options.progress_interval_s, WATCH_INTERVAL_S)
+        next_progress = time.monotonic() + progress_every
+        watch = self._selfwatch
+        watch.restart()
+        saturated_before = 0
+        while True:
+            await asyncio.sleep(WATCH_INTERVAL_S)
+            sender = self._sender
+            sender.sweep_timeouts(options.request_timeout_s)
+            if self.stop_status is None:
+                self._check_platform()
+                for check in self.checks:
+                    verdict = check()
+                    if verdict is not None and self.stop_status is None:
+                        self.request_stop(*verdict)
+            if time.monotonic() < next_progress:
+                continue
+            next_progress += progress_every
+            saturated = sender.saturated
+            verdict = watch.verdict(
+                (time.monotonic_ns() - self.zero_ns) / 1e9, self.sent, sender.in_flight, saturated - saturated_before, self.outcomes
+            )
+            saturated_before = saturated
+            if self.say:
+                self.say(verdict.progress)
+            if verdict.abort and self.stop_status is None:
+                self.request_stop("aborted", verdict.abort)
+            elif verdict.warning and self.say:
+                self.say("warning: " + verdict.warning)
+
+    def _check_platform(self) -> None:
+        span_s, why = self._sender.unreachable_for_s()
+        if span_s >= self.options.unreachable_s:
+            self.request_stop("interrupted", f"the platform is unreachable ({why}) for {span_s:.1f} s")
+
+
+def _wake(future: asyncio.Future) -> None:
+    if not future.done():
+        future.set_result(None)
+
+
+def new_event_loop() -> asyncio.AbstractEventLoop:
+    """uvloop when installed (several times cheaper per request), else asyncio's default loop."""
+    try:
+        import uvloop
+    except ImportError:
+        return asyncio.new_event_loop()
+    return uvloop.new_event_loop()
+
+
+def stderr_say(line: str) -> None:
+    print(line, file=sys.stderr, flush=True)
+
+
+__all__ = ["Dispatcher", "DispatchOptions", "DispatchResult", "new_event_loop", "lateness_summary_ms", "stderr_say"]

@@ -1,0 +1,655 @@
+"""``execute``: one workload run, from pre-flight to a finished run directory.
+
+Order, and why:
+
+1. Pre-flight, before anything is created: the schedule, the platform (started here when none
+   is configured: the embedded localwhisk), ``GET /`` and its limits, the actions (deployed when
+   missing), the request bodies (``param_file``/``data_file`` read), the generic URLs reachable,
+   the collectors' ``check()``, host metadata. Any failure raises ConfigError (exit 2) or
+   NotReadyError (exit 3) and leaves no run directory behind.
+2. The run directory and its manifest (status ``running``), then the collectors and the
+   ``runtime_script`` start; the run's monotonic zero is taken after they are up (plus a short
+   lead), so their start-up does not make the first invocations late.
+3. The dispatcher sends the schedule; SIGINT/SIGTERM, an unreachable platform, a dead required
+   collector or lateness past the abort threshold stop it, and every planned invocation still
+   gets its row.
+4. Collectors and scripts stop, ``post_script`` runs, and on the embedded platform the activation
+   records are awaited (bounded) and saved to ``activations.jsonl`` before localwhisk stops.
+5. The manifest gets its final status, counts, lateness summary and monitors' descriptions.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import signal
+import socket
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+from pathlib import Path
+from typing import Any, Callable
+
+import numpy as np
+
+from faasprof import rundir
+from faasprof.errors import FaasprofError, NotReadyError, RunError
+from invoker.connection import Connection
+from invoker.dispatch import DispatchOptions, Dispatcher, DispatchResult, new_event_loop
+from invoker.sender import KIND_GENERIC, PreparedRequest, ensure_fd_budget, prepare_request
+
+START_LEAD_NS = 50_000_000  # zero is this far after the collectors are up: the first send is not late
+SCRIPT_GRACE_S = 10.0  # how long runtime_script may outlive the test before it is stopped
+POST_SCRIPT_TIMEOUT_S = 600.0
+ACTIVATION_WAIT_S = 120.0  # bound on waiting for the embedded platform's outstanding records
+ACTIVATION_POLL_BY_ID_MAX = 500  # fewer missing than this: ask for them one by one
+LOCALWHISK_STOP_TIMEOUT_S = 10.0
+
+
+def _say_to_stderr(line: str) -> None:
+    print(line, file=sys.stderr, flush=True)
+
+
+# -- scripts (FaaSProfiler's perf_monitoring hooks) ----------------------------------------------
+
+
+class ScriptRun:
+    """A user script run as an argv list (no shell string), output kept in ``monitors/<name>/``."""
+
+    def __init__(self, name: str, path: Path, args: list[str], run_dir: Path):
+        self.name = name
+        self.path = Path(path)
+        # A .sh that is not executable is run with bash, as FaaSProfiler did.
+        prefix = [] if os.access(self.path, os.X_OK) else ["bash"]
+        self.argv = [*prefix, str(self.path), *args]
+        self.dir = rundir.monitor_dir(run_dir, name)
+        self.run_dir = run_dir
+        self.proc: subprocess.Popen | None = None
+        self.started_wall_ns: int | None = None
+        self.returncode: int | None = None
+        self.stopped_by_us = False
+        self.error: str | None = None
+
+    def start(self) -> None:
+        (self.dir / "command.txt").write_text(" ".join(_shell_quote(a) for a in self.argv) + "\n", encoding="utf-8")
+        env = dict(os.environ, FAASPROF_RUN_DIR=str(self.run_dir))
+        try:
+            with open(self.dir / "stdout.log", "wb") as out, open(self.dir / "stderr.log", "wb") as err:
+                # Its own session: a Ctrl-C in the terminal reaches faasprof, which stops it in order.
+                self.proc = subprocess.Popen(self.argv, stdout=out, stderr=err, stdin=subprocess.DEVNULL, cwd=self.dir, env=env, start_new_session=True)
+            self.started_wall_ns = time.time_ns()
+        except OSError as error:
+            self.error = f"{self.name} {self.path} could not start: {error.strerror or error}"
+
+    def wait(self, timeout_s: float) -> bool:
+        if self.proc is None:
+            return True
+        try:
+            self.returncode = self.proc.wait(timeout_s)
+            return True
+        except subprocess.TimeoutExpired:
+            return False
+
+    def stop(self) -> None:
+        """SIGINT to its process group, then SIGTERM, then SIGKILL; safe twice."""
+        if self.proc is None or self.proc.poll() is not None:
+            if self.proc is not None:
+                self.returncode = self.proc.returncode
+            return
+        self.stopped_by_us = True
+        for sig, wait_s in ((signal.SIGINT, 5.0), (signal.SIGTERM, 2.0), (signal.SIGKILL, 2.0)):
+            try:
+                os.killpg(self.proc.pid, sig)
+            except ProcessLookupError:
+                break
+            if self.wait(wait_s):
+                break
+        self.returncode = self.proc.poll()
+
+    def failed(self) -> str | None:
+        """One line when the script failed (not when faasprof stopped it), else None."""
+        if self.error:
+            return self.error
+        if self.returncode not in (None, 0) and not self.stopped_by_us:
+            return f"{self.name} {self.path} exited with status {self.returncode}; see {self.dir / 'stderr.log'}"
+        return None
+
+    def describe(self) -> dict:
+        return {
+            "path": str(self.path),
+            "argv": self.argv,
+            "started_wall_ns": self.started_wall_ns,
+            "returncode": self.returncode,
+            "stopped_by_faasprof": self.stopped_by_us,
+            "error": self.failed(),
+            "output_dir": str(self.dir.relative_to(self.run_dir)),
+        }
+
+
+def _shell_quote(arg: str) -> str:
+    import shlex
+
+    return shlex.quote(arg)
+
+
+# -- pre-flight -----------------------------------------------------------------------------------
+
+
+class _Platform:
+    """The platform for this run: a connection, a client, its GET / and, if embedded, the handle."""
+
+    def __init__(self) -> None:
+        self.connection: Connection | None = None
+        self.client = None
+        self.info: dict = {}
+        self.handle = None  # localwhisk handle when embedded
+        self.log_dir: Path | None = None
+        self.actions: dict[str, str] = {}
+        self.web_namespace: str | None = None
+
+    @property
+    def embedded(self) -> bool:
+        return self.handle is not None
+
+    def describe(self) -> dict:
+        if self.connection is None:
+            return {"kind": "none", "note": "only generic endpoints: no OpenWhisk API was used"}
+        info = self.info or {}
+        described = {
+            "kind": "localwhisk" if self.embedded else ("localwhisk" if "localwhisk" in info else "openwhisk"),
+            "embedded": self.embedded,
+            **self.connection.describe(),
+            "version": info.get("build") or info.get("version") or info.get("description"),
+            "limits": info.get("limits"),
+            "info": info,
+            "actions": self.actions,
+        }
+        if self.embedded:
+            described["localwhisk"] = getattr(self.handle, "settings", None) or info.get("localwhisk")
+        elif "localwhisk" in info:
+            described["localwhisk"] = info["localwhisk"]
+        return described
+
+    def stop(self) -> None:
+        if self.client is not None:
+            try:
+                self.client.close()
+            except Exception:
+                pass
+        if self.handle is not None:
+            self.handle.stop(timeout_s=LOCALWHISK_STOP_TIMEOUT_S)
+
+
+def _start_embedded(local_settings: dict | None, say: Callable[[str], None] | None) -> tuple[Any, Path]:
+    try:
+        from localwhisk.embedded import start_embedded
+    except ImportError as error:
+        raise NotReadyError(f"the embedded localwhisk is not installed ({error}); pass --apihost/--auth for an OpenWhisk, or reinstall faasprof (./setup.sh)") from None
+    settings = dict(local_settings or {})
+    log_dir = Path(tempfile.mkdtemp(prefix="faasprof-localwhisk-logs-"))
+    settings.setdefault("log_dir", log_dir)
+    if say:
+        say("starting the embedded localwhisk (no --apihost, platform block or ~/.wskprops names a platform)")
+    # On failure the log directory stays: the message points into it.
+    try:
+        handle = start_embedded(**settings)
+    except FaasprofError:
+        raise
+    except Exception as error:
+        raise NotReadyError(f"the embedded localwhisk did not start: {str(error).splitlines()[0] if str(error) else type(error).__name__}") from None
+    return handle, Path(settings["log_dir"])
+
+
+def _ensure_actions(platform: _Platform, workload: Any) -> None:
+    """Every action the workload invokes exists; deploy catalogue functions that are missing."""
+    client = platform.client
+    by_memory: dict[int | None, list[str]] = {}
+    for instance in workload.instances:
+        if instance.endpoint == "generic":
+            continue
+        names = by_memory.setdefault(instance.memory_mb, [])
+        if instance.function not in names:
+            names.append(instance.function)
+    if not by_memory:
+        return
+    if (workload.platform or {}).get("actions_deployed"):
+        for names in by_memory.values():
+            for name in names:
+                if client.get_action(name) is None:
+                    raise NotReadyError(
+                        f"{workload.origin}: action {name} does not exist on {platform.connection.apihost} "
+                        f"(namespace {platform.connection.namespace}); create it, or drop platform.actions_deployed so faasprof deploys it"
+                    )
+                platform.actions[name] = "existing"
+        return
+    from invoker.deploy import ensure_actions
+
+    for memory_mb, names in by_memory.items():
+        platform.actions.update(ensure_actions(client, names, memory_mb=memory_mb))
+
+
+def _resolve_web_namespace(platform: _Platform, requests_needed: bool) -> None:
+    """Web URLs carry the namespace by name; ``_`` (the key's default) is looked up once."""
+    namespace = platform.connection.namespace
+    if not requests_needed or namespace != "_":
+        platform.web_namespace = namespace
+        return
+    try:
+        names = platform.client.request("GET", platform.connection.apihost + "/api/v1/namespaces").json()
+    except (FaasprofError, ValueError):
+        names = None
+    if not names or not isinstance(names, list):
+        raise NotReadyError(f"{platform.connection.apihost}: cannot find the namespace for web action calls; pass --namespace NAME")
+    platform.web_namespace = str(names[0])
+
+
+def _check_generic_reachable(requests: list[PreparedRequest]) -> None:
+    seen = set()
+    for request in requests:
+        if request.kind != KIND_GENERIC or request.origin in seen:
+            continue
+        seen.add(request.origin)
+        _, host, port = request.origin
+        try:
+            socket.create_connection((host, port), timeout=5).close()
+        except OSError as error:
+            raise NotReadyError(f"{request.description.split(' ', 1)[1]}: cannot connect ({error.strerror or error}); is the server at {host}:{port} running?") from None
+
+
+def _peak_per_minute(intended_ns: np.ndarray) -> int:
+    if intended_ns.size == 0:
+        return 0
+    return int(np.bincount(intended_ns // 60_000_000_000).max())
+
+
+def _limit_warnings(platform: _Platform, schedule: Any) -> list[str]:
+    limits = (platform.info or {}).get("limits") or {}
+    warnings = []
+    per_minute = limits.get("actions_per_minute")
+    peak = _peak_per_minute(schedule.intended_ns)
+    if isinstance(per_minute, (int, float)) and peak > per_minute:
+        warnings.append(
+            f"the platform allows {per_minute} invocations per minute and this schedule sends up to {peak} in one minute: "
+            "expect throttled (429) rows; raise the platform's limit (localwhisk: faasprof local start --help; OpenWhisk: limit_invocations_per_minute)"
+        )
+    return warnings
+
+
+def _build_collectors(workload: Any, platform: _Platform, say: Callable[[str], None] | None) -> tuple[list, list[str]]:
+    block = {key: value for key, value in (workload.monitoring or {}).items() if value not in (None, False)}
+    if not block:
+        return [], []
+    try:
+        from monitoring.collectors import build_collectors
+    except ImportError as error:
+        raise NotReadyError(f"{workload.origin}: monitoring: the collectors are not installed ({error}); reinstall faasprof or remove the monitoring block") from None
+    cgroup_parents = ((platform.info or {}).get("localwhisk") or {}).get("cgroup_parents") or {}
+    collectors = build_collectors(block, {"cgroup_parents": cgroup_parents, "duration_s": workload.duration_s, "host_root": "/"})
+    warnings, usable = [], []
+    for collector in collectors:
+        reason = collector.check()
+        if reason is None:
+            usable.append(collector)
+            continue
+        if collector.required:
+            raise NotReadyError(f"{workload.origin}: monitoring.{collector.name}: required but unavailable: {reason}")
+        text = f"monitoring.{collector.name}: unavailable, running without it: {reason}"
+        warnings.append(text)
+        if say:
+            say("warning: " + text)
+    return usable, warnings
+
+
+# -- the run --------------------------------------------------------------------------------------
+
+
+def execute(
+    workload: Any,
+    out_dir: str | os.PathLike,
+    connection: Connection | None = None,
+    local_settings: dict | None = None,
+    progress: bool = True,
+    analyze: bool = False,
+    options: DispatchOptions | None = None,
+) -> Path:
+    """Run ``workload`` and return its run directory (its manifest's ``status`` says how it ended).
+
+    With ``connection=None`` and OpenWhisk instances, the embedded localwhisk is started with
+    ``local_settings`` (``start_embedded`` keyword arguments), used and stopped. Raises
+    ConfigError/NotReadyError before anything is created when pre-flight fails.
+    """
+    from invoker.schedule import build_schedule
+
+    say = _say_to_stderr if progress else None
+    options = options or DispatchOptions()
+    schedule = build_schedule(workload)
+    needs_openwhisk = any(instance.endpoint != "generic" for instance in workload.instances)
+    platform = _Platform()
+    # Signal handlers can only be set from the main thread (a caller may run us in another one).
+    main_thread = threading.current_thread() is threading.main_thread()
+    previous_term = signal.getsignal(signal.SIGTERM)
+    if main_thread:
+        signal.signal(signal.SIGTERM, _term_as_interrupt)
+    try:
+        if needs_openwhisk:
+            if connection is None:
+                platform.handle, platform.log_dir = _start_embedded(local_settings, say)
+                connection = Connection(apihost=platform.handle.apihost, auth=platform.handle.auth, namespace=platform.handle.namespace, source="embedded")
+            if connection.insecure:
+                options.insecure = True
+            platform.connection = connection
+            from invoker.client import OpenWhiskClient
+
+            platform.client = OpenWhiskClient(connection)
+            platform.info = platform.client.info()
+            _ensure_actions(platform, workload)
+            _resolve_web_namespace(platform, any(i.data_file is not None and i.data_mode == "web" and i.endpoint != "generic" for i in workload.instances))
+        requests = [prepare_request(instance, connection, platform.web_namespace, workload.origin) for instance in workload.instances]
+        _check_generic_reachable(requests)
+        ensure_fd_budget(options.max_connections, origins=len({request.origin for request in requests}))
+        collectors, warnings = _build_collectors(workload, platform, say)
+        for text in _limit_warnings(platform, schedule) if needs_openwhisk else []:
+            warnings.append(text)
+            if say:
+                say("warning: " + text)
+        from monitoring.host import collect_host, tool_versions
+
+        host, tools = collect_host("/"), tool_versions()
+        run_dir = rundir.create_run_dir(out_dir, workload.test_name)
+        return _run(workload, schedule, run_dir, platform, requests, collectors, warnings, host, tools, options, say, analyze)
+    finally:
+        platform.stop()
+        if main_thread:
+            signal.signal(signal.SIGTERM, previous_term)
+
+
+def _term_as_interrupt(signum, frame):  # outside the send loop, SIGTERM unwinds like Ctrl-C
+    raise KeyboardInterrupt
+
+
+def _run(workload, schedule, run_dir: Path, platform: _Platform, requests, collectors, warnings, host, tools, options, say, analyze) -> Path:
+    planned = len(schedule)
+    provisional = rundir.ClockAnchor()
+    manifest = rundir.new_manifest(
+        workload.test_name,
+        workload.resolved(),
+        provisional,
+        platform=platform.describe(),
+        host=host,
+        tools=tools,
+        invoker={**options.describe(), "event_loop": _loop_name()},
+        monitors=[],
+        scripts={},
+        warnings=list(warnings),
+    )
+    manifest["counts"]["planned"] = planned
+    rundir.write_manifest(run_dir, manifest)
+    log = rundir.InvocationLog(run_dir)
+    scripts: dict[str, ScriptRun] = {}
+    started: list = []
+    result: DispatchResult | None = None
+    dispatcher: Dispatcher | None = None
+    failure: BaseException | None = None
+    status, reason = "interrupted", "faasprof stopped before the test started"
+    try:
+        for collector in collectors:
+            collector.start(run_dir)
+            started.append(collector)
+        if workload.runtime_script is not None:
+            duration_arg = str(int(workload.duration_s)) if float(workload.duration_s).is_integer() else repr(float(workload.duration_s))
+            script = ScriptRun("runtime_script", workload.runtime_script, [duration_arg], run_dir)
+            scripts["runtime_script"] = script
+            script.start()
+            if script.error and say:
+                say("warning: " + script.error)
+        zero_ns = time.monotonic_ns() + START_LEAD_NS
+        clock = rundir.ClockAnchor(zero_ns, time.time_ns() + START_LEAD_NS)
+        manifest["clock"] = clock.to_json()
+        manifest["monitors"] = [c.describe() for c in started]
+        rundir.write_manifest(run_dir, manifest)
+        if say:
+            say(f"run directory {run_dir}; {planned:,} invocations over {workload.duration_s:g} s")
+        dispatcher = Dispatcher(
+            schedule.intended_ns,
+            schedule.instance_idx,
+            [(i.name, i.function) for i in workload.instances],
+            requests,
+            log.append,
+            options,
+            checks=[_collector_check(started, warnings, say), _platform_check(platform)],
+            say=say,
+            duration_s=workload.duration_s,
+        )
+        result = _dispatch(dispatcher, zero_ns)
+        status, reason = result.status, result.reason
+    except KeyboardInterrupt:
+        status, reason = "interrupted", "interrupted (Ctrl-C or SIGTERM) before the test started"
+    except Exception as error:  # a bug or an OS failure: still leave a complete, readable run
+        failure = error
+        status, reason = "interrupted", f"faasprof failed: {type(error).__name__}: {error}"
+    finally:
+        if result is None and dispatcher is not None:
+            dispatcher.stop_status, dispatcher.stop_reason = status, reason
+            dispatcher._fill_not_sent()
+        log.close()
+        if result is None and dispatcher is None:
+            _complete_rows_after_failure(run_dir, schedule, workload, reason)
+        for collector in started:
+            collector.stop()
+        runtime = scripts.get("runtime_script")
+        if runtime is not None and not runtime.wait(SCRIPT_GRACE_S if status == "complete" else 0.5):
+            runtime.stop()
+    if say and result is not None:
+        lat = result.lateness_ms
+        say(
+            f"{status}: sent {result.sent:,}/{planned:,} in {result.send_wall_s:.1f} s; outcomes "
+            + ", ".join(f"{k} {v:,}" for k, v in result.outcomes.items())
+            + f"; lateness p50 {lat['p50']} p99 {lat['p99']} max {lat['max']} ms; invoker cpu {result.cpu_percent:.0f}%"
+        )
+    try:
+        if workload.post_script is not None:
+            post = ScriptRun("post_script", workload.post_script, [str(run_dir)], run_dir)
+            scripts["post_script"] = post
+            post.start()
+            if not post.wait(POST_SCRIPT_TIMEOUT_S):
+                post.stop()
+                post.error = f"post_script {post.path} still running after {POST_SCRIPT_TIMEOUT_S:g} s; stopped"
+        if platform.embedded and result is not None:
+            _save_activations(platform, run_dir, manifest, result, warnings, say)
+    except KeyboardInterrupt:
+        status, reason = "interrupted", "interrupted while running post_script or saving activation records"
+        for script in scripts.values():
+            script.stop()
+    except FaasprofError as error:  # the platform failed while its records were read
+        warnings.append(f"activation records not saved: {error}")
+        if say:
+            say(f"warning: activation records not saved: {error}")
+    for script in scripts.values():
+        script_failure = script.failed()
+        if script_failure:
+            warnings.append(script_failure)
+            if say:
+                say("warning: " + script_failure)
+    if platform.embedded:
+        platform.stop()  # before its log is copied, so the copy includes the shutdown
+    if platform.embedded and platform.log_dir is not None and platform.log_dir.exists():
+        shutil.copytree(platform.log_dir, run_dir / "localwhisk-logs", dirs_exist_ok=True)
+        shutil.rmtree(platform.log_dir, ignore_errors=True)
+        manifest["platform"]["log_dir"] = "localwhisk-logs"
+    _finish_manifest(run_dir, manifest, status, reason, result, started, scripts, warnings, planned)
+    if failure is not None:
+        raise RunError(f"{run_dir}: the run stopped: {reason}") from failure
+    if analyze and status == "complete":
+        _analyze(run_dir, platform, say)
+    return run_dir
+
+
+def _analyze(run_dir: Path, platform: _Platform, say) -> None:
+    """``--analyze``: a failed analysis never costs the run; it is recorded and reported."""
+    from analyzer import analyze_run
+
+    if say:
+        say("analyzing")
+    try:
+        # The embedded platform is gone by now; its records are in activations.jsonl.
+        analyze_run(run_dir, connection=None if platform.embedded else platform.connection)
+    except (FaasprofError, OSError, ValueError) as error:
+        text = f"analysis failed ({error}); the run is complete: retry with faasprof analyze {run_dir}"
+        rundir.update_manifest(run_dir, analysis_error=text)
+        print("warning: " + text, file=sys.stderr, flush=True)
+
+
+def _loop_name() -> str:
+    try:
+        import uvloop  # noqa: F401
+
+        return "uvloop"
+    except ImportError:
+        return "asyncio"
+
+
+def _collector_check(collectors: list, warnings: list[str], say) -> Callable[[], tuple[str, str] | None]:
+    reported: set[str] = set()
+
+    def check() -> tuple[str, str] | None:
+        for collector in collectors:
+            if collector.name in reported or collector.alive():
+                continue
+            reported.add(collector.name)
+            if collector.required:
+                return "interrupted", f"required collector {collector.name} stopped during the run; see monitors/{collector.name}/stderr.log"
+            text = f"collector {collector.name} stopped during the run (optional, the run goes on); see monitors/{collector.name}/stderr.log"
+            warnings.append(text)
+            if say:
+                say("warning: " + text)
+        return None
+
+    return check
+
+
+def _platform_check(platform: _Platform) -> Callable[[], tuple[str, str] | None]:
+    def check() -> tuple[str, str] | None:
+        handle = platform.handle
+        if handle is not None and hasattr(handle, "alive") and not handle.alive():
+            log = getattr(handle, "log_path", None)
+            return "interrupted", f"the embedded localwhisk exited during the run (see {log})"
+        return None
+
+    return check
+
+
+def _dispatch(dispatcher: Dispatcher, zero_ns: int) -> DispatchResult:
+    """Run the dispatcher on a fresh event loop with SIGINT/SIGTERM stopping it in order."""
+    loop = new_event_loop()
+    installed = []
+    previous_int = signal.getsignal(signal.SIGINT)
+    try:
+        for sig, label in ((signal.SIGINT, "Ctrl-C (SIGINT)"), (signal.SIGTERM, "SIGTERM")):
+            try:
+                loop.add_signal_handler(sig, dispatcher.request_stop, "interrupted", f"{label} received")
+                installed.append(sig)
+            except (ValueError, RuntimeError, NotImplementedError):  # not the main thread
+                pass
+        return loop.run_until_complete(dispatcher.run(zero_ns))
+    finally:
+        for sig in installed:
+            loop.remove_signal_handler(sig)
+        loop.close()
+        if installed:
+            # uvloop leaves its own handler installed after remove_signal_handler: put ours back,
+            # so a Ctrl-C while the activation records are saved still interrupts.
+            signal.signal(signal.SIGINT, previous_int if previous_int is not None else signal.default_int_handler)
+            signal.signal(signal.SIGTERM, _term_as_interrupt)
+
+
+def _complete_rows_after_failure(run_dir: Path, schedule, workload, reason: str) -> None:
+    """The send loop never ran: still one row per planned invocation, all ``not_sent``."""
+    names = [i.name for i in workload.instances]
+    functions = [i.function for i in workload.instances]
+    with open(run_dir / rundir.INVOCATIONS, "a", encoding="utf-8", newline="") as handle:
+        for seq, (intended, idx) in enumerate(zip(schedule.intended_ns.tolist(), schedule.instance_idx.tolist())):
+            handle.write(rundir.format_row((seq, names[idx], functions[idx], intended, None, None, "not_sent", None, None, reason)))
+        handle.flush()
+        os.fsync(handle.fileno())
+
+
+def _finish_manifest(run_dir, manifest, status, reason, result, collectors, scripts, warnings, planned) -> None:
+    manifest["status"] = status
+    manifest["status_reason"] = reason
+    manifest["finished_utc"] = _utc_now()
+    outcomes = result.outcomes if result is not None else {"not_sent": planned}
+    manifest["counts"] = {
+        "planned": planned,
+        "sent": result.sent if result is not None else 0,
+        "failed": sum(v for k, v in outcomes.items() if k not in ("ok", "not_sent")),
+        "not_sent": outcomes.get("not_sent", 0),
+        "outcomes": outcomes,
+    }
+    if result is not None:
+        manifest["invoker"].update(result.describe())
+        warnings.extend(w for w in result.warnings if w not in warnings)
+        manifest["invoker"].pop("warnings", None)  # kept once, in the top-level list
+    manifest["monitors"] = [c.describe() for c in collectors]
+    manifest["scripts"] = {name: script.describe() for name, script in scripts.items()}
+    manifest["warnings"] = warnings
+    rundir.write_manifest(run_dir, manifest)
+
+
+def _utc_now() -> str:
+    import datetime as dt
+
+    return dt.datetime.now(dt.timezone.utc).isoformat(timespec="seconds")
+
+
+# -- activation records (embedded platform) -------------------------------------------------------
+
+
+def _save_activations(platform: _Platform, run_dir: Path, manifest: dict, result: DispatchResult, warnings: list[str], say) -> None:
+    """Wait (bounded) until the platform stored every activation of the run; save them all."""
+    client = platform.client
+    wanted = set(result.activation_ids)
+    since_ms = manifest["clock"]["wall_ns_at_zero"] // 1_000_000 - 1000
+    deadline = time.monotonic() + ACTIVATION_WAIT_S
+    records: dict[str, dict] = {}
+    announced = False
+    while True:
+        for record in client.iter_activations(since_ms=since_ms):
+            if isinstance(record, dict) and record.get("activationId"):
+                records[record["activationId"]] = record
+        missing = wanted - records.keys()
+        if not missing or time.monotonic() >= deadline:
+            break
+        if len(missing) <= ACTIVATION_POLL_BY_ID_MAX:
+            for activation_id in list(missing):
+                record = client.get_activation(activation_id)
+                if record is not None:
+                    records[activation_id] = record
+            missing = wanted - records.keys()
+            if not missing:
+                break
+        if say and not announced:
+            say(f"waiting up to {ACTIVATION_WAIT_S:g} s for {len(missing):,} activation record(s) still running or being stored")
+            announced = True
+        time.sleep(1.0)
+    ordered = sorted(records.values(), key=lambda r: (r.get("start") or 0, r.get("activationId")))
+    path = run_dir / rundir.ACTIVATIONS
+    tmp = path.with_name("." + path.name + ".tmp")
+    with open(tmp, "w", encoding="utf-8") as handle:
+        for record in ordered:
+            handle.write(json.dumps(record, separators=(",", ":")) + "\n")
+        handle.flush()
+        os.fsync(handle.fileno())
+    os.replace(tmp, path)
+    missing = wanted - records.keys()
+    manifest["activations"] = {"saved": len(ordered), "expected": len(wanted), "missing": len(missing), "file": rundir.ACTIVATIONS}
+    if missing:
+        text = f"{len(missing)} activation record(s) were not stored by the platform within {ACTIVATION_WAIT_S:g} s; their rows have no record"
+        warnings.append(text)
+        if say:
+            say("warning: " + text)
+
+
+__all__ = ["execute", "ScriptRun"]

@@ -1,0 +1,684 @@
+"""The open-loop send path: prepared HTTP/1.1 requests on bounded keep-alive connection pools.
+
+``faasprof run`` must put thousands of requests per second on the wire at their planned instants
+from one Python process, so this module is a deliberately small HTTP/1.1 client on asyncio
+protocols (run under uvloop when available) instead of a general-purpose library:
+
+- every instance's request is formatted once (``prepare_requests``), so sending is one
+  ``transport.write`` of ready bytes;
+- each origin (scheme, host, port) has a ``ConnectionPool`` of at most ``max_connections``
+  keep-alive sockets, each carrying one request at a time (no pipelining). Requests beyond the
+  open connections wait in a FIFO for the next free one; the number of requests in flight is
+  bounded only by the pool size, never by a small worker pool, and file descriptors stay bounded.
+  A request's ``sent_ns`` is taken when its bytes are written, so waiting for a connection shows
+  up as lateness instead of hiding;
+- completions are callbacks, not tasks: one response parsed, one row recorded, the connection
+  handed to the next waiting request.
+
+There are no retries: a request that fails is a row with outcome ``failed`` (or ``throttled``,
+``timeout``, ``app_error``) and a short error. The auth key lives only inside the prepared request
+bytes; no message built here contains it.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import base64
+import collections
+import json
+import mimetypes
+import socket
+import ssl
+import time
+import urllib.parse
+from dataclasses import dataclass
+from typing import Any, Callable, Sequence
+
+from faasprof.errors import ConfigError
+
+# OpenWhisk's controller answers a blocking call within 60 s (then 202); nginx in front of it
+# gives up after 75 s, so a response slower than that is not coming.
+DEFAULT_REQUEST_TIMEOUT_S = 75.0
+DEFAULT_CONNECT_TIMEOUT_S = 10.0
+# OpenWhisk's nginx keeps 512 upstream keep-alive connections; more sockets than that only add
+# file descriptors without adding concurrency at the controller.
+DEFAULT_MAX_CONNECTIONS = 512
+ERROR_MAX_CHARS = 200
+
+KIND_ACTION = "action"  # POST /api/v1/namespaces/{ns}/actions/{name}?blocking=...
+KIND_WEB = "web"  # POST /api/v1/web/{ns}/default/{name} with the raw bytes of data_file
+KIND_GENERIC = "generic"  # POST url with the JSON data, any platform
+
+# The longest a keep-alive socket may sit idle and still be reused. OpenWhisk's nginx and
+# localwhisk keep idle connections for over a minute; generic servers may close them after 2 s
+# (gunicorn) or 5 s (Node.js), and a request written as the server closes is lost.
+IDLE_REUSE_MAX_S = {KIND_ACTION: 30.0, KIND_WEB: 30.0, KIND_GENERIC: 1.5}
+
+Origin = tuple  # (scheme, host, port)
+
+
+@dataclass(frozen=True)
+class PreparedRequest:
+    """One instance's request, formatted once: ``payload`` is the complete HTTP/1.1 message."""
+
+    kind: str
+    origin: Origin
+    payload: bytes
+    description: str  # "POST http://host/path" without credentials, for messages
+
+    def __repr__(self) -> str:  # the payload holds the auth header: never show it
+        return f"PreparedRequest({self.kind}, {self.description})"
+
+
+# -- request preparation --------------------------------------------------------------------------
+
+
+def split_origin(url: str) -> tuple[Origin, str]:
+    """``(scheme, host, port)`` and the path+query of an http(s) URL."""
+    parts = urllib.parse.urlsplit(url)
+    if parts.scheme not in ("http", "https") or not parts.hostname:
+        raise ValueError(f"not an http(s) URL: {url}")
+    port = parts.port or (443 if parts.scheme == "https" else 80)
+    path = parts.path or "/"
+    if parts.query:
+        path += "?" + parts.query
+    return (parts.scheme, parts.hostname, port), path
+
+
+def _host_header(origin: Origin) -> str:
+    scheme, host, port = origin
+    if ":" in host:  # IPv6 literal
+        host = f"[{host}]"
+    default = 443 if scheme == "https" else 80
+    return host if port == default else f"{host}:{port}"
+
+
+def format_request(origin: Origin, path: str, body: bytes, content_type: str, auth: str | None = None) -> bytes:
+    """A complete ``POST`` message with a fixed Content-Length (keep-alive, no chunking)."""
+    lines = [
+        f"POST {path} HTTP/1.1",
+        f"Host: {_host_header(origin)}",
+        "User-Agent: faasprof",
+        "Accept: application/json",
+        f"Content-Type: {content_type}",
+        f"Content-Length: {len(body)}",
+    ]
+    if auth is not None:
+        lines.append("Authorization: Basic " + base64.b64encode(auth.encode()).decode("ascii"))
+    return ("\r\n".join(lines) + "\r\n\r\n").encode("latin-1") + body
+
+
+def _quote_action(name: str) -> str:
+    return "/".join(urllib.parse.quote(part, safe="") for part in name.strip("/").split("/"))
+
+
+def _web_path(namespace: str, name: str) -> str:
+    """Web actions live at /api/v1/web/{ns}/{package}/{action}; an unpackaged action is in "default"."""
+    parts = name.strip("/").split("/")
+    if len(parts) >= 3:  # "/ns/pkg/action" given in full
+        namespace, parts = parts[0], parts[1:]
+    if len(parts) == 1:
+        parts = ["default", parts[0]]
+    return "/api/v1/web/" + urllib.parse.quote(namespace, safe="") + "/" + "/".join(urllib.parse.quote(p, safe="") for p in parts)
+
+
+def _read_file(instance: Any, key: str, origin: str) -> bytes:
+    path = getattr(instance, key)
+    try:
+        with open(path, "rb") as handle:
+            return handle.read()
+    except OSError as error:
+        raise ConfigError(f"{origin}: instances.{instance.name}.{key}: cannot read {path} ({error.strerror}); fix the path or its permissions") from None
+
+
+def prepare_request(instance: Any, connection: Any, web_namespace: str | None = None, origin_name: str = "<workload>") -> PreparedRequest:
+    """Format the request of one workload instance (``invoker.workload.Instance``).
+
+    ``connection`` is an ``invoker.connection.Connection`` (ignored for generic instances).
+    ``web_namespace`` is the concrete namespace for web action URLs (web URLs carry no
+    credentials, so ``_`` cannot be resolved there); it defaults to the connection's namespace.
+    """
+    if instance.endpoint == "generic":
+        origin, path = split_origin(instance.url)
+        body = json.dumps(instance.data).encode()
+        # Credentials are never sent to a generic URL (FaaSProfiler sent its key everywhere).
+        return PreparedRequest(KIND_GENERIC, origin, format_request(origin, path, body, "application/json"), f"POST {instance.url}")
+
+    if connection is None:
+        raise ValueError("an OpenWhisk instance needs a connection")
+    api_origin, base = split_origin(connection.apihost)
+    base = base.rstrip("/")
+    if instance.data_file is not None and instance.data_mode == "web":
+        data = _read_file(instance, "data_file", origin_name)
+        content_type = instance.content_type or mimetypes.guess_type(str(instance.data_file))[0] or "application/octet-stream"
+        path = base + _web_path(web_namespace or connection.namespace, instance.function)
+        # A web action call is anonymous, as OpenWhisk's web URLs are; the key stays private.
+        payload = format_request(api_origin, path, data, content_type)
+        return PreparedRequest(KIND_WEB, api_origin, payload, f"POST {connection.apihost}{path}")
+
+    params = dict(instance.params or {})
+    if instance.data_file is not None:  # data_mode "base64": the bytes as the parameter `data`
+        params["data"] = base64.b64encode(_read_file(instance, "data_file", origin_name)).decode("ascii")
+    body = json.dumps(params).encode()
+    namespace = urllib.parse.quote(connection.namespace, safe="")
+    blocking = "true" if instance.blocking else "false"
+    path = f"{base}/api/v1/namespaces/{namespace}/actions/{_quote_action(instance.function)}?blocking={blocking}"
+    payload = format_request(api_origin, path, body, "application/json", auth=connection.auth)
+    return PreparedRequest(KIND_ACTION, api_origin, payload, f"POST {connection.apihost}{path}")
+
+
+def prepare_requests(instances: Sequence[Any], connection: Any, web_namespace: str | None = None, origin_name: str = "<workload>") -> list[PreparedRequest]:
+    return [prepare_request(instance, connection, web_namespace, origin_name) for instance in instances]
+
+
+# -- response classification ----------------------------------------------------------------------
+
+
+def _shorten(text: str) -> str:
+    text = " ".join(str(text).split())
+    return text if len(text) <= ERROR_MAX_CHARS else text[: ERROR_MAX_CHARS - 1] + "…"
+
+
+def _json(body: bytes) -> Any:
+    try:
+        return json.loads(body)
+    except (ValueError, UnicodeDecodeError):
+        return None
+
+
+def _error_of(body: bytes, parsed: Any) -> str:
+    """OpenWhisk's message: ``{"error": ...}``, or the activation's ``response.result.error``."""
+    if isinstance(parsed, dict):
+        if "error" in parsed:
+            return _shorten(parsed["error"] if isinstance(parsed["error"], str) else json.dumps(parsed["error"]))
+        response = parsed.get("response")
+        if isinstance(response, dict):
+            result = response.get("result")
+            if isinstance(result, dict) and "error" in result:
+                error = result["error"]
+                return _shorten(error if isinstance(error, str) else json.dumps(error))
+            if response.get("status"):
+                return _shorten(str(response["status"]))
+    text = body[:ERROR_MAX_CHARS].decode("utf-8", "replace")
+    return _shorten(text) if text.strip() else ""
+
+
+def classify(kind: str, status: int, activation_id: str | None, body: bytes) -> tuple[str, str | None, str | None]:
+    """``(outcome, activation_id, error)`` of one HTTP response.
+
+    - 2xx: ``ok`` (a non-blocking 202, a blocking 200, or a blocking call still running: 202);
+    - 502: ``app_error`` (the action failed: application or developer error, with its message);
+    - 429: ``throttled`` with OpenWhisk's message (per-minute or concurrent limit);
+    - 408, 504: ``timeout``; anything else: ``failed`` with the status and message.
+    """
+    parsed = None
+    if activation_id is None and kind != KIND_GENERIC and body[:1] == b"{":
+        parsed = _json(body)
+        if isinstance(parsed, dict):
+            found = parsed.get("activationId")
+            activation_id = found if isinstance(found, str) else None
+    if 200 <= status < 300:
+        return "ok", activation_id, None
+    if parsed is None:
+        parsed = _json(body) if body[:1] in (b"{", b"[") else None
+    message = _error_of(body, parsed)
+    if status == 429:
+        return "throttled", activation_id, message or "429 Too Many Requests"
+    if status == 502 and kind != KIND_GENERIC:
+        return "app_error", activation_id, message or "502 action error"
+    if status in (408, 504):
+        return "timeout", activation_id, f"HTTP {status}" + (f": {message}" if message else "")
+    return "failed", activation_id, f"HTTP {status}" + (f": {message}" if message else "")
+
+
+# -- the connection pool ---------------------------------------------------------------------------
+
+# Completion callback: (seq, sent_ns, done_ns, outcome, http_status, activation_id, error).
+Completion = Callable[[int, "int | None", "int | None", str, "int | None", "str | None", "str | None"], None]
+
+
+class _Response:
+    """Incremental HTTP/1.1 response parser for one request."""
+
+    __slots__ = ("buf", "status", "head", "length", "chunked", "close", "body_start")
+
+    def __init__(self) -> None:
+        self.buf = bytearray()
+        self.status = 0
+        self.head: bytes | None = None
+        self.length = -1  # -1: unknown (chunked or until close)
+        self.chunked = False
+        self.close = False
+        self.body_start = 0
+
+    def feed(self, data: bytes) -> bytes | None:
+        """Add bytes; return the body once the response is complete, else None."""
+        buf = self.buf
+        buf += data
+        if self.head is None:
+            end = buf.find(b"\r\n\r\n")
+            if end < 0:
+                return None
+            head = bytes(buf[:end]).lower()
+            status = int(head[9:12])
+            if 100 <= status < 200:  # an interim response (100 Continue): skip it
+                del buf[: end + 4]
+                return self.feed(b"")
+            self.head = head
+            self.status = status
+            self.body_start = end + 4
+            i = head.find(b"\r\ncontent-length:")
+            if i >= 0:
+                j = head.find(b"\r\n", i + 2)
+                self.length = int(head[i + 17 : j if j >= 0 else len(head)])
+            elif b"\r\ntransfer-encoding:" in head and b"chunked" in head:
+                self.chunked = True
+            if b"\r\nconnection: close" in head or head.startswith(b"http/1.0"):
+                self.close = True
+        if self.length >= 0:
+            if len(buf) - self.body_start >= self.length:
+                return bytes(buf[self.body_start : self.body_start + self.length])
+            return None
+        if self.chunked:
+            return self._dechunk()
+        return None  # body until the connection closes
+
+    def _dechunk(self) -> bytes | None:
+        buf = self.buf
+        pos = self.body_start
+        body = bytearray()
+        while True:
+            end = buf.find(b"\r\n", pos)
+            if end < 0:
+                return None
+            size = int(bytes(buf[pos:end]).split(b";")[0], 16)
+            pos = end + 2
+            if size == 0:
+                # The last chunk is followed by optional trailer lines and an empty line.
+                if buf[pos : pos + 2] == b"\r\n" or buf.find(b"\r\n\r\n", pos) >= 0:
+                    return bytes(body)
+                return None
+            if len(buf) < pos + size + 2:
+                return None
+            body += buf[pos : pos + size]
+            pos += size + 2
+
+    def header(self, name: bytes) -> str | None:
+        if self.head is None:
+            return None
+        i = self.head.find(b"\r\n" + name + b":")
+        if i < 0:
+            return None
+        j = self.head.find(b"\r\n", i + 2)
+        value = self.head[i + len(name) + 3 : j if j >= 0 else len(self.head)].strip()
+        return value.decode("latin-1") or None
+
+
+class _Connection(asyncio.Protocol):
+    """One keep-alive socket carrying at most one request at a time."""
+
+    def __init__(self, pool: "ConnectionPool"):
+        self.pool = pool
+        self.transport: asyncio.Transport | None = None
+        self.seq = -1  # the request in flight, -1 when idle
+        self.kind = KIND_ACTION
+        self.sent_ns = 0
+        self.response: _Response | None = None
+        self.used = False
+        self.closed = False
+        self.idle_since_ns = 0
+
+    def connection_made(self, transport: asyncio.BaseTransport) -> None:
+        self.transport = transport  # type: ignore[assignment]
+        sock = transport.get_extra_info("socket")
+        if sock is not None:
+            try:
+                sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+            except OSError:
+                pass
+
+    def send(self, seq: int, kind: str, payload: bytes) -> None:
+        self.seq = seq
+        self.kind = kind
+        self.response = _Response()
+        self.used = True
+        self.sent_ns = time.monotonic_ns()
+        self.transport.write(payload)  # type: ignore[union-attr]
+        self.pool.on_sent(seq, self.sent_ns)
+
+    def data_received(self, data: bytes) -> None:
+        response = self.response
+        if response is None:  # bytes nobody asked for: the server is confused; drop the socket
+            self.transport.close()  # type: ignore[union-attr]
+            return
+        try:
+            body = response.feed(data)
+        except (ValueError, IndexError):
+            self._finish_error("malformed HTTP response")
+            self.transport.close()  # type: ignore[union-attr]
+            return
+        if body is not None:
+            self._finish(response, body)
+
+    def _finish(self, response: _Response, body: bytes) -> None:
+        done_ns = time.monotonic_ns()
+        seq, sent_ns, kind = self.seq, self.sent_ns, self.kind
+        self.seq = -1
+        self.response = None
+        outcome, activation_id, error = classify(kind, response.status, response.header(b"x-openwhisk-activation-id"), body)
+        pool = self.pool
+        pool.complete(seq, sent_ns, done_ns, outcome, response.status, activation_id, error)
+        if response.close or self.closed:
+            self.transport.close()  # type: ignore[union-attr]
+        else:
+            pool.release(self)
+
+    def _finish_error(self, error: str, outcome: str = "failed") -> None:
+        if self.seq < 0:
+            return
+        seq, sent_ns = self.seq, self.sent_ns
+        self.seq = -1
+        self.response = None
+        # A timeout has no done time: nothing arrived (an error that arrived has one).
+        done_ns = None if outcome == "timeout" else time.monotonic_ns()
+        self.pool.complete(seq, sent_ns, done_ns, outcome, None, None, error)
+
+    def eof_received(self) -> bool | None:
+        return None  # close the transport; connection_lost follows
+
+    def connection_lost(self, exc: Exception | None) -> None:
+        self.closed = True
+        response = self.response
+        if self.seq >= 0 and response is not None and response.head is not None and response.length < 0 and not response.chunked:
+            # A body delimited by the end of the connection is complete now.
+            self._finish(response, bytes(response.buf[response.body_start :]))
+        elif self.seq >= 0:
+            reason = f"{type(exc).__name__}: {exc}" if exc else "the server closed the connection"
+            if response is not None and response.head is not None:
+                reason = f"connection lost in the middle of the response ({reason})"
+            else:
+                reason = f"connection closed before any response ({reason})"
+            self._finish_error(_shorten(reason))
+        self.pool.forget(self)
+
+    def abort_timeout(self, timeout_s: float) -> None:
+        self._finish_error(f"no response within {timeout_s:g} s", outcome="timeout")
+        self.transport.abort()  # type: ignore[union-attr]
+
+
+class ConnectionPool:
+    """Keep-alive connections to one origin, at most ``max_connections`` open at once."""
+
+    def __init__(
+        self,
+        loop: asyncio.AbstractEventLoop,
+        origin: Origin,
+        complete: Completion,
+        on_sent: Callable[[int, int], None],
+        max_connections: int = DEFAULT_MAX_CONNECTIONS,
+        ssl_context: ssl.SSLContext | None = None,
+        connect_timeout_s: float = DEFAULT_CONNECT_TIMEOUT_S,
+        idle_reuse_max_s: float = IDLE_REUSE_MAX_S[KIND_ACTION],
+    ):
+        self.loop = loop
+        self.origin = origin
+        self.idle_reuse_max_ns = int(idle_reuse_max_s * 1e9)
+        self.complete = complete
+        self.on_sent = on_sent
+        self.max_connections = max_connections
+        self.ssl_context = ssl_context
+        self.connect_timeout_s = connect_timeout_s
+        self.idle: list[_Connection] = []  # a stack: the most recently used socket is reused first
+        self.busy: set[_Connection] = set()
+        self.waiting: collections.deque = collections.deque()  # (seq, kind, payload)
+        self.connecting = 0
+        self.open_count = 0
+        self.peak_open = 0
+        self.saturated = 0  # requests that had to wait because every allowed connection was busy
+        self.connect_failures = 0  # consecutive, reset by any connection that opens
+        self.first_failure_ns: int | None = None
+        self.last_connect_error: str | None = None
+        self.closing = False
+
+    # submit() and release() are the hot path: keep them short.
+    def submit(self, seq: int, kind: str, payload: bytes) -> None:
+        idle = self.idle
+        while idle:
+            conn = idle.pop()
+            if time.monotonic_ns() - conn.idle_since_ns > self.idle_reuse_max_ns:
+                # Servers close idle keep-alive sockets (gunicorn after 2 s, Node.js after 5 s);
+                # a request written just as that happens is lost. Old idle sockets are not reused.
+                conn.transport.close()  # type: ignore[union-attr]
+                continue
+            self.busy.add(conn)
+            conn.send(seq, kind, payload)
+            return
+        self.waiting.append((seq, kind, payload))
+        if self.open_count + self.connecting >= self.max_connections:
+            self.saturated += 1
+        elif self.connecting < len(self.waiting):
+            self._open()
+
+    def release(self, conn: _Connection) -> None:
+        if self.waiting and not self.closing:
+            seq, kind, payload = self.waiting.popleft()
+            conn.send(seq, kind, payload)
+            return
+        self.busy.discard(conn)
+        conn.idle_since_ns = time.monotonic_ns()
+        self.idle.append(conn)
+
+    def forget(self, conn: _Connection) -> None:
+        self.busy.discard(conn)
+        try:
+            self.idle.remove(conn)
+        except ValueError:
+            pass
+        self.open_count -= 1
+        # Requests that were waiting for a socket need someone to open a new one.
+        if self.waiting and not self.closing and self.connecting < len(self.waiting) and self.open_count + self.connecting < self.max_connections:
+            self._open()
+
+    def _open(self) -> None:
+        self.connecting += 1
+        self.loop.create_task(self._connect())
+
+    async def _connect(self) -> None:
+        scheme, host, port = self.origin
+        try:
+            _, conn = await asyncio.wait_for(
+                self.loop.create_connection(
+                    lambda: _Connection(self), host, port, ssl=self.ssl_context, server_hostname=host if self.ssl_context else None
+                ),
+                self.connect_timeout_s,
+            )
+        except (OSError, asyncio.TimeoutError, ssl.SSLError) as error:
+            self.connecting -= 1
+            self._connect_failed(error)
+            return
+        self.connecting -= 1
+        self.open_count += 1
+        self.peak_open = max(self.peak_open, self.open_count)
+        self.connect_failures = 0
+        self.first_failure_ns = None
+        if self.closing:
+            conn.transport.close()  # type: ignore[union-attr]
+            return
+        self.busy.add(conn)
+        self.release(conn)
+
+    async def warm(self, count: int) -> None:
+        """Open idle connections ahead of the first request (a failure here is not a row)."""
+        scheme, host, port = self.origin
+
+        async def one() -> None:
+            try:
+                _, conn = await self.loop.create_connection(
+                    lambda: _Connection(self), host, port, ssl=self.ssl_context, server_hostname=host if self.ssl_context else None
+                )
+            except (OSError, ssl.SSLError):
+                return
+            self.open_count += 1
+            self.peak_open = max(self.peak_open, self.open_count)
+            conn.idle_since_ns = time.monotonic_ns()
+            self.idle.append(conn)
+
+        await asyncio.gather(*(one() for _ in range(min(count, self.max_connections))))
+
+    def _connect_failed(self, error: BaseException) -> None:
+        if isinstance(error, asyncio.TimeoutError):
+            text = f"connect to {self.origin[1]}:{self.origin[2]} timed out after {self.connect_timeout_s:g} s"
+        elif isinstance(error, ssl.SSLError):
+            text = f"TLS handshake with {self.origin[1]}:{self.origin[2]} failed ({error.reason or error}); pass --insecure for a self-signed certificate"
+        else:
+            text = f"cannot connect to {self.origin[1]}:{self.origin[2]} ({getattr(error, 'strerror', None) or error})"
+        self.last_connect_error = text
+        self.connect_failures += 1
+        if self.first_failure_ns is None:
+            self.first_failure_ns = time.monotonic_ns()
+        # The request at the head of the queue gets this attempt's failure as its row: it was
+        # due, it was attempted, and it cannot be sent. The next one gets its own attempt.
+        if self.waiting:
+            seq, _, _ = self.waiting.popleft()
+            self.complete(seq, None, time.monotonic_ns(), "failed", None, None, _shorten(text))
+        if self.waiting and not self.closing and self.connecting < len(self.waiting) and self.open_count + self.connecting < self.max_connections:
+            self._open()
+
+    def sweep_timeouts(self, now_ns: int, timeout_ns: int) -> None:
+        """Give up on requests older than the timeout (checked a few times a second, not per request)."""
+        timeout_s = timeout_ns / 1e9
+        for conn in [c for c in self.busy if c.seq >= 0 and now_ns - c.sent_ns > timeout_ns]:
+            conn.abort_timeout(timeout_s)
+
+    def drop_waiting(self) -> list[int]:
+        """Take the requests still waiting for a socket out of the queue (they were never sent)."""
+        seqs = [item[0] for item in self.waiting]
+        self.waiting.clear()
+        return seqs
+
+    def abort_in_flight(self, error: str) -> None:
+        for conn in list(self.busy):
+            if conn.seq >= 0:
+                conn._finish_error(error, outcome="timeout")
+            if conn.transport is not None:
+                conn.transport.abort()
+
+    def close(self) -> None:
+        self.closing = True
+        for conn in list(self.idle) + list(self.busy):
+            if conn.transport is not None:
+                conn.transport.close()
+        self.idle.clear()
+
+
+def ensure_fd_budget(max_connections: int, origins: int = 1, spare: int = 128) -> None:
+    """Raise the soft open-files limit so that every allowed connection can open; ConfigError if it cannot."""
+    import resource
+
+    needed = max_connections * max(origins, 1) + spare
+    soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
+    if soft == resource.RLIM_INFINITY or soft >= needed:
+        return
+    if hard != resource.RLIM_INFINITY and hard < needed:
+        raise ConfigError(
+            f"--max-connections: {max_connections} connections per host need about {needed} file descriptors "
+            f"but the hard limit is {hard}; lower --max-connections or raise the limit (ulimit -Hn)"
+        )
+    resource.setrlimit(resource.RLIMIT_NOFILE, (needed if hard == resource.RLIM_INFINITY else max(needed, min(hard, 65536)), hard))
+
+
+def make_ssl_context(insecure: bool) -> ssl.SSLContext:
+    context = ssl.create_default_context()
+    if insecure:
+        context.check_hostname = False
+        context.verify_mode = ssl.CERT_NONE
+    return context
+
+
+class Sender:
+    """Routes each prepared request to its origin's pool; reports sends and completions."""
+
+    def __init__(
+        self,
+        loop: asyncio.AbstractEventLoop,
+        requests: Sequence[PreparedRequest],
+        complete: Completion,
+        on_sent: Callable[[int, int], None],
+        max_connections: int = DEFAULT_MAX_CONNECTIONS,
+        insecure: bool = False,
+        connect_timeout_s: float = DEFAULT_CONNECT_TIMEOUT_S,
+    ):
+        self.pools: dict[Origin, ConnectionPool] = {}
+        self._routes: list[tuple[ConnectionPool, str, bytes]] = []
+        for request in requests:
+            pool = self.pools.get(request.origin)
+            if pool is None:
+                context = make_ssl_context(insecure) if request.origin[0] == "https" else None
+                pool = ConnectionPool(loop, request.origin, complete, on_sent, max_connections, context, connect_timeout_s, IDLE_REUSE_MAX_S[request.kind])
+                self.pools[request.origin] = pool
+            pool.idle_reuse_max_ns = min(pool.idle_reuse_max_ns, int(IDLE_REUSE_MAX_S[request.kind] * 1e9))
+            self._routes.append((pool, request.kind, request.payload))
+
+    def submit(self, seq: int, request_index: int) -> None:
+        pool, kind, payload = self._routes[request_index]
+        pool.submit(seq, kind, payload)
+
+    @property
+    def in_flight(self) -> int:
+        return sum(len(pool.busy) for pool in self.pools.values())
+
+    @property
+    def waiting(self) -> int:
+        return sum(len(pool.waiting) for pool in self.pools.values())
+
+    @property
+    def open_connections(self) -> int:
+        return sum(pool.open_count for pool in self.pools.values())
+
+    @property
+    def saturated(self) -> int:
+        return sum(pool.saturated for pool in self.pools.values())
+
+    @property
+    def peak_connections(self) -> int:
+        return sum(pool.peak_open for pool in self.pools.values())
+
+    async def warm(self, per_pool: int, until_ns: int) -> None:
+        """Open up to ``per_pool`` idle connections per origin before the run's zero (never after)."""
+        budget_s = (until_ns - time.monotonic_ns()) / 1e9
+        if budget_s <= 0.005:
+            return
+        tasks = [pool.loop.create_task(pool.warm(per_pool)) for pool in self.pools.values()]
+        done, pending = await asyncio.wait(tasks, timeout=budget_s - 0.005)
+        for task in pending:
+            task.cancel()
+
+    def sweep_timeouts(self, timeout_s: float) -> None:
+        now = time.monotonic_ns()
+        for pool in self.pools.values():
+            pool.sweep_timeouts(now, int(timeout_s * 1e9))
+
+    def unreachable_for_s(self) -> tuple[float, str | None]:
+        """How long every connection attempt to some origin has been failing, and why."""
+        worst, why = 0.0, None
+        now = time.monotonic_ns()
+        for pool in self.pools.values():
+            if pool.first_failure_ns is not None and pool.connect_failures > 0:
+                span = (now - pool.first_failure_ns) / 1e9
+                if span >= worst:
+                    worst, why = span, pool.last_connect_error
+        return worst, why
+
+    def drop_waiting(self) -> list[int]:
+        seqs: list[int] = []
+        for pool in self.pools.values():
+            seqs.extend(pool.drop_waiting())
+        return seqs
+
+    def abort_in_flight(self, error: str) -> None:
+        for pool in self.pools.values():
+            pool.abort_in_flight(error)
+
+    def close(self) -> None:
+        for pool in self.pools.values():
+            pool.close()

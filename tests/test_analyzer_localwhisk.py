@@ -1,0 +1,49 @@
+"""Real runs on the embedded localwhisk whose latency modes are known by construction.
+
+* ``spin`` (5 ms of CPU) at 8/s with a 50 ms pause grace: every sandbox is paused between two
+  invocations (125 ms apart), so every warm start resumes from pause: under-invoked.
+* ``spin`` (50 ms of CPU) at 40/s with a pool of 128 MB (one 128 MB sandbox): one sandbox serves at
+  most 20/s, so 40/s is twice its capacity: over-invoked.
+"""
+
+from __future__ import annotations
+
+import pytest
+
+pytest.importorskip("localwhisk.embedded")
+
+from analyzer import analyze_run  # noqa: E402
+from invoker.run import execute  # noqa: E402
+from invoker.workload import workload_from_dict  # noqa: E402
+
+
+def _run(tmp_path, rate, service_ms, duration_s, local_settings):
+    workload = workload_from_dict(
+        {
+            "test_name": f"spin-{rate:g}ps",
+            "test_duration_in_seconds": duration_s,
+            "random_seed": 7,
+            "blocking_cli": True,
+            "instances": {"spin": {"application": "spin", "distribution": "Uniform", "rate": rate, "params": {"service_ms": service_ms}}},
+        }
+    )
+    run_dir = execute(workload, tmp_path, local_settings=local_settings, progress=False)
+    return run_dir, analyze_run(run_dir, plots=False)
+
+
+def test_spin_at_8_per_s_with_50ms_grace_is_under_invoked(tmp_path):
+    run_dir, summary = _run(tmp_path, 8.0, 5, 4.0, {"pause_grace_ms": 50})
+    phase = summary["instances"][0]["phases"][0]
+    assert summary["run"]["status"] == "complete"
+    assert summary["records"]["missing"] == 0
+    assert phase["mode"] == "under-invoked", phase["mode_reasons"]
+    assert phase["resumed_fraction"] > 0.8
+    assert summary["start_classes"]["counts"]["cold"] >= 1
+
+
+def test_spin_at_twice_its_capacity_is_over_invoked(tmp_path):
+    run_dir, summary = _run(tmp_path, 40.0, 50, 3.0, {"pause_grace_ms": 50, "user_memory_mb": 128})
+    phase = summary["instances"][0]["phases"][0]
+    assert phase["mode"] == "over-invoked", phase["mode_reasons"]
+    assert phase["achieved_rps"] <= 0.9 * phase["offered_rps"]
+    assert phase["wait_ms_mean"] > phase["execution_ms_mean"]  # queueing shows up in waitTime

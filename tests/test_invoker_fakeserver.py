@@ -1,0 +1,215 @@
+"""A real HTTP server on 127.0.0.1 that answers like OpenWhisk, for the invoker's tests.
+
+The action name chooses the behaviour (the invoker cannot tell it is not OpenWhisk):
+
+- ``ok*``: 202 + activation id (header and body); blocking: 200 + the activation;
+- ``noheader``: 202 with the id only in the body;
+- ``throttled``: 429 with OpenWhisk's per-minute message and an activation-less error body;
+- ``apperr``: 502 with an activation whose result has an error (and the id header);
+- ``slow``: answers after ``server.slow_s`` seconds;
+- ``drop``: closes the connection without answering;
+- ``chunked``: 202 with a chunked body;
+- ``boom``: 500.
+
+``kill()`` stops the listener and cuts every open connection (a platform dying mid-run).
+The tests in this file check the server itself, so that the other tests can trust it.
+"""
+
+from __future__ import annotations
+
+import json
+import socket
+import threading
+import time
+import urllib.request
+import uuid
+from base64 import b64encode
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+
+AUTH = "23bc46b1-71f6-4ed5-8c54-816aa4f8c502:S3cr3tK3yNeverLeak0123456789abcdefghijklmnopqrstuvwxyzABCDEFGH"
+THROTTLE_MESSAGE = "Too many requests in the last minute (count: 61, allowed: 60)."
+LIMITS = {"actions_per_minute": 100000, "concurrent_actions": 1000, "triggers_per_minute": 60}
+
+
+class _Handler(BaseHTTPRequestHandler):
+    protocol_version = "HTTP/1.1"
+    server: "FakeOpenWhisk"
+
+    def log_message(self, *args) -> None:  # keep test output clean
+        pass
+
+    def setup(self) -> None:
+        super().setup()
+        self.server.track(self.connection)
+
+    def _send(self, status: int, body: object, headers: dict | None = None, chunked: bool = False) -> None:
+        data = json.dumps(body).encode()
+        self.send_response(status)
+        self.send_header("Content-Type", "application/json")
+        for key, value in (headers or {}).items():
+            self.send_header(key, value)
+        if chunked:
+            self.send_header("Transfer-Encoding", "chunked")
+            self.end_headers()
+            half = len(data) // 2
+            for piece in (data[:half], data[half:]):
+                self.wfile.write(b"%x\r\n" % len(piece) + piece + b"\r\n")
+            self.wfile.write(b"0\r\n\r\n")
+        else:
+            self.send_header("Content-Length", str(len(data)))
+            self.end_headers()
+            self.wfile.write(data)
+
+    def _authorized(self) -> bool:
+        expected = "Basic " + b64encode(self.server.auth.encode()).decode()
+        if self.headers.get("Authorization") != expected:
+            self._send(401, {"error": "The supplied authentication is invalid", "code": "x"})
+            return False
+        return True
+
+    def do_GET(self) -> None:
+        path = self.path.split("?")[0]
+        if path == "/":
+            self._send(200, {"description": "fake OpenWhisk for faasprof tests", "limits": self.server.limits, "runtimes": {}})
+            return
+        if not self._authorized():
+            return
+        if path == "/api/v1/namespaces":
+            self._send(200, ["guest"])
+            return
+        parts = path.split("/")
+        if len(parts) == 7 and parts[5] == "actions":
+            name = parts[6]
+            if name in self.server.known_actions:
+                self._send(200, {"name": name, "namespace": "guest", "exec": {"kind": "python:3"}})
+            else:
+                self._send(404, {"error": "The requested resource does not exist.", "code": "x"})
+            return
+        self._send(404, {"error": "The requested resource does not exist.", "code": "x"})
+
+    def do_POST(self) -> None:
+        length = int(self.headers.get("Content-Length") or 0)
+        body = self.rfile.read(length) if length else b""
+        path, _, query = self.path.partition("?")
+        server = self.server
+        with server.lock:
+            server.requests.append({"path": path, "query": query, "headers": dict(self.headers), "body": body, "t": time.monotonic(),
+                                    "client": self.client_address})
+        if path.startswith("/api/v1/web/"):
+            name = path.rsplit("/", 1)[-1]
+            aid = uuid.uuid4().hex
+            self._send(200, {"size": len(body)}, {"x-openwhisk-activation-id": aid})
+            return
+        if path.startswith("/generic"):
+            self._send(200, {"echo": json.loads(body or b"null")})
+            return
+        if not self._authorized():
+            return
+        name = path.rsplit("/", 1)[-1]
+        blocking = "blocking=true" in query
+        aid = uuid.uuid4().hex
+        header = {"x-openwhisk-activation-id": aid}
+        if name == "drop":
+            self.close_connection = True
+            self.connection.shutdown(socket.SHUT_RDWR)
+            return
+        if name == "slow":
+            time.sleep(server.slow_s)
+        if name == "throttled":
+            self._send(429, {"error": THROTTLE_MESSAGE, "code": "tid"})
+        elif name == "apperr":
+            self._send(502, {"activationId": aid, "response": {"status": "application error", "success": False, "result": {"error": "the function failed"}}}, header)
+        elif name == "boom":
+            self._send(500, {"error": "internal error", "code": "tid"})
+        elif name == "noheader":
+            self._send(202, {"activationId": aid})
+        elif name == "chunked":
+            self._send(202, {"activationId": aid}, header, chunked=True)
+        elif blocking:
+            self._send(200, {"activationId": aid, "response": {"status": "success", "success": True, "result": {}}}, header)
+        else:
+            self._send(202, {"activationId": aid}, header)
+
+
+class FakeOpenWhisk(ThreadingHTTPServer):
+    daemon_threads = True
+
+    def __init__(self, auth: str = AUTH, known_actions=("ok", "ok2", "slow", "drop", "throttled", "apperr", "boom", "noheader", "chunked")):
+        super().__init__(("127.0.0.1", 0), _Handler)
+        self.auth = auth
+        self.known_actions = set(known_actions)
+        self.limits = dict(LIMITS)
+        self.slow_s = 1.0
+        self.requests: list[dict] = []
+        self.lock = threading.Lock()
+        self._sockets: list[socket.socket] = []
+        self._thread = threading.Thread(target=self.serve_forever, kwargs={"poll_interval": 0.05}, daemon=True)
+
+    @property
+    def port(self) -> int:
+        return self.server_address[1]
+
+    @property
+    def apihost(self) -> str:
+        return f"http://127.0.0.1:{self.port}"
+
+    def track(self, sock: socket.socket) -> None:
+        with self.lock:
+            self._sockets.append(sock)
+
+    def start(self) -> "FakeOpenWhisk":
+        self._thread.start()
+        return self
+
+    def kill(self) -> None:
+        """Stop listening and cut every open connection."""
+        self.shutdown()
+        self.server_close()
+        with self.lock:
+            for sock in self._sockets:
+                try:
+                    sock.shutdown(socket.SHUT_RDWR)
+                except OSError:
+                    pass
+
+    def __enter__(self) -> "FakeOpenWhisk":
+        return self.start()
+
+    def __exit__(self, *exc) -> None:
+        if self._thread.is_alive():
+            self.kill()
+
+
+def _post(server: FakeOpenWhisk, name: str) -> tuple[int, dict, dict]:
+    request = urllib.request.Request(
+        f"{server.apihost}/api/v1/namespaces/_/actions/{name}?blocking=false",
+        data=b"{}",
+        headers={"Authorization": "Basic " + b64encode(server.auth.encode()).decode(), "Content-Type": "application/json"},
+    )
+    try:
+        with urllib.request.urlopen(request, timeout=5) as response:
+            return response.status, dict(response.headers), json.loads(response.read())
+    except urllib.error.HTTPError as error:
+        return error.code, dict(error.headers), json.loads(error.read())
+
+
+def test_fake_server_answers_like_openwhisk():
+    with FakeOpenWhisk() as server:
+        status, headers, body = _post(server, "ok")
+        assert status == 202 and body["activationId"] == headers["x-openwhisk-activation-id"]
+        status, _, body = _post(server, "throttled")
+        assert status == 429 and body["error"] == THROTTLE_MESSAGE
+        status, _, body = _post(server, "apperr")
+        assert status == 502 and body["response"]["result"]["error"]
+
+
+def test_fake_server_kill_refuses_new_connections():
+    server = FakeOpenWhisk().start()
+    port = server.port
+    server.kill()
+    try:
+        socket.create_connection(("127.0.0.1", port), timeout=1).close()
+        refused = False
+    except OSError:
+        refused = True
+    assert refused
