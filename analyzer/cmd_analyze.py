@@ -35,10 +35,12 @@ def print_summary(summary: dict, out=sys.stdout) -> None:
             def f(v, unit=""):
                 return "-" if v is None else f"{v:.4g}{unit}"
 
+            # A non-blocking call answers at acceptance: its latency is the platform's (wait + duration).
+            kind = "client" if phase.get("blocking", True) else "platform"
             print(
                 f"  {instance['instance']:<16} phase {phase['phase']} {phase['mode']:<13} "
                 f"offered {f(phase['offered_rps'], '/s')} achieved {f(phase['achieved_rps'], '/s')} "
-                f"p50 {f(phase['client_latency_ms_p50'], ' ms')} p99 {f(phase['client_latency_ms_p99'], ' ms')} "
+                f"{kind} latency p50 {f(phase[f'{kind}_latency_ms_p50'], ' ms')} p99 {f(phase[f'{kind}_latency_ms_p99'], ' ms')} "
                 f"cold {f(phase['cold_fraction'])} resumed {f(phase['resumed_fraction'])}",
                 file=out,
             )

@@ -495,11 +495,19 @@ def _analyze(run_dir: Path, platform: _Platform, say) -> None:
         say("analyzing")
     try:
         # The embedded platform is gone by now; its records are in activations.jsonl.
-        analyze_run(run_dir, connection=None if platform.embedded else platform.connection)
+        summary = analyze_run(run_dir, connection=None if platform.embedded else platform.connection)
     except (FaasprofError, OSError, ValueError) as error:
         text = f"analysis failed ({error}); the run is complete: retry with faasprof analyze {run_dir}"
         rundir.update_manifest(run_dir, analysis_error=text)
         print("warning: " + text, file=sys.stderr, flush=True)
+        return
+    if say:
+        from analyzer.cmd_analyze import print_summary
+
+        for warning in summary["warnings"]:
+            say(f"warning: {warning}")
+        print_summary(summary, out=sys.stderr)
+        say(f"report: {run_dir / rundir.ANALYSIS / 'report.html'}")
 
 
 def _loop_name() -> str:
