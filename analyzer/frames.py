@@ -20,6 +20,8 @@ Columns (units in the names; ``_s`` columns are seconds since the run's monotoni
                            NaN for non-blocking calls, which answer before the function runs
 ``platform_latency_ms``    wait + duration: the platform's own view (FaaSProfiler's latency)
 ``platform_end_s``         the record's ``end`` on the run clock
+``completion_latency_ms``  intended → the function's end: corrected latency for blocking calls,
+                           record end − intended for non-blocking ones (what the plots show)
 ``start_class``            cold | resumed | warm | unknown (see ``classify_starts``)
 ``status``                 the record's ``response.status``
 ``memory_mb``              the memory limit the activation ran with
@@ -256,6 +258,12 @@ def build_invocation_frame(invocations: pd.DataFrame, records: pd.DataFrame, man
     frame["overhead_ms"] = np.where(blocking, frame["client_latency_ms"].to_numpy() - (wait_ms + duration_ms), np.nan)
     frame["platform_latency_ms"] = wait_ms + duration_ms
     frame["platform_end_s"] = (end_ms - wall_zero_ms) / 1e3
+    # End to end from the planned instant to the function's end. A non-blocking call answers at
+    # acceptance, so its client latency says nothing of the run; the record's end does (on the
+    # platform's clock: on a remote OpenWhisk, clock skew between the hosts adds to it).
+    frame["completion_latency_ms"] = np.where(
+        blocking, frame["corrected_latency_ms"].to_numpy(), frame["platform_end_s"].to_numpy() * 1e3 - frame["intended_s"].to_numpy(dtype="float64") * 1e3
+    )
     grace, _ = pause_grace_ms(manifest)
     states = _take_category(rec, "container_state", position, has)
     function_codes = pd.Categorical(frame["function"]).codes

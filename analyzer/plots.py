@@ -70,12 +70,12 @@ def latency_over_time(run, path: Path) -> None:
         rows = answered[answered["start_class"] == name]
         if not len(rows):
             continue
-        lat = rows["corrected_latency_ms"].to_numpy(dtype="float64")
+        lat = rows["completion_latency_ms"].to_numpy(dtype="float64")
         idx = _subsample(lat)
         ax.scatter(rows["intended_s"].to_numpy()[idx], lat[idx], s=4, color=colour, label=f"{name} ({len(rows)})", alpha=0.7, linewidths=0)
     ax.set_yscale("log")
     ax.set_xlabel("planned send time (s since run start)")
-    ax.set_ylabel("corrected latency (ms)")
+    ax.set_ylabel("planned send → function end (ms)")
     ax.set_title(f"{run.test_name}: latency over time (shading: mode of each steady phase)")
     if ax.get_legend_handles_labels()[0]:
         ax.legend(loc="upper left", fontsize=8, markerscale=3)
@@ -129,7 +129,7 @@ def cdf(run, path: Path) -> None:
     frame = run.invocations[run.invocations["outcome"].isin(["ok", "app_error"])]
     fig, ax = plt.subplots(figsize=(8, 5))
     for function in _top_functions(frame) if len(frame) else []:
-        values = frame.loc[frame["function"] == function, "client_latency_ms"].to_numpy(dtype="float64")
+        values = frame.loc[frame["function"] == function, "completion_latency_ms"].to_numpy(dtype="float64")
         x, y = _ecdf_points(values)
         if not len(x):
             continue
@@ -141,7 +141,7 @@ def cdf(run, path: Path) -> None:
             ax.plot([q], [pct / 100], marker="o", color=line.get_color(), markersize=4)
             ax.annotate(f"p{pct:g} {q:.3g}", (q, pct / 100), textcoords="offset points", xytext=(4, -10), fontsize=7, color=line.get_color())
     ax.set_xscale("log")
-    ax.set_xlabel("client latency (ms)")
+    ax.set_xlabel("planned send → function end (ms; client latency for blocking calls)")
     ax.set_ylabel("fraction of invocations")
     ax.set_title(f"{run.test_name}: latency CDF")
     ax.grid(True, which="both", alpha=0.3)
@@ -203,7 +203,7 @@ def monitors(run, path: Path) -> bool:
     frame = run.invocations[run.invocations["outcome"].isin(["ok", "app_error"])]
     ax = axes[0, 0]
     _shade_modes(ax, run)
-    lat = frame["corrected_latency_ms"].to_numpy(dtype="float64")
+    lat = frame["completion_latency_ms"].to_numpy(dtype="float64")
     idx = _subsample(lat)
     ax.scatter(frame["intended_s"].to_numpy()[idx], lat[idx], s=3, color="#444444", linewidths=0)
     ax.set_yscale("log")
