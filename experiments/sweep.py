@@ -41,7 +41,6 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-import numpy as np
 
 from faasprof.errors import ConfigError, FaasprofError
 from faasprof.rundir import create_run_dir, update_manifest, write_json_atomic
@@ -177,10 +176,10 @@ def check_sweep(workload: Workload, connection: Any = None, root: str = "/") -> 
         from monitoring import allocation
 
         caps = allocation.discover(root=root)
+        # CAT and MBA apply per CPU, and sandboxes float over every CPU unless pinned: by default
+        # the allocation covers all CPUs, so no function escapes it on an unallocated one.
         cpus = sweep.get("function_cpus")
         control = None
-        if cpus is None:
-            control = [0] if len(caps.online_cpus) > 1 else None
         try:
             allocation.check_sweep_values(
                 caps,

@@ -77,11 +77,24 @@ def local_settings(args: argparse.Namespace, platform: dict) -> dict:
     return settings
 
 
+def _restore_leftover_allocations() -> None:
+    """A sweep that crashed may have left its cache allocation behind: undo it before measuring."""
+    from monitoring.allocation import cleanup_leftovers
+
+    try:
+        messages = cleanup_leftovers()
+    except Exception as error:  # a measurement must not fail for this; the doctor reports it
+        messages = [f"warning: could not check for leftover cache allocations ({error})"]
+    for line in messages:
+        print(line, file=sys.stderr)
+
+
 def main(args: argparse.Namespace) -> int:
     from faasprof.rundir import load_manifest
     from invoker.run import execute
     from invoker.workload import load_workload
 
+    _restore_leftover_allocations()
     options = _options(args)
     workload = load_workload(args.config, seed=args.seed)
     connection = resolve_connection(args, workload.platform, origin=args.config)

@@ -441,7 +441,7 @@ def _resolve_instance(name: str, spec: dict, top: dict, base_dir: Path | None, d
     if endpoint == "generic":
         for key in ("url", "data"):
             if key not in spec:
-                problems.add(f"{where}.{key}", f'required when endpoint is "generic"; add it')
+                problems.add(f"{where}.{key}", 'required when endpoint is "generic"; add it')
     else:
         for key in ("url", "data"):
             if key in spec:

@@ -1049,7 +1049,7 @@ class Allocation:
             cpu_text = format_cpu_list(self.plan.cpus)
             try:
                 self.fs.write(group / "cpus_list", cpu_text + "\n")
-            except OSError as exc:
+            except OSError:
                 raise RunError(f"{group}/cpus_list: the kernel refused {cpu_text!r}: {_last_cmd_status(resctrl)}") from None
             return self._readback_resctrl(group)
 

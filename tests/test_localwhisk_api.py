@@ -10,10 +10,9 @@ import zipfile
 import pytest
 import requests
 
-from invoker.client import OpenWhiskClient
-from invoker.connection import Connection
 from localwhisk.config import GUEST_AUTH
 from localwhisk.embedded import start_embedded
+from tests.localwhisk_driver import Lw, annotation
 
 pytestmark = pytest.mark.timeout(60)
 
@@ -21,43 +20,6 @@ ECHO_PY = "def main(args):\n    print('hello', args.get('x'))\n    return {'x': 
 ECHO_JS = "function main(args) { console.log('hi from node'); return {x: args.x}; }\n"
 SLEEP_PY = "import time\ndef main(args):\n    time.sleep(float(args.get('s', 1)))\n    return {'slept': args.get('s', 1)}\n"
 APP_ERROR_PY = "def main(args):\n    return {'error': 'bad input'}\n"
-
-
-def annotation(record, key, default=None):
-    for item in record.get("annotations", []):
-        if item["key"] == key:
-            return item["value"]
-    return default
-
-
-class Lw:
-    """A small test driver over a running localwhisk (the project's client plus raw requests)."""
-
-    def __init__(self, handle):
-        self.handle = handle
-        self.client = OpenWhiskClient(Connection(handle.apihost, handle.auth, "_", source="embedded"))
-        self.base = handle.apihost + "/api/v1/namespaces/_"
-        self.session = requests.Session()
-        self.session.auth = tuple(handle.auth.split(":", 1))
-
-    def put(self, name, code, kind="python:3", memory=256, timeout=60000, **extra):
-        body = {"exec": {"kind": kind, "code": code}, "limits": {"memory": memory, "timeout": timeout}, **extra}
-        return self.client.put_action(name, body)
-
-    def invoke(self, name, params=None, blocking=True, result=False):
-        return self.client.invoke(name, params or {}, blocking=blocking, result=result)
-
-    def record(self, activation_id, timeout_s=10.0):
-        deadline = time.monotonic() + timeout_s
-        while time.monotonic() < deadline:
-            record = self.client.get_activation(activation_id)
-            if record is not None:
-                return record
-            time.sleep(0.02)
-        raise AssertionError(f"no record for {activation_id}")
-
-    def pool(self):
-        return self.session.get(self.handle.apihost + "/localwhisk/v1/pool").json()["pool"]
 
 
 @pytest.fixture(scope="module")

@@ -8,11 +8,9 @@ import time
 from pathlib import Path
 
 import pytest
-import requests
 
-from invoker.client import OpenWhiskClient
-from invoker.connection import Connection
 from localwhisk.embedded import start_embedded
+from tests.localwhisk_driver import Lw, annotation
 
 pytestmark = pytest.mark.timeout(90)
 
@@ -22,50 +20,6 @@ CRASH_PY = "import os\ndef main(args):\n    print('about to crash', flush=True)\
 HANG_PY = "import time\ndef main(args):\n    time.sleep(5)\n    return {}\n"
 OOM_PY = "def main(args):\n    blob = b'x' * (400 * 1024 * 1024)\n    return {'n': len(blob)}\n"
 BROKEN_PY = "def main(args):\n    return {\n"
-
-
-def annotation(record, key, default=None):
-    for item in record.get("annotations", []):
-        if item["key"] == key:
-            return item["value"]
-    return default
-
-
-class Lw:
-    def __init__(self, handle):
-        self.handle = handle
-        self.client = OpenWhiskClient(Connection(handle.apihost, handle.auth, "_", source="embedded"))
-        self.session = requests.Session()
-        self.session.auth = tuple(handle.auth.split(":", 1))
-
-    def put(self, name, code, kind="python:3", memory=256, timeout=60000):
-        return self.client.put_action(name, {"exec": {"kind": kind, "code": code}, "limits": {"memory": memory, "timeout": timeout}})
-
-    def invoke(self, name, params=None, blocking=True):
-        return self.client.invoke(name, params or {}, blocking=blocking)
-
-    def record(self, activation_id, timeout_s=15.0):
-        deadline = time.monotonic() + timeout_s
-        while time.monotonic() < deadline:
-            record = self.client.get_activation(activation_id)
-            if record is not None:
-                return record
-            time.sleep(0.02)
-        raise AssertionError(f"no record for {activation_id}")
-
-    def pool(self):
-        return self.session.get(self.handle.apihost + "/localwhisk/v1/pool", timeout=5).json()["pool"]
-
-    def sandboxes(self, action):
-        return [sb for sb in self.pool()["sandboxes"] if sb["action"] == action]
-
-    def wait_for(self, predicate, timeout_s=5.0):
-        deadline = time.monotonic() + timeout_s
-        while time.monotonic() < deadline:
-            if predicate():
-                return True
-            time.sleep(0.02)
-        return predicate()
 
 
 def started(tmp_path, **settings):
