@@ -51,7 +51,7 @@ def detect(root: Path = Path("/sys/fs/cgroup")) -> tuple[str, dict[str, Path]]:
     return "rlimit", {}
 
 
-def _pid_alive(pid: int) -> bool:
+def pid_alive(pid: int) -> bool:
     try:
         os.kill(pid, 0)
     except ProcessLookupError:
@@ -121,7 +121,7 @@ class CgroupManager:
                 parts = path.name[len(PARENT_PREFIX):].split("-")
                 if not parts or not parts[0].isdigit() or path.name.startswith(f"{PARENT_PREFIX}probe"):
                     continue
-                if int(parts[0]) != os.getpid() and not _pid_alive(int(parts[0])):
+                if int(parts[0]) != os.getpid() and not pid_alive(int(parts[0])):
                     _remove_tree(path)
                     removed.append(str(path))
         return removed

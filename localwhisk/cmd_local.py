@@ -22,6 +22,7 @@ from pathlib import Path
 
 from faasprof.errors import ConfigError, NotReadyError, RunError
 from localwhisk.config import DEFAULT_DATA_DIR, GUEST_AUTH, add_settings_arguments, settings_argv, settings_from_args, validate_settings
+from localwhisk.cgroups import pid_alive as _pid_alive
 
 STATE_FILE = "localwhisk.json"
 START_TIMEOUT_S = 30.0
@@ -48,15 +49,6 @@ def main(args: argparse.Namespace) -> int:
 def _data_dir(args) -> Path:
     return Path(args.data_dir or DEFAULT_DATA_DIR).expanduser().resolve()
 
-
-def _pid_alive(pid: int) -> bool:
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    except PermissionError:
-        return True
-    return True
 
 
 def _read_state(data_dir: Path, port: int | None) -> dict:

@@ -286,16 +286,22 @@ class Sandbox:
 
     # -- event-loop callbacks -----------------------------------------------------------------
 
-    def _on_reply_readable(self) -> None:
-        fd = self._fds["reply"]
+    def _read_ready(self, fd: int) -> bytes | None:
+        """What a readable pipe holds; None when there is nothing (at EOF the reader is removed)."""
         try:
             data = os.read(fd, 1 << 20)
         except BlockingIOError:
-            return
+            return None
         except OSError:
             data = b""
         if not data:
             self._loop.remove_reader(fd)
+            return None
+        return data
+
+    def _on_reply_readable(self) -> None:
+        data = self._read_ready(self._fds["reply"])
+        if data is None:
             return
         self._reply_buf += data
         while b"\n" in self._reply_buf:
@@ -309,15 +315,8 @@ class Sandbox:
                 self._waiter.set_result(reply)
 
     def _on_log_readable(self, stream: str) -> None:
-        fd = self._fds[stream]
-        try:
-            data = os.read(fd, 1 << 20)
-        except BlockingIOError:
-            return
-        except OSError:
-            data = b""
-        if not data:
-            self._loop.remove_reader(fd)
+        data = self._read_ready(self._fds[stream])
+        if data is None:
             return
         buf = (self._out_buf if stream == "stdout" else self._err_buf) + data
         now_ns = time.time_ns()
