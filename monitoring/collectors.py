@@ -515,21 +515,94 @@ class RdtCollector(Collector):
         return data
 
 
-class ResctrlSampler(Collector):
+class SamplingCollector(Collector):
+    """A collector that reads files itself (no external tool) every ``interval_ms`` in a thread.
+
+    Subclasses set ``output_name``, ``header`` and ``thread_name``, and implement
+    ``sample_once()`` (append rows to ``self._handle``) and optionally ``_cleanup()``.
+    """
+
+    default_interval_ms = 500
+    header = ""
+    thread_name = "sampler"
+
+    def __init__(self, block: dict, context: dict):
+        super().__init__(block, context)
+        self.interval_ms = int(self.block.get("interval_ms") or self.default_interval_ms)
+        self._thread: threading.Thread | None = None
+        self._stop_event = threading.Event()
+        self._error: str | None = None
+        self._handle = None
+
+    def _begin_sampling(self, command: list[str], description: str) -> None:
+        """Write command.txt (what is read, since there is no tool), open the output, start the thread."""
+        assert self.dir is not None
+        self.command = command
+        (self.dir / "command.txt").write_text(description, encoding="utf-8")
+        for name in ("stdout.log", "stderr.log"):
+            (self.dir / name).touch()
+        self.outputs = [self.output_name]
+        self._handle = open(self.dir / self.output_name, "w", encoding="utf-8")
+        self._handle.write(self.header)
+        self._anchor()
+        self._thread = threading.Thread(target=self._loop, name=self.thread_name, daemon=True)
+        self._thread.start()
+
+    def _loop(self) -> None:
+        interval_s = self.interval_ms / 1000.0
+        next_at = time.monotonic()
+        try:
+            while True:
+                self.sample_once()
+                next_at += interval_s
+                if self._stop_event.wait(max(0.0, next_at - time.monotonic())):
+                    break
+            self.sample_once()  # the final, partial interval
+        except Exception as error:  # recorded, seen by alive() and stop()
+            self._error = f"{self.name}: sampling failed ({error})"
+
+    def sample_once(self) -> None:
+        raise NotImplementedError
+
+    def alive(self) -> bool:
+        if self.status != "running":
+            return False
+        if self._error or (self._thread is not None and not self._thread.is_alive()):
+            self.status = "died"
+            self.errors.append(self._error or f"{self.name}: the sampler stopped")
+            self._write_meta()
+            return False
+        return True
+
+    def _stop(self) -> None:
+        self._stop_event.set()
+        if self._thread is not None:
+            self._thread.join(STOP_WAIT_S)
+        if self._error:
+            self.errors.append(self._error)
+            self.status = "died"
+        if self._handle is not None:
+            self._handle.close()
+        self._cleanup()
+
+    def _cleanup(self) -> None:
+        """What a subclass undoes after the last sample."""
+
+
+class ResctrlSampler(SamplingCollector):
     """Reads ``mon_data`` of resctrl monitoring groups every interval (a thread, no tool)."""
 
     name = "rdt"
     output_name = "resctrl_samples.csv"
+    default_interval_ms = 100
+    header = "elapsed_ns,group,domain,llc_occupancy,mbm_total_bytes,mbm_local_bytes\n"
+    thread_name = "rdt-resctrl"
 
     def __init__(self, block: dict, context: dict):
         super().__init__(block, context)
-        self.interval_ms = int(self.block.get("interval_ms") or 100)
         self.mount: str | None = None
         self.groups: dict[str, str] = {}  # name → directory (host path)
         self._created: list[Path] = []
-        self._thread: threading.Thread | None = None
-        self._stop_event = threading.Event()
-        self._error: str | None = None
 
     def _check(self) -> str | None:
         info = resctrl_info(self.root)
@@ -565,20 +638,11 @@ class ResctrlSampler(Collector):
                 (path / "cpus_list").write_text(",".join(map(str, cpu_group)) + "\n")
                 # The name goes into a CSV column: no commas.
                 self.groups[f"g{index}:{'+'.join(map(str, cpu_group))}"] = str(path)
-        self.command = ["resctrl-read", str(base), f"every {self.interval_ms} ms", *self.groups]
-        (self.dir / "command.txt").write_text(
+        self._begin_sampling(
+            ["resctrl-read", str(base), f"every {self.interval_ms} ms", *self.groups],
             f"# resctrl monitoring read by faasprof (no external tool) every {self.interval_ms} ms\n"
             + "".join(f"{name}\t{path}\n" for name, path in self.groups.items()),
-            encoding="utf-8",
         )
-        for name in ("stdout.log", "stderr.log"):
-            (self.dir / name).touch()
-        self.outputs = [self.output_name]
-        self._anchor()
-        self._handle = open(self.dir / self.output_name, "w", encoding="utf-8")
-        self._handle.write("elapsed_ns,group,domain,llc_occupancy,mbm_total_bytes,mbm_local_bytes\n")
-        self._thread = threading.Thread(target=self._loop, name="rdt-resctrl", daemon=True)
-        self._thread.start()
 
     def _ctrl_group_of(self, base: Path, cpus: list[int]) -> Path:
         """The CTRL_MON group whose CPUs hold ``cpus`` (a MON group must stay inside its parent)."""
@@ -591,20 +655,7 @@ class ResctrlSampler(Collector):
                 return path
         return base
 
-    def _loop(self) -> None:
-        interval_s = self.interval_ms / 1000.0
-        next_at = time.monotonic()
-        try:
-            while True:
-                self._sample()
-                next_at += interval_s
-                if self._stop_event.wait(max(0.0, next_at - time.monotonic())):
-                    break
-            self._sample()  # the final, partial interval
-        except Exception as error:  # recorded, seen by alive()
-            self._error = f"rdt: reading resctrl failed ({error})"
-
-    def _sample(self) -> None:
+    def sample_once(self) -> None:
         elapsed = time.monotonic_ns() - (self.monotonic_ns_at_start or 0)
         lines = []
         for name, path in self.groups.items():
@@ -622,22 +673,7 @@ class ResctrlSampler(Collector):
         self._handle.write("".join(lines))
         self._handle.flush()
 
-    def alive(self) -> bool:
-        if self.status != "running":
-            return False
-        if self._error or (self._thread is not None and not self._thread.is_alive()):
-            self.status = "died"
-            self.errors.append(self._error or "rdt: the resctrl reader stopped")
-            return False
-        return True
-
-    def _stop(self) -> None:
-        self._stop_event.set()
-        if self._thread is not None:
-            self._thread.join(STOP_WAIT_S)
-        if self._error:
-            self.errors.append(self._error)
-        self._handle.close()
+    def _cleanup(self) -> None:
         for path in reversed(self._created):
             try:
                 path.rmdir()
@@ -941,22 +977,19 @@ def _cpu_from_processes(dirs: list[Path], sample: dict[str, int | None]) -> None
         return
 
 
-class CgroupCollector(Collector):
+class CgroupCollector(SamplingCollector):
     """Samples every sandbox cgroup (children of the platform's cgroup parents) at an interval."""
 
     name = "cgroups"
     output_name = "samples.csv"
+    header = ",".join(CGROUP_COLUMNS) + "\n"
+    thread_name = "cgroups-sampler"
 
     def __init__(self, block: dict, context: dict):
         super().__init__(block, context)
-        self.interval_ms = int(self.block.get("interval_ms") or 500)
         self.parents: dict[str, str] = {}
         self.sandboxes_seen: set[str] = set()
         self.samples = 0
-        self._thread: threading.Thread | None = None
-        self._stop_event = threading.Event()
-        self._error: str | None = None
-        self._handle = None
 
     def _check(self) -> str | None:
         parents = dict(self.context.get("cgroup_parents") or {})
@@ -1004,34 +1037,11 @@ class CgroupCollector(Collector):
         return parents
 
     def _start(self) -> None:
-        assert self.dir is not None
-        self.command = ["cgroup-read", f"every {self.interval_ms} ms", *self.parents.values()]
-        (self.dir / "command.txt").write_text(
+        self._begin_sampling(
+            ["cgroup-read", f"every {self.interval_ms} ms", *self.parents.values()],
             f"# cgroup files read by faasprof (no external tool) every {self.interval_ms} ms; sandboxes are the children of\n"
             + "".join(f"{controller}\t{path}\n" for controller, path in self.parents.items()),
-            encoding="utf-8",
         )
-        for name in ("stdout.log", "stderr.log"):
-            (self.dir / name).touch()
-        self.outputs = [self.output_name]
-        self._handle = open(self.dir / self.output_name, "w", encoding="utf-8")
-        self._handle.write(",".join(CGROUP_COLUMNS) + "\n")
-        self._anchor()
-        self._thread = threading.Thread(target=self._loop, name="cgroups-sampler", daemon=True)
-        self._thread.start()
-
-    def _loop(self) -> None:
-        interval_s = self.interval_ms / 1000.0
-        next_at = time.monotonic()
-        try:
-            while True:
-                self.sample_once()
-                next_at += interval_s
-                if self._stop_event.wait(max(0.0, next_at - time.monotonic())):
-                    break
-            self.sample_once()
-        except Exception as error:
-            self._error = f"cgroups: sampling failed ({error})"
 
     def sample_once(self) -> None:
         elapsed = time.monotonic_ns() - (self.monotonic_ns_at_start or 0)
@@ -1065,26 +1075,6 @@ class CgroupCollector(Collector):
         self._handle.write("".join(lines))
         self._handle.flush()
         self.samples += 1
-
-    def alive(self) -> bool:
-        if self.status != "running":
-            return False
-        if self._error or (self._thread is not None and not self._thread.is_alive()):
-            self.status = "died"
-            self.errors.append(self._error or "cgroups: the sampler stopped")
-            self._write_meta()
-            return False
-        return True
-
-    def _stop(self) -> None:
-        self._stop_event.set()
-        if self._thread is not None:
-            self._thread.join(STOP_WAIT_S)
-        if self._error:
-            self.errors.append(self._error)
-            self.status = "died"
-        if self._handle is not None:
-            self._handle.close()
 
     def describe(self) -> dict:
         data = super().describe()
