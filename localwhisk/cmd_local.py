@@ -13,7 +13,6 @@ import base64
 import json
 import os
 import signal
-import subprocess
 import sys
 import time
 import urllib.error
@@ -23,9 +22,9 @@ from pathlib import Path
 from faasprof.errors import ConfigError, NotReadyError, RunError
 from localwhisk.config import DEFAULT_DATA_DIR, GUEST_AUTH, add_settings_arguments, settings_argv, settings_from_args, validate_settings
 from localwhisk.cgroups import pid_alive as _pid_alive
+from localwhisk.embedded import launch_server
 
 STATE_FILE = "localwhisk.json"
-START_TIMEOUT_S = 30.0
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
@@ -94,42 +93,13 @@ def _start(args) -> int:
             print(state.get("apihost"))
             return 0
     data_dir.mkdir(parents=True, exist_ok=True)
-    port_file = data_dir / f"port-start-{os.getpid()}.json"
     values = {k: v for k, v in settings.__dict__.items()}
     values.pop("auth")
     argv = settings_argv({k: v for k, v in values.items() if v not in ("",)})
     if args.auth:
         argv += ["--auth", args.auth]
     log_path = Path(settings.log_file) if settings.log_file else data_dir / "localwhisk.log"
-    env = dict(os.environ)
-    repo_root = str(Path(__file__).resolve().parent.parent)
-    env["PYTHONPATH"] = repo_root + (os.pathsep + env["PYTHONPATH"] if env.get("PYTHONPATH") else "")
-    with open(log_path, "ab") as log_handle:
-        process = subprocess.Popen([sys.executable, "-m", "localwhisk", "serve", *argv, "--port-file", str(port_file)],
-                                   stdin=subprocess.DEVNULL, stdout=log_handle, stderr=log_handle,
-                                   start_new_session=True, env=env, cwd=str(data_dir))
-    deadline = time.monotonic() + START_TIMEOUT_S
-    try:
-        while time.monotonic() < deadline:
-            code = process.poll()
-            if code is not None:
-                raise NotReadyError(f"localwhisk exited with status {code} while starting: {_last_line(log_path)} (log: {log_path})")
-            if port_file.exists():
-                try:
-                    state = json.loads(port_file.read_text())
-                    _get_json(state["apihost"] + "/")
-                    break
-                except (ValueError, KeyError, OSError):
-                    pass
-            time.sleep(0.05)
-        else:
-            process.terminate()
-            raise NotReadyError(f"localwhisk did not answer GET / within {START_TIMEOUT_S:g} s (log: {log_path})")
-    finally:
-        try:
-            port_file.unlink()
-        except OSError:
-            pass
+    _, state, _ = launch_server(argv, data_dir, log_path)
     print(f"localwhisk running at {state['apihost']} (pid {state['pid']}, data dir {data_dir}, log {log_path})", file=sys.stderr)
     print(f"use it with: faasprof run WORKLOAD --apihost {state['apihost']} --auth <the guest key>  (stop: faasprof local stop --data-dir {data_dir})",
           file=sys.stderr)
@@ -179,11 +149,3 @@ def _status(args) -> int:
     for p in pool["prewarm"]:
         print(f"prewarm {p['kind']} {p['memory_mb']} MB ({p['state']})")
     return 0
-
-
-def _last_line(path: Path) -> str:
-    try:
-        lines = [line for line in path.read_text(errors="replace").splitlines() if line.strip()]
-    except OSError:
-        return "no log"
-    return lines[-1][:300] if lines else "no output"

@@ -122,24 +122,43 @@ def start_embedded(data_dir: Path | None = None, port: int = 0, user_memory_mb: 
     log_dir = Path(log_dir) if log_dir else data_dir
     log_dir.mkdir(parents=True, exist_ok=True)
     log_path = log_dir / "localwhisk.log"
-    port_file = data_dir / f"port-{os.getpid()}-{time.monotonic_ns()}.json"
     all_settings = {"port": port, "user_memory_mb": user_memory_mb, "pause_grace_ms": pause_grace_ms,
                     "data_dir": str(data_dir), "log_file": str(log_path), **settings}
     try:
         argv = settings_argv(all_settings)
     except ValueError as error:
         raise ConfigError(f"localwhisk settings: {error}") from None
-    command = [sys.executable, "-m", "localwhisk", "serve", *argv, "--port-file", str(port_file), "--parent-pid", str(os.getpid())]
+    auth = settings.get("auth") or GUEST_AUTH
+    namespace = settings.get("namespace") or GUEST_NAMESPACE
+    try:
+        process, state, info = launch_server(argv, data_dir, log_path, parent_pid=os.getpid())
+    except BaseException:
+        if owns:
+            shutil.rmtree(data_dir, ignore_errors=True)
+        raise
+    described = dict(info.get("localwhisk") or {})
+    described["limits"] = info.get("limits")
+    return LocalwhiskHandle(process, state["apihost"], auth, namespace, described, data_dir, owns, log_path)
+
+
+def launch_server(argv: list[str], data_dir: Path, log_path: Path, parent_pid: int | None = None) -> tuple[subprocess.Popen, dict, dict]:
+    """Start ``python -m localwhisk serve ARGV`` in its own session and wait until ``GET /`` answers.
+
+    Returns the process, the state it wrote to its port file (apihost, port, pid) and ``GET /``.
+    With ``parent_pid`` the server exits when that process does (the embedded case). On failure
+    the process is killed and NotReadyError says why in one line.
+    """
+    port_file = data_dir / f"port-{os.getpid()}-{time.monotonic_ns()}.json"
+    command = [sys.executable, "-m", "localwhisk", "serve", *argv, "--port-file", str(port_file)]
+    if parent_pid is not None:
+        command += ["--parent-pid", str(parent_pid)]
     env = dict(os.environ)
     repo_root = str(Path(__file__).resolve().parent.parent)
     env["PYTHONPATH"] = repo_root + (os.pathsep + env["PYTHONPATH"] if env.get("PYTHONPATH") else "")
     with open(log_path, "ab") as log_handle:
         process = subprocess.Popen(command, stdin=subprocess.DEVNULL, stdout=log_handle, stderr=log_handle,
                                    start_new_session=True, env=env, cwd=str(data_dir))
-    auth = settings.get("auth") or GUEST_AUTH
-    namespace = settings.get("namespace") or GUEST_NAMESPACE
     deadline = time.monotonic() + START_TIMEOUT_S
-    info = None
     try:
         while time.monotonic() < deadline:
             if process.poll() is not None:
@@ -147,28 +166,21 @@ def start_embedded(data_dir: Path | None = None, port: int = 0, user_memory_mb: 
             if port_file.exists():
                 try:
                     state = json.loads(port_file.read_text())
-                    info = _get_info(state["apihost"])
-                    break
+                    return process, state, _get_info(state["apihost"])
                 except (ValueError, KeyError, OSError):
                     pass
             time.sleep(0.02)
-        if info is None:
-            raise NotReadyError(f"localwhisk did not answer GET / within {START_TIMEOUT_S:g} s (log: {log_path})")
+        raise NotReadyError(f"localwhisk did not answer GET / within {START_TIMEOUT_S:g} s (log: {log_path})")
     except BaseException:
         if process.poll() is None:
             process.kill()
             process.wait(timeout=5)
-        if owns:
-            shutil.rmtree(data_dir, ignore_errors=True)
         raise
     finally:
         try:
             port_file.unlink()
         except OSError:
             pass
-    described = dict(info.get("localwhisk") or {})
-    described["limits"] = info.get("limits")
-    return LocalwhiskHandle(process, state["apihost"], auth, namespace, described, data_dir, owns, log_path)
 
 
 def _get_info(apihost: str) -> dict:
