@@ -58,13 +58,10 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def _load_workload(path: str) -> dict:
-    try:
-        with open(path, encoding="utf-8") as handle:
-            data = json.load(handle)
-    except FileNotFoundError:
-        raise ConfigError(f"{path}: no such file; pass a workload JSON (see workload_configs/)") from None
-    except json.JSONDecodeError as error:
-        raise ConfigError(f"{path}: not valid JSON ({error.msg} at line {error.lineno})") from None
+    # Only the monitoring and platform blocks matter here, so the JSON is read, not validated.
+    from invoker.workload import read_workload_json
+
+    data = read_workload_json(path)
     if not isinstance(data, dict):
         raise ConfigError(f"{path}: must be a JSON object (a workload)")
     return data
