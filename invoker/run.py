@@ -20,7 +20,6 @@ Order, and why:
 
 from __future__ import annotations
 
-import json
 import os
 import shutil
 import signal
@@ -37,6 +36,7 @@ import numpy as np
 
 from faasprof import rundir
 from faasprof.errors import FaasprofError, NotReadyError, RunError
+from invoker.activations import fetch_records, sort_records, write_records
 from invoker.connection import Connection
 from invoker.dispatch import DispatchOptions, Dispatcher, DispatchResult, new_event_loop
 from invoker.sender import KIND_GENERIC, PreparedRequest, ensure_fd_budget, prepare_request
@@ -616,43 +616,32 @@ def _utc_now() -> str:
 
 
 def _save_activations(platform: _Platform, run_dir: Path, manifest: dict, result: DispatchResult, warnings: list[str], say) -> None:
-    """Wait (bounded) until the platform stored every activation of the run; save them all."""
+    """Wait (bounded) until the platform stored every activation of the run; save them all.
+
+    The run's window is listed once; after that only what is still missing is asked for: by id
+    when few are, else by listing the window again.
+    """
     client = platform.client
     wanted = set(result.activation_ids)
     since_ms = manifest["clock"]["wall_ns_at_zero"] // 1_000_000 - 1000
     deadline = time.monotonic() + ACTIVATION_WAIT_S
-    records: dict[str, dict] = {}
-    announced = False
+    found: dict[str, dict] = {}
+    list_first, announced = True, False
     while True:
-        for record in client.iter_activations(since_ms=since_ms):
-            if isinstance(record, dict) and record.get("activationId"):
-                records[record["activationId"]] = record
-        missing = wanted - records.keys()
+        missing = wanted - found.keys()
+        upto_ms = time.time_ns() // 1_000_000 + 1000
+        records, _ = fetch_records(client, missing, since_ms, upto_ms, retry_delays_s=(), list_first=list_first)
+        found.update((record["activationId"], record) for record in records)
+        missing = wanted - found.keys()
         if not missing or time.monotonic() >= deadline:
             break
-        if len(missing) <= ACTIVATION_POLL_BY_ID_MAX:
-            for activation_id in list(missing):
-                record = client.get_activation(activation_id)
-                if record is not None:
-                    records[activation_id] = record
-            missing = wanted - records.keys()
-            if not missing:
-                break
+        list_first = len(missing) > ACTIVATION_POLL_BY_ID_MAX
         if say and not announced:
             say(f"waiting up to {ACTIVATION_WAIT_S:g} s for {len(missing):,} activation record(s) still running or being stored")
             announced = True
         time.sleep(1.0)
-    ordered = sorted(records.values(), key=lambda r: (r.get("start") or 0, r.get("activationId")))
-    path = run_dir / rundir.ACTIVATIONS
-    tmp = path.with_name("." + path.name + ".tmp")
-    with open(tmp, "w", encoding="utf-8") as handle:
-        for record in ordered:
-            handle.write(json.dumps(record, separators=(",", ":")) + "\n")
-        handle.flush()
-        os.fsync(handle.fileno())
-    os.replace(tmp, path)
-    missing = wanted - records.keys()
-    manifest["activations"] = {"saved": len(ordered), "expected": len(wanted), "missing": len(missing), "file": rundir.ACTIVATIONS}
+    saved = write_records(run_dir / rundir.ACTIVATIONS, sort_records(found.values()))
+    manifest["activations"] = {"saved": saved, "expected": len(wanted), "missing": len(missing), "file": rundir.ACTIVATIONS}
     if missing:
         text = f"{len(missing)} activation record(s) were not stored by the platform within {ACTIVATION_WAIT_S:g} s; their rows have no record"
         warnings.append(text)
