@@ -31,9 +31,10 @@ import json
 import os
 import re
 import threading
+from collections import deque
 import time
 from pathlib import Path
-from typing import Any, Iterable
+from typing import Any
 
 from faasprof import __version__
 from faasprof.errors import ConfigError, FormatError
@@ -241,33 +242,26 @@ class InvocationLog:
         self._handle = open(self.path, "x", encoding="utf-8", newline="")
         self._handle.write(",".join(INVOCATION_COLUMNS) + "\n")
         self._handle.flush()
-        self._pending: list[tuple] = []
+        # A deque, not a list swapped under the lock: append() takes no lock, and a row appended
+        # to a list just after the flush thread swapped it out would be lost.
+        self._pending: deque[tuple] = deque()
         self._lock = threading.Lock()
-        self._written = 0
         self._stop = threading.Event()
         self._interval_s = flush_interval_s
         self._thread = threading.Thread(target=self._flush_loop, name="invocation-log", daemon=True)
         self._thread.start()
 
-    @property
-    def rows_written(self) -> int:
-        return self._written
-
     def append(self, row: tuple) -> None:
         self._pending.append(row)
-
-    def extend(self, rows: Iterable[tuple]) -> None:
-        self._pending.extend(rows)
 
     def flush(self) -> None:
         with self._lock:
             if self._handle.closed:
                 return
-            rows, self._pending = self._pending, []
+            rows = [self._pending.popleft() for _ in range(len(self._pending))]
             if rows:
                 writer = csv.writer(self._handle, lineterminator="\n")
                 writer.writerows(["" if value is None else value for value in row] for row in rows)
-                self._written += len(rows)
             self._handle.flush()
             os.fsync(self._handle.fileno())
 
