@@ -11,6 +11,9 @@ says whether the function itself succeeded:
   throttled   429 Too Many Requests
   timeout     the client gave up waiting for the answer
   not_sent    never sent (the run stopped first, or no connection was free)
+  unanswered  reconstructed after a crash: the send journal says it was sent, no answer was recorded
+  unrecorded  reconstructed after a crash: planned (from the manifest), but neither a row nor a
+              journal line survived (the crash's last second); it may or may not have been sent
 
 ``FINAL_OUTCOMES`` (the analyzer's ``final_outcome``, the HTTP outcome joined with the record):
 
@@ -21,7 +24,8 @@ says whether the function itself succeeded:
   action_timeout   the action exceeded its time limit (``timeout`` annotation, or statusCode 2 with
                    OpenWhisk's "exceeded its time limits" message)
   no_record        accepted (or answered 502) but no activation record was found
-  throttled, failed, timeout, not_sent   as the HTTP outcome (there is no record to consult)
+  throttled, failed, timeout, not_sent, unanswered, unrecorded
+                   as the HTTP outcome (there is no record to consult)
 
 Only ``success`` enters the latency statistics and latency modes of successful work; every other
 final outcome is counted, and shown first when it happens.
@@ -31,7 +35,7 @@ from __future__ import annotations
 
 from typing import Any, Mapping
 
-HTTP_OUTCOMES = ("ok", "app_error", "failed", "throttled", "timeout", "not_sent")
+HTTP_OUTCOMES = ("ok", "app_error", "failed", "throttled", "timeout", "not_sent", "unanswered", "unrecorded")
 
 # The order is the order of display: successes last, the failures a researcher must see first.
 FINAL_OUTCOMES = (
@@ -44,6 +48,8 @@ FINAL_OUTCOMES = (
     "timeout",
     "failed",
     "not_sent",
+    "unanswered",
+    "unrecorded",
     "success",
 )
 FAILURE_OUTCOMES = tuple(o for o in FINAL_OUTCOMES if o != "success")
@@ -88,8 +94,9 @@ def final_outcome(http_outcome: str, record: Mapping[str, Any] | None) -> str:
         raise ValueError(f"unknown HTTP outcome {http_outcome!r} (expected one of {', '.join(HTTP_OUTCOMES)})")
     if http_outcome in ACCEPTED_HTTP_OUTCOMES:
         return record_outcome(record) if record is not None else "no_record"
-    # A record may still exist for a client timeout (the platform ran it): it says what happened.
-    if http_outcome == "timeout" and record is not None:
+    # A record may still exist for a client timeout or a send cut off by a crash (the platform ran
+    # it): it says what happened.
+    if http_outcome in ("timeout", "unanswered") and record is not None:
         return record_outcome(record)
     return http_outcome
 
