@@ -67,6 +67,10 @@ def main(args: argparse.Namespace) -> int:
                 "(pass --apihost/--auth); analyzing client-side data only",
                 file=sys.stderr,
             )
+    torn = rundir.completeness(run_dir).describe()
+    if torn:
+        # Stated before anything else: the rows present are not the plan.
+        print(f"warning: {run_dir}: {torn}; status {manifest.get('status')}", file=sys.stderr)
     summary = analyze_run(run_dir, connection, plots=not args.no_plots, progress=stderr_progress)
     for warning in summary["warnings"]:
         print(f"warning: {warning}", file=sys.stderr)

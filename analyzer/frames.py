@@ -78,7 +78,24 @@ def read_invocations_frame(run_dir: str | os.PathLike) -> pd.DataFrame:
     header = data.split(b"\n", 1)[0].decode("utf-8", "replace").strip()
     if tuple(header.split(",")) != rundir.INVOCATION_COLUMNS:
         raise FormatError(f"{path}: header is {header!r}, expected {','.join(rundir.INVOCATION_COLUMNS)}")
-    frame = pd.read_csv(
+    frame = _parse_invocations(data)
+    # A torn run (kill -9, disk full): every planned invocation without a row gets the row the
+    # run directory's reader reconstructs from the plan and the send journal.
+    missing, completeness = rundir.reconstruct_missing(run_dir, frame["seq"].tolist())
+    if missing:
+        text = ",".join(rundir.INVOCATION_COLUMNS) + "\n" + "".join(rundir.format_row(row) for row in missing)
+        frame = pd.concat([frame.astype({"instance": str, "function": str, "outcome": str}), _parse_invocations(text.encode()).astype({"instance": str, "function": str, "outcome": str})], ignore_index=True)
+        frame = frame.astype({"instance": "category", "function": "category", "outcome": "category"})
+    unknown = sorted(set(frame["outcome"].cat.categories) - set(rundir.OUTCOMES))
+    if unknown:
+        raise FormatError(f"{path}: outcome {unknown[0]!r} is not one of {', '.join(rundir.OUTCOMES)}; the file is not a faasprof invocation log of a version this faasprof reads")
+    frame = frame.sort_values("seq", kind="stable").drop_duplicates("seq", keep="last").reset_index(drop=True)
+    frame.attrs["completeness"] = completeness.to_json()
+    return frame
+
+
+def _parse_invocations(data: bytes) -> pd.DataFrame:
+    return pd.read_csv(
         io.BytesIO(data),
         dtype={
             "seq": "int64",
@@ -96,11 +113,6 @@ def read_invocations_frame(run_dir: str | os.PathLike) -> pd.DataFrame:
         na_values={c: [""] for c in ("intended_ns", "sent_ns", "done_ns", "http_status")},
         engine="c",
     )
-    unknown = sorted(set(frame["outcome"].cat.categories) - set(rundir.OUTCOMES))
-    if unknown:
-        raise FormatError(f"{path}: outcome {unknown[0]!r} is not one of {', '.join(rundir.OUTCOMES)}; the file is not a faasprof invocation log of a version this faasprof reads")
-    frame = frame.sort_values("seq", kind="stable").drop_duplicates("seq", keep="last").reset_index(drop=True)
-    return frame
 
 
 def records_frame(columns: dict[str, list] | list[tuple]) -> pd.DataFrame:

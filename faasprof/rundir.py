@@ -5,7 +5,11 @@
     runs/<test_name>-<UTC yyyymmddThhmmss>/
       manifest.json      format_version, resolved workload, platform, host, tools, clock anchor,
                          status, counts (see ``new_manifest``)
+      plan.bin           the planned schedule (intended time and instance of every seq), written
+                         before the first send (``write_plan``/``read_plan``)
       invocations.csv    one row per planned invocation (``INVOCATION_COLUMNS``)
+      sends.csv          the send journal: ``seq,sent_ns`` per request written, on disk within a
+                         second of the send; the invocation's row completes it
       monitors/<name>/   command.txt, stdout.log, stderr.log and the tool's raw output
       activations.jsonl  raw activation records
       analysis/          derived, rebuildable
@@ -17,6 +21,14 @@ the invoker takes the anchor at the zero itself, so ``wall_ns(t) = clock.wall_ns
 
 Format versions (``FORMAT_VERSION``):
   1: first version.
+  2: adds ``plan.bin`` and the send journal ``sends.csv``, and the outcomes ``unanswered`` and
+     ``unrecorded`` of rows reconstructed for a torn run (read back by ``read_invocations`` and
+     ``reconstruct_missing``). Version 1 runs are still read; a torn one can only be counted.
+
+A torn run (the invoker killed, the disk full) is reconstructed by every reader: the plan says what
+was due, the journal what was sent, the rows what was answered. A planned invocation without a row
+becomes ``unanswered`` when the journal has its send, ``unrecorded`` when nothing of it survived.
+The rows present are never taken for the plan.
 
 A run directory is never overwritten: creation uses ``mkdir`` (which fails if the path exists) and
 adds a ``-2``, ``-3`` … suffix when two runs start in the same second.
@@ -30,20 +42,26 @@ import io
 import json
 import os
 import re
+import sys
 import threading
-from collections import deque
 import time
+from array import array
+from collections import deque
+from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, Iterable
 
 from faasprof import __version__
 from faasprof.errors import ConfigError, FormatError
+from faasprof.outcomes import HTTP_OUTCOMES
 
-FORMAT_VERSION = 1
-SUPPORTED_FORMAT_VERSIONS = (1,)
+FORMAT_VERSION = 2
+SUPPORTED_FORMAT_VERSIONS = (1, 2)
 
 MANIFEST = "manifest.json"
 INVOCATIONS = "invocations.csv"
+PLAN = "plan.bin"
+SENDS = "sends.csv"
 ACTIVATIONS = "activations.jsonl"
 MONITORS = "monitors"
 ANALYSIS = "analysis"
@@ -60,7 +78,11 @@ INVOCATION_COLUMNS = (
     "activation_id",
     "error",
 )
-OUTCOMES = ("ok", "app_error", "failed", "throttled", "timeout", "not_sent")
+OUTCOMES = HTTP_OUTCOMES
+SENDS_HEADER = "seq,sent_ns\n"
+PLAN_MAGIC = b"faasprof-plan 1\n"
+UNANSWERED_ERROR = "sent, but the run stopped before its answer was recorded (torn run; see the manifest's status)"
+UNRECORDED_ERROR = "planned, but neither its row nor its send survived the crash (it may or may not have been sent)"
 STATUSES = ("running", "complete", "interrupted", "aborted")
 
 # How often buffered invocation rows must reach the disk (the contract says at least once a second).
@@ -230,21 +252,38 @@ def format_row(row: tuple) -> str:
 
 
 class InvocationLog:
-    """Appends rows to ``invocations.csv`` and makes them durable at least every FLUSH_INTERVAL_S.
+    """Appends rows to ``invocations.csv`` and send lines to ``sends.csv``, durable every FLUSH_INTERVAL_S.
 
-    ``append`` is cheap and thread-safe (it only buffers); a background thread writes, flushes and
-    fsyncs. ``close`` writes whatever is left. A ``kill -9`` loses at most the rows of the last
-    flush interval.
+    ``append`` (a finished invocation's row) and ``sent`` (a request just written) are cheap and
+    thread-safe: they only put a tuple in a deque. A background thread formats, writes and fsyncs
+    both files; ``close`` writes whatever is left. A ``kill -9`` loses at most the last flush
+    interval of sends and rows.
+
+    A write that fails (disk full, I/O error) stops all further writing: the files keep every
+    complete line written before it (a line cut short is dropped by the readers), ``error`` holds
+    one line saying what failed, and ``lost`` counts the rows that could not be written. The owner
+    polls ``error`` and stops the run.
     """
 
-    def __init__(self, run_dir: str | os.PathLike, flush_interval_s: float = FLUSH_INTERVAL_S):
+    def __init__(self, run_dir: str | os.PathLike, flush_interval_s: float = FLUSH_INTERVAL_S, journal: bool = True):
         self.path = Path(run_dir) / INVOCATIONS
-        self._handle = open(self.path, "x", encoding="utf-8", newline="")
-        self._handle.write(",".join(INVOCATION_COLUMNS) + "\n")
-        self._handle.flush()
-        # A deque, not a list swapped under the lock: append() takes no lock, and a row appended
+        self.sends_path = Path(run_dir) / SENDS
+        self._fd = os.open(self.path, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_APPEND, 0o644)
+        self._sends_fd: int | None = None
+        self.error: str | None = None
+        self.lost = 0
+        try:
+            _write_all(self._fd, (",".join(INVOCATION_COLUMNS) + "\n").encode())
+            if journal:
+                self._sends_fd = os.open(self.sends_path, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_APPEND, 0o644)
+                _write_all(self._sends_fd, SENDS_HEADER.encode())
+        except OSError:
+            self._close_fds()
+            raise
+        # Deques, not lists swapped under the lock: append() takes no lock, and a row appended
         # to a list just after the flush thread swapped it out would be lost.
         self._pending: deque[tuple] = deque()
+        self._sends: deque[tuple[int, int]] = deque()
         self._lock = threading.Lock()
         self._stop = threading.Event()
         self._interval_s = flush_interval_s
@@ -254,16 +293,35 @@ class InvocationLog:
     def append(self, row: tuple) -> None:
         self._pending.append(row)
 
+    def sent(self, seq: int, sent_ns: int) -> None:
+        """A request was written at ``sent_ns`` (run clock); its row will complete it."""
+        self._sends.append((seq, sent_ns))
+
     def flush(self) -> None:
         with self._lock:
-            if self._handle.closed:
+            if self._fd < 0:
                 return
+            sends = self._sends
             rows = [self._pending.popleft() for _ in range(len(self._pending))]
-            if rows:
-                writer = csv.writer(self._handle, lineterminator="\n")
-                writer.writerows(["" if value is None else value for value in row] for row in rows)
-            self._handle.flush()
-            os.fsync(self._handle.fileno())
+            if self.error is not None:
+                self.lost += len(rows)
+                sends.clear()
+                return
+            try:
+                if self._sends_fd is not None:
+                    lines = [sends.popleft() for _ in range(len(sends))]
+                    if lines:
+                        _write_all(self._sends_fd, "".join([f"{seq},{sent_ns}\n" for seq, sent_ns in lines]).encode())
+                    os.fsync(self._sends_fd)
+                if rows:
+                    buffer = io.StringIO()
+                    csv.writer(buffer, lineterminator="\n").writerows(["" if value is None else value for value in row] for row in rows)
+                    _write_all(self._fd, buffer.getvalue().encode("utf-8"))
+                    rows = []
+                os.fsync(self._fd)
+            except OSError as error:
+                self.lost += len(rows)
+                self.error = f"{self.path.parent}: cannot write the run's files ({error.strerror or error}); free space on that file system or pass --out on another one"
 
     def _flush_loop(self) -> None:
         while not self._stop.wait(self._interval_s):
@@ -275,14 +333,194 @@ class InvocationLog:
             self._thread.join()
         self.flush()
         with self._lock:
-            if not self._handle.closed:
-                self._handle.close()
+            self._close_fds()
+
+    def _close_fds(self) -> None:
+        for fd in (self._fd, self._sends_fd):
+            if fd is not None and fd >= 0:
+                try:
+                    os.close(fd)
+                except OSError:
+                    pass
+        self._fd, self._sends_fd = -1, None
 
 
-def read_invocations(run_dir: str | os.PathLike) -> list[dict[str, str]]:
+def _write_all(fd: int, data: bytes) -> None:
+    view = memoryview(data)
+    while view:
+        written = os.write(fd, view)
+        view = view[written:]
+
+
+# -- the plan ------------------------------------------------------------------------------------
+
+
+@dataclass
+class Plan:
+    """The planned schedule as written before the first send: seq ``i`` is due at ``intended_ns[i]``."""
+
+    intended_ns: array  # 'q'
+    instance_idx: array  # 'i'
+    instance_names: list[str]
+    functions: list[str]
+
+    def __len__(self) -> int:
+        return len(self.intended_ns)
+
+
+def write_plan(run_dir: str | os.PathLike, intended_ns: Any, instance_idx: Any, instance_names: Iterable[str], functions: Iterable[str]) -> None:
+    """``plan.bin``: a magic line, a JSON line (count, instances), then int64 times and int32 owners.
+
+    ``intended_ns`` and ``instance_idx`` are anything with the buffer protocol in native byte
+    order (numpy arrays, ``array``); the file states the byte order it was written in.
+    """
+    times, owners = memoryview(intended_ns).cast("B"), memoryview(instance_idx).cast("B")
+    count = len(times) // 8
+    if len(owners) // 4 != count:
+        raise ValueError("plan: intended_ns (int64) and instance_idx (int32) differ in length")
+    header = {"count": count, "byteorder": sys.byteorder, "instances": list(instance_names), "functions": list(functions)}
+    path = Path(run_dir) / PLAN
+    with open(path, "xb") as handle:
+        handle.write(PLAN_MAGIC)
+        handle.write(json.dumps(header).encode() + b"\n")
+        handle.write(times)
+        handle.write(owners)
+        handle.flush()
+        os.fsync(handle.fileno())
+
+
+def read_plan(run_dir: str | os.PathLike) -> Plan | None:
+    """The run's plan, or None when it has none (format version 1, or it stopped before writing it)."""
+    path = Path(run_dir) / PLAN
+    try:
+        data = path.read_bytes()
+    except FileNotFoundError:
+        return None
+    try:
+        if not data.startswith(PLAN_MAGIC):
+            raise ValueError("not a faasprof plan")
+        end = data.index(b"\n", len(PLAN_MAGIC))
+        header = json.loads(data[len(PLAN_MAGIC) : end])
+        count = int(header["count"])
+        body = memoryview(data)[end + 1 :]
+        if len(body) != count * 12:
+            raise ValueError(f"{len(body)} bytes for {count} invocations")
+        times, owners = array("q"), array("i")
+        times.frombytes(body[: count * 8])
+        owners.frombytes(body[count * 8 :])
+        if header.get("byteorder", sys.byteorder) != sys.byteorder:
+            times.byteswap()
+            owners.byteswap()
+        names, functions = list(header["instances"]), list(header["functions"])
+    except (ValueError, KeyError, TypeError) as error:
+        raise FormatError(f"{path}: unreadable ({error}); the run's plan is damaged, so a torn run cannot be reconstructed") from None
+    return Plan(times, owners, names, functions)
+
+
+# -- reading invocations, and reconstructing a torn run -------------------------------------------
+
+
+def read_sends(run_dir: str | os.PathLike) -> dict[int, int]:
+    """The send journal as ``{seq: sent_ns}`` (a line cut short by a crash is dropped)."""
+    path = Path(run_dir) / SENDS
+    try:
+        text = path.read_text(encoding="utf-8")
+    except FileNotFoundError:
+        return {}
+    sends: dict[int, int] = {}
+    for line in text[: text.rfind("\n") + 1].splitlines()[1:]:
+        seq, _, sent = line.partition(",")
+        try:
+            sends[int(seq)] = int(sent)
+        except ValueError:
+            continue
+    return sends
+
+
+@dataclass
+class Completeness:
+    """How the rows on disk compare with the plan: what ``analyze`` states about a torn run."""
+
+    planned: int | None  # None: unknown (a version-1 run without counts)
+    rows: int
+    unanswered: int = 0  # reconstructed: journal says sent, no row
+    unrecorded: int = 0  # reconstructed: planned, no row, no journal line
+    uncounted: int = 0  # missing but not reconstructable (no plan file): counted only
+    plan_source: str = PLAN
+    notes: list[str] = field(default_factory=list)
+
+    @property
+    def missing(self) -> int:
+        return self.unanswered + self.unrecorded + self.uncounted
+
+    def to_json(self) -> dict:
+        return {"planned": self.planned, "rows": self.rows, "rows_missing": self.missing, "unanswered": self.unanswered,
+                "unrecorded": self.unrecorded, "uncounted": self.uncounted, "plan_source": self.plan_source}
+
+    def describe(self) -> str | None:
+        """One line for a torn run, None for a whole one."""
+        if not self.missing:
+            return None
+        parts = []
+        if self.unanswered:
+            parts.append(f"{self.unanswered:,} sent without a recorded answer (unanswered)")
+        if self.unrecorded:
+            parts.append(f"{self.unrecorded:,} with neither row nor send on disk (unrecorded)")
+        if self.uncounted:
+            parts.append(f"{self.uncounted:,} that cannot be reconstructed (a format-1 run has no plan or send journal)")
+        return f"torn run: {self.missing:,} of {self.planned:,} planned invocations have no row: " + "; ".join(parts)
+
+
+def reconstruct_missing(run_dir: str | os.PathLike, present_seqs: Iterable[int], manifest: dict | None = None) -> tuple[list[tuple], Completeness]:
+    """Rows (``INVOCATION_COLUMNS`` tuples) for every planned invocation without one, and the tally.
+
+    The plan comes from ``plan.bin``; a run without one (format 1) falls back to the manifest's
+    planned count, which can only be counted. ``present_seqs`` are the seqs of the rows read.
+    """
+    run_dir = Path(run_dir)
+    present = list(present_seqs)
+    plan = read_plan(run_dir)
+    if plan is None:
+        if manifest is None:
+            try:
+                manifest = load_manifest(run_dir)
+            except (FormatError, ConfigError):
+                manifest = None
+        planned = ((manifest or {}).get("counts") or {}).get("planned")
+        planned = int(planned) if isinstance(planned, int) and planned > 0 else None
+        missing = max(0, planned - len(set(present))) if planned is not None else 0
+        return [], Completeness(planned, len(present), uncounted=missing, plan_source="manifest counts" if planned else "none")
+    n = len(plan)
+    seen = bytearray(n)
+    for seq in present:
+        if 0 <= seq < n:
+            seen[seq] = 1
+    report = Completeness(n, len(present))
+    if seen.count(0) == 0:
+        return [], report
+    sends = read_sends(run_dir)
+    rows = []
+    names, functions, intended, owners = plan.instance_names, plan.functions, plan.intended_ns, plan.instance_idx
+    seq = seen.find(0)
+    while seq >= 0:
+        owner = owners[seq]
+        sent_ns = sends.get(seq)
+        if sent_ns is not None:
+            rows.append((seq, names[owner], functions[owner], intended[seq], sent_ns, None, "unanswered", None, None, UNANSWERED_ERROR))
+            report.unanswered += 1
+        else:
+            rows.append((seq, names[owner], functions[owner], intended[seq], None, None, "unrecorded", None, None, UNRECORDED_ERROR))
+            report.unrecorded += 1
+        seq = seen.find(0, seq + 1)
+    return rows, report
+
+
+def read_invocations(run_dir: str | os.PathLike, reconstruct: bool = True) -> list[dict[str, str]]:
     """Rows of ``invocations.csv`` as dicts of strings (the analyzer types them with pandas).
 
-    A final line cut short by a crash is dropped, not an error.
+    A final line cut short by a crash is dropped, not an error. With ``reconstruct`` (the default)
+    every planned invocation without a row gets its reconstructed row (``reconstruct_missing``),
+    so a torn run reads as the whole plan; the result is ordered by ``seq``.
     """
     path = Path(run_dir) / INVOCATIONS
     try:
@@ -295,7 +533,22 @@ def read_invocations(run_dir: str | os.PathLike) -> list[dict[str, str]]:
     header = next(reader, None)
     if header is None or tuple(header) != INVOCATION_COLUMNS:
         raise FormatError(f"{path}: header is {header!r}, expected {','.join(INVOCATION_COLUMNS)}")
-    return [dict(zip(INVOCATION_COLUMNS, row)) for row in reader if len(row) == len(INVOCATION_COLUMNS)]
+    rows = [dict(zip(INVOCATION_COLUMNS, row)) for row in reader if len(row) == len(INVOCATION_COLUMNS)]
+    if not reconstruct:
+        return rows
+    extra, _ = reconstruct_missing(run_dir, (int(row["seq"]) for row in rows if row["seq"].isdigit()))
+    if not extra:
+        return rows
+    rows.extend(dict(zip(INVOCATION_COLUMNS, ("" if value is None else str(value) for value in row))) for row in extra)
+    rows.sort(key=lambda row: int(row["seq"]) if row["seq"].isdigit() else -1)
+    return rows
+
+
+def completeness(run_dir: str | os.PathLike) -> Completeness:
+    """The torn-run tally of a run directory (reads ``invocations.csv`` and the plan)."""
+    rows = read_invocations(run_dir, reconstruct=False)
+    _, report = reconstruct_missing(run_dir, {int(row["seq"]) for row in rows if row["seq"].isdigit()})
+    return report
 
 
 def monitor_dir(run_dir: str | os.PathLike, name: str) -> Path:

@@ -102,7 +102,7 @@ class Dispatcher:
     """Runs one schedule against prepared requests and writes one row per planned invocation.
 
     ``row_sink`` receives tuples in ``faasprof.rundir.INVOCATION_COLUMNS`` order (usually
-    ``InvocationLog.append``). ``checks`` are called every ``WATCH_INTERVAL_S``; one returning
+    ``InvocationLog.append``); ``journal`` (usually ``InvocationLog.sent``) each send as it happens. ``checks`` are called every ``WATCH_INTERVAL_S``; one returning
     ``(status, reason)`` stops the run with that status. ``say`` prints progress lines.
     """
 
@@ -117,6 +117,7 @@ class Dispatcher:
         checks: Sequence[Callable[[], tuple[str, str] | None]] = (),
         say: Callable[[str], None] | None = None,
         duration_s: float | None = None,
+        journal: Callable[[int, int], None] | None = None,
     ):
         self.intended = np.asarray(intended_ns, dtype=np.int64)
         self.instance_idx = np.asarray(instance_idx, dtype=np.int32)
@@ -125,6 +126,9 @@ class Dispatcher:
         self.instances = list(instances)
         self.requests = list(requests)
         self.row_sink = row_sink
+        # Told of every send (seq, sent_ns on the run clock) the moment its bytes are written:
+        # usually ``InvocationLog.sent``, the send journal that survives a kill -9.
+        self.journal = journal
         self.options = options or DispatchOptions()
         self.checks = list(checks)
         self.say = say
@@ -156,6 +160,9 @@ class Dispatcher:
         self.sent_rel[seq] = rel
         self.sent += 1
         self._selfwatch.window.append(rel - self._intended_list[seq])
+        journal = self.journal
+        if journal is not None:
+            journal(seq, rel)
 
     def _complete(self, seq: int, sent_ns: int | None, done_ns: int | None, outcome: str, status: int | None, activation_id: str | None, error: str | None) -> None:
         if self.recorded[seq]:

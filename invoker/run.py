@@ -35,7 +35,7 @@ from typing import Any, Callable
 import numpy as np
 
 from faasprof import rundir
-from faasprof.errors import FaasprofError, NotReadyError, RunError
+from faasprof.errors import ConfigError, FaasprofError, NotReadyError, RunError
 from invoker.activations import fetch_records, sort_records, write_records
 from invoker.connection import Connection
 from invoker.dispatch import DispatchOptions, Dispatcher, DispatchResult, new_event_loop
@@ -47,6 +47,7 @@ POST_SCRIPT_TIMEOUT_S = 600.0
 ACTIVATION_WAIT_S = 120.0  # bound on waiting for the embedded platform's outstanding records
 ACTIVATION_POLL_BY_ID_MAX = 500  # fewer missing than this: ask for them one by one
 LOCALWHISK_STOP_TIMEOUT_S = 10.0
+LOCALWHISK_DIR = "localwhisk"  # the embedded platform's data directory inside the run directory
 
 
 def _say_to_stderr(line: str) -> None:
@@ -183,17 +184,18 @@ class _Platform:
             self.handle.stop(timeout_s=LOCALWHISK_STOP_TIMEOUT_S)
 
 
-def _start_embedded(local_settings: dict | None, say: Callable[[str], None] | None) -> tuple[Any, Path]:
+def _start_embedded(local_settings: dict | None, data_dir: Path, say: Callable[[str], None] | None) -> tuple[Any, Path]:
+    """Start localwhisk with its data (records, logs) in ``data_dir``, inside the run directory,
+    so that its records survive a crash of the invoker and ``analyze`` finds them."""
     try:
         from localwhisk.embedded import start_embedded
     except ImportError as error:
         raise NotReadyError(f"the embedded localwhisk is not installed ({error}); pass --apihost/--auth for an OpenWhisk, or reinstall faasprof (./setup.sh)") from None
     settings = dict(local_settings or {})
-    log_dir = Path(tempfile.mkdtemp(prefix="faasprof-localwhisk-logs-"))
-    settings.setdefault("log_dir", log_dir)
+    settings["data_dir"] = data_dir
+    settings.setdefault("log_dir", data_dir)
     if say:
         say("starting the embedded localwhisk (no --apihost, platform block or ~/.wskprops names a platform)")
-    # On failure the log directory stays: the message points into it.
     try:
         handle = start_embedded(**settings)
     except FaasprofError:
@@ -201,6 +203,29 @@ def _start_embedded(local_settings: dict | None, say: Callable[[str], None] | No
     except Exception as error:
         raise NotReadyError(f"the embedded localwhisk did not start: {str(error).splitlines()[0] if str(error) else type(error).__name__}") from None
     return handle, Path(settings["log_dir"])
+
+
+def check_out_dir(out_dir: str | os.PathLike) -> None:
+    """``--out`` must be (or be creatable as) a writable directory: ConfigError before anything starts."""
+    out = Path(out_dir)
+    probe = out
+    while not probe.exists():
+        if probe.parent == probe:
+            break
+        probe = probe.parent
+    if probe.exists() and not probe.is_dir():
+        raise ConfigError(f"--out {out}: {probe} is not a directory; pass --out DIR with a writable directory")
+    if not probe.exists() or not os.access(probe, os.W_OK | os.X_OK):
+        what = "is read-only" if probe.exists() else "does not exist"
+        raise ConfigError(f"--out {out}: {probe} {what}; pass --out DIR with a writable directory")
+    if probe == out:
+        # os.access ignores a read-only mount for root: try for real.
+        try:
+            fd, name = tempfile.mkstemp(prefix=".faasprof-probe-", dir=out)
+            os.close(fd)
+            os.unlink(name)
+        except OSError as error:
+            raise ConfigError(f"--out {out}: cannot write there ({error.strerror or error}); pass --out DIR with a writable directory") from None
 
 
 def _ensure_actions(platform: _Platform, workload: Any) -> None:
@@ -325,6 +350,7 @@ def execute(
 
     say = _say_to_stderr if progress else None
     options = options or DispatchOptions()
+    check_out_dir(out_dir)
     schedule = build_schedule(workload)
     needs_openwhisk = any(instance.endpoint != "generic" for instance in workload.instances)
     platform = _Platform()
@@ -333,10 +359,15 @@ def execute(
     previous_term = signal.getsignal(signal.SIGTERM)
     if main_thread:
         signal.signal(signal.SIGTERM, _term_as_interrupt)
+    run_dir: Path | None = None
+    running = False
     try:
         if needs_openwhisk:
             if connection is None:
-                platform.handle, platform.log_dir = _start_embedded(local_settings, say)
+                # The embedded platform keeps its data in the run directory, so the directory
+                # exists from here on; a failed pre-flight removes it again.
+                run_dir = _create_run_dir(out_dir, workload.test_name)
+                platform.handle, platform.log_dir = _start_embedded(local_settings, run_dir / LOCALWHISK_DIR, say)
                 connection = Connection(apihost=platform.handle.apihost, auth=platform.handle.auth, namespace=platform.handle.namespace, source="embedded")
             if connection.insecure:
                 options.insecure = True
@@ -358,12 +389,23 @@ def execute(
         from monitoring.host import collect_host, tool_versions
 
         host, tools = collect_host("/"), tool_versions()
-        run_dir = rundir.create_run_dir(out_dir, workload.test_name)
+        if run_dir is None:
+            run_dir = _create_run_dir(out_dir, workload.test_name)
+        running = True
         return _run(workload, schedule, run_dir, platform, requests, collectors, warnings, host, tools, options, say, analyze)
     finally:
         platform.stop()
+        if run_dir is not None and not running:
+            shutil.rmtree(run_dir, ignore_errors=True)
         if main_thread:
             signal.signal(signal.SIGTERM, previous_term)
+
+
+def _create_run_dir(out_dir, test_name: str) -> Path:
+    try:
+        return rundir.create_run_dir(out_dir, test_name)
+    except OSError as error:
+        raise ConfigError(f"--out {out_dir}: cannot create the run directory ({error.strerror or error}); pass --out DIR with a writable directory") from None
 
 
 def _term_as_interrupt(signum, frame):  # outside the send loop, SIGTERM unwinds like Ctrl-C
@@ -386,8 +428,15 @@ def _run(workload, schedule, run_dir: Path, platform: _Platform, requests, colle
         warnings=list(warnings),
     )
     manifest["counts"]["planned"] = planned
-    rundir.write_manifest(run_dir, manifest)
-    log = rundir.InvocationLog(run_dir)
+    try:
+        rundir.write_manifest(run_dir, manifest)
+        # The plan on disk before the first send: a reader of a torn run compares it with the
+        # send journal and the rows, never taking the rows present for the plan.
+        rundir.write_plan(run_dir, np.ascontiguousarray(schedule.intended_ns, dtype=np.int64), np.ascontiguousarray(schedule.instance_idx, dtype=np.int32),
+                          [i.name for i in workload.instances], [i.function for i in workload.instances])
+        log = rundir.InvocationLog(run_dir)
+    except OSError as error:
+        raise RunError(f"{run_dir}: cannot write the run directory ({error.strerror or error}); free space there or pass --out on another file system") from None
     scripts: dict[str, ScriptRun] = {}
     started: list = []
     result: DispatchResult | None = None
@@ -419,9 +468,10 @@ def _run(workload, schedule, run_dir: Path, platform: _Platform, requests, colle
             requests,
             log.append,
             options,
-            checks=[_collector_check(started, warnings, say), _platform_check(platform)],
+            checks=[_log_check(log), _collector_check(started, warnings, say), _platform_check(platform)],
             say=say,
             duration_s=workload.duration_s,
+            journal=log.sent,
         )
         result = _dispatch(dispatcher, zero_ns)
         status, reason = result.status, result.reason
@@ -435,8 +485,18 @@ def _run(workload, schedule, run_dir: Path, platform: _Platform, requests, colle
             dispatcher.stop_status, dispatcher.stop_reason = status, reason
             dispatcher._fill_not_sent()
         log.close()
-        if result is None and dispatcher is None:
-            _complete_rows_after_failure(run_dir, schedule, workload, reason)
+        if result is None and dispatcher is None and log.error is None:
+            try:
+                _complete_rows_after_failure(run_dir, schedule, workload, reason)
+            except OSError as error:
+                log.error = f"{run_dir}: cannot write the run's files ({error.strerror or error}); free space on that file system or pass --out on another one"
+        if log.error is not None:
+            # A failed write stops the run; a reader reconstructs the rows that could not be written.
+            if reason != log.error and status != "complete":
+                warnings.append(f"before the write failed, the run had stopped ({status}: {reason})")
+            status, reason = "aborted", log.error
+            if log.lost:
+                warnings.append(f"{log.lost:,} rows could not be written; readers reconstruct them from the plan and the send journal (unanswered/unrecorded)")
         for collector in started:
             collector.stop()
         runtime = scripts.get("runtime_script")
@@ -474,12 +534,15 @@ def _run(workload, schedule, run_dir: Path, platform: _Platform, requests, colle
             if say:
                 say("warning: " + script_failure)
     if platform.embedded:
-        platform.stop()  # before its log is copied, so the copy includes the shutdown
-    if platform.embedded and platform.log_dir is not None and platform.log_dir.exists():
-        shutil.copytree(platform.log_dir, run_dir / "localwhisk-logs", dirs_exist_ok=True)
-        shutil.rmtree(platform.log_dir, ignore_errors=True)
-        manifest["platform"]["log_dir"] = "localwhisk-logs"
-    _finish_manifest(run_dir, manifest, status, reason, result, started, scripts, warnings, planned)
+        platform.stop()
+        manifest["platform"]["data_dir"] = LOCALWHISK_DIR
+        manifest["platform"]["log"] = f"{LOCALWHISK_DIR}/localwhisk.log"
+    try:
+        _finish_manifest(run_dir, manifest, status, reason, result, started, scripts, warnings, planned)
+    except OSError as error:
+        # The disk is full: the manifest keeps status running, which every reader takes for a
+        # torn run (plan vs send journal vs rows).
+        raise RunError(f"{run_dir}: the run stopped: {reason}; the manifest could not be updated either ({error.strerror or error})") from None
     if failure is not None:
         raise RunError(f"{run_dir}: the run stopped: {reason}") from failure
     if analyze and status == "complete":
@@ -534,6 +597,15 @@ def _collector_check(collectors: list, warnings: list[str], say) -> Callable[[],
             if say:
                 say("warning: " + text)
         return None
+
+    return check
+
+
+def _log_check(log: rundir.InvocationLog) -> Callable[[], tuple[str, str] | None]:
+    """The first failed write (a full disk) stops the run: sending on would only lose more rows."""
+
+    def check() -> tuple[str, str] | None:
+        return ("aborted", log.error) if log.error is not None else None
 
     return check
 

@@ -15,6 +15,8 @@ Usage::
 
 from __future__ import annotations
 
+import ctypes
+import ctypes.util
 import json
 import os
 import shutil
@@ -22,6 +24,7 @@ import signal
 import subprocess
 import sys
 import tempfile
+import threading
 import time
 import urllib.error
 import urllib.request
@@ -32,6 +35,40 @@ from faasprof.errors import ConfigError, NotReadyError
 from localwhisk.config import GUEST_AUTH, GUEST_NAMESPACE, SETTING_NAMES, Settings, settings_argv, validate_settings
 
 START_TIMEOUT_S = 30.0
+PR_SET_PDEATHSIG = 1  # <linux/prctl.h>
+
+
+def _load_prctl():
+    """libc's ``prctl``, looked up once in the parent: the child between fork and exec must not load libraries."""
+    if not sys.platform.startswith("linux"):
+        return None
+    try:
+        libc = ctypes.CDLL(ctypes.util.find_library("c") or None, use_errno=True)
+        return libc.prctl
+    except (OSError, AttributeError):
+        return None
+
+
+_PRCTL = _load_prctl()
+
+
+def _die_with(parent_pid: int):
+    """A ``preexec_fn`` that makes the child get SIGTERM when its parent dies (even by kill -9).
+
+    The kernel sends it when the *thread* that forked the child exits, so this is only used from
+    the main thread; the server's own parent-pid watchdog (``--parent-pid``, polled every second)
+    covers every case. SIGTERM lets the server stop in order: unfreeze and remove its sandboxes,
+    record unfinished activations, flush its store.
+    """
+    prctl = _PRCTL
+
+    def preexec() -> None:
+        if prctl is not None:
+            prctl(PR_SET_PDEATHSIG, int(signal.SIGTERM), 0, 0, 0)
+        if os.getppid() != parent_pid:  # the parent died before prctl took effect
+            os.kill(os.getpid(), signal.SIGTERM)
+
+    return preexec
 
 
 class LocalwhiskHandle:
@@ -145,7 +182,9 @@ def launch_server(argv: list[str], data_dir: Path, log_path: Path, parent_pid: i
     """Start ``python -m localwhisk serve ARGV`` in its own session and wait until ``GET /`` answers.
 
     Returns the process, the state it wrote to its port file (apihost, port, pid) and ``GET /``.
-    With ``parent_pid`` the server exits when that process does (the embedded case). On failure
+    With ``parent_pid`` the server exits when that process does (the embedded case): at once
+    through PR_SET_PDEATHSIG when started from the main thread, else within a second through its
+    watchdog. On failure
     the process is killed and NotReadyError says why in one line.
     """
     port_file = data_dir / f"port-{os.getpid()}-{time.monotonic_ns()}.json"
@@ -155,9 +194,10 @@ def launch_server(argv: list[str], data_dir: Path, log_path: Path, parent_pid: i
     env = dict(os.environ)
     repo_root = str(Path(__file__).resolve().parent.parent)
     env["PYTHONPATH"] = repo_root + (os.pathsep + env["PYTHONPATH"] if env.get("PYTHONPATH") else "")
+    preexec = _die_with(parent_pid) if parent_pid is not None and threading.current_thread() is threading.main_thread() else None
     with open(log_path, "ab") as log_handle:
         process = subprocess.Popen(command, stdin=subprocess.DEVNULL, stdout=log_handle, stderr=log_handle,
-                                   start_new_session=True, env=env, cwd=str(data_dir))
+                                   start_new_session=True, env=env, cwd=str(data_dir), preexec_fn=preexec)
     deadline = time.monotonic() + START_TIMEOUT_S
     try:
         while time.monotonic() < deadline:

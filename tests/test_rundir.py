@@ -83,3 +83,97 @@ def test_rows_survive_kill_9(tmp_path):
 def test_truncated_last_line_is_dropped(tmp_path):
     (tmp_path / "invocations.csv").write_text(",".join(rundir.INVOCATION_COLUMNS) + "\n0,i0,f,1,2,3,ok,202,a,\n1,i0,f,4,5")
     assert len(rundir.read_invocations(tmp_path)) == 1
+
+
+# -- the plan, the send journal and torn runs ------------------------------------------------------
+
+
+def _torn_run(tmp_path, planned=10, rows=range(0, 4), sends=range(0, 7)):
+    """A run directory as a kill -9 leaves it: plan and manifest written, some sends, some rows."""
+    from array import array
+
+    clock = rundir.ClockAnchor(0, 1_000)
+    manifest = rundir.new_manifest("t", {"test_name": "t"}, clock)
+    manifest["counts"]["planned"] = planned
+    rundir.write_manifest(tmp_path, manifest)
+    rundir.write_plan(tmp_path, array("q", [i * 100 for i in range(planned)]), array("i", [i % 2 for i in range(planned)]), ["a", "b"], ["fa", "fb"])
+    log = rundir.InvocationLog(tmp_path, flush_interval_s=0.05)
+    for seq in sends:
+        log.sent(seq, seq * 100 + 5)
+    for seq in rows:
+        log.append((seq, "ab"[seq % 2], ("fa", "fb")[seq % 2], seq * 100, seq * 100 + 5, seq * 100 + 50, "ok", 202, f"id{seq}", None))
+    log.close()
+    return tmp_path
+
+
+def test_plan_roundtrip(tmp_path):
+    from array import array
+
+    rundir.write_plan(tmp_path, array("q", [5, 7, 2**40]), array("i", [0, 1, 0]), ["x", "y"], ["f", "g"])
+    plan = rundir.read_plan(tmp_path)
+    assert list(plan.intended_ns) == [5, 7, 2**40] and list(plan.instance_idx) == [0, 1, 0]
+    assert plan.instance_names == ["x", "y"] and plan.functions == ["f", "g"] and len(plan) == 3
+    with pytest.raises(FileExistsError):  # never overwritten
+        rundir.write_plan(tmp_path, array("q", [1]), array("i", [0]), ["x"], ["f"])
+    (tmp_path / rundir.PLAN).write_bytes((tmp_path / rundir.PLAN).read_bytes()[:-3])
+    with pytest.raises(FormatError, match="plan.bin: unreadable"):
+        rundir.read_plan(tmp_path)
+
+
+def test_send_journal_has_a_line_per_send(tmp_path):
+    log = rundir.InvocationLog(tmp_path, flush_interval_s=0.05)
+    log.sent(3, 1234)
+    log.sent(1, 99)
+    time.sleep(0.3)  # the flush thread, not close(), makes them durable
+    assert (tmp_path / rundir.SENDS).read_text() == "seq,sent_ns\n3,1234\n1,99\n"
+    log.close()
+    assert rundir.read_sends(tmp_path) == {3: 1234, 1: 99}
+
+
+def test_torn_run_is_reconstructed_from_plan_journal_and_rows(tmp_path):
+    run = _torn_run(tmp_path)
+    rows = rundir.read_invocations(run)
+    assert [int(r["seq"]) for r in rows] == list(range(10))
+    assert [r["outcome"] for r in rows] == ["ok"] * 4 + ["unanswered"] * 3 + ["unrecorded"] * 3
+    assert rows[5]["sent_ns"] == "505" and rows[5]["instance"] == "b" and rows[5]["function"] == "fb" and rows[5]["intended_ns"] == "500"
+    assert rows[8]["sent_ns"] == "" and rows[8]["done_ns"] == ""
+    report = rundir.completeness(run)
+    assert (report.planned, report.rows, report.unanswered, report.unrecorded, report.missing) == (10, 4, 3, 3, 6)
+    assert report.describe().startswith("torn run: 6 of 10 planned invocations have no row: 3 sent without a recorded answer")
+    assert len(rundir.read_invocations(run, reconstruct=False)) == 4
+
+
+def test_whole_run_needs_no_reconstruction(tmp_path):
+    run = _torn_run(tmp_path, planned=5, rows=range(5), sends=range(5))
+    assert rundir.completeness(run).describe() is None
+    assert [r["outcome"] for r in rundir.read_invocations(run)] == ["ok"] * 5
+
+
+def test_format_1_torn_run_is_counted_from_the_manifest(tmp_path):
+    clock = rundir.ClockAnchor(0, 1_000)
+    manifest = rundir.new_manifest("t", {"test_name": "t"}, clock)
+    manifest["format_version"] = 1
+    manifest["counts"]["planned"] = 8
+    rundir.write_manifest(tmp_path, manifest)
+    (tmp_path / "invocations.csv").write_text(",".join(rundir.INVOCATION_COLUMNS) + "\n0,i0,f,1,2,3,ok,202,a,\n1,i0,f,4,5,6,ok,202,b,\n")
+    assert rundir.load_manifest(tmp_path)["format_version"] == 1
+    assert len(rundir.read_invocations(tmp_path)) == 2
+    report = rundir.completeness(tmp_path)
+    assert (report.planned, report.uncounted, report.plan_source) == (8, 6, "manifest counts")
+    assert "6 that cannot be reconstructed" in report.describe()
+
+
+def test_a_failed_write_stops_writing_and_keeps_what_was_written(tmp_path):
+    log = rundir.InvocationLog(tmp_path, flush_interval_s=60)
+    log.append((0, "i0", "f", 1, 2, 3, "ok", 202, "a", None))
+    log.flush()
+    full = os.open("/dev/full", os.O_WRONLY)
+    os.dup2(full, log._fd)  # every later write fails with ENOSPC, as on a full disk
+    os.close(full)
+    log.append((1, "i0", "f", 4, 5, 6, "ok", 202, "b", None))
+    log.flush()
+    assert log.error and "No space left on device" in log.error and "--out" in log.error
+    log.append((2, "i0", "f", 7, 8, 9, "ok", 202, "c", None))
+    log.close()
+    assert log.lost == 2
+    assert [r["seq"] for r in rundir.read_invocations(tmp_path)] == ["0"]
