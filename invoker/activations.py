@@ -28,6 +28,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Callable, Iterable
 
+from faasprof import rundir
+
 PAGE_LIMIT = 200  # OpenWhisk's maximum ``limit`` for GET .../activations
 DEFAULT_RETRY_DELAYS_S = (0.5, 1.0, 2.0, 4.0)
 MAX_ID_LOOKUPS_PER_ROUND = 2000
@@ -161,3 +163,138 @@ def write_records(path: str | os.PathLike, records: Iterable[dict]) -> int:
         os.fsync(handle.fileno())
     os.replace(tmp, path)
     return count
+
+
+# -- waiting for a run's records ------------------------------------------------------------------
+
+DEFAULT_ACTION_TIMEOUT_MS = 60_000  # OpenWhisk's default action time limit
+RECORD_STORE_MARGIN_S = 15.0  # after an action's time limit: the platform's own delay in storing it
+WAIT_POLL_S = 1.0
+WAIT_PROGRESS_S = 5.0
+WINDOW_MARGIN_MS = 1_000
+
+
+def action_time_limits_ms(client, functions: Iterable[str]) -> dict[str, int]:
+    """Each action's time limit (``limits.timeout``), OpenWhisk's default where it cannot be read."""
+    limits: dict[str, int] = {}
+    for name in sorted(set(functions)):
+        timeout = None
+        try:
+            action = client.get_action(name)
+        except Exception:  # a control-plane hiccup costs only precision in the deadline
+            action = None
+        if isinstance(action, dict):
+            timeout = (action.get("limits") or {}).get("timeout")
+        limits[name] = int(timeout) if isinstance(timeout, (int, float)) and timeout > 0 else DEFAULT_ACTION_TIMEOUT_MS
+    return limits
+
+
+def wait_for_records(
+    client,
+    wanted: Iterable[str],
+    since_ms: int,
+    deadline_monotonic_s: float,
+    found: dict[str, dict],
+    say: Callable[[str], None] | None = None,
+    sleep: Callable[[float], None] = time.sleep,
+    clock: Callable[[], float] = time.monotonic,
+    wall_ms: Callable[[], int] = lambda: time.time_ns() // 1_000_000,
+) -> set[str]:
+    """Poll until every wanted activation has a record or the deadline passes; returns the missing ids.
+
+    Records go into ``found`` as they arrive, so a caller interrupted (Ctrl-C) still holds every
+    record fetched so far. The window is listed first; afterwards only what is missing is asked
+    for (by id when few are, else by listing the window again). Progress goes to ``say``.
+    """
+    wanted = {i for i in wanted if i}
+    list_first = True
+    next_progress = clock() + WAIT_PROGRESS_S
+    announced = False
+    while True:
+        missing = wanted - found.keys()
+        if not missing:
+            return set()
+        records, _ = fetch_records(client, missing, since_ms, wall_ms() + WINDOW_MARGIN_MS, retry_delays_s=(), list_first=list_first)
+        found.update((record["activationId"], record) for record in records)
+        missing = wanted - found.keys()
+        now = clock()
+        if not missing or now >= deadline_monotonic_s:
+            return missing
+        list_first = len(missing) > MAX_ID_LOOKUPS_PER_ROUND
+        if say and (not announced or now >= next_progress):
+            say(f"waiting for activation records: {len(wanted) - len(missing):,} of {len(wanted):,} stored, "
+                f"{len(missing):,} still running or being stored; giving up in {deadline_monotonic_s - now:.0f} s (Ctrl-C saves what was fetched)")
+            announced = True
+            next_progress = now + WAIT_PROGRESS_S
+        sleep(min(WAIT_POLL_S, max(0.0, deadline_monotonic_s - now)))
+
+
+def read_record_ids(path: str | os.PathLike) -> dict[str, dict]:
+    """The records of an existing ``activations.jsonl`` by id (unreadable lines skipped)."""
+    records: dict[str, dict] = {}
+    try:
+        handle = open(path, encoding="utf-8")
+    except FileNotFoundError:
+        return records
+    with handle:
+        for line in handle:
+            try:
+                record = json.loads(line)
+            except ValueError:
+                continue
+            if isinstance(record, dict) and isinstance(record.get("activationId"), str):
+                records[record["activationId"]] = record
+    return records
+
+
+def save_run_records(run_dir: str | os.PathLike, client, say: Callable[[str], None] | None = None, wait: bool = True,
+                     clock: Callable[[], float] = time.monotonic, report: dict | None = None) -> dict:
+    """Fetch every record of a run into its ``activations.jsonl``, waiting for activations still running.
+
+    The deadline is derived from the run, not fixed: the last send plus the longest time limit of
+    the run's actions plus ``RECORD_STORE_MARGIN_S`` (nothing can still be running after that).
+    Records already saved are kept; the file is written (atomically) on every exit path, a
+    Ctrl-C included, before the interrupt goes on. Returns the report for the manifest/summary
+    (filled into ``report`` when given, so an interrupted caller has it too): expected, saved,
+    missing, the deadline and why records are missing.
+    """
+    run_dir = Path(run_dir)
+    manifest = rundir.load_manifest(run_dir)
+    rows = rundir.read_invocations(run_dir)
+    wanted = {row["activation_id"] for row in rows if row["activation_id"]}
+    functions = {row["function"] for row in rows if row["activation_id"]}
+    sent = [int(row["sent_ns"]) for row in rows if row["sent_ns"]]
+    wall_zero_ns = int((manifest.get("clock") or {}).get("wall_ns_at_zero", 0))
+    since_ms = (wall_zero_ns + (min(sent) if sent else 0)) // 1_000_000 - WINDOW_MARGIN_MS
+    last_sent_wall_ms = (wall_zero_ns + (max(sent) if sent else 0)) // 1_000_000
+    path = run_dir / rundir.ACTIVATIONS
+    found = {key: value for key, value in read_record_ids(path).items() if key in wanted}
+    limits = action_time_limits_ms(client, functions) if wanted - found.keys() else {}
+    longest_ms = max(limits.values(), default=DEFAULT_ACTION_TIMEOUT_MS)
+    deadline_wall_ms = last_sent_wall_ms + longest_ms + int(RECORD_STORE_MARGIN_S * 1000)
+    remaining_s = max(0.0, (deadline_wall_ms - time.time_ns() // 1_000_000) / 1000) if wait else 0.0
+    report = {} if report is None else report
+    report.update(expected=len(wanted), deadline_s_after_last_send=longest_ms / 1000 + RECORD_STORE_MARGIN_S, interrupted=False)
+    missing: set[str] = wanted - found.keys()
+    try:
+        if missing:
+            missing = wait_for_records(client, wanted, since_ms, clock() + remaining_s, found, say=say, clock=clock)
+    except KeyboardInterrupt:
+        report["interrupted"] = True
+        missing = wanted - found.keys()
+        raise
+    finally:
+        report["saved"] = write_records(path, sort_records(found.values()))
+        report["missing"] = len(missing)
+        report["file"] = rundir.ACTIVATIONS
+        if missing:
+            if report["interrupted"]:
+                why = "waiting was interrupted (Ctrl-C); fetch them later with faasprof analyze RUN_DIR and the platform's --apihost/--auth"
+            elif not wait:
+                why = "not waited for"
+            else:
+                why = (f"not stored by the platform {report['deadline_s_after_last_send']:g} s after the last send "
+                       f"(the actions' longest time limit, {longest_ms / 1000:g} s, plus {RECORD_STORE_MARGIN_S:g} s): lost by the platform")
+            report["missing_why"] = why
+            report["missing_ids_sample"] = sorted(missing)[:20]
+    return report

