@@ -9,7 +9,12 @@ The action name chooses the behaviour (the invoker cannot tell it is not OpenWhi
 - ``slow``: answers after ``server.slow_s`` seconds;
 - ``drop``: closes the connection without answering;
 - ``chunked``: 202 with a chunked body;
-- ``boom``: 500.
+- ``boom``: 500;
+- ``norecord``: 202 like ``ok``, but its activation record never appears.
+
+Accepted activations of the other actions get a record (success; ``apperr``: application
+error), served by ``GET .../activations`` (``since``/``upto``, newest first) and
+``GET .../activations/{id}`` from ``server.record_delay_s`` after the call.
 
 ``kill()`` stops the listener and cuts every open connection (a platform dying mid-run).
 The tests in this file check the server itself, so that the other tests can trust it.
@@ -78,6 +83,9 @@ class _Handler(BaseHTTPRequestHandler):
             self._send(200, ["guest"])
             return
         parts = path.split("/")
+        if len(parts) >= 6 and parts[5] == "activations":
+            self._activations(parts[6] if len(parts) == 7 else None)
+            return
         if len(parts) == 7 and parts[5] == "actions":
             name = parts[6]
             if name in self.server.known_actions:
@@ -86,6 +94,35 @@ class _Handler(BaseHTTPRequestHandler):
                 self._send(404, {"error": "The requested resource does not exist.", "code": "x"})
             return
         self._send(404, {"error": "The requested resource does not exist.", "code": "x"})
+
+    def _activations(self, activation_id: str | None) -> None:
+        server = self.server
+        now_ms = time.time() * 1000
+        with server.lock:
+            visible = [r for r in server.records.values() if r["_visible_ms"] <= now_ms]
+        if activation_id is not None:
+            record = next((r for r in visible if r["activationId"] == activation_id), None)
+            if record is None:
+                self._send(404, {"error": "The requested resource does not exist.", "code": "x"})
+            else:
+                self._send(200, {k: v for k, v in record.items() if not k.startswith("_")})
+            return
+        query = dict(p.split("=", 1) for p in self.path.partition("?")[2].split("&") if "=" in p)
+        since, upto = int(query.get("since", 0)), int(query.get("upto", 2**62))
+        limit, skip = int(query.get("limit", 30)), int(query.get("skip", 0))
+        chosen = sorted((r for r in visible if since <= r["start"] <= upto), key=lambda r: -r["start"])[skip : skip + limit]
+        self._send(200, [{k: v for k, v in r.items() if not k.startswith("_")} for r in chosen])
+
+    def _record(self, aid: str, name: str, success: bool = True) -> None:
+        server = self.server
+        start = int(time.time() * 1000)
+        record = {"activationId": aid, "name": name, "namespace": "guest", "start": start, "end": start + 5, "duration": 5,
+                  "response": {"status": "success" if success else "application error", "statusCode": 0 if success else 1,
+                               "success": success, "result": {} if success else {"error": "the function failed"}},
+                  "annotations": [{"key": "waitTime", "value": 1}, {"key": "limits", "value": {"memory": 256, "timeout": 60000}}],
+                  "_visible_ms": start + server.record_delay_s * 1000}
+        with server.lock:
+            server.records[aid] = record
 
     def do_POST(self) -> None:
         length = int(self.headers.get("Content-Length") or 0)
@@ -115,6 +152,8 @@ class _Handler(BaseHTTPRequestHandler):
             return
         if name == "slow":
             time.sleep(server.slow_s)
+        if name not in ("throttled", "boom", "norecord"):
+            self._record(aid, name, success=name != "apperr")
         if name == "throttled":
             self._send(429, {"error": THROTTLE_MESSAGE, "code": "tid"})
         elif name == "apperr":
@@ -134,12 +173,14 @@ class _Handler(BaseHTTPRequestHandler):
 class FakeOpenWhisk(ThreadingHTTPServer):
     daemon_threads = True
 
-    def __init__(self, auth: str = AUTH, known_actions=("ok", "ok2", "slow", "drop", "throttled", "apperr", "boom", "noheader", "chunked")):
+    def __init__(self, auth: str = AUTH, known_actions=("ok", "ok2", "slow", "drop", "throttled", "apperr", "boom", "noheader", "chunked", "norecord")):
         super().__init__(("127.0.0.1", 0), _Handler)
         self.auth = auth
         self.known_actions = set(known_actions)
         self.limits = dict(LIMITS)
         self.slow_s = 1.0
+        self.record_delay_s = 0.0
+        self.records: dict[str, dict] = {}
         self.requests: list[dict] = []
         self.lock = threading.Lock()
         self._sockets: list[socket.socket] = []
@@ -152,6 +193,9 @@ class FakeOpenWhisk(ThreadingHTTPServer):
     @property
     def apihost(self) -> str:
         return f"http://127.0.0.1:{self.port}"
+
+    def handle_error(self, request, client_address) -> None:
+        pass  # a client that went away mid-answer (the tests kill it on purpose) is not news
 
     def track(self, sock: socket.socket) -> None:
         with self.lock:

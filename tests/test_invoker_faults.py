@@ -84,3 +84,100 @@ def test_kill_9_with_slow_blocking_answers_loses_at_most_the_last_second(tmp_pat
     assert f"torn run: {report.missing:,} of {planned:,} planned invocations have no row" in done.stderr
     summary = json.loads((run_dir / "analysis" / "summary.json").read_text())
     assert summary["run"]["planned"] == planned
+
+
+def _mount_tmpfs(path: Path, options: str) -> None:
+    path.mkdir(parents=True, exist_ok=True)
+    done = subprocess.run(["mount", "-t", "tmpfs", "-o", options, "faasprof-test", str(path)], capture_output=True, text=True)
+    if done.returncode != 0:
+        pytest.skip(f"cannot mount a tmpfs here ({done.stderr.strip()}); needs root")
+
+
+def _umount(path: Path) -> None:
+    subprocess.run(["umount", "-l", str(path)], capture_output=True)
+
+
+def test_full_disk_stops_the_run_at_the_first_failed_write(tmp_path, isolated_home):
+    small = tmp_path / "small"
+    _mount_tmpfs(small, "size=256k")
+    try:
+        rate, duration = 200, 30
+        config = write_workload(tmp_path, duration=duration, instances={"a": {"application": "ok", "distribution": "Uniform", "rate": rate}})
+        with FakeOpenWhisk() as server:
+            started = time.monotonic()
+            done = run_cli("run", config, "--out", small, "--apihost", server.apihost, "--auth", AUTH, "--quiet", timeout=120)
+            elapsed_s = time.monotonic() - started
+            sent = len(server.requests)
+        assert done.returncode == 1, done.stderr
+        assert "Traceback" not in done.stderr
+        last = done.stderr.strip().splitlines()[-1]
+        assert "No space left on device" in last and "--out" in last, done.stderr
+        assert elapsed_s < duration / 2  # stopped at the failure, not at the end of the schedule
+        assert sent < rate * duration / 2
+        (run_dir,) = run_dirs(small)
+        manifest = rundir.load_manifest(run_dir)
+        if manifest["status"] != "running":  # the manifest is marked when it can be written
+            assert manifest["status"] == "aborted" and "No space left on device" in manifest["status_reason"]
+        rows = rundir.read_invocations(run_dir)
+        assert [int(r["seq"]) for r in rows] == list(range(rate * duration))
+        written = rundir.read_invocations(run_dir, reconstruct=False)
+        assert len(written) > 100 and all(r["outcome"] == "ok" for r in written)  # everything written is kept
+    finally:
+        _umount(small)
+
+
+@pytest.mark.parametrize("where", ["read-only", "missing"])
+def test_unwritable_out_is_one_line_and_exit_2_before_anything_starts(tmp_path, isolated_home, where):
+    config = write_workload(tmp_path, duration=5)
+    if where == "read-only":
+        mount = tmp_path / "ro"
+        _mount_tmpfs(mount, "size=64k,ro")
+        out = mount
+    else:
+        mount = None
+        (tmp_path / "a-file").write_text("not a directory")
+        out = tmp_path / "a-file" / "runs"
+    try:
+        with FakeOpenWhisk() as server:
+            done = run_cli("run", config, "--out", out, "--apihost", server.apihost, "--auth", AUTH, timeout=60)
+            posts = [r for r in server.requests]
+        assert done.returncode == 2, done.stderr
+        lines = done.stderr.strip().splitlines()
+        assert len(lines) == 1 and lines[0].startswith(f"--out {out}:") and "writable directory" in lines[0], done.stderr
+        assert posts == []
+        assert done.stdout == ""
+    finally:
+        if mount is not None:
+            _umount(mount)
+
+
+def test_second_ctrl_c_while_waiting_for_records_saves_what_was_fetched(tmp_path, isolated_home):
+    config = write_workload(tmp_path, duration=20, instances={
+        "a": {"application": "ok", "distribution": "Uniform", "rate": 20},
+        "b": {"application": "norecord", "distribution": "Uniform", "rate": 20},
+    })
+    out = tmp_path / "runs"
+    with FakeOpenWhisk() as server:
+        proc = _start_run(config, out, server, isolated_home, "--analyze")
+        run_dir = _wait_for_sends(out, proc, 40)
+        proc.send_signal(signal.SIGINT)
+        deadline = time.monotonic() + 60
+        seen = []
+        for line in proc.stderr:  # progress lines: wait until it waits for the records
+            seen.append(line)
+            if "waiting for activation records" in line or time.monotonic() > deadline:
+                break
+        assert any("waiting for activation records" in line for line in seen), "".join(seen)
+        proc.send_signal(signal.SIGINT)
+        stdout, stderr = proc.communicate(timeout=30)
+    assert proc.returncode == 1, "".join(seen) + stderr
+    assert "Traceback" not in stderr
+    manifest = rundir.load_manifest(run_dir)
+    assert manifest["status"] == "interrupted" and "Ctrl-C (SIGINT) received" in manifest["status_reason"]
+    assert manifest["activations"]["interrupted"] is True
+    assert any("interrupted again while waiting for activation records" in w for w in manifest["warnings"])
+    rows = rundir.read_invocations(run_dir)
+    ok_ids = {r["activation_id"] for r in rows if r["instance"] == "a" and r["activation_id"]}
+    saved = {json.loads(line)["activationId"] for line in (run_dir / rundir.ACTIVATIONS).read_text().splitlines()}
+    assert ok_ids and saved == ok_ids  # every record the platform had was fetched and kept
+    assert manifest["activations"]["saved"] == len(ok_ids)
