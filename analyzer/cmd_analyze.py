@@ -53,9 +53,19 @@ def main(args: argparse.Namespace) -> int:
 
     run_dir = Path(args.run_dir)
     manifest = rundir.load_manifest(run_dir)
-    connection = None
-    # Records are fetched when the run has none saved, or (with explicit flags) to complete them.
-    if not args.no_fetch and (not (run_dir / rundir.ACTIVATIONS).exists() or args.apihost):
+    torn = rundir.completeness(run_dir).describe()
+    if torn:
+        # Stated before anything else: the rows present are not the plan.
+        print(f"warning: {run_dir}: {torn}; status {manifest.get('status')}", file=sys.stderr)
+    platform_block = manifest.get("platform") or {}
+    saved = (run_dir / rundir.ACTIVATIONS).exists()
+    if not args.no_fetch and platform_block.get("embedded") and not args.apihost:
+        # The embedded platform kept its store in the run directory: a crashed run's records are
+        # there, served again by a localwhisk started on that store (the same REST path).
+        if not saved or manifest.get("status") == "running":
+            _fetch_from_embedded_store(run_dir, platform_block)
+    elif not args.no_fetch and (not saved or args.apihost):
+        # Records are fetched when the run has none saved, or (with explicit flags) to complete them.
         workload = manifest.get("workload") or {}
         platform = dict((workload.get("as_given") or workload).get("platform") or {})
         if platform.get("auth") == "(redacted)":
@@ -67,13 +77,55 @@ def main(args: argparse.Namespace) -> int:
                 "(pass --apihost/--auth); analyzing client-side data only",
                 file=sys.stderr,
             )
-    torn = rundir.completeness(run_dir).describe()
-    if torn:
-        # Stated before anything else: the rows present are not the plan.
-        print(f"warning: {run_dir}: {torn}; status {manifest.get('status')}", file=sys.stderr)
-    summary = analyze_run(run_dir, connection, plots=not args.no_plots, progress=stderr_progress)
+        else:
+            _fetch_from_platform(run_dir, connection)
+    summary = analyze_run(run_dir, None, plots=not args.no_plots, progress=stderr_progress)
     for warning in summary["warnings"]:
         print(f"warning: {warning}", file=sys.stderr)
     print_summary(summary)
     print(run_dir / rundir.ANALYSIS)
     return 0
+
+
+def _say(line: str) -> None:
+    print(line, file=sys.stderr, flush=True)
+
+
+def _fetch_from_platform(run_dir: Path, connection) -> None:
+    """Save the run's records, waiting for activations still running (deadline: the actions' time limits)."""
+    from invoker.activations import save_run_records
+    from invoker.client import OpenWhiskClient
+
+    with OpenWhiskClient(connection) as client:
+        report = save_run_records(run_dir, client, say=_say)
+    _report(report, f"platform {connection.apihost}")
+
+
+def _fetch_from_embedded_store(run_dir: Path, platform_block: dict) -> None:
+    from faasprof.errors import FaasprofError
+    from invoker.activations import save_run_records
+    from invoker.client import OpenWhiskClient
+    from invoker.connection import Connection
+    from localwhisk.embedded import start_embedded
+
+    data_dir = run_dir / str(platform_block.get("data_dir") or "localwhisk")
+    if not (data_dir / "localwhisk.sqlite").exists():
+        print(f"warning: {run_dir}: the embedded platform's store {data_dir / 'localwhisk.sqlite'} is missing; analyzing without the records it held", file=sys.stderr)
+        return
+    _say(f"reading activation records from the embedded platform's store in {data_dir}")
+    try:
+        with start_embedded(data_dir=data_dir, log_dir=data_dir) as handle:
+            connection = Connection(apihost=handle.apihost, auth=handle.auth, namespace=handle.namespace, source="embedded")
+            with OpenWhiskClient(connection) as client:
+                # Nothing can still be running there: the server that ran them is gone.
+                report = save_run_records(run_dir, client, say=_say, wait=False)
+    except FaasprofError as error:
+        print(f"warning: {run_dir}: cannot read the embedded platform's store ({error}); analyzing without its records", file=sys.stderr)
+        return
+    _report(report, f"the store in {data_dir}")
+
+
+def _report(report: dict, source: str) -> None:
+    _say(f"saved {report.get('saved', 0):,} of {report.get('expected', 0):,} activation records from {source} to {rundir.ACTIVATIONS}")
+    if report.get("missing"):
+        print(f"warning: {report['missing']:,} activation records missing: {report['missing_why']}", file=sys.stderr)

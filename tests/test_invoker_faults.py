@@ -181,3 +181,60 @@ def test_second_ctrl_c_while_waiting_for_records_saves_what_was_fetched(tmp_path
     saved = {json.loads(line)["activationId"] for line in (run_dir / rundir.ACTIVATIONS).read_text().splitlines()}
     assert ok_ids and saved == ok_ids  # every record the platform had was fetched and kept
     assert manifest["activations"]["saved"] == len(ok_ids)
+
+
+def _processes_under(path: Path) -> list[tuple[int, str]]:
+    """(pid, state) of every process whose working directory or command line is under ``path``."""
+    found = []
+    for entry in Path("/proc").iterdir():
+        if not entry.name.isdigit():
+            continue
+        try:
+            cwd = os.readlink(entry / "cwd")
+            cmdline = (entry / "cmdline").read_bytes().replace(b"\0", b" ").decode(errors="replace")
+            state = (entry / "stat").read_text().rsplit(")", 1)[1].split()[0]
+        except OSError:
+            continue
+        if cwd.startswith(str(path)) or str(path) in cmdline:
+            found.append((int(entry.name), state))
+    return found
+
+
+def test_kill_9_on_the_embedded_platform_keeps_its_records_and_leaves_nothing_running(tmp_path, isolated_home):
+    data = {
+        "test_name": "embedded-kill",
+        "test_duration_in_seconds": 30,
+        "random_seed": 5,
+        "blocking_cli": True,
+        "instances": {"j": {"application": "json_dumps", "distribution": "Uniform", "rate": 10}},
+    }
+    config = tmp_path / "e.json"
+    config.write_text(json.dumps(data))
+    out = tmp_path / "runs"
+    tmp_before = set(Path(os.environ.get("TMPDIR", "/tmp")).glob("faasprof-*")) | set(Path(os.environ.get("TMPDIR", "/tmp")).glob("localwhisk-*"))
+    proc = subprocess.Popen([sys.executable, "-m", "faasprof", "run", str(config), "--out", str(out), "--quiet"], cwd=REPO_ROOT,
+                            stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True, env={**os.environ, "HOME": str(isolated_home)})
+    try:
+        run_dir = _wait_for_sends(out, proc, 20, timeout_s=120)
+        time.sleep(1.5)
+    finally:
+        proc.kill()
+        proc.communicate(timeout=10)
+    data_dir = run_dir / "localwhisk"
+    deadline = time.monotonic() + 20
+    while _processes_under(data_dir) and time.monotonic() < deadline:
+        time.sleep(0.2)
+    # The embedded server died with its parent and stopped its sandboxes: nothing left, nothing frozen.
+    assert _processes_under(data_dir) == []
+    tmp_after = set(Path(os.environ.get("TMPDIR", "/tmp")).glob("faasprof-*")) | set(Path(os.environ.get("TMPDIR", "/tmp")).glob("localwhisk-*"))
+    assert tmp_after - tmp_before == set()  # faasprof keeps nothing in temporary directories
+    assert (data_dir / "localwhisk.sqlite").exists()
+    assert not (run_dir / rundir.ACTIVATIONS).exists()
+    done = run_cli("analyze", str(run_dir), "--no-plots", timeout=180)
+    assert done.returncode == 0, done.stderr
+    assert "reading activation records from the embedded platform's store" in done.stderr
+    rows = rundir.read_invocations(run_dir)
+    answered = {r["activation_id"] for r in rows if r["outcome"] == "ok" and r["activation_id"]}
+    saved = {json.loads(line)["activationId"] for line in (run_dir / rundir.ACTIVATIONS).read_text().splitlines()}
+    assert answered and answered <= saved  # every answered invocation's record survived the crash
+    assert _processes_under(data_dir) == []
