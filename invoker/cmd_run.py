@@ -4,8 +4,11 @@
     faasprof run my.json --apihost https://172.17.0.1 --auth UUID:KEY --insecure --analyze
 
 Progress and warnings go to stderr; the last line of stdout is the run directory. Exit status:
-0 the run completed, 1 it was interrupted or aborted (the run directory is still complete and
-readable), 2 bad input, 3 the platform or a required collector is not ready (nothing created).
+0 the run completed and met its thresholds (``invoker.verdict``: by default at least one
+invocation succeeded and no more than half failed), 1 it was interrupted or aborted, or completed
+but failed its thresholds (the run directory is still complete and readable; the manifest's
+``verdict`` names the dominant failure and its fix), 2 bad input, 3 the platform or a required
+collector is not ready (nothing created).
 """
 
 from __future__ import annotations
@@ -17,6 +20,7 @@ from faasprof.errors import ConfigError
 from invoker.connection import add_connection_arguments, resolve_connection
 from invoker.dispatch import DEFAULT_INTERRUPT_GRACE_S, DEFAULT_LATENESS_WARN_MS, DispatchOptions
 from invoker.sender import DEFAULT_MAX_CONNECTIONS, DEFAULT_REQUEST_TIMEOUT_S
+from invoker.verdict import parse_thresholds
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
@@ -25,6 +29,10 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--seed", type=int, help="override the workload's random_seed")
     parser.add_argument("--analyze", action="store_true", help="analyze the run when it completes (same as `faasprof analyze RUN_DIR`)")
     parser.add_argument("--quiet", action="store_true", help="no progress lines on stderr (warnings are still printed)")
+    parser.add_argument("--threshold", action="append", default=[], metavar="NAME=VALUE",
+                        help="a success criterion (repeatable; overrides the workload's thresholds block): "
+                             "min_successes (default 1), max_failure_rate (default 0.5), max_client_latency_ms_p50, "
+                             "max_client_latency_ms_p99, max_lateness_ms_p99; a run that misses one exits 1")
     add_connection_arguments(parser)
     tuning = parser.add_argument_group("invoker")
     tuning.add_argument("--lateness-warn-ms", type=float, default=DEFAULT_LATENESS_WARN_MS, metavar="MS",
@@ -96,17 +104,22 @@ def main(args: argparse.Namespace) -> int:
 
     _restore_leftover_allocations()
     options = _options(args)
+    thresholds = parse_thresholds(args.threshold)
     workload = load_workload(args.config, seed=args.seed)
     connection = resolve_connection(args, workload.platform, origin=args.config)
     settings = local_settings(args, workload.platform)
     if connection is not None and (args.user_memory is not None or args.pause_grace is not None):
         print(f"warning: --user-memory/--pause-grace only apply to the embedded localwhisk; {connection.apihost} is used", file=sys.stderr)
-    run_dir = execute(workload, args.out, connection=connection, local_settings=settings, progress=not args.quiet, analyze=args.analyze, options=options)
+    run_dir = execute(workload, args.out, connection=connection, local_settings=settings, progress=not args.quiet, analyze=args.analyze, options=options, thresholds=thresholds)
     manifest = load_manifest(run_dir)
     status = manifest.get("status")
     print(run_dir, flush=True)
     if status != "complete":
         print(f"run {status}: {manifest.get('status_reason')} (see {run_dir}/manifest.json)", file=sys.stderr)
+        return 1
+    verdict = manifest.get("verdict") or {}
+    if verdict.get("passed") is False:
+        print(f"run complete but {verdict['message']} (see {run_dir}/manifest.json, verdict)", file=sys.stderr)
         return 1
     if manifest.get("analysis_error"):
         return 1

@@ -37,6 +37,7 @@ import numpy as np
 from faasprof import rundir
 from faasprof.errors import ConfigError, FaasprofError, NotReadyError, RunError
 from invoker.activations import save_run_records
+from invoker.verdict import check_thresholds, evaluate
 from invoker.connection import Connection
 from invoker.dispatch import DispatchOptions, Dispatcher, DispatchResult, new_event_loop
 from invoker.sender import KIND_GENERIC, PreparedRequest, ensure_fd_budget, prepare_request
@@ -340,17 +341,21 @@ def execute(
     progress: bool = True,
     analyze: bool = False,
     options: DispatchOptions | None = None,
+    thresholds: dict[str, float] | None = None,
 ) -> Path:
     """Run ``workload`` and return its run directory (its manifest's ``status`` says how it ended).
 
     With ``connection=None`` and OpenWhisk instances, the embedded localwhisk is started with
     ``local_settings`` (``start_embedded`` keyword arguments), used and stopped. Raises
-    ConfigError/NotReadyError before anything is created when pre-flight fails.
+    ConfigError/NotReadyError before anything is created when pre-flight fails. ``thresholds``
+    (``invoker.verdict``) override the workload's ``thresholds`` block; the manifest's ``verdict``
+    says whether the run met them.
     """
     from invoker.schedule import build_schedule
 
     say = _say_to_stderr if progress else None
     options = options or DispatchOptions()
+    thresholds = {**check_thresholds((workload.raw or {}).get("thresholds"), str(workload.origin)), **(thresholds or {})}
     check_out_dir(out_dir)
     schedule = build_schedule(workload)
     needs_openwhisk = any(instance.endpoint != "generic" for instance in workload.instances)
@@ -393,7 +398,7 @@ def execute(
         if run_dir is None:
             run_dir = _create_run_dir(out_dir, workload.test_name)
         running = True
-        return _run(workload, schedule, run_dir, platform, requests, collectors, warnings, host, tools, options, say, analyze)
+        return _run(workload, schedule, run_dir, platform, requests, collectors, warnings, host, tools, options, say, analyze, thresholds)
     finally:
         platform.stop()
         if run_dir is not None and not running:
@@ -413,7 +418,7 @@ def _term_as_interrupt(signum, frame):  # outside the send loop, SIGTERM unwinds
     raise KeyboardInterrupt
 
 
-def _run(workload, schedule, run_dir: Path, platform: _Platform, requests, collectors, warnings, host, tools, options, say, analyze) -> Path:
+def _run(workload, schedule, run_dir: Path, platform: _Platform, requests, collectors, warnings, host, tools, options, say, analyze, thresholds) -> Path:
     planned = len(schedule)
     provisional = rundir.ClockAnchor()
     manifest = rundir.new_manifest(
@@ -549,6 +554,14 @@ def _run(workload, schedule, run_dir: Path, platform: _Platform, requests, colle
                 say("warning: " + script_failure)
     if platform.embedded:
         platform.stop()
+    if log.error is None:
+        try:
+            manifest["verdict"] = evaluate(rundir.read_invocations(run_dir), thresholds)
+        except (OSError, FaasprofError) as error:
+            warnings.append(f"the run's thresholds could not be checked ({error})")
+        else:
+            if say and not manifest["verdict"]["passed"]:
+                say("run " + manifest["verdict"]["message"])
     try:
         _finish_manifest(run_dir, manifest, status, reason, result, started, scripts, warnings, planned)
     except OSError as error:

@@ -10,7 +10,11 @@ The action name chooses the behaviour (the invoker cannot tell it is not OpenWhi
 - ``drop``: closes the connection without answering;
 - ``chunked``: 202 with a chunked body;
 - ``boom``: 500;
-- ``norecord``: 202 like ``ok``, but its activation record never appears.
+- ``norecord``: 202 like ``ok``, but its activation record never appears;
+- ``toolarge``: 413, OpenWhisk's answer to a body over its payload limit.
+
+``die_after_preflight``: the server stops listening 0.1 s after the first ``GET`` of an action
+(the invoker's last pre-flight check), so every call of the run is refused.
 
 Accepted activations of the other actions get a record (success; ``apperr``: application
 error), served by ``GET .../activations`` (``since``/``upto``, newest first) and
@@ -88,6 +92,8 @@ class _Handler(BaseHTTPRequestHandler):
             return
         if len(parts) == 7 and parts[5] == "actions":
             name = parts[6]
+            if self.server.die_after_preflight:
+                threading.Timer(0.1, self.server.kill).start()
             if name in self.server.known_actions:
                 self._send(200, {"name": name, "namespace": "guest", "exec": {"kind": "python:3"}})
             else:
@@ -152,6 +158,9 @@ class _Handler(BaseHTTPRequestHandler):
             return
         if name == "slow":
             time.sleep(server.slow_s)
+        if name == "toolarge":
+            self._send(413, {"error": "The request content was too large (1048577 bytes); the limit is 1048576 bytes.", "code": "tid"})
+            return
         if name not in ("throttled", "boom", "norecord"):
             self._record(aid, name, success=name != "apperr")
         if name == "throttled":
@@ -173,17 +182,19 @@ class _Handler(BaseHTTPRequestHandler):
 class FakeOpenWhisk(ThreadingHTTPServer):
     daemon_threads = True
 
-    def __init__(self, auth: str = AUTH, known_actions=("ok", "ok2", "slow", "drop", "throttled", "apperr", "boom", "noheader", "chunked", "norecord")):
+    def __init__(self, auth: str = AUTH, known_actions=("ok", "ok2", "slow", "drop", "throttled", "apperr", "boom", "noheader", "chunked", "norecord", "toolarge")):
         super().__init__(("127.0.0.1", 0), _Handler)
         self.auth = auth
         self.known_actions = set(known_actions)
         self.limits = dict(LIMITS)
         self.slow_s = 1.0
         self.record_delay_s = 0.0
+        self.die_after_preflight = False
         self.records: dict[str, dict] = {}
         self.requests: list[dict] = []
         self.lock = threading.Lock()
         self._sockets: list[socket.socket] = []
+        self._killed = False
         self._thread = threading.Thread(target=self.serve_forever, kwargs={"poll_interval": 0.05}, daemon=True)
 
     @property
@@ -206,7 +217,10 @@ class FakeOpenWhisk(ThreadingHTTPServer):
         return self
 
     def kill(self) -> None:
-        """Stop listening and cut every open connection."""
+        """Stop listening and cut every open connection (safe twice)."""
+        if self._killed:
+            return
+        self._killed = True
         self.shutdown()
         self.server_close()
         with self.lock:

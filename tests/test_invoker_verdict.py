@@ -1,0 +1,115 @@
+"""A run's success criteria (``invoker.verdict``), and ``faasprof run`` exiting 1 on a run that
+completed but measured only failures: all 429, all refused, all timed out, all 413."""
+
+from __future__ import annotations
+
+import pytest
+
+from conftest import run_cli
+from faasprof import rundir
+from faasprof.errors import ConfigError
+from invoker.verdict import check_thresholds, evaluate, parse_thresholds
+from test_invoker_fakeserver import AUTH, FakeOpenWhisk
+from test_invoker_run import run_dirs, write_workload
+
+
+def row(seq, outcome="ok", status=202, sent=100, done=5_000_100, error="", intended=0):
+    return {"seq": str(seq), "intended_ns": str(intended), "sent_ns": "" if sent is None else str(sent), "done_ns": "" if done is None else str(done),
+            "outcome": outcome, "http_status": "" if status is None else str(status), "error": error}
+
+
+def test_default_passes_a_healthy_run():
+    verdict = evaluate([row(i) for i in range(10)])
+    assert verdict["passed"] and verdict["dominant_failure"] is None
+    assert verdict["message"] == "passed: 10 of 10 attempted invocations succeeded"
+
+
+def test_most_failed_fails_at_the_boundary():
+    half = [row(i) for i in range(5)] + [row(i, "throttled", 429, error="Too many requests") for i in range(5, 10)]
+    assert evaluate(half)["passed"]  # exactly half failed: not "most"
+    most = half + [row(10, "throttled", 429, error="Too many requests")]
+    verdict = evaluate(most)
+    assert not verdict["passed"]
+    assert verdict["dominant_failure"]["outcome"] == "throttled" and verdict["dominant_failure"]["count"] == 6
+    assert "dominant failure: throttled (HTTP 429) in 6 of 11" in verdict["message"] and "lower the workload's rate" in verdict["message"]
+
+
+def test_no_success_fails_and_not_sent_is_not_a_failure():
+    verdict = evaluate([row(0, "failed", None, sent=None, done=10, error="cannot connect to 127.0.0.1:9 (Connection refused)")]
+                       + [row(i, "not_sent", None, sent=None, done=None) for i in range(1, 50)])
+    assert not verdict["passed"] and verdict["attempted"] == 1
+    assert verdict["message"].startswith("failed: no invocation succeeded")
+    assert "refused connections" in verdict["dominant_failure"]["fix"]
+
+
+@pytest.mark.parametrize("outcome, status, error, fix", [
+    ("failed", 413, "The request content was too large", "payload limit"),
+    ("timeout", None, "no response within 1 s", "--request-timeout-s"),
+    ("app_error", 502, "boom", "the action itself failed"),
+    ("failed", 401, "invalid", "--auth"),
+    ("failed", 404, "does not exist", "faasprof deploy"),
+])
+def test_dominant_failure_names_its_fix(outcome, status, error, fix):
+    verdict = evaluate([row(i, outcome, status, error=error) for i in range(3)])
+    assert fix in verdict["dominant_failure"]["fix"] and fix in verdict["message"]
+
+
+def test_user_thresholds_at_their_boundaries():
+    rows = [row(i, done=100 + (i + 1) * 1_000_000) for i in range(100)]  # latencies 1..100 ms
+    assert evaluate(rows, {"max_client_latency_ms_p50": 50.5})["passed"]
+    failed = evaluate(rows, {"max_client_latency_ms_p50": 50.49})
+    assert not failed["passed"] and "client_latency_ms_p50 is 50.5 (threshold 50.49)" in failed["message"]
+    assert evaluate(rows, {"min_successes": 100})["passed"] and not evaluate(rows, {"min_successes": 101})["passed"]
+    assert evaluate(rows + [row(100, "timeout", None)], {"max_failure_rate": 0})["passed"] is False
+    late = [row(i, intended=0, sent=(i + 1) * 1_000_000) for i in range(100)]
+    assert not evaluate(late, {"max_lateness_ms_p99": 99})["passed"] and evaluate(late, {"max_lateness_ms_p99": 100})["passed"]
+
+
+def test_threshold_input_is_checked():
+    assert parse_thresholds(["max_failure_rate=0.1", "min_successes=3"]) == {"max_failure_rate": 0.1, "min_successes": 3}
+    for bad in (["nope=1"], ["max_failure_rate"], ["max_failure_rate=2"], ["min_successes=nan"], ["min_successes=-1"]):
+        with pytest.raises(ConfigError):
+            parse_thresholds(bad)
+    with pytest.raises(ConfigError, match=r"w.json: thresholds.latency: unknown threshold"):
+        check_thresholds({"latency": 3}, "w.json")
+
+
+def _run(tmp_path, application, *extra, server_setup=None, **workload):
+    config = write_workload(tmp_path, duration=1.5, instances={"a": {"application": application, "distribution": "Uniform", "rate": 8}}, **workload)
+    out = tmp_path / "runs"
+    with FakeOpenWhisk() as server:
+        if server_setup:
+            server_setup(server)
+        done = run_cli("run", config, "--out", out, "--apihost", server.apihost, "--auth", AUTH, *extra, timeout=120)
+    (run_dir,) = run_dirs(out)
+    return done, rundir.load_manifest(run_dir)
+
+
+@pytest.mark.parametrize("application, extra, setup, expect_status, expect", [
+    ("throttled", (), None, "complete", "throttled (HTTP 429) in 12 of 12"),
+    ("toolarge", (), None, "complete", "payload limit"),
+    ("slow", ("--request-timeout-s", "0.3"), lambda s: setattr(s, "slow_s", 3.0), "complete", "timeout in 12 of 12"),
+    ("ok", (), lambda s: setattr(s, "die_after_preflight", True), "complete", "refused connections"),
+])
+def test_all_failing_platform_exits_1_naming_the_failure_and_fix(tmp_path, isolated_home, application, extra, setup, expect_status, expect):
+    done, manifest = _run(tmp_path, application, *extra, server_setup=setup)
+    assert done.returncode == 1, done.stderr
+    assert "Traceback" not in done.stderr
+    assert manifest["status"] == expect_status
+    verdict = manifest["verdict"]
+    assert verdict["passed"] is False and expect in verdict["message"], verdict["message"]
+    assert expect in done.stderr
+
+
+def test_thresholds_from_workload_and_command_line(tmp_path, isolated_home):
+    done, manifest = _run(tmp_path, "ok", thresholds={"max_client_latency_ms_p99": 0.000001})
+    assert done.returncode == 1 and "client_latency_ms_p99" in done.stderr
+    assert manifest["status"] == "complete" and manifest["verdict"]["thresholds"][-1]["source"] == "user"
+    (tmp_path / "runs2").mkdir()
+    done = run_cli("run", write_workload(tmp_path, duration=1.0, thresholds={"max_client_latency_ms_p99": 0.000001}), "--out", tmp_path / "runs2",
+                   "--apihost", "http://127.0.0.1:9", "--auth", AUTH, "--threshold", "bogus=1", timeout=60)
+    assert done.returncode == 2 and done.stderr.strip().startswith("--threshold bogus=1:")
+    with FakeOpenWhisk() as server:
+        done = run_cli("run", write_workload(tmp_path, duration=1.0, thresholds={"max_client_latency_ms_p99": 0.000001}), "--out", tmp_path / "runs2",
+                       "--apihost", server.apihost, "--auth", AUTH, "--threshold", "max_client_latency_ms_p99=100000", timeout=60)
+    assert done.returncode == 0, done.stderr
