@@ -8,6 +8,7 @@ the script prints lateness p50/p99/max, sent vs planned, wall time vs duration a
 
     .venv/bin/python bench/bench_invoker.py                       # 200, 1000, 2000, 5000/s for 30 s
     .venv/bin/python bench/bench_invoker.py --rates 1000 --duration 10
+    .venv/bin/python bench/bench_invoker.py --parsers                # CPU per parsed response only
 
 Needs nginx (``FAASPROF_DEV=1 ./setup.sh --dev`` installs it through setup/steps/40-invoker.sh).
 Prints figures only; there is no pass/fail.
@@ -34,7 +35,12 @@ import numpy as np  # noqa: E402
 from faasprof.rundir import InvocationLog, read_invocations  # noqa: E402
 from invoker.connection import Connection  # noqa: E402
 from invoker.dispatch import DispatchOptions, Dispatcher, new_event_loop  # noqa: E402
-from invoker.sender import ensure_fd_budget, prepare_request  # noqa: E402
+from invoker.sender import _LlhttpResponse, _PyResponse, _httptools, ensure_fd_budget, prepare_request  # noqa: E402
+
+# nginx's answer in the benchmark, as the sender reads it.
+NGINX_202 = (b"HTTP/1.1 202 Accepted\r\nServer: nginx/1.22.1\r\nDate: Sun, 22 Nov 2026 12:00:00 GMT\r\nContent-Type: application/json\r\n"
+             b"Content-Length: 51\r\nConnection: keep-alive\r\nx-openwhisk-activation-id: 0123456789abcdef0123456789abcdef\r\n\r\n"
+             b'{"activationId":"0123456789abcdef0123456789abcdef"}')
 
 NGINX_CONF = """\
 worker_processes 1;
@@ -127,9 +133,11 @@ def run_rate(port: int, rate: float, duration_s: float, tmp: Path, max_connectio
     intended = poisson_ns(rate, duration_s, seed=int(rate))
     run_dir = Path(tempfile.mkdtemp(prefix=f"rate{int(rate)}-", dir=tmp))
     log = InvocationLog(run_dir)
+    # As faasprof run: every send journaled (sends.csv) as well as every row written.
     dispatcher = Dispatcher(
         intended, np.zeros(intended.size, dtype=np.int32), [("i0", "noop")], [request], log.append,
         DispatchOptions(max_connections=max_connections, lateness_warn_ms=None, realtime_priority=realtime), say=None, duration_s=duration_s,
+        journal=log.sent,
     )
     loop = new_event_loop()
     try:
@@ -145,13 +153,31 @@ def run_rate(port: int, rate: float, duration_s: float, tmp: Path, max_connectio
             "peak_connections": result.peak_connections, "last_intended_s": intended[-1] / 1e9 if intended.size else 0.0}
 
 
+def parser_cost_us(parser, count: int = 100_000, repeats: int = 7) -> float:
+    """CPU microseconds to parse one nginx 202 answer (the least of ``repeats`` runs: others' load only adds)."""
+    best = float("inf")
+    for _ in range(repeats):
+        started = time.process_time()
+        for _ in range(count):
+            response = parser(False)
+            response.feed(NGINX_202)
+        best = min(best, (time.process_time() - started) / count * 1e6)
+    return best
+
+
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--rates", type=float, nargs="+", default=[200, 1000, 2000, 5000], help="invocations per second")
     parser.add_argument("--duration", type=float, default=30.0, help="seconds per rate (default 30)")
     parser.add_argument("--max-connections", type=int, default=512)
     parser.add_argument("--realtime", type=int, metavar="PRIORITY", help="send thread under SCHED_FIFO at this priority (as faasprof run --realtime)")
+    parser.add_argument("--parsers", action="store_true", help="only measure the CPU cost of parsing one response, per parser")
     args = parser.parse_args()
+    if args.parsers:
+        print(f"pure Python (_PyResponse): {parser_cost_us(_PyResponse):.2f} us CPU per response")
+        if _httptools is not None:
+            print(f"llhttp via httptools {_httptools.__version__} (_LlhttpResponse, used by faasprof run): {parser_cost_us(_LlhttpResponse):.2f} us CPU per response")
+        return 0
     tmp = Path(tempfile.mkdtemp(prefix="faasprof-bench-"))
     proc, port = start_nginx(tmp)
     try:
