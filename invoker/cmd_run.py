@@ -18,7 +18,7 @@ import sys
 
 from faasprof.errors import ConfigError
 from invoker.connection import add_connection_arguments, resolve_connection
-from invoker.dispatch import DEFAULT_INTERRUPT_GRACE_S, DEFAULT_LATENESS_WARN_MS, DispatchOptions
+from invoker.dispatch import DEFAULT_INTERRUPT_GRACE_S, DEFAULT_LATENESS_WARN_MS, DEFAULT_REALTIME_PRIORITY, DispatchOptions
 from invoker.sender import DEFAULT_MAX_CONNECTIONS, DEFAULT_REQUEST_TIMEOUT_S
 from invoker.verdict import parse_thresholds
 
@@ -43,9 +43,12 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                         help=f"keep-alive connections per host; requests beyond them wait for one (default {DEFAULT_MAX_CONNECTIONS})")
     tuning.add_argument("--request-timeout-s", type=float, default=DEFAULT_REQUEST_TIMEOUT_S, metavar="S",
                         help=f"give up on a response after this long (outcome timeout; default {DEFAULT_REQUEST_TIMEOUT_S:g})")
-    tuning.add_argument("--realtime", type=int, nargs="?", const=10, default=None, metavar="PRIORITY",
-                        help="send under SCHED_FIFO (default priority 10) so other processes on the host cannot delay sends; "
+    # A flag without a value: with an optional value, `run --realtime CONFIG` read CONFIG as the priority.
+    tuning.add_argument("--realtime", action="store_true",
+                        help="send under SCHED_FIFO so other processes on the host cannot delay sends; "
                              "needs root or CAP_SYS_NICE (see bench/bench_invoker.py for its effect)")
+    tuning.add_argument("--realtime-priority", type=int, default=DEFAULT_REALTIME_PRIORITY, metavar="N",
+                        help=f"the SCHED_FIFO priority of --realtime, 1..99 (default {DEFAULT_REALTIME_PRIORITY})")
     tuning.add_argument("--interrupt-grace-s", type=float, default=DEFAULT_INTERRUPT_GRACE_S, metavar="S",
                         help=f"after Ctrl-C, wait this long for responses in flight (default {DEFAULT_INTERRUPT_GRACE_S:g})")
     local = parser.add_argument_group("embedded localwhisk (used when no platform is configured)")
@@ -57,8 +60,8 @@ def _options(args: argparse.Namespace) -> DispatchOptions:
     for flag, value, low in (("--max-connections", args.max_connections, 1), ("--request-timeout-s", args.request_timeout_s, 0.001)):
         if value < low:
             raise ConfigError(f"{flag}: must be at least {low:g} (got {value:g})")
-    if args.realtime is not None and not 1 <= args.realtime <= 99:
-        raise ConfigError(f"--realtime: the SCHED_FIFO priority must be 1..99 (got {args.realtime})")
+    if not 1 <= args.realtime_priority <= 99:
+        raise ConfigError(f"--realtime-priority: the SCHED_FIFO priority must be 1..99 (got {args.realtime_priority})")
     if args.lateness_abort_ms is not None and args.lateness_abort_ms <= 0:
         raise ConfigError(f"--lateness-abort-ms: must be > 0 (got {args.lateness_abort_ms:g}); leave it out to never abort")
     return DispatchOptions(
@@ -67,7 +70,7 @@ def _options(args: argparse.Namespace) -> DispatchOptions:
         lateness_warn_ms=args.lateness_warn_ms if args.lateness_warn_ms and args.lateness_warn_ms > 0 else None,
         lateness_abort_ms=args.lateness_abort_ms,
         interrupt_grace_s=max(0.0, args.interrupt_grace_s),
-        realtime_priority=args.realtime,
+        realtime_priority=args.realtime_priority if args.realtime else None,
     )
 
 

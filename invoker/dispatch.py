@@ -44,6 +44,7 @@ DEFAULT_LATENESS_WARN_MS = 10.0
 DEFAULT_INTERRUPT_GRACE_S = 5.0
 # Every connection attempt failing for this long means the platform is gone, not a hiccup.
 DEFAULT_UNREACHABLE_S = 2.0
+DEFAULT_REALTIME_PRIORITY = 10
 
 
 @dataclass
@@ -84,6 +85,7 @@ class DispatchResult:
     peak_connections: int
     activation_ids: list[str] = field(default_factory=list)
     warnings: list[str] = field(default_factory=list)
+    realtime_applied: bool = False  # the send thread really ran under SCHED_FIFO
 
     def describe(self) -> dict:
         return {
@@ -94,6 +96,7 @@ class DispatchResult:
             "send_wall_s": round(self.send_wall_s, 3),
             "total_wall_s": round(self.total_wall_s, 3),
             "peak_connections": self.peak_connections,
+            "realtime_applied": self.realtime_applied,
             "warnings": self.warnings,
         }
 
@@ -273,6 +276,7 @@ class Dispatcher:
             peak_connections=self._sender.peak_connections,
             activation_ids=self.activation_ids,
             warnings=self.warnings + self._selfwatch.warnings,
+            realtime_applied=restore_policy is not None,
         )
 
     def _warm_count(self) -> int:
@@ -364,9 +368,16 @@ class Dispatcher:
             self._complete(seq, None, None, "not_sent", None, None, f"waiting for a connection when the run stopped ({self.stop_reason})")
 
     def _fill_not_sent(self) -> None:
+        """One row for every invocation still without one: ``not_sent``, or ``timeout`` when its
+        request was written (the run gave up on its answer, e.g. after a failure of faasprof)."""
         why = f"run {self.stop_status}: {self.stop_reason}" if self.stop_status else "never sent"
+        sent_rel = self.sent_rel
         for seq in range(self.n):
-            if not self.recorded[seq]:
+            if self.recorded[seq]:
+                continue
+            if sent_rel[seq] >= 0:
+                self._complete(seq, self.zero_ns + int(sent_rel[seq]), None, "timeout", None, None, f"no answer recorded: {why}")
+            else:
                 self._complete(seq, None, None, "not_sent", None, None, why)
 
     # -- self-watch -----------------------------------------------------------------------------
