@@ -214,7 +214,8 @@ def wait_for_records(
         missing = wanted - found.keys()
         if not missing:
             return set()
-        records, _ = fetch_records(client, missing, since_ms, wall_ms() + WINDOW_MARGIN_MS, retry_delays_s=(), list_first=list_first)
+        records, _ = fetch_records(client, missing, since_ms, wall_ms() + WINDOW_MARGIN_MS, retry_delays_s=(), list_first=list_first,
+                                   progress=say if list_first and not announced else None)
         found.update((record["activationId"], record) for record in records)
         missing = wanted - found.keys()
         now = clock()

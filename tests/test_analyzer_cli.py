@@ -59,7 +59,7 @@ def test_analyze_without_records_or_platform_warns_and_still_works(tmp_path, iso
     [
         ("missing", "not a directory"),
         ("not_a_run", "is not a faasprof run directory"),
-        ("newer", "format_version 2 is not supported"),
+        ("newer", "format_version 99 is not supported"),
     ],
 )
 def test_analyze_refuses_bad_input_with_one_line(tmp_path, isolated_home, setup, message):
@@ -69,7 +69,7 @@ def test_analyze_refuses_bad_input_with_one_line(tmp_path, isolated_home, setup,
         target = tmp_path / "empty"
         target.mkdir()
     else:
-        target, _ = write_synthetic_run(tmp_path, duration_s=1.0, instances=_instances(10.0), format_version=2)
+        target, _ = write_synthetic_run(tmp_path, duration_s=1.0, instances=_instances(10.0), format_version=99)
     result = run_cli("analyze", target)
     assert result.returncode == 2
     assert message in result.stderr

@@ -204,7 +204,10 @@ def test_web_base64_and_generic_requests():
             os.unlink(tmp.name)
     table = by_seq(rows)
     assert result.outcomes == {"ok": 3}
-    web, b64, gen = sorted(server.requests, key=lambda r: r["t"])
+    # Told apart by path, not arrival order: the big web body may be read after the others.
+    (web,) = [r for r in server.requests if r["path"].startswith("/api/v1/web/")]
+    (b64,) = [r for r in server.requests if "/actions/" in r["path"]]
+    (gen,) = [r for r in server.requests if r["path"].startswith("/generic")]
     assert web["path"] == "/api/v1/web/guest/default/img" and web["body"] == data
     assert web["headers"]["Content-Type"] == "image/png" and "Authorization" not in web["headers"]
     assert table[0][8]  # the id header of a web call
