@@ -219,7 +219,12 @@ def test_kill_9_on_the_embedded_platform_keeps_its_records_and_leaves_nothing_ru
         time.sleep(1.5)
     finally:
         proc.kill()
+        killed_wall_ns = time.time_ns()
         proc.communicate(timeout=10)
+    manifest = rundir.load_manifest(run_dir)
+    killed_at_ns = killed_wall_ns - manifest["clock"]["wall_ns_at_zero"]
+    due_before = [r for r in rundir.read_invocations(run_dir) if int(r["intended_ns"]) < killed_at_ns - 1_000_000_000 - SLACK_NS]
+    assert due_before and all(r["outcome"] != "unrecorded" for r in due_before)  # rows + journal cover them
     data_dir = run_dir / "localwhisk"
     deadline = time.monotonic() + 20
     while _processes_under(data_dir) and time.monotonic() < deadline:
