@@ -243,3 +243,36 @@ def test_kill_9_on_the_embedded_platform_keeps_its_records_and_leaves_nothing_ru
     saved = {json.loads(line)["activationId"] for line in (run_dir / rundir.ACTIVATIONS).read_text().splitlines()}
     assert answered and answered <= saved  # every answered invocation's record survived the crash
     assert _processes_under(data_dir) == []
+
+
+def test_embedded_platform_killed_mid_run_stops_the_run_and_leaves_no_frozen_sandbox(tmp_path, isolated_home):
+    data = {
+        "test_name": "embedded-dies",
+        "test_duration_in_seconds": 30,
+        "random_seed": 5,
+        "blocking_cli": False,
+        # 150 ms apart with a 50 ms pause grace: the sandbox is paused (frozen) most of the time.
+        "instances": {"j": {"application": "json_dumps", "distribution": "Uniform", "rate": 6.6}},
+    }
+    config = tmp_path / "e.json"
+    config.write_text(json.dumps(data))
+    out = tmp_path / "runs"
+    proc = subprocess.Popen([sys.executable, "-m", "faasprof", "run", str(config), "--out", str(out), "--quiet"], cwd=REPO_ROOT,
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env={**os.environ, "HOME": str(isolated_home)})
+    try:
+        run_dir = _wait_for_sends(out, proc, 8, timeout_s=120)
+        server_pid = json.loads((run_dir / "localwhisk" / "localwhisk.json").read_text())["pid"]
+        assert _processes_under(run_dir / "localwhisk" / "sandboxes")  # a sandbox is there
+        os.kill(server_pid, signal.SIGKILL)
+        stdout, stderr = proc.communicate(timeout=60)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.communicate()
+    assert proc.returncode == 1, stderr
+    assert "Traceback" not in stderr
+    manifest = rundir.load_manifest(run_dir)
+    assert manifest["status"] == "interrupted" and "embedded localwhisk exited" in manifest["status_reason"]
+    rows = rundir.read_invocations(run_dir, reconstruct=False)
+    assert sorted(int(r["seq"]) for r in rows) == list(range(manifest["counts"]["planned"]))
+    assert _processes_under(run_dir / "localwhisk") == []  # reaped by faasprof, none left frozen
