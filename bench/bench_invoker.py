@@ -8,7 +8,7 @@ the script prints lateness p50/p99/max, sent vs planned, wall time vs duration a
 
     .venv/bin/python bench/bench_invoker.py                       # 200, 1000, 2000, 5000/s for 30 s
     .venv/bin/python bench/bench_invoker.py --rates 1000 --duration 10
-    .venv/bin/python bench/bench_invoker.py --parsers                # CPU per parsed response only
+    .venv/bin/python bench/bench_invoker.py --micro                  # CPU per parsed response and per journaled send
 
 Needs nginx (``FAASPROF_DEV=1 ./setup.sh --dev`` installs it through setup/steps/40-invoker.sh).
 Prints figures only; there is no pass/fail.
@@ -165,18 +165,45 @@ def parser_cost_us(parser, count: int = 100_000, repeats: int = 7) -> float:
     return best
 
 
+def journal_cost_us(tmp: Path, count: int = 200_000, repeats: int = 5) -> tuple[float, float]:
+    """CPU microseconds per send of the send journal: on the send thread (``InvocationLog.sent``)
+    and in the flush thread (formatting, writing and fsyncing its line), least of ``repeats``."""
+    on_send, in_flush = float("inf"), float("inf")
+    for attempt in range(repeats):
+        run_dir = tmp / f"journal-{attempt}"
+        run_dir.mkdir()
+        log = InvocationLog(run_dir, flush_interval_s=3600)  # flushed by hand below, measured apart
+        sent = log.sent
+        started = time.process_time()
+        for seq in range(count):
+            sent(seq, seq)
+        on_send = min(on_send, (time.process_time() - started) / count * 1e6)
+        started = time.process_time()
+        log.flush()
+        in_flush = min(in_flush, (time.process_time() - started) / count * 1e6)
+        log.close()
+        shutil.rmtree(run_dir)
+    return on_send, in_flush
+
+
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--rates", type=float, nargs="+", default=[200, 1000, 2000, 5000], help="invocations per second")
     parser.add_argument("--duration", type=float, default=30.0, help="seconds per rate (default 30)")
     parser.add_argument("--max-connections", type=int, default=512)
     parser.add_argument("--realtime", type=int, metavar="PRIORITY", help="send thread under SCHED_FIFO at this priority (as faasprof run --realtime)")
-    parser.add_argument("--parsers", action="store_true", help="only measure the CPU cost of parsing one response, per parser")
+    parser.add_argument("--micro", action="store_true", help="only measure CPU per parsed response (per parser) and per journaled send")
     args = parser.parse_args()
-    if args.parsers:
-        print(f"pure Python (_PyResponse): {parser_cost_us(_PyResponse):.2f} us CPU per response")
+    if args.micro:
+        print(f"response parser, pure Python (_PyResponse): {parser_cost_us(_PyResponse):.2f} us CPU per response")
         if _httptools is not None:
-            print(f"llhttp via httptools {_httptools.__version__} (_LlhttpResponse, used by faasprof run): {parser_cost_us(_LlhttpResponse):.2f} us CPU per response")
+            print(f"response parser, llhttp via httptools {_httptools.__version__} (_LlhttpResponse, used by faasprof run): {parser_cost_us(_LlhttpResponse):.2f} us CPU per response")
+        tmp = Path(tempfile.mkdtemp(prefix="faasprof-bench-"))
+        try:
+            on_send, in_flush = journal_cost_us(tmp)
+        finally:
+            shutil.rmtree(tmp, ignore_errors=True)
+        print(f"send journal: {on_send:.3f} us CPU per send on the send thread, {in_flush:.3f} us in the flush thread")
         return 0
     tmp = Path(tempfile.mkdtemp(prefix="faasprof-bench-"))
     proc, port = start_nginx(tmp)
