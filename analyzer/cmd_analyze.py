@@ -53,7 +53,10 @@ def main(args: argparse.Namespace) -> int:
 
     run_dir = Path(args.run_dir)
     manifest = rundir.load_manifest(run_dir)
-    torn = rundir.completeness(run_dir).describe()
+    completeness = rundir.completeness(run_dir)
+    if completeness.uncounted:
+        completeness = _rederive_plan(run_dir, manifest) or completeness
+    torn = completeness.describe()
     if torn:
         # Stated before anything else: the rows present are not the plan.
         print(f"warning: {run_dir}: {torn}; status {manifest.get('status')}", file=sys.stderr)
@@ -85,6 +88,34 @@ def main(args: argparse.Namespace) -> int:
     print_summary(summary)
     print(run_dir / rundir.ANALYSIS)
     return 0
+
+
+def _rederive_plan(run_dir: Path, manifest: dict):
+    """A torn run without ``plan.bin`` (format 1): re-derive the plan from the manifest's resolved
+    workload and seed (the schedule is a pure function of both), check it against the planned
+    count, and save it so that every reader reconstructs the run. None when it cannot be done."""
+    from faasprof.errors import FaasprofError
+    from invoker.schedule import build_schedule
+    from invoker.workload import workload_from_dict
+
+    resolved = manifest.get("workload") or {}
+    given = resolved.get("as_given")
+    source = resolved.get("source")
+    if not isinstance(given, dict):
+        return None
+    try:
+        workload = workload_from_dict(given, origin=str(run_dir / rundir.MANIFEST), path=Path(source) if source else None, check_catalogue=False)
+        schedule = build_schedule(workload)
+    except (FaasprofError, OSError, ValueError) as error:
+        print(f"warning: {run_dir}: cannot re-derive the plan from the manifest ({error}); the missing rows are only counted", file=sys.stderr)
+        return None
+    planned = (manifest.get("counts") or {}).get("planned")
+    if len(schedule) != planned:
+        print(f"warning: {run_dir}: the plan re-derived from the manifest has {len(schedule):,} invocations, the run planned {planned}; not used", file=sys.stderr)
+        return None
+    rundir.write_plan(run_dir, schedule.intended_ns, schedule.instance_idx, schedule.instance_names, schedule.functions)
+    _say(f"re-derived the plan of {run_dir} from its manifest (workload and seed {workload.seed}) into {rundir.PLAN}")
+    return rundir.completeness(run_dir)
 
 
 def _say(line: str) -> None:

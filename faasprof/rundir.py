@@ -23,7 +23,9 @@ Format versions (``FORMAT_VERSION``):
   1: first version.
   2: adds ``plan.bin`` and the send journal ``sends.csv``, and the outcomes ``unanswered`` and
      ``unrecorded`` of rows reconstructed for a torn run (read back by ``read_invocations`` and
-     ``reconstruct_missing``). Version 1 runs are still read; a torn one can only be counted.
+     ``reconstruct_missing``). Version 1 runs are still read; a torn one is counted from the
+     manifest, until ``faasprof analyze`` re-derives its plan from the manifest's resolved
+     workload and seed (``analyzer.cmd_analyze``) and saves it as ``plan.bin``.
 
 A torn run (the invoker killed, the disk full) is reconstructed by every reader: the plan says what
 was due, the journal what was sent, the rows what was answered. A planned invocation without a row

@@ -276,3 +276,34 @@ def test_embedded_platform_killed_mid_run_stops_the_run_and_leaves_no_frozen_san
     rows = rundir.read_invocations(run_dir, reconstruct=False)
     assert sorted(int(r["seq"]) for r in rows) == list(range(manifest["counts"]["planned"]))
     assert _processes_under(run_dir / "localwhisk") == []  # reaped by faasprof, none left frozen
+
+
+def test_a_torn_format_1_run_gets_its_plan_re_derived_from_the_manifest(tmp_path, isolated_home):
+    """A run directory of format 1 (no plan, no journal) torn by a kill: analyze re-derives the
+    plan from the resolved workload and seed, and states what is missing."""
+    config = write_workload(tmp_path, duration=2.0, instances={"a": {"application": "ok", "distribution": "Poisson", "rate": 20}})
+    out = tmp_path / "runs"
+    with FakeOpenWhisk() as server:
+        done = run_cli("run", config, "--out", out, "--apihost", server.apihost, "--auth", AUTH, "--quiet", timeout=120)
+    assert done.returncode == 0, done.stderr
+    (run_dir,) = run_dirs(out)
+    manifest = rundir.load_manifest(run_dir)
+    planned = manifest["counts"]["planned"]
+    full = sorted(rundir.read_invocations(run_dir), key=lambda r: int(r["seq"]))
+    # Make it what faasprof 1 left after a kill -9: no plan, no journal, half the rows, still running.
+    (run_dir / rundir.PLAN).unlink()
+    (run_dir / rundir.SENDS).unlink()
+    manifest.update(format_version=1, status="running")
+    rundir.write_manifest(run_dir, manifest)
+    kept = [r for r in full if int(r["seq"]) % 2 == 0]
+    (run_dir / rundir.INVOCATIONS).write_text(",".join(rundir.INVOCATION_COLUMNS) + "\n" + "".join(
+        ",".join(r[c] for c in rundir.INVOCATION_COLUMNS) + "\n" for r in kept))
+    assert rundir.completeness(run_dir).uncounted == planned - len(kept)
+    done = run_cli("analyze", run_dir, "--no-fetch", "--no-plots", timeout=120)
+    assert done.returncode == 0, done.stderr
+    assert "re-derived the plan" in done.stderr
+    assert f"torn run: {planned - len(kept):,} of {planned:,} planned invocations have no row" in done.stderr
+    rows = rundir.read_invocations(run_dir)
+    assert [int(r["seq"]) for r in rows] == list(range(planned))
+    assert [r["intended_ns"] for r in rows] == [r["intended_ns"] for r in full]  # the same plan, re-derived
+    assert {r["outcome"] for r in rows if int(r["seq"]) % 2} == {"unrecorded"}
