@@ -122,7 +122,7 @@ def test_every_problem_is_reported_at_once(tmp_path):
 def test_param_file_bad_json_and_not_object(tmp_path):
     (tmp_path / "p.json").write_text("{nope")
     (tmp_path / "list.json").write_text("[1]")
-    for name, expected in (("p.json", "is not valid JSON"), ("list.json", "must hold a JSON object of parameters")):
+    for name, expected in (("p.json", "p.json: not valid JSON: Expecting property name"), ("list.json", "must hold a JSON object of parameters")):
         data = copy.deepcopy(BASE)
         data["instances"]["i0"]["param_file"] = name
         path = tmp_path / "w.json"
