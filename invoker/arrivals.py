@@ -228,6 +228,8 @@ def arrivals(instance, rng: np.random.Generator) -> np.ndarray:
     if instance.distribution == "Trace":
         if instance.interarrivals_s is not None:
             return interarrival_list(instance.interarrivals_s, start_s, end_s)
+        if instance.trace_file is None:
+            return np.empty(0)  # a dry run of a workload whose trace file is not there yet
         kind, values = read_trace(Path(instance.trace_file), instance.trace_row, instance.trace_start_minute)
         if kind == "counts":
             return trace_counts(rng, values, start_s, end_s, instance.trace_spread, instance.trace_scale)

@@ -204,31 +204,11 @@ def _start_embedded(local_settings: dict | None, say: Callable[[str], None] | No
 
 
 def _ensure_actions(platform: _Platform, workload: Any) -> None:
-    """Every action the workload invokes exists; deploy catalogue functions that are missing."""
-    client = platform.client
-    by_memory: dict[int | None, list[str]] = {}
-    for instance in workload.instances:
-        if instance.endpoint == "generic":
-            continue
-        names = by_memory.setdefault(instance.memory_mb, [])
-        if instance.function not in names:
-            names.append(instance.function)
-    if not by_memory:
-        return
-    if (workload.platform or {}).get("actions_deployed"):
-        for names in by_memory.values():
-            for name in names:
-                if client.get_action(name) is None:
-                    raise NotReadyError(
-                        f"{workload.origin}: action {name} does not exist on {platform.connection.apihost} "
-                        f"(namespace {platform.connection.namespace}); create it, or drop platform.actions_deployed so faasprof deploys it"
-                    )
-                platform.actions[name] = "existing"
-        return
-    from invoker.deploy import ensure_actions
+    """Every action the workload invokes exists: its own functions and missing catalogue functions
+    are deployed; any other missing action is refused with the list and the deploy commands."""
+    from invoker.deploy import ensure_workload_actions
 
-    for memory_mb, names in by_memory.items():
-        platform.actions.update(ensure_actions(client, names, memory_mb=memory_mb))
+    platform.actions.update(ensure_workload_actions(platform.client, workload))
 
 
 def _resolve_web_namespace(platform: _Platform, requests_needed: bool) -> None:

@@ -394,10 +394,18 @@ def fresh_seed() -> int:
 
 
 class _Problems:
-    def __init__(self, origin: str):
+    def __init__(self, origin: str, missing_files_warn: bool = False):
         self.origin = origin
         self.lines: list[str] = []
         self.warnings: list[str] = []
+        self.missing_files_warn = missing_files_warn
+
+    def missing(self, field_path: str, text: str) -> None:
+        """A file that is not there: an error, or for a dry run (plan) a warning."""
+        if self.missing_files_warn:
+            self.warn(field_path, text + " (a run needs it)")
+        else:
+            self.add(field_path, text)
 
     def add(self, field_path: str, text: str) -> None:
         self.lines.append(f"{self.origin}: {field_path}: {text}")
@@ -526,7 +534,7 @@ def _resolve_instance(name: str, spec: dict, top: dict, base_dir: Path | None, d
             return None
         path, tried = resolve_input_path(value, base_dir)
         if path is None:
-            problems.add(f"{where}.{key}", f"file {value} not found (looked in {', '.join(str(p) for p in tried)}); fix the path")
+            problems.missing(f"{where}.{key}", f"{'file' if kinds == 'file' else 'file or folder'} {value} not found (looked in {', '.join(str(p) for p in tried)}); fix the path")
         elif path.is_dir() and kinds == "file":
             problems.add(f"{where}.{key}", f"{path} is a directory; name a file")
             return None
@@ -610,7 +618,7 @@ def _script(value: str | None, field_path: str, base_dir: Path | None, problems:
         return None
     path, tried = resolve_input_path(value, base_dir)
     if path is None:
-        problems.add(field_path, f"file {value} not found (looked in {', '.join(str(p) for p in tried)}); fix the path or set it to null")
+        problems.missing(field_path, f"file {value} not found (looked in {', '.join(str(p) for p in tried)}); fix the path or set it to null")
         return None
     if path.is_dir():
         problems.add(field_path, f"{path} is a directory; name an executable script")
@@ -718,6 +726,13 @@ def limit_problems(instances: list[Instance] | tuple[Instance, ...], data: dict,
             problems.add(f"sweep.parameters.memory_mb[{index}]", f"{memory_mb} MB is outside the {low or '?'}..{high or '?'} MB that {limits.description} accepts; {limits.memory_fix}")
 
 
+def check_limits(workload: Workload, limits: PlatformLimits) -> list[str]:
+    """Every memory limit and request size of ``workload`` that ``limits``' platform would refuse."""
+    problems = _Problems(workload.origin)
+    limit_problems(workload.instances, workload.raw, limits, problems)
+    return problems.lines
+
+
 def _schema_fields(lines: list[str]) -> list[str]:
     return [line.split(": ", 1)[0] for line in lines]
 
@@ -734,7 +749,8 @@ def _top_level_problem(data: Any) -> str:
 
 
 def workload_from_dict(data: Any, origin: str = "<workload>", path: Path | None = None, check_catalogue: bool = True, seed: int | None = None,
-                       parse_problems: Iterable[str] = (), non_finite: Iterable[str] = (), limits: PlatformLimits | None = None) -> Workload:
+                       parse_problems: Iterable[str] = (), non_finite: Iterable[str] = (), limits: PlatformLimits | None = None,
+                       missing_files_warn: bool = False) -> Workload:
     """Validate and resolve a workload given as a dict; raise ConfigError listing every problem.
 
     Schema and semantic problems are reported together: semantic checks run on every part the
@@ -742,8 +758,9 @@ def workload_from_dict(data: Any, origin: str = "<workload>", path: Path | None 
     parent's). ``limits``: the platform's memory and request-size limits, checked when given.
     Functions outside the catalogue are warnings (``Workload.warnings``) when ``check_catalogue``:
     the platform may have them, which only a run (or ``validate`` with a platform) can ask.
+    ``missing_files_warn``: files that are not there yet are warnings (a dry run plans without them).
     """
-    problems = _Problems(origin)
+    problems = _Problems(origin, missing_files_warn)
     for line in parse_problems:
         problems.lines.append(f"{origin}: {line}")
     if not isinstance(data, dict):
@@ -1007,9 +1024,10 @@ def is_schema_document(data: Any) -> bool:
     return isinstance(data, dict) and "instances" not in data and "$schema" in data and ("$defs" in data or "properties" in data)
 
 
-def load_workload(path: str | os.PathLike, check_catalogue: bool = True, seed: int | None = None, limits: PlatformLimits | None = None) -> Workload:
+def load_workload(path: str | os.PathLike, check_catalogue: bool = True, seed: int | None = None, limits: PlatformLimits | None = None,
+                  missing_files_warn: bool = False) -> Workload:
     """Read, validate and resolve a workload file; raise ConfigError listing every problem."""
     path = Path(path)
     parsed = parse_workload_file(path)
     return workload_from_dict(parsed.data, origin=str(path), path=path.resolve(), check_catalogue=check_catalogue, seed=seed,
-                              parse_problems=parsed.problems, non_finite=parsed.non_finite, limits=limits)
+                              parse_problems=parsed.problems, non_finite=parsed.non_finite, limits=limits, missing_files_warn=missing_files_warn)
