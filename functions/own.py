@@ -10,8 +10,8 @@ Node.js:
   the same folder);
 - a Node.js file (a ``package.json`` naming it as ``main`` is generated);
 - a folder with ``package.json``; when it has dependencies but no ``node_modules``, they are
-  installed with ``npm install --omit=dev --install-links`` (so a local ``file:`` dependency is
-  copied, not linked, and works offline).
+  installed with ``npm install --omit=dev --install-links`` (a local ``file:`` dependency is
+  copied into ``node_modules``, not linked, and works offline).
 
 The folder is staged (copied, then dependencies installed) under ``functions/build/own/``; the
 staging is reused while the source files are unchanged, so deploying twice builds the same
@@ -239,6 +239,24 @@ def _install_node_dependencies(staged: Path, source: Path) -> None:
     if done.returncode != 0:
         raise ConfigError(f"{source / 'package.json'}: npm could not install its dependencies ({_last_line(done.stderr or done.stdout)}); "
                           "fix the dependency, or check that the npm registry is reachable")
+    _materialise_links(staged / "node_modules")
+
+
+def _materialise_links(node_modules: Path) -> None:
+    """Replace npm's links to local packages (``file:`` folders) by copies: an archive holds files,
+    and a link would point outside it once unpacked."""
+    if not node_modules.is_dir():
+        return
+    for entry in sorted(node_modules.iterdir()):
+        if entry.name.startswith("@") and entry.is_dir() and not entry.is_symlink():
+            _materialise_links(entry)
+        elif entry.is_symlink():
+            target = entry.resolve()
+            entry.unlink()
+            if target.is_dir():
+                shutil.copytree(target, entry, ignore=shutil.ignore_patterns(*STAGING_IGNORED), symlinks=False)
+            elif target.is_file():
+                shutil.copy2(target, entry)
 
 
 def python_site_dirs(directory: Path) -> list[Path]:
