@@ -892,21 +892,22 @@ def _child_path(where: str, key: Any) -> str:
     return f"{where}.{key}" if where else str(key)
 
 
-def _walk_parsed(data: Any) -> tuple[list[str], set[str], int]:
+def _walk_parsed(data: Any) -> tuple[list[str], set[str], str | None]:
     """Problems of a freshly parsed document: duplicate keys, non-finite numbers, nesting depth.
 
-    Returns (problem lines without the file name, paths of non-finite values, the deepest level).
+    Returns (problem lines without the file name, paths of non-finite values, the field under
+    which nesting passes MAX_NESTING_DEPTH, or None).
     Non-finite values are replaced by None in place, so later checks see a plain document.
     """
     problems: list[str] = []
     non_finite: set[str] = set()
-    deepest = 0
+    too_deep: str | None = None
     stack: list[tuple[Any, str, int]] = [(data, "", 1)]
     while stack:
         node, where, depth = stack.pop()
-        deepest = max(deepest, depth)
         if depth > MAX_NESTING_DEPTH:
-            continue  # reported once below; deeper levels add nothing
+            too_deep = too_deep or where.split("[")[0] or "(top level)"
+            continue  # reported once; deeper levels add nothing
         if isinstance(node, dict):
             for key in getattr(node, "duplicates", ()):
                 problems.append(
@@ -926,7 +927,7 @@ def _walk_parsed(data: Any) -> tuple[list[str], set[str], int]:
                 node[key] = None
             elif isinstance(value, (dict, list)):
                 stack.append((value, path, depth + 1))
-    return problems, non_finite, deepest
+    return problems, non_finite, too_deep
 
 
 def describe_bad_bytes(raw: bytes) -> str | None:
@@ -974,10 +975,9 @@ def parse_json_document(text: str, where: str) -> tuple[Any, list[str], set[str]
         raise ConfigError(f"{where}: nested too deeply to read (more than {MAX_NESTING_DEPTH} levels); flatten the structure") from None
     if isinstance(data, _NonFinite):
         raise ConfigError(f"{where}: the file holds only {data.text}; a workload is a JSON object {{...}}")
-    problems, non_finite, deepest = _walk_parsed(data)
-    if deepest > MAX_NESTING_DEPTH:
-        problems.append(f"(top level): nested {deepest if deepest <= MAX_NESTING_DEPTH + 1 else 'more than ' + str(MAX_NESTING_DEPTH)} levels deep, "
-                        f"more than the {MAX_NESTING_DEPTH} a workload may use; flatten the structure")
+    problems, non_finite, too_deep = _walk_parsed(data)
+    if too_deep is not None:
+        problems.append(f"{too_deep}: nested more than {MAX_NESTING_DEPTH} levels deep; flatten the structure")
         raise ConfigError(f"{where}: {problems[-1]}", problems=[f"{where}: {line}" for line in problems])
     return data, problems, non_finite
 
