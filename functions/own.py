@@ -240,6 +240,11 @@ def _install_node_dependencies(staged: Path, source: Path) -> None:
         raise ConfigError(f"{source / 'package.json'}: npm could not install its dependencies ({_last_line(done.stderr or done.stdout)}); "
                           "fix the dependency, or check that the npm registry is reachable")
     _materialise_links(staged / "node_modules")
+    # npm "installs" a file: dependency whose folder is missing as a dangling link: check each one.
+    absent = [name for name in package["dependencies"] if not (staged / "node_modules" / name / "package.json").is_file()]
+    if absent:
+        raise ConfigError(f"{source / 'package.json'}: npm could not install its dependencies ({', '.join(absent)} not installed: "
+                          f"{package['dependencies'][absent[0]]} does not exist or is not a package); fix the dependency")
 
 
 def _materialise_links(node_modules: Path) -> None:
