@@ -6,7 +6,8 @@ and what the platform would refuse. The platform is the one ``run`` would use: w
 (no --apihost, platform block or ~/.wskprops) the embedded localwhisk's limits are checked
 without starting it, and a function outside the catalogue without a ``source`` is a warning (it
 must exist on the platform the workload runs on); with a platform named, it is asked (``GET /``
-and each action) and a missing action is an error listing the deploy commands, unless
+and each action) and a missing action is an error listing the deploy commands (exit 3:
+the file is right, the platform is not ready for it), unless
 ``--offline``, which checks the file alone. ``workload_configs/schema.json`` (the JSON Schema) is recognised and skipped.
 """
 
@@ -30,11 +31,11 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     add_connection_arguments(parser)
 
 
-def _check(config: str, args: argparse.Namespace) -> tuple[list[str], list[str], str | None]:
-    """(problems, warnings, ok-line) of one file; raises FaasprofError for what stops the check."""
+def _check(config: str, args: argparse.Namespace) -> tuple[list[str], list[str], list[str], str | None]:
+    """(problems, missing actions, warnings, ok-line) of one file; raises FaasprofError for what stops the check."""
     parsed = parse_workload_file(config)
     if is_schema_document(parsed.data):
-        return [], [], f"{config}: skipped (the JSON Schema of workloads, not a workload)"
+        return [], [], [], f"{config}: skipped (the JSON Schema of workloads, not a workload)"
     data = parsed.data
     platform_block = data.get("platform") if isinstance(data, dict) and isinstance(data.get("platform"), dict) else {}
     connection = None
@@ -44,21 +45,22 @@ def _check(config: str, args: argparse.Namespace) -> tuple[list[str], list[str],
     workload = workload_from_dict(data, origin=config, path=Path(config).resolve(), parse_problems=parsed.problems,
                                   non_finite=parsed.non_finite, limits=limits)
     problems: list[str] = []
+    missing: list[str] = []
     warnings = list(workload.warnings)
     if connection is not None:
         # The platform answers what the catalogue could only guess: no warning, a definite answer.
-        problems += platform_check(workload, connection)
+        problems, missing = platform_check(workload, connection)
         warnings = [w for w in warnings if "is not in the function catalogue" not in w]
     count = len(workload.instances)
     where = "offline" if args.offline else ("for the embedded localwhisk" if connection is None else f"on {connection.apihost}")
-    return problems, warnings, f"{config}: ok ({count} instance{'s' if count != 1 else ''}, {workload.duration_s:g} s; checked {where})"
+    return problems, missing, warnings, f"{config}: ok ({count} instance{'s' if count != 1 else ''}, {workload.duration_s:g} s; checked {where})"
 
 
 def main(args: argparse.Namespace) -> int:
     status = 0
     for config in args.configs:
         try:
-            problems, warnings, ok_line = _check(config, args)
+            problems, missing, warnings, ok_line = _check(config, args)
         except ConfigError as error:
             for line in error.problems:
                 print(line, file=sys.stderr)
@@ -66,14 +68,16 @@ def main(args: argparse.Namespace) -> int:
             continue
         except FaasprofError as error:
             print(f"{config}: {error}", file=sys.stderr)
-            status = max(status, error.exit_code if error.exit_code != EXIT_BAD_INPUT else EXIT_NOT_READY)
+            status = max(status, error.exit_code)
             continue
         for line in warnings:
             print(f"warning: {line}", file=sys.stderr)
+        for line in problems + missing:
+            print(line, file=sys.stderr)
         if problems:
-            for line in problems:
-                print(line, file=sys.stderr)
             status = max(status, EXIT_BAD_INPUT)
+        elif missing:
+            status = max(status, EXIT_NOT_READY)  # the file is right; the platform lacks actions
         elif not args.quiet:
             print(ok_line)
     return status

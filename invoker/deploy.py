@@ -22,7 +22,7 @@ from pathlib import Path
 
 from typing import Callable
 
-from faasprof.errors import ConfigError, RunError
+from faasprof.errors import ConfigError, NotReadyError, RunError
 from functions.catalogue import FunctionEntry, lookup, unknown_function_error
 from functions.own import own_entry, stage
 from functions.package import build_archive, sha256
@@ -183,7 +183,7 @@ def ensure_actions(client, names: list[str], memory_mb: int | None = None) -> di
 
     An action already on the platform is left as it is (whatever its code or limits). A missing
     one is deployed from the catalogue; names neither on the platform nor in the catalogue raise
-    one ConfigError listing them all, before anything is deployed."""
+    one NotReadyError listing them all, before anything is deployed."""
     results: dict[str, str] = {}
     missing: list[str] = []
     absent: list[str] = []
@@ -212,20 +212,23 @@ def connection_flags(connection) -> str:
     return f" --apihost {connection.apihost} --auth UUID:KEY" + (" --insecure" if connection.insecure else "")
 
 
-def missing_actions_error(origin: str, missing: list[tuple[str, str]], connection) -> ConfigError:
-    """One ConfigError listing every missing action with the command that deploys it.
+def missing_actions_error(origin: str, missing: list[tuple[str, str]], connection) -> NotReadyError:
+    """One NotReadyError (the platform lacks what the workload needs: exit 3) listing every
+    missing action with the command that deploys it.
 
     ``missing``: (action name, field path naming it). The first line sums up; one line follows per
-    action, each with its ``faasprof deploy`` command."""
+    action, each with its ``faasprof deploy`` command (``problems`` holds the lines)."""
     where = f"{connection.apihost} (namespace {connection.namespace})" if connection is not None else "the platform"
     names = list(dict.fromkeys(name for name, _ in missing))
     summary = (f"{origin}: {len(names)} action{'s' if len(names) != 1 else ''} missing on {where}: {', '.join(names)}; "
                "deploy them as below, or give each instance a \"source\" folder that faasprof deploys")
     lines = [summary]
     for name, field_path in missing:
-        lines.append(f"{origin}: {field_path}: action {name} is not on {where}; deploy it: "
+        lines.append(f"{origin}: {field_path}: action {name} does not exist on {where}; deploy it: "
                      f"faasprof deploy PATH/TO/{name} --name {name}{connection_flags(connection)}")
-    return ConfigError(summary, problems=lines)
+    error = NotReadyError(summary)
+    error.problems = lines
+    return error
 
 
 def ensure_workload_actions(client, workload) -> dict[str, str]:
@@ -235,8 +238,9 @@ def ensure_workload_actions(client, workload) -> dict[str, str]:
       (``created``, ``updated`` or ``unchanged``);
     - an action already on the platform is used as it is (``existing``);
     - a missing catalogue function is deployed (``deployed``);
-    - anything else is missing: one ConfigError lists every such action with its deploy command,
-      and so do memory limits or request sizes the platform would refuse, before anything is written.
+    - anything else is missing: one NotReadyError lists every such action with its deploy command;
+      memory limits or request sizes the platform would refuse are a ConfigError; both before
+      anything is written.
     """
     connection = client.connection
     refused = check_limits(workload, PlatformLimits.from_info(client.info(), connection.apihost))

@@ -127,11 +127,11 @@ def check_embedded(workload: Workload, overrides: dict | None = None) -> None:
         raise ConfigError(lines[0], problems=lines)
 
 
-def platform_check(workload: Workload, connection: Connection) -> list[str]:
-    """Ask the platform: limits it would refuse and actions missing (that faasprof would not deploy).
+def platform_check(workload: Workload, connection: Connection) -> tuple[list[str], list[str]]:
+    """Ask the platform: limits it would refuse, and actions missing (that faasprof would not deploy).
 
-    Returns problem lines (empty when the run would be accepted); NotReadyError when the platform
-    does not answer."""
+    Returns (bad-input lines, missing-action lines), both empty when a run would be accepted;
+    NotReadyError when the platform does not answer."""
     with require_platform(connection) as client:
         lines = check_limits(workload, PlatformLimits.from_info(client.info(), connection.apihost))
         deployed_only = bool((workload.platform or {}).get("actions_deployed"))
@@ -146,6 +146,5 @@ def platform_check(workload: Workload, connection: Connection) -> list[str]:
             if not deployed_only and catalogue.lookup(instance.function) is not None:
                 continue  # the run deploys it
             missing.append((instance.function, f"instances.{instance.name}.application"))
-    if missing:
-        lines += missing_actions_error(workload.origin, missing, connection).problems
-    return lines
+    missing_lines = missing_actions_error(workload.origin, missing, connection).problems if missing else []
+    return lines, missing_lines

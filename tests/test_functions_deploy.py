@@ -13,7 +13,7 @@ from urllib.parse import parse_qs, unquote, urlsplit
 
 import pytest
 
-from faasprof.errors import ConfigError
+from faasprof.errors import ConfigError, NotReadyError
 from invoker.client import OpenWhiskClient
 from invoker.connection import Connection
 from invoker.deploy import CODE_DIGEST_ANNOTATION, deploy, ensure_actions, resolve_kind
@@ -170,7 +170,7 @@ def test_ensure_actions_accepts_actions_only_on_the_platform(whisk, client):
 
 
 def test_ensure_actions_unknown_names_listed_with_deploy_commands_and_nothing_written(whisk, client):
-    with pytest.raises(ConfigError) as caught:
+    with pytest.raises(NotReadyError) as caught:
         ensure_actions(client, ["spin", "no-such-function", "other-missing"])
     message = str(caught.value)
     assert "2 actions missing" in message and "no-such-function, other-missing" in message

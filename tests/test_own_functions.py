@@ -170,11 +170,11 @@ def test_faasprofiler_workload_outside_the_catalogue_validates_plans_and_runs_on
     assert "shouter-fp" in plan.stdout
 
     missing = run_cli("validate", workload, *flags)
-    assert missing.returncode == 2
+    assert missing.returncode == 3
     assert f"1 action missing on {handle.apihost}" in missing.stderr
     assert f"faasprof deploy PATH/TO/shouter-fp --name shouter-fp --apihost {handle.apihost}" in missing.stderr
     refused = run_cli("run", workload, "--out", tmp_path / "runs", *flags, timeout=60)
-    assert refused.returncode == 2 and "shouter-fp" in refused.stderr and "Traceback" not in refused.stderr
+    assert refused.returncode == 3 and "action shouter-fp does not exist on" in refused.stderr and "Traceback" not in refused.stderr
 
     folder = python_function(tmp_path)
     assert run_cli("deploy", folder, "--name", "shouter-fp", *flags, timeout=180).returncode == 0
