@@ -795,8 +795,12 @@ def workload_from_dict(data: Any, origin: str = "<workload>", path: Path | None 
             problems.add("platform.apihost", reason)
     if check_catalogue and not platform.get("actions_deployed"):
         known = _known_functions()
+        warned: set[str] = set()
         for instance in instances:
+            if instance.function in warned:
+                continue  # one warning per function, at its first instance
             if instance.endpoint == "local_openwhisk" and instance.source is None and not _in_catalogue(instance.function):
+                warned.add(instance.function)
                 close = difflib.get_close_matches(instance.function, known, n=1, cutoff=0.6)
                 hint = f' (did you mean "{close[0]}"?)' if close else ""
                 problems.warn(

@@ -197,3 +197,30 @@ def test_native_runs_an_own_function_folder(tmp_path, isolated_home):
     with open(run_dir / "native.csv", newline="") as handle:
         native_rows = list(csv.DictReader(handle))
     assert [row["outcome"] for row in native_rows] == ["ok", "ok", "ok"]
+
+
+@needs_node
+def test_native_runs_an_own_node_function_folder(tmp_path, isolated_home):
+    folder = node_function(tmp_path)
+    done = run_cli("native", folder, "--repeat", "2", "--out", tmp_path / "runs", timeout=180)
+    assert done.returncode == 0, done.stderr
+    run_dir = Path(done.stdout.strip().splitlines()[-1])
+    with open(run_dir / "native.csv", newline="") as handle:
+        assert [row["outcome"] for row in csv.DictReader(handle)] == ["ok", "ok"]
+
+
+def test_plan_warns_but_plans_without_functions_or_files_a_run_needs(tmp_path, isolated_home):
+    data = dict(FAASPROFILER_SHAPED)
+    data["perf_monitoring"] = {"runtime_script": "monitoring/RuntimeMonitoring.sh", "post_script": None}
+    workload = tmp_path / "fp.json"
+    workload.write_text(json.dumps(data))
+    plan = run_cli("plan", workload)
+    assert plan.returncode == 0, plan.stderr
+    warnings = [line for line in plan.stderr.splitlines() if line.startswith("warning: ")]
+    assert len(warnings) == 3, warnings  # the function (once), the param file, the script
+    assert any("instances.instance3.param_file: file params.json not found" in line and line.endswith("(a run needs it)") for line in warnings)
+    assert any("perf_monitoring.runtime_script: file monitoring/RuntimeMonitoring.sh not found" in line for line in warnings)
+    assert "total " in plan.stdout
+    validate = run_cli("validate", workload)
+    assert validate.returncode == 2
+    assert "instances.instance3.param_file: file params.json not found" in validate.stderr
