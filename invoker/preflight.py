@@ -19,6 +19,7 @@ from pathlib import Path
 
 from faasprof.errors import ConfigError
 from functions import catalogue
+from functions.own import own_entry, stage
 from invoker.client import require_platform
 from invoker.connection import Connection
 from invoker.deploy import missing_actions_error
@@ -118,13 +119,28 @@ def embedded_missing_error(workload: Workload, missing: list[tuple[str, str]]) -
 
 
 def check_embedded(workload: Workload, overrides: dict | None = None) -> None:
-    """What a run on the embedded localwhisk would refuse, raised before localwhisk starts."""
+    """What a run on the embedded localwhisk would refuse, raised before localwhisk starts.
+
+    Functions given by ``source`` are staged here (their requirements installed, once per change),
+    so a requirement that cannot be installed is reported before anything starts."""
     lines = check_limits(workload, embedded_limits(workload.platform, overrides))
     missing = embedded_missing(workload)
     if missing:
         lines += embedded_missing_error(workload, missing).problems
     if lines:
         raise ConfigError(lines[0], problems=lines)
+    stage_sources(workload)
+
+
+def stage_sources(workload: Workload) -> None:
+    """Stage every ``source`` of the workload; ConfigError naming the instance when one fails."""
+    for instance in workload.instances:
+        if instance.source is None or instance.endpoint == "generic":
+            continue
+        try:
+            stage(own_entry(instance.source, name=instance.function, kind=instance.kind, memory_mb=instance.memory_mb))
+        except ConfigError as error:
+            raise ConfigError(f"{workload.origin}: instances.{instance.name}.source: {error}") from None
 
 
 def platform_check(workload: Workload, connection: Connection) -> tuple[list[str], list[str]]:

@@ -28,6 +28,7 @@ from typing import Any, Iterable
 from faasprof.errors import ConfigError
 from faasprof.paths import REPO_ROOT, WORKLOAD_SCHEMA_PATH
 from functions import catalogue
+from functions.own import detect_runtime
 from invoker.arrivals import TraceError, read_trace
 from invoker.connection import apihost_problem
 
@@ -547,6 +548,15 @@ def _resolve_instance(name: str, spec: dict, top: dict, base_dir: Path | None, d
     data_file = find("data_file")
     trace_path = find("trace_file")
     source = find("source", kinds="file or folder")
+    if source is not None:
+        try:
+            runtime = detect_runtime(source)
+        except ConfigError as error:
+            problems.add(f"{where}.source", str(error))
+        else:
+            kind = spec.get("kind")
+            if isinstance(kind, str) and not kind.startswith("python" if runtime == "python" else "nodejs"):
+                problems.add(f"{where}.kind", f'"{kind}" does not run {source} (a {"Python" if runtime == "python" else "Node.js"} function); use a {runtime} kind or remove it')
     trace_total = _trace_total(trace_path, spec, window_s[1] - window_s[0], where, problems) if trace_path is not None else None
     params: dict | None = None
     if param_file is not None:

@@ -224,3 +224,23 @@ def test_plan_warns_but_plans_without_functions_or_files_a_run_needs(tmp_path, i
     validate = run_cli("validate", workload)
     assert validate.returncode == 2
     assert "instances.instance3.param_file: file params.json not found" in validate.stderr
+
+
+def test_a_source_that_cannot_be_built_is_refused_before_localwhisk_starts(tmp_path, isolated_home):
+    folder = tmp_path / "broken"
+    folder.mkdir()
+    (folder / "__main__.py").write_text("def main(args):\n    return {}\n")
+    (folder / "requirements.txt").write_text("./missing-1.0-py3-none-any.whl\n")
+    (tmp_path / "notafunction").mkdir()
+    workload = tmp_path / "w.json"
+    base = {"test_name": "b", "test_duration_in_seconds": 2, "random_seed": 1, "blocking_cli": False}
+    workload.write_text(json.dumps({**base, "instances": {"a": {"application": "a", "source": "notafunction", "interarrivals_list": [1]}}}))
+    invalid = run_cli("validate", workload)
+    assert invalid.returncode == 2
+    assert invalid.stderr.strip() == (f"{workload}: instances.a.source: {tmp_path / 'notafunction'}: the folder has neither __main__.py (Python) "
+                                      "nor package.json (Node.js); add the one your function needs")
+    workload.write_text(json.dumps({**base, "instances": {"a": {"application": "a", "source": "broken", "interarrivals_list": [1]}}}))
+    done = run_cli("run", workload, "--out", tmp_path / "runs", timeout=120)
+    assert done.returncode == 2
+    assert done.stderr.startswith(f"{workload}: instances.a.source: {folder / 'requirements.txt'}: pip could not install it (")
+    assert "starting the embedded localwhisk" not in done.stderr and "Traceback" not in done.stderr
