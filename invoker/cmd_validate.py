@@ -62,6 +62,8 @@ def main(args: argparse.Namespace) -> int:
         try:
             problems, missing, warnings, ok_line = _check(config, args)
         except ConfigError as error:
+            for line in getattr(error, "warnings", ()):
+                print(f"warning: {line}", file=sys.stderr)
             for line in error.problems:
                 print(line, file=sys.stderr)
             status = max(status, EXIT_BAD_INPUT)

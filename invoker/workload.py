@@ -45,6 +45,7 @@ MAX_PARAM_FILE_BYTES = 64 * 1024 * 1024
 # The run directory is <test_name>-<YYYYmmddTHHMMSS>[-N]: 21 characters beside the name, within
 # the 255 bytes most filesystems allow for one directory name.
 MAX_TEST_NAME_CHARS = 200
+FAASPROFILER_MONITORING_SCRIPTS = ("monitoring/RuntimeMonitoring.sh", "./monitoring/RuntimeMonitoring.sh")
 DEFAULT_OWN_MEMORY_MB = 256  # a researcher's function deploys with this unless memory_mb says otherwise
 
 
@@ -448,6 +449,8 @@ def _load_param_file(path: Path, field_path: str, problems: _Problems) -> dict |
 
 def url_problem(url: str) -> str | None:
     """Why ``url`` cannot be sent to (with the fix), or None when it is a usable http(s) URL."""
+    if not url.startswith(("http://", "https://")):
+        return f"{_got(url)} is not an http:// or https:// URL; write it as http://HOST[:PORT]/PATH"
     if any(ch.isspace() for ch in url):
         return f"{_got(url)} contains spaces; percent-encode them (%20) or remove them"
     try:
@@ -455,8 +458,6 @@ def url_problem(url: str) -> str | None:
         port = parts.port
     except ValueError as error:
         return f"{_got(url)} has a bad port ({error}); write it as http://HOST:PORT/PATH with PORT in 1..65535"
-    if parts.scheme not in ("http", "https"):
-        return f"{_got(url)} is not an http:// or https:// URL; write it as http://HOST[:PORT]/PATH"
     if not parts.hostname:
         return f"{_got(url)} has no host; write it as http://HOST[:PORT]/PATH"
     if port == 0:
@@ -627,6 +628,12 @@ def _script(value: str | None, field_path: str, base_dir: Path | None, problems:
     if value is None:
         return None
     path, tried = resolve_input_path(value, base_dir)
+    if path is None and Path(value).as_posix() in FAASPROFILER_MONITORING_SCRIPTS:
+        # Every FaaSProfiler workload names its own monitoring script; FaaSProfiler went on when it
+        # failed, and faasprof's collectors do its work.
+        problems.warn(field_path, f"{value} is FaaSProfiler's monitoring script, not part of faasprof; the run goes on without it "
+                                  "(the workload's monitoring block starts perf, rdt, blktrace and cgroups collectors), or copy the script beside the workload")
+        return None
     if path is None:
         problems.missing(field_path, f"file {value} not found (looked in {', '.join(str(p) for p in tried)}); fix the path or set it to null")
         return None
@@ -838,7 +845,9 @@ def workload_from_dict(data: Any, origin: str = "<workload>", path: Path | None 
         limit_problems(instances, data, limits, problems)
 
     if problems.lines:
-        raise ConfigError(problems.lines[0], problems=problems.lines)
+        error = ConfigError(problems.lines[0], problems=problems.lines)
+        error.warnings = list(problems.warnings)
+        raise error
 
     raw_seed = data.get("random_seed")
     if seed is not None:

@@ -65,6 +65,8 @@ CASES = [
      lambda w: w.instance("instance_0").host == "application-0a1b.default.127.0.0.1.sslip.io" and w.instance("instance_0").url.endswith("/hello")),
     ("perf_monitoring runtime_script", faasprofiler_workload(perf_monitoring={"runtime_script": "monitor.sh", "post_script": None}),
      lambda w: w.runtime_script is not None and w.runtime_script.name == "monitor.sh"),
+    ("FaaSProfiler's own monitoring script", faasprofiler_workload(perf_monitoring={"runtime_script": "monitoring/RuntimeMonitoring.sh", "post_script": None}),
+     lambda w: w.runtime_script is None and any("is FaaSProfiler's monitoring script, not part of faasprof; the run goes on without it" in line for line in w.warnings)),
     ("perf_monitoring post_script", faasprofiler_workload(perf_monitoring={"runtime_script": None, "post_script": "after.sh"}),
      lambda w: w.post_script is not None and w.post_script.name == "after.sh"),
 ]
