@@ -5,10 +5,14 @@ disagreed: a null ``random_seed`` draws a fresh seed (recorded), a null or absen
 ``activity_window`` is the whole test, an absent ``endpoint`` is ``local_openwhisk``, and
 ``activity_window`` also cuts traces. The JSON Schema is the one source of the format; this module
 turns its errors into one line each, ``CONFIG: instances.i0.rate: must be a number > 0 (got -5)``,
-and adds the checks a schema cannot express (windows inside the test, files that exist, functions
-in the catalogue).
+and adds the checks a schema cannot express (windows inside the test, files that exist, URLs and
+hosts, the planned invocation count and its memory, a platform's memory and request-size limits).
 
-Validation collects every problem before raising, so a user fixes a workload in one pass.
+Reading is strict: an empty, binary, non-UTF-8 or BOM-prefixed file, duplicate keys (JSON keeps
+only the last, which silently dropped a stream), NaN/Infinity and nesting deeper than
+MAX_NESTING_DEPTH are problems too. Validation collects every problem (parse, schema and semantic
+checks together) before raising, so a user fixes a workload in one pass. A function outside the
+catalogue is a warning (``Workload.warnings``): only the platform knows whether it exists.
 """
 
 from __future__ import annotations
@@ -474,7 +478,9 @@ def _estimate_count(distribution: str, spec: dict, window_length_s: float, trace
     if distribution in ("Poisson", "Uniform"):
         return float(spec["rate"]) * window_length_s
     if distribution == "Burst":
-        gap = float(spec["burst_gap_s"]) + float(spec.get("burst_gap_mean_s") or 0.0 if spec.get("burst_gap_distribution") == "shifted_exponential" else 0.0)
+        gap = float(spec["burst_gap_s"])
+        if spec.get("burst_gap_distribution") == "shifted_exponential":
+            gap += float(spec.get("burst_gap_mean_s") or 0.0)
         return float(spec.get("burst_size", 1)) * (1.0 + window_length_s / gap)
     return float(trace_total or 0.0)
 
