@@ -39,11 +39,23 @@ def _check(config: str, args: argparse.Namespace) -> tuple[list[str], list[str],
     data = parsed.data
     platform_block = data.get("platform") if isinstance(data, dict) and isinstance(data.get("platform"), dict) else {}
     connection = None
+    connection_problems: list[str] = []
     if not args.offline:
-        connection = resolve_connection(args, platform_block, origin=config)
-    limits = embedded_limits(platform_block) if connection is None and not args.offline else None
-    workload = workload_from_dict(data, origin=config, path=Path(config).resolve(), parse_problems=parsed.problems,
-                                  non_finite=parsed.non_finite, limits=limits)
+        try:
+            connection = resolve_connection(args, platform_block, origin=config)
+        except ConfigError as error:
+            connection_problems = error.problems  # reported with the file's other problems
+    limits = embedded_limits(platform_block) if connection is None and not args.offline and not connection_problems else None
+    try:
+        workload = workload_from_dict(data, origin=config, path=Path(config).resolve(), parse_problems=parsed.problems,
+                                      non_finite=parsed.non_finite, limits=limits)
+    except ConfigError as error:
+        lines = error.problems + [line for line in connection_problems if line not in error.problems]
+        combined = ConfigError(lines[0], problems=lines)
+        combined.warnings = getattr(error, "warnings", [])
+        raise combined from None
+    if connection_problems:
+        raise ConfigError(connection_problems[0], problems=connection_problems)
     problems: list[str] = []
     missing: list[str] = []
     warnings = list(workload.warnings)

@@ -244,3 +244,18 @@ def test_a_source_that_cannot_be_built_is_refused_before_localwhisk_starts(tmp_p
     assert done.returncode == 2
     assert done.stderr.startswith(f"{workload}: instances.a.source: {folder / 'requirements.txt'}: pip could not install it (")
     assert "starting the embedded localwhisk" not in done.stderr and "Traceback" not in done.stderr
+
+
+def test_validate_with_a_platform_checks_its_memory_limits(platform, tmp_path, isolated_home):
+    handle, _ = platform
+    workload = tmp_path / "mem.json"
+    workload.write_text(json.dumps({
+        "test_name": "m", "test_duration_in_seconds": 2, "random_seed": 1, "blocking_cli": False,
+        "instances": {"a": {"application": "spin", "memory_mb": 8192, "interarrivals_list": [1]}},
+    }))
+    done = run_cli("validate", workload, "--apihost", handle.apihost, "--auth", handle.auth)
+    assert done.returncode == 2
+    assert done.stderr.strip() == (f"{workload}: instances.a.memory_mb: 8192 MB is outside the 128..2048 MB that {handle.apihost} accepts; "
+                                   "lower memory_mb, or raise the platform's limit (OpenWhisk: limit_action_memory_max)")
+    offline = run_cli("validate", workload, "--apihost", handle.apihost, "--auth", handle.auth, "--offline")
+    assert offline.returncode == 0 and "checked offline" in offline.stdout
