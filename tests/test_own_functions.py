@@ -211,7 +211,7 @@ def test_native_runs_an_own_node_function_folder(tmp_path, isolated_home):
 
 def test_plan_warns_but_plans_without_functions_or_files_a_run_needs(tmp_path, isolated_home):
     data = dict(FAASPROFILER_SHAPED)
-    data["perf_monitoring"] = {"runtime_script": "monitoring/RuntimeMonitoring.sh", "post_script": None}
+    data["perf_monitoring"] = {"runtime_script": "scripts/monitor.sh", "post_script": None}
     workload = tmp_path / "fp.json"
     workload.write_text(json.dumps(data))
     plan = run_cli("plan", workload)
@@ -219,7 +219,7 @@ def test_plan_warns_but_plans_without_functions_or_files_a_run_needs(tmp_path, i
     warnings = [line for line in plan.stderr.splitlines() if line.startswith("warning: ")]
     assert len(warnings) == 3, warnings  # the function (once), the param file, the script
     assert any("instances.instance3.param_file: file params.json not found" in line and line.endswith("(a run needs it)") for line in warnings)
-    assert any("perf_monitoring.runtime_script: file monitoring/RuntimeMonitoring.sh not found" in line for line in warnings)
+    assert any("perf_monitoring.runtime_script: file scripts/monitor.sh not found" in line for line in warnings)
     assert "total " in plan.stdout
     validate = run_cli("validate", workload)
     assert validate.returncode == 2
