@@ -1,4 +1,6 @@
-"""``faasprof native FUNCTION``: run a benchmark function natively (no platform) and write a run directory.
+"""``faasprof native FUNCTION|PATH``: run a benchmark function, or a function of your own (a file or
+folder, as ``faasprof deploy PATH`` takes), natively (no platform) and write a run directory, so the
+slowdown a platform adds can be measured for it.
 
 The same function body as the action, under the same interpreter family (this Python for Python
 functions, ``node`` for Node.js ones), in ``--concurrency`` long-lived worker processes that each
@@ -15,11 +17,14 @@ import sys
 from pathlib import Path
 
 from faasprof.errors import ConfigError
-from functions.catalogue import load_params_file, require
+from functions.catalogue import load_params_file, lookup, require
+from functions.own import looks_like_path, own_entry, stage
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("function", metavar="FUNCTION", help="a catalogue function (faasprof deploy --help lists them)")
+    parser.add_argument("function", metavar="FUNCTION|PATH",
+                        help="a catalogue function (faasprof deploy --list lists them), or your own: a .py/.js file or a folder "
+                             "with __main__.py (and requirements.txt) or package.json")
     parser.add_argument("--repeat", type=int, default=10, metavar="N", help="calls to measure (default 10)")
     parser.add_argument("--concurrency", type=int, default=1, metavar="K", help="worker processes calling in parallel (default 1)")
     parser.add_argument("--warmup", type=int, default=0, metavar="W", help="unrecorded calls per worker before measuring (default 0: the first call is cold)")
@@ -35,7 +40,10 @@ def main(args: argparse.Namespace) -> int:
     from functions import native  # noqa: PLC0415 (imported when the command runs)
     from functions.checks import check_result  # noqa: PLC0415
 
-    entry = require(args.function, where="FUNCTION")
+    if lookup(args.function) is None and looks_like_path(args.function):
+        entry = stage(own_entry(args.function))  # installs requirements.txt / package.json dependencies once
+    else:
+        entry = require(args.function, where="FUNCTION")
     params = None
     source = "sample"
     if args.params is not None:

@@ -48,6 +48,7 @@ from faasprof.rundir import (
     load_manifest,
 )
 from functions.catalogue import RUNNERS_DIR, FunctionEntry
+from functions.own import python_site_dirs
 
 NATIVE_FORMAT_VERSION = 1
 NATIVE_CSV = "native.csv"
@@ -118,6 +119,10 @@ class Worker:
         env = dict(os.environ)
         env["FAASPROF_RESULT_FD"] = str(write_fd)
         env.setdefault("PYTHONDONTWRITEBYTECODE", "1")
+        sites = [str(path) for path in python_site_dirs(self.entry.directory)] if self.entry.runtime == "python" else []
+        if sites:
+            # A function's requirements.txt packages, installed in its virtualenv/ as OpenWhisk's runtime expects.
+            env["PYTHONPATH"] = os.pathsep.join(sites + ([env["PYTHONPATH"]] if env.get("PYTHONPATH") else []))
         if self.log_dir is not None:
             self.log_dir.mkdir(parents=True, exist_ok=True)
             suffix = "" if self.starts == 1 else f"-{self.starts}"

@@ -20,7 +20,9 @@ events in the half-open activity window ``[start, end)``.
 
 from __future__ import annotations
 
+import codecs
 import csv
+import io
 import math
 import os
 from functools import lru_cache
@@ -109,17 +111,40 @@ class TraceError(ConfigError):
     pass
 
 
+def _trace_text(path: str) -> str:
+    """The trace as text; TraceError (with the fix) for binary, non-UTF-8 or BOM-prefixed files."""
+    try:
+        with open(path, "rb") as handle:
+            raw = handle.read()
+    except OSError as error:
+        raise TraceError(f"{path}: cannot read the trace ({error.strerror})") from None
+    if raw.startswith(codecs.BOM_UTF8):
+        raw = raw[len(codecs.BOM_UTF8):]  # spreadsheets write one; it carries no data
+    nul = raw.find(b"\0")
+    if nul >= 0:
+        raise TraceError(f"{path}: is a binary file, not a CSV trace (a NUL byte at offset {nul}); name a CSV of counts or timestamps")
+    try:
+        return raw.decode("utf-8")
+    except UnicodeDecodeError as error:
+        line = raw.count(b"\n", 0, error.start) + 1
+        raise TraceError(f"{path}: is not UTF-8 text (byte 0x{raw[error.start]:02x} on line {line}); save the trace as UTF-8 CSV") from None
+
+
 @lru_cache(maxsize=16)
 def _read_trace_cached(path: str, mtime_ns: int, row: int | str, start_minute: int) -> tuple[str, np.ndarray]:
-    with open(path, newline="", encoding="utf-8") as handle:
-        reader = csv.reader(handle)
-        try:
-            header = next(reader)
-        except StopIteration:
-            raise TraceError(f"{path}: empty trace file") from None
+    reader = csv.reader(io.StringIO(_trace_text(path), newline=""))
+    try:
+        header = next(reader)
+    except StopIteration:
+        raise TraceError(f"{path}: empty trace file; write one count row (Azure layout) or one timestamp per line") from None
+    except csv.Error as error:
+        raise TraceError(f"{path}: not a CSV trace ({error}); fix the file") from None
+    try:
         if [h.strip() for h in header[:4]] == list(AZURE_KEY_COLUMNS):
             return "counts", _azure_counts(path, header, reader, row, start_minute)
         return "timestamps", _timestamps(path, header, reader)
+    except csv.Error as error:
+        raise TraceError(f"{path}: not a CSV trace ({error}); fix the file") from None
 
 
 def _azure_counts(path: str, header: list[str], reader, row: int | str, start_minute: int) -> np.ndarray:
@@ -131,8 +156,8 @@ def _azure_counts(path: str, header: list[str], reader, row: int | str, start_mi
             values = fields[4:]
             try:
                 counts = np.array([int(float(v)) if v.strip() else 0 for v in values], dtype=np.int64)
-            except ValueError as error:
-                raise TraceError(f"{path}: data row {index} has a non-numeric count ({error})") from None
+            except (ValueError, OverflowError) as error:
+                raise TraceError(f"{path}: data row {index} has a non-numeric count ({error}); counts are whole numbers") from None
             if (counts < 0).any():
                 raise TraceError(f"{path}: data row {index} has a negative count")
             return counts[start_minute - 1 :]
@@ -147,7 +172,10 @@ def _timestamps(path: str, header: list[str], reader) -> np.ndarray:
         if not fields or not fields[0].strip() or fields[0].lstrip().startswith("#"):
             continue
         try:
-            values.append(float(fields[0]))
+            value = float(fields[0])
+            if not math.isfinite(value):
+                raise ValueError(fields[0])
+            values.append(value)
         except ValueError:
             if line_number == 1:
                 continue  # a header such as "timestamp_s"
@@ -200,6 +228,8 @@ def arrivals(instance, rng: np.random.Generator) -> np.ndarray:
     if instance.distribution == "Trace":
         if instance.interarrivals_s is not None:
             return interarrival_list(instance.interarrivals_s, start_s, end_s)
+        if instance.trace_file is None:
+            return np.empty(0)  # a dry run of a workload whose trace file is not there yet
         kind, values = read_trace(Path(instance.trace_file), instance.trace_row, instance.trace_start_minute)
         if kind == "counts":
             return trace_counts(rng, values, start_s, end_s, instance.trace_spread, instance.trace_scale)

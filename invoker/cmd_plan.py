@@ -1,15 +1,19 @@
 """``faasprof plan CONFIG``: the dry run. Builds the merged schedule without contacting any platform,
 prints per-instance counts, rates and windows (and a sweep's points with its estimated wall time),
-and with ``--out`` writes the schedule as ``seq,instance,function,intended_s``."""
+and with ``--out`` writes the schedule as ``seq,instance,function,intended_s``.
+
+A plan never refuses for what only a run needs: a function outside the catalogue (it may be on
+the platform), a parameter, data or script file that is not there yet. Those are warnings on
+stderr; a trace file that is missing plans no invocation for its instance (warned too)."""
 
 from __future__ import annotations
 
 import argparse
 import sys
 import time
-from pathlib import Path
 
 from faasprof.errors import ConfigError
+from invoker.preflight import check_out_file
 from invoker.schedule import build_schedule
 from invoker.workload import load_workload
 
@@ -30,9 +34,11 @@ def format_table(rows: list[list[str]], header: list[str]) -> str:
 def main(args: argparse.Namespace) -> int:
     if args.seed is not None and args.seed < 0:
         raise ConfigError(f"--seed: must be an integer >= 0 (got {args.seed})")
-    if args.out and Path(args.out).exists():
-        raise ConfigError(f"--out: {args.out} already exists; choose another path or delete it")
-    workload = load_workload(args.config, seed=args.seed)
+    if args.out:
+        check_out_file(args.out)
+    workload = load_workload(args.config, seed=args.seed, missing_files_warn=True)
+    for line in workload.warnings:
+        print(f"warning: {line}", file=sys.stderr)
     started = time.perf_counter()
     schedule = build_schedule(workload)
     build_s = time.perf_counter() - started

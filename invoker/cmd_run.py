@@ -102,15 +102,19 @@ def _restore_leftover_allocations() -> None:
 
 def main(args: argparse.Namespace) -> int:
     from faasprof.rundir import load_manifest
+    from invoker.preflight import check_embedded, check_out_dir
     from invoker.run import execute
     from invoker.workload import load_workload
 
     _restore_leftover_allocations()
     options = _options(args)
     thresholds = parse_thresholds(args.threshold)
+    check_out_dir(args.out)
     workload = load_workload(args.config, seed=args.seed)
     connection = resolve_connection(args, workload.platform, origin=args.config)
     settings = local_settings(args, workload.platform)
+    if connection is None:
+        check_embedded(workload, settings)  # what the embedded localwhisk would refuse, before it starts
     if connection is not None and (args.user_memory is not None or args.pause_grace is not None):
         print(f"warning: --user-memory/--pause-grace only apply to the embedded localwhisk; {connection.apihost} is used", file=sys.stderr)
     run_dir = execute(workload, args.out, connection=connection, local_settings=settings, progress=not args.quiet, analyze=args.analyze, options=options, thresholds=thresholds)

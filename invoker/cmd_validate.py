@@ -1,30 +1,97 @@
-"""``faasprof validate CONFIG...``: check workloads and report every problem, one line each."""
+"""``faasprof validate CONFIG...``: check workloads and report every problem, one line each.
+
+Everything ``run`` would refuse is caught here, in one pass per file: syntax and encoding,
+duplicate keys, the schema, the files a workload names, sizes beyond what a machine can plan,
+and what the platform would refuse. The platform is the one ``run`` would use: with none named
+(no --apihost, platform block or ~/.wskprops) the embedded localwhisk's limits are checked
+without starting it, and a function outside the catalogue without a ``source`` is a warning (it
+must exist on the platform the workload runs on); with a platform named, it is asked (``GET /``
+and each action) and a missing action is an error listing the deploy commands (exit 3:
+the file is right, the platform is not ready for it), unless
+``--offline``, which checks the file alone. ``workload_configs/schema.json`` (the JSON Schema) is recognised and skipped.
+"""
 
 from __future__ import annotations
 
 import argparse
 import sys
+from pathlib import Path
 
-from faasprof.errors import EXIT_BAD_INPUT, ConfigError
-from invoker.workload import load_workload
+from faasprof.errors import EXIT_BAD_INPUT, EXIT_NOT_READY, ConfigError, FaasprofError
+from invoker.connection import add_connection_arguments, resolve_connection
+from invoker.preflight import embedded_limits, platform_check
+from invoker.workload import is_schema_document, parse_workload_file, workload_from_dict
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("configs", nargs="+", metavar="CONFIG", help="workload JSON file(s)")
     parser.add_argument("--quiet", "-q", action="store_true", help="print nothing for valid workloads")
+    parser.add_argument("--offline", action="store_true",
+                        help="contact no platform: check the files alone (functions outside the catalogue are warnings)")
+    add_connection_arguments(parser)
+
+
+def _check(config: str, args: argparse.Namespace) -> tuple[list[str], list[str], list[str], str | None]:
+    """(problems, missing actions, warnings, ok-line) of one file; raises FaasprofError for what stops the check."""
+    parsed = parse_workload_file(config)
+    if is_schema_document(parsed.data):
+        return [], [], [], f"{config}: skipped (the JSON Schema of workloads, not a workload)"
+    data = parsed.data
+    platform_block = data.get("platform") if isinstance(data, dict) and isinstance(data.get("platform"), dict) else {}
+    connection = None
+    connection_problems: list[str] = []
+    if not args.offline:
+        try:
+            connection = resolve_connection(args, platform_block, origin=config)
+        except ConfigError as error:
+            connection_problems = error.problems  # reported with the file's other problems
+    limits = embedded_limits(platform_block) if connection is None and not args.offline and not connection_problems else None
+    try:
+        workload = workload_from_dict(data, origin=config, path=Path(config).resolve(), parse_problems=parsed.problems,
+                                      non_finite=parsed.non_finite, limits=limits)
+    except ConfigError as error:
+        lines = error.problems + [line for line in connection_problems if line not in error.problems]
+        combined = ConfigError(lines[0], problems=lines)
+        combined.warnings = getattr(error, "warnings", [])
+        raise combined from None
+    if connection_problems:
+        raise ConfigError(connection_problems[0], problems=connection_problems)
+    problems: list[str] = []
+    missing: list[str] = []
+    warnings = list(workload.warnings)
+    if connection is not None:
+        # The platform answers what the catalogue could only guess: no warning, a definite answer.
+        problems, missing = platform_check(workload, connection)
+        warnings = [w for w in warnings if "is not in the function catalogue" not in w]
+    count = len(workload.instances)
+    where = "offline" if args.offline else ("for the embedded localwhisk" if connection is None else f"on {connection.apihost}")
+    return problems, missing, warnings, f"{config}: ok ({count} instance{'s' if count != 1 else ''}, {workload.duration_s:g} s; checked {where})"
 
 
 def main(args: argparse.Namespace) -> int:
     status = 0
     for config in args.configs:
         try:
-            workload = load_workload(config)
+            problems, missing, warnings, ok_line = _check(config, args)
         except ConfigError as error:
+            for line in getattr(error, "warnings", ()):
+                print(f"warning: {line}", file=sys.stderr)
             for line in error.problems:
                 print(line, file=sys.stderr)
-            status = EXIT_BAD_INPUT
+            status = max(status, EXIT_BAD_INPUT)
             continue
-        if not args.quiet:
-            count = len(workload.instances)
-            print(f"{config}: ok ({count} instance{'s' if count != 1 else ''}, {workload.duration_s:g} s)")
+        except FaasprofError as error:
+            print(f"{config}: {error}", file=sys.stderr)
+            status = max(status, error.exit_code)
+            continue
+        for line in warnings:
+            print(f"warning: {line}", file=sys.stderr)
+        for line in problems + missing:
+            print(line, file=sys.stderr)
+        if problems:
+            status = max(status, EXIT_BAD_INPUT)
+        elif missing:
+            status = max(status, EXIT_NOT_READY)  # the file is right; the platform lacks actions
+        elif not args.quiet:
+            print(ok_line)
     return status

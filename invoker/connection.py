@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import argparse
 import os
+import urllib.parse
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -40,6 +41,29 @@ class Connection:
             "source": self.source,
             "auth_user": self.auth_pair[0][:8] + "…" if self.auth else None,
         }
+
+
+def apihost_problem(apihost: str) -> str | None:
+    """Why ``apihost`` cannot name a platform (with the fix), or None when it can."""
+    text = apihost.strip()
+    if not text:
+        return "is empty; write the API host, e.g. https://172.17.0.1 or http://127.0.0.1:3233"
+    if any(ch.isspace() for ch in text):
+        return f"{apihost!r} contains spaces; write one host such as https://172.17.0.1 or http://127.0.0.1:3233"
+    scheme, sep, _ = text.partition("://")
+    if sep and scheme not in ("http", "https"):
+        return f"{apihost!r} has the scheme {scheme}://; use http:// or https://"
+    url = text if sep else "https://" + text
+    try:
+        parts = urllib.parse.urlsplit(url)
+        port = parts.port
+    except ValueError:
+        return f"{apihost!r} has a bad port; write HOST:PORT with PORT in 1..65535"
+    if not parts.hostname:
+        return f"{apihost!r} has no host; write it as https://HOST[:PORT]"
+    if port == 0:
+        return f"{apihost!r} has port 0; use a port in 1..65535"
+    return None
 
 
 def normalise_apihost(apihost: str) -> str:
@@ -112,6 +136,11 @@ def resolve_connection(
         return None, None
 
     apihost, source = pick("apihost")
+    if apihost is not None:
+        reason = apihost_problem(str(apihost))
+        if reason:
+            where = {"flags": "--apihost", "workload": f"{origin}: platform.apihost", "wskprops": f"{wskprops_path or os.environ.get('WSK_CONFIG_FILE') or Path.home() / '.wskprops'}: APIHOST"}[source]
+            raise ConfigError(f"{where}: {reason}")
     if apihost is None:
         if flags["auth"]:
             raise ConfigError("--auth: given without an API host; add --apihost (or drop --auth to use the embedded localwhisk)")

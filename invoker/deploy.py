@@ -18,16 +18,20 @@ from __future__ import annotations
 
 import base64
 from dataclasses import dataclass
+from pathlib import Path
 
 from typing import Callable
 
-from faasprof.errors import ConfigError, RunError
+from faasprof.errors import ConfigError, NotReadyError, RunError
 from functions.catalogue import FunctionEntry, lookup, unknown_function_error
+from functions.own import own_entry, stage
 from functions.package import build_archive, sha256
+from invoker.workload import PlatformLimits, check_limits
 
 CODE_DIGEST_ANNOTATION = "faasprof-code-sha256"
 FUNCTION_ANNOTATION = "faasprof-function"
 FALLBACK_KINDS = {"python": "python:default", "nodejs": "nodejs:default"}
+OWN_CATEGORY = "own"  # FunctionEntry.category of a researcher's function (functions.own)
 
 
 @dataclass
@@ -37,6 +41,10 @@ class PlannedAction:
     memory_mb: int
     archive: bytes
     digest: str
+    parameters: dict | None = None  # default parameters bound to the action (wsk -p)
+
+    def parameter_list(self) -> list[dict]:
+        return [{"key": key, "value": value} for key, value in sorted((self.parameters or {}).items())]
 
     def body(self) -> dict:
         code = base64.b64encode(self.archive).decode("ascii")
@@ -55,6 +63,7 @@ class PlannedAction:
             "exec": exec_doc,
             "limits": {"memory": self.memory_mb, "timeout": self.entry.timeout_ms},
             "annotations": annotations,
+            "parameters": self.parameter_list(),
         }
 
     def matches(self, existing: dict) -> bool:
@@ -68,7 +77,12 @@ class PlannedAction:
             and limits.get("memory") == self.memory_mb
             and limits.get("timeout") == self.entry.timeout_ms
             and bool(annotations.get("web-export")) == (self.entry.web == "raw")
+            and _parameters_of(existing) == {item["key"]: item["value"] for item in self.parameter_list()}
         )
+
+
+def _parameters_of(action: dict) -> dict:
+    return {p.get("key"): p.get("value") for p in action.get("parameters") or [] if isinstance(p, dict)}
 
 
 def resolve_kind(entry: FunctionEntry, platform_info: dict | None) -> str:
@@ -99,16 +113,26 @@ def _entries(names: list[str], memory_mb: int | None) -> list[FunctionEntry]:
     return chosen
 
 
-def plan_actions(client, entries: list[FunctionEntry]) -> list[PlannedAction]:
-    """Archives and kinds for ``entries``; everything that can fail locally fails here, before any write."""
+def plan_actions(client, entries: list[FunctionEntry], parameters: dict | None = None) -> list[PlannedAction]:
+    """Archives and kinds for ``entries``; everything that can fail locally fails here, before any write.
+
+    A researcher's function (category ``own``) is staged first: its requirements.txt or
+    package.json dependencies are installed into the archive."""
     info = client.info() if entries else {}
-    archives: dict[str, bytes] = {}
+    archives: dict[tuple[str, Path], bytes] = {}
     planned = []
     for entry in entries:
-        if entry.base not in archives:
-            archives[entry.base] = build_archive(entry)
-        archive = archives[entry.base]
-        planned.append(PlannedAction(entry, resolve_kind(entry, info), entry.memory_mb, archive, sha256(archive)))
+        if entry.category == OWN_CATEGORY:
+            entry = stage(entry)
+            key = (entry.base, entry.directory)
+            if key not in archives:
+                archives[key] = build_archive(entry, cache_dir=entry.directory.parent)
+        else:
+            key = (entry.base, entry.directory)
+            if key not in archives:
+                archives[key] = build_archive(entry)
+        archive = archives[key]
+        planned.append(PlannedAction(entry, resolve_kind(entry, info), entry.memory_mb, archive, sha256(archive), parameters))
     return planned
 
 
@@ -133,7 +157,13 @@ def deploy(client, names: list[str], memory_mb: int | None = None,
     Raises ConfigError for an unknown name and NotReadyError when a function cannot be packaged
     here (an npm package missing), both before anything is written. ``report(name, status)`` is
     called after each action, so a caller can show progress before a later action fails."""
-    planned = plan_actions(client, _entries(list(names), memory_mb))
+    return deploy_entries(client, _entries(list(names), memory_mb), report=report)
+
+
+def deploy_entries(client, entries: list[FunctionEntry], parameters: dict | None = None,
+                   report: Callable[[str, str], None] | None = None) -> dict[str, str]:
+    """Create or update one action per entry (catalogue or own function); idempotent like ``deploy``."""
+    planned = plan_actions(client, entries, parameters)
     results: dict[str, str] = {}
     for action in planned:
         existing = client.get_action(action.entry.name)
@@ -152,24 +182,95 @@ def ensure_actions(client, names: list[str], memory_mb: int | None = None) -> di
     """Make sure every action in ``names`` exists; returns {name: "existing" | "deployed"}.
 
     An action already on the platform is left as it is (whatever its code or limits). A missing
-    one is deployed from the catalogue; a name neither on the platform nor in the catalogue raises
-    ConfigError listing the known functions before anything is deployed."""
+    one is deployed from the catalogue; names neither on the platform nor in the catalogue raise
+    one NotReadyError listing them all, before anything is deployed."""
     results: dict[str, str] = {}
     missing: list[str] = []
+    absent: list[str] = []
     for name in dict.fromkeys(names):
         if client.get_action(name) is not None:
             results[name] = "existing"
         elif lookup(name) is None:
-            raise ConfigError(
-                f"action {name!r} is neither on {client.connection.apihost} (namespace {client.connection.namespace}) "
-                f"nor in the function catalogue; known functions: {', '.join(_known())}"
-            )
+            absent.append(name)
         else:
             missing.append(name)
+    if absent:
+        raise missing_actions_error("deploy", [(name, "action") for name in absent], client.connection)
     if missing:
         for action in plan_actions(client, _entries(missing, memory_mb)):
             _put(client, action)
             results[action.entry.name] = "deployed"
+    return results
+
+
+def connection_flags(connection) -> str:
+    """The flags that name ``connection``'s platform on a command line (never the key itself)."""
+    if connection is None or connection.source == "embedded":
+        return " --apihost APIHOST --auth UUID:KEY"
+    if connection.source == "wskprops":
+        return ""
+    return f" --apihost {connection.apihost} --auth UUID:KEY" + (" --insecure" if connection.insecure else "")
+
+
+def missing_actions_error(origin: str, missing: list[tuple[str, str]], connection) -> NotReadyError:
+    """One NotReadyError (the platform lacks what the workload needs: exit 3) listing every
+    missing action with the command that deploys it.
+
+    ``missing``: (action name, field path naming it). The first line sums up; one line follows per
+    action, each with its ``faasprof deploy`` command (``problems`` holds the lines)."""
+    where = f"{connection.apihost} (namespace {connection.namespace})" if connection is not None else "the platform"
+    names = list(dict.fromkeys(name for name, _ in missing))
+    summary = (f"{origin}: {len(names)} action{'s' if len(names) != 1 else ''} missing on {where}: {', '.join(names)}; "
+               "deploy them as below, or give each instance a \"source\" folder that faasprof deploys")
+    lines = [summary]
+    for name, field_path in missing:
+        lines.append(f"{origin}: {field_path}: action {name} does not exist on {where}; deploy it: "
+                     f"faasprof deploy PATH/TO/{name} --name {name}{connection_flags(connection)}")
+    error = NotReadyError(summary)
+    error.problems = lines
+    return error
+
+
+def ensure_workload_actions(client, workload) -> dict[str, str]:
+    """Every action ``workload`` invokes exists on ``client``'s platform; returns {name: status}.
+
+    - an instance with a ``source`` (a researcher's function) is deployed from it, idempotently
+      (``created``, ``updated`` or ``unchanged``);
+    - an action already on the platform is used as it is (``existing``);
+    - a missing catalogue function is deployed (``deployed``);
+    - anything else is missing: one NotReadyError lists every such action with its deploy command;
+      memory limits or request sizes the platform would refuse are a ConfigError; both before
+      anything is written.
+    """
+    connection = client.connection
+    refused = check_limits(workload, PlatformLimits.from_info(client.info(), connection.apihost))
+    if refused:
+        raise ConfigError(refused[0], problems=refused)
+    results: dict[str, str] = {}
+    own: dict[str, FunctionEntry] = {}
+    catalogue_missing: dict[int | None, list[str]] = {}
+    absent: list[tuple[str, str]] = []
+    deployed_only = bool((workload.platform or {}).get("actions_deployed"))
+    for instance in workload.instances:
+        if instance.endpoint == "generic" or instance.function in results or instance.function in own:
+            continue
+        if instance.source is not None:
+            own[instance.function] = own_entry(instance.source, name=instance.function, kind=instance.kind, memory_mb=instance.memory_mb)
+            continue
+        if client.get_action(instance.function) is not None:
+            results[instance.function] = "existing"
+        elif not deployed_only and lookup(instance.function) is not None:
+            catalogue_missing.setdefault(instance.memory_mb, []).append(instance.function)
+            results[instance.function] = "deployed"
+        else:
+            absent.append((instance.function, f"instances.{instance.name}.application"))
+    if absent:
+        raise missing_actions_error(workload.origin, absent, connection)
+    for memory_mb, names in catalogue_missing.items():
+        for action in plan_actions(client, _entries(names, memory_mb)):
+            _put(client, action)
+    if own:
+        results.update(deploy_entries(client, list(own.values())))
     return results
 
 

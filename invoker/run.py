@@ -40,6 +40,7 @@ from invoker.activations import save_run_records
 from invoker.verdict import check_thresholds, evaluate
 from invoker.connection import Connection
 from invoker.dispatch import DispatchOptions, Dispatcher, DispatchResult, new_event_loop
+from invoker.preflight import check_out_dir
 from invoker.sender import KIND_GENERIC, PreparedRequest, ensure_fd_budget, prepare_request
 
 START_LEAD_NS = 50_000_000  # zero is this far after the collectors are up: the first send is not late
@@ -207,55 +208,12 @@ def _start_embedded(local_settings: dict | None, data_dir: Path, say: Callable[[
     return handle, Path(settings["log_dir"])
 
 
-def check_out_dir(out_dir: str | os.PathLike) -> None:
-    """``--out`` must be (or be creatable as) a writable directory: ConfigError before anything starts."""
-    out = Path(out_dir)
-    probe = out
-    while not probe.exists():
-        if probe.parent == probe:
-            break
-        probe = probe.parent
-    if probe.exists() and not probe.is_dir():
-        raise ConfigError(f"--out {out}: {probe} is not a directory; pass --out DIR with a writable directory")
-    if not probe.exists() or not os.access(probe, os.W_OK | os.X_OK):
-        what = "is read-only" if probe.exists() else "does not exist"
-        raise ConfigError(f"--out {out}: {probe} {what}; pass --out DIR with a writable directory")
-    if probe == out:
-        # os.access ignores a read-only mount for root: try for real.
-        try:
-            fd, name = tempfile.mkstemp(prefix=".faasprof-probe-", dir=out)
-            os.close(fd)
-            os.unlink(name)
-        except OSError as error:
-            raise ConfigError(f"--out {out}: cannot write there ({error.strerror or error}); pass --out DIR with a writable directory") from None
-
-
 def _ensure_actions(platform: _Platform, workload: Any) -> None:
-    """Every action the workload invokes exists; deploy catalogue functions that are missing."""
-    client = platform.client
-    by_memory: dict[int | None, list[str]] = {}
-    for instance in workload.instances:
-        if instance.endpoint == "generic":
-            continue
-        names = by_memory.setdefault(instance.memory_mb, [])
-        if instance.function not in names:
-            names.append(instance.function)
-    if not by_memory:
-        return
-    if (workload.platform or {}).get("actions_deployed"):
-        for names in by_memory.values():
-            for name in names:
-                if client.get_action(name) is None:
-                    raise NotReadyError(
-                        f"{workload.origin}: action {name} does not exist on {platform.connection.apihost} "
-                        f"(namespace {platform.connection.namespace}); create it, or drop platform.actions_deployed so faasprof deploys it"
-                    )
-                platform.actions[name] = "existing"
-        return
-    from invoker.deploy import ensure_actions
+    """Every action the workload invokes exists: its own functions and missing catalogue functions
+    are deployed; any other missing action is refused with the list and the deploy commands."""
+    from invoker.deploy import ensure_workload_actions
 
-    for memory_mb, names in by_memory.items():
-        platform.actions.update(ensure_actions(client, names, memory_mb=memory_mb))
+    platform.actions.update(ensure_workload_actions(platform.client, workload))
 
 
 def _resolve_web_namespace(platform: _Platform, requests_needed: bool) -> None:

@@ -99,11 +99,13 @@ def _host_header(origin: Origin) -> str:
     return host if port == default else f"{host}:{port}"
 
 
-def format_request(origin: Origin, path: str, body: bytes, content_type: str, auth: str | None = None) -> bytes:
-    """A complete ``POST`` message with a fixed Content-Length (keep-alive, no chunking)."""
+def format_request(origin: Origin, path: str, body: bytes, content_type: str, auth: str | None = None, host: str | None = None) -> bytes:
+    """A complete ``POST`` message with a fixed Content-Length (keep-alive, no chunking).
+
+    ``host`` replaces the Host header (FaaSProfiler's ``instances.*.host``: an ingress routes by it)."""
     lines = [
         f"POST {path} HTTP/1.1",
-        f"Host: {_host_header(origin)}",
+        f"Host: {host or _host_header(origin)}",
         "User-Agent: faasprof",
         "Accept: application/json",
         f"Content-Type: {content_type}",
@@ -148,7 +150,7 @@ def prepare_request(instance: Any, connection: Any, web_namespace: str | None = 
         origin, path = split_origin(instance.url)
         body = json.dumps(instance.data).encode()
         # Credentials are never sent to a generic URL (FaaSProfiler sent its key everywhere).
-        return PreparedRequest(KIND_GENERIC, origin, format_request(origin, path, body, "application/json"), f"POST {instance.url}")
+        return PreparedRequest(KIND_GENERIC, origin, format_request(origin, path, body, "application/json", host=getattr(instance, "host", None)), f"POST {instance.url}")
 
     if connection is None:
         raise ValueError("an OpenWhisk instance needs a connection")
@@ -159,7 +161,7 @@ def prepare_request(instance: Any, connection: Any, web_namespace: str | None = 
         content_type = instance.content_type or mimetypes.guess_type(str(instance.data_file))[0] or "application/octet-stream"
         path = base + _web_path(web_namespace or connection.namespace, instance.function)
         # A web action call is anonymous, as OpenWhisk's web URLs are; the key stays private.
-        payload = format_request(api_origin, path, data, content_type)
+        payload = format_request(api_origin, path, data, content_type, host=getattr(instance, "host", None))
         return PreparedRequest(KIND_WEB, api_origin, payload, f"POST {connection.apihost}{path}")
 
     params = dict(instance.params or {})
@@ -169,7 +171,7 @@ def prepare_request(instance: Any, connection: Any, web_namespace: str | None = 
     namespace = urllib.parse.quote(connection.namespace, safe="")
     blocking = "true" if instance.blocking else "false"
     path = f"{base}/api/v1/namespaces/{namespace}/actions/{_quote_action(instance.function)}?blocking={blocking}"
-    payload = format_request(api_origin, path, body, "application/json", auth=connection.auth)
+    payload = format_request(api_origin, path, body, "application/json", auth=connection.auth, host=getattr(instance, "host", None))
     return PreparedRequest(KIND_ACTION, api_origin, payload, f"POST {connection.apihost}{path}")
 
 

@@ -5,18 +5,25 @@ disagreed: a null ``random_seed`` draws a fresh seed (recorded), a null or absen
 ``activity_window`` is the whole test, an absent ``endpoint`` is ``local_openwhisk``, and
 ``activity_window`` also cuts traces. The JSON Schema is the one source of the format; this module
 turns its errors into one line each, ``CONFIG: instances.i0.rate: must be a number > 0 (got -5)``,
-and adds the checks a schema cannot express (windows inside the test, files that exist, functions
-in the catalogue).
+and adds the checks a schema cannot express (windows inside the test, files that exist, URLs and
+hosts, the planned invocation count and its memory, a platform's memory and request-size limits).
 
-Validation collects every problem before raising, so a user fixes a workload in one pass.
+Reading is strict: an empty, binary, non-UTF-8 or BOM-prefixed file, duplicate keys (JSON keeps
+only the last, which silently dropped a stream), NaN/Infinity and nesting deeper than
+MAX_NESTING_DEPTH are problems too. Validation collects every problem (parse, schema and semantic
+checks together) before raising, so a user fixes a workload in one pass. A function outside the
+catalogue is a warning (``Workload.warnings``): only the platform knows whether it exists.
 """
 
 from __future__ import annotations
 
+import codecs
 import difflib
 import json
+import math
 import os
 import secrets
+import urllib.parse
 from dataclasses import dataclass, field
 from functools import lru_cache
 from pathlib import Path
@@ -24,8 +31,61 @@ from typing import Any, Iterable
 
 from faasprof.errors import ConfigError
 from faasprof.paths import REPO_ROOT, WORKLOAD_SCHEMA_PATH
+from functions import catalogue
+from functions.own import detect_runtime
+from invoker.arrivals import TraceError, read_trace
+from invoker.connection import apihost_problem
 
 DISTRIBUTIONS = ("Poisson", "Uniform", "Burst", "Trace")
+
+# Bounds that keep a typo from exhausting the machine. The schedule costs about
+# SCHEDULE_BYTES_PER_INVOCATION while it is built (float64 times, int64 ns, int32 owner, the sort's
+# index) and the run keeps one row per invocation, so the planned count is what must be bounded.
+MAX_PLANNED_INVOCATIONS = 20_000_000
+SCHEDULE_BYTES_PER_INVOCATION = 48
+MAX_NESTING_DEPTH = 32
+MAX_WORKLOAD_BYTES = 64 * 1024 * 1024
+MAX_PARAM_FILE_BYTES = 64 * 1024 * 1024
+# The run directory is <test_name>-<YYYYmmddTHHMMSS>[-N]: 21 characters beside the name, within
+# the 255 bytes most filesystems allow for one directory name.
+MAX_TEST_NAME_CHARS = 200
+FAASPROFILER_MONITORING_SCRIPTS = ("monitoring/RuntimeMonitoring.sh", "./monitoring/RuntimeMonitoring.sh")
+DEFAULT_OWN_MEMORY_MB = 256  # a researcher's function deploys with this unless memory_mb says otherwise
+
+
+@dataclass(frozen=True)
+class PlatformLimits:
+    """What a platform refuses: memory limits outside [min, max], request bodies above a size.
+
+    ``None`` means unknown (not checked). ``description`` names the platform in messages."""
+
+    description: str
+    min_memory_mb: int | None = None
+    max_memory_mb: int | None = None
+    max_payload_bytes: int | None = None
+    memory_fix: str = "lower memory_mb"
+    payload_fix: str = "send a smaller file"
+
+    @classmethod
+    def from_info(cls, info: dict, apihost: str) -> "PlatformLimits":
+        """From a platform's ``GET /`` (OpenWhisk reports action memory limits in bytes)."""
+        limits = (info or {}).get("limits") or {}
+        local = (info or {}).get("localwhisk") or {}
+        settings = local.get("settings") if isinstance(local.get("settings"), dict) else local
+
+        def megabytes(key: str) -> int | None:
+            value = limits.get(key)
+            return int(value) // 1048576 if isinstance(value, (int, float)) and value > 0 else None
+
+        payload = settings.get("max_payload_bytes") if isinstance(settings, dict) else None
+        return cls(
+            description=apihost,
+            min_memory_mb=megabytes("min_action_memory"),
+            max_memory_mb=megabytes("max_action_memory"),
+            max_payload_bytes=int(payload) if isinstance(payload, int) and payload > 0 else None,
+            memory_fix="lower memory_mb, or raise the platform's limit (OpenWhisk: limit_action_memory_max)",
+            payload_fix="send a smaller file, or raise the platform's limit (localwhisk: --max-payload-bytes)",
+        )
 
 
 @dataclass(frozen=True)
@@ -58,6 +118,10 @@ class Instance:
     trace_start_minute: int = 1
     trace_spread: str = "uniform"
     trace_scale: float = 1.0
+    host: str | None = None  # Host header sent instead of the URL's (FaaSProfiler's instances.*.host)
+    source: Path | None = None  # a researcher's function (file or folder) deployed as `function`
+    kind: str | None = None  # the action kind for `source` (default: from its files)
+    planned_estimate: float = 0.0  # about how many invocations the instance plans
 
     @property
     def window_length_s(self) -> float:
@@ -87,6 +151,8 @@ class Workload:
     runtime_script: Path | None = None
     post_script: Path | None = None
     raw: dict = field(default_factory=dict, repr=False)
+    serverless_platform: str | None = None  # FaaSProfiler's label of the platform, kept in the manifest
+    warnings: tuple[str, ...] = ()  # one line each, already prefixed with the file name
 
     @property
     def origin(self) -> str:
@@ -117,6 +183,7 @@ class Workload:
         raw["random_seed"] = self.seed
         return {
             "source": str(self.path) if self.path else None,
+            "serverless_platform": self.serverless_platform,
             "as_given": raw,
             "seed": self.seed,
             "seed_was_null": self.seed_was_null,
@@ -134,6 +201,8 @@ class Workload:
                     "data_mode": instance.data_mode if instance.data_file else None,
                     "trace_file": str(instance.trace_file) if instance.trace_file else None,
                     "memory_mb": instance.memory_mb,
+                    "host": instance.host,
+                    "function_source": str(instance.source) if instance.source else None,
                 }
                 for instance in self.instances
             },
@@ -331,58 +400,118 @@ def fresh_seed() -> int:
 
 
 class _Problems:
-    def __init__(self, origin: str):
+    def __init__(self, origin: str, missing_files_warn: bool = False):
         self.origin = origin
         self.lines: list[str] = []
+        self.warnings: list[str] = []
+        self.missing_files_warn = missing_files_warn
+
+    def missing(self, field_path: str, text: str) -> None:
+        """A file that is not there: an error, or for a dry run (plan) a warning."""
+        if self.missing_files_warn:
+            self.warn(field_path, text + " (a run needs it)")
+        else:
+            self.add(field_path, text)
 
     def add(self, field_path: str, text: str) -> None:
         self.lines.append(f"{self.origin}: {field_path}: {text}")
 
+    def warn(self, field_path: str, text: str) -> None:
+        self.warnings.append(f"{self.origin}: {field_path}: {text}")
 
-def _known_functions() -> list[str] | None:
-    """Names in the function catalogue, or None while there is no catalogue."""
-    try:
-        from functions import catalogue
-    except ImportError:
-        return None
+
+def _known_functions() -> list[str]:
+    """Names in the function catalogue."""
     return list(catalogue.names())
 
 
 def _in_catalogue(name: str) -> bool:
-    from functions import catalogue
-
     return catalogue.lookup(name.strip("/").split("/")[-1]) is not None
 
 
 def _load_param_file(path: Path, field_path: str, problems: _Problems) -> dict | None:
     try:
-        with open(path, encoding="utf-8") as handle:
-            value = json.load(handle)
-    except json.JSONDecodeError as error:
-        problems.add(field_path, f"{path} is not valid JSON ({error.msg} at line {error.lineno}); fix the file")
-        return None
+        text = read_text_file(path, MAX_PARAM_FILE_BYTES)
     except OSError as error:
         problems.add(field_path, f"cannot read {path} ({error.strerror}); fix its permissions")
         return None
+    except ValueError as error:
+        problems.add(field_path, f"{path} {error}")
+        return None
+    try:
+        value, parse_lines, _ = parse_json_document(text, str(path))
+    except ConfigError as error:
+        problems.add(field_path, str(error))
+        return None
+    for line in parse_lines:
+        problems.add(field_path, f"{path}: {line}")
     if not isinstance(value, dict):
         problems.add(field_path, f"{path} must hold a JSON object of parameters (got {type(value).__name__})")
         return None
     return value
 
 
-def _resolve_instance(name: str, spec: dict, top: dict, base_dir: Path | None, duration_s: float, problems: _Problems) -> Instance | None:
+def url_problem(url: str) -> str | None:
+    """Why ``url`` cannot be sent to (with the fix), or None when it is a usable http(s) URL."""
+    if not url.startswith(("http://", "https://")):
+        return f"{_got(url)} is not an http:// or https:// URL; write it as http://HOST[:PORT]/PATH"
+    if any(ch.isspace() for ch in url):
+        return f"{_got(url)} contains spaces; percent-encode them (%20) or remove them"
+    try:
+        parts = urllib.parse.urlsplit(url)
+        port = parts.port
+    except ValueError as error:
+        return f"{_got(url)} has a bad port ({error}); write it as http://HOST:PORT/PATH with PORT in 1..65535"
+    if not parts.hostname:
+        return f"{_got(url)} has no host; write it as http://HOST[:PORT]/PATH"
+    if port == 0:
+        return f"{_got(url)} has port 0; use a port in 1..65535"
+    return None
+
+
+def _estimate_count(distribution: str, spec: dict, window_length_s: float, trace_total: float | None) -> float:
+    """About how many invocations an instance plans (the mean for random processes)."""
+    if window_length_s <= 0:
+        return 0.0
+    if spec.get("interarrivals_list") is not None:
+        return float(len(spec["interarrivals_list"]))
+    if distribution in ("Poisson", "Uniform"):
+        return float(spec["rate"]) * window_length_s
+    if distribution == "Burst":
+        gap = float(spec["burst_gap_s"])
+        if spec.get("burst_gap_distribution") == "shifted_exponential":
+            gap += float(spec.get("burst_gap_mean_s") or 0.0)
+        return float(spec.get("burst_size", 1)) * (1.0 + window_length_s / gap)
+    return float(trace_total or 0.0)
+
+
+def _trace_total(trace_path: Path, spec: dict, window_length_s: float, where: str, problems: _Problems) -> float | None:
+    """Invocations a trace file plans in the window, or None when it cannot be read (reported)."""
+    try:
+        kind, values = read_trace(trace_path, spec.get("trace_row", 0), int(spec.get("trace_start_minute", 1)))
+    except TraceError as error:
+        problems.add(f"{where}.trace_file", str(error))
+        return None
+    if kind == "counts":
+        minutes = int(math.ceil(window_length_s / 60.0))
+        return float(values[:minutes].sum()) * float(spec.get("trace_scale", 1.0))
+    return float(values.size)
+
+
+def _resolve_instance(name: str, spec: dict, top: dict, base_dir: Path | None, duration_s: float | None, problems: _Problems) -> Instance | None:
     where = f"instances.{name}"
     endpoint = top.get("endpoint", "local_openwhisk")
+    test_s = duration_s if duration_s is not None else math.inf
     window = spec.get("activity_window")
     if window is None:
-        window_s = (0.0, float(duration_s))
+        window_s = (0.0, float(test_s))
     else:
         start, end = float(window[0]), float(window[1])
         if start >= end:
             problems.add(f"{where}.activity_window", f"start must be before end (got [{window[0]}, {window[1]}])")
-        if end > duration_s:
+        if end > test_s:
             problems.add(f"{where}.activity_window", f"ends at {window[1]} s, after the test ({duration_s} s); shorten it or raise test_duration_in_seconds")
-        window_s = (start, min(end, float(duration_s)))
+        window_s = (start, min(end, float(test_s)))
 
     distribution = spec.get("distribution")
     interarrivals = spec.get("interarrivals_list")
@@ -404,17 +533,17 @@ def _resolve_instance(name: str, spec: dict, top: dict, base_dir: Path | None, d
     if "phase" in spec and distribution != "Uniform":
         problems.add(f"{where}.phase", f'only used with distribution "Uniform" (got "{distribution}"); remove it')
     rate = spec.get("rate")
-    if distribution in ("Poisson", "Uniform") and rate is None:
+    if distribution in ("Poisson", "Uniform") and rate is None and interarrivals is None:
         return None  # reported by the schema
 
-    def find(key: str) -> Path | None:
+    def find(key: str, kinds: str = "file") -> Path | None:
         value = spec.get(key)
         if value is None:
             return None
         path, tried = resolve_input_path(value, base_dir)
         if path is None:
-            problems.add(f"{where}.{key}", f"file {value} not found (looked in {', '.join(str(p) for p in tried)}); fix the path")
-        elif path.is_dir():
+            problems.missing(f"{where}.{key}", f"{'file' if kinds == 'file' else 'file or folder'} {value} not found (looked in {', '.join(str(p) for p in tried)}); fix the path")
+        elif path.is_dir() and kinds == "file":
             problems.add(f"{where}.{key}", f"{path} is a directory; name a file")
             return None
         elif not os.access(path, os.R_OK):
@@ -425,13 +554,17 @@ def _resolve_instance(name: str, spec: dict, top: dict, base_dir: Path | None, d
     param_file = find("param_file")
     data_file = find("data_file")
     trace_path = find("trace_file")
-    if trace_path is not None:
-        from invoker.arrivals import TraceError, read_trace
-
+    source = find("source", kinds="file or folder")
+    if source is not None:
         try:
-            read_trace(trace_path, spec.get("trace_row", 0), int(spec.get("trace_start_minute", 1)))
-        except TraceError as error:
-            problems.add(f"{where}.trace_file", str(error))
+            runtime = detect_runtime(source)
+        except ConfigError as error:
+            problems.add(f"{where}.source", str(error))
+        else:
+            kind = spec.get("kind")
+            if isinstance(kind, str) and not kind.startswith("python" if runtime == "python" else "nodejs"):
+                problems.add(f"{where}.kind", f'"{kind}" does not run {source} (a {"Python" if runtime == "python" else "Node.js"} function); use a {runtime} kind or remove it')
+    trace_total = _trace_total(trace_path, spec, window_s[1] - window_s[0], where, problems) if trace_path is not None else None
     params: dict | None = None
     if param_file is not None:
         params = _load_param_file(param_file, f"{where}.param_file", problems)
@@ -442,10 +575,22 @@ def _resolve_instance(name: str, spec: dict, top: dict, base_dir: Path | None, d
         for key in ("url", "data"):
             if key not in spec:
                 problems.add(f"{where}.{key}", 'required when endpoint is "generic"; add it')
+        if "url" in spec:
+            reason = url_problem(spec["url"])
+            if reason:
+                problems.add(f"{where}.url", reason)
+        for key in ("source", "kind"):
+            if key in spec:
+                problems.add(f"{where}.{key}", 'only used when endpoint is "local_openwhisk" (generic endpoints invoke a URL); remove it')
     else:
         for key in ("url", "data"):
             if key in spec:
                 problems.add(f"{where}.{key}", f'only used when endpoint is "generic" (the workload\'s endpoint is "{endpoint}"); remove it')
+        if "kind" in spec and "source" not in spec:
+            problems.add(f"{where}.kind", "only used with source (a function of yours that faasprof deploys); add source or remove it")
+    host = spec.get("host")
+    if host is not None and (not host.strip() or any(ch.isspace() or ch in "/@" for ch in host)):
+        problems.add(f"{where}.host", f"{_got(host)} is not a host name for the Host header; write HOST or HOST:PORT without spaces, scheme or path")
     if data_file is None and ("data_mode" in spec or "content_type" in spec):
         key = "data_mode" if "data_mode" in spec else "content_type"
         problems.add(f"{where}.{key}", "only used with data_file; add data_file or remove it")
@@ -478,6 +623,10 @@ def _resolve_instance(name: str, spec: dict, top: dict, base_dir: Path | None, d
         trace_start_minute=int(spec.get("trace_start_minute", 1)),
         trace_spread=spec.get("trace_spread", "uniform"),
         trace_scale=float(spec.get("trace_scale", 1.0)),
+        host=host,
+        source=source,
+        kind=spec.get("kind"),
+        planned_estimate=_estimate_count(distribution, spec, window_s[1] - window_s[0], trace_total),
     )
 
 
@@ -485,8 +634,17 @@ def _script(value: str | None, field_path: str, base_dir: Path | None, problems:
     if value is None:
         return None
     path, tried = resolve_input_path(value, base_dir)
+    if path is None and Path(value).as_posix() in FAASPROFILER_MONITORING_SCRIPTS:
+        # Every FaaSProfiler workload names its own monitoring script; FaaSProfiler went on when it
+        # failed, and faasprof's collectors do its work.
+        problems.warn(field_path, f"{value} is FaaSProfiler's monitoring script, not part of faasprof; the run goes on without it "
+                                  "(the workload's monitoring block starts perf, rdt, blktrace and cgroups collectors), or copy the script beside the workload")
+        return None
     if path is None:
-        problems.add(field_path, f"file {value} not found (looked in {', '.join(str(p) for p in tried)}); fix the path or set it to null")
+        problems.missing(field_path, f"file {value} not found (looked in {', '.join(str(p) for p in tried)}); fix the path or set it to null")
+        return None
+    if path.is_dir():
+        problems.add(field_path, f"{path} is a directory; name an executable script")
         return None
     if not os.access(path, os.X_OK):
         if path.suffix != ".sh":
@@ -495,52 +653,207 @@ def _script(value: str | None, field_path: str, base_dir: Path | None, problems:
     return path
 
 
-def workload_from_dict(data: Any, origin: str = "<workload>", path: Path | None = None, check_catalogue: bool = True, seed: int | None = None) -> Workload:
+def _human_bytes(count: float) -> str:
+    for unit, size in (("TB", 1e12), ("GB", 1e9), ("MB", 1e6), ("kB", 1e3)):
+        if count >= size:
+            return f"{count / size:.3g} {unit}"
+    return f"{count:.0f} bytes"
+
+
+def _driving_field(spec: dict, distribution: str) -> tuple[str, str]:
+    """The field that makes an instance plan many invocations, and how to lower it."""
+    if spec.get("interarrivals_list") is not None:
+        return "interarrivals_list", "shorten the list"
+    if distribution in ("Poisson", "Uniform"):
+        return "rate", "lower the rate or shorten the activity window"
+    if distribution == "Burst":
+        return ("burst_size", "lower burst_size, raise burst_gap_s or shorten the window") if spec.get("burst_size", 1) > 1 else ("burst_gap_s", "raise burst_gap_s or shorten the window")
+    return "trace_scale", "lower trace_scale or shorten the window"
+
+
+def _size_problems(instances: list[Instance], data: dict, problems: _Problems) -> None:
+    """Refuse schedules too large to build or run, naming the instance that makes them so."""
+    total = sum(instance.planned_estimate for instance in instances)
+    if total <= MAX_PLANNED_INVOCATIONS:
+        available = _available_memory_bytes()
+        if available is None or total * SCHEDULE_BYTES_PER_INVOCATION <= available / 2:
+            return
+        limit_text = f"half of the {_human_bytes(available)} of memory available now"
+    else:
+        limit_text = f"faasprof's limit of {MAX_PLANNED_INVOCATIONS:,} invocations per run"
+    biggest = max(instances, key=lambda instance: instance.planned_estimate)
+    spec = data["instances"][biggest.name]
+    key, fix = _driving_field(spec, biggest.distribution)
+    share = "" if len(instances) == 1 else f" (this instance plans about {biggest.planned_estimate:.3g})"
+    problems.add(
+        f"instances.{biggest.name}.{key}",
+        f"the workload plans about {total:.3g} invocations{share}, beyond {limit_text}; building the schedule would need about "
+        f"{_human_bytes(total * SCHEDULE_BYTES_PER_INVOCATION)} of memory; {fix}",
+    )
+
+
+def _available_memory_bytes() -> float | None:
+    try:
+        with open("/proc/meminfo", encoding="ascii") as handle:
+            for line in handle:
+                if line.startswith("MemAvailable:"):
+                    return float(line.split()[1]) * 1024
+    except OSError:
+        return None
+    return None
+
+
+def _default_memory_mb(instance: Instance) -> int | None:
+    if instance.memory_mb is not None:
+        return instance.memory_mb
+    if instance.source is not None:
+        return DEFAULT_OWN_MEMORY_MB
+    entry = catalogue.lookup(instance.function.strip("/").split("/")[-1])
+    return entry.memory_mb if entry is not None else None
+
+
+def request_body_bytes(instance: Instance) -> int | None:
+    """The size of one invocation's request body, or None when a file cannot be measured."""
+    try:
+        params_bytes = len(json.dumps(instance.params or {}).encode())
+        if instance.data_file is None:
+            return params_bytes
+        size = instance.data_file.stat().st_size
+    except (OSError, TypeError, ValueError):
+        return None
+    if instance.data_mode == "web":
+        return size
+    return params_bytes + 4 * ((size + 2) // 3) + len(',"data":""')
+
+
+def limit_problems(instances: list[Instance] | tuple[Instance, ...], data: dict, limits: PlatformLimits, problems: _Problems) -> None:
+    """Memory limits and request sizes that ``limits``' platform would refuse."""
+    low, high = limits.min_memory_mb, limits.max_memory_mb
+    for instance in instances:
+        if instance.endpoint == "generic":
+            continue
+        where = f"instances.{instance.name}"
+        memory_mb = _default_memory_mb(instance)
+        if memory_mb is not None and ((low is not None and memory_mb < low) or (high is not None and memory_mb > high)):
+            key = "memory_mb" if instance.memory_mb is not None else "application"
+            what = f"{memory_mb} MB" if instance.memory_mb is not None else f"{instance.function}'s default memory ({memory_mb} MB)"
+            problems.add(f"{where}.{key}", f"{what} is outside the {low or '?'}..{high or '?'} MB that {limits.description} accepts; {limits.memory_fix}")
+        if limits.max_payload_bytes is not None:
+            size = request_body_bytes(instance)
+            if size is not None and size > limits.max_payload_bytes:
+                key = "data_file" if instance.data_file is not None else ("param_file" if instance.param_file is not None else "params")
+                problems.add(f"{where}.{key}", f"one request would carry {size:,} bytes, more than the {limits.max_payload_bytes:,} bytes {limits.description} accepts (it answers 413); {limits.payload_fix}")
+    sweep_memory = (((data.get("sweep") or {}).get("parameters") or {}).get("memory_mb")) or []
+    for index, memory_mb in enumerate(sweep_memory):
+        if (low is not None and memory_mb < low) or (high is not None and memory_mb > high):
+            problems.add(f"sweep.parameters.memory_mb[{index}]", f"{memory_mb} MB is outside the {low or '?'}..{high or '?'} MB that {limits.description} accepts; {limits.memory_fix}")
+
+
+def check_limits(workload: Workload, limits: PlatformLimits) -> list[str]:
+    """Every memory limit and request size of ``workload`` that ``limits``' platform would refuse."""
+    problems = _Problems(workload.origin)
+    limit_problems(workload.instances, workload.raw, limits, problems)
+    return problems.lines
+
+
+def _schema_fields(lines: list[str]) -> list[str]:
+    return [line.split(": ", 1)[0] for line in lines]
+
+
+def _covers(field_path: str, bad: list[str]) -> bool:
+    """Whether a schema problem sits at or under ``field_path`` (its semantic checks are skipped)."""
+    return any(b == field_path or b.startswith(field_path + ".") or b.startswith(field_path + "[") for b in bad)
+
+
+def _top_level_problem(data: Any) -> str:
+    if isinstance(data, list):
+        return "(top level): the file holds a JSON list [...]; a workload is one object {...} with test_name, test_duration_in_seconds and instances; unwrap it"
+    return f"(top level): must be an object {{...}} with test_name, test_duration_in_seconds and instances (got {_got(data)})"
+
+
+def workload_from_dict(data: Any, origin: str = "<workload>", path: Path | None = None, check_catalogue: bool = True, seed: int | None = None,
+                       parse_problems: Iterable[str] = (), non_finite: Iterable[str] = (), limits: PlatformLimits | None = None,
+                       missing_files_warn: bool = False) -> Workload:
     """Validate and resolve a workload given as a dict; raise ConfigError listing every problem.
 
-    ``seed`` overrides ``random_seed`` (sweeps and capacity searches pass the parent's).
+    Schema and semantic problems are reported together: semantic checks run on every part the
+    schema accepted. ``seed`` overrides ``random_seed`` (sweeps and capacity searches pass the
+    parent's). ``limits``: the platform's memory and request-size limits, checked when given.
+    Functions outside the catalogue are warnings (``Workload.warnings``) when ``check_catalogue``:
+    the platform may have them, which only a run (or ``validate`` with a platform) can ask.
+    ``missing_files_warn``: files that are not there yet are warnings (a dry run plans without them).
     """
-    problems = _Problems(origin)
-    for line in schema_problems(data):
+    problems = _Problems(origin, missing_files_warn)
+    for line in parse_problems:
         problems.lines.append(f"{origin}: {line}")
-    if problems.lines:
+    if not isinstance(data, dict):
+        problems.lines.append(f"{origin}: {_top_level_problem(data)}")
         raise ConfigError(problems.lines[0], problems=problems.lines)
+    skipped = set(non_finite)
+    schema_lines = [line for line in schema_problems(data) if line.split(": ", 1)[0] not in skipped]
+    for line in schema_lines:
+        problems.lines.append(f"{origin}: {line}")
+    bad = _schema_fields(schema_lines) + sorted(skipped)
 
     base_dir = path.parent if path else None
-    duration_s = float(data["test_duration_in_seconds"])
-    instances = []
-    for name, spec in data["instances"].items():
-        instance = _resolve_instance(name, spec, data, base_dir, duration_s, problems)
-        if instance is not None:
-            instances.append(instance)
+    duration_s = None if _covers("test_duration_in_seconds", bad) or "test_duration_in_seconds" not in data else float(data["test_duration_in_seconds"])
+    test_name = data.get("test_name")
+    if isinstance(test_name, str) and len(test_name) > MAX_TEST_NAME_CHARS:
+        problems.add("test_name", f"is {len(test_name)} characters, more than the {MAX_TEST_NAME_CHARS} a run directory name allows; shorten it")
+    instances: list[Instance] = []
+    raw_instances = data.get("instances") if isinstance(data.get("instances"), dict) else {}
+    if not _covers("instances", [b for b in bad if b == "instances"]):
+        for name, spec in raw_instances.items():
+            if _covers(f"instances.{name}", bad) or not isinstance(spec, dict):
+                continue
+            instance = _resolve_instance(name, spec, data, base_dir, duration_s, problems)
+            if instance is not None:
+                instances.append(instance)
 
-    platform = data.get("platform") or {}
+    platform = data.get("platform") if isinstance(data.get("platform"), dict) else {}
+    apihost = platform.get("apihost")
+    if isinstance(apihost, str) and not _covers("platform.apihost", bad):
+        reason = apihost_problem(apihost)
+        if reason:
+            problems.add("platform.apihost", reason)
     if check_catalogue and not platform.get("actions_deployed"):
         known = _known_functions()
-        if known is not None:
-            for instance in instances:
-                if instance.endpoint == "local_openwhisk" and not _in_catalogue(instance.function):
-                    close = difflib.get_close_matches(instance.function, known, n=1, cutoff=0.6)
-                    hint = f'did you mean "{close[0]}"? ' if close else ""
-                    problems.add(
-                        f"instances.{instance.name}.application",
-                        f'"{instance.function}" is not in the function catalogue; {hint}known: {", ".join(known)} '
-                        "(or set platform.actions_deployed: true for actions already on your OpenWhisk)",
-                    )
+        warned: set[str] = set()
+        for instance in instances:
+            if instance.function in warned:
+                continue  # one warning per function, at its first instance
+            if instance.endpoint == "local_openwhisk" and instance.source is None and not _in_catalogue(instance.function):
+                warned.add(instance.function)
+                close = difflib.get_close_matches(instance.function, known, n=1, cutoff=0.6)
+                hint = f' (did you mean "{close[0]}"?)' if close else ""
+                problems.warn(
+                    f"instances.{instance.name}.application",
+                    f'"{instance.function}" is not in the function catalogue{hint}; it must already exist on the platform '
+                    f"(deploy it with `faasprof deploy PATH --name {instance.function}`, or give the instance a source folder)",
+                )
 
-    sweep = data.get("sweep")
-    if sweep and sweep.get("instances"):
-        names = {instance.name for instance in instances}
+    sweep = data.get("sweep") if isinstance(data.get("sweep"), dict) else None
+    if sweep and isinstance(sweep.get("instances"), list) and not _covers("sweep.instances", bad):
+        names = set(raw_instances)
         for index, name in enumerate(sweep["instances"]):
             if name not in names:
                 problems.add(f"sweep.instances[{index}]", f'"{name}" is not an instance of this workload; use one of {", ".join(sorted(names))}')
 
-    perf_monitoring = data.get("perf_monitoring") or {}
-    runtime_script = _script(perf_monitoring.get("runtime_script"), "perf_monitoring.runtime_script", base_dir, problems)
-    post_script = _script(perf_monitoring.get("post_script"), "perf_monitoring.post_script", base_dir, problems)
+    perf_monitoring = data.get("perf_monitoring") if isinstance(data.get("perf_monitoring"), dict) else {}
+    runtime_script = post_script = None
+    if not _covers("perf_monitoring", bad):
+        runtime_script = _script(perf_monitoring.get("runtime_script"), "perf_monitoring.runtime_script", base_dir, problems)
+        post_script = _script(perf_monitoring.get("post_script"), "perf_monitoring.post_script", base_dir, problems)
+
+    if instances and len(instances) == len(raw_instances):
+        _size_problems(instances, data, problems)
+    if limits is not None:
+        limit_problems(instances, data, limits, problems)
 
     if problems.lines:
-        raise ConfigError(problems.lines[0], problems=problems.lines)
+        error = ConfigError(problems.lines[0], problems=problems.lines)
+        error.warnings = list(problems.warnings)
+        raise error
 
     raw_seed = data.get("random_seed")
     if seed is not None:
@@ -552,7 +865,7 @@ def workload_from_dict(data: Any, origin: str = "<workload>", path: Path | None 
     return Workload(
         path=path,
         test_name=data["test_name"],
-        duration_s=duration_s,
+        duration_s=float(duration_s),
         seed=resolved_seed,
         seed_was_null=seed_was_null,
         instances=tuple(instances),
@@ -565,28 +878,185 @@ def workload_from_dict(data: Any, origin: str = "<workload>", path: Path | None 
         runtime_script=runtime_script,
         post_script=post_script,
         raw=data,
+        serverless_platform=data.get("serverless_platform"),
+        warnings=tuple(problems.warnings),
     )
 
 
-def read_workload_json(path: str | os.PathLike) -> dict:
-    """The JSON of a workload file; ConfigError with line and column when it does not parse."""
+class _Duplicates(dict):
+    """A JSON object that held a key more than once (``duplicates`` lists those keys)."""
+
+    duplicates: list[str]
+
+
+class _NonFinite:
+    """Placeholder for NaN, Infinity or a number too large for a float, found while parsing."""
+
+    def __init__(self, text: str):
+        self.text = text
+
+
+def _pairs_hook(pairs: list[tuple[str, Any]]) -> dict:
+    result: dict = {}
+    duplicates: list[str] = []
+    for key, value in pairs:
+        if key in result and key not in duplicates:
+            duplicates.append(key)
+        result[key] = value
+    if duplicates:
+        marked = _Duplicates(result)
+        marked.duplicates = duplicates
+        return marked
+    return result
+
+
+def _parse_float(text: str) -> Any:
+    value = float(text)
+    return value if math.isfinite(value) else _NonFinite(text)
+
+
+def _child_path(where: str, key: Any) -> str:
+    if isinstance(key, int):
+        return f"{where}[{key}]" if where else f"[{key}]"
+    return f"{where}.{key}" if where else str(key)
+
+
+def _walk_parsed(data: Any) -> tuple[list[str], set[str], str | None]:
+    """Problems of a freshly parsed document: duplicate keys, non-finite numbers, nesting depth.
+
+    Returns (problem lines without the file name, paths of non-finite values, the field under
+    which nesting passes MAX_NESTING_DEPTH, or None).
+    Non-finite values are replaced by None in place, so later checks see a plain document.
+    """
+    problems: list[str] = []
+    non_finite: set[str] = set()
+    too_deep: str | None = None
+    stack: list[tuple[Any, str, int]] = [(data, "", 1)]
+    while stack:
+        node, where, depth = stack.pop()
+        if depth > MAX_NESTING_DEPTH:
+            too_deep = too_deep or where.split("[")[0] or "(top level)"
+            continue  # reported once; deeper levels add nothing
+        if isinstance(node, dict):
+            for key in getattr(node, "duplicates", ()):
+                problems.append(
+                    f"{_child_path(where, key) if where else key}: the key {json.dumps(key)} appears more than once"
+                    f"{' in ' + where if where else ' at the top level'}; JSON keeps only the last one, so rename or remove the others"
+                )
+            items = list(node.items())
+        elif isinstance(node, list):
+            items = list(enumerate(node))
+        else:
+            continue
+        for key, value in items:
+            path = _child_path(where, key)
+            if isinstance(value, _NonFinite):
+                problems.append(f"{path}: {value.text} is not a number JSON allows (NaN, Infinity and numbers beyond 1.8e308 are not); write a finite number")
+                non_finite.add(path)
+                node[key] = None
+            elif isinstance(value, (dict, list)):
+                stack.append((value, path, depth + 1))
+    return problems, non_finite, too_deep
+
+
+def describe_bad_bytes(raw: bytes) -> str | None:
+    """Why ``raw`` is not UTF-8 JSON text (with the fix), or None when it is plain UTF-8 text."""
+    if raw.startswith(codecs.BOM_UTF8):
+        return "starts with a UTF-8 byte-order mark (BOM); save it as UTF-8 without BOM"
+    if raw.startswith((codecs.BOM_UTF16_LE, codecs.BOM_UTF16_BE, codecs.BOM_UTF32_LE, codecs.BOM_UTF32_BE)):
+        return "is UTF-16 or UTF-32 text; save it as UTF-8"
+    nul = raw.find(b"\0")
+    if nul >= 0:
+        return f"is a binary file, not text (a NUL byte at offset {nul}); name a text file"
+    try:
+        raw.decode("utf-8")
+    except UnicodeDecodeError as error:
+        line = raw.count(b"\n", 0, error.start) + 1
+        column = error.start - (raw.rfind(b"\n", 0, error.start) + 1) + 1
+        return f"is not UTF-8 text (byte 0x{raw[error.start]:02x} at line {line} column {column}); save it as UTF-8"
+    return None
+
+
+def read_text_file(path: Path, limit_bytes: int | None = None) -> str:
+    """The text of a file the user named; OSError passes through, ValueError says what is wrong."""
+    with open(path, "rb") as handle:
+        raw = handle.read() if limit_bytes is None else handle.read(limit_bytes + 1)
+    if limit_bytes is not None and len(raw) > limit_bytes:
+        raise ValueError(f"is larger than {limit_bytes:,} bytes; a workload or parameter file this big is a mistake")
+    problem = describe_bad_bytes(raw)
+    if problem:
+        raise ValueError(problem)
+    return raw.decode("utf-8")
+
+
+def parse_json_document(text: str, where: str) -> tuple[Any, list[str], set[str]]:
+    """Parse JSON text strictly: ``(data, problems, non-finite paths)``; ConfigError when it cannot.
+
+    Duplicate keys, NaN/Infinity and nesting deeper than MAX_NESTING_DEPTH are problems (lines
+    without the ``where`` prefix); syntax errors raise with line and column."""
+    if not text.strip():
+        raise ConfigError(f"{where}: the file is empty; a workload is a JSON object with test_name, test_duration_in_seconds and instances (see workload_configs/)")
+    try:
+        data = json.loads(text, object_pairs_hook=_pairs_hook, parse_constant=_NonFinite, parse_float=_parse_float)
+    except json.JSONDecodeError as error:
+        raise ConfigError(f"{where}: not valid JSON: {error.msg} at line {error.lineno} column {error.colno}; fix the syntax") from None
+    except RecursionError:
+        raise ConfigError(f"{where}: nested too deeply to read (more than {MAX_NESTING_DEPTH} levels); flatten the structure") from None
+    if isinstance(data, _NonFinite):
+        raise ConfigError(f"{where}: the file holds only {data.text}; a workload is a JSON object {{...}}")
+    problems, non_finite, too_deep = _walk_parsed(data)
+    if too_deep is not None:
+        problems.append(f"{too_deep}: nested more than {MAX_NESTING_DEPTH} levels deep; flatten the structure")
+        raise ConfigError(f"{where}: {problems[-1]}", problems=[f"{where}: {line}" for line in problems])
+    return data, problems, non_finite
+
+
+@dataclass
+class ParsedWorkload:
+    """A workload file read and parsed, with the problems found while parsing."""
+
+    data: Any
+    problems: list[str]  # "field: problem" lines (duplicate keys, NaN)
+    non_finite: set[str]
+
+
+def parse_workload_file(path: str | os.PathLike) -> ParsedWorkload:
+    """Read and parse a workload file; ConfigError (one line) when it cannot be read or parsed."""
     path = Path(path)
     try:
-        text = path.read_text(encoding="utf-8")
+        text = read_text_file(path, MAX_WORKLOAD_BYTES)
     except FileNotFoundError:
         raise ConfigError(f"{path}: no such file; check the path of the workload") from None
     except IsADirectoryError:
         raise ConfigError(f"{path}: is a directory; name a workload JSON file") from None
-    except (OSError, UnicodeDecodeError) as error:
-        raise ConfigError(f"{path}: cannot read ({getattr(error, 'strerror', None) or error}); fix the file") from None
-    try:
-        return json.loads(text)
-    except json.JSONDecodeError as error:
-        raise ConfigError(f"{path}: not valid JSON: {error.msg} at line {error.lineno} column {error.colno}; fix the syntax") from None
+    except PermissionError:
+        raise ConfigError(f"{path}: cannot read (permission denied); fix its permissions") from None
+    except OSError as error:
+        raise ConfigError(f"{path}: cannot read ({error.strerror or error}); fix the file") from None
+    except ValueError as error:
+        raise ConfigError(f"{path}: {error}") from None
+    data, problems, non_finite = parse_json_document(text, str(path))
+    return ParsedWorkload(data, problems, non_finite)
 
 
-def load_workload(path: str | os.PathLike, check_catalogue: bool = True, seed: int | None = None) -> Workload:
+def read_workload_json(path: str | os.PathLike) -> dict:
+    """The JSON of a workload file; ConfigError with every parse-level problem when it has any."""
+    parsed = parse_workload_file(path)
+    if parsed.problems:
+        lines = [f"{path}: {line}" for line in parsed.problems]
+        raise ConfigError(lines[0], problems=lines)
+    return parsed.data
+
+
+def is_schema_document(data: Any) -> bool:
+    """Whether ``data`` is a JSON Schema (workload_configs/schema.json), not a workload."""
+    return isinstance(data, dict) and "instances" not in data and "$schema" in data and ("$defs" in data or "properties" in data)
+
+
+def load_workload(path: str | os.PathLike, check_catalogue: bool = True, seed: int | None = None, limits: PlatformLimits | None = None,
+                  missing_files_warn: bool = False) -> Workload:
     """Read, validate and resolve a workload file; raise ConfigError listing every problem."""
     path = Path(path)
-    data = read_workload_json(path)
-    return workload_from_dict(data, origin=str(path), path=path.resolve(), check_catalogue=check_catalogue, seed=seed)
+    parsed = parse_workload_file(path)
+    return workload_from_dict(parsed.data, origin=str(path), path=path.resolve(), check_catalogue=check_catalogue, seed=seed,
+                              parse_problems=parsed.problems, non_finite=parsed.non_finite, limits=limits, missing_files_warn=missing_files_warn)

@@ -13,7 +13,7 @@ from urllib.parse import parse_qs, unquote, urlsplit
 
 import pytest
 
-from faasprof.errors import ConfigError
+from faasprof.errors import ConfigError, NotReadyError
 from invoker.client import OpenWhiskClient
 from invoker.connection import Connection
 from invoker.deploy import CODE_DIGEST_ANNOTATION, deploy, ensure_actions, resolve_kind
@@ -169,11 +169,14 @@ def test_ensure_actions_accepts_actions_only_on_the_platform(whisk, client):
     assert ensure_actions(client, ["my-own"]) == {"my-own": "existing"}
 
 
-def test_ensure_actions_unknown_name_lists_known_and_writes_nothing(whisk, client):
-    with pytest.raises(ConfigError) as caught:
-        ensure_actions(client, ["spin", "no-such-function"])
+def test_ensure_actions_unknown_names_listed_with_deploy_commands_and_nothing_written(whisk, client):
+    with pytest.raises(NotReadyError) as caught:
+        ensure_actions(client, ["spin", "no-such-function", "other-missing"])
     message = str(caught.value)
-    assert "no-such-function" in message and "json_dumps" in message and "markdown" in message
+    assert "2 actions missing" in message and "no-such-function, other-missing" in message
+    commands = caught.value.problems[1:]
+    assert len(commands) == 2
+    assert f"faasprof deploy PATH/TO/no-such-function --name no-such-function --apihost {whisk.apihost}" in commands[0]
     assert whisk.puts() == []
 
 

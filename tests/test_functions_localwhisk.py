@@ -69,15 +69,19 @@ def test_spin_reports_cold_then_warm_on_localwhisk(platform, deployed):
     assert platform.get_action("spin-192")["limits"]["memory"] == 192
 
 
-def test_workload_with_unknown_function_fails_validation(tmp_path):
+def test_workload_with_unknown_function_warns_in_validate_and_is_refused_by_run(tmp_path, isolated_home):
     workload = tmp_path / "w.json"
     workload.write_text(json.dumps({
         "test_name": "t", "test_duration_in_seconds": 5, "random_seed": 1, "blocking_cli": False,
         "instances": {"a": {"application": "markdwn", "distribution": "Poisson", "rate": 1}},
     }))
     done = run_cli("validate", workload, timeout=60)
+    assert done.returncode == 0, done.stderr
+    assert f'warning: {workload}: instances.a.application: "markdwn" is not in the function catalogue (did you mean "markdown"?)' in done.stderr
+    done = run_cli("run", workload, "--out", tmp_path / "runs", timeout=60)
     assert done.returncode == 2
-    assert "markdwn" in done.stderr and "json_dumps" in done.stderr and "markdown" in done.stderr
+    assert "markdwn" in done.stderr and "embedded localwhisk starts empty" in done.stderr and "Traceback" not in done.stderr
+    assert not (tmp_path / "runs").exists() or not any((tmp_path / "runs").iterdir())
 
 
 @pytest.mark.parametrize("name", ["img-resize", "ocr-img"])

@@ -143,7 +143,7 @@ def test_unwritable_out_is_one_line_and_exit_2_before_anything_starts(tmp_path, 
             posts = [r for r in server.requests]
         assert done.returncode == 2, done.stderr
         lines = done.stderr.strip().splitlines()
-        assert len(lines) == 1 and lines[0].startswith(f"--out {out}:") and "writable directory" in lines[0], done.stderr
+        assert len(lines) == 1 and lines[0].startswith("--out: ") and str(out) in lines[0] and "writable folder" in lines[0], done.stderr
         assert posts == []
         assert done.stdout == ""
     finally:

@@ -1,0 +1,168 @@
+"""Checks made before anything starts, shared by ``validate``, ``plan`` and ``run``.
+
+- ``check_out_dir``/``check_out_file``: an output folder (``run --out``) or file (``plan --out``)
+  that can be written, probed by creating a file (permission bits say nothing for root or a
+  read-only mount).
+- ``embedded_limits``: what the embedded localwhisk a run would start refuses (memory limits,
+  request size), from its settings and the workload's ``platform.localwhisk`` block, without
+  starting it.
+- ``embedded_missing``: actions a run on the embedded localwhisk could not have (it starts empty:
+  only catalogue functions and instances with a ``source`` are deployed there).
+- ``platform_check``: the same questions asked of a named platform (``GET /``, the actions).
+"""
+
+from __future__ import annotations
+
+import os
+import tempfile
+from pathlib import Path
+
+from faasprof.errors import ConfigError
+from functions import catalogue
+from functions.own import own_entry, stage
+from invoker.client import require_platform
+from invoker.connection import Connection
+from invoker.deploy import missing_actions_error
+from invoker.workload import PlatformLimits, Workload, check_limits
+from localwhisk.config import Settings
+
+
+def _probe_writable(folder: Path) -> str | None:
+    """None when a file can be created in ``folder``; else the reason."""
+    try:
+        handle, name = tempfile.mkstemp(prefix=".faasprof-probe-", dir=folder)
+    except OSError as error:
+        return error.strerror or str(error)
+    os.close(handle)
+    os.unlink(name)
+    return None
+
+
+def check_out_dir(path: str | os.PathLike, flag: str = "--out") -> None:
+    """``path`` is (or can be created as) a writable folder; ConfigError with the fix otherwise.
+
+    A missing folder is created by the run when its parent exists; a missing parent is taken for
+    a typo and refused."""
+    path = Path(path)
+    if path.exists():
+        if not path.is_dir():
+            raise ConfigError(f"{flag}: {path} is a file, not a folder; choose a folder for the run directories")
+        reason = _probe_writable(path)
+        if reason:
+            raise ConfigError(f"{flag}: cannot write in {path} ({reason}); choose a writable folder or fix its permissions")
+        return
+    parent = path.absolute().parent
+    if parent.exists() and not parent.is_dir():
+        raise ConfigError(f"{flag}: cannot create {path}: {parent} is a file, not a folder; choose a writable folder")
+    if not parent.is_dir():
+        raise ConfigError(f"{flag}: neither {path} nor its parent {parent} exists; create it (mkdir -p {path}) or choose another folder")
+    reason = _probe_writable(parent)
+    if reason:
+        raise ConfigError(f"{flag}: cannot create {path} in {parent} ({reason}); choose a writable folder")
+
+
+def check_out_file(path: str | os.PathLike, flag: str = "--out") -> None:
+    """``path`` does not exist yet and its folder can be written."""
+    path = Path(path)
+    if path.exists():
+        raise ConfigError(f"{flag}: {path} already exists; choose another path or delete it")
+    parent = path.absolute().parent
+    if not parent.is_dir():
+        raise ConfigError(f"{flag}: the folder {parent} does not exist; create it (mkdir -p {parent}) or choose another path")
+    reason = _probe_writable(parent)
+    if reason:
+        raise ConfigError(f"{flag}: cannot write in {parent} ({reason}); choose a writable folder")
+
+
+def embedded_limits(platform_block: dict | None, overrides: dict | None = None) -> PlatformLimits:
+    """The limits of the embedded localwhisk a run would start with these settings."""
+    defaults = Settings()
+    local = dict(((platform_block or {}).get("localwhisk") or {}) if isinstance(platform_block, dict) else {})
+    local.update(overrides or {})
+    user_memory_mb = local.get("user_memory_mb", defaults.user_memory_mb)
+    if not isinstance(user_memory_mb, int) or isinstance(user_memory_mb, bool):
+        user_memory_mb = defaults.user_memory_mb  # reported by the schema
+    high = min(defaults.max_action_memory_mb, user_memory_mb)
+    fix = (f"lower memory_mb to at most {high}" + (", or raise platform.localwhisk.user_memory_mb (or --user-memory)" if high < defaults.max_action_memory_mb else "")
+           + " (or run on an OpenWhisk with --apihost)")
+    return PlatformLimits(
+        description="the embedded localwhisk",
+        min_memory_mb=defaults.min_action_memory_mb,
+        max_memory_mb=high,
+        max_payload_bytes=defaults.max_payload_bytes,
+        memory_fix=fix,
+        payload_fix="send a smaller file (OpenWhisk's default limit is 1 MiB too), or start localwhisk yourself with a larger --max-payload-bytes and pass --apihost",
+    )
+
+
+def embedded_missing(workload: Workload) -> list[tuple[str, str]]:
+    """(action, field) of each action a fresh embedded localwhisk cannot have: neither in the
+    catalogue nor given a ``source``."""
+    missing = []
+    for instance in workload.instances:
+        if instance.endpoint == "generic" or instance.source is not None:
+            continue
+        if catalogue.lookup(instance.function.strip("/").split("/")[-1]) is None:
+            missing.append((instance.function, f"instances.{instance.name}.application"))
+    return missing
+
+
+def embedded_missing_error(workload: Workload, missing: list[tuple[str, str]]) -> ConfigError:
+    names = list(dict.fromkeys(name for name, _ in missing))
+    summary = (f"{workload.origin}: {len(names)} action{'s' if len(names) != 1 else ''} not in the function catalogue: {', '.join(names)}; "
+               "the embedded localwhisk starts empty, so give each instance a \"source\" (your function's folder or file), "
+               "or deploy them to a running platform and pass its --apihost/--auth")
+    lines = [summary] + [
+        f"{workload.origin}: {field}: {name} is neither in the catalogue nor given a source; add \"source\": \"PATH/TO/{name}\" to the instance, "
+        f"or run `faasprof local start`, `faasprof deploy PATH/TO/{name} --name {name} --apihost ... --auth ...` and pass those flags to run"
+        for name, field in missing
+    ]
+    return ConfigError(summary, problems=lines)
+
+
+def check_embedded(workload: Workload, overrides: dict | None = None) -> None:
+    """What a run on the embedded localwhisk would refuse, raised before localwhisk starts.
+
+    Functions given by ``source`` are staged here (their requirements installed, once per change),
+    so a requirement that cannot be installed is reported before anything starts."""
+    lines = check_limits(workload, embedded_limits(workload.platform, overrides))
+    missing = embedded_missing(workload)
+    if missing:
+        lines += embedded_missing_error(workload, missing).problems
+    if lines:
+        raise ConfigError(lines[0], problems=lines)
+    stage_sources(workload)
+
+
+def stage_sources(workload: Workload) -> None:
+    """Stage every ``source`` of the workload; ConfigError naming the instance when one fails."""
+    for instance in workload.instances:
+        if instance.source is None or instance.endpoint == "generic":
+            continue
+        try:
+            stage(own_entry(instance.source, name=instance.function, kind=instance.kind, memory_mb=instance.memory_mb))
+        except ConfigError as error:
+            raise ConfigError(f"{workload.origin}: instances.{instance.name}.source: {error}") from None
+
+
+def platform_check(workload: Workload, connection: Connection) -> tuple[list[str], list[str]]:
+    """Ask the platform: limits it would refuse, and actions missing (that faasprof would not deploy).
+
+    Returns (bad-input lines, missing-action lines), both empty when a run would be accepted;
+    NotReadyError when the platform does not answer."""
+    with require_platform(connection) as client:
+        lines = check_limits(workload, PlatformLimits.from_info(client.info(), connection.apihost))
+        deployed_only = bool((workload.platform or {}).get("actions_deployed"))
+        missing = []
+        seen: set[str] = set()
+        for instance in workload.instances:
+            if instance.endpoint == "generic" or instance.source is not None or instance.function in seen:
+                continue
+            seen.add(instance.function)
+            if client.get_action(instance.function) is not None:
+                continue
+            if not deployed_only and catalogue.lookup(instance.function) is not None:
+                continue  # the run deploys it
+            missing.append((instance.function, f"instances.{instance.name}.application"))
+    missing_lines = missing_actions_error(workload.origin, missing, connection).problems if missing else []
+    return lines, missing_lines
