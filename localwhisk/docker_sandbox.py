@@ -24,29 +24,24 @@ docker CLI per call (bench/bench_isolation.py measures both).
 from __future__ import annotations
 
 import asyncio
-import http.client
 import json
 import os
 import secrets
-import socket
 import struct
 import time
 from pathlib import Path
 
 import aiohttp
 
+from faasprof.docker import DEFAULT_IMAGES, DOCKER_SOCKET
 from localwhisk.sandbox import Sandbox, SandboxDied
 
-DOCKER_SOCKET = os.environ.get("FAASPROF_DOCKER_SOCKET", "/var/run/docker.sock")
 LABEL_INSTANCE = "faasprof.localwhisk.instance"
 LABEL_OWNER_PID = "faasprof.localwhisk.owner_pid"
 LABEL_OWNER_START = "faasprof.localwhisk.owner_start"
 LABEL_SANDBOX = "faasprof.localwhisk.sandbox"
 SENTINEL = b"XXX_THE_END_OF_A_WHISK_ACTIVATION_XXX"
 PROXY_PORT = 8080
-# faasprof's images (setup/runtime-images/); any image speaking the action protocol can replace them
-# (setting docker_images, e.g. python=openwhisk/action-python-v3.11:nightly).
-DEFAULT_IMAGES = {"python": "faasprof/action-python-v3.11:latest", "nodejs": "faasprof/action-nodejs-v20:latest"}
 CGROUP_ROOT = Path("/sys/fs/cgroup")
 
 
@@ -80,48 +75,6 @@ def parse_images(spec: str) -> dict[str, str]:
             raise ValueError(f"docker_images: {part!r} is not FAMILY=IMAGE with FAMILY python or nodejs, e.g. python=openwhisk/action-python-v3.11:nightly")
         images[family.strip()] = image.strip()
     return images
-
-
-class _UnixHTTPConnection(http.client.HTTPConnection):
-    def __init__(self, path: str, timeout_s: float):
-        super().__init__("docker", timeout=timeout_s)
-        self.socket_path = path
-
-    def connect(self) -> None:
-        self.sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
-        self.sock.settimeout(self.timeout)
-        self.sock.connect(self.socket_path)
-
-
-def docker_problem(images: dict[str, str] | None = None, socket_path: str | None = None, timeout_s: float = 5.0) -> str | None:
-    """Why isolation docker cannot run here (one line with the fix), or None when it can.
-
-    Synchronous, for ``faasprof doctor`` and for tests that skip with the reason.
-    """
-    path = socket_path or DOCKER_SOCKET
-    images = images or DEFAULT_IMAGES
-    if not os.path.exists(path):
-        return f"no Docker daemon socket at {path}: install and start Docker (./setup.sh --dev does both)"
-    try:
-        conn = _UnixHTTPConnection(path, timeout_s)
-        conn.request("GET", "/_ping")
-        if conn.getresponse().read() != b"OK":
-            return f"the Docker daemon at {path} does not answer /_ping; restart dockerd"
-        missing = []
-        for image in images.values():
-            conn.request("GET", f"/images/{image}/json")
-            response = conn.getresponse()
-            response.read()
-            if response.status != 200:
-                missing.append(image)
-        conn.close()
-    except PermissionError:
-        return f"no permission on {path}: add this user to group docker or run as root"
-    except OSError as error:
-        return f"the Docker daemon at {path} is not running ({error}): start dockerd (./setup.sh --dev does)"
-    if missing:
-        return f"runtime image(s) {', '.join(missing)} missing: build them with setup/runtime-images/build.sh (./setup.sh --dev does)"
-    return None
 
 
 class Engine:
@@ -261,7 +214,22 @@ class DockerHost:
             "HostConfig": host_config,
         }
 
+    def cgroup_parents(self) -> dict[str, str]:
+        """Where Docker puts its containers' cgroups (each container's is a child named by its id):
+        for the cgroup collector, which samples every child, as it does for OpenWhisk's invoker."""
+        parents = {}
+        if (CGROUP_ROOT / "cgroup.controllers").exists():  # v2: one unified hierarchy
+            path = CGROUP_ROOT / ("system.slice" if self.cgroup_parent == "system.slice" else "docker")
+            return {"unified": str(path)} if path.is_dir() else {}
+        for controller in ("cpu", "cpuacct", "memory", "freezer", "blkio"):
+            path = CGROUP_ROOT / controller / self.cgroup_parent
+            if path.is_dir():
+                parents[controller] = str(path)
+        return parents
+
     def cgroup_dir(self, controller: str, container_id: str) -> Path:
+        if (CGROUP_ROOT / "cgroup.controllers").exists():
+            controller = ""
         if self.cgroup_parent == "system.slice":
             return CGROUP_ROOT / controller / "system.slice" / f"docker-{container_id}.scope"
         return CGROUP_ROOT / controller / "docker" / container_id

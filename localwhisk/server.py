@@ -171,7 +171,7 @@ class Localwhisk:
             "isolation": self.isolation,
             "cpu_policy": s.cpu_policy if self.isolation == "docker" or (self.cgroups and self.cgroups.enabled) else "none (rlimit mode)",
             "pause_mechanism": _pause_mechanism(self.isolation, self.cgroups),
-            "cgroup_parents": self.cgroups.describe() if self.cgroups else {},
+            "cgroup_parents": self.pool.docker.cgroup_parents() if self.pool and self.pool.docker else (self.cgroups.describe() if self.cgroups else {}),
             "invokes_per_minute": s.invokes_per_minute,
             "concurrent_invokes": s.concurrent_invokes,
             "store_flush_ms": s.store_flush_ms,

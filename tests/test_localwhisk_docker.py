@@ -22,7 +22,8 @@ from datetime import datetime
 
 import pytest
 
-from localwhisk.docker_sandbox import LABEL_INSTANCE, LABEL_OWNER_PID, LABEL_OWNER_START, docker_problem
+from faasprof.docker import docker_problem
+from localwhisk.docker_sandbox import LABEL_INSTANCE, LABEL_OWNER_PID, LABEL_OWNER_START
 from localwhisk.embedded import start_embedded
 from tests.localwhisk_driver import Lw, annotation
 
