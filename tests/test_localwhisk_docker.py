@@ -43,6 +43,7 @@ def main(args):
 """
 NOOP_PY = "def main(args):\n    return {'ok': True}\n"
 CRASH_PY = "import os\ndef main(args):\n    os._exit(3)\n"
+OOM_PY = "def main(args):\n    blob = bytearray(400 * 1024 * 1024)\n    return {'n': len(blob)}\n"
 
 
 def containers(owner_pid: int, all_states: bool = True) -> list[dict]:
@@ -153,6 +154,12 @@ def test_crash_destroys_the_container_and_idle_timeout_removes_it(tmp_path):
         record = lw.invoke("crash").json()
         assert record["response"]["status"] == "action developer error"
         assert "exited unexpectedly" in record["response"]["result"]["error"]
+        assert lw.wait_for(lambda: containers(handle.pid) == [], 10.0), containers(handle.pid)
+        # 128 MB container, 400 MB allocation: the kernel's OOM killer, reported as OpenWhisk does.
+        lw.put("oom", OOM_PY, memory=128)
+        record = lw.invoke("oom").json()
+        assert record["response"]["status"] == "action developer error", record["response"]
+        assert record["response"]["result"]["error"] == "The action exhausted its memory and was aborted."
         assert lw.wait_for(lambda: containers(handle.pid) == [], 10.0), containers(handle.pid)
         lw.put("noop", NOOP_PY)
         assert lw.invoke("noop").json()["response"]["success"]
