@@ -1,7 +1,7 @@
 """Process sandboxes against Docker containers in localwhisk: print one table (no pass/fail).
 
 Per isolation (``auto`` = processes in cgroups where writable, ``docker`` = one container per
-sandbox), through the REST API with real clients:
+sandbox paused with docker pause, ``docker-freezer`` = the same paused by a direct freezer write), through the REST API with real clients:
   - cold start of a no-op Python action: client latency, waitTime, initTime (a new action each time);
   - warm latency (back-to-back calls inside the pause grace);
   - resume after pause: client latency and waitTime of a call to a paused sandbox;
@@ -34,6 +34,7 @@ import requests
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from faasprof.docker import DEFAULT_IMAGES, docker_problem  # noqa: E402
+from localwhisk.config import GUEST_AUTH  # noqa: E402
 from localwhisk.embedded import start_embedded  # noqa: E402
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -96,8 +97,15 @@ def wait_until(predicate, timeout_s):
     return False
 
 
+def lw_settings(isolation):
+    """``docker-freezer`` = isolation docker with the direct freezer pause."""
+    if isolation == "docker-freezer":
+        return {"isolation": "docker", "docker_pause": "freezer"}
+    return {"isolation": isolation}
+
+
 def measure_basics(isolation, args, out):
-    with start_embedded(isolation=isolation, pause_grace_ms=50, idle_timeout_s=600, user_memory_mb=4096) as handle:
+    with start_embedded(**lw_settings(isolation), pause_grace_ms=50, idle_timeout_s=600, user_memory_mb=4096) as handle:
         c = Client(handle)
         out["isolation_reported"] = handle.settings["isolation"]
         cold = []
@@ -150,7 +158,7 @@ def drive(c, action, rate_per_s, duration_s):
 
 def measure_modes(isolation, args, out):
     """Figure 4: under-, balanced and over-invoked, one 256 MB slot, a 50 ms function."""
-    with start_embedded(isolation=isolation, pause_grace_ms=50, idle_timeout_s=600, user_memory_mb=256) as handle:
+    with start_embedded(**lw_settings(isolation), pause_grace_ms=50, idle_timeout_s=600, user_memory_mb=256) as handle:
         c = Client(handle)
         c.put("work", WORK_PY)
         c.invoke("work")
@@ -174,17 +182,18 @@ def measure_modes(isolation, args, out):
 
 def measure_capacity(isolation, out):
     data_dir = Path(tempfile.mkdtemp(prefix="bench-iso-"))
-    start = subprocess.run([sys.executable, "-m", "faasprof", "local", "start", "--isolation", isolation, "--port", "0",
+    flags = [arg for key, value in lw_settings(isolation).items() for arg in ("--" + key.replace("_", "-"), value)]
+    start = subprocess.run([sys.executable, "-m", "faasprof", "local", "start", *flags, "--port", "0",
                             "--data-dir", str(data_dir)], capture_output=True, text=True, timeout=120)
     if start.returncode != 0:
         out["capacity_per_s"] = f"local start failed: {start.stderr.strip()[-200:]}"
         return
     apihost = start.stdout.strip().splitlines()[-1]
     try:
-        run = subprocess.run([sys.executable, "-m", "faasprof", "capacity", "json_dumps", "--apihost", apihost, "--duration", "5",
+        run = subprocess.run([sys.executable, "-m", "faasprof", "capacity", "json_dumps", "--apihost", apihost, "--auth", GUEST_AUTH, "--duration", "5",
                               "--max-runs", "8", "--quiet", "--out", str(data_dir / "runs")], capture_output=True, text=True, timeout=900, cwd=ROOT)
         text = run.stdout + run.stderr
-        found = re.search(r"([0-9.]+)\s*(?:/s|rps|activations/s)", text)
+        found = re.search(r"capacity ([0-9.e+]+)/s", text)
         out["capacity_per_s"] = float(found.group(1)) if found else text.strip()[-200:]
         out["capacity_output"] = text.strip()[-400:]
     finally:
@@ -268,14 +277,15 @@ def main() -> int:
     parser.add_argument("--mode-s", type=float, default=5.0, help="seconds per Figure 4 mode (default 5)")
     parser.add_argument("--mechanisms", type=int, default=20, help="repetitions of pause/unpause per mechanism (0 = skip)")
     parser.add_argument("--capacity", action="store_true", help="also run faasprof capacity json_dumps per isolation (minutes)")
-    parser.add_argument("--isolations", default="auto,docker")
+    parser.add_argument("--isolations", default="auto,docker,docker-freezer", help="columns: auto, cgroup, rlimit, docker, docker-freezer")
     parser.add_argument("--json", help="also write the figures to this JSON file")
     args = parser.parse_args()
     problem = docker_problem()
     isolations = [i for i in args.isolations.split(",") if i]
-    if problem and "docker" in isolations:
-        print(f"isolation docker skipped: {problem}", file=sys.stderr)
-        isolations.remove("docker")
+    if problem:
+        for name in [i for i in isolations if i.startswith("docker")]:
+            print(f"{name} skipped: {problem}", file=sys.stderr)
+            isolations.remove(name)
     results = {}
     for isolation in isolations:
         out = results.setdefault(isolation, {})
@@ -287,7 +297,7 @@ def main() -> int:
             print(f"[{isolation}] capacity json_dumps ...", file=sys.stderr)
             measure_capacity(isolation, out)
     mech = {}
-    if "docker" in isolations and args.mechanisms:
+    if any(i.startswith("docker") for i in isolations) and args.mechanisms:
         holder = {}
         measure_mechanisms(args.mechanisms, holder)
         mech = holder["mech"]

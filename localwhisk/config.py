@@ -42,6 +42,7 @@ class Settings:
     max_payload_bytes: int = field(default=1048576, metadata={"help": "largest request body and result"})
     prewarm: str = field(default="", metadata={"help": "stem cells, e.g. 'python:3=2,nodejs:20=1' (256 MB each) or 'nodejs:20=2@256'"})
     isolation: str = field(default="auto", metadata={"help": "auto | cgroup | rlimit | docker (auto: cgroups if writable, else SIGSTOP + rlimits; docker: one container per sandbox)"})
+    docker_pause: str = field(default="api", metadata={"help": "isolation docker: api (docker pause/unpause, shows in docker ps) | freezer (direct cgroup freezer write: faster, invisible to Docker)"})
     docker_images: str = field(default="", metadata={"help": "isolation docker: images per family, e.g. 'python=openwhisk/action-python-v3.11:nightly' (default faasprof's own)"})
     cpu_policy: str = field(default="shares", metadata={"help": "shares (OpenWhisk cpu-shares ∝ memory) | quota (CPU quota ∝ memory)"})
     user_cpus: float = field(default=0.0, metadata={"help": "CPUs for all actions under the quota policy (0 = all cores)"})
@@ -113,6 +114,8 @@ def validate_settings(settings: "Settings") -> list[str]:
     problems = []
     if settings.isolation not in ISOLATIONS:
         problems.append(f"isolation: must be auto, cgroup, rlimit or docker (got {settings.isolation!r})")
+    if settings.docker_pause not in ("api", "freezer"):
+        problems.append(f"docker_pause: must be api or freezer (got {settings.docker_pause!r})")
     for part in filter(None, (p.strip() for p in settings.docker_images.split(","))):
         family, sep, image = part.partition("=")
         if not sep or family.strip() not in ("python", "nodejs") or not image.strip():

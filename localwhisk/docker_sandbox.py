@@ -12,7 +12,9 @@ pool's rules do not change; underneath it does what OpenWhisk's invoker does (re
   retries the connection until the proxy listens, inside the init time, as OpenWhisk does;
 - logs: the attach stream, split per activation at the sentinel lines (both streams);
 - ``pause``/``resume``: the Engine API's pause/unpause (the cgroup freezer, through runc), so idle
-  containers show as Paused in ``docker ps``; ``kill``: remove with force.
+  containers show as Paused in ``docker ps``; or, with ``docker_pause: freezer``, a direct write
+  of the container's freezer cgroup (about 100x faster, but Docker then does not know the
+  container is paused); ``kill``: remove with force.
 
 Every container carries labels naming the localwhisk instance and its owner (pid and process start
 time). ``DockerHost.open`` removes containers whose owner is gone (a crashed or killed server),
@@ -142,6 +144,8 @@ class DockerHost:
         self.token = secrets.token_hex(3)  # container names stay unique across restarts of the same pid
         self.reaped: list[str] = []
         self.cgroup_parent = "docker"
+        self.cgroup_v2 = (CGROUP_ROOT / "cgroup.controllers").exists()
+        self.pause_mode = getattr(settings, "docker_pause", "api")
 
     async def open(self) -> None:
         """Check the daemon and the images, then reap containers of dead localwhisk servers."""
@@ -253,6 +257,7 @@ class DockerSandbox(Sandbox):
         self._removal: asyncio.Task | None = None
         self._proxy_up = False
         self.pause_error: str | None = None
+        self._frozen = False  # frozen by a direct freezer write (docker_pause: freezer)
 
     # -- lifecycle ---------------------------------------------------------------------------
 
@@ -313,6 +318,11 @@ class DockerSandbox(Sandbox):
 
     async def _remove(self) -> None:
         async with self._ops:
+            if self._frozen:  # a frozen task cannot die: thaw before Docker's SIGKILL
+                try:
+                    self._freeze(False)
+                except OSError:
+                    pass
             try:
                 await self.host.remove(self.container_id)
             except (DockerError, DockerUnavailable):
@@ -321,12 +331,18 @@ class DockerSandbox(Sandbox):
         if self._pump is not None:
             try:
                 await asyncio.wait_for(asyncio.shield(self._pump), 2.0)
-            except (TimeoutError, asyncio.CancelledError):
+            except (TimeoutError, asyncio.TimeoutError, asyncio.CancelledError):
                 pass
         self._died()
 
     def pause(self) -> None:
-        """Docker pause (runc → cgroup freezer) in the background; a failed pause destroys it."""
+        """Docker pause (runc → cgroup freezer) in the background; a failed pause destroys it.
+
+        With ``docker_pause: freezer`` the container's freezer cgroup is written directly (raises
+        OSError on failure, which makes the pool remove the sandbox)."""
+        if self.host.pause_mode == "freezer":
+            self._freeze(True)
+            return
         self._loop.create_task(self._pause())
 
     async def _pause(self) -> None:
@@ -339,8 +355,11 @@ class DockerSandbox(Sandbox):
                 self.pause_error = str(error)
                 self.kill()
 
-    def resume(self) -> asyncio.Task:
+    def resume(self) -> asyncio.Task | None:
         """Docker unpause; the pool awaits the returned task (and the next request does too)."""
+        if self.host.pause_mode == "freezer":
+            self._freeze(False)
+            return None
         self._resumed = self._loop.create_task(self._resume())
         return self._resumed
 
@@ -352,6 +371,24 @@ class DockerSandbox(Sandbox):
                 await self.host.engine.call("POST", f"/containers/{self.container_id}/unpause", ok=(200, 204, 409))
             except DockerUnavailable as error:
                 raise DockerError(0, str(error)) from None
+
+    def _freeze(self, frozen: bool) -> None:
+        """Write the container's freezer (v1 freezer.state, v2 cgroup.freeze) and wait until it holds."""
+        if self._dead or self.container_id is None:
+            return
+        if self.host.cgroup_v2:
+            directory = self.host.cgroup_dir("", self.container_id)
+            (directory / "cgroup.freeze").write_text("1" if frozen else "0")
+            want, probe = ("frozen 1" if frozen else "frozen 0"), directory / "cgroup.events"
+        else:
+            probe = self.host.cgroup_dir("freezer", self.container_id) / "freezer.state"
+            want = "FROZEN" if frozen else "THAWED"
+            probe.write_text(want)
+        deadline = time.monotonic() + 1.0
+        while want not in probe.read_text():
+            if time.monotonic() > deadline:
+                raise OSError(f"{probe}: not {want} after 1 s")
+        self._frozen = frozen
 
     # -- requests ----------------------------------------------------------------------------
 
@@ -425,7 +462,7 @@ class DockerSandbox(Sandbox):
         if self._pump is not None and not self._dead:
             try:
                 await asyncio.wait_for(asyncio.shield(self._pump), 5.0)
-            except (TimeoutError, asyncio.CancelledError):
+            except (TimeoutError, asyncio.TimeoutError, asyncio.CancelledError):
                 pass
         if not self._dead:
             self.kill()

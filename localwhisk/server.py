@@ -170,7 +170,7 @@ class Localwhisk:
             "prewarm": s.prewarm,
             "isolation": self.isolation,
             "cpu_policy": s.cpu_policy if self.isolation == "docker" or (self.cgroups and self.cgroups.enabled) else "none (rlimit mode)",
-            "pause_mechanism": _pause_mechanism(self.isolation, self.cgroups),
+            "pause_mechanism": _pause_mechanism(self.isolation, self.cgroups, s.docker_pause),
             "cgroup_parents": self.pool.docker.cgroup_parents() if self.pool and self.pool.docker else (self.cgroups.describe() if self.cgroups else {}),
             "invokes_per_minute": s.invokes_per_minute,
             "concurrent_invokes": s.concurrent_invokes,
@@ -720,9 +720,9 @@ class Localwhisk:
         return self.error(404, RESOURCE_DOES_NOT_EXIST)
 
 
-def _pause_mechanism(isolation: str, cgroups: CgroupManager | None) -> str:
+def _pause_mechanism(isolation: str, cgroups: CgroupManager | None, docker_pause: str = "api") -> str:
     if isolation == "docker":
-        return "docker pause (Engine API: runc, cgroup freezer)"
+        return "docker pause (Engine API: runc, cgroup freezer)" if docker_pause == "api" else "container's cgroup freezer, written directly"
     return "cgroup freezer" if cgroups and cgroups.enabled else "SIGSTOP/SIGCONT"
 
 

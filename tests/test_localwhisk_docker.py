@@ -115,6 +115,25 @@ def test_python_action_runs_in_its_own_container_started_like_openwhisk(tmp_path
 
 
 @needs_docker
+def test_direct_freezer_pause_resumes_and_stops_clean(tmp_path):
+    with docker_lw(tmp_path, pause_grace_ms=50, docker_pause="freezer") as handle:
+        assert handle.settings["pause_mechanism"] == "container's cgroup freezer, written directly"
+        lw = Lw(handle)
+        lw.put("noop", NOOP_PY)
+        assert lw.invoke("noop").json()["response"]["success"]
+        assert lw.wait_for(lambda: [sb["state"] for sb in lw.sandboxes("noop")] == ["paused"], 5.0)
+        container_id = containers(handle.pid)[0]["ID"]
+        freezer = f"/sys/fs/cgroup/freezer/docker/{container_id}/freezer.state"
+        if os.path.exists(freezer):
+            assert open(freezer).read().strip() == "FROZEN"
+        resumed = lw.invoke("noop").json()
+        assert annotation(resumed, "containerState") == "resumed" and resumed["response"]["success"]
+        assert lw.wait_for(lambda: [sb["state"] for sb in lw.sandboxes("noop")] == ["paused"], 5.0)
+    # Stopped while frozen: thawed, then removed.
+    assert containers(handle.pid) == []
+
+
+@needs_docker
 def test_nodejs_and_zip_with_virtualenv(tmp_path):
     # A virtualenv made on the host (same Python minor as the image's 3.11 is not needed: only
     # pure-Python packages), with a package only the virtualenv has.
