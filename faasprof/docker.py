@@ -56,3 +56,14 @@ def docker_problem(images: dict[str, str] | None = None, socket_path: str | None
     if missing:
         return f"runtime image(s) {', '.join(missing)} missing: build them with setup/runtime-images/build.sh (./setup.sh --dev does)"
     return None
+
+
+def parse_images(spec: str) -> dict[str, str]:
+    """``'python=img:tag,nodejs=img2'`` → {family: image} over the defaults; raises ValueError."""
+    images = dict(DEFAULT_IMAGES)
+    for part in filter(None, (p.strip() for p in (spec or "").split(","))):
+        family, sep, image = part.partition("=")
+        if not sep or family.strip() not in DEFAULT_IMAGES or not image.strip():
+            raise ValueError(f"docker_images: {part!r} is not FAMILY=IMAGE with FAMILY python or nodejs, e.g. python=openwhisk/action-python-v3.11:nightly")
+        images[family.strip()] = image.strip()
+    return images

@@ -12,6 +12,8 @@ import argparse
 from dataclasses import dataclass, field, fields
 from pathlib import Path
 
+from faasprof.docker import parse_images
+
 # OpenWhisk's well-known guest key (ansible/files/auth.guest; also in standalone.conf).
 GUEST_AUTH = "23bc46b1-71f6-4ed5-8c54-816aa4f8c502:123zO3xZCLrMN6v2BKK1dXYFpXlPkccOFqm12CdAsMgRU4VrNZ9lyGVCGuMDGIwP"
 GUEST_NAMESPACE = "guest"
@@ -116,10 +118,10 @@ def validate_settings(settings: "Settings") -> list[str]:
         problems.append(f"isolation: must be auto, cgroup, rlimit or docker (got {settings.isolation!r})")
     if settings.docker_pause not in ("api", "freezer"):
         problems.append(f"docker_pause: must be api or freezer (got {settings.docker_pause!r})")
-    for part in filter(None, (p.strip() for p in settings.docker_images.split(","))):
-        family, sep, image = part.partition("=")
-        if not sep or family.strip() not in ("python", "nodejs") or not image.strip():
-            problems.append(f"docker_images: {part!r} is not FAMILY=IMAGE (FAMILY python or nodejs), e.g. python=openwhisk/action-python-v3.11:nightly")
+    try:
+        parse_images(settings.docker_images)
+    except ValueError as error:
+        problems.append(str(error))
     if settings.cpu_policy not in ("shares", "quota"):
         problems.append(f"cpu_policy: must be shares or quota (got {settings.cpu_policy!r})")
     for name in ("user_memory_mb", "parallel_runs", "min_action_memory_mb", "max_action_memory_mb", "std_action_memory_mb",

@@ -35,7 +35,7 @@ from pathlib import Path
 
 import aiohttp
 
-from faasprof.docker import DEFAULT_IMAGES, DOCKER_SOCKET
+from faasprof.docker import DOCKER_SOCKET, parse_images
 from localwhisk.sandbox import Sandbox, SandboxDied
 
 LABEL_INSTANCE = "faasprof.localwhisk.instance"
@@ -66,17 +66,6 @@ def owner_alive(pid_text: str, start_text: str) -> bool:
     except (TypeError, ValueError):
         return False
     return pid > 0 and process_start_ticks(pid) == start_text
-
-
-def parse_images(spec: str) -> dict[str, str]:
-    """``'python=img:tag,nodejs=img2'`` → {family: image} over the defaults; raises ValueError."""
-    images = dict(DEFAULT_IMAGES)
-    for part in filter(None, (p.strip() for p in (spec or "").split(","))):
-        family, sep, image = part.partition("=")
-        if not sep or family.strip() not in DEFAULT_IMAGES or not image.strip():
-            raise ValueError(f"docker_images: {part!r} is not FAMILY=IMAGE with FAMILY python or nodejs, e.g. python=openwhisk/action-python-v3.11:nightly")
-        images[family.strip()] = image.strip()
-    return images
 
 
 class Engine:

@@ -23,6 +23,7 @@ from datetime import datetime
 import pytest
 
 from faasprof.docker import docker_problem
+from faasprof.errors import ConfigError
 from localwhisk.docker_sandbox import LABEL_INSTANCE, LABEL_OWNER_PID, LABEL_OWNER_START
 from localwhisk.embedded import start_embedded
 from tests.localwhisk_driver import Lw, annotation
@@ -218,3 +219,10 @@ def test_docker_unavailable_is_one_line_and_exit_3(tmp_path, cli):
     assert proc.returncode == 3, proc.stderr
     lines = [line for line in proc.stderr.strip().splitlines() if line.strip()]
     assert "isolation docker" in lines[-1] and "no-docker.sock" in lines[-1] and "dockerd" in lines[-1], proc.stderr
+
+
+def test_docker_settings_are_validated_up_front(tmp_path):
+    with pytest.raises(ConfigError, match="docker_pause: must be api or freezer"):
+        start_embedded(data_dir=tmp_path / "a", isolation="docker", docker_pause="sigstop")
+    with pytest.raises(ConfigError, match="docker_images: 'ruby=x' is not FAMILY=IMAGE"):
+        start_embedded(data_dir=tmp_path / "b", isolation="docker", docker_images="ruby=x")
