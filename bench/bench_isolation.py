@@ -287,6 +287,7 @@ def main() -> int:
     parser.add_argument("--mechanisms", type=int, default=20, help="repetitions of pause/unpause per mechanism (0 = skip)")
     parser.add_argument("--capacity", action="store_true", help="also run faasprof capacity json_dumps per isolation (minutes)")
     parser.add_argument("--isolations", default="auto,docker,docker-freezer", help="columns: auto, cgroup, rlimit, docker, docker-freezer")
+    parser.add_argument("--mechanisms-only", action="store_true", help="only the docker pause/unpause/start mechanisms")
     parser.add_argument("--json", help="also write the figures to this JSON file")
     args = parser.parse_args()
     problem = docker_problem()
@@ -296,6 +297,13 @@ def main() -> int:
             print(f"{name} skipped: {problem}", file=sys.stderr)
             isolations.remove(name)
     results = {}
+    if args.mechanisms_only:
+        isolations = [i for i in isolations if i.startswith("docker")][:1]
+        holder = {}
+        if isolations:
+            measure_mechanisms(args.mechanisms, holder)
+            print("docker mechanisms (ms, median):  " + ", ".join(f"{k} {fmt(v)}" for k, v in holder["mech"].items()))
+        return 0
     for isolation in isolations:
         out = results.setdefault(isolation, {})
         print(f"[{isolation}] basics ...", file=sys.stderr)
@@ -328,6 +336,8 @@ def main() -> int:
     for label, key in rows:
         print(f"{label:<{width}}  " + "  ".join(f"{fmt(results[i].get(key, float('nan'))):>12}" for i in isolations))
     sys.stdout.flush()
+    if args.json:
+        Path(args.json).write_text(json.dumps({"isolations": results, "host_cpus": os.cpu_count()}, indent=1, default=str))
     mech = {}
     if any(i.startswith("docker") for i in isolations) and args.mechanisms:
         holder = {}
