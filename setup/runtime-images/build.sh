@@ -36,7 +36,6 @@ if ! docker info >/dev/null 2>&1; then
 fi
 
 started=$(date +%s.%N)
-hash_of() { cat "$@" | sha256sum | cut -c1-16; }
 label_of() { docker image inspect -f '{{index .Config.Labels "faasprof.recipe"}}' "$1" 2>/dev/null || true; }
 
 # The base: its recipe is the suite, mirror-independent package list and this script's base part.
@@ -98,5 +97,7 @@ for family in "${wanted[@]}"; do
             build_image nodejs faasprof/action-nodejs-v20:latest "$ROOT/localwhisk/runtimes/launcher.js" "$version $(sha256sum "$NODE_BIN" | cut -c1-16)" || status=1 ;;
     esac
 done
+# Images these recipes replaced are left untagged: remove those (only ours, by label).
+docker image prune -f --filter label=faasprof.image=runtime >/dev/null 2>&1 || true
 log "runtime images done in $(awk -v a="$started" -v b="$(date +%s.%N)" 'BEGIN{printf "%.1f", b-a}') s"
 exit $status
