@@ -204,7 +204,8 @@ def test_kill_9_leaves_containers_that_the_next_start_reaps_but_not_a_live_ones(
         victim.process.wait(timeout=10)
         assert [row["Names"] for row in containers(victim.pid)] == orphan_names  # left behind by the crash
         with docker_lw(tmp_path / "next") as successor:
-            assert successor.settings["stale_containers_removed"] == orphan_names
+            # (other dead servers' leftovers on this shared daemon may be reaped too)
+            assert set(orphan_names) <= set(successor.settings["stale_containers_removed"])
             assert containers(victim.pid) == []
             assert len(containers(live.pid)) == 1, "a live localwhisk's container was reaped"
         victim.stop()
