@@ -19,8 +19,8 @@ pool's rules do not change; underneath it does what OpenWhisk's invoker does (re
 Every container carries labels naming the localwhisk instance and its owner (pid and process start
 time). ``DockerHost.open`` removes containers whose owner is gone (a crashed or killed server),
 never those of a live localwhisk (other instances share the daemon). All Docker calls go to the
-Engine API over its unix socket (aiohttp), which is an order of magnitude faster than forking the
-docker CLI per call (bench/bench_isolation.py measures both).
+Engine API over its unix socket (aiohttp): pause/unpause take about half the time of the forked
+docker CLI here, 14 ms against 32-35 ms (bench/bench_isolation.py measures both).
 """
 
 from __future__ import annotations
