@@ -59,7 +59,7 @@ class Action:
     namespace: str
     name: str  # [package/]name
     version: str
-    rev: int
+    rev: str  # unique per PUT (also across delete and re-create)
     kind: str
     code: str
     binary: bool
@@ -73,7 +73,8 @@ class Action:
 
     @property
     def key(self) -> tuple:
-        return (self.namespace, self.name, self.rev)
+        # The memory limit is part of the key on its own account: a sandbox's size is fixed.
+        return (self.namespace, self.name, self.rev, self.memory_mb)
 
     @property
     def path(self) -> str:

@@ -31,7 +31,7 @@ def lw(tmp_path_factory):
 
 
 def test_info_describes_runtimes_limits_and_isolation(lw):
-    info = requests.get(lw.handle.apihost + "/", timeout=5).json()
+    info = lw.session.get(lw.handle.apihost + "/", timeout=5).json()
     assert info["api_paths"] == ["/api/v1"]
     kinds = {r["kind"] for family in info["runtimes"].values() for r in family}
     assert "python:3" in kinds and any(k.startswith("nodejs:") for k in kinds)
@@ -61,7 +61,7 @@ def test_action_crud_and_conflict(lw):
     assert {"key": "provide-api-key", "value": False} in doc["annotations"]
     again = lw.session.put(lw.base + "/actions/crud", json={"exec": {"kind": "python:3", "code": ECHO_PY}})
     assert again.status_code == 409
-    assert again.json()["error"] == "Concurrent modification to resource detected."
+    assert again.json()["error"] == "resource already exists"
     updated = lw.put("crud", ECHO_PY, memory=128)
     assert updated["version"] == "0.0.2" and updated["limits"]["memory"] == 128
     got = lw.session.get(lw.base + "/actions/crud?code=false").json()
@@ -77,7 +77,7 @@ def test_bad_action_bodies_are_400(lw):
     r = lw.session.put(lw.base + "/actions/bad?overwrite=true", json={"exec": {"kind": "cobol:1", "code": "x"}})
     assert r.status_code == 400 and "cobol:1" in r.json()["error"]
     r = lw.session.put(lw.base + "/actions/bad?overwrite=true", json={"exec": {"kind": "python:3", "code": "x"}, "limits": {"memory": 64}})
-    assert r.status_code == 400 and "memory 64 MB below allowed threshold of 128 MB" in r.json()["error"]
+    assert r.status_code == 400 and "memory size 64 MB below allowed threshold of 128 MB" in r.json()["error"]
 
 
 def test_blocking_invoke_shapes_and_record_fields(lw):
