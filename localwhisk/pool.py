@@ -140,6 +140,9 @@ class Pool:
     # -- public ---------------------------------------------------------------------------------
 
     def submit(self, job: Job) -> None:
+        if self.closed:  # never strand a job in a buffer nobody drains any more
+            self._finish(job, Outcome(status_code=3, result={"error": STOPPED_ERROR}, wait_end_ns=time.monotonic_ns()), None)
+            return
         if self.buffer or not self._try_schedule(job):
             self.buffer.append(job)
 

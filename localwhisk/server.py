@@ -520,6 +520,8 @@ class Localwhisk:
         return params
 
     def _accept(self, doc: dict, params: dict, accepted_ns: int, future=None) -> tuple[Job | None, str | None]:
+        if self.closing:  # the request passed the gate before the stop began, its body arrived after
+            return None, STOPPING
         problem = self.throttles.check(self.namespace)
         if problem:
             return None, problem
@@ -573,7 +575,7 @@ class Localwhisk:
             future = None
         job, problem = self._accept(doc, params, accepted_ns, future)
         if problem:
-            return self.error(429, problem)
+            return self.error(503 if problem is STOPPING else 429, problem)
         headers = {"x-openwhisk-activation-id": job.activation_id}
         if not blocking:
             return self.ok({"activationId": job.activation_id}, status=202, headers=headers)
@@ -691,7 +693,7 @@ class Localwhisk:
         future = asyncio.get_running_loop().create_future()
         job, problem = self._accept(doc, params, accepted_ns, future)
         if problem:
-            return self.error(429, problem)
+            return self.error(503 if problem is STOPPING else 429, problem)
         extra = {"x-openwhisk-activation-id": job.activation_id}
         record = await _wait_capped(future, self.settings.max_blocking_wait_ms / 1000.0)
         if record is None:
