@@ -27,8 +27,7 @@ pass=0; fail=0
 check() {  # check NAME EXPECTED_SUBSTRING COMMAND...
     local name=$1 want=$2; shift 2
     local out
-    out=$("$@" 2>&1)
-    if [ $? -eq 0 ] && grep -qF -- "$want" <<<"$out"; then pass=$((pass + 1)); echo "ok   $name"
+    if out=$("$@" 2>&1) && grep -qF -- "$want" <<<"$out"; then pass=$((pass + 1)); echo "ok   $name"
     else fail=$((fail + 1)); echo "FAIL $name: $(head -c 300 <<<"$out" | tr '\n' ' ')"; fi
 }
 check "action create (python)"        "created action hello"   wsk action create hello "$work/hello.py" --kind python:3
