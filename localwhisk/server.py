@@ -57,8 +57,8 @@ UNSUPPORTED = {
                 "(POST /api/v1/namespaces/_/actions/NAME) or run Apache OpenWhisk (./setup.sh --testbed) for triggers",
     "rules": "localwhisk does not support rules; invoke actions directly (POST /api/v1/namespaces/_/actions/NAME) "
              "or run Apache OpenWhisk (./setup.sh --testbed) for rules",
-    "packages": "localwhisk does not support package entities; name actions PACKAGE/NAME to group them "
-                "(PUT /api/v1/namespaces/_/actions/PACKAGE/NAME), or run Apache OpenWhisk for packages and bindings",
+    "bindings": "localwhisk does not support package bindings; create a package of its own with the parameters "
+                "(PUT /api/v1/namespaces/_/packages/NAME), or run Apache OpenWhisk (./setup.sh --testbed) for bindings",
     "sequence": "localwhisk does not support sequences (exec kind 'sequence'); compose in one action "
                 "or run Apache OpenWhisk (./setup.sh --testbed) for sequences",
     "apis": "localwhisk does not support API routes (API gateway); call web actions at /api/v1/web/_/default/NAME "
@@ -124,6 +124,7 @@ class Localwhisk:
         self.max_memory_mb = min(settings.max_action_memory_mb, settings.user_memory_mb)
         self.throttles = Throttles(settings.invokes_per_minute, settings.concurrent_invokes)
         self.actions: dict[tuple[str, str], dict] = {}
+        self.packages: dict[tuple[str, str], dict] = {}  # (namespace, name) -> package doc
         self.store = Store(self.data_dir / "localwhisk.sqlite", settings.store_flush_ms)
         self.mono_anchor_ns = time.monotonic_ns()
         self.wall_anchor_ns = time.time_ns()
@@ -156,6 +157,8 @@ class Localwhisk:
         await self.store.open()
         for doc in await self.store.load_actions():
             self.actions[(doc["namespace"], doc["name"])] = doc
+        for doc in await self.store.load_packages():
+            self.packages[(doc["namespace"], doc["name"])] = doc
         workroot = self.data_dir / "sandboxes"
         self.reaped_sandboxes = reap_orphans(workroot)
         if self.reaped_sandboxes:
@@ -475,6 +478,80 @@ class Localwhisk:
         self.actions[(doc_ns, name)] = doc
         return self.ok(self._public_action(doc))
 
+    # -- packages ---------------------------------------------------------------------------------
+
+    def _package_actions(self, name: str) -> list[dict]:
+        return [d for (n, _), d in self.actions.items() if n == f"{self.namespace}/{name}"]
+
+    async def packages_list(self, request: web.Request) -> web.Response:
+        if self.resolve_namespace(request.match_info["ns"]) is None:
+            return self.error(403, f"The supplied authentication is not authorized to access '{request.match_info['ns']}'.")
+        limit, skip, problem = _limit_skip(request.query, "packages")
+        if problem:
+            return self.error(400, problem)
+        docs = sorted(self.packages.values(), key=lambda d: d.get("updated", 0), reverse=True)
+        if request.query.get("count") == "true":
+            return self.ok({"packages": len(docs)})
+        return self.ok([{k: v for k, v in d.items() if k != "parameters"} for d in docs[skip : skip + limit]])
+
+    async def package(self, request: web.Request) -> web.Response:
+        """One package: GET (with its actions), PUT (create, or update with overwrite), DELETE."""
+        ns = self.resolve_namespace(request.match_info["ns"])
+        if ns is None:
+            return self.error(403, f"The supplied authentication is not authorized to access '{request.match_info['ns']}'.")
+        name = request.match_info["name"]
+        problem = _name_problem(name)
+        if problem or "/" in name:
+            return self.error(400, problem or ENTITY_NAME_ILLEGAL)
+        existing = self.packages.get((ns, name))
+        if request.method == "GET":
+            if existing is None:
+                return self.error(404, RESOURCE_DOES_NOT_EXIST)
+            actions = [{"name": d["name"], "version": d["version"], "annotations": d["annotations"]} for d in self._package_actions(name)]
+            return self.ok({**existing, "actions": actions, "feeds": []})
+        if request.method == "DELETE":
+            if existing is None:
+                return self.error(404, RESOURCE_DOES_NOT_EXIST)
+            contents = self._package_actions(name)
+            if contents and request.query.get("force") != "true":
+                return self.error(409, f"Package not empty (contains {len(contents)} {'entity' if len(contents) == 1 else 'entities'}). "
+                                       "Set force param or delete package contents.")
+            for doc in contents:
+                self.actions.pop((doc["namespace"], doc["name"]), None)
+                await self.store.delete_action(doc["namespace"], doc["name"])
+            self.packages.pop((ns, name), None)
+            await self.store.delete_package(ns, name)
+            return self.ok(existing)
+        if request.method != "PUT":
+            return self.error(405, "HTTP method not allowed, supported methods: GET, PUT, DELETE")
+        body, problem = parse_json_body(await request.read() or b"{}")
+        if problem:
+            return self.error(400, problem)
+        if not isinstance(body, dict):
+            return self.error(400, "The request content was malformed:\nexpected a JSON object")
+        if existing is not None and request.query.get("overwrite", "false") != "true":
+            return self.error(409, ALREADY_EXISTS)
+        if body.get("binding"):
+            return self.error(400, UNSUPPORTED["bindings"])
+        parameters = body.get("parameters", existing["parameters"] if existing else [])
+        annotations = body.get("annotations", existing["annotations"] if existing else [])
+        for label, items in (("parameters", parameters), ("annotations", annotations)):
+            if not isinstance(items, list) or not all(isinstance(p, dict) and "key" in p for p in items):
+                return self.error(400, f"The request content was malformed:\n{label} must be a list of {{key, value}} objects")
+        doc = {
+            "namespace": ns,
+            "name": name,
+            "version": _bump(existing["version"]) if existing else "0.0.1",
+            "publish": bool(body.get("publish", existing["publish"] if existing else False)),
+            "annotations": annotations,
+            "parameters": parameters,
+            "binding": {},
+            "updated": time.time_ns() // 1_000_000,
+        }
+        await self.store.put_package(ns, name, doc)
+        self.packages[(ns, name)] = doc
+        return self.ok(doc)
+
     # -- invoke -----------------------------------------------------------------------------------
 
     def _snapshot(self, doc: dict) -> Action:
@@ -506,6 +583,9 @@ class Localwhisk:
     def _params(self, doc: dict, request_params: dict) -> dict | str:
         """Action parameters overlaid with the request's; a request may not override ``final`` ones."""
         params = {}
+        if "/" in doc["namespace"]:  # a packaged action: the package's parameters come first
+            package = self.packages.get((self.namespace, doc["namespace"].split("/", 1)[1])) or {}
+            params.update({p["key"]: p.get("value") for p in package.get("parameters") or []})
         final_keys = set()
         is_final = any(a.get("key") == "final" and a.get("value") for a in doc.get("annotations") or [])
         for p in doc.get("parameters") or []:
@@ -773,7 +853,9 @@ class Localwhisk:
         r.add_get("/api/v1/namespaces/{ns}/activations", self.activations_list)
         r.add_get("/api/v1/namespaces/{ns}/activations/{id}", self.activation)
         r.add_get("/api/v1/namespaces/{ns}/activations/{id}/{what}", self.activation)
-        for collection in ("packages", "triggers", "rules"):
+        r.add_get("/api/v1/namespaces/{ns}/packages", self.packages_list)
+        r.add_route("*", "/api/v1/namespaces/{ns}/packages/{name}", self.package)
+        for collection in ("triggers", "rules"):
             r.add_get(f"/api/v1/namespaces/{{ns}}/{collection}", self.empty_collection)
             r.add_route("*", f"/api/v1/namespaces/{{ns}}/{collection}/{{name:.+}}", self.unsupported_entity)
         r.add_route("*", "/api/v1/web/whisk.system/apimgmt/{rest:.*}", self.unsupported_apis)
@@ -783,7 +865,7 @@ class Localwhisk:
         return app
 
     async def empty_collection(self, request: web.Request) -> web.Response:
-        """Packages, triggers and rules: always none here (``wsk list``, ``namespaces.get`` need 200 [])."""
+        """Triggers and rules: always none here (``wsk list``, ``namespaces.get`` need 200 [])."""
         if self.resolve_namespace(request.match_info["ns"]) is None:
             return self.error(403, f"The supplied authentication is not authorized to access '{request.match_info['ns']}'.")
         limit, skip, problem = _limit_skip(request.query, request.path.rsplit("/", 1)[-1])
@@ -794,7 +876,7 @@ class Localwhisk:
         return self.ok([])
 
     async def unsupported_entity(self, request: web.Request) -> web.Response:
-        """One package, trigger or rule: none exists (404); creating or firing one is refused (400)."""
+        """One trigger or rule: none exists (404); creating or firing one is refused (400)."""
         collection = request.path.split("/")[5]
         if self.resolve_namespace(request.match_info["ns"]) is None:
             return self.error(403, f"The supplied authentication is not authorized to access '{request.match_info['ns']}'.")

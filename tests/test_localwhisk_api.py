@@ -321,12 +321,13 @@ def test_api_info_carries_build_and_buildno(lw):
     assert info["api_version_path"] == "v1" and info["build"] and info["buildno"]
 
 
-def test_packages_triggers_rules_are_empty_and_creating_them_is_refused(lw):
-    for collection in ("packages", "triggers", "rules"):
+def test_triggers_rules_are_empty_and_creating_them_is_refused(lw):
+    for collection in ("triggers", "rules"):
         response = lw.session.get(f"{lw.base}/{collection}")
         assert response.status_code == 200 and response.json() == []
         assert lw.session.get(f"{lw.base}/{collection}/x").status_code == 404
-    for path, word in (("triggers/t", "triggers"), ("rules/r", "rules"), ("packages/p", "package")):
+    assert isinstance(lw.session.get(f"{lw.base}/packages").json(), list)
+    for path, word in (("triggers/t", "triggers"), ("rules/r", "rules")):
         refused = lw.session.put(f"{lw.base}/{path}", json={})
         assert refused.status_code == 400
         assert refused.json()["error"].startswith(f"localwhisk does not support {word}")
@@ -407,3 +408,29 @@ def test_each_activation_sees_its_own_openwhisk_environment(lw):
         assert env["__OW_API_KEY"] == lw.handle.auth and env["__OW_API_HOST"] == lw.handle.apihost
         assert env["__OW_NAMESPACE"] == "guest" and env["__OW_ACTION_NAME"] == "/guest/envkey"
         assert 0 < int(env["__OW_DEADLINE"]) - record["start"] <= 30000 + 1000
+
+
+def test_packages_crud_parameters_and_not_empty_delete(lw):
+    assert lw.session.get(lw.base + "/packages/nopkg").status_code == 404
+    created = lw.session.put(lw.base + "/packages/shelf", json={"parameters": [{"key": "p", "value": "from-package"}]})
+    assert created.status_code == 200
+    doc = created.json()
+    assert doc["name"] == "shelf" and doc["namespace"] == "guest" and doc["version"] == "0.0.1"
+    assert doc["annotations"] == [] and doc["binding"] == {}
+    again = lw.session.put(lw.base + "/packages/shelf", json={})
+    assert again.status_code == 409 and again.json()["error"] == "resource already exists"
+    updated = lw.session.put(lw.base + "/packages/shelf?overwrite=true", json={})
+    assert updated.json()["version"] == "0.0.2" and updated.json()["parameters"] == [{"key": "p", "value": "from-package"}]
+    assert "shelf" in [p["name"] for p in lw.session.get(lw.base + "/packages").json()]
+    lw.put("shelf/book", ECHO_PY)
+    assert lw.invoke("shelf/book", {"x": 1}).json()["response"]["result"] == {"x": 1, "p": "from-package"}
+    assert lw.invoke("shelf/book", {"x": 1, "p": "mine"}).json()["response"]["result"]["p"] == "mine"
+    assert [a["name"] for a in lw.session.get(lw.base + "/packages/shelf").json()["actions"]] == ["book"]
+    busy = lw.session.delete(lw.base + "/packages/shelf")
+    assert busy.status_code == 409
+    assert busy.json()["error"] == "Package not empty (contains 1 entity). Set force param or delete package contents."
+    binding = lw.session.put(lw.base + "/packages/bound", json={"binding": {"namespace": "whisk.system", "name": "utils"}})
+    assert binding.status_code == 400 and "does not support package bindings" in binding.json()["error"]
+    assert lw.session.delete(lw.base + "/packages/shelf?force=true").status_code == 200
+    assert lw.session.get(lw.base + "/actions/shelf/book").status_code == 404
+    assert lw.session.get(lw.base + "/packages/shelf").status_code == 404

@@ -26,7 +26,6 @@ CLIENT_JS_LACKING = [
     "!*fully-qualified name",      # needs OpenWhisk's /whisk.system packages
     "!*sequence action",           # sequences
     "!*a feed",                    # feeds (need triggers)
-    "!*an package",                # package entities and bindings
     "!*action route*",             # API gateway routes
     "!*a rule",                    # rules
     "!*an trigger", "!fire a trigger",  # triggers

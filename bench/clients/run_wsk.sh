@@ -32,13 +32,17 @@ check() {  # check NAME EXPECTED_SUBSTRING COMMAND...
 }
 check "action create (python)"        "created action hello"   wsk action create hello "$work/hello.py" --kind python:3
 check "action create (nodejs)"        "created action inc"     wsk action create inc "$work/inc.js" --kind nodejs:default
+check "package create"                "created package tools"  wsk package create tools -p n 100
 check "action create in a package"    "created action tools/inc" wsk action create tools/inc "$work/inc.js" --kind nodejs:default
+check "package get"                   "inc"                    wsk package get tools
+check "package list"                  "/guest/tools"           wsk package list
 check "action update (memory)"        "updated action hello"   wsk action update hello "$work/hello.py" --memory 128
 check "action get"                    '"memory": 128'          wsk action get hello
 check "action list"                   "/guest/hello"           wsk action list
 check "action invoke --result"        "hello faas"             wsk action invoke hello -p name faas --result
 check "action invoke --blocking"      '"status": "success"'    wsk action invoke inc -p n 41 --blocking
 check "packaged action invoke"        '"n": 8'                 wsk action invoke tools/inc -p n 7 --result
+check "package parameter as default"  '"n": 101'               wsk action invoke tools/inc --result
 id=$(wsk action invoke hello -p name async 2>&1 | grep -o '[0-9a-f]\{32\}' | head -1)
 sleep 1
 check "activation get"                "$id"                    wsk activation get "$id"
@@ -53,6 +57,8 @@ check "namespace list"                "guest"                  wsk namespace lis
 check "namespace get"                 "Entities in namespace"  wsk namespace get
 check "wsk list"                      "/guest/hello"           wsk list
 check "action delete"                 "deleted action inc"     wsk action delete inc
+check "action delete in a package"    "deleted action tools/inc" wsk action delete tools/inc
+check "package delete"                "deleted package tools"  wsk package delete tools
 check "trigger create is refused"     "does not support triggers" sh -c "\"$wsk_bin\" -i trigger create t; true"
 echo "wsk checks: $pass passed, $fail failed"
 [ "$fail" -eq 0 ]
