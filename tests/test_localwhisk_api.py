@@ -434,3 +434,72 @@ def test_packages_crud_parameters_and_not_empty_delete(lw):
     assert lw.session.delete(lw.base + "/packages/shelf?force=true").status_code == 200
     assert lw.session.get(lw.base + "/actions/shelf/book").status_code == 404
     assert lw.session.get(lw.base + "/packages/shelf").status_code == 404
+
+
+# -- pins found by the mutation sample (bench/MUTATION-localwhisk.md) ------------------------------
+
+def test_action_list_has_plain_and_packaged_actions_without_code(lw):
+    lw.put("listed", ECHO_PY)
+    lw.put("box/listed2", ECHO_PY)
+    listed = lw.session.get(lw.base + "/actions", params={"limit": 200}).json()
+    by_name = {(d["namespace"], d["name"]): d for d in listed}
+    assert ("guest", "listed") in by_name and ("guest/box", "listed2") in by_name
+    assert all("code" not in d["exec"] for d in listed)
+
+
+def test_other_namespace_is_403_naming_it(lw):
+    for path in ("/actions", "/activations", "/packages", "/limits", "/actions/x", "/triggers"):
+        response = lw.session.get(lw.handle.apihost + "/api/v1/namespaces/someone" + path)
+        assert response.status_code == 403, path
+        assert response.json()["error"] == "The supplied authentication is not authorized to access 'someone'.", path
+
+
+def test_timeout_zero_and_bad_methods_and_limits_messages(lw):
+    lw.put("echo", ECHO_PY)
+    zero = lw.session.post(lw.base + "/actions/echo?blocking=true&timeout=0", json={})
+    assert zero.status_code == 400 and zero.json()["error"] == "Timeout must be number of milliseconds up to 60000."
+    patch = lw.session.patch(lw.base + "/actions/echo", json={})
+    assert patch.status_code == 405
+    assert patch.json()["error"] == "HTTP method not allowed, supported methods: GET, PUT, DELETE, POST"
+    conc = lw.session.put(lw.base + "/actions/c?overwrite=true", json={"exec": {"kind": "python:3", "code": V1_PY}, "limits": {"concurrency": 5}})
+    assert conc.json()["error"] == "The request content was malformed:\nconcurrency 5 exceeds allowed threshold of 1"
+    cobol = lw.session.put(lw.base + "/actions/c?overwrite=true", json={"exec": {"kind": "cobol:1", "code": "x"}}).json()["error"]
+    assert "python:3" in cobol and "nodejs:" in cobol
+
+
+def test_info_fields_and_buildno(lw):
+    info = lw.session.get(lw.handle.apihost + "/").json()
+    assert info["support"] and info["limits"]["std_action_memory"] == 256 * 1048576
+    assert info["limits"]["max_action_memory"] == 2048 * 1048576 and info["limits"]["min_action_memory"] == 128 * 1048576
+    assert any(r["default"] for r in info["runtimes"]["python"])
+    assert requests.get(lw.handle.apihost + "/api/v1", timeout=5).json()["buildno"].startswith("localwhisk-")
+
+
+def test_activation_summary_names_the_action(lw):
+    lw.put("summ", ECHO_PY)
+    activation_id = lw.invoke("summ").json()["activationId"]
+    listed = lw.session.get(lw.base + "/activations", params={"name": "summ"}).json()
+    assert [(r["name"], r["activationId"]) for r in listed] == [("summ", activation_id)]
+
+
+def test_non_blocking_invokes_reuse_the_warm_sandbox(lw):
+    lw.put("nbwarm", ECHO_PY)
+    first = lw.record(lw.invoke("nbwarm", blocking=False).json()["activationId"])
+    second = lw.record(lw.invoke("nbwarm", blocking=False).json()["activationId"])
+    assert annotation(first, "containerState") in ("cold", "recreated")
+    assert annotation(second, "containerState") in ("warm", "resumed")
+
+
+def test_provide_api_key_false_as_string_withholds_the_key(lw):
+    code = "import os\ndef main(args):\n    return {'key': os.environ.get('__OW_API_KEY')}\n"
+    lw.put("nokey", code, annotations=[{"key": "provide-api-key", "value": "false"}])
+    assert lw.invoke("nokey").json()["response"]["result"] == {"key": None}
+
+
+def test_web_action_text_and_html_bodies(lw):
+    code = "def main(a):\n    return {'body': 'plain words', 'html': '<p>hi</p>'}\n"
+    lw.put("webtext", code, annotations=[{"key": "web-export", "value": True}])
+    http = requests.get(lw.handle.apihost + "/api/v1/web/guest/default/webtext.http", timeout=10)
+    assert http.status_code == 200 and http.text == "plain words" and http.headers["Content-Type"].startswith("text/html")
+    html = requests.get(lw.handle.apihost + "/api/v1/web/guest/default/webtext.html", timeout=10)
+    assert html.text == "<p>hi</p>" and html.headers["Content-Type"].startswith("text/html")
