@@ -37,7 +37,6 @@ from localwhisk.store import Store
 log = logging.getLogger("localwhisk.server")
 
 RESOURCE_DOES_NOT_EXIST = "The requested resource does not exist."
-CONFLICT = "Concurrent modification to resource detected."
 ALREADY_EXISTS = "resource already exists"  # OpenWhisk's 409 for a PUT without overwrite (ApiUtils.scala)
 AUTH_INVALID = "The supplied authentication is invalid"
 AUTH_MISSING = "The resource requires authentication, which was not supplied with the request"
