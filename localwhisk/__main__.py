@@ -22,9 +22,10 @@ import sys
 import time
 from pathlib import Path
 
-from localwhisk.config import Settings, add_settings_arguments, settings_from_args, validate_settings
+from localwhisk.config import AUTH_ENV, Settings, add_auth_file_argument, add_settings_arguments, is_loopback, settings_from_args, validate_settings
 
 STATE_FILE = "localwhisk.json"
+STOP_DRAIN_S = 2.0
 LOCK_FILE = "localwhisk.lock"
 
 
@@ -67,7 +68,9 @@ async def serve(settings: Settings, port_file: Path | None, parent_pid: int | No
         await lw.close()
         print(f"localwhisk: {error}", file=sys.stderr)
         return 3
-    runner = web.AppRunner(lw.app(), access_log=None, handle_signals=False)
+    # A short shutdown: by the time the listener closes, every activation has been failed and
+    # recorded (lw.close), so in-flight handlers only have their answers left to write.
+    runner = web.AppRunner(lw.app(), access_log=None, handle_signals=False, shutdown_timeout=STOP_DRAIN_S)
     await runner.setup()
     site = web.TCPSite(runner, settings.host, settings.port, backlog=2048, reuse_address=True)
     try:
@@ -109,8 +112,11 @@ async def serve(settings: Settings, port_file: Path | None, parent_pid: int | No
     if watcher:
         watcher.cancel()
     logging.getLogger("localwhisk").info("stopping")
-    await site.stop()
+    # Order matters for a client that keeps sending: first refuse (503) everything new, then fail
+    # queued and running activations (recorded as whisk errors; blocking callers get them), then
+    # close the listener and connections.
     await lw.close()
+    await site.stop()
     await runner.cleanup()
     try:
         if json.loads((data_dir / STATE_FILE).read_text()).get("pid") == os.getpid():
@@ -128,13 +134,22 @@ def main(argv: list[str] | None = None) -> int:
     add_settings_arguments(p)
     p.add_argument("--port-file", type=Path, help="write {pid, port, apihost} JSON here once listening")
     p.add_argument("--parent-pid", type=int, help="stop when this process is gone")
+    add_auth_file_argument(p)
     args = parser.parse_args(argv)
-    settings = settings_from_args(args)
+    try:
+        settings = settings_from_args(args)
+    except ValueError as error:
+        print(f"localwhisk: {error}", file=sys.stderr)
+        return 2
+    os.environ.pop(AUTH_ENV, None)  # read once; nothing started from here inherits it
     problems = validate_settings(settings)
     if problems:
         for problem in problems:
             print(f"localwhisk: {problem}", file=sys.stderr)
         return 2
+    if not is_loopback(settings.host):
+        print(f"localwhisk: WARNING: listening on {settings.host}: anyone who can reach it and holds the key can run code on this machine",
+              file=sys.stderr)
     data_dir = Path(settings.data_dir).expanduser().resolve()
     settings.data_dir = str(data_dir)
     lock = lock_data_dir(data_dir)

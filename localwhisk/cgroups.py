@@ -74,6 +74,11 @@ def _remove_tree(path: Path, kill: bool = True) -> None:
                 freezer_state.write_text("THAWED")
             except OSError:
                 pass
+        if (path / "cgroup.freeze").exists():  # v2: a frozen task holds a pending SIGKILL until thawed
+            try:
+                (path / "cgroup.freeze").write_text("0")
+            except OSError:
+                pass
         for _ in range(50):
             try:
                 pids = [int(p) for p in (path / "cgroup.procs").read_text().split()]

@@ -20,7 +20,8 @@ import urllib.request
 from pathlib import Path
 
 from faasprof.errors import ConfigError, NotReadyError, RunError
-from localwhisk.config import DEFAULT_DATA_DIR, GUEST_AUTH, add_settings_arguments, settings_argv, settings_from_args, validate_settings
+from localwhisk.config import (AUTH_ENV, DEFAULT_DATA_DIR, GUEST_AUTH, add_auth_file_argument, add_settings_arguments, is_loopback,
+                               read_auth_file, settings_argv, settings_from_args, validate_settings)
 from localwhisk.cgroups import pid_alive as _pid_alive
 from localwhisk.embedded import launch_server
 
@@ -31,12 +32,14 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     sub = parser.add_subparsers(dest="local_command", metavar="{start,stop,status}", required=True)
     start = sub.add_parser("start", help="start localwhisk in the background; returns once its API answers")
     add_settings_arguments(start)
+    add_auth_file_argument(start)
     stop = sub.add_parser("stop", help="stop the localwhisk of --data-dir (and --port)")
     status = sub.add_parser("status", help="show the pool of the localwhisk of --data-dir: warm, paused, busy per action")
     for p in (stop, status):
         p.add_argument("--data-dir", help=f"the instance's data directory (default {DEFAULT_DATA_DIR})")
         p.add_argument("--port", type=int, help="the instance's port (checked against the data directory's instance)")
-    status.add_argument("--auth", help="the key the instance accepts (default: OpenWhisk's guest key)")
+    status.add_argument("--auth", help=f"the key the instance accepts (default: --auth-file, ${AUTH_ENV}, OpenWhisk's guest key)")
+    add_auth_file_argument(status)
     status.add_argument("--json", action="store_true", help="print the raw pool JSON")
     stop.add_argument("--timeout", type=float, default=15.0, help="seconds to wait for a clean stop before SIGKILL (default 15)")
 
@@ -74,7 +77,10 @@ def _get_json(url: str, auth: str | None = None, timeout: float = 5.0) -> dict:
 
 
 def _start(args) -> int:
-    settings = settings_from_args(args)
+    try:
+        settings = settings_from_args(args)
+    except ValueError as error:
+        raise ConfigError(f"faasprof local start: {error}") from None
     problems = validate_settings(settings)
     if problems:
         raise ConfigError(f"faasprof local start: {problems[0]}", problems=[f"faasprof local start: {p}" for p in problems])
@@ -96,10 +102,11 @@ def _start(args) -> int:
     values = {k: v for k, v in settings.__dict__.items()}
     values.pop("auth")
     argv = settings_argv({k: v for k, v in values.items() if v not in ("",)})
-    if args.auth:
-        argv += ["--auth", args.auth]
+    if not is_loopback(settings.host):
+        print(f"faasprof local start: WARNING: --host {settings.host} exposes localwhisk to the network; anyone holding the key "
+              f"can run code on this machine", file=sys.stderr)
     log_path = Path(settings.log_file) if settings.log_file else data_dir / "localwhisk.log"
-    _, state, _ = launch_server(argv, data_dir, log_path)
+    _, state, _ = launch_server(argv, data_dir, log_path, auth=settings.auth)
     print(f"localwhisk running at {state['apihost']} (pid {state['pid']}, data dir {data_dir}, log {log_path})", file=sys.stderr)
     print(f"use it with: faasprof run WORKLOAD --apihost {state['apihost']} --auth <the guest key>  (stop: faasprof local stop --data-dir {data_dir})",
           file=sys.stderr)
@@ -122,11 +129,22 @@ def _stop(args) -> int:
     raise RunError(f"localwhisk (pid {pid}) did not stop within {args.timeout:g} s and was killed; its sandboxes' cgroups are removed at the next start")
 
 
+def _status_auth(args) -> str:
+    if args.auth:
+        return args.auth
+    if args.auth_file:
+        try:
+            return read_auth_file(args.auth_file)
+        except ValueError as error:
+            raise ConfigError(str(error)) from None
+    return os.environ.get(AUTH_ENV) or GUEST_AUTH
+
+
 def _status(args) -> int:
     data_dir = _data_dir(args)
     state = _read_state(data_dir, args.port)
     try:
-        status = _get_json(state["apihost"] + "/localwhisk/v1/pool", auth=args.auth or GUEST_AUTH)
+        status = _get_json(state["apihost"] + "/localwhisk/v1/pool", auth=_status_auth(args))
     except urllib.error.HTTPError as error:
         if error.code == 401:
             raise ConfigError("--auth: the localwhisk rejected the key (401); pass the key it was started with") from None

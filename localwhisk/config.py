@@ -9,6 +9,8 @@ otherwise.
 from __future__ import annotations
 
 import argparse
+import ipaddress
+import os
 from dataclasses import dataclass, field, fields
 from pathlib import Path
 
@@ -18,15 +20,21 @@ from faasprof.docker import parse_images
 GUEST_AUTH = "23bc46b1-71f6-4ed5-8c54-816aa4f8c502:123zO3xZCLrMN6v2BKK1dXYFpXlPkccOFqm12CdAsMgRU4VrNZ9lyGVCGuMDGIwP"
 GUEST_NAMESPACE = "guest"
 
+# The key reaches a server process through this environment variable (or --auth-file), never its
+# command line: anything on a command line is readable by every user (ps, /proc/*/cmdline).
+AUTH_ENV = "LOCALWHISK_AUTH"
+
 DEFAULT_DATA_DIR = Path.home() / ".local" / "share" / "faasprof" / "localwhisk"
 
 
 @dataclass
 class Settings:
-    host: str = field(default="127.0.0.1", metadata={"help": "address to listen on (default loopback only)"})
+    host: str = field(default="127.0.0.1", metadata={"help": "address to listen on (default loopback only; others need --allow-remote)"})
+    allow_remote: bool = field(default=False, metadata={"help": "allow a non-loopback --host (needs a non-default key)"})
     port: int = field(default=3233, metadata={"help": "TCP port; 0 picks a free one (OpenWhisk standalone uses 3233)"})
     data_dir: str = field(default=str(DEFAULT_DATA_DIR), metadata={"help": "where the database, logs and pid file live"})
-    auth: str = field(default=GUEST_AUTH, metadata={"help": "accepted key UUID:KEY (default: OpenWhisk's guest key)"})
+    auth: str = field(default=GUEST_AUTH, metadata={"help": "accepted key UUID:KEY (default: OpenWhisk's guest key); visible to "
+                                                            "ps: prefer --auth-file or the LOCALWHISK_AUTH environment variable"})
     namespace: str = field(default=GUEST_NAMESPACE, metadata={"help": "the namespace of that key"})
     user_memory_mb: int = field(default=4096, metadata={"help": "pool capacity in MB (whisk.container-pool.user-memory)"})
     pause_grace_ms: int = field(default=50, metadata={"help": "pause an idle warm sandbox after this many ms (1.0.0: 50; 2.x: 10000)"})
@@ -85,6 +93,9 @@ def add_settings_arguments(parser: argparse.ArgumentParser, skip: tuple[str, ...
         if f.name in skip:
             continue
         flag = "--" + f.name.replace("_", "-")
+        if (f.type if isinstance(f.type, str) else f.type.__name__) == "bool":
+            parser.add_argument(flag, dest=f.name, action="store_true", default=None, help=f.metadata["help"])
+            continue
         kind = TYPES.get(f.name) or {"int": int, "float": float, "str": str}[f.type if isinstance(f.type, str) else f.type.__name__]
         if f.name == "auth":
             help_text = f.metadata["help"]
@@ -93,22 +104,60 @@ def add_settings_arguments(parser: argparse.ArgumentParser, skip: tuple[str, ...
         parser.add_argument(flag, *ALIASES.get(f.name, []), dest=f.name, type=kind, default=None, help=help_text)
 
 
+def add_auth_file_argument(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--auth-file", type=Path, help=f"read the key UUID:KEY from this file (or set {AUTH_ENV}); keeps it off the command line")
+
+
+def read_auth_file(path: Path) -> str:
+    """The key in ``path`` (first line, stripped); raises ValueError naming the file and the fix."""
+    try:
+        text = Path(path).read_text(encoding="utf-8").strip()
+    except (OSError, UnicodeDecodeError) as error:
+        raise ValueError(f"--auth-file {path}: unreadable ({error}); give a file holding UUID:KEY") from None
+    key = text.splitlines()[0].strip() if text else ""
+    if ":" not in key:
+        raise ValueError(f"--auth-file {path}: the first line must be UUID:KEY")
+    return key
+
+
 def settings_from_args(args: argparse.Namespace, **overrides) -> Settings:
+    """Settings from parsed flags; the key from --auth, else --auth-file, else $LOCALWHISK_AUTH."""
     values = {name: getattr(args, name) for name in SETTING_NAMES if getattr(args, name, None) is not None}
+    if "auth" not in values and getattr(args, "auth_file", None):
+        values["auth"] = read_auth_file(args.auth_file)
+    if "auth" not in values and os.environ.get(AUTH_ENV):
+        values["auth"] = os.environ[AUTH_ENV]
     values.update({k: v for k, v in overrides.items() if v is not None})
     return Settings(**values)
 
 
 def settings_argv(settings: dict) -> list[str]:
-    """The ``serve`` command-line flags for a dict of settings (unknown names raise ValueError)."""
+    """The ``serve`` command-line flags for a dict of settings (unknown names raise ValueError).
+
+    ``auth`` is left out: it travels in the environment (:func:`server_env`).
+    """
     argv: list[str] = []
     for name, value in settings.items():
         if name not in SETTING_NAMES:
             raise ValueError(f"unknown localwhisk setting {name!r}; known: {', '.join(sorted(SETTING_NAMES))}")
-        if value is None:
+        if value is None or name == "auth" or value is False:
             continue
-        argv += ["--" + name.replace("_", "-"), str(value)]
+        argv += ["--" + name.replace("_", "-")] + ([] if value is True else [str(value)])
     return argv
+
+
+def server_env(settings: dict) -> dict[str, str]:
+    """Environment entries a ``serve`` process needs beside its argv: the key, if one is set."""
+    return {AUTH_ENV: str(settings["auth"])} if settings.get("auth") else {}
+
+
+def is_loopback(host: str) -> bool:
+    if host == "localhost":
+        return True
+    try:
+        return ipaddress.ip_address(host).is_loopback
+    except ValueError:
+        return False
 
 
 def validate_settings(settings: "Settings") -> list[str]:
@@ -136,6 +185,13 @@ def validate_settings(settings: "Settings") -> list[str]:
         problems.append(f"user_memory_mb: {settings.user_memory_mb} is below min_action_memory_mb {settings.min_action_memory_mb}; no action could run")
     if ":" not in settings.auth:
         problems.append("auth: must be UUID:KEY")
+    if not is_loopback(settings.host):
+        if not settings.allow_remote:
+            problems.append(f"host: {settings.host} is not a loopback address; listening there exposes the API to the network: "
+                            f"pass --allow-remote and a key of your own (--auth-file), or use --host 127.0.0.1")
+        elif settings.auth == GUEST_AUTH:
+            problems.append(f"auth: --host {settings.host} with --allow-remote needs a key other than OpenWhisk's public guest key "
+                            f"(--auth-file F with UUID:KEY)")
     try:
         parse_prewarm(settings.prewarm)
     except ValueError as error:

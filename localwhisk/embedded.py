@@ -15,6 +15,7 @@ Usage::
 
 from __future__ import annotations
 
+import base64
 import ctypes
 import ctypes.util
 import json
@@ -32,7 +33,7 @@ from dataclasses import fields
 from pathlib import Path
 
 from faasprof.errors import ConfigError, NotReadyError
-from localwhisk.config import GUEST_AUTH, GUEST_NAMESPACE, SETTING_NAMES, Settings, settings_argv, validate_settings
+from localwhisk.config import GUEST_AUTH, GUEST_NAMESPACE, SETTING_NAMES, Settings, server_env, settings_argv, validate_settings
 
 START_TIMEOUT_S = 30.0
 PR_SET_PDEATHSIG = 1  # <linux/prctl.h>
@@ -171,7 +172,7 @@ def start_embedded(data_dir: Path | None = None, port: int = 0, user_memory_mb: 
     auth = settings.get("auth") or GUEST_AUTH
     namespace = settings.get("namespace") or GUEST_NAMESPACE
     try:
-        process, state, info = launch_server(argv, data_dir, log_path, parent_pid=os.getpid())
+        process, state, info = launch_server(argv, data_dir, log_path, parent_pid=os.getpid(), auth=auth)
     except BaseException:
         if owns:
             shutil.rmtree(data_dir, ignore_errors=True)
@@ -181,7 +182,8 @@ def start_embedded(data_dir: Path | None = None, port: int = 0, user_memory_mb: 
     return LocalwhiskHandle(process, state["apihost"], auth, namespace, described, data_dir, owns, log_path)
 
 
-def launch_server(argv: list[str], data_dir: Path, log_path: Path, parent_pid: int | None = None) -> tuple[subprocess.Popen, dict, dict]:
+def launch_server(argv: list[str], data_dir: Path, log_path: Path, parent_pid: int | None = None,
+                  auth: str = GUEST_AUTH) -> tuple[subprocess.Popen, dict, dict]:
     """Start ``python -m localwhisk serve ARGV`` in its own session and wait until ``GET /`` answers.
 
     Returns the process, the state it wrote to its port file (apihost, port, pid) and ``GET /``.
@@ -195,6 +197,7 @@ def launch_server(argv: list[str], data_dir: Path, log_path: Path, parent_pid: i
     if parent_pid is not None:
         command += ["--parent-pid", str(parent_pid)]
     env = dict(os.environ)
+    env.update(server_env({"auth": auth}))  # the key by environment: a command line is public (ps)
     repo_root = str(Path(__file__).resolve().parent.parent)
     env["PYTHONPATH"] = repo_root + (os.pathsep + env["PYTHONPATH"] if env.get("PYTHONPATH") else "")
     preexec = _die_with(parent_pid) if parent_pid is not None and threading.current_thread() is threading.main_thread() else None
@@ -209,7 +212,7 @@ def launch_server(argv: list[str], data_dir: Path, log_path: Path, parent_pid: i
             if port_file.exists():
                 try:
                     state = json.loads(port_file.read_text())
-                    return process, state, _get_info(state["apihost"])
+                    return process, state, _get_info(state["apihost"], auth)
                 except (ValueError, KeyError, OSError):
                     pass
             time.sleep(0.02)
@@ -273,8 +276,9 @@ def _thaw(proc_cgroup: str) -> None:
             pass
 
 
-def _get_info(apihost: str) -> dict:
-    with urllib.request.urlopen(apihost + "/", timeout=5) as response:
+def _get_info(apihost: str, auth: str) -> dict:
+    request = urllib.request.Request(apihost + "/", headers={"Authorization": "Basic " + base64.b64encode(auth.encode()).decode()})
+    with urllib.request.urlopen(request, timeout=5) as response:
         return json.loads(response.read())
 
 

@@ -60,7 +60,7 @@ class Action:
     namespace: str
     name: str  # [package/]name
     version: str
-    rev: int
+    rev: str  # unique per PUT (also across delete and re-create)
     kind: str
     code: str
     binary: bool
@@ -74,7 +74,8 @@ class Action:
 
     @property
     def key(self) -> tuple:
-        return (self.namespace, self.name, self.rev)
+        # The memory limit is part of the key on its own account: a sandbox's size is fixed.
+        return (self.namespace, self.name, self.rev, self.memory_mb)
 
     @property
     def path(self) -> str:
@@ -147,6 +148,9 @@ class Pool:
     # -- public ---------------------------------------------------------------------------------
 
     def submit(self, job: Job) -> None:
+        if self.closed:  # never strand a job in a buffer nobody drains any more
+            self._finish(job, Outcome(status_code=3, result={"error": STOPPED_ERROR}, wait_end_ns=time.monotonic_ns()), None)
+            return
         if self.buffer or not self._try_schedule(job):
             self.buffer.append(job)
 

@@ -82,6 +82,8 @@ class Sandbox:
         self.memory_mb = memory_mb
         self.cgroups = cgroups
         self.workdir = workroot / name
+        # Outside the workdir (the action's HOME, which it may empty): read by reap_orphans after a crash.
+        self.pid_file = workroot / f"{name}.pid"
         self.apihost = apihost
         self.on_exit = on_exit
         self.interpreters = interpreters or {}
@@ -156,6 +158,7 @@ class Sandbox:
             for fd in (in_r, out_w, err_w, rep_w):
                 os.close(fd)
         self._fds = {"stdin": in_w, "stdout": out_r, "stderr": err_r, "reply": rep_r}
+        _write_pid_file(self.pid_file, self.pid)
         for fd in (in_w, out_r, err_r, rep_r):
             os.set_blocking(fd, False)
         try:  # OpenWhisk runs containers with --ulimit nofile=1024:1024
@@ -407,6 +410,51 @@ def _cleanup(cgroups: CgroupManager, dirs: dict[str, Path], workdir: Path) -> No
     if dirs:
         cgroups.remove(dirs)
     shutil.rmtree(workdir, ignore_errors=True)
+    try:
+        (workdir.parent / f"{workdir.name}.pid").unlink()
+    except OSError:
+        pass
+
+
+def _start_time(pid: int) -> str | None:
+    """The process's start time in clock ticks (/proc/PID/stat field 22): tells a reused pid apart."""
+    try:
+        stat = Path(f"/proc/{pid}/stat").read_text()
+    except OSError:
+        return None
+    return stat.rsplit(")", 1)[1].split()[19]
+
+
+def _write_pid_file(path: Path, pid: int) -> None:
+    try:
+        path.write_text(f"{pid} {_start_time(pid)}\n")
+    except OSError:
+        pass
+
+
+def reap_orphans(workroot: Path) -> list[int]:
+    """Kill the sandboxes a crashed (kill -9) instance left in ``workroot``; returns their pids.
+
+    Each sandbox leads its own process group; a paused one (SIGSTOP) would otherwise stay stopped
+    forever. SIGKILL ends even a stopped process; SIGCONT follows for good measure. Frozen cgroup
+    sandboxes are thawed and killed by ``CgroupManager.cleanup_stale`` first.
+    """
+    reaped = []
+    for pid_file in sorted(Path(workroot).glob("*.pid")):
+        try:
+            pid_text, started = pid_file.read_text().split()
+            pid = int(pid_text)
+        except (OSError, ValueError):
+            continue
+        if pid <= 1 or _start_time(pid) != started:
+            continue  # gone, or the pid now belongs to another process
+        for sig in (signal.SIGKILL, signal.SIGCONT):
+            try:
+                os.killpg(pid, sig)
+            except OSError:
+                pass
+        reaped.append(pid)
+    return reaped
 
 
 def _expire(future: asyncio.Future) -> None:

@@ -31,14 +31,38 @@ from localwhisk import __version__
 from localwhisk.cgroups import CgroupManager, detect
 from localwhisk.config import Settings, parse_prewarm
 from localwhisk.pool import STATUS_NAMES, Action, Job, Outcome, Pool
-from localwhisk.sandbox import runtime_family
+from localwhisk.sandbox import reap_orphans, runtime_family
 from localwhisk.store import Store
 
 log = logging.getLogger("localwhisk.server")
 
 RESOURCE_DOES_NOT_EXIST = "The requested resource does not exist."
-CONFLICT = "Concurrent modification to resource detected."
+ALREADY_EXISTS = "resource already exists"  # OpenWhisk's 409 for a PUT without overwrite (ApiUtils.scala)
 AUTH_INVALID = "The supplied authentication is invalid"
+AUTH_MISSING = "The resource requires authentication, which was not supplied with the request"
+AUTH_CHALLENGE = {"WWW-Authenticate": 'Basic realm="OpenWhisk secure realm"'}
+ENTITY_NAME_ILLEGAL = "The name of the entity contains illegal characters."
+STOPPING = "localwhisk is stopping and accepts no more requests; start it again (faasprof local start) and retry."
+# OpenWhisk's EntityName.REGEX: a word character first, then up to 255 of [\w@ .&-], never ending in
+# a space; ASCII word characters (Java's \w). "..", " x" and "x " are therefore illegal.
+ENTITY_NAME_RE = re.compile(r"\A(\w|\w[\w@ .&-]{0,254}[\w@.&-])\Z", re.ASCII)
+ENTITY_NAME_MAX = 256
+JSON_MAX_DEPTH = 256  # deeper request bodies are refused with 400 (json.loads would raise RecursionError near 1000)
+BUILD_DATE = "2026-11-01T00:00:00Z"
+# What localwhisk deliberately lacks: creating these answers 400 (OpenWhisk's code for a runtime the
+# platform does not support), naming the alternative.
+UNSUPPORTED = {
+    "triggers": "localwhisk does not support triggers (nor feeds, which need them); invoke actions directly "
+                "(POST /api/v1/namespaces/_/actions/NAME) or run Apache OpenWhisk (./setup.sh --testbed) for triggers",
+    "rules": "localwhisk does not support rules; invoke actions directly (POST /api/v1/namespaces/_/actions/NAME) "
+             "or run Apache OpenWhisk (./setup.sh --testbed) for rules",
+    "bindings": "localwhisk does not support package bindings; create a package of its own with the parameters "
+                "(PUT /api/v1/namespaces/_/packages/NAME), or run Apache OpenWhisk (./setup.sh --testbed) for bindings",
+    "sequence": "localwhisk does not support sequences (exec kind 'sequence'); compose in one action "
+                "or run Apache OpenWhisk (./setup.sh --testbed) for sequences",
+    "apis": "localwhisk does not support API routes (API gateway); call web actions at /api/v1/web/_/default/NAME "
+            "or run Apache OpenWhisk with its API gateway",
+}
 BASE64_RE = re.compile(r"^([A-Za-z0-9+/]{4})*([A-Za-z0-9+/]{4}|[A-Za-z0-9+/]{3}=|[A-Za-z0-9+/]{2}==)$")
 JSON = "application/json"
 LIST_MAX = 200
@@ -99,6 +123,7 @@ class Localwhisk:
         self.max_memory_mb = min(settings.max_action_memory_mb, settings.user_memory_mb)
         self.throttles = Throttles(settings.invokes_per_minute, settings.concurrent_invokes)
         self.actions: dict[tuple[str, str], dict] = {}
+        self.packages: dict[tuple[str, str], dict] = {}  # (namespace, name) -> package doc
         self.store = Store(self.data_dir / "localwhisk.sqlite", settings.store_flush_ms)
         self.mono_anchor_ns = time.monotonic_ns()
         self.wall_anchor_ns = time.time_ns()
@@ -109,7 +134,9 @@ class Localwhisk:
         self.isolation = "rlimit"
         self.cgroups: CgroupManager | None = None
         self.stale_cgroups: list[str] = []
+        self.reaped_sandboxes: list[int] = []
         self.started_wall_ms = self.wall_anchor_ns // 1_000_000
+        self.closing = False  # set first thing on stop: every request from then on gets 503
 
     # -- lifecycle --------------------------------------------------------------------------------
 
@@ -131,7 +158,12 @@ class Localwhisk:
         await self.store.open()
         for doc in await self.store.load_actions():
             self.actions[(doc["namespace"], doc["name"])] = doc
+        for doc in await self.store.load_packages():
+            self.packages[(doc["namespace"], doc["name"])] = doc
         workroot = self.data_dir / "sandboxes"
+        self.reaped_sandboxes = reap_orphans(workroot)
+        if self.reaped_sandboxes:
+            log.warning("killed %d sandbox(es) left by a crashed instance: pids %s", len(self.reaped_sandboxes), self.reaped_sandboxes)
         shutil.rmtree(workroot, ignore_errors=True)
         workroot.mkdir(parents=True, exist_ok=True)
         self.pool = Pool(s, self.cgroups, workroot, self.apihost, self._complete, prewarm)
@@ -143,6 +175,8 @@ class Localwhisk:
             self.pool.apihost = apihost
 
     async def close(self) -> None:
+        """Refuse new requests (503), fail queued and running activations (recorded), flush records."""
+        self.closing = True
         if self.pool:
             await self.pool.close()
         await self.store.close()
@@ -178,6 +212,7 @@ class Localwhisk:
             "max_blocking_wait_ms": s.max_blocking_wait_ms,
             "stale_cgroups_removed": self.stale_cgroups,
             "stale_containers_removed": self.pool.docker.reaped if self.pool and self.pool.docker else [],
+            "orphan_sandboxes_killed": self.reaped_sandboxes,
             "python": s.python or sys.executable,
             "node": s.node or shutil.which("node") or "",
         }
@@ -189,6 +224,30 @@ class Localwhisk:
 
     def ok(self, obj, status: int = 200, headers: dict | None = None) -> web.Response:
         return web.Response(status=status, body=_dumps(obj), content_type=JSON, headers=headers)
+
+    def auth_problem(self, request: web.Request) -> web.Response | None:
+        """None when the request carries the key; else OpenWhisk's 401 (missing or invalid)."""
+        if "Authorization" not in request.headers:
+            return self.error(401, AUTH_MISSING, headers=AUTH_CHALLENGE)
+        if not self.authorized(request):
+            return self.error(401, AUTH_INVALID, headers=AUTH_CHALLENGE)
+        return None
+
+    @web.middleware
+    async def gate(self, request: web.Request, handler):
+        """503 once stopping; Basic auth on every path but ``/``, ``/api/v1`` and web actions.
+
+        One place for the check, so that no route can be added without it (OpenWhisk, too,
+        authenticates every ``/api/v1`` route but the info path, web actions decide themselves).
+        """
+        if self.closing:
+            return self.error(503, STOPPING, headers={"Connection": "close"})
+        path = request.path
+        if path not in ("/", "/api/v1", "/api/v1/") and not path.startswith("/api/v1/web/"):
+            problem = self.auth_problem(request)
+            if problem is not None:
+                return problem
+        return await handler(request)
 
     def authorized(self, request: web.Request) -> bool:
         header = request.headers.get("Authorization", "")
@@ -251,33 +310,40 @@ class Localwhisk:
             },
             "runtimes": runtimes,
             "support": {"github": "https://github.com/apache/openwhisk/issues"},
-            "localwhisk": self.describe(),
         }
+        # The instance's details (data directory, PID, interpreter, cgroup paths) only for the key
+        # holder: a listener reachable by others must not tell them about the host.
+        if self.authorized(request):
+            body["localwhisk"] = self.describe()
         return self.ok(body)
 
+    async def api_info(self, request: web.Request) -> web.Response:
+        """``GET /api/v1`` as OpenWhisk's RestAPIs.info (``build``/``buildno`` identify the server)."""
+        return self.ok({
+            "description": "OpenWhisk API (localwhisk)",
+            "api_version": "1.0.0",
+            "api_version_path": "v1",
+            "build": BUILD_DATE,
+            "buildno": f"localwhisk-{__version__}",
+            "swagger_paths": {"ui": "/api/v1/docs", "api-docs": "/api/v1/api-docs"},
+        })
+
     async def namespaces(self, request: web.Request) -> web.Response:
-        if not self.authorized(request):
-            return self.error(401, AUTH_INVALID)
         return self.ok([self.namespace])
 
     async def limits(self, request: web.Request) -> web.Response:
-        if not self.authorized(request):
-            return self.error(401, AUTH_INVALID)
         if self.resolve_namespace(request.match_info["ns"]) is None:
             return self.error(403, f"The supplied authentication is not authorized to access '{request.match_info['ns']}'.")
         s = self.settings
         return self.ok({"invocationsPerMinute": s.invokes_per_minute, "concurrentInvocations": s.concurrent_invokes, "firesPerMinute": s.invokes_per_minute})
 
     async def pool_status(self, request: web.Request) -> web.Response:
-        if not self.authorized(request):
-            return self.error(401, AUTH_INVALID)
         return self.ok({"localwhisk": self.describe(), "pool": self.pool.describe(), "records_written": self.store.written})
 
     # -- actions ----------------------------------------------------------------------------------
 
     def _split_name(self, ns: str, name: str) -> tuple[str, str]:
         """``pkg/action`` lives in namespace ``ns/pkg`` (OpenWhisk's path), plain names in ``ns``."""
-        name = urllib.parse.unquote(name).strip("/")
         if "/" in name:
             package, _, simple = name.rpartition("/")
             return f"{ns}/{package}", simple
@@ -291,8 +357,6 @@ class Localwhisk:
         return out
 
     async def actions_list(self, request: web.Request) -> web.Response:
-        if not self.authorized(request):
-            return self.error(401, AUTH_INVALID)
         ns = self.resolve_namespace(request.match_info["ns"])
         if ns is None:
             return self.error(403, f"The supplied authentication is not authorized to access '{request.match_info['ns']}'.")
@@ -304,14 +368,14 @@ class Localwhisk:
         return self.ok(docs[skip : skip + limit])
 
     async def action(self, request: web.Request) -> web.Response:
-        if not self.authorized(request):
-            return self.error(401, AUTH_INVALID)
         ns = self.resolve_namespace(request.match_info["ns"])
         if ns is None:
             return self.error(403, f"The supplied authentication is not authorized to access '{request.match_info['ns']}'.")
-        doc_ns, name = self._split_name(ns, request.match_info["name"])
-        if not name or not re.fullmatch(r"[\w@.\- ]+", name):
-            return self.error(400, "The name of the entity contains illegal characters.")
+        raw_name = urllib.parse.unquote(request.match_info["name"])
+        problem = _name_problem(raw_name)
+        if problem:
+            return self.error(400, problem)
+        doc_ns, name = self._split_name(ns, raw_name)
         method = request.method
         if method == "POST":
             return await self.invoke(request, ns, doc_ns, name)
@@ -331,16 +395,15 @@ class Localwhisk:
         return self.error(405, "HTTP method not allowed, supported methods: GET, PUT, DELETE, POST")
 
     async def put_action(self, request: web.Request, doc_ns: str, name: str) -> web.Response:
-        try:
-            body = json.loads(await request.read() or b"{}")
-            if not isinstance(body, dict):
-                raise ValueError("expected a JSON object")
-        except ValueError as error:
-            return self.error(400, f"The request content was malformed:\n{error}")
+        body, problem = parse_json_body(await request.read() or b"{}")
+        if problem:
+            return self.error(400, problem)
+        if not isinstance(body, dict):
+            return self.error(400, "The request content was malformed:\nexpected a JSON object")
         overwrite = request.query.get("overwrite", "false") == "true"
         existing = self.actions.get((doc_ns, name))
         if existing is not None and not overwrite:
-            return self.error(409, CONFLICT)
+            return self.error(409, ALREADY_EXISTS)
         s = self.settings
         problems = []
         exec_in = body.get("exec")
@@ -349,6 +412,8 @@ class Localwhisk:
         if exec_in is not None:
             if not isinstance(exec_in, dict):
                 return self.error(400, "The request content was malformed:\nexec must be an object")
+            if exec_in.get("kind") == "sequence":
+                return self.error(400, UNSUPPORTED["sequence"])
             kind = self.resolve_kind(str(exec_in.get("kind", "")))
             if kind is None:
                 known = ", ".join(sorted({self.python_kind, self.node_kind, f"python:3.{sys.version_info.minor}"}))
@@ -356,8 +421,9 @@ class Localwhisk:
             code = exec_in.get("code")
             if not isinstance(code, str):
                 return self.error(400, "The request content was malformed:\nexec.code must be a string (source text or base64 zip)")
-            if len(code) > ACTION_CODE_MAX_BYTES * 4 // 3:
-                return self.error(413, f"Exec code larger than allowed: {len(code)} > {ACTION_CODE_MAX_BYTES * 4 // 3} bytes.")
+            code_bytes = len(code.encode("utf-8"))
+            if code_bytes > ACTION_CODE_MAX_BYTES:
+                return self.error(413, f"exec larger than allowed: {code_bytes} > {ACTION_CODE_MAX_BYTES} bytes.")
             binary = bool(code.strip()) and BASE64_RE.match("".join(code.split())) is not None
             exec_doc = {"kind": kind, "code": code, "binary": binary}
             if exec_in.get("main"):
@@ -376,7 +442,7 @@ class Localwhisk:
         if not s.min_action_memory_mb <= limits["memory"] <= self.max_memory_mb:
             which = "below" if limits["memory"] < s.min_action_memory_mb else "exceeds"
             bound = s.min_action_memory_mb if which == "below" else self.max_memory_mb
-            problems.append(f"memory {limits['memory']} MB {which} allowed threshold of {bound} MB")
+            problems.append(f"memory size {limits['memory']} MB {which} allowed threshold of {bound} MB")
         if not s.min_action_timeout_ms <= limits["timeout"] <= s.max_action_timeout_ms:
             which = "below" if limits["timeout"] < s.min_action_timeout_ms else "exceeds"
             bound = s.min_action_timeout_ms if which == "below" else s.max_action_timeout_ms
@@ -407,11 +473,87 @@ class Localwhisk:
             "parameters": parameters,
             "limits": limits,
             "updated": time.time_ns() // 1_000_000,
-            "rev": (existing["rev"] + 1) if existing else 1,
+            # A fresh revision on every PUT, also after a delete: a sandbox serves only the
+            # revision it was initialised for, so a re-created action never meets old code.
+            "rev": uuid.uuid4().hex,
         }
         await self.store.put_action(doc_ns, name, doc)
         self.actions[(doc_ns, name)] = doc
         return self.ok(self._public_action(doc))
+
+    # -- packages ---------------------------------------------------------------------------------
+
+    def _package_actions(self, name: str) -> list[dict]:
+        return [d for (n, _), d in self.actions.items() if n == f"{self.namespace}/{name}"]
+
+    async def packages_list(self, request: web.Request) -> web.Response:
+        if self.resolve_namespace(request.match_info["ns"]) is None:
+            return self.error(403, f"The supplied authentication is not authorized to access '{request.match_info['ns']}'.")
+        limit, skip, problem = _limit_skip(request.query, "packages")
+        if problem:
+            return self.error(400, problem)
+        docs = sorted(self.packages.values(), key=lambda d: d.get("updated", 0), reverse=True)
+        if request.query.get("count") == "true":
+            return self.ok({"packages": len(docs)})
+        return self.ok([{k: v for k, v in d.items() if k != "parameters"} for d in docs[skip : skip + limit]])
+
+    async def package(self, request: web.Request) -> web.Response:
+        """One package: GET (with its actions), PUT (create, or update with overwrite), DELETE."""
+        ns = self.resolve_namespace(request.match_info["ns"])
+        if ns is None:
+            return self.error(403, f"The supplied authentication is not authorized to access '{request.match_info['ns']}'.")
+        name = request.match_info["name"]
+        problem = _name_problem(name)
+        if problem or "/" in name:
+            return self.error(400, problem or ENTITY_NAME_ILLEGAL)
+        existing = self.packages.get((ns, name))
+        if request.method == "GET":
+            if existing is None:
+                return self.error(404, RESOURCE_DOES_NOT_EXIST)
+            actions = [{"name": d["name"], "version": d["version"], "annotations": d["annotations"]} for d in self._package_actions(name)]
+            return self.ok({**existing, "actions": actions, "feeds": []})
+        if request.method == "DELETE":
+            if existing is None:
+                return self.error(404, RESOURCE_DOES_NOT_EXIST)
+            contents = self._package_actions(name)
+            if contents and request.query.get("force") != "true":
+                return self.error(409, f"Package not empty (contains {len(contents)} {'entity' if len(contents) == 1 else 'entities'}). "
+                                       "Set force param or delete package contents.")
+            for doc in contents:
+                self.actions.pop((doc["namespace"], doc["name"]), None)
+                await self.store.delete_action(doc["namespace"], doc["name"])
+            self.packages.pop((ns, name), None)
+            await self.store.delete_package(ns, name)
+            return self.ok(existing)
+        if request.method != "PUT":
+            return self.error(405, "HTTP method not allowed, supported methods: GET, PUT, DELETE")
+        body, problem = parse_json_body(await request.read() or b"{}")
+        if problem:
+            return self.error(400, problem)
+        if not isinstance(body, dict):
+            return self.error(400, "The request content was malformed:\nexpected a JSON object")
+        if existing is not None and request.query.get("overwrite", "false") != "true":
+            return self.error(409, ALREADY_EXISTS)
+        if body.get("binding"):
+            return self.error(400, UNSUPPORTED["bindings"])
+        parameters = body.get("parameters", existing["parameters"] if existing else [])
+        annotations = body.get("annotations", existing["annotations"] if existing else [])
+        for label, items in (("parameters", parameters), ("annotations", annotations)):
+            if not isinstance(items, list) or not all(isinstance(p, dict) and "key" in p for p in items):
+                return self.error(400, f"The request content was malformed:\n{label} must be a list of {{key, value}} objects")
+        doc = {
+            "namespace": ns,
+            "name": name,
+            "version": _bump(existing["version"]) if existing else "0.0.1",
+            "publish": bool(body.get("publish", existing["publish"] if existing else False)),
+            "annotations": annotations,
+            "parameters": parameters,
+            "binding": {},
+            "updated": time.time_ns() // 1_000_000,
+        }
+        await self.store.put_package(ns, name, doc)
+        self.packages[(ns, name)] = doc
+        return self.ok(doc)
 
     # -- invoke -----------------------------------------------------------------------------------
 
@@ -444,6 +586,9 @@ class Localwhisk:
     def _params(self, doc: dict, request_params: dict) -> dict | str:
         """Action parameters overlaid with the request's; a request may not override ``final`` ones."""
         params = {}
+        if "/" in doc["namespace"]:  # a packaged action: the package's parameters come first
+            package = self.packages.get((self.namespace, doc["namespace"].split("/", 1)[1])) or {}
+            params.update({p["key"]: p.get("value") for p in package.get("parameters") or []})
         final_keys = set()
         is_final = any(a.get("key") == "final" and a.get("value") for a in doc.get("annotations") or [])
         for p in doc.get("parameters") or []:
@@ -458,6 +603,8 @@ class Localwhisk:
         return params
 
     def _accept(self, doc: dict, params: dict, accepted_ns: int, future=None) -> tuple[Job | None, str | None]:
+        if self.closing:  # the request passed the gate before the stop began, its body arrived after
+            return None, STOPPING
         problem = self.throttles.check(self.namespace)
         if problem:
             return None, problem
@@ -495,10 +642,9 @@ class Localwhisk:
         if len(raw) > self.settings.max_payload_bytes:
             return self.error(413, f"Request larger than allowed: {len(raw)} > {self.settings.max_payload_bytes} bytes.")
         if raw.strip():
-            try:
-                request_params = json.loads(raw)
-            except ValueError as error:
-                return self.error(400, f"The request content was malformed:\n{error}")
+            request_params, problem = parse_json_body(raw)
+            if problem:
+                return self.error(400, problem)
             if not isinstance(request_params, dict):
                 return self.error(400, "The request content was malformed:\nexpected a JSON object")
         else:
@@ -512,7 +658,7 @@ class Localwhisk:
             future = None
         job, problem = self._accept(doc, params, accepted_ns, future)
         if problem:
-            return self.error(429, problem)
+            return self.error(503 if problem is STOPPING else 429, problem)
         headers = {"x-openwhisk-activation-id": job.activation_id}
         if not blocking:
             return self.ok({"activationId": job.activation_id}, status=202, headers=headers)
@@ -555,10 +701,11 @@ class Localwhisk:
         response = {"result": out.result, "status": STATUS_NAMES[status_code], "success": status_code == 0}
         if out.size is not None:
             response["size"] = out.size
+        # OpenWhisk records a packaged action's activation under the invoking namespace, with the
+        # package only in the ``path`` annotation (guest/pkg/name).
         simple_name = action.name.rsplit("/", 1)[-1]
-        namespace = action.namespace if "/" not in action.name else f"{action.namespace}/{action.name.rsplit('/', 1)[0]}"
         record = {
-            "namespace": namespace,
+            "namespace": action.namespace,
             "name": simple_name,
             "version": action.version,
             "subject": job.subject,
@@ -594,8 +741,10 @@ class Localwhisk:
         annotations = {a.get("key"): a.get("value") for a in (doc or {}).get("annotations") or []}
         if doc is None or not annotations.get("web-export"):
             return self.error(404, RESOURCE_DOES_NOT_EXIST)
-        if annotations.get("require-whisk-auth") and not self.authorized(request):
-            return self.error(401, AUTH_INVALID)
+        if annotations.get("require-whisk-auth"):
+            problem = self.auth_problem(request)
+            if problem is not None:
+                return problem
         raw = await request.read()
         if len(raw) > self.settings.max_payload_bytes:
             return self.error(413, f"Request larger than allowed: {len(raw)} > {self.settings.max_payload_bytes} bytes.")
@@ -609,10 +758,9 @@ class Localwhisk:
                 request_params["__ow_body"] = _web_body(raw, content_type, raw_http=True)
         elif raw:
             if content_type == JSON:
-                try:
-                    body = json.loads(raw)
-                except ValueError as error:
-                    return self.error(400, f"The request content was malformed:\n{error}")
+                body, problem = parse_json_body(raw)
+                if problem:
+                    return self.error(400, problem)
                 if isinstance(body, dict):
                     request_params.update(body)
                 else:
@@ -628,7 +776,7 @@ class Localwhisk:
         future = asyncio.get_running_loop().create_future()
         job, problem = self._accept(doc, params, accepted_ns, future)
         if problem:
-            return self.error(429, problem)
+            return self.error(503 if problem is STOPPING else 429, problem)
         extra = {"x-openwhisk-activation-id": job.activation_id}
         record = await _wait_capped(future, self.settings.max_blocking_wait_ms / 1000.0)
         if record is None:
@@ -644,8 +792,6 @@ class Localwhisk:
     # -- activations ------------------------------------------------------------------------------
 
     async def activations_list(self, request: web.Request) -> web.Response:
-        if not self.authorized(request):
-            return self.error(401, AUTH_INVALID)
         ns = self.resolve_namespace(request.match_info["ns"])
         if ns is None:
             return self.error(403, f"The supplied authentication is not authorized to access '{request.match_info['ns']}'.")
@@ -675,8 +821,6 @@ class Localwhisk:
         return self.ok([_summary(doc, code) for doc, code in rows])
 
     async def activation(self, request: web.Request) -> web.Response:
-        if not self.authorized(request):
-            return self.error(401, AUTH_INVALID)
         ns = self.resolve_namespace(request.match_info["ns"])
         if ns is None:
             return self.error(403, f"The supplied authentication is not authorized to access '{request.match_info['ns']}'.")
@@ -700,10 +844,11 @@ class Localwhisk:
     def app(self) -> web.Application:
         # Action PUTs may carry a 48 MB archive (base64); invoke bodies are checked against
         # max_payload_bytes in the handlers, with OpenWhisk's 413 message.
-        app = web.Application(client_max_size=max(self.settings.max_payload_bytes, ACTION_CODE_MAX_BYTES * 4 // 3) + 65536)
+        app = web.Application(middlewares=[self.gate], client_max_size=max(self.settings.max_payload_bytes, ACTION_CODE_MAX_BYTES * 4 // 3) + 65536)
         r = app.router
         r.add_get("/", self.info)
-        r.add_get("/api/v1", self.info)
+        r.add_get("/api/v1", self.api_info)
+        r.add_get("/api/v1/", self.api_info)
         r.add_get("/api/v1/namespaces", self.namespaces)
         r.add_get("/api/v1/namespaces/{ns}/limits", self.limits)
         r.add_get("/api/v1/namespaces/{ns}/actions", self.actions_list)
@@ -711,10 +856,40 @@ class Localwhisk:
         r.add_get("/api/v1/namespaces/{ns}/activations", self.activations_list)
         r.add_get("/api/v1/namespaces/{ns}/activations/{id}", self.activation)
         r.add_get("/api/v1/namespaces/{ns}/activations/{id}/{what}", self.activation)
+        r.add_get("/api/v1/namespaces/{ns}/packages", self.packages_list)
+        r.add_route("*", "/api/v1/namespaces/{ns}/packages/{name}", self.package)
+        for collection in ("triggers", "rules"):
+            r.add_get(f"/api/v1/namespaces/{{ns}}/{collection}", self.empty_collection)
+            r.add_route("*", f"/api/v1/namespaces/{{ns}}/{collection}/{{name:.+}}", self.unsupported_entity)
+        r.add_route("*", "/api/v1/web/whisk.system/apimgmt/{rest:.*}", self.unsupported_apis)
         r.add_route("*", "/api/v1/web/{ns}/{rest:.+}", self.web_action)
         r.add_get("/localwhisk/v1/pool", self.pool_status)
         r.add_route("*", "/{tail:.*}", self.not_found)
         return app
+
+    async def empty_collection(self, request: web.Request) -> web.Response:
+        """Triggers and rules: always none here (``wsk list``, ``namespaces.get`` need 200 [])."""
+        if self.resolve_namespace(request.match_info["ns"]) is None:
+            return self.error(403, f"The supplied authentication is not authorized to access '{request.match_info['ns']}'.")
+        limit, skip, problem = _limit_skip(request.query, request.path.rsplit("/", 1)[-1])
+        if problem:
+            return self.error(400, problem)
+        if request.query.get("count") == "true":
+            return self.ok({request.path.rsplit("/", 1)[-1]: 0})
+        return self.ok([])
+
+    async def unsupported_entity(self, request: web.Request) -> web.Response:
+        """One trigger or rule: none exists (404); creating or firing one is refused (400)."""
+        collection = request.path.split("/")[5]
+        if self.resolve_namespace(request.match_info["ns"]) is None:
+            return self.error(403, f"The supplied authentication is not authorized to access '{request.match_info['ns']}'.")
+        if request.method in ("GET", "DELETE", "HEAD"):
+            return self.error(404, RESOURCE_DOES_NOT_EXIST)
+        return self.error(400, UNSUPPORTED[collection])
+
+    async def unsupported_apis(self, request: web.Request) -> web.Response:
+        """``wsk api`` and the JS client's routes call OpenWhisk's apimgmt web actions."""
+        return self.error(400, UNSUPPORTED["apis"])
 
     async def not_found(self, request: web.Request) -> web.Response:
         return self.error(404, RESOURCE_DOES_NOT_EXIST)
@@ -833,3 +1008,45 @@ def _web_response(result, ext: str, headers: dict) -> web.Response:
     if ctype:
         response.headers["Content-Type"] = ctype
     return response
+
+
+_JSON_STRING_RE = re.compile(rb'"(?:[^"\\]|\\.)*"')
+_JSON_BRACKET_RE = re.compile(rb"[\[\]{}]")
+
+
+def json_depth(raw: bytes) -> int:
+    """The deepest nesting of arrays and objects in a JSON text (strings skipped); cheap in C."""
+    if raw.count(b"[") + raw.count(b"{") <= JSON_MAX_DEPTH:
+        return 0  # cannot be deeper than the limit: spare the scan on the invoke path
+    depth = deepest = 0
+    for bracket in _JSON_BRACKET_RE.findall(_JSON_STRING_RE.sub(b'""', raw)):
+        if bracket in (b"[", b"{"):
+            depth += 1
+            deepest = max(deepest, depth)
+        else:
+            depth -= 1
+    return deepest
+
+
+def parse_json_body(raw: bytes) -> tuple[object, str | None]:
+    """A request body as JSON, or OpenWhisk's 400 message (malformed, or nested too deeply)."""
+    depth = json_depth(raw)
+    if depth > JSON_MAX_DEPTH:
+        return None, f"The request content was malformed:\nJSON nested {depth} levels deep; at most {JSON_MAX_DEPTH} are accepted"
+    try:
+        return json.loads(raw), None
+    except (ValueError, RecursionError) as error:
+        return None, f"The request content was malformed:\n{error}"
+
+
+def _name_problem(name: str) -> str | None:
+    """OpenWhisk's check of an action name ``[package/]name``: each segment an EntityName."""
+    segments = name.split("/")
+    if len(segments) > 2:
+        return ENTITY_NAME_ILLEGAL
+    for segment in segments:
+        if len(segment) > ENTITY_NAME_MAX:
+            return f"Name segement longer than allowed: {len(segment)} > {ENTITY_NAME_MAX}."  # OpenWhisk's spelling
+        if not ENTITY_NAME_RE.match(segment):
+            return ENTITY_NAME_ILLEGAL
+    return None

@@ -27,6 +27,9 @@ CREATE TABLE IF NOT EXISTS meta (key TEXT PRIMARY KEY, value TEXT NOT NULL);
 CREATE TABLE IF NOT EXISTS actions (
     namespace TEXT NOT NULL, name TEXT NOT NULL, doc TEXT NOT NULL,
     PRIMARY KEY (namespace, name));
+CREATE TABLE IF NOT EXISTS packages (
+    namespace TEXT NOT NULL, name TEXT NOT NULL, doc TEXT NOT NULL,
+    PRIMARY KEY (namespace, name));
 CREATE TABLE IF NOT EXISTS activations (
     activation_id TEXT PRIMARY KEY, namespace TEXT NOT NULL, name TEXT NOT NULL,
     start_ms INTEGER NOT NULL, status_code INTEGER NOT NULL, doc TEXT NOT NULL);
@@ -89,6 +92,21 @@ class Store:
 
     async def delete_action(self, namespace: str, name: str) -> None:
         await self._run(lambda: self._conn.execute("DELETE FROM actions WHERE namespace=? AND name=?", (namespace, name)))
+
+    # -- packages (as rare as actions) -----------------------------------------------------------
+
+    async def load_packages(self) -> list[dict]:
+        def q():
+            return [json.loads(doc) for (doc,) in self._conn.execute("SELECT doc FROM packages")]
+
+        return await self._run(q)
+
+    async def put_package(self, namespace: str, name: str, doc: dict) -> None:
+        text = json.dumps(doc)
+        await self._run(lambda: self._conn.execute("INSERT OR REPLACE INTO packages VALUES (?,?,?)", (namespace, name, text)))
+
+    async def delete_package(self, namespace: str, name: str) -> None:
+        await self._run(lambda: self._conn.execute("DELETE FROM packages WHERE namespace=? AND name=?", (namespace, name)))
 
     # -- activations ----------------------------------------------------------------------------
 

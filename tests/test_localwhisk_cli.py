@@ -26,7 +26,7 @@ def test_local_start_status_stop(tmp_path, isolated_home):
         apihost = started.stdout.strip().splitlines()[-1]
         assert apihost.startswith("http://127.0.0.1:")
         assert "localwhisk running at" in started.stderr
-        info = requests.get(apihost + "/", timeout=5).json()["localwhisk"]
+        info = requests.get(apihost + "/", auth=tuple(GUEST_AUTH.split(":", 1)), timeout=5).json()["localwhisk"]
         assert info["pause_grace_ms"] == 10000 and info["data_dir"] == str(data_dir)
 
         # A sandbox shows up in status as warm (pause grace 10 s keeps it unpaused).
