@@ -21,7 +21,7 @@ from analyzer import frames as frames_mod
 from analyzer import records as records_mod
 from analyzer.analysis import load_run
 from faasprof.outcomes import FINAL_OUTCOMES, HTTP_OUTCOMES, final_outcome, record_outcome
-from tests.test_analyzer_synthetic import FAILURE_RECORDS, record, write_synthetic_run
+from test_analyzer_synthetic import FAILURE_RECORDS, record, write_synthetic_run
 
 RATE = {"i0": {"application": "fn", "distribution": "Uniform", "rate": 20.0}}
 
