@@ -1,0 +1,115 @@
+"""Golden schedules: the exact planned times of a few seeds, per arrival process.
+
+A recorded run is only reproducible if the same workload and seed give the same schedule in every
+later faasprof. These values were written down once (faasprof at the commit that added this
+file); a change of the stream-key derivation, of the seed handling or of any arrival process
+changes them and fails here. If a change is intended, it breaks every recorded schedule: say so
+in the release notes and update these values deliberately.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from invoker import arrivals
+from invoker.schedule import build_schedule, instance_rng, stream_key
+from invoker.workload import workload_from_dict
+from tests.conftest import DATA_DIR
+
+PROCESSES = {
+    "poisson": {"application": "f", "distribution": "Poisson", "rate": 5},
+    "uniform": {"application": "f", "distribution": "Uniform", "rate": 4},
+    "uniform_window": {"application": "f", "distribution": "Uniform", "rate": 0.7, "activity_window": [30, 200]},
+    "burst_fixed": {"application": "f", "distribution": "Burst", "burst_size": 3, "burst_gap_s": 2.0, "activity_window": [1.5, 200]},
+    "burst_shifted": {"application": "f", "distribution": "Burst", "burst_size": 2, "burst_gap_s": 1.0, "burst_gap_distribution": "shifted_exponential", "burst_gap_mean_s": 0.5},
+    "trace_uniform": {"application": "f", "distribution": "Trace", "trace_file": "traces/azure_small.csv"},
+    "trace_equi": {"application": "f", "distribution": "Trace", "trace_file": "traces/azure_small.csv", "trace_spread": "equidistant"},
+}
+
+# process -> seed -> (count, first five intended_ns, last two intended_ns), 240 s test
+GOLDEN = {
+    'poisson': {
+        1: (1243, [88915475, 95498771, 249296676, 250189491, 398316317], [239617066479, 239953509592]),
+        110: (1217, [302238602, 321622651, 530673749, 1291987589, 1295267911], [239825332099, 239829601544]),
+    },
+    'uniform': {
+        1: (960, [34497113, 284497113, 534497113, 784497113, 1034497113], [239534497113, 239784497113]),
+        110: (960, [189557503, 439557503, 689557503, 939557503, 1189557503], [239689557503, 239939557503]),
+    },
+    'uniform_window': {
+        1: (119, [31104416515, 32532987944, 33961559373, 35390130801, 36818702230], [198247273658, 199675845087]),
+        110: (119, [30327619025, 31756190453, 33184761882, 34613333310, 36041904739], [197470476168, 198899047596]),
+    },
+    'burst_fixed': {
+        1: (300, [1500000000, 1500000000, 1500000000, 3500000000, 3500000000], [199500000000, 199500000000]),
+        110: (300, [1500000000, 1500000000, 1500000000, 3500000000, 3500000000], [199500000000, 199500000000]),
+    },
+    'burst_shifted': {
+        1: (338, [0, 0, 1463094045, 1463094045, 2501319381], [239950785170, 239950785170]),
+        110: (322, [0, 0, 1481839120, 1481839120, 2685009043], [237153070847, 237153070847]),
+    },
+    'trace_uniform': {
+        1: (157, [602685696, 731127183, 1935036877, 7537013790, 8772830251], [219576336454, 222535427856]),
+        110: (157, [452134686, 1644867711, 1952450747, 4650441499, 6194782510], [224502270892, 228746188293]),
+    },
+    'trace_equi': {
+        1: (157, [760200496, 2760200496, 4760200496, 6760200496, 8760200496], [229003875314, 237575303885]),
+        110: (157, [1247866231, 3247866231, 5247866231, 7247866231, 9247866231], [231328444471, 239899873042]),
+    },
+}
+GOLDEN_RNG_110_INSTANCE1 = [0.16330671433402044, 0.9371238665421329, 0.7036932836556001]
+
+
+def _schedule(name: str, seed: int, duration_s: float = 240):
+    spec = dict(PROCESSES[name])
+    if "trace_file" in spec:
+        spec["trace_file"] = str(DATA_DIR / spec["trace_file"])
+    workload = workload_from_dict({"test_name": "golden", "test_duration_in_seconds": duration_s, "random_seed": seed, "instances": {name: spec}}, check_catalogue=False)
+    return build_schedule(workload)
+
+
+@pytest.mark.parametrize("name, seed", [(name, seed) for name in GOLDEN for seed in GOLDEN[name]])
+def test_golden_schedule(name, seed):
+    count, first, last = GOLDEN[name][seed]
+    schedule = _schedule(name, seed)
+    assert len(schedule) == count
+    assert schedule.intended_ns[:5].tolist() == first
+    assert schedule.intended_ns[-2:].tolist() == last
+
+
+def test_stream_key_has_its_recorded_value():
+    # BLAKE2b-128 of the name, personalised "faasprof-stream", as four little-endian 32-bit words.
+    assert stream_key("instance1") == (4162822104, 4265941921, 2114888964, 3764266431)
+    assert stream_key("i0") == (3491753869, 2480444506, 2744931948, 3249188600)
+
+
+def test_instance_stream_depends_on_the_seed_and_the_name_only():
+    first = instance_rng(110, "instance1").random(3).tolist()
+    assert first == instance_rng(110, "instance1").random(3).tolist()
+    assert first != instance_rng(111, "instance1").random(3).tolist()
+    assert first != instance_rng(110, "instance2").random(3).tolist()
+    assert first == pytest.approx(GOLDEN_RNG_110_INSTANCE1, abs=0)
+
+
+def test_merged_schedule_of_two_instances():
+    workload = workload_from_dict(
+        {"test_name": "golden", "test_duration_in_seconds": 10, "random_seed": 42, "instances": {"a": PROCESSES["poisson"], "b": PROCESSES["uniform"]}},
+        check_catalogue=False,
+    )
+    schedule = build_schedule(workload)
+    assert schedule.intended_ns[:8].tolist() == [92686093, 134298524, 138257315, 206469189, 456469189, 706469189, 826160514, 952448339]
+    assert schedule.instance_idx[:8].tolist() == [0, 0, 0, 1, 1, 1, 0, 0]
+
+
+def test_uniform_phase_false_and_fraction_are_exact():
+    rng = np.random.default_rng(0)
+    assert arrivals.uniform(rng, 2.0, 1.0, 3.0, phase=False).tolist() == [1.0, 1.5, 2.0, 2.5]
+    assert arrivals.uniform(rng, 2.0, 1.0, 3.0, phase=0.5).tolist() == [1.25, 1.75, 2.25, 2.75]
+    # The last event is strictly before the window end, and one just below it is kept.
+    assert arrivals.uniform(rng, 2.0, 0.0, 2.0 + 1e-9, phase=False).tolist() == [0.0, 0.5, 1.0, 1.5, 2.0]
+    assert arrivals.uniform(rng, 1.0, 0.0, 0.5, phase=0.6).tolist() == []
+
+
+def test_interarrival_list_keeps_its_window_edges():
+    assert arrivals.interarrival_list((1.0, 1.0, 1.0, 1.0), 2.0, 4.0).tolist() == [2.0, 3.0]
