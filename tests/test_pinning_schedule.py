@@ -13,7 +13,7 @@ import numpy as np
 import pytest
 
 from invoker import arrivals
-from invoker.schedule import build_schedule, instance_rng, stream_key
+from invoker.schedule import build_schedule, instance_rng, read_schedule_csv, stream_key
 from invoker.workload import workload_from_dict
 from tests.conftest import DATA_DIR
 
@@ -113,3 +113,42 @@ def test_uniform_phase_false_and_fraction_are_exact():
 
 def test_interarrival_list_keeps_its_window_edges():
     assert arrivals.interarrival_list((1.0, 1.0, 1.0, 1.0), 2.0, 4.0).tolist() == [2.0, 3.0]
+
+
+def _two_instances():
+    return workload_from_dict(
+        {
+            "test_name": "golden",
+            "test_duration_in_seconds": 2,
+            "random_seed": 5,
+            "instances": {"a": {"application": "fa", "distribution": "Uniform", "rate": 2}, "b": {"application": "fb", "distribution": "Burst", "burst_size": 2, "burst_gap_s": 1.0}},
+        },
+        check_catalogue=False,
+    )
+
+
+GOLDEN_CSV = (
+    "seq,instance,function,intended_s\n"
+    "0,b,fb,0.000000000\n1,b,fb,0.000000000\n2,a,fa,0.042255741\n3,a,fa,0.542255741\n"
+    "4,b,fb,1.000000000\n5,b,fb,1.000000000\n6,a,fa,1.042255741\n7,a,fa,1.542255741\n"
+)
+
+
+@pytest.mark.parametrize("chunk_rows", [3, 200_000])
+def test_schedule_csv_is_exact_and_reads_back(tmp_path, chunk_rows):
+    schedule = build_schedule(_two_instances())
+    path = tmp_path / "schedule.csv"
+    schedule.write_csv(path, chunk_rows=chunk_rows)
+    assert path.read_bytes() == GOLDEN_CSV.encode("utf-8")
+    intended, names = read_schedule_csv(path)
+    assert intended.tolist() == schedule.intended_ns.tolist() and intended.dtype == np.int64
+    assert names == ["b", "b", "a", "a", "b", "b", "a", "a"]
+    with pytest.raises(FileExistsError):  # a schedule file is never overwritten
+        schedule.write_csv(path)
+
+
+def test_schedule_counts_and_types():
+    schedule = build_schedule(_two_instances())
+    assert schedule.counts() == {"a": 4, "b": 4} and len(schedule) == 8
+    assert schedule.intended_ns.dtype == np.int64 and schedule.instance_idx.dtype == np.int32
+    assert schedule.instance_names == ("a", "b") and schedule.functions == ("fa", "fb")
