@@ -9,6 +9,8 @@ in the release notes and update these values deliberately.
 
 from __future__ import annotations
 
+import os
+
 import numpy as np
 import pytest
 
@@ -152,3 +154,78 @@ def test_schedule_counts_and_types():
     assert schedule.counts() == {"a": 4, "b": 4} and len(schedule) == 8
     assert schedule.intended_ns.dtype == np.int64 and schedule.instance_idx.dtype == np.int32
     assert schedule.instance_names == ("a", "b") and schedule.functions == ("fa", "fb")
+
+
+# --------------------------------------------------------------------------------------------
+# trace files: what is read, and the one-line errors for what cannot be
+
+AZURE_HEADER = "HashOwner,HashApp,HashFunction,Trigger,1,2,3\n"
+
+
+def _trace(tmp_path, text, name="trace.csv"):
+    path = tmp_path / name
+    path.write_text(text, encoding="utf-8")
+    return path
+
+
+def test_azure_counts_by_row_index_by_hash_and_from_a_start_minute(tmp_path):
+    path = _trace(tmp_path, AZURE_HEADER + "o,a,f1,http,1,2,3\no,a,f2,http,4,,6\n")
+    assert arrivals.read_trace(path)[0] == "counts"
+    assert arrivals.read_trace(path, 0)[1].tolist() == [1, 2, 3]
+    assert arrivals.read_trace(path, 1)[1].tolist() == [4, 0, 6]  # an empty cell is no invocation
+    assert arrivals.read_trace(path, "f2")[1].tolist() == [4, 0, 6]
+    assert arrivals.read_trace(path, "f2", start_minute=3)[1].tolist() == [6]
+    assert arrivals.read_trace(path, 0)[1].dtype == np.int64
+
+
+@pytest.mark.parametrize(
+    "text, row, start_minute, message",
+    [
+        ("", 0, 1, "empty trace file"),
+        (AZURE_HEADER + "o,a,f,http,1,x,3\n", 0, 1, "data row 0 has a non-numeric count"),
+        (AZURE_HEADER + "o,a,f,http,1,-2,3\n", 0, 1, "data row 0 has a negative count"),
+        (AZURE_HEADER + "o,a,f,http,1,2,3\n", 1, 1, "no data row 1 in the trace; set trace_row"),
+        (AZURE_HEADER + "o,a,f,http,1,2,3\n", "g", 1, "no HashFunction g in the trace"),
+        (AZURE_HEADER + "o,a,f,http,1,2,3\n", 0, 5, "trace_start_minute 5 is past the last minute column (3)"),
+        ("t\n1.0\nabc\n", 0, 1, "line 3: 'abc' is not a number of seconds"),
+        ("-1.0\n2.0\n", 0, 1, "timestamps must be >= 0 (got -1.0)"),
+    ],
+)
+def test_trace_errors_name_the_file_and_the_fix(tmp_path, text, row, start_minute, message):
+    path = _trace(tmp_path, text)
+    with pytest.raises(arrivals.TraceError) as caught:
+        arrivals.read_trace(path, row, start_minute)
+    assert str(caught.value).startswith(f"{path}: ") and message in str(caught.value)
+
+
+def test_missing_trace_file_is_a_config_error(tmp_path):
+    with pytest.raises(arrivals.TraceError, match="cannot read the trace"):
+        arrivals.read_trace(tmp_path / "absent.csv")
+
+
+def test_timestamp_trace_skips_header_blank_and_comment_lines_and_sorts(tmp_path):
+    path = _trace(tmp_path, "timestamp_s\n\n# a comment\n3.5\n 1.25\n2\n")
+    kind, times = arrivals.read_trace(path)
+    assert kind == "timestamps" and times.tolist() == [1.25, 2.0, 3.5]
+
+
+def test_trace_is_read_again_when_the_file_changes(tmp_path):
+    path = _trace(tmp_path, "1.0\n")
+    assert arrivals.read_trace(path)[1].tolist() == [1.0]
+    path.write_text("1.0\n2.0\n")
+    os.utime(path, ns=(path.stat().st_atime_ns, path.stat().st_mtime_ns + 10**9))
+    assert arrivals.read_trace(path)[1].tolist() == [1.0, 2.0]
+
+
+def test_trace_counts_spread_scale_and_window(tmp_path):
+    rng = np.random.default_rng(1)
+    counts = np.array([3, 0, 2])
+    uniform = arrivals.trace_counts(rng, counts, 10.0, 190.0)
+    assert len(uniform) == 5 and np.all(np.diff(uniform) >= 0)
+    assert np.sum((uniform >= 10) & (uniform < 70)) == 3 and np.sum(uniform >= 130) == 2
+    equi = arrivals.trace_counts(np.random.default_rng(2), counts, 0.0, 180.0, spread="equidistant")
+    assert np.allclose(np.diff(equi[:3]), 20.0) and np.allclose(equi[4] - equi[3], 30.0)
+    assert len(arrivals.trace_counts(rng, counts, 0.0, 180.0, scale=2.0)) == 10
+    assert len(arrivals.trace_counts(rng, counts, 0.0, 180.0, scale=0.5)) == 3  # rint: 1.5 -> 2, 1 -> 1
+    assert len(arrivals.trace_counts(rng, counts, 0.0, 60.0)) == 3  # only the first minute fits
+    assert len(arrivals.trace_counts(rng, np.array([0, 0]), 0.0, 120.0)) == 0
