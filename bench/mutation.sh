@@ -34,14 +34,7 @@ case $group in
 esac
 {
   echo "[mutmut]"
-  echo "source_paths="; selected=$out/selected-$group.txt
-if [ -n "$only" ]; then
-  : > "$selected"
-  for glob in $only; do grep -F "    ${glob%\*}" "$out/results-$group.txt" >> "$selected" || true; done
-else
-  cp "$out/results-$group.txt" "$selected"
-fi
-for s in $sources; do echo "    $s"; done
+  echo "source_paths="; for s in $sources; do echo "    $s"; done
   echo "also_copy="; for d in faasprof invoker analyzer localwhisk monitoring functions experiments setup workload_configs; do echo "    $d"; done
   echo "pytest_add_cli_args="; for a in -p no:randomly -p no:cacheprovider -q; do echo "    $a"; done
   echo "pytest_add_cli_args_test_selection="; for t in $tests; do echo "    $t"; done
