@@ -9,7 +9,9 @@
 #             (+ pinning tests); only the functions holding the rules are mutated
 # The commit is checked out into a throw-away worktree under OUT_DIR (the working tree here is
 # never touched); mutmut runs there with one child (the machine is shared) under `timeout`;
-# `mutmut results --all true` is saved to OUT_DIR/results-GROUP.txt.
+# `mutmut results --all true` is saved to OUT_DIR/results-GROUP.txt. MUTATION_RESUME=1 keeps the
+# verdicts of an earlier run in the same OUT_DIR (one cut short by TIMEOUT_S goes on where it
+# stopped); MUTATION_ONLY="glob ..." narrows the mutants to run.
 set -euo pipefail
 commit=$1 out=$2 group=$3 limit=${4:-1500}
 repo=$(cd "$(dirname "$0")/.." && pwd)
@@ -39,8 +41,9 @@ esac
   echo "pytest_add_cli_args="; for a in -p no:randomly -p no:cacheprovider -q; do echo "    $a"; done
   echo "pytest_add_cli_args_test_selection="; for t in $tests; do echo "    $t"; done
 } > "$tree/setup.cfg"
+only=${MUTATION_ONLY:-$only}  # a narrower set of mutant globs, e.g. to finish a run cut by its limit
 cd "$tree"
-rm -rf mutants
+[ -n "${MUTATION_RESUME:-}" ] || rm -rf mutants  # resume: mutmut keeps the verdicts it has
 echo "mutating $sources${only:+ (functions: $only)} at $(git rev-parse --short HEAD) with $(echo $tests)" | tee "$out/command-$group.txt"
 start=$(date +%s)
 # shellcheck disable=SC2086  # $only is a list of globs for mutmut, not for the shell
