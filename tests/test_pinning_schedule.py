@@ -229,3 +229,42 @@ def test_trace_counts_spread_scale_and_window(tmp_path):
     assert len(arrivals.trace_counts(rng, counts, 0.0, 180.0, scale=0.5)) == 3  # rint: 1.5 -> 2, 1 -> 1
     assert len(arrivals.trace_counts(rng, counts, 0.0, 60.0)) == 3  # only the first minute fits
     assert len(arrivals.trace_counts(rng, np.array([0, 0]), 0.0, 120.0)) == 0
+
+
+def test_simultaneous_arrivals_keep_the_workload_order_of_instances():
+    # Many ties (more than a small-array sort handles by insertion): only a stable sort keeps
+    # every instant's invocations in the instances' order.
+    bursts = {name: {"application": name, "distribution": "Burst", "burst_size": 40, "burst_gap_s": 1.0} for name in ("z", "a", "m")}
+    schedule = build_schedule(workload_from_dict({"test_name": "ties", "test_duration_in_seconds": 3, "random_seed": 1, "instances": bursts}, check_catalogue=False))
+    assert len(schedule) == 360
+    expected = ([0] * 40 + [1] * 40 + [2] * 40) * 3
+    assert schedule.instance_idx.tolist() == expected
+
+
+def test_counts_name_an_instance_without_arrivals():
+    instances = {
+        "busy": {"application": "f", "distribution": "Uniform", "rate": 2},
+        "idle": {"application": "f", "interarrivals_list": [50.0]},  # after the test's end
+    }
+    schedule = build_schedule(workload_from_dict({"test_name": "c", "test_duration_in_seconds": 2, "random_seed": 1, "instances": instances}, check_catalogue=False))
+    assert schedule.counts() == {"busy": 4, "idle": 0}
+
+
+def test_a_hand_written_schedule_with_short_fractions_reads_exactly(tmp_path):
+    path = tmp_path / "schedule.csv"
+    path.write_text("seq,instance,function,intended_s\n0,a,f,1.5\n1,b,g,2\n2,a,f,0.000000001\n", encoding="utf-8")
+    intended, names = read_schedule_csv(path)
+    assert intended.tolist() == [1_500_000_000, 2_000_000_000, 1] and names == ["a", "b", "a"]
+
+
+def test_timestamp_trace_accepts_zero_and_indented_comments(tmp_path):
+    path = _trace(tmp_path, "0\n  # indented comment\n0.5\n")
+    assert arrivals.read_trace(path)[1].tolist() == [0.0, 0.5]
+
+
+def test_trace_counts_cut_at_a_window_end_inside_a_minute():
+    # 121 s covers three minutes (the third for one second): ceil(121 / 60) = 3.
+    times = arrivals.trace_counts(np.random.default_rng(4), np.array([0, 0, 60]), 0.0, 121.0, spread="equidistant")
+    assert len(times) == 1 and 120.0 <= times[0] < 121.0
+    one = arrivals.trace_counts(np.random.default_rng(4), np.array([1]), 0.0, 60.0, spread="equidistant")
+    assert one.tolist() == [np.random.default_rng(4).uniform(0.0, 1.0, 1)[0] * 60.0]
