@@ -302,3 +302,57 @@ def test_percentile_block_ignores_non_finite_values():
     block = stats_mod.percentile_block(np.array([3.0, np.nan, 1.0, 2.0, np.inf]), "x")
     assert block["x_n"] == 3 and block["x_mean"] == 2.0 and block["x_p50"] == 2.0 and block["x_max"] == 3.0
     assert set(block) >= {"x_p99_9", "x_p99_9_ci_low", "x_p99_9_ci_high"}
+
+
+# --------------------------------------------------------------------------------------------
+# phases and the latency trend (rule 2(b)'s evidence)
+
+
+def test_phases_cut_at_every_window_edge_with_a_bounded_warm_up():
+    specs = [{"instance": "a", "window_s": (0.0, 30.0)}, {"instance": "b", "window_s": (10.0, 20.0)}, {"instance": "c", "window_s": (30.0, 30.0)}]
+    cut = stats_mod.phases(specs, 30.0)
+    assert [(p["start_s"], p["end_s"], p["instances"]) for p in cut] == [(0.0, 10.0, ["a"]), (10.0, 20.0, ["a", "b"]), (20.0, 30.0, ["a"])]
+    # Warm-up: 20 % of the phase, at most 2 s.
+    assert [p["steady_start_s"] - p["start_s"] for p in cut] == pytest.approx([2.0, 2.0, 2.0])
+    short = stats_mod.phases([{"instance": "a", "window_s": (0.0, 5.0)}], 5.0)
+    assert short == [{"phase": 0, "start_s": 0.0, "end_s": 5.0, "steady_start_s": 1.0, "instances": ["a"]}]
+    # A gap with nothing active is no phase, and the phases after it are still cut.
+    gap = stats_mod.phases([{"instance": "a", "window_s": (0.0, 1.0)}, {"instance": "b", "window_s": (2.0, 3.0)}], 3.0)
+    assert [(p["phase"], p["start_s"], p["end_s"], p["instances"]) for p in gap] == [(0, 0.0, 1.0, ["a"]), (1, 2.0, 3.0, ["b"])]
+    # Windows past the test's end are cut at it; an edge at exactly 0 or the end adds nothing.
+    late = stats_mod.phases([{"instance": "a", "window_s": (0.5, 99.0)}], 4.0)
+    assert [(p["start_s"], p["end_s"], p["instances"]) for p in late] == [(0.5, 4.0, ["a"])]
+
+
+def test_assign_phase_is_half_open_and_minus_one_outside():
+    cut = [{"phase": 0, "start_s": 0.0, "end_s": 1.0}, {"phase": 1, "start_s": 2.0, "end_s": 3.0}]
+    got = stats_mod.assign_phase(np.array([0.0, 0.999, 1.0, 1.5, 2.0, 3.0, -0.1]), cut)
+    assert got.tolist() == [0, 0, -1, -1, 1, -1, -1] and got.dtype == np.int32
+
+
+def trend_rows(t, latency, successful=None):
+    n = len(t)
+    return pd.DataFrame({"intended_s": np.asarray(t, dtype=float), "lat": np.asarray(latency, dtype=float), "successful": np.ones(n, bool) if successful is None else np.asarray(successful)})
+
+
+def test_latency_trend_thirds_are_half_open_and_count_only_successes():
+    # Window 0..9: first third t < 3, last third t >= 6.
+    rows = trend_rows([0, 2.999, 3.0, 5.999, 6.0, 9.0, 8.0], [10, 20, 1000, 1000, 30, 50, 999], [True, True, True, True, True, True, False])
+    trend = stats_mod.latency_trend(rows, 0.0, 9.0, "lat")
+    assert trend["first_third_median_ms"] == 15.0 and trend["last_third_median_ms"] == 40.0
+    assert trend["last_over_first"] == pytest.approx(40.0 / 15.0)
+    assert trend["slope_ms_per_s"] == pytest.approx(float(np.polyfit([0, 2.999, 3.0, 5.999, 6.0, 9.0], [10, 20, 1000, 1000, 30, 50], 1)[0]))
+
+
+def test_latency_trend_without_enough_points():
+    empty = stats_mod.latency_trend(trend_rows([5.0], [10.0]), 0.0, 9.0, "lat")
+    assert math.isnan(empty["first_third_median_ms"]) and math.isnan(empty["last_third_median_ms"]) and math.isnan(empty["slope_ms_per_s"])
+    assert math.isnan(empty["last_over_first"])
+    two = stats_mod.latency_trend(trend_rows([0.0, 8.0], [10.0, 20.0]), 0.0, 9.0, "lat")
+    assert math.isnan(two["slope_ms_per_s"])  # a slope needs three points
+    three = stats_mod.latency_trend(trend_rows([0.0, 4.0, 8.0], [10.0, 20.0, 30.0]), 0.0, 9.0, "lat")
+    assert three["slope_ms_per_s"] == pytest.approx(2.5)
+    same_instant = stats_mod.latency_trend(trend_rows([1.0, 1.0, 1.0], [10.0, 20.0, 30.0]), 0.0, 9.0, "lat")
+    assert math.isnan(same_instant["slope_ms_per_s"])
+    sub_second = stats_mod.latency_trend(trend_rows([0.1, 0.2, 0.3], [10.0, 20.0, 30.0]), 0.0, 0.3, "lat")
+    assert sub_second["slope_ms_per_s"] == pytest.approx(100.0)
