@@ -99,6 +99,7 @@ def test_rule_2b_latency_growth_needs_both_twice_and_25ms(first, last, expected)
 def test_rule_2b_reason_names_the_latency():
     trend = {**flat(20.0, 45.0), "latency": "platform latency"}
     assert stats_mod.decide_mode(evidence(), trend)[1] == ["median platform latency grew from 20 ms (first third) to 45 ms (last third)"]
+    assert stats_mod.decide_mode(evidence(), flat(20.0, 45.0))[1] == ["median corrected latency grew from 20 ms (first third) to 45 ms (last third)"]
 
 
 def test_rule_2c_five_percent_of_sent_rejected():
