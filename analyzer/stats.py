@@ -20,8 +20,9 @@ Outcomes
     breakdown, start classes, the latency mode) is computed over invocations whose final outcome
     (``analyzer.frames`` ``final_outcome``, the HTTP outcome joined with the activation record) is
     ``success`` (the frame's ``successful`` column; it also admits a blocking call answered 200
-    whose record is missing, as OpenWhisk answers 200 only for a successful activation). A non-blocking 202 whose record says the function raised is an
-    ``application_error``, not a sample of the function's latency. Every final outcome is counted
+    whose record is missing, as OpenWhisk answers 200 only for a successful activation). A
+    non-blocking 202 whose record says the function raised is an ``application_error``, not a
+    sample of the function's latency. Every final outcome is counted
     (``final_<outcome>`` columns, ``failures`` in total); the completion latency of failures is
     summarised on its own (``failure_completion_latency_ms_*``).
 
