@@ -153,3 +153,21 @@ def test_summary_final_outcomes_survive_json(tmp_path):
     assert summary["run"]["final_outcomes"]["action_timeout"] == 1 and summary["run"]["final_outcomes"]["internal_error"] == 1
     # Failures in display order: the vocabulary's order (action timeout before internal error).
     assert [g["final_outcome"] for g in summary["failures"]["by_function"]] == ["action_timeout", "internal_error"]
+
+
+@pytest.mark.parametrize(
+    "raw",
+    [
+        {"response": {"status": "success", "statusCode": 1}},  # the code wins over the text
+        {"response": {"status": "success"}, "statusCode": 2},
+        {"statusCode": 0, "response": {"status": "application error"}},
+        {"response": {"statusCode": 0}, "annotations": [{"key": "timeout", "value": True}]},
+        {"response": {"status": "Success"}},
+        {"response": {"statusCode": True}},  # a bool is not a status code
+        {"response": {"status": "success", "success": False}},
+    ],
+)
+def test_fast_flattening_agrees_with_the_vocabulary_on_odd_records(raw):
+    raw = {"activationId": "a" * 32, "annotations": [], **raw}
+    row = dict(zip(records_mod.RECORD_COLUMNS, records_mod._flatten_fast(raw)))
+    assert row["record_outcome"] == record_outcome(raw)
