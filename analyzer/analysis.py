@@ -20,6 +20,11 @@ the same files (no timestamps, deterministic plot sampling).
 
 Summary format versions (``SUMMARY_FORMAT_VERSION``):
   1: first version.
+  2: final outcomes (the HTTP outcome joined with the activation record): ``run.final_outcomes``,
+     ``failures`` (by function and outcome, with an example error), ``final_*``/``successful``/
+     ``failures``/``rejected`` counts per phase and function; latency figures, start classes and
+     modes cover successful invocations only (``analyzer.stats``). A version-1 summary is
+     re-analyzed by ``compare``: its percentiles included failed activations.
 """
 
 from __future__ import annotations
@@ -36,12 +41,13 @@ import pandas as pd
 
 from faasprof import __version__, rundir
 from faasprof.errors import FaasprofError, FormatError
+from faasprof.outcomes import FAILURE_OUTCOMES, FINAL_OUTCOMES, HTTP_OUTCOMES
 from analyzer import frames as frames_mod
 from analyzer import records as records_mod
 from analyzer import stats as stats_mod
 
-SUMMARY_FORMAT_VERSION = 1
-SUPPORTED_SUMMARY_VERSIONS = (1,)
+SUMMARY_FORMAT_VERSION = 2
+SUPPORTED_SUMMARY_VERSIONS = (2,)
 SUMMARY = "summary.json"
 MISSING_IDS_IN_SUMMARY = 50
 
@@ -282,16 +288,42 @@ def monitor_summary(run: Run) -> dict:
     return out
 
 
+def failure_summary(frame: pd.DataFrame) -> dict:
+    """Invocations that did not succeed, by function and final outcome, each with its count, its
+    completion latency (p50, max) and the first error text seen (record error, else HTTP error)."""
+    final = frame["final_outcome"].astype(object).to_numpy()
+    failed = frame[np.isin(final, FAILURE_OUTCOMES)]
+    groups = []
+    for (function, outcome), rows in failed.groupby([failed["function"].astype(object), failed["final_outcome"].astype(object)], sort=False):
+        latency = rows["completion_latency_ms"].to_numpy(dtype="float64")
+        latency = latency[np.isfinite(latency)]
+        texts = [t for t in rows["error_text"].tolist() if isinstance(t, str) and t] or [t for t in rows["error"].tolist() if isinstance(t, str) and t]
+        groups.append(
+            {
+                "function": str(function),
+                "final_outcome": str(outcome),
+                "count": int(len(rows)),
+                "completion_latency_ms_p50": float(np.median(latency)) if len(latency) else None,
+                "completion_latency_ms_max": float(latency.max()) if len(latency) else None,
+                "example_error": texts[0] if texts else None,
+            }
+        )
+    order = {name: k for k, name in enumerate(FINAL_OUTCOMES)}
+    groups.sort(key=lambda g: (order[g["final_outcome"]], -g["count"], g["function"]))
+    return {"total": int(len(failed)), "by_function": groups}
+
+
 def build_summary(run: Run) -> dict:
     frame = run.invocations
-    outcome_counts = {name: int((frame["outcome"] == name).sum()) for name in rundir.OUTCOMES}
+    outcome_counts = {name: int((frame["outcome"] == name).sum()) for name in HTTP_OUTCOMES}
+    final_counts = {name: int((frame["final_outcome"] == name).sum()) for name in FINAL_OUTCOMES}
     instances = []
     for spec in run.specs:
         rows = run.phase_stats[run.phase_stats["instance"] == spec["instance"]] if len(run.phase_stats) else pd.DataFrame()
         phases = []
         for record in rows.to_dict("records"):
             record = {k: v for k, v in record.items() if k not in ("instance", "function", "rate_rps")}
-            evidence_keys = ("achieved_rps", "offered_rps", "achieved_over_offered", "trend_first_third_median_ms", "trend_last_third_median_ms", "trend_slope_ms_per_s", "trend_latency", "cold_fraction", "resumed_fraction", "warm_fraction", "throttled", "timeout", "failed", "answered", "with_record")
+            evidence_keys = ("achieved_rps", "offered_rps", "achieved_over_offered", "trend_first_third_median_ms", "trend_last_third_median_ms", "trend_slope_ms_per_s", "trend_latency", "cold_fraction", "resumed_fraction", "warm_fraction", "throttled", "timeout", "failed", "answered", "successful", "rejected", *(f"final_{name}" for name in stats_mod.REJECTED_FINAL), "with_record", "successful_with_record")
             record["mode_evidence"] = {k: record.get(k) for k in evidence_keys}
             phases.append(record)
         instances.append({**spec, "phases": phases})
@@ -306,8 +338,10 @@ def build_summary(run: Run) -> dict:
             "manifest_counts": run.manifest.get("counts"),
             "planned": int(len(frame)),
             "outcomes": outcome_counts,
+            "final_outcomes": final_counts,
             "phases": [{k: v for k, v in p.items()} for p in run.phases],
         },
+        "failures": failure_summary(frame),
         "records": run.records_info,
         "start_classes": {
             "pause_grace_ms": run.records_info.get("pause_grace_ms"),

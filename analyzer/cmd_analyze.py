@@ -1,7 +1,8 @@
 """``faasprof analyze RUN_DIR``: fetch a run's activation records if needed, then analyze offline.
 
-Writes ``RUN_DIR/analysis/`` (see ``analyzer.analysis``), prints one line per instance and steady
-phase (mode, throughput, percentiles) to stdout, warnings with advice to stderr, and the analysis
+Writes ``RUN_DIR/analysis/`` (see ``analyzer.analysis``), prints the failures first (when any), the
+final outcome counts, then one line per instance and steady phase (mode, throughput, percentiles
+of successful work) to stdout, warnings with advice to stderr, and the analysis
 directory as the last line of stdout.
 """
 
@@ -30,6 +31,12 @@ def print_summary(summary: dict, out=sys.stdout) -> None:
         f"records {records['found']} found, {records['missing']} missing (source {records['source']})",
         file=out,
     )
+    failures = summary["failures"]
+    finals = summary["run"]["final_outcomes"]
+    if failures["total"]:
+        kinds = ", ".join(f"{count} {name}" for name, count in finals.items() if count and name != "success")
+        print(f"  FAILURES: {failures['total']} of {summary['run']['planned']} did not succeed ({kinds}); kept out of the latency figures", file=out)
+    print(f"  outcomes: {finals['success']} success" + "".join(f", {count} {name}" for name, count in finals.items() if count and name != "success"), file=out)
     for instance in summary["instances"]:
         for phase in instance["phases"]:
             def f(v, unit=""):

@@ -26,6 +26,7 @@ import pandas as pd
 
 from faasprof import __version__, rundir
 from faasprof.errors import ConfigError, FormatError
+from faasprof.outcomes import FAILURE_OUTCOMES
 from analyzer import stats as stats_mod
 
 COMPARE_FORMAT_VERSION = 1
@@ -168,6 +169,9 @@ def compare_runs(run_dirs: list[str | os.PathLike], label: str | None = None, ou
                 "mode": ",".join(sorted(modes_by_function.get(entry["function"], set()))),
                 "planned": entry["planned"],
                 "answered": entry["answered"],
+                "successful": entry["successful"],
+                "failures": entry["failures"],
+                **{f"final_{name}": entry.get(f"final_{name}") for name in FAILURE_OUTCOMES},
                 "offered_rps": entry["offered_rps"],
                 **{m: entry.get(m) for m in METRICS},
                 "gb_s_100ms": entry.get("gb_s_100ms"),

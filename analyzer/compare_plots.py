@@ -23,13 +23,13 @@ def overlaid_cdfs(path: Path, frame: pd.DataFrame, paths: list[Path], names: lis
     labels = dict(zip(frame["run"], frame["label"]))
     for ax, function in zip(axes[:, 0], functions):
         for name, run_path in zip(names, paths):
-            inv = pd.read_parquet(run_path / "analysis" / "invocations.parquet", columns=["function", "outcome", "client_latency_ms"])
-            inv = inv[(inv["function"].astype(object) == function) & inv["outcome"].astype(object).isin(["ok", "app_error"])]
-            x, y = _ecdf_points(inv["client_latency_ms"].to_numpy(dtype="float64"))
+            inv = pd.read_parquet(run_path / "analysis" / "invocations.parquet", columns=["function", "successful", "completion_latency_ms"])
+            inv = inv[(inv["function"].astype(object) == function) & inv["successful"].to_numpy(dtype=bool)]
+            x, y = _ecdf_points(inv["completion_latency_ms"].to_numpy(dtype="float64"))
             if len(x):
                 ax.plot(x, y, drawstyle="steps-post", label=str(labels.get(name, name)))
         ax.set_xscale("log")
-        ax.set_xlabel("client latency (ms)")
+        ax.set_xlabel("planned send → function end (ms; successful invocations)")
         ax.set_ylabel("fraction")
         ax.set_title(function, fontsize=10)
         ax.grid(True, which="both", alpha=0.3)
@@ -74,7 +74,7 @@ def write_compare_report(path: Path, frame: pd.DataFrame, result: dict) -> None:
     parts.append(f"<p>Parameter: <code>{fmt(result['parameter'])}</code>. Settings that differ: {html.escape(', '.join(result['differing_keys']) or 'none')}.</p>")
     if result["warnings"]:
         parts.append("<h2>Warnings</h2><div class='warn'><ul>" + "".join(f"<li>{html.escape(w)}</li>" for w in result["warnings"]) + "</ul></div>")
-    columns = ["run", "label", "function", "mode", "planned", "answered", "offered_rps", "achieved_rps", "client_latency_ms_p50", "client_latency_ms_p99", "cold_fraction", "gb_s"]
+    columns = ["run", "label", "function", "mode", "planned", "successful", "failures", "offered_rps", "achieved_rps", "client_latency_ms_p50", "client_latency_ms_p99", "cold_fraction", "gb_s"]
     columns += [c for c in frame.columns if c not in columns and c not in ("parameter_value",) and frame[c].dtype.kind == "f" and any(h in c for h in ("ipc", "mpki", "bw", "occupancy"))]
     rows = frame[[c for c in columns if c in frame.columns]].itertuples(index=False) if len(frame) else []
     parts.append(table([c for c in columns if c in frame.columns], rows, left=4))

@@ -24,6 +24,16 @@ Columns (units in the names; ``_s`` columns are seconds since the run's monotoni
                            record end − intended for non-blocking ones (what the plots show)
 ``start_class``            cold | resumed | warm | unknown (see ``classify_starts``)
 ``status``                 the record's ``response.status``
+``record_outcome``         what the record says (``faasprof.outcomes.record_outcome``)
+``final_outcome``          the HTTP ``outcome`` joined with the record
+                           (``faasprof.outcomes.final_outcome``; see ``final_outcomes``): only
+                           ``success`` rows enter the latency statistics of successful work
+``successful``             a sample of successful work (what every latency statistic uses):
+                           final outcome ``success``, or a blocking call answered 200 whose
+                           record is missing (``no_record``: OpenWhisk answers a blocking call
+                           200 only for a successful activation, so the answer says what the
+                           record would)
+``error_text``             the start of the record's error (failed records only)
 ``memory_mb``              the memory limit the activation ran with
 ``gb_s``                   billed GB-seconds OpenWhisk-style: memory × duration as recorded
 ``gb_s_1ms``               … with the duration rounded up to 1 ms (at least 1 ms)
@@ -45,12 +55,14 @@ import pandas as pd
 
 from faasprof import rundir
 from faasprof.errors import FormatError
+from faasprof.outcomes import ACCEPTED_HTTP_OUTCOMES, FINAL_OUTCOMES
 from analyzer.records import RECORD_COLUMNS
 
 DEFAULT_PAUSE_GRACE_MS = 50.0  # OpenWhisk classic's containerProxy pause-grace (and the paper's)
 
 START_CLASSES = ("cold", "resumed", "warm", "unknown")
-CATEGORY_COLUMNS = ("name", "namespace", "kind", "status", "container_state")
+CATEGORY_COLUMNS = ("name", "namespace", "kind", "status", "container_state", "record_outcome")
+TEXT_COLUMNS = ("activation_id", "error_text")
 # A ``containerState`` annotation (localwhisk writes one; OpenWhisk logs the same states in its
 # invoker log as ``containerStart containerState: ...``) settles the class when a record has it.
 CONTAINER_STATE_CLASS = {
@@ -124,7 +136,7 @@ def records_frame(columns: dict[str, list] | list[tuple]) -> pd.DataFrame:
     data = {}
     for name in RECORD_COLUMNS:
         values = columns.get(name, [])
-        if name == "activation_id":
+        if name in TEXT_COLUMNS:
             data[name] = pd.Series(np.array(values, dtype=object), dtype=object)
         elif name in CATEGORY_COLUMNS:
             data[name] = pd.Categorical(values)  # few distinct values: small and fast
@@ -282,6 +294,13 @@ def build_invocation_frame(invocations: pd.DataFrame, records: pd.DataFrame, man
     classes = classify_starts(function_codes, start_ms, end_ms, init_raw, grace, np.asarray(states, dtype=object))
     frame["start_class"] = classes
     frame["status"] = _take_category(rec, "status", position, has)
+    frame["record_outcome"] = _take_category(rec, "record_outcome", position, has)
+    frame["final_outcome"] = final_outcomes(frame["outcome"].astype(object).to_numpy(), frame["record_outcome"].astype(object).to_numpy(), has)
+    frame["successful"] = successful_mask(frame["final_outcome"].astype(object).to_numpy(), frame["outcome"].astype(object).to_numpy(), _float(frame["http_status"]))
+    error_text = np.full(len(frame), None, dtype=object)
+    if len(rec):
+        error_text[has] = rec["error_text"].to_numpy(dtype=object)[position[has]]
+    frame["error_text"] = error_text
     timed_out = np.zeros(len(frame), dtype=bool)
     if len(rec):
         timed_out[has] = rec["timed_out"].to_numpy()[position[has]]
@@ -292,6 +311,33 @@ def build_invocation_frame(invocations: pd.DataFrame, records: pd.DataFrame, man
     frame["gb_s_1ms"] = gib * np.maximum(np.ceil(duration_ms), 1.0) / 1e3
     frame["gb_s_100ms"] = gib * np.maximum(np.ceil(duration_ms / 100.0), 1.0) * 100.0 / 1e3
     return frame
+
+
+# HTTP outcomes after which a record, when one exists, still says what happened: the client gave
+# up (or a crash cut the answer off) but the platform may have run the activation.
+_RECORD_DECIDES_IF_PRESENT = ("timeout", "unanswered")
+
+
+def final_outcomes(http_outcome: np.ndarray, record_outcome: np.ndarray, has_record: np.ndarray) -> pd.Categorical:
+    """``faasprof.outcomes.final_outcome`` for whole columns (aligned arrays; ``record_outcome``
+    is the record's outcome where ``has_record``). Categories in ``FINAL_OUTCOMES`` order."""
+    http_outcome = np.asarray(http_outcome, dtype=object)
+    has_record = np.asarray(has_record, dtype=bool)
+    out = http_outcome.copy()
+    accepted = np.isin(http_outcome, ACCEPTED_HTTP_OUTCOMES)
+    out[accepted & ~has_record] = "no_record"
+    from_record = has_record & (accepted | np.isin(http_outcome, _RECORD_DECIDES_IF_PRESENT))
+    out[from_record] = np.asarray(record_outcome, dtype=object)[from_record]
+    unknown = set(pd.unique(out)) - set(FINAL_OUTCOMES)
+    if unknown:
+        raise FormatError(f"final outcome {sorted(map(str, unknown))[0]!r} is not one of {', '.join(FINAL_OUTCOMES)}")
+    return pd.Categorical(out, categories=FINAL_OUTCOMES)
+
+
+def successful_mask(final_outcome: np.ndarray, http_outcome: np.ndarray, http_status: np.ndarray) -> np.ndarray:
+    """The ``successful`` column (module docstring): success, or a blocking 200 without a record."""
+    blocking_200 = (np.asarray(final_outcome, dtype=object) == "no_record") & (np.asarray(http_outcome, dtype=object) == "ok") & (np.asarray(http_status, dtype="float64") == 200)
+    return (np.asarray(final_outcome, dtype=object) == "success") | blocking_200
 
 
 def _take_category(records: pd.DataFrame, column: str, position: np.ndarray, has: np.ndarray) -> pd.Categorical:

@@ -23,6 +23,8 @@ import matplotlib.pyplot as plt  # noqa: E402
 import numpy as np  # noqa: E402
 import pandas as pd  # noqa: E402
 
+from faasprof.outcomes import ACCEPTED_HTTP_OUTCOMES as ANSWERED  # noqa: E402
+
 MAX_POINTS = 20_000
 MAX_FUNCTIONS = 6
 CLASS_COLOURS = {"cold": "#1f77b4", "resumed": "#ff7f0e", "warm": "#2ca02c", "unknown": "#7f7f7f"}
@@ -65,14 +67,20 @@ def latency_over_time(run, path: Path) -> None:
     frame = run.invocations
     fig, ax = plt.subplots(figsize=(10, 4.5))
     _shade_modes(ax, run)
-    answered = frame[frame["outcome"].isin(["ok", "app_error"])]
+    successful = frame[frame["successful"].to_numpy(dtype=bool)]
     for name, colour in CLASS_COLOURS.items():
-        rows = answered[answered["start_class"] == name]
+        rows = successful[successful["start_class"] == name]
         if not len(rows):
             continue
         lat = rows["completion_latency_ms"].to_numpy(dtype="float64")
         idx = _subsample(lat)
         ax.scatter(rows["intended_s"].to_numpy()[idx], lat[idx], s=4, color=colour, label=f"{name} ({len(rows)})", alpha=0.7, linewidths=0)
+    # Failures apart (their latency is not the function's): red crosses where they have one.
+    failed = frame[~frame["successful"].to_numpy(dtype=bool) & np.isfinite(frame["completion_latency_ms"].to_numpy(dtype="float64"))]
+    if len(failed):
+        lat = failed["completion_latency_ms"].to_numpy(dtype="float64")
+        idx = _subsample(lat)
+        ax.scatter(failed["intended_s"].to_numpy()[idx], lat[idx], s=12, marker="x", color="#d62728", label=f"failed ({len(failed)})", linewidths=0.8)
     ax.set_yscale("log")
     ax.set_xlabel("planned send time (s since run start)")
     ax.set_ylabel("planned send → function end (ms)")
@@ -126,7 +134,7 @@ def _ecdf_points(values: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
 
 
 def cdf(run, path: Path) -> None:
-    frame = run.invocations[run.invocations["outcome"].isin(["ok", "app_error"])]
+    frame = run.invocations[run.invocations["successful"].to_numpy(dtype=bool)]
     fig, ax = plt.subplots(figsize=(8, 5))
     for function in _top_functions(frame) if len(frame) else []:
         values = frame.loc[frame["function"] == function, "completion_latency_ms"].to_numpy(dtype="float64")
@@ -143,7 +151,7 @@ def cdf(run, path: Path) -> None:
     ax.set_xscale("log")
     ax.set_xlabel("planned send → function end (ms; client latency for blocking calls)")
     ax.set_ylabel("fraction of invocations")
-    ax.set_title(f"{run.test_name}: latency CDF")
+    ax.set_title(f"{run.test_name}: latency CDF (successful invocations)")
     ax.grid(True, which="both", alpha=0.3)
     if ax.lines:
         ax.legend(loc="lower right", fontsize=8)
@@ -156,7 +164,8 @@ def throughput(run, path: Path) -> None:
     frame = run.invocations
     intended = frame["intended_s"].to_numpy(dtype="float64")
     done = frame["done_ns"].to_numpy(dtype="float64", na_value=np.nan) / 1e9
-    answered = frame["outcome"].isin(["ok", "app_error"]).to_numpy()
+    answered = frame["outcome"].isin(ANSWERED).to_numpy()
+    success = frame["successful"].to_numpy(dtype=bool)
     end = float(np.nanmax(np.concatenate([intended, done]))) if len(frame) else 1.0
     width = max(1.0, end / 200)
     edges = np.arange(0.0, end + width, width)
@@ -165,7 +174,10 @@ def throughput(run, path: Path) -> None:
     offered, _ = np.histogram(intended[np.isfinite(intended)], bins=edges)
     achieved, _ = np.histogram(done[answered & np.isfinite(done)], bins=edges)
     ax.stairs(offered / width, edges, label="offered (planned)", color="#1f77b4", linewidth=3, alpha=0.6)
-    ax.stairs(achieved / width, edges, label="achieved (answered)", color="#d62728", linewidth=1.2)
+    ax.stairs(achieved / width, edges, label="achieved (answered)", color="#2ca02c", linewidth=1.2)
+    if (answered & ~success).any():
+        failed, _ = np.histogram(done[answered & ~success & np.isfinite(done)], bins=edges)
+        ax.stairs(failed / width, edges, label="answered, but the function failed", color="#d62728", linewidth=1.2)
     ax.set_ylim(bottom=0)
     ax.set_xlabel("time (s since run start)")
     ax.set_ylabel(f"invocations per s ({width:g} s bins)")
@@ -200,7 +212,7 @@ def monitors(run, path: Path) -> bool:
     if not series:
         return False
     fig, axes = plt.subplots(len(series) + 1, 1, figsize=(10, 2.2 * (len(series) + 1)), sharex=True, squeeze=False)
-    frame = run.invocations[run.invocations["outcome"].isin(["ok", "app_error"])]
+    frame = run.invocations[run.invocations["successful"].to_numpy(dtype=bool)]
     ax = axes[0, 0]
     _shade_modes(ax, run)
     lat = frame["completion_latency_ms"].to_numpy(dtype="float64")

@@ -22,6 +22,7 @@ from typing import Any
 import numpy as np
 
 from faasprof.errors import FormatError
+from faasprof.outcomes import record_outcome
 
 # Fetching and saving live with the REST client (``faasprof run`` saves records too); the analyzer
 # uses them through this module.
@@ -62,7 +63,11 @@ RECORD_COLUMNS = (
     "timed_out",
     "status",
     "container_state",
+    "record_outcome",
+    "error_text",
 )
+
+ERROR_TEXT_CHARS = 200  # enough to recognise the error; the full text stays in activations.jsonl
 
 
 def _annotation_map(annotations: Any) -> dict:
@@ -110,7 +115,31 @@ def flatten_record(record: dict) -> tuple:
         bool(ann.get("timeout", False)),
         status,
         ann.get("containerState"),  # not in OpenWhisk's records (only its invoker log); localwhisk adds it
+        *_outcome_and_error(record),
     )
+
+
+def _outcome_and_error(record: dict) -> tuple[str, str | None]:
+    """The record's final outcome (``faasprof.outcomes.record_outcome``) and, unless it is a
+    success, the start of its error text (what the report shows beside the failure counts)."""
+    response = record.get("response")
+    annotations = record.get("annotations")
+    if not isinstance(response, dict) or not isinstance(annotations, (list, type(None))):
+        # A malformed record still counts, as whatever its well-formed fields say.
+        record = {k: v for k, v in record.items() if k not in ("response", "annotations")}
+        if isinstance(response, dict):
+            record["response"] = response
+        if isinstance(annotations, dict):  # the {key: value} form flatten_record accepts too
+            record["annotations"] = [{"key": k, "value": v} for k, v in annotations.items()]
+    outcome = record_outcome(record)
+    if outcome == "success":
+        return outcome, None
+    result = response.get("result") if isinstance(response, dict) else None
+    error = result.get("error") if isinstance(result, dict) else None
+    if error is None:
+        return outcome, None
+    text = error if isinstance(error, str) else json.dumps(error, sort_keys=True, default=str)
+    return outcome, text[:ERROR_TEXT_CHARS]
 
 
 CHUNK_RECORDS = 65_536
@@ -211,7 +240,14 @@ def _flatten_fast(record: dict) -> tuple:
     start, end, duration = record.get("start"), record.get("end"), record.get("duration")
     if duration is None and start is not None and end is not None:
         duration = _number(end) - _number(start)
-    return (record.get("activationId"), record.get("name"), record.get("namespace"), start, end, duration, wait, init, kind, memory, timeout_limit, timed_out, status, state)
+    # The common case, a success, is settled here; anything else asks faasprof.outcomes (the same
+    # answer, several times slower).
+    code = response.get("statusCode", record.get("statusCode")) if type(response) is dict else record.get("statusCode")
+    if not timed_out and ((code is None and status == "success") or (code == 0 and type(code) is int)):
+        outcome = ("success", None)
+    else:
+        outcome = _outcome_and_error(record)
+    return (record.get("activationId"), record.get("name"), record.get("namespace"), start, end, duration, wait, init, kind, memory, timeout_limit, timed_out, status, state, *outcome)
 
 
 def stderr_progress(message: str) -> None:

@@ -17,6 +17,7 @@ body{font-family:system-ui,-apple-system,Segoe UI,Helvetica,Arial,sans-serif;mar
 h1{font-size:1.5em}h2{font-size:1.2em;margin-top:1.6em;border-bottom:1px solid #ddd}
 table{border-collapse:collapse;font-size:.85em;margin:.5em 0}td,th{border:1px solid #ccc;padding:3px 7px;text-align:right}
 th{background:#f3f3f3}td.l,th.l{text-align:left}.warn{background:#fff3cd;padding:.5em 1em;border-left:4px solid #e0a800}
+.fail{background:#f8d7da;padding:.5em 1em;border-left:4px solid #c82333}
 .mode-over-invoked{background:#f5c6cb}.mode-under-invoked{background:#fde0b2}.mode-balanced{background:#d4edda}
 img{max-width:100%;border:1px solid #eee;margin:.5em 0}code{background:#f5f5f5;padding:0 3px}
 """
@@ -49,18 +50,45 @@ def image(path: Path, alt: str) -> str:
     return f"<img alt='{html.escape(alt)}' src='data:image/png;base64,{data}'>"
 
 
+def failures_section(summary: dict) -> str:
+    """The failures, first on the page (empty when every invocation succeeded)."""
+    failures = summary["failures"]
+    if not failures["total"]:
+        return ""
+    planned = summary["run"]["planned"]
+    rows = [
+        [g["function"], g["final_outcome"], g["count"], g["completion_latency_ms_p50"], g["completion_latency_ms_max"], g["example_error"]]
+        for g in failures["by_function"]
+    ]
+    return (
+        f"<h2>Failures: {failures['total']} of {planned} invocations did not succeed</h2><div class='fail'>"
+        "<p>Kept out of every latency percentile, trend and mode below; their completion latency (planned send to "
+        "function end, or to the answer) is shown here.</p>"
+        + table(["function", "final outcome", "count", "latency p50 ms", "latency max ms", "first error"], rows, left=2)
+        + "</div>"
+    )
+
+
 def write_report(run, summary: dict, path: Path) -> None:
     info = summary["run"]
     records = summary["records"]
     parts = [f"<!DOCTYPE html><html><head><meta charset='utf-8'><title>faasprof: {html.escape(info['test_name'])}</title><style>{STYLE}</style></head><body>"]
     parts.append(f"<h1>faasprof run <code>{html.escape(info['dir'])}</code></h1>")
-    outcomes = info["outcomes"]
+    parts.append(failures_section(summary))
+    finals = info["final_outcomes"]
+    shown = [name for name, count in finals.items() if count or name == "success"]
     parts.append(
         table(
-            ["test", "status", "created (UTC)", "planned", *outcomes.keys()],
-            [[info["test_name"], info["status"], info.get("created_utc"), info["planned"], *outcomes.values()]],
+            ["test", "status", "created (UTC)", "planned", *shown],
+            [[info["test_name"], info["status"], info.get("created_utc"), info["planned"], *(finals[name] for name in shown)]],
             left=3,
         )
+    )
+    outcomes = info["outcomes"]
+    parts.append(
+        "<p>HTTP outcomes (what the invoker saw; a non-blocking 202 is <code>ok</code> whatever the function did): "
+        + ", ".join(f"{html.escape(k)} {v}" for k, v in outcomes.items() if v)
+        + ". Final outcomes join them with the activation records; latency figures cover <code>success</code> only.</p>"
     )
     parts.append(
         f"<p>Activation records: source <code>{fmt(records.get('source'))}</code>, {fmt(records.get('found'))} found, "
@@ -86,7 +114,8 @@ def write_report(run, summary: dict, path: Path) -> None:
                     phase["mode"],
                     phase["offered_rps"],
                     phase["achieved_rps"],
-                    phase["answered"],
+                    phase["successful"],
+                    phase["failures"],
                     phase["client_latency_ms_p50"],
                     phase["client_latency_ms_p99"],
                     phase["corrected_latency_ms_p99"],
@@ -97,7 +126,7 @@ def write_report(run, summary: dict, path: Path) -> None:
             )
     parts.append(
         table(
-            ["instance", "function", "phase", "steady s", "mode", "offered/s", "achieved/s", "answered", "p50 ms", "p99 ms", "corr. p99 ms", "cold", "resumed", "evidence"],
+            ["instance", "function", "phase", "steady s", "mode", "offered/s", "achieved/s", "successful", "failed", "p50 ms", "p99 ms", "corr. p99 ms", "cold", "resumed", "evidence"],
             rows,
             left=5,
             row_class=lambda k: f"mode-{modes[k]}",
@@ -112,7 +141,8 @@ def write_report(run, summary: dict, path: Path) -> None:
             [
                 entry["function"],
                 entry["planned"],
-                entry["answered"],
+                entry["successful"],
+                entry["failures"],
                 entry["client_latency_ms_p50"],
                 entry["client_latency_ms_p90"],
                 entry["client_latency_ms_p99"],
@@ -128,7 +158,7 @@ def write_report(run, summary: dict, path: Path) -> None:
         )
     parts.append(
         table(
-            ["function", "planned", "answered", "p50 ms", "p90 ms", "p99 ms", "p99.9 ms", "p99 95% CI", "wait ms", "init ms", "exec ms", "overhead ms", "GB-s", "GB-s (100 ms)"],
+            ["function", "planned", "successful", "failed", "p50 ms", "p90 ms", "p99 ms", "p99.9 ms", "p99 95% CI", "wait ms", "init ms", "exec ms", "overhead ms", "GB-s", "GB-s (100 ms)"],
             frows,
         )
     )

@@ -15,21 +15,42 @@ Percentiles
     are the samples of rank ⌊np − 1.96·√(np(1−p))⌋ and ⌈np + 1.96·√(np(1−p))⌉ + 1 (1-based). When
     a rank falls outside 1..n there are too few samples and the bound is null.
 
+Outcomes
+    Every figure of *successful work* (latency percentiles and their CIs, the trend, the latency
+    breakdown, start classes, the latency mode) is computed over invocations whose final outcome
+    (``analyzer.frames`` ``final_outcome``, the HTTP outcome joined with the activation record) is
+    ``success`` (the frame's ``successful`` column; it also admits a blocking call answered 200
+    whose record is missing, as OpenWhisk answers 200 only for a successful activation). A
+    non-blocking 202 whose record says the function raised is an ``application_error``, not a
+    sample of the function's latency. Every final outcome is counted
+    (``final_<outcome>`` columns, ``failures`` in total); the completion latency of failures is
+    summarised on its own (``failure_completion_latency_ms_*``).
+
 Latency modes (the paper's under-invoked / balanced / over-invoked), per instance and steady phase,
 decided in this order from the evidence stored beside the verdict:
 
-1. ``unknown``: fewer than ``MIN_SAMPLES_FOR_MODE`` answered invocations.
+1. ``unknown``: fewer than ``MIN_SAMPLES_FOR_MODE`` successful invocations (final outcome
+   ``success``): a mode of successful work needs successful work to judge.
 2. ``over-invoked``: the platform does not keep up, shown by any of
    (a) achieved / offered throughput < ``OVER_THROUGHPUT_RATIO`` (0.9),
-   (b) latency grows through the phase: the median corrected latency of the last third is at least
-       ``OVER_TREND_RATIO`` (2) × and ``OVER_TREND_MIN_MS`` (25 ms) above that of the first third,
-   (c) at least ``OVER_REJECT_FRACTION`` (5 %) of the sent invocations were throttled, timed out
-       or failed.
-3. ``under-invoked``: at least ``UNDER_IDLE_FRACTION`` (50 %) of the activations with a record
-   started ``cold`` or ``resumed`` from pause (see ``analyzer.frames.classify_starts``): the
+   (b) latency of successful work grows through the phase: the median latency of the last third
+       is at least ``OVER_TREND_RATIO`` (2) × and ``OVER_TREND_MIN_MS`` (25 ms) above that of
+       the first third,
+   (c) at least ``OVER_REJECT_FRACTION`` (5 %) of the sent invocations were *rejected*: their
+       final outcome is one of ``REJECTED_FINAL`` — throttled (429), timed out at the client,
+       failed at the HTTP level, and the record-level failures a platform that does not keep up
+       produces: ``action_timeout`` (queued or starved past the limit), ``internal_error`` (whisk
+       internal error: container creation or the invoker failed) and ``developer_error`` (the
+       sandbox died: out of memory, killed). ``application_error`` is *not* counted: it is the
+       function's own answer to its input (a raised exception, an ``error`` result), the same at
+       any load, so it says nothing of the platform's capacity; it is counted and shown first in
+       the report instead. ``no_record`` is not counted either: a record not fetched (yet) is a
+       gap in the data, reported as missing records.
+3. ``under-invoked``: at least ``UNDER_IDLE_FRACTION`` (50 %) of the successful activations with a
+   record started ``cold`` or ``resumed`` from pause (see ``analyzer.frames.classify_starts``): the
    invocations are too sparse to keep containers warm.
-4. ``balanced``: otherwise. Without any activation record under-invoked and balanced cannot be
-   told apart: the mode is ``unknown`` unless rule 2 fired.
+4. ``balanced``: otherwise. Without any record of a successful activation under-invoked and
+   balanced cannot be told apart: the mode is ``unknown`` unless rule 2 fired.
 """
 
 from __future__ import annotations
@@ -38,6 +59,8 @@ import math
 
 import numpy as np
 import pandas as pd
+
+from faasprof.outcomes import ACCEPTED_HTTP_OUTCOMES, FAILURE_OUTCOMES, FINAL_OUTCOMES, HTTP_OUTCOMES
 
 WARMUP_MAX_S = 2.0
 WARMUP_FRACTION = 0.2
@@ -57,14 +80,16 @@ WIDE_SPREAD_RATIO = 10.0  # p99 / p50, STeLLAR's tail-to-median flag
 LATE_P99_MS = 10.0
 LATE_MAX_MS = 100.0
 
-ANSWERED = ("ok", "app_error")
-REJECTED = ("throttled", "timeout", "failed")
+ANSWERED = ACCEPTED_HTTP_OUTCOMES  # HTTP outcomes with an answer from the platform
+# Final outcomes that count towards rule 2(c) (module docstring says why these and not others).
+REJECTED_FINAL = ("throttled", "timeout", "failed", "action_timeout", "internal_error", "developer_error")
 
 MODE_RULE = (
-    "unknown if < {n} answered; over-invoked if achieved/offered < {thr} or the last third's median "
-    "corrected latency >= {tr}x and >= {tm} ms above the first third's or >= {rej:.0%} throttled/timeout/failed; "
-    "else under-invoked if >= {idle:.0%} of records started cold or resumed from pause; else balanced"
-).format(n=MIN_SAMPLES_FOR_MODE, thr=OVER_THROUGHPUT_RATIO, tr=OVER_TREND_RATIO, tm=OVER_TREND_MIN_MS, rej=OVER_REJECT_FRACTION, idle=UNDER_IDLE_FRACTION)
+    "unknown if < {n} successful; over-invoked if achieved/offered < {thr} or the last third's median "
+    "latency of successful work >= {tr}x and >= {tm} ms above the first third's or >= {rej:.0%} of sent ended {rejected} "
+    "(application errors are counted apart, not here); "
+    "else under-invoked if >= {idle:.0%} of successful records started cold or resumed from pause; else balanced"
+).format(n=MIN_SAMPLES_FOR_MODE, thr=OVER_THROUGHPUT_RATIO, tr=OVER_TREND_RATIO, tm=OVER_TREND_MIN_MS, rej=OVER_REJECT_FRACTION, idle=UNDER_IDLE_FRACTION, rejected="/".join(REJECTED_FINAL))
 
 
 def _clean(value):
@@ -229,10 +254,13 @@ def group_stats(rows: pd.DataFrame, start_s: float, end_s: float, done_s: np.nda
     """
     length = max(end_s - start_s, 1e-9)
     outcome = rows["outcome"].astype(object).to_numpy()
-    counts = {f"{name}": int((outcome == name).sum()) for name in ("ok", "app_error", "failed", "throttled", "timeout", "not_sent")}
+    counts = {name: int((outcome == name).sum()) for name in HTTP_OUTCOMES}
+    final = rows["final_outcome"].astype(object).to_numpy()
+    final_counts = {f"final_{name}": int((final == name).sum()) for name in FINAL_OUTCOMES}
     planned = int(len(rows))
     sent = planned - counts["not_sent"]
     answered = np.isin(outcome, ANSWERED)
+    success = rows["successful"].to_numpy(dtype=bool)
     with_id = rows["has_activation_id"].to_numpy()
     has_record = rows["has_record"].to_numpy()
     out = {
@@ -241,8 +269,13 @@ def group_stats(rows: pd.DataFrame, start_s: float, end_s: float, done_s: np.nda
         "sent": sent,
         **counts,
         "answered": int(answered.sum()),
+        **final_counts,
+        "successful": int(success.sum()),
+        "failures": int(np.isin(final, FAILURE_OUTCOMES).sum()),
+        "rejected": int(np.isin(final, REJECTED_FINAL).sum()),
         "with_activation_id": int(with_id.sum()),
         "with_record": int(has_record.sum()),
+        "successful_with_record": int((success & has_record).sum()),
         "missing_records": int((with_id & ~has_record).sum()),
         "offered_rps": planned / length,
     }
@@ -252,16 +285,20 @@ def group_stats(rows: pd.DataFrame, start_s: float, end_s: float, done_s: np.nda
     else:
         out["achieved_rps"] = float(answered.sum()) / length
     out["achieved_over_offered"] = out["achieved_rps"] / out["offered_rps"] if out["offered_rps"] > 0 else math.nan
-    answered_rows = rows[answered]
-    out.update(percentile_block(answered_rows["client_latency_ms"].to_numpy(dtype="float64"), "client_latency_ms"))
-    out.update(percentile_block(answered_rows["corrected_latency_ms"].to_numpy(dtype="float64"), "corrected_latency_ms"))
-    out.update(percentile_block(rows["platform_latency_ms"].to_numpy(dtype="float64"), "platform_latency_ms"))
+    # Latency of successful work only: a failure's latency is not a sample of the function's.
+    ok_rows = rows[success]
+    out.update(percentile_block(ok_rows["client_latency_ms"].to_numpy(dtype="float64"), "client_latency_ms"))
+    out.update(percentile_block(ok_rows["corrected_latency_ms"].to_numpy(dtype="float64"), "corrected_latency_ms"))
+    out.update(percentile_block(ok_rows["platform_latency_ms"].to_numpy(dtype="float64"), "platform_latency_ms"))
+    out.update(percentile_block(ok_rows["completion_latency_ms"].to_numpy(dtype="float64"), "completion_latency_ms"))
+    failed_rows = rows[np.isin(final, FAILURE_OUTCOMES) & ~success]
+    out.update(percentile_block(failed_rows["completion_latency_ms"].to_numpy(dtype="float64"), "failure_completion_latency_ms"))
     lateness = rows["lateness_ms"].to_numpy(dtype="float64")
     lateness = np.sort(lateness[np.isfinite(lateness)])
     out["lateness_ms_p50"] = _sorted_quantile(lateness, 0.5) if len(lateness) else math.nan
     out["lateness_ms_p99"] = _sorted_quantile(lateness, 0.99) if len(lateness) else math.nan
     out["lateness_ms_max"] = float(lateness[-1]) if len(lateness) else math.nan
-    recorded = rows[has_record]
+    recorded = rows[has_record & success]
     for column in ("wait_ms", "init_ms", "execution_ms", "duration_ms", "overhead_ms"):
         values = recorded[column].to_numpy(dtype="float64")
         values = values[np.isfinite(values)]
@@ -272,23 +309,24 @@ def group_stats(rows: pd.DataFrame, start_s: float, end_s: float, done_s: np.nda
     for name in ("cold", "resumed", "warm"):
         out[f"{name}_count"] = int((classes == name).sum())
         out[f"{name}_fraction"] = out[f"{name}_count"] / n_rec if n_rec else math.nan
+    # Cost covers every activation the platform ran, failed or not: failures are billed too.
     for column in ("gb_s", "gb_s_1ms", "gb_s_100ms"):
         out[column] = float(np.nansum(rows[column].to_numpy(dtype="float64")))
-    memory = recorded["memory_mb"].to_numpy(dtype="float64")
+    memory = rows.loc[has_record, "memory_mb"].to_numpy(dtype="float64")
     memory = memory[np.isfinite(memory)]
     out["memory_mb"] = float(np.median(memory)) if len(memory) else math.nan
     return out
 
 
 def latency_trend(rows: pd.DataFrame, start_s: float, end_s: float, column: str = "corrected_latency_ms") -> dict:
-    """Median latency (``column``) of the first and last third of the window (answered invocations).
+    """Median latency (``column``) of the first and last third of the window (successful invocations).
 
     Blocking instances use the corrected latency; non-blocking ones, whose client only sees the
     202 acceptance, use the platform's latency (``platform_latency_ms`` = wait + duration).
     """
-    answered = rows[np.isin(rows["outcome"].astype(object).to_numpy(), ANSWERED)]
-    t = answered["intended_s"].to_numpy(dtype="float64")
-    lat = answered[column].to_numpy(dtype="float64")
+    successful = rows[rows["successful"].to_numpy(dtype=bool)]
+    t = successful["intended_s"].to_numpy(dtype="float64")
+    lat = successful[column].to_numpy(dtype="float64")
     third = (end_s - start_s) / 3.0
     first = lat[(t < start_s + third) & np.isfinite(lat)]
     last = lat[(t >= end_s - third) & np.isfinite(lat)]
@@ -308,9 +346,9 @@ def latency_trend(rows: pd.DataFrame, start_s: float, end_s: float, column: str 
 
 def decide_mode(stats: dict, trend: dict) -> tuple[str, list[str]]:
     """The latency mode and the reasons that decided it (module docstring, rules 1–4)."""
-    answered = stats["answered"]
-    if answered < MIN_SAMPLES_FOR_MODE:
-        return "unknown", [f"only {answered} answered invocations (< {MIN_SAMPLES_FOR_MODE})"]
+    successful = stats["successful"]
+    if successful < MIN_SAMPLES_FOR_MODE:
+        return "unknown", [f"only {successful} successful invocations (< {MIN_SAMPLES_FOR_MODE})"]
     reasons = []
     ratio = stats["achieved_over_offered"]
     if math.isfinite(ratio) and ratio < OVER_THROUGHPUT_RATIO:
@@ -318,17 +356,19 @@ def decide_mode(stats: dict, trend: dict) -> tuple[str, list[str]]:
     first, last = trend["first_third_median_ms"], trend["last_third_median_ms"]
     if math.isfinite(first) and math.isfinite(last) and last >= OVER_TREND_RATIO * first and last - first >= OVER_TREND_MIN_MS:
         reasons.append(f"median {trend.get('latency', 'corrected latency')} grew from {first:.4g} ms (first third) to {last:.4g} ms (last third)")
-    rejected = stats["throttled"] + stats["timeout"] + stats["failed"]
+    rejected = stats["rejected"]
     if stats["sent"] and rejected / stats["sent"] >= OVER_REJECT_FRACTION:
-        reasons.append(f"{rejected} of {stats['sent']} sent invocations throttled, timed out or failed")
+        kinds = ", ".join(f"{stats[f'final_{name}']} {name}" for name in REJECTED_FINAL if stats.get(f"final_{name}"))
+        reasons.append(f"{rejected} of {stats['sent']} sent invocations rejected ({kinds}; >= {OVER_REJECT_FRACTION:.0%})")
     if reasons:
         return "over-invoked", reasons
-    if stats["with_record"] == 0:
-        return "unknown", ["no activation records: under-invoked and balanced cannot be told apart"]
+    with_record = stats["successful_with_record"]
+    if with_record == 0:
+        return "unknown", ["no activation records of successful work: under-invoked and balanced cannot be told apart"]
     idle = stats["cold_count"] + stats["resumed_count"]
-    idle_fraction = idle / stats["with_record"]
+    idle_fraction = idle / with_record
     if idle_fraction >= UNDER_IDLE_FRACTION:
-        return "under-invoked", [f"{idle_fraction:.0%} of {stats['with_record']} activations started cold or resumed from pause (>= {UNDER_IDLE_FRACTION:.0%})"]
+        return "under-invoked", [f"{idle_fraction:.0%} of {with_record} successful activations started cold or resumed from pause (>= {UNDER_IDLE_FRACTION:.0%})"]
     return "balanced", [
         f"achieved/offered {ratio:.0%}, no latency growth, {idle_fraction:.0%} cold or resumed starts (< {UNDER_IDLE_FRACTION:.0%})"
     ]
@@ -352,6 +392,9 @@ def stability_warnings(where: str, stats: dict) -> list[str]:
             f"{where}: the invoker fell behind schedule (lateness p99 {late99:.3g} ms, max {late_max:.3g} ms); corrected "
             "latency includes it: lower the rate, or run the invoker on a quieter host or core"
         )
+    if stats["failures"]:
+        kinds = ", ".join(f"{stats[f'final_{name}']} {name}" for name in FAILURE_OUTCOMES if stats.get(f"final_{name}"))
+        out.append(f"{where}: {stats['failures']} of {stats['planned']} invocations did not succeed ({kinds}); they are counted apart and kept out of the latency figures")
     if stats["missing_records"]:
         out.append(
             f"{where}: {stats['missing_records']} activation records missing; breakdown and start classes cover only "

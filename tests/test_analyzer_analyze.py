@@ -189,7 +189,7 @@ def test_rerunning_gives_identical_files(tmp_path):
     assert "data:image/png;base64," in report and "src='http" not in report
     text = (out / "summary.json").read_text()
     summary = json.loads(text, parse_constant=lambda name: pytest.fail(f"summary.json holds {name}: not valid JSON"))
-    assert summary["format_version"] == 1
+    assert summary["format_version"] == 2
     assert "perf" in summary["monitors"] and "mean" in summary["monitors"]["perf"]
 
 

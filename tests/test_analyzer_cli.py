@@ -29,6 +29,17 @@ def test_analyze_prints_modes_and_the_analysis_dir(tmp_path, isolated_home):
     assert (run_dir / "analysis" / "summary.json").exists()
 
 
+def test_analyze_prints_failures_before_the_modes(tmp_path, isolated_home):
+    failures = {seq: "action_timeout" for seq in range(0, 32, 4)}
+    run_dir, _ = write_synthetic_run(tmp_path, duration_s=4.0, instances=_instances(8.0), blocking=False, failures=failures)
+    result = run_cli("analyze", run_dir, "--no-plots")
+    assert result.returncode == 0, result.stderr
+    lines = result.stdout.splitlines()
+    assert lines[1] == "  FAILURES: 8 of 32 did not succeed (8 action_timeout); kept out of the latency figures"
+    assert lines[2] == "  outcomes: 24 success, 8 action_timeout"
+    assert "warning: i0 phase 0: 6 of 26 invocations did not succeed (6 action_timeout)" in result.stderr  # the steady part
+
+
 def test_analyze_fetches_records_from_the_platform_named_by_flags(tmp_path, isolated_home):
     run_dir, records = write_synthetic_run(tmp_path, duration_s=30.0, instances=_instances(10.0), save_records=False)
     server = ThreadingHTTPServer(("127.0.0.1", 0), make_handler(FakeActivations(records)))

@@ -47,3 +47,44 @@ def test_spin_at_twice_its_capacity_is_over_invoked(tmp_path):
     assert phase["mode"] == "over-invoked", phase["mode_reasons"]
     assert phase["achieved_rps"] <= 0.9 * phase["offered_rps"]
     assert phase["wait_ms_mean"] > phase["execution_ms_mean"]  # queueing shows up in waitTime
+
+
+RAISER = "def main(args):\n    raise ValueError('raised on purpose by the test')\n"
+
+
+def test_non_blocking_run_of_an_action_that_always_raises_counts_application_errors(tmp_path):
+    """The run the issue reported as ``ok 24, app_error 0`` with the failures in the percentiles."""
+    from invoker.client import OpenWhiskClient
+    from invoker.connection import Connection
+    from localwhisk.embedded import start_embedded
+
+    handle = start_embedded(pause_grace_ms=50)
+    try:
+        connection = Connection(handle.apihost, handle.auth, handle.namespace, source="embedded")
+        with OpenWhiskClient(connection) as client:
+            client.put_action("raiser", {"exec": {"kind": "python:3", "code": RAISER}, "limits": {"memory": 128, "timeout": 10000}})
+        workload = workload_from_dict(
+            {
+                "test_name": "raiser",
+                "test_duration_in_seconds": 3,
+                "random_seed": 3,
+                "blocking_cli": False,
+                "platform": {"actions_deployed": True},
+                "instances": {"raiser": {"application": "raiser", "distribution": "Uniform", "rate": 8}},
+            }
+        )
+        run_dir = execute(workload, tmp_path, connection=connection, progress=False)
+        # Records of the last activations may still be on their way: the analysis asks again.
+        summary = analyze_run(run_dir, connection, plots=False)
+    finally:
+        handle.stop()
+    assert summary["run"]["outcomes"]["ok"] == 24 and summary["run"]["outcomes"]["app_error"] == 0
+    assert summary["run"]["final_outcomes"]["application_error"] == 24
+    assert summary["run"]["final_outcomes"]["success"] == 0
+    (group,) = summary["failures"]["by_function"]
+    assert group["final_outcome"] == "application_error" and "raised on purpose" in group["example_error"]
+    function = summary["functions"][0]
+    assert function["client_latency_ms_n"] == 0 and function["platform_latency_ms_n"] == 0
+    assert function["failure_completion_latency_ms_n"] == 24
+    phase = summary["instances"][0]["phases"][0]
+    assert phase["mode"] == "unknown" and "0 successful" in phase["mode_reasons"]

@@ -27,14 +27,23 @@ def _ids(rng: np.random.Generator, n: int) -> list[str]:
     return [f"{a:016x}{b:016x}" for a, b in raw]
 
 
-def record(activation_id, function, start_ms, wait_ms, init_ms, exec_ms, memory_mb=256, status="success", namespace="guest"):
+# How OpenWhisk records each failed final outcome: (response.status, error text, timeout annotation).
+FAILURE_RECORDS = {
+    "application_error": ("application error", "boom", False),
+    "developer_error": ("action developer error", "The action did not return a dictionary.", False),
+    "internal_error": ("whisk internal error", "Failed to run container with image 'openwhisk/action-python-v3.11'.", False),
+    "action_timeout": ("action developer error", "The action exceeded its time limits of 100 milliseconds.", True),
+}
+
+
+def record(activation_id, function, start_ms, wait_ms, init_ms, exec_ms, memory_mb=256, status="success", namespace="guest", error="boom", timed_out=False):
     """One activation record as OpenWhisk's API returns it (extended JSON)."""
     duration = int(round(init_ms + exec_ms))
     annotations = [
         {"key": "path", "value": f"{namespace}/{function}"},
         {"key": "waitTime", "value": int(round(wait_ms))},
         {"key": "kind", "value": "python:3.11"},
-        {"key": "timeout", "value": False},
+        {"key": "timeout", "value": timed_out},
         {"key": "limits", "value": {"concurrency": 1, "logs": 10, "memory": memory_mb, "timeout": 60000}},
     ]
     if init_ms:
@@ -48,7 +57,7 @@ def record(activation_id, function, start_ms, wait_ms, init_ms, exec_ms, memory_
         "name": function,
         "namespace": namespace,
         "publish": False,
-        "response": {"result": {"ok": True} if status == "success" else {"error": "boom"}, "size": 11, "status": status, "success": status == "success"},
+        "response": {"result": {"ok": True} if status == "success" else {"error": error}, "size": 11, "status": status, "success": status == "success"},
         "start": int(start_ms),
         "subject": namespace,
         "version": "0.0.1",
@@ -73,8 +82,15 @@ def write_synthetic_run(
     seed=1,
     format_version=None,
     blocking=True,
+    failures=None,
 ):
-    """Write a run directory; returns (run_dir, list of all records the platform would hold)."""
+    """Write a run directory; returns (run_dir, list of all records the platform would hold).
+
+    ``failures`` maps seq to a failed final outcome (a ``FAILURE_RECORDS`` key, or ``no_record``:
+    the platform never stores it); the HTTP side is what the invoker sees: a 202 for a
+    non-blocking call, a 502 (``app_error``) for a blocking one.
+    """
+    failures = failures or {}
     instances = instances or {"i0": {"application": "fn", "distribution": "Uniform", "rate": 10.0}}
     rng = np.random.default_rng(seed)
     plan = []
@@ -114,8 +130,18 @@ def write_synthetic_run(
         free_at[function] = end_ms
         done_ms = end_ms + 1.0 if blocking else accept_ms + 0.5  # non-blocking: a 202 on acceptance
         start_wall_ms = (WALL_ZERO_NS / 1e6) + ready_ms
-        records.append(record(ids[seq], function, int(start_wall_ms), ready_ms - accept_ms, init, exec_ms))
-        rows.append((seq, instance, function, int(t_ns), int(sent_ms * 1e6), int(done_ms * 1e6), "ok", 200 if blocking else 202, ids[seq], None))
+        failure = failures.get(seq)
+        if failure in FAILURE_RECORDS:
+            status, error, timed_out = FAILURE_RECORDS[failure]
+            records.append(record(ids[seq], function, int(start_wall_ms), ready_ms - accept_ms, init, exec_ms, status=status, error=error, timed_out=timed_out))
+        elif failure is None:
+            records.append(record(ids[seq], function, int(start_wall_ms), ready_ms - accept_ms, init, exec_ms))
+        elif failure != "no_record":
+            raise ValueError(f"failures[{seq}] = {failure!r}: not a failed record outcome")
+        if failure in FAILURE_RECORDS and blocking:
+            rows.append((seq, instance, function, int(t_ns), int(sent_ms * 1e6), int(done_ms * 1e6), "app_error", 502, ids[seq], "HTTP 502"))
+        else:
+            rows.append((seq, instance, function, int(t_ns), int(sent_ms * 1e6), int(done_ms * 1e6), "ok", 200 if blocking else 202, ids[seq], None))
     run_dir = rundir.create_run_dir(out_dir, test_name)
     workload = {
         "test_name": test_name,

@@ -5,7 +5,8 @@
  * at the first invocation, so a cold start pays for loading it and warm invocations only search.
  * A search is two binary searches over the lower-cased keys.
  * Input: `term` (the prefix; also read from a web action's query string `__ow_query`), optional
- * `limit` (default 10). Output: the term, the total number of matches and the first `limit`.
+ * `limit` (0 to 100000, default 10; "5" as a string too). Output: the term, the total number of
+ * matches and the first `limit`.
  */
 "use strict";
 
@@ -31,6 +32,8 @@ function lowerBound(keys, target) {
   return lo;
 }
 
+const MAX_LIMIT = 100000;
+
 function termFrom(params) {
   if (typeof params.term === "string") return params.term;
   if (typeof params.__ow_query === "string") {
@@ -46,7 +49,14 @@ function main(params) {
   if (term === null) {
     return { error: "no term: pass the prefix to complete in the 'term' parameter" };
   }
-  const limit = Number.isInteger(params.limit) && params.limit > 0 ? params.limit : 10;
+  // A limit may arrive as a string ("5" from a CLI or a query string); missing or null: 10.
+  let limit = 10;
+  if (params.limit !== undefined && params.limit !== null) {
+    limit = typeof params.limit === "string" && params.limit.trim() !== "" ? Number(params.limit) : params.limit;
+    if (!Number.isInteger(limit) || limit < 0 || limit > MAX_LIMIT) {
+      return { error: "limit: expected a whole number from 0 to " + MAX_LIMIT + " (got " + JSON.stringify(params.limit) + ")" };
+    }
+  }
   const cold = index === null;
   if (cold) index = loadIndex();
   const prefix = term.toLowerCase();

@@ -12,6 +12,7 @@
 const { Jimp } = require("jimp");
 
 const DEFAULT_SIZES = [16, 32, 48, 64, 128];
+const MAX_SIZE = 4096;
 
 function imageBytes(params) {
   const encoded = params.image || params.__ow_body || params.data;
@@ -28,6 +29,11 @@ async function main(params) {
     return { error: "no image: pass it base64-encoded in the 'image' parameter (or as a web action body)" };
   }
   const sizes = Array.isArray(params.sizes) && params.sizes.length ? params.sizes.map(Number) : DEFAULT_SIZES;
+  // An icon is at most MAX_SIZE pixels square: larger ones exhaust the sandbox's memory.
+  const bad = sizes.find((size) => !Number.isInteger(size) || size < 1 || size > MAX_SIZE);
+  if (bad !== undefined) {
+    return { error: "sizes: each size must be a whole number of pixels from 1 to " + MAX_SIZE + " (got " + JSON.stringify(bad) + ")" };
+  }
   let source;
   try {
     source = await Jimp.read(bytes);

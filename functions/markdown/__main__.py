@@ -22,17 +22,35 @@ ORDERED = re.compile(r"^( {0,3})(\d{1,9})[.)][ \t]+(.*)$")
 QUOTE = re.compile(r"^ {0,3}> ?(.*)$")
 
 CODE_SPAN = re.compile(r"(`+)(.+?)\1", re.S)
-AUTOLINK = re.compile(r"<(https?://[^>\s]+)>")
-IMAGE = re.compile(r"!\[([^\]]*)\]\(([^)\s]+)(?:\s+\"([^\"]*)\")?\)")
-LINK = re.compile(r"\[([^\]]+)\]\(([^)\s]+)(?:\s+\"([^\"]*)\")?\)")
-STRONG = re.compile(r"(\*\*|__)(?=\S)(.+?)(?<=\S)\1", re.S)
-EMPHASIS = re.compile(r"(?<![\w*])(\*|_)(?=\S)(.+?)(?<=\S)\1(?![\w*])", re.S)
+# Every pattern below stops at the characters that would open another instance of itself (a
+# bracket, a parenthesis, a "<") and bounds what it spans, so a document full of unclosed
+# brackets or stray asterisks takes linear, not quadratic, time. A destination may hold one level
+# of balanced parentheses (https://en.wikipedia.org/wiki/Go_(game)); a title is "..." or '...'.
+MAX_SPAN = 1000  # characters of emphasised text; longer runs stay literal
+_DEST = r"((?:[^()\s\[\]<>]|\([^()\s]*\))+)"
+_TITLE = r"(?:\s+(?:\"([^\"\n]*)\"|'([^'\n]*)'))?"
+AUTOLINK = re.compile(r"<(https?://[^<>\s]+)>")
+IMAGE = re.compile(r"!\[([^\[\]]*)\]\(" + _DEST + _TITLE + r"\)")
+LINK = re.compile(r"\[([^\[\]]+)\]\(" + _DEST + _TITLE + r"\)")
+STRONG = re.compile(r"(\*\*|__)(?=\S)(.{1,%d}?)(?<=\S)\1" % MAX_SPAN, re.S)
+EMPHASIS = re.compile(r"(?<![\w*])(\*|_)(?=\S)(.{1,%d}?)(?<=\S)\1(?![\w*])" % MAX_SPAN, re.S)
+MAX_NESTING = 50  # block quotes and lists nested deeper are kept as text (no unbounded recursion)
 HARD_BREAK = re.compile(r" {2,}\n")
 
 
-def inline(text):
-    """Inline markup to HTML. Code spans and links are cut out first so their text stays literal."""
-    saved = []
+PLACEHOLDER = re.compile("\x00(\\d+)\x00")
+
+
+def inline(text, saved=None):
+    """Inline markup to HTML. Code spans and links are cut out first so their text stays literal.
+
+    Cut-out fragments are kept in ``saved`` and stand in the text as ``NUL index NUL``; a link's
+    text is converted with the same list (it may hold an image, as in a badge ``[![b](u)](v)``),
+    so its fragments are put back with the rest, at any depth of nesting.
+    """
+    top = saved is None
+    if top:
+        saved = []
 
     def keep(fragment):
         saved.append(fragment)
@@ -42,21 +60,29 @@ def inline(text):
     text = AUTOLINK.sub(lambda m: keep('<a href="%s">%s</a>' % (html.escape(m.group(1)), html.escape(m.group(1)))), text)
 
     def image(m):
-        title = ' title="%s"' % html.escape(m.group(3)) if m.group(3) else ""
+        title = m.group(3) or m.group(4)
+        title = ' title="%s"' % html.escape(title) if title else ""
         return keep('<img src="%s" alt="%s"%s />' % (html.escape(m.group(2)), html.escape(m.group(1)), title))
 
     text = IMAGE.sub(image, text)
 
     def link(m):
-        title = ' title="%s"' % html.escape(m.group(3)) if m.group(3) else ""
-        return keep('<a href="%s"%s>%s</a>' % (html.escape(m.group(2)), title, inline(m.group(1))))
+        title = m.group(3) or m.group(4)
+        title = ' title="%s"' % html.escape(title) if title else ""
+        return keep('<a href="%s"%s>%s</a>' % (html.escape(m.group(2)), title, inline(m.group(1), saved)))
 
     text = LINK.sub(link, text)
     text = html.escape(text, quote=False)
     text = STRONG.sub(r"<strong>\2</strong>", text)
     text = EMPHASIS.sub(r"<em>\2</em>", text)
     text = HARD_BREAK.sub("<br />\n", text)
-    return re.sub("\x00(\\d+)\x00", lambda m: saved[int(m.group(1))], text)
+    if not top:
+        return text
+    # A fragment refers only to fragments kept before it, so this ends after as many rounds as the
+    # deepest nesting.
+    while PLACEHOLDER.search(text):
+        text = PLACEHOLDER.sub(lambda m: saved[int(m.group(1))], text)
+    return text
 
 
 def list_item_match(line):
@@ -69,7 +95,7 @@ def list_item_match(line):
     return None
 
 
-def blocks(lines):
+def blocks(lines, depth=0):
     """Block structure to HTML, line by line; nested containers recurse on their own lines."""
     out = []
     i = 0
@@ -127,18 +153,18 @@ def blocks(lines):
             out.append("<hr />")
             i += 1
             continue
-        if QUOTE.match(line):
+        if QUOTE.match(line) and depth < MAX_NESTING:
             flush()
             quoted = []
             while i < len(lines) and lines[i].strip() and QUOTE.match(lines[i]):
                 quoted.append(QUOTE.match(lines[i]).group(1))
                 i += 1
-            out.append("<blockquote>\n%s\n</blockquote>" % blocks(quoted))
+            out.append("<blockquote>\n%s\n</blockquote>" % blocks(quoted, depth + 1))
             continue
-        item = list_item_match(line)
+        item = list_item_match(line) if depth < MAX_NESTING else None
         if item:
             flush()
-            html_list, i = parse_list(lines, i, item[0])
+            html_list, i = parse_list(lines, i, item[0], depth)
             out.append(html_list)
             continue
         paragraph.append(line)
@@ -147,7 +173,7 @@ def blocks(lines):
     return "\n".join(out)
 
 
-def parse_list(lines, i, kind):
+def parse_list(lines, i, kind, depth=0):
     """One list starting at line i; returns (html, next line). Items are tight unless a blank
     line separates them, as in most Markdown dialects."""
     items = []
@@ -186,7 +212,7 @@ def parse_list(lines, i, kind):
             i += 1
     rendered = []
     for body in items:
-        inner = blocks(body)
+        inner = blocks(body, depth + 1)
         if not loose and inner.startswith("<p>"):
             # Tight list: the item's first paragraph is not wrapped in <p>.
             end = inner.find("</p>")
@@ -197,17 +223,21 @@ def parse_list(lines, i, kind):
 
 
 def convert(text):
-    lines = text.replace("\r\n", "\n").replace("\t", "    ").split("\n")
+    # NUL marks cut-out fragments inside inline(); in a document it becomes U+FFFD, as CommonMark says.
+    text = text.replace("\x00", "\ufffd")
+    lines = text.replace("\r\n", "\n").replace("\r", "\n").replace("\t", "    ").split("\n")
     return blocks(lines) + "\n"
 
 
 def main(args):
     if "markdown" in args:
         try:
+            if not isinstance(args["markdown"], str):
+                raise ValueError("not a string")
             text = base64.b64decode(args["markdown"], validate=True).decode("utf-8")
         except (ValueError, UnicodeDecodeError):
             return {"error": "markdown: not base64 of UTF-8 text; pass the document itself in 'text' instead"}
-    elif "text" in args:
+    elif "text" in args and args["text"] is not None:
         text = str(args["text"])
     else:
         return {"error": "no document: pass 'text' (Markdown) or 'markdown' (base64 of it)"}

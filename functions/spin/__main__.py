@@ -71,6 +71,10 @@ def cgroup_limits(root="/sys/fs/cgroup"):
     return {"version": version, "paths": paths, "limits": limits}
 
 
+MAX_SERVICE_MS = 3_600_000
+MAX_PAYLOAD_BYTES = 64 * 1024 * 1024
+
+
 def spin(service_ms):
     """Busy-wait until service_ms of wall-clock time has passed; returns the elapsed ns."""
     start = time.perf_counter_ns()
@@ -93,6 +97,10 @@ def main(args):
         return {"error": "service_ms and payload_bytes must be numbers"}
     if service_ms < 0 or payload_bytes < 0:
         return {"error": "service_ms and payload_bytes must be >= 0"}
+    # NaN compares false with everything; an hour of spinning or a payload past any platform's
+    # response limit is a typo, not a benchmark.
+    if not service_ms <= MAX_SERVICE_MS or payload_bytes > MAX_PAYLOAD_BYTES:
+        return {"error": "service_ms must be at most %d and payload_bytes at most %d" % (MAX_SERVICE_MS, MAX_PAYLOAD_BYTES)}
     cpu_before = time.process_time_ns()
     elapsed_ns, spins = spin(service_ms)
     cpu_ns = time.process_time_ns() - cpu_before

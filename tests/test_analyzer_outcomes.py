@@ -1,0 +1,173 @@
+"""Final outcomes: every invocation's HTTP outcome joined with its activation record.
+
+A non-blocking 202 only says the platform accepted the call; the record says whether the function
+succeeded. These tests pin that a failed activation is counted as what its record says, shown
+first in the report, and kept out of every latency figure of successful work: with synthetic runs
+for each record outcome (application error, developer error, whisk internal error, action
+timeout, no record), blocking and non-blocking, and with a real localwhisk run of an action that
+raises on every call.
+"""
+
+from __future__ import annotations
+
+import itertools
+import json
+
+import numpy as np
+import pytest
+
+from analyzer import analyze_run
+from analyzer import frames as frames_mod
+from analyzer import records as records_mod
+from analyzer.analysis import load_run
+from faasprof.outcomes import FINAL_OUTCOMES, HTTP_OUTCOMES, final_outcome, record_outcome
+from test_analyzer_synthetic import FAILURE_RECORDS, record, write_synthetic_run
+
+RATE = {"i0": {"application": "fn", "distribution": "Uniform", "rate": 20.0}}
+
+
+def _sample_records():
+    """One raw record per record-level outcome, plus odd shapes seen in the wild."""
+    out = {"success": record("a" * 32, "fn", 1_000, 1, 0, 5)}
+    for name, (status, error, timed_out) in FAILURE_RECORDS.items():
+        out[name] = record("b" * 32, "fn", 1_000, 1, 0, 5, status=status, error=error, timed_out=timed_out)
+    out["docs_false_summary_code_1"] = {"activationId": "c" * 32, "statusCode": 1, "start": 1, "end": 2}
+    out["code_2_timeout_message"] = {"activationId": "d" * 32, "response": {"statusCode": 2, "result": {"error": "The action exceeded its time limits of 60000 milliseconds during initialization."}}}
+    out["no_response"] = {"activationId": "e" * 32}
+    out["response_not_a_dict"] = {"activationId": "f" * 32, "response": "garbage", "annotations": {"timeout": True}}
+    return out
+
+
+def test_flattened_record_outcome_is_the_vocabularys():
+    for label, raw in _sample_records().items():
+        row = dict(zip(records_mod.RECORD_COLUMNS, records_mod.flatten_record(raw)))
+        fast = dict(zip(records_mod.RECORD_COLUMNS, records_mod._flatten_fast(raw)))
+        expected = record_outcome(raw) if isinstance(raw.get("response", {}), dict) else "action_timeout"
+        assert row["record_outcome"] == fast["record_outcome"] == expected, label
+        assert row["error_text"] == fast["error_text"]
+        if expected == "success":
+            assert row["error_text"] is None
+    long_error = record("a" * 32, "fn", 1_000, 1, 0, 5, status="application error", error="x" * 5000)
+    assert len(records_mod.flatten_record(long_error)[-1]) == records_mod.ERROR_TEXT_CHARS
+
+
+def test_column_join_equals_the_scalar_final_outcome_for_every_combination():
+    samples = {k: v for k, v in _sample_records().items() if k != "response_not_a_dict"}
+    cases = [(http, None) for http in HTTP_OUTCOMES] + [(http, raw) for http, raw in itertools.product(HTTP_OUTCOMES, samples.values())]
+    http = np.array([c[0] for c in cases], dtype=object)
+    has = np.array([c[1] is not None for c in cases])
+    rec = np.array([record_outcome(c[1]) if c[1] is not None else None for c in cases], dtype=object)
+    got = frames_mod.final_outcomes(http, rec, has)
+    expected = [final_outcome(h, r) for h, r in cases]
+    assert list(got) == expected
+    assert list(got.categories) == list(FINAL_OUTCOMES)
+
+
+def _failures_every(n, kind, every=4):
+    return {seq: kind for seq in range(n) if seq % every == 1}
+
+
+@pytest.mark.parametrize(
+    "kind, blocking",
+    [(kind, blocking) for kind in ("application_error", "developer_error", "internal_error", "action_timeout", "no_record") for blocking in (False, True) if (kind, blocking) != ("no_record", True)],
+)
+def test_each_record_outcome_is_counted_and_kept_out_of_the_latency_figures(tmp_path, kind, blocking):
+    failures = _failures_every(60, kind)
+    run_dir, _ = write_synthetic_run(tmp_path, duration_s=3.0, instances=RATE, blocking=blocking, failures=failures, service_ms=5.0)
+    summary = analyze_run(run_dir, plots=False)
+    finals = summary["run"]["final_outcomes"]
+    assert finals[kind] == len(failures) == 15
+    assert finals["success"] == 45
+    assert sum(finals.values()) == 60
+    # The HTTP outcome column stays what the invoker saw.
+    http = summary["run"]["outcomes"]
+    if blocking and kind != "no_record":
+        assert http["app_error"] == 15 and http["ok"] == 45
+    else:
+        assert http["ok"] == 60 and http["app_error"] == 0
+    frame = load_run(run_dir).invocations
+    bad = frame["seq"].isin(list(failures)).to_numpy()
+    assert (frame.loc[bad, "final_outcome"].astype(object) == kind).all()
+    assert (frame.loc[~bad, "final_outcome"].astype(object) == "success").all()
+    assert not frame.loc[bad, "successful"].any() and frame.loc[~bad, "successful"].all()
+    function = summary["functions"][0]
+    assert function["successful"] == 45 and function["failures"] == 15 and function[f"final_{kind}"] == 15
+    good = frame[~bad]
+    assert function["client_latency_ms_n"] == 45
+    assert function["client_latency_ms_max"] == pytest.approx(good["client_latency_ms"].max(), rel=1e-5)
+    assert function["corrected_latency_ms_p50"] == pytest.approx(float(np.median(good["corrected_latency_ms"])), rel=1e-5)
+    assert function["platform_latency_ms_n"] == 45
+    assert summary["failures"]["total"] == 15
+    (group,) = summary["failures"]["by_function"]
+    assert group["final_outcome"] == kind and group["count"] == 15
+    if kind in FAILURE_RECORDS:
+        assert group["example_error"] == FAILURE_RECORDS[kind][1]
+        assert function["failure_completion_latency_ms_n"] == 15
+
+
+def test_blocking_200_without_its_record_is_still_a_latency_sample(tmp_path):
+    failures = _failures_every(60, "no_record")
+    run_dir, _ = write_synthetic_run(tmp_path, duration_s=3.0, instances=RATE, blocking=True, failures=failures)
+    summary = analyze_run(run_dir, plots=False)
+    function = summary["functions"][0]
+    assert summary["run"]["final_outcomes"]["no_record"] == 15
+    assert function["client_latency_ms_n"] == 60  # the 200 says the function succeeded
+    assert function["wait_ms_mean"] is not None and function["with_record"] == 45
+
+
+def test_non_blocking_202_without_its_record_is_not_a_latency_sample(tmp_path):
+    failures = _failures_every(60, "no_record")
+    run_dir, _ = write_synthetic_run(tmp_path, duration_s=3.0, instances=RATE, blocking=False, failures=failures)
+    summary = analyze_run(run_dir, plots=False)
+    assert summary["functions"][0]["client_latency_ms_n"] == 45
+
+
+def test_failures_lead_the_report_and_are_absent_when_everything_succeeded(tmp_path):
+    run_dir, _ = write_synthetic_run(tmp_path / "bad", duration_s=3.0, instances=RATE, blocking=False, failures=_failures_every(60, "application_error"))
+    analyze_run(run_dir)
+    report = (run_dir / "analysis" / "report.html").read_text()
+    failures_at = report.index("Failures: 15 of 60 invocations did not succeed")
+    assert failures_at < report.index("Latency modes per instance")
+    assert failures_at < report.index("Warnings")
+    assert "application_error" in report[failures_at : report.index("Latency modes per instance")]
+    good_dir, _ = write_synthetic_run(tmp_path / "good", duration_s=3.0, instances=RATE, blocking=False)
+    analyze_run(good_dir, plots=False)
+    assert "Failures:" not in (good_dir / "analysis" / "report.html").read_text()
+
+
+def test_every_invocation_failing_leaves_no_latency_and_no_mode(tmp_path):
+    every = {seq: "application_error" for seq in range(60)}
+    run_dir, _ = write_synthetic_run(tmp_path, duration_s=3.0, instances=RATE, blocking=False, failures=every)
+    summary = analyze_run(run_dir, plots=False)
+    phase = summary["instances"][0]["phases"][0]
+    assert phase["mode"] == "unknown" and "0 successful" in phase["mode_reasons"]
+    assert phase["client_latency_ms_p50"] is None and phase["client_latency_ms_n"] == 0
+    assert any("did not succeed (" in w and "application_error" in w for w in summary["warnings"])
+
+
+def test_summary_final_outcomes_survive_json(tmp_path):
+    run_dir, _ = write_synthetic_run(tmp_path, duration_s=2.0, instances=RATE, blocking=False, failures={3: "action_timeout", 5: "internal_error"})
+    analyze_run(run_dir, plots=False)
+    summary = json.loads((run_dir / "analysis" / "summary.json").read_text())
+    assert list(summary["run"]["final_outcomes"]) == list(FINAL_OUTCOMES)
+    assert summary["run"]["final_outcomes"]["action_timeout"] == 1 and summary["run"]["final_outcomes"]["internal_error"] == 1
+    # Failures in display order: the vocabulary's order (action timeout before internal error).
+    assert [g["final_outcome"] for g in summary["failures"]["by_function"]] == ["action_timeout", "internal_error"]
+
+
+@pytest.mark.parametrize(
+    "raw",
+    [
+        {"response": {"status": "success", "statusCode": 1}},  # the code wins over the text
+        {"response": {"status": "success"}, "statusCode": 2},
+        {"statusCode": 0, "response": {"status": "application error"}},
+        {"response": {"statusCode": 0}, "annotations": [{"key": "timeout", "value": True}]},
+        {"response": {"status": "Success"}},
+        {"response": {"statusCode": True}},  # a bool is not a status code
+        {"response": {"status": "success", "success": False}},
+    ],
+)
+def test_fast_flattening_agrees_with_the_vocabulary_on_odd_records(raw):
+    raw = {"activationId": "a" * 32, "annotations": [], **raw}
+    row = dict(zip(records_mod.RECORD_COLUMNS, records_mod._flatten_fast(raw)))
+    assert row["record_outcome"] == record_outcome(raw)
