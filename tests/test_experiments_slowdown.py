@@ -13,6 +13,7 @@ from pathlib import Path
 import pytest
 
 from experiments.slowdown import Call, fit_power_law, summarise_function
+from faasprof.docker import docker_problem
 
 REPO = Path(__file__).resolve().parent.parent
 
@@ -101,3 +102,20 @@ def test_cli_slowdown_on_embedded_localwhisk(tmp_path):
     assert "power law latency_warm" in result.stdout
     # Never overwritten: a second directory would get a new name.
     assert len(list(tmp_path.glob("slowdown-*"))) == 1
+
+
+def test_cli_slowdown_with_docker_sandboxes(tmp_path):
+    problem = docker_problem()
+    if problem is not None:
+        pytest.skip(f"isolation docker unavailable: {problem}")
+    result = _faasprof("slowdown", "json_loads", "--repeat", "2", "--isolation", "docker", "--out", str(tmp_path), timeout=300)
+    assert result.returncode == 0, result.stderr[-2000:]
+    out = Path(result.stdout.strip().splitlines()[-1])
+    assert json.loads((out / "manifest.json").read_text())["platform"]["localwhisk"]["isolation"] == "docker"
+    with open(out / "calls.csv", newline="") as handle:
+        calls = list(csv.DictReader(handle))
+    assert [c["container_state"] for c in calls if c["phase"] in ("warm", "resumed")] == ["warm", "warm", "resumed", "resumed"]
+    # Unpausing a container costs more than a warm call's round trip, however loaded the host.
+    with open(out / "slowdown.csv", newline="") as handle:
+        (row,) = list(csv.DictReader(handle))
+    assert float(row["slowdown_latency_resumed"]) > 1
