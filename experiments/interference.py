@@ -210,7 +210,7 @@ def report_run(run_dir: str | os.PathLike, victim: str, aggressor: str | None, r
     software_only = perf is not None and not any(c in perf.columns and perf[c].notna().any() for c in ("instructions", "cycles"))
     note = "this host's perf counts software events only (no hardware PMU): IPC and LLC MPKI cannot be shown" if software_only else ""
     if rate and rate.get("capacity_rps"):
-        note = (note + "; " if note else "") + f"{victim} at {rate['rate_rps']:g}/s = {rate['fraction']:.0%} of capacity {rate['capacity_rps']:g}/s"
+        note = (note + "; " if note else "") + f"{victim} at {rate['rate_rps']:g}/s = {rate['fraction']:.0%} of capacity {rate['capacity_rps']:.4g}/s"
     elif rate:
         note = (note + "; " if note else "") + f"{victim} at the stored rate {rate['rate_rps']}/s"
     panels = plot_fig14(run.invocations, victim, perf, dropped, window, plots / FIG14, f"{run.test_name}: Fig 14 interference", note)
