@@ -39,6 +39,7 @@ from __future__ import annotations
 import csv
 import math
 import os
+import shutil
 import sys
 import time
 from dataclasses import dataclass, field
@@ -53,7 +54,7 @@ import numpy as np  # noqa: E402
 
 from analyzer.stats import quantile_ci
 from faasprof import __version__, rundir
-from faasprof.errors import ConfigError, FaasprofError, NotReadyError, RunError
+from faasprof.errors import ConfigError, FaasprofError, NotReadyError
 from faasprof.outcomes import final_outcome
 from functions import native
 from functions.catalogue import FunctionEntry
@@ -162,8 +163,9 @@ def measure_faas(client, name: str, params: dict, repeat: int, pause_wait_s: flo
                  say: Callable[[str], None] | None = None) -> list[Call]:
     """The warm-up call, ``repeat`` warm calls back to back, then ``repeat`` calls after a pause each."""
     warmup = invoke_once(client, name, params, "warmup", 0)
-    if warmup.outcome != "success":
-        raise RunError(f"{name}: the first call failed ({warmup.outcome}: {warmup.error or 'no detail'}); check the action with `faasprof deploy {name}` and its record {warmup.activation_id or '(none)'}")
+    if warmup.outcome != "success" and say:
+        # Measured anyway: every failed call is a row of calls.csv and the factors stay null.
+        say(f"{name}: the first call failed ({warmup.outcome}: {warmup.error or 'no detail'}); see calls.csv")
     calls = [warmup]
     calls += [invoke_once(client, name, params, "warm", seq) for seq in range(repeat)]
     if say:
@@ -328,6 +330,8 @@ def run_slowdown(entries: list[FunctionEntry], out_dir: str | os.PathLike, optio
     say = (lambda line: print(line, file=sys.stderr, flush=True)) if progress else None
     out = rundir.create_run_dir(out_dir, "slowdown", monitors=False)
     handle = None
+    manifest: dict = {"format_version": SLOWDOWN_FORMAT_VERSION, "kind": "slowdown", "status": "running"}
+    measuring = False  # before the first measurement a failure (pre-flight) leaves no directory behind
     try:
         settings: dict = dict(options.extra_settings)
         if options.isolation:
@@ -351,9 +355,7 @@ def run_slowdown(entries: list[FunctionEntry], out_dir: str | os.PathLike, optio
         info = client.info()
         names = [entry.name for entry in entries]
         actions = ensure_actions(client, names, options.memory_mb)
-        manifest = {
-            "format_version": SLOWDOWN_FORMAT_VERSION,
-            "kind": "slowdown",
+        manifest.update({
             "generated_by": {"faasprof": __version__, "git_commit": rundir.git_commit()},
             "created_utc": rundir.utc_stamp(),
             "functions": names,
@@ -367,9 +369,9 @@ def run_slowdown(entries: list[FunctionEntry], out_dir: str | os.PathLike, optio
                 "slowdown": "FaaS median / native median; null when undefined (FaaS execution median under 1 ms)",
                 "ci": "distribution-free 95 % interval of the median (order statistics); null below 6 samples",
             },
-            "status": "running",
-        }
+        })
         rundir.write_json_atomic(out / "manifest.json", manifest)
+        measuring = True
         rows: list[dict] = []
         every: list[Call] = []
         for entry in entries:
@@ -386,9 +388,19 @@ def run_slowdown(entries: list[FunctionEntry], out_dir: str | os.PathLike, optio
         manifest["status"] = "complete"
         write_results(out, rows, every, manifest)
         return out
+    except BaseException as error:
+        if not measuring:
+            raise
+        # The directory stays (native runs, localwhisk records); its manifest says how it ended.
+        status = "interrupted" if isinstance(error, KeyboardInterrupt) else "failed"
+        manifest.update(status=status, reason=f"{type(error).__name__}: {error}"[:300])
+        rundir.write_json_atomic(out / "manifest.json", manifest)
+        raise
     finally:
         if handle is not None:
             handle.stop(timeout_s=10)
+        if not measuring:
+            shutil.rmtree(out, ignore_errors=True)
 
 
 def load_rows(path: Path) -> list[dict]:

@@ -74,6 +74,13 @@ def test_cli_refuses_bad_input_before_measuring(tmp_path):
     assert list(tmp_path.iterdir()) == []
 
 
+def test_cli_unreachable_platform_leaves_nothing(tmp_path):
+    result = _faasprof("slowdown", "json_loads", "--apihost", "http://127.0.0.1:1", "--auth", "a:b", "--out", str(tmp_path), timeout=60)
+    assert result.returncode == 3
+    assert result.stderr.strip().startswith("http://127.0.0.1:1: cannot connect")
+    assert list(tmp_path.iterdir()) == []
+
+
 def test_cli_slowdown_on_embedded_localwhisk(tmp_path):
     pytest.importorskip("localwhisk.embedded")
     result = _faasprof("slowdown", "json_dumps", "json_loads", "nbody", "--repeat", "3", "--out", str(tmp_path), timeout=420)
