@@ -1,0 +1,102 @@
+"""``faasprof interference [WORKLOAD]``: run the Figure 14 workload with the victim at a fraction of
+its capacity and draw its latency beside the system's counters (see ``experiments.interference``).
+
+The capacity comes from ``--capacity-rps``, ``--capacity-file`` (a ``faasprof capacity`` result) or
+``--measure-capacity`` (a capacity search first); with none, the workload's stored rate is used and
+said so. ``--report RUN_DIR`` only draws the figure for a run that already ran. The last line of
+stdout is the run directory; the figure is ``analysis/plots/fig14_interference.png`` in it.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import math
+import sys
+from pathlib import Path
+
+from faasprof.errors import ConfigError
+from faasprof.paths import WORKLOAD_CONFIGS_DIR
+from invoker.connection import add_connection_arguments, resolve_connection
+
+DEFAULT_WORKLOAD = WORKLOAD_CONFIGS_DIR / "fig14_interference.json"
+
+
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("workload", nargs="?", default=str(DEFAULT_WORKLOAD), metavar="WORKLOAD",
+                        help="workload JSON (default workload_configs/fig14_interference.json)")
+    parser.add_argument("--victim", default="json_dumps", metavar="INSTANCE", help="instance whose rate is set from the capacity and whose latency is drawn (default json_dumps)")
+    parser.add_argument("--aggressor", default="deltablue", metavar="INSTANCE", help="instance whose activity window is shaded (default deltablue)")
+    capacity = parser.add_mutually_exclusive_group()
+    capacity.add_argument("--capacity-rps", type=float, metavar="RPS", help="the victim's capacity, measured before")
+    capacity.add_argument("--capacity-file", metavar="FILE", help="a result JSON of `faasprof capacity VICTIM`")
+    capacity.add_argument("--measure-capacity", action="store_true", help="run a capacity search for the victim's function first (a few minutes)")
+    parser.add_argument("--fraction", type=float, default=0.8, help="victim rate as a fraction of its capacity (default 0.8)")
+    parser.add_argument("--out", default="runs", metavar="DIR", help="where the run directory goes (default runs/)")
+    parser.add_argument("--report", metavar="RUN_DIR", help="do not run: draw the figure for this finished run")
+    local = parser.add_argument_group("embedded localwhisk only")
+    local.add_argument("--isolation", choices=("auto", "cgroup", "rlimit", "docker"), help="sandboxes as processes or Docker containers (default auto)")
+    local.add_argument("--pause-grace", type=float, metavar="MS", help="idle time before a warm sandbox is paused (default 50)")
+    local.add_argument("--user-memory", type=int, metavar="MB", help="memory budget of the pool (default 4096)")
+    parser.add_argument("--quiet", action="store_true", help="no progress lines on stderr")
+    add_connection_arguments(parser)
+
+
+def main(args: argparse.Namespace) -> int:
+    from experiments.capacity import find_capacity
+    from experiments.interference import capacity_from_file, report_run, resolve_rate
+    from invoker.cmd_run import local_settings
+    from invoker.preflight import check_out_dir
+    from invoker.run import execute
+    from invoker.workload import workload_from_dict
+
+    if args.report:
+        run_dir = Path(args.report)
+        if not (run_dir / "manifest.json").is_file():
+            raise ConfigError(f"{run_dir}: --report: not a run directory (no manifest.json); pass the directory `faasprof interference` or `faasprof run` printed")
+        stored = run_dir / "analysis" / "interference.json"
+        rate = json.loads(stored.read_text()).get("rate") if stored.is_file() else None
+        return _show(report_run(run_dir, args.victim, args.aggressor, rate), run_dir)
+
+    path = Path(args.workload)
+    try:
+        data = json.loads(path.read_text())
+    except FileNotFoundError:
+        raise ConfigError(f"{path}: no such workload file; pass a workload JSON (default {DEFAULT_WORKLOAD})") from None
+    except json.JSONDecodeError as error:
+        raise ConfigError(f"{path}: line {error.lineno}: not valid JSON ({error.msg})") from None
+    check_out_dir(args.out)
+    connection = resolve_connection(args, data.get("platform") if isinstance(data, dict) else None, origin=str(path))
+    settings = local_settings(args, (data.get("platform") if isinstance(data, dict) else None) or {})
+    capacity_rps, source = None, ""
+    if args.capacity_rps is not None:
+        capacity_rps, source = args.capacity_rps, "--capacity-rps"
+    elif args.capacity_file:
+        capacity_rps, source = capacity_from_file(args.capacity_file), f"capacity result {args.capacity_file}"
+    elif args.measure_capacity:
+        function = ((data.get("instances") or {}).get(args.victim) or {}).get("application", args.victim)
+        result = find_capacity(function, out_dir=args.out, duration_s=5.0, connection=connection, local_settings=settings,
+                               start_rate=2.0, tolerance=0.25, max_runs=8, progress=not args.quiet)
+        if result["capacity_rps"] is None:
+            raise ConfigError(f"{function}: no capacity found ({result['stopped_because']}); pass --capacity-rps")
+        capacity_rps, source = result["capacity_rps"], f"measured now: {result['result_file']}"
+    resolved, rate = resolve_rate(data, args.victim, capacity_rps, args.fraction, source)
+    if not args.quiet:
+        print(f"{args.victim}: {rate['rate_rps']}/s ({rate['source']})", file=sys.stderr)
+    workload = workload_from_dict(resolved, origin=str(path), path=path)
+    run_dir = execute(workload, args.out, connection=connection, local_settings=settings, progress=not args.quiet, analyze=True)
+    return _show(report_run(run_dir, args.victim, args.aggressor, rate), run_dir)
+
+
+def _show(result_path: Path, run_dir: Path) -> int:
+    result = json.loads(result_path.read_text())
+    for panel in result["panels"]:
+        print(f"{panel['panel']}: " + (f"not measured ({panel['missing']})" if panel["missing"] else panel["label"]))
+    latency = result.get("latency") or {}
+    if latency:
+        ratio = latency.get("inside_over_outside")
+        print(f"{result['victim']} median latency: {latency.get('median_latency_ms_outside'):.1f} ms outside the aggressor's window, "
+              f"{latency.get('median_latency_ms_inside'):.1f} ms inside (×{ratio:.2f})" if ratio is not None and math.isfinite(ratio) else f"{result['victim']}: no latency on both sides of the window")
+    print(f"figure: {run_dir / 'analysis' / result['figure']}")
+    print(run_dir)
+    return 0

@@ -1,0 +1,101 @@
+"""``faasprof mpki FUNCTION...``: branch MPKI against median execution time (Figs 6, 7).
+
+Each function runs alone at ``--rate`` for ``--duration`` seconds with perf counting instructions and
+branch misses (see ``experiments.mpki``). On a host whose perf cannot count them, the command
+says what it would measure and exits 3 before running anything. ``--from-runs RUN...`` recomputes
+the table and the plot from runs that already ran. The last line of stdout is the output directory.
+"""
+
+from __future__ import annotations
+
+import argparse
+import math
+import sys
+from pathlib import Path
+
+from faasprof.errors import ConfigError, NotReadyError
+from functions.catalogue import require
+from invoker.connection import add_connection_arguments, resolve_connection
+
+
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("functions", nargs="*", metavar="FUNCTION", help="catalogue functions or deployed actions, each measured alone")
+    parser.add_argument("--rate", type=float, default=2.0, metavar="RPS", help="invocations per second, a balanced load for every function (default 2; see `faasprof capacity`)")
+    parser.add_argument("--duration", type=float, default=20.0, metavar="S", help="length of each function's run (default 20)")
+    parser.add_argument("--per", choices=("auto", "cgroup", "system"), default="auto",
+                        help="perf aggregation: per cgroup of the sandboxes, system-wide, or auto (cgroup where the host allows it; default)")
+    parser.add_argument("--out", default="runs", metavar="DIR", help="where the mpki-<stamp>/ directory goes (default runs/)")
+    parser.add_argument("--from-runs", nargs="+", metavar="RUN_DIR", help="do not run: compute the table and plot from these analysed runs")
+    local = parser.add_argument_group("embedded localwhisk only")
+    local.add_argument("--isolation", choices=("auto", "cgroup", "rlimit", "docker"), help="sandboxes as processes or Docker containers (default auto)")
+    parser.add_argument("--quiet", action="store_true", help="no progress lines on stderr")
+    add_connection_arguments(parser)
+
+
+def main(args: argparse.Namespace) -> int:
+    from experiments.mpki import EVENTS, REQUIRED_EVENTS, explain, mpki_workload, new_manifest, row_for_run, write_results
+    from faasprof import rundir
+    from invoker.preflight import check_out_dir
+
+    if args.from_runs:
+        if args.functions:
+            raise ConfigError("FUNCTION: --from-runs takes the functions from the runs; drop the names")
+        check_out_dir(args.out)
+        rows = []
+        for run in args.from_runs:
+            manifest = rundir.load_manifest(run)
+            instances = (manifest.get("workload") or {}).get("instances") or {}
+            for name, instance in instances.items():
+                rows.append(row_for_run(run, instance.get("function", name), instance.get("rate_per_s")))
+        out = rundir.create_run_dir(args.out, "mpki", monitors=False)
+        manifest = new_manifest([r["function"] for r in rows], {"from_runs": list(args.from_runs)})
+        manifest["runs"] = {r["function"]: r["run_dir"] for r in rows}
+        write_results(out, rows, manifest)
+        return _show(rows, out)
+
+    from invoker.run import execute
+    from invoker.workload import workload_from_dict
+    from monitoring.collectors import probe_perf_events
+
+    if not args.functions:
+        raise ConfigError("FUNCTION: name at least one function (or pass --from-runs RUN_DIR...)")
+    if args.rate <= 0 or args.duration <= 0:
+        raise ConfigError(f"--rate/--duration: must be > 0 (got {args.rate:g}/s for {args.duration:g} s)")
+    for name in args.functions:
+        require(name, where="FUNCTION")
+    check_out_dir(args.out)
+    supported, dropped, error = probe_perf_events(list(REQUIRED_EVENTS))
+    if error or any(event not in supported for event in REQUIRED_EVENTS):
+        print(explain(dropped or {"perf": error or "probe failed"}, list(args.functions)), file=sys.stderr)
+        raise NotReadyError(f"perf: {', '.join(REQUIRED_EVENTS)} cannot be counted on this host ({'; '.join(f'{k}: {v}' for k, v in dropped.items()) or error}); run on a host with a hardware PMU")
+    connection = resolve_connection(args, None, origin="faasprof mpki")
+    settings = {"isolation": args.isolation} if args.isolation else {}
+    out = rundir.create_run_dir(args.out, "mpki", monitors=False)
+    manifest = new_manifest(list(args.functions), {"rate_rps": args.rate, "duration_s": args.duration, "per": args.per, "events": list(EVENTS)})
+    rows = []
+    for name in args.functions:
+        per = "cgroup" if args.per in ("auto", "cgroup") else "system"
+        try:
+            workload = workload_from_dict(mpki_workload(name, args.rate, args.duration, per), origin=f"mpki {name}")
+            run_dir = execute(workload, out / "runs", connection=connection, local_settings=settings, progress=not args.quiet, analyze=True)
+        except NotReadyError as problem:
+            if args.per != "auto" or "per cgroup" not in str(problem):
+                raise
+            if not args.quiet:
+                print(f"{name}: per-cgroup counting unavailable here, counting system-wide ({problem})", file=sys.stderr)
+            workload = workload_from_dict(mpki_workload(name, args.rate, args.duration, "system"), origin=f"mpki {name}")
+            run_dir = execute(workload, out / "runs", connection=connection, local_settings=settings, progress=not args.quiet, analyze=True)
+        rows.append(row_for_run(run_dir, name, args.rate))
+        manifest["runs"][name] = str(Path(run_dir).relative_to(out))
+    write_results(out, rows, manifest)
+    return _show(rows, out)
+
+
+def _show(rows: list[dict], out: Path) -> int:
+    for row in rows:
+        mpki, exec_ms = row["branch_mpki"], row["execution_ms_p50"]
+        print(f"{row['function']}: branch MPKI {'-' if not math.isfinite(mpki) else f'{mpki:.3f}'}; median execution "
+              f"{'-' if not math.isfinite(exec_ms) else f'{exec_ms:.1f}'} ms; mode {row['mode']}; perf per {row['per']}"
+              + (f"; missing: {row['missing']}" if row["missing"] else ""))
+    print(out)
+    return 0 if all(math.isfinite(r["branch_mpki"]) for r in rows) else 1

@@ -1,0 +1,77 @@
+"""``faasprof slowdown FUNCTION...``: how much slower a function runs in FaaS than natively (Figs 15, 16).
+
+Per function: native calls, warm calls (alive sandbox) and calls after a pause (paused sandbox),
+each ``--repeat`` times (see ``experiments.slowdown``). Progress goes to stderr; stdout gets one
+line per function with its slowdown factors, the fitted power-law exponents, and the output
+directory as the last line. Exit 0 when every function has its factors, 1 when a call failed.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import math
+import sys
+
+from faasprof.errors import ConfigError
+from functions.catalogue import entries, require
+from invoker.connection import add_connection_arguments, resolve_connection
+
+ISOLATIONS = {"process": "auto", "auto": "auto", "cgroup": "cgroup", "rlimit": "rlimit", "docker": "docker"}
+
+
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("functions", nargs="*", metavar="FUNCTION", help="catalogue functions (faasprof deploy --list lists them)")
+    parser.add_argument("--all", action="store_true", help="every catalogue function whose runtime and packaging this host has")
+    parser.add_argument("--repeat", type=int, default=10, metavar="N", help="calls per function and phase (native, warm, resumed; default 10)")
+    parser.add_argument("--out", default="runs", metavar="DIR", help="where the slowdown-<stamp>/ directory goes (default runs/)")
+    parser.add_argument("--pause-wait", type=float, metavar="S",
+                        help="idle time before each resumed call (default: embedded pause grace + 0.5 s; OpenWhisk: 11 s, past 2.x's 10 s grace)")
+    parser.add_argument("--memory", type=int, metavar="MB", help="memory limit for functions deployed here (default: their manifest's)")
+    local = parser.add_argument_group("embedded localwhisk only")
+    local.add_argument("--isolation", choices=tuple(ISOLATIONS), help="sandboxes as processes (process = auto) or Docker containers (docker); default process")
+    local.add_argument("--pause-grace", type=float, metavar="MS", help="idle time before a warm sandbox is paused (default 50)")
+    parser.add_argument("--quiet", action="store_true", help="no progress lines on stderr")
+    add_connection_arguments(parser)
+
+
+def main(args: argparse.Namespace) -> int:
+    from experiments.slowdown import SLOWDOWN_CSV, SlowdownOptions, load_rows, run_slowdown
+
+    if args.all and args.functions:
+        raise ConfigError("FUNCTION: give function names or --all, not both")
+    if args.all:
+        chosen = [entry for entry in entries() if entry.available and not entry.is_variant]
+        if not chosen:
+            raise ConfigError("--all: no catalogue function can run on this host; see `faasprof deploy --list`")
+    else:
+        chosen = [require(name, where="FUNCTION") for name in dict.fromkeys(args.functions)]
+    if args.pause_grace is not None and args.pause_grace < 0:
+        raise ConfigError(f"--pause-grace: must be >= 0 ms (got {args.pause_grace:g})")
+    connection = resolve_connection(args, None, origin="faasprof slowdown")
+    if connection is not None and (args.isolation or args.pause_grace is not None):
+        print(f"warning: --isolation/--pause-grace only apply to the embedded localwhisk; {connection.apihost} is used", file=sys.stderr)
+    options = SlowdownOptions(
+        repeat=args.repeat,
+        pause_wait_s=args.pause_wait,
+        isolation=ISOLATIONS[args.isolation] if args.isolation else None,
+        pause_grace_ms=args.pause_grace,
+        memory_mb=args.memory,
+    )
+    out = run_slowdown(chosen, args.out, options, connection=connection, progress=not args.quiet)
+    rows = load_rows(out / SLOWDOWN_CSV)
+    complete = True
+    for row in rows:
+        factors = [row[f"slowdown_{m}_{p}"] for m in ("exec", "latency") for p in ("warm", "resumed")]
+        complete &= math.isfinite(row["slowdown_latency_warm"]) and math.isfinite(row["slowdown_latency_resumed"]) and row["warm_failed"] + row["resumed_failed"] + row["native_failed"] == 0
+        print(f"{row['function']}: slowdown execution ×{_f(factors[0])} warm, ×{_f(factors[1])} resumed; latency ×{_f(factors[2])} warm, ×{_f(factors[3])} resumed")
+    manifest = json.loads((out / "manifest.json").read_text())
+    for key, fit in (manifest.get("fits") or {}).items():
+        if fit:
+            print(f"power law {key}: slowdown = {fit['coefficient']:.3g} · native_ms^{fit['exponent']:.3f} (R² {fit['r2']:.2f}, {fit['points']} functions)")
+    print(out)
+    return 0 if complete else 1
+
+
+def _f(value: float) -> str:
+    return "-" if not math.isfinite(value) else f"{value:.3g}"

@@ -1,0 +1,115 @@
+"""Figure 14 (interference): the rate at 80 % of capacity, the panels on recorded real perf outputs
+(missing counters stated, never drawn as zero), and the command end to end on localwhisk."""
+
+from __future__ import annotations
+
+import json
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+import pytest
+
+from experiments.interference import capacity_from_file, panel_series, plot_fig14, resolve_rate
+from faasprof.errors import ConfigError, FormatError
+from monitoring.derived import add_perf_metrics
+from monitoring.parsers.perf import parse_perf_stat, perf_wide
+
+REPO = Path(__file__).resolve().parent.parent
+PERF = REPO / "tests" / "data" / "monitoring" / "perf"
+WORKLOAD = REPO / "workload_configs" / "fig14_interference.json"
+
+
+def _perf(name: str) -> pd.DataFrame:
+    wide = add_perf_metrics(perf_wide(parse_perf_stat((PERF / name).read_text())))
+    wide.insert(0, "t_s", wide["time_s"])
+    return wide
+
+
+def test_rate_is_fraction_of_capacity_and_stored_rate_is_said():
+    data = json.loads(WORKLOAD.read_text())
+    resolved, rate = resolve_rate(data, "json_dumps", 20.0, 0.8, "--capacity-rps")
+    assert resolved["instances"]["json_dumps"]["rate"] == 16.0
+    assert data["instances"]["json_dumps"]["rate"] != 16.0  # the input is left as it was
+    assert rate == {"victim": "json_dumps", "rate_rps": 16.0, "capacity_rps": 20.0, "fraction": 0.8, "source": "--capacity-rps"}
+    same, stored = resolve_rate(data, "json_dumps", None, 0.8, "")
+    assert same["instances"]["json_dumps"]["rate"] == data["instances"]["json_dumps"]["rate"]
+    assert stored["capacity_rps"] is None and "stored absolute rate" in stored["source"]
+    with pytest.raises(ConfigError, match="no instance 'nope'"):
+        resolve_rate(data, "nope", 20.0, 0.8, "")
+    with pytest.raises(ConfigError, match="--fraction"):
+        resolve_rate(data, "json_dumps", 20.0, 1.5, "")
+
+
+def test_capacity_file(tmp_path):
+    good = tmp_path / "capacity.json"
+    good.write_text(json.dumps({"format_version": 1, "capacity_rps": 12.5}))
+    assert capacity_from_file(good) == 12.5
+    none = tmp_path / "none.json"
+    none.write_text(json.dumps({"format_version": 1, "capacity_rps": None, "stopped_because": "over-invoked already at the start rate"}))
+    with pytest.raises(ConfigError, match="over-invoked already"):
+        capacity_from_file(none)
+    future = tmp_path / "future.json"
+    future.write_text(json.dumps({"format_version": 99, "capacity_rps": 3}))
+    with pytest.raises(FormatError, match="format_version"):
+        capacity_from_file(future)
+    with pytest.raises(ConfigError, match="no such capacity result"):
+        capacity_from_file(tmp_path / "absent.json")
+
+
+def test_software_only_host_states_missing_counters():
+    """The development VM (no PMU): IPC and LLC MPKI missing with perf's reason; faults, context
+    switches (per second) and task-clock shown."""
+    perf = _perf("perf_stat_system_interval.csv")
+    dropped = {"cycles": "not supported here", "instructions": "not supported here", "LLC-load-misses": "not supported here"}
+    panels = {p["panel"]: p for p in panel_series(perf, dropped)}
+    assert panels["IPC"]["missing"] == "cycles: not supported here; instructions: not supported here"
+    assert "LLC-load-misses: not supported here" in panels["LLC MPKI"]["missing"]
+    assert panels["page faults"]["column"] == "page_faults_per_s" and panels["page faults"]["missing"] is None
+    assert panels["page faults"]["values"][0] == pytest.approx(2280 / 0.100159811)
+    assert panels["context switches"]["column"] == "context_switches_per_s"
+    assert panels["CPU"]["values"][0] == pytest.approx(200.77 / 100.159811)
+
+
+def test_hardware_host_uses_per_kilo_instruction():
+    perf = _perf("perf_stat_intel_hw_lkml.csv")
+    panels = {p["panel"]: p for p in panel_series(perf, {})}
+    assert panels["IPC"]["values"][0] == pytest.approx(4380820799 / 2953214077)
+    assert panels["page faults"]["column"] == "page_faults_pki"
+    assert panels["page faults"]["values"][0] == pytest.approx(1000 * 13244 / 4380820799)
+    assert panels["LLC MPKI"]["missing"] == "LLC-load-misses: not counted"  # not requested in that recording
+
+
+def test_plot_marks_missing_panels(tmp_path):
+    perf = _perf("perf_stat_system_interval.csv")
+    t = np.linspace(0, 0.35, 30)
+    invocations = pd.DataFrame({"instance": ["json_dumps"] * 30, "outcome": ["ok"] * 30, "status": ["success"] * 29 + ["application error"],
+                                "intended_s": t, "completion_latency_ms": np.full(30, 40.0)})
+    panels = plot_fig14(invocations, "json_dumps", perf, {"cycles": "not supported here"}, (0.1, 0.2), tmp_path / "f.png", "test")
+    assert (tmp_path / "f.png").stat().st_size > 10_000
+    assert [p["panel"] for p in panels] == ["IPC", "LLC MPKI", "page faults", "context switches", "CPU"]
+    assert panels[0]["missing"] and panels[2]["missing"] is None
+
+
+@pytest.mark.skipif(shutil.which("perf") is None, reason="needs perf for the workload's monitoring block")
+def test_cli_interference_short_run(tmp_path):
+    pytest.importorskip("localwhisk.embedded")
+    data = json.loads(WORKLOAD.read_text())
+    data["test_duration_in_seconds"] = 6
+    data["instances"]["deltablue"]["activity_window"] = [2, 4]
+    workload = tmp_path / "short.json"
+    workload.write_text(json.dumps(data))
+    result = subprocess.run([sys.executable, "-m", "faasprof", "interference", str(workload), "--capacity-rps", "5", "--out", str(tmp_path / "runs")],
+                            capture_output=True, text=True, timeout=300, cwd=REPO)
+    assert result.returncode == 0, result.stderr[-2000:]
+    run_dir = Path(result.stdout.strip().splitlines()[-1])
+    stored = json.loads((run_dir / "analysis" / "interference.json").read_text())
+    assert stored["format_version"] == 1 and stored["rate"]["rate_rps"] == 4.0
+    assert stored["aggressor_window_s"] == [2, 4]
+    panels = {p["panel"]: p for p in stored["panels"]}
+    assert panels["page faults"]["missing"] is None or "page-faults" in panels["page faults"]["missing"]
+    assert (run_dir / "analysis" / "plots" / "fig14_interference.png").stat().st_size > 10_000
+    assert "json_dumps: 4.0/s (--capacity-rps)" in result.stderr

@@ -1,0 +1,96 @@
+"""``faasprof mpki`` (Figs 6, 7): counting and plotting on recorded real perf outputs
+(tests/data/monitoring/perf, see its README), the exit 3 explanation on a host without hardware
+counters, and ``--from-runs`` on a real analysed run carrying a recorded hardware perf output."""
+
+from __future__ import annotations
+
+import csv
+import json
+import math
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from experiments.mpki import counts_from_perf, plot_mpki
+from monitoring.collectors import probe_perf_events
+
+REPO = Path(__file__).resolve().parent.parent
+PERF = REPO / "tests" / "data" / "monitoring" / "perf"
+
+
+def _faasprof(*args: str, timeout: float = 120) -> subprocess.CompletedProcess:
+    return subprocess.run([sys.executable, "-m", "faasprof", *args], capture_output=True, text=True, timeout=timeout, cwd=REPO)
+
+
+def test_counts_on_intel_hardware_output():
+    counts = counts_from_perf((PERF / "perf_stat_intel_hw_lkml.csv").read_text())
+    assert counts["branch_mpki"] == pytest.approx(1000 * 12439843 / 4380820799)
+    assert counts["branch_miss_rate"] == pytest.approx(12439843 / 809865653)
+    assert counts["ipc"] == pytest.approx(4380820799 / 2953214077)
+    assert counts["missing"] == "" and counts["min_running_pct"] == 100.0
+
+
+def test_counts_on_multiplexed_user_mode_output():
+    counts = counts_from_perf((PERF / "perf_stat_multiplexed.csv").read_text())
+    assert counts["branch_mpki"] == pytest.approx(1000 * 1042705531 / 319218186844)  # ":u" events match
+    assert counts["min_running_pct"] == 85.0  # multiplexed: perf scaled the values
+    assert math.isnan(counts["branch_miss_rate"])  # no branches event in that output: NaN, not 0
+
+
+def test_counts_on_software_only_host_are_missing_never_zero():
+    counts = counts_from_perf((PERF / "perf_stat_system_interval.csv").read_text())
+    assert math.isnan(counts["branch_mpki"]) and math.isnan(counts["instructions"])
+    assert counts["missing"] == "instructions: not supported; branch-misses: not supported"
+    cgroup = counts_from_perf((PERF / "perf_stat_cgroup_interval.csv").read_text())
+    assert cgroup["missing"] == "instructions: not in the output; branch-misses: not in the output"
+
+
+def test_plot(tmp_path):
+    rows = [
+        {"function": "a", "execution_ms_p50": 3.0, "branch_mpki": 2.84, "mode": "balanced", "per": "cgroup"},
+        {"function": "b", "execution_ms_p50": 400.0, "branch_mpki": 0.5, "mode": "under-invoked", "per": "cgroup"},
+        {"function": "c", "execution_ms_p50": 10.0, "branch_mpki": math.nan, "mode": "balanced", "per": "cgroup"},
+    ]
+    assert plot_mpki(rows, tmp_path / "f.png") is True
+    assert (tmp_path / "f.png").stat().st_size > 10_000
+    assert plot_mpki(rows[2:], tmp_path / "g.png") is False  # nothing to show, and the figure says why
+    assert (tmp_path / "g.png").exists()
+
+
+def test_cli_bad_input_and_no_counters(tmp_path):
+    result = _faasprof("mpki", "no_such_function", "--out", str(tmp_path))
+    assert result.returncode == 2 and "no_such_function" in result.stderr
+    supported, _, error = probe_perf_events(["instructions", "branch-misses"]) if shutil.which("perf") else ([], {}, "no perf")
+    if not error and len(supported) == 2:
+        pytest.skip("this host counts instructions and branch-misses: the exit 3 path does not apply")
+    result = _faasprof("mpki", "json_dumps", "nbody", "--out", str(tmp_path))
+    assert result.returncode == 3, result.stderr
+    assert "would run each of json_dumps, nbody" in result.stderr and "hardware PMU" in result.stderr
+    assert result.stderr.strip().splitlines()[-1].startswith("perf: instructions, branch-misses cannot be counted")
+    assert list(tmp_path.iterdir()) == []
+
+
+def test_cli_from_runs_on_a_real_run(tmp_path):
+    pytest.importorskip("localwhisk.embedded")
+    workload = tmp_path / "w.json"
+    workload.write_text(json.dumps({"test_name": "mpki-spin", "test_duration_in_seconds": 3, "random_seed": 1, "blocking_cli": True,
+                                    "instances": {"spin": {"application": "spin", "distribution": "Uniform", "rate": 3, "params": {"service_ms": 5}}}}))
+    run = _faasprof("run", str(workload), "--out", str(tmp_path / "runs"), "--analyze", timeout=240)
+    assert run.returncode == 0, run.stderr[-2000:]
+    run_dir = Path(run.stdout.strip().splitlines()[-1])
+    # The recorded hardware output stands in for the counters this host lacks.
+    (run_dir / "monitors" / "perf").mkdir(parents=True, exist_ok=True)
+    shutil.copy(PERF / "perf_stat_intel_hw_lkml.csv", run_dir / "monitors" / "perf" / "perf_stat.csv")
+    result = _faasprof("mpki", "--from-runs", str(run_dir), "--out", str(tmp_path / "mpki"))
+    assert result.returncode == 0, result.stderr
+    out = Path(result.stdout.strip().splitlines()[-1])
+    assert json.loads((out / "manifest.json").read_text())["format_version"] == 1
+    with open(out / "mpki.csv", newline="") as handle:
+        (row,) = list(csv.DictReader(handle))
+    assert row["function"] == "spin" and float(row["branch_mpki"]) == pytest.approx(1000 * 12439843 / 4380820799, rel=1e-6)
+    assert float(row["execution_ms_p50"]) >= 5 and float(row["rate_rps"]) == 3
+    assert (out / "fig6_7_branch_mpki_vs_exec.png").stat().st_size > 10_000
+    assert "spin: branch MPKI 2.840" in result.stdout
