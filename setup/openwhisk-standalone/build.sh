@@ -27,7 +27,7 @@ usage() {
 }
 
 die() {
-    echo "build.sh: $*" >&2
+    echo "build.sh: $1" >&2
     exit "${2:-1}"
 }
 

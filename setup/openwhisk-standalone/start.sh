@@ -15,7 +15,7 @@
 #   --max-action-memory MB   largest memory an action may ask for [2048] (OW_MAX_ACTION_MEMORY_MB)
 #   --python-image IMAGE     image of kind python:3 [faasprof/action-python-v3.11:latest]
 #   --nodejs-image IMAGE     image of kind nodejs:20 [faasprof/action-nodejs-v20:latest]
-#   --wait S                 seconds to wait for a healthy invoker [180]
+#   --wait S                 seconds to wait until it serves [180]
 #
 # The runtime images must exist locally: OpenWhisk pulls only images named openwhisk/*, so these are
 # used as they are. Writes STATE_DIR/wskprops (APIHOST, AUTH and NAMESPACE of the guest user,
@@ -38,7 +38,7 @@ WAIT_S=180
 GUEST_AUTH="23bc46b1-71f6-4ed5-8c54-816aa4f8c502:123zO3xZCLrMN6v2BKK1dXYFpXlPkccOFqm12CdAsMgRU4VrNZ9lyGVCGuMDGIwP"
 
 die() {
-    echo "start.sh: $*" >&2
+    echo "start.sh: $1" >&2
     exit "${2:-1}"
 }
 
@@ -177,19 +177,22 @@ fi
 
 echo "start.sh: starting OpenWhisk standalone on $API (log $LOG)"
 cd "$STATE_DIR"
-nohup setsid "${LAUNCH[@]}" --manifest "$MANIFEST" --no-ui --no-browser --disable-color-logging \
+# --dev-mode: no preflight (it wants the wsk CLI) and no docker pull of any image, ever.
+nohup setsid "${LAUNCH[@]}" --manifest "$MANIFEST" --dev-mode --no-ui --no-browser --disable-color-logging \
     --port "$PORT" --data-dir "$STATE_DIR/data" > "$LOG" 2>&1 < /dev/null &
 echo $! > "$PID_FILE"
 
 deadline=$((SECONDS + WAIT_S))
-until [ "$(curl -s --max-time 2 "$API/invokers/healthy/count" 2>/dev/null)" = "1" ]; do
+# The lean balancer reports no invokers on /invokers; the in-JVM invoker is up before the
+# controller binds its port, so an authenticated listing that answers 200 means ready.
+until [ "$(curl -s -o /dev/null -w '%{http_code}' --max-time 2 -u "$GUEST_AUTH" "$API/api/v1/namespaces/guest/actions" 2>/dev/null)" = "200" ]; do
     if ! kill -0 "$(cat "$PID_FILE")" 2>/dev/null; then
         rm -f "$PID_FILE"
         tail -n 20 "$LOG" >&2
         die "the server exited while starting (last lines of $LOG above)" 1
     fi
     if [ "$SECONDS" -ge "$deadline" ]; then
-        die "no healthy invoker after $WAIT_S s (see $LOG); stop it with setup/openwhisk-standalone/stop.sh" 1
+        die "not serving after $WAIT_S s (see $LOG); stop it with setup/openwhisk-standalone/stop.sh" 1
     fi
     sleep 1
 done

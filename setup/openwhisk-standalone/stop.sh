@@ -13,7 +13,7 @@ BUILD_DIR="${OPENWHISK_STANDALONE_HOME:-${XDG_CACHE_HOME:-$HOME/.cache}/faasprof
 STATE_DIR=""
 
 die() {
-    echo "stop.sh: $*" >&2
+    echo "stop.sh: $1" >&2
     exit "${2:-1}"
 }
 
