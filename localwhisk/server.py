@@ -173,6 +173,7 @@ class Localwhisk:
             "concurrent_invokes": s.concurrent_invokes,
             "store_flush_ms": s.store_flush_ms,
             "max_blocking_wait_ms": s.max_blocking_wait_ms,
+            "control_plane": s.control_plane,
             "stale_cgroups_removed": self.stale_cgroups,
             "python": s.python or sys.executable,
             "node": s.node or shutil.which("node") or "",

@@ -15,6 +15,10 @@
 #   --max-action-memory MB   largest memory an action may ask for [2048] (OW_MAX_ACTION_MEMORY_MB)
 #   --python-image IMAGE     image of kind python:3 [faasprof/action-python-v3.11:latest]
 #   --nodejs-image IMAGE     image of kind nodejs:20 [faasprof/action-nodejs-v20:latest]
+#   --log-store file|cli     how the invoker collects action logs [file where /var/lib/docker/containers
+#                            is readable, else cli]: file reads each container's json log as a
+#                            deployed invoker does; cli runs `docker logs` per activation, as the
+#                            standalone server does by default (about 100 ms each on 2 cores)
 #   --wait S                 seconds to wait until it serves [180]
 #
 # The runtime images must exist locally: OpenWhisk pulls only images named openwhisk/*, so these are
@@ -34,6 +38,7 @@ MAX_ACTION_MEMORY_MB="${OW_MAX_ACTION_MEMORY_MB:-2048}"
 PYTHON_IMAGE="faasprof/action-python-v3.11:latest"
 NODEJS_IMAGE="faasprof/action-nodejs-v20:latest"
 WAIT_S=180
+LOG_STORE=""
 # The guest key that the standalone server bootstraps (its standalone.conf, whisk.users.guest).
 GUEST_AUTH="23bc46b1-71f6-4ed5-8c54-816aa4f8c502:123zO3xZCLrMN6v2BKK1dXYFpXlPkccOFqm12CdAsMgRU4VrNZ9lyGVCGuMDGIwP"
 
@@ -65,8 +70,9 @@ while [ $# -gt 0 ]; do
         --max-action-memory) need_value "$1" $#; MAX_ACTION_MEMORY_MB="$2"; shift 2 ;;
         --python-image) need_value "$1" $#; PYTHON_IMAGE="$2"; shift 2 ;;
         --nodejs-image) need_value "$1" $#; NODEJS_IMAGE="$2"; shift 2 ;;
+        --log-store) need_value "$1" $#; LOG_STORE="$2"; shift 2 ;;
         --wait) need_value "$1" $#; WAIT_S="$2"; shift 2 ;;
-        -h|--help) sed -n '2,23p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
+        -h|--help) sed -n '2,27p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
         *) die "unknown argument '$1' (see --help)" 2 ;;
     esac
 done
@@ -80,6 +86,14 @@ is_count "$INVOKES_PER_MINUTE" || die "--invokes-per-minute: '$INVOKES_PER_MINUT
 is_count "$CONCURRENT" || die "--concurrent: '$CONCURRENT' is not a positive whole number" 2
 is_count "$MAX_ACTION_MEMORY_MB" || die "--max-action-memory: '$MAX_ACTION_MEMORY_MB' is not a whole number of MB" 2
 is_count "$WAIT_S" || die "--wait: '$WAIT_S' is not a positive whole number of seconds" 2
+if [ -z "$LOG_STORE" ]; then
+    if [ -r /var/lib/docker/containers ] && [ -x /var/lib/docker/containers ]; then LOG_STORE="file"; else LOG_STORE="cli"; fi
+fi
+case "$LOG_STORE" in
+    file) LOG_STORE_CLASS=org.apache.openwhisk.core.containerpool.logging.DockerToActivationLogStoreProvider ;;
+    cli) LOG_STORE_CLASS=org.apache.openwhisk.core.containerpool.docker.DockerCliLogStoreProvider ;;
+    *) die "--log-store: '$LOG_STORE' is neither file nor cli" 2 ;;
+esac
 
 [ -f "$BUILD_DIR/build.env" ] || die "$BUILD_DIR/build.env: missing; run setup/openwhisk-standalone/build.sh first (or pass --build-dir)" 3
 BUILD_DIR="$(cd "$BUILD_DIR" && pwd)"
@@ -152,6 +166,7 @@ JAVA_ARGS=(
     -Dwhisk.standalone.host.ip=127.0.0.1
     -Dwhisk.standalone.host.external=127.0.0.1
     -Dwhisk.docker.standalone.container-factory.pull-standard-images=false
+    "-Dwhisk.spi.LogStoreProvider=$LOG_STORE_CLASS"
     "-Dwhisk.config.limits-actions-invokes-perMinute=$INVOKES_PER_MINUTE"
     "-Dwhisk.config.limits-actions-invokes-concurrent=$CONCURRENT"
     "-Dwhisk.config.limits-triggers-fires-perMinute=$INVOKES_PER_MINUTE"
@@ -220,6 +235,7 @@ cat > "$STATE_DIR/settings.json" <<EOF
   "invokes_per_minute": $INVOKES_PER_MINUTE,
   "concurrent_invocations": $CONCURRENT,
   "max_action_memory_mb": $MAX_ACTION_MEMORY_MB,
+  "log_store": "$LOG_STORE",
   "runtimes": {"python:3": "$PYTHON_IMAGE", "nodejs:20": "$NODEJS_IMAGE"}
 }
 EOF
