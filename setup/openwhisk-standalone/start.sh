@@ -15,9 +15,9 @@
 #   --max-action-memory MB   largest memory an action may ask for [2048] (OW_MAX_ACTION_MEMORY_MB)
 #   --python-image IMAGE     image of kind python:3 [faasprof/action-python-v3.11:latest]
 #   --nodejs-image IMAGE     image of kind nodejs:20 [faasprof/action-nodejs-v20:latest]
-#   --log-store file|cli     how the invoker collects action logs [file where /var/lib/docker/containers
-#                            is readable, else cli]: file reads each container's json log as a
-#                            deployed invoker does; cli runs `docker logs` per activation, as the
+#   --log-store file|cli     how the invoker collects action logs [file where Docker's containers
+#                            folder is readable, else cli]: file reads each container's json log as
+#                            a deployed invoker does; cli runs `docker logs` per activation, as the
 #                            standalone server does by default (about 100 ms each on 2 cores)
 #   --wait S                 seconds to wait until it serves [180]
 #
@@ -86,12 +86,8 @@ is_count "$INVOKES_PER_MINUTE" || die "--invokes-per-minute: '$INVOKES_PER_MINUT
 is_count "$CONCURRENT" || die "--concurrent: '$CONCURRENT' is not a positive whole number" 2
 is_count "$MAX_ACTION_MEMORY_MB" || die "--max-action-memory: '$MAX_ACTION_MEMORY_MB' is not a whole number of MB" 2
 is_count "$WAIT_S" || die "--wait: '$WAIT_S' is not a positive whole number of seconds" 2
-if [ -z "$LOG_STORE" ]; then
-    if [ -r /var/lib/docker/containers ] && [ -x /var/lib/docker/containers ]; then LOG_STORE="file"; else LOG_STORE="cli"; fi
-fi
 case "$LOG_STORE" in
-    file) LOG_STORE_CLASS=org.apache.openwhisk.core.containerpool.logging.DockerToActivationLogStoreProvider ;;
-    cli) LOG_STORE_CLASS=org.apache.openwhisk.core.containerpool.docker.DockerCliLogStoreProvider ;;
+    ''|file|cli) ;;
     *) die "--log-store: '$LOG_STORE' is neither file nor cli" 2 ;;
 esac
 
@@ -115,6 +111,17 @@ for image in "$PYTHON_IMAGE" "$NODEJS_IMAGE"; do
     docker image inspect "$image" >/dev/null 2>&1 \
         || die "runtime image $image is not present locally (it is never pulled): build it first, or pass --python-image/--nodejs-image" 3
 done
+DOCKER_CONTAINERS="$(docker info --format '{{.DockerRootDir}}')/containers"
+if [ -z "$LOG_STORE" ]; then
+    if [ -r "$DOCKER_CONTAINERS" ] && [ -x "$DOCKER_CONTAINERS" ]; then LOG_STORE="file"; else LOG_STORE="cli"; fi
+fi
+[ "$LOG_STORE" != file ] || [ -r "$DOCKER_CONTAINERS" ] \
+    || die "--log-store file: cannot read $DOCKER_CONTAINERS (run as root, or pass --log-store cli)" 3
+if [ "$LOG_STORE" = file ]; then
+    LOG_STORE_CLASS=org.apache.openwhisk.core.containerpool.logging.DockerToActivationLogStoreProvider
+else
+    LOG_STORE_CLASS=org.apache.openwhisk.core.containerpool.docker.DockerCliLogStoreProvider
+fi
 if curl -s -o /dev/null --max-time 2 "$API/"; then
     die "port $PORT already answers HTTP: another server is there; pass --port" 1
 fi
@@ -192,6 +199,11 @@ fi
 
 echo "start.sh: starting OpenWhisk standalone on $API (log $LOG)"
 cd "$STATE_DIR"
+if [ "$LOG_STORE" = file ]; then
+    # The invoker reads container logs (and config) from ./containers, where a deployed invoker's
+    # image mounts Docker's folder; without it every activation waits for logs until a timeout.
+    ln -sfn "$DOCKER_CONTAINERS" "$STATE_DIR/containers"
+fi
 # --dev-mode: no preflight (it wants the wsk CLI) and no docker pull of any image, ever.
 nohup setsid "${LAUNCH[@]}" --manifest "$MANIFEST" --dev-mode --no-ui --no-browser --disable-color-logging \
     --port "$PORT" --data-dir "$STATE_DIR/data" > "$LOG" 2>&1 < /dev/null &
