@@ -27,7 +27,7 @@ from dataclasses import dataclass
 # log file; user memory 4096 MB; pause grace 50 ms), medians of the invoker's own markers and of
 # bench/bench_calibration.py: see docs/localwhisk-vs-openwhisk.md for the figures.
 PRESETS = {
-    "openwhisk-2.0.0-standalone": {"cold": 650.0, "resumed": 95.0, "warm": 5.0},
+    "openwhisk-2.0.0-standalone": {"cold": 500.0, "resumed": 90.0, "warm": 0.0},
 }
 KEYS = ("cold", "resumed", "warm")
 
