@@ -338,6 +338,7 @@ def table_rows(results: list[dict]) -> list[tuple[str, list[str]]]:
     def add(label, *path, digits=3):
         rows.append((label, [_fmt(get(r, *path), digits) for r in results]))
 
+    rows.append(("measured (UTC) / host load, 1 min", [f"{(r.get('measured_utc') or '–')[:16]} / {_fmt((r.get('host') or {}).get('load_1m'), 2)}" for r in results]))
     rows.append(("pause grace / user memory", [f"{_fmt(get(r, 'settings', 'pause_grace_ms'))} ms / {_fmt(get(r, 'settings', 'user_memory_mb'))} MB" for r in results]))
     for scenario, label in (("warm", "warm"), ("cold", "cold"), ("resume", "resume after pause")):
         for key, name in (("client_ms", "client"), ("wait_ms", "waitTime"), ("init_ms", "initTime"), ("duration_ms", "duration"), ("overhead_ms", "client − wait − duration")):
@@ -466,7 +467,7 @@ def main(argv: list[str] | None = None) -> int:
         "apihost": connection.apihost,
         "measured_utc": datetime.now(timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ"),
         "host": {"hostname": host_platform.node(), "cpus": os.cpu_count(), "kernel": host_platform.release(), "load_1m": os.getloadavg()[0]},
-        "settings": {k: settings.get(k) for k in ("pause_grace_ms", "user_memory_mb", "isolation", "invokes_per_minute", "concurrent_invokes") if k in settings},
+        "settings": {k: settings.get(k) for k in ("pause_grace_ms", "user_memory_mb", "isolation", "control_plane", "invokes_per_minute", "concurrent_invokes") if k in settings},
         **measured,
     }
     path = out_dir / f"calibration-{rundir.safe_name(result['label'])}-{rundir.utc_stamp()}.json"
