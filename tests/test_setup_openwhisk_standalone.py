@@ -107,4 +107,8 @@ def test_faasprof_runs_and_analyzes_on_the_standalone_with_its_recorded_pause_gr
     assert summary["records"]["pause_grace_source"] == "manifest platform"
     assert summary["records"]["found"] == summary["records"]["with_activation_id"] > 0
     counts = summary["start_classes"]["counts"]
-    assert counts["unknown"] == 0 and counts["cold"] >= 1
+    assert counts["unknown"] == 0
+    # 5 calls/s of one action, each gap well past a 50 ms grace: resumes. With 2.x's 10 s
+    # default assumed (the grace not recorded) there would be none.
+    if manifest["platform"]["settings"]["pause_grace_ms"] <= 50:
+        assert counts["resumed"] > 0, counts
