@@ -90,7 +90,7 @@ mkdir -p "$PROTO_DIR"
 # akka-grpc's Maven plugin takes a path relative to the project: the proto is copied beside it.
 cp "$SOURCE/core/scheduler/src/main/protobuf/activation.proto" "$PROTO_DIR/"
 
-MVN=(mvn -B -q -f "$BUILD_DIR/pom.xml" "-Dow.src=$SOURCE")
+MVN=(mvn -B -q -Dstyle.color=never -f "$BUILD_DIR/pom.xml" "-Dow.src=$SOURCE")
 start_s=$SECONDS
 echo "build.sh: resolving dependencies from Maven Central (about 240 jars, 140 MB, the first time)"
 "${MVN[@]}" dependency:build-classpath "-Dmdep.outputFile=$BUILD_DIR/classpath.txt" \
