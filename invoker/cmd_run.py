@@ -43,6 +43,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     local = parser.add_argument_group("embedded localwhisk (used when no platform is configured)")
     local.add_argument("--user-memory", type=int, metavar="MB", help="memory budget of its container pool (default 4096, or platform.localwhisk.user_memory_mb)")
     local.add_argument("--pause-grace", type=float, metavar="MS", help="idle time before a warm sandbox is paused (default 50, or platform.localwhisk.pause_grace_ms)")
+    local.add_argument("--isolation", choices=("auto", "cgroup", "rlimit", "docker"),
+                       help="sandboxes as processes (auto/cgroup/rlimit) or Docker containers (docker); default auto, or platform.localwhisk.isolation")
 
 
 def _options(args: argparse.Namespace) -> DispatchOptions:
@@ -74,6 +76,8 @@ def local_settings(args: argparse.Namespace, platform: dict) -> dict:
         if args.pause_grace < 0:
             raise ConfigError(f"--pause-grace: must be >= 0 ms (got {args.pause_grace:g})")
         settings["pause_grace_ms"] = args.pause_grace
+    if getattr(args, "isolation", None) is not None:
+        settings["isolation"] = args.isolation
     return settings
 
 
@@ -99,8 +103,8 @@ def main(args: argparse.Namespace) -> int:
     workload = load_workload(args.config, seed=args.seed)
     connection = resolve_connection(args, workload.platform, origin=args.config)
     settings = local_settings(args, workload.platform)
-    if connection is not None and (args.user_memory is not None or args.pause_grace is not None):
-        print(f"warning: --user-memory/--pause-grace only apply to the embedded localwhisk; {connection.apihost} is used", file=sys.stderr)
+    if connection is not None and (args.user_memory is not None or args.pause_grace is not None or args.isolation is not None):
+        print(f"warning: --user-memory/--pause-grace/--isolation only apply to the embedded localwhisk; {connection.apihost} is used", file=sys.stderr)
     run_dir = execute(workload, args.out, connection=connection, local_settings=settings, progress=not args.quiet, analyze=args.analyze, options=options)
     manifest = load_manifest(run_dir)
     status = manifest.get("status")

@@ -56,11 +56,17 @@ def lock_data_dir(data_dir: Path):
 async def serve(settings: Settings, port_file: Path | None, parent_pid: int | None) -> int:
     from aiohttp import web
 
+    from localwhisk.docker_sandbox import DockerUnavailable
     from localwhisk.server import Localwhisk
 
     data_dir = Path(settings.data_dir)
     lw = Localwhisk(settings)
-    await lw.open()
+    try:
+        await lw.open()
+    except DockerUnavailable as error:
+        await lw.close()
+        print(f"localwhisk: {error}", file=sys.stderr)
+        return 3
     runner = web.AppRunner(lw.app(), access_log=None, handle_signals=False)
     await runner.setup()
     site = web.TCPSite(runner, settings.host, settings.port, backlog=2048, reuse_address=True)

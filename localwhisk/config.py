@@ -12,6 +12,7 @@ import argparse
 from dataclasses import dataclass, field, fields
 from pathlib import Path
 
+from faasprof.docker import parse_images
 from localwhisk import delays as delays_mod
 
 # OpenWhisk's well-known guest key (ansible/files/auth.guest; also in standalone.conf).
@@ -43,7 +44,9 @@ class Settings:
     max_blocking_wait_ms: int = field(default=60000, metadata={"help": "blocking invokes answer 202 after this wait"})
     max_payload_bytes: int = field(default=1048576, metadata={"help": "largest request body and result"})
     prewarm: str = field(default="", metadata={"help": "stem cells, e.g. 'python:3=2,nodejs:20=1' (256 MB each) or 'nodejs:20=2@256'"})
-    isolation: str = field(default="auto", metadata={"help": "auto | cgroup | rlimit (cgroups if writable, else SIGSTOP + rlimits)"})
+    isolation: str = field(default="auto", metadata={"help": "auto | cgroup | rlimit | docker (auto: cgroups if writable, else SIGSTOP + rlimits; docker: one container per sandbox)"})
+    docker_pause: str = field(default="api", metadata={"help": "isolation docker: api (docker pause/unpause, shows in docker ps) | freezer (direct cgroup freezer write: faster, invisible to Docker)"})
+    docker_images: str = field(default="", metadata={"help": "isolation docker: images per family, e.g. 'python=openwhisk/action-python-v3.11:nightly' (default faasprof's own)"})
     cpu_policy: str = field(default="shares", metadata={"help": "shares (OpenWhisk cpu-shares ∝ memory) | quota (CPU quota ∝ memory)"})
     user_cpus: float = field(default=0.0, metadata={"help": "CPUs for all actions under the quota policy (0 = all cores)"})
     python: str = field(default="", metadata={"help": "Python interpreter for python actions (default: the one running localwhisk)"})
@@ -59,6 +62,7 @@ class Settings:
 
 
 SETTING_NAMES = {f.name for f in fields(Settings)}
+ISOLATIONS = ("auto", "cgroup", "rlimit", "docker")
 
 
 def duration_ms(text: str) -> int:
@@ -112,8 +116,14 @@ def settings_argv(settings: dict) -> list[str]:
 def validate_settings(settings: "Settings") -> list[str]:
     """Every problem with a Settings, one line each naming the setting and the fix."""
     problems = []
-    if settings.isolation not in ("auto", "cgroup", "rlimit"):
-        problems.append(f"isolation: must be auto, cgroup or rlimit (got {settings.isolation!r})")
+    if settings.isolation not in ISOLATIONS:
+        problems.append(f"isolation: must be auto, cgroup, rlimit or docker (got {settings.isolation!r})")
+    if settings.docker_pause not in ("api", "freezer"):
+        problems.append(f"docker_pause: must be api or freezer (got {settings.docker_pause!r})")
+    try:
+        parse_images(settings.docker_images)
+    except ValueError as error:
+        problems.append(str(error))
     if settings.cpu_policy not in ("shares", "quota"):
         problems.append(f"cpu_policy: must be shares or quota (got {settings.cpu_policy!r})")
     for name in ("user_memory_mb", "parallel_runs", "min_action_memory_mb", "max_action_memory_mb", "std_action_memory_mb",

@@ -33,6 +33,7 @@ from pathlib import Path
 
 from localwhisk import delays as delays_mod
 from localwhisk.cgroups import CgroupManager
+from localwhisk.docker_sandbox import DockerHost, DockerSandbox
 from localwhisk.sandbox import Sandbox, SandboxDied
 
 log = logging.getLogger("localwhisk.pool")
@@ -137,6 +138,13 @@ class Pool:
         self.closed = False
         self.cold_starts = 0
         self.prewarm_failures = 0  # consecutive; backfill stops after PREWARM_MAX_RETRIES (OpenWhisk: 5)
+        # isolation docker: sandboxes are containers (localwhisk/docker_sandbox.py), same rules.
+        self.docker = DockerHost(settings) if settings.isolation == "docker" else None
+
+    async def open(self) -> None:
+        """Isolation docker: check the daemon and images, reap containers of dead servers."""
+        if self.docker is not None:
+            await self.docker.open()
 
     # -- public ---------------------------------------------------------------------------------
 
@@ -182,6 +190,8 @@ class Pool:
         deadline = time.monotonic() + 5
         while self.sandboxes and time.monotonic() < deadline:
             await asyncio.sleep(0.02)
+        if self.docker is not None:
+            await self.docker.close()
 
     # -- scheduling -------------------------------------------------------------------------------
 
@@ -226,8 +236,12 @@ class Pool:
     def _new_sandbox(self, kind: str, memory_mb: int) -> Sandbox:
         self._counter += 1
         name = f"wsk{self._counter}"
-        sb = Sandbox(name, kind, memory_mb, self.cgroups, self.workroot, self.apihost, self._on_sandbox_exit,
-                     {"python": self.settings.python, "node": self.settings.node})
+        interpreters = {"python": self.settings.python, "node": self.settings.node}
+        if self.docker is not None:
+            sb = DockerSandbox(name, kind, memory_mb, self.cgroups, self.workroot, self.apihost, self._on_sandbox_exit,
+                               interpreters, host=self.docker)
+        else:
+            sb = Sandbox(name, kind, memory_mb, self.cgroups, self.workroot, self.apihost, self._on_sandbox_exit, interpreters)
         sb.prewarm_spec = None
         self.sandboxes[name] = sb
         self.counted.add(sb)
@@ -369,7 +383,9 @@ class Pool:
                 sb.state = "busy"
             elif how == "resumed":
                 try:
-                    sb.resume()
+                    resumed = sb.resume()
+                    if resumed is not None:
+                        await resumed  # docker unpause: an Engine API call, inside waitTime like the thaw
                 except OSError:
                     pass  # its death is reported through the pidfd; run() then fails as a developer error
             if sb.key is None:
@@ -404,9 +420,11 @@ class Pool:
                 "__OW_DEADLINE": str(deadline_ms),
             }
         )
-        init = {"main": action.main or "main", "env": env, "code": None, "dir": None}
+        init = {"main": action.main or "main", "env": env, "code": None, "dir": None, "name": action.name}
         try:
-            if action.binary:
+            if action.binary and getattr(sb, "takes_archives", False):
+                init["code"], init["binary"] = action.code, True  # the container's proxy unpacks it
+            elif action.binary:
                 directory = sb.workdir / "action"
                 await self.loop.run_in_executor(None, _extract_zip, action.code, directory)
                 init["dir"] = str(directory)

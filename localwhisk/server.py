@@ -117,11 +117,13 @@ class Localwhisk:
         s = self.settings
         prewarm = [(self.resolve_kind(kind) or kind, count, memory) for kind, count, memory in parse_prewarm(s.prewarm)]
         mode, roots = detect()
-        if s.isolation == "rlimit" or (s.isolation == "cgroup" and mode == "rlimit"):
+        if s.isolation == "docker":  # containers get their cgroups from Docker
+            mode, roots = "rlimit", {}
+        elif s.isolation == "rlimit" or (s.isolation == "cgroup" and mode == "rlimit"):
             if s.isolation == "cgroup":
                 raise RuntimeError("isolation cgroup asked for, but no writable cgroup hierarchy was found under /sys/fs/cgroup")
             mode, roots = "rlimit", {}
-        self.isolation = mode
+        self.isolation = "docker" if s.isolation == "docker" else mode
         self.cgroups = CgroupManager(mode, roots, str(os.getpid()), s.user_memory_mb, s.cpu_policy, s.user_cpus)
         if self.cgroups.enabled:
             self.stale_cgroups = self.cgroups.cleanup_stale()
@@ -133,6 +135,7 @@ class Localwhisk:
         shutil.rmtree(workroot, ignore_errors=True)
         workroot.mkdir(parents=True, exist_ok=True)
         self.pool = Pool(s, self.cgroups, workroot, self.apihost, self._complete, prewarm)
+        await self.pool.open()
 
     def set_apihost(self, apihost: str) -> None:
         self.apihost = apihost
@@ -166,15 +169,16 @@ class Localwhisk:
             "parallel_runs": s.parallel_runs,
             "prewarm": s.prewarm,
             "isolation": self.isolation,
-            "cpu_policy": s.cpu_policy if self.cgroups and self.cgroups.enabled else "none (rlimit mode)",
-            "pause_mechanism": "cgroup freezer" if self.cgroups and self.cgroups.enabled else "SIGSTOP/SIGCONT",
-            "cgroup_parents": self.cgroups.describe() if self.cgroups else {},
+            "cpu_policy": s.cpu_policy if self.isolation == "docker" or (self.cgroups and self.cgroups.enabled) else "none (rlimit mode)",
+            "pause_mechanism": _pause_mechanism(self.isolation, self.cgroups, s.docker_pause),
+            "cgroup_parents": self.pool.docker.cgroup_parents() if self.pool and self.pool.docker else (self.cgroups.describe() if self.cgroups else {}),
             "invokes_per_minute": s.invokes_per_minute,
             "concurrent_invokes": s.concurrent_invokes,
             "store_flush_ms": s.store_flush_ms,
             "max_blocking_wait_ms": s.max_blocking_wait_ms,
             "control_plane": s.control_plane,
             "stale_cgroups_removed": self.stale_cgroups,
+            "stale_containers_removed": self.pool.docker.reaped if self.pool and self.pool.docker else [],
             "python": s.python or sys.executable,
             "node": s.node or shutil.which("node") or "",
         }
@@ -715,6 +719,12 @@ class Localwhisk:
 
     async def not_found(self, request: web.Request) -> web.Response:
         return self.error(404, RESOURCE_DOES_NOT_EXIST)
+
+
+def _pause_mechanism(isolation: str, cgroups: CgroupManager | None, docker_pause: str = "api") -> str:
+    if isolation == "docker":
+        return "docker pause (Engine API: runc, cgroup freezer)" if docker_pause == "api" else "container's cgroup freezer, written directly"
+    return "cgroup freezer" if cgroups and cgroups.enabled else "SIGSTOP/SIGCONT"
 
 
 async def _wait_capped(future: asyncio.Future, wait_s: float):

@@ -26,6 +26,7 @@ import urllib.request
 from dataclasses import dataclass
 from pathlib import Path
 
+from faasprof.docker import docker_problem
 from faasprof.errors import EXIT_NOT_READY, EXIT_OK, ConfigError
 
 # MISSING: unavailable and asked for (exit 3); "no": unavailable, not asked for.
@@ -270,6 +271,17 @@ def check_platform(args: argparse.Namespace, workload: dict | None) -> list[Find
     return [Finding("platform", OK, text)]
 
 
+def check_docker(workload: dict | None) -> list[Finding]:
+    """localwhisk's isolation docker: MISSING when the workload asks for it and Docker cannot run it."""
+    local = (((workload or {}).get("platform") or {}).get("localwhisk") or {})
+    problem = docker_problem()
+    if problem is None:
+        return [Finding("docker", OK, "localwhisk isolation docker available (daemon answers, runtime images present)")]
+    if local.get("isolation") == "docker":
+        return [Finding("docker", NO, f"isolation docker asked for: {problem}", None, ("platform",))]
+    return [Finding("docker", INFO, f"localwhisk isolation docker unavailable: {problem}")]
+
+
 # -- main ------------------------------------------------------------------------------------------
 
 
@@ -290,6 +302,8 @@ def run_doctor(args: argparse.Namespace) -> tuple[list[Finding], set[str]]:
     for name, check in (("perf", check_perf), ("rdt", check_rdt), ("blktrace", check_blktrace), ("cgroups", check_cgroups)):
         findings += check(root, host, live, blocks.get(name))
     findings += check_platform(args, workload)
+    if not any(f.area == "platform" and f.state == OK and "OpenWhisk at" in f.text for f in findings):
+        findings += check_docker(workload)
     findings += check_cpu(root, host, live, None)
     required = set(blocks) | {"platform"}
     return findings, required

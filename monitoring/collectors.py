@@ -1011,7 +1011,7 @@ class CgroupCollector(SamplingCollector):
         """Docker's cgroups (OpenWhisk's containers) when the platform names none."""
         info = cgroup_info(self.root)
         found = {}
-        for controller in ("cpu", "cpuacct", "memory"):
+        for controller in ("cpu", "cpuacct", "memory", "freezer", "blkio"):  # freezer: paused containers
             mount = (info["controllers"].get(controller) or {}).get("mount")
             if mount and info["version"] != "2" and self.root.exists(f"{mount}/docker"):
                 found[controller] = str(self.root.path(f"{mount}/docker"))

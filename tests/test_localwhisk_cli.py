@@ -88,8 +88,8 @@ def test_serve_port_file_and_sigterm(tmp_path):
 
 
 def test_bad_start_flags_are_exit_2(tmp_path, isolated_home):
-    result = run_cli("local", "start", "--port", "0", "--data-dir", tmp_path / "lw", "--isolation", "docker", timeout=30)
+    result = run_cli("local", "start", "--port", "0", "--data-dir", tmp_path / "lw", "--isolation", "vm", timeout=30)
     assert result.returncode == 2
-    assert "isolation: must be auto, cgroup or rlimit" in result.stderr
+    assert "isolation: must be auto, cgroup, rlimit or docker" in result.stderr
     result = run_cli("local", "start", "--port", "0", "--data-dir", tmp_path / "lw", "--pause-grace", "soon", timeout=30)
     assert result.returncode == 2 and "--pause-grace" in result.stderr

@@ -242,7 +242,7 @@ def test_bad_settings_are_config_errors(tmp_path):
     with pytest.raises(ConfigError, match="prewarm"):
         start_embedded(data_dir=tmp_path / "x", prewarm="python:3")
     with pytest.raises(ConfigError, match="isolation"):
-        start_embedded(data_dir=tmp_path / "x", isolation="docker")
+        start_embedded(data_dir=tmp_path / "x", isolation="vm")
 
 
 def test_a_sandbox_that_cannot_start_is_a_whisk_error_and_frees_its_memory(tmp_path):

@@ -1,0 +1,65 @@
+#!/usr/bin/env bash
+# localwhisk's docker isolation: Docker itself and faasprof's runtime images
+# (faasprof/action-python-v3.11, faasprof/action-nodejs-v20; recipes in setup/runtime-images/).
+# Runs only with --dev (so CI runs the docker tests) or FAASPROF_DOCKER=1; otherwise it says how.
+# Installs docker.io and debootstrap when missing, starts dockerd when it is not running, builds
+# the images unless they are up to date (build.sh compares recipe hashes). Safe to run twice.
+# A failure here never fails setup: the docker tests skip and `faasprof doctor` says why.
+# Env from setup.sh: FAASPROF_DEV (0/1), VENV, ROOT.
+set -uo pipefail
+
+ROOT=${ROOT:-$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)}
+log() { printf '[setup:docker] %s\n' "$*" >&2; }
+
+if [ "${FAASPROF_DEV:-0}" != 1 ] && [ "${FAASPROF_DOCKER:-0}" != 1 ]; then
+    log "skipped (localwhisk's docker isolation): run ./setup.sh --dev, or FAASPROF_DOCKER=1 ./setup.sh"
+    exit 0
+fi
+started=$(date +%s)
+sudo=""
+[ "$(id -u)" -eq 0 ] || sudo="sudo"
+
+missing=()
+command -v dockerd >/dev/null 2>&1 || missing+=(docker.io)
+command -v debootstrap >/dev/null 2>&1 || missing+=(debootstrap)
+if [ ${#missing[@]} -gt 0 ]; then
+    if ! command -v apt-get >/dev/null 2>&1; then
+        log "please install ${missing[*]} (no apt-get here); localwhisk's docker isolation stays unavailable"
+        exit 0
+    fi
+    log "installing ${missing[*]}"
+    if ! { $sudo apt-get update -qq && DEBIAN_FRONTEND=noninteractive $sudo apt-get install -y -qq "${missing[@]}" >/dev/null; }; then
+        log "could not install ${missing[*]}; localwhisk's docker isolation stays unavailable"
+        exit 0
+    fi
+fi
+
+if ! docker info >/dev/null 2>&1; then
+    if [ -S /var/run/docker.sock ] && pgrep -x dockerd >/dev/null 2>&1; then
+        log "dockerd runs but does not answer this user (add the user to group docker, or run as root)"
+        exit 0
+    fi
+    if command -v systemctl >/dev/null 2>&1 && [ -d /run/systemd/system ]; then
+        log "starting docker.service"
+        $sudo systemctl start docker || true
+    else
+        # No systemd (containers, CI sandboxes): start the daemon in the background ourselves.
+        log "starting dockerd (log: /var/log/dockerd.log)"
+        $sudo sh -c 'nohup dockerd >/var/log/dockerd.log 2>&1 &'
+    fi
+    for _ in $(seq 1 60); do
+        docker info >/dev/null 2>&1 && break
+        sleep 0.5
+    done
+    if ! docker info >/dev/null 2>&1; then
+        log "dockerd did not come up (see /var/log/dockerd.log); localwhisk's docker isolation stays unavailable"
+        exit 0
+    fi
+fi
+
+if ! $sudo bash "$ROOT/setup/runtime-images/build.sh"; then
+    log "building the runtime images failed; retry: sudo $ROOT/setup/runtime-images/build.sh"
+    exit 0
+fi
+log "docker isolation ready in $(( $(date +%s) - started )) s"
+exit 0
