@@ -256,6 +256,11 @@ def load_run(path: str | os.PathLike, progress: Callable[[str], None] | None = N
         warnings.append(f"{not_sent} planned invocations were never sent (outcome not_sent)")
     monitors, monitors_info = _load_monitors(run_dir, manifest, warnings)
     records_info["pause_grace_ms"], records_info["pause_grace_source"] = frames_mod.pause_grace_ms(manifest)
+    if not frames_mod.pause_grace_known(records_info["pause_grace_source"]) and len(records) and not records["container_state"].notna().any():
+        warnings.append(
+            f"pause grace {records_info['pause_grace_ms']:g} ms is {records_info['pause_grace_source']}: the resumed/warm split "
+            "of the start classes depends on it; record it (PAUSE_GRACE_MS in the set-up's wskprops)"
+        )
     return Run(
         path=run_dir,
         manifest=manifest,

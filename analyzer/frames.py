@@ -59,6 +59,7 @@ from faasprof.outcomes import ACCEPTED_HTTP_OUTCOMES, FINAL_OUTCOMES
 from analyzer.records import RECORD_COLUMNS
 
 DEFAULT_PAUSE_GRACE_MS = 50.0  # OpenWhisk classic's containerProxy pause-grace (and the paper's)
+OPENWHISK_2_PAUSE_GRACE_MS = 10_000.0  # 2.x invoker's application.conf: pause-grace = 10 seconds
 
 START_CLASSES = ("cold", "resumed", "warm", "unknown")
 CATEGORY_COLUMNS = ("name", "namespace", "kind", "status", "container_state", "record_outcome")
@@ -162,7 +163,14 @@ def _float(series: pd.Series) -> np.ndarray:
 
 
 def pause_grace_ms(manifest: dict) -> tuple[float, str]:
-    """The platform's pause grace and where it came from (manifest, else OpenWhisk's default)."""
+    """The platform's pause grace and where it came from.
+
+    In order: recorded with the platform (``platform.settings``, which the testbed set-up's
+    ``PAUSE_GRACE_MS`` wskprops key fills, or localwhisk's own settings), the embedded localwhisk's
+    settings, the workload's ``platform.localwhisk`` block (only when the run used localwhisk: a real
+    OpenWhisk ignores it), then inferred from the OpenWhisk generation that ``GET /`` reveals and that
+    generation's default. The source says "inferred" or "unknown" when the grace was not recorded.
+    """
     def find(node, depth=0):
         if depth > 4 or not isinstance(node, dict):
             return None
@@ -175,14 +183,36 @@ def pause_grace_ms(manifest: dict) -> tuple[float, str]:
                 return found
         return None
 
-    for section in ("platform", "local_settings"):
-        found = find(manifest.get(section))
+    platform = manifest.get("platform") if isinstance(manifest.get("platform"), dict) else {}
+    for section, node in (("platform", platform), ("local_settings", manifest.get("local_settings"))):
+        found = find(node)
         if found is not None:
             return found, f"manifest {section}"
-    found = find((manifest.get("workload") or {}).get("platform"))
-    if found is not None:
-        return found, "workload platform block"
-    return DEFAULT_PAUSE_GRACE_MS, "OpenWhisk default (not recorded in the manifest)"
+    if platform.get("kind") != "openwhisk":
+        found = find((manifest.get("workload") or {}).get("platform"))
+        if found is not None:
+            return found, "workload platform block"
+    return _pause_grace_from_version(platform)
+
+
+def _pause_grace_from_version(platform: dict) -> tuple[float, str]:
+    """The default pause grace of the OpenWhisk generation whose ``GET /`` the run recorded.
+
+    ``GET /`` carries no version number, but 2.x added the namespace-default limits
+    (``default_max_action_memory``...) to its ``limits``; 1.x has none of them.
+    """
+    info = platform.get("info") if isinstance(platform.get("info"), dict) else {}
+    limits = info.get("limits") if isinstance(info.get("limits"), dict) else {}
+    if platform.get("kind") == "openwhisk" and limits:
+        if "default_max_action_memory" in limits:
+            return OPENWHISK_2_PAUSE_GRACE_MS, "inferred: OpenWhisk 2.x (GET / limits) default; not recorded by the set-up"
+        return DEFAULT_PAUSE_GRACE_MS, "inferred: OpenWhisk 1.x (GET / limits) default; not recorded by the set-up"
+    return DEFAULT_PAUSE_GRACE_MS, "unknown: not recorded and no OpenWhisk GET / to infer it from; assumed OpenWhisk 1.x's 50 ms"
+
+
+def pause_grace_known(source: str) -> bool:
+    """Whether ``pause_grace_ms``'s source is a recorded setting (not inferred or assumed)."""
+    return not source.startswith(("inferred", "unknown"))
 
 
 def classify_starts(function: np.ndarray, start_ms: np.ndarray, end_ms: np.ndarray, init_ms: np.ndarray, grace_ms: float, container_state: np.ndarray | None = None) -> pd.Categorical:

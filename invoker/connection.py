@@ -4,6 +4,10 @@ Settings come from, in this order: command-line flags (``--apihost``, ``--auth``
 ``--insecure``), the workload's ``platform`` block, then ``~/.wskprops`` (``APIHOST``, ``AUTH``,
 ``NAMESPACE`` and faasprof's ``INSECURE=true``), each key on its own. When none of them names an API host, the caller uses the
 embedded localwhisk. The auth key never appears in ``repr``, logs, the manifest or errors.
+
+A wskprops written by a testbed set-up may also state the platform's settings in faasprof's own keys
+(``PAUSE_GRACE_MS``, ``USER_MEMORY_MB``; ``wsk`` ignores them). They are kept only when that file
+names the API host in use, and the manifest records them as ``platform.settings``.
 """
 
 from __future__ import annotations
@@ -17,6 +21,8 @@ from pathlib import Path
 from faasprof.errors import ConfigError
 
 DEFAULT_NAMESPACE = "_"
+# faasprof's own wskprops keys for the platform's settings, and their names in platform.settings.
+SETTING_KEYS = {"PAUSE_GRACE_MS": "pause_grace_ms", "USER_MEMORY_MB": "user_memory_mb"}
 
 
 @dataclass(frozen=True)
@@ -26,6 +32,7 @@ class Connection:
     namespace: str = DEFAULT_NAMESPACE
     insecure: bool = False
     source: str = "flags"  # where apihost came from: flags | workload | wskprops | embedded
+    settings: dict = field(default_factory=dict, hash=False)  # the set-up's PAUSE_GRACE_MS... (wskprops)
 
     @property
     def auth_pair(self) -> tuple[str, str]:
@@ -40,6 +47,7 @@ class Connection:
             "insecure": self.insecure,
             "source": self.source,
             "auth_user": self.auth_pair[0][:8] + "…" if self.auth else None,
+            **({"settings": dict(self.settings)} if self.settings else {}),
         }
 
 
@@ -152,10 +160,30 @@ def resolve_connection(
         raise ConfigError(f"{origin}: platform.auth: must look like UUID:KEY (the value has no ':'); copy it from `wsk property get --auth`")
     namespace, _ = pick("namespace")
     insecure, _ = pick("insecure")
+    apihost = normalise_apihost(apihost)
+    describes_this_host = bool(props.get("APIHOST")) and normalise_apihost(props["APIHOST"]) == apihost
     return Connection(
-        apihost=normalise_apihost(apihost),
+        apihost=apihost,
         auth=auth,
         namespace=namespace or DEFAULT_NAMESPACE,
         insecure=bool(insecure),
         source=source,
+        settings=_wskprops_settings(props, wskprops_path) if describes_this_host else {},
     )
+
+
+def _wskprops_settings(props: dict[str, str], path: str | os.PathLike | None) -> dict[str, float]:
+    """The platform settings a set-up recorded in the wskprops (non-negative numbers)."""
+    settings = {}
+    for key, name in SETTING_KEYS.items():
+        if props.get(key, "") == "":
+            continue
+        try:
+            value = float(props[key])
+        except ValueError:
+            value = -1.0
+        if not value >= 0:
+            where = path or os.environ.get("WSK_CONFIG_FILE") or "~/.wskprops"
+            raise ConfigError(f"{where}: {key}: {props[key]!r} is not a non-negative number; fix it or remove the line")
+        settings[name] = value
+    return settings

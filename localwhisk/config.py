@@ -15,6 +15,7 @@ from dataclasses import dataclass, field, fields
 from pathlib import Path
 
 from faasprof.docker import parse_images
+from localwhisk import delays as delays_mod
 
 # OpenWhisk's well-known guest key (ansible/files/auth.guest; also in standalone.conf).
 GUEST_AUTH = "23bc46b1-71f6-4ed5-8c54-816aa4f8c502:123zO3xZCLrMN6v2BKK1dXYFpXlPkccOFqm12CdAsMgRU4VrNZ9lyGVCGuMDGIwP"
@@ -60,6 +61,7 @@ class Settings:
     node: str = field(default="", metadata={"help": "Node.js binary for nodejs actions (default: node on PATH)"})
     store_flush_ms: int = field(default=50, metadata={"help": "activation records reach sqlite within this many ms"})
     log_file: str = field(default="", metadata={"help": "server log file (default: <data-dir>/localwhisk.log)"})
+    control_plane: str = field(default="", metadata={"help": "OpenWhisk control-plane delay model: a preset (openwhisk-2.0.0-standalone) or cold=MS,resumed=MS,warm=MS (localwhisk/delays.py; default off)"})
 
     def to_dict(self) -> dict:
         out = {f.name: getattr(self, f.name) for f in fields(self)}
@@ -194,6 +196,10 @@ def validate_settings(settings: "Settings") -> list[str]:
                             f"(--auth-file F with UUID:KEY)")
     try:
         parse_prewarm(settings.prewarm)
+    except ValueError as error:
+        problems.append(str(error))
+    try:
+        delays_mod.parse(settings.control_plane)
     except ValueError as error:
         problems.append(str(error))
     if not 0 <= settings.port <= 65535:

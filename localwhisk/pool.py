@@ -31,6 +31,7 @@ from collections import OrderedDict, deque
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from localwhisk import delays as delays_mod
 from localwhisk.cgroups import CgroupManager
 from localwhisk.docker_sandbox import DockerHost, DockerSandbox
 from localwhisk.sandbox import Sandbox, SandboxDied
@@ -118,6 +119,7 @@ class Pool:
         self.settings = settings
         self.user_memory_mb = settings.user_memory_mb
         self.pause_grace_s = settings.pause_grace_ms / 1000.0
+        self.delays = delays_mod.parse(getattr(settings, "control_plane", ""))  # off unless set (localwhisk/delays.py)
         self.idle_timeout_s = settings.idle_timeout_s
         self.cgroups = cgroups
         self.workroot = workroot
@@ -368,6 +370,8 @@ class Pool:
         action = job.action
         timeout_s = action.timeout_ms / 1000.0
         try:
+            if self.delays:
+                await asyncio.sleep(self.delays.before_s(how))
             if how in ("cold", "recreated"):
                 try:
                     async with self.create_sem:

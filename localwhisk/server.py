@@ -210,6 +210,7 @@ class Localwhisk:
             "concurrent_invokes": s.concurrent_invokes,
             "store_flush_ms": s.store_flush_ms,
             "max_blocking_wait_ms": s.max_blocking_wait_ms,
+            "control_plane": s.control_plane,
             "stale_cgroups_removed": self.stale_cgroups,
             "stale_containers_removed": self.pool.docker.reaped if self.pool and self.pool.docker else [],
             "orphan_sandboxes_killed": self.reaped_sandboxes,
