@@ -44,18 +44,16 @@ esac
 only=${MUTATION_ONLY:-$only}  # a narrower set of mutant globs, e.g. to finish a run cut by its limit
 cd "$tree"
 [ -n "${MUTATION_RESUME:-}" ] || rm -rf mutants  # resume: mutmut keeps the verdicts it has
-echo "mutating $sources${only:+ (functions: $only)} at $(git rev-parse --short HEAD) with $(echo $tests)" | tee "$out/command-$group.txt"
+echo "mutating $sources${only:+ (functions: $only)} at $(git rev-parse --short HEAD) with ${tests//$'\n'/ }" | tee "$out/command-$group.txt"
 start=$(date +%s)
-# shellcheck disable=SC2086  # $only is a list of globs for mutmut, not for the shell
-set -f
-timeout "$limit" "$python" -m mutmut run --max-children 1 $only > "$out/run-$group.log" 2>&1 || echo "mutmut run ended with $?" >> "$out/run-$group.log"
+read -r -a only_globs <<< "$only"  # globs for mutmut, never expanded by the shell
+timeout "$limit" "$python" -m mutmut run --max-children 1 "${only_globs[@]}" > "$out/run-$group.log" 2>&1 || echo "mutmut run ended with $?" >> "$out/run-$group.log"
 echo "wall $(( $(date +%s) - start )) s" >> "$out/command-$group.txt"
-set +f
 "$python" -m mutmut results --all true > "$out/results-$group.txt" 2>&1 || true
 selected=$out/selected-$group.txt
 if [ -n "$only" ]; then
   : > "$selected"
-  for glob in $only; do grep -F "    ${glob%\*}" "$out/results-$group.txt" >> "$selected" || true; done
+  for glob in "${only_globs[@]}"; do grep -F "    ${glob%\*}" "$out/results-$group.txt" >> "$selected" || true; done
 else
   cp "$out/results-$group.txt" "$selected"
 fi
