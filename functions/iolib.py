@@ -9,7 +9,8 @@ stdlib only, so a function's zip carries it as a plain file (each function folde
   mount on the testbed), so a function names its backend with ``backend: "s3" | "file"``.
 - ``Breakdown``: where an invocation's time went. ``with bd.phase("network"):`` adds the block's
   monotonic time to that phase; bytes moved are counted per direction. ``result()`` reports
-  ``compute_ms``, ``disk_ms``, ``network_ms``, their sum ``accounted_ms``, the function's own
+  ``compute_ms``, ``disk_ms``, ``network_ms``, ``setup_ms`` (putting missing inputs in place,
+  ``prepare: true``), their sum ``accounted_ms``, the function's own
   ``elapsed_ms`` and the bytes. The phases never overlap, so accounted <= elapsed; the gap is
   the glue between phases (and is what the tests bound).
 """
@@ -26,7 +27,7 @@ import time
 import urllib.parse
 import xml.etree.ElementTree as ET
 
-PHASES = ("compute", "disk", "network")
+PHASES = ("compute", "disk", "network", "setup")  # setup: preparing missing inputs, outside the measured work
 STREAM_BYTES = 1 << 20  # one read/write call moves at most this much: memory stays flat for 200 MB objects
 
 
@@ -37,14 +38,27 @@ class Breakdown:
         self.started_ns = time.monotonic_ns()
         self.ns = dict.fromkeys(PHASES, 0)
         self.bytes = {"disk_read": 0, "disk_write": 0, "network_in": 0, "network_out": 0}
+        self._stack = []  # (phase, monotonic ns it last resumed)
+        self.counters_before = sandbox_counters()
 
     @contextlib.contextmanager
     def phase(self, name):
-        begun = time.monotonic_ns()
+        """Time the block as ``name``. A phase opened inside another pauses the outer one (a
+        disk write inside a download loop is disk, not network), so phases never overlap."""
+        now = time.monotonic_ns()
+        if self._stack:
+            outer, outer_began = self._stack[-1]
+            self.ns[outer] += now - outer_began
+        self._stack.append((name, now))
         try:
             yield
         finally:
-            self.ns[name] += time.monotonic_ns() - begun
+            now = time.monotonic_ns()
+            _, began = self._stack.pop()
+            self.ns[name] += now - began
+            if self._stack:
+                outer, _ = self._stack[-1]
+                self._stack[-1] = (outer, now)
 
     def add_bytes(self, what, count):
         self.bytes[what] += int(count)
@@ -56,11 +70,87 @@ class Breakdown:
         out.update(accounted_ms=accounted_ns / 1e6, elapsed_ms=elapsed_ns / 1e6, bytes=dict(self.bytes))
         network_s = self.ns["network"] / 1e9
         moved = self.bytes["network_in"] + self.bytes["network_out"]
-        out["network_mbps"] = (moved * 8 / 1e6 / network_s) if network_s > 0 and moved else None
+        out["network_mb_per_s"] = (moved / 1e6 / network_s) if network_s > 0 and moved else None
         disk_s = self.ns["disk"] / 1e9
         disk_moved = self.bytes["disk_read"] + self.bytes["disk_write"]
-        out["disk_mbps"] = (disk_moved * 8 / 1e6 / disk_s) if disk_s > 0 and disk_moved else None
+        out["disk_mb_per_s"] = (disk_moved / 1e6 / disk_s) if disk_s > 0 and disk_moved else None
+        after = sandbox_counters()
+        sandbox = {}
+        for name, value in after.items():
+            before = self.counters_before.get(name)
+            sandbox[name] = value - before if value is not None and before is not None else None
+        out["sandbox"] = sandbox
         return {"breakdown": out, **extra}
+
+
+def _read_text(path):
+    try:
+        with open(path) as handle:
+            return handle.read()
+    except OSError:
+        return None
+
+
+def _own_cgroup_dirs(root="/sys/fs/cgroup"):
+    """(v2 dir or None, v1 blkio dir or None) of this process."""
+    text = _read_text("/proc/self/cgroup") or ""
+    v2 = v1 = None
+    for line in text.splitlines():
+        parts = line.split(":", 2)
+        if len(parts) != 3:
+            continue
+        if parts[1] == "" and parts[0] == "0":
+            v2 = os.path.join(root, parts[2].lstrip("/"))
+        elif "blkio" in parts[1].split(","):
+            for mount in ("blkio", "blkio,cpu", "cpu,cpuacct,blkio"):
+                candidate = os.path.join(root, mount, parts[2].lstrip("/"))
+                if os.path.isdir(candidate):
+                    v1 = candidate
+                    break
+    return v2, v1
+
+
+def sandbox_counters():
+    """Cumulative counters of the sandbox this process runs in: block bytes read and written by
+    its cgroup (v2 io.stat, v1 blkio.throttle.io_service_bytes; None where not readable) and
+    network bytes of its network namespace (/proc/self/net/dev: per sandbox with docker's own
+    namespace, the whole host's with process sandboxes)."""
+    counters = {"block_read_bytes": None, "block_write_bytes": None, "net_rx_bytes": None, "net_tx_bytes": None}
+    v2, v1 = _own_cgroup_dirs()
+    text = _read_text(os.path.join(v2, "io.stat")) if v2 else None
+    if text is not None:
+        read = write = 0
+        for line in text.splitlines():
+            for field in line.split()[1:]:
+                key, _, value = field.partition("=")
+                if key == "rbytes":
+                    read += int(value)
+                elif key == "wbytes":
+                    write += int(value)
+        counters["block_read_bytes"], counters["block_write_bytes"] = read, write
+    elif v1:
+        text = _read_text(os.path.join(v1, "blkio.throttle.io_service_bytes"))
+        if text is not None:
+            read = write = 0
+            for line in text.splitlines():
+                parts = line.split()
+                if len(parts) == 3 and parts[1] in ("Read", "Write"):
+                    if parts[1] == "Read":
+                        read += int(parts[2])
+                    else:
+                        write += int(parts[2])
+            counters["block_read_bytes"], counters["block_write_bytes"] = read, write
+    text = _read_text("/proc/self/net/dev")
+    if text is not None:
+        rx = tx = 0
+        for line in text.splitlines()[2:]:
+            name, _, rest = line.partition(":")
+            fields = rest.split()
+            if len(fields) >= 9:
+                rx += int(fields[0])
+                tx += int(fields[8])
+        counters["net_rx_bytes"], counters["net_tx_bytes"] = rx, tx
+    return counters
 
 
 # -- S3 over http.client, Signature Version 4 -----------------------------------------------------
