@@ -48,6 +48,7 @@ import secrets
 import shutil
 import socket
 import subprocess
+import sys
 import tempfile
 import time
 from pathlib import Path
@@ -58,12 +59,13 @@ from functions.iolib import PatternReader, S3, S3Error
 START_TIMEOUT_S = 20.0
 STOP_TIMEOUT_S = 5.0
 VERSITYGW = "versitygw"
-GO_BIN_DIRS = (Path.home() / "go" / "bin", Path("/usr/local/bin"))
+# setup/steps/25-storage.sh installs into the venv's bin; ~/go/bin is where a plain `go install` puts it.
+GO_BIN_DIRS = (Path(sys.prefix) / "bin", Path.home() / "go" / "bin", Path("/usr/local/bin"))
 STORAGE_KEYS = ("object_store", "iperf3", "shared_dir", "bucket", "objects")
 
 
 def find_binary(name: str) -> str | None:
-    """``name`` on PATH, or where ``go install`` puts it (GOBIN, ~/go/bin)."""
+    """``name`` on PATH, in the venv's bin (setup puts versitygw there), or in GOBIN or ~/go/bin."""
     found = shutil.which(name)
     if found:
         return found
@@ -161,7 +163,7 @@ def start_object_store(data_dir: str | os.PathLike, access_key: str | None = Non
     it is not installed (./setup.sh --dev installs it) or does not come up."""
     binary = find_binary(VERSITYGW)
     if binary is None:
-        raise NotReadyError("versitygw not found on PATH or in ~/go/bin; install it with ./setup.sh --dev (setup/steps/25-storage.sh)")
+        raise NotReadyError("versitygw not found on PATH, in the venv or in ~/go/bin; install it with ./setup.sh (setup/steps/25-storage.sh)")
     data_dir = Path(data_dir)
     objects = data_dir / "objects"
     objects.mkdir(parents=True, exist_ok=True)

@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Storage servers for the I/O studies (experiments/storage.py starts them on loopback per run):
 # versitygw, an S3 server, built with `go install` from the Go module proxy (pinned version) into
-# ~/go/bin; iperf3 from the Debian packages. Only what is missing is installed; safe twice.
+# the venv's bin (found there whatever HOME is); iperf3 from the Debian packages. Only what is missing is installed; safe twice.
 # A missing server makes only the workloads with a `storage` block unavailable, with this fix.
 # Env from setup.sh: FAASPROF_DEV (0/1), VENV, ROOT.
 set -uo pipefail
@@ -23,7 +23,9 @@ if ! command -v iperf3 >/dev/null 2>&1; then
     fi
 fi
 
-gobin=${GOBIN:-$HOME/go/bin}
+ROOT=${ROOT:-$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)}
+VENV=${VENV:-$ROOT/.venv}
+gobin="$VENV/bin"
 have=""
 if [ -x "$gobin/versitygw" ]; then
     have=$("$gobin/versitygw" --version 2>/dev/null | grep -o 'v[0-9][0-9.]*' | head -1)
