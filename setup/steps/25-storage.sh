@@ -16,7 +16,6 @@ if ! command -v iperf3 >/dev/null 2>&1; then
         log "installing iperf3"
         if ! { $sudo apt-get update -qq && DEBIAN_FRONTEND=noninteractive $sudo apt-get install -y -qq iperf3 >/dev/null; }; then
             log "could not install iperf3 (apt-get install iperf3): io-net stays unavailable"
-            :
         fi
     else
         log "no apt-get: install iperf3 for io-net"
@@ -26,9 +25,11 @@ fi
 ROOT=${ROOT:-$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)}
 VENV=${VENV:-$ROOT/.venv}
 gobin="$VENV/bin"
+# go install does not stamp the version into the binary: a marker beside it records what was built.
+marker="$gobin/.versitygw-version"
 have=""
-if [ -x "$gobin/versitygw" ]; then
-    have=$("$gobin/versitygw" --version 2>/dev/null | grep -o 'v[0-9][0-9.]*' | head -1)
+if [ -x "$gobin/versitygw" ] && [ -f "$marker" ]; then
+    have=$(cat "$marker")
 fi
 if [ "$have" = "$VERSITYGW_VERSION" ]; then
     log "versitygw $have in $gobin"
@@ -36,10 +37,10 @@ elif command -v go >/dev/null 2>&1; then
     log "building versitygw $VERSITYGW_VERSION with go install (about a minute or more the first time)"
     # Outside the repository, so our pyproject is never mistaken for a Go module.
     if (cd / && GOBIN="$gobin" go install "github.com/versity/versitygw/cmd/versitygw@$VERSITYGW_VERSION"); then
+        echo "$VERSITYGW_VERSION" > "$marker"
         log "versitygw installed in $gobin"
     else
         log "go install of versitygw failed: the object store stays unavailable (re-run ./setup.sh)"
-        :
     fi
 else
     log "go not found: install Go (apt-get install golang-go), then re-run ./setup.sh for the object store"
