@@ -43,13 +43,16 @@ BYTES = ("disk_read", "disk_write", "network_in", "network_out")
 SANDBOX = ("block_read_bytes", "block_write_bytes", "net_rx_bytes", "net_tx_bytes")
 
 
-def _limits_memory_mb(record: dict) -> float:
+def _annotation(record: dict, key: str):
     for annotation in record.get("annotations") or []:
-        if isinstance(annotation, dict) and annotation.get("key") == "limits":
-            memory = (annotation.get("value") or {}).get("memory")
-            if isinstance(memory, (int, float)):
-                return float(memory)
-    return math.nan
+        if isinstance(annotation, dict) and annotation.get("key") == key:
+            return annotation.get("value")
+    return None
+
+
+def _limits_memory_mb(record: dict) -> float:
+    memory = (_annotation(record, "limits") or {}).get("memory")
+    return float(memory) if isinstance(memory, (int, float)) else math.nan
 
 
 def _read_jsonl(path: Path) -> list[dict]:
@@ -85,6 +88,8 @@ def breakdown_frame(run_dir: str | os.PathLike) -> pd.DataFrame:
             "start_ms": float(record.get("start") or math.nan),
             "end_ms": float(record.get("end") or math.nan),
             "duration_ms": float(record.get("duration") or math.nan),
+            # OpenWhisk's duration includes initTime (a cold start's /init); the breakdown covers /run.
+            "init_ms": float(_annotation(record, "initTime") or 0.0),
             "elapsed_ms": float(breakdown.get("elapsed_ms", math.nan)),
             "accounted_ms": float(breakdown.get("accounted_ms", math.nan)),
         }
@@ -97,7 +102,8 @@ def breakdown_frame(run_dir: str | os.PathLike) -> pd.DataFrame:
             row[f"sandbox_{name}"] = math.nan if value is None else float(value)
         row["network_mb_per_s"] = float(breakdown.get("network_mb_per_s") or math.nan)
         row["disk_mb_per_s"] = float(breakdown.get("disk_mb_per_s") or math.nan)
-        row["unaccounted_ms"] = row["duration_ms"] - row["accounted_ms"]
+        row["run_ms"] = row["duration_ms"] - row["init_ms"]
+        row["unaccounted_ms"] = row["run_ms"] - row["accounted_ms"]
         rows.append(row)
     frame = pd.DataFrame(rows)
     if frame.empty:
@@ -116,8 +122,9 @@ def breakdown_frame(run_dir: str | os.PathLike) -> pd.DataFrame:
 
 
 def within_tolerance(frame: pd.DataFrame) -> np.ndarray:
-    """Per row: does the breakdown add up to the activation's duration within the tolerance?"""
-    slack = np.maximum(TOLERANCE_MS, TOLERANCE_SHARE * frame["duration_ms"].to_numpy())
+    """Per row: does the breakdown add up to the activation's run time (duration less initTime)
+    within the tolerance?"""
+    slack = np.maximum(TOLERANCE_MS, TOLERANCE_SHARE * frame["run_ms"].to_numpy())
     return np.abs(frame["unaccounted_ms"].to_numpy()) <= slack
 
 
@@ -151,20 +158,28 @@ def batch_frame(frame: pd.DataFrame) -> pd.DataFrame:
     return pd.DataFrame(rows)
 
 
-def summarise(run_dir: str | os.PathLike, write: bool = True) -> dict:
-    """The study-point summary of one run; writes io_breakdown.csv and io_batches.csv into it."""
+def summarise(run_dir: str | os.PathLike, write: bool = True, warmup_batches: int = 0) -> dict:
+    """The study-point summary of one run; writes io_breakdown.csv and io_batches.csv into it
+    (every batch, with a ``warmup`` column). The first ``warmup_batches`` batches (cold starts:
+    sandboxes created) stay out of the summary's figures."""
     run_dir = Path(run_dir)
     frame = breakdown_frame(run_dir)
     if frame.empty:
         return {"format_version": FORMAT_VERSION, "invocations": 0}
+    frame["warmup"] = frame["batch"] < warmup_batches
     batches = batch_frame(frame)
+    batches["warmup"] = batches["batch"] < warmup_batches
     if write:
         frame.to_csv(run_dir / BREAKDOWN_FILE, index=False)
         batches.to_csv(run_dir / BATCH_FILE, index=False)
+    if (~frame["warmup"]).any():
+        frame, batches = frame[~frame["warmup"]], batches[~batches["warmup"]]
     ok = within_tolerance(frame)
     summary = {
         "format_version": FORMAT_VERSION,
         "invocations": int(len(frame)),
+        "warmup_batches": int(warmup_batches),
+        "init_ms_median": float(frame["init_ms"].median()),
         "batches": int(len(batches)),
         "concurrency": int(batches["concurrency"].max()),
         "memory_mb": float(np.nanmedian(frame["memory_mb"])) if np.isfinite(frame["memory_mb"]).any() else None,

@@ -10,7 +10,8 @@ A workload's ``io_study`` block::
 
 Each point of the product is one run (``invoker.run.execute``, which also starts the workload's
 ``storage`` servers): the instance becomes a Burst of ``concurrency`` simultaneous invocations
-every ``batch_gap_s``, ``batches`` times, invoking the ``<function>-<MB>`` variant with the
+every ``batch_gap_s``, ``batches`` times (the first ``warmup_batches``, default 1, create the
+sandboxes and stay out of the summary, so the figures are of warm invocations), invoking the ``<function>-<MB>`` variant with the
 point's params. After each run its records are analysed (``analyzer.io_breakdown``); the study
 directory gets ``io_study.json`` (format_version, one summary per point), ``io_study.csv`` and
 the plots ``io_bandwidth.png`` (bandwidth against memory and concurrency) and
@@ -103,6 +104,9 @@ def check_study(workload) -> list[dict]:
     name = study.get("instance") or workload.instances[0].name
     if name not in {instance.name for instance in workload.instances}:
         raise ConfigError(f"{workload.origin}: io_study.instance {name!r} is not an instance of the workload; use one of {', '.join(i.name for i in workload.instances)}")
+    batches, warmup = int(study.get("batches", 3)), int(study.get("warmup_batches", 1))
+    if warmup >= batches:
+        raise ConfigError(f"{workload.origin}: io_study.batches {batches} must exceed io_study.warmup_batches {warmup}; raise batches or lower warmup_batches")
     points = study_points(study)
     for index, point in enumerate(points):  # every point valid before the first one runs
         workload_from_dict(apply_point(workload.raw, point, index), origin=f"{workload.origin} (io_study point {point_label(point)})", path=workload.path, seed=workload.seed)
@@ -132,7 +136,7 @@ def run_study(workload, out_dir: str | Path, progress: bool = True, run_point=No
             run_dir = Path(run_point(point_workload, study_dir))
             entry["run_dir"] = run_dir.name
             entry["status"] = rundir.load_manifest(run_dir).get("status")
-            entry["summary"] = io_breakdown.summarise(run_dir)
+            entry["summary"] = io_breakdown.summarise(run_dir, warmup_batches=int(study.get("warmup_batches", 1)))
         except FaasprofError as error:
             entry["status"], entry["error"] = "failed", str(error)
             failed += 1
