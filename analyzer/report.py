@@ -12,6 +12,8 @@ import math
 from pathlib import Path
 from typing import Iterable
 
+from analyzer import io_breakdown
+
 STYLE = """
 body{font-family:system-ui,-apple-system,Segoe UI,Helvetica,Arial,sans-serif;margin:2em auto;max-width:1100px;color:#222;padding:0 1em}
 h1{font-size:1.5em}h2{font-size:1.2em;margin-top:1.6em;border-bottom:1px solid #ddd}
@@ -173,6 +175,8 @@ def write_report(run, summary: dict, path: Path) -> None:
                 mrows.append([name, column, value])
         parts.append(table(["monitor", "metric", "mean"], mrows, left=2))
 
+    if summary.get("io"):  # io-* functions: analyzer/io_breakdown.py
+        parts.append("<h2>I/O breakdown</h2><ul>" + "".join(f"<li>{html.escape(line)}</li>" for line in io_breakdown.describe_text(summary["io"])) + "</ul>")
     parts.append("<h2>Plots</h2>")
     plots_dir = path.parent
     for name in summary.get("outputs", {}).get("plots", []):
