@@ -14,6 +14,8 @@ Definitions (all on the host's wall clock, ``time.time_ns`` in every hop; one ho
 - effective bandwidth of hop k: P / transfer latency, in MB/s (10^6 bytes).
 - end-to-end latency of a chain: from the head's start to the last hop's end (``chain_ms``), and
   the client's latency of the head invocation (``client_latency_ms``).
+- warm transfer: the hand-overs whose consumer was already running (the hop reports ``cold``
+  for the first activation of its process), so cold starts do not hide the transfer itself.
 
 Only heads the run sent (matched to ``invocations.csv``) are chains; their inner activations are
 records of the same chain, not invocations of the run.
@@ -89,7 +91,8 @@ def hop_frame(run_dir: Path, invocations: pd.DataFrame) -> pd.DataFrame:
             transfer_ms = (received - sent) / 1e6 if sent and received else math.nan
             bandwidth = base["payload_bytes"] / (transfer_ms / 1e3) / 1e6 if transfer_ms and transfer_ms > 0 else math.nan
             rows.append({**base, "hop": k, "transfer_ms": transfer_ms, "bandwidth_mbps": bandwidth, "chain_ms": math.nan,
-                         "client_latency_ms": math.nan, "received_bytes": int(hops[k + 1].get("received_bytes") or 0)})
+                         "client_latency_ms": math.nan, "received_bytes": int(hops[k + 1].get("received_bytes") or 0),
+                         "consumer_cold": bool(hops[k + 1].get("cold"))})
     return pd.DataFrame(rows)
 
 
@@ -115,9 +118,17 @@ def chain_summary(run) -> dict | None:
                 "transfer_ms_p50": _q(hop_rows["transfer_ms"], 0.5), "transfer_ms_p99": _q(hop_rows["transfer_ms"], 0.99),
                 "transfer_ms_mean": float(hop_rows["transfer_ms"].mean()),
                 "bandwidth_mbps_p50": _q(hop_rows["bandwidth_mbps"], 0.5),
+                "warm_n": int(warm_mask(hop_rows).sum()),
+                "warm_transfer_ms_p50": _q(hop_rows.loc[warm_mask(hop_rows), "transfer_ms"], 0.5),
+                "warm_bandwidth_mbps_p50": _q(hop_rows.loc[warm_mask(hop_rows), "bandwidth_mbps"], 0.5),
             })
         groups.append(entry)
     return {"rule": RULE, "groups": groups}
+
+
+def warm_mask(rows: pd.DataFrame) -> pd.Series:
+    """Hand-overs whose consumer was already running (no cold start inside the transfer)."""
+    return ~rows["consumer_cold"].astype(bool)
 
 
 def _q(series: pd.Series, p: float) -> float | None:
@@ -135,11 +146,12 @@ def report_section(summary: dict) -> str:
     for g in block["groups"]:
         chain_rows.append([g["instance"], g["mode"], g["payload_bytes"], g["chain_length"], g["chains"], g["complete"], g["chain_ms_p50"], g["chain_ms_p99"], g["client_latency_ms_p50"]])
         for h in g["hops"]:
-            hop_rows.append([g["instance"], g["mode"], g["payload_bytes"], f"{h['hop']}→{h['hop'] + 1}", h["n"], h["transfer_ms_p50"], h["transfer_ms_p99"], h["bandwidth_mbps_p50"]])
+            hop_rows.append([g["instance"], g["mode"], g["payload_bytes"], f"{h['hop']}→{h['hop'] + 1}", h["n"], h["transfer_ms_p50"], h["transfer_ms_p99"], h["bandwidth_mbps_p50"],
+                             h["warm_n"], h["warm_transfer_ms_p50"], h["warm_bandwidth_mbps_p50"]])
     return (
         "<h2>Function chains (STeLLAR)</h2>"
         + report_mod.table(["instance", "mode", "payload B", "N", "chains", "complete", "end-to-end p50 ms", "end-to-end p99 ms", "client p50 ms"], chain_rows, left=2)
         + "<h3>Per-hop transfer</h3>"
-        + report_mod.table(["instance", "mode", "payload B", "hop", "n", "transfer p50 ms", "transfer p99 ms", "bandwidth p50 MB/s"], hop_rows, left=2)
+        + report_mod.table(["instance", "mode", "payload B", "hop", "n", "transfer p50 ms", "transfer p99 ms", "bandwidth p50 MB/s", "warm n", "warm transfer p50 ms", "warm bandwidth p50 MB/s"], hop_rows, left=2)
         + f"<p><small>{report_mod.html.escape(RULE)}.</small></p>"
     )
