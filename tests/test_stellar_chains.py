@@ -10,7 +10,7 @@ import pytest
 
 from analyzer import chains
 from faasprof import rundir
-from tests.conftest import REPO_ROOT
+from conftest import REPO_ROOT
 
 MS = 1_000_000
 
