@@ -41,6 +41,7 @@ from invoker.connection import Connection
 from invoker.dispatch import DispatchOptions, Dispatcher, DispatchResult, new_event_loop
 from invoker.preflight import check_out_dir
 from invoker.sender import KIND_GENERIC, PreparedRequest, ensure_fd_budget, prepare_request
+from invoker.storage import start_workload_storage
 
 START_LEAD_NS = 50_000_000  # zero is this far after the collectors are up: the first send is not late
 SCRIPT_GRACE_S = 10.0  # how long runtime_script may outlive the test before it is stopped
@@ -324,7 +325,10 @@ def execute(
         signal.signal(signal.SIGTERM, _term_as_interrupt)
     run_dir: Path | None = None
     running = False
+    storage = None
     try:
+        # A `storage` block: its servers on loopback, their endpoints in every instance's params.
+        storage, workload = start_workload_storage(workload, say)
         if needs_openwhisk:
             if connection is None:
                 # The embedded platform keeps its data in the run directory, so the directory
@@ -358,6 +362,8 @@ def execute(
         return _run(workload, schedule, run_dir, platform, requests, collectors, warnings, host, tools, options, say, analyze, thresholds)
     finally:
         platform.stop()
+        if storage is not None:
+            storage.stop()
         if run_dir is not None and not running:
             shutil.rmtree(run_dir, ignore_errors=True)
         if main_thread:
