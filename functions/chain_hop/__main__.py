@@ -1,12 +1,14 @@
-"""One hop of a STeLLAR-style function chain (experiments/chains.py drives and analyses it).
+"""One hop of a STeLLAR-style function chain (analyzer/chains.py analyses its results).
 
 Parameters: ``hops`` (how many functions are left in the chain, this one included; default 1),
 ``payload_bytes`` (P), ``mode`` (``inline``: the payload travels in the next invocation's
-parameters; ``storage``: the producer writes an object and passes its key, the consumer reads it),
-``storage`` (``{"backend": "dir", "path": ...}`` or ``{"backend": "s3", "endpoint": ...,
-"bucket": ..., "access_key": ..., "secret_key": ...}``), ``next`` (optional list of action names
-to call in turn; default: this action again), and from the producer ``payload`` or ``object_key``
-plus ``sent_ns``.
+parameters; ``storage``: the producer writes an object and passes its key, the consumer reads
+and deletes it), ``backend`` (``s3``: the workload's object store; ``file``: its shared
+directory; default s3 when the workload's ``storage`` block passed ``s3``; the block's ``s3``,
+``shared_dir`` and ``bucket`` reach the head, which hands them down as ``storage``), ``next``
+(optional list of action names to call in turn; default: this action again), and from the
+producer ``payload`` or ``object_key`` plus ``sent_ns``. A hop reports its transfer mode as
+``inline``, ``storage:s3`` or ``storage:file``.
 
 Each hop calls the next through OpenWhisk's REST API (``__OW_API_HOST``, ``__OW_API_KEY``,
 blocking) and returns its own wall-clock timestamps (ns, ``time.time_ns``) and those of every
@@ -20,6 +22,8 @@ import os
 import time
 import urllib.request
 
+import iolib
+
 
 _SERVED = [0]  # activations this process has run: 0 means this one is its cold start
 
@@ -28,42 +32,32 @@ def _produce(payload_bytes):
     return os.urandom(payload_bytes)
 
 
+def _store(storage):
+    return iolib.store_from_params(storage)[0]
+
+
 def _store_put(storage, key, data):
-    if storage.get("backend") == "s3":
-        return _s3(storage, "PUT", key, data)
-    os.makedirs(storage["path"], exist_ok=True)
-    path = os.path.join(storage["path"], key)
-    with open(path + ".tmp", "wb") as handle:
-        handle.write(data)
-    os.replace(path + ".tmp", path)
+    _store(storage).put(storage["bucket"], key, data)
 
 
 def _store_get(storage, key):
-    if storage.get("backend") == "s3":
-        return _s3(storage, "GET", key)
-    path = os.path.join(storage["path"], key)
-    with open(path, "rb") as handle:
-        data = handle.read()
-    os.unlink(path)  # consumed: a chain never leaves its objects behind
+    store = _store(storage)
+    data = store.get(storage["bucket"], key)
+    # consumed: a chain never leaves its objects behind
+    if storage["backend"] == "s3":
+        store.request("DELETE", f"/{storage['bucket']}/{key}")
+    else:
+        os.unlink(store._path(storage["bucket"], key))
     return data
 
 
-def _s3(storage, method, key, data=None):
-    import boto3  # only the s3 backend needs it; the action's virtualenv provides it
-
-    client = boto3.client(
-        "s3",
-        endpoint_url=storage["endpoint"],
-        aws_access_key_id=storage.get("access_key"),
-        aws_secret_access_key=storage.get("secret_key"),
-        region_name=storage.get("region", "us-east-1"),
-    )
-    if method == "PUT":
-        client.put_object(Bucket=storage["bucket"], Key=key, Body=data)
-        return None
-    body = client.get_object(Bucket=storage["bucket"], Key=key)["Body"].read()
-    client.delete_object(Bucket=storage["bucket"], Key=key)
-    return body
+def _storage_of(args):
+    """Where storage hand-overs go: the workload's storage block (s3, shared_dir, bucket), once
+    read by the head and passed along the chain."""
+    if args.get("storage"):
+        return args["storage"]
+    backend = args.get("backend") or ("s3" if args.get("s3") else "file")
+    return {"backend": backend, "s3": args.get("s3"), "shared_dir": args.get("shared_dir"), "bucket": args.get("bucket", "faasprof-io")}
 
 
 def _invoke(action, params):
@@ -85,7 +79,7 @@ def main(args):
     hops = int(args.get("hops", 1))
     payload_bytes = int(args.get("payload_bytes", 0))
     mode = args.get("mode", "inline")
-    storage = args.get("storage") or {}
+    storage = _storage_of(args) if mode == "storage" else {}
     received = 0
     if "payload" in args:
         received = len(base64.b64decode(args["payload"]))
@@ -98,7 +92,7 @@ def main(args):
         "sent_ns": args.get("sent_ns"),
         "received_ns": received_ns,
         "received_bytes": received,
-        "mode": mode,
+        "mode": mode if mode != "storage" else f"storage:{storage['backend']}",
         "payload_bytes": payload_bytes,
         "hops_left": hops,
         "cold": cold,
