@@ -35,6 +35,7 @@ import pandas as pd
 
 from analyzer.compare import ensure_analyzed
 from faasprof.errors import ConfigError, NotReadyError
+from functions.package import BUILD_DIR
 
 BASE_IMAGE = "faasprof/action-python-v3.11"
 PADDED_REPOSITORY = "faasprof/stellar-padded-python"
@@ -43,6 +44,8 @@ PADDING_PATH = "/padding/filler.bin"
 MIB = 1024 * 1024
 CHUNK = 4 * MIB
 BUILD_TIMEOUT_S = 600
+PADDING_PARAMETERS = ("image_padding_mb", "code_padding_mb")
+PADDED_SOURCES_DIR = BUILD_DIR / "own" / "padding"
 COLD_START_FORMAT_VERSION = 1
 COLD_START_FILE = "cold_start_vs_size.json"
 
@@ -125,14 +128,50 @@ def padded_source(source: Path, padding_mb: float, out_dir: Path) -> Path:
     return target
 
 
-def cold_start_vs_size(sweep_dir: str | os.PathLike, parameter: str = "image_padding_mb") -> pd.DataFrame:
+def _same_files(source: Path, target: Path) -> bool:
+    for path in source.rglob("*"):
+        if path.is_file() and "__pycache__" not in path.parts and path.relative_to(source).parts[0] not in ("padding", "node_modules"):
+            copy = target / path.relative_to(source)
+            if not copy.is_file() or copy.read_bytes() != path.read_bytes():
+                return False
+    return True
+
+
+def ensure_padded_source(source: Path, padding_mb: float, out_dir: Path = PADDED_SOURCES_DIR) -> Path:
+    """``padded_source`` kept between sweeps: reused while the function's files are unchanged and
+    its filler has the size asked for (same bytes, so a redeploy finds the action unchanged)."""
+    target = Path(out_dir) / f"{Path(source).name}-pad{padding_mb:g}mb"
+    filler = target / "padding" / "filler.bin"
+    if filler.is_file() and filler.stat().st_size == int(padding_mb * MIB) and _same_files(Path(source), target):
+        return target
+    Path(out_dir).mkdir(parents=True, exist_ok=True)
+    return padded_source(source, padding_mb, out_dir)
+
+
+def pad_code(point_dict: dict, workload, values: dict) -> dict:
+    """A sweep point's workload with every selected instance's ``source`` replaced by its copy
+    padded with ``code_padding_mb`` MiB (zip actions); unchanged without that parameter."""
+    if "code_padding_mb" not in values:
+        return point_dict
+    selected = (workload.sweep or {}).get("instances") or list(point_dict["instances"])
+    sources = {instance.name: instance.source for instance in workload.instances}
+    for name in selected:
+        source = sources.get(name)
+        if source is None:
+            raise ConfigError(f"{workload.origin}: instances.{name}: code_padding_mb pads the zip of a function of yours; give the instance a source folder, or name the padded ones in sweep.instances")
+        point_dict["instances"][name]["source"] = str(ensure_padded_source(Path(source), float(values["code_padding_mb"])))
+    return point_dict
+
+
+def cold_start_vs_size(sweep_dir: str | os.PathLike, parameter: str | None = None) -> pd.DataFrame:
     """Per padding value: cold starts (count, client latency, waitTime, initTime medians and means)
     over every analysed run of the sweep whose point set ``parameter``."""
     rows = []
     for manifest_path in sorted(Path(sweep_dir).glob("*/manifest.json")):
         manifest = json.loads(manifest_path.read_text())
         values = ((manifest.get("sweep_point") or {}).get("values") or {})
-        if parameter not in values:
+        parameter = parameter or next((p for p in PADDING_PARAMETERS if p in values), None)
+        if parameter is None or parameter not in values:
             continue
         ensure_analyzed(manifest_path.parent)
         frame = pd.read_parquet(manifest_path.parent / "analysis" / "invocations.parquet")
@@ -176,5 +215,6 @@ def write_cold_start_vs_size(sweep_dir: Path) -> Path | None:
     frame.to_csv(sweep_dir / "cold_start_vs_size.csv", index=False)
     rows = [{k: (None if isinstance(v, float) and not np.isfinite(v) else (v.item() if hasattr(v, "item") else v)) for k, v in row.items()} for row in frame.to_dict("records")]
     path = sweep_dir / COLD_START_FILE
-    path.write_text(json.dumps({"format_version": COLD_START_FORMAT_VERSION, "parameter": "image_padding_mb", "rows": rows}, indent=1) + "\n")
+    parameter = next(p for p in PADDING_PARAMETERS if p in frame.columns)
+    path.write_text(json.dumps({"format_version": COLD_START_FORMAT_VERSION, "parameter": parameter, "rows": rows}, indent=1) + "\n")
     return path

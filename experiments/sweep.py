@@ -25,6 +25,8 @@ How each parameter is applied:
   and says how.
 - ``image_padding_mb``: localwhisk (isolation docker) runs the Python actions of the point in an
   image padded with that much incompressible filler (experiments/padding.py builds it once).
+- ``code_padding_mb``: the selected instances deploy a copy of their ``source`` whose zip carries
+  that much filler (experiments/padding.py).
 
 Repeat ``r`` of a point uses ``random_seed + r``: every point sees the same arrivals, and repeats
 sample the arrival process. Points run in a seeded random order by default, so slow drifts of the
@@ -52,7 +54,7 @@ from invoker.workload import Workload, workload_from_dict
 
 SWEEP_FORMAT_VERSION = 1
 SWEEP_FILE = "sweep.json"
-PARAMETERS = ("llc_ways", "mba_percent", "memory_mb", "rate", "rate_scale", "pause_grace_ms", "user_memory_mb", "image_padding_mb")
+PARAMETERS = ("llc_ways", "mba_percent", "memory_mb", "rate", "rate_scale", "pause_grace_ms", "user_memory_mb", "image_padding_mb", "code_padding_mb")
 ALLOCATION_PARAMETERS = ("llc_ways", "mba_percent")
 LOCALWHISK_PARAMETERS = ("pause_grace_ms", "user_memory_mb")
 # Start-up, deployment and draining around every run, used for the wall-time estimate.
@@ -172,7 +174,7 @@ def check_sweep(workload: Workload, connection: Any = None, root: str = "/") -> 
         if point.repeat:
             continue
         try:
-            workload_from_dict(apply_point(workload.raw, point), origin=f"{origin} (sweep point {point.label})", path=workload.path, seed=workload.seed)
+            workload_from_dict(padding_mod.pad_code(apply_point(workload.raw, point), workload, point.values), origin=f"{origin} (sweep point {point.label})", path=workload.path, seed=workload.seed)
         except ConfigError as error:
             problems.extend(line for line in error.problems if line not in problems)
     plans: dict = {}
@@ -326,7 +328,7 @@ def run_sweep(
         for point in points:
             if progress:
                 print(f"[{point.order + 1:3d}/{len(points)}] {point.label}", file=sys.stderr)
-            point_dict = apply_point(workload.raw, point)
+            point_dict = padding_mod.pad_code(apply_point(workload.raw, point), workload, point.values)
             point_workload = workload_from_dict(point_dict, origin=f"{workload.origin} (sweep point {point.label})", path=workload.path, seed=workload.seed + point.repeat)
             local_settings = dict((point_dict.get("platform") or {}).get("localwhisk") or {})
             local_settings.update(padding_mod.point_settings(point.values))

@@ -72,3 +72,34 @@ def test_image_size_sweep_cold_start_rises_with_size(tmp_path, isolated_home):
     finally:
         padding.remove_padded_images()
     assert padding.padded_images() == []
+
+
+def test_code_padding_sweep_cold_start_rises_with_zip_size(tmp_path, isolated_home):
+    workload = json.loads((REPO_ROOT / "workload_configs" / "stellar_code_size.json").read_text())
+    workload.pop("$schema")
+    workload["test_duration_in_seconds"] = 9
+    workload["instances"]["cold"]["source"] = str(REPO_ROOT / "functions" / "padded_hello")
+    workload["sweep"]["parameters"]["code_padding_mb"] = [0, 20]
+    config = tmp_path / "code.json"
+    config.write_text(json.dumps(workload))
+    result = run_cli("sweep", config, "--out", tmp_path / "runs", timeout=240)
+    assert result.returncode == 0, result.stderr[-2000:]
+    sweep_dir = tmp_path / "runs" / result.stdout.strip().splitlines()[-1].rsplit("/", 1)[-1]
+    table = json.loads((sweep_dir / padding.COLD_START_FILE).read_text())
+    assert table["parameter"] == "code_padding_mb"
+    rows = {row["code_padding_mb"]: row for row in table["rows"]}
+    assert set(rows) == {0, 20} and all(row["cold_starts"] >= 2 for row in rows.values())
+    # 20 MiB more to move through /init, unzip and load: far above this host's noise.
+    assert rows[20]["init_ms_median"] > rows[0]["init_ms_median"] + 50
+    assert rows[20]["client_latency_ms_median"] > rows[0]["client_latency_ms_median"] + 50
+
+
+def test_code_padding_needs_a_source(tmp_path, isolated_home):
+    workload = {"test_name": "nosrc", "test_duration_in_seconds": 2, "random_seed": 1, "blocking_cli": True,
+                "instances": {"j": {"application": "json_dumps", "distribution": "Uniform", "rate": 1}},
+                "sweep": {"parameters": {"code_padding_mb": [1]}}}
+    config = tmp_path / "nosrc.json"
+    config.write_text(json.dumps(workload))
+    result = run_cli("sweep", config, "--out", tmp_path / "runs")
+    assert result.returncode == 2
+    assert "instances.j: code_padding_mb pads the zip of a function of yours; give the instance a source folder" in result.stderr
