@@ -37,6 +37,7 @@ import pandas as pd
 from faasprof import __version__, rundir
 from faasprof.errors import FaasprofError, FormatError
 from analyzer import frames as frames_mod
+from analyzer import io_breakdown
 from analyzer import records as records_mod
 from analyzer import stats as stats_mod
 from analyzer import chains as chains_mod
@@ -384,6 +385,8 @@ def analyze_run(
     for name, frame in run.monitors.items():
         _write_parquet(frame, out / f"monitor_{rundir.safe_name(name)}.parquet")
     summary = build_summary(run)
+    if io_breakdown.applies(manifest) and (run_dir / rundir.ACTIVATIONS).exists():  # io-* runs: breakdown, bandwidth, cost per batch
+        summary["io"] = io_breakdown.summarise(run_dir, out_dir=out)
     plot_files: list[str] = []
     if progress:
         progress(f"{len(run.invocations):,} invocations, {len(run.records):,} records; writing {out}")

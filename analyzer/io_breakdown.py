@@ -158,9 +158,17 @@ def batch_frame(frame: pd.DataFrame) -> pd.DataFrame:
     return pd.DataFrame(rows)
 
 
-def summarise(run_dir: str | os.PathLike, write: bool = True, warmup_batches: int = 0) -> dict:
+def applies(manifest: dict) -> bool:
+    """Whether a run invoked io-* functions or started storage (the analysis hook's guard, so a
+    run of other functions never reads its records twice)."""
+    workload = manifest.get("workload") or {}
+    functions = [str((spec or {}).get("function", "")) for spec in (workload.get("instances") or {}).values()]
+    return any(name.startswith("io-") for name in functions) or "storage" in (workload.get("as_given") or {})
+
+
+def summarise(run_dir: str | os.PathLike, write: bool = True, warmup_batches: int = 0, out_dir: str | os.PathLike | None = None) -> dict:
     """The study-point summary of one run; writes io_breakdown.csv and io_batches.csv into it
-    (every batch, with a ``warmup`` column). The first ``warmup_batches`` batches (cold starts:
+    (or into ``out_dir``; every batch, with a ``warmup`` column). The first ``warmup_batches`` batches (cold starts:
     sandboxes created) stay out of the summary's figures."""
     run_dir = Path(run_dir)
     frame = breakdown_frame(run_dir)
@@ -170,8 +178,9 @@ def summarise(run_dir: str | os.PathLike, write: bool = True, warmup_batches: in
     batches = batch_frame(frame)
     batches["warmup"] = batches["batch"] < warmup_batches
     if write:
-        frame.to_csv(run_dir / BREAKDOWN_FILE, index=False)
-        batches.to_csv(run_dir / BATCH_FILE, index=False)
+        target = Path(out_dir) if out_dir is not None else run_dir
+        frame.to_csv(target / BREAKDOWN_FILE, index=False)
+        batches.to_csv(target / BATCH_FILE, index=False)
     if (~frame["warmup"]).any():
         frame, batches = frame[~frame["warmup"]], batches[~batches["warmup"]]
     ok = within_tolerance(frame)

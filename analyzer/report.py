@@ -13,6 +13,7 @@ from pathlib import Path
 from typing import Iterable
 
 from analyzer import chains as chains_mod
+from analyzer import io_breakdown
 from analyzer import tails as tails_mod
 
 STYLE = """
@@ -148,6 +149,8 @@ def write_report(run, summary: dict, path: Path) -> None:
                 mrows.append([name, column, value])
         parts.append(table(["monitor", "metric", "mean"], mrows, left=2))
 
+    if summary.get("io"):  # io-* functions: analyzer/io_breakdown.py
+        parts.append("<h2>I/O breakdown</h2><ul>" + "".join(f"<li>{html.escape(line)}</li>" for line in io_breakdown.describe_text(summary["io"])) + "</ul>")
     parts.append("<h2>Plots</h2>")
     plots_dir = path.parent
     for name in summary.get("outputs", {}).get("plots", []):

@@ -202,7 +202,11 @@ def _series(frame: pd.DataFrame, by: str):
         return
     for key, group in frame.groupby(others, dropna=False, sort=True):
         key = key if isinstance(key, tuple) else (key,)
-        yield ", ".join(f"{name}={value}" for name, value in zip(others, key)), group.sort_values(by)
+        yield ", ".join(f"{name}={_text(value)}" for name, value in zip(others, key)), group.sort_values(by)
+
+
+def _text(value) -> str:
+    return str(int(value)) if isinstance(value, float) and value.is_integer() else str(value)
 
 
 def plot_bandwidth(frame: pd.DataFrame, path: Path) -> Path:
@@ -211,8 +215,8 @@ def plot_bandwidth(frame: pd.DataFrame, path: Path) -> Path:
     for axis, by in zip(axes, ("memory_mb", "concurrency")):
         for label, group in _series(frame, by):
             x = group[by].astype(float)
-            line = axis.plot(x, group["network_mb_per_s_median"].astype(float), marker="o", label=f"per invocation {label}".strip())[0]
-            axis.plot(x, group["aggregate_network_mb_per_s_median"].astype(float), marker="s", linestyle="--", color=line.get_color(), label=f"aggregate {label}".strip())
+            line = axis.plot(x, group["network_mb_per_s_median"].astype(float), marker="o", label=f"per invocation (bytes / its network time) {label}".strip())[0]
+            axis.plot(x, group["aggregate_network_mb_per_s_median"].astype(float), marker="s", linestyle="--", color=line.get_color(), label=f"aggregate (batch bytes / batch response time) {label}".strip())
         axis.set_xlabel("memory (MB)" if by == "memory_mb" else "invocations at once")
         axis.set_ylabel("network bandwidth (MB/s, median)")
         axis.set_ylim(bottom=0)

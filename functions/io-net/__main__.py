@@ -76,7 +76,8 @@ def main(params):
             return {"error": f"iperf3: {report['error']}", "direction": direction}
         end = report["end"]
         sent, received = end["sum_sent"], end["sum_received"]
-    moved = int(received["bytes"])
+    # The bytes this function moved: what it sent (upload), what it received (download, -R).
+    moved = int(sent["bytes"] if direction == "upload" else received["bytes"])
     bd.add_bytes("network_out" if direction == "upload" else "network_in", moved)
     return bd.result(direction=direction, sent_bits_per_s=sent["bits_per_second"], received_bits_per_s=received["bits_per_second"],
                      moved_bytes=moved, retransmits=sent.get("retransmits"), self_served=server is not None)
