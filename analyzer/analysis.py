@@ -46,6 +46,8 @@ from analyzer import frames as frames_mod
 from analyzer import io_breakdown
 from analyzer import records as records_mod
 from analyzer import stats as stats_mod
+from analyzer import chains as chains_mod
+from analyzer import tails as tails_mod
 
 SUMMARY_FORMAT_VERSION = 2
 SUPPORTED_SUMMARY_VERSIONS = (2,)
@@ -356,6 +358,8 @@ def build_summary(run: Run) -> dict:
             "counts": {name: int((frame["start_class"] == name).sum()) for name in frames_mod.START_CLASSES},
         },
         "mode_rule": stats_mod.MODE_RULE,
+        "tail_ratios": tails_mod.tail_ratios(frame, run.manifest),
+        "chains": chains_mod.chain_summary(run),
         "instances": instances,
         "functions": run.function_stats.to_dict("records"),
         "cost_gb_s": frames_mod.cost_totals(frame),

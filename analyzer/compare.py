@@ -28,6 +28,7 @@ from faasprof import __version__, rundir
 from faasprof.errors import ConfigError, FormatError
 from faasprof.outcomes import FAILURE_OUTCOMES
 from analyzer import stats as stats_mod
+from analyzer import tails as tails_mod
 
 COMPARE_FORMAT_VERSION = 1
 # Keys that differ between any two runs without meaning a different experiment.
@@ -176,6 +177,7 @@ def compare_runs(run_dirs: list[str | os.PathLike], label: str | None = None, ou
                 **{m: entry.get(m) for m in METRICS},
                 "gb_s_100ms": entry.get("gb_s_100ms"),
                 "memory_mb": entry.get("memory_mb"),
+                **tails_mod.function_columns(summary, entry["function"]),
                 **monitors,
             }
             rows.append(row)

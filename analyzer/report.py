@@ -12,7 +12,9 @@ import math
 from pathlib import Path
 from typing import Iterable
 
+from analyzer import chains as chains_mod
 from analyzer import io_breakdown
+from analyzer import tails as tails_mod
 
 STYLE = """
 body{font-family:system-ui,-apple-system,Segoe UI,Helvetica,Arial,sans-serif;margin:2em auto;max-width:1100px;color:#222;padding:0 1em}
@@ -167,6 +169,8 @@ def write_report(run, summary: dict, path: Path) -> None:
     cost = summary["cost_gb_s"]
     parts.append(f"<p>Billed GB-seconds: {fmt(cost['gb_s'])} as recorded, {fmt(cost['gb_s_1ms'])} rounded to 1 ms, {fmt(cost['gb_s_100ms'])} rounded to 100 ms.</p>")
 
+    parts.append(tails_mod.report_section(summary))
+    parts.append(chains_mod.report_section(summary))
     if summary["monitors"]:
         parts.append("<h2>Monitors (mean over the steady phases, else over the run)</h2>")
         mrows = []

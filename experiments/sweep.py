@@ -23,6 +23,10 @@ How each parameter is applied:
 - ``pause_grace_ms`` / ``user_memory_mb``: localwhisk is started with them for the point (each
   run starts its own). A real OpenWhisk needs a redeploy for these: the sweep refuses them there
   and says how.
+- ``image_padding_mb``: localwhisk (isolation docker) runs the Python actions of the point in an
+  image padded with that much incompressible filler (experiments/padding.py builds it once).
+- ``code_padding_mb``: the selected instances deploy a copy of their ``source`` whose zip carries
+  that much filler (experiments/padding.py).
 
 Repeat ``r`` of a point uses ``random_seed + r``: every point sees the same arrivals, and repeats
 sample the arrival process. Points run in a seeded random order by default, so slow drifts of the
@@ -45,11 +49,12 @@ from typing import Any
 from faasprof.errors import ConfigError, FaasprofError
 from faasprof.rundir import create_run_dir, update_manifest, write_json_atomic
 from invoker.schedule import instance_rng
+from experiments import padding as padding_mod
 from invoker.workload import Workload, workload_from_dict
 
 SWEEP_FORMAT_VERSION = 1
 SWEEP_FILE = "sweep.json"
-PARAMETERS = ("llc_ways", "mba_percent", "memory_mb", "rate", "rate_scale", "pause_grace_ms", "user_memory_mb")
+PARAMETERS = ("llc_ways", "mba_percent", "memory_mb", "rate", "rate_scale", "pause_grace_ms", "user_memory_mb", "image_padding_mb", "code_padding_mb")
 ALLOCATION_PARAMETERS = ("llc_ways", "mba_percent")
 LOCALWHISK_PARAMETERS = ("pause_grace_ms", "user_memory_mb")
 # Start-up, deployment and draining around every run, used for the wall-time estimate.
@@ -162,12 +167,14 @@ def check_sweep(workload: Workload, connection: Any = None, root: str = "/") -> 
                     "set it in setup/openwhisk_settings.yml and run ./setup.sh --testbed --openwhisk-only between runs, "
                     "or sweep it on localwhisk (no --apihost)"
                 )
+    if "image_padding_mb" in parameters:
+        problems.extend(padding_mod.check_image_padding(workload.raw, origin, connection))
     # Each point's workload must itself be valid (a variant name the catalogue lacks, a rate < 0…).
     for point in expand_points(workload):
         if point.repeat:
             continue
         try:
-            workload_from_dict(apply_point(workload.raw, point), origin=f"{origin} (sweep point {point.label})", path=workload.path, seed=workload.seed)
+            workload_from_dict(padding_mod.pad_code(apply_point(workload.raw, point), workload, point.values), origin=f"{origin} (sweep point {point.label})", path=workload.path, seed=workload.seed)
         except ConfigError as error:
             problems.extend(line for line in error.problems if line not in problems)
     plans: dict = {}
@@ -321,9 +328,10 @@ def run_sweep(
         for point in points:
             if progress:
                 print(f"[{point.order + 1:3d}/{len(points)}] {point.label}", file=sys.stderr)
-            point_dict = apply_point(workload.raw, point)
+            point_dict = padding_mod.pad_code(apply_point(workload.raw, point), workload, point.values)
             point_workload = workload_from_dict(point_dict, origin=f"{workload.origin} (sweep point {point.label})", path=workload.path, seed=workload.seed + point.repeat)
             local_settings = dict((point_dict.get("platform") or {}).get("localwhisk") or {})
+            local_settings.update(padding_mod.point_settings(point.values))
             plan = checked["plans"].get((point.values.get("llc_ways"), point.values.get("mba_percent")))
             log.point(point.order, status="running")
             try:
@@ -362,6 +370,8 @@ def _applied_summary(values: dict, allocation_applied: dict | None, local_settin
         if key in ALLOCATION_PARAMETERS:
             continue
         applied[key] = local_settings.get(key, value) if key in LOCALWHISK_PARAMETERS else value
+    if "docker_images" in local_settings:  # the padded image of an image_padding_mb point
+        applied["docker_images"] = local_settings["docker_images"]
     if allocation_applied is not None:
         applied["allocation"] = allocation_applied
         for key in ALLOCATION_PARAMETERS:
@@ -383,4 +393,6 @@ def summarise_sweep(sweep_dir: str | Path, progress: bool = True) -> Path:
     """Analyse every run of the sweep, compare them, and plot each metric against each parameter."""
     from experiments.sweep_report import write_sweep_report
 
-    return write_sweep_report(Path(sweep_dir), progress=progress)
+    report = write_sweep_report(Path(sweep_dir), progress=progress)
+    padding_mod.write_cold_start_vs_size(Path(sweep_dir))
+    return report

@@ -57,6 +57,8 @@ class PlannedAction:
             {"key": FUNCTION_ANNOTATION, "value": self.entry.base},
             {"key": "description", "value": self.entry.description},
         ]
+        if self.entry.category == OWN_CATEGORY:  # a researcher's function may call the platform (chains): OpenWhisk passes __OW_API_KEY only with this
+            annotations.append({"key": "provide-api-key", "value": True})
         if self.entry.web == "raw":
             annotations += [{"key": "web-export", "value": True}, {"key": "raw-http", "value": True}, {"key": "final", "value": True}]
         return {
@@ -77,6 +79,7 @@ class PlannedAction:
             and limits.get("memory") == self.memory_mb
             and limits.get("timeout") == self.entry.timeout_ms
             and bool(annotations.get("web-export")) == (self.entry.web == "raw")
+            and bool(annotations.get("provide-api-key")) == (self.entry.category == OWN_CATEGORY)
             and _parameters_of(existing) == {item["key"]: item["value"] for item in self.parameter_list()}
         )
 

@@ -54,6 +54,20 @@ def lock_data_dir(data_dir: Path):
     return handle
 
 
+async def _listen_on_bridge(runner, gateway: str, port: int) -> int | None:
+    """Serve the API on the bridge gateway too (the same port when free); its port, or None."""
+    from aiohttp import web  # as serve(): aiohttp loads only when the server starts
+    for candidate in (port, 0):
+        site = web.TCPSite(runner, gateway, candidate, backlog=2048, reuse_address=True)
+        try:
+            await site.start()
+        except OSError as error:
+            logging.getLogger("localwhisk").warning("cannot listen on the docker bridge %s:%s: %s", gateway, candidate, error.strerror)
+            continue
+        return site._server.sockets[0].getsockname()[1]
+    return None
+
+
 async def serve(settings: Settings, port_file: Path | None, parent_pid: int | None) -> int:
     from aiohttp import web
 
@@ -83,6 +97,14 @@ async def serve(settings: Settings, port_file: Path | None, parent_pid: int | No
     port = site._server.sockets[0].getsockname()[1]
     host = settings.host if settings.host not in ("0.0.0.0", "::") else "127.0.0.1"
     lw.set_apihost(f"http://{host}:{port}")
+    docker_host = lw.pool.docker if lw.pool else None
+    if docker_host is not None and docker_host.gateway:
+        # Containers reach the API at the bridge gateway (loopback is theirs, not the host's).
+        bridge_port = port
+        if settings.host not in ("0.0.0.0", "::"):
+            bridge_port = await _listen_on_bridge(runner, docker_host.gateway, port)
+        if bridge_port is not None:
+            docker_host.container_apihost = f"http://{docker_host.gateway}:{bridge_port}"
     lw.pool.start_prewarm()
     state = {"pid": os.getpid(), "port": port, "host": settings.host, "apihost": lw.apihost, "started_ms": int(time.time() * 1000),
              "data_dir": str(data_dir)}

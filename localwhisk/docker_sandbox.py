@@ -6,7 +6,8 @@ pool's rules do not change; underneath it does what OpenWhisk's invoker does (re
 
 - ``start``: create the container like ``docker run -d --memory M --memory-swap M --cpu-shares S
   --ulimit nofile=1024:1024 --pids-limit 1024 --cap-drop NET_RAW --cap-drop NET_ADMIN --network
-  bridge -e __OW_API_HOST=...``, attach to its stdout/stderr, start it, read its bridge IP;
+  bridge -e __OW_API_HOST=http://<bridge gateway>:<port>`` (the server also listens there, as the
+  controller's address is reachable from OpenWhisk's containers), attach to its stdout/stderr, start it, read its bridge IP;
 - ``request``: the action protocol over HTTP to ``<ip>:8080`` (``POST /init`` with code, main,
   binary, env, name; ``POST /run`` with the value and the activation's context). The first /init
   retries the connection until the proxy listens, inside the init time, as OpenWhisk does;
@@ -135,6 +136,10 @@ class DockerHost:
         self.cgroup_parent = "docker"
         self.cgroup_v2 = (CGROUP_ROOT / "cgroup.controllers").exists()
         self.pause_mode = getattr(settings, "docker_pause", "api")
+        # Containers cannot reach the server's loopback address: they get the bridge gateway's
+        # (the host's side of docker0), where the server listens too (localwhisk/__main__.py).
+        self.gateway: str | None = None
+        self.container_apihost: str | None = None
 
     async def open(self) -> None:
         """Check the daemon and the images, then reap containers of dead localwhisk servers."""
@@ -154,6 +159,19 @@ class DockerHost:
             timeout=aiohttp.ClientTimeout(total=None),
         )
         self.reaped = await self.reap()
+        self.gateway = await self.bridge_gateway()
+
+    async def bridge_gateway(self) -> str | None:
+        """The default bridge network's gateway address (IPv4), or None when Docker names none."""
+        try:
+            network = await self.engine.call("GET", "/networks/bridge")
+        except DockerError:
+            return None
+        for entry in ((network or {}).get("IPAM") or {}).get("Config") or []:
+            gateway = entry.get("Gateway")
+            if gateway and ":" not in gateway:
+                return gateway
+        return None
 
     async def reap(self) -> list[str]:
         """Remove localwhisk containers whose owning server is dead; return their names."""
@@ -252,7 +270,7 @@ class DockerSandbox(Sandbox):
 
     async def start(self, timeout_s: float = 30.0) -> None:
         """Create, attach, start; the proxy's readiness is checked by the first /init (as OpenWhisk)."""
-        config = self.host.container_config(self.container_name, self.kind, self.memory_mb, self.apihost)
+        config = self.host.container_config(self.container_name, self.kind, self.memory_mb, self.host.container_apihost or self.apihost)
         try:
             info = await asyncio.wait_for(self._create_and_start(config), timeout_s)
         except (TimeoutError, asyncio.TimeoutError, DockerError, DockerUnavailable, KeyError) as error:

@@ -15,6 +15,7 @@ import signal
 import socket
 import subprocess
 import time
+import urllib.request
 import venv
 import zipfile
 from datetime import datetime
@@ -79,7 +80,11 @@ def test_python_action_runs_in_its_own_container_started_like_openwhisk(tmp_path
         assert "actionproxy.py" in result["pid1"]
         assert result["x"] == 7
         env = result["env"]
-        assert env["__OW_API_HOST"] == handle.apihost
+        # The container's loopback is its own: the API host is the bridge gateway, where the server listens too.
+        api_host = env["__OW_API_HOST"]
+        assert api_host.startswith("http://") and not api_host.startswith("http://127.") and api_host != handle.apihost
+        with urllib.request.urlopen(api_host + "/", timeout=5) as response:
+            assert response.status == 200
         assert env["__OW_NAMESPACE"] == "guest" and env["__OW_ACTION_NAME"] == "/guest/inspect"
         assert env["__OW_ACTIVATION_ID"] == record["activationId"]
         assert env["__OW_API_KEY"] == handle.auth

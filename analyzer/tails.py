@@ -1,0 +1,101 @@
+"""Tail-to-median ratios (p99/p50 and p99.9/p50), as the STeLLAR study reports tail latency.
+
+STeLLAR (Ustiugov et al., IISWC 2021) characterises a platform's tail by how far the tail sits
+above the median of the response time, with warm and cold invocations kept apart: a cold start
+inside a warm sample inflates its tail and hides what the warm path does. faasprof computes the
+ratios per function, per phase (and over the whole run, phase ``all``) and per start class
+(``cold``, ``resumed``, ``warm``, and ``all`` for every answered invocation whatever its class).
+
+The latency is the response time the caller saw (``client_latency_ms``) for blocking instances;
+for non-blocking ones, whose client only saw the 202, it is the platform's wait + duration
+(``platform_latency_ms``). Only answered invocations (``ok`` and ``app_error``) count. A group
+with fewer than ``MIN_SAMPLES`` samples has no ratio (``None``): its p99 is its maximum and says
+nothing about a tail.
+"""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+import pandas as pd
+
+from analyzer import report as report_mod  # report imports this module too: use report_mod.table at call time
+from analyzer import stats as stats_mod
+
+CLASSES = ("cold", "resumed", "warm", "all")
+MIN_SAMPLES = 10
+RULE = (
+    "response time (client latency for blocking instances, wait + duration for non-blocking ones) of answered invocations; "
+    f"p99/p50 and p99.9/p50 per function, phase and start class; fewer than {MIN_SAMPLES} samples: no ratio"
+)
+
+
+def response_latency_ms(frame: pd.DataFrame, manifest: dict) -> np.ndarray:
+    """The per-invocation response time the ratios are computed on (see the module docstring)."""
+    instances = (manifest.get("workload") or {}).get("instances") or {}
+    blocking = frame["instance"].map(lambda name: bool((instances.get(name) or {}).get("blocking", True))).to_numpy(dtype=bool)
+    client = frame["client_latency_ms"].to_numpy(dtype="float64", na_value=np.nan)
+    platform = frame["platform_latency_ms"].to_numpy(dtype="float64", na_value=np.nan)
+    return np.where(blocking, client, platform)
+
+
+def ratio_block(values: np.ndarray) -> dict:
+    """n, p50, p99, p99.9 (ms) and the two ratios of one group of latencies."""
+    data = np.sort(values[np.isfinite(values)])
+    n = int(len(data))
+    out = {"n": n, "p50_ms": None, "p99_ms": None, "p99_9_ms": None, "p99_over_p50": None, "p99_9_over_p50": None}
+    if n == 0:
+        return out
+    p50, p99, p999 = (stats_mod.quantile_ci(data, p)[0] for p in (0.5, 0.99, 0.999))
+    out.update(p50_ms=p50, p99_ms=p99, p99_9_ms=p999)
+    if n >= MIN_SAMPLES and p50 > 0 and math.isfinite(p50):
+        out.update(p99_over_p50=p99 / p50, p99_9_over_p50=p999 / p50)
+    return out
+
+
+def tail_ratios(frame: pd.DataFrame, manifest: dict) -> dict:
+    """``{"rule", "rows"}``: one row per function × phase (and ``all``) × start class with samples."""
+    latency = response_latency_ms(frame, manifest)
+    answered = np.isin(frame["outcome"].astype(object).to_numpy(), stats_mod.ANSWERED)
+    functions = frame["function"].astype(str).to_numpy()
+    phases = frame["phase"].to_numpy() if "phase" in frame.columns else np.zeros(len(frame), dtype=int)
+    classes = frame["start_class"].astype(str).to_numpy()
+    rows = []
+    for function in sorted(set(functions[answered])):
+        in_function = answered & (functions == function)
+        phase_values = sorted({int(p) for p in phases[in_function] if p is not None and not (isinstance(p, float) and math.isnan(p))})
+        for phase in [*phase_values, "all"]:
+            in_phase = in_function if phase == "all" else in_function & (phases == phase)
+            for start_class in CLASSES:
+                mask = in_phase if start_class == "all" else in_phase & (classes == start_class)
+                if not mask.any():
+                    continue
+                rows.append({"function": function, "phase": phase, "start_class": start_class, **ratio_block(latency[mask])})
+    return {"rule": RULE, "rows": rows}
+
+
+def function_columns(summary: dict, function: str) -> dict:
+    """Whole-run ratios of one function as flat columns (``tail_p99_over_p50_warm``...) for ``compare``."""
+    out = {}
+    for row in (summary.get("tail_ratios") or {}).get("rows", []):
+        if row["function"] == function and row["phase"] == "all":
+            out[f"tail_p99_over_p50_{row['start_class']}"] = row["p99_over_p50"]
+            out[f"tail_p99_9_over_p50_{row['start_class']}"] = row["p99_9_over_p50"]
+    return out
+
+
+def report_section(summary: dict) -> str:
+    """The report's HTML section: one table row per function × phase × start class."""
+    block = summary.get("tail_ratios") or {}
+    rows = [
+        [r["function"], r["phase"], r["start_class"], r["n"], r["p50_ms"], r["p99_ms"], r["p99_9_ms"], r["p99_over_p50"], r["p99_9_over_p50"]]
+        for r in block.get("rows", [])
+    ]
+    if not rows:
+        return ""
+    return (
+        "<h2>Tail-to-median ratio (STeLLAR)</h2>"
+        + report_mod.table(["function", "phase", "start class", "n", "p50 ms", "p99 ms", "p99.9 ms", "p99/p50", "p99.9/p50"], rows, left=3)
+        + f"<p><small>{report_mod.html.escape(block.get('rule', ''))}.</small></p>"
+    )

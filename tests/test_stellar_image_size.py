@@ -1,0 +1,105 @@
+"""Cold start vs image size (experiments/padding.py, sweep parameter image_padding_mb): padded
+code, the sweep's checks, and a three-size sweep under docker isolation (skipped without Docker)."""
+
+from __future__ import annotations
+
+import json
+import zlib
+
+import pytest
+
+from conftest import REPO_ROOT, run_cli
+from experiments import padding
+from faasprof.docker import docker_problem
+
+PROBLEM = docker_problem()
+MIB = 1024 * 1024
+
+
+def test_padded_source_adds_incompressible_filler(tmp_path):
+    target = padding.padded_source(REPO_ROOT / "functions" / "padded_hello", 1.5, tmp_path)
+    filler = (target / "padding" / "filler.bin").read_bytes()
+    assert len(filler) == int(1.5 * MIB)
+    assert len(zlib.compress(filler[:MIB])) > 0.99 * MIB  # random: no zip or layer compression shrinks it
+    assert (target / "__main__.py").read_text() == (REPO_ROOT / "functions" / "padded_hello" / "__main__.py").read_text()
+
+
+def test_padded_tag_and_point_settings_without_padding():
+    assert padding.padded_tag(0) == padding.BASE_IMAGE
+    assert padding.padded_tag(50) == "faasprof/stellar-padded-python:50mb"
+    assert padding.point_settings({"rate": 2}) == {}
+
+
+def test_sweep_refuses_image_padding_without_docker_isolation(tmp_path, isolated_home):
+    workload = json.loads((REPO_ROOT / "workload_configs" / "stellar_image_size.json").read_text())
+    workload.pop("$schema")
+    workload["platform"]["localwhisk"]["isolation"] = "auto"
+    workload["instances"]["cold"]["source"] = str(REPO_ROOT / "functions" / "padded_hello")
+    config = tmp_path / "pad.json"
+    config.write_text(json.dumps(workload))
+    result = run_cli("sweep", config, "--out", tmp_path / "runs")
+    assert result.returncode == 2
+    assert "platform.localwhisk.isolation: image_padding_mb pads container images; set it to \"docker\"" in result.stderr
+    assert not (tmp_path / "runs").exists() or not any((tmp_path / "runs").iterdir())
+
+
+@pytest.mark.timeout(540)
+@pytest.mark.skipif(PROBLEM is not None, reason=f"isolation docker unavailable: {PROBLEM}")
+def test_image_size_sweep_cold_start_rises_with_size(tmp_path, isolated_home):
+    workload = json.loads((REPO_ROOT / "workload_configs" / "stellar_image_size.json").read_text())
+    workload.pop("$schema")
+    workload["test_duration_in_seconds"] = 13
+    workload["instances"]["cold"]["burst_gap_s"] = 3
+    workload["instances"]["cold"]["source"] = str(REPO_ROOT / "functions" / "padded_hello")
+    config = tmp_path / "pad.json"
+    config.write_text(json.dumps(workload))
+    try:
+        result = run_cli("sweep", config, "--out", tmp_path / "runs", timeout=480)
+        assert result.returncode == 0, result.stderr[-2000:]
+        assert set(padding.padded_images()) >= {"faasprof/stellar-padded-python:50mb", "faasprof/stellar-padded-python:200mb"}
+        sweep_dir = tmp_path / "runs" / result.stdout.strip().splitlines()[-1].rsplit("/", 1)[-1]
+        for run in sweep_dir.glob("*/manifest.json"):  # each point's function really ran in its padded image
+            size = json.loads(run.read_text())["sweep_point"]["values"]["image_padding_mb"]
+            results = [json.loads(line)["response"]["result"] for line in (run.parent / "activations.jsonl").read_text().splitlines()]
+            assert results and all(r == {"padding_bytes": size * MIB} for r in results)
+        table = json.loads((sweep_dir / padding.COLD_START_FILE).read_text())
+        assert table["format_version"] == padding.COLD_START_FORMAT_VERSION
+        rows = {row["image_padding_mb"]: row for row in table["rows"]}
+        assert set(rows) == {0, 50, 200} and all(row["cold_starts"] >= 3 for row in rows.values())
+        # Loading 200 MiB at the cold start costs tens of ms at least, above the noise of this host.
+        assert rows[200]["init_ms_median"] > rows[0]["init_ms_median"] + 30
+        assert rows[200]["init_ms_median"] > rows[50]["init_ms_median"] >= rows[0]["init_ms_median"] - 10
+    finally:
+        padding.remove_padded_images()
+    assert padding.padded_images() == []
+
+
+def test_code_padding_sweep_cold_start_rises_with_zip_size(tmp_path, isolated_home):
+    workload = json.loads((REPO_ROOT / "workload_configs" / "stellar_code_size.json").read_text())
+    workload.pop("$schema")
+    workload["test_duration_in_seconds"] = 9
+    workload["instances"]["cold"]["source"] = str(REPO_ROOT / "functions" / "padded_hello")
+    workload["sweep"]["parameters"]["code_padding_mb"] = [0, 20]
+    config = tmp_path / "code.json"
+    config.write_text(json.dumps(workload))
+    result = run_cli("sweep", config, "--out", tmp_path / "runs", timeout=240)
+    assert result.returncode == 0, result.stderr[-2000:]
+    sweep_dir = tmp_path / "runs" / result.stdout.strip().splitlines()[-1].rsplit("/", 1)[-1]
+    table = json.loads((sweep_dir / padding.COLD_START_FILE).read_text())
+    assert table["parameter"] == "code_padding_mb"
+    rows = {row["code_padding_mb"]: row for row in table["rows"]}
+    assert set(rows) == {0, 20} and all(row["cold_starts"] >= 2 for row in rows.values())
+    # 20 MiB more to move through /init, unzip and load: far above this host's noise.
+    assert rows[20]["init_ms_median"] > rows[0]["init_ms_median"] + 50
+    assert rows[20]["client_latency_ms_median"] > rows[0]["client_latency_ms_median"] + 50
+
+
+def test_code_padding_needs_a_source(tmp_path, isolated_home):
+    workload = {"test_name": "nosrc", "test_duration_in_seconds": 2, "random_seed": 1, "blocking_cli": True,
+                "instances": {"j": {"application": "json_dumps", "distribution": "Uniform", "rate": 1}},
+                "sweep": {"parameters": {"code_padding_mb": [1]}}}
+    config = tmp_path / "nosrc.json"
+    config.write_text(json.dumps(workload))
+    result = run_cli("sweep", config, "--out", tmp_path / "runs")
+    assert result.returncode == 2
+    assert "instances.j: code_padding_mb pads the zip of a function of yours; give the instance a source folder" in result.stderr
