@@ -44,8 +44,10 @@ if ! docker info >/dev/null 2>&1; then
         $sudo systemctl start docker || true
     else
         # No systemd (containers, CI sandboxes): start the daemon in the background ourselves.
+        # In a session of its own (setsid): the daemon must outlive this shell's process group,
+        # which a job runner may kill when setup ends. The previous log is kept beside the new one.
         log "starting dockerd (log: /var/log/dockerd.log)"
-        $sudo sh -c 'nohup dockerd >/var/log/dockerd.log 2>&1 &'
+        $sudo sh -c '[ -f /var/log/dockerd.log ] && mv -f /var/log/dockerd.log /var/log/dockerd.log.1; setsid nohup dockerd >/var/log/dockerd.log 2>&1 < /dev/null &'
     fi
     for _ in $(seq 1 60); do
         docker info >/dev/null 2>&1 && break
