@@ -6,6 +6,8 @@ its own result; the output counts the checks that passed (all must pass).
 Input: ``{"size": 400}`` (optional).
 """
 
+from paramlib import int_param
+
 DEFAULT_SIZE = 400
 
 
@@ -401,30 +403,6 @@ def projection_test(n):
             raise SolverError("projection test 4 failed at %d" % i)
         checks += 1
     return checks
-
-
-def int_param(args, name, default, low, high):
-    """``args[name]`` as an integer in [low, high]; missing or null gives ``default``. A whole
-    number may come as a float or a string ("100", "1e3"), as CLIs and param files send it.
-    Anything else raises ValueError with a message naming the parameter and its range."""
-    value = args.get(name)
-    if value is None:
-        return default
-    number = None
-    if isinstance(value, int) and not isinstance(value, bool):
-        number = value
-    elif isinstance(value, (float, str)):
-        try:
-            as_float = float(value)
-        except ValueError:
-            as_float = None
-        # finite (inf - inf and nan - nan are nan) and whole
-        if as_float is not None and as_float - as_float == 0 and as_float == int(as_float):
-            digits = isinstance(value, str) and value.strip().lstrip("+-").isdigit()
-            number = int(value) if digits else int(as_float)  # "123456789012345678901" stays exact
-    if number is None or not low <= number <= high:
-        raise ValueError("%s: expected a whole number from %d to %d (got %r)" % (name, low, high, value))
-    return number
 
 
 def main(args):

@@ -7,6 +7,8 @@ n-body benchmark publishes for this system).
 
 import math
 
+from paramlib import int_param
+
 DEFAULT_SIZE = 40000
 PI = math.pi
 SOLAR_MASS = 4 * PI * PI
@@ -73,30 +75,6 @@ def advance(bodies, steps, dt=0.01):
             p[0] += dt * v[0]
             p[1] += dt * v[1]
             p[2] += dt * v[2]
-
-
-def int_param(args, name, default, low, high):
-    """``args[name]`` as an integer in [low, high]; missing or null gives ``default``. A whole
-    number may come as a float or a string ("100", "1e3"), as CLIs and param files send it.
-    Anything else raises ValueError with a message naming the parameter and its range."""
-    value = args.get(name)
-    if value is None:
-        return default
-    number = None
-    if isinstance(value, int) and not isinstance(value, bool):
-        number = value
-    elif isinstance(value, (float, str)):
-        try:
-            as_float = float(value)
-        except ValueError:
-            as_float = None
-        # finite (inf - inf and nan - nan are nan) and whole
-        if as_float is not None and as_float - as_float == 0 and as_float == int(as_float):
-            digits = isinstance(value, str) and value.strip().lstrip("+-").isdigit()
-            number = int(value) if digits else int(as_float)  # "123456789012345678901" stays exact
-    if number is None or not low <= number <= high:
-        raise ValueError("%s: expected a whole number from %d to %d (got %r)" % (name, low, high, value))
-    return number
 
 
 def main(args):
