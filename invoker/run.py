@@ -35,7 +35,7 @@ import numpy as np
 
 from faasprof import rundir
 from faasprof.errors import ConfigError, FaasprofError, NotReadyError, RunError
-from invoker.activations import save_run_records
+from invoker.activations import read_record_ids, save_run_records
 from invoker.verdict import check_thresholds, evaluate
 from invoker.connection import Connection
 from invoker.dispatch import DispatchOptions, Dispatcher, DispatchResult, new_event_loop
@@ -519,7 +519,8 @@ def _run(workload, schedule, run_dir: Path, platform: _Platform, requests, colle
         platform.stop()
     if log.error is None:
         try:
-            manifest["verdict"] = evaluate(rundir.read_invocations(run_dir), thresholds)
+            records = read_record_ids(run_dir / rundir.ACTIVATIONS)
+            manifest["verdict"] = evaluate(rundir.read_invocations(run_dir), thresholds, records=records)
         except (OSError, FaasprofError) as error:
             warnings.append(f"the run's thresholds could not be checked ({error})")
         else:

@@ -8,9 +8,13 @@ while the manifest's status stays ``complete`` and its ``verdict`` block says wh
 Thresholds (workload ``thresholds`` block, ``faasprof run --threshold NAME=VALUE``; the command
 line wins):
 
-  min_successes              invocations answered ``ok`` at least this many (default 1)
-  max_failure_rate           share of attempted invocations (all but ``not_sent``) that are not
-                             ``ok``, at most this (default 0.5: the run fails when most failed)
+  min_successes              invocations that succeeded, at least this many (default 1)
+  max_failure_rate           share of attempted invocations (all but ``not_sent``) that did not
+                             succeed, at most this (default 0.5: the run fails when most failed)
+
+"Succeeded" is the final outcome (faasprof/outcomes.py) where the run saved the invocation's
+activation record: a non-blocking call the platform accepted (202) whose function raised is an
+``application_error``, not a success. Without a record the HTTP outcome decides (``ok``).
   max_client_latency_ms_p50  p50 / p99 of send → answer of the ``ok`` invocations, at most this
   max_client_latency_ms_p99
   max_lateness_ms_p99        p99 of intended → sent (the invoker's own error), at most this
@@ -23,6 +27,7 @@ from collections import Counter
 from typing import Any, Iterable, Mapping
 
 from faasprof.errors import ConfigError
+from faasprof.outcomes import ACCEPTED_HTTP_OUTCOMES, final_outcome
 
 VERDICT_FORMAT_VERSION = 1
 
@@ -82,9 +87,19 @@ def _percentile(values: list[int], q: float) -> float | None:
     return values[low] + (values[high] - values[low]) * (rank - low)
 
 
+_RECORD_FIXES = {
+    "application_error": "the function returned an error (its activation records' response.result.error says which); fix the function or its parameters",
+    "developer_error": "the action crashed, returned no JSON object or failed its initialisation; see the activation records' logs and result",
+    "action_timeout": "the action ran past its time limit; raise the action's timeout (faasprof deploy --timeout) or give it less work",
+    "internal_error": "the platform failed internally (whisk internal error); check its logs",
+}
+
+
 def failure_fix(outcome: str, status: int | None, error: str) -> str:
     """What to do about one kind of failure (the dominant one is reported)."""
     text = error.lower()
+    if outcome in _RECORD_FIXES:
+        return _RECORD_FIXES[outcome]
     if outcome == "throttled":
         return _THROTTLE_FIX
     if outcome == "timeout":
@@ -108,8 +123,11 @@ def failure_fix(outcome: str, status: int | None, error: str) -> str:
     return f"see the error column of invocations.csv ({error or 'no message'})"
 
 
-def evaluate(rows: Iterable[Mapping[str, str]], thresholds: Mapping[str, float] | None = None) -> dict:
+def evaluate(rows: Iterable[Mapping[str, str]], thresholds: Mapping[str, float] | None = None,
+             records: Mapping[str, Mapping] | None = None) -> dict:
     """Check a run's rows (``invocations.csv`` as dicts of strings) against the thresholds.
+
+    ``records`` (activation id → activation record) refines accepted calls to their final outcome.
 
     Returns the manifest's ``verdict`` block: ``passed``, one ``message`` line, each threshold
     with its value, and the dominant failure with its count, share, a sample error and the fix.
@@ -122,6 +140,10 @@ def evaluate(rows: Iterable[Mapping[str, str]], thresholds: Mapping[str, float] 
     lateness_ns: list[int] = []
     for row in rows:
         outcome = row["outcome"]
+        record = (records or {}).get(row.get("activation_id") or "") if outcome in ACCEPTED_HTTP_OUTCOMES else None
+        if record is not None:
+            final = final_outcome(outcome, record)
+            outcome = "ok" if final == "success" else final
         outcomes[outcome] += 1
         if row["sent_ns"] and row["intended_ns"]:
             lateness_ns.append(int(row["sent_ns"]) - int(row["intended_ns"]))
@@ -133,6 +155,8 @@ def evaluate(rows: Iterable[Mapping[str, str]], thresholds: Mapping[str, float] 
             continue
         status = int(row["http_status"]) if row["http_status"] else None
         error = row.get("error") or ""
+        if record is not None:  # the record, not the 202 or 502, says what went wrong
+            status, error = None, _record_error(record)
         # Failures are told apart by their fix: a refused connection and a reset one are both
         # "failed" without a status, but they mean different things.
         key = (outcome, status, failure_fix(outcome, status, error))
@@ -180,6 +204,12 @@ def evaluate(rows: Iterable[Mapping[str, str]], thresholds: Mapping[str, float] 
             message += f"; fix: {dominant['fix']}"
     return {"format_version": VERDICT_FORMAT_VERSION, "passed": passed, "message": message, "thresholds": checks,
             "outcomes": dict(sorted(outcomes.items())), "attempted": attempted, "dominant_failure": dominant}
+
+
+def _record_error(record: Mapping) -> str:
+    result = (record.get("response") or {}).get("result")
+    error = result.get("error") if isinstance(result, Mapping) else None
+    return (error if isinstance(error, str) else str(error or ""))[:200]
 
 
 def _ms(value_ns: float | None) -> float | None:

@@ -3,6 +3,8 @@ completed but measured only failures: all 429, all refused, all timed out, all 4
 
 from __future__ import annotations
 
+import json
+
 import pytest
 
 from conftest import run_cli
@@ -113,3 +115,44 @@ def test_thresholds_from_workload_and_command_line(tmp_path, isolated_home):
         done = run_cli("run", write_workload(tmp_path, duration=1.0, thresholds={"max_client_latency_ms_p99": 0.000001}), "--out", tmp_path / "runs2",
                        "--apihost", server.apihost, "--auth", AUTH, "--threshold", "max_client_latency_ms_p99=100000", timeout=60)
     assert done.returncode == 0, done.stderr
+
+
+def record(activation_id, status_code, error=None, timeout=False):
+    response = {"statusCode": status_code, "result": {"error": error} if error else {"ok": True}}
+    return {"activationId": activation_id, "response": response, "annotations": [{"key": "timeout", "value": timeout}]}
+
+
+def test_records_refine_accepted_calls_to_their_final_outcome():
+    rows = [dict(row(i), activation_id=f"a{i}") for i in range(10)]
+    # Accepted (202) but the function raised in 6 of 10: most failed, by the records.
+    records = {f"a{i}": record(f"a{i}", 1, "boom") for i in range(6)} | {f"a{i}": record(f"a{i}", 0) for i in range(6, 10)}
+    assert evaluate(rows)["passed"], "without records the 202s pass"
+    verdict = evaluate(rows, records=records)
+    assert not verdict["passed"] and verdict["outcomes"] == {"application_error": 6, "ok": 4}
+    assert verdict["dominant_failure"]["outcome"] == "application_error" and verdict["dominant_failure"]["error"] == "boom"
+    assert "fix the function or its parameters" in verdict["message"]
+    # A call without its record keeps its HTTP outcome; a timeout record is an action_timeout.
+    timed_out = {f"a{i}": record(f"a{i}", 2, "The action exceeded its time limits of 100 milliseconds.", timeout=True) for i in range(6)}
+    verdict = evaluate(rows, records=timed_out)
+    assert verdict["outcomes"] == {"action_timeout": 6, "ok": 4} and "raise the action's timeout" in verdict["dominant_failure"]["fix"]
+
+
+def test_non_blocking_run_of_an_always_raising_function_fails(tmp_path, isolated_home):
+    folder = tmp_path / "raiser"
+    folder.mkdir()
+    (folder / "__main__.py").write_text("def main(args):\n    raise RuntimeError('always fails')\n")
+    workload = tmp_path / "raising.json"
+    workload.write_text(json.dumps({
+        "test_name": "raising", "test_duration_in_seconds": 2, "random_seed": 5, "blocking_cli": False,
+        "instances": {"r": {"application": "raiser", "source": "raiser", "distribution": "Uniform", "rate": 4}},
+    }))
+    done = run_cli("run", workload, "--out", tmp_path / "runs", "--quiet", timeout=240)
+    assert done.returncode == 1, done.stderr
+    assert "Traceback" not in done.stderr
+    (run_dir,) = run_dirs(tmp_path / "runs")
+    manifest = rundir.load_manifest(run_dir)
+    assert manifest["status"] == "complete"
+    assert {r["outcome"] for r in rundir.read_invocations(run_dir)} == {"ok"}, "HTTP says every call was accepted"
+    verdict = manifest["verdict"]
+    assert not verdict["passed"] and verdict["dominant_failure"]["outcome"] in ("application_error", "developer_error"), verdict
+    assert "no invocation succeeded" in done.stderr
