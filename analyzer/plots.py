@@ -31,7 +31,11 @@ MAX_FUNCTIONS = 6
 CLASS_COLOURS = {"cold": "#1f77b4", "resumed": "#ff7f0e", "warm": "#2ca02c", "unknown": "#7f7f7f"}
 MODE_COLOURS = {"under-invoked": "#fde0b2", "balanced": "#d4edda", "over-invoked": "#f5c6cb", "unknown": "#eeeeee"}
 BREAKDOWN = (("wait_ms", "wait", "#9467bd"), ("init_ms", "init", "#1f77b4"), ("execution_ms", "execution", "#2ca02c"), ("overhead_ms", "overhead", "#8c8c8c"))
-PREFERRED_METRICS = ("ipc", "branch_mpki", "llc_mpki", "mem_bw_mbps", "llc_occupancy_kb", "page_faults_pki", "context_switches_pki", "user_fraction", "io_mbps", "cpu_utilization")
+# What a researcher reads (the paper's Figure 14): per kilo-instruction where instructions are
+# counted, rates per second, busy CPU and memory of each sandbox; in this order of preference.
+PREFERRED_METRICS = ("ipc", "branch_mpki", "llc_mpki", "mem_bw_mbps", "llc_occupancy_kb", "page_faults_pki", "context_switches_pki", "page_faults_per_s", "context_switches_per_s", "cpu_cores", "memory_usage_bytes", "throttled_share", "user_fraction", "io_mbps")
+PER_SANDBOX = {"cpu_cores": ("busy CPUs (idle excluded)", 1.0), "memory_usage_bytes": ("memory (MiB)", 1 / 2**20), "throttled_share": ("CPU-throttled share", 1.0)}
+MAX_SANDBOXES = 5
 SAVE = {"dpi": 100, "metadata": {"Software": None}}
 
 
@@ -234,7 +238,7 @@ def throughput(run, path: Path) -> None:
 
 
 # Columns that say when or how a sample was taken, not what was measured: never plotted.
-BOOKKEEPING = frozenset({"t_s", "elapsed_s", "interval_s", "interval_ms", "time_s", "timestamp", "wall_ns", "pid", "cpu", "index"})
+BOOKKEEPING = frozenset({"t_s", "elapsed_s", "interval_s", "interval_ms", "time_s", "timestamp", "wall_ns", "pid", "cpu", "index", "frozen", "memory_limit_bytes", "memory_failcnt", "oom_kills"})
 # perf's cpu_utilization is task-clock over the interval: counted system-wide (perf stat -a) it is
 # the number of CPUs whatever the load, so it means nothing as a utilisation.
 MEANINGLESS = {("perf", "cpu_utilization"): "perf cpu_utilization left out: system-wide task-clock over the interval is the CPU count, not a load"}
@@ -259,18 +263,30 @@ def plottable_columns(name: str, frame: pd.DataFrame) -> tuple[list[str], list[s
     return (preferred or usable[:2]), notes
 
 
-def _monitor_series(run) -> list[tuple[str, np.ndarray, np.ndarray]]:
-    series = []
+def _monitor_series(run) -> list[tuple[str, list[tuple[str, np.ndarray, np.ndarray]]]]:
+    """(axis label, [(line label, t, values)]) per panel: one line per sandbox for cgroup metrics."""
+    panels = []
     for name, frame in run.monitors.items():
         if "t_s" not in frame.columns or not len(frame):
             continue
         columns, _ = plottable_columns(name, frame)
         if not columns:
             continue
+        if "sandbox" in frame.columns:
+            sandboxes = frame["sandbox"].astype(str)
+            busiest = [s for s in frame.groupby(sandboxes)["cpu_cores"].sum().sort_values(ascending=False).index if s != "."][:MAX_SANDBOXES] if "cpu_cores" in frame.columns else []
+            for column in columns:
+                title, scale = PER_SANDBOX.get(column, (column, 1.0))
+                lines = []
+                for sandbox in (["."] if (sandboxes == ".").any() else []) + busiest:
+                    rows = frame[sandboxes == sandbox].sort_values("t_s")
+                    lines.append(("all sandboxes" if sandbox == "." else sandbox, rows["t_s"].to_numpy(dtype="float64"), rows[column].to_numpy(dtype="float64") * scale))
+                panels.append((f"{name}: {title}", lines))
+            continue
         grouped = frame.groupby("t_s", sort=True)[columns].mean()
         for column in columns:
-            series.append((f"{name}: {column}", grouped.index.to_numpy(dtype="float64"), grouped[column].to_numpy(dtype="float64")))
-    return series[:6]
+            panels.append((f"{name}: {column}", [("", grouped.index.to_numpy(dtype="float64"), grouped[column].to_numpy(dtype="float64"))]))
+    return panels[:6]
 
 
 def monitors(run, path: Path) -> bool:
@@ -285,9 +301,12 @@ def monitors(run, path: Path) -> bool:
     idx = _subsample(lat)
     ax.scatter(frame["intended_s"].to_numpy()[idx], lat[idx], s=3, color="#444444", linewidths=0)
     ax.set_yscale("log")
-    ax.set_ylabel("latency ms")
-    for ax, (label, t, values) in zip(axes[1:, 0], series):
-        ax.plot(t, values, lw=1)
+    ax.set_ylabel("completion latency ms")
+    for ax, (label, lines) in zip(axes[1:, 0], series):
+        for line_label, t, values in lines:
+            ax.plot(t, values, lw=1, label=line_label or None)
+        if any(line_label for line_label, _, _ in lines):
+            ax.legend(loc="upper right", fontsize=7, ncol=3)
         ax.set_ylabel(label, fontsize=8)
         ax.grid(True, alpha=0.3)
     axes[-1, 0].set_xlabel("time (s since run start)")

@@ -80,7 +80,7 @@ def test_frames_have_time_types_attrs_and_the_same_dtypes(tmp_path):
 def test_parquet_files_describe_themselves_and_read_together(tmp_path):
     dirs = []
     for k, rate in enumerate((10.0, 30.0)):
-        run_dir, _ = write_synthetic_run(tmp_path / f"r{k}", duration_s=4.0, instances={"i0": {"application": "fn", "distribution": "Uniform", "rate": rate}})
+        run_dir, _ = write_synthetic_run(tmp_path / f"r{k}", test_name=f"rate{k}", duration_s=4.0, instances={"i0": {"application": "fn", "distribution": "Uniform", "rate": rate}})
         analyze_run(run_dir, plots=False)
         dirs.append(run_dir)
     files = [d / "analysis" / "invocations.parquet" for d in dirs]
@@ -99,3 +99,29 @@ def test_parquet_files_describe_themselves_and_read_together(tmp_path):
     assert single[1] > 2 * single[0]
     summary = json.loads((dirs[0] / "analysis" / "summary.json").read_text())
     assert summary["instances"][0]["phases"][0]["latency_kind"].startswith("completion")
+
+
+def test_monitor_panels_plot_measurements_not_bookkeeping(tmp_path):
+    from analyzer import plots as plots_mod
+
+    perf = pd.DataFrame({"t_s": [1.0, 2.0], "time_s": [1.0, 2.0], "interval_s": [1.0, 1.0], "elapsed_s": [1.0, 2.0], "cpu_utilization": [2.0, 2.0], "ipc": [1.1, 1.2], "llc_mpki": [3.0, np.nan], "page_faults_per_s": [10.0, 12.0], "branch_mpki": [np.nan, np.nan]})
+    columns, notes = plots_mod.plottable_columns("perf", perf)
+    assert columns[:2] == ["ipc", "llc_mpki"] and "page_faults_per_s" in columns
+    assert not {"t_s", "time_s", "interval_s", "elapsed_s", "cpu_utilization", "branch_mpki"} & set(columns)
+    assert any("cpu_utilization" in n for n in notes) and any("branch_mpki" in n for n in notes)
+    cgroups = pd.DataFrame({
+        "t_s": [1.0, 1.0, 1.0, 2.0, 2.0, 2.0], "elapsed_s": [1.0] * 3 + [2.0] * 3, "interval_s": [1.0] * 6,
+        "sandbox": [".", "a", "b"] * 2, "cpu_cores": [0.9, 0.6, 0.3, 1.0, 0.5, 0.5],
+        "memory_usage_bytes": [3 * 2**20, 2**20, 2 * 2**20] * 2, "frozen": [0, 0, 1] * 2,
+    })
+    columns, _ = plots_mod.plottable_columns("cgroups", cgroups)
+    assert columns == ["cpu_cores", "memory_usage_bytes"]
+    run_dir, _ = write_synthetic_run(tmp_path, duration_s=3.0, instances={"i0": {"application": "fn", "distribution": "Uniform", "rate": 10.0}})
+    run = load_run(run_dir)
+    run.monitors = {"perf": perf, "cgroups": cgroups}
+    panels = plots_mod._monitor_series(run)
+    labels = [label for label, _ in panels]
+    assert "cgroups: busy CPUs (idle excluded)" in labels and "cgroups: memory (MiB)" in labels
+    cpu = dict((label, lines) for label, lines in panels)["cgroups: busy CPUs (idle excluded)"]
+    assert [name for name, _, _ in cpu] == ["all sandboxes", "a", "b"]
+    assert plots_mod.monitors(run, tmp_path / "m.png") and (tmp_path / "m.png").stat().st_size > 1000
