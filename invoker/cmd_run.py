@@ -105,7 +105,8 @@ def _restore_leftover_allocations() -> None:
         print(line, file=sys.stderr)
 
 
-def main(args: argparse.Namespace) -> int:
+def main(args: argparse.Namespace, workload=None) -> int:
+    """``faasprof run``; ``workload``: already loaded and resolved (``experiments.cmd_run``)."""
     from faasprof.rundir import load_manifest
     from invoker.preflight import check_embedded, check_out_dir
     from invoker.run import execute
@@ -115,7 +116,8 @@ def main(args: argparse.Namespace) -> int:
     options = _options(args)
     thresholds = parse_thresholds(args.threshold)
     check_out_dir(args.out)
-    workload = load_workload(args.config, seed=args.seed)
+    if workload is None:
+        workload = load_workload(args.config, seed=args.seed)
     connection = resolve_connection(args, workload.platform, origin=args.config)
     settings = local_settings(args, workload.platform)
     if connection is None:
