@@ -107,6 +107,10 @@ def resolve_workload(workload, connection, local_settings: dict | None, out_dir,
     capacities: dict[str, dict] = {}
     for instance in workload.needs_capacity():
         store_key = key(host, platform, instance.function, instance.memory_mb)
+        known = next((c for c in capacities.values() if c["capacity_key"] == store_key), None)
+        if known is not None:  # several instances of one function: looked up (or measured) once
+            capacities[instance.name] = known
+            continue
         entry = lookup(store_key)
         if entry is None:
             if say:
