@@ -75,10 +75,13 @@ def _shade_modes(ax, run) -> None:
     if not len(run.phase_stats):
         return
     names = list(dict.fromkeys(run.phase_stats["instance"].astype(str)))
+    spans = sorted((float(r.steady_start_s), float(r.phase_end_s)) for r in run.phase_stats.itertuples())
+    if all(a[1] <= b[0] for a, b in zip(spans, spans[1:])):
+        names = names[:1]  # no two instances' phases overlap in time: full height cannot blend them
     band = 1.0 / len(names)
     seen = set()
     for row in run.phase_stats.itertuples():
-        k = names.index(str(row.instance))
+        k = names.index(str(row.instance)) if len(names) > 1 else 0
         label = row.mode if row.mode not in seen else None
         seen.add(row.mode)
         ax.axvspan(row.steady_start_s, row.phase_end_s, ymin=k * band, ymax=(k + 1) * band, color=MODE_COLOURS.get(row.mode, "#eeeeee"), alpha=0.5, zorder=0, label=label)

@@ -21,7 +21,7 @@ table{border-collapse:collapse;font-size:.85em;margin:.5em 0}td,th{border:1px so
 th{background:#f3f3f3}td.l,th.l{text-align:left}.warn{background:#fff3cd;padding:.5em 1em;border-left:4px solid #e0a800}
 .fail{background:#f8d7da;padding:.5em 1em;border-left:4px solid #c82333}
 .mode-over-invoked{background:#f5c6cb}.mode-under-invoked{background:#fde0b2}.mode-balanced{background:#d4edda}
-details.warn summary{cursor:pointer;font-weight:600}details details{margin-left:1em}table.ctx th{width:11em}.def{font-size:.9em}
+div.scroll{overflow-x:auto}ul.evidence{font-size:.85em}details.warn summary{cursor:pointer;font-weight:600}details details{margin-left:1em}table.ctx th{width:11em}.def{font-size:.9em}
 img{max-width:100%;border:1px solid #eee;margin:.5em 0}code{background:#f5f5f5;padding:0 3px}
 """
 
@@ -77,13 +77,13 @@ def seconds(value) -> str:
 
 def table(headers: Iterable[str], rows: Iterable[Iterable], left: int = 1, row_class=None) -> str:
     headers = list(headers)
-    out = ["<table><tr>"]
+    out = ["<div class='scroll'><table><tr>"]
     out += [f"<th class='{'l' if i < left else ''}'>{html.escape(h)}</th>" for i, h in enumerate(headers)]
     out.append("</tr>")
     for k, row in enumerate(rows):
         cls = row_class(k) if row_class else ""
         out.append(f"<tr class='{cls}'>" + "".join(f"<td class='{'l' if i < left else ''}'>{fmt(v)}</td>" for i, v in enumerate(row)) + "</tr>")
-    out.append("</table>")
+    out.append("</table></div>")
     return "".join(out)
 
 
@@ -120,7 +120,8 @@ def run_context(manifest: dict) -> list[tuple[str, str]]:
     local = platform.get("localwhisk") or {}
     kind = platform.get("kind") or "–"
     version = platform.get("version")
-    where = f"{kind} {version}" if version else str(kind)
+    # Some platforms put a sentence in their version field: only a version-like string is shown.
+    where = f"{kind} {version}" if version and len(str(version)) <= 24 else str(kind)
     if platform.get("embedded"):
         where += " (embedded)"
     cores = host.get("logical_cpus")
@@ -206,7 +207,7 @@ def write_report(run, summary: dict, path: Path) -> None:
         "<b>Client latency</b> (send → answer) is shown for blocking calls only: a non-blocking call is answered "
         "before its function runs. <b>Achieved</b>: " + html.escape(summary.get("achieved_rule", "")) + ".</p>"
     )
-    rows, modes = [], []
+    rows, modes, evidence = [], [], []
     for instance in summary["instances"]:
         for phase in instance["phases"]:
             modes.append(phase["mode"])
@@ -229,18 +230,24 @@ def write_report(run, summary: dict, path: Path) -> None:
                     ms(phase["client_latency_ms_p99"]) if blocking else "–",
                     pct(phase["cold_fraction"]),
                     pct(phase["resumed_fraction"]),
-                    phase["mode_reasons"],
                 ]
             )
+            evidence.append(f"<li><b>{html.escape(instance['instance'])}</b>, phase {phase['phase']}: {html.escape(phase['mode'])}: {html.escape(phase['mode_reasons'] or '')}</li>")
+    headers = ["instance", "function", "call", "phase", "steady window", "mode", "offered", "achieved", "successful", "failed",
+               "completion p50", "completion p99", "client p50 (blocking)", "client p99 (blocking)", "cold", "resumed"]
+    if not any(phase.get("blocking") for instance in summary["instances"] for phase in instance["phases"]):
+        # No blocking call: there is no client latency to show (a 202 says nothing of the function).
+        headers = headers[:12] + headers[14:]
+        rows = [row[:12] + row[14:] for row in rows]
     parts.append(
         table(
-            ["instance", "function", "call", "phase", "steady window", "mode", "offered", "achieved", "successful", "failed",
-             "completion p50", "completion p99", "client p50 (blocking)", "client p99 (blocking)", "cold", "resumed", "evidence"],
+            headers,
             rows,
             left=6,
             row_class=lambda k: f"mode-{modes[k]}",
         )
     )
+    parts.append("<p>Evidence for each mode:</p><ul class='evidence'>" + "".join(evidence) + "</ul>")
     parts.append(f"<p><small>Rule: {html.escape(summary['mode_rule'])}.</small></p>")
 
     parts.append("<h2>Per function (whole run): completion latency of successful invocations</h2>")

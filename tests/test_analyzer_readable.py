@@ -45,7 +45,7 @@ def test_phases_name_their_latency_and_client_latency_is_blocking_only(tmp_path)
     assert "achieved_rule" in summary
     page = (run_dir / "analysis" / "report.html").read_text()
     assert not re.search(r"\d\.\d+e[+-]\d", page), "a number in exponent notation"
-    assert "client p50 (blocking)" in page and "completion p50" in page
+    assert "client p50 (blocking)" in page and "completion p50" in page  # one blocking instance
     assert "<details class='warn'>" in page or not summary["warnings"]
     assert "faasprof" in page and "seed" in page  # the run-context header
 
