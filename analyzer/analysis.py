@@ -52,6 +52,8 @@ from analyzer import tails as tails_mod
 SUMMARY_FORMAT_VERSION = 2
 SUPPORTED_SUMMARY_VERSIONS = (2,)
 SUMMARY = "summary.json"
+LATENCY_KIND = "completion: planned send → function end (completion_latency_ms)"
+CLIENT_LATENCY_KIND = "client: send → answer (client_latency_ms; blocking calls only)"
 MISSING_IDS_IN_SUMMARY = 50
 
 
@@ -74,6 +76,18 @@ class Run:
     @property
     def test_name(self) -> str:
         return str(self.manifest.get("test_name") or self.path.name)
+
+    def __repr__(self) -> str:  # the frames' own reprs are far too long for a notebook cell
+        modes = ", ".join(f"{k} {v}" for k, v in self.phase_stats["mode"].value_counts(sort=False).items() if v) if len(self.phase_stats) else "none"
+        return (
+            f"<Run {self.path.name}: {self.test_name}, {self.manifest.get('status')}, {len(self.invocations):,} invocations "
+            f"({int(self.invocations['successful'].sum()):,} successful), {len(self.phases)} phases, modes: {modes}, "
+            f"monitors: {', '.join(self.monitors) or 'none'}, {len(self.warnings)} warnings>"
+        )
+
+    def phase_stats_long(self) -> pd.DataFrame:
+        """Phase statistics in tidy long format (``analyzer.frames.phase_stats_long``)."""
+        return frames_mod.phase_stats_long(self.phase_stats)
 
 
 def _run_ids(invocations: pd.DataFrame) -> set[str]:
@@ -208,12 +222,10 @@ def load_run(path: str | os.PathLike, progress: Callable[[str], None] | None = N
             t = rows_all["intended_s"].to_numpy()
             rows = rows_all[(t >= phase["steady_start_s"]) & (t < phase["end_s"])]
             spec = next(s for s in specs if s["instance"] == name)
+            done_s = stats_mod.end_times_s(rows_all, spec["blocking"])
             if spec["blocking"] or not rows_all["has_record"].any():
-                answered = np.isin(rows_all["outcome"].astype(object).to_numpy(), stats_mod.ANSWERED)
-                done_s = rows_all["done_ns"].to_numpy(dtype="float64", na_value=np.nan)[answered] / 1e9
                 latency_column = "corrected_latency_ms"
             else:  # the client only saw 202s: the platform's clock says when work was done
-                done_s = rows_all["platform_end_s"].to_numpy(dtype="float64")
                 latency_column = "platform_latency_ms"
             block = stats_mod.group_stats(rows, phase["steady_start_s"], phase["end_s"], done_s)
             trend = stats_mod.latency_trend(rows, phase["steady_start_s"], phase["end_s"], latency_column)
@@ -231,6 +243,10 @@ def load_run(path: str | os.PathLike, progress: Callable[[str], None] | None = N
                     "phase_end_s": phase["end_s"],
                     "rate_rps": spec["rate_rps"],
                     "blocking": spec["blocking"],
+                    # Which latency the headline figures are: completion for every call; the client's
+                    # own latency only means the function's for calls answered at its end.
+                    "latency_kind": LATENCY_KIND,
+                    "client_latency_kind": CLIENT_LATENCY_KIND if spec["blocking"] else None,
                     "mode": mode,
                     "mode_reasons": "; ".join(reasons),
                     **{f"trend_{k}": v for k, v in trend.items()},
@@ -264,6 +280,7 @@ def load_run(path: str | os.PathLike, progress: Callable[[str], None] | None = N
             f"pause grace {records_info['pause_grace_ms']:g} ms is {records_info['pause_grace_source']}: the resumed/warm split "
             "of the start classes depends on it; record it (PAUSE_GRACE_MS in the set-up's wskprops)"
         )
+    frames_mod.harmonise([frame, phase_stats, function_stats, *monitors.values()], frames_mod.run_attrs(run_dir, manifest))
     return Run(
         path=run_dir,
         manifest=manifest,
@@ -360,6 +377,7 @@ def build_summary(run: Run) -> dict:
         "mode_rule": stats_mod.MODE_RULE,
         "tail_ratios": tails_mod.tail_ratios(frame, run.manifest),
         "chains": chains_mod.chain_summary(run),
+        "achieved_rule": stats_mod.ACHIEVED_RULE,
         "instances": instances,
         "functions": run.function_stats.to_dict("records"),
         "cost_gb_s": frames_mod.cost_totals(frame),
@@ -370,7 +388,7 @@ def build_summary(run: Run) -> dict:
 
 
 def _write_parquet(frame: pd.DataFrame, path: Path) -> None:
-    frame.to_parquet(path, index=False, engine="pyarrow")
+    frames_mod.write_parquet(frame, path, kind=path.stem)
 
 
 def analyze_run(

@@ -13,6 +13,7 @@ import sys
 from pathlib import Path
 
 from faasprof import rundir
+from analyzer import report as report_mod
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
@@ -40,15 +41,16 @@ def print_summary(summary: dict, out=sys.stdout) -> None:
     for instance in summary["instances"]:
         for phase in instance["phases"]:
             def f(v, unit=""):
-                return "-" if v is None else f"{v:.4g}{unit}"
+                return "-" if v is None else f"{v:.3g}{unit}"
 
-            # A non-blocking call answers at acceptance: its latency is the platform's (wait + duration).
-            kind = "client" if phase.get("blocking", True) else "platform"
+            # Completion latency for every call (planned send → function end); the client's own
+            # latency is added for blocking calls only, whose answer comes at the function's end.
+            client = f" (client p50 {report_mod.ms(phase['client_latency_ms_p50'])})" if phase.get("blocking") else ""
             print(
                 f"  {instance['instance']:<16} phase {phase['phase']} {phase['mode']:<13} "
                 f"offered {f(phase['offered_rps'], '/s')} achieved {f(phase['achieved_rps'], '/s')} "
-                f"{kind} latency p50 {f(phase[f'{kind}_latency_ms_p50'], ' ms')} p99 {f(phase[f'{kind}_latency_ms_p99'], ' ms')} "
-                f"cold {f(phase['cold_fraction'])} resumed {f(phase['resumed_fraction'])}",
+                f"completion latency p50 {report_mod.ms(phase.get('completion_latency_ms_p50'))} p99 {report_mod.ms(phase.get('completion_latency_ms_p99'))}{client} "
+                f"cold {report_mod.pct(phase['cold_fraction'])} resumed {report_mod.pct(phase['resumed_fraction'])}",
                 file=out,
             )
 

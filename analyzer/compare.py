@@ -11,18 +11,33 @@ manifest). When it is numeric, metrics are also plotted against it.
 Warnings are raised when runs come from different hosts, kernels, CPU settings or platform
 settings other than the parameter: their differences may be the host's, not the experiment's.
 
+A label only means something when the runs are the same workload but for that setting: when
+they also differ in the functions they call, or in other workload settings, ``compare`` warns
+that it may be labelling unrelated workloads.
+
+Significance (``significance``): for each function, every run after the first is tested against
+the first on its per-invocation completion latencies of successful invocations: two-sided
+Mann-Whitney U (no assumption of normality; latencies are skewed), significant at p < 0.05, with
+the effect size as the ratio of medians (how many times slower or faster, as pyperf's
+``compare_to`` says it) and the common-language effect size (probability that an invocation of
+the run is slower than one of the baseline; 0.5 is no effect).
+
 Output format versions (``COMPARE_FORMAT_VERSION``):
-  1: first version.
+  1: first version; ``significance`` (one entry per run × function against the baseline run) was
+     added to it later as an optional key (readers of version 1 that ignore unknown keys still work).
 """
 
 from __future__ import annotations
 
 import json
 import os
+import re
 from pathlib import Path
 from typing import Any, Callable
 
+import numpy as np
 import pandas as pd
+from scipy import stats as scipy_stats
 
 from faasprof import __version__, rundir
 from faasprof.errors import ConfigError, FormatError
@@ -31,11 +46,13 @@ from analyzer import stats as stats_mod
 from analyzer import tails as tails_mod
 
 COMPARE_FORMAT_VERSION = 1
+ALPHA = 0.05
+MIN_SAMPLES_FOR_TEST = 8
 # Keys that differ between any two runs without meaning a different experiment.
 VOLATILE_NAMES = ("test_name", "description", "created_utc", "apihost", "port", "pid", "auth", "auth_user", "source", "path", "uptime_s", "loadavg", "random_seed", "seed", "seed_was_null", "as_given", "info", "actions", "cgroup_parents", "embedded")
 VOLATILE_SUFFIXES = ("_dir", "_path", "_pid", "_port", "_utc", "_ns", "seed")
 HOST_KEYS = ("hostname", "cpu_model", "model_name", "kernel", "governor", "smt", "cores", "logical_cpus", "sockets", "perf_event_paranoid", "microcode", "turbo", "no_turbo")
-METRICS = ("client_latency_ms_p50", "client_latency_ms_p90", "client_latency_ms_p99", "client_latency_ms_p99_9", "platform_latency_ms_p50", "platform_latency_ms_p99", "achieved_rps", "cold_fraction", "resumed_fraction", "execution_ms_mean", "wait_ms_mean", "gb_s")
+METRICS = ("completion_latency_ms_p50", "completion_latency_ms_p99", "client_latency_ms_p50", "client_latency_ms_p90", "client_latency_ms_p99", "client_latency_ms_p99_9", "platform_latency_ms_p50", "platform_latency_ms_p99", "achieved_rps", "cold_fraction", "resumed_fraction", "execution_ms_mean", "wait_ms_mean", "gb_s")
 MONITOR_HINTS = ("ipc", "mpki", "bw", "bandwidth", "occupancy")
 
 
@@ -106,6 +123,61 @@ def environment_warnings(manifests: list[dict], names: list[str], parameter: str
     if len(versions) > 1:
         warnings.append(f"runs were made by different faasprof versions ({', '.join(sorted(versions))})")
     return warnings
+
+
+def unrelated_workload_warnings(manifests: list[dict], names: list[str], parameter: str | None, differing: list[str]) -> list[str]:
+    """Warnings when the runs are not one workload varied in ``parameter`` alone."""
+    if len(manifests) < 2 or parameter is None:
+        return []
+    out = []
+    # Memory variants of one function are deployed as <name>-<MB>: the same function.
+    functions = [sorted({re.sub(r"-\d+$", "", str(i.get("function"))) for i in ((m.get("workload") or {}).get("instances") or {}).values() if isinstance(i, dict)}) for m in manifests]
+    if len({json.dumps(f) for f in functions}) > 1:
+        detail = ", ".join(f"{n}: {'+'.join(f) or '–'}" for n, f in zip(names, functions))
+        out.append(f"runs call different functions ({detail}): labelling them by {parameter} may compare unrelated workloads")
+    others = [k for k in differing if k.startswith("workload.") and k != parameter and not k.endswith(".function")]
+    if others:
+        out.append(f"runs differ in more than {parameter}: also {', '.join(others[:6])}{'…' if len(others) > 6 else ''}; a difference may come from these")
+    return out
+
+
+def _latencies(path: Path) -> dict[str, np.ndarray]:
+    """Per function, the completion latencies (ms) of successful invocations of one analyzed run."""
+    frame = pd.read_parquet(Path(path) / rundir.ANALYSIS / "invocations.parquet", columns=["function", "successful", "completion_latency_ms"])
+    frame = frame[frame["successful"].astype(bool)]
+    out = {}
+    for function, rows in frame.groupby(frame["function"].astype(str), sort=True):
+        values = rows["completion_latency_ms"].to_numpy(dtype="float64")
+        out[str(function)] = values[np.isfinite(values)]
+    return out
+
+
+def significance(paths: list[Path], names: list[str]) -> list[dict]:
+    """Each run after the first against the first, per function (module docstring)."""
+    if len(paths) < 2:
+        return []
+    base = _latencies(paths[0])
+    out = []
+    for name, path in zip(names[1:], paths[1:]):
+        other = _latencies(path)
+        for function in sorted(set(base) & set(other)):
+            a, b = base[function], other[function]
+            entry: dict[str, Any] = {"run": name, "baseline": names[0], "function": function, "metric": "completion_latency_ms", "n_baseline": int(len(a)), "n": int(len(b))}
+            if min(len(a), len(b)) < MIN_SAMPLES_FOR_TEST:
+                entry.update(verdict=f"too few samples (< {MIN_SAMPLES_FOR_TEST}) to test", p_value=None, median_ratio=None, prob_slower=None, significant=None)
+                out.append(entry)
+                continue
+            test = scipy_stats.mannwhitneyu(b, a, alternative="two-sided")
+            ratio = float(np.median(b) / np.median(a)) if np.median(a) > 0 else float("nan")
+            prob_slower = float(test.statistic) / (len(a) * len(b))
+            significant = bool(test.pvalue < ALPHA)
+            if not significant:
+                verdict = f"not significant (p = {test.pvalue:.2g})"
+            else:
+                verdict = f"{ratio:.2f}x {'slower' if ratio > 1 else 'faster'} (p = {test.pvalue:.2g}, P(slower) = {prob_slower:.2f})"
+            entry.update(p_value=float(test.pvalue), median_ratio=ratio, prob_slower=prob_slower, significant=significant, verdict=verdict)
+            out.append(entry)
+    return out
 
 
 def _numeric(value: Any) -> float | None:
@@ -183,6 +255,7 @@ def compare_runs(run_dirs: list[str | os.PathLike], label: str | None = None, ou
             rows.append(row)
     frame = pd.DataFrame(rows)
     warnings = environment_warnings(manifests, names, parameter) if len(paths) > 1 else []
+    warnings += unrelated_workload_warnings(manifests, names, parameter, differing)
     if len(paths) > 1 and parameter is None and differing:
         warnings.append(f"runs differ in several settings ({', '.join(differing[:6])}{'…' if len(differing) > 6 else ''}); name the one to plot against with --label KEY")
     result = {
@@ -192,6 +265,7 @@ def compare_runs(run_dirs: list[str | os.PathLike], label: str | None = None, ou
         "parameter": parameter,
         "differing_keys": differing,
         "warnings": warnings,
+        "significance": stats_mod.clean(significance(paths, names)),
         "rows": stats_mod.clean(frame.to_dict("records")),
     }
     if out_dir is not None:

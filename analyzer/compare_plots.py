@@ -14,7 +14,7 @@ import pandas as pd  # noqa: E402
 from analyzer.plots import SAVE, _ecdf_points  # noqa: E402
 from analyzer.report import STYLE, fmt, image, table  # noqa: E402
 
-VERSUS = (("client_latency_ms_p50", "p50 latency (ms)"), ("client_latency_ms_p99", "p99 latency (ms)"), ("achieved_rps", "achieved invocations/s"), ("cold_fraction", "cold-start fraction"))
+VERSUS = (("completion_latency_ms_p50", "p50 completion latency (ms)"), ("completion_latency_ms_p99", "p99 completion latency (ms)"), ("achieved_rps", "achieved invocations/s"), ("cold_fraction", "cold-start fraction"))
 
 
 def overlaid_cdfs(path: Path, frame: pd.DataFrame, paths: list[Path], names: list[str]) -> None:
@@ -74,7 +74,13 @@ def write_compare_report(path: Path, frame: pd.DataFrame, result: dict) -> None:
     parts.append(f"<p>Parameter: <code>{fmt(result['parameter'])}</code>. Settings that differ: {html.escape(', '.join(result['differing_keys']) or 'none')}.</p>")
     if result["warnings"]:
         parts.append("<h2>Warnings</h2><div class='warn'><ul>" + "".join(f"<li>{html.escape(w)}</li>" for w in result["warnings"]) + "</ul></div>")
-    columns = ["run", "label", "function", "mode", "planned", "successful", "failures", "offered_rps", "achieved_rps", "client_latency_ms_p50", "client_latency_ms_p99", "cold_fraction", "gb_s"]
+    if result.get("significance"):
+        parts.append("<h2>Is the difference significant? Completion latency against the first run</h2>")
+        parts.append("<p><small>Two-sided Mann-Whitney U on per-invocation completion latencies of successful invocations, p &lt; 0.05; "
+                     "effect size: ratio of medians and P(slower), the chance that an invocation of the run is slower than one of the baseline.</small></p>")
+        srows = [[e["run"], e["function"], e["n_baseline"], e["n"], e["verdict"]] for e in result["significance"]]
+        parts.append(table(["run", "function", "n baseline", "n", "verdict"], srows, left=2))
+    columns = ["run", "label", "function", "mode", "planned", "successful", "failures", "offered_rps", "achieved_rps", "completion_latency_ms_p50", "completion_latency_ms_p99", "cold_fraction", "gb_s"]
     columns += [c for c in frame.columns if c not in columns and c not in ("parameter_value",) and frame[c].dtype.kind == "f" and any(h in c for h in ("ipc", "mpki", "bw", "occupancy"))]
     rows = frame[[c for c in columns if c in frame.columns]].itertuples(index=False) if len(frame) else []
     parts.append(table([c for c in columns if c in frame.columns], rows, left=4))

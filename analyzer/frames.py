@@ -38,14 +38,23 @@ Columns (units in the names; ``_s`` columns are seconds since the run's monotoni
 ``gb_s``                   billed GB-seconds OpenWhisk-style: memory × duration as recorded
 ``gb_s_1ms``               … with the duration rounded up to 1 ms (at least 1 ms)
 ``gb_s_100ms``             … rounded up to 100 ms (the classic FaaS billing granularity)
+``intended``, ``end``      planned send and function end as ``timedelta64`` since the run's zero
+``intended_utc``,          the same instants as UTC ``datetime64`` (wall clock: ``resample``,
+``end_utc``                joins with other data on time)
 =========================  ==================================================================
 
 GB here is GiB (memory_mb / 1024), as FaaS providers bill.
+
+Every frame of a run carries the run in ``DataFrame.attrs`` (``run_attrs``); ``write_parquet``
+writes a frame whose schema says which run, test and format it is and the unit of each column,
+with a ``run`` column so the files of several runs can be read as one dataset
+(``pyarrow.dataset``, duckdb) without mixing them up.
 """
 
 from __future__ import annotations
 
 import io
+import json
 import math
 import os
 from pathlib import Path
@@ -53,7 +62,10 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-from faasprof import rundir
+import pyarrow as pa
+import pyarrow.parquet as pq
+
+from faasprof import __version__, rundir
 from faasprof.errors import FormatError
 from faasprof.outcomes import ACCEPTED_HTTP_OUTCOMES, FINAL_OUTCOMES
 from analyzer.records import RECORD_COLUMNS
@@ -269,6 +281,17 @@ def match_records(invocations: pd.DataFrame, records: pd.DataFrame) -> np.ndarra
     return index.get_indexer(match_ids(invocations))
 
 
+def answers_at_end(instance: dict, default: bool = True) -> bool:
+    """Whether a call of this resolved instance is answered when the function ends (blocking).
+
+    A blocking call is; so is a web action call with a data file (``data_mode`` ``web``): OpenWhisk
+    answers web actions synchronously with the function's result, whatever ``blocking`` says.
+    """
+    if instance.get("data_file") and (instance.get("data_mode") or "web") == "web":
+        return True
+    return bool(instance.get("blocking", default))
+
+
 def build_invocation_frame(invocations: pd.DataFrame, records: pd.DataFrame, manifest: dict, position: np.ndarray | None = None) -> pd.DataFrame:
     """Join by activation id and derive the columns in the module docstring.
 
@@ -308,7 +331,7 @@ def build_invocation_frame(invocations: pd.DataFrame, records: pd.DataFrame, man
     frame["execution_ms"] = duration_ms - init_ms
     # A non-blocking call answers at acceptance, before the function runs: no overhead to speak of.
     instances = (manifest.get("workload") or {}).get("instances") or {}
-    blocking = frame["instance"].map(lambda name: bool((instances.get(name) or {}).get("blocking", True))).to_numpy(dtype=bool)
+    blocking = frame["instance"].map(lambda name: answers_at_end(instances.get(name) or {})).to_numpy(dtype=bool)
     frame["overhead_ms"] = np.where(blocking, frame["client_latency_ms"].to_numpy() - (wait_ms + duration_ms), np.nan)
     frame["platform_latency_ms"] = wait_ms + duration_ms
     frame["platform_end_s"] = (end_ms - wall_zero_ms) / 1e3
@@ -340,7 +363,23 @@ def build_invocation_frame(invocations: pd.DataFrame, records: pd.DataFrame, man
     frame["gb_s"] = gib * duration_ms / 1e3
     frame["gb_s_1ms"] = gib * np.maximum(np.ceil(duration_ms), 1.0) / 1e3
     frame["gb_s_100ms"] = gib * np.maximum(np.ceil(duration_ms / 100.0), 1.0) * 100.0 / 1e3
+    add_time_columns(frame, manifest)
+    frame["start_class"] = pd.Categorical(frame["start_class"].astype(object), categories=START_CLASSES, ordered=True)
     return frame
+
+
+def add_time_columns(frame: pd.DataFrame, manifest: dict) -> None:
+    """Pandas time types beside the float seconds: ``intended`` and ``end`` as timedeltas since the
+    run's zero, ``intended_utc`` and ``end_utc`` as UTC datetimes (``resample`` works on them).
+    ``end`` is the function's end as ``completion_latency_ms`` counts it."""
+    wall_zero = pd.Timestamp(int(manifest.get("clock", {}).get("wall_ns_at_zero", 0)), unit="ns", tz="UTC")
+    intended = pd.to_timedelta(frame["intended_s"].to_numpy(dtype="float64"), unit="s")
+    end_s = frame["intended_s"].to_numpy(dtype="float64") + frame["completion_latency_ms"].to_numpy(dtype="float64") / 1e3
+    end = pd.to_timedelta(end_s, unit="s")
+    frame["intended"] = intended
+    frame["end"] = end
+    frame["intended_utc"] = wall_zero + intended
+    frame["end_utc"] = wall_zero + end
 
 
 # HTTP outcomes after which a record, when one exists, still says what happened: the client gave
@@ -386,3 +425,96 @@ def cost_totals(frame: pd.DataFrame) -> dict:
         total = float(np.nansum(frame[column].to_numpy()))
         out[column] = round(total, 6) if math.isfinite(total) else None
     return out
+
+
+# --------------------------------------------------------------------------------------------
+# self-describing frames and files
+
+PARQUET_FORMAT_VERSION = 1
+PARQUET_KEY = b"faasprof"
+MODES = ("unknown", "under-invoked", "balanced", "over-invoked")  # ordered by load
+
+
+def unit_of(column: str) -> str | None:
+    """The unit a column name carries (house style: names end in their unit)."""
+    for suffix, unit in (("_ms", "ms"), ("_ns", "ns"), ("_s", "s"), ("_rps", "1/s"), ("_mb", "MB"), ("_mbps", "MB/s"), ("_fraction", "1"), ("_gb_s", "GB-s")):
+        if column.endswith(suffix) or f"{suffix}_" in column:
+            return unit
+    if column.startswith("gb_s"):
+        return "GB-s"
+    return None
+
+
+def run_attrs(run_dir: Path, manifest: dict) -> dict:
+    """What identifies a run, for ``DataFrame.attrs`` and Parquet schema metadata (JSON-ready)."""
+    workload = manifest.get("workload") or {}
+    return {
+        "run": Path(run_dir).name,
+        "test_name": str(manifest.get("test_name") or Path(run_dir).name),
+        "run_format_version": manifest.get("format_version"),
+        "created_utc": manifest.get("created_utc"),
+        "wall_ns_at_zero": int(manifest.get("clock", {}).get("wall_ns_at_zero", 0)),
+        "seed": workload.get("seed"),
+        "faasprof": __version__,
+    }
+
+
+def harmonise(frames: list[pd.DataFrame], attrs: dict) -> None:
+    """The same dtype for the same column in every frame of a run, ordered modes, and ``attrs``;
+    the first frame (the invocations) gets a ``run`` column, so rows of several runs concatenated
+    in a notebook stay apart."""
+    if frames and "run" not in frames[0].columns:
+        frames[0].insert(0, "run", pd.Categorical([attrs["run"]] * len(frames[0])))
+    kinds: dict[str, pd.CategoricalDtype] = {}
+    for name in ("instance", "function"):
+        values = sorted({str(v) for f in frames if name in f.columns for v in f[name].astype(object).dropna().unique()})
+        kinds[name] = pd.CategoricalDtype(values)
+    for frame in frames:
+        for name, dtype in kinds.items():
+            if name in frame.columns:
+                frame[name] = frame[name].astype(object).astype(dtype)
+        if "phase" in frame.columns:
+            frame["phase"] = frame["phase"].astype("int64")
+        if "mode" in frame.columns:
+            frame["mode"] = pd.Categorical(frame["mode"].astype(object), categories=MODES, ordered=True)
+        frame.attrs.update(attrs)
+
+
+def write_parquet(frame: pd.DataFrame, path: Path, kind: str) -> None:
+    """``frame`` as Parquet with a ``run`` column and schema metadata naming the run, the test, the
+    format version, the frame's kind and each column's unit. Timedeltas become Arrow ``duration``,
+    datetimes Arrow ``timestamp`` (UTC)."""
+    attrs = dict(frame.attrs)
+    data = frame.copy()
+    data.attrs = {}
+    if "run" not in data.columns and attrs.get("run"):
+        data.insert(0, "run", pd.Categorical([attrs["run"]] * len(data)))
+    table = pa.Table.from_pandas(data, preserve_index=False)
+    described = {
+        "parquet_format_version": PARQUET_FORMAT_VERSION,
+        "kind": kind,
+        **attrs,
+        "units": {c: u for c in data.columns if (u := unit_of(str(c)))},
+    }
+    metadata = dict(table.schema.metadata or {})
+    metadata[PARQUET_KEY] = json.dumps(described, sort_keys=True).encode()
+    pq.write_table(table.replace_schema_metadata(metadata), path)
+
+
+def parquet_description(path: str | os.PathLike) -> dict:
+    """The faasprof metadata of a Parquet file ``write_parquet`` wrote."""
+    metadata = pq.read_schema(path).metadata or {}
+    if PARQUET_KEY not in metadata:
+        raise FormatError(f"{path}: no faasprof schema metadata; rewrite it with faasprof analyze")
+    return json.loads(metadata[PARQUET_KEY])
+
+
+def phase_stats_long(phase_stats: pd.DataFrame) -> pd.DataFrame:
+    """Phase statistics in tidy long format: one row per instance × phase × metric, with its unit."""
+    ids = [c for c in ("instance", "function", "phase", "mode", "blocking") if c in phase_stats.columns]
+    numeric = [c for c in phase_stats.select_dtypes(include="number").columns if c not in ids]
+    long = phase_stats.melt(id_vars=ids, value_vars=numeric, var_name="metric", value_name="value")
+    long["unit"] = long["metric"].map(lambda c: unit_of(str(c)) or "count")
+    long["metric"] = long["metric"].astype("category")
+    long.attrs = dict(phase_stats.attrs)
+    return long

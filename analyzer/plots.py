@@ -5,7 +5,8 @@
 * ``breakdown.png``: mean wait / init / execution / overhead stacked over time, per function (the
   paper's Figure 5 view of where latency goes).
 * ``cdf.png``: client latency CDFs per function with p50/p90/p99/p99.9 marked.
-* ``throughput.png``: offered (planned) against achieved (answered) invocations per second.
+* ``throughput.png``: offered (planned) against achieved invocations per second, achieved as the
+  tables count it (``analyzer.stats.ACHIEVED_RULE``).
 * ``monitors.png``: monitoring series beside latency on the same time axis (the paper's Figure 14).
 
 Plots of large runs are drawn from a deterministic subsample (every k-th point plus every point
@@ -23,14 +24,18 @@ import matplotlib.pyplot as plt  # noqa: E402
 import numpy as np  # noqa: E402
 import pandas as pd  # noqa: E402
 
-from faasprof.outcomes import ACCEPTED_HTTP_OUTCOMES as ANSWERED  # noqa: E402
+from analyzer import stats as stats_mod  # noqa: E402
 
 MAX_POINTS = 20_000
 MAX_FUNCTIONS = 6
 CLASS_COLOURS = {"cold": "#1f77b4", "resumed": "#ff7f0e", "warm": "#2ca02c", "unknown": "#7f7f7f"}
 MODE_COLOURS = {"under-invoked": "#fde0b2", "balanced": "#d4edda", "over-invoked": "#f5c6cb", "unknown": "#eeeeee"}
 BREAKDOWN = (("wait_ms", "wait", "#9467bd"), ("init_ms", "init", "#1f77b4"), ("execution_ms", "execution", "#2ca02c"), ("overhead_ms", "overhead", "#8c8c8c"))
-PREFERRED_METRICS = ("ipc", "branch_mpki", "llc_mpki", "mem_bw_mbps", "llc_occupancy_kb", "page_faults_pki", "context_switches_pki", "user_fraction", "io_mbps", "cpu_utilization")
+# What a researcher reads (the paper's Figure 14): per kilo-instruction where instructions are
+# counted, rates per second, busy CPU and memory of each sandbox; in this order of preference.
+PREFERRED_METRICS = ("ipc", "branch_mpki", "llc_mpki", "mem_bw_mbps", "llc_occupancy_kb", "page_faults_pki", "context_switches_pki", "page_faults_per_s", "context_switches_per_s", "cpu_cores", "memory_usage_bytes", "throttled_share", "user_fraction", "io_mbps")
+PER_SANDBOX = {"cpu_cores": ("busy CPUs (idle excluded)", 1.0), "memory_usage_bytes": ("memory (MiB)", 1 / 2**20), "throttled_share": ("CPU-throttled share", 1.0)}
+MAX_SANDBOXES = 5
 SAVE = {"dpi": 100, "metadata": {"Software": None}}
 
 
@@ -53,14 +58,36 @@ def _top_functions(frame: pd.DataFrame) -> list[str]:
     return sorted(counts.index[:MAX_FUNCTIONS].tolist())
 
 
+MARKERS = ("o", "^", "s", "D", "v", "P")
+
+
+def fmt_ms(value: float) -> str:
+    """A duration given in ms, with its unit: 0.71 ms, 41 ms, 10.6 s."""
+    if not np.isfinite(value):
+        return "–"
+    if abs(value) >= 1000:
+        return f"{value / 1000:.3g} s"
+    return f"{value:.3g} ms" if abs(value) >= 1 else f"{value:.2g} ms"
+
+
 def _shade_modes(ax, run) -> None:
+    """Each instance's steady phases shaded by their mode in a band of its own (never blended)."""
     if not len(run.phase_stats):
         return
+    names = list(dict.fromkeys(run.phase_stats["instance"].astype(str)))
+    spans = sorted((float(r.steady_start_s), float(r.phase_end_s)) for r in run.phase_stats.itertuples())
+    if all(a[1] <= b[0] for a, b in zip(spans, spans[1:])):
+        names = names[:1]  # no two instances' phases overlap in time: full height cannot blend them
+    band = 1.0 / len(names)
     seen = set()
     for row in run.phase_stats.itertuples():
+        k = names.index(str(row.instance)) if len(names) > 1 else 0
         label = row.mode if row.mode not in seen else None
         seen.add(row.mode)
-        ax.axvspan(row.steady_start_s, row.phase_end_s, color=MODE_COLOURS.get(row.mode, "#eeeeee"), alpha=0.5, zorder=0, label=label)
+        ax.axvspan(row.steady_start_s, row.phase_end_s, ymin=k * band, ymax=(k + 1) * band, color=MODE_COLOURS.get(row.mode, "#eeeeee"), alpha=0.5, zorder=0, label=label)
+    if len(names) > 1:
+        for k, name in enumerate(names):
+            ax.text(1.005, (k + 0.5) * band, name, transform=ax.transAxes, fontsize=7, va="center", rotation=90)
 
 
 def latency_over_time(run, path: Path) -> None:
@@ -68,13 +95,23 @@ def latency_over_time(run, path: Path) -> None:
     fig, ax = plt.subplots(figsize=(10, 4.5))
     _shade_modes(ax, run)
     successful = frame[frame["successful"].to_numpy(dtype=bool)]
+    functions = _top_functions(successful) if len(successful) else []
+    marker_of = {name: MARKERS[k % len(MARKERS)] for k, name in enumerate(functions)}
     for name, colour in CLASS_COLOURS.items():
         rows = successful[successful["start_class"] == name]
         if not len(rows):
             continue
-        lat = rows["completion_latency_ms"].to_numpy(dtype="float64")
-        idx = _subsample(lat)
-        ax.scatter(rows["intended_s"].to_numpy()[idx], lat[idx], s=4, color=colour, label=f"{name} ({len(rows)})", alpha=0.7, linewidths=0)
+        for function in functions:
+            part = rows[rows["function"] == function]
+            if not len(part):
+                continue
+            lat = part["completion_latency_ms"].to_numpy(dtype="float64")
+            idx = _subsample(lat)
+            ax.scatter(part["intended_s"].to_numpy()[idx], lat[idx], s=6, marker=marker_of[function], color=colour, alpha=0.7, linewidths=0)
+        ax.scatter([], [], s=12, color=colour, label=f"{name} ({len(rows)})")
+    if len(functions) > 1:
+        for function in functions:
+            ax.scatter([], [], s=12, marker=marker_of[function], color="#444444", label=function)
     # Failures apart (their latency is not the function's): red crosses where they have one.
     failed = frame[~frame["successful"].to_numpy(dtype=bool) & np.isfinite(frame["completion_latency_ms"].to_numpy(dtype="float64"))]
     if len(failed):
@@ -83,10 +120,10 @@ def latency_over_time(run, path: Path) -> None:
         ax.scatter(failed["intended_s"].to_numpy()[idx], lat[idx], s=12, marker="x", color="#d62728", label=f"failed ({len(failed)})", linewidths=0.8)
     ax.set_yscale("log")
     ax.set_xlabel("planned send time (s since run start)")
-    ax.set_ylabel("planned send → function end (ms)")
-    ax.set_title(f"{run.test_name}: latency over time (shading: mode of each steady phase)")
+    ax.set_ylabel("completion latency (ms)\nplanned send → function end")
+    ax.set_title(f"{run.test_name}: completion latency over time (shading: mode of each instance's steady phases)", fontsize=10)
     if ax.get_legend_handles_labels()[0]:
-        ax.legend(loc="upper left", fontsize=8, markerscale=3)
+        ax.legend(loc="upper left", fontsize=8, markerscale=1.5, ncol=2)
     ax.grid(True, which="both", alpha=0.3)
     fig.tight_layout()
     fig.savefig(path, **SAVE)
@@ -96,7 +133,9 @@ def latency_over_time(run, path: Path) -> None:
 def breakdown(run, path: Path) -> None:
     frame = run.invocations[run.invocations["has_record"]]
     functions = _top_functions(frame) if len(frame) else []
-    fig, axes = plt.subplots(max(len(functions), 1), 1, figsize=(10, 2.6 * max(len(functions), 1)), squeeze=False)
+    fig, axes = plt.subplots(max(len(functions), 1), 1, figsize=(10, 2.6 * max(len(functions), 1)), squeeze=False, sharex=True)
+    planned = run.invocations["intended_s"].to_numpy(dtype="float64")
+    x_range = (0.0, float(np.nanmax(planned)) if len(planned) and np.isfinite(planned).any() else 1.0)
     if not functions:
         axes[0, 0].text(0.5, 0.5, "no activation records: no breakdown", ha="center", va="center", transform=axes[0, 0].transAxes)
         axes[0, 0].set_axis_off()
@@ -114,8 +153,9 @@ def breakdown(run, path: Path) -> None:
             counts = np.bincount(which, minlength=bins)
             stacks.append(np.divide(sums, counts, out=np.full(bins, np.nan), where=counts > 0))
         ax.stackplot(centres, *stacks, labels=[label for _, label, _ in BREAKDOWN], colors=[c for _, _, c in BREAKDOWN], alpha=0.85)
+        ax.set_xlim(*x_range)  # the same run-wide range in every panel, so phases line up
         ax.set_ylabel("mean ms")
-        ax.set_title(f"{function}: latency breakdown over time", fontsize=10)
+        ax.set_title(f"{function}: latency breakdown over time (successful and failed records)", fontsize=10)
         ax.grid(True, alpha=0.3)
         ax.legend(loc="upper left", fontsize=8, ncol=4)
     axes[-1, 0].set_xlabel("planned send time (s since run start)")
@@ -141,17 +181,15 @@ def cdf(run, path: Path) -> None:
         x, y = _ecdf_points(values)
         if not len(x):
             continue
-        line = ax.plot(x, y, label=f"{function} (n={len(values)})", drawstyle="steps-post")[0]
-        for pct in (50, 90, 99, 99.9):
-            if len(values) * (1 - pct / 100) < 1:
-                continue  # not enough samples for this tail
-            q = float(np.nanpercentile(values, pct))
+        marks = [(pct, float(np.nanpercentile(values, pct))) for pct in (50, 90, 99, 99.9) if len(values) * (1 - pct / 100) >= 1]
+        label = f"{function} (n={len(values)}): " + ", ".join(f"p{pct:g} {fmt_ms(q)}" for pct, q in marks)
+        line = ax.plot(x, y, label=label, drawstyle="steps-post")[0]
+        for pct, q in marks:  # marked on the curve; the values are in the legend, where they cannot overlap
             ax.plot([q], [pct / 100], marker="o", color=line.get_color(), markersize=4)
-            ax.annotate(f"p{pct:g} {q:.3g}", (q, pct / 100), textcoords="offset points", xytext=(4, -10), fontsize=7, color=line.get_color())
     ax.set_xscale("log")
-    ax.set_xlabel("planned send → function end (ms; client latency for blocking calls)")
+    ax.set_xlabel("completion latency (ms): planned send → function end")
     ax.set_ylabel("fraction of invocations")
-    ax.set_title(f"{run.test_name}: latency CDF (successful invocations)")
+    ax.set_title(f"{run.test_name}: completion latency CDF (successful invocations)")
     ax.grid(True, which="both", alpha=0.3)
     if ax.lines:
         ax.legend(loc="lower right", fontsize=8)
@@ -160,28 +198,40 @@ def cdf(run, path: Path) -> None:
     plt.close(fig)
 
 
+def _ends(run, failed_only: bool) -> np.ndarray:
+    """End times of every instance's invocations by ``stats.ACHIEVED_RULE`` (the tables' "achieved")."""
+    frame = run.invocations
+    out = []
+    for spec in run.specs:
+        rows = frame[frame["instance"] == spec["instance"]]
+        if failed_only:
+            rows = rows[~rows["successful"].to_numpy(dtype=bool)]
+        if len(rows):
+            out.append(stats_mod.end_times_s(rows, spec["blocking"]))
+    return np.concatenate(out) if out else np.zeros(0)
+
+
 def throughput(run, path: Path) -> None:
     frame = run.invocations
     intended = frame["intended_s"].to_numpy(dtype="float64")
-    done = frame["done_ns"].to_numpy(dtype="float64", na_value=np.nan) / 1e9
-    answered = frame["outcome"].isin(ANSWERED).to_numpy()
-    success = frame["successful"].to_numpy(dtype=bool)
-    end = float(np.nanmax(np.concatenate([intended, done]))) if len(frame) else 1.0
+    ends = _ends(run, failed_only=False)
+    failed = _ends(run, failed_only=True)
+    end = float(np.nanmax(np.concatenate([intended, ends]))) if len(frame) else 1.0
     width = max(1.0, end / 200)
     edges = np.arange(0.0, end + width, width)
     fig, ax = plt.subplots(figsize=(10, 4))
     _shade_modes(ax, run)
     offered, _ = np.histogram(intended[np.isfinite(intended)], bins=edges)
-    achieved, _ = np.histogram(done[answered & np.isfinite(done)], bins=edges)
-    ax.stairs(offered / width, edges, label="offered (planned)", color="#1f77b4", linewidth=3, alpha=0.6)
-    ax.stairs(achieved / width, edges, label="achieved (answered)", color="#2ca02c", linewidth=1.2)
-    if (answered & ~success).any():
-        failed, _ = np.histogram(done[answered & ~success & np.isfinite(done)], bins=edges)
-        ax.stairs(failed / width, edges, label="answered, but the function failed", color="#d62728", linewidth=1.2)
+    achieved, _ = np.histogram(ends, bins=edges)
+    ax.stairs(offered / width, edges, label="offered (planned sends)", color="#1f77b4", linewidth=3, alpha=0.6)
+    ax.stairs(achieved / width, edges, label="achieved (ended: answer if blocking, record end if not)", color="#2ca02c", linewidth=1.2)
+    if len(failed):
+        counts, _ = np.histogram(failed, bins=edges)
+        ax.stairs(counts / width, edges, label="ended, but did not succeed", color="#d62728", linewidth=1.2)
     ax.set_ylim(bottom=0)
     ax.set_xlabel("time (s since run start)")
     ax.set_ylabel(f"invocations per s ({width:g} s bins)")
-    ax.set_title(f"{run.test_name}: offered vs achieved throughput")
+    ax.set_title(f"{run.test_name}: offered vs achieved throughput, all instances")
     ax.grid(True, alpha=0.3)
     if ax.get_legend_handles_labels()[0]:
         ax.legend(loc="upper right", fontsize=8)
@@ -190,21 +240,56 @@ def throughput(run, path: Path) -> None:
     plt.close(fig)
 
 
-def _monitor_series(run) -> list[tuple[str, np.ndarray, np.ndarray]]:
-    series = []
+# Columns that say when or how a sample was taken, not what was measured: never plotted.
+BOOKKEEPING = frozenset({"t_s", "elapsed_s", "interval_s", "interval_ms", "time_s", "timestamp", "wall_ns", "pid", "cpu", "index", "frozen", "memory_limit_bytes", "memory_failcnt", "oom_kills"})
+# perf's cpu_utilization is task-clock over the interval: counted system-wide (perf stat -a) it is
+# the number of CPUs whatever the load, so it means nothing as a utilisation.
+MEANINGLESS = {("perf", "cpu_utilization"): "perf cpu_utilization left out: system-wide task-clock over the interval is the CPU count, not a load"}
+
+
+def plottable_columns(name: str, frame: pd.DataFrame) -> tuple[list[str], list[str]]:
+    """(measurement columns worth plotting, notes on what was left out and why) of one monitor frame."""
+    numeric = frame.select_dtypes(include="number")
+    notes = []
+    usable = []
+    for column in numeric.columns:
+        if column in BOOKKEEPING or str(column).endswith("_ns"):
+            continue
+        if (name, column) in MEANINGLESS:
+            notes.append(MEANINGLESS[(name, column)])
+            continue
+        if not numeric[column].notna().any():  # events this CPU cannot count
+            notes.append(f"{name} {column} left out: no value on this host")
+            continue
+        usable.append(str(column))
+    preferred = [c for c in PREFERRED_METRICS if c in usable]
+    return (preferred or usable[:2]), notes
+
+
+def _monitor_series(run) -> list[tuple[str, list[tuple[str, np.ndarray, np.ndarray]]]]:
+    """(axis label, [(line label, t, values)]) per panel: one line per sandbox for cgroup metrics."""
+    panels = []
     for name, frame in run.monitors.items():
         if "t_s" not in frame.columns or not len(frame):
             continue
-        numeric = frame.select_dtypes(include="number")
-        # Columns with no value at all (events this CPU cannot count) are left out.
-        usable = [c for c in numeric.columns if c != "t_s" and numeric[c].notna().any()]
-        columns = [c for c in PREFERRED_METRICS if c in usable]
+        columns, _ = plottable_columns(name, frame)
         if not columns:
-            columns = usable[:2]
-        grouped = numeric.groupby("t_s", sort=True)[columns].mean() if columns else None
+            continue
+        if "sandbox" in frame.columns:
+            sandboxes = frame["sandbox"].astype(str)
+            busiest = [s for s in frame.groupby(sandboxes)["cpu_cores"].sum().sort_values(ascending=False).index if s != "."][:MAX_SANDBOXES] if "cpu_cores" in frame.columns else []
+            for column in columns:
+                title, scale = PER_SANDBOX.get(column, (column, 1.0))
+                lines = []
+                for sandbox in (["."] if (sandboxes == ".").any() else []) + busiest:
+                    rows = frame[sandboxes == sandbox].sort_values("t_s")
+                    lines.append(("all sandboxes" if sandbox == "." else sandbox, rows["t_s"].to_numpy(dtype="float64"), rows[column].to_numpy(dtype="float64") * scale))
+                panels.append((f"{name}: {title}", lines))
+            continue
+        grouped = frame.groupby("t_s", sort=True)[columns].mean()
         for column in columns:
-            series.append((f"{name}: {column}", grouped.index.to_numpy(dtype="float64"), grouped[column].to_numpy(dtype="float64")))
-    return series[:6]
+            panels.append((f"{name}: {column}", [("", grouped.index.to_numpy(dtype="float64"), grouped[column].to_numpy(dtype="float64"))]))
+    return panels[:6]
 
 
 def monitors(run, path: Path) -> bool:
@@ -219,9 +304,12 @@ def monitors(run, path: Path) -> bool:
     idx = _subsample(lat)
     ax.scatter(frame["intended_s"].to_numpy()[idx], lat[idx], s=3, color="#444444", linewidths=0)
     ax.set_yscale("log")
-    ax.set_ylabel("latency ms")
-    for ax, (label, t, values) in zip(axes[1:, 0], series):
-        ax.plot(t, values, lw=1)
+    ax.set_ylabel("completion latency ms")
+    for ax, (label, lines) in zip(axes[1:, 0], series):
+        for line_label, t, values in lines:
+            ax.plot(t, values, lw=1, label=line_label or None)
+        if any(line_label for line_label, _, _ in lines):
+            ax.legend(loc="upper right", fontsize=7, ncol=3)
         ax.set_ylabel(label, fontsize=8)
         ax.grid(True, alpha=0.3)
     axes[-1, 0].set_xlabel("time (s since run start)")

@@ -14,6 +14,7 @@ from typing import Iterable
 
 from analyzer import chains as chains_mod
 from analyzer import io_breakdown
+from analyzer import plots as plots_mod
 from analyzer import tails as tails_mod
 
 STYLE = """
@@ -23,29 +24,69 @@ table{border-collapse:collapse;font-size:.85em;margin:.5em 0}td,th{border:1px so
 th{background:#f3f3f3}td.l,th.l{text-align:left}.warn{background:#fff3cd;padding:.5em 1em;border-left:4px solid #e0a800}
 .fail{background:#f8d7da;padding:.5em 1em;border-left:4px solid #c82333}
 .mode-over-invoked{background:#f5c6cb}.mode-under-invoked{background:#fde0b2}.mode-balanced{background:#d4edda}
+div.scroll{overflow-x:auto}ul.evidence{font-size:.85em}details.warn summary{cursor:pointer;font-weight:600}details details{margin-left:1em}table.ctx th{width:11em}.def{font-size:.9em}
 img{max-width:100%;border:1px solid #eee;margin:.5em 0}code{background:#f5f5f5;padding:0 3px}
 """
 
 
 def fmt(value, digits: int = 4) -> str:
+    """A plain number without exponent notation (10,650, not 1.065e+04); text escaped."""
     if value is None:
         return "–"
+    if isinstance(value, bool):
+        return "yes" if value else "no"
     if isinstance(value, float):
         if not math.isfinite(value):
             return "–"
-        return f"{value:.{digits}g}"
+        if abs(value) >= 1000:
+            return f"{value:,.0f}"
+        return f"{value:.{digits}g}" if abs(value) >= 1e-3 or value == 0 else f"{value:.2g}"
+    if isinstance(value, int):
+        return f"{value:,}" if abs(value) >= 10_000 else str(value)
     return html.escape(str(value))
+
+
+def ms(value) -> str:
+    """A duration given in ms, with its unit: 0.71 ms, 41.2 ms, 10.6 s, 2.5 min."""
+    if value is None or not isinstance(value, (int, float)) or not math.isfinite(value):
+        return "–"
+    if abs(value) >= 120_000:
+        return f"{value / 60_000:.3g} min"
+    if abs(value) >= 1000:
+        return f"{value / 1000:.3g} s"
+    if abs(value) >= 1:
+        return f"{value:.3g} ms"
+    return f"{value:.2g} ms"
+
+
+def pct(value) -> str:
+    """A fraction as a percentage: 0.125 → 12.5 %."""
+    if value is None or not isinstance(value, (int, float)) or not math.isfinite(value):
+        return "–"
+    return f"{100 * value:.3g} %"
+
+
+def rate(value) -> str:
+    if value is None or not isinstance(value, (int, float)) or not math.isfinite(value):
+        return "–"
+    return f"{value:.3g}/s"
+
+
+def seconds(value) -> str:
+    if value is None or not isinstance(value, (int, float)) or not math.isfinite(value):
+        return "–"
+    return f"{value:.3g} s"
 
 
 def table(headers: Iterable[str], rows: Iterable[Iterable], left: int = 1, row_class=None) -> str:
     headers = list(headers)
-    out = ["<table><tr>"]
+    out = ["<div class='scroll'><table><tr>"]
     out += [f"<th class='{'l' if i < left else ''}'>{html.escape(h)}</th>" for i, h in enumerate(headers)]
     out.append("</tr>")
     for k, row in enumerate(rows):
         cls = row_class(k) if row_class else ""
         out.append(f"<tr class='{cls}'>" + "".join(f"<td class='{'l' if i < left else ''}'>{fmt(v)}</td>" for i, v in enumerate(row)) + "</tr>")
-    out.append("</table>")
+    out.append("</table></div>")
     return "".join(out)
 
 
@@ -61,16 +102,74 @@ def failures_section(summary: dict) -> str:
         return ""
     planned = summary["run"]["planned"]
     rows = [
-        [g["function"], g["final_outcome"], g["count"], g["completion_latency_ms_p50"], g["completion_latency_ms_max"], g["example_error"]]
+        [g["function"], g["final_outcome"], g["count"], ms(g["completion_latency_ms_p50"]), ms(g["completion_latency_ms_max"]), g["example_error"]]
         for g in failures["by_function"]
     ]
     return (
         f"<h2>Failures: {failures['total']} of {planned} invocations did not succeed</h2><div class='fail'>"
         "<p>Kept out of every latency percentile, trend and mode below; their completion latency (planned send to "
         "function end, or to the answer) is shown here.</p>"
-        + table(["function", "final outcome", "count", "latency p50 ms", "latency max ms", "first error"], rows, left=2)
+        + table(["function", "final outcome", "count", "completion p50", "completion max", "first error"], rows, left=2)
         + "</div>"
     )
+
+
+def run_context(manifest: dict) -> list[tuple[str, str]]:
+    """What a reader needs to judge the numbers: where, on what, with which faasprof, how long."""
+    platform = manifest.get("platform") or {}
+    host = manifest.get("host") or {}
+    workload = manifest.get("workload") or {}
+    tool = manifest.get("faasprof") or {}
+    local = platform.get("localwhisk") or {}
+    kind = platform.get("kind") or "–"
+    version = platform.get("version")
+    # Some platforms put a sentence in their version field: only a version-like string is shown.
+    where = f"{kind} {version}" if version and len(str(version)) <= 24 else str(kind)
+    if platform.get("embedded"):
+        where += " (embedded)"
+    cores = host.get("logical_cpus")
+    cpu = host.get("cpu_model") or "–"
+    if cores:
+        cpu += f", {cores} logical CPUs" + (f" ({host['physical_cores']} cores)" if host.get("physical_cores") else "")
+    commit = tool.get("git_commit")
+    return [
+        ("platform", where),
+        ("isolation", str(local.get("isolation") or local.get("isolation_resolved") or ("–" if kind != "localwhisk" else "default"))),
+        ("host CPU", cpu),
+        ("kernel", str(host.get("kernel") or "–")),
+        ("seed", str(workload.get("seed"))),
+        ("faasprof", f"{tool.get('version', '–')}" + (f" (commit {commit[:12]})" if commit else "")),
+        ("planned duration", seconds(workload.get("duration_s"))),
+        ("created (UTC)", str(manifest.get("created_utc") or "–")),
+    ]
+
+
+def _context_section(manifest: dict) -> str:
+    cells = "".join(f"<tr><th class='l'>{html.escape(k)}</th><td class='l'>{html.escape(v)}</td></tr>" for k, v in run_context(manifest))
+    return f"<table class='ctx'>{cells}</table>"
+
+
+def _warnings_section(warnings: list[str]) -> str:
+    """Warnings grouped by what they are about, collapsed: the results come first."""
+    if not warnings:
+        return ""
+    groups: dict[str, list[str]] = {}
+    for text in warnings:
+        head = text.split(":", 1)[0] if ":" in text[:60] else "run"
+        key = head.split(" phase ")[0]
+        groups.setdefault(key, []).append(text)
+    parts = [f"<details class='warn'><summary>Warnings: {len(warnings)} in {len(groups)} groups (click to open)</summary>"]
+    for key, texts in groups.items():
+        parts.append(f"<details><summary>{html.escape(key)} ({len(texts)})</summary><ul>" + "".join(f"<li>{html.escape(t)}</li>" for t in texts) + "</ul></details>")
+    parts.append("</details>")
+    return "".join(parts)
+
+
+def _ci(entry: dict, prefix: str) -> str:
+    low, high = entry.get(f"{prefix}_ci_low"), entry.get(f"{prefix}_ci_high")
+    if low is None and high is None:
+        return "–"
+    return f"{ms(low)} – {ms(high)}"
 
 
 def write_report(run, summary: dict, path: Path) -> None:
@@ -78,14 +177,15 @@ def write_report(run, summary: dict, path: Path) -> None:
     records = summary["records"]
     parts = [f"<!DOCTYPE html><html><head><meta charset='utf-8'><title>faasprof: {html.escape(info['test_name'])}</title><style>{STYLE}</style></head><body>"]
     parts.append(f"<h1>faasprof run <code>{html.escape(info['dir'])}</code></h1>")
+    parts.append(_context_section(run.manifest))
     parts.append(failures_section(summary))
     finals = info["final_outcomes"]
     shown = [name for name, count in finals.items() if count or name == "success"]
     parts.append(
         table(
-            ["test", "status", "created (UTC)", "planned", *shown],
-            [[info["test_name"], info["status"], info.get("created_utc"), info["planned"], *(finals[name] for name in shown)]],
-            left=3,
+            ["test", "status", "planned", *shown],
+            [[info["test_name"], info["status"], info["planned"], *(finals[name] for name in shown)]],
+            left=2,
         )
     )
     outcomes = info["outcomes"]
@@ -97,72 +197,88 @@ def write_report(run, summary: dict, path: Path) -> None:
     parts.append(
         f"<p>Activation records: source <code>{fmt(records.get('source'))}</code>, {fmt(records.get('found'))} found, "
         f"{fmt(records.get('missing'))} missing of {fmt(records.get('with_activation_id'))} invocations with an activation id. "
-        f"Pause grace for the start classes: {fmt(records.get('pause_grace_ms'))} ms ({fmt(records.get('pause_grace_source'))}).</p>"
+        f"Pause grace for the start classes: {ms(records.get('pause_grace_ms'))} ({fmt(records.get('pause_grace_source'))}).</p>"
     )
     counts = summary["start_classes"]["counts"]
     parts.append("<p>Start classes: " + ", ".join(f"{html.escape(k)} {v}" for k, v in counts.items()) + f". <small>{html.escape(summary['start_classes']['rule'])}.</small></p>")
-    if summary["warnings"]:
-        parts.append("<h2>Warnings</h2><div class='warn'><ul>" + "".join(f"<li>{html.escape(w)}</li>" for w in summary["warnings"]) + "</ul></div>")
+    parts.append(_warnings_section(summary["warnings"]))
 
     parts.append("<h2>Latency modes per instance and steady phase</h2>")
-    rows, modes = [], []
+    parts.append(
+        "<p class='def'><b>Completion latency</b> (the headline for every call): planned send → function end "
+        "(the answer for blocking calls, the activation record's end for non-blocking ones), successful invocations only. "
+        "<b>Client latency</b> (send → answer) is shown for blocking calls only: a non-blocking call is answered "
+        "before its function runs. <b>Achieved</b>: " + html.escape(summary.get("achieved_rule", "")) + ".</p>"
+    )
+    rows, modes, evidence = [], [], []
     for instance in summary["instances"]:
         for phase in instance["phases"]:
             modes.append(phase["mode"])
+            blocking = bool(phase.get("blocking"))
             rows.append(
                 [
                     instance["instance"],
                     instance["function"],
+                    "blocking" if blocking else "non-blocking",
                     phase["phase"],
-                    f"{phase['steady_start_s']:.3g}–{phase['phase_end_s']:.3g}",
+                    f"{phase['steady_start_s']:.3g}–{phase['phase_end_s']:.3g} s",
                     phase["mode"],
-                    phase["offered_rps"],
-                    phase["achieved_rps"],
+                    rate(phase["offered_rps"]),
+                    rate(phase["achieved_rps"]),
                     phase["successful"],
                     phase["failures"],
-                    phase["client_latency_ms_p50"],
-                    phase["client_latency_ms_p99"],
-                    phase["corrected_latency_ms_p99"],
-                    phase["cold_fraction"],
-                    phase["resumed_fraction"],
-                    phase["mode_reasons"],
+                    ms(phase.get("completion_latency_ms_p50")),
+                    ms(phase.get("completion_latency_ms_p99")),
+                    ms(phase["client_latency_ms_p50"]) if blocking else "–",
+                    ms(phase["client_latency_ms_p99"]) if blocking else "–",
+                    pct(phase["cold_fraction"]),
+                    pct(phase["resumed_fraction"]),
                 ]
             )
+            evidence.append(f"<li><b>{html.escape(instance['instance'])}</b>, phase {phase['phase']}: {html.escape(phase['mode'])}: {html.escape(phase['mode_reasons'] or '')}</li>")
+    headers = ["instance", "function", "call", "phase", "steady window", "mode", "offered", "achieved", "successful", "failed",
+               "completion p50", "completion p99", "client p50 (blocking)", "client p99 (blocking)", "cold", "resumed"]
+    if not any(phase.get("blocking") for instance in summary["instances"] for phase in instance["phases"]):
+        # No blocking call: there is no client latency to show (a 202 says nothing of the function).
+        headers = headers[:12] + headers[14:]
+        rows = [row[:12] + row[14:] for row in rows]
     parts.append(
         table(
-            ["instance", "function", "phase", "steady s", "mode", "offered/s", "achieved/s", "successful", "failed", "p50 ms", "p99 ms", "corr. p99 ms", "cold", "resumed", "evidence"],
+            headers,
             rows,
-            left=5,
+            left=6,
             row_class=lambda k: f"mode-{modes[k]}",
         )
     )
+    parts.append("<p>Evidence for each mode:</p><ul class='evidence'>" + "".join(evidence) + "</ul>")
     parts.append(f"<p><small>Rule: {html.escape(summary['mode_rule'])}.</small></p>")
 
-    parts.append("<h2>Per function (whole run)</h2>")
+    parts.append("<h2>Per function (whole run): completion latency of successful invocations</h2>")
     frows = []
     for entry in summary["functions"]:
+        prefix = "completion_latency_ms"
         frows.append(
             [
                 entry["function"],
                 entry["planned"],
                 entry["successful"],
                 entry["failures"],
-                entry["client_latency_ms_p50"],
-                entry["client_latency_ms_p90"],
-                entry["client_latency_ms_p99"],
-                entry["client_latency_ms_p99_9"],
-                f"[{fmt(entry['client_latency_ms_p99_ci_low'])}, {fmt(entry['client_latency_ms_p99_ci_high'])}]",
-                entry["wait_ms_mean"],
-                entry["init_ms_mean"],
-                entry["execution_ms_mean"],
-                entry["overhead_ms_mean"],
-                entry["gb_s"],
-                entry["gb_s_100ms"],
+                ms(entry.get(f"{prefix}_p50")),
+                ms(entry.get(f"{prefix}_p90")),
+                ms(entry.get(f"{prefix}_p99")),
+                ms(entry.get(f"{prefix}_p99_9")),
+                _ci(entry, f"{prefix}_p99"),
+                ms(entry["wait_ms_mean"]),
+                ms(entry["init_ms_mean"]),
+                ms(entry["execution_ms_mean"]),
+                ms(entry["overhead_ms_mean"]),
+                fmt(entry["gb_s"]),
+                fmt(entry["gb_s_100ms"]),
             ]
         )
     parts.append(
         table(
-            ["function", "planned", "successful", "failed", "p50 ms", "p90 ms", "p99 ms", "p99.9 ms", "p99 95% CI", "wait ms", "init ms", "exec ms", "overhead ms", "GB-s", "GB-s (100 ms)"],
+            ["function", "planned", "successful", "failed", "p50", "p90", "p99", "p99.9", "p99 95% CI", "mean wait", "mean init", "mean exec", "mean overhead (blocking)", "GB-s", "GB-s (100 ms)"],
             frows,
         )
     )
@@ -171,13 +287,19 @@ def write_report(run, summary: dict, path: Path) -> None:
 
     parts.append(tails_mod.report_section(summary))
     parts.append(chains_mod.report_section(summary))
-    if summary["monitors"]:
+    if run.monitors:
         parts.append("<h2>Monitors (mean over the steady phases, else over the run)</h2>")
-        mrows = []
-        for name, entry in summary["monitors"].items():
-            for column, value in (entry.get("steady_mean") or entry.get("mean") or {}).items():
-                mrows.append([name, column, value])
+        mrows, notes = [], []
+        for name, frame in run.monitors.items():
+            columns, left_out = plots_mod.plottable_columns(name, frame)
+            notes += left_out
+            entry = summary["monitors"].get(name) or {}
+            means = entry.get("steady_mean") or entry.get("mean") or {}
+            for column in columns:
+                mrows.append([name, column, fmt(means.get(column))])
         parts.append(table(["monitor", "metric", "mean"], mrows, left=2))
+        if notes:
+            parts.append("<p><small>" + "; ".join(html.escape(n) for n in notes) + ".</small></p>")
 
     if summary.get("io"):  # io-* functions: analyzer/io_breakdown.py
         parts.append("<h2>I/O breakdown</h2><ul>" + "".join(f"<li>{html.escape(line)}</li>" for line in io_breakdown.describe_text(summary["io"])) + "</ul>")

@@ -61,6 +61,7 @@ import numpy as np
 import pandas as pd
 
 from faasprof.outcomes import ACCEPTED_HTTP_OUTCOMES, FAILURE_OUTCOMES, FINAL_OUTCOMES, HTTP_OUTCOMES
+from analyzer.frames import answers_at_end
 
 WARMUP_MAX_S = 2.0
 WARMUP_FRACTION = 0.2
@@ -147,7 +148,7 @@ def instance_specs(manifest: dict, frame: pd.DataFrame) -> list[dict]:
             function = str(rows["function"].iloc[0])
         rate = item.get("rate_per_s", item.get("rate"))
         # FaaSProfiler's default is non-blocking (blocking_cli false).
-        blocking = item.get("blocking", workload.get("blocking_cli", (workload.get("as_given") or {}).get("blocking_cli", False)))
+        blocking = answers_at_end(item, workload.get("blocking_cli", (workload.get("as_given") or {}).get("blocking_cli", False)))
         specs.append(
             {
                 "instance": str(name),
@@ -239,6 +240,29 @@ def percentile_block(values: np.ndarray, prefix: str) -> dict:
         out[f"{prefix}_{tag}_ci_high"] = high
     out[f"{prefix}_max"] = float(data[-1]) if len(data) else math.nan
     return out
+
+
+# --------------------------------------------------------------------------------------------
+# achieved throughput (one definition for the tables and the throughput plot)
+
+ACHIEVED_RULE = (
+    "achieved/s = invocations that ended inside the steady window, per second: the end is the answer "
+    "for calls answered when the function ends (blocking calls, web calls with a data file) and the "
+    "activation record's end for non-blocking calls; failed invocations count (they ended too)"
+)
+
+
+def end_times_s(rows: pd.DataFrame, answers_at_end: bool) -> np.ndarray:
+    """Run-relative end time (s) of each invocation that ended, per ``ACHIEVED_RULE``.
+
+    A non-blocking instance without any record falls back to its answers (the 202s): all there is.
+    """
+    if answers_at_end or not rows["has_record"].any():
+        answered = np.isin(rows["outcome"].astype(object).to_numpy(), ANSWERED)
+        done = rows["done_ns"].to_numpy(dtype="float64", na_value=np.nan)[answered] / 1e9
+    else:
+        done = rows["platform_end_s"].to_numpy(dtype="float64")
+    return done[np.isfinite(done)]
 
 
 # --------------------------------------------------------------------------------------------

@@ -85,8 +85,10 @@ def probe_from_summary(rate: float, run_dir: Path, summary: dict) -> Probe:
         status=status,
         reasons=reasons,
         achieved_rps=phase.get("achieved_rps"),
-        p50_ms=phase.get("client_latency_ms_p50"),
-        p99_ms=phase.get("client_latency_ms_p99"),
+        # Completion latency (planned send → function end): the client's is only a 202's for
+        # the non-blocking probes. Summaries without it (older analyses) give the client's.
+        p50_ms=phase.get("completion_latency_ms_p50", phase.get("client_latency_ms_p50")),
+        p99_ms=phase.get("completion_latency_ms_p99", phase.get("client_latency_ms_p99")),
         cold_fraction=phase.get("cold_fraction"),
         resumed_fraction=phase.get("resumed_fraction"),
     )
@@ -108,7 +110,7 @@ def run_probe_factory(function: str, *, out_dir, duration_s: float, memory_mb: i
     return probe
 
 
-def search(probe: Callable[[float], Probe], *, start_rate: float = 1.0, max_rate: float = 1000.0, factor: float = 2.0, tolerance: float = 0.1, max_runs: int = 12, say: Callable[[str], None] | None = None, cooldown_s: float = 0.0, sleep=time.sleep) -> dict:
+def search(probe: Callable[[float], Probe], *, start_rate: float = 1.0, max_rate: float = 1000.0, factor: float = 2.0, tolerance: float = 0.1, max_runs: int = 12, say: Callable[[str], None] | None = None, cooldown_s: float = 0.0, sleep=time.sleep, clock=time.monotonic) -> dict:
     """Step, then bisect (module docstring); ``probe(rate)`` runs one probe. Returns the result dict."""
     if start_rate <= 0 or max_rate < start_rate:
         raise ConfigError(f"--start-rate/--max-rate: need 0 < start ({start_rate:g}) <= max ({max_rate:g})")
@@ -121,13 +123,19 @@ def search(probe: Callable[[float], Probe], *, start_rate: float = 1.0, max_rate
     high: Probe | None = None
     stopped = ""
 
+    started = clock()
+
     def run(rate: float) -> Probe:
         if probes and cooldown_s > 0:
             sleep(cooldown_s)
         result = probe(rate)
         probes.append(result)
         if say:
-            say(f"[{len(probes):>2}] {rate:>9.4g}/s  {result.mode:<13} achieved {_f(result.achieved_rps)}/s  p50 {_f(result.p50_ms)} ms  p99 {_f(result.p99_ms)} ms")
+            # ETA: the probes left at most (max_runs), at the mean time a probe took so far.
+            per_probe = (clock() - started) / len(probes)
+            left = max_runs - len(probes)
+            say(f"[{len(probes):>2}/{max_runs}] {rate:>9.4g}/s  {result.mode:<13} achieved {_f(result.achieved_rps)}/s  p50 {_f(result.p50_ms)} ms  p99 {_f(result.p99_ms)} ms  "
+                f"(ETA at most {left * per_probe:.0f} s)")
         return result
 
     rate = start_rate

@@ -77,6 +77,11 @@ def main(args: argparse.Namespace) -> int:
     )
     capacity = result["capacity_rps"]
     low, high = result["bounds_rps"]
+    if capacity is not None:  # kept for workloads whose rates are fractions of it
+        from experiments import capacity_store
+
+        store_key = capacity_store.key(capacity_store.host_identity(), capacity_store.platform_identity(connection, settings), args.function, args.memory)
+        capacity_store.record(store_key, result)
     if capacity is None:
         print(f"{args.function}: no capacity found: {result['stopped_because']}")
     else:

@@ -324,10 +324,11 @@ def run_sweep(
     log = SweepLog(sweep_dir, workload, points)
     cooldown_s = float((workload.sweep or {}).get("cooldown_s", 5))
     status = "complete"
+    started = time.monotonic()
     try:
-        for point in points:
+        for done, point in enumerate(points):
             if progress:
-                print(f"[{point.order + 1:3d}/{len(points)}] {point.label}", file=sys.stderr)
+                print(f"[{point.order + 1:3d}/{len(points)}] {point.label}  ({sweep_eta(done, len(points), time.monotonic() - started, workload.duration_s, cooldown_s)})", file=sys.stderr)
             point_dict = padding_mod.pad_code(apply_point(workload.raw, point), workload, point.values)
             point_workload = workload_from_dict(point_dict, origin=f"{workload.origin} (sweep point {point.label})", path=workload.path, seed=workload.seed + point.repeat)
             local_settings = dict((point_dict.get("platform") or {}).get("localwhisk") or {})
@@ -387,6 +388,21 @@ def _one_value(per_cache_id: Any) -> Any:
         if len(distinct) == 1:
             return distinct.pop()
     return per_cache_id
+
+
+def sweep_eta(done: int, total: int, elapsed_s: float, duration_s: float, cooldown_s: float) -> str:
+    """Time left, from the points done so far (their mean time), else from the planned durations."""
+    left = total - done
+    if left <= 0:
+        return "done"
+    if done:
+        return f"ETA {_duration_text(elapsed_s / done * left)}"
+    return f"ETA about {_duration_text(left * (duration_s + cooldown_s))} (planned)"
+
+
+def _duration_text(seconds: float) -> str:
+    seconds = max(0, int(round(seconds)))
+    return f"{seconds // 60} min {seconds % 60:02d} s" if seconds >= 60 else f"{seconds} s"
 
 
 def summarise_sweep(sweep_dir: str | Path, progress: bool = True) -> Path:

@@ -20,7 +20,7 @@ from faasprof.errors import EXIT_FAILURE, FaasprofError
 COMMANDS: dict[str, tuple[str, str]] = {
     "validate": ("invoker.cmd_validate", "check workload JSONs and report every problem"),
     "plan": ("invoker.cmd_plan", "dry run: write the merged invocation schedule, contact nothing"),
-    "run": ("invoker.cmd_run", "run a workload open-loop and write a run directory"),
+    "run": ("experiments.cmd_run", "run a workload open-loop and write a run directory"),
     "analyze": ("analyzer.cmd_analyze", "join a run's invocations with activation records; frames, plots, report"),
     "compare": ("analyzer.cmd_compare", "compare several runs in one frame and overlaid plots"),
     "capacity": ("experiments.cmd_capacity", "find the highest rate at which a function stays balanced"),

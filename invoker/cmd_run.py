@@ -21,6 +21,7 @@ from invoker.connection import add_connection_arguments, resolve_connection
 from invoker.dispatch import DEFAULT_INTERRUPT_GRACE_S, DEFAULT_LATENESS_WARN_MS, DEFAULT_REALTIME_PRIORITY, DispatchOptions
 from invoker.sender import DEFAULT_MAX_CONNECTIONS, DEFAULT_REQUEST_TIMEOUT_S
 from invoker.verdict import parse_thresholds
+from localwhisk.config import duration_ms
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
@@ -53,7 +54,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                         help=f"after Ctrl-C, wait this long for responses in flight (default {DEFAULT_INTERRUPT_GRACE_S:g})")
     local = parser.add_argument_group("embedded localwhisk (used when no platform is configured)")
     local.add_argument("--user-memory", type=int, metavar="MB", help="memory budget of its container pool (default 4096, or platform.localwhisk.user_memory_mb)")
-    local.add_argument("--pause-grace", type=float, metavar="MS", help="idle time before a warm sandbox is paused (default 50, or platform.localwhisk.pause_grace_ms)")
+    local.add_argument("--pause-grace", type=duration_ms, metavar="DURATION", help="idle time before a warm sandbox is paused: 50, 50ms, 10s (default 50 ms, or platform.localwhisk.pause_grace_ms)")
     local.add_argument("--isolation", choices=("auto", "cgroup", "rlimit", "docker"),
                        help="sandboxes as processes (auto/cgroup/rlimit) or Docker containers (docker); default auto, or platform.localwhisk.isolation")
 
@@ -85,7 +86,7 @@ def local_settings(args: argparse.Namespace, platform: dict) -> dict:
         settings["user_memory_mb"] = args.user_memory
     if getattr(args, "pause_grace", None) is not None:
         if args.pause_grace < 0:
-            raise ConfigError(f"--pause-grace: must be >= 0 ms (got {args.pause_grace:g})")
+            raise ConfigError(f"--pause-grace: must be >= 0 ms (got {args.pause_grace})")
         settings["pause_grace_ms"] = args.pause_grace
     if getattr(args, "isolation", None) is not None:
         settings["isolation"] = args.isolation
@@ -104,7 +105,8 @@ def _restore_leftover_allocations() -> None:
         print(line, file=sys.stderr)
 
 
-def main(args: argparse.Namespace) -> int:
+def main(args: argparse.Namespace, workload=None) -> int:
+    """``faasprof run``; ``workload``: already loaded and resolved (``experiments.cmd_run``)."""
     from faasprof.rundir import load_manifest
     from invoker.preflight import check_embedded, check_out_dir
     from invoker.run import execute
@@ -114,7 +116,8 @@ def main(args: argparse.Namespace) -> int:
     options = _options(args)
     thresholds = parse_thresholds(args.threshold)
     check_out_dir(args.out)
-    workload = load_workload(args.config, seed=args.seed)
+    if workload is None:
+        workload = load_workload(args.config, seed=args.seed)
     connection = resolve_connection(args, workload.platform, origin=args.config)
     settings = local_settings(args, workload.platform)
     if connection is None:

@@ -311,6 +311,10 @@ def execute(
     """
     from invoker.schedule import build_schedule
 
+    unresolved = workload.needs_capacity()
+    if unresolved:
+        first = unresolved[0]
+        raise ConfigError(f"{workload.origin}: instances.{first.name}.rate: a fraction of {first.function}'s capacity, not resolved; run it with faasprof run (which reads or measures the capacity) or Workload.with_capacities")
     say = _say_to_stderr if progress else None
     options = options or DispatchOptions()
     thresholds = {**check_thresholds((workload.raw or {}).get("thresholds"), str(workload.origin)), **(thresholds or {})}

@@ -31,6 +31,8 @@ from typing import Any, Iterable
 
 from faasprof.errors import ConfigError
 from faasprof.paths import REPO_ROOT, WORKLOAD_SCHEMA_PATH
+
+CAPACITY_FRACTION = "capacity_fraction"  # "rate": {"capacity_fraction": 0.5}: half the measured capacity
 from functions import catalogue
 from functions.own import detect_runtime
 from invoker.arrivals import TraceError, read_trace
@@ -122,6 +124,7 @@ class Instance:
     source: Path | None = None  # a researcher's function (file or folder) deployed as `function`
     kind: str | None = None  # the action kind for `source` (default: from its files)
     planned_estimate: float = 0.0  # about how many invocations the instance plans
+    capacity_fraction: float | None = None  # rate given as this fraction of the measured capacity
 
     @property
     def window_length_s(self) -> float:
@@ -163,6 +166,26 @@ class Workload:
             if instance.name == name:
                 return instance
         raise KeyError(name)
+
+    def needs_capacity(self) -> list[Instance]:
+        """Instances whose rate is a fraction of a capacity not resolved yet."""
+        return [i for i in self.instances if i.capacity_fraction is not None and i.rate is None]
+
+    def with_capacities(self, capacities: dict[str, dict]) -> "Workload":
+        """This workload with each capacity-fraction rate resolved: ``capacities`` maps an instance
+        name to ``{"capacity_rps": C, ...provenance}``; the rate becomes fraction × C, and the
+        provenance is kept in the raw JSON (``capacity_resolution``) so the manifest records it."""
+        raw = json.loads(json.dumps(self.raw))
+        resolution = {}
+        for instance in self.needs_capacity():
+            entry = capacities.get(instance.name)
+            if not entry or not entry.get("capacity_rps"):
+                raise ConfigError(f"{self.origin}: instances.{instance.name}.rate: no capacity of {instance.function} to take {instance.capacity_fraction:g} of; run faasprof capacity {instance.function} first")
+            rate = float(instance.capacity_fraction) * float(entry["capacity_rps"])
+            raw["instances"][instance.name]["rate"] = round(rate, 6)
+            resolution[instance.name] = {CAPACITY_FRACTION: instance.capacity_fraction, "rate_per_s": round(rate, 6), **entry}
+        raw["capacity_resolution"] = resolution
+        return workload_from_dict(raw, origin=self.origin, path=self.path, seed=self.seed)
 
     def functions(self) -> list[str]:
         """Action names the workload invokes on OpenWhisk, in first-use order."""
@@ -319,6 +342,8 @@ def _message(error) -> list[str]:
             return [f"{field_path}: required when {_describe_condition(_condition_for(error.schema))}; add it"]
         return [f"{field_path}: required; add it"]
     if kind == "type":
+        if error.validator_value == ["number", "object"] and "capacity_fraction" in (error.schema.get("properties") or {}):
+            return [f'{where}: must be a number (got {_got(value)}), or {{"{CAPACITY_FRACTION}": F}} for F times the measured capacity']
         return [f"{where}: must be {_type_phrase(error.validator_value)} (got {_got(value)})"]
     if kind in ("exclusiveMinimum", "minimum", "maximum", "exclusiveMaximum"):
         op = {"exclusiveMinimum": ">", "minimum": ">=", "maximum": "<=", "exclusiveMaximum": "<"}[kind]
@@ -476,6 +501,8 @@ def _estimate_count(distribution: str, spec: dict, window_length_s: float, trace
     if spec.get("interarrivals_list") is not None:
         return float(len(spec["interarrivals_list"]))
     if distribution in ("Poisson", "Uniform"):
+        if isinstance(spec["rate"], dict):
+            return 0.0  # a fraction of a capacity not known yet (see Workload.with_capacities)
         return float(spec["rate"]) * window_length_s
     if distribution == "Burst":
         gap = float(spec["burst_gap_s"])
@@ -601,7 +628,8 @@ def _resolve_instance(name: str, spec: dict, top: dict, base_dir: Path | None, d
         function=spec["application"],
         endpoint=endpoint,
         distribution=distribution,
-        rate=float(rate) if rate is not None else None,
+        rate=float(rate) if isinstance(rate, (int, float)) else None,
+        capacity_fraction=float(rate[CAPACITY_FRACTION]) if isinstance(rate, dict) else None,
         window_s=window_s,
         blocking=bool(spec.get("blocking", top.get("blocking_cli", False))),
         params=params,

@@ -101,6 +101,8 @@ def add_settings_arguments(parser: argparse.ArgumentParser, skip: tuple[str, ...
         kind = TYPES.get(f.name) or {"int": int, "float": float, "str": str}[f.type if isinstance(f.type, str) else f.type.__name__]
         if f.name == "auth":
             help_text = f.metadata["help"]
+        elif "(default" in f.metadata["help"]:  # the help already says its default in words
+            help_text = f.metadata["help"]
         else:
             help_text = f"{f.metadata['help']} (default {f.default!r})"
         parser.add_argument(flag, *ALIASES.get(f.name, []), dest=f.name, type=kind, default=None, help=help_text)

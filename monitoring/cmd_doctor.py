@@ -127,9 +127,9 @@ def check_rdt(root, host: dict, live: bool, block: dict | None) -> list[Finding]
     if monitoring_flags:
         findings.append(Finding("rdt", OK, f"CPU flags: {' '.join(flags)}"))
     else:
-        findings.append(Finding("rdt", NO, "no RDT monitoring flags (cqm_llc, cqm_mbm_*) in /proc/cpuinfo", "use an Intel Xeon with CMT/MBM; check the rdt= kernel option", ("rdt",)))
+        findings.append(Finding("rdt", NO, "no RDT monitoring flags (cqm_llc, cqm_mbm_*) in /proc/cpuinfo", f"{_qos_cpu(host)} with cache and bandwidth monitoring; check the rdt= kernel option", ("rdt",)))
     if "rdt_a" not in flags or "cat_l3" not in flags:
-        findings.append(Finding("rdt", WARN if flags else INFO, "no L3 cache allocation (rdt_a/cat_l3 flags): `faasprof sweep` over llc_ways is unavailable", "use an Intel Xeon with CAT"))
+        findings.append(Finding("rdt", WARN if flags else INFO, "no L3 cache allocation (rdt_a/cat_l3 flags): `faasprof sweep` over llc_ways is unavailable", f"{_qos_cpu(host)} with L3 cache allocation"))
     resctrl = host.get("resctrl") or {}
     pqos = shutil.which("pqos")
     if not resctrl.get("supported"):
@@ -219,8 +219,12 @@ def check_cpu(root, host: dict, live: bool, block: dict | None) -> list[Finding]
         findings.append(Finding("cpu", WARN, f"governor {governor}: frequency varies with load", "cpupower frequency-set -g performance"))
     turbo = host.get("turbo")
     if turbo is True:
-        # Setting the governor resets intel_pstate's no_turbo, so the fix order matters.
-        findings.append(Finding("cpu", WARN, "turbo boost on: clock speed depends on temperature and load", "after setting the governor: echo 1 > /sys/devices/system/cpu/intel_pstate/no_turbo (or 0 > cpufreq/boost)"))
+        if _vendor(host) == "amd":
+            fix = "echo 0 > /sys/devices/system/cpu/cpufreq/boost (AMD Core Performance Boost)"
+        else:
+            # Setting the governor resets intel_pstate's no_turbo, so the fix order matters.
+            fix = "after setting the governor: echo 1 > /sys/devices/system/cpu/intel_pstate/no_turbo (or 0 > cpufreq/boost)"
+        findings.append(Finding("cpu", WARN, "turbo boost on: clock speed depends on temperature and load", fix))
     elif turbo is False:
         findings.append(Finding("cpu", OK, "turbo boost off"))
     smt = host.get("smt")
@@ -229,7 +233,49 @@ def check_cpu(root, host: dict, live: bool, block: dict | None) -> list[Finding]
     else:
         findings.append(Finding("cpu", INFO, f"SMT {smt or 'unknown'}"))
     findings.append(Finding("cpu", INFO, f"{host.get('cpu_model')}: {host.get('logical_cpus')} CPUs, {host.get('physical_cores')} cores, {host.get('sockets')} socket(s); kernel {host.get('kernel')}"))
+    findings += check_core_sharing(host)
     return findings
+
+
+# With this few CPUs the invoker, the platform and the functions cannot be kept apart.
+FEW_CPUS = 4
+
+
+def _vendor(host: dict) -> str:
+    text = f"{host.get('cpu_vendor') or ''} {host.get('cpu_model') or ''}".lower()
+    if "amd" in text:
+        return "amd"
+    if "intel" in text:
+        return "intel"
+    if any(word in text for word in ("arm", "aarch64", "neoverse", "graviton", "apple")):
+        return "arm"
+    return "unknown"
+
+
+def _qos_cpu(host: dict) -> str:
+    """The kind of CPU that has cache/bandwidth QoS, said for the vendor found."""
+    return {
+        "amd": "an AMD EPYC (Zen 2 or later; its L3 QoS is used through resctrl)",
+        "intel": "an Intel Xeon with RDT (CMT/MBM, CAT)",
+        "arm": "an Arm server with MPAM (resctrl on kernel 6.x); this CPU has none",
+    }.get(_vendor(host), "a CPU with cache QoS (Intel RDT or AMD PQoS)")
+
+
+def check_core_sharing(host: dict) -> list[Finding]:
+    """A warning when the invoker, the platform and the functions must share a few CPUs."""
+    cpus = host.get("logical_cpus")
+    if not isinstance(cpus, int) or cpus > FEW_CPUS:
+        return []
+    return [
+        Finding(
+            "cpu",
+            WARN,
+            f"only {cpus} CPUs: the invoker, the platform and the functions share them, so latencies and capacities include "
+            "their contention (the invoker falls behind schedule, the functions queue behind the platform)",
+            "measure relative to capacity (rate {\"capacity_fraction\": F}) so results stay comparable on this host; keep other load "
+            "off it; for absolute figures use a host with more cores, and cap the functions with a CPU quota (localwhisk --user-cpus N) so the invoker keeps the rest",
+        )
+    ]
 
 
 def _get_json(url: str, auth: str | None, insecure: bool, timeout_s: float = 5.0) -> dict:

@@ -49,3 +49,36 @@ def test_environment_warnings_name_hosts_and_platform_settings_but_not_the_param
     assert environment_warnings(runs[:1] * 2, ["a", "b"], None) == []
     warnings = environment_warnings([_manifest(grace=50), _manifest(grace=10000)], ["a", "b"], parameter="platform.localwhisk.pause_grace_ms")
     assert warnings == []
+
+
+def test_labelling_unrelated_workloads_warns():
+    from analyzer.compare import unrelated_workload_warnings
+
+    same = [_manifest(memory=256), _manifest(memory=512)]
+    assert unrelated_workload_warnings(same, ["a", "b"], "workload.instances.i0.memory_mb", differing_keys(same)) == []
+    other = _manifest(rate=20.0)
+    other["workload"]["instances"]["i0"]["function"] = "json_dumps"
+    runs = [_manifest(), other]
+    warnings = unrelated_workload_warnings(runs, ["a", "b"], "workload.instances.i0.rate_per_s", differing_keys(runs))
+    assert any("call different functions" in w and "json_dumps" in w for w in warnings)
+
+
+def test_significance_verdicts_against_the_first_run(tmp_path):
+    from analyzer.analysis import analyze_run
+    from analyzer.compare import compare_runs
+    from test_analyzer_synthetic import write_synthetic_run
+
+    one = {"i0": {"application": "fn", "distribution": "Uniform", "rate": 30.0}}
+    dirs = [
+        write_synthetic_run(tmp_path / "a", test_name="a", duration_s=4.0, instances=one, service_ms=5.0)[0],
+        write_synthetic_run(tmp_path / "b", test_name="b", duration_s=4.0, instances=one, service_ms=5.0)[0],
+        write_synthetic_run(tmp_path / "c", test_name="c", duration_s=4.0, instances=one, service_ms=15.0)[0],
+    ]
+    for d in dirs:
+        analyze_run(d, plots=False)
+    result = compare_runs(dirs, out_dir=tmp_path / "cmp")
+    by_run = {e["run"]: e for e in result["significance"]}
+    slower = by_run[dirs[2].name]
+    assert slower["significant"] and slower["median_ratio"] > 2 and "slower" in slower["verdict"] and slower["prob_slower"] > 0.8
+    assert by_run[dirs[1].name]["significant"] is False and "not significant" in by_run[dirs[1].name]["verdict"]
+    assert "Is the difference significant?" in (tmp_path / "cmp" / "report.html").read_text()

@@ -1,0 +1,131 @@
+"""Stored capacities: the result of ``faasprof capacity`` kept per host, platform, function and memory.
+
+A workload rate given as ``{"capacity_fraction": F}`` is F times the capacity of its function
+measured on *this* host and platform (the paper's experiments are defined relative to capacity,
+so they carry over to any machine). ``faasprof capacity`` records every result here;
+``faasprof run`` resolves fractions from here, measuring first what is missing
+(``resolve_workload``).
+
+The store is one JSON file, ``~/.local/share/faasprof/capacity.json`` (``$FAASPROF_CAPACITY_STORE``
+overrides the path), format version ``STORE_FORMAT_VERSION``::
+
+    {"format_version": 1, "entries": {"<key>": {"capacity_rps": 94.2, "result_file": ..., ...}}}
+
+The key names the host (hostname, CPU model, logical CPUs), the platform (the embedded localwhisk
+and its isolation, or the API host), the function and its memory limit: a capacity measured
+elsewhere is never used.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import socket
+import sys
+import time
+from pathlib import Path
+from typing import Callable
+
+from faasprof import rundir
+from faasprof.errors import FormatError
+
+STORE_FORMAT_VERSION = 1
+STORE_ENV = "FAASPROF_CAPACITY_STORE"
+# A short search for a first run: the modes need the capacity within tens of percent, not better.
+QUICK_SEARCH = {"duration_s": 3.0, "start_rate": 5.0, "factor": 3.0, "tolerance": 0.3, "max_runs": 6, "cooldown_s": 0.5}
+
+
+def store_path() -> Path:
+    return Path(os.environ.get(STORE_ENV) or Path.home() / ".local" / "share" / "faasprof" / "capacity.json")
+
+
+def host_identity() -> str:
+    """hostname, CPU model and logical CPUs of this machine (what a capacity depends on)."""
+    model = "unknown CPU"
+    try:
+        for line in Path("/proc/cpuinfo").read_text(encoding="utf-8", errors="replace").splitlines():
+            if line.lower().startswith(("model name", "hardware", "cpu model")):
+                model = line.split(":", 1)[1].strip()
+                break
+    except OSError:
+        pass
+    return f"{socket.gethostname()} | {model} | {os.cpu_count()} CPUs"
+
+
+def platform_identity(connection, local_settings: dict | None) -> str:
+    if connection is not None:
+        return f"openwhisk {connection.apihost}"
+    return f"localwhisk isolation={(local_settings or {}).get('isolation') or 'auto'}"
+
+
+def key(host: str, platform: str, function: str, memory_mb: int | None) -> str:
+    return f"{host} || {platform} || {function} || {memory_mb if memory_mb is not None else 'default'} MB"
+
+
+def _read(path: Path) -> dict:
+    if not path.exists():
+        return {"format_version": STORE_FORMAT_VERSION, "entries": {}}
+    try:
+        data = json.loads(path.read_text(encoding="utf-8"))
+    except json.JSONDecodeError as error:
+        raise FormatError(f"{path}: not valid JSON ({error.msg}); delete it (capacities are measured again)") from None
+    if not isinstance(data, dict) or data.get("format_version") != STORE_FORMAT_VERSION or not isinstance(data.get("entries"), dict):
+        raise FormatError(f"{path}: format_version {data.get('format_version') if isinstance(data, dict) else None!r} is not {STORE_FORMAT_VERSION}; delete it or upgrade faasprof")
+    return data
+
+
+def lookup(store_key: str, path: Path | None = None) -> dict | None:
+    """The stored entry (``capacity_rps`` and provenance) for ``store_key``, or None."""
+    entry = _read(path or store_path())["entries"].get(store_key)
+    return entry if isinstance(entry, dict) and entry.get("capacity_rps") else None
+
+
+def record(store_key: str, result: dict, path: Path | None = None) -> dict:
+    """Keep a ``faasprof capacity`` result under ``store_key``; returns the stored entry."""
+    path = path or store_path()
+    data = _read(path)
+    entry = {
+        "capacity_rps": result.get("capacity_rps"),
+        "bounds_rps": result.get("bounds_rps"),
+        "result_file": result.get("result_file"),
+        "measured_utc": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
+        "key": store_key,
+    }
+    data["entries"][store_key] = entry
+    path.parent.mkdir(parents=True, exist_ok=True)
+    rundir.write_json_atomic(path, data)
+    return entry
+
+
+def resolve_workload(workload, connection, local_settings: dict | None, out_dir, measure: Callable[..., dict] | None = None, say: Callable[[str], None] | None = None):
+    """``workload`` with its capacity-fraction rates resolved from the store, measuring each
+    missing capacity first (``experiments.capacity.find_capacity`` with ``QUICK_SEARCH``)."""
+    from experiments.capacity import find_capacity
+
+    measure = measure or find_capacity
+    host, platform = host_identity(), platform_identity(connection, local_settings)
+    capacities: dict[str, dict] = {}
+    for instance in workload.needs_capacity():
+        store_key = key(host, platform, instance.function, instance.memory_mb)
+        known = next((c for c in capacities.values() if c["capacity_key"] == store_key), None)
+        if known is not None:  # several instances of one function: looked up (or measured) once
+            capacities[instance.name] = known
+            continue
+        entry = lookup(store_key)
+        if entry is None:
+            if say:
+                say(f"no stored capacity of {instance.function} ({instance.memory_mb or 'default'} MB) on this host and platform: measuring it (about 30 s)")
+            probes_dir = Path(out_dir) / "capacity"
+            probes_dir.mkdir(parents=True, exist_ok=True)
+            result = measure(instance.function, out_dir=probes_dir, memory_mb=instance.memory_mb, connection=connection, local_settings=local_settings, progress=say is not None, **QUICK_SEARCH)
+            if not result.get("capacity_rps"):
+                raise FormatError(f"capacity of {instance.function}: none found ({result.get('stopped_because')}); run faasprof capacity {instance.function} with other --start-rate/--max-rate")
+            entry = record(store_key, result)
+        elif say:
+            say(f"capacity of {instance.function}: {entry['capacity_rps']:.4g}/s (stored {entry.get('measured_utc')}, {store_path()})")
+        capacities[instance.name] = {"capacity_rps": entry["capacity_rps"], "capacity_source": str(entry.get("result_file") or store_path()), "capacity_key": store_key}
+    return workload.with_capacities(capacities)
+
+
+def _say(line: str) -> None:
+    print(line, file=sys.stderr, flush=True)

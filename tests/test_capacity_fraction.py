@@ -1,0 +1,85 @@
+"""Rates given as a fraction of a function's measured capacity: parsed, resolved from the store,
+measured first when missing, recorded in the manifest's workload."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from experiments import capacity_store
+from faasprof.errors import ConfigError
+from invoker.workload import workload_from_dict
+
+WORKLOAD = {
+    "test_name": "cf",
+    "test_duration_in_seconds": 10,
+    "instances": {
+        "low": {"application": "json_dumps", "distribution": "Uniform", "rate": {"capacity_fraction": 0.25}, "activity_window": [0, 5]},
+        "fixed": {"application": "json_dumps", "distribution": "Uniform", "rate": 3, "activity_window": [5, 10]},
+    },
+}
+
+
+def test_a_fraction_is_left_unresolved_until_capacities_are_given():
+    workload = workload_from_dict(json.loads(json.dumps(WORKLOAD)))
+    assert [i.name for i in workload.needs_capacity()] == ["low"]
+    resolved = workload.with_capacities({"low": {"capacity_rps": 80.0, "capacity_source": "test"}})
+    assert resolved.instance("low").rate == pytest.approx(20.0) and resolved.instance("fixed").rate == 3
+    assert not resolved.needs_capacity()
+    assert resolved.resolved()["as_given"]["capacity_resolution"]["low"]["capacity_rps"] == 80.0
+    with pytest.raises(ConfigError, match="instances.low.rate"):
+        workload.with_capacities({})
+
+
+def test_a_bad_fraction_is_a_schema_problem():
+    data = json.loads(json.dumps(WORKLOAD))
+    data["instances"]["low"]["rate"] = {"capacity_fraction": -1}
+    with pytest.raises(ConfigError, match="instances.low.rate"):
+        workload_from_dict(data)
+
+
+def test_resolve_measures_once_then_reads_the_store(tmp_path, monkeypatch):
+    monkeypatch.setenv(capacity_store.STORE_ENV, str(tmp_path / "store.json"))
+    calls = []
+
+    def measure(function, **kwargs):
+        calls.append((function, kwargs["duration_s"]))
+        return {"capacity_rps": 40.0, "bounds_rps": [40.0, 52.0], "result_file": str(tmp_path / "capacity-json_dumps.json")}
+
+    workload = workload_from_dict(json.loads(json.dumps(WORKLOAD)))
+    first = capacity_store.resolve_workload(workload, None, {}, tmp_path, measure=measure)
+    assert first.instance("low").rate == pytest.approx(10.0)
+    assert calls == [("json_dumps", capacity_store.QUICK_SEARCH["duration_s"])]
+    second = capacity_store.resolve_workload(workload, None, {}, tmp_path, measure=measure)
+    assert second.instance("low").rate == pytest.approx(10.0) and len(calls) == 1  # from the store
+    # Another platform (docker isolation) is another key: measured again.
+    capacity_store.resolve_workload(workload, None, {"isolation": "docker"}, tmp_path, measure=measure)
+    assert len(calls) == 2
+    stored = json.loads((tmp_path / "store.json").read_text())
+    assert stored["format_version"] == capacity_store.STORE_FORMAT_VERSION and len(stored["entries"]) == 2
+
+
+def test_the_invoker_refuses_an_unresolved_fraction(tmp_path):
+    from invoker.run import execute
+
+    workload = workload_from_dict(json.loads(json.dumps(WORKLOAD)))
+    with pytest.raises(ConfigError, match="capacity"):
+        execute(workload, tmp_path, progress=False)
+
+
+def test_sweep_eta_from_planned_then_measured_times():
+    from experiments.sweep import sweep_eta
+
+    assert sweep_eta(0, 3, 0.0, 30.0, 5.0) == "ETA about 1 min 45 s (planned)"
+    assert sweep_eta(1, 3, 40.0, 30.0, 5.0) == "ETA 1 min 20 s"
+    assert sweep_eta(3, 3, 120.0, 30.0, 5.0) == "done"
+
+
+def test_capacity_search_says_an_eta():
+    from experiments.capacity import Probe, search
+
+    lines = []
+    ticks = iter(range(0, 1000, 10))
+    search(lambda rate: Probe(rate_rps=rate, mode="over-invoked" if rate > 4 else "balanced"), start_rate=1, max_rate=64, max_runs=6, say=lines.append, clock=lambda: next(ticks))
+    assert lines[0].startswith("[ 1/6]") and "ETA at most 50 s" in lines[0]

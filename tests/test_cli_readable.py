@@ -1,0 +1,40 @@
+"""CLI details a researcher meets first: durations with units for --pause-grace, help that states
+each default once."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+
+
+def _cli(*args, timeout=60):
+    return subprocess.run([sys.executable, "-m", "faasprof", *args], capture_output=True, text=True, timeout=timeout)
+
+
+def test_run_pause_grace_takes_a_duration_with_a_unit(tmp_path):
+    bad = _cli("run", str(tmp_path / "missing.json"), "--pause-grace", "soon")
+    assert bad.returncode == 2 and "not a duration such as 50, 50ms or 10s" in bad.stderr
+    # 10s parses; what fails next is the missing workload file, not the flag.
+    good = _cli("run", str(tmp_path / "missing.json"), "--pause-grace", "10s")
+    assert good.returncode == 2 and "pause-grace" not in good.stderr and "missing.json" in good.stderr
+
+
+def test_local_start_help_states_each_default_once():
+    done = _cli("local", "start", "--help")
+    assert done.returncode == 0
+    block = done.stdout[done.stdout.index("--host HOST"):done.stdout.index("--allow-remote  ")]
+    assert block.count("(default") == 1
+
+
+def test_doctor_warns_on_few_shared_cpus_and_fits_fixes_to_the_vendor():
+    from monitoring import cmd_doctor
+
+    few = cmd_doctor.check_core_sharing({"logical_cpus": 2})
+    assert len(few) == 1 and few[0].state == cmd_doctor.WARN and "share them" in few[0].text and "capacity_fraction" in few[0].fix
+    assert cmd_doctor.check_core_sharing({"logical_cpus": 32}) == []
+    amd = {"cpu_vendor": "AuthenticAMD", "cpu_model": "AMD EPYC 7543", "rdt_flags": [], "turbo": True, "resctrl": {}}
+    intel = {"cpu_vendor": "GenuineIntel", "cpu_model": "Intel(R) Xeon(R) Gold 6142", "rdt_flags": [], "turbo": True, "resctrl": {}}
+    amd_text = " ".join(f.line() for f in cmd_doctor.check_rdt(None, amd, False, None)[:2] + cmd_doctor.check_cpu(None, amd, False, None))
+    intel_text = " ".join(f.line() for f in cmd_doctor.check_rdt(None, intel, False, None)[:2] + cmd_doctor.check_cpu(None, intel, False, None))
+    assert "Intel" not in amd_text and "intel_pstate" not in amd_text and "AMD EPYC" in amd_text
+    assert "Intel Xeon" in intel_text and "intel_pstate" in intel_text
