@@ -234,9 +234,11 @@ def describe_plan(workload: Workload, platform: str = "localwhisk") -> str:
 
 
 def _duration_text(seconds: float) -> str:
-    minutes, secs = divmod(int(round(seconds)), 60)
+    minutes, secs = divmod(max(0, int(round(seconds))), 60)
     hours, minutes = divmod(minutes, 60)
-    return f"{hours} h {minutes:02d} min" if hours else f"{minutes} min {secs:02d} s"
+    if hours:
+        return f"{hours} h {minutes:02d} min"
+    return f"{minutes} min {secs:02d} s" if minutes else f"{secs} s"
 
 
 class SweepLog:
@@ -398,11 +400,6 @@ def sweep_eta(done: int, total: int, elapsed_s: float, duration_s: float, cooldo
     if done:
         return f"ETA {_duration_text(elapsed_s / done * left)}"
     return f"ETA about {_duration_text(left * (duration_s + cooldown_s))} (planned)"
-
-
-def _duration_text(seconds: float) -> str:
-    seconds = max(0, int(round(seconds)))
-    return f"{seconds // 60} min {seconds % 60:02d} s" if seconds >= 60 else f"{seconds} s"
 
 
 def summarise_sweep(sweep_dir: str | Path, progress: bool = True) -> Path:
