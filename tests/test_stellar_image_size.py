@@ -48,8 +48,8 @@ def test_sweep_refuses_image_padding_without_docker_isolation(tmp_path, isolated
 def test_image_size_sweep_cold_start_rises_with_size(tmp_path, isolated_home):
     workload = json.loads((REPO_ROOT / "workload_configs" / "stellar_image_size.json").read_text())
     workload.pop("$schema")
-    workload["test_duration_in_seconds"] = 13
-    workload["instances"]["cold"]["burst_gap_s"] = 3
+    workload["test_duration_in_seconds"] = 8
+    workload["instances"]["cold"]["burst_gap_s"] = 2
     workload["instances"]["cold"]["source"] = str(REPO_ROOT / "functions" / "padded_hello")
     config = tmp_path / "pad.json"
     config.write_text(json.dumps(workload))
@@ -77,7 +77,7 @@ def test_image_size_sweep_cold_start_rises_with_size(tmp_path, isolated_home):
 def test_code_padding_sweep_cold_start_rises_with_zip_size(tmp_path, isolated_home):
     workload = json.loads((REPO_ROOT / "workload_configs" / "stellar_code_size.json").read_text())
     workload.pop("$schema")
-    workload["test_duration_in_seconds"] = 9
+    workload["test_duration_in_seconds"] = 6
     workload["instances"]["cold"]["source"] = str(REPO_ROOT / "functions" / "padded_hello")
     workload["sweep"]["parameters"]["code_padding_mb"] = [0, 20]
     config = tmp_path / "code.json"
