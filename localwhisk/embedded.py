@@ -34,6 +34,7 @@ from pathlib import Path
 
 from faasprof.errors import ConfigError, NotReadyError
 from localwhisk.config import GUEST_AUTH, GUEST_NAMESPACE, SETTING_NAMES, Settings, server_env, settings_argv, validate_settings
+from localwhisk.sandbox import SANDBOXES_DIR, reap_orphans
 
 START_TIMEOUT_S = 30.0
 PR_SET_PDEATHSIG = 1  # <linux/prctl.h>
@@ -108,7 +109,7 @@ class LocalwhiskHandle:
                 self.process.kill()
                 self.process.wait(timeout=5)
         # A server that was killed (or had to be) could not stop its sandboxes: do it for it.
-        self.reaped = reap_sandboxes(self.data_dir)
+        self.reaped = len(reap_orphans(self.data_dir / SANDBOXES_DIR))
         if self._owns_data_dir:
             shutil.rmtree(self.data_dir, ignore_errors=True)
         return self.process.returncode
@@ -225,53 +226,6 @@ def launch_server(argv: list[str], data_dir: Path, log_path: Path, parent_pid: i
     finally:
         try:
             port_file.unlink()
-        except OSError:
-            pass
-
-
-def reap_sandboxes(data_dir: Path) -> int:
-    """Kill the sandboxes a dead localwhisk left running under ``data_dir``; returns how many.
-
-    A sandbox is a launcher process group started with ``__LW_CWD`` naming its work directory
-    under ``data_dir/sandboxes``. A paused one is frozen (cgroup freezer) or stopped (SIGSTOP):
-    it is thawed and continued so that SIGKILL takes effect, and never stays frozen.
-    """
-    marker = f"__LW_CWD={Path(data_dir).resolve() / 'sandboxes'}/".encode()
-    reaped = 0
-    for entry in Path("/proc").iterdir():
-        if not entry.name.isdigit():
-            continue
-        try:
-            if marker not in (entry / "environ").read_bytes():
-                continue
-            cgroups = (entry / "cgroup").read_text()
-        except OSError:  # gone, or not ours to read
-            continue
-        pid = int(entry.name)
-        _thaw(cgroups)
-        for send in (lambda: os.killpg(pid, signal.SIGKILL), lambda: os.kill(pid, signal.SIGKILL), lambda: os.kill(pid, signal.SIGCONT)):
-            try:
-                send()
-            except OSError:
-                pass
-        reaped += 1
-    return reaped
-
-
-def _thaw(proc_cgroup: str) -> None:
-    """Thaw the freezer cgroup (v1) or the frozen unified cgroup (v2) named in /proc/PID/cgroup."""
-    for line in proc_cgroup.splitlines():
-        _, controllers, path = line.split(":", 2)
-        if "freezer" in controllers.split(","):
-            target = Path("/sys/fs/cgroup/freezer") / path.lstrip("/") / "freezer.state"
-            value = "THAWED"
-        elif controllers == "":
-            target = Path("/sys/fs/cgroup") / path.lstrip("/") / "cgroup.freeze"
-            value = "0"
-        else:
-            continue
-        try:
-            target.write_text(value)
         except OSError:
             pass
 

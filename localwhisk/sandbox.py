@@ -23,6 +23,9 @@ from pathlib import Path
 
 from localwhisk.cgroups import CgroupManager
 
+# Under a localwhisk's data directory: each sandbox's work directory and pid file.
+SANDBOXES_DIR = "sandboxes"
+
 SENTINEL = b"XXX_THE_END_OF_A_WHISK_ACTIVATION_XXX"
 OOM_EXIT_CODE = 86  # launcher.py exits with this on MemoryError (rlimit mode)
 LOG_LIMIT_BYTES = 10 * 1024 * 1024  # OpenWhisk's default limits.logs (10 MB)
@@ -436,8 +439,9 @@ def reap_orphans(workroot: Path) -> list[int]:
     """Kill the sandboxes a crashed (kill -9) instance left in ``workroot``; returns their pids.
 
     Each sandbox leads its own process group; a paused one (SIGSTOP) would otherwise stay stopped
-    forever. SIGKILL ends even a stopped process; SIGCONT follows for good measure. Frozen cgroup
-    sandboxes are thawed and killed by ``CgroupManager.cleanup_stale`` first.
+    forever. SIGKILL ends even a stopped process; SIGCONT follows for good measure. A sandbox
+    frozen in its cgroup is thawed first: a frozen task holds a pending SIGKILL until thawed. Used
+    at a server's start and by the embedded platform's handle right after its server died.
     """
     reaped = []
     for pid_file in sorted(Path(workroot).glob("*.pid")):
@@ -448,6 +452,10 @@ def reap_orphans(workroot: Path) -> list[int]:
             continue
         if pid <= 1 or _start_time(pid) != started:
             continue  # gone, or the pid now belongs to another process
+        try:
+            _thaw((Path("/proc") / str(pid) / "cgroup").read_text())
+        except OSError:
+            pass
         for sig in (signal.SIGKILL, signal.SIGCONT):
             try:
                 os.killpg(pid, sig)
@@ -455,6 +463,24 @@ def reap_orphans(workroot: Path) -> list[int]:
                 pass
         reaped.append(pid)
     return reaped
+
+
+def _thaw(proc_cgroup: str) -> None:
+    """Thaw the freezer cgroup (v1) or the frozen unified cgroup (v2) named in /proc/PID/cgroup."""
+    for line in proc_cgroup.splitlines():
+        _, controllers, path = line.split(":", 2)
+        if "freezer" in controllers.split(","):
+            target = Path("/sys/fs/cgroup/freezer") / path.lstrip("/") / "freezer.state"
+            value = "THAWED"
+        elif controllers == "":
+            target = Path("/sys/fs/cgroup") / path.lstrip("/") / "cgroup.freeze"
+            value = "0"
+        else:
+            continue
+        try:
+            target.write_text(value)
+        except OSError:
+            pass
 
 
 def _expire(future: asyncio.Future) -> None:

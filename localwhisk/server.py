@@ -31,7 +31,7 @@ from localwhisk import __version__
 from localwhisk.cgroups import CgroupManager, detect
 from localwhisk.config import Settings, parse_prewarm
 from localwhisk.pool import STATUS_NAMES, Action, Job, Outcome, Pool
-from localwhisk.sandbox import reap_orphans, runtime_family
+from localwhisk.sandbox import SANDBOXES_DIR, reap_orphans, runtime_family
 from localwhisk.store import Store
 
 log = logging.getLogger("localwhisk.server")
@@ -160,7 +160,7 @@ class Localwhisk:
             self.actions[(doc["namespace"], doc["name"])] = doc
         for doc in await self.store.load_packages():
             self.packages[(doc["namespace"], doc["name"])] = doc
-        workroot = self.data_dir / "sandboxes"
+        workroot = self.data_dir / SANDBOXES_DIR
         self.reaped_sandboxes = reap_orphans(workroot)
         if self.reaped_sandboxes:
             log.warning("killed %d sandbox(es) left by a crashed instance: pids %s", len(self.reaped_sandboxes), self.reaped_sandboxes)
