@@ -497,22 +497,7 @@ class DockerSandbox(Sandbox):
 
     def _feed(self, stream_id: int, buffers: dict, payload: bytes) -> None:
         stream = "stdout" if stream_id == 1 else "stderr"
-        buf = buffers[stream_id] + payload
-        now_ns = time.time_ns()
-        while True:
-            nl = buf.find(b"\n")
-            if nl < 0:
-                break
-            line, buf = buf[:nl], buf[nl + 1 :]
-            # A sentinel can follow an unterminated line of the action's output on the same line.
-            while line.endswith(SENTINEL):
-                line = line[: -len(SENTINEL)]
-                self._sentinels += 1
-                if self._sentinels >= 2 and self._logs_waiter is not None and not self._logs_waiter.done():
-                    self._logs_waiter.set_result(True)
-            if line:
-                self._add_log(now_ns, stream, line)
-        buffers[stream_id] = buf
+        buffers[stream_id] = self._take_log_lines(stream, buffers[stream_id] + payload)
 
     async def _exited(self) -> None:
         """The container stopped on its own (crash, OOM): learn why, remove it, tell the pool."""

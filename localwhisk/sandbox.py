@@ -324,26 +324,30 @@ class Sandbox:
         data = self._read_ready(self._fds[stream])
         if data is None:
             return
-        buf = (self._out_buf if stream == "stdout" else self._err_buf) + data
-        now_ns = time.time_ns()
-        while True:
-            nl = buf.find(b"\n")
-            if nl < 0:
-                break
-            line, buf = buf[:nl], buf[nl + 1 :]
-            if line.endswith(SENTINEL):
-                line = line[: -len(SENTINEL)]
-                if line:
-                    self._add_log(now_ns, stream, line)
-                self._sentinels += 1
-                if self._sentinels >= 2 and self._logs_waiter is not None and not self._logs_waiter.done():
-                    self._logs_waiter.set_result(True)
-            else:
-                self._add_log(now_ns, stream, line)
+        buf = self._take_log_lines(stream, (self._out_buf if stream == "stdout" else self._err_buf) + data)
         if stream == "stdout":
             self._out_buf = buf
         else:
             self._err_buf = buf
+
+    def _take_log_lines(self, stream: str, buf: bytes) -> bytes:
+        """Record the complete lines of ``buf`` as log lines and count the sentinels; returns the
+        unterminated rest. A sentinel may follow an unterminated line of the action's output."""
+        now_ns = time.time_ns()
+        while True:
+            nl = buf.find(b"\n")
+            if nl < 0:
+                return buf
+            line, buf = buf[:nl], buf[nl + 1 :]
+            sentinel = False
+            while line.endswith(SENTINEL):
+                line = line[: -len(SENTINEL)]
+                sentinel = True
+                self._sentinels += 1
+                if self._sentinels >= 2 and self._logs_waiter is not None and not self._logs_waiter.done():
+                    self._logs_waiter.set_result(True)
+            if line or not sentinel:
+                self._add_log(now_ns, stream, line)
 
     def _add_log(self, ts_ns: int, stream: str, line: bytes) -> None:
         if self._log_bytes > self.log_limit_bytes:
