@@ -42,7 +42,7 @@ def bench_perf(intervals: int = 36_000) -> None:
 
 
 def bench_cgroups(samples: int = 50) -> None:
-    from monitoring.collectors import CgroupCollector
+    from monitoring.collectors.cgroups import CgroupCollector
 
     parents = {c: f"/sys/fs/cgroup/{c}" for c in ("cpu", "cpuacct", "memory") if os.path.isdir(f"/sys/fs/cgroup/{c}")}
     if not parents:

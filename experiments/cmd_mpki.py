@@ -55,7 +55,7 @@ def main(args: argparse.Namespace) -> int:
 
     from invoker.run import execute
     from invoker.workload import workload_from_dict
-    from monitoring.collectors import probe_perf_events
+    from monitoring.collectors.perf import perf_readiness
 
     if not args.functions:
         raise ConfigError("FUNCTION: name at least one function (or pass --from-runs RUN_DIR...)")
@@ -64,10 +64,12 @@ def main(args: argparse.Namespace) -> int:
     for name in args.functions:
         require(name, where="FUNCTION")
     check_out_dir(args.out)
-    supported, dropped, error = probe_perf_events(list(REQUIRED_EVENTS))
-    if error or any(event not in supported for event in REQUIRED_EVENTS):
-        print(explain(dropped or {"perf": error or "probe failed"}, list(args.functions)), file=sys.stderr)
-        raise NotReadyError(f"perf: {', '.join(REQUIRED_EVENTS)} cannot be counted on this host ({'; '.join(f'{k}: {v}' for k, v in dropped.items()) or error}); run on a host with a hardware PMU")
+    ready = perf_readiness(REQUIRED_EVENTS)
+    problem = ready.problem("use a host that has it", require_all=True)
+    if problem is not None:
+        dropped = ready.dropped or {"perf": problem}
+        print(explain(dropped, list(args.functions)), file=sys.stderr)
+        raise NotReadyError(f"perf: {', '.join(REQUIRED_EVENTS)} cannot be counted on this host ({'; '.join(f'{k}: {v}' for k, v in dropped.items())}); run on a host with a hardware PMU")
     connection = resolve_connection(args, None, origin="faasprof mpki")
     settings = {"isolation": args.isolation} if args.isolation else {}
     out = rundir.create_run_dir(args.out, "mpki", monitors=False)

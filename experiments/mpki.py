@@ -7,7 +7,7 @@ since it runs alone), else system-wide (the platform's own work counted in). The
 MPKI is ``1000 · Σ branch-misses / Σ instructions`` over the whole run; its execution time is the
 median activation ``execution_ms`` of the analysis.
 
-Hardware counters are checked first (``monitoring.collectors.probe_perf_events``): on a host
+Hardware counters are checked first (``monitoring.collectors.perf.perf_readiness``): on a host
 without them (a VM without a PMU) nothing runs; ``explain`` says what would be measured and the
 command exits 3. A counter perf could not count is NaN with the reason, never 0.
 

@@ -48,6 +48,8 @@ from faasprof.rundir import (
     load_manifest,
 )
 from functions.catalogue import RUNNERS_DIR, FunctionEntry
+from monitoring.collectors.perf import perf_readiness
+from monitoring.parsers.perf import perf_counts
 from functions.own import python_site_dirs
 
 NATIVE_FORMAT_VERSION = 1
@@ -251,43 +253,9 @@ def call_once(entry: FunctionEntry, params: dict | None = None, timeout_s: float
 # -- perf ---------------------------------------------------------------------------------------
 
 def check_perf(events: tuple[str, ...] = DEFAULT_PERF_EVENTS) -> str | None:
-    """None when ``perf stat`` counts ``events`` here; else a one-line reason with the fix."""
-    if shutil.which("perf") is None:
-        return "perf not found; install it (apt-get install linux-perf) or drop --perf"
-    with tempfile.NamedTemporaryFile("r", suffix=".csv") as output:
-        try:
-            done = subprocess.run(["perf", "stat", "-x", ",", "-e", ",".join(events), "-o", output.name, "--", "true"],
-                                  capture_output=True, text=True, timeout=20)
-        except (OSError, subprocess.TimeoutExpired) as error:
-            return f"perf stat did not run ({error}); drop --perf"
-        if done.returncode != 0:
-            return f"perf stat failed: {(done.stderr.strip().splitlines() or ['?'])[-1]}; check perf_event_paranoid or drop --perf"
-        counts = parse_perf_stat_csv(Path(output.name).read_text())
-    unsupported = [event for event in events if counts.get(event, {}).get("value") is None]
-    if unsupported:
-        return f"perf cannot count {', '.join(unsupported)} here; choose other --perf-events or drop --perf"
-    return None
-
-
-def parse_perf_stat_csv(text: str) -> dict[str, dict]:
-    """``perf stat -x ,`` output -> {event: {"value": float | None, "unit": str}}.
-
-    Fields: value, unit, event, run time, percentage running, [metric, metric unit]. A value of
-    ``<not supported>`` or ``<not counted>`` becomes None."""
-    counts: dict[str, dict] = {}
-    for line in text.splitlines():
-        if not line.strip() or line.startswith("#"):
-            continue
-        fields = line.split(",")
-        if len(fields) < 3:
-            continue
-        raw, unit, event = fields[0], fields[1], fields[2]
-        try:
-            value: float | None = float(raw)
-        except ValueError:
-            value = None
-        counts[event] = {"value": value, "unit": unit}
-    return counts
+    """None when ``perf stat`` counts every one of ``events`` for a command here; else a one-line
+    reason with the fix (``monitoring.collectors.perf.perf_readiness`` decides)."""
+    return perf_readiness(events, system_wide=False).problem("drop --perf", require_all=True)
 
 
 # -- run directories ----------------------------------------------------------------------------
@@ -512,7 +480,7 @@ def run_native(entry: FunctionEntry, out_dir: str | os.PathLike, options: Native
             "events": list(options.perf_events),
             "scope": "each worker process from start to exit (interpreter start, import, warm-up and all its calls)",
             "files": [str(path.relative_to(run_dir)) for path in files],
-            "counts": {path.stem: parse_perf_stat_csv(path.read_text(errors="replace")) for path in files},
+            "counts": {path.stem: perf_counts(path.read_text(errors="replace")) for path in files},
         }
     write_manifest(run_dir, manifest)
     return run_dir, summary

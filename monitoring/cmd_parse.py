@@ -1,15 +1,12 @@
-"""``faasprof parse perf|pqos|resctrl|blktrace|cgroups FILE [--out CSV]``: raw tool output → tidy CSV.
+"""``faasprof parse KIND FILE [--out CSV]``: a collector's raw output → tidy CSV.
 
 For output collected by hand (or re-parsing a run's ``monitors/<name>/`` files): the same parsers
 and derived metrics as ``faasprof analyze``, without a run directory. Times are the tool's own
 (seconds since it started, or since the first block event), not a run clock.
 
-* ``perf``: ``perf stat -x, [-I ms] ...`` output; one row per interval and unit (CPU, core,
-  cgroup) with one column per event and the derived metrics; ``--long`` gives one row per counter.
-* ``pqos``: ``pqos -u csv`` or text output; the first sample is dropped.
-* ``resctrl``: the rdt collector's ``resctrl_samples.csv`` (cumulative bytes → MB/s).
-* ``blktrace``: ``blkparse`` default text output → per-interval MB/s, IOPS and D2C latency.
-* ``cgroups``: the cgroups collector's ``samples.csv`` → per-sandbox CPU, memory, throttling.
+The kinds and their options come from the collector registry (``monitoring.collectors``): each
+collector declares the kinds it parses (perf; pqos and resctrl for rdt; blktrace; cgroups; ...)
+and the options each kind reads. ``faasprof parse --help`` lists them.
 """
 
 from __future__ import annotations
@@ -19,52 +16,40 @@ import sys
 from pathlib import Path
 
 from faasprof.errors import ConfigError, FormatError
+from monitoring.collectors import parse_kinds
 
-KINDS = ("perf", "pqos", "resctrl", "blktrace", "cgroups")
+KINDS = tuple(parse_kinds())
+
+
+def _merged_arguments() -> dict[str, tuple[dict, str]]:
+    """``{flag: (argparse kwargs, help)}``: one option per flag, its help naming the kinds that
+    read it (kinds with the same help text share one entry: ``pqos/resctrl: ...``)."""
+    found: dict[str, tuple[dict, dict[str, list[str]]]] = {}
+    for kind in parse_kinds().values():
+        for argument in kind.arguments:
+            kwargs, helps = found.setdefault(argument.flag, (dict(argument.kwargs), {}))
+            helps.setdefault(argument.help, []).append(kind.name)
+    return {flag: (kwargs, "; ".join(f"{'/'.join(names)}: {text}" for text, names in helps.items())) for flag, (kwargs, helps) in found.items()}
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("kind", choices=KINDS, help="which tool wrote FILE")
+    kinds = parse_kinds()
+    parser.add_argument("kind", choices=tuple(kinds), help="which tool wrote FILE: " + "; ".join(f"{name}: {kind.help}" for name, kind in kinds.items()))
     parser.add_argument("file", help="the raw output file ('-' for stdin)")
     parser.add_argument("--out", help="write the CSV here (default: stdout)")
-    parser.add_argument("--sep", default=",", help="perf: the -x separator the file was written with (default ,)")
-    parser.add_argument("--long", action="store_true", help="perf: one row per counter instead of one per interval")
-    parser.add_argument("--interval-ms", type=float, help="pqos: the sampling interval (-i × 100 ms; default: from the Time column); blktrace: bucket width (default 1000)")
-    parser.add_argument("--peak-mbps", type=float, help="pqos/resctrl: the memory bandwidth peak, for mem_bw_share")
-    parser.add_argument("--keep-first", action="store_true", help="pqos: keep the first sample (it covers almost no time)")
+    for flag, (kwargs, text) in _merged_arguments().items():
+        parser.add_argument(flag, help=text, **kwargs)
 
 
 def parse_text(kind: str, text: str, args: argparse.Namespace):
     """The frame for ``kind`` (shared by the CLI and tests)."""
-    if kind == "perf":
-        from monitoring.derived import add_perf_metrics
-        from monitoring.parsers.perf import parse_perf_stat, perf_wide
-
-        long = parse_perf_stat(text, sep=args.sep)
-        return long if args.long else add_perf_metrics(perf_wide(long))
-    if kind == "pqos":
-        from monitoring.derived import add_bandwidth_share
-        from monitoring.parsers.pqos import parse_pqos
-
-        interval_s = args.interval_ms / 1000.0 if args.interval_ms else None
-        return add_bandwidth_share(parse_pqos(text, drop_first=not args.keep_first, interval_s=interval_s), args.peak_mbps)
-    if kind == "resctrl":
-        from monitoring.derived import add_bandwidth_share
-        from monitoring.parsers.resctrl import parse_resctrl_samples
-
-        return add_bandwidth_share(parse_resctrl_samples(text), args.peak_mbps)
-    if kind == "blktrace":
-        from monitoring.parsers.blkparse import blk_intervals
-
-        return blk_intervals(text, (args.interval_ms or 1000.0) / 1000.0)
-    from monitoring.parsers.cgroups import parse_cgroup_samples
-
-    return parse_cgroup_samples(text)
+    return parse_kinds()[kind].parse(text, args)
 
 
 def main(args: argparse.Namespace) -> int:
-    if args.interval_ms is not None and args.interval_ms <= 0:
-        raise ConfigError(f"--interval-ms: must be > 0 (got {args.interval_ms:g})")
+    interval_ms = getattr(args, "interval_ms", None)
+    if interval_ms is not None and interval_ms <= 0:
+        raise ConfigError(f"--interval-ms: must be > 0 (got {interval_ms:g})")
     if args.file == "-":
         text = sys.stdin.read()
         name = "<stdin>"

@@ -90,6 +90,18 @@ def cpuinfo(root: Root) -> dict:
     }
 
 
+def cpu_vendor_kind(host: dict) -> str:
+    """``amd``, ``intel``, ``arm`` or ``unknown`` from a ``collect_host`` dict's vendor and model."""
+    text = f"{host.get('cpu_vendor') or ''} {host.get('cpu_model') or ''}".lower()
+    if "amd" in text:
+        return "amd"
+    if "intel" in text:
+        return "intel"
+    if any(word in text for word in ("arm", "aarch64", "neoverse", "graviton", "apple")):
+        return "arm"
+    return "unknown"
+
+
 def mounts(root: Root) -> list[tuple[str, str, str, str]]:
     """``(device, mount point, fs type, options)`` from ``/proc/mounts``."""
     result = []

@@ -28,13 +28,14 @@ def test_local_start_help_states_each_default_once():
 
 def test_doctor_warns_on_few_shared_cpus_and_fits_fixes_to_the_vendor():
     from monitoring import cmd_doctor
+    from monitoring.collectors.rdt import RdtCollector
 
     few = cmd_doctor.check_core_sharing({"logical_cpus": 2})
     assert len(few) == 1 and few[0].state == cmd_doctor.WARN and "share them" in few[0].text and "capacity_fraction" in few[0].fix
     assert cmd_doctor.check_core_sharing({"logical_cpus": 32}) == []
     amd = {"cpu_vendor": "AuthenticAMD", "cpu_model": "AMD EPYC 7543", "rdt_flags": [], "turbo": True, "resctrl": {}}
     intel = {"cpu_vendor": "GenuineIntel", "cpu_model": "Intel(R) Xeon(R) Gold 6142", "rdt_flags": [], "turbo": True, "resctrl": {}}
-    amd_text = " ".join(f.line() for f in cmd_doctor.check_rdt(None, amd, False, None)[:2] + cmd_doctor.check_cpu(None, amd, False, None))
-    intel_text = " ".join(f.line() for f in cmd_doctor.check_rdt(None, intel, False, None)[:2] + cmd_doctor.check_cpu(None, intel, False, None))
+    amd_text = " ".join(f.line() for f in RdtCollector.doctor(None, amd, False, None)[:2] + cmd_doctor.check_cpu(None, amd, False, None))
+    intel_text = " ".join(f.line() for f in RdtCollector.doctor(None, intel, False, None)[:2] + cmd_doctor.check_cpu(None, intel, False, None))
     assert "Intel" not in amd_text and "intel_pstate" not in amd_text and "AMD EPYC" in amd_text
     assert "Intel Xeon" in intel_text and "intel_pstate" in intel_text

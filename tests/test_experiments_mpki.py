@@ -15,7 +15,7 @@ from pathlib import Path
 import pytest
 
 from experiments.mpki import counts_from_perf, plot_mpki
-from monitoring.collectors import probe_perf_events
+from monitoring.collectors.perf import probe_perf_events
 
 REPO = Path(__file__).resolve().parent.parent
 PERF = REPO / "tests" / "data" / "monitoring" / "perf"

@@ -12,6 +12,7 @@ import pytest
 from faasprof.rundir import INVOCATION_COLUMNS, load_manifest, read_invocations
 from functions import native
 from functions.catalogue import lookup
+from monitoring.parsers.perf import perf_counts
 from tests.conftest import DATA_DIR, run_cli
 
 
@@ -121,7 +122,7 @@ def test_unavailable_function_is_not_ready_before_any_directory(tmp_path):
 
 
 def test_parse_recorded_perf_stat_output():
-    counts = native.parse_perf_stat_csv((DATA_DIR / "functions" / "perf_stat_native_worker.csv").read_text())
+    counts = perf_counts((DATA_DIR / "functions" / "perf_stat_native_worker.csv").read_text())
     assert counts["task-clock"] == {"value": 608.25, "unit": "msec"}
     assert counts["context-switches"]["value"] == 1367
     assert counts["major-faults"]["value"] == 4
@@ -130,7 +131,7 @@ def test_parse_recorded_perf_stat_output():
 
 def test_parse_perf_stat_not_supported():
     text = "# started on x\n\n<not supported>,,cycles,0,100.00,,\n12,,page-faults,1000,100.00,1.0,K/sec\n"
-    assert native.parse_perf_stat_csv(text) == {"cycles": {"value": None, "unit": ""}, "page-faults": {"value": 12.0, "unit": ""}}
+    assert perf_counts(text) == {"cycles": {"value": None, "unit": ""}, "page-faults": {"value": 12.0, "unit": ""}}
 
 
 def test_perf_counts_when_perf_works(tmp_path):

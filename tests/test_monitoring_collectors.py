@@ -15,17 +15,13 @@ from pathlib import Path
 import pytest
 
 from faasprof import rundir
-from monitoring import collectors as col
-from monitoring.collectors import (
-    BlktraceCollector,
-    CgroupCollector,
-    PerfCollector,
-    RdtCollector,
-    build_collectors,
-    data_device,
-    normalise_block,
-    read_cgroup,
-)
+from monitoring.collectors import base as col_base
+from monitoring.collectors import build_collectors, normalise_block
+from monitoring.collectors import perf as col_perf
+from monitoring.collectors.blktrace import BlktraceCollector, data_device
+from monitoring.collectors.cgroups import CgroupCollector, read_cgroup
+from monitoring.collectors.perf import PerfCollector
+from monitoring.collectors.rdt import RdtCollector
 from monitoring.frames import load_run_monitors, start_offset_s
 from monitoring.host import Root
 
@@ -56,7 +52,7 @@ def test_build_collectors_keys_true_false_and_order():
 def test_perf_live_drops_unsupported_events_and_stops_with_sigint(tmp_path):
     perf = PerfCollector({"interval_ms": 100, "events": ["task-clock", "context-switches", "page-faults", "cycles"]}, {"duration_s": 1})
     assert perf.check() is None
-    supported, dropped, _ = col.probe_perf_events(["task-clock", "cycles"])
+    supported, dropped, _ = col_perf.probe_perf_events(["task-clock", "cycles"])
     if "cycles" in dropped:  # this VM: no PMU
         assert perf.events == ["task-clock", "context-switches", "page-faults"]
         assert any("cycles" in w for w in perf.warnings)
@@ -128,7 +124,7 @@ def test_perf_argv_layouts():
     argv = cpu.argv("x.csv")
     assert argv[:7] == ["perf", "stat", "-x,", "-I", "250", "-a", "-A"]
     # Bounded by the duration plus a safety margin even if nobody stops it.
-    assert int(argv[argv.index("--interval-count") + 1]) == (10 + col.SAFETY_MARGIN_S) * 4
+    assert int(argv[argv.index("--interval-count") + 1]) == (10 + col_base.SAFETY_MARGIN_S) * 4
     assert "--per-core" in PerfCollector({"per": "core"}, {}).argv("x.csv")
 
 

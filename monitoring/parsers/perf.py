@@ -206,6 +206,16 @@ def probe_support(text: str, sep: str = ",") -> dict[str, str]:
     return result
 
 
+def perf_counts(text: str, sep: str = ",") -> dict[str, dict]:
+    """``{event: {"value": float | None, "unit": str}}`` of a non-interval ``perf stat -x`` output
+    (one count per event; ``<not supported>``/``<not counted>`` give None). Without pandas."""
+    counts: dict[str, dict] = {}
+    for row in iter_perf_rows(text, sep):
+        if isinstance(row, PerfRow):
+            counts[row.event] = {"value": row.value, "unit": row.unit}
+    return counts
+
+
 def parse_perf_stat(text: str, sep: str = ","):
     """The tidy long frame (``COLUMNS``), one row per counter row of the output."""
     import pandas as pd
