@@ -76,6 +76,7 @@ from pathlib import Path
 from typing import Any, Callable, Iterable, Iterator, Sequence
 
 from faasprof.errors import ConfigError, NotReadyError, RunError
+from monitoring import host
 
 # State file format versions:
 #   1: first version.
@@ -99,21 +100,9 @@ _NOT_GROUPS = {"info", "mon_groups", "mon_data"}
 
 
 def parse_cpu_list(text: str) -> tuple[int, ...]:
-    """``"0-3,8"`` → ``(0, 1, 2, 3, 8)``; an empty string gives ``()``. Raises ValueError."""
-    cpus: set[int] = set()
-    for part in text.replace("\n", ",").split(","):
-        part = part.strip()
-        if not part:
-            continue
-        if "-" in part:
-            low, high = part.split("-", 1)
-            first, last = int(low), int(high)
-            if last < first:
-                raise ValueError(f"bad CPU range {part!r}")
-            cpus.update(range(first, last + 1))
-        else:
-            cpus.add(int(part))
-    return tuple(sorted(cpus))
+    """``"0-3,8"`` → ``(0, 1, 2, 3, 8)``, sorted and without repeats; an empty string gives ``()``.
+    Raises ValueError (a reversed range, a part that is not a number)."""
+    return tuple(sorted(set(host.parse_cpu_list(text, strict=True))))
 
 
 def format_cpu_list(cpus: Iterable[int]) -> str:
@@ -152,47 +141,6 @@ def mask_is_contiguous(mask: int) -> bool:
         return False
     shifted = mask >> ((mask & -mask).bit_length() - 1)
     return shifted & (shifted + 1) == 0
-
-
-def _read(path: Path) -> str | None:
-    try:
-        return path.read_text()
-    except OSError:
-        return None
-
-
-def _read_int(path: Path, base: int = 10) -> int | None:
-    text = _read(path)
-    if text is None:
-        return None
-    try:
-        return int(text.strip(), base)
-    except ValueError:
-        return None
-
-
-def cpu_flags(root: str | os.PathLike = "/") -> frozenset[str]:
-    """The ``flags`` of the first processor in ``<root>/proc/cpuinfo`` (empty if unreadable)."""
-    text = _read(Path(root) / "proc" / "cpuinfo") or ""
-    for line in text.splitlines():
-        key, _, value = line.partition(":")
-        if key.strip() == "flags":
-            return frozenset(value.split())
-    return frozenset()
-
-
-def resctrl_mount(root: str | os.PathLike = "/") -> tuple[str, tuple[str, ...]] | None:
-    """(mount point, mount options) of the resctrl filesystem from ``<root>/proc/mounts``."""
-    text = _read(Path(root) / "proc" / "mounts") or ""
-    for line in text.splitlines():
-        fields = line.split()
-        if len(fields) >= 4 and fields[2] == "resctrl":
-            return fields[1], tuple(fields[3].split(","))
-    return None
-
-
-def _under_root(root: Path, absolute: str) -> Path:
-    return root / absolute.lstrip("/")
 
 
 # --------------------------------------------------------------------------------------------
@@ -312,25 +260,26 @@ def discover(
     if interface not in ("auto", "resctrl", "pqos"):
         raise ValueError(f"interface must be auto, resctrl or pqos (got {interface!r})")
     root = Path(root)
-    flags = cpu_flags(root)
-    online_text = _read(root / "sys" / "devices" / "system" / "cpu" / "online")
+    reader = host.Root(root)
+    flags = frozenset(host.cpuinfo(reader)["flags"])
+    online_text = reader.read("/sys/devices/system/cpu/online")
     try:
         online = parse_cpu_list(online_text) if online_text else tuple(range(os.cpu_count() or 1))
     except ValueError:
         online = ()
     common = dict(root=root, online_cpus=online, flags=flags)
 
-    mount = resctrl_mount(root)
+    mount = host.mount_of(reader, "resctrl")
     resctrl_reason = None
     if interface in ("auto", "resctrl"):
         if mount is not None:
-            path = _under_root(root, mount[0])
+            path = reader.path(mount[0])
             caps = _resctrl_capabilities(path, mount[1], common)
             if caps.interface or interface == "resctrl":
                 return caps
             resctrl_reason = caps.reason
         else:
-            filesystems = _read(root / "proc" / "filesystems") or ""
+            filesystems = reader.read("/proc/filesystems") or ""
             if re.search(r"\bresctrl\b", filesystems):
                 resctrl_reason = f"resctrl is not mounted; run: {MOUNT_HINT}"
             else:
@@ -357,42 +306,42 @@ def discover(
 
 
 def _resctrl_capabilities(path: Path, options: tuple[str, ...], common: dict) -> Capabilities:
+    resctrl = host.Root(path)  # files of the resctrl mount, read as /info/..., /schemata
     info = path / "info"
     l3 = mb = None
     notes: list[str] = []
-    l3_dir = info / "L3"
+    l3_dir = "/info/L3"
     cdp = False
-    if not l3_dir.is_dir() and (info / "L3CODE").is_dir():
-        l3_dir, cdp = info / "L3DATA", True  # mounted with -o cdp: data and code get the same mask
+    if not (info / "L3").is_dir() and (info / "L3CODE").is_dir():
+        l3_dir, cdp = "/info/L3DATA", True  # mounted with -o cdp: data and code get the same mask
     cache_ids: tuple[int, ...] = ()
-    default_schemata = parse_schemata(_read(path / "schemata") or "")
+    default_schemata = parse_schemata(resctrl.read("/schemata") or "")
     for name in ("L3", "L3DATA", "MB"):
         if name in default_schemata:
             cache_ids = tuple(sorted(default_schemata[name]))
             break
-    cbm = _read_int(l3_dir / "cbm_mask", 16)
+    cbm = resctrl.read_int(f"{l3_dir}/cbm_mask", 16)
     if cbm:
-        if "sparse_masks" not in os.listdir(l3_dir):
+        if "sparse_masks" not in resctrl.listdir(l3_dir):
             notes.append("no info/L3/sparse_masks (older kernel): masks must be contiguous")
         l3 = CacheCaps(
             cbm_mask=cbm,
-            min_cbm_bits=_read_int(l3_dir / "min_cbm_bits") or 1,
-            num_closids=_read_int(l3_dir / "num_closids") or 0,
-            shareable_bits=_read_int(l3_dir / "shareable_bits", 16) or 0,
+            min_cbm_bits=resctrl.read_int(f"{l3_dir}/min_cbm_bits") or 1,
+            num_closids=resctrl.read_int(f"{l3_dir}/num_closids") or 0,
+            shareable_bits=resctrl.read_int(f"{l3_dir}/shareable_bits", 16) or 0,
             cache_ids=tuple(sorted(default_schemata.get("L3DATA" if cdp else "L3", {}))) or cache_ids,
-            sparse_masks=_read_int(l3_dir / "sparse_masks") == 1,
+            sparse_masks=resctrl.read_int(f"{l3_dir}/sparse_masks") == 1,
             cdp=cdp,
             notes=tuple(notes),
         )
-    mb_dir = info / "MB"
-    min_bw = _read_int(mb_dir / "min_bandwidth")
+    min_bw = resctrl.read_int("/info/MB/min_bandwidth")
     if min_bw is not None:
-        delay = _read_int(mb_dir / "delay_linear")
-        mode = _read(mb_dir / "thread_throttle_mode")
+        delay = resctrl.read_int("/info/MB/delay_linear")
+        mode = resctrl.read("/info/MB/thread_throttle_mode")
         mb = BandwidthCaps(
             min_percent=min_bw,
-            granularity_percent=_read_int(mb_dir / "bandwidth_gran") or 1,
-            num_closids=_read_int(mb_dir / "num_closids") or 0,
+            granularity_percent=resctrl.read_int("/info/MB/bandwidth_gran") or 1,
+            num_closids=resctrl.read_int("/info/MB/num_closids") or 0,
             cache_ids=tuple(sorted(default_schemata.get("MB", {}))) or cache_ids,
             delay_linear=None if delay is None else delay == 1,
             thread_throttle_mode=mode.strip() if mode else None,
@@ -864,7 +813,7 @@ def _groups(resctrl: Path) -> list[str]:
 
 
 def _last_cmd_status(resctrl: Path) -> str:
-    return (_read(resctrl / "info" / "last_cmd_status") or "").strip() or "no info/last_cmd_status"
+    return (host.Root(resctrl).read("/info/last_cmd_status") or "").strip() or "no info/last_cmd_status"
 
 
 # --------------------------------------------------------------------------------------------
@@ -880,7 +829,7 @@ def default_state_dir() -> Path:
 
 
 def _process_start_ticks(pid: int) -> int | None:
-    text = _read(Path("/proc") / str(pid) / "stat")
+    text = host.Root("/").read(f"/proc/{pid}/stat")
     if not text:
         return None
     try:
@@ -1269,9 +1218,10 @@ def cleanup_leftovers(
         for line in done:
             messages.append(f"leftover of faasprof pid {pid} (no longer running): {line}")
         path.unlink()
-    mount = resctrl_mount(root)
+    reader = host.Root(root)
+    mount = host.mount_of(reader, "resctrl")
     if mount is not None:
-        resctrl = _under_root(Path(root), mount[0])
+        resctrl = reader.path(mount[0])
         for name in _groups(resctrl):
             match = re.fullmatch(re.escape(GROUP_PREFIX) + r"(\d+)(?:\D.*)?", name)
             if not match or (resctrl / name) in handled:
@@ -1288,7 +1238,3 @@ def cleanup_leftovers(
             messages.append(f"removed leftover resctrl group {resctrl / name} (faasprof pid {pid} is gone; no state file)")
     return messages
 
-
-def describe_host(root: str | os.PathLike = "/", pqos: str = "pqos", runner: Runner | None = None) -> dict[str, Any]:
-    """``discover(root).describe()``, for ``faasprof doctor``: classes, ways, MBA, or the reason."""
-    return discover(root, pqos=pqos, runner=runner).describe()

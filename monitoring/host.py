@@ -36,10 +36,10 @@ class Root:
         text = self.read(absolute)
         return text.strip() if text is not None else None
 
-    def read_int(self, absolute: str) -> int | None:
+    def read_int(self, absolute: str, base: int = 10) -> int | None:
         text = self.read_line(absolute)
         try:
-            return int(text) if text is not None else None
+            return int(text, base) if text is not None else None
         except ValueError:
             return None
 
@@ -53,16 +53,21 @@ class Root:
             return []
 
 
-def parse_cpu_list(text: str | None) -> list[int]:
-    """``0-3,8,10-11`` → [0, 1, 2, 3, 8, 10, 11]."""
+def parse_cpu_list(text: str | None, strict: bool = False) -> list[int]:
+    """``0-3,8,10-11`` → [0, 1, 2, 3, 8, 10, 11] (the kernel's ``cpus_list`` format; newlines
+    separate like commas). ``strict``: a reversed range such as ``3-1`` raises ValueError instead of
+    giving nothing. A part that is not a number raises ValueError either way."""
     cpus: list[int] = []
-    for part in (text or "").strip().split(","):
+    for part in (text or "").replace("\n", ",").split(","):
         part = part.strip()
         if not part:
             continue
         if "-" in part:
             low, high = part.split("-", 1)
-            cpus.extend(range(int(low), int(high) + 1))
+            first, last = int(low), int(high)
+            if strict and last < first:
+                raise ValueError(f"bad CPU range {part!r}")
+            cpus.extend(range(first, last + 1))
         else:
             cpus.append(int(part))
     return cpus
@@ -112,6 +117,14 @@ def mounts(root: Root) -> list[tuple[str, str, str, str]]:
     return result
 
 
+def mount_of(root: Root, fstype: str) -> tuple[str, tuple[str, ...]] | None:
+    """``(mount point, options)`` of the first ``fstype`` filesystem in ``/proc/mounts``."""
+    for _, point, kind, options in mounts(root):
+        if kind == fstype:
+            return point, tuple(options.split(","))
+    return None
+
+
 def topology(root: Root) -> dict:
     """Logical CPUs, physical cores, sockets and SMT from ``/sys/devices/system/cpu``."""
     online = parse_cpu_list(root.read_line("/sys/devices/system/cpu/online"))
@@ -157,7 +170,8 @@ def resctrl_info(root: Root, mount_point: str = "/sys/fs/resctrl") -> dict:
     """What the kernel's resctrl reports: support, mount, CLOSes, ways, MBA, monitoring features."""
     filesystems = root.read("/proc/filesystems") or ""
     supported = any(line.split()[-1] == "resctrl" for line in filesystems.splitlines() if line.split())
-    mounted_at = next((point for _, point, fstype, _ in mounts(root) if fstype == "resctrl"), None)
+    mount = mount_of(root, "resctrl")
+    mounted_at = mount[0] if mount else None
     info: dict = {"supported": supported, "mounted": mounted_at is not None, "mount_point": mounted_at}
     base = (mounted_at or mount_point) + "/info"
     if mounted_at is not None:
