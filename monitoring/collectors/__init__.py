@@ -26,8 +26,9 @@ from monitoring.collectors.blktrace import BlktraceCollector
 from monitoring.collectors.cgroups import CgroupCollector
 from monitoring.collectors.perf import PerfCollector
 from monitoring.collectors.rdt import RdtCollector
+from monitoring.collectors.vmstat import VmstatCollector
 
-COLLECTORS: tuple[type[Collector], ...] = (PerfCollector, RdtCollector, BlktraceCollector, CgroupCollector)
+COLLECTORS: tuple[type[Collector], ...] = (PerfCollector, RdtCollector, BlktraceCollector, CgroupCollector, VmstatCollector)
 REGISTRY: dict[str, type[Collector]] = {cls.name: cls for cls in COLLECTORS}
 
 SCHEMA_DESCRIPTION = (

@@ -1,0 +1,149 @@
+"""The vmstat collector: host-wide CPU time split, context switches, run queue, page faults,
+paging and swapping, read by faasprof from ``/proc/stat`` and ``/proc/vmstat`` every interval
+(what vmstat(8) prints, without running it).
+
+Raw output ``vmstat.csv``: one row per read, ``elapsed_ns`` since the start anchor and the kernel's
+values as they are (cumulative counters, CPU times in USER_HZ ticks; ``procs_running`` and
+``procs_blocked`` are gauges). ``parse_vmstat_samples`` turns consecutive rows into per-interval
+shares and rates; a counter that went down (it cannot, short of a reboot) gives NaN, never a
+negative rate.
+"""
+
+from __future__ import annotations
+
+import argparse
+import csv
+import io
+import time
+from pathlib import Path
+
+from monitoring.collectors.base import NO, OK, Finding, ParseKind, SamplingCollector, read_output
+from monitoring.host import Root
+
+# /proc/stat's aggregate "cpu" line, in the kernel's order (proc(5)); guest times are already
+# counted in user and nice, so they are left out.
+CPU_FIELDS = ("user", "nice", "system", "idle", "iowait", "irq", "softirq", "steal")
+STAT_COUNTERS = {"ctxt": "ctxt", "intr": "intr", "processes": "forks"}
+STAT_GAUGES = ("procs_running", "procs_blocked")
+VMSTAT_COUNTERS = ("pgfault", "pgmajfault", "pgpgin", "pgpgout", "pswpin", "pswpout")
+COLUMNS = ("elapsed_ns", *(f"cpu_{name}_ticks" for name in CPU_FIELDS), *STAT_COUNTERS.values(), *STAT_GAUGES, *VMSTAT_COUNTERS)
+
+
+def read_vmstat_sample(root: Root) -> dict[str, int | None]:
+    """One read of ``/proc/stat`` and ``/proc/vmstat`` under ``root`` (None: value not found)."""
+    sample: dict[str, int | None] = {name: None for name in COLUMNS[1:]}
+    for line in (root.read("/proc/stat") or "").splitlines():
+        parts = line.split()
+        if not parts:
+            continue
+        if parts[0] == "cpu":
+            for name, value in zip(CPU_FIELDS, parts[1:]):
+                sample[f"cpu_{name}_ticks"] = int(value)
+        elif parts[0] in STAT_COUNTERS and len(parts) > 1:
+            sample[STAT_COUNTERS[parts[0]]] = int(parts[1])  # intr: the total, before the per-IRQ counts
+        elif parts[0] in STAT_GAUGES and len(parts) > 1:
+            sample[parts[0]] = int(parts[1])
+    wanted = set(VMSTAT_COUNTERS)
+    for line in (root.read("/proc/vmstat") or "").splitlines():
+        parts = line.split()
+        if len(parts) == 2 and parts[0] in wanted:
+            sample[parts[0]] = int(parts[1])
+    return sample
+
+
+def parse_vmstat_samples(text: str):
+    """Per-interval frame from ``vmstat.csv``: ``elapsed_s`` (end of the interval), ``interval_s``,
+    CPU shares of all CPU time in the interval (``cpu_busy_share`` = all but idle and iowait), and
+    per-second rates; ``procs_running``/``procs_blocked`` as read at the end of the interval."""
+    import numpy as np
+    import pandas as pd
+
+    rows = list(csv.DictReader(io.StringIO(text)))
+    raw = pd.DataFrame(rows, columns=list(COLUMNS)).apply(pd.to_numeric, errors="coerce").astype("float64")
+    if len(raw) < 2:
+        return pd.DataFrame(columns=["elapsed_s", "interval_s"])
+    delta = raw.diff().iloc[1:].reset_index(drop=True)
+    delta = delta.mask(delta < 0)  # a counter that went down: no value for that interval
+    end = raw.iloc[1:].reset_index(drop=True)
+    interval_s = delta["elapsed_ns"] / 1e9
+    ticks = delta[[f"cpu_{name}_ticks" for name in CPU_FIELDS]]
+    total = ticks.sum(axis=1, min_count=len(CPU_FIELDS)).replace(0, np.nan)
+    frame = pd.DataFrame({"elapsed_s": end["elapsed_ns"] / 1e9, "interval_s": interval_s})
+    frame["cpu_busy_share"] = (total - delta["cpu_idle_ticks"] - delta["cpu_iowait_ticks"]) / total
+    for name in ("user", "system", "iowait", "steal"):
+        frame[f"cpu_{name}_share"] = delta[f"cpu_{name}_ticks"] / total
+    rates = {
+        "context_switches_per_s": "ctxt",
+        "interrupts_per_s": "intr",
+        "forks_per_s": "forks",
+        "page_faults_per_s": "pgfault",
+        "major_faults_per_s": "pgmajfault",
+        "page_in_kib_per_s": "pgpgin",  # the kernel counts pgpgin/pgpgout in KiB
+        "page_out_kib_per_s": "pgpgout",
+        "swap_in_pages_per_s": "pswpin",
+        "swap_out_pages_per_s": "pswpout",
+    }
+    for column, counter in rates.items():
+        frame[column] = delta[counter] / interval_s.replace(0, np.nan)
+    frame["procs_running"] = end["procs_running"]
+    frame["procs_blocked"] = end["procs_blocked"]
+    return frame
+
+
+def _parse(text: str, _args: argparse.Namespace):
+    return parse_vmstat_samples(text)
+
+
+class VmstatCollector(SamplingCollector):
+    """Reads ``/proc/stat`` and ``/proc/vmstat`` every ``interval_ms`` in a thread (no tool)."""
+
+    name = "vmstat"
+    summary = "Host-wide CPU time split, context switches, run queue, page faults, paging and swapping."
+    tool = "`/proc/stat` and `/proc/vmstat` read by faasprof each `interval_ms` (what vmstat(8) prints)"
+    raw_outputs = "`vmstat.csv`"
+    output_name = "vmstat.csv"
+    header = ",".join(COLUMNS) + "\n"
+    thread_name = "vmstat-sampler"
+    defaults = {"interval_ms": 500, "required": False}
+    options_schema = {"interval_ms": {"$ref": "#/$defs/interval_ms"}}
+    parse_kinds = (ParseKind("vmstat", "the vmstat collector's `vmstat.csv` → CPU shares, switches, faults and paging per second", _parse),)
+
+    def _check(self) -> str | None:
+        sample = read_vmstat_sample(self.root)
+        if sample["cpu_idle_ticks"] is None:
+            return f"vmstat: {self.root.path('/proc/stat')} has no cpu line (no procfs mounted?); mount proc on /proc or drop monitoring.vmstat"
+        if sample["pgfault"] is None:
+            return f"vmstat: {self.root.path('/proc/vmstat')} has no pgfault counter (no procfs mounted?); mount proc on /proc or drop monitoring.vmstat"
+        return None
+
+    def _start(self) -> None:
+        self._begin_sampling(
+            ["proc-read", "/proc/stat", "/proc/vmstat", f"every {self.interval_ms} ms"],
+            f"# /proc/stat and /proc/vmstat read by faasprof (no external tool) every {self.interval_ms} ms\n",
+        )
+
+    def sample_once(self) -> None:
+        elapsed = time.monotonic_ns() - (self.monotonic_ns_at_start or 0)
+        values = read_vmstat_sample(self.root)
+        cells = [str(elapsed)] + ["" if values[name] is None else str(values[name]) for name in COLUMNS[1:]]
+        self._handle.write(",".join(cells) + "\n")
+        self._handle.flush()
+
+    @classmethod
+    def load_frame(cls, directory: Path, meta: dict, offset_s: float, manifest: dict):
+        text = read_output(directory / cls.output_name)
+        if text is None:
+            return None
+        frame = parse_vmstat_samples(text)
+        if frame.empty:
+            return None
+        frame.insert(0, "t_s", offset_s + frame["elapsed_s"])
+        return frame
+
+    @classmethod
+    def doctor(cls, root: Root, host: dict, live: bool, block: dict | None) -> list[Finding]:
+        reason = cls({}, {"host_root": str(root.root)})._check()
+        if reason is None:
+            return [Finding("vmstat", OK, "/proc/stat and /proc/vmstat readable")]
+        text, _, fix = reason.removeprefix("vmstat: ").partition("; ")
+        return [Finding("vmstat", NO, text, fix, ("vmstat",))]
