@@ -48,7 +48,9 @@ from faasprof.rundir import (
     load_manifest,
 )
 from functions.catalogue import RUNNERS_DIR, FunctionEntry
+from monitoring.collectors import tool_versions
 from monitoring.collectors.perf import perf_readiness
+from monitoring.host import collect_host
 from monitoring.parsers.perf import perf_counts
 from functions.own import python_site_dirs
 
@@ -274,11 +276,7 @@ class NativeOptions:
 
 
 def _host_metadata() -> dict:
-    """Host facts from the monitoring package when it is there (it is optional for native runs)."""
-    try:
-        from monitoring.host import collect_host, tool_versions  # noqa: PLC0415 (optional dependency)
-    except ImportError:
-        return {}
+    """Host facts and tool versions, as ``faasprof run`` records them."""
     try:
         return {"host": collect_host(), "tools": tool_versions()}
     except Exception as error:  # host metadata must never stop a measurement

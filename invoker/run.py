@@ -357,7 +357,8 @@ def execute(
             warnings.append(text)
             if say:
                 say("warning: " + text)
-        from monitoring.host import collect_host, tool_versions
+        from monitoring.collectors import tool_versions
+        from monitoring.host import collect_host
 
         host, tools = collect_host("/"), tool_versions()
         if run_dir is None:

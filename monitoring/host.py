@@ -2,7 +2,7 @@
 
 Every file is read as ``<root>/<path>``, so tests (and ``faasprof doctor --root``) point the same
 code at a fake tree. A file that cannot be read gives None for its key, never an exception.
-``tool_versions()`` runs the tools themselves (``--version``), with a timeout.
+``tool_versions(commands)`` runs the tools themselves (``--version``), with a timeout.
 """
 
 from __future__ import annotations
@@ -288,12 +288,8 @@ def _run_version(argv: list[str], timeout_s: float = 5.0) -> str | None:
     return None
 
 
-def tool_versions() -> dict:
-    """Versions of the measuring tools (None when a tool is missing)."""
-    return {
-        "perf": _run_version(["perf", "--version"]),
-        "pqos": _run_version(["pqos", "--version"]),
-        "blktrace": _run_version(["blktrace", "-V"]),
-        "blkparse": _run_version(["blkparse", "-V"]),
-        "python": platform.python_version(),
-    }
+def tool_versions(commands: dict[str, list[str]]) -> dict:
+    """``{tool: version or None}`` for ``{tool: version command}`` (None when a tool is missing or
+    prints no version), plus this Python's version. The collector registry names the commands
+    (``monitoring.collectors.tool_versions``)."""
+    return {**{tool: _run_version(argv) for tool, argv in commands.items()}, "python": platform.python_version()}

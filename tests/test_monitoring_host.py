@@ -10,7 +10,8 @@ from pathlib import Path
 
 import pytest
 
-from monitoring.host import collect_host, parse_cpu_list, tool_versions
+from monitoring.collectors import tool_versions
+from monitoring.host import collect_host, parse_cpu_list
 from conftest import run_cli
 
 DATA = Path(__file__).resolve().parent / "data" / "monitoring"

@@ -8,6 +8,7 @@ needs to know about a collector asks this registry:
 * ``parse_kinds()``: the kinds of ``faasprof parse`` (``monitoring.cmd_parse``);
 * ``collector_class(name)``: the frame loader ``monitoring.frames`` calls for ``monitors/<name>/``;
 * ``COLLECTORS[i].doctor``: the collector findings of ``faasprof doctor``;
+* ``tool_versions()``: the versions of the collectors' tools, for the manifest;
 * ``schema_text()`` / ``readme_table()``: the ``monitoring`` section of
   ``workload_configs/schema.json`` and the collector table of README.md, written by
   ``python -m monitoring.collectors --write`` and checked against the files by the tests.
@@ -21,6 +22,7 @@ from __future__ import annotations
 import copy
 import json
 
+from monitoring import host
 from monitoring.collectors.base import Collector, ParseKind
 from monitoring.collectors.blktrace import BlktraceCollector
 from monitoring.collectors.cgroups import CgroupCollector
@@ -75,6 +77,11 @@ def parse_kinds() -> dict[str, ParseKind]:
                 raise ValueError(f"parse kind {kind.name} is declared by two collectors; rename one")
             kinds[kind.name] = kind
     return kinds
+
+
+def tool_versions() -> dict:
+    """Versions of every registered collector's tools (None when missing), and Python's."""
+    return host.tool_versions({tool: argv for cls in COLLECTORS for tool, argv in cls.version_commands.items()})
 
 
 # -- generated documents ---------------------------------------------------------------------------

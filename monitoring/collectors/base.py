@@ -129,6 +129,7 @@ class Collector:
     defaults: ClassVar[dict[str, Any]] = {"required": False}
     options_schema: ClassVar[dict[str, dict]] = {}
     parse_kinds: ClassVar[tuple[ParseKind, ...]] = ()
+    version_commands: ClassVar[dict[str, list[str]]] = {}  # {tool: argv printing its version}, for the manifest
 
     def __init__(self, block: dict, context: dict):
         self.block = {**self.defaults, **block}

@@ -61,6 +61,7 @@ class BlktraceCollector(ProcessCollector):
     summary = "Block I/O traced with blktrace, parsed offline with blkparse."
     tool = "`blktrace -d DEV -D raw` on the named disks (default: the disk holding /var/lib/docker), `blkparse` after the run"
     raw_outputs = "`<disk>.blkparse.txt`, `raw/`"
+    version_commands = {"blktrace": ["blktrace", "-V"], "blkparse": ["blkparse", "-V"]}
     defaults = {"devices": "auto", "required": False}
     options_schema = {
         "devices": {

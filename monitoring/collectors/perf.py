@@ -174,6 +174,7 @@ class PerfCollector(ProcessCollector):
     tool = "`perf stat -x, -I 100 -a` (`per`: system, cpu, core, cgroup), stopped with SIGINT; events the CPU lacks are dropped with a warning, never recorded as zeros"
     raw_outputs = "`perf_stat.csv`"
     output_name = "perf_stat.csv"
+    version_commands = {"perf": ["perf", "--version"]}
     defaults = {"interval_ms": 100, "events": None, "per": "system", "required": False}
     options_schema = {
         "interval_ms": {"$ref": "#/$defs/interval_ms", "description": "perf stat interval."},

@@ -202,6 +202,7 @@ class RdtCollector(Collector):
     summary = "Intel RDT: LLC occupancy and local/remote memory bandwidth."
     tool = "per core group (`cores`): resctrl's `mon_data` read by faasprof when resctrl is mounted, else `pqos -m ... -u csv` (`interface`)"
     raw_outputs = "`resctrl_samples.csv` or `pqos.csv`"
+    version_commands = {"pqos": ["pqos", "--version"]}
     defaults = {"interval_ms": 100, "cores": "all", "interface": "auto", "required": False}
     options_schema = {
         "interval_ms": {"$ref": "#/$defs/interval_ms"},
