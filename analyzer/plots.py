@@ -25,6 +25,7 @@ import numpy as np  # noqa: E402
 import pandas as pd  # noqa: E402
 
 from analyzer import stats as stats_mod  # noqa: E402
+from monitoring.collectors import collector_class  # noqa: E402
 
 MAX_POINTS = 20_000
 MAX_FUNCTIONS = 6
@@ -242,9 +243,6 @@ def throughput(run, path: Path) -> None:
 
 # Columns that say when or how a sample was taken, not what was measured: never plotted.
 BOOKKEEPING = frozenset({"t_s", "elapsed_s", "interval_s", "interval_ms", "time_s", "timestamp", "wall_ns", "pid", "cpu", "index", "frozen", "memory_limit_bytes", "memory_failcnt", "oom_kills"})
-# perf's cpu_utilization is task-clock over the interval: counted system-wide (perf stat -a) it is
-# the number of CPUs whatever the load, so it means nothing as a utilisation.
-MEANINGLESS = {("perf", "cpu_utilization"): "perf cpu_utilization left out: system-wide task-clock over the interval is the CPU count, not a load"}
 
 
 def plottable_columns(name: str, frame: pd.DataFrame) -> tuple[list[str], list[str]]:
@@ -255,8 +253,10 @@ def plottable_columns(name: str, frame: pd.DataFrame) -> tuple[list[str], list[s
     for column in numeric.columns:
         if column in BOOKKEEPING or str(column).endswith("_ns"):
             continue
-        if (name, column) in MEANINGLESS:
-            notes.append(MEANINGLESS[(name, column)])
+        collector = collector_class(name)
+        why = (collector.unplottable_columns if collector else {}).get(str(column))
+        if why:  # the collector says this column means nothing as a plot
+            notes.append(f"{name} {column} left out: {why}")
             continue
         if not numeric[column].notna().any():  # events this CPU cannot count
             notes.append(f"{name} {column} left out: no value on this host")

@@ -27,6 +27,8 @@ names a collector):
   ``defaults`` (settings of ``"name": true``), ``options_schema`` (JSON-Schema properties of the
   object form in a workload's ``monitoring`` block; ``required`` is added by the registry);
 * ``parse_kinds``: the ``faasprof parse`` kinds that turn its raw output into a tidy frame;
+* ``version_commands`` (its tools' versions, for the manifest) and ``unplottable_columns`` (frame
+  columns the analyzer leaves out of plots, with why);
 * ``load_frame()``: a finished run's raw output as a frame on the run clock;
 * ``doctor()``: what ``faasprof doctor`` reports about it, as ``Finding``s.
 """
@@ -130,6 +132,7 @@ class Collector:
     options_schema: ClassVar[dict[str, dict]] = {}
     parse_kinds: ClassVar[tuple[ParseKind, ...]] = ()
     version_commands: ClassVar[dict[str, list[str]]] = {}  # {tool: argv printing its version}, for the manifest
+    unplottable_columns: ClassVar[dict[str, str]] = {}  # {frame column: why the analyzer does not plot it}
 
     def __init__(self, block: dict, context: dict):
         self.block = {**self.defaults, **block}

@@ -175,6 +175,9 @@ class PerfCollector(ProcessCollector):
     raw_outputs = "`perf_stat.csv`"
     output_name = "perf_stat.csv"
     version_commands = {"perf": ["perf", "--version"]}
+    # task-clock over the interval: counted system-wide (perf stat -a) it is the number of CPUs
+    # whatever the load, so it means nothing as a utilisation.
+    unplottable_columns = {"cpu_utilization": "system-wide task-clock over the interval is the CPU count, not a load"}
     defaults = {"interval_ms": 100, "events": None, "per": "system", "required": False}
     options_schema = {
         "interval_ms": {"$ref": "#/$defs/interval_ms", "description": "perf stat interval."},
