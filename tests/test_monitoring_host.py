@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 
 from monitoring.collectors import tool_versions
-from monitoring.host import collect_host, parse_cpu_list
+from monitoring.host import Root, collect_host, mount_of, parse_cpu_list
 from conftest import run_cli
 
 DATA = Path(__file__).resolve().parent / "data" / "monitoring"
@@ -55,11 +55,21 @@ def test_collect_host_empty_root_gives_nones(tmp_path):
 def test_parse_cpu_list_and_tool_versions():
     assert parse_cpu_list("0-3,8,10-11\n") == [0, 1, 2, 3, 8, 10, 11]
     assert parse_cpu_list("") == []
+    # Newlines separate like commas (cpus_list written by hand); strict refuses reversed ranges.
+    assert parse_cpu_list("0-1\n4") == [0, 1, 4]
+    assert parse_cpu_list("3-1") == []
+    with pytest.raises(ValueError, match="bad CPU range '3-1'"):
+        parse_cpu_list("3-1", strict=True)
     versions = tool_versions()
     if shutil.which("perf"):
         assert versions["perf"] and versions["perf"][0].isdigit()
     if not shutil.which("blktrace"):
         assert versions["blktrace"] is None
+
+
+def test_mount_of_reads_proc_mounts_through_the_root():
+    assert mount_of(Root(HOSTS / "xeon_11way"), "resctrl") == ("/sys/fs/resctrl", ("rw", "relatime"))
+    assert mount_of(Root(HOSTS / "this_vm"), "resctrl") is None
 
 
 # -- doctor -----------------------------------------------------------------------------------------

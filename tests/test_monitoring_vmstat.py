@@ -113,3 +113,17 @@ def test_workload_schema_accepts_and_bounds_vmstat(tmp_path):
     (tmp_path / "bad.json").write_text(json.dumps(bad))
     done = run_cli("validate", "--offline", tmp_path / "bad.json")
     assert done.returncode == 2 and "monitoring.vmstat.interval_ms: must be an integer >= 10 (got 1)" in done.stdout + done.stderr
+
+
+def test_doctor_cli_reports_vmstat_and_requires_it_when_asked(tmp_path, isolated_home):
+    root = tmp_path / "root"
+    shutil.copytree(DATA / "root", root)
+    workload = tmp_path / "w.json"
+    workload.write_text(json.dumps({"test_name": "d", "test_duration_in_seconds": 1, "instances": {}, "monitoring": {"vmstat": True}}))
+    done = run_cli("doctor", "--root", root, "--workload", workload, timeout=60)
+    assert "vmstat    ok      /proc/stat and /proc/vmstat readable" in done.stdout
+    assert "vmstat" in done.stderr.strip().splitlines()[-1] and done.stderr.strip().splitlines()[-1].startswith("ready:")
+    (root / "proc" / "stat").unlink()
+    done = run_cli("doctor", "--root", root, "--workload", workload, timeout=60)
+    assert done.returncode == 3
+    assert done.stderr.strip() == f"not ready: vmstat unavailable (asked for by {workload})"
