@@ -59,8 +59,10 @@ class PerfReadiness:
     @property
     def counting_allowed(self) -> bool:
         """System-wide counting needs root or paranoid <= 0; counting one's own command, <= 2."""
-        if self.root or self.paranoid is None:
-            return self.root or self.paranoid is not None
+        if self.root:
+            return True
+        if self.paranoid is None:
+            return False
         return self.paranoid <= (0 if self.system_wide else 2)
 
     def problem(self, drop: str, require_all: bool = False) -> str | None:
@@ -220,7 +222,7 @@ class PerfCollector(ProcessCollector):
                     "(cgroup v2, or v1 with perf_event mounted); none of the platform's cgroup parents is in one; "
                     'use "per": "system"'
                 )
-        ready = perf_readiness(self.events, system_wide=True)
+        ready = perf_readiness(self.events, self.root, system_wide=True)
         reason = ready.problem("drop monitoring.perf")
         if reason is not None:
             return reason
