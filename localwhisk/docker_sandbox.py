@@ -37,7 +37,7 @@ from pathlib import Path
 import aiohttp
 
 from faasprof.docker import DOCKER_SOCKET, parse_images
-from localwhisk.sandbox import Sandbox, SandboxDied
+from localwhisk.sandbox import TIMER_SLACK_S, Sandbox, SandboxDied
 
 LABEL_INSTANCE = "faasprof.localwhisk.instance"
 LABEL_OWNER_PID = "faasprof.localwhisk.owner_pid"
@@ -449,7 +449,7 @@ class DockerSandbox(Sandbox):
             if remaining <= 0:
                 raise TimeoutError
             try:
-                return await asyncio.wait_for(self._post_once(url, data), remaining)
+                return await asyncio.wait_for(self._post_once(url, data), remaining + TIMER_SLACK_S)
             except asyncio.TimeoutError:
                 raise TimeoutError from None  # asyncio's own class before Python 3.11
             except aiohttp.ClientConnectorError:
