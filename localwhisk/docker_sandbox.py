@@ -37,6 +37,7 @@ from pathlib import Path
 import aiohttp
 
 from faasprof.docker import DOCKER_SOCKET, parse_images
+from localwhisk import fastjson
 from localwhisk.sandbox import TIMER_SLACK_S, Sandbox, SandboxDied
 
 LABEL_INSTANCE = "faasprof.localwhisk.instance"
@@ -418,7 +419,7 @@ class DockerSandbox(Sandbox):
             path, body = "/init", {"value": self._init_value(message["init"])}
         else:
             path, body = "/run", message
-        data = json.dumps(body, ensure_ascii=False, separators=(",", ":")).encode("utf-8")
+        data = fastjson.dumps(body)
         status, raw = await self._post(path, data, deadline)
         if path == "/init":
             self._proxy_up = True
@@ -428,7 +429,7 @@ class DockerSandbox(Sandbox):
         self.last_reply_bytes = len(raw) + len('{"result":}')
         if status == 200:
             try:
-                result = json.loads(raw)
+                result = fastjson.loads(raw)
             except ValueError:
                 return {"developer_error": "The action did not produce a valid JSON response: " + raw[:200].decode("utf-8", "replace")}
             if not isinstance(result, (dict, list)):
