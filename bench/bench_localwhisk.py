@@ -36,6 +36,7 @@ import os
 import statistics
 import subprocess
 import sys
+import tempfile
 import time
 from pathlib import Path
 
@@ -161,22 +162,25 @@ async def _loadgen(spec: dict) -> dict:
 
 
 def loadgen_main(spec_text: str) -> None:
+    spec = json.loads(spec_text)
     try:
         import uvloop
 
-        result = uvloop.run(_loadgen(json.loads(spec_text)))
+        result = uvloop.run(_loadgen(spec))
     except ImportError:
-        result = asyncio.run(_loadgen(json.loads(spec_text)))
-    sys.stdout.write(json.dumps(result))
+        result = asyncio.run(_loadgen(spec))
+    # A file, not stdout: the latencies of a long run are megabytes.
+    Path(spec["out"]).write_text(json.dumps(result))
 
 
 def run_loadgen(handle, path: str, connections: int, count: int | None = None, duration_s: float | None = None) -> dict:
     host_port = handle.apihost.split("://", 1)[1]
     host, port = host_port.rsplit(":", 1)
-    spec = {"host": host, "port": int(port), "path": path, "auth": handle.auth, "connections": connections,
-            "count": count, "duration_s": duration_s}
-    out = subprocess.run([sys.executable, __file__, "--loadgen", json.dumps(spec)], capture_output=True, text=True, check=True)
-    return json.loads(out.stdout)
+    with tempfile.TemporaryDirectory(prefix="bench-localwhisk-") as tmp:
+        spec = {"host": host, "port": int(port), "path": path, "auth": handle.auth, "connections": connections,
+                "count": count, "duration_s": duration_s, "out": str(Path(tmp) / "result.json")}
+        subprocess.run([sys.executable, __file__, "--loadgen", json.dumps(spec)], check=True)
+        return json.loads(Path(spec["out"]).read_text())
 
 
 # -- the server side -----------------------------------------------------------------------------------
@@ -232,6 +236,14 @@ def cpu_text(server_s: float, sandboxes_s: float | None, loadgen_s: float, n: in
             f"load generator {loadgen_s / n * 1e6:.0f} µs")
 
 
+def ceiling_per_s(server_s: float, sandboxes_s: float | None, n: int) -> float | None:
+    """What these CPU costs allow on idle cores: the server is one thread (at most one core), the
+    sandboxes and the load generator's share take the other cores. Shared cores give less."""
+    if sandboxes_s is None or n <= 0 or server_s <= 0:
+        return None
+    return min(n / server_s, (os.cpu_count() or 1) * n / (server_s + sandboxes_s))
+
+
 def wait_pool_empty(api: Api, timeout_s: float = 300.0) -> float:
     """Poll until nothing runs or waits; returns the monotonic time it was first seen empty."""
     deadline = time.monotonic() + timeout_s
@@ -283,7 +295,12 @@ def bench_blocking(handle, api, meter, connections, duration_s) -> dict:
           f"(target >= {TARGET_COMPLETED_PER_S:.0f}/s), latency p50={pct(lat, 50):.2f} ms p99={pct(lat, 99):.2f} ms  [loadavg {load:.1f}]")
     print(f"    {cpu_text(server_s, sandboxes_s, res['cpu_s'], ok)}; server busy {server_s / (res['t1_mono_s'] - res['t0_mono_s']) * 100:.0f} % "
           f"of one core; statuses {res['statuses']}")
+    ceiling = ceiling_per_s(server_s, sandboxes_s, ok)
+    if ceiling is not None:
+        print(f"    ceiling from these CPU costs on {os.cpu_count()} idle cores: {ceiling:.0f}/s (the single-threaded server "
+              f"alone allows {ok / server_s:.0f}/s)")
     return {"connections": connections, "completed_per_s": rate, "p50_ms": pct(lat, 50), "p99_ms": pct(lat, 99), "loadavg": load,
+            "ceiling_per_s": ceiling,
             "server_cpu_us": server_s / max(ok, 1) * 1e6,
             "sandbox_cpu_us": None if sandboxes_s is None else sandboxes_s / max(ok, 1) * 1e6,
             "loadgen_cpu_us": res["cpu_s"] / max(ok, 1) * 1e6, "statuses": res["statuses"]}
@@ -382,6 +399,8 @@ def summary(results: dict) -> None:
     row("server CPU per activation, blocking (µs)", "", lambda r: r["blocking"]["server_cpu_us"], lambda v: f"{v:.0f}")
     row("server CPU per activation, non-blocking (µs)", "", lambda r: r["nonblocking"]["server_cpu_us"], lambda v: f"{v:.0f}")
     row("load generator CPU per activation (µs)", "", lambda r: r["blocking"]["loadgen_cpu_us"], lambda v: f"{v:.0f}")
+    row(f"ceiling from CPU cost, {os.cpu_count()} idle cores (/s)", f">= {TARGET_COMPLETED_PER_S:.0f}", lambda r: r["blocking"]["ceiling_per_s"],
+        lambda v: "n/a" if v is None else f"{v:.0f}")
     row("loadavg (1 min) during blocking", "", lambda r: r["blocking"]["loadavg"], lambda v: f"{v:.1f}")
 
 
