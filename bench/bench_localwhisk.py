@@ -237,8 +237,8 @@ def cpu_text(server_s: float, sandboxes_s: float | None, loadgen_s: float, n: in
 
 
 def ceiling_per_s(server_s: float, sandboxes_s: float | None, n: int) -> float | None:
-    """What these CPU costs allow on idle cores: the server is one thread (at most one core), the
-    sandboxes and the load generator's share take the other cores. Shared cores give less."""
+    """What these CPU costs allow on idle cores: the server is one thread (at most one core) and
+    server plus sandboxes share all cores (the client's CPU is left out). Shared cores give less."""
     if sandboxes_s is None or n <= 0 or server_s <= 0:
         return None
     return min(n / server_s, (os.cpu_count() or 1) * n / (server_s + sandboxes_s))
