@@ -37,7 +37,8 @@ from pathlib import Path
 import aiohttp
 
 from faasprof.docker import DOCKER_SOCKET, parse_images
-from localwhisk.sandbox import Sandbox, SandboxDied
+from localwhisk import fastjson
+from localwhisk.sandbox import TIMER_SLACK_S, Sandbox, SandboxDied
 
 LABEL_INSTANCE = "faasprof.localwhisk.instance"
 LABEL_OWNER_PID = "faasprof.localwhisk.owner_pid"
@@ -418,7 +419,7 @@ class DockerSandbox(Sandbox):
             path, body = "/init", {"value": self._init_value(message["init"])}
         else:
             path, body = "/run", message
-        data = json.dumps(body, ensure_ascii=False, separators=(",", ":")).encode("utf-8")
+        data = fastjson.dumps(body)
         status, raw = await self._post(path, data, deadline)
         if path == "/init":
             self._proxy_up = True
@@ -428,7 +429,7 @@ class DockerSandbox(Sandbox):
         self.last_reply_bytes = len(raw) + len('{"result":}')
         if status == 200:
             try:
-                result = json.loads(raw)
+                result = fastjson.loads(raw)
             except ValueError:
                 return {"developer_error": "The action did not produce a valid JSON response: " + raw[:200].decode("utf-8", "replace")}
             if not isinstance(result, (dict, list)):
@@ -449,7 +450,7 @@ class DockerSandbox(Sandbox):
             if remaining <= 0:
                 raise TimeoutError
             try:
-                return await asyncio.wait_for(self._post_once(url, data), remaining)
+                return await asyncio.wait_for(self._post_once(url, data), remaining + TIMER_SLACK_S)
             except asyncio.TimeoutError:
                 raise TimeoutError from None  # asyncio's own class before Python 3.11
             except aiohttp.ClientConnectorError:

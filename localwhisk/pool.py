@@ -34,7 +34,7 @@ from pathlib import Path
 from localwhisk import delays as delays_mod
 from localwhisk.cgroups import CgroupManager
 from localwhisk.docker_sandbox import DockerHost, DockerSandbox
-from localwhisk.sandbox import Sandbox, SandboxDied
+from localwhisk.sandbox import TIMER_SLACK_S, Sandbox, SandboxDied
 
 log = logging.getLogger("localwhisk.pool")
 
@@ -302,7 +302,7 @@ class Pool:
         self.idle.move_to_end(sb)
         if sb.timer:
             sb.timer.cancel()
-        sb.timer = self.loop.call_later(self.pause_grace_s, self._pause, sb)
+        sb.timer = self.loop.call_later(self.pause_grace_s + TIMER_SLACK_S, self._pause, sb)
 
     def _pause(self, sb: Sandbox) -> None:
         sb.timer = None
@@ -371,7 +371,8 @@ class Pool:
         timeout_s = action.timeout_ms / 1000.0
         try:
             if self.delays:
-                await asyncio.sleep(self.delays.before_s(how))
+                delay_s = self.delays.before_s(how)
+                await asyncio.sleep(delay_s + TIMER_SLACK_S if delay_s > 0 else 0)
             if how in ("cold", "recreated"):
                 try:
                     async with self.create_sem:

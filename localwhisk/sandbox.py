@@ -12,7 +12,6 @@ from __future__ import annotations
 
 import asyncio
 import fcntl
-import json
 import os
 import resource
 import shutil
@@ -21,6 +20,7 @@ import sys
 import time
 from pathlib import Path
 
+from localwhisk import fastjson
 from localwhisk.cgroups import CgroupManager
 
 # Under a localwhisk's data directory: each sandbox's work directory and pid file.
@@ -30,6 +30,10 @@ SENTINEL = b"XXX_THE_END_OF_A_WHISK_ACTIVATION_XXX"
 OOM_EXIT_CODE = 86  # launcher.py exits with this on MemoryError (rlimit mode)
 LOG_LIMIT_BYTES = 10 * 1024 * 1024  # OpenWhisk's default limits.logs (10 MB)
 RUNTIME_DIR = Path(__file__).resolve().parent / "runtimes"
+# Added to every timer whose expiry has a meaning (action time limits, pause grace, control-plane
+# delays, the blocking wait cap): the server runs on uvloop, whose timers count in whole
+# milliseconds of a truncated clock and may so fire up to 1 ms before the delay has passed.
+TIMER_SLACK_S = 0.001
 
 
 def runtime_family(kind: str) -> str | None:
@@ -230,7 +234,7 @@ class Sandbox:
         self._log_bytes = 0
         self._sentinels = 0
         self._waiter = self._loop.create_future()
-        self._write(json.dumps(message, ensure_ascii=False, separators=(",", ":")).encode("utf-8") + b"\n")
+        self._write(fastjson.dumps(message) + b"\n")
         reply = await self._wait(self._waiter, timeout_s)
         if reply is None:
             raise SandboxDied(f"launcher exited (status {self.exit_status})")
@@ -250,7 +254,7 @@ class Sandbox:
         return logs
 
     async def _wait(self, future: asyncio.Future, timeout_s: float, default="raise"):
-        handle = self._loop.call_later(timeout_s, _expire, future)
+        handle = self._loop.call_later(timeout_s + TIMER_SLACK_S, _expire, future)
         try:
             result = await future
         finally:
@@ -314,9 +318,14 @@ class Sandbox:
             line, _, self._reply_buf = self._reply_buf.partition(b"\n")
             self.last_reply_bytes = len(line)
             try:
-                reply = json.loads(line)
+                reply = fastjson.loads(line)
             except ValueError:
                 reply = {"developer_error": "The action did not produce a valid JSON response: " + line[:200].decode("utf-8", "replace")}
+            if self._sentinels < 2:
+                # The launcher writes both sentinels before it replies, so they wait in the pipes
+                # now: taking them here spares collect_logs a waiter, a timer and two wake-ups.
+                self._on_log_readable("stdout")
+                self._on_log_readable("stderr")
             if self._waiter is not None and not self._waiter.done():
                 self._waiter.set_result(reply)
 

@@ -18,6 +18,8 @@ import sqlite3
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
+from localwhisk import fastjson
+
 log = logging.getLogger("localwhisk.store")
 
 SCHEMA_VERSION = 1
@@ -156,7 +158,7 @@ class Store:
             self._pending.pop(activation_id, None)
 
     def _write_rows(self, rows) -> None:
-        encoded = [(a, ns, n, s, c, json.dumps(doc, separators=(",", ":"))) for a, ns, n, s, c, doc in rows]
+        encoded = [(a, ns, n, s, c, fastjson.dumps(doc).decode("utf-8")) for a, ns, n, s, c, doc in rows]
         conn = self._conn
         conn.execute("BEGIN")
         try:
@@ -178,7 +180,7 @@ class Store:
             ).fetchone()
 
         row = await self._run(q)
-        return json.loads(row[0]) if row else None
+        return fastjson.loads(row[0]) if row else None
 
     async def list_activations(
         self, namespace: str, name: str | None, since_ms: int | None, upto_ms: int | None, limit: int, skip: int, count: bool = False
@@ -205,6 +207,6 @@ class Store:
                 f"SELECT doc, status_code FROM activations WHERE {clause} ORDER BY start_ms DESC, rowid DESC LIMIT ? OFFSET ?",
                 args + [limit, skip],
             ).fetchall()
-            return [(json.loads(doc), code) for doc, code in rows]
+            return [(fastjson.loads(doc), code) for doc, code in rows]
 
         return await self._run(q)
