@@ -58,6 +58,7 @@ class DispatchOptions:
     unreachable_s: float = DEFAULT_UNREACHABLE_S
     insecure: bool = False
     realtime_priority: int | None = None  # SCHED_FIFO priority of the send thread (opt-in, needs root)
+    send_processes: int = 1  # > 1: the plan is split over that many send processes (invoker.shards)
 
     def describe(self) -> dict:
         return {
@@ -68,6 +69,7 @@ class DispatchOptions:
             "interrupt_grace_s": self.interrupt_grace_s,
             "unreachable_s": self.unreachable_s,
             "realtime_priority": self.realtime_priority,
+            "send_processes": self.send_processes,
         }
 
 
