@@ -496,7 +496,7 @@ def main() -> int:
     first_rate = args.rate or 5000.0
 
     def planned_rate(rate: float) -> int:
-        return resolve_processes(args.processes, peak_rate_per_s=rate)
+        return resolve_processes(args.processes, rate)
 
     def run(rate: float) -> dict:
         r = run_rate(sink, rate, args.duration, tmp, planned_rate(rate), args.max_connections, args.realtime)

@@ -58,7 +58,7 @@ class DispatchOptions:
     unreachable_s: float = DEFAULT_UNREACHABLE_S
     insecure: bool = False
     realtime_priority: int | None = None  # SCHED_FIFO priority of the send thread (opt-in, needs root)
-    send_processes: int = 1  # > 1: the plan is split over that many send processes (invoker.shards)
+    send_processes: int | str = 1  # > 1: the plan is split over that many send processes (invoker.shards); "auto" until resolved
 
     def describe(self) -> dict:
         return {

@@ -128,11 +128,11 @@ def _interleave(per_shard: np.ndarray) -> np.ndarray:
     return label[np.lexsort((label, key))]
 
 
-def resolve_processes(value: str | int, peak_rate_per_s: float, cores: int | None = None) -> int:
+def resolve_processes(value: str | int, busiest_second: float, cores: int | None = None) -> int:
     """``--send-processes``: a count, or ``auto`` (enough for the plan's busiest second, at most cores - 1)."""
     if isinstance(value, str) and value.strip().lower() == "auto":
         cores = cores or len(os.sched_getaffinity(0))
-        needed = max(1, math.ceil(peak_rate_per_s / AUTO_RATE_PER_PROCESS))
+        needed = max(1, math.ceil(busiest_second / AUTO_RATE_PER_PROCESS))
         return max(1, min(needed, cores - 1))
     try:
         count = int(value)
@@ -215,6 +215,8 @@ class ShardedDispatch:
         self.children_cpu_s = 0.0
         self.parent_cpu_s = 0.0
         self.warnings: list[str] = []
+        self.started = False  # the zero was handed out: from then on rows come from the children
+        self.zero_ns = 0
         self._window: list[int] = []  # lateness of sends merged since the last progress line
         self._signals: list[str] = []
 
@@ -269,13 +271,29 @@ class ShardedDispatch:
             if child.proc is not None and child.proc.poll() is None:
                 child.proc.kill()
                 child.proc.wait()
-        shutil.rmtree(self.run_dir / SHARDS_DIR, ignore_errors=True)
+        if not self.started:
+            shutil.rmtree(self.run_dir / SHARDS_DIR, ignore_errors=True)
+
+    def close_after_failure(self, reason: str) -> None:
+        """The run failed in the parent: no child left running, and a row for every seq.
+
+        Before the zero nothing was sent: every seq is ``not_sent``. After it, ``run`` has
+        already merged what the children wrote and reconstructed the rest."""
+        self.abort()
+        if self.started:
+            return
+        for seq, (intended, owner) in enumerate(zip(self.intended.tolist(), self.instance_idx.tolist())):
+            if not self.recorded[seq]:
+                self.recorded[seq] = 1
+                name, function = self.instances[owner]
+                self.log.append((seq, name, function, intended, None, None, "not_sent", None, None, reason))
 
     # -- run ------------------------------------------------------------------------------------
 
     def run(self, zero_ns: int) -> DispatchResult:
         """Hand out the zero, merge and watch until every child is done; one row per planned seq."""
         self.zero_ns = zero_ns
+        self.started = True
         cpu0 = time.process_time()
         for child in self.children:
             self._tell(child, {"zero_ns": zero_ns})
@@ -307,8 +325,8 @@ class ShardedDispatch:
                 child.proc.wait()
             self._watch_children()
             self._merge()
+            self._complete_missing()
         end_ns = time.monotonic_ns()
-        self._complete_missing()
         self.parent_cpu_s = time.process_time() - cpu0
         self.children_cpu_s = sum(float((c.result or {}).get("cpu_s") or 0.0) for c in self.children)
         if self.rows == self.n and self.log.error is None:
