@@ -142,7 +142,17 @@ def find_nginx(given: str | None) -> str | None:
     return found or ("/usr/sbin/nginx" if os.access("/usr/sbin/nginx", os.X_OK) else None)
 
 
-class NginxSink:
+class _Sink:
+    realtime_priority: int | None = None  # --realtime: the sink's processes under SCHED_FIFO too
+
+    def realtime(self) -> None:
+        """In the child before exec: SCHED_FIFO when asked, so that the server's arrival times on
+        a loaded host are not the other processes' doing (workers inherit it)."""
+        if self.realtime_priority:
+            os.sched_setscheduler(0, os.SCHED_FIFO, os.sched_param(self.realtime_priority))
+
+
+class NginxSink(_Sink):
     """nginx with ``workers`` worker processes; arrivals from its access log ($msec, 1 ms resolution)."""
 
     resolution_ms = 1.0
@@ -160,7 +170,7 @@ class NginxSink:
         conf.write_text(NGINX_CONF.format(tmp=self.tmp, port=self.port, workers=self.workers))
         # Its own process group, so that stopping it also stops its workers even if the master is killed.
         self.proc = subprocess.Popen([self.binary, "-c", str(conf), "-p", str(self.tmp)], stdout=subprocess.DEVNULL,
-                                     stderr=open(self.tmp / "nginx.stderr", "wb"), start_new_session=True)
+                                     stderr=open(self.tmp / "nginx.stderr", "wb"), start_new_session=True, preexec_fn=self.realtime)
         if not _wait_for_port(self.port, 10):
             self.stop()
             sys.exit(f"bench_invoker: nginx did not start; see {self.tmp}/nginx.stderr and {self.tmp}/error.log")
@@ -183,15 +193,14 @@ class NginxSink:
         return np.round(values * 1000).astype(np.int64) * 1_000_000 + 500_000
 
 
-class PythonSink:
+class PythonSink(_Sink):
     """``workers`` processes of this script (``--sink-worker``) sharing one port with SO_REUSEPORT."""
 
     resolution_ms = 0.0
 
     def __init__(self, workers: int, tmp: Path):
         self.workers, self.tmp = workers, tmp
-        loop = "uvloop" if _has_uvloop() else "asyncio"
-        self.name = f"python sink ({workers} processes on {loop}, arrivals at ns resolution)"
+        self.name = f"python sink ({workers} processes, arrivals at ns resolution)"
         self.procs: list[subprocess.Popen] = []
         self.port = 0
         self.round = 0
@@ -203,11 +212,13 @@ class PythonSink:
         for index in range(self.workers):
             out = self.tmp / f"sink-{self.round}-{index}.bin"
             self.procs.append(subprocess.Popen([sys.executable, __file__, "--sink-worker", str(self.port), str(out)],
-                                               stdout=subprocess.PIPE, start_new_session=True))
+                                               stdout=subprocess.PIPE, start_new_session=True, preexec_fn=self.realtime))
         for proc in self.procs:
-            if proc.stdout.readline().strip() != b"ready":
+            ready = proc.stdout.readline().split()
+            if not ready or ready[0] != b"ready":
                 self.stop()
                 sys.exit("bench_invoker: the python sink did not start")
+            self.name = f"python sink ({self.workers} processes on {ready[1].decode()}, arrivals at ns resolution)"
 
     def stop(self) -> None:
         for proc in self.procs:
@@ -279,7 +290,7 @@ def sink_worker(port: int, out: str) -> int:
     sock.listen(4096)
     server = loop.run_until_complete(loop.create_server(Sink, sock=sock, backlog=4096))
     loop.add_signal_handler(signal.SIGTERM, loop.stop)
-    print("ready", flush=True)
+    print("ready", type(loop).__module__.split(".")[0], flush=True)
     try:
         loop.run_forever()
     finally:
@@ -466,7 +477,7 @@ def main() -> int:
     parser.add_argument("--nginx", metavar="PATH", help="the nginx binary (default: nginx on PATH or /usr/sbin/nginx)")
     parser.add_argument("--sink-workers", type=int, help="sink worker processes (default: half the CPUs, 1..8)")
     parser.add_argument("--max-connections", type=int, default=512)
-    parser.add_argument("--realtime", type=int, metavar="PRIORITY", help="send thread under SCHED_FIFO at this priority (as faasprof run --realtime)")
+    parser.add_argument("--realtime", type=int, metavar="PRIORITY", help="send threads and the sink under SCHED_FIFO at this priority (as faasprof run --realtime; needs root)")
     parser.add_argument("--micro", action="store_true", help="only measure CPU per parsed response (per parser) and per journaled send")
     parser.add_argument("--sink-worker", nargs=2, metavar=("PORT", "OUT"), help=argparse.SUPPRESS)
     args = parser.parse_args()
@@ -492,6 +503,7 @@ def main() -> int:
     if args.sink == "nginx" and nginx is None:
         sys.exit("bench_invoker: --sink nginx: nginx not found; pass --nginx PATH, install it (FAASPROF_DEV=1 bash setup/steps/40-invoker.sh) or use --sink python")
     sink = NginxSink(nginx, workers, tmp / "sink") if nginx else PythonSink(workers, tmp / "sink")
+    sink.realtime_priority = args.realtime
     sink.start()
     first_rate = args.rate or 5000.0
 
@@ -510,7 +522,7 @@ def main() -> int:
     print(f"sink: {sink.name} on 127.0.0.1:{sink.port}")
     print(f"invoker: Python {sys.version.split()[0]}, event loop {loop_name}, response parser {parser_name}, send journal on; "
           f"--processes {args.processes}; {cpus} CPUs; load average {os.getloadavg()[0]:.2f}; "
-          f"send thread {'SCHED_FIFO ' + str(args.realtime) if args.realtime else 'normal policy'}")
+          f"send threads and sink {'SCHED_FIFO ' + str(args.realtime) if args.realtime else 'normal policy'}")
     print(f"targets (issue 22): every invocation sent within the duration + {TARGET_LATE_S:g} s, p99 lateness at the server <= {TARGET_P99_MS:g} ms")
     print(HEADER, flush=True)
     try:
