@@ -216,6 +216,7 @@ class ShardedDispatch:
         self.parent_cpu_s = 0.0
         self.warnings: list[str] = []
         self.started = False  # the zero was handed out: from then on rows come from the children
+        self._stopped_at: float | None = None
         self.zero_ns = 0
         self._window: list[int] = []  # lateness of sends merged since the last progress line
         self._signals: list[str] = []
@@ -234,6 +235,15 @@ class ShardedDispatch:
         env["PYTHONPATH"] = os.pathsep.join(p for p in (str(REPO_ROOT), env.get("PYTHONPATH")) if p)
         for child in self.children:
             child.directory.mkdir(parents=True, exist_ok=True)
+            try:
+                # Its own session: a Ctrl-C in the terminal reaches the parent, which stops it in order.
+                child.proc = subprocess.Popen([sys.executable, "-m", "invoker.shards"], stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+                                              env=env, cwd=str(REPO_ROOT), start_new_session=True)
+            except OSError as error:
+                self.abort()
+                raise RunError(f"send process {child.index}: could not start ({error.strerror or error})") from None
+        # All started before any share is written: their interpreters start up side by side.
+        for child in self.children:
             share = {
                 "index": child.index,
                 "processes": self.processes,
@@ -247,15 +257,12 @@ class ShardedDispatch:
                 "duration_s": self.duration_s,
             }
             try:
-                # Its own session: a Ctrl-C in the terminal reaches the parent, which stops it in order.
-                child.proc = subprocess.Popen([sys.executable, "-m", "invoker.shards"], stdin=subprocess.PIPE, stdout=subprocess.PIPE,
-                                              env=env, cwd=str(REPO_ROOT), start_new_session=True)
                 blob = pickle.dumps(share, protocol=pickle.HIGHEST_PROTOCOL)
                 child.proc.stdin.write(_FRAME.pack(len(blob)) + blob)
                 child.proc.stdin.flush()
             except OSError as error:
                 self.abort()
-                raise RunError(f"send process {child.index}: could not start ({error.strerror or error})") from None
+                raise RunError(f"send process {child.index}: could not take its share ({error.strerror or error}); see the lines above on stderr") from None
         deadline = time.monotonic() + timeout_s
         for child in self.children:
             line = _read_line(child.proc.stdout, deadline)
@@ -303,6 +310,8 @@ class ShardedDispatch:
         try:
             while any(child.proc.poll() is None for child in self.children):
                 time.sleep(MERGE_INTERVAL_S)
+                if self._stopped_at is not None and time.monotonic() - self._stopped_at > self.options.interrupt_grace_s + STOP_TIMEOUT_S:
+                    self._kill_stragglers()
                 self._merge()
                 self._watch_children()
                 for text in self._signals:
@@ -354,6 +363,7 @@ class ShardedDispatch:
         """Stop every child (a second call hurries their drain, as Dispatcher.request_stop)."""
         if self.stop_status is None:
             self.stop_status, self.stop_reason = status, reason
+            self._stopped_at = time.monotonic()
         for child in self.children:
             if child.proc is not None and child.proc.poll() is None:
                 self._tell(child, {"stop": [self.stop_status, self.stop_reason]})
@@ -382,6 +392,14 @@ class ShardedDispatch:
         }
 
     # -- internals ------------------------------------------------------------------------------
+
+    def _kill_stragglers(self) -> None:
+        """A child still running long after it was told to stop is stuck: its rows are reconstructed."""
+        for child in self.children:
+            if child.proc.poll() is None:
+                self.warnings.append(f"send process {child.index + 1} of {self.processes} (pid {child.proc.pid}) did not stop within "
+                                     f"{self.options.interrupt_grace_s + STOP_TIMEOUT_S:g} s of being told to; killed")
+                child.proc.kill()
 
     def _tell(self, child: _Child, message: dict) -> None:
         try:
