@@ -106,14 +106,14 @@ def _plan(server: FakeOpenWhisk, rates: dict[str, float], duration_s: float, see
     return intended, owners, instances, requests
 
 
-def _sharded_run(tmp_path: Path, server, rates, duration_s: float, processes: int, during=None):
+def _sharded_run(tmp_path: Path, server, rates, duration_s: float, processes: int, during=None, options=None, say=None):
     intended, owners, instances, requests = _plan(server, rates, duration_s)
     run_dir = tmp_path / "run"
     run_dir.mkdir()
     rundir.write_plan(run_dir, intended, owners, [n for n, _ in instances], [f for _, f in instances])
     log = rundir.InvocationLog(run_dir, flush_interval_s=0.1)
-    sharded = ShardedDispatch(run_dir, intended, owners, instances, requests, log, DispatchOptions(send_processes=processes, lateness_warn_ms=None),
-                              duration_s=duration_s)
+    options = options or DispatchOptions(send_processes=processes, lateness_warn_ms=None)
+    sharded = ShardedDispatch(run_dir, intended, owners, instances, requests, log, options, duration_s=duration_s, say=say)
     sharded.start(timeout_s=60)
     helper = None
     if during is not None:
@@ -183,6 +183,22 @@ def test_a_child_killed_mid_run_still_leaves_every_planned_invocation_once(tmp_p
     assert rundir.completeness(run_dir).missing == 0
     # The dead child's files stay for inspection only when the merge could not be completed.
     assert sharded.describe()["processes"][0]["exit"] == "killed by signal 9"
+
+
+def test_each_process_watches_itself_and_the_parent_reports_progress(tmp_path, capfd):
+    # A warning threshold nothing can meet: every progress interval of every process warns.
+    options = DispatchOptions(send_processes=2, lateness_warn_ms=1e-9, progress_interval_s=0.3)
+    said: list[str] = []
+    with FakeOpenWhisk() as server:
+        _, intended, _, sharded, result = _sharded_run(tmp_path, server, {"a": 40, "b": 40}, 2.0, 2, options=options, say=said.append)
+    assert result.status == "complete" and result.outcomes == {"ok": intended.size}
+    stderr = capfd.readouterr().err
+    # The children speak only to warn, each naming itself; the parent prints the run's progress.
+    for index in (1, 2):
+        assert f"send process {index} of 2 (pid {sharded.children[index - 1].proc.pid}): warning: lateness p99" in stderr
+        assert any(w.startswith(f"send process {index} of 2 (pid ") and "passed the warning threshold" in w for w in result.warnings)
+    assert "in flight" not in stderr  # the children's own progress lines are not printed
+    assert said and all("by 2 processes" in line for line in said)
 
 
 # -- the CLI --------------------------------------------------------------------------------------
