@@ -49,7 +49,7 @@ import subprocess
 import sys
 import threading
 import time
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Callable, Sequence
 
@@ -68,8 +68,9 @@ BALANCE_TOLERANCE = 0.05  # a whole instance may leave its process this far abov
 READY_TIMEOUT_S = 60.0  # a child that has not read its share and opened its log by then is broken
 STOP_TIMEOUT_S = 30.0  # after a stop, how long the parent waits for a child before killing it
 # Send processes `auto` starts for a plan: one per this many invocations a second at its busiest
-# second (one process holds about twice that; see bench/bench_invoker.py), at most the host's
-# cores minus one (the platform and the parent need a core too).
+# second (one process held 12,000/s on a loaded 2-core host with --realtime; see
+# bench/bench_invoker.py --find-max), at most the host's cores minus one (the platform and the
+# parent need a core too).
 AUTO_RATE_PER_PROCESS = 8000
 _FRAME = struct.Struct("!Q")
 
@@ -165,8 +166,6 @@ class _Child:
     sends_tail: bytes = b""
     result: dict | None = None
     exit_note: str | None = None
-    stop_sent: bool = False
-    extra: dict = field(default_factory=dict)
 
 
 class ShardedDispatch:
