@@ -28,7 +28,7 @@ from invoker.dispatch import DispatchOptions
 from invoker.sender import prepare_request
 from invoker.shards import SHARDS_DIR, ShardedDispatch, peak_rate_per_s, resolve_processes, split_plan
 from test_invoker_fakeserver import AUTH, FakeOpenWhisk
-from test_invoker_run import assert_no_secret, run_dirs, write_workload
+from test_invoker_run import _wait_for_rows, assert_no_secret, run_dirs, write_workload
 
 # -- the split ------------------------------------------------------------------------------------
 
@@ -231,6 +231,39 @@ def test_cli_bad_send_processes_exit_2(tmp_path, isolated_home, value):
     lines = done.stderr.strip().splitlines()
     assert len(lines) == 1 and "--send-processes" in lines[0]
     assert not run_dirs(tmp_path / "runs")
+
+
+@pytest.mark.parametrize("sig, label", [(signal.SIGINT, "Ctrl-C (SIGINT)"), (signal.SIGTERM, "SIGTERM")])
+def test_cli_signal_stops_every_send_process_with_a_row_for_every_invocation(tmp_path, isolated_home, sig, label):
+    config = write_workload(tmp_path, duration=20, instances={"a": {"application": "ok", "distribution": "Uniform", "rate": 50}})
+    out = tmp_path / "runs"
+    with FakeOpenWhisk() as server:
+        proc = subprocess.Popen(
+            [sys.executable, "-m", "faasprof", "run", str(config), "--out", str(out), "--apihost", server.apihost, "--auth", AUTH,
+             "--send-processes", "2"],
+            cwd=REPO_ROOT, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env={**os.environ, "HOME": str(isolated_home)},
+        )
+        try:
+            _wait_for_rows(out, proc, timeout_s=60)
+            proc.send_signal(sig)
+            stdout, stderr = proc.communicate(timeout=60)
+        finally:
+            if proc.poll() is None:
+                proc.kill()
+    assert proc.returncode == 1, stderr
+    (run_dir,) = run_dirs(out)
+    assert stdout.strip().splitlines()[-1] == str(run_dir)
+    manifest = rundir.load_manifest(run_dir)
+    assert manifest["status"] == "interrupted" and manifest["status_reason"] == f"{label} received"
+    assert [p["status"] for p in manifest["invoker"]["processes"]] == ["interrupted", "interrupted"]
+    rows = rundir.read_invocations(run_dir, reconstruct=False)
+    assert sorted(int(r["seq"]) for r in rows) == list(range(1000))
+    not_sent = [r for r in rows if r["outcome"] == "not_sent"]
+    assert len(not_sent) > 500 and all(r["sent_ns"] == "" for r in not_sent)
+    assert all(r["outcome"] == "ok" for r in rows if r["sent_ns"])
+    assert manifest["counts"]["not_sent"] == len(not_sent)
+    assert not (run_dir / SHARDS_DIR).exists()
+    assert_no_secret(run_dir, stdout, stderr)
 
 
 def _children_of(pid: int) -> list[int]:
