@@ -20,6 +20,7 @@ from faasprof.errors import ConfigError
 from invoker.connection import add_connection_arguments, resolve_connection
 from invoker.dispatch import DEFAULT_INTERRUPT_GRACE_S, DEFAULT_LATENESS_WARN_MS, DEFAULT_REALTIME_PRIORITY, DispatchOptions
 from invoker.sender import DEFAULT_MAX_CONNECTIONS, DEFAULT_REQUEST_TIMEOUT_S
+from invoker.shards import resolve_processes
 from invoker.verdict import parse_thresholds
 from localwhisk.config import duration_ms
 
@@ -50,6 +51,10 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                              "needs root or CAP_SYS_NICE (see bench/bench_invoker.py for its effect)")
     tuning.add_argument("--realtime-priority", type=int, default=DEFAULT_REALTIME_PRIORITY, metavar="N",
                         help=f"the SCHED_FIFO priority of --realtime, 1..99 (default {DEFAULT_REALTIME_PRIORITY})")
+    tuning.add_argument("--send-processes", default="1", metavar="N|auto",
+                        help="send from N processes on this host, the plan split between them by instance (a hot instance "
+                             "alternating) and merged into one run directory; auto: enough for the plan's busiest second, "
+                             "at most the cores minus one (default 1; see bench/bench_invoker.py --find-max)")
     tuning.add_argument("--interrupt-grace-s", type=float, default=DEFAULT_INTERRUPT_GRACE_S, metavar="S",
                         help=f"after Ctrl-C, wait this long for responses in flight (default {DEFAULT_INTERRUPT_GRACE_S:g})")
     local = parser.add_argument_group("embedded localwhisk (used when no platform is configured)")
@@ -67,7 +72,11 @@ def _options(args: argparse.Namespace) -> DispatchOptions:
         raise ConfigError(f"--realtime-priority: the SCHED_FIFO priority must be 1..99 (got {args.realtime_priority})")
     if args.lateness_abort_ms is not None and args.lateness_abort_ms <= 0:
         raise ConfigError(f"--lateness-abort-ms: must be > 0 (got {args.lateness_abort_ms:g}); leave it out to never abort")
+    processes = args.send_processes.strip().lower()
+    if processes != "auto":
+        processes = resolve_processes(processes, 0)  # a count: checked here (ConfigError, exit 2)
     return DispatchOptions(
+        send_processes=processes,
         max_connections=args.max_connections,
         request_timeout_s=args.request_timeout_s,
         lateness_warn_ms=args.lateness_warn_ms if args.lateness_warn_ms and args.lateness_warn_ms > 0 else None,

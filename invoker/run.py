@@ -41,6 +41,7 @@ from invoker.connection import Connection
 from invoker.dispatch import DispatchOptions, Dispatcher, DispatchResult, new_event_loop
 from invoker.preflight import check_out_dir
 from invoker.sender import KIND_GENERIC, PreparedRequest, ensure_fd_budget, prepare_request
+from invoker.shards import ShardedDispatch, peak_rate_per_s, resolve_processes
 from invoker.storage import start_workload_storage
 
 START_LEAD_NS = 50_000_000  # zero is this far after the collectors are up: the first send is not late
@@ -388,6 +389,7 @@ def _term_as_interrupt(signum, frame):  # outside the send loop, SIGTERM unwinds
 
 def _run(workload, schedule, run_dir: Path, platform: _Platform, requests, collectors, warnings, host, tools, options, say, analyze, thresholds) -> Path:
     planned = len(schedule)
+    options.send_processes = resolve_processes(options.send_processes, peak_rate_per_s(schedule.intended_ns))
     provisional = rundir.ClockAnchor()
     manifest = rundir.new_manifest(
         workload.test_name,
@@ -415,6 +417,7 @@ def _run(workload, schedule, run_dir: Path, platform: _Platform, requests, colle
     started: list = []
     result: DispatchResult | None = None
     dispatcher: Dispatcher | None = None
+    sharded: ShardedDispatch | None = None
     failure: BaseException | None = None
     status, reason = "interrupted", "faasprof stopped before the test started"
     try:
@@ -428,26 +431,37 @@ def _run(workload, schedule, run_dir: Path, platform: _Platform, requests, colle
             script.start()
             if script.error and say:
                 say("warning: " + script.error)
+        checks = [_log_check(log), _collector_check(started, warnings, say), _platform_check(platform)]
+        if options.send_processes > 1:
+            # The send processes start (and read their shares) before the zero is taken.
+            sharded = ShardedDispatch(run_dir, schedule.intended_ns, schedule.instance_idx, [(i.name, i.function) for i in workload.instances],
+                                      requests, log, options, checks=checks, say=say, duration_s=workload.duration_s)
+            sharded.start()
         zero_ns = time.monotonic_ns() + START_LEAD_NS
         clock = rundir.ClockAnchor(zero_ns, time.time_ns() + START_LEAD_NS)
         manifest["clock"] = clock.to_json()
         manifest["monitors"] = [c.describe() for c in started]
         rundir.write_manifest(run_dir, manifest)
         if say:
-            say(f"run directory {run_dir}; {planned:,} invocations over {workload.duration_s:g} s")
-        dispatcher = Dispatcher(
-            schedule.intended_ns,
-            schedule.instance_idx,
-            [(i.name, i.function) for i in workload.instances],
-            requests,
-            log.append,
-            options,
-            checks=[_log_check(log), _collector_check(started, warnings, say), _platform_check(platform)],
-            say=say,
-            duration_s=workload.duration_s,
-            journal=log.sent,
-        )
-        result = _dispatch(dispatcher, zero_ns)
+            say(f"run directory {run_dir}; {planned:,} invocations over {workload.duration_s:g} s"
+                + (f" from {sharded.processes} send processes" if sharded is not None else ""))
+        if sharded is not None:
+            result = sharded.run(zero_ns)
+            manifest["invoker"].update(sharded.describe())
+        else:
+            dispatcher = Dispatcher(
+                schedule.intended_ns,
+                schedule.instance_idx,
+                [(i.name, i.function) for i in workload.instances],
+                requests,
+                log.append,
+                options,
+                checks=checks,
+                say=say,
+                duration_s=workload.duration_s,
+                journal=log.sent,
+            )
+            result = _dispatch(dispatcher, zero_ns)
         status, reason = result.status, result.reason
     except KeyboardInterrupt:
         status, reason = "interrupted", "interrupted (Ctrl-C or SIGTERM) before the test started"
@@ -458,8 +472,10 @@ def _run(workload, schedule, run_dir: Path, platform: _Platform, requests, colle
         if result is None and dispatcher is not None:
             dispatcher.stop_status, dispatcher.stop_reason = status, reason
             dispatcher._fill_not_sent()
+        if result is None and sharded is not None:
+            sharded.close_after_failure(reason)
         log.close()
-        if result is None and dispatcher is None and log.error is None:
+        if result is None and dispatcher is None and sharded is None and log.error is None:
             try:
                 _complete_rows_after_failure(run_dir, schedule, workload, reason)
             except OSError as error:

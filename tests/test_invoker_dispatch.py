@@ -8,13 +8,16 @@ from __future__ import annotations
 
 import base64
 import json
+import os
 import socket
+import threading
 import time
 from types import SimpleNamespace
 
 import numpy as np
 import pytest
 
+from faasprof.rundir import InvocationLog
 from invoker.connection import Connection
 from invoker.dispatch import DispatchOptions, Dispatcher, new_event_loop
 from invoker.sender import _Response, classify, prepare_request
@@ -357,3 +360,29 @@ def test_realtime_send_thread_is_opt_in_and_restored():
     assert os.sched_getscheduler(0) == before
     # Without the privilege the run goes on with a warning that says what is needed.
     assert not result.warnings or "CAP_SYS_NICE" in result.warnings[0]
+
+
+def test_realtime_also_covers_the_invocation_log_thread_and_is_restored(tmp_path):
+    """The log's flush thread holds the GIL while formatting rows: under --realtime it gets the
+    send thread's policy for the run (else a loaded host preempts it while it holds the GIL)."""
+    log = InvocationLog(tmp_path, flush_interval_s=0.05)
+    (flush_thread,) = [t for t in threading.enumerate() if t.name == "invocation-log" and t.native_id is not None and t.is_alive()][-1:]
+    before = os.sched_getscheduler(flush_thread.native_id)
+    seen: list[int] = []
+
+    def before_run(loop, dispatcher):
+        dispatcher.row_sink = lambda row: (seen.append(os.sched_getscheduler(flush_thread.native_id)), log.append(row))
+
+    options = DispatchOptions(lateness_warn_ms=None, progress_interval_s=3600, realtime_priority=5)
+    try:
+        with FakeOpenWhisk() as server:
+            rows, result, _ = run(server, [instance("o", "ok")], [0, 10, 20], [0, 0, 0], options=options, before=before_run)
+        after = os.sched_getscheduler(flush_thread.native_id)
+    finally:
+        log.close()
+    assert after == before
+    assert result.outcomes == {"ok": 3} and len(seen) == 3
+    if result.realtime_applied:  # root or CAP_SYS_NICE
+        assert set(seen) == {os.SCHED_FIFO}
+    else:
+        assert set(seen) == {before}
