@@ -104,8 +104,8 @@ def _rederive_plan(run_dir: Path, manifest: dict):
     workload and seed (the schedule is a pure function of both), check it against the planned
     count, and save it so that every reader reconstructs the run. None when it cannot be done."""
     from faasprof.errors import FaasprofError
-    from invoker.schedule import build_schedule
-    from invoker.workload import workload_from_dict
+    from workload.schedule import build_schedule
+    from workload.spec import workload_from_dict
 
     resolved = manifest.get("workload") or {}
     given = resolved.get("as_given")

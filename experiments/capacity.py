@@ -98,7 +98,7 @@ def run_probe_factory(function: str, *, out_dir, duration_s: float, memory_mb: i
     """A probe that really runs: execute the one-instance workload, then analyze it."""
     from analyzer import analyze_run
     from invoker.run import execute
-    from invoker.workload import workload_from_dict
+    from workload.spec import workload_from_dict
 
     def probe(rate: float) -> Probe:
         data = probe_workload(function, rate, duration_s, memory_mb, seed, distribution, params)

@@ -48,7 +48,7 @@ def main(args: argparse.Namespace) -> int:
     from invoker.cmd_run import local_settings
     from invoker.preflight import check_out_dir
     from invoker.run import execute
-    from invoker.workload import workload_from_dict
+    from workload.spec import workload_from_dict
 
     if args.report:
         run_dir = Path(args.report)

@@ -54,7 +54,7 @@ def main(args: argparse.Namespace) -> int:
         return _show(rows, out)
 
     from invoker.run import execute
-    from invoker.workload import workload_from_dict
+    from workload.spec import workload_from_dict
     from monitoring.collectors import probe_perf_events
 
     if not args.functions:

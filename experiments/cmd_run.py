@@ -13,7 +13,7 @@ import argparse
 from experiments import capacity_store
 from invoker import cmd_run as invoker_run
 from invoker.connection import resolve_connection
-from invoker.workload import load_workload
+from workload.spec import load_workload
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:

@@ -7,7 +7,7 @@ import sys
 
 from faasprof.errors import ConfigError
 from invoker.connection import add_connection_arguments, resolve_connection
-from invoker.workload import load_workload
+from workload.spec import load_workload
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:

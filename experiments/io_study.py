@@ -40,7 +40,7 @@ import pandas as pd  # noqa: E402
 from analyzer import io_breakdown  # noqa: E402
 from faasprof import rundir  # noqa: E402
 from faasprof.errors import ConfigError, FaasprofError  # noqa: E402
-from invoker.workload import load_workload, workload_from_dict  # noqa: E402
+from workload.spec import load_workload, workload_from_dict  # noqa: E402
 
 FORMAT_VERSION = 1
 STUDY_FILE = "io_study.json"

@@ -48,9 +48,9 @@ from typing import Any
 
 from faasprof.errors import ConfigError, FaasprofError
 from faasprof.rundir import create_run_dir, update_manifest, write_json_atomic
-from invoker.schedule import instance_rng
+from workload.schedule import instance_rng
 from experiments import padding as padding_mod
-from invoker.workload import Workload, workload_from_dict
+from workload.spec import Workload, workload_from_dict
 
 SWEEP_FORMAT_VERSION = 1
 SWEEP_FILE = "sweep.json"

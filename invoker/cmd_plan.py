@@ -14,8 +14,8 @@ import time
 
 from faasprof.errors import ConfigError
 from invoker.preflight import check_out_file
-from invoker.schedule import build_schedule
-from invoker.workload import load_workload
+from workload.schedule import build_schedule
+from workload.spec import load_workload
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:

@@ -110,7 +110,7 @@ def main(args: argparse.Namespace, workload=None) -> int:
     from faasprof.rundir import load_manifest
     from invoker.preflight import check_embedded, check_out_dir
     from invoker.run import execute
-    from invoker.workload import load_workload
+    from workload.spec import load_workload
 
     _restore_leftover_allocations()
     options = _options(args)

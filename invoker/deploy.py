@@ -26,7 +26,7 @@ from faasprof.errors import ConfigError, NotReadyError, RunError
 from functions.catalogue import FunctionEntry, lookup, unknown_function_error
 from functions.own import own_entry, stage
 from functions.package import build_archive, sha256
-from invoker.workload import PlatformLimits, check_limits
+from workload.spec import PlatformLimits, check_limits
 
 CODE_DIGEST_ANNOTATION = "faasprof-code-sha256"
 FUNCTION_ANNOTATION = "faasprof-function"

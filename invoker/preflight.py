@@ -23,7 +23,7 @@ from functions.own import own_entry, stage
 from invoker.client import require_platform
 from invoker.connection import Connection
 from invoker.deploy import missing_actions_error
-from invoker.workload import PlatformLimits, Workload, check_limits
+from workload.spec import PlatformLimits, Workload, check_limits
 from localwhisk.config import Settings
 
 

@@ -309,7 +309,7 @@ def execute(
     (``invoker.verdict``) override the workload's ``thresholds`` block; the manifest's ``verdict``
     says whether the run met them.
     """
-    from invoker.schedule import build_schedule
+    from workload.schedule import build_schedule
 
     unresolved = workload.needs_capacity()
     if unresolved:

@@ -140,7 +140,7 @@ def _read_file(instance: Any, key: str, origin: str) -> bytes:
 
 
 def prepare_request(instance: Any, connection: Any, web_namespace: str | None = None, origin_name: str = "<workload>") -> PreparedRequest:
-    """Format the request of one workload instance (``invoker.workload.Instance``).
+    """Format the request of one workload instance (``workload.spec.Instance``).
 
     ``connection`` is an ``invoker.connection.Connection`` (ignored for generic instances).
     ``web_namespace`` is the concrete namespace for web action URLs (web URLs carry no

@@ -60,7 +60,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 def _load_workload(path: str) -> dict:
     # Only the monitoring and platform blocks matter here, so the JSON is read, not validated.
-    from invoker.workload import read_workload_json
+    from workload.spec import read_workload_json
 
     data = read_workload_json(path)
     if not isinstance(data, dict):

@@ -14,7 +14,7 @@ pytest.importorskip("localwhisk.embedded")
 
 from analyzer import analyze_run  # noqa: E402
 from invoker.run import execute  # noqa: E402
-from invoker.workload import workload_from_dict  # noqa: E402
+from workload.spec import workload_from_dict  # noqa: E402
 
 
 def _run(tmp_path, rate, service_ms, duration_s, local_settings):

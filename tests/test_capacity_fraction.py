@@ -9,7 +9,7 @@ import pytest
 
 from experiments import capacity_store
 from faasprof.errors import ConfigError
-from invoker.workload import workload_from_dict
+from workload.spec import workload_from_dict
 
 WORKLOAD = {
     "test_name": "cf",

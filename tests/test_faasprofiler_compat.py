@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 
 from invoker.sender import prepare_request
-from invoker.workload import load_workload
+from workload.spec import load_workload
 
 
 def faasprofiler_workload(**changes) -> dict:

@@ -13,7 +13,7 @@ from faasprof.errors import RunError
 from invoker import activations
 from invoker.connection import Connection
 from invoker.run import execute
-from invoker.workload import workload_from_dict
+from workload.spec import workload_from_dict
 from test_invoker_fakeserver import AUTH, FakeOpenWhisk
 from test_invoker_run import run_dirs, write_workload
 

@@ -302,7 +302,7 @@ def test_execute_api_in_process_and_from_a_thread(tmp_path):
 
     from invoker.connection import Connection
     from invoker.run import execute
-    from invoker.workload import workload_from_dict
+    from workload.spec import workload_from_dict
 
     workload = workload_from_dict({
         "test_name": "api", "test_duration_in_seconds": 0.5, "random_seed": 1, "blocking_cli": False,

@@ -105,7 +105,7 @@ def test_bad_storage_blocks_name_the_field(spec, message):
 
 
 def test_workload_schema_accepts_storage_and_io_study_blocks(tmp_path):
-    from invoker.workload import workload_from_dict
+    from workload.spec import workload_from_dict
 
     data = {"test_name": "t", "test_duration_in_seconds": 2, "random_seed": 1, "blocking_cli": True,
             "storage": {"object_store": True, "objects": [{"key": "k", "size_bytes": 1}]},

@@ -16,7 +16,7 @@ import pytest
 from analyzer import io_breakdown
 from experiments import io_study
 from invoker.storage import find_binary
-from invoker.workload import workload_from_dict
+from workload.spec import workload_from_dict
 
 from tests.conftest import REPO_ROOT
 
@@ -59,7 +59,7 @@ def test_point_workload_is_a_burst_of_the_variant():
 
 @pytest.mark.parametrize("name", sorted(p.name for p in (REPO_ROOT / "workload_configs").glob("io_*.json")))
 def test_ready_workloads_are_valid_studies(name):
-    from invoker.workload import load_workload
+    from workload.spec import load_workload
 
     workload = load_workload(REPO_ROOT / "workload_configs" / name)
     assert io_study.check_study(workload)

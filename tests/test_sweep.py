@@ -11,7 +11,7 @@ from experiments import sweep as sw
 from faasprof import rundir
 from faasprof.errors import ConfigError, NotReadyError
 from invoker.connection import Connection
-from invoker.workload import workload_from_dict
+from workload.spec import workload_from_dict
 from monitoring import allocation as al
 from tests.test_allocation_resctrl import KernelEmulation, copy_tree
 

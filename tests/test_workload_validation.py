@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 
 from faasprof.errors import ConfigError
-from invoker.workload import load_workload, workload_from_dict
+from workload.spec import load_workload, workload_from_dict
 from tests.conftest import DATA_DIR, REPO_ROOT
 
 BASE = {

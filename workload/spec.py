@@ -35,7 +35,7 @@ from faasprof.paths import REPO_ROOT, WORKLOAD_SCHEMA_PATH
 CAPACITY_FRACTION = "capacity_fraction"  # "rate": {"capacity_fraction": 0.5}: half the measured capacity
 from functions import catalogue
 from functions.own import detect_runtime
-from invoker.arrivals import TraceError, read_trace
+from workload.arrivals import TraceError, read_trace
 from invoker.connection import apihost_problem
 
 DISTRIBUTIONS = ("Poisson", "Uniform", "Burst", "Trace")
