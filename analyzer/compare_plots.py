@@ -12,7 +12,7 @@ import matplotlib.pyplot as plt  # noqa: E402
 import pandas as pd  # noqa: E402
 
 from analyzer.plots import SAVE, _ecdf_points  # noqa: E402
-from analyzer.report import STYLE, fmt, image, table  # noqa: E402
+from analyzer.markup import STYLE, fmt, image, table  # noqa: E402
 
 VERSUS = (("completion_latency_ms_p50", "p50 completion latency (ms)"), ("completion_latency_ms_p99", "p99 completion latency (ms)"), ("achieved_rps", "achieved invocations/s"), ("cold_fraction", "cold-start fraction"))
 

@@ -33,9 +33,10 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 import numpy as np  # noqa: E402
 
 from faasprof.rundir import InvocationLog, read_invocations  # noqa: E402
-from invoker.connection import Connection  # noqa: E402
+from platforms.openwhisk import Connection  # noqa: E402
 from invoker.dispatch import DispatchOptions, Dispatcher, new_event_loop  # noqa: E402
-from invoker.sender import _LlhttpResponse, _PyResponse, _httptools, ensure_fd_budget, prepare_request  # noqa: E402
+from invoker.sender import _LlhttpResponse, _PyResponse, _httptools, ensure_fd_budget  # noqa: E402
+from platforms.registry import prepare_request  # noqa: E402
 
 # nginx's answer in the benchmark, as the sender reads it.
 NGINX_202 = (b"HTTP/1.1 202 Accepted\r\nServer: nginx/1.22.1\r\nDate: Sun, 22 Nov 2026 12:00:00 GMT\r\nContent-Type: application/json\r\n"

@@ -49,6 +49,7 @@ from faasprof.rundir import (
 )
 from functions.catalogue import RUNNERS_DIR, FunctionEntry
 from functions.own import python_site_dirs
+from monitoring.host import collect_host, tool_versions
 
 NATIVE_FORMAT_VERSION = 1
 NATIVE_CSV = "native.csv"
@@ -306,11 +307,7 @@ class NativeOptions:
 
 
 def _host_metadata() -> dict:
-    """Host facts from the monitoring package when it is there (it is optional for native runs)."""
-    try:
-        from monitoring.host import collect_host, tool_versions  # noqa: PLC0415 (optional dependency)
-    except ImportError:
-        return {}
+    """Host facts (``monitoring.host``) for the manifest."""
     try:
         return {"host": collect_host(), "tools": tool_versions()}
     except Exception as error:  # host metadata must never stop a measurement

@@ -23,6 +23,8 @@ import time
 from pathlib import Path
 
 from localwhisk.config import AUTH_ENV, Settings, add_auth_file_argument, add_settings_arguments, is_loopback, settings_from_args, validate_settings
+from localwhisk.docker_sandbox import DockerUnavailable
+from localwhisk.server import Localwhisk
 
 STATE_FILE = "localwhisk.json"
 STOP_DRAIN_S = 2.0
@@ -70,9 +72,6 @@ async def _listen_on_bridge(runner, gateway: str, port: int) -> int | None:
 
 async def serve(settings: Settings, port_file: Path | None, parent_pid: int | None) -> int:
     from aiohttp import web
-
-    from localwhisk.docker_sandbox import DockerUnavailable
-    from localwhisk.server import Localwhisk
 
     data_dir = Path(settings.data_dir)
     lw = Localwhisk(settings)

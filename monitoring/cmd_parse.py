@@ -19,6 +19,13 @@ import sys
 from pathlib import Path
 
 from faasprof.errors import ConfigError, FormatError
+from monitoring.derived import add_bandwidth_share
+from monitoring.derived import add_perf_metrics
+from monitoring.parsers.blkparse import blk_intervals
+from monitoring.parsers.cgroups import parse_cgroup_samples
+from monitoring.parsers.perf import parse_perf_stat, perf_wide
+from monitoring.parsers.pqos import parse_pqos
+from monitoring.parsers.resctrl import parse_resctrl_samples
 
 KINDS = ("perf", "pqos", "resctrl", "blktrace", "cgroups")
 
@@ -37,28 +44,15 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 def parse_text(kind: str, text: str, args: argparse.Namespace):
     """The frame for ``kind`` (shared by the CLI and tests)."""
     if kind == "perf":
-        from monitoring.derived import add_perf_metrics
-        from monitoring.parsers.perf import parse_perf_stat, perf_wide
-
         long = parse_perf_stat(text, sep=args.sep)
         return long if args.long else add_perf_metrics(perf_wide(long))
     if kind == "pqos":
-        from monitoring.derived import add_bandwidth_share
-        from monitoring.parsers.pqos import parse_pqos
-
         interval_s = args.interval_ms / 1000.0 if args.interval_ms else None
         return add_bandwidth_share(parse_pqos(text, drop_first=not args.keep_first, interval_s=interval_s), args.peak_mbps)
     if kind == "resctrl":
-        from monitoring.derived import add_bandwidth_share
-        from monitoring.parsers.resctrl import parse_resctrl_samples
-
         return add_bandwidth_share(parse_resctrl_samples(text), args.peak_mbps)
     if kind == "blktrace":
-        from monitoring.parsers.blkparse import blk_intervals
-
         return blk_intervals(text, (args.interval_ms or 1000.0) / 1000.0)
-    from monitoring.parsers.cgroups import parse_cgroup_samples
-
     return parse_cgroup_samples(text)
 
 

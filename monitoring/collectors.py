@@ -36,6 +36,7 @@ from typing import Any
 
 from faasprof.rundir import monitor_dir, write_json_atomic
 from monitoring.host import Root, cgroup_info, cpuinfo, mounts, parse_cpu_list, resctrl_info
+from monitoring.parsers.perf import probe_support
 
 META_FORMAT_VERSION = 1
 
@@ -373,8 +374,6 @@ def probe_perf_events(events: list[str], timeout_s: float = 20.0) -> tuple[list[
     event is probed alone so the bad one can be named. ``<not counted>`` in a probe of a few
     microseconds is multiplexing, not lack of support: such events are kept.
     """
-    from monitoring.parsers.perf import probe_support
-
     key = tuple(events)
     if key in _probe_cache:
         return _probe_cache[key]

@@ -21,6 +21,13 @@ import os
 from pathlib import Path
 
 from faasprof.errors import FormatError
+from monitoring.derived import add_bandwidth_share
+from monitoring.derived import add_perf_metrics
+from monitoring.parsers.blkparse import blk_intervals
+from monitoring.parsers.cgroups import parse_cgroup_samples
+from monitoring.parsers.perf import parse_perf_stat, perf_wide
+from monitoring.parsers.pqos import parse_pqos_csv
+from monitoring.parsers.resctrl import parse_resctrl_samples
 
 
 def _meta(directory: Path, manifest: dict, name: str) -> dict:
@@ -69,9 +76,6 @@ def _peak_mbps(manifest: dict) -> float | None:
 
 
 def load_perf(directory: Path, meta: dict, offset_s: float):
-    from monitoring.derived import add_perf_metrics
-    from monitoring.parsers.perf import parse_perf_stat, perf_wide
-
     text = _read(directory / "perf_stat.csv")
     if text is None:
         return None
@@ -84,19 +88,13 @@ def load_perf(directory: Path, meta: dict, offset_s: float):
 
 
 def load_rdt(directory: Path, meta: dict, offset_s: float, peak_mbps: float | None):
-    from monitoring.derived import add_bandwidth_share
-
     frame = None
     text = _read(directory / "resctrl_samples.csv")
     if text is not None:
-        from monitoring.parsers.resctrl import parse_resctrl_samples
-
         frame = parse_resctrl_samples(text)
     else:
         text = _read(directory / "pqos.csv")
         if text is not None:
-            from monitoring.parsers.pqos import parse_pqos_csv
-
             interval_ms = meta.get("interval_ms") or (meta.get("settings") or {}).get("interval_ms") or 100
             frame = parse_pqos_csv(text, interval_s=float(interval_ms) / 1000.0)
     if frame is None or frame.empty:
@@ -108,8 +106,6 @@ def load_rdt(directory: Path, meta: dict, offset_s: float, peak_mbps: float | No
 
 def load_blktrace(directory: Path, meta: dict, offset_s: float, interval_s: float = 1.0):
     import pandas as pd
-
-    from monitoring.parsers.blkparse import blk_intervals
 
     frames = []
     marker = meta.get("marker")
@@ -134,8 +130,6 @@ def load_blktrace(directory: Path, meta: dict, offset_s: float, interval_s: floa
 
 
 def load_cgroups(directory: Path, meta: dict, offset_s: float):
-    from monitoring.parsers.cgroups import parse_cgroup_samples
-
     text = _read(directory / "samples.csv")
     if text is None:
         return None

@@ -54,8 +54,8 @@ RAISER = "def main(args):\n    raise ValueError('raised on purpose by the test')
 
 def test_non_blocking_run_of_an_action_that_always_raises_counts_application_errors(tmp_path):
     """The run the issue reported as ``ok 24, app_error 0`` with the failures in the percentiles."""
-    from invoker.client import OpenWhiskClient
-    from invoker.connection import Connection
+    from platforms.openwhisk import OpenWhiskClient
+    from platforms.openwhisk import Connection
     from localwhisk.embedded import start_embedded
 
     handle = start_embedded(pause_grace_ms=50)

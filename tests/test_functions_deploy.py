@@ -14,9 +14,8 @@ from urllib.parse import parse_qs, unquote, urlsplit
 import pytest
 
 from faasprof.errors import ConfigError, NotReadyError
-from invoker.client import OpenWhiskClient
-from invoker.connection import Connection
-from invoker.deploy import CODE_DIGEST_ANNOTATION, deploy, ensure_actions, resolve_kind
+from platforms.openwhisk import Connection, OpenWhiskClient
+from platforms.openwhisk_deploy import CODE_DIGEST_ANNOTATION, deploy, ensure_actions, resolve_kind
 from functions.catalogue import lookup
 from tests.conftest import run_cli
 
@@ -241,7 +240,7 @@ def test_cli_unreachable_platform_is_not_ready(isolated_home):
 
 def test_too_large_archive_says_which_limit_to_raise(whisk, client, monkeypatch):
     from faasprof.errors import RunError
-    from invoker.client import PlatformError
+    from platforms.openwhisk import PlatformError
 
     def refuse(*args, **kwargs):
         raise PlatformError("413", status=413)

@@ -21,8 +21,8 @@ ACTION_BODY_LIMIT_BYTES = 32 * 1024 * 1024
 
 @pytest.fixture(scope="module")
 def platform():
-    from invoker.client import OpenWhiskClient
-    from invoker.connection import Connection
+    from platforms.openwhisk import OpenWhiskClient
+    from platforms.openwhisk import Connection
 
     handle = embedded.start_embedded(max_payload_bytes=ACTION_BODY_LIMIT_BYTES)
     try:
@@ -34,7 +34,7 @@ def platform():
 
 @pytest.fixture(scope="module")
 def deployed(platform):
-    from invoker.deploy import deploy
+    from platforms.openwhisk_deploy import deploy
 
     available = [name for name in names() if lookup(name).available]
     first = deploy(platform, available)
@@ -59,7 +59,7 @@ def test_function_runs_on_localwhisk(platform, deployed, name):
 
 
 def test_spin_reports_cold_then_warm_on_localwhisk(platform, deployed):
-    from invoker.deploy import ensure_actions
+    from platforms.openwhisk_deploy import ensure_actions
 
     assert ensure_actions(platform, ["spin-192"]) == {"spin-192": "deployed"}
     first = platform.invoke("spin-192", {"service_ms": 1}, blocking=True, result=True).json()

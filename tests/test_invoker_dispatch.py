@@ -15,9 +15,10 @@ from types import SimpleNamespace
 import numpy as np
 import pytest
 
-from invoker.connection import Connection
+from platforms.openwhisk import classify, Connection
 from invoker.dispatch import DispatchOptions, Dispatcher, new_event_loop
-from invoker.sender import _Response, classify, prepare_request
+from invoker.sender import _Response
+from platforms.registry import prepare_request
 from test_invoker_fakeserver import AUTH, THROTTLE_MESSAGE, FakeOpenWhisk
 
 
@@ -245,7 +246,7 @@ def test_response_parser_handles_split_chunked_and_headers():
     ],
 )
 def test_classify(status, aid, body, expected):
-    assert classify("action", status, aid, body) == expected
+    assert classify(status, aid, body) == expected
 
 
 def test_prepared_request_repr_hides_the_key():

@@ -10,8 +10,8 @@ import pytest
 from conftest import run_cli
 from faasprof import rundir
 from faasprof.errors import RunError
-from invoker import activations
-from invoker.connection import Connection
+from platforms import openwhisk as activations
+from platforms.openwhisk import Connection
 from invoker.run import execute
 from workload.spec import workload_from_dict
 from test_invoker_fakeserver import AUTH, FakeOpenWhisk
@@ -54,7 +54,7 @@ def test_analyze_waits_with_progress_then_reports_what_is_missing_and_why(tmp_pa
         connection = Connection(apihost=server.apihost, auth=AUTH, namespace="_")
         run_dir = execute(workload, tmp_path / "runs", connection=connection, progress=False)
         assert not (run_dir / rundir.ACTIVATIONS).exists()  # nothing fetched without --analyze
-        from invoker.client import OpenWhiskClient
+        from platforms.openwhisk import OpenWhiskClient
 
         with OpenWhiskClient(connection) as client:
             report = activations.save_run_records(run_dir, client, say=lines.append)

@@ -300,7 +300,7 @@ def test_sigint_during_post_script_stops_it_and_marks_the_run(tmp_path, isolated
 def test_execute_api_in_process_and_from_a_thread(tmp_path):
     import threading
 
-    from invoker.connection import Connection
+    from platforms.openwhisk import Connection
     from invoker.run import execute
     from workload.spec import workload_from_dict
 

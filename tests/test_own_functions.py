@@ -77,8 +77,8 @@ def rows(run_dir: Path) -> list[dict]:
 
 @pytest.fixture(scope="module")
 def platform():
-    from invoker.client import OpenWhiskClient
-    from invoker.connection import Connection
+    from platforms.openwhisk import OpenWhiskClient
+    from platforms.openwhisk import Connection
 
     handle = embedded.start_embedded()
     try:

@@ -285,7 +285,7 @@ def test_validate_missing_file_exits_2(cli, tmp_path):
 def test_connection_order_flags_workload_wskprops(tmp_path):
     import argparse
 
-    from invoker.connection import resolve_connection
+    from platforms.openwhisk import resolve_connection
 
     props = tmp_path / "wskprops"
     props.write_text("APIHOST=10.1.1.1\nAUTH=u:fromprops\nNAMESPACE=guest\nINSECURE=true\n")

@@ -36,7 +36,6 @@ CAPACITY_FRACTION = "capacity_fraction"  # "rate": {"capacity_fraction": 0.5}: h
 from functions import catalogue
 from functions.own import detect_runtime
 from workload.arrivals import TraceError, read_trace
-from invoker.connection import apihost_problem
 
 DISTRIBUTIONS = ("Poisson", "Uniform", "Burst", "Trace")
 
@@ -491,6 +490,29 @@ def url_problem(url: str) -> str | None:
         return f"{_got(url)} has no host; write it as http://HOST[:PORT]/PATH"
     if port == 0:
         return f"{_got(url)} has port 0; use a port in 1..65535"
+    return None
+
+
+def apihost_problem(apihost: str) -> str | None:
+    """Why ``apihost`` cannot name a platform (with the fix), or None when it can."""
+    text = apihost.strip()
+    if not text:
+        return "is empty; write the API host, e.g. https://172.17.0.1 or http://127.0.0.1:3233"
+    if any(ch.isspace() for ch in text):
+        return f"{apihost!r} contains spaces; write one host such as https://172.17.0.1 or http://127.0.0.1:3233"
+    scheme, sep, _ = text.partition("://")
+    if sep and scheme not in ("http", "https"):
+        return f"{apihost!r} has the scheme {scheme}://; use http:// or https://"
+    url = text if sep else "https://" + text
+    try:
+        parts = urllib.parse.urlsplit(url)
+        port = parts.port
+    except ValueError:
+        return f"{apihost!r} has a bad port; write HOST:PORT with PORT in 1..65535"
+    if not parts.hostname:
+        return f"{apihost!r} has no host; write it as https://HOST[:PORT]"
+    if port == 0:
+        return f"{apihost!r} has port 0; use a port in 1..65535"
     return None
 
 
