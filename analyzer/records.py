@@ -7,7 +7,7 @@ reading ``activations.jsonl`` raw in ``faasprof.rundir``.
 and ``end`` are epoch milliseconds of the invoker's clock; ``duration`` includes ``initTime``;
 ``waitTime`` runs from the controller accepting the request to the start of ``/init`` (or ``/run``
 when the container was already initialised), so container creation and resume-from-pause costs are
-inside it (research/openwhisk.md §3).
+inside it (localwhisk/README.md, "Records").
 """
 
 from __future__ import annotations

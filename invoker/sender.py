@@ -618,10 +618,6 @@ class Sender:
         return sum(len(pool.waiting) for pool in self.pools.values())
 
     @property
-    def open_connections(self) -> int:
-        return sum(pool.open_count for pool in self.pools.values())
-
-    @property
     def saturated(self) -> int:
         return sum(pool.saturated for pool in self.pools.values())
 

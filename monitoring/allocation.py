@@ -1287,8 +1287,3 @@ def cleanup_leftovers(
                 continue
             messages.append(f"removed leftover resctrl group {resctrl / name} (faasprof pid {pid} is gone; no state file)")
     return messages
-
-
-def describe_host(root: str | os.PathLike = "/", pqos: str = "pqos", runner: Runner | None = None) -> dict[str, Any]:
-    """``discover(root).describe()``, for ``faasprof doctor``: classes, ways, MBA, or the reason."""
-    return discover(root, pqos=pqos, runner=runner).describe()

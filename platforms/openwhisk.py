@@ -321,9 +321,6 @@ class OpenWhiskClient:
                 return False
             raise
 
-    def list_actions(self, limit: int = 200) -> list[dict]:
-        return self.request("GET", self.namespace_url("actions"), params={"limit": limit}).json()
-
     def invoke(self, name: str, params: dict | None = None, blocking: bool = True, result: bool = False) -> requests.Response:
         """One invocation (control plane use: smoke tests, capacity probes). Any status is returned."""
         url = self.namespace_url("actions", quote_name(name))

@@ -216,7 +216,7 @@ def test_no_rdt_host_is_not_ready(tmp_path, monkeypatch):
         al.check_sweep_values(caps, llc_ways=[4, 2])
     with pytest.raises(NotReadyError):
         al.Allocation(caps, al.AllocationPlan(l3_mask=1, mba_percent=None, cpus=(0,)))
-    assert al.describe_host(root)["interface"] is None
+    assert al.discover(root).describe()["interface"] is None
     forced = al.discover(root, interface="resctrl")
     assert "CONFIG_X86_CPU_RESCTRL" in forced.reason
 

@@ -129,12 +129,6 @@ class Instance:
     def window_length_s(self) -> float:
         return self.window_s[1] - self.window_s[0]
 
-    def expected_count(self) -> float | None:
-        """Mean number of invocations in the window (None for traces)."""
-        if self.distribution in ("Poisson", "Uniform") and self.rate:
-            return self.rate * self.window_length_s
-        return None
-
 
 @dataclass(frozen=True)
 class Workload:

@@ -14,7 +14,6 @@ sample covers almost no time (pqos takes it right after monitoring starts) and i
 from __future__ import annotations
 
 import csv
-import datetime as _dt
 import io
 import re
 
@@ -162,10 +161,3 @@ def parse_pqos(text: str, drop_first: bool = True, interval_s: float | None = No
     if any(line.lower().startswith("time,") for line in text.splitlines()[:20]):
         return parse_pqos_csv(text, drop_first, interval_s)
     return parse_pqos_text(text, drop_first, interval_s)
-
-
-def parse_pqos_time(stamp: str) -> _dt.datetime | None:
-    try:
-        return _dt.datetime.strptime(stamp.strip(), "%Y-%m-%d %H:%M:%S")
-    except ValueError:
-        return None
