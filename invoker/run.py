@@ -45,8 +45,8 @@ from localwhisk.embedded import start_embedded
 from monitoring.collectors import build_collectors
 from monitoring.host import collect_host, tool_versions
 from platforms.base import Platform
-from platforms.generic import GenericPlatform
 from platforms.openwhisk import Connection, OpenWhiskPlatform
+from platforms.registry import PLATFORMS
 from workload.schedule import build_schedule
 
 try:  # only to name the event loop in the manifest: uvloop is optional
@@ -149,12 +149,13 @@ def _shell_quote(arg: str) -> str:
 
 
 class _Platform:
-    """The platforms of this run: the OpenWhisk (with, if embedded, the localwhisk handle) and the
-    generic endpoints, each asked for the instances it serves."""
+    """The platforms of this run: the OpenWhisk (with, if embedded, the localwhisk handle: starting
+    it is the invoker's job) and every other platform of ``platforms.registry`` the workload uses,
+    each asked for the instances it serves."""
 
     def __init__(self) -> None:
         self.openwhisk: OpenWhiskPlatform | None = None
-        self.generic = GenericPlatform()
+        self.others: list[Platform] = []
         self.handle = None  # localwhisk handle when embedded
         self.log_dir: Path | None = None
         self.actions: dict[str, str] = {}
@@ -173,14 +174,14 @@ class _Platform:
 
     def of(self, instance: Any) -> Platform:
         """The platform that serves ``instance``."""
-        for platform in (self.openwhisk, self.generic):
+        for platform in (self.openwhisk, *self.others):
             if platform is not None and platform.serves(instance):
                 return platform
         raise ConfigError(f"instances.{instance.name}.endpoint: {instance.endpoint!r} names no platform faasprof can reach")
 
     def describe(self) -> dict:
         if self.openwhisk is None:
-            return self.generic.describe()
+            return self.others[0].describe() if self.others else {"kind": "none"}
         platform = self.openwhisk.describe()
         described = {
             "kind": "localwhisk" if self.embedded else platform.pop("kind"),
@@ -198,9 +199,11 @@ class _Platform:
         return described
 
     def stop(self) -> None:
-        if self.openwhisk is not None:
+        for platform in (self.openwhisk, *self.others):
+            if platform is None:
+                continue
             try:
-                self.openwhisk.close()
+                platform.close()
             except Exception:
                 pass
         if self.handle is not None:
@@ -298,6 +301,8 @@ def execute(
     schedule = build_schedule(workload)
     needs_openwhisk = any(OpenWhiskPlatform.serves(instance) for instance in workload.instances)
     platform = _Platform()
+    platform.others = [cls.for_workload(workload) for cls in PLATFORMS
+                       if cls is not OpenWhiskPlatform and any(cls.serves(instance) for instance in workload.instances)]
     # Signal handlers can only be set from the main thread (a caller may run us in another one).
     main_thread = threading.current_thread() is threading.main_thread()
     previous_term = signal.getsignal(signal.SIGTERM)
@@ -323,8 +328,10 @@ def execute(
             # Every action the workload invokes exists: its own functions and missing catalogue
             # functions are deployed; any other missing action is refused with the deploy commands.
             platform.actions.update(platform.openwhisk.ensure_deployed(workload))
+        for other in platform.others:
+            other.check(workload.instances)
+            platform.actions.update(other.ensure_deployed(workload))
         requests = [platform.of(instance).prepare_request(instance, workload.origin) for instance in workload.instances]
-        platform.generic.check(workload.instances)
         ensure_fd_budget(options.max_connections, origins=len({request.origin for request in requests}))
         collectors, warnings = _build_collectors(workload, platform, say)
         for text in _limit_warnings(platform, schedule) if needs_openwhisk else []:

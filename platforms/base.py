@@ -83,6 +83,12 @@ class Platform(ABC):
         """Whether ``instance`` (a ``workload.spec.Instance``) is invoked on this kind of platform."""
         return getattr(instance, "endpoint", None) == cls.endpoint
 
+    @classmethod
+    def for_workload(cls, workload: Any) -> "Platform":
+        """The platform a run of ``workload`` uses (OpenWhisk is built from its connection instead,
+        which the invoker resolves or starts: ``OpenWhiskPlatform(connection)``)."""
+        return cls()
+
     @abstractmethod
     def check(self, instances: Sequence[Any] = ()) -> dict:
         """The platform's description when it answers; NotReadyError naming the fix otherwise."""

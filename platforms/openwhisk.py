@@ -62,7 +62,7 @@ from platforms.base import (
     split_origin,
 )
 from platforms.openwhisk_deploy import ensure_workload_actions
-from workload.spec import apihost_problem
+from workload.spec import OPENWHISK_ENDPOINT, apihost_problem
 
 # -- connection ---------------------------------------------------------------------------------
 
@@ -703,7 +703,7 @@ def classify(status: int, activation_id: str | None, body: bytes) -> tuple[str, 
 class OpenWhiskPlatform(Platform):
     """An OpenWhisk (or localwhisk) reached through ``connection``."""
 
-    endpoint = "local_openwhisk"
+    endpoint = OPENWHISK_ENDPOINT
 
     def __init__(self, connection: Connection, timeout_s: float = DEFAULT_TIMEOUT_S):
         self.connection = connection

@@ -38,6 +38,7 @@ from functions.own import detect_runtime
 from workload.arrivals import TraceError, read_trace
 
 DISTRIBUTIONS = ("Poisson", "Uniform", "Burst", "Trace")
+OPENWHISK_ENDPOINT = "local_openwhisk"  # FaaSProfiler's name for OpenWhisk actions (the default endpoint)
 
 # Bounds that keep a typo from exhausting the machine. The schedule costs about
 # SCHEDULE_BYTES_PER_INVOCATION while it is built (float64 times, int64 ns, int32 owner, the sort's
@@ -139,7 +140,7 @@ class Workload:
     seed_was_null: bool
     instances: tuple[Instance, ...]
     blocking_cli: bool = False
-    endpoint: str = "local_openwhisk"
+    endpoint: str = OPENWHISK_ENDPOINT
     description: str | None = None
     platform: dict = field(default_factory=dict)
     monitoring: dict = field(default_factory=dict)
@@ -184,7 +185,7 @@ class Workload:
         """Action names the workload invokes on OpenWhisk, in first-use order."""
         seen: dict[str, None] = {}
         for instance in self.instances:
-            if instance.endpoint == "local_openwhisk":
+            if instance.endpoint == OPENWHISK_ENDPOINT:
                 seen.setdefault(instance.function, None)
         return list(seen)
 
@@ -543,7 +544,7 @@ def _trace_total(trace_path: Path, spec: dict, window_length_s: float, where: st
 
 def _resolve_instance(name: str, spec: dict, top: dict, base_dir: Path | None, duration_s: float | None, problems: _Problems) -> Instance | None:
     where = f"instances.{name}"
-    endpoint = top.get("endpoint", "local_openwhisk")
+    endpoint = top.get("endpoint", OPENWHISK_ENDPOINT)
     test_s = duration_s if duration_s is not None else math.inf
     window = spec.get("activity_window")
     if window is None:
@@ -614,17 +615,18 @@ def _resolve_instance(name: str, spec: dict, top: dict, base_dir: Path | None, d
     if spec.get("params") is not None:
         params = {**(params or {}), **spec["params"]}
 
-    if endpoint == "generic":
+    # OpenWhisk instances name an action; every other endpoint (generic) posts ``data`` to a ``url``.
+    if endpoint != OPENWHISK_ENDPOINT:
         for key in ("url", "data"):
             if key not in spec:
-                problems.add(f"{where}.{key}", 'required when endpoint is "generic"; add it')
+                problems.add(f"{where}.{key}", f'required when endpoint is "{endpoint}"; add it')
         if "url" in spec:
             reason = url_problem(spec["url"])
             if reason:
                 problems.add(f"{where}.url", reason)
         for key in ("source", "kind"):
             if key in spec:
-                problems.add(f"{where}.{key}", 'only used when endpoint is "local_openwhisk" (generic endpoints invoke a URL); remove it')
+                problems.add(f"{where}.{key}", f'only used when endpoint is "{OPENWHISK_ENDPOINT}" ({endpoint} endpoints invoke a URL); remove it')
     else:
         for key in ("url", "data"):
             if key in spec:
@@ -774,8 +776,8 @@ def limit_problems(instances: list[Instance] | tuple[Instance, ...], data: dict,
     """Memory limits and request sizes that ``limits``' platform would refuse."""
     low, high = limits.min_memory_mb, limits.max_memory_mb
     for instance in instances:
-        if instance.endpoint == "generic":
-            continue
+        if instance.endpoint != OPENWHISK_ENDPOINT:
+            continue  # the limits are an OpenWhisk's
         where = f"instances.{instance.name}"
         memory_mb = _default_memory_mb(instance)
         if memory_mb is not None and ((low is not None and memory_mb < low) or (high is not None and memory_mb > high)):
@@ -866,7 +868,7 @@ def workload_from_dict(data: Any, origin: str = "<workload>", path: Path | None 
         for instance in instances:
             if instance.function in warned:
                 continue  # one warning per function, at its first instance
-            if instance.endpoint == "local_openwhisk" and instance.source is None and not _in_catalogue(instance.function):
+            if instance.endpoint == OPENWHISK_ENDPOINT and instance.source is None and not _in_catalogue(instance.function):
                 warned.add(instance.function)
                 close = difflib.get_close_matches(instance.function, known, n=1, cutoff=0.6)
                 hint = f' (did you mean "{close[0]}"?)' if close else ""
@@ -914,7 +916,7 @@ def workload_from_dict(data: Any, origin: str = "<workload>", path: Path | None 
         seed_was_null=seed_was_null,
         instances=tuple(instances),
         blocking_cli=bool(data.get("blocking_cli", False)),
-        endpoint=data.get("endpoint", "local_openwhisk"),
+        endpoint=data.get("endpoint", OPENWHISK_ENDPOINT),
         description=data.get("description"),
         platform=platform,
         monitoring=data.get("monitoring") or {},
