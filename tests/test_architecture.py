@@ -181,6 +181,18 @@ def test_the_project_keeps_its_layers_without_cycles_or_hidden_imports():
     assert check(sources) == []
 
 
+def test_tests_and_benchmarks_import_project_modules_at_the_top():
+    sources = project_sources()
+    known, packages = set(sources), {name.split(".")[0] for name in sources}
+    hidden = []
+    for folder in ("tests", "bench"):
+        for path in sorted((REPO / folder).rglob("*.py")):
+            for target, line, local in imports_of(f"{folder}.{path.stem}", path.read_text(encoding="utf-8"), known, packages):
+                if local:
+                    hidden.append(f"{path.relative_to(REPO)}:{line}: imports {target} inside a function")
+    assert hidden == []
+
+
 def test_every_module_has_a_layer():
     for module in project_sources():
         layer_of(module)

@@ -18,6 +18,9 @@ from platforms.openwhisk import Connection, OpenWhiskClient
 from platforms.openwhisk_deploy import CODE_DIGEST_ANNOTATION, deploy, ensure_actions, resolve_kind
 from functions.catalogue import lookup
 from tests.conftest import run_cli
+from faasprof.errors import RunError
+from functions.catalogue import names
+from platforms.openwhisk import PlatformError
 
 AUTH = "user:secret"
 
@@ -228,8 +231,6 @@ def test_cli_list_contacts_nothing(isolated_home):
     done = run_cli("deploy", "--list", timeout=60)
     assert done.returncode == 0
     assert any(line.startswith("markdown ") for line in done.stdout.splitlines())
-    from functions.catalogue import names
-
     assert len(done.stdout.splitlines()) == len(names())
 
 
@@ -239,9 +240,6 @@ def test_cli_unreachable_platform_is_not_ready(isolated_home):
 
 
 def test_too_large_archive_says_which_limit_to_raise(whisk, client, monkeypatch):
-    from faasprof.errors import RunError
-    from platforms.openwhisk import PlatformError
-
     def refuse(*args, **kwargs):
         raise PlatformError("413", status=413)
 

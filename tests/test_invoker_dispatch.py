@@ -20,6 +20,7 @@ from invoker.dispatch import DispatchOptions, Dispatcher, new_event_loop
 from invoker.sender import _Response
 from platforms.registry import prepare_request
 from test_invoker_fakeserver import AUTH, THROTTLE_MESSAGE, FakeOpenWhisk
+from invoker.run import _collector_check
 
 
 def instance(name: str, function: str, **extra):
@@ -275,8 +276,6 @@ def test_lateness_warning_says_why_and_what_to_do():
 
 
 def test_a_failing_check_stops_the_run():
-    from invoker.run import _collector_check
-
     alive = {"value": True}
     collectors = [SimpleNamespace(name="perf", required=True, alive=lambda: alive["value"]),
                   SimpleNamespace(name="cgroups", required=False, alive=lambda: False)]
