@@ -19,6 +19,7 @@ import sys
 from typing import Any
 
 import numpy as np
+import pandas as pd
 
 from analyzer.frames import CATEGORY_COLUMNS, RECORD_COLUMNS, records_frame  # noqa: F401 (RECORD_COLUMNS: the order of flatten_record)
 from faasprof.errors import FormatError
@@ -160,8 +161,6 @@ def read_records(path: str | os.PathLike, keep_ids: set[str] | None = None):
 
 
 def _concat(chunks):
-    import pandas as pd
-
     frame = pd.concat(chunks, ignore_index=True)
     for name in CATEGORY_COLUMNS:  # concat turns categoricals with different categories into objects
         frame[name] = frame[name].astype("category")

@@ -132,6 +132,7 @@ def capacities(frame: pd.DataFrame, parameters: list[str]) -> list[dict]:
 
 
 def plot_versus(frame: pd.DataFrame, parameters: list[str], out: Path) -> list[str]:
+    # matplotlib takes over 2 s to import (python -X importtime) and only the plots need it.
     import matplotlib
 
     matplotlib.use("Agg")

@@ -25,6 +25,7 @@ from __future__ import annotations
 
 import asyncio
 import collections
+import resource
 import socket
 import ssl
 import time
@@ -559,8 +560,6 @@ class ConnectionPool:
 
 def ensure_fd_budget(max_connections: int, origins: int = 1, spare: int = 128) -> None:
     """Raise the soft open-files limit so that every allowed connection can open; ConfigError if it cannot."""
-    import resource
-
     needed = max_connections * max(origins, 1) + spare
     soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
     if soft == resource.RLIM_INFINITY or soft >= needed:

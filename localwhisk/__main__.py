@@ -71,7 +71,7 @@ async def _listen_on_bridge(runner, gateway: str, port: int) -> int | None:
 
 
 async def serve(settings: Settings, port_file: Path | None, parent_pid: int | None) -> int:
-    from aiohttp import web
+    from aiohttp import web  # aiohttp loads only when the server starts, not for the CLI's other verbs
 
     data_dir = Path(settings.data_dir)
     lw = Localwhisk(settings)
