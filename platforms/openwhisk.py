@@ -35,9 +35,9 @@ and other runs in the same window are never mixed in. ``activations.jsonl`` is w
 from __future__ import annotations
 
 import argparse
+import base64
 import json
 import mimetypes
-import base64
 import os
 import time
 import urllib.parse
@@ -63,6 +63,7 @@ from platforms.base import (
 )
 from platforms.openwhisk_deploy import ensure_workload_actions
 from workload.spec import OPENWHISK_ENDPOINT, apihost_problem
+
 
 # -- connection ---------------------------------------------------------------------------------
 
@@ -415,7 +416,6 @@ def require_platform(connection: Connection) -> OpenWhiskClient:
 
 # -- activation records ---------------------------------------------------------------------------
 
-PAGE_LIMIT = 200  # OpenWhisk's maximum ``limit`` for GET .../activations
 DEFAULT_RETRY_DELAYS_S = (0.5, 1.0, 2.0, 4.0)
 MAX_ID_LOOKUPS_PER_ROUND = 2000
 
@@ -452,12 +452,12 @@ def list_window(client, since_ms: int, upto_ms: int, report: FetchReport | None 
     """Every record whose ``start`` is in [since_ms, upto_ms], newest first, paging by upto/skip."""
     upto, skip = int(upto_ms), 0
     while True:
-        page = client.list_activations(since_ms=since_ms, upto_ms=upto, limit=PAGE_LIMIT, skip=skip)
+        page = client.list_activations(since_ms=since_ms, upto_ms=upto, limit=ACTIVATIONS_PAGE_LIMIT, skip=skip)
         if report is not None:
             report.listed_pages += 1
             report.listed_records += len(page)
         yield from page
-        if len(page) < PAGE_LIMIT:
+        if len(page) < ACTIVATIONS_PAGE_LIMIT:
             return
         oldest = min(int(record.get("start", upto)) for record in page)
         at_oldest = sum(1 for record in page if int(record.get("start", upto)) == oldest)
