@@ -225,6 +225,8 @@ def quote_name(name: str) -> str:
 
 
 class OpenWhiskClient:
+    """The control-plane REST client of one connection (a keep-alive session; close it, or use ``with``)."""
+
     def __init__(self, connection: Connection, timeout_s: float = DEFAULT_TIMEOUT_S):
         self.connection = connection
         self.timeout_s = timeout_s
