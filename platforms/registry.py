@@ -25,7 +25,9 @@ def platform_class(instance: Any) -> type[Platform]:
 
 def prepare_request(instance: Any, connection: Connection | None = None, web_namespace: str | None = None,
                     origin_name: str = "<workload>") -> PreparedRequest:
-    """The request of one instance on its platform (``connection``: the OpenWhisk's, when it is one)."""
-    if platform_class(instance) is OpenWhiskPlatform:
+    """The request of one instance on its platform: the OpenWhisk of ``connection``, or a platform
+    built without settings (tests and benchmarks; a run builds its platforms with ``for_workload``)."""
+    cls = platform_class(instance)
+    if cls is OpenWhiskPlatform:
         return prepare_action_request(instance, connection, web_namespace, origin_name)
-    return GenericPlatform().prepare_request(instance, origin_name)
+    return cls().prepare_request(instance, origin_name)
