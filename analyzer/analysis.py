@@ -47,7 +47,11 @@ from analyzer import io_breakdown
 from analyzer import records as records_mod
 from analyzer import stats as stats_mod
 from analyzer import chains as chains_mod
+from analyzer import plots as plots_mod
+from analyzer import report as report_mod
 from analyzer import tails as tails_mod
+from monitoring.frames import load_run_monitors
+from platforms.openwhisk import DEFAULT_RETRY_DELAYS_S, MAX_ID_LOOKUPS_PER_ROUND, OpenWhiskClient, fetch_records
 
 SUMMARY_FORMAT_VERSION = 2
 SUPPORTED_SUMMARY_VERSIONS = (2,)
@@ -111,7 +115,7 @@ def fetch_run_records(
     manifest: dict,
     invocations: pd.DataFrame,
     connection,
-    retry_delays_s=records_mod.DEFAULT_RETRY_DELAYS_S,
+    retry_delays_s=DEFAULT_RETRY_DELAYS_S,
     progress: Callable[[str], None] | None = None,
     only_ids: list[str] | None = None,
 ) -> dict:
@@ -120,18 +124,16 @@ def fetch_run_records(
     With ``only_ids`` (records missing from an existing file) those are fetched and appended; a
     few are asked for by id, many through the window listing as well.
     """
-    from invoker.client import OpenWhiskClient
-
     ids = set(only_ids) if only_ids is not None else _run_ids(invocations)
     since, upto = fetch_window_ms(manifest, invocations)
-    list_first = only_ids is None or len(ids) > records_mod.MAX_ID_LOOKUPS_PER_ROUND
+    list_first = only_ids is None or len(ids) > MAX_ID_LOOKUPS_PER_ROUND
     with OpenWhiskClient(connection) as client:
-        records, report = records_mod.fetch_records(client, ids, since, upto, retry_delays_s=retry_delays_s, progress=progress, list_first=list_first)
+        records, report = fetch_records(client, ids, since, upto, retry_delays_s=retry_delays_s, progress=progress, list_first=list_first)
     path = Path(run_dir) / rundir.ACTIVATIONS
     if only_ids is None:
-        records_mod.write_records(path, records)
+        rundir.write_records(path, records)
     else:
-        records_mod.append_records(path, records)
+        rundir.append_records(path, records)
     if progress:
         progress(f"saved {len(records)} records to {rundir.ACTIVATIONS}; {len(report.missing_ids)} missing")
     return report.to_json()
@@ -142,11 +144,6 @@ def _load_monitors(run_dir: Path, manifest: dict, warnings: list[str]) -> tuple[
     has_output = monitors_dir.is_dir() and any(p.is_dir() for p in monitors_dir.iterdir())
     if not has_output:
         return {}, {"status": "none"}
-    try:
-        from monitoring.frames import load_run_monitors  # interface 4 (monitoring issue)
-    except ImportError:
-        warnings.append(f"{monitors_dir}: monitor output present but this faasprof has no monitoring parsers (monitoring.frames); install faasprof fully to analyze it")
-        return {}, {"status": "parsers unavailable"}
     try:
         loaded = load_run_monitors(run_dir, manifest) or {}
     except FaasprofError as error:
@@ -397,12 +394,12 @@ def analyze_run(
     *,
     fetch: bool = True,
     plots: bool = True,
-    retry_delays_s=records_mod.DEFAULT_RETRY_DELAYS_S,
+    retry_delays_s=DEFAULT_RETRY_DELAYS_S,
     progress: Callable[[str], None] | None = None,
 ) -> dict:
     """Analyze a run directory and write ``analysis/``; returns the summary dict.
 
-    With ``connection`` (an ``invoker.connection.Connection``) the run's records are fetched from
+    With ``connection`` (an ``platforms.openwhisk.Connection``) the run's records are fetched from
     that platform first when there is no ``activations.jsonl`` yet, and records still missing from
     an existing one are asked for again and appended. Without one, the analysis uses what the run
     directory holds and says what is missing.
@@ -448,8 +445,6 @@ def analyze_run(
     if progress:
         progress(f"{len(run.invocations):,} invocations, {len(run.records):,} records; writing {out}")
     if plots:
-        from analyzer import plots as plots_mod
-
         plot_files = plots_mod.write_plots(run, out / "plots")
     summary["outputs"] = {
         "frames": sorted(p.name for p in out.glob("*.parquet")),
@@ -457,8 +452,6 @@ def analyze_run(
         "report": "report.html",
     }
     rundir.write_json_atomic(out / SUMMARY, summary)
-    from analyzer import report as report_mod
-
     report_mod.write_report(run, summary, out / "report.html")
     return summary
 

@@ -23,6 +23,7 @@ records of the same chain, not invocations of the run.
 
 from __future__ import annotations
 
+import html
 import json
 import math
 from pathlib import Path
@@ -30,7 +31,7 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-from analyzer import report as report_mod  # report imports this module too: report_mod.table at call time
+from analyzer import markup
 from faasprof import rundir
 
 RULE = (
@@ -150,8 +151,8 @@ def report_section(summary: dict) -> str:
                              h["warm_n"], h["warm_transfer_ms_p50"], h["warm_bandwidth_mbps_p50"]])
     return (
         "<h2>Function chains (STeLLAR)</h2>"
-        + report_mod.table(["instance", "mode", "payload B", "N", "chains", "complete", "end-to-end p50 ms", "end-to-end p99 ms", "client p50 ms"], chain_rows, left=2)
+        + markup.table(["instance", "mode", "payload B", "N", "chains", "complete", "end-to-end p50 ms", "end-to-end p99 ms", "client p50 ms"], chain_rows, left=2)
         + "<h3>Per-hop transfer</h3>"
-        + report_mod.table(["instance", "mode", "payload B", "hop", "n", "transfer p50 ms", "transfer p99 ms", "bandwidth p50 MB/s", "warm n", "warm transfer p50 ms", "warm bandwidth p50 MB/s"], hop_rows, left=2)
-        + f"<p><small>{report_mod.html.escape(RULE)}.</small></p>"
+        + markup.table(["instance", "mode", "payload B", "hop", "n", "transfer p50 ms", "transfer p99 ms", "bandwidth p50 MB/s", "warm n", "warm transfer p50 ms", "warm bandwidth p50 MB/s"], hop_rows, left=2)
+        + f"<p><small>{html.escape(RULE)}.</small></p>"
     )

@@ -12,54 +12,25 @@ import argparse
 import sys
 from pathlib import Path
 
+from analyzer.analysis import analyze_run
+from analyzer.records import stderr_progress
+from analyzer.report import print_summary
 from faasprof import rundir
-from analyzer import report as report_mod
+from faasprof.errors import FaasprofError
+from localwhisk.embedded import start_embedded
+from platforms.openwhisk import Connection, OpenWhiskPlatform, add_connection_arguments, resolve_connection
+from workload.schedule import build_schedule
+from workload.spec import workload_from_dict
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
-    from invoker.connection import add_connection_arguments
-
     parser.add_argument("run_dir", metavar="RUN_DIR", help="a run directory (runs/<test>-<stamp>)")
     parser.add_argument("--no-fetch", action="store_true", help="never contact the platform; analyze what the run directory holds")
     parser.add_argument("--no-plots", action="store_true", help="skip the PNG plots (faster; report.html then has only tables)")
     add_connection_arguments(parser)
 
 
-def print_summary(summary: dict, out=sys.stdout) -> None:
-    records = summary["records"]
-    print(
-        f"{summary['run']['dir']}: {summary['run']['planned']} planned, status {summary['run']['status']}; "
-        f"records {records['found']} found, {records['missing']} missing (source {records['source']})",
-        file=out,
-    )
-    failures = summary["failures"]
-    finals = summary["run"]["final_outcomes"]
-    if failures["total"]:
-        kinds = ", ".join(f"{count} {name}" for name, count in finals.items() if count and name != "success")
-        print(f"  FAILURES: {failures['total']} of {summary['run']['planned']} did not succeed ({kinds}); kept out of the latency figures", file=out)
-    print(f"  outcomes: {finals['success']} success" + "".join(f", {count} {name}" for name, count in finals.items() if count and name != "success"), file=out)
-    for instance in summary["instances"]:
-        for phase in instance["phases"]:
-            def f(v, unit=""):
-                return "-" if v is None else f"{v:.3g}{unit}"
-
-            # Completion latency for every call (planned send → function end); the client's own
-            # latency is added for blocking calls only, whose answer comes at the function's end.
-            client = f" (client p50 {report_mod.ms(phase['client_latency_ms_p50'])})" if phase.get("blocking") else ""
-            print(
-                f"  {instance['instance']:<16} phase {phase['phase']} {phase['mode']:<13} "
-                f"offered {f(phase['offered_rps'], '/s')} achieved {f(phase['achieved_rps'], '/s')} "
-                f"completion latency p50 {report_mod.ms(phase.get('completion_latency_ms_p50'))} p99 {report_mod.ms(phase.get('completion_latency_ms_p99'))}{client} "
-                f"cold {report_mod.pct(phase['cold_fraction'])} resumed {report_mod.pct(phase['resumed_fraction'])}",
-                file=out,
-            )
-
-
 def main(args: argparse.Namespace) -> int:
-    from analyzer.analysis import analyze_run
-    from analyzer.records import stderr_progress
-    from invoker.connection import resolve_connection
-
     run_dir = Path(args.run_dir)
     manifest = rundir.load_manifest(run_dir)
     completeness = rundir.completeness(run_dir)
@@ -103,10 +74,6 @@ def _rederive_plan(run_dir: Path, manifest: dict):
     """A torn run without ``plan.bin`` (format 1): re-derive the plan from the manifest's resolved
     workload and seed (the schedule is a pure function of both), check it against the planned
     count, and save it so that every reader reconstructs the run. None when it cannot be done."""
-    from faasprof.errors import FaasprofError
-    from invoker.schedule import build_schedule
-    from invoker.workload import workload_from_dict
-
     resolved = manifest.get("workload") or {}
     given = resolved.get("as_given")
     source = resolved.get("source")
@@ -133,21 +100,12 @@ def _say(line: str) -> None:
 
 def _fetch_from_platform(run_dir: Path, connection) -> None:
     """Save the run's records, waiting for activations still running (deadline: the actions' time limits)."""
-    from invoker.activations import save_run_records
-    from invoker.client import OpenWhiskClient
-
-    with OpenWhiskClient(connection) as client:
-        report = save_run_records(run_dir, client, say=_say)
+    with OpenWhiskPlatform(connection) as platform:
+        report = platform.fetch_records(run_dir, say=_say)
     _report(report, f"platform {connection.apihost}")
 
 
 def _fetch_from_embedded_store(run_dir: Path, platform_block: dict) -> None:
-    from faasprof.errors import FaasprofError
-    from invoker.activations import save_run_records
-    from invoker.client import OpenWhiskClient
-    from invoker.connection import Connection
-    from localwhisk.embedded import start_embedded
-
     data_dir = run_dir / str(platform_block.get("data_dir") or "localwhisk")
     if not (data_dir / "localwhisk.sqlite").exists():
         print(f"warning: {run_dir}: the embedded platform's store {data_dir / 'localwhisk.sqlite'} is missing; analyzing without the records it held", file=sys.stderr)
@@ -156,9 +114,9 @@ def _fetch_from_embedded_store(run_dir: Path, platform_block: dict) -> None:
     try:
         with start_embedded(data_dir=data_dir, log_dir=data_dir) as handle:
             connection = Connection(apihost=handle.apihost, auth=handle.auth, namespace=handle.namespace, source="embedded")
-            with OpenWhiskClient(connection) as client:
+            with OpenWhiskPlatform(connection) as platform:
                 # Nothing can still be running there: the server that ran them is gone.
-                report = save_run_records(run_dir, client, say=_say, wait=False)
+                report = platform.fetch_records(run_dir, say=_say, wait=False)
     except FaasprofError as error:
         print(f"warning: {run_dir}: cannot read the embedded platform's store ({error}); analyzing without its records", file=sys.stderr)
         return

@@ -10,7 +10,11 @@ import argparse
 import sys
 from pathlib import Path
 
+import pandas as pd
+
 from faasprof import rundir
+from analyzer.compare import compare_runs
+from analyzer.records import stderr_progress
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
@@ -20,11 +24,6 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def main(args: argparse.Namespace) -> int:
-    import pandas as pd
-
-    from analyzer.compare import compare_runs
-    from analyzer.records import stderr_progress
-
     out = Path(args.out) if args.out else Path(f"compare-{rundir.utc_stamp()}")
     result = compare_runs(args.run_dirs, label=args.label, out_dir=out, progress=stderr_progress)
     for warning in result["warnings"]:

@@ -44,6 +44,8 @@ from faasprof.errors import ConfigError, FormatError
 from faasprof.outcomes import FAILURE_OUTCOMES
 from analyzer import stats as stats_mod
 from analyzer import tails as tails_mod
+from analyzer import compare_plots
+from analyzer.analysis import analyze_run, load_summary
 
 COMPARE_FORMAT_VERSION = 1
 ALPHA = 0.05
@@ -192,8 +194,6 @@ def _numeric(value: Any) -> float | None:
 
 
 def ensure_analyzed(run_dir: Path, progress: Callable[[str], None] | None = None) -> dict:
-    from analyzer.analysis import analyze_run, load_summary
-
     try:
         return load_summary(run_dir)
     except FormatError:
@@ -275,8 +275,6 @@ def compare_runs(run_dirs: list[str | os.PathLike], label: str | None = None, ou
 
 
 def write_outputs(out: Path, frame: pd.DataFrame, result: dict, paths: list[Path], names: list[str]) -> None:
-    from analyzer import compare_plots
-
     out.mkdir(parents=True, exist_ok=True)
     frame.to_parquet(out / "compare.parquet", index=False)
     frame.to_csv(out / "compare.csv", index=False)

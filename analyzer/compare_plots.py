@@ -5,20 +5,17 @@ from __future__ import annotations
 import html
 from pathlib import Path
 
-import matplotlib
+import pandas as pd
 
-matplotlib.use("Agg")
-import matplotlib.pyplot as plt  # noqa: E402
-import pandas as pd  # noqa: E402
-
-from analyzer.plots import SAVE, _ecdf_points  # noqa: E402
-from analyzer.report import STYLE, fmt, image, table  # noqa: E402
+from analyzer.markup import STYLE, fmt, image, table
+from analyzer.plots import SAVE, _ecdf_points, pyplot
 
 VERSUS = (("completion_latency_ms_p50", "p50 completion latency (ms)"), ("completion_latency_ms_p99", "p99 completion latency (ms)"), ("achieved_rps", "achieved invocations/s"), ("cold_fraction", "cold-start fraction"))
 
 
 def overlaid_cdfs(path: Path, frame: pd.DataFrame, paths: list[Path], names: list[str]) -> None:
     functions = sorted(frame["function"].unique().tolist())[:6]
+    plt = pyplot()
     fig, axes = plt.subplots(len(functions), 1, figsize=(8, 3.6 * len(functions)), squeeze=False)
     labels = dict(zip(frame["run"], frame["label"]))
     for ax, function in zip(axes[:, 0], functions):
@@ -41,6 +38,7 @@ def overlaid_cdfs(path: Path, frame: pd.DataFrame, paths: list[Path], names: lis
 
 
 def versus_parameter(path: Path, frame: pd.DataFrame, parameter: str) -> None:
+    plt = pyplot()
     fig, axes = plt.subplots(2, 2, figsize=(10, 7), squeeze=False)
     for ax, (metric, label) in zip(axes.flat, VERSUS):
         for function, rows in frame.groupby("function", sort=True):

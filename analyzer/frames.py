@@ -68,7 +68,27 @@ import pyarrow.parquet as pq
 from faasprof import __version__, rundir
 from faasprof.errors import FormatError
 from faasprof.outcomes import ACCEPTED_HTTP_OUTCOMES, FINAL_OUTCOMES
-from analyzer.records import RECORD_COLUMNS
+
+# The flat columns of one activation record (``analyzer.records.flatten_record``).
+RECORD_COLUMNS = (
+    "activation_id",
+    "name",
+    "namespace",
+    "start_ms",
+    "end_ms",
+    "duration_ms",
+    "wait_ms",
+    "init_ms",
+    "kind",
+    "memory_mb",
+    "timeout_limit_ms",
+    "timed_out",
+    "status",
+    "container_state",
+    "record_outcome",
+    "error_text",
+)
+
 
 DEFAULT_PAUSE_GRACE_MS = 50.0  # OpenWhisk classic's containerProxy pause-grace (and the paper's)
 OPENWHISK_2_PAUSE_GRACE_MS = 10_000.0  # 2.x invoker's application.conf: pause-grace = 10 seconds

@@ -17,15 +17,11 @@ from __future__ import annotations
 
 from pathlib import Path
 
-import matplotlib
+import numpy as np
+import pandas as pd
 
-matplotlib.use("Agg")
-import matplotlib.pyplot as plt  # noqa: E402
-import numpy as np  # noqa: E402
-import pandas as pd  # noqa: E402
-
-from analyzer import stats as stats_mod  # noqa: E402
-from monitoring.collectors import collector_class  # noqa: E402
+from analyzer import stats as stats_mod
+from monitoring.collectors import collector_class
 
 MAX_POINTS = 20_000
 MAX_FUNCTIONS = 6
@@ -37,6 +33,20 @@ BREAKDOWN = (("wait_ms", "wait", "#9467bd"), ("init_ms", "init", "#1f77b4"), ("e
 PREFERRED_METRICS = ("ipc", "branch_mpki", "llc_mpki", "mem_bw_mbps", "llc_occupancy_kb", "page_faults_pki", "context_switches_pki", "page_faults_per_s", "context_switches_per_s", "cpu_cores", "memory_usage_bytes", "throttled_share", "user_fraction", "io_mbps")
 PER_SANDBOX = {"cpu_cores": ("busy CPUs (idle excluded)", 1.0), "memory_usage_bytes": ("memory (MiB)", 1 / 2**20), "throttled_share": ("CPU-throttled share", 1.0)}
 MAX_SANDBOXES = 5
+
+
+def pyplot():
+    """matplotlib's pyplot on the Agg backend (no display needed)."""
+    # Imported on first use: matplotlib takes over half a second to import (python -X importtime)
+    # and only writing plots needs it, while `faasprof run` and `plan` load the analyzer too.
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    return plt
+
+
 SAVE = {"dpi": 100, "metadata": {"Software": None}}
 
 
@@ -93,6 +103,7 @@ def _shade_modes(ax, run) -> None:
 
 def latency_over_time(run, path: Path) -> None:
     frame = run.invocations
+    plt = pyplot()
     fig, ax = plt.subplots(figsize=(10, 4.5))
     _shade_modes(ax, run)
     successful = frame[frame["successful"].to_numpy(dtype=bool)]
@@ -134,6 +145,7 @@ def latency_over_time(run, path: Path) -> None:
 def breakdown(run, path: Path) -> None:
     frame = run.invocations[run.invocations["has_record"]]
     functions = _top_functions(frame) if len(frame) else []
+    plt = pyplot()
     fig, axes = plt.subplots(max(len(functions), 1), 1, figsize=(10, 2.6 * max(len(functions), 1)), squeeze=False, sharex=True)
     planned = run.invocations["intended_s"].to_numpy(dtype="float64")
     x_range = (0.0, float(np.nanmax(planned)) if len(planned) and np.isfinite(planned).any() else 1.0)
@@ -176,6 +188,7 @@ def _ecdf_points(values: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
 
 def cdf(run, path: Path) -> None:
     frame = run.invocations[run.invocations["successful"].to_numpy(dtype=bool)]
+    plt = pyplot()
     fig, ax = plt.subplots(figsize=(8, 5))
     for function in _top_functions(frame) if len(frame) else []:
         values = frame.loc[frame["function"] == function, "completion_latency_ms"].to_numpy(dtype="float64")
@@ -220,6 +233,7 @@ def throughput(run, path: Path) -> None:
     end = float(np.nanmax(np.concatenate([intended, ends]))) if len(frame) else 1.0
     width = max(1.0, end / 200)
     edges = np.arange(0.0, end + width, width)
+    plt = pyplot()
     fig, ax = plt.subplots(figsize=(10, 4))
     _shade_modes(ax, run)
     offered, _ = np.histogram(intended[np.isfinite(intended)], bins=edges)
@@ -296,6 +310,7 @@ def monitors(run, path: Path) -> bool:
     series = _monitor_series(run)
     if not series:
         return False
+    plt = pyplot()
     fig, axes = plt.subplots(len(series) + 1, 1, figsize=(10, 2.2 * (len(series) + 1)), sharex=True, squeeze=False)
     frame = run.invocations[run.invocations["successful"].to_numpy(dtype=bool)]
     ax = axes[0, 0]

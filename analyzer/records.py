@@ -1,14 +1,13 @@
 """Activation records read back flat, for the frames.
 
-Fetching them from the platform and saving them raw (``fetch_records``, ``write_records``,
-``append_records``) live in ``invoker.activations``, beside the REST client, because
-``faasprof run`` saves records too; they are re-exported here for the analyzer.
+Fetching them from the platform lives in ``platforms.openwhisk`` (``fetch_records``), writing and
+reading ``activations.jsonl`` raw in ``faasprof.rundir``.
 
 ``flatten_records`` turns raw records into plain columns (units in the names). A record's ``start``
 and ``end`` are epoch milliseconds of the invoker's clock; ``duration`` includes ``initTime``;
 ``waitTime`` runs from the controller accepting the request to the start of ``/init`` (or ``/run``
 when the container was already initialised), so container creation and resume-from-pause costs are
-inside it (research/openwhisk.md §3).
+inside it (localwhisk/README.md, "Records").
 """
 
 from __future__ import annotations
@@ -20,23 +19,11 @@ import sys
 from typing import Any
 
 import numpy as np
+import pandas as pd
 
+from analyzer.frames import CATEGORY_COLUMNS, RECORD_COLUMNS, records_frame  # noqa: F401 (RECORD_COLUMNS: the order of flatten_record)
 from faasprof.errors import FormatError
 from faasprof.outcomes import record_outcome
-
-# Fetching and saving live with the REST client (``faasprof run`` saves records too); the analyzer
-# uses them through this module.
-from invoker.activations import (  # noqa: F401
-    DEFAULT_RETRY_DELAYS_S,
-    MAX_ID_LOOKUPS_PER_ROUND,
-    PAGE_LIMIT,
-    FetchReport,
-    append_records,
-    fetch_records,
-    list_window,
-    sort_records,
-    write_records,
-)
 
 try:  # orjson parses a million records several times faster; the standard library is the fallback
     from orjson import loads as _loads
@@ -48,24 +35,6 @@ DEFAULT_MARGIN_MS = 60_000  # clock skew allowance between the client host and t
 # ``statusCode`` (DB document, ``docs=false`` summaries) to ``response.status`` (extended JSON).
 STATUS_CODES = {0: "success", 1: "application error", 2: "action developer error", 3: "whisk internal error"}
 
-RECORD_COLUMNS = (
-    "activation_id",
-    "name",
-    "namespace",
-    "start_ms",
-    "end_ms",
-    "duration_ms",
-    "wait_ms",
-    "init_ms",
-    "kind",
-    "memory_mb",
-    "timeout_limit_ms",
-    "timed_out",
-    "status",
-    "container_state",
-    "record_outcome",
-    "error_text",
-)
 
 ERROR_TEXT_CHARS = 200  # enough to recognise the error; the full text stays in activations.jsonl
 
@@ -153,8 +122,6 @@ def read_records(path: str | os.PathLike, keep_ids: set[str] | None = None):
     the result. With ``keep_ids`` only records of those activations are kept. A line cut short by
     a crash, or any line that is not a JSON object, is counted, not fatal.
     """
-    from analyzer.frames import records_frame
-
     chunks = []
     rows: list[tuple] = []
     bad = 0
@@ -194,10 +161,6 @@ def read_records(path: str | os.PathLike, keep_ids: set[str] | None = None):
 
 
 def _concat(chunks):
-    import pandas as pd
-
-    from analyzer.frames import CATEGORY_COLUMNS
-
     frame = pd.concat(chunks, ignore_index=True)
     for name in CATEGORY_COLUMNS:  # concat turns categoricals with different categories into objects
         frame[name] = frame[name].astype("category")

@@ -6,94 +6,15 @@ says. It carries no generation time, so re-running gives the same bytes.
 
 from __future__ import annotations
 
-import base64
 import html
-import math
+import sys
 from pathlib import Path
-from typing import Iterable
 
 from analyzer import chains as chains_mod
 from analyzer import io_breakdown
+from analyzer.markup import STYLE, fmt, ms, pct, rate, seconds, table, image
 from analyzer import plots as plots_mod
 from analyzer import tails as tails_mod
-
-STYLE = """
-body{font-family:system-ui,-apple-system,Segoe UI,Helvetica,Arial,sans-serif;margin:2em auto;max-width:1100px;color:#222;padding:0 1em}
-h1{font-size:1.5em}h2{font-size:1.2em;margin-top:1.6em;border-bottom:1px solid #ddd}
-table{border-collapse:collapse;font-size:.85em;margin:.5em 0}td,th{border:1px solid #ccc;padding:3px 7px;text-align:right}
-th{background:#f3f3f3}td.l,th.l{text-align:left}.warn{background:#fff3cd;padding:.5em 1em;border-left:4px solid #e0a800}
-.fail{background:#f8d7da;padding:.5em 1em;border-left:4px solid #c82333}
-.mode-over-invoked{background:#f5c6cb}.mode-under-invoked{background:#fde0b2}.mode-balanced{background:#d4edda}
-div.scroll{overflow-x:auto}ul.evidence{font-size:.85em}details.warn summary{cursor:pointer;font-weight:600}details details{margin-left:1em}table.ctx th{width:11em}.def{font-size:.9em}
-img{max-width:100%;border:1px solid #eee;margin:.5em 0}code{background:#f5f5f5;padding:0 3px}
-"""
-
-
-def fmt(value, digits: int = 4) -> str:
-    """A plain number without exponent notation (10,650, not 1.065e+04); text escaped."""
-    if value is None:
-        return "–"
-    if isinstance(value, bool):
-        return "yes" if value else "no"
-    if isinstance(value, float):
-        if not math.isfinite(value):
-            return "–"
-        if abs(value) >= 1000:
-            return f"{value:,.0f}"
-        return f"{value:.{digits}g}" if abs(value) >= 1e-3 or value == 0 else f"{value:.2g}"
-    if isinstance(value, int):
-        return f"{value:,}" if abs(value) >= 10_000 else str(value)
-    return html.escape(str(value))
-
-
-def ms(value) -> str:
-    """A duration given in ms, with its unit: 0.71 ms, 41.2 ms, 10.6 s, 2.5 min."""
-    if value is None or not isinstance(value, (int, float)) or not math.isfinite(value):
-        return "–"
-    if abs(value) >= 120_000:
-        return f"{value / 60_000:.3g} min"
-    if abs(value) >= 1000:
-        return f"{value / 1000:.3g} s"
-    if abs(value) >= 1:
-        return f"{value:.3g} ms"
-    return f"{value:.2g} ms"
-
-
-def pct(value) -> str:
-    """A fraction as a percentage: 0.125 → 12.5 %."""
-    if value is None or not isinstance(value, (int, float)) or not math.isfinite(value):
-        return "–"
-    return f"{100 * value:.3g} %"
-
-
-def rate(value) -> str:
-    if value is None or not isinstance(value, (int, float)) or not math.isfinite(value):
-        return "–"
-    return f"{value:.3g}/s"
-
-
-def seconds(value) -> str:
-    if value is None or not isinstance(value, (int, float)) or not math.isfinite(value):
-        return "–"
-    return f"{value:.3g} s"
-
-
-def table(headers: Iterable[str], rows: Iterable[Iterable], left: int = 1, row_class=None) -> str:
-    headers = list(headers)
-    out = ["<div class='scroll'><table><tr>"]
-    out += [f"<th class='{'l' if i < left else ''}'>{html.escape(h)}</th>" for i, h in enumerate(headers)]
-    out.append("</tr>")
-    for k, row in enumerate(rows):
-        cls = row_class(k) if row_class else ""
-        out.append(f"<tr class='{cls}'>" + "".join(f"<td class='{'l' if i < left else ''}'>{fmt(v)}</td>" for i, v in enumerate(row)) + "</tr>")
-    out.append("</table></div>")
-    return "".join(out)
-
-
-def image(path: Path, alt: str) -> str:
-    data = base64.b64encode(path.read_bytes()).decode("ascii")
-    return f"<img alt='{html.escape(alt)}' src='data:image/png;base64,{data}'>"
-
 
 def failures_section(summary: dict) -> str:
     """The failures, first on the page (empty when every invocation succeeded)."""
@@ -311,3 +232,35 @@ def write_report(run, summary: dict, path: Path) -> None:
             parts.append(image(file, name))
     parts.append("</body></html>\n")
     path.write_text("".join(parts), encoding="utf-8")
+
+
+def print_summary(summary: dict, out=None) -> None:
+    """The analysis in a few lines: records, failures first, outcomes, one line per instance and phase."""
+    out = sys.stdout if out is None else out
+    records = summary["records"]
+    print(
+        f"{summary['run']['dir']}: {summary['run']['planned']} planned, status {summary['run']['status']}; "
+        f"records {records['found']} found, {records['missing']} missing (source {records['source']})",
+        file=out,
+    )
+    failures = summary["failures"]
+    finals = summary["run"]["final_outcomes"]
+    if failures["total"]:
+        kinds = ", ".join(f"{count} {name}" for name, count in finals.items() if count and name != "success")
+        print(f"  FAILURES: {failures['total']} of {summary['run']['planned']} did not succeed ({kinds}); kept out of the latency figures", file=out)
+    print(f"  outcomes: {finals['success']} success" + "".join(f", {count} {name}" for name, count in finals.items() if count and name != "success"), file=out)
+    for instance in summary["instances"]:
+        for phase in instance["phases"]:
+            def f(v, unit=""):
+                return "-" if v is None else f"{v:.3g}{unit}"
+
+            # Completion latency for every call (planned send → function end); the client's own
+            # latency is added for blocking calls only, whose answer comes at the function's end.
+            client = f" (client p50 {ms(phase['client_latency_ms_p50'])})" if phase.get("blocking") else ""
+            print(
+                f"  {instance['instance']:<16} phase {phase['phase']} {phase['mode']:<13} "
+                f"offered {f(phase['offered_rps'], '/s')} achieved {f(phase['achieved_rps'], '/s')} "
+                f"completion latency p50 {ms(phase.get('completion_latency_ms_p50'))} p99 {ms(phase.get('completion_latency_ms_p99'))}{client} "
+                f"cold {pct(phase['cold_fraction'])} resumed {pct(phase['resumed_fraction'])}",
+                file=out,
+            )

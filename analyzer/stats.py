@@ -122,7 +122,7 @@ def clean(obj):
 def instance_specs(manifest: dict, frame: pd.DataFrame) -> list[dict]:
     """Each instance's function, rate and activity window, from the manifest's resolved workload.
 
-    Accepts the resolved workload ``invoker.workload.Workload.resolved()`` writes (``instances:
+    Accepts the resolved workload ``workload.spec.Workload.resolved()`` writes (``instances:
     {name: {function, rate_per_s, window_s}}``), FaaSProfiler's format (``{application, rate,
     activity_window}``) or a list of instances with a ``name``;
     whatever is missing is taken from the invocation log (window from the planned times).

@@ -15,12 +15,13 @@ nothing about a tail.
 
 from __future__ import annotations
 
+import html
 import math
 
 import numpy as np
 import pandas as pd
 
-from analyzer import report as report_mod  # report imports this module too: use report_mod.table at call time
+from analyzer import markup
 from analyzer import stats as stats_mod
 
 CLASSES = ("cold", "resumed", "warm", "all")
@@ -96,6 +97,6 @@ def report_section(summary: dict) -> str:
         return ""
     return (
         "<h2>Tail-to-median ratio (STeLLAR)</h2>"
-        + report_mod.table(["function", "phase", "start class", "n", "p50 ms", "p99 ms", "p99.9 ms", "p99/p50", "p99.9/p50"], rows, left=3)
-        + f"<p><small>{report_mod.html.escape(block.get('rule', ''))}.</small></p>"
+        + markup.table(["function", "phase", "start class", "n", "p50 ms", "p99 ms", "p99.9 ms", "p99/p50", "p99.9/p50"], rows, left=3)
+        + f"<p><small>{html.escape(block.get('rule', ''))}.</small></p>"
     )

@@ -64,10 +64,11 @@ import numpy as np  # noqa: E402
 
 from faasprof import rundir  # noqa: E402
 from faasprof.rundir import InvocationLog, read_invocations  # noqa: E402
-from invoker.connection import Connection  # noqa: E402
+from platforms.openwhisk import Connection  # noqa: E402
 from invoker.dispatch import DispatchOptions, Dispatcher, new_event_loop  # noqa: E402
-from invoker.sender import _LlhttpResponse, _PyResponse, _httptools, ensure_fd_budget, prepare_request  # noqa: E402
+from invoker.sender import _LlhttpResponse, _PyResponse, _httptools, ensure_fd_budget  # noqa: E402
 from invoker.shards import ShardedDispatch, resolve_processes  # noqa: E402
+from platforms.registry import prepare_request  # noqa: E402
 
 TARGET_LATE_S = 1.0  # every invocation sent within the duration + this
 TARGET_P99_MS = 2.0  # p99 lateness at the server

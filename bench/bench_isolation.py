@@ -36,6 +36,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 from faasprof.docker import DEFAULT_IMAGES, docker_problem  # noqa: E402
 from localwhisk.config import GUEST_AUTH  # noqa: E402
 from localwhisk.embedded import start_embedded  # noqa: E402
+from localwhisk.docker_sandbox import Engine
 
 ROOT = Path(__file__).resolve().parent.parent
 NOOP_PY = "def main(args):\n    return {}\n"
@@ -203,8 +204,6 @@ def measure_capacity(isolation, out):
 def measure_mechanisms(n, out):
     """docker pause/unpause: CLI vs Engine API (aiohttp, as localwhisk) vs a freezer write."""
     import asyncio
-
-    from localwhisk.docker_sandbox import Engine
 
     cid = subprocess.run(["docker", "run", "-d", "--label", LABEL, DEFAULT_IMAGES["python"]], capture_output=True, text=True, check=True).stdout.strip()
     try:

@@ -15,15 +15,15 @@ import os
 import tempfile
 import time
 from pathlib import Path
+from monitoring.collectors.cgroups import CgroupCollector
+from monitoring.derived import add_perf_metrics
+from monitoring.parsers.perf import parse_perf_stat, perf_wide
 
 ROOT = Path(__file__).resolve().parent.parent
 SAMPLE = ROOT / "tests" / "data" / "monitoring" / "perf" / "perf_stat_system_interval.csv"
 
 
 def bench_perf(intervals: int = 36_000) -> None:
-    from monitoring.derived import add_perf_metrics
-    from monitoring.parsers.perf import parse_perf_stat, perf_wide
-
     rows = [line for line in SAMPLE.read_text().splitlines() if line.strip() and not line.startswith("#")]
     first = [line for line in rows if line.strip().startswith(rows[0].split(",")[0].strip())]
     rest = [line.split(",", 1)[1] for line in first]
@@ -42,8 +42,6 @@ def bench_perf(intervals: int = 36_000) -> None:
 
 
 def bench_cgroups(samples: int = 50) -> None:
-    from monitoring.collectors.cgroups import CgroupCollector
-
     parents = {c: f"/sys/fs/cgroup/{c}" for c in ("cpu", "cpuacct", "memory") if os.path.isdir(f"/sys/fs/cgroup/{c}")}
     if not parents:
         print("cgroups: no cgroup v1 roots here; skipped")

@@ -4,7 +4,7 @@
 #   bench/mutation.sh COMMIT OUT_DIR GROUP [TIMEOUT_S]
 #
 # GROUP picks the modules and the fast test files that cover them:
-#   schedule  invoker/schedule.py invoker/arrivals.py   ← tests/test_schedule.py (+ pinning tests)
+#   schedule  workload/schedule.py workload/arrivals.py   ← tests/test_schedule.py (+ pinning tests)
 #   analyzer  analyzer/stats.py analyzer/frames.py      ← the fast tests of tests/test_analyzer_analyze.py
 #             (+ pinning tests); only the functions holding the rules are mutated
 # The commit is checked out into a throw-away worktree under OUT_DIR (the working tree here is
@@ -20,7 +20,7 @@ mkdir -p "$out"
 tree=$out/tree-$group
 [ -d "$tree" ] || git -C "$repo" worktree add --detach "$tree" "$commit" >/dev/null
 case $group in
-  schedule) sources="invoker/schedule.py invoker/arrivals.py"
+  schedule) sources="workload/schedule.py workload/arrivals.py"
             only=""
             tests=$(cd "$tree" && ls tests/test_schedule.py tests/test_pinning_schedule.py 2>/dev/null || true) ;;
   analyzer) sources="analyzer/stats.py analyzer/frames.py"

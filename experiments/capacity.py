@@ -30,6 +30,9 @@ from typing import Callable
 
 from faasprof import __version__, rundir
 from faasprof.errors import ConfigError
+from analyzer import analyze_run
+from invoker.run import execute
+from workload.spec import workload_from_dict
 
 CAPACITY_FORMAT_VERSION = 1
 PROBE_INSTANCE = "probe"
@@ -96,14 +99,10 @@ def probe_from_summary(rate: float, run_dir: Path, summary: dict) -> Probe:
 
 def run_probe_factory(function: str, *, out_dir, duration_s: float, memory_mb: int | None = None, connection=None, local_settings: dict | None = None, seed: int = 1, distribution: str = "Uniform", params: dict | None = None, progress: bool = True) -> Callable[[float], Probe]:
     """A probe that really runs: execute the one-instance workload, then analyze it."""
-    from analyzer import analyze_run
-    from invoker.run import execute
-    from invoker.workload import workload_from_dict
-
     def probe(rate: float) -> Probe:
         data = probe_workload(function, rate, duration_s, memory_mb, seed, distribution, params)
         workload = workload_from_dict(data, origin=f"capacity probe at {rate:g}/s")
-        run_dir = execute(workload, out_dir, connection=connection, local_settings=dict(local_settings or {}), progress=progress, analyze=False)
+        run_dir = execute(workload, out_dir, connection=connection, local_settings=dict(local_settings or {}), progress=progress)
         summary = analyze_run(run_dir, connection, plots=True)
         return probe_from_summary(rate, Path(run_dir), summary)
 

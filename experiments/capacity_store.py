@@ -28,6 +28,7 @@ from typing import Callable
 
 from faasprof import rundir
 from faasprof.errors import FormatError
+from experiments.capacity import find_capacity
 
 STORE_FORMAT_VERSION = 1
 STORE_ENV = "FAASPROF_CAPACITY_STORE"
@@ -100,8 +101,6 @@ def record(store_key: str, result: dict, path: Path | None = None) -> dict:
 def resolve_workload(workload, connection, local_settings: dict | None, out_dir, measure: Callable[..., dict] | None = None, say: Callable[[str], None] | None = None):
     """``workload`` with its capacity-fraction rates resolved from the store, measuring each
     missing capacity first (``experiments.capacity.find_capacity`` with ``QUICK_SEARCH``)."""
-    from experiments.capacity import find_capacity
-
     measure = measure or find_capacity
     host, platform = host_identity(), platform_identity(connection, local_settings)
     capacities: dict[str, dict] = {}

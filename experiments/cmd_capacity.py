@@ -11,11 +11,12 @@ import argparse
 import json
 
 from faasprof.errors import ConfigError
+from experiments import capacity_store
+from experiments.capacity import find_capacity
+from platforms.openwhisk import add_connection_arguments, resolve_connection
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
-    from invoker.connection import add_connection_arguments
-
     parser.add_argument("function", metavar="FUNCTION", help="action name (a catalogue function such as json_dumps, or an action already deployed)")
     parser.add_argument("--memory", type=int, metavar="MB", help="memory limit to deploy the function with (default: its manifest's)")
     parser.add_argument("--duration", type=float, default=10.0, metavar="S", help="length of each probe run (default 10)")
@@ -36,9 +37,6 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def main(args: argparse.Namespace) -> int:
-    from experiments.capacity import find_capacity
-    from invoker.connection import resolve_connection
-
     if args.duration <= 0:
         raise ConfigError(f"--duration: must be > 0 s (got {args.duration:g})")
     if args.max_runs < 1:
@@ -78,8 +76,6 @@ def main(args: argparse.Namespace) -> int:
     capacity = result["capacity_rps"]
     low, high = result["bounds_rps"]
     if capacity is not None:  # kept for workloads whose rates are fractions of it
-        from experiments import capacity_store
-
         store_key = capacity_store.key(capacity_store.host_identity(), capacity_store.platform_identity(connection, settings), args.function, args.memory)
         capacity_store.record(store_key, result)
     if capacity is None:

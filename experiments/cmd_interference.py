@@ -17,7 +17,13 @@ from pathlib import Path
 
 from faasprof.errors import ConfigError
 from faasprof.paths import WORKLOAD_CONFIGS_DIR
-from invoker.connection import add_connection_arguments, resolve_connection
+from platforms.openwhisk import add_connection_arguments, resolve_connection
+from experiments.analyzed import execute_analyzed
+from experiments.capacity import find_capacity
+from experiments.interference import capacity_from_file, report_run, resolve_rate
+from invoker.cmd_run import local_settings
+from invoker.preflight import check_out_dir
+from workload.spec import workload_from_dict
 
 DEFAULT_WORKLOAD = WORKLOAD_CONFIGS_DIR / "fig14_interference.json"
 
@@ -43,13 +49,6 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def main(args: argparse.Namespace) -> int:
-    from experiments.capacity import find_capacity
-    from experiments.interference import capacity_from_file, report_run, resolve_rate
-    from invoker.cmd_run import local_settings
-    from invoker.preflight import check_out_dir
-    from invoker.run import execute
-    from invoker.workload import workload_from_dict
-
     if args.report:
         run_dir = Path(args.report)
         if not (run_dir / "manifest.json").is_file():
@@ -84,7 +83,7 @@ def main(args: argparse.Namespace) -> int:
     if not args.quiet:
         print(f"{args.victim}: {rate['rate_rps']}/s ({rate['source']})", file=sys.stderr)
     workload = workload_from_dict(resolved, origin=str(path), path=path)
-    run_dir = execute(workload, args.out, connection=connection, local_settings=settings, progress=not args.quiet, analyze=True)
+    run_dir = execute_analyzed(workload, args.out, connection=connection, local_settings=settings, progress=not args.quiet, analyze=True)
     return _show(report_run(run_dir, args.victim, args.aggressor, rate), run_dir)
 
 

@@ -15,7 +15,13 @@ from pathlib import Path
 
 from faasprof.errors import ConfigError, NotReadyError
 from functions.catalogue import require
-from invoker.connection import add_connection_arguments, resolve_connection
+from platforms.openwhisk import add_connection_arguments, resolve_connection
+from experiments.analyzed import execute_analyzed
+from experiments.mpki import EVENTS, REQUIRED_EVENTS, explain, mpki_workload, new_manifest, row_for_run, write_results
+from faasprof import rundir
+from invoker.preflight import check_out_dir
+from monitoring.collectors.perf import perf_readiness
+from workload.spec import workload_from_dict
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
@@ -33,10 +39,6 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def main(args: argparse.Namespace) -> int:
-    from experiments.mpki import EVENTS, REQUIRED_EVENTS, explain, mpki_workload, new_manifest, row_for_run, write_results
-    from faasprof import rundir
-    from invoker.preflight import check_out_dir
-
     if args.from_runs:
         if args.functions:
             raise ConfigError("FUNCTION: --from-runs takes the functions from the runs; drop the names")
@@ -52,10 +54,6 @@ def main(args: argparse.Namespace) -> int:
         manifest["runs"] = {r["function"]: r["run_dir"] for r in rows}
         write_results(out, rows, manifest)
         return _show(rows, out)
-
-    from invoker.run import execute
-    from invoker.workload import workload_from_dict
-    from monitoring.collectors.perf import perf_readiness
 
     if not args.functions:
         raise ConfigError("FUNCTION: name at least one function (or pass --from-runs RUN_DIR...)")
@@ -79,14 +77,14 @@ def main(args: argparse.Namespace) -> int:
         per = "cgroup" if args.per in ("auto", "cgroup") else "system"
         try:
             workload = workload_from_dict(mpki_workload(name, args.rate, args.duration, per), origin=f"mpki {name}")
-            run_dir = execute(workload, out / "runs", connection=connection, local_settings=settings, progress=not args.quiet, analyze=True)
+            run_dir = execute_analyzed(workload, out / "runs", connection=connection, local_settings=settings, progress=not args.quiet, analyze=True)
         except NotReadyError as problem:
             if args.per != "auto" or "per cgroup" not in str(problem):
                 raise
             if not args.quiet:
                 print(f"{name}: per-cgroup counting unavailable here, counting system-wide ({problem})", file=sys.stderr)
             workload = workload_from_dict(mpki_workload(name, args.rate, args.duration, "system"), origin=f"mpki {name}")
-            run_dir = execute(workload, out / "runs", connection=connection, local_settings=settings, progress=not args.quiet, analyze=True)
+            run_dir = execute_analyzed(workload, out / "runs", connection=connection, local_settings=settings, progress=not args.quiet, analyze=True)
         rows.append(row_for_run(run_dir, name, args.rate))
         manifest["runs"][name] = str(Path(run_dir).relative_to(out))
     write_results(out, rows, manifest)

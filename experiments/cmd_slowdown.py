@@ -15,7 +15,8 @@ import sys
 
 from faasprof.errors import ConfigError
 from functions.catalogue import entries, require
-from invoker.connection import add_connection_arguments, resolve_connection
+from platforms.openwhisk import add_connection_arguments, resolve_connection
+from experiments.slowdown import SLOWDOWN_CSV, SlowdownOptions, load_rows, run_slowdown
 
 ISOLATIONS = {"process": "auto", "auto": "auto", "cgroup": "cgroup", "rlimit": "rlimit", "docker": "docker"}
 
@@ -36,8 +37,6 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def main(args: argparse.Namespace) -> int:
-    from experiments.slowdown import SLOWDOWN_CSV, SlowdownOptions, load_rows, run_slowdown
-
     if args.all and args.functions:
         raise ConfigError("FUNCTION: give function names or --all, not both")
     if args.all:

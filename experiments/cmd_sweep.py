@@ -6,8 +6,9 @@ import argparse
 import sys
 
 from faasprof.errors import ConfigError
-from invoker.connection import add_connection_arguments, resolve_connection
-from invoker.workload import load_workload
+from platforms.openwhisk import add_connection_arguments, resolve_connection
+from workload.spec import load_workload
+from experiments.sweep import run_sweep
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
@@ -20,8 +21,6 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def main(args: argparse.Namespace) -> int:
-    from experiments.sweep import run_sweep
-
     workload = load_workload(args.config)
     if not workload.sweep:
         raise ConfigError(f"{args.config}: sweep: the workload has no sweep block; add sweep.parameters (see the README) or use faasprof run")

@@ -36,6 +36,7 @@ from faasprof import __version__, rundir  # noqa: E402
 from experiments.capacity import CAPACITY_FORMAT_VERSION  # noqa: E402
 from faasprof.errors import ConfigError, FormatError  # noqa: E402
 from faasprof.outcomes import ACCEPTED_HTTP_OUTCOMES, STATUS_TEXT_OUTCOMES  # noqa: E402
+from analyzer.analysis import load_run
 
 INTERFERENCE_FORMAT_VERSION = 1
 FIG14 = "fig14_interference.png"
@@ -190,8 +191,6 @@ def window_effect(invocations: pd.DataFrame, victim: str, window: tuple[float, f
 
 def report_run(run_dir: str | os.PathLike, victim: str, aggressor: str | None, rate: dict | None = None) -> Path:
     """Load an executed run, draw Fig 14 into ``analysis/plots/`` and write ``analysis/interference.json``."""
-    from analyzer.analysis import load_run
-
     run = load_run(run_dir)
     manifest = run.manifest
     workload = manifest.get("workload") or {}

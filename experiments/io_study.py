@@ -40,7 +40,8 @@ import pandas as pd  # noqa: E402
 from analyzer import io_breakdown  # noqa: E402
 from faasprof import rundir  # noqa: E402
 from faasprof.errors import ConfigError, FaasprofError  # noqa: E402
-from invoker.workload import load_workload, workload_from_dict  # noqa: E402
+from workload.spec import load_workload, workload_from_dict  # noqa: E402
+from invoker.run import execute
 
 FORMAT_VERSION = 1
 STUDY_FILE = "io_study.json"
@@ -117,8 +118,6 @@ def run_study(workload, out_dir: str | Path, progress: bool = True, run_point=No
     """Run every point, analyse each run, write the study files and plots; return the study dir."""
     points = check_study(workload)
     if run_point is None:
-        from invoker.run import execute
-
         def run_point(point_workload, directory):
             return execute(point_workload, directory, progress=progress)
 

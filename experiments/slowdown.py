@@ -54,13 +54,13 @@ import numpy as np  # noqa: E402
 
 from analyzer.stats import quantile_ci
 from faasprof import __version__, rundir
-from faasprof.errors import ConfigError, FaasprofError, NotReadyError
+from faasprof.errors import ConfigError, FaasprofError
 from faasprof.outcomes import final_outcome
 from functions import native
 from functions.catalogue import FunctionEntry
-from invoker.client import OpenWhiskClient
-from invoker.connection import Connection
-from invoker.deploy import ensure_actions
+from localwhisk.embedded import start_embedded
+from platforms.openwhisk import Connection, OpenWhiskClient
+from platforms.openwhisk_deploy import ensure_actions
 
 SLOWDOWN_FORMAT_VERSION = 1
 SLOWDOWN_CSV = "slowdown.csv"
@@ -339,10 +339,6 @@ def run_slowdown(entries: list[FunctionEntry], out_dir: str | os.PathLike, optio
         if options.pause_grace_ms is not None:
             settings["pause_grace_ms"] = options.pause_grace_ms
         if connection is None:
-            try:
-                from localwhisk.embedded import start_embedded  # optional part, as in invoker.run
-            except ImportError as error:
-                raise NotReadyError(f"the embedded localwhisk is not installed ({error}); pass --apihost/--auth for an OpenWhisk") from None
             if say:
                 say("starting the embedded localwhisk (no --apihost or ~/.wskprops names a platform)")
             handle = start_embedded(data_dir=out / "localwhisk", **settings)

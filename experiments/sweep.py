@@ -37,7 +37,6 @@ from __future__ import annotations
 
 import copy
 import itertools
-import json
 import re
 import sys
 import time
@@ -48,12 +47,14 @@ from typing import Any
 
 from faasprof.errors import ConfigError, FaasprofError
 from faasprof.rundir import create_run_dir, update_manifest, write_json_atomic
-from invoker.schedule import instance_rng
+from workload.schedule import instance_rng
 from experiments import padding as padding_mod
-from invoker.workload import Workload, workload_from_dict
+from experiments.sweep_report import SWEEP_FILE, write_sweep_report
+from workload.spec import Workload, workload_from_dict
+from invoker.run import execute
+from monitoring import allocation
 
 SWEEP_FORMAT_VERSION = 1
-SWEEP_FILE = "sweep.json"
 PARAMETERS = ("llc_ways", "mba_percent", "memory_mb", "rate", "rate_scale", "pause_grace_ms", "user_memory_mb", "image_padding_mb", "code_padding_mb")
 ALLOCATION_PARAMETERS = ("llc_ways", "mba_percent")
 LOCALWHISK_PARAMETERS = ("pause_grace_ms", "user_memory_mb")
@@ -180,8 +181,6 @@ def check_sweep(workload: Workload, connection: Any = None, root: str = "/") -> 
     plans: dict = {}
     caps = None
     if any(key in parameters for key in ALLOCATION_PARAMETERS) and not problems:
-        from monitoring import allocation
-
         caps = allocation.discover(root=root)
         # CAT and MBA apply per CPU, and sandboxes float over every CPU unless pinned: by default
         # the allocation covers all CPUs, so no function escapes it on an unallocated one.
@@ -273,19 +272,6 @@ class SweepLog:
         self.save()
 
 
-def load_sweep(sweep_dir: str | Path) -> dict:
-    from faasprof.errors import FormatError
-    from faasprof.rundir import check_format_version
-
-    path = Path(sweep_dir) / SWEEP_FILE
-    try:
-        data = json.loads(path.read_text(encoding="utf-8"))
-    except FileNotFoundError:
-        raise FormatError(f"{path}: missing; {sweep_dir} is not a faasprof sweep directory") from None
-    check_format_version(path, data)
-    return data
-
-
 def _sleep(seconds: float) -> None:
     deadline = time.monotonic() + seconds
     while (left := deadline - time.monotonic()) > 0:
@@ -310,15 +296,11 @@ def run_sweep(
     """
     checked = check_sweep(workload, connection, root=root)
     if checked["caps"] is not None:
-        from monitoring import allocation
-
         cleanup_options = {k: v for k, v in (allocation_options or {}).items() if k in ("state_dir", "fs", "runner")}
         for line in allocation.cleanup_leftovers(root=root, **cleanup_options):
             print(line, file=sys.stderr)
     points = expand_points(workload)
     if run_point is None:
-        from invoker.run import execute
-
         def run_point(point_workload, sweep_dir, local_settings):
             return execute(point_workload, sweep_dir, connection=connection, local_settings=local_settings, progress=progress)
 
@@ -339,8 +321,6 @@ def run_sweep(
             log.point(point.order, status="running")
             try:
                 if plan is not None:
-                    from monitoring import allocation
-
                     with allocation.Allocation(checked["caps"], plan, **(allocation_options or {})) as applied:
                         run_dir = run_point(point_workload, sweep_dir, local_settings)
                         applied_values = applied.applied
@@ -404,8 +384,6 @@ def sweep_eta(done: int, total: int, elapsed_s: float, duration_s: float, cooldo
 
 def summarise_sweep(sweep_dir: str | Path, progress: bool = True) -> Path:
     """Analyse every run of the sweep, compare them, and plot each metric against each parameter."""
-    from experiments.sweep_report import write_sweep_report
-
     report = write_sweep_report(Path(sweep_dir), progress=progress)
     padding_mod.write_cold_start_vs_size(Path(sweep_dir))
     return report

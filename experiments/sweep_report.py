@@ -15,6 +15,7 @@ Writes into the sweep directory::
 from __future__ import annotations
 
 import base64
+import json
 import html
 import math
 import sys
@@ -25,6 +26,7 @@ import pandas as pd
 
 from faasprof import rundir
 from faasprof.errors import FormatError
+from analyzer.compare import compare_runs
 
 SUMMARY_FORMAT_VERSION = 1
 PLOTTED_METRICS = (
@@ -38,6 +40,18 @@ PLOTTED_METRICS = (
     ("achieved_rps", "achieved throughput (invocations/s)"),
 )
 MONITOR_HINTS = ("ipc", "mpki", "bw", "occupancy")
+SWEEP_FILE = "sweep.json"  # written by experiments.sweep as the sweep goes
+
+
+def load_sweep(sweep_dir: str | Path) -> dict:
+    """The sweep's ``sweep.json`` (format-checked); FormatError when it is missing."""
+    path = Path(sweep_dir) / SWEEP_FILE
+    try:
+        data = json.loads(path.read_text(encoding="utf-8"))
+    except FileNotFoundError:
+        raise FormatError(f"{path}: missing; {sweep_dir} is not a faasprof sweep directory") from None
+    rundir.check_format_version(path, data)
+    return data
 
 
 def _progress(message: str) -> None:
@@ -46,9 +60,6 @@ def _progress(message: str) -> None:
 
 def sweep_frame(sweep_dir: Path, progress: bool = True) -> tuple[pd.DataFrame, list[str], dict]:
     """Compare every finished run of the sweep; one row per run × function with parameter columns."""
-    from analyzer.compare import compare_runs
-    from experiments.sweep import load_sweep
-
     log = load_sweep(sweep_dir)
     done = [p for p in log["points"] if p["status"] == "done" and p["run_dir"]]
     if not done:
@@ -121,6 +132,7 @@ def capacities(frame: pd.DataFrame, parameters: list[str]) -> list[dict]:
 
 
 def plot_versus(frame: pd.DataFrame, parameters: list[str], out: Path) -> list[str]:
+    # matplotlib takes over 2 s to import (python -X importtime) and only the plots need it.
     import matplotlib
 
     matplotlib.use("Agg")

@@ -4,4 +4,6 @@ This package holds what every other part shares: the CLI dispatcher, the run-dir
 typed errors with their exit codes, and the project's paths.
 """
 
-__version__ = "0.1.0"
+from faasprof.version import __version__
+
+__all__ = ["__version__"]

@@ -19,7 +19,7 @@ from faasprof.errors import EXIT_FAILURE, FaasprofError
 # name -> (module, one-line help). Order is the order of `faasprof --help`.
 COMMANDS: dict[str, tuple[str, str]] = {
     "validate": ("invoker.cmd_validate", "check workload JSONs and report every problem"),
-    "plan": ("invoker.cmd_plan", "dry run: write the merged invocation schedule, contact nothing"),
+    "plan": ("experiments.cmd_plan", "dry run: write the merged invocation schedule, contact nothing"),
     "run": ("experiments.cmd_run", "run a workload open-loop and write a run directory"),
     "analyze": ("analyzer.cmd_analyze", "join a run's invocations with activation records; frames, plots, report"),
     "compare": ("analyzer.cmd_compare", "compare several runs in one frame and overlaid plots"),

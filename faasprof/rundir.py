@@ -56,6 +56,7 @@ from typing import Any, Iterable
 from faasprof import __version__
 from faasprof.errors import ConfigError, FormatError
 from faasprof.outcomes import HTTP_OUTCOMES
+from faasprof.paths import REPO_ROOT
 
 FORMAT_VERSION = 2
 SUPPORTED_FORMAT_VERSIONS = (1, 2)
@@ -172,8 +173,6 @@ class ClockAnchor:
 
 def git_commit() -> str | None:
     """The commit of the faasprof checkout, read from .git without running git."""
-    from faasprof.paths import REPO_ROOT
-
     git_dir = REPO_ROOT / ".git"
     try:
         head = (git_dir / "HEAD").read_text().strip()
@@ -557,3 +556,62 @@ def monitor_dir(run_dir: str | os.PathLike, name: str) -> Path:
     path = Path(run_dir) / MONITORS / name
     path.mkdir(parents=True, exist_ok=True)
     return path
+
+
+# -- activations.jsonl: the platform's records, raw --------------------------------------------------
+
+
+def sort_records(records: Iterable[dict]) -> list[dict]:
+    return sorted(records, key=lambda r: (int(r.get("start") or 0), str(r.get("activationId"))))
+
+
+def append_records(path: str | os.PathLike, records: Iterable[dict]) -> int:
+    """Append raw records to an existing ``activations.jsonl`` (after a line cut short, if any)."""
+    path = Path(path)
+    count = 0
+    with open(path, "rb+") as handle:
+        handle.seek(0, os.SEEK_END)
+        if handle.tell():
+            handle.seek(-1, os.SEEK_END)
+            if handle.read(1) != b"\n":
+                handle.write(b"\n")
+        for record in records:
+            handle.write(json.dumps(record, separators=(",", ":")).encode("utf-8") + b"\n")
+            count += 1
+        handle.flush()
+        os.fsync(handle.fileno())
+    return count
+
+
+def write_records(path: str | os.PathLike, records: Iterable[dict]) -> int:
+    """Write raw records as JSON lines atomically; returns the count."""
+    path = Path(path)
+    tmp = path.with_name(f".{path.name}.tmp{os.getpid()}")
+    count = 0
+    with open(tmp, "w", encoding="utf-8") as handle:
+        for record in records:
+            handle.write(json.dumps(record, separators=(",", ":")))
+            handle.write("\n")
+            count += 1
+        handle.flush()
+        os.fsync(handle.fileno())
+    os.replace(tmp, path)
+    return count
+
+
+def read_record_ids(path: str | os.PathLike) -> dict[str, dict]:
+    """The records of an existing ``activations.jsonl`` by id (unreadable lines skipped)."""
+    records: dict[str, dict] = {}
+    try:
+        handle = open(path, encoding="utf-8")
+    except FileNotFoundError:
+        return records
+    with handle:
+        for line in handle:
+            try:
+                record = json.loads(line)
+            except ValueError:
+                continue
+            if isinstance(record, dict) and isinstance(record.get("activationId"), str):
+                records[record["activationId"]] = record
+    return records

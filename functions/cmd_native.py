@@ -19,6 +19,8 @@ from pathlib import Path
 from faasprof.errors import ConfigError
 from functions.catalogue import load_params_file, lookup, require
 from functions.own import looks_like_path, own_entry, stage
+from functions import native
+from functions.checks import check_result
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
@@ -37,9 +39,6 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def main(args: argparse.Namespace) -> int:
-    from functions import native  # noqa: PLC0415 (imported when the command runs)
-    from functions.checks import check_result  # noqa: PLC0415
-
     if lookup(args.function) is None and looks_like_path(args.function):
         entry = stage(own_entry(args.function))  # installs requirements.txt / package.json dependencies once
     else:

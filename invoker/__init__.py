@@ -1,2 +1,4 @@
-"""The invoker: workload specification, arrival schedules, the open-loop dispatcher, the OpenWhisk
-REST client and deploying actions."""
+"""The invoker: executes a workload's schedule open-loop (the dispatcher and its sender), runs a
+workload from pre-flight to a finished run directory, and deploys actions. The workload model lives
+in ``workload/``; the platforms it talks to (OpenWhisk, localwhisk, a generic HTTP endpoint) in
+``platforms/``."""

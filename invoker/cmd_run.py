@@ -1,4 +1,4 @@
-"""``faasprof run CONFIG``: run a workload open-loop and write a run directory.
+"""``faasprof run CONFIG``: its arguments and settings (the command itself is ``experiments.cmd_run``).
 
     faasprof run workload_configs/json_dumps.json                 # on the embedded localwhisk
     faasprof run my.json --apihost https://172.17.0.1 --auth UUID:KEY --insecure --analyze
@@ -14,14 +14,12 @@ collector is not ready (nothing created).
 from __future__ import annotations
 
 import argparse
-import sys
 
 from faasprof.errors import ConfigError
-from invoker.connection import add_connection_arguments, resolve_connection
+from platforms.openwhisk import add_connection_arguments
 from invoker.dispatch import DEFAULT_INTERRUPT_GRACE_S, DEFAULT_LATENESS_WARN_MS, DEFAULT_REALTIME_PRIORITY, DispatchOptions
 from invoker.sender import DEFAULT_MAX_CONNECTIONS, DEFAULT_REQUEST_TIMEOUT_S
 from invoker.shards import resolve_processes
-from invoker.verdict import parse_thresholds
 from localwhisk.config import duration_ms
 
 
@@ -64,7 +62,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                        help="sandboxes as processes (auto/cgroup/rlimit) or Docker containers (docker); default auto, or platform.localwhisk.isolation")
 
 
-def _options(args: argparse.Namespace) -> DispatchOptions:
+def dispatch_options(args: argparse.Namespace) -> DispatchOptions:
+    """The dispatcher options of the flags, validated (ConfigError naming the flag)."""
     for flag, value, low in (("--max-connections", args.max_connections, 1), ("--request-timeout-s", args.request_timeout_s, 0.001)):
         if value < low:
             raise ConfigError(f"{flag}: must be at least {low:g} (got {value:g})")
@@ -100,50 +99,3 @@ def local_settings(args: argparse.Namespace, platform: dict) -> dict:
     if getattr(args, "isolation", None) is not None:
         settings["isolation"] = args.isolation
     return settings
-
-
-def _restore_leftover_allocations() -> None:
-    """A sweep that crashed may have left its cache allocation behind: undo it before measuring."""
-    from monitoring.allocation import cleanup_leftovers
-
-    try:
-        messages = cleanup_leftovers()
-    except Exception as error:  # a measurement must not fail for this; the doctor reports it
-        messages = [f"warning: could not check for leftover cache allocations ({error})"]
-    for line in messages:
-        print(line, file=sys.stderr)
-
-
-def main(args: argparse.Namespace, workload=None) -> int:
-    """``faasprof run``; ``workload``: already loaded and resolved (``experiments.cmd_run``)."""
-    from faasprof.rundir import load_manifest
-    from invoker.preflight import check_embedded, check_out_dir
-    from invoker.run import execute
-    from invoker.workload import load_workload
-
-    _restore_leftover_allocations()
-    options = _options(args)
-    thresholds = parse_thresholds(args.threshold)
-    check_out_dir(args.out)
-    if workload is None:
-        workload = load_workload(args.config, seed=args.seed)
-    connection = resolve_connection(args, workload.platform, origin=args.config)
-    settings = local_settings(args, workload.platform)
-    if connection is None:
-        check_embedded(workload, settings)  # what the embedded localwhisk would refuse, before it starts
-    if connection is not None and (args.user_memory is not None or args.pause_grace is not None or args.isolation is not None):
-        print(f"warning: --user-memory/--pause-grace/--isolation only apply to the embedded localwhisk; {connection.apihost} is used", file=sys.stderr)
-    run_dir = execute(workload, args.out, connection=connection, local_settings=settings, progress=not args.quiet, analyze=args.analyze, options=options, thresholds=thresholds)
-    manifest = load_manifest(run_dir)
-    status = manifest.get("status")
-    print(run_dir, flush=True)
-    if status != "complete":
-        print(f"run {status}: {manifest.get('status_reason')} (see {run_dir}/manifest.json)", file=sys.stderr)
-        return 1
-    verdict = manifest.get("verdict") or {}
-    if verdict.get("passed") is False:
-        print(f"run complete but {verdict['message']} (see {run_dir}/manifest.json, verdict)", file=sys.stderr)
-        return 1
-    if manifest.get("analysis_error"):
-        return 1
-    return 0

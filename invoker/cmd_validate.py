@@ -18,9 +18,9 @@ import sys
 from pathlib import Path
 
 from faasprof.errors import EXIT_BAD_INPUT, EXIT_NOT_READY, ConfigError, FaasprofError
-from invoker.connection import add_connection_arguments, resolve_connection
+from platforms.openwhisk import add_connection_arguments, resolve_connection
 from invoker.preflight import embedded_limits, platform_check
-from invoker.workload import is_schema_document, parse_workload_file, workload_from_dict
+from workload.spec import is_schema_document, parse_workload_file, workload_from_dict
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:

@@ -455,7 +455,7 @@ def _wake(future: asyncio.Future) -> None:
 
 def new_event_loop() -> asyncio.AbstractEventLoop:
     """uvloop when installed (several times cheaper per request), else asyncio's default loop."""
-    try:
+    try:  # uvloop is optional (none on Windows): asyncio's loop is the fallback
         import uvloop
     except ImportError:
         return asyncio.new_event_loop()

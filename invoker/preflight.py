@@ -20,10 +20,9 @@ from pathlib import Path
 from faasprof.errors import ConfigError
 from functions import catalogue
 from functions.own import own_entry, stage
-from invoker.client import require_platform
-from invoker.connection import Connection
-from invoker.deploy import missing_actions_error
-from invoker.workload import PlatformLimits, Workload, check_limits
+from platforms.openwhisk import Connection, OpenWhiskPlatform, require_platform
+from platforms.openwhisk_deploy import missing_actions_error
+from workload.spec import PlatformLimits, Workload, check_limits
 from localwhisk.config import Settings
 
 
@@ -100,7 +99,7 @@ def embedded_missing(workload: Workload) -> list[tuple[str, str]]:
     catalogue nor given a ``source``."""
     missing = []
     for instance in workload.instances:
-        if instance.endpoint == "generic" or instance.source is not None:
+        if not OpenWhiskPlatform.serves(instance) or instance.source is not None:
             continue
         if catalogue.lookup(instance.function.strip("/").split("/")[-1]) is None:
             missing.append((instance.function, f"instances.{instance.name}.application"))
@@ -137,7 +136,7 @@ def check_embedded(workload: Workload, overrides: dict | None = None) -> None:
 def stage_sources(workload: Workload) -> None:
     """Stage every ``source`` of the workload; ConfigError naming the instance when one fails."""
     for instance in workload.instances:
-        if instance.source is None or instance.endpoint == "generic":
+        if instance.source is None or not OpenWhiskPlatform.serves(instance):
             continue
         try:
             stage(own_entry(instance.source, name=instance.function, kind=instance.kind, memory_mb=instance.memory_mb))
@@ -156,7 +155,7 @@ def platform_check(workload: Workload, connection: Connection) -> tuple[list[str
         missing = []
         seen: set[str] = set()
         for instance in workload.instances:
-            if instance.endpoint == "generic" or instance.source is not None or instance.function in seen:
+            if not OpenWhiskPlatform.serves(instance) or instance.source is not None or instance.function in seen:
                 continue
             seen.add(instance.function)
             if client.get_action(instance.function) is not None:

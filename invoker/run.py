@@ -20,10 +20,11 @@ Order, and why:
 
 from __future__ import annotations
 
+import datetime as dt
 import os
+import shlex
 import shutil
 import signal
-import socket
 import subprocess
 import sys
 import threading
@@ -35,14 +36,24 @@ import numpy as np
 
 from faasprof import rundir
 from faasprof.errors import ConfigError, FaasprofError, NotReadyError, RunError
-from invoker.activations import read_record_ids, save_run_records
-from invoker.verdict import check_thresholds, evaluate
-from invoker.connection import Connection
 from invoker.dispatch import DispatchOptions, Dispatcher, DispatchResult, new_event_loop
 from invoker.preflight import check_out_dir
-from invoker.sender import KIND_GENERIC, PreparedRequest, ensure_fd_budget, prepare_request
+from invoker.sender import ensure_fd_budget
 from invoker.shards import ShardedDispatch, peak_rate_per_s, resolve_processes
 from invoker.storage import start_workload_storage
+from invoker.verdict import check_thresholds, evaluate
+from localwhisk.embedded import start_embedded
+from monitoring.collectors import build_collectors, tool_versions
+from monitoring.host import collect_host
+from platforms.base import Platform
+from platforms.openwhisk import Connection, OpenWhiskPlatform
+from platforms.registry import PLATFORMS
+from workload.schedule import build_schedule
+
+try:  # only to name the event loop in the manifest: uvloop is optional
+    import uvloop as _uvloop
+except ImportError:  # pragma: no cover - uvloop is a dependency on Linux
+    _uvloop = None
 
 START_LEAD_NS = 50_000_000  # zero is this far after the collectors are up: the first send is not late
 SCRIPT_GRACE_S = 10.0  # how long runtime_script may outlive the test before it is stopped
@@ -132,8 +143,6 @@ class ScriptRun:
 
 
 def _shell_quote(arg: str) -> str:
-    import shlex
-
     return shlex.quote(arg)
 
 
@@ -141,47 +150,61 @@ def _shell_quote(arg: str) -> str:
 
 
 class _Platform:
-    """The platform for this run: a connection, a client, its GET / and, if embedded, the handle."""
+    """The platforms of this run: the OpenWhisk (with, if embedded, the localwhisk handle: starting
+    it is the invoker's job) and every other platform of ``platforms.registry`` the workload uses,
+    each asked for the instances it serves."""
 
     def __init__(self) -> None:
-        self.connection: Connection | None = None
-        self.client = None
-        self.info: dict = {}
+        self.openwhisk: OpenWhiskPlatform | None = None
+        self.others: list[Platform] = []
         self.handle = None  # localwhisk handle when embedded
         self.log_dir: Path | None = None
         self.actions: dict[str, str] = {}
-        self.web_namespace: str | None = None
 
     @property
     def embedded(self) -> bool:
         return self.handle is not None
 
+    @property
+    def connection(self) -> Connection | None:
+        return self.openwhisk.connection if self.openwhisk is not None else None
+
+    @property
+    def info(self) -> dict:
+        return self.openwhisk.info if self.openwhisk is not None else {}
+
+    def of(self, instance: Any) -> Platform:
+        """The platform that serves ``instance``."""
+        for platform in (self.openwhisk, *self.others):
+            if platform is not None and platform.serves(instance):
+                return platform
+        raise ConfigError(f"instances.{instance.name}.endpoint: {instance.endpoint!r} names no platform faasprof can reach")
+
     def describe(self) -> dict:
-        if self.connection is None:
-            return {"kind": "none", "note": "only generic endpoints: no OpenWhisk API was used"}
-        info = self.info or {}
+        if self.openwhisk is None:
+            return self.others[0].describe() if self.others else {"kind": "none"}
+        platform = self.openwhisk.describe()
         described = {
-            "kind": "localwhisk" if self.embedded else ("localwhisk" if "localwhisk" in info else "openwhisk"),
+            "kind": "localwhisk" if self.embedded else platform.pop("kind"),
             "embedded": self.embedded,
-            **self.connection.describe(),
-            "version": info.get("build") or info.get("version") or info.get("description"),
-            "limits": info.get("limits"),
-            "info": info,
+            **{key: value for key, value in platform.items() if key not in ("kind", "localwhisk")},
             "actions": self.actions,
         }
         if self.embedded:
-            described["localwhisk"] = getattr(self.handle, "settings", None) or info.get("localwhisk")
+            described["localwhisk"] = getattr(self.handle, "settings", None) or self.info.get("localwhisk")
             # Its records and log live in the run directory: a crashed run's records are there.
             described["data_dir"] = LOCALWHISK_DIR
             described["log"] = f"{LOCALWHISK_DIR}/localwhisk.log"
-        elif "localwhisk" in info:
-            described["localwhisk"] = info["localwhisk"]
+        elif "localwhisk" in platform:
+            described["localwhisk"] = platform["localwhisk"]
         return described
 
     def stop(self) -> None:
-        if self.client is not None:
+        for platform in (self.openwhisk, *self.others):
+            if platform is None:
+                continue
             try:
-                self.client.close()
+                platform.close()
             except Exception:
                 pass
         if self.handle is not None:
@@ -191,10 +214,6 @@ class _Platform:
 def _start_embedded(local_settings: dict | None, data_dir: Path, say: Callable[[str], None] | None) -> tuple[Any, Path]:
     """Start localwhisk with its data (records, logs) in ``data_dir``, inside the run directory,
     so that its records survive a crash of the invoker and ``analyze`` finds them."""
-    try:
-        from localwhisk.embedded import start_embedded
-    except ImportError as error:
-        raise NotReadyError(f"the embedded localwhisk is not installed ({error}); pass --apihost/--auth for an OpenWhisk, or reinstall faasprof (./setup.sh)") from None
     settings = dict(local_settings or {})
     settings["data_dir"] = data_dir
     settings.setdefault("log_dir", data_dir)
@@ -207,42 +226,6 @@ def _start_embedded(local_settings: dict | None, data_dir: Path, say: Callable[[
     except Exception as error:
         raise NotReadyError(f"the embedded localwhisk did not start: {str(error).splitlines()[0] if str(error) else type(error).__name__}") from None
     return handle, Path(settings["log_dir"])
-
-
-def _ensure_actions(platform: _Platform, workload: Any) -> None:
-    """Every action the workload invokes exists: its own functions and missing catalogue functions
-    are deployed; any other missing action is refused with the list and the deploy commands."""
-    from invoker.deploy import ensure_workload_actions
-
-    platform.actions.update(ensure_workload_actions(platform.client, workload))
-
-
-def _resolve_web_namespace(platform: _Platform, requests_needed: bool) -> None:
-    """Web URLs carry the namespace by name; ``_`` (the key's default) is looked up once."""
-    namespace = platform.connection.namespace
-    if not requests_needed or namespace != "_":
-        platform.web_namespace = namespace
-        return
-    try:
-        names = platform.client.request("GET", platform.connection.apihost + "/api/v1/namespaces").json()
-    except (FaasprofError, ValueError):
-        names = None
-    if not names or not isinstance(names, list):
-        raise NotReadyError(f"{platform.connection.apihost}: cannot find the namespace for web action calls; pass --namespace NAME")
-    platform.web_namespace = str(names[0])
-
-
-def _check_generic_reachable(requests: list[PreparedRequest]) -> None:
-    seen = set()
-    for request in requests:
-        if request.kind != KIND_GENERIC or request.origin in seen:
-            continue
-        seen.add(request.origin)
-        _, host, port = request.origin
-        try:
-            socket.create_connection((host, port), timeout=5).close()
-        except OSError as error:
-            raise NotReadyError(f"{request.description.split(' ', 1)[1]}: cannot connect ({error.strerror or error}); is the server at {host}:{port} running?") from None
 
 
 def _peak_per_minute(intended_ns: np.ndarray) -> int:
@@ -268,10 +251,6 @@ def _build_collectors(workload: Any, platform: _Platform, say: Callable[[str], N
     block = {key: value for key, value in (workload.monitoring or {}).items() if value not in (None, False)}
     if not block:
         return [], []
-    try:
-        from monitoring.collectors import build_collectors
-    except ImportError as error:
-        raise NotReadyError(f"{workload.origin}: monitoring: the collectors are not installed ({error}); reinstall faasprof or remove the monitoring block") from None
     cgroup_parents = ((platform.info or {}).get("localwhisk") or {}).get("cgroup_parents") or {}
     collectors = build_collectors(block, {"cgroup_parents": cgroup_parents, "duration_s": workload.duration_s, "host_root": "/"})
     warnings, usable = [], []
@@ -298,7 +277,7 @@ def execute(
     connection: Connection | None = None,
     local_settings: dict | None = None,
     progress: bool = True,
-    analyze: bool = False,
+    save_records: bool = False,
     options: DispatchOptions | None = None,
     thresholds: dict[str, float] | None = None,
 ) -> Path:
@@ -308,10 +287,10 @@ def execute(
     ``local_settings`` (``start_embedded`` keyword arguments), used and stopped. Raises
     ConfigError/NotReadyError before anything is created when pre-flight fails. ``thresholds``
     (``invoker.verdict``) override the workload's ``thresholds`` block; the manifest's ``verdict``
-    says whether the run met them.
+    says whether the run met them. ``save_records``: wait for the platform's records of the run and
+    save them even when the platform outlives the run (an analysis follows: ``faasprof run --analyze``);
+    the embedded platform's records are always saved before it stops.
     """
-    from invoker.schedule import build_schedule
-
     unresolved = workload.needs_capacity()
     if unresolved:
         first = unresolved[0]
@@ -321,8 +300,10 @@ def execute(
     thresholds = {**check_thresholds((workload.raw or {}).get("thresholds"), str(workload.origin)), **(thresholds or {})}
     check_out_dir(out_dir)
     schedule = build_schedule(workload)
-    needs_openwhisk = any(instance.endpoint != "generic" for instance in workload.instances)
+    needs_openwhisk = any(OpenWhiskPlatform.serves(instance) for instance in workload.instances)
     platform = _Platform()
+    platform.others = [cls.for_workload(workload) for cls in PLATFORMS
+                       if cls is not OpenWhiskPlatform and any(cls.serves(instance) for instance in workload.instances)]
     # Signal handlers can only be set from the main thread (a caller may run us in another one).
     main_thread = threading.current_thread() is threading.main_thread()
     previous_term = signal.getsignal(signal.SIGTERM)
@@ -343,29 +324,26 @@ def execute(
                 connection = Connection(apihost=platform.handle.apihost, auth=platform.handle.auth, namespace=platform.handle.namespace, source="embedded")
             if connection.insecure:
                 options.insecure = True
-            platform.connection = connection
-            from invoker.client import OpenWhiskClient
-
-            platform.client = OpenWhiskClient(connection)
-            platform.info = platform.client.info()
-            _ensure_actions(platform, workload)
-            _resolve_web_namespace(platform, any(i.data_file is not None and i.data_mode == "web" and i.endpoint != "generic" for i in workload.instances))
-        requests = [prepare_request(instance, connection, platform.web_namespace, workload.origin) for instance in workload.instances]
-        _check_generic_reachable(requests)
+            platform.openwhisk = OpenWhiskPlatform(connection)
+            platform.openwhisk.check()
+            # Every action the workload invokes exists: its own functions and missing catalogue
+            # functions are deployed; any other missing action is refused with the deploy commands.
+            platform.actions.update(platform.openwhisk.ensure_deployed(workload))
+        for other in platform.others:
+            other.check(workload.instances)
+            platform.actions.update(other.ensure_deployed(workload))
+        requests = [platform.of(instance).prepare_request(instance, workload.origin) for instance in workload.instances]
         ensure_fd_budget(options.max_connections, origins=len({request.origin for request in requests}))
         collectors, warnings = _build_collectors(workload, platform, say)
         for text in _limit_warnings(platform, schedule) if needs_openwhisk else []:
             warnings.append(text)
             if say:
                 say("warning: " + text)
-        from monitoring.collectors import tool_versions
-        from monitoring.host import collect_host
-
         host, tools = collect_host("/"), tool_versions()
         if run_dir is None:
             run_dir = _create_run_dir(out_dir, workload.test_name)
         running = True
-        return _run(workload, schedule, run_dir, platform, requests, collectors, warnings, host, tools, options, say, analyze, thresholds)
+        return _run(workload, schedule, run_dir, platform, requests, collectors, warnings, host, tools, options, say, save_records, thresholds)
     finally:
         platform.stop()
         if storage is not None:
@@ -387,7 +365,7 @@ def _term_as_interrupt(signum, frame):  # outside the send loop, SIGTERM unwinds
     raise KeyboardInterrupt
 
 
-def _run(workload, schedule, run_dir: Path, platform: _Platform, requests, collectors, warnings, host, tools, options, say, analyze, thresholds) -> Path:
+def _run(workload, schedule, run_dir: Path, platform: _Platform, requests, collectors, warnings, host, tools, options, say, save_records, thresholds) -> Path:
     planned = len(schedule)
     options.send_processes = resolve_processes(options.send_processes, peak_rate_per_s(schedule.intended_ns))
     provisional = rundir.ClockAnchor()
@@ -510,7 +488,7 @@ def _run(workload, schedule, run_dir: Path, platform: _Platform, requests, colle
                 post.error = f"post_script {post.path} still running after {POST_SCRIPT_TIMEOUT_S:g} s; stopped"
         # The records are saved when the platform goes away with us (embedded) and before an
         # analysis (--analyze), waiting for activations still running.
-        if platform.client is not None and (platform.embedded or analyze) and result is not None and log.error is None:
+        if platform.openwhisk is not None and (platform.embedded or save_records) and result is not None and log.error is None:
             doing = "waiting for activation records"
             _save_activations(platform, run_dir, manifest, warnings, say)
     except KeyboardInterrupt:
@@ -540,7 +518,7 @@ def _run(workload, schedule, run_dir: Path, platform: _Platform, requests, colle
         platform.stop()
     if log.error is None:
         try:
-            records = read_record_ids(run_dir / rundir.ACTIVATIONS)
+            records = rundir.read_record_ids(run_dir / rundir.ACTIVATIONS)
             manifest["verdict"] = evaluate(rundir.read_invocations(run_dir), thresholds, records=records)
         except (OSError, FaasprofError) as error:
             warnings.append(f"the run's thresholds could not be checked ({error})")
@@ -555,42 +533,11 @@ def _run(workload, schedule, run_dir: Path, platform: _Platform, requests, colle
         raise RunError(f"{run_dir}: the run stopped: {reason}; the manifest could not be updated either ({error.strerror or error})") from None
     if failure is not None:
         raise RunError(f"{run_dir}: the run stopped: {reason}") from failure
-    if analyze and status == "complete":
-        _analyze(run_dir, platform, say)
     return run_dir
 
 
-def _analyze(run_dir: Path, platform: _Platform, say) -> None:
-    """``--analyze``: a failed analysis never costs the run; it is recorded and reported."""
-    from analyzer import analyze_run
-
-    if say:
-        say("analyzing")
-    try:
-        # The records were saved (waited for) before; the platform is asked again only for those
-        # still missing, and the embedded one is gone by now.
-        summary = analyze_run(run_dir, connection=None if platform.embedded else platform.connection)
-    except (FaasprofError, OSError, ValueError) as error:
-        text = f"analysis failed ({error}); the run is complete: retry with faasprof analyze {run_dir}"
-        rundir.update_manifest(run_dir, analysis_error=text)
-        print("warning: " + text, file=sys.stderr, flush=True)
-        return
-    if say:
-        from analyzer.cmd_analyze import print_summary
-
-        for warning in summary["warnings"]:
-            say(f"warning: {warning}")
-        print_summary(summary, out=sys.stderr)
-        say(f"report: {run_dir / rundir.ANALYSIS / 'report.html'}")
-
-
 def _loop_name() -> str:
-    try:
-        import uvloop  # noqa: F401
-
-        return "uvloop"
-    except ImportError:
-        return "asyncio"
+    return "uvloop" if _uvloop is not None else "asyncio"
 
 
 def _collector_check(collectors: list, warnings: list[str], say) -> Callable[[], tuple[str, str] | None]:
@@ -690,8 +637,6 @@ def _finish_manifest(run_dir, manifest, status, reason, result, collectors, scri
 
 
 def _utc_now() -> str:
-    import datetime as dt
-
     return dt.datetime.now(dt.timezone.utc).isoformat(timespec="seconds")
 
 
@@ -704,7 +649,7 @@ def _save_activations(platform: _Platform, run_dir: Path, manifest: dict, warnin
     report: dict = {}
     manifest["activations"] = report
     try:
-        save_run_records(run_dir, platform.client, say=say, report=report)
+        platform.openwhisk.fetch_records(run_dir, say=say, report=report)
     finally:
         if report.get("missing"):
             text = f"{report['missing']:,} of {report['expected']:,} activation records missing: {report['missing_why']}"

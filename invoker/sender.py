@@ -4,8 +4,9 @@
 from one Python process, so this module is a deliberately small HTTP/1.1 client on asyncio
 protocols (run under uvloop when available) instead of a general-purpose library:
 
-- every instance's request is formatted once (``prepare_requests``), so sending is one
-  ``transport.write`` of ready bytes;
+- every instance's request is formatted once by its platform (``platforms.base.PreparedRequest``),
+  so sending is one ``transport.write`` of ready bytes, and each response is read by the
+  platform's ``classify``;
 - each origin (scheme, host, port) has a ``ConnectionPool`` of at most ``max_connections``
   keep-alive sockets, each carrying one request at a time (no pipelining). Requests beyond the
   open connections wait in a FIFO for the next free one; the number of requests in flight is
@@ -23,18 +24,16 @@ bytes; no message built here contains it.
 from __future__ import annotations
 
 import asyncio
-import base64
 import collections
-import json
-import mimetypes
+import resource
 import socket
 import ssl
 import time
-import urllib.parse
-from dataclasses import dataclass
-from typing import Any, Callable, Sequence
+from typing import Callable, Sequence
 
 from faasprof.errors import ConfigError
+from platforms.base import Classifier, Origin, PreparedRequest
+from platforms.base import shorten as _shorten
 
 try:  # llhttp, the parser of Node.js: exact framing at less CPU per response than pure Python
     import httptools as _httptools
@@ -48,196 +47,10 @@ DEFAULT_CONNECT_TIMEOUT_S = 10.0
 # OpenWhisk's nginx keeps 512 upstream keep-alive connections; more sockets than that only add
 # file descriptors without adding concurrency at the controller.
 DEFAULT_MAX_CONNECTIONS = 512
-ERROR_MAX_CHARS = 200
+# The longest a keep-alive socket may sit idle and still be reused, unless a request's platform
+# says less (``PreparedRequest.idle_reuse_max_s``).
+DEFAULT_IDLE_REUSE_MAX_S = 30.0
 MAX_HEAD_BYTES = 64 * 1024  # a response head longer than this is not an OpenWhisk answer
-
-KIND_ACTION = "action"  # POST /api/v1/namespaces/{ns}/actions/{name}?blocking=...
-KIND_WEB = "web"  # POST /api/v1/web/{ns}/default/{name} with the raw bytes of data_file
-KIND_GENERIC = "generic"  # POST url with the JSON data, any platform
-
-# The longest a keep-alive socket may sit idle and still be reused. OpenWhisk's nginx and
-# localwhisk keep idle connections for over a minute; generic servers may close them after 2 s
-# (gunicorn) or 5 s (Node.js), and a request written as the server closes is lost.
-IDLE_REUSE_MAX_S = {KIND_ACTION: 30.0, KIND_WEB: 30.0, KIND_GENERIC: 1.5}
-
-Origin = tuple  # (scheme, host, port)
-
-
-@dataclass(frozen=True)
-class PreparedRequest:
-    """One instance's request, formatted once: ``payload`` is the complete HTTP/1.1 message."""
-
-    kind: str
-    origin: Origin
-    payload: bytes
-    description: str  # "POST http://host/path" without credentials, for messages
-
-    def __repr__(self) -> str:  # the payload holds the auth header: never show it
-        return f"PreparedRequest({self.kind}, {self.description})"
-
-
-# -- request preparation --------------------------------------------------------------------------
-
-
-def split_origin(url: str) -> tuple[Origin, str]:
-    """``(scheme, host, port)`` and the path+query of an http(s) URL."""
-    parts = urllib.parse.urlsplit(url)
-    if parts.scheme not in ("http", "https") or not parts.hostname:
-        raise ValueError(f"not an http(s) URL: {url}")
-    port = parts.port or (443 if parts.scheme == "https" else 80)
-    path = parts.path or "/"
-    if parts.query:
-        path += "?" + parts.query
-    return (parts.scheme, parts.hostname, port), path
-
-
-def _host_header(origin: Origin) -> str:
-    scheme, host, port = origin
-    if ":" in host:  # IPv6 literal
-        host = f"[{host}]"
-    default = 443 if scheme == "https" else 80
-    return host if port == default else f"{host}:{port}"
-
-
-def format_request(origin: Origin, path: str, body: bytes, content_type: str, auth: str | None = None, host: str | None = None) -> bytes:
-    """A complete ``POST`` message with a fixed Content-Length (keep-alive, no chunking).
-
-    ``host`` replaces the Host header (FaaSProfiler's ``instances.*.host``: an ingress routes by it)."""
-    lines = [
-        f"POST {path} HTTP/1.1",
-        f"Host: {host or _host_header(origin)}",
-        "User-Agent: faasprof",
-        "Accept: application/json",
-        f"Content-Type: {content_type}",
-        f"Content-Length: {len(body)}",
-    ]
-    if auth is not None:
-        lines.append("Authorization: Basic " + base64.b64encode(auth.encode()).decode("ascii"))
-    return ("\r\n".join(lines) + "\r\n\r\n").encode("latin-1") + body
-
-
-def _quote_action(name: str) -> str:
-    return "/".join(urllib.parse.quote(part, safe="") for part in name.strip("/").split("/"))
-
-
-def _web_path(namespace: str, name: str) -> str:
-    """Web actions live at /api/v1/web/{ns}/{package}/{action}; an unpackaged action is in "default"."""
-    parts = name.strip("/").split("/")
-    if len(parts) >= 3:  # "/ns/pkg/action" given in full
-        namespace, parts = parts[0], parts[1:]
-    if len(parts) == 1:
-        parts = ["default", parts[0]]
-    return "/api/v1/web/" + urllib.parse.quote(namespace, safe="") + "/" + "/".join(urllib.parse.quote(p, safe="") for p in parts)
-
-
-def _read_file(instance: Any, key: str, origin: str) -> bytes:
-    path = getattr(instance, key)
-    try:
-        with open(path, "rb") as handle:
-            return handle.read()
-    except OSError as error:
-        raise ConfigError(f"{origin}: instances.{instance.name}.{key}: cannot read {path} ({error.strerror}); fix the path or its permissions") from None
-
-
-def prepare_request(instance: Any, connection: Any, web_namespace: str | None = None, origin_name: str = "<workload>") -> PreparedRequest:
-    """Format the request of one workload instance (``invoker.workload.Instance``).
-
-    ``connection`` is an ``invoker.connection.Connection`` (ignored for generic instances).
-    ``web_namespace`` is the concrete namespace for web action URLs (web URLs carry no
-    credentials, so ``_`` cannot be resolved there); it defaults to the connection's namespace.
-    """
-    if instance.endpoint == "generic":
-        origin, path = split_origin(instance.url)
-        body = json.dumps(instance.data).encode()
-        # Credentials are never sent to a generic URL (FaaSProfiler sent its key everywhere).
-        return PreparedRequest(KIND_GENERIC, origin, format_request(origin, path, body, "application/json", host=getattr(instance, "host", None)), f"POST {instance.url}")
-
-    if connection is None:
-        raise ValueError("an OpenWhisk instance needs a connection")
-    api_origin, base = split_origin(connection.apihost)
-    base = base.rstrip("/")
-    if instance.data_file is not None and instance.data_mode == "web":
-        data = _read_file(instance, "data_file", origin_name)
-        content_type = instance.content_type or mimetypes.guess_type(str(instance.data_file))[0] or "application/octet-stream"
-        path = base + _web_path(web_namespace or connection.namespace, instance.function)
-        # A web action call is anonymous, as OpenWhisk's web URLs are; the key stays private.
-        payload = format_request(api_origin, path, data, content_type, host=getattr(instance, "host", None))
-        return PreparedRequest(KIND_WEB, api_origin, payload, f"POST {connection.apihost}{path}")
-
-    params = dict(instance.params or {})
-    if instance.data_file is not None:  # data_mode "base64": the bytes as the parameter `data`
-        params["data"] = base64.b64encode(_read_file(instance, "data_file", origin_name)).decode("ascii")
-    body = json.dumps(params).encode()
-    namespace = urllib.parse.quote(connection.namespace, safe="")
-    blocking = "true" if instance.blocking else "false"
-    path = f"{base}/api/v1/namespaces/{namespace}/actions/{_quote_action(instance.function)}?blocking={blocking}"
-    payload = format_request(api_origin, path, body, "application/json", auth=connection.auth, host=getattr(instance, "host", None))
-    return PreparedRequest(KIND_ACTION, api_origin, payload, f"POST {connection.apihost}{path}")
-
-
-def prepare_requests(instances: Sequence[Any], connection: Any, web_namespace: str | None = None, origin_name: str = "<workload>") -> list[PreparedRequest]:
-    return [prepare_request(instance, connection, web_namespace, origin_name) for instance in instances]
-
-
-# -- response classification ----------------------------------------------------------------------
-
-
-def _shorten(text: str) -> str:
-    text = " ".join(str(text).split())
-    return text if len(text) <= ERROR_MAX_CHARS else text[: ERROR_MAX_CHARS - 1] + "…"
-
-
-def _json(body: bytes) -> Any:
-    try:
-        return json.loads(body)
-    except (ValueError, UnicodeDecodeError):
-        return None
-
-
-def _error_of(body: bytes, parsed: Any) -> str:
-    """OpenWhisk's message: ``{"error": ...}``, or the activation's ``response.result.error``."""
-    if isinstance(parsed, dict):
-        if "error" in parsed:
-            return _shorten(parsed["error"] if isinstance(parsed["error"], str) else json.dumps(parsed["error"]))
-        response = parsed.get("response")
-        if isinstance(response, dict):
-            result = response.get("result")
-            if isinstance(result, dict) and "error" in result:
-                error = result["error"]
-                return _shorten(error if isinstance(error, str) else json.dumps(error))
-            if response.get("status"):
-                return _shorten(str(response["status"]))
-    text = body[:ERROR_MAX_CHARS].decode("utf-8", "replace")
-    return _shorten(text) if text.strip() else ""
-
-
-def classify(kind: str, status: int, activation_id: str | None, body: bytes) -> tuple[str, str | None, str | None]:
-    """``(outcome, activation_id, error)`` of one HTTP response.
-
-    - 2xx: ``ok`` (a non-blocking 202, a blocking 200, or a blocking call still running: 202);
-    - 502: ``app_error`` (the action failed: application or developer error, with its message);
-    - 429: ``throttled`` with OpenWhisk's message (per-minute or concurrent limit);
-    - 408, 504: ``timeout``; anything else: ``failed`` with the status and message.
-    """
-    parsed = None
-    if activation_id is None and kind != KIND_GENERIC and body[:1] == b"{":
-        parsed = _json(body)
-        if isinstance(parsed, dict):
-            found = parsed.get("activationId")
-            activation_id = found if isinstance(found, str) else None
-    if 200 <= status < 300:
-        return "ok", activation_id, None
-    if parsed is None:
-        parsed = _json(body) if body[:1] in (b"{", b"[") else None
-    message = _error_of(body, parsed)
-    if status == 429:
-        return "throttled", activation_id, message or "429 Too Many Requests"
-    if status == 502 and kind != KIND_GENERIC:
-        return "app_error", activation_id, message or "502 action error"
-    if status in (408, 504):
-        return "timeout", activation_id, f"HTTP {status}" + (f": {message}" if message else "")
-    return "failed", activation_id, f"HTTP {status}" + (f": {message}" if message else "")
-
 
 # -- the connection pool ---------------------------------------------------------------------------
 
@@ -491,7 +304,7 @@ class _Connection(asyncio.Protocol):
         self.pool = pool
         self.transport: asyncio.Transport | None = None
         self.seq = -1  # the request in flight, -1 when idle
-        self.kind = KIND_ACTION
+        self.classify: Classifier | None = None
         self.sent_ns = 0
         self.response: _Response | None = None
         self.used = False
@@ -507,9 +320,9 @@ class _Connection(asyncio.Protocol):
             except OSError:
                 pass
 
-    def send(self, seq: int, kind: str, payload: bytes) -> None:
+    def send(self, seq: int, classify: Classifier, payload: bytes) -> None:
         self.seq = seq
-        self.kind = kind
+        self.classify = classify
         self.response = _Response(payload.startswith(b"HEAD "))
         self.used = True
         self.sent_ns = time.monotonic_ns()
@@ -532,10 +345,10 @@ class _Connection(asyncio.Protocol):
 
     def _finish(self, response: _Response, body: bytes) -> None:
         done_ns = time.monotonic_ns()
-        seq, sent_ns, kind = self.seq, self.sent_ns, self.kind
+        seq, sent_ns, classify = self.seq, self.sent_ns, self.classify
         self.seq = -1
         self.response = None
-        outcome, activation_id, error = classify(kind, response.status, response.activation_id, body)
+        outcome, activation_id, error = classify(response.status, response.activation_id, body)
         pool = self.pool
         pool.complete(seq, sent_ns, done_ns, outcome, response.status, activation_id, error)
         if response.close or self.closed:
@@ -589,7 +402,7 @@ class ConnectionPool:
         max_connections: int = DEFAULT_MAX_CONNECTIONS,
         ssl_context: ssl.SSLContext | None = None,
         connect_timeout_s: float = DEFAULT_CONNECT_TIMEOUT_S,
-        idle_reuse_max_s: float = IDLE_REUSE_MAX_S[KIND_ACTION],
+        idle_reuse_max_s: float = DEFAULT_IDLE_REUSE_MAX_S,
     ):
         self.loop = loop
         self.origin = origin
@@ -601,7 +414,7 @@ class ConnectionPool:
         self.connect_timeout_s = connect_timeout_s
         self.idle: list[_Connection] = []  # a stack: the most recently used socket is reused first
         self.busy: set[_Connection] = set()
-        self.waiting: collections.deque = collections.deque()  # (seq, kind, payload)
+        self.waiting: collections.deque = collections.deque()  # (seq, classify, payload)
         self.connecting = 0
         self.open_count = 0
         self.peak_open = 0
@@ -612,7 +425,7 @@ class ConnectionPool:
         self.closing = False
 
     # submit() and release() are the hot path: keep them short.
-    def submit(self, seq: int, kind: str, payload: bytes) -> None:
+    def submit(self, seq: int, classify: Classifier, payload: bytes) -> None:
         idle = self.idle
         while idle:
             conn = idle.pop()
@@ -622,9 +435,9 @@ class ConnectionPool:
                 conn.transport.close()  # type: ignore[union-attr]
                 continue
             self.busy.add(conn)
-            conn.send(seq, kind, payload)
+            conn.send(seq, classify, payload)
             return
-        self.waiting.append((seq, kind, payload))
+        self.waiting.append((seq, classify, payload))
         if self.open_count + self.connecting >= self.max_connections:
             self.saturated += 1
         elif self.connecting < len(self.waiting):
@@ -632,8 +445,8 @@ class ConnectionPool:
 
     def release(self, conn: _Connection) -> None:
         if self.waiting and not self.closing:
-            seq, kind, payload = self.waiting.popleft()
-            conn.send(seq, kind, payload)
+            seq, classify, payload = self.waiting.popleft()
+            conn.send(seq, classify, payload)
             return
         self.busy.discard(conn)
         conn.idle_since_ns = time.monotonic_ns()
@@ -747,8 +560,6 @@ class ConnectionPool:
 
 def ensure_fd_budget(max_connections: int, origins: int = 1, spare: int = 128) -> None:
     """Raise the soft open-files limit so that every allowed connection can open; ConfigError if it cannot."""
-    import resource
-
     needed = max_connections * max(origins, 1) + spare
     soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
     if soft == resource.RLIM_INFINITY or soft >= needed:
@@ -783,19 +594,19 @@ class Sender:
         connect_timeout_s: float = DEFAULT_CONNECT_TIMEOUT_S,
     ):
         self.pools: dict[Origin, ConnectionPool] = {}
-        self._routes: list[tuple[ConnectionPool, str, bytes]] = []
+        self._routes: list[tuple[ConnectionPool, Classifier, bytes]] = []
         for request in requests:
             pool = self.pools.get(request.origin)
             if pool is None:
                 context = make_ssl_context(insecure) if request.origin[0] == "https" else None
-                pool = ConnectionPool(loop, request.origin, complete, on_sent, max_connections, context, connect_timeout_s, IDLE_REUSE_MAX_S[request.kind])
+                pool = ConnectionPool(loop, request.origin, complete, on_sent, max_connections, context, connect_timeout_s, request.idle_reuse_max_s)
                 self.pools[request.origin] = pool
-            pool.idle_reuse_max_ns = min(pool.idle_reuse_max_ns, int(IDLE_REUSE_MAX_S[request.kind] * 1e9))
-            self._routes.append((pool, request.kind, request.payload))
+            pool.idle_reuse_max_ns = min(pool.idle_reuse_max_ns, int(request.idle_reuse_max_s * 1e9))
+            self._routes.append((pool, request.classify, request.payload))
 
     def submit(self, seq: int, request_index: int) -> None:
-        pool, kind, payload = self._routes[request_index]
-        pool.submit(seq, kind, payload)
+        pool, classify, payload = self._routes[request_index]
+        pool.submit(seq, classify, payload)
 
     @property
     def in_flight(self) -> int:
@@ -804,10 +615,6 @@ class Sender:
     @property
     def waiting(self) -> int:
         return sum(len(pool.waiting) for pool in self.pools.values())
-
-    @property
-    def open_connections(self) -> int:
-        return sum(pool.open_count for pool in self.pools.values())
 
     @property
     def saturated(self) -> int:

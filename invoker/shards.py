@@ -60,7 +60,8 @@ from faasprof.errors import ConfigError, RunError
 from faasprof.paths import REPO_ROOT
 from invoker.dispatch import WATCH_INTERVAL_S, DispatchOptions, Dispatcher, DispatchResult, new_event_loop
 from invoker.selfwatch import lateness_summary_ms
-from invoker.sender import PreparedRequest, ensure_fd_budget
+from invoker.sender import ensure_fd_budget
+from platforms.base import PreparedRequest
 
 SHARDS_DIR = "shards"
 MERGE_INTERVAL_S = 0.25  # the parent's merge and check period (rows reach the top-level files within ~1 s)

@@ -55,6 +55,7 @@ from pathlib import Path
 
 from faasprof.errors import ConfigError, NotReadyError
 from functions.iolib import PatternReader, S3, S3Error
+from platforms.openwhisk import OpenWhiskPlatform
 
 START_TIMEOUT_S = 20.0
 STOP_TIMEOUT_S = 5.0
@@ -345,7 +346,7 @@ def start_workload_storage(workload, say=None):
         say(f"storage for the run: {', '.join(sorted(k for k in storage.describe() if k not in ('bucket', 'objects')))} on 127.0.0.1")
     given = storage.params()
     instances = tuple(
-        dataclasses.replace(instance, params={**given, **(instance.params or {})}) if instance.endpoint != "generic" else instance
+        dataclasses.replace(instance, params={**given, **(instance.params or {})}) if OpenWhiskPlatform.serves(instance) else instance
         for instance in workload.instances
     )
     return storage, dataclasses.replace(workload, instances=instances)

@@ -11,4 +11,4 @@ Entry points: ``python -m localwhisk serve`` (the server process), ``localwhisk.
 
 __all__ = ["__version__"]
 
-__version__ = "0.1.0"
+from faasprof.version import __version__

@@ -26,8 +26,11 @@ try:  # uvloop: the event loop in C, several times cheaper per request than asyn
     import uvloop
 except ImportError:  # pragma: no cover - a dependency everywhere but Windows
     uvloop = None
+from aiohttp import web
 
 from localwhisk.config import AUTH_ENV, Settings, add_auth_file_argument, add_settings_arguments, is_loopback, settings_from_args, validate_settings
+from localwhisk.docker_sandbox import DockerUnavailable
+from localwhisk.server import Localwhisk
 
 STATE_FILE = "localwhisk.json"
 STOP_DRAIN_S = 2.0
@@ -61,7 +64,6 @@ def lock_data_dir(data_dir: Path):
 
 async def _listen_on_bridge(runner, gateway: str, port: int) -> int | None:
     """Serve the API on the bridge gateway too (the same port when free); its port, or None."""
-    from aiohttp import web  # as serve(): aiohttp loads only when the server starts
     for candidate in (port, 0):
         site = web.TCPSite(runner, gateway, candidate, backlog=2048, reuse_address=True)
         try:
@@ -74,11 +76,6 @@ async def _listen_on_bridge(runner, gateway: str, port: int) -> int | None:
 
 
 async def serve(settings: Settings, port_file: Path | None, parent_pid: int | None) -> int:
-    from aiohttp import web
-
-    from localwhisk.docker_sandbox import DockerUnavailable
-    from localwhisk.server import Localwhisk
-
     data_dir = Path(settings.data_dir)
     lw = Localwhisk(settings)
     try:

@@ -1,8 +1,8 @@
 """Docker sandboxes: localwhisk's ``isolation: docker``, one real container per sandbox.
 
 A ``DockerSandbox`` has the interface of the process ``Sandbox`` (localwhisk/sandbox.py), so the
-pool's rules do not change; underneath it does what OpenWhisk's invoker does (research/openwhisk.md
-§4.1, §5.1):
+pool's rules do not change; underneath it does what OpenWhisk's invoker does (localwhisk/README.md,
+"Docker isolation"):
 
 - ``start``: create the container like ``docker run -d --memory M --memory-swap M --cpu-shares S
   --ulimit nofile=1024:1024 --pids-limit 1024 --cap-drop NET_RAW --cap-drop NET_ADMIN --network

@@ -1,6 +1,6 @@
 """The container pool: OpenWhisk's classic invoker (``ContainerPool`` + ``ContainerProxy``) rules.
 
-Scheduling one activation, in this order (research/openwhisk.md §4.3):
+Scheduling one activation, in this order (localwhisk/README.md, "How it works"):
 
 1. if the run buffer is not empty, the job joins its tail (strict FIFO, head-of-line blocking);
 2. reuse an idle warm sandbox (unpaused or paused) of the same action revision and namespace;

@@ -691,7 +691,7 @@ class Localwhisk:
         return self.ok(response["result"] if result_only else record, status=status, headers=headers)
 
     def _complete(self, job: Job, out: Outcome) -> None:
-        """Build the activation record (research/openwhisk.md §3), store it, answer the waiter."""
+        """Build the activation record (localwhisk/README.md, "Records"), store it, answer the waiter."""
         self.throttles.inflight[self.namespace] = max(self.throttles.inflight.get(self.namespace, 1) - 1, 0)
         action = job.action
         wait_end = out.wait_end_ns if out.wait_end_ns is not None else time.monotonic_ns()

@@ -1237,4 +1237,3 @@ def cleanup_leftovers(
                 continue
             messages.append(f"removed leftover resctrl group {resctrl / name} (faasprof pid {pid} is gone; no state file)")
     return messages
-

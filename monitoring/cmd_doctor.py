@@ -15,34 +15,30 @@ not run, and hardware support is judged from the tree alone.
 from __future__ import annotations
 
 import argparse
-import base64
+import importlib.util
 import json
-import ssl
 import sys
-import urllib.error
-import urllib.request
 from pathlib import Path
 
 from faasprof.docker import docker_problem
-from faasprof.errors import EXIT_NOT_READY, EXIT_OK, ConfigError
+from faasprof.errors import EXIT_NOT_READY, EXIT_OK, ConfigError, NotReadyError
 from monitoring.collectors import COLLECTORS, normalise_block
 from monitoring.collectors.base import INFO, NO, OK, WARN, Finding
 from monitoring.host import Root, collect_host, cpu_vendor_kind
+from platforms.base import PlatformError, PlatformUnreachable
+from platforms.openwhisk import OpenWhiskPlatform, add_connection_arguments, resolve_connection
+from workload.spec import read_workload_json
+
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--workload", metavar="CONFIG", help="a workload JSON: exit 3 unless what it asks for is available")
     parser.add_argument("--root", default="/", help="read /proc and /sys under this directory (default /); tools are not run when it is not /")
     parser.add_argument("--json", action="store_true", help="print the findings as JSON instead of lines")
-    # Lazy: monitoring imports only faasprof at module level; the doctor alone needs the invoker's flags.
-    from invoker.connection import add_connection_arguments
-
     add_connection_arguments(parser)
 
 
 def _load_workload(path: str) -> dict:
     # Only the monitoring and platform blocks matter here, so the JSON is read, not validated.
-    from invoker.workload import read_workload_json
-
     data = read_workload_json(path)
     if not isinstance(data, dict):
         raise ConfigError(f"{path}: must be a JSON object (a workload)")
@@ -102,23 +98,10 @@ def check_core_sharing(host: dict) -> list[Finding]:
     ]
 
 
-def _get_json(url: str, auth: str | None, insecure: bool, timeout_s: float = 5.0) -> dict:
-    request = urllib.request.Request(url, headers={"Accept": "application/json"})
-    if auth:
-        request.add_header("Authorization", "Basic " + base64.b64encode(auth.encode()).decode())
-    context = ssl._create_unverified_context() if insecure and url.startswith("https") else None
-    with urllib.request.urlopen(request, timeout=timeout_s, context=context) as response:
-        return json.loads(response.read().decode("utf-8") or "{}")
-
-
 def check_platform(args: argparse.Namespace, workload: dict | None) -> list[Finding]:
-    from invoker.connection import resolve_connection
-
     platform_block = (workload or {}).get("platform") or {}
     connection = resolve_connection(args, platform_block, origin=getattr(args, "workload", None) or "workload")
     if connection is None:
-        import importlib.util
-
         try:
             found = importlib.util.find_spec("localwhisk.embedded") is not None
         except ModuleNotFoundError:
@@ -128,12 +111,14 @@ def check_platform(args: argparse.Namespace, workload: dict | None) -> list[Find
         return [Finding("platform", NO, "no API host configured and the embedded localwhisk is not installed", "pass --apihost/--auth (or ~/.wskprops), or reinstall faasprof with ./setup.sh", ("platform",))]
     url = connection.apihost + "/api/v1"
     try:
-        info = _get_json(url, connection.auth, connection.insecure)
-    except urllib.error.HTTPError as error:
-        return [Finding("platform", NO, f"{url} answered HTTP {error.code}", "check --apihost and that OpenWhisk's controller is up", ("platform",))]
-    except (urllib.error.URLError, OSError, ValueError) as error:
-        reason = getattr(error, "reason", error)
-        return [Finding("platform", NO, f"{url} unreachable ({reason})", "start OpenWhisk (or check --apihost / ~/.wskprops), or drop them to use the embedded localwhisk", ("platform",))]
+        with OpenWhiskPlatform(connection) as platform:
+            info = platform.client.api_info(timeout_s=5.0)
+    except PlatformError as error:
+        return [Finding("platform", NO, f"{url} answered HTTP {error.status}", "check --apihost and that OpenWhisk's controller is up", ("platform",))]
+    except PlatformUnreachable as error:
+        return [Finding("platform", NO, f"{url} unreachable ({error.reason})", "start OpenWhisk (or check --apihost / ~/.wskprops), or drop them to use the embedded localwhisk", ("platform",))]
+    except NotReadyError as error:
+        return [Finding("platform", NO, str(error), "check --apihost, --auth and ~/.wskprops", ("platform",))]
     limits = info.get("limits") or {}
     text = f"OpenWhisk at {connection.apihost} ({connection.source})"
     if limits:

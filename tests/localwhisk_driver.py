@@ -6,8 +6,7 @@ import time
 
 import requests
 
-from invoker.client import OpenWhiskClient
-from invoker.connection import Connection
+from platforms.openwhisk import Connection, OpenWhiskClient
 
 
 def annotation(record, key, default=None):

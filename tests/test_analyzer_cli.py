@@ -12,6 +12,7 @@ import pytest
 from conftest import run_cli
 from test_analyzer_records import AUTH, FakeActivations, make_handler
 from test_analyzer_synthetic import write_synthetic_run
+from faasprof import rundir
 
 
 def _instances(rate):
@@ -103,8 +104,6 @@ def test_compare_runs_that_differ_in_rate(tmp_path, isolated_home):
 
 
 def test_compare_warns_when_hosts_differ_and_rejects_an_unknown_label(tmp_path, isolated_home):
-    from faasprof import rundir
-
     runs = [write_synthetic_run(tmp_path, test_name=f"h{k}", duration_s=2.0, instances=_instances(10.0))[0] for k in range(2)]
     for k, run in enumerate(runs):
         rundir.update_manifest(run, host={"kernel": f"6.1.0-{k}", "cpu_model": "Xeon"})

@@ -3,6 +3,9 @@
 from __future__ import annotations
 
 from analyzer.compare import differing_keys, environment_warnings, pick_parameter
+from analyzer.analysis import analyze_run
+from analyzer.compare import compare_runs
+from analyzer.compare import unrelated_workload_warnings
 
 
 def _manifest(memory=256, rate=10.0, seed=1, port=4000, applied=None, kernel="6.1.0", grace=50):
@@ -52,8 +55,6 @@ def test_environment_warnings_name_hosts_and_platform_settings_but_not_the_param
 
 
 def test_labelling_unrelated_workloads_warns():
-    from analyzer.compare import unrelated_workload_warnings
-
     same = [_manifest(memory=256), _manifest(memory=512)]
     assert unrelated_workload_warnings(same, ["a", "b"], "workload.instances.i0.memory_mb", differing_keys(same)) == []
     other = _manifest(rate=20.0)
@@ -64,8 +65,6 @@ def test_labelling_unrelated_workloads_warns():
 
 
 def test_significance_verdicts_against_the_first_run(tmp_path):
-    from analyzer.analysis import analyze_run
-    from analyzer.compare import compare_runs
     from test_analyzer_synthetic import write_synthetic_run
 
     one = {"i0": {"application": "fn", "distribution": "Uniform", "rate": 30.0}}

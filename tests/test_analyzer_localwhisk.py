@@ -14,7 +14,10 @@ pytest.importorskip("localwhisk.embedded")
 
 from analyzer import analyze_run  # noqa: E402
 from invoker.run import execute  # noqa: E402
-from invoker.workload import workload_from_dict  # noqa: E402
+from workload.spec import workload_from_dict  # noqa: E402
+from localwhisk.embedded import start_embedded
+from platforms.openwhisk import Connection
+from platforms.openwhisk import OpenWhiskClient
 
 
 def _run(tmp_path, rate, service_ms, duration_s, local_settings):
@@ -54,10 +57,6 @@ RAISER = "def main(args):\n    raise ValueError('raised on purpose by the test')
 
 def test_non_blocking_run_of_an_action_that_always_raises_counts_application_errors(tmp_path):
     """The run the issue reported as ``ok 24, app_error 0`` with the failures in the percentiles."""
-    from invoker.client import OpenWhiskClient
-    from invoker.connection import Connection
-    from localwhisk.embedded import start_embedded
-
     handle = start_embedded(pause_grace_ms=50)
     try:
         connection = Connection(handle.apihost, handle.auth, handle.namespace, source="embedded")

@@ -15,6 +15,7 @@ from analyzer import frames as frames_mod
 from analyzer import report as report_mod
 from analyzer.analysis import analyze_run, load_run
 from test_analyzer_synthetic import write_synthetic_run
+from analyzer import plots as plots_mod
 
 MIXED = {
     "blocking": {"application": "fn", "distribution": "Uniform", "rate": 20.0, "blocking": True},
@@ -102,8 +103,6 @@ def test_parquet_files_describe_themselves_and_read_together(tmp_path):
 
 
 def test_monitor_panels_plot_measurements_not_bookkeeping(tmp_path):
-    from analyzer import plots as plots_mod
-
     perf = pd.DataFrame({"t_s": [1.0, 2.0], "time_s": [1.0, 2.0], "interval_s": [1.0, 1.0], "elapsed_s": [1.0, 2.0], "cpu_utilization": [2.0, 2.0], "ipc": [1.1, 1.2], "llc_mpki": [3.0, np.nan], "page_faults_per_s": [10.0, 12.0], "branch_mpki": [np.nan, np.nan]})
     columns, notes = plots_mod.plottable_columns("perf", perf)
     assert columns[:2] == ["ipc", "llc_mpki"] and "page_faults_per_s" in columns

@@ -1,7 +1,7 @@
 """Fetching activation records over the REST API: paging, foreign records, late and missing records.
 
 A real HTTP server on 127.0.0.1 port 0 serves ``GET /api/v1/namespaces/guest/activations`` with
-OpenWhisk's semantics (research/openwhisk.md §2.3): newest first by ``start``, ``since``/``upto``
+OpenWhisk's semantics (platforms/openwhisk.py, "Activation records"): newest first by ``start``, ``since``/``upto``
 inclusive epoch ms against ``start``, ``limit`` at most 200 (more is a 400), ``skip``; and
 ``GET .../activations/{id}`` with a 404 until a record is "stored".
 """
@@ -18,8 +18,7 @@ import pytest
 from analyzer import records as records_mod
 from analyzer.analysis import analyze_run, load_run
 from faasprof import rundir
-from invoker.client import OpenWhiskClient
-from invoker.connection import Connection
+from platforms.openwhisk import Connection, OpenWhiskClient, fetch_records
 from test_analyzer_synthetic import WALL_ZERO_NS, record, write_synthetic_run
 
 AUTH = "23bc46b1-71f6-4ed5-8c54-816aa4f8c502:123zO3xZCLrMN6v2BKK1dXYFpXlPkccOFqm12CdAsMgRU4VrNZ9lyGVCGuMDGIwP"
@@ -116,13 +115,13 @@ def test_paging_across_many_pages_with_ties_and_foreign_records(platform):
     store = FakeActivations(ours + foreign)
     connection = platform(store)
     with OpenWhiskClient(connection) as client:
-        found, report = records_mod.fetch_records(client, [r["activationId"] for r in ours], start - 1000, start + 5000, retry_delays_s=(), sleep=lambda s: None)
+        found, report = fetch_records(client, [r["activationId"] for r in ours], start - 1000, start + 5000, retry_delays_s=(), sleep=lambda s: None)
     assert len(found) == len(ours) and report.missing_ids == []
     assert {r["activationId"] for r in found} == {r["activationId"] for r in ours}
     assert report.foreign_records > 0 and report.listed_pages >= 7
     assert all(limit == 200 for _, _, limit, _ in store.list_calls)
     assert report.id_lookups == 0
-    assert found == records_mod.sort_records(found)
+    assert found == rundir.sort_records(found)
 
 
 def test_late_records_are_found_by_id_and_never_stored_ones_are_reported(platform):
@@ -134,7 +133,7 @@ def test_late_records_are_found_by_id_and_never_stored_ones_are_reported(platfor
     connection = platform(store)
     sleeps = []
     with OpenWhiskClient(connection) as client:
-        found, report = records_mod.fetch_records(client, [r["activationId"] for r in ours], start - 10, start + 100, retry_delays_s=(0.5, 1.0, 2.0), sleep=sleeps.append)
+        found, report = fetch_records(client, [r["activationId"] for r in ours], start - 10, start + 100, retry_delays_s=(0.5, 1.0, 2.0), sleep=sleeps.append)
     assert report.missing_ids == [ours[11]["activationId"]]
     assert len(found) == 29
     assert sleeps == [0.5, 1.0, 2.0]  # bounded: one round per delay, then give up

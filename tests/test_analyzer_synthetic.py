@@ -1,8 +1,8 @@
 """Synthetic run directories for the analyzer's tests and benchmark, and checks of the generator.
 
 ``write_synthetic_run`` writes a run directory through ``faasprof.rundir`` (manifest, invocation
-log) plus activation records shaped exactly like OpenWhisk's extended JSON (research/openwhisk.md
-§3: ``start``/``end`` epoch ms, ``duration`` including ``initTime``, annotations ``path``,
+log) plus activation records shaped exactly like OpenWhisk's extended JSON (localwhisk/README.md,
+"Records": ``start``/``end`` epoch ms, ``duration`` including ``initTime``, annotations ``path``,
 ``waitTime``, ``kind``, ``timeout``, ``limits`` and ``initTime`` only on cold starts).
 
 The platform is a small queue model per function, so latency modes are known by construction:

@@ -9,7 +9,10 @@ import pytest
 
 from experiments import capacity_store
 from faasprof.errors import ConfigError
-from invoker.workload import workload_from_dict
+from workload.spec import workload_from_dict
+from experiments.capacity import Probe, search
+from experiments.sweep import sweep_eta
+from invoker.run import execute
 
 WORKLOAD = {
     "test_name": "cf",
@@ -61,24 +64,18 @@ def test_resolve_measures_once_then_reads_the_store(tmp_path, monkeypatch):
 
 
 def test_the_invoker_refuses_an_unresolved_fraction(tmp_path):
-    from invoker.run import execute
-
     workload = workload_from_dict(json.loads(json.dumps(WORKLOAD)))
     with pytest.raises(ConfigError, match="capacity"):
         execute(workload, tmp_path, progress=False)
 
 
 def test_sweep_eta_from_planned_then_measured_times():
-    from experiments.sweep import sweep_eta
-
     assert sweep_eta(0, 3, 0.0, 30.0, 5.0) == "ETA about 1 min 45 s (planned)"
     assert sweep_eta(1, 3, 40.0, 30.0, 5.0) == "ETA 1 min 20 s"
     assert sweep_eta(3, 3, 120.0, 30.0, 5.0) == "done"
 
 
 def test_capacity_search_says_an_eta():
-    from experiments.capacity import Probe, search
-
     lines = []
     ticks = iter(range(0, 1000, 10))
     search(lambda rate: Probe(rate_rps=rate, mode="over-invoked" if rate > 4 else "balanced"), start_rate=1, max_rate=64, max_runs=6, say=lines.append, clock=lambda: next(ticks))

@@ -5,6 +5,8 @@ from __future__ import annotations
 
 import subprocess
 import sys
+from monitoring import cmd_doctor
+from monitoring.collectors.rdt import RdtCollector
 
 
 def _cli(*args, timeout=60):
@@ -27,9 +29,6 @@ def test_local_start_help_states_each_default_once():
 
 
 def test_doctor_warns_on_few_shared_cpus_and_fits_fixes_to_the_vendor():
-    from monitoring import cmd_doctor
-    from monitoring.collectors.rdt import RdtCollector
-
     few = cmd_doctor.check_core_sharing({"logical_cpus": 2})
     assert len(few) == 1 and few[0].state == cmd_doctor.WARN and "share them" in few[0].text and "capacity_fraction" in few[0].fix
     assert cmd_doctor.check_core_sharing({"logical_cpus": 32}) == []

@@ -11,8 +11,9 @@ from pathlib import Path
 
 import pytest
 
-from invoker.sender import prepare_request
-from invoker.workload import load_workload
+from platforms.registry import prepare_request
+from workload.spec import load_workload
+from platforms.openwhisk import Connection
 
 
 def faasprofiler_workload(**changes) -> dict:
@@ -83,8 +84,6 @@ def test_faasprofiler_key_accepted_with_its_meaning(tmp_path, data, check):
 
 
 def test_host_is_the_host_header_of_openwhisk_requests_too(tmp_path):
-    from invoker.connection import Connection
-
     workload = load(tmp_path, faasprofiler_workload(instances={"i": {"application": "a", "distribution": "Poisson", "rate": 1, "host": "ingress.example"}}))
     request = prepare_request(workload.instance("i"), Connection("http://127.0.0.1:3233", "u:k", "guest"))
     assert b"\r\nHost: ingress.example\r\n" in request.payload

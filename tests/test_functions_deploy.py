@@ -14,11 +14,13 @@ from urllib.parse import parse_qs, unquote, urlsplit
 import pytest
 
 from faasprof.errors import ConfigError, NotReadyError
-from invoker.client import OpenWhiskClient
-from invoker.connection import Connection
-from invoker.deploy import CODE_DIGEST_ANNOTATION, deploy, ensure_actions, resolve_kind
+from platforms.openwhisk import Connection, OpenWhiskClient
+from platforms.openwhisk_deploy import CODE_DIGEST_ANNOTATION, deploy, ensure_actions, resolve_kind
 from functions.catalogue import lookup
 from tests.conftest import run_cli
+from faasprof.errors import RunError
+from functions.catalogue import names
+from platforms.openwhisk import PlatformError
 
 AUTH = "user:secret"
 
@@ -229,8 +231,6 @@ def test_cli_list_contacts_nothing(isolated_home):
     done = run_cli("deploy", "--list", timeout=60)
     assert done.returncode == 0
     assert any(line.startswith("markdown ") for line in done.stdout.splitlines())
-    from functions.catalogue import names
-
     assert len(done.stdout.splitlines()) == len(names())
 
 
@@ -240,9 +240,6 @@ def test_cli_unreachable_platform_is_not_ready(isolated_home):
 
 
 def test_too_large_archive_says_which_limit_to_raise(whisk, client, monkeypatch):
-    from faasprof.errors import RunError
-    from invoker.client import PlatformError
-
     def refuse(*args, **kwargs):
         raise PlatformError("413", status=413)
 

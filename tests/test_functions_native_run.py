@@ -14,6 +14,7 @@ from functions import native
 from functions.catalogue import lookup
 from monitoring.parsers.perf import perf_counts
 from tests.conftest import DATA_DIR, run_cli
+from faasprof.errors import NotReadyError
 
 
 def _native_rows(run_dir):
@@ -113,8 +114,6 @@ def test_a_function_that_cannot_load_leaves_not_sent_rows(tmp_path):
 
 
 def test_unavailable_function_is_not_ready_before_any_directory(tmp_path):
-    from faasprof.errors import NotReadyError
-
     entry = replace(lookup("img-resize"), directory=tmp_path / "empty")
     with pytest.raises(NotReadyError, match="jimp"):
         native.run_native(entry, tmp_path / "runs", native.NativeOptions(repeat=1))
@@ -145,8 +144,6 @@ def test_perf_counts_when_perf_works(tmp_path):
 
 
 def test_perf_that_cannot_count_is_not_ready(tmp_path):
-    from faasprof.errors import NotReadyError
-
     if native.check_perf() and "not found" in native.check_perf():
         pytest.skip("perf is not installed")
     with pytest.raises(NotReadyError, match="perf"):

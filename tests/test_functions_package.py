@@ -15,6 +15,7 @@ from functions import native
 from functions.catalogue import lookup
 from functions.checks import check_result
 from functions.package import ZIP_EPOCH, archive_files, build_archive, build_archive_bytes, sha256
+from faasprof.errors import NotReadyError
 
 
 def _names(data: bytes) -> list[str]:
@@ -86,8 +87,6 @@ def test_extracted_archive_runs(tmp_path, name):
 
 
 def test_missing_npm_package_refuses_to_package(tmp_path):
-    from faasprof.errors import NotReadyError
-
     shutil.copy(lookup("img-resize").directory / "package.json", tmp_path)
     shutil.copy(lookup("img-resize").directory / "index.js", tmp_path)
     with pytest.raises(NotReadyError, match="npm ci"):

@@ -18,10 +18,12 @@ import numpy as np
 import pytest
 
 from faasprof.rundir import InvocationLog
-from invoker.connection import Connection
+from platforms.openwhisk import classify, Connection
 from invoker.dispatch import DispatchOptions, Dispatcher, new_event_loop
-from invoker.sender import _Response, classify, prepare_request
+from invoker.sender import _Response
+from platforms.registry import prepare_request
 from test_invoker_fakeserver import AUTH, THROTTLE_MESSAGE, FakeOpenWhisk
+from invoker.run import _collector_check
 
 
 def instance(name: str, function: str, **extra):
@@ -248,7 +250,7 @@ def test_response_parser_handles_split_chunked_and_headers():
     ],
 )
 def test_classify(status, aid, body, expected):
-    assert classify("action", status, aid, body) == expected
+    assert classify(status, aid, body) == expected
 
 
 def test_prepared_request_repr_hides_the_key():
@@ -277,8 +279,6 @@ def test_lateness_warning_says_why_and_what_to_do():
 
 
 def test_a_failing_check_stops_the_run():
-    from invoker.run import _collector_check
-
     alive = {"value": True}
     collectors = [SimpleNamespace(name="perf", required=True, alive=lambda: alive["value"]),
                   SimpleNamespace(name="cgroups", required=False, alive=lambda: False)]

@@ -11,7 +11,8 @@ import numpy as np
 import pytest
 
 from invoker.dispatch import WARM_CONNECTIONS, DispatchOptions, Dispatcher, new_event_loop
-from invoker.sender import _LlhttpResponse, _PyResponse, prepare_request
+from invoker.sender import _LlhttpResponse, _PyResponse
+from platforms.registry import prepare_request
 
 # Both implementations must frame exactly the same way (llhttp is used when httptools is installed).
 PARSERS = [_PyResponse, _LlhttpResponse]

@@ -10,12 +10,14 @@ import pytest
 from conftest import run_cli
 from faasprof import rundir
 from faasprof.errors import RunError
-from invoker import activations
-from invoker.connection import Connection
+from platforms import openwhisk as activations
+from platforms.openwhisk import Connection
 from invoker.run import execute
-from invoker.workload import workload_from_dict
+from workload.spec import workload_from_dict
 from test_invoker_fakeserver import AUTH, FakeOpenWhisk
 from test_invoker_run import run_dirs, write_workload
+from invoker import sender
+from platforms.openwhisk import OpenWhiskClient
 
 
 def _saved_ids(run_dir):
@@ -54,8 +56,6 @@ def test_analyze_waits_with_progress_then_reports_what_is_missing_and_why(tmp_pa
         connection = Connection(apihost=server.apihost, auth=AUTH, namespace="_")
         run_dir = execute(workload, tmp_path / "runs", connection=connection, progress=False)
         assert not (run_dir / rundir.ACTIVATIONS).exists()  # nothing fetched without --analyze
-        from invoker.client import OpenWhiskClient
-
         with OpenWhiskClient(connection) as client:
             report = activations.save_run_records(run_dir, client, say=lines.append)
     rows = rundir.read_invocations(run_dir)
@@ -82,8 +82,6 @@ def test_realtime_flag_before_the_workload_is_not_taken_for_a_priority(tmp_path,
 
 
 def test_execute_raising_mid_run_still_leaves_one_row_per_planned_invocation(tmp_path, monkeypatch):
-    from invoker import sender
-
     workload = workload_from_dict({
         "test_name": "boom", "test_duration_in_seconds": 1.0, "random_seed": 1, "blocking_cli": True,
         "platform": {"actions_deployed": True},

@@ -21,6 +21,9 @@ import pytest
 from conftest import REPO_ROOT, run_cli
 from faasprof.rundir import INVOCATION_COLUMNS, load_manifest, read_invocations
 from test_invoker_fakeserver import AUTH, FakeOpenWhisk
+from invoker.run import execute
+from platforms.openwhisk import Connection
+from workload.spec import workload_from_dict
 
 SECRET = AUTH.split(":", 1)[1]
 
@@ -299,10 +302,6 @@ def test_sigint_during_post_script_stops_it_and_marks_the_run(tmp_path, isolated
 
 def test_execute_api_in_process_and_from_a_thread(tmp_path):
     import threading
-
-    from invoker.connection import Connection
-    from invoker.run import execute
-    from invoker.workload import workload_from_dict
 
     workload = workload_from_dict({
         "test_name": "api", "test_duration_in_seconds": 0.5, "random_seed": 1, "blocking_cli": False,

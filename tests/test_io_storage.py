@@ -10,6 +10,7 @@ import pytest
 from faasprof.errors import ConfigError
 from functions.iolib import S3, S3Error
 from invoker.storage import check_spec, find_binary, start_iperf3_server, start_object_store, start_storage
+from workload.spec import workload_from_dict
 
 needs_versitygw = pytest.mark.skipif(find_binary("versitygw") is None, reason="versitygw not installed (./setup.sh installs it)")
 needs_iperf3 = pytest.mark.skipif(find_binary("iperf3") is None, reason="iperf3 not installed (./setup.sh installs it)")
@@ -105,8 +106,6 @@ def test_bad_storage_blocks_name_the_field(spec, message):
 
 
 def test_workload_schema_accepts_storage_and_io_study_blocks(tmp_path):
-    from invoker.workload import workload_from_dict
-
     data = {"test_name": "t", "test_duration_in_seconds": 2, "random_seed": 1, "blocking_cli": True,
             "storage": {"object_store": True, "objects": [{"key": "k", "size_bytes": 1}]},
             "instances": {"a": {"application": "io-object", "distribution": "Burst", "burst_size": 1, "burst_gap_s": 1}},

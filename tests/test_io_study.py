@@ -16,9 +16,11 @@ import pytest
 from analyzer import io_breakdown
 from experiments import io_study
 from invoker.storage import find_binary
-from invoker.workload import workload_from_dict
+from workload.spec import workload_from_dict
 
 from tests.conftest import REPO_ROOT
+from invoker.run import execute
+from workload.spec import load_workload
 
 needs_servers = pytest.mark.skipif(find_binary("versitygw") is None or find_binary("iperf3") is None,
                                    reason="versitygw and iperf3 needed (./setup.sh installs them)")
@@ -59,8 +61,6 @@ def test_point_workload_is_a_burst_of_the_variant():
 
 @pytest.mark.parametrize("name", sorted(p.name for p in (REPO_ROOT / "workload_configs").glob("io_*.json")))
 def test_ready_workloads_are_valid_studies(name):
-    from invoker.workload import load_workload
-
     workload = load_workload(REPO_ROOT / "workload_configs" / name)
     assert io_study.check_study(workload)
     assert "Kookmin" in workload.description or "FunctionBench" in workload.description
@@ -78,8 +78,6 @@ def test_cli_refuses_a_workload_without_a_study(tmp_path):
 
 @needs_servers
 def test_every_io_function_breakdown_adds_up_to_its_run_time_on_localwhisk(tmp_path, isolated_home):
-    from invoker.run import execute
-
     # Batches 3 s apart: under load a cold start here takes 1-2 s, and a batch that finds its
     # sandbox still busy starts another cold one.
     burst = {"distribution": "Burst", "burst_size": 1, "burst_gap_s": 3}

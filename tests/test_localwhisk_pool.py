@@ -11,6 +11,7 @@ import pytest
 
 from localwhisk.embedded import start_embedded
 from tests.localwhisk_driver import Lw, annotation
+from faasprof.errors import ConfigError
 
 pytestmark = pytest.mark.timeout(90)
 
@@ -233,8 +234,6 @@ def test_rlimit_fallback_pauses_with_sigstop_and_kills_on_memory(tmp_path):
 
 
 def test_bad_settings_are_config_errors(tmp_path):
-    from faasprof.errors import ConfigError
-
     with pytest.raises(ConfigError, match="unknown setting.*no_such_setting"):
         start_embedded(data_dir=tmp_path / "x", no_such_setting=1)
     with pytest.raises(ConfigError, match="user_memory_mb: must be an integer"):

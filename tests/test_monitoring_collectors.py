@@ -24,6 +24,9 @@ from monitoring.collectors.perf import PerfCollector
 from monitoring.collectors.rdt import RdtCollector
 from monitoring.frames import load_run_monitors, start_offset_s
 from monitoring.host import Root
+from monitoring.parsers.cgroups import parse_cgroup_samples
+from monitoring.parsers.perf import parse_perf_stat
+from monitoring.parsers.resctrl import parse_resctrl_samples
 
 HOSTS = Path(__file__).resolve().parent / "data" / "monitoring" / "hosts"
 HAVE_PERF = shutil.which("perf") is not None and os.geteuid() == 0
@@ -70,8 +73,6 @@ def test_perf_live_drops_unsupported_events_and_stops_with_sigint(tmp_path):
     assert (out / "command.txt").read_text().startswith("perf stat -x, -I 100 -a -e ")
     meta = json.loads((out / "meta.json").read_text())
     assert meta["wall_ns_at_start"] and meta["monotonic_ns_at_start"] and meta["status"] == "stopped"
-    from monitoring.parsers.perf import parse_perf_stat
-
     long = parse_perf_stat((out / "perf_stat.csv").read_text())
     assert set(long["event"]) == set(perf.events)
     assert (long["status"] == "ok").all()  # nothing unsupported was recorded as a value
@@ -173,8 +174,6 @@ def test_resctrl_sampler_reads_a_fake_tree_and_cleans_up(tmp_path):
     assert not any(Path(p).exists() for p in groups.values())  # our MON groups are removed
     raw = (run_dir / "monitors" / "rdt" / "resctrl_samples.csv").read_text()
     assert raw.startswith("elapsed_ns,group,domain,")
-    from monitoring.parsers.resctrl import parse_resctrl_samples
-
     frame = parse_resctrl_samples(raw, per_domain=True)
     assert set(frame["group"]) == {"g0:0+1", "g1:2+3"}
     bandwidth = frame[frame["domain"] == "00"]["mem_bw_mbps"].dropna()
@@ -264,8 +263,6 @@ def test_cgroups_live_samples_sandboxes(tmp_path, sandboxes):
     out = tmp_path / "monitors" / "cgroups"
     for name in ("command.txt", "stdout.log", "stderr.log", "samples.csv", "meta.json"):
         assert (out / name).exists()
-    from monitoring.parsers.cgroups import parse_cgroup_samples
-
     frame = parse_cgroup_samples((out / "samples.csv").read_text())
     assert set(frame["sandbox"]) == {".", "sb-a", "sb-b", "sb-late"}
     a = frame[frame["sandbox"] == "sb-a"]

@@ -18,6 +18,8 @@ from pathlib import Path
 import pytest
 
 from tests.conftest import run_cli
+from platforms.openwhisk import Connection
+from platforms.openwhisk import OpenWhiskClient
 
 embedded = pytest.importorskip("localwhisk.embedded")
 needs_node = pytest.mark.skipif(shutil.which("node") is None or shutil.which("npm") is None, reason="node and npm are needed")
@@ -77,9 +79,6 @@ def rows(run_dir: Path) -> list[dict]:
 
 @pytest.fixture(scope="module")
 def platform():
-    from invoker.client import OpenWhiskClient
-    from invoker.connection import Connection
-
     handle = embedded.start_embedded()
     try:
         with OpenWhiskClient(Connection(handle.apihost, handle.auth, handle.namespace, source="embedded")) as client:

@@ -4,7 +4,7 @@ Run on the testbed, after `./setup.sh --testbed`, as the user that got ~/.wskpro
 
     .venv/bin/python -m pytest -q -m openwhisk tests/test_setup_openwhisk_live.py
 
-They check what research/openwhisk.md §8 says to verify on the real box: the limits of the
+They check what setup/README.md ("To verify on the real box") lists: the limits of the
 settings table are the effective ones, the invokers run with the table's pause grace and user
 memory, and a paused container is reused warm (runc or docker pause works).
 """

@@ -1,7 +1,7 @@
 """The OpenWhisk settings table: every name is one OpenWhisk documents, and the renderer is strict.
 
 The names are checked against the project's research notes on OpenWhisk's deployment
-(tests/data/setup/openwhisk_deployment_notes.md, a copy of research/openwhisk.md §1), so a typo in
+(tests/data/setup/openwhisk_deployment_notes.md, whose provenance tests/data/setup/README.md states), so a typo in
 setup/openwhisk_settings.yml cannot silently leave an OpenWhisk default in place.
 """
 
@@ -76,7 +76,7 @@ def check_names(settings, notes_text: str) -> list[str]:
             wanted = in_limits if setting.group == "limits" else in_section1
             if setting.name not in wanted:
                 where = "§1.5" if setting.group == "limits" else "§1"
-                problems.append(f"{setting.name}: not an OpenWhisk variable named in research/openwhisk.md {where}")
+                problems.append(f"{setting.name}: not an OpenWhisk variable named in tests/data/setup/openwhisk_deployment_notes.md {where}")
         else:
             key = hocon_key(setting.name)
             if f"`{key}`" not in limits_text and key not in documented_names(limits_text):
@@ -117,7 +117,7 @@ def test_name_extraction_expands_the_notes_shorthand(notes_text):
 def test_the_copy_of_the_notes_is_current():
     shared = SHARED_NOTES.read_text(encoding="utf-8")
     section = shared[shared.index("## 1. Deployment") : shared.index("## 2. ")]
-    assert NOTES.read_text(encoding="utf-8") == section, "re-copy §1 of research/openwhisk.md (see tests/data/setup/README.md)"
+    assert NOTES.read_text(encoding="utf-8") == section, "re-copy the notes' section 1 as tests/data/setup/README.md says"
 
 
 def test_defaults_are_the_papers():

@@ -8,10 +8,11 @@ import json
 import pytest
 
 from experiments import sweep as sw
+from experiments import sweep_report
 from faasprof import rundir
 from faasprof.errors import ConfigError, NotReadyError
-from invoker.connection import Connection
-from invoker.workload import workload_from_dict
+from platforms.openwhisk import Connection
+from workload.spec import workload_from_dict
 from monitoring import allocation as al
 from tests.test_allocation_resctrl import KernelEmulation, copy_tree
 
@@ -141,7 +142,7 @@ def test_allocation_applied_per_point_read_back_and_restored(tmp_path):
     )
     assert all(any(name.startswith("faasprof-") for name in groups) for groups in seen)
     assert not any(g.name.startswith("faasprof-") for g in kernel.groups())  # restored
-    log = sw.load_sweep(sweep_dir)
+    log = sweep_report.load_sweep(sweep_dir)
     assert log["status"] == "complete"
     applied = {}
     for point in log["points"]:
@@ -188,7 +189,7 @@ def test_memory_and_rate_sweep_on_localwhisk(tmp_path, isolated_home):
     result = run_cli("sweep", config, "--out", tmp_path / "out", "--quiet", timeout=240)
     assert result.returncode == 0, result.stderr
     sweep_dir = tmp_path / "out" / result.stdout.strip().splitlines()[-1].rsplit("/", 1)[-1]
-    log = sw.load_sweep(sweep_dir)
+    log = sweep_report.load_sweep(sweep_dir)
     assert log["status"] == "complete" and len(log["points"]) == 4
     frame = __import__("pandas").read_parquet(sweep_dir / "sweep.parquet")
     assert sorted(frame["sweep_memory_mb"].unique().tolist()) == [128, 256]

@@ -10,8 +10,9 @@ from pathlib import Path
 import pytest
 
 from faasprof.errors import ConfigError
-from invoker.workload import load_workload, workload_from_dict
+from workload.spec import load_workload, workload_from_dict
 from tests.conftest import DATA_DIR, REPO_ROOT
+from platforms.openwhisk import resolve_connection
 
 BASE = {
     "test_name": "t",
@@ -284,8 +285,6 @@ def test_validate_missing_file_exits_2(cli, tmp_path):
 
 def test_connection_order_flags_workload_wskprops(tmp_path):
     import argparse
-
-    from invoker.connection import resolve_connection
 
     props = tmp_path / "wskprops"
     props.write_text("APIHOST=10.1.1.1\nAUTH=u:fromprops\nNAMESPACE=guest\nINSECURE=true\n")

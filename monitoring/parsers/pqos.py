@@ -161,4 +161,3 @@ def parse_pqos(text: str, drop_first: bool = True, interval_s: float | None = No
     if any(line.lower().startswith("time,") for line in text.splitlines()[:20]):
         return parse_pqos_csv(text, drop_first, interval_s)
     return parse_pqos_text(text, drop_first, interval_s)
-

@@ -26,7 +26,8 @@ from faasprof.errors import ConfigError, NotReadyError, RunError
 from functions.catalogue import FunctionEntry, lookup, unknown_function_error
 from functions.own import own_entry, stage
 from functions.package import build_archive, sha256
-from invoker.workload import PlatformLimits, check_limits
+from platforms.base import PlatformError
+from workload.spec import PlatformLimits, check_limits
 
 CODE_DIGEST_ANNOTATION = "faasprof-code-sha256"
 FUNCTION_ANNOTATION = "faasprof-function"
@@ -140,8 +141,6 @@ def plan_actions(client, entries: list[FunctionEntry], parameters: dict | None =
 
 
 def _put(client, action: PlannedAction) -> None:
-    from invoker.client import PlatformError  # noqa: PLC0415
-
     try:
         client.put_action(action.entry.name, action.body(), overwrite=True)
     except PlatformError as error:
@@ -234,8 +233,10 @@ def missing_actions_error(origin: str, missing: list[tuple[str, str]], connectio
     return error
 
 
-def ensure_workload_actions(client, workload) -> dict[str, str]:
+def ensure_workload_actions(client, workload, serves: Callable[[object], bool]) -> dict[str, str]:
     """Every action ``workload`` invokes exists on ``client``'s platform; returns {name: status}.
+
+    ``serves(instance)`` says which instances are invoked there (``OpenWhiskPlatform.serves``).
 
     - an instance with a ``source`` (a researcher's function) is deployed from it, idempotently
       (``created``, ``updated`` or ``unchanged``);
@@ -255,7 +256,7 @@ def ensure_workload_actions(client, workload) -> dict[str, str]:
     absent: list[tuple[str, str]] = []
     deployed_only = bool((workload.platform or {}).get("actions_deployed"))
     for instance in workload.instances:
-        if instance.endpoint == "generic" or instance.function in results or instance.function in own:
+        if not serves(instance) or instance.function in results or instance.function in own:
             continue
         if instance.source is not None:
             own[instance.function] = own_entry(instance.source, name=instance.function, kind=instance.kind, memory_mb=instance.memory_mb)
@@ -276,8 +277,3 @@ def ensure_workload_actions(client, workload) -> dict[str, str]:
         results.update(deploy_entries(client, list(own.values())))
     return results
 
-
-def _known() -> list[str]:
-    from functions.catalogue import names  # noqa: PLC0415
-
-    return names()

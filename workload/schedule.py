@@ -18,8 +18,8 @@ from pathlib import Path
 
 import numpy as np
 
-from invoker.arrivals import arrivals
-from invoker.workload import Instance, Workload
+from workload.arrivals import arrivals
+from workload.spec import Instance, Workload
 
 NS_PER_S = 1_000_000_000
 SCHEDULE_COLUMNS = ("seq", "instance", "function", "intended_s")

@@ -14,8 +14,9 @@ import time
 
 from faasprof.errors import ConfigError
 from invoker.preflight import check_out_file
-from invoker.schedule import build_schedule
-from invoker.workload import load_workload
+from workload.schedule import build_schedule
+from workload.spec import load_workload
+from experiments.sweep import describe_plan
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
@@ -55,8 +56,6 @@ def main(args: argparse.Namespace) -> int:
     seed_note = " (fresh: random_seed is null; pass --seed to repeat it)" if workload.seed_was_null else ""
     print(f"total {len(schedule)} invocations over {workload.duration_s:g} s; seed {workload.seed}{seed_note}")
     if workload.sweep:
-        from experiments.sweep import describe_plan
-
         print(describe_plan(workload))
     if args.out:
         schedule.write_csv(args.out)

@@ -35,10 +35,10 @@ from faasprof.paths import REPO_ROOT, WORKLOAD_SCHEMA_PATH
 CAPACITY_FRACTION = "capacity_fraction"  # "rate": {"capacity_fraction": 0.5}: half the measured capacity
 from functions import catalogue
 from functions.own import detect_runtime
-from invoker.arrivals import TraceError, read_trace
-from invoker.connection import apihost_problem
+from workload.arrivals import TraceError, read_trace
 
 DISTRIBUTIONS = ("Poisson", "Uniform", "Burst", "Trace")
+OPENWHISK_ENDPOINT = "local_openwhisk"  # FaaSProfiler's name for OpenWhisk actions (the default endpoint)
 
 # Bounds that keep a typo from exhausting the machine. The schedule costs about
 # SCHEDULE_BYTES_PER_INVOCATION while it is built (float64 times, int64 ns, int32 owner, the sort's
@@ -130,12 +130,6 @@ class Instance:
     def window_length_s(self) -> float:
         return self.window_s[1] - self.window_s[0]
 
-    def expected_count(self) -> float | None:
-        """Mean number of invocations in the window (None for traces)."""
-        if self.distribution in ("Poisson", "Uniform") and self.rate:
-            return self.rate * self.window_length_s
-        return None
-
 
 @dataclass(frozen=True)
 class Workload:
@@ -146,7 +140,7 @@ class Workload:
     seed_was_null: bool
     instances: tuple[Instance, ...]
     blocking_cli: bool = False
-    endpoint: str = "local_openwhisk"
+    endpoint: str = OPENWHISK_ENDPOINT
     description: str | None = None
     platform: dict = field(default_factory=dict)
     monitoring: dict = field(default_factory=dict)
@@ -191,7 +185,7 @@ class Workload:
         """Action names the workload invokes on OpenWhisk, in first-use order."""
         seen: dict[str, None] = {}
         for instance in self.instances:
-            if instance.endpoint == "local_openwhisk":
+            if instance.endpoint == OPENWHISK_ENDPOINT:
                 seen.setdefault(instance.function, None)
         return list(seen)
 
@@ -243,6 +237,8 @@ def load_schema() -> dict:
 
 @lru_cache(maxsize=1)
 def _validator():
+    # jsonschema takes about 0.2 s to import (measured with python -X importtime), more than the
+    # rest of the workload model: commands that only read a validated workload do not pay for it.
     import jsonschema
 
     return jsonschema.Draft202012Validator(load_schema())
@@ -494,6 +490,29 @@ def url_problem(url: str) -> str | None:
     return None
 
 
+def apihost_problem(apihost: str) -> str | None:
+    """Why ``apihost`` cannot name a platform (with the fix), or None when it can."""
+    text = apihost.strip()
+    if not text:
+        return "is empty; write the API host, e.g. https://172.17.0.1 or http://127.0.0.1:3233"
+    if any(ch.isspace() for ch in text):
+        return f"{apihost!r} contains spaces; write one host such as https://172.17.0.1 or http://127.0.0.1:3233"
+    scheme, sep, _ = text.partition("://")
+    if sep and scheme not in ("http", "https"):
+        return f"{apihost!r} has the scheme {scheme}://; use http:// or https://"
+    url = text if sep else "https://" + text
+    try:
+        parts = urllib.parse.urlsplit(url)
+        port = parts.port
+    except ValueError:
+        return f"{apihost!r} has a bad port; write HOST:PORT with PORT in 1..65535"
+    if not parts.hostname:
+        return f"{apihost!r} has no host; write it as https://HOST[:PORT]"
+    if port == 0:
+        return f"{apihost!r} has port 0; use a port in 1..65535"
+    return None
+
+
 def _estimate_count(distribution: str, spec: dict, window_length_s: float, trace_total: float | None) -> float:
     """About how many invocations an instance plans (the mean for random processes)."""
     if window_length_s <= 0:
@@ -527,7 +546,7 @@ def _trace_total(trace_path: Path, spec: dict, window_length_s: float, where: st
 
 def _resolve_instance(name: str, spec: dict, top: dict, base_dir: Path | None, duration_s: float | None, problems: _Problems) -> Instance | None:
     where = f"instances.{name}"
-    endpoint = top.get("endpoint", "local_openwhisk")
+    endpoint = top.get("endpoint", OPENWHISK_ENDPOINT)
     test_s = duration_s if duration_s is not None else math.inf
     window = spec.get("activity_window")
     if window is None:
@@ -598,17 +617,18 @@ def _resolve_instance(name: str, spec: dict, top: dict, base_dir: Path | None, d
     if spec.get("params") is not None:
         params = {**(params or {}), **spec["params"]}
 
-    if endpoint == "generic":
+    # OpenWhisk instances name an action; every other endpoint (generic) posts ``data`` to a ``url``.
+    if endpoint != OPENWHISK_ENDPOINT:
         for key in ("url", "data"):
             if key not in spec:
-                problems.add(f"{where}.{key}", 'required when endpoint is "generic"; add it')
+                problems.add(f"{where}.{key}", f'required when endpoint is "{endpoint}"; add it')
         if "url" in spec:
             reason = url_problem(spec["url"])
             if reason:
                 problems.add(f"{where}.url", reason)
         for key in ("source", "kind"):
             if key in spec:
-                problems.add(f"{where}.{key}", 'only used when endpoint is "local_openwhisk" (generic endpoints invoke a URL); remove it')
+                problems.add(f"{where}.{key}", f'only used when endpoint is "{OPENWHISK_ENDPOINT}" ({endpoint} endpoints invoke a URL); remove it')
     else:
         for key in ("url", "data"):
             if key in spec:
@@ -758,8 +778,8 @@ def limit_problems(instances: list[Instance] | tuple[Instance, ...], data: dict,
     """Memory limits and request sizes that ``limits``' platform would refuse."""
     low, high = limits.min_memory_mb, limits.max_memory_mb
     for instance in instances:
-        if instance.endpoint == "generic":
-            continue
+        if instance.endpoint != OPENWHISK_ENDPOINT:
+            continue  # the limits are an OpenWhisk's
         where = f"instances.{instance.name}"
         memory_mb = _default_memory_mb(instance)
         if memory_mb is not None and ((low is not None and memory_mb < low) or (high is not None and memory_mb > high)):
@@ -850,7 +870,7 @@ def workload_from_dict(data: Any, origin: str = "<workload>", path: Path | None 
         for instance in instances:
             if instance.function in warned:
                 continue  # one warning per function, at its first instance
-            if instance.endpoint == "local_openwhisk" and instance.source is None and not _in_catalogue(instance.function):
+            if instance.endpoint == OPENWHISK_ENDPOINT and instance.source is None and not _in_catalogue(instance.function):
                 warned.add(instance.function)
                 close = difflib.get_close_matches(instance.function, known, n=1, cutoff=0.6)
                 hint = f' (did you mean "{close[0]}"?)' if close else ""
@@ -898,7 +918,7 @@ def workload_from_dict(data: Any, origin: str = "<workload>", path: Path | None 
         seed_was_null=seed_was_null,
         instances=tuple(instances),
         blocking_cli=bool(data.get("blocking_cli", False)),
-        endpoint=data.get("endpoint", "local_openwhisk"),
+        endpoint=data.get("endpoint", OPENWHISK_ENDPOINT),
         description=data.get("description"),
         platform=platform,
         monitoring=data.get("monitoring") or {},

@@ -1,0 +1,88 @@
+"""HTML pieces shared by the analyzer's pages (``report.html``, the chain and tail sections, the
+comparison page): the style sheet, number formatting with units, tables and embedded images.
+"""
+
+from __future__ import annotations
+
+import base64
+import html
+import math
+from pathlib import Path
+from typing import Iterable
+
+STYLE = """
+body{font-family:system-ui,-apple-system,Segoe UI,Helvetica,Arial,sans-serif;margin:2em auto;max-width:1100px;color:#222;padding:0 1em}
+h1{font-size:1.5em}h2{font-size:1.2em;margin-top:1.6em;border-bottom:1px solid #ddd}
+table{border-collapse:collapse;font-size:.85em;margin:.5em 0}td,th{border:1px solid #ccc;padding:3px 7px;text-align:right}
+th{background:#f3f3f3}td.l,th.l{text-align:left}.warn{background:#fff3cd;padding:.5em 1em;border-left:4px solid #e0a800}
+.fail{background:#f8d7da;padding:.5em 1em;border-left:4px solid #c82333}
+.mode-over-invoked{background:#f5c6cb}.mode-under-invoked{background:#fde0b2}.mode-balanced{background:#d4edda}
+div.scroll{overflow-x:auto}ul.evidence{font-size:.85em}details.warn summary{cursor:pointer;font-weight:600}details details{margin-left:1em}table.ctx th{width:11em}.def{font-size:.9em}
+img{max-width:100%;border:1px solid #eee;margin:.5em 0}code{background:#f5f5f5;padding:0 3px}
+"""
+
+
+def fmt(value, digits: int = 4) -> str:
+    """A plain number without exponent notation (10,650, not 1.065e+04); text escaped."""
+    if value is None:
+        return "–"
+    if isinstance(value, bool):
+        return "yes" if value else "no"
+    if isinstance(value, float):
+        if not math.isfinite(value):
+            return "–"
+        if abs(value) >= 1000:
+            return f"{value:,.0f}"
+        return f"{value:.{digits}g}" if abs(value) >= 1e-3 or value == 0 else f"{value:.2g}"
+    if isinstance(value, int):
+        return f"{value:,}" if abs(value) >= 10_000 else str(value)
+    return html.escape(str(value))
+
+
+def ms(value) -> str:
+    """A duration given in ms, with its unit: 0.71 ms, 41.2 ms, 10.6 s, 2.5 min."""
+    if value is None or not isinstance(value, (int, float)) or not math.isfinite(value):
+        return "–"
+    if abs(value) >= 120_000:
+        return f"{value / 60_000:.3g} min"
+    if abs(value) >= 1000:
+        return f"{value / 1000:.3g} s"
+    if abs(value) >= 1:
+        return f"{value:.3g} ms"
+    return f"{value:.2g} ms"
+
+
+def pct(value) -> str:
+    """A fraction as a percentage: 0.125 → 12.5 %."""
+    if value is None or not isinstance(value, (int, float)) or not math.isfinite(value):
+        return "–"
+    return f"{100 * value:.3g} %"
+
+
+def rate(value) -> str:
+    if value is None or not isinstance(value, (int, float)) or not math.isfinite(value):
+        return "–"
+    return f"{value:.3g}/s"
+
+
+def seconds(value) -> str:
+    if value is None or not isinstance(value, (int, float)) or not math.isfinite(value):
+        return "–"
+    return f"{value:.3g} s"
+
+
+def table(headers: Iterable[str], rows: Iterable[Iterable], left: int = 1, row_class=None) -> str:
+    headers = list(headers)
+    out = ["<div class='scroll'><table><tr>"]
+    out += [f"<th class='{'l' if i < left else ''}'>{html.escape(h)}</th>" for i, h in enumerate(headers)]
+    out.append("</tr>")
+    for k, row in enumerate(rows):
+        cls = row_class(k) if row_class else ""
+        out.append(f"<tr class='{cls}'>" + "".join(f"<td class='{'l' if i < left else ''}'>{fmt(v)}</td>" for i, v in enumerate(row)) + "</tr>")
+    out.append("</table></div>")
+    return "".join(out)
+
+
+def image(path: Path, alt: str) -> str:
+    data = base64.b64encode(path.read_bytes()).decode("ascii")
+    return f"<img alt='{html.escape(alt)}' src='data:image/png;base64,{data}'>"

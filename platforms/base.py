@@ -1,0 +1,221 @@
+"""The platform interface: what the invoker, the analyzer and the doctor ask of a FaaS platform.
+
+A platform serves the workload instances whose ``endpoint`` is its own (``Platform.endpoint``) and
+answers six questions:
+
+- ``check(instances)``: is it there? (its description, e.g. OpenWhisk's ``GET /``), raising
+  NotReadyError when it does not answer;
+- ``ensure_deployed(workload)``: make every function the workload invokes exist there;
+- ``prepare_request(instance, origin_name)``: the complete HTTP/1.1 request of one instance,
+  formatted once (``PreparedRequest``), which the sender writes as it is;
+- ``classify(status, activation_id, body)``: one response as an HTTP-level outcome of
+  ``faasprof.outcomes``;
+- ``fetch_records(run_dir, ...)``: the platform's own records of the run's invocations (OpenWhisk's
+  activation records) into the run directory;
+- ``describe()``: the platform's block of the run manifest (never a secret).
+
+The HTTP message helpers shared by every implementation live here too.
+"""
+
+from __future__ import annotations
+
+import base64
+import json
+import os
+import urllib.parse
+from abc import ABC, abstractmethod
+from dataclasses import dataclass
+from typing import Any, Callable, Sequence
+
+from faasprof.errors import ConfigError, NotReadyError, RunError
+
+ERROR_MAX_CHARS = 200
+
+Origin = tuple  # (scheme, host, port)
+# (status, activation id from the headers or None, body) -> (outcome, activation id, error)
+Classifier = Callable[[int, "str | None", bytes], "tuple[str, str | None, str | None]"]
+
+
+class PlatformError(RunError):
+    """The platform answered with an error status; ``status`` holds it."""
+
+    def __init__(self, message: str, status: int | None = None, body: Any = None):
+        super().__init__(message)
+        self.status = status
+        self.body = body
+
+
+class PlatformUnreachable(NotReadyError):
+    """No answer from the platform at all (refused, timed out, TLS failed); ``reason`` says which."""
+
+    def __init__(self, message: str, url: str, reason: str):
+        super().__init__(message)
+        self.url = url
+        self.reason = reason
+
+
+@dataclass(frozen=True)
+class PreparedRequest:
+    """One instance's request, formatted once: ``payload`` is the complete HTTP/1.1 message.
+
+    ``classify`` is the platform's reading of a response to it; ``idle_reuse_max_s`` the longest
+    a keep-alive socket to its origin may sit idle and still be reused (servers close idle
+    connections at their own pace, and a request written as the server closes is lost)."""
+
+    kind: str
+    origin: Origin
+    payload: bytes
+    description: str  # "POST http://host/path" without credentials, for messages
+    classify: Classifier
+    idle_reuse_max_s: float
+
+    def __repr__(self) -> str:  # the payload holds the auth header: never show it
+        return f"PreparedRequest({self.kind}, {self.description})"
+
+
+class Platform(ABC):
+    """One FaaS platform a run talks to (see the module docstring)."""
+
+    endpoint: str = ""  # the workload's ``endpoint`` value this platform serves
+
+    @classmethod
+    def serves(cls, instance: Any) -> bool:
+        """Whether ``instance`` (a ``workload.spec.Instance``) is invoked on this kind of platform."""
+        return getattr(instance, "endpoint", None) == cls.endpoint
+
+    @classmethod
+    def for_workload(cls, workload: Any) -> "Platform":
+        """The platform a run of ``workload`` uses (OpenWhisk is built from its connection instead,
+        which the invoker resolves or starts: ``OpenWhiskPlatform(connection)``)."""
+        return cls()
+
+    @abstractmethod
+    def check(self, instances: Sequence[Any] = ()) -> dict:
+        """The platform's description when it answers; NotReadyError naming the fix otherwise."""
+
+    @abstractmethod
+    def ensure_deployed(self, workload: Any) -> dict[str, str]:
+        """Make every function ``workload`` invokes here exist; returns {function: status}."""
+
+    @abstractmethod
+    def prepare_request(self, instance: Any, origin_name: str = "<workload>") -> PreparedRequest:
+        """The request of one instance, formatted once."""
+
+    @abstractmethod
+    def fetch_records(self, run_dir: str | os.PathLike, say: Callable[[str], None] | None = None, wait: bool = True,
+                      report: dict | None = None) -> dict:
+        """Save the platform's records of the run's invocations into ``run_dir``; returns the report."""
+
+    @abstractmethod
+    def describe(self) -> dict:
+        """The manifest's ``platform`` block for this platform (never a secret)."""
+
+    def close(self) -> None:
+        """Release what the platform object holds (sessions); safe twice."""
+
+    def __enter__(self) -> "Platform":
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self.close()
+
+
+# -- HTTP message helpers ------------------------------------------------------------------------
+
+
+def split_origin(url: str) -> tuple[Origin, str]:
+    """``(scheme, host, port)`` and the path+query of an http(s) URL."""
+    parts = urllib.parse.urlsplit(url)
+    if parts.scheme not in ("http", "https") or not parts.hostname:
+        raise ValueError(f"not an http(s) URL: {url}")
+    port = parts.port or (443 if parts.scheme == "https" else 80)
+    path = parts.path or "/"
+    if parts.query:
+        path += "?" + parts.query
+    return (parts.scheme, parts.hostname, port), path
+
+
+def _host_header(origin: Origin) -> str:
+    scheme, host, port = origin
+    if ":" in host:  # IPv6 literal
+        host = f"[{host}]"
+    default = 443 if scheme == "https" else 80
+    return host if port == default else f"{host}:{port}"
+
+
+def format_request(origin: Origin, path: str, body: bytes, content_type: str, auth: str | None = None, host: str | None = None) -> bytes:
+    """A complete ``POST`` message with a fixed Content-Length (keep-alive, no chunking).
+
+    ``host`` replaces the Host header (FaaSProfiler's ``instances.*.host``: an ingress routes by it)."""
+    lines = [
+        f"POST {path} HTTP/1.1",
+        f"Host: {host or _host_header(origin)}",
+        "User-Agent: faasprof",
+        "Accept: application/json",
+        f"Content-Type: {content_type}",
+        f"Content-Length: {len(body)}",
+    ]
+    if auth is not None:
+        lines.append("Authorization: Basic " + base64.b64encode(auth.encode()).decode("ascii"))
+    return ("\r\n".join(lines) + "\r\n\r\n").encode("latin-1") + body
+
+
+def read_request_file(instance: Any, key: str, origin: str) -> bytes:
+    """The bytes of an instance's ``param_file``/``data_file``; ConfigError naming the field."""
+    path = getattr(instance, key)
+    try:
+        with open(path, "rb") as handle:
+            return handle.read()
+    except OSError as error:
+        raise ConfigError(f"{origin}: instances.{instance.name}.{key}: cannot read {path} ({error.strerror}); fix the path or its permissions") from None
+
+
+def shorten(text: str) -> str:
+    text = " ".join(str(text).split())
+    return text if len(text) <= ERROR_MAX_CHARS else text[: ERROR_MAX_CHARS - 1] + "…"
+
+
+def parse_json(body: bytes) -> Any:
+    try:
+        return json.loads(body)
+    except (ValueError, UnicodeDecodeError):
+        return None
+
+
+def error_text(body: bytes, parsed: Any) -> str:
+    """A response's error message: ``{"error": ...}``, an activation's ``response.result.error``, or the body."""
+    if isinstance(parsed, dict):
+        if "error" in parsed:
+            return shorten(parsed["error"] if isinstance(parsed["error"], str) else json.dumps(parsed["error"]))
+        response = parsed.get("response")
+        if isinstance(response, dict):
+            result = response.get("result")
+            if isinstance(result, dict) and "error" in result:
+                error = result["error"]
+                return shorten(error if isinstance(error, str) else json.dumps(error))
+            if response.get("status"):
+                return shorten(str(response["status"]))
+    text = body[:ERROR_MAX_CHARS].decode("utf-8", "replace")
+    return shorten(text) if text.strip() else ""
+
+
+def classify_status(status: int, activation_id: str | None, body: bytes, parsed: Any, app_error_status: int | None) -> tuple[str, str | None, str | None]:
+    """The outcome of one response by its status (see ``faasprof.outcomes``):
+
+    - 2xx: ``ok``;
+    - ``app_error_status`` (OpenWhisk: 502): ``app_error`` (the function failed, with its message);
+    - 429: ``throttled`` with the platform's message;
+    - 408, 504: ``timeout``; anything else: ``failed`` with the status and message.
+    """
+    if 200 <= status < 300:
+        return "ok", activation_id, None
+    if parsed is None:
+        parsed = parse_json(body) if body[:1] in (b"{", b"[") else None
+    message = error_text(body, parsed)
+    if status == 429:
+        return "throttled", activation_id, message or "429 Too Many Requests"
+    if app_error_status is not None and status == app_error_status:
+        return "app_error", activation_id, message or f"{status} action error"
+    if status in (408, 504):
+        return "timeout", activation_id, f"HTTP {status}" + (f": {message}" if message else "")
+    return "failed", activation_id, f"HTTP {status}" + (f": {message}" if message else "")

@@ -1,0 +1,289 @@
+"""The layers of ARCHITECTURE.md, checked statically: imports go one way, files form no cycle, and
+no project module is imported inside a function (where it would dodge both checks).
+
+Every ``.py`` file of the layered packages is parsed with ``ast`` (nothing is imported). A module
+may import modules of its own layer or lower ones; a command module (``*/cmd_*.py``, the CLI entry
+points) is the top layer, so nothing below imports one. Tests and benchmarks are outside the
+layers: they may import anything.
+
+A second check imports the analyzer in a fresh interpreter where ``invoker``, ``localwhisk``,
+``aiohttp`` and ``uvloop`` cannot be imported: the analyzer must work on a laptop that holds only
+a finished run directory.
+"""
+
+from __future__ import annotations
+
+import ast
+import subprocess
+import sys
+import textwrap
+from pathlib import Path
+
+import pytest
+
+REPO = Path(__file__).resolve().parent.parent
+PACKAGES = ("faasprof", "monitoring", "workload", "functions", "platforms", "localwhisk", "invoker", "analyzer", "experiments")
+
+# Bottom to top. The first prefix that matches a module names its layer (longest prefixes first
+# where they overlap); command modules are recognised by name before this table is read.
+LAYERS: tuple[tuple[str, tuple[str, ...]], ...] = (
+    ("core", ("faasprof",)),
+    ("monitoring", ("monitoring",)),
+    # The workload model reads the function catalogue (default memory, runtimes), so it sits
+    # beside the functions rather than below them.
+    ("workload and functions", ("workload", "functions")),
+    ("platforms and localwhisk", ("platforms", "localwhisk")),
+    ("invoker and analyzer", ("invoker", "analyzer")),
+    ("experiments", ("experiments",)),
+    ("commands", ()),
+)
+COMMAND_MODULES = ("faasprof.cli", "faasprof.__main__", "localwhisk.__main__")
+# Packages that share a layer but stay independent of each other, both ways: the analyzer runs
+# without the invoker (and the invoker's --analyze is orchestrated above both), and localwhisk is
+# reached only as an OpenWhisk, through platforms.openwhisk.
+APART = (("invoker", "analyzer"), ("platforms", "localwhisk"))
+
+
+def is_command(module: str) -> bool:
+    return module in COMMAND_MODULES or module.rsplit(".", 1)[-1].startswith("cmd_")
+
+
+def _apart(module: str, target: str) -> bool:
+    pair = {module.split(".")[0], target.split(".")[0]}
+    return any(pair == set(apart) for apart in APART)
+
+
+def layer_of(module: str) -> int:
+    if is_command(module):
+        return len(LAYERS) - 1
+    for index, (_, prefixes) in enumerate(LAYERS):
+        if any(module == prefix or module.startswith(prefix + ".") for prefix in prefixes):
+            return index
+    raise KeyError(f"{module}: in no layer; add its package to LAYERS")
+
+
+def project_sources(root: Path = REPO) -> dict[str, str]:
+    """Module name -> source text of every file of the layered packages."""
+    sources = {}
+    for package in PACKAGES:
+        for path in sorted((root / package).rglob("*.py")):
+            parts = path.relative_to(root).with_suffix("").parts
+            if parts[-1] == "__init__":
+                parts = parts[:-1]
+            sources[".".join(parts)] = path.read_text(encoding="utf-8")
+    return sources
+
+
+def _resolve(module: str, is_package: bool, node: ast.ImportFrom) -> str:
+    if not node.level:
+        return node.module or ""
+    base = module.split(".") if is_package else module.split(".")[:-1]
+    base = base[: len(base) - (node.level - 1)]
+    return ".".join(base + ([node.module] if node.module else []))
+
+
+def imports_of(module: str, source: str, known: set[str], packages: set[str]) -> list[tuple[str, int, bool]]:
+    """(imported project module, line, inside a function) for each import in ``source``.
+
+    ``from pkg import name`` counts as an import of ``pkg.name`` when that is a module (a submodule
+    import: the package's ``__init__`` runs first for every submodule, which is not an edge)."""
+    tree = ast.parse(source)
+    found: list[tuple[str, int, bool]] = []
+
+    def visit(node: ast.AST, in_function: bool) -> None:
+        for child in ast.iter_child_nodes(node):
+            local = in_function or isinstance(child, (ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda))
+            if isinstance(child, ast.Import):
+                for alias in child.names:
+                    if alias.name.split(".")[0] in packages:
+                        found.append((alias.name, child.lineno, in_function))
+            elif isinstance(child, ast.ImportFrom):
+                target = _resolve(module, module in packages or f"{module}.__init__" in known, child)
+                if target.split(".")[0] not in packages:
+                    continue
+                for alias in child.names:
+                    sub = f"{target}.{alias.name}"
+                    found.append((sub if sub in known else target, child.lineno, in_function))
+            visit(child, local)
+
+    visit(tree, False)
+    return list(dict.fromkeys(found))
+
+
+def check(sources: dict[str, str]) -> list[str]:
+    """Every upward import, file-level import cycle and function-local project import; one line each."""
+    known = set(sources)
+    packages = {name.split(".")[0] for name in known}
+    problems: list[str] = []
+    graph: dict[str, set[str]] = {name: set() for name in known}
+    for module, source in sorted(sources.items()):
+        for target, line, local in imports_of(module, source, known, packages):
+            if target not in known:
+                problems.append(f"{module}:{line}: imports {target}, which is no project module")
+                continue
+            if local:
+                problems.append(f"{module}:{line}: imports {target} inside a function; import it at the top of the file")
+            if target != module:
+                graph[module].add(target)
+            if layer_of(target) > layer_of(module):
+                problems.append(f"{module}:{line}: imports {target} upward ({LAYERS[layer_of(module)][0]} -> {LAYERS[layer_of(target)][0]})")
+            elif not is_command(module) and _apart(module, target):
+                problems.append(f"{module}:{line}: imports {target}, but {module.split('.')[0]} and {target.split('.')[0]} stay apart")
+    for cycle in cycles(graph):
+        problems.append("import cycle: " + " -> ".join(cycle + [cycle[0]]))
+    return problems
+
+
+def cycles(graph: dict[str, set[str]]) -> list[list[str]]:
+    """The strongly connected components of more than one module (Tarjan), each as a sorted list."""
+    index: dict[str, int] = {}
+    low: dict[str, int] = {}
+    stack: list[str] = []
+    on_stack: set[str] = set()
+    found: list[list[str]] = []
+    counter = 0
+
+    def connect(node: str) -> None:
+        nonlocal counter
+        index[node] = low[node] = counter
+        counter += 1
+        stack.append(node)
+        on_stack.add(node)
+        for target in sorted(graph.get(node, ())):
+            if target not in index:
+                connect(target)
+                low[node] = min(low[node], low[target])
+            elif target in on_stack:
+                low[node] = min(low[node], index[target])
+        if low[node] == index[node]:
+            component = []
+            while True:
+                member = stack.pop()
+                on_stack.discard(member)
+                component.append(member)
+                if member == node:
+                    break
+            if len(component) > 1:
+                found.append(sorted(component))
+
+    for node in sorted(graph):
+        if node not in index:
+            connect(node)
+    return found
+
+
+# -- the project -----------------------------------------------------------------------------------
+
+
+def test_the_project_keeps_its_layers_without_cycles_or_hidden_imports():
+    sources = project_sources()
+    assert {"analyzer.analysis", "platforms.openwhisk", "workload.spec", "faasprof.rundir"} <= set(sources)
+    assert check(sources) == []
+
+
+def test_tests_and_benchmarks_import_project_modules_at_the_top():
+    sources = project_sources()
+    known, packages = set(sources), {name.split(".")[0] for name in sources}
+    hidden = []
+    for folder in ("tests", "bench"):
+        for path in sorted((REPO / folder).rglob("*.py")):
+            for target, line, local in imports_of(f"{folder}.{path.stem}", path.read_text(encoding="utf-8"), known, packages):
+                if local:
+                    hidden.append(f"{path.relative_to(REPO)}:{line}: imports {target} inside a function")
+    assert hidden == []
+
+
+def test_every_module_has_a_layer():
+    for module in project_sources():
+        layer_of(module)
+
+
+BLOCKED_IMPORT = textwrap.dedent("""
+    import sys
+
+    BLOCKED = {"invoker", "localwhisk", "aiohttp", "uvloop"}
+
+    class Block:
+        def find_spec(self, name, path=None, target=None):
+            if name.split(".")[0] in BLOCKED:
+                raise ImportError(f"{name} is blocked in this test")
+            return None
+
+    sys.meta_path.insert(0, Block())
+    for name in list(sys.modules):
+        if name.split(".")[0] in BLOCKED:
+            del sys.modules[name]
+
+    import analyzer
+    import analyzer.analysis
+    import analyzer.compare
+    import analyzer.frames
+    import analyzer.report
+    assert analyzer.load_run is analyzer.analysis.load_run
+    loaded = sorted(name for name in sys.modules if name.split(".")[0] in BLOCKED)
+    assert not loaded, loaded
+    print("analyzer imported")
+""")
+
+
+def test_the_analyzer_imports_without_the_invoker_localwhisk_aiohttp_or_uvloop():
+    done = subprocess.run([sys.executable, "-c", BLOCKED_IMPORT], cwd=REPO, capture_output=True, text=True, timeout=120)
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.strip() == "analyzer imported"
+
+
+def test_the_blocking_finder_does_block():
+    script = BLOCKED_IMPORT.replace("import analyzer\n", "import invoker.run\nimport analyzer\n", 1)
+    done = subprocess.run([sys.executable, "-c", script], cwd=REPO, capture_output=True, text=True, timeout=120)
+    assert done.returncode != 0 and "ImportError: invoker is blocked in this test" in done.stderr
+
+
+# -- the check itself fails on bad graphs ----------------------------------------------------------
+
+
+def test_an_upward_import_is_found():
+    problems = check({"invoker.run": "from analyzer import analyze_run\n", "analyzer": ""})
+    assert problems == ["invoker.run:1: imports analyzer, but invoker and analyzer stay apart"]
+    problems = check({"analyzer.analysis": "from invoker.client import OpenWhiskClient\n", "invoker.client": ""})
+    assert problems == ["analyzer.analysis:1: imports invoker.client, but analyzer and invoker stay apart"]
+    problems = check({"workload.spec": "import analyzer.frames\n", "analyzer.frames": ""})
+    assert problems == ["workload.spec:1: imports analyzer.frames upward (workload and functions -> invoker and analyzer)"]
+    problems = check({"invoker.run": "from experiments import cmd_run\n", "experiments.cmd_run": "", "experiments": ""})
+    assert problems == ["invoker.run:1: imports experiments.cmd_run upward (invoker and analyzer -> commands)"]
+
+
+def test_a_file_cycle_is_found_at_any_depth():
+    problems = check({
+        "analyzer.frames": "from analyzer.records import RECORD_COLUMNS\n",
+        "analyzer.records": "from analyzer import stats\n",
+        "analyzer.stats": "import analyzer.frames\n",
+        "analyzer": "",
+    })
+    assert problems == ["import cycle: analyzer.frames -> analyzer.records -> analyzer.stats -> analyzer.frames"]
+
+
+def test_a_package_importing_its_own_init_back_is_a_cycle():
+    problems = check({"analyzer": "from analyzer.analysis import load_run\n", "analyzer.analysis": "import analyzer\n"})
+    assert problems == ["import cycle: analyzer -> analyzer.analysis -> analyzer"]
+
+
+def test_a_function_local_project_import_is_found_and_a_relative_one_resolved():
+    source = "import json\n\ndef f():\n    from . import records\n    import pandas\n    return records\n"
+    problems = check({"analyzer.frames": source, "analyzer.records": "", "analyzer": ""})
+    assert problems == ["analyzer.frames:4: imports analyzer.records inside a function; import it at the top of the file"]
+
+
+def test_commands_may_import_anything_and_nothing_imports_them():
+    assert check({"analyzer.cmd_analyze": "import localwhisk.embedded\nimport experiments.sweep\n", "localwhisk.embedded": "", "experiments.sweep": ""}) == []
+    problems = check({"experiments.sweep": "from analyzer import cmd_analyze\n", "analyzer.cmd_analyze": "", "analyzer": ""})
+    assert problems == ["experiments.sweep:1: imports analyzer.cmd_analyze upward (experiments -> commands)"]
+
+
+@pytest.mark.parametrize("module, layer", [
+    ("faasprof.rundir", "core"), ("faasprof.cli", "commands"), ("monitoring.collectors", "monitoring"),
+    ("monitoring.cmd_doctor", "commands"), ("workload.spec", "workload and functions"),
+    ("platforms.openwhisk", "platforms and localwhisk"), ("localwhisk.__main__", "commands"),
+    ("analyzer.compare", "invoker and analyzer"), ("experiments.cmd_run", "commands"),
+])
+def test_layer_table(module, layer):
+    assert LAYERS[layer_of(module)][0] == layer
