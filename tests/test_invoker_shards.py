@@ -25,7 +25,7 @@ from faasprof import rundir
 from faasprof.errors import ConfigError
 from platforms.openwhisk import Connection
 from invoker.dispatch import DispatchOptions
-from invoker.sender import prepare_request
+from platforms.registry import prepare_request
 from invoker.shards import SHARDS_DIR, ShardedDispatch, peak_rate_per_s, resolve_processes, split_plan
 from test_invoker_fakeserver import AUTH, FakeOpenWhisk
 from test_invoker_run import _wait_for_rows, assert_no_secret, run_dirs, write_workload
