@@ -65,7 +65,8 @@ def main(args: argparse.Namespace) -> int:
     for row in rows:
         factors = [row[f"slowdown_{m}_{p}"] for m in ("exec", "latency") for p in ("warm", "resumed")]
         complete &= math.isfinite(row["slowdown_latency_warm"]) and math.isfinite(row["slowdown_latency_resumed"]) and row["warm_failed"] + row["resumed_failed"] + row["native_failed"] == 0
-        print(f"{row['function']}: slowdown execution ×{_f(factors[0])} warm, ×{_f(factors[1])} resumed; latency ×{_f(factors[2])} warm, ×{_f(factors[3])} resumed")
+        print(f"{row['function']}: slowdown execution ×{_f(factors[0])} warm, ×{_f(factors[1])} resumed; latency ×{_f(factors[2])} warm, ×{_f(factors[3])} resumed; "
+              f"CPU time ×{_f(row.get('slowdown_cpu_warm', math.nan))} warm, ×{_f(row.get('slowdown_cpu_resumed', math.nan))} resumed")
         for note in filter(None, (row.get("notes") or "").split("; ")):
             print(f"{row['function']}: {note}")
     manifest = json.loads((out / "manifest.json").read_text())

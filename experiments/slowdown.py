@@ -33,7 +33,8 @@ intended (a warm call that found no warm sandbox, a resumed call that found none
 Medians carry distribution-free 95 % confidence intervals (``analyzer.stats.quantile_ci``; null
 below 6 samples: too few for a 95 % interval). Slowdown factors are FaaS median / native median,
 for execution time, latency and CPU time. ``notes`` says in plain words when a factor shows no
-slowdown (≤ 1) or when the FaaS median lies within the native calls' own range (not significant).
+slowdown (≤ 1), when the FaaS median lies within the native calls' own range (not significant), and
+when calls waited for a CPU (median wall time over ``WAIT_RATIO`` × CPU time: a loaded host).
 
 Figure 16 fits ``slowdown = a · native_exec_ms ** b`` by least squares in log-log space over the
 functions with both values; ``b`` is the exponent shown on the plot and stored in the manifest.
@@ -96,6 +97,8 @@ FINE_RESOLUTION_MS = 0.001  # localwhisk's runTimeUs annotation
 # An execution median under this many resolution steps gives no factor: its rounding alone could
 # move the factor by more than 5 %.
 RESOLUTION_STEPS = 20
+# A median execution (wall) time this much above the median CPU time: the calls waited for a CPU.
+WAIT_RATIO = 1.25
 
 
 @dataclass
@@ -348,6 +351,14 @@ def summarise_function(function: str, calls: list[Call]) -> dict:
                                 [getattr(c, measure) for c in used_by_phase["native"]])
             if note:
                 notes.append(note)
+    waiting = [f"{phase} {medians[(phase, 'exec_ms')]:.4g} ms wall vs {medians[(phase, 'cpu_ms')]:.4g} ms CPU"
+               for phase in ("native", "warm", "resumed")
+               if _positive(medians[(phase, "cpu_ms")]) and _positive(medians[(phase, "exec_ms")])
+               and medians[(phase, "exec_ms")] > WAIT_RATIO * medians[(phase, "cpu_ms")]]
+    if waiting:
+        cpu_factors = ", ".join(f"×{row[f'slowdown_cpu_{p}']:.3g} {p}" for p in ("warm", "resumed") if _positive(row[f"slowdown_cpu_{p}"]))
+        notes.append(f"calls waited for a CPU ({', '.join(waiting)}): the host is loaded, execution factors carry that load"
+                     + (f"; CPU-time factors {cpu_factors} compare the code's own speed" if cpu_factors else ""))
     row["notes"] = "; ".join(notes)
     return row
 

@@ -82,8 +82,21 @@ def test_factors_at_or_below_one_and_within_the_native_range_are_said_plainly():
     assert "execution warm ×0.896: FaaS faster than native" in row["notes"]
     assert "execution resumed ×1.01: not significant" in row["notes"]
     assert "latency resumed" not in row["notes"]  # ×1.49, outside the native range: a plain slowdown
+    assert "waited for a CPU" not in row["notes"]  # no CPU times: nothing to say
     assert judge_factor("exec", "warm", 1.3, 130.0, [100.0, 101.0]) == ""
     assert judge_factor("exec", "warm", math.nan, 130.0, [100.0]) == ""
+
+
+def test_calls_that_waited_for_a_cpu_are_said_with_the_cpu_time_factors():
+    calls = _calls("l", "native", [600.0] * 6, [601.0] * 6)  # 600 ms wall for 240 ms of CPU: preempted
+    calls += _calls("l", "warm", [480.0] * 6, [490.0] * 6, state="warm")
+    calls += _calls("l", "resumed", [250.0] * 6, [260.0] * 6, state="resumed")
+    for call, cpu in zip(calls, [240.0] * 6 + [242.0] * 6 + [245.0] * 6):
+        call.cpu_ms = cpu
+    row = summarise_function("l", calls)
+    assert row["slowdown_cpu_warm"] == pytest.approx(242 / 240)
+    assert "calls waited for a CPU (native 600 ms wall vs 240 ms CPU, warm 480 ms wall vs 242 ms CPU)" in row["notes"]
+    assert "CPU-time factors ×1.01 warm, ×1.02 resumed" in row["notes"]
 
 
 def test_records_give_microsecond_execution_where_the_platform_has_it():
