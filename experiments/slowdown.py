@@ -99,6 +99,10 @@ FINE_RESOLUTION_MS = 0.001  # localwhisk's runTimeUs annotation
 RESOLUTION_STEPS = 20
 # A median execution (wall) time this much above the median CPU time: the calls waited for a CPU.
 WAIT_RATIO = 1.25
+# CPU-time factors further than this from 1, for functions whose native CPU time is long enough for
+# the sandbox's own costs (pipe, JSON: tens of µs) to vanish, reflect the two processes' own speeds.
+PROCESS_SPEED_SPREAD = 0.10
+PROCESS_SPEED_MIN_MS = 20.0
 
 
 @dataclass
@@ -359,6 +363,13 @@ def summarise_function(function: str, calls: list[Call]) -> dict:
         cpu_factors = ", ".join(f"×{row[f'slowdown_cpu_{p}']:.3g} {p}" for p in ("warm", "resumed") if _positive(row[f"slowdown_cpu_{p}"]))
         notes.append(f"calls waited for a CPU ({', '.join(waiting)}): the host is loaded, execution factors carry that load"
                      + (f"; CPU-time factors {cpu_factors} compare the code's own speed" if cpu_factors else ""))
+    native_cpu = medians[("native", "cpu_ms")]
+    for phase in ("warm", "resumed"):
+        factor = row[f"slowdown_cpu_{phase}"]
+        if _positive(factor) and native_cpu >= PROCESS_SPEED_MIN_MS and abs(factor - 1.0) > PROCESS_SPEED_SPREAD:
+            notes.append(f"CPU time {phase} ×{factor:.3g}: the same code took {'more' if factor > 1 else 'less'} CPU in the sandbox than in "
+                         f"the native worker; fresh processes of one interpreter differ by up to ~15 % in speed for their "
+                         f"whole life on a shared VM, so one process per side can tip a long function's factor either way: repeat the run")
     row["notes"] = "; ".join(notes)
     return row
 
