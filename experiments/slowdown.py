@@ -64,6 +64,7 @@ from pathlib import Path
 from typing import Callable
 
 import matplotlib
+import matplotlib.ticker
 
 matplotlib.use("Agg")
 import matplotlib.pyplot as plt  # noqa: E402
@@ -433,13 +434,15 @@ def plot_fig15(rows: list[dict], path: Path) -> None:
                     # Not significant, or FaaS faster: marked on the bar, explained in slowdown.csv's notes.
                     ax.annotate("ns" if v > 1 else "≤1", (xi + offset, v), ha="center", va="bottom", fontsize=6, color="grey")
         ax.set_yscale("log")
+        _plain_log_ticks(ax.yaxis)
         ax.axhline(1.0, color="black", linewidth=0.8)
         ax.set_xticks(x)
         ax.set_xticklabels(functions, rotation=30, ha="right")
         ax.set_ylabel("slowdown vs native (×, log)")
         ax.set_title(title, fontsize=10)
         ax.legend(fontsize=8)
-    fig.suptitle("Fig 15: slowdown in FaaS vs native, alive vs paused sandbox (ns: within the native calls' range)")
+    fig.suptitle("Fig 15: slowdown in FaaS vs native, alive vs paused sandbox\n"
+                 "(ns: within the native calls' range; ≤1: no slowdown; slowdown.csv's notes say why)", fontsize=10)
     fig.tight_layout()
     fig.savefig(path, dpi=120)
     plt.close(fig)
@@ -464,6 +467,7 @@ def plot_fig16(rows: list[dict], fitted: dict, path: Path) -> None:
                         label=f"fit {label}: {fit['coefficient']:.3g}·x^{fit['exponent']:.2f} (R² {fit['r2']:.2f})")
         ax.set_xscale("log")
         ax.set_yscale("log")
+        _plain_log_ticks(ax.yaxis)
         ax.set_xlabel("native execution time (ms, log)")
         ax.set_ylabel("slowdown vs native (×, log)")
         ax.set_title(title, fontsize=10)
@@ -474,6 +478,12 @@ def plot_fig16(rows: list[dict], fitted: dict, path: Path) -> None:
     fig.tight_layout()
     fig.savefig(path, dpi=120)
     plt.close(fig)
+
+
+def _plain_log_ticks(axis) -> None:
+    """Factors as 0.9, 2, 4 rather than 9×10⁻¹ (a factor's axis spans less than a decade or two)."""
+    axis.set_major_formatter(matplotlib.ticker.FormatStrFormatter("%g"))
+    axis.set_minor_formatter(matplotlib.ticker.FormatStrFormatter("%g"))
 
 
 # -- the experiment ----------------------------------------------------------------------------
