@@ -307,3 +307,14 @@ def test_records_carry_the_run_time_in_microseconds_and_the_sandbox_cpu_time(tmp
         assert abs(warm["duration"] * 1000 - annotation(warm, "runTimeUs")) <= 1000
         # With init, the duration also holds initTime; runTimeUs never does.
         assert cold["duration"] * 1000 >= annotation(cold, "runTimeUs") + annotation(cold, "initTime") * 1000 - 2000
+
+
+def test_relative_data_and_log_directories_work_from_any_working_directory(tmp_path, monkeypatch):
+    # `faasprof run`/`interference` with the default --out runs/ hand over relative paths; the server
+    # runs inside data_dir, so both must be resolved before it starts.
+    monkeypatch.chdir(tmp_path)
+    with start_embedded(data_dir=Path("runs/x/localwhisk"), log_dir=Path("runs/x/localwhisk")) as handle:
+        lw = Lw(handle)
+        lw.put("rel", NOOP_PY)
+        assert lw.invoke("rel").json()["response"]["success"]
+    assert (tmp_path / "runs/x/localwhisk/localwhisk.log").stat().st_size > 0
