@@ -37,7 +37,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def main(args: argparse.Namespace) -> int:
-    from experiments.slowdown import SLOWDOWN_CSV, SlowdownOptions, load_rows, run_slowdown
+    from experiments.slowdown import NOTE_SEPARATOR, SLOWDOWN_CSV, SlowdownOptions, load_rows, run_slowdown
 
     if args.all and args.functions:
         raise ConfigError("FUNCTION: give function names or --all, not both")
@@ -67,7 +67,7 @@ def main(args: argparse.Namespace) -> int:
         complete &= math.isfinite(row["slowdown_latency_warm"]) and math.isfinite(row["slowdown_latency_resumed"]) and row["warm_failed"] + row["resumed_failed"] + row["native_failed"] == 0
         print(f"{row['function']}: slowdown execution ×{_f(factors[0])} warm, ×{_f(factors[1])} resumed; latency ×{_f(factors[2])} warm, ×{_f(factors[3])} resumed; "
               f"CPU time ×{_f(row.get('slowdown_cpu_warm', math.nan))} warm, ×{_f(row.get('slowdown_cpu_resumed', math.nan))} resumed")
-        for note in filter(None, (row.get("notes") or "").split("; ")):
+        for note in filter(None, (row.get("notes") or "").split(NOTE_SEPARATOR)):
             print(f"{row['function']}: {note}")
     manifest = json.loads((out / "manifest.json").read_text())
     for key, fit in (manifest.get("fits") or {}).items():

@@ -93,6 +93,7 @@ CALL_COLUMNS = ("function", "phase", "seq", "outcome", "container_state", "exec_
                 "wait_ms", "init_ms", "activation_id", "error")
 MEASURES = ("exec_ms", "latency_ms", "cpu_ms")
 TEXT_COLUMNS = ("function", "notes")
+NOTE_SEPARATOR = " | "  # between the sentences of slowdown.csv's notes (a sentence may hold "; ")
 NATIVE_RESOLUTION_MS = 0.001  # perf_counter_ns around main, inside the worker
 FINE_RESOLUTION_MS = 0.001  # localwhisk's runTimeUs annotation
 # An execution median under this many resolution steps gives no factor: its rounding alone could
@@ -371,7 +372,7 @@ def summarise_function(function: str, calls: list[Call]) -> dict:
             notes.append(f"CPU time {phase} ×{factor:.3g}: the same code took {'more' if factor > 1 else 'less'} CPU in the sandbox than in "
                          f"the native worker; fresh processes of one interpreter differ by up to ~15 % in speed for their "
                          f"whole life on a shared VM, so one process per side can tip a long function's factor either way: repeat the run")
-    row["notes"] = "; ".join(notes)
+    row["notes"] = NOTE_SEPARATOR.join(notes)
     return row
 
 
@@ -586,7 +587,7 @@ def run_slowdown(entries: list[FunctionEntry], out_dir: str | os.PathLike, optio
             if say:
                 say(f"{entry.name}: native {_f(row['native_exec_ms'])} ms; warm {_f(row['warm_exec_ms'])} ms (×{_f(row['slowdown_exec_warm'])}), "
                     f"resumed {_f(row['resumed_exec_ms'])} ms (×{_f(row['slowdown_exec_resumed'])}); latency ×{_f(row['slowdown_latency_warm'])} / ×{_f(row['slowdown_latency_resumed'])}")
-                for note in filter(None, row["notes"].split("; ")):
+                for note in filter(None, row["notes"].split(NOTE_SEPARATOR)):
                     say(f"{entry.name}: {note}")
         client.close()
         manifest["status"] = "complete"

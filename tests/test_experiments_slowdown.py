@@ -97,6 +97,9 @@ def test_calls_that_waited_for_a_cpu_are_said_with_the_cpu_time_factors():
     assert row["slowdown_cpu_warm"] == pytest.approx(242 / 240)
     assert "calls waited for a CPU (native 600 ms wall vs 240 ms CPU, warm 480 ms wall vs 242 ms CPU)" in row["notes"]
     assert "CPU-time factors ×1.01 warm, ×1.02 resumed" in row["notes"]
+    # Each note is one item of the list, whatever punctuation it holds.
+    (waited,) = [note for note in row["notes"].split(" | ") if note.startswith("calls waited")]
+    assert "CPU-time factors" in waited
     assert "CPU time warm" not in row["notes"]  # ×1.01: the processes ran at one speed
     for call in calls:
         if call.phase == "native":
