@@ -370,8 +370,9 @@ def summarise_function(function: str, calls: list[Call]) -> dict:
         factor = row[f"slowdown_cpu_{phase}"]
         if _positive(factor) and native_cpu >= PROCESS_SPEED_MIN_MS and abs(factor - 1.0) > PROCESS_SPEED_SPREAD:
             notes.append(f"CPU time {phase} ×{factor:.3g}: the same code took {'more' if factor > 1 else 'less'} CPU in the sandbox than in "
-                         f"the native worker; fresh processes of one interpreter differ by up to ~15 % in speed for their "
-                         f"whole life on a shared VM, so one process per side can tip a long function's factor either way: repeat the run")
+                         f"the native worker; on a shared VM one process of an interpreter can run 10–30 % slower than another "
+                         f"for its whole life (more so under load), so one process per side can tip a long function's factor either way: "
+                         f"repeat the run")
     row["notes"] = NOTE_SEPARATOR.join(notes)
     return row
 
