@@ -1,9 +1,10 @@
 """``faasprof slowdown FUNCTION...``: how much slower a function runs in FaaS than natively (Figs 15, 16).
 
-Per function: native calls, warm calls (alive sandbox) and calls after a pause (paused sandbox),
-each ``--repeat`` times (see ``experiments.slowdown``). Progress goes to stderr; stdout gets one
-line per function with its slowdown factors, the fitted power-law exponents, and the output
-directory as the last line. Exit 0 when every function has its factors, 1 when a call failed.
+Per function: native calls interleaved with warm calls (alive sandbox) and with calls after a pause
+(paused sandbox), ``--repeat`` FaaS calls per phase (see ``experiments.slowdown``). Progress goes to
+stderr; stdout gets one line per function with its slowdown factors, one line per note (a factor
+that shows no slowdown, one within the native calls' range, one below the records' resolution),
+the fitted power-law exponents, and the output directory as the last line. Exit 0 when every function has its factors, 1 when a call failed.
 """
 
 from __future__ import annotations
@@ -16,7 +17,7 @@ import sys
 from faasprof.errors import ConfigError
 from functions.catalogue import entries, require
 from platforms.openwhisk import add_connection_arguments, resolve_connection
-from experiments.slowdown import SLOWDOWN_CSV, SlowdownOptions, load_rows, run_slowdown
+from experiments.slowdown import NOTE_SEPARATOR, SLOWDOWN_CSV, SlowdownOptions, load_rows, run_slowdown
 
 ISOLATIONS = {"process": "auto", "auto": "auto", "cgroup": "cgroup", "rlimit": "rlimit", "docker": "docker"}
 
@@ -24,7 +25,7 @@ ISOLATIONS = {"process": "auto", "auto": "auto", "cgroup": "cgroup", "rlimit": "
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("functions", nargs="*", metavar="FUNCTION", help="catalogue functions (faasprof deploy --list lists them)")
     parser.add_argument("--all", action="store_true", help="every catalogue function whose runtime and packaging this host has")
-    parser.add_argument("--repeat", type=int, default=10, metavar="N", help="calls per function and phase (native, warm, resumed; default 10)")
+    parser.add_argument("--repeat", type=int, default=10, metavar="N", help="FaaS calls per function and phase (warm, resumed; native: one beside each, 2N; default 10)")
     parser.add_argument("--out", default="runs", metavar="DIR", help="where the slowdown-<stamp>/ directory goes (default runs/)")
     parser.add_argument("--pause-wait", type=float, metavar="S",
                         help="idle time before each resumed call (default: embedded pause grace + 0.5 s; OpenWhisk: 11 s, past 2.x's 10 s grace)")
@@ -63,7 +64,10 @@ def main(args: argparse.Namespace) -> int:
     for row in rows:
         factors = [row[f"slowdown_{m}_{p}"] for m in ("exec", "latency") for p in ("warm", "resumed")]
         complete &= math.isfinite(row["slowdown_latency_warm"]) and math.isfinite(row["slowdown_latency_resumed"]) and row["warm_failed"] + row["resumed_failed"] + row["native_failed"] == 0
-        print(f"{row['function']}: slowdown execution ×{_f(factors[0])} warm, ×{_f(factors[1])} resumed; latency ×{_f(factors[2])} warm, ×{_f(factors[3])} resumed")
+        print(f"{row['function']}: slowdown execution ×{_f(factors[0])} warm, ×{_f(factors[1])} resumed; latency ×{_f(factors[2])} warm, ×{_f(factors[3])} resumed; "
+              f"CPU time ×{_f(row.get('slowdown_cpu_warm', math.nan))} warm, ×{_f(row.get('slowdown_cpu_resumed', math.nan))} resumed")
+        for note in filter(None, (row.get("notes") or "").split(NOTE_SEPARATOR)):
+            print(f"{row['function']}: {note}")
     manifest = json.loads((out / "manifest.json").read_text())
     for key, fit in (manifest.get("fits") or {}).items():
         if fit:

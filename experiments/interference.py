@@ -13,6 +13,7 @@ page faults and context switches (per kilo-instruction when instructions are cou
 second) and busy CPUs from task-clock. A metric the host cannot count gets a panel that says so
 and why (the perf collector's dropped events), never a zero line.
 
+The figure also goes into the run's ``analysis/report.html`` (a section before its other plots).
 Result file ``<run>/analysis/interference.json``; format versions (``INTERFERENCE_FORMAT_VERSION``):
 1: first version.
 """
@@ -20,6 +21,7 @@ Result file ``<run>/analysis/interference.json``; format versions (``INTERFERENC
 from __future__ import annotations
 
 import copy
+import html
 import json
 import math
 import os
@@ -32,6 +34,7 @@ import matplotlib.pyplot as plt  # noqa: E402
 import numpy as np  # noqa: E402
 import pandas as pd  # noqa: E402
 
+from analyzer.report import image as report_image  # noqa: E402
 from faasprof import __version__, rundir  # noqa: E402
 from experiments.capacity import CAPACITY_FORMAT_VERSION  # noqa: E402
 from faasprof.errors import ConfigError, FormatError  # noqa: E402
@@ -226,4 +229,30 @@ def report_run(run_dir: str | os.PathLike, victim: str, aggressor: str | None, r
         "figure": f"plots/{FIG14}",
     }
     rundir.write_json_atomic(analysis / RESULT, result)
+    add_to_report(analysis / "report.html", plots / FIG14, note)
     return analysis / RESULT
+
+
+REPORT_BEGIN = "<!-- faasprof interference: fig14 -->"
+REPORT_END = "<!-- /faasprof interference: fig14 -->"
+
+
+def add_to_report(report: Path, figure: Path, note: str) -> bool:
+    """Put Fig 14 (the aligned panels) into the run's report.html, before its other plots.
+
+    A second call (``--report`` again) replaces the section. False when there is no report.html
+    (an analysis that wrote none) or it has no plots heading to place the section before."""
+    if not report.exists() or not figure.exists():
+        return False
+    text = report.read_text(encoding="utf-8")
+    if REPORT_BEGIN in text and REPORT_END in text:
+        head, _, rest = text.partition(REPORT_BEGIN)
+        text = head + rest.partition(REPORT_END)[2]
+    anchor = "<h2>Plots</h2>"
+    if anchor not in text:
+        return False
+    section = (f"{REPORT_BEGIN}<h2>Fig 14: latency beside the system's counters</h2>"
+               f"<p>One time axis; the aggressor's window is shaded. {html.escape(note) if note else ''}</p>"
+               f"{report_image(figure, FIG14)}{REPORT_END}")
+    report.write_text(text.replace(anchor, section + anchor, 1), encoding="utf-8")
+    return True

@@ -1,37 +1,54 @@
 """Containerisation slowdown (the paper's Figures 15 and 16): the same function natively and in FaaS.
 
-Per function, in this order:
+Per function, in one pass, so that both sides see the same host load (on a shared host a phase
+measured seconds after another sees other load):
 
-1. **native**: ``functions.native.run_native`` with one unrecorded warm-up call, ``repeat`` calls in
-   one long-lived worker; execution time is measured inside the worker, the round trip over its
-   pipe is the native "latency". The native run directory is kept under ``native/``.
-2. **warm** (alive sandbox): one unrecorded call creates the sandbox, then ``repeat`` blocking calls
-   back to back, each sent as soon as the previous one answered (well inside the pause grace).
-3. **resumed** (paused sandbox): ``repeat`` blocking calls, each sent ``pause_wait_s`` after the
-   previous answer, past the platform's pause grace, so each one unpauses the sandbox.
+1. a **native worker** (``functions.native.Worker``: the function's code in this Python, the
+   interpreter localwhisk's process sandboxes also use) is started and called once, unrecorded (its
+   cold call); it stays alive for the function's whole measurement, like the sandbox;
+2. one unrecorded FaaS call creates the sandbox;
+3. **warm** (alive sandbox): ``repeat`` pairs of one native call and one blocking FaaS call, who
+   goes first alternating; each recorded warm call directly follows an unrecorded FaaS call
+   (phase ``keep_warm``), so a native call longer than the pause grace cannot leave it a paused
+   sandbox;
+4. **resumed** (paused sandbox): ``repeat`` times: one native call, then the rest of
+   ``pause_wait_s`` since the previous FaaS answer (past the platform's pause grace), then one
+   blocking FaaS call, which unpauses the sandbox.
 
-FaaS execution time is the activation record's ``duration`` (OpenWhisk's resolution: 1 ms);
-latency is the client's blocking round trip (monotonic clock). Where a record carries the
-``containerState`` annotation (localwhisk) a call that did not start as intended (a warm call that
-found no warm sandbox, a resumed call that found none paused) is kept in ``calls.csv`` but left out
-of the medians, and counted in ``slowdown.csv``; without the annotation (OpenWhisk) every
-successful call counts. Only calls with final outcome ``success`` (``faasprof.outcomes``) enter the
-statistics; the others are counted as failures.
+Native execution time is ``perf_counter`` around ``main`` inside the worker; FaaS execution time is
+the same span on the platform: localwhisk's ``runTimeUs`` annotation (the run call, µs), else the
+activation record's ``duration`` less ``initTime`` (OpenWhisk's resolution: 1 ms). A FaaS execution
+median under ``RESOLUTION_STEPS`` resolution steps gives no execution factor (null, and ``notes``
+says "below resolution"): rounding alone could move it by more than 5 %. Latency is the client's
+round trip (monotonic clock): the worker's pipe natively, the blocking call in FaaS. CPU time
+(``cpu_ms``) is the worker's rusage natively and localwhisk's ``runCpuTimeUs`` in process
+sandboxes: wall time well above CPU time means the call waited for a CPU.
+
+Where a record carries the ``containerState`` annotation (localwhisk) a call that did not start as
+intended (a warm call that found no warm sandbox, a resumed call that found none paused) is kept in
+``calls.csv`` but left out of the medians, and counted in ``slowdown.csv``; without the annotation
+(OpenWhisk) every successful call counts. Only calls with final outcome ``success``
+(``faasprof.outcomes``) enter the statistics; the others are counted as failures.
 
 Medians carry distribution-free 95 % confidence intervals (``analyzer.stats.quantile_ci``; null
 below 6 samples: too few for a 95 % interval). Slowdown factors are FaaS median / native median,
-for execution time and for latency. A FaaS execution median under the record's 1 ms resolution
-gives no execution slowdown (null, not zero); the latency slowdown is always defined.
+for execution time, latency and CPU time. ``notes`` says in plain words when a factor shows no
+slowdown (≤ 1), when the FaaS median lies within the native calls' own range (not significant), and
+when calls waited for a CPU (median wall time over ``WAIT_RATIO`` × CPU time: a loaded host).
 
 Figure 16 fits ``slowdown = a · native_exec_ms ** b`` by least squares in log-log space over the
 functions with both values; ``b`` is the exponent shown on the plot and stored in the manifest.
 
 Output directory ``<out>/slowdown-<stamp>/`` (never reused): ``manifest.json`` (format version,
-functions, platform, settings, fits), ``slowdown.csv``, ``calls.csv`` (every call),
-``fig15_slowdown_per_function.png``, ``fig16_slowdown_vs_native.png``, ``native/`` (native run
-directories) and, on the embedded platform, ``localwhisk/`` (its records and log).
+functions, platform, native command and interpreter, settings, fits), ``slowdown.csv``,
+``calls.csv`` (every call, warm-ups included), ``fig15_slowdown_per_function.png``,
+``fig16_slowdown_vs_native.png``, ``native/<function>/`` (the native worker's stdout and stderr)
+and, on the embedded platform, ``localwhisk/`` (its records and log).
 
-Format versions (``SLOWDOWN_FORMAT_VERSION``): 1: first version.
+Format versions (``SLOWDOWN_FORMAT_VERSION``): 1: first version (native measured first, in its own
+run directory; FaaS execution from the record's duration only). 2: native and FaaS calls
+interleaved, native calls in ``calls.csv``; ``cpu_ms``, ``exec_resolution_ms`` and ``notes``;
+execution from ``runTimeUs`` where the platform gives it.
 """
 
 from __future__ import annotations
@@ -47,6 +64,7 @@ from pathlib import Path
 from typing import Callable
 
 import matplotlib
+import matplotlib.ticker
 
 matplotlib.use("Agg")
 import matplotlib.pyplot as plt  # noqa: E402
@@ -54,7 +72,7 @@ import numpy as np  # noqa: E402
 
 from analyzer.stats import quantile_ci
 from faasprof import __version__, rundir
-from faasprof.errors import ConfigError, FaasprofError
+from faasprof.errors import ConfigError, FaasprofError, NotReadyError, RunError
 from faasprof.outcomes import final_outcome
 from functions import native
 from functions.catalogue import FunctionEntry
@@ -62,7 +80,7 @@ from localwhisk.embedded import start_embedded
 from platforms.openwhisk import Connection, OpenWhiskClient
 from platforms.openwhisk_deploy import ensure_actions
 
-SLOWDOWN_FORMAT_VERSION = 1
+SLOWDOWN_FORMAT_VERSION = 2
 SLOWDOWN_CSV = "slowdown.csv"
 CALLS_CSV = "calls.csv"
 FIG15 = "fig15_slowdown_per_function.png"
@@ -71,8 +89,22 @@ RECORD_RESOLUTION_MS = 1.0  # OpenWhisk records carry start/end in whole millise
 REMOTE_PAUSE_WAIT_S = 11.0  # past OpenWhisk 2.x's 10 s pause grace (1.0.0: 50 ms)
 EMBEDDED_PAUSE_MARGIN_S = 0.5
 INTENDED_STATE = {"warm": "warm", "resumed": "resumed"}
-CALL_COLUMNS = ("function", "phase", "seq", "outcome", "container_state", "exec_ms", "latency_ms", "wait_ms", "init_ms", "activation_id", "error")
-MEASURES = ("exec_ms", "latency_ms")
+CALL_COLUMNS = ("function", "phase", "seq", "outcome", "container_state", "exec_ms", "exec_resolution_ms", "cpu_ms", "latency_ms",
+                "wait_ms", "init_ms", "activation_id", "error")
+MEASURES = ("exec_ms", "latency_ms", "cpu_ms")
+TEXT_COLUMNS = ("function", "notes")
+NOTE_SEPARATOR = " | "  # between the sentences of slowdown.csv's notes (a sentence may hold "; ")
+NATIVE_RESOLUTION_MS = 0.001  # perf_counter_ns around main, inside the worker
+FINE_RESOLUTION_MS = 0.001  # localwhisk's runTimeUs annotation
+# An execution median under this many resolution steps gives no factor: its rounding alone could
+# move the factor by more than 5 %.
+RESOLUTION_STEPS = 20
+# A median execution (wall) time this much above the median CPU time: the calls waited for a CPU.
+WAIT_RATIO = 1.25
+# CPU-time factors further than this from 1, for functions whose native CPU time is long enough for
+# the sandbox's own costs (pipe, JSON: tens of µs) to vanish, reflect the two processes' own speeds.
+PROCESS_SPEED_SPREAD = 0.10
+PROCESS_SPEED_MIN_MS = 20.0
 
 
 @dataclass
@@ -96,6 +128,8 @@ class Call:
     latency_ms: float = math.nan
     wait_ms: float = math.nan
     init_ms: float = math.nan
+    cpu_ms: float = math.nan
+    exec_resolution_ms: float = math.nan
     activation_id: str = ""
     error: str = ""
 
@@ -111,17 +145,69 @@ class Call:
 # -- measuring ---------------------------------------------------------------------------------
 
 
-def measure_native(entry: FunctionEntry, repeat: int, out_dir: Path, say: Callable[[str], None] | None = None) -> tuple[list[Call], Path]:
-    """``repeat`` native calls after one warm-up; the native run directory is kept in ``out_dir``."""
-    options = native.NativeOptions(repeat=repeat, warmup=1, extra_manifest={"slowdown": {"phase": "native"}})
-    run_dir, _ = native.run_native(entry, out_dir, options, progress=say)
-    calls = []
-    with open(run_dir / native.NATIVE_CSV, newline="") as handle:
-        for row in csv.DictReader(handle):
-            outcome = "success" if row["outcome"] == "ok" else row["outcome"]
-            calls.append(Call(entry.name, "native", int(row["seq"]), outcome, exec_ms=_float(row["exec_ms"]),
-                              latency_ms=_float(row["round_trip_ms"]), error=row.get("error", "")))
-    return calls, run_dir
+class NativeSide:
+    """The function's native worker, kept alive across a function's whole measurement (warm, like its sandbox).
+
+    A worker that dies or times out is restarted and warmed up again (unrecorded) before the next
+    recorded call, so every recorded native call is a warm one."""
+
+    def __init__(self, entry: FunctionEntry, params: dict, log_dir: Path | None, worker=None, clock=time.monotonic_ns):
+        self.entry = entry
+        self.params = params
+        self.timeout_s = entry.timeout_ms / 1000
+        self.worker = worker if worker is not None else native.Worker(entry, log_dir=log_dir)
+        self.clock = clock
+        self.problem = ""  # why the worker cannot run (every later call is then not_sent)
+        self.started = False
+        self.warmups: list[Call] = []  # unrecorded in the statistics, kept as rows of calls.csv
+
+    def _ensure_started(self) -> bool:
+        if self.started:
+            return True
+        if self.problem:
+            return False
+        try:
+            self.worker.start()
+        except (RunError, NotReadyError) as error:
+            self.problem = str(error)[:300]
+            return False
+        self.started = True
+        # The worker's first call is its cold one (imports, first-touch memory): never in the statistics.
+        warmup = self.call("native_warmup", len(self.warmups))
+        self.warmups.append(warmup)
+        if warmup.outcome in ("timeout", "failed"):
+            self.problem = f"the native warm-up call ended {warmup.outcome}: {warmup.error}"[:300]
+        return self.started
+
+    def take_warmups(self) -> list[Call]:
+        warmups, self.warmups = self.warmups, []
+        return warmups
+
+    def call(self, phase: str, seq: int) -> Call:
+        name = self.entry.name
+        if phase != "native_warmup" and not self._ensure_started():
+            return Call(name, phase, seq, "not_sent", error=self.problem)
+        sent = self.clock()
+        try:
+            answer = self.worker.call(self.params, self.timeout_s)
+        except native.CallTimeout as error:
+            self.worker.kill()
+            self.started = False
+            return Call(name, phase, seq, "timeout", latency_ms=(self.clock() - sent) / 1e6, error=str(error)[:300])
+        except native.WorkerDied as error:
+            tail = self.worker.stderr_tail()
+            self.worker.stop()
+            self.started = False
+            return Call(name, phase, seq, "failed", latency_ms=(self.clock() - sent) / 1e6, error=f"{error}: {tail}"[:300])
+        latency_ms = (self.clock() - sent) / 1e6
+        usage = answer.get("rusage") or {}
+        call = Call(name, phase, seq, "success" if answer.get("ok") else "application_error", latency_ms=latency_ms,
+                    exec_ms=_float(answer.get("exec_ns")) / 1e6, cpu_ms=_float(usage.get("user_ms")) + _float(usage.get("sys_ms")),
+                    exec_resolution_ms=NATIVE_RESOLUTION_MS, error=str(answer.get("error") or "")[:300])
+        return call
+
+    def stop(self) -> None:
+        self.worker.stop()
 
 
 def invoke_once(client, name: str, params: dict, phase: str, seq: int, clock=time.monotonic_ns) -> Call:
@@ -148,31 +234,79 @@ def invoke_once(client, name: str, params: dict, phase: str, seq: int, clock=tim
     if record is None:
         call.error = f"HTTP {status}: {str(body)[:200]}"
         return call
-    annotations = {a.get("key"): a.get("value") for a in record.get("annotations") or () if isinstance(a, dict)}
-    call.activation_id = str(record.get("activationId", ""))
-    call.container_state = str(annotations.get("containerState") or "")
-    call.exec_ms = _float(record.get("duration"))
-    call.wait_ms = _float(annotations.get("waitTime"))
-    call.init_ms = _float(annotations.get("initTime"))
+    apply_record(call, record)
     if outcome != "success":
         call.error = str((record.get("response") or {}).get("result"))[:300]
     return call
 
 
-def measure_faas(client, name: str, params: dict, repeat: int, pause_wait_s: float, sleep=time.sleep,
-                 say: Callable[[str], None] | None = None) -> list[Call]:
-    """The warm-up call, ``repeat`` warm calls back to back, then ``repeat`` calls after a pause each."""
-    warmup = invoke_once(client, name, params, "warmup", 0)
-    if warmup.outcome != "success" and say:
-        # Measured anyway: every failed call is a row of calls.csv and the factors stay null.
-        say(f"{name}: the first call failed ({warmup.outcome}: {warmup.error or 'no detail'}); see calls.csv")
-    calls = [warmup]
-    calls += [invoke_once(client, name, params, "warm", seq) for seq in range(repeat)]
-    if say:
-        say(f"{name}: {repeat} warm calls done; {repeat} calls after {pause_wait_s:g} s pauses each")
-    for seq in range(repeat):
-        sleep(pause_wait_s)
-        calls.append(invoke_once(client, name, params, "resumed", seq))
+def apply_record(call: Call, record: dict) -> None:
+    """Execution time, CPU time and start state of ``call`` from its activation record.
+
+    localwhisk's ``runTimeUs`` (the run call in µs) is used where present; else the record's
+    ``duration`` with its whole-millisecond resolution (less ``initTime`` when the call initialised)."""
+    annotations = {a.get("key"): a.get("value") for a in record.get("annotations") or () if isinstance(a, dict)}
+    call.activation_id = str(record.get("activationId", ""))
+    call.container_state = str(annotations.get("containerState") or "")
+    call.wait_ms = _float(annotations.get("waitTime"))
+    call.init_ms = _float(annotations.get("initTime"))
+    run_us = _float(annotations.get("runTimeUs"))
+    if math.isfinite(run_us):
+        call.exec_ms, call.exec_resolution_ms = run_us / 1000.0, FINE_RESOLUTION_MS
+    else:
+        duration_ms = _float(record.get("duration"))
+        call.exec_ms = duration_ms - call.init_ms if math.isfinite(call.init_ms) else duration_ms
+        call.exec_resolution_ms = RECORD_RESOLUTION_MS
+    call.cpu_ms = _float(annotations.get("runCpuTimeUs")) / 1000.0
+
+
+def measure_function(entry: FunctionEntry, client, repeat: int, pause_wait_s: float, log_dir: Path | None, sleep=time.sleep,
+                     say: Callable[[str], None] | None = None, clock=time.monotonic_ns, worker=None) -> list[Call]:
+    """Native and FaaS calls of one function, interleaved (module docstring); every call is a row."""
+    name, params = entry.name, entry.sample_params()
+    side = NativeSide(entry, params, log_dir, worker=worker, clock=clock)
+    calls: list[Call] = []
+    try:
+        side._ensure_started()
+        calls += side.take_warmups()
+        if side.problem and say:
+            say(f"{name}: the native worker did not start ({side.problem}); its calls are rows of calls.csv")
+        warmup = invoke_once(client, name, params, "warmup", 0, clock=clock)
+        last_answer_ns = clock()
+        if warmup.outcome != "success" and say:
+            # Measured anyway: every failed call is a row of calls.csv and the factors stay null.
+            say(f"{name}: the first call failed ({warmup.outcome}: {warmup.error or 'no detail'}); see calls.csv")
+        calls.append(warmup)
+        native_seq = 0
+
+        def native_call() -> None:
+            nonlocal native_seq
+            call = side.call("native", native_seq)
+            calls.extend(side.take_warmups())  # a restarted worker's warm-up came before this call
+            calls.append(call)
+            native_seq += 1
+
+        for seq in range(repeat):
+            # Alternate who goes first, so neither side always follows the other's call. A native call
+            # longer than the pause grace lets the sandbox pause: an unrecorded call ("keep_warm")
+            # right before each recorded warm one wakes it, so the recorded call finds it alive.
+            for turn in ((0, 1) if seq % 2 == 0 else (1, 0)):
+                if turn == 0:
+                    native_call()
+                else:
+                    calls.append(invoke_once(client, name, params, "keep_warm", seq, clock=clock))
+                    calls.append(invoke_once(client, name, params, "warm", seq, clock=clock))
+                    last_answer_ns = clock()
+        if say:
+            say(f"{name}: {repeat} warm calls, each beside a native one; now {repeat} calls after {pause_wait_s:g} s pauses each")
+        for seq in range(repeat):
+            native_call()  # while the sandbox waits for its pause
+            idle_s = (clock() - last_answer_ns) / 1e9
+            sleep(max(pause_wait_s - idle_s, 0.0))
+            calls.append(invoke_once(client, name, params, "resumed", seq, clock=clock))
+            last_answer_ns = clock()
+    finally:
+        side.stop()
     return calls
 
 
@@ -188,9 +322,10 @@ def summarise_function(function: str, calls: list[Call]) -> dict:
     """One row of ``slowdown.csv`` from every call of one function."""
     row: dict = {"function": function}
     medians: dict[tuple[str, str], float] = {}
+    used_by_phase: dict[str, list[Call]] = {}
     for phase in ("native", "warm", "resumed"):
         mine = [c for c in calls if c.phase == phase]
-        used = [c for c in mine if c.counts]
+        used = used_by_phase[phase] = [c for c in mine if c.counts]
         row[f"{phase}_n"] = len(used)
         row[f"{phase}_failed"] = sum(1 for c in mine if c.outcome != "success")
         if phase in INTENDED_STATE:
@@ -202,12 +337,60 @@ def summarise_function(function: str, calls: list[Call]) -> dict:
             row[f"{phase}_{label}_ci_low"] = low
             row[f"{phase}_{label}_ci_high"] = high
             medians[(phase, measure)] = estimate
+        steps = [c.exec_resolution_ms for c in used if math.isfinite(c.exec_resolution_ms)]
+        row[f"{phase}_exec_resolution_ms"] = max(steps) if steps else math.nan
         if phase != "native":
             row[f"{phase}_wait_ms"] = median_ci([c.wait_ms for c in used])[0]
+    notes: list[str] = []
     for phase in ("warm", "resumed"):
-        row[f"slowdown_exec_{phase}"] = _ratio(medians[(phase, "exec_ms")], medians[("native", "exec_ms")], floor=RECORD_RESOLUTION_MS)
+        resolution = max(_finite_or(row[f"{phase}_exec_resolution_ms"], 0.0), _finite_or(row["native_exec_resolution_ms"], 0.0))
+        faas_exec = medians[(phase, "exec_ms")]
+        if _positive(faas_exec) and _positive(medians[("native", "exec_ms")]) and faas_exec < RESOLUTION_STEPS * resolution:
+            row[f"slowdown_exec_{phase}"] = math.nan
+            notes.append(f"execution {phase}: below resolution (median {faas_exec:.3g} ms, records resolve {resolution:g} ms): no factor")
+        else:
+            row[f"slowdown_exec_{phase}"] = _ratio(faas_exec, medians[("native", "exec_ms")])
         row[f"slowdown_latency_{phase}"] = _ratio(medians[(phase, "latency_ms")], medians[("native", "latency_ms")])
+        row[f"slowdown_cpu_{phase}"] = _ratio(medians[(phase, "cpu_ms")], medians[("native", "cpu_ms")])
+        for measure, key in (("exec_ms", "exec"), ("latency_ms", "latency")):
+            note = judge_factor(key, phase, row[f"slowdown_{key}_{phase}"], medians[(phase, measure)],
+                                [getattr(c, measure) for c in used_by_phase["native"]])
+            if note:
+                notes.append(note)
+    waiting = [f"{phase} {medians[(phase, 'exec_ms')]:.4g} ms wall vs {medians[(phase, 'cpu_ms')]:.4g} ms CPU"
+               for phase in ("native", "warm", "resumed")
+               if _positive(medians[(phase, "cpu_ms")]) and _positive(medians[(phase, "exec_ms")])
+               and medians[(phase, "exec_ms")] > WAIT_RATIO * medians[(phase, "cpu_ms")]]
+    if waiting:
+        cpu_factors = ", ".join(f"×{row[f'slowdown_cpu_{p}']:.3g} {p}" for p in ("warm", "resumed") if _positive(row[f"slowdown_cpu_{p}"]))
+        notes.append(f"calls waited for a CPU ({', '.join(waiting)}): the host is loaded, execution factors carry that load"
+                     + (f"; CPU-time factors {cpu_factors} compare the code's own speed" if cpu_factors else ""))
+    native_cpu = medians[("native", "cpu_ms")]
+    for phase in ("warm", "resumed"):
+        factor = row[f"slowdown_cpu_{phase}"]
+        if _positive(factor) and native_cpu >= PROCESS_SPEED_MIN_MS and abs(factor - 1.0) > PROCESS_SPEED_SPREAD:
+            notes.append(f"CPU time {phase} ×{factor:.3g}: the same code took {'more' if factor > 1 else 'less'} CPU in the sandbox than in "
+                         f"the native worker; on a shared VM one process of an interpreter can run 10–30 % slower than another "
+                         f"for its whole life (more so under load), so one process per side can tip a long function's factor either way: "
+                         f"repeat the run")
+    row["notes"] = NOTE_SEPARATOR.join(notes)
     return row
+
+
+def judge_factor(measure: str, phase: str, factor: float, faas_median_ms: float, native_values_ms: list[float]) -> str:
+    """A plain sentence when a factor says no slowdown, or one the native calls' own spread covers; else ""."""
+    values = [v for v in native_values_ms if math.isfinite(v)]
+    if not _positive(factor) or not values:
+        return ""
+    low, high = min(values), max(values)
+    label = "execution" if measure == "exec" else "latency"
+    if low <= faas_median_ms <= high:
+        return (f"{label} {phase} ×{factor:.3g}: not significant (FaaS median {faas_median_ms:.4g} ms lies within the native calls' "
+                f"range {low:.4g}–{high:.4g} ms: at this length the platform adds less than the run-to-run variation)")
+    if factor <= 1:
+        return (f"{label} {phase} ×{factor:.3g}: FaaS faster than native (median {faas_median_ms:.4g} ms under every native call, "
+                f"{low:.4g}–{high:.4g} ms); compare cpu_ms in calls.csv to tell slower code from time spent waiting for a CPU")
+    return ""
 
 
 def fit_power_law(x, y) -> dict | None:
@@ -240,22 +423,28 @@ def plot_fig15(rows: list[dict], path: Path) -> None:
     functions = [r["function"] for r in rows]
     x = np.arange(len(functions))
     fig, axes = plt.subplots(1, 2, figsize=(max(7.0, 1.1 * len(functions) + 4), 4.2))
-    for ax, measure, title in ((axes[0], "exec", "execution time (record duration)"), (axes[1], "latency", "latency (client round trip)")):
+    for ax, measure, title in ((axes[0], "exec", "execution time (the run call)"), (axes[1], "latency", "latency (client round trip)")):
         for offset, phase, label, colour in ((-0.2, "warm", "alive (warm)", "#2ca02c"), (0.2, "resumed", "paused (resumed)", "#ff7f0e")):
             values = [r[f"slowdown_{measure}_{phase}"] for r in rows]
             shown = [v if _positive(v) else np.nan for v in values]
             ax.bar(x + offset, shown, width=0.4, label=label, color=colour)
-            for xi, v in zip(x, values):
+            for xi, v, r in zip(x, values, rows):
                 if not _positive(v):
-                    ax.annotate("n/a", (xi + offset, 1.0), ha="center", va="bottom", fontsize=7, color="grey")
+                    below = f"execution {phase}: below resolution" in str(r.get("notes") or "")
+                    ax.annotate("below\nresolution" if below else "n/a", (xi + offset, 1.0), ha="center", va="bottom", fontsize=6, color="grey")
+                elif f"{'execution' if measure == 'exec' else 'latency'} {phase} ×" in str(r.get("notes") or ""):
+                    # Not significant, or FaaS faster: marked on the bar, explained in slowdown.csv's notes.
+                    ax.annotate("ns" if v > 1 else "≤1", (xi + offset, v), ha="center", va="bottom", fontsize=6, color="grey")
         ax.set_yscale("log")
+        _plain_log_ticks(ax.yaxis)
         ax.axhline(1.0, color="black", linewidth=0.8)
         ax.set_xticks(x)
         ax.set_xticklabels(functions, rotation=30, ha="right")
         ax.set_ylabel("slowdown vs native (×, log)")
         ax.set_title(title, fontsize=10)
         ax.legend(fontsize=8)
-    fig.suptitle("Fig 15: slowdown in FaaS vs native, alive vs paused sandbox")
+    fig.suptitle("Fig 15: slowdown in FaaS vs native, alive vs paused sandbox\n"
+                 "(ns: within the native calls' range; ≤1: no slowdown; slowdown.csv's notes say why)", fontsize=10)
     fig.tight_layout()
     fig.savefig(path, dpi=120)
     plt.close(fig)
@@ -280,6 +469,7 @@ def plot_fig16(rows: list[dict], fitted: dict, path: Path) -> None:
                         label=f"fit {label}: {fit['coefficient']:.3g}·x^{fit['exponent']:.2f} (R² {fit['r2']:.2f})")
         ax.set_xscale("log")
         ax.set_yscale("log")
+        _plain_log_ticks(ax.yaxis)
         ax.set_xlabel("native execution time (ms, log)")
         ax.set_ylabel("slowdown vs native (×, log)")
         ax.set_title(title, fontsize=10)
@@ -290,6 +480,12 @@ def plot_fig16(rows: list[dict], fitted: dict, path: Path) -> None:
     fig.tight_layout()
     fig.savefig(path, dpi=120)
     plt.close(fig)
+
+
+def _plain_log_ticks(axis) -> None:
+    """Factors as 0.9, 2, 4 rather than 9×10⁻¹ (a factor's axis spans less than a decade or two)."""
+    axis.set_major_formatter(matplotlib.ticker.FormatStrFormatter("%g"))
+    axis.set_minor_formatter(matplotlib.ticker.FormatStrFormatter("%g"))
 
 
 # -- the experiment ----------------------------------------------------------------------------
@@ -351,6 +547,8 @@ def run_slowdown(entries: list[FunctionEntry], out_dir: str | os.PathLike, optio
         info = client.info()
         names = [entry.name for entry in entries]
         actions = ensure_actions(client, names, options.memory_mb)
+        native_commands = {entry.name: native.native_command(entry) for entry in entries}
+        same_interpreter = platform_interpreter_matches(entries, getattr(handle, "settings", None))
         manifest.update({
             "generated_by": {"faasprof": __version__, "git_commit": rundir.git_commit()},
             "created_utc": rundir.utc_stamp(),
@@ -359,10 +557,18 @@ def run_slowdown(entries: list[FunctionEntry], out_dir: str | os.PathLike, optio
             "pause_wait_s": pause_wait_s,
             "platform": {"embedded": handle is not None, **connection.describe(), "info": info, "actions": actions,
                          "localwhisk": getattr(handle, "settings", None)},
+            "native": {"command": native_commands, "interpreter": {e.name: native.interpreter_version(e) for e in entries},
+                       "same_interpreter_as_platform": same_interpreter, "worker_logs": "native/<function>/"},
             "definitions": {
-                "exec_ms": "native: measured inside the worker; FaaS: the activation record's duration (1 ms resolution)",
+                "exec_ms": "native: perf_counter around main inside the worker (warm); FaaS: localwhisk's runTimeUs annotation (µs), "
+                           "else the activation record's duration less initTime (1 ms resolution)",
                 "latency_ms": "native: round trip over the worker's pipe; FaaS: the blocking call's round trip at the client",
-                "slowdown": "FaaS median / native median; null when undefined (FaaS execution median under 1 ms)",
+                "cpu_ms": "native: the worker's user + system CPU time during the call (rusage); FaaS: localwhisk's runCpuTimeUs (process sandboxes)",
+                "order": "per function: native and warm calls alternate (who goes first alternates too), then each resumed call follows "
+                         "a native call made while the sandbox waits for its pause; both sides are warm and see the same host load",
+                "slowdown": f"FaaS median / native median; null when undefined or when the FaaS execution median is under "
+                            f"{RESOLUTION_STEPS} resolution steps (notes says so)",
+                "notes": "plain sentences for factors that show no slowdown or that the native calls' own range covers",
                 "ci": "distribution-free 95 % interval of the median (order statistics); null below 6 samples",
             },
         })
@@ -371,15 +577,15 @@ def run_slowdown(entries: list[FunctionEntry], out_dir: str | os.PathLike, optio
         rows: list[dict] = []
         every: list[Call] = []
         for entry in entries:
-            calls, native_dir = measure_native(entry, options.repeat, out / "native", say)
-            manifest.setdefault("native_runs", {})[entry.name] = str(native_dir.relative_to(out))
-            calls += measure_faas(client, entry.name, entry.sample_params(), options.repeat, pause_wait_s, sleep=sleep, say=say)
+            calls = measure_function(entry, client, options.repeat, pause_wait_s, out / "native" / entry.name, sleep=sleep, say=say)
             row = summarise_function(entry.name, calls)
             rows.append(row)
             every += calls
             if say:
                 say(f"{entry.name}: native {_f(row['native_exec_ms'])} ms; warm {_f(row['warm_exec_ms'])} ms (×{_f(row['slowdown_exec_warm'])}), "
                     f"resumed {_f(row['resumed_exec_ms'])} ms (×{_f(row['slowdown_exec_resumed'])}); latency ×{_f(row['slowdown_latency_warm'])} / ×{_f(row['slowdown_latency_resumed'])}")
+                for note in filter(None, row["notes"].split(NOTE_SEPARATOR)):
+                    say(f"{entry.name}: {note}")
         client.close()
         manifest["status"] = "complete"
         write_results(out, rows, every, manifest)
@@ -402,13 +608,27 @@ def run_slowdown(entries: list[FunctionEntry], out_dir: str | os.PathLike, optio
 def load_rows(path: Path) -> list[dict]:
     """``slowdown.csv`` read back with numbers as floats (empty cells: NaN)."""
     with open(path, newline="") as handle:
-        return [{k: (v if k == "function" else _float(v)) for k, v in row.items()} for row in csv.DictReader(handle)]
+        return [{k: (v if k in TEXT_COLUMNS else _float(v)) for k, v in row.items()} for row in csv.DictReader(handle)]
 
 
-def _ratio(numerator: float, denominator: float, floor: float = 0.0) -> float:
-    if not (_positive(numerator) and _positive(denominator)) or numerator < floor:
+def platform_interpreter_matches(entries: list[FunctionEntry], localwhisk_settings: dict | None) -> bool | None:
+    """Whether the embedded localwhisk's process sandboxes run Python functions with the native worker's interpreter.
+
+    None when it cannot be said: another platform, Docker sandboxes, or no Python function."""
+    if not localwhisk_settings or localwhisk_settings.get("isolation") == "docker" or not any(e.runtime == "python" for e in entries):
+        return None
+    platform_python = localwhisk_settings.get("python") or ""
+    return bool(platform_python) and os.path.realpath(platform_python) == os.path.realpath(sys.executable)
+
+
+def _ratio(numerator: float, denominator: float) -> float:
+    if not (_positive(numerator) and _positive(denominator)):
         return math.nan
     return numerator / denominator
+
+
+def _finite_or(value: float, default: float) -> float:
+    return value if isinstance(value, (int, float)) and math.isfinite(value) else default
 
 
 def _positive(value) -> bool:

@@ -267,6 +267,10 @@ class DockerSandbox(Sandbox):
         self.pause_error: str | None = None
         self._frozen = False  # frozen by a direct freezer write (docker_pause: freezer)
 
+    def cpu_time_ns(self) -> int | None:
+        # The container's cgroup belongs to dockerd (its path depends on the cgroup driver): not read here.
+        return None
+
     # -- lifecycle ---------------------------------------------------------------------------
 
     async def start(self, timeout_s: float = 30.0) -> None:

@@ -161,7 +161,8 @@ def start_embedded(data_dir: Path | None = None, port: int = 0, user_memory_mb: 
     owns = data_dir is None
     data_dir = Path(tempfile.mkdtemp(prefix="localwhisk-")) if owns else Path(data_dir).expanduser().resolve()
     data_dir.mkdir(parents=True, exist_ok=True)
-    log_dir = Path(log_dir) if log_dir else data_dir
+    # Resolved like data_dir: the server runs in data_dir, where a relative log path would point elsewhere.
+    log_dir = Path(log_dir).expanduser().resolve() if log_dir else data_dir
     log_dir.mkdir(parents=True, exist_ok=True)
     log_path = log_dir / "localwhisk.log"
     all_settings = {"port": port, "user_memory_mb": user_memory_mb, "pause_grace_ms": pause_grace_ms,

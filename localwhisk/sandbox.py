@@ -220,6 +220,30 @@ class Sandbox:
         else:
             os.killpg(self.pid, signal.SIGCONT)
 
+    def cpu_time_ns(self) -> int | None:
+        """CPU time the sandbox has used so far (ns); None where it cannot be read.
+
+        The sandbox's cgroup when it has one (cpuacct.usage on v1, cpu.stat usage_usec on v2: every
+        process inside counts), else the launcher's threads (/proc/PID/task/*/schedstat)."""
+        try:
+            if "cpuacct" in self.cgroup_dirs:
+                return int((self.cgroup_dirs["cpuacct"] / "cpuacct.usage").read_text())
+            if "unified" in self.cgroup_dirs:
+                for line in (self.cgroup_dirs["unified"] / "cpu.stat").read_text().splitlines():
+                    key, _, value = line.partition(" ")
+                    if key == "usage_usec":
+                        return int(value) * 1000
+                return None
+            if self.pid is None:
+                return None
+            total = 0
+            for task in os.listdir(f"/proc/{self.pid}/task"):
+                with open(f"/proc/{self.pid}/task/{task}/schedstat") as handle:
+                    total += int(handle.read().split()[0])
+            return total
+        except (OSError, ValueError, IndexError):
+            return None
+
     @property
     def dead(self) -> bool:
         return self._dead

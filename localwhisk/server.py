@@ -717,6 +717,11 @@ class Localwhisk:
         ]
         if init_ms is not None:
             annotations.append({"key": "initTime", "value": init_ms})
+        if out.run_start_ns is not None and out.run_end_ns is not None:
+            # localwhisk's own, finer than the record's whole milliseconds (pool module docstring).
+            annotations.append({"key": "runTimeUs", "value": (out.run_end_ns - out.run_start_ns) // 1000})
+            if out.run_cpu_ns is not None:
+                annotations.append({"key": "runCpuTimeUs", "value": out.run_cpu_ns // 1000})
         annotations.append({"key": "containerState", "value": job.container_state or "none"})
         status_code = out.status_code
         response = {"result": out.result, "status": STATUS_NAMES[status_code], "success": status_code == 0}

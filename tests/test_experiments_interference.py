@@ -13,7 +13,7 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from experiments.interference import capacity_from_file, panel_series, plot_fig14, resolve_rate
+from experiments.interference import REPORT_BEGIN, add_to_report, capacity_from_file, panel_series, plot_fig14, resolve_rate
 from faasprof.errors import ConfigError, FormatError
 from monitoring.derived import add_perf_metrics
 from monitoring.parsers.perf import parse_perf_stat, perf_wide
@@ -94,6 +94,19 @@ def test_plot_marks_missing_panels(tmp_path):
     assert panels[0]["missing"] and panels[2]["missing"] is None
 
 
+def test_the_figure_goes_into_the_report_once(tmp_path):
+    figure = tmp_path / "fig14_interference.png"
+    figure.write_bytes(b"\x89PNG fake")
+    report = tmp_path / "report.html"
+    report.write_text("<html><body><h1>run</h1><h2>Plots</h2><img alt='plots/cdf.png'></body></html>")
+    assert add_to_report(report, figure, "IPC cannot be shown & why")
+    assert add_to_report(report, figure, "again")  # --report a second time: replaced, not repeated
+    text = report.read_text()
+    assert text.count(REPORT_BEGIN) == 1 and "again" in text and "IPC cannot" not in text
+    assert text.index("alt='fig14_interference.png'") < text.index("<h2>Plots</h2>") < text.index("cdf.png")
+    assert not add_to_report(tmp_path / "none.html", figure, "")
+
+
 @pytest.mark.skipif(shutil.which("perf") is None, reason="needs perf for the workload's monitoring block")
 def test_cli_interference_short_run(tmp_path):
     pytest.importorskip("localwhisk.embedded")
@@ -112,4 +125,5 @@ def test_cli_interference_short_run(tmp_path):
     panels = {p["panel"]: p for p in stored["panels"]}
     assert panels["page faults"]["missing"] is None or "page-faults" in panels["page faults"]["missing"]
     assert (run_dir / "analysis" / "plots" / "fig14_interference.png").stat().st_size > 10_000
+    assert "alt='fig14_interference.png'" in (run_dir / "analysis" / "report.html").read_text()
     assert "json_dumps: 4.0/s (--capacity-rps)" in result.stderr

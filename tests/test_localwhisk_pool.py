@@ -275,3 +275,45 @@ def test_stop_records_unfinished_activations_as_whisk_errors(tmp_path):
             record = lw.client.get_activation(activation_id)
             assert record["response"]["status"] == "whisk internal error"
             assert record["response"]["result"] == {"error": "localwhisk stopped before the activation completed."}
+
+
+SPIN_THEN_SLEEP_PY = (
+    "import time\n"
+    "def main(args):\n"
+    "    end = time.process_time() + 0.03\n"
+    "    while time.process_time() < end:\n"
+    "        pass\n"
+    "    time.sleep(0.1)\n"
+    "    return {}\n"
+)
+
+
+@pytest.mark.parametrize("isolation", ["auto", "rlimit"])
+def test_records_carry_the_run_time_in_microseconds_and_the_sandbox_cpu_time(tmp_path, isolation):
+    with started(tmp_path, isolation=isolation, pause_grace_ms=5000) as handle:
+        lw = Lw(handle)
+        lw.put("spin", SPIN_THEN_SLEEP_PY)
+        cold = lw.invoke("spin").json()
+        warm = lw.invoke("spin").json()
+        assert annotation(warm, "containerState") == "warm"
+        for record in (cold, warm):
+            run_us = annotation(record, "runTimeUs")
+            cpu_us = annotation(record, "runCpuTimeUs")
+            # The run call spins 30 ms of CPU, then sleeps 100 ms (no CPU): both show, however loaded.
+            assert run_us >= 130_000
+            assert 30_000 <= cpu_us <= run_us - 90_000
+        # A warm record's duration is the same span in whole milliseconds (each end rounded down).
+        assert abs(warm["duration"] * 1000 - annotation(warm, "runTimeUs")) <= 1000
+        # With init, the duration also holds initTime; runTimeUs never does.
+        assert cold["duration"] * 1000 >= annotation(cold, "runTimeUs") + annotation(cold, "initTime") * 1000 - 2000
+
+
+def test_relative_data_and_log_directories_work_from_any_working_directory(tmp_path, monkeypatch):
+    # `faasprof run`/`interference` with the default --out runs/ hand over relative paths; the server
+    # runs inside data_dir, so both must be resolved before it starts.
+    monkeypatch.chdir(tmp_path)
+    with start_embedded(data_dir=Path("runs/x/localwhisk"), log_dir=Path("runs/x/localwhisk")) as handle:
+        lw = Lw(handle)
+        lw.put("rel", NOOP_PY)
+        assert lw.invoke("rel").json()["response"]["success"]
+    assert (tmp_path / "runs/x/localwhisk/localwhisk.log").stat().st_size > 0
