@@ -62,7 +62,7 @@ class Run:
     """A run loaded for analysis: the manifest and typed frames (what a notebook works with)."""
 
     path: Path
-    manifest: dict
+    manifest: rundir.Manifest
     invocations: pd.DataFrame  # one row per planned invocation, joined with its record
     records: pd.DataFrame  # this run's flattened activation records
     phase_stats: pd.DataFrame  # one row per instance × steady phase, with the mode
@@ -75,12 +75,12 @@ class Run:
 
     @property
     def test_name(self) -> str:
-        return str(self.manifest.get("test_name") or self.path.name)
+        return str(self.manifest.test_name or self.path.name)
 
     def __repr__(self) -> str:  # the frames' own reprs are far too long for a notebook cell
         modes = ", ".join(f"{k} {v}" for k, v in self.phase_stats["mode"].value_counts(sort=False).items() if v) if len(self.phase_stats) else "none"
         return (
-            f"<Run {self.path.name}: {self.test_name}, {self.manifest.get('status')}, {len(self.invocations):,} invocations "
+            f"<Run {self.path.name}: {self.test_name}, {self.manifest.status}, {len(self.invocations):,} invocations "
             f"({int(self.invocations['successful'].sum()):,} successful), {len(self.phases)} phases, modes: {modes}, "
             f"monitors: {', '.join(self.monitors) or 'none'}, {len(self.warnings)} warnings>"
         )
@@ -94,9 +94,9 @@ def _run_ids(invocations: pd.DataFrame) -> set[str]:
     return {i for i in frames_mod.match_ids(invocations) if i}
 
 
-def fetch_window_ms(manifest: dict, invocations: pd.DataFrame, margin_ms: int = records_mod.DEFAULT_MARGIN_MS) -> tuple[int, int]:
+def fetch_window_ms(manifest: "rundir.Manifest | dict", invocations: pd.DataFrame, margin_ms: int = records_mod.DEFAULT_MARGIN_MS) -> tuple[int, int]:
     """The wall-clock window (epoch ms) whose records can belong to the run."""
-    wall_zero_ns = int(manifest.get("clock", {}).get("wall_ns_at_zero", 0))
+    wall_zero_ns = rundir.as_manifest(manifest).wall_ns_at_zero
     sent = invocations["sent_ns"].dropna()
     done = invocations["done_ns"].dropna()
     first = int(sent.min()) if len(sent) else 0
@@ -108,7 +108,7 @@ def fetch_window_ms(manifest: dict, invocations: pd.DataFrame, margin_ms: int = 
 
 def fetch_run_records(
     run_dir: Path,
-    manifest: dict,
+    manifest: rundir.Manifest,
     invocations: pd.DataFrame,
     connection,
     retry_delays_s=records_mod.DEFAULT_RETRY_DELAYS_S,
@@ -129,15 +129,15 @@ def fetch_run_records(
         records, report = records_mod.fetch_records(client, ids, since, upto, retry_delays_s=retry_delays_s, progress=progress, list_first=list_first)
     path = Path(run_dir) / rundir.ACTIVATIONS
     if only_ids is None:
-        records_mod.write_records(path, records)
+        rundir.write_records(path, records)
     else:
-        records_mod.append_records(path, records)
+        rundir.append_records(path, records)
     if progress:
         progress(f"saved {len(records)} records to {rundir.ACTIVATIONS}; {len(report.missing_ids)} missing")
     return report.to_json()
 
 
-def _load_monitors(run_dir: Path, manifest: dict, warnings: list[str]) -> tuple[dict[str, pd.DataFrame], dict]:
+def _load_monitors(run_dir: Path, manifest: rundir.Manifest, warnings: list[str]) -> tuple[dict[str, pd.DataFrame], dict]:
     monitors_dir = run_dir / rundir.MONITORS
     has_output = monitors_dir.is_dir() and any(p.is_dir() for p in monitors_dir.iterdir())
     if not has_output:
@@ -148,7 +148,7 @@ def _load_monitors(run_dir: Path, manifest: dict, warnings: list[str]) -> tuple[
         warnings.append(f"{monitors_dir}: monitor output present but this faasprof has no monitoring parsers (monitoring.frames); install faasprof fully to analyze it")
         return {}, {"status": "parsers unavailable"}
     try:
-        loaded = load_run_monitors(run_dir, manifest) or {}
+        loaded = load_run_monitors(run_dir, manifest.to_json()) or {}
     except FaasprofError as error:
         warnings.append(f"monitors: {error}")
         return {}, {"status": "error", "error": str(error)}
@@ -156,15 +156,15 @@ def _load_monitors(run_dir: Path, manifest: dict, warnings: list[str]) -> tuple[
     return frames, {"status": "loaded", "names": sorted(frames)}
 
 
-def load_run(path: str | os.PathLike, progress: Callable[[str], None] | None = None) -> Run:
+def load_run(path: str | os.PathLike, progress: Callable[[str], None] | None = None, manifest: rundir.Manifest | None = None) -> Run:
     """Load a run directory offline into frames (records from ``activations.jsonl`` when saved).
 
     Raises ``FormatError`` for an unknown or newer run format, ``ConfigError`` for a path that is
     not a directory.
     """
     run_dir = Path(path)
-    manifest = rundir.load_manifest(run_dir)
-    invocations = frames_mod.read_invocations_frame(run_dir)
+    manifest = manifest or rundir.read_manifest(run_dir)
+    invocations = frames_mod.read_invocations_frame(run_dir, manifest)
     warnings: list[str] = []
     with_id = int((frames_mod.match_ids(invocations) != "").sum())
     activations = run_dir / rundir.ACTIVATIONS
@@ -267,7 +267,7 @@ def load_run(path: str | os.PathLike, progress: Callable[[str], None] | None = N
         function_rows.append({"function": str(function), "modes": ",".join(sorted(set(modes))), **{k: v for k, v in block.items() if k != "window_s"}})
     function_stats = pd.DataFrame(function_rows)
 
-    status = manifest.get("status")
+    status = manifest.status
     if status != "complete":
         warnings.append(f"{run_dir}: run status is {status!r}, not complete: the figures cover only what was sent before it stopped")
     not_sent = int((frame["outcome"] == "not_sent").sum())
@@ -358,9 +358,9 @@ def build_summary(run: Run) -> dict:
         "run": {
             "dir": run.path.name,
             "test_name": run.test_name,
-            "status": run.manifest.get("status"),
-            "created_utc": run.manifest.get("created_utc"),
-            "manifest_counts": run.manifest.get("counts"),
+            "status": run.manifest.status,
+            "created_utc": run.manifest.created_utc,
+            "manifest_counts": run.manifest.counts or None,
             "planned": int(len(frame)),
             "outcomes": outcome_counts,
             "final_outcomes": final_counts,
@@ -408,16 +408,16 @@ def analyze_run(
     directory holds and says what is missing.
     """
     run_dir = Path(run_dir)
-    manifest = rundir.load_manifest(run_dir)
+    manifest = rundir.read_manifest(run_dir)
     fetch_report = None
     run = None
     if fetch and connection is not None:
         if not (run_dir / rundir.ACTIVATIONS).exists():
-            invocations = frames_mod.read_invocations_frame(run_dir)
+            invocations = frames_mod.read_invocations_frame(run_dir, manifest)
             if _run_ids(invocations):
                 fetch_report = fetch_run_records(run_dir, manifest, invocations, connection, retry_delays_s=retry_delays_s, progress=progress)
         else:
-            run = load_run(run_dir)
+            run = load_run(run_dir, manifest=manifest)
             if run.records_info["missing"]:
                 frame = run.invocations
                 missing = frame["activation_id"].to_numpy(dtype=object)[(frame["has_activation_id"] & ~frame["has_record"]).to_numpy()]
@@ -428,7 +428,7 @@ def analyze_run(
     if run is None:
         if progress:
             progress(f"loading {run_dir}")
-        run = load_run(run_dir)
+        run = load_run(run_dir, manifest=manifest)
     if fetch_report is not None:
         run.records_info["source"] = f"platform ({connection.apihost})"
         run.records_info["fetch"] = fetch_report

@@ -69,8 +69,9 @@ def flatten(node: Any, prefix: str = "") -> dict[str, Any]:
     return out
 
 
-def lookup(manifest: dict, dotted: str) -> Any:
-    node: Any = manifest
+def lookup(manifest: "rundir.Manifest | dict", dotted: str) -> Any:
+    """The value at a dotted path of the manifest document (``workload.instances.i0.rate``), or None."""
+    node: Any = manifest.to_json() if isinstance(manifest, rundir.Manifest) else manifest
     for part in dotted.split("."):
         if isinstance(node, dict) and part in node:
             node = node[part]
@@ -83,14 +84,14 @@ def _volatile(key: str) -> bool:
     return any(part.lower() in VOLATILE_NAMES or part.lower().endswith(VOLATILE_SUFFIXES) for part in key.split(".")[1:])
 
 
-def differing_keys(manifests: list[dict], sections=("workload", "platform")) -> list[str]:
+def differing_keys(manifests: list[rundir.Manifest], sections=("workload", "platform")) -> list[str]:
     """Dotted manifest keys under ``sections`` whose values differ between the runs."""
     flats = [{k: v for s in sections for k, v in flatten(lookup(m, s) or {}, s).items()} for m in manifests]
     keys = sorted(set().union(*flats))
     return [k for k in keys if not _volatile(k) and len({json.dumps(f.get(k), sort_keys=True) for f in flats}) > 1]
 
 
-def pick_parameter(manifests: list[dict], differing: list[str]) -> str | None:
+def pick_parameter(manifests: list[rundir.Manifest], differing: list[str]) -> str | None:
     """The one setting the runs differ in: what a sweep applied, else the one (numeric) key."""
     if len(manifests) < 2:
         return None
@@ -103,9 +104,10 @@ def pick_parameter(manifests: list[dict], differing: list[str]) -> str | None:
     return numeric[0] if len(numeric) == 1 else None
 
 
-def environment_warnings(manifests: list[dict], names: list[str], parameter: str | None) -> list[str]:
+def environment_warnings(manifests: list[rundir.Manifest], names: list[str], parameter: str | None) -> list[str]:
+    manifests = [rundir.as_manifest(m) for m in manifests]
     warnings = []
-    host_flats = [flatten(m.get("host") or {}, "host") for m in manifests]
+    host_flats = [flatten(m.host, "host") for m in manifests]
     for key in sorted(set().union(*host_flats)):
         if key.split(".")[-1] not in HOST_KEYS:
             continue
@@ -119,19 +121,20 @@ def environment_warnings(manifests: list[dict], names: list[str], parameter: str
         values = [lookup(m, key) for m in manifests]
         detail = ", ".join(f"{n}={v}" for n, v in zip(names, values))
         warnings.append(f"runs differ in platform setting {key} ({detail}): compare runs on the same platform settings")
-    versions = {str((m.get("faasprof") or {}).get("version")) for m in manifests}
+    versions = {str(m.faasprof.get("version")) for m in manifests}
     if len(versions) > 1:
         warnings.append(f"runs were made by different faasprof versions ({', '.join(sorted(versions))})")
     return warnings
 
 
-def unrelated_workload_warnings(manifests: list[dict], names: list[str], parameter: str | None, differing: list[str]) -> list[str]:
+def unrelated_workload_warnings(manifests: list[rundir.Manifest], names: list[str], parameter: str | None, differing: list[str]) -> list[str]:
     """Warnings when the runs are not one workload varied in ``parameter`` alone."""
     if len(manifests) < 2 or parameter is None:
         return []
+    manifests = [rundir.as_manifest(m) for m in manifests]
     out = []
     # Memory variants of one function are deployed as <name>-<MB>: the same function.
-    functions = [sorted({re.sub(r"-\d+$", "", str(i.get("function"))) for i in ((m.get("workload") or {}).get("instances") or {}).values() if isinstance(i, dict)}) for m in manifests]
+    functions = [sorted({re.sub(r"-\d+$", "", str(i.get("function"))) for i in m.instances.values() if isinstance(i, dict)}) for m in manifests]
     if len({json.dumps(f) for f in functions}) > 1:
         detail = ", ".join(f"{n}: {'+'.join(f) or '–'}" for n, f in zip(names, functions))
         out.append(f"runs call different functions ({detail}): labelling them by {parameter} may compare unrelated workloads")
@@ -207,7 +210,7 @@ def compare_runs(run_dirs: list[str | os.PathLike], label: str | None = None, ou
     paths = [Path(p) for p in run_dirs]
     if len(paths) < 1:
         raise ConfigError("compare: give at least one RUN_DIR")
-    manifests = [rundir.load_manifest(p) for p in paths]
+    manifests = [rundir.read_manifest(p) for p in paths]
     summaries = [ensure_analyzed(p, progress) for p in paths]
     names = [p.name for p in paths]
     if len(set(names)) != len(names):

@@ -53,7 +53,6 @@ with a ``run`` column so the files of several runs can be read as one dataset
 
 from __future__ import annotations
 
-import io
 import json
 import math
 import os
@@ -66,6 +65,7 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 
 from faasprof import __version__, rundir
+from faasprof.rundir.tables import read_invocations_frame  # noqa: F401  (the frames' entry point for notebooks)
 from faasprof.errors import FormatError
 from faasprof.outcomes import ACCEPTED_HTTP_OUTCOMES, FINAL_OUTCOMES
 from analyzer.records import RECORD_COLUMNS
@@ -87,58 +87,6 @@ CONTAINER_STATE_CLASS = {
     "warming": "warm",
     "resumed": "resumed",
 }
-
-_INT_COLUMNS = ("intended_ns", "sent_ns", "done_ns")
-
-
-def read_invocations_frame(run_dir: str | os.PathLike) -> pd.DataFrame:
-    """``invocations.csv`` typed (a final line cut short by a crash is dropped, as in ``rundir``)."""
-    path = Path(run_dir) / rundir.INVOCATIONS
-    try:
-        data = path.read_bytes()
-    except FileNotFoundError:
-        raise FormatError(f"{path}: missing; the run did not get as far as its first invocation") from None
-    cut = data.rfind(b"\n")
-    data = data[: cut + 1] if cut >= 0 else b""
-    header = data.split(b"\n", 1)[0].decode("utf-8", "replace").strip()
-    if tuple(header.split(",")) != rundir.INVOCATION_COLUMNS:
-        raise FormatError(f"{path}: header is {header!r}, expected {','.join(rundir.INVOCATION_COLUMNS)}")
-    frame = _parse_invocations(data)
-    # A torn run (kill -9, disk full): every planned invocation without a row gets the row the
-    # run directory's reader reconstructs from the plan and the send journal.
-    missing, completeness = rundir.reconstruct_missing(run_dir, frame["seq"].tolist())
-    if missing:
-        text = ",".join(rundir.INVOCATION_COLUMNS) + "\n" + "".join(rundir.format_row(row) for row in missing)
-        frame = pd.concat([frame.astype({"instance": str, "function": str, "outcome": str}), _parse_invocations(text.encode()).astype({"instance": str, "function": str, "outcome": str})], ignore_index=True)
-        frame = frame.astype({"instance": "category", "function": "category", "outcome": "category"})
-    unknown = sorted(set(frame["outcome"].cat.categories) - set(rundir.OUTCOMES))
-    if unknown:
-        raise FormatError(f"{path}: outcome {unknown[0]!r} is not one of {', '.join(rundir.OUTCOMES)}; the file is not a faasprof invocation log of a version this faasprof reads")
-    frame = frame.sort_values("seq", kind="stable").drop_duplicates("seq", keep="last").reset_index(drop=True)
-    frame.attrs["completeness"] = completeness.to_json()
-    return frame
-
-
-def _parse_invocations(data: bytes) -> pd.DataFrame:
-    return pd.read_csv(
-        io.BytesIO(data),
-        dtype={
-            "seq": "int64",
-            "instance": "category",
-            "function": "category",
-            "intended_ns": "Int64",
-            "sent_ns": "Int64",
-            "done_ns": "Int64",
-            "outcome": "category",
-            "http_status": "Int64",
-            "activation_id": "str",
-            "error": "str",
-        },
-        keep_default_na=False,
-        na_values={c: [""] for c in ("intended_ns", "sent_ns", "done_ns", "http_status")},
-        engine="c",
-    )
-
 
 def records_frame(columns: dict[str, list] | list[tuple]) -> pd.DataFrame:
     """Flattened records (``analyzer.records.read_records`` columns, or ``flatten_record`` tuples)
@@ -174,7 +122,7 @@ def _float(series: pd.Series) -> np.ndarray:
     return series.to_numpy(dtype="float64", na_value=np.nan)
 
 
-def pause_grace_ms(manifest: dict) -> tuple[float, str]:
+def pause_grace_ms(manifest: "rundir.Manifest | dict") -> tuple[float, str]:
     """The platform's pause grace and where it came from.
 
     In order: recorded with the platform (``platform.settings``, which the testbed set-up's
@@ -195,13 +143,14 @@ def pause_grace_ms(manifest: dict) -> tuple[float, str]:
                 return found
         return None
 
-    platform = manifest.get("platform") if isinstance(manifest.get("platform"), dict) else {}
-    for section, node in (("platform", platform), ("local_settings", manifest.get("local_settings"))):
+    manifest = rundir.as_manifest(manifest)
+    platform = manifest.platform
+    for section, node in (("platform", platform), ("local_settings", manifest.local_settings)):
         found = find(node)
         if found is not None:
             return found, f"manifest {section}"
     if platform.get("kind") != "openwhisk":
-        found = find((manifest.get("workload") or {}).get("platform"))
+        found = find(manifest.workload.get("platform"))
         if found is not None:
             return found, "workload platform block"
     return _pause_grace_from_version(platform)
@@ -292,11 +241,12 @@ def answers_at_end(instance: dict, default: bool = True) -> bool:
     return bool(instance.get("blocking", default))
 
 
-def build_invocation_frame(invocations: pd.DataFrame, records: pd.DataFrame, manifest: dict, position: np.ndarray | None = None) -> pd.DataFrame:
+def build_invocation_frame(invocations: pd.DataFrame, records: pd.DataFrame, manifest: "rundir.Manifest | dict", position: np.ndarray | None = None) -> pd.DataFrame:
     """Join by activation id and derive the columns in the module docstring.
 
     ``position`` is ``match_records(invocations, records)`` when the caller already has it.
     """
+    manifest = rundir.as_manifest(manifest)
     frame = invocations.copy()
     intended = _float(frame["intended_ns"])
     sent = _float(frame["sent_ns"])
@@ -321,7 +271,7 @@ def build_invocation_frame(invocations: pd.DataFrame, records: pd.DataFrame, man
     start_ms, end_ms = take("start_ms"), take("end_ms")
     wait_ms, init_raw, duration_ms = take("wait_ms"), take("init_ms"), take("duration_ms")
     memory_mb = take("memory_mb")
-    wall_zero_ms = int(manifest.get("clock", {}).get("wall_ns_at_zero", 0)) / 1e6
+    wall_zero_ms = manifest.wall_ns_at_zero / 1e6
     frame["has_record"] = has
     frame["platform_start_s"] = (start_ms - wall_zero_ms) / 1e3
     frame["wait_ms"] = wait_ms
@@ -330,7 +280,7 @@ def build_invocation_frame(invocations: pd.DataFrame, records: pd.DataFrame, man
     frame["duration_ms"] = duration_ms
     frame["execution_ms"] = duration_ms - init_ms
     # A non-blocking call answers at acceptance, before the function runs: no overhead to speak of.
-    instances = (manifest.get("workload") or {}).get("instances") or {}
+    instances = manifest.instances
     blocking = frame["instance"].map(lambda name: answers_at_end(instances.get(name) or {})).to_numpy(dtype=bool)
     frame["overhead_ms"] = np.where(blocking, frame["client_latency_ms"].to_numpy() - (wait_ms + duration_ms), np.nan)
     frame["platform_latency_ms"] = wait_ms + duration_ms
@@ -368,11 +318,11 @@ def build_invocation_frame(invocations: pd.DataFrame, records: pd.DataFrame, man
     return frame
 
 
-def add_time_columns(frame: pd.DataFrame, manifest: dict) -> None:
+def add_time_columns(frame: pd.DataFrame, manifest: "rundir.Manifest | dict") -> None:
     """Pandas time types beside the float seconds: ``intended`` and ``end`` as timedeltas since the
     run's zero, ``intended_utc`` and ``end_utc`` as UTC datetimes (``resample`` works on them).
     ``end`` is the function's end as ``completion_latency_ms`` counts it."""
-    wall_zero = pd.Timestamp(int(manifest.get("clock", {}).get("wall_ns_at_zero", 0)), unit="ns", tz="UTC")
+    wall_zero = pd.Timestamp(rundir.as_manifest(manifest).wall_ns_at_zero, unit="ns", tz="UTC")
     intended = pd.to_timedelta(frame["intended_s"].to_numpy(dtype="float64"), unit="s")
     end_s = frame["intended_s"].to_numpy(dtype="float64") + frame["completion_latency_ms"].to_numpy(dtype="float64") / 1e3
     end = pd.to_timedelta(end_s, unit="s")
@@ -445,16 +395,16 @@ def unit_of(column: str) -> str | None:
     return None
 
 
-def run_attrs(run_dir: Path, manifest: dict) -> dict:
+def run_attrs(run_dir: Path, manifest: "rundir.Manifest | dict") -> dict:
     """What identifies a run, for ``DataFrame.attrs`` and Parquet schema metadata (JSON-ready)."""
-    workload = manifest.get("workload") or {}
+    manifest = rundir.as_manifest(manifest)
     return {
         "run": Path(run_dir).name,
-        "test_name": str(manifest.get("test_name") or Path(run_dir).name),
-        "run_format_version": manifest.get("format_version"),
-        "created_utc": manifest.get("created_utc"),
-        "wall_ns_at_zero": int(manifest.get("clock", {}).get("wall_ns_at_zero", 0)),
-        "seed": workload.get("seed"),
+        "test_name": str(manifest.test_name or Path(run_dir).name),
+        "run_format_version": manifest.format_version,
+        "created_utc": manifest.created_utc,
+        "wall_ns_at_zero": manifest.wall_ns_at_zero,
+        "seed": manifest.workload.get("seed"),
         "faasprof": __version__,
     }
 

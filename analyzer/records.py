@@ -1,8 +1,7 @@
 """Activation records read back flat, for the frames.
 
-Fetching them from the platform and saving them raw (``fetch_records``, ``write_records``,
-``append_records``) live in ``invoker.activations``, beside the REST client, because
-``faasprof run`` saves records too; they are re-exported here for the analyzer.
+Fetching them from the platform lives with the REST client (``faasprof run`` fetches records
+too); reading and writing ``activations.jsonl`` lives in ``faasprof.rundir``.
 
 ``flatten_records`` turns raw records into plain columns (units in the names). A record's ``start``
 and ``end`` are epoch milliseconds of the invoker's clock; ``duration`` includes ``initTime``;
@@ -31,12 +30,10 @@ from invoker.activations import (  # noqa: F401
     MAX_ID_LOOKUPS_PER_ROUND,
     PAGE_LIMIT,
     FetchReport,
-    append_records,
     fetch_records,
     list_window,
-    sort_records,
-    write_records,
 )
+from faasprof.rundir import append_records, sort_records, write_records  # noqa: F401
 
 try:  # orjson parses a million records several times faster; the standard library is the fallback
     from orjson import loads as _loads

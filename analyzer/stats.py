@@ -60,6 +60,7 @@ import math
 import numpy as np
 import pandas as pd
 
+from faasprof import rundir
 from faasprof.outcomes import ACCEPTED_HTTP_OUTCOMES, FAILURE_OUTCOMES, FINAL_OUTCOMES, HTTP_OUTCOMES
 from analyzer.frames import answers_at_end
 
@@ -119,7 +120,7 @@ def clean(obj):
 # workload shape
 
 
-def instance_specs(manifest: dict, frame: pd.DataFrame) -> list[dict]:
+def instance_specs(manifest: "rundir.Manifest | dict", frame: pd.DataFrame) -> list[dict]:
     """Each instance's function, rate and activity window, from the manifest's resolved workload.
 
     Accepts the resolved workload ``invoker.workload.Workload.resolved()`` writes (``instances:
@@ -127,7 +128,7 @@ def instance_specs(manifest: dict, frame: pd.DataFrame) -> list[dict]:
     activity_window}``) or a list of instances with a ``name``;
     whatever is missing is taken from the invocation log (window from the planned times).
     """
-    workload = manifest.get("workload") or {}
+    workload = rundir.as_manifest(manifest).workload
     duration = _workload_duration(manifest, frame)
     raw = workload.get("instances") or {}
     if isinstance(raw, list):
@@ -163,8 +164,8 @@ def instance_specs(manifest: dict, frame: pd.DataFrame) -> list[dict]:
     return specs
 
 
-def _workload_duration(manifest: dict, frame: pd.DataFrame) -> float:
-    workload = manifest.get("workload") or {}
+def _workload_duration(manifest: "rundir.Manifest | dict", frame: pd.DataFrame) -> float:
+    workload = rundir.as_manifest(manifest).workload
     for key in ("duration_s", "test_duration_in_seconds"):
         value = workload.get(key)
         if isinstance(value, (int, float)) and value > 0:

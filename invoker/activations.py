@@ -15,13 +15,12 @@ works the same against a real OpenWhisk and against localwhisk:
 
 Only records whose ``activationId`` the run itself received are kept: other actions, other tenants
 and other runs in the same window are never mixed in. Records are written to ``activations.jsonl``
-exactly as the platform returned them (one JSON object per line, ordered by ``start`` then id,
-through a temporary file and a rename).
+exactly as the platform returned them, by ``faasprof.rundir.write_records`` (one JSON object per
+line, ordered by ``start`` then id, through a temporary file and a rename).
 """
 
 from __future__ import annotations
 
-import json
 import os
 import time
 from dataclasses import dataclass, field
@@ -29,6 +28,9 @@ from pathlib import Path
 from typing import Callable, Iterable
 
 from faasprof import rundir
+# The file side of activations.jsonl belongs to the run-directory module; imported here for the
+# callers of this module.
+from faasprof.rundir import append_records, read_record_ids, sort_records, write_records  # noqa: F401
 
 PAGE_LIMIT = 200  # OpenWhisk's maximum ``limit`` for GET .../activations
 DEFAULT_RETRY_DELAYS_S = (0.5, 1.0, 2.0, 4.0)
@@ -127,44 +129,6 @@ def fetch_records(
     return sort_records(found.values()), report
 
 
-def sort_records(records: Iterable[dict]) -> list[dict]:
-    return sorted(records, key=lambda r: (int(r.get("start") or 0), str(r.get("activationId"))))
-
-
-def append_records(path: str | os.PathLike, records: Iterable[dict]) -> int:
-    """Append raw records to an existing ``activations.jsonl`` (after a line cut short, if any)."""
-    path = Path(path)
-    count = 0
-    with open(path, "rb+") as handle:
-        handle.seek(0, os.SEEK_END)
-        if handle.tell():
-            handle.seek(-1, os.SEEK_END)
-            if handle.read(1) != b"\n":
-                handle.write(b"\n")
-        for record in records:
-            handle.write(json.dumps(record, separators=(",", ":")).encode("utf-8") + b"\n")
-            count += 1
-        handle.flush()
-        os.fsync(handle.fileno())
-    return count
-
-
-def write_records(path: str | os.PathLike, records: Iterable[dict]) -> int:
-    """Write raw records as JSON lines atomically; returns the count."""
-    path = Path(path)
-    tmp = path.with_name(f".{path.name}.tmp{os.getpid()}")
-    count = 0
-    with open(tmp, "w", encoding="utf-8") as handle:
-        for record in records:
-            handle.write(json.dumps(record, separators=(",", ":")))
-            handle.write("\n")
-            count += 1
-        handle.flush()
-        os.fsync(handle.fileno())
-    os.replace(tmp, path)
-    return count
-
-
 # -- waiting for a run's records ------------------------------------------------------------------
 
 DEFAULT_ACTION_TIMEOUT_MS = 60_000  # OpenWhisk's default action time limit
@@ -230,24 +194,6 @@ def wait_for_records(
         sleep(min(WAIT_POLL_S, max(0.0, deadline_monotonic_s - now)))
 
 
-def read_record_ids(path: str | os.PathLike) -> dict[str, dict]:
-    """The records of an existing ``activations.jsonl`` by id (unreadable lines skipped)."""
-    records: dict[str, dict] = {}
-    try:
-        handle = open(path, encoding="utf-8")
-    except FileNotFoundError:
-        return records
-    with handle:
-        for line in handle:
-            try:
-                record = json.loads(line)
-            except ValueError:
-                continue
-            if isinstance(record, dict) and isinstance(record.get("activationId"), str):
-                records[record["activationId"]] = record
-    return records
-
-
 def save_run_records(run_dir: str | os.PathLike, client, say: Callable[[str], None] | None = None, wait: bool = True,
                      clock: Callable[[], float] = time.monotonic, report: dict | None = None) -> dict:
     """Fetch every record of a run into its ``activations.jsonl``, waiting for activations still running.
@@ -260,12 +206,12 @@ def save_run_records(run_dir: str | os.PathLike, client, say: Callable[[str], No
     missing, the deadline and why records are missing.
     """
     run_dir = Path(run_dir)
-    manifest = rundir.load_manifest(run_dir)
+    manifest = rundir.read_manifest(run_dir)
     rows = rundir.read_invocations(run_dir)
     wanted = {row["activation_id"] for row in rows if row["activation_id"]}
     functions = {row["function"] for row in rows if row["activation_id"]}
     sent = [int(row["sent_ns"]) for row in rows if row["sent_ns"]]
-    wall_zero_ns = int((manifest.get("clock") or {}).get("wall_ns_at_zero", 0))
+    wall_zero_ns = manifest.wall_ns_at_zero
     since_ms = (wall_zero_ns + (min(sent) if sent else 0)) // 1_000_000 - WINDOW_MARGIN_MS
     last_sent_wall_ms = (wall_zero_ns + (max(sent) if sent else 0)) // 1_000_000
     path = run_dir / rundir.ACTIVATIONS

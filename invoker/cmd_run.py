@@ -107,7 +107,7 @@ def _restore_leftover_allocations() -> None:
 
 def main(args: argparse.Namespace, workload=None) -> int:
     """``faasprof run``; ``workload``: already loaded and resolved (``experiments.cmd_run``)."""
-    from faasprof.rundir import load_manifest
+    from faasprof.rundir import read_manifest
     from invoker.preflight import check_embedded, check_out_dir
     from invoker.run import execute
     from invoker.workload import load_workload
@@ -125,16 +125,16 @@ def main(args: argparse.Namespace, workload=None) -> int:
     if connection is not None and (args.user_memory is not None or args.pause_grace is not None or args.isolation is not None):
         print(f"warning: --user-memory/--pause-grace/--isolation only apply to the embedded localwhisk; {connection.apihost} is used", file=sys.stderr)
     run_dir = execute(workload, args.out, connection=connection, local_settings=settings, progress=not args.quiet, analyze=args.analyze, options=options, thresholds=thresholds)
-    manifest = load_manifest(run_dir)
-    status = manifest.get("status")
+    manifest = read_manifest(run_dir)
+    status = manifest.status
     print(run_dir, flush=True)
     if status != "complete":
-        print(f"run {status}: {manifest.get('status_reason')} (see {run_dir}/manifest.json)", file=sys.stderr)
+        print(f"run {status}: {manifest.status_reason} (see {run_dir}/manifest.json)", file=sys.stderr)
         return 1
-    verdict = manifest.get("verdict") or {}
+    verdict = manifest.verdict or {}
     if verdict.get("passed") is False:
         print(f"run complete but {verdict['message']} (see {run_dir}/manifest.json, verdict)", file=sys.stderr)
         return 1
-    if manifest.get("analysis_error"):
+    if manifest.analysis_error:
         return 1
     return 0
