@@ -91,7 +91,7 @@ class Run:
 
 
 def _run_ids(invocations: pd.DataFrame) -> set[str]:
-    return {i for i in frames_mod.match_ids(invocations) if i}
+    return set(invocations["activation_id"][frames_mod.has_activation_id(invocations)].tolist())
 
 
 def fetch_window_ms(manifest: "rundir.Manifest | dict", invocations: pd.DataFrame, margin_ms: int = records_mod.DEFAULT_MARGIN_MS) -> tuple[int, int]:
@@ -166,7 +166,7 @@ def load_run(path: str | os.PathLike, progress: Callable[[str], None] | None = N
     manifest = manifest or rundir.read_manifest(run_dir)
     invocations = frames_mod.read_invocations_frame(run_dir, manifest)
     warnings: list[str] = []
-    with_id = int((frames_mod.match_ids(invocations) != "").sum())
+    with_id = int(frames_mod.has_activation_id(invocations).sum())
     activations = run_dir / rundir.ACTIVATIONS
     records_info: dict[str, Any] = {"with_activation_id": with_id}
     if activations.exists():
@@ -197,7 +197,7 @@ def load_run(path: str | os.PathLike, progress: Callable[[str], None] | None = N
     del invocations
     found = int(frame["has_record"].sum())
     missing_mask = (frame["has_activation_id"] & ~frame["has_record"]).to_numpy()
-    missing_ids = sorted(frame["activation_id"].to_numpy(dtype=object)[missing_mask])
+    missing_ids = sorted(frame["activation_id"][missing_mask].tolist())
     records_info.update(found=found, missing=len(missing_ids), missing_ids_sample=missing_ids[:MISSING_IDS_IN_SUMMARY])
     if missing_ids and records_info["source"] != "none":
         warnings.append(f"{len(missing_ids)} of {with_id} activation records are missing (not stored by the platform, or not yet)")

@@ -13,6 +13,7 @@ import sys
 from pathlib import Path
 
 from faasprof import rundir
+from faasprof.rundir import tables
 from analyzer import report as report_mod
 
 
@@ -62,7 +63,7 @@ def main(args: argparse.Namespace) -> int:
 
     run_dir = Path(args.run_dir)
     manifest = rundir.read_manifest(run_dir)
-    completeness = rundir.completeness(run_dir)
+    completeness = tables.completeness(run_dir, manifest)
     if completeness.uncounted:
         completeness = _rederive_plan(run_dir, manifest) or completeness
     torn = completeness.describe()
@@ -124,7 +125,7 @@ def _rederive_plan(run_dir: Path, manifest: rundir.Manifest):
         return None
     rundir.write_plan(run_dir, schedule.intended_ns, schedule.instance_idx, schedule.instance_names, schedule.functions)
     _say(f"re-derived the plan of {run_dir} from its manifest (workload and seed {workload.seed}) into {rundir.PLAN}")
-    return rundir.completeness(run_dir)
+    return tables.completeness(run_dir, manifest)
 
 
 def _say(line: str) -> None:
