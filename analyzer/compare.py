@@ -155,14 +155,16 @@ def _latencies(path: Path) -> dict[str, np.ndarray]:
     return out
 
 
-def significance(paths: list[Path], names: list[str]) -> list[dict]:
-    """Each run after the first against the first, per function (module docstring)."""
+def significance(paths: list[Path], names: list[str], latencies: dict[Path, dict[str, np.ndarray]] | None = None) -> list[dict]:
+    """Each run after the first against the first, per function (module docstring).
+    ``latencies``: each run's ``_latencies`` when the caller read them already."""
     if len(paths) < 2:
         return []
-    base = _latencies(paths[0])
+    latencies = latencies if latencies is not None else {}
+    base = latencies.get(paths[0]) if paths[0] in latencies else _latencies(paths[0])
     out = []
     for name, path in zip(names[1:], paths[1:]):
-        other = _latencies(path)
+        other = latencies[path] if path in latencies else _latencies(path)
         for function in sorted(set(base) & set(other)):
             a, b = base[function], other[function]
             entry: dict[str, Any] = {"run": name, "baseline": names[0], "function": function, "metric": "completion_latency_ms", "n_baseline": int(len(a)), "n": int(len(b))}
@@ -257,6 +259,8 @@ def compare_runs(run_dirs: list[str | os.PathLike], label: str | None = None, ou
             }
             rows.append(row)
     frame = pd.DataFrame(rows)
+    # Each run's latencies are read once, for the tests and the overlaid CDFs alike.
+    latencies = {path: _latencies(path) for path in paths} if len(paths) > 1 or out_dir is not None else {}
     warnings = environment_warnings(manifests, names, parameter) if len(paths) > 1 else []
     warnings += unrelated_workload_warnings(manifests, names, parameter, differing)
     if len(paths) > 1 and parameter is None and differing:
@@ -268,22 +272,23 @@ def compare_runs(run_dirs: list[str | os.PathLike], label: str | None = None, ou
         "parameter": parameter,
         "differing_keys": differing,
         "warnings": warnings,
-        "significance": stats_mod.clean(significance(paths, names)),
+        "significance": stats_mod.clean(significance(paths, names, latencies)),
         "rows": stats_mod.clean(frame.to_dict("records")),
     }
     if out_dir is not None:
-        write_outputs(Path(out_dir), frame, result, paths, names)
+        write_outputs(Path(out_dir), frame, result, paths, names, latencies)
     result["frame"] = frame
     return result
 
 
-def write_outputs(out: Path, frame: pd.DataFrame, result: dict, paths: list[Path], names: list[str]) -> None:
+def write_outputs(out: Path, frame: pd.DataFrame, result: dict, paths: list[Path], names: list[str],
+                  latencies: dict[Path, dict[str, np.ndarray]] | None = None) -> None:
     from analyzer import compare_plots
 
     out.mkdir(parents=True, exist_ok=True)
     frame.to_parquet(out / "compare.parquet", index=False)
     frame.to_csv(out / "compare.csv", index=False)
-    plots = compare_plots.write_compare_plots(out / "plots", frame, paths, names, result["parameter"])
+    plots = compare_plots.write_compare_plots(out / "plots", frame, paths, names, result["parameter"], latencies)
     result["outputs"] = {"frame": "compare.parquet", "csv": "compare.csv", "plots": [f"plots/{p}" for p in plots], "report": "report.html"}
     rundir.write_json_atomic(out / "compare.json", {k: v for k, v in result.items() if k != "frame"})
     compare_plots.write_compare_report(out / "report.html", frame, result)

@@ -397,7 +397,10 @@ def _read_records_duckdb(path: str) -> tuple[pd.DataFrame, int] | None:
     failed = np.flatnonzero((frame["record_outcome"] != "success").to_numpy())
     if len(failed):
         _finish_failed(frame, table, failed)
-    return _dedupe(frame, table.column("activation_id")), bad
+    frame = _dedupe(frame, table.column("activation_id"))
+    del table
+    pa.default_memory_pool().release_unused()  # Arrow's allocator keeps freed blocks otherwise
+    return frame, bad
 
 
 def _frame_from_table(table: pa.Table) -> pd.DataFrame:

@@ -54,8 +54,7 @@ def read_invocations_frame(run_dir: str | os.PathLike, manifest: "rundir.Manifes
     and de-duplicated by ``seq`` (a row written twice: the last one wins) before pandas sees it.
     """
     path = Path(run_dir) / rundir.INVOCATIONS
-    data = _whole_lines(path)
-    table = _read_csv(path, data, include=None)
+    table = _read_csv(path, _whole_lines(path), include=None)  # the file's bytes are freed once parsed
     seq = table.column("seq").to_numpy()
     if len(seq) and not (np.diff(seq) > 0).all():
         table = table.take(pc.sort_indices(table, [("seq", "ascending")]))  # stable: equal seqs keep file order
@@ -67,6 +66,8 @@ def read_invocations_frame(run_dir: str | os.PathLike, manifest: "rundir.Manifes
         table = table.filter(pa.array(keep))
         seq = seq[keep]
     frame = _to_pandas(table)
+    del table
+    pa.default_memory_pool().release_unused()  # Arrow's allocator keeps freed blocks otherwise
     missing, completeness = _reconstruct(run_dir, seq, rows, manifest)
     if missing:
         text = ",".join(rundir.INVOCATION_COLUMNS) + "\n" + "".join(rundir.format_row(row) for row in missing)
