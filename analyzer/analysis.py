@@ -213,12 +213,15 @@ def load_run(path: str | os.PathLike, progress: Callable[[str], None] | None = N
     frame["steady"] = steady
 
     phase_rows = []
-    by_instance = {name: group for name, group in frame.groupby("instance", observed=True, sort=False)}
+    # The statistics read these columns only: groups are cut from them, one at a time, by position,
+    # so no copy of the whole frame is ever held per instance.
+    slim = frame[[c for c in stats_mod.STATS_COLUMNS if c in frame.columns]]
+    by_instance = slim.groupby("instance", observed=True, sort=False).indices
     for phase in phase_list:
         for name in phase["instances"]:
-            rows_all = by_instance.get(name)
-            if rows_all is None:
+            if name not in by_instance:
                 continue
+            rows_all = slim.take(by_instance[name])
             t = rows_all["intended_s"].to_numpy()
             rows = rows_all[(t >= phase["steady_start_s"]) & (t < phase["end_s"])]
             spec = next(s for s in specs if s["instance"] == name)
@@ -256,7 +259,8 @@ def load_run(path: str | os.PathLike, progress: Callable[[str], None] | None = N
     phase_stats = pd.DataFrame(phase_rows)
 
     function_rows = []
-    for function, rows in frame.groupby("function", observed=True, sort=True):
+    for function, positions in sorted(slim.groupby("function", observed=True, sort=True).indices.items(), key=lambda item: str(item[0])):
+        rows = slim.take(positions)
         t = rows["intended_s"].to_numpy()
         start = float(np.nanmin(t)) if len(t) else 0.0
         end = float(np.nanmax(t)) if len(t) else 0.0

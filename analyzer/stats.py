@@ -253,6 +253,15 @@ ACHIEVED_RULE = (
 )
 
 
+# Every column of the invocation frame that ``group_stats``, ``latency_trend`` and ``end_times_s`` read.
+STATS_COLUMNS = (
+    "instance", "function", "intended_s", "outcome", "final_outcome", "successful", "has_activation_id", "has_record",
+    "client_latency_ms", "corrected_latency_ms", "platform_latency_ms", "completion_latency_ms", "lateness_ms",
+    "done_ns", "platform_end_s", "wait_ms", "init_ms", "execution_ms", "duration_ms", "overhead_ms", "start_class",
+    "gb_s", "gb_s_1ms", "gb_s_100ms", "memory_mb",
+)
+
+
 def end_times_s(rows: pd.DataFrame, answers_at_end: bool) -> np.ndarray:
     """Run-relative end time (s) of each invocation that ended, per ``ACHIEVED_RULE``.
 

@@ -176,13 +176,13 @@ def generate(rows: int, base: Path) -> int:
 
 def repeat_block(run_dir: Path, records: list[dict], copies: int, block_s: float) -> None:
     """Append ``copies - 1`` copies of the generated block, each ``block_s`` later, with activation
-    ids made unique by their first two hex digits; the manifest then plans the whole run."""
+    ids made unique by a non-hex prefix naming the copy; the manifest then plans the whole run."""
     lines = (run_dir / rundir.INVOCATIONS).read_text().splitlines()[1:]
     rows = [line.split(",") for line in lines]
     block_ns, block_ms = int(block_s * 1e9), int(block_s * 1e3)
     with open(run_dir / rundir.INVOCATIONS, "a", encoding="utf-8") as csv_out, open(run_dir / rundir.ACTIVATIONS, "ab") as jsonl_out:
         for k in range(1, copies):
-            prefix = f"{k % 256:02x}"
+            prefix = f"x{k:03d}"  # not hex: never the id of another copy or of the first block
             out = []
             for fields in rows:
                 shifted = list(fields)
@@ -191,10 +191,10 @@ def repeat_block(run_dir: Path, records: list[dict], copies: int, block_s: float
                     if fields[column]:
                         shifted[column] = str(int(fields[column]) + k * block_ns)
                 if fields[8]:
-                    shifted[8] = prefix + fields[8][2:]
+                    shifted[8] = prefix + fields[8][len(prefix):]
                 out.append(",".join(shifted))
             csv_out.write("\n".join(out) + "\n")
-            jsonl_out.write(b"".join(orjson.dumps({**r, "activationId": prefix + r["activationId"][2:], "start": r["start"] + k * block_ms,
+            jsonl_out.write(b"".join(orjson.dumps({**r, "activationId": prefix + r["activationId"][len(prefix):], "start": r["start"] + k * block_ms,
                                                    "end": r["end"] + k * block_ms}) + b"\n" for r in records))
     manifest = rundir.load_manifest(run_dir)
     manifest["workload"]["test_duration_in_seconds"] = block_s * copies
