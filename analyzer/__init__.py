@@ -6,7 +6,7 @@ Notebook use::
     run = analyzer.load_run("runs/json_dumps-20261121T031500")
     run.invocations          # one row per planned invocation, joined with its activation record
     run.phase_stats          # per instance × steady phase: percentiles with CIs, mode, evidence
-    run.manifest["platform"]
+    run.manifest.platform     # the typed manifest (faasprof.rundir.Manifest)
 
 ``analyze_run(run_dir, connection=None)`` writes ``analysis/`` (fetching the activation records
 first when the run did not save them and a connection is given) and returns the summary dict.

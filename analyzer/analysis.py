@@ -66,7 +66,7 @@ class Run:
     """A run loaded for analysis: the manifest and typed frames (what a notebook works with)."""
 
     path: Path
-    manifest: dict
+    manifest: rundir.Manifest
     invocations: pd.DataFrame  # one row per planned invocation, joined with its record
     records: pd.DataFrame  # this run's flattened activation records
     phase_stats: pd.DataFrame  # one row per instance × steady phase, with the mode
@@ -79,12 +79,12 @@ class Run:
 
     @property
     def test_name(self) -> str:
-        return str(self.manifest.get("test_name") or self.path.name)
+        return str(self.manifest.test_name or self.path.name)
 
     def __repr__(self) -> str:  # the frames' own reprs are far too long for a notebook cell
         modes = ", ".join(f"{k} {v}" for k, v in self.phase_stats["mode"].value_counts(sort=False).items() if v) if len(self.phase_stats) else "none"
         return (
-            f"<Run {self.path.name}: {self.test_name}, {self.manifest.get('status')}, {len(self.invocations):,} invocations "
+            f"<Run {self.path.name}: {self.test_name}, {self.manifest.status}, {len(self.invocations):,} invocations "
             f"({int(self.invocations['successful'].sum()):,} successful), {len(self.phases)} phases, modes: {modes}, "
             f"monitors: {', '.join(self.monitors) or 'none'}, {len(self.warnings)} warnings>"
         )
@@ -95,12 +95,12 @@ class Run:
 
 
 def _run_ids(invocations: pd.DataFrame) -> set[str]:
-    return {i for i in frames_mod.match_ids(invocations) if i}
+    return set(invocations["activation_id"][frames_mod.has_activation_id(invocations)].tolist())
 
 
-def fetch_window_ms(manifest: dict, invocations: pd.DataFrame, margin_ms: int = records_mod.DEFAULT_MARGIN_MS) -> tuple[int, int]:
+def fetch_window_ms(manifest: "rundir.Manifest | dict", invocations: pd.DataFrame, margin_ms: int = records_mod.DEFAULT_MARGIN_MS) -> tuple[int, int]:
     """The wall-clock window (epoch ms) whose records can belong to the run."""
-    wall_zero_ns = int(manifest.get("clock", {}).get("wall_ns_at_zero", 0))
+    wall_zero_ns = rundir.as_manifest(manifest).wall_ns_at_zero
     sent = invocations["sent_ns"].dropna()
     done = invocations["done_ns"].dropna()
     first = int(sent.min()) if len(sent) else 0
@@ -112,7 +112,7 @@ def fetch_window_ms(manifest: dict, invocations: pd.DataFrame, margin_ms: int = 
 
 def fetch_run_records(
     run_dir: Path,
-    manifest: dict,
+    manifest: rundir.Manifest,
     invocations: pd.DataFrame,
     connection,
     retry_delays_s=DEFAULT_RETRY_DELAYS_S,
@@ -139,13 +139,13 @@ def fetch_run_records(
     return report.to_json()
 
 
-def _load_monitors(run_dir: Path, manifest: dict, warnings: list[str]) -> tuple[dict[str, pd.DataFrame], dict]:
+def _load_monitors(run_dir: Path, manifest: rundir.Manifest, warnings: list[str]) -> tuple[dict[str, pd.DataFrame], dict]:
     monitors_dir = run_dir / rundir.MONITORS
     has_output = monitors_dir.is_dir() and any(p.is_dir() for p in monitors_dir.iterdir())
     if not has_output:
         return {}, {"status": "none"}
     try:
-        loaded = load_run_monitors(run_dir, manifest) or {}
+        loaded = load_run_monitors(run_dir, manifest.to_json()) or {}
     except FaasprofError as error:
         warnings.append(f"monitors: {error}")
         return {}, {"status": "error", "error": str(error)}
@@ -153,17 +153,17 @@ def _load_monitors(run_dir: Path, manifest: dict, warnings: list[str]) -> tuple[
     return frames, {"status": "loaded", "names": sorted(frames)}
 
 
-def load_run(path: str | os.PathLike, progress: Callable[[str], None] | None = None) -> Run:
+def load_run(path: str | os.PathLike, progress: Callable[[str], None] | None = None, manifest: rundir.Manifest | None = None) -> Run:
     """Load a run directory offline into frames (records from ``activations.jsonl`` when saved).
 
     Raises ``FormatError`` for an unknown or newer run format, ``ConfigError`` for a path that is
     not a directory.
     """
     run_dir = Path(path)
-    manifest = rundir.load_manifest(run_dir)
-    invocations = frames_mod.read_invocations_frame(run_dir)
+    manifest = manifest or rundir.read_manifest(run_dir)
+    invocations = frames_mod.read_invocations_frame(run_dir, manifest)
     warnings: list[str] = []
-    with_id = int((frames_mod.match_ids(invocations) != "").sum())
+    with_id = int(frames_mod.has_activation_id(invocations).sum())
     activations = run_dir / rundir.ACTIVATIONS
     records_info: dict[str, Any] = {"with_activation_id": with_id}
     if activations.exists():
@@ -194,7 +194,7 @@ def load_run(path: str | os.PathLike, progress: Callable[[str], None] | None = N
     del invocations
     found = int(frame["has_record"].sum())
     missing_mask = (frame["has_activation_id"] & ~frame["has_record"]).to_numpy()
-    missing_ids = sorted(frame["activation_id"].to_numpy(dtype=object)[missing_mask])
+    missing_ids = sorted(frame["activation_id"][missing_mask].tolist())
     records_info.update(found=found, missing=len(missing_ids), missing_ids_sample=missing_ids[:MISSING_IDS_IN_SUMMARY])
     if missing_ids and records_info["source"] != "none":
         warnings.append(f"{len(missing_ids)} of {with_id} activation records are missing (not stored by the platform, or not yet)")
@@ -210,12 +210,15 @@ def load_run(path: str | os.PathLike, progress: Callable[[str], None] | None = N
     frame["steady"] = steady
 
     phase_rows = []
-    by_instance = {name: group for name, group in frame.groupby("instance", observed=True, sort=False)}
+    # The statistics read these columns only: groups are cut from them, one at a time, by position,
+    # so no copy of the whole frame is ever held per instance.
+    slim = frame[[c for c in stats_mod.STATS_COLUMNS if c in frame.columns]]
+    by_instance = slim.groupby("instance", observed=True, sort=False).indices
     for phase in phase_list:
         for name in phase["instances"]:
-            rows_all = by_instance.get(name)
-            if rows_all is None:
+            if name not in by_instance:
                 continue
+            rows_all = slim.take(by_instance[name])
             t = rows_all["intended_s"].to_numpy()
             rows = rows_all[(t >= phase["steady_start_s"]) & (t < phase["end_s"])]
             spec = next(s for s in specs if s["instance"] == name)
@@ -253,7 +256,8 @@ def load_run(path: str | os.PathLike, progress: Callable[[str], None] | None = N
     phase_stats = pd.DataFrame(phase_rows)
 
     function_rows = []
-    for function, rows in frame.groupby("function", observed=True, sort=True):
+    for function, positions in sorted(slim.groupby("function", observed=True, sort=True).indices.items(), key=lambda item: str(item[0])):
+        rows = slim.take(positions)
         t = rows["intended_s"].to_numpy()
         start = float(np.nanmin(t)) if len(t) else 0.0
         end = float(np.nanmax(t)) if len(t) else 0.0
@@ -264,7 +268,7 @@ def load_run(path: str | os.PathLike, progress: Callable[[str], None] | None = N
         function_rows.append({"function": str(function), "modes": ",".join(sorted(set(modes))), **{k: v for k, v in block.items() if k != "window_s"}})
     function_stats = pd.DataFrame(function_rows)
 
-    status = manifest.get("status")
+    status = manifest.status
     if status != "complete":
         warnings.append(f"{run_dir}: run status is {status!r}, not complete: the figures cover only what was sent before it stopped")
     not_sent = int((frame["outcome"] == "not_sent").sum())
@@ -355,9 +359,9 @@ def build_summary(run: Run) -> dict:
         "run": {
             "dir": run.path.name,
             "test_name": run.test_name,
-            "status": run.manifest.get("status"),
-            "created_utc": run.manifest.get("created_utc"),
-            "manifest_counts": run.manifest.get("counts"),
+            "status": run.manifest.status,
+            "created_utc": run.manifest.created_utc,
+            "manifest_counts": run.manifest.counts or None,
             "planned": int(len(frame)),
             "outcomes": outcome_counts,
             "final_outcomes": final_counts,
@@ -405,16 +409,16 @@ def analyze_run(
     directory holds and says what is missing.
     """
     run_dir = Path(run_dir)
-    manifest = rundir.load_manifest(run_dir)
+    manifest = rundir.read_manifest(run_dir)
     fetch_report = None
     run = None
     if fetch and connection is not None:
         if not (run_dir / rundir.ACTIVATIONS).exists():
-            invocations = frames_mod.read_invocations_frame(run_dir)
+            invocations = frames_mod.read_invocations_frame(run_dir, manifest)
             if _run_ids(invocations):
                 fetch_report = fetch_run_records(run_dir, manifest, invocations, connection, retry_delays_s=retry_delays_s, progress=progress)
         else:
-            run = load_run(run_dir)
+            run = load_run(run_dir, manifest=manifest)
             if run.records_info["missing"]:
                 frame = run.invocations
                 missing = frame["activation_id"].to_numpy(dtype=object)[(frame["has_activation_id"] & ~frame["has_record"]).to_numpy()]
@@ -425,7 +429,7 @@ def analyze_run(
     if run is None:
         if progress:
             progress(f"loading {run_dir}")
-        run = load_run(run_dir)
+        run = load_run(run_dir, manifest=manifest)
     if fetch_report is not None:
         run.records_info["source"] = f"platform ({connection.apihost})"
         run.records_info["fetch"] = fetch_report

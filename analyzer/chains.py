@@ -26,6 +26,7 @@ from __future__ import annotations
 import html
 import json
 import math
+import mmap
 from pathlib import Path
 
 import numpy as np
@@ -40,13 +41,18 @@ RULE = (
 )
 
 
+HOPS_KEY = b'"hops"'  # the key of a chain head's result (the bytes every head's record holds)
+
+
 def chain_results(activations_path: Path, head_ids: set[str]) -> dict[str, dict]:
     """activation id -> result of the heads in ``head_ids`` whose result has ``hops``."""
     out: dict[str, dict] = {}
-    if not activations_path.exists():
-        return out
-    with open(activations_path, encoding="utf-8") as handle:
+    if not activations_path.exists() or not _mentions(activations_path, HOPS_KEY):
+        return out  # no chain heads: the records are not parsed a second time
+    with open(activations_path, "rb") as handle:
         for line in handle:
+            if HOPS_KEY not in line:
+                continue
             try:
                 record = json.loads(line)
             except json.JSONDecodeError:
@@ -59,12 +65,26 @@ def chain_results(activations_path: Path, head_ids: set[str]) -> dict[str, dict]
     return out
 
 
+def _mentions(path: Path, needle: bytes) -> bool:
+    """Whether the file holds ``needle`` anywhere (a scan at memory speed, no parsing)."""
+    if path.stat().st_size == 0:
+        return False
+    with open(path, "rb") as handle, mmap.mmap(handle.fileno(), 0, access=mmap.ACCESS_READ) as view:
+        return view.find(needle) >= 0
+
+
 def hop_frame(run_dir: Path, invocations: pd.DataFrame) -> pd.DataFrame:
     """One row per chain × hop hand-over (N−1 per chain), plus a row per chain with ``hop = -1``
     carrying its end-to-end figures. Empty when the run has no chains."""
+    path = Path(run_dir) / rundir.ACTIVATIONS
+    if not path.exists() or not _mentions(path, HOPS_KEY):
+        return pd.DataFrame([])
     ids = invocations["activation_id"].astype(object).fillna("").to_numpy()
     heads = {str(i) for i in ids if i}
-    results = chain_results(Path(run_dir) / rundir.ACTIVATIONS, heads)
+    results = chain_results(path, heads)
+    if not results:
+        return pd.DataFrame([])
+    invocations = invocations[invocations["activation_id"].isin(list(results)).to_numpy()]
     rows = []
     for row in invocations[[c for c in ("instance", "function", "activation_id", "client_latency_ms") if c in invocations.columns]].itertuples(index=False):
         result = results.get(str(row.activation_id))

@@ -21,6 +21,7 @@ from localwhisk.embedded import start_embedded
 from platforms.openwhisk import Connection, OpenWhiskPlatform, add_connection_arguments, resolve_connection
 from workload.schedule import build_schedule
 from workload.spec import workload_from_dict
+from faasprof.rundir import tables
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
@@ -32,24 +33,24 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 def main(args: argparse.Namespace) -> int:
     run_dir = Path(args.run_dir)
-    manifest = rundir.load_manifest(run_dir)
-    completeness = rundir.completeness(run_dir)
+    manifest = rundir.read_manifest(run_dir)
+    completeness = tables.completeness(run_dir, manifest)
     if completeness.uncounted:
         completeness = _rederive_plan(run_dir, manifest) or completeness
     torn = completeness.describe()
     if torn:
         # Stated before anything else: the rows present are not the plan.
-        print(f"warning: {run_dir}: {torn}; status {manifest.get('status')}", file=sys.stderr)
-    platform_block = manifest.get("platform") or {}
+        print(f"warning: {run_dir}: {torn}; status {manifest.status}", file=sys.stderr)
+    platform_block = manifest.platform
     saved = (run_dir / rundir.ACTIVATIONS).exists()
     if not args.no_fetch and platform_block.get("embedded") and not args.apihost:
         # The embedded platform kept its store in the run directory: a crashed run's records are
         # there, served again by a localwhisk started on that store (the same REST path).
-        if not saved or manifest.get("status") == "running":
+        if not saved or manifest.status == "running":
             _fetch_from_embedded_store(run_dir, platform_block)
     elif not args.no_fetch and (not saved or args.apihost):
         # Records are fetched when the run has none saved, or (with explicit flags) to complete them.
-        workload = manifest.get("workload") or {}
+        workload = manifest.workload
         platform = dict((workload.get("as_given") or workload).get("platform") or {})
         if platform.get("auth") == "(redacted)":
             platform.pop("auth")  # the manifest never holds the key: flags or ~/.wskprops give it
@@ -70,11 +71,11 @@ def main(args: argparse.Namespace) -> int:
     return 0
 
 
-def _rederive_plan(run_dir: Path, manifest: dict):
+def _rederive_plan(run_dir: Path, manifest: rundir.Manifest):
     """A torn run without ``plan.bin`` (format 1): re-derive the plan from the manifest's resolved
     workload and seed (the schedule is a pure function of both), check it against the planned
     count, and save it so that every reader reconstructs the run. None when it cannot be done."""
-    resolved = manifest.get("workload") or {}
+    resolved = manifest.workload
     given = resolved.get("as_given")
     source = resolved.get("source")
     if not isinstance(given, dict):
@@ -85,13 +86,13 @@ def _rederive_plan(run_dir: Path, manifest: dict):
     except (FaasprofError, OSError, ValueError) as error:
         print(f"warning: {run_dir}: cannot re-derive the plan from the manifest ({error}); the missing rows are only counted", file=sys.stderr)
         return None
-    planned = (manifest.get("counts") or {}).get("planned")
+    planned = manifest.planned
     if len(schedule) != planned:
         print(f"warning: {run_dir}: the plan re-derived from the manifest has {len(schedule):,} invocations, the run planned {planned}; not used", file=sys.stderr)
         return None
     rundir.write_plan(run_dir, schedule.intended_ns, schedule.instance_idx, schedule.instance_names, schedule.functions)
     _say(f"re-derived the plan of {run_dir} from its manifest (workload and seed {workload.seed}) into {rundir.PLAN}")
-    return rundir.completeness(run_dir)
+    return tables.completeness(run_dir, manifest)
 
 
 def _say(line: str) -> None:

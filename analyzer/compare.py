@@ -71,8 +71,9 @@ def flatten(node: Any, prefix: str = "") -> dict[str, Any]:
     return out
 
 
-def lookup(manifest: dict, dotted: str) -> Any:
-    node: Any = manifest
+def lookup(manifest: "rundir.Manifest | dict", dotted: str) -> Any:
+    """The value at a dotted path of the manifest document (``workload.instances.i0.rate``), or None."""
+    node: Any = manifest.to_json() if isinstance(manifest, rundir.Manifest) else manifest
     for part in dotted.split("."):
         if isinstance(node, dict) and part in node:
             node = node[part]
@@ -85,14 +86,14 @@ def _volatile(key: str) -> bool:
     return any(part.lower() in VOLATILE_NAMES or part.lower().endswith(VOLATILE_SUFFIXES) for part in key.split(".")[1:])
 
 
-def differing_keys(manifests: list[dict], sections=("workload", "platform")) -> list[str]:
+def differing_keys(manifests: list[rundir.Manifest], sections=("workload", "platform")) -> list[str]:
     """Dotted manifest keys under ``sections`` whose values differ between the runs."""
     flats = [{k: v for s in sections for k, v in flatten(lookup(m, s) or {}, s).items()} for m in manifests]
     keys = sorted(set().union(*flats))
     return [k for k in keys if not _volatile(k) and len({json.dumps(f.get(k), sort_keys=True) for f in flats}) > 1]
 
 
-def pick_parameter(manifests: list[dict], differing: list[str]) -> str | None:
+def pick_parameter(manifests: list[rundir.Manifest], differing: list[str]) -> str | None:
     """The one setting the runs differ in: what a sweep applied, else the one (numeric) key."""
     if len(manifests) < 2:
         return None
@@ -105,9 +106,10 @@ def pick_parameter(manifests: list[dict], differing: list[str]) -> str | None:
     return numeric[0] if len(numeric) == 1 else None
 
 
-def environment_warnings(manifests: list[dict], names: list[str], parameter: str | None) -> list[str]:
+def environment_warnings(manifests: list[rundir.Manifest], names: list[str], parameter: str | None) -> list[str]:
+    manifests = [rundir.as_manifest(m) for m in manifests]
     warnings = []
-    host_flats = [flatten(m.get("host") or {}, "host") for m in manifests]
+    host_flats = [flatten(m.host, "host") for m in manifests]
     for key in sorted(set().union(*host_flats)):
         if key.split(".")[-1] not in HOST_KEYS:
             continue
@@ -121,19 +123,20 @@ def environment_warnings(manifests: list[dict], names: list[str], parameter: str
         values = [lookup(m, key) for m in manifests]
         detail = ", ".join(f"{n}={v}" for n, v in zip(names, values))
         warnings.append(f"runs differ in platform setting {key} ({detail}): compare runs on the same platform settings")
-    versions = {str((m.get("faasprof") or {}).get("version")) for m in manifests}
+    versions = {str(m.faasprof.get("version")) for m in manifests}
     if len(versions) > 1:
         warnings.append(f"runs were made by different faasprof versions ({', '.join(sorted(versions))})")
     return warnings
 
 
-def unrelated_workload_warnings(manifests: list[dict], names: list[str], parameter: str | None, differing: list[str]) -> list[str]:
+def unrelated_workload_warnings(manifests: list[rundir.Manifest], names: list[str], parameter: str | None, differing: list[str]) -> list[str]:
     """Warnings when the runs are not one workload varied in ``parameter`` alone."""
     if len(manifests) < 2 or parameter is None:
         return []
+    manifests = [rundir.as_manifest(m) for m in manifests]
     out = []
     # Memory variants of one function are deployed as <name>-<MB>: the same function.
-    functions = [sorted({re.sub(r"-\d+$", "", str(i.get("function"))) for i in ((m.get("workload") or {}).get("instances") or {}).values() if isinstance(i, dict)}) for m in manifests]
+    functions = [sorted({re.sub(r"-\d+$", "", str(i.get("function"))) for i in m.instances.values() if isinstance(i, dict)}) for m in manifests]
     if len({json.dumps(f) for f in functions}) > 1:
         detail = ", ".join(f"{n}: {'+'.join(f) or '–'}" for n, f in zip(names, functions))
         out.append(f"runs call different functions ({detail}): labelling them by {parameter} may compare unrelated workloads")
@@ -154,14 +157,16 @@ def _latencies(path: Path) -> dict[str, np.ndarray]:
     return out
 
 
-def significance(paths: list[Path], names: list[str]) -> list[dict]:
-    """Each run after the first against the first, per function (module docstring)."""
+def significance(paths: list[Path], names: list[str], latencies: dict[Path, dict[str, np.ndarray]] | None = None) -> list[dict]:
+    """Each run after the first against the first, per function (module docstring).
+    ``latencies``: each run's ``_latencies`` when the caller read them already."""
     if len(paths) < 2:
         return []
-    base = _latencies(paths[0])
+    latencies = latencies if latencies is not None else {}
+    base = latencies.get(paths[0]) if paths[0] in latencies else _latencies(paths[0])
     out = []
     for name, path in zip(names[1:], paths[1:]):
-        other = _latencies(path)
+        other = latencies[path] if path in latencies else _latencies(path)
         for function in sorted(set(base) & set(other)):
             a, b = base[function], other[function]
             entry: dict[str, Any] = {"run": name, "baseline": names[0], "function": function, "metric": "completion_latency_ms", "n_baseline": int(len(a)), "n": int(len(b))}
@@ -207,7 +212,7 @@ def compare_runs(run_dirs: list[str | os.PathLike], label: str | None = None, ou
     paths = [Path(p) for p in run_dirs]
     if len(paths) < 1:
         raise ConfigError("compare: give at least one RUN_DIR")
-    manifests = [rundir.load_manifest(p) for p in paths]
+    manifests = [rundir.read_manifest(p) for p in paths]
     summaries = [ensure_analyzed(p, progress) for p in paths]
     names = [p.name for p in paths]
     if len(set(names)) != len(names):
@@ -254,6 +259,8 @@ def compare_runs(run_dirs: list[str | os.PathLike], label: str | None = None, ou
             }
             rows.append(row)
     frame = pd.DataFrame(rows)
+    # Each run's latencies are read once, for the tests and the overlaid CDFs alike.
+    latencies = {path: _latencies(path) for path in paths} if len(paths) > 1 or out_dir is not None else {}
     warnings = environment_warnings(manifests, names, parameter) if len(paths) > 1 else []
     warnings += unrelated_workload_warnings(manifests, names, parameter, differing)
     if len(paths) > 1 and parameter is None and differing:
@@ -265,20 +272,21 @@ def compare_runs(run_dirs: list[str | os.PathLike], label: str | None = None, ou
         "parameter": parameter,
         "differing_keys": differing,
         "warnings": warnings,
-        "significance": stats_mod.clean(significance(paths, names)),
+        "significance": stats_mod.clean(significance(paths, names, latencies)),
         "rows": stats_mod.clean(frame.to_dict("records")),
     }
     if out_dir is not None:
-        write_outputs(Path(out_dir), frame, result, paths, names)
+        write_outputs(Path(out_dir), frame, result, paths, names, latencies)
     result["frame"] = frame
     return result
 
 
-def write_outputs(out: Path, frame: pd.DataFrame, result: dict, paths: list[Path], names: list[str]) -> None:
+def write_outputs(out: Path, frame: pd.DataFrame, result: dict, paths: list[Path], names: list[str],
+                  latencies: dict[Path, dict[str, np.ndarray]] | None = None) -> None:
     out.mkdir(parents=True, exist_ok=True)
     frame.to_parquet(out / "compare.parquet", index=False)
     frame.to_csv(out / "compare.csv", index=False)
-    plots = compare_plots.write_compare_plots(out / "plots", frame, paths, names, result["parameter"])
+    plots = compare_plots.write_compare_plots(out / "plots", frame, paths, names, result["parameter"], latencies)
     result["outputs"] = {"frame": "compare.parquet", "csv": "compare.csv", "plots": [f"plots/{p}" for p in plots], "report": "report.html"}
     rundir.write_json_atomic(out / "compare.json", {k: v for k, v in result.items() if k != "frame"})
     compare_plots.write_compare_report(out / "report.html", frame, result)

@@ -5,6 +5,7 @@ from __future__ import annotations
 import html
 from pathlib import Path
 
+import numpy as np
 import pandas as pd
 
 from analyzer.markup import STYLE, fmt, image, table
@@ -13,25 +14,37 @@ from analyzer.plots import SAVE, _ecdf_points, pyplot
 VERSUS = (("completion_latency_ms_p50", "p50 completion latency (ms)"), ("completion_latency_ms_p99", "p99 completion latency (ms)"), ("achieved_rps", "achieved invocations/s"), ("cold_fraction", "cold-start fraction"))
 
 
-def overlaid_cdfs(path: Path, frame: pd.DataFrame, paths: list[Path], names: list[str]) -> None:
+MAX_LEGEND_RUNS = 12  # above this a legend is unreadable (and costs seconds to draw): the title says how many
+
+
+def overlaid_cdfs(path: Path, frame: pd.DataFrame, paths: list[Path], names: list[str], latencies: dict | None = None) -> None:
+    """One CDF per run for each function; ``latencies``: per run path, per function, the
+    completion latencies (``analyzer.compare._latencies``) when the caller read them already."""
     functions = sorted(frame["function"].unique().tolist())[:6]
     plt = pyplot()
     fig, axes = plt.subplots(len(functions), 1, figsize=(8, 3.6 * len(functions)), squeeze=False)
     labels = dict(zip(frame["run"], frame["label"]))
     for ax, function in zip(axes[:, 0], functions):
         for name, run_path in zip(names, paths):
-            inv = pd.read_parquet(run_path / "analysis" / "invocations.parquet", columns=["function", "successful", "completion_latency_ms"])
-            inv = inv[(inv["function"].astype(object) == function) & inv["successful"].to_numpy(dtype=bool)]
-            x, y = _ecdf_points(inv["completion_latency_ms"].to_numpy(dtype="float64"))
+            if latencies is not None and run_path in latencies:
+                values = latencies[run_path].get(str(function), np.array([]))
+            else:
+                inv = pd.read_parquet(run_path / "analysis" / "invocations.parquet", columns=["function", "successful", "completion_latency_ms"])
+                inv = inv[(inv["function"].astype(object) == function) & inv["successful"].to_numpy(dtype=bool)]
+                values = inv["completion_latency_ms"].to_numpy(dtype="float64")
+            x, y = _ecdf_points(values)
             if len(x):
                 ax.plot(x, y, drawstyle="steps-post", label=str(labels.get(name, name)))
         ax.set_xscale("log")
         ax.set_xlabel("planned send → function end (ms; successful invocations)")
         ax.set_ylabel("fraction")
-        ax.set_title(function, fontsize=10)
         ax.grid(True, which="both", alpha=0.3)
-        if ax.lines:
-            ax.legend(fontsize=7, loc="lower right")
+        if len(ax.lines) > MAX_LEGEND_RUNS:
+            ax.set_title(f"{function} ({len(ax.lines)} runs; legend omitted above {MAX_LEGEND_RUNS}, see the table)", fontsize=10)
+        else:
+            ax.set_title(function, fontsize=10)
+            if ax.lines:
+                ax.legend(fontsize=7, loc="lower right")
     fig.tight_layout()
     fig.savefig(path, **SAVE)
     plt.close(fig)
@@ -54,11 +67,11 @@ def versus_parameter(path: Path, frame: pd.DataFrame, parameter: str) -> None:
     plt.close(fig)
 
 
-def write_compare_plots(out: Path, frame: pd.DataFrame, paths: list[Path], names: list[str], parameter: str | None) -> list[str]:
+def write_compare_plots(out: Path, frame: pd.DataFrame, paths: list[Path], names: list[str], parameter: str | None, latencies: dict | None = None) -> list[str]:
     out.mkdir(parents=True, exist_ok=True)
     written = []
     if len(frame):
-        overlaid_cdfs(out / "cdfs.png", frame, paths, names)
+        overlaid_cdfs(out / "cdfs.png", frame, paths, names, latencies)
         written.append("cdfs.png")
     if parameter and len(frame) and frame["parameter_value"].notna().all() and frame["parameter_value"].nunique() > 1:
         versus_parameter(out / "versus_parameter.png", frame, parameter)

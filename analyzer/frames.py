@@ -53,7 +53,6 @@ with a ``run`` column so the files of several runs can be read as one dataset
 
 from __future__ import annotations
 
-import io
 import json
 import math
 import os
@@ -63,39 +62,19 @@ import numpy as np
 import pandas as pd
 
 import pyarrow as pa
+import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
 from faasprof import __version__, rundir
+from faasprof.rundir.tables import read_invocations_frame  # noqa: F401  (the frames' entry point for notebooks)
 from faasprof.errors import FormatError
 from faasprof.outcomes import ACCEPTED_HTTP_OUTCOMES, FINAL_OUTCOMES
-
-# The flat columns of one activation record (``analyzer.records.flatten_record``).
-RECORD_COLUMNS = (
-    "activation_id",
-    "name",
-    "namespace",
-    "start_ms",
-    "end_ms",
-    "duration_ms",
-    "wait_ms",
-    "init_ms",
-    "kind",
-    "memory_mb",
-    "timeout_limit_ms",
-    "timed_out",
-    "status",
-    "container_state",
-    "record_outcome",
-    "error_text",
-)
-
+from faasprof.rundir.records import CATEGORY_COLUMNS, RECORD_COLUMNS, TEXT_COLUMNS, records_frame  # noqa: F401  (notebook names)
 
 DEFAULT_PAUSE_GRACE_MS = 50.0  # OpenWhisk classic's containerProxy pause-grace (and the paper's)
 OPENWHISK_2_PAUSE_GRACE_MS = 10_000.0  # 2.x invoker's application.conf: pause-grace = 10 seconds
 
 START_CLASSES = ("cold", "resumed", "warm", "unknown")
-CATEGORY_COLUMNS = ("name", "namespace", "kind", "status", "container_state", "record_outcome")
-TEXT_COLUMNS = ("activation_id", "error_text")
 # A ``containerState`` annotation (localwhisk writes one; OpenWhisk logs the same states in its
 # invoker log as ``containerStart containerState: ...``) settles the class when a record has it.
 CONTAINER_STATE_CLASS = {
@@ -108,93 +87,11 @@ CONTAINER_STATE_CLASS = {
     "resumed": "resumed",
 }
 
-_INT_COLUMNS = ("intended_ns", "sent_ns", "done_ns")
-
-
-def read_invocations_frame(run_dir: str | os.PathLike) -> pd.DataFrame:
-    """``invocations.csv`` typed (a final line cut short by a crash is dropped, as in ``rundir``)."""
-    path = Path(run_dir) / rundir.INVOCATIONS
-    try:
-        data = path.read_bytes()
-    except FileNotFoundError:
-        raise FormatError(f"{path}: missing; the run did not get as far as its first invocation") from None
-    cut = data.rfind(b"\n")
-    data = data[: cut + 1] if cut >= 0 else b""
-    header = data.split(b"\n", 1)[0].decode("utf-8", "replace").strip()
-    if tuple(header.split(",")) != rundir.INVOCATION_COLUMNS:
-        raise FormatError(f"{path}: header is {header!r}, expected {','.join(rundir.INVOCATION_COLUMNS)}")
-    frame = _parse_invocations(data)
-    # A torn run (kill -9, disk full): every planned invocation without a row gets the row the
-    # run directory's reader reconstructs from the plan and the send journal.
-    missing, completeness = rundir.reconstruct_missing(run_dir, frame["seq"].tolist())
-    if missing:
-        text = ",".join(rundir.INVOCATION_COLUMNS) + "\n" + "".join(rundir.format_row(row) for row in missing)
-        frame = pd.concat([frame.astype({"instance": str, "function": str, "outcome": str}), _parse_invocations(text.encode()).astype({"instance": str, "function": str, "outcome": str})], ignore_index=True)
-        frame = frame.astype({"instance": "category", "function": "category", "outcome": "category"})
-    unknown = sorted(set(frame["outcome"].cat.categories) - set(rundir.OUTCOMES))
-    if unknown:
-        raise FormatError(f"{path}: outcome {unknown[0]!r} is not one of {', '.join(rundir.OUTCOMES)}; the file is not a faasprof invocation log of a version this faasprof reads")
-    frame = frame.sort_values("seq", kind="stable").drop_duplicates("seq", keep="last").reset_index(drop=True)
-    frame.attrs["completeness"] = completeness.to_json()
-    return frame
-
-
-def _parse_invocations(data: bytes) -> pd.DataFrame:
-    return pd.read_csv(
-        io.BytesIO(data),
-        dtype={
-            "seq": "int64",
-            "instance": "category",
-            "function": "category",
-            "intended_ns": "Int64",
-            "sent_ns": "Int64",
-            "done_ns": "Int64",
-            "outcome": "category",
-            "http_status": "Int64",
-            "activation_id": "str",
-            "error": "str",
-        },
-        keep_default_na=False,
-        na_values={c: [""] for c in ("intended_ns", "sent_ns", "done_ns", "http_status")},
-        engine="c",
-    )
-
-
-def records_frame(columns: dict[str, list] | list[tuple]) -> pd.DataFrame:
-    """Flattened records (``analyzer.records.read_records`` columns, or ``flatten_record`` tuples)
-    as a typed frame, one row per activation id."""
-    if isinstance(columns, list):
-        rows = columns
-        columns = {name: list(values) for name, values in zip(RECORD_COLUMNS, zip(*rows))} if rows else {}
-    data = {}
-    for name in RECORD_COLUMNS:
-        values = columns.get(name, [])
-        if name in TEXT_COLUMNS:
-            data[name] = pd.Series(np.array(values, dtype=object), dtype=object)
-        elif name in CATEGORY_COLUMNS:
-            data[name] = pd.Categorical(values)  # few distinct values: small and fast
-        elif name == "timed_out":
-            data[name] = np.asarray(values, dtype=bool)
-        else:
-            data[name] = _to_float(values)
-    frame = pd.DataFrame(data)
-    if frame["activation_id"].duplicated().any():
-        frame = frame.drop_duplicates("activation_id", keep="last").reset_index(drop=True)
-    return frame
-
-
-def _to_float(values: list) -> np.ndarray:
-    try:
-        return np.asarray(values, dtype="float64")  # None becomes NaN
-    except (TypeError, ValueError):
-        return pd.to_numeric(pd.Series(values, dtype=object), errors="coerce").to_numpy(dtype="float64")
-
-
 def _float(series: pd.Series) -> np.ndarray:
     return series.to_numpy(dtype="float64", na_value=np.nan)
 
 
-def pause_grace_ms(manifest: dict) -> tuple[float, str]:
+def pause_grace_ms(manifest: "rundir.Manifest | dict") -> tuple[float, str]:
     """The platform's pause grace and where it came from.
 
     In order: recorded with the platform (``platform.settings``, which the testbed set-up's
@@ -215,13 +112,14 @@ def pause_grace_ms(manifest: dict) -> tuple[float, str]:
                 return found
         return None
 
-    platform = manifest.get("platform") if isinstance(manifest.get("platform"), dict) else {}
-    for section, node in (("platform", platform), ("local_settings", manifest.get("local_settings"))):
+    manifest = rundir.as_manifest(manifest)
+    platform = manifest.platform
+    for section, node in (("platform", platform), ("local_settings", manifest.local_settings)):
         found = find(node)
         if found is not None:
             return found, f"manifest {section}"
     if platform.get("kind") != "openwhisk":
-        found = find((manifest.get("workload") or {}).get("platform"))
+        found = find(manifest.workload.get("platform"))
         if found is not None:
             return found, "workload platform block"
     return _pause_grace_from_version(platform)
@@ -293,12 +191,29 @@ def match_ids(invocations: pd.DataFrame) -> np.ndarray:
     return invocations["activation_id"].fillna("").to_numpy(dtype=object)
 
 
+def has_activation_id(invocations: pd.DataFrame) -> np.ndarray:
+    """Which invocations got an activation id (``match_ids(...) != ""`` without a Python string per row)."""
+    ids = invocations["activation_id"]
+    return (ids.notna() & (ids != "")).to_numpy(dtype=bool)
+
+
+def _arrow_ids(values: pd.Series) -> pa.Array:
+    """A column of activation ids as one Arrow string array (zero-copy when it is Arrow-backed)."""
+    array = values.array
+    if isinstance(array, pd.arrays.ArrowStringArray):
+        chunked = pa.chunked_array(array._pa_array) if not isinstance(array._pa_array, pa.ChunkedArray) else array._pa_array
+        return chunked.combine_chunks().cast(pa.string())
+    return pa.array(values.to_numpy(dtype=object), type=pa.string(), from_pandas=True)
+
+
 def match_records(invocations: pd.DataFrame, records: pd.DataFrame) -> np.ndarray:
-    """For each invocation, the row of its record in ``records`` (−1: none)."""
+    """For each invocation, the row of its record in ``records`` (−1: none); ids are matched in
+    Arrow (a hash join in native code), records hold one row per id."""
     if not len(records):
         return np.full(len(invocations), -1, dtype=np.int64)
-    index = pd.Index(records["activation_id"].to_numpy(dtype=object))
-    return index.get_indexer(match_ids(invocations))
+    ids = _arrow_ids(invocations["activation_id"].fillna(""))
+    position = pc.index_in(ids, value_set=_arrow_ids(records["activation_id"]))
+    return pc.fill_null(position, -1).to_numpy(zero_copy_only=False).astype(np.int64)
 
 
 def answers_at_end(instance: dict, default: bool = True) -> bool:
@@ -312,12 +227,13 @@ def answers_at_end(instance: dict, default: bool = True) -> bool:
     return bool(instance.get("blocking", default))
 
 
-def build_invocation_frame(invocations: pd.DataFrame, records: pd.DataFrame, manifest: dict, position: np.ndarray | None = None) -> pd.DataFrame:
+def build_invocation_frame(invocations: pd.DataFrame, records: pd.DataFrame, manifest: "rundir.Manifest | dict", position: np.ndarray | None = None) -> pd.DataFrame:
     """Join by activation id and derive the columns in the module docstring.
 
     ``position`` is ``match_records(invocations, records)`` when the caller already has it.
     """
-    frame = invocations.copy()
+    manifest = rundir.as_manifest(manifest)
+    frame = invocations.copy(deep=False)  # columns are added, never changed in place
     intended = _float(frame["intended_ns"])
     sent = _float(frame["sent_ns"])
     done = _float(frame["done_ns"])
@@ -330,7 +246,7 @@ def build_invocation_frame(invocations: pd.DataFrame, records: pd.DataFrame, man
     if position is None:
         position = match_records(invocations, records)
     has = position >= 0
-    frame["has_activation_id"] = match_ids(invocations) != ""
+    frame["has_activation_id"] = has_activation_id(invocations)
 
     def take(column: str) -> np.ndarray:
         values = np.full(len(frame), np.nan)
@@ -341,7 +257,7 @@ def build_invocation_frame(invocations: pd.DataFrame, records: pd.DataFrame, man
     start_ms, end_ms = take("start_ms"), take("end_ms")
     wait_ms, init_raw, duration_ms = take("wait_ms"), take("init_ms"), take("duration_ms")
     memory_mb = take("memory_mb")
-    wall_zero_ms = int(manifest.get("clock", {}).get("wall_ns_at_zero", 0)) / 1e6
+    wall_zero_ms = manifest.wall_ns_at_zero / 1e6
     frame["has_record"] = has
     frame["platform_start_s"] = (start_ms - wall_zero_ms) / 1e3
     frame["wait_ms"] = wait_ms
@@ -350,7 +266,7 @@ def build_invocation_frame(invocations: pd.DataFrame, records: pd.DataFrame, man
     frame["duration_ms"] = duration_ms
     frame["execution_ms"] = duration_ms - init_ms
     # A non-blocking call answers at acceptance, before the function runs: no overhead to speak of.
-    instances = (manifest.get("workload") or {}).get("instances") or {}
+    instances = manifest.instances
     blocking = frame["instance"].map(lambda name: answers_at_end(instances.get(name) or {})).to_numpy(dtype=bool)
     frame["overhead_ms"] = np.where(blocking, frame["client_latency_ms"].to_numpy() - (wait_ms + duration_ms), np.nan)
     frame["platform_latency_ms"] = wait_ms + duration_ms
@@ -368,8 +284,8 @@ def build_invocation_frame(invocations: pd.DataFrame, records: pd.DataFrame, man
     frame["start_class"] = classes
     frame["status"] = _take_category(rec, "status", position, has)
     frame["record_outcome"] = _take_category(rec, "record_outcome", position, has)
-    frame["final_outcome"] = final_outcomes(frame["outcome"].astype(object).to_numpy(), frame["record_outcome"].astype(object).to_numpy(), has)
-    frame["successful"] = successful_mask(frame["final_outcome"].astype(object).to_numpy(), frame["outcome"].astype(object).to_numpy(), _float(frame["http_status"]))
+    frame["final_outcome"] = final_outcomes(frame["outcome"].array, frame["record_outcome"].array, has)
+    frame["successful"] = successful_mask(frame["final_outcome"].array, frame["outcome"].array, _float(frame["http_status"]))
     error_text = np.full(len(frame), None, dtype=object)
     if len(rec):
         error_text[has] = rec["error_text"].to_numpy(dtype=object)[position[has]]
@@ -388,11 +304,11 @@ def build_invocation_frame(invocations: pd.DataFrame, records: pd.DataFrame, man
     return frame
 
 
-def add_time_columns(frame: pd.DataFrame, manifest: dict) -> None:
+def add_time_columns(frame: pd.DataFrame, manifest: "rundir.Manifest | dict") -> None:
     """Pandas time types beside the float seconds: ``intended`` and ``end`` as timedeltas since the
     run's zero, ``intended_utc`` and ``end_utc`` as UTC datetimes (``resample`` works on them).
     ``end`` is the function's end as ``completion_latency_ms`` counts it."""
-    wall_zero = pd.Timestamp(int(manifest.get("clock", {}).get("wall_ns_at_zero", 0)), unit="ns", tz="UTC")
+    wall_zero = pd.Timestamp(rundir.as_manifest(manifest).wall_ns_at_zero, unit="ns", tz="UTC")
     intended = pd.to_timedelta(frame["intended_s"].to_numpy(dtype="float64"), unit="s")
     end_s = frame["intended_s"].to_numpy(dtype="float64") + frame["completion_latency_ms"].to_numpy(dtype="float64") / 1e3
     end = pd.to_timedelta(end_s, unit="s")
@@ -407,26 +323,47 @@ def add_time_columns(frame: pd.DataFrame, manifest: dict) -> None:
 _RECORD_DECIDES_IF_PRESENT = ("timeout", "unanswered")
 
 
-def final_outcomes(http_outcome: np.ndarray, record_outcome: np.ndarray, has_record: np.ndarray) -> pd.Categorical:
-    """``faasprof.outcomes.final_outcome`` for whole columns (aligned arrays; ``record_outcome``
-    is the record's outcome where ``has_record``). Categories in ``FINAL_OUTCOMES`` order."""
-    http_outcome = np.asarray(http_outcome, dtype=object)
+def _coded(values) -> tuple[np.ndarray, list]:
+    """Aligned labels as (codes, labels): categoricals as they are, anything else factorised
+    once, so whole columns are decided on a few distinct labels rather than row by row."""
+    if isinstance(values, pd.Categorical) or isinstance(getattr(values, "dtype", None), pd.CategoricalDtype):
+        values = pd.Categorical(values)
+        return np.asarray(values.codes, dtype=np.int64), list(values.categories)
+    codes, labels = pd.factorize(np.asarray(values, dtype=object), use_na_sentinel=True)
+    return codes.astype(np.int64), list(labels)
+
+
+def final_outcomes(http_outcome, record_outcome, has_record: np.ndarray) -> pd.Categorical:
+    """``faasprof.outcomes.final_outcome`` for whole columns (aligned arrays or categoricals;
+    ``record_outcome`` is the record's outcome where ``has_record``). Categories in
+    ``FINAL_OUTCOMES`` order."""
     has_record = np.asarray(has_record, dtype=bool)
-    out = http_outcome.copy()
-    accepted = np.isin(http_outcome, ACCEPTED_HTTP_OUTCOMES)
-    out[accepted & ~has_record] = "no_record"
-    from_record = has_record & (accepted | np.isin(http_outcome, _RECORD_DECIDES_IF_PRESENT))
-    out[from_record] = np.asarray(record_outcome, dtype=object)[from_record]
-    unknown = set(pd.unique(out)) - set(FINAL_OUTCOMES)
+    http_codes, http_labels = _coded(http_outcome)
+    record_codes, record_labels = _coded(record_outcome)
+    accepted = np.array([label in ACCEPTED_HTTP_OUTCOMES for label in http_labels] + [False])[http_codes]
+    decides = np.array([label in _RECORD_DECIDES_IF_PRESENT for label in http_labels] + [False])[http_codes]
+    # Each row's final label as an index into one label list: HTTP labels, then record labels, then no_record.
+    labels = [*http_labels, None, *record_labels, None, "no_record"]
+    index = np.where(http_codes >= 0, http_codes, len(http_labels))
+    from_record = has_record & (accepted | decides)
+    index[from_record] = (len(http_labels) + 1 + np.where(record_codes >= 0, record_codes, len(record_labels)))[from_record]
+    index[accepted & ~has_record] = len(labels) - 1
+    used = np.unique(index)
+    unknown = {labels[k] for k in used} - set(FINAL_OUTCOMES)
     if unknown:
         raise FormatError(f"final outcome {sorted(map(str, unknown))[0]!r} is not one of {', '.join(FINAL_OUTCOMES)}")
-    return pd.Categorical(out, categories=FINAL_OUTCOMES)
+    to_final = np.array([FINAL_OUTCOMES.index(label) if label in FINAL_OUTCOMES else -1 for label in labels], dtype=np.int64)
+    return pd.Categorical.from_codes(to_final[index], categories=FINAL_OUTCOMES)
 
 
-def successful_mask(final_outcome: np.ndarray, http_outcome: np.ndarray, http_status: np.ndarray) -> np.ndarray:
+def successful_mask(final_outcome, http_outcome, http_status: np.ndarray) -> np.ndarray:
     """The ``successful`` column (module docstring): success, or a blocking 200 without a record."""
-    blocking_200 = (np.asarray(final_outcome, dtype=object) == "no_record") & (np.asarray(http_outcome, dtype=object) == "ok") & (np.asarray(http_status, dtype="float64") == 200)
-    return (np.asarray(final_outcome, dtype=object) == "success") | blocking_200
+    final_codes, final_labels = _coded(final_outcome)
+    http_codes, http_labels = _coded(http_outcome)
+    is_final = lambda name: np.array([label == name for label in final_labels] + [False])[final_codes]  # noqa: E731
+    is_ok = np.array([label == "ok" for label in http_labels] + [False])[http_codes]
+    blocking_200 = is_final("no_record") & is_ok & (np.asarray(http_status, dtype="float64") == 200)
+    return is_final("success") | blocking_200
 
 
 def _take_category(records: pd.DataFrame, column: str, position: np.ndarray, has: np.ndarray) -> pd.Categorical:
@@ -451,6 +388,7 @@ def cost_totals(frame: pd.DataFrame) -> dict:
 # self-describing frames and files
 
 PARQUET_FORMAT_VERSION = 1
+PARQUET_ROW_GROUP = 1024 * 1024  # rows per row group (pyarrow's default for write_table)
 PARQUET_KEY = b"faasprof"
 MODES = ("unknown", "under-invoked", "balanced", "over-invoked")  # ordered by load
 
@@ -465,16 +403,16 @@ def unit_of(column: str) -> str | None:
     return None
 
 
-def run_attrs(run_dir: Path, manifest: dict) -> dict:
+def run_attrs(run_dir: Path, manifest: "rundir.Manifest | dict") -> dict:
     """What identifies a run, for ``DataFrame.attrs`` and Parquet schema metadata (JSON-ready)."""
-    workload = manifest.get("workload") or {}
+    manifest = rundir.as_manifest(manifest)
     return {
         "run": Path(run_dir).name,
-        "test_name": str(manifest.get("test_name") or Path(run_dir).name),
-        "run_format_version": manifest.get("format_version"),
-        "created_utc": manifest.get("created_utc"),
-        "wall_ns_at_zero": int(manifest.get("clock", {}).get("wall_ns_at_zero", 0)),
-        "seed": workload.get("seed"),
+        "test_name": str(manifest.test_name or Path(run_dir).name),
+        "run_format_version": manifest.format_version,
+        "created_utc": manifest.created_utc,
+        "wall_ns_at_zero": manifest.wall_ns_at_zero,
+        "seed": manifest.workload.get("seed"),
         "faasprof": __version__,
     }
 
@@ -484,15 +422,20 @@ def harmonise(frames: list[pd.DataFrame], attrs: dict) -> None:
     the first frame (the invocations) gets a ``run`` column, so rows of several runs concatenated
     in a notebook stay apart."""
     if frames and "run" not in frames[0].columns:
-        frames[0].insert(0, "run", pd.Categorical([attrs["run"]] * len(frames[0])))
+        frames[0].insert(0, "run", _constant_category(attrs["run"], len(frames[0])))
     kinds: dict[str, pd.CategoricalDtype] = {}
     for name in ("instance", "function"):
-        values = sorted({str(v) for f in frames if name in f.columns for v in f[name].astype(object).dropna().unique()})
+        values = sorted({str(v) for f in frames if name in f.columns for v in _distinct(f[name])})
         kinds[name] = pd.CategoricalDtype(values)
     for frame in frames:
         for name, dtype in kinds.items():
             if name in frame.columns:
-                frame[name] = frame[name].astype(object).astype(dtype)
+                column = frame[name]
+                if isinstance(column.dtype, pd.CategoricalDtype) and all(isinstance(c, str) for c in column.cat.categories):
+                    # The same values re-coded against the shared categories (no Python object per row).
+                    frame[name] = column.cat.set_categories(list(dtype.categories)).astype(dtype)
+                else:
+                    frame[name] = column.astype(object).astype(dtype)
         if "phase" in frame.columns:
             frame["phase"] = frame["phase"].astype("int64")
         if "mode" in frame.columns:
@@ -500,25 +443,43 @@ def harmonise(frames: list[pd.DataFrame], attrs: dict) -> None:
         frame.attrs.update(attrs)
 
 
+def _distinct(column: pd.Series) -> list:
+    """A column's distinct values (a categorical's used categories, without a pass over its rows
+    in Python)."""
+    if isinstance(column.dtype, pd.CategoricalDtype):
+        codes = np.unique(column.cat.codes.to_numpy())
+        return [column.cat.categories[k] for k in codes if k >= 0]
+    return list(column.astype(object).dropna().unique())
+
+
 def write_parquet(frame: pd.DataFrame, path: Path, kind: str) -> None:
     """``frame`` as Parquet with a ``run`` column and schema metadata naming the run, the test, the
     format version, the frame's kind and each column's unit. Timedeltas become Arrow ``duration``,
     datetimes Arrow ``timestamp`` (UTC)."""
     attrs = dict(frame.attrs)
-    data = frame.copy()
+    data = frame.copy(deep=False)  # the frame's own columns, not a copy of them
     data.attrs = {}
     if "run" not in data.columns and attrs.get("run"):
-        data.insert(0, "run", pd.Categorical([attrs["run"]] * len(data)))
-    table = pa.Table.from_pandas(data, preserve_index=False)
+        data.insert(0, "run", _constant_category(attrs["run"], len(data)))
+    schema = pa.Schema.from_pandas(data, preserve_index=False)
     described = {
         "parquet_format_version": PARQUET_FORMAT_VERSION,
         "kind": kind,
         **attrs,
         "units": {c: u for c in data.columns if (u := unit_of(str(c)))},
     }
-    metadata = dict(table.schema.metadata or {})
+    metadata = dict(schema.metadata or {})
     metadata[PARQUET_KEY] = json.dumps(described, sort_keys=True).encode()
-    pq.write_table(table.replace_schema_metadata(metadata), path)
+    schema = schema.with_metadata(metadata)
+    # Converted and written a row group at a time: memory stays near the frame's own size.
+    with pq.ParquetWriter(path, schema) as writer:
+        for start in range(0, max(len(data), 1), PARQUET_ROW_GROUP):
+            writer.write_table(pa.Table.from_pandas(data.iloc[start : start + PARQUET_ROW_GROUP], schema=schema, preserve_index=False))
+
+
+def _constant_category(value: str, n: int) -> pd.Categorical:
+    """``pd.Categorical([value] * n)`` without the list."""
+    return pd.Categorical.from_codes(np.zeros(n, dtype=np.int8), categories=pd.Index([value]))
 
 
 def parquet_description(path: str | os.PathLike) -> dict:

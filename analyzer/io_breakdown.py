@@ -158,11 +158,12 @@ def batch_frame(frame: pd.DataFrame) -> pd.DataFrame:
     return pd.DataFrame(rows)
 
 
-def applies(manifest: dict) -> bool:
+def applies(manifest: "rundir.Manifest | dict") -> bool:
     """Whether a run invoked io-* functions or started storage (the analysis hook's guard, so a
     run of other functions never reads its records twice)."""
-    workload = manifest.get("workload") or {}
-    functions = [str((spec or {}).get("function", "")) for spec in (workload.get("instances") or {}).values()]
+    manifest = rundir.as_manifest(manifest)
+    workload = manifest.workload
+    functions = [str((spec or {}).get("function", "")) for spec in manifest.instances.values()]
     return any(name.startswith("io-") for name in functions) or "storage" in (workload.get("as_given") or {})
 
 

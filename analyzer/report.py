@@ -10,6 +10,7 @@ import html
 import sys
 from pathlib import Path
 
+from faasprof import rundir
 from analyzer import chains as chains_mod
 from analyzer import io_breakdown
 from analyzer.markup import STYLE, fmt, ms, pct, rate, seconds, table, image
@@ -35,12 +36,13 @@ def failures_section(summary: dict) -> str:
     )
 
 
-def run_context(manifest: dict) -> list[tuple[str, str]]:
+def run_context(manifest: "rundir.Manifest | dict") -> list[tuple[str, str]]:
     """What a reader needs to judge the numbers: where, on what, with which faasprof, how long."""
-    platform = manifest.get("platform") or {}
-    host = manifest.get("host") or {}
-    workload = manifest.get("workload") or {}
-    tool = manifest.get("faasprof") or {}
+    manifest = rundir.as_manifest(manifest)
+    platform = manifest.platform
+    host = manifest.host
+    workload = manifest.workload
+    tool = manifest.faasprof
     local = platform.get("localwhisk") or {}
     kind = platform.get("kind") or "–"
     version = platform.get("version")
@@ -61,11 +63,11 @@ def run_context(manifest: dict) -> list[tuple[str, str]]:
         ("seed", str(workload.get("seed"))),
         ("faasprof", f"{tool.get('version', '–')}" + (f" (commit {commit[:12]})" if commit else "")),
         ("planned duration", seconds(workload.get("duration_s"))),
-        ("created (UTC)", str(manifest.get("created_utc") or "–")),
+        ("created (UTC)", str(manifest.created_utc or "–")),
     ]
 
 
-def _context_section(manifest: dict) -> str:
+def _context_section(manifest: "rundir.Manifest") -> str:
     cells = "".join(f"<tr><th class='l'>{html.escape(k)}</th><td class='l'>{html.escape(v)}</td></tr>" for k, v in run_context(manifest))
     return f"<table class='ctx'>{cells}</table>"
 

@@ -60,6 +60,7 @@ import math
 import numpy as np
 import pandas as pd
 
+from faasprof import rundir
 from faasprof.outcomes import ACCEPTED_HTTP_OUTCOMES, FAILURE_OUTCOMES, FINAL_OUTCOMES, HTTP_OUTCOMES
 from analyzer.frames import answers_at_end
 
@@ -119,7 +120,7 @@ def clean(obj):
 # workload shape
 
 
-def instance_specs(manifest: dict, frame: pd.DataFrame) -> list[dict]:
+def instance_specs(manifest: "rundir.Manifest | dict", frame: pd.DataFrame) -> list[dict]:
     """Each instance's function, rate and activity window, from the manifest's resolved workload.
 
     Accepts the resolved workload ``workload.spec.Workload.resolved()`` writes (``instances:
@@ -127,7 +128,7 @@ def instance_specs(manifest: dict, frame: pd.DataFrame) -> list[dict]:
     activity_window}``) or a list of instances with a ``name``;
     whatever is missing is taken from the invocation log (window from the planned times).
     """
-    workload = manifest.get("workload") or {}
+    workload = rundir.as_manifest(manifest).workload
     duration = _workload_duration(manifest, frame)
     raw = workload.get("instances") or {}
     if isinstance(raw, list):
@@ -163,8 +164,8 @@ def instance_specs(manifest: dict, frame: pd.DataFrame) -> list[dict]:
     return specs
 
 
-def _workload_duration(manifest: dict, frame: pd.DataFrame) -> float:
-    workload = manifest.get("workload") or {}
+def _workload_duration(manifest: "rundir.Manifest | dict", frame: pd.DataFrame) -> float:
+    workload = rundir.as_manifest(manifest).workload
     for key in ("duration_s", "test_duration_in_seconds"):
         value = workload.get(key)
         if isinstance(value, (int, float)) and value > 0:
@@ -249,6 +250,15 @@ ACHIEVED_RULE = (
     "achieved/s = invocations that ended inside the steady window, per second: the end is the answer "
     "for calls answered when the function ends (blocking calls, web calls with a data file) and the "
     "activation record's end for non-blocking calls; failed invocations count (they ended too)"
+)
+
+
+# Every column of the invocation frame that ``group_stats``, ``latency_trend`` and ``end_times_s`` read.
+STATS_COLUMNS = (
+    "instance", "function", "intended_s", "outcome", "final_outcome", "successful", "has_activation_id", "has_record",
+    "client_latency_ms", "corrected_latency_ms", "platform_latency_ms", "completion_latency_ms", "lateness_ms",
+    "done_ns", "platform_end_s", "wait_ms", "init_ms", "execution_ms", "duration_ms", "overhead_ms", "start_class",
+    "gb_s", "gb_s_1ms", "gb_s_100ms", "memory_mb",
 )
 
 

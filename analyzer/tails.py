@@ -21,6 +21,7 @@ import math
 import numpy as np
 import pandas as pd
 
+from faasprof import rundir
 from analyzer import markup
 from analyzer import stats as stats_mod
 
@@ -32,9 +33,9 @@ RULE = (
 )
 
 
-def response_latency_ms(frame: pd.DataFrame, manifest: dict) -> np.ndarray:
+def response_latency_ms(frame: pd.DataFrame, manifest: "rundir.Manifest | dict") -> np.ndarray:
     """The per-invocation response time the ratios are computed on (see the module docstring)."""
-    instances = (manifest.get("workload") or {}).get("instances") or {}
+    instances = rundir.as_manifest(manifest).instances
     blocking = frame["instance"].map(lambda name: bool((instances.get(name) or {}).get("blocking", True))).to_numpy(dtype=bool)
     client = frame["client_latency_ms"].to_numpy(dtype="float64", na_value=np.nan)
     platform = frame["platform_latency_ms"].to_numpy(dtype="float64", na_value=np.nan)
@@ -55,7 +56,7 @@ def ratio_block(values: np.ndarray) -> dict:
     return out
 
 
-def tail_ratios(frame: pd.DataFrame, manifest: dict) -> dict:
+def tail_ratios(frame: pd.DataFrame, manifest: "rundir.Manifest | dict") -> dict:
     """``{"rule", "rows"}``: one row per function × phase (and ``all``) × start class with samples."""
     latency = response_latency_ms(frame, manifest)
     answered = np.isin(frame["outcome"].astype(object).to_numpy(), stats_mod.ANSWERED)

@@ -28,14 +28,14 @@ def execute_analyzed(workload: Any, out_dir: str | os.PathLike, connection: Any 
                      progress: bool = True, **options: Any) -> Path:
     """``invoker.run.execute`` and, when ``analyze`` and the run completed, its analysis."""
     run_dir = execute(workload, out_dir, connection=connection, progress=progress, save_records=analyze, **options)
-    if analyze and rundir.load_manifest(run_dir).get("status") == "complete":
+    if analyze and rundir.read_manifest(run_dir).status == "complete":
         analyze_after_run(run_dir, connection, _say_to_stderr if progress else None)
     return run_dir
 
 
 def analyze_after_run(run_dir: Path, connection: Any, say: Callable[[str], None] | None) -> None:
     """Analyze a run just finished; a failure is recorded in the manifest and reported, not raised."""
-    platform = rundir.load_manifest(run_dir).get("platform") or {}
+    platform = rundir.read_manifest(run_dir).platform
     if say:
         say("analyzing")
     try:

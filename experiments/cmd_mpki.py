@@ -45,9 +45,7 @@ def main(args: argparse.Namespace) -> int:
         check_out_dir(args.out)
         rows = []
         for run in args.from_runs:
-            manifest = rundir.load_manifest(run)
-            instances = (manifest.get("workload") or {}).get("instances") or {}
-            for name, instance in instances.items():
+            for name, instance in rundir.read_manifest(run).instances.items():
                 rows.append(row_for_run(run, instance.get("function", name), instance.get("rate_per_s")))
         out = rundir.create_run_dir(args.out, "mpki", monitors=False)
         manifest = new_manifest([r["function"] for r in rows], {"from_runs": list(args.from_runs)})

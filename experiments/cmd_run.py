@@ -24,7 +24,7 @@ import sys
 
 from experiments import capacity_store
 from experiments.analyzed import execute_analyzed
-from faasprof.rundir import load_manifest
+from faasprof.rundir import read_manifest
 from invoker import cmd_run as invoker_run
 from invoker.preflight import check_embedded, check_out_dir
 from invoker.verdict import parse_thresholds
@@ -66,16 +66,16 @@ def main(args: argparse.Namespace) -> int:
         print(f"warning: --user-memory/--pause-grace/--isolation only apply to the embedded localwhisk; {connection.apihost} is used", file=sys.stderr)
     run_dir = execute_analyzed(workload, args.out, connection=connection, local_settings=settings, progress=not args.quiet, analyze=args.analyze,
                                options=options, thresholds=thresholds)
-    manifest = load_manifest(run_dir)
-    status = manifest.get("status")
+    manifest = read_manifest(run_dir)
+    status = manifest.status
     print(run_dir, flush=True)
     if status != "complete":
-        print(f"run {status}: {manifest.get('status_reason')} (see {run_dir}/manifest.json)", file=sys.stderr)
+        print(f"run {status}: {manifest.status_reason} (see {run_dir}/manifest.json)", file=sys.stderr)
         return 1
-    verdict = manifest.get("verdict") or {}
+    verdict = manifest.verdict or {}
     if verdict.get("passed") is False:
         print(f"run complete but {verdict['message']} (see {run_dir}/manifest.json, verdict)", file=sys.stderr)
         return 1
-    if manifest.get("analysis_error"):
+    if manifest.analysis_error:
         return 1
     return 0

@@ -196,11 +196,8 @@ def report_run(run_dir: str | os.PathLike, victim: str, aggressor: str | None, r
     """Load an executed run, draw Fig 14 into ``analysis/plots/`` and write ``analysis/interference.json``."""
     run = load_run(run_dir)
     manifest = run.manifest
-    workload = manifest.get("workload") or {}
-    monitors = manifest.get("monitors") or []
-    if isinstance(monitors, dict):
-        monitors = [dict(value, name=key) for key, value in monitors.items()]
-    perf_meta = next((m for m in monitors if isinstance(m, dict) and m.get("name") == "perf"), {})
+    workload = manifest.workload
+    perf_meta = manifest.monitors.get("perf") or {}
     dropped = dict(perf_meta.get("dropped_events") or {})
     if not perf_meta:
         dropped = {"perf": "the run had no perf monitor (monitoring.perf)"}

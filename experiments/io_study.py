@@ -134,7 +134,7 @@ def run_study(workload, out_dir: str | Path, progress: bool = True, run_point=No
         try:
             run_dir = Path(run_point(point_workload, study_dir))
             entry["run_dir"] = run_dir.name
-            entry["status"] = rundir.load_manifest(run_dir).get("status")
+            entry["status"] = rundir.read_manifest(run_dir).status
             entry["summary"] = io_breakdown.summarise(run_dir, warmup_batches=int(study.get("warmup_batches", 1)))
         except FaasprofError as error:
             entry["status"], entry["error"] = "failed", str(error)

@@ -89,11 +89,11 @@ def counts_from_perf(text: str, sep: str = ",") -> dict:
 def row_for_run(run_dir: str | os.PathLike, function: str, rate_rps: float | None) -> dict:
     """One ``mpki.csv`` row from an executed and analysed run."""
     run_dir = Path(run_dir)
-    manifest = rundir.load_manifest(run_dir)
+    manifest = rundir.read_manifest(run_dir)
     summary = load_summary(run_dir)
     stats = next((f for f in summary.get("functions") or [] if f.get("function") == function), {})
     phases = [p for i in summary.get("instances") or [] if i.get("function", i.get("instance")) == function for p in i.get("phases") or []]
-    perf_meta = next((m for m in _monitor_list(manifest) if m.get("name") == "perf"), {})
+    perf_meta = manifest.monitors.get("perf") or {}
     text_path = run_dir / rundir.MONITORS / "perf" / "perf_stat.csv"
     counts = counts_from_perf(text_path.read_text()) if text_path.is_file() else {e.replace("-", "_"): math.nan for e in EVENTS} | {
         "branch_mpki": math.nan, "branch_miss_rate": math.nan, "ipc": math.nan, "min_running_pct": math.nan, "missing": "no perf output in the run"}
@@ -161,13 +161,6 @@ def mpki_workload(function: str, rate_rps: float, duration_s: float, per: str, s
         "monitoring": {"perf": {"events": list(EVENTS), "per": per, "required": True, "interval_ms": 1000}},
         "instances": {function: {"application": function, "distribution": "Uniform", "rate": rate_rps}},
     }
-
-
-def _monitor_list(manifest: dict) -> list[dict]:
-    monitors = manifest.get("monitors") or []
-    if isinstance(monitors, dict):
-        return [dict(value, name=key) for key, value in monitors.items()]
-    return [m for m in monitors if isinstance(m, dict)]
 
 
 def _ratio(numerator: float, denominator: float, scale: float = 1.0) -> float:

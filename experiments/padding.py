@@ -34,6 +34,7 @@ import numpy as np
 import pandas as pd
 
 from analyzer.compare import ensure_analyzed
+from faasprof import rundir
 from faasprof.errors import ConfigError, NotReadyError
 from functions.package import BUILD_DIR
 
@@ -168,8 +169,7 @@ def cold_start_vs_size(sweep_dir: str | os.PathLike, parameter: str | None = Non
     over every analysed run of the sweep whose point set ``parameter``."""
     rows = []
     for manifest_path in sorted(Path(sweep_dir).glob("*/manifest.json")):
-        manifest = json.loads(manifest_path.read_text())
-        values = ((manifest.get("sweep_point") or {}).get("values") or {})
+        values = (rundir.read_manifest(manifest_path.parent).sweep_point or {}).get("values") or {}
         parameter = parameter or next((p for p in PADDING_PARAMETERS if p in values), None)
         if parameter is None or parameter not in values:
             continue

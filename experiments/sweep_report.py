@@ -70,7 +70,7 @@ def sweep_frame(sweep_dir: Path, progress: bool = True) -> tuple[pd.DataFrame, l
     parameters = list(log["parameters"])
     by_run = {}
     for point, path in zip(done, run_dirs):
-        applied = rundir.load_manifest(path).get("sweep_point", {}).get("applied") or point["values"]
+        applied = (rundir.read_manifest(path).sweep_point or {}).get("applied") or point["values"]
         by_run[path.name] = {"repeat": point["repeat"], **{p: _scalar(applied.get(p, point["values"].get(p))) for p in parameters}}
     extra = pd.DataFrame([by_run[name] for name in frame["run"]])
     frame = pd.concat([frame.reset_index(drop=True), extra.add_prefix("sweep_")], axis=1)

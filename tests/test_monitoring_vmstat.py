@@ -76,7 +76,9 @@ def test_live_on_this_machine_and_frames_on_the_run_clock(tmp_path):
     frames = load_run_monitors(run_dir, {"clock": {"monotonic_zero_ns": zero_ns}, "monitors": [described]})
     frame = frames["vmstat"]
     assert len(frame) >= 3 and (frame["t_s"] > 0).all() and frame["t_s"].is_monotonic_increasing
-    assert frame["cpu_busy_share"].between(0, 1).all()
+    # An interval where a kernel counter went down (iowait does, by design) has no share: NaN, not 0.
+    busy = frame["cpu_busy_share"].dropna()
+    assert len(busy) >= 1 and busy.between(0, 1).all()
 
 
 def test_parse_cli_on_the_recorded_file(tmp_path):

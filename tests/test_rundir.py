@@ -177,3 +177,77 @@ def test_a_failed_write_stops_writing_and_keeps_what_was_written(tmp_path):
     log.close()
     assert log.lost == 2
     assert [r["seq"] for r in rundir.read_invocations(tmp_path)] == ["0"]
+
+
+def test_typed_manifest_reads_every_field_and_keeps_the_rest(tmp_path):
+    clock = rundir.ClockAnchor(1_000, 5_000)
+    manifest = rundir.new_manifest("t", {"instances": {"i0": {"function": "f", "blocking": False}}}, clock, platform={"kind": "localwhisk"})
+    manifest["counts"]["planned"] = 7
+    manifest["monitors"] = [{"name": "perf", "status": "stopped", "events": ["cycles"]}, {"name": "rdt", "status": "failed"}]
+    manifest["something_new"] = {"kept": True}
+    rundir.write_manifest(tmp_path, manifest)
+    typed = rundir.read_manifest(tmp_path)
+    assert (typed.format_version, typed.test_name, typed.status) == (rundir.FORMAT_VERSION, "t", "running")
+    assert typed.wall_ns_at_zero == 5_000 and typed.monotonic_zero_ns == 1_000
+    assert typed.planned == 7 and typed.instances["i0"]["function"] == "f"
+    assert typed.platform == {"kind": "localwhisk"} and typed.host == {}
+    assert sorted(typed.monitors) == ["perf", "rdt"] and typed.monitors["perf"]["events"] == ["cycles"]
+    assert typed.extra == {"something_new": {"kept": True}}
+    assert typed.to_json() == rundir.load_manifest(tmp_path)  # written back exactly as read
+    rundir.write_manifest(tmp_path, typed)
+    assert rundir.load_manifest(tmp_path) == manifest
+
+
+def test_monitors_are_one_shape_whatever_the_file_holds(tmp_path):
+    as_list = rundir.as_manifest({"monitors": [{"name": "perf", "status": "stopped"}]})
+    as_dict = rundir.as_manifest({"monitors": {"perf": {"status": "stopped"}}})
+    assert as_list.monitors == as_dict.monitors == {"perf": {"name": "perf", "status": "stopped"}}
+    assert rundir.as_manifest({}).monitors == {}
+
+
+@pytest.mark.parametrize(
+    "change, message",
+    [
+        ({"format_version": 3}, "format_version 3 is not supported"),
+        ({"format_version": None}, "format_version None is not supported"),
+        ({"clock": [1, 2]}, "clock is list, expected an object"),
+        ({"clock": {"wall_ns_at_zero": "soon"}}, "clock.wall_ns_at_zero is 'soon'"),
+        ({"monitors": "perf"}, "monitors is str"),
+        ({"status": 3}, "status 3 is not text"),
+    ],
+)
+def test_a_damaged_or_unknown_manifest_is_rejected_naming_the_field(tmp_path, change, message):
+    manifest = rundir.new_manifest("t", {}, rundir.ClockAnchor(1, 2))
+    manifest.update(change)
+    (tmp_path / "manifest.json").write_text(json.dumps(manifest))
+    with pytest.raises(FormatError, match=message) as raised:
+        rundir.read_manifest(tmp_path)
+    assert str(raised.value).startswith(str(tmp_path / "manifest.json"))
+
+
+def test_format_1_manifest_reads_typed(tmp_path):
+    (tmp_path / "manifest.json").write_text(json.dumps({"format_version": 1, "test_name": "old", "status": "complete",
+                                                         "clock": {"monotonic_zero_ns": 3, "wall_ns_at_zero": 9}, "monitors": []}))
+    typed = rundir.read_manifest(tmp_path)
+    assert (typed.format_version, typed.status, typed.wall_ns_at_zero, typed.planned, typed.monitors) == (1, "complete", 9, None, {})
+
+
+def test_activation_records_file_write_append_and_read_back(tmp_path):
+    path = tmp_path / rundir.ACTIVATIONS
+    records = [{"activationId": "b", "start": 2}, {"activationId": "a", "start": 2}, {"activationId": "c", "start": 1}]
+    assert rundir.write_records(path, rundir.sort_records(records)) == 3
+    assert [json.loads(line)["activationId"] for line in path.read_text().splitlines()] == ["c", "a", "b"]
+    with open(path, "ab") as handle:
+        handle.write(b'{"activationId": "cut sho')  # a line cut short by a crash
+    assert rundir.append_records(path, [{"activationId": "d", "start": 3}]) == 1
+    assert sorted(rundir.read_record_ids(path)) == ["a", "b", "c", "d"]
+    assert rundir.read_record_ids(tmp_path / "absent.jsonl") == {}
+
+
+def test_monitor_locations(tmp_path):
+    perf = rundir.monitor_dir(tmp_path, "perf")
+    (perf / rundir.MONITOR_META).write_text(json.dumps({"monotonic_ns_at_start": 5}))
+    rundir.monitor_dir(tmp_path, "rdt")
+    assert list(rundir.monitor_dirs(tmp_path)) == ["perf", "rdt"]
+    assert rundir.read_monitor_meta(perf) == {"monotonic_ns_at_start": 5}
+    assert rundir.read_monitor_meta(tmp_path / "monitors" / "rdt") == {}

@@ -193,7 +193,11 @@ def git_commit() -> str | None:
 
 
 def new_manifest(test_name: str, workload: dict, clock: ClockAnchor, **extra: Any) -> dict[str, Any]:
-    """A manifest in state ``running``; callers add ``platform``, ``host``, ``tools``, ``monitors``."""
+    """A manifest in state ``running``; callers add ``platform``, ``host``, ``tools``, ``monitors``.
+
+    Writers build and update the manifest as its JSON dict (``write_manifest``); readers get the
+    typed ``Manifest`` from ``read_manifest``.
+    """
     manifest: dict[str, Any] = {
         "format_version": FORMAT_VERSION,
         "test_name": test_name,
@@ -208,12 +212,15 @@ def new_manifest(test_name: str, workload: dict, clock: ClockAnchor, **extra: An
     return manifest
 
 
-def write_manifest(run_dir: str | os.PathLike, manifest: dict) -> None:
-    write_json_atomic(Path(run_dir) / MANIFEST, manifest)
+def write_manifest(run_dir: str | os.PathLike, manifest: "dict | Manifest") -> None:
+    write_json_atomic(Path(run_dir) / MANIFEST, manifest.to_json() if isinstance(manifest, Manifest) else manifest)
 
 
 def load_manifest(run_dir: str | os.PathLike) -> dict:
-    """Read and version-check a run's manifest; raise FormatError with the fix on any problem."""
+    """The manifest's JSON dict, version-checked (for writers that change and write it back).
+
+    Readers use ``read_manifest``, which also validates the fields and types them.
+    """
     path = Path(run_dir) / MANIFEST
     if not Path(run_dir).is_dir():
         raise ConfigError(f"{run_dir}: not a directory; pass a run directory (runs/<test>-<stamp>)")
@@ -226,6 +233,13 @@ def load_manifest(run_dir: str | os.PathLike) -> dict:
         raise FormatError(f"{path}: not valid JSON ({error.msg} at line {error.lineno})") from None
     check_format_version(path, manifest)
     return manifest
+
+
+def read_manifest(run_dir: str | os.PathLike) -> "Manifest":
+    """The run's typed manifest (read once by a reader and passed on); ``FormatError`` on an
+    unknown format version or a field of the wrong type, ``ConfigError`` for a path that is not
+    a directory."""
+    return Manifest.from_json(load_manifest(run_dir), Path(run_dir) / MANIFEST)
 
 
 def check_format_version(path: str | os.PathLike, data: dict) -> None:
@@ -243,6 +257,135 @@ def update_manifest(run_dir: str | os.PathLike, **changes: Any) -> dict:
     manifest.update(changes)
     write_manifest(run_dir, manifest)
     return manifest
+
+
+# Top-level manifest keys the typed Manifest names; everything else is kept in ``extra``.
+_DICT_FIELDS = ("faasprof", "clock", "workload", "counts", "platform", "host", "tools", "invoker")
+_OPTIONAL_DICT_FIELDS = ("local_settings", "verdict", "sweep_point", "activations", "allocation", "native")
+_TEXT_FIELDS = ("status_reason", "created_utc", "finished_utc", "analysis_error")
+
+
+@dataclass
+class Manifest:
+    """``manifest.json`` typed: what every reader of a run directory uses.
+
+    Sub-blocks that carry their own schema (the resolved workload, the platform's ``GET /``, host
+    metadata) stay dicts. ``monitors`` is always ``{name: description}`` whatever the file holds
+    (the invoker writes a list of collector descriptions, each with its ``name``). Keys this
+    version does not name are kept in ``extra``; ``to_json`` gives back the dict as read.
+    """
+
+    format_version: int
+    test_name: str | None
+    status: str | None  # one of STATUSES (None: not recorded)
+    clock: dict = field(default_factory=dict)
+    workload: dict = field(default_factory=dict)
+    counts: dict = field(default_factory=dict)
+    platform: dict = field(default_factory=dict)
+    host: dict = field(default_factory=dict)
+    tools: dict = field(default_factory=dict)
+    faasprof: dict = field(default_factory=dict)
+    invoker: dict = field(default_factory=dict)
+    monitors: dict[str, dict] = field(default_factory=dict)
+    warnings: list = field(default_factory=list)
+    status_reason: str | None = None
+    created_utc: str | None = None
+    finished_utc: str | None = None
+    analysis_error: str | None = None
+    local_settings: dict | None = None
+    verdict: dict | None = None
+    sweep_point: dict | None = None
+    activations: dict | None = None
+    allocation: dict | None = None
+    native: dict | None = None
+    extra: dict = field(default_factory=dict)
+    raw: dict = field(default_factory=dict, repr=False)
+
+    @classmethod
+    def from_json(cls, data: dict, path: str | os.PathLike = MANIFEST) -> "Manifest":
+        """Validate a manifest's JSON dict (as ``load_manifest`` read it) and type it."""
+        if not isinstance(data, dict):
+            raise FormatError(f"{path}: not a JSON object; the file is not a faasprof manifest")
+        check_format_version(path, data)
+        status = data.get("status")
+        if status is not None and not isinstance(status, str):
+            raise FormatError(f"{path}: status {status!r} is not text (one of {', '.join(STATUSES)}); the manifest is damaged")
+        values: dict[str, Any] = {"format_version": int(data["format_version"]), "status": status,
+                                  "test_name": None if data.get("test_name") is None else str(data["test_name"])}
+        for name in _DICT_FIELDS:
+            value = data.get(name)
+            if value is not None and not isinstance(value, dict):
+                raise FormatError(f"{path}: {name} is {type(value).__name__}, expected an object; the manifest is damaged")
+            values[name] = value or {}
+        for name in _OPTIONAL_DICT_FIELDS:
+            value = data.get(name)
+            if value is not None and not isinstance(value, dict):
+                raise FormatError(f"{path}: {name} is {type(value).__name__}, expected an object; the manifest is damaged")
+            values[name] = value
+        for name in _TEXT_FIELDS:
+            value = data.get(name)
+            values[name] = None if value is None else str(value)
+        clock = values["clock"]
+        for key in ("monotonic_zero_ns", "wall_ns_at_zero"):
+            if key in clock and not (isinstance(clock[key], int) and not isinstance(clock[key], bool)):
+                raise FormatError(f"{path}: clock.{key} is {clock[key]!r}, expected integer nanoseconds; the manifest is damaged")
+        values["monitors"] = _monitors_by_name(data.get("monitors"), path)
+        warnings = data.get("warnings")
+        values["warnings"] = list(warnings) if isinstance(warnings, list) else []
+        named = {"format_version", "status", "test_name", "monitors", "warnings", *_DICT_FIELDS, *_OPTIONAL_DICT_FIELDS, *_TEXT_FIELDS}
+        values["extra"] = {k: v for k, v in data.items() if k not in named}
+        return cls(**values, raw=data)
+
+    def to_json(self) -> dict:
+        """The manifest as ``manifest.json`` holds it."""
+        return self.raw
+
+    @property
+    def wall_ns_at_zero(self) -> int:
+        """Wall-clock ns at the run's monotonic zero (0 when the run recorded no clock)."""
+        return int(self.clock.get("wall_ns_at_zero", 0))
+
+    @property
+    def monotonic_zero_ns(self) -> int | None:
+        value = self.clock.get("monotonic_zero_ns")
+        return None if value is None else int(value)
+
+    @property
+    def instances(self) -> dict[str, dict]:
+        """The resolved workload's instances by name."""
+        instances = self.workload.get("instances")
+        return instances if isinstance(instances, dict) else {}
+
+    @property
+    def planned(self) -> int | None:
+        """The planned count the invoker recorded (None when unknown)."""
+        planned = self.counts.get("planned")
+        return int(planned) if isinstance(planned, int) and not isinstance(planned, bool) and planned > 0 else None
+
+
+def _monitors_by_name(monitors: Any, path: str | os.PathLike) -> dict[str, dict]:
+    """``monitors`` as ``{name: description}``: the invoker writes a list of descriptions, each
+    with its ``name``; a dict by name is read as it is."""
+    if monitors is None:
+        return {}
+    if isinstance(monitors, dict):
+        return {str(name): dict(value, name=str(name)) if isinstance(value, dict) else {"name": str(name)} for name, value in monitors.items()}
+    if isinstance(monitors, list):
+        out = {}
+        for entry in monitors:
+            if isinstance(entry, dict) and isinstance(entry.get("name"), str):
+                out[entry["name"]] = entry
+        return out
+    raise FormatError(f"{path}: monitors is {type(monitors).__name__}, expected a list of monitor descriptions; the manifest is damaged")
+
+
+def as_manifest(manifest: "Manifest | dict") -> "Manifest":
+    """A typed manifest from either form (functions that notebooks call with a plain dict)."""
+    if isinstance(manifest, Manifest):
+        return manifest
+    data = dict(manifest)
+    data.setdefault("format_version", FORMAT_VERSION)
+    return Manifest.from_json(data)
 
 
 def format_row(row: tuple) -> str:
@@ -472,7 +615,7 @@ class Completeness:
         return f"torn run: {self.missing:,} of {self.planned:,} planned invocations have no row: " + "; ".join(parts)
 
 
-def reconstruct_missing(run_dir: str | os.PathLike, present_seqs: Iterable[int], manifest: dict | None = None) -> tuple[list[tuple], Completeness]:
+def reconstruct_missing(run_dir: str | os.PathLike, present_seqs: Iterable[int], manifest: "Manifest | dict | None" = None) -> tuple[list[tuple], Completeness]:
     """Rows (``INVOCATION_COLUMNS`` tuples) for every planned invocation without one, and the tally.
 
     The plan comes from ``plan.bin``; a run without one (format 1) falls back to the manifest's
@@ -484,11 +627,10 @@ def reconstruct_missing(run_dir: str | os.PathLike, present_seqs: Iterable[int],
     if plan is None:
         if manifest is None:
             try:
-                manifest = load_manifest(run_dir)
+                manifest = read_manifest(run_dir)
             except (FormatError, ConfigError):
                 manifest = None
-        planned = ((manifest or {}).get("counts") or {}).get("planned")
-        planned = int(planned) if isinstance(planned, int) and planned > 0 else None
+        planned = as_manifest(manifest).planned if manifest is not None else None
         missing = max(0, planned - len(set(present))) if planned is not None else 0
         return [], Completeness(planned, len(present), uncounted=missing, plan_source="manifest counts" if planned else "none")
     n = len(plan)
@@ -552,17 +694,63 @@ def completeness(run_dir: str | os.PathLike) -> Completeness:
     return report
 
 
+# -- monitors -------------------------------------------------------------------------------------
+
+MONITOR_META = "meta.json"  # a collector's anchors (monotonic and wall-clock ns at its start) and layout
+
+
 def monitor_dir(run_dir: str | os.PathLike, name: str) -> Path:
+    """``monitors/<name>/`` (created): where collector ``name`` writes its raw output."""
     path = Path(run_dir) / MONITORS / name
     path.mkdir(parents=True, exist_ok=True)
     return path
 
 
-# -- activations.jsonl: the platform's records, raw --------------------------------------------------
+def monitor_dirs(run_dir: str | os.PathLike) -> dict[str, Path]:
+    """``{name: monitors/<name>/}`` for every monitor that left a directory, by name."""
+    base = Path(run_dir) / MONITORS
+    if not base.is_dir():
+        return {}
+    return {path.name: path for path in sorted(base.iterdir()) if path.is_dir()}
+
+
+def read_monitor_meta(directory: str | os.PathLike) -> dict:
+    """A monitor directory's ``meta.json`` ({} when the collector wrote none)."""
+    path = Path(directory) / MONITOR_META
+    try:
+        data = json.loads(path.read_text(encoding="utf-8"))
+    except FileNotFoundError:
+        return {}
+    except json.JSONDecodeError as error:
+        raise FormatError(f"{path}: not valid JSON ({error.msg}); the collector was interrupted while writing it") from None
+    return data if isinstance(data, dict) else {}
+
+
+# -- activation records (activations.jsonl) ---------------------------------------------------------
+#
+# One raw record per line exactly as the platform returned it; written by ``faasprof run`` when it
+# owns the platform and by ``faasprof analyze`` otherwise (the fetching lives with the platform).
 
 
 def sort_records(records: Iterable[dict]) -> list[dict]:
+    """Records in file order: by ``start``, then activation id."""
     return sorted(records, key=lambda r: (int(r.get("start") or 0), str(r.get("activationId"))))
+
+
+def write_records(path: str | os.PathLike, records: Iterable[dict]) -> int:
+    """Write raw records as JSON lines atomically (temporary file, fsync, rename); returns the count."""
+    path = Path(path)
+    tmp = path.with_name(f".{path.name}.tmp{os.getpid()}")
+    count = 0
+    with open(tmp, "w", encoding="utf-8") as handle:
+        for record in records:
+            handle.write(json.dumps(record, separators=(",", ":")))
+            handle.write("\n")
+            count += 1
+        handle.flush()
+        os.fsync(handle.fileno())
+    os.replace(tmp, path)
+    return count
 
 
 def append_records(path: str | os.PathLike, records: Iterable[dict]) -> int:
@@ -583,24 +771,8 @@ def append_records(path: str | os.PathLike, records: Iterable[dict]) -> int:
     return count
 
 
-def write_records(path: str | os.PathLike, records: Iterable[dict]) -> int:
-    """Write raw records as JSON lines atomically; returns the count."""
-    path = Path(path)
-    tmp = path.with_name(f".{path.name}.tmp{os.getpid()}")
-    count = 0
-    with open(tmp, "w", encoding="utf-8") as handle:
-        for record in records:
-            handle.write(json.dumps(record, separators=(",", ":")))
-            handle.write("\n")
-            count += 1
-        handle.flush()
-        os.fsync(handle.fileno())
-    os.replace(tmp, path)
-    return count
-
-
 def read_record_ids(path: str | os.PathLike) -> dict[str, dict]:
-    """The records of an existing ``activations.jsonl`` by id (unreadable lines skipped)."""
+    """The records of an existing ``activations.jsonl`` by id (unreadable lines skipped; {} when absent)."""
     records: dict[str, dict] = {}
     try:
         handle = open(path, encoding="utf-8")

@@ -1,0 +1,460 @@
+"""``activations.jsonl`` read back flat: one typed row per activation record.
+
+A record's ``start`` and ``end`` are epoch milliseconds of the invoker's clock; ``duration``
+includes ``initTime``; ``waitTime`` runs from the controller accepting the request to the start of
+``/init`` (or ``/run`` when the container was already initialised), so container creation and
+resume-from-pause costs are inside it (see docs/ and the analyzer's README). ``RECORD_COLUMNS``
+names the flat columns (units in the names); ``flatten_record`` states their meaning for one
+record, and every reader here gives exactly its answer.
+
+Two readers, one result:
+
+* ``read_records`` with DuckDB (a dependency since the 10-million-row target of the analyzer):
+  its JSON reader parses the file in native code on every core and extracts only the fields the
+  columns need; no Python object per record. Records whose shape is unusual (annotations not a
+  list, a response that is not an object, a status code that is not an integer) and failed
+  records' error texts are finished in Python by ``flatten_record``, so the answer is the same.
+* ``read_records_python``: orjson and ``flatten_record``, record by record; the reference the
+  tests hold the fast reader to, and the reader where DuckDB cannot be imported.
+
+Writing the file is ``faasprof.rundir.write_records``/``append_records``.
+"""
+
+from __future__ import annotations
+
+import gc
+import json
+import os
+from typing import Any
+
+import numpy as np
+import pandas as pd
+import pyarrow as pa
+import pyarrow.compute as pc
+
+from faasprof.errors import FormatError
+from faasprof.outcomes import TIMEOUT_MESSAGE_FRAGMENT, record_outcome
+
+try:  # parses and extracts in native code, on every core; without it the Python reader is used
+    import duckdb
+except ImportError:  # pragma: no cover - duckdb is a declared dependency
+    duckdb = None
+
+try:  # orjson parses a million records several times faster; the standard library is the fallback
+    from orjson import loads as _loads
+except ImportError:  # pragma: no cover
+    _loads = json.loads
+
+# ``statusCode`` (DB document, ``docs=false`` summaries) to ``response.status`` (extended JSON).
+STATUS_CODES = {0: "success", 1: "application error", 2: "action developer error", 3: "whisk internal error"}
+
+RECORD_COLUMNS = (
+    "activation_id",
+    "name",
+    "namespace",
+    "start_ms",
+    "end_ms",
+    "duration_ms",
+    "wait_ms",
+    "init_ms",
+    "kind",
+    "memory_mb",
+    "timeout_limit_ms",
+    "timed_out",
+    "status",
+    "container_state",
+    "record_outcome",
+    "error_text",
+)
+CATEGORY_COLUMNS = ("name", "namespace", "kind", "status", "container_state", "record_outcome")
+TEXT_COLUMNS = ("activation_id", "error_text")
+FLOAT_COLUMNS = tuple(c for c in RECORD_COLUMNS if c not in CATEGORY_COLUMNS + TEXT_COLUMNS + ("timed_out",))
+
+ERROR_TEXT_CHARS = 200  # enough to recognise the error; the full text stays in activations.jsonl
+CHUNK_RECORDS = 65_536
+
+
+# -- one record ---------------------------------------------------------------------------------
+
+
+def _annotation_map(annotations: Any) -> dict:
+    if isinstance(annotations, list):
+        return {a.get("key"): a.get("value") for a in annotations if isinstance(a, dict)}
+    if isinstance(annotations, dict):
+        return annotations
+    return {}
+
+
+def _number(value: Any) -> float:
+    if isinstance(value, bool) or value is None:
+        return np.nan
+    try:
+        return float(value)
+    except (TypeError, ValueError):
+        return np.nan
+
+
+def flatten_record(record: dict) -> tuple:
+    """One raw record as a tuple in ``RECORD_COLUMNS`` order (NaN/None where a field is absent)."""
+    ann = _annotation_map(record.get("annotations"))
+    limits = ann.get("limits") if isinstance(ann.get("limits"), dict) else {}
+    response = record.get("response") if isinstance(record.get("response"), dict) else {}
+    status = response.get("status")
+    if status is None:
+        code = record.get("statusCode", response.get("statusCode"))
+        status = STATUS_CODES.get(code, None if code is None else f"status {code}")
+    start, end = _number(record.get("start")), _number(record.get("end"))
+    duration = _number(record.get("duration"))
+    if np.isnan(duration) and not (np.isnan(start) or np.isnan(end)):
+        duration = end - start
+    return (
+        record.get("activationId"),
+        record.get("name"),
+        record.get("namespace"),
+        start,
+        end,
+        duration,
+        _number(ann.get("waitTime")),
+        _number(ann.get("initTime")),  # absent = no /init for this activation
+        ann.get("kind"),
+        _number(limits.get("memory")),
+        _number(limits.get("timeout")),
+        bool(ann.get("timeout", False)),
+        status,
+        ann.get("containerState"),  # not in OpenWhisk's records (only its invoker log); localwhisk adds it
+        *_outcome_and_error(record),
+    )
+
+
+def _outcome_and_error(record: dict) -> tuple[str, str | None]:
+    """The record's final outcome (``faasprof.outcomes.record_outcome``) and, unless it is a
+    success, the start of its error text (what the report shows beside the failure counts)."""
+    response = record.get("response")
+    annotations = record.get("annotations")
+    if not isinstance(response, dict) or not isinstance(annotations, (list, type(None))):
+        # A malformed record still counts, as whatever its well-formed fields say.
+        record = {k: v for k, v in record.items() if k not in ("response", "annotations")}
+        if isinstance(response, dict):
+            record["response"] = response
+        if isinstance(annotations, dict):  # the {key: value} form flatten_record accepts too
+            record["annotations"] = [{"key": k, "value": v} for k, v in annotations.items()]
+    outcome = record_outcome(record)
+    if outcome == "success":
+        return outcome, None
+    result = response.get("result") if isinstance(response, dict) else None
+    return outcome, error_text(result.get("error") if isinstance(result, dict) else None)
+
+
+def error_text(error: Any) -> str | None:
+    """The start of a record's ``response.result.error`` as the frames show it."""
+    if error is None:
+        return None
+    text = error if isinstance(error, str) else json.dumps(error, sort_keys=True, default=str)
+    return text[:ERROR_TEXT_CHARS]
+
+
+def _flatten_fast(record: dict) -> tuple:
+    """``flatten_record`` for the common case (annotations as a list of {key, value})."""
+    annotations = record.get("annotations")
+    if type(annotations) is not list:
+        return flatten_record(record)
+    wait = init = kind = memory = timeout_limit = state = None
+    timed_out = False
+    for item in annotations:
+        try:
+            key = item["key"]
+        except (KeyError, TypeError):
+            continue
+        if key == "waitTime":
+            wait = item.get("value")
+        elif key == "initTime":
+            init = item.get("value")
+        elif key == "limits":
+            limits = item.get("value")
+            if type(limits) is dict:
+                memory, timeout_limit = limits.get("memory"), limits.get("timeout")
+        elif key == "kind":
+            kind = item.get("value")
+        elif key == "timeout":
+            timed_out = item.get("value") is True
+        elif key == "containerState":
+            state = item.get("value")
+    response = record.get("response")
+    status = response.get("status") if type(response) is dict else None
+    if status is None:
+        code = record.get("statusCode", response.get("statusCode") if type(response) is dict else None)
+        status = STATUS_CODES.get(code, None if code is None else f"status {code}")
+    start, end, duration = record.get("start"), record.get("end"), record.get("duration")
+    if duration is None and start is not None and end is not None:
+        duration = _number(end) - _number(start)
+    # The common case, a success, is settled here; anything else asks faasprof.outcomes (the same
+    # answer, several times slower).
+    code = response.get("statusCode", record.get("statusCode")) if type(response) is dict else record.get("statusCode")
+    if not timed_out and ((code is None and status == "success") or (code == 0 and type(code) is int)):
+        outcome = ("success", None)
+    else:
+        outcome = _outcome_and_error(record)
+    return (record.get("activationId"), record.get("name"), record.get("namespace"), start, end, duration, wait, init, kind, memory, timeout_limit, timed_out, status, state, *outcome)
+
+
+# -- the typed frame ----------------------------------------------------------------------------
+
+
+def records_frame(columns: dict[str, list] | list[tuple]) -> pd.DataFrame:
+    """Flattened records (columns by name, or ``flatten_record`` tuples) as a typed frame, one row
+    per activation id (the last record of an id wins)."""
+    if isinstance(columns, list):
+        rows = columns
+        columns = {name: list(values) for name, values in zip(RECORD_COLUMNS, zip(*rows))} if rows else {}
+    data = {}
+    for name in RECORD_COLUMNS:
+        values = columns.get(name, [])
+        if name in TEXT_COLUMNS:
+            data[name] = pd.Series(np.array(values, dtype=object), dtype=object)
+        elif name in CATEGORY_COLUMNS:
+            data[name] = pd.Categorical(values)  # few distinct values: small and fast
+        elif name == "timed_out":
+            data[name] = np.asarray(values, dtype=bool)
+        else:
+            data[name] = _to_float(values)
+    frame = pd.DataFrame(data)
+    if frame["activation_id"].duplicated().any():
+        frame = frame.drop_duplicates("activation_id", keep="last").reset_index(drop=True)
+    return frame
+
+
+def _to_float(values: list) -> np.ndarray:
+    try:
+        return np.asarray(values, dtype="float64")  # None becomes NaN
+    except (TypeError, ValueError):
+        return pd.to_numeric(pd.Series(values, dtype=object), errors="coerce").to_numpy(dtype="float64")
+
+
+def _concat(chunks: list[pd.DataFrame]) -> pd.DataFrame:
+    frame = pd.concat(chunks, ignore_index=True)
+    for name in CATEGORY_COLUMNS:  # concat turns categoricals with different categories into objects
+        frame[name] = frame[name].astype("category")
+    if frame["activation_id"].duplicated().any():
+        frame = frame.drop_duplicates("activation_id", keep="last").reset_index(drop=True)
+    return frame
+
+
+# -- reading the file ---------------------------------------------------------------------------
+
+
+def read_records(path: str | os.PathLike, keep_ids: set[str] | None = None) -> tuple[pd.DataFrame, int]:
+    """Flattened records from ``activations.jsonl``; returns (typed frame, number of bad lines).
+
+    A line cut short by a crash, or any line that is not a JSON object, is counted, not fatal.
+    With ``keep_ids`` only records of those activations are kept. Uses DuckDB when it can be
+    imported (see the module docstring), else ``read_records_python``.
+    """
+    if not os.path.exists(path):
+        raise FormatError(f"{path}: missing")
+    if duckdb is None:
+        return read_records_python(path, keep_ids)
+    result = _read_records_duckdb(os.fspath(path))
+    if result is None:
+        return read_records_python(path, keep_ids)
+    frame, bad = result
+    if keep_ids is not None:
+        frame = frame[frame["activation_id"].isin(keep_ids).to_numpy()].reset_index(drop=True)
+    return frame, bad
+
+
+def read_records_python(path: str | os.PathLike, keep_ids: set[str] | None = None) -> tuple[pd.DataFrame, int]:
+    """``read_records`` record by record (orjson and ``flatten_record``), converted to typed
+    columns every ``CHUNK_RECORDS`` records so memory stays near the size of the result."""
+    chunks = []
+    rows: list[tuple] = []
+    bad = 0
+    try:
+        handle = open(path, "rb")
+    except FileNotFoundError:
+        raise FormatError(f"{path}: missing") from None
+    # Millions of short-lived dicts would trigger the cyclic garbage collector over and over;
+    # nothing here creates cycles.
+    gc_was_enabled = gc.isenabled()
+    gc.disable()
+    try:
+        with handle:
+            for line in handle:
+                try:
+                    record = _loads(line)
+                except ValueError:
+                    if line.strip():
+                        bad += 1
+                    continue
+                if type(record) is not dict:
+                    bad += 1
+                    continue
+                if keep_ids is not None and record.get("activationId") not in keep_ids:
+                    continue
+                rows.append(_flatten_fast(record))
+                if len(rows) >= CHUNK_RECORDS:
+                    chunks.append(records_frame(rows))
+                    rows = []
+    finally:
+        if gc_was_enabled:
+            gc.enable()
+    if rows or not chunks:
+        chunks.append(records_frame(rows))
+    frame = chunks[0] if len(chunks) == 1 else _concat(chunks)
+    return frame, bad
+
+
+# The fields the columns need, typed as a regular record has them; the annotations' values and the
+# response's fields stay JSON so that their types can be checked.
+_DUCKDB_COLUMNS = (
+    "{activationId: 'VARCHAR', name: 'VARCHAR', namespace: 'VARCHAR', \"start\": 'DOUBLE', \"end\": 'DOUBLE', duration: 'DOUBLE', "
+    "statusCode: 'JSON', annotations: 'STRUCT(\"key\" VARCHAR, \"value\" JSON)[]', "
+    "response: 'STRUCT(status JSON, statusCode JSON, success JSON, result STRUCT(error JSON))'}"
+)
+
+# One row per line, in file order. ``unusual`` says the record is not of the regular shape (then
+# the whole file goes to the Python reader): the checks are on the JSON text of small values, so
+# they cost no parsing. ``error_json`` is kept for failed records only.
+_DUCKDB_QUERY = """
+WITH raw AS (
+  SELECT *, list_reverse(annotations) AS rev
+  FROM read_json({path}, format = 'newline_delimited', ignore_errors = true, maximum_object_size = 1073741824,
+                 columns = {columns})
+), keyed AS (
+  SELECT *, list_transform(rev, lambda a: a.key) AS rkeys FROM raw
+), picked AS (
+  SELECT *,
+    CAST(rev[list_position(rkeys, 'waitTime')].value AS VARCHAR) AS wait_text,
+    CAST(rev[list_position(rkeys, 'initTime')].value AS VARCHAR) AS init_text,
+    rev[list_position(rkeys, 'kind')].value AS kind_json,
+    rev[list_position(rkeys, 'limits')].value AS limits_json,
+    CAST(rev[list_position(rkeys, 'timeout')].value AS VARCHAR) AS timeout_text,
+    rev[list_position(rkeys, 'containerState')].value AS state_json,
+    CAST(coalesce(response.statusCode, statusCode) AS VARCHAR) AS code_text,
+    CAST(coalesce(statusCode, response.statusCode) AS VARCHAR) AS status_code_text,
+    CAST(response.status AS VARCHAR) AS status_text
+  FROM keyed
+), decided AS (
+  SELECT *,
+    CASE
+      WHEN timeout_text = 'true' THEN 'action_timeout'
+      WHEN code_text IN ('0', '1', '2', '3')
+        THEN ['success', 'application_error', 'developer_error', 'internal_error'][CAST(code_text AS INTEGER) + 1]
+      WHEN lower(status_text) = '"success"' THEN 'success'
+      WHEN lower(status_text) = '"application error"' THEN 'application_error'
+      WHEN lower(status_text) = '"action developer error"' THEN 'developer_error'
+      WHEN lower(status_text) = '"whisk internal error"' THEN 'internal_error'
+      WHEN CAST(response.success AS VARCHAR) = 'true' THEN 'success'
+      ELSE 'internal_error'
+    END AS outcome
+  FROM picked
+)
+SELECT
+  activationId AS activation_id, name, namespace, "start" AS start_ms, "end" AS end_ms,
+  coalesce(duration, "end" - "start") AS duration_ms,
+  TRY_CAST(wait_text AS DOUBLE) AS wait_ms, TRY_CAST(init_text AS DOUBLE) AS init_ms,
+  kind_json ->> '$' AS kind,
+  TRY_CAST(limits_json -> '$.memory' AS DOUBLE) AS memory_mb,
+  TRY_CAST(limits_json -> '$.timeout' AS DOUBLE) AS timeout_limit_ms,
+  coalesce(timeout_text = 'true', false) AS timed_out,
+  CASE WHEN status_text IS NOT NULL AND status_text <> 'null' THEN response.status ->> '$'
+       WHEN status_code_text IN ('0', '1', '2', '3')
+         THEN ['success', 'application error', 'action developer error', 'whisk internal error'][CAST(status_code_text AS INTEGER) + 1]
+       WHEN status_code_text IS NOT NULL AND status_code_text <> 'null' THEN 'status ' || status_code_text
+  END AS status,
+  state_json ->> '$' AS container_state,
+  outcome AS record_outcome,
+  CASE WHEN outcome <> 'success' THEN CAST(response.result.error AS VARCHAR) END AS error_json,
+  (activationId IS NULL AND name IS NULL AND namespace IS NULL AND "start" IS NULL AND "end" IS NULL AND duration IS NULL
+   AND statusCode IS NULL AND annotations IS NULL AND response IS NULL) AS empty,
+  coalesce(annotations IS NULL OR response IS NULL
+   OR wait_text IN ('true', 'false') OR init_text IN ('true', 'false')
+   OR (kind_json IS NOT NULL AND NOT starts_with(CAST(kind_json AS VARCHAR), '"') AND CAST(kind_json AS VARCHAR) <> 'null')
+   OR (state_json IS NOT NULL AND NOT starts_with(CAST(state_json AS VARCHAR), '"') AND CAST(state_json AS VARCHAR) <> 'null')
+   OR (status_text IS NOT NULL AND NOT starts_with(status_text, '"') AND status_text <> 'null')
+   OR (code_text IS NOT NULL AND code_text <> 'null' AND NOT regexp_full_match(code_text, '-?[0-9]+'))
+   OR (status_code_text IS NOT NULL AND status_code_text <> 'null' AND NOT regexp_full_match(status_code_text, '-?[0-9]+')), false) AS unusual
+FROM decided
+"""
+
+
+def _read_records_duckdb(path: str) -> tuple[pd.DataFrame, int] | None:
+    """The fast reader; None when a record is not of the regular shape (the caller then reads the
+    file with ``read_records_python``)."""
+    query = _DUCKDB_QUERY.format(path="'" + path.replace("'", "''") + "'", columns=_DUCKDB_COLUMNS)
+    connection = duckdb.connect(config={"threads": max(1, os.cpu_count() or 1)})
+    try:
+        table = connection.sql(query).to_arrow_table()
+    finally:
+        connection.close()
+    # A line that is not a JSON object (or one cut short) comes back with every field empty.
+    empty = table.column("empty").to_numpy(zero_copy_only=False)
+    bad = int(empty.sum())
+    if bad:
+        table = table.filter(pa.array(~empty))
+    if table.num_rows and pc.any(table.column("unusual")).as_py():
+        return None
+    frame = _frame_from_table(table)
+    failed = np.flatnonzero((frame["record_outcome"] != "success").to_numpy())
+    if len(failed):
+        _finish_failed(frame, table, failed)
+    frame = _dedupe(frame, table.column("activation_id"))
+    del table
+    pa.default_memory_pool().release_unused()  # Arrow's allocator keeps freed blocks otherwise
+    return frame, bad
+
+
+def _frame_from_table(table: pa.Table) -> pd.DataFrame:
+    """The typed columns ``records_frame`` makes, straight from Arrow (no Python object per row
+    except the activation ids, which the frame keeps as Python strings)."""
+    n = table.num_rows
+    data: dict[str, Any] = {}
+    data["activation_id"] = pd.Series(table.column("activation_id").to_numpy(zero_copy_only=False), dtype=object)
+    for name in CATEGORY_COLUMNS:
+        data[name] = categorical(table.column(name))
+    for name in FLOAT_COLUMNS:
+        data[name] = table.column(name).to_numpy(zero_copy_only=False).astype("float64", copy=False)
+    data["timed_out"] = table.column("timed_out").to_numpy(zero_copy_only=False).astype(bool, copy=False)
+    data["error_text"] = pd.Series(np.full(n, None, dtype=object), dtype=object)
+    return pd.DataFrame({name: data[name] for name in RECORD_COLUMNS})
+
+
+def categorical(column: pa.ChunkedArray | pa.Array) -> pd.Categorical:
+    """A string column as ``pd.Categorical(values)`` makes it: the sorted distinct values."""
+    encoded = pc.dictionary_encode(column)
+    encoded = encoded.combine_chunks() if isinstance(encoded, pa.ChunkedArray) else encoded
+    categories = encoded.dictionary.to_pylist()
+    if not categories:
+        return pd.Categorical([None] * len(encoded))
+    codes = pc.fill_null(encoded.indices, -1).to_numpy(zero_copy_only=False).astype(np.int64)
+    order = sorted(range(len(categories)), key=lambda k: categories[k])
+    remap = np.empty(len(categories) + 1, dtype=np.int64)
+    remap[-1] = -1  # code -1 (no value) stays -1
+    remap[np.asarray(order, dtype=np.int64)] = np.arange(len(order), dtype=np.int64)
+    return pd.Categorical.from_codes(remap[codes], categories=pd.Index([categories[k] for k in order]))
+
+
+def _finish_failed(frame: pd.DataFrame, table: pa.Table, rows: np.ndarray) -> None:
+    """Failed records: the error text, and OpenWhisk's time-limit message turning a developer
+    error into an action timeout (``faasprof.outcomes.record_outcome``)."""
+    errors = table.column("error_json").take(pa.array(rows)).to_pylist()
+    outcomes = frame["record_outcome"].to_numpy(dtype=object).copy()
+    texts = frame["error_text"].to_numpy(dtype=object).copy()
+    changed = False
+    for row, raw in zip(rows, errors):
+        error = json.loads(raw) if raw is not None else None
+        texts[row] = error_text(error)
+        if outcomes[row] == "developer_error":
+            message = error if isinstance(error, str) else str(error or "")
+            if TIMEOUT_MESSAGE_FRAGMENT in message:
+                outcomes[row] = "action_timeout"
+                changed = True
+    if changed:
+        frame["record_outcome"] = pd.Categorical(outcomes)
+    frame["error_text"] = pd.Series(texts, dtype=object)
+
+
+def _dedupe(frame: pd.DataFrame, ids: pa.ChunkedArray) -> pd.DataFrame:
+    """One row per activation id, the last record of an id winning (as ``records_frame``)."""
+    if len(frame) and pc.count_distinct(ids, mode="all").as_py() != len(ids):
+        frame = frame.drop_duplicates("activation_id", keep="last").reset_index(drop=True)
+    return frame
