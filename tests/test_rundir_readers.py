@@ -20,6 +20,7 @@ from faasprof import rundir
 from faasprof.rundir import records as records_mod
 from faasprof.rundir import tables
 from analyzer import frames as frames_mod
+from analyzer.analysis import load_run
 from test_analyzer_synthetic import FAILURE_RECORDS, record, write_synthetic_run
 
 FAILURES = {3: "application_error", 7: "developer_error", 11: "internal_error", 13: "action_timeout", 17: "no_record"}
@@ -175,8 +176,6 @@ def test_a_format_1_run_reads_the_same_and_loads(tmp_path):
     assert manifest.format_version == 1
     frame = _check_invocations(run_dir, manifest)
     assert frame.attrs["completeness"]["uncounted"] == 5 and frame.attrs["completeness"]["plan_source"] == "manifest counts"
-    from analyzer.analysis import load_run
-
     run = load_run(run_dir)
     assert len(run.invocations) == 15 and run.manifest.format_version == 1
 
