@@ -17,28 +17,16 @@ failure is in the manifest); a frame is never invented.
 
 from __future__ import annotations
 
-import json
 import os
 from pathlib import Path
 
-from faasprof.errors import FormatError
+from faasprof import rundir
 from monitoring.collectors import collector_class
 
 
-def _meta(directory: Path, manifest: dict, name: str) -> dict:
-    path = directory / "meta.json"
-    meta: dict = {}
-    if path.exists():
-        try:
-            meta = json.loads(path.read_text(encoding="utf-8"))
-        except json.JSONDecodeError as error:
-            raise FormatError(f"{path}: not valid JSON ({error.msg}); the collector was interrupted while writing it") from None
-    monitors = manifest.get("monitors") or {}
-    if isinstance(monitors, list):  # the invoker records a list of describe() dicts
-        recorded = next((m for m in monitors if isinstance(m, dict) and m.get("name") == name), {})
-    else:
-        recorded = monitors.get(name) or {}
-    return {**recorded, **meta}
+def _meta(directory: Path, manifest: rundir.Manifest, name: str) -> dict:
+    """What the collector wrote in ``meta.json`` over what the invoker recorded in the manifest."""
+    return {**(manifest.monitors.get(name) or {}), **rundir.read_monitor_meta(directory)}
 
 
 def start_offset_s(meta: dict, clock: dict) -> float | None:
@@ -52,24 +40,20 @@ def start_offset_s(meta: dict, clock: dict) -> float | None:
     return None
 
 
-def load_run_monitors(run_dir: str | os.PathLike, manifest: dict) -> dict:
+def load_run_monitors(run_dir: str | os.PathLike, manifest: "rundir.Manifest | dict") -> dict:
     """``{monitor name: frame}`` for every monitor with parsable raw output (see module doc)."""
-    run_dir = Path(run_dir)
-    clock = manifest.get("clock") or {}
-    base = run_dir / "monitors"
+    typed = rundir.as_manifest(manifest)
+    raw = typed.to_json()  # the collectors' frame loaders read host facts by key
     result = {}
-    if not base.is_dir():
-        return result
-    for directory in sorted(p for p in base.iterdir() if p.is_dir()):
-        name = directory.name
-        meta = _meta(directory, manifest, name)
-        offset = start_offset_s(meta, clock)
+    for name, directory in rundir.monitor_dirs(run_dir).items():
+        meta = _meta(directory, typed, name)
+        offset = start_offset_s(meta, typed.clock)
         if offset is None:
             continue  # never started (failed check): nothing to align
         cls = collector_class(name)
         if cls is None:
             continue  # runtime_script and others: no parser
-        frame = cls.load_frame(directory, meta, offset, manifest)
+        frame = cls.load_frame(directory, meta, offset, raw)
         if frame is not None:
             result[name] = frame
     return result

@@ -4,7 +4,7 @@
   cgroups v1 + a v2 mount) on 2026-11-21 by this script's ``copy_this_vm`` (files listed there).
   Regenerating it on another machine copies that machine instead: do not, unless that is the point.
 * ``xeon_11way``, ``xeon_20way``: constructed, not copied. The values are the real data points of
-  research/monitoring-formats.md §2.5 (a Skylake-class Xeon with 16 L3 CLOSes and 11 ways, cbm_mask
+  a published `pqos -s -v` of a Skylake-class Xeon (tests/data/resctrl/README.md: a Xeon with 16 L3 CLOSes and 11 ways, cbm_mask
   7ff, shareable 0x600, MBA 8 CLOSes min 10 step 10; another with 20 ways, mask fffff); the file
   layout is the kernel's (Documentation/arch/x86/resctrl.rst, sysfs cpu topology and cpufreq).
 """
