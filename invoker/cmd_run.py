@@ -1,15 +1,5 @@
-"""``faasprof run CONFIG``: its arguments and settings (the command itself is ``experiments.cmd_run``).
-
-    faasprof run workload_configs/json_dumps.json                 # on the embedded localwhisk
-    faasprof run my.json --apihost https://172.17.0.1 --auth UUID:KEY --insecure --analyze
-
-Progress and warnings go to stderr; the last line of stdout is the run directory. Exit status:
-0 the run completed and met its thresholds (``invoker.verdict``: by default at least one
-invocation succeeded and no more than half failed), 1 it was interrupted or aborted, or completed
-but failed its thresholds (the run directory is still complete and readable; the manifest's
-``verdict`` names the dominant failure and its fix), 2 bad input, 3 the platform or a required
-collector is not ready (nothing created).
-"""
+"""``faasprof run CONFIG``: its arguments and settings. The command itself, its examples and its
+exit statuses are ``experiments.cmd_run``'s (it resolves capacity-relative rates first)."""
 
 from __future__ import annotations
 

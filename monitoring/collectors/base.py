@@ -117,6 +117,19 @@ def read_output(path: Path) -> str | None:
     return text if text.strip() else None
 
 
+def samples_on_run_clock(path: Path, parse, offset_s: float):
+    """A sampler's raw file parsed (``parse(text)`` gives ``elapsed_s`` per sample) with ``t_s``,
+    seconds on the run clock, in front; None when the file is missing, blank or has no sample."""
+    text = read_output(path)
+    if text is None:
+        return None
+    frame = parse(text)
+    if frame.empty:
+        return None
+    frame.insert(0, "t_s", offset_s + frame["elapsed_s"])
+    return frame
+
+
 class Collector:
     """Base: status, errors, warnings, the start anchor, ``meta.json``; subclasses add the tool.
 

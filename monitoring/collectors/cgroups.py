@@ -10,7 +10,7 @@ import os
 import time
 from pathlib import Path
 
-from monitoring.collectors.base import NO, OK, Finding, ParseKind, SamplingCollector, read_output
+from monitoring.collectors.base import NO, OK, Finding, ParseKind, SamplingCollector, samples_on_run_clock
 from monitoring.host import Root, cgroup_info
 from monitoring.parsers.cgroups import parse_cgroup_samples
 
@@ -251,14 +251,7 @@ class CgroupCollector(SamplingCollector):
 
     @classmethod
     def load_frame(cls, directory: Path, meta: dict, offset_s: float, manifest: dict):
-        text = read_output(directory / cls.output_name)
-        if text is None:
-            return None
-        frame = parse_cgroup_samples(text)
-        if frame.empty:
-            return None
-        frame.insert(0, "t_s", offset_s + frame["elapsed_s"])
-        return frame
+        return samples_on_run_clock(directory / cls.output_name, parse_cgroup_samples, offset_s)
 
     @classmethod
     def doctor(cls, root: Root, host: dict, live: bool, block: dict | None) -> list[Finding]:

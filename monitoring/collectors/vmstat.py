@@ -17,7 +17,7 @@ import io
 import time
 from pathlib import Path
 
-from monitoring.collectors.base import NO, OK, Finding, ParseKind, SamplingCollector, read_output
+from monitoring.collectors.base import NO, OK, Finding, ParseKind, SamplingCollector, samples_on_run_clock
 from monitoring.host import Root
 
 # /proc/stat's aggregate "cpu" line, in the kernel's order (proc(5)); guest times are already
@@ -131,14 +131,7 @@ class VmstatCollector(SamplingCollector):
 
     @classmethod
     def load_frame(cls, directory: Path, meta: dict, offset_s: float, manifest: dict):
-        text = read_output(directory / cls.output_name)
-        if text is None:
-            return None
-        frame = parse_vmstat_samples(text)
-        if frame.empty:
-            return None
-        frame.insert(0, "t_s", offset_s + frame["elapsed_s"])
-        return frame
+        return samples_on_run_clock(directory / cls.output_name, parse_vmstat_samples, offset_s)
 
     @classmethod
     def doctor(cls, root: Root, host: dict, live: bool, block: dict | None) -> list[Finding]:
