@@ -323,7 +323,7 @@ _DUCKDB_COLUMNS = (
 _DUCKDB_QUERY = """
 WITH raw AS (
   SELECT *, list_reverse(annotations) AS rev
-  FROM read_json({path}, format = 'newline_delimited', ignore_errors = true, maximum_object_size = 1073741824,
+  FROM read_json({path}, format = 'newline_delimited', ignore_errors = true, maximum_object_size = {max_object},
                  columns = {columns})
 ), keyed AS (
   SELECT *, list_transform(rev, lambda a: a.key) AS rkeys FROM raw
@@ -389,16 +389,16 @@ def _read_records_duckdb(path: str) -> tuple[pd.DataFrame, int] | None:
 
     The query's result is streamed in batches of ``BATCH_ROWS`` and each batch is reduced at once
     to what the frame keeps (float arrays, the ids as Arrow strings, the repeated strings as
-    dictionary codes), so neither DuckDB nor Arrow ever holds the whole result as strings."""
-    query = _DUCKDB_QUERY.format(path="'" + path.replace("'", "''") + "'", columns=_DUCKDB_COLUMNS)
-    connection = duckdb.connect(config={"threads": max(1, os.cpu_count() or 1)})
-    parts = _Parts()
-    try:
-        for batch in connection.sql(query).to_arrow_reader(BATCH_ROWS):
-            if not parts.add(batch):
-                return None
-    finally:
-        connection.close()
+    dictionary codes), so neither DuckDB nor Arrow ever holds the whole result as strings.
+
+    DuckDB's JSON reader allocates buffers of twice its largest object size per thread: the file is
+    read with ``MAX_OBJECT_BYTES``, and read again with ``MAX_OBJECT_BYTES_RETRY`` when a line came
+    back unreadable, so that a record larger than the first is never taken for a damaged line."""
+    parts = _query_parts(path, MAX_OBJECT_BYTES)
+    if parts is not None and parts.bad:
+        parts = _query_parts(path, MAX_OBJECT_BYTES_RETRY)
+    if parts is None:
+        return None
     frame = parts.frame()
     bad, failed, errors = parts.bad, parts.failed_rows(), parts.errors
     del parts
@@ -407,6 +407,23 @@ def _read_records_duckdb(path: str) -> tuple[pd.DataFrame, int] | None:
     frame = _dedupe(frame)
     pa.default_memory_pool().release_unused()  # Arrow's allocator keeps freed blocks otherwise
     return frame, bad
+
+
+MAX_OBJECT_BYTES = 64 * 2**20  # a record of OpenWhisk's largest result (its limit is 1 MiB) fits many times over
+MAX_OBJECT_BYTES_RETRY = 2**30
+
+
+def _query_parts(path: str, max_object_bytes: int) -> "_Parts | None":
+    query = _DUCKDB_QUERY.format(path="'" + path.replace("'", "''") + "'", columns=_DUCKDB_COLUMNS, max_object=int(max_object_bytes))
+    connection = duckdb.connect(config={"threads": max(1, os.cpu_count() or 1)})
+    parts = _Parts()
+    try:
+        for batch in connection.sql(query).to_arrow_reader(BATCH_ROWS):
+            if not parts.add(batch):
+                return None
+    finally:
+        connection.close()
+    return parts
 
 
 BATCH_ROWS = 1 << 20  # rows of one streamed batch: bounded memory, few Python steps
