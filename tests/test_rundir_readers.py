@@ -195,14 +195,3 @@ def test_records_are_matched_to_invocations_as_by_index_lookup(tmp_path):
     assert frames_mod.match_records(plain, records).tolist() == expected.tolist()
     assert np.all(frames_mod.match_records(invocations, records.iloc[:0]) == -1)
 
-
-def test_a_record_larger_than_the_first_read_buffer_is_read_not_counted_unreadable(tmp_path, monkeypatch):
-    # DuckDB reads with a small object-size buffer first; a larger record comes back as an
-    # unreadable line, and the file is read again with the large buffer.
-    monkeypatch.setattr(records_mod, "MAX_OBJECT_BYTES", 2048)
-    big = record("b" * 32, "fn", 1_790_000_000_000, 2, 0, 5, status="application error", error="x" * 8000)
-    lines = [json.dumps(record("a" * 32, "fn", 1_790_000_000_000, 2, 0, 5)), json.dumps(big), '{"cut short']
-    _write_lines(tmp_path / "a.jsonl", lines)
-    frame, bad = _both(tmp_path / "a.jsonl")
-    assert bad == 1 and frame["activation_id"].tolist() == ["a" * 32, "b" * 32]
-    assert frame["record_outcome"].astype(str).tolist() == ["success", "application_error"]

@@ -391,12 +391,11 @@ def _read_records_duckdb(path: str) -> tuple[pd.DataFrame, int] | None:
     to what the frame keeps (float arrays, the ids as Arrow strings, the repeated strings as
     dictionary codes), so neither DuckDB nor Arrow ever holds the whole result as strings.
 
-    DuckDB's JSON reader allocates buffers of twice its largest object size per thread: the file is
-    read with ``MAX_OBJECT_BYTES``, and read again with ``MAX_OBJECT_BYTES_RETRY`` when a line came
-    back unreadable, so that a record larger than the first is never taken for a damaged line."""
+    DuckDB's JSON reader sizes its read buffers from ``maximum_object_size`` (twice it, per
+    thread), so it is given ``MAX_OBJECT_BYTES``, not 1 GiB (0.5 GiB less at its peak); a larger
+    record is still read whole (DuckDB 1.x/2.0 grows the buffer; checked with a 5 MB record
+    against a 1 MiB setting)."""
     parts = _query_parts(path, MAX_OBJECT_BYTES)
-    if parts is not None and parts.bad:
-        parts = _query_parts(path, MAX_OBJECT_BYTES_RETRY)
     if parts is None:
         return None
     frame = parts.frame()
@@ -409,8 +408,7 @@ def _read_records_duckdb(path: str) -> tuple[pd.DataFrame, int] | None:
     return frame, bad
 
 
-MAX_OBJECT_BYTES = 64 * 2**20  # a record of OpenWhisk's largest result (its limit is 1 MiB) fits many times over
-MAX_OBJECT_BYTES_RETRY = 2**30
+MAX_OBJECT_BYTES = 64 * 2**20  # OpenWhisk's result limit is 1 MiB: a record fits many times over
 
 
 def _query_parts(path: str, max_object_bytes: int) -> "_Parts | None":
