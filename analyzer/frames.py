@@ -198,12 +198,13 @@ def has_activation_id(invocations: pd.DataFrame) -> np.ndarray:
 
 
 def _arrow_ids(values: pd.Series) -> pa.Array:
-    """A column of activation ids as one Arrow string array (zero-copy when it is Arrow-backed)."""
+    """A column of activation ids as one Arrow string array (zero-copy when it is Arrow-backed
+    in one chunk, as both readers give it)."""
     array = values.array
     if isinstance(array, pd.arrays.ArrowStringArray):
         chunked = pa.chunked_array(array._pa_array) if not isinstance(array._pa_array, pa.ChunkedArray) else array._pa_array
-        return chunked.combine_chunks().cast(pa.string())
-    return pa.array(values.to_numpy(dtype=object), type=pa.string(), from_pandas=True)
+        return chunked.chunk(0) if chunked.num_chunks == 1 else chunked.combine_chunks()
+    return pa.array(values.to_numpy(dtype=object), type=pa.large_string(), from_pandas=True)
 
 
 def match_records(invocations: pd.DataFrame, records: pd.DataFrame) -> np.ndarray:
@@ -211,9 +212,17 @@ def match_records(invocations: pd.DataFrame, records: pd.DataFrame) -> np.ndarra
     Arrow (a hash join in native code), records hold one row per id."""
     if not len(records):
         return np.full(len(invocations), -1, dtype=np.int64)
-    ids = _arrow_ids(invocations["activation_id"].fillna(""))
-    position = pc.index_in(ids, value_set=_arrow_ids(records["activation_id"]))
-    return pc.fill_null(position, -1).to_numpy(zero_copy_only=False).astype(np.int64)
+    column = invocations["activation_id"]
+    ids = _arrow_ids(column.fillna("") if column.hasnans else column)
+    value_set = _arrow_ids(records["activation_id"])
+    if value_set.type != ids.type:
+        value_set = value_set.cast(ids.type)
+    position = pc.index_in(ids, value_set=value_set)
+    del ids, value_set
+    out = pc.fill_null(position, -1).to_numpy(zero_copy_only=False).astype(np.int64)
+    del position
+    pa.default_memory_pool().release_unused()  # the hash table's blocks, kept by Arrow's allocator otherwise
+    return out
 
 
 def answers_at_end(instance: dict, default: bool = True) -> bool:
