@@ -218,9 +218,11 @@ def load_run(path: str | os.PathLike, progress: Callable[[str], None] | None = N
         for name in phase["instances"]:
             if name not in by_instance:
                 continue
-            rows_all = slim.take(by_instance[name])
-            t = rows_all["intended_s"].to_numpy()
-            rows = rows_all[(t >= phase["steady_start_s"]) & (t < phase["end_s"])]
+            positions = by_instance[name]
+            t = intended[positions]
+            # The whole instance only for its end times; the statistics take the steady rows.
+            rows_all = slim[list(stats_mod.END_COLUMNS)].take(positions)
+            rows = slim.take(positions[(t >= phase["steady_start_s"]) & (t < phase["end_s"])])
             spec = next(s for s in specs if s["instance"] == name)
             done_s = stats_mod.end_times_s(rows_all, spec["blocking"])
             if spec["blocking"] or not rows_all["has_record"].any():

@@ -282,6 +282,9 @@ def label_counts(column: pd.Series, names) -> dict:
     return {name: int((values == name).sum()) for name in names}
 
 
+END_COLUMNS = ("outcome", "done_ns", "has_record", "platform_end_s")  # what ``end_times_s`` reads
+
+
 def end_times_s(rows: pd.DataFrame, answers_at_end: bool) -> np.ndarray:
     """Run-relative end time (s) of each invocation that ended, per ``ACHIEVED_RULE``.
 
