@@ -164,7 +164,8 @@ def classify_starts(function: np.ndarray, start_ms: np.ndarray, end_ms: np.ndarr
     * ``warm``: everything else with a record.
 
     Inputs are aligned arrays (``function`` any hashable labels or integer codes; NaN
-    ``start_ms`` means no record; ``container_state`` a class name per row or None).
+    ``start_ms`` means no record; ``container_state`` a state per row, as an array or a
+    ``pd.Categorical``, or None).
     """
     n = len(start_ms)
     codes = np.full(n, START_CLASSES.index("unknown"), dtype=np.int8)
@@ -182,8 +183,13 @@ def classify_starts(function: np.ndarray, start_ms: np.ndarray, end_ms: np.ndarr
         codes[has & resumed] = START_CLASSES.index("resumed")
         codes[has & ~np.isnan(init_ms)] = START_CLASSES.index("cold")
         if container_state is not None:
-            for state, name in CONTAINER_STATE_CLASS.items():
-                codes[has & (container_state == state)] = START_CLASSES.index(name)
+            # Decided per distinct state and applied by code: no Python comparison per row.
+            states = container_state if isinstance(container_state, pd.Categorical) else pd.Categorical(np.asarray(container_state, dtype=object))
+            state_codes = np.asarray(states.codes)
+            for k, state in enumerate(states.categories):
+                name = CONTAINER_STATE_CLASS.get(state) if isinstance(state, str) else None
+                if name is not None:
+                    codes[has & (state_codes == k)] = START_CLASSES.index(name)
     return pd.Categorical.from_codes(codes, categories=START_CLASSES)
 
 
@@ -289,7 +295,7 @@ def build_invocation_frame(invocations: pd.DataFrame, records: pd.DataFrame, man
     grace, _ = pause_grace_ms(manifest)
     states = _take_category(rec, "container_state", position, has)
     function_codes = pd.Categorical(frame["function"]).codes
-    classes = classify_starts(function_codes, start_ms, end_ms, init_raw, grace, np.asarray(states, dtype=object))
+    classes = classify_starts(function_codes, start_ms, end_ms, init_raw, grace, states)
     frame["start_class"] = classes
     frame["status"] = _take_category(rec, "status", position, has)
     frame["record_outcome"] = _take_category(rec, "record_outcome", position, has)

@@ -452,10 +452,11 @@ class _Parts:
             return True
         if pc.any(batch.column("unusual")).as_py():
             return False
-        ids = batch.column("activation_id")
-        self.ids.append(ids.cast(pa.large_string()) if ids.type != pa.large_string() else ids)
+        # Copies, never views: a column imported from DuckDB keeps its whole batch (every column of
+        # the result) alive for as long as any of its buffers is referenced.
+        self.ids.append(pa.concat_arrays([batch.column("activation_id").cast(pa.large_string())]))
         for name in FLOAT_COLUMNS:
-            self.floats[name].append(batch.column(name).to_numpy(zero_copy_only=False).astype("float64", copy=False))
+            self.floats[name].append(np.array(batch.column(name).to_numpy(zero_copy_only=False), dtype="float64", copy=True))
         self.timed_out.append(batch.column("timed_out").to_numpy(zero_copy_only=False).astype(bool, copy=False))
         for name in CATEGORY_COLUMNS:
             encoded = pc.dictionary_encode(batch.column(name))
@@ -485,7 +486,8 @@ class _Parts:
         data["timed_out"] = np.concatenate(self.timed_out) if self.rows else np.zeros(0, dtype=bool)
         self.timed_out = []
         data["error_text"] = pd.Series(np.full(self.rows, None, dtype=object), dtype=object)
-        return pd.DataFrame({name: data[name] for name in RECORD_COLUMNS})
+        # copy=False: the columns stay the arrays just made (no consolidating copy of the float columns)
+        return pd.DataFrame({name: data[name] for name in RECORD_COLUMNS}, copy=False)
 
 
 def _joined_categorical(pieces: list[tuple[list, np.ndarray]]) -> pd.Categorical:
