@@ -218,9 +218,11 @@ def load_run(path: str | os.PathLike, progress: Callable[[str], None] | None = N
         for name in phase["instances"]:
             if name not in by_instance:
                 continue
-            rows_all = slim.take(by_instance[name])
-            t = rows_all["intended_s"].to_numpy()
-            rows = rows_all[(t >= phase["steady_start_s"]) & (t < phase["end_s"])]
+            positions = by_instance[name]
+            t = intended[positions]
+            # The whole instance only for its end times; the statistics take the steady rows.
+            rows_all = slim[list(stats_mod.END_COLUMNS)].take(positions)
+            rows = slim.take(positions[(t >= phase["steady_start_s"]) & (t < phase["end_s"])])
             spec = next(s for s in specs if s["instance"] == name)
             done_s = stats_mod.end_times_s(rows_all, spec["blocking"])
             if spec["blocking"] or not rows_all["has_record"].any():
@@ -261,7 +263,7 @@ def load_run(path: str | os.PathLike, progress: Callable[[str], None] | None = N
         t = rows["intended_s"].to_numpy()
         start = float(np.nanmin(t)) if len(t) else 0.0
         end = float(np.nanmax(t)) if len(t) else 0.0
-        answered = np.isin(rows["outcome"].astype(object).to_numpy(), stats_mod.ANSWERED)
+        answered = stats_mod.label_mask(rows["outcome"], stats_mod.ANSWERED)
         done_s = rows["done_ns"].to_numpy(dtype="float64", na_value=np.nan)[answered] / 1e9
         block = stats_mod.group_stats(rows, start, max(end, start + 1e-9) + 1e-9, done_s)
         modes = phase_stats[phase_stats["function"] == function]["mode"].tolist() if len(phase_stats) else []
@@ -317,8 +319,7 @@ def monitor_summary(run: Run) -> dict:
 def failure_summary(frame: pd.DataFrame) -> dict:
     """Invocations that did not succeed, by function and final outcome, each with its count, its
     completion latency (p50, max) and the first error text seen (record error, else HTTP error)."""
-    final = frame["final_outcome"].astype(object).to_numpy()
-    failed = frame[np.isin(final, FAILURE_OUTCOMES)]
+    failed = frame[stats_mod.label_mask(frame["final_outcome"], FAILURE_OUTCOMES)]
     groups = []
     for (function, outcome), rows in failed.groupby([failed["function"].astype(object), failed["final_outcome"].astype(object)], sort=False):
         latency = rows["completion_latency_ms"].to_numpy(dtype="float64")

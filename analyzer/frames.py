@@ -164,7 +164,8 @@ def classify_starts(function: np.ndarray, start_ms: np.ndarray, end_ms: np.ndarr
     * ``warm``: everything else with a record.
 
     Inputs are aligned arrays (``function`` any hashable labels or integer codes; NaN
-    ``start_ms`` means no record; ``container_state`` a class name per row or None).
+    ``start_ms`` means no record; ``container_state`` a state per row, as an array or a
+    ``pd.Categorical``, or None).
     """
     n = len(start_ms)
     codes = np.full(n, START_CLASSES.index("unknown"), dtype=np.int8)
@@ -182,8 +183,13 @@ def classify_starts(function: np.ndarray, start_ms: np.ndarray, end_ms: np.ndarr
         codes[has & resumed] = START_CLASSES.index("resumed")
         codes[has & ~np.isnan(init_ms)] = START_CLASSES.index("cold")
         if container_state is not None:
-            for state, name in CONTAINER_STATE_CLASS.items():
-                codes[has & (container_state == state)] = START_CLASSES.index(name)
+            # Decided per distinct state and applied by code: no Python comparison per row.
+            states = container_state if isinstance(container_state, pd.Categorical) else pd.Categorical(np.asarray(container_state, dtype=object))
+            state_codes = np.asarray(states.codes)
+            for k, state in enumerate(states.categories):
+                name = CONTAINER_STATE_CLASS.get(state) if isinstance(state, str) else None
+                if name is not None:
+                    codes[has & (state_codes == k)] = START_CLASSES.index(name)
     return pd.Categorical.from_codes(codes, categories=START_CLASSES)
 
 
@@ -198,12 +204,13 @@ def has_activation_id(invocations: pd.DataFrame) -> np.ndarray:
 
 
 def _arrow_ids(values: pd.Series) -> pa.Array:
-    """A column of activation ids as one Arrow string array (zero-copy when it is Arrow-backed)."""
+    """A column of activation ids as one Arrow string array (zero-copy when it is Arrow-backed
+    in one chunk, as both readers give it)."""
     array = values.array
     if isinstance(array, pd.arrays.ArrowStringArray):
         chunked = pa.chunked_array(array._pa_array) if not isinstance(array._pa_array, pa.ChunkedArray) else array._pa_array
-        return chunked.combine_chunks().cast(pa.string())
-    return pa.array(values.to_numpy(dtype=object), type=pa.string(), from_pandas=True)
+        return chunked.chunk(0) if chunked.num_chunks == 1 else chunked.combine_chunks()
+    return pa.array(values.to_numpy(dtype=object), type=pa.large_string(), from_pandas=True)
 
 
 def match_records(invocations: pd.DataFrame, records: pd.DataFrame) -> np.ndarray:
@@ -211,9 +218,17 @@ def match_records(invocations: pd.DataFrame, records: pd.DataFrame) -> np.ndarra
     Arrow (a hash join in native code), records hold one row per id."""
     if not len(records):
         return np.full(len(invocations), -1, dtype=np.int64)
-    ids = _arrow_ids(invocations["activation_id"].fillna(""))
-    position = pc.index_in(ids, value_set=_arrow_ids(records["activation_id"]))
-    return pc.fill_null(position, -1).to_numpy(zero_copy_only=False).astype(np.int64)
+    column = invocations["activation_id"]
+    ids = _arrow_ids(column.fillna("") if column.hasnans else column)
+    value_set = _arrow_ids(records["activation_id"])
+    if value_set.type != ids.type:
+        value_set = value_set.cast(ids.type)
+    position = pc.index_in(ids, value_set=value_set)
+    del ids, value_set
+    out = pc.fill_null(position, -1).to_numpy(zero_copy_only=False).astype(np.int64)
+    del position
+    pa.default_memory_pool().release_unused()  # the hash table's blocks, kept by Arrow's allocator otherwise
+    return out
 
 
 def answers_at_end(instance: dict, default: bool = True) -> bool:
@@ -280,7 +295,7 @@ def build_invocation_frame(invocations: pd.DataFrame, records: pd.DataFrame, man
     grace, _ = pause_grace_ms(manifest)
     states = _take_category(rec, "container_state", position, has)
     function_codes = pd.Categorical(frame["function"]).codes
-    classes = classify_starts(function_codes, start_ms, end_ms, init_raw, grace, np.asarray(states, dtype=object))
+    classes = classify_starts(function_codes, start_ms, end_ms, init_raw, grace, states)
     frame["start_class"] = classes
     frame["status"] = _take_category(rec, "status", position, has)
     frame["record_outcome"] = _take_category(rec, "record_outcome", position, has)

@@ -262,13 +262,36 @@ STATS_COLUMNS = (
 )
 
 
+def label_mask(column: pd.Series, names) -> np.ndarray:
+    """Which rows' label is one of ``names``: decided once per category of a categorical and
+    looked up by code, so no Python object is made per row."""
+    if isinstance(column.dtype, pd.CategoricalDtype):
+        hit = np.array([label in names for label in column.cat.categories] + [False])
+        return hit[column.cat.codes.to_numpy()]  # code -1 (no label) takes the final False
+    return np.isin(column.astype(object).to_numpy(), list(names))
+
+
+def label_counts(column: pd.Series, names) -> dict:
+    """How many rows carry each of ``names`` (0 for a name no row has)."""
+    if isinstance(column.dtype, pd.CategoricalDtype):
+        codes = column.cat.codes.to_numpy()
+        counts = np.bincount(codes[codes >= 0], minlength=len(column.cat.categories))
+        found = {label: int(count) for label, count in zip(column.cat.categories, counts)}
+        return {name: found.get(name, 0) for name in names}
+    values = column.astype(object).to_numpy()
+    return {name: int((values == name).sum()) for name in names}
+
+
+END_COLUMNS = ("outcome", "done_ns", "has_record", "platform_end_s")  # what ``end_times_s`` reads
+
+
 def end_times_s(rows: pd.DataFrame, answers_at_end: bool) -> np.ndarray:
     """Run-relative end time (s) of each invocation that ended, per ``ACHIEVED_RULE``.
 
     A non-blocking instance without any record falls back to its answers (the 202s): all there is.
     """
     if answers_at_end or not rows["has_record"].any():
-        answered = np.isin(rows["outcome"].astype(object).to_numpy(), ANSWERED)
+        answered = label_mask(rows["outcome"], ANSWERED)
         done = rows["done_ns"].to_numpy(dtype="float64", na_value=np.nan)[answered] / 1e9
     else:
         done = rows["platform_end_s"].to_numpy(dtype="float64")
@@ -287,13 +310,12 @@ def group_stats(rows: pd.DataFrame, start_s: float, end_s: float, done_s: np.nda
     ones) for achieved throughput, counted inside the window.
     """
     length = max(end_s - start_s, 1e-9)
-    outcome = rows["outcome"].astype(object).to_numpy()
-    counts = {name: int((outcome == name).sum()) for name in HTTP_OUTCOMES}
-    final = rows["final_outcome"].astype(object).to_numpy()
-    final_counts = {f"final_{name}": int((final == name).sum()) for name in FINAL_OUTCOMES}
+    counts = label_counts(rows["outcome"], HTTP_OUTCOMES)
+    final_counts = {f"final_{name}": count for name, count in label_counts(rows["final_outcome"], FINAL_OUTCOMES).items()}
     planned = int(len(rows))
     sent = planned - counts["not_sent"]
-    answered = np.isin(outcome, ANSWERED)
+    answered = label_mask(rows["outcome"], ANSWERED)
+    failure = label_mask(rows["final_outcome"], FAILURE_OUTCOMES)
     success = rows["successful"].to_numpy(dtype=bool)
     with_id = rows["has_activation_id"].to_numpy()
     has_record = rows["has_record"].to_numpy()
@@ -305,8 +327,8 @@ def group_stats(rows: pd.DataFrame, start_s: float, end_s: float, done_s: np.nda
         "answered": int(answered.sum()),
         **final_counts,
         "successful": int(success.sum()),
-        "failures": int(np.isin(final, FAILURE_OUTCOMES).sum()),
-        "rejected": int(np.isin(final, REJECTED_FINAL).sum()),
+        "failures": int(failure.sum()),
+        "rejected": int(label_mask(rows["final_outcome"], REJECTED_FINAL).sum()),
         "with_activation_id": int(with_id.sum()),
         "with_record": int(has_record.sum()),
         "successful_with_record": int((success & has_record).sum()),
@@ -320,28 +342,28 @@ def group_stats(rows: pd.DataFrame, start_s: float, end_s: float, done_s: np.nda
         out["achieved_rps"] = float(answered.sum()) / length
     out["achieved_over_offered"] = out["achieved_rps"] / out["offered_rps"] if out["offered_rps"] > 0 else math.nan
     # Latency of successful work only: a failure's latency is not a sample of the function's.
-    ok_rows = rows[success]
-    out.update(percentile_block(ok_rows["client_latency_ms"].to_numpy(dtype="float64"), "client_latency_ms"))
-    out.update(percentile_block(ok_rows["corrected_latency_ms"].to_numpy(dtype="float64"), "corrected_latency_ms"))
-    out.update(percentile_block(ok_rows["platform_latency_ms"].to_numpy(dtype="float64"), "platform_latency_ms"))
-    out.update(percentile_block(ok_rows["completion_latency_ms"].to_numpy(dtype="float64"), "completion_latency_ms"))
-    failed_rows = rows[np.isin(final, FAILURE_OUTCOMES) & ~success]
-    out.update(percentile_block(failed_rows["completion_latency_ms"].to_numpy(dtype="float64"), "failure_completion_latency_ms"))
+    # Each statistic takes its own column's rows (numpy), never a copy of the whole group.
+    def where(column: str, mask: np.ndarray) -> np.ndarray:
+        return rows[column].to_numpy(dtype="float64")[mask]
+
+    for column in ("client_latency_ms", "corrected_latency_ms", "platform_latency_ms", "completion_latency_ms"):
+        out.update(percentile_block(where(column, success), column))
+    out.update(percentile_block(where("completion_latency_ms", failure & ~success), "failure_completion_latency_ms"))
     lateness = rows["lateness_ms"].to_numpy(dtype="float64")
     lateness = np.sort(lateness[np.isfinite(lateness)])
     out["lateness_ms_p50"] = _sorted_quantile(lateness, 0.5) if len(lateness) else math.nan
     out["lateness_ms_p99"] = _sorted_quantile(lateness, 0.99) if len(lateness) else math.nan
     out["lateness_ms_max"] = float(lateness[-1]) if len(lateness) else math.nan
-    recorded = rows[has_record & success]
+    recorded = has_record & success
     for column in ("wait_ms", "init_ms", "execution_ms", "duration_ms", "overhead_ms"):
-        values = recorded[column].to_numpy(dtype="float64")
+        values = where(column, recorded)
         values = values[np.isfinite(values)]
         out[f"{column}_mean"] = float(values.mean()) if len(values) else math.nan
         out[f"{column}_p50"] = float(np.median(values)) if len(values) else math.nan
-    classes = recorded["start_class"].astype(object).to_numpy()
-    n_rec = len(classes)
+    class_counts = label_counts(rows["start_class"][recorded], ("cold", "resumed", "warm"))
+    n_rec = int(recorded.sum())
     for name in ("cold", "resumed", "warm"):
-        out[f"{name}_count"] = int((classes == name).sum())
+        out[f"{name}_count"] = class_counts[name]
         out[f"{name}_fraction"] = out[f"{name}_count"] / n_rec if n_rec else math.nan
     # Cost covers every activation the platform ran, failed or not: failures are billed too.
     for column in ("gb_s", "gb_s_1ms", "gb_s_100ms"):
@@ -358,9 +380,9 @@ def latency_trend(rows: pd.DataFrame, start_s: float, end_s: float, column: str 
     Blocking instances use the corrected latency; non-blocking ones, whose client only sees the
     202 acceptance, use the platform's latency (``platform_latency_ms`` = wait + duration).
     """
-    successful = rows[rows["successful"].to_numpy(dtype=bool)]
-    t = successful["intended_s"].to_numpy(dtype="float64")
-    lat = successful[column].to_numpy(dtype="float64")
+    successful = rows["successful"].to_numpy(dtype=bool)
+    t = rows["intended_s"].to_numpy(dtype="float64")[successful]
+    lat = rows[column].to_numpy(dtype="float64")[successful]
     third = (end_s - start_s) / 3.0
     first = lat[(t < start_s + third) & np.isfinite(lat)]
     last = lat[(t >= end_s - third) & np.isfinite(lat)]

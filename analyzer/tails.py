@@ -59,22 +59,42 @@ def ratio_block(values: np.ndarray) -> dict:
 def tail_ratios(frame: pd.DataFrame, manifest: "rundir.Manifest | dict") -> dict:
     """``{"rule", "rows"}``: one row per function × phase (and ``all``) × start class with samples."""
     latency = response_latency_ms(frame, manifest)
-    answered = np.isin(frame["outcome"].astype(object).to_numpy(), stats_mod.ANSWERED)
-    functions = frame["function"].astype(str).to_numpy()
+    answered = stats_mod.label_mask(frame["outcome"], stats_mod.ANSWERED)
+    # Groups are cut on integer codes (no Python object per row): functions by their label,
+    # start classes by name.
+    function_codes, function_labels = pd.factorize(frame["function"], use_na_sentinel=True)
+    function_labels = [str(label) for label in function_labels]
     phases = frame["phase"].to_numpy() if "phase" in frame.columns else np.zeros(len(frame), dtype=int)
-    classes = frame["start_class"].astype(str).to_numpy()
+    class_codes, class_labels = pd.factorize(frame["start_class"], use_na_sentinel=True)
+    class_code = {str(label): k for k, label in enumerate(class_labels)}
     rows = []
-    for function in sorted(set(functions[answered])):
-        in_function = answered & (functions == function)
-        phase_values = sorted({int(p) for p in phases[in_function] if p is not None and not (isinstance(p, float) and math.isnan(p))})
+    answered_codes = np.unique(function_codes[answered & (function_codes >= 0)])
+    for code in sorted(answered_codes, key=lambda k: function_labels[k]):
+        function = function_labels[code]
+        in_function = answered & (function_codes == code)
+        phase_values = _phase_values(phases[in_function])
         for phase in [*phase_values, "all"]:
             in_phase = in_function if phase == "all" else in_function & (phases == phase)
             for start_class in CLASSES:
-                mask = in_phase if start_class == "all" else in_phase & (classes == start_class)
+                if start_class == "all":
+                    mask = in_phase
+                elif start_class in class_code:
+                    mask = in_phase & (class_codes == class_code[start_class])
+                else:
+                    continue
                 if not mask.any():
                     continue
                 rows.append({"function": function, "phase": phase, "start_class": start_class, **ratio_block(latency[mask])})
     return {"rule": RULE, "rows": rows}
+
+
+def _phase_values(phases: np.ndarray) -> list[int]:
+    """The distinct phases of a group, sorted, without missing ones."""
+    if phases.dtype.kind in "iu":
+        return [int(p) for p in np.unique(phases)]
+    if phases.dtype.kind == "f":
+        return [int(p) for p in np.unique(phases[~np.isnan(phases)])]
+    return sorted({int(p) for p in phases if p is not None and not (isinstance(p, float) and math.isnan(p))})
 
 
 def function_columns(summary: dict, function: str) -> dict:

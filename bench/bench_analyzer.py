@@ -16,7 +16,12 @@ analysis included, as a cached summary would be) and times ``faasprof compare`` 
 Targets (issue 22): 10 million invocations in at most 60 s and 4 GiB; compare over 100 runs of
 100,000 rows in at most 30 s. Prints each figure next to its target; never passes or fails.
 
-    .venv/bin/python bench/bench_analyzer.py [--rows 1000000] [--keep DIR] [--compare-runs 100 --compare-rows 100000]
+Each size is analysed twice, as ``faasprof analyze`` (with plots: the target's path) and with
+``--no-plots``. Several sizes (``--rows 1000000,10000000``) also print how wall time and peak RSS
+grew from the smallest to the largest beside the growth in rows (memory should grow less than
+linearly).
+
+    .venv/bin/python bench/bench_analyzer.py [--rows 1000000[,10000000]] [--keep DIR] [--compare-runs 100 --compare-rows 100000]
 """
 
 from __future__ import annotations
@@ -90,20 +95,28 @@ def machine() -> str:
 
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--rows", type=int, default=1_000_000)
-    parser.add_argument("--keep", metavar="DIR", help="generate into DIR and keep it")
+    parser.add_argument("--rows", default="1000000", help="invocations, or several sizes separated by commas (default 1000000)")
+    parser.add_argument("--keep", metavar="DIR", help="generate into DIR and keep it (a run kept there by an earlier call is reused)")
     parser.add_argument("--compare-runs", type=int, default=0, metavar="N", help="also time faasprof compare over N runs")
     parser.add_argument("--compare-rows", type=int, default=100_000, metavar="ROWS", help="rows of each compared run (default 100,000)")
     parser.add_argument("--skip-analyze", action="store_true", help="only the compare benchmark")
     parser.add_argument("--generate-only", metavar="DIR", help=argparse.SUPPRESS)
     args = parser.parse_args()
+    sizes = [int(value) for value in str(args.rows).split(",") if value.strip()]
     if args.generate_only:
-        return generate(args.rows, Path(args.generate_only))
+        return generate(sizes[0], Path(args.generate_only))
     base = Path(args.keep) if args.keep else Path(tempfile.mkdtemp(prefix="bench-analyzer-"))
     print(f"machine: {machine()}", flush=True)
     rc = 0
     if not args.skip_analyze:
-        rc = bench_analyze(base / "analyze", args.rows)
+        figures = {}
+        for rows in sizes:
+            rc = rc or bench_analyze(base / f"analyze-{rows}", rows, figures)
+        if rc == 0 and len(figures) > 1:
+            small, large = min(figures), max(figures)
+            (s_wall, s_peak), (l_wall, l_peak) = figures[small], figures[large]
+            print(f"growth {small:,} -> {large:,} invocations (rows x{large / small:g}): wall x{l_wall / s_wall:.2f}, "
+                  f"peak RSS x{l_peak / s_peak:.2f} [target: peak RSS grows less than x{large / small:g}]", flush=True)
     if rc == 0 and args.compare_runs:
         rc = bench_compare(base / "compare", args.compare_runs, args.compare_rows)
     if not args.keep:
@@ -118,14 +131,18 @@ def generate_in_child(rows: int, directory: Path) -> Path:
     return next(directory.glob("bench-*"))
 
 
-def bench_analyze(base: Path, rows: int) -> int:
-    run_dir = generate_in_child(rows, base)
+def bench_analyze(base: Path, rows: int, figures: dict) -> int:
+    """Analyse a generated run of ``rows`` invocations as ``faasprof analyze`` would (with plots),
+    then with ``--no-plots``; ``figures[rows]`` gets the first's (wall s, peak GiB)."""
+    kept = sorted(base.glob("bench-*")) if base.is_dir() else []  # --keep DIR from an earlier call: analysed again
+    run_dir = kept[0] if kept else generate_in_child(rows, base)
     target_s, target_gib = ANALYZE_TARGET.get(rows, (60.0 * rows / 10_000_000, 4.0))
-    for label in ("analyze (first)", "analyze (re-run)"):
-        wall, peak_gib, result = measured(["analyze", str(run_dir)])
+    for label, flags in (("analyze", []), ("analyze --no-plots", ["--no-plots"])):
+        wall, peak_gib, result = measured(["analyze", *flags, str(run_dir)])
         if result.returncode != 0:
             print(f"{label}: exit {result.returncode}\n{result.stderr}")
             return 1
+        figures.setdefault(rows, (wall, peak_gib))
         print(f"{label}, {rows:,} invocations: {wall:.1f} s wall [target <= {target_s:g} s], peak RSS {peak_gib:.2f} GiB [target <= {target_gib:g} GiB]"
               f"  ({machine()})", flush=True)
     summary = json.loads((run_dir / "analysis" / "summary.json").read_text())

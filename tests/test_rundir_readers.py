@@ -31,6 +31,8 @@ def _both(path):
     slow, slow_bad = records_mod.read_records_python(path)
     pd.testing.assert_frame_equal(fast, slow, check_exact=True)
     assert fast_bad == slow_bad
+    # The ids are Arrow-backed strings (as invocations.csv's), not a Python object per record.
+    assert fast["activation_id"].dtype == records_mod.TEXT_DTYPE and isinstance(fast["activation_id"].array, pd.arrays.ArrowStringArray)
     return fast, fast_bad
 
 

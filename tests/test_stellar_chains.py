@@ -99,3 +99,13 @@ def test_chain_under_docker_isolation_reaches_the_api(cli, isolated_home, tmp_pa
     assert group["chain_length"] == 2 and group["complete"] == group["chains"] >= 3
     frame = chains.hop_frame(run_dir, pd.read_parquet(run_dir / "analysis" / "invocations.parquet"))
     assert (frame.loc[frame["hop"] == 0, "received_bytes"] == 2048).all()
+
+
+def test_the_hops_key_is_found_across_a_block_boundary_and_not_where_absent(tmp_path, monkeypatch):
+    monkeypatch.setattr(chains, "SCAN_BLOCK_BYTES", 8)
+    path = tmp_path / "a.jsonl"
+    for offset in range(12):
+        path.write_bytes(b"x" * offset + chains.HOPS_KEY + b"y" * 5)
+        assert chains._mentions(path, chains.HOPS_KEY), offset
+    path.write_bytes(b"x" * 40 + chains.HOPS_KEY[:-1] + b"y" * 40)
+    assert not chains._mentions(path, chains.HOPS_KEY)

@@ -70,6 +70,10 @@ CATEGORY_COLUMNS = ("name", "namespace", "kind", "status", "container_state", "r
 TEXT_COLUMNS = ("activation_id", "error_text")
 FLOAT_COLUMNS = tuple(c for c in RECORD_COLUMNS if c not in CATEGORY_COLUMNS + TEXT_COLUMNS + ("timed_out",))
 
+# The ids as Arrow-backed strings (the dtype of ``invocations.csv``'s ``activation_id``): a tenth
+# of the memory of a Python string per id, and matched in Arrow without a conversion.
+TEXT_DTYPE = pd.StringDtype("pyarrow", na_value=np.nan)
+
 ERROR_TEXT_CHARS = 200  # enough to recognise the error; the full text stays in activations.jsonl
 CHUNK_RECORDS = 65_536
 
@@ -209,7 +213,9 @@ def records_frame(columns: dict[str, list] | list[tuple]) -> pd.DataFrame:
     data = {}
     for name in RECORD_COLUMNS:
         values = columns.get(name, [])
-        if name in TEXT_COLUMNS:
+        if name == "activation_id":
+            data[name] = pd.Series(np.array(values, dtype=object), dtype=TEXT_DTYPE)
+        elif name in TEXT_COLUMNS:
             data[name] = pd.Series(np.array(values, dtype=object), dtype=object)
         elif name in CATEGORY_COLUMNS:
             data[name] = pd.Categorical(values)  # few distinct values: small and fast
@@ -317,7 +323,7 @@ _DUCKDB_COLUMNS = (
 _DUCKDB_QUERY = """
 WITH raw AS (
   SELECT *, list_reverse(annotations) AS rev
-  FROM read_json({path}, format = 'newline_delimited', ignore_errors = true, maximum_object_size = 1073741824,
+  FROM read_json({path}, format = 'newline_delimited', ignore_errors = true, maximum_object_size = {max_object},
                  columns = {columns})
 ), keyed AS (
   SELECT *, list_transform(rev, lambda a: a.key) AS rkeys FROM raw
@@ -379,43 +385,124 @@ FROM decided
 
 def _read_records_duckdb(path: str) -> tuple[pd.DataFrame, int] | None:
     """The fast reader; None when a record is not of the regular shape (the caller then reads the
-    file with ``read_records_python``)."""
-    query = _DUCKDB_QUERY.format(path="'" + path.replace("'", "''") + "'", columns=_DUCKDB_COLUMNS)
-    connection = duckdb.connect(config={"threads": max(1, os.cpu_count() or 1)})
-    try:
-        table = connection.sql(query).to_arrow_table()
-    finally:
-        connection.close()
-    # A line that is not a JSON object (or one cut short) comes back with every field empty.
-    empty = table.column("empty").to_numpy(zero_copy_only=False)
-    bad = int(empty.sum())
-    if bad:
-        table = table.filter(pa.array(~empty))
-    if table.num_rows and pc.any(table.column("unusual")).as_py():
+    file with ``read_records_python``).
+
+    The query's result is streamed in batches of ``BATCH_ROWS`` and each batch is reduced at once
+    to what the frame keeps (float arrays, the ids as Arrow strings, the repeated strings as
+    dictionary codes), so neither DuckDB nor Arrow ever holds the whole result as strings.
+
+    DuckDB's JSON reader sizes its read buffers from ``maximum_object_size`` (twice it, per
+    thread), so it is given ``MAX_OBJECT_BYTES``, not 1 GiB (0.5 GiB less at its peak); a larger
+    record is still read whole (DuckDB 1.x/2.0 grows the buffer; checked with a 5 MB record
+    against a 1 MiB setting)."""
+    parts = _query_parts(path, MAX_OBJECT_BYTES)
+    if parts is None:
         return None
-    frame = _frame_from_table(table)
-    failed = np.flatnonzero((frame["record_outcome"] != "success").to_numpy())
+    frame = parts.frame()
+    bad, failed, errors = parts.bad, parts.failed_rows(), parts.errors
+    del parts
     if len(failed):
-        _finish_failed(frame, table, failed)
-    frame = _dedupe(frame, table.column("activation_id"))
-    del table
+        _finish_failed(frame, failed, errors)
+    frame = _dedupe(frame)
     pa.default_memory_pool().release_unused()  # Arrow's allocator keeps freed blocks otherwise
     return frame, bad
 
 
-def _frame_from_table(table: pa.Table) -> pd.DataFrame:
-    """The typed columns ``records_frame`` makes, straight from Arrow (no Python object per row
-    except the activation ids, which the frame keeps as Python strings)."""
-    n = table.num_rows
-    data: dict[str, Any] = {}
-    data["activation_id"] = pd.Series(table.column("activation_id").to_numpy(zero_copy_only=False), dtype=object)
-    for name in CATEGORY_COLUMNS:
-        data[name] = categorical(table.column(name))
-    for name in FLOAT_COLUMNS:
-        data[name] = table.column(name).to_numpy(zero_copy_only=False).astype("float64", copy=False)
-    data["timed_out"] = table.column("timed_out").to_numpy(zero_copy_only=False).astype(bool, copy=False)
-    data["error_text"] = pd.Series(np.full(n, None, dtype=object), dtype=object)
-    return pd.DataFrame({name: data[name] for name in RECORD_COLUMNS})
+MAX_OBJECT_BYTES = 64 * 2**20  # OpenWhisk's result limit is 1 MiB: a record fits many times over
+
+
+def _query_parts(path: str, max_object_bytes: int) -> "_Parts | None":
+    query = _DUCKDB_QUERY.format(path="'" + path.replace("'", "''") + "'", columns=_DUCKDB_COLUMNS, max_object=int(max_object_bytes))
+    connection = duckdb.connect(config={"threads": max(1, os.cpu_count() or 1)})
+    parts = _Parts()
+    try:
+        for batch in connection.sql(query).to_arrow_reader(BATCH_ROWS):
+            if not parts.add(batch):
+                return None
+    finally:
+        connection.close()
+    return parts
+
+
+BATCH_ROWS = 1 << 20  # rows of one streamed batch: bounded memory, few Python steps
+
+
+class _Parts:
+    """The streamed batches of ``_DUCKDB_QUERY``, kept as the typed pieces of the records frame."""
+
+    def __init__(self) -> None:
+        self.bad = 0
+        self.rows = 0
+        self.ids: list[pa.Array] = []
+        self.floats: dict[str, list[np.ndarray]] = {name: [] for name in FLOAT_COLUMNS}
+        self.timed_out: list[np.ndarray] = []
+        self.codes: dict[str, list[tuple[list, np.ndarray]]] = {name: [] for name in CATEGORY_COLUMNS}
+        self.failed: list[np.ndarray] = []
+        self.errors: list = []
+
+    def add(self, batch: pa.RecordBatch) -> bool:
+        """Keep one batch; False when a record in it is not of the regular shape."""
+        # A line that is not a JSON object (or one cut short) comes back with every field empty.
+        empty = batch.column("empty").to_numpy(zero_copy_only=False)
+        bad = int(empty.sum())
+        if bad:
+            self.bad += bad
+            batch = batch.filter(pa.array(~empty))
+        if not batch.num_rows:
+            return True
+        if pc.any(batch.column("unusual")).as_py():
+            return False
+        # Copies, never views: a column imported from DuckDB keeps its whole batch (every column of
+        # the result) alive for as long as any of its buffers is referenced.
+        self.ids.append(pa.concat_arrays([batch.column("activation_id").cast(pa.large_string())]))
+        for name in FLOAT_COLUMNS:
+            self.floats[name].append(np.array(batch.column(name).to_numpy(zero_copy_only=False), dtype="float64", copy=True))
+        self.timed_out.append(batch.column("timed_out").to_numpy(zero_copy_only=False).astype(bool, copy=False))
+        for name in CATEGORY_COLUMNS:
+            encoded = pc.dictionary_encode(batch.column(name))
+            codes = pc.fill_null(encoded.indices, -1).to_numpy(zero_copy_only=False).astype(np.int32, copy=False)
+            self.codes[name].append((encoded.dictionary.to_pylist(), codes))
+        failed = np.flatnonzero(pc.not_equal(batch.column("record_outcome"), "success").to_numpy(zero_copy_only=False))
+        if len(failed):
+            self.failed.append(failed + self.rows)
+            self.errors.extend(batch.column("error_json").take(pa.array(failed)).to_pylist())
+        self.rows += batch.num_rows
+        return True
+
+    def failed_rows(self) -> np.ndarray:
+        return np.concatenate(self.failed) if self.failed else np.zeros(0, dtype=np.int64)
+
+    def frame(self) -> pd.DataFrame:
+        """The typed columns ``records_frame`` makes (no Python object per row but the error texts'
+        empty slots); the pieces are released as they are joined."""
+        data: dict[str, Any] = {}
+        ids = pa.chunked_array(self.ids, type=pa.large_string()).combine_chunks() if self.ids else pa.array([], type=pa.large_string())
+        self.ids = []
+        data["activation_id"] = pd.Series(pd.arrays.ArrowStringArray(ids), dtype=TEXT_DTYPE)
+        for name in CATEGORY_COLUMNS:
+            data[name] = _joined_categorical(self.codes.pop(name))
+        for name in FLOAT_COLUMNS:
+            data[name] = np.concatenate(self.floats.pop(name)) if self.rows else np.zeros(0)
+        data["timed_out"] = np.concatenate(self.timed_out) if self.rows else np.zeros(0, dtype=bool)
+        self.timed_out = []
+        data["error_text"] = pd.Series(np.full(self.rows, None, dtype=object), dtype=object)
+        # copy=False: the columns stay the arrays just made (no consolidating copy of the float columns)
+        return pd.DataFrame({name: data[name] for name in RECORD_COLUMNS}, copy=False)
+
+
+def _joined_categorical(pieces: list[tuple[list, np.ndarray]]) -> pd.Categorical:
+    """Per-batch (dictionary, codes) as one ``pd.Categorical`` with sorted categories, as
+    ``pd.Categorical(values)`` makes it."""
+    categories = sorted({value for dictionary, _ in pieces for value in dictionary if value is not None})
+    if not categories:
+        return pd.Categorical([None] * sum(len(codes) for _, codes in pieces))
+    where = {value: k for k, value in enumerate(categories)}
+    code_type = np.int8 if len(categories) < 127 else np.int32
+    out = []
+    for dictionary, codes in pieces:
+        remap = np.array([where[value] for value in dictionary] + [-1], dtype=code_type)  # code -1 (no value) stays -1
+        out.append(remap[codes])
+    return pd.Categorical.from_codes(np.concatenate(out), categories=pd.Index(categories))
 
 
 def categorical(column: pa.ChunkedArray | pa.Array) -> pd.Categorical:
@@ -433,10 +520,10 @@ def categorical(column: pa.ChunkedArray | pa.Array) -> pd.Categorical:
     return pd.Categorical.from_codes(remap[codes], categories=pd.Index([categories[k] for k in order]))
 
 
-def _finish_failed(frame: pd.DataFrame, table: pa.Table, rows: np.ndarray) -> None:
-    """Failed records: the error text, and OpenWhisk's time-limit message turning a developer
-    error into an action timeout (``faasprof.outcomes.record_outcome``)."""
-    errors = table.column("error_json").take(pa.array(rows)).to_pylist()
+def _finish_failed(frame: pd.DataFrame, rows: np.ndarray, errors: list) -> None:
+    """Failed records (``rows``, with their ``error_json``): the error text, and OpenWhisk's
+    time-limit message turning a developer error into an action timeout
+    (``faasprof.outcomes.record_outcome``)."""
     outcomes = frame["record_outcome"].to_numpy(dtype=object).copy()
     texts = frame["error_text"].to_numpy(dtype=object).copy()
     changed = False
@@ -453,8 +540,9 @@ def _finish_failed(frame: pd.DataFrame, table: pa.Table, rows: np.ndarray) -> No
     frame["error_text"] = pd.Series(texts, dtype=object)
 
 
-def _dedupe(frame: pd.DataFrame, ids: pa.ChunkedArray) -> pd.DataFrame:
+def _dedupe(frame: pd.DataFrame) -> pd.DataFrame:
     """One row per activation id, the last record of an id winning (as ``records_frame``)."""
-    if len(frame) and pc.count_distinct(ids, mode="all").as_py() != len(ids):
+    ids = frame["activation_id"].array
+    if len(frame) and pc.count_distinct(ids._pa_array, mode="all").as_py() != len(ids):
         frame = frame.drop_duplicates("activation_id", keep="last").reset_index(drop=True)
     return frame

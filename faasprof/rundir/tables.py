@@ -144,7 +144,7 @@ def _to_pandas(table: pa.Table) -> pd.DataFrame:
         else:
             columns[name] = pd.Series(pd.arrays.ArrowStringArray(column.combine_chunks() if column.num_chunks != 1 else column.chunk(0)), dtype=_STR_DTYPE) \
                 if len(column) else pd.Series([], dtype=_STR_DTYPE)
-    return pd.DataFrame(columns)
+    return pd.DataFrame(columns, copy=False)  # the arrays just made, not a consolidated copy of them
 
 
 def _parse_invocations(data: bytes) -> pd.DataFrame:

@@ -19,6 +19,7 @@ so hand-collected files parse without flags.
 
 from __future__ import annotations
 
+import functools
 import re
 from dataclasses import dataclass
 from typing import Iterator
@@ -77,8 +78,11 @@ def base_event(name: str) -> str:
     return _MODIFIERS.sub("", name)
 
 
+_match_number = _NUMBER.match
+
+
 def _is_number(text: str) -> bool:
-    return bool(_NUMBER.match(text.strip()))
+    return _match_number(text.strip()) is not None
 
 
 def _is_value(text: str) -> bool:
@@ -87,9 +91,10 @@ def _is_value(text: str) -> bool:
 
 def _float(text: str) -> float | None:
     text = text.strip()
-    return float(text) if _is_number(text) else None
+    return float(text) if _match_number(text) is not None else None
 
 
+@functools.lru_cache(maxsize=4096)  # a run has few distinct labels, repeated every interval
 def _agg_of(label: str) -> str:
     if _CPU_ID.match(label):
         return "cpu"
@@ -106,6 +111,13 @@ def _agg_of(label: str) -> str:
 
 def parse_perf_line(line: str, sep: str = ",") -> PerfRow | None:
     """One counter row, or None for anything that is not one (header, noise, metric-only row)."""
+    fields = _perf_fields(line, sep)
+    return PerfRow(*fields) if fields is not None else None
+
+
+def _perf_fields(line: str, sep: str = ",") -> tuple | None:
+    """``parse_perf_line``'s row as a tuple in ``COLUMNS`` order (what the frame is built from,
+    without a ``PerfRow`` per line)."""
     stripped = line.strip()
     if not stripped or stripped.startswith("#"):
         return None
@@ -162,32 +174,25 @@ def parse_perf_line(line: str, sep: str = ",") -> PerfRow | None:
     else:
         value, status = float(value_text), "ok"
     runtime = _float(runtime_text)
-    return PerfRow(
-        time_s=time_s,
-        agg=agg,
-        unit_id=unit_id,
-        n_cpus=n_cpus,
-        event=event,
-        value=value,
-        status=status,
-        unit=unit,
-        runtime_ns=int(runtime) if runtime is not None else None,
-        running_pct=_float(pct_text),
-        variance_pct=variance,
-        metric_value=_float(metric_text),
-        metric_unit=metric_unit,
-    )
+    return (time_s, agg, unit_id, n_cpus, event, value, status, unit, int(runtime) if runtime is not None else None,
+            _float(pct_text), variance, _float(metric_text), metric_unit)
 
 
 def iter_perf_rows(text: str, sep: str = ",") -> Iterator[PerfRow | str]:
     """Counter rows, and the free-text lines that were not rows (as strings)."""
+    for row in _iter_perf_fields(text, sep):
+        yield PerfRow(*row) if isinstance(row, tuple) else row
+
+
+def _iter_perf_fields(text: str, sep: str = ",") -> Iterator[tuple | str]:
+    """``iter_perf_rows`` with each counter row as a ``COLUMNS``-ordered tuple."""
     lines = text.split("\n")
     if lines and lines[-1] == "":
         lines.pop()
     elif lines:
         lines.pop()  # no newline at the end: perf was cut off mid-line
     for line in lines:
-        row = parse_perf_line(line, sep)
+        row = _perf_fields(line, sep)
         if row is not None:
             yield row
         else:
@@ -221,9 +226,9 @@ def parse_perf_stat(text: str, sep: str = ","):
     import pandas as pd
 
     rows, noise = [], 0
-    for row in iter_perf_rows(text, sep):
-        if isinstance(row, PerfRow):
-            rows.append(row.as_tuple())
+    for row in _iter_perf_fields(text, sep):
+        if type(row) is tuple:
+            rows.append(row)
         else:
             noise += 1
     frame = pd.DataFrame(rows, columns=list(COLUMNS))
