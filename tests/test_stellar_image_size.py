@@ -48,15 +48,17 @@ def test_sweep_refuses_image_padding_without_docker_isolation(tmp_path, isolated
 def test_image_size_sweep_runs_each_padded_image_and_tabulates_cold_starts(tmp_path, isolated_home):
     workload = json.loads((REPO_ROOT / "workload_configs" / "stellar_image_size.json").read_text())
     workload.pop("$schema")
-    workload["test_duration_in_seconds"] = 8
+    workload["test_duration_in_seconds"] = 6
     workload["instances"]["cold"]["burst_gap_s"] = 2
+    # Small paddings: the test checks the mechanism (each point in its own padded image), not the cost.
+    workload["sweep"]["parameters"]["image_padding_mb"] = [0, 4]
     workload["instances"]["cold"]["source"] = str(REPO_ROOT / "functions" / "padded_hello")
     config = tmp_path / "pad.json"
     config.write_text(json.dumps(workload))
     try:
         result = run_cli("sweep", config, "--out", tmp_path / "runs", timeout=480)
         assert result.returncode == 0, result.stderr[-2000:]
-        assert set(padding.padded_images()) >= {"faasprof/stellar-padded-python:50mb", "faasprof/stellar-padded-python:200mb"}
+        assert set(padding.padded_images()) >= {"faasprof/stellar-padded-python:4mb"}
         sweep_dir = tmp_path / "runs" / result.stdout.strip().splitlines()[-1].rsplit("/", 1)[-1]
         for run in sweep_dir.glob("*/manifest.json"):  # each point's function really ran in its padded image
             size = json.loads(run.read_text())["sweep_point"]["values"]["image_padding_mb"]
@@ -65,7 +67,7 @@ def test_image_size_sweep_runs_each_padded_image_and_tabulates_cold_starts(tmp_p
         table = json.loads((sweep_dir / padding.COLD_START_FILE).read_text())
         assert table["format_version"] == padding.COLD_START_FORMAT_VERSION
         rows = {row["image_padding_mb"]: row for row in table["rows"]}
-        assert set(rows) == {0, 50, 200} and all(row["cold_starts"] >= 3 for row in rows.values())
+        assert set(rows) == {0, 4} and all(row["cold_starts"] >= 3 for row in rows.values())
         # How much the padding costs is the study's result (bench and docs report it), not a
         # pass/fail: on a shared host the difference is within the noise of a few cold starts.
         # What must hold: every padding has its cold-start figures, measured on cold starts.
@@ -81,7 +83,7 @@ def test_code_padding_sweep_tabulates_cold_starts_per_zip_size(tmp_path, isolate
     workload.pop("$schema")
     workload["test_duration_in_seconds"] = 6
     workload["instances"]["cold"]["source"] = str(REPO_ROOT / "functions" / "padded_hello")
-    workload["sweep"]["parameters"]["code_padding_mb"] = [0, 20]
+    workload["sweep"]["parameters"]["code_padding_mb"] = [0, 2]
     config = tmp_path / "code.json"
     config.write_text(json.dumps(workload))
     result = run_cli("sweep", config, "--out", tmp_path / "runs", timeout=240)
@@ -90,7 +92,7 @@ def test_code_padding_sweep_tabulates_cold_starts_per_zip_size(tmp_path, isolate
     table = json.loads((sweep_dir / padding.COLD_START_FILE).read_text())
     assert table["parameter"] == "code_padding_mb"
     rows = {row["code_padding_mb"]: row for row in table["rows"]}
-    assert set(rows) == {0, 20} and all(row["cold_starts"] >= 2 for row in rows.values())
+    assert set(rows) == {0, 2} and all(row["cold_starts"] >= 2 for row in rows.values())
     # The cost of the bigger zip is the study's result, not a pass/fail (timings on a shared host);
     # what must hold: each point's cold starts have their figures.
     for row in rows.values():
