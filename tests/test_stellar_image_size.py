@@ -48,7 +48,7 @@ def test_sweep_refuses_image_padding_without_docker_isolation(tmp_path, isolated
 def test_image_size_sweep_runs_each_padded_image_and_tabulates_cold_starts(tmp_path, isolated_home):
     workload = json.loads((REPO_ROOT / "workload_configs" / "stellar_image_size.json").read_text())
     workload.pop("$schema")
-    workload["test_duration_in_seconds"] = 6
+    workload["test_duration_in_seconds"] = 4
     workload["instances"]["cold"]["burst_gap_s"] = 2
     # Small paddings: the test checks the mechanism (each point in its own padded image), not the cost.
     workload["sweep"]["parameters"]["image_padding_mb"] = [0, 4]
@@ -67,7 +67,7 @@ def test_image_size_sweep_runs_each_padded_image_and_tabulates_cold_starts(tmp_p
         table = json.loads((sweep_dir / padding.COLD_START_FILE).read_text())
         assert table["format_version"] == padding.COLD_START_FORMAT_VERSION
         rows = {row["image_padding_mb"]: row for row in table["rows"]}
-        assert set(rows) == {0, 4} and all(row["cold_starts"] >= 3 for row in rows.values())
+        assert set(rows) == {0, 4} and all(row["cold_starts"] >= 2 for row in rows.values())
         # How much the padding costs is the study's result (bench and docs report it), not a
         # pass/fail: on a shared host the difference is within the noise of a few cold starts.
         # What must hold: every padding has its cold-start figures, measured on cold starts.
@@ -81,7 +81,8 @@ def test_image_size_sweep_runs_each_padded_image_and_tabulates_cold_starts(tmp_p
 def test_code_padding_sweep_tabulates_cold_starts_per_zip_size(tmp_path, isolated_home):
     workload = json.loads((REPO_ROOT / "workload_configs" / "stellar_code_size.json").read_text())
     workload.pop("$schema")
-    workload["test_duration_in_seconds"] = 6
+    workload["test_duration_in_seconds"] = 4
+    workload["instances"]["cold"]["burst_gap_s"] = 2
     workload["instances"]["cold"]["source"] = str(REPO_ROOT / "functions" / "padded_hello")
     workload["sweep"]["parameters"]["code_padding_mb"] = [0, 2]
     config = tmp_path / "code.json"
