@@ -106,6 +106,22 @@ class DispatchResult:
             "warnings": self.warnings,
         }
 
+    @classmethod
+    def of_schedule(cls, status: str | None, reason: str | None, intended: np.ndarray, sent_rel: np.ndarray,
+                    outcomes: dict[str, int], **costs) -> "DispatchResult":
+        """The result of a schedule whose sends are ``sent_rel`` (ns from zero, -1 = not sent):
+        what one sender and the merged send processes both report."""
+        sent_mask = sent_rel >= 0
+        return cls(
+            status=status or "complete",
+            reason=reason,
+            planned=len(intended),
+            sent=int(sent_mask.sum()),
+            outcomes=dict(sorted(outcomes.items())),
+            lateness_ms=lateness_summary_ms(sent_rel[sent_mask] - intended[sent_mask]),
+            **costs,
+        )
+
 
 class Dispatcher:
     """Runs one schedule against prepared requests and writes one row per planned invocation.
@@ -267,15 +283,8 @@ class Dispatcher:
         self._fill_not_sent()
         end_ns = time.monotonic_ns()
         cpu_percent = 100.0 * (time.process_time() - cpu0) / max((end_ns - zero_ns) / 1e9, 1e-9)
-        sent_mask = self.sent_rel >= 0
-        lateness = self.sent_rel[sent_mask] - self.intended[sent_mask]
-        return DispatchResult(
-            status=self.stop_status or "complete",
-            reason=self.stop_reason,
-            planned=self.n,
-            sent=int(sent_mask.sum()),
-            outcomes=dict(sorted(self.outcomes.items())),
-            lateness_ms=lateness_summary_ms(lateness),
+        return DispatchResult.of_schedule(
+            self.stop_status, self.stop_reason, self.intended, self.sent_rel, self.outcomes,
             cpu_percent=cpu_percent,
             send_wall_s=(send_end_ns - zero_ns) / 1e9,
             total_wall_s=(end_ns - zero_ns) / 1e9,

@@ -341,15 +341,9 @@ class ShardedDispatch:
         if self.rows == self.n and self.log.error is None:
             shutil.rmtree(self.run_dir / SHARDS_DIR, ignore_errors=True)
         results = [c.result or {} for c in self.children]
-        sent_mask = self.sent_rel >= 0
         wall_s = max((end_ns - zero_ns) / 1e9, 1e-9)
-        return DispatchResult(
-            status=self.stop_status or "complete",
-            reason=self.stop_reason,
-            planned=self.n,
-            sent=int(sent_mask.sum()),
-            outcomes=dict(sorted(self.outcomes.items())),
-            lateness_ms=lateness_summary_ms(self.sent_rel[sent_mask] - self.intended[sent_mask]),
+        return DispatchResult.of_schedule(
+            self.stop_status, self.stop_reason, self.intended, self.sent_rel, self.outcomes,
             cpu_percent=100.0 * (self.children_cpu_s + self.parent_cpu_s) / wall_s,
             send_wall_s=max([float(r.get("send_wall_s") or 0.0) for r in results] or [0.0]),
             total_wall_s=wall_s,
