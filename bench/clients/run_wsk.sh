@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# shellcheck disable=SC1091,SC2154  # $repo, $work, $auth, $apihost come from localwhisk_server.sh
 # Drives the `wsk` CLI (built from apache/openwhisk-cli) against a fresh localwhisk on 127.0.0.1:
 # actions, activations (get, result, logs, list, poll), namespaces and `wsk list`. Prints one
 # line per check and a summary; exit 1 if any check failed.
@@ -6,17 +7,8 @@
 #   bench/clients/run_wsk.sh PATH_TO_WSK
 set -uo pipefail
 wsk_bin=${1:?usage: run_wsk.sh PATH_TO_WSK}
-repo=$(cd "$(dirname "$0")/../.." && pwd)
-python=${PYTHON:-$repo/.venv/bin/python}
-work=$(mktemp -d /tmp/lw-wsk.XXXXXX)
-cleanup() { [ -n "${server_pid:-}" ] && kill "$server_pid" 2>/dev/null && wait "$server_pid" 2>/dev/null; rm -rf "$work"; }
-trap cleanup EXIT
-auth=23bc46b1-71f6-4ed5-8c54-816aa4f8c502:123zO3xZCLrMN6v2BKK1dXYFpXlPkccOFqm12CdAsMgRU4VrNZ9lyGVCGuMDGIwP
-LOCALWHISK_AUTH=$auth PYTHONPATH=$repo "$python" -m localwhisk serve --port 0 --port-file "$work/port.json" \
-    --data-dir "$work/data" >"$work/server.log" 2>&1 &
-server_pid=$!
-for _ in $(seq 200); do [ -s "$work/port.json" ] && break; sleep 0.1; done
-apihost=$("$python" -c 'import json,sys; print(json.load(open(sys.argv[1]))["apihost"])' "$work/port.json")
+source "$(dirname "$0")/localwhisk_server.sh"
+start_localwhisk lw-wsk
 export WSK_CONFIG_FILE=$work/wskprops
 printf 'APIHOST=%s\nAUTH=%s\nNAMESPACE=_\n' "$apihost" "$auth" >"$WSK_CONFIG_FILE"
 wsk() { "$wsk_bin" -i "$@"; }
