@@ -9,6 +9,9 @@ from pathlib import Path
 
 import pytest
 
+from functions import native
+from functions.catalogue import lookup
+
 REPO_ROOT = Path(__file__).resolve().parent.parent
 DATA_DIR = Path(__file__).resolve().parent / "data"
 
@@ -45,3 +48,25 @@ def isolated_home(tmp_path, monkeypatch):
     monkeypatch.setenv("FAASPROF_TEST_HOME", str(home))
     monkeypatch.delenv("WSK_CONFIG_FILE", raising=False)
     return home
+
+
+@pytest.fixture(scope="module")
+def workers():
+    """``workers(name)``: one warm native worker per catalogue function, started on first use and
+    stopped with the module (a function whose tools are missing is skipped)."""
+    started = {}
+
+    def get(name):
+        if name not in started:
+            entry = lookup(name)
+            missing = entry.missing()
+            if missing:
+                pytest.skip(missing[0])
+            worker = native.Worker(entry)
+            worker.start()
+            started[name] = worker
+        return started[name]
+
+    yield get
+    for worker in started.values():
+        worker.stop()

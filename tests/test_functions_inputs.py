@@ -18,31 +18,10 @@ from pathlib import Path
 
 import pytest
 
-from functions import native
 from functions.catalogue import lookup
 
 REPO = Path(__file__).resolve().parent.parent
 PYTHON_EXCEPTION = re.compile(r"^[A-Z]\w*(Error|Exception|Exit|Interrupt)\b")
-
-
-@pytest.fixture(scope="module")
-def workers():
-    started = {}
-
-    def get(name):
-        if name not in started:
-            entry = lookup(name)
-            missing = entry.missing()
-            if missing:
-                pytest.skip(missing[0])
-            worker = native.Worker(entry)
-            worker.start()
-            started[name] = worker
-        return started[name]
-
-    yield get
-    for worker in started.values():
-        worker.stop()
 
 
 def call(workers, name, params, timeout_s=60):

@@ -28,23 +28,6 @@ def test_sample_input_gives_the_expected_result(name):
     assert check_result(answer["result"], entry.expected()) == []
 
 
-@pytest.fixture(scope="module")
-def workers():
-    """One warm worker per function for the size checks below."""
-    started = {}
-
-    def get(name):
-        if name not in started:
-            worker = native.Worker(_entry_or_skip(name))
-            worker.start()
-            started[name] = worker
-        return started[name]
-
-    yield get
-    for worker in started.values():
-        worker.stop()
-
-
 def _call(workers, name, params):
     answer = workers(name).call(params, timeout_s=60)
     assert answer["ok"], answer.get("error")
