@@ -32,6 +32,7 @@ from __future__ import annotations
 import json
 import os
 import shutil
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Callable
@@ -68,7 +69,6 @@ class Run:
     path: Path
     manifest: rundir.Manifest
     invocations: pd.DataFrame  # one row per planned invocation, joined with its record
-    records: pd.DataFrame  # this run's flattened activation records
     phase_stats: pd.DataFrame  # one row per instance × steady phase, with the mode
     function_stats: pd.DataFrame  # one row per function over the whole run
     monitors: dict[str, pd.DataFrame] = field(default_factory=dict)
@@ -76,6 +76,18 @@ class Run:
     phases: list[dict] = field(default_factory=list)
     records_info: dict = field(default_factory=dict)
     warnings: list[str] = field(default_factory=list)
+    _records: pd.DataFrame | None = field(default=None, repr=False)
+
+    @property
+    def records(self) -> pd.DataFrame:
+        """This run's flattened activation records, one row per record an invocation matched.
+
+        Read from the run directory when first asked for, then kept: ``load_run`` does not hold
+        them, because the invocation frame already has every field joined in (at ten million
+        invocations they are another gigabyte)."""
+        if self._records is None:
+            self._records = run_records(self.path, self.invocations)[0]
+        return self._records
 
     @property
     def test_name(self) -> str:
@@ -153,45 +165,63 @@ def _load_monitors(run_dir: Path, manifest: rundir.Manifest, warnings: list[str]
     return frames, {"status": "loaded", "names": sorted(frames)}
 
 
-def load_run(path: str | os.PathLike, progress: Callable[[str], None] | None = None, manifest: rundir.Manifest | None = None) -> Run:
+def run_records(run_dir: Path, invocations: pd.DataFrame, refresh_index: bool = False) -> tuple[pd.DataFrame, np.ndarray | None, dict]:
+    """The records of ``activations.jsonl`` that invocations of the run matched, each invocation's
+    row among them (−1: none; None without the file), and what ``records_info`` says of them."""
+    activations = Path(run_dir) / rundir.ACTIVATIONS
+    if not activations.exists():
+        return frames_mod.records_frame([]), None, {"source": "none", "unreadable_lines": 0, "foreign_ignored": 0}
+    records, bad = records_mod.read_records(activations, refresh_index=refresh_index)
+    position = frames_mod.match_records(invocations, records)
+    matched = np.zeros(len(records), dtype=bool)
+    matched[position[position >= 0]] = True
+    foreign = int((~matched).sum())
+    if foreign:  # records of other actions, tenants or runs: never part of this run's analysis
+        keep = np.nonzero(matched)[0]
+        records = records.iloc[keep].reset_index(drop=True)
+        position = frames_mod.match_records(invocations, records)
+    return records, position, {"source": rundir.ACTIVATIONS, "unreadable_lines": bad, "foreign_ignored": foreign}
+
+
+def load_run(
+    path: str | os.PathLike,
+    progress: Callable[[str], None] | None = None,
+    manifest: rundir.Manifest | None = None,
+    invocations: pd.DataFrame | None = None,
+) -> Run:
     """Load a run directory offline into frames (records from ``activations.jsonl`` when saved).
 
-    Raises ``FormatError`` for an unknown or newer run format, ``ConfigError`` for a path that is
-    not a directory.
+    ``invocations`` is ``faasprof.rundir.tables.read_invocations_frame``'s frame when the caller
+    has read it already. The records' column index is refreshed when the records had to be parsed
+    (``faasprof.rundir.records``), so the next load is faster. Raises ``FormatError`` for an
+    unknown or newer run format, ``ConfigError`` for a path that is not a directory.
     """
     run_dir = Path(path)
     manifest = manifest or rundir.read_manifest(run_dir)
-    invocations = frames_mod.read_invocations_frame(run_dir, manifest)
+    if invocations is None:
+        invocations = frames_mod.read_invocations_frame(run_dir, manifest)
     warnings: list[str] = []
     with_id = int(frames_mod.has_activation_id(invocations).sum())
     activations = run_dir / rundir.ACTIVATIONS
-    records_info: dict[str, Any] = {"with_activation_id": with_id}
-    if activations.exists():
-        records, bad = records_mod.read_records(activations)
-        position = frames_mod.match_records(invocations, records)
-        matched = np.zeros(len(records), dtype=bool)
-        matched[position[position >= 0]] = True
-        foreign = int((~matched).sum())
-        if foreign:  # records of other actions, tenants or runs: never part of this run's analysis
-            keep = np.nonzero(matched)[0]
-            records = records.iloc[keep].reset_index(drop=True)
-            position = frames_mod.match_records(invocations, records)
-        records_info.update(source=rundir.ACTIVATIONS, unreadable_lines=bad, foreign_ignored=foreign)
-        if bad:
-            warnings.append(f"{activations}: {bad} unreadable lines ignored (a line cut short, or not a JSON object)")
-        if foreign:
-            warnings.append(f"{activations}: {foreign} records of other activations ignored (not sent by this run)")
-    else:
-        records = frames_mod.records_frame([])
-        position = None
-        records_info.update(source="none", unreadable_lines=0, foreign_ignored=0)
-        if with_id:
-            warnings.append(
-                f"{run_dir}: no {rundir.ACTIVATIONS}; latency breakdown, start classes and cost are unavailable: "
-                "run faasprof analyze with the platform's --apihost/--auth to fetch the records"
-            )
-    frame = frames_mod.build_invocation_frame(invocations, records, manifest, position)
-    del invocations
+    records, position, info = run_records(run_dir, invocations, refresh_index=True)
+    records_info: dict[str, Any] = {"with_activation_id": with_id, **info}
+    bad, foreign = info["unreadable_lines"], info["foreign_ignored"]
+    if bad:
+        warnings.append(f"{activations}: {bad} unreadable lines ignored (a line cut short, or not a JSON object)")
+    if foreign:
+        warnings.append(f"{activations}: {foreign} records of other activations ignored (not sent by this run)")
+    if position is None and with_id:
+        warnings.append(
+            f"{run_dir}: no {rundir.ACTIVATIONS}; latency breakdown, start classes and cost are unavailable: "
+            "run faasprof analyze with the platform's --apihost/--auth to fetch the records"
+        )
+    records_info["with_container_state"] = int(records["container_state"].notna().sum()) if len(records) else 0
+    # The frame's record fields, aligned to the invocations; the records themselves are released
+    # before the frame is built (at ten million invocations, a gigabyte less at the peak).
+    aligned = frames_mod.align_records(records, position if position is not None else frames_mod.match_records(invocations, records))
+    del records, position
+    frame = frames_mod.build_from_aligned(invocations, aligned, manifest)
+    del invocations, aligned
     found = int(frame["has_record"].sum())
     missing_mask = (frame["has_activation_id"] & ~frame["has_record"]).to_numpy()
     missing_ids = sorted(frame["activation_id"][missing_mask].tolist())
@@ -278,7 +308,7 @@ def load_run(path: str | os.PathLike, progress: Callable[[str], None] | None = N
         warnings.append(f"{not_sent} planned invocations were never sent (outcome not_sent)")
     monitors, monitors_info = _load_monitors(run_dir, manifest, warnings)
     records_info["pause_grace_ms"], records_info["pause_grace_source"] = frames_mod.pause_grace_ms(manifest)
-    if not frames_mod.pause_grace_known(records_info["pause_grace_source"]) and len(records) and not records["container_state"].notna().any():
+    if not frames_mod.pause_grace_known(records_info["pause_grace_source"]) and records_info["found"] and not records_info["with_container_state"]:
         warnings.append(
             f"pause grace {records_info['pause_grace_ms']:g} ms is {records_info['pause_grace_source']}: the resumed/warm split "
             "of the start classes depends on it; record it (PAUSE_GRACE_MS in the set-up's wskprops)"
@@ -288,7 +318,6 @@ def load_run(path: str | os.PathLike, progress: Callable[[str], None] | None = N
         path=run_dir,
         manifest=manifest,
         invocations=frame,
-        records=records,
         phase_stats=phase_stats,
         function_stats=function_stats,
         monitors=monitors,
@@ -373,7 +402,7 @@ def build_summary(run: Run) -> dict:
         "start_classes": {
             "pause_grace_ms": run.records_info.get("pause_grace_ms"),
             "rule": "a record's containerState annotation when present (localwhisk); else cold: initTime present; resumed: no initTime and every earlier activation of the action ended >= pause grace before this start; warm: otherwise; unknown: no record",
-            "records_with_container_state": int(run.records["container_state"].notna().sum()) if len(run.records) else 0,
+            "records_with_container_state": run.records_info.get("with_container_state", 0),
             "counts": {name: int((frame["start_class"] == name).sum()) for name in frames_mod.START_CLASSES},
         },
         "mode_rule": stats_mod.MODE_RULE,
@@ -401,8 +430,11 @@ def analyze_run(
     plots: bool = True,
     retry_delays_s=DEFAULT_RETRY_DELAYS_S,
     progress: Callable[[str], None] | None = None,
+    invocations: pd.DataFrame | None = None,
 ) -> dict:
     """Analyze a run directory and write ``analysis/``; returns the summary dict.
+
+    ``invocations`` is the run's invocation frame when the caller has read it already.
 
     With ``connection`` (an ``platforms.openwhisk.Connection``) the run's records are fetched from
     that platform first when there is no ``activations.jsonl`` yet, and records still missing from
@@ -415,11 +447,12 @@ def analyze_run(
     run = None
     if fetch and connection is not None:
         if not (run_dir / rundir.ACTIVATIONS).exists():
-            invocations = frames_mod.read_invocations_frame(run_dir, manifest)
+            if invocations is None:
+                invocations = frames_mod.read_invocations_frame(run_dir, manifest)
             if _run_ids(invocations):
                 fetch_report = fetch_run_records(run_dir, manifest, invocations, connection, retry_delays_s=retry_delays_s, progress=progress)
         else:
-            run = load_run(run_dir, manifest=manifest)
+            run = load_run(run_dir, manifest=manifest, invocations=invocations)
             if run.records_info["missing"]:
                 frame = run.invocations
                 missing = frame["activation_id"].to_numpy(dtype=object)[(frame["has_activation_id"] & ~frame["has_record"]).to_numpy()]
@@ -430,7 +463,7 @@ def analyze_run(
     if run is None:
         if progress:
             progress(f"loading {run_dir}")
-        run = load_run(run_dir, manifest=manifest)
+        run = load_run(run_dir, manifest=manifest, invocations=invocations)
     if fetch_report is not None:
         run.records_info["source"] = f"platform ({connection.apihost})"
         run.records_info["fetch"] = fetch_report
@@ -438,19 +471,24 @@ def analyze_run(
     if out.exists():
         shutil.rmtree(out)  # derived data: rebuilt from scratch so nothing stale survives
     out.mkdir()
-    _write_parquet(run.invocations, out / "invocations.parquet")
-    _write_parquet(run.phase_stats, out / "phase_stats.parquet")
-    _write_parquet(run.function_stats, out / "function_stats.parquet")
-    for name, frame in run.monitors.items():
-        _write_parquet(frame, out / f"monitor_{rundir.safe_name(name)}.parquet")
-    summary = build_summary(run)
-    if io_breakdown.applies(manifest) and (run_dir / rundir.ACTIVATIONS).exists():  # io-* runs: breakdown, bandwidth, cost per batch
-        summary["io"] = io_breakdown.summarise(run_dir, out_dir=out)
-    plot_files: list[str] = []
     if progress:
-        progress(f"{len(run.invocations):,} invocations, {len(run.records):,} records; writing {out}")
-    if plots:
-        plot_files = plots_mod.write_plots(run, out / "plots")
+        progress(f"{len(run.invocations):,} invocations, {run.records_info.get('found', 0):,} records; writing {out}")
+    with ThreadPoolExecutor(max_workers=1, thread_name_prefix="faasprof-parquet") as pool:
+        # The invocation frame, by far the largest file, is converted and compressed by Arrow
+        # (mostly without the GIL) on another core while the summary and the plots are made; the
+        # frame is only read meanwhile.
+        invocations_written = pool.submit(_write_parquet, run.invocations, out / "invocations.parquet")
+        _write_parquet(run.phase_stats, out / "phase_stats.parquet")
+        _write_parquet(run.function_stats, out / "function_stats.parquet")
+        for name, frame in run.monitors.items():
+            _write_parquet(frame, out / f"monitor_{rundir.safe_name(name)}.parquet")
+        summary = build_summary(run)
+        if io_breakdown.applies(manifest) and (run_dir / rundir.ACTIVATIONS).exists():  # io-* runs: breakdown, bandwidth, cost per batch
+            summary["io"] = io_breakdown.summarise(run_dir, out_dir=out)
+        plot_files: list[str] = []
+        if plots:
+            plot_files = plots_mod.write_plots(run, out / "plots")
+        invocations_written.result()  # its error, if any, is this call's
     summary["outputs"] = {
         "frames": sorted(p.name for p in out.glob("*.parquet")),
         "plots": [f"plots/{name}" for name in plot_files],

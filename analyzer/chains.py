@@ -33,6 +33,7 @@ import pandas as pd
 
 from analyzer import markup
 from faasprof import rundir
+from faasprof.rundir import record_columns, record_fields
 
 RULE = (
     "transfer = consumer received − producer send start (payload made, stored or put in the parameters, invoked, read); "
@@ -41,12 +42,13 @@ RULE = (
 
 
 HOPS_KEY = b'"hops"'  # the key of a chain head's result (the bytes every head's record holds)
+assert HOPS_KEY in record_fields.COUNTED_MENTIONS  # the records' column index counts its lines
 
 
 def chain_results(activations_path: Path, head_ids: set[str]) -> dict[str, dict]:
     """activation id -> result of the heads in ``head_ids`` whose result has ``hops``."""
     out: dict[str, dict] = {}
-    if not activations_path.exists() or not _mentions(activations_path, HOPS_KEY):
+    if not activations_path.exists() or not _holds_chains(activations_path):
         return out  # no chain heads: the records are not parsed a second time
     with open(activations_path, "rb") as handle:
         for line in handle:
@@ -64,17 +66,28 @@ def chain_results(activations_path: Path, head_ids: set[str]) -> dict[str, dict]
     return out
 
 
+def _holds_chains(path: Path) -> bool:
+    """Whether any record mentions ``HOPS_KEY``: the records' column index knows when it is current
+    (at ten million records, a scan reads 5 GB); otherwise the file is scanned."""
+    known = record_columns.mentioned(path, HOPS_KEY)
+    return known if known is not None else _mentions(path, HOPS_KEY)
+
+
 def _mentions(path: Path, needle: bytes) -> bool:
-    """Whether the file holds ``needle`` anywhere (a scan in blocks, no parsing). Read, not mapped:
-    the pages of a mapped file count in the process's resident memory, and a 10-million-record
-    file is 5 GB."""
+    """Whether the file holds ``needle`` anywhere (a scan in blocks, no parsing). Read into one
+    reused buffer, not mapped: the pages of a mapped file count in the process's resident memory
+    (a 10-million-record file is 2 to 5 GB), and a new block per read costs its page faults."""
     overlap = max(len(needle) - 1, 0)
-    tail = b""
-    with open(path, "rb") as handle:
-        while block := handle.read(SCAN_BLOCK_BYTES):
-            if needle in tail + block[: len(needle) + overlap] or needle in block:
+    buffer = bytearray(SCAN_BLOCK_BYTES + overlap)
+    view = memoryview(buffer)
+    kept = 0  # the previous block's last bytes, moved to the front: a needle across two blocks
+    with open(path, "rb", buffering=0) as handle:
+        while got := handle.readinto(view[kept : kept + SCAN_BLOCK_BYTES]):
+            end = kept + got
+            if buffer.find(needle, 0, end) >= 0:
                 return True
-            tail = block[-overlap:] if overlap else b""
+            kept = min(overlap, end)
+            buffer[:kept] = buffer[end - kept : end]
     return False
 
 
@@ -85,7 +98,7 @@ def hop_frame(run_dir: Path, invocations: pd.DataFrame) -> pd.DataFrame:
     """One row per chain × hop hand-over (N−1 per chain), plus a row per chain with ``hop = -1``
     carrying its end-to-end figures. Empty when the run has no chains."""
     path = Path(run_dir) / rundir.ACTIVATIONS
-    if not path.exists() or not _mentions(path, HOPS_KEY):
+    if not path.exists() or not _holds_chains(path):
         return pd.DataFrame([])
     ids = invocations["activation_id"].astype(object).fillna("").to_numpy()
     heads = {str(i) for i in ids if i}

@@ -34,9 +34,11 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 def main(args: argparse.Namespace) -> int:
     run_dir = Path(args.run_dir)
     manifest = rundir.read_manifest(run_dir)
-    completeness = tables.completeness(run_dir, manifest)
-    if completeness.uncounted:
-        completeness = _rederive_plan(run_dir, manifest) or completeness
+    # Read once, here: the torn-run tally is stated first, and the frame is what is analysed.
+    invocations, completeness = tables.read_invocations_and_completeness(run_dir, manifest)
+    if completeness.uncounted and _rederive_plan(run_dir, manifest):
+        del invocations
+        invocations, completeness = tables.read_invocations_and_completeness(run_dir, manifest)
     torn = completeness.describe()
     if torn:
         # Stated before anything else: the rows present are not the plan.
@@ -63,7 +65,7 @@ def main(args: argparse.Namespace) -> int:
             )
         else:
             _fetch_from_platform(run_dir, connection)
-    summary = analyze_run(run_dir, None, plots=not args.no_plots, progress=stderr_progress)
+    summary = analyze_run(run_dir, None, plots=not args.no_plots, progress=stderr_progress, invocations=invocations)
     for warning in summary["warnings"]:
         print(f"warning: {warning}", file=sys.stderr)
     print_summary(summary)
@@ -71,28 +73,28 @@ def main(args: argparse.Namespace) -> int:
     return 0
 
 
-def _rederive_plan(run_dir: Path, manifest: rundir.Manifest):
+def _rederive_plan(run_dir: Path, manifest: rundir.Manifest) -> bool:
     """A torn run without ``plan.bin`` (format 1): re-derive the plan from the manifest's resolved
     workload and seed (the schedule is a pure function of both), check it against the planned
-    count, and save it so that every reader reconstructs the run. None when it cannot be done."""
+    count, and save it so that every reader reconstructs the run. False when it cannot be done."""
     resolved = manifest.workload
     given = resolved.get("as_given")
     source = resolved.get("source")
     if not isinstance(given, dict):
-        return None
+        return False
     try:
         workload = workload_from_dict(given, origin=str(run_dir / rundir.MANIFEST), path=Path(source) if source else None, check_catalogue=False)
         schedule = build_schedule(workload)
     except (FaasprofError, OSError, ValueError) as error:
         print(f"warning: {run_dir}: cannot re-derive the plan from the manifest ({error}); the missing rows are only counted", file=sys.stderr)
-        return None
+        return False
     planned = manifest.planned
     if len(schedule) != planned:
         print(f"warning: {run_dir}: the plan re-derived from the manifest has {len(schedule):,} invocations, the run planned {planned}; not used", file=sys.stderr)
-        return None
+        return False
     rundir.write_plan(run_dir, schedule.intended_ns, schedule.instance_idx, schedule.instance_names, schedule.functions)
     _say(f"re-derived the plan of {run_dir} from its manifest (workload and seed {workload.seed}) into {rundir.PLAN}")
-    return tables.completeness(run_dir, manifest)
+    return True
 
 
 def _say(line: str) -> None:

@@ -18,9 +18,9 @@ from faasprof.rundir.records import (  # noqa: F401,E402
     ERROR_TEXT_CHARS,
     RECORD_COLUMNS,
     STATUS_CODES,
-    _flatten_fast,
-    _outcome_and_error,
+    flatten_fast,
     flatten_record,
+    outcome_and_error,
     read_records,
     read_records_python,
 )

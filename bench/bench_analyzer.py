@@ -8,7 +8,8 @@ a ``perf stat -I 100`` monitor output built by repeating the intervals of a reco
 ``faasprof analyze RUN_DIR`` as a subprocess and reports its wall time and peak RSS (its own
 ``ru_maxrss``, read at exit by the child). Runs longer than ``BLOCK_ROWS`` are generated as one
 block of the queue model repeated later in time (fresh activation ids), so 10 million rows need
-no more memory to generate than one million.
+no more memory to generate than one million. The records are saved as a run saves them, through
+``faasprof.rundir.write_records`` (which writes their column index, ``activations.columns.npz``).
 
 ``--compare-runs N`` then analyses one run of ``--compare-rows`` rows, copies it N−1 times (the
 analysis included, as a cached summary would be) and times ``faasprof compare`` over all N.
@@ -16,8 +17,9 @@ analysis included, as a cached summary would be) and times ``faasprof compare`` 
 Targets (issue 22): 10 million invocations in at most 60 s and 4 GiB; compare over 100 runs of
 100,000 rows in at most 30 s. Prints each figure next to its target; never passes or fails.
 
-Each size is analysed twice, as ``faasprof analyze`` (with plots: the target's path) and with
-``--no-plots``. Several sizes (``--rows 1000000,10000000``) also print how wall time and peak RSS
+Each size is analysed three times: as ``faasprof analyze`` (with plots: the target's path), with
+``--no-plots``, and as ``faasprof analyze`` again with the column index deleted first (records
+saved by another tool: the JSON lines are parsed, with DuckDB, and the index written). Several sizes (``--rows 1000000,10000000``) also print how wall time and peak RSS
 grew from the smallest to the largest beside the growth in rows (memory should grow less than
 linearly).
 
@@ -40,9 +42,8 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 sys.path.insert(0, str(ROOT / "tests"))
 
-import orjson  # noqa: E402
-
 from faasprof import rundir  # noqa: E402
+from faasprof.rundir import record_columns  # noqa: E402
 from test_analyzer_synthetic import write_synthetic_run  # noqa: E402
 
 # `faasprof ARGS...` in a fresh interpreter that reports its own peak RSS as its last stderr line.
@@ -137,7 +138,16 @@ def bench_analyze(base: Path, rows: int, figures: dict) -> int:
     kept = sorted(base.glob("bench-*")) if base.is_dir() else []  # --keep DIR from an earlier call: analysed again
     run_dir = kept[0] if kept else generate_in_child(rows, base)
     target_s, target_gib = ANALYZE_TARGET.get(rows, (60.0 * rows / 10_000_000, 4.0))
-    for label, flags in (("analyze", []), ("analyze --no-plots", ["--no-plots"])):
+    measurements = (
+        ("analyze", [], False),
+        ("analyze --no-plots", ["--no-plots"], False),
+        # Records saved by another tool (or the index deleted): the JSON is parsed, and the index
+        # written for the next analysis.
+        ("analyze, records without their column index", [], True),
+    )
+    for label, flags, without_index in measurements:
+        if without_index:
+            record_columns.remove(run_dir / rundir.ACTIVATIONS)
         wall, peak_gib, result = measured(["analyze", *flags, str(run_dir)])
         if result.returncode != 0:
             print(f"{label}: exit {result.returncode}\n{result.stderr}")
@@ -179,9 +189,11 @@ def generate(rows: int, base: Path) -> int:
     block_s = block_rows / (4 * rate_each)
     instances = {f"i{k}": {"application": f"fn{k}", "distribution": "Uniform", "rate": rate_each} for k in range(4)}
     t0 = time.perf_counter()
-    run_dir, records = write_synthetic_run(base, test_name="bench", duration_s=block_s, instances=instances, service_ms=1.0, seed=5)
+    run_dir, records = write_synthetic_run(base, test_name="bench", duration_s=block_s, instances=instances, service_ms=1.0, seed=5, save_records=False)
     if copies > 1:
-        repeat_block(run_dir, records, copies, block_s)
+        repeat_invocations(run_dir, copies, block_s)
+    # As a run saves them: through faasprof's record writer, which also writes their column index.
+    rundir.write_records(run_dir / rundir.ACTIVATIONS, repeated_records(records, copies, block_s))
     duration_s = block_s * copies
     perf_lines = write_perf_monitor(run_dir, duration_s)
     generated_s = time.perf_counter() - t0
@@ -191,15 +203,20 @@ def generate(rows: int, base: Path) -> int:
     return 0
 
 
-def repeat_block(run_dir: Path, records: list[dict], copies: int, block_s: float) -> None:
-    """Append ``copies - 1`` copies of the generated block, each ``block_s`` later, with activation
-    ids made unique by a non-hex prefix naming the copy; the manifest then plans the whole run."""
+def copy_prefix(k: int) -> str:
+    return f"x{k:03d}"  # not hex: never the id of another copy or of the first block
+
+
+def repeat_invocations(run_dir: Path, copies: int, block_s: float) -> None:
+    """Append ``copies - 1`` copies of the generated block's rows, each ``block_s`` later, with
+    activation ids made unique by a non-hex prefix naming the copy; the manifest then plans the
+    whole run."""
     lines = (run_dir / rundir.INVOCATIONS).read_text().splitlines()[1:]
     rows = [line.split(",") for line in lines]
-    block_ns, block_ms = int(block_s * 1e9), int(block_s * 1e3)
-    with open(run_dir / rundir.INVOCATIONS, "a", encoding="utf-8") as csv_out, open(run_dir / rundir.ACTIVATIONS, "ab") as jsonl_out:
+    block_ns = int(block_s * 1e9)
+    with open(run_dir / rundir.INVOCATIONS, "a", encoding="utf-8") as csv_out:
         for k in range(1, copies):
-            prefix = f"x{k:03d}"  # not hex: never the id of another copy or of the first block
+            prefix = copy_prefix(k)
             out = []
             for fields in rows:
                 shifted = list(fields)
@@ -211,12 +228,20 @@ def repeat_block(run_dir: Path, records: list[dict], copies: int, block_s: float
                     shifted[8] = prefix + fields[8][len(prefix):]
                 out.append(",".join(shifted))
             csv_out.write("\n".join(out) + "\n")
-            jsonl_out.write(b"".join(orjson.dumps({**r, "activationId": prefix + r["activationId"][len(prefix):], "start": r["start"] + k * block_ms,
-                                                   "end": r["end"] + k * block_ms}) + b"\n" for r in records))
     manifest = rundir.load_manifest(run_dir)
     manifest["workload"]["test_duration_in_seconds"] = block_s * copies
     manifest["counts"] = {"planned": len(rows) * copies, "sent": len(rows) * copies, "failed": 0}
     rundir.write_manifest(run_dir, manifest)
+
+
+def repeated_records(records: list[dict], copies: int, block_s: float):
+    """The block's records, then ``copies - 1`` copies matching ``repeat_invocations``' rows."""
+    yield from records
+    block_ms = int(block_s * 1e3)
+    for k in range(1, copies):
+        prefix = copy_prefix(k)
+        for r in records:
+            yield {**r, "activationId": prefix + r["activationId"][len(prefix):], "start": r["start"] + k * block_ms, "end": r["end"] + k * block_ms}
 
 
 if __name__ == "__main__":

@@ -41,7 +41,7 @@ def _sample_records():
 def test_flattened_record_outcome_is_the_vocabularys():
     for label, raw in _sample_records().items():
         row = dict(zip(records_mod.RECORD_COLUMNS, records_mod.flatten_record(raw)))
-        fast = dict(zip(records_mod.RECORD_COLUMNS, records_mod._flatten_fast(raw)))
+        fast = dict(zip(records_mod.RECORD_COLUMNS, records_mod.flatten_fast(raw)))
         expected = record_outcome(raw) if isinstance(raw.get("response", {}), dict) else "action_timeout"
         assert row["record_outcome"] == fast["record_outcome"] == expected, label
         assert row["error_text"] == fast["error_text"]
@@ -169,5 +169,5 @@ def test_summary_final_outcomes_survive_json(tmp_path):
 )
 def test_fast_flattening_agrees_with_the_vocabulary_on_odd_records(raw):
     raw = {"activationId": "a" * 32, "annotations": [], **raw}
-    row = dict(zip(records_mod.RECORD_COLUMNS, records_mod._flatten_fast(raw)))
+    row = dict(zip(records_mod.RECORD_COLUMNS, records_mod.flatten_fast(raw)))
     assert row["record_outcome"] == record_outcome(raw)

@@ -88,6 +88,16 @@ def test_malformed_lines_and_records_read_the_same_and_are_counted(tmp_path):
     assert bad == 3 and len(frame) == 5
 
 
+@pytest.mark.parametrize("field, value", [("name", 7), ("namespace", True), ("activationId", 12345)])
+def test_an_id_or_label_that_is_not_a_string_reads_the_same(tmp_path, field, value):
+    lines = [json.dumps(record(f"{k:032x}", "fn", 1_790_000_000_000 + k, 2, 0, 5)) for k in range(3)]
+    lines.append(json.dumps({**record("e" * 32, "fn", 1_790_000_000_009, 2, 0, 5), field: value}))
+    _write_lines(tmp_path / "odd.jsonl", lines)
+    assert records_mod._read_records_duckdb(str(tmp_path / "odd.jsonl")) is None  # not cast to text: the reference decides
+    frame, bad = _both(tmp_path / "odd.jsonl")
+    assert bad == 0 and len(frame) == 4
+
+
 def test_a_torn_last_line_alone_keeps_the_fast_path(tmp_path):
     good = [json.dumps(record(f"{k:032x}", "fn", 1_790_000_000_000 + k, 2, 0, 5)) for k in range(3)]
     _write_lines(tmp_path / "torn.jsonl", good, torn_tail='{"activationId": "ff", "annot')

@@ -12,6 +12,9 @@
                          second of the send; the invocation's row completes it
       monitors/<name>/   command.txt, stdout.log, stderr.log and the tool's raw output
       activations.jsonl  raw activation records
+      activations.columns.npz
+                         their flat columns, written beside them (``record_columns``): derived,
+                         used only while it describes the file, safe to delete
       analysis/          derived, rebuildable
 
 Times in ``invocations.csv`` are integer nanoseconds since the run's monotonic zero; the manifest's
@@ -57,6 +60,7 @@ from faasprof import __version__
 from faasprof.errors import ConfigError, FormatError
 from faasprof.outcomes import HTTP_OUTCOMES
 from faasprof.paths import REPO_ROOT
+from faasprof.rundir import record_columns
 
 FORMAT_VERSION = 2
 SUPPORTED_FORMAT_VERSIONS = (1, 2)
@@ -615,14 +619,18 @@ class Completeness:
         return f"torn run: {self.missing:,} of {self.planned:,} planned invocations have no row: " + "; ".join(parts)
 
 
-def reconstruct_missing(run_dir: str | os.PathLike, present_seqs: Iterable[int], manifest: "Manifest | dict | None" = None) -> tuple[list[tuple], Completeness]:
+def reconstruct_missing(
+    run_dir: str | os.PathLike, present_seqs: Iterable[int], manifest: "Manifest | dict | None" = None, *, distinct: bool = False
+) -> tuple[list[tuple], Completeness]:
     """Rows (``INVOCATION_COLUMNS`` tuples) for every planned invocation without one, and the tally.
 
     The plan comes from ``plan.bin``; a run without one (format 1) falls back to the manifest's
-    planned count, which can only be counted. ``present_seqs`` are the seqs of the rows read.
+    planned count, which can only be counted. ``present_seqs`` are the seqs of the rows read;
+    ``distinct`` says they hold no seq twice (a sized sequence, an array of ten million included,
+    then taken as it is).
     """
     run_dir = Path(run_dir)
-    present = list(present_seqs)
+    present = present_seqs if distinct else list(present_seqs)
     plan = read_plan(run_dir)
     if plan is None:
         if manifest is None:
@@ -631,7 +639,7 @@ def reconstruct_missing(run_dir: str | os.PathLike, present_seqs: Iterable[int],
             except (FormatError, ConfigError):
                 manifest = None
         planned = as_manifest(manifest).planned if manifest is not None else None
-        missing = max(0, planned - len(set(present))) if planned is not None else 0
+        missing = max(0, planned - (len(present) if distinct else len(set(present)))) if planned is not None else 0
         return [], Completeness(planned, len(present), uncounted=missing, plan_source="manifest counts" if planned else "none")
     n = len(plan)
     seen = bytearray(n)
@@ -738,23 +746,35 @@ def sort_records(records: Iterable[dict]) -> list[dict]:
 
 
 def write_records(path: str | os.PathLike, records: Iterable[dict]) -> int:
-    """Write raw records as JSON lines atomically (temporary file, fsync, rename); returns the count."""
+    """Write raw records as JSON lines atomically (temporary file, fsync, rename); returns the count.
+
+    Their column index (``faasprof.rundir.record_columns``) is written beside them as they pass, so
+    that an analysis never parses them again."""
     path = Path(path)
     tmp = path.with_name(f".{path.name}.tmp{os.getpid()}")
     count = 0
-    with open(tmp, "w", encoding="utf-8") as handle:
+    index = record_columns.ColumnsBuilder()
+    with open(tmp, "wb") as handle:
         for record in records:
-            handle.write(json.dumps(record, separators=(",", ":")))
-            handle.write("\n")
+            line = json.dumps(record, separators=(",", ":")).encode("utf-8") + b"\n"
+            handle.write(line)
+            index.add(line)
             count += 1
         handle.flush()
         os.fsync(handle.fileno())
+    record_columns.remove(path)  # an index of the file being replaced must never outlive it
     os.replace(tmp, path)
+    try:
+        index.write(path)
+    except OSError:  # the index only saves the next reader time; the records are saved
+        record_columns.remove(path)
     return count
 
 
 def append_records(path: str | os.PathLike, records: Iterable[dict]) -> int:
-    """Append raw records to an existing ``activations.jsonl`` (after a line cut short, if any)."""
+    """Append raw records to an existing ``activations.jsonl`` (after a line cut short, if any).
+
+    Its column index then covers a prefix of the file; readers parse the lines after it."""
     path = Path(path)
     count = 0
     with open(path, "rb+") as handle:

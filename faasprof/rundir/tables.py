@@ -10,6 +10,7 @@ Arrow; the format itself (columns, outcomes, torn-run reconstruction) is defined
 from __future__ import annotations
 
 import io
+import mmap
 import os
 from pathlib import Path
 
@@ -43,6 +44,11 @@ _STR_DTYPE = pd.StringDtype("pyarrow", na_value=np.nan)  # what read_csv's dtype
 
 
 def read_invocations_frame(run_dir: str | os.PathLike, manifest: "rundir.Manifest | None" = None) -> pd.DataFrame:
+    """``read_invocations_and_completeness``'s frame."""
+    return read_invocations_and_completeness(run_dir, manifest)[0]
+
+
+def read_invocations_and_completeness(run_dir: str | os.PathLike, manifest: "rundir.Manifest | None" = None) -> tuple[pd.DataFrame, rundir.Completeness]:
     """``invocations.csv`` typed (``INVOCATION_DTYPES``), one row per planned invocation by ``seq``.
 
     A final line cut short by a crash is dropped. A torn run (kill -9, disk full): every planned
@@ -52,9 +58,10 @@ def read_invocations_frame(run_dir: str | os.PathLike, manifest: "rundir.Manifes
 
     Read with Arrow's multi-threaded CSV reader into columns (no Python object per row), sorted
     and de-duplicated by ``seq`` (a row written twice: the last one wins) before pandas sees it.
+    Returns the frame and the torn-run tally (``completeness`` without a second read).
     """
     path = Path(run_dir) / rundir.INVOCATIONS
-    table = _read_csv(path, _whole_lines(path), include=None)  # the file's bytes are freed once parsed
+    table = _read_whole_lines(path, include=None)
     seq = table.column("seq").to_numpy()
     if len(seq) and not (np.diff(seq) > 0).all():
         table = table.take(pc.sort_indices(table, [("seq", "ascending")]))  # stable: equal seqs keep file order
@@ -78,16 +85,17 @@ def read_invocations_frame(run_dir: str | os.PathLike, manifest: "rundir.Manifes
     if unknown:
         raise FormatError(f"{path}: outcome {unknown[0]!r} is not one of {', '.join(rundir.OUTCOMES)}; the file is not a faasprof invocation log of a version this faasprof reads")
     frame.attrs["completeness"] = completeness.to_json()
-    return frame
+    return frame, completeness
 
 
 def completeness(run_dir: str | os.PathLike, manifest: "rundir.Manifest | None" = None) -> rundir.Completeness:
     """The torn-run tally of a run directory (``rundir.completeness``), reading only the ``seq``
     column."""
     path = Path(run_dir) / rundir.INVOCATIONS
-    seq = _read_csv(path, _whole_lines(path), include=["seq"]).column("seq").to_numpy()
+    seq = _read_whole_lines(path, include=["seq"]).column("seq").to_numpy()
     rows = len(seq)
-    return _reconstruct(run_dir, np.unique(seq), rows, manifest)[1]
+    ascending = rows < 2 or bool((seq[1:] > seq[:-1]).all())  # as written: no sort needed
+    return _reconstruct(run_dir, seq if ascending else np.unique(seq), rows, manifest)[1]
 
 
 def _reconstruct(run_dir, unique_seqs: np.ndarray, rows: int, manifest) -> tuple[list[tuple], rundir.Completeness]:
@@ -97,32 +105,45 @@ def _reconstruct(run_dir, unique_seqs: np.ndarray, rows: int, manifest) -> tuple
     n = len(unique_seqs)
     if plan is not None and n == len(plan) and (n == 0 or (unique_seqs[0] == 0 and unique_seqs[-1] == n - 1)):
         return [], rundir.Completeness(len(plan), rows)
-    missing, report = rundir.reconstruct_missing(run_dir, unique_seqs.tolist(), manifest)
+    missing, report = rundir.reconstruct_missing(run_dir, unique_seqs, manifest, distinct=True)
     report.rows = rows
     return missing, report
 
 
-def _whole_lines(path: Path) -> bytes:
+def _read_whole_lines(path: Path, include: list[str] | None) -> pa.Table:
+    """The file's complete lines (a final line cut short is left out) parsed by Arrow.
+
+    The file is mapped, not read into a copy: Arrow parses the page cache's own pages (a
+    10-million-row log is a gigabyte)."""
     try:
-        data = path.read_bytes()
+        handle = open(path, "rb")
     except FileNotFoundError:
         raise FormatError(f"{path}: missing; the run did not get as far as its first invocation") from None
-    cut = data.rfind(b"\n")
-    data = data[: cut + 1] if cut >= 0 else b""
-    header = data[: data.find(b"\n") + 1].decode("utf-8", "replace").strip()
+    with handle:
+        size = os.fstat(handle.fileno()).st_size
+        if not size:
+            return _read_csv(path, b"", include)
+        with mmap.mmap(handle.fileno(), 0, access=mmap.ACCESS_READ) as mapped:  # searched, never exported
+            cut = mapped.rfind(b"\n")
+            end = mapped.find(b"\n")
+            header = mapped[: end + 1].decode("utf-8", "replace").strip() if end >= 0 else ""
+            quoted = mapped.find(b'"', 0, cut + 1) >= 0
     if tuple(header.split(",")) != rundir.INVOCATION_COLUMNS:
         raise FormatError(f"{path}: header is {header!r}, expected {','.join(rundir.INVOCATION_COLUMNS)}")
-    return data
+    with pa.memory_map(str(path)) as source:  # Arrow's own map: its buffers keep it alive as needed
+        return _read_csv(path, source.read_buffer(cut + 1), include, quoted)
 
 
-def _read_csv(path: Path, data: bytes, include: list[str] | None) -> pa.Table:
+def _read_csv(path: Path, data, include: list[str] | None, quoted: bool = False) -> pa.Table:
     types = {name: pa.int64() for name in _INT_COLUMNS}
-    types.update({name: pa.string() for name in (*_CATEGORY_COLUMNS, "activation_id", "error")})
+    # Few distinct labels: dictionary-encoded as they are parsed (no string per row).
+    types.update({name: pa.dictionary(pa.int32(), pa.string()) for name in _CATEGORY_COLUMNS})
+    types.update({name: pa.string() for name in ("activation_id", "error")})
     try:
         return pacsv.read_csv(
             pa.BufferReader(data),
             # A quoted field may hold a line break (an error message); only then must the reader look for it.
-            parse_options=pacsv.ParseOptions(newlines_in_values=b'"' in data),
+            parse_options=pacsv.ParseOptions(newlines_in_values=quoted),
             convert_options=pacsv.ConvertOptions(column_types=types, null_values=[""], strings_can_be_null=False,
                                                  quoted_strings_can_be_null=False, include_columns=include),
         )
