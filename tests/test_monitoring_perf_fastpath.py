@@ -157,3 +157,16 @@ def test_the_comparisons_exercise_the_fast_path():
     assert "     0.100145545,CPU1,617,,context-switches,faasprof-rec-b,97271656,100.00,6.343,K/sec" in taken
     assert "     0.4,7,,cycles,100,50.00,1.0,CPUs utilized\r" in taken
     assert not any(("summary" in line or "%" in line or "\t" in line) for line in taken)
+
+
+def test_text_that_arrow_cannot_encode_takes_the_general_path():
+    # Lone surrogates have no UTF-8; on pandas whose strings are Arrow-backed the reference frame
+    # cannot hold them either, and then both must fail alike.
+    text = "     0.1,12,,cycles,1,100.00,,\n     0.1,12,,cycles\udcff,1,100.00,,\n"
+    try:
+        expected = reference_frame(text)
+    except UnicodeEncodeError:
+        with pytest.raises(UnicodeEncodeError):
+            parse_perf_stat(text)
+        return
+    pd.testing.assert_frame_equal(parse_perf_stat(text), expected, check_exact=True)

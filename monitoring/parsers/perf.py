@@ -242,13 +242,6 @@ _FAST_ROW = (
 _NUMERIC_COLUMNS = ("time_s", "n_cpus", "value", "runtime_ns", "running_pct", "variance_pct", "metric_value")
 
 
-def _perf_lines(text: str) -> list[str]:
-    """The lines of ``text`` that are complete (a last line without its newline is dropped)."""
-    lines = text.split("\n")
-    lines.pop()  # "" after a final newline, else the line perf was cut off in
-    return lines
-
-
 def _is_noise(line: str, sep: str) -> bool:
     """A line that is not a counter row and not a header, blank or metric-only row."""
     stripped = line.strip()
@@ -279,16 +272,26 @@ def parse_perf_stat_reference(text: str, sep: str = ","):
     return frame
 
 
-def _fast_columns(lines: list[str]):
-    """``(matched, columns)``: which lines the fast pattern takes, and their ``COLUMNS`` as numpy
-    arrays (strings as object arrays), in line order."""
+def _perf_lines(text: str):
+    """The complete lines of ``text`` as an Arrow array (a last line without its newline, where
+    perf was cut off, is dropped; after a final newline that last piece is "")."""
+    import pyarrow as pa
+    import pyarrow.compute as pc
+
+    pieces = pc.split_pattern(pa.array([text], type=pa.large_string()), "\n").flatten()
+    return pieces.slice(0, len(pieces) - 1)
+
+
+def _fast_columns(lines):
+    """``(matched, columns)``: which lines the fast pattern takes, and their ``COLUMNS`` in line
+    order (numbers as float64 numpy arrays, strings as Arrow arrays)."""
     import numpy as np
     import pyarrow as pa
     import pyarrow.compute as pc
 
     # Matching without captures runs as a DFA; the fields are then cut at the commas and picked by
     # their position from the right, as _perf_fields does.
-    every = pa.array(lines, type=pa.large_string())
+    every = lines if isinstance(lines, pa.Array) else pa.array(lines, type=pa.large_string())
     matched = pc.match_substring_regex(every, _FAST_ROW).to_numpy(zero_copy_only=False)
     parts = pc.split_pattern(every.filter(pa.array(matched)), ",")
     flat = parts.flatten()
@@ -316,45 +319,65 @@ def _fast_columns(lines: list[str]):
         blank = pc.if_else(pc.equal(text, ""), pa.scalar(None, text.type), text)
         return pc.cast(blank, pa.float64()).to_numpy(zero_copy_only=False)
 
-    def objects(array):
-        # One Python str per distinct value (a run has few labels, events and units).
+    def distinct(array):
         encoded = array.dictionary_encode()
-        return np.array(encoded.dictionary.to_pylist(), dtype=object), encoded.indices.to_numpy(zero_copy_only=False)
+        return encoded.dictionary.to_pylist(), encoded.indices.to_numpy(zero_copy_only=False)
 
-    label_names, label_codes = objects(label)
-    cgroup_names, cgroup_codes = objects(field(ends - 5, tail == 8))
+    # agg and unit_id once per distinct (label, cgroup): a run has few of them.
+    label_names, label_codes = distinct(label)
+    cgroup_names, cgroup_codes = distinct(field(ends - 5, tail == 8))
     keys, inverse = np.unique(label_codes.astype(np.int64) * len(cgroup_names) + cgroup_codes, return_inverse=True)
     pairs = [_labels(label_names[key // len(cgroup_names)], cgroup_names[key % len(cgroup_names)]) for key in keys.tolist()]
-    agg = np.array([pair[0] for pair in pairs], dtype=object)[inverse]
-    unit_id = np.array([pair[1] for pair in pairs], dtype=object)[inverse]
-
-    def strings(array):
-        names, codes = objects(array)
-        return names[codes]
+    rows = pa.array(inverse.reshape(-1))
+    agg = pa.array([pair[0] for pair in pairs], type=pa.large_string()).take(rows)
+    unit_id = pa.array([pair[1] for pair in pairs], type=pa.large_string()).take(rows)
 
     value_text = field(ends - tail)
     not_supported = pc.equal(value_text, NOT_SUPPORTED).to_numpy(zero_copy_only=False)
     not_counted = pc.equal(value_text, NOT_COUNTED).to_numpy(zero_copy_only=False)
     values = pc.if_else(pc.starts_with(value_text, "<"), pa.scalar(None, value_text.type), value_text)
-    status = np.array(["ok", "not_supported", "not_counted"], dtype=object)[not_supported + 2 * not_counted.astype(np.int64)]
+    status_codes = not_supported.astype(np.int64) + 2 * not_counted.astype(np.int64)
+    status = pa.array(["ok", "not_supported", "not_counted"], type=pa.large_string()).take(pa.array(status_codes))
     columns = {
         "time_s": numbers(pc.utf8_ltrim(field(starts), " ")),
         "agg": agg,
         "unit_id": unit_id,
         "n_cpus": numbers(field(starts + 2, prefix == 3)),
-        "event": strings(field(ends - tail + 2)),
+        "event": field(ends - tail + 2),
         "value": pc.cast(values, pa.float64()).to_numpy(zero_copy_only=False),
         "status": status,
-        "unit": strings(field(ends - tail + 1)),
+        "unit": field(ends - tail + 1),
         # _perf_fields keeps int(float(runtime)): the truncated value, exact in a float64.
         "runtime_ns": np.trunc(numbers(field(ends - 4))),
         "running_pct": numbers(field(ends - 3)),
         "variance_pct": np.full(count, np.nan),
         "metric_value": numbers(field(ends - 2)),
         # The pattern lets only a final \r and spaces around it: what rstrip + strip remove.
-        "metric_unit": strings(pc.utf8_trim(field(ends - 1), " \r")),
+        "metric_unit": pc.utf8_trim(field(ends - 1), " \r"),
     }
     return matched, columns
+
+
+@functools.cache
+def _string_dtype():
+    """The dtype pandas gives a column of Python strings (``str`` on pandas 3, object before)."""
+    import pandas as pd
+
+    return pd.DataFrame([("x",)]).dtypes.iloc[0]
+
+
+def _pandas_values(values):
+    """A fast-path column as the frame takes it: strings in the dtype the reference frame infers
+    (straight from Arrow when that dtype is Arrow-backed), numbers as they are."""
+    import numpy as np
+    import pandas as pd
+
+    if isinstance(values, np.ndarray):
+        return values
+    dtype = _string_dtype()
+    if isinstance(dtype, pd.StringDtype) and dtype.storage == "pyarrow":
+        return pd.array(values, dtype=dtype)
+    return values.to_numpy(zero_copy_only=False)
 
 
 def _labels(label: str, cgroup: str) -> tuple[str, str]:
@@ -375,25 +398,28 @@ def parse_perf_stat(text: str, sep: str = ","):
     by one."""
     import numpy as np
     import pandas as pd
+    import pyarrow as pa
 
-    lines = _perf_lines(text)
-    if sep != "," or not lines:
+    if sep != "," or "\n" not in text:
+        return parse_perf_stat_reference(text, sep)
+    try:
+        lines = _perf_lines(text)
+    except UnicodeEncodeError:  # lone surrogates (text not decoded from a file): no UTF-8 for Arrow
         return parse_perf_stat_reference(text, sep)
     matched, columns = _fast_columns(lines)
     rest = np.flatnonzero(~matched)
     slow_rows, slow_positions, noise = [], [], 0
-    for position in rest.tolist():
-        line = lines[position]
+    for position, line in zip(rest.tolist(), lines.take(pa.array(rest)).to_pylist()):
         row = _perf_fields(line, sep)
         if row is not None:
             slow_rows.append(row)
             slow_positions.append(position)
         elif _is_noise(line, sep):
             noise += 1
-    if not slow_rows:
-        frame = pd.DataFrame(columns)
-    elif not len(columns["time_s"]):
+    if not len(columns["time_s"]):  # (also the empty frame, whose dtypes pandas decides alone)
         frame = _reference_frame(slow_rows)
+    elif not slow_rows:
+        frame = pd.DataFrame({name: _pandas_values(values) for name, values in columns.items()})
     else:
         # Both parts in line order: the fast rows at their lines, the others at theirs.
         slow = _reference_frame(slow_rows)
@@ -403,7 +429,7 @@ def parse_perf_stat(text: str, sep: str = ","):
             if column in _NUMERIC_COLUMNS:
                 both = np.concatenate([columns[column], slow[column].to_numpy(dtype="float64")])
             else:
-                both = np.concatenate([columns[column], slow[column].to_numpy(dtype=object)])
+                both = np.concatenate([columns[column].to_numpy(zero_copy_only=False), slow[column].to_numpy(dtype=object)])
             merged[column] = both[order]
         frame = pd.DataFrame(merged)
     frame.attrs["noise_lines"] = noise
