@@ -73,6 +73,7 @@ ODD_LINES = [
     "not,a,counter,row,at,all,but,long",
     "short,line",
     "     0.5,CPU0,7",
+    "     0.5,S0," + "9" * 30 + ",7,,cycles,100,50.00,1.0,",  # an n_cpus beyond int64
 ]
 
 
@@ -170,3 +171,33 @@ def test_text_that_arrow_cannot_encode_takes_the_general_path():
             parse_perf_stat(text)
         return
     pd.testing.assert_frame_equal(parse_perf_stat(text), expected, check_exact=True)
+
+
+def test_fast_path_numbers_round_like_python_float():
+    # Arrow parses the numbers of the fast path; _perf_fields uses float(): both must round alike,
+    # including long mantissas, exponents, subnormals and overflow to inf.
+    rng = random.Random(7)
+
+    def number():
+        text = ("-" if rng.random() < 0.2 else "") + str(rng.randint(0, 10 ** rng.randint(0, 25)))
+        if rng.random() < 0.7:
+            text += "." + "".join(rng.choice("0123456789") for _ in range(rng.randint(1, 25)))
+        if rng.random() < 0.3:
+            text += rng.choice("eE") + rng.choice(["", "+", "-"]) + str(rng.randint(0, 330))
+        return text
+
+    def runtime():  # int(float(runtime)) of an infinite runtime raises: below
+        text = number().lstrip("-")
+        return text if float(text) < 1e300 else "1"
+
+    lines = [f"{number().lstrip('-'):>16},{number()},,cycles,{runtime()},{number()},{number()},GHz" for _ in range(5000)]
+    frame = assert_same("\n".join(lines) + "\n")
+    assert len(frame) == len(lines)
+
+
+def test_a_runtime_beyond_a_float_fails_as_in_the_line_parser():
+    text = "     0.1,12,,cycles,1,100.00,,\n     0.2,12,,cycles,1e400,100.00,,\n"
+    with pytest.raises(OverflowError):
+        reference_frame(text)
+    with pytest.raises(OverflowError):
+        parse_perf_stat(text)

@@ -15,6 +15,11 @@ so hand-collected files parse without flags.
 * ``running_pct`` < 100 means the kernel multiplexed the counter and perf scaled the value up.
 * The final interval of a run is usually shorter than the others (the SIGINT or the end of the
   workload cuts it): use ``interval_s`` from :func:`perf_wide`, not the nominal interval.
+
+``parse_perf_stat`` reads the lines in perf's usual ``-x, -I`` layout all at once with Arrow (a
+long run's monitor has hundreds of thousands) and the others through ``_perf_fields``; its frame
+is exactly ``parse_perf_stat_reference``'s (every line through ``_perf_fields``), which
+tests/test_monitoring_perf_fastpath.py holds it to.
 """
 
 from __future__ import annotations
@@ -233,7 +238,7 @@ def perf_counts(text: str, sep: str = ",") -> dict[str, dict]:
 _FAST_NUMBER = r"-?[0-9]+(?:\.[0-9]+)?(?:[eE][+-]?[0-9]+)?"
 _FAST_TOKEN = r"[!-+\--~]"  # printable ASCII but the space and the comma
 _FAST_ROW = (
-    rf"^ *(?P<time>{_FAST_NUMBER}),(?:(?P<label>{_FAST_TOKEN}+),(?:(?P<n_cpus>[0-9]+),)?)?"
+    rf"^ *(?P<time>{_FAST_NUMBER}),(?:(?P<label>{_FAST_TOKEN}+),(?:(?P<n_cpus>[0-9]{{1,18}}),)?)?"  # int() refuses very long digit strings
     rf"(?P<value>{_FAST_NUMBER}|<not supported>|<not counted>),(?P<unit>[A-Za-z]*),(?P<event>{_FAST_TOKEN}+),"
     rf"(?:(?P<cgroup>[!-$&-+\--~]+),)?"  # no '%': a -r variance takes the general path
     rf"(?P<runtime>{_FAST_NUMBER}|),(?P<running>{_FAST_NUMBER}|),(?P<metric>{_FAST_NUMBER}|),"
@@ -306,18 +311,21 @@ def _fast_columns(lines):
         picked = flat.take(pa.array(index))
         return picked if present is None else pc.if_else(pa.array(present), picked, empty)
 
-    label = field(starts + 1, prefix >= 2)
-    summary = pc.equal(label, "summary").to_numpy(zero_copy_only=False)
-    if summary.any():  # not counter rows: left to _perf_fields, which skips them
-        matched[np.flatnonzero(matched)[summary]] = False
-        keep = ~summary
-        starts, ends, tail, prefix = starts[keep], ends[keep], tail[keep], prefix[keep]
-        label = label.filter(pa.array(keep))
-    count = len(starts)
-
     def numbers(text):
         blank = pc.if_else(pc.equal(text, ""), pa.scalar(None, text.type), text)
         return pc.cast(blank, pa.float64()).to_numpy(zero_copy_only=False)
+
+    label = field(starts + 1, prefix >= 2)
+    runtime = numbers(field(ends - 4))
+    # Left to _perf_fields: summary rows (not counters: it skips them) and runtimes beyond a float
+    # (its int() of them raises, and so must this parser).
+    reject = pc.equal(label, "summary").to_numpy(zero_copy_only=False) | np.isinf(runtime)
+    if reject.any():
+        matched[np.flatnonzero(matched)[reject]] = False
+        keep = ~reject
+        starts, ends, tail, prefix, runtime = starts[keep], ends[keep], tail[keep], prefix[keep], runtime[keep]
+        label = label.filter(pa.array(keep))
+    count = len(starts)
 
     def distinct(array):
         encoded = array.dictionary_encode()
@@ -348,7 +356,7 @@ def _fast_columns(lines):
         "status": status,
         "unit": field(ends - tail + 1),
         # _perf_fields keeps int(float(runtime)): the truncated value, exact in a float64.
-        "runtime_ns": np.trunc(numbers(field(ends - 4))),
+        "runtime_ns": np.trunc(runtime),
         "running_pct": numbers(field(ends - 3)),
         "variance_pct": np.full(count, np.nan),
         "metric_value": numbers(field(ends - 2)),
