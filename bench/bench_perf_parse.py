@@ -59,10 +59,10 @@ def main() -> int:
         text = (directory / "perf_stat.csv").read_text()
         print(f"perf_stat.csv: {lines:,} lines, {len(text) / 2**20:.1f} MiB ({args.duration_s:g} s of 100 ms intervals)", flush=True)
         fast_s = best_s(args.repeat, lambda: parse_perf_stat(text))
-        print(f"parse_perf_stat (fast path):         {fast_s:7.2f} s  {lines / fast_s:12,.0f} lines/s", flush=True)
+        print(f"{'parse_perf_stat (fast path):':38} {fast_s:7.2f} s  {lines / fast_s:12,.0f} lines/s", flush=True)
         if not args.skip_reference:
             slow_s = best_s(args.repeat, lambda: parse_perf_stat_reference(text))
-            print(f"parse_perf_stat_reference (per line): {slow_s:7.2f} s  {lines / slow_s:12,.0f} lines/s  (fast path x{slow_s / fast_s:.1f})", flush=True)
+            print(f"{'parse_perf_stat_reference (per line):':38} {slow_s:7.2f} s  {lines / slow_s:12,.0f} lines/s  (fast path x{slow_s / fast_s:.1f})", flush=True)
         meta = {"layout": {"sep": ","}}
         frame_s = best_s(args.repeat, lambda: PerfCollector.load_frame(directory, meta, 0.0, {}))
         print(f"PerfCollector.load_frame (read, parse, wide, metrics): {frame_s:.2f} s", flush=True)
