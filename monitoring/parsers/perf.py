@@ -15,6 +15,11 @@ so hand-collected files parse without flags.
 * ``running_pct`` < 100 means the kernel multiplexed the counter and perf scaled the value up.
 * The final interval of a run is usually shorter than the others (the SIGINT or the end of the
   workload cuts it): use ``interval_s`` from :func:`perf_wide`, not the nominal interval.
+
+``parse_perf_stat`` reads the lines in perf's usual ``-x, -I`` layout all at once with Arrow (a
+long run's monitor has hundreds of thousands) and the others through ``_perf_fields``; its frame
+is exactly ``parse_perf_stat_reference``'s (every line through ``_perf_fields``), which
+tests/test_monitoring_perf_fastpath.py holds it to.
 """
 
 from __future__ import annotations
@@ -221,19 +226,220 @@ def perf_counts(text: str, sep: str = ",") -> dict[str, dict]:
     return counts
 
 
-def parse_perf_stat(text: str, sep: str = ","):
-    """The tidy long frame (``COLUMNS``), one row per counter row of the output."""
+# The fast path of ``parse_perf_stat``: one RE2 pattern (run by Arrow over all lines at once) for
+# the layout perf writes with -I: ``TIME,[LABEL,[N_CPUS,]]VALUE,UNIT,EVENT,[CGROUP,]RUNTIME,PCT,
+# METRIC,METRIC_UNIT``. It is deliberately narrower than ``_perf_fields`` so that every line it
+# matches gets the very row ``_perf_fields`` would give: fields are printable ASCII without blanks
+# (so ``str.strip`` has nothing to remove; only the metric unit may hold spaces, which are trimmed
+# as spaces), numbers are plain decimals (which Arrow and ``float`` round alike), and the unit may
+# hold letters only, so the field 7 from the right is a value exactly when there is no cgroup field
+# (``_perf_fields``'s 7- versus 8-field tail rule). Anything else (noise, headers, metric-only and
+# ``summary`` rows, ``-r`` variances, odd spacing, another separator) goes through ``_perf_fields``.
+_FAST_NUMBER = r"-?[0-9]+(?:\.[0-9]+)?(?:[eE][+-]?[0-9]+)?"
+_FAST_TOKEN = r"[!-+\--~]"  # printable ASCII but the space and the comma
+_FAST_ROW = (
+    rf"^ *(?P<time>{_FAST_NUMBER}),(?:(?P<label>{_FAST_TOKEN}+),(?:(?P<n_cpus>[0-9]{{1,18}}),)?)?"  # int() refuses very long digit strings
+    rf"(?P<value>{_FAST_NUMBER}|<not supported>|<not counted>),(?P<unit>[A-Za-z]*),(?P<event>{_FAST_TOKEN}+),"
+    rf"(?:(?P<cgroup>[!-$&-+\--~]+),)?"  # no '%': a -r variance takes the general path
+    rf"(?P<runtime>{_FAST_NUMBER}|),(?P<running>{_FAST_NUMBER}|),(?P<metric>{_FAST_NUMBER}|),"
+    rf"(?P<metric_unit>[ !-+\--~]*)\r?$"
+)
+_NUMERIC_COLUMNS = ("time_s", "n_cpus", "value", "runtime_ns", "running_pct", "variance_pct", "metric_value")
+
+
+def _is_noise(line: str, sep: str) -> bool:
+    """A line that is not a counter row and not a header, blank or metric-only row."""
+    stripped = line.strip()
+    return bool(stripped) and not stripped.startswith("#") and len(line.split(sep)) < 7
+
+
+def _reference_frame(rows: list[tuple]):
+    """The frame of ``_perf_fields`` tuples, built the way the line-by-line parser always has."""
     import pandas as pd
 
+    frame = pd.DataFrame(rows, columns=list(COLUMNS))
+    for column in _NUMERIC_COLUMNS:
+        frame[column] = pd.to_numeric(frame[column], errors="coerce").astype("float64")
+    return frame
+
+
+def parse_perf_stat_reference(text: str, sep: str = ","):
+    """``parse_perf_stat`` line by line through ``_perf_fields`` (no fast path): the definition the
+    fast path is held to."""
     rows, noise = [], 0
     for row in _iter_perf_fields(text, sep):
         if type(row) is tuple:
             rows.append(row)
         else:
             noise += 1
-    frame = pd.DataFrame(rows, columns=list(COLUMNS))
-    for column in ("time_s", "n_cpus", "value", "runtime_ns", "running_pct", "variance_pct", "metric_value"):
-        frame[column] = pd.to_numeric(frame[column], errors="coerce").astype("float64")
+    frame = _reference_frame(rows)
+    frame.attrs["noise_lines"] = noise
+    return frame
+
+
+def _perf_lines(text: str):
+    """The complete lines of ``text`` as an Arrow array (a last line without its newline, where
+    perf was cut off, is dropped; after a final newline that last piece is "")."""
+    import pyarrow as pa
+    import pyarrow.compute as pc
+
+    pieces = pc.split_pattern(pa.array([text], type=pa.large_string()), "\n").flatten()
+    return pieces.slice(0, len(pieces) - 1)
+
+
+def _fast_columns(lines):
+    """``(matched, columns)``: which lines the fast pattern takes, and their ``COLUMNS`` in line
+    order (numbers as float64 numpy arrays, strings as Arrow arrays)."""
+    import numpy as np
+    import pyarrow as pa
+    import pyarrow.compute as pc
+
+    # Matching without captures runs as a DFA; the fields are then cut at the commas and picked by
+    # their position from the right, as _perf_fields does.
+    every = lines if isinstance(lines, pa.Array) else pa.array(lines, type=pa.large_string())
+    matched = pc.match_substring_regex(every, _FAST_ROW).to_numpy(zero_copy_only=False)
+    parts = pc.split_pattern(every.filter(pa.array(matched)), ",")
+    flat = parts.flatten()
+    offsets = parts.offsets.to_numpy()
+    starts, ends = offsets[:-1], offsets[1:]
+    # The cgroup field is there exactly when the field 7 from the right is not a value.
+    tail = np.where(pc.match_substring_regex(flat.take(pa.array(ends - 7)), r"^[-0-9<]").to_numpy(zero_copy_only=False), 7, 8)
+    prefix = ends - starts - tail  # time, [label, [n_cpus]]
+    empty = pa.scalar("", flat.type)
+
+    def field(index, present=None):
+        picked = flat.take(pa.array(index))
+        return picked if present is None else pc.if_else(pa.array(present), picked, empty)
+
+    def numbers(text):
+        blank = pc.if_else(pc.equal(text, ""), pa.scalar(None, text.type), text)
+        return pc.cast(blank, pa.float64()).to_numpy(zero_copy_only=False)
+
+    label = field(starts + 1, prefix >= 2)
+    runtime = numbers(field(ends - 4))
+    # Left to _perf_fields: summary rows (not counters: it skips them) and runtimes beyond a float
+    # (its int() of them raises, and so must this parser).
+    reject = pc.equal(label, "summary").to_numpy(zero_copy_only=False) | np.isinf(runtime)
+    if reject.any():
+        matched[np.flatnonzero(matched)[reject]] = False
+        keep = ~reject
+        starts, ends, tail, prefix, runtime = starts[keep], ends[keep], tail[keep], prefix[keep], runtime[keep]
+        label = label.filter(pa.array(keep))
+    count = len(starts)
+
+    def distinct(array):
+        encoded = array.dictionary_encode()
+        return encoded.dictionary.to_pylist(), encoded.indices.to_numpy(zero_copy_only=False)
+
+    # agg and unit_id once per distinct (label, cgroup): a run has few of them.
+    label_names, label_codes = distinct(label)
+    cgroup_names, cgroup_codes = distinct(field(ends - 5, tail == 8))
+    keys, inverse = np.unique(label_codes.astype(np.int64) * len(cgroup_names) + cgroup_codes, return_inverse=True)
+    pairs = [_labels(label_names[key // len(cgroup_names)], cgroup_names[key % len(cgroup_names)]) for key in keys.tolist()]
+    rows = pa.array(inverse.reshape(-1))
+    agg = pa.array([pair[0] for pair in pairs], type=pa.large_string()).take(rows)
+    unit_id = pa.array([pair[1] for pair in pairs], type=pa.large_string()).take(rows)
+
+    value_text = field(ends - tail)
+    not_supported = pc.equal(value_text, NOT_SUPPORTED).to_numpy(zero_copy_only=False)
+    not_counted = pc.equal(value_text, NOT_COUNTED).to_numpy(zero_copy_only=False)
+    values = pc.if_else(pc.starts_with(value_text, "<"), pa.scalar(None, value_text.type), value_text)
+    status_codes = not_supported.astype(np.int64) + 2 * not_counted.astype(np.int64)
+    status = pa.array(["ok", "not_supported", "not_counted"], type=pa.large_string()).take(pa.array(status_codes))
+    columns = {
+        "time_s": numbers(pc.utf8_ltrim(field(starts), " ")),
+        "agg": agg,
+        "unit_id": unit_id,
+        "n_cpus": numbers(field(starts + 2, prefix == 3)),
+        "event": field(ends - tail + 2),
+        "value": pc.cast(values, pa.float64()).to_numpy(zero_copy_only=False),
+        "status": status,
+        "unit": field(ends - tail + 1),
+        # _perf_fields keeps int(float(runtime)): the truncated value, exact in a float64.
+        "runtime_ns": np.trunc(runtime),
+        "running_pct": numbers(field(ends - 3)),
+        "variance_pct": np.full(count, np.nan),
+        "metric_value": numbers(field(ends - 2)),
+        # The pattern lets only a final \r and spaces around it: what rstrip + strip remove.
+        "metric_unit": pc.utf8_trim(field(ends - 1), " \r"),
+    }
+    return matched, columns
+
+
+@functools.cache
+def _string_dtype():
+    """The dtype pandas gives a column of Python strings (``str`` on pandas 3, object before)."""
+    import pandas as pd
+
+    return pd.DataFrame([("x",)]).dtypes.iloc[0]
+
+
+def _pandas_values(values):
+    """A fast-path column as the frame takes it: strings in the dtype the reference frame infers
+    (straight from Arrow when that dtype is Arrow-backed), numbers as they are."""
+    import numpy as np
+    import pandas as pd
+
+    if isinstance(values, np.ndarray):
+        return values
+    dtype = _string_dtype()
+    if isinstance(dtype, pd.StringDtype) and dtype.storage == "pyarrow":
+        return pd.array(values, dtype=dtype)
+    return values.to_numpy(zero_copy_only=False)
+
+
+def _labels(label: str, cgroup: str) -> tuple[str, str]:
+    """``(agg, unit_id)`` of a fast-path row, as ``_perf_fields`` derives them."""
+    agg, unit_id = ("system", "") if not label else (_agg_of(label), label)
+    if cgroup:
+        if agg == "system":
+            return "cgroup", cgroup
+        return agg, f"{unit_id}/{cgroup}"
+    return agg, unit_id
+
+
+def parse_perf_stat(text: str, sep: str = ","):
+    """The tidy long frame (``COLUMNS``), one row per counter row of the output.
+
+    The same frame as ``parse_perf_stat_reference``; the lines in perf's usual layout are parsed
+    together by Arrow (a 10-million-invocation run's monitor has ~600,000 of them), the rest one
+    by one."""
+    import numpy as np
+    import pandas as pd
+    import pyarrow as pa
+
+    if sep != "," or "\n" not in text:
+        return parse_perf_stat_reference(text, sep)
+    try:
+        lines = _perf_lines(text)
+    except UnicodeEncodeError:  # lone surrogates (text not decoded from a file): no UTF-8 for Arrow
+        return parse_perf_stat_reference(text, sep)
+    matched, columns = _fast_columns(lines)
+    rest = np.flatnonzero(~matched)
+    slow_rows, slow_positions, noise = [], [], 0
+    for position, line in zip(rest.tolist(), lines.take(pa.array(rest)).to_pylist()):
+        row = _perf_fields(line, sep)
+        if row is not None:
+            slow_rows.append(row)
+            slow_positions.append(position)
+        elif _is_noise(line, sep):
+            noise += 1
+    if not len(columns["time_s"]):  # (also the empty frame, whose dtypes pandas decides alone)
+        frame = _reference_frame(slow_rows)
+    elif not slow_rows:
+        frame = pd.DataFrame({name: _pandas_values(values) for name, values in columns.items()})
+    else:
+        # Both parts in line order: the fast rows at their lines, the others at theirs.
+        slow = _reference_frame(slow_rows)
+        order = np.argsort(np.concatenate([np.flatnonzero(matched), np.asarray(slow_positions)]), kind="stable")
+        merged = {}
+        for column in COLUMNS:
+            if column in _NUMERIC_COLUMNS:
+                both = np.concatenate([columns[column], slow[column].to_numpy(dtype="float64")])
+            else:
+                both = np.concatenate([columns[column].to_numpy(zero_copy_only=False), slow[column].to_numpy(dtype=object)])
+            merged[column] = both[order]
+        frame = pd.DataFrame(merged)
     frame.attrs["noise_lines"] = noise
     return frame
 
