@@ -245,8 +245,7 @@ def percentile_block(values: np.ndarray, prefix: str) -> dict:
     n = len(data)
     out = {f"{prefix}_n": int(n), f"{prefix}_mean": float(data.mean()) if n else math.nan}
     if n:
-        ranks = sorted({rank for pct in PERCENTILES for rank in _quantile_ranks(n, pct / 100.0)} | {n - 1})
-        data = np.partition(data, ranks)  # every listed rank holds its order statistic
+        data = partitioned_for_quantiles(data, [pct / 100.0 for pct in PERCENTILES])
     for pct in PERCENTILES:
         tag = f"p{pct:g}".replace(".", "_")
         estimate, low, high = quantile_ci(data, pct / 100.0)
@@ -255,6 +254,14 @@ def percentile_block(values: np.ndarray, prefix: str) -> dict:
         out[f"{prefix}_{tag}_ci_high"] = high
     out[f"{prefix}_max"] = float(data[-1]) if n else math.nan
     return out
+
+
+def partitioned_for_quantiles(data: np.ndarray, ps) -> np.ndarray:
+    """``data`` (finite, not empty) with every rank ``quantile_ci`` reads for the quantiles ``ps``,
+    and the maximum, holding its order statistic: what those reads give on sorted data."""
+    n = len(data)
+    ranks = sorted({rank for p in ps for rank in _quantile_ranks(n, p)} | {n - 1})
+    return np.partition(data, ranks)
 
 
 def _quantile_ranks(n: int, p: float) -> list[int]:

@@ -44,11 +44,12 @@ def response_latency_ms(frame: pd.DataFrame, manifest: "rundir.Manifest | dict")
 
 def ratio_block(values: np.ndarray) -> dict:
     """n, p50, p99, p99.9 (ms) and the two ratios of one group of latencies."""
-    data = np.sort(values[np.isfinite(values)])
+    data = values[np.isfinite(values)]
     n = int(len(data))
     out = {"n": n, "p50_ms": None, "p99_ms": None, "p99_9_ms": None, "p99_over_p50": None, "p99_9_over_p50": None}
     if n == 0:
         return out
+    data = stats_mod.partitioned_for_quantiles(data, (0.5, 0.99, 0.999))
     p50, p99, p999 = (stats_mod.quantile_ci(data, p)[0] for p in (0.5, 0.99, 0.999))
     out.update(p50_ms=p50, p99_ms=p99, p99_9_ms=p999)
     if n >= MIN_SAMPLES and p50 > 0 and math.isfinite(p50):

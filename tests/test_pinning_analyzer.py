@@ -305,6 +305,22 @@ def test_percentile_block_ignores_non_finite_values():
     assert set(block) >= {"x_p99_9", "x_p99_9_ci_low", "x_p99_9_ci_high"}
 
 
+@pytest.mark.parametrize("n", [1, 2, 3, 7, 100, 1001, 20_000])
+def test_percentiles_from_partitioned_samples_are_those_of_the_sorted_samples(n):
+    values = np.random.default_rng(n).lognormal(1.0, 1.5, n)
+    values[5::13] = np.nan
+    block = stats_mod.percentile_block(values, "x")
+    data = np.sort(values[np.isfinite(values)])
+    for pct in stats_mod.PERCENTILES:
+        tag = f"p{pct:g}".replace(".", "_")
+        estimate, low, high = stats_mod.quantile_ci(data, pct / 100.0)
+        for key, want in ((tag, estimate), (f"{tag}_ci_low", low), (f"{tag}_ci_high", high)):
+            got = block[f"x_{key}"]
+            assert got == want or (math.isnan(got) and math.isnan(want)), (key, got, want)
+    assert block["x_max"] == data[-1] and block["x_n"] == len(data)
+    assert block["x_mean"] == pytest.approx(data.mean(), rel=1e-12)
+
+
 # --------------------------------------------------------------------------------------------
 # phases and the latency trend (rule 2(b)'s evidence)
 

@@ -228,3 +228,17 @@ def test_the_index_says_whether_any_record_is_a_chain_head_without_a_scan(tmp_pa
     assert record_columns.mentioned(path, chains.HOPS_KEY) is None
     monkeypatch.undo()
     assert chains._holds_chains(path) is True
+
+
+def test_an_index_is_never_written_for_a_file_that_changed_while_it_was_made(tmp_path):
+    path, raws = _raw_records(tmp_path)
+    builder = record_columns.ColumnsBuilder()
+    lines = [json.dumps(r).encode() + b"\n" for r in raws]
+    for line in lines[:-1]:
+        builder.add(line)
+    path.write_bytes(b"".join(lines))  # one line more than the builder saw
+    assert builder.write(path) is False and not record_columns.index_path(path).exists()
+    path.write_bytes(b"".join(lines) + b'{"activationId": "torn')
+    frame, bad = records_mod.read_records(path)
+    assert record_columns.write_from_arrays(path, {}, {}, rows=0, bad_lines=0) is False  # a torn last line
+    assert not record_columns.index_path(path).exists()

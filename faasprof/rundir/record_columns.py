@@ -219,9 +219,13 @@ class ColumnsBuilder:
         if self.unusual:
             remove(jsonl_path)
             return False
+        stat = os.stat(jsonl_path)
+        if stat.st_size != self.covers_bytes:  # written to since: this index would not describe it
+            remove(jsonl_path)
+            return False
         arrays, labels = self.columns.arrays()
-        _save(jsonl_path, arrays, labels, rows=self.columns.rows, covers_bytes=self.covers_bytes, crc32=self.crc32, lines=self.lines, bad_lines=self.bad_lines,
-              mentions={needle.decode(): count for needle, count in self.mentions.items()})
+        _save(jsonl_path, _identity(stat), arrays, labels, rows=self.columns.rows, covers_bytes=self.covers_bytes, crc32=self.crc32, lines=self.lines,
+              bad_lines=self.bad_lines, mentions={needle.decode(): count for needle, count in self.mentions.items()})
         return True
 
 
@@ -231,16 +235,18 @@ def write_from_arrays(jsonl_path: str | os.PathLike, arrays: dict[str, np.ndarra
     Covers the whole file, its CRC-32 read now; False (nothing written) when the file does not end
     with a line break (a torn last line: it is left to the readers)."""
     path = Path(jsonl_path)
+    before = _identity(os.stat(path))
     crc, size, last = _crc32(path, None)
-    if size and last != b"\n":
+    # Written to while it was read (or a torn last line): no index rather than a wrong one.
+    if (size and last != b"\n") or _identity(os.stat(path)) != before or size != before[2]:
         return False
-    _save(path, arrays, labels, rows=rows, covers_bytes=size, crc32=crc, lines=None, bad_lines=bad_lines)
+    _save(path, before, arrays, labels, rows=rows, covers_bytes=size, crc32=crc, lines=None, bad_lines=bad_lines)
     return True
 
 
-def _save(jsonl_path, arrays: dict[str, np.ndarray], labels: dict[str, list[str]], **meta) -> None:
+def _save(jsonl_path, identity: list[int], arrays: dict[str, np.ndarray], labels: dict[str, list[str]], **meta) -> None:
     path = Path(jsonl_path)
-    meta = {"format_version": FORMAT_VERSION, "file": path.name, "identity": _identity(os.stat(path)), "labels": labels, **meta}
+    meta = {"format_version": FORMAT_VERSION, "file": path.name, "identity": identity, "labels": labels, **meta}
     target = index_path(path)
     tmp = target.with_name(f".{target.name}.tmp{os.getpid()}")
     try:
