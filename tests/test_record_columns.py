@@ -242,3 +242,14 @@ def test_an_index_is_never_written_for_a_file_that_changed_while_it_was_made(tmp
     frame, bad = records_mod.read_records(path)
     assert record_columns.write_from_arrays(path, {}, {}, rows=0, bad_lines=0) is False  # a torn last line
     assert not record_columns.index_path(path).exists()
+
+
+def test_an_index_written_after_a_parse_still_says_whether_chain_heads_are_there(tmp_path, monkeypatch):
+    path, raws = _raw_records(tmp_path)
+    head = dict(raws[0], activationId="f" * 32, response={"status": "success", "success": True, "result": {"hops": [{"start_ns": 1}]}})
+    monkeypatch.setattr(record_columns, "CRC_BLOCK_BYTES", 64)  # the key across block boundaries too
+    for records, heads in ((raws, False), ([*raws, head], True)):
+        path.write_text("".join(json.dumps(r) + "\n" for r in records))
+        record_columns.remove(path)
+        _read_equal(path, refresh_index=True)
+        assert _state(path) == "current" and record_columns.mentioned(path, chains.HOPS_KEY) is heads

@@ -23,8 +23,9 @@ record that is not of the regular shape (a number field that is not a number, a 
 a string) leaves no index: the readers' own conversions decide those.
 
 Layout (a NumPy ``.npz``, every member uncompressed): ``meta`` (JSON as bytes: format version,
-coverage, CRC, identity, row and bad-line counts, category labels, and, when written with the file,
-how many lines hold each of ``record_fields.COUNTED_MENTIONS``), and per column
+coverage, CRC, identity, row and bad-line counts, category labels, and for each of
+``record_fields.COUNTED_MENTIONS`` how many lines hold it (written with the file) or whether any
+does (1 or 0, written after a parse)), and per column
 ``<name>`` (float64 or bool), ``<name>.codes`` (int32, −1 for none, into the sorted labels in
 ``meta``), or ``<name>.offsets``/``<name>.data``/``<name>.valid`` (UTF-8 strings as Arrow lays
 them out). Rows are in file order, one per record line (or one per activation id after a parse,
@@ -236,11 +237,12 @@ def write_from_arrays(jsonl_path: str | os.PathLike, arrays: dict[str, np.ndarra
     with a line break (a torn last line: it is left to the readers)."""
     path = Path(jsonl_path)
     before = _identity(os.stat(path))
-    crc, size, last = _crc32(path, None)
+    crc, size, last, found = _crc32(path, None, COUNTED_MENTIONS)
     # Written to while it was read (or a torn last line): no index rather than a wrong one.
     if (size and last != b"\n") or _identity(os.stat(path)) != before or size != before[2]:
         return False
-    _save(path, before, arrays, labels, rows=rows, covers_bytes=size, crc32=crc, lines=None, bad_lines=bad_lines)
+    _save(path, before, arrays, labels, rows=rows, covers_bytes=size, crc32=crc, lines=None, bad_lines=bad_lines,
+          mentions={needle.decode(): count for needle, count in found.items()})
     return True
 
 
@@ -283,7 +285,8 @@ class ColumnIndex:
         return int(self.meta["bad_lines"])
 
     def mentions(self, needle: bytes) -> int | None:
-        """Lines of the covered bytes that hold ``needle`` (None: not counted)."""
+        """Lines of the covered bytes that hold ``needle`` (after a parse: 1 for any), None when
+        not counted."""
         counted = self.meta.get("mentions") or {}
         value = counted.get(needle.decode()) if isinstance(counted, dict) else None
         return value if isinstance(value, int) else None
@@ -308,7 +311,7 @@ class ColumnIndex:
             return "current"
         if stat.st_size < self.covers_bytes:
             return "stale"
-        crc, _, _ = _crc32(path, self.covers_bytes)
+        crc = _crc32(path, self.covers_bytes)[0]
         return "prefix" if crc == int(self.meta["crc32"]) else "stale"
 
 
@@ -350,20 +353,30 @@ def mentioned(jsonl_path: str | os.PathLike, needle: bytes) -> bool | None:
         index.close()
 
 
-def _crc32(path: Path, limit: int | None) -> tuple[int, int, bytes]:
-    """CRC-32 of the first ``limit`` bytes (all when None): (crc, bytes read, last byte read)."""
+def _crc32(path: Path, limit: int | None, needles: tuple[bytes, ...] = ()) -> tuple[int, int, bytes, dict[bytes, int]]:
+    """CRC-32 of the first ``limit`` bytes (all when None): (crc, bytes read, last byte read, and
+    for each of ``needles`` 1 when it occurs in them, else 0)."""
     crc = 0
     done = 0
     last = b""
-    buffer = bytearray(CRC_BLOCK_BYTES)
+    found = dict.fromkeys(needles, 0)
+    overlap = max((len(needle) for needle in needles), default=1) - 1
+    buffer = bytearray(overlap + CRC_BLOCK_BYTES)
     view = memoryview(buffer)
+    kept = 0  # the previous block's last bytes, in front: a needle across two blocks
     with open(path, "rb", buffering=0) as handle:
         while limit is None or done < limit:
             want = CRC_BLOCK_BYTES if limit is None else min(CRC_BLOCK_BYTES, limit - done)
-            got = handle.readinto(view[:want])
+            got = handle.readinto(view[kept : kept + want])
             if not got:
                 break
-            crc = zlib.crc32(view[:got], crc)
-            last = bytes(view[got - 1 : got])
+            crc = zlib.crc32(view[kept : kept + got], crc)
+            end = kept + got
+            for needle in needles:
+                if not found[needle] and buffer.find(needle, 0, end) >= 0:
+                    found[needle] = 1
+            last = bytes(view[end - 1 : end])
             done += got
-    return crc, done, last
+            kept = min(overlap, end)
+            buffer[:kept] = buffer[end - kept : end]
+    return crc, done, last, found
