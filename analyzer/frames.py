@@ -69,7 +69,7 @@ from faasprof import __version__, rundir
 from faasprof.rundir.tables import read_invocations_frame  # noqa: F401  (the frames' entry point for notebooks)
 from faasprof.errors import FormatError
 from faasprof.outcomes import ACCEPTED_HTTP_OUTCOMES, FINAL_OUTCOMES
-from faasprof.rundir.records import CATEGORY_COLUMNS, RECORD_COLUMNS, TEXT_COLUMNS, records_frame  # noqa: F401  (notebook names)
+from faasprof.rundir.records import CATEGORY_COLUMNS, RECORD_COLUMNS, TEXT_COLUMNS, match_positions, records_frame  # noqa: F401  (notebook names)
 
 DEFAULT_PAUSE_GRACE_MS = 50.0  # OpenWhisk classic's containerProxy pause-grace (and the paper's)
 OPENWHISK_2_PAUSE_GRACE_MS = 10_000.0  # 2.x invoker's application.conf: pause-grace = 10 seconds
@@ -244,6 +244,9 @@ def match_records(invocations: pd.DataFrame, records: pd.DataFrame) -> np.ndarra
     column = invocations["activation_id"]
     ids = _arrow_ids(column.fillna("") if column.hasnans else column)
     value_set = _arrow_ids(records["activation_id"])
+    fast = match_positions(ids, value_set)
+    if fast is not None:
+        return fast
     if value_set.type != ids.type:
         value_set = value_set.cast(ids.type)
     position = pc.index_in(ids, value_set=value_set)

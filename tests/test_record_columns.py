@@ -13,6 +13,7 @@ import sys
 import numpy as np
 import pandas as pd
 import pyarrow as pa
+import pyarrow.compute as pc
 import pytest
 
 from faasprof import rundir
@@ -20,6 +21,7 @@ from faasprof.paths import REPO_ROOT
 from faasprof.rundir import record_columns
 from faasprof.rundir import records as records_mod
 from analyzer import chains
+from analyzer import frames as frames_mod
 from test_analyzer_synthetic import record, write_synthetic_run
 
 FAILURES = {3: "application_error", 7: "developer_error", 11: "internal_error", 13: "action_timeout", 17: "no_record"}
@@ -253,3 +255,30 @@ def test_an_index_written_after_a_parse_still_says_whether_chain_heads_are_there
         record_columns.remove(path)
         _read_equal(path, refresh_index=True)
         assert _state(path) == "current" and record_columns.mentioned(path, chains.HOPS_KEY) is heads
+
+
+@pytest.mark.parametrize("ids, values", [
+    (["a" * 32, "", "c" * 32, "z" * 32, "b" * 32], ["b" * 32, "a" * 32, "c" * 32]),
+    (["abc", "", "abd"], ["abd", "abc", "xyz"]),  # one width, not a multiple of 8
+    (["", ""], ["abc"]),
+    (["abc", "ab"], ["abc", "xyz"]),  # several widths: Arrow decides
+    (["a" * 32], []),
+    ([], ["a" * 32]),
+])
+def test_ids_are_matched_as_arrow_matches_them(ids, values):
+    ids_array, value_array = pa.array(ids, type=pa.large_string()), pa.array(values, type=pa.large_string())
+    expected = pc.fill_null(pc.index_in(ids_array, value_set=value_array), -1).to_numpy(zero_copy_only=False).tolist()
+    fast = records_mod.match_positions(ids_array, value_array)
+    assert fast is None or fast.tolist() == expected
+    invocations = pd.DataFrame({"activation_id": pd.array(ids, dtype=records_mod.TEXT_DTYPE)})
+    records = pd.DataFrame({"activation_id": pd.array(values, dtype=records_mod.TEXT_DTYPE)})
+    assert frames_mod.match_records(invocations, records).tolist() == expected
+
+
+def test_a_large_random_match_agrees_with_arrow():
+    rng = np.random.default_rng(7)
+    values = list(dict.fromkeys(f"{v:032x}" for v in rng.integers(0, 2**62, 5000)))
+    ids = [values[k] if k < len(values) and k % 3 else ("" if k % 7 == 0 else f"{k:032x}") for k in rng.integers(0, 7000, 8000)]
+    ids_array, value_array = pa.array(ids, type=pa.large_string()), pa.array(values, type=pa.large_string())
+    expected = pc.fill_null(pc.index_in(ids_array, value_set=value_array), -1).to_numpy(zero_copy_only=False)
+    assert records_mod.match_positions(ids_array, value_array).tolist() == expected.tolist()
