@@ -183,62 +183,10 @@ def run_records(run_dir: Path, invocations: pd.DataFrame, refresh_index: bool = 
     return records, position, {"source": rundir.ACTIVATIONS, "unreadable_lines": bad, "foreign_ignored": foreign}
 
 
-def load_run(
-    path: str | os.PathLike,
-    progress: Callable[[str], None] | None = None,
-    manifest: rundir.Manifest | None = None,
-    invocations: pd.DataFrame | None = None,
-) -> Run:
-    """Load a run directory offline into frames (records from ``activations.jsonl`` when saved).
-
-    ``invocations`` is ``faasprof.rundir.tables.read_invocations_frame``'s frame when the caller
-    has read it already. The records' column index is refreshed when the records had to be parsed
-    (``faasprof.rundir.records``), so the next load is faster. Raises ``FormatError`` for an
-    unknown or newer run format, ``ConfigError`` for a path that is not a directory.
-    """
-    run_dir = Path(path)
-    manifest = manifest or rundir.read_manifest(run_dir)
-    if invocations is None:
-        invocations = frames_mod.read_invocations_frame(run_dir, manifest)
-    warnings: list[str] = []
-    with_id = int(frames_mod.has_activation_id(invocations).sum())
-    activations = run_dir / rundir.ACTIVATIONS
-    records, position, info = run_records(run_dir, invocations, refresh_index=True)
-    records_info: dict[str, Any] = {"with_activation_id": with_id, **info}
-    bad, foreign = info["unreadable_lines"], info["foreign_ignored"]
-    if bad:
-        warnings.append(f"{activations}: {bad} unreadable lines ignored (a line cut short, or not a JSON object)")
-    if foreign:
-        warnings.append(f"{activations}: {foreign} records of other activations ignored (not sent by this run)")
-    if position is None and with_id:
-        warnings.append(
-            f"{run_dir}: no {rundir.ACTIVATIONS}; latency breakdown, start classes and cost are unavailable: "
-            "run faasprof analyze with the platform's --apihost/--auth to fetch the records"
-        )
-    records_info["with_container_state"] = int(records["container_state"].notna().sum()) if len(records) else 0
-    # The frame's record fields, aligned to the invocations; the records themselves are released
-    # before the frame is built (at ten million invocations, a gigabyte less at the peak).
-    aligned = frames_mod.align_records(records, position if position is not None else frames_mod.match_records(invocations, records))
-    del records, position
-    frame = frames_mod.build_from_aligned(invocations, aligned, manifest)
-    del invocations, aligned
-    found = int(frame["has_record"].sum())
-    missing_mask = (frame["has_activation_id"] & ~frame["has_record"]).to_numpy()
-    missing_ids = sorted(frame["activation_id"][missing_mask].tolist())
-    records_info.update(found=found, missing=len(missing_ids), missing_ids_sample=missing_ids[:MISSING_IDS_IN_SUMMARY])
-    if missing_ids and records_info["source"] != "none":
-        warnings.append(f"{len(missing_ids)} of {with_id} activation records are missing (not stored by the platform, or not yet)")
-
-    specs = stats_mod.instance_specs(manifest, frame)
-    duration = stats_mod._workload_duration(manifest, frame)
-    phase_list = stats_mod.phases(specs, duration)
-    frame["phase"] = stats_mod.assign_phase(frame["intended_s"].to_numpy(), phase_list)
-    steady = np.zeros(len(frame), dtype=bool)
+def _group_tables(frame: pd.DataFrame, specs: list[dict], phase_list: list[dict], warnings: list[str]) -> tuple[pd.DataFrame, pd.DataFrame]:
+    """``phase_stats`` (one row per instance × steady phase, with the mode) and ``function_stats``
+    (one row per function over the whole run); stability warnings are appended to ``warnings``."""
     intended = frame["intended_s"].to_numpy()
-    for phase in phase_list:
-        steady |= (intended >= phase["steady_start_s"]) & (intended < phase["end_s"])
-    frame["steady"] = steady
-
     phase_rows = []
     # The statistics read these columns only: groups are cut from them, one at a time, by position,
     # so no copy of the whole frame is ever held per instance.
@@ -299,6 +247,67 @@ def load_run(
         modes = phase_stats[phase_stats["function"] == function]["mode"].tolist() if len(phase_stats) else []
         function_rows.append({"function": str(function), "modes": ",".join(sorted(set(modes))), **{k: v for k, v in block.items() if k != "window_s"}})
     function_stats = pd.DataFrame(function_rows)
+    return phase_stats, function_stats
+
+
+def load_run(
+    path: str | os.PathLike,
+    progress: Callable[[str], None] | None = None,
+    manifest: rundir.Manifest | None = None,
+    invocations: pd.DataFrame | None = None,
+) -> Run:
+    """Load a run directory offline into frames (records from ``activations.jsonl`` when saved).
+
+    ``invocations`` is ``faasprof.rundir.tables.read_invocations_frame``'s frame when the caller
+    has read it already. The records' column index is refreshed when the records had to be parsed
+    (``faasprof.rundir.records``), so the next load is faster. Raises ``FormatError`` for an
+    unknown or newer run format, ``ConfigError`` for a path that is not a directory.
+    """
+    run_dir = Path(path)
+    manifest = manifest or rundir.read_manifest(run_dir)
+    if invocations is None:
+        invocations = frames_mod.read_invocations_frame(run_dir, manifest)
+    warnings: list[str] = []
+    with_id = int(frames_mod.has_activation_id(invocations).sum())
+    activations = run_dir / rundir.ACTIVATIONS
+    records, position, info = run_records(run_dir, invocations, refresh_index=True)
+    records_info: dict[str, Any] = {"with_activation_id": with_id, **info}
+    bad, foreign = info["unreadable_lines"], info["foreign_ignored"]
+    if bad:
+        warnings.append(f"{activations}: {bad} unreadable lines ignored (a line cut short, or not a JSON object)")
+    if foreign:
+        warnings.append(f"{activations}: {foreign} records of other activations ignored (not sent by this run)")
+    if position is None and with_id:
+        warnings.append(
+            f"{run_dir}: no {rundir.ACTIVATIONS}; latency breakdown, start classes and cost are unavailable: "
+            "run faasprof analyze with the platform's --apihost/--auth to fetch the records"
+        )
+    records_info["with_container_state"] = int(records["container_state"].notna().sum()) if len(records) else 0
+    # The frame's record fields, aligned to the invocations; the records themselves are released
+    # before the frame is built (at ten million invocations, a gigabyte less at the peak).
+    aligned = frames_mod.align_records(records, position if position is not None else frames_mod.match_records(invocations, records))
+    del records, position
+    frame = frames_mod.build_from_aligned(invocations, aligned, manifest)
+    del invocations, aligned
+    found = int(frame["has_record"].sum())
+    missing_mask = (frame["has_activation_id"] & ~frame["has_record"]).to_numpy()
+    missing_ids = sorted(frame["activation_id"][missing_mask].tolist())
+    records_info.update(found=found, missing=len(missing_ids), missing_ids_sample=missing_ids[:MISSING_IDS_IN_SUMMARY])
+    if missing_ids and records_info["source"] != "none":
+        warnings.append(f"{len(missing_ids)} of {with_id} activation records are missing (not stored by the platform, or not yet)")
+
+    specs = stats_mod.instance_specs(manifest, frame)
+    duration = stats_mod._workload_duration(manifest, frame)
+    phase_list = stats_mod.phases(specs, duration)
+    frame["phase"] = stats_mod.assign_phase(frame["intended_s"].to_numpy(), phase_list)
+    steady = np.zeros(len(frame), dtype=bool)
+    intended = frame["intended_s"].to_numpy()
+    for phase in phase_list:
+        steady |= (intended >= phase["steady_start_s"]) & (intended < phase["end_s"])
+    frame["steady"] = steady
+
+    # In a function of its own: the groups' copies and positions are gone before the monitors load.
+    phase_stats, function_stats = _group_tables(frame, specs, phase_list, warnings)
 
     status = manifest.status
     if status != "complete":
