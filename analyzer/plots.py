@@ -50,6 +50,16 @@ def pyplot():
 SAVE = {"dpi": 100, "metadata": {"Software": None}}
 
 
+def _save(fig, path: Path) -> None:
+    """Lay the figure out tightly and write it as PNG, drawing it once."""
+    fig.tight_layout()
+    # tight_layout leaves a placeholder layout engine on the figure, and savefig then draws the
+    # whole figure an extra time (rendering disabled) just to let that engine run, which does
+    # nothing: a third of the save time. Without an engine savefig draws once, the same pixels.
+    fig.set_layout_engine(None)
+    fig.savefig(path, **SAVE)
+
+
 def _subsample(values: np.ndarray, limit: int = MAX_POINTS) -> np.ndarray:
     """Indices: every k-th point plus all points above the 99th percentile."""
     n = len(values)
@@ -139,8 +149,7 @@ def latency_over_time(run, path: Path) -> None:
     if ax.get_legend_handles_labels()[0]:
         ax.legend(loc="upper left", fontsize=8, markerscale=1.5, ncol=2)
     ax.grid(True, which="both", alpha=0.3)
-    fig.tight_layout()
-    fig.savefig(path, **SAVE)
+    _save(fig, path)
     plt.close(fig)
 
 
@@ -174,8 +183,7 @@ def breakdown(run, path: Path) -> None:
         ax.grid(True, alpha=0.3)
         ax.legend(loc="upper left", fontsize=8, ncol=4)
     axes[-1, 0].set_xlabel("planned send time (s since run start)")
-    fig.tight_layout()
-    fig.savefig(path, **SAVE)
+    _save(fig, path)
     plt.close(fig)
 
 
@@ -209,8 +217,7 @@ def cdf(run, path: Path) -> None:
     ax.grid(True, which="both", alpha=0.3)
     if ax.lines:
         ax.legend(loc="lower right", fontsize=8)
-    fig.tight_layout()
-    fig.savefig(path, **SAVE)
+    _save(fig, path)
     plt.close(fig)
 
 
@@ -252,8 +259,7 @@ def throughput(run, path: Path) -> None:
     ax.grid(True, alpha=0.3)
     if ax.get_legend_handles_labels()[0]:
         ax.legend(loc="upper right", fontsize=8)
-    fig.tight_layout()
-    fig.savefig(path, **SAVE)
+    _save(fig, path)
     plt.close(fig)
 
 
@@ -331,8 +337,7 @@ def monitors(run, path: Path) -> bool:
         ax.grid(True, alpha=0.3)
     axes[-1, 0].set_xlabel("time (s since run start)")
     fig.suptitle(f"{run.test_name}: monitors beside latency")
-    fig.tight_layout()
-    fig.savefig(path, **SAVE)
+    _save(fig, path)
     plt.close(fig)
     return True
 
