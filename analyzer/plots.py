@@ -74,9 +74,20 @@ def _subsample(values: np.ndarray, limit: int = MAX_POINTS) -> np.ndarray:
     return np.nonzero(keep)[0]
 
 
-def _top_functions(frame: pd.DataFrame) -> list[str]:
-    counts = frame["function"].astype(object).value_counts()
-    return sorted(counts.index[:MAX_FUNCTIONS].tolist())
+def _codes(column: pd.Series) -> tuple[np.ndarray, list]:
+    """(an integer code per row, -1 where missing; the label of each code), so that rows are picked
+    by comparing small integers rather than by cutting frames or comparing strings."""
+    if isinstance(column.dtype, pd.CategoricalDtype):
+        return column.cat.codes.to_numpy(), list(column.cat.categories)
+    codes, labels = pd.factorize(column)
+    return codes, list(labels)
+
+
+def _top_functions(codes: np.ndarray, labels: list) -> list[tuple[str, int]]:
+    """(name, code) of the MAX_FUNCTIONS functions with the most rows (ties: by name), sorted by name."""
+    counts = np.bincount(codes[codes >= 0], minlength=len(labels))
+    present = [(-int(count), str(labels[code]), code) for code, count in enumerate(counts) if count]
+    return sorted((name, code) for _, name, code in sorted(present)[:MAX_FUNCTIONS])
 
 
 MARKERS = ("o", "^", "s", "D", "v", "P")
@@ -116,32 +127,38 @@ def latency_over_time(run, path: Path) -> None:
     plt = pyplot()
     fig, ax = plt.subplots(figsize=(10, 4.5))
     _shade_modes(ax, run)
-    # Only the plotted columns are cut to rows, never the whole frame (2.7 GiB at 10 M rows).
-    plotted = frame[["function", "start_class", "intended_s", "completion_latency_ms"]]
-    successful = plotted[frame["successful"].to_numpy(dtype=bool)]
-    functions = _top_functions(successful) if len(successful) else []
-    marker_of = {name: MARKERS[k % len(MARKERS)] for k, name in enumerate(functions)}
+    # Rows are picked as index arrays into the plotted columns, never by cutting the frame.
+    successful = frame["successful"].to_numpy(dtype=bool)
+    planned_s = frame["intended_s"].to_numpy(dtype="float64")
+    latency_ms = frame["completion_latency_ms"].to_numpy(dtype="float64")
+    function_codes, function_labels = _codes(frame["function"])
+    class_codes, class_labels = _codes(frame["start_class"])
+    functions = _top_functions(function_codes[successful], function_labels)
+    marker_of = {name: MARKERS[k % len(MARKERS)] for k, (name, _) in enumerate(functions)}
     for name, colour in CLASS_COLOURS.items():
-        rows = successful[successful["start_class"] == name]
-        if not len(rows):
+        if name not in class_labels:
             continue
-        for function in functions:
-            part = rows[rows["function"] == function]
-            if not len(part):
+        in_class = successful & (class_codes == class_labels.index(name))
+        count = int(np.count_nonzero(in_class))
+        if not count:
+            continue
+        for function, code in functions:
+            rows = np.flatnonzero(in_class & (function_codes == code))
+            if not len(rows):
                 continue
-            lat = part["completion_latency_ms"].to_numpy(dtype="float64")
+            lat = latency_ms[rows]
             idx = _subsample(lat)
-            ax.scatter(part["intended_s"].to_numpy()[idx], lat[idx], s=6, marker=marker_of[function], color=colour, alpha=0.7, linewidths=0)
-        ax.scatter([], [], s=12, color=colour, label=f"{name} ({len(rows)})")
+            ax.scatter(planned_s[rows[idx]], lat[idx], s=6, marker=marker_of[function], color=colour, alpha=0.7, linewidths=0)
+        ax.scatter([], [], s=12, color=colour, label=f"{name} ({count})")
     if len(functions) > 1:
-        for function in functions:
+        for function, _ in functions:
             ax.scatter([], [], s=12, marker=marker_of[function], color="#444444", label=function)
     # Failures apart (their latency is not the function's): red crosses where they have one.
-    failed = plotted[~frame["successful"].to_numpy(dtype=bool) & np.isfinite(frame["completion_latency_ms"].to_numpy(dtype="float64"))]
+    failed = np.flatnonzero(~successful & np.isfinite(latency_ms))
     if len(failed):
-        lat = failed["completion_latency_ms"].to_numpy(dtype="float64")
+        lat = latency_ms[failed]
         idx = _subsample(lat)
-        ax.scatter(failed["intended_s"].to_numpy()[idx], lat[idx], s=12, marker="x", color="#d62728", label=f"failed ({len(failed)})", linewidths=0.8)
+        ax.scatter(planned_s[failed[idx]], lat[idx], s=12, marker="x", color="#d62728", label=f"failed ({len(failed)})", linewidths=0.8)
     ax.set_yscale("log")
     ax.set_xlabel("planned send time (s since run start)")
     ax.set_ylabel("completion latency (ms)\nplanned send → function end")
@@ -154,27 +171,29 @@ def latency_over_time(run, path: Path) -> None:
 
 
 def breakdown(run, path: Path) -> None:
-    frame = run.invocations[["function", "intended_s", *(column for column, _, _ in BREAKDOWN)]][run.invocations["has_record"].to_numpy(dtype=bool)]
-    functions = _top_functions(frame) if len(frame) else []
+    frame = run.invocations
+    has_record = frame["has_record"].to_numpy(dtype=bool)
+    function_codes, function_labels = _codes(frame["function"])
+    functions = _top_functions(function_codes[has_record], function_labels)
     plt = pyplot()
     fig, axes = plt.subplots(max(len(functions), 1), 1, figsize=(10, 2.6 * max(len(functions), 1)), squeeze=False, sharex=True)
-    planned = run.invocations["intended_s"].to_numpy(dtype="float64")
+    planned = frame["intended_s"].to_numpy(dtype="float64")
     x_range = (0.0, float(np.nanmax(planned)) if len(planned) and np.isfinite(planned).any() else 1.0)
     if not functions:
         axes[0, 0].text(0.5, 0.5, "no activation records: no breakdown", ha="center", va="center", transform=axes[0, 0].transAxes)
         axes[0, 0].set_axis_off()
-    for ax, function in zip(axes[:, 0], functions):
-        rows = frame[frame["function"] == function]
-        t = rows["intended_s"].to_numpy()
+    for ax, (function, code) in zip(axes[:, 0], functions):
+        rows = np.flatnonzero(has_record & (function_codes == code))
+        t = planned[rows]
         bins = int(np.clip(len(rows) // 50, 10, 100))
         edges = np.linspace(np.nanmin(t), np.nanmax(t) + 1e-9, bins + 1)
         which = np.clip(np.digitize(t, edges) - 1, 0, bins - 1)
         centres = (edges[:-1] + edges[1:]) / 2
+        counts = np.bincount(which, minlength=bins)
         stacks = []
         for column, _, _ in BREAKDOWN:
-            values = np.clip(np.nan_to_num(rows[column].to_numpy(dtype="float64"), nan=0.0), 0, None)
+            values = np.clip(np.nan_to_num(frame[column].to_numpy(dtype="float64")[rows], nan=0.0), 0, None)
             sums = np.bincount(which, weights=values, minlength=bins)
-            counts = np.bincount(which, minlength=bins)
             stacks.append(np.divide(sums, counts, out=np.full(bins, np.nan), where=counts > 0))
         ax.stackplot(centres, *stacks, labels=[label for _, label, _ in BREAKDOWN], colors=[c for _, _, c in BREAKDOWN], alpha=0.85)
         ax.set_xlim(*x_range)  # the same run-wide range in every panel, so phases line up
@@ -187,25 +206,37 @@ def breakdown(run, path: Path) -> None:
     plt.close(fig)
 
 
-def _ecdf_points(values: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+MARKED_PERCENTILES = (50, 90, 99, 99.9)
+
+
+def _ecdf_points(values: np.ndarray, percentiles=MARKED_PERCENTILES) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """(x, y, sorted finite values): the empirical CDF at 2,000 evenly spaced ranks, the last 1,000
+    ranks and the two ranks either side of each marked percentile, so the drawn curve passes through
+    the exact order statistics the marked percentiles are interpolated from."""
     data = np.sort(values[np.isfinite(values)])
     n = len(data)
     if n == 0:
-        return data, data
-    idx = np.unique(np.concatenate([np.linspace(0, n - 1, min(n, 2000)).astype(int), np.arange(max(0, n - 1000), n)]))
-    return data[idx], (idx + 1) / n
+        return data, data, data
+    exact = np.asarray(percentiles, dtype="float64") / 100 * (n - 1)
+    idx = np.unique(np.concatenate([np.linspace(0, n - 1, min(n, 2000)).astype(int), np.arange(max(0, n - 1000), n), np.floor(exact).astype(int), np.ceil(exact).astype(int)]))
+    return data[idx], (idx + 1) / n, data
 
 
 def cdf(run, path: Path) -> None:
-    frame = run.invocations[["function", "completion_latency_ms"]][run.invocations["successful"].to_numpy(dtype=bool)]
+    frame = run.invocations
+    successful = frame["successful"].to_numpy(dtype=bool)
+    latency_ms = frame["completion_latency_ms"].to_numpy(dtype="float64")
+    function_codes, function_labels = _codes(frame["function"])
     plt = pyplot()
     fig, ax = plt.subplots(figsize=(8, 5))
-    for function in _top_functions(frame) if len(frame) else []:
-        values = frame.loc[frame["function"] == function, "completion_latency_ms"].to_numpy(dtype="float64")
-        x, y = _ecdf_points(values)
+    for function, code in _top_functions(function_codes[successful], function_labels):
+        values = latency_ms[successful & (function_codes == code)]
+        x, y, data = _ecdf_points(values)
         if not len(x):
             continue
-        marks = [(pct, float(np.nanpercentile(values, pct))) for pct in (50, 90, 99, 99.9) if len(values) * (1 - pct / 100) >= 1]
+        # Percentiles of all the data (NaN left out, as nanpercentile does), from the sorted copy.
+        pcts = [pct for pct in MARKED_PERCENTILES if len(values) * (1 - pct / 100) >= 1]
+        marks = list(zip(pcts, (float(q) for q in np.percentile(data, pcts)))) if pcts else []
         label = f"{function} (n={len(values)}): " + ", ".join(f"p{pct:g} {fmt_ms(q)}" for pct, q in marks)
         line = ax.plot(x, y, label=label, drawstyle="steps-post")[0]
         for pct, q in marks:  # marked on the curve; the values are in the legend, where they cannot overlap
@@ -223,14 +254,20 @@ def cdf(run, path: Path) -> None:
 
 def _ends(run, failed_only: bool) -> np.ndarray:
     """End times of every instance's invocations by ``stats.ACHIEVED_RULE`` (the tables' "achieved")."""
-    frame = run.invocations[["instance", "successful", *stats_mod.END_COLUMNS]]
+    frame = run.invocations
+    instance_codes, instance_labels = _codes(frame["instance"])
+    failed = ~frame["successful"].to_numpy(dtype=bool) if failed_only else None
+    columns = frame[list(stats_mod.END_COLUMNS)]
     out = []
     for spec in run.specs:
-        rows = frame[frame["instance"] == spec["instance"]]
-        if failed_only:
-            rows = rows[~rows["successful"].to_numpy(dtype=bool)]
+        if spec["instance"] not in instance_labels:
+            continue
+        picked = instance_codes == instance_labels.index(spec["instance"])
+        if failed is not None:
+            picked &= failed
+        rows = np.flatnonzero(picked)
         if len(rows):
-            out.append(stats_mod.end_times_s(rows, spec["blocking"]))
+            out.append(stats_mod.end_times_s(columns if len(rows) == len(frame) else columns.take(rows), spec["blocking"]))
     return np.concatenate(out) if out else np.zeros(0)
 
 
@@ -320,12 +357,12 @@ def monitors(run, path: Path) -> bool:
         return False
     plt = pyplot()
     fig, axes = plt.subplots(len(series) + 1, 1, figsize=(10, 2.2 * (len(series) + 1)), sharex=True, squeeze=False)
-    frame = run.invocations[["intended_s", "completion_latency_ms"]][run.invocations["successful"].to_numpy(dtype=bool)]
+    successful = np.flatnonzero(run.invocations["successful"].to_numpy(dtype=bool))
     ax = axes[0, 0]
     _shade_modes(ax, run)
-    lat = frame["completion_latency_ms"].to_numpy(dtype="float64")
+    lat = run.invocations["completion_latency_ms"].to_numpy(dtype="float64")[successful]
     idx = _subsample(lat)
-    ax.scatter(frame["intended_s"].to_numpy()[idx], lat[idx], s=3, color="#444444", linewidths=0)
+    ax.scatter(run.invocations["intended_s"].to_numpy(dtype="float64")[successful[idx]], lat[idx], s=3, color="#444444", linewidths=0)
     ax.set_yscale("log")
     ax.set_ylabel("completion latency ms")
     for ax, (label, lines) in zip(axes[1:, 0], series):
