@@ -83,7 +83,7 @@ def _codes(column: pd.Series) -> tuple[np.ndarray, list]:
     return codes, list(labels)
 
 
-LINE_BUCKETS = 2000  # at least two per pixel column of a 10-inch axis at 100 dpi
+LINE_BUCKETS = 1000  # at least one per pixel column: a 10-inch figure at 100 dpi is 1,000 pixels wide
 
 
 def _envelope(t: np.ndarray, values: np.ndarray, buckets: int = LINE_BUCKETS) -> tuple[np.ndarray, np.ndarray]:
