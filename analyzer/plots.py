@@ -306,6 +306,16 @@ def _ends(run, failed_only: bool) -> np.ndarray:
     return np.concatenate(out) if out else np.zeros(0)
 
 
+def _histogram(values: np.ndarray, edges: np.ndarray) -> np.ndarray:
+    """``np.histogram(values, bins=edges)[0]`` of the finite values (bins half-open, the last one
+    closed, values outside left out) by one binary search per value: np.histogram sorts the values
+    first when given edges, the costliest step of this plot at millions of rows."""
+    slot = np.searchsorted(edges, values, side="right") - 1
+    slot[values == edges[-1]] = len(edges) - 2
+    inside = (slot >= 0) & (slot < len(edges) - 1) & np.isfinite(values)
+    return np.bincount(slot[inside], minlength=len(edges) - 1)
+
+
 def throughput(run, path: Path) -> None:
     frame = run.invocations
     intended = frame["intended_s"].to_numpy(dtype="float64")
@@ -317,12 +327,12 @@ def throughput(run, path: Path) -> None:
     plt = pyplot()
     fig, ax = plt.subplots(figsize=(10, 4))
     _shade_modes(ax, run)
-    offered, _ = np.histogram(intended[np.isfinite(intended)], bins=edges)
-    achieved, _ = np.histogram(ends, bins=edges)
+    offered = _histogram(intended, edges)
+    achieved = _histogram(ends, edges)
     ax.stairs(offered / width, edges, label="offered (planned sends)", color="#1f77b4", linewidth=3, alpha=0.6)
     ax.stairs(achieved / width, edges, label="achieved (ended: answer if blocking, record end if not)", color="#2ca02c", linewidth=1.2)
     if len(failed):
-        counts, _ = np.histogram(failed, bins=edges)
+        counts = _histogram(failed, edges)
         ax.stairs(counts / width, edges, label="ended, but did not succeed", color="#d62728", linewidth=1.2)
     ax.set_ylim(bottom=0)
     ax.set_xlabel("time (s since run start)")

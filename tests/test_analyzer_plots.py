@@ -147,3 +147,12 @@ def test_write_plots_twice_gives_the_same_bytes(tmp_path, monkeypatch):
     assert first == second and {"latency_over_time.png", "breakdown.png", "cdf.png", "throughput.png"} <= set(first)
     for name in first:
         assert (tmp_path / "a" / name).read_bytes() == (tmp_path / "b" / name).read_bytes(), name
+
+
+def test_throughput_histogram_counts_as_numpy_does():
+    rng = np.random.default_rng(11)
+    edges = np.arange(0.0, 100.0 + 0.7, 0.7)
+    values = np.concatenate([rng.uniform(-5, 110, 100_000), edges, [edges[-1], np.nan, np.inf, -np.inf]])
+    finite = values[np.isfinite(values)]
+    assert np.array_equal(plots_mod._histogram(values, edges), np.histogram(finite, bins=edges)[0])
+    assert np.array_equal(plots_mod._histogram(np.zeros(0), edges), np.zeros(len(edges) - 1))
