@@ -9,8 +9,13 @@
   tables count it (``analyzer.stats.ACHIEVED_RULE``).
 * ``monitors.png``: monitoring series beside latency on the same time axis (the paper's Figure 14).
 
-Plots of large runs are drawn from a deterministic subsample (every k-th point plus every point
-above the 99th percentile), so the tails stay visible and re-running gives the same picture.
+Plots of large runs are drawn from deterministic subsamples, so the tails stay visible and
+re-running gives the same bytes: scatter plots from every k-th point plus every point above the
+99th percentile; CDFs from 2,000 evenly spaced order statistics, the top 1,000 and the two either
+side of each marked percentile (the percentiles themselves computed on all the data); monitor lines
+from the first, lowest, highest and last point of each of ``LINE_BUCKETS`` time slices. Rows are
+picked by integer codes into the plotted columns, never by cutting the invocations frame (gigabytes
+at 10 million rows). ``bench/bench_plots.py`` times each plot.
 """
 
 from __future__ import annotations
