@@ -223,8 +223,9 @@ def breakdown(run, path: Path) -> None:
     if not functions:
         axes[0, 0].text(0.5, 0.5, "no activation records: no breakdown", ha="center", va="center", transform=axes[0, 0].transAxes)
         axes[0, 0].set_axis_off()
+    recorded_codes = np.where(has_record, function_codes, -1)
     for ax, (function, code) in zip(axes[:, 0], functions):
-        rows = np.flatnonzero(has_record & (function_codes == code))
+        rows = np.flatnonzero(recorded_codes == code)
         t = planned[rows]
         bins = int(np.clip(len(rows) // 50, 10, 100))
         edges = np.linspace(np.nanmin(t), np.nanmax(t) + 1e-9, bins + 1)
@@ -233,7 +234,8 @@ def breakdown(run, path: Path) -> None:
         counts = np.bincount(which, minlength=bins)
         stacks = []
         for column, _, _ in BREAKDOWN:
-            values = np.clip(np.nan_to_num(frame[column].to_numpy(dtype="float64")[rows], nan=0.0), 0, None)
+            values = frame[column].to_numpy(dtype="float64")[rows]  # a copy: cleaned in place
+            np.clip(np.nan_to_num(values, copy=False, nan=0.0), 0, None, out=values)
             sums = np.bincount(which, weights=values, minlength=bins)
             stacks.append(np.divide(sums, counts, out=np.full(bins, np.nan), where=counts > 0))
         ax.stackplot(centres, *stacks, labels=[label for _, label, _ in BREAKDOWN], colors=[c for _, _, c in BREAKDOWN], alpha=0.85)
@@ -250,7 +252,13 @@ def breakdown(run, path: Path) -> None:
 MARKED_PERCENTILES = (50, 90, 99, 99.9)
 
 
-def _ecdf_points(values: np.ndarray, percentiles=MARKED_PERCENTILES) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+def _ecdf_points(values: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """(x, y) of the empirical CDF of the finite values, thinned as ``_ecdf`` thins it."""
+    x, y, _ = _ecdf(values)
+    return x, y
+
+
+def _ecdf(values: np.ndarray, percentiles=MARKED_PERCENTILES) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """(x, y, sorted finite values): the empirical CDF at 2,000 evenly spaced ranks, the last 1,000
     ranks and the two ranks either side of each marked percentile, so the drawn curve passes through
     the exact order statistics the marked percentiles are interpolated from."""
@@ -272,7 +280,7 @@ def cdf(run, path: Path) -> None:
     fig, ax = plt.subplots(figsize=(8, 5))
     for function, code in _top_functions(function_codes[successful], function_labels):
         values = latency_ms[successful & (function_codes == code)]
-        x, y, data = _ecdf_points(values)
+        x, y, data = _ecdf(values)
         if not len(x):
             continue
         # Percentiles of all the data (NaN left out, as nanpercentile does), from the sorted copy.

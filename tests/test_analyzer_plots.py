@@ -81,12 +81,13 @@ def test_cdf_marks_are_the_quantiles_of_all_the_data_and_the_curve_passes_throug
 
 def test_the_cdf_curve_is_the_empirical_cdf_at_every_drawn_point():
     values = np.random.default_rng(3).exponential(5.0, 50_001)
-    x, y, data = plots_mod._ecdf_points(values)
+    x, y, data = plots_mod._ecdf(values)
     assert np.array_equal(data, np.sort(values))
+    assert all(np.array_equal(a, b) for a, b in zip(plots_mod._ecdf_points(values), (x, y)))  # compare's CDFs
     ranks = np.rint(y * len(values)).astype(int) - 1
     assert np.array_equal(x, data[ranks])
     assert np.array_equal(ranks[-1000:], np.arange(len(values) - 1000, len(values)))  # the whole tail
-    x, y, data = plots_mod._ecdf_points(np.array([np.nan, np.inf]))
+    x, y, data = plots_mod._ecdf(np.array([np.nan, np.inf]))
     assert not len(x) and not len(y)
 
 
