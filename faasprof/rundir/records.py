@@ -11,11 +11,11 @@ Three readers, one result:
   after a parse): used when it still describes the file (unchanged since, or a prefix of it whose
   CRC-32 matches, the lines after it parsed in Python); no JSON parsed at all;
 * DuckDB (a dependency since the 10-million-row target of the analyzer), when there is no index
-  that describes the file: (a dependency since the 10-million-row target of the analyzer):
-  its JSON reader parses the file in native code on every core and extracts only the fields the
-  columns need; no Python object per record. Records whose shape is unusual (annotations not a
-  list, a response that is not an object, a status code that is not an integer) and failed
-  records' error texts are finished in Python by ``flatten_record``, so the answer is the same.
+  that describes the file: its JSON reader parses the file in native code on every core and
+  extracts only the fields the columns need; no Python object per record. Records whose shape
+  is unusual (an id or label that is not a string, annotations not a list, a response that is
+  not an object, a status code that is not an integer) send the file to ``read_records_python``;
+  failed records' error texts are finished in Python, so the answer is the same.
 * ``read_records_python``: orjson and ``flatten_record``, record by record; the reference the
   tests hold the other two to, and the reader where DuckDB cannot be imported.
 
