@@ -242,4 +242,11 @@ def _last_line(path: Path) -> str:
         lines = [line for line in path.read_text(errors="replace").splitlines() if line.strip()]
     except OSError:
         return "no log"
-    return lines[-1][:300] if lines else "no output"
+    if not lines:
+        return "no output"
+    line = lines[-1]
+    # Both ends kept: errors name the cause first and the fix last (a long path must not cut the fix).
+    return line if len(line) <= LAST_LINE_CHARS else f"{line[: LAST_LINE_CHARS // 2]} … {line[-LAST_LINE_CHARS // 2 :]}"
+
+
+LAST_LINE_CHARS = 400
