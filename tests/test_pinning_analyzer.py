@@ -373,3 +373,23 @@ def test_latency_trend_without_enough_points():
     assert math.isnan(same_instant["slope_ms_per_s"])
     sub_second = stats_mod.latency_trend(trend_rows([0.1, 0.2, 0.3], [10.0, 20.0, 30.0]), 0.0, 0.3, "lat")
     assert sub_second["slope_ms_per_s"] == pytest.approx(100.0)
+
+
+def test_previous_end_per_action_equals_a_pandas_sort_and_grouped_running_maximum():
+    def reference(group, start_ms, end_ms):
+        frame = pd.DataFrame({"f": group, "s": start_ms, "e": end_ms, "i": np.arange(len(start_ms))}).sort_values(["f", "s", "e"], kind="stable")
+        prev_end = frame.groupby("f", sort=False)["e"].cummax().groupby(frame["f"], sort=False).shift(1)
+        return frame["i"].to_numpy(), prev_end.to_numpy()
+
+    rng = np.random.default_rng(11)
+    for _ in range(200):
+        n = int(rng.integers(1, 50))
+        codes = rng.integers(0, 4, n)
+        start_ms = np.round(rng.uniform(0, 20, n))  # ties on purpose
+        end_ms = start_ms + np.round(rng.uniform(0, 10, n))
+        end_ms[rng.random(n) < 0.15] = np.nan  # records without an end
+        for group in (codes, np.array(["a", "b", "c", "d"], dtype=object)[codes]):
+            order, prev_end = frames_mod._previous_end_by_group(group, start_ms, end_ms)
+            want_order, want_prev_end = reference(group, start_ms, end_ms)
+            assert order.tolist() == want_order.tolist()
+            np.testing.assert_array_equal(prev_end, want_prev_end)
