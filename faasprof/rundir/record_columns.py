@@ -1,7 +1,7 @@
 """``activations.columns.npz``: the flat columns of ``activations.jsonl``, kept beside it.
 
-Parsing ten million JSON records is most of the time an analysis takes (33 s of 2.1 GB on two
-cores with DuckDB's native reader). The records' flat columns (``record_fields.RECORD_COLUMNS``)
+Parsing ten million JSON records (4.9 GB) was most of the time an analysis took: 33 s on two
+cores with DuckDB's native reader. The records' flat columns (``record_fields.RECORD_COLUMNS``)
 are therefore written once, when the records are saved, while every line passes through memory
 anyway (``ColumnsBuilder``, used by ``faasprof.rundir.write_records``), and again after any full
 parse of the file (``write_from_arrays``); a reader loads the arrays instead of the JSON.
