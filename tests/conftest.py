@@ -2,9 +2,11 @@
 
 from __future__ import annotations
 
+import fcntl
 import os
 import subprocess
 import sys
+import tempfile
 from pathlib import Path
 
 import pytest
@@ -14,6 +16,20 @@ from functions.catalogue import lookup
 
 REPO_ROOT = Path(__file__).resolve().parent.parent
 DATA_DIR = Path(__file__).resolve().parent / "data"
+
+# Every localwhisk reaps the host's leftovers of dead ones (stale cgroups, orphan sandboxes and
+# containers) when it starts. A test that plants such leftovers and checks that its own localwhisk
+# reaped them is marked ``host_exclusive`` and runs while no other test does: each test holds this
+# lock for its whole protocol (its module fixtures' setup and teardown included), shared, or
+# exclusively when marked; the suite's two xdist workers would otherwise race to reap them.
+HOST_LOCK = Path(tempfile.gettempdir()) / "faasprof-tests-host.lock"
+
+
+@pytest.hookimpl(hookwrapper=True)
+def pytest_runtest_protocol(item, nextitem):
+    with open(HOST_LOCK, "a") as handle:
+        fcntl.flock(handle, fcntl.LOCK_EX if item.get_closest_marker("host_exclusive") else fcntl.LOCK_SH)
+        yield
 
 
 def run_cli(*args: str, cwd: str | os.PathLike | None = None, timeout: float = 120, env: dict | None = None, input: str | None = None):

@@ -194,6 +194,7 @@ def test_crash_destroys_the_container_and_idle_timeout_removes_it(tmp_path):
 
 
 @needs_docker
+@pytest.mark.host_exclusive
 def test_kill_9_leaves_containers_that_the_next_start_reaps_but_not_a_live_ones(tmp_path):
     live = docker_lw(tmp_path / "live")
     try:

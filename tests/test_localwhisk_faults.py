@@ -115,6 +115,7 @@ def test_stop_leaves_no_paused_or_frozen_sandbox(tmp_path):
     assert [_process_state(pid) for pid in pids] in ([None], ["Z"])
 
 
+@pytest.mark.host_exclusive
 def test_kill_9_with_paused_sandboxes_is_reaped_at_the_next_start(tmp_path):
     data_dir = tmp_path / "lw"
     process, apihost = _serve(data_dir, "--pause-grace", "0")

@@ -176,6 +176,7 @@ def test_restart_keeps_every_record(tmp_path):
         assert lw.client.get_action("keep") is not None  # actions persist too
 
 
+@pytest.mark.host_exclusive
 def test_cgroups_are_cleaned_on_stop_and_stale_ones_at_start(tmp_path):
     with started(tmp_path) as handle:
         isolation = handle.settings["isolation"]
