@@ -165,12 +165,12 @@ def _load_monitors(run_dir: Path, manifest: rundir.Manifest, warnings: list[str]
     return frames, {"status": "loaded", "names": sorted(frames)}
 
 
-def run_records(run_dir: Path, invocations: pd.DataFrame, refresh_index: bool = False) -> tuple[pd.DataFrame, np.ndarray | None, dict]:
+def run_records(run_dir: Path, invocations: pd.DataFrame, refresh_index: bool = False) -> tuple[pd.DataFrame, np.ndarray, dict]:
     """The records of ``activations.jsonl`` that invocations of the run matched, each invocation's
-    row among them (−1: none; None without the file), and what ``records_info`` says of them."""
+    row among them (−1: none), and what ``records_info`` says of them (``source`` ``none``: no file)."""
     activations = Path(run_dir) / rundir.ACTIVATIONS
     if not activations.exists():
-        return frames_mod.records_frame([]), None, {"source": "none", "unreadable_lines": 0, "foreign_ignored": 0}
+        return frames_mod.records_frame([]), np.full(len(invocations), -1, dtype=np.int64), {"source": "none", "unreadable_lines": 0, "foreign_ignored": 0}
     records, bad = records_mod.read_records(activations, refresh_index=refresh_index)
     position = frames_mod.match_records(invocations, records)
     matched = np.zeros(len(records), dtype=bool)
@@ -277,7 +277,7 @@ def load_run(
         warnings.append(f"{activations}: {bad} unreadable lines ignored (a line cut short, or not a JSON object)")
     if foreign:
         warnings.append(f"{activations}: {foreign} records of other activations ignored (not sent by this run)")
-    if position is None and with_id:
+    if info["source"] == "none" and with_id:
         warnings.append(
             f"{run_dir}: no {rundir.ACTIVATIONS}; latency breakdown, start classes and cost are unavailable: "
             "run faasprof analyze with the platform's --apihost/--auth to fetch the records"
@@ -285,7 +285,7 @@ def load_run(
     records_info["with_container_state"] = int(records["container_state"].notna().sum()) if len(records) else 0
     # The frame's record fields, aligned to the invocations; the records themselves are released
     # before the frame is built (at ten million invocations, a gigabyte less at the peak).
-    aligned = frames_mod.align_records(records, position if position is not None else frames_mod.match_records(invocations, records))
+    aligned = frames_mod.align_records(records, position)
     del records, position
     frame = frames_mod.build_from_aligned(invocations, aligned, manifest)
     del invocations, aligned

@@ -41,8 +41,7 @@ RULE = (
 )
 
 
-HOPS_KEY = b'"hops"'  # the key of a chain head's result (the bytes every head's record holds)
-assert HOPS_KEY in record_fields.COUNTED_MENTIONS  # the records' column index counts its lines
+HOPS_KEY = record_fields.CHAIN_RESULT_KEY  # the key of a chain head's result (the records' column index counts its lines)
 
 
 def chain_results(activations_path: Path, head_ids: set[str]) -> dict[str, dict]:
@@ -74,21 +73,8 @@ def _holds_chains(path: Path) -> bool:
 
 
 def _mentions(path: Path, needle: bytes) -> bool:
-    """Whether the file holds ``needle`` anywhere (a scan in blocks, no parsing). Read into one
-    reused buffer, not mapped: the pages of a mapped file count in the process's resident memory
-    (a 10-million-record file is 2 to 5 GB), and a new block per read costs its page faults."""
-    overlap = max(len(needle) - 1, 0)
-    buffer = bytearray(SCAN_BLOCK_BYTES + overlap)
-    view = memoryview(buffer)
-    kept = 0  # the previous block's last bytes, moved to the front: a needle across two blocks
-    with open(path, "rb", buffering=0) as handle:
-        while got := handle.readinto(view[kept : kept + SCAN_BLOCK_BYTES]):
-            end = kept + got
-            if buffer.find(needle, 0, end) >= 0:
-                return True
-            kept = min(overlap, end)
-            buffer[:kept] = buffer[end - kept : end]
-    return False
+    """Whether the file holds ``needle`` anywhere: a scan in ``SCAN_BLOCK_BYTES`` blocks, no parsing."""
+    return bool(record_columns.scan_file(path, needles=(needle,), crc=False, block_bytes=SCAN_BLOCK_BYTES)[3][needle])
 
 
 SCAN_BLOCK_BYTES = 16 * 2**20

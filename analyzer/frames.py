@@ -69,7 +69,7 @@ from faasprof import __version__, rundir
 from faasprof.rundir.tables import read_invocations_frame  # noqa: F401  (the frames' entry point for notebooks)
 from faasprof.errors import FormatError
 from faasprof.outcomes import ACCEPTED_HTTP_OUTCOMES, FINAL_OUTCOMES
-from faasprof.rundir.records import CATEGORY_COLUMNS, RECORD_COLUMNS, TEXT_COLUMNS, match_positions, records_frame  # noqa: F401  (notebook names)
+from faasprof.rundir.records import CATEGORY_COLUMNS, RECORD_COLUMNS, TEXT_COLUMNS, arrow_strings, match_positions, records_frame  # noqa: F401  (notebook names)
 
 DEFAULT_PAUSE_GRACE_MS = 50.0  # OpenWhisk classic's containerProxy pause-grace (and the paper's)
 OPENWHISK_2_PAUSE_GRACE_MS = 10_000.0  # 2.x invoker's application.conf: pause-grace = 10 seconds
@@ -226,24 +226,14 @@ def has_activation_id(invocations: pd.DataFrame) -> np.ndarray:
     return (ids.notna() & (ids != "")).to_numpy(dtype=bool)
 
 
-def _arrow_ids(values: pd.Series) -> pa.Array:
-    """A column of activation ids as one Arrow string array (zero-copy when it is Arrow-backed
-    in one chunk, as both readers give it)."""
-    array = values.array
-    if isinstance(array, pd.arrays.ArrowStringArray):
-        chunked = pa.chunked_array(array._pa_array) if not isinstance(array._pa_array, pa.ChunkedArray) else array._pa_array
-        return chunked.chunk(0) if chunked.num_chunks == 1 else chunked.combine_chunks()
-    return pa.array(values.to_numpy(dtype=object), type=pa.large_string(), from_pandas=True)
-
-
 def match_records(invocations: pd.DataFrame, records: pd.DataFrame) -> np.ndarray:
     """For each invocation, the row of its record in ``records`` (−1: none); ids are matched in
     Arrow (a hash join in native code), records hold one row per id."""
     if not len(records):
         return np.full(len(invocations), -1, dtype=np.int64)
     column = invocations["activation_id"]
-    ids = _arrow_ids(column.fillna("") if column.hasnans else column)
-    value_set = _arrow_ids(records["activation_id"])
+    ids = arrow_strings(column.fillna("") if column.hasnans else column)
+    value_set = arrow_strings(records["activation_id"])
     fast = match_positions(ids, value_set)
     if fast is not None:
         return fast

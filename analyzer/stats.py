@@ -219,20 +219,28 @@ def quantile_ci(sorted_values: np.ndarray, p: float) -> tuple[float, float, floa
     if n == 0:
         return (math.nan, math.nan, math.nan)
     estimate = float(np.quantile(sorted_values, p, method="linear")) if n < 2 else _sorted_quantile(sorted_values, p)
-    half = Z_95 * math.sqrt(n * p * (1.0 - p))
-    j = math.floor(n * p - half)
-    k = math.ceil(n * p + half) + 1
+    j, k = _ci_ranks(n, p)
     low = float(sorted_values[j - 1]) if 1 <= j <= n else math.nan
     high = float(sorted_values[k - 1]) if 1 <= k <= n else math.nan
     return (estimate, low, high)
 
 
-def _sorted_quantile(sorted_values: np.ndarray, p: float) -> float:
-    # Linear interpolation (numpy's default), on already sorted data.
-    position = p * (len(sorted_values) - 1)
+def _ci_ranks(n: int, p: float) -> tuple[int, int]:
+    """The 1-based ranks of the 95 % interval's ends (module docstring)."""
+    half = Z_95 * math.sqrt(n * p * (1.0 - p))
+    return math.floor(n * p - half), math.ceil(n * p + half) + 1
+
+
+def _interpolation(n: int, p: float) -> tuple[int, int, float]:
+    """Linear interpolation (numpy's default) of quantile ``p`` of ``n`` sorted samples: the
+    0-based ranks below and above, and the weight of the one above."""
+    position = p * (n - 1)
     below = int(math.floor(position))
-    above = min(below + 1, len(sorted_values) - 1)
-    weight = position - below
+    return below, min(below + 1, n - 1), position - below
+
+
+def _sorted_quantile(sorted_values: np.ndarray, p: float) -> float:
+    below, above, weight = _interpolation(len(sorted_values), p)
     return float(sorted_values[below] * (1.0 - weight) + sorted_values[above] * weight)
 
 
@@ -266,12 +274,9 @@ def partitioned_for_quantiles(data: np.ndarray, ps) -> np.ndarray:
 
 def _quantile_ranks(n: int, p: float) -> list[int]:
     """The 0-based ranks ``quantile_ci`` reads for quantile ``p`` of ``n`` samples."""
-    position = p * (n - 1)
-    below = int(math.floor(position))
-    half = Z_95 * math.sqrt(n * p * (1.0 - p))
-    j = math.floor(n * p - half)
-    k = math.ceil(n * p + half) + 1
-    return [rank for rank in (below, min(below + 1, n - 1), j - 1, k - 1) if 0 <= rank < n]
+    below, above, _ = _interpolation(n, p)
+    j, k = _ci_ranks(n, p)
+    return [rank for rank in (below, above, j - 1, k - 1) if 0 <= rank < n]
 
 
 # --------------------------------------------------------------------------------------------

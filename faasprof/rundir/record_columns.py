@@ -237,7 +237,7 @@ def write_from_arrays(jsonl_path: str | os.PathLike, arrays: dict[str, np.ndarra
     with a line break (a torn last line: it is left to the readers)."""
     path = Path(jsonl_path)
     before = _identity(os.stat(path))
-    crc, size, last, found = _crc32(path, None, COUNTED_MENTIONS)
+    crc, size, last, found = scan_file(path, needles=COUNTED_MENTIONS)
     # Written to while it was read (or a torn last line): no index rather than a wrong one.
     if (size and last != b"\n") or _identity(os.stat(path)) != before or size != before[2]:
         return False
@@ -311,7 +311,7 @@ class ColumnIndex:
             return "current"
         if stat.st_size < self.covers_bytes:
             return "stale"
-        crc = _crc32(path, self.covers_bytes)[0]
+        crc = scan_file(path, self.covers_bytes)[0]
         return "prefix" if crc == int(self.meta["crc32"]) else "stale"
 
 
@@ -353,30 +353,37 @@ def mentioned(jsonl_path: str | os.PathLike, needle: bytes) -> bool | None:
         index.close()
 
 
-def _crc32(path: Path, limit: int | None, needles: tuple[bytes, ...] = ()) -> tuple[int, int, bytes, dict[bytes, int]]:
-    """CRC-32 of the first ``limit`` bytes (all when None): (crc, bytes read, last byte read, and
-    for each of ``needles`` 1 when it occurs in them, else 0)."""
-    crc = 0
+def scan_file(path: str | os.PathLike, limit: int | None = None, needles: tuple[bytes, ...] = (), crc: bool = True,
+              block_bytes: int | None = None) -> tuple[int, int, bytes, dict[bytes, int]]:
+    """One pass over the first ``limit`` bytes (all when None), read into one reused buffer (not
+    mapped: mapped pages count in the process's resident memory, and a 10-million-record file is
+    5 GB): (their CRC-32, bytes read, last byte read, and for each of ``needles`` 1 when it occurs
+    in them, else 0). Without ``crc`` it stops as soon as every needle is found (the CRC is then 0)."""
+    block_bytes = block_bytes or CRC_BLOCK_BYTES
+    checksum = 0
     done = 0
     last = b""
     found = dict.fromkeys(needles, 0)
     overlap = max((len(needle) for needle in needles), default=1) - 1
-    buffer = bytearray(overlap + CRC_BLOCK_BYTES)
+    buffer = bytearray(overlap + block_bytes)
     view = memoryview(buffer)
     kept = 0  # the previous block's last bytes, in front: a needle across two blocks
     with open(path, "rb", buffering=0) as handle:
         while limit is None or done < limit:
-            want = CRC_BLOCK_BYTES if limit is None else min(CRC_BLOCK_BYTES, limit - done)
+            want = block_bytes if limit is None else min(block_bytes, limit - done)
             got = handle.readinto(view[kept : kept + want])
             if not got:
                 break
-            crc = zlib.crc32(view[kept : kept + got], crc)
+            if crc:
+                checksum = zlib.crc32(view[kept : kept + got], checksum)
             end = kept + got
             for needle in needles:
                 if not found[needle] and buffer.find(needle, 0, end) >= 0:
                     found[needle] = 1
             last = bytes(view[end - 1 : end])
             done += got
+            if not crc and needles and all(found.values()):
+                break
             kept = min(overlap, end)
             buffer[:kept] = buffer[end - kept : end]
-    return crc, done, last, found
+    return checksum, done, last, found

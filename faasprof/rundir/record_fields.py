@@ -49,10 +49,10 @@ CATEGORY_COLUMNS = ("name", "namespace", "kind", "status", "container_state", "r
 TEXT_COLUMNS = ("activation_id", "error_text")
 FLOAT_COLUMNS = tuple(c for c in RECORD_COLUMNS if c not in CATEGORY_COLUMNS + TEXT_COLUMNS + ("timed_out",))
 
+CHAIN_RESULT_KEY = b'"hops"'  # the key of a chain head's result (analyzer.chains): the bytes its record holds
 # Byte strings whose lines the column index counts as it is written, for readers that would
-# otherwise scan the whole file to learn that none holds them: a chain head's result key
-# (``analyzer.chains``).
-COUNTED_MENTIONS = (b'"hops"',)
+# otherwise scan the whole file to learn that none holds them.
+COUNTED_MENTIONS = (CHAIN_RESULT_KEY,)
 
 ERROR_TEXT_CHARS = 200  # enough to recognise the error; the full text stays in activations.jsonl
 

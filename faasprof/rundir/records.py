@@ -208,7 +208,7 @@ def write_index(path: str | os.PathLike, frame: pd.DataFrame, bad: int) -> bool:
     for name in FLOAT_COLUMNS:
         arrays[name] = frame[name].to_numpy(dtype="float64")
     arrays["timed_out"] = frame["timed_out"].to_numpy(dtype=bool)
-    ids = _arrow_ids_of(frame["activation_id"])
+    ids = arrow_strings(frame["activation_id"], large=True)
     validity, offsets, data = ids.buffers()
     count = len(ids)
     offsets = np.frombuffer(offsets, dtype=np.int64, count=count + 1, offset=ids.offset * 8) if count else np.zeros(1, dtype=np.int64)
@@ -226,14 +226,18 @@ def write_index(path: str | os.PathLike, frame: pd.DataFrame, bad: int) -> bool:
         return False
 
 
-def _arrow_ids_of(column: pd.Series) -> pa.LargeStringArray:
-    array = column.array
-    if isinstance(array, pd.arrays.ArrowStringArray):
-        chunked = array._pa_array if isinstance(array._pa_array, pa.ChunkedArray) else pa.chunked_array([array._pa_array])
-        ids = chunked.combine_chunks() if chunked.num_chunks != 1 else chunked.chunk(0)
-    else:
-        ids = pa.array(column.to_numpy(dtype=object), type=pa.large_string(), from_pandas=True)
-    return ids.cast(pa.large_string()) if ids.type != pa.large_string() else ids
+def arrow_strings(values, large: bool = False) -> pa.Array:
+    """A column of strings (a Series, an ``ArrowStringArray``, an Arrow array or anything
+    ``pa.array`` takes) as one Arrow array: zero-copy when it is Arrow-backed in one chunk, as both
+    readers give ids; with ``large``, as ``large_string`` (64-bit offsets)."""
+    if isinstance(values, pd.Series):
+        values = values.array
+    array = values._pa_array if isinstance(values, pd.arrays.ArrowStringArray) else values
+    if isinstance(array, pa.ChunkedArray):
+        array = array.chunk(0) if array.num_chunks == 1 else array.combine_chunks()
+    if not isinstance(array, pa.Array):
+        array = pa.array(np.asarray(array, dtype=object), type=pa.large_string(), from_pandas=True)
+    return array.cast(pa.large_string()) if large and array.type != pa.large_string() else array
 
 
 def read_records_python(path: str | os.PathLike, keep_ids: set[str] | None = None, offset: int = 0) -> tuple[pd.DataFrame, int]:
@@ -525,7 +529,7 @@ def ids_unique(ids) -> bool:
     Ids of one length (OpenWhisk's are 32 hex digits) are hashed as 64-bit words in NumPy and the
     sorted hashes compared (half a second for ten million, where Arrow's distinct count takes ten);
     only equal hashes are settled exactly. Ids of mixed lengths are counted by Arrow."""
-    array = _large_strings(ids)
+    array = arrow_strings(ids, large=True)
     count = len(array)
     if count < 2:
         return True
@@ -545,7 +549,7 @@ def match_positions(ids, values) -> np.ndarray | None:
 
     Each id's 64-bit words are hashed in NumPy, the hashes looked up in pandas' integer hash table,
     and every hit compared word by word: about half of Arrow's string hash join at ten million."""
-    ids, values = _large_strings(ids), _large_strings(values)
+    ids, values = arrow_strings(ids, large=True), arrow_strings(values, large=True)
     position = np.full(len(ids), -1, dtype=np.int64)
     if not len(values) or not len(ids):
         return position
@@ -565,15 +569,6 @@ def match_positions(ids, values) -> np.ndarray | None:
     same = (probe_words[hit] == value_words[rows[hit]]).all(axis=1)
     position[present[hit[same]]] = rows[hit[same]]
     return position
-
-
-def _large_strings(ids) -> pa.LargeStringArray:
-    array = ids._pa_array if isinstance(ids, pd.arrays.ArrowStringArray) else ids
-    if isinstance(array, pa.ChunkedArray):
-        array = array.combine_chunks() if array.num_chunks != 1 else array.chunk(0)
-    if not isinstance(array, pa.Array):
-        array = pa.array(np.asarray(array, dtype=object), type=pa.large_string(), from_pandas=True)
-    return array.cast(pa.large_string()) if array.type != pa.large_string() else array
 
 
 def _id_words(array: pa.LargeStringArray, width: int | None = None, allow_empty: bool = False):

@@ -154,24 +154,18 @@ def _perf_fields(line: str, sep: str = ",") -> tuple | None:
         prefix = prefix[1:]
     if prefix and prefix[0] == "summary":
         return None
-    agg, unit_id, n_cpus = "system", "", None
-    if prefix:
-        unit_id = prefix[0]
-        agg = _agg_of(unit_id)
-        if len(prefix) > 1 and prefix[1].isdigit():
-            n_cpus = int(prefix[1])
-        if len(prefix) > 2:
-            return None  # more label columns than any perf layout has: not a counter row
-    variance = None
+    n_cpus = None
+    if len(prefix) > 2:
+        return None  # more label columns than any perf layout has: not a counter row
+    if len(prefix) > 1 and prefix[1].isdigit():
+        n_cpus = int(prefix[1])
+    variance = cgroup = None
     if extra is not None:
         if extra.endswith("%") and _is_number(extra[:-1]):
             variance = float(extra[:-1])
         else:
-            if agg == "system":
-                agg = "cgroup"
-                unit_id = extra
-            else:  # per-CPU and per-cgroup at once: keep both labels
-                unit_id = f"{unit_id}/{extra}"
+            cgroup = extra
+    agg, unit_id = _labels(prefix[0] if prefix else None, cgroup)
     if value_text == NOT_SUPPORTED:
         value, status = None, "not_supported"
     elif value_text == NOT_COUNTED:
@@ -335,7 +329,8 @@ def _fast_columns(lines):
     label_names, label_codes = distinct(label)
     cgroup_names, cgroup_codes = distinct(field(ends - 5, tail == 8))
     keys, inverse = np.unique(label_codes.astype(np.int64) * len(cgroup_names) + cgroup_codes, return_inverse=True)
-    pairs = [_labels(label_names[key // len(cgroup_names)], cgroup_names[key % len(cgroup_names)]) for key in keys.tolist()]
+    # The pattern makes a present label or cgroup field non-empty: "" is an absent one.
+    pairs = [_labels(label_names[key // len(cgroup_names)] or None, cgroup_names[key % len(cgroup_names)] or None) for key in keys.tolist()]
     rows = pa.array(inverse.reshape(-1))
     agg = pa.array([pair[0] for pair in pairs], type=pa.large_string()).take(rows)
     unit_id = pa.array([pair[1] for pair in pairs], type=pa.large_string()).take(rows)
@@ -388,13 +383,14 @@ def _pandas_values(values):
     return values.to_numpy(zero_copy_only=False)
 
 
-def _labels(label: str, cgroup: str) -> tuple[str, str]:
-    """``(agg, unit_id)`` of a fast-path row, as ``_perf_fields`` derives them."""
-    agg, unit_id = ("system", "") if not label else (_agg_of(label), label)
-    if cgroup:
+def _labels(label: str | None, cgroup: str | None) -> tuple[str, str]:
+    """``(agg, unit_id)`` of a counter row from its label column (None: none, system-wide) and its
+    cgroup field (-G; None: none)."""
+    agg, unit_id = ("system", "") if label is None else (_agg_of(label), label)
+    if cgroup is not None:
         if agg == "system":
             return "cgroup", cgroup
-        return agg, f"{unit_id}/{cgroup}"
+        return agg, f"{unit_id}/{cgroup}"  # per-CPU and per-cgroup at once: both labels kept
     return agg, unit_id
 
 
