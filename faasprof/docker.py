@@ -6,9 +6,13 @@ the tests share one answer without importing each other.
 
 from __future__ import annotations
 
+import fcntl
 import http.client
+import ipaddress
 import os
 import socket
+import struct
+from collections.abc import Callable
 
 DOCKER_SOCKET = os.environ.get("FAASPROF_DOCKER_SOCKET", "/var/run/docker.sock")
 # faasprof's images (setup/runtime-images/); any image speaking OpenWhisk's action protocol can
@@ -67,3 +71,47 @@ def parse_images(spec: str) -> dict[str, str]:
             raise ValueError(f"docker_images: {part!r} is not FAMILY=IMAGE with FAMILY python or nodejs, e.g. python=openwhisk/action-python-v3.11:nightly")
         images[family.strip()] = image.strip()
     return images
+
+
+# ioctl(2) request that reads an interface's IPv4 address (linux/sockios.h).
+_SIOCGIFADDR = 0x8915
+
+
+def interface_ipv4(name: str) -> str | None:
+    """The IPv4 address of network interface ``name`` (``docker0``), or None when it has none."""
+    with socket.socket(socket.AF_INET, socket.SOCK_DGRAM) as sock:
+        try:
+            answer = fcntl.ioctl(sock.fileno(), _SIOCGIFADDR, struct.pack("256s", name.encode()[:15]))
+        except OSError:
+            return None
+    return socket.inet_ntoa(answer[20:24])
+
+
+def bridge_gateway(network: dict, address_of: Callable[[str], str | None] = interface_ipv4) -> tuple[str | None, str]:
+    """The host's IPv4 address on a Docker bridge network (``GET /networks/bridge``), and how it
+    was found; (None, why) when nothing names one.
+
+    Docker's IPAM config names the gateway on most installs, but not always (Debian's docker.io
+    20.10 gives only the subnet), so the bridge interface's own address comes next and the
+    subnet's first host, where Docker puts the gateway by default, last.
+    """
+    subnets = []
+    for entry in (network.get("IPAM") or {}).get("Config") or []:
+        gateway = entry.get("Gateway")
+        if gateway and ":" not in gateway:
+            return gateway, "the network's IPAM gateway"
+        try:
+            subnet = ipaddress.ip_network(entry.get("Subnet") or "", strict=False)
+        except ValueError:
+            continue
+        if subnet.version == 4:
+            subnets.append(subnet)
+    interface = (network.get("Options") or {}).get("com.docker.network.bridge.name")
+    if interface:
+        address = address_of(interface)
+        if address and (not subnets or any(ipaddress.ip_address(address) in s for s in subnets)):
+            return address, f"the address of interface {interface}"
+    for subnet in subnets:
+        if subnet.num_addresses > 2:
+            return str(subnet.network_address + 1), f"the first host of subnet {subnet}"
+    return None, "the bridge network names no IPv4 gateway, interface address or subnet"

@@ -100,13 +100,18 @@ async def serve(settings: Settings, port_file: Path | None, parent_pid: int | No
     host = settings.host if settings.host not in ("0.0.0.0", "::") else "127.0.0.1"
     lw.set_apihost(f"http://{host}:{port}")
     docker_host = lw.pool.docker if lw.pool else None
-    if docker_host is not None and docker_host.gateway:
+    if docker_host is not None:
         # Containers reach the API at the bridge gateway (loopback is theirs, not the host's).
         bridge_port = port
         if settings.host not in ("0.0.0.0", "::"):
             bridge_port = await _listen_on_bridge(runner, docker_host.gateway, port)
-        if bridge_port is not None:
-            docker_host.container_apihost = f"http://{docker_host.gateway}:{bridge_port}"
+        if bridge_port is None:
+            await lw.close()
+            await runner.cleanup()
+            print(f"localwhisk: isolation docker: cannot listen on the docker bridge {docker_host.gateway}, so containers could not reach the API; "
+                  "check that docker0 is up (restart dockerd) or use isolation process", file=sys.stderr)
+            return 3
+        docker_host.container_apihost = f"http://{docker_host.gateway}:{bridge_port}"
     lw.pool.start_prewarm()
     state = {"pid": os.getpid(), "port": port, "host": settings.host, "apihost": lw.apihost, "started_ms": int(time.time() * 1000),
              "data_dir": str(data_dir)}

@@ -36,7 +36,7 @@ from pathlib import Path
 
 import aiohttp
 
-from faasprof.docker import DOCKER_SOCKET, parse_images
+from faasprof.docker import DOCKER_SOCKET, bridge_gateway, parse_images
 from localwhisk import fastjson
 from localwhisk.sandbox import TIMER_SLACK_S, Sandbox, SandboxDied
 
@@ -139,7 +139,7 @@ class DockerHost:
         self.pause_mode = getattr(settings, "docker_pause", "api")
         # Containers cannot reach the server's loopback address: they get the bridge gateway's
         # (the host's side of docker0), where the server listens too (localwhisk/__main__.py).
-        self.gateway: str | None = None
+        self.gateway = ""
         self.container_apihost: str | None = None
 
     async def open(self) -> None:
@@ -162,17 +162,18 @@ class DockerHost:
         self.reaped = await self.reap()
         self.gateway = await self.bridge_gateway()
 
-    async def bridge_gateway(self) -> str | None:
-        """The default bridge network's gateway address (IPv4), or None when Docker names none."""
+    async def bridge_gateway(self) -> str:
+        """The host's address on the default bridge network, where containers reach the API.
+
+        Loopback is never a fallback: inside a container it is the container's own."""
         try:
             network = await self.engine.call("GET", "/networks/bridge")
-        except DockerError:
-            return None
-        for entry in ((network or {}).get("IPAM") or {}).get("Config") or []:
-            gateway = entry.get("Gateway")
-            if gateway and ":" not in gateway:
-                return gateway
-        return None
+        except DockerError as error:
+            raise DockerUnavailable(f"isolation docker: cannot inspect Docker's bridge network ({error}); containers need it to reach the API: restart dockerd") from None
+        gateway, how = bridge_gateway(network or {})
+        if gateway is None:
+            raise DockerUnavailable(f"isolation docker: {how}, so containers cannot reach the API; recreate the bridge (restart dockerd) or use isolation process")
+        return gateway
 
     async def reap(self) -> list[str]:
         """Remove localwhisk containers whose owning server is dead; return their names."""
@@ -275,7 +276,7 @@ class DockerSandbox(Sandbox):
 
     async def start(self, timeout_s: float = 30.0) -> None:
         """Create, attach, start; the proxy's readiness is checked by the first /init (as OpenWhisk)."""
-        config = self.host.container_config(self.container_name, self.kind, self.memory_mb, self.host.container_apihost or self.apihost)
+        config = self.host.container_config(self.container_name, self.kind, self.memory_mb, self.host.container_apihost)
         try:
             info = await asyncio.wait_for(self._create_and_start(config), timeout_s)
         except (TimeoutError, asyncio.TimeoutError, DockerError, DockerUnavailable, KeyError) as error:

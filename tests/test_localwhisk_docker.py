@@ -22,7 +22,7 @@ from datetime import datetime
 
 import pytest
 
-from faasprof.docker import docker_problem
+from faasprof.docker import bridge_gateway, docker_problem, interface_ipv4
 from faasprof.errors import ConfigError
 from localwhisk.docker_sandbox import LABEL_INSTANCE, LABEL_OWNER_PID, LABEL_OWNER_START
 from localwhisk.embedded import start_embedded
@@ -232,3 +232,32 @@ def test_docker_settings_are_validated_up_front(tmp_path):
         start_embedded(data_dir=tmp_path / "a", isolation="docker", docker_pause="sigstop")
     with pytest.raises(ConfigError, match="docker_images: 'ruby=x' is not FAMILY=IMAGE"):
         start_embedded(data_dir=tmp_path / "b", isolation="docker", docker_images="ruby=x")
+
+
+# The bridge network as Debian's docker.io 20.10.24 reports it (GET /networks/bridge on a fresh
+# machine after ./setup.sh --dev): the IPAM config has the subnet and no gateway.
+DEBIAN_BRIDGE = {
+    "Name": "bridge", "Driver": "bridge",
+    "IPAM": {"Driver": "default", "Options": None, "Config": [{"Subnet": "172.17.0.0/16"}]},
+    "Options": {"com.docker.network.bridge.default_bridge": "true", "com.docker.network.bridge.name": "docker0"},
+}
+
+
+def test_bridge_gateway_without_ipam_gateway_is_the_bridge_interfaces_address():
+    assert bridge_gateway(DEBIAN_BRIDGE, {"docker0": "172.17.0.1"}.get) == ("172.17.0.1", "the address of interface docker0")
+    # The interface cannot be read (another network namespace): the subnet's first host, not loopback.
+    assert bridge_gateway(DEBIAN_BRIDGE, lambda name: None) == ("172.17.0.1", "the first host of subnet 172.17.0.0/16")
+    # An address outside the bridge's subnet is not the bridge's.
+    assert bridge_gateway(DEBIAN_BRIDGE, lambda name: "10.0.0.5")[0] == "172.17.0.1"
+    named = {**DEBIAN_BRIDGE, "IPAM": {"Config": [{"Subnet": "172.18.0.0/16", "Gateway": "172.18.0.1"}]}}
+    assert bridge_gateway(named, lambda name: "172.18.9.9") == ("172.18.0.1", "the network's IPAM gateway")
+
+
+def test_bridge_without_any_ipv4_address_is_an_error_never_loopback():
+    gateway, why = bridge_gateway({"IPAM": {"Config": [{"Subnet": "fd00::/64", "Gateway": "fd00::1"}]}}, lambda name: None)
+    assert gateway is None and "no IPv4" in why
+
+
+def test_interface_ipv4_reads_the_kernels_address():
+    assert interface_ipv4("lo") == "127.0.0.1"
+    assert interface_ipv4("faasprof-none0") is None
