@@ -137,6 +137,27 @@ def test_a_damaged_or_foreign_index_is_ignored(tmp_path):
     _read_equal(path)
 
 
+@pytest.mark.parametrize("change", ["column added since", "column dropped since"])
+def test_an_index_of_other_columns_is_rebuilt_not_read(tmp_path, change):
+    # An index written before a metric's column joined RECORD_COLUMNS (or after one left) is of
+    # the same version and still describes its file: its arrays are what give it away.
+    path, raws = _raw_records(tmp_path)
+    rundir.write_records(path, raws)
+    loaded = record_columns.load(path)
+    arrays = {name: loaded.array(name) for name in loaded._npz.files if name != "meta"}
+    meta = loaded.meta
+    loaded.close()
+    if change == "column added since":
+        del arrays[record_columns.FLOAT_COLUMNS[-1]]
+    else:
+        arrays["retired_ms"] = arrays[record_columns.FLOAT_COLUMNS[-1]]
+    index = record_columns.index_path(path)
+    np.savez(index, meta=np.frombuffer(json.dumps(meta).encode(), dtype=np.uint8), **arrays)
+    assert record_columns.load(path) is None
+    _read_equal(path, refresh_index=True)
+    assert _state(path) == "current"  # rebuilt by that parse
+
+
 def test_records_an_index_cannot_hold_exactly_leave_none(tmp_path):
     path, raws = _raw_records(tmp_path)
     odd = [dict(raws[0], start="soon"), {**raws[1], "name": 7}, {**raws[1], "name": ["fa"]}]

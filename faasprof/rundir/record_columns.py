@@ -315,6 +315,12 @@ class ColumnIndex:
         return "prefix" if crc == int(self.meta["crc32"]) else "stale"
 
 
+def _members() -> set[str]:
+    """The arrays an index of today's ``RECORD_COLUMNS`` holds, ``meta`` included."""
+    texts = {f"{name}.{part}" for name in TEXT_COLUMNS for part in ("offsets", "data", "valid")}
+    return {"meta", "timed_out", *FLOAT_COLUMNS, *(f"{name}.codes" for name in CATEGORY_COLUMNS), *texts}
+
+
 def load(jsonl_path: str | os.PathLike) -> ColumnIndex | None:
     """The index beside ``jsonl_path``, or None (absent, unreadable, or of another version)."""
     path = index_path(jsonl_path)
@@ -329,7 +335,8 @@ def load(jsonl_path: str | os.PathLike) -> ColumnIndex | None:
             return None
         for key in ("rows", "covers_bytes", "crc32", "bad_lines"):
             int(meta[key])
-        if len(meta["identity"]) != 5 or set(meta["labels"]) != set(CATEGORY_COLUMNS):
+        if len(meta["identity"]) != 5 or set(meta["labels"]) != set(CATEGORY_COLUMNS) or set(npz.files) != _members():
+            # Written before a column was added or dropped: rebuilt by the next parse.
             npz.close()
             return None
     except (OSError, ValueError, KeyError, TypeError, zipfile.BadZipFile, EOFError):
