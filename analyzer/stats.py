@@ -120,7 +120,7 @@ def clean(obj):
 # workload shape
 
 
-def instance_specs(manifest: "rundir.Manifest | dict", frame: pd.DataFrame) -> list[dict]:
+def instance_specs(manifest: rundir.Manifest, frame: pd.DataFrame) -> list[dict]:
     """Each instance's function, rate and activity window, from the manifest's resolved workload.
 
     Accepts the resolved workload ``workload.spec.Workload.resolved()`` writes (``instances:
@@ -128,7 +128,7 @@ def instance_specs(manifest: "rundir.Manifest | dict", frame: pd.DataFrame) -> l
     activity_window}``) or a list of instances with a ``name``;
     whatever is missing is taken from the invocation log (window from the planned times).
     """
-    workload = rundir.as_manifest(manifest).workload
+    workload = manifest.workload
     duration = _workload_duration(manifest, frame)
     raw = workload.get("instances") or {}
     if isinstance(raw, list):
@@ -170,8 +170,8 @@ def instance_specs(manifest: "rundir.Manifest | dict", frame: pd.DataFrame) -> l
     return specs
 
 
-def _workload_duration(manifest: "rundir.Manifest | dict", frame: pd.DataFrame) -> float:
-    workload = rundir.as_manifest(manifest).workload
+def _workload_duration(manifest: rundir.Manifest, frame: pd.DataFrame) -> float:
+    workload = manifest.workload
     for key in ("duration_s", "test_duration_in_seconds"):
         value = workload.get(key)
         if isinstance(value, (int, float)) and value > 0:

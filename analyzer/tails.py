@@ -33,9 +33,9 @@ RULE = (
 )
 
 
-def response_latency_ms(frame: pd.DataFrame, manifest: "rundir.Manifest | dict") -> np.ndarray:
+def response_latency_ms(frame: pd.DataFrame, manifest: rundir.Manifest) -> np.ndarray:
     """The per-invocation response time the ratios are computed on (see the module docstring)."""
-    instances = rundir.as_manifest(manifest).instances
+    instances = manifest.instances
     blocking = frame["instance"].map(lambda name: bool((instances.get(name) or {}).get("blocking", True))).to_numpy(dtype=bool)
     client = frame["client_latency_ms"].to_numpy(dtype="float64", na_value=np.nan)
     platform = frame["platform_latency_ms"].to_numpy(dtype="float64", na_value=np.nan)
@@ -57,7 +57,7 @@ def ratio_block(values: np.ndarray) -> dict:
     return out
 
 
-def tail_ratios(frame: pd.DataFrame, manifest: "rundir.Manifest | dict") -> dict:
+def tail_ratios(frame: pd.DataFrame, manifest: rundir.Manifest) -> dict:
     """``{"rule", "rows"}``: one row per function × phase (and ``all``) × start class with samples."""
     latency = response_latency_ms(frame, manifest)
     answered = stats_mod.label_mask(frame["outcome"], stats_mod.ANSWERED)

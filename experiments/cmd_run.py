@@ -24,7 +24,7 @@ import sys
 
 from experiments import capacity_store
 from experiments.analyzed import execute_analyzed
-from faasprof.rundir import read_manifest
+from faasprof.rundir import manifest_path, read_manifest
 from invoker import cmd_run as invoker_run
 from invoker.preflight import check_embedded, check_out_dir
 from invoker.verdict import parse_thresholds
@@ -70,11 +70,11 @@ def main(args: argparse.Namespace) -> int:
     status = manifest.status
     print(run_dir, flush=True)
     if status != "complete":
-        print(f"run {status}: {manifest.status_reason} (see {run_dir}/manifest.json)", file=sys.stderr)
+        print(f"run {status}: {manifest.status_reason} (see {manifest_path(run_dir)})", file=sys.stderr)
         return 1
     verdict = manifest.verdict or {}
     if verdict.get("passed") is False:
-        print(f"run complete but {verdict['message']} (see {run_dir}/manifest.json, verdict)", file=sys.stderr)
+        print(f"run complete but {verdict['message']} (see {manifest_path(run_dir)}, verdict)", file=sys.stderr)
         return 1
     if manifest.analysis_error:
         return 1

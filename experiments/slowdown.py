@@ -491,7 +491,7 @@ def _plain_log_ticks(axis) -> None:
 # -- the experiment ----------------------------------------------------------------------------
 
 
-def write_results(out: Path, rows: list[dict], calls: list[Call], manifest: dict) -> dict:
+def write_results(out: Path, rows: list[dict], calls: list[Call], manifest: rundir.Manifest) -> dict:
     """slowdown.csv, calls.csv, both figures and the manifest (with the fits); returns the fits."""
     fitted = fits(rows)
     columns = list(rows[0]) if rows else ["function"]
@@ -508,7 +508,7 @@ def write_results(out: Path, rows: list[dict], calls: list[Call], manifest: dict
     plot_fig15(rows, out / FIG15)
     plot_fig16(rows, fitted, out / FIG16)
     manifest.update(fits=fitted, files={"slowdown_csv": SLOWDOWN_CSV, "calls_csv": CALLS_CSV, "fig15": FIG15, "fig16": FIG16})
-    rundir.write_json_atomic(out / "manifest.json", manifest)
+    rundir.write_manifest(out, manifest)
     return fitted
 
 
@@ -526,7 +526,7 @@ def run_slowdown(entries: list[FunctionEntry], out_dir: str | os.PathLike, optio
     say = (lambda line: print(line, file=sys.stderr, flush=True)) if progress else None
     out = rundir.create_run_dir(out_dir, "slowdown", monitors=False)
     handle = None
-    manifest: dict = {"format_version": SLOWDOWN_FORMAT_VERSION, "kind": "slowdown", "status": "running"}
+    manifest = rundir.study_manifest("slowdown", SLOWDOWN_FORMAT_VERSION, status="running")
     measuring = False  # before the first measurement a failure (pre-flight) leaves no directory behind
     try:
         settings: dict = dict(options.extra_settings)
@@ -572,7 +572,7 @@ def run_slowdown(entries: list[FunctionEntry], out_dir: str | os.PathLike, optio
                 "ci": "distribution-free 95 % interval of the median (order statistics); null below 6 samples",
             },
         })
-        rundir.write_json_atomic(out / "manifest.json", manifest)
+        rundir.write_manifest(out, manifest)
         measuring = True
         rows: list[dict] = []
         every: list[Call] = []
@@ -587,7 +587,7 @@ def run_slowdown(entries: list[FunctionEntry], out_dir: str | os.PathLike, optio
                 for note in filter(None, row["notes"].split(NOTE_SEPARATOR)):
                     say(f"{entry.name}: {note}")
         client.close()
-        manifest["status"] = "complete"
+        manifest.status = "complete"
         write_results(out, rows, every, manifest)
         return out
     except BaseException as error:
@@ -596,7 +596,7 @@ def run_slowdown(entries: list[FunctionEntry], out_dir: str | os.PathLike, optio
         # The directory stays (native runs, localwhisk records); its manifest says how it ended.
         status = "interrupted" if isinstance(error, KeyboardInterrupt) else "failed"
         manifest.update(status=status, reason=f"{type(error).__name__}: {error}"[:300])
-        rundir.write_json_atomic(out / "manifest.json", manifest)
+        rundir.write_manifest(out, manifest)
         raise
     finally:
         if handle is not None:

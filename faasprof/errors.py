@@ -45,6 +45,11 @@ class RunError(FaasprofError):
     exit_code = EXIT_FAILURE
 
 
+class FolderKindError(ConfigError):
+    """A folder of another kind was passed: a study's folder where a run directory is expected,
+    or the reverse (``faasprof.rundir.read_manifest``)."""
+
+
 class FormatError(FaasprofError):
     """A result file is malformed or of a format version this faasprof does not read."""
 

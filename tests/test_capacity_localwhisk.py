@@ -37,6 +37,6 @@ def test_capacity_search_on_localwhisk(tmp_path):
     assert 6 <= low < high <= 24 and high / low <= 2.0
     assert result["capacity_rps"] == low
     for probe in probes:
-        assert rundir.load_manifest(probe["run_dir"])["status"] == "complete"
+        assert rundir.read_manifest(probe["run_dir"]).to_json()["status"] == "complete"
         assert (Path(probe["run_dir"]) / "analysis" / "summary.json").exists()
     assert Path(result["result_file"]).exists()

@@ -84,7 +84,7 @@ def _run(tmp_path, application, *extra, server_setup=None, **workload):
             server_setup(server)
         done = run_cli("run", config, "--out", out, "--apihost", server.apihost, "--auth", AUTH, *extra, timeout=120)
     (run_dir,) = run_dirs(out)
-    return done, rundir.load_manifest(run_dir)
+    return done, rundir.read_manifest(run_dir).to_json()
 
 
 @pytest.mark.parametrize("application, extra, setup, expect_status, expect", [
@@ -150,7 +150,7 @@ def test_non_blocking_run_of_an_always_raising_function_fails(tmp_path, isolated
     assert done.returncode == 1, done.stderr
     assert "Traceback" not in done.stderr
     (run_dir,) = run_dirs(tmp_path / "runs")
-    manifest = rundir.load_manifest(run_dir)
+    manifest = rundir.read_manifest(run_dir).to_json()
     assert manifest["status"] == "complete"
     assert {r["outcome"] for r in rundir.read_invocations(run_dir)} == {"ok"}, "HTTP says every call was accepted"
     verdict = manifest["verdict"]

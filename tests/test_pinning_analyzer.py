@@ -22,6 +22,7 @@ import pytest
 from analyzer import frames as frames_mod
 from analyzer import stats as stats_mod
 from analyzer.records import flatten_record
+from faasprof import rundir
 from faasprof.outcomes import FAILURE_OUTCOMES, FINAL_OUTCOMES
 from test_analyzer_synthetic import record
 
@@ -259,7 +260,7 @@ def _frame_for_durations(durations_ms, memory_mb=256):
             "error": [""] * len(raws),
         }
     )
-    return frames_mod.build_invocation_frame(invocations, records, {"clock": {"wall_ns_at_zero": 1_790_000_000_000_000_000}})
+    return frames_mod.build_invocation_frame(invocations, records, rundir.new_manifest("t", {}, rundir.ClockAnchor(0, 1_790_000_000_000_000_000)))
 
 
 def test_gb_seconds_as_recorded_and_rounded_up():

@@ -18,7 +18,7 @@ import pytest
 
 from faasprof import rundir
 from faasprof.paths import REPO_ROOT
-from faasprof.rundir import record_columns
+from faasprof.rundir import activations, record_columns
 from faasprof.rundir import records as records_mod
 from analyzer import chains
 from analyzer import frames as frames_mod
@@ -245,12 +245,12 @@ def test_the_index_says_whether_any_record_is_a_chain_head_without_a_scan(tmp_pa
     def no_scan(*args):
         raise AssertionError("the file was scanned")
 
-    monkeypatch.setattr(chains, "_mentions", no_scan)
-    assert chains._holds_chains(path) is True
+    monkeypatch.setattr(activations, "scan_mentions", no_scan)
+    assert rundir.records_mention(path, chains.HOPS_KEY) is True
     rundir.append_records(path, raws[:1])  # no longer current: only a scan can tell
     assert record_columns.mentioned(path, chains.HOPS_KEY) is None
     monkeypatch.undo()
-    assert chains._holds_chains(path) is True
+    assert rundir.records_mention(path, chains.HOPS_KEY) is True
 
 
 def test_an_index_is_never_written_for_a_file_that_changed_while_it_was_made(tmp_path):
