@@ -37,6 +37,7 @@ from pathlib import Path
 import aiohttp
 
 from faasprof.docker import DOCKER_SOCKET, bridge_gateway, parse_images
+from faasprof.procfs import process_start_ticks
 from localwhisk import fastjson
 from localwhisk.sandbox import TIMER_SLACK_S, Sandbox, SandboxDied
 
@@ -53,13 +54,10 @@ class DockerUnavailable(RuntimeError):
     """The Docker daemon cannot be used (not installed, not running, no permission, images missing)."""
 
 
-def process_start_ticks(pid: int) -> str:
-    """Field 22 of /proc/PID/stat: with the pid it names one process for good (pids are reused)."""
-    try:
-        stat = Path(f"/proc/{pid}/stat").read_text()
-    except OSError:
-        return ""
-    return stat.rsplit(")", 1)[1].split()[19]
+def owner_start_label(pid: int) -> str:
+    """The owner-start label's value: the process's start ticks, "" where /proc cannot tell."""
+    ticks = process_start_ticks(pid)
+    return "" if ticks is None else str(ticks)
 
 
 def owner_alive(pid_text: str, start_text: str) -> bool:
@@ -67,7 +65,7 @@ def owner_alive(pid_text: str, start_text: str) -> bool:
         pid = int(pid_text)
     except (TypeError, ValueError):
         return False
-    return pid > 0 and process_start_ticks(pid) == start_text
+    return pid > 0 and owner_start_label(pid) == start_text
 
 
 class Engine:
@@ -130,7 +128,7 @@ class DockerHost:
         self.engine = Engine()
         self.http: aiohttp.ClientSession | None = None
         self.owner_pid = str(os.getpid())
-        self.owner_start = process_start_ticks(os.getpid())
+        self.owner_start = owner_start_label(os.getpid())
         self.instance = f"{settings.host}:{settings.port}@{Path(settings.data_dir).expanduser()}"
         self.token = secrets.token_hex(3)  # container names stay unique across restarts of the same pid
         self.reaped: list[str] = []

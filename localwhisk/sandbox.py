@@ -20,6 +20,7 @@ import sys
 import time
 from pathlib import Path
 
+from faasprof.procfs import process_start_ticks
 from localwhisk import fastjson
 from localwhisk.cgroups import CgroupManager
 
@@ -456,18 +457,9 @@ def _cleanup(cgroups: CgroupManager, dirs: dict[str, Path], workdir: Path) -> No
         pass
 
 
-def _start_time(pid: int) -> str | None:
-    """The process's start time in clock ticks (/proc/PID/stat field 22): tells a reused pid apart."""
-    try:
-        stat = Path(f"/proc/{pid}/stat").read_text()
-    except OSError:
-        return None
-    return stat.rsplit(")", 1)[1].split()[19]
-
-
 def _write_pid_file(path: Path, pid: int) -> None:
     try:
-        path.write_text(f"{pid} {_start_time(pid)}\n")
+        path.write_text(f"{pid} {process_start_ticks(pid)}\n")
     except OSError:
         pass
 
@@ -483,11 +475,10 @@ def reap_orphans(workroot: Path) -> list[int]:
     reaped = []
     for pid_file in sorted(Path(workroot).glob("*.pid")):
         try:
-            pid_text, started = pid_file.read_text().split()
-            pid = int(pid_text)
-        except (OSError, ValueError):
+            pid, started = (int(word) for word in pid_file.read_text().split())
+        except (OSError, ValueError):  # unreadable, or "None": the sandbox was gone when written
             continue
-        if pid <= 1 or _start_time(pid) != started:
+        if pid <= 1 or process_start_ticks(pid) != started:
             continue  # gone, or the pid now belongs to another process
         try:
             _thaw((Path("/proc") / str(pid) / "cgroup").read_text())
