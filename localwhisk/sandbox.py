@@ -75,6 +75,12 @@ def _pipe() -> tuple[int, int]:
     return _high_fd(r), _high_fd(w)
 
 
+def not_json_reply(output: bytes) -> dict:
+    """The reply for an action whose output is not JSON, in either kind of sandbox (OpenWhisk's
+    message, with the output's first 200 bytes)."""
+    return {"developer_error": "The action did not produce a valid JSON response: " + output[:200].decode("utf-8", "replace")}
+
+
 class SandboxDied(Exception):
     """The launcher exited (crash, kill, OOM) while a request was outstanding."""
 
@@ -253,17 +259,21 @@ class Sandbox:
 
     async def request(self, message: dict, timeout_s: float) -> dict:
         """Send one init or run line; return the reply. Raises TimeoutError or SandboxDied."""
-        if self._dead:
-            raise SandboxDied("sandbox is gone")
-        self._logs = []
-        self._log_bytes = 0
-        self._sentinels = 0
+        self._begin_request()
         self._waiter = self._loop.create_future()
         self._write(fastjson.dumps(message) + b"\n")
         reply = await self._wait(self._waiter, timeout_s)
         if reply is None:
             raise SandboxDied(f"launcher exited (status {self.exit_status})")
         return reply
+
+    def _begin_request(self) -> None:
+        """Before an init or run (either kind of sandbox): refuse on a dead one, start its logs afresh."""
+        if self._dead:
+            raise SandboxDied("sandbox is gone")
+        self._logs = []
+        self._log_bytes = 0
+        self._sentinels = 0
 
     async def collect_logs(self, timeout_s: float = 2.0) -> list[str]:
         """The activation's log lines, once both sentinels have arrived (or the timeout passed)."""
@@ -345,7 +355,7 @@ class Sandbox:
             try:
                 reply = fastjson.loads(line)
             except ValueError:
-                reply = {"developer_error": "The action did not produce a valid JSON response: " + line[:200].decode("utf-8", "replace")}
+                reply = not_json_reply(line)
             if self._sentinels < 2:
                 # The launcher writes both sentinels before it replies, so they wait in the pipes
                 # now: taking them here spares collect_logs a waiter, a timer and two wake-ups.
@@ -431,7 +441,12 @@ class Sandbox:
         self.state = "dead"
         self.on_exit(self)
 
+    def memory_usage_bytes(self) -> int | None:
+        """The memory the sandbox's cgroup charges; None without one."""
+        return self.cgroups.memory_usage_bytes(self.cgroup_dirs) if self.cgroup_dirs else None
+
     def describe(self) -> dict:
+        """The sandbox as ``GET /`` lists it; a kind adds its own keys after these."""
         return {
             "name": self.name,
             "kind": self.kind,
@@ -440,7 +455,7 @@ class Sandbox:
             "action": self.action_name,
             "pid": self.pid,
             "activations": self.activations,
-            "memory_usage_bytes": self.cgroups.memory_usage_bytes(self.cgroup_dirs) if self.cgroup_dirs else None,
+            "memory_usage_bytes": self.memory_usage_bytes(),
         }
 
 
