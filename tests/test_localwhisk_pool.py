@@ -21,6 +21,8 @@ CRASH_PY = "import os\ndef main(args):\n    print('about to crash', flush=True)\
 HANG_PY = "import time\ndef main(args):\n    time.sleep(5)\n    return {}\n"
 OOM_PY = "def main(args):\n    blob = b'x' * (400 * 1024 * 1024)\n    return {'n': len(blob)}\n"
 BROKEN_PY = "def main(args):\n    return {\n"
+HANG_AT_INIT_PY = "import time\ntime.sleep(5)\ndef main(args):\n    return {}\n"
+CRASH_AT_INIT_PY = "import os\nprint('dying at import', flush=True)\nos._exit(3)\n"
 
 
 def started(tmp_path, **settings):
@@ -100,6 +102,28 @@ def test_lru_eviction_and_prewarm(tmp_path):
         assert annotation(record, "containerState") == "prewarmed"
         assert annotation(record, "initTime") is not None
         assert lw.wait_for(lambda: [p["state"] for p in lw.pool()["prewarm"]] == ["prewarm"], 10.0)  # backfilled
+
+
+def test_init_timeouts_and_crashes_are_developer_errors_with_the_init_messages(tmp_path):
+    with started(tmp_path, user_memory_mb=512) as handle:
+        lw = Lw(handle)
+        lw.put("hang-init", HANG_AT_INIT_PY, timeout=300)
+        r = lw.invoke("hang-init")
+        assert r.status_code == 502
+        record = r.json()
+        assert record["response"]["status"] == "action developer error"
+        assert record["response"]["result"] == {"error": "The action exceeded its time limits of 300 milliseconds during initialization."}
+        assert annotation(record, "timeout") is True
+
+        lw.put("crash-init", CRASH_AT_INIT_PY)
+        r = lw.invoke("crash-init")
+        assert r.status_code == 502
+        record = r.json()
+        assert record["response"]["status"] == "action developer error"
+        assert record["response"]["result"] == {"error": "The action did not initialize and exited unexpectedly."}
+        assert annotation(record, "timeout") is False
+        assert any("dying at import" in line for line in record["logs"])
+        assert lw.wait_for(lambda: lw.pool()["used_memory_mb"] == 0, 5.0), lw.pool()  # both destroyed
 
 
 def test_developer_errors_destroy_the_sandbox_and_the_pool_recovers(tmp_path):
