@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 
 from localwhisk.embedded import start_embedded
-from tests.localwhisk_driver import Lw, annotation
+from tests.localwhisk_driver import SANDBOX_KEYS, Lw, annotation
 from faasprof.errors import ConfigError
 
 pytestmark = pytest.mark.timeout(90)
@@ -102,6 +102,18 @@ def test_lru_eviction_and_prewarm(tmp_path):
         assert annotation(record, "containerState") == "prewarmed"
         assert annotation(record, "initTime") is not None
         assert lw.wait_for(lambda: [p["state"] for p in lw.pool()["prewarm"]] == ["prewarm"], 10.0)  # backfilled
+
+
+def test_the_pool_describes_a_process_sandbox(tmp_path):
+    with started(tmp_path, pause_grace_ms=60_000) as handle:
+        lw = Lw(handle)
+        lw.put("described", NOOP_PY)
+        lw.invoke("described")
+        (sandbox,) = lw.sandboxes("described")
+        assert list(sandbox) == SANDBOX_KEYS  # a docker sandbox adds its container's keys (test_localwhisk_docker.py)
+        assert (sandbox["kind"], sandbox["memory_mb"], sandbox["state"], sandbox["activations"]) == ("python:3", 256, "idle", 1)
+        assert Path(f"/proc/{sandbox['pid']}").is_dir()
+        assert (sandbox["memory_usage_bytes"] is None) == handle.settings["isolation"].startswith("rlimit")
 
 
 def test_init_timeouts_and_crashes_are_developer_errors_with_the_init_messages(tmp_path):
