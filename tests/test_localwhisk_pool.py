@@ -21,8 +21,8 @@ CRASH_PY = "import os\ndef main(args):\n    print('about to crash', flush=True)\
 HANG_PY = "import time\ndef main(args):\n    time.sleep(5)\n    return {}\n"
 OOM_PY = "def main(args):\n    blob = b'x' * (400 * 1024 * 1024)\n    return {'n': len(blob)}\n"
 BROKEN_PY = "def main(args):\n    return {\n"
-HANG_AT_INIT_PY = "import time\ntime.sleep(5)\ndef main(args):\n    return {}\n"
-CRASH_AT_INIT_PY = "import os\nprint('dying at import', flush=True)\nos._exit(3)\n"
+HANG_AT_INIT_PY = "import time\nprint('at import', flush=True)\ntime.sleep(5)\ndef main(args):\n    return {}\n"
+CRASH_AT_INIT_PY = "import os\nprint('at import', flush=True)\nos._exit(3)\n"
 
 
 def started(tmp_path, **settings):
@@ -116,26 +116,25 @@ def test_the_pool_describes_a_process_sandbox(tmp_path):
         assert (sandbox["memory_usage_bytes"] is None) == handle.settings["isolation"].startswith("rlimit")
 
 
-def test_init_timeouts_and_crashes_are_developer_errors_with_the_init_messages(tmp_path):
-    with started(tmp_path, user_memory_mb=512) as handle:
+@pytest.mark.parametrize(
+    "code, error, timed_out",
+    [
+        (HANG_AT_INIT_PY, "The action exceeded its time limits of 300 milliseconds during initialization.", True),
+        (CRASH_AT_INIT_PY, "The action did not initialize and exited unexpectedly.", False),
+    ],
+    ids=["timeout", "crash"],
+)
+def test_an_init_that_times_out_or_crashes_is_a_developer_error_with_the_init_message(tmp_path, code, error, timed_out):
+    with started(tmp_path) as handle:
         lw = Lw(handle)
-        lw.put("hang-init", HANG_AT_INIT_PY, timeout=300)
-        r = lw.invoke("hang-init")
-        assert r.status_code == 502
+        lw.put("init-fails", code, timeout=300)
+        r = lw.invoke("init-fails")
         record = r.json()
-        assert record["response"]["status"] == "action developer error"
-        assert record["response"]["result"] == {"error": "The action exceeded its time limits of 300 milliseconds during initialization."}
-        assert annotation(record, "timeout") is True
-
-        lw.put("crash-init", CRASH_AT_INIT_PY)
-        r = lw.invoke("crash-init")
-        assert r.status_code == 502
-        record = r.json()
-        assert record["response"]["status"] == "action developer error"
-        assert record["response"]["result"] == {"error": "The action did not initialize and exited unexpectedly."}
-        assert annotation(record, "timeout") is False
-        assert any("dying at import" in line for line in record["logs"])
-        assert lw.wait_for(lambda: lw.pool()["used_memory_mb"] == 0, 5.0), lw.pool()  # both destroyed
+        assert r.status_code == 502 and record["response"]["status"] == "action developer error"
+        assert record["response"]["result"] == {"error": error}
+        assert annotation(record, "timeout") is timed_out
+        assert any("at import" in line for line in record["logs"])  # what it wrote before is kept
+        assert lw.wait_for(lambda: lw.pool()["used_memory_mb"] == 0, 5.0), lw.pool()  # destroyed
 
 
 def test_developer_errors_destroy_the_sandbox_and_the_pool_recovers(tmp_path):
