@@ -76,6 +76,7 @@ from pathlib import Path
 from typing import Any, Callable, Iterable, Iterator, Sequence
 
 from faasprof.errors import ConfigError, NotReadyError, RunError
+from faasprof.procfs import process_start_ticks
 from monitoring import host
 
 # State file format versions:
@@ -828,16 +829,6 @@ def default_state_dir() -> Path:
     return Path(base) / "faasprof"
 
 
-def _process_start_ticks(pid: int) -> int | None:
-    text = host.Root("/").read(f"/proc/{pid}/stat")
-    if not text:
-        return None
-    try:
-        return int(text.rsplit(")", 1)[1].split()[19])  # field 22, counted after the comm field
-    except (IndexError, ValueError):
-        return None
-
-
 def _owner_alive(pid: int, start_ticks: int | None) -> bool:
     try:
         os.kill(pid, 0)
@@ -846,7 +837,7 @@ def _owner_alive(pid: int, start_ticks: int | None) -> bool:
     except PermissionError:
         pass
     if start_ticks is not None:
-        now = _process_start_ticks(pid)
+        now = process_start_ticks(pid)
         if now is not None and now != start_ticks:
             return False  # the pid was reused by another process
     return True
@@ -945,7 +936,7 @@ class Allocation:
         return {
             "format_version": STATE_FORMAT_VERSION,
             "pid": os.getpid(),
-            "pid_start_ticks": _process_start_ticks(os.getpid()),
+            "pid_start_ticks": process_start_ticks(os.getpid()),
             "created_unix_s": time.time(),
             "interface": self.caps.interface,
             "name": self.name,
