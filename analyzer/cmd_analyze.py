@@ -28,7 +28,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("run_dir", metavar="RUN_DIR", help="a run directory (runs/<test>-<stamp>)")
     parser.add_argument("--no-fetch", action="store_true", help="never contact the platform; analyze what the run directory holds")
     parser.add_argument("--no-plots", action="store_true", help="skip the PNG plots (faster; report.html then has only tables)")
-    add_connection_arguments(parser)
+    add_connection_arguments(parser, default="none: the records saved in RUN_DIR; missing ones are fetched from the platform "
+                                             "of the run's workload, ~/.wskprops or `faasprof local start`")
 
 
 def main(args: argparse.Namespace) -> int:
