@@ -10,6 +10,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
+from analyzer.frames import final_outcomes
 from faasprof.rundir import INVOCATION_COLUMNS, load_manifest, read_invocations
 from functions import native
 from functions.catalogue import lookup
@@ -169,8 +170,6 @@ def test_analyze_of_a_native_run_counts_its_answers_not_missing_records(tmp_path
 
 
 def test_a_native_answer_is_its_final_outcome():
-    from analyzer.frames import final_outcomes
-
     http = ["ok", "app_error", "failed", "timeout", "not_sent"]
     no_records = np.zeros(len(http), dtype=bool)
     assert list(final_outcomes(http, [None] * len(http), no_records, records_due=False)) == [
