@@ -31,8 +31,8 @@ intended (a warm call that found no warm sandbox, a resumed call that found none
 (``faasprof.outcomes``) enter the statistics; the others are counted as failures.
 
 Medians carry distribution-free 95 % confidence intervals (``analyzer.stats.quantile_ci``; null
-below ``MEDIAN_CI_MIN_SAMPLES`` = 8 samples: too few for a 95 % interval). Slowdown factors are FaaS median / native median,
-for execution time, latency and CPU time. ``notes`` says in plain words when a factor shows no
+below ``MEDIAN_CI_MIN_SAMPLES`` = 8 samples: too few for a 95 % interval). Slowdown factors are
+FaaS median / native median, for execution time, latency and CPU time. ``notes`` says in plain words when a factor shows no
 slowdown (≤ 1), when the FaaS median lies within the native calls' own range (not significant), and
 when calls waited for a CPU (median wall time over ``WAIT_RATIO`` × CPU time: a loaded host).
 

@@ -155,7 +155,7 @@ def read_local_props(path: str | os.PathLike | None = None) -> dict[str, str]:
     return props
 
 
-def write_local_props(apihost: str, auth: str, namespace: str, pid: int, data_dir: Path, settings: dict[str, float]) -> Path:
+def write_local_props(apihost: str, auth: str, namespace: str, pid: int, data_dir: Path, settings: dict[str, float | None]) -> Path:
     """Record a started localwhisk where ``resolve_connection`` finds it: a wskprops (mode 0600: it
     holds the key, as ``~/.wskprops`` does), written through a temporary file and a rename."""
     path = local_props_path()
