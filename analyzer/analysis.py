@@ -58,6 +58,8 @@ SUMMARY_FORMAT_VERSION = 2
 SUPPORTED_SUMMARY_VERSIONS = (2,)
 SUMMARY = "summary.json"
 LATENCY_KIND = "completion: planned send → function end (completion_latency_ms)"
+# The records' source in a native run's summary: what its latency is, and where the rest is.
+NATIVE_SOURCE = "none: a faasprof native run (latency: each call's round trip to the worker; execution times and cold calls in native.csv)"
 CLIENT_LATENCY_KIND = "client: send → answer (client_latency_ms; blocking calls only)"
 MISSING_IDS_IN_SUMMARY = 50
 
@@ -268,9 +270,11 @@ def load_run(
     if invocations is None:
         invocations = frames_mod.read_invocations_frame(run_dir, manifest)
     warnings: list[str] = []
-    with_id = int(frames_mod.has_activation_id(invocations).sum())
+    with_id = 0 if manifest.native_run else int(frames_mod.has_activation_id(invocations).sum())
     activations = run_dir / rundir.ACTIVATIONS
     records, position, info = run_records(run_dir, invocations, refresh_index=True)
+    if manifest.native_run:
+        info["source"] = NATIVE_SOURCE
     records_info: dict[str, Any] = {"with_activation_id": with_id, **info}
     bad, foreign = info["unreadable_lines"], info["foreign_ignored"]
     if bad:
@@ -454,7 +458,7 @@ def analyze_run(
     manifest = rundir.read_manifest(run_dir)
     fetch_report = None
     run = None
-    if fetch and connection is not None:
+    if fetch and connection is not None and not manifest.native_run:
         if not (run_dir / rundir.ACTIVATIONS).exists():
             if invocations is None:
                 invocations = frames_mod.read_invocations_frame(run_dir, manifest)

@@ -26,7 +26,8 @@ Columns (units in the names; ``_s`` columns are seconds since the run's monotoni
 ``status``                 the record's ``response.status``
 ``record_outcome``         what the record says (``faasprof.outcomes.record_outcome``)
 ``final_outcome``          the HTTP ``outcome`` joined with the record
-                           (``faasprof.outcomes.final_outcome``; see ``final_outcomes``): only
+                           (``faasprof.outcomes.final_outcome``; see ``final_outcomes``; in a
+                           native run, with no records, the answer alone): only
                            ``success`` rows enter the latency statistics of successful work
 ``successful``             a sample of successful work (what every latency statistic uses):
                            final outcome ``success``, or a blocking call answered 200 whose
@@ -308,7 +309,7 @@ def build_from_aligned(invocations: pd.DataFrame, aligned: dict, manifest: "rund
     classes = classify_starts(function_codes, start_ms, end_ms, init_raw, grace, aligned.pop("container_state")).as_ordered()
     del function_codes
     record_outcome = aligned.pop("record_outcome")
-    final = final_outcomes(invocations["outcome"].array, record_outcome, has)
+    final = final_outcomes(invocations["outcome"].array, record_outcome, has, records_due=not manifest.native_run)
     successful = successful_mask(final, invocations["outcome"].array, _float(invocations["http_status"]))
 
     columns: dict = {}
@@ -321,7 +322,8 @@ def build_from_aligned(invocations: pd.DataFrame, aligned: dict, manifest: "rund
     del sent
     columns["corrected_latency_ms"] = (done - intended) / 1e6
     del done, intended
-    columns["has_activation_id"] = has_activation_id(invocations)
+    # A native run's ids label worker calls: no record is due for them.
+    columns["has_activation_id"] = has_activation_id(invocations) & (not manifest.native_run)
     columns["has_record"] = has
     wait_ms, duration_ms, memory_mb = aligned.pop("wait_ms"), aligned.pop("duration_ms"), aligned.pop("memory_mb")
     wall_zero_ms = manifest.wall_ns_at_zero / 1e6
@@ -391,10 +393,15 @@ def _coded(values) -> tuple[np.ndarray, list]:
     return codes.astype(np.int64), list(labels)
 
 
-def final_outcomes(http_outcome, record_outcome, has_record: np.ndarray) -> pd.Categorical:
+# Where no record is due (a ``faasprof native`` run), the answer itself is the final outcome.
+_ANSWER_IS_FINAL = {"ok": "success", "app_error": "application_error"}
+
+
+def final_outcomes(http_outcome, record_outcome, has_record: np.ndarray, records_due: bool = True) -> pd.Categorical:
     """``faasprof.outcomes.final_outcome`` for whole columns (aligned arrays or categoricals;
     ``record_outcome`` is the record's outcome where ``has_record``). Categories in
-    ``FINAL_OUTCOMES`` order."""
+    ``FINAL_OUTCOMES`` order. ``records_due`` False (a native run: no platform keeps records)
+    takes an accepted answer as final instead of calling it ``no_record``."""
     has_record = np.asarray(has_record, dtype=bool)
     http_codes, http_labels = _coded(http_outcome)
     record_codes, record_labels = _coded(record_outcome)
@@ -405,7 +412,13 @@ def final_outcomes(http_outcome, record_outcome, has_record: np.ndarray) -> pd.C
     index = np.where(http_codes >= 0, http_codes, len(http_labels))
     from_record = has_record & (accepted | decides)
     index[from_record] = (len(http_labels) + 1 + np.where(record_codes >= 0, record_codes, len(record_labels)))[from_record]
-    index[accepted & ~has_record] = len(labels) - 1
+    if records_due:
+        index[accepted & ~has_record] = len(labels) - 1
+    else:
+        answered = np.array([len(labels) + list(_ANSWER_IS_FINAL).index(label) if label in _ANSWER_IS_FINAL else -1
+                             for label in http_labels] + [-1])[http_codes]
+        labels += list(_ANSWER_IS_FINAL.values())
+        index[answered >= 0] = answered[answered >= 0]
     used = np.unique(index)
     unknown = {labels[k] for k in used} - set(FINAL_OUTCOMES)
     if unknown:

@@ -39,17 +39,18 @@ def fmt(value, digits: int = 4) -> str:
     return html.escape(str(value))
 
 
-def ms(value) -> str:
-    """A duration given in ms, with its unit: 0.71 ms, 41.2 ms, 10.6 s, 2.5 min."""
+def ms(value, digits: int = 3) -> str:
+    """A duration given in ms, with its unit and ``digits`` significant digits (one less below
+    1 ms): 0.71 ms, 41.2 ms, 10.6 s, 2.5 min; never an exponent such as 1.497e+04 ms."""
     if value is None or not isinstance(value, (int, float)) or not math.isfinite(value):
         return "–"
     if abs(value) >= 120_000:
-        return f"{value / 60_000:.3g} min"
+        return f"{value / 60_000:.{digits}g} min"
     if abs(value) >= 1000:
-        return f"{value / 1000:.3g} s"
+        return f"{value / 1000:.{digits}g} s"
     if abs(value) >= 1:
-        return f"{value:.3g} ms"
-    return f"{value:.2g} ms"
+        return f"{value:.{digits}g} ms"
+    return f"{value:.{digits - 1}g} ms"
 
 
 def pct(value) -> str:

@@ -63,6 +63,7 @@ import pandas as pd
 from faasprof import rundir
 from faasprof.outcomes import ACCEPTED_HTTP_OUTCOMES, FAILURE_OUTCOMES, FINAL_OUTCOMES, HTTP_OUTCOMES
 from analyzer.frames import answers_at_end
+from analyzer.markup import fmt, ms
 
 WARMUP_MAX_S = 2.0
 WARMUP_FRACTION = 0.2
@@ -223,6 +224,17 @@ def quantile_ci(sorted_values: np.ndarray, p: float) -> tuple[float, float, floa
     low = float(sorted_values[j - 1]) if 1 <= j <= n else math.nan
     high = float(sorted_values[k - 1]) if 1 <= k <= n else math.nan
     return (estimate, low, high)
+
+
+def min_samples_for_interval(p: float) -> int:
+    """The fewest samples that have a 95 % interval of quantile ``p`` (8 for the median): with fewer,
+    ``quantile_ci`` gives NaN ends."""
+    n = 1
+    while True:
+        low, high = _ci_ranks(n, p)
+        if low >= 1 and high <= n:
+            return n
+        n += 1
 
 
 def _ci_ranks(n: int, p: float) -> tuple[int, int]:
@@ -447,10 +459,10 @@ def decide_mode(stats: dict, trend: dict) -> tuple[str, list[str]]:
     reasons = []
     ratio = stats["achieved_over_offered"]
     if math.isfinite(ratio) and ratio < OVER_THROUGHPUT_RATIO:
-        reasons.append(f"achieved {stats['achieved_rps']:.3g}/s is {ratio:.0%} of offered {stats['offered_rps']:.3g}/s (< {OVER_THROUGHPUT_RATIO:.0%})")
+        reasons.append(f"achieved {fmt(stats['achieved_rps'], 3)}/s is {ratio:.0%} of offered {fmt(stats['offered_rps'], 3)}/s (< {OVER_THROUGHPUT_RATIO:.0%})")
     first, last = trend["first_third_median_ms"], trend["last_third_median_ms"]
     if math.isfinite(first) and math.isfinite(last) and last >= OVER_TREND_RATIO * first and last - first >= OVER_TREND_MIN_MS:
-        reasons.append(f"median {trend.get('latency', 'corrected latency')} grew from {first:.4g} ms (first third) to {last:.4g} ms (last third)")
+        reasons.append(f"median {trend.get('latency', 'corrected latency')} grew from {ms(first, 4)} (first third) to {ms(last, 4)} (last third)")
     rejected = stats["rejected"]
     if stats["sent"] and rejected / stats["sent"] >= OVER_REJECT_FRACTION:
         kinds = ", ".join(f"{stats[f'final_{name}']} {name}" for name in REJECTED_FINAL if stats.get(f"final_{name}"))
@@ -484,7 +496,7 @@ def stability_warnings(where: str, stats: dict) -> list[str]:
     late99, late_max = stats.get("lateness_ms_p99"), stats.get("lateness_ms_max")
     if (late99 is not None and math.isfinite(late99) and late99 >= LATE_P99_MS) or (late_max is not None and math.isfinite(late_max) and late_max >= LATE_MAX_MS):
         out.append(
-            f"{where}: the invoker fell behind schedule (lateness p99 {late99:.3g} ms, max {late_max:.3g} ms); corrected "
+            f"{where}: the invoker fell behind schedule (lateness p99 {ms(late99)}, max {ms(late_max)}); corrected "
             "latency includes it: lower the rate, or run the invoker on a quieter host or core"
         )
     if stats["failures"]:

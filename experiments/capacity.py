@@ -31,6 +31,7 @@ from typing import Callable
 from faasprof import __version__, rundir
 from faasprof.errors import ConfigError
 from analyzer import analyze_run
+from analyzer.markup import ms
 from invoker.run import execute
 from workload.spec import workload_from_dict
 
@@ -133,7 +134,7 @@ def search(probe: Callable[[float], Probe], *, start_rate: float = 1.0, max_rate
             # ETA: the probes left at most (max_runs), at the mean time a probe took so far.
             per_probe = (clock() - started) / len(probes)
             left = max_runs - len(probes)
-            say(f"[{len(probes):>2}/{max_runs}] {rate:>9.4g}/s  {result.mode:<13} achieved {_f(result.achieved_rps)}/s  p50 {_f(result.p50_ms)} ms  p99 {_f(result.p99_ms)} ms  "
+            say(f"[{len(probes):>2}/{max_runs}] {rate:>9.4g}/s  {result.mode:<13} achieved {_f(result.achieved_rps)}/s  p50 {ms(result.p50_ms, 4)}  p99 {ms(result.p99_ms, 4)}  "
                 f"(ETA at most {left * per_probe:.0f} s)")
         return result
 

@@ -62,8 +62,13 @@ def main(args: argparse.Namespace) -> int:
     settings = invoker_run.local_settings(args, workload.platform)
     if connection is None:
         check_embedded(workload, settings)  # what the embedded localwhisk would refuse, before it starts
+    if connection is not None and connection.source == "local":
+        print(f"using the localwhisk of `faasprof local start` at {connection.apihost} (`faasprof local stop` to run on an embedded one)", file=sys.stderr)
     if connection is not None and (args.user_memory is not None or args.pause_grace is not None or args.isolation is not None):
         print(f"warning: --user-memory/--pause-grace/--isolation only apply to the embedded localwhisk; {connection.apihost} is used", file=sys.stderr)
+    elif connection is not None and connection.source == "local" and settings:
+        print(f"warning: {args.config}: platform.localwhisk only applies to the embedded localwhisk; the running one at "
+              f"{connection.apihost} keeps the settings it was started with", file=sys.stderr)
     run_dir = execute_analyzed(workload, args.out, connection=connection, local_settings=settings, progress=not args.quiet, analyze=args.analyze,
                                options=options, thresholds=thresholds)
     manifest = read_manifest(run_dir)

@@ -59,3 +59,16 @@ def test_probe_workload_and_summary_reading():
     summary = {"run": {"status": "complete"}, "instances": [{"instance": "probe", "phases": [{"mode": "balanced", "mode_reasons": "a; b", "achieved_rps": 12.4, "client_latency_ms_p50": 3.0, "client_latency_ms_p99": 9.0, "cold_fraction": 0.0, "resumed_fraction": 0.1}]}]}
     probe = probe_from_summary(12.5, "runs/x", summary)
     assert probe.kept_up and probe.reasons == ["a", "b"] and probe.p99_ms == 9.0
+
+
+def test_probe_lines_read_seconds_as_seconds():
+    said = []
+
+    def probe(rate):
+        slow = rate > 2
+        return Probe(rate, "over-invoked" if slow else "balanced", achieved_rps=rate, p50_ms=14970.0 if slow else 13.21, p99_ms=20123.0 if slow else 252.7)
+
+    search(probe, start_rate=2, say=said.append, clock=lambda: 0.0)
+    assert "p50 13.21 ms  p99 252.7 ms" in said[0]
+    assert "p50 14.97 s  p99 20.12 s" in said[1]
+    assert not any("e+" in line for line in said)

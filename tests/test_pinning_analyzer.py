@@ -102,6 +102,18 @@ def test_rule_2b_reason_names_the_latency():
     assert stats_mod.decide_mode(evidence(), flat(20.0, 45.0))[1] == ["median corrected latency grew from 20 ms (first third) to 45 ms (last third)"]
 
 
+def test_mode_evidence_is_readable_at_any_size():
+    """Seconds of latency and thousands per second read as such, never as 1.497e+04 ms or 1.2e+03/s."""
+    stats = evidence(achieved_rps=1234.0, offered_rps=2000.0, achieved_over_offered=0.617)
+    reasons = stats_mod.decide_mode(stats, flat(13.2, 14970.0))[1]
+    assert reasons == ["achieved 1,234/s is 62% of offered 2,000/s (< 90%)",
+                       "median corrected latency grew from 13.2 ms (first third) to 14.97 s (last third)"]
+    late = stats_mod.stability_warnings("f phase 0", {"client_latency_ms_n": 0, "lateness_ms_p99": 14970.0, "lateness_ms_max": 20123.0,
+                                                      "failures": 0, "missing_records": 0})
+    assert late[0].startswith("f phase 0: the invoker fell behind schedule (lateness p99 15 s, max 20.1 s)")
+    assert not any("e+" in text for text in reasons + late)
+
+
 def test_rule_2c_five_percent_of_sent_rejected():
     assert mode(evidence(rejected=4, final_throttled=4)) == "balanced"
     verdict, reasons = stats_mod.decide_mode(evidence(rejected=5, final_action_timeout=3, final_throttled=2), flat())

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import copy
 import json
+import os
 from pathlib import Path
 
 import pytest
@@ -12,7 +13,7 @@ import pytest
 from faasprof.errors import ConfigError
 from workload.spec import load_workload, workload_from_dict
 from tests.conftest import DATA_DIR, REPO_ROOT
-from platforms.openwhisk import resolve_connection
+from platforms.openwhisk import resolve_connection, write_local_props
 
 BASE = {
     "test_name": "t",
@@ -298,6 +299,29 @@ def test_connection_order_flags_workload_wskprops(tmp_path):
     assert (connection.apihost, connection.auth) == ("https://x", "f:fromflags")
     assert "fromflags" not in repr(connection) and "fromflags" not in json.dumps(connection.describe())
     assert resolve_connection(argparse.Namespace(apihost=None, auth=None, namespace=None, insecure=None), {}, wskprops_path=tmp_path / "none") is None
+
+
+
+def test_connection_falls_back_to_the_localwhisk_of_local_start(tmp_path, isolated_home):
+    import argparse
+    import subprocess
+
+    no_flags = argparse.Namespace(apihost=None, auth=None, namespace=None, insecure=None)
+    none = tmp_path / "none"
+    write_local_props("http://127.0.0.1:3233", "u:local", "guest", os.getpid(), tmp_path / "lw", {"pause_grace_ms": 10000.0})
+    connection = resolve_connection(no_flags, {}, wskprops_path=none)
+    assert (connection.apihost, connection.auth, connection.namespace, connection.source) == ("http://127.0.0.1:3233", "u:local", "guest", "local")
+    assert connection.settings == {"pause_grace_ms": 10000.0}
+    # Anything else naming an API host comes first, the user's wskprops included.
+    props = tmp_path / "wskprops"
+    props.write_text("APIHOST=10.1.1.1\nAUTH=u:fromprops\n")
+    assert resolve_connection(no_flags, {}, wskprops_path=props).source == "wskprops"
+    assert resolve_connection(no_flags, {"apihost": "http://y", "auth": "w:k"}, wskprops_path=none).source == "workload"
+    # A server that has exited is not a platform: the embedded one is used.
+    exited = subprocess.Popen(["true"])
+    exited.wait()
+    write_local_props("http://127.0.0.1:3233", "u:local", "guest", exited.pid, tmp_path / "lw", {})
+    assert resolve_connection(no_flags, {}, wskprops_path=none) is None
 
 
 # -- the file itself: encodings, syntax, duplicate keys, non-finite numbers, nesting ----------------

@@ -91,6 +91,9 @@ PLAN_MAGIC = b"faasprof-plan 1\n"
 UNANSWERED_ERROR = "sent, but the run stopped before its answer was recorded (torn run; see the manifest's status)"
 UNRECORDED_ERROR = "planned, but neither its row nor its send survived the crash (it may or may not have been sent)"
 STATUSES = ("running", "complete", "interrupted", "aborted")
+# ``platform.kind`` of a ``faasprof native`` run: no platform, so no activation records; its rows
+# are the results (``activation_id`` holds the worker call's label).
+NATIVE_PLATFORM_KIND = "native"
 
 # How often buffered invocation rows must reach the disk (the contract says at least once a second).
 FLUSH_INTERVAL_S = 0.5
@@ -353,6 +356,11 @@ class Manifest:
     def monotonic_zero_ns(self) -> int | None:
         value = self.clock.get("monotonic_zero_ns")
         return None if value is None else int(value)
+
+    @property
+    def native_run(self) -> bool:
+        """A ``faasprof native`` run (``NATIVE_PLATFORM_KIND``): there are no records to join or fetch."""
+        return self.platform.get("kind") == NATIVE_PLATFORM_KIND
 
     @property
     def instances(self) -> dict[str, dict]:
