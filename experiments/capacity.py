@@ -19,10 +19,11 @@ The capacity is ``low``; the result lists every probe (rate, run directory, mode
 behind it) so the verdict can be checked, and every run directory is kept for ``faasprof compare``.
 When no probe was over-invoked (the ceiling ``max_rate`` or ``max_runs`` reached while keeping up,
 or the next probe did not complete) the capacity is only a lower bound: the result says so
-(``capacity_is_lower_bound``), and so does every user of the stored value. A probe whose run did
-not complete (interrupted, aborted) ends the search: its rate counts as not kept up, and the
-reason is reported. A probe with too few samples for a mode (``unknown``) counts as kept up only
-below the first over-invoked rate.
+(``capacity_is_lower_bound``), the store marks it, and ``faasprof run`` warns when it takes
+fractions of it (``experiments.capacity_store``). A probe whose run did not complete
+(interrupted, aborted) ends the search: its rate counts as not kept up, and the reason is
+reported. A probe with too few samples for a mode (``unknown``) counts as kept up only below the
+first over-invoked rate.
 
 ``SEARCH_DEFAULTS`` are the one set of search settings: ``faasprof capacity``'s option defaults
 and the search ``faasprof run`` makes for a capacity fraction. Probe run directories and the result
