@@ -53,7 +53,7 @@ def main(args: argparse.Namespace) -> int:
         connection = resolve_connection(args, workload.platform, origin=args.config)
         settings = invoker_run.local_settings(args, workload.platform)
         say = None if args.quiet else capacity_store._say
-        workload = capacity_store.resolve_workload(workload, connection, settings, args.out, say=say)
+        workload = capacity_store.resolve_workload(workload, connection, settings, args.out, say=say, warn=capacity_store._say)
     _restore_leftover_allocations()
     options = invoker_run.dispatch_options(args)
     thresholds = parse_thresholds(args.threshold)

@@ -27,6 +27,7 @@ import pandas as pd
 from faasprof import rundir
 from faasprof.errors import FormatError
 from analyzer.compare import compare_runs
+from analyzer.stats import QUEUE_MIN_MS, QUEUE_RATIO, is_reference, queueing
 
 SUMMARY_FORMAT_VERSION = 1
 PLOTTED_METRICS = (
@@ -112,8 +113,12 @@ def aggregate(frame: pd.DataFrame, parameters: list[str]) -> list[dict]:
 
 
 def capacities(frame: pd.DataFrame, parameters: list[str]) -> list[dict]:
-    """With `rate` swept: per function and setting of the other parameters, the highest rate at
-    which every repeat stayed balanced or under-invoked (the paper's capacity), with evidence."""
+    """With `rate` swept: per function and setting of the other parameters, the highest rate that
+    kept up, judged as a capacity search judges its probes (``experiments.capacity``): no repeat
+    over-invoked, and no standing queue (``analyzer.stats.queueing``, the analyzer's rule 2(d)) in
+    the median completion latency against that of the lowest rate that kept up, the reference.
+    Each point's own analysis has no reference, so the sweep applies the rule across its points.
+    Where no rate failed, the capacity is a lower bound (``capacity_is_lower_bound``), with evidence."""
     if "rate" not in parameters:
         return []
     others = [f"sweep_{p}" for p in parameters if p != "rate"]
@@ -121,13 +126,22 @@ def capacities(frame: pd.DataFrame, parameters: list[str]) -> list[dict]:
     for group, part in frame.groupby(["function", *others], dropna=False, sort=True):
         group = group if isinstance(group, tuple) else (group,)
         evidence = []
+        reference = None
         for rate, at_rate in part.groupby("sweep_rate", sort=True):
-            modes = ",".join(at_rate["mode"].astype(str))
-            evidence.append({"rate": float(rate), "modes": sorted(set(modes.split(","))), "over_invoked": "over-invoked" in modes})
-        ok = [e["rate"] for e in evidence if not e["over_invoked"]]
-        first_over = next((e["rate"] for e in evidence if e["over_invoked"]), None)
-        capacity = max((r for r in ok if first_over is None or r < first_over), default=None)
-        out.append({"function": group[0], **{k.removeprefix("sweep_"): v for k, v in zip(others, group[1:])}, "capacity_rps": capacity, "evidence": evidence})
+            modes = sorted(set(",".join(at_rate["mode"].astype(str)).split(",")))
+            latency = float(pd.to_numeric(at_rate["completion_latency_ms_p50"], errors="coerce").median()) if "completion_latency_ms_p50" in at_rate else math.nan
+            queued, words = queueing(latency, float(rate), reference)
+            entry = {"rate": float(rate), "modes": modes, "over_invoked": "over-invoked" in modes, "completion_latency_ms_p50": latency if math.isfinite(latency) else None,
+                     "queueing": bool(queued), "queueing_evidence": words}
+            entry["kept_up"] = not entry["over_invoked"] and not queued
+            evidence.append(entry)
+            if reference is None and entry["kept_up"]:
+                candidate = {"completion_latency_ms_p50": latency, "rate_rps": float(rate), "source": "the sweep's lowest rate"}
+                reference = candidate if is_reference(candidate) else None
+        first_failed = next((e["rate"] for e in evidence if not e["kept_up"]), None)
+        capacity = max((e["rate"] for e in evidence if e["kept_up"] and (first_failed is None or e["rate"] < first_failed)), default=None)
+        out.append({"function": group[0], **{k.removeprefix("sweep_"): v for k, v in zip(others, group[1:])}, "capacity_rps": capacity,
+                    "capacity_is_lower_bound": capacity is not None and first_failed is None, "reference": reference, "evidence": evidence})
     return out
 
 
@@ -180,11 +194,12 @@ def write_html(path: Path, sweep_dir: Path, parameters: list[str], rows: list[di
         f"<p>Parameters: {html.escape(', '.join(parameters))}. Per-run details: <a href='compare/report.html'>compare/report.html</a>.</p>",
     ]
     if capacity:
-        parts.append("<h2>Capacity (highest rate with no over-invoked repeat)</h2><table><tr><th>function</th>")
+        parts.append("<h2>Capacity (highest rate with no over-invoked repeat and no standing queue: median completion latency not "
+                     f"{QUEUE_RATIO:g}x and {QUEUE_MIN_MS:g} ms above the lowest rate's; ≥: no rate failed, a lower bound)</h2><table><tr><th>function</th>")
         others = [p for p in parameters if p != "rate"]
         parts.append("".join(f"<th>{html.escape(o)}</th>" for o in others) + "<th>capacity (inv/s)</th></tr>")
         for entry in capacity:
-            parts.append(f"<tr><td>{html.escape(str(entry['function']))}</td>" + "".join(f"<td>{_number(entry.get(o))}</td>" for o in others) + f"<td>{_number(entry['capacity_rps'])}</td></tr>")
+            parts.append(f"<tr><td>{html.escape(str(entry['function']))}</td>" + "".join(f"<td>{_number(entry.get(o))}</td>" for o in others) + f"<td>{'≥ ' if entry['capacity_is_lower_bound'] else ''}{_number(entry['capacity_rps'])}</td></tr>")
         parts.append("</table>")
     if rows:
         metrics = [k for k, v in rows[0].items() if isinstance(v, dict)]

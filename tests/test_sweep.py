@@ -173,6 +173,30 @@ def test_failed_point_is_recorded_and_the_sweep_goes_on(tmp_path):
     assert log["status"] == "incomplete"
 
 
+def rate_points(*points):
+    """A sweep's compare frame over `rate` alone: (rate, modes, median completion latency ms) per point."""
+    import pandas as pd
+
+    return pd.DataFrame([{"function": "json_dumps", "sweep_rate": rate, "mode": mode, "completion_latency_ms_p50": latency} for rate, mode, latency in points])
+
+
+def test_sweep_capacity_is_the_highest_rate_without_a_standing_queue():
+    # Issue 27's quick start: balanced by throughput and trend at 135/s, but its median latency is
+    # 19x the lowest rate's: the capacity is 45/s, not the highest rate tried.
+    (entry,) = sweep_report.capacities(rate_points((15, "under-invoked", 13.0), (45, "balanced", 13.5), (135, "balanced", 252.0)), ["rate"])
+    assert entry["capacity_rps"] == 45 and entry["capacity_is_lower_bound"] is False
+    assert entry["reference"] == {"completion_latency_ms_p50": 13.0, "rate_rps": 15.0, "source": "the sweep's lowest rate"}
+    assert [e["queueing"] for e in entry["evidence"]] == [False, False, True]
+    assert entry["evidence"][2]["queueing_evidence"].startswith("median completion latency 252 ms is 19x the reference 13 ms")
+
+
+def test_sweep_capacity_where_every_rate_kept_up_is_a_lower_bound():
+    (entry,) = sweep_report.capacities(rate_points((15, "under-invoked", 13.0), (45, "balanced", 13.5), (135, "balanced", 14.0)), ["rate"])
+    assert entry["capacity_rps"] == 135 and entry["capacity_is_lower_bound"] is True
+    (entry,) = sweep_report.capacities(rate_points((15, "balanced", 13.0), (45, "over-invoked", 900.0), (135, "balanced", 14.0)), ["rate"])
+    assert entry["capacity_rps"] == 15 and entry["capacity_is_lower_bound"] is False  # above the first failure nothing counts
+
+
 def test_memory_and_rate_sweep_on_localwhisk(tmp_path, isolated_home):
     """A real sweep on the embedded platform: 2 memory limits x 2 rates, analysed and compared."""
     data = {
