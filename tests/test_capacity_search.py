@@ -84,7 +84,7 @@ def test_probe_workload_and_summary_reading():
 def test_probe_lines_read_seconds_as_seconds():
     said = []
 
-    def probe(rate):
+    def probe(rate, reference=None):
         slow = rate > 2
         return Probe(rate, "over-invoked" if slow else "balanced", achieved_rps=rate, p50_ms=14970.0 if slow else 13.21, p99_ms=20123.0 if slow else 252.7)
 
