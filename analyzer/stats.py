@@ -62,6 +62,7 @@ import pandas as pd
 
 from faasprof import rundir
 from faasprof.outcomes import ACCEPTED_HTTP_OUTCOMES, FAILURE_OUTCOMES, FINAL_OUTCOMES, HTTP_OUTCOMES
+from analyzer import markup
 from analyzer.frames import answers_at_end
 
 WARMUP_MAX_S = 2.0
@@ -450,7 +451,7 @@ def decide_mode(stats: dict, trend: dict) -> tuple[str, list[str]]:
         reasons.append(f"achieved {stats['achieved_rps']:.3g}/s is {ratio:.0%} of offered {stats['offered_rps']:.3g}/s (< {OVER_THROUGHPUT_RATIO:.0%})")
     first, last = trend["first_third_median_ms"], trend["last_third_median_ms"]
     if math.isfinite(first) and math.isfinite(last) and last >= OVER_TREND_RATIO * first and last - first >= OVER_TREND_MIN_MS:
-        reasons.append(f"median {trend.get('latency', 'corrected latency')} grew from {first:.4g} ms (first third) to {last:.4g} ms (last third)")
+        reasons.append(f"median {trend.get('latency', 'corrected latency')} grew from {markup.ms(first)} (first third) to {markup.ms(last)} (last third)")
     rejected = stats["rejected"]
     if stats["sent"] and rejected / stats["sent"] >= OVER_REJECT_FRACTION:
         kinds = ", ".join(f"{stats[f'final_{name}']} {name}" for name in REJECTED_FINAL if stats.get(f"final_{name}"))
@@ -484,7 +485,7 @@ def stability_warnings(where: str, stats: dict) -> list[str]:
     late99, late_max = stats.get("lateness_ms_p99"), stats.get("lateness_ms_max")
     if (late99 is not None and math.isfinite(late99) and late99 >= LATE_P99_MS) or (late_max is not None and math.isfinite(late_max) and late_max >= LATE_MAX_MS):
         out.append(
-            f"{where}: the invoker fell behind schedule (lateness p99 {late99:.3g} ms, max {late_max:.3g} ms); corrected "
+            f"{where}: the invoker fell behind schedule (lateness p99 {markup.ms(late99)}, max {markup.ms(late_max)}); corrected "
             "latency includes it: lower the rate, or run the invoker on a quieter host or core"
         )
     if stats["failures"]:
