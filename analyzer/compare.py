@@ -64,7 +64,6 @@ from analyzer import compare_plots
 from analyzer.analysis import analyze_run, load_summary
 
 COMPARE_FORMAT_VERSION = 2
-ALPHA = 0.05
 MIN_SAMPLES_FOR_TEST = 8
 VERDICT_PERCENTILES = (50.0, 90.0, 99.0, 99.9)
 # Keys that differ between any two runs without meaning a different experiment; the last ones are
