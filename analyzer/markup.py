@@ -54,7 +54,7 @@ def ms(value) -> str:
     if value is None or not isinstance(value, (int, float)) or not math.isfinite(value):
         return "–"
     if abs(value) >= 120_000:
-        return f"{value / 60_000:.3g} min"
+        return f"{fmt(value / 60_000, 3)} min"
     if abs(value) >= 1000:
         return f"{value / 1000:.3g} s"
     if abs(value) >= 1:
@@ -70,22 +70,23 @@ def pct(value) -> str:
 
 
 def rate(value) -> str:
+    """Per second, three digits or whole: 4.5/s, 135/s, 20,000/s."""
     if value is None or not isinstance(value, (int, float)) or not math.isfinite(value):
         return "–"
-    return f"{value:.3g}/s"
+    return f"{fmt(float(value), 3)}/s"
 
 
 def ratio(value) -> str:
-    """A ratio of two figures as a factor: ×1.64, ×0.8, ×37."""
+    """A ratio of two figures as a factor: ×1.64, ×0.8, ×37, ×1,480."""
     if value is None or not isinstance(value, (int, float)) or not math.isfinite(value):
         return "–"
-    return f"×{value:.3g}"
+    return f"×{fmt(float(value), 3)}"
 
 
 def seconds(value) -> str:
     if value is None or not isinstance(value, (int, float)) or not math.isfinite(value):
         return "–"
-    return f"{value:.3g} s"
+    return f"{fmt(float(value), 3)} s"
 
 
 def table(headers: Iterable[str], rows: Iterable[Iterable], left: int = 1, row_class=None, groups: Iterable[tuple[str, int]] | None = None) -> str:

@@ -265,15 +265,12 @@ def print_summary(summary: dict, out=None) -> None:
     print(f"  outcomes: {finals['success']} success" + "".join(f", {count} {name}" for name, count in finals.items() if count and name != "success"), file=out)
     for instance in summary["instances"]:
         for phase in instance["phases"]:
-            def f(v, unit=""):
-                return "-" if v is None else f"{v:.3g}{unit}"
-
             # Completion latency for every call (planned send → function end); the client's own
             # latency is added for blocking calls only, whose answer comes at the function's end.
             client = f" (client p50 {ms(phase['client_latency_ms_p50'])})" if phase.get("blocking") else ""
             print(
                 f"  {instance['instance']:<16} phase {phase['phase']} {phase['mode']:<13} "
-                f"offered {f(phase['offered_rps'], '/s')} achieved {f(phase['achieved_rps'], '/s')} "
+                f"offered {rate(phase['offered_rps'])} achieved {rate(phase['achieved_rps'])} "
                 f"completion latency p50 {ms(phase.get('completion_latency_ms_p50'))} p99 {ms(phase.get('completion_latency_ms_p99'))}{client} "
                 f"cold {pct(phase['cold_fraction'])} resumed {pct(phase['resumed_fraction'])}",
                 file=out,

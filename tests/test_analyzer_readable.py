@@ -12,6 +12,7 @@ import pyarrow.dataset as ds
 import pytest
 
 from analyzer import frames as frames_mod
+from analyzer import markup
 from analyzer import report as report_mod
 from analyzer.analysis import analyze_run, load_run
 from test_analyzer_synthetic import write_synthetic_run
@@ -31,6 +32,10 @@ def test_formatters_carry_units_and_never_exponents():
     assert report_mod.pct(0.125) == "12.5 %"
     assert report_mod.fmt(10650.0) == "10,650"
     assert "e+" not in report_mod.fmt(39770.0)
+    # Large rates, ratios and durations stay plain numbers (a 20,000/s workload read "2e+04/s").
+    assert report_mod.rate(20000.0) == "20,000/s" and report_mod.rate(4.5) == "4.5/s"
+    assert markup.ratio(1480.0) == "×1,480" and markup.ratio(0.893) == "×0.893"
+    assert report_mod.seconds(3600.0) == "3,600 s"
 
 
 def test_phases_name_their_latency_and_client_latency_is_blocking_only(tmp_path):
