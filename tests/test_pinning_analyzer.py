@@ -115,6 +115,11 @@ def test_mode_evidence_is_readable_at_any_size():
     assert not any("e+" in text for text in reasons + late)
 
 
+def test_rule_2b_reason_reads_seconds_never_an_exponent():
+    # An over-invoked queue's waits reach seconds: "1.566e+04 ms" made the evidence unreadable.
+    assert stats_mod.decide_mode(evidence(), flat(5089.0, 15660.0))[1] == ["median corrected latency grew from 5.089 s (first third) to 15.66 s (last third)"]
+
+
 def test_rule_2c_five_percent_of_sent_rejected():
     assert mode(evidence(rejected=4, final_throttled=4)) == "balanced"
     verdict, reasons = stats_mod.decide_mode(evidence(rejected=5, final_action_timeout=3, final_throttled=2), flat())
