@@ -76,7 +76,7 @@ import pandas as pd
 from faasprof import rundir
 from faasprof.outcomes import ACCEPTED_HTTP_OUTCOMES, FAILURE_OUTCOMES, FINAL_OUTCOMES, HTTP_OUTCOMES
 from analyzer import markup
-from analyzer.frames import answers_at_end
+from analyzer.frames import answers_at_end, blocking_default
 from analyzer.markup import fmt, ms
 
 WARMUP_MAX_S = 2.0
@@ -172,8 +172,7 @@ def instance_specs(manifest: "rundir.Manifest | dict", frame: pd.DataFrame) -> l
         if not function and name in first_row:
             function = str(frame["function"].iloc[first_row[name]])
         rate = item.get("rate_per_s", item.get("rate"))
-        # FaaSProfiler's default is non-blocking (blocking_cli false).
-        blocking = answers_at_end(item, workload.get("blocking_cli", (workload.get("as_given") or {}).get("blocking_cli", False)))
+        blocking = answers_at_end(item, blocking_default(workload))
         specs.append(
             {
                 "instance": str(name),

@@ -23,6 +23,7 @@ import pandas as pd
 
 from faasprof import rundir
 from analyzer import markup
+from analyzer.frames import instance_answers_at_end
 from analyzer import stats as stats_mod
 
 CLASSES = ("cold", "resumed", "warm", "all")
@@ -39,8 +40,7 @@ LATENCY_KINDS = {True: "client (send → answer)", False: "wait + duration"}
 
 
 def _blocking(frame: pd.DataFrame, manifest: "rundir.Manifest | dict") -> np.ndarray:
-    instances = rundir.as_manifest(manifest).instances
-    return frame["instance"].map(lambda name: bool((instances.get(name) or {}).get("blocking", True))).to_numpy(dtype=bool)
+    return frame["instance"].map(instance_answers_at_end(rundir.as_manifest(manifest))).to_numpy(dtype=bool)
 
 
 def response_latency_ms(frame: pd.DataFrame, manifest: "rundir.Manifest | dict", blocking: np.ndarray | None = None) -> np.ndarray:

@@ -13,6 +13,7 @@ import pytest
 import analyzer
 from analyzer import frames as frames_mod
 from analyzer import stats as stats_mod
+from analyzer import tails
 from analyzer.analysis import analyze_run, load_summary
 from faasprof import rundir
 from faasprof.errors import FormatError
@@ -221,3 +222,17 @@ def test_non_blocking_overload_is_seen_on_the_platform_clock(tmp_path):
     assert phase["mode"] == "over-invoked", phase["mode_reasons"]
     assert "platform latency grew" in phase["mode_reasons"]
     assert phase["platform_latency_ms_p50"] > 100
+
+
+@pytest.mark.parametrize("blocking_cli", [False, True])
+def test_an_instance_without_blocking_takes_the_workloads_default_everywhere(blocking_cli):
+    # FaaSProfiler's files name blocking_cli once, not per instance: the frames (completion
+    # latency), the phase statistics and the tail table must read the same default.
+    manifest = rundir.Manifest.from_json({"format_version": 2, "workload": {"blocking_cli": blocking_cli,
+                                                                  "instances": {"plain": {"application": "fn"}, "web": {"application": "fn", "data_file": "x.bin"}}}})
+    answers = frames_mod.instance_answers_at_end(manifest)
+    assert (answers("plain"), answers("web")) == (blocking_cli, True)
+    frame = pd.DataFrame({"instance": ["plain", "web"], "function": ["fn", "fn"], "intended_s": [0.0, 1.0]})
+    assert list(tails._blocking(frame, manifest)) == [blocking_cli, True]
+    specs = {s["instance"]: s["blocking"] for s in stats_mod.instance_specs(manifest, frame)}
+    assert specs == {"plain": blocking_cli, "web": True}
