@@ -17,7 +17,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("config", metavar="CONFIG", help="workload JSON (FaaSProfiler's format, or with faasprof's extensions)")
     parser.add_argument("--out", metavar="DIR", default="runs", help="where the run directory is created (default: runs/)")
     parser.add_argument("--seed", type=int, help="override the workload's random_seed")
-    parser.add_argument("--analyze", action="store_true", help="analyze the run when it completes (same as `faasprof analyze RUN_DIR`)")
+    parser.add_argument("--analyze", action="store_true", help="analyze the run when it ends, also when interrupted (same as `faasprof analyze RUN_DIR`)")
     parser.add_argument("--quiet", action="store_true", help="no progress lines on stderr (warnings are still printed)")
     parser.add_argument("--threshold", action="append", default=[], metavar="NAME=VALUE",
                         help="a success criterion (repeatable; overrides the workload's thresholds block): "
