@@ -166,7 +166,7 @@ def choose_processes(value: str | int, busiest_second: float, cores: int | None 
         processes = min(needed, cores)
         why = f"auto: the busiest second plans {busiest:,} invocations and one process holds about {AUTO_RATE_PER_PROCESS:,}/s"
         if processes < needed:
-            why += f"; {needed} wanted, capped at the {cores} cores"
+            why += f"; {needed} wanted, capped at the cores ({cores})"
         return SendProcessChoice(processes, "auto", busiest, cores, why, capped=processes < needed)
     try:
         count = int(value)

@@ -87,7 +87,7 @@ def test_auto_send_processes_from_the_peak_rate_and_the_cores():
     cap of the cores minus one left auto at one."""
     choice = choose_processes("auto", 20_412, cores=2)
     assert (choice.processes, choice.capped, choice.worth_saying) == (2, True, True)
-    assert choice.why == "auto: the busiest second plans 20,412 invocations and one process holds about 8,000/s; 3 wanted, capped at the 2 cores"
+    assert choice.why == "auto: the busiest second plans 20,412 invocations and one process holds about 8,000/s; 3 wanted, capped at the cores (2)"
     assert choice.describe() == {"requested": "auto", "processes": 2, "busiest_second_invocations": 20_412, "per_process_per_s": AUTO_RATE_PER_PROCESS,
                                  "cores": 2, "why": choice.why}
     assert (choose_processes("auto", 16_000, cores=4).processes, choose_processes("auto", 16_001, cores=4).processes) == (2, 3)
