@@ -111,10 +111,11 @@ def write_report(run, summary: dict, path: Path) -> None:
     parts.append(failures_section(summary))
     finals = info["final_outcomes"]
     shown = [name for name, count in finals.items() if count or name == "success"]
+    apart = _not_sent_interrupted(info)
     parts.append(
         table(
-            ["test", "status", "planned", *shown],
-            [[info["test_name"], info["status"], info["planned"], *(finals[name] for name in shown)]],
+            ["test", "status", "planned", *shown, *apart],
+            [[info["test_name"], info["status"], info["planned"], *(finals[name] for name in shown), *apart.values()]],
             left=2,
         )
     )
@@ -248,6 +249,12 @@ def write_report(run, summary: dict, path: Path) -> None:
     path.write_text(page(f"faasprof: {info['test_name']}", parts), encoding="utf-8")
 
 
+def _not_sent_interrupted(info: dict) -> dict[str, int]:
+    """The run's invocations planned after it stopped, under their label (none: empty)."""
+    count = info.get("not_sent_interrupted")
+    return {"not sent: interrupted": count} if count else {}
+
+
 def print_summary(summary: dict, out=None) -> None:
     """The analysis in a few lines: records, failures first, outcomes, one line per instance and phase."""
     out = sys.stdout if out is None else out
@@ -262,7 +269,8 @@ def print_summary(summary: dict, out=None) -> None:
     if failures["total"]:
         kinds = ", ".join(f"{count} {name}" for name, count in finals.items() if count and name != "success")
         print(f"  FAILURES: {failures['total']} of {summary['run']['planned']} did not succeed ({kinds}); kept out of the latency figures", file=out)
-    print(f"  outcomes: {finals['success']} success" + "".join(f", {count} {name}" for name, count in finals.items() if count and name != "success"), file=out)
+    apart = "".join(f"; {name} {count} (planned after the stop at {summary['run']['end_s']:.3g} s)" for name, count in _not_sent_interrupted(summary["run"]).items())
+    print(f"  outcomes: {finals['success']} success" + "".join(f", {count} {name}" for name, count in finals.items() if count and name != "success") + apart, file=out)
     for instance in summary["instances"]:
         for phase in instance["phases"]:
             # Completion latency for every call (planned send → function end); the client's own

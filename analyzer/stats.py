@@ -6,7 +6,10 @@ Phases
     The test timeline is cut wherever an instance's activity window starts or ends; each piece is a
     phase with a fixed set of active instances. Its *steady* part drops a warm-up at the start
     (``min(WARMUP_MAX_S, WARMUP_FRACTION × length)``), where the first cold starts fall. Every
-    per-phase figure is computed over invocations *planned* in the steady part.
+    per-phase figure is computed over invocations *planned* in the steady part. A run that stopped
+    early (interrupted, aborted) ends its phases where it stopped (``run_end_s``); what was planned
+    after that was never due while it ran, so it is neither offered nor failed but counted apart
+    ("not sent: interrupted", ``unsent_after_end``).
 
 Percentiles
     From the raw samples (no histograms), with distribution-free 95 % confidence intervals from
@@ -100,6 +103,7 @@ LATE_P99_MS = 10.0
 LATE_MAX_MS = 100.0
 
 ANSWERED = ACCEPTED_HTTP_OUTCOMES  # HTTP outcomes with an answer from the platform
+STOPPED_EARLY = ("interrupted", "aborted")  # run statuses whose phases end where the run stopped
 # Final outcomes that count towards rule 2(c) (module docstring says why these and not others).
 REJECTED_FINAL = ("throttled", "timeout", "failed", "action_timeout", "internal_error", "developer_error")
 
@@ -198,8 +202,39 @@ def _workload_duration(manifest: "rundir.Manifest | dict", frame: pd.DataFrame) 
     return 0.0
 
 
-def phases(specs: list[dict], duration_s: float) -> list[dict]:
-    """Cut the timeline where any activity window starts or ends (see the module docstring)."""
+def run_end_s(manifest: "rundir.Manifest | dict", frame: pd.DataFrame) -> float | None:
+    """When a run that stopped early (status ``interrupted`` or ``aborted``) stopped sending, on the
+    run clock; None for a run that sent its whole plan (or whose end is unknown: a torn run).
+
+    The invoker's ``send_wall_s`` (zero to the stop); a manifest without it, the planned instant of
+    the first invocation never sent after the last one sent."""
+    manifest = rundir.as_manifest(manifest)
+    if manifest.status not in STOPPED_EARLY:
+        return None
+    recorded = (manifest.invoker or {}).get("send_wall_s")
+    if isinstance(recorded, (int, float)) and math.isfinite(recorded):
+        return float(recorded)
+    intended = frame["intended_s"].to_numpy(dtype="float64")
+    sent = frame["sent_ns"].notna().to_numpy()
+    last_sent = intended[sent].max() if sent.any() else -math.inf
+    cut_off = intended[label_mask(frame["outcome"], ("not_sent",)) & (intended > last_sent)]
+    return float(cut_off.min()) if len(cut_off) else max(float(last_sent), 0.0)
+
+
+def unsent_after_end(frame: pd.DataFrame, end_s: float | None) -> np.ndarray:
+    """Invocations never sent because the run stopped before they were due ("not sent:
+    interrupted"): planned at or after ``end_s``. Neither offered nor failed; counted apart."""
+    if end_s is None:
+        return np.zeros(len(frame), dtype=bool)
+    return label_mask(frame["outcome"], ("not_sent",)) & (frame["intended_s"].to_numpy(dtype="float64") >= end_s)
+
+
+def phases(specs: list[dict], duration_s: float, end_s: float | None = None) -> list[dict]:
+    """Cut the timeline where any activity window starts or ends (see the module docstring).
+
+    ``end_s``: the run stopped there (``run_end_s``): a phase running then ends there
+    (``planned_end_s`` keeps its planned end), and a phase whose steady part had not begun is left
+    out, so an interrupted run's offered rate is what was due while it ran."""
     edges = {0.0, float(duration_s)}
     for spec in specs:
         edges.update(v for v in spec["window_s"] if 0.0 <= v <= duration_s)
@@ -212,7 +247,12 @@ def phases(specs: list[dict], duration_s: float) -> list[dict]:
         if not active:
             continue
         warmup = min(WARMUP_MAX_S, WARMUP_FRACTION * (end - start))
-        out.append({"phase": len(out), "start_s": start, "end_s": end, "steady_start_s": start + warmup, "instances": active})
+        phase = {"phase": len(out), "start_s": start, "end_s": end, "steady_start_s": start + warmup, "instances": active}
+        if end_s is not None and end > end_s:
+            if end_s <= phase["steady_start_s"]:
+                break  # this phase and every later one had no steady part before the stop
+            phase.update(end_s=end_s, planned_end_s=end)
+        out.append(phase)
     return out
 
 

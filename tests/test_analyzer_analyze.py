@@ -120,8 +120,12 @@ def test_interrupted_run_counts_not_sent_and_warns(tmp_path):
     assert summary["records"]["missing"] == 0  # not_sent rows have no id, so no record is missing
     assert any("interrupted" in w for w in summary["warnings"])
     assert any("never sent" in w for w in summary["warnings"])
+    # The phase ends at the stop (4 s): its offered rate is what was due while the run ran, and
+    # the 60 never sent after the stop are counted apart, not as failures.
     phase = _mode(summary)
-    assert phase["planned"] == 80 and phase["not_sent"] == 60
+    assert phase["phase_end_s"] == summary["run"]["end_s"] and 4.0 <= summary["run"]["end_s"] < 4.1
+    assert phase["planned"] == 20 and phase["not_sent"] == 0 and abs(phase["offered_rps"] - 10) < 0.5
+    assert summary["run"]["not_sent_interrupted"] == 60 and summary["failures"]["total"] == 0
 
 
 def test_missing_records_are_counted_not_dropped(tmp_path):
