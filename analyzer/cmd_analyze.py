@@ -28,7 +28,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("run_dir", metavar="RUN_DIR", help="a run directory (runs/<test>-<stamp>)")
     parser.add_argument("--no-fetch", action="store_true", help="never contact the platform; analyze what the run directory holds")
     parser.add_argument("--no-plots", action="store_true", help="skip the PNG plots (faster; report.html then has only tables)")
-    add_connection_arguments(parser)
+    add_connection_arguments(parser, default="none: the records saved in RUN_DIR; missing ones are fetched from the platform "
+                                             "of the run's workload, ~/.wskprops or `faasprof local start`")
 
 
 def main(args: argparse.Namespace) -> int:
@@ -45,12 +46,14 @@ def main(args: argparse.Namespace) -> int:
         print(f"warning: {run_dir}: {torn}; status {manifest.status}", file=sys.stderr)
     platform_block = manifest.platform
     saved = rundir.has_records(run_dir)
-    if not args.no_fetch and platform_block.get("embedded") and not args.apihost:
+    # A native run had no platform: its rows are the results, and there are no records to fetch.
+    fetch = not args.no_fetch and not manifest.native_run
+    if fetch and platform_block.get("embedded") and not args.apihost:
         # The embedded platform kept its store in the run directory: a crashed run's records are
         # there, served again by a localwhisk started on that store (the same REST path).
         if not saved or manifest.status == "running":
             _fetch_from_embedded_store(run_dir, platform_block)
-    elif not args.no_fetch and (not saved or args.apihost):
+    elif fetch and (not saved or args.apihost):
         # Records are fetched when the run has none saved, or (with explicit flags) to complete them.
         workload = manifest.workload
         platform = dict((workload.get("as_given") or workload).get("platform") or {})

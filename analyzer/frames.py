@@ -26,7 +26,8 @@ Columns (units in the names; ``_s`` columns are seconds since the run's monotoni
 ``status``                 the record's ``response.status``
 ``record_outcome``         what the record says (``faasprof.outcomes.record_outcome``)
 ``final_outcome``          the HTTP ``outcome`` joined with the record
-                           (``faasprof.outcomes.final_outcome``; see ``final_outcomes``): only
+                           (``faasprof.outcomes.final_outcome``; see ``final_outcomes``; in a
+                           native run, with no records, the answer alone): only
                            ``success`` rows enter the latency statistics of successful work
 ``successful``             a sample of successful work (what every latency statistic uses):
                            final outcome ``success``, or a blocking call answered 200 whose
@@ -56,6 +57,7 @@ from __future__ import annotations
 import json
 import math
 import os
+from collections.abc import Callable
 from pathlib import Path
 
 import numpy as np
@@ -257,6 +259,19 @@ def answers_at_end(instance: dict, default: bool = True) -> bool:
     return bool(instance.get("blocking", default))
 
 
+def blocking_default(workload: dict) -> bool:
+    """Whether an instance that names no ``blocking`` of its own is blocking: the workload's
+    ``blocking_cli`` (kept under ``as_given`` by older manifests), FaaSProfiler's default false."""
+    return bool(workload.get("blocking_cli", (workload.get("as_given") or {}).get("blocking_cli", False)))
+
+
+def instance_answers_at_end(manifest: "rundir.Manifest") -> Callable[[str], bool]:
+    """``answers_at_end`` of each instance of a run by name, with the workload's default: the one
+    answer the frames, the statistics and the tail table share."""
+    instances, default = manifest.instances, blocking_default(manifest.workload)
+    return lambda name: answers_at_end(instances.get(name) or {}, default)
+
+
 # The record columns the invocation frame takes, each aligned to the invocations.
 ALIGNED_FLOAT_COLUMNS = ("start_ms", "end_ms", "wait_ms", "init_ms", "duration_ms", "memory_mb")
 ALIGNED_CATEGORY_COLUMNS = ("container_state", "status", "record_outcome")
@@ -306,7 +321,7 @@ def build_from_aligned(invocations: pd.DataFrame, aligned: dict, manifest: rundi
     classes = classify_starts(function_codes, start_ms, end_ms, init_raw, grace, aligned.pop("container_state")).as_ordered()
     del function_codes
     record_outcome = aligned.pop("record_outcome")
-    final = final_outcomes(invocations["outcome"].array, record_outcome, has)
+    final = final_outcomes(invocations["outcome"].array, record_outcome, has, records_due=not manifest.native_run)
     successful = successful_mask(final, invocations["outcome"].array, _float(invocations["http_status"]))
 
     columns: dict = {}
@@ -319,7 +334,8 @@ def build_from_aligned(invocations: pd.DataFrame, aligned: dict, manifest: rundi
     del sent
     columns["corrected_latency_ms"] = (done - intended) / 1e6
     del done, intended
-    columns["has_activation_id"] = has_activation_id(invocations)
+    # A native run's ids label worker calls: no record is due for them.
+    columns["has_activation_id"] = has_activation_id(invocations) & (not manifest.native_run)
     columns["has_record"] = has
     wait_ms, duration_ms, memory_mb = aligned.pop("wait_ms"), aligned.pop("duration_ms"), aligned.pop("memory_mb")
     wall_zero_ms = manifest.wall_ns_at_zero / 1e6
@@ -332,8 +348,7 @@ def build_from_aligned(invocations: pd.DataFrame, aligned: dict, manifest: rundi
     columns["duration_ms"] = duration_ms
     columns["execution_ms"] = duration_ms - init_ms
     # A non-blocking call answers at acceptance, before the function runs: no overhead to speak of.
-    instances = manifest.instances
-    blocking = invocations["instance"].map(lambda name: answers_at_end(instances.get(name) or {})).to_numpy(dtype=bool)
+    blocking = invocations["instance"].map(instance_answers_at_end(manifest)).to_numpy(dtype=bool)
     columns["overhead_ms"] = np.where(blocking, columns["client_latency_ms"] - (wait_ms + duration_ms), np.nan)
     columns["platform_latency_ms"] = wait_ms + duration_ms
     columns["platform_end_s"] = (end_ms - wall_zero_ms) / 1e3
@@ -389,10 +404,15 @@ def _coded(values) -> tuple[np.ndarray, list]:
     return codes.astype(np.int64), list(labels)
 
 
-def final_outcomes(http_outcome, record_outcome, has_record: np.ndarray) -> pd.Categorical:
+# Where no record is due (a ``faasprof native`` run), the answer itself is the final outcome.
+_ANSWER_IS_FINAL = {"ok": "success", "app_error": "application_error"}
+
+
+def final_outcomes(http_outcome, record_outcome, has_record: np.ndarray, records_due: bool = True) -> pd.Categorical:
     """``faasprof.outcomes.final_outcome`` for whole columns (aligned arrays or categoricals;
     ``record_outcome`` is the record's outcome where ``has_record``). Categories in
-    ``FINAL_OUTCOMES`` order."""
+    ``FINAL_OUTCOMES`` order. ``records_due`` False (a native run: no platform keeps records)
+    takes an accepted answer as final instead of calling it ``no_record``."""
     has_record = np.asarray(has_record, dtype=bool)
     http_codes, http_labels = _coded(http_outcome)
     record_codes, record_labels = _coded(record_outcome)
@@ -403,7 +423,13 @@ def final_outcomes(http_outcome, record_outcome, has_record: np.ndarray) -> pd.C
     index = np.where(http_codes >= 0, http_codes, len(http_labels))
     from_record = has_record & (accepted | decides)
     index[from_record] = (len(http_labels) + 1 + np.where(record_codes >= 0, record_codes, len(record_labels)))[from_record]
-    index[accepted & ~has_record] = len(labels) - 1
+    if records_due:
+        index[accepted & ~has_record] = len(labels) - 1
+    else:
+        answered = np.array([len(labels) + list(_ANSWER_IS_FINAL).index(label) if label in _ANSWER_IS_FINAL else -1
+                             for label in http_labels] + [-1])[http_codes]
+        labels += list(_ANSWER_IS_FINAL.values())
+        index[answered >= 0] = answered[answered >= 0]
     used = np.unique(index)
     unknown = {labels[k] for k in used} - set(FINAL_OUTCOMES)
     if unknown:

@@ -17,7 +17,7 @@ from faasprof import rundir
 from faasprof.errors import ConfigError
 from functions.catalogue import entries, require
 from platforms.openwhisk import add_connection_arguments, resolve_connection
-from experiments.slowdown import NOTE_SEPARATOR, SLOWDOWN_CSV, SlowdownOptions, load_rows, run_slowdown
+from experiments.slowdown import MEDIAN_CI_MIN_SAMPLES, NOTE_SEPARATOR, SLOWDOWN_CSV, SlowdownOptions, load_rows, run_slowdown
 
 ISOLATIONS = {"process": "auto", "auto": "auto", "cgroup": "cgroup", "rlimit": "rlimit", "docker": "docker"}
 
@@ -48,6 +48,9 @@ def main(args: argparse.Namespace) -> int:
         chosen = [require(name, where="FUNCTION") for name in dict.fromkeys(args.functions)]
     if args.pause_grace is not None and args.pause_grace < 0:
         raise ConfigError(f"--pause-grace: must be >= 0 ms (got {args.pause_grace:g})")
+    if 0 < args.repeat < MEDIAN_CI_MIN_SAMPLES:
+        print(f"warning: --repeat {args.repeat}: with fewer than {MEDIAN_CI_MIN_SAMPLES} calls per phase a median has no 95 % interval, "
+              f"so a factor cannot be told from noise; use --repeat 10 (the default) or more", file=sys.stderr)
     connection = resolve_connection(args, None, origin="faasprof slowdown")
     if connection is not None and (args.isolation or args.pause_grace is not None):
         print(f"warning: --isolation/--pause-grace only apply to the embedded localwhisk; {connection.apihost} is used", file=sys.stderr)

@@ -31,8 +31,8 @@ intended (a warm call that found no warm sandbox, a resumed call that found none
 (``faasprof.outcomes``) enter the statistics; the others are counted as failures.
 
 Medians carry distribution-free 95 % confidence intervals (``analyzer.stats.quantile_ci``; null
-below 6 samples: too few for a 95 % interval). Slowdown factors are FaaS median / native median,
-for execution time, latency and CPU time. ``notes`` says in plain words when a factor shows no
+below ``MEDIAN_CI_MIN_SAMPLES`` = 8 samples: too few for a 95 % interval). Slowdown factors are
+FaaS median / native median, for execution time, latency and CPU time. ``notes`` says in plain words when a factor shows no
 slowdown (≤ 1), when the FaaS median lies within the native calls' own range (not significant), and
 when calls waited for a CPU (median wall time over ``WAIT_RATIO`` × CPU time: a loaded host).
 
@@ -70,7 +70,8 @@ matplotlib.use("Agg")
 import matplotlib.pyplot as plt  # noqa: E402
 import numpy as np  # noqa: E402
 
-from analyzer.stats import quantile_ci
+from analyzer.markup import ms
+from analyzer.stats import min_samples_for_interval, quantile_ci
 from faasprof import __version__, rundir
 from faasprof.errors import ConfigError, FaasprofError, NotReadyError, RunError
 from faasprof.outcomes import final_outcome
@@ -105,6 +106,8 @@ WAIT_RATIO = 1.25
 # the sandbox's own costs (pipe, JSON: tens of µs) to vanish, reflect the two processes' own speeds.
 PROCESS_SPEED_SPREAD = 0.10
 PROCESS_SPEED_MIN_MS = 20.0
+# Fewer calls than this per phase give a median without a 95 % interval: ``--repeat`` below it is warned about.
+MEDIAN_CI_MIN_SAMPLES = min_samples_for_interval(0.5)
 
 
 @dataclass
@@ -347,7 +350,7 @@ def summarise_function(function: str, calls: list[Call]) -> dict:
         faas_exec = medians[(phase, "exec_ms")]
         if _positive(faas_exec) and _positive(medians[("native", "exec_ms")]) and faas_exec < RESOLUTION_STEPS * resolution:
             row[f"slowdown_exec_{phase}"] = math.nan
-            notes.append(f"execution {phase}: below resolution (median {faas_exec:.3g} ms, records resolve {resolution:g} ms): no factor")
+            notes.append(f"execution {phase}: below resolution (median {ms(faas_exec, 4)}, records resolve {ms(resolution)}): no factor")
         else:
             row[f"slowdown_exec_{phase}"] = _ratio(faas_exec, medians[("native", "exec_ms")])
         row[f"slowdown_latency_{phase}"] = _ratio(medians[(phase, "latency_ms")], medians[("native", "latency_ms")])
@@ -357,7 +360,7 @@ def summarise_function(function: str, calls: list[Call]) -> dict:
                                 [getattr(c, measure) for c in used_by_phase["native"]])
             if note:
                 notes.append(note)
-    waiting = [f"{phase} {medians[(phase, 'exec_ms')]:.4g} ms wall vs {medians[(phase, 'cpu_ms')]:.4g} ms CPU"
+    waiting = [f"{phase} {ms(medians[(phase, 'exec_ms')], 4)} wall vs {ms(medians[(phase, 'cpu_ms')], 4)} CPU"
                for phase in ("native", "warm", "resumed")
                if _positive(medians[(phase, "cpu_ms")]) and _positive(medians[(phase, "exec_ms")])
                and medians[(phase, "exec_ms")] > WAIT_RATIO * medians[(phase, "cpu_ms")]]
@@ -385,11 +388,11 @@ def judge_factor(measure: str, phase: str, factor: float, faas_median_ms: float,
     low, high = min(values), max(values)
     label = "execution" if measure == "exec" else "latency"
     if low <= faas_median_ms <= high:
-        return (f"{label} {phase} ×{factor:.3g}: not significant (FaaS median {faas_median_ms:.4g} ms lies within the native calls' "
-                f"range {low:.4g}–{high:.4g} ms: at this length the platform adds less than the run-to-run variation)")
+        return (f"{label} {phase} ×{factor:.3g}: not significant (FaaS median {ms(faas_median_ms, 4)} lies within the native calls' "
+                f"range {ms(low, 4)}–{ms(high, 4)}: at this length the platform adds less than the run-to-run variation)")
     if factor <= 1:
-        return (f"{label} {phase} ×{factor:.3g}: FaaS faster than native (median {faas_median_ms:.4g} ms under every native call, "
-                f"{low:.4g}–{high:.4g} ms); compare cpu_ms in calls.csv to tell slower code from time spent waiting for a CPU")
+        return (f"{label} {phase} ×{factor:.3g}: FaaS faster than native (median {ms(faas_median_ms, 4)} under every native call, "
+                f"{ms(low, 4)}–{ms(high, 4)}); compare cpu_ms in calls.csv to tell slower code from time spent waiting for a CPU")
     return ""
 
 
@@ -569,7 +572,7 @@ def run_slowdown(entries: list[FunctionEntry], out_dir: str | os.PathLike, optio
                 "slowdown": f"FaaS median / native median; null when undefined or when the FaaS execution median is under "
                             f"{RESOLUTION_STEPS} resolution steps (notes says so)",
                 "notes": "plain sentences for factors that show no slowdown or that the native calls' own range covers",
-                "ci": "distribution-free 95 % interval of the median (order statistics); null below 6 samples",
+                "ci": f"distribution-free 95 % interval of the median (order statistics); null below {MEDIAN_CI_MIN_SAMPLES} samples",
             },
         })
         rundir.write_manifest(out, manifest)

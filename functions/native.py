@@ -39,6 +39,7 @@ from typing import Callable
 
 from faasprof.errors import ConfigError, NotReadyError, RunError
 from faasprof.rundir import (
+    NATIVE_PLATFORM_KIND,
     ClockAnchor,
     InvocationLog,
     create_run_dir,
@@ -335,8 +336,9 @@ def run_native(entry: FunctionEntry, out_dir: str | os.PathLike, options: Native
     workload = {
         "test_name": test_name,
         "native": True,
+        # Blocking: each call is answered when the function returns (its round trip is its latency).
         "instances": [{"name": entry.name, "function": entry.name, "endpoint": "native", "distribution": "closed-loop",
-                       "repeat": options.repeat, "concurrency": options.concurrency, "memory_mb": None}],
+                       "repeat": options.repeat, "concurrency": options.concurrency, "memory_mb": None, "blocking": True}],
     }
     native_block = {
         "format_version": NATIVE_FORMAT_VERSION,
@@ -351,7 +353,7 @@ def run_native(entry: FunctionEntry, out_dir: str | os.PathLike, options: Native
         "files": {"native_csv": NATIVE_CSV, "worker_logs": "native/"},
         "perf": None,
     }
-    manifest = new_manifest(test_name, workload, clock, platform={"kind": "native", "apihost": None}, native=native_block,
+    manifest = new_manifest(test_name, workload, clock, platform={"kind": NATIVE_PLATFORM_KIND, "apihost": None}, native=native_block,
                             **_host_metadata(), **options.extra_manifest)
     manifest.counts["planned"] = options.repeat
     write_manifest(run_dir, manifest)

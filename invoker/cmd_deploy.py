@@ -9,8 +9,9 @@ installed into the archive's ``virtualenv/``), a Node.js file, or a folder with 
 Deploying the same code and settings again changes nothing (``unchanged``).
 
 The platform comes from the same flags and settings as ``run`` (``--apihost``/``--auth``, then
-``~/.wskprops``); unlike ``run``, deploy does not start an embedded localwhisk, because the actions
-would vanish with it. One line per action on stdout: name, what happened, kind, memory, archive size.
+``~/.wskprops``, then the localwhisk of ``faasprof local start``); unlike ``run``, deploy does not
+start an embedded localwhisk, because the actions would vanish with it: with no platform it says
+how to start one (exit 3). One line per action on stdout: name, what happened, kind, memory, archive size.
 """
 
 from __future__ import annotations
@@ -42,7 +43,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     own.add_argument("--param", nargs=2, action="append", default=[], metavar=("KEY", "VALUE"),
                      help="default parameter bound to the action (VALUE is parsed as JSON when it can be, as wsk -p)")
     own.add_argument("--param-file", metavar="FILE", help="JSON object of default parameters (as wsk -P); --param entries override it")
-    add_connection_arguments(parser)
+    add_connection_arguments(parser, default="the localwhisk of `faasprof local start`; deploy never starts one")
 
 
 def _list() -> int:
@@ -107,7 +108,7 @@ def main(args: argparse.Namespace) -> int:
     connection = resolve_connection(args)
     if connection is None:
         raise NotReadyError(
-            "no platform configured: start localwhisk with `faasprof local start` and pass the --apihost/--auth it prints, "
+            "no platform configured: start localwhisk with `faasprof local start` (deploy then finds it), "
             "or pass --apihost/--auth for your OpenWhisk (or set APIHOST and AUTH in ~/.wskprops)"
         )
     with require_platform(connection) as client:

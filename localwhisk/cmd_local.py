@@ -1,9 +1,13 @@
 """``faasprof local start|stop|status``: run localwhisk in the background and look at its pool.
 
 ``start`` launches ``python -m localwhisk serve`` in its own session and returns once ``GET /``
-answers, printing the API host (stdout) and how to point ``wsk``/faasprof at it (stderr).
-``stop`` and ``status`` find the instance through ``<data-dir>/localwhisk.json`` (same
-``--data-dir``, default ``~/.local/share/faasprof/localwhisk``; ``--port`` must match if given).
+answers, printing the API host (stdout), the key it accepts and how to point ``wsk`` at it
+(stderr). It records the connection in ``platforms.openwhisk.local_props_path()``, where every
+faasprof command finds it when nothing else names a platform (a user's ``~/.wskprops`` is never
+written); a second instance leaves the first one's record alone. ``stop`` and ``status`` find the
+instance through ``<data-dir>/localwhisk.json`` (same ``--data-dir``, default
+``~/.local/share/faasprof/localwhisk``; ``--port`` must match if given); ``stop`` removes the
+record, and stopping what is not running says so and succeeds.
 """
 
 from __future__ import annotations
@@ -24,6 +28,7 @@ from localwhisk.config import (AUTH_ENV, DEFAULT_DATA_DIR, GUEST_AUTH, add_auth_
                                read_auth_file, settings_argv, settings_from_args, validate_settings)
 from localwhisk.cgroups import pid_alive as _pid_alive
 from localwhisk.embedded import launch_server
+from platforms.openwhisk import LOCAL_PID_KEY, forget_local_props, local_props_path, read_local_props, read_wskprops, write_local_props
 
 STATE_FILE = "localwhisk.json"
 
@@ -54,18 +59,29 @@ def _data_dir(args) -> Path:
 
 
 def _read_state(data_dir: Path, port: int | None) -> dict:
-    path = data_dir / STATE_FILE
-    try:
-        state = json.loads(path.read_text())
-    except FileNotFoundError:
-        raise NotReadyError(f"{data_dir}: no localwhisk is running for this data directory; start one with `faasprof local start --data-dir {data_dir}`") from None
-    except (OSError, ValueError) as error:
-        raise NotReadyError(f"{path}: unreadable ({error}); remove it if no localwhisk runs there") from None
+    state = _recorded_state(data_dir)
+    if state is None:
+        raise NotReadyError(f"{data_dir}: no localwhisk is running for this data directory; start one with `faasprof local start --data-dir {data_dir}`")
     if not _pid_alive(int(state.get("pid", 0))):
         raise NotReadyError(f"{data_dir}: the localwhisk recorded there (pid {state.get('pid')}) is not running; start one with `faasprof local start`")
+    _check_port(state, data_dir, port)
+    return state
+
+
+def _recorded_state(data_dir: Path) -> dict | None:
+    """``<data_dir>/localwhisk.json`` as the server wrote it; None when there is none."""
+    path = data_dir / STATE_FILE
+    try:
+        return json.loads(path.read_text())
+    except FileNotFoundError:
+        return None
+    except (OSError, ValueError) as error:
+        raise NotReadyError(f"{path}: unreadable ({error}); remove it if no localwhisk runs there") from None
+
+
+def _check_port(state: dict, data_dir: Path, port: int | None) -> None:
     if port is not None and int(state.get("port", -1)) != port:
         raise ConfigError(f"--port {port}: the localwhisk of {data_dir} listens on port {state.get('port')}; pass --port {state.get('port')} or the other instance's --data-dir")
-    return state
 
 
 def _get_json(url: str, auth: str | None = None, timeout: float = 5.0) -> dict:
@@ -96,6 +112,9 @@ def _start(args) -> int:
             if args.port is not None and int(state.get("port", -1)) != args.port:
                 raise ConfigError(f"--data-dir {data_dir}: a localwhisk already runs there on port {state.get('port')}; stop it first or choose another --data-dir")
             print(f"localwhisk already running at {state.get('apihost')} (pid {state['pid']}, data dir {data_dir})", file=sys.stderr)
+            recorded = read_local_props()
+            if recorded.get(LOCAL_PID_KEY) == str(state["pid"]):
+                _say_connection(recorded["APIHOST"], recorded["AUTH"], recorded["NAMESPACE"], _key_origin(args))
             print(state.get("apihost"))
             return 0
     data_dir.mkdir(parents=True, exist_ok=True)
@@ -106,26 +125,79 @@ def _start(args) -> int:
         print(f"faasprof local start: WARNING: --host {settings.host} exposes localwhisk to the network; anyone holding the key "
               f"can run code on this machine", file=sys.stderr)
     log_path = Path(settings.log_file) if settings.log_file else data_dir / "localwhisk.log"
-    _, state, _ = launch_server(argv, data_dir, log_path, auth=settings.auth)
-    print(f"localwhisk running at {state['apihost']} (pid {state['pid']}, data dir {data_dir}, log {log_path})", file=sys.stderr)
-    print(f"use it with: faasprof run WORKLOAD --apihost {state['apihost']} --auth <the guest key>  (stop: faasprof local stop --data-dir {data_dir})",
-          file=sys.stderr)
-    print(state["apihost"])
+    _, state, info = launch_server(argv, data_dir, log_path, auth=settings.auth)
+    apihost, pid = state["apihost"], int(state["pid"])
+    print(f"localwhisk running at {apihost} (pid {pid}, data dir {data_dir}, log {log_path})", file=sys.stderr)
+    other = read_local_props()
+    if other and other.get(LOCAL_PID_KEY) != str(pid):
+        # Another instance is the one faasprof finds; this one is reached with flags.
+        print(f"faasprof commands keep using the localwhisk at {other.get('APIHOST')} (pid {other.get(LOCAL_PID_KEY)}); "
+              f"reach this one with --apihost {apihost} --auth KEY, the key below", file=sys.stderr)
+        _say_key(settings.auth, settings.namespace, _key_origin(args))
+    else:
+        served = (info or {}).get("localwhisk") or {}
+        write_local_props(apihost, settings.auth, settings.namespace, pid, data_dir,
+                          {"pause_grace_ms": served.get("pause_grace_ms"), "user_memory_mb": served.get("user_memory_mb")})
+        _say_connection(apihost, settings.auth, settings.namespace, _key_origin(args))
+    print("stop it with: faasprof local stop" + ("" if data_dir == DEFAULT_DATA_DIR.resolve() else f" --data-dir {data_dir}"), file=sys.stderr)
+    print(apihost)
     return 0
+
+
+def _key_origin(args) -> tuple[str, str] | None:
+    """A key other than the guest key: where it came from (named instead of printed) and a shell
+    expression that gives it."""
+    if getattr(args, "auth", None):
+        return "the key given with --auth", "KEY"
+    if getattr(args, "auth_file", None):
+        return f"the key in {args.auth_file}", f'"$(cat {args.auth_file})"'
+    if os.environ.get(AUTH_ENV):
+        return f"the key in ${AUTH_ENV}", f'"${AUTH_ENV}"'
+    return None
+
+
+def _say_key(auth: str, namespace: str, origin: tuple[str, str] | None) -> None:
+    # OpenWhisk's guest key is public, so it is shown; a key of the user's own is only named.
+    key = f"{auth} (OpenWhisk's guest key)" if auth == GUEST_AUTH else (origin or ("the key it was started with",))[0]
+    print(f"it accepts {key}, namespace {namespace}", file=sys.stderr)
+
+
+def _say_connection(apihost: str, auth: str, namespace: str, origin: tuple[str, str] | None) -> None:
+    """The key, how faasprof finds this localwhisk, and the lines that point ``wsk`` at it."""
+    _say_key(auth, namespace, origin)
+    path = local_props_path()
+    print(f"faasprof run, deploy, analyze ... use it until `faasprof local stop` (its connection: {path})", file=sys.stderr)
+    shadowing = read_wskprops().get("APIHOST")
+    if shadowing:
+        where = os.environ.get("WSK_CONFIG_FILE") or "~/.wskprops"
+        print(f"note: {where} names {shadowing}, which faasprof uses first: pass --apihost {apihost} --auth KEY, "
+              "or move that file aside", file=sys.stderr)
+    key = auth if auth == GUEST_AUTH else (origin or ("", "KEY"))[1]
+    print(f"for the wsk CLI: export WSK_CONFIG_FILE={path}", file=sys.stderr)
+    print(f"            or: wsk property set --apihost {apihost} --auth {key} --namespace {namespace}   (rewrites ~/.wskprops)", file=sys.stderr)
 
 
 def _stop(args) -> int:
     data_dir = _data_dir(args)
-    state = _read_state(data_dir, args.port)
+    state = _recorded_state(data_dir)
+    if state is None or not _pid_alive(int(state.get("pid", 0))):
+        # Stopping is idempotent: what is not running is already stopped.
+        forget_local_props(data_dir)
+        gone = f" (pid {state.get('pid')} had exited)" if state else ""
+        print(f"localwhisk not running for data dir {data_dir}{gone}; nothing to stop", file=sys.stderr)
+        return 0
+    _check_port(state, data_dir, args.port)
     pid = int(state["pid"])
     os.kill(pid, signal.SIGTERM)
     deadline = time.monotonic() + args.timeout
     while time.monotonic() < deadline:
         if not _pid_alive(pid):
+            forget_local_props(data_dir)
             print(f"localwhisk stopped (pid {pid}, port {state.get('port')})", file=sys.stderr)
             return 0
         time.sleep(0.05)
     os.kill(pid, signal.SIGKILL)
+    forget_local_props(data_dir)
     raise RunError(f"localwhisk (pid {pid}) did not stop within {args.timeout:g} s and was killed; its sandboxes' cgroups are removed at the next start")
 
 

@@ -37,8 +37,9 @@ from pathlib import Path
 import aiohttp
 
 from faasprof.docker import DOCKER_SOCKET, bridge_gateway, parse_images
+from faasprof.procfs import process_start_ticks
 from localwhisk import fastjson
-from localwhisk.sandbox import TIMER_SLACK_S, Sandbox, SandboxDied
+from localwhisk.sandbox import TIMER_SLACK_S, Sandbox, SandboxDied, not_json_reply
 
 LABEL_INSTANCE = "faasprof.localwhisk.instance"
 LABEL_OWNER_PID = "faasprof.localwhisk.owner_pid"
@@ -53,13 +54,10 @@ class DockerUnavailable(RuntimeError):
     """The Docker daemon cannot be used (not installed, not running, no permission, images missing)."""
 
 
-def process_start_ticks(pid: int) -> str:
-    """Field 22 of /proc/PID/stat: with the pid it names one process for good (pids are reused)."""
-    try:
-        stat = Path(f"/proc/{pid}/stat").read_text()
-    except OSError:
-        return ""
-    return stat.rsplit(")", 1)[1].split()[19]
+def owner_start_label(pid: int) -> str:
+    """The owner-start label's value: the process's start ticks, "" where /proc cannot tell."""
+    ticks = process_start_ticks(pid)
+    return "" if ticks is None else str(ticks)
 
 
 def owner_alive(pid_text: str, start_text: str) -> bool:
@@ -67,7 +65,7 @@ def owner_alive(pid_text: str, start_text: str) -> bool:
         pid = int(pid_text)
     except (TypeError, ValueError):
         return False
-    return pid > 0 and process_start_ticks(pid) == start_text
+    return pid > 0 and owner_start_label(pid) == start_text
 
 
 class Engine:
@@ -130,7 +128,7 @@ class DockerHost:
         self.engine = Engine()
         self.http: aiohttp.ClientSession | None = None
         self.owner_pid = str(os.getpid())
-        self.owner_start = process_start_ticks(os.getpid())
+        self.owner_start = owner_start_label(os.getpid())
         self.instance = f"{settings.host}:{settings.port}@{Path(settings.data_dir).expanduser()}"
         self.token = secrets.token_hex(3)  # container names stay unique across restarts of the same pid
         self.reaped: list[str] = []
@@ -407,11 +405,7 @@ class DockerSandbox(Sandbox):
 
     async def request(self, message: dict, timeout_s: float) -> dict:
         """One init or run, translated to the action protocol; raises TimeoutError or SandboxDied."""
-        if self._dead:
-            raise SandboxDied("sandbox is gone")
-        self._logs = []
-        self._log_bytes = 0
-        self._sentinels = 0
+        self._begin_request()
         deadline = time.monotonic() + timeout_s
         if self._resumed is not None:
             resumed, self._resumed = self._resumed, None
@@ -436,7 +430,7 @@ class DockerSandbox(Sandbox):
             try:
                 result = fastjson.loads(raw)
             except ValueError:
-                return {"developer_error": "The action did not produce a valid JSON response: " + raw[:200].decode("utf-8", "replace")}
+                return not_json_reply(raw)
             if not isinstance(result, (dict, list)):
                 return {"developer_error": "The action did not return a dictionary or array."}
             return {"result": result}
@@ -536,22 +530,18 @@ class DockerSandbox(Sandbox):
         self.state = "dead"
         self.on_exit(self)
 
+    def memory_usage_bytes(self) -> int | None:
+        """The container's memory cgroup's charge (its path is dockerd's); None before it exists."""
+        if not self.container_id:
+            return None
+        try:
+            return int((self.host.cgroup_dir("memory", self.container_id) / "memory.usage_in_bytes").read_text())
+        except (OSError, ValueError):
+            return None
+
     def describe(self) -> dict:
-        usage = None
-        if self.container_id:
-            try:
-                usage = int((self.host.cgroup_dir("memory", self.container_id) / "memory.usage_in_bytes").read_text())
-            except (OSError, ValueError):
-                usage = None
         return {
-            "name": self.name,
-            "kind": self.kind,
-            "memory_mb": self.memory_mb,
-            "state": self.state,
-            "action": self.action_name,
-            "pid": self.pid,
-            "activations": self.activations,
-            "memory_usage_bytes": usage,
+            **super().describe(),
             "container": self.container_name,
             "container_id": self.container_id[:12] if self.container_id else None,
             "ip": self.ip,

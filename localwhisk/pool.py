@@ -440,29 +440,19 @@ class Pool:
             else:
                 init["code"] = action.code
             reply = await sb.request({"init": init}, timeout_s)
-        except TimeoutError:
+        except (TimeoutError, SandboxDied) as error:
             out.init_end_ns = time.monotonic_ns()
-            out.status_code, out.timed_out, out.destroy = 2, True, True
-            out.result = {"error": timed_out_message(action.timeout_ms, init=True)}
-            out.logs += sb.take_logs()
-            return
-        except SandboxDied:
-            out.init_end_ns = time.monotonic_ns()
-            out.status_code, out.destroy = 2, True
-            out.result = {"error": MEMORY_EXHAUSTED if sb.oom else ABNORMAL_INIT}
-            out.logs += sb.take_logs()
+            _request_failed(out, sb, error, action.timeout_ms, init=True)
             return
         except (zipfile.BadZipFile, ValueError, OSError) as error:
             out.init_end_ns = time.monotonic_ns()
-            out.status_code, out.destroy = 2, True
-            out.result = {"error": f"The action failed during initialization: {error}"}
+            _developer_error(out, f"The action failed during initialization: {error}")
             return
         out.init_end_ns = time.monotonic_ns()
         out.logs += await sb.collect_logs()
         if "init_error" in reply or "developer_error" in reply:
-            out.status_code, out.destroy = 2, True
             message = reply.get("init_error") or reply.get("developer_error")
-            out.result = {"error": f"The action failed during initialization: {message}"}
+            _developer_error(out, f"The action failed during initialization: {message}")
             return
         sb.key = job.action.key
 
@@ -486,17 +476,9 @@ class Pool:
         cpu_before_ns = sb.cpu_time_ns()
         try:
             reply = await sb.request(message, timeout_s)
-        except TimeoutError:
+        except (TimeoutError, SandboxDied) as error:
             out.run_end_ns = time.monotonic_ns()
-            out.status_code, out.timed_out, out.destroy = 2, True, True
-            out.result = {"error": timed_out_message(action.timeout_ms, init=False)}
-            out.logs += sb.take_logs()
-            return
-        except SandboxDied:
-            out.run_end_ns = time.monotonic_ns()
-            out.status_code, out.destroy = 2, True
-            out.result = {"error": MEMORY_EXHAUSTED if sb.oom else ABNORMAL_RUN}
-            out.logs += sb.take_logs()
+            _request_failed(out, sb, error, action.timeout_ms, init=False)
             return
         out.run_end_ns = time.monotonic_ns()
         cpu_after_ns = sb.cpu_time_ns()
@@ -516,12 +498,26 @@ class Pool:
             if isinstance(result, dict) and "error" in result:
                 out.status_code = 1
         else:
-            out.status_code, out.destroy = 2, True
-            out.result = {"error": reply.get("developer_error") or ABNORMAL_RUN}
+            _developer_error(out, reply.get("developer_error") or ABNORMAL_RUN)
 
     def _finish(self, job: Job, out: Outcome, sb: Sandbox | None) -> None:
         self.running.discard(job)
         self.on_complete(job, out)
+
+
+def _developer_error(out: Outcome, message: str, timed_out: bool = False) -> None:
+    """The activation failed by the action's fault (status 2): its sandbox is destroyed."""
+    out.status_code, out.result, out.timed_out, out.destroy = 2, {"error": message}, timed_out, True
+
+
+def _request_failed(out: Outcome, sb: Sandbox, error: TimeoutError | SandboxDied, timeout_ms: int, init: bool) -> None:
+    """An init or run that timed out or whose sandbox died, with OpenWhisk's message for each;
+    the logs the action wrote before are kept."""
+    if isinstance(error, TimeoutError):
+        _developer_error(out, timed_out_message(timeout_ms, init), timed_out=True)
+    else:
+        _developer_error(out, MEMORY_EXHAUSTED if sb.oom else ABNORMAL_INIT if init else ABNORMAL_RUN)
+    out.logs += sb.take_logs()
 
 
 def _extract_zip(code: str, directory: Path) -> None:

@@ -20,6 +20,7 @@ import sys
 import time
 from pathlib import Path
 
+from faasprof.procfs import process_start_ticks
 from localwhisk import fastjson
 from localwhisk.cgroups import CgroupManager
 
@@ -72,6 +73,12 @@ def _high_fd(fd: int) -> int:
 def _pipe() -> tuple[int, int]:
     r, w = os.pipe2(os.O_CLOEXEC)
     return _high_fd(r), _high_fd(w)
+
+
+def not_json_reply(output: bytes) -> dict:
+    """The reply for an action whose output is not JSON, in either kind of sandbox (OpenWhisk's
+    message, with the output's first 200 bytes)."""
+    return {"developer_error": "The action did not produce a valid JSON response: " + output[:200].decode("utf-8", "replace")}
 
 
 class SandboxDied(Exception):
@@ -252,17 +259,21 @@ class Sandbox:
 
     async def request(self, message: dict, timeout_s: float) -> dict:
         """Send one init or run line; return the reply. Raises TimeoutError or SandboxDied."""
-        if self._dead:
-            raise SandboxDied("sandbox is gone")
-        self._logs = []
-        self._log_bytes = 0
-        self._sentinels = 0
+        self._begin_request()
         self._waiter = self._loop.create_future()
         self._write(fastjson.dumps(message) + b"\n")
         reply = await self._wait(self._waiter, timeout_s)
         if reply is None:
             raise SandboxDied(f"launcher exited (status {self.exit_status})")
         return reply
+
+    def _begin_request(self) -> None:
+        """Before an init or run (either kind of sandbox): refuse on a dead one, start its logs afresh."""
+        if self._dead:
+            raise SandboxDied("sandbox is gone")
+        self._logs = []
+        self._log_bytes = 0
+        self._sentinels = 0
 
     async def collect_logs(self, timeout_s: float = 2.0) -> list[str]:
         """The activation's log lines, once both sentinels have arrived (or the timeout passed)."""
@@ -344,7 +355,7 @@ class Sandbox:
             try:
                 reply = fastjson.loads(line)
             except ValueError:
-                reply = {"developer_error": "The action did not produce a valid JSON response: " + line[:200].decode("utf-8", "replace")}
+                reply = not_json_reply(line)
             if self._sentinels < 2:
                 # The launcher writes both sentinels before it replies, so they wait in the pipes
                 # now: taking them here spares collect_logs a waiter, a timer and two wake-ups.
@@ -430,7 +441,12 @@ class Sandbox:
         self.state = "dead"
         self.on_exit(self)
 
+    def memory_usage_bytes(self) -> int | None:
+        """The memory the sandbox's cgroup charges; None without one."""
+        return self.cgroups.memory_usage_bytes(self.cgroup_dirs) if self.cgroup_dirs else None
+
     def describe(self) -> dict:
+        """The sandbox as ``GET /`` lists it; a kind adds its own keys after these."""
         return {
             "name": self.name,
             "kind": self.kind,
@@ -439,7 +455,7 @@ class Sandbox:
             "action": self.action_name,
             "pid": self.pid,
             "activations": self.activations,
-            "memory_usage_bytes": self.cgroups.memory_usage_bytes(self.cgroup_dirs) if self.cgroup_dirs else None,
+            "memory_usage_bytes": self.memory_usage_bytes(),
         }
 
 
@@ -456,18 +472,9 @@ def _cleanup(cgroups: CgroupManager, dirs: dict[str, Path], workdir: Path) -> No
         pass
 
 
-def _start_time(pid: int) -> str | None:
-    """The process's start time in clock ticks (/proc/PID/stat field 22): tells a reused pid apart."""
-    try:
-        stat = Path(f"/proc/{pid}/stat").read_text()
-    except OSError:
-        return None
-    return stat.rsplit(")", 1)[1].split()[19]
-
-
 def _write_pid_file(path: Path, pid: int) -> None:
     try:
-        path.write_text(f"{pid} {_start_time(pid)}\n")
+        path.write_text(f"{pid} {process_start_ticks(pid)}\n")
     except OSError:
         pass
 
@@ -483,11 +490,10 @@ def reap_orphans(workroot: Path) -> list[int]:
     reaped = []
     for pid_file in sorted(Path(workroot).glob("*.pid")):
         try:
-            pid_text, started = pid_file.read_text().split()
-            pid = int(pid_text)
-        except (OSError, ValueError):
+            pid, started = (int(word) for word in pid_file.read_text().split())
+        except (OSError, ValueError):  # unreadable, or "None": the sandbox was gone when written
             continue
-        if pid <= 1 or _start_time(pid) != started:
+        if pid <= 1 or process_start_ticks(pid) != started:
             continue  # gone, or the pid now belongs to another process
         try:
             _thaw((Path("/proc") / str(pid) / "cgroup").read_text())

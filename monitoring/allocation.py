@@ -11,7 +11,7 @@ Use::
     caps = discover(root="/")                      # never raises; caps.describe() for doctor
     plans = check_sweep_values(caps, llc_ways=[11, 4, 1], mba_percent=[100, 35])   # up front
     with Allocation(caps, plan_allocation(caps, llc_ways=4, control_plane_cpus=[0, 1])) as alloc:
-        manifest["allocation"] = alloc.applied     # read back from the group's schemata / pqos -s
+        manifest.allocation = alloc.applied        # read back from the group's schemata / pqos -s
         ...                                        # run the point
     # at the start of every sweep, after a crash of an earlier one:
     for line in cleanup_leftovers(root="/"):
@@ -76,6 +76,7 @@ from pathlib import Path
 from typing import Any, Callable, Iterable, Iterator, Sequence
 
 from faasprof.errors import ConfigError, NotReadyError, RunError
+from faasprof.procfs import process_start_ticks
 from monitoring import host
 
 # State file format versions:
@@ -828,16 +829,6 @@ def default_state_dir() -> Path:
     return Path(base) / "faasprof"
 
 
-def _process_start_ticks(pid: int) -> int | None:
-    text = host.Root("/").read(f"/proc/{pid}/stat")
-    if not text:
-        return None
-    try:
-        return int(text.rsplit(")", 1)[1].split()[19])  # field 22, counted after the comm field
-    except (IndexError, ValueError):
-        return None
-
-
 def _owner_alive(pid: int, start_ticks: int | None) -> bool:
     try:
         os.kill(pid, 0)
@@ -846,7 +837,7 @@ def _owner_alive(pid: int, start_ticks: int | None) -> bool:
     except PermissionError:
         pass
     if start_ticks is not None:
-        now = _process_start_ticks(pid)
+        now = process_start_ticks(pid)
         if now is not None and now != start_ticks:
             return False  # the pid was reused by another process
     return True
@@ -945,7 +936,7 @@ class Allocation:
         return {
             "format_version": STATE_FORMAT_VERSION,
             "pid": os.getpid(),
-            "pid_start_ticks": _process_start_ticks(os.getpid()),
+            "pid_start_ticks": process_start_ticks(os.getpid()),
             "created_unix_s": time.time(),
             "interface": self.caps.interface,
             "name": self.name,

@@ -71,11 +71,20 @@ def check_cpu(root, host: dict, live: bool, block: dict | None) -> list[Finding]
     if smt == "on" or host.get("smt_active"):
         findings.append(Finding("cpu", WARN, "SMT on: sibling threads share caches and ports", "pin functions to whole cores, or echo off > /sys/devices/system/cpu/smt/control"))
     else:
-        findings.append(Finding("cpu", INFO, f"SMT {smt or 'unknown'}"))
+        findings.append(Finding("cpu", INFO, SMT_STATES.get(smt, f"SMT {smt}")))
     findings.append(Finding("cpu", INFO, f"{host.get('cpu_model')}: {host.get('logical_cpus')} CPUs, {host.get('physical_cores')} cores, {host.get('sockets')} socket(s); kernel {host.get('kernel')}"))
     findings += check_core_sharing(host)
     return findings
 
+
+# The kernel's /sys/devices/system/cpu/smt/control values (None: no such file), in words.
+SMT_STATES = {
+    "off": "SMT off",
+    "forceoff": "SMT off (forced at boot)",
+    "notsupported": "SMT not supported by this CPU",
+    "notimplemented": "SMT control not implemented by this kernel",
+    None: "SMT unknown (no /sys/devices/system/cpu/smt/control)",
+}
 
 # With this few CPUs the invoker, the platform and the functions cannot be kept apart.
 FEW_CPUS = 4
@@ -93,7 +102,9 @@ def check_core_sharing(host: dict) -> list[Finding]:
             f"only {cpus} CPUs: the invoker, the platform and the functions share them, so latencies and capacities include "
             "their contention (the invoker falls behind schedule, the functions queue behind the platform)",
             "measure relative to capacity (rate {\"capacity_fraction\": F}) so results stay comparable on this host; keep other load "
-            "off it; for absolute figures use a host with more cores, and cap the functions with a CPU quota (localwhisk --user-cpus N) so the invoker keeps the rest",
+            "off it; for absolute figures use a host with more cores, and cap the functions with a CPU quota so the invoker keeps the rest "
+            "(`faasprof local start --cpu-policy quota --user-cpus N`, or \"cpu_policy\": \"quota\", \"user_cpus\": N in the workload's "
+            "platform.localwhisk block)",
         )
     ]
 

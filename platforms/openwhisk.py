@@ -3,12 +3,15 @@ and ``OpenWhiskPlatform``, the ``platforms.base.Platform`` that a run uses.
 
 **Connection.** Settings come from, in this order: command-line flags (``--apihost``, ``--auth``,
 ``--namespace``, ``--insecure``), the workload's ``platform`` block, then ``~/.wskprops``
-(``APIHOST``, ``AUTH``, ``NAMESPACE`` and faasprof's ``INSECURE=true``), each key on its own. When
-none of them names an API host, the caller uses the embedded localwhisk. The auth key never appears
-in ``repr``, logs, the manifest or errors. A wskprops written by a testbed set-up may also state the
-platform's settings in faasprof's own keys (``PAUSE_GRACE_MS``, ``USER_MEMORY_MB``; ``wsk`` ignores
-them). They are kept only when that file names the API host in use, and the manifest records them
-as ``platform.settings``.
+(``APIHOST``, ``AUTH``, ``NAMESPACE`` and faasprof's ``INSECURE=true``), each key on its own, and
+last the localwhisk that ``faasprof local start`` left running (``local_props_path()``: a wskprops
+that start writes and stop removes, ignored once its ``LOCALWHISK_PID`` has exited; a user's own
+``~/.wskprops`` is never written). When none of them names an API host, the caller uses the
+embedded localwhisk. The auth key never appears in ``repr``, logs, the manifest or errors. A
+wskprops written by a testbed set-up (or by ``local start``) may also state the platform's
+settings in faasprof's own keys (``PAUSE_GRACE_MS``, ``USER_MEMORY_MB``; ``wsk`` ignores them).
+They are kept only when that file names the API host in use, and the manifest records them as
+``platform.settings``.
 
 **Client.** A small synchronous REST client for the control plane: checking a platform before a run
 (``GET /``), creating and reading actions, reading activation records. The open-loop send path does
@@ -78,7 +81,7 @@ class Connection:
     auth: str = field(repr=False)
     namespace: str = DEFAULT_NAMESPACE
     insecure: bool = False
-    source: str = "flags"  # where apihost came from: flags | workload | wskprops | embedded
+    source: str = "flags"  # where apihost came from: flags | workload | wskprops | local (``local start``) | embedded
     settings: dict = field(default_factory=dict, hash=False)  # the set-up's PAUSE_GRACE_MS... (wskprops)
 
     @property
@@ -125,10 +128,69 @@ def read_wskprops(path: str | os.PathLike | None = None) -> dict[str, str]:
     return props
 
 
-def add_connection_arguments(parser: argparse.ArgumentParser) -> None:
-    group = parser.add_argument_group("platform connection (default: the embedded localwhisk)")
-    group.add_argument("--apihost", help="OpenWhisk API host, e.g. https://172.17.0.1 (else the workload's platform block, else ~/.wskprops)")
-    group.add_argument("--auth", help="auth key UUID:KEY (else the workload's platform block, else ~/.wskprops)")
+# The localwhisk of ``faasprof local start``: its connection as a wskprops (so that ``wsk`` can use
+# it too, through WSK_CONFIG_FILE), with the server's pid and data directory in faasprof's own keys.
+LOCAL_PID_KEY = "LOCALWHISK_PID"
+LOCAL_DATA_DIR_KEY = "LOCALWHISK_DATA_DIR"
+
+
+def local_props_path() -> Path:
+    """Where ``faasprof local start`` leaves the connection of the localwhisk it started."""
+    return Path.home() / ".local" / "share" / "faasprof" / "localwhisk.wskprops"
+
+
+def read_local_props(path: str | os.PathLike | None = None) -> dict[str, str]:
+    """The props of the localwhisk ``faasprof local start`` left running; {} when its server has
+    exited (a crash or a reboot leaves the file behind) or there is none."""
+    props = read_wskprops(path or local_props_path())
+    pid = props.get(LOCAL_PID_KEY, "")
+    if not pid.isdigit():
+        return {}
+    try:
+        os.kill(int(pid), 0)
+    except ProcessLookupError:
+        return {}
+    except PermissionError:
+        pass  # alive, owned by another user
+    return props
+
+
+def write_local_props(apihost: str, auth: str, namespace: str, pid: int, data_dir: Path, settings: dict[str, float | None]) -> Path:
+    """Record a started localwhisk where ``resolve_connection`` finds it: a wskprops (mode 0600: it
+    holds the key, as ``~/.wskprops`` does), written through a temporary file and a rename."""
+    path = local_props_path()
+    path.parent.mkdir(parents=True, exist_ok=True)
+    lines = [
+        f"# faasprof local start: the localwhisk at {apihost}; faasprof uses it when no flag, workload platform",
+        "# block or ~/.wskprops names an API host, `faasprof local stop` removes this file, and",
+        "# the wsk CLI uses it when WSK_CONFIG_FILE names it.",
+        f"APIHOST={apihost}", f"AUTH={auth}", f"NAMESPACE={namespace}",
+        *(f"{key}={settings[name]:g}" for key, name in SETTING_KEYS.items() if settings.get(name) is not None),
+        f"{LOCAL_PID_KEY}={pid}", f"{LOCAL_DATA_DIR_KEY}={data_dir}",
+    ]
+    tmp = path.with_name(f"{path.name}.tmp{os.getpid()}")
+    with open(os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600), "w", encoding="utf-8") as handle:
+        handle.write("\n".join(lines) + "\n")
+    os.replace(tmp, path)
+    return path
+
+
+def forget_local_props(data_dir: Path) -> bool:
+    """Remove the record of the localwhisk of ``data_dir`` once its server has exited; True if removed."""
+    path = local_props_path()
+    props = read_wskprops(path)
+    if props.get(LOCAL_DATA_DIR_KEY) != str(data_dir) or read_local_props(path):
+        return False
+    path.unlink(missing_ok=True)
+    return True
+
+
+def add_connection_arguments(parser: argparse.ArgumentParser, default: str = "the embedded localwhisk") -> None:
+    """The connection flags; ``default`` says what the command uses when nothing names a platform."""
+    group = parser.add_argument_group(f"platform connection (default: {default})")
+    fallback = "else the workload's platform block, else ~/.wskprops, else the localwhisk of `faasprof local start`"
+    group.add_argument("--apihost", help=f"OpenWhisk API host, e.g. https://172.17.0.1 ({fallback})")
+    group.add_argument("--auth", help=f"auth key UUID:KEY ({fallback})")
     group.add_argument("--namespace", help=f"namespace (default {DEFAULT_NAMESPACE})")
     group.add_argument("--insecure", action="store_true", default=None, help="do not verify the platform's TLS certificate")
 
@@ -160,8 +222,13 @@ def resolve_connection(
         "insecure": props.get("INSECURE", "").lower() in ("1", "true", "yes") or None,
     }
 
+    # The localwhisk of `faasprof local start` comes last, and whole: only when nothing else names an API host.
+    named = any(values.get("apihost") not in (None, "") for values in (flags, platform, wsk))
+    local_props = {} if named else read_local_props()
+    local = {"apihost": local_props.get("APIHOST"), "auth": local_props.get("AUTH"), "namespace": local_props.get("NAMESPACE")}
+
     def pick(key: str):
-        for source, values in (("flags", flags), ("workload", platform), ("wskprops", wsk)):
+        for source, values in (("flags", flags), ("workload", platform), ("wskprops", wsk), ("local", local)):
             value = values.get(key)
             if value not in (None, ""):
                 return value, source
@@ -171,7 +238,8 @@ def resolve_connection(
     if apihost is not None:
         reason = apihost_problem(str(apihost))
         if reason:
-            where = {"flags": "--apihost", "workload": f"{origin}: platform.apihost", "wskprops": f"{wskprops_path or os.environ.get('WSK_CONFIG_FILE') or Path.home() / '.wskprops'}: APIHOST"}[source]
+            where = {"flags": "--apihost", "workload": f"{origin}: platform.apihost", "wskprops": f"{wskprops_path or os.environ.get('WSK_CONFIG_FILE') or Path.home() / '.wskprops'}: APIHOST",
+                     "local": f"{local_props_path()}: APIHOST"}[source]
             raise ConfigError(f"{where}: {reason}")
     if apihost is None:
         if flags["auth"]:
@@ -186,13 +254,17 @@ def resolve_connection(
     insecure, _ = pick("insecure")
     apihost = normalise_apihost(apihost)
     describes_this_host = bool(props.get("APIHOST")) and normalise_apihost(props["APIHOST"]) == apihost
+    if describes_this_host:
+        settings = _wskprops_settings(props, wskprops_path)
+    else:
+        settings = _wskprops_settings(local_props, local_props_path()) if source == "local" else {}
     return Connection(
         apihost=apihost,
         auth=auth,
         namespace=namespace or DEFAULT_NAMESPACE,
         insecure=bool(insecure),
         source=source,
-        settings=_wskprops_settings(props, wskprops_path) if describes_this_host else {},
+        settings=settings,
     )
 
 

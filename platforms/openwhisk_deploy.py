@@ -209,7 +209,7 @@ def connection_flags(connection) -> str:
     """The flags that name ``connection``'s platform on a command line (never the key itself)."""
     if connection is None or connection.source == "embedded":
         return " --apihost APIHOST --auth UUID:KEY"
-    if connection.source == "wskprops":
+    if connection.source in ("wskprops", "local"):  # found again without flags
         return ""
     return f" --apihost {connection.apihost} --auth UUID:KEY" + (" --insecure" if connection.insecure else "")
 

@@ -8,6 +8,9 @@ import requests
 
 from platforms.openwhisk import Connection, OpenWhiskClient
 
+# What the pool lists for every sandbox (GET /localwhisk/v1/pool); a docker sandbox adds container, container_id, ip.
+SANDBOX_KEYS = ["name", "kind", "memory_mb", "state", "action", "pid", "activations", "memory_usage_bytes"]
+
 
 def annotation(record, key, default=None):
     for item in record.get("annotations", []):

@@ -5,6 +5,9 @@ from __future__ import annotations
 
 import subprocess
 import sys
+
+import pytest
+
 from monitoring import cmd_doctor
 from monitoring.collectors.rdt import RdtCollector
 
@@ -38,3 +41,20 @@ def test_doctor_warns_on_few_shared_cpus_and_fits_fixes_to_the_vendor():
     intel_text = " ".join(f.line() for f in RdtCollector.doctor(None, intel, False, None)[:2] + cmd_doctor.check_cpu(None, intel, False, None))
     assert "Intel" not in amd_text and "intel_pstate" not in amd_text and "AMD EPYC" in amd_text
     assert "Intel Xeon" in intel_text and "intel_pstate" in intel_text
+
+
+@pytest.mark.parametrize("control, words", [
+    ("notsupported", "SMT not supported by this CPU"), ("off", "SMT off"), ("forceoff", "SMT off (forced at boot)"),
+    ("notimplemented", "SMT control not implemented by this kernel"), (None, "SMT unknown (no /sys/devices/system/cpu/smt/control)"),
+])
+def test_doctor_says_the_smt_state_in_words(control, words):
+    texts = [f.text for f in cmd_doctor.check_cpu(None, {"smt": control, "logical_cpus": 8}, False, None)]
+    assert words in texts
+
+
+def test_doctor_advises_the_cpu_quota_for_the_command_that_has_it():
+    fix = cmd_doctor.check_core_sharing({"logical_cpus": 2})[0].fix
+    assert "`faasprof local start --cpu-policy quota --user-cpus N`" in fix and '"user_cpus": N' in fix
+    assert "(localwhisk --user-cpus N)" not in fix
+    start_help = _cli("local", "start", "--help").stdout
+    assert "--cpu-policy" in start_help and "--user-cpus" in start_help

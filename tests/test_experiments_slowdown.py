@@ -10,9 +10,12 @@ import subprocess
 import sys
 from pathlib import Path
 
+import numpy as np
 import pytest
 
+from analyzer.stats import quantile_ci
 from experiments.slowdown import (
+    MEDIAN_CI_MIN_SAMPLES,
     Call,
     NativeSide,
     apply_record,
@@ -256,6 +259,27 @@ def test_power_law_fit_recovers_exponent():
     assert fit["coefficient"] == pytest.approx(3.0)
     assert fit["r2"] == pytest.approx(1.0)
     assert fit_power_law([1.0, float("nan")], [2.0, 3.0]) is None
+
+
+def test_notes_on_long_functions_read_in_seconds():
+    note = judge_factor("exec", "warm", 0.9, 14970.0, [15020.0, 16100.0])
+    assert note.startswith("execution warm ×0.9: FaaS faster than native (median 14.97 s under every native call, 15.02 s–16.1 s)")
+    assert "e+" not in note
+
+
+def test_a_median_has_an_interval_from_the_repeat_the_warning_names():
+    assert MEDIAN_CI_MIN_SAMPLES == 8
+    assert math.isnan(quantile_ci(np.arange(7.0), 0.5)[1]) and math.isfinite(quantile_ci(np.arange(8.0), 0.5)[1])
+
+
+def test_cli_warns_that_few_repeats_give_no_interval(tmp_path):
+    # The warning comes first, before anything is measured (here the platform is down: exit 3).
+    few = _faasprof("slowdown", "json_loads", "--repeat", "2", "--apihost", "http://127.0.0.1:1", "--auth", "a:b", "--out", str(tmp_path), timeout=60)
+    assert few.returncode == 3
+    assert few.stderr.splitlines()[0] == ("warning: --repeat 2: with fewer than 8 calls per phase a median has no 95 % interval, "
+                                          "so a factor cannot be told from noise; use --repeat 10 (the default) or more")
+    enough = _faasprof("slowdown", "json_loads", "--repeat", "8", "--apihost", "http://127.0.0.1:1", "--auth", "a:b", "--out", str(tmp_path), timeout=60)
+    assert enough.returncode == 3 and "warning: --repeat" not in enough.stderr
 
 
 def _faasprof(*args: str, timeout: float) -> subprocess.CompletedProcess:

@@ -7,8 +7,10 @@ import json
 from dataclasses import replace
 from pathlib import Path
 
+import numpy as np
 import pytest
 
+from analyzer.frames import final_outcomes
 from faasprof.rundir import INVOCATION_COLUMNS, read_manifest, read_invocations
 from functions import native
 from functions.catalogue import lookup
@@ -148,3 +150,28 @@ def test_perf_that_cannot_count_is_not_ready(tmp_path):
         pytest.skip("perf is not installed")
     with pytest.raises(NotReadyError, match="perf"):
         native.run_native(lookup("nqueens"), tmp_path, native.NativeOptions(repeat=1, perf=True, perf_events=("no-such-event",)))
+
+
+def test_analyze_of_a_native_run_counts_its_answers_not_missing_records(tmp_path, isolated_home):
+    """A native run has no platform and so no activation records: its rows are the results."""
+    done = run_cli("native", "json_dumps", "--repeat", "5", "--out", tmp_path, timeout=90)
+    assert done.returncode == 0, done.stderr
+    run_dir = Path(done.stdout.strip().splitlines()[-1])
+    analyzed = run_cli("analyze", run_dir, "--no-plots", timeout=120)
+    assert analyzed.returncode == 0, analyzed.stderr
+    assert "no_record" not in analyzed.stdout + analyzed.stderr and "FAILURES" not in analyzed.stdout
+    assert "outcomes: 5 success" in analyzed.stdout
+    assert "no platform is configured" not in analyzed.stderr and "activations.jsonl" not in analyzed.stderr
+    summary = json.loads((run_dir / "analysis" / "summary.json").read_text())
+    assert {k: v for k, v in summary["run"]["final_outcomes"].items() if v} == {"success": 5}
+    assert summary["records"]["missing"] == 0 and summary["records"]["source"].startswith("none: a faasprof native run")
+    phase = summary["instances"][0]["phases"][0]
+    assert phase["blocking"] and phase["completion_latency_ms_p50"] > 0
+
+
+def test_a_native_answer_is_its_final_outcome():
+    http = ["ok", "app_error", "failed", "timeout", "not_sent"]
+    no_records = np.zeros(len(http), dtype=bool)
+    assert list(final_outcomes(http, [None] * len(http), no_records, records_due=False)) == [
+        "success", "application_error", "failed", "timeout", "not_sent"]
+    assert list(final_outcomes(http, [None] * len(http), no_records))[:2] == ["no_record", "no_record"]

@@ -57,10 +57,58 @@ def test_local_start_status_stop(tmp_path, isolated_home):
     assert "no localwhisk is running" in after.stderr
 
 
-def test_stop_without_instance_is_exit_3(tmp_path, isolated_home):
+def test_stop_without_instance_succeeds_and_says_so(tmp_path, isolated_home):
     result = run_cli("local", "stop", "--data-dir", tmp_path / "none", timeout=30)
-    assert result.returncode == 3
-    assert "no localwhisk is running for this data directory" in result.stderr
+    assert result.returncode == 0, result.stderr
+    assert result.stderr.strip() == f"localwhisk not running for data dir {tmp_path / 'none'}; nothing to stop"
+
+
+def test_local_start_is_found_by_deploy_until_stopped(tmp_path, isolated_home):
+    """`local start` then `deploy hello.py` with no flags deploys there; it shows its key and the
+    lines for wsk; the user's ~/.wskprops stays theirs and comes first; a second stop succeeds."""
+    data_dir = tmp_path / "lw"
+    hello = tmp_path / "hello.py"
+    hello.write_text("def main(args):\n    return {\"hello\": args.get(\"name\", \"world\")}\n")
+    props = isolated_home / ".local" / "share" / "faasprof" / "localwhisk.wskprops"
+    started = run_cli("local", "start", "--port", "0", "--data-dir", data_dir, timeout=60)
+    try:
+        assert started.returncode == 0, started.stderr
+        apihost = started.stdout.strip().splitlines()[-1]
+        assert f"it accepts {GUEST_AUTH} (OpenWhisk's guest key), namespace guest" in started.stderr
+        assert f"export WSK_CONFIG_FILE={props}" in started.stderr
+        assert f"wsk property set --apihost {apihost} --auth {GUEST_AUTH} --namespace guest" in started.stderr
+        assert oct(props.stat().st_mode & 0o777) == "0o600"
+        assert f"APIHOST={apihost}" in props.read_text().splitlines()
+
+        deployed = run_cli("deploy", hello, timeout=60)
+        assert deployed.returncode == 0, deployed.stderr
+        assert deployed.stdout.split()[:2] == ["hello", "created"]
+        assert f"to {apihost} (namespace guest)" in deployed.stderr
+        auth = tuple(GUEST_AUTH.split(":", 1))
+        answer = requests.post(apihost + "/api/v1/namespaces/_/actions/hello?blocking=true", auth=auth, json={}, timeout=30)
+        assert answer.json()["response"]["result"] == {"hello": "world"}
+
+        # A ~/.wskprops naming another platform is never rewritten, and it comes first.
+        user_props = isolated_home / ".wskprops"
+        user_props.write_text("APIHOST=http://127.0.0.1:1\nAUTH=u:theirs\n")
+        again = run_cli("local", "start", "--data-dir", data_dir, timeout=30)
+        assert again.returncode == 0 and "already running" in again.stderr
+        assert "note: ~/.wskprops names http://127.0.0.1:1, which faasprof uses first" in again.stderr
+        assert user_props.read_text() == "APIHOST=http://127.0.0.1:1\nAUTH=u:theirs\n"
+        elsewhere = run_cli("deploy", hello, timeout=60)
+        assert elsewhere.returncode == 3 and "http://127.0.0.1:1" in elsewhere.stderr
+        user_props.unlink()
+    finally:
+        stopped = run_cli("local", "stop", "--data-dir", data_dir, timeout=60)
+    assert stopped.returncode == 0 and "localwhisk stopped" in stopped.stderr
+    assert not props.exists()
+    twice = run_cli("local", "stop", "--data-dir", data_dir, timeout=30)
+    assert twice.returncode == 0 and "nothing to stop" in twice.stderr
+    orphan = run_cli("deploy", hello, timeout=60)
+    assert orphan.returncode == 3
+    assert orphan.stderr.strip().startswith("no platform configured: start localwhisk with `faasprof local start` (deploy then finds it)")
+    help_text = run_cli("deploy", "--help", timeout=30).stdout
+    assert "platform connection (default: the localwhisk of `faasprof local start`; deploy never starts one)" in " ".join(help_text.split())
 
 
 def test_serve_port_file_and_sigterm(tmp_path):

@@ -26,7 +26,7 @@ from faasprof.docker import bridge_gateway, docker_problem, interface_ipv4
 from faasprof.errors import ConfigError
 from localwhisk.docker_sandbox import LABEL_INSTANCE, LABEL_OWNER_PID, LABEL_OWNER_START
 from localwhisk.embedded import start_embedded
-from tests.localwhisk_driver import Lw, annotation
+from tests.localwhisk_driver import SANDBOX_KEYS, Lw, annotation
 
 pytestmark = pytest.mark.timeout(180)
 
@@ -109,6 +109,10 @@ def test_python_action_runs_in_its_own_container_started_like_openwhisk(tmp_path
         labels = info["Config"]["Labels"]
         assert labels[LABEL_OWNER_PID] == str(handle.pid) and labels[LABEL_OWNER_START]
         assert str(tmp_path / "lw") in labels[LABEL_INSTANCE]
+        (sandbox,) = lw.pool()["sandboxes"]
+        assert list(sandbox) == SANDBOX_KEYS + ["container", "container_id", "ip"]
+        assert (sandbox["action"], sandbox["container"], sandbox["ip"]) == ("inspect", rows[0]["Names"], info["NetworkSettings"]["IPAddress"])
+        assert rows[0]["ID"].startswith(sandbox["container_id"]) and len(sandbox["container_id"]) == 12
 
         # Idle past the grace period → paused, as docker ps shows it; the next call resumes it.
         assert Lw(handle).wait_for(lambda: "Paused" in containers(handle.pid)[0]["Status"], 10.0)

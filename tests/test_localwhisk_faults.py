@@ -18,6 +18,7 @@ import requests
 
 from localwhisk.config import AUTH_ENV, GUEST_AUTH, Settings, validate_settings
 from localwhisk.embedded import start_embedded
+from localwhisk.sandbox import reap_orphans
 from tests.conftest import REPO_ROOT, run_cli
 from tests.localwhisk_driver import Lw
 
@@ -146,6 +147,25 @@ def test_kill_9_with_paused_sandboxes_is_reaped_at_the_next_start(tmp_path):
     finally:
         restarted.send_signal(signal.SIGTERM)
         restarted.wait(20)
+
+
+def test_a_sandbox_that_renamed_itself_to_odd_bytes_is_still_reaped(tmp_path):
+    # An action may rename its process to any bytes (here not UTF-8, with ") " in it); the pid file
+    # holds its pid and start time, told by the child itself before the rename.
+    script = ("import time; print(open('/proc/self/stat').read().split()[21], flush=True); "
+              "open('/proc/self/comm', 'wb').write(b'\\xff) x'); print(flush=True); time.sleep(60)")
+    child = subprocess.Popen([sys.executable, "-c", script], stdout=subprocess.PIPE, start_new_session=True)
+    try:
+        started_ticks = int(child.stdout.readline())
+        child.stdout.readline()
+        (tmp_path / "wsk1.pid").write_text(f"{child.pid} {started_ticks}\n")
+        (tmp_path / "wsk2.pid").write_text(f"{child.pid} {started_ticks + 1}\n")  # the pid reused: left alone
+        assert reap_orphans(tmp_path) == [child.pid]
+        assert child.wait(10) == -signal.SIGKILL
+    finally:
+        if child.poll() is None:
+            child.kill()
+            child.wait()
 
 
 def test_the_key_never_appears_on_a_command_line(tmp_path, isolated_home):

@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 
 from localwhisk.embedded import start_embedded
-from tests.localwhisk_driver import Lw, annotation
+from tests.localwhisk_driver import SANDBOX_KEYS, Lw, annotation
 from faasprof.errors import ConfigError
 
 pytestmark = pytest.mark.timeout(90)
@@ -21,6 +21,8 @@ CRASH_PY = "import os\ndef main(args):\n    print('about to crash', flush=True)\
 HANG_PY = "import time\ndef main(args):\n    time.sleep(5)\n    return {}\n"
 OOM_PY = "def main(args):\n    blob = b'x' * (400 * 1024 * 1024)\n    return {'n': len(blob)}\n"
 BROKEN_PY = "def main(args):\n    return {\n"
+HANG_AT_INIT_PY = "import time\nprint('at import', flush=True)\ntime.sleep(5)\ndef main(args):\n    return {}\n"
+CRASH_AT_INIT_PY = "import os\nprint('at import', flush=True)\nos._exit(3)\n"
 
 
 def started(tmp_path, **settings):
@@ -100,6 +102,39 @@ def test_lru_eviction_and_prewarm(tmp_path):
         assert annotation(record, "containerState") == "prewarmed"
         assert annotation(record, "initTime") is not None
         assert lw.wait_for(lambda: [p["state"] for p in lw.pool()["prewarm"]] == ["prewarm"], 10.0)  # backfilled
+
+
+def test_the_pool_describes_a_process_sandbox(tmp_path):
+    with started(tmp_path, pause_grace_ms=60_000) as handle:
+        lw = Lw(handle)
+        lw.put("described", NOOP_PY)
+        lw.invoke("described")
+        (sandbox,) = lw.sandboxes("described")
+        assert list(sandbox) == SANDBOX_KEYS  # a docker sandbox adds its container's keys (test_localwhisk_docker.py)
+        assert (sandbox["kind"], sandbox["memory_mb"], sandbox["state"], sandbox["activations"]) == ("python:3", 256, "idle", 1)
+        assert Path(f"/proc/{sandbox['pid']}").is_dir()
+        assert (sandbox["memory_usage_bytes"] is None) == handle.settings["isolation"].startswith("rlimit")
+
+
+@pytest.mark.parametrize(
+    "code, error, timed_out",
+    [
+        (HANG_AT_INIT_PY, "The action exceeded its time limits of 300 milliseconds during initialization.", True),
+        (CRASH_AT_INIT_PY, "The action did not initialize and exited unexpectedly.", False),
+    ],
+    ids=["timeout", "crash"],
+)
+def test_an_init_that_times_out_or_crashes_is_a_developer_error_with_the_init_message(tmp_path, code, error, timed_out):
+    with started(tmp_path) as handle:
+        lw = Lw(handle)
+        lw.put("init-fails", code, timeout=300)
+        r = lw.invoke("init-fails")
+        record = r.json()
+        assert r.status_code == 502 and record["response"]["status"] == "action developer error"
+        assert record["response"]["result"] == {"error": error}
+        assert annotation(record, "timeout") is timed_out
+        assert any("at import" in line for line in record["logs"])  # what it wrote before is kept
+        assert lw.wait_for(lambda: lw.pool()["used_memory_mb"] == 0, 5.0), lw.pool()  # destroyed
 
 
 def test_developer_errors_destroy_the_sandbox_and_the_pool_recovers(tmp_path):

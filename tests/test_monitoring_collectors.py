@@ -16,6 +16,7 @@ import pytest
 
 from faasprof import rundir
 from monitoring.collectors import base as col_base
+from monitoring.collectors import blktrace as col_blktrace
 from monitoring.collectors import build_collectors, normalise_block
 from monitoring.collectors import perf as col_perf
 from monitoring.collectors.blktrace import BlktraceCollector, data_device
@@ -196,6 +197,21 @@ def test_blktrace_checks_and_data_device():
     bad = BlktraceCollector({"devices": ["/dev/sda2"]}, {"host_root": str(HOSTS / "xeon_11way")})
     if shutil.which("blktrace") and shutil.which("blkparse") and os.geteuid() == 0:
         assert "/dev/sda2 cannot be traced" in bad.check()
+
+
+@pytest.mark.parametrize("missing", ["blktrace", "debugfs", "root"])
+def test_blktrace_doctor_says_a_disk_can_be_traced_only_when_blktrace_can_run(monkeypatch, missing):
+    monkeypatch.setattr(col_blktrace.shutil, "which", lambda tool: None if missing == "blktrace" else f"/usr/sbin/{tool}")
+    monkeypatch.setattr(col_blktrace, "is_root", lambda: missing != "root")
+    host = {"debugfs_mounted": missing != "debugfs"}
+    findings = BlktraceCollector.doctor(Root(HOSTS / "this_vm"), host, False, {"devices": ["/dev/vda"]})
+    assert any(f.state == col_base.NO for f in findings)
+    vda = [f for f in findings if f.text.startswith("/dev/vda")]
+    assert [(f.state, f.text) for f in vda] == [(col_base.INFO, "/dev/vda has a trace interface; it can be traced once the problems above are fixed")]
+    monkeypatch.setattr(col_blktrace.shutil, "which", lambda tool: f"/usr/sbin/{tool}")
+    monkeypatch.setattr(col_blktrace, "is_root", lambda: True)
+    ready = BlktraceCollector.doctor(Root(HOSTS / "this_vm"), {"debugfs_mounted": True}, False, {"devices": ["/dev/vda"]})
+    assert [(f.state, f.text) for f in ready if f.text.startswith("/dev/vda")] == [(col_base.OK, "/dev/vda can be traced")]
 
 
 # -- cgroups (live) ---------------------------------------------------------------------------------

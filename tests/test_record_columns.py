@@ -18,7 +18,7 @@ import pytest
 
 from faasprof import rundir
 from faasprof.paths import REPO_ROOT
-from faasprof.rundir import activations, record_columns
+from faasprof.rundir import activations, record_columns, record_fields
 from faasprof.rundir import records as records_mod
 from analyzer import chains
 from analyzer import frames as frames_mod
@@ -148,9 +148,9 @@ def test_an_index_of_other_columns_is_rebuilt_not_read(tmp_path, change):
     meta = loaded.meta
     loaded.close()
     if change == "column added since":
-        del arrays[record_columns.FLOAT_COLUMNS[-1]]
+        del arrays[record_fields.FLOAT_COLUMNS[-1]]
     else:
-        arrays["retired_ms"] = arrays[record_columns.FLOAT_COLUMNS[-1]]
+        arrays["retired_ms"] = arrays[record_fields.FLOAT_COLUMNS[-1]]
     index = record_columns.index_path(path)
     np.savez(index, meta=np.frombuffer(json.dumps(meta).encode(), dtype=np.uint8), **arrays)
     assert record_columns.load(path) is None

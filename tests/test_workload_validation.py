@@ -5,14 +5,16 @@ from __future__ import annotations
 
 import copy
 import json
+import os
 from pathlib import Path
 
 import pytest
 
 from faasprof.errors import ConfigError
+from functions.catalogue import lookup
 from workload.spec import load_workload, workload_from_dict
 from tests.conftest import DATA_DIR, REPO_ROOT
-from platforms.openwhisk import resolve_connection
+from platforms.openwhisk import resolve_connection, write_local_props
 
 BASE = {
     "test_name": "t",
@@ -238,6 +240,27 @@ def test_param_file_merged_with_inline_params_and_paths_resolved(tmp_path):
     assert workload.instance("i1").blocking and not workload.instance("i0").blocking
 
 
+def test_catalogue_function_without_input_gets_its_sample_input():
+    """As `faasprof native` calls it: without it markdown answers only "no document" errors."""
+    workload = workload_from_dict({
+        "test_name": "sample", "test_duration_in_seconds": 1, "random_seed": 1,
+        "instances": {
+            "md": {"application": "markdown", "distribution": "Uniform", "rate": 1},
+            "variant": {"application": "markdown-256", "distribution": "Uniform", "rate": 1},
+            "img": {"application": "img-resize", "distribution": "Uniform", "rate": 1},
+            "given": {"application": "markdown", "distribution": "Uniform", "rate": 1, "params": {"text": "# T"}},
+            "own": {"application": "not_in_the_catalogue", "distribution": "Uniform", "rate": 1},
+        },
+    }, check_catalogue=False)
+    markdown = lookup("markdown")
+    assert workload.instance("md").params == markdown.sample_params() and "markdown" in workload.instance("md").params
+    assert workload.instance("md").param_file == markdown.param_file
+    assert workload.instance("md").params == workload.instance("variant").params
+    assert workload.instance("img").params == lookup("img-resize").sample_params() and "image" in workload.instance("img").params
+    assert workload.instance("given").params == {"text": "# T"}  # input given: used as given
+    assert workload.instance("own").params is None
+
+
 def test_resolved_never_contains_the_auth_key():
     data = copy.deepcopy(BASE)
     data["platform"] = {"apihost": "https://10.0.0.1", "auth": "user:supersecret", "actions_deployed": True}
@@ -298,6 +321,29 @@ def test_connection_order_flags_workload_wskprops(tmp_path):
     assert (connection.apihost, connection.auth) == ("https://x", "f:fromflags")
     assert "fromflags" not in repr(connection) and "fromflags" not in json.dumps(connection.describe())
     assert resolve_connection(argparse.Namespace(apihost=None, auth=None, namespace=None, insecure=None), {}, wskprops_path=tmp_path / "none") is None
+
+
+
+def test_connection_falls_back_to_the_localwhisk_of_local_start(tmp_path, isolated_home):
+    import argparse
+    import subprocess
+
+    no_flags = argparse.Namespace(apihost=None, auth=None, namespace=None, insecure=None)
+    none = tmp_path / "none"
+    write_local_props("http://127.0.0.1:3233", "u:local", "guest", os.getpid(), tmp_path / "lw", {"pause_grace_ms": 10000.0})
+    connection = resolve_connection(no_flags, {}, wskprops_path=none)
+    assert (connection.apihost, connection.auth, connection.namespace, connection.source) == ("http://127.0.0.1:3233", "u:local", "guest", "local")
+    assert connection.settings == {"pause_grace_ms": 10000.0}
+    # Anything else naming an API host comes first, the user's wskprops included.
+    props = tmp_path / "wskprops"
+    props.write_text("APIHOST=10.1.1.1\nAUTH=u:fromprops\n")
+    assert resolve_connection(no_flags, {}, wskprops_path=props).source == "wskprops"
+    assert resolve_connection(no_flags, {"apihost": "http://y", "auth": "w:k"}, wskprops_path=none).source == "workload"
+    # A server that has exited is not a platform: the embedded one is used.
+    exited = subprocess.Popen(["true"])
+    exited.wait()
+    write_local_props("http://127.0.0.1:3233", "u:local", "guest", exited.pid, tmp_path / "lw", {})
+    assert resolve_connection(no_flags, {}, wskprops_path=none) is None
 
 
 # -- the file itself: encodings, syntax, duplicate keys, non-finite numbers, nesting ----------------

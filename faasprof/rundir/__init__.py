@@ -68,6 +68,7 @@ from faasprof.rundir.layout import (
 from faasprof.rundir.manifest import (
     FORMAT_VERSION,
     KINDS,
+    NATIVE_PLATFORM_KIND,
     STATUSES,
     SUPPORTED_FORMAT_VERSIONS,
     ClockAnchor,

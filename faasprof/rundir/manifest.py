@@ -41,6 +41,9 @@ from faasprof.rundir.layout import MANIFEST, manifest_path, write_json_atomic
 FORMAT_VERSION = 2
 SUPPORTED_FORMAT_VERSIONS = (1, 2)
 STATUSES = ("running", "complete", "interrupted", "aborted")
+# ``platform.kind`` of a ``faasprof native`` run: no platform, so no activation records; its rows
+# are the results (``activation_id`` holds the worker call's label).
+NATIVE_PLATFORM_KIND = "native"
 
 RUN = "run"
 # Every kind of folder that holds a manifest, and what to do with one (``{dir}``: the folder).
@@ -98,7 +101,7 @@ def git_commit() -> str | None:
 
 # Top-level manifest keys the typed Manifest names; everything else is kept in ``extra``.
 _DICT_FIELDS = ("faasprof", "clock", "workload", "counts", "platform", "host", "tools", "invoker")
-_OPTIONAL_DICT_FIELDS = ("local_settings", "verdict", "sweep_point", "activations", "allocation", "native", "scripts")
+_OPTIONAL_DICT_FIELDS = ("local_settings", "verdict", "sweep_point", "activations", "allocation", "native", "latency_reference", "scripts")
 _TEXT_FIELDS = ("status_reason", "created_utc", "finished_utc", "analysis_error")
 
 
@@ -137,6 +140,7 @@ class Manifest:
     activations: dict | None = None
     allocation: dict | None = None
     native: dict | None = None
+    latency_reference: dict | None = None  # {function: reference latency}: a capacity probe's (analyzer.stats rule 2(d))
     scripts: dict | None = None
     extra: dict = field(default_factory=dict)
     _keys: list = field(default_factory=list, repr=False, compare=False)  # top-level keys in file order, then as set
@@ -227,9 +231,17 @@ class Manifest:
         return None if value is None else int(value)
 
     @property
+    def native_run(self) -> bool:
+        """A ``faasprof native`` run (``NATIVE_PLATFORM_KIND``): there are no records to join or fetch."""
+        return self.platform.get("kind") == NATIVE_PLATFORM_KIND
+
+    @property
     def instances(self) -> dict[str, dict]:
-        """The resolved workload's instances by name."""
+        """The resolved workload's instances by name (a list of instances, as ``faasprof native``
+        writes, by each one's ``name``)."""
         instances = self.workload.get("instances")
+        if isinstance(instances, list):
+            return {item.get("name", f"i{k}"): item for k, item in enumerate(instances) if isinstance(item, dict)}
         return instances if isinstance(instances, dict) else {}
 
     @property

@@ -9,7 +9,7 @@ Lifecycle (``faasprof run`` drives it)::
     for c in collectors: c.start(run_dir)
     ...                             # c.alive() tells whether it is still running
     for c in collectors: c.stop()   # SIGINT, wait, SIGTERM, wait, SIGKILL; safe twice
-    manifest["monitors"] = {c.name: c.describe() for c in collectors}
+    manifest.monitors = rundir.monitors_by_name([c.describe() for c in collectors])
 
 ``start`` does not raise when the tool fails: the failure is recorded (``describe()["status"]`` is
 ``failed``, ``alive()`` is False) and the caller decides, from ``required``, whether the run goes on.

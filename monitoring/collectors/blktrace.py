@@ -15,7 +15,7 @@ import time
 from pathlib import Path
 
 from faasprof.rundir import Manifest
-from monitoring.collectors.base import NO, OK, Finding, ParseArgument, ParseKind, ProcessCollector, is_root, read_output, tail
+from monitoring.collectors.base import INFO, NO, OK, Finding, ParseArgument, ParseKind, ProcessCollector, is_root, read_output, tail
 from monitoring.host import Root, mounts
 from monitoring.parsers.blkparse import blk_intervals
 
@@ -204,10 +204,14 @@ class BlktraceCollector(ProcessCollector):
             devices = [found] if found else []
             if not found:
                 findings.append(Finding("blktrace", NO, f"no block device found holding {DOCKER_DATA} or /", "name devices in monitoring.blktrace.devices", ("blktrace",)))
+        # A disk is only "can be traced" when blktrace itself can run here (tools, debugfs, root).
+        runnable = not any(finding.state == NO for finding in findings)
         for device in devices:
             name = os.path.basename(device)
-            if root.exists(f"/sys/block/{name}/trace"):
+            if root.exists(f"/sys/block/{name}/trace") and runnable:
                 findings.append(Finding("blktrace", OK, f"{device} can be traced"))
+            elif root.exists(f"/sys/block/{name}/trace"):
+                findings.append(Finding("blktrace", INFO, f"{device} has a trace interface; it can be traced once the problems above are fixed"))
             else:
                 findings.append(Finding("blktrace", NO, f"{device}: /sys/block/{name}/trace missing (not a whole disk, or no CONFIG_BLK_DEV_IO_TRACE)", "name a whole disk such as /dev/sda", ("blktrace",)))
         return findings

@@ -1,0 +1,34 @@
+"""A process's start time, read from ``/proc/PID/stat``: with the pid it names one process for good.
+
+Pids are reused; a pid and its start time are not. Whoever leaves a pid behind to be checked after
+a crash (localwhisk's sandbox pid files and container labels, the cache allocation's state file)
+stores both and reads them back through this one reader. Standard library only (layer 0).
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+PROC_ROOT = Path("/proc")
+# starttime is field 22 of proc(5)'s stat line; the fields after comm (field 2) start at 3.
+_START_FIELD_AFTER_COMM = 22 - 3
+
+
+def process_start_ticks(pid: int, proc_root: Path = PROC_ROOT) -> int | None:
+    """Process ``pid``'s start time in clock ticks after boot; None when it is gone or unreadable.
+
+    The stat line is read as bytes and split after its LAST ``)``: comm, the second field, is the
+    executable's name in parentheses and may itself hold spaces, parentheses and bytes that are
+    not UTF-8."""
+    try:
+        stat = (proc_root / str(pid) / "stat").read_bytes()
+    except OSError:
+        return None
+    end_of_comm = stat.rfind(b")")
+    if end_of_comm < 0:
+        return None
+    fields = stat[end_of_comm + 1 :].split()
+    try:
+        return int(fields[_START_FIELD_AFTER_COMM])
+    except (IndexError, ValueError):
+        return None
