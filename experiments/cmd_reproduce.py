@@ -66,6 +66,8 @@ def main(args: argparse.Namespace) -> int:
     connection = resolve_connection(args, None, origin="faasprof reproduce")
     isolation, why = choose_isolation(args.isolation, connection, None if connection is not None else docker_problem())
     say = None if args.quiet else (lambda line: print(f"reproduce: {line}", file=sys.stderr, flush=True))
+    if connection is not None and args.isolation:
+        print(f"warning: --isolation only applies to the embedded localwhisk; {connection.apihost} is used", file=sys.stderr)
     host = collect_host()
     gaps = plan.requirement_gaps(Root("/"), host)
     measurable = [f for f in figures if plan.unmet(f, gaps) is None]

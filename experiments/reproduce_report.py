@@ -157,7 +157,7 @@ def _cell(value: Any) -> Any:
 def _figure_section(entry: dict, out: Path) -> str:
     parts = [f"<h2 id='fig{entry['figure']}'>Fig {html.escape(entry['figure'])}: {html.escape(entry['title'])}: {html.escape(entry['verdict'])}</h2>"]
     parts.append(f"<div class='{VERDICT_CLASS[entry['verdict']]}' style='padding:.5em 1em'><b>{html.escape(entry['verdict'])}</b>: {html.escape(entry['reason'])}</div>")
-    parts.append(table(["", ""], [["the paper", f"{entry['finding']} ({entry['paper_value']})"], ["this host", host_text(entry)],
+    parts.append(table(["", f"Fig {entry['figure']}"], [["the paper", f"{entry['finding']} ({entry['paper_value']})"], ["this host", host_text(entry)],
                                   ["rule", entry["rule"]], ["platform", entry.get("platform") or "–"]], left=2))
     if entry.get("needs") and entry["verdict"] == rules.NOT_MEASURABLE:
         parts.append("<p>Hardware it needs: " + html.escape("; ".join(entry["needs"])) + ".</p>")

@@ -157,25 +157,29 @@ def verdict_breakdown(cold_calls: list[dict], over_calls: list[dict], other_call
         {"marker": "wait share when over-invoked", "value": share, "ci_low": share_low, "ci_high": share_high, "n": len(shares),
          "threshold": f"> {WAIT_SHARE:.0%}", "not_over_invoked_median": other},
     ]
-    problems = []
-    if not ratios:
-        problems.append("no cold start with a record")
-    elif not math.isfinite(cold_low):
-        problems.append(f"{len(ratios)} cold starts are too few for an interval")
-    elif cold_low <= COLD_START_FACTOR:
-        problems.append(f"cold start / execution {_interval_text(cold, cold_low, cold_high, '×')} does not lie above {COLD_START_FACTOR:g}×")
-    if not shares:
-        problems.append("no over-invoked call with a record (Fig 4 found no over-invoked phase)")
-    elif not math.isfinite(share_low):
-        problems.append(f"{len(shares)} over-invoked calls are too few for an interval")
-    elif share_low <= WAIT_SHARE:
-        problems.append(f"wait share {_interval_text(share, share_low, share_high)} does not lie above {WAIT_SHARE:.0%}")
+    problems = [p for p in (
+        _above_problem(len(ratios), cold, cold_low, cold_high, COLD_START_FACTOR, "cold starts", "no cold start with a record",
+                       "cold start / execution", "×", f"{COLD_START_FACTOR:g}×"),
+        _above_problem(len(shares), share, share_low, share_high, WAIT_SHARE, "over-invoked calls",
+                       "no over-invoked call with a record (Fig 4 found no over-invoked phase)", "wait share", "", f"{WAIT_SHARE:.0%}"),
+    ) if p]
     text = (f"cold start {_interval_text(cold, cold_low, cold_high, '×')} a short function's execution; waiting "
             f"{_interval_text(share, share_low, share_high)} of an over-invoked call's platform time"
             + (f" ({other:.2g} when not over-invoked)" if math.isfinite(other) else ""))
     verdict = NOT_REPRODUCED if problems else REPRODUCED
     return Verdict(verdict, "; ".join(problems) if problems else text, cold, cold_low, cold_high, len(ratios), "×",
                    "cold start / execution (median)", details)
+
+
+def _above_problem(n: int, value: float, low: float, high: float, threshold: float, samples: str, none: str, what: str, unit: str, shown: str) -> str:
+    """Why a median's interval does not lie above ``threshold`` ("" when it does)."""
+    if not n:
+        return none
+    if not math.isfinite(low):
+        return f"{n} {samples} are too few for an interval"
+    if low <= threshold:
+        return f"{what} {_interval_text(value, low, high, unit)} does not lie above {shown}"
+    return ""
 
 
 # -- Figures 15 and 16: containerisation slowdown ----------------------------------------------
