@@ -90,7 +90,8 @@ def main(args: argparse.Namespace) -> int:
     report.write_json(doc, ctx.out)
     report.write_report(doc, ctx.out)
     for entry in doc["figures"]:
-        print(f"Fig {entry['figure']} ({entry['title']}): {entry['verdict']}: {report.host_text(entry)}; {entry['reason']}")
+        number = "" if entry["verdict"] == rules.NOT_MEASURABLE else f"{report.host_text(entry)}; "
+        print(f"Fig {entry['figure']} ({entry['title']}): {entry['verdict']}: {number}{entry['reason']}")
     for item in doc["not_judged"]:
         print(f"Fig {item['figure']} ({item['what']}): not judged: {item['command']}")
     print(ctx.out)

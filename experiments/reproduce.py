@@ -174,7 +174,11 @@ PAUSE_GRACE_MS = 50.0  # the paper's OpenWhisk (and localwhisk's default)
 UNDER_GAP_GRACES = 4  # an under-invoked rate leaves at least this many pause graces between calls
 BALANCED_GAPS = 2.0  # Fig 4's pause grace spans at least this many mean gaps between calls at the capacity
 RUN_OVERHEAD_S = 25.0  # start, pre-flight, waiting for records, analysis: per run, measured on 2 cores
-CAPACITY_SEARCH_S = 80.0  # capacity_store.QUICK_SEARCH on 2 cores with Docker sandboxes
+# The capacity search when none is stored: 8 s probes (capacity_store's quick search probes for 3 s,
+# which on Docker sandboxes is mostly the cold starts of a fresh platform: measured on 2 cores, it
+# gave 7.5/s where the warm platform held 15/s balanced).
+CAPACITY_SEARCH = {"duration_s": 8.0, "start_rate": 3.0, "factor": 2.0, "tolerance": 0.25, "max_runs": 7, "cooldown_s": 1.0}
+CAPACITY_SEARCH_S = 140.0  # CAPACITY_SEARCH on 2 cores with Docker sandboxes
 SLOWDOWN_CALL_S = 1.5  # per repeat and function: a native, a keep-warm, a warm and a resumed call (+ the pause wait)
 
 

@@ -35,6 +35,7 @@ from analyzer.analysis import load_run, load_summary
 from experiments import capacity_store
 from experiments import reproduce as plan
 from experiments.analyzed import execute_analyzed
+from experiments.capacity import find_capacity
 from experiments.interference import report_run, resolve_rate
 from experiments.mpki import FIGURE as MPKI_FIGURE
 from experiments.mpki import mpki_workload, plot_mpki, row_for_run
@@ -86,12 +87,20 @@ def guarded(name: str, run: Callable[[], dict]) -> dict:
         return {"error": f"{type(error).__name__}: {error}"[:400], "run_dirs": []}
 
 
+def _search(function: str, **options: Any) -> dict:
+    """``find_capacity`` with probes long enough that warm sandboxes, not the cold starts of a fresh
+    platform, decide each probe's mode (``plan.CAPACITY_SEARCH`` replaces the store's quick search)."""
+    for name in capacity_store.QUICK_SEARCH:
+        options.pop(name, None)
+    return find_capacity(function, **options, **plan.CAPACITY_SEARCH)
+
+
 def capacity(ctx: Context, function: str = plan.MODES_FUNCTION) -> dict:
     """The capacity of ``function`` here: stored, else measured and stored (``capacity_store``)."""
     data = {"test_name": f"reproduce-capacity-{function}", "test_duration_in_seconds": 1, "random_seed": 1,
             "instances": {"c": {"application": function, "distribution": "Uniform", "rate": {"capacity_fraction": 1.0}}}}
     workload = workload_from_dict(data, origin="faasprof reproduce (capacity)")
-    resolved = capacity_store.resolve_workload(workload, ctx.connection, ctx.settings(), ctx.runs, say=ctx.say)
+    resolved = capacity_store.resolve_workload(workload, ctx.connection, ctx.settings(), ctx.runs, measure=_search, say=ctx.say)
     entry = resolved.raw["capacity_resolution"]["c"]
     return {"capacity_rps": float(entry["capacity_rps"]), "source": str(entry.get("capacity_source")), "key": entry.get("capacity_key"),
             "run_dirs": sorted(str(p) for p in (ctx.runs / "capacity").glob("capacity-*") if p.is_dir())}
