@@ -89,33 +89,38 @@ def _interval_text(value: float | None, low: float | None, high: float | None, u
 
 
 def verdict_modes(phases: list[dict]) -> Verdict:
-    """Under-invoked at the lowest rate, balanced at some rate up to the capacity, over-invoked
-    above it. ``phases``: ``fraction``, ``rate_rps``, ``mode`` (the analyzer's), ``n``,
-    ``p50_ms`` with ``ci_low``/``ci_high``, ``reasons``, in rising fraction."""
+    """The three modes in order of rate: under-invoked at the lowest, balanced at a higher one,
+    over-invoked at a higher one still. ``phases``: ``fraction`` (of the capacity measured here),
+    ``rate_rps``, ``mode`` (the analyzer's), ``n``, ``p50_ms`` with ``ci_low``/``ci_high``,
+    ``reasons``. The order of rates decides, not the capacity: an estimate off by a factor moves
+    the fractions, not the modes."""
     if not phases:
-        return Verdict(NOT_REPRODUCED, "no phase was analysed", label="modes by fraction of capacity")
-    ordered = sorted(phases, key=lambda p: p["fraction"])
-    seen = ", ".join(f"{p['mode']} at {p['fraction']:g}×" for p in ordered)
+        return Verdict(NOT_REPRODUCED, "no phase was analysed", label="modes observed")
+    ordered = sorted(phases, key=lambda p: p["rate_rps"])
+    seen = ", ".join(f"{p['mode']} at {p['rate_rps']:.3g}/s ({p['fraction']:.2g}×)" for p in ordered)
+    modes = [p["mode"] for p in ordered]
+    balanced = next((i for i, mode in enumerate(modes) if mode == "balanced" and i > 0), None)
     missing = []
-    if ordered[0]["mode"] != "under-invoked":
-        missing.append(f"the lowest rate ({ordered[0]['fraction']:g}× capacity) is {ordered[0]['mode']}, not under-invoked")
-    if not any(p["mode"] == "balanced" and p["fraction"] <= 1.0 for p in ordered):
-        below = [p for p in ordered if p["fraction"] <= 1.0]
+    if modes[0] != "under-invoked":
+        missing.append(f"the lowest rate ({ordered[0]['rate_rps']:.3g}/s) is {modes[0]}, not under-invoked")
+    if balanced is None:
+        middle = ordered[1:-1] or ordered
         hint = ""
-        if below and all(p["mode"] == "under-invoked" for p in below) and below[-1].get("pause_grace_ms"):
-            # Sandboxes paused between calls at every rate this host sustains.
-            hint = (f": up to {below[-1]['rate_rps']:.3g}/s the calls were further apart than the pause grace "
-                    f"({below[-1]['pause_grace_ms']:g} ms) plus the execution ({_interval_text(below[-1].get('execution_ms_p50'), None, None, ' ms').split(' (')[0]})")
-        missing.append("no phase at or below the capacity is balanced" + hint)
-    if not any(p["mode"] == "over-invoked" and p["fraction"] > 1.0 for p in ordered):
-        missing.append("no phase above the capacity is over-invoked")
+        if all(p["mode"] == "under-invoked" for p in middle) and middle[-1].get("pause_grace_ms"):
+            # Sandboxes paused between calls at every rate below the over-invoked ones.
+            hint = (f": up to {middle[-1]['rate_rps']:.3g}/s the calls were further apart than the pause grace "
+                    f"({middle[-1]['pause_grace_ms']:g} ms) plus the execution ({_plain(middle[-1].get('execution_ms_p50'))} ms)")
+        missing.append("no phase above the lowest rate is balanced" + hint)
+    elif "over-invoked" not in modes[balanced + 1:]:
+        missing.append(f"no phase above the balanced {ordered[balanced]['rate_rps']:.3g}/s is over-invoked (highest rate {ordered[-1]['rate_rps']:.3g}/s)")
     n = sum(int(p.get("n") or 0) for p in ordered)
-    found = len({p["mode"] for p in ordered} & {"under-invoked", "balanced", "over-invoked"})
-    if missing:
-        return Verdict(NOT_REPRODUCED, "; ".join(missing) + f" (observed: {seen})", float(found), n=n, unit=" of 3 modes",
-                       label="modes observed", details=ordered)
-    return Verdict(REPRODUCED, f"all three modes in order of rate: {seen}", float(found), n=n, unit=" of 3 modes",
-                   label="modes observed", details=ordered)
+    found = len(set(modes) & {"under-invoked", "balanced", "over-invoked"})
+    reason = "; ".join(missing) + f" (observed: {seen})" if missing else f"all three modes in order of rate: {seen}"
+    return Verdict(NOT_REPRODUCED if missing else REPRODUCED, reason, float(found), n=n, unit=" of 3 modes", label="modes observed", details=ordered)
+
+
+def _plain(value) -> str:
+    return "–" if value is None or not math.isfinite(value) else f"{value:.3g}"
 
 
 # -- Figure 5: the breakdown markers -----------------------------------------------------------

@@ -143,13 +143,12 @@ def _between(window: list) -> Callable[[np.ndarray], np.ndarray]:
     return lambda t: (t >= low) & (t < high)
 
 
-def modes(ctx: Context, cap: dict) -> dict:
-    """Figs 4, 5 (and 10, 11 with RDT): json_dumps at each fraction of the capacity, one phase each."""
-    grace = plan.pause_grace_for(cap["capacity_rps"]) if ctx.connection is None else plan.PAUSE_GRACE_MS
-    phases = plan.phase_plan(ctx.profile, cap["capacity_rps"], grace)
+def _modes_run(ctx: Context, phases: list[dict], grace: float, warmup: dict | None = None) -> dict:
+    """One run of ``phases`` back to back (after ``warmup``'s rate for ``length_s``, left out of
+    the rows, when given): the rows with the analyzer's modes, the successful calls, the bandwidth."""
     instances, start = {}, 0.0
-    for p in phases:
-        p["instance"] = f"at-{p['fraction']:g}x"
+    for p in ([{**warmup, "instance": "warm-up"}] if warmup else []) + phases:
+        p.setdefault("instance", f"at-{p['fraction']:g}x")
         instances[p["instance"]] = {"application": plan.MODES_FUNCTION, "distribution": "Uniform", "rate": p["rate_rps"],
                                     "activity_window": [start, start + p["length_s"]]}
         start += p["length_s"]
@@ -160,14 +159,33 @@ def modes(ctx: Context, cap: dict) -> dict:
     run_dir = execute_analyzed(workload, ctx.runs, connection=ctx.connection, local_settings=ctx.settings(pause_grace_ms=grace), progress=False, analyze=True)
     rows = _phase_rows(load_summary(run_dir), phases)
     run = load_run(run_dir)
-    over = {r["instance"] for r in rows if r["mode"] == "over-invoked"}
-    calls = _successful_calls(run.invocations)
+    mine = {p["instance"] for p in phases}
     bandwidth = [s for s in (_per_second(run.monitors.get("rdt"), "mem_bw_mbps", _between(r["window_s"])) for r in rows) if s]
-    bandwidth.sort(key=lambda s: float(np.median(s)))
-    return {"run_dirs": [str(run_dir)], "capacity": cap, "phases": rows,
+    return {"run_dir": str(run_dir), "rows": rows, "calls": [c for c in _successful_calls(run.invocations) if c["instance"] in mine], "bandwidth": bandwidth}
+
+
+def modes(ctx: Context, cap: dict) -> dict:
+    """Figs 4, 5 (and 10, 11 with RDT): json_dumps at each fraction of the capacity, one phase
+    each; while no phase is over-invoked (a capacity measured too low), one more run at twice the
+    highest rate, after a warm-up at that rate (``Profile.escalations`` at most)."""
+    grace = plan.pause_grace_for(cap["capacity_rps"]) if ctx.connection is None else plan.PAUSE_GRACE_MS
+    done = [_modes_run(ctx, plan.phase_plan(ctx.profile, cap["capacity_rps"], grace), grace)]
+    for _ in range(ctx.profile.escalations):
+        step = plan.higher_phase([r for d in done for r in d["rows"]], ctx.profile.phase_s, grace)
+        if step is None:
+            break
+        higher, warmup = step
+        if ctx.say:
+            ctx.say(f"no phase over-invoked up to {warmup['rate_rps']:.3g}/s: one more at {higher['rate_rps']:.3g}/s")
+        done.append(_modes_run(ctx, [higher], grace, warmup=warmup))
+    rows = [r for d in done for r in d["rows"]]
+    over = {r["instance"] for r in rows if r["mode"] == "over-invoked"}
+    calls = [c for d in done for c in d["calls"]]
+    bandwidth = sorted((s for d in done for s in d["bandwidth"]), key=lambda s: float(np.median(s)))
+    return {"run_dirs": [d["run_dir"] for d in done], "capacity": cap, "phases": rows,
             "over_calls": [c for c in calls if c["instance"] in over], "other_calls": [c for c in calls if c["instance"] not in over],
             "bandwidth_low": bandwidth[0] if bandwidth else [], "bandwidth_high": bandwidth[-1] if bandwidth else [],
-            "plots": [str(run_dir / rundir.ANALYSIS / "plots" / name) for name in ("latency_over_time.png", "breakdown.png")]}
+            "plots": [str(Path(d["run_dir"]) / rundir.ANALYSIS / "plots" / name) for d in done for name in ("latency_over_time.png", "breakdown.png")]}
 
 
 def cold(ctx: Context) -> dict:

@@ -30,19 +30,23 @@ def test_modes_in_order_of_rate_reproduce_figure_4():
     assert verdict.verdict == rules.REPRODUCED
     assert verdict.value == 3 and verdict.n == 120
     assert [p["fraction"] for p in verdict.details] == [0.2, 0.6, 2.0]
-    assert "under-invoked at 0.2×, balanced at 0.6×, over-invoked at 2×" in verdict.reason
+    assert "under-invoked at 2/s (0.2×), balanced at 6/s (0.6×), over-invoked at 20/s (2×)" in verdict.reason
+    # A capacity measured too low moves the fractions, not the order of the modes.
+    assert rules.verdict_modes([_phase(0.1, "under-invoked"), _phase(1.5, "balanced"), _phase(3.0, "over-invoked")]).verdict == rules.REPRODUCED
 
 
-def test_no_balanced_phase_below_capacity_is_not_reproduced_and_says_why():
+def test_modes_out_of_order_or_missing_are_not_figure_4_and_say_why():
     phases = [_phase(0.2, "under-invoked", pause_grace_ms=50.0, execution_ms_p50=40.0),
               _phase(0.9, "under-invoked", pause_grace_ms=50.0, execution_ms_p50=40.0), _phase(2.0, "over-invoked")]
     verdict = rules.verdict_modes(phases)
     assert verdict.verdict == rules.NOT_REPRODUCED
-    assert "no phase at or below the capacity is balanced: up to 9/s the calls were further apart than the pause grace (50 ms) plus the execution (40 ms)" in verdict.reason
-    # A balanced phase above the capacity does not count, nor an over-invoked one below it.
+    assert verdict.reason.startswith("no phase above the lowest rate is balanced: up to 9/s the calls were further apart than "
+                                     "the pause grace (50 ms) plus the execution (40 ms) (observed: ")
     verdict = rules.verdict_modes([_phase(0.2, "under-invoked"), _phase(0.9, "over-invoked"), _phase(2.0, "balanced")])
     assert verdict.verdict == rules.NOT_REPRODUCED
-    assert "no phase above the capacity is over-invoked" in verdict.reason
+    assert "no phase above the balanced 20/s is over-invoked (highest rate 20/s)" in verdict.reason
+    verdict = rules.verdict_modes([_phase(0.2, "unknown"), _phase(0.9, "balanced"), _phase(2.0, "over-invoked")])
+    assert verdict.verdict == rules.NOT_REPRODUCED and "the lowest rate (2/s) is unknown, not under-invoked" in verdict.reason
 
 
 # -- Figure 5 ----------------------------------------------------------------------------------
@@ -202,10 +206,19 @@ def test_phase_plan_caps_the_lowest_rate_and_raises_the_grace_on_a_slow_host():
     assert plan.pause_grace_for(11.4) == 200.0  # 2 gaps of 88 ms, rounded up to 25 ms
     phases = plan.phase_plan(plan.PROFILES["quick"], 100.0, 50.0)
     assert [p["asked_fraction"] for p in phases] == [0.2, 0.6, 0.9, 2.0]
-    assert phases[0]["capped"] and phases[0]["rate_rps"] == 5.0 and phases[0]["fraction"] == 0.05
-    assert phases[0]["length_s"] == math.ceil(30 / 5.0 / 0.8) + 2 and phases[-1]["length_s"] == 10.0
-    assert plan.phase_plan(plan.PROFILES["quick"], 10.0, 200.0)[0]["capped"]  # 2/s leaves 2.5 graces between calls
-    assert not plan.phase_plan(plan.PROFILES["quick"], 5.0, 200.0)[0]["capped"]
+    assert phases[0]["capped"] and phases[0]["rate_rps"] == 10.0 and phases[0]["fraction"] == 0.1  # 2 graces apart
+    assert [p["length_s"] for p in phases] == [10.0] * 4
+    slow = plan.phase_plan(plan.PROFILES["quick"], 20.0, 200.0)
+    assert slow[0]["capped"] and slow[0]["rate_rps"] == 2.5 and slow[0]["length_s"] == math.ceil(30 / 2.5 / 0.8) + 2
+    assert not plan.phase_plan(plan.PROFILES["quick"], 10.0, 200.0)[0]["capped"]
+
+
+def test_without_an_over_invoked_phase_the_highest_rate_is_doubled():
+    rows = [_phase(0.2, "under-invoked"), _phase(2.0, "balanced"), _phase(0.9, "balanced")]
+    higher, warmup = plan.higher_phase(rows, 10.0, 175.0)
+    assert higher == {"fraction": 4.0, "asked_fraction": None, "rate_rps": 40.0, "length_s": 10.0, "capped": False, "pause_grace_ms": 175.0}
+    assert warmup == {"fraction": 2.0, "rate_rps": 20.0, "length_s": plan.WARMUP_S}
+    assert plan.higher_phase(rows + [_phase(4.0, "over-invoked")], 10.0, 175.0) is None
 
 
 def test_isolation_is_docker_when_it_works_else_process_with_the_reason():
