@@ -614,6 +614,14 @@ def load_rows(path: Path) -> list[dict]:
         return [{k: (v if k in TEXT_COLUMNS else _float(v)) for k, v in row.items()} for row in csv.DictReader(handle)]
 
 
+def load_calls(path: Path) -> list[Call]:
+    """``calls.csv`` read back as :class:`Call` rows (empty numbers: NaN), for statistics over the calls."""
+    numbers = {name for name in CALL_COLUMNS if name.endswith("_ms")} | {"seq"}
+    with open(path, newline="") as handle:
+        rows = list(csv.DictReader(handle))
+    return [Call(**{k: (int(v) if k == "seq" else _float(v)) if k in numbers else v for k, v in row.items() if k in CALL_COLUMNS}) for row in rows]
+
+
 def platform_interpreter_matches(entries: list[FunctionEntry], localwhisk_settings: dict | None) -> bool | None:
     """Whether the embedded localwhisk's process sandboxes run Python functions with the native worker's interpreter.
 
