@@ -4,7 +4,7 @@ Every FaaSProfiler workload is accepted unchanged, with its README's intent wher
 disagreed: a null ``random_seed`` draws a fresh seed (recorded), a null or absent
 ``activity_window`` is the whole test, an absent ``endpoint`` is ``local_openwhisk``, and
 ``activity_window`` also cuts traces. The JSON Schema is the one source of the format; this module
-turns its errors into one line each, ``CONFIG: instances.i0.rate: must be a number > 0 (got -5)``,
+turns its errors into one line each, ``CONFIG: instances.i0.rate: must be a number >= 0 (got -5)``,
 and adds the checks a schema cannot express (windows inside the test, files that exist, URLs and
 hosts, the planned invocation count and its memory, a platform's memory and request-size limits).
 
@@ -98,7 +98,7 @@ class Instance:
     function: str  # action name (FaaSProfiler's "application")
     endpoint: str  # "local_openwhisk" | "generic"
     distribution: str  # one of DISTRIBUTIONS ("Trace" also for interarrivals_list)
-    rate: float | None  # invocations per second (Poisson, Uniform)
+    rate: float | None  # invocations per second (Poisson, Uniform); 0: muted, it plans nothing
     window_s: tuple[float, float]
     blocking: bool
     params: dict | None = None
@@ -392,7 +392,17 @@ def schema_problems(data: Any) -> list[str]:
         for line in _message(error):
             if line not in lines:
                 lines.append(line)
-    return lines
+    # A misspelt required key is one mistake: its unknown-key line names the fix ("did you mean"),
+    # so the "required" line of the key it meant would only repeat it.
+    meant, required = set(), {}
+    for line in lines:
+        field_path, _, text = line.partition(": ")
+        parent, _, key = field_path.rpartition(".")
+        if text.startswith('unknown key; did you mean "'):
+            meant.add((parent, text.split('"')[1]))
+        elif text.startswith("required"):
+            required[line] = (parent, key)
+    return [line for line in lines if required.get(line) not in meant]
 
 
 # -- resolution and semantic checks -----------------------------------------------------------
@@ -893,7 +903,10 @@ def workload_from_dict(data: Any, origin: str = "<workload>", path: Path | None 
         runtime_script = _script(perf_monitoring.get("runtime_script"), "perf_monitoring.runtime_script", base_dir, problems)
         post_script = _script(perf_monitoring.get("post_script"), "perf_monitoring.post_script", base_dir, problems)
 
-    if instances and len(instances) == len(raw_instances):
+    if instances and all(instance.rate == 0 for instance in instances):
+        problems.warn("instances", "every instance is muted (rate 0): a run would send nothing; give one a rate > 0")
+    if instances and len(instances) == len(raw_instances) and duration_s is not None:
+        # Without a valid duration every window is open-ended: the duration's own line says what to fix.
         _size_problems(instances, data, problems)
     if limits is not None:
         limit_problems(instances, data, limits, problems)
