@@ -3,12 +3,13 @@
 Everything ``run`` would refuse is caught here, in one pass per file: syntax and encoding,
 duplicate keys, the schema, the files a workload names, sizes beyond what a machine can plan,
 and what the platform would refuse. The platform is the one ``run`` would use: with none named
-(no --apihost, platform block or ~/.wskprops) the embedded localwhisk's limits are checked
-without starting it, and a function outside the catalogue without a ``source`` is a warning (it
-must exist on the platform the workload runs on); with a platform named, it is asked (``GET /``
-and each action) and a missing action is an error listing the deploy commands (exit 3:
-the file is right, the platform is not ready for it), unless
-``--offline``, which checks the file alone. ``workload_configs/schema.json`` (the JSON Schema) is recognised and skipped.
+(no --apihost, platform block or ~/.wskprops) the embedded localwhisk is checked without starting
+it, by the very checks ``run`` makes before starting it (``invoker.preflight``: its limits, and a
+function outside the catalogue without a ``source`` is refused with ``run``'s line, since it starts
+empty); with a platform named, it is asked (``GET /`` and each action) and a missing action is an
+error listing the deploy commands (exit 3: the file is right, the platform is not ready for it),
+unless ``--offline``, which checks the file alone (functions outside the catalogue are warnings).
+``workload_configs/schema.json`` (the JSON Schema) is recognised and skipped.
 """
 
 from __future__ import annotations
@@ -19,7 +20,7 @@ from pathlib import Path
 
 from faasprof.errors import EXIT_BAD_INPUT, EXIT_NOT_READY, ConfigError, FaasprofError
 from platforms.openwhisk import add_connection_arguments, resolve_connection
-from invoker.preflight import embedded_limits, platform_check
+from invoker.preflight import embedded_limits, embedded_missing, platform_check
 from workload.spec import is_schema_document, parse_workload_file, workload_from_dict
 
 
@@ -59,10 +60,11 @@ def _check(config: str, args: argparse.Namespace) -> tuple[list[str], list[str],
     problems: list[str] = []
     missing: list[str] = []
     warnings = list(workload.warnings)
-    if connection is not None:
-        # The platform answers what the catalogue could only guess: no warning, a definite answer.
-        problems, missing = platform_check(workload, connection)
-        warnings = [w for w in warnings if "is not in the function catalogue" not in w]
+    if not args.offline:
+        # The platform answers what the catalogue could only guess: no warning, a definite answer
+        # (the embedded localwhisk starts empty: run refuses what it cannot deploy, and so does this).
+        problems, missing = platform_check(workload, connection) if connection is not None else (embedded_missing(workload), [])
+        warnings = [w for w in warnings if "in the function catalogue" not in w]
     count = len(workload.instances)
     where = "offline" if args.offline else ("for the embedded localwhisk" if connection is None else f"on {connection.apihost}")
     return problems, missing, warnings, f"{config}: ok ({count} instance{'s' if count != 1 else ''}, {workload.duration_s:g} s; checked {where})"

@@ -34,7 +34,7 @@ from faasprof.paths import REPO_ROOT, WORKLOAD_SCHEMA_PATH
 
 CAPACITY_FRACTION = "capacity_fraction"  # "rate": {"capacity_fraction": 0.5}: half the measured capacity
 from functions import catalogue
-from functions.own import detect_runtime
+from functions.own import default_name, detect_runtime, looks_like_path
 from workload.arrivals import TraceError, read_trace
 
 DISTRIBUTIONS = ("Poisson", "Uniform", "Burst", "Trace")
@@ -460,6 +460,30 @@ def _in_catalogue(name: str) -> bool:
     return catalogue.lookup(name.strip("/").split("/")[-1]) is not None
 
 
+def application_source(application: str, base_dir: Path | None) -> Path | None:
+    """The file or folder an instance's ``application`` names when it is a path that exists (a
+    researcher's own function); None for an action name. A catalogue name is never a path."""
+    if _in_catalogue(application) or not looks_like_path(application):
+        return None
+    path, _ = resolve_input_path(application, base_dir)
+    return path
+
+
+def unknown_function(application: str, base_dir: Path | None, known: Iterable[str] = ()) -> str:
+    """Why ``application`` names no function faasprof knows: a name outside the catalogue (with the
+    closest one of the catalogue or of ``known``, a platform's actions), or a path that is not there."""
+    if looks_like_path(application):
+        _, tried = resolve_input_path(application, base_dir)
+        return f'"{application}" is neither in the function catalogue nor an existing file or folder (looked in {", ".join(str(p) for p in tried)})'
+    return f'"{application}" is not in the function catalogue{did_you_mean(application, known)}'
+
+
+def did_you_mean(name: str, known: Iterable[str] = ()) -> str:
+    """`` (did you mean "X"?)`` for the closest of the catalogue's names and ``known``, or ""."""
+    close = difflib.get_close_matches(name, [*_known_functions(), *known], n=1, cutoff=0.6)
+    return f' (did you mean "{close[0]}"?)' if close else ""
+
+
 def _load_param_file(path: Path, field_path: str, problems: _Problems) -> dict | None:
     try:
         text = read_text_file(path, MAX_PARAM_FILE_BYTES)
@@ -611,11 +635,17 @@ def _resolve_instance(name: str, spec: dict, top: dict, base_dir: Path | None, d
     data_file = find("data_file")
     trace_path = find("trace_file")
     source = find("source", kinds="file or folder")
+    function = spec["application"]
+    source_field = "source"
+    own = application_source(function, base_dir) if endpoint == OPENWHISK_ENDPOINT and "source" not in spec else None
+    if own is not None:
+        # A path in "application" is the researcher's function itself, named as `faasprof deploy PATH` names it.
+        source, function, source_field = own, default_name(own), "application"
     if source is not None:
         try:
             runtime = detect_runtime(source)
         except ConfigError as error:
-            problems.add(f"{where}.source", str(error))
+            problems.add(f"{where}.{source_field}", str(error))
         else:
             kind = spec.get("kind")
             if isinstance(kind, str) and not kind.startswith("python" if runtime == "python" else "nodejs"):
@@ -643,7 +673,7 @@ def _resolve_instance(name: str, spec: dict, top: dict, base_dir: Path | None, d
         for key in ("url", "data"):
             if key in spec:
                 problems.add(f"{where}.{key}", f'only used when endpoint is "generic" (the workload\'s endpoint is "{endpoint}"); remove it')
-        if "kind" in spec and "source" not in spec:
+        if "kind" in spec and "source" not in spec and own is None:
             problems.add(f"{where}.kind", "only used with source (a function of yours that faasprof deploys); add source or remove it")
     host = spec.get("host")
     if host is not None and (not host.strip() or any(ch.isspace() or ch in "/@" for ch in host)):
@@ -655,7 +685,7 @@ def _resolve_instance(name: str, spec: dict, top: dict, base_dir: Path | None, d
     interarrivals_s = tuple(float(x) for x in interarrivals) if interarrivals is not None else None
     return Instance(
         name=name,
-        function=spec["application"],
+        function=function,
         endpoint=endpoint,
         distribution=distribution,
         rate=float(rate) if isinstance(rate, (int, float)) else None,
@@ -875,20 +905,18 @@ def workload_from_dict(data: Any, origin: str = "<workload>", path: Path | None 
         if reason:
             problems.add("platform.apihost", reason)
     if check_catalogue and not platform.get("actions_deployed"):
-        known = _known_functions()
         warned: set[str] = set()
         for instance in instances:
             if instance.function in warned:
                 continue  # one warning per function, at its first instance
             if instance.endpoint == OPENWHISK_ENDPOINT and instance.source is None and not _in_catalogue(instance.function):
                 warned.add(instance.function)
-                close = difflib.get_close_matches(instance.function, known, n=1, cutoff=0.6)
-                hint = f' (did you mean "{close[0]}"?)' if close else ""
-                problems.warn(
-                    f"instances.{instance.name}.application",
-                    f'"{instance.function}" is not in the function catalogue{hint}; it must already exist on the platform '
-                    f"(deploy it with `faasprof deploy PATH --name {instance.function}`, or give the instance a source folder)",
-                )
+                if looks_like_path(instance.function):
+                    fix = "fix the path to your function's file or folder (an action's full name must already exist on the platform)"
+                else:
+                    fix = (f"it must already exist on the platform (deploy it with `faasprof deploy PATH --name {instance.function}`, "
+                           "or give the instance a source folder)")
+                problems.warn(f"instances.{instance.name}.application", f"{unknown_function(instance.function, base_dir)}; {fix}")
 
     sweep = data.get("sweep") if isinstance(data.get("sweep"), dict) else None
     if sweep and isinstance(sweep.get("instances"), list) and not _covers("sweep.instances", bad):
