@@ -24,6 +24,7 @@ import sys
 
 from experiments import capacity_store
 from experiments.analyzed import execute_analyzed
+from experiments.capacity import find_capacity
 from faasprof.rundir import read_manifest
 from invoker import cmd_run as invoker_run
 from invoker.preflight import check_embedded, check_out_dir
@@ -53,7 +54,7 @@ def main(args: argparse.Namespace) -> int:
         connection = resolve_connection(args, workload.platform, origin=args.config)
         settings = invoker_run.local_settings(args, workload.platform)
         say = None if args.quiet else capacity_store._say
-        workload = capacity_store.resolve_workload(workload, connection, settings, args.out, say=say)
+        workload = capacity_store.resolve_workload(workload, connection, settings, args.out, measure=find_capacity, say=say)
     _restore_leftover_allocations()
     options = invoker_run.dispatch_options(args)
     thresholds = parse_thresholds(args.threshold)

@@ -9,7 +9,9 @@ function outside the catalogue without a ``source`` is refused with ``run``'s li
 empty); with a platform named, it is asked (``GET /`` and each action) and a missing action is an
 error listing the deploy commands (exit 3: the file is right, the platform is not ready for it),
 unless ``--offline``, which checks the file alone (functions outside the catalogue are warnings).
-``workload_configs/schema.json`` (the JSON Schema) is recognised and skipped.
+A rate given as a fraction of a capacity is shown resolved from the stored capacity, or as not
+measured yet (``run`` measures it first). ``workload_configs/schema.json`` (the JSON Schema) is
+recognised and skipped.
 """
 
 from __future__ import annotations
@@ -18,6 +20,7 @@ import argparse
 import sys
 from pathlib import Path
 
+from experiments import capacity_store
 from faasprof.errors import EXIT_BAD_INPUT, EXIT_NOT_READY, ConfigError, FaasprofError
 from platforms.openwhisk import add_connection_arguments, resolve_connection
 from invoker.preflight import embedded_limits, embedded_missing, platform_check
@@ -65,9 +68,16 @@ def _check(config: str, args: argparse.Namespace) -> tuple[list[str], list[str],
         # (the embedded localwhisk starts empty: run refuses what it cannot deploy, and so does this).
         problems, missing = platform_check(workload, connection) if connection is not None else (embedded_missing(workload), [])
         warnings = [w for w in warnings if "in the function catalogue" not in w]
+    capacities = {}
+    if workload.needs_capacity():
+        identity = connection if not args.offline else resolve_connection(args, platform_block, origin=config)  # reads files only
+        capacities = capacity_store.stored_capacities(workload, identity, platform_block.get("localwhisk"))
+        if capacities:
+            workload.with_capacities(capacities, partial=True)  # the rates they make must be valid too (not too many invocations)
     count = len(workload.instances)
     where = "offline" if args.offline else ("for the embedded localwhisk" if connection is None else f"on {connection.apihost}")
-    return problems, missing, warnings, f"{config}: ok ({count} instance{'s' if count != 1 else ''}, {workload.duration_s:g} s; checked {where})"
+    ok_line = f"{config}: ok ({count} instance{'s' if count != 1 else ''}, {workload.duration_s:g} s; checked {where})"
+    return problems, missing, warnings, "\n".join([ok_line, *(f"  {line}" for line in capacity_store.describe_fractions(workload, capacities))])
 
 
 def main(args: argparse.Namespace) -> int:

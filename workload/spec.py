@@ -24,7 +24,7 @@ import math
 import os
 import secrets
 import urllib.parse
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from functools import lru_cache
 from pathlib import Path
 from typing import Any, Iterable
@@ -165,21 +165,26 @@ class Workload:
         """Instances whose rate is a fraction of a capacity not resolved yet."""
         return [i for i in self.instances if i.capacity_fraction is not None and i.rate is None]
 
-    def with_capacities(self, capacities: dict[str, dict]) -> "Workload":
+    def with_capacities(self, capacities: dict[str, dict], partial: bool = False, missing_files_warn: bool = False) -> "Workload":
         """This workload with each capacity-fraction rate resolved: ``capacities`` maps an instance
         name to ``{"capacity_rps": C, ...provenance}``; the rate becomes fraction × C, and the
-        provenance is kept in the raw JSON (``capacity_resolution``) so the manifest records it."""
+        provenance is kept in the raw JSON (``capacity_resolution``) so the manifest records it.
+        ``partial``: instances missing from ``capacities`` stay unresolved (a dry run shows them).
+        ``missing_files_warn``: as ``workload_from_dict`` takes it, for a dry run."""
         raw = json.loads(json.dumps(self.raw))
         resolution = {}
         for instance in self.needs_capacity():
             entry = capacities.get(instance.name)
             if not entry or not entry.get("capacity_rps"):
+                if partial:
+                    continue
                 raise ConfigError(f"{self.origin}: instances.{instance.name}.rate: no capacity of {instance.function} to take {instance.capacity_fraction:g} of; run faasprof capacity {instance.function} first")
             rate = float(instance.capacity_fraction) * float(entry["capacity_rps"])
             raw["instances"][instance.name]["rate"] = round(rate, 6)
             resolution[instance.name] = {CAPACITY_FRACTION: instance.capacity_fraction, "rate_per_s": round(rate, 6), **entry}
         raw["capacity_resolution"] = resolution
-        return workload_from_dict(raw, origin=self.origin, path=self.path, seed=self.seed)
+        resolved = workload_from_dict(raw, origin=self.origin, path=self.path, seed=self.seed, missing_files_warn=missing_files_warn)
+        return replace(resolved, seed_was_null=self.seed_was_null)
 
     def functions(self) -> list[str]:
         """Action names the workload invokes on OpenWhisk, in first-use order."""
