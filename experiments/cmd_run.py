@@ -25,6 +25,7 @@ import sys
 
 from experiments import capacity_store
 from experiments.analyzed import execute_analyzed
+from experiments.capacity import find_capacity
 from faasprof.rundir import manifest_path, read_manifest
 from invoker import cmd_run as invoker_run
 from invoker.preflight import check_embedded, check_out_dir
@@ -54,7 +55,7 @@ def main(args: argparse.Namespace) -> int:
         connection = resolve_connection(args, workload.platform, origin=args.config)
         settings = invoker_run.local_settings(args, workload.platform)
         say = None if args.quiet else capacity_store._say
-        workload = capacity_store.resolve_workload(workload, connection, settings, args.out, say=say, warn=capacity_store._say)
+        workload = capacity_store.resolve_workload(workload, connection, settings, args.out, measure=find_capacity, say=say, warn=capacity_store._say)
     _restore_leftover_allocations()
     options = invoker_run.dispatch_options(args)
     thresholds = parse_thresholds(args.threshold)

@@ -2,7 +2,7 @@
 
 Helpers raise these; only the CLI prints them (one line on stderr) and exits. A message names the
 file, the field and the fix, for example
-``workload.json: instances.i0.rate: must be a number > 0 (got -5)``.
+``workload.json: instances.i0.rate: must be a number >= 0 (got -5)``.
 """
 
 from __future__ import annotations
