@@ -21,6 +21,7 @@ import pytest
 
 from faasprof.errors import RunError
 from monitoring import allocation as al
+from monitoring.allocation import pqos as pqos_backend
 
 DATA = Path(__file__).resolve().parent / "data" / "resctrl"
 
@@ -323,14 +324,14 @@ def test_pqos_output_checks_on_real_text():
     def runner(text, rc=0):
         return lambda argv, timeout_s: subprocess.CompletedProcess(argv, rc, stdout=text, stderr="")
 
-    assert al._run_pqos("pqos", runner(real), 5, ["-e", "llc:4=0x1"]) == real
+    assert pqos_backend.run_pqos("pqos", runner(real), 5, ["-e", "llc:4=0x1"]) == real
     with pytest.raises(RunError, match="Allocation configuration error!"):
-        al._run_pqos("pqos", runner("SOCKET 0 L3CA COS4 => MASK 0x1\nAllocation configuration error!\n"), 5, ["-e", "llc:4=0x1"])
+        pqos_backend.run_pqos("pqos", runner("SOCKET 0 L3CA COS4 => MASK 0x1\nAllocation configuration error!\n"), 5, ["-e", "llc:4=0x1"])
     with pytest.raises(RunError, match=r"rc 1\): boom"):
-        al._run_pqos("pqos", runner("boom\n", rc=1), 5, ["-s"])
+        pqos_backend.run_pqos("pqos", runner("boom\n", rc=1), 5, ["-s"])
 
     def timeout(argv, timeout_s):
         raise subprocess.TimeoutExpired(argv, timeout_s)
 
     with pytest.raises(RunError, match="no answer within 5 s"):
-        al._run_pqos("pqos", timeout, 5, ["-s"])
+        pqos_backend.run_pqos("pqos", timeout, 5, ["-s"])

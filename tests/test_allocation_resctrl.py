@@ -26,6 +26,7 @@ import pytest
 
 from faasprof.errors import NotReadyError, RunError
 from monitoring import allocation as al
+from monitoring.allocation import resctrl as resctrl_backend
 
 DATA = Path(__file__).resolve().parent / "data" / "resctrl"
 TESTS_DIR = Path(__file__).resolve().parent
@@ -432,7 +433,7 @@ def test_unwritable_state_dir_is_a_clear_error(host11, tmp_path):
     with pytest.raises(RunError, match="FAASPROF_STATE_DIR"):
         with al.Allocation(caps, al.plan_allocation(caps, llc_ways=2), state_dir=blocker / "sub", fs=fs):
             pass
-    assert al._groups(caps.resctrl_path) == []
+    assert resctrl_backend.groups(caps.resctrl_path) == []
 
 
 # ---------------------------------------------------------------------------------------------
