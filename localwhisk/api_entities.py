@@ -1,0 +1,225 @@
+"""Actions and packages as stored entities: list, create or update (PUT), read, delete.
+
+OpenWhisk's rules for an action document: its kind among the runtimes, its code within the exec
+size limit (source text or a base64 zip), its limits within the instance's bounds, parameters
+and annotations as lists of ``{key, value}``, a version bumped on every update and a fresh
+``rev`` on every PUT (a sandbox serves only the revision it was initialised for). A packaged
+action ``pkg/name`` lives in namespace ``ns/pkg``. Invoking an action is ``api_invoke``'s.
+"""
+
+from __future__ import annotations
+
+import sys
+import time
+import uuid
+
+from aiohttp import web
+
+from localwhisk.api_base import (
+    ACTION_CODE_MAX_BYTES,
+    ALREADY_EXISTS,
+    BASE64_RE,
+    ENTITY_NAME_ILLEGAL,
+    RESOURCE_DOES_NOT_EXIST,
+    UNSUPPORTED,
+    ApiBase,
+    limit_skip,
+    name_problem,
+    parse_json_body,
+)
+
+
+class Entities(ApiBase):
+    """The handlers of ``.../actions`` and ``.../packages`` (GET, PUT, DELETE)."""
+
+    def _split_name(self, ns: str, name: str) -> tuple[str, str]:
+        """``pkg/action`` lives in namespace ``ns/pkg`` (OpenWhisk's path), plain names in ``ns``."""
+        if "/" in name:
+            package, _, simple = name.rpartition("/")
+            return f"{ns}/{package}", simple
+        return ns, name
+
+    def _public_action(self, doc: dict, code: bool = True) -> dict:
+        out = {k: v for k, v in doc.items() if k != "rev"}
+        out["exec"] = dict(doc["exec"])
+        if not code:
+            out["exec"].pop("code", None)
+        return out
+
+    async def actions_list(self, request: web.Request) -> web.Response:
+        ns = self.resolve_namespace(request.match_info["ns"])
+        if ns is None:
+            return self.error(403, f"The supplied authentication is not authorized to access '{request.match_info['ns']}'.")
+        limit, skip, problem = limit_skip(request.query, "actions")
+        if problem:
+            return self.error(400, problem)
+        docs = [self._public_action(d, code=False) for (n, _), d in self.actions.items() if n == ns or n.startswith(ns + "/")]
+        docs.sort(key=lambda d: d.get("updated", 0), reverse=True)
+        return self.ok(docs[skip : skip + limit])
+
+    async def put_action(self, request: web.Request, doc_ns: str, name: str) -> web.Response:
+        body, problem = parse_json_body(await request.read() or b"{}")
+        if problem:
+            return self.error(400, problem)
+        if not isinstance(body, dict):
+            return self.error(400, "The request content was malformed:\nexpected a JSON object")
+        overwrite = request.query.get("overwrite", "false") == "true"
+        existing = self.actions.get((doc_ns, name))
+        if existing is not None and not overwrite:
+            return self.error(409, ALREADY_EXISTS)
+        s = self.settings
+        problems = []
+        exec_in = body.get("exec")
+        if exec_in is None and existing is None:
+            return self.error(400, "The request content was malformed:\nexec undefined")
+        if exec_in is not None:
+            if not isinstance(exec_in, dict):
+                return self.error(400, "The request content was malformed:\nexec must be an object")
+            if exec_in.get("kind") == "sequence":
+                return self.error(400, UNSUPPORTED["sequence"])
+            kind = self.resolve_kind(str(exec_in.get("kind", "")))
+            if kind is None:
+                known = ", ".join(sorted({self.python_kind, self.node_kind, f"python:3.{sys.version_info.minor}"}))
+                return self.error(400, f"The request content was malformed:\nkind '{exec_in.get('kind')}' not in Set({known})")
+            code = exec_in.get("code")
+            if not isinstance(code, str):
+                return self.error(400, "The request content was malformed:\nexec.code must be a string (source text or base64 zip)")
+            code_bytes = len(code.encode("utf-8"))
+            if code_bytes > ACTION_CODE_MAX_BYTES:
+                return self.error(413, f"exec larger than allowed: {code_bytes} > {ACTION_CODE_MAX_BYTES} bytes.")
+            binary = bool(code.strip()) and BASE64_RE.match("".join(code.split())) is not None
+            exec_doc = {"kind": kind, "code": code, "binary": binary}
+            if exec_in.get("main"):
+                exec_doc["main"] = str(exec_in["main"])
+        else:
+            exec_doc = existing["exec"]
+        limits = dict(existing["limits"]) if existing else {
+            "timeout": s.std_action_timeout_ms, "memory": s.std_action_memory_mb, "logs": 10, "concurrency": 1}
+        for key, value in (body.get("limits") or {}).items():
+            if key not in ("timeout", "memory", "logs", "concurrency"):
+                continue
+            if not isinstance(value, int) or isinstance(value, bool):
+                problems.append(f"{key} must be an integer")
+                continue
+            limits[key] = value
+        if not s.min_action_memory_mb <= limits["memory"] <= self.max_memory_mb:
+            which = "below" if limits["memory"] < s.min_action_memory_mb else "exceeds"
+            bound = s.min_action_memory_mb if which == "below" else self.max_memory_mb
+            problems.append(f"memory size {limits['memory']} MB {which} allowed threshold of {bound} MB")
+        if not s.min_action_timeout_ms <= limits["timeout"] <= s.max_action_timeout_ms:
+            which = "below" if limits["timeout"] < s.min_action_timeout_ms else "exceeds"
+            bound = s.min_action_timeout_ms if which == "below" else s.max_action_timeout_ms
+            problems.append(f"duration {limits['timeout']} milliseconds {which} allowed threshold of {bound} milliseconds")
+        if limits["concurrency"] != 1:
+            problems.append(f"concurrency {limits['concurrency']} exceeds allowed threshold of 1")
+        if not 0 <= limits["logs"] <= 10:
+            problems.append(f"log size {limits['logs']} MB exceeds allowed threshold of 10 MB")
+        parameters = body.get("parameters", existing["parameters"] if existing else [])
+        annotations = body.get("annotations", existing["annotations"] if existing else None)
+        for label, items in (("parameters", parameters), ("annotations", annotations or [])):
+            if not isinstance(items, list) or not all(isinstance(p, dict) and "key" in p for p in items):
+                problems.append(f"{label} must be a list of {{key, value}} objects")
+        if problems:
+            return self.error(400, "The request content was malformed:\n" + "; ".join(problems))
+        annotations = [a for a in (annotations or []) if a.get("key") != "exec"]
+        if not any(a.get("key") == "provide-api-key" for a in annotations):
+            annotations.insert(0, {"key": "provide-api-key", "value": False})
+        annotations.append({"key": "exec", "value": exec_doc["kind"]})
+        version = _bump(existing["version"]) if existing else str(body.get("version") or "0.0.1")
+        doc = {
+            "namespace": doc_ns,
+            "name": name,
+            "version": version,
+            "publish": bool(body.get("publish", False)),
+            "exec": exec_doc,
+            "annotations": annotations,
+            "parameters": parameters,
+            "limits": limits,
+            "updated": time.time_ns() // 1_000_000,
+            # A fresh revision on every PUT, also after a delete: a sandbox serves only the
+            # revision it was initialised for, so a re-created action never meets old code.
+            "rev": uuid.uuid4().hex,
+        }
+        await self.store.put_action(doc_ns, name, doc)
+        self.actions[(doc_ns, name)] = doc
+        return self.ok(self._public_action(doc))
+
+    def _package_actions(self, name: str) -> list[dict]:
+        return [d for (n, _), d in self.actions.items() if n == f"{self.namespace}/{name}"]
+
+    async def packages_list(self, request: web.Request) -> web.Response:
+        if self.resolve_namespace(request.match_info["ns"]) is None:
+            return self.error(403, f"The supplied authentication is not authorized to access '{request.match_info['ns']}'.")
+        limit, skip, problem = limit_skip(request.query, "packages")
+        if problem:
+            return self.error(400, problem)
+        docs = sorted(self.packages.values(), key=lambda d: d.get("updated", 0), reverse=True)
+        if request.query.get("count") == "true":
+            return self.ok({"packages": len(docs)})
+        return self.ok([{k: v for k, v in d.items() if k != "parameters"} for d in docs[skip : skip + limit]])
+
+    async def package(self, request: web.Request) -> web.Response:
+        """One package: GET (with its actions), PUT (create, or update with overwrite), DELETE."""
+        ns = self.resolve_namespace(request.match_info["ns"])
+        if ns is None:
+            return self.error(403, f"The supplied authentication is not authorized to access '{request.match_info['ns']}'.")
+        name = request.match_info["name"]
+        problem = name_problem(name)
+        if problem or "/" in name:
+            return self.error(400, problem or ENTITY_NAME_ILLEGAL)
+        existing = self.packages.get((ns, name))
+        if request.method == "GET":
+            if existing is None:
+                return self.error(404, RESOURCE_DOES_NOT_EXIST)
+            actions = [{"name": d["name"], "version": d["version"], "annotations": d["annotations"]} for d in self._package_actions(name)]
+            return self.ok({**existing, "actions": actions, "feeds": []})
+        if request.method == "DELETE":
+            if existing is None:
+                return self.error(404, RESOURCE_DOES_NOT_EXIST)
+            contents = self._package_actions(name)
+            if contents and request.query.get("force") != "true":
+                return self.error(409, f"Package not empty (contains {len(contents)} {'entity' if len(contents) == 1 else 'entities'}). "
+                                       "Set force param or delete package contents.")
+            for doc in contents:
+                self.actions.pop((doc["namespace"], doc["name"]), None)
+                await self.store.delete_action(doc["namespace"], doc["name"])
+            self.packages.pop((ns, name), None)
+            await self.store.delete_package(ns, name)
+            return self.ok(existing)
+        if request.method != "PUT":
+            return self.error(405, "HTTP method not allowed, supported methods: GET, PUT, DELETE")
+        body, problem = parse_json_body(await request.read() or b"{}")
+        if problem:
+            return self.error(400, problem)
+        if not isinstance(body, dict):
+            return self.error(400, "The request content was malformed:\nexpected a JSON object")
+        if existing is not None and request.query.get("overwrite", "false") != "true":
+            return self.error(409, ALREADY_EXISTS)
+        if body.get("binding"):
+            return self.error(400, UNSUPPORTED["bindings"])
+        parameters = body.get("parameters", existing["parameters"] if existing else [])
+        annotations = body.get("annotations", existing["annotations"] if existing else [])
+        for label, items in (("parameters", parameters), ("annotations", annotations)):
+            if not isinstance(items, list) or not all(isinstance(p, dict) and "key" in p for p in items):
+                return self.error(400, f"The request content was malformed:\n{label} must be a list of {{key, value}} objects")
+        doc = {
+            "namespace": ns,
+            "name": name,
+            "version": _bump(existing["version"]) if existing else "0.0.1",
+            "publish": bool(body.get("publish", existing["publish"] if existing else False)),
+            "annotations": annotations,
+            "parameters": parameters,
+            "binding": {},
+            "updated": time.time_ns() // 1_000_000,
+        }
+        await self.store.put_package(ns, name, doc)
+        self.packages[(ns, name)] = doc
+        return self.ok(doc)
+
+
+def _bump(version: str) -> str:
+    parts = (version.split(".") + ["0", "0", "0"])[:3]
+    try:
+        return f"{int(parts[0])}.{int(parts[1])}.{int(parts[2]) + 1}"
+    except ValueError:
+        return "0.0.1"

@@ -1,0 +1,143 @@
+"""Web actions (``/api/v1/web/<ns>/<pkg>/<action>[.json|.http|.text|.html|.svg]``): an HTTP request
+turned into an action's parameters, and the action's result turned into an HTTP response.
+
+As OpenWhisk: only actions annotated ``web-export`` answer; ``require-whisk-auth`` asks for the
+key; ``raw-http`` passes the query and body untouched (``__ow_query``, ``__ow_body``); the request's
+method, headers and extra path come as ``__ow_method``, ``__ow_headers``, ``__ow_path``. The
+extension picks the response: a JSON body, one property as text, or (``.http``, none) the
+result's ``statusCode``, ``headers`` and ``body``, a binary body given in base64.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import base64
+import binascii
+import time
+import urllib.parse
+
+from aiohttp import web
+
+from localwhisk.api_base import JSON, RESOURCE_DOES_NOT_EXIST, STOPPING, parse_json_body
+from localwhisk.api_invoke import Invocations, wait_capped
+from localwhisk.fastjson import dumps
+
+
+class WebActions(Invocations):
+    """The handler of ``/api/v1/web/...``, on the invocation path of ``api_invoke``."""
+
+    async def web_action(self, request: web.Request) -> web.Response:
+        accepted_ns = time.monotonic_ns()
+        ns = self.resolve_namespace(request.match_info["ns"])
+        rest = request.match_info["rest"].split("/")
+        if ns is None or len(rest) < 2:
+            return self.error(404, RESOURCE_DOES_NOT_EXIST)
+        package, action_part, extra_path = rest[0], rest[1], "/".join(rest[2:])
+        name, ext = action_part, ""
+        for candidate in (".json", ".http", ".text", ".html", ".svg"):
+            if action_part.endswith(candidate):
+                name, ext = action_part[: -len(candidate)], candidate[1:]
+                break
+        doc_ns = ns if package == "default" else f"{ns}/{package}"
+        doc = self.actions.get((doc_ns, name))
+        annotations = {a.get("key"): a.get("value") for a in (doc or {}).get("annotations") or []}
+        if doc is None or not annotations.get("web-export"):
+            return self.error(404, RESOURCE_DOES_NOT_EXIST)
+        if annotations.get("require-whisk-auth"):
+            problem = self.auth_problem(request)
+            if problem is not None:
+                return problem
+        raw = await request.read()
+        if len(raw) > self.settings.max_payload_bytes:
+            return self.error(413, f"Request larger than allowed: {len(raw)} > {self.settings.max_payload_bytes} bytes.")
+        content_type = request.content_type or ""
+        headers = {k.lower(): v for k, v in request.headers.items()}
+        ctx = {"__ow_method": request.method.lower(), "__ow_headers": headers, "__ow_path": ("/" + extra_path) if extra_path else ""}
+        request_params: dict = dict(request.query)
+        if annotations.get("raw-http"):
+            request_params = {"__ow_query": request.query_string}
+            if raw:
+                request_params["__ow_body"] = _web_body(raw, content_type, raw_http=True)
+        elif raw:
+            if content_type == JSON:
+                body, problem = parse_json_body(raw)
+                if problem:
+                    return self.error(400, problem)
+                if isinstance(body, dict):
+                    request_params.update(body)
+                else:
+                    request_params["__ow_body"] = _web_body(raw, content_type, raw_http=False)
+            elif content_type == "application/x-www-form-urlencoded":
+                request_params.update(urllib.parse.parse_qsl(raw.decode("utf-8", "replace")))
+            else:
+                request_params["__ow_body"] = _web_body(raw, content_type, raw_http=False)
+        request_params.update(ctx)
+        params = self._params(doc, request_params)
+        if isinstance(params, str):
+            return self.error(400, params)
+        future = asyncio.get_running_loop().create_future()
+        job, problem = self._accept(doc, params, accepted_ns, future)
+        if problem:
+            return self.error(503 if problem is STOPPING else 429, problem)
+        extra = {"x-openwhisk-activation-id": job.activation_id}
+        record = await wait_capped(future, self.settings.max_blocking_wait_ms / 1000.0)
+        if record is None:
+            return self.ok({"activationId": job.activation_id}, status=202, headers=extra)
+        response = record["response"]
+        result = response["result"]
+        if not response["success"]:
+            message = result.get("error") if isinstance(result, dict) else result
+            status = 400 if response["status"] == "application error" else 502
+            return web.Response(status=status, body=dumps({"error": message, "code": job.transaction_id}), content_type=JSON, headers=extra)
+        return _web_response(result, ext, extra)
+
+
+def _is_binary_type(content_type: str) -> bool:
+    if content_type.startswith("text/") or content_type in ("application/json", "application/xml", "application/javascript",
+                                                             "application/x-www-form-urlencoded"):
+        return False
+    return True
+
+
+def _web_body(raw: bytes, content_type: str, raw_http: bool) -> str:
+    if content_type == JSON and raw_http:
+        return base64.b64encode(raw).decode()
+    if _is_binary_type(content_type):
+        return base64.b64encode(raw).decode()
+    return raw.decode("utf-8", "replace")
+
+
+def _web_response(result, ext: str, headers: dict) -> web.Response:
+    if ext == "json":
+        return web.Response(status=200, body=dumps(result), content_type=JSON, headers=headers)
+    if ext in ("text", "html", "svg"):
+        value = result.get(ext) if isinstance(result, dict) else None
+        if value is None:
+            return web.Response(status=400, body=dumps({"error": "Response does not include requested property."}), content_type=JSON, headers=headers)
+        ctype = {"text": "text/plain", "html": "text/html", "svg": "image/svg+xml"}[ext]
+        return web.Response(status=200, text=str(value), content_type=ctype, headers=headers)
+    if not isinstance(result, dict) or not ({"body", "statusCode", "headers"} & set(result)):
+        return web.Response(status=200, body=dumps(result), content_type=JSON, headers=headers)
+    out_headers = dict(headers)
+    out_headers.update({str(k): str(v) for k, v in (result.get("headers") or {}).items()})
+    status = int(result.get("statusCode") or 200)
+    body = result.get("body")
+    ctype = next((v for k, v in out_headers.items() if k.lower() == "content-type"), None)
+    if body is None:
+        data = b""
+    elif isinstance(body, (dict, list)):
+        data = dumps(body)
+        ctype = ctype or JSON
+    elif ctype and _is_binary_type(ctype.split(";")[0].strip()):
+        try:
+            data = base64.b64decode(str(body))
+        except binascii.Error:
+            data = str(body).encode()
+    else:
+        data = str(body).encode()
+        ctype = ctype or "text/html"
+    out_headers = {k: v for k, v in out_headers.items() if k.lower() != "content-type"}
+    response = web.Response(status=status, body=data, headers=out_headers)
+    if ctype:
+        response.headers["Content-Type"] = ctype
+    return response
