@@ -66,7 +66,8 @@ from faasprof import rundir  # noqa: E402
 from faasprof.rundir import InvocationLog, read_invocations  # noqa: E402
 from platforms.openwhisk import Connection  # noqa: E402
 from invoker.dispatch import DispatchOptions, Dispatcher, new_event_loop  # noqa: E402
-from invoker.sender import _LlhttpResponse, _PyResponse, _httptools, ensure_fd_budget  # noqa: E402
+from invoker.http_response import LlhttpResponse, PyResponse, httptools  # noqa: E402
+from invoker.sender import ensure_fd_budget  # noqa: E402
 from invoker.shards import ShardedDispatch, resolve_processes  # noqa: E402
 from platforms.registry import prepare_request  # noqa: E402
 
@@ -489,9 +490,9 @@ def main() -> int:
     if args.sink_worker:
         return sink_worker(int(args.sink_worker[0]), args.sink_worker[1])
     if args.micro:
-        print(f"response parser, pure Python (_PyResponse): {parser_cost_us(_PyResponse):.2f} us CPU per response")
-        if _httptools is not None:
-            print(f"response parser, llhttp via httptools {_httptools.__version__} (_LlhttpResponse, used by faasprof run): {parser_cost_us(_LlhttpResponse):.2f} us CPU per response")
+        print(f"response parser, pure Python (PyResponse): {parser_cost_us(PyResponse):.2f} us CPU per response")
+        if httptools is not None:
+            print(f"response parser, llhttp via httptools {httptools.__version__} (LlhttpResponse, used by faasprof run): {parser_cost_us(LlhttpResponse):.2f} us CPU per response")
         tmp = Path(tempfile.mkdtemp(prefix="faasprof-bench-"))
         try:
             on_send, in_flush = journal_cost_us(tmp)
@@ -523,7 +524,7 @@ def main() -> int:
         return r
 
     loop_name = "uvloop" if _has_uvloop() else "asyncio"
-    parser_name = f"llhttp (httptools {_httptools.__version__})" if _httptools is not None else "pure Python"
+    parser_name = f"llhttp (httptools {httptools.__version__})" if httptools is not None else "pure Python"
     print(f"sink: {sink.name} on 127.0.0.1:{sink.port}")
     print(f"invoker: Python {sys.version.split()[0]}, event loop {loop_name}, response parser {parser_name}, send journal on; "
           f"--processes {args.processes}; {cpus} CPUs; load average {os.getloadavg()[0]:.2f}; "

@@ -20,7 +20,7 @@ import pytest
 from faasprof.rundir import InvocationLog
 from platforms.openwhisk import classify, Connection
 from invoker.dispatch import DispatchOptions, Dispatcher, new_event_loop
-from invoker.sender import _Response
+from invoker.http_response import Response
 from platforms.registry import prepare_request
 from test_invoker_fakeserver import AUTH, THROTTLE_MESSAGE, FakeOpenWhisk
 from invoker.run import _collector_check
@@ -229,7 +229,7 @@ def test_empty_schedule():
 
 
 def test_response_parser_handles_split_chunked_and_headers():
-    response = _Response()
+    response = Response()
     raw = b"HTTP/1.1 202 Accepted\r\nX-OpenWhisk-Activation-Id: abc\r\nTransfer-Encoding: chunked\r\n\r\n4\r\n{\"a\"\r\n3\r\n:1}\r\n0\r\n\r\n"
     body = None
     for i in range(len(raw)):
@@ -341,10 +341,10 @@ def test_tls_is_verified_unless_insecure(tls_server):
 
 
 def test_response_parser_waits_for_the_end_of_chunked_trailers():
-    response = _Response()
+    response = Response()
     assert response.feed(b"HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n2\r\nok\r\n0\r\nX-Trailer: 1\r\n") is None
     assert response.feed(b"\r\n") == b"ok"
-    interim = _Response()
+    interim = Response()
     assert interim.feed(b"HTTP/1.1 100 Continue\r\n\r\nHTTP/1.1 202 Accepted\r\nContent-Length: 2\r\n\r\n{}") == b"{}"
     assert interim.status == 202
 
