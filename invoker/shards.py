@@ -29,12 +29,12 @@ One Python process puts about as many requests per second on the wire as one cor
 Control: the parent writes the share (pickled, so the prepared requests and their credentials go
 through a pipe, never to disk) and then JSON lines on each child's stdin: ``{"zero_ns": ...}``,
 later ``{"stop": [status, reason]}`` (Ctrl-C, SIGTERM, a failed check, another child gone). The
-children run in their own session, so a Ctrl-C reaches only the parent, which stops them in order.
+children (``python -m invoker.shard_child``) run in their own session, so a Ctrl-C reaches only
+the parent, which stops them in order.
 """
 
 from __future__ import annotations
 
-import asyncio
 import csv
 import io
 import json
@@ -44,7 +44,6 @@ import pickle
 import selectors
 import shutil
 import signal
-import struct
 import subprocess
 import sys
 import threading
@@ -58,8 +57,9 @@ import numpy as np
 from faasprof import rundir
 from faasprof.errors import ConfigError, RunError
 from faasprof.paths import REPO_ROOT
-from invoker.dispatch import WATCH_INTERVAL_S, DispatchOptions, Dispatcher, DispatchResult, new_event_loop
+from invoker.dispatch import WATCH_INTERVAL_S, DispatchOptions, DispatchResult
 from invoker.selfwatch import lateness_summary_ms
+from invoker.shard_child import FRAME
 from invoker.sender import ensure_fd_budget
 from platforms.base import PreparedRequest
 
@@ -74,7 +74,6 @@ STOP_TIMEOUT_S = 30.0  # after a stop, how long the parent waits for a child bef
 # most the host's cores: the parent only merges (two processes sending 20,000/s took 1.1 of the
 # host's 2 cores, and held the schedule where one process did not).
 AUTO_RATE_PER_PROCESS = 8000
-_FRAME = struct.Struct("!Q")
 
 
 # -- the split ------------------------------------------------------------------------------------
@@ -273,7 +272,7 @@ class ShardedDispatch:
             child.directory.mkdir(parents=True, exist_ok=True)
             try:
                 # Its own session: a Ctrl-C in the terminal reaches the parent, which stops it in order.
-                child.proc = subprocess.Popen([sys.executable, "-m", "invoker.shards"], stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+                child.proc = subprocess.Popen([sys.executable, "-m", "invoker.shard_child"], stdin=subprocess.PIPE, stdout=subprocess.PIPE,
                                               env=env, cwd=str(REPO_ROOT), start_new_session=True)
             except OSError as error:
                 self.abort()
@@ -294,7 +293,7 @@ class ShardedDispatch:
             }
             try:
                 blob = pickle.dumps(share, protocol=pickle.HIGHEST_PROTOCOL)
-                child.proc.stdin.write(_FRAME.pack(len(blob)) + blob)
+                child.proc.stdin.write(FRAME.pack(len(blob)) + blob)
                 child.proc.stdin.flush()
             except OSError as error:
                 self.abort()
@@ -565,105 +564,3 @@ def _read_line(stream, deadline: float) -> bytes | None:
         return None
     finally:
         selector.close()
-
-
-# -- the child ------------------------------------------------------------------------------------
-
-
-def child_main() -> int:
-    """A send process: read the share, open the log, say ready, wait for the zero, send, report."""
-    stdin = sys.stdin.buffer
-    header = stdin.read(_FRAME.size)
-    if len(header) != _FRAME.size:
-        return 2
-    share = pickle.loads(stdin.read(_FRAME.unpack(header)[0]))
-    index, processes = share["index"], share["processes"]
-    label = f"send process {index + 1} of {processes}"
-
-    def say(line: str) -> None:
-        # The parent prints the run's progress; a child speaks only when something is wrong with it.
-        if line.startswith("warning: "):
-            print(f"{label} (pid {os.getpid()}): {line}", file=sys.stderr, flush=True)
-
-    directory = Path(share["directory"])
-    seqs = share["seqs"].tolist()
-    log = rundir.InvocationLog(directory)
-    options = DispatchOptions(**share["options"])
-    append, sent = log.append, log.sent
-
-    def row_sink(row: tuple) -> None:
-        append((seqs[row[0]],) + row[1:])
-
-    def journal(seq: int, sent_ns: int) -> None:
-        sent(seqs[seq], sent_ns)
-
-    dispatcher = Dispatcher(share["intended_ns"], share["instance_idx"], share["instances"], share["requests"], row_sink, options,
-                            checks=[lambda: ("aborted", log.error) if log.error is not None else None], say=say,
-                            duration_s=share["duration_s"], journal=journal)
-    ensure_fd_budget(options.max_connections, origins=len({r.origin for r in share["requests"]}))
-    signal.signal(signal.SIGINT, signal.SIG_IGN)  # the parent decides; it tells us on stdin
-    sys.stdout.write("ready\n")
-    sys.stdout.flush()
-    line = stdin.readline()
-    if not line:
-        log.close()
-        return 1  # the parent went away before the zero: nothing was sent
-    zero_ns = int(json.loads(line)["zero_ns"])
-    loop = new_event_loop()
-    control = _Control(dispatcher, stdin.fileno(), loop)
-    loop.add_reader(stdin.fileno(), control.readable)
-    cpu0 = time.process_time()
-    status, reason, result = "interrupted", None, None
-    try:
-        result = loop.run_until_complete(dispatcher.run(zero_ns))
-        status, reason = result.status, result.reason
-    except Exception as error:  # still leave every row of the share
-        status, reason = "interrupted", f"send process failed: {type(error).__name__}: {error}"
-        dispatcher.stop_status, dispatcher.stop_reason = status, reason
-        dispatcher._fill_not_sent()
-    finally:
-        loop.remove_reader(stdin.fileno())
-        loop.close()
-        log.close()
-    cpu_s = time.process_time() - cpu0
-    summary = {"status": status if log.error is None else "aborted", "reason": reason if log.error is None else log.error,
-               "cpu_s": round(cpu_s, 4), "pid": os.getpid()}
-    if result is not None:
-        summary.update(result.describe())
-        summary["status"], summary["reason"] = (status, reason) if log.error is None else ("aborted", log.error)
-        summary["cpu_s"] = round(cpu_s, 4)
-    rundir.write_json_atomic(directory / "result.json", summary)
-    return 0
-
-
-class _Control:
-    """The child's end of the control pipe: stop requests, and the parent's death (end of file)."""
-
-    def __init__(self, dispatcher: Dispatcher, fd: int, loop: asyncio.AbstractEventLoop):
-        self.dispatcher, self.fd, self.loop, self.buffer = dispatcher, fd, loop, b""
-        os.set_blocking(fd, False)
-
-    def readable(self) -> None:
-        try:
-            data = os.read(self.fd, 65536)
-        except BlockingIOError:
-            return
-        except OSError:
-            data = b""
-        if not data:
-            self.loop.remove_reader(self.fd)
-            self.dispatcher.request_stop("interrupted", "the parent faasprof process is gone (killed?); this send process stopped")
-            return
-        self.buffer += data
-        *lines, self.buffer = self.buffer.split(b"\n")
-        for line in lines:
-            try:
-                message = json.loads(line)
-            except ValueError:
-                continue
-            if "stop" in message:
-                self.dispatcher.request_stop(*message["stop"])
-
-
-if __name__ == "__main__":
-    sys.exit(child_main())
