@@ -8,7 +8,7 @@ rows behind it (``details``). "Beyond noise" always means the interval, not the 
 finding is reproduced only when its interval lies on the finding's side of the threshold.
 
 Intervals: a median's is the distribution-free order-statistics interval of the analyzer
-(``experiments.slowdown.median_ci``, null below ~8 samples); a ratio of two medians' is a
+(``experiments.slowdown_report.median_ci``, null below ~8 samples); a ratio of two medians' is a
 percentile bootstrap (``ratio_ci``: each side resampled on its own, ``BOOTSTRAP_ROUNDS`` rounds,
 seeded, so the same samples give the same interval).
 """
@@ -20,7 +20,7 @@ from dataclasses import asdict, dataclass, field
 
 import numpy as np
 
-from experiments.slowdown import fit_power_law, median_ci
+from experiments.slowdown_report import fit_power_law, median_ci
 
 REPRODUCED = "reproduced"
 NOT_REPRODUCED = "not reproduced"
@@ -33,7 +33,7 @@ WAIT_SHARE = 0.5  # over-invoked: waiting is more than half of the platform's ti
 SHORT_NATIVE_MS = 10.0  # "functions under ~10 ms native time"
 LONG_NATIVE_MS = 100.0  # long CPU-bound functions: the sandbox's own costs (tens of µs to ms) vanish
 # "≈ 1 within noise": a factor's interval reaching into [1/1.25, 1.25]. One interpreter process can
-# run 10-30 % slower than another for its whole life on a shared VM (experiments/slowdown.py).
+# run 10-30 % slower than another for its whole life on a shared VM (experiments/slowdown_report.py).
 NOISE_BAND = (0.8, 1.25)
 
 

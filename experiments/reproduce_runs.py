@@ -40,7 +40,8 @@ from experiments.interference import report_run, resolve_rate
 from experiments.mpki import FIGURE as MPKI_FIGURE
 from experiments.mpki import mpki_workload, plot_mpki, row_for_run
 from experiments.reproduce_rules import exponent_ci, ratio_ci
-from experiments.slowdown import CALLS_CSV, FIG15, FIG16, SLOWDOWN_CSV, SlowdownOptions, load_calls, load_rows, run_slowdown
+from experiments.slowdown import SlowdownOptions, run_slowdown
+from experiments.slowdown_report import CALLS_CSV, FIG15, FIG16, SLOWDOWN_CSV, load_calls, load_rows
 from faasprof import rundir
 from faasprof.errors import FaasprofError, NotReadyError
 from faasprof.paths import WORKLOAD_CONFIGS_DIR

@@ -14,17 +14,9 @@ import numpy as np
 import pytest
 
 from analyzer.stats import quantile_ci
-from experiments.slowdown import (
-    MEDIAN_CI_MIN_SAMPLES,
-    Call,
-    NativeSide,
-    apply_record,
-    fit_power_law,
-    judge_factor,
-    measure_function,
-    platform_interpreter_matches,
-    summarise_function,
-)
+from experiments.slowdown import platform_interpreter_matches
+from experiments.slowdown_measure import Call, NativeSide, apply_record, measure_function
+from experiments.slowdown_report import MEDIAN_CI_MIN_SAMPLES, fit_power_law, judge_factor, summarise_function
 from faasprof.errors import RunError
 from functions import native
 from functions.catalogue import require
