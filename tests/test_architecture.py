@@ -273,6 +273,44 @@ def test_every_module_has_a_layer():
         layer_of(module)
 
 
+# A module over this many lines is named, with its one job, in ARCHITECTURE.md's "Large modules".
+LARGE_MODULE_LINES = 600
+
+
+def large_modules(root: Path = REPO) -> set[str]:
+    """The files of the layered packages over ``LARGE_MODULE_LINES`` lines, as paths from ``root``."""
+    return {
+        path.relative_to(root).as_posix()
+        for package in PACKAGES
+        for path in (root / package).rglob("*.py")
+        if len(path.read_text(encoding="utf-8").splitlines()) > LARGE_MODULE_LINES
+    }
+
+
+def listed_large_modules(architecture: str) -> set[str]:
+    """The modules of the layered packages that ARCHITECTURE.md's "Large modules" section names."""
+    section = architecture.split("### Large modules", 1)[1]
+    section = re.split(r"^#{2,3} ", section, maxsplit=1, flags=re.M)[0]
+    return {path for path in re.findall(r"`([\w/]+\.py)`", section) if path.split("/")[0] in PACKAGES}
+
+
+def test_every_large_module_is_listed_in_the_architecture_and_nothing_else():
+    listed = listed_large_modules((REPO / "ARCHITECTURE.md").read_text(encoding="utf-8"))
+    large = large_modules()
+    unlisted, stale = sorted(large - listed), sorted(listed - large)
+    assert not unlisted, f"over {LARGE_MODULE_LINES} lines: {unlisted}; split each, or name it and its one job in ARCHITECTURE.md's Large modules"
+    assert not stale, f"no longer over {LARGE_MODULE_LINES} lines: {stale}; drop them from ARCHITECTURE.md's Large modules"
+
+
+def test_a_large_module_is_found(tmp_path):
+    (tmp_path / "monitoring").mkdir()
+    (tmp_path / "monitoring" / "big.py").write_text("x = 1\n" * (LARGE_MODULE_LINES + 1))
+    (tmp_path / "monitoring" / "small.py").write_text("x = 1\n" * LARGE_MODULE_LINES)
+    assert large_modules(tmp_path) == {"monitoring/big.py"}
+    section = "### Large modules\n\n`tests/x.py` fails ...\n- `monitoring/big.py`: one job.\n\n## Next\n`invoker/run.py`\n"
+    assert listed_large_modules(section) == {"monitoring/big.py"}
+
+
 BLOCKED_IMPORT = textwrap.dedent("""
     import sys
 
