@@ -346,7 +346,7 @@ def run_rate(sink, rate: float, duration_s: float, tmp: Path, processes: int, ma
             result = sharded.run(zero)
             children_cpu_s = sharded.children_cpu_s
         else:
-            dispatcher = Dispatcher(intended, owners, [("i0", "noop")], [request], log.append, options, say=None, duration_s=duration_s, journal=log.sent)
+            dispatcher = Dispatcher(intended, owners, [("i0", "noop")], [request], log.append, options, duration_s=duration_s, journal=log.sent)
             loop = new_event_loop()
             try:
                 zero = time.monotonic_ns() + ANCHOR_LEAD_NS

@@ -11,8 +11,10 @@ from __future__ import annotations
 
 import argparse
 import json
+import sys
 
 from faasprof.errors import ConfigError
+from faasprof.progress import Progress
 from experiments import capacity_store
 from experiments.capacity import SEARCH_DEFAULTS, find_capacity
 from platforms.openwhisk import add_connection_arguments, resolve_connection
@@ -73,7 +75,7 @@ def main(args: argparse.Namespace) -> int:
         tolerance=args.tolerance,
         max_runs=args.max_runs,
         cooldown_s=args.cooldown,
-        progress=not args.quiet,
+        progress=Progress.to(sys.stderr, quiet=args.quiet),
     )
     capacity = result["capacity_rps"]
     low, high = result["bounds_rps"]

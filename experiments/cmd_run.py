@@ -25,6 +25,7 @@ import sys
 
 from experiments import capacity_store
 from experiments.analyzed import execute_analyzed
+from faasprof.progress import Progress
 from faasprof.rundir import read_manifest
 from invoker import cmd_run as invoker_run
 from invoker.preflight import check_embedded, check_out_dir
@@ -50,11 +51,11 @@ def _restore_leftover_allocations() -> None:
 
 def main(args: argparse.Namespace) -> int:
     workload = load_workload(args.config, seed=args.seed)
+    progress = Progress.to(sys.stderr, quiet=args.quiet)
     if workload.needs_capacity():
         connection = resolve_connection(args, workload.platform, origin=args.config)
         settings = invoker_run.local_settings(args, workload.platform)
-        say = None if args.quiet else capacity_store._say
-        workload = capacity_store.resolve_workload(workload, connection, settings, args.out, say=say, warn=capacity_store._say)
+        workload = capacity_store.resolve_workload(workload, connection, settings, args.out, progress=progress)
     _restore_leftover_allocations()
     options = invoker_run.dispatch_options(args)
     thresholds = parse_thresholds(args.threshold)
@@ -70,7 +71,7 @@ def main(args: argparse.Namespace) -> int:
     elif connection is not None and connection.source == "local" and settings:
         print(f"warning: {args.config}: platform.localwhisk only applies to the embedded localwhisk; the running one at "
               f"{connection.apihost} keeps the settings it was started with", file=sys.stderr)
-    run_dir = execute_analyzed(workload, args.out, connection=connection, local_settings=settings, progress=not args.quiet, analyze=args.analyze,
+    run_dir = execute_analyzed(workload, args.out, connection=connection, local_settings=settings, progress=progress, analyze=args.analyze,
                                options=options, thresholds=thresholds)
     manifest = read_manifest(run_dir)
     status = manifest.status

@@ -46,6 +46,7 @@ from typing import Any
 
 
 from faasprof.errors import ConfigError, FaasprofError
+from faasprof.progress import QUIET, Progress
 from faasprof.rundir import create_run_dir, update_manifest, write_json_atomic
 from workload.schedule import instance_rng
 from experiments import padding as padding_mod
@@ -283,7 +284,7 @@ def run_sweep(
     out_dir: str | Path,
     connection: Any = None,
     analyze: bool = True,
-    progress: bool = True,
+    progress: Progress = QUIET,
     root: str = "/",
     run_point=None,
     allocation_options: dict | None = None,
@@ -311,8 +312,7 @@ def run_sweep(
     started = time.monotonic()
     try:
         for done, point in enumerate(points):
-            if progress:
-                print(f"[{point.order + 1:3d}/{len(points)}] {point.label}  ({sweep_eta(done, len(points), time.monotonic() - started, workload.duration_s, cooldown_s)})", file=sys.stderr)
+            progress.say(f"[{point.order + 1:3d}/{len(points)}] {point.label}  ({sweep_eta(done, len(points), time.monotonic() - started, workload.duration_s, cooldown_s)})")
             point_dict = padding_mod.pad_code(apply_point(workload.raw, point), workload, point.values)
             point_workload = workload_from_dict(point_dict, origin=f"{workload.origin} (sweep point {point.label})", path=workload.path, seed=workload.seed + point.repeat)
             local_settings = dict((point_dict.get("platform") or {}).get("localwhisk") or {})
@@ -382,7 +382,7 @@ def sweep_eta(done: int, total: int, elapsed_s: float, duration_s: float, cooldo
     return f"ETA about {_duration_text(left * (duration_s + cooldown_s))} (planned)"
 
 
-def summarise_sweep(sweep_dir: str | Path, progress: bool = True) -> Path:
+def summarise_sweep(sweep_dir: str | Path, progress: Progress = QUIET) -> Path:
     """Analyse every run of the sweep, compare them, and plot each metric against each parameter."""
     report = write_sweep_report(Path(sweep_dir), progress=progress)
     padding_mod.write_cold_start_vs_size(Path(sweep_dir))

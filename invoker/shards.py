@@ -58,6 +58,7 @@ import numpy as np
 from faasprof import rundir
 from faasprof.errors import ConfigError, RunError
 from faasprof.paths import REPO_ROOT
+from faasprof.progress import QUIET, WARNING_PREFIX, Progress
 from invoker.dispatch import WATCH_INTERVAL_S, DispatchOptions, Dispatcher, DispatchResult, new_event_loop
 from invoker.selfwatch import lateness_summary_ms
 from invoker.sender import ensure_fd_budget
@@ -224,7 +225,7 @@ class ShardedDispatch:
         log: rundir.InvocationLog,
         options: DispatchOptions,
         checks: Sequence[Callable[[], tuple[str, str] | None]] = (),
-        say: Callable[[str], None] | None = None,
+        progress: Progress = QUIET,
         duration_s: float | None = None,
     ):
         self.run_dir = Path(run_dir)
@@ -235,7 +236,7 @@ class ShardedDispatch:
         self.log = log
         self.options = options
         self.checks = list(checks)
-        self.say = say
+        self.progress = progress
         self.n = int(self.intended.size)
         self.duration_s = duration_s if duration_s is not None else (self.intended[-1] / 1e9 if self.n else 0.0)
         processes = max(1, min(int(options.send_processes), self.n or 1))
@@ -536,8 +537,6 @@ class ShardedDispatch:
             self.log.append(row)
 
     def _progress(self) -> None:
-        if not self.say:
-            return
         window = np.asarray(self._window, dtype=np.int64)
         self._window = []
         summary = lateness_summary_ms(window)
@@ -545,9 +544,9 @@ class ShardedDispatch:
         sent = int((self.sent_rel >= 0).sum())
         not_ok = sum(count for outcome, count in self.outcomes.items() if outcome != "ok")
         fmt = lambda v: "-" if v is None else f"{v:.2f}"  # noqa: E731
-        self.say(f"[{elapsed_s:5.0f} s /{self.duration_s:5.0f} s] sent {sent:,}/{self.n:,} by {self.processes} processes"
-                 f"  lateness p50 {fmt(summary['p50'])} p99 {fmt(summary['p99'])} max {fmt(summary['max'])} ms"
-                 f"  ok {self.outcomes.get('ok', 0):,}  not ok {not_ok:,}")
+        self.progress.say(f"[{elapsed_s:5.0f} s /{self.duration_s:5.0f} s] sent {sent:,}/{self.n:,} by {self.processes} processes"
+                          f"  lateness p50 {fmt(summary['p50'])} p99 {fmt(summary['p99'])} max {fmt(summary['max'])} ms"
+                          f"  ok {self.outcomes.get('ok', 0):,}  not ok {not_ok:,}")
 
 
 def _read_new_lines(path: Path, offset: int, tail: bytes) -> tuple[int, bytes, list[bytes]]:
@@ -598,9 +597,9 @@ def child_main() -> int:
     index, processes = share["index"], share["processes"]
     label = f"send process {index + 1} of {processes}"
 
-    def say(line: str) -> None:
+    def say_warning(line: str) -> None:
         # The parent prints the run's progress; a child speaks only when something is wrong with it.
-        if line.startswith("warning: "):
+        if line.startswith(WARNING_PREFIX):
             print(f"{label} (pid {os.getpid()}): {line}", file=sys.stderr, flush=True)
 
     directory = Path(share["directory"])
@@ -616,7 +615,7 @@ def child_main() -> int:
         sent(seqs[seq], sent_ns)
 
     dispatcher = Dispatcher(share["intended_ns"], share["instance_idx"], share["instances"], share["requests"], row_sink, options,
-                            checks=[lambda: ("aborted", log.error) if log.error is not None else None], say=say,
+                            checks=[lambda: ("aborted", log.error) if log.error is not None else None], progress=Progress(say_warning),
                             duration_s=share["duration_s"], journal=journal)
     ensure_fd_budget(options.max_connections, origins=len({r.origin for r in share["requests"]}))
     signal.signal(signal.SIGINT, signal.SIG_IGN)  # the parent decides; it tells us on stdin
@@ -637,8 +636,7 @@ def child_main() -> int:
         status, reason = result.status, result.reason
     except Exception as error:  # still leave every row of the share
         status, reason = "interrupted", f"send process failed: {type(error).__name__}: {error}"
-        dispatcher.stop_status, dispatcher.stop_reason = status, reason
-        dispatcher._fill_not_sent()
+        dispatcher.close_after_failure(status, reason)
     finally:
         loop.remove_reader(stdin.fileno())
         loop.close()

@@ -30,7 +30,7 @@ def _run(tmp_path, rate, service_ms, duration_s, local_settings):
             "instances": {"spin": {"application": "spin", "distribution": "Uniform", "rate": rate, "params": {"service_ms": service_ms}}},
         }
     )
-    run_dir = execute(workload, tmp_path, local_settings=local_settings, progress=False)
+    run_dir = execute(workload, tmp_path, local_settings=local_settings)
     return run_dir, analyze_run(run_dir, plots=False)
 
 
@@ -72,7 +72,7 @@ def test_non_blocking_run_of_an_action_that_always_raises_counts_application_err
                 "instances": {"raiser": {"application": "raiser", "distribution": "Uniform", "rate": 8}},
             }
         )
-        run_dir = execute(workload, tmp_path, connection=connection, progress=False)
+        run_dir = execute(workload, tmp_path, connection=connection)
         # Records of the last activations may still be on their way: the analysis asks again.
         summary = analyze_run(run_dir, connection, plots=False)
     finally:

@@ -238,6 +238,66 @@ def test_the_blocking_finder_does_block():
     assert done.returncode != 0 and "ImportError: invoker is blocked in this test" in done.stderr
 
 
+# -- the run path: one job per room ---------------------------------------------------------------
+
+# The modules a run goes through, from the command to the send loop.
+RUN_PATH = ("experiments.cmd_run", "invoker.cmd_run", "experiments.capacity_store", "experiments.analyzed", "invoker.run",
+            "invoker.platform_set", "invoker.scripts", "invoker.dispatch", "invoker.sender", "invoker.shards")
+MAX_FUNCTION_LINES = 80
+# A function that is a process's own entry point and says its own lines: a send process of
+# ``--send-processes`` (``python -m invoker.shards``) prints its warnings to the stderr it shares.
+ENTRY_POINTS = {"invoker.shards": "child_main"}
+
+
+def run_path_problems(sources: dict[str, str], modules: tuple[str, ...] = RUN_PATH) -> list[str]:
+    """One line per function longer than ``MAX_FUNCTION_LINES``; per print or ``sys.stderr`` below
+    the command layer (lines go to the ``faasprof.progress.Progress`` a command hands down); per
+    condition that asks whether anybody listens (``if say:``); per call of another module's
+    private method (``dispatcher._fill_not_sent()``)."""
+    problems = []
+    for module in modules:
+        tree = ast.parse(sources[module])
+        defined = {node.name for node in ast.walk(tree) if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef))}
+        entry = {id(inner) for node in ast.walk(tree) if isinstance(node, ast.FunctionDef) and node.name == ENTRY_POINTS.get(module)
+                 for inner in ast.walk(node)}
+        for node in ast.walk(tree):
+            where = f"{module}:{getattr(node, 'lineno', 0)}"
+            if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)) and node.end_lineno - node.lineno + 1 > MAX_FUNCTION_LINES:
+                problems.append(f"{where}: {node.name} has {node.end_lineno - node.lineno + 1} lines; split it into steps of at most {MAX_FUNCTION_LINES}")
+            elif isinstance(node, ast.Call) and isinstance(node.func, ast.Name) and node.func.id == "print" and not is_command(module) and id(node) not in entry:
+                problems.append(f"{where}: prints; say it on the Progress the command layer hands down")
+            elif isinstance(node, ast.Attribute) and node.attr == "stderr" and ast.unparse(node) == "sys.stderr" and not is_command(module) and id(node) not in entry:
+                problems.append(f"{where}: names sys.stderr; only the command layer decides where lines go")
+            elif isinstance(node, (ast.If, ast.IfExp, ast.While)) and any(
+                    isinstance(part, ast.Name) and part.id in ("say", "progress") or isinstance(part, ast.Attribute) and part.attr in ("say", "progress")
+                    for part in ast.walk(node.test)):
+                problems.append(f"{where}: asks whether anybody listens ({ast.unparse(node.test)}); a quiet Progress says nothing")
+            elif (isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) and node.func.attr.startswith("_")
+                  and not node.func.attr.startswith("__") and node.func.attr not in defined
+                  and not (isinstance(node.func.value, ast.Name) and node.func.value.id in ("self", "cls"))):
+                problems.append(f"{where}: calls {ast.unparse(node.func)}, another module's private method; give it a public one")
+    return problems
+
+
+def test_the_run_path_has_short_functions_one_reporter_and_no_private_calls():
+    sources = project_sources()
+    assert run_path_problems(sources) == []
+
+
+def test_the_run_path_check_finds_each_problem():
+    long_body = "".join(f"    x{i} = {i}\n" for i in range(MAX_FUNCTION_LINES))
+    source = (f"import sys\n\ndef long():\n{long_body}\n"
+              "def speak(say, dispatcher):\n    if say:\n        print('hi', file=sys.stderr)\n    dispatcher._fill_not_sent()\n\n"
+              "def child_main():\n    print('own line')\n")
+    problems = run_path_problems({"invoker.shards": source}, modules=("invoker.shards",))
+    found = sorted((int(line.split(":")[1]), line.split(": ", 1)[1].split(" ")[0]) for line in problems)
+    assert found == [(3, "long"), (86, "asks"), (87, "names"), (87, "prints;"), (88, "calls")]
+    assert any("long has 81 lines" in line for line in problems) and any("dispatcher._fill_not_sent" in line for line in problems)
+    # A command prints; a module's own private helpers are its own business.
+    assert run_path_problems({"experiments.cmd_run": "def main():\n    print('x')\n\ndef _f():\n    pass\n\nclass A:\n    def g(self, o):\n        o._f()\n"},
+                             modules=("experiments.cmd_run",)) == []
+
+
 # -- the check itself fails on bad graphs ----------------------------------------------------------
 
 

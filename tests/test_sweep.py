@@ -139,7 +139,6 @@ def test_allocation_applied_per_point_read_back_and_restored(tmp_path):
         tmp_path / "out",
         root=str(root),
         analyze=False,
-        progress=False,
         run_point=run_point,
         allocation_options={"fs": kernel, "state_dir": tmp_path / "state"},
     )
@@ -169,7 +168,7 @@ def test_failed_point_is_recorded_and_the_sweep_goes_on(tmp_path):
         rundir.write_manifest(run_dir, rundir.new_manifest(point_workload.test_name, {}, rundir.ClockAnchor()))
         return run_dir
 
-    sweep_dir = sw.run_sweep(workload_from_dict(data), tmp_path, analyze=False, progress=False, run_point=run_point)
+    sweep_dir = sw.run_sweep(workload_from_dict(data), tmp_path, analyze=False, run_point=run_point)
     log = json.loads((sweep_dir / "sweep.json").read_text())
     assert [p["status"] for p in log["points"]] == ["failed", "done"]
     assert log["points"][0]["error"] == "platform refused the action"
@@ -214,7 +213,7 @@ def test_sweep_report_leads_with_completion_latency_in_the_run_reports_look(tmp_
         rundir.update_manifest(run_dir, sweep_point={"values": {"rate": rate}, "repeat": 0, "order": order, "applied": {"rate": rate}})
         points.append({"order": order, "repeat": 0, "values": {"rate": rate}, "status": "done", "run_dir": run_dir.name})
     rundir.write_json_atomic(sweep_dir / sweep_report.SWEEP_FILE, {"format_version": 1, "kind": "sweep", "status": "complete", "parameters": ["rate"], "points": points})
-    report = sweep_report.write_sweep_report(sweep_dir, progress=False)
+    report = sweep_report.write_sweep_report(sweep_dir)
     summary = json.loads((sweep_dir / "sweep_summary.json").read_text())
     assert summary["plots"][0] == "plots/completion_latency_ms_p50_vs_rate.png"
     assert not any("client_latency" in name for name in summary["plots"])
