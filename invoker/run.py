@@ -300,6 +300,9 @@ def execute(
     thresholds = {**check_thresholds((workload.raw or {}).get("thresholds"), str(workload.origin)), **(thresholds or {})}
     check_out_dir(out_dir)
     schedule = build_schedule(workload)
+    if len(schedule) == 0:
+        raise ConfigError(f"{workload.origin}: instances: the plan has no invocation (every instance is muted, rate 0, or its activity window is empty); "
+                          "give an instance a rate > 0 and a window inside test_duration_in_seconds")
     needs_openwhisk = any(OpenWhiskPlatform.serves(instance) for instance in workload.instances)
     platform = _Platform()
     platform.others = [cls.for_workload(workload) for cls in PLATFORMS
