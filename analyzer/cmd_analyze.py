@@ -47,7 +47,7 @@ def main(args: argparse.Namespace) -> int:
         # Stated before anything else: the rows present are not the plan.
         progress.warn(f"{run_dir}: {torn}; status {manifest.status}")
     platform_block = manifest.platform
-    saved = (run_dir / rundir.ACTIVATIONS).exists()
+    saved = rundir.has_records(run_dir)
     # A native run had no platform: its rows are the results, and there are no records to fetch.
     fetch = not args.no_fetch and not manifest.native_run
     if fetch and platform_block.get("embedded") and not args.apihost:
@@ -61,7 +61,7 @@ def main(args: argparse.Namespace) -> int:
         platform = dict((workload.get("as_given") or workload).get("platform") or {})
         if platform.get("auth") == "(redacted)":
             platform.pop("auth")  # the manifest never holds the key: flags or ~/.wskprops give it
-        connection = resolve_connection(args, platform, origin=str(run_dir / rundir.MANIFEST))
+        connection = resolve_connection(args, platform, origin=str(rundir.manifest_path(run_dir)))
         if connection is None:
             progress.say(f"analyze: {run_dir} has no {rundir.ACTIVATIONS} and no platform is configured to fetch them from "
                          "(pass --apihost/--auth); analyzing client-side data only")
@@ -86,7 +86,7 @@ def _rederive_plan(run_dir: Path, manifest: rundir.Manifest, progress: Progress)
     if not isinstance(given, dict):
         return False
     try:
-        workload = workload_from_dict(given, origin=str(run_dir / rundir.MANIFEST), path=Path(source) if source else None, check_catalogue=False)
+        workload = workload_from_dict(given, origin=str(rundir.manifest_path(run_dir)), path=Path(source) if source else None, check_catalogue=False)
         schedule = build_schedule(workload)
     except (FaasprofError, OSError, ValueError) as error:
         progress.warn(f"{run_dir}: cannot re-derive the plan from the manifest ({error}); the missing rows are only counted")

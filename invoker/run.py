@@ -164,6 +164,9 @@ class Run:
         self.save_records = save_records
         self.thresholds = thresholds
         self.schedule = build_schedule(workload)
+        if len(self.schedule) == 0:
+            raise ConfigError(f"{workload.origin}: instances: the plan has no invocation (every instance is muted, rate 0, or its activity window is empty); "
+                              "give an instance a rate > 0 and a window inside test_duration_in_seconds")
         self.platform = PlatformSet.for_workload(workload)
         self.storage = None
         self.run_dir: Path | None = None
@@ -174,7 +177,7 @@ class Run:
         self.host: dict = {}
         self.tools: dict = {}
         self.planned = len(self.schedule)
-        self.manifest: dict = {}
+        self.manifest: rundir.Manifest | None = None
         self.log: rundir.InvocationLog | None = None
         self.scripts: dict[str, ScriptRun] = {}
         self.started: list = []  # the collectors started, in order
@@ -271,7 +274,7 @@ class Run:
             scripts={},
             warnings=list(self.warnings),
         )
-        self.manifest["counts"]["planned"] = self.planned
+        self.manifest.counts["planned"] = self.planned
         try:
             rundir.write_manifest(run_dir, self.manifest)
             # The plan on disk before the first send: a reader of a torn run compares it with the
@@ -335,14 +338,14 @@ class Run:
             self.sharded.start()
         zero_ns = time.monotonic_ns() + START_LEAD_NS
         clock = rundir.ClockAnchor(zero_ns, time.time_ns() + START_LEAD_NS)
-        self.manifest["clock"] = clock.to_json()
-        self.manifest["monitors"] = [c.describe() for c in self.started]
+        self.manifest.clock = clock.to_json()
+        self.manifest.monitors = rundir.monitors_by_name([c.describe() for c in self.started])
         rundir.write_manifest(self.run_dir, self.manifest)
         self.progress.say(f"run directory {self.run_dir}; {self.planned:,} invocations over {workload.duration_s:g} s"
                           + (f" from {self.sharded.processes} send processes" if self.sharded is not None else ""))
         if self.sharded is not None:
             self.result = self.sharded.run(zero_ns)
-            self.manifest["invoker"].update(self.sharded.describe())
+            self.manifest.invoker.update(self.sharded.describe())
         else:
             self.dispatcher = Dispatcher(schedule.intended_ns, schedule.instance_idx, instances, self.requests, log.append, options,
                                          checks=checks, progress=self.progress, duration_s=workload.duration_s, journal=log.sent)
@@ -411,7 +414,7 @@ class Run:
         """Wait until the platform stored every activation of the run (deadline from the actions'
         time limits) and save them all; on Ctrl-C what was fetched is saved and the interrupt goes on."""
         report: dict = {}
-        self.manifest["activations"] = report
+        self.manifest.activations = report
         try:
             self.platform.openwhisk.fetch_records(self.run_dir, say=self.progress.say, report=report)
         finally:
@@ -451,22 +454,22 @@ class Run:
     def _judge(self) -> None:
         """The verdict against the thresholds, from the rows and records on disk."""
         try:
-            records = rundir.read_record_ids(self.run_dir / rundir.ACTIVATIONS)
+            records = rundir.read_record_ids(rundir.activations_path(self.run_dir))
             verdict = evaluate(rundir.read_invocations(self.run_dir), self.thresholds, records=records)
         except (OSError, FaasprofError) as error:
             self.warnings.append(f"the run's thresholds could not be checked ({error})")
             return
-        self.manifest["verdict"] = verdict
+        self.manifest.verdict = verdict
         if not verdict["passed"]:
             self.progress.say("run " + verdict["message"])
 
     def _finish_manifest(self) -> None:
         manifest, result = self.manifest, self.result
-        manifest["status"] = self.status
-        manifest["status_reason"] = self.reason
-        manifest["finished_utc"] = _utc_now()
+        manifest.status = self.status
+        manifest.status_reason = self.reason
+        manifest.finished_utc = _utc_now()
         outcomes = result.outcomes if result is not None else {"not_sent": self.planned}
-        manifest["counts"] = {
+        manifest.counts = {
             "planned": self.planned,
             "sent": result.sent if result is not None else 0,
             "failed": sum(v for k, v in outcomes.items() if k not in ("ok", "not_sent")),
@@ -474,12 +477,12 @@ class Run:
             "outcomes": outcomes,
         }
         if result is not None:
-            manifest["invoker"].update(result.describe())
+            manifest.invoker.update(result.describe())
             self.warnings.extend(w for w in result.warnings if w not in self.warnings)
-            manifest["invoker"].pop("warnings", None)  # kept once, in the top-level list
-        manifest["monitors"] = [c.describe() for c in self.started]
-        manifest["scripts"] = {name: script.describe() for name, script in self.scripts.items()}
-        manifest["warnings"] = self.warnings
+            manifest.invoker.pop("warnings", None)  # kept once, in the top-level list
+        manifest.monitors = rundir.monitors_by_name([c.describe() for c in self.started])
+        manifest.scripts = {name: script.describe() for name, script in self.scripts.items()}
+        manifest.warnings = self.warnings
         rundir.write_manifest(self.run_dir, manifest)
 
 
@@ -532,11 +535,8 @@ def _complete_rows_after_failure(run_dir: Path, schedule, workload, reason: str)
     """The send loop never ran: still one row per planned invocation, all ``not_sent``."""
     names = [i.name for i in workload.instances]
     functions = [i.function for i in workload.instances]
-    with open(run_dir / rundir.INVOCATIONS, "a", encoding="utf-8", newline="") as handle:
-        for seq, (intended, idx) in enumerate(zip(schedule.intended_ns.tolist(), schedule.instance_idx.tolist())):
-            handle.write(rundir.format_row((seq, names[idx], functions[idx], intended, None, None, "not_sent", None, None, reason)))
-        handle.flush()
-        os.fsync(handle.fileno())
+    rundir.append_rows(run_dir, ((seq, names[idx], functions[idx], intended, None, None, "not_sent", None, None, reason)
+                                 for seq, (intended, idx) in enumerate(zip(schedule.intended_ns.tolist(), schedule.instance_idx.tolist()))))
 
 
 def _utc_now() -> str:
