@@ -13,7 +13,7 @@ import json
 from faasprof.errors import ConfigError
 from experiments import capacity_store
 from experiments.capacity import find_capacity
-from platforms.openwhisk import add_connection_arguments, resolve_connection
+from platforms.openwhisk.connection import add_connection_arguments, resolve_connection
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:

@@ -78,8 +78,9 @@ from faasprof.outcomes import final_outcome
 from functions import native
 from functions.catalogue import FunctionEntry
 from localwhisk.embedded import start_embedded
-from platforms.openwhisk import Connection, OpenWhiskClient
-from platforms.openwhisk_deploy import ensure_actions
+from platforms.openwhisk.client import OpenWhiskClient
+from platforms.openwhisk.connection import Connection
+from platforms.openwhisk.deploy import ensure_actions
 
 SLOWDOWN_FORMAT_VERSION = 2
 SLOWDOWN_CSV = "slowdown.csv"

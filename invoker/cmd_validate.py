@@ -18,7 +18,7 @@ import sys
 from pathlib import Path
 
 from faasprof.errors import EXIT_BAD_INPUT, EXIT_NOT_READY, ConfigError, FaasprofError
-from platforms.openwhisk import add_connection_arguments, resolve_connection
+from platforms.openwhisk.connection import add_connection_arguments, resolve_connection
 from invoker.preflight import embedded_limits, platform_check
 from workload.spec import is_schema_document, parse_workload_file, workload_from_dict
 

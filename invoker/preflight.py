@@ -20,8 +20,10 @@ from pathlib import Path
 from faasprof.errors import ConfigError
 from functions import catalogue
 from functions.own import own_entry, stage
-from platforms.openwhisk import Connection, OpenWhiskPlatform, require_platform
-from platforms.openwhisk_deploy import missing_actions_error
+from platforms.openwhisk.client import require_platform
+from platforms.openwhisk.connection import Connection
+from platforms.openwhisk.deploy import missing_actions_error
+from platforms.openwhisk.platform import OpenWhiskPlatform
 from workload.spec import PlatformLimits, Workload, check_limits
 from localwhisk.config import Settings
 

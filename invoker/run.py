@@ -46,7 +46,8 @@ from localwhisk.embedded import start_embedded
 from monitoring.collectors import build_collectors, tool_versions
 from monitoring.host import collect_host
 from platforms.base import Platform
-from platforms.openwhisk import Connection, OpenWhiskPlatform
+from platforms.openwhisk.connection import Connection
+from platforms.openwhisk.platform import OpenWhiskPlatform
 from platforms.registry import PLATFORMS
 from workload.schedule import build_schedule
 

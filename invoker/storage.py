@@ -55,7 +55,7 @@ from pathlib import Path
 
 from faasprof.errors import ConfigError, NotReadyError
 from functions.iolib import PatternReader, S3, S3Error
-from platforms.openwhisk import OpenWhiskPlatform
+from platforms.openwhisk.platform import OpenWhiskPlatform
 
 START_TIMEOUT_S = 20.0
 STOP_TIMEOUT_S = 5.0

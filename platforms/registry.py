@@ -10,7 +10,8 @@ from typing import Any
 
 from platforms.base import Platform, PreparedRequest
 from platforms.generic import GenericPlatform
-from platforms.openwhisk import Connection, OpenWhiskPlatform, prepare_action_request
+from platforms.openwhisk.connection import Connection
+from platforms.openwhisk.platform import OpenWhiskPlatform, prepare_action_request
 
 PLATFORMS: tuple[type[Platform], ...] = (OpenWhiskPlatform, GenericPlatform)
 

@@ -23,7 +23,7 @@ import pytest
 from conftest import REPO_ROOT, run_cli
 from faasprof import rundir
 from faasprof.errors import ConfigError
-from platforms.openwhisk import Connection
+from platforms.openwhisk.connection import Connection
 from invoker.dispatch import DispatchOptions
 from platforms.registry import prepare_request
 from invoker.shards import SHARDS_DIR, ShardedDispatch, peak_rate_per_s, resolve_processes, split_plan

@@ -13,7 +13,7 @@ import pytest
 from faasprof.errors import ConfigError
 from workload.spec import load_workload, workload_from_dict
 from tests.conftest import DATA_DIR, REPO_ROOT
-from platforms.openwhisk import resolve_connection, write_local_props
+from platforms.openwhisk.connection import resolve_connection, write_local_props
 
 BASE = {
     "test_name": "t",
