@@ -29,10 +29,10 @@ COMMANDS: dict[str, tuple[str, str]] = {
     "mpki": ("experiments.cmd_mpki", "branch MPKI against median execution time per function (Figs 6, 7); needs hardware counters"),
     "sweep": ("experiments.cmd_sweep", "run a workload over LLC ways, bandwidth, memory limits or rates"),
     "deploy": ("invoker.cmd_deploy", "package benchmark functions and create or update their actions"),
-    "native": ("functions.cmd_native", "run a benchmark function natively, outside any platform"),
+    "native": ("experiments.cmd_native", "run a benchmark function natively, outside any platform"),
     "parse": ("monitoring.cmd_parse", "turn a collector's raw output (perf, pqos, blkparse, ...) into a tidy CSV"),
     "local": ("localwhisk.cmd_local", "start, stop or inspect localwhisk, the embedded platform"),
-    "doctor": ("monitoring.cmd_doctor", "report what this host can measure and what is missing"),
+    "doctor": ("invoker.cmd_doctor", "report what this host can measure and what is missing"),
 }
 
 

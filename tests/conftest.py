@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 
 from faasprof.docker import docker_problem
-from functions import native
+from experiments import native
 from functions.catalogue import lookup
 
 REPO_ROOT = Path(__file__).resolve().parent.parent
