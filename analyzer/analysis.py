@@ -24,7 +24,10 @@ Summary format versions (``SUMMARY_FORMAT_VERSION``):
      ``failures`` (by function and outcome, with an example error), ``final_*``/``successful``/
      ``failures``/``rejected`` counts per phase and function; latency figures, start classes and
      modes cover successful invocations only (``analyzer.stats``). A version-1 summary is
-     re-analyzed by ``compare``: its percentiles included failed activations.
+     re-analyzed by ``compare``: its percentiles included failed activations. Added later,
+     readable by version-2 readers: ``run.end_s`` and ``run.not_sent_interrupted`` (a run that
+     stopped early: where it stopped, and the invocations planned after that, which
+     ``run.final_outcomes`` and ``failures`` leave out).
 """
 
 from __future__ import annotations
@@ -79,6 +82,7 @@ class Run:
     phases: list[dict] = field(default_factory=list)
     records_info: dict = field(default_factory=dict)
     warnings: list[str] = field(default_factory=list)
+    end_s: float | None = None  # where a run that stopped early stopped (analyzer.stats.run_end_s)
     _records: pd.DataFrame | None = field(default=None, repr=False)
 
     @property
@@ -186,9 +190,12 @@ def run_records(run_dir: Path, invocations: pd.DataFrame, refresh_index: bool = 
     return records, position, {"source": rundir.ACTIVATIONS, "unreadable_lines": bad, "foreign_ignored": foreign}
 
 
-def _group_tables(frame: pd.DataFrame, specs: list[dict], phase_list: list[dict], warnings: list[str]) -> tuple[pd.DataFrame, pd.DataFrame]:
+def _group_tables(frame: pd.DataFrame, specs: list[dict], phase_list: list[dict], warnings: list[str], references: dict[str, dict],
+                  end_s: float | None = None) -> tuple[pd.DataFrame, pd.DataFrame]:
     """``phase_stats`` (one row per instance × steady phase, with the mode) and ``function_stats``
-    (one row per function over the whole run); stability warnings are appended to ``warnings``."""
+    (one row per function over the whole run, up to ``end_s`` when it stopped early); stability
+    warnings are appended to ``warnings``. ``references``: each function's reference latency for
+    the queueing rule (``stats.latency_references``)."""
     intended = frame["intended_s"].to_numpy()
     phase_rows = []
     # The statistics read these columns only: groups are cut from them, one at a time, by position,
@@ -213,7 +220,8 @@ def _group_tables(frame: pd.DataFrame, specs: list[dict], phase_list: list[dict]
             block = stats_mod.group_stats(rows, phase["steady_start_s"], phase["end_s"], done_s)
             trend = stats_mod.latency_trend(rows, phase["steady_start_s"], phase["end_s"], latency_column)
             trend["latency"] = latency_column.removesuffix("_ms").replace("_", " ")
-            mode, reasons = stats_mod.decide_mode(block, trend)
+            reference = references.get(spec["function"])
+            mode, reasons = stats_mod.decide_mode(block, trend, reference)
             where = f"{name} phase {phase['phase']}"
             warnings.extend(stats_mod.stability_warnings(where, block))
             phase_rows.append(
@@ -232,6 +240,10 @@ def _group_tables(frame: pd.DataFrame, specs: list[dict], phase_list: list[dict]
                     "client_latency_kind": CLIENT_LATENCY_KIND if spec["blocking"] else None,
                     "mode": mode,
                     "mode_reasons": "; ".join(reasons),
+                    # The queueing rule's yardstick (rule 2(d)), beside the evidence it judged.
+                    "reference_latency_ms": (reference or {}).get("completion_latency_ms_p50"),
+                    "reference_rate_rps": (reference or {}).get("rate_rps"),
+                    "reference_source": (reference or {}).get("source"),
                     **{f"trend_{k}": v for k, v in trend.items()},
                     **{k: v for k, v in block.items() if k != "window_s"},
                 }
@@ -240,6 +252,8 @@ def _group_tables(frame: pd.DataFrame, specs: list[dict], phase_list: list[dict]
 
     function_rows = []
     for function, positions in sorted(slim.groupby("function", observed=True, sort=True).indices.items(), key=lambda item: str(item[0])):
+        if end_s is not None:  # what was planned after the stop was never due while the run ran
+            positions = positions[intended[positions] < end_s]
         rows = slim.take(positions)
         t = rows["intended_s"].to_numpy()
         start = float(np.nanmin(t)) if len(t) else 0.0
@@ -303,7 +317,8 @@ def load_run(
 
     specs = stats_mod.instance_specs(manifest, frame)
     duration = stats_mod._workload_duration(manifest, frame)
-    phase_list = stats_mod.phases(specs, duration)
+    end_s = stats_mod.run_end_s(manifest, frame)
+    phase_list = stats_mod.phases(specs, duration, end_s)
     frame["phase"] = stats_mod.assign_phase(frame["intended_s"].to_numpy(), phase_list)
     steady = np.zeros(len(frame), dtype=bool)
     intended = frame["intended_s"].to_numpy()
@@ -312,12 +327,16 @@ def load_run(
     frame["steady"] = steady
 
     # In a function of its own: the groups' copies and positions are gone before the monitors load.
-    phase_stats, function_stats = _group_tables(frame, specs, phase_list, warnings)
+    phase_stats, function_stats = _group_tables(frame, specs, phase_list, warnings, stats_mod.latency_references(manifest), end_s)
 
     status = manifest.status
     if status != "complete":
         warnings.append(f"{run_dir}: run status is {status!r}, not complete: the figures cover only what was sent before it stopped")
-    not_sent = int((frame["outcome"] == "not_sent").sum())
+    unsent_after = int(stats_mod.unsent_after_end(frame, end_s).sum())
+    if unsent_after:
+        warnings.append(f"the run stopped at {end_s:.3g} s: the phases end there; the {unsent_after} invocations planned after it were "
+                        "never sent (not sent: interrupted) and are neither offered nor failed")
+    not_sent = int((frame["outcome"] == "not_sent").sum()) - unsent_after
     if not_sent:
         warnings.append(f"{not_sent} planned invocations were never sent (outcome not_sent)")
     monitors, monitors_info = _load_monitors(run_dir, manifest, warnings)
@@ -339,6 +358,7 @@ def load_run(
         phases=phase_list,
         records_info={**records_info, "monitors": monitors_info},
         warnings=warnings,
+        end_s=end_s,
     )
 
 
@@ -359,10 +379,11 @@ def monitor_summary(run: Run) -> dict:
     return out
 
 
-def failure_summary(frame: pd.DataFrame) -> dict:
+def failure_summary(frame: pd.DataFrame, end_s: float | None = None) -> dict:
     """Invocations that did not succeed, by function and final outcome, each with its count, its
-    completion latency (p50, max) and the first error text seen (record error, else HTTP error)."""
-    failed = frame[stats_mod.label_mask(frame["final_outcome"], FAILURE_OUTCOMES)]
+    completion latency (p50, max) and the first error text seen (record error, else HTTP error).
+    Those planned after the run stopped at ``end_s`` did not fail: they were never due."""
+    failed = frame[stats_mod.label_mask(frame["final_outcome"], FAILURE_OUTCOMES) & ~stats_mod.unsent_after_end(frame, end_s)]
     groups = []
     for (function, outcome), rows in failed.groupby([failed["function"].astype(object), failed["final_outcome"].astype(object)], sort=False):
         latency = rows["completion_latency_ms"].to_numpy(dtype="float64")
@@ -387,13 +408,16 @@ def build_summary(run: Run) -> dict:
     frame = run.invocations
     outcome_counts = {name: int((frame["outcome"] == name).sum()) for name in HTTP_OUTCOMES}
     final_counts = {name: int((frame["final_outcome"] == name).sum()) for name in FINAL_OUTCOMES}
+    # Planned after the run stopped: apart from the final outcomes, which count what was due.
+    unsent_after = int(stats_mod.unsent_after_end(frame, run.end_s).sum())
+    final_counts["not_sent"] -= unsent_after
     instances = []
     for spec in run.specs:
         rows = run.phase_stats[run.phase_stats["instance"] == spec["instance"]] if len(run.phase_stats) else pd.DataFrame()
         phases = []
         for record in rows.to_dict("records"):
             record = {k: v for k, v in record.items() if k not in ("instance", "function", "rate_rps")}
-            evidence_keys = ("achieved_rps", "offered_rps", "achieved_over_offered", "trend_first_third_median_ms", "trend_last_third_median_ms", "trend_slope_ms_per_s", "trend_latency", "cold_fraction", "resumed_fraction", "warm_fraction", "throttled", "timeout", "failed", "answered", "successful", "rejected", *(f"final_{name}" for name in stats_mod.REJECTED_FINAL), "with_record", "successful_with_record")
+            evidence_keys = ("achieved_rps", "offered_rps", "achieved_over_offered", "trend_first_third_median_ms", "trend_last_third_median_ms", "trend_slope_ms_per_s", "trend_latency", "cold_fraction", "resumed_fraction", "warm_fraction", "throttled", "timeout", "failed", "answered", "successful", "rejected", *(f"final_{name}" for name in stats_mod.REJECTED_FINAL), "with_record", "successful_with_record", "completion_latency_ms_p50", "reference_latency_ms", "reference_rate_rps", "reference_source")
             record["mode_evidence"] = {k: record.get(k) for k in evidence_keys}
             phases.append(record)
         instances.append({**spec, "phases": phases})
@@ -409,9 +433,11 @@ def build_summary(run: Run) -> dict:
             "planned": int(len(frame)),
             "outcomes": outcome_counts,
             "final_outcomes": final_counts,
+            "end_s": run.end_s,
+            "not_sent_interrupted": unsent_after,
             "phases": [{k: v for k, v in p.items()} for p in run.phases],
         },
-        "failures": failure_summary(frame),
+        "failures": failure_summary(frame, run.end_s),
         "records": run.records_info,
         "start_classes": {
             "pause_grace_ms": run.records_info.get("pause_grace_ms"),

@@ -15,21 +15,36 @@ A label only means something when the runs are the same workload but for that se
 they also differ in the functions they call, or in other workload settings, ``compare`` warns
 that it may be labelling unrelated workloads.
 
-Significance (``significance``): for each function, every run after the first is tested against
-the first on its per-invocation completion latencies of successful invocations: two-sided
-Mann-Whitney U (no assumption of normality; latencies are skewed), significant at p < 0.05, with
-the effect size as the ratio of medians (how many times slower or faster, as pyperf's
-``compare_to`` says it) and the common-language effect size (probability that an invocation of
-the run is slower than one of the baseline; 0.5 is no effect).
+Completion latency (planned send → function end) is the headline of every comparison, as of the
+run report: a non-blocking call's client latency is the time to its 202, which falls as the
+platform falls behind. Client latency columns are kept only for functions whose every instance
+is called blocking (``calls``); they are empty otherwise.
+
+Significance (``significance``): for each function, every run after the first is compared with
+the first on its per-invocation completion latencies of successful invocations, percentile by
+percentile (``VERDICT_PERCENTILES``), since a change can speed up the median and slow down the
+tail: each run's percentile with its distribution-free 95 % confidence interval
+(``analyzer.stats.quantile_ci``), the ratio run / baseline, and the ratio's interval
+[run low / baseline high, run high / baseline low] (it holds the true ratio whenever both
+intervals hold theirs: at least 90 %). The verdict is ``slower`` when the run's interval lies
+wholly above the baseline's, ``faster`` when wholly below, ``no significant difference`` when
+they overlap (a conservative test: two 95 % intervals that do not overlap differ at well under
+5 %), ``too few samples`` when an interval has no bound. Besides, two-sided Mann-Whitney U tests
+the distributions as a whole (``p_value``; the common-language effect size ``prob_slower``, the
+probability that an invocation of the run is slower than one of the baseline, 0.5 no effect).
 
 Output format versions (``COMPARE_FORMAT_VERSION``):
   1: first version; ``significance`` (one entry per run × function against the baseline run) was
      added to it later as an optional key (readers of version 1 that ignore unknown keys still work).
+  2: ``significance`` entries carry ``percentiles`` (a verdict per percentile) and ``verdict``
+     sums them up, no longer one word for the median; rows carry ``calls``, and client latency only
+     for blocking calls.
 """
 
 from __future__ import annotations
 
 import json
+import math
 import os
 import re
 from pathlib import Path
@@ -42,19 +57,23 @@ from scipy import stats as scipy_stats
 from faasprof import __version__, rundir
 from faasprof.errors import ConfigError, FormatError
 from faasprof.outcomes import FAILURE_OUTCOMES
+from analyzer import markup
 from analyzer import stats as stats_mod
 from analyzer import tails as tails_mod
 from analyzer import compare_plots
 from analyzer.analysis import analyze_run, load_summary
 
-COMPARE_FORMAT_VERSION = 1
-ALPHA = 0.05
+COMPARE_FORMAT_VERSION = 2
 MIN_SAMPLES_FOR_TEST = 8
-# Keys that differ between any two runs without meaning a different experiment.
-VOLATILE_NAMES = ("test_name", "description", "created_utc", "apihost", "port", "pid", "auth", "auth_user", "source", "path", "uptime_s", "loadavg", "random_seed", "seed", "seed_was_null", "as_given", "info", "actions", "cgroup_parents", "embedded")
+VERDICT_PERCENTILES = (50.0, 90.0, 99.0, 99.9)
+# Keys that differ between any two runs without meaning a different experiment; the last ones are
+# the embedded platform's bookkeeping of what it cleaned up when it started.
+VOLATILE_NAMES = ("test_name", "description", "created_utc", "apihost", "port", "pid", "auth", "auth_user", "source", "path", "uptime_s", "loadavg", "random_seed", "seed", "seed_was_null", "as_given", "info", "actions", "cgroup_parents", "embedded",
+                  "stale_cgroups_removed", "stale_containers_removed", "orphan_sandboxes_killed")
 VOLATILE_SUFFIXES = ("_dir", "_path", "_pid", "_port", "_utc", "_ns", "seed")
 HOST_KEYS = ("hostname", "cpu_model", "model_name", "kernel", "governor", "smt", "cores", "logical_cpus", "sockets", "perf_event_paranoid", "microcode", "turbo", "no_turbo")
-METRICS = ("completion_latency_ms_p50", "completion_latency_ms_p99", "client_latency_ms_p50", "client_latency_ms_p90", "client_latency_ms_p99", "client_latency_ms_p99_9", "platform_latency_ms_p50", "platform_latency_ms_p99", "achieved_rps", "cold_fraction", "resumed_fraction", "execution_ms_mean", "wait_ms_mean", "gb_s")
+CLIENT_METRICS = ("client_latency_ms_p50", "client_latency_ms_p90", "client_latency_ms_p99", "client_latency_ms_p99_9")
+METRICS = ("completion_latency_ms_p50", "completion_latency_ms_p90", "completion_latency_ms_p99", *CLIENT_METRICS, "platform_latency_ms_p50", "platform_latency_ms_p99", "achieved_rps", "cold_fraction", "resumed_fraction", "execution_ms_mean", "wait_ms_mean", "gb_s")
 MONITOR_HINTS = ("ipc", "mpki", "bw", "bandwidth", "occupancy")
 
 
@@ -157,8 +176,40 @@ def _latencies(path: Path) -> dict[str, np.ndarray]:
     return out
 
 
+def percentile_verdicts(baseline: np.ndarray, run: np.ndarray) -> list[dict]:
+    """Per ``VERDICT_PERCENTILES``: both runs' percentile and 95 % interval (ms), the ratio run /
+    baseline with its interval, and the verdict (module docstring)."""
+    before = stats_mod.percentile_block(baseline, "v")
+    after = stats_mod.percentile_block(run, "v")
+    out = []
+    for pct in VERDICT_PERCENTILES:
+        key = "v_" + f"p{pct:g}".replace(".", "_")
+        b, b_low, b_high = before[key], before[f"{key}_ci_low"], before[f"{key}_ci_high"]
+        a, a_low, a_high = after[key], after[f"{key}_ci_low"], after[f"{key}_ci_high"]
+        entry = {"percentile": pct, "baseline_ms": b, "baseline_ci_ms": [b_low, b_high], "run_ms": a, "run_ci_ms": [a_low, a_high],
+                 "ratio": a / b if b > 0 else None, "ratio_ci": None}
+        bounds = (b_low, b_high, a_low, a_high)
+        if not all(math.isfinite(v) for v in bounds):
+            entry["verdict"] = "too few samples"
+        else:
+            if b_low > 0:
+                entry["ratio_ci"] = [a_low / b_high, a_high / b_low]
+            entry["verdict"] = "slower" if a_low > b_high else "faster" if a_high < b_low else "no significant difference"
+        out.append(entry)
+    return out
+
+
+def _verdict_text(percentiles: list[dict]) -> str:
+    """One line: each percentile's verdict with its ratio and interval."""
+    parts = []
+    for entry in percentiles:
+        interval = f" ({markup.ratio(entry['ratio_ci'][0])}–{markup.ratio(entry['ratio_ci'][1])})" if entry["ratio_ci"] else ""
+        parts.append(f"p{entry['percentile']:g} {entry['verdict']} {markup.ratio(entry['ratio'])}{interval}")
+    return "; ".join(parts)
+
+
 def significance(paths: list[Path], names: list[str], latencies: dict[Path, dict[str, np.ndarray]] | None = None) -> list[dict]:
-    """Each run after the first against the first, per function (module docstring).
+    """Each run after the first against the first, per function and percentile (module docstring).
     ``latencies``: each run's ``_latencies`` when the caller read them already."""
     if len(paths) < 2:
         return []
@@ -171,20 +222,68 @@ def significance(paths: list[Path], names: list[str], latencies: dict[Path, dict
             a, b = base[function], other[function]
             entry: dict[str, Any] = {"run": name, "baseline": names[0], "function": function, "metric": "completion_latency_ms", "n_baseline": int(len(a)), "n": int(len(b))}
             if min(len(a), len(b)) < MIN_SAMPLES_FOR_TEST:
-                entry.update(verdict=f"too few samples (< {MIN_SAMPLES_FOR_TEST}) to test", p_value=None, median_ratio=None, prob_slower=None, significant=None)
+                entry.update(verdict=f"too few samples (< {MIN_SAMPLES_FOR_TEST}) to test", percentiles=[], p_value=None, median_ratio=None, prob_slower=None)
                 out.append(entry)
                 continue
             test = scipy_stats.mannwhitneyu(b, a, alternative="two-sided")
-            ratio = float(np.median(b) / np.median(a)) if np.median(a) > 0 else float("nan")
-            prob_slower = float(test.statistic) / (len(a) * len(b))
-            significant = bool(test.pvalue < ALPHA)
-            if not significant:
-                verdict = f"not significant (p = {test.pvalue:.2g})"
-            else:
-                verdict = f"{ratio:.2f}x {'slower' if ratio > 1 else 'faster'} (p = {test.pvalue:.2g}, P(slower) = {prob_slower:.2f})"
-            entry.update(p_value=float(test.pvalue), median_ratio=ratio, prob_slower=prob_slower, significant=significant, verdict=verdict)
+            percentiles = percentile_verdicts(a, b)
+            entry.update(
+                percentiles=percentiles,
+                verdict=_verdict_text(percentiles),
+                p_value=float(test.pvalue),
+                median_ratio=percentiles[0]["ratio"] if percentiles[0]["percentile"] == 50 else None,
+                prob_slower=float(test.statistic) / (len(a) * len(b)),
+            )
             out.append(entry)
     return out
+
+
+def verdict_lines(result: dict) -> list[str]:
+    """The comparison's verdicts as text, a line per percentile (for the terminal)."""
+    entries = result.get("significance") or []
+    if not entries:
+        return []
+    lines = [f"completion latency (planned send → function end, successful invocations) against {entries[0]['baseline']}:"]
+    for entry in entries:
+        lines.append(f"  {entry['run']}, {entry['function']} (n {entry['n']:,} against {entry['n_baseline']:,}):")
+        if not entry.get("percentiles"):
+            lines.append(f"    {entry['verdict']}")
+            continue
+        for p in entry["percentiles"]:
+            interval = f"{markup.ratio(p['ratio_ci'][0])}–{markup.ratio(p['ratio_ci'][1])}" if p.get("ratio_ci") else "–"
+            lines.append(f"    p{p['percentile']:<5g} {markup.ms(p['baseline_ms']):>9} → {markup.ms(p['run_ms']):>9}  {markup.ratio(p['ratio']):>7} (interval {interval})  {p['verdict']}")
+        lines.append(f"    whole distribution: P(slower) {entry['prob_slower']:.2f}, Mann-Whitney p = {entry['p_value']:.2g}")
+    return lines
+
+
+def summary_table(frame: pd.DataFrame) -> pd.DataFrame:
+    """The compare frame as the terminal shows it: completion latency first, units in every cell,
+    client latency only where some function is called blocking."""
+    columns = {
+        "label": ("label", str),
+        "function": ("function", str),
+        "calls": ("calls", str),
+        "mode": ("mode", str),
+        "offered": ("offered_rps", markup.rate),
+        "achieved": ("achieved_rps", markup.rate),
+        "completion p50": ("completion_latency_ms_p50", markup.ms),
+        "completion p90": ("completion_latency_ms_p90", markup.ms),
+        "completion p99": ("completion_latency_ms_p99", markup.ms),
+        "client p50 (blocking)": ("client_latency_ms_p50", markup.ms),
+        "client p99 (blocking)": ("client_latency_ms_p99", markup.ms),
+        "cold": ("cold_fraction", markup.pct),
+    }
+    shown = {}
+    for title, (column, format_value) in columns.items():
+        if column not in frame.columns or (column in CLIENT_METRICS and not frame[column].notna().any()):
+            continue
+        shown[title] = [format_value(None if pd.isna(v) else v) for v in frame[column].tolist()]
+    return pd.DataFrame(shown)
+
+
+def default_out_dir(run_dirs: list[str | os.PathLike]) -> Path:
+    """Where a comparison goes when no --out names it: beside the first run, never the working directory."""
+    return Path(run_dirs[0]).resolve().parent / f"compare-{rundir.utc_stamp()}"
 
 
 def _numeric(value: Any) -> float | None:
@@ -235,15 +334,20 @@ def compare_runs(run_dirs: list[str | os.PathLike], label: str | None = None, ou
                 if any(h in column.lower() for h in MONITOR_HINTS):
                     monitors[f"{monitor}_{column}"] = mean
         modes_by_function: dict[str, set] = {}
+        blocking_by_function: dict[str, set] = {}
         for instance in summary["instances"]:
+            blocking_by_function.setdefault(instance["function"], set()).add(bool(instance.get("blocking")))
             for phase in instance["phases"]:
                 modes_by_function.setdefault(instance["function"], set()).add(phase["mode"])
         for entry in summary["functions"]:
+            blocking = blocking_by_function.get(entry["function"], set())
+            calls = "blocking" if blocking == {True} else "non-blocking" if blocking == {False} else "mixed"
             row = {
                 "run": name,
                 "label": str(value) if parameter else name,
                 "parameter_value": _numeric(value) if parameter else None,
                 "function": entry["function"],
+                "calls": calls,
                 "mode": ",".join(sorted(modes_by_function.get(entry["function"], set()))),
                 "planned": entry["planned"],
                 "answered": entry["answered"],
@@ -257,6 +361,8 @@ def compare_runs(run_dirs: list[str | os.PathLike], label: str | None = None, ou
                 **tails_mod.function_columns(summary, entry["function"]),
                 **monitors,
             }
+            if calls != "blocking":  # the time to a 202 is no latency of the function's
+                row.update(dict.fromkeys(CLIENT_METRICS))
             rows.append(row)
     frame = pd.DataFrame(rows)
     # Each run's latencies are read once, for the tests and the overlaid CDFs alike.

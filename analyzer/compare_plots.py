@@ -8,9 +8,11 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-from analyzer.markup import STYLE, fmt, image, table
+from analyzer.markup import fmt, image, ms, page, pct, rate, ratio, table
 from analyzer.plots import SAVE, _ecdf_points, pyplot
 
+# Completion latency first, client latency (only filled for blocking calls) after it.
+LATENCY_COLUMNS = ("completion_latency_ms_p50", "completion_latency_ms_p90", "completion_latency_ms_p99", "client_latency_ms_p50", "client_latency_ms_p99")
 VERSUS = (("completion_latency_ms_p50", "p50 completion latency (ms)"), ("completion_latency_ms_p99", "p99 completion latency (ms)"), ("achieved_rps", "achieved invocations/s"), ("cold_fraction", "cold-start fraction"))
 
 
@@ -80,24 +82,59 @@ def write_compare_plots(out: Path, frame: pd.DataFrame, paths: list[Path], names
 
 
 def write_compare_report(path: Path, frame: pd.DataFrame, result: dict) -> None:
-    parts = [f"<!DOCTYPE html><html><head><meta charset='utf-8'><title>faasprof compare</title><style>{STYLE}</style></head><body>"]
-    parts.append(f"<h1>faasprof compare: {len(result['runs'])} runs</h1>")
+    """The comparison's page, in the run report's look: completion latency first, then the
+    verdicts per percentile against the first run, the table, the plots."""
+    parts = [f"<h1>faasprof compare: {len(result['runs'])} runs</h1>"]
     parts.append(f"<p>Parameter: <code>{fmt(result['parameter'])}</code>. Settings that differ: {html.escape(', '.join(result['differing_keys']) or 'none')}.</p>")
     if result["warnings"]:
         parts.append("<h2>Warnings</h2><div class='warn'><ul>" + "".join(f"<li>{html.escape(w)}</li>" for w in result["warnings"]) + "</ul></div>")
+    parts.append(
+        "<p class='def'><b>Completion latency</b> (planned send → function end, successful invocations) is the headline, "
+        "as in each run's report; <b>client latency</b> is shown only for functions called blocking: a non-blocking call is "
+        "answered (202) before its function runs.</p>"
+    )
     if result.get("significance"):
-        parts.append("<h2>Is the difference significant? Completion latency against the first run</h2>")
-        parts.append("<p><small>Two-sided Mann-Whitney U on per-invocation completion latencies of successful invocations, p &lt; 0.05; "
-                     "effect size: ratio of medians and P(slower), the chance that an invocation of the run is slower than one of the baseline.</small></p>")
-        srows = [[e["run"], e["function"], e["n_baseline"], e["n"], e["verdict"]] for e in result["significance"]]
-        parts.append(table(["run", "function", "n baseline", "n", "verdict"], srows, left=2))
-    columns = ["run", "label", "function", "mode", "planned", "successful", "failures", "offered_rps", "achieved_rps", "completion_latency_ms_p50", "completion_latency_ms_p99", "cold_fraction", "gb_s"]
+        parts.append("<h2>Is the difference significant? Completion latency, percentile by percentile, against the first run</h2>")
+        parts.append(
+            "<p><small>Each percentile with its distribution-free 95 % interval (order statistics); ratio = run / baseline, its interval "
+            "from the two intervals' ends; <b>slower</b> or <b>faster</b> when the two intervals do not overlap, else no significant "
+            "difference. The whole distribution: two-sided Mann-Whitney U and P(slower), the chance that an invocation of the run is "
+            "slower than one of the baseline.</small></p>"
+        )
+        srows = []
+        for entry in result["significance"]:
+            for p in entry.get("percentiles") or [{"percentile": None, "verdict": entry["verdict"]}]:
+                ratio_ci = p.get("ratio_ci")
+                srows.append([
+                    entry["run"], entry["function"], f"p{p['percentile']:g}" if p["percentile"] is not None else "–", entry["n_baseline"], entry["n"],
+                    _with_interval(p.get("baseline_ms"), p.get("baseline_ci_ms")), _with_interval(p.get("run_ms"), p.get("run_ci_ms")),
+                    ratio(p.get("ratio")) + (f" ({ratio(ratio_ci[0])}–{ratio(ratio_ci[1])})" if ratio_ci else ""), p["verdict"],
+                ])
+            if entry.get("p_value") is not None:
+                srows.append([entry["run"], entry["function"], "distribution", entry["n_baseline"], entry["n"], "", "", "",
+                              f"P(slower) {entry['prob_slower']:.2f}, Mann-Whitney p = {entry['p_value']:.2g}"])
+        parts.append(table(["run", "function", "percentile", "n baseline", "n", "baseline (95 % CI)", "run (95 % CI)", "ratio (interval)", "verdict"], srows, left=3))
+    columns = ["run", "label", "function", "calls", "mode", "planned", "successful", "failures", "offered_rps", "achieved_rps",
+               *LATENCY_COLUMNS, "cold_fraction", "gb_s"]
     columns += [c for c in frame.columns if c not in columns and c not in ("parameter_value",) and frame[c].dtype.kind == "f" and any(h in c for h in ("ipc", "mpki", "bw", "occupancy"))]
-    rows = frame[[c for c in columns if c in frame.columns]].itertuples(index=False) if len(frame) else []
-    parts.append(table([c for c in columns if c in frame.columns], rows, left=4))
+    columns = [c for c in columns if c in frame.columns and not (c in LATENCY_COLUMNS and c.startswith("client") and not frame[c].notna().any())]
+    formats = {**{c: ms for c in LATENCY_COLUMNS}, "offered_rps": rate, "achieved_rps": rate, "cold_fraction": pct}
+    rows = [[formats.get(c, lambda v: v)(None if pd.isna(v) else v) for c, v in zip(columns, row)] for row in frame[columns].itertuples(index=False)] if len(frame) else []
+    names = {"offered_rps": "offered", "achieved_rps": "achieved", "cold_fraction": "cold", "gb_s": "GB-s"}
+    headers = [names.get(c, c.replace("_latency_ms_", " ").replace("_", " ")) for c in columns]
+    modes = frame["mode"].astype(str).tolist() if len(frame) else []
+    parts.append("<h2>Runs × functions</h2>")
+    parts.append(table(headers, rows, left=5, row_class=lambda k: f"mode-{modes[k]}"))
     for name in result.get("outputs", {}).get("plots", []):
         file = path.parent / name
         if file.exists():
             parts.append(image(file, name))
-    parts.append("</body></html>\n")
-    path.write_text("".join(parts), encoding="utf-8")
+    path.write_text(page("faasprof compare", parts), encoding="utf-8")
+
+
+def _with_interval(value, interval) -> str:
+    if value is None:
+        return "–"
+    if not interval or interval[0] is None or interval[1] is None:
+        return ms(value)
+    return f"{ms(value)} ({ms(interval[0])}–{ms(interval[1])})"

@@ -57,6 +57,7 @@ from __future__ import annotations
 import json
 import math
 import os
+from collections.abc import Callable
 from pathlib import Path
 
 import numpy as np
@@ -259,6 +260,19 @@ def answers_at_end(instance: dict, default: bool = True) -> bool:
     return bool(instance.get("blocking", default))
 
 
+def blocking_default(workload: dict) -> bool:
+    """Whether an instance that names no ``blocking`` of its own is blocking: the workload's
+    ``blocking_cli`` (kept under ``as_given`` by older manifests), FaaSProfiler's default false."""
+    return bool(workload.get("blocking_cli", (workload.get("as_given") or {}).get("blocking_cli", False)))
+
+
+def instance_answers_at_end(manifest: "rundir.Manifest") -> Callable[[str], bool]:
+    """``answers_at_end`` of each instance of a run by name, with the workload's default: the one
+    answer the frames, the statistics and the tail table share."""
+    instances, default = manifest.instances, blocking_default(manifest.workload)
+    return lambda name: answers_at_end(instances.get(name) or {}, default)
+
+
 # The record columns the invocation frame takes, each aligned to the invocations.
 ALIGNED_FLOAT_COLUMNS = ("start_ms", "end_ms", "wait_ms", "init_ms", "duration_ms", "memory_mb")
 ALIGNED_CATEGORY_COLUMNS = ("container_state", "status", "record_outcome")
@@ -336,8 +350,7 @@ def build_from_aligned(invocations: pd.DataFrame, aligned: dict, manifest: "rund
     columns["duration_ms"] = duration_ms
     columns["execution_ms"] = duration_ms - init_ms
     # A non-blocking call answers at acceptance, before the function runs: no overhead to speak of.
-    instances = manifest.instances
-    blocking = invocations["instance"].map(lambda name: answers_at_end(instances.get(name) or {})).to_numpy(dtype=bool)
+    blocking = invocations["instance"].map(instance_answers_at_end(manifest)).to_numpy(dtype=bool)
     columns["overhead_ms"] = np.where(blocking, columns["client_latency_ms"] - (wait_ms + duration_ms), np.nan)
     columns["platform_latency_ms"] = wait_ms + duration_ms
     columns["platform_end_s"] = (end_ms - wall_zero_ms) / 1e3

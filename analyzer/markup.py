@@ -1,5 +1,6 @@
-"""HTML pieces shared by the analyzer's pages (``report.html``, the chain and tail sections, the
-comparison page): the style sheet, number formatting with units, tables and embedded images.
+"""HTML pieces shared by faasprof's pages (the run's ``report.html`` with its chain and tail
+sections, the comparison page, the sweep page): the page and its style sheet, number formatting
+with units, tables and embedded images, so that every page has the run report's look.
 """
 
 from __future__ import annotations
@@ -14,12 +15,21 @@ STYLE = """
 body{font-family:system-ui,-apple-system,Segoe UI,Helvetica,Arial,sans-serif;margin:2em auto;max-width:1100px;color:#222;padding:0 1em}
 h1{font-size:1.5em}h2{font-size:1.2em;margin-top:1.6em;border-bottom:1px solid #ddd}
 table{border-collapse:collapse;font-size:.85em;margin:.5em 0}td,th{border:1px solid #ccc;padding:3px 7px;text-align:right}
-th{background:#f3f3f3}td.l,th.l{text-align:left}.warn{background:#fff3cd;padding:.5em 1em;border-left:4px solid #e0a800}
+th{background:#f3f3f3}th.grp{text-align:center;font-weight:600;background:#e9ecef}td.l,th.l{text-align:left}.warn{background:#fff3cd;padding:.5em 1em;border-left:4px solid #e0a800}
 .fail{background:#f8d7da;padding:.5em 1em;border-left:4px solid #c82333}
 .mode-over-invoked{background:#f5c6cb}.mode-under-invoked{background:#fde0b2}.mode-balanced{background:#d4edda}
 div.scroll{overflow-x:auto}ul.evidence{font-size:.85em}details.warn summary{cursor:pointer;font-weight:600}details details{margin-left:1em}table.ctx th{width:11em}.def{font-size:.9em}
 img{max-width:100%;border:1px solid #eee;margin:.5em 0}code{background:#f5f5f5;padding:0 3px}
 """
+
+
+def page(title: str, parts: Iterable[str]) -> str:
+    """A whole self-contained page: the house style sheet, ``title``, then the HTML ``parts``."""
+    return (
+        f"<!DOCTYPE html><html><head><meta charset='utf-8'><title>{html.escape(title)}</title><style>{STYLE}</style></head><body>"
+        + "".join(parts)
+        + "</body></html>\n"
+    )
 
 
 def fmt(value, digits: int = 4) -> str:
@@ -45,7 +55,7 @@ def ms(value, digits: int = 3) -> str:
     if value is None or not isinstance(value, (int, float)) or not math.isfinite(value):
         return "–"
     if abs(value) >= 120_000:
-        return f"{value / 60_000:.{digits}g} min"
+        return f"{fmt(value / 60_000, digits)} min"
     if abs(value) >= 1000:
         return f"{value / 1000:.{digits}g} s"
     if abs(value) >= 1:
@@ -61,20 +71,34 @@ def pct(value) -> str:
 
 
 def rate(value) -> str:
+    """Per second, three digits or whole: 4.5/s, 135/s, 20,000/s."""
     if value is None or not isinstance(value, (int, float)) or not math.isfinite(value):
         return "–"
-    return f"{value:.3g}/s"
+    return f"{fmt(float(value), 3)}/s"
+
+
+def ratio(value) -> str:
+    """A ratio of two figures as a factor: ×1.64, ×0.8, ×37, ×1,480."""
+    if value is None or not isinstance(value, (int, float)) or not math.isfinite(value):
+        return "–"
+    return f"×{fmt(float(value), 3)}"
 
 
 def seconds(value) -> str:
     if value is None or not isinstance(value, (int, float)) or not math.isfinite(value):
         return "–"
-    return f"{value:.3g} s"
+    return f"{fmt(float(value), 3)} s"
 
 
-def table(headers: Iterable[str], rows: Iterable[Iterable], left: int = 1, row_class=None) -> str:
+def table(headers: Iterable[str], rows: Iterable[Iterable], left: int = 1, row_class=None, groups: Iterable[tuple[str, int]] | None = None) -> str:
+    """A table, numbers formatted by ``fmt``; ``groups``: (label, number of columns) from the first
+    column on, a header row above ``headers`` that names what a run of columns measures (an empty
+    label leaves its columns unnamed), so that the columns below can be short."""
     headers = list(headers)
-    out = ["<div class='scroll'><table><tr>"]
+    out = ["<div class='scroll'><table>"]
+    if groups:
+        out.append("<tr>" + "".join(f"<th class='grp' colspan='{span}'>{html.escape(label)}</th>" if label else f"<th colspan='{span}'></th>" for label, span in groups) + "</tr>")
+    out.append("<tr>")
     out += [f"<th class='{'l' if i < left else ''}'>{html.escape(h)}</th>" for i, h in enumerate(headers)]
     out.append("</tr>")
     for k, row in enumerate(rows):

@@ -2,9 +2,10 @@
 
 * ``latency_over_time.png``: corrected latency against planned time, coloured by start class, each
   steady phase shaded by its latency mode.
-* ``breakdown.png``: mean wait / init / execution / overhead stacked over time, per function (the
-  paper's Figure 5 view of where latency goes).
-* ``cdf.png``: client latency CDFs per function with p50/p90/p99/p99.9 marked.
+* ``breakdown.png``: mean wait / init / execution / overhead stacked, one bar per instance and one
+  panel (with its own axis) per phase (the paper's Figure 5 view of where latency goes).
+* ``cdf.png``: completion latency CDFs per instance × phase (the rows of the modes table) with
+  p50/p90/p99/p99.9 marked.
 * ``throughput.png``: offered (planned) against achieved invocations per second, achieved as the
   tables count it (``analyzer.stats.ACHIEVED_RULE``).
 * ``monitors.png``: monitoring series beside latency on the same time axis (the paper's Figure 14).
@@ -211,40 +212,61 @@ def latency_over_time(run, path: Path) -> None:
     plt.close(fig)
 
 
+MAX_PHASE_PANELS = 8  # a run cut into more phases shows its first ones; the tables have them all
+
+
+def breakdown_bars(run) -> list[dict]:
+    """Per phase (at most ``MAX_PHASE_PANELS``), one bar per instance active in it: the mean wait,
+    init, execution and overhead of its successful invocations with a record in the steady
+    window, exactly the means of the phase table (``run.phase_stats``), with their n and mode."""
+    phases = run.phase_stats
+    if not len(phases):
+        return []
+    columns = {name: phases[name].tolist() for name in ("instance", "function", "phase", "steady_start_s", "phase_end_s", "mode", "successful_with_record")}
+    means = {column: phases[f"{column}_mean"].astype("float64").tolist() for column, _, _ in BREAKDOWN}
+    out: dict[int, dict] = {}
+    for k, phase in enumerate(columns["phase"]):
+        entry = out.setdefault(int(phase), {"phase": int(phase), "window_s": (float(columns["steady_start_s"][k]), float(columns["phase_end_s"][k])), "bars": []})
+        # NaN means no record (overhead: not a blocking call): nothing of that part to stack.
+        parts = {column: (value if np.isfinite(value) and value > 0 else 0.0) for column, value in ((c, means[c][k]) for c in means)}
+        entry["bars"].append({"instance": str(columns["instance"][k]), "function": str(columns["function"][k]), "mode": str(columns["mode"][k]),
+                              "n": int(columns["successful_with_record"][k]), "means_ms": parts})
+    return [out[phase] for phase in sorted(out)][:MAX_PHASE_PANELS]
+
+
 def breakdown(run, path: Path) -> None:
-    frame = run.invocations
-    has_record = frame["has_record"].to_numpy(dtype=bool)
-    function_codes, function_labels = _codes(frame["function"])
-    functions = _top_functions(function_codes[has_record], function_labels)
+    """Where latency goes (the paper's Figure 5), one panel per phase with an axis of its own: a
+    phase's waits of seconds would flatten the milliseconds of the others on a shared axis."""
+    panels = breakdown_bars(run)
     plt = pyplot()
-    fig, axes = plt.subplots(max(len(functions), 1), 1, figsize=(10, 2.6 * max(len(functions), 1)), squeeze=False, sharex=True)
-    planned = frame["intended_s"].to_numpy(dtype="float64")
-    x_range = (0.0, float(np.nanmax(planned)) if len(planned) and np.isfinite(planned).any() else 1.0)
-    if not functions:
+    heights = [0.9 + 0.45 * len(panel["bars"]) for panel in panels] or [2.0]
+    fig, axes = plt.subplots(len(heights), 1, figsize=(10, sum(heights) + 0.6), squeeze=False, gridspec_kw={"height_ratios": heights})
+    if not panels:
         axes[0, 0].text(0.5, 0.5, "no activation records: no breakdown", ha="center", va="center", transform=axes[0, 0].transAxes)
         axes[0, 0].set_axis_off()
-    recorded_codes = np.where(has_record, function_codes, -1)
-    for ax, (function, code) in zip(axes[:, 0], functions):
-        rows = np.flatnonzero(recorded_codes == code)
-        t = planned[rows]
-        bins = int(np.clip(len(rows) // 50, 10, 100))
-        edges = np.linspace(np.nanmin(t), np.nanmax(t) + 1e-9, bins + 1)
-        which = np.clip(np.digitize(t, edges) - 1, 0, bins - 1)
-        centres = (edges[:-1] + edges[1:]) / 2
-        counts = np.bincount(which, minlength=bins)
-        stacks = []
-        for column, _, _ in BREAKDOWN:
-            values = frame[column].to_numpy(dtype="float64")[rows]  # a copy: cleaned in place
-            np.clip(np.nan_to_num(values, copy=False, nan=0.0), 0, None, out=values)
-            sums = np.bincount(which, weights=values, minlength=bins)
-            stacks.append(np.divide(sums, counts, out=np.full(bins, np.nan), where=counts > 0))
-        ax.stackplot(centres, *stacks, labels=[label for _, label, _ in BREAKDOWN], colors=[c for _, _, c in BREAKDOWN], alpha=0.85)
-        ax.set_xlim(*x_range)  # the same run-wide range in every panel, so phases line up
-        ax.set_ylabel("mean ms")
-        ax.set_title(f"{function}: latency breakdown over time (successful and failed records)", fontsize=10)
-        ax.grid(True, alpha=0.3)
-        ax.legend(loc="upper left", fontsize=8, ncol=4)
-    axes[-1, 0].set_xlabel("planned send time (s since run start)")
+    for ax, panel in zip(axes[:, 0], panels):
+        bars = panel["bars"]
+        y = np.arange(len(bars))
+        totals_ms = np.array([sum(bar["means_ms"].values()) for bar in bars])
+        # Seconds on an axis whose bars reach 10 s: no tick reads 12000.
+        unit, scale = ("s", 1e-3) if totals_ms.max() >= 10_000 else ("ms", 1.0)
+        left = np.zeros(len(bars))
+        for column, label, colour in BREAKDOWN:
+            widths = np.array([bar["means_ms"][column] for bar in bars]) * scale
+            ax.barh(y, widths, left=left, color=colour, label=label, height=0.6)
+            left += widths
+        for k, total_ms in enumerate(totals_ms):  # the total, readable, at the end of each bar
+            ax.text(total_ms * scale, k, f"  {fmt_ms(total_ms)}", va="center", fontsize=8)
+        ax.set_yticks(y, [f"{bar['instance']} ({bar['mode']}, n={bar['n']:,})" for bar in bars], fontsize=8)
+        ax.invert_yaxis()
+        ax.set_xlim(0, max(float(left.max()), 1e-3) * 1.18)  # room for the totals
+        start_s, end_s = panel["window_s"]
+        ax.set_title(f"phase {panel['phase']}, steady {start_s:.3g}–{end_s:.3g} s", fontsize=9, loc="left")
+        ax.set_xlabel(f"mean {unit} (this phase's own scale)", fontsize=8)
+        ax.grid(True, axis="x", alpha=0.3)
+    if panels:  # above the first panel, right of its title: over no bar
+        axes[0, 0].legend(loc="lower right", bbox_to_anchor=(1.0, 1.0), fontsize=7, ncol=4, frameon=False)
+    fig.suptitle(f"{run.test_name}: latency breakdown per phase (means over successful invocations with a record, steady windows)", fontsize=10)
     _save(fig, path)
     plt.close(fig)
 
@@ -271,32 +293,51 @@ def _ecdf(values: np.ndarray, percentiles=MARKED_PERCENTILES) -> tuple[np.ndarra
     return data[idx], (idx + 1) / n, data
 
 
-def cdf(run, path: Path) -> None:
+MAX_CDF_CURVES = 12
+
+
+def cdf_groups(run) -> list[tuple[str, int, str, np.ndarray]]:
+    """(instance, phase, mode, completion latencies in ms) of each instance × phase of the phase
+    table (at most ``MAX_CDF_CURVES``): its successful invocations planned in the steady window,
+    the rows its percentiles are computed on. One curve per mode, never a pooled one."""
     frame = run.invocations
-    successful = frame["successful"].to_numpy(dtype=bool)
+    phases = run.phase_stats
+    if not len(phases):
+        return []
+    chosen = frame["successful"].to_numpy(dtype=bool) & frame["steady"].to_numpy(dtype=bool)
     latency_ms = frame["completion_latency_ms"].to_numpy(dtype="float64")
-    function_codes, function_labels = _codes(frame["function"])
-    plt = pyplot()
-    fig, ax = plt.subplots(figsize=(8, 5))
-    for function, code in _top_functions(function_codes[successful], function_labels):
-        values = latency_ms[successful & (function_codes == code)]
-        x, y, data = _ecdf(values)
-        if not len(x):
+    phase_of = frame["phase"].to_numpy()
+    instance_codes, instance_labels = _codes(frame["instance"])
+    where = {str(label): k for k, label in enumerate(instance_labels)}
+    out = []
+    for instance, phase, mode in zip(phases["instance"].astype(str).tolist(), phases["phase"].tolist(), phases["mode"].tolist()):
+        if instance not in where:
             continue
+        values = latency_ms[chosen & (instance_codes == where[instance]) & (phase_of == phase)]
+        if np.isfinite(values).any():
+            out.append((instance, int(phase), str(mode), values))
+    return out[:MAX_CDF_CURVES]
+
+
+def cdf(run, path: Path) -> None:
+    plt = pyplot()
+    fig, ax = plt.subplots(figsize=(9, 5.5))
+    for instance, phase, mode, values in cdf_groups(run):
+        x, y, data = _ecdf(values)
         # Percentiles of all the data (NaN left out, as nanpercentile does), from the sorted copy.
-        pcts = [pct for pct in MARKED_PERCENTILES if len(values) * (1 - pct / 100) >= 1]
+        pcts = [pct for pct in MARKED_PERCENTILES if len(data) * (1 - pct / 100) >= 1]
         marks = list(zip(pcts, (float(q) for q in np.percentile(data, pcts)))) if pcts else []
-        label = f"{function} (n={len(values)}): " + ", ".join(f"p{pct:g} {fmt_ms(q)}" for pct, q in marks)
+        label = f"{instance} phase {phase}, {mode} (n={len(data):,}): " + ", ".join(f"p{pct:g} {fmt_ms(q)}" for pct, q in marks)
         line = ax.plot(x, y, label=label, drawstyle="steps-post")[0]
         for pct, q in marks:  # marked on the curve; the values are in the legend, where they cannot overlap
             ax.plot([q], [pct / 100], marker="o", color=line.get_color(), markersize=4)
     ax.set_xscale("log")
     ax.set_xlabel("completion latency (ms): planned send → function end")
     ax.set_ylabel("fraction of invocations")
-    ax.set_title(f"{run.test_name}: completion latency CDF (successful invocations)")
+    ax.set_title(f"{run.test_name}: completion latency CDF per instance and phase (successful, steady window)", fontsize=10)
     ax.grid(True, which="both", alpha=0.3)
     if ax.lines:
-        ax.legend(loc="lower right", fontsize=8)
+        ax.legend(loc="lower right", fontsize=7)
     _save(fig, path)
     plt.close(fig)
 

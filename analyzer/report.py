@@ -13,7 +13,7 @@ from pathlib import Path
 from faasprof import rundir
 from analyzer import chains as chains_mod
 from analyzer import io_breakdown
-from analyzer.markup import STYLE, fmt, ms, pct, rate, seconds, table, image
+from analyzer.markup import fmt, ms, page, pct, rate, seconds, table, image
 from analyzer import plots as plots_mod
 from analyzer import tails as tails_mod
 
@@ -95,19 +95,27 @@ def _ci(entry: dict, prefix: str) -> str:
     return f"{ms(low)} – {ms(high)}"
 
 
+def _calls(summary: dict) -> dict[str, list[str]]:
+    """The instances by the kind of their calls (the modes table has no column for it)."""
+    out: dict[str, list[str]] = {"Blocking": [], "Non-blocking": []}
+    for instance in summary["instances"]:
+        out["Blocking" if instance.get("blocking") else "Non-blocking"].append(instance["instance"])
+    return out
+
+
 def write_report(run, summary: dict, path: Path) -> None:
     info = summary["run"]
     records = summary["records"]
-    parts = [f"<!DOCTYPE html><html><head><meta charset='utf-8'><title>faasprof: {html.escape(info['test_name'])}</title><style>{STYLE}</style></head><body>"]
-    parts.append(f"<h1>faasprof run <code>{html.escape(info['dir'])}</code></h1>")
+    parts = [f"<h1>faasprof run <code>{html.escape(info['dir'])}</code></h1>"]
     parts.append(_context_section(run.manifest))
     parts.append(failures_section(summary))
     finals = info["final_outcomes"]
     shown = [name for name, count in finals.items() if count or name == "success"]
+    apart = _not_sent_interrupted(info)
     parts.append(
         table(
-            ["test", "status", "planned", *shown],
-            [[info["test_name"], info["status"], info["planned"], *(finals[name] for name in shown)]],
+            ["test", "status", "planned", *shown, *apart],
+            [[info["test_name"], info["status"], info["planned"], *(finals[name] for name in shown), *apart.values()]],
             left=2,
         )
     )
@@ -131,7 +139,9 @@ def write_report(run, summary: dict, path: Path) -> None:
         "<p class='def'><b>Completion latency</b> (the headline for every call): planned send → function end "
         "(the answer for blocking calls, the activation record's end for non-blocking ones), successful invocations only. "
         "<b>Client latency</b> (send → answer) is shown for blocking calls only: a non-blocking call is answered "
-        "before its function runs. <b>Achieved</b>: " + html.escape(summary.get("achieved_rule", "")) + ".</p>"
+        "before its function runs. <b>Achieved</b>: " + html.escape(summary.get("achieved_rule", "")) + "."
+        + "".join(f" {label} calls: {html.escape(', '.join(names))}." for label, names in _calls(summary).items() if names)
+        + "</p>"
     )
     rows, modes, evidence = [], [], []
     for instance in summary["instances"]:
@@ -142,16 +152,15 @@ def write_report(run, summary: dict, path: Path) -> None:
                 [
                     instance["instance"],
                     instance["function"],
-                    "blocking" if blocking else "non-blocking",
-                    phase["phase"],
-                    f"{phase['steady_start_s']:.3g}–{phase['phase_end_s']:.3g} s",
+                    f"{phase['phase']}: {phase['steady_start_s']:.3g}–{phase['phase_end_s']:.3g} s",
                     phase["mode"],
                     rate(phase["offered_rps"]),
                     rate(phase["achieved_rps"]),
-                    phase["successful"],
                     phase["failures"],
+                    phase.get("completion_latency_ms_n"),
                     ms(phase.get("completion_latency_ms_p50")),
                     ms(phase.get("completion_latency_ms_p99")),
+                    phase.get("client_latency_ms_n") if blocking else "–",
                     ms(phase["client_latency_ms_p50"]) if blocking else "–",
                     ms(phase["client_latency_ms_p99"]) if blocking else "–",
                     pct(phase["cold_fraction"]),
@@ -159,18 +168,23 @@ def write_report(run, summary: dict, path: Path) -> None:
                 ]
             )
             evidence.append(f"<li><b>{html.escape(instance['instance'])}</b>, phase {phase['phase']}: {html.escape(phase['mode'])}: {html.escape(phase['mode_reasons'] or '')}</li>")
-    headers = ["instance", "function", "call", "phase", "steady window", "mode", "offered", "achieved", "successful", "failed",
-               "completion p50", "completion p99", "client p50 (blocking)", "client p99 (blocking)", "cold", "resumed"]
+    # Short column names under a header row that names the latency each group is and its n, so
+    # the table fits the page and reads against the tail table below.
+    headers = ["instance", "function", "phase: steady window", "mode", "offered", "achieved", "failed",
+               "n", "p50", "p99", "n", "p50", "p99", "cold", "resumed"]
+    groups = [("", 7), ("completion latency (n: successful)", 3), ("client latency (blocking calls; –: non-blocking)", 3), ("starts", 2)]
     if not any(phase.get("blocking") for instance in summary["instances"] for phase in instance["phases"]):
         # No blocking call: there is no client latency to show (a 202 says nothing of the function).
-        headers = headers[:12] + headers[14:]
-        rows = [row[:12] + row[14:] for row in rows]
+        headers = headers[:10] + headers[13:]
+        rows = [row[:10] + row[13:] for row in rows]
+        groups = [group for group in groups if not group[0].startswith("client")]
     parts.append(
         table(
             headers,
             rows,
-            left=6,
+            left=4,
             row_class=lambda k: f"mode-{modes[k]}",
+            groups=groups,
         )
     )
     parts.append("<p>Evidence for each mode:</p><ul class='evidence'>" + "".join(evidence) + "</ul>")
@@ -232,8 +246,13 @@ def write_report(run, summary: dict, path: Path) -> None:
         file = plots_dir / name
         if file.exists():
             parts.append(image(file, name))
-    parts.append("</body></html>\n")
-    path.write_text("".join(parts), encoding="utf-8")
+    path.write_text(page(f"faasprof: {info['test_name']}", parts), encoding="utf-8")
+
+
+def _not_sent_interrupted(info: dict) -> dict[str, int]:
+    """The run's invocations planned after it stopped, under their label (none: empty)."""
+    count = info.get("not_sent_interrupted")
+    return {"not sent: interrupted": count} if count else {}
 
 
 def print_summary(summary: dict, out=None) -> None:
@@ -250,18 +269,16 @@ def print_summary(summary: dict, out=None) -> None:
     if failures["total"]:
         kinds = ", ".join(f"{count} {name}" for name, count in finals.items() if count and name != "success")
         print(f"  FAILURES: {failures['total']} of {summary['run']['planned']} did not succeed ({kinds}); kept out of the latency figures", file=out)
-    print(f"  outcomes: {finals['success']} success" + "".join(f", {count} {name}" for name, count in finals.items() if count and name != "success"), file=out)
+    apart = "".join(f"; {name} {count} (planned after the stop at {summary['run']['end_s']:.3g} s)" for name, count in _not_sent_interrupted(summary["run"]).items())
+    print(f"  outcomes: {finals['success']} success" + "".join(f", {count} {name}" for name, count in finals.items() if count and name != "success") + apart, file=out)
     for instance in summary["instances"]:
         for phase in instance["phases"]:
-            def f(v, unit=""):
-                return "-" if v is None else f"{v:.3g}{unit}"
-
             # Completion latency for every call (planned send → function end); the client's own
             # latency is added for blocking calls only, whose answer comes at the function's end.
             client = f" (client p50 {ms(phase['client_latency_ms_p50'])})" if phase.get("blocking") else ""
             print(
                 f"  {instance['instance']:<16} phase {phase['phase']} {phase['mode']:<13} "
-                f"offered {f(phase['offered_rps'], '/s')} achieved {f(phase['achieved_rps'], '/s')} "
+                f"offered {rate(phase['offered_rps'])} achieved {rate(phase['achieved_rps'])} "
                 f"completion latency p50 {ms(phase.get('completion_latency_ms_p50'))} p99 {ms(phase.get('completion_latency_ms_p99'))}{client} "
                 f"cold {pct(phase['cold_fraction'])} resumed {pct(phase['resumed_fraction'])}",
                 file=out,

@@ -6,7 +6,10 @@ Phases
     The test timeline is cut wherever an instance's activity window starts or ends; each piece is a
     phase with a fixed set of active instances. Its *steady* part drops a warm-up at the start
     (``min(WARMUP_MAX_S, WARMUP_FRACTION × length)``), where the first cold starts fall. Every
-    per-phase figure is computed over invocations *planned* in the steady part.
+    per-phase figure is computed over invocations *planned* in the steady part. A run that stopped
+    early (interrupted, aborted) ends its phases where it stopped (``run_end_s``); what was planned
+    after that was never due while it ran, so it is neither offered nor failed but counted apart
+    ("not sent: interrupted", ``unsent_after_end``).
 
 Percentiles
     From the raw samples (no histograms), with distribution-free 95 % confidence intervals from
@@ -46,6 +49,19 @@ decided in this order from the evidence stored beside the verdict:
        any load, so it says nothing of the platform's capacity; it is counted and shown first in
        the report instead. ``no_record`` is not counted either: a record not fetched (yet) is a
        gap in the data, reported as missing records.
+   (d) a standing queue: the median completion latency of successful work is at least
+       ``QUEUE_RATIO`` (2) × and ``QUEUE_MIN_MS`` (25 ms) above the function's *reference*
+       latency, the median completion latency the capacity search measured at its lowest rate
+       (``latency_references``). A queue that stands still passes (a) and (b): throughput keeps
+       up and latency does not grow, yet every call waits, and the paper's balanced mode is the
+       one where latency converges to the execution time. The queue need not show in
+       ``waitTime``: sandboxes that share the CPUs stretch each other's execution instead (on a
+       2-core host json_dumps ran 42 ms at 13/s and 784 ms at 15/s, its median waitTime 104 ms),
+       so the rule compares the whole latency with the unloaded one, not the wait with the
+       execution time. It applies only to a phase offered more than the reference's rate (a sparser phase
+       has no queue; its resumes may cost more than the reference's warm calls) and only where
+       a reference is recorded: a capacity search's probes after its first, and runs whose rates
+       are fractions of a stored capacity.
 3. ``under-invoked``: at least ``UNDER_IDLE_FRACTION`` (50 %) of the successful activations with a
    record started ``cold`` or ``resumed`` from pause (see ``analyzer.frames.classify_starts``): the
    invocations are too sparse to keep containers warm.
@@ -62,7 +78,8 @@ import pandas as pd
 
 from faasprof import rundir
 from faasprof.outcomes import ACCEPTED_HTTP_OUTCOMES, FAILURE_OUTCOMES, FINAL_OUTCOMES, HTTP_OUTCOMES
-from analyzer.frames import answers_at_end
+from analyzer import markup
+from analyzer.frames import answers_at_end, blocking_default
 from analyzer.markup import fmt, ms
 
 WARMUP_MAX_S = 2.0
@@ -75,6 +92,8 @@ OVER_THROUGHPUT_RATIO = 0.9
 OVER_TREND_RATIO = 2.0
 OVER_TREND_MIN_MS = 25.0
 OVER_REJECT_FRACTION = 0.05
+QUEUE_RATIO = 2.0
+QUEUE_MIN_MS = 25.0
 UNDER_IDLE_FRACTION = 0.5
 
 # Stability warnings (pyperf-style: say what is shaky and what to do about it).
@@ -84,15 +103,17 @@ LATE_P99_MS = 10.0
 LATE_MAX_MS = 100.0
 
 ANSWERED = ACCEPTED_HTTP_OUTCOMES  # HTTP outcomes with an answer from the platform
+STOPPED_EARLY = ("interrupted", "aborted")  # run statuses whose phases end where the run stopped
 # Final outcomes that count towards rule 2(c) (module docstring says why these and not others).
 REJECTED_FINAL = ("throttled", "timeout", "failed", "action_timeout", "internal_error", "developer_error")
 
 MODE_RULE = (
     "unknown if < {n} successful; over-invoked if achieved/offered < {thr} or the last third's median "
     "latency of successful work >= {tr}x and >= {tm} ms above the first third's or >= {rej:.0%} of sent ended {rejected} "
-    "(application errors are counted apart, not here); "
+    "(application errors are counted apart, not here) or, above the rate of the function's reference (the capacity search's "
+    "lowest-rate probe), the median completion latency is >= {qr}x and >= {qm} ms above the reference's (a standing queue); "
     "else under-invoked if >= {idle:.0%} of successful records started cold or resumed from pause; else balanced"
-).format(n=MIN_SAMPLES_FOR_MODE, thr=OVER_THROUGHPUT_RATIO, tr=OVER_TREND_RATIO, tm=OVER_TREND_MIN_MS, rej=OVER_REJECT_FRACTION, idle=UNDER_IDLE_FRACTION, rejected="/".join(REJECTED_FINAL))
+).format(n=MIN_SAMPLES_FOR_MODE, thr=OVER_THROUGHPUT_RATIO, tr=OVER_TREND_RATIO, tm=OVER_TREND_MIN_MS, rej=OVER_REJECT_FRACTION, qr=QUEUE_RATIO, qm=QUEUE_MIN_MS, idle=UNDER_IDLE_FRACTION, rejected="/".join(REJECTED_FINAL))
 
 
 def _clean(value):
@@ -155,8 +176,7 @@ def instance_specs(manifest: "rundir.Manifest | dict", frame: pd.DataFrame) -> l
         if not function and name in first_row:
             function = str(frame["function"].iloc[first_row[name]])
         rate = item.get("rate_per_s", item.get("rate"))
-        # FaaSProfiler's default is non-blocking (blocking_cli false).
-        blocking = answers_at_end(item, workload.get("blocking_cli", (workload.get("as_given") or {}).get("blocking_cli", False)))
+        blocking = answers_at_end(item, blocking_default(workload))
         specs.append(
             {
                 "instance": str(name),
@@ -182,8 +202,39 @@ def _workload_duration(manifest: "rundir.Manifest | dict", frame: pd.DataFrame) 
     return 0.0
 
 
-def phases(specs: list[dict], duration_s: float) -> list[dict]:
-    """Cut the timeline where any activity window starts or ends (see the module docstring)."""
+def run_end_s(manifest: "rundir.Manifest | dict", frame: pd.DataFrame) -> float | None:
+    """When a run that stopped early (status ``interrupted`` or ``aborted``) stopped sending, on the
+    run clock; None for a run that sent its whole plan (or whose end is unknown: a torn run).
+
+    The invoker's ``send_wall_s`` (zero to the stop); a manifest without it, the planned instant of
+    the first invocation never sent after the last one sent."""
+    manifest = rundir.as_manifest(manifest)
+    if manifest.status not in STOPPED_EARLY:
+        return None
+    recorded = (manifest.invoker or {}).get("send_wall_s")
+    if isinstance(recorded, (int, float)) and math.isfinite(recorded):
+        return float(recorded)
+    intended = frame["intended_s"].to_numpy(dtype="float64")
+    sent = frame["sent_ns"].notna().to_numpy()
+    last_sent = intended[sent].max() if sent.any() else -math.inf
+    cut_off = intended[label_mask(frame["outcome"], ("not_sent",)) & (intended > last_sent)]
+    return float(cut_off.min()) if len(cut_off) else max(float(last_sent), 0.0)
+
+
+def unsent_after_end(frame: pd.DataFrame, end_s: float | None) -> np.ndarray:
+    """Invocations never sent because the run stopped before they were due ("not sent:
+    interrupted"): planned at or after ``end_s``. Neither offered nor failed; counted apart."""
+    if end_s is None:
+        return np.zeros(len(frame), dtype=bool)
+    return label_mask(frame["outcome"], ("not_sent",)) & (frame["intended_s"].to_numpy(dtype="float64") >= end_s)
+
+
+def phases(specs: list[dict], duration_s: float, end_s: float | None = None) -> list[dict]:
+    """Cut the timeline where any activity window starts or ends (see the module docstring).
+
+    ``end_s``: the run stopped there (``run_end_s``): a phase running then ends there
+    (``planned_end_s`` keeps its planned end), and a phase whose steady part had not begun is left
+    out, so an interrupted run's offered rate is what was due while it ran."""
     edges = {0.0, float(duration_s)}
     for spec in specs:
         edges.update(v for v in spec["window_s"] if 0.0 <= v <= duration_s)
@@ -196,7 +247,12 @@ def phases(specs: list[dict], duration_s: float) -> list[dict]:
         if not active:
             continue
         warmup = min(WARMUP_MAX_S, WARMUP_FRACTION * (end - start))
-        out.append({"phase": len(out), "start_s": start, "end_s": end, "steady_start_s": start + warmup, "instances": active})
+        phase = {"phase": len(out), "start_s": start, "end_s": end, "steady_start_s": start + warmup, "instances": active}
+        if end_s is not None and end > end_s:
+            if end_s <= phase["steady_start_s"]:
+                break  # this phase and every later one had no steady part before the stop
+            phase.update(end_s=end_s, planned_end_s=end)
+        out.append(phase)
     return out
 
 
@@ -451,8 +507,60 @@ def latency_trend(rows: pd.DataFrame, start_s: float, end_s: float, column: str 
     }
 
 
-def decide_mode(stats: dict, trend: dict) -> tuple[str, list[str]]:
-    """The latency mode and the reasons that decided it (module docstring, rules 1–4)."""
+def latency_references(manifest: "rundir.Manifest | dict") -> dict[str, dict]:
+    """Each function's reference latency for rule 2(d), by function name: ``{"completion_latency_ms_p50",
+    "rate_rps", "source"}``. A capacity search records it in its probes' manifests
+    (``latency_reference``); a run whose rates are fractions of a stored capacity carries the
+    search's in the workload's ``capacity_resolution``."""
+    manifest = rundir.as_manifest(manifest)
+    found: dict[str, dict] = {}
+    resolution = (manifest.workload.get("as_given") or {}).get("capacity_resolution") or {}
+    for name, entry in resolution.items():
+        function = (manifest.instances.get(name) or {}).get("function")
+        if function and isinstance(entry, dict) and is_reference(entry.get("latency_reference")):
+            found.setdefault(function, entry["latency_reference"])
+    for function, reference in (manifest.latency_reference or {}).items():
+        if is_reference(reference):
+            found[function] = reference
+    return found
+
+
+def is_reference(reference) -> bool:
+    """A usable reference latency: a positive median at a positive rate."""
+    if not isinstance(reference, dict):
+        return False
+    latency, rate = reference.get("completion_latency_ms_p50"), reference.get("rate_rps")
+    return all(isinstance(v, (int, float)) and not isinstance(v, bool) and math.isfinite(v) and v > 0 for v in (latency, rate))
+
+
+def queueing(latency_ms: float, offered_rps: float, reference: dict | None) -> tuple[bool | None, str]:
+    """Rule 2(d): whether a median completion latency shows a standing queue against ``reference``
+    (None: the rule does not apply), and the evidence in words."""
+    if not is_reference(reference):
+        return None, "no reference latency recorded (the queueing rule needs a capacity search's)"
+    base, base_rate = float(reference["completion_latency_ms_p50"]), float(reference["rate_rps"])
+    if not (math.isfinite(offered_rps) and offered_rps > base_rate):
+        return None, f"offered {offered_rps:.4g}/s, not above the reference's {base_rate:.4g}/s"
+    if not math.isfinite(latency_ms):
+        return None, "no completion latency of successful work"
+    ratio = latency_ms / base
+    words = (f"median completion latency {_plain(latency_ms)} ms is {ratio:.2g}x" if ratio < 10 else f"median completion latency {_plain(latency_ms)} ms is {ratio:.0f}x")
+    words += f" the reference {_plain(base)} ms ({base_rate:.4g}/s, {reference.get('source') or 'recorded'})"
+    if ratio < QUEUE_RATIO:
+        return False, f"{words}: no standing queue (< {QUEUE_RATIO:g}x)"
+    if latency_ms - base < QUEUE_MIN_MS:
+        return False, f"{words}: no standing queue ({_plain(latency_ms - base)} ms above, < {QUEUE_MIN_MS:g} ms)"
+    return True, f"{words}: a standing queue (>= {QUEUE_RATIO:g}x and >= {QUEUE_MIN_MS:g} ms above)"
+
+
+def _plain(value: float) -> str:
+    """A number for a sentence: four significant digits, never an exponent (14960, not 1.496e+04)."""
+    return f"{value:.0f}" if abs(value) >= 1000 else f"{value:.4g}"
+
+
+def decide_mode(stats: dict, trend: dict, reference: dict | None = None) -> tuple[str, list[str]]:
+    """The latency mode and the reasons that decided it (module docstring, rules 1–4); ``reference``
+    is the function's reference latency for rule 2(d) (``latency_references``), None without one."""
     successful = stats["successful"]
     if successful < MIN_SAMPLES_FOR_MODE:
         return "unknown", [f"only {successful} successful invocations (< {MIN_SAMPLES_FOR_MODE})"]
@@ -467,6 +575,9 @@ def decide_mode(stats: dict, trend: dict) -> tuple[str, list[str]]:
     if stats["sent"] and rejected / stats["sent"] >= OVER_REJECT_FRACTION:
         kinds = ", ".join(f"{stats[f'final_{name}']} {name}" for name in REJECTED_FINAL if stats.get(f"final_{name}"))
         reasons.append(f"{rejected} of {stats['sent']} sent invocations rejected ({kinds}; >= {OVER_REJECT_FRACTION:.0%})")
+    queued, queue_words = queueing(stats.get("completion_latency_ms_p50", math.nan), stats.get("offered_rps", math.nan), reference)
+    if queued:
+        reasons.append(queue_words)
     if reasons:
         return "over-invoked", reasons
     with_record = stats["successful_with_record"]
@@ -476,8 +587,10 @@ def decide_mode(stats: dict, trend: dict) -> tuple[str, list[str]]:
     idle_fraction = idle / with_record
     if idle_fraction >= UNDER_IDLE_FRACTION:
         return "under-invoked", [f"{idle_fraction:.0%} of {with_record} successful activations started cold or resumed from pause (>= {UNDER_IDLE_FRACTION:.0%})"]
+    # The queueing evidence is named only where the rule judged: a run without a reference reads as before.
+    queue = f", {queue_words}" if queued is False else ""
     return "balanced", [
-        f"achieved/offered {ratio:.0%}, no latency growth, {idle_fraction:.0%} cold or resumed starts (< {UNDER_IDLE_FRACTION:.0%})"
+        f"achieved/offered {ratio:.0%}, no latency growth, {idle_fraction:.0%} cold or resumed starts (< {UNDER_IDLE_FRACTION:.0%}){queue}"
     ]
 
 

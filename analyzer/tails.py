@@ -23,6 +23,7 @@ import pandas as pd
 
 from faasprof import rundir
 from analyzer import markup
+from analyzer.frames import instance_answers_at_end
 from analyzer import stats as stats_mod
 
 CLASSES = ("cold", "resumed", "warm", "all")
@@ -33,10 +34,19 @@ RULE = (
 )
 
 
-def response_latency_ms(frame: pd.DataFrame, manifest: "rundir.Manifest | dict") -> np.ndarray:
-    """The per-invocation response time the ratios are computed on (see the module docstring)."""
-    instances = rundir.as_manifest(manifest).instances
-    blocking = frame["instance"].map(lambda name: bool((instances.get(name) or {}).get("blocking", True))).to_numpy(dtype=bool)
+# What each row's latency is, named in the table so that it reads against the modes table's
+# completion latency.
+LATENCY_KINDS = {True: "client (send → answer)", False: "wait + duration"}
+
+
+def _blocking(frame: pd.DataFrame, manifest: "rundir.Manifest | dict") -> np.ndarray:
+    return frame["instance"].map(instance_answers_at_end(rundir.as_manifest(manifest))).to_numpy(dtype=bool)
+
+
+def response_latency_ms(frame: pd.DataFrame, manifest: "rundir.Manifest | dict", blocking: np.ndarray | None = None) -> np.ndarray:
+    """The per-invocation response time the ratios are computed on (see the module docstring);
+    ``blocking``: each row's call, when the caller has it."""
+    blocking = _blocking(frame, manifest) if blocking is None else blocking
     client = frame["client_latency_ms"].to_numpy(dtype="float64", na_value=np.nan)
     platform = frame["platform_latency_ms"].to_numpy(dtype="float64", na_value=np.nan)
     return np.where(blocking, client, platform)
@@ -58,8 +68,10 @@ def ratio_block(values: np.ndarray) -> dict:
 
 
 def tail_ratios(frame: pd.DataFrame, manifest: "rundir.Manifest | dict") -> dict:
-    """``{"rule", "rows"}``: one row per function × phase (and ``all``) × start class with samples."""
-    latency = response_latency_ms(frame, manifest)
+    """``{"rule", "rows"}``: one row per function × phase (and ``all``) × start class with samples;
+    each row's ``latency`` names the response time its figures are of."""
+    blocking = _blocking(frame, manifest)
+    latency = response_latency_ms(frame, manifest, blocking)
     answered = stats_mod.label_mask(frame["outcome"], stats_mod.ANSWERED)
     # Groups are cut on integer codes (no Python object per row): functions by their label,
     # start classes by name.
@@ -73,6 +85,7 @@ def tail_ratios(frame: pd.DataFrame, manifest: "rundir.Manifest | dict") -> dict
     for code in sorted(answered_codes, key=lambda k: function_labels[k]):
         function = function_labels[code]
         in_function = answered & (function_codes == code)
+        kind = " and ".join(LATENCY_KINDS[b] for b in (True, False) if (blocking[in_function] == b).any())
         phase_values = _phase_values(phases[in_function])
         for phase in [*phase_values, "all"]:
             in_phase = in_function if phase == "all" else in_function & (phases == phase)
@@ -85,7 +98,7 @@ def tail_ratios(frame: pd.DataFrame, manifest: "rundir.Manifest | dict") -> dict
                     continue
                 if not mask.any():
                     continue
-                rows.append({"function": function, "phase": phase, "start_class": start_class, **ratio_block(latency[mask])})
+                rows.append({"function": function, "phase": phase, "start_class": start_class, "latency": kind, **ratio_block(latency[mask])})
     return {"rule": RULE, "rows": rows}
 
 
@@ -112,13 +125,18 @@ def report_section(summary: dict) -> str:
     """The report's HTML section: one table row per function × phase × start class."""
     block = summary.get("tail_ratios") or {}
     rows = [
-        [r["function"], r["phase"], r["start_class"], r["n"], r["p50_ms"], r["p99_ms"], r["p99_9_ms"], r["p99_over_p50"], r["p99_9_over_p50"]]
+        [r["function"], r["phase"], r["start_class"], r.get("latency", "–"), r["n"], markup.ms(r["p50_ms"]), markup.ms(r["p99_ms"]), markup.ms(r["p99_9_ms"]),
+         r["p99_over_p50"], r["p99_9_over_p50"]]
         for r in block.get("rows", [])
     ]
     if not rows:
         return ""
     return (
         "<h2>Tail-to-median ratio (STeLLAR)</h2>"
-        + markup.table(["function", "phase", "start class", "n", "p50 ms", "p99 ms", "p99.9 ms", "p99/p50", "p99.9/p50"], rows, left=3)
+        "<p class='def'>Not the modes table's figures: here the response time (<b>latency</b> column) of every <i>answered</i> "
+        "invocation (successful or not) of the function in the whole phase, warm-up included, all its instances together; "
+        "the modes table has the completion latency of each instance's successful invocations in the phase's steady window. "
+        "<b>n</b> counts the invocations each row's percentiles are of.</p>"
+        + markup.table(["function", "phase", "start class", "latency", "n", "p50", "p99", "p99.9", "p99/p50", "p99.9/p50"], rows, left=4)
         + f"<p><small>{html.escape(block.get('rule', ''))}.</small></p>"
     )

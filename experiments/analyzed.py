@@ -26,16 +26,18 @@ def _say_to_stderr(line: str) -> None:
 
 def execute_analyzed(workload: Any, out_dir: str | os.PathLike, connection: Any = None, analyze: bool = True,
                      progress: bool = True, **options: Any) -> Path:
-    """``invoker.run.execute`` and, when ``analyze`` and the run completed, its analysis."""
+    """``invoker.run.execute`` and, when ``analyze``, its analysis: also of a run that stopped
+    early (interrupted, aborted), whose phases end where it stopped (``analyzer.stats``)."""
     run_dir = execute(workload, out_dir, connection=connection, progress=progress, save_records=analyze, **options)
-    if analyze and rundir.read_manifest(run_dir).status == "complete":
+    if analyze:
         analyze_after_run(run_dir, connection, _say_to_stderr if progress else None)
     return run_dir
 
 
 def analyze_after_run(run_dir: Path, connection: Any, say: Callable[[str], None] | None) -> None:
     """Analyze a run just finished; a failure is recorded in the manifest and reported, not raised."""
-    platform = rundir.read_manifest(run_dir).platform
+    manifest = rundir.read_manifest(run_dir)
+    platform = manifest.platform
     if say:
         say("analyzing")
     try:
@@ -44,7 +46,7 @@ def analyze_after_run(run_dir: Path, connection: Any, say: Callable[[str], None]
         # when the run used generic endpoints only).
         summary = analyze_run(run_dir, connection=connection if platform.get("embedded") is False else None)
     except (FaasprofError, OSError, ValueError) as error:
-        text = f"analysis failed ({error}); the run is complete: retry with faasprof analyze {run_dir}"
+        text = f"analysis failed ({error}); the run directory is intact ({manifest.status}): retry with faasprof analyze {run_dir}"
         rundir.update_manifest(run_dir, analysis_error=text)
         print("warning: " + text, file=sys.stderr, flush=True)
         return

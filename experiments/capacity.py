@@ -9,13 +9,28 @@ analysed at once (``analyzer.analyze_run``); its latency mode decides the next r
 2. **Bisect** between the highest rate that kept up (``low``) and the lowest that did not
    (``high``), geometrically, until ``high / low − 1 ≤ tolerance`` or ``max_runs`` probes ran.
 
+The first probe that keeps up (the lowest rate) is the search's *reference*: its median
+completion latency is recorded in every later probe's manifest (``latency_reference``), where the
+analyzer's queueing rule (``analyzer.stats``, rule 2(d)) calls a probe over-invoked whose median
+latency is twice the reference's: a standing queue, although throughput keeps up. The probe's own
+report and the search thus give the same mode.
+
 The capacity is ``low``; the result lists every probe (rate, run directory, mode and the evidence
 behind it) so the verdict can be checked, and every run directory is kept for ``faasprof compare``.
-A probe whose run did not complete (interrupted, aborted) ends the search: its rate counts as not
-kept up, and the reason is reported. A probe with too few samples for a mode (``unknown``) counts
-as kept up only below the first over-invoked rate.
+When no probe was over-invoked (the ceiling ``max_rate`` or ``max_runs`` reached while keeping up,
+or the next probe did not complete) the capacity is only a lower bound: the result says so
+(``capacity_is_lower_bound``), the store marks it, and ``faasprof run`` warns when it takes
+fractions of it (``experiments.capacity_store``). A probe whose run did not complete
+(interrupted, aborted) ends the search: its rate counts as not kept up, and the reason is
+reported. A probe with too few samples for a mode (``unknown``) counts as kept up only below the
+first over-invoked rate.
 
-Result format versions (``CAPACITY_FORMAT_VERSION``): 1: first version.
+``SEARCH_DEFAULTS`` are the one set of search settings: ``faasprof capacity``'s option defaults
+and the search ``faasprof run`` makes for a capacity fraction. Probe run directories and the result
+go to ``probes_dir(out_dir)`` (``<out>/capacity/``) whoever asks.
+
+Result format versions (``CAPACITY_FORMAT_VERSION``): 1: first version; compatible additions:
+``reference``, ``capacity_is_lower_bound``.
 """
 
 from __future__ import annotations
@@ -32,11 +47,23 @@ from faasprof import __version__, rundir
 from faasprof.errors import ConfigError
 from analyzer import analyze_run
 from analyzer.markup import ms
+from invoker.preflight import check_out_dir
 from invoker.run import execute
 from workload.spec import workload_from_dict
 
 CAPACITY_FORMAT_VERSION = 1
 PROBE_INSTANCE = "probe"
+PROBES_DIR = "capacity"  # under the --out directory: every search's probe runs and result files
+
+# The modes need the capacity within tens of percent, not better: 3 s probes from 5/s, tripling,
+# bisected to 30 %, about half a minute on a small machine. The ceiling 1000/s is above what one
+# host's localwhisk serves for a catalogue function; a search that reaches it reports a lower bound.
+SEARCH_DEFAULTS = {"duration_s": 3.0, "start_rate": 5.0, "max_rate": 1000.0, "factor": 3.0, "tolerance": 0.3, "max_runs": 8, "cooldown_s": 0.5}
+
+
+def probes_dir(out_dir: str | os.PathLike) -> Path:
+    """Where a search writes its probe runs and its result under ``out_dir``."""
+    return Path(out_dir) / PROBES_DIR
 
 
 @dataclass
@@ -98,20 +125,32 @@ def probe_from_summary(rate: float, run_dir: Path, summary: dict) -> Probe:
     )
 
 
-def run_probe_factory(function: str, *, out_dir, duration_s: float, memory_mb: int | None = None, connection=None, local_settings: dict | None = None, seed: int = 1, distribution: str = "Uniform", params: dict | None = None, progress: bool = True) -> Callable[[float], Probe]:
-    """A probe that really runs: execute the one-instance workload, then analyze it."""
-    def probe(rate: float) -> Probe:
+def run_probe_factory(function: str, *, out_dir, duration_s: float, memory_mb: int | None = None, connection=None, local_settings: dict | None = None, seed: int = 1, distribution: str = "Uniform", params: dict | None = None, progress: bool = True) -> Callable[[float, dict | None], Probe]:
+    """A probe that really runs: execute the one-instance workload, record the search's reference
+    latency in its manifest (the analyzer's queueing rule reads it there), then analyze it."""
+    def probe(rate: float, reference: dict | None) -> Probe:
         data = probe_workload(function, rate, duration_s, memory_mb, seed, distribution, params)
         workload = workload_from_dict(data, origin=f"capacity probe at {rate:g}/s")
         run_dir = execute(workload, out_dir, connection=connection, local_settings=dict(local_settings or {}), progress=progress)
+        if reference is not None:
+            rundir.update_manifest(run_dir, latency_reference={function: reference})
         summary = analyze_run(run_dir, connection, plots=True)
         return probe_from_summary(rate, Path(run_dir), summary)
 
     return probe
 
 
-def search(probe: Callable[[float], Probe], *, start_rate: float = 1.0, max_rate: float = 1000.0, factor: float = 2.0, tolerance: float = 0.1, max_runs: int = 12, say: Callable[[str], None] | None = None, cooldown_s: float = 0.0, sleep=time.sleep, clock=time.monotonic) -> dict:
-    """Step, then bisect (module docstring); ``probe(rate)`` runs one probe. Returns the result dict."""
+def reference_of(probe: Probe) -> dict | None:
+    """The reference latency a kept-up probe gives the probes after it (None: it gives none)."""
+    if not probe.kept_up or probe.p50_ms is None or not math.isfinite(probe.p50_ms) or probe.p50_ms <= 0:
+        return None
+    source = f"lowest-rate probe {Path(probe.run_dir).name}" if probe.run_dir else "lowest-rate probe"
+    return {"completion_latency_ms_p50": probe.p50_ms, "rate_rps": probe.rate_rps, "source": source}
+
+
+def search(probe: Callable[[float, dict | None], Probe], *, start_rate: float = SEARCH_DEFAULTS["start_rate"], max_rate: float = SEARCH_DEFAULTS["max_rate"], factor: float = SEARCH_DEFAULTS["factor"], tolerance: float = SEARCH_DEFAULTS["tolerance"], max_runs: int = SEARCH_DEFAULTS["max_runs"], say: Callable[[str], None] | None = None, cooldown_s: float = 0.0, sleep=time.sleep, clock=time.monotonic) -> dict:
+    """Step, then bisect (module docstring); ``probe(rate, reference)`` runs one probe, judged
+    against ``reference`` (the first kept-up probe's latency; None for the first). Returns the result dict."""
     if start_rate <= 0 or max_rate < start_rate:
         raise ConfigError(f"--start-rate/--max-rate: need 0 < start ({start_rate:g}) <= max ({max_rate:g})")
     if factor <= 1:
@@ -124,12 +163,16 @@ def search(probe: Callable[[float], Probe], *, start_rate: float = 1.0, max_rate
     stopped = ""
 
     started = clock()
+    reference: dict | None = None
 
     def run(rate: float) -> Probe:
+        nonlocal reference
         if probes and cooldown_s > 0:
             sleep(cooldown_s)
-        result = probe(rate)
+        result = probe(rate, reference)
         probes.append(result)
+        if reference is None:
+            reference = reference_of(result)
         if say:
             # ETA: the probes left at most (max_runs), at the mean time a probe took so far.
             per_probe = (clock() - started) / len(probes)
@@ -146,7 +189,7 @@ def search(probe: Callable[[float], Probe], *, start_rate: float = 1.0, max_rate
             break
         low = result
         if rate >= max_rate:
-            stopped = f"kept up at the maximum rate {max_rate:g}/s: the capacity is at least that (raise --max-rate)"
+            stopped = f"kept up at the ceiling --max-rate {max_rate:g}/s: the capacity is at least that (raise --max-rate)"
             break
         rate = min(rate * factor, max_rate)
     while high is not None and low is not None and len(probes) < max_runs and high.rate_rps / low.rate_rps - 1 > tolerance:
@@ -158,7 +201,9 @@ def search(probe: Callable[[float], Probe], *, start_rate: float = 1.0, max_rate
         else:
             high = result
     if not stopped:
-        if high is not None and high.status != "complete":
+        if low is not None and high is None:
+            stopped = f"kept up at every rate of --max-runs {max_runs} probes, up to {low.rate_rps:g}/s: the capacity is at least that (raise --max-runs or --start-rate)"
+        elif high is not None and high.status != "complete":
             stopped = f"the probe at {high.rate_rps:g}/s ended {high.status}; capacity bounded by the last complete probe"
         elif low is None:
             stopped = f"over-invoked already at the start rate {start_rate:g}/s (lower --start-rate)"
@@ -171,8 +216,11 @@ def search(probe: Callable[[float], Probe], *, start_rate: float = 1.0, max_rate
         "format_version": CAPACITY_FORMAT_VERSION,
         "generated_by": {"faasprof": __version__},
         "capacity_rps": capacity,
+        # No complete probe above it was over-invoked: the function may serve more.
+        "capacity_is_lower_bound": low is not None and (high is None or high.status != "complete"),
         "bounds_rps": [low.rate_rps if low else None, high.rate_rps if high else None],
         "mode_at_capacity": low.mode if low else None,
+        "reference": reference,
         "stopped_because": stopped,
         "probes": [asdict(p) for p in probes],
     }
@@ -186,28 +234,30 @@ def find_capacity(
     function: str,
     *,
     out_dir: str | os.PathLike = "runs",
-    duration_s: float = 10.0,
+    duration_s: float = SEARCH_DEFAULTS["duration_s"],
     memory_mb: int | None = None,
     connection=None,
     local_settings: dict | None = None,
     seed: int = 1,
     distribution: str = "Uniform",
     params: dict | None = None,
-    start_rate: float = 1.0,
-    max_rate: float = 1000.0,
-    factor: float = 2.0,
-    tolerance: float = 0.1,
-    max_runs: int = 12,
-    cooldown_s: float = 1.0,
+    start_rate: float = SEARCH_DEFAULTS["start_rate"],
+    max_rate: float = SEARCH_DEFAULTS["max_rate"],
+    factor: float = SEARCH_DEFAULTS["factor"],
+    tolerance: float = SEARCH_DEFAULTS["tolerance"],
+    max_runs: int = SEARCH_DEFAULTS["max_runs"],
+    cooldown_s: float = SEARCH_DEFAULTS["cooldown_s"],
     progress: bool = True,
 ) -> dict:
-    """Run the search with real probes; writes ``<out_dir>/capacity-<function>-<stamp>.json``."""
-    out = Path(out_dir)
+    """Run the search with real probes under ``probes_dir(out_dir)``; writes the result there as
+    ``capacity-<function>-<stamp>.json``."""
+    check_out_dir(out_dir)  # the folder the user named: a missing parent is a typo, as for a run
+    out = probes_dir(out_dir)
+    out.mkdir(parents=True, exist_ok=True)
     say = (lambda line: print(line, file=sys.stderr, flush=True)) if progress else None
     probe = run_probe_factory(function, out_dir=out, duration_s=duration_s, memory_mb=memory_mb, connection=connection, local_settings=local_settings, seed=seed, distribution=distribution, params=params, progress=False)
     result = search(probe, start_rate=start_rate, max_rate=max_rate, factor=factor, tolerance=tolerance, max_runs=max_runs, say=say, cooldown_s=cooldown_s)
     result.update(function=function, memory_mb=memory_mb, duration_s=duration_s, distribution=distribution)
-    out.mkdir(parents=True, exist_ok=True)
     path = out / f"capacity-{rundir.safe_name(function)}-{rundir.utc_stamp()}.json"
     rundir.write_json_atomic(path, result)
     result["result_file"] = str(path)

@@ -9,11 +9,15 @@ so they carry over to any machine). ``faasprof capacity`` records every result h
 The store is one JSON file, ``~/.local/share/faasprof/capacity.json`` (``$FAASPROF_CAPACITY_STORE``
 overrides the path), format version ``STORE_FORMAT_VERSION``::
 
-    {"format_version": 1, "entries": {"<key>": {"capacity_rps": 94.2, "result_file": ..., ...}}}
+    {"format_version": 1, "entries": {"<key>": {"capacity_rps": 94.2, "lower_bound": false,
+                                                "latency_reference": {...}, "result_file": ..., ...}}}
 
 The key names the host (hostname, CPU model, logical CPUs), the platform (the embedded localwhisk
 and its isolation, or the API host), the function and its memory limit: a capacity measured
-elsewhere is never used.
+elsewhere is never used. ``lower_bound`` (absent in entries written before it: false) marks a
+search that kept up at every rate it tried, so ``capacity_rps`` is the least the function serves;
+whoever uses the value says so. ``latency_reference`` is the search's lowest-rate latency, which a
+run whose rates are fractions of the capacity carries for the analyzer's queueing rule.
 """
 
 from __future__ import annotations
@@ -32,8 +36,6 @@ from experiments.capacity import find_capacity
 
 STORE_FORMAT_VERSION = 1
 STORE_ENV = "FAASPROF_CAPACITY_STORE"
-# A short search for a first run: the modes need the capacity within tens of percent, not better.
-QUICK_SEARCH = {"duration_s": 3.0, "start_rate": 5.0, "factor": 3.0, "tolerance": 0.3, "max_runs": 6, "cooldown_s": 0.5}
 
 
 def store_path() -> Path:
@@ -87,6 +89,8 @@ def record(store_key: str, result: dict, path: Path | None = None) -> dict:
     data = _read(path)
     entry = {
         "capacity_rps": result.get("capacity_rps"),
+        "lower_bound": bool(result.get("capacity_is_lower_bound")),
+        "latency_reference": result.get("reference"),
         "bounds_rps": result.get("bounds_rps"),
         "result_file": result.get("result_file"),
         "measured_utc": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
@@ -98,9 +102,20 @@ def record(store_key: str, result: dict, path: Path | None = None) -> dict:
     return entry
 
 
-def resolve_workload(workload, connection, local_settings: dict | None, out_dir, measure: Callable[..., dict] | None = None, say: Callable[[str], None] | None = None):
+def describe(function: str, entry: dict) -> str:
+    """A stored capacity in words: "N/s", or "≥ N/s (a lower bound ...)" for a search that never
+    found the function over-invoked."""
+    if entry.get("lower_bound"):
+        return (f"≥ {entry['capacity_rps']:.4g}/s, a lower bound: the search kept up at every rate it tried, so a fraction "
+                f"meant to over-invoke may not; measure higher with faasprof capacity {function} --max-rate")
+    return f"{entry['capacity_rps']:.4g}/s"
+
+
+def resolve_workload(workload, connection, local_settings: dict | None, out_dir, measure: Callable[..., dict] | None = None, say: Callable[[str], None] | None = None,
+                     warn: Callable[[str], None] | None = None):
     """``workload`` with its capacity-fraction rates resolved from the store, measuring each
-    missing capacity first (``experiments.capacity.find_capacity`` with ``QUICK_SEARCH``)."""
+    missing capacity first (``experiments.capacity.find_capacity`` with its defaults, probes under
+    ``out_dir``). ``say`` gets progress; ``warn`` a line for each capacity that is only a lower bound."""
     measure = measure or find_capacity
     host, platform = host_identity(), platform_identity(connection, local_settings)
     capacities: dict[str, dict] = {}
@@ -114,15 +129,22 @@ def resolve_workload(workload, connection, local_settings: dict | None, out_dir,
         if entry is None:
             if say:
                 say(f"no stored capacity of {instance.function} ({instance.memory_mb or 'default'} MB) on this host and platform: measuring it (about 30 s)")
-            probes_dir = Path(out_dir) / "capacity"
-            probes_dir.mkdir(parents=True, exist_ok=True)
-            result = measure(instance.function, out_dir=probes_dir, memory_mb=instance.memory_mb, connection=connection, local_settings=local_settings, progress=say is not None, **QUICK_SEARCH)
+            result = measure(instance.function, out_dir=out_dir, memory_mb=instance.memory_mb, connection=connection, local_settings=local_settings, progress=say is not None)
             if not result.get("capacity_rps"):
                 raise FormatError(f"capacity of {instance.function}: none found ({result.get('stopped_because')}); run faasprof capacity {instance.function} with other --start-rate/--max-rate")
             entry = record(store_key, result)
+            where = f"stored in {store_path()}"
+        else:
+            where = f"stored {entry.get('measured_utc')}, {store_path()}"
+        line = f"capacity of {instance.function}: {describe(instance.function, entry)} ({where})"
+        if entry.get("lower_bound"):
+            if warn:
+                warn(f"warning: {line}")
         elif say:
-            say(f"capacity of {instance.function}: {entry['capacity_rps']:.4g}/s (stored {entry.get('measured_utc')}, {store_path()})")
-        capacities[instance.name] = {"capacity_rps": entry["capacity_rps"], "capacity_source": str(entry.get("result_file") or store_path()), "capacity_key": store_key}
+            say(line)
+        capacities[instance.name] = {"capacity_rps": entry["capacity_rps"], "capacity_lower_bound": bool(entry.get("lower_bound")), "capacity_source": str(entry.get("result_file") or store_path()), "capacity_key": store_key}
+        if entry.get("latency_reference"):  # the yardstick of the analyzer's queueing rule (analyzer.stats, rule 2(d))
+            capacities[instance.name]["latency_reference"] = entry["latency_reference"]
     return workload.with_capacities(capacities)
 
 

@@ -1,8 +1,10 @@
 """``faasprof capacity FUNCTION``: find the highest rate at which a function stays balanced.
 
-Steps the rate up, then bisects, with short runs (see ``experiments.capacity``); every run
-directory is kept in ``--out`` for ``faasprof compare``. Progress (one line per probe) goes to
-stderr; stdout gets the capacity, the probes, and the result file as the last line.
+Steps the rate up, then bisects, with short runs (see ``experiments.capacity``; its
+``SEARCH_DEFAULTS`` are the options' defaults, the same search ``faasprof run`` makes for a capacity
+fraction); every run directory is kept in ``<--out>/capacity/`` for ``faasprof compare``. Progress
+(one line per probe) goes to stderr; stdout gets the capacity ("≥ N/s" when the search never found
+the function over-invoked), where it was stored, the probes, and the result file as the last line.
 """
 
 from __future__ import annotations
@@ -12,24 +14,24 @@ import json
 
 from faasprof.errors import ConfigError
 from experiments import capacity_store
-from experiments.capacity import find_capacity
+from experiments.capacity import SEARCH_DEFAULTS, find_capacity
 from platforms.openwhisk.connection import add_connection_arguments, resolve_connection
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("function", metavar="FUNCTION", help="action name (a catalogue function such as json_dumps, or an action already deployed)")
     parser.add_argument("--memory", type=int, metavar="MB", help="memory limit to deploy the function with (default: its manifest's)")
-    parser.add_argument("--duration", type=float, default=10.0, metavar="S", help="length of each probe run (default 10)")
-    parser.add_argument("--out", default="runs", metavar="DIR", help="where the probe runs and the result go (default runs/)")
-    parser.add_argument("--start-rate", type=float, default=1.0, metavar="RPS", help="first rate (default 1/s)")
-    parser.add_argument("--max-rate", type=float, default=1000.0, metavar="RPS", help="highest rate tried (default 1000/s)")
-    parser.add_argument("--factor", type=float, default=2.0, help="step factor while the function keeps up (default 2)")
-    parser.add_argument("--tolerance", type=float, default=0.1, help="stop bisecting when the bounds are this close, relative (default 0.1)")
-    parser.add_argument("--max-runs", type=int, default=12, metavar="N", help="at most this many probe runs (default 12)")
+    parser.add_argument("--duration", type=float, default=SEARCH_DEFAULTS["duration_s"], metavar="S", help="length of each probe run (default %(default)g)")
+    parser.add_argument("--out", default="runs", metavar="DIR", help="the probe runs and the result go to DIR/capacity/ (default runs/)")
+    parser.add_argument("--start-rate", type=float, default=SEARCH_DEFAULTS["start_rate"], metavar="RPS", help="first rate (default %(default)g/s)")
+    parser.add_argument("--max-rate", type=float, default=SEARCH_DEFAULTS["max_rate"], metavar="RPS", help="the ceiling: highest rate tried; kept up there, the capacity is a lower bound (default %(default)g/s)")
+    parser.add_argument("--factor", type=float, default=SEARCH_DEFAULTS["factor"], help="step factor while the function keeps up (default %(default)g)")
+    parser.add_argument("--tolerance", type=float, default=SEARCH_DEFAULTS["tolerance"], help="stop bisecting when the bounds are this close, relative (default %(default)g)")
+    parser.add_argument("--max-runs", type=int, default=SEARCH_DEFAULTS["max_runs"], metavar="N", help="at most this many probe runs (default %(default)d)")
     parser.add_argument("--distribution", choices=("Uniform", "Poisson"), default="Uniform", help="arrival process of the probes (default Uniform)")
     parser.add_argument("--params", metavar="JSON", help="parameters passed to every invocation, as a JSON object")
     parser.add_argument("--seed", type=int, default=1, help="random seed of the probes (default 1)")
-    parser.add_argument("--cooldown", type=float, default=1.0, metavar="S", help="pause between probes (default 1)")
+    parser.add_argument("--cooldown", type=float, default=SEARCH_DEFAULTS["cooldown_s"], metavar="S", help="pause between probes (default %(default)g)")
     parser.add_argument("--pause-grace", type=float, metavar="MS", help="embedded localwhisk: idle time before a sandbox is paused (default 50)")
     parser.add_argument("--user-memory", type=int, metavar="MB", help="embedded localwhisk: memory budget of the pool (default 4096)")
     parser.add_argument("--quiet", action="store_true", help="no progress lines on stderr")
@@ -75,13 +77,20 @@ def main(args: argparse.Namespace) -> int:
     )
     capacity = result["capacity_rps"]
     low, high = result["bounds_rps"]
-    if capacity is not None:  # kept for workloads whose rates are fractions of it
-        store_key = capacity_store.key(capacity_store.host_identity(), capacity_store.platform_identity(connection, settings), args.function, args.memory)
-        capacity_store.record(store_key, result)
     if capacity is None:
-        print(f"{args.function}: no capacity found: {result['stopped_because']}")
-    else:
-        print(f"{args.function}: capacity {capacity:.4g}/s (mode there: {result['mode_at_capacity']}; over-invoked at {'-' if high is None else f'{high:.4g}/s'}); {result['stopped_because']}")
+        print(f"{args.function}: no capacity found: {result['stopped_because']}; nothing stored")
+    else:  # kept for workloads whose rates are fractions of it
+        store_key = capacity_store.key(capacity_store.host_identity(), capacity_store.platform_identity(connection, settings), args.function, args.memory)
+        entry = capacity_store.record(store_key, result)
+        if entry["lower_bound"]:
+            print(f"{args.function}: capacity ≥ {capacity:.4g}/s (mode there: {result['mode_at_capacity']}; never over-invoked); {result['stopped_because']}")
+            print(f"stored as a lower bound in {capacity_store.store_path()}: workloads that take fractions of it are warned")
+        else:
+            print(f"{args.function}: capacity {capacity:.4g}/s (mode there: {result['mode_at_capacity']}; over-invoked at {high:.4g}/s); {result['stopped_because']}")
+            print(f"stored in {capacity_store.store_path()} for this host and platform")
+    reference = result.get("reference")
+    if reference:
+        print(f"reference latency (queueing rule): p50 {reference['completion_latency_ms_p50']:.4g} ms at {reference['rate_rps']:.4g}/s, the lowest-rate probe")
     for probe in result["probes"]:
         print(f"  {probe['rate_rps']:>9.4g}/s  {probe['mode']:<13} {probe['run_dir']}")
     print(result["result_file"])

@@ -11,10 +11,11 @@ The arguments are ``invoker.cmd_run``'s.
 
 Progress and warnings go to stderr; the last line of stdout is the run directory. Exit status:
 0 the run completed and met its thresholds (``invoker.verdict``: by default at least one
-invocation succeeded and no more than half failed), 1 it was interrupted or aborted, or completed
-but failed its thresholds (the run directory is still complete and readable; the manifest's
-``verdict`` names the dominant failure and its fix), 2 bad input, 3 the platform or a required
-collector is not ready (nothing created).
+invocation succeeded and no more than half failed), 1 it was interrupted or aborted (analysed all
+the same with ``--analyze``, else the command to analyse it is printed), or completed but failed
+its thresholds (the run directory is still complete and readable; the manifest's ``verdict`` names
+the dominant failure and its fix), 2 bad input, 3 the platform or a required collector is not
+ready (nothing created).
 """
 
 from __future__ import annotations
@@ -53,7 +54,7 @@ def main(args: argparse.Namespace) -> int:
         connection = resolve_connection(args, workload.platform, origin=args.config)
         settings = invoker_run.local_settings(args, workload.platform)
         say = None if args.quiet else capacity_store._say
-        workload = capacity_store.resolve_workload(workload, connection, settings, args.out, say=say)
+        workload = capacity_store.resolve_workload(workload, connection, settings, args.out, say=say, warn=capacity_store._say)
     _restore_leftover_allocations()
     options = invoker_run.dispatch_options(args)
     thresholds = parse_thresholds(args.threshold)
@@ -75,7 +76,9 @@ def main(args: argparse.Namespace) -> int:
     status = manifest.status
     print(run_dir, flush=True)
     if status != "complete":
-        print(f"run {status}: {manifest.status_reason} (see {run_dir}/manifest.json)", file=sys.stderr)
+        # What it sent is measured all the same: the analysis ends its phases where it stopped.
+        suggestion = "" if args.analyze else f"; analyze what it sent: faasprof analyze {run_dir}"
+        print(f"run {status}: {manifest.status_reason} (see {run_dir}/manifest.json){suggestion}", file=sys.stderr)
         return 1
     verdict = manifest.verdict or {}
     if verdict.get("passed") is False:

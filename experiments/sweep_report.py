@@ -14,7 +14,6 @@ Writes into the sweep directory::
 
 from __future__ import annotations
 
-import base64
 import json
 import html
 import math
@@ -26,12 +25,20 @@ import pandas as pd
 
 from faasprof import rundir
 from faasprof.errors import FormatError
+from analyzer import markup
 from analyzer.compare import compare_runs
+from analyzer.stats import QUEUE_MIN_MS, QUEUE_RATIO, is_reference, queueing
 
 SUMMARY_FORMAT_VERSION = 1
+# Completion latency (planned send → function end) first, as in every report: a non-blocking
+# call's client latency is the time to its 202, and falls as the platform falls behind. Client
+# latency is filled by compare for blocking calls only (an empty metric is not plotted).
 PLOTTED_METRICS = (
-    ("client_latency_ms_p50", "client latency p50 (ms)"),
-    ("client_latency_ms_p99", "client latency p99 (ms)"),
+    ("completion_latency_ms_p50", "completion latency p50 (ms)"),
+    ("completion_latency_ms_p90", "completion latency p90 (ms)"),
+    ("completion_latency_ms_p99", "completion latency p99 (ms)"),
+    ("client_latency_ms_p50", "client latency p50, blocking calls (ms)"),
+    ("client_latency_ms_p99", "client latency p99, blocking calls (ms)"),
     ("platform_latency_ms_p50", "platform latency (wait + duration) p50 (ms)"),
     ("platform_latency_ms_p99", "platform latency (wait + duration) p99 (ms)"),
     ("execution_ms_mean", "execution time, mean (ms)"),
@@ -40,6 +47,7 @@ PLOTTED_METRICS = (
     ("achieved_rps", "achieved throughput (invocations/s)"),
 )
 MONITOR_HINTS = ("ipc", "mpki", "bw", "occupancy")
+LATENCY_SUFFIXES = ("_p50", "_p90", "_p99", "_p99_9")
 SWEEP_FILE = "sweep.json"  # written by experiments.sweep as the sweep goes
 
 
@@ -112,8 +120,12 @@ def aggregate(frame: pd.DataFrame, parameters: list[str]) -> list[dict]:
 
 
 def capacities(frame: pd.DataFrame, parameters: list[str]) -> list[dict]:
-    """With `rate` swept: per function and setting of the other parameters, the highest rate at
-    which every repeat stayed balanced or under-invoked (the paper's capacity), with evidence."""
+    """With `rate` swept: per function and setting of the other parameters, the highest rate that
+    kept up, judged as a capacity search judges its probes (``experiments.capacity``): no repeat
+    over-invoked, and no standing queue (``analyzer.stats.queueing``, the analyzer's rule 2(d)) in
+    the median completion latency against that of the lowest rate that kept up, the reference.
+    Each point's own analysis has no reference, so the sweep applies the rule across its points.
+    Where no rate failed, the capacity is a lower bound (``capacity_is_lower_bound``), with evidence."""
     if "rate" not in parameters:
         return []
     others = [f"sweep_{p}" for p in parameters if p != "rate"]
@@ -121,13 +133,22 @@ def capacities(frame: pd.DataFrame, parameters: list[str]) -> list[dict]:
     for group, part in frame.groupby(["function", *others], dropna=False, sort=True):
         group = group if isinstance(group, tuple) else (group,)
         evidence = []
+        reference = None
         for rate, at_rate in part.groupby("sweep_rate", sort=True):
-            modes = ",".join(at_rate["mode"].astype(str))
-            evidence.append({"rate": float(rate), "modes": sorted(set(modes.split(","))), "over_invoked": "over-invoked" in modes})
-        ok = [e["rate"] for e in evidence if not e["over_invoked"]]
-        first_over = next((e["rate"] for e in evidence if e["over_invoked"]), None)
-        capacity = max((r for r in ok if first_over is None or r < first_over), default=None)
-        out.append({"function": group[0], **{k.removeprefix("sweep_"): v for k, v in zip(others, group[1:])}, "capacity_rps": capacity, "evidence": evidence})
+            modes = sorted(set(",".join(at_rate["mode"].astype(str)).split(",")))
+            latency = float(pd.to_numeric(at_rate["completion_latency_ms_p50"], errors="coerce").median()) if "completion_latency_ms_p50" in at_rate else math.nan
+            queued, words = queueing(latency, float(rate), reference)
+            entry = {"rate": float(rate), "modes": modes, "over_invoked": "over-invoked" in modes, "completion_latency_ms_p50": latency if math.isfinite(latency) else None,
+                     "queueing": bool(queued), "queueing_evidence": words}
+            entry["kept_up"] = not entry["over_invoked"] and not queued
+            evidence.append(entry)
+            if reference is None and entry["kept_up"]:
+                candidate = {"completion_latency_ms_p50": latency, "rate_rps": float(rate), "source": "the sweep's lowest rate"}
+                reference = candidate if is_reference(candidate) else None
+        first_failed = next((e["rate"] for e in evidence if not e["kept_up"]), None)
+        capacity = max((e["rate"] for e in evidence if e["kept_up"] and (first_failed is None or e["rate"] < first_failed)), default=None)
+        out.append({"function": group[0], **{k.removeprefix("sweep_"): v for k, v in zip(others, group[1:])}, "capacity_rps": capacity,
+                    "capacity_is_lower_bound": capacity is not None and first_failed is None, "reference": reference, "evidence": evidence})
     return out
 
 
@@ -154,7 +175,9 @@ def plot_versus(frame: pd.DataFrame, parameters: list[str], out: Path) -> list[s
                 ax.errorbar(stats.index.astype(float), stats["mean"], yerr=stats["std"].fillna(0), marker="o", capsize=3, label=name)
             ax.set_xlabel(parameter)
             ax.set_ylabel(label)
-            ax.grid(alpha=0.3)
+            if metric.endswith(LATENCY_SUFFIXES) and (pd.to_numeric(frame[metric], errors="coerce").dropna() > 0).all():
+                ax.set_yscale("log")  # milliseconds when balanced, seconds when over-invoked: one axis for both
+            ax.grid(alpha=0.3, which="both")
             ax.legend(fontsize=7)
             ax.set_title(f"{label} vs {parameter} (mean ± sd over repeats)", fontsize=9)
             name = f"{metric}_vs_{parameter}.png"
@@ -165,45 +188,51 @@ def plot_versus(frame: pd.DataFrame, parameters: list[str], out: Path) -> list[s
     return written
 
 
-def _number(value) -> str:
+def _cell(metric: str, value) -> str:
+    """A number with its unit: latencies in ms or s, fractions in %, rates per second."""
     if value is None or (isinstance(value, float) and math.isnan(value)):
         return "–"
-    return f"{value:.4g}" if isinstance(value, float) else str(value)
+    if metric.endswith(LATENCY_SUFFIXES) or metric.endswith("_ms_mean"):
+        return markup.ms(value)
+    if metric.endswith("_fraction"):
+        return markup.pct(value)
+    if metric.endswith("_rps"):
+        return markup.rate(value)
+    return markup.fmt(value)
 
 
 def write_html(path: Path, sweep_dir: Path, parameters: list[str], rows: list[dict], capacity: list[dict], plots: list[str]) -> None:
+    """The sweep's page, in the run report's look (``analyzer.markup``)."""
     parts = [
-        "<!doctype html><meta charset='utf-8'><title>faasprof sweep</title>",
-        "<style>body{font-family:sans-serif;margin:2em;max-width:75em}table{border-collapse:collapse;font-size:13px}"
-        "td,th{border:1px solid #ccc;padding:2px 6px;text-align:right}th{background:#eee}img{max-width:48%}</style>",
         f"<h1>Sweep {html.escape(sweep_dir.name)}</h1>",
         f"<p>Parameters: {html.escape(', '.join(parameters))}. Per-run details: <a href='compare/report.html'>compare/report.html</a>.</p>",
+        "<p class='def'><b>Completion latency</b> (planned send → function end, successful invocations) is the headline, as in "
+        "each run's report; <b>client latency</b> is shown for blocking calls only.</p>",
     ]
     if capacity:
-        parts.append("<h2>Capacity (highest rate with no over-invoked repeat)</h2><table><tr><th>function</th>")
         others = [p for p in parameters if p != "rate"]
-        parts.append("".join(f"<th>{html.escape(o)}</th>" for o in others) + "<th>capacity (inv/s)</th></tr>")
-        for entry in capacity:
-            parts.append(f"<tr><td>{html.escape(str(entry['function']))}</td>" + "".join(f"<td>{_number(entry.get(o))}</td>" for o in others) + f"<td>{_number(entry['capacity_rps'])}</td></tr>")
-        parts.append("</table>")
+        parts.append("<h2>Capacity (highest rate with no over-invoked repeat and no standing queue: median completion latency not "
+                     f"{QUEUE_RATIO:g}x and {QUEUE_MIN_MS:g} ms above the lowest rate's; ≥: no rate failed, a lower bound)</h2>")
+        parts.append(markup.table(["function", *others, "capacity"],
+                                  [[e["function"], *(e.get(o) for o in others), ("≥ " if e["capacity_is_lower_bound"] else "") + markup.rate(e["capacity_rps"])] for e in capacity]))
     if rows:
         metrics = [k for k, v in rows[0].items() if isinstance(v, dict)]
         keys = ["function"] + [f"sweep_{p}" for p in parameters]
-        parts.append("<h2>Metrics per setting (mean ± sd, n)</h2><table><tr>" + "".join(f"<th>{html.escape(k.removeprefix('sweep_'))}</th>" for k in keys))
-        parts.append("".join(f"<th>{html.escape(m)}</th>" for m in metrics) + "<th>modes</th></tr>")
+        labels = dict(PLOTTED_METRICS)
+        cells = []
         for row in rows:
-            cells = "".join(f"<td>{html.escape(_number(row[k]))}</td>" for k in keys)
+            line = [row[k] for k in keys]
             for metric in metrics:
                 value = row[metric]
-                sd = f" ± {_number(value['std'])}" if value["std"] is not None else ""
-                cells += f"<td>{_number(value['mean'])}{sd} ({value['n']})</td>"
-            parts.append(f"<tr>{cells}<td>{html.escape(', '.join(row['modes']))}</td></tr>")
-        parts.append("</table>")
+                sd = f" ± {_cell(metric, value['std'])}" if value["std"] is not None else ""
+                line.append(f"{_cell(metric, value['mean'])}{sd} ({value['n']})")
+            cells.append(line + [", ".join(row["modes"])])
+        headers = [k.removeprefix("sweep_") for k in keys] + [labels.get(m, m).replace(" (ms)", "") for m in metrics] + ["modes"]
+        parts.append("<h2>Metrics per setting (mean ± sd over repeats, n)</h2>")
+        parts.append(markup.table(headers, cells))
     parts.append("<h2>Plots</h2>")
-    for name in plots:
-        data = base64.b64encode((sweep_dir / "plots" / name).read_bytes()).decode()
-        parts.append(f"<img alt='{html.escape(name)}' src='data:image/png;base64,{data}'>")
-    path.write_text("\n".join(parts), encoding="utf-8")
+    parts += [markup.image(sweep_dir / "plots" / name, name) for name in plots]
+    path.write_text(markup.page(f"faasprof sweep {sweep_dir.name}", parts), encoding="utf-8")
 
 
 def write_sweep_report(sweep_dir: Path, progress: bool = True) -> Path:

@@ -9,7 +9,7 @@ from faasprof.errors import ConfigError
 from platforms.openwhisk.connection import add_connection_arguments
 from invoker.dispatch import DEFAULT_INTERRUPT_GRACE_S, DEFAULT_LATENESS_WARN_MS, DEFAULT_REALTIME_PRIORITY, DispatchOptions
 from invoker.sender import DEFAULT_MAX_CONNECTIONS, DEFAULT_REQUEST_TIMEOUT_S
-from invoker.shards import resolve_processes
+from invoker.shards import AUTO_RATE_PER_PROCESS, resolve_processes
 from localwhisk.config import duration_ms
 
 
@@ -17,11 +17,11 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("config", metavar="CONFIG", help="workload JSON (FaaSProfiler's format, or with faasprof's extensions)")
     parser.add_argument("--out", metavar="DIR", default="runs", help="where the run directory is created (default: runs/)")
     parser.add_argument("--seed", type=int, help="override the workload's random_seed")
-    parser.add_argument("--analyze", action="store_true", help="analyze the run when it completes (same as `faasprof analyze RUN_DIR`)")
+    parser.add_argument("--analyze", action="store_true", help="analyze the run when it ends, also when interrupted (same as `faasprof analyze RUN_DIR`)")
     parser.add_argument("--quiet", action="store_true", help="no progress lines on stderr (warnings are still printed)")
     parser.add_argument("--threshold", action="append", default=[], metavar="NAME=VALUE",
                         help="a success criterion (repeatable; overrides the workload's thresholds block): "
-                             "min_successes (default 1), max_failure_rate (default 0.5), max_client_latency_ms_p50, "
+                             "min_successes (default 1), min_successes_per_instance (default 1), max_failure_rate (default 0.5), max_client_latency_ms_p50, "
                              "max_client_latency_ms_p99, max_lateness_ms_p99; a run that misses one exits 1")
     add_connection_arguments(parser)
     tuning = parser.add_argument_group("invoker")
@@ -39,10 +39,11 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                              "needs root or CAP_SYS_NICE (see bench/bench_invoker.py for its effect)")
     tuning.add_argument("--realtime-priority", type=int, default=DEFAULT_REALTIME_PRIORITY, metavar="N",
                         help=f"the SCHED_FIFO priority of --realtime, 1..99 (default {DEFAULT_REALTIME_PRIORITY})")
-    tuning.add_argument("--send-processes", default="1", metavar="N|auto",
+    tuning.add_argument("--send-processes", default="auto", metavar="N|auto",
                         help="send from N processes on this host, the plan split between them by instance (a hot instance "
-                             "alternating) and merged into one run directory; auto: enough for the plan's busiest second, "
-                             "at most the cores minus one (default 1; see bench/bench_invoker.py --find-max)")
+                             f"alternating) and merged into one run directory; auto (the default): one per {AUTO_RATE_PER_PROCESS:,} invocations in "
+                             "the plan's busiest second, at most the cores; the manifest's invoker.send_processes_choice says "
+                             "why (see bench/bench_invoker.py --find-max)")
     tuning.add_argument("--interrupt-grace-s", type=float, default=DEFAULT_INTERRUPT_GRACE_S, metavar="S",
                         help=f"after Ctrl-C, wait this long for responses in flight (default {DEFAULT_INTERRUPT_GRACE_S:g})")
     local = parser.add_argument_group("embedded localwhisk (used when no platform is configured)")

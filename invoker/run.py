@@ -36,10 +36,10 @@ import numpy as np
 
 from faasprof import rundir
 from faasprof.errors import ConfigError, FaasprofError, NotReadyError, RunError
-from invoker.dispatch import DispatchOptions, Dispatcher, DispatchResult, new_event_loop
+from invoker.dispatch import DispatchOptions, Dispatcher, DispatchResult, new_event_loop, realtime_hint, realtime_permitted
 from invoker.preflight import check_out_dir
 from invoker.sender import ensure_fd_budget
-from invoker.shards import ShardedDispatch, peak_rate_per_s, resolve_processes
+from invoker.shards import ShardedDispatch, choose_processes, peak_rate_per_s
 from invoker.storage import start_workload_storage
 from invoker.verdict import check_thresholds, evaluate
 from localwhisk.embedded import start_embedded
@@ -368,7 +368,8 @@ def _term_as_interrupt(signum, frame):  # outside the send loop, SIGTERM unwinds
 
 def _run(workload, schedule, run_dir: Path, platform: _Platform, requests, collectors, warnings, host, tools, options, say, save_records, thresholds) -> Path:
     planned = len(schedule)
-    options.send_processes = resolve_processes(options.send_processes, peak_rate_per_s(schedule.intended_ns))
+    choice = choose_processes(options.send_processes, peak_rate_per_s(schedule.intended_ns))
+    options.send_processes = choice.processes
     provisional = rundir.ClockAnchor()
     manifest = rundir.new_manifest(
         workload.test_name,
@@ -377,7 +378,7 @@ def _run(workload, schedule, run_dir: Path, platform: _Platform, requests, colle
         platform=platform.describe(),
         host=host,
         tools=tools,
-        invoker={**options.describe(), "event_loop": _loop_name()},
+        invoker={**options.describe(), "send_processes_choice": choice.describe(), "event_loop": _loop_name()},
         monitors=[],
         scripts={},
         warnings=list(warnings),
@@ -392,6 +393,11 @@ def _run(workload, schedule, run_dir: Path, platform: _Platform, requests, colle
         log = rundir.InvocationLog(run_dir)
     except OSError as error:
         raise RunError(f"{run_dir}: cannot write the run directory ({error.strerror or error}); free space there or pass --out on another file system") from None
+    if say and choice.worth_saying:
+        say(f"send processes: {choice.processes} ({choice.why})")
+    hint = realtime_hint(choice.busiest_second, options.realtime_priority, realtime_permitted())
+    if say and hint:
+        say(hint)
     scripts: dict[str, ScriptRun] = {}
     started: list = []
     result: DispatchResult | None = None

@@ -68,10 +68,11 @@ MERGE_INTERVAL_S = 0.25  # the parent's merge and check period (rows reach the t
 BALANCE_TOLERANCE = 0.05  # a whole instance may leave its process this far above an equal share
 READY_TIMEOUT_S = 60.0  # a child that has not read its share and opened its log by then is broken
 STOP_TIMEOUT_S = 30.0  # after a stop, how long the parent waits for a child before killing it
-# Send processes `auto` starts for a plan: one per this many invocations a second at its busiest
-# second (one process held 12,000/s on a loaded 2-core host with --realtime; see
-# bench/bench_invoker.py --find-max), at most the host's cores minus one (the platform and the
-# parent need a core too).
+# Send processes `auto` (the default) starts for a plan: one per this many invocations a second at
+# its busiest second. One process held 12,000/s on a loaded 2-core host with --realtime
+# (bench/bench_invoker.py --find-max); a default run sends without it, so two thirds of that. At
+# most the host's cores: the parent only merges (two processes sending 20,000/s took 1.1 of the
+# host's 2 cores, and held the schedule where one process did not).
 AUTO_RATE_PER_PROCESS = 8000
 _FRAME = struct.Struct("!Q")
 
@@ -130,19 +131,55 @@ def _interleave(per_shard: np.ndarray) -> np.ndarray:
     return label[np.lexsort((label, key))]
 
 
-def resolve_processes(value: str | int, busiest_second: float, cores: int | None = None) -> int:
-    """``--send-processes``: a count, or ``auto`` (enough for the plan's busiest second, at most cores - 1)."""
+@dataclass(frozen=True)
+class SendProcessChoice:
+    """How many send processes a run uses, and why (the manifest's ``invoker.send_processes_choice``)."""
+
+    processes: int
+    requested: str  # "auto", or the count the user gave
+    busiest_second: int  # invocations planned in the plan's busiest second
+    cores: int | None  # the cores this process may run on (auto only)
+    why: str
+    capped: bool = False  # auto wanted more processes than there are cores
+
+    @property
+    def automatic(self) -> bool:
+        return self.requested == "auto"
+
+    @property
+    def worth_saying(self) -> bool:
+        """Whether a run says it on stderr: auto chose more than one process, or fewer than it wanted."""
+        return self.automatic and (self.processes > 1 or self.capped)
+
+    def describe(self) -> dict:
+        return {"requested": self.requested, "processes": self.processes, "busiest_second_invocations": self.busiest_second,
+                "per_process_per_s": AUTO_RATE_PER_PROCESS if self.automatic else None, "cores": self.cores, "why": self.why}
+
+
+def choose_processes(value: str | int, busiest_second: float, cores: int | None = None) -> SendProcessChoice:
+    """``--send-processes``: a count, or ``auto`` (the default: enough for the plan's busiest
+    second at ``AUTO_RATE_PER_PROCESS`` each, at most ``cores``, by default this process's)."""
+    busiest = int(busiest_second)
     if isinstance(value, str) and value.strip().lower() == "auto":
         cores = cores or len(os.sched_getaffinity(0))
-        needed = max(1, math.ceil(busiest_second / AUTO_RATE_PER_PROCESS))
-        return max(1, min(needed, cores - 1))
+        needed = max(1, math.ceil(busiest / AUTO_RATE_PER_PROCESS))
+        processes = min(needed, cores)
+        why = f"auto: the busiest second plans {busiest:,} invocations and one process holds about {AUTO_RATE_PER_PROCESS:,}/s"
+        if processes < needed:
+            why += f"; {needed} wanted, capped at the cores ({cores})"
+        return SendProcessChoice(processes, "auto", busiest, cores, why, capped=processes < needed)
     try:
         count = int(value)
     except (TypeError, ValueError):
         raise ConfigError(f"--send-processes: {value!r} is not a number; pass a count such as 4, or auto") from None
     if count < 1:
         raise ConfigError(f"--send-processes: must be at least 1 (got {count}); pass 1 for the single-process sender, or auto")
-    return count
+    return SendProcessChoice(count, str(count), busiest, None, f"--send-processes {count}")
+
+
+def resolve_processes(value: str | int, busiest_second: float, cores: int | None = None) -> int:
+    """The number of ``choose_processes``."""
+    return choose_processes(value, busiest_second, cores).processes
 
 
 def peak_rate_per_s(intended_ns: np.ndarray) -> int:

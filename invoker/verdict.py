@@ -9,6 +9,10 @@ Thresholds (workload ``thresholds`` block, ``faasprof run --threshold NAME=VALUE
 line wins):
 
   min_successes              invocations that succeeded, at least this many (default 1)
+  min_successes_per_instance of each instance that attempted invocations, at least this many
+                             succeeded (default 1: an instance whose every call failed, such as a
+                             function given the wrong input, fails the run even when the others
+                             carry the failure rate)
   max_failure_rate           share of attempted invocations (all but ``not_sent``) that did not
                              succeed, at most this (default 0.5: the run fails when most failed)
 
@@ -31,8 +35,9 @@ from faasprof.outcomes import ACCEPTED_HTTP_OUTCOMES, final_outcome
 
 VERDICT_FORMAT_VERSION = 1
 
-DEFAULT_THRESHOLDS: dict[str, float] = {"min_successes": 1, "max_failure_rate": 0.5}
-THRESHOLD_NAMES = ("min_successes", "max_failure_rate", "max_client_latency_ms_p50", "max_client_latency_ms_p99", "max_lateness_ms_p99")
+DEFAULT_THRESHOLDS: dict[str, float] = {"min_successes": 1, "min_successes_per_instance": 1, "max_failure_rate": 0.5}
+THRESHOLD_NAMES = ("min_successes", "min_successes_per_instance", "max_failure_rate", "max_client_latency_ms_p50", "max_client_latency_ms_p99",
+                   "max_lateness_ms_p99")
 
 # Known causes: (outcome, http status or None, a fragment of the error or None) → the fix.
 _THROTTLE_FIX = ("raise the platform's throttles (localwhisk: platform.localwhisk.invokes_per_minute / concurrent limits; "
@@ -138,6 +143,7 @@ def evaluate(rows: Iterable[Mapping[str, str]], thresholds: Mapping[str, float] 
     samples: dict[tuple, str] = {}
     latency_ns: list[int] = []
     lateness_ns: list[int] = []
+    instances: dict[str, _InstanceTally] = {}
     for row in rows:
         outcome = row["outcome"]
         record = (records or {}).get(row.get("activation_id") or "") if outcome in ACCEPTED_HTTP_OUTCOMES else None
@@ -147,16 +153,21 @@ def evaluate(rows: Iterable[Mapping[str, str]], thresholds: Mapping[str, float] 
         outcomes[outcome] += 1
         if row["sent_ns"] and row["intended_ns"]:
             lateness_ns.append(int(row["sent_ns"]) - int(row["intended_ns"]))
+        if outcome == "not_sent":  # the run stopped first: its status says why, not a failed call
+            continue
+        tally = instances.setdefault(row.get("instance") or "", _InstanceTally())
+        tally.attempted += 1
         if outcome == "ok":
+            tally.ok += 1
             if row["sent_ns"] and row["done_ns"]:
                 latency_ns.append(int(row["done_ns"]) - int(row["sent_ns"]))
-            continue
-        if outcome == "not_sent":  # the run stopped first: its status says why, not a failed call
             continue
         status = int(row["http_status"]) if row["http_status"] else None
         error = row.get("error") or ""
         if record is not None:  # the record, not the 202 or 502, says what went wrong
             status, error = None, _record_error(record)
+        if tally.first_error is None:
+            tally.first_error = _label(outcome, status) + (f": {error}" if error else "")
         # Failures are told apart by their fix: a refused connection and a reset one are both
         # "failed" without a status, but they mean different things.
         key = (outcome, status, failure_fix(outcome, status, error))
@@ -165,8 +176,11 @@ def evaluate(rows: Iterable[Mapping[str, str]], thresholds: Mapping[str, float] 
     attempted = sum(count for outcome, count in outcomes.items() if outcome != "not_sent")
     ok = outcomes.get("ok", 0)
     failure_rate = (attempted - ok) / attempted if attempted else 0.0
+    # The instance with the fewest successes decides (the first one named, on a tie).
+    weakest = min(sorted(instances.items()), key=lambda item: item[1].ok, default=None)
     measured = {
         "min_successes": ok,
+        "min_successes_per_instance": weakest[1].ok if weakest is not None else None,
         "max_failure_rate": round(failure_rate, 6),
         "max_client_latency_ms_p50": _ms(_percentile(latency_ns, 0.50)),
         "max_client_latency_ms_p99": _ms(_percentile(latency_ns, 0.99)),
@@ -185,6 +199,8 @@ def evaluate(rows: Iterable[Mapping[str, str]], thresholds: Mapping[str, float] 
             passed = value <= limit
         checks.append({"name": name, "limit": limit, "value": value, "passed": bool(passed),
                        "source": "default" if name in DEFAULT_THRESHOLDS and name not in (thresholds or {}) else "user"})
+        if name == "min_successes_per_instance" and weakest is not None:
+            checks[-1].update(instance=weakest[0], attempted=weakest[1].attempted, first_error=weakest[1].first_error)
     passed = all(check["passed"] for check in checks)
     dominant = None
     if kinds:
@@ -195,15 +211,30 @@ def evaluate(rows: Iterable[Mapping[str, str]], thresholds: Mapping[str, float] 
         message = f"passed: {ok:,} of {attempted:,} attempted invocations succeeded"
     else:
         failed = [check for check in checks if not check["passed"]]
+        if not ok:  # "no invocation succeeded" says it of every instance already
+            failed = [check for check in failed if check["name"] != "min_successes_per_instance"] or failed
         what = "; ".join(_describe(check) for check in failed)
         message = f"failed: {what}"
         if dominant is not None:
-            label = dominant["outcome"] + (f" (HTTP {dominant['http_status']})" if dominant["http_status"] else "")
+            label = _label(dominant["outcome"], dominant["http_status"])
             message += f"; dominant failure: {label} in {dominant['count']:,} of {attempted:,}"
             message += f" ({dominant['error']})" if dominant["error"] else ""
             message += f"; fix: {dominant['fix']}"
     return {"format_version": VERDICT_FORMAT_VERSION, "passed": passed, "message": message, "thresholds": checks,
             "outcomes": dict(sorted(outcomes.items())), "attempted": attempted, "dominant_failure": dominant}
+
+
+class _InstanceTally:
+    """One instance's attempted invocations, those that succeeded, and its first failure."""
+
+    def __init__(self) -> None:
+        self.attempted = 0
+        self.ok = 0
+        self.first_error: str | None = None
+
+
+def _label(outcome: str, status: int | None) -> str:
+    return outcome + (f" (HTTP {status})" if status else "")
 
 
 def _record_error(record: Mapping) -> str:
@@ -220,6 +251,11 @@ def _describe(check: dict) -> str:
     name, value, limit = check["name"], check["value"], check["limit"]
     if name == "min_successes":
         return "no invocation succeeded" if not value else f"{value:,} invocations succeeded, fewer than {limit:g}"
+    if name == "min_successes_per_instance":
+        error = f" (first error: {check['first_error']})" if check.get("first_error") else ""
+        succeeded = "none" if not value else f"{value:,}"
+        fewer = f", fewer than {limit:g}" if value else ""
+        return f"instance {check['instance']}: {succeeded} of its {check['attempted']:,} attempted invocations succeeded{fewer}{error}"
     if name == "max_failure_rate":
         return f"{value:.0%} of attempted invocations failed (threshold {limit:.0%})"
     return f"{name.removeprefix('max_')} is {value} (threshold {limit:g})"

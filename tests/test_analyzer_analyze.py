@@ -13,6 +13,7 @@ import pytest
 import analyzer
 from analyzer import frames as frames_mod
 from analyzer import stats as stats_mod
+from analyzer import tails
 from analyzer.analysis import analyze_run, load_summary
 from faasprof import rundir
 from faasprof.errors import FormatError
@@ -119,8 +120,12 @@ def test_interrupted_run_counts_not_sent_and_warns(tmp_path):
     assert summary["records"]["missing"] == 0  # not_sent rows have no id, so no record is missing
     assert any("interrupted" in w for w in summary["warnings"])
     assert any("never sent" in w for w in summary["warnings"])
+    # The phase ends at the stop (4 s): its offered rate is what was due while the run ran, and
+    # the 60 never sent after the stop are counted apart, not as failures.
     phase = _mode(summary)
-    assert phase["planned"] == 80 and phase["not_sent"] == 60
+    assert phase["phase_end_s"] == summary["run"]["end_s"] and 4.0 <= summary["run"]["end_s"] < 4.1
+    assert phase["planned"] == 20 and phase["not_sent"] == 0 and abs(phase["offered_rps"] - 10) < 0.5
+    assert summary["run"]["not_sent_interrupted"] == 60 and summary["failures"]["total"] == 0
 
 
 def test_missing_records_are_counted_not_dropped(tmp_path):
@@ -221,3 +226,17 @@ def test_non_blocking_overload_is_seen_on_the_platform_clock(tmp_path):
     assert phase["mode"] == "over-invoked", phase["mode_reasons"]
     assert "platform latency grew" in phase["mode_reasons"]
     assert phase["platform_latency_ms_p50"] > 100
+
+
+@pytest.mark.parametrize("blocking_cli", [False, True])
+def test_an_instance_without_blocking_takes_the_workloads_default_everywhere(blocking_cli):
+    # FaaSProfiler's files name blocking_cli once, not per instance: the frames (completion
+    # latency), the phase statistics and the tail table must read the same default.
+    manifest = rundir.Manifest.from_json({"format_version": 2, "workload": {"blocking_cli": blocking_cli,
+                                                                  "instances": {"plain": {"application": "fn"}, "web": {"application": "fn", "data_file": "x.bin"}}}})
+    answers = frames_mod.instance_answers_at_end(manifest)
+    assert (answers("plain"), answers("web")) == (blocking_cli, True)
+    frame = pd.DataFrame({"instance": ["plain", "web"], "function": ["fn", "fn"], "intended_s": [0.0, 1.0]})
+    assert list(tails._blocking(frame, manifest)) == [blocking_cli, True]
+    specs = {s["instance"]: s["blocking"] for s in stats_mod.instance_specs(manifest, frame)}
+    assert specs == {"plain": blocking_cli, "web": True}

@@ -100,7 +100,25 @@ def test_compare_runs_that_differ_in_rate(tmp_path, isolated_home):
     assert frame.sort_values("parameter_value")["mode"].tolist() == ["under-invoked", "balanced", "over-invoked"]
     assert (out / "plots" / "cdfs.png").exists() and (out / "plots" / "versus_parameter.png").exists()
     assert "data:image/png;base64," in (out / "report.html").read_text()
-    assert json.loads((out / "compare.json").read_text())["format_version"] == 1
+    assert json.loads((out / "compare.json").read_text())["format_version"] == 2
+
+
+def test_compare_prints_completion_latency_and_verdicts_and_writes_beside_the_runs(tmp_path, isolated_home):
+    from test_analyzer_compare import faster_202s_slower_completion
+
+    runs = faster_202s_slower_completion(tmp_path)
+    elsewhere = tmp_path / "elsewhere"
+    elsewhere.mkdir()
+    result = run_cli("compare", *runs, cwd=elsewhere)
+    assert result.returncode == 0, result.stderr
+    out = result.stdout.strip().splitlines()[-1]
+    assert out.startswith(str(runs[0].parent / "compare-")) and (runs[0].parent / out.rsplit("/", 1)[-1] / "report.html").exists()
+    assert list(elsewhere.iterdir()) == []  # nothing in the working directory
+    assert f"compare: writing {out}" in result.stderr
+    header = result.stdout.splitlines()[0].split()
+    assert header[:3] == ["label", "function", "calls"] and "completion" in header and "client" not in header
+    p99 = next(line for line in result.stdout.splitlines() if line.strip().startswith("p99 "))
+    assert p99.endswith("slower")
 
 
 def test_compare_warns_when_hosts_differ_and_rejects_an_unknown_label(tmp_path, isolated_home):

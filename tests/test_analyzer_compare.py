@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from analyzer.compare import differing_keys, environment_warnings, pick_parameter
 from analyzer.analysis import analyze_run
-from analyzer.compare import compare_runs
+from analyzer.compare import compare_runs, default_out_dir, summary_table, verdict_lines
 from analyzer.compare import unrelated_workload_warnings
 
 
@@ -78,6 +78,59 @@ def test_significance_verdicts_against_the_first_run(tmp_path):
     result = compare_runs(dirs, out_dir=tmp_path / "cmp")
     by_run = {e["run"]: e for e in result["significance"]}
     slower = by_run[dirs[2].name]
-    assert slower["significant"] and slower["median_ratio"] > 2 and "slower" in slower["verdict"] and slower["prob_slower"] > 0.8
-    assert by_run[dirs[1].name]["significant"] is False and "not significant" in by_run[dirs[1].name]["verdict"]
+    assert slower["median_ratio"] > 2 and slower["prob_slower"] > 0.8
+    verdicts = {p["percentile"]: p for p in slower["percentiles"]}
+    assert verdicts[50]["verdict"] == "slower" and verdicts[50]["ratio_ci"][0] > 1
+    same = {p["percentile"]: p["verdict"] for p in by_run[dirs[1].name]["percentiles"]}
+    assert same[50] == same[90] == "no significant difference"
     assert "Is the difference significant?" in (tmp_path / "cmp" / "report.html").read_text()
+
+
+def faster_202s_slower_completion(tmp_path):
+    """Two non-blocking runs: the second is answered sooner (202 in 0.8 ms, not 6.5 ms) and runs its
+    function sooner at the median, but queues at a higher, random rate, so its completion latency's
+    tail is several times the first's."""
+    from test_analyzer_synthetic import write_synthetic_run
+
+    common = dict(duration_s=20.0, blocking=False, cold_wait_ms=1.0, init_ms=0.0, pause_grace_ms=10_000.0)
+    steady = {"i0": {"application": "fn", "distribution": "Uniform", "rate": 100.0, "blocking": False}}
+    bursty = {"i0": {"application": "fn", "distribution": "Poisson", "rate": 130.0, "blocking": False}}
+    first = write_synthetic_run(tmp_path / "runs", test_name="slow202", instances=steady, accept_ms=6.0, **common)[0]
+    second = write_synthetic_run(tmp_path / "runs", test_name="fast202", instances=bursty, accept_ms=0.3, **common)[0]
+    return [first, second]
+
+
+def test_completion_latency_is_the_headline_with_a_verdict_per_percentile(tmp_path):
+    runs = faster_202s_slower_completion(tmp_path)
+    result = compare_runs(runs)
+    frame = result["frame"]
+    assert frame["calls"].tolist() == ["non-blocking", "non-blocking"]
+    # The time to a 202 (6.5 then 0.8 ms) is no latency of the function: not in the frame.
+    assert frame["client_latency_ms_p50"].isna().all() and frame["client_latency_ms_p99"].isna().all()
+    assert frame["completion_latency_ms_p99"].iloc[1] > 3 * frame["completion_latency_ms_p99"].iloc[0]
+    (entry,) = result["significance"]
+    verdicts = {p["percentile"]: p for p in entry["percentiles"]}
+    assert verdicts[50]["verdict"] == "faster" and verdicts[50]["ratio"] < 1
+    assert verdicts[99]["verdict"] == "slower" and verdicts[99]["ratio_ci"][0] > 3
+    assert verdicts[99]["run_ci_ms"][0] > verdicts[99]["baseline_ci_ms"][1]
+    assert "p50 faster" in entry["verdict"] and "p99 slower" in entry["verdict"]
+    table = summary_table(frame)
+    assert list(table.columns[:7]) == ["label", "function", "calls", "mode", "offered", "achieved", "completion p50"]
+    assert not any("client" in column for column in table.columns)
+    lines = verdict_lines(result)
+    assert lines[0].startswith("completion latency (planned send → function end")
+    p99 = next(line for line in lines if line.strip().startswith("p99 "))
+    assert p99.endswith("slower") and " ms → " in p99 and "e+" not in p99
+
+
+def test_platform_bookkeeping_is_no_difference():
+    # What the embedded platform cleaned up when it started differs from run to run: no warning.
+    runs = [_manifest(), _manifest()]
+    runs[1]["platform"]["localwhisk"].update(stale_cgroups_removed=["/sys/fs/cgroup/faasprof/old"], stale_containers_removed=["abc"], orphan_sandboxes_killed=[4242])
+    assert differing_keys(runs) == []
+    assert environment_warnings(runs, ["a", "b"], parameter=None) == []
+
+
+def test_default_output_goes_beside_the_first_run(tmp_path):
+    out = default_out_dir([tmp_path / "runs" / "a-20260101T000000", tmp_path / "other" / "b"])
+    assert out.parent == (tmp_path / "runs").resolve() and out.name.startswith("compare-")

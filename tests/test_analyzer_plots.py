@@ -19,20 +19,26 @@ PERCENTILES = (50, 99, 99.9)
 
 
 def heavy_tailed_run(rows_per_function: int = 30_000) -> types.SimpleNamespace:
-    """What ``cdf`` reads of a run: two functions with log-normal latencies, a few huge outliers, a
-    few NaN latencies and a few failures (which the CDF leaves out)."""
+    """What ``cdf`` reads of a run: two instances (each its own function, one steady phase) with
+    log-normal latencies, a few huge outliers, a few NaN latencies and a few failures (which the
+    CDF leaves out)."""
     rng = np.random.default_rng(22)
     latency_ms = rng.lognormal(mean=2.0, sigma=0.8, size=2 * rows_per_function)
     latency_ms[rng.choice(len(latency_ms), 40, replace=False)] *= 1000.0
     latency_ms[rng.choice(len(latency_ms), 25, replace=False)] = np.nan
     successful = np.ones(len(latency_ms), dtype=bool)
     successful[rng.choice(len(latency_ms), 300, replace=False)] = False
+    names = np.repeat(["fa", "fb"], rows_per_function)
     frame = pd.DataFrame({
-        "function": pd.Categorical(np.repeat(["fa", "fb"], rows_per_function)),
+        "instance": pd.Categorical(names),
+        "function": pd.Categorical(names),
+        "phase": np.zeros(len(names), dtype=np.int32),
+        "steady": np.ones(len(names), dtype=bool),
         "completion_latency_ms": latency_ms,
         "successful": successful,
     })
-    return types.SimpleNamespace(invocations=frame, test_name="tails")
+    phase_stats = pd.DataFrame({"instance": ["fa", "fb"], "phase": [0, 0], "mode": ["balanced", "balanced"]})
+    return types.SimpleNamespace(invocations=frame, phase_stats=phase_stats, test_name="tails")
 
 
 def drawn_figure(monkeypatch, plot, run, path):
@@ -52,7 +58,7 @@ def test_cdf_marks_are_the_quantiles_of_all_the_data_and_the_curve_passes_throug
         frame = run.invocations
         lines = fig.axes[0].lines
         curves = [line for line in lines if line.get_label().startswith("f")]
-        assert [c.get_label().split(" ")[0] for c in curves] == ["fa", "fb"]
+        assert [c.get_label().split(",")[0] for c in curves] == ["fa phase 0", "fb phase 0"]
         for curve in curves:
             function = curve.get_label().split(" ")[0]
             values = frame.loc[(frame["function"] == function) & frame["successful"], "completion_latency_ms"].to_numpy()
@@ -75,6 +81,58 @@ def test_cdf_marks_are_the_quantiles_of_all_the_data_and_the_curve_passes_throug
                 for rank in (below, above):  # the curve steps at both order statistics it lies between
                     at = np.flatnonzero(x == data[rank])
                     assert len(at) and np.isclose(y[at[-1]], (rank + 1) / n)
+    finally:
+        matplotlib.pyplot.close(fig)
+
+
+MODES = {  # one instance per phase: under-invoked, balanced, over-invoked (a queue growing to seconds)
+    "under": {"application": "fn", "distribution": "Uniform", "rate": 5.0, "activity_window": [0, 10], "blocking": False},
+    "balanced": {"application": "fn", "distribution": "Uniform", "rate": 100.0, "activity_window": [10, 20], "blocking": False},
+    "over": {"application": "fn", "distribution": "Uniform", "rate": 400.0, "activity_window": [20, 30], "blocking": False},
+}
+
+
+def test_breakdown_has_a_panel_per_phase_with_its_own_scale(tmp_path, monkeypatch):
+    run_dir, _ = write_synthetic_run(tmp_path / "run", duration_s=30.0, instances=MODES, blocking=False)
+    run = load_run(run_dir)
+    panels = plots_mod.breakdown_bars(run)
+    assert [[bar["instance"] for bar in panel["bars"]] for panel in panels] == [["under"], ["balanced"], ["over"]]
+    phases = run.phase_stats.set_index("instance")
+    for panel in panels:
+        (bar,) = panel["bars"]
+        row = phases.loc[bar["instance"]]
+        assert bar["mode"] == row["mode"] and bar["n"] == row["successful_with_record"]
+        assert bar["means_ms"]["wait_ms"] == row["wait_ms_mean"] and bar["means_ms"]["execution_ms"] == row["execution_ms_mean"]
+        assert bar["means_ms"]["overhead_ms"] == 0.0  # non-blocking: no overhead to stack
+    waits = [panel["bars"][0]["means_ms"]["wait_ms"] for panel in panels]
+    assert waits[2] > 100 * max(waits[:2])  # seconds of queue against milliseconds
+    fig = drawn_figure(monkeypatch, plots_mod.breakdown, run, tmp_path / "breakdown.png")
+    try:
+        assert len(fig.axes) == 3
+        for ax, panel in zip(fig.axes, panels):
+            assert ax.get_title(loc="left").startswith(f"phase {panel['phase']}")
+            total = sum(patch.get_width() for patch in ax.patches)
+            assert total > 0.8 * ax.get_xlim()[1]  # each phase fills its own axis: none flattened to zero
+    finally:
+        matplotlib.pyplot.close(fig)
+
+
+def test_cdf_has_a_curve_per_instance_and_phase_marked_as_the_phase_table(tmp_path, monkeypatch):
+    run_dir, _ = write_synthetic_run(tmp_path / "run", duration_s=30.0, instances=MODES, blocking=False)
+    run = load_run(run_dir)
+    groups = plots_mod.cdf_groups(run)
+    assert [(instance, phase, mode) for instance, phase, mode, _ in groups] == [
+        ("under", 0, "under-invoked"), ("balanced", 1, "balanced"), ("over", 2, "over-invoked")]
+    phases = run.phase_stats.set_index("instance")
+    fig = drawn_figure(monkeypatch, plots_mod.cdf, run, tmp_path / "cdf.png")
+    try:
+        curves = [line for line in fig.axes[0].lines if line.get_label()[0] != "_"]
+        assert [c.get_label().split(" (")[0] for c in curves] == ["under phase 0, under-invoked", "balanced phase 1, balanced", "over phase 2, over-invoked"]
+        for curve, (instance, _, _, values) in zip(curves, groups):
+            row = phases.loc[instance]
+            assert len(values) == row["completion_latency_ms_n"] and f"(n={len(values):,})" in curve.get_label()
+            marks = {float(m.get_ydata()[0]): float(m.get_xdata()[0]) for m in fig.axes[0].lines if m is not curve and m.get_color() == curve.get_color()}
+            assert marks[0.5] == row["completion_latency_ms_p50"]  # the p50 of the modes table, not of a pooled curve
     finally:
         matplotlib.pyplot.close(fig)
 

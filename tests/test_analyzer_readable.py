@@ -12,6 +12,7 @@ import pyarrow.dataset as ds
 import pytest
 
 from analyzer import frames as frames_mod
+from analyzer import markup
 from analyzer import report as report_mod
 from analyzer.analysis import analyze_run, load_run
 from test_analyzer_synthetic import write_synthetic_run
@@ -31,6 +32,10 @@ def test_formatters_carry_units_and_never_exponents():
     assert report_mod.pct(0.125) == "12.5 %"
     assert report_mod.fmt(10650.0) == "10,650"
     assert "e+" not in report_mod.fmt(39770.0)
+    # Large rates, ratios and durations stay plain numbers (a 20,000/s workload read "2e+04/s").
+    assert report_mod.rate(20000.0) == "20,000/s" and report_mod.rate(4.5) == "4.5/s"
+    assert markup.ratio(1480.0) == "×1,480" and markup.ratio(0.893) == "×0.893"
+    assert report_mod.seconds(3600.0) == "3,600 s"
 
 
 def test_phases_name_their_latency_and_client_latency_is_blocking_only(tmp_path):
@@ -46,9 +51,33 @@ def test_phases_name_their_latency_and_client_latency_is_blocking_only(tmp_path)
     assert "achieved_rule" in summary
     page = (run_dir / "analysis" / "report.html").read_text()
     assert not re.search(r"\d\.\d+e[+-]\d", page), "a number in exponent notation"
-    assert "client p50 (blocking)" in page and "completion p50" in page  # one blocking instance
+    assert "client latency (blocking calls" in page and "completion latency (n: successful)" in page  # one blocking instance
     assert "<details class='warn'>" in page or not summary["warnings"]
     assert "faasprof" in page and "seed" in page  # the run-context header
+
+
+def _table_after(page: str, heading: str) -> str:
+    start = page.index(heading)
+    return page[page.index("<table>", start):page.index("</table>", start)]
+
+
+def test_modes_and_tail_tables_name_their_latency_and_n_and_fit_the_page(tmp_path):
+    run_dir, _ = write_synthetic_run(tmp_path, duration_s=6.0, instances=MIXED)
+    summary = analyze_run(run_dir, plots=False)
+    page = (run_dir / "analysis" / "report.html").read_text()
+    modes = _table_after(page, "<h2>Latency modes")
+    groups, columns = modes.split("</tr>")[:2]
+    assert "completion latency (n: successful)" in groups and "client latency (blocking calls" in groups
+    assert re.findall(r"<th[^>]*>([^<]*)</th>", columns).count("n") == 2  # one n per latency
+    # With 14 to 16 columns the table was at least 1,161 px wide at its narrowest (DejaVu Sans at
+    # .85em), past the page's 1,100; 12 to 15 short columns under group headers take 850–990 px.
+    assert len(re.findall(r"<th", columns)) <= 15
+    assert "Non-blocking calls: async." in page and "Blocking calls: blocking." in page
+    tails = _table_after(page, "<h2>Tail-to-median ratio")
+    assert "<th class='l'>latency</th><th class=''>n</th>" in tails
+    assert "client (send → answer) and wait + duration" in tails  # fn's two instances, one of each call
+    assert {row["latency"] for row in summary["tail_ratios"]["rows"]} == {"client (send → answer) and wait + duration"}
+    assert "Not the modes table's figures" in page
 
 
 def test_web_calls_with_a_data_file_are_answered_at_the_end():

@@ -83,12 +83,14 @@ def write_synthetic_run(
     format_version=None,
     blocking=True,
     failures=None,
+    accept_ms=0.5,
 ):
     """Write a run directory; returns (run_dir, list of all records the platform would hold).
 
     ``failures`` maps seq to a failed final outcome (a ``FAILURE_RECORDS`` key, or ``no_record``:
     the platform never stores it); the HTTP side is what the invoker sees: a 202 for a
-    non-blocking call, a 502 (``app_error``) for a blocking one.
+    non-blocking call, a 502 (``app_error``) for a blocking one. ``accept_ms``: from the send to
+    the platform's acceptance (a non-blocking call's 202 comes 0.5 ms after it).
     """
     failures = failures or {}
     instances = instances or {"i0": {"application": "fn", "distribution": "Uniform", "rate": 10.0}}
@@ -116,26 +118,26 @@ def write_synthetic_run(
             rows.append((seq, instance, function, int(t_ns), None, None, "not_sent", None, None, "interrupted before sending"))
             continue
         sent_ms = t_ns / 1e6 + lateness_ms
-        accept_ms = sent_ms + 0.5
+        accepted_ms = sent_ms + accept_ms
         if function not in free_at:
-            ready_ms, init, = accept_ms + cold_wait_ms, init_ms
+            ready_ms, init, = accepted_ms + cold_wait_ms, init_ms
         else:
-            idle = accept_ms - free_at[function]
+            idle = accepted_ms - free_at[function]
             if idle >= pause_grace_ms:
-                ready_ms, init = accept_ms + resume_ms, 0.0
+                ready_ms, init = accepted_ms + resume_ms, 0.0
             else:
-                ready_ms, init = max(accept_ms, free_at[function]) + 0.3, 0.0
+                ready_ms, init = max(accepted_ms, free_at[function]) + 0.3, 0.0
         exec_ms = service_ms * (1.0 + 0.1 * rng.random())
         end_ms = ready_ms + init + exec_ms
         free_at[function] = end_ms
-        done_ms = end_ms + 1.0 if blocking else accept_ms + 0.5  # non-blocking: a 202 on acceptance
+        done_ms = end_ms + 1.0 if blocking else accepted_ms + 0.5  # non-blocking: a 202 on acceptance
         start_wall_ms = (WALL_ZERO_NS / 1e6) + ready_ms
         failure = failures.get(seq)
         if failure in FAILURE_RECORDS:
             status, error, timed_out = FAILURE_RECORDS[failure]
-            records.append(record(ids[seq], function, int(start_wall_ms), ready_ms - accept_ms, init, exec_ms, status=status, error=error, timed_out=timed_out))
+            records.append(record(ids[seq], function, int(start_wall_ms), ready_ms - accepted_ms, init, exec_ms, status=status, error=error, timed_out=timed_out))
         elif failure is None:
-            records.append(record(ids[seq], function, int(start_wall_ms), ready_ms - accept_ms, init, exec_ms))
+            records.append(record(ids[seq], function, int(start_wall_ms), ready_ms - accepted_ms, init, exec_ms))
         elif failure != "no_record":
             raise ValueError(f"failures[{seq}] = {failure!r}: not a failed record outcome")
         if failure in FAILURE_RECORDS and blocking:

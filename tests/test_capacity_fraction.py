@@ -3,6 +3,8 @@ measured first when missing, recorded in the manifest's workload."""
 
 from __future__ import annotations
 
+import argparse
+import inspect
 import json
 
 import pytest
@@ -10,7 +12,8 @@ import pytest
 from experiments import capacity_store
 from faasprof.errors import ConfigError
 from workload.spec import workload_from_dict
-from experiments.capacity import Probe, search
+from experiments import cmd_capacity
+from experiments.capacity import SEARCH_DEFAULTS, Probe, find_capacity, search
 from experiments.sweep import sweep_eta
 from invoker.run import execute
 
@@ -47,13 +50,14 @@ def test_resolve_measures_once_then_reads_the_store(tmp_path, monkeypatch):
     calls = []
 
     def measure(function, **kwargs):
-        calls.append((function, kwargs["duration_s"]))
+        # The search's own defaults (SEARCH_DEFAULTS, faasprof capacity's too): none overridden here.
+        calls.append((function, kwargs["out_dir"], sorted(set(kwargs) & set(SEARCH_DEFAULTS))))
         return {"capacity_rps": 40.0, "bounds_rps": [40.0, 52.0], "result_file": str(tmp_path / "capacity-json_dumps.json")}
 
     workload = workload_from_dict(json.loads(json.dumps(WORKLOAD)))
     first = capacity_store.resolve_workload(workload, None, {}, tmp_path, measure=measure)
     assert first.instance("low").rate == pytest.approx(10.0)
-    assert calls == [("json_dumps", capacity_store.QUICK_SEARCH["duration_s"])]
+    assert calls == [("json_dumps", tmp_path, [])]
     second = capacity_store.resolve_workload(workload, None, {}, tmp_path, measure=measure)
     assert second.instance("low").rate == pytest.approx(10.0) and len(calls) == 1  # from the store
     # Another platform (docker isolation) is another key: measured again.
@@ -61,6 +65,19 @@ def test_resolve_measures_once_then_reads_the_store(tmp_path, monkeypatch):
     assert len(calls) == 2
     stored = json.loads((tmp_path / "store.json").read_text())
     assert stored["format_version"] == capacity_store.STORE_FORMAT_VERSION and len(stored["entries"]) == 2
+
+
+def test_capacity_and_the_quick_start_share_one_set_of_defaults():
+    # faasprof capacity's options and find_capacity (which resolve_workload calls with none of
+    # them, test above) both take SEARCH_DEFAULTS.
+    parser = argparse.ArgumentParser()
+    cmd_capacity.add_arguments(parser)
+    args = parser.parse_args(["json_dumps"])
+    options = {"duration_s": args.duration, "start_rate": args.start_rate, "max_rate": args.max_rate, "factor": args.factor,
+               "tolerance": args.tolerance, "max_runs": args.max_runs, "cooldown_s": args.cooldown}
+    assert options == SEARCH_DEFAULTS
+    parameters = inspect.signature(find_capacity).parameters
+    assert {name: parameters[name].default for name in SEARCH_DEFAULTS} == SEARCH_DEFAULTS
 
 
 def test_the_invoker_refuses_an_unresolved_fraction(tmp_path):
@@ -78,5 +95,5 @@ def test_sweep_eta_from_planned_then_measured_times():
 def test_capacity_search_says_an_eta():
     lines = []
     ticks = iter(range(0, 1000, 10))
-    search(lambda rate: Probe(rate_rps=rate, mode="over-invoked" if rate > 4 else "balanced"), start_rate=1, max_rate=64, max_runs=6, say=lines.append, clock=lambda: next(ticks))
+    search(lambda rate, reference: Probe(rate_rps=rate, mode="over-invoked" if rate > 4 else "balanced"), start_rate=1, max_rate=64, max_runs=6, say=lines.append, clock=lambda: next(ticks))
     assert lines[0].startswith("[ 1/6]") and "ETA at most 50 s" in lines[0]

@@ -1,19 +1,26 @@
 """A capacity search with real short runs on the embedded localwhisk.
 
 ``spin`` burning 50 ms of CPU in a 128 MB pool (one sandbox) serves at most 20/s: the search
-must find 6/s kept up and 24/s over-invoked, and keep every probe's run directory.
+must find 6/s kept up and 24/s over-invoked, and keep every probe's run directory (under
+``<out>/capacity/``), each after the first judged against the first's latency. A search whose
+every rate kept up reaches its ceiling: ``faasprof capacity`` says "≥ N/s" and stores it as a
+lower bound, and a workload that takes a fraction of it is warned.
 """
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 
 import pytest
 
 pytest.importorskip("localwhisk.embedded")
 
-from experiments.capacity import find_capacity  # noqa: E402
+from experiments import capacity_store  # noqa: E402
+from experiments.capacity import find_capacity, probes_dir  # noqa: E402
 from faasprof import rundir  # noqa: E402
+from tests.conftest import run_cli  # noqa: E402
+from workload.spec import workload_from_dict  # noqa: E402
 
 
 def test_capacity_search_on_localwhisk(tmp_path):
@@ -39,4 +46,35 @@ def test_capacity_search_on_localwhisk(tmp_path):
     for probe in probes:
         assert rundir.load_manifest(probe["run_dir"])["status"] == "complete"
         assert (Path(probe["run_dir"]) / "analysis" / "summary.json").exists()
-    assert Path(result["result_file"]).exists()
+        assert Path(probe["run_dir"]).parent == probes_dir(tmp_path)
+    assert Path(result["result_file"]).parent == probes_dir(tmp_path)
+    # The first probe is the reference; every later one carries it, and its analysis judged by it.
+    reference = result["reference"]
+    assert reference["rate_rps"] == 6 and reference["completion_latency_ms_p50"] == probes[0]["p50_ms"]
+    for probe in probes[1:]:
+        assert rundir.load_manifest(probe["run_dir"])["latency_reference"] == {"spin": reference}
+        summary = json.loads((Path(probe["run_dir"]) / "analysis" / "summary.json").read_text())
+        assert summary["instances"][0]["phases"][-1]["mode_evidence"]["reference_latency_ms"] == reference["completion_latency_ms_p50"]
+    assert not result["capacity_is_lower_bound"]
+
+
+def test_a_search_that_reaches_its_ceiling_reports_and_stores_a_lower_bound(tmp_path, isolated_home, monkeypatch):
+    store = tmp_path / "store.json"
+    monkeypatch.setenv(capacity_store.STORE_ENV, str(store))
+    result = run_cli("capacity", "spin", "--params", '{"service_ms": 1}', "--start-rate", "4", "--max-rate", "8", "--factor", "2",
+                     "--duration", "2.5", "--cooldown", "0", "--out", tmp_path / "runs", "--quiet", timeout=180)
+    assert result.returncode == 0, result.stderr
+    lines = result.stdout.splitlines()
+    assert lines[0].startswith("spin: capacity ≥ 8/s (mode there: ") and "kept up at the ceiling --max-rate 8/s" in lines[0]
+    assert lines[1] == f"stored as a lower bound in {store}: workloads that take fractions of it are warned"
+    assert Path(lines[-1]).parent == probes_dir(tmp_path / "runs")
+    (entry,) = json.loads(store.read_text())["entries"].values()
+    assert entry["capacity_rps"] == 8 and entry["lower_bound"] is True and entry["latency_reference"]["rate_rps"] == 4
+    # A run whose rate is a fraction of it reads it from the store, and is warned.
+    warnings = []
+    workload = workload_from_dict({"test_name": "f", "test_duration_in_seconds": 2, "instances": {"s": {"application": "spin", "distribution": "Uniform", "rate": {"capacity_fraction": 0.5}}}})
+    resolved = capacity_store.resolve_workload(workload, None, {}, tmp_path, measure=None, warn=warnings.append)
+    assert resolved.instance("s").rate == 4
+    assert len(warnings) == 1 and warnings[0].startswith("warning: capacity of spin: ≥ 8/s, a lower bound: ")
+    resolution = resolved.resolved()["as_given"]["capacity_resolution"]["s"]
+    assert resolution["capacity_lower_bound"] is True and resolution["latency_reference"] == entry["latency_reference"]

@@ -74,7 +74,8 @@ def test_run_writes_a_complete_run_directory(tmp_path, isolated_home):
     )
     out = tmp_path / "runs"
     with FakeOpenWhisk() as server:
-        done = run_against(server, config, out)
+        # b and c fail on purpose, which by default fails the verdict (an instance without a success).
+        done = run_against(server, config, out, "--threshold", "min_successes_per_instance=0")
     assert done.returncode == 0, done.stderr
     (run_dir,) = run_dirs(out)
     assert done.stdout.strip().splitlines()[-1] == str(run_dir)
@@ -165,15 +166,67 @@ def test_signal_mid_run_interrupts_with_a_row_for_every_invocation(tmp_path, iso
     assert len(not_sent) > 500 and all(r["sent_ns"] == "" for r in not_sent)
     assert all(r["outcome"] == "ok" for r in rows if r["sent_ns"])
     assert manifest["counts"]["not_sent"] == len(not_sent)
+    # Without --analyze, the one line about the interruption says how to analyse what was sent.
+    assert f"faasprof analyze {run_dir}" in stderr.strip().splitlines()[-1]
     assert_no_secret(run_dir, stdout, stderr)
 
 
-def _wait_for_rows(out: Path, proc, timeout_s: float = 20.0) -> Path:
+def test_sigint_with_analyze_analyses_what_was_sent_on_localwhisk(tmp_path, isolated_home):
+    """Ctrl-C in ``faasprof run --analyze`` of a healthy 10/s stream: the run is still analysed, its
+    phase ends at the stop (offered ≈ achieved), and what was planned after the stop is neither
+    offered nor failed."""
+    config = tmp_path / "stream.json"
+    config.write_text(json.dumps({
+        "test_name": "stopped", "test_duration_in_seconds": 30, "random_seed": 3, "blocking_cli": True,
+        "instances": {"stream": {"application": "json_dumps", "distribution": "Uniform", "rate": 10}},
+    }))
+    out = tmp_path / "runs"
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "faasprof", "run", str(config), "--out", str(out), "--analyze"],
+        cwd=REPO_ROOT, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env={**os.environ, "HOME": str(isolated_home)},
+    )
+    try:
+        _wait_for_rows(out, proc, timeout_s=60, rows=40)
+        proc.send_signal(signal.SIGINT)
+        stdout, stderr = proc.communicate(timeout=120)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+    assert proc.returncode == 1, stderr  # interrupted, analysed all the same
+    (run_dir,) = run_dirs(out)
+    assert stdout.strip().splitlines()[-1] == str(run_dir)
+    manifest = load_manifest(run_dir)
+    assert manifest["status"] == "interrupted" and "SIGINT" in manifest["status_reason"], stderr
+    assert f"report: {run_dir / 'analysis' / 'report.html'}" in stderr
+    summary = json.loads((run_dir / "analysis" / "summary.json").read_text())
+    assert summary["run"]["status"] == "interrupted"
+    (phase,) = summary["instances"][0]["phases"]
+    end_s = summary["run"]["end_s"]
+    assert phase["phase_end_s"] == end_s < 30 and summary["run"]["phases"][0]["planned_end_s"] == 30
+    assert abs(phase["offered_rps"] - 10) < 1, phase
+    assert phase["achieved_rps"] >= 0.8 * phase["offered_rps"], phase  # the healthy stream is not over-invoked
+    assert phase["not_sent"] == 0 and phase["failures"] == 0
+    # Never sent because of the stop: counted apart, not as failures.
+    rows = read_invocations(run_dir)
+    after_stop = [r for r in rows if r["outcome"] == "not_sent" and int(r["intended_ns"]) / 1e9 >= end_s]
+    assert len(after_stop) > 100
+    assert summary["run"]["not_sent_interrupted"] == len(after_stop)
+    assert summary["failures"]["total"] == 0 and summary["run"]["final_outcomes"]["not_sent"] == 0
+    # Reconciliation: planned = rows = final outcomes + not sent: interrupted; every activation id
+    # has its record or is counted missing, and every row without one says why.
+    planned = manifest["counts"]["planned"]
+    assert planned == 300 == len(rows) == sum(summary["run"]["final_outcomes"].values()) + len(after_stop)
+    records = summary["records"]
+    assert records["found"] + records["missing"] == records["with_activation_id"] == sum(1 for r in rows if r["activation_id"])
+    assert all(r["error"] for r in rows if not r["activation_id"])
+
+
+def _wait_for_rows(out: Path, proc, timeout_s: float = 20.0, rows: int = 20) -> Path:
     deadline = time.monotonic() + timeout_s
     while time.monotonic() < deadline:
         for run_dir in run_dirs(out):
             csv = run_dir / "invocations.csv"
-            if csv.exists() and csv.read_text().count("\n") > 20:
+            if csv.exists() and csv.read_text().count("\n") > rows:
                 return run_dir
         if proc.poll() is not None:
             raise AssertionError(f"faasprof run ended early: {proc.communicate()}")

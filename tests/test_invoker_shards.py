@@ -24,9 +24,9 @@ from conftest import REPO_ROOT, run_cli
 from faasprof import rundir
 from faasprof.errors import ConfigError
 from platforms.openwhisk.connection import Connection
-from invoker.dispatch import DispatchOptions
+from invoker.dispatch import REALTIME_HINT_PER_S, DispatchOptions, realtime_hint, realtime_permitted
 from platforms.registry import prepare_request
-from invoker.shards import SHARDS_DIR, ShardedDispatch, peak_rate_per_s, resolve_processes, split_plan
+from invoker.shards import AUTO_RATE_PER_PROCESS, SHARDS_DIR, ShardedDispatch, choose_processes, peak_rate_per_s, resolve_processes, split_plan
 from test_invoker_fakeserver import AUTH, FakeOpenWhisk
 from test_invoker_run import _wait_for_rows, assert_no_secret, run_dirs, write_workload
 
@@ -71,15 +71,39 @@ def test_one_process_or_an_empty_plan_needs_no_split():
 
 def test_send_processes_values():
     assert resolve_processes("3", 0) == 3 and resolve_processes(2, 0) == 2
-    # auto: enough for the busiest second, never more than the cores minus one.
+    # auto: enough for the busiest second, never more than the cores.
     assert resolve_processes("auto", 100, cores=2) == 1
-    assert resolve_processes("auto", 1_000_000, cores=2) == 1
-    assert resolve_processes("auto", 1_000_000, cores=16) == 15
+    assert resolve_processes("auto", 1_000_000, cores=2) == 2
+    assert resolve_processes("auto", 1_000_000, cores=16) == 16
     assert resolve_processes("AUTO", 20_000, cores=16) == 3
     for bad in ("0", "-2", "many", ""):
         with pytest.raises(ConfigError, match="--send-processes"):
             resolve_processes(bad, 0)
     assert peak_rate_per_s(np.array([0, 1, 2, 1_000_000_000], dtype=np.int64)) == 3
+
+
+def test_auto_send_processes_from_the_peak_rate_and_the_cores():
+    """Issue 27: 20,000/s on a 2-core host lands late from one process and holds from two; the
+    cap of the cores minus one left auto at one."""
+    choice = choose_processes("auto", 20_412, cores=2)
+    assert (choice.processes, choice.capped, choice.worth_saying) == (2, True, True)
+    assert choice.why == "auto: the busiest second plans 20,412 invocations and one process holds about 8,000/s; 3 wanted, capped at the cores (2)"
+    assert choice.describe() == {"requested": "auto", "processes": 2, "busiest_second_invocations": 20_412, "per_process_per_s": AUTO_RATE_PER_PROCESS,
+                                 "cores": 2, "why": choice.why}
+    assert (choose_processes("auto", 16_000, cores=4).processes, choose_processes("auto", 16_001, cores=4).processes) == (2, 3)
+    quiet = choose_processes("auto", 100, cores=16)
+    assert (quiet.processes, quiet.capped, quiet.worth_saying) == (1, False, False)
+    given = choose_processes("1", 20_412)
+    assert (given.processes, given.requested, given.cores, given.worth_saying, given.why) == (1, "1", None, False, "--send-processes 1")
+
+
+def test_realtime_hint_only_for_a_busy_plan_without_realtime_that_may_use_it():
+    hint = realtime_hint(REALTIME_HINT_PER_S, None, True)
+    assert hint is not None and "pass --realtime" in hint and f"{REALTIME_HINT_PER_S:,} invocations" in hint
+    assert realtime_hint(REALTIME_HINT_PER_S - 1, None, True) is None  # a slow plan does not need it
+    assert realtime_hint(20_000, 10, True) is None  # already asked for
+    assert realtime_hint(20_000, None, False) is None  # not allowed: the flag would only warn
+    assert isinstance(realtime_permitted(), bool)
 
 
 # -- a real run -----------------------------------------------------------------------------------
@@ -216,11 +240,32 @@ def test_cli_run_with_two_send_processes(tmp_path, isolated_home):
     manifest = rundir.load_manifest(run_dir)
     assert manifest["status"] == "complete"
     assert manifest["invoker"]["send_processes"] == 2 and manifest["invoker"]["send_mode"] == "multi-process"
+    assert manifest["invoker"]["send_processes_choice"]["why"] == "--send-processes 2"
     rows = rundir.read_invocations(run_dir)
     planned = manifest["counts"]["planned"]
     assert sorted(int(r["seq"]) for r in rows) == list(range(planned)) and all(r["outcome"] == "ok" for r in rows)
     assert "from 2 send processes" in done.stderr
     assert_no_secret(run_dir, done.stdout, done.stderr)
+
+
+def test_cli_run_chooses_send_processes_automatically_by_default(tmp_path, isolated_home):
+    """No --send-processes: the count comes from the plan's busiest second (the split itself at
+    high rates is ``choose_processes``'s test; whether a run then holds its schedule is timing,
+    measured by bench/bench_invoker.py, not asserted here), and the manifest says why."""
+    config = write_workload(tmp_path, duration=1.5, instances={"a": {"application": "ok", "distribution": "Uniform", "rate": 40}})
+    out = tmp_path / "runs"
+    with FakeOpenWhisk() as server:
+        done = run_cli("run", config, "--out", out, "--apihost", server.apihost, "--auth", AUTH, timeout=120)
+    assert done.returncode == 0, done.stderr
+    (run_dir,) = run_dirs(out)
+    invoker = rundir.load_manifest(run_dir)["invoker"]
+    cores = len(os.sched_getaffinity(0))
+    assert invoker["send_processes_choice"] == {
+        "requested": "auto", "processes": 1, "busiest_second_invocations": 40, "per_process_per_s": AUTO_RATE_PER_PROCESS, "cores": cores,
+        "why": f"auto: the busiest second plans 40 invocations and one process holds about {AUTO_RATE_PER_PROCESS:,}/s"}
+    assert invoker["send_processes"] == 1 and invoker.get("send_mode") != "multi-process"
+    # One process for a slow plan goes without saying, and it needs no --realtime.
+    assert "send processes:" not in done.stderr and "--realtime" not in done.stderr
 
 
 @pytest.mark.parametrize("value", ["0", "lots"])

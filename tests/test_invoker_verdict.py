@@ -44,6 +44,21 @@ def test_no_success_fails_and_not_sent_is_not_a_failure():
     assert "refused connections" in verdict["dominant_failure"]["fix"]
 
 
+def test_an_instance_whose_every_call_failed_fails_the_run():
+    """A function given the wrong input fails 100 % while the others carry the failure rate."""
+    rows = ([dict(row(i), instance="dumps") for i in range(8)]
+            + [dict(row(i, "app_error", 502, error="no document: pass 'text'"), instance="md") for i in range(8, 10)]
+            + [dict(row(10, "not_sent", None, sent=None, done=None), instance="later")])  # never sent: not judged
+    verdict = evaluate(rows)
+    assert not verdict["passed"]
+    assert verdict["message"].startswith(
+        "failed: instance md: none of its 2 attempted invocations succeeded (first error: app_error (HTTP 502): no document: pass 'text')")
+    check = next(c for c in verdict["thresholds"] if c["name"] == "min_successes_per_instance")
+    assert check["instance"] == "md" and check["value"] == 0 and check["source"] == "default"
+    assert evaluate(rows, {"min_successes_per_instance": 0})["passed"]
+    assert evaluate([dict(r, instance="dumps") for r in rows[:10]])["passed"]  # one instance, 80 % succeeded
+
+
 @pytest.mark.parametrize("outcome, status, error, fix", [
     ("failed", 413, "The request content was too large", "payload limit"),
     ("timeout", None, "no response within 1 s", "--request-timeout-s"),
@@ -101,6 +116,22 @@ def test_all_failing_platform_exits_1_naming_the_failure_and_fix(tmp_path, isola
     verdict = manifest["verdict"]
     assert verdict["passed"] is False and expect in verdict["message"], verdict["message"]
     assert expect in done.stderr
+
+
+def test_run_with_one_always_failing_instance_exits_1_naming_it(tmp_path, isolated_home):
+    config = write_workload(tmp_path, duration=1.5, instances={
+        "a": {"application": "ok", "distribution": "Uniform", "rate": 8},
+        "b": {"application": "apperr", "distribution": "Uniform", "rate": 2},
+    })
+    out = tmp_path / "runs"
+    with FakeOpenWhisk() as server:
+        done = run_cli("run", config, "--out", out, "--apihost", server.apihost, "--auth", AUTH, "--quiet", timeout=120)
+    assert done.returncode == 1, done.stderr
+    (line,) = [line for line in done.stderr.splitlines() if "instance b" in line]
+    assert line.startswith("run complete but failed: instance b: none of its 3 attempted invocations succeeded (first error: app_error (HTTP 502)")
+    assert "the function failed" in line
+    (run_dir,) = run_dirs(out)
+    assert rundir.load_manifest(run_dir)["verdict"]["passed"] is False
 
 
 def test_thresholds_from_workload_and_command_line(tmp_path, isolated_home):

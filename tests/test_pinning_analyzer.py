@@ -60,6 +60,7 @@ def test_the_thresholds_are_the_documented_ones():
     assert (stats_mod.MIN_SAMPLES_FOR_MODE, stats_mod.OVER_THROUGHPUT_RATIO, stats_mod.OVER_TREND_RATIO) == (20, 0.9, 2.0)
     assert (stats_mod.OVER_TREND_MIN_MS, stats_mod.OVER_REJECT_FRACTION, stats_mod.UNDER_IDLE_FRACTION) == (25.0, 0.05, 0.5)
     assert "< 20 successful" in stats_mod.MODE_RULE and ">= 5%" in stats_mod.MODE_RULE and ">= 50%" in stats_mod.MODE_RULE
+    assert (stats_mod.QUEUE_RATIO, stats_mod.QUEUE_MIN_MS) == (2.0, 25.0) and ">= 2.0x and >= 25.0 ms above the reference's" in stats_mod.MODE_RULE
 
 
 def test_baseline_evidence_is_balanced():
@@ -114,6 +115,11 @@ def test_mode_evidence_is_readable_at_any_size():
     assert not any("e+" in text for text in reasons + late)
 
 
+def test_rule_2b_reason_reads_seconds_never_an_exponent():
+    # An over-invoked queue's waits reach seconds: "1.566e+04 ms" made the evidence unreadable.
+    assert stats_mod.decide_mode(evidence(), flat(5089.0, 15660.0))[1] == ["median corrected latency grew from 5.089 s (first third) to 15.66 s (last third)"]
+
+
 def test_rule_2c_five_percent_of_sent_rejected():
     assert mode(evidence(rejected=4, final_throttled=4)) == "balanced"
     verdict, reasons = stats_mod.decide_mode(evidence(rejected=5, final_action_timeout=3, final_throttled=2), flat())
@@ -136,6 +142,58 @@ def test_rule_3_half_the_successful_records_cold_or_resumed():
 def test_rule_4_without_records_of_successful_work_is_unknown():
     verdict, reasons = stats_mod.decide_mode(evidence(successful_with_record=0, cold_count=0, resumed_count=0), flat())
     assert verdict == "unknown" and "no activation records of successful work" in reasons[0]
+
+
+# The quick start's search of issue 27: 13 ms at 45/s, then 252 ms at 135/s with throughput kept
+# and no growth through the phase (a queue that stands still).
+REFERENCE = {"completion_latency_ms_p50": 13.0, "rate_rps": 45.0, "source": "capacity probe p1"}
+
+
+def queued(latency_ms, offered_rps=135.0, reference=REFERENCE):
+    return stats_mod.decide_mode(evidence(completion_latency_ms_p50=latency_ms, offered_rps=offered_rps, achieved_rps=offered_rps), flat(latency_ms, latency_ms), reference)
+
+
+def test_rule_2d_a_standing_queue_is_over_invoked():
+    verdict, reasons = queued(252.0)
+    assert verdict == "over-invoked"
+    assert reasons == ["median completion latency 252 ms is 19x the reference 13 ms (45/s, capacity probe p1): a standing queue (>= 2x and >= 25 ms above)"]
+    # A long queue reads as a plain number, never an exponent.
+    assert queued(14960.0)[1][0].startswith("median completion latency 14960 ms is 1151x the reference 13 ms")
+
+
+def test_rule_2d_flat_latency_is_balanced_and_says_against_what():
+    verdict, reasons = queued(14.0)
+    assert verdict == "balanced"
+    assert reasons[0].endswith(", median completion latency 14 ms is 1.1x the reference 13 ms (45/s, capacity probe p1): no standing queue (< 2x)")
+    assert queued(30.0)[1][0].endswith("is 2.3x the reference 13 ms (45/s, capacity probe p1): no standing queue (17 ms above, < 25 ms)")
+
+
+@pytest.mark.parametrize(
+    "reference_ms, latency_ms, expected",
+    [
+        (30.0, 59.99, "balanced"),  # 25 ms above but under 2x
+        (30.0, 60.0, "over-invoked"),  # exactly 2x and 30 ms above
+        (10.0, 34.99, "balanced"),  # 3.5x but only 24.99 ms above
+        (10.0, 35.0, "over-invoked"),  # exactly 25 ms above
+    ],
+)
+def test_rule_2d_needs_both_twice_and_25ms(reference_ms, latency_ms, expected):
+    assert queued(latency_ms, reference={**REFERENCE, "completion_latency_ms_p50": reference_ms})[0] == expected
+
+
+def test_rule_2d_applies_only_above_the_reference_rate_and_with_a_reference():
+    assert queued(252.0, offered_rps=45.0)[0] == "balanced"  # the reference's own rate: no queue to show
+    assert queued(252.0, reference=None) == stats_mod.decide_mode(evidence(completion_latency_ms_p50=252.0, offered_rps=135.0, achieved_rps=135.0), flat(252.0, 252.0))
+    assert queued(252.0, reference=None)[0] == "balanced"
+    assert queued(252.0, reference={"completion_latency_ms_p50": None, "rate_rps": 45.0})[0] == "balanced"  # not a usable reference
+
+
+def test_latency_references_from_a_probe_and_from_a_capacity_fraction():
+    base = {"format_version": 2, "workload": {"instances": {"mid": {"function": "json_dumps"}, "other": {"function": "nbody"}},
+                                              "as_given": {"capacity_resolution": {"mid": {"capacity_rps": 90, "latency_reference": REFERENCE}}}}}
+    assert stats_mod.latency_references(base) == {"json_dumps": REFERENCE}
+    probe = {**base, "latency_reference": {"nbody": {**REFERENCE, "source": "capacity probe p9"}}}
+    assert stats_mod.latency_references(probe) == {"json_dumps": REFERENCE, "nbody": {**REFERENCE, "source": "capacity probe p9"}}
 
 
 def test_rule_order():

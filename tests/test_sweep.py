@@ -4,9 +4,12 @@ from __future__ import annotations
 
 import copy
 import json
+import re
 
 import pytest
 
+from analyzer import markup
+from analyzer.analysis import load_summary
 from experiments import sweep as sw
 from experiments import sweep_report
 from faasprof import rundir
@@ -173,6 +176,60 @@ def test_failed_point_is_recorded_and_the_sweep_goes_on(tmp_path):
     assert log["status"] == "incomplete"
 
 
+def rate_points(*points):
+    """A sweep's compare frame over `rate` alone: (rate, modes, median completion latency ms) per point."""
+    import pandas as pd
+
+    return pd.DataFrame([{"function": "json_dumps", "sweep_rate": rate, "mode": mode, "completion_latency_ms_p50": latency} for rate, mode, latency in points])
+
+
+def test_sweep_capacity_is_the_highest_rate_without_a_standing_queue():
+    # Issue 27's quick start: balanced by throughput and trend at 135/s, but its median latency is
+    # 19x the lowest rate's: the capacity is 45/s, not the highest rate tried.
+    (entry,) = sweep_report.capacities(rate_points((15, "under-invoked", 13.0), (45, "balanced", 13.5), (135, "balanced", 252.0)), ["rate"])
+    assert entry["capacity_rps"] == 45 and entry["capacity_is_lower_bound"] is False
+    assert entry["reference"] == {"completion_latency_ms_p50": 13.0, "rate_rps": 15.0, "source": "the sweep's lowest rate"}
+    assert [e["queueing"] for e in entry["evidence"]] == [False, False, True]
+    assert entry["evidence"][2]["queueing_evidence"].startswith("median completion latency 252 ms is 19x the reference 13 ms")
+
+
+def test_sweep_capacity_where_every_rate_kept_up_is_a_lower_bound():
+    (entry,) = sweep_report.capacities(rate_points((15, "under-invoked", 13.0), (45, "balanced", 13.5), (135, "balanced", 14.0)), ["rate"])
+    assert entry["capacity_rps"] == 135 and entry["capacity_is_lower_bound"] is True
+    (entry,) = sweep_report.capacities(rate_points((15, "balanced", 13.0), (45, "over-invoked", 900.0), (135, "balanced", 14.0)), ["rate"])
+    assert entry["capacity_rps"] == 15 and entry["capacity_is_lower_bound"] is False  # above the first failure nothing counts
+
+
+def test_sweep_report_leads_with_completion_latency_in_the_run_reports_look(tmp_path):
+    """A rate sweep of non-blocking calls whose 202 comes sooner as the rate rises while the queue
+    behind it grows: the report plots and tabulates completion latency, never the time to the 202."""
+    from test_analyzer_synthetic import write_synthetic_run
+
+    sweep_dir = tmp_path / "sweep"
+    points = []
+    for order, (rate, accept_ms) in enumerate(((50.0, 6.0), (120.0, 2.0), (260.0, 0.3))):
+        instances = {"i0": {"application": "fn", "distribution": "Poisson", "rate": rate, "blocking": False}}
+        run_dir, _ = write_synthetic_run(sweep_dir, test_name=f"r{rate:g}", duration_s=8.0, instances=instances, blocking=False,
+                                         accept_ms=accept_ms, cold_wait_ms=1.0, init_ms=0.0, pause_grace_ms=10_000.0, seed=order + 1)
+        rundir.update_manifest(run_dir, sweep_point={"values": {"rate": rate}, "repeat": 0, "order": order, "applied": {"rate": rate}})
+        points.append({"order": order, "repeat": 0, "values": {"rate": rate}, "status": "done", "run_dir": run_dir.name})
+    rundir.write_json_atomic(sweep_dir / sweep_report.SWEEP_FILE, {"format_version": 1, "kind": "sweep", "status": "complete", "parameters": ["rate"], "points": points})
+    report = sweep_report.write_sweep_report(sweep_dir, progress=False)
+    summary = json.loads((sweep_dir / "sweep_summary.json").read_text())
+    assert summary["plots"][0] == "plots/completion_latency_ms_p50_vs_rate.png"
+    assert not any("client_latency" in name for name in summary["plots"])
+    p50 = [setting["completion_latency_ms_p50"]["mean"] for setting in summary["settings"]]
+    p99 = [setting["completion_latency_ms_p99"]["mean"] for setting in summary["settings"]]
+    assert p50[-1] > 10 * p50[0] and p99[-1] > 3 * p99[0]  # completion rises with the rate,
+    client = [load_summary(sweep_dir / p["run_dir"])["functions"][0]["client_latency_ms_p50"] for p in points]
+    assert client == sorted(client, reverse=True)  # while the time to the 202 falls
+    assert all("client_latency_ms_p50" not in setting for setting in summary["settings"])
+    page = report.read_text()
+    assert markup.STYLE in page and "<div class='scroll'><table>" in page  # the run report's look
+    assert page.index("completion latency p50") < page.index("<h2>Plots</h2>")
+    assert not re.search(r"\d\.\d+e[+-]\d", page) and " ms" in page
+
+
 def test_memory_and_rate_sweep_on_localwhisk(tmp_path, isolated_home):
     """A real sweep on the embedded platform: 2 memory limits x 2 rates, analysed and compared."""
     data = {
@@ -199,5 +256,5 @@ def test_memory_and_rate_sweep_on_localwhisk(tmp_path, isolated_home):
     assert rates[8] > rates[4]
     summary = json.loads((sweep_dir / "sweep_summary.json").read_text())
     assert summary["capacity"] and all(entry["capacity_rps"] == 8 for entry in summary["capacity"])
-    assert (sweep_dir / "plots" / "client_latency_ms_p50_vs_memory_mb.png").exists()
+    assert (sweep_dir / "plots" / "completion_latency_ms_p50_vs_memory_mb.png").exists()
     assert "<h1>Sweep" in (sweep_dir / "report.html").read_text()

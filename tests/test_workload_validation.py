@@ -11,6 +11,7 @@ from pathlib import Path
 import pytest
 
 from faasprof.errors import ConfigError
+from functions.catalogue import lookup
 from workload.spec import load_workload, workload_from_dict
 from tests.conftest import DATA_DIR, REPO_ROOT
 from platforms.openwhisk.connection import resolve_connection, write_local_props
@@ -237,6 +238,27 @@ def test_param_file_merged_with_inline_params_and_paths_resolved(tmp_path):
     assert workload.instance("i0").params == {"a": 1, "b": 3}
     assert workload.instance("i1").data_file == (tmp_path / "img.bin").resolve()
     assert workload.instance("i1").blocking and not workload.instance("i0").blocking
+
+
+def test_catalogue_function_without_input_gets_its_sample_input():
+    """As `faasprof native` calls it: without it markdown answers only "no document" errors."""
+    workload = workload_from_dict({
+        "test_name": "sample", "test_duration_in_seconds": 1, "random_seed": 1,
+        "instances": {
+            "md": {"application": "markdown", "distribution": "Uniform", "rate": 1},
+            "variant": {"application": "markdown-256", "distribution": "Uniform", "rate": 1},
+            "img": {"application": "img-resize", "distribution": "Uniform", "rate": 1},
+            "given": {"application": "markdown", "distribution": "Uniform", "rate": 1, "params": {"text": "# T"}},
+            "own": {"application": "not_in_the_catalogue", "distribution": "Uniform", "rate": 1},
+        },
+    }, check_catalogue=False)
+    markdown = lookup("markdown")
+    assert workload.instance("md").params == markdown.sample_params() and "markdown" in workload.instance("md").params
+    assert workload.instance("md").param_file == markdown.param_file
+    assert workload.instance("md").params == workload.instance("variant").params
+    assert workload.instance("img").params == lookup("img-resize").sample_params() and "image" in workload.instance("img").params
+    assert workload.instance("given").params == {"text": "# T"}  # input given: used as given
+    assert workload.instance("own").params is None
 
 
 def test_resolved_never_contains_the_auth_key():

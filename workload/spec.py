@@ -616,6 +616,12 @@ def _resolve_instance(name: str, spec: dict, top: dict, base_dir: Path | None, d
         params = _load_param_file(param_file, f"{where}.param_file", problems)
     if spec.get("params") is not None:
         params = {**(params or {}), **spec["params"]}
+    if endpoint == OPENWHISK_ENDPOINT and source is None and not any(key in spec for key in ("params", "param_file", "data_file")):
+        # Given no input, a catalogue function gets its sample input, as `faasprof native` calls
+        # it: without one most of them only fail (markdown: "no document").
+        entry = catalogue.lookup(str(spec["application"]).strip("/").split("/")[-1])
+        if entry is not None:
+            param_file, params = entry.param_file, entry.sample_params()
 
     # OpenWhisk instances name an action; every other endpoint (generic) posts ``data`` to a ``url``.
     if endpoint != OPENWHISK_ENDPOINT:

@@ -268,7 +268,7 @@ def update_manifest(run_dir: str | os.PathLike, **changes: Any) -> dict:
 
 # Top-level manifest keys the typed Manifest names; everything else is kept in ``extra``.
 _DICT_FIELDS = ("faasprof", "clock", "workload", "counts", "platform", "host", "tools", "invoker")
-_OPTIONAL_DICT_FIELDS = ("local_settings", "verdict", "sweep_point", "activations", "allocation", "native")
+_OPTIONAL_DICT_FIELDS = ("local_settings", "verdict", "sweep_point", "activations", "allocation", "native", "latency_reference")
 _TEXT_FIELDS = ("status_reason", "created_utc", "finished_utc", "analysis_error")
 
 
@@ -305,6 +305,7 @@ class Manifest:
     activations: dict | None = None
     allocation: dict | None = None
     native: dict | None = None
+    latency_reference: dict | None = None  # {function: reference latency}: a capacity probe's (analyzer.stats rule 2(d))
     extra: dict = field(default_factory=dict)
     raw: dict = field(default_factory=dict, repr=False)
 
