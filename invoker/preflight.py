@@ -20,11 +20,12 @@ from pathlib import Path
 from faasprof.errors import ConfigError
 from functions import catalogue
 from functions.own import own_entry, stage
+from platforms.base import PlatformLimits
 from platforms.openwhisk.client import require_platform
 from platforms.openwhisk.connection import Connection
 from platforms.openwhisk.deploy import missing_actions_error
 from platforms.openwhisk.platform import OpenWhiskPlatform
-from workload.spec import PlatformLimits, Workload, check_limits
+from workload.spec import Workload
 from localwhisk.config import Settings
 
 
@@ -126,7 +127,7 @@ def check_embedded(workload: Workload, overrides: dict | None = None) -> None:
 
     Functions given by ``source`` are staged here (their requirements installed, once per change),
     so a requirement that cannot be installed is reported before anything starts."""
-    lines = check_limits(workload, embedded_limits(workload.platform, overrides))
+    lines = workload.check_limits(embedded_limits(workload.platform, overrides))
     missing = embedded_missing(workload)
     if missing:
         lines += embedded_missing_error(workload, missing).problems
@@ -152,7 +153,7 @@ def platform_check(workload: Workload, connection: Connection) -> tuple[list[str
     Returns (bad-input lines, missing-action lines), both empty when a run would be accepted;
     NotReadyError when the platform does not answer."""
     with require_platform(connection) as client:
-        lines = check_limits(workload, PlatformLimits.from_info(client.info(), connection.apihost))
+        lines = workload.check_limits(client.limits())
         deployed_only = bool((workload.platform or {}).get("actions_deployed"))
         missing = []
         seen: set[str] = set()

@@ -4,7 +4,9 @@
   with one module per job: the connection (flags, workload, ``~/.wskprops``), the REST client,
   activation records, deploying actions, and the platform (action requests, responses).
 - ``platforms.generic``: any HTTP endpoint taking ``POST url`` with JSON (FaaSProfiler's ``generic``).
-- ``platforms.registry``: which platform serves a workload instance (by its ``endpoint``).
+- ``platforms.registry``: the table of platforms (``PLATFORMS``) and which one serves a workload
+  instance (by its ``endpoint``).
 
-The invoker, the analyzer, the doctor and the experiments reach a platform only through here.
+The workload model (the shape of an instance), the invoker, the analyzer, the doctor and the
+experiments reach a platform only through here.
 """

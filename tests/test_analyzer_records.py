@@ -16,6 +16,7 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 import pytest
 
 from analyzer import records as records_mod
+from conftest import send_json
 from analyzer.analysis import analyze_run, load_run
 from faasprof import rundir
 from platforms.openwhisk.client import OpenWhiskClient
@@ -46,12 +47,7 @@ def make_handler(store: FakeActivations):
             pass
 
         def _send(self, status, body):
-            data = json.dumps(body).encode()
-            self.send_response(status)
-            self.send_header("Content-Type", "application/json")
-            self.send_header("Content-Length", str(len(data)))
-            self.end_headers()
-            self.wfile.write(data)
+            send_json(self, status, body)
 
         def do_GET(self):
             url = urllib.parse.urlsplit(self.path)

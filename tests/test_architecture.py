@@ -30,10 +30,11 @@ PACKAGES = ("faasprof", "monitoring", "workload", "functions", "platforms", "loc
 LAYERS: tuple[tuple[str, tuple[str, ...]], ...] = (
     ("core", ("faasprof",)),
     ("monitoring", ("monitoring",)),
-    # The workload model reads the function catalogue (default memory, runtimes), so it sits
-    # beside the functions rather than below them.
-    ("workload and functions", ("workload", "functions")),
+    ("functions", ("functions",)),
     ("platforms and localwhisk", ("platforms", "localwhisk")),
+    # The workload model asks each platform the shape of its instances (platforms.registry) and
+    # reads the function catalogue, so it sits above both.
+    ("workload", ("workload",)),
     ("invoker and analyzer", ("invoker", "analyzer")),
     ("experiments", ("experiments",)),
     ("commands", ()),
@@ -272,7 +273,7 @@ def test_an_upward_import_is_found():
     problems = check({"analyzer.analysis": "from invoker.client import OpenWhiskClient\n", "invoker.client": ""})
     assert problems == ["analyzer.analysis:1: imports invoker.client, but analyzer and invoker stay apart"]
     problems = check({"workload.spec": "import analyzer.frames\n", "analyzer.frames": ""})
-    assert problems == ["workload.spec:1: imports analyzer.frames upward (workload and functions -> invoker and analyzer)"]
+    assert problems == ["workload.spec:1: imports analyzer.frames upward (workload -> invoker and analyzer)"]
     problems = check({"invoker.run": "from experiments import cmd_run\n", "experiments.cmd_run": "", "experiments": ""})
     assert problems == ["invoker.run:1: imports experiments.cmd_run upward (invoker and analyzer -> commands)"]
 
@@ -316,7 +317,7 @@ def test_a_command_importing_from_above_its_package_is_found():
 
 @pytest.mark.parametrize("module, layer", [
     ("faasprof.rundir", "core"), ("faasprof.cli", "commands"), ("monitoring.collectors", "monitoring"),
-    ("invoker.cmd_doctor", "commands"), ("workload.spec", "workload and functions"),
+    ("invoker.cmd_doctor", "commands"), ("workload.spec", "workload"), ("functions.catalogue", "functions"),
     ("platforms.openwhisk", "platforms and localwhisk"), ("localwhisk.__main__", "commands"),
     ("analyzer.compare", "invoker and analyzer"), ("experiments.cmd_run", "commands"),
 ])

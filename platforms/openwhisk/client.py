@@ -16,7 +16,7 @@ import requests
 import urllib3
 
 from faasprof.errors import NotReadyError
-from platforms.base import PlatformError, PlatformUnreachable
+from platforms.base import PlatformError, PlatformLimits, PlatformUnreachable
 from platforms.openwhisk.connection import Connection
 
 DEFAULT_TIMEOUT_S = 30.0
@@ -95,6 +95,28 @@ class OpenWhiskClient:
             return response.json()
         except ValueError:
             raise NotReadyError(f"{self.connection.apihost}: GET / did not answer JSON; is this an OpenWhisk API host?") from None
+
+    def limits(self) -> PlatformLimits:
+        """What the platform refuses, from ``GET /`` (OpenWhisk reports action memory limits in bytes,
+        localwhisk its request size in its settings)."""
+        info = self.info() or {}
+        limits = info.get("limits") or {}
+        local = info.get("localwhisk") or {}
+        settings = local.get("settings") if isinstance(local.get("settings"), dict) else local
+
+        def megabytes(key: str) -> int | None:
+            value = limits.get(key)
+            return int(value) // 1048576 if isinstance(value, (int, float)) and value > 0 else None
+
+        payload = settings.get("max_payload_bytes") if isinstance(settings, dict) else None
+        return PlatformLimits(
+            description=self.connection.apihost,
+            min_memory_mb=megabytes("min_action_memory"),
+            max_memory_mb=megabytes("max_action_memory"),
+            max_payload_bytes=int(payload) if isinstance(payload, int) and payload > 0 else None,
+            memory_fix="lower memory_mb, or raise the platform's limit (OpenWhisk: limit_action_memory_max)",
+            payload_fix="send a smaller file, or raise the platform's limit (localwhisk: --max-payload-bytes)",
+        )
 
     def api_info(self, timeout_s: float = 5.0) -> dict:
         """``GET /api/v1``: the API's description (the doctor's probe: is the REST API there?)."""

@@ -16,11 +16,11 @@ from __future__ import annotations
 
 import argparse
 import os
+import urllib.parse
 from dataclasses import dataclass, field
 from pathlib import Path
 
 from faasprof.errors import ConfigError
-from workload.spec import apihost_problem
 
 DEFAULT_NAMESPACE = "_"
 # faasprof's own wskprops keys for the platform's settings, and their names in platform.settings.
@@ -135,6 +135,29 @@ def forget_local_props(data_dir: Path) -> bool:
         return False
     path.unlink(missing_ok=True)
     return True
+
+
+def apihost_problem(apihost: str) -> str | None:
+    """Why ``apihost`` cannot name a platform (with the fix), or None when it can."""
+    text = apihost.strip()
+    if not text:
+        return "is empty; write the API host, e.g. https://172.17.0.1 or http://127.0.0.1:3233"
+    if any(ch.isspace() for ch in text):
+        return f"{apihost!r} contains spaces; write one host such as https://172.17.0.1 or http://127.0.0.1:3233"
+    scheme, sep, _ = text.partition("://")
+    if sep and scheme not in ("http", "https"):
+        return f"{apihost!r} has the scheme {scheme}://; use http:// or https://"
+    url = text if sep else "https://" + text
+    try:
+        parts = urllib.parse.urlsplit(url)
+        port = parts.port
+    except ValueError:
+        return f"{apihost!r} has a bad port; write HOST:PORT with PORT in 1..65535"
+    if not parts.hostname:
+        return f"{apihost!r} has no host; write it as https://HOST[:PORT]"
+    if port == 0:
+        return f"{apihost!r} has port 0; use a port in 1..65535"
+    return None
 
 
 def add_connection_arguments(parser: argparse.ArgumentParser, default: str = "the embedded localwhisk") -> None:

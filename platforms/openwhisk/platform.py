@@ -1,6 +1,7 @@
 """``OpenWhiskPlatform``, the ``platforms.base.Platform`` a run uses for OpenWhisk (and localwhisk):
-an instance's request formatted once (an action call, or a web action call with the raw bytes of
-its ``data_file``) and the reading of OpenWhisk's responses.
+its instances name actions (FaaSProfiler's ``endpoint: "local_openwhisk"``, the default), each
+request is formatted once (an action call, or a web action call with the raw bytes of its
+``data_file``) and OpenWhisk's responses are read.
 """
 
 from __future__ import annotations
@@ -18,7 +19,6 @@ from platforms.openwhisk.client import DEFAULT_TIMEOUT_S, OpenWhiskClient, quote
 from platforms.openwhisk.connection import Connection
 from platforms.openwhisk.deploy import ensure_workload_actions
 from platforms.openwhisk.records import save_run_records
-from workload.spec import OPENWHISK_ENDPOINT
 
 # -- requests and responses -----------------------------------------------------------------------
 
@@ -45,8 +45,6 @@ def prepare_action_request(instance: Any, connection: Connection, web_namespace:
     ``web_namespace`` is the concrete namespace for web action URLs (web URLs carry no
     credentials, so ``_`` cannot be resolved there); it defaults to the connection's namespace.
     """
-    if connection is None:
-        raise ValueError("an OpenWhisk instance needs a connection")
     api_origin, base = split_origin(connection.apihost)
     base = base.rstrip("/")
     if instance.data_file is not None and instance.data_mode == "web":
@@ -93,13 +91,34 @@ def classify(status: int, activation_id: str | None, body: bytes) -> tuple[str, 
 class OpenWhiskPlatform(Platform):
     """An OpenWhisk (or localwhisk) reached through ``connection``."""
 
-    endpoint = OPENWHISK_ENDPOINT
+    endpoint = "local_openwhisk"  # FaaSProfiler's name for OpenWhisk actions
+    names_functions = True
+    # A function of the researcher's own (a file or folder) that faasprof deploys, and its action kind.
+    instance_keys = ("source", "kind")
+    reached_by_connection = True
+    keeps_records = True
 
     def __init__(self, connection: Connection, timeout_s: float = DEFAULT_TIMEOUT_S):
         self.connection = connection
         self.client = OpenWhiskClient(connection, timeout_s=timeout_s)
         self.info: dict = {}
         self.web_namespace: str | None = None
+
+    @classmethod
+    def validate_instance(cls, spec: dict) -> list[tuple[str, str]]:
+        if "kind" in spec and "source" not in spec:
+            return [("kind", "only used with source (a function of yours that faasprof deploys); add source or remove it")]
+        return []
+
+    @classmethod
+    def for_workload(cls, workload: Any = None, connection: Connection | None = None, web_namespace: str | None = None, **settings: Any) -> "OpenWhiskPlatform":
+        """The OpenWhisk of ``connection``; ``web_namespace`` names the namespace of web action URLs
+        (else ``ensure_deployed`` resolves it)."""
+        if connection is None:
+            raise ValueError("an OpenWhisk instance needs a connection")
+        platform = cls(connection)
+        platform.web_namespace = web_namespace
+        return platform
 
     def close(self) -> None:
         self.client.close()
