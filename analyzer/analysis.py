@@ -117,9 +117,9 @@ def _run_ids(invocations: pd.DataFrame) -> set[str]:
     return set(invocations["activation_id"][frames_mod.has_activation_id(invocations)].tolist())
 
 
-def fetch_window_ms(manifest: "rundir.Manifest | dict", invocations: pd.DataFrame, margin_ms: int = records_mod.DEFAULT_MARGIN_MS) -> tuple[int, int]:
+def fetch_window_ms(manifest: rundir.Manifest, invocations: pd.DataFrame, margin_ms: int = records_mod.DEFAULT_MARGIN_MS) -> tuple[int, int]:
     """The wall-clock window (epoch ms) whose records can belong to the run."""
-    wall_zero_ns = rundir.as_manifest(manifest).wall_ns_at_zero
+    wall_zero_ns = manifest.wall_ns_at_zero
     sent = invocations["sent_ns"].dropna()
     done = invocations["done_ns"].dropna()
     first = int(sent.min()) if len(sent) else 0
@@ -148,7 +148,7 @@ def fetch_run_records(
     list_first = only_ids is None or len(ids) > MAX_ID_LOOKUPS_PER_ROUND
     with OpenWhiskClient(connection) as client:
         records, report = fetch_records(client, ids, since, upto, retry_delays_s=retry_delays_s, progress=progress, list_first=list_first)
-    path = Path(run_dir) / rundir.ACTIVATIONS
+    path = rundir.activations_path(run_dir)
     if only_ids is None:
         rundir.write_records(path, records)
     else:
@@ -159,12 +159,10 @@ def fetch_run_records(
 
 
 def _load_monitors(run_dir: Path, manifest: rundir.Manifest, warnings: list[str]) -> tuple[dict[str, pd.DataFrame], dict]:
-    monitors_dir = run_dir / rundir.MONITORS
-    has_output = monitors_dir.is_dir() and any(p.is_dir() for p in monitors_dir.iterdir())
-    if not has_output:
+    if not rundir.monitor_dirs(run_dir):
         return {}, {"status": "none"}
     try:
-        loaded = load_run_monitors(run_dir, manifest.to_json()) or {}
+        loaded = load_run_monitors(run_dir, manifest) or {}
     except FaasprofError as error:
         warnings.append(f"monitors: {error}")
         return {}, {"status": "error", "error": str(error)}
@@ -175,10 +173,9 @@ def _load_monitors(run_dir: Path, manifest: rundir.Manifest, warnings: list[str]
 def run_records(run_dir: Path, invocations: pd.DataFrame, refresh_index: bool = False) -> tuple[pd.DataFrame, np.ndarray, dict]:
     """The records of ``activations.jsonl`` that invocations of the run matched, each invocation's
     row among them (−1: none), and what ``records_info`` says of them (``source`` ``none``: no file)."""
-    activations = Path(run_dir) / rundir.ACTIVATIONS
-    if not activations.exists():
+    if not rundir.has_records(run_dir):
         return frames_mod.records_frame([]), np.full(len(invocations), -1, dtype=np.int64), {"source": "none", "unreadable_lines": 0, "foreign_ignored": 0}
-    records, bad = records_mod.read_records(activations, refresh_index=refresh_index)
+    records, bad = records_mod.read_records(rundir.activations_path(run_dir), refresh_index=refresh_index)
     position = frames_mod.match_records(invocations, records)
     matched = np.zeros(len(records), dtype=bool)
     matched[position[position >= 0]] = True
@@ -286,7 +283,7 @@ def load_run(
         invocations = frames_mod.read_invocations_frame(run_dir, manifest)
     warnings: list[str] = []
     with_id = 0 if manifest.native_run else int(frames_mod.has_activation_id(invocations).sum())
-    activations = run_dir / rundir.ACTIVATIONS
+    activations = rundir.activations_path(run_dir)
     records, position, info = run_records(run_dir, invocations, refresh_index=True)
     if manifest.native_run:
         info["source"] = NATIVE_SOURCE
@@ -486,7 +483,7 @@ def analyze_run(
     fetch_report = None
     run = None
     if fetch and connection is not None and not manifest.native_run:
-        if not (run_dir / rundir.ACTIVATIONS).exists():
+        if not rundir.has_records(run_dir):
             if invocations is None:
                 invocations = frames_mod.read_invocations_frame(run_dir, manifest)
             if _run_ids(invocations):
@@ -523,7 +520,7 @@ def analyze_run(
         for name, frame in run.monitors.items():
             _write_parquet(frame, out / f"monitor_{rundir.safe_name(name)}.parquet")
         summary = build_summary(run)
-        if io_breakdown.applies(manifest) and (run_dir / rundir.ACTIVATIONS).exists():  # io-* runs: breakdown, bandwidth, cost per batch
+        if io_breakdown.applies(manifest) and rundir.has_records(run_dir):  # io-* runs: breakdown, bandwidth, cost per batch
             summary["io"] = io_breakdown.summarise(run_dir, out_dir=out)
         plot_files: list[str] = []
         if plots:

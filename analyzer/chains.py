@@ -24,8 +24,8 @@ records of the same chain, not invocations of the run.
 from __future__ import annotations
 
 import html
-import json
 import math
+import os
 from pathlib import Path
 
 import numpy as np
@@ -33,7 +33,7 @@ import pandas as pd
 
 from analyzer import markup
 from faasprof import rundir
-from faasprof.rundir import record_columns, record_fields
+from faasprof.rundir import record_fields
 
 RULE = (
     "transfer = consumer received − producer send start (payload made, stored or put in the parameters, invoked, read); "
@@ -44,51 +44,34 @@ RULE = (
 HOPS_KEY = record_fields.CHAIN_RESULT_KEY  # the key of a chain head's result (the records' column index counts its lines)
 
 
-def chain_results(activations_path: Path, head_ids: set[str]) -> dict[str, dict]:
+def chain_results(run_dir: str | os.PathLike, head_ids: set[str]) -> dict[str, dict]:
     """activation id -> result of the heads in ``head_ids`` whose result has ``hops``."""
     out: dict[str, dict] = {}
-    if not activations_path.exists() or not _holds_chains(activations_path):
+    if not _holds_chains(run_dir):
         return out  # no chain heads: the records are not parsed a second time
-    with open(activations_path, "rb") as handle:
-        for line in handle:
-            if HOPS_KEY not in line:
-                continue
-            try:
-                record = json.loads(line)
-            except json.JSONDecodeError:
-                continue
-            if not isinstance(record, dict) or record.get("activationId") not in head_ids:
-                continue
-            result = (record.get("response") or {}).get("result")
-            if isinstance(result, dict) and isinstance(result.get("hops"), list):
-                out[record["activationId"]] = result
+    for record in rundir.iter_records(run_dir, containing=HOPS_KEY):
+        if record.get("activationId") not in head_ids:
+            continue
+        result = (record.get("response") or {}).get("result")
+        if isinstance(result, dict) and isinstance(result.get("hops"), list):
+            out[record["activationId"]] = result
     return out
 
 
-def _holds_chains(path: Path) -> bool:
-    """Whether any record mentions ``HOPS_KEY``: the records' column index knows when it is current
-    (at ten million records, a scan reads 5 GB); otherwise the file is scanned."""
-    known = record_columns.mentioned(path, HOPS_KEY)
-    return known if known is not None else _mentions(path, HOPS_KEY)
-
-
-def _mentions(path: Path, needle: bytes) -> bool:
-    """Whether the file holds ``needle`` anywhere: a scan in ``SCAN_BLOCK_BYTES`` blocks, no parsing."""
-    return bool(record_columns.scan_file(path, needles=(needle,), crc=False, block_bytes=SCAN_BLOCK_BYTES)[3][needle])
-
-
-SCAN_BLOCK_BYTES = 16 * 2**20
+def _holds_chains(run_dir: str | os.PathLike) -> bool:
+    """Whether any record mentions ``HOPS_KEY`` (the records' column index knows when it is current:
+    at ten million records, a scan reads 5 GB)."""
+    return rundir.has_records(run_dir) and rundir.records_mention(rundir.activations_path(run_dir), HOPS_KEY)
 
 
 def hop_frame(run_dir: Path, invocations: pd.DataFrame) -> pd.DataFrame:
     """One row per chain × hop hand-over (N−1 per chain), plus a row per chain with ``hop = -1``
     carrying its end-to-end figures. Empty when the run has no chains."""
-    path = Path(run_dir) / rundir.ACTIVATIONS
-    if not path.exists() or not _holds_chains(path):
+    if not _holds_chains(run_dir):
         return pd.DataFrame([])
     ids = invocations["activation_id"].astype(object).fillna("").to_numpy()
     heads = {str(i) for i in ids if i}
-    results = chain_results(path, heads)
+    results = chain_results(run_dir, heads)
     if not results:
         return pd.DataFrame([])
     invocations = invocations[invocations["activation_id"].isin(list(results)).to_numpy()]

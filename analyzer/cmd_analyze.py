@@ -46,7 +46,7 @@ def main(args: argparse.Namespace) -> int:
         # Stated before anything else: the rows present are not the plan.
         print(f"warning: {run_dir}: {torn}; status {manifest.status}", file=sys.stderr)
     platform_block = manifest.platform
-    saved = (run_dir / rundir.ACTIVATIONS).exists()
+    saved = rundir.has_records(run_dir)
     # A native run had no platform: its rows are the results, and there are no records to fetch.
     fetch = not args.no_fetch and not manifest.native_run
     if fetch and platform_block.get("embedded") and not args.apihost:
@@ -60,7 +60,7 @@ def main(args: argparse.Namespace) -> int:
         platform = dict((workload.get("as_given") or workload).get("platform") or {})
         if platform.get("auth") == "(redacted)":
             platform.pop("auth")  # the manifest never holds the key: flags or ~/.wskprops give it
-        connection = resolve_connection(args, platform, origin=str(run_dir / rundir.MANIFEST))
+        connection = resolve_connection(args, platform, origin=str(rundir.manifest_path(run_dir)))
         if connection is None:
             print(
                 f"analyze: {run_dir} has no {rundir.ACTIVATIONS} and no platform is configured to fetch them from "
@@ -87,7 +87,7 @@ def _rederive_plan(run_dir: Path, manifest: rundir.Manifest) -> bool:
     if not isinstance(given, dict):
         return False
     try:
-        workload = workload_from_dict(given, origin=str(run_dir / rundir.MANIFEST), path=Path(source) if source else None, check_catalogue=False)
+        workload = workload_from_dict(given, origin=str(rundir.manifest_path(run_dir)), path=Path(source) if source else None, check_catalogue=False)
         schedule = build_schedule(workload)
     except (FaasprofError, OSError, ValueError) as error:
         print(f"warning: {run_dir}: cannot re-derive the plan from the manifest ({error}); the missing rows are only counted", file=sys.stderr)

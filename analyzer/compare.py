@@ -90,9 +90,9 @@ def flatten(node: Any, prefix: str = "") -> dict[str, Any]:
     return out
 
 
-def lookup(manifest: "rundir.Manifest | dict", dotted: str) -> Any:
+def lookup(manifest: rundir.Manifest, dotted: str) -> Any:
     """The value at a dotted path of the manifest document (``workload.instances.i0.rate``), or None."""
-    node: Any = manifest.to_json() if isinstance(manifest, rundir.Manifest) else manifest
+    node: Any = manifest.to_json()
     for part in dotted.split("."):
         if isinstance(node, dict) and part in node:
             node = node[part]
@@ -126,7 +126,6 @@ def pick_parameter(manifests: list[rundir.Manifest], differing: list[str]) -> st
 
 
 def environment_warnings(manifests: list[rundir.Manifest], names: list[str], parameter: str | None) -> list[str]:
-    manifests = [rundir.as_manifest(m) for m in manifests]
     warnings = []
     host_flats = [flatten(m.host, "host") for m in manifests]
     for key in sorted(set().union(*host_flats)):
@@ -152,7 +151,6 @@ def unrelated_workload_warnings(manifests: list[rundir.Manifest], names: list[st
     """Warnings when the runs are not one workload varied in ``parameter`` alone."""
     if len(manifests) < 2 or parameter is None:
         return []
-    manifests = [rundir.as_manifest(m) for m in manifests]
     out = []
     # Memory variants of one function are deployed as <name>-<MB>: the same function.
     functions = [sorted({re.sub(r"-\d+$", "", str(i.get("function"))) for i in m.instances.values() if isinstance(i, dict)}) for m in manifests]

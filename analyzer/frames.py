@@ -93,7 +93,7 @@ def _float(series: pd.Series) -> np.ndarray:
     return series.to_numpy(dtype="float64", na_value=np.nan)
 
 
-def pause_grace_ms(manifest: "rundir.Manifest | dict") -> tuple[float, str]:
+def pause_grace_ms(manifest: rundir.Manifest) -> tuple[float, str]:
     """The platform's pause grace and where it came from.
 
     In order: recorded with the platform (``platform.settings``, which the testbed set-up's
@@ -114,7 +114,6 @@ def pause_grace_ms(manifest: "rundir.Manifest | dict") -> tuple[float, str]:
                 return found
         return None
 
-    manifest = rundir.as_manifest(manifest)
     platform = manifest.platform
     for section, node in (("platform", platform), ("local_settings", manifest.local_settings)):
         found = find(node)
@@ -301,7 +300,7 @@ def align_records(records: pd.DataFrame, position: np.ndarray) -> dict:
     return aligned
 
 
-def build_invocation_frame(invocations: pd.DataFrame, records: pd.DataFrame, manifest: "rundir.Manifest | dict", position: np.ndarray | None = None) -> pd.DataFrame:
+def build_invocation_frame(invocations: pd.DataFrame, records: pd.DataFrame, manifest: rundir.Manifest, position: np.ndarray | None = None) -> pd.DataFrame:
     """Join by activation id and derive the columns in the module docstring.
 
     ``position`` is ``match_records(invocations, records)`` when the caller already has it.
@@ -311,10 +310,9 @@ def build_invocation_frame(invocations: pd.DataFrame, records: pd.DataFrame, man
     return build_from_aligned(invocations, align_records(records, position), manifest)
 
 
-def build_from_aligned(invocations: pd.DataFrame, aligned: dict, manifest: "rundir.Manifest | dict") -> pd.DataFrame:
+def build_from_aligned(invocations: pd.DataFrame, aligned: dict, manifest: rundir.Manifest) -> pd.DataFrame:
     """``build_invocation_frame`` from ``align_records``' columns (which it consumes: the columns
     it keeps become the frame's, the others are released as soon as they are used)."""
-    manifest = rundir.as_manifest(manifest)
     has = aligned.pop("has_record")
     start_ms, end_ms, init_raw = aligned.pop("start_ms"), aligned.pop("end_ms"), aligned.pop("init_ms")
     # The start classes first: their sort's temporaries come and go before the other columns exist.
@@ -381,11 +379,11 @@ def build_from_aligned(invocations: pd.DataFrame, aligned: dict, manifest: "rund
     return frame
 
 
-def time_columns(intended_s: np.ndarray, completion_latency_ms: np.ndarray, manifest: "rundir.Manifest | dict") -> dict:
+def time_columns(intended_s: np.ndarray, completion_latency_ms: np.ndarray, manifest: rundir.Manifest) -> dict:
     """Pandas time types beside the float seconds: ``intended`` and ``end`` as timedeltas since the
     run's zero, ``intended_utc`` and ``end_utc`` as UTC datetimes (``resample`` works on them).
     ``end`` is the function's end as ``completion_latency_ms`` counts it."""
-    wall_zero = pd.Timestamp(rundir.as_manifest(manifest).wall_ns_at_zero, unit="ns", tz="UTC")
+    wall_zero = pd.Timestamp(manifest.wall_ns_at_zero, unit="ns", tz="UTC")
     intended = pd.to_timedelta(intended_s, unit="s")
     end = pd.to_timedelta(intended_s + completion_latency_ms / 1e3, unit="s")
     return {"intended": intended, "end": end, "intended_utc": wall_zero + intended, "end_utc": wall_zero + end}
@@ -488,9 +486,8 @@ def unit_of(column: str) -> str | None:
     return None
 
 
-def run_attrs(run_dir: Path, manifest: "rundir.Manifest | dict") -> dict:
+def run_attrs(run_dir: Path, manifest: rundir.Manifest) -> dict:
     """What identifies a run, for ``DataFrame.attrs`` and Parquet schema metadata (JSON-ready)."""
-    manifest = rundir.as_manifest(manifest)
     return {
         "run": Path(run_dir).name,
         "test_name": str(manifest.test_name or Path(run_dir).name),

@@ -20,7 +20,6 @@ invocation, summed over the batch (the public clouds' billing, 1 ms as AWS Lambd
 
 from __future__ import annotations
 
-import json
 import math
 import os
 from pathlib import Path
@@ -29,7 +28,6 @@ import numpy as np
 import pandas as pd
 
 from faasprof import rundir
-from faasprof.errors import FormatError
 
 FORMAT_VERSION = 1
 BREAKDOWN_FILE = "io_breakdown.csv"
@@ -55,28 +53,11 @@ def _limits_memory_mb(record: dict) -> float:
     return float(memory) if isinstance(memory, (int, float)) else math.nan
 
 
-def _read_jsonl(path: Path) -> list[dict]:
-    records = []
-    try:
-        handle = open(path, "rb")
-    except FileNotFoundError:
-        raise FormatError(f"{path}: missing; run `faasprof analyze` on the run first (it fetches the activation records)") from None
-    with handle:
-        for line in handle:
-            try:
-                value = json.loads(line)
-            except ValueError:
-                continue  # a line cut short by a crash: the rest still counts
-            if isinstance(value, dict):
-                records.append(value)
-    return records
-
-
 def breakdown_frame(run_dir: str | os.PathLike) -> pd.DataFrame:
     """One row per activation with a breakdown, joined with its invocation row (batch, latency)."""
     run_dir = Path(run_dir)
     rows = []
-    for record in _read_jsonl(run_dir / rundir.ACTIVATIONS):
+    for record in rundir.iter_records(run_dir):
         result = (record.get("response") or {}).get("result") or {}
         breakdown = result.get("breakdown") if isinstance(result, dict) else None
         if not isinstance(breakdown, dict):
@@ -158,10 +139,9 @@ def batch_frame(frame: pd.DataFrame) -> pd.DataFrame:
     return pd.DataFrame(rows)
 
 
-def applies(manifest: "rundir.Manifest | dict") -> bool:
+def applies(manifest: rundir.Manifest) -> bool:
     """Whether a run invoked io-* functions or started storage (the analysis hook's guard, so a
     run of other functions never reads its records twice)."""
-    manifest = rundir.as_manifest(manifest)
     workload = manifest.workload
     functions = [str((spec or {}).get("function", "")) for spec in manifest.instances.values()]
     return any(name.startswith("io-") for name in functions) or "storage" in (workload.get("as_given") or {})

@@ -36,9 +36,8 @@ def failures_section(summary: dict) -> str:
     )
 
 
-def run_context(manifest: "rundir.Manifest | dict") -> list[tuple[str, str]]:
+def run_context(manifest: rundir.Manifest) -> list[tuple[str, str]]:
     """What a reader needs to judge the numbers: where, on what, with which faasprof, how long."""
-    manifest = rundir.as_manifest(manifest)
     platform = manifest.platform
     host = manifest.host
     workload = manifest.workload

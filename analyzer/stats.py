@@ -142,7 +142,7 @@ def clean(obj):
 # workload shape
 
 
-def instance_specs(manifest: "rundir.Manifest | dict", frame: pd.DataFrame) -> list[dict]:
+def instance_specs(manifest: rundir.Manifest, frame: pd.DataFrame) -> list[dict]:
     """Each instance's function, rate and activity window, from the manifest's resolved workload.
 
     Accepts the resolved workload ``workload.spec.Workload.resolved()`` writes (``instances:
@@ -150,11 +150,9 @@ def instance_specs(manifest: "rundir.Manifest | dict", frame: pd.DataFrame) -> l
     activity_window}``) or a list of instances with a ``name``;
     whatever is missing is taken from the invocation log (window from the planned times).
     """
-    workload = rundir.as_manifest(manifest).workload
+    workload = manifest.workload
     duration = _workload_duration(manifest, frame)
-    raw = workload.get("instances") or {}
-    if isinstance(raw, list):
-        raw = {item.get("name", f"i{k}"): item for k, item in enumerate(raw) if isinstance(item, dict)}
+    raw = manifest.instances
     specs = []
     names = list(raw.keys())
     # Rows per instance and each instance's first function, by code: no copy of the frame.
@@ -191,8 +189,8 @@ def instance_specs(manifest: "rundir.Manifest | dict", frame: pd.DataFrame) -> l
     return specs
 
 
-def _workload_duration(manifest: "rundir.Manifest | dict", frame: pd.DataFrame) -> float:
-    workload = rundir.as_manifest(manifest).workload
+def _workload_duration(manifest: rundir.Manifest, frame: pd.DataFrame) -> float:
+    workload = manifest.workload
     for key in ("duration_s", "test_duration_in_seconds"):
         value = workload.get(key)
         if isinstance(value, (int, float)) and value > 0:
@@ -202,13 +200,12 @@ def _workload_duration(manifest: "rundir.Manifest | dict", frame: pd.DataFrame) 
     return 0.0
 
 
-def run_end_s(manifest: "rundir.Manifest | dict", frame: pd.DataFrame) -> float | None:
+def run_end_s(manifest: rundir.Manifest, frame: pd.DataFrame) -> float | None:
     """When a run that stopped early (status ``interrupted`` or ``aborted``) stopped sending, on the
     run clock; None for a run that sent its whole plan (or whose end is unknown: a torn run).
 
     The invoker's ``send_wall_s`` (zero to the stop); a manifest without it, the planned instant of
     the first invocation never sent after the last one sent."""
-    manifest = rundir.as_manifest(manifest)
     if manifest.status not in STOPPED_EARLY:
         return None
     recorded = (manifest.invoker or {}).get("send_wall_s")
@@ -507,12 +504,11 @@ def latency_trend(rows: pd.DataFrame, start_s: float, end_s: float, column: str 
     }
 
 
-def latency_references(manifest: "rundir.Manifest | dict") -> dict[str, dict]:
+def latency_references(manifest: rundir.Manifest) -> dict[str, dict]:
     """Each function's reference latency for rule 2(d), by function name: ``{"completion_latency_ms_p50",
     "rate_rps", "source"}``. A capacity search records it in its probes' manifests
     (``latency_reference``); a run whose rates are fractions of a stored capacity carries the
     search's in the workload's ``capacity_resolution``."""
-    manifest = rundir.as_manifest(manifest)
     found: dict[str, dict] = {}
     resolution = (manifest.workload.get("as_given") or {}).get("capacity_resolution") or {}
     for name, entry in resolution.items():

@@ -39,11 +39,11 @@ RULE = (
 LATENCY_KINDS = {True: "client (send → answer)", False: "wait + duration"}
 
 
-def _blocking(frame: pd.DataFrame, manifest: "rundir.Manifest | dict") -> np.ndarray:
-    return frame["instance"].map(instance_answers_at_end(rundir.as_manifest(manifest))).to_numpy(dtype=bool)
+def _blocking(frame: pd.DataFrame, manifest: rundir.Manifest) -> np.ndarray:
+    return frame["instance"].map(instance_answers_at_end(manifest)).to_numpy(dtype=bool)
 
 
-def response_latency_ms(frame: pd.DataFrame, manifest: "rundir.Manifest | dict", blocking: np.ndarray | None = None) -> np.ndarray:
+def response_latency_ms(frame: pd.DataFrame, manifest: rundir.Manifest, blocking: np.ndarray | None = None) -> np.ndarray:
     """The per-invocation response time the ratios are computed on (see the module docstring);
     ``blocking``: each row's call, when the caller has it."""
     blocking = _blocking(frame, manifest) if blocking is None else blocking
@@ -67,7 +67,7 @@ def ratio_block(values: np.ndarray) -> dict:
     return out
 
 
-def tail_ratios(frame: pd.DataFrame, manifest: "rundir.Manifest | dict") -> dict:
+def tail_ratios(frame: pd.DataFrame, manifest: rundir.Manifest) -> dict:
     """``{"rule", "rows"}``: one row per function × phase (and ``all``) × start class with samples;
     each row's ``latency`` names the response time its figures are of."""
     blocking = _blocking(frame, manifest)

@@ -147,7 +147,7 @@ def bench_analyze(base: Path, rows: int, figures: dict) -> int:
     )
     for label, flags, without_index in measurements:
         if without_index:
-            record_columns.remove(run_dir / rundir.ACTIVATIONS)
+            record_columns.remove(rundir.activations_path(run_dir))
         wall, peak_gib, result = measured(["analyze", *flags, str(run_dir)])
         if result.returncode != 0:
             print(f"{label}: exit {result.returncode}\n{result.stderr}")
@@ -193,7 +193,7 @@ def generate(rows: int, base: Path) -> int:
     if copies > 1:
         repeat_invocations(run_dir, copies, block_s)
     # As a run saves them: through faasprof's record writer, which also writes their column index.
-    rundir.write_records(run_dir / rundir.ACTIVATIONS, repeated_records(records, copies, block_s))
+    rundir.write_records(rundir.activations_path(run_dir), repeated_records(records, copies, block_s))
     duration_s = block_s * copies
     perf_lines = write_perf_monitor(run_dir, duration_s)
     generated_s = time.perf_counter() - t0
@@ -228,9 +228,9 @@ def repeat_invocations(run_dir: Path, copies: int, block_s: float) -> None:
                     shifted[8] = prefix + fields[8][len(prefix):]
                 out.append(",".join(shifted))
             csv_out.write("\n".join(out) + "\n")
-    manifest = rundir.load_manifest(run_dir)
-    manifest["workload"]["test_duration_in_seconds"] = block_s * copies
-    manifest["counts"] = {"planned": len(rows) * copies, "sent": len(rows) * copies, "failed": 0}
+    manifest = rundir.read_manifest(run_dir)
+    manifest.workload["test_duration_in_seconds"] = block_s * copies
+    manifest.counts = {"planned": len(rows) * copies, "sent": len(rows) * copies, "failed": 0}
     rundir.write_manifest(run_dir, manifest)
 
 

@@ -29,6 +29,7 @@ sys.path.insert(0, str(ROOT / "bench"))
 sys.path.insert(0, str(ROOT / "tests"))
 
 from bench_analyzer import write_perf_monitor  # noqa: E402
+from faasprof import rundir  # noqa: E402
 from monitoring.collectors.perf import PerfCollector  # noqa: E402
 from monitoring.parsers.perf import parse_perf_stat, parse_perf_stat_reference  # noqa: E402
 
@@ -64,7 +65,8 @@ def main() -> int:
             slow_s = best_s(args.repeat, lambda: parse_perf_stat_reference(text))
             print(f"{'parse_perf_stat_reference (per line):':38} {slow_s:7.2f} s  {lines / slow_s:12,.0f} lines/s  (fast path x{slow_s / fast_s:.1f})", flush=True)
         meta = {"layout": {"sep": ","}}
-        frame_s = best_s(args.repeat, lambda: PerfCollector.load_frame(directory, meta, 0.0, {}))
+        manifest = rundir.new_manifest("bench", {}, rundir.ClockAnchor(0, 0))
+        frame_s = best_s(args.repeat, lambda: PerfCollector.load_frame(directory, meta, 0.0, manifest))
         print(f"PerfCollector.load_frame (read, parse, wide, metrics): {frame_s:.2f} s", flush=True)
     return 0
 

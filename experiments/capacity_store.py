@@ -32,7 +32,6 @@ from typing import Callable
 
 from faasprof import rundir
 from faasprof.errors import FormatError
-from experiments.capacity import find_capacity
 
 STORE_FORMAT_VERSION = 1
 STORE_ENV = "FAASPROF_CAPACITY_STORE"
@@ -111,12 +110,15 @@ def describe(function: str, entry: dict) -> str:
     return f"{entry['capacity_rps']:.4g}/s"
 
 
-def resolve_workload(workload, connection, local_settings: dict | None, out_dir, measure: Callable[..., dict] | None = None, say: Callable[[str], None] | None = None,
+def resolve_workload(workload, connection, local_settings: dict | None, out_dir, measure: Callable[..., dict], say: Callable[[str], None] | None = None,
                      warn: Callable[[str], None] | None = None):
     """``workload`` with its capacity-fraction rates resolved from the store, measuring each
-    missing capacity first (``experiments.capacity.find_capacity`` with its defaults, probes under
-    ``out_dir``). ``say`` gets progress; ``warn`` a line for each capacity that is only a lower bound."""
-    measure = measure or find_capacity
+    missing capacity first with ``measure`` (``experiments.capacity.find_capacity`` with its
+    defaults, probes under ``out_dir``). ``say`` gets progress; ``warn`` a line for each capacity
+    that is only a lower bound.
+
+    The caller passes the search: this module imports none (nor the analyzer it runs), so
+    ``plan`` and ``validate`` read the store without that cost."""
     host, platform = host_identity(), platform_identity(connection, local_settings)
     capacities: dict[str, dict] = {}
     for instance in workload.needs_capacity():
@@ -146,6 +148,37 @@ def resolve_workload(workload, connection, local_settings: dict | None, out_dir,
         if entry.get("latency_reference"):  # the yardstick of the analyzer's queueing rule (analyzer.stats, rule 2(d))
             capacities[instance.name]["latency_reference"] = entry["latency_reference"]
     return workload.with_capacities(capacities)
+
+
+def stored_capacities(workload, connection, local_settings: dict | None) -> dict[str, dict]:
+    """The stored capacity behind each capacity-fraction rate of ``workload`` that has one on this
+    host and platform, by instance name (as ``Workload.with_capacities`` takes them). Measures
+    nothing and contacts nothing: ``plan`` and ``validate`` show what ``run`` would resolve."""
+    host, platform = host_identity(), platform_identity(connection, local_settings)
+    found = {}
+    for instance in workload.needs_capacity():
+        store_key = key(host, platform, instance.function, instance.memory_mb)
+        entry = lookup(store_key)
+        if entry is not None:
+            found[instance.name] = {"capacity_rps": entry["capacity_rps"], "capacity_source": str(entry.get("result_file") or store_path()),
+                                    "capacity_key": store_key, "measured_utc": entry.get("measured_utc")}
+    return found
+
+
+def describe_fractions(workload, capacities: dict[str, dict]) -> list[str]:
+    """One line per capacity-fraction rate of ``workload``: the rate the stored capacity makes it, or
+    that ``run`` measures the capacity first."""
+    lines = []
+    for instance in workload.needs_capacity():
+        memory = f" at {instance.memory_mb} MB" if instance.memory_mb is not None else ""
+        what = f"instances.{instance.name}.rate: {instance.capacity_fraction:g} × capacity of {instance.function}{memory}"
+        entry = capacities.get(instance.name)
+        if entry is None:
+            lines.append(f"{what} (not measured yet: `run` measures it first, about 30 s)")
+        else:
+            lines.append(f"{what} = {instance.capacity_fraction * entry['capacity_rps']:.4g}/s "
+                         f"(capacity {entry['capacity_rps']:.4g}/s, measured {entry.get('measured_utc') or 'earlier'}, stored in {store_path()})")
+    return lines
 
 
 def _say(line: str) -> None:

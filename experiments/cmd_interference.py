@@ -15,6 +15,7 @@ import math
 import sys
 from pathlib import Path
 
+from faasprof import rundir
 from faasprof.errors import ConfigError
 from faasprof.paths import WORKLOAD_CONFIGS_DIR
 from platforms.openwhisk.connection import add_connection_arguments, resolve_connection
@@ -51,8 +52,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 def main(args: argparse.Namespace) -> int:
     if args.report:
         run_dir = Path(args.report)
-        if not (run_dir / "manifest.json").is_file():
-            raise ConfigError(f"{run_dir}: --report: not a run directory (no manifest.json); pass the directory `faasprof interference` or `faasprof run` printed")
+        if not rundir.is_run_dir(run_dir):
+            raise ConfigError(f"{run_dir}: --report: not a run directory (no {rundir.MANIFEST}); pass the directory `faasprof interference` or `faasprof run` printed")
         stored = run_dir / "analysis" / "interference.json"
         rate = json.loads(stored.read_text()).get("rate") if stored.is_file() else None
         return _show(report_run(run_dir, args.victim, args.aggressor, rate), run_dir)

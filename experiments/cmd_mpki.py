@@ -49,7 +49,7 @@ def main(args: argparse.Namespace) -> int:
                 rows.append(row_for_run(run, instance.get("function", name), instance.get("rate_per_s")))
         out = rundir.create_run_dir(args.out, "mpki", monitors=False)
         manifest = new_manifest([r["function"] for r in rows], {"from_runs": list(args.from_runs)})
-        manifest["runs"] = {r["function"]: r["run_dir"] for r in rows}
+        manifest.update(runs={r["function"]: r["run_dir"] for r in rows})
         write_results(out, rows, manifest)
         return _show(rows, out)
 
@@ -84,7 +84,7 @@ def main(args: argparse.Namespace) -> int:
             workload = workload_from_dict(mpki_workload(name, args.rate, args.duration, "system"), origin=f"mpki {name}")
             run_dir = execute_analyzed(workload, out / "runs", connection=connection, local_settings=settings, progress=not args.quiet, analyze=True)
         rows.append(row_for_run(run_dir, name, args.rate))
-        manifest["runs"][name] = str(Path(run_dir).relative_to(out))
+        manifest.extra["runs"][name] = str(Path(run_dir).relative_to(out))
     write_results(out, rows, manifest)
     return _show(rows, out)
 

@@ -4,18 +4,26 @@ and with ``--out`` writes the schedule as ``seq,instance,function,intended_s``.
 
 A plan never refuses for what only a run needs: a function outside the catalogue (it may be on
 the platform), a parameter, data or script file that is not there yet. Those are warnings on
-stderr; a trace file that is missing plans no invocation for its instance (warned too)."""
+stderr; a trace file that is missing plans no invocation for its instance (warned too).
+
+A rate given as ``{"capacity_fraction": F}`` is resolved from the stored capacity of this host and
+platform (``experiments.capacity_store``), as ``run`` would; without one, the instance is shown as
+F × capacity with its counts unknown (``run`` measures the capacity first). An instance at rate 0
+is muted: it plans nothing. ``workload_configs/schema.json`` is recognised and skipped."""
 
 from __future__ import annotations
 
 import argparse
 import sys
 import time
+from dataclasses import replace
 
 from faasprof.errors import ConfigError
 from invoker.preflight import check_out_file
+from platforms.openwhisk.connection import resolve_connection
 from workload.schedule import build_schedule
-from workload.spec import load_workload
+from workload.spec import is_schema_document, load_workload, parse_workload_file
+from experiments import capacity_store
 from experiments.sweep import describe_plan
 
 
@@ -37,28 +45,46 @@ def main(args: argparse.Namespace) -> int:
         raise ConfigError(f"--seed: must be an integer >= 0 (got {args.seed})")
     if args.out:
         check_out_file(args.out)
-    workload = load_workload(args.config, seed=args.seed, missing_files_warn=True)
+    if is_schema_document(parse_workload_file(args.config).data):
+        print(f"{args.config}: skipped (the JSON Schema of workloads, not a workload)")
+        return 0
+    given = load_workload(args.config, seed=args.seed, missing_files_warn=True)
+    capacities = {}
+    if given.needs_capacity():
+        connection = resolve_connection(None, given.platform, origin=args.config)  # reads files only: no platform is asked
+        capacities = capacity_store.stored_capacities(given, connection, given.platform.get("localwhisk"))
+    workload = given.with_capacities(capacities, partial=True, missing_files_warn=True) if capacities else given
     for line in workload.warnings:
         print(f"warning: {line}", file=sys.stderr)
+    unknown = {instance.name for instance in workload.needs_capacity()}
     started = time.perf_counter()
-    schedule = build_schedule(workload)
+    # Instances whose capacity is not measured yet plan nothing here; the others' streams do not
+    # depend on them (each instance draws from its own stream).
+    schedule = build_schedule(replace(workload, instances=tuple(i for i in workload.instances if i.name not in unknown)))
     build_s = time.perf_counter() - started
     counts = schedule.counts()
 
     rows = []
     for instance in workload.instances:
-        n = counts[instance.name]
         start_s, end_s = instance.window_s
-        offered = f"{instance.rate:g}" if instance.rate else "-"
-        achieved = n / instance.window_length_s if instance.window_length_s > 0 else 0.0
-        rows.append([instance.name, instance.function, instance.distribution, offered, f"{achieved:.3g}", f"[{start_s:g}, {end_s:g})", str(n)])
+        if instance.name in unknown:
+            offered, achieved, n = f"{instance.capacity_fraction:g} × capacity", "?", "?"
+        else:
+            n = counts[instance.name]
+            offered = "-" if instance.rate is None else ("0 (muted)" if instance.rate == 0 else f"{instance.rate:g}")
+            achieved = f"{n / instance.window_length_s if instance.window_length_s > 0 else 0.0:.3g}"
+        rows.append([instance.name, instance.function, instance.distribution, offered, achieved, f"[{start_s:g}, {end_s:g})", str(n)])
     print(format_table(rows, ["instance", "function", "distribution", "rate/s", "planned/s", "window_s", "invocations"]))
+    for line in capacity_store.describe_fractions(given, capacities):
+        print(line)
     seed_note = " (fresh: random_seed is null; pass --seed to repeat it)" if workload.seed_was_null else ""
-    print(f"total {len(schedule)} invocations over {workload.duration_s:g} s; seed {workload.seed}{seed_note}")
+    unknown_note = f" and an unknown number for {len(unknown)} instance{'s' if len(unknown) != 1 else ''} whose capacity is not measured yet" if unknown else ""
+    print(f"total {len(schedule)} invocations{unknown_note} over {workload.duration_s:g} s; seed {workload.seed}{seed_note}")
     if workload.sweep:
         print(describe_plan(workload))
     if args.out:
         schedule.write_csv(args.out)
-        print(f"schedule written to {args.out}", file=sys.stderr)
+        left_out = f" (without {', '.join(sorted(unknown))}: capacity not measured yet)" if unknown else ""
+        print(f"schedule written to {args.out}{left_out}", file=sys.stderr)
     print(f"schedule built in {build_s:.2f} s", file=sys.stderr)
     return 0

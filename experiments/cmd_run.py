@@ -25,7 +25,8 @@ import sys
 
 from experiments import capacity_store
 from experiments.analyzed import execute_analyzed
-from faasprof.rundir import read_manifest
+from experiments.capacity import find_capacity
+from faasprof.rundir import manifest_path, read_manifest
 from invoker import cmd_run as invoker_run
 from invoker.preflight import check_embedded, check_out_dir
 from invoker.verdict import parse_thresholds
@@ -54,7 +55,7 @@ def main(args: argparse.Namespace) -> int:
         connection = resolve_connection(args, workload.platform, origin=args.config)
         settings = invoker_run.local_settings(args, workload.platform)
         say = None if args.quiet else capacity_store._say
-        workload = capacity_store.resolve_workload(workload, connection, settings, args.out, say=say, warn=capacity_store._say)
+        workload = capacity_store.resolve_workload(workload, connection, settings, args.out, measure=find_capacity, say=say, warn=capacity_store._say)
     _restore_leftover_allocations()
     options = invoker_run.dispatch_options(args)
     thresholds = parse_thresholds(args.threshold)
@@ -78,11 +79,11 @@ def main(args: argparse.Namespace) -> int:
     if status != "complete":
         # What it sent is measured all the same: the analysis ends its phases where it stopped.
         suggestion = "" if args.analyze else f"; analyze what it sent: faasprof analyze {run_dir}"
-        print(f"run {status}: {manifest.status_reason} (see {run_dir}/manifest.json){suggestion}", file=sys.stderr)
+        print(f"run {status}: {manifest.status_reason} (see {manifest_path(run_dir)}){suggestion}", file=sys.stderr)
         return 1
     verdict = manifest.verdict or {}
     if verdict.get("passed") is False:
-        print(f"run complete but {verdict['message']} (see {run_dir}/manifest.json, verdict)", file=sys.stderr)
+        print(f"run complete but {verdict['message']} (see {manifest_path(run_dir)}, verdict)", file=sys.stderr)
         return 1
     if manifest.analysis_error:
         return 1

@@ -10,10 +10,10 @@ the fitted power-law exponents, and the output directory as the last line. Exit 
 from __future__ import annotations
 
 import argparse
-import json
 import math
 import sys
 
+from faasprof import rundir
 from faasprof.errors import ConfigError
 from functions.catalogue import entries, require
 from platforms.openwhisk.connection import add_connection_arguments, resolve_connection
@@ -71,8 +71,8 @@ def main(args: argparse.Namespace) -> int:
               f"CPU time ×{_f(row.get('slowdown_cpu_warm', math.nan))} warm, ×{_f(row.get('slowdown_cpu_resumed', math.nan))} resumed")
         for note in filter(None, (row.get("notes") or "").split(NOTE_SEPARATOR)):
             print(f"{row['function']}: {note}")
-    manifest = json.loads((out / "manifest.json").read_text())
-    for key, fit in (manifest.get("fits") or {}).items():
+    manifest = rundir.read_manifest(out, kind="slowdown")
+    for key, fit in (manifest.extra.get("fits") or {}).items():
         if fit:
             print(f"power law {key}: slowdown = {fit['coefficient']:.3g} · native_ms^{fit['exponent']:.3f} (R² {fit['r2']:.2f}, {fit['points']} functions)")
     print(out)

@@ -33,6 +33,7 @@ import numpy as np  # noqa: E402
 
 from analyzer.analysis import load_summary  # noqa: E402
 from faasprof import __version__, rundir  # noqa: E402
+from monitoring.collectors.perf import PerfCollector  # noqa: E402
 from monitoring.parsers.perf import base_event, parse_perf_stat  # noqa: E402
 
 MPKI_FORMAT_VERSION = 1
@@ -94,7 +95,7 @@ def row_for_run(run_dir: str | os.PathLike, function: str, rate_rps: float | Non
     stats = next((f for f in summary.get("functions") or [] if f.get("function") == function), {})
     phases = [p for i in summary.get("instances") or [] if i.get("function", i.get("instance")) == function for p in i.get("phases") or []]
     perf_meta = manifest.monitors.get("perf") or {}
-    text_path = run_dir / rundir.MONITORS / "perf" / "perf_stat.csv"
+    text_path = rundir.monitor_file(run_dir, PerfCollector.name, PerfCollector.output_name)
     counts = counts_from_perf(text_path.read_text()) if text_path.is_file() else {e.replace("-", "_"): math.nan for e in EVENTS} | {
         "branch_mpki": math.nan, "branch_miss_rate": math.nan, "ipc": math.nan, "min_running_pct": math.nan, "missing": "no perf output in the run"}
     return {
@@ -135,7 +136,7 @@ def plot_mpki(rows: list[dict], path: Path) -> bool:
     return bool(points)
 
 
-def write_results(out: Path, rows: list[dict], manifest: dict) -> None:
+def write_results(out: Path, rows: list[dict], manifest: rundir.Manifest) -> None:
     with open(out / MPKI_CSV, "w", newline="") as handle:
         writer = csv.DictWriter(handle, fieldnames=list(MPKI_COLUMNS))
         writer.writeheader()
@@ -143,12 +144,12 @@ def write_results(out: Path, rows: list[dict], manifest: dict) -> None:
             writer.writerow({k: _cell(row.get(k)) for k in MPKI_COLUMNS})
     plotted = plot_mpki(rows, out / FIGURE)
     manifest.update(files={"mpki_csv": MPKI_CSV, "figure": FIGURE if plotted else None})
-    rundir.write_json_atomic(out / "manifest.json", manifest)
+    rundir.write_manifest(out, manifest)
 
 
-def new_manifest(functions: list[str], settings: dict) -> dict:
-    return {"format_version": MPKI_FORMAT_VERSION, "kind": "mpki", "generated_by": {"faasprof": __version__, "git_commit": rundir.git_commit()},
-            "created_utc": rundir.utc_stamp(), "functions": functions, "settings": settings, "runs": {}}
+def new_manifest(functions: list[str], settings: dict) -> rundir.Manifest:
+    return rundir.study_manifest("mpki", MPKI_FORMAT_VERSION, generated_by={"faasprof": __version__, "git_commit": rundir.git_commit()},
+                                 created_utc=rundir.utc_stamp(), functions=functions, settings=settings, runs={})
 
 
 def mpki_workload(function: str, rate_rps: float, duration_s: float, per: str, seed: int = 6) -> dict:

@@ -45,8 +45,8 @@ from faasprof.rundir import (
     create_run_dir,
     monitor_dir,
     new_manifest,
+    read_manifest,
     write_manifest,
-    load_manifest,
 )
 from functions.catalogue import RUNNERS_DIR, FunctionEntry
 from monitoring.collectors import tool_versions
@@ -355,7 +355,7 @@ def run_native(entry: FunctionEntry, out_dir: str | os.PathLike, options: Native
     }
     manifest = new_manifest(test_name, workload, clock, platform={"kind": NATIVE_PLATFORM_KIND, "apihost": None}, native=native_block,
                             **_host_metadata(), **options.extra_manifest)
-    manifest["counts"]["planned"] = options.repeat
+    manifest.counts["planned"] = options.repeat
     write_manifest(run_dir, manifest)
 
     perf_dir = monitor_dir(run_dir, "perf-native") if options.perf else None
@@ -464,19 +464,19 @@ def run_native(entry: FunctionEntry, out_dir: str | os.PathLike, options: Native
     summary = summarise(rows)
     if start_errors:
         summary["worker_errors"] = start_errors
-    manifest = load_manifest(run_dir)
-    manifest["status"] = status
-    manifest["counts"] = {
+    manifest = read_manifest(run_dir)
+    manifest.status = status
+    manifest.counts = {
         "planned": options.repeat,
         "sent": sum(1 for row in rows if row["outcome"] != "not_sent"),
         "failed": sum(1 for row in rows if row["outcome"] not in ("ok", "not_sent")),
     }
-    manifest["native"]["summary"] = summary
-    manifest["native"]["workers"] = [{"index": w.index, "starts": w.starts, "load_ms": round(w.ready.get("load_ns", 0) / 1e6, 3) if w.ready else None,
+    manifest.native["summary"] = summary
+    manifest.native["workers"] = [{"index": w.index, "starts": w.starts, "load_ms": round(w.ready.get("load_ns", 0) / 1e6, 3) if w.ready else None,
                                       "interpreter": w.ready.get("interpreter") if w.ready else None} for w in workers]
     if perf_dir is not None:
         files = sorted(perf_dir.glob("worker-*.csv"))
-        manifest["native"]["perf"] = {
+        manifest.native["perf"] = {
             "events": list(options.perf_events),
             "scope": "each worker process from start to exit (interpreter start, import, warm-up and all its calls)",
             "files": [str(path.relative_to(run_dir)) for path in files],

@@ -168,15 +168,15 @@ def cold_start_vs_size(sweep_dir: str | os.PathLike, parameter: str | None = Non
     """Per padding value: cold starts (count, client latency, waitTime, initTime medians and means)
     over every analysed run of the sweep whose point set ``parameter``."""
     rows = []
-    for manifest_path in sorted(Path(sweep_dir).glob("*/manifest.json")):
-        values = (rundir.read_manifest(manifest_path.parent).sweep_point or {}).get("values") or {}
+    for run_dir in sorted(path for path in Path(sweep_dir).glob("*") if rundir.is_run_dir(path)):
+        values = (rundir.read_manifest(run_dir).sweep_point or {}).get("values") or {}
         parameter = parameter or next((p for p in PADDING_PARAMETERS if p in values), None)
         if parameter is None or parameter not in values:
             continue
-        ensure_analyzed(manifest_path.parent)
-        frame = pd.read_parquet(manifest_path.parent / "analysis" / "invocations.parquet")
+        ensure_analyzed(run_dir)
+        frame = pd.read_parquet(run_dir / "analysis" / "invocations.parquet")
         cold = frame[(frame["start_class"] == "cold") & frame["outcome"].isin(["ok", "app_error"])]
-        rows.append({"run": manifest_path.parent.name, parameter: values[parameter], "cold_starts": len(cold),
+        rows.append({"run": run_dir.name, parameter: values[parameter], "cold_starts": len(cold),
                      **{f"{c}_{s}": getattr(cold[c], s)() if len(cold) else np.nan
                         for c in ("client_latency_ms", "wait_ms", "init_ms") for s in ("median", "mean")}})
     frame = pd.DataFrame(rows)

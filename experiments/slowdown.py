@@ -495,7 +495,7 @@ def _plain_log_ticks(axis) -> None:
 # -- the experiment ----------------------------------------------------------------------------
 
 
-def write_results(out: Path, rows: list[dict], calls: list[Call], manifest: dict) -> dict:
+def write_results(out: Path, rows: list[dict], calls: list[Call], manifest: rundir.Manifest) -> dict:
     """slowdown.csv, calls.csv, both figures and the manifest (with the fits); returns the fits."""
     fitted = fits(rows)
     columns = list(rows[0]) if rows else ["function"]
@@ -512,7 +512,7 @@ def write_results(out: Path, rows: list[dict], calls: list[Call], manifest: dict
     plot_fig15(rows, out / FIG15)
     plot_fig16(rows, fitted, out / FIG16)
     manifest.update(fits=fitted, files={"slowdown_csv": SLOWDOWN_CSV, "calls_csv": CALLS_CSV, "fig15": FIG15, "fig16": FIG16})
-    rundir.write_json_atomic(out / "manifest.json", manifest)
+    rundir.write_manifest(out, manifest)
     return fitted
 
 
@@ -530,7 +530,7 @@ def run_slowdown(entries: list[FunctionEntry], out_dir: str | os.PathLike, optio
     say = (lambda line: print(line, file=sys.stderr, flush=True)) if progress else None
     out = rundir.create_run_dir(out_dir, "slowdown", monitors=False)
     handle = None
-    manifest: dict = {"format_version": SLOWDOWN_FORMAT_VERSION, "kind": "slowdown", "status": "running"}
+    manifest = rundir.study_manifest("slowdown", SLOWDOWN_FORMAT_VERSION, status="running")
     measuring = False  # before the first measurement a failure (pre-flight) leaves no directory behind
     try:
         settings: dict = dict(options.extra_settings)
@@ -576,7 +576,7 @@ def run_slowdown(entries: list[FunctionEntry], out_dir: str | os.PathLike, optio
                 "ci": f"distribution-free 95 % interval of the median (order statistics); null below {MEDIAN_CI_MIN_SAMPLES} samples",
             },
         })
-        rundir.write_json_atomic(out / "manifest.json", manifest)
+        rundir.write_manifest(out, manifest)
         measuring = True
         rows: list[dict] = []
         every: list[Call] = []
@@ -591,7 +591,7 @@ def run_slowdown(entries: list[FunctionEntry], out_dir: str | os.PathLike, optio
                 for note in filter(None, row["notes"].split(NOTE_SEPARATOR)):
                     say(f"{entry.name}: {note}")
         client.close()
-        manifest["status"] = "complete"
+        manifest.status = "complete"
         write_results(out, rows, every, manifest)
         return out
     except BaseException as error:
@@ -600,7 +600,7 @@ def run_slowdown(entries: list[FunctionEntry], out_dir: str | os.PathLike, optio
         # The directory stays (native runs, localwhisk records); its manifest says how it ended.
         status = "interrupted" if isinstance(error, KeyboardInterrupt) else "failed"
         manifest.update(status=status, reason=f"{type(error).__name__}: {error}"[:300])
-        rundir.write_json_atomic(out / "manifest.json", manifest)
+        rundir.write_manifest(out, manifest)
         raise
     finally:
         if handle is not None:
@@ -613,6 +613,14 @@ def load_rows(path: Path) -> list[dict]:
     """``slowdown.csv`` read back with numbers as floats (empty cells: NaN)."""
     with open(path, newline="") as handle:
         return [{k: (v if k in TEXT_COLUMNS else _float(v)) for k, v in row.items()} for row in csv.DictReader(handle)]
+
+
+def load_calls(path: Path) -> list[Call]:
+    """``calls.csv`` read back as :class:`Call` rows (empty numbers: NaN), for statistics over the calls."""
+    numbers = {name for name in CALL_COLUMNS if name.endswith("_ms")} | {"seq"}
+    with open(path, newline="") as handle:
+        rows = list(csv.DictReader(handle))
+    return [Call(**{k: (int(v) if k == "seq" else _float(v)) if k in numbers else v for k, v in row.items() if k in CALL_COLUMNS}) for row in rows]
 
 
 def platform_interpreter_matches(entries: list[FunctionEntry], localwhisk_settings: dict | None) -> bool | None:

@@ -18,7 +18,7 @@ from faasprof.errors import EXIT_FAILURE, FaasprofError
 
 # name -> (module, one-line help). Order is the order of `faasprof --help`.
 COMMANDS: dict[str, tuple[str, str]] = {
-    "validate": ("invoker.cmd_validate", "check workload JSONs and report every problem"),
+    "validate": ("experiments.cmd_validate", "check workload JSONs and report every problem"),
     "plan": ("experiments.cmd_plan", "dry run: write the merged invocation schedule, contact nothing"),
     "run": ("experiments.cmd_run", "run a workload open-loop and write a run directory"),
     "analyze": ("analyzer.cmd_analyze", "join a run's invocations with activation records; frames, plots, report"),
@@ -27,6 +27,7 @@ COMMANDS: dict[str, tuple[str, str]] = {
     "slowdown": ("experiments.cmd_slowdown", "measure the slowdown of functions in FaaS against native execution (Figs 15, 16)"),
     "interference": ("experiments.cmd_interference", "run the Fig 14 workload: a victim's latency beside system counters while an aggressor runs"),
     "mpki": ("experiments.cmd_mpki", "branch MPKI against median execution time per function (Figs 6, 7); needs hardware counters"),
+    "reproduce": ("experiments.cmd_reproduce", "regenerate the MICRO'19 paper's figures on this host, each beside the paper's finding with a verdict"),
     "sweep": ("experiments.cmd_sweep", "run a workload over LLC ways, bandwidth, memory limits or rates"),
     "deploy": ("invoker.cmd_deploy", "package benchmark functions and create or update their actions"),
     "native": ("experiments.cmd_native", "run a benchmark function natively, outside any platform"),

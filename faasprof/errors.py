@@ -2,7 +2,7 @@
 
 Helpers raise these; only the CLI prints them (one line on stderr) and exits. A message names the
 file, the field and the fix, for example
-``workload.json: instances.i0.rate: must be a number > 0 (got -5)``.
+``workload.json: instances.i0.rate: must be a number >= 0 (got -5)``.
 """
 
 from __future__ import annotations
@@ -43,6 +43,11 @@ class RunError(FaasprofError):
     """Something failed while running (after all input was validated)."""
 
     exit_code = EXIT_FAILURE
+
+
+class FolderKindError(ConfigError):
+    """A folder of another kind was passed: a study's folder where a run directory is expected,
+    or the reverse (``faasprof.rundir.read_manifest``)."""
 
 
 class FormatError(FaasprofError):

@@ -19,13 +19,13 @@ from pathlib import Path
 
 from faasprof.errors import ConfigError
 from functions import catalogue
-from functions.own import own_entry, stage
+from functions.own import looks_like_path, own_entry, stage
 from platforms.base import PlatformLimits
 from platforms.openwhisk.client import require_platform
 from platforms.openwhisk.connection import Connection
-from platforms.openwhisk.deploy import missing_actions_error
+from platforms.openwhisk.deploy import missing_actions_error, platform_action_names
 from platforms.openwhisk.platform import OpenWhiskPlatform
-from workload.spec import Workload
+from workload.spec import Workload, unknown_function
 from localwhisk.config import Settings
 
 
@@ -97,29 +97,28 @@ def embedded_limits(platform_block: dict | None, overrides: dict | None = None) 
     )
 
 
-def embedded_missing(workload: Workload) -> list[tuple[str, str]]:
-    """(action, field) of each action a fresh embedded localwhisk cannot have: neither in the
-    catalogue nor given a ``source``."""
-    missing = []
+def embedded_missing(workload: Workload) -> list[str]:
+    """One line per action a fresh embedded localwhisk cannot have (it starts empty: only catalogue
+    functions and instances with a ``source`` are deployed there), at the first instance naming it.
+
+    ``validate`` and ``run`` both refuse with these lines, so the two never disagree."""
+    lines = []
+    seen: set[str] = set()
+    base_dir = workload.path.parent if workload.path else None
     for instance in workload.instances:
-        if not OpenWhiskPlatform.serves(instance) or instance.source is not None:
+        if not OpenWhiskPlatform.serves(instance) or instance.source is not None or instance.function in seen:
             continue
-        if catalogue.lookup(instance.function.strip("/").split("/")[-1]) is None:
-            missing.append((instance.function, f"instances.{instance.name}.application"))
-    return missing
-
-
-def embedded_missing_error(workload: Workload, missing: list[tuple[str, str]]) -> ConfigError:
-    names = list(dict.fromkeys(name for name, _ in missing))
-    summary = (f"{workload.origin}: {len(names)} action{'s' if len(names) != 1 else ''} not in the function catalogue: {', '.join(names)}; "
-               "the embedded localwhisk starts empty, so give each instance a \"source\" (your function's folder or file), "
-               "or deploy them to a running platform and pass its --apihost/--auth")
-    lines = [summary] + [
-        f"{workload.origin}: {field}: {name} is neither in the catalogue nor given a source; add \"source\": \"PATH/TO/{name}\" to the instance, "
-        f"or run `faasprof local start`, `faasprof deploy PATH/TO/{name} --name {name} --apihost ... --auth ...` and pass those flags to run"
-        for name, field in missing
-    ]
-    return ConfigError(summary, problems=lines)
+        seen.add(instance.function)
+        if catalogue.lookup(instance.function.strip("/").split("/")[-1]) is not None:
+            continue
+        why = unknown_function(instance.function, base_dir)
+        if looks_like_path(instance.function):
+            fix = "fix the path to your function's file or folder"
+        else:
+            fix = ("the embedded localwhisk starts empty: fix the name, give the instance a \"source\" (your function's file or folder), "
+                   "or deploy it to a running platform (`faasprof local start`, `faasprof deploy`) and pass its --apihost/--auth")
+        lines.append(f"{workload.origin}: instances.{instance.name}.application: {why}; {fix}")
+    return lines
 
 
 def check_embedded(workload: Workload, overrides: dict | None = None) -> None:
@@ -127,10 +126,7 @@ def check_embedded(workload: Workload, overrides: dict | None = None) -> None:
 
     Functions given by ``source`` are staged here (their requirements installed, once per change),
     so a requirement that cannot be installed is reported before anything starts."""
-    lines = workload.check_limits(embedded_limits(workload.platform, overrides))
-    missing = embedded_missing(workload)
-    if missing:
-        lines += embedded_missing_error(workload, missing).problems
+    lines = workload.check_limits(embedded_limits(workload.platform, overrides)) + embedded_missing(workload)
     if lines:
         raise ConfigError(lines[0], problems=lines)
     stage_sources(workload)
@@ -166,5 +162,5 @@ def platform_check(workload: Workload, connection: Connection) -> tuple[list[str
             if not deployed_only and catalogue.lookup(instance.function) is not None:
                 continue  # the run deploys it
             missing.append((instance.function, f"instances.{instance.name}.application"))
-    missing_lines = missing_actions_error(workload.origin, missing, connection).problems if missing else []
+        missing_lines = missing_actions_error(workload.origin, missing, connection, platform_action_names(client)).problems if missing else []
     return lines, missing_lines

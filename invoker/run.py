@@ -284,12 +284,11 @@ def execute(
 
     With ``connection=None`` and instances of a platform ``reached_by_connection`` (OpenWhisk), the
     embedded localwhisk is started with ``local_settings`` (``start_embedded`` keyword arguments),
-    used and stopped. Raises
-    ConfigError/NotReadyError before anything is created when pre-flight fails. ``thresholds``
-    (``invoker.verdict``) override the workload's ``thresholds`` block; the manifest's ``verdict``
-    says whether the run met them. ``save_records``: wait for the platform's records of the run and
-    save them even when the platform outlives the run (an analysis follows: ``faasprof run --analyze``);
-    the embedded platform's records are always saved before it stops.
+    used and stopped. Raises ConfigError/NotReadyError before anything is created when pre-flight
+    fails. ``thresholds`` (``invoker.verdict``) override the workload's ``thresholds`` block; the
+    manifest's ``verdict`` says whether the run met them. ``save_records``: wait for the platform's
+    records of the run and save them even when the platform outlives the run (an analysis follows:
+    ``faasprof run --analyze``); the embedded platform's records are always saved before it stops.
     """
     unresolved = workload.needs_capacity()
     if unresolved:
@@ -378,7 +377,7 @@ def _run(workload, schedule, run_dir: Path, platform: _Platforms, requests, coll
         scripts={},
         warnings=list(warnings),
     )
-    manifest["counts"]["planned"] = planned
+    manifest.counts["planned"] = planned
     try:
         rundir.write_manifest(run_dir, manifest)
         # The plan on disk before the first send: a reader of a torn run compares it with the
@@ -419,15 +418,15 @@ def _run(workload, schedule, run_dir: Path, platform: _Platforms, requests, coll
             sharded.start()
         zero_ns = time.monotonic_ns() + START_LEAD_NS
         clock = rundir.ClockAnchor(zero_ns, time.time_ns() + START_LEAD_NS)
-        manifest["clock"] = clock.to_json()
-        manifest["monitors"] = [c.describe() for c in started]
+        manifest.clock = clock.to_json()
+        manifest.monitors = rundir.monitors_by_name([c.describe() for c in started])
         rundir.write_manifest(run_dir, manifest)
         if say:
             say(f"run directory {run_dir}; {planned:,} invocations over {workload.duration_s:g} s"
                 + (f" from {sharded.processes} send processes" if sharded is not None else ""))
         if sharded is not None:
             result = sharded.run(zero_ns)
-            manifest["invoker"].update(sharded.describe())
+            manifest.invoker.update(sharded.describe())
         else:
             dispatcher = Dispatcher(
                 schedule.intended_ns,
@@ -520,13 +519,13 @@ def _run(workload, schedule, run_dir: Path, platform: _Platforms, requests, coll
         platform.stop()
     if log.error is None:
         try:
-            records = rundir.read_record_ids(run_dir / rundir.ACTIVATIONS)
-            manifest["verdict"] = evaluate(rundir.read_invocations(run_dir), thresholds, records=records)
+            records = rundir.read_record_ids(rundir.activations_path(run_dir))
+            manifest.verdict = evaluate(rundir.read_invocations(run_dir), thresholds, records=records)
         except (OSError, FaasprofError) as error:
             warnings.append(f"the run's thresholds could not be checked ({error})")
         else:
-            if say and not manifest["verdict"]["passed"]:
-                say("run " + manifest["verdict"]["message"])
+            if say and not manifest.verdict["passed"]:
+                say("run " + manifest.verdict["message"])
     try:
         _finish_manifest(run_dir, manifest, status, reason, result, started, scripts, warnings, planned)
     except OSError as error:
@@ -609,19 +608,16 @@ def _complete_rows_after_failure(run_dir: Path, schedule, workload, reason: str)
     """The send loop never ran: still one row per planned invocation, all ``not_sent``."""
     names = [i.name for i in workload.instances]
     functions = [i.function for i in workload.instances]
-    with open(run_dir / rundir.INVOCATIONS, "a", encoding="utf-8", newline="") as handle:
-        for seq, (intended, idx) in enumerate(zip(schedule.intended_ns.tolist(), schedule.instance_idx.tolist())):
-            handle.write(rundir.format_row((seq, names[idx], functions[idx], intended, None, None, "not_sent", None, None, reason)))
-        handle.flush()
-        os.fsync(handle.fileno())
+    rundir.append_rows(run_dir, ((seq, names[idx], functions[idx], intended, None, None, "not_sent", None, None, reason)
+                                 for seq, (intended, idx) in enumerate(zip(schedule.intended_ns.tolist(), schedule.instance_idx.tolist()))))
 
 
 def _finish_manifest(run_dir, manifest, status, reason, result, collectors, scripts, warnings, planned) -> None:
-    manifest["status"] = status
-    manifest["status_reason"] = reason
-    manifest["finished_utc"] = _utc_now()
+    manifest.status = status
+    manifest.status_reason = reason
+    manifest.finished_utc = _utc_now()
     outcomes = result.outcomes if result is not None else {"not_sent": planned}
-    manifest["counts"] = {
+    manifest.counts = {
         "planned": planned,
         "sent": result.sent if result is not None else 0,
         "failed": sum(v for k, v in outcomes.items() if k not in ("ok", "not_sent")),
@@ -629,12 +625,12 @@ def _finish_manifest(run_dir, manifest, status, reason, result, collectors, scri
         "outcomes": outcomes,
     }
     if result is not None:
-        manifest["invoker"].update(result.describe())
+        manifest.invoker.update(result.describe())
         warnings.extend(w for w in result.warnings if w not in warnings)
-        manifest["invoker"].pop("warnings", None)  # kept once, in the top-level list
-    manifest["monitors"] = [c.describe() for c in collectors]
-    manifest["scripts"] = {name: script.describe() for name, script in scripts.items()}
-    manifest["warnings"] = warnings
+        manifest.invoker.pop("warnings", None)  # kept once, in the top-level list
+    manifest.monitors = rundir.monitors_by_name([c.describe() for c in collectors])
+    manifest.scripts = {name: script.describe() for name, script in scripts.items()}
+    manifest.warnings = warnings
     rundir.write_manifest(run_dir, manifest)
 
 
@@ -645,14 +641,14 @@ def _utc_now() -> str:
 # -- activation records (embedded platform) -------------------------------------------------------
 
 
-def _save_activations(platform: _Platforms, run_dir: Path, manifest: dict, warnings: list[str], say) -> None:
+def _save_activations(platform: _Platforms, run_dir: Path, manifest: rundir.Manifest, warnings: list[str], say) -> None:
     """Wait until the platform stored every activation of the run (deadline from the actions' time
     limits) and save them all; on Ctrl-C what was fetched is saved and the interrupt goes on."""
     keeper = next((used for used in platform.used if used.keeps_records), None)
     if keeper is None:
         return  # a generic endpoint keeps no records faasprof can read
     report: dict = {}
-    manifest["activations"] = report
+    manifest.activations = report
     try:
         keeper.fetch_records(run_dir, say=say, report=report)
     finally:

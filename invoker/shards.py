@@ -198,12 +198,11 @@ class _Child:
     seqs: np.ndarray
     directory: Path
     proc: subprocess.Popen | None = None
-    rows_offset: int = 0
-    sends_offset: int = 0
-    rows_tail: bytes = b""
-    sends_tail: bytes = b""
     result: dict | None = None
     exit_note: str | None = None
+
+    def __post_init__(self) -> None:
+        self.follower = rundir.LogFollower(self.directory)  # its InvocationLog's files, read as they grow
 
 
 class ShardedDispatch:
@@ -475,10 +474,8 @@ class ShardedDispatch:
     def _merge(self) -> None:
         """Copy the children's new complete journal lines and rows into the run's files."""
         for child in self.children:
-            child.sends_offset, child.sends_tail, lines = _read_new_lines(child.directory / rundir.SENDS, child.sends_offset, child.sends_tail)
-            self._merge_sends(lines)
-            child.rows_offset, child.rows_tail, lines = _read_new_lines(child.directory / rundir.INVOCATIONS, child.rows_offset, child.rows_tail)
-            self._merge_rows(lines)
+            self._merge_sends(child.follower.new_sends())
+            self._merge_rows(child.follower.new_rows())
 
     def _merge_sends(self, lines: list[bytes]) -> None:
         if lines and not lines[0][:1].isdigit():
@@ -548,21 +545,6 @@ class ShardedDispatch:
         self.say(f"[{elapsed_s:5.0f} s /{self.duration_s:5.0f} s] sent {sent:,}/{self.n:,} by {self.processes} processes"
                  f"  lateness p50 {fmt(summary['p50'])} p99 {fmt(summary['p99'])} max {fmt(summary['max'])} ms"
                  f"  ok {self.outcomes.get('ok', 0):,}  not ok {not_ok:,}")
-
-
-def _read_new_lines(path: Path, offset: int, tail: bytes) -> tuple[int, bytes, list[bytes]]:
-    """The complete lines appended to ``path`` since ``offset`` (a partial last line is kept for later)."""
-    try:
-        with open(path, "rb") as handle:
-            handle.seek(offset)
-            data = handle.read()
-    except FileNotFoundError:
-        return offset, tail, []
-    if not data:
-        return offset, tail, []
-    data = tail + data if tail else data
-    cut = data.rfind(b"\n") + 1
-    return offset + len(data) - len(tail), data[cut:], data[:cut].splitlines()
 
 
 def _read_line(stream, deadline: float) -> bytes | None:

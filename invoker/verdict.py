@@ -30,6 +30,7 @@ import math
 from collections import Counter
 from typing import Any, Iterable, Mapping
 
+from faasprof import rundir
 from faasprof.errors import ConfigError
 from faasprof.outcomes import ACCEPTED_HTTP_OUTCOMES, final_outcome
 
@@ -125,7 +126,7 @@ def failure_fix(outcome: str, status: int | None, error: str) -> str:
         return f"the platform answered {status} (a server error); check its logs"
     if outcome == "not_sent":
         return "the run stopped before sending them; see the manifest's status_reason"
-    return f"see the error column of invocations.csv ({error or 'no message'})"
+    return f"see the error column of {rundir.INVOCATIONS} ({error or 'no message'})"
 
 
 def evaluate(rows: Iterable[Mapping[str, str]], thresholds: Mapping[str, float] | None = None,

@@ -11,7 +11,7 @@ Use::
     caps = discover(root="/")                      # never raises; caps.describe() for doctor
     plans = check_sweep_values(caps, llc_ways=[11, 4, 1], mba_percent=[100, 35])   # up front
     with Allocation(caps, plan_allocation(caps, llc_ways=4, control_plane_cpus=[0, 1])) as alloc:
-        manifest["allocation"] = alloc.applied     # read back from the group's schemata / pqos -s
+        manifest.allocation = alloc.applied        # read back from the group's schemata / pqos -s
         ...                                        # run the point
     # at the start of every sweep, after a crash of an earlier one:
     for line in cleanup_leftovers(root="/"):

@@ -40,20 +40,18 @@ def start_offset_s(meta: dict, clock: dict) -> float | None:
     return None
 
 
-def load_run_monitors(run_dir: str | os.PathLike, manifest: "rundir.Manifest | dict") -> dict:
+def load_run_monitors(run_dir: str | os.PathLike, manifest: rundir.Manifest) -> dict:
     """``{monitor name: frame}`` for every monitor with parsable raw output (see module doc)."""
-    typed = rundir.as_manifest(manifest)
-    raw = typed.to_json()  # the collectors' frame loaders read host facts by key
     result = {}
     for name, directory in rundir.monitor_dirs(run_dir).items():
-        meta = _meta(directory, typed, name)
-        offset = start_offset_s(meta, typed.clock)
+        meta = _meta(directory, manifest, name)
+        offset = start_offset_s(meta, manifest.clock)
         if offset is None:
             continue  # never started (failed check): nothing to align
         cls = collector_class(name)
         if cls is None:
             continue  # runtime_script and others: no parser
-        frame = cls.load_frame(directory, meta, offset, raw)
+        frame = cls.load_frame(directory, meta, offset, manifest)
         if frame is not None:
             result[name] = frame
     return result

@@ -6,6 +6,7 @@ from analyzer.compare import differing_keys, environment_warnings, pick_paramete
 from analyzer.analysis import analyze_run
 from analyzer.compare import compare_runs, default_out_dir, summary_table, verdict_lines
 from analyzer.compare import unrelated_workload_warnings
+from faasprof import rundir
 
 
 def _manifest(memory=256, rate=10.0, seed=1, port=4000, applied=None, kernel="6.1.0", grace=50):
@@ -23,7 +24,7 @@ def _manifest(memory=256, rate=10.0, seed=1, port=4000, applied=None, kernel="6.
     }
     if applied is not None:
         manifest["sweep_point"] = {"values": dict(applied), "applied": dict(applied)}
-    return manifest
+    return rundir.Manifest.from_json({"format_version": rundir.FORMAT_VERSION, **manifest})
 
 
 def test_volatile_settings_are_not_parameters():
@@ -58,7 +59,7 @@ def test_labelling_unrelated_workloads_warns():
     same = [_manifest(memory=256), _manifest(memory=512)]
     assert unrelated_workload_warnings(same, ["a", "b"], "workload.instances.i0.memory_mb", differing_keys(same)) == []
     other = _manifest(rate=20.0)
-    other["workload"]["instances"]["i0"]["function"] = "json_dumps"
+    other.workload["instances"]["i0"]["function"] = "json_dumps"
     runs = [_manifest(), other]
     warnings = unrelated_workload_warnings(runs, ["a", "b"], "workload.instances.i0.rate_per_s", differing_keys(runs))
     assert any("call different functions" in w and "json_dumps" in w for w in warnings)
@@ -126,7 +127,7 @@ def test_completion_latency_is_the_headline_with_a_verdict_per_percentile(tmp_pa
 def test_platform_bookkeeping_is_no_difference():
     # What the embedded platform cleaned up when it started differs from run to run: no warning.
     runs = [_manifest(), _manifest()]
-    runs[1]["platform"]["localwhisk"].update(stale_cgroups_removed=["/sys/fs/cgroup/faasprof/old"], stale_containers_removed=["abc"], orphan_sandboxes_killed=[4242])
+    runs[1].platform["localwhisk"].update(stale_cgroups_removed=["/sys/fs/cgroup/faasprof/old"], stale_containers_removed=["abc"], orphan_sandboxes_killed=[4242])
     assert differing_keys(runs) == []
     assert environment_warnings(runs, ["a", "b"], parameter=None) == []
 

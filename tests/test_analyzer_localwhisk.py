@@ -13,6 +13,8 @@ import pytest
 pytest.importorskip("localwhisk.embedded")
 
 from analyzer import analyze_run  # noqa: E402
+from faasprof import rundir  # noqa: E402
+from faasprof.rundir.tables import read_invocations_frame  # noqa: E402
 from invoker.run import execute  # noqa: E402
 from workload.spec import workload_from_dict  # noqa: E402
 from localwhisk.embedded import start_embedded
@@ -87,3 +89,21 @@ def test_non_blocking_run_of_an_action_that_always_raises_counts_application_err
     assert function["failure_completion_latency_ms_n"] == 24
     phase = summary["instances"][0]["phases"][0]
     assert phase["mode"] == "unknown" and "0 successful" in phase["mode_reasons"]
+
+
+def test_a_muted_instance_sends_nothing_and_is_analyzed_without_a_phase(tmp_path):
+    """``"rate": 0`` (FaaSProfiler's "no invocations"), alone in its window: no row, no phase, no
+    division by its zero offered rate."""
+    workload = workload_from_dict({
+        "test_name": "muted", "test_duration_in_seconds": 4, "random_seed": 3, "blocking_cli": True,
+        "instances": {"live": {"application": "json_dumps", "distribution": "Uniform", "rate": 4, "activity_window": [0, 2]},
+                      "muted": {"application": "json_dumps", "distribution": "Poisson", "rate": 0, "activity_window": [2, 4]}},
+    })
+    run_dir = execute(workload, tmp_path, progress=False)
+    manifest = rundir.read_manifest(run_dir)
+    assert manifest.status == "complete" and manifest.verdict["passed"], manifest.verdict
+    assert set(read_invocations_frame(run_dir)["instance"].astype(str)) == {"live"}
+    summary = analyze_run(run_dir, plots=False)
+    instances = {item["instance"]: item for item in summary["instances"]}
+    assert instances["muted"]["planned"] == 0 and instances["muted"]["rate_rps"] == 0 and instances["muted"]["phases"] == []
+    assert instances["live"]["planned"] == 8 and len(instances["live"]["phases"]) == 1

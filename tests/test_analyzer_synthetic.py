@@ -154,11 +154,11 @@ def write_synthetic_run(
         "platform": {"localwhisk": {"pause_grace_ms": pause_grace_ms}},
     }
     manifest = rundir.new_manifest(test_name, workload, rundir.ClockAnchor(0, WALL_ZERO_NS))
-    manifest["status"] = "interrupted" if interrupt_at_s is not None else "complete"
-    manifest["platform"] = {"kind": "synthetic", "settings": {"pause_grace_ms": pause_grace_ms}}
-    manifest["counts"] = {"planned": n, "sent": sum(1 for r in rows if r[6] != "not_sent"), "failed": 0}
+    manifest.status = "interrupted" if interrupt_at_s is not None else "complete"
+    manifest.platform = {"kind": "synthetic", "settings": {"pause_grace_ms": pause_grace_ms}}
+    manifest.counts = {"planned": n, "sent": sum(1 for r in rows if r[6] != "not_sent"), "failed": 0}
     if format_version is not None:
-        manifest["format_version"] = format_version
+        manifest.format_version = format_version
     rundir.write_manifest(run_dir, manifest)
     with open(run_dir / rundir.INVOCATIONS, "w", encoding="utf-8") as handle:
         handle.write(",".join(rundir.INVOCATION_COLUMNS) + "\n")
@@ -174,7 +174,7 @@ def write_synthetic_run(
 
 def test_generator_writes_a_loadable_run(tmp_path):
     run_dir, records = write_synthetic_run(tmp_path, duration_s=2.0)
-    assert rundir.load_manifest(run_dir)["status"] == "complete"
+    assert rundir.read_manifest(run_dir).to_json()["status"] == "complete"
     rows = rundir.read_invocations(run_dir)
     assert len(rows) == 20 and len(records) == 20
     assert records[0]["annotations"][-1]["key"] == "initTime"  # the first activation is cold

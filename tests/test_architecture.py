@@ -15,6 +15,7 @@ a finished run directory.
 from __future__ import annotations
 
 import ast
+import re
 import subprocess
 import sys
 import textwrap
@@ -194,6 +195,76 @@ def cycles(graph: dict[str, set[str]]) -> list[list[str]]:
     return found
 
 
+# -- run-directory files: named only in faasprof/rundir ---------------------------------------------
+
+RUN_DIR_PACKAGE = "faasprof.rundir"
+RUN_DIR_FILES = ("manifest.json", "invocations.csv", "sends.csv", "plan.bin", "activations.jsonl", "activations.columns.npz")
+RUN_DIR_CONSTANTS = ("MANIFEST", "INVOCATIONS", "SENDS", "PLAN", "ACTIVATIONS", "MONITORS")  # faasprof.rundir's names for them
+_FILE_NAME = re.compile(r"(?<![\w.-])(" + "|".join(re.escape(name) for name in RUN_DIR_FILES) + r")(?![\w.-])")
+# (module, file name) pairs that name a file of the same name that is no run directory's, and why.
+NOT_RUN_DIR_FILES = {
+    ("functions.catalogue", "manifest.json"): "functions/manifest.json, the function catalogue, not a run directory's manifest",
+}
+
+
+def run_dir_files_named(sources: dict[str, str]) -> list[str]:
+    """One line for each place outside ``faasprof.rundir`` that names a run-directory file: a string
+    (docstrings aside) holding its name, or one of rundir's constants for it joined into a path
+    (``/``, a call's argument, or an f-string between slashes)."""
+    problems = []
+    for module, source in sorted(sources.items()):
+        if module == RUN_DIR_PACKAGE or module.startswith(RUN_DIR_PACKAGE + "."):
+            continue
+        tree = ast.parse(source)
+        docstrings = {id(node.body[0].value) for node in ast.walk(tree)
+                      if isinstance(node, (ast.Module, ast.ClassDef, ast.FunctionDef, ast.AsyncFunctionDef))
+                      and node.body and isinstance(node.body[0], ast.Expr) and isinstance(node.body[0].value, ast.Constant)}
+        modules, constants = _rundir_bindings(tree)
+        named: list[tuple[int, str]] = []
+
+        def is_constant(node: ast.AST) -> bool:
+            if isinstance(node, ast.Attribute) and isinstance(node.value, ast.Name):
+                return node.value.id in modules and node.attr in RUN_DIR_CONSTANTS
+            return isinstance(node, ast.Name) and node.id in constants
+
+        for node in ast.walk(tree):
+            found = []
+            if isinstance(node, ast.Constant) and isinstance(node.value, str) and id(node) not in docstrings:
+                found = [name for name in _FILE_NAME.findall(node.value) if (module, name) not in NOT_RUN_DIR_FILES]
+            elif isinstance(node, ast.BinOp) and isinstance(node.op, ast.Div):
+                found = [ast.unparse(side) for side in (node.left, node.right) if is_constant(side)]
+            elif isinstance(node, ast.Call):
+                found = [ast.unparse(arg) for arg in (*node.args, *(k.value for k in node.keywords)) if is_constant(arg)]
+            elif isinstance(node, ast.JoinedStr):
+                parts = node.values
+                for k, part in enumerate(parts):
+                    if isinstance(part, ast.FormattedValue) and is_constant(part.value):
+                        before = parts[k - 1] if k else None
+                        after = parts[k + 1] if k + 1 < len(parts) else None
+                        if (isinstance(before, ast.Constant) and before.value.endswith("/")) or (isinstance(after, ast.Constant) and after.value.startswith("/")):
+                            found.append(ast.unparse(part.value))
+            named.extend((node.lineno, name) for name in found)
+        problems.extend(f"{module}:{line}: names the run-directory file {name}; reach it through a function of faasprof.rundir" for line, name in sorted(named))
+    return problems
+
+
+def _rundir_bindings(tree: ast.Module) -> tuple[set[str], set[str]]:
+    """The names a module binds to ``faasprof.rundir`` (or a module of it) and to its file-name constants."""
+    modules, constants = set(), set()
+    for node in ast.walk(tree):
+        if isinstance(node, ast.ImportFrom) and node.module == "faasprof":
+            modules.update(alias.asname or alias.name for alias in node.names if alias.name == "rundir")
+        elif isinstance(node, ast.ImportFrom) and node.module and (node.module + ".").startswith(RUN_DIR_PACKAGE + "."):
+            for alias in node.names:
+                if alias.name in RUN_DIR_CONSTANTS:
+                    constants.add(alias.asname or alias.name)
+                elif node.module == RUN_DIR_PACKAGE:
+                    modules.add(alias.asname or alias.name)  # a module of the package (layout, ...)
+        elif isinstance(node, ast.Import):
+            modules.update(alias.asname for alias in node.names if alias.asname and alias.name.startswith(RUN_DIR_PACKAGE))
+    return modules, constants
+
+
 # -- the project -----------------------------------------------------------------------------------
 
 
@@ -217,6 +288,10 @@ def test_tests_and_benchmarks_import_project_modules_at_the_top():
                 if local:
                     hidden.append(f"{path.relative_to(REPO)}:{line}: imports {target} inside a function")
     assert hidden == []
+
+
+def test_only_faasprof_rundir_names_run_directory_files():
+    assert run_dir_files_named(project_sources()) == []
 
 
 def test_every_module_has_a_layer():
@@ -323,3 +398,26 @@ def test_a_command_importing_from_above_its_package_is_found():
 ])
 def test_layer_table(module, layer):
     assert LAYERS[layer_of(module)][0] == layer
+
+
+def test_a_run_directory_file_named_outside_rundir_is_found():
+    sources = {
+        "analyzer.chains": '''"""Reads activations.jsonl (a docstring may say so)."""
+from faasprof import rundir
+from faasprof.rundir import INVOCATIONS as ROWS
+def f(run_dir):
+    """Opens manifest.json."""
+    open(run_dir / "activations.jsonl")
+    path = run_dir / rundir.PLAN
+    Path(run_dir, ROWS).read_text()
+    glob(f"*/{rundir.MANIFEST}")
+    print(f"saved to {rundir.ACTIVATIONS}")
+    return f"see {run_dir}/sends.csv"
+''',
+        "functions.catalogue": 'MANIFEST_PATH = FUNCTIONS_DIR / "manifest.json"\n',
+        "faasprof.rundir.layout": 'MANIFEST = "manifest.json"\n',
+    }
+    assert run_dir_files_named(sources) == [
+        f"analyzer.chains:{line}: names the run-directory file {name}; reach it through a function of faasprof.rundir"
+        for line, name in ((6, "activations.jsonl"), (7, "rundir.PLAN"), (8, "ROWS"), (9, "rundir.MANIFEST"), (11, "sends.csv"))
+    ]

@@ -16,6 +16,7 @@ from experiments import cmd_capacity
 from experiments.capacity import SEARCH_DEFAULTS, Probe, find_capacity, search
 from experiments.sweep import sweep_eta
 from invoker.run import execute
+from tests.conftest import run_cli
 
 WORKLOAD = {
     "test_name": "cf",
@@ -97,3 +98,32 @@ def test_capacity_search_says_an_eta():
     ticks = iter(range(0, 1000, 10))
     search(lambda rate, reference: Probe(rate_rps=rate, mode="over-invoked" if rate > 4 else "balanced"), start_rate=1, max_rate=64, max_runs=6, say=lines.append, clock=lambda: next(ticks))
     assert lines[0].startswith("[ 1/6]") and "ETA at most 50 s" in lines[0]
+
+
+def test_plan_and_validate_show_a_fraction_from_the_store_or_as_not_measured_yet(tmp_path, isolated_home):
+    """Offline: a fraction without a stored capacity is shown as such (counts unknown), never a
+    crash; with one stored for this host and platform, as the rate ``run`` would use."""
+    path = tmp_path / "cf.json"
+    path.write_text(json.dumps(WORKLOAD))
+    env = {capacity_store.STORE_ENV: str(tmp_path / "store.json")}
+    note = "instances.low.rate: 0.25 × capacity of json_dumps (not measured yet: `run` measures it first, about 30 s)"
+    plan = run_cli("plan", path, env=env)
+    assert plan.returncode == 0 and "Traceback" not in plan.stderr, plan.stderr
+    rows = {line.split()[0]: line.split() for line in plan.stdout.splitlines()[1:3]}
+    assert rows["low"][3:6] == ["0.25", "×", "capacity"] and rows["low"][6] == "?" and rows["low"][-1] == "?"
+    assert rows["fixed"][-1] == "15"
+    assert note in plan.stdout.splitlines()
+    assert "total 15 invocations and an unknown number for 1 instance whose capacity is not measured yet" in plan.stdout
+    validate = run_cli("validate", path, env=env)
+    assert validate.returncode == 0 and validate.stdout.splitlines()[1:] == [f"  {note}"], validate.stdout + validate.stderr
+
+    store_key = capacity_store.key(capacity_store.host_identity(), capacity_store.platform_identity(None, None), "json_dumps", None)
+    capacity_store.record(store_key, {"capacity_rps": 80.0, "result_file": str(tmp_path / "capacity-json_dumps.json")}, path=tmp_path / "store.json")
+    plan = run_cli("plan", path, env=env)
+    assert plan.returncode == 0, plan.stderr
+    rows = {line.split()[0]: line.split() for line in plan.stdout.splitlines()[1:3]}
+    assert rows["low"][3] == "20" and rows["low"][-1] == "100"  # Uniform at 0.25 × 80/s over 5 s
+    resolved = "instances.low.rate: 0.25 × capacity of json_dumps = 20/s (capacity 80/s, measured "
+    assert any(line.startswith(resolved) for line in plan.stdout.splitlines())
+    validate = run_cli("validate", "--offline", path, env=env)
+    assert validate.returncode == 0 and validate.stdout.splitlines()[1].startswith(f"  {resolved}"), validate.stdout

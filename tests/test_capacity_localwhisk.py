@@ -44,7 +44,7 @@ def test_capacity_search_on_localwhisk(tmp_path):
     assert 6 <= low < high <= 24 and high / low <= 2.0
     assert result["capacity_rps"] == low
     for probe in probes:
-        assert rundir.load_manifest(probe["run_dir"])["status"] == "complete"
+        assert rundir.read_manifest(probe["run_dir"]).to_json()["status"] == "complete"
         assert (Path(probe["run_dir"]) / "analysis" / "summary.json").exists()
         assert Path(probe["run_dir"]).parent == probes_dir(tmp_path)
     assert Path(result["result_file"]).parent == probes_dir(tmp_path)
@@ -52,7 +52,7 @@ def test_capacity_search_on_localwhisk(tmp_path):
     reference = result["reference"]
     assert reference["rate_rps"] == 6 and reference["completion_latency_ms_p50"] == probes[0]["p50_ms"]
     for probe in probes[1:]:
-        assert rundir.load_manifest(probe["run_dir"])["latency_reference"] == {"spin": reference}
+        assert rundir.read_manifest(probe["run_dir"]).to_json()["latency_reference"] == {"spin": reference}
         summary = json.loads((Path(probe["run_dir"]) / "analysis" / "summary.json").read_text())
         assert summary["instances"][0]["phases"][-1]["mode_evidence"]["reference_latency_ms"] == reference["completion_latency_ms_p50"]
     assert not result["capacity_is_lower_bound"]

@@ -73,6 +73,16 @@ def test_cli_bad_input_and_no_counters(tmp_path):
     assert list(tmp_path.iterdir()) == []
 
 
+def test_cli_from_runs_refuses_an_mpki_folder_saying_where_its_runs_are(tmp_path):
+    folder = tmp_path / "mpki-20260101T000000"
+    (folder / "runs").mkdir(parents=True)
+    (folder / "manifest.json").write_text(json.dumps({"format_version": 1, "kind": "mpki", "functions": ["nqueens"], "settings": {}, "runs": {}}))
+    result = _faasprof("mpki", "--from-runs", str(folder), "--out", str(tmp_path / "out"))
+    assert result.returncode == 2, result.stdout
+    assert result.stderr.strip() == (f"{folder} is a `faasprof mpki` folder, not a run directory (its manifest says kind 'mpki'); its runs are in "
+                                     f"{folder}/runs/: pass one of those, or recompute its table with `faasprof mpki --from-runs {folder}/runs/*`")
+
+
 def test_cli_from_runs_on_a_real_run(tmp_path):
     pytest.importorskip("localwhisk.embedded")
     workload = tmp_path / "w.json"

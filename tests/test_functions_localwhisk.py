@@ -66,19 +66,24 @@ def test_spin_reports_cold_then_warm_on_localwhisk(platform, deployed):
     assert platform.get_action("spin-192")["limits"]["memory"] == 192
 
 
-def test_workload_with_unknown_function_warns_in_validate_and_is_refused_by_run(tmp_path, isolated_home):
+def test_workload_with_unknown_function_is_refused_by_validate_and_run_in_one_line_with_a_suggestion(tmp_path, isolated_home):
     workload = tmp_path / "w.json"
     workload.write_text(json.dumps({
         "test_name": "t", "test_duration_in_seconds": 5, "random_seed": 1, "blocking_cli": False,
-        "instances": {"a": {"application": "markdwn", "distribution": "Poisson", "rate": 1}},
+        "instances": {"a": {"application": "markdwn", "distribution": "Poisson", "rate": 1},
+                      "b": {"application": "markdwn", "distribution": "Poisson", "rate": 2}},
     }))
-    done = run_cli("validate", workload, timeout=60)
-    assert done.returncode == 0, done.stderr
-    assert f'warning: {workload}: instances.a.application: "markdwn" is not in the function catalogue (did you mean "markdown"?)' in done.stderr
+    expected = (f'{workload}: instances.a.application: "markdwn" is not in the function catalogue (did you mean "markdown"?); '
+                "the embedded localwhisk starts empty: fix the name, give the instance a \"source\" (your function's file or folder), "
+                "or deploy it to a running platform (`faasprof local start`, `faasprof deploy`) and pass its --apihost/--auth")
+    validated = run_cli("validate", workload, timeout=60)
+    assert validated.returncode == 2 and validated.stderr.splitlines() == [expected]
     done = run_cli("run", workload, "--out", tmp_path / "runs", timeout=60)
-    assert done.returncode == 2
-    assert "markdwn" in done.stderr and "embedded localwhisk starts empty" in done.stderr and "Traceback" not in done.stderr
+    assert done.returncode == 2 and done.stderr.splitlines() == [expected]
     assert not (tmp_path / "runs").exists() or not any((tmp_path / "runs").iterdir())
+    offline = run_cli("validate", "--offline", workload, timeout=60)  # the file alone: the function may be on a platform
+    assert offline.returncode == 0
+    assert f'warning: {workload}: instances.a.application: "markdwn" is not in the function catalogue (did you mean "markdown"?)' in offline.stderr
 
 
 @pytest.mark.parametrize("name", ["img-resize", "ocr-img"])

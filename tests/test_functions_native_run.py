@@ -11,7 +11,7 @@ import numpy as np
 import pytest
 
 from analyzer.frames import final_outcomes
-from faasprof.rundir import INVOCATION_COLUMNS, load_manifest, read_invocations
+from faasprof.rundir import INVOCATION_COLUMNS, read_manifest, read_invocations
 from experiments import native
 from functions.catalogue import lookup
 from monitoring.parsers.perf import perf_counts
@@ -29,7 +29,7 @@ def test_cli_writes_a_run_directory(tmp_path):
     assert done.returncode == 0, done.stderr
     run_dir = Path(done.stdout.strip().splitlines()[-1])
     assert run_dir.parent == tmp_path and run_dir.name.startswith("native-json_loads-")
-    manifest = load_manifest(run_dir)
+    manifest = read_manifest(run_dir).to_json()
     assert manifest["status"] == "complete"
     assert manifest["counts"] == {"planned": 4, "sent": 4, "failed": 0}
     assert manifest["platform"]["kind"] == "native"
@@ -58,7 +58,7 @@ def test_cli_node_function_with_params_and_app_errors(tmp_path):
     rows = read_invocations(run_dir)
     assert [row["outcome"] for row in rows] == ["app_error", "app_error"]
     assert "term" in rows[0]["error"]
-    assert load_manifest(run_dir)["native"]["params"]["source"] == str(params)
+    assert read_manifest(run_dir).to_json()["native"]["params"]["source"] == str(params)
     assert "app_error" in done.stderr
 
 
@@ -91,7 +91,7 @@ def test_a_crashing_worker_is_a_failed_row_and_is_restarted(tmp_path):
     assert "exited" in rows[1]["error"]
     native_rows = _native_rows(run_dir)
     assert [row["cold"] for row in native_rows] == ["1", "0", "1", "0"]  # the restarted worker is cold again
-    manifest = load_manifest(run_dir)
+    manifest = read_manifest(run_dir).to_json()
     assert manifest["native"]["workers"][0]["starts"] == 3
     assert manifest["counts"]["failed"] == 2 and summary["outcomes"] == {"ok": 2, "failed": 2}
 
@@ -111,7 +111,7 @@ def test_a_function_that_cannot_load_leaves_not_sent_rows(tmp_path):
     rows = read_invocations(run_dir)
     assert len(rows) == 3 and {row["outcome"] for row in rows} == {"not_sent"}
     assert "numpyy" in rows[0]["error"]
-    assert load_manifest(run_dir)["status"] == "aborted"
+    assert read_manifest(run_dir).to_json()["status"] == "aborted"
     assert tuple(rows[0]) == INVOCATION_COLUMNS
 
 
@@ -140,7 +140,7 @@ def test_perf_counts_when_perf_works(tmp_path):
     if reason:
         pytest.skip(reason)
     run_dir, _ = native.run_native(lookup("nqueens"), tmp_path, native.NativeOptions(repeat=2, perf=True))
-    perf = load_manifest(run_dir)["native"]["perf"]
+    perf = read_manifest(run_dir).to_json()["native"]["perf"]
     assert perf["files"] == ["monitors/perf-native/worker-0.csv"]
     assert perf["counts"]["worker-0"]["task-clock"]["value"] > 0
 

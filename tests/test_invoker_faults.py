@@ -61,7 +61,7 @@ def test_kill_9_with_slow_blocking_answers_loses_at_most_the_last_second(tmp_pat
         proc.kill()
         killed_wall_ns = time.time_ns()
         proc.communicate(timeout=10)
-    manifest = rundir.load_manifest(run_dir)
+    manifest = rundir.read_manifest(run_dir).to_json()
     assert manifest["status"] == "running" and manifest["format_version"] == rundir.FORMAT_VERSION
     planned = manifest["counts"]["planned"]
     assert planned == rate * duration
@@ -115,7 +115,7 @@ def test_full_disk_stops_the_run_at_the_first_failed_write(tmp_path, isolated_ho
         assert elapsed_s < duration / 2  # stopped at the failure, not at the end of the schedule
         assert sent < rate * duration / 2
         (run_dir,) = run_dirs(small)
-        manifest = rundir.load_manifest(run_dir)
+        manifest = rundir.read_manifest(run_dir).to_json()
         if manifest["status"] != "running":  # the manifest is marked when it can be written
             assert manifest["status"] == "aborted" and "No space left on device" in manifest["status_reason"]
         rows = rundir.read_invocations(run_dir)
@@ -172,7 +172,7 @@ def test_second_ctrl_c_while_waiting_for_records_saves_what_was_fetched(tmp_path
         stdout, stderr = proc.communicate(timeout=30)
     assert proc.returncode == 1, "".join(seen) + stderr
     assert "Traceback" not in stderr
-    manifest = rundir.load_manifest(run_dir)
+    manifest = rundir.read_manifest(run_dir).to_json()
     assert manifest["status"] == "interrupted" and "Ctrl-C (SIGINT) received" in manifest["status_reason"]
     assert manifest["activations"]["interrupted"] is True
     assert any("interrupted again while waiting for activation records" in w for w in manifest["warnings"])
@@ -221,7 +221,7 @@ def test_kill_9_on_the_embedded_platform_keeps_its_records_and_leaves_nothing_ru
         proc.kill()
         killed_wall_ns = time.time_ns()
         proc.communicate(timeout=10)
-    manifest = rundir.load_manifest(run_dir)
+    manifest = rundir.read_manifest(run_dir).to_json()
     killed_at_ns = killed_wall_ns - manifest["clock"]["wall_ns_at_zero"]
     due_before = [r for r in rundir.read_invocations(run_dir) if int(r["intended_ns"]) < killed_at_ns - 1_000_000_000 - SLACK_NS]
     assert due_before and all(r["outcome"] != "unrecorded" for r in due_before)  # rows + journal cover them
@@ -271,7 +271,7 @@ def test_embedded_platform_killed_mid_run_stops_the_run_and_leaves_no_frozen_san
             proc.communicate()
     assert proc.returncode == 1, stderr
     assert "Traceback" not in stderr
-    manifest = rundir.load_manifest(run_dir)
+    manifest = rundir.read_manifest(run_dir).to_json()
     assert manifest["status"] == "interrupted" and "embedded localwhisk exited" in manifest["status_reason"]
     rows = rundir.read_invocations(run_dir, reconstruct=False)
     assert sorted(int(r["seq"]) for r in rows) == list(range(manifest["counts"]["planned"]))
@@ -287,8 +287,8 @@ def test_a_torn_format_1_run_gets_its_plan_re_derived_from_the_manifest(tmp_path
         done = run_cli("run", config, "--out", out, "--apihost", server.apihost, "--auth", AUTH, "--quiet", timeout=120)
     assert done.returncode == 0, done.stderr
     (run_dir,) = run_dirs(out)
-    manifest = rundir.load_manifest(run_dir)
-    planned = manifest["counts"]["planned"]
+    manifest = rundir.read_manifest(run_dir)
+    planned = manifest.counts["planned"]
     full = sorted(rundir.read_invocations(run_dir), key=lambda r: int(r["seq"]))
     # Make it what faasprof 1 left after a kill -9: no plan, no journal, half the rows, still running.
     (run_dir / rundir.PLAN).unlink()

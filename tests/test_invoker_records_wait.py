@@ -32,7 +32,7 @@ def test_run_analyze_waits_for_records_still_being_stored(tmp_path, isolated_hom
         done = run_cli("run", config, "--out", out, "--apihost", server.apihost, "--auth", AUTH, "--analyze", "--quiet", timeout=120)
     assert done.returncode == 0, done.stderr
     (run_dir,) = run_dirs(out)
-    manifest = rundir.load_manifest(run_dir)
+    manifest = rundir.read_manifest(run_dir).to_json()
     ids = {r["activation_id"] for r in rundir.read_invocations(run_dir)}
     assert len(ids) == 10 and _saved_ids(run_dir) == ids
     assert manifest["activations"]["missing"] == 0 and manifest["activations"]["expected"] == 10
@@ -73,7 +73,7 @@ def test_realtime_flag_before_the_workload_is_not_taken_for_a_priority(tmp_path,
         done = run_cli("run", "--realtime", config, "--out", out, "--apihost", server.apihost, "--auth", AUTH, timeout=120)
     assert done.returncode == 0, done.stderr
     (run_dir,) = run_dirs(out)
-    invoker = rundir.load_manifest(run_dir)["invoker"]
+    invoker = rundir.read_manifest(run_dir).to_json()["invoker"]
     assert invoker["realtime_priority"] == 10
     # Applied, or said not to be: never silently ignored.
     assert invoker["realtime_applied"] is True or "--realtime: could not use SCHED_FIFO" in done.stderr
@@ -103,7 +103,7 @@ def test_execute_raising_mid_run_still_leaves_one_row_per_planned_invocation(tmp
         with pytest.raises(RunError, match="faasprof failed: RuntimeError: a bug in the send path"):
             execute(workload, tmp_path / "runs", connection=connection, progress=False)
     (run_dir,) = run_dirs(tmp_path / "runs")
-    manifest = rundir.load_manifest(run_dir)
+    manifest = rundir.read_manifest(run_dir).to_json()
     assert manifest["status"] == "interrupted" and "RuntimeError" in manifest["status_reason"]
     rows = rundir.read_invocations(run_dir, reconstruct=False)  # the rows written, not reconstructed ones
     assert sorted(int(r["seq"]) for r in rows) == list(range(manifest["counts"]["planned"])) and len(rows) == 40

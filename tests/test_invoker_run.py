@@ -19,7 +19,7 @@ from pathlib import Path
 import pytest
 
 from conftest import REPO_ROOT, run_cli
-from faasprof.rundir import INVOCATION_COLUMNS, load_manifest, read_invocations
+from faasprof.rundir import INVOCATION_COLUMNS, read_manifest, read_invocations
 from test_invoker_fakeserver import AUTH, FakeOpenWhisk
 from invoker.run import execute
 from platforms.openwhisk.connection import Connection
@@ -81,7 +81,7 @@ def test_run_writes_a_complete_run_directory(tmp_path, isolated_home):
     assert done.stdout.strip().splitlines()[-1] == str(run_dir)
     assert run_dir.name.startswith("t-")
 
-    manifest = load_manifest(run_dir)
+    manifest = read_manifest(run_dir).to_json()
     assert manifest["status"] == "complete"
     assert manifest["workload"]["seed"] == 7 and set(manifest["workload"]["instances"]) == {"a", "b", "c"}
     platform = manifest["platform"]
@@ -158,7 +158,7 @@ def test_signal_mid_run_interrupts_with_a_row_for_every_invocation(tmp_path, iso
     assert proc.returncode == 1, stderr
     (run_dir,) = run_dirs(out)
     assert stdout.strip().splitlines()[-1] == str(run_dir)
-    manifest = load_manifest(run_dir)
+    manifest = read_manifest(run_dir).to_json()
     assert manifest["status"] == "interrupted" and label in manifest["status_reason"]
     rows = read_invocations(run_dir)
     assert sorted(int(r["seq"]) for r in rows) == list(range(1000))
@@ -195,7 +195,7 @@ def test_sigint_with_analyze_analyses_what_was_sent_on_localwhisk(tmp_path, isol
     assert proc.returncode == 1, stderr  # interrupted, analysed all the same
     (run_dir,) = run_dirs(out)
     assert stdout.strip().splitlines()[-1] == str(run_dir)
-    manifest = load_manifest(run_dir)
+    manifest = read_manifest(run_dir).to_json()
     assert manifest["status"] == "interrupted" and "SIGINT" in manifest["status_reason"], stderr
     assert f"report: {run_dir / 'analysis' / 'report.html'}" in stderr
     summary = json.loads((run_dir / "analysis" / "summary.json").read_text())
@@ -248,7 +248,7 @@ def test_kill_9_loses_at_most_the_last_second(tmp_path, isolated_home):
         proc.kill()
         killed_wall_ns = time.time_ns()
         proc.wait(10)
-    manifest = load_manifest(run_dir)
+    manifest = read_manifest(run_dir).to_json()
     assert manifest["status"] == "running"  # nobody could finish it
     rows = read_invocations(run_dir)
     assert rows
@@ -276,7 +276,7 @@ def test_scripts_run_with_argv_and_failures_are_reported(tmp_path, isolated_home
     assert str(runtime) in (runtime_dir / "command.txt").read_text()
     post_dir = run_dir / "monitors" / "post_script"
     assert f"post args: {run_dir}" in (post_dir / "stdout.log").read_text()
-    manifest = load_manifest(run_dir)
+    manifest = read_manifest(run_dir).to_json()
     assert manifest["scripts"]["runtime_script"]["returncode"] == 0
     assert manifest["scripts"]["post_script"]["returncode"] == 3
     assert any("post_script" in w and "status 3" in w for w in manifest["warnings"])
@@ -298,7 +298,7 @@ def test_generic_endpoint_needs_no_platform(tmp_path, isolated_home):
     rows = read_invocations(run_dir)
     assert rows and all(r["outcome"] == "ok" and r["activation_id"] == "" and r["http_status"] == "200" for r in rows)
     assert bodies and all(b == {"k": [1, 2]} for b in bodies)
-    assert load_manifest(run_dir)["platform"]["kind"] == "none"
+    assert read_manifest(run_dir).to_json()["platform"]["kind"] == "none"
 
 
 def test_end_to_end_on_the_embedded_localwhisk(tmp_path, isolated_home):
@@ -315,7 +315,7 @@ def test_end_to_end_on_the_embedded_localwhisk(tmp_path, isolated_home):
     done = run_cli("run", config, "--out", out, "--pause-grace", "50", "--analyze", timeout=180)
     assert done.returncode == 0, done.stderr
     (run_dir,) = run_dirs(out)
-    manifest = load_manifest(run_dir)
+    manifest = read_manifest(run_dir).to_json()
     assert manifest["platform"]["embedded"] is True and manifest["platform"]["localwhisk"]["pause_grace_ms"] == 50
     assert manifest["platform"]["actions"]["json_dumps"] in ("deployed", "existing")
     rows = read_invocations(run_dir)
@@ -347,7 +347,7 @@ def test_sigint_during_post_script_stops_it_and_marks_the_run(tmp_path, isolated
         stdout, stderr = proc.communicate(timeout=30)
     assert proc.returncode == 1, stderr
     (run_dir,) = run_dirs(out)
-    manifest = load_manifest(run_dir)
+    manifest = read_manifest(run_dir).to_json()
     assert manifest["status"] == "interrupted" and "post_script" in manifest["status_reason"]
     assert manifest["scripts"]["post_script"]["stopped_by_faasprof"] is True
     assert len(read_invocations(run_dir)) == manifest["counts"]["planned"]
@@ -370,7 +370,7 @@ def test_execute_api_in_process_and_from_a_thread(tmp_path):
         thread.start()
         thread.join(30)
     for run_dir in results.values():
-        manifest = load_manifest(run_dir)
+        manifest = read_manifest(run_dir).to_json()
         assert manifest["status"] == "complete" and manifest["counts"]["sent"] == manifest["counts"]["planned"] == 10
     assert set(results) == {"main", "thread"}
     assert (signal.getsignal(signal.SIGINT), signal.getsignal(signal.SIGTERM)) == handlers_before

@@ -237,7 +237,7 @@ def test_cli_run_with_two_send_processes(tmp_path, isolated_home):
     assert done.returncode == 0, done.stderr
     (run_dir,) = run_dirs(out)
     assert done.stdout.strip().splitlines()[-1] == str(run_dir)
-    manifest = rundir.load_manifest(run_dir)
+    manifest = rundir.read_manifest(run_dir).to_json()
     assert manifest["status"] == "complete"
     assert manifest["invoker"]["send_processes"] == 2 and manifest["invoker"]["send_mode"] == "multi-process"
     assert manifest["invoker"]["send_processes_choice"]["why"] == "--send-processes 2"
@@ -258,7 +258,7 @@ def test_cli_run_chooses_send_processes_automatically_by_default(tmp_path, isola
         done = run_cli("run", config, "--out", out, "--apihost", server.apihost, "--auth", AUTH, timeout=120)
     assert done.returncode == 0, done.stderr
     (run_dir,) = run_dirs(out)
-    invoker = rundir.load_manifest(run_dir)["invoker"]
+    invoker = rundir.read_manifest(run_dir).to_json()["invoker"]
     cores = len(os.sched_getaffinity(0))
     assert invoker["send_processes_choice"] == {
         "requested": "auto", "processes": 1, "busiest_second_invocations": 40, "per_process_per_s": AUTO_RATE_PER_PROCESS, "cores": cores,
@@ -298,7 +298,7 @@ def test_cli_signal_stops_every_send_process_with_a_row_for_every_invocation(tmp
     assert proc.returncode == 1, stderr
     (run_dir,) = run_dirs(out)
     assert stdout.strip().splitlines()[-1] == str(run_dir)
-    manifest = rundir.load_manifest(run_dir)
+    manifest = rundir.read_manifest(run_dir).to_json()
     assert manifest["status"] == "interrupted" and manifest["status_reason"] == f"{label} received"
     assert [p["status"] for p in manifest["invoker"]["processes"]] == ["interrupted", "interrupted"]
     rows = rundir.read_invocations(run_dir, reconstruct=False)
@@ -362,7 +362,7 @@ def test_cli_parent_killed_leaves_a_readable_torn_run_and_stops_its_children(tmp
                     os.kill(pid, signal.SIGKILL)
                 except ProcessLookupError:
                     pass
-    manifest = rundir.load_manifest(run_dir)
+    manifest = rundir.read_manifest(run_dir).to_json()
     assert manifest["status"] == "running"  # nobody could finish it
     rows = rundir.read_invocations(run_dir)  # reconstructed: the whole plan
     report = rundir.completeness(run_dir)

@@ -99,7 +99,7 @@ def _run(tmp_path, application, *extra, server_setup=None, **workload):
             server_setup(server)
         done = run_cli("run", config, "--out", out, "--apihost", server.apihost, "--auth", AUTH, *extra, timeout=120)
     (run_dir,) = run_dirs(out)
-    return done, rundir.load_manifest(run_dir)
+    return done, rundir.read_manifest(run_dir).to_json()
 
 
 @pytest.mark.parametrize("application, extra, setup, expect_status, expect", [
@@ -131,7 +131,7 @@ def test_run_with_one_always_failing_instance_exits_1_naming_it(tmp_path, isolat
     assert line.startswith("run complete but failed: instance b: none of its 3 attempted invocations succeeded (first error: app_error (HTTP 502)")
     assert "the function failed" in line
     (run_dir,) = run_dirs(out)
-    assert rundir.load_manifest(run_dir)["verdict"]["passed"] is False
+    assert rundir.read_manifest(run_dir).to_json()["verdict"]["passed"] is False
 
 
 def test_thresholds_from_workload_and_command_line(tmp_path, isolated_home):
@@ -181,7 +181,7 @@ def test_non_blocking_run_of_an_always_raising_function_fails(tmp_path, isolated
     assert done.returncode == 1, done.stderr
     assert "Traceback" not in done.stderr
     (run_dir,) = run_dirs(tmp_path / "runs")
-    manifest = rundir.load_manifest(run_dir)
+    manifest = rundir.read_manifest(run_dir).to_json()
     assert manifest["status"] == "complete"
     assert {r["outcome"] for r in rundir.read_invocations(run_dir)} == {"ok"}, "HTTP says every call was accepted"
     verdict = manifest["verdict"]

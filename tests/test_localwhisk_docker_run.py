@@ -11,7 +11,7 @@ import pytest
 
 from conftest import run_cli
 from faasprof.docker import docker_problem
-from faasprof.rundir import load_manifest, read_invocations
+from faasprof.rundir import read_manifest, read_invocations
 
 pytestmark = pytest.mark.timeout(300)
 
@@ -36,7 +36,7 @@ def test_run_with_isolation_docker_flag_over_the_workload_setting(tmp_path, isol
     done = run_cli("run", config, "--out", out, "--isolation", "docker", "--quiet", timeout=280)
     assert done.returncode == 0, done.stderr
     run_dir = out / done.stdout.strip().splitlines()[-1].rsplit("/", 1)[-1]
-    manifest = load_manifest(run_dir)
+    manifest = read_manifest(run_dir).to_json()
     assert manifest["status"] == "complete"
     described = json.dumps(manifest["platform"])
     assert '"isolation": "docker"' in described, described[:2000]

@@ -332,10 +332,10 @@ def test_frames_align_live_monitors_to_the_run_clock(tmp_path, sandboxes):
         collector.stop()
     manifest = rundir.new_manifest("frames", {}, clock, monitors=[c.describe() for c in built])
     rundir.write_manifest(run_dir, manifest)
-    frames = load_run_monitors(run_dir, rundir.load_manifest(run_dir))
+    frames = load_run_monitors(run_dir, rundir.read_manifest(run_dir))
     assert set(frames) == {"perf", "cgroups"}
     perf = frames["perf"]
-    offset = start_offset_s(built[0].describe(), manifest["clock"])
+    offset = start_offset_s(built[0].describe(), manifest.clock)
     assert offset < 0  # perf started before the zero
     assert perf["t_s"].tolist() == pytest.approx((offset + perf["time_s"]).tolist())
     assert perf["t_s"].is_monotonic_increasing
@@ -344,7 +344,7 @@ def test_frames_align_live_monitors_to_the_run_clock(tmp_path, sandboxes):
     cg = frames["cgroups"]
     assert cg["t_s"].min() < 0.1 and cg["t_s"].max() > 0.3
     # The wall-clock path gives the same offset within a few ms.
-    wall = start_offset_s({"wall_ns_at_start": built[0].wall_ns_at_start}, manifest["clock"])
+    wall = start_offset_s({"wall_ns_at_start": built[0].wall_ns_at_start}, manifest.clock)
     assert abs(wall - offset) < 0.05
 
 
@@ -357,7 +357,7 @@ def test_frames_skip_failed_and_empty_monitors(tmp_path):
     rundir.write_json_atomic(perf_dir / "meta.json", {"format_version": 1, "wall_ns_at_start": 5, "monotonic_ns_at_start": 5})
     (perf_dir / "perf_stat.csv").write_text("")
     clock = rundir.ClockAnchor(0, 0)
-    assert load_run_monitors(run_dir, {"clock": clock.to_json()}) == {}
+    assert load_run_monitors(run_dir, rundir.new_manifest("empty", {}, clock)) == {}
 
 
 def test_frames_rdt_pqos_and_blktrace_offsets(tmp_path):
@@ -378,7 +378,7 @@ def test_frames_rdt_pqos_and_blktrace_offsets(tmp_path):
     rundir.write_json_atomic(blk_dir / "meta.json", {"format_version": 1, "monotonic_ns_at_start": 11_000_000_000,
                                                      "marker": "faasprof-start", "marker_monotonic_ns": 11_200_000_000,
                                                      "outputs": ["sda.blkparse.txt"]})
-    frames = load_run_monitors(run_dir, {"clock": clock.to_json(), "monitors": [{"name": "rdt", "status": "stopped"}]})
+    frames = load_run_monitors(run_dir, rundir.new_manifest("offsets", {}, clock, monitors=[{"name": "rdt", "status": "stopped"}]))
     rdt = frames["rdt"]
     assert rdt["t_s"].tolist() == pytest.approx([-0.4, -0.3])  # started 0.5 s before zero; samples 1, 2
     assert rdt["mem_bw_share"].iloc[0] == pytest.approx((976274.4 + 5309.5) * 1.048576 / 2e6)

@@ -11,6 +11,7 @@ from pathlib import Path
 import jsonschema
 import pytest
 
+from faasprof import rundir
 from faasprof.paths import REPO_ROOT, WORKLOAD_SCHEMA_PATH
 from monitoring import cmd_parse, frames
 from monitoring.collectors import (
@@ -58,7 +59,7 @@ def test_each_collector_states_what_the_registry_needs(cls, tmp_path):
     # true → the collector with its defaults; the frame loader has nothing to read in an empty dir.
     built = build_collectors({cls.name: True}, {"duration_s": 1})
     assert [type(c) for c in built] == [cls] and built[0].block == cls.defaults
-    assert cls.load_frame(tmp_path, {}, 0.0, {}) is None
+    assert cls.load_frame(tmp_path, {}, 0.0, rundir.new_manifest("t", {}, rundir.ClockAnchor(0, 0))) is None
     # The doctor check reads a copied host tree and returns findings named after the collector.
     findings = cls.doctor(Root(HOSTS / "xeon_11way"), collect_host(HOSTS / "xeon_11way"), False, None)
     assert findings and all(isinstance(f, Finding) and f.area == cls.name for f in findings)
@@ -89,7 +90,7 @@ def test_frames_skip_monitors_the_registry_does_not_know(tmp_path):
     other.mkdir(parents=True)
     (other / "meta.json").write_text(json.dumps({"wall_ns_at_start": 5, "monotonic_ns_at_start": 5}))
     (other / "out.txt").write_text("something\n")
-    assert frames.load_run_monitors(tmp_path, {"clock": {"monotonic_zero_ns": 0}}) == {}
+    assert frames.load_run_monitors(tmp_path, rundir.new_manifest("t", {}, rundir.ClockAnchor(0, 0))) == {}
 
 
 # -- perf readiness: one function, three askers ------------------------------------------------------

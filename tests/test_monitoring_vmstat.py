@@ -73,7 +73,7 @@ def test_live_on_this_machine_and_frames_on_the_run_clock(tmp_path):
     assert described["status"] == "stopped" and described["outputs"] == ["vmstat.csv"] and described["errors"] == []
     meta = json.loads((run_dir / rundir.MONITORS / "vmstat" / "meta.json").read_text())
     assert meta["status"] == "stopped" and meta["monotonic_ns_at_start"] >= zero_ns
-    frames = load_run_monitors(run_dir, {"clock": {"monotonic_zero_ns": zero_ns}, "monitors": [described]})
+    frames = load_run_monitors(run_dir, rundir.new_manifest("vmstat", {}, rundir.ClockAnchor(zero_ns, 0), monitors=[described]))
     frame = frames["vmstat"]
     assert len(frame) >= 3 and (frame["t_s"] > 0).all() and frame["t_s"].is_monotonic_increasing
     # An interval where a kernel counter went down (iowait does, by design) has no share: NaN, not 0.

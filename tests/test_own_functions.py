@@ -138,6 +138,41 @@ def test_workload_naming_own_folders_runs_on_the_embedded_default(tmp_path, isol
     assert manifest["workload"]["instances"]["py"]["function_source"] == str((tmp_path / "shouter").resolve())
 
 
+def test_a_path_in_application_is_the_function_for_validate_and_run_alike(tmp_path, isolated_home):
+    """``"application": "/tmp/own1/myfn"`` as a researcher means it: that folder (or file) is the
+    function, deployed under its folder or file name as `faasprof deploy PATH` names it; a path that
+    is not there gets one line, the same from validate and run, with no template around it."""
+    own = tmp_path / "own1"
+    (own / "myfn").mkdir(parents=True)
+    (own / "myfn" / "__main__.py").write_text("def main(args):\n    return {'from': 'folder'}\n")
+    (own / "single.py").write_text("def main(args):\n    return {'from': 'file'}\n")
+    workload = tmp_path / "w.json"
+    base = {"test_name": "own_path", "test_duration_in_seconds": 2, "random_seed": 5, "blocking_cli": True}
+    workload.write_text(json.dumps({**base, "instances": {
+        "folder": {"application": str(own / "myfn"), "distribution": "Uniform", "rate": 2},
+        "file": {"application": "own1/single.py", "distribution": "Uniform", "rate": 2},  # relative to the workload's folder
+    }}))
+    validated = run_cli("validate", workload)
+    assert validated.returncode == 0 and validated.stderr == "", validated.stderr
+    done = run_cli("run", workload, "--out", tmp_path / "runs", "--quiet", timeout=240)
+    assert done.returncode == 0, done.stderr
+    run_dir = Path(done.stdout.strip().splitlines()[-1])
+    found = rows(run_dir)
+    assert {(row["instance"], row["function"]) for row in found} == {("folder", "myfn"), ("file", "single")}
+    assert {row["outcome"] for row in found} == {"ok"}, [row["error"] for row in found if row["outcome"] != "ok"][:3]
+    manifest = json.loads((run_dir / "manifest.json").read_text())
+    assert manifest["workload"]["instances"]["folder"]["function_source"] == str(own / "myfn")
+
+    gone = own / "nosuch"
+    workload.write_text(json.dumps({**base, "instances": {"a": {"application": str(gone), "distribution": "Uniform", "rate": 2}}}))
+    expected = [f'{workload}: instances.a.application: "{gone}" is neither in the function catalogue nor an existing file or folder '
+                f"(looked in {gone}); fix the path to your function's file or folder"]
+    validated = run_cli("validate", workload)
+    refused = run_cli("run", workload, "--out", tmp_path / "runs", timeout=120)
+    assert (validated.returncode, validated.stderr.splitlines()) == (2, expected)
+    assert (refused.returncode, refused.stderr.splitlines()) == (2, expected)
+
+
 FAASPROFILER_SHAPED = {
     "test_name": "example_test",
     "test_duration_in_seconds": 4,
@@ -161,19 +196,23 @@ def test_faasprofiler_workload_outside_the_catalogue_validates_plans_and_runs_on
     (tmp_path / "params.json").write_text(json.dumps({"text": "param file"}))
     flags = ["--apihost", handle.apihost, "--auth", handle.auth]
 
-    offline = run_cli("validate", workload)
+    offline = run_cli("validate", "--offline", workload)
     assert offline.returncode == 0, offline.stderr
     assert 'instances.instance1.application: "shouter-fp" is not in the function catalogue' in offline.stderr
+    embedded = run_cli("validate", workload)  # no platform named: the embedded localwhisk, which starts empty
+    assert embedded.returncode == 2 and 'instances.instance1.application: "shouter-fp" is not in the function catalogue' in embedded.stderr
     plan = run_cli("plan", workload)
     assert plan.returncode == 0, plan.stderr
     assert "shouter-fp" in plan.stdout
 
     missing = run_cli("validate", workload, *flags)
     assert missing.returncode == 3
-    assert f"1 action missing on {handle.apihost}" in missing.stderr
-    assert f"faasprof deploy PATH/TO/shouter-fp --name shouter-fp --apihost {handle.apihost}" in missing.stderr
+    [line] = missing.stderr.splitlines()  # one line per missing action
+    assert line.startswith(f"{workload}: instances.instance1.application: action shouter-fp does not exist on {handle.apihost} (namespace _)")
+    assert line.endswith(f"; deploy your function under this name: faasprof deploy PATH --name shouter-fp --apihost {handle.apihost} --auth UUID:KEY, "
+                         "or give the instance a \"source\" (your function's file or folder)")
     refused = run_cli("run", workload, "--out", tmp_path / "runs", *flags, timeout=60)
-    assert refused.returncode == 3 and "action shouter-fp does not exist on" in refused.stderr and "Traceback" not in refused.stderr
+    assert refused.returncode == 3 and line in refused.stderr.splitlines() and "Traceback" not in refused.stderr
 
     folder = python_function(tmp_path)
     assert run_cli("deploy", folder, "--name", "shouter-fp", *flags, timeout=180).returncode == 0
@@ -184,6 +223,24 @@ def test_faasprofiler_workload_outside_the_catalogue_validates_plans_and_runs_on
     assert {row["outcome"] for row in rows(run_dir)} == {"ok"}
     manifest = json.loads((run_dir / "manifest.json").read_text())
     assert manifest["workload"]["serverless_platform"] == "openwhisk"
+
+
+def test_a_missing_action_is_one_line_suggesting_the_platforms_closest_action(platform, tmp_path, isolated_home):
+    handle, _ = platform
+    flags = ["--apihost", handle.apihost, "--auth", handle.auth]
+    function = tmp_path / "zebra_counter.py"
+    function.write_text("def main(args):\n    return {'zebras': 1}\n")
+    assert run_cli("deploy", function, *flags, timeout=120).returncode == 0
+    workload = tmp_path / "w.json"
+    workload.write_text(json.dumps({"test_name": "z", "test_duration_in_seconds": 2, "random_seed": 1,
+                                    "instances": {"a": {"application": "zebra_countr", "interarrivals_list": [1]},
+                                                  "b": {"application": "zebra_countr", "interarrivals_list": [1]}}}))
+    validated = run_cli("validate", workload, *flags, timeout=60)
+    refused = run_cli("run", workload, "--out", tmp_path / "runs", *flags, timeout=60)
+    for done in (validated, refused):
+        assert done.returncode == 3
+        [line] = done.stderr.splitlines()  # one line for the action both instances name
+        assert line.startswith(f'{workload}: instances.a.application: action zebra_countr does not exist on {handle.apihost} (namespace _) (did you mean "zebra_counter"?); ')
 
 
 def test_native_runs_an_own_function_folder(tmp_path, isolated_home):

@@ -64,15 +64,15 @@ def test_a_bad_wskprops_setting_is_one_line_naming_file_and_key(tmp_path):
     ],
 )
 def test_pause_grace_resolution_order(manifest, expected_ms, source_start):
-    grace_ms, source = frames_mod.pause_grace_ms(manifest)
+    grace_ms, source = frames_mod.pause_grace_ms(rundir.Manifest.from_json({"format_version": rundir.FORMAT_VERSION, **manifest}))
     assert grace_ms == expected_ms
     assert source.startswith(source_start), source
     assert frames_mod.pause_grace_known(source) == (not source.startswith(("inferred", "unknown")))
 
 
 def _as_openwhisk_run(run_dir, limits: dict, settings: dict | None = None):
-    manifest = rundir.load_manifest(run_dir)
-    manifest["platform"] = _openwhisk(limits, **({"settings": settings} if settings else {}))
+    manifest = rundir.read_manifest(run_dir)
+    manifest.platform = _openwhisk(limits, **({"settings": settings} if settings else {}))
     rundir.write_manifest(run_dir, manifest)
 
 

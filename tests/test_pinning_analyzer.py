@@ -22,6 +22,7 @@ import pytest
 from analyzer import frames as frames_mod
 from analyzer import stats as stats_mod
 from analyzer.records import flatten_record
+from faasprof import rundir
 from faasprof.outcomes import FAILURE_OUTCOMES, FINAL_OUTCOMES
 from test_analyzer_synthetic import record
 
@@ -191,9 +192,9 @@ def test_rule_2d_applies_only_above_the_reference_rate_and_with_a_reference():
 def test_latency_references_from_a_probe_and_from_a_capacity_fraction():
     base = {"format_version": 2, "workload": {"instances": {"mid": {"function": "json_dumps"}, "other": {"function": "nbody"}},
                                               "as_given": {"capacity_resolution": {"mid": {"capacity_rps": 90, "latency_reference": REFERENCE}}}}}
-    assert stats_mod.latency_references(base) == {"json_dumps": REFERENCE}
+    assert stats_mod.latency_references(rundir.Manifest.from_json(base)) == {"json_dumps": REFERENCE}
     probe = {**base, "latency_reference": {"nbody": {**REFERENCE, "source": "capacity probe p9"}}}
-    assert stats_mod.latency_references(probe) == {"json_dumps": REFERENCE, "nbody": {**REFERENCE, "source": "capacity probe p9"}}
+    assert stats_mod.latency_references(rundir.Manifest.from_json(probe)) == {"json_dumps": REFERENCE, "nbody": {**REFERENCE, "source": "capacity probe p9"}}
 
 
 def test_rule_order():
@@ -329,7 +330,7 @@ def _frame_for_durations(durations_ms, memory_mb=256):
             "error": [""] * len(raws),
         }
     )
-    return frames_mod.build_invocation_frame(invocations, records, {"clock": {"wall_ns_at_zero": 1_790_000_000_000_000_000}})
+    return frames_mod.build_invocation_frame(invocations, records, rundir.new_manifest("t", {}, rundir.ClockAnchor(0, 1_790_000_000_000_000_000)))
 
 
 def test_gb_seconds_as_recorded_and_rounded_up():

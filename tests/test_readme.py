@@ -1,7 +1,9 @@
-"""README.md stays true: its reference is generated from the schema, its commands exist."""
+"""README.md stays true: its reference is generated from the schema, its commands exist, every CLI command
+has its row in the Commands table."""
 
 from __future__ import annotations
 
+from faasprof.cli import COMMANDS
 from invoker import schema_doc
 from tests.conftest import REPO_ROOT
 
@@ -16,3 +18,17 @@ def test_readme_names_the_two_setup_commands():
     assert "./setup.sh && .venv/bin/faasprof run workload_configs/paper_listing1.json --analyze" in readme
     assert "./setup.sh --dev && .venv/bin/python -m pytest -q" in readme
     assert (REPO_ROOT / "workload_configs/paper_listing1.json").exists()
+
+
+def test_every_command_has_a_row_in_the_commands_table():
+    readme = (REPO_ROOT / "README.md").read_text(encoding="utf-8")
+    table = readme.partition("## Commands")[2].partition("\n\n")[2].partition("\n\n")[0]
+    rows = {line.split("`")[1].split()[1] for line in table.splitlines() if line.startswith("| `faasprof ")}
+    assert set(COMMANDS) - rows == set(), "add a row to the README's Commands table"
+    assert rows - set(COMMANDS) == set(), "the README's Commands table names a command the CLI lacks"
+
+
+def test_the_experiments_table_points_to_reproduce():
+    readme = (REPO_ROOT / "README.md").read_text(encoding="utf-8")
+    experiments = readme.partition("## Experiments: the paper's figures")[2].partition("\n## ")[0]
+    assert "`faasprof reproduce --quick`" in experiments

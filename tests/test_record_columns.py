@@ -18,7 +18,7 @@ import pytest
 
 from faasprof import rundir
 from faasprof.paths import REPO_ROOT
-from faasprof.rundir import record_columns
+from faasprof.rundir import activations, record_columns, record_fields
 from faasprof.rundir import records as records_mod
 from analyzer import chains
 from analyzer import frames as frames_mod
@@ -148,9 +148,9 @@ def test_an_index_of_other_columns_is_rebuilt_not_read(tmp_path, change):
     meta = loaded.meta
     loaded.close()
     if change == "column added since":
-        del arrays[record_columns.FLOAT_COLUMNS[-1]]
+        del arrays[record_fields.FLOAT_COLUMNS[-1]]
     else:
-        arrays["retired_ms"] = arrays[record_columns.FLOAT_COLUMNS[-1]]
+        arrays["retired_ms"] = arrays[record_fields.FLOAT_COLUMNS[-1]]
     index = record_columns.index_path(path)
     np.savez(index, meta=np.frombuffer(json.dumps(meta).encode(), dtype=np.uint8), **arrays)
     assert record_columns.load(path) is None
@@ -245,12 +245,12 @@ def test_the_index_says_whether_any_record_is_a_chain_head_without_a_scan(tmp_pa
     def no_scan(*args):
         raise AssertionError("the file was scanned")
 
-    monkeypatch.setattr(chains, "_mentions", no_scan)
-    assert chains._holds_chains(path) is True
+    monkeypatch.setattr(activations, "scan_mentions", no_scan)
+    assert rundir.records_mention(path, chains.HOPS_KEY) is True
     rundir.append_records(path, raws[:1])  # no longer current: only a scan can tell
     assert record_columns.mentioned(path, chains.HOPS_KEY) is None
     monkeypatch.undo()
-    assert chains._holds_chains(path) is True
+    assert rundir.records_mention(path, chains.HOPS_KEY) is True
 
 
 def test_an_index_is_never_written_for_a_file_that_changed_while_it_was_made(tmp_path):

@@ -14,7 +14,7 @@ import time
 import pytest
 
 from faasprof import rundir
-from faasprof.errors import FormatError
+from faasprof.errors import FolderKindError, FormatError
 
 
 def test_create_never_reuses_a_path(tmp_path):
@@ -30,18 +30,18 @@ def test_manifest_roundtrip_and_version_check(tmp_path):
     clock = rundir.ClockAnchor(1_000, 5_000)
     manifest = rundir.new_manifest("t", {"test_name": "t"}, clock)
     rundir.write_manifest(tmp_path, manifest)
-    loaded = rundir.load_manifest(tmp_path)
+    loaded = rundir.read_manifest(tmp_path).to_json()
     assert loaded["format_version"] == rundir.FORMAT_VERSION
     assert rundir.ClockAnchor.from_json(loaded["clock"]).wall_ns_at(10) == 5_010
     loaded["format_version"] = 99
     (tmp_path / "manifest.json").write_text(json.dumps(loaded))
     with pytest.raises(FormatError, match="format_version 99 is not supported"):
-        rundir.load_manifest(tmp_path)
+        rundir.read_manifest(tmp_path)
 
 
 def test_missing_manifest_is_a_clear_error(tmp_path):
     with pytest.raises(FormatError, match="not a faasprof run directory"):
-        rundir.load_manifest(tmp_path)
+        rundir.read_manifest(tmp_path)
 
 
 def test_invocation_log_writes_columns_and_rows(tmp_path):
@@ -94,7 +94,7 @@ def _torn_run(tmp_path, planned=10, rows=range(0, 4), sends=range(0, 7)):
 
     clock = rundir.ClockAnchor(0, 1_000)
     manifest = rundir.new_manifest("t", {"test_name": "t"}, clock)
-    manifest["counts"]["planned"] = planned
+    manifest.counts["planned"] = planned
     rundir.write_manifest(tmp_path, manifest)
     rundir.write_plan(tmp_path, array("q", [i * 100 for i in range(planned)]), array("i", [i % 2 for i in range(planned)]), ["a", "b"], ["fa", "fb"])
     log = rundir.InvocationLog(tmp_path, flush_interval_s=0.05)
@@ -152,11 +152,11 @@ def test_whole_run_needs_no_reconstruction(tmp_path):
 def test_format_1_torn_run_is_counted_from_the_manifest(tmp_path):
     clock = rundir.ClockAnchor(0, 1_000)
     manifest = rundir.new_manifest("t", {"test_name": "t"}, clock)
-    manifest["format_version"] = 1
-    manifest["counts"]["planned"] = 8
+    manifest.format_version = 1
+    manifest.counts["planned"] = 8
     rundir.write_manifest(tmp_path, manifest)
     (tmp_path / "invocations.csv").write_text(",".join(rundir.INVOCATION_COLUMNS) + "\n0,i0,f,1,2,3,ok,202,a,\n1,i0,f,4,5,6,ok,202,b,\n")
-    assert rundir.load_manifest(tmp_path)["format_version"] == 1
+    assert rundir.read_manifest(tmp_path).format_version == 1
     assert len(rundir.read_invocations(tmp_path)) == 2
     report = rundir.completeness(tmp_path)
     assert (report.planned, report.uncounted, report.plan_source) == (8, 6, "manifest counts")
@@ -182,9 +182,9 @@ def test_a_failed_write_stops_writing_and_keeps_what_was_written(tmp_path):
 def test_typed_manifest_reads_every_field_and_keeps_the_rest(tmp_path):
     clock = rundir.ClockAnchor(1_000, 5_000)
     manifest = rundir.new_manifest("t", {"instances": {"i0": {"function": "f", "blocking": False}}}, clock, platform={"kind": "localwhisk"})
-    manifest["counts"]["planned"] = 7
-    manifest["monitors"] = [{"name": "perf", "status": "stopped", "events": ["cycles"]}, {"name": "rdt", "status": "failed"}]
-    manifest["something_new"] = {"kept": True}
+    manifest.counts["planned"] = 7
+    manifest.update(monitors=[{"name": "perf", "status": "stopped", "events": ["cycles"]}, {"name": "rdt", "status": "failed"}])
+    manifest.update(something_new={"kept": True})
     rundir.write_manifest(tmp_path, manifest)
     typed = rundir.read_manifest(tmp_path)
     assert (typed.format_version, typed.test_name, typed.status) == (rundir.FORMAT_VERSION, "t", "running")
@@ -193,16 +193,16 @@ def test_typed_manifest_reads_every_field_and_keeps_the_rest(tmp_path):
     assert typed.platform == {"kind": "localwhisk"} and typed.host == {}
     assert sorted(typed.monitors) == ["perf", "rdt"] and typed.monitors["perf"]["events"] == ["cycles"]
     assert typed.extra == {"something_new": {"kept": True}}
-    assert typed.to_json() == rundir.load_manifest(tmp_path)  # written back exactly as read
+    assert typed.to_json() == json.loads((tmp_path / "manifest.json").read_text())  # written back exactly as read
     rundir.write_manifest(tmp_path, typed)
-    assert rundir.load_manifest(tmp_path) == manifest
+    assert rundir.read_manifest(tmp_path) == manifest
 
 
 def test_monitors_are_one_shape_whatever_the_file_holds(tmp_path):
-    as_list = rundir.as_manifest({"monitors": [{"name": "perf", "status": "stopped"}]})
-    as_dict = rundir.as_manifest({"monitors": {"perf": {"status": "stopped"}}})
+    as_list = rundir.Manifest.from_json({"format_version": 2, "monitors": [{"name": "perf", "status": "stopped"}]})
+    as_dict = rundir.Manifest.from_json({"format_version": 2, "monitors": {"perf": {"status": "stopped"}}})
     assert as_list.monitors == as_dict.monitors == {"perf": {"name": "perf", "status": "stopped"}}
-    assert rundir.as_manifest({}).monitors == {}
+    assert rundir.Manifest.from_json({"format_version": 2}).monitors == {}
 
 
 @pytest.mark.parametrize(
@@ -217,12 +217,46 @@ def test_monitors_are_one_shape_whatever_the_file_holds(tmp_path):
     ],
 )
 def test_a_damaged_or_unknown_manifest_is_rejected_naming_the_field(tmp_path, change, message):
-    manifest = rundir.new_manifest("t", {}, rundir.ClockAnchor(1, 2))
+    manifest = rundir.new_manifest("t", {}, rundir.ClockAnchor(1, 2)).to_json()
     manifest.update(change)
     (tmp_path / "manifest.json").write_text(json.dumps(manifest))
     with pytest.raises(FormatError, match=message) as raised:
         rundir.read_manifest(tmp_path)
     assert str(raised.value).startswith(str(tmp_path / "manifest.json"))
+
+
+def test_a_study_folder_is_refused_where_a_run_directory_is_read_and_read_as_its_kind(tmp_path):
+    rundir.write_manifest(tmp_path, rundir.study_manifest("slowdown", 2, status="complete", fits={"exec_warm": None}))
+    assert json.loads((tmp_path / "manifest.json").read_text()) == {"format_version": 2, "kind": "slowdown", "status": "complete", "fits": {"exec_warm": None}}
+    with pytest.raises(FolderKindError) as raised:
+        rundir.read_manifest(tmp_path)
+    assert str(raised.value) == (f"{tmp_path} is a `faasprof slowdown` folder, not a run directory (its manifest says kind 'slowdown'); "
+                                 "its results are slowdown.csv and calls.csv in it, as `faasprof slowdown` wrote them")
+    study = rundir.read_manifest(tmp_path, kind="slowdown")
+    assert (study.kind, study.status, study.extra) == ("slowdown", "complete", {"fits": {"exec_warm": None}})
+    assert rundir.read_manifest(tmp_path, kind=None).kind == "slowdown"
+
+
+def test_a_run_directory_without_kind_reads_as_a_run_and_is_not_a_study_folder(tmp_path):
+    (tmp_path / "manifest.json").write_text(json.dumps({"format_version": 1, "test_name": "old", "status": "complete"}))
+    assert rundir.read_manifest(tmp_path).kind == "run"
+    with pytest.raises(FolderKindError) as raised:
+        rundir.read_manifest(tmp_path, kind="mpki")
+    assert str(raised.value) == f"{tmp_path} is a run directory, not a `faasprof mpki` folder (its manifest says kind 'run'); read it with `faasprof analyze {tmp_path}`"
+    (tmp_path / "manifest.json").write_text(json.dumps({"format_version": 1, "kind": "sweep-of-the-future"}))
+    with pytest.raises(FormatError, match="kind 'sweep-of-the-future' is not one faasprof .* knows .*; upgrade faasprof to read it"):
+        rundir.read_manifest(tmp_path)
+
+
+def test_a_typed_manifest_written_back_keeps_the_files_keys_and_adds_what_was_set(tmp_path):
+    (tmp_path / "manifest.json").write_text(json.dumps({"format_version": 1, "status": "running", "test_name": "old", "monitors": []}))
+    manifest = rundir.read_manifest(tmp_path)
+    manifest.status = "complete"
+    manifest.update(sweep_point={"values": {"rate": 2}}, note="kept")
+    rundir.write_manifest(tmp_path, manifest)
+    assert list(json.loads((tmp_path / "manifest.json").read_text()).items()) == [
+        ("format_version", 1), ("status", "complete"), ("test_name", "old"), ("monitors", []), ("sweep_point", {"values": {"rate": 2}}), ("note", "kept")]
+    assert rundir.update_manifest(tmp_path, analysis_error="boom").analysis_error == rundir.read_manifest(tmp_path).analysis_error == "boom"
 
 
 def test_format_1_manifest_reads_typed(tmp_path):

@@ -165,7 +165,7 @@ def test_rows_out_of_order_repeated_and_with_quoted_errors_read_the_same(tmp_pat
 def test_a_torn_run_reads_the_same_with_its_reconstructed_rows(tmp_path):
     clock = rundir.ClockAnchor(0, 1_000)
     manifest = rundir.new_manifest("t", {"test_name": "t"}, clock)
-    manifest["counts"]["planned"] = 10
+    manifest.counts["planned"] = 10
     rundir.write_manifest(tmp_path, manifest)
     rundir.write_plan(tmp_path, array("q", [i * 100 for i in range(10)]), array("i", [i % 2 for i in range(10)]), ["a", "b"], ["fa", "fb"])
     log = rundir.InvocationLog(tmp_path, flush_interval_s=0.05)

@@ -79,6 +79,17 @@ def test_adding_an_instance_leaves_the_others_unchanged():
         assert np.array_equal(times_of(make(base), name), times_of(make(more), name))
 
 
+def test_a_muted_instance_plans_nothing_and_leaves_the_others_unchanged():
+    """``"rate": 0`` is FaaSProfiler's "no invocations": valid, planned empty, the others as without it."""
+    base = {"a": {"application": "f", "distribution": "Poisson", "rate": 10}}
+    muted = dict(base, p={"application": "f", "distribution": "Poisson", "rate": 0}, u={"application": "f", "distribution": "Uniform", "rate": 0})
+    workload = make(muted)
+    assert [workload.instance(name).planned_estimate for name in ("p", "u")] == [0.0, 0.0]
+    counts = build_schedule(workload).counts()
+    assert counts["p"] == counts["u"] == 0 and counts["a"] > 0
+    assert np.array_equal(times_of(make(base), "a"), times_of(workload, "a"))
+
+
 def test_stream_key_is_stable():
     # A fixed value: changing the derivation would silently change every recorded schedule.
     assert stream_key("instance1") == stream_key("instance1")

@@ -10,6 +10,7 @@ import pytest
 
 from analyzer import chains
 from faasprof import rundir
+from faasprof.rundir import activations
 from faasprof.docker import docker_problem
 from invoker.storage import find_binary
 from conftest import REPO_ROOT
@@ -102,10 +103,10 @@ def test_chain_under_docker_isolation_reaches_the_api(cli, isolated_home, tmp_pa
 
 
 def test_the_hops_key_is_found_across_a_block_boundary_and_not_where_absent(tmp_path, monkeypatch):
-    monkeypatch.setattr(chains, "SCAN_BLOCK_BYTES", 8)
+    monkeypatch.setattr(activations, "SCAN_BLOCK_BYTES", 8)
     path = tmp_path / "a.jsonl"
     for offset in range(12):
         path.write_bytes(b"x" * offset + chains.HOPS_KEY + b"y" * 5)
-        assert chains._mentions(path, chains.HOPS_KEY), offset
+        assert activations.scan_mentions(path, chains.HOPS_KEY), offset
     path.write_bytes(b"x" * 40 + chains.HOPS_KEY[:-1] + b"y" * 40)
-    assert not chains._mentions(path, chains.HOPS_KEY)
+    assert not activations.scan_mentions(path, chains.HOPS_KEY)

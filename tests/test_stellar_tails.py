@@ -9,6 +9,7 @@ import pytest
 from analyzer import tails
 from analyzer.analysis import analyze_run
 from analyzer.compare import compare_runs
+from faasprof import rundir
 from tests.test_analyzer_synthetic import write_synthetic_run
 
 
@@ -42,7 +43,7 @@ def test_warm_and_cold_tails_are_separated():
             "platform_latency_ms": [np.nan] * 120,
         }
     )
-    rows = {(r["phase"], r["start_class"]): r for r in tails.tail_ratios(frame, {"workload": {"instances": {"i0": {}}}})["rows"]}
+    rows = {(r["phase"], r["start_class"]): r for r in tails.tail_ratios(frame, rundir.new_manifest("t", {"instances": {"i0": {"blocking": True}}}, rundir.ClockAnchor(0, 0)))["rows"]}
     assert rows[(0, "warm")]["p99_over_p50"] == pytest.approx(np.quantile(warm, 0.99) / 10.0)
     assert rows[(0, "cold")]["p50_ms"] == pytest.approx(209.5)
     assert rows[("all", "all")]["p99_over_p50"] > 15  # mixed: the cold starts are the tail

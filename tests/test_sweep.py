@@ -149,7 +149,7 @@ def test_allocation_applied_per_point_read_back_and_restored(tmp_path):
     assert log["status"] == "complete"
     applied = {}
     for point in log["points"]:
-        manifest = rundir.load_manifest(sweep_dir / point["run_dir"])
+        manifest = rundir.read_manifest(sweep_dir / point["run_dir"]).to_json()
         applied[point["values"]["llc_ways"]] = manifest["sweep_point"]["applied"]
     assert applied[2]["llc_ways"] == 2 and applied[20]["llc_ways"] == 20
     assert applied[2]["mba_percent"] == 40  # 35 % rounds up to the next 10 % step on this CPU

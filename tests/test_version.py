@@ -26,5 +26,5 @@ def test_cli_manifest_and_localwhisk_state_the_same_version():
     done = run_cli("--version")
     assert done.returncode == 0 and done.stdout.strip() == f"faasprof {__version__}"
     manifest = rundir.new_manifest("t", {}, rundir.ClockAnchor(0, 0))
-    assert manifest["faasprof"]["version"] == __version__
+    assert manifest.faasprof["version"] == __version__
     assert localwhisk.__version__ == __version__

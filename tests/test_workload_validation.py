@@ -40,9 +40,9 @@ _DELETE = object()
 
 # (id, changes {dotted key: value}, expected message after "CONFIG: ")
 BAD = [
-    ("negative rate", {"instances.i0.rate": -5}, "instances.i0.rate: must be a number > 0 (got -5)"),
+    ("negative rate", {"instances.i0.rate": -5}, "instances.i0.rate: must be a number >= 0 (got -5)"),
     ("rate not a number", {"instances.i0.rate": "fast"}, 'instances.i0.rate: must be a number (got "fast")'),
-    ("zero rate", {"instances.i0.rate": 0}, "instances.i0.rate: must be a number > 0 (got 0)"),
+    ("zero capacity fraction", {"instances.i0.rate": {"capacity_fraction": 0}}, "instances.i0.rate.capacity_fraction: must be a number > 0 (got 0)"),
     ("missing test_name", {"test_name": _DELETE}, "test_name: required; add it"),
     ("empty test_name", {"test_name": ""}, "test_name: must not be empty"),
     ("zero duration", {"test_duration_in_seconds": 0}, "test_duration_in_seconds: must be a number > 0 (got 0)"),
@@ -289,9 +289,41 @@ def test_validate_cli_reports_each_problem_and_exits_2(cli, tmp_path):
     lines = result.stderr.strip().splitlines()
     assert lines == [
         f'{bad}: instances.i0.rat: unknown key; did you mean "rate"?',
-        f"{bad}: instances.i0.rate: must be a number > 0 (got -5)",
+        f"{bad}: instances.i0.rate: must be a number >= 0 (got -5)",
     ]
     assert f"{good}: ok" in result.stdout
+
+
+def test_a_muted_instance_validates_and_plans_as_muted(cli, tmp_path):
+    data = copy.deepcopy(BASE)
+    data["instances"]["i1"] = {"application": "json_dumps", "distribution": "Uniform", "rate": 0}
+    path = tmp_path / "muted.json"
+    path.write_text(json.dumps(data))
+    validated = cli("validate", path)
+    assert validated.returncode == 0 and validated.stderr == "", validated.stderr
+    plan = cli("plan", path)
+    assert plan.returncode == 0, plan.stderr
+    row = next(line for line in plan.stdout.splitlines() if line.startswith("i1 "))
+    assert row.split()[3:6] == ["0", "(muted)", "0"] and row.split()[-1] == "0"
+    data["instances"]["i0"]["rate"] = 0
+    path.write_text(json.dumps(data))
+    validated = cli("validate", path)
+    assert validated.returncode == 0
+    assert validated.stderr.splitlines() == [f"warning: {path}: instances: every instance is muted (rate 0): a run would send nothing; give one a rate > 0"]
+
+
+@pytest.mark.parametrize("duration", [{"test_duration_in_secnds": 25}, {"test_duration_in_seconds": "25"}], ids=["misspelt", "a string"])
+def test_a_bad_duration_is_one_line_and_never_an_infinite_plan(cli, tmp_path, duration):
+    data = {key: value for key, value in copy.deepcopy(BASE).items() if key != "test_duration_in_seconds"}
+    data.update(duration)
+    del data["instances"]["i0"]["activity_window"]  # the whole test: an open end without a valid duration
+    path = tmp_path / "w.json"
+    path.write_text(json.dumps(data))
+    expected = (f'{path}: test_duration_in_secnds: unknown key; did you mean "test_duration_in_seconds"?' if "test_duration_in_secnds" in duration
+                else f'{path}: test_duration_in_seconds: must be a number (got "25")')
+    for command in ("validate", "plan"):
+        done = cli(command, path)
+        assert done.returncode == 2 and done.stderr.splitlines() == [expected], done.stderr
 
 
 def test_validate_cli_ok_exits_0(cli):

@@ -7,6 +7,8 @@ events in the half-open activity window ``[start, end)``.
   whatever the process gives: nothing is lost at low rates (FaaSProfiler drew ``int(2·rate·T)``
   gaps and so produced no event at all when rate·T < 0.5), and a longer window keeps the earlier
   arrivals identical.
+- A Poisson or Uniform instance at rate 0 is muted: no invocations, as FaaSProfiler generates
+  none for it (its workloads are read unchanged).
 - Uniform: exactly periodic at ``rate``; the first event at a seeded point of the first period
   (``phase: true``), at the window start (``false``) or at a given fraction of the period.
 - Burst: ``burst_size`` invocations at the same instant, bursts ``burst_gap_s`` apart (fixed), or
@@ -219,6 +221,8 @@ def trace_counts(rng: np.random.Generator, counts: np.ndarray, start_s: float, e
 def arrivals(instance, rng: np.random.Generator) -> np.ndarray:
     """Arrival times in seconds since test start for one resolved ``Instance``."""
     start_s, end_s = instance.window_s
+    if instance.distribution in ("Poisson", "Uniform") and instance.rate == 0:
+        return np.empty(0)  # a muted instance
     if instance.distribution == "Poisson":
         return poisson(rng, instance.rate, start_s, end_s)
     if instance.distribution == "Uniform":

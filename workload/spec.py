@@ -4,7 +4,7 @@ Every FaaSProfiler workload is accepted unchanged, with its README's intent wher
 disagreed: a null ``random_seed`` draws a fresh seed (recorded), a null or absent
 ``activity_window`` is the whole test, an absent ``endpoint`` is ``local_openwhisk``, and
 ``activity_window`` also cuts traces. The JSON Schema is the one source of the format; this module
-turns its errors into one line each, ``CONFIG: instances.i0.rate: must be a number > 0 (got -5)``,
+turns its errors into one line each, ``CONFIG: instances.i0.rate: must be a number >= 0 (got -5)``,
 and adds the checks a schema cannot express (windows inside the test, files that exist, the keys
 only an instance's platform takes, checked by it (``platforms.registry``), hosts, the planned
 invocation count and its memory, a platform's memory and request-size limits).
@@ -24,7 +24,7 @@ import json
 import math
 import os
 import secrets
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from functools import lru_cache
 from pathlib import Path
 from typing import Any, Iterable
@@ -34,7 +34,7 @@ from faasprof.paths import REPO_ROOT, WORKLOAD_SCHEMA_PATH
 
 CAPACITY_FRACTION = "capacity_fraction"  # "rate": {"capacity_fraction": 0.5}: half the measured capacity
 from functions import catalogue
-from functions.own import detect_runtime
+from functions.own import default_name, detect_runtime, looks_like_path
 from platforms import registry
 from platforms.base import PlatformLimits
 from platforms.openwhisk.connection import apihost_problem
@@ -65,7 +65,7 @@ class Instance:
     function: str  # action name (FaaSProfiler's "application")
     endpoint: str  # its platform's (platforms.registry): "local_openwhisk" | "generic"
     distribution: str  # one of DISTRIBUTIONS ("Trace" also for interarrivals_list)
-    rate: float | None  # invocations per second (Poisson, Uniform)
+    rate: float | None  # invocations per second (Poisson, Uniform); 0: muted, it plans nothing
     window_s: tuple[float, float]
     blocking: bool
     params: dict | None = None
@@ -140,21 +140,26 @@ class Workload:
         """Instances whose rate is a fraction of a capacity not resolved yet."""
         return [i for i in self.instances if i.capacity_fraction is not None and i.rate is None]
 
-    def with_capacities(self, capacities: dict[str, dict]) -> "Workload":
+    def with_capacities(self, capacities: dict[str, dict], partial: bool = False, missing_files_warn: bool = False) -> "Workload":
         """This workload with each capacity-fraction rate resolved: ``capacities`` maps an instance
         name to ``{"capacity_rps": C, ...provenance}``; the rate becomes fraction × C, and the
-        provenance is kept in the raw JSON (``capacity_resolution``) so the manifest records it."""
+        provenance is kept in the raw JSON (``capacity_resolution``) so the manifest records it.
+        ``partial``: instances missing from ``capacities`` stay unresolved (a dry run shows them).
+        ``missing_files_warn``: as ``workload_from_dict`` takes it, for a dry run."""
         raw = json.loads(json.dumps(self.raw))
         resolution = {}
         for instance in self.needs_capacity():
             entry = capacities.get(instance.name)
             if not entry or not entry.get("capacity_rps"):
+                if partial:
+                    continue
                 raise ConfigError(f"{self.origin}: instances.{instance.name}.rate: no capacity of {instance.function} to take {instance.capacity_fraction:g} of; run faasprof capacity {instance.function} first")
             rate = float(instance.capacity_fraction) * float(entry["capacity_rps"])
             raw["instances"][instance.name]["rate"] = round(rate, 6)
             resolution[instance.name] = {CAPACITY_FRACTION: instance.capacity_fraction, "rate_per_s": round(rate, 6), **entry}
         raw["capacity_resolution"] = resolution
-        return workload_from_dict(raw, origin=self.origin, path=self.path, seed=self.seed)
+        resolved = workload_from_dict(raw, origin=self.origin, path=self.path, seed=self.seed, missing_files_warn=missing_files_warn)
+        return replace(resolved, seed_was_null=self.seed_was_null)
 
     def functions(self) -> list[str]:
         """Names of the functions the workload invokes on platforms that host them, in first-use order."""
@@ -373,7 +378,17 @@ def schema_problems(data: Any) -> list[str]:
         for line in _message(error):
             if line not in lines:
                 lines.append(line)
-    return lines
+    # A misspelt required key is one mistake: its unknown-key line names the fix ("did you mean"),
+    # so the "required" line of the key it meant would only repeat it.
+    meant, required = set(), {}
+    for line in lines:
+        field_path, _, text = line.partition(": ")
+        parent, _, key = field_path.rpartition(".")
+        if text.startswith('unknown key; did you mean "'):
+            meant.add((parent, text.split('"')[1]))
+        elif text.startswith("required"):
+            required[line] = (parent, key)
+    return [line for line in lines if required.get(line) not in meant]
 
 
 # -- resolution and semantic checks -----------------------------------------------------------
@@ -422,13 +437,26 @@ class _Problems:
         self.warnings.append(f"{self.origin}: {field_path}: {text}")
 
 
-def _known_functions() -> list[str]:
-    """Names in the function catalogue."""
-    return list(catalogue.names())
-
-
 def _in_catalogue(name: str) -> bool:
     return catalogue.lookup(name.strip("/").split("/")[-1]) is not None
+
+
+def application_source(application: str, base_dir: Path | None) -> Path | None:
+    """The file or folder an instance's ``application`` names when it is a path that exists (a
+    researcher's own function); None for an action name. A catalogue name is never a path."""
+    if _in_catalogue(application) or not looks_like_path(application):
+        return None
+    path, _ = resolve_input_path(application, base_dir)
+    return path
+
+
+def unknown_function(application: str, base_dir: Path | None, known: Iterable[str] = ()) -> str:
+    """Why ``application`` names no function faasprof knows: a name outside the catalogue (with the
+    closest one of the catalogue or of ``known``, a platform's actions), or a path that is not there."""
+    if looks_like_path(application):
+        _, tried = resolve_input_path(application, base_dir)
+        return f'"{application}" is neither in the function catalogue nor an existing file or folder (looked in {", ".join(str(p) for p in tried)})'
+    return f'"{application}" is not in the function catalogue{catalogue.did_you_mean(application, known)}'
 
 
 def _load_param_file(path: Path, field_path: str, problems: _Problems) -> dict | None:
@@ -542,11 +570,19 @@ def _resolve_instance(name: str, spec: dict, top: dict, base_dir: Path | None, d
     data_file = find("data_file")
     trace_path = find("trace_file")
     source = find("source", kinds="file or folder")
+    function = spec["application"]
+    source_field = "source"
+    # A platform that deploys functions of the researcher's own takes "source" (OpenWhisk).
+    takes_source = platform is not None and "source" in platform.instance_keys
+    own = application_source(function, base_dir) if takes_source and "source" not in spec else None
+    if own is not None:
+        # A path in "application" is the researcher's function itself, named as `faasprof deploy PATH` names it.
+        source, function, source_field = own, default_name(own), "application"
     if source is not None:
         try:
             runtime = detect_runtime(source)
         except ConfigError as error:
-            problems.add(f"{where}.source", str(error))
+            problems.add(f"{where}.{source_field}", str(error))
         else:
             kind = spec.get("kind")
             if isinstance(kind, str) and not kind.startswith("python" if runtime == "python" else "nodejs"):
@@ -565,8 +601,8 @@ def _resolve_instance(name: str, spec: dict, top: dict, base_dir: Path | None, d
             param_file, params = entry.param_file, entry.sample_params()
 
     # The keys only some platforms take (OpenWhisk: source, kind; generic: url, data), as the
-    # instance's platform sees them.
-    for key, text in registry.instance_problems(endpoint, spec):
+    # instance's platform sees them (a path in "application" is the instance's source).
+    for key, text in registry.instance_problems(endpoint, spec if own is None else {**spec, "source": str(own)}):
         problems.add(f"{where}.{key}", text)
     host = spec.get("host")
     if host is not None and (not host.strip() or any(ch.isspace() or ch in "/@" for ch in host)):
@@ -578,7 +614,7 @@ def _resolve_instance(name: str, spec: dict, top: dict, base_dir: Path | None, d
     interarrivals_s = tuple(float(x) for x in interarrivals) if interarrivals is not None else None
     return Instance(
         name=name,
-        function=spec["application"],
+        function=function,
         endpoint=endpoint,
         distribution=distribution,
         rate=float(rate) if isinstance(rate, (int, float)) else None,
@@ -792,20 +828,18 @@ def workload_from_dict(data: Any, origin: str = "<workload>", path: Path | None 
         if reason:
             problems.add("platform.apihost", reason)
     if check_catalogue and not platform.get("actions_deployed"):
-        known = _known_functions()
         warned: set[str] = set()
         for instance in instances:
             if instance.function in warned:
                 continue  # one warning per function, at its first instance
             if instance.names_functions and instance.source is None and not _in_catalogue(instance.function):
                 warned.add(instance.function)
-                close = difflib.get_close_matches(instance.function, known, n=1, cutoff=0.6)
-                hint = f' (did you mean "{close[0]}"?)' if close else ""
-                problems.warn(
-                    f"instances.{instance.name}.application",
-                    f'"{instance.function}" is not in the function catalogue{hint}; it must already exist on the platform '
-                    f"(deploy it with `faasprof deploy PATH --name {instance.function}`, or give the instance a source folder)",
-                )
+                if looks_like_path(instance.function):
+                    fix = "fix the path to your function's file or folder (an action's full name must already exist on the platform)"
+                else:
+                    fix = (f"it must already exist on the platform (deploy it with `faasprof deploy PATH --name {instance.function}`, "
+                           "or give the instance a source folder)")
+                problems.warn(f"instances.{instance.name}.application", f"{unknown_function(instance.function, base_dir)}; {fix}")
 
     sweep = data.get("sweep") if isinstance(data.get("sweep"), dict) else None
     if sweep and isinstance(sweep.get("instances"), list) and not _covers("sweep.instances", bad):
@@ -820,7 +854,10 @@ def workload_from_dict(data: Any, origin: str = "<workload>", path: Path | None 
         runtime_script = _script(perf_monitoring.get("runtime_script"), "perf_monitoring.runtime_script", base_dir, problems)
         post_script = _script(perf_monitoring.get("post_script"), "perf_monitoring.post_script", base_dir, problems)
 
-    if instances and len(instances) == len(raw_instances):
+    if instances and all(instance.rate == 0 for instance in instances):
+        problems.warn("instances", "every instance is muted (rate 0): a run would send nothing; give one a rate > 0")
+    if instances and len(instances) == len(raw_instances) and duration_s is not None:
+        # Without a valid duration every window is open-ended: the duration's own line says what to fix.
         _size_problems(instances, data, problems)
     if limits is not None:
         limit_problems(instances, data, limits, problems)

@@ -45,7 +45,10 @@ from pathlib import Path
 
 import numpy as np
 
-from faasprof.rundir.record_fields import CATEGORY_COLUMNS, COUNTED_MENTIONS, FLOAT_COLUMNS, RECORD_COLUMNS, TEXT_COLUMNS, flatten_line
+# The column tuples are read as record_fields.X when used (never copied here), so a column added
+# there (ARCHITECTURE.md's metric recipe) reaches the index too.
+from faasprof.rundir import record_fields
+from faasprof.rundir.record_fields import COUNTED_MENTIONS, flatten_line
 
 FILE_SUFFIX = ".columns.npz"  # activations.jsonl -> activations.columns.npz
 FORMAT_VERSION = 1
@@ -84,23 +87,23 @@ class _Columns:
 
     def __init__(self) -> None:
         self.rows = 0
-        self.floats: dict[str, list[np.ndarray]] = {name: [] for name in FLOAT_COLUMNS}
+        self.floats: dict[str, list[np.ndarray]] = {name: [] for name in record_fields.FLOAT_COLUMNS}
         self.timed_out: list[np.ndarray] = []
-        self.labels: dict[str, dict[str, int]] = {name: {} for name in CATEGORY_COLUMNS}
-        self.codes: dict[str, list[np.ndarray]] = {name: [] for name in CATEGORY_COLUMNS}
-        self.texts: dict[str, list[dict[str, np.ndarray]]] = {name: [] for name in TEXT_COLUMNS}
+        self.labels: dict[str, dict[str, int]] = {name: {} for name in record_fields.CATEGORY_COLUMNS}
+        self.codes: dict[str, list[np.ndarray]] = {name: [] for name in record_fields.CATEGORY_COLUMNS}
+        self.texts: dict[str, list[dict[str, np.ndarray]]] = {name: [] for name in record_fields.TEXT_COLUMNS}
 
     def add_rows(self, rows: list[tuple]) -> None:
         if not rows:
             return
-        columns = dict(zip(RECORD_COLUMNS, zip(*rows)))
-        for name in FLOAT_COLUMNS:
+        columns = dict(zip(record_fields.RECORD_COLUMNS, zip(*rows)))
+        for name in record_fields.FLOAT_COLUMNS:
             try:
                 self.floats[name].append(np.asarray(columns[name], dtype="float64"))  # None becomes NaN
             except (TypeError, ValueError):
                 raise Unusual(f"{name}: a value that is not a number") from None
         self.timed_out.append(np.asarray(columns["timed_out"], dtype=bool))
-        for name in CATEGORY_COLUMNS:
+        for name in record_fields.CATEGORY_COLUMNS:
             values = columns[name]
             try:
                 distinct = set(values)
@@ -113,7 +116,7 @@ class _Columns:
                 where[value] = len(where)
             lookup = {**where, None: -1}
             self.codes[name].append(np.fromiter(map(lookup.__getitem__, values), dtype=np.int32, count=len(values)))
-        for name in TEXT_COLUMNS:
+        for name in record_fields.TEXT_COLUMNS:
             values = columns[name]
             if not set(map(type, values)) <= _TEXT_TYPES:
                 raise Unusual(f"{name}: a value that is not a string")
@@ -122,11 +125,11 @@ class _Columns:
 
     def arrays(self) -> tuple[dict[str, np.ndarray], dict[str, list[str]]]:
         out: dict[str, np.ndarray] = {}
-        for name in FLOAT_COLUMNS:
+        for name in record_fields.FLOAT_COLUMNS:
             out[name] = np.concatenate(self.floats[name]) if self.rows else np.zeros(0)
         out["timed_out"] = np.concatenate(self.timed_out) if self.rows else np.zeros(0, dtype=bool)
         labels: dict[str, list[str]] = {}
-        for name in CATEGORY_COLUMNS:
+        for name in record_fields.CATEGORY_COLUMNS:
             # Sorted labels, as pd.Categorical(values) has them.
             ordered = sorted(self.labels[name])
             remap = np.zeros(len(ordered) + 1, dtype=np.int32)
@@ -136,7 +139,7 @@ class _Columns:
             codes = np.concatenate(self.codes[name]) if self.rows else np.zeros(0, dtype=np.int32)
             out[f"{name}.codes"] = remap[codes]
             labels[name] = ordered
-        for name in TEXT_COLUMNS:
+        for name in record_fields.TEXT_COLUMNS:
             out.update(join_strings(name, self.texts[name]) if self.rows else encode_strings(name, []))
         return out, labels
 
@@ -317,8 +320,8 @@ class ColumnIndex:
 
 def _members() -> set[str]:
     """The arrays an index of today's ``RECORD_COLUMNS`` holds, ``meta`` included."""
-    texts = {f"{name}.{part}" for name in TEXT_COLUMNS for part in ("offsets", "data", "valid")}
-    return {"meta", "timed_out", *FLOAT_COLUMNS, *(f"{name}.codes" for name in CATEGORY_COLUMNS), *texts}
+    texts = {f"{name}.{part}" for name in record_fields.TEXT_COLUMNS for part in ("offsets", "data", "valid")}
+    return {"meta", "timed_out", *record_fields.FLOAT_COLUMNS, *(f"{name}.codes" for name in record_fields.CATEGORY_COLUMNS), *texts}
 
 
 def load(jsonl_path: str | os.PathLike) -> ColumnIndex | None:
@@ -335,7 +338,7 @@ def load(jsonl_path: str | os.PathLike) -> ColumnIndex | None:
             return None
         for key in ("rows", "covers_bytes", "crc32", "bad_lines"):
             int(meta[key])
-        if len(meta["identity"]) != 5 or set(meta["labels"]) != set(CATEGORY_COLUMNS) or set(npz.files) != _members():
+        if len(meta["identity"]) != 5 or set(meta["labels"]) != set(record_fields.CATEGORY_COLUMNS) or set(npz.files) != _members():
             # Written before a column was added or dropped: rebuilt by the next parse.
             npz.close()
             return None

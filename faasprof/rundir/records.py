@@ -37,7 +37,9 @@ import pyarrow.compute as pc
 
 from faasprof.errors import FormatError
 from faasprof.outcomes import TIMEOUT_MESSAGE_FRAGMENT
-from faasprof.rundir import record_columns
+# The column tuples are read as record_fields.X when used, never copied here, so a column added
+# there (ARCHITECTURE.md's metric recipe) reaches every reader; the names below are for callers.
+from faasprof.rundir import record_columns, record_fields
 from faasprof.rundir.record_fields import (  # noqa: F401  (the names the readers' callers use)
     CATEGORY_COLUMNS,
     ERROR_TEXT_CHARS,
@@ -72,15 +74,15 @@ def records_frame(columns: dict[str, list] | list[tuple]) -> pd.DataFrame:
     per activation id (the last record of an id wins)."""
     if isinstance(columns, list):
         rows = columns
-        columns = {name: list(values) for name, values in zip(RECORD_COLUMNS, zip(*rows))} if rows else {}
+        columns = {name: list(values) for name, values in zip(record_fields.RECORD_COLUMNS, zip(*rows))} if rows else {}
     data = {}
-    for name in RECORD_COLUMNS:
+    for name in record_fields.RECORD_COLUMNS:
         values = columns.get(name, [])
         if name == "activation_id":
             data[name] = pd.Series(np.array(values, dtype=object), dtype=TEXT_DTYPE)
-        elif name in TEXT_COLUMNS:
+        elif name in record_fields.TEXT_COLUMNS:
             data[name] = pd.Series(np.array(values, dtype=object), dtype=object)
-        elif name in CATEGORY_COLUMNS:
+        elif name in record_fields.CATEGORY_COLUMNS:
             try:
                 data[name] = pd.Categorical(values)  # few distinct values: small and fast
             except TypeError:  # a list or an object where a label belongs: labelled by its JSON text
@@ -104,7 +106,7 @@ def _to_float(values: list) -> np.ndarray:
 
 def _concat(chunks: list[pd.DataFrame]) -> pd.DataFrame:
     frame = pd.concat(chunks, ignore_index=True)
-    for name in CATEGORY_COLUMNS:  # concat turns categoricals with different categories into objects
+    for name in record_fields.CATEGORY_COLUMNS:  # concat turns categoricals with different categories into objects
         frame[name] = frame[name].astype("category")
     if frame["activation_id"].duplicated().any():
         frame = frame.drop_duplicates("activation_id", keep="last").reset_index(drop=True)
@@ -166,13 +168,13 @@ def index_frame(index: record_columns.ColumnIndex) -> pd.DataFrame:
     data: dict[str, Any] = {}
     rows = index.rows
     data["activation_id"] = pd.Series(pd.arrays.ArrowStringArray(_arrow_strings(index, "activation_id", rows)), dtype=TEXT_DTYPE)
-    for name in CATEGORY_COLUMNS:
+    for name in record_fields.CATEGORY_COLUMNS:
         data[name] = _joined_categorical([(index.labels(name), index.array(f"{name}.codes"))])
-    for name in FLOAT_COLUMNS:
+    for name in record_fields.FLOAT_COLUMNS:
         data[name] = index.array(name)
     data["timed_out"] = index.array("timed_out")
     data["error_text"] = pd.Series(_object_strings(index, "error_text", rows), dtype=object)
-    frame = pd.DataFrame({name: data[name] for name in RECORD_COLUMNS}, copy=False)
+    frame = pd.DataFrame({name: data[name] for name in record_fields.RECORD_COLUMNS}, copy=False)
     return _dedupe(frame)
 
 
@@ -198,14 +200,14 @@ def write_index(path: str | os.PathLike, frame: pd.DataFrame, bad: int) -> bool:
     refuses (the index only saves time: reading never depends on it)."""
     arrays: dict[str, np.ndarray] = {}
     labels: dict[str, list[str]] = {}
-    for name in CATEGORY_COLUMNS:
+    for name in record_fields.CATEGORY_COLUMNS:
         column = frame[name].array
         categories = list(column.categories)
         if any(type(label) is not str for label in categories):
             return False
         labels[name] = categories
         arrays[f"{name}.codes"] = np.asarray(column.codes, dtype=np.int32)
-    for name in FLOAT_COLUMNS:
+    for name in record_fields.FLOAT_COLUMNS:
         arrays[name] = frame[name].to_numpy(dtype="float64")
     arrays["timed_out"] = frame["timed_out"].to_numpy(dtype=bool)
     ids = arrow_strings(frame["activation_id"], large=True)
@@ -407,9 +409,9 @@ class _Parts:
         self.bad = 0
         self.rows = 0
         self.ids: list[pa.Array] = []
-        self.floats: dict[str, list[np.ndarray]] = {name: [] for name in FLOAT_COLUMNS}
+        self.floats: dict[str, list[np.ndarray]] = {name: [] for name in record_fields.FLOAT_COLUMNS}
         self.timed_out: list[np.ndarray] = []
-        self.codes: dict[str, list[tuple[list, np.ndarray]]] = {name: [] for name in CATEGORY_COLUMNS}
+        self.codes: dict[str, list[tuple[list, np.ndarray]]] = {name: [] for name in record_fields.CATEGORY_COLUMNS}
         self.failed: list[np.ndarray] = []
         self.errors: list = []
 
@@ -428,10 +430,10 @@ class _Parts:
         # Copies, never views: a column imported from DuckDB keeps its whole batch (every column of
         # the result) alive for as long as any of its buffers is referenced.
         self.ids.append(pa.concat_arrays([batch.column("activation_id").cast(pa.large_string())]))
-        for name in FLOAT_COLUMNS:
+        for name in record_fields.FLOAT_COLUMNS:
             self.floats[name].append(np.array(batch.column(name).to_numpy(zero_copy_only=False), dtype="float64", copy=True))
         self.timed_out.append(batch.column("timed_out").to_numpy(zero_copy_only=False).astype(bool, copy=False))
-        for name in CATEGORY_COLUMNS:
+        for name in record_fields.CATEGORY_COLUMNS:
             encoded = pc.dictionary_encode(batch.column(name))
             codes = pc.fill_null(encoded.indices, -1).to_numpy(zero_copy_only=False).astype(np.int32, copy=False)
             self.codes[name].append((encoded.dictionary.to_pylist(), codes))
@@ -452,15 +454,15 @@ class _Parts:
         ids = pa.chunked_array(self.ids, type=pa.large_string()).combine_chunks() if self.ids else pa.array([], type=pa.large_string())
         self.ids = []
         data["activation_id"] = pd.Series(pd.arrays.ArrowStringArray(ids), dtype=TEXT_DTYPE)
-        for name in CATEGORY_COLUMNS:
+        for name in record_fields.CATEGORY_COLUMNS:
             data[name] = _joined_categorical(self.codes.pop(name))
-        for name in FLOAT_COLUMNS:
+        for name in record_fields.FLOAT_COLUMNS:
             data[name] = np.concatenate(self.floats.pop(name)) if self.rows else np.zeros(0)
         data["timed_out"] = np.concatenate(self.timed_out) if self.rows else np.zeros(0, dtype=bool)
         self.timed_out = []
         data["error_text"] = pd.Series(np.full(self.rows, None, dtype=object), dtype=object)
         # copy=False: the columns stay the arrays just made (no consolidating copy of the float columns)
-        return pd.DataFrame({name: data[name] for name in RECORD_COLUMNS}, copy=False)
+        return pd.DataFrame({name: data[name] for name in record_fields.RECORD_COLUMNS}, copy=False)
 
 
 def _joined_categorical(pieces: list[tuple[list, np.ndarray]]) -> pd.Categorical:

@@ -9,7 +9,7 @@ Lifecycle (``faasprof run`` drives it)::
     for c in collectors: c.start(run_dir)
     ...                             # c.alive() tells whether it is still running
     for c in collectors: c.stop()   # SIGINT, wait, SIGTERM, wait, SIGKILL; safe twice
-    manifest["monitors"] = {c.name: c.describe() for c in collectors}
+    manifest.monitors = rundir.monitors_by_name([c.describe() for c in collectors])
 
 ``start`` does not raise when the tool fails: the failure is recorded (``describe()["status"]`` is
 ``failed``, ``alive()`` is False) and the caller decides, from ``required``, whether the run goes on.
@@ -46,7 +46,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Callable, ClassVar
 
-from faasprof.rundir import monitor_dir, write_json_atomic
+from faasprof.rundir import Manifest, monitor_dir, write_json_atomic
 from monitoring.host import Root
 
 META_FORMAT_VERSION = 1
@@ -247,10 +247,11 @@ class Collector:
 
     # -- what the rest of faasprof asks of a collector class ----------------------------------------
     @classmethod
-    def load_frame(cls, directory: Path, meta: dict, offset_s: float, manifest: dict):
+    def load_frame(cls, directory: Path, meta: dict, offset_s: float, manifest: Manifest):
         """The raw output in ``directory`` as a frame with ``t_s`` (seconds since the run's zero at
         the end of each sample), or None when there is nothing to parse. ``meta`` is the monitor's
-        ``meta.json`` over its manifest entry; ``offset_s`` is its start on the run clock."""
+        ``meta.json`` over its manifest entry; ``offset_s`` is its start on the run clock; ``manifest``
+        the run's (host facts)."""
         return None
 
     @classmethod

@@ -14,6 +14,7 @@ import subprocess
 import time
 from pathlib import Path
 
+from faasprof.rundir import Manifest
 from monitoring.collectors.base import INFO, NO, OK, Finding, ParseArgument, ParseKind, ProcessCollector, is_root, read_output, tail
 from monitoring.host import Root, mounts
 from monitoring.parsers.blkparse import blk_intervals
@@ -161,7 +162,7 @@ class BlktraceCollector(ProcessCollector):
         return data
 
     @classmethod
-    def load_frame(cls, directory: Path, meta: dict, offset_s: float, manifest: dict, interval_s: float = 1.0):
+    def load_frame(cls, directory: Path, meta: dict, offset_s: float, manifest: Manifest, interval_s: float = 1.0):
         import pandas as pd  # only when a trace is loaded: collectors start without pandas
 
         frames = []

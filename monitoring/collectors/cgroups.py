@@ -10,6 +10,7 @@ import os
 import time
 from pathlib import Path
 
+from faasprof.rundir import Manifest
 from monitoring.collectors.base import NO, OK, Finding, ParseKind, SamplingCollector, samples_on_run_clock
 from monitoring.host import Root, cgroup_info
 from monitoring.parsers.cgroups import parse_cgroup_samples
@@ -250,7 +251,7 @@ class CgroupCollector(SamplingCollector):
         return data
 
     @classmethod
-    def load_frame(cls, directory: Path, meta: dict, offset_s: float, manifest: dict):
+    def load_frame(cls, directory: Path, meta: dict, offset_s: float, manifest: Manifest):
         return samples_on_run_clock(directory / cls.output_name, parse_cgroup_samples, offset_s)
 
     @classmethod

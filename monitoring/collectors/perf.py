@@ -15,6 +15,7 @@ import subprocess
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from faasprof.rundir import Manifest
 from monitoring.collectors.base import NO, OK, WARN, Finding, ParseArgument, ParseKind, ProcessCollector, is_root, read_output
 from monitoring.derived import add_perf_metrics
 from monitoring.host import Root, cgroup_info
@@ -272,7 +273,7 @@ class PerfCollector(ProcessCollector):
         return data
 
     @classmethod
-    def load_frame(cls, directory: Path, meta: dict, offset_s: float, manifest: dict):
+    def load_frame(cls, directory: Path, meta: dict, offset_s: float, manifest: Manifest):
         text = read_output(directory / cls.output_name)
         if text is None:
             return None

@@ -14,6 +14,7 @@ import shutil
 import time
 from pathlib import Path
 
+from faasprof.rundir import Manifest
 from monitoring.collectors.base import INFO, NO, OK, WARN, Collector, Finding, ParseArgument, ParseKind, ProcessCollector, SamplingCollector, is_root, read_output
 from monitoring.derived import add_bandwidth_share
 from monitoring.host import Root, cpu_vendor_kind, cpuinfo, parse_cpu_list, resctrl_info
@@ -35,9 +36,8 @@ def _parse_resctrl(text: str, args: argparse.Namespace):
     return add_bandwidth_share(parse_resctrl_samples(text), getattr(args, "peak_mbps", None))
 
 
-def host_peak_mbps(manifest: dict) -> float | None:
-    """The host's stated memory-bandwidth peak from the manifest (``host.mem_peak_bw_mbps``)."""
-    host = manifest.get("host") or {}
+def host_peak_mbps(host: dict) -> float | None:
+    """The host's stated memory-bandwidth peak (the manifest's ``host.mem_peak_bw_mbps``)."""
     for key in ("mem_peak_bw_mbps", "memory_peak_bw_mbps"):
         if host.get(key):
             return float(host[key])
@@ -320,9 +320,9 @@ class RdtCollector(Collector):
         return data
 
     @classmethod
-    def load_frame(cls, directory: Path, meta: dict, offset_s: float, manifest: dict):
+    def load_frame(cls, directory: Path, meta: dict, offset_s: float, manifest: Manifest):
         # The workload's monitoring.rdt.peak_mbps (kept in the settings) wins over the host's.
-        peak_mbps = (meta.get("settings") or {}).get("peak_mbps") or host_peak_mbps(manifest)
+        peak_mbps = (meta.get("settings") or {}).get("peak_mbps") or host_peak_mbps(manifest.host)
         frame = None
         text = read_output(directory / ResctrlSampler.output_name)
         if text is not None:

@@ -17,6 +17,7 @@ import io
 import time
 from pathlib import Path
 
+from faasprof.rundir import Manifest
 from monitoring.collectors.base import NO, OK, Finding, ParseKind, SamplingCollector, samples_on_run_clock
 from monitoring.host import Root
 
@@ -130,7 +131,7 @@ class VmstatCollector(SamplingCollector):
         self._handle.flush()
 
     @classmethod
-    def load_frame(cls, directory: Path, meta: dict, offset_s: float, manifest: dict):
+    def load_frame(cls, directory: Path, meta: dict, offset_s: float, manifest: Manifest):
         return samples_on_run_clock(directory / cls.output_name, parse_vmstat_samples, offset_s)
 
     @classmethod

@@ -137,6 +137,11 @@ class OpenWhiskClient:
                 return None
             raise
 
+    def action_names(self, limit: int = 200) -> list[str]:
+        """The names of the namespace's actions (the first ``limit``, most recently updated first)."""
+        docs = self.request("GET", self.namespace_url("actions"), params={"limit": limit}).json()
+        return [doc["name"] for doc in docs if isinstance(doc, dict) and isinstance(doc.get("name"), str)] if isinstance(docs, list) else []
+
     def put_action(self, name: str, action: dict, overwrite: bool = True) -> dict:
         url = self.namespace_url("actions", quote_name(name))
         return self.request("PUT", url, expect=(200,), params={"overwrite": str(overwrite).lower()}, json=action).json()

@@ -23,8 +23,8 @@ from pathlib import Path
 from typing import Callable
 
 from faasprof.errors import ConfigError, NotReadyError, RunError
-from functions.catalogue import FunctionEntry, lookup, unknown_function_error
-from functions.own import own_entry, stage
+from functions.catalogue import FunctionEntry, did_you_mean, lookup, unknown_function_error
+from functions.own import looks_like_path, own_entry, stage
 from functions.package import build_archive, sha256
 from platforms.base import PlatformError
 
@@ -196,7 +196,7 @@ def ensure_actions(client, names: list[str], memory_mb: int | None = None) -> di
         else:
             missing.append(name)
     if absent:
-        raise missing_actions_error("deploy", [(name, "action") for name in absent], client.connection)
+        raise missing_actions_error("deploy", [(name, "action") for name in absent], client.connection, platform_action_names(client))
     if missing:
         for action in plan_actions(client, _entries(missing, memory_mb)):
             _put(client, action)
@@ -213,21 +213,34 @@ def connection_flags(connection) -> str:
     return f" --apihost {connection.apihost} --auth UUID:KEY" + (" --insecure" if connection.insecure else "")
 
 
-def missing_actions_error(origin: str, missing: list[tuple[str, str]], connection) -> NotReadyError:
-    """One NotReadyError (the platform lacks what the workload needs: exit 3) listing every
-    missing action with the command that deploys it.
+def platform_action_names(client) -> list[str]:
+    """The names of the actions on ``client``'s platform, for suggestions; empty when it will not list them."""
+    try:
+        return client.action_names()
+    except (RunError, NotReadyError, ValueError):  # the suggestion is a courtesy; the error it helps must still be said
+        return []
 
-    ``missing``: (action name, field path naming it). The first line sums up; one line follows per
-    action, each with its ``faasprof deploy`` command (``problems`` holds the lines)."""
+
+def missing_actions_error(origin: str, missing: list[tuple[str, str]], connection, known: list[str] = ()) -> NotReadyError:
+    """One NotReadyError (the platform lacks what the workload needs: exit 3) with one line per
+    missing action (``problems``): the closest name of the catalogue or of ``known`` (the
+    platform's actions), and the command that deploys it.
+
+    ``missing``: (action name, field path naming it)."""
     where = f"{connection.apihost} (namespace {connection.namespace})" if connection is not None else "the platform"
-    names = list(dict.fromkeys(name for name, _ in missing))
-    summary = (f"{origin}: {len(names)} action{'s' if len(names) != 1 else ''} missing on {where}: {', '.join(names)}; "
-               "deploy them as below, or give each instance a \"source\" folder that faasprof deploys")
-    lines = [summary]
+    lines = []
+    seen: set[str] = set()
     for name, field_path in missing:
-        lines.append(f"{origin}: {field_path}: action {name} does not exist on {where}; deploy it: "
-                     f"faasprof deploy PATH/TO/{name} --name {name}{connection_flags(connection)}")
-    error = NotReadyError(summary)
+        if name in seen:
+            continue  # said once, at the first field naming it
+        seen.add(name)
+        if looks_like_path(name):  # a path that is not there, or a fully qualified name: no command fits both
+            fix = "fix the path to your function's file or folder, or deploy the action under this name"
+        else:
+            fix = f"deploy your function under this name: faasprof deploy PATH --name {name}{connection_flags(connection)}"
+            fix += ', or give the instance a "source" (your function\'s file or folder)' if field_path.startswith("instances.") else ""
+        lines.append(f"{origin}: {field_path}: action {name} does not exist on {where}{did_you_mean(name, known)}; {fix}")
+    error = NotReadyError(lines[0])
     error.problems = lines
     return error
 
@@ -268,7 +281,7 @@ def ensure_workload_actions(client, workload, serves: Callable[[object], bool]) 
         else:
             absent.append((instance.function, f"instances.{instance.name}.application"))
     if absent:
-        raise missing_actions_error(workload.origin, absent, connection)
+        raise missing_actions_error(workload.origin, absent, connection, platform_action_names(client))
     for memory_mb, names in catalogue_missing.items():
         for action in plan_actions(client, _entries(names, memory_mb)):
             _put(client, action)

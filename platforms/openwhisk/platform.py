@@ -129,7 +129,7 @@ class OpenWhiskPlatform(Platform):
         return self.info
 
     def ensure_deployed(self, workload: Any) -> dict[str, str]:
-        """Every action the workload invokes here exists (see ``openwhisk_deploy.ensure_workload_actions``);
+        """Every action the workload invokes here exists (see ``deploy.ensure_workload_actions``);
         the namespace of web action URLs is resolved too."""
         actions = ensure_workload_actions(self.client, workload, self.serves)
         self.resolve_web_namespace(any(i.data_file is not None and i.data_mode == "web" and self.serves(i) for i in workload.instances))

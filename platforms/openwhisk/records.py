@@ -199,15 +199,15 @@ def save_run_records(run_dir: str | os.PathLike, client, say: Callable[[str], No
     missing, the deadline and why records are missing.
     """
     run_dir = Path(run_dir)
-    manifest = rundir.load_manifest(run_dir)
+    manifest = rundir.read_manifest(run_dir)
     rows = rundir.read_invocations(run_dir)
     wanted = {row["activation_id"] for row in rows if row["activation_id"]}
     functions = {row["function"] for row in rows if row["activation_id"]}
     sent = [int(row["sent_ns"]) for row in rows if row["sent_ns"]]
-    wall_zero_ns = int((manifest.get("clock") or {}).get("wall_ns_at_zero", 0))
+    wall_zero_ns = manifest.wall_ns_at_zero
     since_ms = (wall_zero_ns + (min(sent) if sent else 0)) // 1_000_000 - WINDOW_MARGIN_MS
     last_sent_wall_ms = (wall_zero_ns + (max(sent) if sent else 0)) // 1_000_000
-    path = run_dir / rundir.ACTIVATIONS
+    path = rundir.activations_path(run_dir)
     found = {key: value for key, value in rundir.read_record_ids(path).items() if key in wanted}
     limits = action_time_limits_ms(client, functions) if wanted - found.keys() else {}
     longest_ms = max(limits.values(), default=DEFAULT_ACTION_TIMEOUT_MS)

@@ -3,12 +3,15 @@
 Everything ``run`` would refuse is caught here, in one pass per file: syntax and encoding,
 duplicate keys, the schema, the files a workload names, sizes beyond what a machine can plan,
 and what the platform would refuse. The platform is the one ``run`` would use: with none named
-(no --apihost, platform block or ~/.wskprops) the embedded localwhisk's limits are checked
-without starting it, and a function outside the catalogue without a ``source`` is a warning (it
-must exist on the platform the workload runs on); with a platform named, it is asked (``GET /``
-and each action) and a missing action is an error listing the deploy commands (exit 3:
-the file is right, the platform is not ready for it), unless
-``--offline``, which checks the file alone. ``workload_configs/schema.json`` (the JSON Schema) is recognised and skipped.
+(no --apihost, platform block or ~/.wskprops) the embedded localwhisk is checked without starting
+it, by the very checks ``run`` makes before starting it (``invoker.preflight``: its limits, and a
+function outside the catalogue without a ``source`` is refused with ``run``'s line, since it starts
+empty); with a platform named, it is asked (``GET /`` and each action) and a missing action is an
+error listing the deploy commands (exit 3: the file is right, the platform is not ready for it),
+unless ``--offline``, which checks the file alone (functions outside the catalogue are warnings).
+A rate given as a fraction of a capacity is shown resolved from the stored capacity, or as not
+measured yet (``run`` measures it first). ``workload_configs/schema.json`` (the JSON Schema) is
+recognised and skipped.
 """
 
 from __future__ import annotations
@@ -17,9 +20,10 @@ import argparse
 import sys
 from pathlib import Path
 
+from experiments import capacity_store
 from faasprof.errors import EXIT_BAD_INPUT, EXIT_NOT_READY, ConfigError, FaasprofError
 from platforms.openwhisk.connection import add_connection_arguments, resolve_connection
-from invoker.preflight import embedded_limits, platform_check
+from invoker.preflight import embedded_limits, embedded_missing, platform_check
 from workload.spec import is_schema_document, parse_workload_file, workload_from_dict
 
 
@@ -59,13 +63,21 @@ def _check(config: str, args: argparse.Namespace) -> tuple[list[str], list[str],
     problems: list[str] = []
     missing: list[str] = []
     warnings = list(workload.warnings)
-    if connection is not None:
-        # The platform answers what the catalogue could only guess: no warning, a definite answer.
-        problems, missing = platform_check(workload, connection)
-        warnings = [w for w in warnings if "is not in the function catalogue" not in w]
+    if not args.offline:
+        # The platform answers what the catalogue could only guess: no warning, a definite answer
+        # (the embedded localwhisk starts empty: run refuses what it cannot deploy, and so does this).
+        problems, missing = platform_check(workload, connection) if connection is not None else (embedded_missing(workload), [])
+        warnings = [w for w in warnings if "in the function catalogue" not in w]
+    capacities = {}
+    if workload.needs_capacity():
+        identity = connection if not args.offline else resolve_connection(args, platform_block, origin=config)  # reads files only
+        capacities = capacity_store.stored_capacities(workload, identity, platform_block.get("localwhisk"))
+        if capacities:
+            workload.with_capacities(capacities, partial=True)  # the rates they make must be valid too (not too many invocations)
     count = len(workload.instances)
     where = "offline" if args.offline else ("for the embedded localwhisk" if connection is None else f"on {connection.apihost}")
-    return problems, missing, warnings, f"{config}: ok ({count} instance{'s' if count != 1 else ''}, {workload.duration_s:g} s; checked {where})"
+    ok_line = f"{config}: ok ({count} instance{'s' if count != 1 else ''}, {workload.duration_s:g} s; checked {where})"
+    return problems, missing, warnings, "\n".join([ok_line, *(f"  {line}" for line in capacity_store.describe_fractions(workload, capacities))])
 
 
 def main(args: argparse.Namespace) -> int:

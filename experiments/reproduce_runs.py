@@ -1,0 +1,326 @@
+"""The experiments behind ``faasprof reproduce``, each built from the existing pieces and returning
+the numbers its figures' verdicts read (``experiments.reproduce.judge``).
+
+======================  =============================================================================
+experiment              what runs
+======================  =============================================================================
+``capacity``            the stored capacity of json_dumps on this host and platform, else a short
+                        capacity search (``capacity_store.resolve_workload``, as ``faasprof run`` does)
+``modes``               json_dumps at rising fractions of that capacity, one phase each, non-blocking
+                        (Figs 4, 5; with RDT monitoring also Figs 10, 11): ``execute_analyzed``
+``cold``                single calls of a short function, further apart than the idle timeout, so
+                        that every call is a cold start (Fig 5)
+``slowdown``            ``run_slowdown`` on the chosen isolation and, on Docker, on process
+                        sandboxes beside it (Figs 15, 16)
+``mpki``                each function alone with perf counting branch misses (Figs 6, 7)
+``interference``        the Fig 14 workload with the victim at 80 % of the capacity
+======================  =============================================================================
+
+Every run directory is an ordinary one under ``<reproduce dir>/runs/`` (``faasprof analyze``
+re-analyses it). A failing experiment returns ``{"error": ...}``: its figures say so, the others
+go on.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Callable
+
+import numpy as np
+
+from analyzer.analysis import load_run, load_summary
+from experiments import capacity_store
+from experiments import reproduce as plan
+from experiments.analyzed import execute_analyzed
+from experiments.capacity import find_capacity
+from experiments.interference import report_run, resolve_rate
+from experiments.mpki import FIGURE as MPKI_FIGURE
+from experiments.mpki import mpki_workload, plot_mpki, row_for_run
+from experiments.reproduce_rules import exponent_ci, ratio_ci
+from experiments.slowdown import CALLS_CSV, FIG15, FIG16, SLOWDOWN_CSV, SlowdownOptions, load_calls, load_rows, run_slowdown
+from faasprof import rundir
+from faasprof.errors import FaasprofError, NotReadyError
+from faasprof.paths import WORKLOAD_CONFIGS_DIR
+from functions.catalogue import require
+from workload.spec import workload_from_dict
+
+INTERFERENCE_WORKLOAD = WORKLOAD_CONFIGS_DIR / "fig14_interference.json"
+INTERFERENCE_FRACTION = 0.8
+MPKI_RATE_RPS = 2.0  # faasprof mpki's default: a balanced load for every function
+
+
+@dataclass
+class Context:
+    out: Path  # the reproduce directory
+    connection: Any  # None: the embedded localwhisk
+    isolation: str  # docker | process | openwhisk (a named platform)
+    profile: plan.Profile
+    monitoring: dict  # the collectors the host allows, for the modes and interference runs
+    say: Callable[[str], None] | None = None
+
+    @property
+    def runs(self) -> Path:
+        return self.out / "runs"
+
+    def settings(self, isolation: str | None = None, **extra: Any) -> dict:
+        """localwhisk's settings (empty on a named platform)."""
+        if self.connection is not None:
+            return {}
+        chosen = isolation or self.isolation
+        return {"isolation": "docker" if chosen == "docker" else "auto", **extra}
+
+
+def platform_label(ctx: Context, isolation: str | None = None) -> str:
+    if ctx.connection is not None:
+        return f"OpenWhisk at {ctx.connection.apihost}"
+    return f"localwhisk, {isolation or ctx.isolation} isolation"
+
+
+def guarded(name: str, run: Callable[[], dict]) -> dict:
+    """``run()``, or ``{"error": ...}`` when it fails for a reason faasprof can name."""
+    try:
+        return run()
+    except (FaasprofError, OSError, ValueError, KeyError) as error:
+        return {"error": f"{type(error).__name__}: {error}"[:400], "run_dirs": []}
+
+
+def _search(function: str, **options: Any) -> dict:
+    """``find_capacity`` with probes long enough that warm sandboxes, not the cold starts of a fresh
+    platform, decide each probe's mode (``plan.CAPACITY_SEARCH`` replaces the store's quick search)."""
+    for name in capacity_store.QUICK_SEARCH:
+        options.pop(name, None)
+    return find_capacity(function, **options, **plan.CAPACITY_SEARCH)
+
+
+def capacity(ctx: Context, function: str = plan.MODES_FUNCTION) -> dict:
+    """The capacity of ``function`` here: stored, else measured and stored (``capacity_store``)."""
+    data = {"test_name": f"reproduce-capacity-{function}", "test_duration_in_seconds": 1, "random_seed": 1,
+            "instances": {"c": {"application": function, "distribution": "Uniform", "rate": {"capacity_fraction": 1.0}}}}
+    workload = workload_from_dict(data, origin="faasprof reproduce (capacity)")
+    resolved = capacity_store.resolve_workload(workload, ctx.connection, ctx.settings(), ctx.runs, measure=_search, say=ctx.say)
+    entry = resolved.raw["capacity_resolution"]["c"]
+    return {"capacity_rps": float(entry["capacity_rps"]), "source": str(entry.get("capacity_source")), "key": entry.get("capacity_key"),
+            "run_dirs": sorted(str(p) for p in (ctx.runs / "capacity").glob("capacity-*") if p.is_dir())}
+
+
+def _successful_calls(frame) -> list[dict]:
+    rows = frame[frame["successful"].astype(bool) & frame["has_record"].astype(bool)]
+    columns = ["instance", "start_class", "wait_ms", "init_ms", "execution_ms", "duration_ms", "intended_s"]
+    return [dict(zip(columns, values)) for values in zip(*(rows[c].astype(str if c in ("instance", "start_class") else "float64").tolist() for c in columns))]
+
+
+def _phase_rows(summary: dict, phases: list[dict]) -> list[dict]:
+    by_instance = {i["instance"]: i["phases"][-1] for i in summary["instances"] if i.get("phases")}
+    out = []
+    for p in phases:
+        stats = by_instance.get(p["instance"], {})
+        out.append({**p, "mode": stats.get("mode", "unknown"), "n": stats.get("successful", 0), "reasons": stats.get("mode_reasons") or "",
+                    "p50_ms": stats.get("completion_latency_ms_p50"), "ci_low": stats.get("completion_latency_ms_p50_ci_low"),
+                    "ci_high": stats.get("completion_latency_ms_p50_ci_high"), "window_s": [stats.get("steady_start_s"), stats.get("phase_end_s")],
+                    "achieved_rps": stats.get("achieved_rps"), "execution_ms_p50": stats.get("execution_ms_p50")})
+    return out
+
+
+def _per_second(frame, column: str, inside: Callable[[np.ndarray], np.ndarray] | None = None, ratio: bool = False) -> list[float]:
+    """Per-interval values of a monitor column (summed over units; averaged for a ratio such as IPC),
+    at the times ``inside`` accepts (all without it)."""
+    if frame is None or column not in frame.columns:
+        return []
+    grouped = frame.groupby("t_s", sort=True)[column]
+    series = grouped.mean() if ratio else grouped.sum(min_count=1)
+    t = series.index.to_numpy(dtype="float64")
+    values = series.to_numpy(dtype="float64")
+    if inside is not None:
+        values = values[inside(t)]
+    return [float(v) for v in values if math.isfinite(v)]
+
+
+def _between(window: list) -> Callable[[np.ndarray], np.ndarray]:
+    low, high = (math.nan, math.nan) if None in window else window
+    return lambda t: (t >= low) & (t < high)
+
+
+def _modes_run(ctx: Context, phases: list[dict], grace: float, warmup: dict | None = None) -> dict:
+    """One run of ``phases`` back to back (after ``warmup``'s rate for ``length_s``, left out of
+    the rows, when given): the rows with the analyzer's modes, the successful calls, the bandwidth."""
+    instances, start = {}, 0.0
+    for p in ([{**warmup, "instance": "warm-up"}] if warmup else []) + phases:
+        p.setdefault("instance", f"at-{p['fraction']:g}x")
+        instances[p["instance"]] = {"application": plan.MODES_FUNCTION, "distribution": "Uniform", "rate": p["rate_rps"],
+                                    "activity_window": [start, start + p["length_s"]]}
+        start += p["length_s"]
+    data = {"test_name": "reproduce-modes", "test_duration_in_seconds": start, "random_seed": 7, "blocking_cli": False, "instances": instances}
+    if ctx.monitoring:
+        data["monitoring"] = ctx.monitoring
+    workload = workload_from_dict(data, origin="faasprof reproduce (Figs 4, 5)")
+    run_dir = execute_analyzed(workload, ctx.runs, connection=ctx.connection, local_settings=ctx.settings(pause_grace_ms=grace), progress=False, analyze=True)
+    rows = _phase_rows(load_summary(run_dir), phases)
+    run = load_run(run_dir)
+    mine = {p["instance"] for p in phases}
+    bandwidth = [s for s in (_per_second(run.monitors.get("rdt"), "mem_bw_mbps", _between(r["window_s"])) for r in rows) if s]
+    return {"run_dir": str(run_dir), "rows": rows, "calls": [c for c in _successful_calls(run.invocations) if c["instance"] in mine], "bandwidth": bandwidth}
+
+
+def modes(ctx: Context, cap: dict) -> dict:
+    """Figs 4, 5 (and 10, 11 with RDT): json_dumps at each fraction of the capacity, one phase
+    each; while no phase is over-invoked (a capacity measured too low), one more run at twice the
+    highest rate, after a warm-up at that rate (``Profile.escalations`` at most)."""
+    grace = plan.pause_grace_for(cap["capacity_rps"]) if ctx.connection is None else plan.PAUSE_GRACE_MS
+    done = [_modes_run(ctx, plan.phase_plan(ctx.profile, cap["capacity_rps"], grace), grace)]
+    for _ in range(ctx.profile.escalations):
+        step = plan.higher_phase([r for d in done for r in d["rows"]], ctx.profile.phase_s, grace)
+        if step is None:
+            break
+        higher, warmup = step
+        if ctx.say:
+            ctx.say(f"no phase over-invoked up to {warmup['rate_rps']:.3g}/s: one more at {higher['rate_rps']:.3g}/s")
+        done.append(_modes_run(ctx, [higher], grace, warmup=warmup))
+    rows = [r for d in done for r in d["rows"]]
+    over = {r["instance"] for r in rows if r["mode"] == "over-invoked"}
+    calls = [c for d in done for c in d["calls"]]
+    bandwidth = sorted((s for d in done for s in d["bandwidth"]), key=lambda s: float(np.median(s)))
+    return {"run_dirs": [d["run_dir"] for d in done], "capacity": cap, "phases": rows,
+            "over_calls": [c for c in calls if c["instance"] in over], "other_calls": [c for c in calls if c["instance"] not in over],
+            "bandwidth_low": bandwidth[0] if bandwidth else [], "bandwidth_high": bandwidth[-1] if bandwidth else [],
+            "plots": [str(Path(d["run_dir"]) / rundir.ANALYSIS / "plots" / name) for d in done for name in ("latency_over_time.png", "breakdown.png")]}
+
+
+def cold(ctx: Context) -> dict:
+    """Fig 5's cold starts: calls of a short function further apart than the idle timeout."""
+    calls = ctx.profile.cold_calls
+    data = {"test_name": "reproduce-cold", "test_duration_in_seconds": calls * plan.COLD_GAP_S, "random_seed": 5, "blocking_cli": True,
+            "instances": {"cold": {"application": plan.COLD_FUNCTION, "distribution": "Burst", "burst_size": 1, "burst_gap_s": plan.COLD_GAP_S}}}
+    workload = workload_from_dict(data, origin="faasprof reproduce (Fig 5)")
+    settings = ctx.settings(idle_timeout_s=plan.COLD_IDLE_TIMEOUT_S)
+    run_dir = execute_analyzed(workload, ctx.runs, connection=ctx.connection, local_settings=settings, progress=False, analyze=True)
+    found = [c for c in _successful_calls(load_run(run_dir).invocations) if c["start_class"] == "cold"]
+    return {"run_dirs": [str(run_dir)], "cold_calls": found, "plots": [str(run_dir / rundir.ANALYSIS / "plots" / "breakdown.png")]}
+
+
+def summarise_slowdown(rows: list[dict], calls: list) -> dict:
+    """Per function the warm execution factor with its bootstrap interval (latency where execution
+    is below the records' resolution), and the exponent of the power law over the functions."""
+    functions, samples = [], {}
+    for row in rows:
+        name = row["function"]
+        used = {phase: [c for c in calls if c.function == name and c.phase == phase and c.counts] for phase in ("native", "warm")}
+        measure = "exec_ms" if math.isfinite(row.get("slowdown_exec_warm", math.nan)) else "latency_ms"
+        native = [getattr(c, measure) for c in used["native"]]
+        warm = [getattr(c, measure) for c in used["warm"]]
+        factor, low, high = ratio_ci(warm, native)
+        native_exec = [c.exec_ms for c in used["native"]]
+        functions.append({"function": name, "measure": "execution" if measure == "exec_ms" else "latency",
+                          "native_ms": float(np.median(native_exec)) if native_exec else math.nan, "factor": factor, "ci_low": low, "ci_high": high,
+                          "n": len(native) + len(warm), "resumed_factor": row.get("slowdown_exec_resumed"), "notes": row.get("notes") or ""})
+        if measure == "exec_ms":
+            samples[name] = (native, warm)
+    return {"functions": functions, "exponent": exponent_ci(samples), "fitted": sorted(samples)}
+
+
+def slowdown(ctx: Context) -> dict:
+    """Figs 15, 16 on the chosen isolation and, when that is Docker, on process sandboxes beside it."""
+    entries = [require(name, where="faasprof reproduce") for name in ctx.profile.slowdown_functions]
+    isolations = [ctx.isolation] + (["process"] if ctx.isolation == "docker" else [])
+    by_isolation, run_dirs = {}, []
+    for isolation in isolations:
+        options = SlowdownOptions(repeat=ctx.profile.slowdown_repeat, extra_settings=ctx.settings(isolation))
+        out = run_slowdown(entries, ctx.runs, options, connection=ctx.connection, progress=False)
+        run_dirs.append(str(out))
+        summary = summarise_slowdown(load_rows(out / SLOWDOWN_CSV), load_calls(out / CALLS_CSV))
+        by_isolation[isolation] = {**summary, "platform": platform_label(ctx, isolation), "dir": str(out), "plots": [str(out / FIG15), str(out / FIG16)]}
+    return {"primary": ctx.isolation, "by_isolation": by_isolation, "run_dirs": run_dirs,
+            "plots": by_isolation[ctx.isolation]["plots"]}
+
+
+def _mpki_run(ctx: Context, function: str) -> Path:
+    """One function alone with perf: per cgroup of the sandboxes where the host allows it, else system-wide."""
+    for per in ("cgroup", "system"):
+        workload = workload_from_dict(mpki_workload(function, MPKI_RATE_RPS, ctx.profile.mpki_s, per), origin=f"faasprof reproduce (mpki {function})")
+        try:
+            return execute_analyzed(workload, ctx.runs, connection=ctx.connection, local_settings=ctx.settings(), progress=False, analyze=True)
+        except NotReadyError as problem:
+            if per == "system" or "per cgroup" not in str(problem):
+                raise
+    raise AssertionError("unreachable")
+
+
+def mpki(ctx: Context) -> dict:
+    """Figs 6, 7: branch MPKI per second of the shortest and the longest function."""
+    rows, samples = [], {}
+    for function in ctx.profile.mpki_functions:
+        run_dir = _mpki_run(ctx, function)
+        rows.append(row_for_run(run_dir, function, MPKI_RATE_RPS))
+        perf = load_run(run_dir).monitors.get("perf")
+        samples[function] = _per_second(perf, "branch_mpki", ratio=True)
+    ordered = sorted((r for r in rows if math.isfinite(r["execution_ms_p50"])), key=lambda r: r["execution_ms_p50"])
+    figure = ctx.out / MPKI_FIGURE
+    drawn = plot_mpki(rows, figure)
+    return {"run_dirs": [r["run_dir"] for r in rows], "rows": rows,
+            "short_mpki": samples.get(ordered[0]["function"], []) if ordered else [], "long_mpki": samples.get(ordered[-1]["function"], []) if ordered else [],
+            "plots": [str(figure)] if drawn else []}
+
+
+def interference(ctx: Context, cap: dict) -> dict:
+    """Fig 14: the victim's latency and the system's IPC inside and outside the aggressor's window."""
+    data = json.loads(INTERFERENCE_WORKLOAD.read_text(encoding="utf-8"))
+    resolved, rate = resolve_rate(data, "json_dumps", cap["capacity_rps"], INTERFERENCE_FRACTION, f"capacity {cap['source']}")
+    workload = workload_from_dict(resolved, origin=str(INTERFERENCE_WORKLOAD), path=INTERFERENCE_WORKLOAD)
+    run_dir = execute_analyzed(workload, ctx.runs, connection=ctx.connection, local_settings=ctx.settings(), progress=False, analyze=True)
+    result_path = report_run(run_dir, "json_dumps", "deltablue", rate)
+    result = json.loads(Path(result_path).read_text(encoding="utf-8"))
+    window = result.get("aggressor_window_s") or [math.nan, math.nan]
+    perf = load_run(run_dir).monitors.get("perf")
+    during = _between(window)
+    inside = _per_second(perf, "ipc", during, ratio=True)
+    outside = _per_second(perf, "ipc", lambda t: ~during(t), ratio=True)
+    return {"run_dirs": [str(run_dir)], "ipc_inside": inside, "ipc_outside": outside, "latency": result.get("latency"),
+            "plots": [str(Path(result_path).parent / result["figure"])]}
+
+
+# -- the order of work -------------------------------------------------------------------------
+
+EXPERIMENT_ORDER = ("capacity", "modes", "cold", "slowdown", "mpki", "interference")
+DESCRIPTIONS = {
+    "capacity": f"capacity of {plan.MODES_FUNCTION} on this host and platform",
+    "modes": f"{plan.MODES_FUNCTION} at rising fractions of its capacity (Figs 4, 5)",
+    "cold": f"cold starts of {plan.COLD_FUNCTION} (Fig 5)",
+    "slowdown": "native against FaaS execution (Figs 15, 16)",
+    "mpki": "branch MPKI per function (Figs 6, 7)",
+    "interference": "the Fig 14 workload",
+}
+RUNNERS: dict[str, Callable[[Context, dict], dict]] = {
+    "capacity": lambda ctx, done: capacity(ctx),
+    "modes": lambda ctx, done: modes(ctx, done["capacity"]),
+    "cold": lambda ctx, done: cold(ctx),
+    "slowdown": lambda ctx, done: slowdown(ctx),
+    "mpki": lambda ctx, done: mpki(ctx),
+    "interference": lambda ctx, done: interference(ctx, done["capacity"]),
+}
+
+
+def steps_for(figures: list) -> list[str]:
+    """The experiments the figures read, in running order (the capacity first where a rate needs it)."""
+    wanted = {e for f in figures for e in f.experiments}
+    if wanted & {"modes", "interference"}:
+        wanted.add("capacity")
+    return [name for name in EXPERIMENT_ORDER if name in wanted]
+
+
+def run_experiments(ctx: Context, figures: list, expected: dict[str, float], clock: Callable[[], float]) -> dict[str, dict]:
+    """Every experiment the figures need, one after the other, with progress and an ETA on ``ctx.say``."""
+    steps = steps_for(figures)
+    results: dict[str, dict] = {}
+    started = clock()
+    for index, name in enumerate(steps, 1):
+        if ctx.say:
+            left = plan.eta_seconds(expected, list(results), clock() - started)
+            ctx.say(f"[{index}/{len(steps)}] {DESCRIPTIONS[name]}: expected {plan.clock_text(expected.get(name, 0.0))}; "
+                    f"elapsed {plan.clock_text(clock() - started)}, ETA {plan.clock_text(left)}")
+        missing = results.get("capacity", {}).get("error") if name in ("modes", "interference") else None
+        results[name] = {"error": f"no capacity ({missing})", "run_dirs": []} if missing else guarded(name, lambda: RUNNERS[name](ctx, results))
+        if ctx.say and results[name].get("error"):
+            ctx.say(f"[{index}/{len(steps)}] {name} failed: {results[name]['error']}")
+    return results

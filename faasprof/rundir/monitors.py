@@ -1,0 +1,48 @@
+"""``monitors/<name>/``: where each collector writes its raw output and ``meta.json``.
+
+The raw output's format is the collector's (``monitoring.collectors``); this module only says
+where it is.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from pathlib import Path
+
+from faasprof.errors import FormatError
+from faasprof.rundir.layout import MONITORS
+
+MONITOR_META = "meta.json"  # a collector's anchors (monotonic and wall-clock ns at its start) and layout
+
+
+def monitor_dir(run_dir: str | os.PathLike, name: str) -> Path:
+    """``monitors/<name>/`` (created): where collector ``name`` writes its raw output."""
+    path = Path(run_dir) / MONITORS / name
+    path.mkdir(parents=True, exist_ok=True)
+    return path
+
+
+def monitor_dirs(run_dir: str | os.PathLike) -> dict[str, Path]:
+    """``{name: monitors/<name>/}`` for every monitor that left a directory, by name."""
+    base = Path(run_dir) / MONITORS
+    if not base.is_dir():
+        return {}
+    return {path.name: path for path in sorted(base.iterdir()) if path.is_dir()}
+
+
+def read_monitor_meta(directory: str | os.PathLike) -> dict:
+    """A monitor directory's ``meta.json`` ({} when the collector wrote none)."""
+    path = Path(directory) / MONITOR_META
+    try:
+        data = json.loads(path.read_text(encoding="utf-8"))
+    except FileNotFoundError:
+        return {}
+    except json.JSONDecodeError as error:
+        raise FormatError(f"{path}: not valid JSON ({error.msg}); the collector was interrupted while writing it") from None
+    return data if isinstance(data, dict) else {}
+
+
+def monitor_file(run_dir: str | os.PathLike, collector: str, name: str) -> Path:
+    """The file ``name`` of collector ``collector``'s raw output (it may not exist)."""
+    return Path(run_dir) / MONITORS / collector / name

@@ -1,0 +1,238 @@
+"""``faasprof reproduce``'s decisions as pure functions: each verdict rule on synthetic numbers
+(a reproduced and a not-reproduced case), ``--figures`` parsing, the hardware a figure needs on a
+host without PMU or RDT (a fake /proc and /sys tree), Fig 4's phase plan, and the quotes from the
+localwhisk-vs-OpenWhisk document."""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+import pytest
+
+from experiments import reproduce as plan
+from experiments import reproduce_report as report
+from experiments import reproduce_rules as rules
+from experiments.cmd_reproduce import choose_isolation
+from faasprof.errors import ConfigError, NotReadyError
+from monitoring.host import Root, collect_host
+
+
+def _phase(fraction, mode, **extra):
+    return {"fraction": fraction, "rate_rps": 10 * fraction, "mode": mode, "n": 40, "p50_ms": 30.0, "ci_low": 28.0, "ci_high": 33.0, **extra}
+
+
+# -- Figure 4 ----------------------------------------------------------------------------------
+
+
+def test_modes_in_order_of_rate_reproduce_figure_4():
+    verdict = rules.verdict_modes([_phase(2.0, "over-invoked"), _phase(0.2, "under-invoked"), _phase(0.6, "balanced")])
+    assert verdict.verdict == rules.REPRODUCED
+    assert verdict.value == 3 and verdict.n == 120
+    assert [p["fraction"] for p in verdict.details] == [0.2, 0.6, 2.0]
+    assert "under-invoked at 2/s (0.2×), balanced at 6/s (0.6×), over-invoked at 20/s (2×)" in verdict.reason
+    # A capacity measured too low moves the fractions, not the order of the modes.
+    assert rules.verdict_modes([_phase(0.1, "under-invoked"), _phase(1.5, "balanced"), _phase(3.0, "over-invoked")]).verdict == rules.REPRODUCED
+
+
+def test_modes_out_of_order_or_missing_are_not_figure_4_and_say_why():
+    phases = [_phase(0.2, "under-invoked", pause_grace_ms=50.0, execution_ms_p50=40.0),
+              _phase(0.9, "under-invoked", pause_grace_ms=50.0, execution_ms_p50=40.0), _phase(2.0, "over-invoked")]
+    verdict = rules.verdict_modes(phases)
+    assert verdict.verdict == rules.NOT_REPRODUCED
+    assert verdict.reason.startswith("no phase above the lowest rate is balanced: up to 9/s the calls were further apart than "
+                                     "the pause grace (50 ms) plus the execution (40 ms) (observed: ")
+    verdict = rules.verdict_modes([_phase(0.2, "under-invoked"), _phase(0.9, "over-invoked"), _phase(2.0, "balanced")])
+    assert verdict.verdict == rules.NOT_REPRODUCED
+    assert "no phase above the balanced 20/s is over-invoked (highest rate 20/s)" in verdict.reason
+    verdict = rules.verdict_modes([_phase(0.2, "unknown"), _phase(0.9, "balanced"), _phase(2.0, "over-invoked")])
+    assert verdict.verdict == rules.NOT_REPRODUCED and "the lowest rate (2/s) is unknown, not under-invoked" in verdict.reason
+
+
+# -- Figure 5 ----------------------------------------------------------------------------------
+
+
+def _cold(n, wait, init, run):
+    return [{"wait_ms": wait + i, "init_ms": init, "execution_ms": run} for i in range(n)]
+
+
+def _calls(n, wait, duration):
+    return [{"wait_ms": wait + i % 3, "duration_ms": duration} for i in range(n)]
+
+
+def test_breakdown_markers_reproduce_figure_5():
+    verdict = rules.verdict_breakdown(_cold(12, 500.0, 150.0, 2.0), _calls(40, 900.0, 40.0), _calls(40, 1.0, 40.0))
+    assert verdict.verdict == rules.REPRODUCED
+    assert verdict.value == pytest.approx((505.5 + 150) / 2.0)
+    assert verdict.ci_low > 10 and verdict.n == 12
+    share = verdict.details[1]
+    assert share["value"] > 0.9 and share["ci_low"] > 0.5 and share["n"] == 40
+    assert share["not_over_invoked_median"] < 0.1
+
+
+def test_a_cheap_cold_start_or_little_waiting_is_not_figure_5():
+    verdict = rules.verdict_breakdown(_cold(12, 10.0, 5.0, 10.0), _calls(40, 900.0, 40.0), [])
+    assert verdict.verdict == rules.NOT_REPRODUCED
+    assert "does not lie above 10×" in verdict.reason
+    verdict = rules.verdict_breakdown(_cold(12, 500.0, 150.0, 2.0), _calls(40, 5.0, 40.0), [])
+    assert verdict.verdict == rules.NOT_REPRODUCED and "does not lie above 50%" in verdict.reason
+    verdict = rules.verdict_breakdown(_cold(3, 500.0, 150.0, 2.0), [], [])
+    assert "3 cold starts are too few for an interval" in verdict.reason
+    assert "no over-invoked call with a record" in verdict.reason
+
+
+# -- Figures 15 and 16 -------------------------------------------------------------------------
+
+
+def _fn(name, native_ms, factor, low, high):
+    return {"function": name, "native_ms": native_ms, "factor": factor, "ci_low": low, "ci_high": high, "n": 20}
+
+
+def test_short_slower_and_long_near_one_reproduce_figure_15():
+    verdict = rules.verdict_short_long([_fn("json_loads", 1.2, 4.0, 3.0, 5.5), _fn("nbody", 230.0, 1.05, 0.9, 1.2), _fn("regex", 30.0, 1.6, 1.4, 1.9)])
+    assert verdict.verdict == rules.REPRODUCED
+    assert verdict.value == 4.0 and verdict.label == "largest factor (json_loads)"
+    assert [d["function"] for d in verdict.details] == ["json_loads", "regex", "nbody"]
+
+
+def test_a_short_function_within_noise_or_a_long_one_far_from_one_is_not_figure_15():
+    verdict = rules.verdict_short_long([_fn("json_loads", 1.2, 1.1, 0.95, 1.3), _fn("nbody", 230.0, 1.0, 0.9, 1.1)])
+    assert verdict.verdict == rules.NOT_REPRODUCED and "json_loads (1.2 ms)" in verdict.reason and "not above 1" in verdict.reason
+    verdict = rules.verdict_short_long([_fn("json_loads", 1.2, 4.0, 3.0, 5.0), _fn("nbody", 230.0, 1.6, 1.4, 1.8)])
+    assert verdict.verdict == rules.NOT_REPRODUCED and "lies outside ≈1" in verdict.reason
+    verdict = rules.verdict_short_long([_fn("json_loads", 1.2, 4.0, 3.0, 5.0)])
+    assert "no function of 100 ms or more" in verdict.reason
+
+
+def _power_law_samples(exponent):
+    rng = np.random.default_rng(1)
+    samples = {}
+    for native_ms in (1.0, 10.0, 100.0):
+        factor = 3.0 * native_ms ** exponent
+        native = list(native_ms * rng.uniform(0.97, 1.03, 10))
+        samples[f"f{native_ms:g}"] = (native, list(native_ms * factor * rng.uniform(0.97, 1.03, 10)))
+    return samples
+
+
+def test_a_falling_power_law_reproduces_figure_16():
+    exponent, low, high = rules.exponent_ci(_power_law_samples(-0.3))
+    assert exponent == pytest.approx(-0.3, abs=0.03) and low < exponent < high < 0
+    points = [_fn(f"f{n:g}", n, 3.0 * n ** -0.3, None, None) for n in (1.0, 10.0, 100.0)]
+    verdict = rules.verdict_exponent(exponent, low, high, points)
+    assert verdict.verdict == rules.REPRODUCED and verdict.n == 3 and verdict.details == points
+
+
+def test_a_flat_power_law_or_one_function_is_not_figure_16():
+    exponent, low, high = rules.exponent_ci(_power_law_samples(0.0))
+    assert low < 0 < high
+    points = [_fn(f"f{n:g}", n, 3.0, None, None) for n in (1.0, 10.0, 100.0)]
+    assert rules.verdict_exponent(exponent, low, high, points).verdict == rules.NOT_REPRODUCED
+    assert rules.verdict_exponent(math.nan, math.nan, math.nan, points[:1]).reason == "no fit: 1 function(s) with a factor (2 needed)"
+
+
+# -- hardware figures --------------------------------------------------------------------------
+
+
+def test_a_ratio_beyond_noise_reproduces_and_one_within_noise_does_not():
+    verdict = rules.verdict_ratio("branch MPKI", [20.0, 21.0, 19.5, 20.5, 22.0], [1.0, 1.1, 0.9, 1.05, 0.95])
+    assert verdict.verdict == rules.REPRODUCED and verdict.value == pytest.approx(20.5 / 1.0) and verdict.n == 10
+    verdict = rules.verdict_ratio("IPC inside over outside", [0.6, 0.62, 0.65, 0.61], [1.0, 0.98, 1.02, 1.01], above=False)
+    assert verdict.verdict == rules.REPRODUCED and verdict.ci_high < 1
+    verdict = rules.verdict_ratio("IPC inside over outside", [1.0, 0.9, 1.1, 1.0], [1.0, 0.95, 1.05, 1.0], above=False)
+    assert verdict.verdict == rules.NOT_REPRODUCED and "not below 1 beyond noise" in verdict.reason
+    assert rules.verdict_ratio("x", [], [1.0]).reason == "x: no samples on one side"
+
+
+def test_ratio_intervals_are_seeded():
+    a, b = [3.0, 4.0, 5.0, 4.5, 3.5], [1.0, 1.2, 0.9, 1.1]
+    assert rules.ratio_ci(a, b) == rules.ratio_ci(a, b)
+    assert rules.ratio_ci(a, b)[0] == pytest.approx(4.0 / 1.05)
+
+
+# -- the figure table --------------------------------------------------------------------------
+
+
+def test_figures_parse_numbers_and_ranges():
+    figures, not_judged = plan.parse_figures("4,5,9-16")
+    assert [f.key for f in figures] == ["4", "5", "10-11", "14", "15", "16"]
+    assert not_judged == [9, 12, 13]
+    figures, not_judged = plan.parse_figures(None)
+    assert [f.key for f in figures] == ["4", "5", "6-7", "10-11", "14", "15", "16"] and not_judged == [9, 12, 13]
+    assert [f.key for f in plan.parse_figures("7")[0]] == ["6-7"]
+    with pytest.raises(ConfigError, match=r"--figures: 8: not a figure reproduce knows; choose from 4, 5, 6, 7, 9"):
+        plan.parse_figures("4,8")
+    with pytest.raises(ConfigError, match="'4-x' is not a figure number"):
+        plan.parse_figures("4-x")
+
+
+def _host_without_counters(tmp_path):
+    (tmp_path / "proc/sys/kernel").mkdir(parents=True)
+    (tmp_path / "proc/cpuinfo").write_text("processor\t: 0\nvendor_id\t: AuthenticAMD\nmodel name\t: AMD EPYC\nflags\t\t: fpu sse2 avx2\n\n")
+    (tmp_path / "proc/sys/kernel/perf_event_paranoid").write_text("2\n")
+    (tmp_path / "proc/filesystems").write_text("nodev\tcgroup2\n")
+    (tmp_path / "proc/mounts").write_text("")
+    (tmp_path / "sys/bus/event_source/devices/software").mkdir(parents=True)
+    (tmp_path / "sys/devices/system/cpu").mkdir(parents=True)
+    (tmp_path / "sys/devices/system/cpu/online").write_text("0-1\n")
+    return collect_host(tmp_path)
+
+
+def test_hardware_figures_are_not_measurable_without_pmu_or_rdt(tmp_path):
+    host = _host_without_counters(tmp_path)
+    gaps = plan.requirement_gaps(Root(tmp_path), host, live=False)
+    assert set(gaps) == {"pmu", "rdt"}
+    assert "no hardware PMU" in gaps["pmu"]
+    assert "no RDT monitoring flags" in gaps["rdt"]
+    figures = {f.key: f for f in plan.FIGURES}
+    for key, need in (("6-7", "hardware PMU"), ("14", "hardware PMU"), ("10-11", "Intel RDT")):
+        reason = plan.unmet(figures[key], gaps)
+        assert reason.startswith(f"needs a {need}" if need != "Intel RDT" else "needs Intel RDT") and "this host:" in reason
+        entry = report.figure_entry(figures[key], rules.not_measurable(reason), {}, "localwhisk, docker isolation", tmp_path, {1: "quote"})
+        assert entry["verdict"] == rules.NOT_MEASURABLE and entry["reason"] == reason
+        assert entry["value"] is None and entry["platform"] is None and entry["run_dirs"] == [] and entry["localwhisk_vs_openwhisk"] == []
+    for key in ("4", "5", "15", "16"):
+        assert plan.unmet(figures[key], gaps) is None
+
+
+def test_a_failed_experiment_gives_its_figures_no_number():
+    figure = next(f for f in plan.FIGURES if f.key == "5")
+    verdict = plan.judge(figure, {"cold": {"error": "ConfigError: boom"}, "modes": {}})
+    assert verdict.verdict == rules.NOT_REPRODUCED and verdict.value is None
+    assert verdict.reason == "no result: the experiment failed (cold: ConfigError: boom)"
+
+
+def test_phase_plan_caps_the_lowest_rate_and_raises_the_grace_on_a_slow_host():
+    assert plan.pause_grace_for(100.0) == 50.0
+    assert plan.pause_grace_for(11.4) == 200.0  # 2 gaps of 88 ms, rounded up to 25 ms
+    phases = plan.phase_plan(plan.PROFILES["quick"], 100.0, 50.0)
+    assert [p["asked_fraction"] for p in phases] == [0.2, 0.6, 0.9, 2.0]
+    assert phases[0]["capped"] and phases[0]["rate_rps"] == 10.0 and phases[0]["fraction"] == 0.1  # 2 graces apart
+    assert [p["length_s"] for p in phases] == [10.0] * 4
+    slow = plan.phase_plan(plan.PROFILES["quick"], 20.0, 200.0)
+    assert slow[0]["capped"] and slow[0]["rate_rps"] == 2.5 and slow[0]["length_s"] == math.ceil(30 / 2.5 / 0.8) + 2
+    assert not plan.phase_plan(plan.PROFILES["quick"], 10.0, 200.0)[0]["capped"]
+
+
+def test_without_an_over_invoked_phase_the_highest_rate_is_doubled():
+    rows = [_phase(0.2, "under-invoked"), _phase(2.0, "balanced"), _phase(0.9, "balanced")]
+    higher, warmup = plan.higher_phase(rows, 10.0, 175.0)
+    assert higher == {"fraction": 4.0, "asked_fraction": None, "rate_rps": 40.0, "length_s": 10.0, "capped": False, "pause_grace_ms": 175.0}
+    assert warmup == {"fraction": 2.0, "rate_rps": 20.0, "length_s": plan.WARMUP_S}
+    assert plan.higher_phase(rows + [_phase(4.0, "over-invoked")], 10.0, 175.0) is None
+
+
+def test_isolation_is_docker_when_it_works_else_process_with_the_reason():
+    assert choose_isolation(None, None, None)[0] == "docker"
+    isolation, why = choose_isolation(None, None, "no Docker daemon socket at /x")
+    assert isolation == "process" and "Docker is unavailable (no Docker daemon socket at /x)" in why
+    assert choose_isolation("process", None, None) == ("process", "--isolation process")
+    with pytest.raises(NotReadyError, match="--isolation docker: no Docker"):
+        choose_isolation("docker", None, "no Docker daemon socket at /x")
+
+
+def test_the_comparison_document_is_quoted_by_item():
+    items = report.comparison_items()
+    assert items[1].startswith("Capacity (changes conclusions).")
+    assert items[3].startswith("Cold and resumed starts") and items[7].startswith("Figure 4 modes.")
+    for figure in plan.FIGURES:
+        assert set(figure.comparison_items) <= set(items)
