@@ -299,6 +299,9 @@ def execute(
     thresholds = {**check_thresholds((workload.raw or {}).get("thresholds"), str(workload.origin)), **(thresholds or {})}
     check_out_dir(out_dir)
     schedule = build_schedule(workload)
+    if len(schedule) == 0:
+        raise ConfigError(f"{workload.origin}: instances: the plan has no invocation (every instance is muted, rate 0, or its activity window is empty); "
+                          "give an instance a rate > 0 and a window inside test_duration_in_seconds")
     platform = _Platforms()
     # Signal handlers can only be set from the main thread (a caller may run us in another one).
     main_thread = threading.current_thread() is threading.main_thread()
