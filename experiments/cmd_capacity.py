@@ -17,7 +17,7 @@ from faasprof.errors import ConfigError
 from faasprof.progress import Progress
 from experiments import capacity_store
 from experiments.capacity import SEARCH_DEFAULTS, find_capacity
-from platforms.openwhisk import add_connection_arguments, resolve_connection
+from platforms.openwhisk.connection import add_connection_arguments, resolve_connection
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:

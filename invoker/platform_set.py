@@ -1,8 +1,9 @@
 """``PlatformSet``: the platforms one run talks to, and the embedded localwhisk it may start.
 
-The workload's OpenWhisk instances go to one OpenWhisk (the embedded localwhisk when nothing names
-a platform: starting and stopping it is the invoker's job, its data kept in the run directory) and
-every other instance to the platform of ``platforms.registry`` that serves it.
+One platform per endpoint the workload's instances use (``platforms.registry``), each asked for
+the instances it serves; when a platform ``reached_by_connection`` (OpenWhisk) is named by no
+connection, the invoker starts the embedded localwhisk for it, its data kept in the run directory
+(platforms and localwhisk stay apart, so starting it is the invoker's job).
 """
 
 from __future__ import annotations
@@ -16,57 +17,47 @@ from faasprof.errors import ConfigError, FaasprofError, NotReadyError
 from faasprof.progress import Progress
 from localwhisk.embedded import start_embedded
 from platforms.base import Platform
-from platforms.openwhisk import Connection, OpenWhiskPlatform
-from platforms.registry import PLATFORMS
 
 LOCALWHISK_STOP_TIMEOUT_S = 10.0
 LOCALWHISK_DIR = "localwhisk"  # the embedded platform's data directory inside the run directory
 
 
 class PlatformSet:
-    """The platforms of this run: the OpenWhisk (with, if embedded, the localwhisk handle: starting
-    it is the invoker's job) and every other platform of ``platforms.registry`` the workload uses,
-    each asked for the instances it serves."""
+    """The platforms of this run, one per endpoint its instances use (``platforms.registry``, in the
+    table's order), each asked for the instances it serves, and the embedded localwhisk's handle
+    when the run started one for a platform ``reached_by_connection`` (starting it is the invoker's
+    job: platforms and localwhisk stay apart)."""
 
     def __init__(self) -> None:
-        self.openwhisk: OpenWhiskPlatform | None = None
-        self.others: list[Platform] = []
+        self.used: list[Platform] = []
         self.handle = None  # localwhisk handle when embedded
         self.log_dir: Path | None = None
         self.actions: dict[str, str] = {}
-
-    @classmethod
-    def for_workload(cls, workload: Any) -> "PlatformSet":
-        """Every platform but OpenWhisk that serves an instance of ``workload``, built for it (the
-        OpenWhisk is pre-flight's: it may have to be started first)."""
-        platforms = cls()
-        platforms.others = [platform.for_workload(workload) for platform in PLATFORMS
-                            if platform is not OpenWhiskPlatform and any(platform.serves(instance) for instance in workload.instances)]
-        return platforms
 
     @property
     def embedded(self) -> bool:
         return self.handle is not None
 
     @property
-    def connection(self) -> Connection | None:
-        return self.openwhisk.connection if self.openwhisk is not None else None
-
-    @property
     def info(self) -> dict:
-        return self.openwhisk.info if self.openwhisk is not None else {}
+        """What the first platform's ``check`` learnt (OpenWhisk's ``GET /``: limits, localwhisk)."""
+        return self.used[0].info if self.used else {}
 
     def of(self, instance: Any) -> Platform:
         """The platform that serves ``instance``."""
-        for platform in (self.openwhisk, *self.others):
-            if platform is not None and platform.serves(instance):
+        for platform in self.used:
+            if platform.serves(instance):
                 return platform
         raise ConfigError(f"instances.{instance.name}.endpoint: {instance.endpoint!r} names no platform faasprof can reach")
 
     def describe(self) -> dict:
-        if self.openwhisk is None:
-            return self.others[0].describe() if self.others else {"kind": "none"}
-        platform = self.openwhisk.describe()
+        """The manifest's ``platform`` block: the first platform's own description; one that hosts
+        the functions adds whether the run started it (embedded) and what deploying did."""
+        if not self.used:
+            return {"kind": "none"}
+        platform = self.used[0].describe()
+        if not self.used[0].names_functions:
+            return platform
         described = {
             "kind": "localwhisk" if self.embedded else platform.pop("kind"),
             "embedded": self.embedded,
@@ -83,9 +74,7 @@ class PlatformSet:
         return described
 
     def stop(self) -> None:
-        for platform in (self.openwhisk, *self.others):
-            if platform is None:
-                continue
+        for platform in self.used:
             try:
                 platform.close()
             except Exception:

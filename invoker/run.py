@@ -46,7 +46,8 @@ from invoker.storage import start_workload_storage
 from invoker.verdict import check_thresholds, evaluate
 from monitoring.collectors import build_collectors, tool_versions
 from monitoring.host import collect_host
-from platforms.openwhisk import Connection, OpenWhiskPlatform
+from platforms.openwhisk.connection import Connection
+from platforms.registry import platforms_used
 from workload.schedule import build_schedule
 
 try:  # only to name the event loop in the manifest: uvloop is optional
@@ -97,14 +98,14 @@ def execute(
 ) -> Path:
     """Run ``workload`` and return its run directory (its manifest's ``status`` says how it ended).
 
-    With ``connection=None`` and OpenWhisk instances, the embedded localwhisk is started with
-    ``local_settings`` (``start_embedded`` keyword arguments), used and stopped. Raises
-    ConfigError/NotReadyError before anything is created when pre-flight fails. ``thresholds``
-    (``invoker.verdict``) override the workload's ``thresholds`` block; the manifest's ``verdict``
-    says whether the run met them. ``save_records``: wait for the platform's records of the run and
-    save them even when the platform outlives the run (an analysis follows: ``faasprof run --analyze``);
-    the embedded platform's records are always saved before it stops. Progress and warnings go to
-    ``progress`` (the command layer's; by default nowhere).
+    With ``connection=None`` and instances of a platform ``reached_by_connection`` (OpenWhisk), the
+    embedded localwhisk is started with ``local_settings`` (``start_embedded`` keyword arguments),
+    used and stopped. Raises ConfigError/NotReadyError before anything is created when pre-flight
+    fails. ``thresholds`` (``invoker.verdict``) override the workload's ``thresholds`` block; the
+    manifest's ``verdict`` says whether the run met them. ``save_records``: wait for the platform's
+    records of the run and save them even when the platform outlives the run (an analysis follows:
+    ``faasprof run --analyze``); the embedded platform's records are always saved before it stops.
+    Progress and warnings go to ``progress`` (the command layer's; by default nowhere).
     """
     unresolved = workload.needs_capacity()
     if unresolved:
@@ -167,7 +168,7 @@ class Run:
         if len(self.schedule) == 0:
             raise ConfigError(f"{workload.origin}: instances: the plan has no invocation (every instance is muted, rate 0, or its activity window is empty); "
                               "give an instance a rate > 0 and a window inside test_duration_in_seconds")
-        self.platform = PlatformSet.for_workload(workload)
+        self.platform = PlatformSet()
         self.storage = None
         self.run_dir: Path | None = None
         self.running = False  # the run directory is the run's: pre-flight no longer removes it
@@ -201,28 +202,26 @@ class Run:
         # A `storage` block: its servers on loopback, their endpoints in every instance's params.
         self.storage, workload = start_workload_storage(workload, progress.say)
         self.workload = workload
-        needs_openwhisk = any(OpenWhiskPlatform.serves(instance) for instance in workload.instances)
-        if needs_openwhisk:
-            if connection is None:
-                # The embedded platform keeps its data in the run directory, so the directory
-                # exists from here on; a failed pre-flight removes it again.
-                self.run_dir = _create_run_dir(out_dir, workload.test_name)
-                platform.handle, platform.log_dir = start_embedded_platform(local_settings, self.run_dir / LOCALWHISK_DIR, progress)
-                connection = Connection(apihost=platform.handle.apihost, auth=platform.handle.auth, namespace=platform.handle.namespace, source="embedded")
-            if connection.insecure:
-                self.options.insecure = True
-            platform.openwhisk = OpenWhiskPlatform(connection)
-            platform.openwhisk.check()
-            # Every action the workload invokes exists: its own functions and missing catalogue
-            # functions are deployed; any other missing action is refused with the deploy commands.
-            platform.actions.update(platform.openwhisk.ensure_deployed(workload))
-        for other in platform.others:
-            other.check(workload.instances)
-            platform.actions.update(other.ensure_deployed(workload))
+        for cls in platforms_used(workload.instances):
+            if cls.reached_by_connection:
+                if connection is None:
+                    # The embedded platform keeps its data in the run directory, so the directory
+                    # exists from here on; a failed pre-flight removes it again.
+                    self.run_dir = _create_run_dir(out_dir, workload.test_name)
+                    platform.handle, platform.log_dir = start_embedded_platform(local_settings, self.run_dir / LOCALWHISK_DIR, progress)
+                    connection = Connection(apihost=platform.handle.apihost, auth=platform.handle.auth, namespace=platform.handle.namespace, source="embedded")
+                if connection.insecure:
+                    self.options.insecure = True
+            used = cls.for_workload(workload, connection)
+            platform.used.append(used)  # closed by release() whatever happens next
+            used.check(workload.instances)
+            # Every function the workload invokes exists: on OpenWhisk its own functions and missing
+            # catalogue functions are deployed; any other missing action is refused with the deploy commands.
+            platform.actions.update(used.ensure_deployed(workload))
         self.requests = [platform.of(instance).prepare_request(instance, workload.origin) for instance in workload.instances]
         ensure_fd_budget(self.options.max_connections, origins=len({request.origin for request in self.requests}))
         self.collectors, self.warnings = _build_collectors(workload, platform, progress)
-        for text in limit_warnings(platform, self.schedule) if needs_openwhisk else []:
+        for text in limit_warnings(platform, self.schedule):
             self.warn(text)
         self.host, self.tools = collect_host("/"), tool_versions()
         if self.run_dir is None:
@@ -393,7 +392,7 @@ class Run:
         doing = "running post_script"
         try:
             self._run_post_script()
-            if self.platform.openwhisk is not None and (self.platform.embedded or self.save_records) and self.result is not None and self.log.error is None:
+            if (self.platform.embedded or self.save_records) and self.result is not None and self.log.error is None:
                 doing = "waiting for activation records"
                 self._save_records()
         except KeyboardInterrupt:
@@ -413,10 +412,13 @@ class Run:
     def _save_records(self) -> None:
         """Wait until the platform stored every activation of the run (deadline from the actions'
         time limits) and save them all; on Ctrl-C what was fetched is saved and the interrupt goes on."""
+        keeper = next((used for used in self.platform.used if used.keeps_records), None)
+        if keeper is None:
+            return  # a generic endpoint keeps no records faasprof can read
         report: dict = {}
         self.manifest.activations = report
         try:
-            self.platform.openwhisk.fetch_records(self.run_dir, say=self.progress.say, report=report)
+            keeper.fetch_records(self.run_dir, say=self.progress.say, report=report)
         finally:
             if report.get("missing"):
                 self.warn(f"{report['missing']:,} of {report['expected']:,} activation records missing: {report['missing_why']}")

@@ -14,7 +14,7 @@ from faasprof.errors import ConfigError
 from functions.catalogue import lookup
 from workload.spec import load_workload, workload_from_dict
 from tests.conftest import DATA_DIR, REPO_ROOT
-from platforms.openwhisk import resolve_connection, write_local_props
+from platforms.openwhisk.connection import resolve_connection, write_local_props
 
 BASE = {
     "test_name": "t",

@@ -5,8 +5,9 @@ disagreed: a null ``random_seed`` draws a fresh seed (recorded), a null or absen
 ``activity_window`` is the whole test, an absent ``endpoint`` is ``local_openwhisk``, and
 ``activity_window`` also cuts traces. The JSON Schema is the one source of the format; this module
 turns its errors into one line each, ``CONFIG: instances.i0.rate: must be a number >= 0 (got -5)``,
-and adds the checks a schema cannot express (windows inside the test, files that exist, URLs and
-hosts, the planned invocation count and its memory, a platform's memory and request-size limits).
+and adds the checks a schema cannot express (windows inside the test, files that exist, the keys
+only an instance's platform takes, checked by it (``platforms.registry``), hosts, the planned
+invocation count and its memory, a platform's memory and request-size limits).
 
 Reading is strict: an empty, binary, non-UTF-8 or BOM-prefixed file, duplicate keys (JSON keeps
 only the last, which silently dropped a stream), NaN/Infinity and nesting deeper than
@@ -23,7 +24,6 @@ import json
 import math
 import os
 import secrets
-import urllib.parse
 from dataclasses import dataclass, field, replace
 from functools import lru_cache
 from pathlib import Path
@@ -35,10 +35,12 @@ from faasprof.paths import REPO_ROOT, WORKLOAD_SCHEMA_PATH
 CAPACITY_FRACTION = "capacity_fraction"  # "rate": {"capacity_fraction": 0.5}: half the measured capacity
 from functions import catalogue
 from functions.own import default_name, detect_runtime, looks_like_path
+from platforms import registry
+from platforms.base import PlatformLimits
+from platforms.openwhisk.connection import apihost_problem
 from workload.arrivals import TraceError, read_trace
 
 DISTRIBUTIONS = ("Poisson", "Uniform", "Burst", "Trace")
-OPENWHISK_ENDPOINT = "local_openwhisk"  # FaaSProfiler's name for OpenWhisk actions (the default endpoint)
 
 # Bounds that keep a typo from exhausting the machine. The schedule costs about
 # SCHEDULE_BYTES_PER_INVOCATION while it is built (float64 times, int64 ns, int32 owner, the sort's
@@ -56,47 +58,12 @@ DEFAULT_OWN_MEMORY_MB = 256  # a researcher's function deploys with this unless 
 
 
 @dataclass(frozen=True)
-class PlatformLimits:
-    """What a platform refuses: memory limits outside [min, max], request bodies above a size.
-
-    ``None`` means unknown (not checked). ``description`` names the platform in messages."""
-
-    description: str
-    min_memory_mb: int | None = None
-    max_memory_mb: int | None = None
-    max_payload_bytes: int | None = None
-    memory_fix: str = "lower memory_mb"
-    payload_fix: str = "send a smaller file"
-
-    @classmethod
-    def from_info(cls, info: dict, apihost: str) -> "PlatformLimits":
-        """From a platform's ``GET /`` (OpenWhisk reports action memory limits in bytes)."""
-        limits = (info or {}).get("limits") or {}
-        local = (info or {}).get("localwhisk") or {}
-        settings = local.get("settings") if isinstance(local.get("settings"), dict) else local
-
-        def megabytes(key: str) -> int | None:
-            value = limits.get(key)
-            return int(value) // 1048576 if isinstance(value, (int, float)) and value > 0 else None
-
-        payload = settings.get("max_payload_bytes") if isinstance(settings, dict) else None
-        return cls(
-            description=apihost,
-            min_memory_mb=megabytes("min_action_memory"),
-            max_memory_mb=megabytes("max_action_memory"),
-            max_payload_bytes=int(payload) if isinstance(payload, int) and payload > 0 else None,
-            memory_fix="lower memory_mb, or raise the platform's limit (OpenWhisk: limit_action_memory_max)",
-            payload_fix="send a smaller file, or raise the platform's limit (localwhisk: --max-payload-bytes)",
-        )
-
-
-@dataclass(frozen=True)
 class Instance:
     """One invocation stream, resolved: defaults filled, paths absolute, params loaded."""
 
     name: str
     function: str  # action name (FaaSProfiler's "application")
-    endpoint: str  # "local_openwhisk" | "generic"
+    endpoint: str  # its platform's (platforms.registry): "local_openwhisk" | "generic"
     distribution: str  # one of DISTRIBUTIONS ("Trace" also for interarrivals_list)
     rate: float | None  # invocations per second (Poisson, Uniform); 0: muted, it plans nothing
     window_s: tuple[float, float]
@@ -125,10 +92,18 @@ class Instance:
     kind: str | None = None  # the action kind for `source` (default: from its files)
     planned_estimate: float = 0.0  # about how many invocations the instance plans
     capacity_fraction: float | None = None  # rate given as this fraction of the measured capacity
+    # The keys only its platform takes (``Platform.instance_keys``), as given: a platform reads its
+    # own here (generic's url and data are also fields of their own).
+    platform_keys: dict = field(default_factory=dict)
 
     @property
     def window_length_s(self) -> float:
         return self.window_s[1] - self.window_s[0]
+
+    @property
+    def names_functions(self) -> bool:
+        """Whether the instance names a function its platform hosts (an OpenWhisk action), not a URL."""
+        return registry.names_functions(self.endpoint)
 
 
 @dataclass(frozen=True)
@@ -140,7 +115,7 @@ class Workload:
     seed_was_null: bool
     instances: tuple[Instance, ...]
     blocking_cli: bool = False
-    endpoint: str = OPENWHISK_ENDPOINT
+    endpoint: str = registry.DEFAULT_ENDPOINT
     description: str | None = None
     platform: dict = field(default_factory=dict)
     monitoring: dict = field(default_factory=dict)
@@ -187,12 +162,18 @@ class Workload:
         return replace(resolved, seed_was_null=self.seed_was_null)
 
     def functions(self) -> list[str]:
-        """Action names the workload invokes on OpenWhisk, in first-use order."""
+        """Names of the functions the workload invokes on platforms that host them, in first-use order."""
         seen: dict[str, None] = {}
         for instance in self.instances:
-            if instance.endpoint == OPENWHISK_ENDPOINT:
+            if instance.names_functions:
                 seen.setdefault(instance.function, None)
         return list(seen)
+
+    def check_limits(self, limits: PlatformLimits) -> list[str]:
+        """Every memory limit and request size of this workload that ``limits``' platform would refuse."""
+        problems = _Problems(self.origin)
+        limit_problems(self.instances, self.raw, limits, problems)
+        return problems.lines
 
     def resolved(self) -> dict:
         """The workload as run, for the manifest: the JSON as given plus every resolved value.
@@ -456,11 +437,6 @@ class _Problems:
         self.warnings.append(f"{self.origin}: {field_path}: {text}")
 
 
-def _known_functions() -> list[str]:
-    """Names in the function catalogue."""
-    return list(catalogue.names())
-
-
 def _in_catalogue(name: str) -> bool:
     return catalogue.lookup(name.strip("/").split("/")[-1]) is not None
 
@@ -480,13 +456,7 @@ def unknown_function(application: str, base_dir: Path | None, known: Iterable[st
     if looks_like_path(application):
         _, tried = resolve_input_path(application, base_dir)
         return f'"{application}" is neither in the function catalogue nor an existing file or folder (looked in {", ".join(str(p) for p in tried)})'
-    return f'"{application}" is not in the function catalogue{did_you_mean(application, known)}'
-
-
-def did_you_mean(name: str, known: Iterable[str] = ()) -> str:
-    """`` (did you mean "X"?)`` for the closest of the catalogue's names and ``known``, or ""."""
-    close = difflib.get_close_matches(name, [*_known_functions(), *known], n=1, cutoff=0.6)
-    return f' (did you mean "{close[0]}"?)' if close else ""
+    return f'"{application}" is not in the function catalogue{catalogue.did_you_mean(application, known)}'
 
 
 def _load_param_file(path: Path, field_path: str, problems: _Problems) -> dict | None:
@@ -509,47 +479,6 @@ def _load_param_file(path: Path, field_path: str, problems: _Problems) -> dict |
         problems.add(field_path, f"{path} must hold a JSON object of parameters (got {type(value).__name__})")
         return None
     return value
-
-
-def url_problem(url: str) -> str | None:
-    """Why ``url`` cannot be sent to (with the fix), or None when it is a usable http(s) URL."""
-    if not url.startswith(("http://", "https://")):
-        return f"{_got(url)} is not an http:// or https:// URL; write it as http://HOST[:PORT]/PATH"
-    if any(ch.isspace() for ch in url):
-        return f"{_got(url)} contains spaces; percent-encode them (%20) or remove them"
-    try:
-        parts = urllib.parse.urlsplit(url)
-        port = parts.port
-    except ValueError as error:
-        return f"{_got(url)} has a bad port ({error}); write it as http://HOST:PORT/PATH with PORT in 1..65535"
-    if not parts.hostname:
-        return f"{_got(url)} has no host; write it as http://HOST[:PORT]/PATH"
-    if port == 0:
-        return f"{_got(url)} has port 0; use a port in 1..65535"
-    return None
-
-
-def apihost_problem(apihost: str) -> str | None:
-    """Why ``apihost`` cannot name a platform (with the fix), or None when it can."""
-    text = apihost.strip()
-    if not text:
-        return "is empty; write the API host, e.g. https://172.17.0.1 or http://127.0.0.1:3233"
-    if any(ch.isspace() for ch in text):
-        return f"{apihost!r} contains spaces; write one host such as https://172.17.0.1 or http://127.0.0.1:3233"
-    scheme, sep, _ = text.partition("://")
-    if sep and scheme not in ("http", "https"):
-        return f"{apihost!r} has the scheme {scheme}://; use http:// or https://"
-    url = text if sep else "https://" + text
-    try:
-        parts = urllib.parse.urlsplit(url)
-        port = parts.port
-    except ValueError:
-        return f"{apihost!r} has a bad port; write HOST:PORT with PORT in 1..65535"
-    if not parts.hostname:
-        return f"{apihost!r} has no host; write it as https://HOST[:PORT]"
-    if port == 0:
-        return f"{apihost!r} has port 0; use a port in 1..65535"
-    return None
 
 
 def _estimate_count(distribution: str, spec: dict, window_length_s: float, trace_total: float | None) -> float:
@@ -585,7 +514,8 @@ def _trace_total(trace_path: Path, spec: dict, window_length_s: float, where: st
 
 def _resolve_instance(name: str, spec: dict, top: dict, base_dir: Path | None, duration_s: float | None, problems: _Problems) -> Instance | None:
     where = f"instances.{name}"
-    endpoint = top.get("endpoint", OPENWHISK_ENDPOINT)
+    endpoint = top.get("endpoint", registry.DEFAULT_ENDPOINT)
+    platform = registry.platform_for(endpoint)  # None for an endpoint the schema refuses
     test_s = duration_s if duration_s is not None else math.inf
     window = spec.get("activity_window")
     if window is None:
@@ -642,7 +572,9 @@ def _resolve_instance(name: str, spec: dict, top: dict, base_dir: Path | None, d
     source = find("source", kinds="file or folder")
     function = spec["application"]
     source_field = "source"
-    own = application_source(function, base_dir) if endpoint == OPENWHISK_ENDPOINT and "source" not in spec else None
+    # A platform that deploys functions of the researcher's own takes "source" (OpenWhisk).
+    takes_source = platform is not None and "source" in platform.instance_keys
+    own = application_source(function, base_dir) if takes_source and "source" not in spec else None
     if own is not None:
         # A path in "application" is the researcher's function itself, named as `faasprof deploy PATH` names it.
         source, function, source_field = own, default_name(own), "application"
@@ -661,31 +593,17 @@ def _resolve_instance(name: str, spec: dict, top: dict, base_dir: Path | None, d
         params = _load_param_file(param_file, f"{where}.param_file", problems)
     if spec.get("params") is not None:
         params = {**(params or {}), **spec["params"]}
-    if endpoint == OPENWHISK_ENDPOINT and source is None and not any(key in spec for key in ("params", "param_file", "data_file")):
+    if registry.names_functions(endpoint) and source is None and not any(key in spec for key in ("params", "param_file", "data_file")):
         # Given no input, a catalogue function gets its sample input, as `faasprof native` calls
         # it: without one most of them only fail (markdown: "no document").
         entry = catalogue.lookup(str(spec["application"]).strip("/").split("/")[-1])
         if entry is not None:
             param_file, params = entry.param_file, entry.sample_params()
 
-    # OpenWhisk instances name an action; every other endpoint (generic) posts ``data`` to a ``url``.
-    if endpoint != OPENWHISK_ENDPOINT:
-        for key in ("url", "data"):
-            if key not in spec:
-                problems.add(f"{where}.{key}", f'required when endpoint is "{endpoint}"; add it')
-        if "url" in spec:
-            reason = url_problem(spec["url"])
-            if reason:
-                problems.add(f"{where}.url", reason)
-        for key in ("source", "kind"):
-            if key in spec:
-                problems.add(f"{where}.{key}", f'only used when endpoint is "{OPENWHISK_ENDPOINT}" ({endpoint} endpoints invoke a URL); remove it')
-    else:
-        for key in ("url", "data"):
-            if key in spec:
-                problems.add(f"{where}.{key}", f'only used when endpoint is "generic" (the workload\'s endpoint is "{endpoint}"); remove it')
-        if "kind" in spec and "source" not in spec and own is None:
-            problems.add(f"{where}.kind", "only used with source (a function of yours that faasprof deploys); add source or remove it")
+    # The keys only some platforms take (OpenWhisk: source, kind; generic: url, data), as the
+    # instance's platform sees them (a path in "application" is the instance's source).
+    for key, text in registry.instance_problems(endpoint, spec if own is None else {**spec, "source": str(own)}):
+        problems.add(f"{where}.{key}", text)
     host = spec.get("host")
     if host is not None and (not host.strip() or any(ch.isspace() or ch in "/@" for ch in host)):
         problems.add(f"{where}.host", f"{_got(host)} is not a host name for the Host header; write HOST or HOST:PORT without spaces, scheme or path")
@@ -710,6 +628,7 @@ def _resolve_instance(name: str, spec: dict, top: dict, base_dir: Path | None, d
         content_type=spec.get("content_type"),
         url=spec.get("url"),
         data=spec.get("data"),
+        platform_keys={key: spec[key] for key in (platform.instance_keys if platform is not None else ()) if key in spec},
         memory_mb=spec.get("memory_mb"),
         phase=spec.get("phase", True),
         burst_size=int(spec.get("burst_size", 1)),
@@ -829,8 +748,8 @@ def limit_problems(instances: list[Instance] | tuple[Instance, ...], data: dict,
     """Memory limits and request sizes that ``limits``' platform would refuse."""
     low, high = limits.min_memory_mb, limits.max_memory_mb
     for instance in instances:
-        if instance.endpoint != OPENWHISK_ENDPOINT:
-            continue  # the limits are an OpenWhisk's
+        if not instance.names_functions:
+            continue  # the limits are those of a platform hosting the functions
         where = f"instances.{instance.name}"
         memory_mb = _default_memory_mb(instance)
         if memory_mb is not None and ((low is not None and memory_mb < low) or (high is not None and memory_mb > high)):
@@ -846,13 +765,6 @@ def limit_problems(instances: list[Instance] | tuple[Instance, ...], data: dict,
     for index, memory_mb in enumerate(sweep_memory):
         if (low is not None and memory_mb < low) or (high is not None and memory_mb > high):
             problems.add(f"sweep.parameters.memory_mb[{index}]", f"{memory_mb} MB is outside the {low or '?'}..{high or '?'} MB that {limits.description} accepts; {limits.memory_fix}")
-
-
-def check_limits(workload: Workload, limits: PlatformLimits) -> list[str]:
-    """Every memory limit and request size of ``workload`` that ``limits``' platform would refuse."""
-    problems = _Problems(workload.origin)
-    limit_problems(workload.instances, workload.raw, limits, problems)
-    return problems.lines
 
 
 def _schema_fields(lines: list[str]) -> list[str]:
@@ -920,7 +832,7 @@ def workload_from_dict(data: Any, origin: str = "<workload>", path: Path | None 
         for instance in instances:
             if instance.function in warned:
                 continue  # one warning per function, at its first instance
-            if instance.endpoint == OPENWHISK_ENDPOINT and instance.source is None and not _in_catalogue(instance.function):
+            if instance.names_functions and instance.source is None and not _in_catalogue(instance.function):
                 warned.add(instance.function)
                 if looks_like_path(instance.function):
                     fix = "fix the path to your function's file or folder (an action's full name must already exist on the platform)"
@@ -970,7 +882,7 @@ def workload_from_dict(data: Any, origin: str = "<workload>", path: Path | None 
         seed_was_null=seed_was_null,
         instances=tuple(instances),
         blocking_cli=bool(data.get("blocking_cli", False)),
-        endpoint=data.get("endpoint", OPENWHISK_ENDPOINT),
+        endpoint=data.get("endpoint", registry.DEFAULT_ENDPOINT),
         description=data.get("description"),
         platform=platform,
         monitoring=data.get("monitoring") or {},
