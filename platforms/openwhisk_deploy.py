@@ -27,7 +27,8 @@ from functions.catalogue import FunctionEntry, lookup, unknown_function_error
 from functions.own import looks_like_path, own_entry, stage
 from functions.package import build_archive, sha256
 from platforms.base import PlatformError
-from workload.spec import PlatformLimits, check_limits, did_you_mean
+from workload.references import did_you_mean
+from workload.spec import PlatformLimits, check_limits
 
 CODE_DIGEST_ANNOTATION = "faasprof-code-sha256"
 FUNCTION_ANNOTATION = "faasprof-function"
