@@ -18,7 +18,8 @@ from analyzer.report import print_summary
 from faasprof import rundir
 from faasprof.errors import FaasprofError
 from localwhisk.embedded import start_embedded
-from platforms.openwhisk import Connection, OpenWhiskPlatform, add_connection_arguments, resolve_connection
+from platforms.openwhisk.connection import Connection, add_connection_arguments, resolve_connection
+from platforms.openwhisk.platform import OpenWhiskPlatform
 from workload.schedule import build_schedule
 from workload.spec import workload_from_dict
 from faasprof.rundir import tables

@@ -64,7 +64,7 @@ import numpy as np  # noqa: E402
 
 from faasprof import rundir  # noqa: E402
 from faasprof.rundir import InvocationLog, read_invocations  # noqa: E402
-from platforms.openwhisk import Connection  # noqa: E402
+from platforms.openwhisk.connection import Connection  # noqa: E402
 from invoker.dispatch import DispatchOptions, Dispatcher, new_event_loop  # noqa: E402
 from invoker.sender import _LlhttpResponse, _PyResponse, _httptools, ensure_fd_budget  # noqa: E402
 from invoker.shards import ShardedDispatch, resolve_processes  # noqa: E402

@@ -15,7 +15,7 @@ import json
 from faasprof.errors import ConfigError
 from experiments import capacity_store
 from experiments.capacity import SEARCH_DEFAULTS, find_capacity
-from platforms.openwhisk import add_connection_arguments, resolve_connection
+from platforms.openwhisk.connection import add_connection_arguments, resolve_connection
 from workload.arrivals import rated_distributions
 
 

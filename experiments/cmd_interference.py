@@ -18,7 +18,7 @@ from pathlib import Path
 from faasprof import rundir
 from faasprof.errors import ConfigError
 from faasprof.paths import WORKLOAD_CONFIGS_DIR
-from platforms.openwhisk import add_connection_arguments, resolve_connection
+from platforms.openwhisk.connection import add_connection_arguments, resolve_connection
 from experiments.analyzed import execute_analyzed
 from experiments.capacity import find_capacity
 from experiments.interference import capacity_from_file, report_run, resolve_rate

@@ -15,7 +15,7 @@ from pathlib import Path
 
 from faasprof.errors import ConfigError, NotReadyError
 from functions.catalogue import require
-from platforms.openwhisk import add_connection_arguments, resolve_connection
+from platforms.openwhisk.connection import add_connection_arguments, resolve_connection
 from experiments.analyzed import execute_analyzed
 from experiments.mpki import EVENTS, REQUIRED_EVENTS, explain, mpki_workload, new_manifest, row_for_run, write_results
 from faasprof import rundir

@@ -20,7 +20,7 @@ from dataclasses import replace
 
 from faasprof.errors import ConfigError
 from invoker.preflight import check_out_file
-from platforms.openwhisk import resolve_connection
+from platforms.openwhisk.connection import resolve_connection
 from workload.schedule import build_schedule
 from workload.jsonread import is_schema_document, parse_workload_file
 from workload.spec import load_workload

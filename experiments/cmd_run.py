@@ -31,7 +31,7 @@ from invoker import cmd_run as invoker_run
 from invoker.preflight import check_embedded, check_out_dir
 from invoker.verdict import parse_thresholds
 from monitoring.allocation import cleanup_leftovers
-from platforms.openwhisk import resolve_connection
+from platforms.openwhisk.connection import resolve_connection
 from workload.spec import load_workload
 
 

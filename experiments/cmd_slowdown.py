@@ -16,7 +16,7 @@ import sys
 from faasprof import rundir
 from faasprof.errors import ConfigError
 from functions.catalogue import entries, require
-from platforms.openwhisk import add_connection_arguments, resolve_connection
+from platforms.openwhisk.connection import add_connection_arguments, resolve_connection
 from experiments.slowdown import MEDIAN_CI_MIN_SAMPLES, NOTE_SEPARATOR, SLOWDOWN_CSV, SlowdownOptions, load_rows, run_slowdown
 
 ISOLATIONS = {"process": "auto", "auto": "auto", "cgroup": "cgroup", "rlimit": "rlimit", "docker": "docker"}

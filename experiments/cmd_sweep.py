@@ -6,7 +6,7 @@ import argparse
 import sys
 
 from faasprof.errors import ConfigError
-from platforms.openwhisk import add_connection_arguments, resolve_connection
+from platforms.openwhisk.connection import add_connection_arguments, resolve_connection
 from workload.spec import load_workload
 from experiments.sweep import run_sweep
 

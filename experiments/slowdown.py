@@ -3,7 +3,7 @@
 Per function, in one pass, so that both sides see the same host load (on a shared host a phase
 measured seconds after another sees other load):
 
-1. a **native worker** (``functions.native.Worker``: the function's code in this Python, the
+1. a **native worker** (``experiments.native.Worker``: the function's code in this Python, the
    interpreter localwhisk's process sandboxes also use) is started and called once, unrecorded (its
    cold call); it stays alive for the function's whole measurement, like the sandbox;
 2. one unrecorded FaaS call creates the sandbox;
@@ -75,11 +75,12 @@ from analyzer.stats import min_samples_for_interval, quantile_ci
 from faasprof import __version__, rundir
 from faasprof.errors import ConfigError, FaasprofError, NotReadyError, RunError
 from faasprof.outcomes import final_outcome
-from functions import native
+from experiments import native
 from functions.catalogue import FunctionEntry
 from localwhisk.embedded import start_embedded
-from platforms.openwhisk import Connection, OpenWhiskClient
-from platforms.openwhisk_deploy import ensure_actions
+from platforms.openwhisk.client import OpenWhiskClient
+from platforms.openwhisk.connection import Connection
+from platforms.openwhisk.deploy import ensure_actions
 
 SLOWDOWN_FORMAT_VERSION = 2
 SLOWDOWN_CSV = "slowdown.csv"

@@ -56,6 +56,7 @@ from experiments.sweep_report import SWEEP_FILE, write_sweep_report
 from workload.spec import Workload, workload_from_dict
 from invoker.run import execute
 from monitoring import allocation
+from platforms import registry
 
 SWEEP_FORMAT_VERSION = 1
 PARAMETERS = ("llc_ways", "mba_percent", "memory_mb", "rate", "rate_scale", "pause_grace_ms", "user_memory_mb", "image_padding_mb", "code_padding_mb")
@@ -117,7 +118,8 @@ def apply_point(workload_dict: dict, point: SweepPoint, origin: str = "<workload
     data["test_name"] = f"{data['test_name']}-p{point.order:03d}-{point.label}"
     if data.get("random_seed") is not None:
         data["random_seed"] = int(data["random_seed"]) + point.repeat
-    endpoint = data.get("endpoint", "local_openwhisk")
+    # Memory is a limit of a function the platform hosts (an OpenWhisk action), not of a URL.
+    hosts_functions = registry.names_functions(data.get("endpoint", registry.DEFAULT_ENDPOINT))
     for name in names:
         spec = data["instances"][name]
         process = distribution_for(distribution_of(spec), f"{origin}: instances.{name}.distribution")
@@ -125,7 +127,7 @@ def apply_point(workload_dict: dict, point: SweepPoint, origin: str = "<workload
             spec["rate"] = values["rate"]
         if "rate_scale" in values:
             process.scale(spec, float(values["rate_scale"]))
-        if "memory_mb" in values and endpoint == "local_openwhisk":
+        if "memory_mb" in values and hosts_functions:
             base = _VARIANT_SUFFIX.sub("", spec["application"])
             spec["application"] = f"{base}-{values['memory_mb']}"
             spec["memory_mb"] = int(values["memory_mb"])
@@ -149,8 +151,8 @@ def check_sweep(workload: Workload, connection: Any = None, root: str = "/") -> 
     instances = {i.name: i for i in workload.instances}
     if "rate" in parameters and not any(distribution_for(instances[n].distribution).rated for n in names):
         problems.append(f"{origin}: sweep.parameters.rate: no {' or '.join(rated_distributions())} instance to apply it to; use rate_scale, or name instances in sweep.instances")
-    if "memory_mb" in parameters and not any(instances[n].endpoint == "local_openwhisk" for n in names):
-        problems.append(f"{origin}: sweep.parameters.memory_mb: applies to OpenWhisk actions, and this workload has none (endpoint is generic)")
+    if "memory_mb" in parameters and not any(instances[n].names_functions for n in names):
+        problems.append(f"{origin}: sweep.parameters.memory_mb: applies to functions a platform hosts (OpenWhisk actions), and this workload has none (endpoint is {workload.endpoint})")
     if connection is not None:
         for key in LOCALWHISK_PARAMETERS:
             if key in parameters:

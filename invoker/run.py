@@ -46,8 +46,8 @@ from localwhisk.embedded import start_embedded
 from monitoring.collectors import build_collectors, tool_versions
 from monitoring.host import collect_host
 from platforms.base import Platform
-from platforms.openwhisk import Connection, OpenWhiskPlatform
-from platforms.registry import PLATFORMS
+from platforms.openwhisk.connection import Connection
+from platforms.registry import platforms_used
 from workload.schedule import build_schedule
 
 try:  # only to name the event loop in the manifest: uvloop is optional
@@ -149,14 +149,14 @@ def _shell_quote(arg: str) -> str:
 # -- pre-flight -----------------------------------------------------------------------------------
 
 
-class _Platform:
-    """The platforms of this run: the OpenWhisk (with, if embedded, the localwhisk handle: starting
-    it is the invoker's job) and every other platform of ``platforms.registry`` the workload uses,
-    each asked for the instances it serves."""
+class _Platforms:
+    """The platforms of this run, one per endpoint its instances use (``platforms.registry``, in the
+    table's order), each asked for the instances it serves, and the embedded localwhisk's handle
+    when the run started one for a platform ``reached_by_connection`` (starting it is the invoker's
+    job: platforms and localwhisk stay apart)."""
 
     def __init__(self) -> None:
-        self.openwhisk: OpenWhiskPlatform | None = None
-        self.others: list[Platform] = []
+        self.used: list[Platform] = []
         self.handle = None  # localwhisk handle when embedded
         self.log_dir: Path | None = None
         self.actions: dict[str, str] = {}
@@ -166,24 +166,25 @@ class _Platform:
         return self.handle is not None
 
     @property
-    def connection(self) -> Connection | None:
-        return self.openwhisk.connection if self.openwhisk is not None else None
-
-    @property
     def info(self) -> dict:
-        return self.openwhisk.info if self.openwhisk is not None else {}
+        """What the first platform's ``check`` learnt (OpenWhisk's ``GET /``: limits, localwhisk)."""
+        return self.used[0].info if self.used else {}
 
     def of(self, instance: Any) -> Platform:
         """The platform that serves ``instance``."""
-        for platform in (self.openwhisk, *self.others):
-            if platform is not None and platform.serves(instance):
+        for platform in self.used:
+            if platform.serves(instance):
                 return platform
         raise ConfigError(f"instances.{instance.name}.endpoint: {instance.endpoint!r} names no platform faasprof can reach")
 
     def describe(self) -> dict:
-        if self.openwhisk is None:
-            return self.others[0].describe() if self.others else {"kind": "none"}
-        platform = self.openwhisk.describe()
+        """The manifest's ``platform`` block: the first platform's own description; one that hosts
+        the functions adds whether the run started it (embedded) and what deploying did."""
+        if not self.used:
+            return {"kind": "none"}
+        platform = self.used[0].describe()
+        if not self.used[0].names_functions:
+            return platform
         described = {
             "kind": "localwhisk" if self.embedded else platform.pop("kind"),
             "embedded": self.embedded,
@@ -200,9 +201,7 @@ class _Platform:
         return described
 
     def stop(self) -> None:
-        for platform in (self.openwhisk, *self.others):
-            if platform is None:
-                continue
+        for platform in self.used:
             try:
                 platform.close()
             except Exception:
@@ -234,7 +233,7 @@ def _peak_per_minute(intended_ns: np.ndarray) -> int:
     return int(np.bincount(intended_ns // 60_000_000_000).max())
 
 
-def _limit_warnings(platform: _Platform, schedule: Any) -> list[str]:
+def _limit_warnings(platform: _Platforms, schedule: Any) -> list[str]:
     limits = (platform.info or {}).get("limits") or {}
     warnings = []
     per_minute = limits.get("actions_per_minute")
@@ -247,7 +246,7 @@ def _limit_warnings(platform: _Platform, schedule: Any) -> list[str]:
     return warnings
 
 
-def _build_collectors(workload: Any, platform: _Platform, say: Callable[[str], None] | None) -> tuple[list, list[str]]:
+def _build_collectors(workload: Any, platform: _Platforms, say: Callable[[str], None] | None) -> tuple[list, list[str]]:
     block = {key: value for key, value in (workload.monitoring or {}).items() if value not in (None, False)}
     if not block:
         return [], []
@@ -283,13 +282,13 @@ def execute(
 ) -> Path:
     """Run ``workload`` and return its run directory (its manifest's ``status`` says how it ended).
 
-    With ``connection=None`` and OpenWhisk instances, the embedded localwhisk is started with
-    ``local_settings`` (``start_embedded`` keyword arguments), used and stopped. Raises
-    ConfigError/NotReadyError before anything is created when pre-flight fails. ``thresholds``
-    (``invoker.verdict``) override the workload's ``thresholds`` block; the manifest's ``verdict``
-    says whether the run met them. ``save_records``: wait for the platform's records of the run and
-    save them even when the platform outlives the run (an analysis follows: ``faasprof run --analyze``);
-    the embedded platform's records are always saved before it stops.
+    With ``connection=None`` and instances of a platform ``reached_by_connection`` (OpenWhisk), the
+    embedded localwhisk is started with ``local_settings`` (``start_embedded`` keyword arguments),
+    used and stopped. Raises ConfigError/NotReadyError before anything is created when pre-flight
+    fails. ``thresholds`` (``invoker.verdict``) override the workload's ``thresholds`` block; the
+    manifest's ``verdict`` says whether the run met them. ``save_records``: wait for the platform's
+    records of the run and save them even when the platform outlives the run (an analysis follows:
+    ``faasprof run --analyze``); the embedded platform's records are always saved before it stops.
     """
     unresolved = workload.needs_capacity()
     if unresolved:
@@ -300,10 +299,10 @@ def execute(
     thresholds = {**check_thresholds((workload.raw or {}).get("thresholds"), str(workload.origin)), **(thresholds or {})}
     check_out_dir(out_dir)
     schedule = build_schedule(workload)
-    needs_openwhisk = any(OpenWhiskPlatform.serves(instance) for instance in workload.instances)
-    platform = _Platform()
-    platform.others = [cls.for_workload(workload) for cls in PLATFORMS
-                       if cls is not OpenWhiskPlatform and any(cls.serves(instance) for instance in workload.instances)]
+    if len(schedule) == 0:
+        raise ConfigError(f"{workload.origin}: instances: the plan has no invocation (every instance is muted, rate 0, or its activity window is empty); "
+                          "give an instance a rate > 0 and a window inside test_duration_in_seconds")
+    platform = _Platforms()
     # Signal handlers can only be set from the main thread (a caller may run us in another one).
     main_thread = threading.current_thread() is threading.main_thread()
     previous_term = signal.getsignal(signal.SIGTERM)
@@ -315,27 +314,26 @@ def execute(
     try:
         # A `storage` block: its servers on loopback, their endpoints in every instance's params.
         storage, workload = start_workload_storage(workload, say)
-        if needs_openwhisk:
-            if connection is None:
-                # The embedded platform keeps its data in the run directory, so the directory
-                # exists from here on; a failed pre-flight removes it again.
-                run_dir = _create_run_dir(out_dir, workload.test_name)
-                platform.handle, platform.log_dir = _start_embedded(local_settings, run_dir / LOCALWHISK_DIR, say)
-                connection = Connection(apihost=platform.handle.apihost, auth=platform.handle.auth, namespace=platform.handle.namespace, source="embedded")
-            if connection.insecure:
-                options.insecure = True
-            platform.openwhisk = OpenWhiskPlatform(connection)
-            platform.openwhisk.check()
-            # Every action the workload invokes exists: its own functions and missing catalogue
-            # functions are deployed; any other missing action is refused with the deploy commands.
-            platform.actions.update(platform.openwhisk.ensure_deployed(workload))
-        for other in platform.others:
-            other.check(workload.instances)
-            platform.actions.update(other.ensure_deployed(workload))
+        for cls in platforms_used(workload.instances):
+            if cls.reached_by_connection:
+                if connection is None:
+                    # The embedded platform keeps its data in the run directory, so the directory
+                    # exists from here on; a failed pre-flight removes it again.
+                    run_dir = _create_run_dir(out_dir, workload.test_name)
+                    platform.handle, platform.log_dir = _start_embedded(local_settings, run_dir / LOCALWHISK_DIR, say)
+                    connection = Connection(apihost=platform.handle.apihost, auth=platform.handle.auth, namespace=platform.handle.namespace, source="embedded")
+                if connection.insecure:
+                    options.insecure = True
+            used = cls.for_workload(workload, connection)
+            platform.used.append(used)  # closed by platform.stop() whatever happens next
+            used.check(workload.instances)
+            # Every function the workload invokes exists: on OpenWhisk its own functions and missing
+            # catalogue functions are deployed; any other missing action is refused with the deploy commands.
+            platform.actions.update(used.ensure_deployed(workload))
         requests = [platform.of(instance).prepare_request(instance, workload.origin) for instance in workload.instances]
         ensure_fd_budget(options.max_connections, origins=len({request.origin for request in requests}))
         collectors, warnings = _build_collectors(workload, platform, say)
-        for text in _limit_warnings(platform, schedule) if needs_openwhisk else []:
+        for text in _limit_warnings(platform, schedule):
             warnings.append(text)
             if say:
                 say("warning: " + text)
@@ -365,7 +363,7 @@ def _term_as_interrupt(signum, frame):  # outside the send loop, SIGTERM unwinds
     raise KeyboardInterrupt
 
 
-def _run(workload, schedule, run_dir: Path, platform: _Platform, requests, collectors, warnings, host, tools, options, say, save_records, thresholds) -> Path:
+def _run(workload, schedule, run_dir: Path, platform: _Platforms, requests, collectors, warnings, host, tools, options, say, save_records, thresholds) -> Path:
     planned = len(schedule)
     choice = choose_processes(options.send_processes, peak_rate_per_s(schedule.intended_ns))
     options.send_processes = choice.processes
@@ -494,7 +492,7 @@ def _run(workload, schedule, run_dir: Path, platform: _Platform, requests, colle
                 post.error = f"post_script {post.path} still running after {POST_SCRIPT_TIMEOUT_S:g} s; stopped"
         # The records are saved when the platform goes away with us (embedded) and before an
         # analysis (--analyze), waiting for activations still running.
-        if platform.openwhisk is not None and (platform.embedded or save_records) and result is not None and log.error is None:
+        if (platform.embedded or save_records) and result is not None and log.error is None:
             doing = "waiting for activation records"
             _save_activations(platform, run_dir, manifest, warnings, say)
     except KeyboardInterrupt:
@@ -574,7 +572,7 @@ def _log_check(log: rundir.InvocationLog) -> Callable[[], tuple[str, str] | None
     return check
 
 
-def _platform_check(platform: _Platform) -> Callable[[], tuple[str, str] | None]:
+def _platform_check(platform: _Platforms) -> Callable[[], tuple[str, str] | None]:
     def check() -> tuple[str, str] | None:
         handle = platform.handle
         if handle is not None and hasattr(handle, "alive") and not handle.alive():
@@ -646,13 +644,16 @@ def _utc_now() -> str:
 # -- activation records (embedded platform) -------------------------------------------------------
 
 
-def _save_activations(platform: _Platform, run_dir: Path, manifest: rundir.Manifest, warnings: list[str], say) -> None:
+def _save_activations(platform: _Platforms, run_dir: Path, manifest: rundir.Manifest, warnings: list[str], say) -> None:
     """Wait until the platform stored every activation of the run (deadline from the actions' time
     limits) and save them all; on Ctrl-C what was fetched is saved and the interrupt goes on."""
+    keeper = next((used for used in platform.used if used.keeps_records), None)
+    if keeper is None:
+        return  # a generic endpoint keeps no records faasprof can read
     report: dict = {}
     manifest.activations = report
     try:
-        platform.openwhisk.fetch_records(run_dir, say=say, report=report)
+        keeper.fetch_records(run_dir, say=say, report=report)
     finally:
         if report.get("missing"):
             text = f"{report['missing']:,} of {report['expected']:,} activation records missing: {report['missing_why']}"

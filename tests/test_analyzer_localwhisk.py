@@ -18,8 +18,8 @@ from faasprof.rundir.tables import read_invocations_frame  # noqa: E402
 from invoker.run import execute  # noqa: E402
 from workload.spec import workload_from_dict  # noqa: E402
 from localwhisk.embedded import start_embedded
-from platforms.openwhisk import Connection
-from platforms.openwhisk import OpenWhiskClient
+from platforms.openwhisk.connection import Connection
+from platforms.openwhisk.client import OpenWhiskClient
 
 
 def _run(tmp_path, rate, service_ms, duration_s, local_settings):

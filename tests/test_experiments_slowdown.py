@@ -26,7 +26,7 @@ from experiments.slowdown import (
     summarise_function,
 )
 from faasprof.errors import RunError
-from functions import native
+from experiments import native
 from functions.catalogue import require
 from faasprof.docker import docker_problem
 

@@ -18,7 +18,8 @@ import numpy as np
 import pytest
 
 from faasprof.rundir import InvocationLog
-from platforms.openwhisk import classify, Connection
+from platforms.openwhisk.connection import Connection
+from platforms.openwhisk.platform import classify
 from invoker.dispatch import DispatchOptions, Dispatcher, new_event_loop
 from invoker.sender import _Response
 from platforms.registry import prepare_request

@@ -23,7 +23,7 @@ import pytest
 from conftest import REPO_ROOT, run_cli
 from faasprof import rundir
 from faasprof.errors import ConfigError
-from platforms.openwhisk import Connection
+from platforms.openwhisk.connection import Connection
 from invoker.dispatch import REALTIME_HINT_PER_S, DispatchOptions, realtime_hint, realtime_permitted
 from platforms.registry import prepare_request
 from invoker.shards import AUTO_RATE_PER_PROCESS, SHARDS_DIR, ShardedDispatch, choose_processes, peak_rate_per_s, resolve_processes, split_plan

@@ -5,6 +5,14 @@ frame's ``dummy_ms`` and its percentiles in ``phase_stats`` and ``summary.json``
 a metric" is one ``monkeypatch`` of a name the recipe names; if anything else were hard-wired (a
 copy of the column tuples, a reader that ignores them), the column would not arrive.
 
+The platform: "toyfaas", a FaaS whose instances name the functions it hosts behind a gateway URL
+(their own key, ``gateway``), served by a real HTTP server on 127.0.0.1. "Add a platform" is one
+class (here, in this file, as ``platforms/toyfaas.py`` would hold it), its place in the registry's
+table and its endpoint and key in the schema (both ``monkeypatch``-ed); a workload of it is then
+validated and run end to end by ``invoker.run.execute``. Were anything else hard-wired to the two
+platforms faasprof ships (an OpenWhisk slot, a ``generic`` branch, a copy of the table), the
+workload would be refused or the run would not reach the server.
+
 The distribution: "Every", one invocation every ``every_s`` seconds (its own key). "Add a
 distribution" is one class (here, as ``workload/arrivals.py`` would hold it), its place in the
 table and its name, key and requirement in the schema (both ``monkeypatch``-ed); ``validate``,
@@ -20,6 +28,11 @@ import copy
 import json
 import math
 import re
+import threading
+import urllib.error
+import urllib.request
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from typing import Any, Sequence
 
 import numpy as np
 import pandas as pd
@@ -28,14 +41,17 @@ import pytest
 from analyzer import frames as frames_mod
 from analyzer import stats as stats_mod
 from analyzer.analysis import analyze_run, load_run
-from experiments import cmd_plan
+from conftest import send_json
+from experiments import cmd_plan, cmd_validate
 from experiments import sweep as sweep_mod
-from faasprof.errors import ConfigError
 from faasprof import rundir
+from faasprof.errors import ConfigError, NotReadyError
 from faasprof.paths import REPO_ROOT
 from faasprof.rundir import record_columns, record_fields
 from faasprof.rundir import records as records_mod
-from invoker import cmd_validate
+from invoker.run import execute
+from platforms import registry
+from platforms.base import Platform, PreparedRequest, classify_status, format_request, parse_json, split_origin, url_problem
 from test_analyzer_synthetic import write_synthetic_run
 from workload import arrivals, messages
 from workload.schedule import NS_PER_S, build_schedule
@@ -176,6 +192,211 @@ def test_every_record_reader_gives_the_dummy_column(tmp_path, monkeypatch, reade
     assert by_id == {raw["activationId"]: DUMMY_US[raw["name"]] for raw in raws}
 
 
+# -- the platform -------------------------------------------------------------------------------
+
+# What "Add a platform" says to change, file by file (the test below changes these and nothing else).
+PLATFORM_RECIPE = {
+    "platforms/registry.py": ("PLATFORMS",),
+    "workload_configs/schema.json": ("endpoint",),
+}
+PLATFORM_ATTRIBUTES = ("endpoint", "names_functions", "instance_keys", "required_keys", "validate_instance", "check",
+                       "ensure_deployed", "prepare_request", "fetch_records", "describe")
+
+
+
+# -- the toy platform's server ------------------------------------------------------------------
+
+
+class _ToyHandler(BaseHTTPRequestHandler):
+    """``GET /``: who it is; ``GET /functions``: what it hosts; ``POST /call/NAME``: a call, answered
+    200 with the parameters (``echo``) or 500 with an error (``fail``), each with its call id."""
+
+    protocol_version = "HTTP/1.1"
+    server: "ToyServer"
+
+    def log_message(self, *args) -> None:  # keep test output clean
+        pass
+
+    def do_GET(self) -> None:
+        if self.path == "/":
+            send_json(self, 200, {"name": "toyfaas"})
+        elif self.path == "/functions":
+            send_json(self, 200, sorted(ToyServer.FUNCTIONS))
+        else:
+            send_json(self, 404, {"error": "no such path"})
+
+    def do_POST(self) -> None:
+        body = self.rfile.read(int(self.headers.get("Content-Length", 0)))
+        name = self.path.removeprefix("/call/")
+        if name not in ToyServer.FUNCTIONS:
+            send_json(self, 404, {"error": f"no function {name}"})
+            return
+        with self.server.lock:
+            self.server.calls.append((name, json.loads(body)))
+            call_id = f"toy-{len(self.server.calls)}"
+        if name == "fail":
+            send_json(self, 500, {"id": call_id, "error": "boom"})
+        else:
+            send_json(self, 200, {"id": call_id, "result": json.loads(body)})
+
+
+class ToyServer(ThreadingHTTPServer):
+    FUNCTIONS = ("echo", "fail")
+    daemon_threads = True
+
+    def __init__(self) -> None:
+        super().__init__(("127.0.0.1", 0), _ToyHandler)
+        self.calls: list[tuple[str, dict]] = []
+        self.lock = threading.Lock()
+
+    @property
+    def gateway(self) -> str:
+        return f"http://127.0.0.1:{self.server_address[1]}"
+
+    def __enter__(self) -> "ToyServer":
+        threading.Thread(target=self.serve_forever, kwargs={"poll_interval": 0.05}, daemon=True).start()
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self.shutdown()
+        self.server_close()
+
+
+# -- the toy platform: what platforms/toyfaas.py would hold ---------------------------------------
+
+
+def toy_classify(status: int, activation_id: str | None, body: bytes) -> tuple[str, str | None, str | None]:
+    """A toy answer: the call id is in the body; 500 means the function failed."""
+    parsed = parse_json(body)
+    call_id = parsed.get("id") if isinstance(parsed, dict) else None
+    return classify_status(status, call_id, body, parsed, app_error_status=500)
+
+
+class ToyPlatform(Platform):
+    """Functions hosted behind a gateway URL that each instance names."""
+
+    endpoint = "toyfaas"
+    names_functions = True
+    instance_keys = ("gateway",)
+    required_keys = ("gateway",)
+
+    def __init__(self) -> None:
+        self.gateways: set[str] = set()
+
+    @classmethod
+    def validate_instance(cls, spec: dict) -> list[tuple[str, str]]:
+        problems = super().validate_instance(spec)
+        reason = url_problem(spec["gateway"]) if "gateway" in spec else None
+        return problems + ([("gateway", reason)] if reason else [])
+
+    def _get(self, url: str) -> Any:
+        try:
+            with urllib.request.urlopen(url, timeout=5) as response:
+                return json.loads(response.read())
+        except (OSError, urllib.error.URLError) as error:
+            raise NotReadyError(f"{url}: no answer ({error}); is the toyfaas gateway running?") from None
+
+    def check(self, instances: Sequence[Any] = ()) -> dict:
+        self.gateways = {instance.platform_keys["gateway"] for instance in instances if self.serves(instance)}
+        self.info = {gateway: self._get(gateway + "/") for gateway in sorted(self.gateways)}
+        return self.info
+
+    def ensure_deployed(self, workload: Any) -> dict[str, str]:
+        found = {}
+        for instance in workload.instances:
+            if self.serves(instance) and instance.function not in self._get(instance.platform_keys["gateway"] + "/functions"):
+                raise NotReadyError(f"{workload.origin}: instances.{instance.name}.application: {instance.function} is not on its gateway")
+            found[instance.function] = "existing"
+        return found
+
+    def prepare_request(self, instance: Any, origin_name: str = "<workload>") -> PreparedRequest:
+        url = f"{instance.platform_keys['gateway']}/call/{instance.function}"
+        origin, path = split_origin(url)
+        payload = format_request(origin, path, json.dumps(instance.params or {}).encode(), "application/json")
+        return PreparedRequest("toy", origin, payload, f"POST {url}", toy_classify, 1.0)
+
+    def fetch_records(self, run_dir, say=None, wait: bool = True, report: dict | None = None) -> dict:
+        return {} if report is None else report  # the toy keeps no records
+
+    def describe(self) -> dict:
+        return {"kind": "toyfaas", "gateways": sorted(self.gateways)}
+
+
+@pytest.fixture
+def toy_platform_added(monkeypatch):
+    """Steps 2 and 3 of "Add a platform": the class in the registry's table, the endpoint and the
+    key its instances take in the schema (the validator built from it is rebuilt, and again after)."""
+    monkeypatch.setattr(registry, "PLATFORMS", (*registry.PLATFORMS, ToyPlatform))
+    schema = copy.deepcopy(messages.load_schema())
+    schema["properties"]["endpoint"]["enum"].append(ToyPlatform.endpoint)
+    schema["$defs"]["instance"]["properties"]["gateway"] = {"type": "string", "minLength": 1, "description": "toyfaas endpoint: the gateway URL."}
+    monkeypatch.setattr(messages, "load_schema", lambda: schema)
+    messages._validator.cache_clear()
+    yield
+    messages._validator.cache_clear()
+
+
+def toy_workload(address: str, **instance_keys) -> dict:
+    return {
+        "test_name": "toy",
+        "test_duration_in_seconds": 1,
+        "random_seed": 5,
+        "endpoint": "toyfaas",
+        "instances": {
+            "e": {"application": "echo", "distribution": "Uniform", "rate": 10, "params": {"n": 1}, "gateway": address, **instance_keys},
+            "f": {"application": "fail", "distribution": "Uniform", "rate": 4, "gateway": address},
+        },
+    }
+
+
+def assert_the_recipe_names(title: str, files: dict[str, tuple[str, ...]], attributes: tuple[str, ...]) -> None:
+    """The recipe ``title`` names each file and each name listed for it, and each attribute of the
+    class it adds (as `name` or `name(...)`)."""
+    recipe = _recipe(title)
+    for path, names in files.items():
+        assert f"`{path}`" in recipe
+        for name in names:
+            assert f"`{name}`" in recipe, name
+    for name in attributes:
+        assert re.search(rf"`{re.escape(name)}[`(]", recipe), name
+
+
+def test_the_platform_recipe_names_what_the_dummy_changes():
+    assert_the_recipe_names("Add a platform", PLATFORM_RECIPE, PLATFORM_ATTRIBUTES)
+
+
+def test_add_a_platform_touching_only_the_recipes_files(tmp_path, toy_platform_added):
+    with ToyServer() as server:
+        # The platform's shape of an instance holds: its key required and checked, the others' refused.
+        for keys, expected in (
+            ({"gateway": None}, 'instances.e.gateway: required when endpoint is "toyfaas"; add it'),
+            ({"gateway": "toy:9"}, 'instances.e.gateway: "toy:9" is not an http:// or https:// URL'),
+            ({"url": server.gateway}, 'instances.e.url: only used when endpoint is "generic" (the workload\'s endpoint is "toyfaas"); remove it'),
+            ({"source": "."}, 'instances.e.source: only used when endpoint is "local_openwhisk"'),
+        ):
+            data = toy_workload(server.gateway, **keys)
+            data["instances"]["e"] = {key: value for key, value in data["instances"]["e"].items() if value is not None}
+            with pytest.raises(ConfigError) as caught:
+                workload_from_dict(data, origin="toy.json")
+            assert any(expected in line for line in caught.value.problems), caught.value.problems
+
+        workload = workload_from_dict(toy_workload(server.gateway), origin="toy.json")
+        run_dir = execute(workload, tmp_path / "runs", progress=False)
+        calls = list(server.calls)
+
+    manifest = rundir.read_manifest(run_dir)
+    rows = rundir.read_invocations(run_dir)
+    assert manifest.status == "complete" and len(rows) == manifest.counts["planned"] == len(calls) > 0
+    echo = [row for row in rows if row["instance"] == "e"]
+    fail = [row for row in rows if row["instance"] == "f"]
+    assert echo and all(row["outcome"] == "ok" and row["activation_id"].startswith("toy-") for row in echo)
+    assert fail and all(row["outcome"] == "app_error" and row["error"] == "boom" for row in fail)
+    assert {json.dumps(params) for name, params in calls if name == "echo"} == {'{"n": 1}'}
+    # A platform hosting functions: the run says it did not start it and what it found deployed.
+    assert manifest.platform == {"kind": "toyfaas", "embedded": False, "gateways": [server.gateway],
+                                 "actions": {"echo": "existing", "fail": "existing"}}
+
+
 # -- the distribution ---------------------------------------------------------------------------
 
 # What "Add a distribution" says to change, file by file (the test below changes these and nothing else).
@@ -242,13 +463,7 @@ def _problems(data: dict) -> list[str]:
 
 
 def test_the_distribution_recipe_names_what_the_dummy_changes():
-    recipe = _recipe("Add a distribution")
-    for path, names in DISTRIBUTION_RECIPE.items():
-        assert f"`{path}`" in recipe
-        for name in names:
-            assert f"`{name}`" in recipe, name
-    for name in DISTRIBUTION_ATTRIBUTES:
-        assert re.search(rf"`{re.escape(name)}[`(]", recipe), name
+    assert_the_recipe_names("Add a distribution", DISTRIBUTION_RECIPE, DISTRIBUTION_ATTRIBUTES)
 
 
 def test_the_schema_names_the_distributions_of_the_table_and_requires_their_keys():

@@ -14,7 +14,7 @@ from experiments import sweep as sw
 from experiments import sweep_report
 from faasprof import rundir
 from faasprof.errors import ConfigError, NotReadyError
-from platforms.openwhisk import Connection
+from platforms.openwhisk.connection import Connection
 from workload.spec import workload_from_dict
 from monitoring import allocation as al
 from tests.test_allocation_resctrl import KernelEmulation, copy_tree

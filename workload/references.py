@@ -1,18 +1,15 @@
-"""What a workload names outside itself: files, functions and addresses, found and checked.
+"""What a workload names outside itself: files and functions, found and checked.
 
 A file (``param_file``, ``data_file``, ``trace_file``, ``source``, the perf-monitoring scripts) is
 looked for where the user most likely meant it: an absolute path as is; else the workload's
 folder, the current folder, the faasprof checkout, and a message that cannot find it lists every
 place it tried. A function is a catalogue name, a path to a researcher's own function, or an
-action only the platform knows (a warning, with the closest catalogue name). A URL or an API host
-is checked for what would fail only at the first send (scheme, spaces, host, port).
+action only the platform knows (a warning, with the closest catalogue name).
 """
 
 from __future__ import annotations
 
-import difflib
 import os
-import urllib.parse
 from pathlib import Path
 from typing import Iterable
 
@@ -21,7 +18,7 @@ from faasprof.paths import REPO_ROOT
 from functions import catalogue
 from functions.own import looks_like_path
 from workload.jsonread import parse_json_document, read_text_file
-from workload.messages import Problems, got
+from workload.messages import Problems
 
 MAX_PARAM_FILE_BYTES = 64 * 1024 * 1024
 FAASPROFILER_MONITORING_SCRIPTS = ("monitoring/RuntimeMonitoring.sh", "./monitoring/RuntimeMonitoring.sh")
@@ -46,9 +43,6 @@ def resolve_input_path(value: str, base_dir: Path | None) -> tuple[Path | None, 
 
 
 
-def _known_functions() -> list[str]:
-    """Names in the function catalogue."""
-    return list(catalogue.names())
 
 
 def in_catalogue(name: str) -> bool:
@@ -71,13 +65,9 @@ def unknown_function(application: str, base_dir: Path | None, known: Iterable[st
     if looks_like_path(application):
         _, tried = resolve_input_path(application, base_dir)
         return f'"{application}" is neither in the function catalogue nor an existing file or folder (looked in {", ".join(str(p) for p in tried)})'
-    return f'"{application}" is not in the function catalogue{did_you_mean(application, known)}'
+    return f'"{application}" is not in the function catalogue{catalogue.did_you_mean(application, known)}'
 
 
-def did_you_mean(name: str, known: Iterable[str] = ()) -> str:
-    """`` (did you mean "X"?)`` for the closest of the catalogue's names and ``known``, or ""."""
-    close = difflib.get_close_matches(name, [*_known_functions(), *known], n=1, cutoff=0.6)
-    return f' (did you mean "{close[0]}"?)' if close else ""
 
 
 def load_param_file(path: Path, field_path: str, problems: Problems) -> dict | None:
@@ -102,45 +92,8 @@ def load_param_file(path: Path, field_path: str, problems: Problems) -> dict | N
     return value
 
 
-def url_problem(url: str) -> str | None:
-    """Why ``url`` cannot be sent to (with the fix), or None when it is a usable http(s) URL."""
-    if not url.startswith(("http://", "https://")):
-        return f"{got(url)} is not an http:// or https:// URL; write it as http://HOST[:PORT]/PATH"
-    if any(ch.isspace() for ch in url):
-        return f"{got(url)} contains spaces; percent-encode them (%20) or remove them"
-    try:
-        parts = urllib.parse.urlsplit(url)
-        port = parts.port
-    except ValueError as error:
-        return f"{got(url)} has a bad port ({error}); write it as http://HOST:PORT/PATH with PORT in 1..65535"
-    if not parts.hostname:
-        return f"{got(url)} has no host; write it as http://HOST[:PORT]/PATH"
-    if port == 0:
-        return f"{got(url)} has port 0; use a port in 1..65535"
-    return None
 
 
-def apihost_problem(apihost: str) -> str | None:
-    """Why ``apihost`` cannot name a platform (with the fix), or None when it can."""
-    text = apihost.strip()
-    if not text:
-        return "is empty; write the API host, e.g. https://172.17.0.1 or http://127.0.0.1:3233"
-    if any(ch.isspace() for ch in text):
-        return f"{apihost!r} contains spaces; write one host such as https://172.17.0.1 or http://127.0.0.1:3233"
-    scheme, sep, _ = text.partition("://")
-    if sep and scheme not in ("http", "https"):
-        return f"{apihost!r} has the scheme {scheme}://; use http:// or https://"
-    url = text if sep else "https://" + text
-    try:
-        parts = urllib.parse.urlsplit(url)
-        port = parts.port
-    except ValueError:
-        return f"{apihost!r} has a bad port; write HOST:PORT with PORT in 1..65535"
-    if not parts.hostname:
-        return f"{apihost!r} has no host; write it as https://HOST[:PORT]"
-    if port == 0:
-        return f"{apihost!r} has port 0; use a port in 1..65535"
-    return None
 
 
 def script_path(value: str | None, field_path: str, base_dir: Path | None, problems: Problems) -> Path | None:

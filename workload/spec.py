@@ -7,8 +7,9 @@ disagreed: a null ``random_seed`` draws a fresh seed (recorded), a null or absen
 checked against ``workload_configs/schema.json``, whose errors become one line each
 (``workload.messages``: ``CONFIG: instances.i0.rate: must be a number >= 0 (got -5)``); this module
 adds the checks a schema cannot express (windows inside the test, files that exist
-(``workload.references``), each distribution's keys (``workload.arrivals``), URLs and hosts, the
-planned invocation count and its memory, a platform's memory and request-size limits).
+(``workload.references``), the keys only an instance's distribution takes, checked by it
+(``workload.arrivals``), the keys only its platform takes, checked by it (``platforms.registry``),
+hosts, the planned invocation count and its memory, a platform's memory and request-size limits).
 
 Validation collects every problem (parse, schema and semantic checks together) before raising, so
 a user fixes a workload in one pass. A function outside the catalogue is a warning
@@ -28,12 +29,13 @@ from typing import Any, Iterable
 from faasprof.errors import ConfigError
 from functions import catalogue
 from functions.own import default_name, detect_runtime, looks_like_path
+from platforms import registry
+from platforms.base import PlatformLimits
+from platforms.openwhisk.connection import apihost_problem
 from workload.arrivals import DISTRIBUTIONS, ArrivalError, arrival_problems, distribution_for, distribution_of
 from workload.jsonread import parse_workload_file
 from workload.messages import CAPACITY_FRACTION, Problems, covers, got, schema_fields, schema_problems, top_level_problem
-from workload.references import apihost_problem, application_source, in_catalogue, load_param_file, resolve_input_path, script_path, unknown_function, url_problem
-
-OPENWHISK_ENDPOINT = "local_openwhisk"  # FaaSProfiler's name for OpenWhisk actions (the default endpoint)
+from workload.references import application_source, in_catalogue, load_param_file, resolve_input_path, script_path, unknown_function
 
 # Bounds that keep a typo from exhausting the machine. The schedule costs about
 # SCHEDULE_BYTES_PER_INVOCATION while it is built (float64 times, int64 ns, int32 owner, the sort's
@@ -47,47 +49,12 @@ DEFAULT_OWN_MEMORY_MB = 256  # a researcher's function deploys with this unless 
 
 
 @dataclass(frozen=True)
-class PlatformLimits:
-    """What a platform refuses: memory limits outside [min, max], request bodies above a size.
-
-    ``None`` means unknown (not checked). ``description`` names the platform in messages."""
-
-    description: str
-    min_memory_mb: int | None = None
-    max_memory_mb: int | None = None
-    max_payload_bytes: int | None = None
-    memory_fix: str = "lower memory_mb"
-    payload_fix: str = "send a smaller file"
-
-    @classmethod
-    def from_info(cls, info: dict, apihost: str) -> "PlatformLimits":
-        """From a platform's ``GET /`` (OpenWhisk reports action memory limits in bytes)."""
-        limits = (info or {}).get("limits") or {}
-        local = (info or {}).get("localwhisk") or {}
-        settings = local.get("settings") if isinstance(local.get("settings"), dict) else local
-
-        def megabytes(key: str) -> int | None:
-            value = limits.get(key)
-            return int(value) // 1048576 if isinstance(value, (int, float)) and value > 0 else None
-
-        payload = settings.get("max_payload_bytes") if isinstance(settings, dict) else None
-        return cls(
-            description=apihost,
-            min_memory_mb=megabytes("min_action_memory"),
-            max_memory_mb=megabytes("max_action_memory"),
-            max_payload_bytes=int(payload) if isinstance(payload, int) and payload > 0 else None,
-            memory_fix="lower memory_mb, or raise the platform's limit (OpenWhisk: limit_action_memory_max)",
-            payload_fix="send a smaller file, or raise the platform's limit (localwhisk: --max-payload-bytes)",
-        )
-
-
-@dataclass(frozen=True)
 class Instance:
     """One invocation stream, resolved: defaults filled, paths absolute, params loaded."""
 
     name: str
     function: str  # action name (FaaSProfiler's "application")
-    endpoint: str  # "local_openwhisk" | "generic"
+    endpoint: str  # its platform's (platforms.registry): "local_openwhisk" | "generic"
     distribution: str  # a name in workload.arrivals.DISTRIBUTIONS ("Trace" also for interarrivals_list)
     rate: float | None  # invocations per second (Poisson, Uniform); 0: muted, it plans nothing
     window_s: tuple[float, float]
@@ -116,6 +83,9 @@ class Instance:
     kind: str | None = None  # the action kind for `source` (default: from its files)
     planned_estimate: float = 0.0  # about how many invocations the instance plans
     capacity_fraction: float | None = None  # rate given as this fraction of the measured capacity
+    # The keys only its platform takes (``Platform.instance_keys``), as given: a platform reads its
+    # own here (generic's url and data are also fields of their own).
+    platform_keys: dict = field(default_factory=dict)
     # The keys only its distribution takes (``Distribution.keys``), as given: a distribution reads
     # its own here (Poisson's, Uniform's, Burst's and Trace's are also fields of their own).
     arrival_keys: dict = field(default_factory=dict)
@@ -123,6 +93,11 @@ class Instance:
     @property
     def window_length_s(self) -> float:
         return self.window_s[1] - self.window_s[0]
+
+    @property
+    def names_functions(self) -> bool:
+        """Whether the instance names a function its platform hosts (an OpenWhisk action), not a URL."""
+        return registry.names_functions(self.endpoint)
 
 
 @dataclass(frozen=True)
@@ -134,7 +109,7 @@ class Workload:
     seed_was_null: bool
     instances: tuple[Instance, ...]
     blocking_cli: bool = False
-    endpoint: str = OPENWHISK_ENDPOINT
+    endpoint: str = registry.DEFAULT_ENDPOINT
     description: str | None = None
     platform: dict = field(default_factory=dict)
     monitoring: dict = field(default_factory=dict)
@@ -181,12 +156,18 @@ class Workload:
         return replace(resolved, seed_was_null=self.seed_was_null)
 
     def functions(self) -> list[str]:
-        """Action names the workload invokes on OpenWhisk, in first-use order."""
+        """Names of the functions the workload invokes on platforms that host them, in first-use order."""
         seen: dict[str, None] = {}
         for instance in self.instances:
-            if instance.endpoint == OPENWHISK_ENDPOINT:
+            if instance.names_functions:
                 seen.setdefault(instance.function, None)
         return list(seen)
+
+    def check_limits(self, limits: PlatformLimits) -> list[str]:
+        """Every memory limit and request size of this workload that ``limits``' platform would refuse."""
+        problems = Problems(self.origin)
+        limit_problems(self.instances, self.raw, limits, problems)
+        return problems.lines
 
     def resolved(self) -> dict:
         """The workload as run, for the manifest: the JSON as given plus every resolved value.
@@ -232,9 +213,13 @@ def fresh_seed() -> int:
     return secrets.randbits(63)
 
 
+
+
+
 def _resolve_instance(name: str, spec: dict, top: dict, base_dir: Path | None, duration_s: float | None, problems: Problems) -> Instance | None:
     where = f"instances.{name}"
-    endpoint = top.get("endpoint", OPENWHISK_ENDPOINT)
+    endpoint = top.get("endpoint", registry.DEFAULT_ENDPOINT)
+    platform = registry.platform_for(endpoint)  # None for an endpoint the schema refuses
     test_s = duration_s if duration_s is not None else math.inf
     window = spec.get("activity_window")
     if window is None:
@@ -282,7 +267,9 @@ def _resolve_instance(name: str, spec: dict, top: dict, base_dir: Path | None, d
     source = find("source", kinds="file or folder")
     function = spec["application"]
     source_field = "source"
-    own = application_source(function, base_dir) if endpoint == OPENWHISK_ENDPOINT and "source" not in spec else None
+    # A platform that deploys functions of the researcher's own takes "source" (OpenWhisk).
+    takes_source = platform is not None and "source" in platform.instance_keys
+    own = application_source(function, base_dir) if takes_source and "source" not in spec else None
     if own is not None:
         # A path in "application" is the researcher's function itself, named as `faasprof deploy PATH` names it.
         source, function, source_field = own, default_name(own), "application"
@@ -300,31 +287,17 @@ def _resolve_instance(name: str, spec: dict, top: dict, base_dir: Path | None, d
         params = load_param_file(param_file, f"{where}.param_file", problems)
     if spec.get("params") is not None:
         params = {**(params or {}), **spec["params"]}
-    if endpoint == OPENWHISK_ENDPOINT and source is None and not any(key in spec for key in ("params", "param_file", "data_file")):
+    if registry.names_functions(endpoint) and source is None and not any(key in spec for key in ("params", "param_file", "data_file")):
         # Given no input, a catalogue function gets its sample input, as `faasprof native` calls
         # it: without one most of them only fail (markdown: "no document").
         entry = catalogue.lookup(str(spec["application"]).strip("/").split("/")[-1])
         if entry is not None:
             param_file, params = entry.param_file, entry.sample_params()
 
-    # OpenWhisk instances name an action; every other endpoint (generic) posts ``data`` to a ``url``.
-    if endpoint != OPENWHISK_ENDPOINT:
-        for key in ("url", "data"):
-            if key not in spec:
-                problems.add(f"{where}.{key}", f'required when endpoint is "{endpoint}"; add it')
-        if "url" in spec:
-            reason = url_problem(spec["url"])
-            if reason:
-                problems.add(f"{where}.url", reason)
-        for key in ("source", "kind"):
-            if key in spec:
-                problems.add(f"{where}.{key}", f'only used when endpoint is "{OPENWHISK_ENDPOINT}" ({endpoint} endpoints invoke a URL); remove it')
-    else:
-        for key in ("url", "data"):
-            if key in spec:
-                problems.add(f"{where}.{key}", f'only used when endpoint is "generic" (the workload\'s endpoint is "{endpoint}"); remove it')
-        if "kind" in spec and "source" not in spec and own is None:
-            problems.add(f"{where}.kind", "only used with source (a function of yours that faasprof deploys); add source or remove it")
+    # The keys only some platforms take (OpenWhisk: source, kind; generic: url, data), as the
+    # instance's platform sees them (a path in "application" is the instance's source).
+    for key, text in registry.instance_problems(endpoint, spec if own is None else {**spec, "source": str(own)}):
+        problems.add(f"{where}.{key}", text)
     host = spec.get("host")
     if host is not None and (not host.strip() or any(ch.isspace() or ch in "/@" for ch in host)):
         problems.add(f"{where}.host", f"{got(host)} is not a host name for the Host header; write HOST or HOST:PORT without spaces, scheme or path")
@@ -351,6 +324,7 @@ def _resolve_instance(name: str, spec: dict, top: dict, base_dir: Path | None, d
         content_type=spec.get("content_type"),
         url=spec.get("url"),
         data=spec.get("data"),
+        platform_keys={key: spec[key] for key in (platform.instance_keys if platform is not None else ()) if key in spec},
         memory_mb=spec.get("memory_mb"),
         phase=spec.get("phase", True),
         burst_size=int(spec.get("burst_size", 1)),
@@ -382,6 +356,7 @@ def _human_bytes(count: float) -> str:
         if count >= size:
             return f"{count / size:.3g} {unit}"
     return f"{count:.0f} bytes"
+
 
 
 def _size_problems(instances: list[Instance], problems: Problems) -> None:
@@ -442,8 +417,8 @@ def limit_problems(instances: list[Instance] | tuple[Instance, ...], data: dict,
     """Memory limits and request sizes that ``limits``' platform would refuse."""
     low, high = limits.min_memory_mb, limits.max_memory_mb
     for instance in instances:
-        if instance.endpoint != OPENWHISK_ENDPOINT:
-            continue  # the limits are an OpenWhisk's
+        if not instance.names_functions:
+            continue  # the limits are those of a platform hosting the functions
         where = f"instances.{instance.name}"
         memory_mb = _default_memory_mb(instance)
         if memory_mb is not None and ((low is not None and memory_mb < low) or (high is not None and memory_mb > high)):
@@ -459,13 +434,6 @@ def limit_problems(instances: list[Instance] | tuple[Instance, ...], data: dict,
     for index, memory_mb in enumerate(sweep_memory):
         if (low is not None and memory_mb < low) or (high is not None and memory_mb > high):
             problems.add(f"sweep.parameters.memory_mb[{index}]", f"{memory_mb} MB is outside the {low or '?'}..{high or '?'} MB that {limits.description} accepts; {limits.memory_fix}")
-
-
-def check_limits(workload: Workload, limits: PlatformLimits) -> list[str]:
-    """Every memory limit and request size of ``workload`` that ``limits``' platform would refuse."""
-    problems = Problems(workload.origin)
-    limit_problems(workload.instances, workload.raw, limits, problems)
-    return problems.lines
 
 
 def workload_from_dict(data: Any, origin: str = "<workload>", path: Path | None = None, check_catalogue: bool = True, seed: int | None = None,
@@ -518,7 +486,7 @@ def workload_from_dict(data: Any, origin: str = "<workload>", path: Path | None 
         for instance in instances:
             if instance.function in warned:
                 continue  # one warning per function, at its first instance
-            if instance.endpoint == OPENWHISK_ENDPOINT and instance.source is None and not in_catalogue(instance.function):
+            if instance.names_functions and instance.source is None and not in_catalogue(instance.function):
                 warned.add(instance.function)
                 if looks_like_path(instance.function):
                     fix = "fix the path to your function's file or folder (an action's full name must already exist on the platform)"
@@ -568,7 +536,7 @@ def workload_from_dict(data: Any, origin: str = "<workload>", path: Path | None 
         seed_was_null=seed_was_null,
         instances=tuple(instances),
         blocking_cli=bool(data.get("blocking_cli", False)),
-        endpoint=data.get("endpoint", OPENWHISK_ENDPOINT),
+        endpoint=data.get("endpoint", registry.DEFAULT_ENDPOINT),
         description=data.get("description"),
         platform=platform,
         monitoring=data.get("monitoring") or {},

@@ -26,7 +26,8 @@ from monitoring.collectors import COLLECTORS, normalise_block
 from monitoring.collectors.base import INFO, NO, OK, WARN, Finding
 from monitoring.host import Root, collect_host, cpu_vendor_kind
 from platforms.base import PlatformError, PlatformUnreachable
-from platforms.openwhisk import OpenWhiskPlatform, add_connection_arguments, resolve_connection
+from platforms.openwhisk.connection import add_connection_arguments, resolve_connection
+from platforms.openwhisk.platform import OpenWhiskPlatform
 from workload.jsonread import read_workload_json
 
 
