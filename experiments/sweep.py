@@ -18,8 +18,10 @@ How each parameter is applied:
   (``monitoring.allocation``), restored after the point whatever happens.
 - ``memory_mb``: every selected OpenWhisk instance invokes the variant ``<function>-<MB>`` (the
   same code deployed with that memory limit).
-- ``rate`` / ``rate_scale``: the rate of Poisson and Uniform instances; ``rate_scale`` also
-  shortens Burst gaps and scales traces.
+- ``rate`` / ``rate_scale``: ``rate`` sets the rate of the instances whose distribution is driven by
+  one (Poisson, Uniform); ``rate_scale`` makes every selected instance send that many times as
+  often, as its distribution scales itself (``workload.arrivals``: a rate, Burst gaps, a trace). A
+  distribution the table does not hold is an error, never skipped.
 - ``pause_grace_ms`` / ``user_memory_mb``: localwhisk is started with them for the point (each
   run starts its own). A real OpenWhisk needs a redeploy for these: the sweep refuses them there
   and says how.
@@ -48,6 +50,7 @@ from typing import Any
 from faasprof.errors import ConfigError, FaasprofError
 from faasprof.progress import QUIET, Progress
 from faasprof.rundir import create_run_dir, update_manifest, write_json_atomic
+from workload.arrivals import distribution_for, distribution_of, rated_distributions
 from workload.schedule import instance_rng
 from experiments import padding as padding_mod
 from experiments.sweep_report import SWEEP_FILE, write_sweep_report
@@ -62,7 +65,6 @@ ALLOCATION_PARAMETERS = ("llc_ways", "mba_percent")
 LOCALWHISK_PARAMETERS = ("pause_grace_ms", "user_memory_mb")
 # Start-up, deployment and draining around every run, used for the wall-time estimate.
 RUN_OVERHEAD_S = {"localwhisk": 8.0, "openwhisk": 15.0}
-_RATED = ("Poisson", "Uniform")
 _VARIANT_SUFFIX = re.compile(r"-\d+$")
 
 
@@ -121,22 +123,11 @@ def apply_point(workload_dict: dict, point: SweepPoint, origin: str = "<workload
     hosts_functions = registry.names_functions(data.get("endpoint", registry.DEFAULT_ENDPOINT))
     for name in names:
         spec = data["instances"][name]
-        distribution = spec.get("distribution")
-        is_trace = "interarrivals_list" in spec or distribution == "Trace"
-        if "rate" in values and distribution in _RATED and not is_trace:
+        process = distribution_for(distribution_of(spec), f"{origin}: instances.{name}.distribution")
+        if "rate" in values and process.rated:
             spec["rate"] = values["rate"]
         if "rate_scale" in values:
-            scale = float(values["rate_scale"])
-            if "interarrivals_list" in spec:
-                spec["interarrivals_list"] = [gap / scale for gap in spec["interarrivals_list"]]
-            elif distribution in _RATED:
-                spec["rate"] = spec["rate"] * scale
-            elif distribution == "Burst":
-                spec["burst_gap_s"] = spec["burst_gap_s"] / scale
-                if "burst_gap_mean_s" in spec:
-                    spec["burst_gap_mean_s"] = spec["burst_gap_mean_s"] / scale
-            elif distribution == "Trace":
-                spec["trace_scale"] = spec.get("trace_scale", 1.0) * scale
+            process.scale(spec, float(values["rate_scale"]))
         if "memory_mb" in values and hosts_functions:
             base = _VARIANT_SUFFIX.sub("", spec["application"])
             spec["application"] = f"{base}-{values['memory_mb']}"
@@ -159,8 +150,8 @@ def check_sweep(workload: Workload, connection: Any = None, root: str = "/") -> 
     problems: list[str] = []
     names = _selected(workload.raw, sweep)
     instances = {i.name: i for i in workload.instances}
-    if "rate" in parameters and not any(instances[n].distribution in _RATED for n in names):
-        problems.append(f"{origin}: sweep.parameters.rate: no Poisson or Uniform instance to apply it to; use rate_scale, or name instances in sweep.instances")
+    if "rate" in parameters and not any(distribution_for(instances[n].distribution).rated for n in names):
+        problems.append(f"{origin}: sweep.parameters.rate: no {' or '.join(rated_distributions())} instance to apply it to; use rate_scale, or name instances in sweep.instances")
     if "memory_mb" in parameters and not any(instances[n].names_functions for n in names):
         problems.append(f"{origin}: sweep.parameters.memory_mb: applies to functions a platform hosts (OpenWhisk actions), and this workload has none (endpoint is {workload.endpoint})")
     if connection is not None:

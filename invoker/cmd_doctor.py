@@ -28,7 +28,7 @@ from monitoring.host import Root, collect_host, cpu_vendor_kind
 from platforms.base import PlatformError, PlatformUnreachable
 from platforms.openwhisk.connection import add_connection_arguments, resolve_connection
 from platforms.openwhisk.platform import OpenWhiskPlatform
-from workload.spec import read_workload_json
+from workload.jsonread import read_workload_json
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:

@@ -75,6 +75,23 @@ def test_rate_applies_only_to_rated_instances_or_the_named_ones():
         sw.check_sweep(workload_from_dict(only_burst))
 
 
+def test_rate_scale_scales_every_distribution_and_refuses_one_the_table_lacks():
+    data = copy.deepcopy(BASE)
+    data["instances"]["t"] = {"application": "json_dumps", "trace_file": "tests/data/traces/azure_small.csv"}  # a Trace by its key alone
+    data["instances"]["l"] = {"application": "json_dumps", "distribution": "Poisson", "rate": 10, "interarrivals_list": [1, 2]}  # a Trace too
+    point = sw.SweepPoint(0, 0, 0, {"rate_scale": 2})
+    out = sw.apply_point(data, point)
+    assert out["instances"]["p"]["rate"] == 20
+    assert (out["instances"]["b"]["burst_gap_s"], out["instances"]["b"]["burst_gap_mean_s"]) == (1, 0.5)
+    assert out["instances"]["t"]["trace_scale"] == 2
+    assert out["instances"]["l"]["interarrivals_list"] == [0.5, 1] and out["instances"]["l"]["rate"] == 10
+    # A distribution no table entry scales is an error naming the instance, never a point left unscaled.
+    data["instances"]["x"] = {"application": "json_dumps", "distribution": "Every", "every_s": 2}
+    with pytest.raises(ConfigError) as caught:
+        sw.apply_point(data, point, origin="sw.json")
+    assert str(caught.value) == "sw.json: instances.x.distribution: 'Every' is no distribution faasprof knows; use one of Poisson, Uniform, Burst, Trace"
+
+
 def test_openwhisk_refuses_localwhisk_only_parameters():
     data = copy.deepcopy(BASE)
     data["sweep"] = {"parameters": {"pause_grace_ms": [50, 10000]}}
