@@ -55,7 +55,8 @@ from analyzer import plots as plots_mod
 from analyzer import report as report_mod
 from analyzer import tails as tails_mod
 from monitoring.frames import load_run_monitors
-from platforms.openwhisk import DEFAULT_RETRY_DELAYS_S, MAX_ID_LOOKUPS_PER_ROUND, OpenWhiskClient, fetch_records
+from platforms.openwhisk.client import OpenWhiskClient
+from platforms.openwhisk.records import DEFAULT_RETRY_DELAYS_S, MAX_ID_LOOKUPS_PER_ROUND, fetch_records
 
 SUMMARY_FORMAT_VERSION = 2
 SUPPORTED_SUMMARY_VERSIONS = (2,)
@@ -472,10 +473,10 @@ def analyze_run(
 
     ``invocations`` is the run's invocation frame when the caller has read it already.
 
-    With ``connection`` (an ``platforms.openwhisk.Connection``) the run's records are fetched from
-    that platform first when there is no ``activations.jsonl`` yet, and records still missing from
-    an existing one are asked for again and appended. Without one, the analysis uses what the run
-    directory holds and says what is missing.
+    With ``connection`` (a ``platforms.openwhisk.connection.Connection``) the run's records are
+    fetched from that platform first when there is no ``activations.jsonl`` yet, and records still
+    missing from an existing one are asked for again and appended. Without one, the analysis uses
+    what the run directory holds and says what is missing.
     """
     run_dir = Path(run_dir)
     manifest = rundir.read_manifest(run_dir)

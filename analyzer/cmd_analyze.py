@@ -14,11 +14,13 @@ from pathlib import Path
 
 from analyzer.analysis import analyze_run
 from analyzer.records import stderr_progress
-from analyzer.report import print_summary
+from analyzer.report import summary_lines
 from faasprof import rundir
 from faasprof.errors import FaasprofError
+from faasprof.progress import Progress
 from localwhisk.embedded import start_embedded
-from platforms.openwhisk import Connection, OpenWhiskPlatform, add_connection_arguments, resolve_connection
+from platforms.openwhisk.connection import Connection, add_connection_arguments, resolve_connection
+from platforms.openwhisk.platform import OpenWhiskPlatform
 from workload.schedule import build_schedule
 from workload.spec import workload_from_dict
 from faasprof.rundir import tables
@@ -34,16 +36,17 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 def main(args: argparse.Namespace) -> int:
     run_dir = Path(args.run_dir)
+    progress = Progress.to(sys.stderr)
     manifest = rundir.read_manifest(run_dir)
     # Read once, here: the torn-run tally is stated first, and the frame is what is analysed.
     invocations, completeness = tables.read_invocations_and_completeness(run_dir, manifest)
-    if completeness.uncounted and _rederive_plan(run_dir, manifest):
+    if completeness.uncounted and _rederive_plan(run_dir, manifest, progress):
         del invocations
         invocations, completeness = tables.read_invocations_and_completeness(run_dir, manifest)
     torn = completeness.describe()
     if torn:
         # Stated before anything else: the rows present are not the plan.
-        print(f"warning: {run_dir}: {torn}; status {manifest.status}", file=sys.stderr)
+        progress.warn(f"{run_dir}: {torn}; status {manifest.status}")
     platform_block = manifest.platform
     saved = rundir.has_records(run_dir)
     # A native run had no platform: its rows are the results, and there are no records to fetch.
@@ -52,7 +55,7 @@ def main(args: argparse.Namespace) -> int:
         # The embedded platform kept its store in the run directory: a crashed run's records are
         # there, served again by a localwhisk started on that store (the same REST path).
         if not saved or manifest.status == "running":
-            _fetch_from_embedded_store(run_dir, platform_block)
+            _fetch_from_embedded_store(run_dir, platform_block, progress)
     elif fetch and (not saved or args.apihost):
         # Records are fetched when the run has none saved, or (with explicit flags) to complete them.
         workload = manifest.workload
@@ -61,22 +64,20 @@ def main(args: argparse.Namespace) -> int:
             platform.pop("auth")  # the manifest never holds the key: flags or ~/.wskprops give it
         connection = resolve_connection(args, platform, origin=str(rundir.manifest_path(run_dir)))
         if connection is None:
-            print(
-                f"analyze: {run_dir} has no {rundir.ACTIVATIONS} and no platform is configured to fetch them from "
-                "(pass --apihost/--auth); analyzing client-side data only",
-                file=sys.stderr,
-            )
+            progress.say(f"analyze: {run_dir} has no {rundir.ACTIVATIONS} and no platform is configured to fetch them from "
+                         "(pass --apihost/--auth); analyzing client-side data only")
         else:
-            _fetch_from_platform(run_dir, connection)
+            _fetch_from_platform(run_dir, connection, progress)
     summary = analyze_run(run_dir, None, plots=not args.no_plots, progress=stderr_progress, invocations=invocations)
     for warning in summary["warnings"]:
-        print(f"warning: {warning}", file=sys.stderr)
-    print_summary(summary)
+        progress.warn(warning)
+    for line in summary_lines(summary):
+        print(line)
     print(run_dir / rundir.ANALYSIS)
     return 0
 
 
-def _rederive_plan(run_dir: Path, manifest: rundir.Manifest) -> bool:
+def _rederive_plan(run_dir: Path, manifest: rundir.Manifest, progress: Progress) -> bool:
     """A torn run without ``plan.bin`` (format 1): re-derive the plan from the manifest's resolved
     workload and seed (the schedule is a pure function of both), check it against the planned
     count, and save it so that every reader reconstructs the run. False when it cannot be done."""
@@ -89,47 +90,43 @@ def _rederive_plan(run_dir: Path, manifest: rundir.Manifest) -> bool:
         workload = workload_from_dict(given, origin=str(rundir.manifest_path(run_dir)), path=Path(source) if source else None, check_catalogue=False)
         schedule = build_schedule(workload)
     except (FaasprofError, OSError, ValueError) as error:
-        print(f"warning: {run_dir}: cannot re-derive the plan from the manifest ({error}); the missing rows are only counted", file=sys.stderr)
+        progress.warn(f"{run_dir}: cannot re-derive the plan from the manifest ({error}); the missing rows are only counted")
         return False
     planned = manifest.planned
     if len(schedule) != planned:
-        print(f"warning: {run_dir}: the plan re-derived from the manifest has {len(schedule):,} invocations, the run planned {planned}; not used", file=sys.stderr)
+        progress.warn(f"{run_dir}: the plan re-derived from the manifest has {len(schedule):,} invocations, the run planned {planned}; not used")
         return False
     rundir.write_plan(run_dir, schedule.intended_ns, schedule.instance_idx, schedule.instance_names, schedule.functions)
-    _say(f"re-derived the plan of {run_dir} from its manifest (workload and seed {workload.seed}) into {rundir.PLAN}")
+    progress.say(f"re-derived the plan of {run_dir} from its manifest (workload and seed {workload.seed}) into {rundir.PLAN}")
     return True
 
 
-def _say(line: str) -> None:
-    print(line, file=sys.stderr, flush=True)
-
-
-def _fetch_from_platform(run_dir: Path, connection) -> None:
+def _fetch_from_platform(run_dir: Path, connection, progress: Progress) -> None:
     """Save the run's records, waiting for activations still running (deadline: the actions' time limits)."""
     with OpenWhiskPlatform(connection) as platform:
-        report = platform.fetch_records(run_dir, say=_say)
-    _report(report, f"platform {connection.apihost}")
+        report = platform.fetch_records(run_dir, say=progress.say)
+    _report(report, f"platform {connection.apihost}", progress)
 
 
-def _fetch_from_embedded_store(run_dir: Path, platform_block: dict) -> None:
+def _fetch_from_embedded_store(run_dir: Path, platform_block: dict, progress: Progress) -> None:
     data_dir = run_dir / str(platform_block.get("data_dir") or "localwhisk")
     if not (data_dir / "localwhisk.sqlite").exists():
-        print(f"warning: {run_dir}: the embedded platform's store {data_dir / 'localwhisk.sqlite'} is missing; analyzing without the records it held", file=sys.stderr)
+        progress.warn(f"{run_dir}: the embedded platform's store {data_dir / 'localwhisk.sqlite'} is missing; analyzing without the records it held")
         return
-    _say(f"reading activation records from the embedded platform's store in {data_dir}")
+    progress.say(f"reading activation records from the embedded platform's store in {data_dir}")
     try:
         with start_embedded(data_dir=data_dir, log_dir=data_dir) as handle:
             connection = Connection(apihost=handle.apihost, auth=handle.auth, namespace=handle.namespace, source="embedded")
             with OpenWhiskPlatform(connection) as platform:
                 # Nothing can still be running there: the server that ran them is gone.
-                report = platform.fetch_records(run_dir, say=_say, wait=False)
+                report = platform.fetch_records(run_dir, say=progress.say, wait=False)
     except FaasprofError as error:
-        print(f"warning: {run_dir}: cannot read the embedded platform's store ({error}); analyzing without its records", file=sys.stderr)
+        progress.warn(f"{run_dir}: cannot read the embedded platform's store ({error}); analyzing without its records")
         return
-    _report(report, f"the store in {data_dir}")
+    _report(report, f"the store in {data_dir}", progress)
 
 
-def _report(report: dict, source: str) -> None:
-    _say(f"saved {report.get('saved', 0):,} of {report.get('expected', 0):,} activation records from {source} to {rundir.ACTIVATIONS}")
+def _report(report: dict, source: str, progress: Progress) -> None:
+    progress.say(f"saved {report.get('saved', 0):,} of {report.get('expected', 0):,} activation records from {source} to {rundir.ACTIVATIONS}")
     if report.get("missing"):
-        print(f"warning: {report['missing']:,} activation records missing: {report['missing_why']}", file=sys.stderr)
+        progress.warn(f"{report['missing']:,} activation records missing: {report['missing_why']}")

@@ -1,7 +1,7 @@
 """Activation records read back flat, for the frames.
 
-Fetching them from the platform lives in ``platforms.openwhisk`` (``fetch_records``); reading and
-writing ``activations.jsonl`` lives in ``faasprof.rundir``.
+Fetching them from the platform lives in ``platforms.openwhisk.records`` (``fetch_records``);
+reading and writing ``activations.jsonl`` lives in ``faasprof.rundir``.
 
 ``flatten_record`` and ``read_records`` (``faasprof.rundir.records``) turn raw records into plain
 columns (units in the names); their meaning is documented there.

@@ -7,7 +7,6 @@ says. It carries no generation time, so re-running gives the same bytes.
 from __future__ import annotations
 
 import html
-import sys
 from pathlib import Path
 
 from faasprof import rundir
@@ -254,31 +253,29 @@ def _not_sent_interrupted(info: dict) -> dict[str, int]:
     return {"not sent: interrupted": count} if count else {}
 
 
-def print_summary(summary: dict, out=None) -> None:
+def summary_lines(summary: dict) -> list[str]:
     """The analysis in a few lines: records, failures first, outcomes, one line per instance and phase."""
-    out = sys.stdout if out is None else out
     records = summary["records"]
-    print(
+    lines = [
         f"{summary['run']['dir']}: {summary['run']['planned']} planned, status {summary['run']['status']}; "
-        f"records {records['found']} found, {records['missing']} missing (source {records['source']})",
-        file=out,
-    )
+        f"records {records['found']} found, {records['missing']} missing (source {records['source']})"
+    ]
     failures = summary["failures"]
     finals = summary["run"]["final_outcomes"]
     if failures["total"]:
         kinds = ", ".join(f"{count} {name}" for name, count in finals.items() if count and name != "success")
-        print(f"  FAILURES: {failures['total']} of {summary['run']['planned']} did not succeed ({kinds}); kept out of the latency figures", file=out)
+        lines.append(f"  FAILURES: {failures['total']} of {summary['run']['planned']} did not succeed ({kinds}); kept out of the latency figures")
     apart = "".join(f"; {name} {count} (planned after the stop at {summary['run']['end_s']:.3g} s)" for name, count in _not_sent_interrupted(summary["run"]).items())
-    print(f"  outcomes: {finals['success']} success" + "".join(f", {count} {name}" for name, count in finals.items() if count and name != "success") + apart, file=out)
+    lines.append(f"  outcomes: {finals['success']} success" + "".join(f", {count} {name}" for name, count in finals.items() if count and name != "success") + apart)
     for instance in summary["instances"]:
         for phase in instance["phases"]:
             # Completion latency for every call (planned send → function end); the client's own
             # latency is added for blocking calls only, whose answer comes at the function's end.
             client = f" (client p50 {ms(phase['client_latency_ms_p50'])})" if phase.get("blocking") else ""
-            print(
+            lines.append(
                 f"  {instance['instance']:<16} phase {phase['phase']} {phase['mode']:<13} "
                 f"offered {rate(phase['offered_rps'])} achieved {rate(phase['achieved_rps'])} "
                 f"completion latency p50 {ms(phase.get('completion_latency_ms_p50'))} p99 {ms(phase.get('completion_latency_ms_p99'))}{client} "
-                f"cold {pct(phase['cold_fraction'])} resumed {pct(phase['resumed_fraction'])}",
-                file=out,
+                f"cold {pct(phase['cold_fraction'])} resumed {pct(phase['resumed_fraction'])}"
             )
+    return lines

@@ -81,6 +81,7 @@ from faasprof.outcomes import ACCEPTED_HTTP_OUTCOMES, FAILURE_OUTCOMES, FINAL_OU
 from analyzer import markup
 from analyzer.frames import answers_at_end, blocking_default
 from analyzer.markup import fmt, ms
+from workload.arrivals import distribution_of
 
 WARMUP_MAX_S = 2.0
 WARMUP_FRACTION = 0.2
@@ -179,7 +180,7 @@ def instance_specs(manifest: rundir.Manifest, frame: pd.DataFrame) -> list[dict]
             {
                 "instance": str(name),
                 "function": str(function) if function else None,
-                "distribution": item.get("distribution") or ("Trace" if item.get("interarrivals_list") else None),
+                "distribution": distribution_of(item),
                 "rate_rps": float(rate) if isinstance(rate, (int, float)) and not isinstance(rate, bool) else None,
                 "window_s": (float(window[0]), float(min(window[1], duration))),
                 "planned": planned,

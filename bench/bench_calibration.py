@@ -47,7 +47,8 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 from analyzer.analysis import load_summary  # noqa: E402
 from experiments.capacity import find_capacity  # noqa: E402
 from faasprof import rundir  # noqa: E402
-from platforms.openwhisk import Connection, normalise_apihost  # noqa: E402
+from faasprof.progress import Progress  # noqa: E402
+from platforms.openwhisk.connection import Connection, normalise_apihost  # noqa: E402
 from localwhisk.embedded import start_embedded  # noqa: E402
 
 RESULT_FORMAT_VERSION = 1
@@ -272,7 +273,7 @@ def _pick(phase: dict, *names: str):
 def scenario_capacity(connection: Connection, out_dir: Path, duration_s: float, max_runs: int) -> dict:
     result = find_capacity(
         "json_dumps", out_dir=out_dir, duration_s=duration_s, connection=connection,
-        start_rate=1.0, factor=2.0, tolerance=0.15, max_runs=max_runs, cooldown_s=2.0, progress=True,
+        start_rate=1.0, factor=2.0, tolerance=0.15, max_runs=max_runs, cooldown_s=2.0, progress=Progress.to(sys.stderr),
     )
     probes = []
     for probe in result.get("probes") or []:

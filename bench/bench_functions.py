@@ -16,7 +16,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from functions import native  # noqa: E402
+from experiments import native  # noqa: E402
 from functions.catalogue import entries  # noqa: E402
 from functions.package import build_archive  # noqa: E402
 

@@ -64,7 +64,7 @@ import numpy as np  # noqa: E402
 
 from faasprof import rundir  # noqa: E402
 from faasprof.rundir import InvocationLog, read_invocations  # noqa: E402
-from platforms.openwhisk import Connection  # noqa: E402
+from platforms.openwhisk.connection import Connection  # noqa: E402
 from invoker.dispatch import DispatchOptions, Dispatcher, new_event_loop  # noqa: E402
 from invoker.http_response import LlhttpResponse, PyResponse, httptools  # noqa: E402
 from invoker.sender import ensure_fd_budget  # noqa: E402
@@ -347,7 +347,7 @@ def run_rate(sink, rate: float, duration_s: float, tmp: Path, processes: int, ma
             result = sharded.run(zero)
             children_cpu_s = sharded.children_cpu_s
         else:
-            dispatcher = Dispatcher(intended, owners, [("i0", "noop")], [request], log.append, options, say=None, duration_s=duration_s, journal=log.sent)
+            dispatcher = Dispatcher(intended, owners, [("i0", "noop")], [request], log.append, options, duration_s=duration_s, journal=log.sent)
             loop = new_event_loop()
             try:
                 zero = time.monotonic_ns() + ANCHOR_LEAD_NS

@@ -37,7 +37,6 @@ from __future__ import annotations
 
 import math
 import os
-import sys
 import time
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
@@ -45,6 +44,7 @@ from typing import Callable
 
 from faasprof import __version__, rundir
 from faasprof.errors import ConfigError
+from faasprof.progress import QUIET, Progress
 from analyzer import analyze_run
 from analyzer.markup import ms
 from invoker.preflight import check_out_dir
@@ -125,7 +125,7 @@ def probe_from_summary(rate: float, run_dir: Path, summary: dict) -> Probe:
     )
 
 
-def run_probe_factory(function: str, *, out_dir, duration_s: float, memory_mb: int | None = None, connection=None, local_settings: dict | None = None, seed: int = 1, distribution: str = "Uniform", params: dict | None = None, progress: bool = True) -> Callable[[float, dict | None], Probe]:
+def run_probe_factory(function: str, *, out_dir, duration_s: float, memory_mb: int | None = None, connection=None, local_settings: dict | None = None, seed: int = 1, distribution: str = "Uniform", params: dict | None = None, progress: Progress = QUIET) -> Callable[[float, dict | None], Probe]:
     """A probe that really runs: execute the one-instance workload, record the search's reference
     latency in its manifest (the analyzer's queueing rule reads it there), then analyze it."""
     def probe(rate: float, reference: dict | None) -> Probe:
@@ -247,16 +247,16 @@ def find_capacity(
     tolerance: float = SEARCH_DEFAULTS["tolerance"],
     max_runs: int = SEARCH_DEFAULTS["max_runs"],
     cooldown_s: float = SEARCH_DEFAULTS["cooldown_s"],
-    progress: bool = True,
+    progress: Progress = QUIET,
 ) -> dict:
     """Run the search with real probes under ``probes_dir(out_dir)``; writes the result there as
-    ``capacity-<function>-<stamp>.json``."""
+    ``capacity-<function>-<stamp>.json``. ``progress`` gets a line per probe (the probes' own runs
+    say nothing)."""
     check_out_dir(out_dir)  # the folder the user named: a missing parent is a typo, as for a run
     out = probes_dir(out_dir)
     out.mkdir(parents=True, exist_ok=True)
-    say = (lambda line: print(line, file=sys.stderr, flush=True)) if progress else None
-    probe = run_probe_factory(function, out_dir=out, duration_s=duration_s, memory_mb=memory_mb, connection=connection, local_settings=local_settings, seed=seed, distribution=distribution, params=params, progress=False)
-    result = search(probe, start_rate=start_rate, max_rate=max_rate, factor=factor, tolerance=tolerance, max_runs=max_runs, say=say, cooldown_s=cooldown_s)
+    probe = run_probe_factory(function, out_dir=out, duration_s=duration_s, memory_mb=memory_mb, connection=connection, local_settings=local_settings, seed=seed, distribution=distribution, params=params)
+    result = search(probe, start_rate=start_rate, max_rate=max_rate, factor=factor, tolerance=tolerance, max_runs=max_runs, say=progress.say, cooldown_s=cooldown_s)
     result.update(function=function, memory_mb=memory_mb, duration_s=duration_s, distribution=distribution)
     path = out / f"capacity-{rundir.safe_name(function)}-{rundir.utc_stamp()}.json"
     rundir.write_json_atomic(path, result)

@@ -25,13 +25,13 @@ from __future__ import annotations
 import json
 import os
 import socket
-import sys
 import time
 from pathlib import Path
 from typing import Callable
 
 from faasprof import rundir
 from faasprof.errors import FormatError
+from faasprof.progress import QUIET, Progress
 
 STORE_FORMAT_VERSION = 1
 STORE_ENV = "FAASPROF_CAPACITY_STORE"
@@ -110,12 +110,11 @@ def describe(function: str, entry: dict) -> str:
     return f"{entry['capacity_rps']:.4g}/s"
 
 
-def resolve_workload(workload, connection, local_settings: dict | None, out_dir, measure: Callable[..., dict], say: Callable[[str], None] | None = None,
-                     warn: Callable[[str], None] | None = None):
+def resolve_workload(workload, connection, local_settings: dict | None, out_dir, measure: Callable[..., dict], progress: Progress = QUIET):
     """``workload`` with its capacity-fraction rates resolved from the store, measuring each
     missing capacity first with ``measure`` (``experiments.capacity.find_capacity`` with its
-    defaults, probes under ``out_dir``). ``say`` gets progress; ``warn`` a line for each capacity
-    that is only a lower bound.
+    defaults, probes under ``out_dir``). ``progress`` gets the progress, and an alert for each
+    capacity that is only a lower bound (a fraction of it may not be what the workload meant).
 
     The caller passes the search: this module imports none (nor the analyzer it runs), so
     ``plan`` and ``validate`` read the store without that cost."""
@@ -129,9 +128,8 @@ def resolve_workload(workload, connection, local_settings: dict | None, out_dir,
             continue
         entry = lookup(store_key)
         if entry is None:
-            if say:
-                say(f"no stored capacity of {instance.function} ({instance.memory_mb or 'default'} MB) on this host and platform: measuring it (about 30 s)")
-            result = measure(instance.function, out_dir=out_dir, memory_mb=instance.memory_mb, connection=connection, local_settings=local_settings, progress=say is not None)
+            progress.say(f"no stored capacity of {instance.function} ({instance.memory_mb or 'default'} MB) on this host and platform: measuring it (about 30 s)")
+            result = measure(instance.function, out_dir=out_dir, memory_mb=instance.memory_mb, connection=connection, local_settings=local_settings, progress=progress)
             if not result.get("capacity_rps"):
                 raise FormatError(f"capacity of {instance.function}: none found ({result.get('stopped_because')}); run faasprof capacity {instance.function} with other --start-rate/--max-rate")
             entry = record(store_key, result)
@@ -140,10 +138,9 @@ def resolve_workload(workload, connection, local_settings: dict | None, out_dir,
             where = f"stored {entry.get('measured_utc')}, {store_path()}"
         line = f"capacity of {instance.function}: {describe(instance.function, entry)} ({where})"
         if entry.get("lower_bound"):
-            if warn:
-                warn(f"warning: {line}")
-        elif say:
-            say(line)
+            progress.alert(line)
+        else:
+            progress.say(line)
         capacities[instance.name] = {"capacity_rps": entry["capacity_rps"], "capacity_lower_bound": bool(entry.get("lower_bound")), "capacity_source": str(entry.get("result_file") or store_path()), "capacity_key": store_key}
         if entry.get("latency_reference"):  # the yardstick of the analyzer's queueing rule (analyzer.stats, rule 2(d))
             capacities[instance.name]["latency_reference"] = entry["latency_reference"]
@@ -179,7 +176,3 @@ def describe_fractions(workload, capacities: dict[str, dict]) -> list[str]:
             lines.append(f"{what} = {instance.capacity_fraction * entry['capacity_rps']:.4g}/s "
                          f"(capacity {entry['capacity_rps']:.4g}/s, measured {entry.get('measured_utc') or 'earlier'}, stored in {store_path()})")
     return lines
-
-
-def _say(line: str) -> None:
-    print(line, file=sys.stderr, flush=True)

@@ -11,11 +11,14 @@ from __future__ import annotations
 
 import argparse
 import json
+import sys
 
 from faasprof.errors import ConfigError
+from faasprof.progress import Progress
 from experiments import capacity_store
 from experiments.capacity import SEARCH_DEFAULTS, find_capacity
-from platforms.openwhisk import add_connection_arguments, resolve_connection
+from platforms.openwhisk.connection import add_connection_arguments, resolve_connection
+from workload.arrivals import rated_distributions
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
@@ -28,7 +31,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--factor", type=float, default=SEARCH_DEFAULTS["factor"], help="step factor while the function keeps up (default %(default)g)")
     parser.add_argument("--tolerance", type=float, default=SEARCH_DEFAULTS["tolerance"], help="stop bisecting when the bounds are this close, relative (default %(default)g)")
     parser.add_argument("--max-runs", type=int, default=SEARCH_DEFAULTS["max_runs"], metavar="N", help="at most this many probe runs (default %(default)d)")
-    parser.add_argument("--distribution", choices=("Uniform", "Poisson"), default="Uniform", help="arrival process of the probes (default Uniform)")
+    parser.add_argument("--distribution", choices=rated_distributions(), default="Uniform", help="arrival process of the probes, one driven by a rate (default Uniform)")
     parser.add_argument("--params", metavar="JSON", help="parameters passed to every invocation, as a JSON object")
     parser.add_argument("--seed", type=int, default=1, help="random seed of the probes (default 1)")
     parser.add_argument("--cooldown", type=float, default=SEARCH_DEFAULTS["cooldown_s"], metavar="S", help="pause between probes (default %(default)g)")
@@ -73,7 +76,7 @@ def main(args: argparse.Namespace) -> int:
         tolerance=args.tolerance,
         max_runs=args.max_runs,
         cooldown_s=args.cooldown,
-        progress=not args.quiet,
+        progress=Progress.to(sys.stderr, quiet=args.quiet),
     )
     capacity = result["capacity_rps"]
     low, high = result["bounds_rps"]

@@ -18,7 +18,8 @@ from pathlib import Path
 from faasprof import rundir
 from faasprof.errors import ConfigError
 from faasprof.paths import WORKLOAD_CONFIGS_DIR
-from platforms.openwhisk import add_connection_arguments, resolve_connection
+from faasprof.progress import Progress
+from platforms.openwhisk.connection import add_connection_arguments, resolve_connection
 from experiments.analyzed import execute_analyzed
 from experiments.capacity import find_capacity
 from experiments.interference import capacity_from_file, report_run, resolve_rate
@@ -68,6 +69,7 @@ def main(args: argparse.Namespace) -> int:
     check_out_dir(args.out)
     connection = resolve_connection(args, data.get("platform") if isinstance(data, dict) else None, origin=str(path))
     settings = local_settings(args, (data.get("platform") if isinstance(data, dict) else None) or {})
+    progress = Progress.to(sys.stderr, quiet=args.quiet)
     capacity_rps, source = None, ""
     if args.capacity_rps is not None:
         capacity_rps, source = args.capacity_rps, "--capacity-rps"
@@ -76,7 +78,7 @@ def main(args: argparse.Namespace) -> int:
     elif args.measure_capacity:
         function = ((data.get("instances") or {}).get(args.victim) or {}).get("application", args.victim)
         result = find_capacity(function, out_dir=args.out, duration_s=5.0, connection=connection, local_settings=settings,
-                               start_rate=2.0, tolerance=0.25, max_runs=8, progress=not args.quiet)
+                               start_rate=2.0, tolerance=0.25, max_runs=8, progress=progress)
         if result["capacity_rps"] is None:
             raise ConfigError(f"{function}: no capacity found ({result['stopped_because']}); pass --capacity-rps")
         capacity_rps, source = result["capacity_rps"], f"measured now: {result['result_file']}"
@@ -84,7 +86,7 @@ def main(args: argparse.Namespace) -> int:
     if not args.quiet:
         print(f"{args.victim}: {rate['rate_rps']}/s ({rate['source']})", file=sys.stderr)
     workload = workload_from_dict(resolved, origin=str(path), path=path)
-    run_dir = execute_analyzed(workload, args.out, connection=connection, local_settings=settings, progress=not args.quiet, analyze=True)
+    run_dir = execute_analyzed(workload, args.out, connection=connection, local_settings=settings, progress=progress, analyze=True)
     return _show(report_run(run_dir, args.victim, args.aggressor, rate), run_dir)
 
 

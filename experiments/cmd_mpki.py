@@ -14,8 +14,9 @@ import sys
 from pathlib import Path
 
 from faasprof.errors import ConfigError, NotReadyError
+from faasprof.progress import Progress
 from functions.catalogue import require
-from platforms.openwhisk import add_connection_arguments, resolve_connection
+from platforms.openwhisk.connection import add_connection_arguments, resolve_connection
 from experiments.analyzed import execute_analyzed
 from experiments.mpki import EVENTS, REQUIRED_EVENTS, explain, mpki_workload, new_manifest, row_for_run, write_results
 from faasprof import rundir
@@ -69,20 +70,20 @@ def main(args: argparse.Namespace) -> int:
     connection = resolve_connection(args, None, origin="faasprof mpki")
     settings = {"isolation": args.isolation} if args.isolation else {}
     out = rundir.create_run_dir(args.out, "mpki", monitors=False)
+    progress = Progress.to(sys.stderr, quiet=args.quiet)
     manifest = new_manifest(list(args.functions), {"rate_rps": args.rate, "duration_s": args.duration, "per": args.per, "events": list(EVENTS)})
     rows = []
     for name in args.functions:
         per = "cgroup" if args.per in ("auto", "cgroup") else "system"
         try:
             workload = workload_from_dict(mpki_workload(name, args.rate, args.duration, per), origin=f"mpki {name}")
-            run_dir = execute_analyzed(workload, out / "runs", connection=connection, local_settings=settings, progress=not args.quiet, analyze=True)
+            run_dir = execute_analyzed(workload, out / "runs", connection=connection, local_settings=settings, progress=progress, analyze=True)
         except NotReadyError as problem:
             if args.per != "auto" or "per cgroup" not in str(problem):
                 raise
-            if not args.quiet:
-                print(f"{name}: per-cgroup counting unavailable here, counting system-wide ({problem})", file=sys.stderr)
+            progress.say(f"{name}: per-cgroup counting unavailable here, counting system-wide ({problem})")
             workload = workload_from_dict(mpki_workload(name, args.rate, args.duration, "system"), origin=f"mpki {name}")
-            run_dir = execute_analyzed(workload, out / "runs", connection=connection, local_settings=settings, progress=not args.quiet, analyze=True)
+            run_dir = execute_analyzed(workload, out / "runs", connection=connection, local_settings=settings, progress=progress, analyze=True)
         rows.append(row_for_run(run_dir, name, args.rate))
         manifest.extra["runs"][name] = str(Path(run_dir).relative_to(out))
     write_results(out, rows, manifest)

@@ -20,9 +20,10 @@ from dataclasses import replace
 
 from faasprof.errors import ConfigError
 from invoker.preflight import check_out_file
-from platforms.openwhisk import resolve_connection
+from platforms.openwhisk.connection import resolve_connection
 from workload.schedule import build_schedule
-from workload.spec import is_schema_document, load_workload, parse_workload_file
+from workload.jsonread import is_schema_document, parse_workload_file
+from workload.spec import load_workload
 from experiments import capacity_store
 from experiments.sweep import describe_plan
 

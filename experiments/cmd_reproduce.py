@@ -32,7 +32,7 @@ from faasprof.docker import docker_problem
 from faasprof.errors import NotReadyError
 from invoker.preflight import check_out_dir
 from monitoring.host import Root, collect_host
-from platforms.openwhisk import add_connection_arguments, resolve_connection
+from platforms.openwhisk.connection import add_connection_arguments, resolve_connection
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:

@@ -26,12 +26,13 @@ import sys
 from experiments import capacity_store
 from experiments.analyzed import execute_analyzed
 from experiments.capacity import find_capacity
+from faasprof.progress import Progress
 from faasprof.rundir import manifest_path, read_manifest
 from invoker import cmd_run as invoker_run
 from invoker.preflight import check_embedded, check_out_dir
 from invoker.verdict import parse_thresholds
 from monitoring.allocation import cleanup_leftovers
-from platforms.openwhisk import resolve_connection
+from platforms.openwhisk.connection import resolve_connection
 from workload.spec import load_workload
 
 
@@ -51,11 +52,11 @@ def _restore_leftover_allocations() -> None:
 
 def main(args: argparse.Namespace) -> int:
     workload = load_workload(args.config, seed=args.seed)
+    progress = Progress.to(sys.stderr, quiet=args.quiet)
     if workload.needs_capacity():
         connection = resolve_connection(args, workload.platform, origin=args.config)
         settings = invoker_run.local_settings(args, workload.platform)
-        say = None if args.quiet else capacity_store._say
-        workload = capacity_store.resolve_workload(workload, connection, settings, args.out, measure=find_capacity, say=say, warn=capacity_store._say)
+        workload = capacity_store.resolve_workload(workload, connection, settings, args.out, measure=find_capacity, progress=progress)
     _restore_leftover_allocations()
     options = invoker_run.dispatch_options(args)
     thresholds = parse_thresholds(args.threshold)
@@ -71,7 +72,7 @@ def main(args: argparse.Namespace) -> int:
     elif connection is not None and connection.source == "local" and settings:
         print(f"warning: {args.config}: platform.localwhisk only applies to the embedded localwhisk; the running one at "
               f"{connection.apihost} keeps the settings it was started with", file=sys.stderr)
-    run_dir = execute_analyzed(workload, args.out, connection=connection, local_settings=settings, progress=not args.quiet, analyze=args.analyze,
+    run_dir = execute_analyzed(workload, args.out, connection=connection, local_settings=settings, progress=progress, analyze=args.analyze,
                                options=options, thresholds=thresholds)
     manifest = read_manifest(run_dir)
     status = manifest.status

@@ -16,7 +16,7 @@ import sys
 from faasprof import rundir
 from faasprof.errors import ConfigError
 from functions.catalogue import entries, require
-from platforms.openwhisk import add_connection_arguments, resolve_connection
+from platforms.openwhisk.connection import add_connection_arguments, resolve_connection
 from experiments.slowdown import SlowdownOptions, run_slowdown
 from experiments.slowdown_report import MEDIAN_CI_MIN_SAMPLES, NOTE_SEPARATOR, SLOWDOWN_CSV, load_rows
 

@@ -6,7 +6,8 @@ import argparse
 import sys
 
 from faasprof.errors import ConfigError
-from platforms.openwhisk import add_connection_arguments, resolve_connection
+from faasprof.progress import Progress
+from platforms.openwhisk.connection import add_connection_arguments, resolve_connection
 from workload.spec import load_workload
 from experiments.sweep import run_sweep
 
@@ -25,7 +26,7 @@ def main(args: argparse.Namespace) -> int:
     if not workload.sweep:
         raise ConfigError(f"{args.config}: sweep: the workload has no sweep block; add sweep.parameters (see the README) or use faasprof run")
     connection = resolve_connection(args, workload.platform, origin=args.config)
-    sweep_dir = run_sweep(workload, args.out, connection=connection, analyze=not args.no_analyze, progress=not args.quiet, root=args.root)
+    sweep_dir = run_sweep(workload, args.out, connection=connection, analyze=not args.no_analyze, progress=Progress.to(sys.stderr, quiet=args.quiet), root=args.root)
     print(sweep_dir)
     sys.stdout.flush()
     return 0

@@ -40,6 +40,7 @@ import pandas as pd  # noqa: E402
 from analyzer import io_breakdown  # noqa: E402
 from faasprof import rundir  # noqa: E402
 from faasprof.errors import ConfigError, FaasprofError  # noqa: E402
+from faasprof.progress import QUIET, Progress  # noqa: E402
 from workload.spec import load_workload, workload_from_dict  # noqa: E402
 from invoker.run import execute
 
@@ -114,7 +115,7 @@ def check_study(workload) -> list[dict]:
     return points
 
 
-def run_study(workload, out_dir: str | Path, progress: bool = True, run_point=None) -> Path:
+def run_study(workload, out_dir: str | Path, progress: Progress = QUIET, run_point=None) -> Path:
     """Run every point, analyse each run, write the study files and plots; return the study dir."""
     points = check_study(workload)
     if run_point is None:
@@ -126,8 +127,7 @@ def run_study(workload, out_dir: str | Path, progress: bool = True, run_point=No
     results = []
     failed = 0
     for index, point in enumerate(points):
-        if progress:
-            print(f"[{index + 1:3d}/{len(points)}] {point_label(point)}", file=sys.stderr, flush=True)
+        progress.say(f"[{index + 1:3d}/{len(points)}] {point_label(point)}")
         point_workload = workload_from_dict(apply_point(workload.raw, point, index), origin=f"{workload.origin} (io_study point {point_label(point)})",
                                             path=workload.path, seed=workload.seed + index)
         entry = {"point": point, "label": point_label(point)}
@@ -139,8 +139,7 @@ def run_study(workload, out_dir: str | Path, progress: bool = True, run_point=No
         except FaasprofError as error:
             entry["status"], entry["error"] = "failed", str(error)
             failed += 1
-            if progress:
-                print(f"io_study point {point_label(point)} failed: {error}", file=sys.stderr)
+            progress.say(f"io_study point {point_label(point)} failed: {error}")
         results.append(entry)
         rundir.write_json_atomic(study_dir / STUDY_FILE, {"format_version": FORMAT_VERSION, "workload": workload.origin, "io_study": study, "points": results})
         if index + 1 < len(points):
@@ -256,7 +255,7 @@ def main(argv: list[str] | None = None) -> int:
     args = parser.parse_args(argv)
     try:
         workload = load_workload(args.workload)
-        study_dir = run_study(workload, args.out, progress=not args.quiet)
+        study_dir = run_study(workload, args.out, progress=Progress.to(sys.stderr, quiet=args.quiet))
     except FaasprofError as error:  # ConfigError 2, NotReadyError 3, a failed point 1
         print(f"io_study: {error}", file=sys.stderr)
         return error.exit_code

@@ -45,6 +45,7 @@ from experiments.slowdown_report import CALLS_CSV, FIG15, FIG16, SLOWDOWN_CSV, l
 from faasprof import rundir
 from faasprof.errors import FaasprofError, NotReadyError
 from faasprof.paths import WORKLOAD_CONFIGS_DIR
+from faasprof.progress import Progress
 from functions.catalogue import require
 from workload.spec import workload_from_dict
 
@@ -101,7 +102,7 @@ def capacity(ctx: Context, function: str = plan.MODES_FUNCTION) -> dict:
     data = {"test_name": f"reproduce-capacity-{function}", "test_duration_in_seconds": 1, "random_seed": 1,
             "instances": {"c": {"application": function, "distribution": "Uniform", "rate": {"capacity_fraction": 1.0}}}}
     workload = workload_from_dict(data, origin="faasprof reproduce (capacity)")
-    resolved = capacity_store.resolve_workload(workload, ctx.connection, ctx.settings(), ctx.runs, measure=_search, say=ctx.say)
+    resolved = capacity_store.resolve_workload(workload, ctx.connection, ctx.settings(), ctx.runs, measure=_search, progress=Progress(ctx.say))
     entry = resolved.raw["capacity_resolution"]["c"]
     return {"capacity_rps": float(entry["capacity_rps"]), "source": str(entry.get("capacity_source")), "key": entry.get("capacity_key"),
             "run_dirs": sorted(str(p) for p in (ctx.runs / "capacity").glob("capacity-*") if p.is_dir())}
@@ -157,7 +158,7 @@ def _modes_run(ctx: Context, phases: list[dict], grace: float, warmup: dict | No
     if ctx.monitoring:
         data["monitoring"] = ctx.monitoring
     workload = workload_from_dict(data, origin="faasprof reproduce (Figs 4, 5)")
-    run_dir = execute_analyzed(workload, ctx.runs, connection=ctx.connection, local_settings=ctx.settings(pause_grace_ms=grace), progress=False, analyze=True)
+    run_dir = execute_analyzed(workload, ctx.runs, connection=ctx.connection, local_settings=ctx.settings(pause_grace_ms=grace), analyze=True)
     rows = _phase_rows(load_summary(run_dir), phases)
     run = load_run(run_dir)
     mine = {p["instance"] for p in phases}
@@ -196,7 +197,7 @@ def cold(ctx: Context) -> dict:
             "instances": {"cold": {"application": plan.COLD_FUNCTION, "distribution": "Burst", "burst_size": 1, "burst_gap_s": plan.COLD_GAP_S}}}
     workload = workload_from_dict(data, origin="faasprof reproduce (Fig 5)")
     settings = ctx.settings(idle_timeout_s=plan.COLD_IDLE_TIMEOUT_S)
-    run_dir = execute_analyzed(workload, ctx.runs, connection=ctx.connection, local_settings=settings, progress=False, analyze=True)
+    run_dir = execute_analyzed(workload, ctx.runs, connection=ctx.connection, local_settings=settings, analyze=True)
     found = [c for c in _successful_calls(load_run(run_dir).invocations) if c["start_class"] == "cold"]
     return {"run_dirs": [str(run_dir)], "cold_calls": found, "plots": [str(run_dir / rundir.ANALYSIS / "plots" / "breakdown.png")]}
 
@@ -241,7 +242,7 @@ def _mpki_run(ctx: Context, function: str) -> Path:
     for per in ("cgroup", "system"):
         workload = workload_from_dict(mpki_workload(function, MPKI_RATE_RPS, ctx.profile.mpki_s, per), origin=f"faasprof reproduce (mpki {function})")
         try:
-            return execute_analyzed(workload, ctx.runs, connection=ctx.connection, local_settings=ctx.settings(), progress=False, analyze=True)
+            return execute_analyzed(workload, ctx.runs, connection=ctx.connection, local_settings=ctx.settings(), analyze=True)
         except NotReadyError as problem:
             if per == "system" or "per cgroup" not in str(problem):
                 raise
@@ -269,7 +270,7 @@ def interference(ctx: Context, cap: dict) -> dict:
     data = json.loads(INTERFERENCE_WORKLOAD.read_text(encoding="utf-8"))
     resolved, rate = resolve_rate(data, "json_dumps", cap["capacity_rps"], INTERFERENCE_FRACTION, f"capacity {cap['source']}")
     workload = workload_from_dict(resolved, origin=str(INTERFERENCE_WORKLOAD), path=INTERFERENCE_WORKLOAD)
-    run_dir = execute_analyzed(workload, ctx.runs, connection=ctx.connection, local_settings=ctx.settings(), progress=False, analyze=True)
+    run_dir = execute_analyzed(workload, ctx.runs, connection=ctx.connection, local_settings=ctx.settings(), analyze=True)
     result_path = report_run(run_dir, "json_dumps", "deltablue", rate)
     result = json.loads(Path(result_path).read_text(encoding="utf-8"))
     window = result.get("aggressor_window_s") or [math.nan, math.nan]

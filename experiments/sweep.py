@@ -18,8 +18,10 @@ How each parameter is applied:
   (``monitoring.allocation``), restored after the point whatever happens.
 - ``memory_mb``: every selected OpenWhisk instance invokes the variant ``<function>-<MB>`` (the
   same code deployed with that memory limit).
-- ``rate`` / ``rate_scale``: the rate of Poisson and Uniform instances; ``rate_scale`` also
-  shortens Burst gaps and scales traces.
+- ``rate`` / ``rate_scale``: ``rate`` sets the rate of the instances whose distribution is driven by
+  one (Poisson, Uniform); ``rate_scale`` makes every selected instance send that many times as
+  often, as its distribution scales itself (``workload.arrivals``: a rate, Burst gaps, a trace). A
+  distribution the table does not hold is an error, never skipped.
 - ``pause_grace_ms`` / ``user_memory_mb``: localwhisk is started with them for the point (each
   run starts its own). A real OpenWhisk needs a redeploy for these: the sweep refuses them there
   and says how.
@@ -46,13 +48,16 @@ from typing import Any
 
 
 from faasprof.errors import ConfigError, FaasprofError
+from faasprof.progress import QUIET, Progress
 from faasprof.rundir import create_run_dir, update_manifest, write_json_atomic
+from workload.arrivals import distribution_for, distribution_of, rated_distributions
 from workload.schedule import instance_rng
 from experiments import padding as padding_mod
 from experiments.sweep_report import SWEEP_FILE, write_sweep_report
 from workload.spec import Workload, workload_from_dict
 from invoker.run import execute
 from monitoring import allocation
+from platforms import registry
 
 SWEEP_FORMAT_VERSION = 1
 PARAMETERS = ("llc_ways", "mba_percent", "memory_mb", "rate", "rate_scale", "pause_grace_ms", "user_memory_mb", "image_padding_mb", "code_padding_mb")
@@ -60,7 +65,6 @@ ALLOCATION_PARAMETERS = ("llc_ways", "mba_percent")
 LOCALWHISK_PARAMETERS = ("pause_grace_ms", "user_memory_mb")
 # Start-up, deployment and draining around every run, used for the wall-time estimate.
 RUN_OVERHEAD_S = {"localwhisk": 8.0, "openwhisk": 15.0}
-_RATED = ("Poisson", "Uniform")
 _VARIANT_SUFFIX = re.compile(r"-\d+$")
 
 
@@ -115,26 +119,16 @@ def apply_point(workload_dict: dict, point: SweepPoint, origin: str = "<workload
     data["test_name"] = f"{data['test_name']}-p{point.order:03d}-{point.label}"
     if data.get("random_seed") is not None:
         data["random_seed"] = int(data["random_seed"]) + point.repeat
-    endpoint = data.get("endpoint", "local_openwhisk")
+    # Memory is a limit of a function the platform hosts (an OpenWhisk action), not of a URL.
+    hosts_functions = registry.names_functions(data.get("endpoint", registry.DEFAULT_ENDPOINT))
     for name in names:
         spec = data["instances"][name]
-        distribution = spec.get("distribution")
-        is_trace = "interarrivals_list" in spec or distribution == "Trace"
-        if "rate" in values and distribution in _RATED and not is_trace:
+        process = distribution_for(distribution_of(spec), f"{origin}: instances.{name}.distribution")
+        if "rate" in values and process.rated:
             spec["rate"] = values["rate"]
         if "rate_scale" in values:
-            scale = float(values["rate_scale"])
-            if "interarrivals_list" in spec:
-                spec["interarrivals_list"] = [gap / scale for gap in spec["interarrivals_list"]]
-            elif distribution in _RATED:
-                spec["rate"] = spec["rate"] * scale
-            elif distribution == "Burst":
-                spec["burst_gap_s"] = spec["burst_gap_s"] / scale
-                if "burst_gap_mean_s" in spec:
-                    spec["burst_gap_mean_s"] = spec["burst_gap_mean_s"] / scale
-            elif distribution == "Trace":
-                spec["trace_scale"] = spec.get("trace_scale", 1.0) * scale
-        if "memory_mb" in values and endpoint == "local_openwhisk":
+            process.scale(spec, float(values["rate_scale"]))
+        if "memory_mb" in values and hosts_functions:
             base = _VARIANT_SUFFIX.sub("", spec["application"])
             spec["application"] = f"{base}-{values['memory_mb']}"
             spec["memory_mb"] = int(values["memory_mb"])
@@ -156,10 +150,10 @@ def check_sweep(workload: Workload, connection: Any = None, root: str = "/") -> 
     problems: list[str] = []
     names = _selected(workload.raw, sweep)
     instances = {i.name: i for i in workload.instances}
-    if "rate" in parameters and not any(instances[n].distribution in _RATED for n in names):
-        problems.append(f"{origin}: sweep.parameters.rate: no Poisson or Uniform instance to apply it to; use rate_scale, or name instances in sweep.instances")
-    if "memory_mb" in parameters and not any(instances[n].endpoint == "local_openwhisk" for n in names):
-        problems.append(f"{origin}: sweep.parameters.memory_mb: applies to OpenWhisk actions, and this workload has none (endpoint is generic)")
+    if "rate" in parameters and not any(distribution_for(instances[n].distribution).rated for n in names):
+        problems.append(f"{origin}: sweep.parameters.rate: no {' or '.join(rated_distributions())} instance to apply it to; use rate_scale, or name instances in sweep.instances")
+    if "memory_mb" in parameters and not any(instances[n].names_functions for n in names):
+        problems.append(f"{origin}: sweep.parameters.memory_mb: applies to functions a platform hosts (OpenWhisk actions), and this workload has none (endpoint is {workload.endpoint})")
     if connection is not None:
         for key in LOCALWHISK_PARAMETERS:
             if key in parameters:
@@ -283,7 +277,7 @@ def run_sweep(
     out_dir: str | Path,
     connection: Any = None,
     analyze: bool = True,
-    progress: bool = True,
+    progress: Progress = QUIET,
     root: str = "/",
     run_point=None,
     allocation_options: dict | None = None,
@@ -311,8 +305,7 @@ def run_sweep(
     started = time.monotonic()
     try:
         for done, point in enumerate(points):
-            if progress:
-                print(f"[{point.order + 1:3d}/{len(points)}] {point.label}  ({sweep_eta(done, len(points), time.monotonic() - started, workload.duration_s, cooldown_s)})", file=sys.stderr)
+            progress.say(f"[{point.order + 1:3d}/{len(points)}] {point.label}  ({sweep_eta(done, len(points), time.monotonic() - started, workload.duration_s, cooldown_s)})")
             point_dict = padding_mod.pad_code(apply_point(workload.raw, point), workload, point.values)
             point_workload = workload_from_dict(point_dict, origin=f"{workload.origin} (sweep point {point.label})", path=workload.path, seed=workload.seed + point.repeat)
             local_settings = dict((point_dict.get("platform") or {}).get("localwhisk") or {})
@@ -382,7 +375,7 @@ def sweep_eta(done: int, total: int, elapsed_s: float, duration_s: float, cooldo
     return f"ETA about {_duration_text(left * (duration_s + cooldown_s))} (planned)"
 
 
-def summarise_sweep(sweep_dir: str | Path, progress: bool = True) -> Path:
+def summarise_sweep(sweep_dir: str | Path, progress: Progress = QUIET) -> Path:
     """Analyse every run of the sweep, compare them, and plot each metric against each parameter."""
     report = write_sweep_report(Path(sweep_dir), progress=progress)
     padding_mod.write_cold_start_vs_size(Path(sweep_dir))

@@ -17,7 +17,6 @@ from __future__ import annotations
 import json
 import html
 import math
-import sys
 from pathlib import Path
 
 import numpy as np
@@ -25,6 +24,7 @@ import pandas as pd
 
 from faasprof import rundir
 from faasprof.errors import FormatError
+from faasprof.progress import QUIET, Progress
 from analyzer import markup
 from analyzer.compare import compare_runs
 from analyzer.stats import QUEUE_MIN_MS, QUEUE_RATIO, is_reference, queueing
@@ -62,18 +62,14 @@ def load_sweep(sweep_dir: str | Path) -> dict:
     return data
 
 
-def _progress(message: str) -> None:
-    print(message, file=sys.stderr)
-
-
-def sweep_frame(sweep_dir: Path, progress: bool = True) -> tuple[pd.DataFrame, list[str], dict]:
+def sweep_frame(sweep_dir: Path, progress: Progress = QUIET) -> tuple[pd.DataFrame, list[str], dict]:
     """Compare every finished run of the sweep; one row per run × function with parameter columns."""
     log = load_sweep(sweep_dir)
     done = [p for p in log["points"] if p["status"] == "done" and p["run_dir"]]
     if not done:
         raise FormatError(f"{sweep_dir}: no point of the sweep finished; nothing to compare")
     run_dirs = [sweep_dir / p["run_dir"] for p in done]
-    result = compare_runs(run_dirs, out_dir=sweep_dir / "compare", progress=_progress if progress else None)
+    result = compare_runs(run_dirs, out_dir=sweep_dir / "compare", progress=progress.say)
     frame = result["frame"].copy()
     parameters = list(log["parameters"])
     by_run = {}
@@ -235,7 +231,7 @@ def write_html(path: Path, sweep_dir: Path, parameters: list[str], rows: list[di
     path.write_text(markup.page(f"faasprof sweep {sweep_dir.name}", parts), encoding="utf-8")
 
 
-def write_sweep_report(sweep_dir: Path, progress: bool = True) -> Path:
+def write_sweep_report(sweep_dir: Path, progress: Progress = QUIET) -> Path:
     frame, parameters, _ = sweep_frame(sweep_dir, progress=progress)
     frame.to_parquet(sweep_dir / "sweep.parquet", index=False)
     rows = aggregate(frame, parameters)
@@ -246,6 +242,5 @@ def write_sweep_report(sweep_dir: Path, progress: bool = True) -> Path:
         {"format_version": SUMMARY_FORMAT_VERSION, "parameters": parameters, "settings": rows, "capacity": capacity, "plots": [f"plots/{p}" for p in plots]},
     )
     write_html(sweep_dir / "report.html", sweep_dir, parameters, rows, capacity, plots)
-    if progress:
-        _progress(f"sweep report: {sweep_dir / 'report.html'}")
+    progress.say(f"sweep report: {sweep_dir / 'report.html'}")
     return sweep_dir / "report.html"

@@ -18,7 +18,7 @@ from faasprof.errors import EXIT_FAILURE, FaasprofError
 
 # name -> (module, one-line help). Order is the order of `faasprof --help`.
 COMMANDS: dict[str, tuple[str, str]] = {
-    "validate": ("invoker.cmd_validate", "check workload JSONs and report every problem"),
+    "validate": ("experiments.cmd_validate", "check workload JSONs and report every problem"),
     "plan": ("experiments.cmd_plan", "dry run: write the merged invocation schedule, contact nothing"),
     "run": ("experiments.cmd_run", "run a workload open-loop and write a run directory"),
     "analyze": ("analyzer.cmd_analyze", "join a run's invocations with activation records; frames, plots, report"),
@@ -30,10 +30,10 @@ COMMANDS: dict[str, tuple[str, str]] = {
     "reproduce": ("experiments.cmd_reproduce", "regenerate the MICRO'19 paper's figures on this host, each beside the paper's finding with a verdict"),
     "sweep": ("experiments.cmd_sweep", "run a workload over LLC ways, bandwidth, memory limits or rates"),
     "deploy": ("invoker.cmd_deploy", "package benchmark functions and create or update their actions"),
-    "native": ("functions.cmd_native", "run a benchmark function natively, outside any platform"),
+    "native": ("experiments.cmd_native", "run a benchmark function natively, outside any platform"),
     "parse": ("monitoring.cmd_parse", "turn a collector's raw output (perf, pqos, blkparse, ...) into a tidy CSV"),
     "local": ("localwhisk.cmd_local", "start, stop or inspect localwhisk, the embedded platform"),
-    "doctor": ("monitoring.cmd_doctor", "report what this host can measure and what is missing"),
+    "doctor": ("invoker.cmd_doctor", "report what this host can measure and what is missing"),
 }
 
 

@@ -10,12 +10,14 @@ binaries) with the command that installs it.
 from __future__ import annotations
 
 import base64
+import difflib
 import functools
 import json
 import re
 import shutil
 from dataclasses import dataclass, field, replace
 from pathlib import Path
+from typing import Iterable
 
 from faasprof.errors import ConfigError, FormatError, NotReadyError
 from faasprof.paths import FUNCTIONS_DIR
@@ -234,6 +236,12 @@ def lookup(name: str) -> FunctionEntry | None:
 
 def known_functions_text() -> str:
     return ", ".join(names()) + f" (a memory variant such as markdown-256 deploys the same code with {MIN_MEMORY_MB}..{MAX_MEMORY_MB} MB)"
+
+
+def did_you_mean(name: str, known: Iterable[str] = ()) -> str:
+    """`` (did you mean "X"?)`` for the closest of the catalogue's names and ``known``, or ""."""
+    close = difflib.get_close_matches(name, [*names(), *known], n=1, cutoff=0.6)
+    return f' (did you mean "{close[0]}"?)' if close else ""
 
 
 def unknown_function_error(name: str, where: str = "function") -> ConfigError:

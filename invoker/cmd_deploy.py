@@ -24,8 +24,9 @@ from pathlib import Path
 from faasprof.errors import ConfigError, NotReadyError
 from functions.catalogue import entries, known_functions_text, load_params_file, lookup, require
 from functions.own import looks_like_path, own_entry
-from platforms.openwhisk import add_connection_arguments, require_platform, resolve_connection
-from platforms.openwhisk_deploy import deploy_entries
+from platforms.openwhisk.client import require_platform
+from platforms.openwhisk.connection import add_connection_arguments, resolve_connection
+from platforms.openwhisk.deploy import deploy_entries
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:

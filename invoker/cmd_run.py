@@ -6,7 +6,7 @@ from __future__ import annotations
 import argparse
 
 from faasprof.errors import ConfigError
-from platforms.openwhisk import add_connection_arguments
+from platforms.openwhisk.connection import add_connection_arguments
 from invoker.dispatch import DEFAULT_INTERRUPT_GRACE_S, DEFAULT_LATENESS_WARN_MS, DEFAULT_REALTIME_PRIORITY, DispatchOptions
 from invoker.sender import DEFAULT_MAX_CONNECTIONS, DEFAULT_REQUEST_TIMEOUT_S
 from invoker.shards import AUTO_RATE_PER_PROCESS, resolve_processes

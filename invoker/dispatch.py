@@ -31,6 +31,7 @@ from typing import Callable, Sequence
 
 import numpy as np
 
+from faasprof.progress import QUIET, Progress
 from invoker.selfwatch import SelfWatch, lateness_summary_ms
 from invoker.sender import DEFAULT_MAX_CONNECTIONS, DEFAULT_REQUEST_TIMEOUT_S, PreparedRequest, Sender
 
@@ -163,7 +164,7 @@ class Dispatcher:
 
     ``row_sink`` receives tuples in ``faasprof.rundir.INVOCATION_COLUMNS`` order (usually
     ``InvocationLog.append``); ``journal`` (usually ``InvocationLog.sent``) each send as it happens. ``checks`` are called every ``WATCH_INTERVAL_S``; one returning
-    ``(status, reason)`` stops the run with that status. ``say`` prints progress lines.
+    ``(status, reason)`` stops the run with that status. ``progress`` gets the progress lines.
     """
 
     def __init__(
@@ -175,7 +176,7 @@ class Dispatcher:
         row_sink: Callable[[tuple], None],
         options: DispatchOptions | None = None,
         checks: Sequence[Callable[[], tuple[str, str] | None]] = (),
-        say: Callable[[str], None] | None = None,
+        progress: Progress = QUIET,
         duration_s: float | None = None,
         journal: Callable[[int, int], None] | None = None,
     ):
@@ -191,7 +192,7 @@ class Dispatcher:
         self.journal = journal
         self.options = options or DispatchOptions()
         self.checks = list(checks)
-        self.say = say
+        self.progress = progress
         self.duration_s = duration_s if duration_s is not None else (self.intended[-1] / 1e9 if self.intended.size else 0.0)
         n = int(self.intended.size)
         self.n = n
@@ -208,7 +209,9 @@ class Dispatcher:
         self._sleeper: asyncio.Future | None = None
         self._selfwatch = SelfWatch(self.options.lateness_warn_ms, self.options.lateness_abort_ms, self.options.max_connections,
                                     n, self.duration_s, self.options.progress_interval_s)
-        self._intended_list: list[int] = []
+        # The plan as Python ints, read per send and per row (numpy scalars are slower there); here,
+        # not in run(), so that rows can be written also for a dispatcher that never ran.
+        self._intended_list: list[int] = self.intended.tolist()
         self._sender: Sender | None = None
         self._stop_event: asyncio.Event | None = None
         self._hurry = False
@@ -279,7 +282,6 @@ class Dispatcher:
         self._loop = asyncio.get_running_loop()
         self._stop_event = asyncio.Event()
         self.zero_ns = zero_ns
-        self._intended_list = self.intended.tolist()
         options = self.options
         self._sender = Sender(self._loop, self.requests, self._complete, self._on_sent, options.max_connections, options.insecure)
         # A few keep-alive connections opened before zero keep the first sends from paying for
@@ -353,8 +355,7 @@ class Dispatcher:
             os.sched_setscheduler(0, os.SCHED_FIFO, os.sched_param(priority))
         except OSError as error:
             self.warnings.append(f"--realtime: could not use SCHED_FIFO ({error.strerror}); it needs root or CAP_SYS_NICE; ran with the normal policy")
-            if self.say:
-                self.say("warning: " + self.warnings[-1])
+            self.progress.warn(self.warnings[-1])
             return None
         companions = []
         for thread in threading.enumerate():
@@ -419,8 +420,8 @@ class Dispatcher:
                 self._drop_waiting()
                 if grace_deadline is None:
                     grace_deadline = time.monotonic() + self.options.interrupt_grace_s
-                    if sender.in_flight and self.say:
-                        self.say(f"waiting up to {self.options.interrupt_grace_s:g} s for {sender.in_flight} request(s) in flight")
+                    if sender.in_flight:
+                        self.progress.say(f"waiting up to {self.options.interrupt_grace_s:g} s for {sender.in_flight} request(s) in flight")
                 if self._hurry or time.monotonic() >= grace_deadline:
                     sender.abort_in_flight(f"no response before the run stopped ({self.stop_reason})")
                     break
@@ -438,6 +439,12 @@ class Dispatcher:
     def _drop_waiting(self) -> None:
         for seq in self._sender.drop_waiting():
             self._complete(seq, None, None, "not_sent", None, None, f"waiting for a connection when the run stopped ({self.stop_reason})")
+
+    def close_after_failure(self, status: str, reason: str) -> None:
+        """The run failed around the send loop (before it, or the loop itself raised): stop with
+        ``status``/``reason`` and give every planned invocation still without a row its row."""
+        self.stop_status, self.stop_reason = status, reason
+        self._fill_not_sent()
 
     def _fill_not_sent(self) -> None:
         """One row for every invocation still without one: ``not_sent``, or ``timeout`` when its
@@ -479,12 +486,11 @@ class Dispatcher:
                 (time.monotonic_ns() - self.zero_ns) / 1e9, self.sent, sender.in_flight, saturated - saturated_before, self.outcomes
             )
             saturated_before = saturated
-            if self.say:
-                self.say(verdict.progress)
+            self.progress.say(verdict.progress)
             if verdict.abort and self.stop_status is None:
                 self.request_stop("aborted", verdict.abort)
-            elif verdict.warning and self.say:
-                self.say("warning: " + verdict.warning)
+            elif verdict.warning:
+                self.progress.warn(verdict.warning)
 
     def _check_platform(self) -> None:
         span_s, why = self._sender.unreachable_for_s()
@@ -506,8 +512,4 @@ def new_event_loop() -> asyncio.AbstractEventLoop:
     return uvloop.new_event_loop()
 
 
-def stderr_say(line: str) -> None:
-    print(line, file=sys.stderr, flush=True)
-
-
-__all__ = ["Dispatcher", "DispatchOptions", "DispatchResult", "new_event_loop", "lateness_summary_ms", "stderr_say"]
+__all__ = ["Dispatcher", "DispatchOptions", "DispatchResult", "new_event_loop", "lateness_summary_ms"]

@@ -20,9 +20,12 @@ from pathlib import Path
 from faasprof.errors import ConfigError
 from functions import catalogue
 from functions.own import looks_like_path, own_entry, stage
-from platforms.openwhisk import Connection, OpenWhiskPlatform, require_platform
-from platforms.openwhisk_deploy import missing_actions_error, platform_action_names
-from workload.spec import PlatformLimits, Workload, check_limits, unknown_function
+from platforms.base import PlatformLimits
+from platforms.openwhisk.client import require_platform
+from platforms.openwhisk.connection import Connection
+from platforms.openwhisk.deploy import missing_actions_error, platform_action_names
+from platforms.openwhisk.platform import OpenWhiskPlatform
+from workload.spec import Workload, unknown_function
 from localwhisk.config import Settings
 
 
@@ -123,7 +126,7 @@ def check_embedded(workload: Workload, overrides: dict | None = None) -> None:
 
     Functions given by ``source`` are staged here (their requirements installed, once per change),
     so a requirement that cannot be installed is reported before anything starts."""
-    lines = check_limits(workload, embedded_limits(workload.platform, overrides)) + embedded_missing(workload)
+    lines = workload.check_limits(embedded_limits(workload.platform, overrides)) + embedded_missing(workload)
     if lines:
         raise ConfigError(lines[0], problems=lines)
     stage_sources(workload)
@@ -146,7 +149,7 @@ def platform_check(workload: Workload, connection: Connection) -> tuple[list[str
     Returns (bad-input lines, missing-action lines), both empty when a run would be accepted;
     NotReadyError when the platform does not answer."""
     with require_platform(connection) as client:
-        lines = check_limits(workload, PlatformLimits.from_info(client.info(), connection.apihost))
+        lines = workload.check_limits(client.limits())
         deployed_only = bool((workload.platform or {}).get("actions_deployed"))
         missing = []
         seen: set[str] = set()

@@ -22,6 +22,7 @@ import time
 from pathlib import Path
 
 from faasprof import rundir
+from faasprof.progress import WARNING_PREFIX, Progress
 from invoker.dispatch import DispatchOptions, Dispatcher, new_event_loop
 from invoker.sender import ensure_fd_budget
 
@@ -38,9 +39,9 @@ def child_main() -> int:
     index, processes = share["index"], share["processes"]
     label = f"send process {index + 1} of {processes}"
 
-    def say(line: str) -> None:
+    def say_warning(line: str) -> None:
         # The parent prints the run's progress; a child speaks only when something is wrong with it.
-        if line.startswith("warning: "):
+        if line.startswith(WARNING_PREFIX):
             print(f"{label} (pid {os.getpid()}): {line}", file=sys.stderr, flush=True)
 
     directory = Path(share["directory"])
@@ -56,7 +57,7 @@ def child_main() -> int:
         sent(seqs[seq], sent_ns)
 
     dispatcher = Dispatcher(share["intended_ns"], share["instance_idx"], share["instances"], share["requests"], row_sink, options,
-                            checks=[lambda: ("aborted", log.error) if log.error is not None else None], say=say,
+                            checks=[lambda: ("aborted", log.error) if log.error is not None else None], progress=Progress(say_warning),
                             duration_s=share["duration_s"], journal=journal)
     ensure_fd_budget(options.max_connections, origins=len({r.origin for r in share["requests"]}))
     signal.signal(signal.SIGINT, signal.SIG_IGN)  # the parent decides; it tells us on stdin
@@ -77,8 +78,7 @@ def child_main() -> int:
         status, reason = result.status, result.reason
     except Exception as error:  # still leave every row of the share
         status, reason = "interrupted", f"send process failed: {type(error).__name__}: {error}"
-        dispatcher.stop_status, dispatcher.stop_reason = status, reason
-        dispatcher._fill_not_sent()
+        dispatcher.close_after_failure(status, reason)
     finally:
         loop.remove_reader(stdin.fileno())
         loop.close()

@@ -57,6 +57,7 @@ import numpy as np
 from faasprof import rundir
 from faasprof.errors import ConfigError, RunError
 from faasprof.paths import REPO_ROOT
+from faasprof.progress import QUIET, Progress
 from invoker.dispatch import WATCH_INTERVAL_S, DispatchOptions, DispatchResult
 from invoker.selfwatch import lateness_summary_ms
 from invoker.shard_child import FRAME
@@ -222,7 +223,7 @@ class ShardedDispatch:
         log: rundir.InvocationLog,
         options: DispatchOptions,
         checks: Sequence[Callable[[], tuple[str, str] | None]] = (),
-        say: Callable[[str], None] | None = None,
+        progress: Progress = QUIET,
         duration_s: float | None = None,
     ):
         self.run_dir = Path(run_dir)
@@ -233,7 +234,7 @@ class ShardedDispatch:
         self.log = log
         self.options = options
         self.checks = list(checks)
-        self.say = say
+        self.progress = progress
         self.n = int(self.intended.size)
         self.duration_s = duration_s if duration_s is not None else (self.intended[-1] / 1e9 if self.n else 0.0)
         processes = max(1, min(int(options.send_processes), self.n or 1))
@@ -532,8 +533,6 @@ class ShardedDispatch:
             self.log.append(row)
 
     def _progress(self) -> None:
-        if not self.say:
-            return
         window = np.asarray(self._window, dtype=np.int64)
         self._window = []
         summary = lateness_summary_ms(window)
@@ -541,9 +540,9 @@ class ShardedDispatch:
         sent = int((self.sent_rel >= 0).sum())
         not_ok = sum(count for outcome, count in self.outcomes.items() if outcome != "ok")
         fmt = lambda v: "-" if v is None else f"{v:.2f}"  # noqa: E731
-        self.say(f"[{elapsed_s:5.0f} s /{self.duration_s:5.0f} s] sent {sent:,}/{self.n:,} by {self.processes} processes"
-                 f"  lateness p50 {fmt(summary['p50'])} p99 {fmt(summary['p99'])} max {fmt(summary['max'])} ms"
-                 f"  ok {self.outcomes.get('ok', 0):,}  not ok {not_ok:,}")
+        self.progress.say(f"[{elapsed_s:5.0f} s /{self.duration_s:5.0f} s] sent {sent:,}/{self.n:,} by {self.processes} processes"
+                          f"  lateness p50 {fmt(summary['p50'])} p99 {fmt(summary['p99'])} max {fmt(summary['max'])} ms"
+                          f"  ok {self.outcomes.get('ok', 0):,}  not ok {not_ok:,}")
 
 
 def _read_line(stream, deadline: float) -> bytes | None:

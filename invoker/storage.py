@@ -55,7 +55,6 @@ from pathlib import Path
 
 from faasprof.errors import ConfigError, NotReadyError
 from functions.iolib import PatternReader, S3, S3Error
-from platforms.openwhisk import OpenWhiskPlatform
 
 START_TIMEOUT_S = 20.0
 STOP_TIMEOUT_S = 5.0
@@ -336,8 +335,8 @@ def start_storage(spec, work_dir: str | os.PathLike | None = None, origin: str =
 
 def start_workload_storage(workload, say=None):
     """(storage or None, workload): for a workload with a ``storage`` block, its servers started
-    and their ``params()`` merged into every OpenWhisk instance's params (the instance's own
-    values win); without one, (None, workload) unchanged."""
+    and their ``params()`` merged into the params of every instance that names a function (an
+    OpenWhisk action; the instance's own values win); without one, (None, workload) unchanged."""
     spec = (workload.raw or {}).get("storage")
     if spec is None:
         return None, workload
@@ -346,7 +345,7 @@ def start_workload_storage(workload, say=None):
         say(f"storage for the run: {', '.join(sorted(k for k in storage.describe() if k not in ('bucket', 'objects')))} on 127.0.0.1")
     given = storage.params()
     instances = tuple(
-        dataclasses.replace(instance, params={**given, **(instance.params or {})}) if OpenWhiskPlatform.serves(instance) else instance
+        dataclasses.replace(instance, params={**given, **(instance.params or {})}) if instance.names_functions else instance
         for instance in workload.instances
     )
     return storage, dataclasses.replace(workload, instances=instances)

@@ -192,10 +192,10 @@ def evaluate(rows: Iterable[Mapping[str, str]], thresholds: Mapping[str, float] 
         if name not in limits:
             continue
         limit, value = limits[name], measured[name]
-        if name.startswith("min_"):
-            passed = value >= limit
-        elif value is None:  # nothing to measure (min_successes reports a run without successes)
+        if value is None:  # nothing to measure (no instance attempted a call; a run without successes reports 0)
             passed = True
+        elif name.startswith("min_"):
+            passed = value >= limit
         else:
             passed = value <= limit
         checks.append({"name": name, "limit": limit, "value": value, "passed": bool(passed),

@@ -1,8 +1,8 @@
 """``faasprof local start|stop|status``: run localwhisk in the background and look at its pool.
 
 ``start`` launches ``python -m localwhisk serve`` in its own session and returns once ``GET /``
-answers, printing the API host (stdout), the key it accepts and how to point ``wsk`` at it
-(stderr). It records the connection in ``platforms.openwhisk.local_props_path()``, where every
+answers, printing the API host (stdout), the key it accepts and how to point ``wsk`` at it (stderr).
+It records the connection in ``platforms.openwhisk.connection.local_props_path()``, where every
 faasprof command finds it when nothing else names a platform (a user's ``~/.wskprops`` is never
 written); a second instance leaves the first one's record alone. ``stop`` and ``status`` find the
 instance through ``<data-dir>/localwhisk.json`` (same ``--data-dir``, default
@@ -28,7 +28,7 @@ from localwhisk.config import (AUTH_ENV, DEFAULT_DATA_DIR, GUEST_AUTH, add_auth_
                                read_auth_file, settings_argv, settings_from_args, validate_settings)
 from localwhisk.cgroups import pid_alive as _pid_alive
 from localwhisk.embedded import launch_server
-from platforms.openwhisk import LOCAL_PID_KEY, forget_local_props, local_props_path, read_local_props, read_wskprops, write_local_props
+from platforms.openwhisk.connection import LOCAL_PID_KEY, forget_local_props, local_props_path, read_local_props, read_wskprops, write_local_props
 
 STATE_FILE = "localwhisk.json"
 

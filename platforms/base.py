@@ -1,7 +1,11 @@
 """The platform interface: what the invoker, the analyzer and the doctor ask of a FaaS platform.
 
-A platform serves the workload instances whose ``endpoint`` is its own (``Platform.endpoint``) and
-answers six questions:
+A platform serves the workload instances whose ``endpoint`` is its own (``Platform.endpoint``). It
+owns the shape of those instances in a workload: whether they name a function the platform hosts
+(``names_functions``: an OpenWhisk action, from the catalogue or deployed) or a URL, the keys only
+its instances take (``instance_keys``, of them ``required_keys``) and their checks
+(``validate_instance``); the workload model asks ``platforms.registry`` for them, and checks an
+instance against what its platform refuses (``PlatformLimits``). It answers six questions:
 
 - ``check(instances)``: is it there? (its description, e.g. OpenWhisk's ``GET /``), raising
   NotReadyError when it does not answer;
@@ -25,7 +29,7 @@ import os
 import urllib.parse
 from abc import ABC, abstractmethod
 from dataclasses import dataclass
-from typing import Any, Callable, Sequence
+from typing import Any, Callable, ClassVar, Sequence
 
 from faasprof.errors import ConfigError, NotReadyError, RunError
 
@@ -73,10 +77,34 @@ class PreparedRequest:
         return f"PreparedRequest({self.kind}, {self.description})"
 
 
+@dataclass(frozen=True)
+class PlatformLimits:
+    """What a platform refuses: memory limits outside [min, max], request bodies above a size.
+
+    ``None`` means unknown (not checked). ``description`` names the platform in messages."""
+
+    description: str
+    min_memory_mb: int | None = None
+    max_memory_mb: int | None = None
+    max_payload_bytes: int | None = None
+    memory_fix: str = "lower memory_mb"
+    payload_fix: str = "send a smaller file"
+
+
 class Platform(ABC):
     """One FaaS platform a run talks to (see the module docstring)."""
 
-    endpoint: str = ""  # the workload's ``endpoint`` value this platform serves
+    endpoint: ClassVar[str] = ""  # the workload's ``endpoint`` value this platform serves
+    # Whether an instance names a function the platform hosts (``application``: catalogue functions
+    # get their sample input, a memory limit and the platform's limits apply) rather than a URL.
+    names_functions: ClassVar[bool] = False
+    instance_keys: ClassVar[tuple[str, ...]] = ()  # instance keys only this platform takes
+    required_keys: ClassVar[tuple[str, ...]] = ()  # of those, the ones every instance gives
+    # Reached through the connection a command resolves (flags, the workload's platform block,
+    # ~/.wskprops); with none, a run starts the embedded localwhisk and reaches it as this platform.
+    reached_by_connection: ClassVar[bool] = False
+    keeps_records: ClassVar[bool] = False  # has records of its own that ``fetch_records`` saves
+    info: dict = {}  # what ``check`` learnt (OpenWhisk: ``GET /``); replaced, never changed in place
 
     @classmethod
     def serves(cls, instance: Any) -> bool:
@@ -84,9 +112,17 @@ class Platform(ABC):
         return getattr(instance, "endpoint", None) == cls.endpoint
 
     @classmethod
-    def for_workload(cls, workload: Any) -> "Platform":
-        """The platform a run of ``workload`` uses (OpenWhisk is built from its connection instead,
-        which the invoker resolves or starts: ``OpenWhiskPlatform(connection)``)."""
+    def validate_instance(cls, spec: dict) -> list[tuple[str, str]]:
+        """``(key, problem)`` for each of this platform's keys that one instance's JSON (valid against
+        the schema) gets wrong, beyond what the schema says: a missing ``required_keys`` entry by
+        default; a subclass adds its own checks. The problem names the fix."""
+        return [(key, f'required when endpoint is "{cls.endpoint}"; add it') for key in cls.required_keys if key not in spec]
+
+    @classmethod
+    def for_workload(cls, workload: Any = None, connection: Any = None, **settings: Any) -> "Platform":
+        """The platform a run of ``workload`` uses. ``connection`` is what the command resolved (or
+        the invoker started) for a platform ``reached_by_connection``; ``settings`` are a platform's
+        own (OpenWhisk: ``web_namespace``); both are ignored by a platform that takes none."""
         return cls()
 
     @abstractmethod
@@ -158,6 +194,26 @@ def format_request(origin: Origin, path: str, body: bytes, content_type: str, au
     if auth is not None:
         lines.append("Authorization: Basic " + base64.b64encode(auth.encode()).decode("ascii"))
     return ("\r\n".join(lines) + "\r\n\r\n").encode("latin-1") + body
+
+
+def url_problem(url: str) -> str | None:
+    """Why ``url`` cannot be sent to (with the fix), or None when it is a usable http(s) URL."""
+    shown = json.dumps(url)
+    shown = shown if len(shown) <= 40 else shown[:37] + "..."
+    if not url.startswith(("http://", "https://")):
+        return f"{shown} is not an http:// or https:// URL; write it as http://HOST[:PORT]/PATH"
+    if any(ch.isspace() for ch in url):
+        return f"{shown} contains spaces; percent-encode them (%20) or remove them"
+    try:
+        parts = urllib.parse.urlsplit(url)
+        port = parts.port
+    except ValueError as error:
+        return f"{shown} has a bad port ({error}); write it as http://HOST:PORT/PATH with PORT in 1..65535"
+    if not parts.hostname:
+        return f"{shown} has no host; write it as http://HOST[:PORT]/PATH"
+    if port == 0:
+        return f"{shown} has port 0; use a port in 1..65535"
+    return None
 
 
 def read_request_file(instance: Any, key: str, origin: str) -> bytes:

@@ -14,7 +14,7 @@ import socket
 from typing import Any, Callable, Sequence
 
 from faasprof.errors import NotReadyError
-from platforms.base import Platform, PreparedRequest, classify_status, format_request, split_origin
+from platforms.base import Platform, PreparedRequest, classify_status, format_request, split_origin, url_problem
 
 KIND = "generic"  # the request kind: POST url with the JSON data
 # Generic servers may close idle connections after 2 s (gunicorn) or 5 s (Node.js).
@@ -29,6 +29,14 @@ def classify(status: int, activation_id: str | None, body: bytes) -> tuple[str, 
 
 class GenericPlatform(Platform):
     endpoint = "generic"
+    instance_keys = ("url", "data")  # each instance posts its data to its url
+    required_keys = ("url", "data")
+
+    @classmethod
+    def validate_instance(cls, spec: dict) -> list[tuple[str, str]]:
+        problems = super().validate_instance(spec)
+        reason = url_problem(spec["url"]) if "url" in spec else None
+        return problems + ([("url", reason)] if reason else [])
 
     def check(self, instances: Sequence[Any] = ()) -> dict:
         """Every origin the instances post to accepts a TCP connection; NotReadyError otherwise."""

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import fcntl
+import json
 import os
 import subprocess
 import sys
@@ -12,7 +13,7 @@ from pathlib import Path
 import pytest
 
 from faasprof.docker import docker_problem
-from functions import native
+from experiments import native
 from functions.catalogue import lookup
 
 REPO_ROOT = Path(__file__).resolve().parent.parent
@@ -96,3 +97,14 @@ def workers():
     yield get
     for worker in started.values():
         worker.stop()
+
+
+def send_json(handler, status: int, body: object) -> None:
+    """A test server's answer: ``body`` as JSON with its length (``handler`` is the request's
+    ``BaseHTTPRequestHandler``; keep-alive clients need the length)."""
+    data = json.dumps(body).encode()
+    handler.send_response(status)
+    handler.send_header("Content-Type", "application/json")
+    handler.send_header("Content-Length", str(len(data)))
+    handler.end_headers()
+    handler.wfile.write(data)

@@ -18,8 +18,8 @@ from faasprof.rundir.tables import read_invocations_frame  # noqa: E402
 from invoker.run import execute  # noqa: E402
 from workload.spec import workload_from_dict  # noqa: E402
 from localwhisk.embedded import start_embedded
-from platforms.openwhisk import Connection
-from platforms.openwhisk import OpenWhiskClient
+from platforms.openwhisk.connection import Connection
+from platforms.openwhisk.client import OpenWhiskClient
 
 
 def _run(tmp_path, rate, service_ms, duration_s, local_settings):
@@ -32,7 +32,7 @@ def _run(tmp_path, rate, service_ms, duration_s, local_settings):
             "instances": {"spin": {"application": "spin", "distribution": "Uniform", "rate": rate, "params": {"service_ms": service_ms}}},
         }
     )
-    run_dir = execute(workload, tmp_path, local_settings=local_settings, progress=False)
+    run_dir = execute(workload, tmp_path, local_settings=local_settings)
     return run_dir, analyze_run(run_dir, plots=False)
 
 
@@ -74,7 +74,7 @@ def test_non_blocking_run_of_an_action_that_always_raises_counts_application_err
                 "instances": {"raiser": {"application": "raiser", "distribution": "Uniform", "rate": 8}},
             }
         )
-        run_dir = execute(workload, tmp_path, connection=connection, progress=False)
+        run_dir = execute(workload, tmp_path, connection=connection)
         # Records of the last activations may still be on their way: the analysis asks again.
         summary = analyze_run(run_dir, connection, plots=False)
     finally:
@@ -99,7 +99,7 @@ def test_a_muted_instance_sends_nothing_and_is_analyzed_without_a_phase(tmp_path
         "instances": {"live": {"application": "json_dumps", "distribution": "Uniform", "rate": 4, "activity_window": [0, 2]},
                       "muted": {"application": "json_dumps", "distribution": "Poisson", "rate": 0, "activity_window": [2, 4]}},
     })
-    run_dir = execute(workload, tmp_path, progress=False)
+    run_dir = execute(workload, tmp_path)
     manifest = rundir.read_manifest(run_dir)
     assert manifest.status == "complete" and manifest.verdict["passed"], manifest.verdict
     assert set(read_invocations_frame(run_dir)["instance"].astype(str)) == {"live"}

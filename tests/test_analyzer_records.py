@@ -1,7 +1,7 @@
 """Fetching activation records over the REST API: paging, foreign records, late and missing records.
 
 A real HTTP server on 127.0.0.1 port 0 serves ``GET /api/v1/namespaces/guest/activations`` with
-OpenWhisk's semantics (platforms/openwhisk.py, "Activation records"): newest first by ``start``, ``since``/``upto``
+OpenWhisk's semantics (platforms/openwhisk/records.py): newest first by ``start``, ``since``/``upto``
 inclusive epoch ms against ``start``, ``limit`` at most 200 (more is a 400), ``skip``; and
 ``GET .../activations/{id}`` with a 404 until a record is "stored".
 """
@@ -16,9 +16,12 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 import pytest
 
 from analyzer import records as records_mod
+from conftest import send_json
 from analyzer.analysis import analyze_run, load_run
 from faasprof import rundir
-from platforms.openwhisk import Connection, OpenWhiskClient, fetch_records
+from platforms.openwhisk.client import OpenWhiskClient
+from platforms.openwhisk.connection import Connection
+from platforms.openwhisk.records import fetch_records
 from test_analyzer_synthetic import WALL_ZERO_NS, record, write_synthetic_run
 
 AUTH = "23bc46b1-71f6-4ed5-8c54-816aa4f8c502:123zO3xZCLrMN6v2BKK1dXYFpXlPkccOFqm12CdAsMgRU4VrNZ9lyGVCGuMDGIwP"
@@ -44,12 +47,7 @@ def make_handler(store: FakeActivations):
             pass
 
         def _send(self, status, body):
-            data = json.dumps(body).encode()
-            self.send_response(status)
-            self.send_header("Content-Type", "application/json")
-            self.send_header("Content-Length", str(len(data)))
-            self.end_headers()
-            self.wfile.write(data)
+            send_json(self, status, body)
 
         def do_GET(self):
             url = urllib.parse.urlsplit(self.path)

@@ -3,8 +3,9 @@ no project module is imported inside a function (where it would dodge both check
 
 Every ``.py`` file of the layered packages is parsed with ``ast`` (nothing is imported). A module
 may import modules of its own layer or lower ones; a command module (``*/cmd_*.py``, the CLI entry
-points) is the top layer, so nothing below imports one. Tests and benchmarks are outside the
-layers: they may import anything.
+points) is the top layer, so nothing below imports one, and it lives in a package whose layer is at
+least that of everything it imports. Tests and benchmarks are outside the layers: they may import
+anything.
 
 A second check imports the analyzer in a fresh interpreter where ``invoker``, ``localwhisk``,
 ``aiohttp`` and ``uvloop`` cannot be imported: the analyzer must work on a laptop that holds only
@@ -30,10 +31,11 @@ PACKAGES = ("faasprof", "monitoring", "workload", "functions", "platforms", "loc
 LAYERS: tuple[tuple[str, tuple[str, ...]], ...] = (
     ("core", ("faasprof",)),
     ("monitoring", ("monitoring",)),
-    # The workload model reads the function catalogue (default memory, runtimes), so it sits
-    # beside the functions rather than below them.
-    ("workload and functions", ("workload", "functions")),
+    ("functions", ("functions",)),
     ("platforms and localwhisk", ("platforms", "localwhisk")),
+    # The workload model asks each platform the shape of its instances (platforms.registry) and
+    # reads the function catalogue, so it sits above both.
+    ("workload", ("workload",)),
     ("invoker and analyzer", ("invoker", "analyzer")),
     ("experiments", ("experiments",)),
     ("commands", ()),
@@ -43,6 +45,14 @@ COMMAND_MODULES = ("faasprof.cli", "faasprof.__main__", "localwhisk.__main__")
 # without the invoker (and the invoker's --analyze is orchestrated above both), and localwhisk is
 # reached only as an OpenWhisk, through platforms.openwhisk.
 APART = (("invoker", "analyzer"), ("platforms", "localwhisk"))
+
+
+def package_layer(module: str) -> int:
+    """The layer of the package ``module`` sits in, a command or not."""
+    for index, (_, prefixes) in enumerate(LAYERS):
+        if any(module == prefix or module.startswith(prefix + ".") for prefix in prefixes):
+            return index
+    raise KeyError(f"{module}: in no layer; add its package to LAYERS")
 
 
 def is_command(module: str) -> bool:
@@ -55,12 +65,7 @@ def _apart(module: str, target: str) -> bool:
 
 
 def layer_of(module: str) -> int:
-    if is_command(module):
-        return len(LAYERS) - 1
-    for index, (_, prefixes) in enumerate(LAYERS):
-        if any(module == prefix or module.startswith(prefix + ".") for prefix in prefixes):
-            return index
-    raise KeyError(f"{module}: in no layer; add its package to LAYERS")
+    return len(LAYERS) - 1 if is_command(module) else package_layer(module)
 
 
 def project_sources(root: Path = REPO) -> dict[str, str]:
@@ -132,6 +137,23 @@ def check(sources: dict[str, str]) -> list[str]:
                 problems.append(f"{module}:{line}: imports {target}, but {module.split('.')[0]} and {target.split('.')[0]} stay apart")
     for cycle in cycles(graph):
         problems.append("import cycle: " + " -> ".join(cycle + [cycle[0]]))
+    return problems
+
+
+def misplaced_commands(sources: dict[str, str]) -> list[str]:
+    """Every command that imports from a package above its own, one line each: a command may import
+    anything, but it lives where nothing it imports runs up (``doctor``, which asks the platform,
+    belongs to the invoker's package, not to monitoring's)."""
+    known = set(sources)
+    packages = {name.split(".")[0] for name in known}
+    problems = []
+    for module, source in sorted(sources.items()):
+        if not is_command(module):
+            continue
+        for target, line, _ in imports_of(module, source, known, packages):
+            if target in known and package_layer(target) > package_layer(module):
+                problems.append(f"{module}:{line}: imports {target} from {LAYERS[package_layer(target)][0]}, above its package's layer "
+                                f"({LAYERS[package_layer(module)][0]}); move the command to a package of that layer")
     return problems
 
 
@@ -252,6 +274,10 @@ def test_the_project_keeps_its_layers_without_cycles_or_hidden_imports():
     assert check(sources) == []
 
 
+def test_every_command_lives_in_a_package_as_high_as_what_it_imports():
+    assert misplaced_commands(project_sources()) == []
+
+
 def test_tests_and_benchmarks_import_project_modules_at_the_top():
     sources = project_sources()
     known, packages = set(sources), {name.split(".")[0] for name in sources}
@@ -351,6 +377,66 @@ def test_the_blocking_finder_does_block():
     assert done.returncode != 0 and "ImportError: invoker is blocked in this test" in done.stderr
 
 
+# -- the run path: one job per room ---------------------------------------------------------------
+
+# The modules a run goes through, from the command to the send loop.
+RUN_PATH = ("experiments.cmd_run", "invoker.cmd_run", "experiments.capacity_store", "experiments.analyzed", "invoker.run",
+            "invoker.platform_set", "invoker.scripts", "invoker.dispatch", "invoker.sender", "invoker.shards")
+MAX_FUNCTION_LINES = 80
+# A function that is a process's own entry point and says its own lines: a send process of
+# ``--send-processes`` (``python -m invoker.shards``) prints its warnings to the stderr it shares.
+ENTRY_POINTS = {"invoker.shards": "child_main"}
+
+
+def run_path_problems(sources: dict[str, str], modules: tuple[str, ...] = RUN_PATH) -> list[str]:
+    """One line per function longer than ``MAX_FUNCTION_LINES``; per print or ``sys.stderr`` below
+    the command layer (lines go to the ``faasprof.progress.Progress`` a command hands down); per
+    condition that asks whether anybody listens (``if say:``); per call of another module's
+    private method (``dispatcher._fill_not_sent()``)."""
+    problems = []
+    for module in modules:
+        tree = ast.parse(sources[module])
+        defined = {node.name for node in ast.walk(tree) if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef))}
+        entry = {id(inner) for node in ast.walk(tree) if isinstance(node, ast.FunctionDef) and node.name == ENTRY_POINTS.get(module)
+                 for inner in ast.walk(node)}
+        for node in ast.walk(tree):
+            where = f"{module}:{getattr(node, 'lineno', 0)}"
+            if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)) and node.end_lineno - node.lineno + 1 > MAX_FUNCTION_LINES:
+                problems.append(f"{where}: {node.name} has {node.end_lineno - node.lineno + 1} lines; split it into steps of at most {MAX_FUNCTION_LINES}")
+            elif isinstance(node, ast.Call) and isinstance(node.func, ast.Name) and node.func.id == "print" and not is_command(module) and id(node) not in entry:
+                problems.append(f"{where}: prints; say it on the Progress the command layer hands down")
+            elif isinstance(node, ast.Attribute) and node.attr == "stderr" and ast.unparse(node) == "sys.stderr" and not is_command(module) and id(node) not in entry:
+                problems.append(f"{where}: names sys.stderr; only the command layer decides where lines go")
+            elif isinstance(node, (ast.If, ast.IfExp, ast.While)) and any(
+                    isinstance(part, ast.Name) and part.id in ("say", "progress") or isinstance(part, ast.Attribute) and part.attr in ("say", "progress")
+                    for part in ast.walk(node.test)):
+                problems.append(f"{where}: asks whether anybody listens ({ast.unparse(node.test)}); a quiet Progress says nothing")
+            elif (isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) and node.func.attr.startswith("_")
+                  and not node.func.attr.startswith("__") and node.func.attr not in defined
+                  and not (isinstance(node.func.value, ast.Name) and node.func.value.id in ("self", "cls"))):
+                problems.append(f"{where}: calls {ast.unparse(node.func)}, another module's private method; give it a public one")
+    return problems
+
+
+def test_the_run_path_has_short_functions_one_reporter_and_no_private_calls():
+    sources = project_sources()
+    assert run_path_problems(sources) == []
+
+
+def test_the_run_path_check_finds_each_problem():
+    long_body = "".join(f"    x{i} = {i}\n" for i in range(MAX_FUNCTION_LINES))
+    source = (f"import sys\n\ndef long():\n{long_body}\n"
+              "def speak(say, dispatcher):\n    if say:\n        print('hi', file=sys.stderr)\n    dispatcher._fill_not_sent()\n\n"
+              "def child_main():\n    print('own line')\n")
+    problems = run_path_problems({"invoker.shards": source}, modules=("invoker.shards",))
+    found = sorted((int(line.split(":")[1]), line.split(": ", 1)[1].split(" ")[0]) for line in problems)
+    assert found == [(3, "long"), (86, "asks"), (87, "names"), (87, "prints;"), (88, "calls")]
+    assert any("long has 81 lines" in line for line in problems) and any("dispatcher._fill_not_sent" in line for line in problems)
+    # A command prints; a module's own private helpers are its own business.
+    assert run_path_problems({"experiments.cmd_run": "def main():\n    print('x')\n\ndef _f():\n    pass\n\nclass A:\n    def g(self, o):\n        o._f()\n"},
+                             modules=("experiments.cmd_run",)) == []
+
+
 # -- the check itself fails on bad graphs ----------------------------------------------------------
 
 
@@ -360,7 +446,7 @@ def test_an_upward_import_is_found():
     problems = check({"analyzer.analysis": "from invoker.client import OpenWhiskClient\n", "invoker.client": ""})
     assert problems == ["analyzer.analysis:1: imports invoker.client, but analyzer and invoker stay apart"]
     problems = check({"workload.spec": "import analyzer.frames\n", "analyzer.frames": ""})
-    assert problems == ["workload.spec:1: imports analyzer.frames upward (workload and functions -> invoker and analyzer)"]
+    assert problems == ["workload.spec:1: imports analyzer.frames upward (workload -> invoker and analyzer)"]
     problems = check({"invoker.run": "from experiments import cmd_run\n", "experiments.cmd_run": "", "experiments": ""})
     assert problems == ["invoker.run:1: imports experiments.cmd_run upward (invoker and analyzer -> commands)"]
 
@@ -392,9 +478,19 @@ def test_commands_may_import_anything_and_nothing_imports_them():
     assert problems == ["experiments.sweep:1: imports analyzer.cmd_analyze upward (experiments -> commands)"]
 
 
+def test_a_command_importing_from_above_its_package_is_found():
+    sources = {"monitoring.cmd_doctor": "from platforms.openwhisk import platform\nfrom monitoring import host\n",
+               "platforms.openwhisk.platform": "", "platforms.openwhisk": "", "monitoring.host": "", "monitoring": "",
+               "invoker.cmd_doctor": "from platforms.openwhisk import platform\nfrom monitoring import host\n"}
+    assert misplaced_commands(sources) == [
+        "monitoring.cmd_doctor:1: imports platforms.openwhisk.platform from platforms and localwhisk, above its package's layer "
+        "(monitoring); move the command to a package of that layer"]
+    assert check(sources) == []  # no rule of the layers is broken: a command may import anything
+
+
 @pytest.mark.parametrize("module, layer", [
     ("faasprof.rundir", "core"), ("faasprof.cli", "commands"), ("monitoring.collectors", "monitoring"),
-    ("monitoring.cmd_doctor", "commands"), ("workload.spec", "workload and functions"),
+    ("invoker.cmd_doctor", "commands"), ("workload.spec", "workload"), ("functions.catalogue", "functions"),
     ("platforms.openwhisk", "platforms and localwhisk"), ("localwhisk.__main__", "commands"),
     ("analyzer.compare", "invoker and analyzer"), ("experiments.cmd_run", "commands"),
 ])

@@ -84,7 +84,7 @@ def test_capacity_and_the_quick_start_share_one_set_of_defaults():
 def test_the_invoker_refuses_an_unresolved_fraction(tmp_path):
     workload = workload_from_dict(json.loads(json.dumps(WORKLOAD)))
     with pytest.raises(ConfigError, match="capacity"):
-        execute(workload, tmp_path, progress=False)
+        execute(workload, tmp_path)
 
 
 def test_sweep_eta_from_planned_then_measured_times():

@@ -19,6 +19,7 @@ pytest.importorskip("localwhisk.embedded")
 from experiments import capacity_store  # noqa: E402
 from experiments.capacity import find_capacity, probes_dir  # noqa: E402
 from faasprof import rundir  # noqa: E402
+from faasprof.progress import Progress  # noqa: E402
 from tests.conftest import run_cli  # noqa: E402
 from workload.spec import workload_from_dict  # noqa: E402
 
@@ -35,7 +36,6 @@ def test_capacity_search_on_localwhisk(tmp_path):
         tolerance=1.0,
         max_runs=4,
         cooldown_s=0,
-        progress=False,
     )
     probes = result["probes"]
     assert [p["rate_rps"] for p in probes][:2] == [6, 24]
@@ -73,7 +73,7 @@ def test_a_search_that_reaches_its_ceiling_reports_and_stores_a_lower_bound(tmp_
     # A run whose rate is a fraction of it reads it from the store, and is warned.
     warnings = []
     workload = workload_from_dict({"test_name": "f", "test_duration_in_seconds": 2, "instances": {"s": {"application": "spin", "distribution": "Uniform", "rate": {"capacity_fraction": 0.5}}}})
-    resolved = capacity_store.resolve_workload(workload, None, {}, tmp_path, measure=None, warn=warnings.append)
+    resolved = capacity_store.resolve_workload(workload, None, {}, tmp_path, measure=None, progress=Progress(warnings.append, quiet=True))
     assert resolved.instance("s").rate == 4
     assert len(warnings) == 1 and warnings[0].startswith("warning: capacity of spin: ≥ 8/s, a lower bound: ")
     resolution = resolved.resolved()["as_given"]["capacity_resolution"]["s"]

@@ -8,7 +8,7 @@ import sys
 
 import pytest
 
-from monitoring import cmd_doctor
+from invoker import cmd_doctor
 from monitoring.collectors.rdt import RdtCollector
 
 

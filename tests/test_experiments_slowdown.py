@@ -18,7 +18,7 @@ from experiments.slowdown import platform_interpreter_matches
 from experiments.slowdown_measure import Call, NativeSide, apply_record, measure_function
 from experiments.slowdown_report import MEDIAN_CI_MIN_SAMPLES, fit_power_law, judge_factor, summarise_function
 from faasprof.errors import RunError
-from functions import native
+from experiments import native
 from functions.catalogue import require
 from faasprof.docker import docker_problem
 

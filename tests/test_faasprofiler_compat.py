@@ -13,7 +13,7 @@ import pytest
 
 from platforms.registry import prepare_request
 from workload.spec import load_workload
-from platforms.openwhisk import Connection
+from platforms.openwhisk.connection import Connection
 
 
 def faasprofiler_workload(**changes) -> dict:

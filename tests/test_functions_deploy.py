@@ -14,13 +14,14 @@ from urllib.parse import parse_qs, unquote, urlsplit
 import pytest
 
 from faasprof.errors import ConfigError, NotReadyError
-from platforms.openwhisk import Connection, OpenWhiskClient
-from platforms.openwhisk_deploy import CODE_DIGEST_ANNOTATION, deploy, ensure_actions, resolve_kind
+from platforms.openwhisk.client import OpenWhiskClient
+from platforms.openwhisk.connection import Connection
+from platforms.openwhisk.deploy import CODE_DIGEST_ANNOTATION, deploy, ensure_actions, resolve_kind
 from functions.catalogue import lookup
-from tests.conftest import run_cli
+from tests.conftest import run_cli, send_json
 from faasprof.errors import RunError
 from functions.catalogue import names
-from platforms.openwhisk import PlatformError
+from platforms.base import PlatformError
 
 AUTH = "user:secret"
 
@@ -39,12 +40,7 @@ class FakeWhisk:
                 pass
 
             def _send(self, status, body):
-                data = json.dumps(body).encode()
-                self.send_response(status)
-                self.send_header("Content-Type", "application/json")
-                self.send_header("Content-Length", str(len(data)))
-                self.end_headers()
-                self.wfile.write(data)
+                send_json(self, status, body)
 
             def _route(self):
                 parts = urlsplit(self.path)

@@ -11,10 +11,10 @@ import pytest
 from functions.catalogue import lookup, names
 from functions.checks import check_result
 from tests.conftest import run_cli
-from platforms.openwhisk import Connection
-from platforms.openwhisk import OpenWhiskClient
-from platforms.openwhisk_deploy import deploy
-from platforms.openwhisk_deploy import ensure_actions
+from platforms.openwhisk.connection import Connection
+from platforms.openwhisk.client import OpenWhiskClient
+from platforms.openwhisk.deploy import deploy
+from platforms.openwhisk.deploy import ensure_actions
 
 embedded = pytest.importorskip("localwhisk.embedded")
 

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import pytest
 
-from functions import native
+from experiments import native
 from functions.catalogue import lookup, names
 from functions.checks import check_result
 

@@ -12,7 +12,7 @@ import pytest
 
 from analyzer.frames import final_outcomes
 from faasprof.rundir import INVOCATION_COLUMNS, read_manifest, read_invocations
-from functions import native
+from experiments import native
 from functions.catalogue import lookup
 from monitoring.parsers.perf import perf_counts
 from tests.conftest import DATA_DIR, run_cli

@@ -11,7 +11,7 @@ from dataclasses import replace
 
 import pytest
 
-from functions import native
+from experiments import native
 from functions.catalogue import lookup
 from functions.checks import check_result
 from functions.package import ZIP_EPOCH, archive_files, build_archive, build_archive_bytes, sha256

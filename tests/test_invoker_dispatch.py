@@ -17,8 +17,10 @@ from types import SimpleNamespace
 import numpy as np
 import pytest
 
+from faasprof.progress import Progress
 from faasprof.rundir import InvocationLog
-from platforms.openwhisk import classify, Connection
+from platforms.openwhisk.connection import Connection
+from platforms.openwhisk.platform import classify
 from invoker.dispatch import DispatchOptions, Dispatcher, new_event_loop
 from invoker.http_response import Response
 from platforms.registry import prepare_request
@@ -266,7 +268,7 @@ def test_lateness_warning_says_why_and_what_to_do():
         options = DispatchOptions(lateness_warn_ms=1.0, progress_interval_s=0.25, max_connections=1)
         connection = Connection(apihost=server.apihost, auth=AUTH)
         dispatcher = Dispatcher(np.arange(0, 10) * 50_000_000, np.zeros(10, np.int32), [("s", "slow")],
-                                [prepare_request(instance("s", "slow"), connection)], lambda row: None, options, say=said.append)
+                                [prepare_request(instance("s", "slow"), connection)], lambda row: None, options, progress=Progress(said.append))
         loop = new_event_loop()
         try:
             result = loop.run_until_complete(dispatcher.run(time.monotonic_ns() + 20_000_000))
@@ -283,7 +285,7 @@ def test_a_failing_check_stops_the_run():
     collectors = [SimpleNamespace(name="perf", required=True, alive=lambda: alive["value"]),
                   SimpleNamespace(name="cgroups", required=False, alive=lambda: False)]
     warnings: list[str] = []
-    check = _collector_check(collectors, warnings, None)
+    check = _collector_check(collectors, warnings.append)
     with FakeOpenWhisk() as server:
         def die_later(loop, dispatcher):
             dispatcher.checks.append(check)
@@ -386,3 +388,17 @@ def test_realtime_also_covers_the_invocation_log_thread_and_is_restored(tmp_path
         assert set(seen) == {os.SCHED_FIFO}
     else:
         assert set(seen) == {before}
+
+
+def test_a_dispatcher_that_never_ran_closes_with_one_row_per_invocation():
+    # What `faasprof run` does when something fails between the dispatcher's creation and its
+    # first send: every planned invocation gets its not_sent row, naming why.
+    rows: list[tuple] = []
+    connection = Connection(apihost="http://127.0.0.1:9", auth=AUTH, namespace="_")
+    dispatcher = Dispatcher(np.asarray([0, 5_000_000, 9_000_000], dtype=np.int64), np.asarray([0, 1, 0], dtype=np.int32),
+                            [("a", "fa"), ("b", "fb")], [prepare_request(instance(n, n), connection) for n in ("a", "b")], rows.append)
+    dispatcher.close_after_failure("interrupted", "faasprof failed: OSError: boom")
+    assert [(row[0], row[1], row[6], row[9]) for row in rows] == [
+        (seq, name, "not_sent", "run interrupted: faasprof failed: OSError: boom") for seq, name in enumerate("aba")]
+    dispatcher.close_after_failure("interrupted", "again")  # a row is never written twice
+    assert len(rows) == 3 and dispatcher.outcomes == {"not_sent": 3}

@@ -10,14 +10,14 @@ import pytest
 from conftest import run_cli
 from faasprof import rundir
 from faasprof.errors import RunError
-from platforms import openwhisk as activations
-from platforms.openwhisk import Connection
+from platforms.openwhisk import records as activations
+from platforms.openwhisk.connection import Connection
 from invoker.run import execute
 from workload.spec import workload_from_dict
 from test_invoker_fakeserver import AUTH, FakeOpenWhisk
 from test_invoker_run import run_dirs, write_workload
 from invoker import sender
-from platforms.openwhisk import OpenWhiskClient
+from platforms.openwhisk.client import OpenWhiskClient
 
 
 def _saved_ids(run_dir):
@@ -54,7 +54,7 @@ def test_analyze_waits_with_progress_then_reports_what_is_missing_and_why(tmp_pa
     with FakeOpenWhisk() as server:
         server.record_delay_s = 1.5
         connection = Connection(apihost=server.apihost, auth=AUTH, namespace="_")
-        run_dir = execute(workload, tmp_path / "runs", connection=connection, progress=False)
+        run_dir = execute(workload, tmp_path / "runs", connection=connection)
         assert not (run_dir / rundir.ACTIVATIONS).exists()  # nothing fetched without --analyze
         with OpenWhiskClient(connection) as client:
             report = activations.save_run_records(run_dir, client, say=lines.append)
@@ -101,7 +101,7 @@ def test_execute_raising_mid_run_still_leaves_one_row_per_planned_invocation(tmp
         server.slow_s = 5.0  # answers still outstanding when the send path fails
         connection = Connection(apihost=server.apihost, auth=AUTH, namespace="_")
         with pytest.raises(RunError, match="faasprof failed: RuntimeError: a bug in the send path"):
-            execute(workload, tmp_path / "runs", connection=connection, progress=False)
+            execute(workload, tmp_path / "runs", connection=connection)
     (run_dir,) = run_dirs(tmp_path / "runs")
     manifest = rundir.read_manifest(run_dir).to_json()
     assert manifest["status"] == "interrupted" and "RuntimeError" in manifest["status_reason"]

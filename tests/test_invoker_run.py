@@ -22,7 +22,7 @@ from conftest import REPO_ROOT, run_cli
 from faasprof.rundir import INVOCATION_COLUMNS, read_manifest, read_invocations
 from test_invoker_fakeserver import AUTH, FakeOpenWhisk
 from invoker.run import execute
-from platforms.openwhisk import Connection
+from platforms.openwhisk.connection import Connection
 from workload.spec import workload_from_dict
 
 SECRET = AUTH.split(":", 1)[1]
@@ -365,8 +365,8 @@ def test_execute_api_in_process_and_from_a_thread(tmp_path):
     handlers_before = signal.getsignal(signal.SIGINT), signal.getsignal(signal.SIGTERM)
     with FakeOpenWhisk() as server:
         connection = Connection(apihost=server.apihost, auth=AUTH, namespace="_")
-        results["main"] = execute(workload, tmp_path / "main", connection=connection, progress=False)
-        thread = threading.Thread(target=lambda: results.__setitem__("thread", execute(workload, tmp_path / "thread", connection=connection, progress=False)))
+        results["main"] = execute(workload, tmp_path / "main", connection=connection)
+        thread = threading.Thread(target=lambda: results.__setitem__("thread", execute(workload, tmp_path / "thread", connection=connection)))
         thread.start()
         thread.join(30)
     for run_dir in results.values():

@@ -23,7 +23,8 @@ import pytest
 from conftest import REPO_ROOT, run_cli
 from faasprof import rundir
 from faasprof.errors import ConfigError
-from platforms.openwhisk import Connection
+from faasprof.progress import QUIET, Progress
+from platforms.openwhisk.connection import Connection
 from invoker.dispatch import REALTIME_HINT_PER_S, DispatchOptions, realtime_hint, realtime_permitted
 from platforms.registry import prepare_request
 from invoker.shards import AUTO_RATE_PER_PROCESS, SHARDS_DIR, ShardedDispatch, choose_processes, peak_rate_per_s, resolve_processes, split_plan
@@ -130,14 +131,14 @@ def _plan(server: FakeOpenWhisk, rates: dict[str, float], duration_s: float, see
     return intended, owners, instances, requests
 
 
-def _sharded_run(tmp_path: Path, server, rates, duration_s: float, processes: int, during=None, options=None, say=None):
+def _sharded_run(tmp_path: Path, server, rates, duration_s: float, processes: int, during=None, options=None, progress=QUIET):
     intended, owners, instances, requests = _plan(server, rates, duration_s)
     run_dir = tmp_path / "run"
     run_dir.mkdir()
     rundir.write_plan(run_dir, intended, owners, [n for n, _ in instances], [f for _, f in instances])
     log = rundir.InvocationLog(run_dir, flush_interval_s=0.1)
     options = options or DispatchOptions(send_processes=processes, lateness_warn_ms=None)
-    sharded = ShardedDispatch(run_dir, intended, owners, instances, requests, log, options, duration_s=duration_s, say=say)
+    sharded = ShardedDispatch(run_dir, intended, owners, instances, requests, log, options, duration_s=duration_s, progress=progress)
     sharded.start(timeout_s=60)
     helper = None
     if during is not None:
@@ -214,7 +215,7 @@ def test_each_process_watches_itself_and_the_parent_reports_progress(tmp_path, c
     options = DispatchOptions(send_processes=2, lateness_warn_ms=1e-9, progress_interval_s=0.3)
     said: list[str] = []
     with FakeOpenWhisk() as server:
-        _, intended, _, sharded, result = _sharded_run(tmp_path, server, {"a": 40, "b": 40}, 2.0, 2, options=options, say=said.append)
+        _, intended, _, sharded, result = _sharded_run(tmp_path, server, {"a": 40, "b": 40}, 2.0, 2, options=options, progress=Progress(said.append))
     assert result.status == "complete" and result.outcomes == {"ok": intended.size}
     stderr = capfd.readouterr().err
     # The children speak only to warn, each naming itself; the parent prints the run's progress.

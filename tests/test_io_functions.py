@@ -7,7 +7,8 @@ from __future__ import annotations
 
 import pytest
 
-from functions import iolib, native
+from experiments import native
+from functions import iolib
 from functions.catalogue import lookup
 from invoker.storage import find_binary, start_storage
 

@@ -10,7 +10,7 @@ import uuid
 
 import pytest
 
-from functions import native
+from experiments import native
 from functions.catalogue import lookup
 
 NFS_MOUNT = os.environ.get("FAASPROF_NFS_MOUNT", "/mnt/faasprof-nfs")

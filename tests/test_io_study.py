@@ -93,7 +93,7 @@ def test_every_io_function_breakdown_adds_up_to_its_run_time_on_localwhisk(tmp_p
             "words": {"application": "io-wordcount", **burst, "params": {"backend": "s3", "blocks": 2, "words_per_block": 3000, "prepare": True}},
         },
     }
-    run_dir = execute(workload_from_dict(data), tmp_path / "runs", progress=False)
+    run_dir = execute(workload_from_dict(data), tmp_path / "runs")
     frame = io_breakdown.breakdown_frame(run_dir)
     assert set(frame["function"]) == {"io-object", "io-disk", "io-net", "io-image", "io-wordcount"}
     assert len(frame) == 18  # three batches of each instance in 9 s
@@ -115,7 +115,7 @@ def test_memory_and_concurrency_study_writes_bandwidth_and_cost_plots(tmp_path, 
                              "params": {"op": "download", "backend": "s3", "size_bytes": 1000000}}},
         "io_study": {"memory_mb": [128, 256], "concurrency": [1, 3], "batches": 2, "batch_gap_s": 1, "cooldown_s": 0},
     }
-    study_dir = io_study.run_study(workload_from_dict(data), tmp_path / "runs", progress=False)
+    study_dir = io_study.run_study(workload_from_dict(data), tmp_path / "runs")
     frame = pd.read_csv(study_dir / io_study.STUDY_CSV)
     assert list(zip(frame["memory_mb"], frame["concurrency"])) == [(128, 1), (128, 3), (256, 1), (256, 3)]
     assert (frame["invocations"] == frame["concurrency"]).all()  # the warm-up batch is left out

@@ -16,7 +16,7 @@ from analyzer import frames as frames_mod
 from analyzer.analysis import analyze_run
 from faasprof import rundir
 from faasprof.errors import ConfigError
-from platforms.openwhisk import resolve_connection
+from platforms.openwhisk.connection import resolve_connection
 from test_analyzer_synthetic import write_synthetic_run
 
 NO_FLAGS = dict(apihost=None, auth=None, namespace=None, insecure=None)

@@ -9,10 +9,13 @@ import socket
 import pytest
 
 from faasprof.errors import NotReadyError
-from platforms import generic, openwhisk
+from platforms import generic
 from platforms.base import PlatformUnreachable
 from platforms.generic import GenericPlatform
-from platforms.openwhisk import Connection, OpenWhiskClient, OpenWhiskPlatform
+from platforms.openwhisk.client import OpenWhiskClient
+from platforms.openwhisk.connection import Connection
+from platforms.openwhisk import platform as openwhisk
+from platforms.openwhisk.platform import OpenWhiskPlatform
 from platforms.registry import platform_class, prepare_request
 from test_invoker_dispatch import instance
 

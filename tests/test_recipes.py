@@ -4,13 +4,35 @@ The metric: a record's annotation ``dummyUs`` becomes the record column ``dummy_
 frame's ``dummy_ms`` and its percentiles in ``phase_stats`` and ``summary.json``. Each step of "Add
 a metric" is one ``monkeypatch`` of a name the recipe names; if anything else were hard-wired (a
 copy of the column tuples, a reader that ignores them), the column would not arrive.
+
+The platform: "toyfaas", a FaaS whose instances name the functions it hosts behind a gateway URL
+(their own key, ``gateway``), served by a real HTTP server on 127.0.0.1. "Add a platform" is one
+class (here, in this file, as ``platforms/toyfaas.py`` would hold it), its place in the registry's
+table and its endpoint and key in the schema (both ``monkeypatch``-ed); a workload of it is then
+validated and run end to end by ``invoker.run.execute``. Were anything else hard-wired to the two
+platforms faasprof ships (an OpenWhisk slot, a ``generic`` branch, a copy of the table), the
+workload would be refused or the run would not reach the server.
+
+The distribution: "Every", one invocation every ``every_s`` seconds (its own key). "Add a
+distribution" is one class (here, as ``workload/arrivals.py`` would hold it), its place in the
+table and its name, key and requirement in the schema (both ``monkeypatch``-ed); ``validate``,
+``plan``, the schedule and a sweep's ``rate_scale`` then handle it. Were anything else hard-wired to
+the four distributions faasprof ships (an if-chain on the name, a copy of the table), the workload
+would be refused, plan nothing, or sweep unscaled.
 """
 
 from __future__ import annotations
 
+import argparse
+import copy
 import json
 import math
 import re
+import threading
+import urllib.error
+import urllib.request
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from typing import Any, Sequence
 
 import numpy as np
 import pandas as pd
@@ -19,11 +41,21 @@ import pytest
 from analyzer import frames as frames_mod
 from analyzer import stats as stats_mod
 from analyzer.analysis import analyze_run, load_run
+from conftest import send_json
+from experiments import cmd_plan, cmd_validate
+from experiments import sweep as sweep_mod
 from faasprof import rundir
+from faasprof.errors import ConfigError, NotReadyError
 from faasprof.paths import REPO_ROOT
 from faasprof.rundir import record_columns, record_fields
 from faasprof.rundir import records as records_mod
+from invoker.run import execute
+from platforms import registry
+from platforms.base import Platform, PreparedRequest, classify_status, format_request, parse_json, split_origin, url_problem
 from test_analyzer_synthetic import write_synthetic_run
+from workload import arrivals, messages
+from workload.schedule import NS_PER_S, build_schedule
+from workload.spec import workload_from_dict
 
 DUMMY_US = {"fa": 2500.0, "fb": 4000.0}  # the annotation's value, per function: a known answer
 INSTANCES = {"i0": {"application": "fa", "distribution": "Uniform", "rate": 5.0},
@@ -158,3 +190,335 @@ def test_every_record_reader_gives_the_dummy_column(tmp_path, monkeypatch, reade
         frame, _ = records_mod.read_records_python(path)
     by_id = dict(zip(frame["activation_id"], frame["dummy_us"]))
     assert by_id == {raw["activationId"]: DUMMY_US[raw["name"]] for raw in raws}
+
+
+# -- the platform -------------------------------------------------------------------------------
+
+# What "Add a platform" says to change, file by file (the test below changes these and nothing else).
+PLATFORM_RECIPE = {
+    "platforms/registry.py": ("PLATFORMS",),
+    "workload_configs/schema.json": ("endpoint",),
+}
+PLATFORM_ATTRIBUTES = ("endpoint", "names_functions", "instance_keys", "required_keys", "validate_instance", "check",
+                       "ensure_deployed", "prepare_request", "fetch_records", "describe")
+
+
+
+# -- the toy platform's server ------------------------------------------------------------------
+
+
+class _ToyHandler(BaseHTTPRequestHandler):
+    """``GET /``: who it is; ``GET /functions``: what it hosts; ``POST /call/NAME``: a call, answered
+    200 with the parameters (``echo``) or 500 with an error (``fail``), each with its call id."""
+
+    protocol_version = "HTTP/1.1"
+    server: "ToyServer"
+
+    def log_message(self, *args) -> None:  # keep test output clean
+        pass
+
+    def do_GET(self) -> None:
+        if self.path == "/":
+            send_json(self, 200, {"name": "toyfaas"})
+        elif self.path == "/functions":
+            send_json(self, 200, sorted(ToyServer.FUNCTIONS))
+        else:
+            send_json(self, 404, {"error": "no such path"})
+
+    def do_POST(self) -> None:
+        body = self.rfile.read(int(self.headers.get("Content-Length", 0)))
+        name = self.path.removeprefix("/call/")
+        if name not in ToyServer.FUNCTIONS:
+            send_json(self, 404, {"error": f"no function {name}"})
+            return
+        with self.server.lock:
+            self.server.calls.append((name, json.loads(body)))
+            call_id = f"toy-{len(self.server.calls)}"
+        if name == "fail":
+            send_json(self, 500, {"id": call_id, "error": "boom"})
+        else:
+            send_json(self, 200, {"id": call_id, "result": json.loads(body)})
+
+
+class ToyServer(ThreadingHTTPServer):
+    FUNCTIONS = ("echo", "fail")
+    daemon_threads = True
+
+    def __init__(self) -> None:
+        super().__init__(("127.0.0.1", 0), _ToyHandler)
+        self.calls: list[tuple[str, dict]] = []
+        self.lock = threading.Lock()
+
+    @property
+    def gateway(self) -> str:
+        return f"http://127.0.0.1:{self.server_address[1]}"
+
+    def __enter__(self) -> "ToyServer":
+        threading.Thread(target=self.serve_forever, kwargs={"poll_interval": 0.05}, daemon=True).start()
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self.shutdown()
+        self.server_close()
+
+
+# -- the toy platform: what platforms/toyfaas.py would hold ---------------------------------------
+
+
+def toy_classify(status: int, activation_id: str | None, body: bytes) -> tuple[str, str | None, str | None]:
+    """A toy answer: the call id is in the body; 500 means the function failed."""
+    parsed = parse_json(body)
+    call_id = parsed.get("id") if isinstance(parsed, dict) else None
+    return classify_status(status, call_id, body, parsed, app_error_status=500)
+
+
+class ToyPlatform(Platform):
+    """Functions hosted behind a gateway URL that each instance names."""
+
+    endpoint = "toyfaas"
+    names_functions = True
+    instance_keys = ("gateway",)
+    required_keys = ("gateway",)
+
+    def __init__(self) -> None:
+        self.gateways: set[str] = set()
+
+    @classmethod
+    def validate_instance(cls, spec: dict) -> list[tuple[str, str]]:
+        problems = super().validate_instance(spec)
+        reason = url_problem(spec["gateway"]) if "gateway" in spec else None
+        return problems + ([("gateway", reason)] if reason else [])
+
+    def _get(self, url: str) -> Any:
+        try:
+            with urllib.request.urlopen(url, timeout=5) as response:
+                return json.loads(response.read())
+        except (OSError, urllib.error.URLError) as error:
+            raise NotReadyError(f"{url}: no answer ({error}); is the toyfaas gateway running?") from None
+
+    def check(self, instances: Sequence[Any] = ()) -> dict:
+        self.gateways = {instance.platform_keys["gateway"] for instance in instances if self.serves(instance)}
+        self.info = {gateway: self._get(gateway + "/") for gateway in sorted(self.gateways)}
+        return self.info
+
+    def ensure_deployed(self, workload: Any) -> dict[str, str]:
+        found = {}
+        for instance in workload.instances:
+            if self.serves(instance) and instance.function not in self._get(instance.platform_keys["gateway"] + "/functions"):
+                raise NotReadyError(f"{workload.origin}: instances.{instance.name}.application: {instance.function} is not on its gateway")
+            found[instance.function] = "existing"
+        return found
+
+    def prepare_request(self, instance: Any, origin_name: str = "<workload>") -> PreparedRequest:
+        url = f"{instance.platform_keys['gateway']}/call/{instance.function}"
+        origin, path = split_origin(url)
+        payload = format_request(origin, path, json.dumps(instance.params or {}).encode(), "application/json")
+        return PreparedRequest("toy", origin, payload, f"POST {url}", toy_classify, 1.0)
+
+    def fetch_records(self, run_dir, say=None, wait: bool = True, report: dict | None = None) -> dict:
+        return {} if report is None else report  # the toy keeps no records
+
+    def describe(self) -> dict:
+        return {"kind": "toyfaas", "gateways": sorted(self.gateways)}
+
+
+@pytest.fixture
+def toy_platform_added(monkeypatch):
+    """Steps 2 and 3 of "Add a platform": the class in the registry's table, the endpoint and the
+    key its instances take in the schema (the validator built from it is rebuilt, and again after)."""
+    monkeypatch.setattr(registry, "PLATFORMS", (*registry.PLATFORMS, ToyPlatform))
+    schema = copy.deepcopy(messages.load_schema())
+    schema["properties"]["endpoint"]["enum"].append(ToyPlatform.endpoint)
+    schema["$defs"]["instance"]["properties"]["gateway"] = {"type": "string", "minLength": 1, "description": "toyfaas endpoint: the gateway URL."}
+    monkeypatch.setattr(messages, "load_schema", lambda: schema)
+    messages._validator.cache_clear()
+    yield
+    messages._validator.cache_clear()
+
+
+def toy_workload(address: str, **instance_keys) -> dict:
+    return {
+        "test_name": "toy",
+        "test_duration_in_seconds": 1,
+        "random_seed": 5,
+        "endpoint": "toyfaas",
+        "instances": {
+            "e": {"application": "echo", "distribution": "Uniform", "rate": 10, "params": {"n": 1}, "gateway": address, **instance_keys},
+            "f": {"application": "fail", "distribution": "Uniform", "rate": 4, "gateway": address},
+        },
+    }
+
+
+def assert_the_recipe_names(title: str, files: dict[str, tuple[str, ...]], attributes: tuple[str, ...]) -> None:
+    """The recipe ``title`` names each file and each name listed for it, and each attribute of the
+    class it adds (as `name` or `name(...)`)."""
+    recipe = _recipe(title)
+    for path, names in files.items():
+        assert f"`{path}`" in recipe
+        for name in names:
+            assert f"`{name}`" in recipe, name
+    for name in attributes:
+        assert re.search(rf"`{re.escape(name)}[`(]", recipe), name
+
+
+def test_the_platform_recipe_names_what_the_dummy_changes():
+    assert_the_recipe_names("Add a platform", PLATFORM_RECIPE, PLATFORM_ATTRIBUTES)
+
+
+def test_add_a_platform_touching_only_the_recipes_files(tmp_path, toy_platform_added):
+    with ToyServer() as server:
+        # The platform's shape of an instance holds: its key required and checked, the others' refused.
+        for keys, expected in (
+            ({"gateway": None}, 'instances.e.gateway: required when endpoint is "toyfaas"; add it'),
+            ({"gateway": "toy:9"}, 'instances.e.gateway: "toy:9" is not an http:// or https:// URL'),
+            ({"url": server.gateway}, 'instances.e.url: only used when endpoint is "generic" (the workload\'s endpoint is "toyfaas"); remove it'),
+            ({"source": "."}, 'instances.e.source: only used when endpoint is "local_openwhisk"'),
+        ):
+            data = toy_workload(server.gateway, **keys)
+            data["instances"]["e"] = {key: value for key, value in data["instances"]["e"].items() if value is not None}
+            with pytest.raises(ConfigError) as caught:
+                workload_from_dict(data, origin="toy.json")
+            assert any(expected in line for line in caught.value.problems), caught.value.problems
+
+        workload = workload_from_dict(toy_workload(server.gateway), origin="toy.json")
+        run_dir = execute(workload, tmp_path / "runs")
+        calls = list(server.calls)
+
+    manifest = rundir.read_manifest(run_dir)
+    rows = rundir.read_invocations(run_dir)
+    assert manifest.status == "complete" and len(rows) == manifest.counts["planned"] == len(calls) > 0
+    echo = [row for row in rows if row["instance"] == "e"]
+    fail = [row for row in rows if row["instance"] == "f"]
+    assert echo and all(row["outcome"] == "ok" and row["activation_id"].startswith("toy-") for row in echo)
+    assert fail and all(row["outcome"] == "app_error" and row["error"] == "boom" for row in fail)
+    assert {json.dumps(params) for name, params in calls if name == "echo"} == {'{"n": 1}'}
+    # A platform hosting functions: the run says it did not start it and what it found deployed.
+    assert manifest.platform == {"kind": "toyfaas", "embedded": False, "gateways": [server.gateway],
+                                 "actions": {"echo": "existing", "fail": "existing"}}
+
+
+# -- the distribution ---------------------------------------------------------------------------
+
+# What "Add a distribution" says to change, file by file (the test below changes these and nothing else).
+DISTRIBUTION_RECIPE = {
+    "workload/arrivals.py": ("Distribution", "DISTRIBUTIONS"),
+    "workload_configs/schema.json": ("distribution",),
+}
+DISTRIBUTION_ATTRIBUTES = ("name", "keys", "required", "rated", "arrivals", "expected_count", "driving_field", "scale", "problems", "claims")
+
+
+class Every(arrivals.Distribution):
+    """The dummy: one invocation every ``every_s`` seconds from the window start."""
+
+    name = "Every"
+    keys = ("every_s",)
+    required = ("every_s",)
+
+    def arrivals(self, instance, rng, start_s, end_s):
+        return np.arange(start_s, end_s, float(instance.arrival_keys["every_s"]))
+
+    def expected_count(self, instance):
+        return float(math.ceil(instance.window_length_s / instance.arrival_keys["every_s"]))
+
+    def driving_field(self, instance):
+        return "every_s", "raise every_s or shorten the activity window"
+
+    def scale(self, spec, factor):
+        spec["every_s"] = spec["every_s"] / factor
+
+
+@pytest.fixture
+def every_added(monkeypatch):
+    """Both steps of "Add a distribution": the class in the table; its name in the schema's enum,
+    its key and the if/then that requires it (the validator built from it is rebuilt, and again after)."""
+    monkeypatch.setitem(arrivals.DISTRIBUTIONS, Every.name, Every())
+    schema = copy.deepcopy(messages.load_schema())
+    instance = schema["$defs"]["instance"]
+    instance["properties"]["distribution"]["enum"].append(Every.name)
+    instance["properties"]["every_s"] = {"type": "number", "exclusiveMinimum": 0, "description": "Every only: the interval."}
+    instance["allOf"].append({"if": {"required": ["distribution"], "properties": {"distribution": {"const": Every.name}}}, "then": {"required": ["every_s"]}})
+    monkeypatch.setattr(messages, "load_schema", lambda: schema)
+    messages._validator.cache_clear()
+    yield
+    monkeypatch.undo()
+    messages._validator.cache_clear()
+
+
+def every_workload(**every) -> dict:
+    return {
+        "test_name": "every",
+        "test_duration_in_seconds": 10,
+        "random_seed": 3,
+        "instances": {
+            "e": {"application": "json_dumps", "distribution": "Every", "every_s": 2.0, **every},
+            "p": {"application": "json_dumps", "distribution": "Poisson", "rate": 1},
+        },
+    }
+
+
+def _problems(data: dict) -> list[str]:
+    with pytest.raises(ConfigError) as caught:
+        workload_from_dict(data, origin="every.json")
+    return caught.value.problems
+
+
+def test_the_distribution_recipe_names_what_the_dummy_changes():
+    assert_the_recipe_names("Add a distribution", DISTRIBUTION_RECIPE, DISTRIBUTION_ATTRIBUTES)
+
+
+def test_the_schema_names_the_distributions_of_the_table_and_requires_their_keys():
+    instance = messages.load_schema()["$defs"]["instance"]
+    assert instance["properties"]["distribution"]["enum"] == list(arrivals.DISTRIBUTIONS)
+    required = {}
+    for rule in instance["allOf"]:
+        condition = rule["if"].get("properties", {}).get("distribution", {})
+        for name in condition.get("enum", [condition["const"]] if "const" in condition else []):
+            required[name] = tuple(rule["then"]["required"])
+    assert required == {d.name: d.required for d in arrivals.DISTRIBUTIONS.values() if d.required}
+    for d in arrivals.DISTRIBUTIONS.values():
+        assert set(d.keys) <= set(instance["properties"]) and set(d.required) <= set(d.keys) | {"rate"}
+
+
+def test_add_a_distribution_touching_only_the_recipes_files(tmp_path, monkeypatch, capsys, every_added):
+    # validate: the dummy's key required, checked by the schema, refused under another distribution.
+    for data, expected in (
+        ({**every_workload(), "instances": {"e": {"application": "json_dumps", "distribution": "Every"}}},
+         'every.json: instances.e.every_s: required when distribution is "Every"; add it'),
+        (every_workload(every_s=0), "every.json: instances.e.every_s: must be a number > 0 (got 0)"),
+        ({**every_workload(), "instances": {"p": {"application": "json_dumps", "distribution": "Poisson", "rate": 1, "every_s": 2}}},
+         'every.json: instances.p.every_s: only used with distribution "Every" (got "Poisson"); remove it'),
+        # The size check asks the dummy what drives its count, and names that key.
+        (every_workload(every_s=1e-7), "every.json: instances.e.every_s: the workload plans about 1e+08 invocations (this instance plans about 1e+08)"),
+    ):
+        problems = _problems(data)
+        assert any(line.startswith(expected) for line in problems), problems
+    assert _problems(every_workload(every_s=1e-7))[0].endswith("raise every_s or shorten the activity window")
+
+    path = tmp_path / "every.json"
+    path.write_text(json.dumps(every_workload()))
+    monkeypatch.chdir(tmp_path)
+    assert cmd_validate.main(argparse.Namespace(configs=[path.name], quiet=False, offline=True)) == 0
+    assert capsys.readouterr().out == "every.json: ok (2 instances, 10 s; checked offline)\n"
+
+    # plan: the dummy's expected count, and the schedule it draws.
+    workload = workload_from_dict(every_workload(), origin="every.json")
+    every = workload.instance("e")
+    assert (every.distribution, every.arrival_keys, every.planned_estimate) == ("Every", {"every_s": 2.0}, 5.0)
+    schedule = build_schedule(workload)
+    mine = schedule.intended_ns[schedule.instance_idx == schedule.instance_names.index("e")]
+    assert mine.tolist() == [k * 2 * NS_PER_S for k in range(5)]
+    assert cmd_plan.main(argparse.Namespace(config=path.name, out=None, seed=None)) == 0
+    table = capsys.readouterr().out.splitlines()
+    assert table[1].split() == ["e", "json_dumps", "Every", "-", "0.5", "[0,", "10)", "5"], table
+
+    # A sweep's rate_scale: the dummy scales its own key; a rate sweep knows the dummy has no rate.
+    data = every_workload()
+    data["sweep"] = {"parameters": {"rate_scale": [2]}, "instances": ["e"]}
+    point = sweep_mod.expand_points(workload_from_dict(data))[0]
+    scaled = sweep_mod.apply_point(data, point)
+    assert scaled["instances"]["e"]["every_s"] == 1.0 and scaled["instances"]["p"] == data["instances"]["p"]
+    assert workload_from_dict(scaled).instance("e").planned_estimate == 10.0
+    data["sweep"] = {"parameters": {"rate": [3]}, "instances": ["e"]}
+    with pytest.raises(ConfigError, match=r"sweep.parameters.rate: no Poisson or Uniform instance to apply it to"):
+        sweep_mod.check_sweep(workload_from_dict(data))
+

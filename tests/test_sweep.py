@@ -14,7 +14,7 @@ from experiments import sweep as sw
 from experiments import sweep_report
 from faasprof import rundir
 from faasprof.errors import ConfigError, NotReadyError
-from platforms.openwhisk import Connection
+from platforms.openwhisk.connection import Connection
 from workload.spec import workload_from_dict
 from monitoring import allocation as al
 from tests.test_allocation_resctrl import KernelEmulation, copy_tree
@@ -73,6 +73,23 @@ def test_rate_applies_only_to_rated_instances_or_the_named_ones():
     only_burst["sweep"]["instances"] = ["b"]
     with pytest.raises(ConfigError, match=r"sweep.parameters.rate: no Poisson or Uniform instance to apply it to"):
         sw.check_sweep(workload_from_dict(only_burst))
+
+
+def test_rate_scale_scales_every_distribution_and_refuses_one_the_table_lacks():
+    data = copy.deepcopy(BASE)
+    data["instances"]["t"] = {"application": "json_dumps", "trace_file": "tests/data/traces/azure_small.csv"}  # a Trace by its key alone
+    data["instances"]["l"] = {"application": "json_dumps", "distribution": "Poisson", "rate": 10, "interarrivals_list": [1, 2]}  # a Trace too
+    point = sw.SweepPoint(0, 0, 0, {"rate_scale": 2})
+    out = sw.apply_point(data, point)
+    assert out["instances"]["p"]["rate"] == 20
+    assert (out["instances"]["b"]["burst_gap_s"], out["instances"]["b"]["burst_gap_mean_s"]) == (1, 0.5)
+    assert out["instances"]["t"]["trace_scale"] == 2
+    assert out["instances"]["l"]["interarrivals_list"] == [0.5, 1] and out["instances"]["l"]["rate"] == 10
+    # A distribution no table entry scales is an error naming the instance, never a point left unscaled.
+    data["instances"]["x"] = {"application": "json_dumps", "distribution": "Every", "every_s": 2}
+    with pytest.raises(ConfigError) as caught:
+        sw.apply_point(data, point, origin="sw.json")
+    assert str(caught.value) == "sw.json: instances.x.distribution: 'Every' is no distribution faasprof knows; use one of Poisson, Uniform, Burst, Trace"
 
 
 def test_openwhisk_refuses_localwhisk_only_parameters():
@@ -139,7 +156,6 @@ def test_allocation_applied_per_point_read_back_and_restored(tmp_path):
         tmp_path / "out",
         root=str(root),
         analyze=False,
-        progress=False,
         run_point=run_point,
         allocation_options={"fs": kernel, "state_dir": tmp_path / "state"},
     )
@@ -169,7 +185,7 @@ def test_failed_point_is_recorded_and_the_sweep_goes_on(tmp_path):
         rundir.write_manifest(run_dir, rundir.new_manifest(point_workload.test_name, {}, rundir.ClockAnchor()))
         return run_dir
 
-    sweep_dir = sw.run_sweep(workload_from_dict(data), tmp_path, analyze=False, progress=False, run_point=run_point)
+    sweep_dir = sw.run_sweep(workload_from_dict(data), tmp_path, analyze=False, run_point=run_point)
     log = json.loads((sweep_dir / "sweep.json").read_text())
     assert [p["status"] for p in log["points"]] == ["failed", "done"]
     assert log["points"][0]["error"] == "platform refused the action"
@@ -214,7 +230,7 @@ def test_sweep_report_leads_with_completion_latency_in_the_run_reports_look(tmp_
         rundir.update_manifest(run_dir, sweep_point={"values": {"rate": rate}, "repeat": 0, "order": order, "applied": {"rate": rate}})
         points.append({"order": order, "repeat": 0, "values": {"rate": rate}, "status": "done", "run_dir": run_dir.name})
     rundir.write_json_atomic(sweep_dir / sweep_report.SWEEP_FILE, {"format_version": 1, "kind": "sweep", "status": "complete", "parameters": ["rate"], "points": points})
-    report = sweep_report.write_sweep_report(sweep_dir, progress=False)
+    report = sweep_report.write_sweep_report(sweep_dir)
     summary = json.loads((sweep_dir / "sweep_summary.json").read_text())
     assert summary["plots"][0] == "plots/completion_latency_ms_p50_vs_rate.png"
     assert not any("client_latency" in name for name in summary["plots"])

@@ -14,7 +14,7 @@ from faasprof.errors import ConfigError
 from functions.catalogue import lookup
 from workload.spec import load_workload, workload_from_dict
 from tests.conftest import DATA_DIR, REPO_ROOT
-from platforms.openwhisk import resolve_connection, write_local_props
+from platforms.openwhisk.connection import resolve_connection, write_local_props
 
 BASE = {
     "test_name": "t",
@@ -310,6 +310,12 @@ def test_a_muted_instance_validates_and_plans_as_muted(cli, tmp_path):
     validated = cli("validate", path)
     assert validated.returncode == 0
     assert validated.stderr.splitlines() == [f"warning: {path}: instances: every instance is muted (rate 0): a run would send nothing; give one a rate > 0"]
+    # run refuses it before anything starts: one line, exit 2, no run directory (it crashed in the verdict).
+    ran = cli("run", path, "--out", tmp_path / "runs", timeout=60)
+    assert ran.returncode == 2 and ran.stderr.splitlines() == [
+        f"{path}: instances: the plan has no invocation (every instance is muted, rate 0, or its activity window is empty); "
+        "give an instance a rate > 0 and a window inside test_duration_in_seconds"], ran.stderr
+    assert not (tmp_path / "runs").exists() or not any((tmp_path / "runs").iterdir())
 
 
 @pytest.mark.parametrize("duration", [{"test_duration_in_secnds": 25}, {"test_duration_in_seconds": "25"}], ids=["misspelt", "a string"])

@@ -18,6 +18,12 @@ events in the half-open activity window ``[start, end)``.
   counts in the Azure Functions 2019 layout, spread within each minute (seeded uniform points, or
   evenly with a seeded shift; never all at the minute boundary), or a list of timestamps; a trace
   file's time zero is the window start.
+
+``DISTRIBUTIONS`` is the one table of them: each is a small object that knows its keys and how to
+check them, its arrival instants, its expected count, the field that drives that count, and how a
+sweep scales it. Everything that depends on an instance's distribution (the workload model, the
+schedule, a sweep, the analyzer's instance table) looks it up there when it runs; a name it does not
+hold is an error, never skipped (ARCHITECTURE.md, "Add a distribution").
 """
 
 from __future__ import annotations
@@ -27,6 +33,7 @@ import csv
 import io
 import math
 import os
+from abc import ABC, abstractmethod
 from functools import lru_cache
 from pathlib import Path
 
@@ -109,8 +116,14 @@ def interarrival_list(gaps_s: tuple[float, ...], start_s: float, end_s: float) -
 # -- trace files --------------------------------------------------------------------------------
 
 
-class TraceError(ConfigError):
-    pass
+class ArrivalError(ConfigError):
+    """A distribution's input cannot be used; ``key`` is the instance key that names it."""
+
+    key = "distribution"
+
+
+class TraceError(ArrivalError):
+    key = "trace_file"
 
 
 def _trace_text(path: str) -> str:
@@ -218,18 +231,132 @@ def trace_counts(rng: np.random.Generator, counts: np.ndarray, start_s: float, e
     return times[times < end_s]
 
 
-def arrivals(instance, rng: np.random.Generator) -> np.ndarray:
-    """Arrival times in seconds since test start for one resolved ``Instance``."""
-    start_s, end_s = instance.window_s
-    if instance.distribution in ("Poisson", "Uniform") and instance.rate == 0:
-        return np.empty(0)  # a muted instance
-    if instance.distribution == "Poisson":
+# -- the table of distributions --------------------------------------------------------------
+
+
+class Distribution(ABC):
+    """One arrival process as the workload names it (``distribution``); one instance in the table.
+
+    The hooks take the instance's JSON object (``spec``: checking, scaling) or the resolved
+    ``workload.spec.Instance`` (``instance``: planning), whose ``arrival_keys`` hold this
+    distribution's ``keys`` as given."""
+
+    name: str
+    keys: tuple[str, ...] = ()  # the instance keys only it takes: under another distribution the first one given is refused
+    keys_fix = "remove it"  # the fix that refusal names
+    required: tuple[str, ...] = ()  # of its keys, those it cannot do without (the schema's if/then requires them too)
+    rated = False  # driven by ``rate``: a sweep's ``rate`` sets it, a capacity probe can use it
+
+    def claims(self, spec: dict) -> bool:
+        """Whether the instance's keys make it this distribution whatever ``distribution`` says."""
+        return False
+
+    def problems(self, spec: dict) -> list[tuple[str, str]]:
+        """``(key, problem)`` of its keys beyond what the schema checks, each naming the fix."""
+        return []
+
+    @abstractmethod
+    def arrivals(self, instance, rng: np.random.Generator, start_s: float, end_s: float) -> np.ndarray:
+        """The instants (seconds since test start) in ``[start_s, end_s)``, a pure function of its arguments."""
+
+    @abstractmethod
+    def expected_count(self, instance) -> float:
+        """About how many invocations the instance plans (the mean for a random process); ArrivalError
+        when an input it names cannot be read."""
+
+    @abstractmethod
+    def driving_field(self, instance) -> tuple[str, str]:
+        """The key that makes the instance plan many invocations, and how to lower the count."""
+
+    @abstractmethod
+    def scale(self, spec: dict, factor: float) -> None:
+        """Change the instance's JSON in place so that it sends ``factor`` times as often (a sweep's ``rate_scale``)."""
+
+
+class _Rated(Distribution):
+    """A process driven by ``rate``; at rate 0 the instance is muted (FaaSProfiler plans nothing for it)."""
+
+    required = ("rate",)
+    rated = True
+
+    def arrivals(self, instance, rng, start_s, end_s):
+        if instance.rate == 0:
+            return np.empty(0)
+        return self._times(instance, rng, start_s, end_s)
+
+    @abstractmethod
+    def _times(self, instance, rng: np.random.Generator, start_s: float, end_s: float) -> np.ndarray: ...
+
+    def expected_count(self, instance):
+        # No rate yet: a fraction of a capacity not measured yet (see Workload.with_capacities).
+        return 0.0 if instance.rate is None else instance.rate * instance.window_length_s
+
+    def driving_field(self, instance):
+        return "rate", "lower the rate or shorten the activity window"
+
+    def scale(self, spec, factor):
+        spec["rate"] = spec["rate"] * factor
+
+
+class Poisson(_Rated):
+    name = "Poisson"
+
+    def _times(self, instance, rng, start_s, end_s):
         return poisson(rng, instance.rate, start_s, end_s)
-    if instance.distribution == "Uniform":
+
+
+class Uniform(_Rated):
+    name = "Uniform"
+    keys = ("phase",)
+
+    def _times(self, instance, rng, start_s, end_s):
         return uniform(rng, instance.rate, start_s, end_s, instance.phase)
-    if instance.distribution == "Burst":
+
+
+class Burst(Distribution):
+    name = "Burst"
+    keys = ("burst_size", "burst_gap_s", "burst_gap_distribution", "burst_gap_mean_s")
+    required = ("burst_gap_s",)
+
+    def arrivals(self, instance, rng, start_s, end_s):
         return burst(rng, instance.burst_size, float(instance.burst_gap_s), start_s, end_s, instance.burst_gap_distribution, instance.burst_gap_mean_s)
-    if instance.distribution == "Trace":
+
+    def expected_count(self, instance):
+        gap_s = float(instance.burst_gap_s)
+        if instance.burst_gap_distribution == "shifted_exponential":
+            gap_s += float(instance.burst_gap_mean_s or 0.0)
+        return float(instance.burst_size) * (1.0 + instance.window_length_s / gap_s)
+
+    def driving_field(self, instance):
+        if instance.burst_size > 1:
+            return "burst_size", "lower burst_size, raise burst_gap_s or shorten the window"
+        return "burst_gap_s", "raise burst_gap_s or shorten the window"
+
+    def scale(self, spec, factor):
+        spec["burst_gap_s"] = spec["burst_gap_s"] / factor
+        if "burst_gap_mean_s" in spec:
+            spec["burst_gap_mean_s"] = spec["burst_gap_mean_s"] / factor
+
+
+class Trace(Distribution):
+    """FaaSProfiler's ``interarrivals_list`` (whatever ``distribution`` says), or a ``trace_file``."""
+
+    name = "Trace"
+    keys = ("trace_file",)
+    keys_fix = 'remove it or set distribution to "Trace"'
+
+    def claims(self, spec):
+        return spec.get("interarrivals_list") is not None or (spec.get("trace_file") is not None and spec.get("distribution") in (None, self.name))
+
+    def problems(self, spec):
+        listed, traced = spec.get("interarrivals_list") is not None, spec.get("trace_file") is not None
+        if listed and traced:
+            return [("trace_file", "give either interarrivals_list or trace_file, not both")]
+        if not listed and not traced:
+            return [("trace_file", 'required when distribution is "Trace"; add a trace_file or an interarrivals_list')]
+        return []
+
+    def arrivals(self, instance, rng, start_s, end_s):
         if instance.interarrivals_s is not None:
             return interarrival_list(instance.interarrivals_s, start_s, end_s)
         if instance.trace_file is None:
@@ -239,4 +366,65 @@ def arrivals(instance, rng: np.random.Generator) -> np.ndarray:
             return trace_counts(rng, values, start_s, end_s, instance.trace_spread, instance.trace_scale)
         times = start_s + values
         return times[times < end_s]
-    raise ValueError(f"unknown distribution {instance.distribution!r}")
+
+    def expected_count(self, instance):
+        if instance.interarrivals_s is not None:
+            return float(len(instance.interarrivals_s))
+        if instance.trace_file is None:
+            return 0.0
+        kind, values = read_trace(instance.trace_file, instance.trace_row, instance.trace_start_minute)
+        if kind == "counts":
+            minutes = int(math.ceil(instance.window_length_s / 60.0))
+            return float(values[:minutes].sum()) * instance.trace_scale
+        return float(values.size)
+
+    def driving_field(self, instance):
+        if instance.interarrivals_s is not None:
+            return "interarrivals_list", "shorten the list"
+        return "trace_scale", "lower trace_scale or shorten the window"
+
+    def scale(self, spec, factor):
+        if spec.get("interarrivals_list") is not None:
+            spec["interarrivals_list"] = [gap_s / factor for gap_s in spec["interarrivals_list"]]
+        else:
+            spec["trace_scale"] = spec.get("trace_scale", 1.0) * factor
+
+
+# The table, in the order the schema's enum and the messages list them.
+DISTRIBUTIONS: dict[str, Distribution] = {d.name: d for d in (Poisson(), Uniform(), Burst(), Trace())}
+
+
+def distribution_of(spec: dict) -> str | None:
+    """The distribution an instance's JSON asks for: the one its keys claim, else ``distribution``."""
+    claimed = next((d.name for d in DISTRIBUTIONS.values() if d.claims(spec)), None)
+    return claimed or spec.get("distribution")
+
+
+def distribution_for(name: str | None, where: str = "distribution") -> Distribution:
+    """The table's ``name``; ConfigError (one line, prefixed with ``where``) when it holds none."""
+    found = DISTRIBUTIONS.get(name) if isinstance(name, str) else None
+    if found is None:
+        raise ConfigError(f"{where}: {name!r} is no distribution faasprof knows; use one of {', '.join(DISTRIBUTIONS)}")
+    return found
+
+
+def arrival_problems(distribution: str, spec: dict) -> list[tuple[str, str]]:
+    """``(key, problem)`` of one instance's JSON under ``distribution``: that distribution's own
+    checks, then the first key of each other distribution that is given."""
+    problems = distribution_for(distribution).problems(spec)
+    for other in DISTRIBUTIONS.values():
+        given = [key for key in other.keys if key in spec]
+        if other.name != distribution and given:
+            problems.append((given[0], f'only used with distribution "{other.name}" (got "{distribution}"); {other.keys_fix}'))
+    return problems
+
+
+def rated_distributions() -> tuple[str, ...]:
+    """The names of the distributions driven by ``rate``."""
+    return tuple(d.name for d in DISTRIBUTIONS.values() if d.rated)
+
+
+def arrivals(instance, rng: np.random.Generator) -> np.ndarray:
+    """Arrival times in seconds since test start for one resolved ``Instance``."""
+    start_s, end_s = instance.window_s
+    return distribution_for(instance.distribution, f"instances.{instance.name}.distribution").arrivals(instance, rng, start_s, end_s)

@@ -23,11 +23,10 @@ from pathlib import Path
 from typing import Callable
 
 from faasprof.errors import ConfigError, NotReadyError, RunError
-from functions.catalogue import FunctionEntry, lookup, unknown_function_error
+from functions.catalogue import FunctionEntry, did_you_mean, lookup, unknown_function_error
 from functions.own import looks_like_path, own_entry, stage
 from functions.package import build_archive, sha256
 from platforms.base import PlatformError
-from workload.spec import PlatformLimits, check_limits, did_you_mean
 
 CODE_DIGEST_ANNOTATION = "faasprof-code-sha256"
 FUNCTION_ANNOTATION = "faasprof-function"
@@ -256,11 +255,11 @@ def ensure_workload_actions(client, workload, serves: Callable[[object], bool]) 
     - an action already on the platform is used as it is (``existing``);
     - a missing catalogue function is deployed (``deployed``);
     - anything else is missing: one NotReadyError lists every such action with its deploy command;
-      memory limits or request sizes the platform would refuse are a ConfigError; both before
-      anything is written.
+      memory limits or request sizes the platform would refuse (``workload.check_limits``) are a
+      ConfigError; both before anything is written.
     """
     connection = client.connection
-    refused = check_limits(workload, PlatformLimits.from_info(client.info(), connection.apihost))
+    refused = workload.check_limits(client.limits())
     if refused:
         raise ConfigError(refused[0], problems=refused)
     results: dict[str, str] = {}

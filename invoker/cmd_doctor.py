@@ -26,8 +26,9 @@ from monitoring.collectors import COLLECTORS, normalise_block
 from monitoring.collectors.base import INFO, NO, OK, WARN, Finding
 from monitoring.host import Root, collect_host, cpu_vendor_kind
 from platforms.base import PlatformError, PlatformUnreachable
-from platforms.openwhisk import OpenWhiskPlatform, add_connection_arguments, resolve_connection
-from workload.spec import read_workload_json
+from platforms.openwhisk.connection import add_connection_arguments, resolve_connection
+from platforms.openwhisk.platform import OpenWhiskPlatform
+from workload.jsonread import read_workload_json
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:

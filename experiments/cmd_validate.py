@@ -22,9 +22,10 @@ from pathlib import Path
 
 from experiments import capacity_store
 from faasprof.errors import EXIT_BAD_INPUT, EXIT_NOT_READY, ConfigError, FaasprofError
-from platforms.openwhisk import add_connection_arguments, resolve_connection
+from platforms.openwhisk.connection import add_connection_arguments, resolve_connection
 from invoker.preflight import embedded_limits, embedded_missing, platform_check
-from workload.spec import is_schema_document, parse_workload_file, workload_from_dict
+from workload.jsonread import is_schema_document, parse_workload_file
+from workload.spec import workload_from_dict
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:

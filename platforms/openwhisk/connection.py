@@ -1,0 +1,260 @@
+"""The connection to an OpenWhisk (or localwhisk): where its API host, key and namespace come from.
+
+Settings come from, in this order: command-line flags (``--apihost``, ``--auth``, ``--namespace``,
+``--insecure``), the workload's ``platform`` block, then ``~/.wskprops`` (``APIHOST``, ``AUTH``,
+``NAMESPACE`` and faasprof's ``INSECURE=true``), each key on its own, and last the localwhisk that
+``faasprof local start`` left running (``local_props_path()``: a wskprops that start writes and
+stop removes, ignored once its ``LOCALWHISK_PID`` has exited; a user's own ``~/.wskprops`` is never
+written). When none of them names an API host, the caller uses the embedded localwhisk. The auth
+key never appears in ``repr``, logs, the manifest or errors. A wskprops written by a testbed set-up
+(or by ``local start``) may also state the platform's settings in faasprof's own keys
+(``PAUSE_GRACE_MS``, ``USER_MEMORY_MB``; ``wsk`` ignores them). They are kept only when that file
+names the API host in use, and the manifest records them as ``platform.settings``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import urllib.parse
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from faasprof.errors import ConfigError
+
+DEFAULT_NAMESPACE = "_"
+# faasprof's own wskprops keys for the platform's settings, and their names in platform.settings.
+SETTING_KEYS = {"PAUSE_GRACE_MS": "pause_grace_ms", "USER_MEMORY_MB": "user_memory_mb"}
+
+
+@dataclass(frozen=True)
+class Connection:
+    apihost: str  # normalised: scheme://host[:port], no trailing slash
+    auth: str = field(repr=False)
+    namespace: str = DEFAULT_NAMESPACE
+    insecure: bool = False
+    source: str = "flags"  # where apihost came from: flags | workload | wskprops | local (``local start``) | embedded
+    settings: dict = field(default_factory=dict, hash=False)  # the set-up's PAUSE_GRACE_MS... (wskprops)
+
+    @property
+    def auth_pair(self) -> tuple[str, str]:
+        user, _, password = self.auth.partition(":")
+        return user, password
+
+    def describe(self) -> dict:
+        """What may be recorded in a manifest: everything but the key."""
+        return {
+            "apihost": self.apihost,
+            "namespace": self.namespace,
+            "insecure": self.insecure,
+            "source": self.source,
+            "auth_user": self.auth_pair[0][:8] + "…" if self.auth else None,
+            **({"settings": dict(self.settings)} if self.settings else {}),
+        }
+
+
+def normalise_apihost(apihost: str) -> str:
+    """OpenWhisk's APIHOST may lack a scheme (``172.17.0.1``); like ``wsk``, that means https."""
+    host = apihost.strip().rstrip("/")
+    if not host.startswith(("http://", "https://")):
+        host = "https://" + host
+    return host
+
+
+def read_wskprops(path: str | os.PathLike | None = None) -> dict[str, str]:
+    """Parse ``~/.wskprops`` (KEY=VALUE lines); a missing file is an empty dict."""
+    path = Path(path) if path else Path(os.environ.get("WSK_CONFIG_FILE", Path.home() / ".wskprops"))
+    try:
+        text = path.read_text(encoding="utf-8")
+    except FileNotFoundError:
+        return {}
+    except OSError as error:
+        raise ConfigError(f"{path}: cannot read ({error.strerror}); fix its permissions or set WSK_CONFIG_FILE") from None
+    props = {}
+    for line in text.splitlines():
+        line = line.strip()
+        if not line or line.startswith("#") or "=" not in line:
+            continue
+        key, _, value = line.partition("=")
+        props[key.strip().upper()] = value.strip()
+    return props
+
+
+# The localwhisk of ``faasprof local start``: its connection as a wskprops (so that ``wsk`` can use
+# it too, through WSK_CONFIG_FILE), with the server's pid and data directory in faasprof's own keys.
+LOCAL_PID_KEY = "LOCALWHISK_PID"
+LOCAL_DATA_DIR_KEY = "LOCALWHISK_DATA_DIR"
+
+
+def local_props_path() -> Path:
+    """Where ``faasprof local start`` leaves the connection of the localwhisk it started."""
+    return Path.home() / ".local" / "share" / "faasprof" / "localwhisk.wskprops"
+
+
+def read_local_props(path: str | os.PathLike | None = None) -> dict[str, str]:
+    """The props of the localwhisk ``faasprof local start`` left running; {} when its server has
+    exited (a crash or a reboot leaves the file behind) or there is none."""
+    props = read_wskprops(path or local_props_path())
+    pid = props.get(LOCAL_PID_KEY, "")
+    if not pid.isdigit():
+        return {}
+    try:
+        os.kill(int(pid), 0)
+    except ProcessLookupError:
+        return {}
+    except PermissionError:
+        pass  # alive, owned by another user
+    return props
+
+
+def write_local_props(apihost: str, auth: str, namespace: str, pid: int, data_dir: Path, settings: dict[str, float | None]) -> Path:
+    """Record a started localwhisk where ``resolve_connection`` finds it: a wskprops (mode 0600: it
+    holds the key, as ``~/.wskprops`` does), written through a temporary file and a rename."""
+    path = local_props_path()
+    path.parent.mkdir(parents=True, exist_ok=True)
+    lines = [
+        f"# faasprof local start: the localwhisk at {apihost}; faasprof uses it when no flag, workload platform",
+        "# block or ~/.wskprops names an API host, `faasprof local stop` removes this file, and",
+        "# the wsk CLI uses it when WSK_CONFIG_FILE names it.",
+        f"APIHOST={apihost}", f"AUTH={auth}", f"NAMESPACE={namespace}",
+        *(f"{key}={settings[name]:g}" for key, name in SETTING_KEYS.items() if settings.get(name) is not None),
+        f"{LOCAL_PID_KEY}={pid}", f"{LOCAL_DATA_DIR_KEY}={data_dir}",
+    ]
+    tmp = path.with_name(f"{path.name}.tmp{os.getpid()}")
+    with open(os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600), "w", encoding="utf-8") as handle:
+        handle.write("\n".join(lines) + "\n")
+    os.replace(tmp, path)
+    return path
+
+
+def forget_local_props(data_dir: Path) -> bool:
+    """Remove the record of the localwhisk of ``data_dir`` once its server has exited; True if removed."""
+    path = local_props_path()
+    props = read_wskprops(path)
+    if props.get(LOCAL_DATA_DIR_KEY) != str(data_dir) or read_local_props(path):
+        return False
+    path.unlink(missing_ok=True)
+    return True
+
+
+def apihost_problem(apihost: str) -> str | None:
+    """Why ``apihost`` cannot name a platform (with the fix), or None when it can."""
+    text = apihost.strip()
+    if not text:
+        return "is empty; write the API host, e.g. https://172.17.0.1 or http://127.0.0.1:3233"
+    if any(ch.isspace() for ch in text):
+        return f"{apihost!r} contains spaces; write one host such as https://172.17.0.1 or http://127.0.0.1:3233"
+    scheme, sep, _ = text.partition("://")
+    if sep and scheme not in ("http", "https"):
+        return f"{apihost!r} has the scheme {scheme}://; use http:// or https://"
+    url = text if sep else "https://" + text
+    try:
+        parts = urllib.parse.urlsplit(url)
+        port = parts.port
+    except ValueError:
+        return f"{apihost!r} has a bad port; write HOST:PORT with PORT in 1..65535"
+    if not parts.hostname:
+        return f"{apihost!r} has no host; write it as https://HOST[:PORT]"
+    if port == 0:
+        return f"{apihost!r} has port 0; use a port in 1..65535"
+    return None
+
+
+def add_connection_arguments(parser: argparse.ArgumentParser, default: str = "the embedded localwhisk") -> None:
+    """The connection flags; ``default`` says what the command uses when nothing names a platform."""
+    group = parser.add_argument_group(f"platform connection (default: {default})")
+    fallback = "else the workload's platform block, else ~/.wskprops, else the localwhisk of `faasprof local start`"
+    group.add_argument("--apihost", help=f"OpenWhisk API host, e.g. https://172.17.0.1 ({fallback})")
+    group.add_argument("--auth", help=f"auth key UUID:KEY ({fallback})")
+    group.add_argument("--namespace", help=f"namespace (default {DEFAULT_NAMESPACE})")
+    group.add_argument("--insecure", action="store_true", default=None, help="do not verify the platform's TLS certificate")
+
+
+def resolve_connection(
+    args: argparse.Namespace | None = None,
+    platform: dict | None = None,
+    wskprops_path: str | os.PathLike | None = None,
+    origin: str = "workload",
+) -> Connection | None:
+    """The connection to use, or None when nothing names an API host (use the embedded platform).
+
+    ``origin`` names the workload file in error messages.
+    """
+    platform = platform or {}
+    flags = {
+        "apihost": getattr(args, "apihost", None),
+        "auth": getattr(args, "auth", None),
+        "namespace": getattr(args, "namespace", None),
+        "insecure": getattr(args, "insecure", None),
+    }
+    props = read_wskprops(wskprops_path)
+    # INSECURE is faasprof's own key (wsk has only its -i flag): the testbed's OpenWhisk has a
+    # self-signed certificate, and setup writes INSECURE=true so that no command needs --insecure.
+    wsk = {
+        "apihost": props.get("APIHOST"),
+        "auth": props.get("AUTH"),
+        "namespace": props.get("NAMESPACE"),
+        "insecure": props.get("INSECURE", "").lower() in ("1", "true", "yes") or None,
+    }
+
+    # The localwhisk of `faasprof local start` comes last, and whole: only when nothing else names an API host.
+    named = any(values.get("apihost") not in (None, "") for values in (flags, platform, wsk))
+    local_props = {} if named else read_local_props()
+    local = {"apihost": local_props.get("APIHOST"), "auth": local_props.get("AUTH"), "namespace": local_props.get("NAMESPACE")}
+
+    def pick(key: str):
+        for source, values in (("flags", flags), ("workload", platform), ("wskprops", wsk), ("local", local)):
+            value = values.get(key)
+            if value not in (None, ""):
+                return value, source
+        return None, None
+
+    apihost, source = pick("apihost")
+    if apihost is not None:
+        reason = apihost_problem(str(apihost))
+        if reason:
+            where = {"flags": "--apihost", "workload": f"{origin}: platform.apihost", "wskprops": f"{wskprops_path or os.environ.get('WSK_CONFIG_FILE') or Path.home() / '.wskprops'}: APIHOST",
+                     "local": f"{local_props_path()}: APIHOST"}[source]
+            raise ConfigError(f"{where}: {reason}")
+    if apihost is None:
+        if flags["auth"]:
+            raise ConfigError("--auth: given without an API host; add --apihost (or drop --auth to use the embedded localwhisk)")
+        return None
+    auth, _ = pick("auth")
+    if not auth:
+        raise ConfigError(f"{origin}: platform.auth: no auth key for {apihost}; pass --auth UUID:KEY, set platform.auth, or AUTH in ~/.wskprops")
+    if ":" not in auth:
+        raise ConfigError(f"{origin}: platform.auth: must look like UUID:KEY (the value has no ':'); copy it from `wsk property get --auth`")
+    namespace, _ = pick("namespace")
+    insecure, _ = pick("insecure")
+    apihost = normalise_apihost(apihost)
+    describes_this_host = bool(props.get("APIHOST")) and normalise_apihost(props["APIHOST"]) == apihost
+    if describes_this_host:
+        settings = _wskprops_settings(props, wskprops_path)
+    else:
+        settings = _wskprops_settings(local_props, local_props_path()) if source == "local" else {}
+    return Connection(
+        apihost=apihost,
+        auth=auth,
+        namespace=namespace or DEFAULT_NAMESPACE,
+        insecure=bool(insecure),
+        source=source,
+        settings=settings,
+    )
+
+
+def _wskprops_settings(props: dict[str, str], path: str | os.PathLike | None) -> dict[str, float]:
+    """The platform settings a set-up recorded in the wskprops (non-negative numbers)."""
+    settings = {}
+    for key, name in SETTING_KEYS.items():
+        if props.get(key, "") == "":
+            continue
+        try:
+            value = float(props[key])
+        except ValueError:
+            value = -1.0
+        if not value >= 0:
+            where = path or os.environ.get("WSK_CONFIG_FILE") or "~/.wskprops"
+            raise ConfigError(f"{where}: {key}: {props[key]!r} is not a non-negative number; fix it or remove the line")
+        settings[name] = value
+    return settings

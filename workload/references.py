@@ -1,0 +1,120 @@
+"""What a workload names outside itself: files and functions, found and checked.
+
+A file (``param_file``, ``data_file``, ``trace_file``, ``source``, the perf-monitoring scripts) is
+looked for where the user most likely meant it: an absolute path as is; else the workload's
+folder, the current folder, the faasprof checkout, and a message that cannot find it lists every
+place it tried. A function is a catalogue name, a path to a researcher's own function, or an
+action only the platform knows (a warning, with the closest catalogue name).
+"""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+from typing import Iterable
+
+from faasprof.errors import ConfigError
+from faasprof.paths import REPO_ROOT
+from functions import catalogue
+from functions.own import looks_like_path
+from workload.jsonread import parse_json_document, read_text_file
+from workload.messages import Problems
+
+MAX_PARAM_FILE_BYTES = 64 * 1024 * 1024
+FAASPROFILER_MONITORING_SCRIPTS = ("monitoring/RuntimeMonitoring.sh", "./monitoring/RuntimeMonitoring.sh")
+
+
+def resolve_input_path(value: str, base_dir: Path | None) -> tuple[Path | None, list[Path]]:
+    """Find a file named in a workload: absolute; else the workload's folder, CWD, the checkout."""
+    candidate = Path(os.path.expanduser(value))
+    if candidate.is_absolute():
+        return (candidate if candidate.exists() else None), [candidate]
+    tried = []
+    for root in (base_dir, Path.cwd(), REPO_ROOT):
+        if root is None:
+            continue
+        path = (root / candidate).resolve()
+        if path in tried:
+            continue
+        tried.append(path)
+        if path.exists():
+            return path, tried
+    return None, tried
+
+
+
+
+
+def in_catalogue(name: str) -> bool:
+    """Whether ``name`` (an action name, perhaps with a package or namespace) is a catalogue function."""
+    return catalogue.lookup(name.strip("/").split("/")[-1]) is not None
+
+
+def application_source(application: str, base_dir: Path | None) -> Path | None:
+    """The file or folder an instance's ``application`` names when it is a path that exists (a
+    researcher's own function); None for an action name. A catalogue name is never a path."""
+    if in_catalogue(application) or not looks_like_path(application):
+        return None
+    path, _ = resolve_input_path(application, base_dir)
+    return path
+
+
+def unknown_function(application: str, base_dir: Path | None, known: Iterable[str] = ()) -> str:
+    """Why ``application`` names no function faasprof knows: a name outside the catalogue (with the
+    closest one of the catalogue or of ``known``, a platform's actions), or a path that is not there."""
+    if looks_like_path(application):
+        _, tried = resolve_input_path(application, base_dir)
+        return f'"{application}" is neither in the function catalogue nor an existing file or folder (looked in {", ".join(str(p) for p in tried)})'
+    return f'"{application}" is not in the function catalogue{catalogue.did_you_mean(application, known)}'
+
+
+
+
+def load_param_file(path: Path, field_path: str, problems: Problems) -> dict | None:
+    try:
+        text = read_text_file(path, MAX_PARAM_FILE_BYTES)
+    except OSError as error:
+        problems.add(field_path, f"cannot read {path} ({error.strerror}); fix its permissions")
+        return None
+    except ValueError as error:
+        problems.add(field_path, f"{path} {error}")
+        return None
+    try:
+        value, parse_lines, _ = parse_json_document(text, str(path))
+    except ConfigError as error:
+        problems.add(field_path, str(error))
+        return None
+    for line in parse_lines:
+        problems.add(field_path, f"{path}: {line}")
+    if not isinstance(value, dict):
+        problems.add(field_path, f"{path} must hold a JSON object of parameters (got {type(value).__name__})")
+        return None
+    return value
+
+
+
+
+
+
+def script_path(value: str | None, field_path: str, base_dir: Path | None, problems: Problems) -> Path | None:
+    """The perf-monitoring script ``value`` names, checked (a problem when it cannot run), or None."""
+    if value is None:
+        return None
+    path, tried = resolve_input_path(value, base_dir)
+    if path is None and Path(value).as_posix() in FAASPROFILER_MONITORING_SCRIPTS:
+        # Every FaaSProfiler workload names its own monitoring script; FaaSProfiler went on when it
+        # failed, and faasprof's collectors do its work.
+        problems.warn(field_path, f"{value} is FaaSProfiler's monitoring script, not part of faasprof; the run goes on without it "
+                                  "(the workload's monitoring block starts perf, rdt, blktrace and cgroups collectors), or copy the script beside the workload")
+        return None
+    if path is None:
+        problems.missing(field_path, f"file {value} not found (looked in {', '.join(str(p) for p in tried)}); fix the path or set it to null")
+        return None
+    if path.is_dir():
+        problems.add(field_path, f"{path} is a directory; name an executable script")
+        return None
+    if not os.access(path, os.X_OK):
+        if path.suffix != ".sh":
+            problems.add(field_path, f"{path} is not executable; chmod +x it (or name a .sh script, run with bash)")
+            return None
+    return path
