@@ -91,10 +91,9 @@ def guarded(name: str, run: Callable[[], dict]) -> dict:
 
 def _search(function: str, **options: Any) -> dict:
     """``find_capacity`` with probes long enough that warm sandboxes, not the cold starts of a fresh
-    platform, decide each probe's mode (``plan.CAPACITY_SEARCH`` replaces the store's quick search)."""
-    for name in capacity_store.QUICK_SEARCH:
-        options.pop(name, None)
-    return find_capacity(function, **options, **plan.CAPACITY_SEARCH)
+    platform, decide each probe's mode (``plan.CAPACITY_SEARCH`` over ``capacity.SEARCH_DEFAULTS``);
+    ``options``: what ``capacity_store.resolve_workload`` passes a measure (where, memory, platform)."""
+    return find_capacity(function, **{**options, **plan.CAPACITY_SEARCH})
 
 
 def capacity(ctx: Context, function: str = plan.MODES_FUNCTION) -> dict:

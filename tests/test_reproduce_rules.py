@@ -236,3 +236,26 @@ def test_the_comparison_document_is_quoted_by_item():
     assert items[3].startswith("Cold and resumed starts") and items[7].startswith("Figure 4 modes.")
     for figure in plan.FIGURES:
         assert set(figure.comparison_items) <= set(items)
+
+
+def test_a_capacity_not_stored_is_measured_with_the_reproduce_search(tmp_path, monkeypatch):
+    # A fresh machine has no stored capacity: reproduce measures it through the store, with its
+    # own longer probes over what the store passes (it crashed looking for a removed setting).
+    from experiments import capacity_store
+    from experiments import reproduce_runs as runs
+
+    monkeypatch.setenv(capacity_store.STORE_ENV, str(tmp_path / "store.json"))
+    calls = []
+
+    def fake_find_capacity(function, **options):
+        calls.append((function, options))
+        return {"capacity_rps": 24.0, "capacity_is_lower_bound": False, "reference": None}
+
+    monkeypatch.setattr(runs, "find_capacity", fake_find_capacity)
+    ctx = runs.Context(out=tmp_path / "reproduce", connection=None, isolation="process", profile=plan.PROFILES["quick"], monitoring={})
+    measured = runs.capacity(ctx)
+    assert measured["capacity_rps"] == 24.0
+    (function, options), = calls
+    assert function == plan.MODES_FUNCTION and options["out_dir"] == ctx.runs
+    assert {key: options[key] for key in plan.CAPACITY_SEARCH} == plan.CAPACITY_SEARCH
+    assert runs.capacity(ctx)["capacity_rps"] == 24.0 and len(calls) == 1  # stored: read, not measured again
