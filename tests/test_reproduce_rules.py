@@ -10,9 +10,11 @@ import math
 import numpy as np
 import pytest
 
+from experiments import capacity_store
 from experiments import reproduce as plan
 from experiments import reproduce_report as report
 from experiments import reproduce_rules as rules
+from experiments import reproduce_runs as runs
 from experiments.cmd_reproduce import choose_isolation
 from faasprof.errors import ConfigError, NotReadyError
 from monitoring.host import Root, collect_host
@@ -241,9 +243,6 @@ def test_the_comparison_document_is_quoted_by_item():
 def test_a_capacity_not_stored_is_measured_with_the_reproduce_search(tmp_path, monkeypatch):
     # A fresh machine has no stored capacity: reproduce measures it through the store, with its
     # own longer probes over what the store passes (it crashed looking for a removed setting).
-    from experiments import capacity_store
-    from experiments import reproduce_runs as runs
-
     monkeypatch.setenv(capacity_store.STORE_ENV, str(tmp_path / "store.json"))
     calls = []
 
