@@ -9,14 +9,19 @@ from __future__ import annotations
 import fcntl
 import http.client
 import ipaddress
+import json
 import os
 import socket
 import struct
 from collections.abc import Callable
+from urllib.parse import quote
 
 DOCKER_SOCKET = os.environ.get("FAASPROF_DOCKER_SOCKET", "/var/run/docker.sock")
 # faasprof's images (setup/runtime-images/); any image speaking OpenWhisk's action protocol can
 # replace them (localwhisk setting docker_images, e.g. python=openwhisk/action-python-v3.11:nightly).
+# Every localwhisk container names the server that owns it (localwhisk/docker_sandbox.py), so that
+# what a dead server left can be found and removed.
+LABEL_OWNER_PID = "faasprof.localwhisk.owner_pid"
 DEFAULT_IMAGES = {"python": "faasprof/action-python-v3.11:latest", "nodejs": "faasprof/action-nodejs-v20:latest"}
 
 
@@ -60,6 +65,32 @@ def docker_problem(images: dict[str, str] | None = None, socket_path: str | None
     if missing:
         return f"runtime image(s) {', '.join(missing)} missing: build them with setup/runtime-images/build.sh (./setup.sh --dev does)"
     return None
+
+
+def remove_labelled_containers(label: str, value: str, socket_path: str | None = None, timeout_s: float = 30.0) -> list[str]:
+    """Remove (with force) every container whose ``label`` is ``value``; their ids. Nothing when
+    there is no daemon to ask: there can be no such container then."""
+    path = socket_path or DOCKER_SOCKET
+    if not os.path.exists(path):
+        return []
+    conn = _UnixHTTPConnection(path, timeout_s)
+    try:
+        filters = quote(json.dumps({"label": [f"{label}={value}"]}))
+        conn.request("GET", f"/containers/json?all=1&filters={filters}")
+        response = conn.getresponse()
+        listing = json.loads(response.read() or b"[]") if response.status == 200 else []
+        removed = []
+        for container in listing:
+            conn.request("DELETE", f"/containers/{container['Id']}?force=1&v=1")
+            answer = conn.getresponse()
+            answer.read()
+            if answer.status in (204, 404):
+                removed.append(container["Id"])
+        return removed
+    except (OSError, ValueError):
+        return []
+    finally:
+        conn.close()
 
 
 def parse_images(spec: str) -> dict[str, str]:

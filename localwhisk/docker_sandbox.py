@@ -36,13 +36,12 @@ from pathlib import Path
 
 import aiohttp
 
-from faasprof.docker import DOCKER_SOCKET, bridge_gateway, parse_images
+from faasprof.docker import DOCKER_SOCKET, LABEL_OWNER_PID, bridge_gateway, parse_images
 from faasprof.procfs import process_start_ticks
 from localwhisk import fastjson
 from localwhisk.sandbox import TIMER_SLACK_S, Sandbox, SandboxDied, not_json_reply
 
 LABEL_INSTANCE = "faasprof.localwhisk.instance"
-LABEL_OWNER_PID = "faasprof.localwhisk.owner_pid"
 LABEL_OWNER_START = "faasprof.localwhisk.owner_start"
 LABEL_SANDBOX = "faasprof.localwhisk.sandbox"
 SENTINEL = b"XXX_THE_END_OF_A_WHISK_ACTIVATION_XXX"

@@ -32,6 +32,7 @@ import urllib.request
 from dataclasses import fields
 from pathlib import Path
 
+from faasprof.docker import LABEL_OWNER_PID, remove_labelled_containers
 from faasprof.errors import ConfigError, NotReadyError
 from localwhisk.config import GUEST_AUTH, GUEST_NAMESPACE, SETTING_NAMES, Settings, server_env, settings_argv, validate_settings
 from localwhisk.sandbox import SANDBOXES_DIR, reap_orphans
@@ -108,8 +109,11 @@ class LocalwhiskHandle:
             except subprocess.TimeoutExpired:
                 self.process.kill()
                 self.process.wait(timeout=5)
-        # A server that was killed (or had to be) could not stop its sandboxes: do it for it.
+        # A server that was killed (or had to be) could not stop its sandboxes: do it for it,
+        # its containers too (else they would wait for the next localwhisk on this host to reap them).
         self.reaped = len(reap_orphans(self.data_dir / SANDBOXES_DIR))
+        if self.process.returncode != 0:
+            self.reaped += len(remove_labelled_containers(LABEL_OWNER_PID, str(self.process.pid)))
         if self._owns_data_dir:
             shutil.rmtree(self.data_dir, ignore_errors=True)
         return self.process.returncode

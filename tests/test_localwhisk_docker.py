@@ -223,6 +223,23 @@ def test_kill_9_leaves_containers_that_the_next_start_reaps_but_not_a_live_ones(
     assert containers(live.pid) == []
 
 
+
+@needs_docker
+def test_a_server_that_must_be_killed_has_its_containers_removed_by_stop(tmp_path):
+    # A server that does not stop in time (here: frozen) is killed and cannot remove its own
+    # containers: stop() removes them, so none wait for the next localwhisk on this host.
+    handle = docker_lw(tmp_path)
+    try:
+        lw = Lw(handle)
+        lw.put("noop", NOOP_PY)
+        assert lw.invoke("noop").json()["response"]["success"]
+        assert len(containers(handle.pid)) == 1
+        os.kill(handle.pid, signal.SIGSTOP)
+        assert handle.stop(timeout_s=1) == -signal.SIGKILL
+        assert containers(handle.pid) == []
+    finally:
+        handle.stop()
+
 def test_docker_unavailable_is_one_line_and_exit_3(tmp_path, cli):
     proc = cli("local", "start", "--isolation", "docker", "--port", "0", "--data-dir", str(tmp_path / "lw"),
                env={"FAASPROF_DOCKER_SOCKET": str(tmp_path / "no-docker.sock")}, timeout=60)
