@@ -205,17 +205,18 @@ def run_end_s(manifest: rundir.Manifest, frame: pd.DataFrame) -> float | None:
     """When a run that stopped early (status ``interrupted`` or ``aborted``) stopped sending, on the
     run clock; None for a run that sent its whole plan (or whose end is unknown: a torn run).
 
-    The invoker's ``send_wall_s`` (zero to the stop); a manifest without it, the planned instant of
-    the first invocation never sent after the last one sent."""
+    The planned instant of the first invocation never sent after the last one sent, and no later
+    than the invoker's ``send_wall_s`` (zero to the stop): the send loop notices a Ctrl-C a moment
+    after it came, and what fell due in that moment was stopped by the user, not left behind."""
     if manifest.status not in STOPPED_EARLY:
         return None
-    recorded = (manifest.invoker or {}).get("send_wall_s")
-    if isinstance(recorded, (int, float)) and math.isfinite(recorded):
-        return float(recorded)
     intended = frame["intended_s"].to_numpy(dtype="float64")
     sent = frame["sent_ns"].notna().to_numpy()
     last_sent = intended[sent].max() if sent.any() else -math.inf
     cut_off = intended[label_mask(frame["outcome"], ("not_sent",)) & (intended > last_sent)]
+    recorded = (manifest.invoker or {}).get("send_wall_s")
+    if isinstance(recorded, (int, float)) and math.isfinite(recorded):
+        return min(float(recorded), float(cut_off.min())) if len(cut_off) else float(recorded)
     return float(cut_off.min()) if len(cut_off) else max(float(last_sent), 0.0)
 
 

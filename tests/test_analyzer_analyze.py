@@ -128,6 +128,18 @@ def test_interrupted_run_counts_not_sent_and_warns(tmp_path):
     assert summary["run"]["not_sent_interrupted"] == 60 and summary["failures"]["total"] == 0
 
 
+
+def test_what_fell_due_between_the_ctrl_c_and_the_loops_stop_is_not_offered(tmp_path):
+    # The send loop stopped 0.25 s after the last send (it noticed the Ctrl-C then): the rows due
+    # in between were stopped by the user, not left behind by a slow invoker (a CI run failed on one).
+    run_dir, _ = write_synthetic_run(tmp_path, duration_s=10.0, instances=ONE, interrupt_at_s=4.0)
+    rundir.update_manifest(run_dir, invoker={"send_wall_s": 4.25})
+    summary = analyze_run(run_dir, plots=False)
+    phase = _mode(summary)
+    assert 4.0 <= summary["run"]["end_s"] < 4.1 and phase["phase_end_s"] == summary["run"]["end_s"]
+    assert phase["not_sent"] == 0 and phase["planned"] == 20 and summary["failures"]["total"] == 0
+    assert summary["run"]["not_sent_interrupted"] == 60
+
 def test_missing_records_are_counted_not_dropped(tmp_path):
     run_dir, _ = write_synthetic_run(tmp_path, duration_s=5.0, instances=ONE, missing_every=5)
     summary = analyze_run(run_dir, plots=False)
