@@ -26,6 +26,7 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
+from analyzer import markup
 from analyzer import stats as stats_mod
 from monitoring.collectors import collector_class
 
@@ -126,15 +127,6 @@ def _top_functions(codes: np.ndarray, labels: list) -> list[tuple[str, int]]:
 
 
 MARKERS = ("o", "^", "s", "D", "v", "P")
-
-
-def fmt_ms(value: float) -> str:
-    """A duration given in ms, with its unit: 0.71 ms, 41 ms, 10.6 s."""
-    if not np.isfinite(value):
-        return "–"
-    if abs(value) >= 1000:
-        return f"{value / 1000:.3g} s"
-    return f"{value:.3g} ms" if abs(value) >= 1 else f"{value:.2g} ms"
 
 
 def _shade_modes(ax, run) -> None:
@@ -256,7 +248,7 @@ def breakdown(run, path: Path) -> None:
             ax.barh(y, widths, left=left, color=colour, label=label, height=0.6)
             left += widths
         for k, total_ms in enumerate(totals_ms):  # the total, readable, at the end of each bar
-            ax.text(total_ms * scale, k, f"  {fmt_ms(total_ms)}", va="center", fontsize=8)
+            ax.text(total_ms * scale, k, f"  {markup.ms(total_ms)}", va="center", fontsize=8)
         ax.set_yticks(y, [f"{bar['instance']} ({bar['mode']}, n={bar['n']:,})" for bar in bars], fontsize=8)
         ax.invert_yaxis()
         ax.set_xlim(0, max(float(left.max()), 1e-3) * 1.18)  # room for the totals
@@ -327,7 +319,7 @@ def cdf(run, path: Path) -> None:
         # Percentiles of all the data (NaN left out, as nanpercentile does), from the sorted copy.
         pcts = [pct for pct in MARKED_PERCENTILES if len(data) * (1 - pct / 100) >= 1]
         marks = list(zip(pcts, (float(q) for q in np.percentile(data, pcts)))) if pcts else []
-        label = f"{instance} phase {phase}, {mode} (n={len(data):,}): " + ", ".join(f"p{pct:g} {fmt_ms(q)}" for pct, q in marks)
+        label = f"{instance} phase {phase}, {mode} (n={len(data):,}): " + ", ".join(f"p{pct:g} {markup.ms(q)}" for pct, q in marks)
         line = ax.plot(x, y, label=label, drawstyle="steps-post")[0]
         for pct, q in marks:  # marked on the curve; the values are in the legend, where they cannot overlap
             ax.plot([q], [pct / 100], marker="o", color=line.get_color(), markersize=4)

@@ -11,6 +11,7 @@ import matplotlib.pyplot
 import numpy as np
 import pandas as pd
 
+from analyzer import markup
 from analyzer import plots as plots_mod
 from analyzer.analysis import load_run
 from test_analyzer_synthetic import write_synthetic_run
@@ -75,7 +76,7 @@ def test_cdf_marks_are_the_quantiles_of_all_the_data_and_the_curve_passes_throug
                 assert np.isclose(expected, np.quantile(data, p), rtol=1e-12, atol=0)
                 at_p = [x_mark for y_mark, x_mark in marked if np.isclose(y_mark, p, rtol=0, atol=1e-12)]
                 assert at_p == [expected]  # computed on all the data, not on the drawn points
-                assert plots_mod.fmt_ms(expected) in curve.get_label()
+                assert markup.ms(expected) in curve.get_label()
                 below, above = int(np.floor(p * (n - 1))), int(np.ceil(p * (n - 1)))
                 assert data[below] <= expected <= data[above]
                 for rank in (below, above):  # the curve steps at both order statistics it lies between
