@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import copy
 import json
+import re
 import os
 from pathlib import Path
 
@@ -381,6 +382,10 @@ def test_connection_falls_back_to_the_localwhisk_of_local_start(tmp_path, isolat
     exited = subprocess.Popen(["true"])
     exited.wait()
     write_local_props("http://127.0.0.1:3233", "u:local", "guest", exited.pid, tmp_path / "lw", {})
+    assert resolve_connection(no_flags, {}, wskprops_path=none) is None
+    # Nor is a pid that names another process now (a reboot reused it): its start time differs.
+    path = write_local_props("http://127.0.0.1:3233", "u:local", "guest", os.getpid(), tmp_path / "lw", {})
+    path.write_text(re.sub(r"LOCALWHISK_START=\d+", "LOCALWHISK_START=1", path.read_text()))
     assert resolve_connection(no_flags, {}, wskprops_path=none) is None
 
 

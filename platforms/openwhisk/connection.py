@@ -21,6 +21,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from faasprof.errors import ConfigError
+from faasprof.procfs import process_start_ticks
 
 DEFAULT_NAMESPACE = "_"
 # faasprof's own wskprops keys for the platform's settings, and their names in platform.settings.
@@ -84,6 +85,8 @@ def read_wskprops(path: str | os.PathLike | None = None) -> dict[str, str]:
 # it too, through WSK_CONFIG_FILE), with the server's pid and data directory in faasprof's own keys.
 LOCAL_PID_KEY = "LOCALWHISK_PID"
 LOCAL_DATA_DIR_KEY = "LOCALWHISK_DATA_DIR"
+# With the pid, the server process for good: after a reboot the pid may name another process.
+LOCAL_START_KEY = "LOCALWHISK_START"
 
 
 def local_props_path() -> Path:
@@ -98,12 +101,9 @@ def read_local_props(path: str | os.PathLike | None = None) -> dict[str, str]:
     pid = props.get(LOCAL_PID_KEY, "")
     if not pid.isdigit():
         return {}
-    try:
-        os.kill(int(pid), 0)
-    except ProcessLookupError:
+    started = process_start_ticks(int(pid))
+    if started is None or props.get(LOCAL_START_KEY, str(started)) != str(started):
         return {}
-    except PermissionError:
-        pass  # alive, owned by another user
     return props
 
 
@@ -118,7 +118,7 @@ def write_local_props(apihost: str, auth: str, namespace: str, pid: int, data_di
         "# the wsk CLI uses it when WSK_CONFIG_FILE names it.",
         f"APIHOST={apihost}", f"AUTH={auth}", f"NAMESPACE={namespace}",
         *(f"{key}={settings[name]:g}" for key, name in SETTING_KEYS.items() if settings.get(name) is not None),
-        f"{LOCAL_PID_KEY}={pid}", f"{LOCAL_DATA_DIR_KEY}={data_dir}",
+        f"{LOCAL_PID_KEY}={pid}", f"{LOCAL_START_KEY}={process_start_ticks(pid)}", f"{LOCAL_DATA_DIR_KEY}={data_dir}",
     ]
     tmp = path.with_name(f"{path.name}.tmp{os.getpid()}")
     with open(os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600), "w", encoding="utf-8") as handle:
