@@ -22,7 +22,13 @@ Scenarios (``--only`` picks some):
             enough to reach: status codes and error text of the refusals;
   fields    the top-level keys and annotation keys of an activation record.
 
-Result files carry ``format_version`` (``RESULT_FORMAT_VERSION``): 1: first version.
+The host's 1-minute load average is recorded around every scenario: before it (the benchmark idle,
+the platform up) and its peak during it. ``--quiet-below L`` waits, before each scenario, until the
+load falls below L (at most ``--quiet-wait-s``); a scenario that started on a busier host is
+marked "not quiet" in the result and the table, so a table measured on a shared host says so.
+
+Result files carry ``format_version`` (``RESULT_FORMAT_VERSION``): 1: first version; 2: per-scenario
+``host_load`` and the host's ``load_1m_before_max``/``load_1m_peak``. ``--table`` reads both.
 """
 
 from __future__ import annotations
@@ -35,6 +41,7 @@ import os
 import platform as host_platform
 import sys
 import tempfile
+import threading
 import time
 import uuid
 from datetime import datetime, timezone
@@ -51,7 +58,8 @@ from faasprof.progress import Progress  # noqa: E402
 from platforms.openwhisk.connection import Connection, normalise_apihost  # noqa: E402
 from localwhisk.embedded import start_embedded  # noqa: E402
 
-RESULT_FORMAT_VERSION = 1
+RESULT_FORMAT_VERSION = 2
+READABLE_FORMAT_VERSIONS = (1, 2)
 # In this order: throttle last, since it spends the per-minute budget the others need.
 SCENARIOS = ("warm", "cold", "resume", "fields", "capacity", "throttle")
 NOOP_PY = "def main(args):\n    return {'ok': True}\n"
@@ -87,6 +95,51 @@ def annotation(record: dict, key: str, default=None):
         if item.get("key") == key:
             return item.get("value")
     return default
+
+
+class LoadWatch:
+    """The host's 1-minute load average around each scenario: before it, and its peak during it.
+
+    Sampled every ``interval_s`` by a thread; the clock, sleep and reader are parameters so a test
+    can drive it without waiting.
+    """
+
+    def __init__(self, read=lambda: os.getloadavg()[0], clock=time.monotonic, sleep=time.sleep, interval_s: float = 1.0):
+        self._read, self._clock, self._sleep, self._interval_s = read, clock, sleep, interval_s
+        self._peak = 0.0
+        self._stop = threading.Event()
+        self._thread: threading.Thread | None = None
+
+    def wait_quiet(self, below: float | None, timeout_s: float) -> dict:
+        """Wait until the load is below ``below`` (no wait when None); the load it started at."""
+        started = self._clock()
+        load = self._read()
+        while below is not None and load >= below and self._clock() - started < timeout_s:
+            self._sleep(min(5.0, self._interval_s * 5))
+            load = self._read()
+        entry = {"before_1m": round(load, 2), "waited_s": round(self._clock() - started, 1)}
+        if below is not None:
+            entry["quiet"] = load < below
+        return entry
+
+    def start(self) -> None:
+        self._peak = self._read()
+        self._stop.clear()
+        self._thread = threading.Thread(target=self._sample, name="load-watch", daemon=True)
+        self._thread.start()
+
+    def _sample(self) -> None:
+        while not self._stop.wait(self._interval_s):
+            self._peak = max(self._peak, self._read())
+
+    def stop(self) -> float:
+        """The peak 1-minute load since start(); safe to call twice."""
+        self._stop.set()
+        if self._thread is not None:
+            self._thread.join(timeout=5)
+            self._thread = None
+        self._peak = max(self._peak, self._read())
+        return round(self._peak, 2)
 
 
 class Api:
@@ -290,12 +343,20 @@ def scenario_capacity(connection: Connection, out_dir: Path, duration_s: float, 
             "stopped": result.get("stopped") or result.get("reason")}
 
 
-def run_all(api: Api, connection: Connection, scenarios: list[str], args, out_dir: Path, say) -> dict:
+def run_all(api: Api, connection: Connection, scenarios: list[str], args, out_dir: Path, say, watch: LoadWatch | None = None) -> dict:
     info = api.info()
     prefix = f"cal{uuid.uuid4().hex[:6]}"
+    watch = watch or LoadWatch()
     results: dict = {}
     for scenario in scenarios:
-        say(f"bench_calibration: {scenario}")
+        if args.quiet_below is not None:
+            say(f"bench_calibration: {scenario}: waiting for the 1-minute load to fall below {args.quiet_below:g} (at most {args.quiet_wait_s:g} s)")
+        host_load = watch.wait_quiet(args.quiet_below, args.quiet_wait_s)
+        if host_load.get("quiet") is False:
+            say(f"bench_calibration: warning: {scenario} starts on a busy host (1-minute load {host_load['before_1m']:g} after {host_load['waited_s']:g} s); "
+                "it is marked 'not quiet' in the result: stop what else runs here and measure again")
+        say(f"bench_calibration: {scenario} (1-minute load {host_load['before_1m']:g})")
+        watch.start()
         started = time.monotonic()
         if scenario == "warm":
             results[scenario] = scenario_warm(api, prefix, args.warm)
@@ -310,7 +371,21 @@ def run_all(api: Api, connection: Connection, scenarios: list[str], args, out_di
         elif scenario == "capacity":
             results[scenario] = scenario_capacity(connection, out_dir, args.capacity_duration, args.capacity_runs)
         results[scenario]["elapsed_s"] = round(time.monotonic() - started, 1)
+        results[scenario]["host_load"] = {**host_load, "peak_1m": watch.stop()}
     return {"platform_info": info, "scenarios": results}
+
+
+def host_load_summary(scenarios: dict, quiet_below: float | None) -> dict:
+    """The host's load over a whole result: the busiest start of a scenario, the peak during one."""
+    loads = [s["host_load"] for s in scenarios.values() if isinstance(s, dict) and "host_load" in s]
+    summary: dict = {
+        "load_1m_before_max": max((entry["before_1m"] for entry in loads), default=None),
+        "load_1m_peak": max((entry["peak_1m"] for entry in loads), default=None),
+    }
+    if quiet_below is not None:
+        summary["quiet_below"] = quiet_below
+        summary["not_quiet"] = [name for name, s in scenarios.items() if isinstance(s, dict) and (s.get("host_load") or {}).get("quiet") is False]
+    return summary
 
 
 # -- the table ----------------------------------------------------------------------------------
@@ -339,7 +414,7 @@ def table_rows(results: list[dict]) -> list[tuple[str, list[str]]]:
     def add(label, *path, digits=3):
         rows.append((label, [_fmt(get(r, *path), digits) for r in results]))
 
-    rows.append(("measured (UTC) / host load, 1 min", [f"{(r.get('measured_utc') or '–')[:16]} / {_fmt((r.get('host') or {}).get('load_1m'), 2)}" for r in results]))
+    rows.append(("measured (UTC) / host load, 1 min", [f"{(r.get('measured_utc') or '–')[:16]} / {_load_cell(r)}" for r in results]))
     rows.append(("pause grace / user memory", [f"{_fmt(get(r, 'settings', 'pause_grace_ms'))} ms / {_fmt(get(r, 'settings', 'user_memory_mb'))} MB" for r in results]))
     for scenario, label in (("warm", "warm"), ("cold", "cold"), ("resume", "resume after pause")):
         for key, name in (("client_ms", "client"), ("wait_ms", "waitTime"), ("init_ms", "initTime"), ("duration_ms", "duration"), ("overhead_ms", "client − wait − duration")):
@@ -361,6 +436,27 @@ def table_rows(results: list[dict]) -> list[tuple[str, list[str]]]:
         rows.append((f"throttle {kind.replace('_', ' ')}: limit → answers", [_throttle_cell(r, kind) for r in results]))
     rows.append(("record annotation keys", [", ".join(get(r, "scenarios", "fields", "annotation_keys") or []) or "–" for r in results]))
     return rows
+
+
+def _load_cell(result: dict) -> str:
+    """Version 1: the load at the end; version 2: the busiest start of a scenario and the peak during one."""
+    host = result.get("host") or {}
+    if "load_1m_before_max" not in host:
+        return f"{_fmt(host.get('load_1m'), 2)} at the end"
+    cell = f"≤ {_fmt(host.get('load_1m_before_max'), 2)} before each scenario, peak {_fmt(host.get('load_1m_peak'), 2)} during"
+    if host.get("not_quiet"):
+        cell += f" (not quiet: {', '.join(host['not_quiet'])})"
+    return cell
+
+
+def load_result(path: Path) -> dict:
+    """A result file; ValueError (naming the file and the fix) for a version this script cannot read."""
+    result = json.loads(path.read_text())
+    version = result.get("format_version") if isinstance(result, dict) else None
+    if version not in READABLE_FORMAT_VERSIONS:
+        raise ValueError(f"{path}: format_version {version!r} is not one this script reads ({', '.join(map(str, READABLE_FORMAT_VERSIONS))}); "
+                         "measure again with this checkout's bench_calibration.py")
+    return result
 
 
 def _top_probe(result: dict) -> str:
@@ -426,16 +522,24 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--idle-s", type=float, default=1.0, help="idleness before each resume call (default 1 s: past a 50 ms grace)")
     parser.add_argument("--capacity-duration", type=float, default=8.0, metavar="S", help="length of each capacity probe (default 8)")
     parser.add_argument("--capacity-runs", type=int, default=8, help="at most this many capacity probes (default 8)")
+    parser.add_argument("--quiet-below", type=float, metavar="LOAD", help="before each scenario, wait until the 1-minute load average is below LOAD")
+    parser.add_argument("--quiet-wait-s", type=float, default=600.0, metavar="S", help="the longest wait for --quiet-below (default 600 s); past it the scenario runs, marked not quiet")
     parser.add_argument("--out", default="runs/calibration", help="where results and probe runs go (default runs/calibration)")
     parser.add_argument("--table", nargs="+", metavar="RESULT", help="render the markdown table of these result files and exit")
     args = parser.parse_args(argv)
 
     if args.table:
-        results = [json.loads(Path(path).read_text()) for path in args.table]
+        try:
+            results = [load_result(Path(path)) for path in args.table]
+        except (OSError, ValueError) as error:
+            print(f"bench_calibration: {error}", file=sys.stderr)
+            return 2
         sys.stdout.write(render_table(results))
         return 0
     if bool(args.apihost) != bool(args.auth):
         parser.error("--apihost and --auth go together")
+    if args.quiet_below is not None and not args.quiet_below > 0:
+        parser.error(f"--quiet-below: a load average > 0, such as 1 (got {args.quiet_below:g})")
     out_dir = Path(args.out)
     out_dir.mkdir(parents=True, exist_ok=True)
     say = lambda line: print(line, file=sys.stderr, flush=True)  # noqa: E731
@@ -467,7 +571,8 @@ def main(argv: list[str] | None = None) -> int:
         "kind": kind,
         "apihost": connection.apihost,
         "measured_utc": datetime.now(timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ"),
-        "host": {"hostname": host_platform.node(), "cpus": os.cpu_count(), "kernel": host_platform.release(), "load_1m": os.getloadavg()[0]},
+        "host": {"hostname": host_platform.node(), "cpus": os.cpu_count(), "kernel": host_platform.release(), "load_1m": os.getloadavg()[0],
+                 **host_load_summary(measured["scenarios"], args.quiet_below)},
         "settings": {k: settings.get(k) for k in ("pause_grace_ms", "user_memory_mb", "isolation", "control_plane", "invokes_per_minute", "concurrent_invokes") if k in settings},
         **measured,
     }

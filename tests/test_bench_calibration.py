@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 import subprocess
 import sys
+import time
 
 import pytest
 
@@ -62,7 +63,8 @@ def test_table_has_one_column_per_platform_and_the_figures():
 def test_a_short_run_on_the_embedded_localwhisk_writes_a_result_and_renders(tmp_path):
     result = subprocess.run(
         [sys.executable, str(REPO_ROOT / "bench" / "bench_calibration.py"), "--only", "warm", "cold", "resume", "fields",
-         "--warm", "3", "--cold", "1", "--resume", "1", "--idle-s", "0.3", "--out", str(tmp_path), "--label", "lw"],
+         "--warm", "3", "--cold", "1", "--resume", "1", "--idle-s", "0.3", "--out", str(tmp_path), "--label", "lw",
+         "--quiet-below", "1000"],
         capture_output=True, text=True, timeout=200, cwd=REPO_ROOT,
     )
     assert result.returncode == 0, result.stderr[-2000:]
@@ -75,8 +77,76 @@ def test_a_short_run_on_the_embedded_localwhisk_writes_a_result_and_renders(tmp_
     assert warm["calls"] == warm["ok"] == 3 and warm["client_ms"]["p50"] > 0
     assert data["scenarios"]["cold"]["with_init"] == 1
     assert "waitTime" in data["scenarios"]["fields"]["annotation_keys"]
+    loads = [data["scenarios"][name]["host_load"] for name in ("warm", "cold", "resume", "fields")]
+    assert all(entry["quiet"] is True and entry["peak_1m"] >= 0 for entry in loads)
+    assert data["host"]["quiet_below"] == 1000 and data["host"]["not_quiet"] == []
+    assert data["host"]["load_1m_peak"] == max(entry["peak_1m"] for entry in loads)
     rendered = subprocess.run(
         [sys.executable, str(REPO_ROOT / "bench" / "bench_calibration.py"), "--table", str(files[0])],
         capture_output=True, text=True, timeout=60, cwd=REPO_ROOT,
     )
     assert rendered.returncode == 0 and rendered.stdout.startswith("| | lw |")
+
+
+class _FakeHost:
+    """A load average that follows a script, and a clock that moves only when slept."""
+
+    def __init__(self, loads):
+        self.loads = list(loads)
+        self.now_s = 0.0
+
+    def read(self):
+        return self.loads.pop(0) if len(self.loads) > 1 else self.loads[0]
+
+    def clock(self):
+        return self.now_s
+
+    def sleep(self, seconds):
+        self.now_s += seconds
+
+
+def test_load_watch_waits_for_a_quiet_host_and_marks_a_busy_one():
+    host = _FakeHost([3.0, 2.0, 0.8])
+    watch = cal.LoadWatch(read=host.read, clock=host.clock, sleep=host.sleep, interval_s=1.0)
+    entry = watch.wait_quiet(1.0, timeout_s=60)
+    assert entry == {"before_1m": 0.8, "waited_s": 10.0, "quiet": True}
+
+    busy = _FakeHost([4.0])
+    watch = cal.LoadWatch(read=busy.read, clock=busy.clock, sleep=busy.sleep, interval_s=1.0)
+    entry = watch.wait_quiet(1.0, timeout_s=12)
+    assert entry["quiet"] is False and entry["before_1m"] == 4.0 and entry["waited_s"] == 15.0
+    assert "quiet" not in cal.LoadWatch(read=lambda: 9.0).wait_quiet(None, timeout_s=60)
+
+
+def test_load_watch_reports_the_peak_and_stops_twice():
+    loads = iter([0.5, 0.7, 1.9, 1.2] + [1.0] * 1000)
+    watch = cal.LoadWatch(read=lambda: next(loads), interval_s=0.01)
+    watch.start()
+    time.sleep(0.1)
+    assert watch.stop() == 1.9
+    assert watch.stop() == 1.9
+
+
+def test_table_states_the_host_load_and_names_scenarios_that_were_not_quiet():
+    quiet = _result("quiet", 29.0, [], 6.0, ["waitTime"])
+    quiet["host"] = {"load_1m": 1.4, **cal.host_load_summary({"warm": {"host_load": {"before_1m": 0.4, "peak_1m": 1.1, "quiet": True}},
+                                                                "capacity": {"host_load": {"before_1m": 0.9, "peak_1m": 2.6, "quiet": True}}}, 1.0)}
+    busy = _result("busy", 29.0, [], 6.0, ["waitTime"])
+    busy["host"] = {"load_1m": 3.0, **cal.host_load_summary({"warm": {"host_load": {"before_1m": 2.5, "peak_1m": 3.1, "quiet": False}}}, 1.0)}
+    old = _result("old", 29.0, [], 6.0, ["waitTime"])
+    old["format_version"], old["host"] = 1, {"load_1m": 8.4}
+    row = next(line for line in cal.render_table([quiet, busy, old]).splitlines() if line.startswith("| measured"))
+    assert "≤ 0.9 before each scenario, peak 2.6 during" in row
+    assert "≤ 2.5 before each scenario, peak 3.1 during (not quiet: warm)" in row
+    assert "8.4 at the end" in row
+
+
+def test_table_refuses_a_result_of_an_unknown_version(tmp_path):
+    path = tmp_path / "calibration-x.json"
+    path.write_text(json.dumps({"format_version": 99, "label": "x"}))
+    rendered = subprocess.run(
+        [sys.executable, str(REPO_ROOT / "bench" / "bench_calibration.py"), "--table", str(path)],
+        capture_output=True, text=True, timeout=60, cwd=REPO_ROOT,
+    )
+    assert rendered.returncode == 2 and rendered.stdout == ""
+    assert rendered.stderr.strip().splitlines() == [f"bench_calibration: {path}: format_version 99 is not one this script reads (1, 2); measure again with this checkout's bench_calibration.py"]
