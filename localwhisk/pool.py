@@ -123,7 +123,8 @@ class Pool:
         self.settings = settings
         self.user_memory_mb = settings.user_memory_mb
         self.pause_grace_s = settings.pause_grace_ms / 1000.0
-        self.delays = delays_mod.parse(getattr(settings, "control_plane", ""))  # off unless set (localwhisk/delays.py)
+        # Off unless set (localwhisk/delays.py); a preset's values depend on the isolation.
+        self.delays = delays_mod.parse(getattr(settings, "control_plane", ""), docker=settings.isolation == "docker")
         self.idle_timeout_s = settings.idle_timeout_s
         self.cgroups = cgroups
         self.workroot = workroot

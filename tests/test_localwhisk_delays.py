@@ -18,7 +18,12 @@ NOOP = "def main(args):\n    return {}\n"
 def test_parse_off_preset_and_explicit():
     assert not delays.parse("")
     preset = delays.parse("openwhisk-2.0.0-standalone")
-    assert preset and preset.cold_ms == delays.PRESETS["openwhisk-2.0.0-standalone"]["cold"]
+    assert preset and preset.cold_ms == delays.PRESETS["openwhisk-2.0.0-standalone"]["process"]["cold"]
+    # Docker sandboxes pay part of it already: the preset adds less.
+    in_docker = delays.parse("openwhisk-2.0.0-standalone", docker=True)
+    assert in_docker and in_docker.cold_ms == delays.PRESETS["openwhisk-2.0.0-standalone"]["docker"]["cold"] < preset.cold_ms
+    assert in_docker.resumed_ms < preset.resumed_ms
+    assert delays.parse("cold=300", docker=True).cold_ms == 300.0
     explicit = delays.parse("cold=300, warm=2")
     assert (explicit.cold_ms, explicit.resumed_ms, explicit.warm_ms) == (300.0, 0.0, 2.0)
     assert explicit.before_s("cold") == explicit.before_s("recreated") == 0.3
