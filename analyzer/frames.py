@@ -26,8 +26,9 @@ Columns (units in the names; ``_s`` columns are seconds since the run's monotoni
 ``status``                 the record's ``response.status``
 ``record_outcome``         what the record says (``faasprof.outcomes.record_outcome``)
 ``final_outcome``          the HTTP ``outcome`` joined with the record
-                           (``faasprof.outcomes.final_outcome``; see ``final_outcomes``; in a
-                           native run, with no records, the answer alone): only
+                           (``faasprof.outcomes.final_outcome``; see ``outcome_columns``; where
+                           no record is due, the answer alone: a native run, and the calls of a
+                           platform that keeps none, such as a generic endpoint): only
                            ``success`` rows enter the latency statistics of successful work
 ``successful``             a sample of successful work (what every latency statistic uses):
                            final outcome ``success``, or a blocking call answered 200 whose
@@ -70,7 +71,8 @@ import pyarrow.parquet as pq
 from faasprof import __version__, rundir
 from faasprof.rundir.tables import read_invocations_frame  # noqa: F401  (the frames' entry point for notebooks)
 from faasprof.errors import FormatError
-from faasprof.outcomes import ACCEPTED_HTTP_OUTCOMES, FINAL_OUTCOMES
+from analyzer.outcome_columns import final_outcomes, records_due, successful_mask
+from platforms.registry import platform_of_resolved
 from faasprof.rundir.records import CATEGORY_COLUMNS, RECORD_COLUMNS, TEXT_COLUMNS, arrow_strings, match_positions, records_frame  # noqa: F401  (notebook names)
 
 DEFAULT_PAUSE_GRACE_MS = 50.0  # OpenWhisk classic's containerProxy pause-grace (and the paper's)
@@ -252,9 +254,14 @@ def answers_at_end(instance: dict, default: bool = True) -> bool:
     """Whether a call of this resolved instance is answered when the function ends (blocking).
 
     A blocking call is; so is a web action call with a data file (``data_mode`` ``web``): OpenWhisk
-    answers web actions synchronously with the function's result, whatever ``blocking`` says.
+    answers web actions synchronously with the function's result, whatever ``blocking`` says; and
+    so is every call of a platform that never answers early (``Platform.answers_early``: a generic
+    endpoint answers when its function is done).
     """
     if instance.get("data_file") and (instance.get("data_mode") or "web") == "web":
+        return True
+    platform = platform_of_resolved(instance)
+    if platform is not None and not platform.answers_early:
         return True
     return bool(instance.get("blocking", default))
 
@@ -321,7 +328,8 @@ def build_from_aligned(invocations: pd.DataFrame, aligned: dict, manifest: rundi
     classes = classify_starts(function_codes, start_ms, end_ms, init_raw, grace, aligned.pop("container_state")).as_ordered()
     del function_codes
     record_outcome = aligned.pop("record_outcome")
-    final = final_outcomes(invocations["outcome"].array, record_outcome, has, records_due=not manifest.native_run)
+    due = records_due(invocations, manifest)
+    final = final_outcomes(invocations["outcome"].array, record_outcome, has, records_due=due)
     successful = successful_mask(final, invocations["outcome"].array, _float(invocations["http_status"]))
 
     columns: dict = {}
@@ -335,7 +343,8 @@ def build_from_aligned(invocations: pd.DataFrame, aligned: dict, manifest: rundi
     columns["corrected_latency_ms"] = (done - intended) / 1e6
     del done, intended
     # A native run's ids label worker calls: no record is due for them.
-    columns["has_activation_id"] = has_activation_id(invocations) & (not manifest.native_run)
+    columns["has_activation_id"] = has_activation_id(invocations) & due
+    del due
     columns["has_record"] = has
     wait_ms, duration_ms, memory_mb = aligned.pop("wait_ms"), aligned.pop("duration_ms"), aligned.pop("memory_mb")
     wall_zero_ms = manifest.wall_ns_at_zero / 1e6
@@ -387,65 +396,6 @@ def time_columns(intended_s: np.ndarray, completion_latency_ms: np.ndarray, mani
     intended = pd.to_timedelta(intended_s, unit="s")
     end = pd.to_timedelta(intended_s + completion_latency_ms / 1e3, unit="s")
     return {"intended": intended, "end": end, "intended_utc": wall_zero + intended, "end_utc": wall_zero + end}
-
-
-# HTTP outcomes after which a record, when one exists, still says what happened: the client gave
-# up (or a crash cut the answer off) but the platform may have run the activation.
-_RECORD_DECIDES_IF_PRESENT = ("timeout", "unanswered")
-
-
-def _coded(values) -> tuple[np.ndarray, list]:
-    """Aligned labels as (codes, labels): categoricals as they are, anything else factorised
-    once, so whole columns are decided on a few distinct labels rather than row by row."""
-    if isinstance(values, pd.Categorical) or isinstance(getattr(values, "dtype", None), pd.CategoricalDtype):
-        values = pd.Categorical(values)
-        return np.asarray(values.codes, dtype=np.int64), list(values.categories)
-    codes, labels = pd.factorize(np.asarray(values, dtype=object), use_na_sentinel=True)
-    return codes.astype(np.int64), list(labels)
-
-
-# Where no record is due (a ``faasprof native`` run), the answer itself is the final outcome.
-_ANSWER_IS_FINAL = {"ok": "success", "app_error": "application_error"}
-
-
-def final_outcomes(http_outcome, record_outcome, has_record: np.ndarray, records_due: bool = True) -> pd.Categorical:
-    """``faasprof.outcomes.final_outcome`` for whole columns (aligned arrays or categoricals;
-    ``record_outcome`` is the record's outcome where ``has_record``). Categories in
-    ``FINAL_OUTCOMES`` order. ``records_due`` False (a native run: no platform keeps records)
-    takes an accepted answer as final instead of calling it ``no_record``."""
-    has_record = np.asarray(has_record, dtype=bool)
-    http_codes, http_labels = _coded(http_outcome)
-    record_codes, record_labels = _coded(record_outcome)
-    accepted = np.array([label in ACCEPTED_HTTP_OUTCOMES for label in http_labels] + [False])[http_codes]
-    decides = np.array([label in _RECORD_DECIDES_IF_PRESENT for label in http_labels] + [False])[http_codes]
-    # Each row's final label as an index into one label list: HTTP labels, then record labels, then no_record.
-    labels = [*http_labels, None, *record_labels, None, "no_record"]
-    index = np.where(http_codes >= 0, http_codes, len(http_labels))
-    from_record = has_record & (accepted | decides)
-    index[from_record] = (len(http_labels) + 1 + np.where(record_codes >= 0, record_codes, len(record_labels)))[from_record]
-    if records_due:
-        index[accepted & ~has_record] = len(labels) - 1
-    else:
-        answered = np.array([len(labels) + list(_ANSWER_IS_FINAL).index(label) if label in _ANSWER_IS_FINAL else -1
-                             for label in http_labels] + [-1])[http_codes]
-        labels += list(_ANSWER_IS_FINAL.values())
-        index[answered >= 0] = answered[answered >= 0]
-    used = np.unique(index)
-    unknown = {labels[k] for k in used} - set(FINAL_OUTCOMES)
-    if unknown:
-        raise FormatError(f"final outcome {sorted(map(str, unknown))[0]!r} is not one of {', '.join(FINAL_OUTCOMES)}")
-    to_final = np.array([FINAL_OUTCOMES.index(label) if label in FINAL_OUTCOMES else -1 for label in labels], dtype=np.int64)
-    return pd.Categorical.from_codes(to_final[index], categories=FINAL_OUTCOMES)
-
-
-def successful_mask(final_outcome, http_outcome, http_status: np.ndarray) -> np.ndarray:
-    """The ``successful`` column (module docstring): success, or a blocking 200 without a record."""
-    final_codes, final_labels = _coded(final_outcome)
-    http_codes, http_labels = _coded(http_outcome)
-    is_final = lambda name: np.array([label == name for label in final_labels] + [False])[final_codes]  # noqa: E731
-    is_ok = np.array([label == "ok" for label in http_labels] + [False])[http_codes]
-    blocking_200 = is_final("no_record") & is_ok & (np.asarray(http_status, dtype="float64") == 200)
-    return is_final("success") | blocking_200
 
 
 def _take_category(records: pd.DataFrame, column: str, position: np.ndarray, has: np.ndarray) -> pd.Categorical:

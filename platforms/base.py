@@ -103,7 +103,12 @@ class Platform(ABC):
     # Reached through the connection a command resolves (flags, the workload's platform block,
     # ~/.wskprops); with none, a run starts the embedded localwhisk and reaches it as this platform.
     reached_by_connection: ClassVar[bool] = False
-    keeps_records: ClassVar[bool] = False  # has records of its own that ``fetch_records`` saves
+    # Has records of its own that ``fetch_records`` saves; without, the analyzer takes each answer
+    # as the call's final outcome (``analyzer.outcome_columns.records_due``) instead of a missing record.
+    keeps_records: ClassVar[bool] = False
+    # Whether a call may be answered before its function ends (OpenWhisk's non-blocking calls get a
+    # 202 at once); without, every answer comes at the function's end, whatever ``blocking`` says.
+    answers_early: ClassVar[bool] = False
     info: dict = {}  # what ``check`` learnt (OpenWhisk: ``GET /``); replaced, never changed in place
 
     @classmethod

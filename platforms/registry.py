@@ -35,6 +35,12 @@ def platform_class(instance: Any) -> type[Platform]:
     raise ValueError(f"instances.{instance.name}.endpoint: {instance.endpoint!r} names no platform faasprof knows")
 
 
+def platform_of_resolved(instance: dict) -> type[Platform] | None:
+    """The platform class of a resolved instance as a run's manifest holds it (its ``endpoint``,
+    else the default); None for an endpoint faasprof does not know."""
+    return platform_for(instance.get("endpoint") or DEFAULT_ENDPOINT)
+
+
 def platforms_used(instances: Iterable[Any]) -> list[type[Platform]]:
     """The platform classes serving some of ``instances``, in the table's order."""
     instances = list(instances)

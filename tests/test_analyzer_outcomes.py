@@ -14,12 +14,15 @@ import itertools
 import json
 
 import numpy as np
+import pandas as pd
 import pytest
 
 from analyzer import analyze_run
 from analyzer import frames as frames_mod
+from analyzer import outcome_columns
 from analyzer import records as records_mod
 from analyzer.analysis import load_run
+from faasprof import rundir
 from faasprof.outcomes import FINAL_OUTCOMES, HTTP_OUTCOMES, final_outcome, record_outcome
 from test_analyzer_synthetic import FAILURE_RECORDS, record, write_synthetic_run
 
@@ -57,7 +60,7 @@ def test_column_join_equals_the_scalar_final_outcome_for_every_combination():
     http = np.array([c[0] for c in cases], dtype=object)
     has = np.array([c[1] is not None for c in cases])
     rec = np.array([record_outcome(c[1]) if c[1] is not None else None for c in cases], dtype=object)
-    got = frames_mod.final_outcomes(http, rec, has)
+    got = outcome_columns.final_outcomes(http, rec, has)
     expected = [final_outcome(h, r) for h, r in cases]
     assert list(got) == expected
     assert list(got.categories) == list(FINAL_OUTCOMES)
@@ -171,3 +174,24 @@ def test_fast_flattening_agrees_with_the_vocabulary_on_odd_records(raw):
     raw = {"activationId": "a" * 32, "annotations": [], **raw}
     row = dict(zip(records_mod.RECORD_COLUMNS, records_mod.flatten_fast(raw)))
     assert row["record_outcome"] == record_outcome(raw)
+
+
+def test_records_due_per_row_takes_a_recordless_platforms_answer_as_final():
+    """A mixed run: the OpenWhisk rows without a record are no_record, the generic endpoint's
+    answers (a platform that keeps no records) are final."""
+    http = ["ok", "ok", "app_error", "ok", "timeout"]
+    has = np.array([True, False, False, False, False])
+    due = np.array([True, True, True, False, False])
+    got = outcome_columns.final_outcomes(http, ["success", None, None, None, None], has, records_due=due)
+    assert list(got) == ["success", "no_record", "no_record", "success", "timeout"]
+
+
+def test_a_generic_endpoints_instance_owes_no_record():
+    manifest = rundir.Manifest.from_json({
+        "format_version": rundir.FORMAT_VERSION, "test_name": "mixed", "platform": {"kind": "openwhisk"},
+        "workload": {"instances": {"ow": {"function": "f", "endpoint": "openwhisk"}, "gen": {"function": "g", "endpoint": "generic"}}},
+    })
+    invocations = pd.DataFrame({"instance": pd.Categorical(["ow", "gen", "gen", "ow"])})
+    assert list(outcome_columns.records_due(invocations, manifest)) == [True, False, False, True]
+    only_ow = rundir.Manifest.from_json({**manifest.to_json(), "workload": {"instances": {"ow": {"function": "f"}}}})
+    assert outcome_columns.records_due(invocations[invocations["instance"] == "ow"], only_ow) is True

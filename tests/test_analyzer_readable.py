@@ -84,6 +84,9 @@ def test_web_calls_with_a_data_file_are_answered_at_the_end():
     assert frames_mod.answers_at_end({"blocking": False, "data_file": "x.png", "data_mode": "web"})
     assert not frames_mod.answers_at_end({"blocking": False, "data_file": "x.png", "data_mode": "base64"})
     assert not frames_mod.answers_at_end({"blocking": False})
+    # A generic endpoint answers when its function is done, whatever "blocking" says.
+    assert frames_mod.answers_at_end({"blocking": False, "endpoint": "generic"})
+    assert not frames_mod.answers_at_end({"blocking": False, "endpoint": "openwhisk"})
 
 
 def test_frames_have_time_types_attrs_and_the_same_dtypes(tmp_path):

@@ -291,7 +291,7 @@ def test_generic_endpoint_needs_no_platform(tmp_path, isolated_home):
             instances={"g": {"application": "label", "distribution": "Uniform", "rate": 10, "url": f"{server.apihost}/generic/fn", "data": {"k": [1, 2]}}},
         )
         out = tmp_path / "runs"
-        done = run_cli("run", config, "--out", out)
+        done = run_cli("run", config, "--out", out, "--analyze")
         bodies = [json.loads(r["body"]) for r in server.requests]
     assert done.returncode == 0, done.stderr
     (run_dir,) = run_dirs(out)
@@ -299,6 +299,10 @@ def test_generic_endpoint_needs_no_platform(tmp_path, isolated_home):
     assert rows and all(r["outcome"] == "ok" and r["activation_id"] == "" and r["http_status"] == "200" for r in rows)
     assert bodies and all(b == {"k": [1, 2]} for b in bodies)
     assert read_manifest(run_dir).to_json()["platform"]["kind"] == "none"
+    # A generic server keeps no records: its answers are the final outcomes, not missing records.
+    summary = json.loads((run_dir / "analysis" / "summary.json").read_text())
+    assert {k: v for k, v in summary["run"]["final_outcomes"].items() if v} == {"success": len(rows)}
+    assert "no_record" not in done.stdout and "FAILURES" not in done.stdout
 
 
 def test_end_to_end_on_the_embedded_localwhisk(tmp_path, isolated_home):

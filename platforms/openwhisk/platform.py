@@ -97,6 +97,7 @@ class OpenWhiskPlatform(Platform):
     instance_keys = ("source", "kind")
     reached_by_connection = True
     keeps_records = True
+    answers_early = True  # a non-blocking call is answered 202 before its function runs
 
     def __init__(self, connection: Connection, timeout_s: float = DEFAULT_TIMEOUT_S):
         self.connection = connection
