@@ -84,6 +84,18 @@ def ratio(value) -> str:
     return f"×{fmt(float(value), 3)}"
 
 
+def positive(value) -> bool:
+    """A finite number above 0 (a factor or a duration that can be divided by or drawn on a log axis)."""
+    return isinstance(value, (int, float)) and not isinstance(value, bool) and math.isfinite(value) and value > 0
+
+
+def csv_cell(value, digits: int = 4):
+    """A value as a CSV table holds it: floats rounded to ``digits`` decimals, non-finite ones empty."""
+    if isinstance(value, float):
+        return "" if not math.isfinite(value) else round(value, digits)
+    return value
+
+
 def seconds(value) -> str:
     if value is None or not isinstance(value, (int, float)) or not math.isfinite(value):
         return "–"

@@ -97,7 +97,25 @@ def _calls(summary: dict) -> dict[str, list[str]]:
     """The instances by the kind of their calls (the modes table has no column for it)."""
     out: dict[str, list[str]] = {"Blocking": [], "Non-blocking": []}
     for instance in summary["instances"]:
-        out["Blocking" if instance.get("blocking") else "Non-blocking"].append(instance["instance"])
+        if instance.get("planned") or instance["phases"]:
+            out["Blocking" if instance.get("blocking") else "Non-blocking"].append(instance["instance"])
+    return out
+
+
+def _offered(instance: dict, phase: dict) -> str:
+    """The offered rate, or "closed loop" for a native run's (its workers call again when answered)."""
+    return "closed loop" if instance.get("distribution") == rundir.CLOSED_LOOP else rate(phase["offered_rps"])
+
+
+def not_invoked(summary: dict) -> list[str]:
+    """Instances the plan gave no invocation, each with why: muted (rate 0) or an empty window.
+    They have no phase row, so the modes table alone would drop them without a word."""
+    out = []
+    for instance in summary["instances"]:
+        if instance.get("planned") or instance["phases"]:
+            continue
+        why = "muted, rate 0" if instance.get("rate_rps") == 0 else "no invocation planned in its window"
+        out.append(f"{instance['instance']} ({why})")
     return out
 
 
@@ -139,6 +157,7 @@ def write_report(run, summary: dict, path: Path) -> None:
         "<b>Client latency</b> (send → answer) is shown for blocking calls only: a non-blocking call is answered "
         "before its function runs. <b>Achieved</b>: " + html.escape(summary.get("achieved_rule", "")) + "."
         + "".join(f" {label} calls: {html.escape(', '.join(names))}." for label, names in _calls(summary).items() if names)
+        + (f" Not invoked: {html.escape(', '.join(not_invoked(summary)))}." if not_invoked(summary) else "")
         + "</p>"
     )
     rows, modes, evidence = [], [], []
@@ -152,7 +171,7 @@ def write_report(run, summary: dict, path: Path) -> None:
                     instance["function"],
                     f"{phase['phase']}: {phase['steady_start_s']:.3g}–{phase['phase_end_s']:.3g} s",
                     phase["mode"],
-                    rate(phase["offered_rps"]),
+                    _offered(instance, phase),
                     rate(phase["achieved_rps"]),
                     phase["failures"],
                     phase.get("completion_latency_ms_n"),
@@ -267,6 +286,7 @@ def summary_lines(summary: dict) -> list[str]:
         lines.append(f"  FAILURES: {failures['total']} of {summary['run']['planned']} did not succeed ({kinds}); kept out of the latency figures")
     apart = "".join(f"; {name} {count} (planned after the stop at {summary['run']['end_s']:.3g} s)" for name, count in _not_sent_interrupted(summary["run"]).items())
     lines.append(f"  outcomes: {finals['success']} success" + "".join(f", {count} {name}" for name, count in finals.items() if count and name != "success") + apart)
+    lines += [f"  {name}: not invoked" for name in not_invoked(summary)]
     for instance in summary["instances"]:
         for phase in instance["phases"]:
             # Completion latency for every call (planned send → function end); the client's own
@@ -274,7 +294,7 @@ def summary_lines(summary: dict) -> list[str]:
             client = f" (client p50 {ms(phase['client_latency_ms_p50'])})" if phase.get("blocking") else ""
             lines.append(
                 f"  {instance['instance']:<16} phase {phase['phase']} {phase['mode']:<13} "
-                f"offered {rate(phase['offered_rps'])} achieved {rate(phase['achieved_rps'])} "
+                f"offered {_offered(instance, phase)} achieved {rate(phase['achieved_rps'])} "
                 f"completion latency p50 {ms(phase.get('completion_latency_ms_p50'))} p99 {ms(phase.get('completion_latency_ms_p99'))}{client} "
                 f"cold {pct(phase['cold_fraction'])} resumed {pct(phase['resumed_fraction'])}"
             )

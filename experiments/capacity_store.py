@@ -35,6 +35,8 @@ from faasprof.progress import QUIET, Progress
 
 STORE_FORMAT_VERSION = 1
 STORE_ENV = "FAASPROF_CAPACITY_STORE"
+# About how long capacity.SEARCH_DEFAULTS take on 2 cores (8 probes of 3 s, their analyses and pauses).
+MEASURE_S = 30.0
 
 
 def store_path() -> Path:
@@ -110,11 +112,13 @@ def describe(function: str, entry: dict) -> str:
     return f"{entry['capacity_rps']:.4g}/s"
 
 
-def resolve_workload(workload, connection, local_settings: dict | None, out_dir, measure: Callable[..., dict], progress: Progress = QUIET):
+def resolve_workload(workload, connection, local_settings: dict | None, out_dir, measure: Callable[..., dict], progress: Progress = QUIET,
+                     measure_s: float = MEASURE_S):
     """``workload`` with its capacity-fraction rates resolved from the store, measuring each
     missing capacity first with ``measure`` (``experiments.capacity.find_capacity`` with its
-    defaults, probes under ``out_dir``). ``progress`` gets the progress, and an alert for each
-    capacity that is only a lower bound (a fraction of it may not be what the workload meant).
+    defaults, probes under ``out_dir``; ``measure_s``: about how long one takes, as the user is
+    told). ``progress`` gets the progress, and an alert for each capacity that is only a lower
+    bound (a fraction of it may not be what the workload meant).
 
     The caller passes the search: this module imports none (nor the analyzer it runs), so
     ``plan`` and ``validate`` read the store without that cost."""
@@ -128,7 +132,7 @@ def resolve_workload(workload, connection, local_settings: dict | None, out_dir,
             continue
         entry = lookup(store_key)
         if entry is None:
-            progress.say(f"no stored capacity of {instance.function} ({instance.memory_mb or 'default'} MB) on this host and platform: measuring it (about 30 s)")
+            progress.say(f"no stored capacity of {instance.function} ({instance.memory_mb or 'default'} MB) on this host and platform: measuring it (about {measure_s:.0f} s)")
             result = measure(instance.function, out_dir=out_dir, memory_mb=instance.memory_mb, connection=connection, local_settings=local_settings, progress=progress)
             if not result.get("capacity_rps"):
                 raise FormatError(f"capacity of {instance.function}: none found ({result.get('stopped_because')}); run faasprof capacity {instance.function} with other --start-rate/--max-rate")
@@ -171,7 +175,7 @@ def describe_fractions(workload, capacities: dict[str, dict]) -> list[str]:
         what = f"instances.{instance.name}.rate: {instance.capacity_fraction:g} × capacity of {instance.function}{memory}"
         entry = capacities.get(instance.name)
         if entry is None:
-            lines.append(f"{what} (not measured yet: `run` measures it first, about 30 s)")
+            lines.append(f"{what} (not measured yet: `run` measures it first, about {MEASURE_S:.0f} s)")
         else:
             lines.append(f"{what} = {instance.capacity_fraction * entry['capacity_rps']:.4g}/s "
                          f"(capacity {entry['capacity_rps']:.4g}/s, measured {entry.get('measured_utc') or 'earlier'}, stored in {store_path()})")

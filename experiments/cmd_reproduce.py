@@ -30,6 +30,7 @@ from experiments import reproduce_runs as runs
 from faasprof import rundir
 from faasprof.docker import docker_problem
 from faasprof.errors import NotReadyError
+from faasprof.progress import Progress
 from invoker.preflight import check_out_dir
 from monitoring.host import Root, collect_host
 from platforms.openwhisk.connection import add_connection_arguments, resolve_connection
@@ -65,7 +66,7 @@ def main(args: argparse.Namespace) -> int:
     check_out_dir(args.out)
     connection = resolve_connection(args, None, origin="faasprof reproduce")
     isolation, why = choose_isolation(args.isolation, connection, None if connection is not None else docker_problem())
-    say = None if args.quiet else (lambda line: print(f"reproduce: {line}", file=sys.stderr, flush=True))
+    progress = Progress(lambda line: print(f"reproduce: {line}", file=sys.stderr, flush=True), quiet=args.quiet)
     if connection is not None and args.isolation:
         print(f"warning: --isolation only applies to the embedded localwhisk; {connection.apihost} is used", file=sys.stderr)
     host = collect_host()
@@ -73,11 +74,11 @@ def main(args: argparse.Namespace) -> int:
     measurable = [f for f in figures if plan.unmet(f, gaps) is None]
     profile = plan.PROFILES["tiny" if args.tiny else "quick" if args.quick else "full"]
     ctx = runs.Context(out=Path(), connection=connection, isolation=isolation, profile=profile,
-                       monitoring={"rdt": True} if "rdt" not in gaps and any("rdt" in f.needs for f in measurable) else {}, say=say)
+                       monitoring={"rdt": True} if "rdt" not in gaps and any("rdt" in f.needs for f in measurable) else {}, progress=progress)
     store_key = capacity_store.key(capacity_store.host_identity(), capacity_store.platform_identity(connection, ctx.settings()), plan.MODES_FUNCTION, None)
     known = capacity_store.lookup(store_key)
     expected = plan.expected_seconds(measurable, profile, known is not None, (known or {}).get("capacity_rps") or 10.0, isolation == "docker")
-    _announce(say, figures, measurable, gaps, expected, profile, isolation, why)
+    _announce(progress, figures, measurable, gaps, expected, profile, isolation, why)
     load_start = os.getloadavg()[0]
     started = time.monotonic()
     ctx.out = rundir.create_run_dir(args.out, "reproduce", monitors=False)
@@ -98,14 +99,12 @@ def main(args: argparse.Namespace) -> int:
     return 1 if any(r.get("error") for r in results.values()) else 0
 
 
-def _announce(say, figures, measurable, gaps, expected, profile, isolation, why) -> None:
-    if say is None:
-        return
+def _announce(progress: Progress, figures, measurable, gaps, expected, profile, isolation, why) -> None:
     skipped = [f"Fig {f.key}" for f in figures if f not in measurable]
-    say(f"{len(measurable)} figure(s) to measure ({', '.join('Fig ' + f.key for f in measurable) or 'none'})"
-        + (f"; not measurable here: {', '.join(skipped)} ({'; '.join(f'{k}: {v}' for k, v in gaps.items())})" if skipped else ""))
-    say(f"profile {profile.name}, isolation {isolation} ({why}); expected about {plan.clock_text(sum(expected.values()))} (min:s) on this host: "
-        + ", ".join(f"{k} {plan.clock_text(v)}" for k, v in expected.items()))
+    progress.say(f"{len(measurable)} figure(s) to measure ({', '.join('Fig ' + f.key for f in measurable) or 'none'})"
+                 + (f"; not measurable here: {', '.join(skipped)} ({'; '.join(f'{k}: {v}' for k, v in gaps.items())})" if skipped else ""))
+    progress.say(f"profile {profile.name}, isolation {isolation} ({why}); expected about {plan.clock_text(sum(expected.values()))} (min:s) on this host: "
+                 + ", ".join(f"{k} {plan.clock_text(v)}" for k, v in expected.items()))
 
 
 def _entry(figure: plan.Figure, gaps: dict, results: dict, ctx: runs.Context) -> dict:

@@ -84,7 +84,9 @@ def main(args: argparse.Namespace) -> int:
         return 1
     verdict = manifest.verdict or {}
     if verdict.get("passed") is False:
-        print(f"run complete but {verdict['message']} (see {manifest_path(run_dir)}, verdict)", file=sys.stderr)
+        # Without --quiet the run has already said which threshold failed, and why.
+        what = "failed its thresholds" if not args.quiet else verdict["message"]
+        print(f"run complete but {what} (see {manifest_path(run_dir)}, verdict)", file=sys.stderr)
         return 1
     if manifest.analysis_error:
         return 1

@@ -32,6 +32,7 @@ import matplotlib.pyplot as plt  # noqa: E402
 import numpy as np  # noqa: E402
 
 from analyzer.analysis import load_summary  # noqa: E402
+from analyzer.markup import csv_cell, positive  # noqa: E402
 from faasprof import __version__, rundir  # noqa: E402
 from monitoring.collectors.perf import PerfCollector  # noqa: E402
 from monitoring.parsers.perf import base_event, parse_perf_stat  # noqa: E402
@@ -112,7 +113,7 @@ def row_for_run(run_dir: str | os.PathLike, function: str, rate_rps: float | Non
 
 def plot_mpki(rows: list[dict], path: Path) -> bool:
     """Branch MPKI against median execution time (log x); False when no function has both."""
-    points = [r for r in rows if _positive(r.get("execution_ms_p50")) and isinstance(r.get("branch_mpki"), float) and math.isfinite(r["branch_mpki"])]
+    points = [r for r in rows if positive(r.get("execution_ms_p50")) and isinstance(r.get("branch_mpki"), float) and math.isfinite(r["branch_mpki"])]
     fig, ax = plt.subplots(figsize=(7, 4.5))
     if points:
         x = np.array([r["execution_ms_p50"] for r in points])
@@ -141,7 +142,7 @@ def write_results(out: Path, rows: list[dict], manifest: rundir.Manifest) -> Non
         writer = csv.DictWriter(handle, fieldnames=list(MPKI_COLUMNS))
         writer.writeheader()
         for row in rows:
-            writer.writerow({k: _cell(row.get(k)) for k in MPKI_COLUMNS})
+            writer.writerow({k: csv_cell(row.get(k), 6) for k in MPKI_COLUMNS})
     plotted = plot_mpki(rows, out / FIGURE)
     manifest.update(files={"mpki_csv": MPKI_CSV, "figure": FIGURE if plotted else None})
     rundir.write_manifest(out, manifest)
@@ -172,13 +173,3 @@ def _ratio(numerator: float, denominator: float, scale: float = 1.0) -> float:
 
 def _num(value) -> float:
     return float(value) if isinstance(value, (int, float)) else math.nan
-
-
-def _positive(value) -> bool:
-    return isinstance(value, (int, float)) and math.isfinite(value) and value > 0
-
-
-def _cell(value):
-    if isinstance(value, float):
-        return "" if not math.isfinite(value) else round(value, 6)
-    return value

@@ -39,6 +39,7 @@ from typing import Callable
 
 from faasprof.errors import ConfigError, NotReadyError, RunError
 from faasprof.rundir import (
+    CLOSED_LOOP,
     NATIVE_PLATFORM_KIND,
     ClockAnchor,
     InvocationLog,
@@ -337,7 +338,7 @@ def run_native(entry: FunctionEntry, out_dir: str | os.PathLike, options: Native
         "test_name": test_name,
         "native": True,
         # Blocking: each call is answered when the function returns (its round trip is its latency).
-        "instances": [{"name": entry.name, "function": entry.name, "endpoint": "native", "distribution": "closed-loop",
+        "instances": [{"name": entry.name, "function": entry.name, "endpoint": "native", "distribution": CLOSED_LOOP,
                        "repeat": options.repeat, "concurrency": options.concurrency, "memory_mb": None, "blocking": True}],
     }
     native_block = {

@@ -45,7 +45,7 @@ from experiments.slowdown_report import CALLS_CSV, FIG15, FIG16, SLOWDOWN_CSV, l
 from faasprof import rundir
 from faasprof.errors import FaasprofError, NotReadyError
 from faasprof.paths import WORKLOAD_CONFIGS_DIR
-from faasprof.progress import Progress
+from faasprof.progress import QUIET, Progress
 from functions.catalogue import require
 from workload.spec import workload_from_dict
 
@@ -61,7 +61,7 @@ class Context:
     isolation: str  # docker | process | openwhisk (a named platform)
     profile: plan.Profile
     monitoring: dict  # the collectors the host allows, for the modes and interference runs
-    say: Callable[[str], None] | None = None
+    progress: Progress = QUIET  # the command's lines for whoever watches
 
     @property
     def runs(self) -> Path:
@@ -101,7 +101,8 @@ def capacity(ctx: Context, function: str = plan.MODES_FUNCTION) -> dict:
     data = {"test_name": f"reproduce-capacity-{function}", "test_duration_in_seconds": 1, "random_seed": 1,
             "instances": {"c": {"application": function, "distribution": "Uniform", "rate": {"capacity_fraction": 1.0}}}}
     workload = workload_from_dict(data, origin="faasprof reproduce (capacity)")
-    resolved = capacity_store.resolve_workload(workload, ctx.connection, ctx.settings(), ctx.runs, measure=_search, progress=Progress(ctx.say))
+    resolved = capacity_store.resolve_workload(workload, ctx.connection, ctx.settings(), ctx.runs, measure=_search, progress=ctx.progress,
+                                                measure_s=plan.CAPACITY_SEARCH_S)
     entry = resolved.raw["capacity_resolution"]["c"]
     return {"capacity_rps": float(entry["capacity_rps"]), "source": str(entry.get("capacity_source")), "key": entry.get("capacity_key"),
             "run_dirs": sorted(str(p) for p in (ctx.runs / "capacity").glob("capacity-*") if p.is_dir())}
@@ -176,8 +177,7 @@ def modes(ctx: Context, cap: dict) -> dict:
         if step is None:
             break
         higher, warmup = step
-        if ctx.say:
-            ctx.say(f"no phase over-invoked up to {warmup['rate_rps']:.3g}/s: one more at {higher['rate_rps']:.3g}/s")
+        ctx.progress.say(f"no phase over-invoked up to {warmup['rate_rps']:.3g}/s: one more at {higher['rate_rps']:.3g}/s")
         done.append(_modes_run(ctx, [higher], grace, warmup=warmup))
     rows = [r for d in done for r in d["rows"]]
     over = {r["instance"] for r in rows if r["mode"] == "over-invoked"}
@@ -311,17 +311,16 @@ def steps_for(figures: list) -> list[str]:
 
 
 def run_experiments(ctx: Context, figures: list, expected: dict[str, float], clock: Callable[[], float]) -> dict[str, dict]:
-    """Every experiment the figures need, one after the other, with progress and an ETA on ``ctx.say``."""
+    """Every experiment the figures need, one after the other, with progress and an ETA on ``ctx.progress``."""
     steps = steps_for(figures)
     results: dict[str, dict] = {}
     started = clock()
     for index, name in enumerate(steps, 1):
-        if ctx.say:
-            left = plan.eta_seconds(expected, list(results), clock() - started)
-            ctx.say(f"[{index}/{len(steps)}] {DESCRIPTIONS[name]}: expected {plan.clock_text(expected.get(name, 0.0))}; "
-                    f"elapsed {plan.clock_text(clock() - started)}, ETA {plan.clock_text(left)}")
+        left = plan.eta_seconds(expected, list(results), clock() - started)
+        ctx.progress.say(f"[{index}/{len(steps)}] {DESCRIPTIONS[name]}: expected {plan.clock_text(expected.get(name, 0.0))}; "
+                         f"elapsed {plan.clock_text(clock() - started)}, ETA {plan.clock_text(left)}")
         missing = results.get("capacity", {}).get("error") if name in ("modes", "interference") else None
         results[name] = {"error": f"no capacity ({missing})", "run_dirs": []} if missing else guarded(name, lambda: RUNNERS[name](ctx, results))
-        if ctx.say and results[name].get("error"):
-            ctx.say(f"[{index}/{len(steps)}] {name} failed: {results[name]['error']}")
+        if results[name].get("error"):
+            ctx.progress.say(f"[{index}/{len(steps)}] {name} failed: {results[name]['error']}")
     return results

@@ -31,7 +31,7 @@ matplotlib.use("Agg")
 import matplotlib.pyplot as plt  # noqa: E402
 import numpy as np  # noqa: E402
 
-from analyzer.markup import ms
+from analyzer.markup import csv_cell, ms, positive
 from analyzer.stats import min_samples_for_interval, quantile_ci
 from experiments.slowdown_measure import INTENDED_STATE, Call, as_float
 from faasprof import rundir
@@ -91,7 +91,7 @@ def summarise_function(function: str, calls: list[Call]) -> dict:
     for phase in ("warm", "resumed"):
         resolution = max(_finite_or(row[f"{phase}_exec_resolution_ms"], 0.0), _finite_or(row["native_exec_resolution_ms"], 0.0))
         faas_exec = medians[(phase, "exec_ms")]
-        if _positive(faas_exec) and _positive(medians[("native", "exec_ms")]) and faas_exec < RESOLUTION_STEPS * resolution:
+        if positive(faas_exec) and positive(medians[("native", "exec_ms")]) and faas_exec < RESOLUTION_STEPS * resolution:
             row[f"slowdown_exec_{phase}"] = math.nan
             notes.append(f"execution {phase}: below resolution (median {ms(faas_exec, 4)}, records resolve {ms(resolution)}): no factor")
         else:
@@ -105,16 +105,16 @@ def summarise_function(function: str, calls: list[Call]) -> dict:
                 notes.append(note)
     waiting = [f"{phase} {ms(medians[(phase, 'exec_ms')], 4)} wall vs {ms(medians[(phase, 'cpu_ms')], 4)} CPU"
                for phase in ("native", "warm", "resumed")
-               if _positive(medians[(phase, "cpu_ms")]) and _positive(medians[(phase, "exec_ms")])
+               if positive(medians[(phase, "cpu_ms")]) and positive(medians[(phase, "exec_ms")])
                and medians[(phase, "exec_ms")] > WAIT_RATIO * medians[(phase, "cpu_ms")]]
     if waiting:
-        cpu_factors = ", ".join(f"×{row[f'slowdown_cpu_{p}']:.3g} {p}" for p in ("warm", "resumed") if _positive(row[f"slowdown_cpu_{p}"]))
+        cpu_factors = ", ".join(f"×{row[f'slowdown_cpu_{p}']:.3g} {p}" for p in ("warm", "resumed") if positive(row[f"slowdown_cpu_{p}"]))
         notes.append(f"calls waited for a CPU ({', '.join(waiting)}): the host is loaded, execution factors carry that load"
                      + (f"; CPU-time factors {cpu_factors} compare the code's own speed" if cpu_factors else ""))
     native_cpu = medians[("native", "cpu_ms")]
     for phase in ("warm", "resumed"):
         factor = row[f"slowdown_cpu_{phase}"]
-        if _positive(factor) and native_cpu >= PROCESS_SPEED_MIN_MS and abs(factor - 1.0) > PROCESS_SPEED_SPREAD:
+        if positive(factor) and native_cpu >= PROCESS_SPEED_MIN_MS and abs(factor - 1.0) > PROCESS_SPEED_SPREAD:
             notes.append(f"CPU time {phase} ×{factor:.3g}: the same code took {'more' if factor > 1 else 'less'} CPU in the sandbox than in "
                          f"the native worker; on a shared VM one process of an interpreter can run 10–30 % slower than another "
                          f"for its whole life (more so under load), so one process per side can tip a long function's factor either way: "
@@ -126,7 +126,7 @@ def summarise_function(function: str, calls: list[Call]) -> dict:
 def judge_factor(measure: str, phase: str, factor: float, faas_median_ms: float, native_values_ms: list[float]) -> str:
     """A plain sentence when a factor says no slowdown, or one the native calls' own spread covers; else ""."""
     values = [v for v in native_values_ms if math.isfinite(v)]
-    if not _positive(factor) or not values:
+    if not positive(factor) or not values:
         return ""
     low, high = min(values), max(values)
     label = "execution" if measure == "exec" else "latency"
@@ -141,7 +141,7 @@ def judge_factor(measure: str, phase: str, factor: float, faas_median_ms: float,
 
 def fit_power_law(x, y) -> dict | None:
     """``y = a · x ** b`` by least squares on logs over the finite positive pairs; None below two."""
-    pairs = [(a, b) for a, b in zip(x, y) if _positive(a) and _positive(b)]
+    pairs = [(a, b) for a, b in zip(x, y) if positive(a) and positive(b)]
     if len({p[0] for p in pairs}) < 2:
         return None
     lx = np.log([p[0] for p in pairs])
@@ -173,10 +173,10 @@ def plot_fig15(rows: list[dict], path: Path) -> None:
     for ax, measure, title in ((axes[0], "exec", "execution time (the run call)"), (axes[1], "latency", "latency (client round trip)")):
         for offset, phase, label, colour in ((-0.2, "warm", "alive (warm)", "#2ca02c"), (0.2, "resumed", "paused (resumed)", "#ff7f0e")):
             values = [r[f"slowdown_{measure}_{phase}"] for r in rows]
-            shown = [v if _positive(v) else np.nan for v in values]
+            shown = [v if positive(v) else np.nan for v in values]
             ax.bar(x + offset, shown, width=0.4, label=label, color=colour)
             for xi, v, r in zip(x, values, rows):
-                if not _positive(v):
+                if not positive(v):
                     below = f"execution {phase}: below resolution" in str(r.get("notes") or "")
                     ax.annotate("below\nresolution" if below else "n/a", (xi + offset, 1.0), ha="center", va="bottom", fontsize=6, color="grey")
                 elif f"{'execution' if measure == 'exec' else 'latency'} {phase} ×" in str(r.get("notes") or ""):
@@ -204,7 +204,7 @@ def plot_fig16(rows: list[dict], fitted: dict, path: Path) -> None:
     for ax, measure, title in ((axes[0], "exec", "execution time"), (axes[1], "latency", "latency")):
         for phase, label, colour, marker in (("warm", "alive (warm)", "#2ca02c", "o"), ("resumed", "paused (resumed)", "#ff7f0e", "s")):
             points = [(n, r[f"slowdown_{measure}_{phase}"], r["function"]) for n, r in zip(native_ms, rows)]
-            points = [p for p in points if _positive(p[0]) and _positive(p[1])]
+            points = [p for p in points if positive(p[0]) and positive(p[1])]
             if points:
                 ax.scatter([p[0] for p in points], [p[1] for p in points], color=colour, marker=marker, label=label)
                 for px, py, name in points:
@@ -246,12 +246,12 @@ def write_results(out: Path, rows: list[dict], calls: list[Call], manifest: rund
         writer = csv.DictWriter(handle, fieldnames=columns)
         writer.writeheader()
         for row in rows:
-            writer.writerow({k: _cell(v) for k, v in row.items()})
+            writer.writerow({k: csv_cell(v) for k, v in row.items()})
     with open(out / CALLS_CSV, "w", newline="") as handle:
         writer = csv.writer(handle)
         writer.writerow(CALL_COLUMNS)
         for c in calls:
-            writer.writerow([_cell(getattr(c, name)) for name in CALL_COLUMNS])
+            writer.writerow([csv_cell(getattr(c, name)) for name in CALL_COLUMNS])
     plot_fig15(rows, out / FIG15)
     plot_fig16(rows, fitted, out / FIG16)
     manifest.update(fits=fitted, files={"slowdown_csv": SLOWDOWN_CSV, "calls_csv": CALLS_CSV, "fig15": FIG15, "fig16": FIG16})
@@ -274,20 +274,10 @@ def load_calls(path: Path) -> list[Call]:
 
 
 def _ratio(numerator: float, denominator: float) -> float:
-    if not (_positive(numerator) and _positive(denominator)):
+    if not (positive(numerator) and positive(denominator)):
         return math.nan
     return numerator / denominator
 
 
 def _finite_or(value: float, default: float) -> float:
     return value if isinstance(value, (int, float)) and math.isfinite(value) else default
-
-
-def _positive(value) -> bool:
-    return isinstance(value, (int, float)) and math.isfinite(value) and value > 0
-
-
-def _cell(value):
-    if isinstance(value, float):
-        return "" if not math.isfinite(value) else round(value, 4)
-    return value

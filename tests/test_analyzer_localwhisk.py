@@ -13,6 +13,7 @@ import pytest
 pytest.importorskip("localwhisk.embedded")
 
 from analyzer import analyze_run  # noqa: E402
+from analyzer.report import summary_lines  # noqa: E402
 from faasprof import rundir  # noqa: E402
 from faasprof.rundir.tables import read_invocations_frame  # noqa: E402
 from invoker.run import execute  # noqa: E402
@@ -107,3 +108,7 @@ def test_a_muted_instance_sends_nothing_and_is_analyzed_without_a_phase(tmp_path
     instances = {item["instance"]: item for item in summary["instances"]}
     assert instances["muted"]["planned"] == 0 and instances["muted"]["rate_rps"] == 0 and instances["muted"]["phases"] == []
     assert instances["live"]["planned"] == 8 and len(instances["live"]["phases"]) == 1
+    # Said, not dropped: the modes table has no row for it.
+    assert "  muted (muted, rate 0): not invoked" in summary_lines(summary)
+    page = (run_dir / "analysis" / "report.html").read_text()
+    assert "Not invoked: muted (muted, rate 0)." in page and "Blocking calls: live." in page

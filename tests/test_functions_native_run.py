@@ -10,7 +10,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from analyzer.frames import final_outcomes
+from analyzer.outcome_columns import final_outcomes
 from faasprof.rundir import INVOCATION_COLUMNS, read_manifest, read_invocations
 from experiments import native
 from functions.catalogue import lookup
@@ -167,6 +167,10 @@ def test_analyze_of_a_native_run_counts_its_answers_not_missing_records(tmp_path
     assert summary["records"]["missing"] == 0 and summary["records"]["source"].startswith("none: a faasprof native run")
     phase = summary["instances"][0]["phases"][0]
     assert phase["blocking"] and phase["completion_latency_ms_p50"] > 0
+    # A closed loop offers no rate: its workers call again when answered.
+    (line,) = [line for line in analyzed.stdout.splitlines() if " phase 0 " in line]
+    assert " offered closed loop achieved " in line, line
+    assert "<td class=''>closed loop</td>" in (run_dir / "analysis" / "report.html").read_text()
 
 
 def test_a_native_answer_is_its_final_outcome():

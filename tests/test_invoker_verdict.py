@@ -134,6 +134,18 @@ def test_run_with_one_always_failing_instance_exits_1_naming_it(tmp_path, isolat
     assert rundir.read_manifest(run_dir).to_json()["verdict"]["passed"] is False
 
 
+def test_a_failed_verdict_is_told_once_without_quiet(tmp_path, isolated_home):
+    config = write_workload(tmp_path, duration=1.5, instances={
+        "a": {"application": "ok", "distribution": "Uniform", "rate": 8},
+        "b": {"application": "apperr", "distribution": "Uniform", "rate": 2},
+    })
+    with FakeOpenWhisk() as server:
+        done = run_cli("run", config, "--out", tmp_path / "runs", "--apihost", server.apihost, "--auth", AUTH, timeout=120)
+    assert done.returncode == 1, done.stderr
+    assert done.stderr.count("none of its 3 attempted invocations succeeded") == 1, done.stderr
+    assert done.stderr.rstrip().splitlines()[-1].startswith("run complete but failed its thresholds (see ")
+
+
 def test_thresholds_from_workload_and_command_line(tmp_path, isolated_home):
     done, manifest = _run(tmp_path, "ok", thresholds={"max_client_latency_ms_p99": 0.000001})
     assert done.returncode == 1 and "client_latency_ms_p99" in done.stderr

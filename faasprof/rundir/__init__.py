@@ -66,6 +66,7 @@ from faasprof.rundir.layout import (
     write_json_atomic,
 )
 from faasprof.rundir.manifest import (
+    CLOSED_LOOP,
     FORMAT_VERSION,
     KINDS,
     NATIVE_PLATFORM_KIND,

@@ -44,6 +44,9 @@ STATUSES = ("running", "complete", "interrupted", "aborted")
 # ``platform.kind`` of a ``faasprof native`` run: no platform, so no activation records; its rows
 # are the results (``activation_id`` holds the worker call's label).
 NATIVE_PLATFORM_KIND = "native"
+# The ``distribution`` of a native run's instance: each worker calls again when answered, so a
+# rate is achieved, never offered.
+CLOSED_LOOP = "closed-loop"
 
 RUN = "run"
 # Every kind of folder that holds a manifest, and what to do with one (``{dir}``: the folder).
