@@ -15,6 +15,12 @@ analyzer's queueing rule (``analyzer.stats``, rule 2(d)) calls a probe over-invo
 latency is twice the reference's: a standing queue, although throughput keeps up. The probe's own
 report and the search thus give the same mode.
 
+Without a platform (no connection) the search starts one embedded localwhisk, with the caller's
+settings, for all its probes, as a long-lived platform serves a search: each probe finds the
+sandboxes the earlier ones left (paused or warm) instead of creating them all anew, which on
+Docker sandboxes made a probe's first seconds a queue of cold starts and the capacity a fraction of
+what the platform sustains. Each probe's records are saved in its run directory as usual.
+
 The capacity is ``low``; the result lists every probe (rate, run directory, mode and the evidence
 behind it) so the verdict can be checked, and every run directory is kept for ``faasprof compare``.
 When no probe was over-invoked (the ceiling ``max_rate`` or ``max_runs`` reached while keeping up,
@@ -49,6 +55,8 @@ from analyzer import analyze_run
 from analyzer.markup import ms
 from invoker.preflight import check_out_dir
 from invoker.run import execute
+from localwhisk.embedded import start_embedded
+from platforms.openwhisk.connection import Connection
 from workload.spec import workload_from_dict
 
 CAPACITY_FORMAT_VERSION = 1
@@ -255,8 +263,16 @@ def find_capacity(
     check_out_dir(out_dir)  # the folder the user named: a missing parent is a typo, as for a run
     out = probes_dir(out_dir)
     out.mkdir(parents=True, exist_ok=True)
-    probe = run_probe_factory(function, out_dir=out, duration_s=duration_s, memory_mb=memory_mb, connection=connection, local_settings=local_settings, seed=seed, distribution=distribution, params=params)
-    result = search(probe, start_rate=start_rate, max_rate=max_rate, factor=factor, tolerance=tolerance, max_runs=max_runs, say=progress.say, cooldown_s=cooldown_s)
+    handle = None
+    if connection is None:  # one platform for every probe (module docstring)
+        handle = start_embedded(log_dir=out / f"localwhisk-{rundir.safe_name(function)}-{rundir.utc_stamp()}", **dict(local_settings or {}))
+        connection = Connection(apihost=handle.apihost, auth=handle.auth, namespace=handle.namespace, source="embedded")
+    try:
+        probe = run_probe_factory(function, out_dir=out, duration_s=duration_s, memory_mb=memory_mb, connection=connection, local_settings=local_settings, seed=seed, distribution=distribution, params=params)
+        result = search(probe, start_rate=start_rate, max_rate=max_rate, factor=factor, tolerance=tolerance, max_runs=max_runs, say=progress.say, cooldown_s=cooldown_s)
+    finally:
+        if handle is not None:
+            handle.stop()
     result.update(function=function, memory_mb=memory_mb, duration_s=duration_s, distribution=distribution)
     path = out / f"capacity-{rundir.safe_name(function)}-{rundir.utc_stamp()}.json"
     rundir.write_json_atomic(path, result)

@@ -56,6 +56,16 @@ def test_capacity_search_on_localwhisk(tmp_path):
         summary = json.loads((Path(probe["run_dir"]) / "analysis" / "summary.json").read_text())
         assert summary["instances"][0]["phases"][-1]["mode_evidence"]["reference_latency_ms"] == reference["completion_latency_ms_p50"]
     assert not result["capacity_is_lower_bound"]
+    # One localwhisk served every probe, as a long-lived platform does: a later probe starts on the
+    # sandbox the first left (its first call resumed or warm, not a cold start).
+    apihosts = {rundir.read_manifest(p["run_dir"]).platform.get("apihost") for p in probes}
+    assert len(apihosts) == 1, apihosts
+    first_states = []
+    for probe in probes[1:]:
+        records = [json.loads(line) for line in (Path(probe["run_dir"]) / rundir.ACTIVATIONS).read_text().splitlines() if line.strip()]
+        first = min(records, key=lambda r: r["start"])
+        first_states.append(next(a["value"] for a in first["annotations"] if a["key"] == "containerState"))
+    assert "cold" not in first_states, first_states
 
 
 def test_a_search_that_reaches_its_ceiling_reports_and_stores_a_lower_bound(tmp_path, isolated_home, monkeypatch):
