@@ -19,7 +19,8 @@ Without a platform (no connection) the search starts one embedded localwhisk, wi
 settings, for all its probes, as a long-lived platform serves a search: each probe finds the
 sandboxes the earlier ones left (paused or warm) instead of creating them all anew, which on
 Docker sandboxes made a probe's first seconds a queue of cold starts and the capacity a fraction of
-what the platform sustains. Each probe's records are saved in its run directory as usual.
+what the platform sustains. Its store and log stay beside the probes (``localwhisk-<function>-<stamp>/``);
+each probe's records are saved in its run directory as usual.
 
 The capacity is ``low``; the result lists every probe (rate, run directory, mode and the evidence
 behind it) so the verdict can be checked, and every run directory is kept for ``faasprof compare``.
@@ -53,9 +54,9 @@ from faasprof.errors import ConfigError
 from faasprof.progress import QUIET, Progress
 from analyzer import analyze_run
 from analyzer.markup import ms
+from invoker.platform_set import start_embedded_platform
 from invoker.preflight import check_out_dir
 from invoker.run import execute
-from localwhisk.embedded import start_embedded
 from platforms.openwhisk.connection import Connection
 from workload.spec import workload_from_dict
 
@@ -265,7 +266,7 @@ def find_capacity(
     out.mkdir(parents=True, exist_ok=True)
     handle = None
     if connection is None:  # one platform for every probe (module docstring)
-        handle = start_embedded(log_dir=out / f"localwhisk-{rundir.safe_name(function)}-{rundir.utc_stamp()}", **dict(local_settings or {}))
+        handle, _ = start_embedded_platform(local_settings, out / f"localwhisk-{rundir.safe_name(function)}-{rundir.utc_stamp()}", progress)
         connection = Connection(apihost=handle.apihost, auth=handle.auth, namespace=handle.namespace, source="embedded")
     try:
         probe = run_probe_factory(function, out_dir=out, duration_s=duration_s, memory_mb=memory_mb, connection=connection, local_settings=local_settings, seed=seed, distribution=distribution, params=params)
