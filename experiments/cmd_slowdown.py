@@ -15,6 +15,7 @@ import sys
 
 from faasprof import rundir
 from faasprof.errors import ConfigError
+from faasprof.progress import Progress
 from functions.catalogue import entries, require
 from platforms.openwhisk.connection import add_connection_arguments, resolve_connection
 from experiments.slowdown import SlowdownOptions, run_slowdown
@@ -62,7 +63,7 @@ def main(args: argparse.Namespace) -> int:
         pause_grace_ms=args.pause_grace,
         memory_mb=args.memory,
     )
-    out = run_slowdown(chosen, args.out, options, connection=connection, progress=not args.quiet)
+    out = run_slowdown(chosen, args.out, options, connection=connection, progress=Progress.to(sys.stderr, quiet=args.quiet))
     rows = load_rows(out / SLOWDOWN_CSV)
     complete = True
     for row in rows:

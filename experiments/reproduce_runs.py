@@ -228,7 +228,7 @@ def slowdown(ctx: Context) -> dict:
     by_isolation, run_dirs = {}, []
     for isolation in isolations:
         options = SlowdownOptions(repeat=ctx.profile.slowdown_repeat, extra_settings=ctx.settings(isolation))
-        out = run_slowdown(entries, ctx.runs, options, connection=ctx.connection, progress=False)
+        out = run_slowdown(entries, ctx.runs, options, connection=ctx.connection)
         run_dirs.append(str(out))
         summary = summarise_slowdown(load_rows(out / SLOWDOWN_CSV), load_calls(out / CALLS_CSV))
         by_isolation[isolation] = {**summary, "platform": platform_label(ctx, isolation), "dir": str(out), "plots": [str(out / FIG15), str(out / FIG16)]}

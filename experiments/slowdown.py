@@ -33,6 +33,7 @@ from experiments.slowdown_measure import Call, measure_function
 from experiments.slowdown_report import MEDIAN_CI_MIN_SAMPLES, NOTE_SEPARATOR, RESOLUTION_STEPS, summarise_function, write_results
 from faasprof import __version__, rundir
 from faasprof.errors import ConfigError
+from faasprof.progress import QUIET, Progress
 from functions.catalogue import FunctionEntry
 from localwhisk.embedded import start_embedded
 from platforms.openwhisk.client import OpenWhiskClient
@@ -55,7 +56,7 @@ class SlowdownOptions:
 
 
 def run_slowdown(entries: list[FunctionEntry], out_dir: str | os.PathLike, options: SlowdownOptions, connection=None,
-                 progress: bool = True, sleep=time.sleep) -> Path:
+                 progress: Progress = QUIET, sleep=time.sleep) -> Path:
     """Measure every function (module docstring); returns the output directory."""
     if options.repeat < 1:
         raise ConfigError(f"--repeat: must be >= 1 (got {options.repeat})")
@@ -65,7 +66,6 @@ def run_slowdown(entries: list[FunctionEntry], out_dir: str | os.PathLike, optio
         raise ConfigError("FUNCTION: name at least one function, or pass --all")
     for entry in entries:
         entry.require_available()
-    say = (lambda line: print(line, file=sys.stderr, flush=True)) if progress else None
     out = rundir.create_run_dir(out_dir, "slowdown", monitors=False)
     handle = None
     manifest = rundir.study_manifest("slowdown", SLOWDOWN_FORMAT_VERSION, status="running")
@@ -77,8 +77,7 @@ def run_slowdown(entries: list[FunctionEntry], out_dir: str | os.PathLike, optio
         if options.pause_grace_ms is not None:
             settings["pause_grace_ms"] = options.pause_grace_ms
         if connection is None:
-            if say:
-                say("starting the embedded localwhisk (no --apihost or ~/.wskprops names a platform)")
+            progress.say("starting the embedded localwhisk (no --apihost or ~/.wskprops names a platform)")
             handle = start_embedded(data_dir=out / "localwhisk", **settings)
             connection = Connection(apihost=handle.apihost, auth=handle.auth, namespace=handle.namespace, source="embedded")
             grace_s = float(settings.get("pause_grace_ms", 50)) / 1000.0
@@ -119,15 +118,14 @@ def run_slowdown(entries: list[FunctionEntry], out_dir: str | os.PathLike, optio
         rows: list[dict] = []
         every: list[Call] = []
         for entry in entries:
-            calls = measure_function(entry, client, options.repeat, pause_wait_s, out / "native" / entry.name, sleep=sleep, say=say)
+            calls = measure_function(entry, client, options.repeat, pause_wait_s, out / "native" / entry.name, sleep=sleep, progress=progress)
             row = summarise_function(entry.name, calls)
             rows.append(row)
             every += calls
-            if say:
-                say(f"{entry.name}: native {_f(row['native_exec_ms'])} ms; warm {_f(row['warm_exec_ms'])} ms (×{_f(row['slowdown_exec_warm'])}), "
-                    f"resumed {_f(row['resumed_exec_ms'])} ms (×{_f(row['slowdown_exec_resumed'])}); latency ×{_f(row['slowdown_latency_warm'])} / ×{_f(row['slowdown_latency_resumed'])}")
-                for note in filter(None, row["notes"].split(NOTE_SEPARATOR)):
-                    say(f"{entry.name}: {note}")
+            progress.say(f"{entry.name}: native {_f(row['native_exec_ms'])} ms; warm {_f(row['warm_exec_ms'])} ms (×{_f(row['slowdown_exec_warm'])}), "
+                         f"resumed {_f(row['resumed_exec_ms'])} ms (×{_f(row['slowdown_exec_resumed'])}); latency ×{_f(row['slowdown_latency_warm'])} / ×{_f(row['slowdown_latency_resumed'])}")
+            for note in filter(None, row["notes"].split(NOTE_SEPARATOR)):
+                progress.say(f"{entry.name}: {note}")
         client.close()
         manifest.status = "complete"
         write_results(out, rows, every, manifest)

@@ -34,11 +34,11 @@ import math
 import time
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Callable
 
 from experiments import native
 from faasprof.errors import FaasprofError, NotReadyError, RunError
 from faasprof.outcomes import final_outcome
+from faasprof.progress import QUIET, Progress
 from functions.catalogue import FunctionEntry
 
 RECORD_RESOLUTION_MS = 1.0  # OpenWhisk records carry start/end in whole milliseconds
@@ -188,7 +188,7 @@ def apply_record(call: Call, record: dict) -> None:
 
 
 def measure_function(entry: FunctionEntry, client, repeat: int, pause_wait_s: float, log_dir: Path | None, sleep=time.sleep,
-                     say: Callable[[str], None] | None = None, clock=time.monotonic_ns, worker=None) -> list[Call]:
+                     progress: Progress = QUIET, clock=time.monotonic_ns, worker=None) -> list[Call]:
     """Native and FaaS calls of one function, interleaved (module docstring); every call is a row."""
     name, params = entry.name, entry.sample_params()
     side = NativeSide(entry, params, log_dir, worker=worker, clock=clock)
@@ -196,13 +196,13 @@ def measure_function(entry: FunctionEntry, client, repeat: int, pause_wait_s: fl
     try:
         side._ensure_started()
         calls += side.take_warmups()
-        if side.problem and say:
-            say(f"{name}: the native worker did not start ({side.problem}); its calls are rows of calls.csv")
+        if side.problem:
+            progress.say(f"{name}: the native worker did not start ({side.problem}); its calls are rows of calls.csv")
         warmup = invoke_once(client, name, params, "warmup", 0, clock=clock)
         last_answer_ns = clock()
-        if warmup.outcome != "success" and say:
+        if warmup.outcome != "success":
             # Measured anyway: every failed call is a row of calls.csv and the factors stay null.
-            say(f"{name}: the first call failed ({warmup.outcome}: {warmup.error or 'no detail'}); see calls.csv")
+            progress.say(f"{name}: the first call failed ({warmup.outcome}: {warmup.error or 'no detail'}); see calls.csv")
         calls.append(warmup)
         native_seq = 0
 
@@ -224,8 +224,7 @@ def measure_function(entry: FunctionEntry, client, repeat: int, pause_wait_s: fl
                     calls.append(invoke_once(client, name, params, "keep_warm", seq, clock=clock))
                     calls.append(invoke_once(client, name, params, "warm", seq, clock=clock))
                     last_answer_ns = clock()
-        if say:
-            say(f"{name}: {repeat} warm calls, each beside a native one; now {repeat} calls after {pause_wait_s:g} s pauses each")
+        progress.say(f"{name}: {repeat} warm calls, each beside a native one; now {repeat} calls after {pause_wait_s:g} s pauses each")
         for seq in range(repeat):
             native_call()  # while the sandbox waits for its pause
             idle_s = (clock() - last_answer_ns) / 1e9

@@ -18,7 +18,6 @@ import pandas as pd
 import pytest
 
 from analyzer import analyze_run
-from analyzer import frames as frames_mod
 from analyzer import outcome_columns
 from analyzer import records as records_mod
 from analyzer.analysis import load_run
