@@ -40,7 +40,6 @@ from __future__ import annotations
 import copy
 import itertools
 import re
-import sys
 import time
 from dataclasses import dataclass
 from pathlib import Path
@@ -292,7 +291,7 @@ def run_sweep(
     if checked["caps"] is not None:
         cleanup_options = {k: v for k, v in (allocation_options or {}).items() if k in ("state_dir", "fs", "runner")}
         for line in allocation.cleanup_leftovers(root=root, **cleanup_options):
-            print(line, file=sys.stderr)
+            progress.alert(line)  # a host setting put back: said even under --quiet
     points = expand_points(workload)
     if run_point is None:
         def run_point(point_workload, sweep_dir, local_settings):
@@ -322,7 +321,7 @@ def run_sweep(
                     applied_values = None
             except FaasprofError as error:
                 log.point(point.order, status="failed", error=str(error))
-                print(f"sweep point {point.label} failed: {error}", file=sys.stderr)
+                progress.alert(f"sweep point {point.label} failed: {error}")  # also in the sweep log
                 status = "incomplete"
                 continue
             record = {"values": point.values, "repeat": point.repeat, "order": point.order, "applied": _applied_summary(point.values, applied_values, local_settings)}
