@@ -225,6 +225,7 @@ class ConnectionPool:
 
     async def _connect(self) -> None:
         scheme, host, port = self.origin
+        attempt_ns = time.monotonic_ns()
         try:
             _, conn = await asyncio.wait_for(
                 self.loop.create_connection(
@@ -234,7 +235,7 @@ class ConnectionPool:
             )
         except (OSError, asyncio.TimeoutError, ssl.SSLError) as error:
             self.connecting -= 1
-            self._connect_failed(error)
+            self._connect_failed(error, attempt_ns)
             return
         self.connecting -= 1
         self.open_count += 1
@@ -265,7 +266,7 @@ class ConnectionPool:
 
         await asyncio.gather(*(one() for _ in range(min(count, self.max_connections))))
 
-    def _connect_failed(self, error: BaseException) -> None:
+    def _connect_failed(self, error: BaseException, attempt_ns: int) -> None:
         if isinstance(error, asyncio.TimeoutError):
             text = f"connect to {self.origin[1]}:{self.origin[2]} timed out after {self.connect_timeout_s:g} s"
         elif isinstance(error, ssl.SSLError):
@@ -275,7 +276,9 @@ class ConnectionPool:
         self.last_connect_error = text
         self.connect_failures += 1
         if self.first_failure_ns is None:
-            self.first_failure_ns = time.monotonic_ns()
+            # From the failed attempt's start: a connect that timed out after 10 s means the
+            # platform accepted nothing for those 10 s already.
+            self.first_failure_ns = attempt_ns
         # The request at the head of the queue gets this attempt's failure as its row: it was
         # due, it was attempted, and it cannot be sent. The next one gets its own attempt.
         if self.waiting:

@@ -3,6 +3,7 @@ as RFC 9112 §6.3 says, byte by byte and all at once, and bodiless answers from 
 
 from __future__ import annotations
 
+import asyncio
 import socket
 import threading
 import time
@@ -12,6 +13,8 @@ import pytest
 
 from invoker.dispatch import WARM_CONNECTIONS, DispatchOptions, Dispatcher, new_event_loop
 from invoker.http_response import LlhttpResponse, PyResponse
+from invoker.sender import Sender
+from platforms.openwhisk.connection import Connection
 from platforms.registry import prepare_request
 
 # Both implementations must frame exactly the same way (llhttp is used when httptools is installed).
@@ -161,3 +164,42 @@ def test_bodiless_and_chunked_answers_complete_at_once_on_a_real_socket(answer):
     # ahead of the run are reused (a response read wrongly would close or confuse them).
     assert all((row[5] - row[4]) < 1_000_000_000 for row in rows)
     assert result.peak_connections <= WARM_CONNECTIONS
+
+
+def test_a_connect_that_times_out_counts_as_unreachable_from_its_start():
+    """A listener whose accept queue is full drops new connections' SYNs, as an overloaded
+    platform does: the connect times out, and the platform has been unreachable since the attempt
+    began (the reason names the timeout), not since it gave up."""
+    with socket.socket() as listener:
+        listener.bind(("127.0.0.1", 0))
+        listener.listen(0)
+        port = listener.getsockname()[1]
+        fillers = [socket.socket() for _ in range(3)]  # never accepted: the queue stays full
+        try:
+            for filler in fillers:
+                filler.setblocking(False)
+                try:
+                    filler.connect(("127.0.0.1", port))
+                except BlockingIOError:
+                    pass
+            time.sleep(0.2)
+            connection = Connection(apihost=f"http://127.0.0.1:{port}", auth="u:k", namespace="_")
+            rows: list[tuple] = []
+            loop = new_event_loop()
+            try:
+                sender = Sender(loop, [prepare_request(instance("o", "ok"), connection)], lambda *row: rows.append(row), lambda *a: None,
+                                connect_timeout_s=0.5)
+                started_ns = time.monotonic_ns()
+                sender.submit(0, 0)
+                loop.run_until_complete(asyncio.sleep(0.8))
+                span_s, why = sender.unreachable_for_s()
+                sender.close()
+            finally:
+                loop.close()
+        finally:
+            for filler in fillers:
+                filler.close()
+    assert why == f"connect to 127.0.0.1:{port} timed out after 0.5 s"
+    # Counted from the attempt (0.8 s ago), not from the timeout (0.3 s ago).
+    assert span_s >= 0.7 and span_s <= (time.monotonic_ns() - started_ns) / 1e9
+    assert len(rows) == 1 and rows[0][0] == 0 and rows[0][3] == "failed"
