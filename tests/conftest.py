@@ -5,6 +5,7 @@ from __future__ import annotations
 import fcntl
 import json
 import os
+import signal
 import subprocess
 import sys
 import tempfile
@@ -28,6 +29,11 @@ HOST_LOCK = Path(tempfile.gettempdir()) / "faasprof-tests-host.lock"
 
 
 def pytest_sessionstart(session):
+    # A suite started in the background by a script (`cmd &` in a POSIX shell) inherits SIGINT
+    # ignored, and so would every faasprof it starts: the Ctrl-C tests need it delivered. A
+    # handler, unlike SIG_IGN, is reset to the default in the processes the tests start.
+    if signal.getsignal(signal.SIGINT) is signal.SIG_IGN:
+        signal.signal(signal.SIGINT, signal.default_int_handler)
     # CI (.ci/run) asks for the docker tests to run: a machine where ./setup.sh --dev could not make
     # Docker usable fails the suite instead of skipping those tests quietly.
     if os.environ.get("FAASPROF_REQUIRE_DOCKER") == "1":
