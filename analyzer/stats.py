@@ -78,7 +78,6 @@ import pandas as pd
 
 from faasprof import rundir
 from faasprof.outcomes import ACCEPTED_HTTP_OUTCOMES, FAILURE_OUTCOMES, FINAL_OUTCOMES, HTTP_OUTCOMES
-from analyzer import markup
 from analyzer.frames import answers_at_end, blocking_default
 from analyzer.markup import fmt, ms
 from workload.arrivals import distribution_of

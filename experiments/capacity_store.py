@@ -145,10 +145,15 @@ def resolve_workload(workload, connection, local_settings: dict | None, out_dir,
             progress.alert(line)
         else:
             progress.say(line)
-        capacities[instance.name] = {"capacity_rps": entry["capacity_rps"], "capacity_lower_bound": bool(entry.get("lower_bound")), "capacity_source": str(entry.get("result_file") or store_path()), "capacity_key": store_key}
+        capacities[instance.name] = {**_resolution(entry, store_key), "capacity_lower_bound": bool(entry.get("lower_bound"))}
         if entry.get("latency_reference"):  # the yardstick of the analyzer's queueing rule (analyzer.stats, rule 2(d))
             capacities[instance.name]["latency_reference"] = entry["latency_reference"]
     return workload.with_capacities(capacities)
+
+
+def _resolution(entry: dict, store_key: str) -> dict:
+    """What ``Workload.with_capacities`` takes of a stored capacity: the value and where it came from."""
+    return {"capacity_rps": entry["capacity_rps"], "capacity_source": str(entry.get("result_file") or store_path()), "capacity_key": store_key}
 
 
 def stored_capacities(workload, connection, local_settings: dict | None) -> dict[str, dict]:
@@ -161,8 +166,7 @@ def stored_capacities(workload, connection, local_settings: dict | None) -> dict
         store_key = key(host, platform, instance.function, instance.memory_mb)
         entry = lookup(store_key)
         if entry is not None:
-            found[instance.name] = {"capacity_rps": entry["capacity_rps"], "capacity_source": str(entry.get("result_file") or store_path()),
-                                    "capacity_key": store_key, "measured_utc": entry.get("measured_utc")}
+            found[instance.name] = {**_resolution(entry, store_key), "measured_utc": entry.get("measured_utc")}
     return found
 
 

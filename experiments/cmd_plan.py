@@ -23,7 +23,7 @@ from invoker.preflight import check_out_file
 from platforms.openwhisk.connection import resolve_connection
 from workload.schedule import build_schedule
 from workload.jsonread import is_schema_document, parse_workload_file
-from workload.spec import load_workload
+from workload.spec import workload_from_parsed
 from experiments import capacity_store
 from experiments.sweep import describe_plan
 
@@ -46,10 +46,11 @@ def main(args: argparse.Namespace) -> int:
         raise ConfigError(f"--seed: must be an integer >= 0 (got {args.seed})")
     if args.out:
         check_out_file(args.out)
-    if is_schema_document(parse_workload_file(args.config).data):
+    parsed = parse_workload_file(args.config)
+    if is_schema_document(parsed.data):
         print(f"{args.config}: skipped (the JSON Schema of workloads, not a workload)")
         return 0
-    given = load_workload(args.config, seed=args.seed, missing_files_warn=True)
+    given = workload_from_parsed(parsed, args.config, seed=args.seed, missing_files_warn=True)
     capacities = {}
     if given.needs_capacity():
         connection = resolve_connection(None, given.platform, origin=args.config)  # reads files only: no platform is asked

@@ -33,7 +33,7 @@ from platforms import registry
 from platforms.base import PlatformLimits
 from platforms.openwhisk.connection import apihost_problem
 from workload.arrivals import DISTRIBUTIONS, ArrivalError, arrival_problems, distribution_for, distribution_of
-from workload.jsonread import parse_workload_file
+from workload.jsonread import ParsedWorkload, parse_workload_file
 from workload.messages import CAPACITY_FRACTION, Problems, covers, got, schema_fields, schema_problems, top_level_problem
 from workload.references import application_source, in_catalogue, load_param_file, resolve_input_path, script_path, unknown_function
 
@@ -553,7 +553,14 @@ def workload_from_dict(data: Any, origin: str = "<workload>", path: Path | None 
 def load_workload(path: str | os.PathLike, check_catalogue: bool = True, seed: int | None = None, limits: PlatformLimits | None = None,
                   missing_files_warn: bool = False) -> Workload:
     """Read, validate and resolve a workload file; raise ConfigError listing every problem."""
+    return workload_from_parsed(parse_workload_file(path), path, check_catalogue=check_catalogue, seed=seed, limits=limits,
+                                missing_files_warn=missing_files_warn)
+
+
+def workload_from_parsed(parsed: ParsedWorkload, path: str | os.PathLike, check_catalogue: bool = True, seed: int | None = None,
+                         limits: PlatformLimits | None = None, missing_files_warn: bool = False) -> Workload:
+    """``load_workload`` of a file already parsed (``parse_workload_file``), for a command that
+    looked at the document first: the file is read once."""
     path = Path(path)
-    parsed = parse_workload_file(path)
     return workload_from_dict(parsed.data, origin=str(path), path=path.resolve(), check_catalogue=check_catalogue, seed=seed,
                               parse_problems=parsed.problems, non_finite=parsed.non_finite, limits=limits, missing_files_warn=missing_files_warn)
