@@ -134,13 +134,13 @@ def probe_from_summary(rate: float, run_dir: Path, summary: dict) -> Probe:
     )
 
 
-def run_probe_factory(function: str, *, out_dir, duration_s: float, memory_mb: int | None = None, connection=None, local_settings: dict | None = None, seed: int = 1, distribution: str = "Uniform", params: dict | None = None, progress: Progress = QUIET) -> Callable[[float, dict | None], Probe]:
+def run_probe_factory(function: str, *, out_dir, duration_s: float, connection: Connection, memory_mb: int | None = None, seed: int = 1, distribution: str = "Uniform", params: dict | None = None, progress: Progress = QUIET) -> Callable[[float, dict | None], Probe]:
     """A probe that really runs: execute the one-instance workload, record the search's reference
     latency in its manifest (the analyzer's queueing rule reads it there), then analyze it."""
     def probe(rate: float, reference: dict | None) -> Probe:
         data = probe_workload(function, rate, duration_s, memory_mb, seed, distribution, params)
         workload = workload_from_dict(data, origin=f"capacity probe at {rate:g}/s")
-        run_dir = execute(workload, out_dir, connection=connection, local_settings=dict(local_settings or {}), progress=progress)
+        run_dir = execute(workload, out_dir, connection=connection, progress=progress)
         if reference is not None:
             rundir.update_manifest(run_dir, latency_reference={function: reference})
         summary = analyze_run(run_dir, connection, plots=True)
@@ -269,7 +269,7 @@ def find_capacity(
         handle, _ = start_embedded_platform(local_settings, out / f"localwhisk-{rundir.safe_name(function)}-{rundir.utc_stamp()}", progress)
         connection = Connection(apihost=handle.apihost, auth=handle.auth, namespace=handle.namespace, source="embedded")
     try:
-        probe = run_probe_factory(function, out_dir=out, duration_s=duration_s, memory_mb=memory_mb, connection=connection, local_settings=local_settings, seed=seed, distribution=distribution, params=params)
+        probe = run_probe_factory(function, out_dir=out, duration_s=duration_s, memory_mb=memory_mb, connection=connection, seed=seed, distribution=distribution, params=params)
         result = search(probe, start_rate=start_rate, max_rate=max_rate, factor=factor, tolerance=tolerance, max_runs=max_runs, say=progress.say, cooldown_s=cooldown_s)
     finally:
         if handle is not None:
