@@ -197,11 +197,16 @@ def percentile_verdicts(baseline: np.ndarray, run: np.ndarray) -> list[dict]:
     return out
 
 
+def _ratio_interval(entry: dict) -> str:
+    low, high = entry["ratio_ci"]
+    return f"{markup.ratio(low)}–{markup.ratio(high)}"
+
+
 def _verdict_text(percentiles: list[dict]) -> str:
     """One line: each percentile's verdict with its ratio and interval."""
     parts = []
     for entry in percentiles:
-        interval = f" ({markup.ratio(entry['ratio_ci'][0])}–{markup.ratio(entry['ratio_ci'][1])})" if entry["ratio_ci"] else ""
+        interval = f" ({_ratio_interval(entry)})" if entry["ratio_ci"] else ""
         parts.append(f"p{entry['percentile']:g} {entry['verdict']} {markup.ratio(entry['ratio'])}{interval}")
     return "; ".join(parts)
 
@@ -248,7 +253,7 @@ def verdict_lines(result: dict) -> list[str]:
             lines.append(f"    {entry['verdict']}")
             continue
         for p in entry["percentiles"]:
-            interval = f"{markup.ratio(p['ratio_ci'][0])}–{markup.ratio(p['ratio_ci'][1])}" if p.get("ratio_ci") else "–"
+            interval = _ratio_interval(p) if p.get("ratio_ci") else "–"
             lines.append(f"    p{p['percentile']:<5g} {markup.ms(p['baseline_ms']):>9} → {markup.ms(p['run_ms']):>9}  {markup.ratio(p['ratio']):>7} (interval {interval})  {p['verdict']}")
         lines.append(f"    whole distribution: P(slower) {entry['prob_slower']:.2f}, Mann-Whitney p = {entry['p_value']:.2g}")
     return lines
