@@ -151,13 +151,14 @@ def write_report(run, summary: dict, path: Path) -> None:
     parts.append(_warnings_section(summary["warnings"]))
 
     parts.append("<h2>Latency modes per instance and steady phase</h2>")
+    idle = not_invoked(summary)
     parts.append(
         "<p class='def'><b>Completion latency</b> (the headline for every call): planned send → function end "
         "(the answer for blocking calls, the activation record's end for non-blocking ones), successful invocations only. "
         "<b>Client latency</b> (send → answer) is shown for blocking calls only: a non-blocking call is answered "
         "before its function runs. <b>Achieved</b>: " + html.escape(summary.get("achieved_rule", "")) + "."
         + "".join(f" {label} calls: {html.escape(', '.join(names))}." for label, names in _calls(summary).items() if names)
-        + (f" Not invoked: {html.escape(', '.join(not_invoked(summary)))}." if not_invoked(summary) else "")
+        + (f" Not invoked: {html.escape(', '.join(idle))}." if idle else "")
         + "</p>"
     )
     rows, modes, evidence = [], [], []
