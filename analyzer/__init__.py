@@ -2,7 +2,7 @@
 
 Notebook use::
 
-    import analyzer
+    from faasprof import analyzer
     run = analyzer.load_run("runs/json_dumps-20261121T031500")
     run.invocations          # one row per planned invocation, joined with its activation record
     run.phase_stats          # per instance × steady phase: percentiles with CIs, mode, evidence
@@ -15,6 +15,6 @@ It runs on a laptop with a finished run directory: nothing here needs the invoke
 
 from __future__ import annotations
 
-from analyzer.analysis import Run, analyze_run, load_run
+from faasprof.analyzer.analysis import Run, analyze_run, load_run
 
 __all__ = ["load_run", "analyze_run", "Run"]

@@ -23,7 +23,7 @@ Summary format versions (``SUMMARY_FORMAT_VERSION``):
   2: final outcomes (the HTTP outcome joined with the activation record): ``run.final_outcomes``,
      ``failures`` (by function and outcome, with an example error), ``final_*``/``successful``/
      ``failures``/``rejected`` counts per phase and function; latency figures, start classes and
-     modes cover successful invocations only (``analyzer.stats``). A version-1 summary is
+     modes cover successful invocations only (``faasprof.analyzer.stats``). A version-1 summary is
      re-analyzed by ``compare``: its percentiles included failed activations. Added later,
      readable by version-2 readers: ``run.end_s`` and ``run.not_sent_interrupted`` (a run that
      stopped early: where it stopped, and the invocations planned after that, which
@@ -46,17 +46,17 @@ import pandas as pd
 from faasprof import __version__, rundir
 from faasprof.errors import FaasprofError, FormatError
 from faasprof.outcomes import FAILURE_OUTCOMES, FINAL_OUTCOMES, HTTP_OUTCOMES
-from analyzer import frames as frames_mod
-from analyzer import io_breakdown
-from analyzer import records as records_mod
-from analyzer import stats as stats_mod
-from analyzer import chains as chains_mod
-from analyzer import plots as plots_mod
-from analyzer import report as report_mod
-from analyzer import tails as tails_mod
-from monitoring.frames import load_run_monitors
-from platforms.openwhisk.client import OpenWhiskClient
-from platforms.openwhisk.records import DEFAULT_RETRY_DELAYS_S, MAX_ID_LOOKUPS_PER_ROUND, fetch_records
+from faasprof.analyzer import frames as frames_mod
+from faasprof.analyzer import io_breakdown
+from faasprof.analyzer import records as records_mod
+from faasprof.analyzer import stats as stats_mod
+from faasprof.analyzer import chains as chains_mod
+from faasprof.analyzer import plots as plots_mod
+from faasprof.analyzer import report as report_mod
+from faasprof.analyzer import tails as tails_mod
+from faasprof.monitoring.frames import load_run_monitors
+from faasprof.platforms.openwhisk.client import OpenWhiskClient
+from faasprof.platforms.openwhisk.records import DEFAULT_RETRY_DELAYS_S, MAX_ID_LOOKUPS_PER_ROUND, fetch_records
 
 SUMMARY_FORMAT_VERSION = 2
 SUPPORTED_SUMMARY_VERSIONS = (2,)
@@ -109,7 +109,7 @@ class Run:
         )
 
     def phase_stats_long(self) -> pd.DataFrame:
-        """Phase statistics in tidy long format (``analyzer.frames.phase_stats_long``)."""
+        """Phase statistics in tidy long format (``faasprof.analyzer.frames.phase_stats_long``)."""
         return frames_mod.phase_stats_long(self.phase_stats)
 
 
@@ -473,7 +473,7 @@ def analyze_run(
 
     ``invocations`` is the run's invocation frame when the caller has read it already.
 
-    With ``connection`` (a ``platforms.openwhisk.connection.Connection``) the run's records are
+    With ``connection`` (a ``faasprof.platforms.openwhisk.connection.Connection``) the run's records are
     fetched from that platform first when there is no ``activations.jsonl`` yet, and records still
     missing from an existing one are asked for again and appended. Without one, the analysis uses
     what the run directory holds and says what is missing.

@@ -31,7 +31,7 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-from analyzer import markup
+from faasprof.analyzer import markup
 from faasprof import rundir
 from faasprof.rundir import record_fields
 

@@ -24,7 +24,7 @@ Significance (``significance``): for each function, every run after the first is
 the first on its per-invocation completion latencies of successful invocations, percentile by
 percentile (``VERDICT_PERCENTILES``), since a change can speed up the median and slow down the
 tail: each run's percentile with its distribution-free 95 % confidence interval
-(``analyzer.stats.quantile_ci``), the ratio run / baseline, and the ratio's interval
+(``faasprof.analyzer.stats.quantile_ci``), the ratio run / baseline, and the ratio's interval
 [run low / baseline high, run high / baseline low] (it holds the true ratio whenever both
 intervals hold theirs: at least 90 %). The verdict is ``slower`` when the run's interval lies
 wholly above the baseline's, ``faster`` when wholly below, ``no significant difference`` when
@@ -57,11 +57,11 @@ from scipy import stats as scipy_stats
 from faasprof import __version__, rundir
 from faasprof.errors import ConfigError, FormatError
 from faasprof.outcomes import FAILURE_OUTCOMES
-from analyzer import markup
-from analyzer import stats as stats_mod
-from analyzer import tails as tails_mod
-from analyzer import compare_plots
-from analyzer.analysis import analyze_run, load_summary
+from faasprof.analyzer import markup
+from faasprof.analyzer import stats as stats_mod
+from faasprof.analyzer import tails as tails_mod
+from faasprof.analyzer import compare_plots
+from faasprof.analyzer.analysis import analyze_run, load_summary
 
 COMPARE_FORMAT_VERSION = 2
 MIN_SAMPLES_FOR_TEST = 8

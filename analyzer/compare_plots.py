@@ -8,8 +8,8 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-from analyzer.markup import fmt, image, ms, page, pct, rate, ratio, table
-from analyzer.plots import SAVE, _ecdf_points, pyplot
+from faasprof.analyzer.markup import fmt, image, ms, page, pct, rate, ratio, table
+from faasprof.analyzer.plots import SAVE, _ecdf_points, pyplot
 
 # Completion latency first, client latency (only filled for blocking calls) after it.
 LATENCY_COLUMNS = ("completion_latency_ms_p50", "completion_latency_ms_p90", "completion_latency_ms_p99", "client_latency_ms_p50", "client_latency_ms_p99")
@@ -21,7 +21,7 @@ MAX_LEGEND_RUNS = 12  # above this a legend is unreadable (and costs seconds to 
 
 def overlaid_cdfs(path: Path, frame: pd.DataFrame, paths: list[Path], names: list[str], latencies: dict | None = None) -> None:
     """One CDF per run for each function; ``latencies``: per run path, per function, the
-    completion latencies (``analyzer.compare._latencies``) when the caller read them already."""
+    completion latencies (``faasprof.analyzer.compare._latencies``) when the caller read them already."""
     functions = sorted(frame["function"].unique().tolist())[:6]
     plt = pyplot()
     fig, axes = plt.subplots(len(functions), 1, figsize=(8, 3.6 * len(functions)), squeeze=False)

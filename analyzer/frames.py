@@ -71,8 +71,8 @@ import pyarrow.parquet as pq
 from faasprof import __version__, rundir
 from faasprof.rundir.tables import read_invocations_frame  # noqa: F401  (the frames' entry point for notebooks)
 from faasprof.errors import FormatError
-from analyzer.outcome_columns import final_outcomes, records_due, successful_mask
-from platforms.registry import platform_of_resolved
+from faasprof.analyzer.outcome_columns import final_outcomes, records_due, successful_mask
+from faasprof.platforms.registry import platform_of_resolved
 from faasprof.rundir.records import CATEGORY_COLUMNS, RECORD_COLUMNS, TEXT_COLUMNS, arrow_strings, match_positions, records_frame  # noqa: F401  (notebook names)
 
 DEFAULT_PAUSE_GRACE_MS = 50.0  # OpenWhisk classic's containerProxy pause-grace (and the paper's)

@@ -11,7 +11,7 @@ import pandas as pd
 from faasprof import rundir
 from faasprof.errors import FormatError
 from faasprof.outcomes import ACCEPTED_HTTP_OUTCOMES, FINAL_OUTCOMES
-from platforms.registry import platform_of_resolved
+from faasprof.platforms.registry import platform_of_resolved
 
 # HTTP outcomes after which a record, when one exists, still says what happened: the client gave
 # up (or a crash cut the answer off) but the platform may have run the activation.

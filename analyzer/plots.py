@@ -7,7 +7,7 @@
 * ``cdf.png``: completion latency CDFs per instance × phase (the rows of the modes table) with
   p50/p90/p99/p99.9 marked.
 * ``throughput.png``: offered (planned) against achieved invocations per second, achieved as the
-  tables count it (``analyzer.stats.ACHIEVED_RULE``).
+  tables count it (``faasprof.analyzer.stats.ACHIEVED_RULE``).
 * ``monitors.png``: monitoring series beside latency on the same time axis (the paper's Figure 14).
 
 Plots of large runs are drawn from deterministic subsamples, so the tails stay visible and
@@ -26,9 +26,9 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-from analyzer import markup
-from analyzer import stats as stats_mod
-from monitoring.collectors import collector_class
+from faasprof.analyzer import markup
+from faasprof.analyzer import stats as stats_mod
+from faasprof.monitoring.collectors import collector_class
 
 MAX_POINTS = 20_000
 MAX_FUNCTIONS = 6

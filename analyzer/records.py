@@ -1,6 +1,6 @@
 """Activation records read back flat, for the frames.
 
-Fetching them from the platform lives in ``platforms.openwhisk.records`` (``fetch_records``);
+Fetching them from the platform lives in ``faasprof.platforms.openwhisk.records`` (``fetch_records``);
 reading and writing ``activations.jsonl`` lives in ``faasprof.rundir``.
 
 ``flatten_record`` and ``read_records`` (``faasprof.rundir.records``) turn raw records into plain

@@ -10,11 +10,11 @@ import html
 from pathlib import Path
 
 from faasprof import rundir
-from analyzer import chains as chains_mod
-from analyzer import io_breakdown
-from analyzer.markup import fmt, ms, page, pct, rate, seconds, table, image
-from analyzer import plots as plots_mod
-from analyzer import tails as tails_mod
+from faasprof.analyzer import chains as chains_mod
+from faasprof.analyzer import io_breakdown
+from faasprof.analyzer.markup import fmt, ms, page, pct, rate, seconds, table, image
+from faasprof.analyzer import plots as plots_mod
+from faasprof.analyzer import tails as tails_mod
 
 def failures_section(summary: dict) -> str:
     """The failures, first on the page (empty when every invocation succeeded)."""

@@ -21,7 +21,7 @@ Percentiles
 Outcomes
     Every figure of *successful work* (latency percentiles and their CIs, the trend, the latency
     breakdown, start classes, the latency mode) is computed over invocations whose final outcome
-    (``analyzer.frames`` ``final_outcome``, the HTTP outcome joined with the activation record) is
+    (``faasprof.analyzer.frames`` ``final_outcome``, the HTTP outcome joined with the activation record) is
     ``success`` (the frame's ``successful`` column; it also admits a blocking call answered 200
     whose record is missing, as OpenWhisk answers 200 only for a successful activation). A
     non-blocking 202 whose record says the function raised is an ``application_error``, not a
@@ -63,7 +63,7 @@ decided in this order from the evidence stored beside the verdict:
        a reference is recorded: a capacity search's probes after its first, and runs whose rates
        are fractions of a stored capacity.
 3. ``under-invoked``: at least ``UNDER_IDLE_FRACTION`` (50 %) of the successful activations with a
-   record started ``cold`` or ``resumed`` from pause (see ``analyzer.frames.classify_starts``): the
+   record started ``cold`` or ``resumed`` from pause (see ``faasprof.analyzer.frames.classify_starts``): the
    invocations are too sparse to keep containers warm.
 4. ``balanced``: otherwise. Without any record of a successful activation under-invoked and
    balanced cannot be told apart: the mode is ``unknown`` unless rule 2 fired.
@@ -78,9 +78,9 @@ import pandas as pd
 
 from faasprof import rundir
 from faasprof.outcomes import ACCEPTED_HTTP_OUTCOMES, FAILURE_OUTCOMES, FINAL_OUTCOMES, HTTP_OUTCOMES
-from analyzer.frames import answers_at_end, blocking_default
-from analyzer.markup import fmt, ms
-from workload.arrivals import distribution_of
+from faasprof.analyzer.frames import answers_at_end, blocking_default
+from faasprof.analyzer.markup import fmt, ms
+from faasprof.workload.arrivals import distribution_of
 
 WARMUP_MAX_S = 2.0
 WARMUP_FRACTION = 0.2
@@ -145,7 +145,7 @@ def clean(obj):
 def instance_specs(manifest: rundir.Manifest, frame: pd.DataFrame) -> list[dict]:
     """Each instance's function, rate and activity window, from the manifest's resolved workload.
 
-    Accepts the resolved workload ``workload.spec.Workload.resolved()`` writes (``instances:
+    Accepts the resolved workload ``faasprof.workload.spec.Workload.resolved()`` writes (``instances:
     {name: {function, rate_per_s, window_s}}``), FaaSProfiler's format (``{application, rate,
     activity_window}``) or a list of instances with a ``name``;
     whatever is missing is taken from the invocation log (window from the planned times).

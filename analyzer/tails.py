@@ -22,9 +22,9 @@ import numpy as np
 import pandas as pd
 
 from faasprof import rundir
-from analyzer import markup
-from analyzer.frames import instance_answers_at_end
-from analyzer import stats as stats_mod
+from faasprof.analyzer import markup
+from faasprof.analyzer.frames import instance_answers_at_end
+from faasprof.analyzer import stats as stats_mod
 
 CLASSES = ("cold", "resumed", "warm", "all")
 MIN_SAMPLES = 10

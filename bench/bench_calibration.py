@@ -51,12 +51,12 @@ import requests
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from analyzer.analysis import load_summary  # noqa: E402
-from experiments.capacity import find_capacity  # noqa: E402
+from faasprof.analyzer.analysis import load_summary  # noqa: E402
+from faasprof.experiments.capacity import find_capacity  # noqa: E402
 from faasprof import rundir  # noqa: E402
 from faasprof.progress import Progress  # noqa: E402
-from platforms.openwhisk.connection import Connection, normalise_apihost  # noqa: E402
-from localwhisk.embedded import start_embedded  # noqa: E402
+from faasprof.platforms.openwhisk.connection import Connection, normalise_apihost  # noqa: E402
+from faasprof.localwhisk.embedded import start_embedded  # noqa: E402
 
 RESULT_FORMAT_VERSION = 2
 READABLE_FORMAT_VERSIONS = (1, 2)

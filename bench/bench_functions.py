@@ -16,9 +16,9 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from experiments import native  # noqa: E402
-from functions.catalogue import entries  # noqa: E402
-from functions.package import build_archive  # noqa: E402
+from faasprof.experiments import native  # noqa: E402
+from faasprof.functions.catalogue import entries  # noqa: E402
+from faasprof.functions.package import build_archive  # noqa: E402
 
 
 def main() -> int:

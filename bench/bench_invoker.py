@@ -5,7 +5,7 @@ cheapest OpenWhisk-like server, and notes when each request arrived. For each ra
 stream runs for ``--duration`` seconds through the same dispatcher, sender and invocation log
 (send journal on) as ``faasprof run`` (POST /api/v1/namespaces/guest/actions/noop?blocking=false
 with basic auth), in one process or split over ``--processes N`` send processes as
-``faasprof run --send-processes N`` does (``invoker.shards``). It prints, against the targets of
+``faasprof run --send-processes N`` does (``faasprof.invoker.shards``). It prints, against the targets of
 issue 22, whether every invocation was sent within the duration + 1 s, the lateness at the server
 (p50/p99/max) beside the lateness the invoker recorded, and the CPU the invoker processes spent
 per 1,000 sends.
@@ -64,12 +64,12 @@ import numpy as np  # noqa: E402
 
 from faasprof import rundir  # noqa: E402
 from faasprof.rundir import InvocationLog, read_invocations  # noqa: E402
-from platforms.openwhisk.connection import Connection  # noqa: E402
-from invoker.dispatch import DispatchOptions, Dispatcher, new_event_loop  # noqa: E402
-from invoker.http_response import LlhttpResponse, PyResponse, httptools  # noqa: E402
-from invoker.sender import ensure_fd_budget  # noqa: E402
-from invoker.shards import ShardedDispatch, resolve_processes  # noqa: E402
-from platforms.registry import prepare_request  # noqa: E402
+from faasprof.platforms.openwhisk.connection import Connection  # noqa: E402
+from faasprof.invoker.dispatch import DispatchOptions, Dispatcher, new_event_loop  # noqa: E402
+from faasprof.invoker.http_response import LlhttpResponse, PyResponse, httptools  # noqa: E402
+from faasprof.invoker.sender import ensure_fd_budget  # noqa: E402
+from faasprof.invoker.shards import ShardedDispatch, resolve_processes  # noqa: E402
+from faasprof.platforms.registry import prepare_request  # noqa: E402
 
 TARGET_LATE_S = 1.0  # every invocation sent within the duration + this
 TARGET_P99_MS = 2.0  # p99 lateness at the server

@@ -34,9 +34,9 @@ import requests
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from faasprof.docker import DEFAULT_IMAGES, docker_problem  # noqa: E402
-from localwhisk.config import GUEST_AUTH  # noqa: E402
-from localwhisk.embedded import start_embedded  # noqa: E402
-from localwhisk.docker_sandbox import Engine
+from faasprof.localwhisk.config import GUEST_AUTH  # noqa: E402
+from faasprof.localwhisk.embedded import start_embedded  # noqa: E402
+from faasprof.localwhisk.docker_sandbox import Engine
 
 ROOT = Path(__file__).resolve().parent.parent
 NOOP_PY = "def main(args):\n    return {}\n"

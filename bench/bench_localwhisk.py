@@ -44,7 +44,7 @@ import requests
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from localwhisk.embedded import start_embedded  # noqa: E402
+from faasprof.localwhisk.embedded import start_embedded  # noqa: E402
 
 FORMAT_VERSION = 1  # of the --json result file
 NOOP_PY = "def main(args):\n    return {}\n"

@@ -15,9 +15,9 @@ import os
 import tempfile
 import time
 from pathlib import Path
-from monitoring.collectors.cgroups import CgroupCollector
-from monitoring.derived import add_perf_metrics
-from monitoring.parsers.perf import parse_perf_stat, perf_wide
+from faasprof.monitoring.collectors.cgroups import CgroupCollector
+from faasprof.monitoring.derived import add_perf_metrics
+from faasprof.monitoring.parsers.perf import parse_perf_stat, perf_wide
 
 ROOT = Path(__file__).resolve().parent.parent
 SAMPLE = ROOT / "tests" / "data" / "monitoring" / "perf" / "perf_stat_system_interval.csv"

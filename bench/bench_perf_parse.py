@@ -30,8 +30,8 @@ sys.path.insert(0, str(ROOT / "tests"))
 
 from bench_analyzer import write_perf_monitor  # noqa: E402
 from faasprof import rundir  # noqa: E402
-from monitoring.collectors.perf import PerfCollector  # noqa: E402
-from monitoring.parsers.perf import parse_perf_stat, parse_perf_stat_reference  # noqa: E402
+from faasprof.monitoring.collectors.perf import PerfCollector  # noqa: E402
+from faasprof.monitoring.parsers.perf import parse_perf_stat, parse_perf_stat_reference  # noqa: E402
 
 
 def best_s(repeat: int, work) -> float:

@@ -1,7 +1,7 @@
-"""Benchmark: how long ``analyzer.plots.write_plots`` takes on one run directory, in total and per
+"""Benchmark: how long ``faasprof.analyzer.plots.write_plots`` takes on one run directory, in total and per
 plot function.
 
-Loads the run once (``analyzer.analysis.load_run``, not timed), then times each plot function on
+Loads the run once (``faasprof.analyzer.analysis.load_run``, not timed), then times each plot function on
 its own into a temporary directory, then the whole ``write_plots`` call. matplotlib is imported
 before any timing (the first plot would otherwise pay for the import). Prints wall and CPU seconds
 (the fastest of ``--repeat`` calls; CPU time is the steadier figure on a shared host); never passes
@@ -21,8 +21,8 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
-from analyzer import plots  # noqa: E402
-from analyzer.analysis import load_run  # noqa: E402
+from faasprof.analyzer import plots  # noqa: E402
+from faasprof.analyzer.analysis import load_run  # noqa: E402
 
 FUNCTIONS = (
     ("latency_over_time.png", plots.latency_over_time),

@@ -16,8 +16,8 @@ import time
 
 sys.path.insert(0, os.path.join(os.path.dirname(__file__), ".."))
 
-from workload.schedule import build_schedule  # noqa: E402
-from workload.spec import workload_from_dict  # noqa: E402
+from faasprof.workload.schedule import build_schedule  # noqa: E402
+from faasprof.workload.spec import workload_from_dict  # noqa: E402
 
 
 def main() -> None:

@@ -1,6 +1,6 @@
 """A run followed by its analysis (``faasprof run --analyze``, interference, mpki).
 
-The invoker runs and saves the platform's records (``invoker.run.execute(save_records=True)``);
+The invoker runs and saves the platform's records (``faasprof.invoker.run.execute(save_records=True)``);
 the analysis is the analyzer's. Joining the two happens here, above both, so the invoker never
 imports the analyzer. A failed analysis never costs the run: it is recorded in the manifest
 (``analysis_error``) and reported.
@@ -12,18 +12,18 @@ import os
 from pathlib import Path
 from typing import Any
 
-from analyzer.analysis import analyze_run
-from analyzer.report import summary_lines
+from faasprof.analyzer.analysis import analyze_run
+from faasprof.analyzer.report import summary_lines
 from faasprof import rundir
 from faasprof.errors import FaasprofError
 from faasprof.progress import QUIET, Progress
-from invoker.run import execute
+from faasprof.invoker.run import execute
 
 
 def execute_analyzed(workload: Any, out_dir: str | os.PathLike, connection: Any = None, analyze: bool = True,
                      progress: Progress = QUIET, **options: Any) -> Path:
-    """``invoker.run.execute`` and, when ``analyze``, its analysis: also of a run that stopped
-    early (interrupted, aborted), whose phases end where it stopped (``analyzer.stats``)."""
+    """``faasprof.invoker.run.execute`` and, when ``analyze``, its analysis: also of a run that stopped
+    early (interrupted, aborted), whose phases end where it stopped (``faasprof.analyzer.stats``)."""
     run_dir = execute(workload, out_dir, connection=connection, progress=progress, save_records=analyze, **options)
     if analyze:
         analyze_after_run(run_dir, connection, progress)

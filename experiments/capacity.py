@@ -1,6 +1,6 @@
 """Capacity search: the highest rate at which a function stays balanced (the paper's capacity).
 
-Each probe is an ordinary short run of one instance at a fixed rate (``invoker.run.execute``),
+Each probe is an ordinary short run of one instance at a fixed rate (``faasprof.invoker.run.execute``),
 analysed at once (``analyzer.analyze_run``); its latency mode decides the next rate:
 
 1. **Step**: start at ``start_rate`` and multiply by ``factor`` while the mode is not
@@ -11,7 +11,7 @@ analysed at once (``analyzer.analyze_run``); its latency mode decides the next r
 
 The first probe that keeps up (the lowest rate) is the search's *reference*: its median
 completion latency is recorded in every later probe's manifest (``latency_reference``), where the
-analyzer's queueing rule (``analyzer.stats``, rule 2(d)) calls a probe over-invoked whose median
+analyzer's queueing rule (``faasprof.analyzer.stats``, rule 2(d)) calls a probe over-invoked whose median
 latency is twice the reference's: a standing queue, although throughput keeps up. The probe's own
 report and the search thus give the same mode.
 
@@ -27,7 +27,7 @@ behind it) so the verdict can be checked, and every run directory is kept for ``
 When no probe was over-invoked (the ceiling ``max_rate`` or ``max_runs`` reached while keeping up,
 or the next probe did not complete) the capacity is only a lower bound: the result says so
 (``capacity_is_lower_bound``), the store marks it, and ``faasprof run`` warns when it takes
-fractions of it (``experiments.capacity_store``). A probe whose run did not complete
+fractions of it (``faasprof.experiments.capacity_store``). A probe whose run did not complete
 (interrupted, aborted) ends the search: its rate counts as not kept up, and the reason is
 reported. A probe with too few samples for a mode (``unknown``) counts as kept up only below the
 first over-invoked rate.
@@ -52,13 +52,13 @@ from typing import Callable
 from faasprof import __version__, rundir
 from faasprof.errors import ConfigError
 from faasprof.progress import QUIET, Progress
-from analyzer import analyze_run
-from analyzer.markup import ms
-from invoker.platform_set import start_embedded_platform
-from invoker.preflight import check_out_dir
-from invoker.run import execute
-from platforms.openwhisk.connection import Connection
-from workload.spec import workload_from_dict
+from faasprof.analyzer import analyze_run
+from faasprof.analyzer.markup import ms
+from faasprof.invoker.platform_set import start_embedded_platform
+from faasprof.invoker.preflight import check_out_dir
+from faasprof.invoker.run import execute
+from faasprof.platforms.openwhisk.connection import Connection
+from faasprof.workload.spec import workload_from_dict
 
 CAPACITY_FORMAT_VERSION = 1
 PROBE_INSTANCE = "probe"

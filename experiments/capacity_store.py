@@ -115,7 +115,7 @@ def describe(function: str, entry: dict) -> str:
 def resolve_workload(workload, connection, local_settings: dict | None, out_dir, measure: Callable[..., dict], progress: Progress = QUIET,
                      measure_s: float = MEASURE_S):
     """``workload`` with its capacity-fraction rates resolved from the store, measuring each
-    missing capacity first with ``measure`` (``experiments.capacity.find_capacity`` with its
+    missing capacity first with ``measure`` (``faasprof.experiments.capacity.find_capacity`` with its
     defaults, probes under ``out_dir``; ``measure_s``: about how long one takes, as the user is
     told). ``progress`` gets the progress, and an alert for each capacity that is only a lower
     bound (a fraction of it may not be what the workload meant).

@@ -34,12 +34,12 @@ import matplotlib.pyplot as plt  # noqa: E402
 import numpy as np  # noqa: E402
 import pandas as pd  # noqa: E402
 
-from analyzer.report import image as report_image  # noqa: E402
+from faasprof.analyzer.report import image as report_image  # noqa: E402
 from faasprof import __version__, rundir  # noqa: E402
-from experiments.capacity import CAPACITY_FORMAT_VERSION  # noqa: E402
+from faasprof.experiments.capacity import CAPACITY_FORMAT_VERSION  # noqa: E402
 from faasprof.errors import ConfigError, FormatError  # noqa: E402
 from faasprof.outcomes import ACCEPTED_HTTP_OUTCOMES, STATUS_TEXT_OUTCOMES  # noqa: E402
-from analyzer.analysis import load_run
+from faasprof.analyzer.analysis import load_run
 
 INTERFERENCE_FORMAT_VERSION = 1
 FIG14 = "fig14_interference.png"

@@ -8,16 +8,16 @@ A workload's ``io_study`` block::
                  "params": {"size_bytes": [10000000, 50000000], "backend": ["s3", "file"]},
                  "batches": 3, "batch_gap_s": 4, "cooldown_s": 1}
 
-Each point of the product is one run (``invoker.run.execute``, which also starts the workload's
+Each point of the product is one run (``faasprof.invoker.run.execute``, which also starts the workload's
 ``storage`` servers): the instance becomes a Burst of ``concurrency`` simultaneous invocations
 every ``batch_gap_s``, ``batches`` times (the first ``warmup_batches``, default 1, create the
 sandboxes and stay out of the summary, so the figures are of warm invocations), invoking the ``<function>-<MB>`` variant with the
-point's params. After each run its records are analysed (``analyzer.io_breakdown``); the study
+point's params. After each run its records are analysed (``faasprof.analyzer.io_breakdown``); the study
 directory gets ``io_study.json`` (format_version, one summary per point), ``io_study.csv`` and
 the plots ``io_bandwidth.png`` (bandwidth against memory and concurrency) and
 ``io_cost_response.png`` (batch response time against its cost, 1 ms and 100 ms billing).
 
-Run: ``python -m experiments.io_study WORKLOAD --out DIR`` (exit 0 ok, 1 a point failed, 2 bad
+Run: ``python -m faasprof.experiments.io_study WORKLOAD --out DIR`` (exit 0 ok, 1 a point failed, 2 bad
 input, 3 environment not ready).
 """
 
@@ -37,12 +37,12 @@ matplotlib.use("Agg")
 import matplotlib.pyplot as plt  # noqa: E402
 import pandas as pd  # noqa: E402
 
-from analyzer import io_breakdown  # noqa: E402
+from faasprof.analyzer import io_breakdown  # noqa: E402
 from faasprof import rundir  # noqa: E402
 from faasprof.errors import ConfigError, FaasprofError  # noqa: E402
 from faasprof.progress import QUIET, Progress  # noqa: E402
-from workload.spec import load_workload, workload_from_dict  # noqa: E402
-from invoker.run import execute
+from faasprof.workload.spec import load_workload, workload_from_dict  # noqa: E402
+from faasprof.invoker.run import execute
 
 FORMAT_VERSION = 1
 STUDY_FILE = "io_study.json"
@@ -248,7 +248,7 @@ def plot_cost_response(frame: pd.DataFrame, path: Path) -> Path:
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="python -m experiments.io_study", description="Run a workload's io_study block: one run per point, breakdown, bandwidth and cost plots.")
+    parser = argparse.ArgumentParser(prog="python -m faasprof.experiments.io_study", description="Run a workload's io_study block: one run per point, breakdown, bandwidth and cost plots.")
     parser.add_argument("workload", help="a workload JSON with storage and io_study blocks (workload_configs/io_*.json)")
     parser.add_argument("--out", default="runs", help="directory for the study directory (default: runs)")
     parser.add_argument("--quiet", action="store_true", help="no progress lines")

@@ -7,7 +7,7 @@ since it runs alone), else system-wide (the platform's own work counted in). The
 MPKI is ``1000 · Σ branch-misses / Σ instructions`` over the whole run; its execution time is the
 median activation ``execution_ms`` of the analysis.
 
-Hardware counters are checked first (``monitoring.collectors.perf.perf_readiness``): on a host
+Hardware counters are checked first (``faasprof.monitoring.collectors.perf.perf_readiness``): on a host
 without them (a VM without a PMU) nothing runs; ``explain`` says what would be measured and the
 command exits 3. A counter perf could not count is NaN with the reason, never 0.
 
@@ -31,11 +31,11 @@ matplotlib.use("Agg")
 import matplotlib.pyplot as plt  # noqa: E402
 import numpy as np  # noqa: E402
 
-from analyzer.analysis import load_summary  # noqa: E402
-from analyzer.markup import csv_cell, positive  # noqa: E402
+from faasprof.analyzer.analysis import load_summary  # noqa: E402
+from faasprof.analyzer.markup import csv_cell, positive  # noqa: E402
 from faasprof import __version__, rundir  # noqa: E402
-from monitoring.collectors.perf import PerfCollector  # noqa: E402
-from monitoring.parsers.perf import base_event, parse_perf_stat  # noqa: E402
+from faasprof.monitoring.collectors.perf import PerfCollector  # noqa: E402
+from faasprof.monitoring.parsers.perf import base_event, parse_perf_stat  # noqa: E402
 
 MPKI_FORMAT_VERSION = 1
 MPKI_CSV = "mpki.csv"

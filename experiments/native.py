@@ -49,12 +49,12 @@ from faasprof.rundir import (
     read_manifest,
     write_manifest,
 )
-from functions.catalogue import RUNNERS_DIR, FunctionEntry
-from monitoring.collectors import tool_versions
-from monitoring.collectors.perf import perf_readiness
-from monitoring.host import collect_host
-from monitoring.parsers.perf import perf_counts
-from functions.own import python_site_dirs
+from faasprof.functions.catalogue import RUNNERS_DIR, FunctionEntry
+from faasprof.monitoring.collectors import tool_versions
+from faasprof.monitoring.collectors.perf import perf_readiness
+from faasprof.monitoring.host import collect_host
+from faasprof.monitoring.parsers.perf import perf_counts
+from faasprof.functions.own import python_site_dirs
 
 NATIVE_FORMAT_VERSION = 1
 NATIVE_CSV = "native.csv"
@@ -258,7 +258,7 @@ def call_once(entry: FunctionEntry, params: dict | None = None, timeout_s: float
 
 def check_perf(events: tuple[str, ...] = DEFAULT_PERF_EVENTS) -> str | None:
     """None when ``perf stat`` counts every one of ``events`` for a command here; else a one-line
-    reason with the fix (``monitoring.collectors.perf.perf_readiness`` decides)."""
+    reason with the fix (``faasprof.monitoring.collectors.perf.perf_readiness`` decides)."""
     return perf_readiness(events, system_wide=False).problem("drop --perf", require_all=True)
 
 

@@ -33,10 +33,10 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-from analyzer.compare import ensure_analyzed
+from faasprof.analyzer.compare import ensure_analyzed
 from faasprof import rundir
 from faasprof.errors import ConfigError, NotReadyError
-from functions.package import BUILD_DIR
+from faasprof.functions.package import BUILD_DIR
 
 BASE_IMAGE = "faasprof/action-python-v3.11"
 PADDED_REPOSITORY = "faasprof/stellar-padded-python"

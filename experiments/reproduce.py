@@ -1,13 +1,13 @@
 """``faasprof reproduce``: the MICRO'19 paper's figures regenerated on this host, each set beside
-the paper's finding with a verdict (the command is ``experiments.cmd_reproduce``).
+the paper's finding with a verdict (the command is ``faasprof.commands.reproduce``).
 
 This module holds what the command decides before and after measuring, as pure functions: the
 figure table (``FIGURES``: per figure what it needs from the host, which experiment makes it, the
 paper's finding and the verdict rule), ``--figures`` parsing, what the host lacks
 (``requirement_gaps``, from the collectors' own doctor checks), the profiles (``--quick``, full),
 the expected wall time, and the verdict per figure from the experiments' results
-(``judge``). The experiments themselves run in ``experiments.reproduce_runs``; the rules are in
-``experiments.reproduce_rules``; the page and ``reproduce.json`` in ``experiments.reproduce_report``.
+(``judge``). The experiments themselves run in ``faasprof.experiments.reproduce_runs``; the rules are in
+``faasprof.experiments.reproduce_rules``; the page and ``reproduce.json`` in ``faasprof.experiments.reproduce_report``.
 
 The paper's findings are those of its abstract (Shahrad, Balkind, Wentzlaff, MICRO 2019): up to
 20× slowdown from containerisation, cold start over 10× a short function's execution, branch
@@ -23,11 +23,11 @@ import math
 import re
 from dataclasses import dataclass
 
-from experiments import reproduce_rules as rules
-from monitoring.collectors.base import NO
-from monitoring.collectors.perf import PerfCollector
-from monitoring.collectors.rdt import RdtCollector
-from monitoring.host import Root
+from faasprof.experiments import reproduce_rules as rules
+from faasprof.monitoring.collectors.base import NO
+from faasprof.monitoring.collectors.perf import PerfCollector
+from faasprof.monitoring.collectors.rdt import RdtCollector
+from faasprof.monitoring.host import Root
 from faasprof.errors import ConfigError
 
 REPRODUCE_FORMAT_VERSION = 1

@@ -1,5 +1,5 @@
 """The result of ``faasprof reproduce``: ``reproduce.json`` (format-versioned) and ``report.html``
-(the run report's look: ``analyzer.markup``), with the same content.
+(the run report's look: ``faasprof.analyzer.markup``), with the same content.
 
 Per figure: the paper's finding and its number, this host's number with its 95 % interval and
 sample count, the verdict and its reason, the rule, the platform it ran on, the plots (embedded),
@@ -7,7 +7,7 @@ the run directories used (linked; each re-analysable with ``faasprof analyze``) 
 measured on localwhisk, what docs/localwhisk-vs-openwhisk.md says about how far localwhisk is from
 OpenWhisk for what the figure measures (quoted from the document as it stands).
 
-``reproduce.json`` format versions (``experiments.reproduce.REPRODUCE_FORMAT_VERSION``):
+``reproduce.json`` format versions (``faasprof.experiments.reproduce.REPRODUCE_FORMAT_VERSION``):
 1: first version.
 """
 
@@ -22,9 +22,9 @@ from typing import Any
 
 import numpy as np
 
-from analyzer.markup import STYLE, fmt, image, table
-from experiments import reproduce as plan
-from experiments import reproduce_rules as rules
+from faasprof.analyzer.markup import STYLE, fmt, image, table
+from faasprof.experiments import reproduce as plan
+from faasprof.experiments import reproduce_rules as rules
 from faasprof import __version__, rundir
 from faasprof.paths import DOCS_DIR
 

@@ -8,7 +8,7 @@ rows behind it (``details``). "Beyond noise" always means the interval, not the 
 finding is reproduced only when its interval lies on the finding's side of the threshold.
 
 Intervals: a median's is the distribution-free order-statistics interval of the analyzer
-(``experiments.slowdown_report.median_ci``, null below ~8 samples); a ratio of two medians' is a
+(``faasprof.experiments.slowdown_report.median_ci``, null below ~8 samples); a ratio of two medians' is a
 percentile bootstrap (``ratio_ci``: each side resampled on its own, ``BOOTSTRAP_ROUNDS`` rounds,
 seeded, so the same samples give the same interval).
 """
@@ -20,7 +20,7 @@ from dataclasses import asdict, dataclass, field
 
 import numpy as np
 
-from experiments.slowdown_report import fit_power_law, median_ci
+from faasprof.experiments.slowdown_report import fit_power_law, median_ci
 
 REPRODUCED = "reproduced"
 NOT_REPRODUCED = "not reproduced"

@@ -1,5 +1,5 @@
 """The experiments behind ``faasprof reproduce``, each built from the existing pieces and returning
-the numbers its figures' verdicts read (``experiments.reproduce.judge``).
+the numbers its figures' verdicts read (``faasprof.experiments.reproduce.judge``).
 
 ======================  =============================================================================
 experiment              what runs
@@ -31,23 +31,23 @@ from typing import Any, Callable
 
 import numpy as np
 
-from analyzer.analysis import load_run, load_summary
-from experiments import capacity_store
-from experiments import reproduce as plan
-from experiments.analyzed import execute_analyzed
-from experiments.capacity import find_capacity
-from experiments.interference import report_run, resolve_rate
-from experiments.mpki import FIGURE as MPKI_FIGURE
-from experiments.mpki import mpki_workload, plot_mpki, row_for_run
-from experiments.reproduce_rules import exponent_ci, ratio_ci
-from experiments.slowdown import SlowdownOptions, run_slowdown
-from experiments.slowdown_report import CALLS_CSV, FIG15, FIG16, SLOWDOWN_CSV, load_calls, load_rows
+from faasprof.analyzer.analysis import load_run, load_summary
+from faasprof.experiments import capacity_store
+from faasprof.experiments import reproduce as plan
+from faasprof.experiments.analyzed import execute_analyzed
+from faasprof.experiments.capacity import find_capacity
+from faasprof.experiments.interference import report_run, resolve_rate
+from faasprof.experiments.mpki import FIGURE as MPKI_FIGURE
+from faasprof.experiments.mpki import mpki_workload, plot_mpki, row_for_run
+from faasprof.experiments.reproduce_rules import exponent_ci, ratio_ci
+from faasprof.experiments.slowdown import SlowdownOptions, run_slowdown
+from faasprof.experiments.slowdown_report import CALLS_CSV, FIG15, FIG16, SLOWDOWN_CSV, load_calls, load_rows
 from faasprof import rundir
 from faasprof.errors import FaasprofError, NotReadyError
 from faasprof.paths import WORKLOAD_CONFIGS_DIR
 from faasprof.progress import QUIET, Progress
-from functions.catalogue import require
-from workload.spec import workload_from_dict
+from faasprof.functions.catalogue import require
+from faasprof.workload.spec import workload_from_dict
 
 INTERFERENCE_WORKLOAD = WORKLOAD_CONFIGS_DIR / "fig14_interference.json"
 INTERFERENCE_FRACTION = 0.8

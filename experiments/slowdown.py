@@ -28,17 +28,17 @@ import time
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from experiments import native
-from experiments.slowdown_measure import Call, measure_function
-from experiments.slowdown_report import MEDIAN_CI_MIN_SAMPLES, NOTE_SEPARATOR, RESOLUTION_STEPS, summarise_function, write_results
+from faasprof.experiments import native
+from faasprof.experiments.slowdown_measure import Call, measure_function
+from faasprof.experiments.slowdown_report import MEDIAN_CI_MIN_SAMPLES, NOTE_SEPARATOR, RESOLUTION_STEPS, summarise_function, write_results
 from faasprof import __version__, rundir
 from faasprof.errors import ConfigError
 from faasprof.progress import QUIET, Progress
-from functions.catalogue import FunctionEntry
-from localwhisk.embedded import start_embedded
-from platforms.openwhisk.client import OpenWhiskClient
-from platforms.openwhisk.connection import Connection
-from platforms.openwhisk.deploy import ensure_actions
+from faasprof.functions.catalogue import FunctionEntry
+from faasprof.localwhisk.embedded import start_embedded
+from faasprof.platforms.openwhisk.client import OpenWhiskClient
+from faasprof.platforms.openwhisk.connection import Connection
+from faasprof.platforms.openwhisk.deploy import ensure_actions
 
 SLOWDOWN_FORMAT_VERSION = 2
 REMOTE_PAUSE_WAIT_S = 11.0  # past OpenWhisk 2.x's 10 s pause grace (1.0.0: 50 ms)

@@ -3,7 +3,7 @@
 Per function, in one pass, so that both sides see the same host load (on a shared host a phase
 measured seconds after another sees other load):
 
-1. a **native worker** (``experiments.native.Worker``: the function's code in this Python, the
+1. a **native worker** (``faasprof.experiments.native.Worker``: the function's code in this Python, the
    interpreter localwhisk's process sandboxes also use) is started and called once, unrecorded (its
    cold call); it stays alive for the function's whole measurement, like the sandbox;
 2. one unrecorded FaaS call creates the sandbox;
@@ -35,11 +35,11 @@ import time
 from dataclasses import dataclass
 from pathlib import Path
 
-from experiments import native
+from faasprof.experiments import native
 from faasprof.errors import FaasprofError, NotReadyError, RunError
 from faasprof.outcomes import final_outcome
 from faasprof.progress import QUIET, Progress
-from functions.catalogue import FunctionEntry
+from faasprof.functions.catalogue import FunctionEntry
 
 RECORD_RESOLUTION_MS = 1.0  # OpenWhisk records carry start/end in whole milliseconds
 INTENDED_STATE = {"warm": "warm", "resumed": "resumed"}

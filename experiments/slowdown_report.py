@@ -6,7 +6,7 @@ intends (``Call.counts``) enter the statistics; the others are counted as failur
 resolution steps gives no execution factor (null, and ``notes`` says "below resolution"):
 rounding alone could move it by more than 5 %.
 
-Medians carry distribution-free 95 % confidence intervals (``analyzer.stats.quantile_ci``; null
+Medians carry distribution-free 95 % confidence intervals (``faasprof.analyzer.stats.quantile_ci``; null
 below ``MEDIAN_CI_MIN_SAMPLES`` = 8 samples: too few for a 95 % interval). Slowdown factors are
 FaaS median / native median, for execution time, latency and CPU time. ``notes`` says in plain words when a factor shows no
 slowdown (≤ 1), when the FaaS median lies within the native calls' own range (not significant), and
@@ -31,9 +31,9 @@ matplotlib.use("Agg")
 import matplotlib.pyplot as plt  # noqa: E402
 import numpy as np  # noqa: E402
 
-from analyzer.markup import csv_cell, ms, positive
-from analyzer.stats import min_samples_for_interval, quantile_ci
-from experiments.slowdown_measure import INTENDED_STATE, Call, as_float
+from faasprof.analyzer.markup import csv_cell, ms, positive
+from faasprof.analyzer.stats import min_samples_for_interval, quantile_ci
+from faasprof.experiments.slowdown_measure import INTENDED_STATE, Call, as_float
 from faasprof import rundir
 
 SLOWDOWN_CSV = "slowdown.csv"

@@ -15,12 +15,12 @@ bars from the repeats.
 How each parameter is applied:
 
 - ``llc_ways`` / ``mba_percent``: an RDT class of service for the function CPUs
-  (``monitoring.allocation``), restored after the point whatever happens.
+  (``faasprof.monitoring.allocation``), restored after the point whatever happens.
 - ``memory_mb``: every selected OpenWhisk instance invokes the variant ``<function>-<MB>`` (the
   same code deployed with that memory limit).
 - ``rate`` / ``rate_scale``: ``rate`` sets the rate of the instances whose distribution is driven by
   one (Poisson, Uniform); ``rate_scale`` makes every selected instance send that many times as
-  often, as its distribution scales itself (``workload.arrivals``: a rate, Burst gaps, a trace). A
+  often, as its distribution scales itself (``faasprof.workload.arrivals``: a rate, Burst gaps, a trace). A
   distribution the table does not hold is an error, never skipped.
 - ``pause_grace_ms`` / ``user_memory_mb``: localwhisk is started with them for the point (each
   run starts its own). A real OpenWhisk needs a redeploy for these: the sweep refuses them there
@@ -49,14 +49,14 @@ from typing import Any
 from faasprof.errors import ConfigError, FaasprofError
 from faasprof.progress import QUIET, Progress
 from faasprof.rundir import create_run_dir, update_manifest, write_json_atomic
-from workload.arrivals import distribution_for, distribution_of, rated_distributions
-from workload.schedule import instance_rng
-from experiments import padding as padding_mod
-from experiments.sweep_report import SWEEP_FILE, write_sweep_report
-from workload.spec import Workload, workload_from_dict
-from invoker.run import execute
-from monitoring import allocation
-from platforms import registry
+from faasprof.workload.arrivals import distribution_for, distribution_of, rated_distributions
+from faasprof.workload.schedule import instance_rng
+from faasprof.experiments import padding as padding_mod
+from faasprof.experiments.sweep_report import SWEEP_FILE, write_sweep_report
+from faasprof.workload.spec import Workload, workload_from_dict
+from faasprof.invoker.run import execute
+from faasprof.monitoring import allocation
+from faasprof.platforms import registry
 
 SWEEP_FORMAT_VERSION = 1
 PARAMETERS = ("llc_ways", "mba_percent", "memory_mb", "rate", "rate_scale", "pause_grace_ms", "user_memory_mb", "image_padding_mb", "code_padding_mb")
@@ -284,8 +284,8 @@ def run_sweep(
     """Run every point; return the sweep directory.
 
     ``run_point(workload, sweep_dir, local_settings)`` runs one point and returns its run
-    directory (default: ``invoker.run.execute``); ``allocation_options`` go to
-    ``monitoring.allocation.Allocation`` (tests pass an emulated resctrl there).
+    directory (default: ``faasprof.invoker.run.execute``); ``allocation_options`` go to
+    ``faasprof.monitoring.allocation.Allocation`` (tests pass an emulated resctrl there).
     """
     checked = check_sweep(workload, connection, root=root)
     if checked["caps"] is not None:

@@ -25,9 +25,9 @@ import pandas as pd
 from faasprof import rundir
 from faasprof.errors import FormatError
 from faasprof.progress import QUIET, Progress
-from analyzer import markup
-from analyzer.compare import compare_runs
-from analyzer.stats import QUEUE_MIN_MS, QUEUE_RATIO, is_reference, queueing
+from faasprof.analyzer import markup
+from faasprof.analyzer.compare import compare_runs
+from faasprof.analyzer.stats import QUEUE_MIN_MS, QUEUE_RATIO, is_reference, queueing
 
 SUMMARY_FORMAT_VERSION = 1
 # Completion latency (planned send → function end) first, as in every report: a non-blocking
@@ -117,8 +117,8 @@ def aggregate(frame: pd.DataFrame, parameters: list[str]) -> list[dict]:
 
 def capacities(frame: pd.DataFrame, parameters: list[str]) -> list[dict]:
     """With `rate` swept: per function and setting of the other parameters, the highest rate that
-    kept up, judged as a capacity search judges its probes (``experiments.capacity``): no repeat
-    over-invoked, and no standing queue (``analyzer.stats.queueing``, the analyzer's rule 2(d)) in
+    kept up, judged as a capacity search judges its probes (``faasprof.experiments.capacity``): no repeat
+    over-invoked, and no standing queue (``faasprof.analyzer.stats.queueing``, the analyzer's rule 2(d)) in
     the median completion latency against that of the lowest rate that kept up, the reference.
     Each point's own analysis has no reference, so the sweep applies the rule across its points.
     Where no rate failed, the capacity is a lower bound (``capacity_is_lower_bound``), with evidence."""
@@ -198,7 +198,7 @@ def _cell(metric: str, value) -> str:
 
 
 def write_html(path: Path, sweep_dir: Path, parameters: list[str], rows: list[dict], capacity: list[dict], plots: list[str]) -> None:
-    """The sweep's page, in the run report's look (``analyzer.markup``)."""
+    """The sweep's page, in the run report's look (``faasprof.analyzer.markup``)."""
     parts = [
         f"<h1>Sweep {html.escape(sweep_dir.name)}</h1>",
         f"<p>Parameters: {html.escape(', '.join(parameters))}. Per-run details: <a href='compare/report.html'>compare/report.html</a>.</p>",

@@ -1,6 +1,6 @@
 """The ``faasprof`` command: a thin dispatcher over one module per subcommand.
 
-Each subcommand module exposes ``add_arguments(parser)`` and ``main(args) -> int`` and is imported
+Each subcommand is ``faasprof/commands/<name>.py``; it exposes ``add_arguments(parser)`` and ``main(args) -> int`` and is imported
 only when its subcommand runs, so ``faasprof validate`` does not pay for pandas or matplotlib.
 Helpers raise :class:`faasprof.errors.FaasprofError`; only this module prints them and exits.
 
@@ -16,24 +16,24 @@ import sys
 from faasprof import __version__
 from faasprof.errors import EXIT_FAILURE, FaasprofError
 
-# name -> (module, one-line help). Order is the order of `faasprof --help`.
-COMMANDS: dict[str, tuple[str, str]] = {
-    "validate": ("experiments.cmd_validate", "check workload JSONs and report every problem"),
-    "plan": ("experiments.cmd_plan", "dry run: write the merged invocation schedule, contact nothing"),
-    "run": ("experiments.cmd_run", "run a workload open-loop and write a run directory"),
-    "analyze": ("analyzer.cmd_analyze", "join a run's invocations with activation records; frames, plots, report"),
-    "compare": ("analyzer.cmd_compare", "compare several runs in one frame and overlaid plots"),
-    "capacity": ("experiments.cmd_capacity", "find the highest rate at which a function stays balanced"),
-    "slowdown": ("experiments.cmd_slowdown", "measure the slowdown of functions in FaaS against native execution (Figs 15, 16)"),
-    "interference": ("experiments.cmd_interference", "run the Fig 14 workload: a victim's latency beside system counters while an aggressor runs"),
-    "mpki": ("experiments.cmd_mpki", "branch MPKI against median execution time per function (Figs 6, 7); needs hardware counters"),
-    "reproduce": ("experiments.cmd_reproduce", "regenerate the MICRO'19 paper's figures on this host, each beside the paper's finding with a verdict"),
-    "sweep": ("experiments.cmd_sweep", "run a workload over LLC ways, bandwidth, memory limits or rates"),
-    "deploy": ("invoker.cmd_deploy", "package benchmark functions and create or update their actions"),
-    "native": ("experiments.cmd_native", "run a benchmark function natively, outside any platform"),
-    "parse": ("monitoring.cmd_parse", "turn a collector's raw output (perf, pqos, blkparse, ...) into a tidy CSV"),
-    "local": ("localwhisk.cmd_local", "start, stop or inspect localwhisk, the embedded platform"),
-    "doctor": ("invoker.cmd_doctor", "report what this host can measure and what is missing"),
+# name -> one-line help; the command's module is faasprof.commands.<name>. Order is `faasprof --help`'s.
+COMMANDS: dict[str, str] = {
+    "validate": "check workload JSONs and report every problem",
+    "plan": "dry run: write the merged invocation schedule, contact nothing",
+    "run": "run a workload open-loop and write a run directory",
+    "analyze": "join a run's invocations with activation records; frames, plots, report",
+    "compare": "compare several runs in one frame and overlaid plots",
+    "capacity": "find the highest rate at which a function stays balanced",
+    "slowdown": "measure the slowdown of functions in FaaS against native execution (Figs 15, 16)",
+    "interference": "run the Fig 14 workload: a victim's latency beside system counters while an aggressor runs",
+    "mpki": "branch MPKI against median execution time per function (Figs 6, 7); needs hardware counters",
+    "reproduce": "regenerate the MICRO'19 paper's figures on this host, each beside the paper's finding with a verdict",
+    "sweep": "run a workload over LLC ways, bandwidth, memory limits or rates",
+    "deploy": "package benchmark functions and create or update their actions",
+    "native": "run a benchmark function natively, outside any platform",
+    "parse": "turn a collector's raw output (perf, pqos, blkparse, ...) into a tidy CSV",
+    "local": "start, stop or inspect localwhisk, the embedded platform",
+    "doctor": "report what this host can measure and what is missing",
 }
 
 
@@ -45,10 +45,10 @@ def build_parser(only: str | None = None) -> argparse.ArgumentParser:
     )
     parser.add_argument("--version", action="version", version=f"faasprof {__version__}")
     sub = parser.add_subparsers(dest="command", metavar="COMMAND")
-    for name, (module_name, help_text) in COMMANDS.items():
+    for name, help_text in COMMANDS.items():
         sub_parser = sub.add_parser(name, help=help_text, description=help_text)
         if only is None or only == name:
-            module = importlib.import_module(module_name)
+            module = importlib.import_module(f"faasprof.commands.{name}")
             module.add_arguments(sub_parser)
             sub_parser.set_defaults(_module=module)
     return parser

@@ -32,8 +32,8 @@ from dataclasses import replace
 from pathlib import Path
 
 from faasprof.errors import ConfigError, NotReadyError
-from functions.catalogue import MAX_MEMORY_MB, MIN_MEMORY_MB, FunctionEntry
-from functions.package import BUILD_DIR
+from faasprof.functions.catalogue import MAX_MEMORY_MB, MIN_MEMORY_MB, FunctionEntry
+from faasprof.functions.package import BUILD_DIR
 
 OWN_BUILD_DIR = BUILD_DIR / "own"
 DEFAULT_MEMORY_MB = 256

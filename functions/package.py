@@ -8,7 +8,7 @@ Reproducible: files are added in sorted path order with a fixed timestamp (1980-
 epoch), fixed permissions (0644, or 0755 when the owner may execute) and a fixed compression
 level, and no extra fields, so the same inputs give the same bytes on every machine.
 
-``python -m functions.package [NAME...] [--all] [--out DIR]`` writes ``DIR/<name>.zip`` and
+``python -m faasprof.functions.package [NAME...] [--all] [--out DIR]`` writes ``DIR/<name>.zip`` and
 prints each archive's size and SHA-256. Built archives are cached in ``functions/build/`` keyed by a
 fingerprint of the inputs (paths, sizes, modification times), so deploying a Node.js function
 with tens of megabytes of ``node_modules`` does not re-compress it every time.
@@ -27,7 +27,7 @@ from pathlib import Path
 
 from faasprof.errors import ConfigError, FaasprofError, NotReadyError
 from faasprof.paths import FUNCTIONS_DIR
-from functions.catalogue import FunctionEntry, entries, require
+from faasprof.functions.catalogue import FunctionEntry, entries, require
 
 ZIP_EPOCH = (1980, 1, 1, 0, 0, 0)
 COMPRESS_LEVEL = 6
@@ -133,7 +133,7 @@ def sha256(data: bytes) -> str:
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="python -m functions.package", description="build reproducible action archives")
+    parser = argparse.ArgumentParser(prog="python -m faasprof.functions.package", description="build reproducible action archives")
     parser.add_argument("names", nargs="*", metavar="FUNCTION")
     parser.add_argument("--all", action="store_true", help="every function in the catalogue")
     parser.add_argument("--out", type=Path, default=BUILD_DIR, help=f"output directory (default {BUILD_DIR})")

@@ -32,8 +32,8 @@ from typing import Callable, Sequence
 import numpy as np
 
 from faasprof.progress import QUIET, Progress
-from invoker.selfwatch import SelfWatch, lateness_summary_ms
-from invoker.sender import DEFAULT_MAX_CONNECTIONS, DEFAULT_REQUEST_TIMEOUT_S, PreparedRequest, Sender
+from faasprof.invoker.selfwatch import SelfWatch, lateness_summary_ms
+from faasprof.invoker.sender import DEFAULT_MAX_CONNECTIONS, DEFAULT_REQUEST_TIMEOUT_S, PreparedRequest, Sender
 
 COARSE_MARGIN_NS = 1_000_000  # wake from the timer this long before the instant (timer slack)
 FINE_NAP_NS = 200_000  # the longest the loop is blocked while waiting for the exact instant

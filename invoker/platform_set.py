@@ -1,6 +1,6 @@
 """``PlatformSet``: the platforms one run talks to, and the embedded localwhisk it may start.
 
-One platform per endpoint the workload's instances use (``platforms.registry``), each asked for
+One platform per endpoint the workload's instances use (``faasprof.platforms.registry``), each asked for
 the instances it serves; when a platform ``reached_by_connection`` (OpenWhisk) is named by no
 connection, the invoker starts the embedded localwhisk for it, its data kept in the run directory
 (platforms and localwhisk stay apart, so starting it is the invoker's job).
@@ -15,15 +15,15 @@ import numpy as np
 
 from faasprof.errors import ConfigError, FaasprofError, NotReadyError
 from faasprof.progress import Progress
-from localwhisk.embedded import start_embedded
-from platforms.base import Platform
+from faasprof.localwhisk.embedded import start_embedded
+from faasprof.platforms.base import Platform
 
 LOCALWHISK_STOP_TIMEOUT_S = 10.0
 LOCALWHISK_DIR = "localwhisk"  # the embedded platform's data directory inside the run directory
 
 
 class PlatformSet:
-    """The platforms of this run, one per endpoint its instances use (``platforms.registry``, in the
+    """The platforms of this run, one per endpoint its instances use (``faasprof.platforms.registry``, in the
     table's order), each asked for the instances it serves, and the embedded localwhisk's handle
     when the run started one for a platform ``reached_by_connection`` (starting it is the invoker's
     job: platforms and localwhisk stay apart)."""

@@ -18,15 +18,15 @@ import tempfile
 from pathlib import Path
 
 from faasprof.errors import ConfigError
-from functions import catalogue
-from functions.own import looks_like_path, own_entry, stage
-from platforms.base import PlatformLimits
-from platforms.openwhisk.client import require_platform
-from platforms.openwhisk.connection import Connection
-from platforms.openwhisk.deploy import missing_actions_error, platform_action_names
-from platforms.openwhisk.platform import OpenWhiskPlatform
-from workload.spec import Workload, unknown_function
-from localwhisk.config import Settings
+from faasprof.functions import catalogue
+from faasprof.functions.own import looks_like_path, own_entry, stage
+from faasprof.platforms.base import PlatformLimits
+from faasprof.platforms.openwhisk.client import require_platform
+from faasprof.platforms.openwhisk.connection import Connection
+from faasprof.platforms.openwhisk.deploy import missing_actions_error, platform_action_names
+from faasprof.platforms.openwhisk.platform import OpenWhiskPlatform
+from faasprof.workload.spec import Workload, unknown_function
+from faasprof.localwhisk.config import Settings
 
 
 def _probe_writable(folder: Path) -> str | None:

@@ -36,19 +36,19 @@ import numpy as np
 from faasprof import rundir
 from faasprof.errors import ConfigError, FaasprofError, NotReadyError, RunError
 from faasprof.progress import QUIET, Progress
-from invoker.dispatch import DispatchOptions, Dispatcher, DispatchResult, new_event_loop, realtime_hint, realtime_permitted
-from invoker.platform_set import LOCALWHISK_DIR, PlatformSet, limit_warnings, start_embedded_platform
-from invoker.preflight import check_out_dir
-from invoker.scripts import ScriptRun
-from invoker.sender import ensure_fd_budget
-from invoker.shards import ShardedDispatch, choose_processes, peak_rate_per_s
-from invoker.storage import start_workload_storage
-from invoker.verdict import check_thresholds, evaluate
-from monitoring.collectors import build_collectors, tool_versions
-from monitoring.host import collect_host
-from platforms.openwhisk.connection import Connection
-from platforms.registry import platforms_used
-from workload.schedule import build_schedule
+from faasprof.invoker.dispatch import DispatchOptions, Dispatcher, DispatchResult, new_event_loop, realtime_hint, realtime_permitted
+from faasprof.invoker.platform_set import LOCALWHISK_DIR, PlatformSet, limit_warnings, start_embedded_platform
+from faasprof.invoker.preflight import check_out_dir
+from faasprof.invoker.scripts import ScriptRun
+from faasprof.invoker.sender import ensure_fd_budget
+from faasprof.invoker.shards import ShardedDispatch, choose_processes, peak_rate_per_s
+from faasprof.invoker.storage import start_workload_storage
+from faasprof.invoker.verdict import check_thresholds, evaluate
+from faasprof.monitoring.collectors import build_collectors, tool_versions
+from faasprof.monitoring.host import collect_host
+from faasprof.platforms.openwhisk.connection import Connection
+from faasprof.platforms.registry import platforms_used
+from faasprof.workload.schedule import build_schedule
 
 try:  # only to name the event loop in the manifest: uvloop is optional
     import uvloop as _uvloop
@@ -101,7 +101,7 @@ def execute(
     With ``connection=None`` and instances of a platform ``reached_by_connection`` (OpenWhisk), the
     embedded localwhisk is started with ``local_settings`` (``start_embedded`` keyword arguments),
     used and stopped. Raises ConfigError/NotReadyError before anything is created when pre-flight
-    fails. ``thresholds`` (``invoker.verdict``) override the workload's ``thresholds`` block; the
+    fails. ``thresholds`` (``faasprof.invoker.verdict``) override the workload's ``thresholds`` block; the
     manifest's ``verdict`` says whether the run met them. ``save_records``: wait for the platform's
     records of the run and save them even when the platform outlives the run (an analysis follows:
     ``faasprof run --analyze``); the embedded platform's records are always saved before it stops.

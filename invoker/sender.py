@@ -4,9 +4,9 @@
 from one Python process, so this module is a deliberately small HTTP/1.1 client on asyncio
 protocols (run under uvloop when available) instead of a general-purpose library:
 
-- every instance's request is formatted once by its platform (``platforms.base.PreparedRequest``),
+- every instance's request is formatted once by its platform (``faasprof.platforms.base.PreparedRequest``),
   so sending is one ``transport.write`` of ready bytes, and each response, framed by
-  ``invoker.http_response``, is read by the platform's ``classify``;
+  ``faasprof.invoker.http_response``, is read by the platform's ``classify``;
 - each origin (scheme, host, port) has a ``ConnectionPool`` of at most ``max_connections``
   keep-alive sockets, each carrying one request at a time (no pipelining). Requests beyond the
   open connections wait in a FIFO for the next free one; the number of requests in flight is
@@ -32,9 +32,9 @@ import time
 from typing import Callable, Sequence
 
 from faasprof.errors import ConfigError
-from invoker.http_response import Response
-from platforms.base import Classifier, Origin, PreparedRequest
-from platforms.base import shorten as _shorten
+from faasprof.invoker.http_response import Response
+from faasprof.platforms.base import Classifier, Origin, PreparedRequest
+from faasprof.platforms.base import shorten as _shorten
 
 # OpenWhisk's controller answers a blocking call within 60 s (then 202); nginx in front of it
 # gives up after 75 s, so a response slower than that is not coming.

@@ -1,4 +1,4 @@
-"""One send process of the multi-process send mode (``invoker.shards``): ``python -m invoker.shard_child``.
+"""One send process of the multi-process send mode (``faasprof.invoker.shards``): ``python -m faasprof.invoker.shard_child``.
 
 It reads its share from stdin (a length-prefixed pickle: the parent's ``FRAME``, then the seqs,
 plan slice, prepared requests and options), opens its invocation log in ``shards/<k>/``, says
@@ -23,8 +23,8 @@ from pathlib import Path
 
 from faasprof import rundir
 from faasprof.progress import WARNING_PREFIX, Progress
-from invoker.dispatch import DispatchOptions, Dispatcher, new_event_loop
-from invoker.sender import ensure_fd_budget
+from faasprof.invoker.dispatch import DispatchOptions, Dispatcher, new_event_loop
+from faasprof.invoker.sender import ensure_fd_budget
 
 FRAME = struct.Struct("!Q")  # the share's length, before its pickle on the child's stdin
 

@@ -29,7 +29,7 @@ One Python process puts about as many requests per second on the wire as one cor
 Control: the parent writes the share (pickled, so the prepared requests and their credentials go
 through a pipe, never to disk) and then JSON lines on each child's stdin: ``{"zero_ns": ...}``,
 later ``{"stop": [status, reason]}`` (Ctrl-C, SIGTERM, a failed check, another child gone). The
-children (``python -m invoker.shard_child``) run in their own session, so a Ctrl-C reaches only
+children (``python -m faasprof.invoker.shard_child``) run in their own session, so a Ctrl-C reaches only
 the parent, which stops them in order.
 """
 
@@ -56,13 +56,12 @@ import numpy as np
 
 from faasprof import rundir
 from faasprof.errors import ConfigError, RunError
-from faasprof.paths import REPO_ROOT
 from faasprof.progress import QUIET, Progress
-from invoker.dispatch import WATCH_INTERVAL_S, DispatchOptions, DispatchResult
-from invoker.selfwatch import lateness_summary_ms
-from invoker.shard_child import FRAME
-from invoker.sender import ensure_fd_budget
-from platforms.base import PreparedRequest
+from faasprof.invoker.dispatch import WATCH_INTERVAL_S, DispatchOptions, DispatchResult
+from faasprof.invoker.selfwatch import lateness_summary_ms
+from faasprof.invoker.shard_child import FRAME
+from faasprof.invoker.sender import ensure_fd_budget
+from faasprof.platforms.base import PreparedRequest
 
 SHARDS_DIR = "shards"
 MERGE_INTERVAL_S = 0.25  # the parent's merge and check period (rows reach the top-level files within ~1 s)
@@ -267,14 +266,12 @@ class ShardedDispatch:
         """Start the children, hand each its share, and wait until every one is ready to send."""
         max_connections = max(1, math.ceil(self.options.max_connections / self.processes))
         ensure_fd_budget(max_connections, origins=len({request.origin for request in self.requests}))
-        env = dict(os.environ)
-        env["PYTHONPATH"] = os.pathsep.join(p for p in (str(REPO_ROOT), env.get("PYTHONPATH")) if p)
         for child in self.children:
             child.directory.mkdir(parents=True, exist_ok=True)
             try:
                 # Its own session: a Ctrl-C in the terminal reaches the parent, which stops it in order.
-                child.proc = subprocess.Popen([sys.executable, "-m", "invoker.shard_child"], stdin=subprocess.PIPE, stdout=subprocess.PIPE,
-                                              env=env, cwd=str(REPO_ROOT), start_new_session=True)
+                child.proc = subprocess.Popen([sys.executable, "-m", "faasprof.invoker.shard_child"], stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+                                              start_new_session=True)
             except OSError as error:
                 self.abort()
                 raise RunError(f"send process {child.index}: could not start ({error.strerror or error})") from None

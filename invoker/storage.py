@@ -31,7 +31,7 @@ loopback endpoints reach them. The servers' data lives in ``work_dir`` and is re
 unless the caller keeps it.
 
 This module sits in ``invoker`` because ``faasprof run`` starts the servers of a workload's
-``storage`` block (layers go one way); ``experiments.storage`` re-exports it for the studies.
+``storage`` block (layers go one way); ``faasprof.experiments.storage`` re-exports it for the studies.
 
 Why versitygw: it is a real S3 server (the AWS SDK's own request handling, SigV4 checks,
 multipart), a single static Go binary built by ``go install`` from the Go module proxy in about
@@ -54,7 +54,7 @@ import time
 from pathlib import Path
 
 from faasprof.errors import ConfigError, NotReadyError
-from functions.iolib import PatternReader, S3, S3Error
+from faasprof.functions.iolib import PatternReader, S3, S3Error
 
 START_TIMEOUT_S = 20.0
 STOP_TIMEOUT_S = 5.0

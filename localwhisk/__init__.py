@@ -5,7 +5,7 @@ invoker's container pool with real processes: memory-slot accounting, warm reuse
 pause after a grace period, idle removal, LRU eviction and a FIFO run buffer. A "container" is a
 process group running a language launcher, in its own cgroup where cgroups are writable.
 
-Entry points: ``python -m localwhisk serve`` (the server process), ``localwhisk.embedded``
+Entry points: ``python -m faasprof.localwhisk serve`` (the server process), ``faasprof.localwhisk.embedded``
 (start it from Python and get a handle) and ``faasprof local start|stop|status``.
 """
 

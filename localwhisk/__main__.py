@@ -1,4 +1,4 @@
-"""``python -m localwhisk serve ...``: run one localwhisk instance in the foreground.
+"""``python -m faasprof.localwhisk serve ...``: run one localwhisk instance in the foreground.
 
 The instance locks its data directory (one instance per directory), writes
 ``<data-dir>/localwhisk.json`` (pid, port, apihost) once the API answers and, with
@@ -28,9 +28,9 @@ except ImportError:  # pragma: no cover - a dependency everywhere but Windows
     uvloop = None
 from aiohttp import web
 
-from localwhisk.config import AUTH_ENV, Settings, add_auth_file_argument, add_settings_arguments, is_loopback, settings_from_args, validate_settings
-from localwhisk.docker_sandbox import DockerUnavailable
-from localwhisk.server import Localwhisk
+from faasprof.localwhisk.config import AUTH_ENV, Settings, add_auth_file_argument, add_settings_arguments, is_loopback, settings_from_args, validate_settings
+from faasprof.localwhisk.docker_sandbox import DockerUnavailable
+from faasprof.localwhisk.server import Localwhisk
 
 STATE_FILE = "localwhisk.json"
 STOP_DRAIN_S = 2.0
@@ -164,7 +164,7 @@ def _run(coro):
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="python -m localwhisk", description="localwhisk, an embedded OpenWhisk stand-in")
+    parser = argparse.ArgumentParser(prog="python -m faasprof.localwhisk", description="localwhisk, an embedded OpenWhisk stand-in")
     sub = parser.add_subparsers(dest="command", required=True)
     p = sub.add_parser("serve", help="run the server in the foreground")
     add_settings_arguments(p)

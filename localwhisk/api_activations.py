@@ -7,7 +7,7 @@ import re
 
 from aiohttp import web
 
-from localwhisk.api_base import RESOURCE_DOES_NOT_EXIST, ApiBase, limit_skip
+from faasprof.localwhisk.api_base import RESOURCE_DOES_NOT_EXIST, ApiBase, limit_skip
 
 
 class Activations(ApiBase):

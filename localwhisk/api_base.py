@@ -17,12 +17,12 @@ import uuid
 
 from aiohttp import web
 
-from localwhisk import fastjson
-from localwhisk.config import Settings
-from localwhisk.fastjson import dumps
-from localwhisk.pool import Action, Pool
-from localwhisk.sandbox import runtime_family
-from localwhisk.store import Store
+from faasprof.localwhisk import fastjson
+from faasprof.localwhisk.config import Settings
+from faasprof.localwhisk.fastjson import dumps
+from faasprof.localwhisk.pool import Action, Pool
+from faasprof.localwhisk.sandbox import runtime_family
+from faasprof.localwhisk.store import Store
 
 RESOURCE_DOES_NOT_EXIST = "The requested resource does not exist."
 ALREADY_EXISTS = "resource already exists"  # OpenWhisk's 409 for a PUT without overwrite (ApiUtils.scala)

@@ -15,7 +15,7 @@ import uuid
 
 from aiohttp import web
 
-from localwhisk.api_base import (
+from faasprof.localwhisk.api_base import (
     ACTION_CODE_MAX_BYTES,
     ALREADY_EXISTS,
     BASE64_RE,

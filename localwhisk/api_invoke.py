@@ -18,9 +18,9 @@ import time
 
 from aiohttp import web
 
-from localwhisk.api_base import RESOURCE_DOES_NOT_EXIST, STOPPING, ApiBase, parse_json_body
-from localwhisk.pool import STATUS_NAMES, Action, Job, Outcome
-from localwhisk.sandbox import TIMER_SLACK_S
+from faasprof.localwhisk.api_base import RESOURCE_DOES_NOT_EXIST, STOPPING, ApiBase, parse_json_body
+from faasprof.localwhisk.pool import STATUS_NAMES, Action, Job, Outcome
+from faasprof.localwhisk.sandbox import TIMER_SLACK_S
 
 SNAPSHOTS_MAX = 4096  # cached Action snapshots (one per action revision); the cache is emptied past this
 # Activation and transaction ids: 128 random bits from a generator seeded from os.urandom, a tenth

@@ -18,9 +18,9 @@ import urllib.parse
 
 from aiohttp import web
 
-from localwhisk.api_base import JSON, RESOURCE_DOES_NOT_EXIST, STOPPING, parse_json_body
-from localwhisk.api_invoke import Invocations, wait_capped
-from localwhisk.fastjson import dumps
+from faasprof.localwhisk.api_base import JSON, RESOURCE_DOES_NOT_EXIST, STOPPING, parse_json_body
+from faasprof.localwhisk.api_invoke import Invocations, wait_capped
+from faasprof.localwhisk.fastjson import dumps
 
 
 class WebActions(Invocations):

@@ -15,7 +15,7 @@ from dataclasses import dataclass, field, fields
 from pathlib import Path
 
 from faasprof.docker import parse_images
-from localwhisk import delays as delays_mod
+from faasprof.localwhisk import delays as delays_mod
 
 # OpenWhisk's well-known guest key (ansible/files/auth.guest; also in standalone.conf).
 GUEST_AUTH = "23bc46b1-71f6-4ed5-8c54-816aa4f8c502:123zO3xZCLrMN6v2BKK1dXYFpXlPkccOFqm12CdAsMgRU4VrNZ9lyGVCGuMDGIwP"

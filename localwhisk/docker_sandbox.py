@@ -38,8 +38,8 @@ import aiohttp
 
 from faasprof.docker import DOCKER_SOCKET, LABEL_OWNER_PID, bridge_gateway, parse_images
 from faasprof.procfs import process_start_ticks
-from localwhisk import fastjson
-from localwhisk.sandbox import TIMER_SLACK_S, Sandbox, SandboxDied, not_json_reply
+from faasprof.localwhisk import fastjson
+from faasprof.localwhisk.sandbox import TIMER_SLACK_S, Sandbox, SandboxDied, not_json_reply
 
 LABEL_INSTANCE = "faasprof.localwhisk.instance"
 LABEL_OWNER_START = "faasprof.localwhisk.owner_start"

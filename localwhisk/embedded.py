@@ -1,6 +1,6 @@
 """Start localwhisk as a child process and get a handle (interface 2 of the team brief).
 
-``start_embedded`` runs ``python -m localwhisk serve --port-file F ...`` in its own session,
+``start_embedded`` runs ``python -m faasprof.localwhisk serve --port-file F ...`` in its own session,
 waits until ``GET /`` answers and returns a :class:`LocalwhiskHandle` with the API host, the auth
 key, the namespace and the settings that belong in a run manifest (read back from ``GET /`` so
 they are what the server actually uses: isolation mode, cgroup parents, ...). ``stop()`` sends
@@ -34,8 +34,8 @@ from pathlib import Path
 
 from faasprof.docker import LABEL_OWNER_PID, remove_labelled_containers
 from faasprof.errors import ConfigError, NotReadyError
-from localwhisk.config import GUEST_AUTH, GUEST_NAMESPACE, SETTING_NAMES, Settings, server_env, settings_argv, validate_settings
-from localwhisk.sandbox import SANDBOXES_DIR, reap_orphans
+from faasprof.localwhisk.config import GUEST_AUTH, GUEST_NAMESPACE, SETTING_NAMES, Settings, server_env, settings_argv, validate_settings
+from faasprof.localwhisk.sandbox import SANDBOXES_DIR, reap_orphans
 
 START_TIMEOUT_S = 30.0
 PR_SET_PDEATHSIG = 1  # <linux/prctl.h>
@@ -134,7 +134,7 @@ def start_embedded(data_dir: Path | None = None, port: int = 0, user_memory_mb: 
 
     ``data_dir`` None uses a fresh temporary directory, removed by ``stop()`` (save the records
     first). ``log_dir`` receives ``localwhisk.log`` (server log and stderr); default the data dir.
-    Other keyword arguments are settings of :class:`localwhisk.config.Settings` (e.g.
+    Other keyword arguments are settings of :class:`faasprof.localwhisk.config.Settings` (e.g.
     ``idle_timeout_s``, ``prewarm``, ``isolation``, ``cpu_policy``, ``invokes_per_minute``).
     Raises ConfigError for an unknown setting, NotReadyError (one line) if it does not come up.
     """
@@ -190,7 +190,7 @@ def start_embedded(data_dir: Path | None = None, port: int = 0, user_memory_mb: 
 
 def launch_server(argv: list[str], data_dir: Path, log_path: Path, parent_pid: int | None = None,
                   auth: str = GUEST_AUTH) -> tuple[subprocess.Popen, dict, dict]:
-    """Start ``python -m localwhisk serve ARGV`` in its own session and wait until ``GET /`` answers.
+    """Start ``python -m faasprof.localwhisk serve ARGV`` in its own session and wait until ``GET /`` answers.
 
     Returns the process, the state it wrote to its port file (apihost, port, pid) and ``GET /``.
     With ``parent_pid`` the server exits when that process does (the embedded case): at once
@@ -199,13 +199,11 @@ def launch_server(argv: list[str], data_dir: Path, log_path: Path, parent_pid: i
     the process is killed and NotReadyError says why in one line.
     """
     port_file = data_dir / f"port-{os.getpid()}-{time.monotonic_ns()}.json"
-    command = [sys.executable, "-m", "localwhisk", "serve", *argv, "--port-file", str(port_file)]
+    command = [sys.executable, "-m", "faasprof.localwhisk", "serve", *argv, "--port-file", str(port_file)]
     if parent_pid is not None:
         command += ["--parent-pid", str(parent_pid)]
     env = dict(os.environ)
     env.update(server_env({"auth": auth}))  # the key by environment: a command line is public (ps)
-    repo_root = str(Path(__file__).resolve().parent.parent)
-    env["PYTHONPATH"] = repo_root + (os.pathsep + env["PYTHONPATH"] if env.get("PYTHONPATH") else "")
     preexec = _die_with(parent_pid) if parent_pid is not None and threading.current_thread() is threading.main_thread() else None
     with open(log_path, "ab") as log_handle:
         process = subprocess.Popen(command, stdin=subprocess.DEVNULL, stdout=log_handle, stderr=log_handle,

@@ -34,12 +34,12 @@ from collections import OrderedDict, deque
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from localwhisk import delays as delays_mod
-from localwhisk.cgroups import CgroupManager
-from localwhisk.docker_sandbox import DockerHost, DockerSandbox
-from localwhisk.sandbox import TIMER_SLACK_S, Sandbox, SandboxDied
+from faasprof.localwhisk import delays as delays_mod
+from faasprof.localwhisk.cgroups import CgroupManager
+from faasprof.localwhisk.docker_sandbox import DockerHost, DockerSandbox
+from faasprof.localwhisk.sandbox import TIMER_SLACK_S, Sandbox, SandboxDied
 
-log = logging.getLogger("localwhisk.pool")
+log = logging.getLogger("faasprof.localwhisk.pool")
 
 # OpenWhisk Messages (common/scala/.../http/ErrorResponse.scala).
 ABNORMAL_INIT = "The action did not initialize and exited unexpectedly."

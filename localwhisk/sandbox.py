@@ -21,8 +21,8 @@ import time
 from pathlib import Path
 
 from faasprof.procfs import process_start_ticks
-from localwhisk import fastjson
-from localwhisk.cgroups import CgroupManager
+from faasprof.localwhisk import fastjson
+from faasprof.localwhisk.cgroups import CgroupManager
 
 # Under a localwhisk's data directory: each sandbox's work directory and pid file.
 SANDBOXES_DIR = "sandboxes"

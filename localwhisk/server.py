@@ -28,19 +28,19 @@ from pathlib import Path
 
 from aiohttp import web
 
-from localwhisk import __version__
-from localwhisk.api_activations import Activations
-from localwhisk.api_base import ACTION_CODE_MAX_BYTES, RESOURCE_DOES_NOT_EXIST, STOPPING, UNSUPPORTED, limit_skip, name_problem
-from localwhisk.api_entities import Entities
-from localwhisk.api_invoke import Throttles
-from localwhisk.api_web import WebActions
-from localwhisk.cgroups import CgroupManager, detect
-from localwhisk.config import Settings, parse_prewarm
-from localwhisk.pool import Action, Pool
-from localwhisk.sandbox import SANDBOXES_DIR, reap_orphans
-from localwhisk.store import Store
+from faasprof.localwhisk import __version__
+from faasprof.localwhisk.api_activations import Activations
+from faasprof.localwhisk.api_base import ACTION_CODE_MAX_BYTES, RESOURCE_DOES_NOT_EXIST, STOPPING, UNSUPPORTED, limit_skip, name_problem
+from faasprof.localwhisk.api_entities import Entities
+from faasprof.localwhisk.api_invoke import Throttles
+from faasprof.localwhisk.api_web import WebActions
+from faasprof.localwhisk.cgroups import CgroupManager, detect
+from faasprof.localwhisk.config import Settings, parse_prewarm
+from faasprof.localwhisk.pool import Action, Pool
+from faasprof.localwhisk.sandbox import SANDBOXES_DIR, reap_orphans
+from faasprof.localwhisk.store import Store
 
-log = logging.getLogger("localwhisk.server")
+log = logging.getLogger("faasprof.localwhisk.server")
 
 BUILD_DATE = "2026-11-01T00:00:00Z"
 

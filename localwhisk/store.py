@@ -18,9 +18,9 @@ import sqlite3
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
-from localwhisk import fastjson
+from faasprof.localwhisk import fastjson
 
-log = logging.getLogger("localwhisk.store")
+log = logging.getLogger("faasprof.localwhisk.store")
 
 SCHEMA_VERSION = 1
 

@@ -1,7 +1,7 @@
 """A finished run's monitors as pandas frames on the run clock.
 
 ``load_run_monitors(run_dir, manifest)`` hands each ``monitors/<name>/`` to its collector's frame
-loader (the registry in ``monitoring.collectors``), which parses the raw output with the pure
+loader (the registry in ``faasprof.monitoring.collectors``), which parses the raw output with the pure
 parsers and adds ``t_s``: seconds since the run's zero, at the **end** of each sample's interval
 (perf timestamps, resctrl/cgroup reads and pqos samples all mark the end of what they measured).
 
@@ -21,7 +21,7 @@ import os
 from pathlib import Path
 
 from faasprof import rundir
-from monitoring.collectors import collector_class
+from faasprof.monitoring.collectors import collector_class
 
 
 def _meta(directory: Path, manifest: rundir.Manifest, name: str) -> dict:

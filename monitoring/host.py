@@ -291,5 +291,5 @@ def _run_version(argv: list[str], timeout_s: float = 5.0) -> str | None:
 def tool_versions(commands: dict[str, list[str]]) -> dict:
     """``{tool: version or None}`` for ``{tool: version command}`` (None when a tool is missing or
     prints no version), plus this Python's version. The collector registry names the commands
-    (``monitoring.collectors.tool_versions``)."""
+    (``faasprof.monitoring.collectors.tool_versions``)."""
     return {**{tool: _run_version(argv) for tool, argv in commands.items()}, "python": platform.python_version()}

@@ -4,7 +4,7 @@ A platform serves the workload instances whose ``endpoint`` is its own (``Platfo
 owns the shape of those instances in a workload: whether they name a function the platform hosts
 (``names_functions``: an OpenWhisk action, from the catalogue or deployed) or a URL, the keys only
 its instances take (``instance_keys``, of them ``required_keys``) and their checks
-(``validate_instance``); the workload model asks ``platforms.registry`` for them, and checks an
+(``validate_instance``); the workload model asks ``faasprof.platforms.registry`` for them, and checks an
 instance against what its platform refuses (``PlatformLimits``). It answers six questions:
 
 - ``check(instances)``: is it there? (its description, e.g. OpenWhisk's ``GET /``), raising
@@ -104,7 +104,7 @@ class Platform(ABC):
     # ~/.wskprops); with none, a run starts the embedded localwhisk and reaches it as this platform.
     reached_by_connection: ClassVar[bool] = False
     # Has records of its own that ``fetch_records`` saves; without, the analyzer takes each answer
-    # as the call's final outcome (``analyzer.outcome_columns.records_due``) instead of a missing record.
+    # as the call's final outcome (``faasprof.analyzer.outcome_columns.records_due``) instead of a missing record.
     keeps_records: ClassVar[bool] = False
     # Whether a call may be answered before its function ends (OpenWhisk's non-blocking calls get a
     # 202 at once); without, every answer comes at the function's end, whatever ``blocking`` says.
@@ -113,7 +113,7 @@ class Platform(ABC):
 
     @classmethod
     def serves(cls, instance: Any) -> bool:
-        """Whether ``instance`` (a ``workload.spec.Instance``) is invoked on this kind of platform."""
+        """Whether ``instance`` (a ``faasprof.workload.spec.Instance``) is invoked on this kind of platform."""
         return getattr(instance, "endpoint", None) == cls.endpoint
 
     @classmethod

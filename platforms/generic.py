@@ -14,7 +14,7 @@ import socket
 from typing import Any, Callable, Sequence
 
 from faasprof.errors import NotReadyError
-from platforms.base import Platform, PreparedRequest, classify_status, format_request, split_origin, url_problem
+from faasprof.platforms.base import Platform, PreparedRequest, classify_status, format_request, split_origin, url_problem
 
 KIND = "generic"  # the request kind: POST url with the JSON data
 # Generic servers may close idle connections after 2 s (gunicorn) or 5 s (Node.js).

@@ -4,7 +4,7 @@
 platform"). Everything that depends on an instance's platform asks through these functions, which
 read the table when they run: the workload model (the shape of an instance, ``instance_problems``,
 ``names_functions``), a run (one platform object per endpoint its instances use,
-``platforms_used``; ``invoker.run``), a sweep, and tests and benchmarks that format requests
+``platforms_used``; ``faasprof.invoker.run``), a sweep, and tests and benchmarks that format requests
 without a run (``prepare_request``).
 """
 
@@ -12,10 +12,10 @@ from __future__ import annotations
 
 from typing import Any, Iterable
 
-from platforms.base import Platform, PreparedRequest
-from platforms.generic import GenericPlatform
-from platforms.openwhisk.connection import Connection
-from platforms.openwhisk.platform import OpenWhiskPlatform
+from faasprof.platforms.base import Platform, PreparedRequest
+from faasprof.platforms.generic import GenericPlatform
+from faasprof.platforms.openwhisk.connection import Connection
+from faasprof.platforms.openwhisk.platform import OpenWhiskPlatform
 
 PLATFORMS: tuple[type[Platform], ...] = (OpenWhiskPlatform, GenericPlatform)
 # A workload without "endpoint" invokes OpenWhisk actions, as FaaSProfiler's did.

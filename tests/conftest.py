@@ -14,8 +14,8 @@ from pathlib import Path
 import pytest
 
 from faasprof.docker import docker_problem
-from experiments import native
-from functions.catalogue import lookup
+from faasprof.experiments import native
+from faasprof.functions.catalogue import lookup
 
 REPO_ROOT = Path(__file__).resolve().parent.parent
 DATA_DIR = Path(__file__).resolve().parent / "data"

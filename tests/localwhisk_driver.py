@@ -6,8 +6,8 @@ import time
 
 import requests
 
-from platforms.openwhisk.client import OpenWhiskClient
-from platforms.openwhisk.connection import Connection
+from faasprof.platforms.openwhisk.client import OpenWhiskClient
+from faasprof.platforms.openwhisk.connection import Connection
 
 # What the pool lists for every sandbox (GET /localwhisk/v1/pool); a docker sandbox adds container, container_id, ip.
 SANDBOX_KEYS = ["name", "kind", "memory_mb", "state", "action", "pid", "activations", "memory_usage_bytes"]

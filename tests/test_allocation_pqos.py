@@ -20,8 +20,8 @@ from pathlib import Path
 import pytest
 
 from faasprof.errors import RunError
-from monitoring import allocation as al
-from monitoring.allocation import pqos as pqos_backend
+from faasprof.monitoring import allocation as al
+from faasprof.monitoring.allocation import pqos as pqos_backend
 
 DATA = Path(__file__).resolve().parent / "data" / "resctrl"
 

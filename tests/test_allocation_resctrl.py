@@ -2,7 +2,7 @@
 
 A plain directory does not behave like resctrl (mkdir creates no files, rmdir of a group with
 files fails, writes are not validated). ``KernelEmulation`` stands in for the kernel side of the
-four operations ``monitoring.allocation`` performs (``ResctrlFs``), following
+four operations ``faasprof.monitoring.allocation`` performs (``ResctrlFs``), following
 Documentation/arch/x86/resctrl.rst: a new group gets its files and the default schemata; a
 schemata write is checked (mask in range, contiguous, min_cbm_bits; MB in [min, 100], rounded up
 to the next step) and merged, and the file then reads back in the kernel's format (zero-padded
@@ -25,8 +25,8 @@ from pathlib import Path
 import pytest
 
 from faasprof.errors import NotReadyError, RunError
-from monitoring import allocation as al
-from monitoring.allocation import resctrl as resctrl_backend
+from faasprof.monitoring import allocation as al
+from faasprof.monitoring.allocation import resctrl as resctrl_backend
 
 DATA = Path(__file__).resolve().parent / "data" / "resctrl"
 TESTS_DIR = Path(__file__).resolve().parent
@@ -444,7 +444,7 @@ CRASH_SCRIPT = textwrap.dedent(
     """
     import os, signal, sys
     sys.path.insert(0, {tests!r})
-    from monitoring import allocation as al
+    from faasprof.monitoring import allocation as al
     from test_allocation_resctrl import KernelEmulation
     caps = al.discover({root!r})
     plan = al.plan_allocation(caps, llc_ways=2, mba_percent=50, control_plane_cpus=[0])

@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 
 from faasprof.errors import ConfigError, NotReadyError
-from monitoring import allocation as al
+from faasprof.monitoring import allocation as al
 
 DATA = Path(__file__).resolve().parent / "data" / "resctrl"
 

@@ -10,11 +10,11 @@ import numpy as np
 import pandas as pd
 import pytest
 
-import analyzer
-from analyzer import frames as frames_mod
-from analyzer import stats as stats_mod
-from analyzer import tails
-from analyzer.analysis import analyze_run, load_summary
+from faasprof import analyzer
+from faasprof.analyzer import frames as frames_mod
+from faasprof.analyzer import stats as stats_mod
+from faasprof.analyzer import tails
+from faasprof.analyzer.analysis import analyze_run, load_summary
 from faasprof import rundir
 from faasprof.errors import FormatError
 from test_analyzer_synthetic import write_synthetic_run

@@ -2,10 +2,10 @@
 
 from __future__ import annotations
 
-from analyzer.compare import differing_keys, environment_warnings, pick_parameter
-from analyzer.analysis import analyze_run
-from analyzer.compare import compare_runs, default_out_dir, summary_table, verdict_lines
-from analyzer.compare import unrelated_workload_warnings
+from faasprof.analyzer.compare import differing_keys, environment_warnings, pick_parameter
+from faasprof.analyzer.analysis import analyze_run
+from faasprof.analyzer.compare import compare_runs, default_out_dir, summary_table, verdict_lines
+from faasprof.analyzer.compare import unrelated_workload_warnings
 from faasprof import rundir
 
 

@@ -10,17 +10,17 @@ from __future__ import annotations
 
 import pytest
 
-pytest.importorskip("localwhisk.embedded")
+pytest.importorskip("faasprof.localwhisk.embedded")
 
-from analyzer import analyze_run  # noqa: E402
-from analyzer.report import summary_lines  # noqa: E402
+from faasprof.analyzer import analyze_run  # noqa: E402
+from faasprof.analyzer.report import summary_lines  # noqa: E402
 from faasprof import rundir  # noqa: E402
 from faasprof.rundir.tables import read_invocations_frame  # noqa: E402
-from invoker.run import execute  # noqa: E402
-from workload.spec import workload_from_dict  # noqa: E402
-from localwhisk.embedded import start_embedded
-from platforms.openwhisk.connection import Connection
-from platforms.openwhisk.client import OpenWhiskClient
+from faasprof.invoker.run import execute  # noqa: E402
+from faasprof.workload.spec import workload_from_dict  # noqa: E402
+from faasprof.localwhisk.embedded import start_embedded
+from faasprof.platforms.openwhisk.connection import Connection
+from faasprof.platforms.openwhisk.client import OpenWhiskClient
 
 
 def _run(tmp_path, rate, service_ms, duration_s, local_settings):

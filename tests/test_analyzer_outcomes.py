@@ -17,10 +17,10 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from analyzer import analyze_run
-from analyzer import outcome_columns
-from analyzer import records as records_mod
-from analyzer.analysis import load_run
+from faasprof.analyzer import analyze_run
+from faasprof.analyzer import outcome_columns
+from faasprof.analyzer import records as records_mod
+from faasprof.analyzer.analysis import load_run
 from faasprof import rundir
 from faasprof.outcomes import FINAL_OUTCOMES, HTTP_OUTCOMES, final_outcome, record_outcome
 from test_analyzer_synthetic import FAILURE_RECORDS, record, write_synthetic_run

@@ -11,9 +11,9 @@ import matplotlib.pyplot
 import numpy as np
 import pandas as pd
 
-from analyzer import markup
-from analyzer import plots as plots_mod
-from analyzer.analysis import load_run
+from faasprof.analyzer import markup
+from faasprof.analyzer import plots as plots_mod
+from faasprof.analyzer.analysis import load_run
 from test_analyzer_synthetic import write_synthetic_run
 
 PERCENTILES = (50, 99, 99.9)

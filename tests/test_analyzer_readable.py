@@ -11,12 +11,12 @@ import pandas as pd
 import pyarrow.dataset as ds
 import pytest
 
-from analyzer import frames as frames_mod
-from analyzer import markup
-from analyzer import report as report_mod
-from analyzer.analysis import analyze_run, load_run
+from faasprof.analyzer import frames as frames_mod
+from faasprof.analyzer import markup
+from faasprof.analyzer import report as report_mod
+from faasprof.analyzer.analysis import analyze_run, load_run
 from test_analyzer_synthetic import write_synthetic_run
-from analyzer import plots as plots_mod
+from faasprof.analyzer import plots as plots_mod
 
 MIXED = {
     "blocking": {"application": "fn", "distribution": "Uniform", "rate": 20.0, "blocking": True},

@@ -15,13 +15,13 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
 import pytest
 
-from analyzer import records as records_mod
+from faasprof.analyzer import records as records_mod
 from conftest import send_json
-from analyzer.analysis import analyze_run, load_run
+from faasprof.analyzer.analysis import analyze_run, load_run
 from faasprof import rundir
-from platforms.openwhisk.client import OpenWhiskClient
-from platforms.openwhisk.connection import Connection
-from platforms.openwhisk.records import fetch_records
+from faasprof.platforms.openwhisk.client import OpenWhiskClient
+from faasprof.platforms.openwhisk.connection import Connection
+from faasprof.platforms.openwhisk.records import fetch_records
 from test_analyzer_synthetic import WALL_ZERO_NS, record, write_synthetic_run
 
 AUTH = "23bc46b1-71f6-4ed5-8c54-816aa4f8c502:123zO3xZCLrMN6v2BKK1dXYFpXlPkccOFqm12CdAsMgRU4VrNZ9lyGVCGuMDGIwP"

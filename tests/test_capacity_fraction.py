@@ -9,13 +9,13 @@ import json
 
 import pytest
 
-from experiments import capacity_store
+from faasprof.experiments import capacity_store
 from faasprof.errors import ConfigError
-from workload.spec import workload_from_dict
-from experiments import cmd_capacity
-from experiments.capacity import SEARCH_DEFAULTS, Probe, find_capacity, search
-from experiments.sweep import sweep_eta
-from invoker.run import execute
+from faasprof.workload.spec import workload_from_dict
+from faasprof.commands import capacity as cmd_capacity
+from faasprof.experiments.capacity import SEARCH_DEFAULTS, Probe, find_capacity, search
+from faasprof.experiments.sweep import sweep_eta
+from faasprof.invoker.run import execute
 from tests.conftest import run_cli
 
 WORKLOAD = {

@@ -14,14 +14,14 @@ from pathlib import Path
 
 import pytest
 
-pytest.importorskip("localwhisk.embedded")
+pytest.importorskip("faasprof.localwhisk.embedded")
 
-from experiments import capacity_store  # noqa: E402
-from experiments.capacity import find_capacity, probes_dir  # noqa: E402
+from faasprof.experiments import capacity_store  # noqa: E402
+from faasprof.experiments.capacity import find_capacity, probes_dir  # noqa: E402
 from faasprof import rundir  # noqa: E402
 from faasprof.progress import Progress  # noqa: E402
 from tests.conftest import run_cli  # noqa: E402
-from workload.spec import workload_from_dict  # noqa: E402
+from faasprof.workload.spec import workload_from_dict  # noqa: E402
 
 
 def test_capacity_search_on_localwhisk(tmp_path):

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from experiments.capacity import Probe, probe_from_summary, probe_workload, search
+from faasprof.experiments.capacity import Probe, probe_from_summary, probe_workload, search
 from faasprof.errors import ConfigError
 
 

@@ -8,8 +8,8 @@ import sys
 
 import pytest
 
-from invoker import cmd_doctor
-from monitoring.collectors.rdt import RdtCollector
+from faasprof.commands import doctor as cmd_doctor
+from faasprof.monitoring.collectors.rdt import RdtCollector
 
 
 def _cli(*args, timeout=60):

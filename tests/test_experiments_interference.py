@@ -13,10 +13,10 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from experiments.interference import REPORT_BEGIN, add_to_report, capacity_from_file, panel_series, plot_fig14, resolve_rate
+from faasprof.experiments.interference import REPORT_BEGIN, add_to_report, capacity_from_file, panel_series, plot_fig14, resolve_rate
 from faasprof.errors import ConfigError, FormatError
-from monitoring.derived import add_perf_metrics
-from monitoring.parsers.perf import parse_perf_stat, perf_wide
+from faasprof.monitoring.derived import add_perf_metrics
+from faasprof.monitoring.parsers.perf import parse_perf_stat, perf_wide
 
 REPO = Path(__file__).resolve().parent.parent
 PERF = REPO / "tests" / "data" / "monitoring" / "perf"
@@ -109,7 +109,7 @@ def test_the_figure_goes_into_the_report_once(tmp_path):
 
 @pytest.mark.skipif(shutil.which("perf") is None, reason="needs perf for the workload's monitoring block")
 def test_cli_interference_short_run(tmp_path):
-    pytest.importorskip("localwhisk.embedded")
+    pytest.importorskip("faasprof.localwhisk.embedded")
     data = json.loads(WORKLOAD.read_text())
     data["test_duration_in_seconds"] = 6
     data["instances"]["deltablue"]["activity_window"] = [2, 4]

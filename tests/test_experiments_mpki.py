@@ -14,8 +14,8 @@ from pathlib import Path
 
 import pytest
 
-from experiments.mpki import counts_from_perf, plot_mpki
-from monitoring.collectors.perf import probe_perf_events
+from faasprof.experiments.mpki import counts_from_perf, plot_mpki
+from faasprof.monitoring.collectors.perf import probe_perf_events
 
 REPO = Path(__file__).resolve().parent.parent
 PERF = REPO / "tests" / "data" / "monitoring" / "perf"
@@ -84,7 +84,7 @@ def test_cli_from_runs_refuses_an_mpki_folder_saying_where_its_runs_are(tmp_path
 
 
 def test_cli_from_runs_on_a_real_run(tmp_path):
-    pytest.importorskip("localwhisk.embedded")
+    pytest.importorskip("faasprof.localwhisk.embedded")
     workload = tmp_path / "w.json"
     workload.write_text(json.dumps({"test_name": "mpki-spin", "test_duration_in_seconds": 3, "random_seed": 1, "blocking_cli": True,
                                     "instances": {"spin": {"application": "spin", "distribution": "Uniform", "rate": 3, "params": {"service_ms": 5}}}}))

@@ -13,13 +13,13 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from analyzer.stats import quantile_ci
-from experiments.slowdown import platform_interpreter_matches
-from experiments.slowdown_measure import Call, NativeSide, apply_record, measure_function
-from experiments.slowdown_report import MEDIAN_CI_MIN_SAMPLES, fit_power_law, judge_factor, summarise_function
+from faasprof.analyzer.stats import quantile_ci
+from faasprof.experiments.slowdown import platform_interpreter_matches
+from faasprof.experiments.slowdown_measure import Call, NativeSide, apply_record, measure_function
+from faasprof.experiments.slowdown_report import MEDIAN_CI_MIN_SAMPLES, fit_power_law, judge_factor, summarise_function
 from faasprof.errors import RunError
-from experiments import native
-from functions.catalogue import require
+from faasprof.experiments import native
+from faasprof.functions.catalogue import require
 from faasprof.docker import docker_problem
 
 REPO = Path(__file__).resolve().parent.parent
@@ -295,7 +295,7 @@ def test_cli_unreachable_platform_leaves_nothing(tmp_path):
 
 
 def test_cli_slowdown_on_embedded_localwhisk(tmp_path):
-    pytest.importorskip("localwhisk.embedded")
+    pytest.importorskip("faasprof.localwhisk.embedded")
     result = _faasprof("slowdown", "json_dumps", "json_loads", "nbody", "--repeat", "3", "--out", str(tmp_path), timeout=420)
     assert result.returncode == 0, result.stderr[-2000:]
     out = Path(result.stdout.strip().splitlines()[-1])

@@ -11,9 +11,9 @@ from pathlib import Path
 
 import pytest
 
-from platforms.registry import prepare_request
-from workload.spec import load_workload
-from platforms.openwhisk.connection import Connection
+from faasprof.platforms.registry import prepare_request
+from faasprof.workload.spec import load_workload
+from faasprof.platforms.openwhisk.connection import Connection
 
 
 def faasprofiler_workload(**changes) -> dict:

@@ -7,8 +7,8 @@ import json
 import pytest
 
 from faasprof.errors import ConfigError
-from functions import catalogue
-from functions.catalogue import RUNNERS_DIR, lookup, names, require
+from faasprof.functions import catalogue
+from faasprof.functions.catalogue import RUNNERS_DIR, lookup, names, require
 
 MICROBENCHMARKS = {"json_dumps", "json_loads", "deltablue", "pidigits", "richards", "nbody", "float", "chaos",
                    "fannkuch", "spectral_norm", "nqueens", "regex"}

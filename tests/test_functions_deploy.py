@@ -14,14 +14,14 @@ from urllib.parse import parse_qs, unquote, urlsplit
 import pytest
 
 from faasprof.errors import ConfigError, NotReadyError
-from platforms.openwhisk.client import OpenWhiskClient
-from platforms.openwhisk.connection import Connection
-from platforms.openwhisk.deploy import CODE_DIGEST_ANNOTATION, deploy, ensure_actions, resolve_kind
-from functions.catalogue import lookup
+from faasprof.platforms.openwhisk.client import OpenWhiskClient
+from faasprof.platforms.openwhisk.connection import Connection
+from faasprof.platforms.openwhisk.deploy import CODE_DIGEST_ANNOTATION, deploy, ensure_actions, resolve_kind
+from faasprof.functions.catalogue import lookup
 from tests.conftest import run_cli, send_json
 from faasprof.errors import RunError
-from functions.catalogue import names
-from platforms.base import PlatformError
+from faasprof.functions.catalogue import names
+from faasprof.platforms.base import PlatformError
 
 AUTH = "user:secret"
 

@@ -18,7 +18,7 @@ from pathlib import Path
 
 import pytest
 
-from functions.catalogue import lookup
+from faasprof.functions.catalogue import lookup
 
 REPO = Path(__file__).resolve().parent.parent
 PYTHON_EXCEPTION = re.compile(r"^[A-Z]\w*(Error|Exception|Exit|Interrupt)\b")

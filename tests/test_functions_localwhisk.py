@@ -8,15 +8,15 @@ import json
 
 import pytest
 
-from functions.catalogue import lookup, names
-from functions.checks import check_result
+from faasprof.functions.catalogue import lookup, names
+from faasprof.functions.checks import check_result
 from tests.conftest import run_cli
-from platforms.openwhisk.connection import Connection
-from platforms.openwhisk.client import OpenWhiskClient
-from platforms.openwhisk.deploy import deploy
-from platforms.openwhisk.deploy import ensure_actions
+from faasprof.platforms.openwhisk.connection import Connection
+from faasprof.platforms.openwhisk.client import OpenWhiskClient
+from faasprof.platforms.openwhisk.deploy import deploy
+from faasprof.platforms.openwhisk.deploy import ensure_actions
 
-embedded = pytest.importorskip("localwhisk.embedded")
+embedded = pytest.importorskip("faasprof.localwhisk.embedded")
 
 # Real OpenWhisk accepts action code up to tens of MB (nginx and the controller's exec size
 # limit) while invocation payloads stay at 1 MB; img-resize's archive (jimp) is several MB.

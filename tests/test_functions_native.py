@@ -6,9 +6,9 @@ from __future__ import annotations
 
 import pytest
 
-from experiments import native
-from functions.catalogue import lookup, names
-from functions.checks import check_result
+from faasprof.experiments import native
+from faasprof.functions.catalogue import lookup, names
+from faasprof.functions.checks import check_result
 
 
 def _entry_or_skip(name):

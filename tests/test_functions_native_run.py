@@ -10,11 +10,11 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from analyzer.outcome_columns import final_outcomes
+from faasprof.analyzer.outcome_columns import final_outcomes
 from faasprof.rundir import INVOCATION_COLUMNS, read_manifest, read_invocations
-from experiments import native
-from functions.catalogue import lookup
-from monitoring.parsers.perf import perf_counts
+from faasprof.experiments import native
+from faasprof.functions.catalogue import lookup
+from faasprof.monitoring.parsers.perf import perf_counts
 from tests.conftest import DATA_DIR, run_cli
 from faasprof.errors import NotReadyError
 

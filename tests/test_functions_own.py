@@ -12,8 +12,8 @@ import zipfile
 import pytest
 
 from faasprof.errors import ConfigError
-from functions.own import own_entry, stage
-from functions.package import build_archive
+from faasprof.functions.own import own_entry, stage
+from faasprof.functions.package import build_archive
 from tests.test_own_functions import build_wheel, python_function
 
 

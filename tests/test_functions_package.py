@@ -11,10 +11,10 @@ from dataclasses import replace
 
 import pytest
 
-from experiments import native
-from functions.catalogue import lookup
-from functions.checks import check_result
-from functions.package import ZIP_EPOCH, archive_files, build_archive, build_archive_bytes, sha256
+from faasprof.experiments import native
+from faasprof.functions.catalogue import lookup
+from faasprof.functions.checks import check_result
+from faasprof.functions.package import ZIP_EPOCH, archive_files, build_archive, build_archive_bytes, sha256
 from faasprof.errors import NotReadyError
 
 

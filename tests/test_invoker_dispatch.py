@@ -19,13 +19,13 @@ import pytest
 
 from faasprof.progress import Progress
 from faasprof.rundir import InvocationLog
-from platforms.openwhisk.connection import Connection
-from platforms.openwhisk.platform import classify
-from invoker.dispatch import DispatchOptions, Dispatcher, new_event_loop
-from invoker.http_response import Response
-from platforms.registry import prepare_request
+from faasprof.platforms.openwhisk.connection import Connection
+from faasprof.platforms.openwhisk.platform import classify
+from faasprof.invoker.dispatch import DispatchOptions, Dispatcher, new_event_loop
+from faasprof.invoker.http_response import Response
+from faasprof.platforms.registry import prepare_request
 from test_invoker_fakeserver import AUTH, THROTTLE_MESSAGE, FakeOpenWhisk
-from invoker.run import _collector_check
+from faasprof.invoker.run import _collector_check
 
 
 def instance(name: str, function: str, **extra):

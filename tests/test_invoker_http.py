@@ -1,4 +1,4 @@
-"""The invoker's HTTP/1.1 response parser (``invoker.http_response``): message framing exactly
+"""The invoker's HTTP/1.1 response parser (``faasprof.invoker.http_response``): message framing exactly
 as RFC 9112 §6.3 says, byte by byte and all at once, and bodiless answers from a real server."""
 
 from __future__ import annotations
@@ -11,11 +11,11 @@ import time
 import numpy as np
 import pytest
 
-from invoker.dispatch import WARM_CONNECTIONS, DispatchOptions, Dispatcher, new_event_loop
-from invoker.http_response import LlhttpResponse, PyResponse
-from invoker.sender import Sender
-from platforms.openwhisk.connection import Connection
-from platforms.registry import prepare_request
+from faasprof.invoker.dispatch import WARM_CONNECTIONS, DispatchOptions, Dispatcher, new_event_loop
+from faasprof.invoker.http_response import LlhttpResponse, PyResponse
+from faasprof.invoker.sender import Sender
+from faasprof.platforms.openwhisk.connection import Connection
+from faasprof.platforms.registry import prepare_request
 
 # Both implementations must frame exactly the same way (llhttp is used when httptools is installed).
 PARSERS = [PyResponse, LlhttpResponse]

@@ -10,14 +10,14 @@ import pytest
 from conftest import run_cli
 from faasprof import rundir
 from faasprof.errors import RunError
-from platforms.openwhisk import records as activations
-from platforms.openwhisk.connection import Connection
-from invoker.run import execute
-from workload.spec import workload_from_dict
+from faasprof.platforms.openwhisk import records as activations
+from faasprof.platforms.openwhisk.connection import Connection
+from faasprof.invoker.run import execute
+from faasprof.workload.spec import workload_from_dict
 from test_invoker_fakeserver import AUTH, FakeOpenWhisk
 from test_invoker_run import run_dirs, write_workload
-from invoker import sender
-from platforms.openwhisk.client import OpenWhiskClient
+from faasprof.invoker import sender
+from faasprof.platforms.openwhisk.client import OpenWhiskClient
 
 
 def _saved_ids(run_dir):

@@ -21,9 +21,9 @@ import pytest
 from conftest import REPO_ROOT, run_cli
 from faasprof.rundir import INVOCATION_COLUMNS, read_manifest, read_invocations
 from test_invoker_fakeserver import AUTH, FakeOpenWhisk
-from invoker.run import execute
-from platforms.openwhisk.connection import Connection
-from workload.spec import workload_from_dict
+from faasprof.invoker.run import execute
+from faasprof.platforms.openwhisk.connection import Connection
+from faasprof.workload.spec import workload_from_dict
 
 SECRET = AUTH.split(":", 1)[1]
 

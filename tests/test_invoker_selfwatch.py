@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from invoker.selfwatch import SelfWatch
+from faasprof.invoker.selfwatch import SelfWatch
 
 MS = 1_000_000
 

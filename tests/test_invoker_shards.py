@@ -1,4 +1,4 @@
-"""The multi-process send mode (``invoker.shards``, ``faasprof run --send-processes``).
+"""The multi-process send mode (``faasprof.invoker.shards``, ``faasprof run --send-processes``).
 
 Checked: the split (every planned invocation in exactly one process, whole instances kept whole
 when they fit, a hot instance alternating, shares in plan order), ``--send-processes`` values, a
@@ -24,10 +24,10 @@ from conftest import REPO_ROOT, run_cli
 from faasprof import rundir
 from faasprof.errors import ConfigError
 from faasprof.progress import QUIET, Progress
-from platforms.openwhisk.connection import Connection
-from invoker.dispatch import REALTIME_HINT_PER_S, DispatchOptions, realtime_hint, realtime_permitted
-from platforms.registry import prepare_request
-from invoker.shards import AUTO_RATE_PER_PROCESS, SHARDS_DIR, ShardedDispatch, choose_processes, peak_rate_per_s, resolve_processes, split_plan
+from faasprof.platforms.openwhisk.connection import Connection
+from faasprof.invoker.dispatch import REALTIME_HINT_PER_S, DispatchOptions, realtime_hint, realtime_permitted
+from faasprof.platforms.registry import prepare_request
+from faasprof.invoker.shards import AUTO_RATE_PER_PROCESS, SHARDS_DIR, ShardedDispatch, choose_processes, peak_rate_per_s, resolve_processes, split_plan
 from test_invoker_fakeserver import AUTH, FakeOpenWhisk
 from test_invoker_run import _wait_for_rows, assert_no_secret, run_dirs, write_workload
 

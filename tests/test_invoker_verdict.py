@@ -1,4 +1,4 @@
-"""A run's success criteria (``invoker.verdict``), and ``faasprof run`` exiting 1 on a run that
+"""A run's success criteria (``faasprof.invoker.verdict``), and ``faasprof run`` exiting 1 on a run that
 completed but measured only failures: all 429, all refused, all timed out, all 413."""
 
 from __future__ import annotations
@@ -10,7 +10,7 @@ import pytest
 from conftest import run_cli
 from faasprof import rundir
 from faasprof.errors import ConfigError
-from invoker.verdict import check_thresholds, evaluate, parse_thresholds
+from faasprof.invoker.verdict import check_thresholds, evaluate, parse_thresholds
 from test_invoker_fakeserver import AUTH, FakeOpenWhisk
 from test_invoker_run import run_dirs, write_workload
 

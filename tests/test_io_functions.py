@@ -7,10 +7,10 @@ from __future__ import annotations
 
 import pytest
 
-from experiments import native
-from functions import iolib
-from functions.catalogue import lookup
-from invoker.storage import find_binary, start_storage
+from faasprof.experiments import native
+from faasprof.functions import iolib
+from faasprof.functions.catalogue import lookup
+from faasprof.invoker.storage import find_binary, start_storage
 
 needs_versitygw = pytest.mark.skipif(find_binary("versitygw") is None, reason="versitygw not installed (./setup.sh installs it)")
 needs_iperf3 = pytest.mark.skipif(find_binary("iperf3") is None, reason="iperf3 not installed (./setup.sh installs it)")

@@ -10,8 +10,8 @@ import uuid
 
 import pytest
 
-from experiments import native
-from functions.catalogue import lookup
+from faasprof.experiments import native
+from faasprof.functions.catalogue import lookup
 
 NFS_MOUNT = os.environ.get("FAASPROF_NFS_MOUNT", "/mnt/faasprof-nfs")
 

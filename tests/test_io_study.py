@@ -13,14 +13,14 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from analyzer import io_breakdown
-from experiments import io_study
-from invoker.storage import find_binary
-from workload.spec import workload_from_dict
+from faasprof.analyzer import io_breakdown
+from faasprof.experiments import io_study
+from faasprof.invoker.storage import find_binary
+from faasprof.workload.spec import workload_from_dict
 
 from tests.conftest import REPO_ROOT
-from invoker.run import execute
-from workload.spec import load_workload
+from faasprof.invoker.run import execute
+from faasprof.workload.spec import load_workload
 
 needs_servers = pytest.mark.skipif(find_binary("versitygw") is None or find_binary("iperf3") is None,
                                    reason="versitygw and iperf3 needed (./setup.sh installs them)")
@@ -70,7 +70,7 @@ def test_cli_refuses_a_workload_without_a_study(tmp_path):
     path = tmp_path / "w.json"
     path.write_text(json.dumps({"test_name": "t", "test_duration_in_seconds": 2, "random_seed": 1, "blocking_cli": True,
                                 "instances": {"a": {"application": "io-disk", "distribution": "Burst", "burst_size": 1, "burst_gap_s": 1}}}))
-    done = subprocess.run([sys.executable, "-m", "experiments.io_study", str(path), "--out", str(tmp_path / "runs")],
+    done = subprocess.run([sys.executable, "-m", "faasprof.experiments.io_study", str(path), "--out", str(tmp_path / "runs")],
                           capture_output=True, text=True, timeout=120, cwd=REPO_ROOT)
     assert done.returncode == 2
     assert done.stderr.strip().splitlines() == [f"io_study: {path}: no io_study block; add io_study with memory_mb, concurrency or params to sweep"]

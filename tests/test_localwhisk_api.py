@@ -11,8 +11,8 @@ import zipfile
 import pytest
 import requests
 
-from localwhisk.config import GUEST_AUTH
-from localwhisk.embedded import start_embedded
+from faasprof.localwhisk.config import GUEST_AUTH
+from faasprof.localwhisk.embedded import start_embedded
 from tests.localwhisk_driver import Lw, annotation
 
 pytestmark = pytest.mark.timeout(60)

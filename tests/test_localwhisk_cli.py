@@ -1,4 +1,4 @@
-"""``faasprof local start|status|stop`` and ``python -m localwhisk serve`` as subprocesses."""
+"""``faasprof local start|status|stop`` and ``python -m faasprof.localwhisk serve`` as subprocesses."""
 
 from __future__ import annotations
 
@@ -12,7 +12,7 @@ import time
 import pytest
 import requests
 
-from localwhisk.config import GUEST_AUTH
+from faasprof.localwhisk.config import GUEST_AUTH
 from tests.conftest import REPO_ROOT, run_cli
 
 pytestmark = pytest.mark.timeout(90)
@@ -114,7 +114,7 @@ def test_local_start_is_found_by_deploy_until_stopped(tmp_path, isolated_home):
 def test_serve_port_file_and_sigterm(tmp_path):
     port_file = tmp_path / "port.json"
     env = dict(os.environ, PYTHONPATH=str(REPO_ROOT))
-    process = subprocess.Popen([sys.executable, "-m", "localwhisk", "serve", "--port", "0", "--port-file", str(port_file),
+    process = subprocess.Popen([sys.executable, "-m", "faasprof.localwhisk", "serve", "--port", "0", "--port-file", str(port_file),
                                 "--data-dir", str(tmp_path / "d")], env=env, stderr=subprocess.PIPE, text=True)
     try:
         deadline = time.monotonic() + 30
@@ -126,7 +126,7 @@ def test_serve_port_file_and_sigterm(tmp_path):
         assert state["pid"] == process.pid and state["port"] > 0
         assert requests.get(state["apihost"] + "/", timeout=5).status_code == 200
         # A second instance on the same data directory is refused with a one-line reason.
-        second = subprocess.run([sys.executable, "-m", "localwhisk", "serve", "--port", "0", "--data-dir", str(tmp_path / "d")],
+        second = subprocess.run([sys.executable, "-m", "faasprof.localwhisk", "serve", "--port", "0", "--data-dir", str(tmp_path / "d")],
                                 env=env, capture_output=True, text=True, timeout=30)
         assert second.returncode != 0 and "is in use by another localwhisk" in second.stderr
     finally:

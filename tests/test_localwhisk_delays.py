@@ -8,8 +8,8 @@ import time
 import pytest
 import requests
 
-from localwhisk import delays
-from localwhisk.embedded import start_embedded
+from faasprof.localwhisk import delays
+from faasprof.localwhisk.embedded import start_embedded
 from faasprof.errors import ConfigError
 
 NOOP = "def main(args):\n    return {}\n"

@@ -24,8 +24,8 @@ import pytest
 
 from faasprof.docker import bridge_gateway, docker_problem, interface_ipv4
 from faasprof.errors import ConfigError
-from localwhisk.docker_sandbox import LABEL_INSTANCE, LABEL_OWNER_PID, LABEL_OWNER_START
-from localwhisk.embedded import start_embedded
+from faasprof.localwhisk.docker_sandbox import LABEL_INSTANCE, LABEL_OWNER_PID, LABEL_OWNER_START
+from faasprof.localwhisk.embedded import start_embedded
 from tests.localwhisk_driver import SANDBOX_KEYS, Lw, annotation
 
 pytestmark = pytest.mark.timeout(180)

@@ -1,4 +1,4 @@
-"""localwhisk.fastjson gives the standard library's answers, including where orjson alone would not."""
+"""faasprof.localwhisk.fastjson gives the standard library's answers, including where orjson alone would not."""
 
 from __future__ import annotations
 
@@ -7,7 +7,7 @@ import math
 
 import pytest
 
-from localwhisk import fastjson
+from faasprof.localwhisk import fastjson
 
 
 def _std_dumps(obj) -> bytes:

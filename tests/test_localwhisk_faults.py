@@ -16,9 +16,9 @@ from pathlib import Path
 import pytest
 import requests
 
-from localwhisk.config import AUTH_ENV, GUEST_AUTH, Settings, validate_settings
-from localwhisk.embedded import start_embedded
-from localwhisk.sandbox import reap_orphans
+from faasprof.localwhisk.config import AUTH_ENV, GUEST_AUTH, Settings, validate_settings
+from faasprof.localwhisk.embedded import start_embedded
+from faasprof.localwhisk.sandbox import reap_orphans
 from tests.conftest import REPO_ROOT, run_cli
 from tests.localwhisk_driver import Lw
 
@@ -40,7 +40,7 @@ def _process_state(pid: int) -> str | None:
 def _serve(data_dir: Path, *extra: str, env: dict | None = None) -> tuple[subprocess.Popen, str]:
     port_file = data_dir.parent / f"port-{time.monotonic_ns()}.json"
     full_env = dict(os.environ, PYTHONPATH=str(REPO_ROOT), **(env or {}))
-    process = subprocess.Popen([sys.executable, "-m", "localwhisk", "serve", "--port", "0", "--data-dir", str(data_dir),
+    process = subprocess.Popen([sys.executable, "-m", "faasprof.localwhisk", "serve", "--port", "0", "--data-dir", str(data_dir),
                                 "--port-file", str(port_file), *extra], env=full_env, start_new_session=True,
                                stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
     deadline = time.monotonic() + 30

@@ -15,7 +15,7 @@ import time
 import pytest
 import requests
 
-from localwhisk.embedded import start_embedded
+from faasprof.localwhisk.embedded import start_embedded
 
 pytestmark = pytest.mark.timeout(90)
 

@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from localwhisk.embedded import start_embedded
+from faasprof.localwhisk.embedded import start_embedded
 from tests.localwhisk_driver import SANDBOX_KEYS, Lw, annotation
 from faasprof.errors import ConfigError
 

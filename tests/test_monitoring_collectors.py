@@ -15,19 +15,19 @@ from pathlib import Path
 import pytest
 
 from faasprof import rundir
-from monitoring.collectors import base as col_base
-from monitoring.collectors import blktrace as col_blktrace
-from monitoring.collectors import build_collectors, normalise_block
-from monitoring.collectors import perf as col_perf
-from monitoring.collectors.blktrace import BlktraceCollector, data_device
-from monitoring.collectors.cgroups import CgroupCollector, read_cgroup
-from monitoring.collectors.perf import PerfCollector
-from monitoring.collectors.rdt import RdtCollector
-from monitoring.frames import load_run_monitors, start_offset_s
-from monitoring.host import Root
-from monitoring.parsers.cgroups import parse_cgroup_samples
-from monitoring.parsers.perf import parse_perf_stat
-from monitoring.parsers.resctrl import parse_resctrl_samples
+from faasprof.monitoring.collectors import base as col_base
+from faasprof.monitoring.collectors import blktrace as col_blktrace
+from faasprof.monitoring.collectors import build_collectors, normalise_block
+from faasprof.monitoring.collectors import perf as col_perf
+from faasprof.monitoring.collectors.blktrace import BlktraceCollector, data_device
+from faasprof.monitoring.collectors.cgroups import CgroupCollector, read_cgroup
+from faasprof.monitoring.collectors.perf import PerfCollector
+from faasprof.monitoring.collectors.rdt import RdtCollector
+from faasprof.monitoring.frames import load_run_monitors, start_offset_s
+from faasprof.monitoring.host import Root
+from faasprof.monitoring.parsers.cgroups import parse_cgroup_samples
+from faasprof.monitoring.parsers.perf import parse_perf_stat
+from faasprof.monitoring.parsers.resctrl import parse_resctrl_samples
 
 HOSTS = Path(__file__).resolve().parent / "data" / "monitoring" / "hosts"
 HAVE_PERF = shutil.which("perf") is not None and os.geteuid() == 0

@@ -8,8 +8,8 @@ import time
 import pytest
 
 from faasprof import rundir
-from monitoring.collectors import build_collectors
-from monitoring.frames import load_run_monitors
+from faasprof.monitoring.collectors import build_collectors
+from faasprof.monitoring.frames import load_run_monitors
 
 pytestmark = pytest.mark.hardware
 

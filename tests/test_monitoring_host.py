@@ -10,8 +10,8 @@ from pathlib import Path
 
 import pytest
 
-from monitoring.collectors import tool_versions
-from monitoring.host import Root, collect_host, mount_of, parse_cpu_list
+from faasprof.monitoring.collectors import tool_versions
+from faasprof.monitoring.host import Root, collect_host, mount_of, parse_cpu_list
 from conftest import run_cli
 
 DATA = Path(__file__).resolve().parent / "data" / "monitoring"

@@ -9,12 +9,12 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from monitoring.derived import DERIVED_COLUMNS, add_bandwidth_share, add_perf_metrics
-from monitoring.parsers.blkparse import blk_intervals, direction, parse_blkparse_events, parse_blkparse_line
-from monitoring.parsers.cgroups import parse_cgroup_samples
-from monitoring.parsers.perf import base_event, parse_perf_line, parse_perf_stat, perf_wide, probe_support
-from monitoring.parsers.pqos import parse_pqos, parse_pqos_csv, parse_pqos_text
-from monitoring.parsers.resctrl import parse_resctrl_samples
+from faasprof.monitoring.derived import DERIVED_COLUMNS, add_bandwidth_share, add_perf_metrics
+from faasprof.monitoring.parsers.blkparse import blk_intervals, direction, parse_blkparse_events, parse_blkparse_line
+from faasprof.monitoring.parsers.cgroups import parse_cgroup_samples
+from faasprof.monitoring.parsers.perf import base_event, parse_perf_line, parse_perf_stat, perf_wide, probe_support
+from faasprof.monitoring.parsers.pqos import parse_pqos, parse_pqos_csv, parse_pqos_text
+from faasprof.monitoring.parsers.resctrl import parse_resctrl_samples
 
 DATA = Path(__file__).resolve().parent / "data" / "monitoring"
 

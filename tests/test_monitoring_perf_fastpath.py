@@ -14,7 +14,7 @@ from pathlib import Path
 import pandas as pd
 import pytest
 
-from monitoring.parsers.perf import COLUMNS, _fast_columns, _perf_fields, parse_perf_stat, parse_perf_stat_reference, perf_wide
+from faasprof.monitoring.parsers.perf import COLUMNS, _fast_columns, _perf_fields, parse_perf_stat, parse_perf_stat_reference, perf_wide
 
 DATA = Path(__file__).resolve().parent / "data" / "monitoring" / "perf"
 SAMPLES = sorted(path.name for path in DATA.iterdir() if path.is_file())

@@ -12,9 +12,10 @@ import jsonschema
 import pytest
 
 from faasprof import rundir
-from faasprof.paths import REPO_ROOT, WORKLOAD_SCHEMA_PATH
-from monitoring import cmd_parse, frames
-from monitoring.collectors import (
+from faasprof.paths import WORKLOAD_SCHEMA_PATH
+from faasprof.commands import parse as cmd_parse
+from faasprof.monitoring import frames
+from faasprof.monitoring.collectors import (
     COLLECTORS,
     REGISTRY,
     build_collectors,
@@ -24,12 +25,14 @@ from monitoring.collectors import (
     replace_schema_section,
     schema_fragment,
 )
-from monitoring.collectors.base import Finding
-from monitoring.collectors.perf import PerfReadiness, perf_readiness
-from monitoring.host import Root, collect_host
+from faasprof.monitoring.collectors.base import Finding
+from faasprof.monitoring.collectors.perf import PerfReadiness, perf_readiness
+from faasprof.monitoring.host import Root, collect_host
+
+REPO_ROOT = Path(__file__).resolve().parent.parent
 
 HOSTS = Path(__file__).resolve().parent / "data" / "monitoring" / "hosts"
-FIX = "python -m monitoring.collectors --write && python -m invoker.schema_doc --write"
+FIX = "python -m faasprof.monitoring.collectors --write && python -m faasprof.invoker.schema_doc --write"
 
 
 def test_schema_monitoring_section_is_the_registrys():

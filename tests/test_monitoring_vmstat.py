@@ -13,10 +13,10 @@ from pathlib import Path
 import pytest
 
 from faasprof import rundir
-from monitoring.collectors import REGISTRY, build_collectors
-from monitoring.collectors.vmstat import COLUMNS, VmstatCollector, parse_vmstat_samples, read_vmstat_sample
-from monitoring.frames import load_run_monitors
-from monitoring.host import Root
+from faasprof.monitoring.collectors import REGISTRY, build_collectors
+from faasprof.monitoring.collectors.vmstat import COLUMNS, VmstatCollector, parse_vmstat_samples, read_vmstat_sample
+from faasprof.monitoring.frames import load_run_monitors
+from faasprof.monitoring.host import Root
 from tests.conftest import run_cli
 
 DATA = Path(__file__).resolve().parent / "data" / "monitoring" / "vmstat"

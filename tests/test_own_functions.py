@@ -18,10 +18,10 @@ from pathlib import Path
 import pytest
 
 from tests.conftest import run_cli
-from platforms.openwhisk.connection import Connection
-from platforms.openwhisk.client import OpenWhiskClient
+from faasprof.platforms.openwhisk.connection import Connection
+from faasprof.platforms.openwhisk.client import OpenWhiskClient
 
-embedded = pytest.importorskip("localwhisk.embedded")
+embedded = pytest.importorskip("faasprof.localwhisk.embedded")
 needs_node = pytest.mark.skipif(shutil.which("node") is None or shutil.which("npm") is None, reason="node and npm are needed")
 
 

@@ -12,11 +12,11 @@ import argparse
 
 import pytest
 
-from analyzer import frames as frames_mod
-from analyzer.analysis import analyze_run
+from faasprof.analyzer import frames as frames_mod
+from faasprof.analyzer.analysis import analyze_run
 from faasprof import rundir
 from faasprof.errors import ConfigError
-from platforms.openwhisk.connection import resolve_connection
+from faasprof.platforms.openwhisk.connection import resolve_connection
 from test_analyzer_synthetic import write_synthetic_run
 
 NO_FLAGS = dict(apihost=None, auth=None, namespace=None, insecure=None)

@@ -1,7 +1,7 @@
 """Pinning the analyzer's rules at their boundaries, so that a changed threshold, a reordered rule
 or a changed rounding fails a test.
 
-* The latency-mode verdict (``analyzer.stats.decide_mode``) just below and at every threshold, and
+* The latency-mode verdict (``faasprof.analyzer.stats.decide_mode``) just below and at every threshold, and
   its rule order; the "≥ 5 % rejected" rule end to end through ``group_stats`` for every final
   outcome it counts (and the ones it does not).
 * The resumed-start rule: the idle gap is measured from the *latest* end of the earlier
@@ -19,9 +19,9 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from analyzer import frames as frames_mod
-from analyzer import stats as stats_mod
-from analyzer.records import flatten_record
+from faasprof.analyzer import frames as frames_mod
+from faasprof.analyzer import stats as stats_mod
+from faasprof.analyzer.records import flatten_record
 from faasprof import rundir
 from faasprof.outcomes import FAILURE_OUTCOMES, FINAL_OUTCOMES
 from test_analyzer_synthetic import record

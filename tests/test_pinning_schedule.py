@@ -14,9 +14,9 @@ import os
 import numpy as np
 import pytest
 
-from workload import arrivals
-from workload.schedule import build_schedule, instance_rng, read_schedule_csv, stream_key
-from workload.spec import workload_from_dict
+from faasprof.workload import arrivals
+from faasprof.workload.schedule import build_schedule, instance_rng, read_schedule_csv, stream_key
+from faasprof.workload.spec import workload_from_dict
 from tests.conftest import DATA_DIR
 
 PROCESSES = {

@@ -9,14 +9,14 @@ import socket
 import pytest
 
 from faasprof.errors import NotReadyError
-from platforms import generic
-from platforms.base import PlatformUnreachable
-from platforms.generic import GenericPlatform
-from platforms.openwhisk.client import OpenWhiskClient
-from platforms.openwhisk.connection import Connection
-from platforms.openwhisk import platform as openwhisk
-from platforms.openwhisk.platform import OpenWhiskPlatform
-from platforms.registry import platform_class, prepare_request
+from faasprof.platforms import generic
+from faasprof.platforms.base import PlatformUnreachable
+from faasprof.platforms.generic import GenericPlatform
+from faasprof.platforms.openwhisk.client import OpenWhiskClient
+from faasprof.platforms.openwhisk.connection import Connection
+from faasprof.platforms.openwhisk import platform as openwhisk
+from faasprof.platforms.openwhisk.platform import OpenWhiskPlatform
+from faasprof.platforms.registry import platform_class, prepare_request
 from test_invoker_dispatch import instance
 
 AUTH = "u:k"

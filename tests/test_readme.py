@@ -4,13 +4,13 @@ has its row in the Commands table."""
 from __future__ import annotations
 
 from faasprof.cli import COMMANDS
-from invoker import schema_doc
+from faasprof.invoker import schema_doc
 from tests.conftest import REPO_ROOT
 
 
 def test_workload_reference_matches_the_schema():
     readme = (REPO_ROOT / "README.md").read_text(encoding="utf-8")
-    assert schema_doc.render() in readme, "run: .venv/bin/python -m invoker.schema_doc --write"
+    assert schema_doc.render() in readme, "run: .venv/bin/python -m faasprof.invoker.schema_doc --write"
 
 
 def test_readme_names_the_two_setup_commands():

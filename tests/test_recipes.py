@@ -9,7 +9,7 @@ The platform: "toyfaas", a FaaS whose instances name the functions it hosts behi
 (their own key, ``gateway``), served by a real HTTP server on 127.0.0.1. "Add a platform" is one
 class (here, in this file, as ``platforms/toyfaas.py`` would hold it), its place in the registry's
 table and its endpoint and key in the schema (both ``monkeypatch``-ed); a workload of it is then
-validated and run end to end by ``invoker.run.execute``. Were anything else hard-wired to the two
+validated and run end to end by ``faasprof.invoker.run.execute``. Were anything else hard-wired to the two
 platforms faasprof ships (an OpenWhisk slot, a ``generic`` branch, a copy of the table), the
 workload would be refused or the run would not reach the server.
 
@@ -37,25 +37,28 @@ from typing import Any, Sequence
 import numpy as np
 import pandas as pd
 import pytest
+from pathlib import Path
 
-from analyzer import frames as frames_mod
-from analyzer import stats as stats_mod
-from analyzer.analysis import analyze_run, load_run
+from faasprof.analyzer import frames as frames_mod
+from faasprof.analyzer import stats as stats_mod
+from faasprof.analyzer.analysis import analyze_run, load_run
 from conftest import send_json
-from experiments import cmd_plan, cmd_validate
-from experiments import sweep as sweep_mod
+from faasprof.commands import plan as cmd_plan
+from faasprof.commands import validate as cmd_validate
+from faasprof.experiments import sweep as sweep_mod
 from faasprof import rundir
 from faasprof.errors import ConfigError, NotReadyError
-from faasprof.paths import REPO_ROOT
 from faasprof.rundir import record_columns, record_fields
 from faasprof.rundir import records as records_mod
-from invoker.run import execute
-from platforms import registry
-from platforms.base import Platform, PreparedRequest, classify_status, format_request, parse_json, split_origin, url_problem
+from faasprof.invoker.run import execute
+from faasprof.platforms import registry
+from faasprof.platforms.base import Platform, PreparedRequest, classify_status, format_request, parse_json, split_origin, url_problem
 from test_analyzer_synthetic import write_synthetic_run
-from workload import arrivals, messages
-from workload.schedule import NS_PER_S, build_schedule
-from workload.spec import workload_from_dict
+from faasprof.workload import arrivals, messages
+from faasprof.workload.schedule import NS_PER_S, build_schedule
+from faasprof.workload.spec import workload_from_dict
+
+REPO_ROOT = Path(__file__).resolve().parent.parent
 
 DUMMY_US = {"fa": 2500.0, "fb": 4000.0}  # the annotation's value, per function: a known answer
 INSTANCES = {"i0": {"application": "fa", "distribution": "Uniform", "rate": 5.0},

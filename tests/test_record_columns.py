@@ -15,14 +15,16 @@ import pandas as pd
 import pyarrow as pa
 import pyarrow.compute as pc
 import pytest
+from pathlib import Path
 
 from faasprof import rundir
-from faasprof.paths import REPO_ROOT
 from faasprof.rundir import activations, record_columns, record_fields
 from faasprof.rundir import records as records_mod
-from analyzer import chains
-from analyzer import frames as frames_mod
+from faasprof.analyzer import chains
+from faasprof.analyzer import frames as frames_mod
 from test_analyzer_synthetic import record, write_synthetic_run
+
+REPO_ROOT = Path(__file__).resolve().parent.parent
 
 FAILURES = {3: "application_error", 7: "developer_error", 11: "internal_error", 13: "action_timeout", 17: "no_record"}
 

@@ -11,10 +11,10 @@ from pathlib import Path
 
 import pytest
 
-pytest.importorskip("localwhisk.embedded")
+pytest.importorskip("faasprof.localwhisk.embedded")
 
-from experiments import capacity_store  # noqa: E402
-from experiments.reproduce_rules import NOT_REPRODUCED, REPRODUCED  # noqa: E402
+from faasprof.experiments import capacity_store  # noqa: E402
+from faasprof.experiments.reproduce_rules import NOT_REPRODUCED, REPRODUCED  # noqa: E402
 
 
 def test_a_reduced_reproduce_writes_the_report_with_each_verdicts_evidence(cli, tmp_path, isolated_home):

@@ -10,14 +10,14 @@ import math
 import numpy as np
 import pytest
 
-from experiments import capacity_store
-from experiments import reproduce as plan
-from experiments import reproduce_report as report
-from experiments import reproduce_rules as rules
-from experiments import reproduce_runs as runs
-from experiments.cmd_reproduce import choose_isolation
+from faasprof.experiments import capacity_store
+from faasprof.experiments import reproduce as plan
+from faasprof.experiments import reproduce_report as report
+from faasprof.experiments import reproduce_rules as rules
+from faasprof.experiments import reproduce_runs as runs
+from faasprof.commands.reproduce import choose_isolation
 from faasprof.errors import ConfigError, NotReadyError
-from monitoring.host import Root, collect_host
+from faasprof.monitoring.host import Root, collect_host
 
 
 def _phase(fraction, mode, **extra):

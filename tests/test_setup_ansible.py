@@ -162,7 +162,7 @@ def test_runtimes_manifest_is_small_and_has_prewarms(tmp_path):
     assert manifest["blackboxes"]
     # Every kind the benchmark functions are deployed with must exist on the testbed.
     kinds = {k["kind"] for family in manifest["runtimes"].values() for k in family}
-    catalogue = pytest.importorskip("functions.catalogue")
+    catalogue = pytest.importorskip("faasprof.functions.catalogue")
     used = {catalogue.lookup(name).kind for name in catalogue.names()}
     assert used and used <= kinds, f"add {sorted(used - kinds)} to openwhisk_runtimes in setup/group_vars/all.yml"
 

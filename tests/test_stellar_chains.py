@@ -8,11 +8,11 @@ import json
 import pandas as pd
 import pytest
 
-from analyzer import chains
+from faasprof.analyzer import chains
 from faasprof import rundir
 from faasprof.rundir import activations
 from faasprof.docker import docker_problem
-from invoker.storage import find_binary
+from faasprof.invoker.storage import find_binary
 from conftest import REPO_ROOT
 
 MS = 1_000_000

@@ -9,7 +9,7 @@ import zlib
 import pytest
 
 from conftest import REPO_ROOT, run_cli
-from experiments import padding
+from faasprof.experiments import padding
 from faasprof.docker import docker_problem
 
 PROBLEM = docker_problem()

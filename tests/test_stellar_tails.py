@@ -6,9 +6,9 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from analyzer import tails
-from analyzer.analysis import analyze_run
-from analyzer.compare import compare_runs
+from faasprof.analyzer import tails
+from faasprof.analyzer.analysis import analyze_run
+from faasprof.analyzer.compare import compare_runs
 from faasprof import rundir
 from tests.test_analyzer_synthetic import write_synthetic_run
 

@@ -8,15 +8,15 @@ import re
 
 import pytest
 
-from analyzer import markup
-from analyzer.analysis import load_summary
-from experiments import sweep as sw
-from experiments import sweep_report
+from faasprof.analyzer import markup
+from faasprof.analyzer.analysis import load_summary
+from faasprof.experiments import sweep as sw
+from faasprof.experiments import sweep_report
 from faasprof import rundir
 from faasprof.errors import ConfigError, NotReadyError
-from platforms.openwhisk.connection import Connection
-from workload.spec import workload_from_dict
-from monitoring import allocation as al
+from faasprof.platforms.openwhisk.connection import Connection
+from faasprof.workload.spec import workload_from_dict
+from faasprof.monitoring import allocation as al
 from tests.test_allocation_resctrl import KernelEmulation, copy_tree
 
 BASE = {

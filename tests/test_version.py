@@ -7,7 +7,7 @@ import importlib.metadata
 import tomllib
 from pathlib import Path
 
-import localwhisk
+from faasprof import localwhisk
 from conftest import run_cli
 from faasprof import rundir
 from faasprof.version import __version__

@@ -12,10 +12,10 @@ from pathlib import Path
 import pytest
 
 from faasprof.errors import ConfigError
-from functions.catalogue import lookup
-from workload.spec import load_workload, workload_from_dict
+from faasprof.functions.catalogue import lookup
+from faasprof.workload.spec import load_workload, workload_from_dict
 from tests.conftest import DATA_DIR, REPO_ROOT
-from platforms.openwhisk.connection import resolve_connection, write_local_props
+from faasprof.platforms.openwhisk.connection import resolve_connection, write_local_props
 
 BASE = {
     "test_name": "t",

@@ -238,7 +238,7 @@ class Distribution(ABC):
     """One arrival process as the workload names it (``distribution``); one instance in the table.
 
     The hooks take the instance's JSON object (``spec``: checking, scaling) or the resolved
-    ``workload.spec.Instance`` (``instance``: planning), whose ``arrival_keys`` hold this
+    ``faasprof.workload.spec.Instance`` (``instance``: planning), whose ``arrival_keys`` hold this
     distribution's ``keys`` as given."""
 
     name: str

@@ -5,7 +5,7 @@ BOM-prefixed file is refused with the fix; duplicate keys (JSON keeps only the l
 dropped a stream), NaN/Infinity and numbers beyond a float are problems, each one line naming the
 field; nesting deeper than MAX_NESTING_DEPTH is refused before anything walks it; a syntax error
 names its line and column. Problems come back as lines without the file name, for the caller to
-report together with the schema's (``workload.spec``).
+report together with the schema's (``faasprof.workload.spec``).
 """
 
 from __future__ import annotations

@@ -14,23 +14,23 @@ from pathlib import Path
 from typing import Iterable
 
 from faasprof.errors import ConfigError
-from faasprof.paths import REPO_ROOT
-from functions import catalogue
-from functions.own import looks_like_path
-from workload.jsonread import parse_json_document, read_text_file
-from workload.messages import Problems
+from faasprof.paths import DATA_ROOT
+from faasprof.functions import catalogue
+from faasprof.functions.own import looks_like_path
+from faasprof.workload.jsonread import parse_json_document, read_text_file
+from faasprof.workload.messages import Problems
 
 MAX_PARAM_FILE_BYTES = 64 * 1024 * 1024
 FAASPROFILER_MONITORING_SCRIPTS = ("monitoring/RuntimeMonitoring.sh", "./monitoring/RuntimeMonitoring.sh")
 
 
 def resolve_input_path(value: str, base_dir: Path | None) -> tuple[Path | None, list[Path]]:
-    """Find a file named in a workload: absolute; else the workload's folder, CWD, the checkout."""
+    """Find a file named in a workload: absolute; else the workload's folder, CWD, faasprof's own files."""
     candidate = Path(os.path.expanduser(value))
     if candidate.is_absolute():
         return (candidate if candidate.exists() else None), [candidate]
     tried = []
-    for root in (base_dir, Path.cwd(), REPO_ROOT):
+    for root in (base_dir, Path.cwd(), DATA_ROOT):
         if root is None:
             continue
         path = (root / candidate).resolve()

@@ -18,8 +18,8 @@ from pathlib import Path
 
 import numpy as np
 
-from workload.arrivals import arrivals
-from workload.spec import Instance, Workload
+from faasprof.workload.arrivals import arrivals
+from faasprof.workload.spec import Instance, Workload
 
 NS_PER_S = 1_000_000_000
 SCHEDULE_COLUMNS = ("seq", "instance", "function", "intended_s")

@@ -3,12 +3,12 @@
 Every FaaSProfiler workload is accepted unchanged, with its README's intent where its code
 disagreed: a null ``random_seed`` draws a fresh seed (recorded), a null or absent
 ``activity_window`` is the whole test, an absent ``endpoint`` is ``local_openwhisk``, and
-``activity_window`` also cuts traces. The file is read strictly (``workload.jsonread``) and
+``activity_window`` also cuts traces. The file is read strictly (``faasprof.workload.jsonread``) and
 checked against ``workload_configs/schema.json``, whose errors become one line each
-(``workload.messages``: ``CONFIG: instances.i0.rate: must be a number >= 0 (got -5)``); this module
+(``faasprof.workload.messages``: ``CONFIG: instances.i0.rate: must be a number >= 0 (got -5)``); this module
 adds the checks a schema cannot express (windows inside the test, files that exist
-(``workload.references``), the keys only an instance's distribution takes, checked by it
-(``workload.arrivals``), the keys only its platform takes, checked by it (``platforms.registry``),
+(``faasprof.workload.references``), the keys only an instance's distribution takes, checked by it
+(``faasprof.workload.arrivals``), the keys only its platform takes, checked by it (``faasprof.platforms.registry``),
 hosts, the planned invocation count and its memory, a platform's memory and request-size limits).
 
 Validation collects every problem (parse, schema and semantic checks together) before raising, so
@@ -27,15 +27,15 @@ from pathlib import Path
 from typing import Any, Iterable
 
 from faasprof.errors import ConfigError
-from functions import catalogue
-from functions.own import default_name, detect_runtime, looks_like_path
-from platforms import registry
-from platforms.base import PlatformLimits
-from platforms.openwhisk.connection import apihost_problem
-from workload.arrivals import DISTRIBUTIONS, ArrivalError, arrival_problems, distribution_for, distribution_of
-from workload.jsonread import ParsedWorkload, parse_workload_file
-from workload.messages import CAPACITY_FRACTION, Problems, covers, got, schema_fields, schema_problems, top_level_problem
-from workload.references import application_source, in_catalogue, load_param_file, resolve_input_path, script_path, unknown_function
+from faasprof.functions import catalogue
+from faasprof.functions.own import default_name, detect_runtime, looks_like_path
+from faasprof.platforms import registry
+from faasprof.platforms.base import PlatformLimits
+from faasprof.platforms.openwhisk.connection import apihost_problem
+from faasprof.workload.arrivals import DISTRIBUTIONS, ArrivalError, arrival_problems, distribution_for, distribution_of
+from faasprof.workload.jsonread import ParsedWorkload, parse_workload_file
+from faasprof.workload.messages import CAPACITY_FRACTION, Problems, covers, got, schema_fields, schema_problems, top_level_problem
+from faasprof.workload.references import application_source, in_catalogue, load_param_file, resolve_input_path, script_path, unknown_function
 
 # Bounds that keep a typo from exhausting the machine. The schedule costs about
 # SCHEDULE_BYTES_PER_INVOCATION while it is built (float64 times, int64 ns, int32 owner, the sort's

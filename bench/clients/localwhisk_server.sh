@@ -10,7 +10,7 @@ auth=23bc46b1-71f6-4ed5-8c54-816aa4f8c502:123zO3xZCLrMN6v2BKK1dXYFpXlPkccOFqm12C
 start_localwhisk() {  # start_localwhisk WORK_PREFIX [serve args...]
     work=$(mktemp -d "/tmp/$1.XXXXXX"); shift
     trap 'cleanup_localwhisk' EXIT
-    LOCALWHISK_AUTH=$auth PYTHONPATH=$repo "$python" -m localwhisk serve --port 0 --port-file "$work/port.json" \
+    LOCALWHISK_AUTH=$auth PYTHONPATH=$repo "$python" -m faasprof.localwhisk serve --port 0 --port-file "$work/port.json" \
         --data-dir "$work/data" "$@" >"$work/server.log" 2>&1 &
     server_pid=$!
     for _ in $(seq 200); do [ -s "$work/port.json" ] && break; sleep 0.1; done

@@ -35,7 +35,7 @@ from typing import Any
 
 from faasprof import __version__
 from faasprof.errors import ConfigError, FolderKindError, FormatError
-from faasprof.paths import REPO_ROOT
+from faasprof.paths import CHECKOUT_ROOT
 from faasprof.rundir.layout import MANIFEST, manifest_path, write_json_atomic
 
 FORMAT_VERSION = 2
@@ -83,7 +83,9 @@ class ClockAnchor:
 
 def git_commit() -> str | None:
     """The commit of the faasprof checkout, read from .git without running git."""
-    git_dir = REPO_ROOT / ".git"
+    if CHECKOUT_ROOT is None:
+        return None
+    git_dir = CHECKOUT_ROOT / ".git"
     try:
         head = (git_dir / "HEAD").read_text().strip()
         if head.startswith("ref: "):

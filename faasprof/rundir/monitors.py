@@ -1,6 +1,6 @@
 """``monitors/<name>/``: where each collector writes its raw output and ``meta.json``.
 
-The raw output's format is the collector's (``monitoring.collectors``); this module only says
+The raw output's format is the collector's (``faasprof.monitoring.collectors``); this module only says
 where it is.
 """
 

@@ -38,10 +38,10 @@ This ``__init__`` imports every public name, so ``from monitoring import allocat
 
 from __future__ import annotations
 
-from monitoring.allocation.apply import Allocation
-from monitoring.allocation.probe import discover
-from monitoring.allocation.journal import STATE_FORMAT_VERSION, default_state_dir
-from monitoring.allocation.model import (
+from faasprof.monitoring.allocation.apply import Allocation
+from faasprof.monitoring.allocation.probe import discover
+from faasprof.monitoring.allocation.journal import STATE_FORMAT_VERSION, default_state_dir
+from faasprof.monitoring.allocation.model import (
     ALLOCATION_FLAGS,
     GROUP_PREFIX,
     MOUNT_HINT,
@@ -55,7 +55,7 @@ from monitoring.allocation.model import (
     format_cpu_list,
     parse_cpu_list,
 )
-from monitoring.allocation.plan import (
+from faasprof.monitoring.allocation.plan import (
     AllocationPlan,
     check_mask,
     check_sweep_values,
@@ -65,7 +65,7 @@ from monitoring.allocation.plan import (
     plan_allocation,
     require,
 )
-from monitoring.allocation.pqos import PQOS_ASSOC_TYPE, parse_pqos_capabilities, parse_pqos_show
-from monitoring.allocation.resctrl import ResctrlFs, parse_schemata
-from monitoring.allocation.restore import cleanup_leftovers
+from faasprof.monitoring.allocation.pqos import PQOS_ASSOC_TYPE, parse_pqos_capabilities, parse_pqos_show
+from faasprof.monitoring.allocation.resctrl import ResctrlFs, parse_schemata
+from faasprof.monitoring.allocation.restore import cleanup_leftovers
 

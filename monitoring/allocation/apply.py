@@ -17,11 +17,11 @@ from pathlib import Path
 from typing import Any, Iterator
 
 from faasprof.errors import ConfigError, NotReadyError, RunError
-from monitoring.allocation import pqos, resctrl
-from monitoring.allocation.journal import Journal, default_state_dir
-from monitoring.allocation.model import GROUP_PREFIX, PQOS_TIMEOUT_S, Capabilities, Readback, Runner, format_cpu_list, run_subprocess
-from monitoring.allocation.plan import AllocationPlan
-from monitoring.allocation.restore import restore_from_state
+from faasprof.monitoring.allocation import pqos, resctrl
+from faasprof.monitoring.allocation.journal import Journal, default_state_dir
+from faasprof.monitoring.allocation.model import GROUP_PREFIX, PQOS_TIMEOUT_S, Capabilities, Readback, Runner, format_cpu_list, run_subprocess
+from faasprof.monitoring.allocation.plan import AllocationPlan
+from faasprof.monitoring.allocation.restore import restore_from_state
 
 
 class Allocation:

@@ -12,7 +12,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Callable, Iterable, Sequence
 
-from monitoring import host
+from faasprof.monitoring import host
 
 GROUP_PREFIX = "faasprof-"
 PQOS_TIMEOUT_S = 20.0

@@ -18,7 +18,7 @@ from dataclasses import dataclass
 from typing import Any, Sequence
 
 from faasprof.errors import ConfigError, NotReadyError
-from monitoring.allocation.model import (
+from faasprof.monitoring.allocation.model import (
     MOUNT_HINT,
     RESCTRL_MOUNTPOINT,
     BandwidthCaps,

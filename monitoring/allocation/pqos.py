@@ -19,9 +19,9 @@ import subprocess
 from typing import Any, Callable
 
 from faasprof.errors import NotReadyError, RunError
-from monitoring.allocation.journal import Journal
-from monitoring.allocation.model import BandwidthCaps, CacheCaps, Capabilities, Readback, Runner, format_cpu_list, last_line
-from monitoring.allocation.plan import AllocationPlan
+from faasprof.monitoring.allocation.journal import Journal
+from faasprof.monitoring.allocation.model import BandwidthCaps, CacheCaps, Capabilities, Readback, Runner, format_cpu_list, last_line
+from faasprof.monitoring.allocation.plan import AllocationPlan
 
 # "llc" is the type name older scripts use for -a; pqos(8) calls it deprecated in favour of "core".
 PQOS_ASSOC_TYPE = "core"

@@ -12,10 +12,10 @@ import re
 import shutil
 from pathlib import Path
 
-from monitoring import host
-from monitoring.allocation import pqos as pqos_backend
-from monitoring.allocation import resctrl as resctrl_backend
-from monitoring.allocation.model import (
+from faasprof.monitoring import host
+from faasprof.monitoring.allocation import pqos as pqos_backend
+from faasprof.monitoring.allocation import resctrl as resctrl_backend
+from faasprof.monitoring.allocation.model import (
     ALLOCATION_FLAGS,
     MOUNT_HINT,
     PQOS_TIMEOUT_S,

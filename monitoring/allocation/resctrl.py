@@ -33,10 +33,10 @@ from pathlib import Path
 from typing import Any, Iterator
 
 from faasprof.errors import RunError
-from monitoring import host
-from monitoring.allocation.journal import Journal
-from monitoring.allocation.model import BandwidthCaps, CacheCaps, Capabilities, Readback, format_cpu_list, parse_cpu_list
-from monitoring.allocation.plan import AllocationPlan
+from faasprof.monitoring import host
+from faasprof.monitoring.allocation.journal import Journal
+from faasprof.monitoring.allocation.model import BandwidthCaps, CacheCaps, Capabilities, Readback, format_cpu_list, parse_cpu_list
+from faasprof.monitoring.allocation.plan import AllocationPlan
 
 # Entries of the resctrl root that are not resource groups.
 NOT_GROUPS = {"info", "mon_groups", "mon_data"}

@@ -15,10 +15,10 @@ from pathlib import Path
 from typing import Any
 
 from faasprof.errors import NotReadyError, RunError
-from monitoring import host
-from monitoring.allocation import pqos, resctrl
-from monitoring.allocation.journal import STATE_FORMAT_VERSION, default_state_dir, owner_alive
-from monitoring.allocation.model import GROUP_PREFIX, PQOS_TIMEOUT_S, RESCTRL_MOUNTPOINT, Runner, run_subprocess
+from faasprof.monitoring import host
+from faasprof.monitoring.allocation import pqos, resctrl
+from faasprof.monitoring.allocation.journal import STATE_FORMAT_VERSION, default_state_dir, owner_alive
+from faasprof.monitoring.allocation.model import GROUP_PREFIX, PQOS_TIMEOUT_S, RESCTRL_MOUNTPOINT, Runner, run_subprocess
 
 
 def restore_from_state(state: dict[str, Any], *, fs: resctrl.ResctrlFs, runner: Runner, timeout_s: float) -> list[str]:

@@ -17,10 +17,10 @@ A collector that dies mid-run shows ``died`` with its exit code and the tail of 
 
 Each collector writes under ``monitors/<name>/``: ``command.txt``, ``stdout.log``, ``stderr.log``,
 its raw output, and ``meta.json`` (``wall_ns_at_start``/``monotonic_ns_at_start`` taken just before
-the tool starts: the anchor ``monitoring.frames`` aligns its samples with).
+the tool starts: the anchor ``faasprof.monitoring.frames`` aligns its samples with).
 
 Besides the lifecycle, a collector class states everything else the rest of faasprof needs to know
-about it (the registry in ``monitoring.collectors`` reads these class attributes; nothing else
+about it (the registry in ``faasprof.monitoring.collectors`` reads these class attributes; nothing else
 names a collector):
 
 * ``name``, ``summary`` (one line: what it records), ``tool`` (what runs, for the README table),
@@ -47,7 +47,7 @@ from pathlib import Path
 from typing import Any, Callable, ClassVar
 
 from faasprof.rundir import Manifest, monitor_dir, write_json_atomic
-from monitoring.host import Root
+from faasprof.monitoring.host import Root
 
 META_FORMAT_VERSION = 1
 
@@ -133,7 +133,7 @@ def samples_on_run_clock(path: Path, parse, offset_s: float):
 class Collector:
     """Base: status, errors, warnings, the start anchor, ``meta.json``; subclasses add the tool.
 
-    A collector registered in ``monitoring.collectors`` sets the class attributes below and may
+    A collector registered in ``faasprof.monitoring.collectors`` sets the class attributes below and may
     override ``load_frame`` and ``doctor`` (see the module docstring).
     """
 
@@ -256,7 +256,7 @@ class Collector:
 
     @classmethod
     def doctor(cls, root: Root, host: dict, live: bool, block: dict | None) -> list[Finding]:
-        """What ``faasprof doctor`` says about this collector on ``host`` (``monitoring.host.
+        """What ``faasprof doctor`` says about this collector on ``host`` (``faasprof.monitoring.host.
         collect_host``); ``live`` when ``root`` is this machine's ``/`` (tools may be run);
         ``block`` is the workload's settings for it (None when not asked for)."""
         return []

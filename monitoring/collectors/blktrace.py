@@ -1,7 +1,7 @@
 """The blktrace collector: ``blktrace -d DEV... -D raw`` during the run, ``blkparse`` per device
 after it stops; a marker message written at a known time ties trace times to the run clock.
 
-Raw output: ``<disk>.blkparse.txt`` (parsed by ``monitoring.parsers.blkparse``) and ``raw/``.
+Raw output: ``<disk>.blkparse.txt`` (parsed by ``faasprof.monitoring.parsers.blkparse``) and ``raw/``.
 """
 
 from __future__ import annotations
@@ -15,9 +15,9 @@ import time
 from pathlib import Path
 
 from faasprof.rundir import Manifest
-from monitoring.collectors.base import INFO, NO, OK, Finding, ParseArgument, ParseKind, ProcessCollector, is_root, read_output, tail
-from monitoring.host import Root, mounts
-from monitoring.parsers.blkparse import blk_intervals
+from faasprof.monitoring.collectors.base import INFO, NO, OK, Finding, ParseArgument, ParseKind, ProcessCollector, is_root, read_output, tail
+from faasprof.monitoring.host import Root, mounts
+from faasprof.monitoring.parsers.blkparse import blk_intervals
 
 
 DOCKER_DATA = "/var/lib/docker"

@@ -1,7 +1,7 @@
 """The cgroups collector: every sandbox cgroup (children of the platform's cgroup parents) read
 by faasprof itself at an interval: CPU time, throttling, memory, OOM kills, paused state.
 
-Raw output: ``samples.csv`` (cumulative values; parsed by ``monitoring.parsers.cgroups``).
+Raw output: ``samples.csv`` (cumulative values; parsed by ``faasprof.monitoring.parsers.cgroups``).
 """
 
 from __future__ import annotations
@@ -11,9 +11,9 @@ import time
 from pathlib import Path
 
 from faasprof.rundir import Manifest
-from monitoring.collectors.base import NO, OK, Finding, ParseKind, SamplingCollector, samples_on_run_clock
-from monitoring.host import Root, cgroup_info
-from monitoring.parsers.cgroups import parse_cgroup_samples
+from faasprof.monitoring.collectors.base import NO, OK, Finding, ParseKind, SamplingCollector, samples_on_run_clock
+from faasprof.monitoring.host import Root, cgroup_info
+from faasprof.monitoring.parsers.cgroups import parse_cgroup_samples
 
 
 CGROUP_COLUMNS = (

@@ -3,7 +3,7 @@
 ``perf_readiness`` is the one place that decides whether perf can count here (tool on PATH,
 ``perf_event_paranoid`` or root for system-wide counting, which events the CPU supports); the
 collector's ``check``, ``faasprof doctor``, ``faasprof mpki`` and ``faasprof native --perf`` all
-ask it. Raw output is parsed by ``monitoring.parsers.perf`` (the one perf parser).
+ask it. Raw output is parsed by ``faasprof.monitoring.parsers.perf`` (the one perf parser).
 """
 
 from __future__ import annotations
@@ -16,10 +16,10 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from faasprof.rundir import Manifest
-from monitoring.collectors.base import NO, OK, WARN, Finding, ParseArgument, ParseKind, ProcessCollector, is_root, read_output
-from monitoring.derived import add_perf_metrics
-from monitoring.host import Root, cgroup_info
-from monitoring.parsers.perf import parse_perf_stat, perf_wide, probe_support
+from faasprof.monitoring.collectors.base import NO, OK, WARN, Finding, ParseArgument, ParseKind, ProcessCollector, is_root, read_output
+from faasprof.monitoring.derived import add_perf_metrics
+from faasprof.monitoring.host import Root, cgroup_info
+from faasprof.monitoring.parsers.perf import parse_perf_stat, perf_wide, probe_support
 
 DEFAULT_PERF_EVENTS = (
     "instructions",

@@ -1,8 +1,8 @@
 """The rdt collector: Intel RDT LLC occupancy and memory bandwidth per core group, through resctrl
 (read by a thread, no tool) when it is mounted, else ``pqos`` (intel-cmt-cat).
 
-Raw output: ``resctrl_samples.csv`` (parsed by ``monitoring.parsers.resctrl``) or ``pqos.csv``
-(``monitoring.parsers.pqos``); frames carry memory bandwidth in MB/s and as a share of the stated
+Raw output: ``resctrl_samples.csv`` (parsed by ``faasprof.monitoring.parsers.resctrl``) or ``pqos.csv``
+(``faasprof.monitoring.parsers.pqos``); frames carry memory bandwidth in MB/s and as a share of the stated
 peak (``monitoring.rdt.peak_mbps``, else the host's ``mem_peak_bw_mbps``).
 """
 
@@ -15,11 +15,11 @@ import time
 from pathlib import Path
 
 from faasprof.rundir import Manifest
-from monitoring.collectors.base import INFO, NO, OK, WARN, Collector, Finding, ParseArgument, ParseKind, ProcessCollector, SamplingCollector, is_root, read_output
-from monitoring.derived import add_bandwidth_share
-from monitoring.host import Root, cpu_vendor_kind, cpuinfo, parse_cpu_list, resctrl_info
-from monitoring.parsers.pqos import parse_pqos, parse_pqos_csv
-from monitoring.parsers.resctrl import parse_resctrl_samples
+from faasprof.monitoring.collectors.base import INFO, NO, OK, WARN, Collector, Finding, ParseArgument, ParseKind, ProcessCollector, SamplingCollector, is_root, read_output
+from faasprof.monitoring.derived import add_bandwidth_share
+from faasprof.monitoring.host import Root, cpu_vendor_kind, cpuinfo, parse_cpu_list, resctrl_info
+from faasprof.monitoring.parsers.pqos import parse_pqos, parse_pqos_csv
+from faasprof.monitoring.parsers.resctrl import parse_resctrl_samples
 
 _RDT_MON_FLAGS = ("cqm_llc", "cqm_occup_llc", "cqm_mbm_total", "cqm_mbm_local")
 _PEAK = ParseArgument("--peak-mbps", "the memory bandwidth peak, for mem_bw_share", {"type": float})

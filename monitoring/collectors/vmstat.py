@@ -18,8 +18,8 @@ import time
 from pathlib import Path
 
 from faasprof.rundir import Manifest
-from monitoring.collectors.base import NO, OK, Finding, ParseKind, SamplingCollector, samples_on_run_clock
-from monitoring.host import Root
+from faasprof.monitoring.collectors.base import NO, OK, Finding, ParseKind, SamplingCollector, samples_on_run_clock
+from faasprof.monitoring.host import Root
 
 # /proc/stat's aggregate "cpu" line, in the kernel's order (proc(5)); guest times are already
 # counted in user and nice, so they are left out.

@@ -5,6 +5,6 @@
 - ``client``: the control-plane REST client (``OpenWhiskClient``) and its typed errors;
 - ``records``: a run's activation records, fetched over the REST API and saved into the run;
 - ``deploy``: catalogue and researchers' functions packaged as actions;
-- ``platform``: ``OpenWhiskPlatform``, the ``platforms.base.Platform`` a run uses: requests
+- ``platform``: ``OpenWhiskPlatform``, the ``faasprof.platforms.base.Platform`` a run uses: requests
   formatted once, responses classified.
 """

@@ -2,7 +2,7 @@
 
 A small synchronous client: checking a platform before a run (``GET /``), creating and reading
 actions, reading activation records. The open-loop send path does not go through it:
-``platforms.openwhisk.platform.prepare_action_request`` formats each instance's request once and
+``faasprof.platforms.openwhisk.platform.prepare_action_request`` formats each instance's request once and
 the invoker's asynchronous sender writes it. Errors are typed and never carry the auth key.
 """
 
@@ -16,8 +16,8 @@ import requests
 import urllib3
 
 from faasprof.errors import NotReadyError
-from platforms.base import PlatformError, PlatformLimits, PlatformUnreachable
-from platforms.openwhisk.connection import Connection
+from faasprof.platforms.base import PlatformError, PlatformLimits, PlatformUnreachable
+from faasprof.platforms.openwhisk.connection import Connection
 
 DEFAULT_TIMEOUT_S = 30.0
 ACTIVATIONS_PAGE_LIMIT = 200  # OpenWhisk's maximum ``limit`` for GET .../activations

@@ -23,10 +23,10 @@ from pathlib import Path
 from typing import Callable
 
 from faasprof.errors import ConfigError, NotReadyError, RunError
-from functions.catalogue import FunctionEntry, did_you_mean, lookup, unknown_function_error
-from functions.own import looks_like_path, own_entry, stage
-from functions.package import build_archive, sha256
-from platforms.base import PlatformError
+from faasprof.functions.catalogue import FunctionEntry, did_you_mean, lookup, unknown_function_error
+from faasprof.functions.own import looks_like_path, own_entry, stage
+from faasprof.functions.package import build_archive, sha256
+from faasprof.platforms.base import PlatformError
 
 CODE_DIGEST_ANNOTATION = "faasprof-code-sha256"
 FUNCTION_ANNOTATION = "faasprof-function"

@@ -1,4 +1,4 @@
-"""``OpenWhiskPlatform``, the ``platforms.base.Platform`` a run uses for OpenWhisk (and localwhisk):
+"""``OpenWhiskPlatform``, the ``faasprof.platforms.base.Platform`` a run uses for OpenWhisk (and localwhisk):
 its instances name actions (FaaSProfiler's ``endpoint: "local_openwhisk"``, the default), each
 request is formatted once (an action call, or a web action call with the raw bytes of its
 ``data_file``) and OpenWhisk's responses are read.
@@ -14,11 +14,11 @@ import urllib.parse
 from typing import Any, Callable, Sequence
 
 from faasprof.errors import FaasprofError, NotReadyError
-from platforms.base import Platform, PreparedRequest, classify_status, format_request, parse_json, read_request_file, split_origin
-from platforms.openwhisk.client import DEFAULT_TIMEOUT_S, OpenWhiskClient, quote_name
-from platforms.openwhisk.connection import Connection
-from platforms.openwhisk.deploy import ensure_workload_actions
-from platforms.openwhisk.records import save_run_records
+from faasprof.platforms.base import Platform, PreparedRequest, classify_status, format_request, parse_json, read_request_file, split_origin
+from faasprof.platforms.openwhisk.client import DEFAULT_TIMEOUT_S, OpenWhiskClient, quote_name
+from faasprof.platforms.openwhisk.connection import Connection
+from faasprof.platforms.openwhisk.deploy import ensure_workload_actions
+from faasprof.platforms.openwhisk.records import save_run_records
 
 # -- requests and responses -----------------------------------------------------------------------
 
@@ -40,7 +40,7 @@ def _web_path(namespace: str, name: str) -> str:
 
 
 def prepare_action_request(instance: Any, connection: Connection, web_namespace: str | None = None, origin_name: str = "<workload>") -> PreparedRequest:
-    """Format the request of one OpenWhisk instance (``workload.spec.Instance``).
+    """Format the request of one OpenWhisk instance (``faasprof.workload.spec.Instance``).
 
     ``web_namespace`` is the concrete namespace for web action URLs (web URLs carry no
     credentials, so ``_`` cannot be resolved there); it defaults to the connection's namespace.

@@ -24,7 +24,7 @@ from pathlib import Path
 from typing import Callable, Iterable
 
 from faasprof import rundir
-from platforms.openwhisk.client import ACTIVATIONS_PAGE_LIMIT
+from faasprof.platforms.openwhisk.client import ACTIVATIONS_PAGE_LIMIT
 
 DEFAULT_RETRY_DELAYS_S = (0.5, 1.0, 2.0, 4.0)
 MAX_ID_LOOKUPS_PER_ROUND = 2000

@@ -54,7 +54,7 @@ fi
 
 # Archives: reproducible zips of every available function; unavailable ones are reported.
 if [ -x "$VENV/bin/python" ]; then
-    (cd "$ROOT" && "$VENV/bin/python" -m functions.package --all --out "$ROOT/functions/build") \
-        || log "building the function archives failed; rerun: $VENV/bin/python -m functions.package --all"
+    (cd "$ROOT" && "$VENV/bin/python" -m faasprof.functions.package --all --out "$ROOT/functions/build") \
+        || log "building the function archives failed; rerun: $VENV/bin/python -m faasprof.functions.package --all"
 fi
 exit 0

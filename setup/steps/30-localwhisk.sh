@@ -9,7 +9,7 @@ ROOT=${ROOT:-$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)}
 VENV=${VENV:-$ROOT/.venv}
 log() { printf '[setup:localwhisk] %s\n' "$*" >&2; }
 
-if ! "$VENV/bin/python" -c 'import localwhisk.server' 2>/dev/null; then
+if ! "$VENV/bin/python" -c 'import faasprof.localwhisk.server' 2>/dev/null; then
     log "localwhisk does not import in $VENV (is aiohttp installed? re-run ./setup.sh)"
     exit 1
 fi
@@ -18,7 +18,7 @@ if command -v node >/dev/null 2>&1; then
 else
     log "node not found: nodejs actions will fail to start; install nodejs (apt-get install nodejs)"
 fi
-mode=$(cd "$ROOT" && "$VENV/bin/python" -c 'from localwhisk.cgroups import detect; print(detect()[0])' 2>/dev/null || echo unknown)
+mode=$(cd "$ROOT" && "$VENV/bin/python" -c 'from faasprof.localwhisk.cgroups import detect; print(detect()[0])' 2>/dev/null || echo unknown)
 case "$mode" in
     cgroup-v1|cgroup-v2) log "sandbox isolation: $mode (memory limit, cpu shares, freezer per sandbox)" ;;
     *) log "sandbox isolation: $mode (no writable cgroups: pause = SIGSTOP/SIGCONT, limits = rlimits; run as root for cgroups)" ;;

@@ -1,7 +1,7 @@
 """``faasprof doctor [--workload CONFIG] [--root DIR]``: what this host can measure, and what not.
 
 One line per finding, each with the reason and, when something is missing, the fix: every
-registered collector's own check (``monitoring.collectors``: perf tool, ``perf_event_paranoid`` and
+registered collector's own check (``faasprof.monitoring.collectors``: perf tool, ``perf_event_paranoid`` and
 hardware events; Intel RDT flags, resctrl, CLOSes and cache ways, MBA, pqos; blktrace tools,
 debugfs, permission, traceable device; cgroup version and writable controllers; ...), the platform (the configured OpenWhisk and its limits, or the embedded localwhisk),
 and the CPU's governor, turbo and SMT.
@@ -22,13 +22,13 @@ from pathlib import Path
 
 from faasprof.docker import docker_problem
 from faasprof.errors import EXIT_NOT_READY, EXIT_OK, ConfigError, NotReadyError
-from monitoring.collectors import COLLECTORS, normalise_block
-from monitoring.collectors.base import INFO, NO, OK, WARN, Finding
-from monitoring.host import Root, collect_host, cpu_vendor_kind
-from platforms.base import PlatformError, PlatformUnreachable
-from platforms.openwhisk.connection import add_connection_arguments, resolve_connection
-from platforms.openwhisk.platform import OpenWhiskPlatform
-from workload.jsonread import read_workload_json
+from faasprof.monitoring.collectors import COLLECTORS, normalise_block
+from faasprof.monitoring.collectors.base import INFO, NO, OK, WARN, Finding
+from faasprof.monitoring.host import Root, collect_host, cpu_vendor_kind
+from faasprof.platforms.base import PlatformError, PlatformUnreachable
+from faasprof.platforms.openwhisk.connection import add_connection_arguments, resolve_connection
+from faasprof.platforms.openwhisk.platform import OpenWhiskPlatform
+from faasprof.workload.jsonread import read_workload_json
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
@@ -115,7 +115,7 @@ def check_platform(args: argparse.Namespace, workload: dict | None) -> list[Find
     connection = resolve_connection(args, platform_block, origin=getattr(args, "workload", None) or "workload")
     if connection is None:
         try:
-            found = importlib.util.find_spec("localwhisk.embedded") is not None
+            found = importlib.util.find_spec("faasprof.localwhisk.embedded") is not None
         except ModuleNotFoundError:
             found = False
         if found:

@@ -5,7 +5,7 @@ slowdown a platform adds can be measured for it.
 The same function body as the action, under the same interpreter family (this Python for Python
 functions, ``node`` for Node.js ones), in ``--concurrency`` long-lived worker processes that each
 import the function once. Per-call execution time is measured inside the worker; see
-``experiments.native`` for the files written. Progress goes to stderr; the last line of stdout is
+``faasprof.experiments.native`` for the files written. Progress goes to stderr; the last line of stdout is
 the run directory. Exit 0 when every call succeeded, 1 when any did not (the rows say why).
 """
 
@@ -16,11 +16,11 @@ import json
 import sys
 from pathlib import Path
 
-from experiments import native
+from faasprof.experiments import native
 from faasprof.errors import ConfigError
-from functions.catalogue import load_params_file, lookup, require
-from functions.checks import check_result
-from functions.own import looks_like_path, own_entry, stage
+from faasprof.functions.catalogue import load_params_file, lookup, require
+from faasprof.functions.checks import check_result
+from faasprof.functions.own import looks_like_path, own_entry, stage
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:

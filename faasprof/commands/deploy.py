@@ -4,7 +4,7 @@ OpenWhisk or a running localwhisk).
 
 A PATH is a Python file, a folder with ``__main__.py`` (and an optional ``requirements.txt``,
 installed into the archive's ``virtualenv/``), a Node.js file, or a folder with ``package.json``
-(its dependencies installed when it has no ``node_modules``); see ``functions.own``. ``--name``,
+(its dependencies installed when it has no ``node_modules``); see ``faasprof.functions.own``. ``--name``,
 ``--kind``, ``--timeout`` and default parameters (``--param K V``, ``--param-file``) apply to it.
 Deploying the same code and settings again changes nothing (``unchanged``).
 
@@ -22,11 +22,11 @@ import sys
 from pathlib import Path
 
 from faasprof.errors import ConfigError, NotReadyError
-from functions.catalogue import entries, known_functions_text, load_params_file, lookup, require
-from functions.own import looks_like_path, own_entry
-from platforms.openwhisk.client import require_platform
-from platforms.openwhisk.connection import add_connection_arguments, resolve_connection
-from platforms.openwhisk.deploy import deploy_entries
+from faasprof.functions.catalogue import entries, known_functions_text, load_params_file, lookup, require
+from faasprof.functions.own import looks_like_path, own_entry
+from faasprof.platforms.openwhisk.client import require_platform
+from faasprof.platforms.openwhisk.connection import add_connection_arguments, resolve_connection
+from faasprof.platforms.openwhisk.deploy import deploy_entries
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:

@@ -1,7 +1,7 @@
 """``faasprof slowdown FUNCTION...``: how much slower a function runs in FaaS than natively (Figs 15, 16).
 
 Per function: native calls interleaved with warm calls (alive sandbox) and with calls after a pause
-(paused sandbox), ``--repeat`` FaaS calls per phase (see ``experiments.slowdown``). Progress goes to
+(paused sandbox), ``--repeat`` FaaS calls per phase (see ``faasprof.experiments.slowdown``). Progress goes to
 stderr; stdout gets one line per function with its slowdown factors, one line per note (a factor
 that shows no slowdown, one within the native calls' range, one below the records' resolution),
 the fitted power-law exponents, and the output directory as the last line. Exit 0 when every function has its factors, 1 when a call failed.
@@ -16,10 +16,10 @@ import sys
 from faasprof import rundir
 from faasprof.errors import ConfigError
 from faasprof.progress import Progress
-from functions.catalogue import entries, require
-from platforms.openwhisk.connection import add_connection_arguments, resolve_connection
-from experiments.slowdown import SlowdownOptions, run_slowdown
-from experiments.slowdown_report import MEDIAN_CI_MIN_SAMPLES, NOTE_SEPARATOR, SLOWDOWN_CSV, load_rows
+from faasprof.functions.catalogue import entries, require
+from faasprof.platforms.openwhisk.connection import add_connection_arguments, resolve_connection
+from faasprof.experiments.slowdown import SlowdownOptions, run_slowdown
+from faasprof.experiments.slowdown_report import MEDIAN_CI_MIN_SAMPLES, NOTE_SEPARATOR, SLOWDOWN_CSV, load_rows
 
 ISOLATIONS = {"process": "auto", "auto": "auto", "cgroup": "cgroup", "rlimit": "rlimit", "docker": "docker"}
 

@@ -1,5 +1,5 @@
 """``faasprof interference [WORKLOAD]``: run the Figure 14 workload with the victim at a fraction of
-its capacity and draw its latency beside the system's counters (see ``experiments.interference``).
+its capacity and draw its latency beside the system's counters (see ``faasprof.experiments.interference``).
 
 The capacity comes from ``--capacity-rps``, ``--capacity-file`` (a ``faasprof capacity`` result) or
 ``--measure-capacity`` (a capacity search first); with none, the workload's stored rate is used and
@@ -19,13 +19,13 @@ from faasprof import rundir
 from faasprof.errors import ConfigError
 from faasprof.paths import WORKLOAD_CONFIGS_DIR
 from faasprof.progress import Progress
-from platforms.openwhisk.connection import add_connection_arguments, resolve_connection
-from experiments.analyzed import execute_analyzed
-from experiments.capacity import find_capacity
-from experiments.interference import capacity_from_file, report_run, resolve_rate
-from invoker.cmd_run import local_settings
-from invoker.preflight import check_out_dir
-from workload.spec import workload_from_dict
+from faasprof.platforms.openwhisk.connection import add_connection_arguments, resolve_connection
+from faasprof.experiments.analyzed import execute_analyzed
+from faasprof.experiments.capacity import find_capacity
+from faasprof.experiments.interference import capacity_from_file, report_run, resolve_rate
+from faasprof.commands.run import local_settings
+from faasprof.invoker.preflight import check_out_dir
+from faasprof.workload.spec import workload_from_dict
 
 DEFAULT_WORKLOAD = WORKLOAD_CONFIGS_DIR / "fig14_interference.json"
 

@@ -1,16 +1,42 @@
-"""``faasprof run CONFIG``: its arguments and settings. The command itself, its examples and its
-exit statuses are ``experiments.cmd_run``'s (it resolves capacity-relative rates first)."""
+"""``faasprof run CONFIG``: run a workload open-loop and write a run directory.
+
+    faasprof run workload_configs/json_dumps.json                 # on the embedded localwhisk
+    faasprof run my.json --apihost https://172.17.0.1 --auth UUID:KEY --insecure --analyze
+
+A workload may give a rate as ``{"capacity_fraction": F}`` (``faasprof.experiments.capacity_store``):
+resolving it may need a capacity search, which runs workloads and analyses them, so this command
+sits above the invoker: it resolves such rates (from the store, else by measuring), runs the
+workload (``faasprof.invoker.run.execute``) and, with ``--analyze``, analyzes it (``faasprof.experiments.analyzed``).
+
+Progress and warnings go to stderr; the last line of stdout is the run directory. Exit status:
+0 the run completed and met its thresholds (``faasprof.invoker.verdict``: by default at least one
+invocation succeeded and no more than half failed), 1 it was interrupted or aborted (analysed all
+the same with ``--analyze``, else the command to analyse it is printed), or completed but failed
+its thresholds (the run directory is still complete and readable; the manifest's ``verdict`` names
+the dominant failure and its fix), 2 bad input, 3 the platform or a required collector is not
+ready (nothing created).
+"""
 
 from __future__ import annotations
 
 import argparse
+import sys
 
 from faasprof.errors import ConfigError
-from platforms.openwhisk.connection import add_connection_arguments
-from invoker.dispatch import DEFAULT_INTERRUPT_GRACE_S, DEFAULT_LATENESS_WARN_MS, DEFAULT_REALTIME_PRIORITY, DispatchOptions
-from invoker.sender import DEFAULT_MAX_CONNECTIONS, DEFAULT_REQUEST_TIMEOUT_S
-from invoker.shards import AUTO_RATE_PER_PROCESS, resolve_processes
-from localwhisk.config import duration_ms
+from faasprof.experiments import capacity_store
+from faasprof.experiments.analyzed import execute_analyzed
+from faasprof.experiments.capacity import find_capacity
+from faasprof.invoker.dispatch import DEFAULT_INTERRUPT_GRACE_S, DEFAULT_LATENESS_WARN_MS, DEFAULT_REALTIME_PRIORITY, DispatchOptions
+from faasprof.invoker.preflight import check_embedded, check_out_dir
+from faasprof.invoker.sender import DEFAULT_MAX_CONNECTIONS, DEFAULT_REQUEST_TIMEOUT_S
+from faasprof.invoker.shards import AUTO_RATE_PER_PROCESS, resolve_processes
+from faasprof.invoker.verdict import parse_thresholds
+from faasprof.localwhisk.config import duration_ms
+from faasprof.monitoring.allocation import cleanup_leftovers
+from faasprof.platforms.openwhisk.connection import add_connection_arguments, resolve_connection
+from faasprof.progress import Progress
+from faasprof.rundir import manifest_path, read_manifest
+from faasprof.workload.spec import load_workload
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
@@ -90,3 +116,57 @@ def local_settings(args: argparse.Namespace, platform: dict) -> dict:
     if getattr(args, "isolation", None) is not None:
         settings["isolation"] = args.isolation
     return settings
+
+
+
+def _restore_leftover_allocations() -> None:
+    """A sweep that crashed may have left its cache allocation behind: undo it before measuring."""
+    try:
+        messages = cleanup_leftovers()
+    except Exception as error:  # a measurement must not fail for this; the doctor reports it
+        messages = [f"warning: could not check for leftover cache allocations ({error})"]
+    for line in messages:
+        print(line, file=sys.stderr)
+
+
+def main(args: argparse.Namespace) -> int:
+    workload = load_workload(args.config, seed=args.seed)
+    progress = Progress.to(sys.stderr, quiet=args.quiet)
+    if workload.needs_capacity():
+        connection = resolve_connection(args, workload.platform, origin=args.config)
+        settings = local_settings(args, workload.platform)
+        workload = capacity_store.resolve_workload(workload, connection, settings, args.out, measure=find_capacity, progress=progress)
+    _restore_leftover_allocations()
+    options = dispatch_options(args)
+    thresholds = parse_thresholds(args.threshold)
+    check_out_dir(args.out)
+    connection = resolve_connection(args, workload.platform, origin=args.config)
+    settings = local_settings(args, workload.platform)
+    if connection is None:
+        check_embedded(workload, settings)  # what the embedded localwhisk would refuse, before it starts
+    if connection is not None and connection.source == "local":
+        print(f"using the localwhisk of `faasprof local start` at {connection.apihost} (`faasprof local stop` to run on an embedded one)", file=sys.stderr)
+    if connection is not None and (args.user_memory is not None or args.pause_grace is not None or args.isolation is not None):
+        print(f"warning: --user-memory/--pause-grace/--isolation only apply to the embedded localwhisk; {connection.apihost} is used", file=sys.stderr)
+    elif connection is not None and connection.source == "local" and settings:
+        print(f"warning: {args.config}: platform.localwhisk only applies to the embedded localwhisk; the running one at "
+              f"{connection.apihost} keeps the settings it was started with", file=sys.stderr)
+    run_dir = execute_analyzed(workload, args.out, connection=connection, local_settings=settings, progress=progress, analyze=args.analyze,
+                               options=options, thresholds=thresholds)
+    manifest = read_manifest(run_dir)
+    status = manifest.status
+    print(run_dir, flush=True)
+    if status != "complete":
+        # What it sent is measured all the same: the analysis ends its phases where it stopped.
+        suggestion = "" if args.analyze else f"; analyze what it sent: faasprof analyze {run_dir}"
+        print(f"run {status}: {manifest.status_reason} (see {manifest_path(run_dir)}){suggestion}", file=sys.stderr)
+        return 1
+    verdict = manifest.verdict or {}
+    if verdict.get("passed") is False:
+        # Without --quiet the run has already said which threshold failed, and why.
+        what = "failed its thresholds" if not args.quiet else verdict["message"]
+        print(f"run complete but {what} (see {manifest_path(run_dir)}, verdict)", file=sys.stderr)
+        return 1
+    if manifest.analysis_error:
+        return 1
+    return 0

@@ -7,7 +7,7 @@ the platform), a parameter, data or script file that is not there yet. Those are
 stderr; a trace file that is missing plans no invocation for its instance (warned too).
 
 A rate given as ``{"capacity_fraction": F}`` is resolved from the stored capacity of this host and
-platform (``experiments.capacity_store``), as ``run`` would; without one, the instance is shown as
+platform (``faasprof.experiments.capacity_store``), as ``run`` would; without one, the instance is shown as
 F × capacity with its counts unknown (``run`` measures the capacity first). An instance at rate 0
 is muted: it plans nothing. ``workload_configs/schema.json`` is recognised and skipped."""
 
@@ -19,13 +19,13 @@ import time
 from dataclasses import replace
 
 from faasprof.errors import ConfigError
-from invoker.preflight import check_out_file
-from platforms.openwhisk.connection import resolve_connection
-from workload.schedule import build_schedule
-from workload.jsonread import is_schema_document, parse_workload_file
-from workload.spec import workload_from_parsed
-from experiments import capacity_store
-from experiments.sweep import describe_plan
+from faasprof.invoker.preflight import check_out_file
+from faasprof.platforms.openwhisk.connection import resolve_connection
+from faasprof.workload.schedule import build_schedule
+from faasprof.workload.jsonread import is_schema_document, parse_workload_file
+from faasprof.workload.spec import workload_from_parsed
+from faasprof.experiments import capacity_store
+from faasprof.experiments.sweep import describe_plan
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:

@@ -22,18 +22,18 @@ import sys
 import time
 from pathlib import Path
 
-from experiments import capacity_store
-from experiments import reproduce as plan
-from experiments import reproduce_report as report
-from experiments import reproduce_rules as rules
-from experiments import reproduce_runs as runs
+from faasprof.experiments import capacity_store
+from faasprof.experiments import reproduce as plan
+from faasprof.experiments import reproduce_report as report
+from faasprof.experiments import reproduce_rules as rules
+from faasprof.experiments import reproduce_runs as runs
 from faasprof import rundir
 from faasprof.docker import docker_problem
 from faasprof.errors import NotReadyError
 from faasprof.progress import Progress
-from invoker.preflight import check_out_dir
-from monitoring.host import Root, collect_host
-from platforms.openwhisk.connection import add_connection_arguments, resolve_connection
+from faasprof.invoker.preflight import check_out_dir
+from faasprof.monitoring.host import Root, collect_host
+from faasprof.platforms.openwhisk.connection import add_connection_arguments, resolve_connection
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:

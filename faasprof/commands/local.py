@@ -1,8 +1,8 @@
 """``faasprof local start|stop|status``: run localwhisk in the background and look at its pool.
 
-``start`` launches ``python -m localwhisk serve`` in its own session and returns once ``GET /``
+``start`` launches ``python -m faasprof.localwhisk serve`` in its own session and returns once ``GET /``
 answers, printing the API host (stdout), the key it accepts and how to point ``wsk`` at it (stderr).
-It records the connection in ``platforms.openwhisk.connection.local_props_path()``, where every
+It records the connection in ``faasprof.platforms.openwhisk.connection.local_props_path()``, where every
 faasprof command finds it when nothing else names a platform (a user's ``~/.wskprops`` is never
 written); a second instance leaves the first one's record alone. ``stop`` and ``status`` find the
 instance through ``<data-dir>/localwhisk.json`` (same ``--data-dir``, default
@@ -24,11 +24,11 @@ import urllib.request
 from pathlib import Path
 
 from faasprof.errors import ConfigError, NotReadyError, RunError
-from localwhisk.config import (AUTH_ENV, DEFAULT_DATA_DIR, GUEST_AUTH, add_auth_file_argument, add_settings_arguments, is_loopback,
+from faasprof.localwhisk.config import (AUTH_ENV, DEFAULT_DATA_DIR, GUEST_AUTH, add_auth_file_argument, add_settings_arguments, is_loopback,
                                read_auth_file, settings_argv, settings_from_args, validate_settings)
-from localwhisk.cgroups import pid_alive as _pid_alive
-from localwhisk.embedded import launch_server
-from platforms.openwhisk.connection import LOCAL_PID_KEY, forget_local_props, local_props_path, read_local_props, read_wskprops, write_local_props
+from faasprof.localwhisk.cgroups import pid_alive as _pid_alive
+from faasprof.localwhisk.embedded import launch_server
+from faasprof.platforms.openwhisk.connection import LOCAL_PID_KEY, forget_local_props, local_props_path, read_local_props, read_wskprops, write_local_props
 
 STATE_FILE = "localwhisk.json"
 

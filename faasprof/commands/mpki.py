@@ -1,7 +1,7 @@
 """``faasprof mpki FUNCTION...``: branch MPKI against median execution time (Figs 6, 7).
 
 Each function runs alone at ``--rate`` for ``--duration`` seconds with perf counting instructions and
-branch misses (see ``experiments.mpki``). On a host whose perf cannot count them, the command
+branch misses (see ``faasprof.experiments.mpki``). On a host whose perf cannot count them, the command
 says what it would measure and exits 3 before running anything. ``--from-runs RUN...`` recomputes
 the table and the plot from runs that already ran. The last line of stdout is the output directory.
 """
@@ -15,14 +15,14 @@ from pathlib import Path
 
 from faasprof.errors import ConfigError, NotReadyError
 from faasprof.progress import Progress
-from functions.catalogue import require
-from platforms.openwhisk.connection import add_connection_arguments, resolve_connection
-from experiments.analyzed import execute_analyzed
-from experiments.mpki import EVENTS, REQUIRED_EVENTS, explain, mpki_workload, new_manifest, row_for_run, write_results
+from faasprof.functions.catalogue import require
+from faasprof.platforms.openwhisk.connection import add_connection_arguments, resolve_connection
+from faasprof.experiments.analyzed import execute_analyzed
+from faasprof.experiments.mpki import EVENTS, REQUIRED_EVENTS, explain, mpki_workload, new_manifest, row_for_run, write_results
 from faasprof import rundir
-from invoker.preflight import check_out_dir
-from monitoring.collectors.perf import perf_readiness
-from workload.spec import workload_from_dict
+from faasprof.invoker.preflight import check_out_dir
+from faasprof.monitoring.collectors.perf import perf_readiness
+from faasprof.workload.spec import workload_from_dict
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:

@@ -7,9 +7,9 @@ import sys
 
 from faasprof.errors import ConfigError
 from faasprof.progress import Progress
-from platforms.openwhisk.connection import add_connection_arguments, resolve_connection
-from workload.spec import load_workload
-from experiments.sweep import run_sweep
+from faasprof.platforms.openwhisk.connection import add_connection_arguments, resolve_connection
+from faasprof.workload.spec import load_workload
+from faasprof.experiments.sweep import run_sweep
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:

@@ -11,8 +11,8 @@ import argparse
 import sys
 from pathlib import Path
 
-from analyzer.compare import compare_runs, default_out_dir, summary_table, verdict_lines
-from analyzer.records import stderr_progress
+from faasprof.analyzer.compare import compare_runs, default_out_dir, summary_table, verdict_lines
+from faasprof.analyzer.records import stderr_progress
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:

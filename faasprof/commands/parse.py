@@ -4,7 +4,7 @@ For output collected by hand (or re-parsing a run's ``monitors/<name>/`` files):
 and derived metrics as ``faasprof analyze``, without a run directory. Times are the tool's own
 (seconds since it started, or since the first block event), not a run clock.
 
-The kinds and their options come from the collector registry (``monitoring.collectors``): each
+The kinds and their options come from the collector registry (``faasprof.monitoring.collectors``): each
 collector declares the kinds it parses (perf; pqos and resctrl for rdt; blktrace; cgroups; ...)
 and the options each kind reads. ``faasprof parse --help`` lists them.
 """
@@ -16,7 +16,7 @@ import sys
 from pathlib import Path
 
 from faasprof.errors import ConfigError, FormatError
-from monitoring.collectors import parse_kinds
+from faasprof.monitoring.collectors import parse_kinds
 
 KINDS = tuple(parse_kinds())
 

@@ -1,6 +1,6 @@
 """``faasprof capacity FUNCTION``: find the highest rate at which a function stays balanced.
 
-Steps the rate up, then bisects, with short runs (see ``experiments.capacity``; its
+Steps the rate up, then bisects, with short runs (see ``faasprof.experiments.capacity``; its
 ``SEARCH_DEFAULTS`` are the options' defaults, the same search ``faasprof run`` makes for a capacity
 fraction); every run directory is kept in ``<--out>/capacity/`` for ``faasprof compare``. Progress
 (one line per probe) goes to stderr; stdout gets the capacity ("≥ N/s" when the search never found
@@ -15,10 +15,10 @@ import sys
 
 from faasprof.errors import ConfigError
 from faasprof.progress import Progress
-from experiments import capacity_store
-from experiments.capacity import SEARCH_DEFAULTS, find_capacity
-from platforms.openwhisk.connection import add_connection_arguments, resolve_connection
-from workload.arrivals import rated_distributions
+from faasprof.experiments import capacity_store
+from faasprof.experiments.capacity import SEARCH_DEFAULTS, find_capacity
+from faasprof.platforms.openwhisk.connection import add_connection_arguments, resolve_connection
+from faasprof.workload.arrivals import rated_distributions
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:

@@ -1,6 +1,6 @@
 """``faasprof analyze RUN_DIR``: fetch a run's activation records if needed, then analyze offline.
 
-Writes ``RUN_DIR/analysis/`` (see ``analyzer.analysis``), prints the failures first (when any), the
+Writes ``RUN_DIR/analysis/`` (see ``faasprof.analyzer.analysis``), prints the failures first (when any), the
 final outcome counts, then one line per instance and steady phase (mode, throughput, percentiles
 of successful work) to stdout, warnings with advice to stderr, and the analysis
 directory as the last line of stdout.
@@ -12,17 +12,17 @@ import argparse
 import sys
 from pathlib import Path
 
-from analyzer.analysis import analyze_run
-from analyzer.records import stderr_progress
-from analyzer.report import summary_lines
+from faasprof.analyzer.analysis import analyze_run
+from faasprof.analyzer.records import stderr_progress
+from faasprof.analyzer.report import summary_lines
 from faasprof import rundir
 from faasprof.errors import FaasprofError
 from faasprof.progress import Progress
-from localwhisk.embedded import start_embedded
-from platforms.openwhisk.connection import Connection, add_connection_arguments, resolve_connection
-from platforms.openwhisk.platform import OpenWhiskPlatform
-from workload.schedule import build_schedule
-from workload.spec import workload_from_dict
+from faasprof.localwhisk.embedded import start_embedded
+from faasprof.platforms.openwhisk.connection import Connection, add_connection_arguments, resolve_connection
+from faasprof.platforms.openwhisk.platform import OpenWhiskPlatform
+from faasprof.workload.schedule import build_schedule
+from faasprof.workload.spec import workload_from_dict
 from faasprof.rundir import tables
 
 

@@ -4,7 +4,7 @@ Everything ``run`` would refuse is caught here, in one pass per file: syntax and
 duplicate keys, the schema, the files a workload names, sizes beyond what a machine can plan,
 and what the platform would refuse. The platform is the one ``run`` would use: with none named
 (no --apihost, platform block or ~/.wskprops) the embedded localwhisk is checked without starting
-it, by the very checks ``run`` makes before starting it (``invoker.preflight``: its limits, and a
+it, by the very checks ``run`` makes before starting it (``faasprof.invoker.preflight``: its limits, and a
 function outside the catalogue without a ``source`` is refused with ``run``'s line, since it starts
 empty); with a platform named, it is asked (``GET /`` and each action) and a missing action is an
 error listing the deploy commands (exit 3: the file is right, the platform is not ready for it),
@@ -20,12 +20,12 @@ import argparse
 import sys
 from pathlib import Path
 
-from experiments import capacity_store
+from faasprof.experiments import capacity_store
 from faasprof.errors import EXIT_BAD_INPUT, EXIT_NOT_READY, ConfigError, FaasprofError
-from platforms.openwhisk.connection import add_connection_arguments, resolve_connection
-from invoker.preflight import embedded_limits, embedded_missing, platform_check
-from workload.jsonread import is_schema_document, parse_workload_file
-from workload.spec import workload_from_dict
+from faasprof.platforms.openwhisk.connection import add_connection_arguments, resolve_connection
+from faasprof.invoker.preflight import embedded_limits, embedded_missing, platform_check
+from faasprof.workload.jsonread import is_schema_document, parse_workload_file
+from faasprof.workload.spec import workload_from_dict
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
