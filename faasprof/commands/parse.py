@@ -64,7 +64,10 @@ def main(args: argparse.Namespace) -> int:
         except OSError as error:
             raise ConfigError(f"{path}: cannot read ({error.strerror})") from None
         name = str(path)
-    frame = parse_text(args.kind, text, args)
+    try:
+        frame = parse_text(args.kind, text, args)
+    except FormatError as error:
+        raise FormatError(f"{name}: {error}; is this raw {args.kind} output? (see `faasprof parse --help`)") from None
     if frame.empty:
         raise FormatError(f"{name}: no {args.kind} rows found; is this raw {args.kind} output? (see `faasprof parse --help`)")
     if args.out:

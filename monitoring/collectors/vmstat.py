@@ -18,6 +18,7 @@ import time
 from pathlib import Path
 
 from faasprof.rundir import Manifest
+from faasprof.monitoring.parsers.samples import require_header
 from faasprof.monitoring.collectors.base import NO, OK, Finding, ParseKind, SamplingCollector, samples_on_run_clock
 from faasprof.monitoring.host import Root
 
@@ -59,7 +60,10 @@ def parse_vmstat_samples(text: str):
     import numpy as np
     import pandas as pd
 
-    rows = list(csv.DictReader(io.StringIO(text)))
+    reader = csv.DictReader(io.StringIO(text))
+    if reader.fieldnames is not None:
+        require_header(reader.fieldnames, ("elapsed_ns", "cpu_user_ticks", "ctxt"), "the vmstat collector's vmstat.csv")
+    rows = list(reader)
     raw = pd.DataFrame(rows, columns=list(COLUMNS)).apply(pd.to_numeric, errors="coerce").astype("float64")
     if len(raw) < 2:
         return pd.DataFrame(columns=["elapsed_s", "interval_s"])

@@ -18,6 +18,8 @@ from __future__ import annotations
 import csv
 import io
 
+from faasprof.monitoring.parsers.samples import require_header
+
 RAW_COLUMNS = (
     "elapsed_ns",
     "sandbox",
@@ -65,6 +67,7 @@ def parse_cgroup_samples(text: str):
     header = next(reader, None)
     if header is None:
         return pd.DataFrame(columns=list(FRAME_COLUMNS))
+    require_header(header, ("elapsed_ns", "sandbox", "cpu_usage_ns"), "the cgroups collector's samples.csv")
     rows = [row for row in reader if len(row) == len(header)]
     raw = pd.DataFrame(rows, columns=header)
     raw["elapsed_ns"] = pd.to_numeric(raw["elapsed_ns"], errors="coerce")

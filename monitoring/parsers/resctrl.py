@@ -22,6 +22,8 @@ from __future__ import annotations
 import csv
 import io
 
+from faasprof.monitoring.parsers.samples import require_header
+
 RAW_COLUMNS = ("elapsed_ns", "group", "domain", "llc_occupancy", "mbm_total_bytes", "mbm_local_bytes")
 COUNTERS = ("llc_occupancy", "mbm_total_bytes", "mbm_local_bytes")
 
@@ -44,6 +46,7 @@ def parse_resctrl_samples(text: str, per_domain: bool = False):
         columns.insert(3, "domain")
     if header is None:
         return pd.DataFrame(columns=columns)
+    require_header(header, ("elapsed_ns", "group", "domain"), "the rdt collector's resctrl_samples.csv")
     index = {name: header.index(name) for name in RAW_COLUMNS if name in header}
     rows = []
     for row in reader:
