@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import argparse
 import importlib
+import os
 import sys
 
 from faasprof import __version__
@@ -54,6 +55,40 @@ def build_parser(only: str | None = None) -> argparse.ArgumentParser:
     return parser
 
 
+class _StdoutWithoutReader:
+    """stdout that outlives its reader. Once the pipe's reader has gone (``faasprof plan W --out
+    S | head -1``), what is left to print goes nowhere and the command still finishes its work:
+    the schedule is written, the run completes, the exit status is the command's own."""
+
+    def __init__(self, stream):
+        self._stream = stream
+
+    def write(self, text: str) -> int:
+        try:
+            return self._stream.write(text)
+        except BrokenPipeError:
+            self._drop()
+            return len(text)
+
+    def flush(self) -> None:
+        try:
+            self._stream.flush()
+        except BrokenPipeError:
+            self._drop()
+
+    def _drop(self) -> None:
+        # The descriptor itself is pointed at /dev/null, so the buffered text and the interpreter's
+        # last flush at exit go there too, instead of raising again.
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        try:
+            os.dup2(devnull, self._stream.fileno())
+        finally:
+            os.close(devnull)
+
+    def __getattr__(self, name: str):
+        return getattr(self._stream, name)
+
+
 def _print_error(error: FaasprofError) -> None:
     problems = getattr(error, "problems", None) or [str(error)]
     for line in problems:
@@ -68,6 +103,9 @@ def main(argv: list[str] | None = None) -> int:
     if getattr(args, "_module", None) is None:
         parser.print_help(sys.stderr)
         return 2
+    stdout = sys.stdout
+    if hasattr(stdout, "fileno"):
+        sys.stdout = _StdoutWithoutReader(stdout)
     try:
         return int(args._module.main(args) or 0)
     except FaasprofError as error:
@@ -76,5 +114,5 @@ def main(argv: list[str] | None = None) -> int:
     except KeyboardInterrupt:
         print("interrupted", file=sys.stderr)
         return EXIT_FAILURE
-    except BrokenPipeError:
-        return EXIT_FAILURE
+    finally:
+        sys.stdout = stdout
