@@ -48,7 +48,7 @@ from faasprof.monitoring.collectors import build_collectors, tool_versions
 from faasprof.monitoring.host import collect_host
 from faasprof.platforms.openwhisk.connection import Connection
 from faasprof.platforms.registry import platforms_used
-from faasprof.workload.schedule import build_schedule
+from faasprof.workload.schedule import build_schedule, empty_plan_problem
 
 try:  # only to name the event loop in the manifest: uvloop is optional
     import uvloop as _uvloop
@@ -166,8 +166,7 @@ class Run:
         self.thresholds = thresholds
         self.schedule = build_schedule(workload)
         if len(self.schedule) == 0:
-            raise ConfigError(f"{workload.origin}: instances: the plan has no invocation (every instance is muted, rate 0, or its activity window is empty); "
-                              "give an instance a rate > 0 and a window inside test_duration_in_seconds")
+            raise ConfigError(empty_plan_problem(workload) or f"{workload.origin}: instances: the plan has no invocation")
         self.platform = PlatformSet()
         self.storage = None
         self.run_dir: Path | None = None

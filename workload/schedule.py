@@ -105,3 +105,20 @@ def read_schedule_csv(path: str | os.PathLike) -> tuple[np.ndarray, list[str]]:
             intended.append(int(whole) * NS_PER_S + int(fraction.ljust(9, "0")))
             names.append(instance)
     return np.asarray(intended, dtype=np.int64), names
+
+
+# Below this many expected invocations the plan is built to tell whether it is empty; above it, an
+# instance's expected count alone says it is not.
+EXACT_EMPTY_CHECK_BELOW = 100_000
+
+
+def empty_plan_problem(workload: Workload) -> str | None:
+    """The one line that refuses a workload whose plan has no invocation (every instance muted, or
+    every window empty), or None. ``run`` and ``validate`` both ask it. An instance whose rate waits
+    for a capacity measurement is taken to send."""
+    if workload.needs_capacity():
+        return None
+    if sum(instance.planned_estimate for instance in workload.instances) < EXACT_EMPTY_CHECK_BELOW and len(build_schedule(workload)) == 0:
+        return (f"{workload.origin}: instances: the plan has no invocation (every instance is muted, rate 0, or its activity window is empty); "
+                "give an instance a rate > 0 and a window inside test_duration_in_seconds")
+    return None

@@ -25,6 +25,7 @@ from faasprof.errors import EXIT_BAD_INPUT, EXIT_NOT_READY, ConfigError, Faaspro
 from faasprof.platforms.openwhisk.connection import add_connection_arguments, resolve_connection
 from faasprof.invoker.preflight import embedded_limits, embedded_missing, platform_check
 from faasprof.workload.jsonread import is_schema_document, parse_workload_file
+from faasprof.workload.schedule import empty_plan_problem
 from faasprof.workload.spec import workload_from_dict
 
 
@@ -73,8 +74,11 @@ def _check(config: str, args: argparse.Namespace) -> tuple[list[str], list[str],
     if workload.needs_capacity():
         identity = connection if not args.offline else resolve_connection(args, platform_block, origin=config)  # reads files only
         capacities = capacity_store.stored_capacities(workload, identity, platform_block.get("localwhisk"))
-        if capacities:
-            workload.with_capacities(capacities, partial=True)  # the rates they make must be valid too (not too many invocations)
+    resolved = workload.with_capacities(capacities, partial=True) if capacities else workload
+    empty = empty_plan_problem(resolved)
+    if empty:
+        problems.append(empty)
+        warnings = [w for w in warnings if "every instance is muted" not in w]  # said once, as the problem
     count = len(workload.instances)
     where = "offline" if args.offline else ("for the embedded localwhisk" if connection is None else f"on {connection.apihost}")
     ok_line = f"{config}: ok ({count} instance{'s' if count != 1 else ''}, {workload.duration_s:g} s; checked {where})"

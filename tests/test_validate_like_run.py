@@ -1,0 +1,26 @@
+"""``validate`` refuses what ``run`` refuses, with the same line (issue 34: a workload whose every
+instance is muted passed validate, exit 0, while run refused it)."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+
+
+def _faasprof(*args, cwd) -> subprocess.CompletedProcess:
+    return subprocess.run([sys.executable, "-m", "faasprof", *args], capture_output=True, text=True, timeout=120, cwd=cwd)
+
+
+def test_a_workload_that_plans_nothing_is_refused_by_validate_and_run_alike(tmp_path):
+    path = tmp_path / "muted.json"
+    path.write_text(json.dumps({"test_name": "muted", "test_duration_in_seconds": 5, "random_seed": 1, "instances": {
+        "a": {"application": "json_dumps", "distribution": "Poisson", "rate": 0, "activity_window": [0, 5]},
+        "b": {"application": "json_dumps", "distribution": "Uniform", "rate": 0, "activity_window": [1, 5]}}}))
+    validated = _faasprof("validate", str(path), cwd=tmp_path)
+    ran = _faasprof("run", str(path), "--out", str(tmp_path / "runs"), cwd=tmp_path)
+    assert validated.returncode == 2 and ran.returncode == 2, (validated.stderr, ran.stderr)
+    line = f"{path}: instances: the plan has no invocation"
+    assert [l for l in validated.stderr.splitlines() if l.startswith(line)] == [l for l in ran.stderr.splitlines() if l.startswith(line)] != []
+    assert "ok (" not in validated.stdout
+    assert not (tmp_path / "runs").exists() or not any((tmp_path / "runs").iterdir())
