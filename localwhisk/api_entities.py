@@ -50,10 +50,18 @@ class Entities(ApiBase):
         ns = self.resolve_namespace(request.match_info["ns"])
         if ns is None:
             return self.error(403, f"The supplied authentication is not authorized to access '{request.match_info['ns']}'.")
+        return self.list_actions(request, ns)
+
+    def list_actions(self, request: web.Request, ns: str, package: str | None = None) -> web.Response:
+        """The namespace's actions, or with ``package`` those of that package only (OpenWhisk lists
+        a package's actions at ``actions/PACKAGE/``, as ``wsk action list PACKAGE`` asks)."""
         limit, skip, problem = limit_skip(request.query, "actions")
         if problem:
             return self.error(400, problem)
-        docs = [self._public_action(d, code=False) for (n, _), d in self.actions.items() if n == ns or n.startswith(ns + "/")]
+        if package is None:
+            docs = [self._public_action(d, code=False) for (n, _), d in self.actions.items() if n == ns or n.startswith(ns + "/")]
+        else:
+            docs = [self._public_action(d, code=False) for (n, _), d in self.actions.items() if n == f"{ns}/{package}"]
         docs.sort(key=lambda d: d.get("updated", 0), reverse=True)
         return self.ok(docs[skip : skip + limit])
 

@@ -246,6 +246,8 @@ class Localwhisk(Entities, WebActions, Activations):
         if ns is None:
             return self.error(403, f"The supplied authentication is not authorized to access '{request.match_info['ns']}'.")
         raw_name = urllib.parse.unquote(request.match_info["name"])
+        if request.method == "GET" and raw_name.endswith("/") and not name_problem(raw_name[:-1]) and "/" not in raw_name[:-1]:
+            return self.list_actions(request, ns, package=raw_name[:-1])
         problem = name_problem(raw_name)
         if problem:
             return self.error(400, problem)

@@ -447,6 +447,20 @@ def test_action_list_has_plain_and_packaged_actions_without_code(lw):
     assert all("code" not in d["exec"] for d in listed)
 
 
+def test_a_packages_actions_are_listed_at_actions_package_slash_as_wsk_asks(lw):
+    """``wsk action list PACKAGE`` asks ``GET actions/PACKAGE/?limit=..&skip=..`` (openwhisk-client-go's
+    ActionService.List); localwhisk answered 400 "illegal characters"."""
+    lw.put("shelf2/one", ECHO_PY)
+    lw.put("shelf2/two", ECHO_PY)
+    lw.put("loose", ECHO_PY)
+    listed = lw.session.get(lw.base + "/actions/shelf2/", params={"limit": 30, "skip": 0})
+    assert listed.status_code == 200, listed.text
+    assert sorted((d["namespace"], d["name"]) for d in listed.json()) == [("guest/shelf2", "one"), ("guest/shelf2", "two")]
+    assert lw.session.get(lw.base + "/actions/shelf2/", params={"limit": 1}).json()[0]["name"] in ("one", "two")
+    assert lw.session.get(lw.base + "/actions/nothing/").json() == []
+    assert lw.session.get(lw.base + "/actions/shelf2/one").json()["name"] == "one"
+
+
 def test_other_namespace_is_403_naming_it(lw):
     for path in ("/actions", "/activations", "/packages", "/limits", "/actions/x", "/triggers"):
         response = lw.session.get(lw.handle.apihost + "/api/v1/namespaces/someone" + path)
