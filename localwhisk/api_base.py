@@ -53,7 +53,6 @@ UNSUPPORTED = {
 BASE64_RE = re.compile(r"^([A-Za-z0-9+/]{4})*([A-Za-z0-9+/]{4}|[A-Za-z0-9+/]{3}=|[A-Za-z0-9+/]{2}==)$")
 JSON = "application/json"
 LIST_MAX = 200
-ACTION_CODE_MAX_BYTES = 48 * 1024 * 1024  # OpenWhisk's exec size limit (whisk.exec.size-limit 48 MB)
 LIST_DEFAULT = 30
 
 

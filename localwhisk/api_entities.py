@@ -16,7 +16,6 @@ import uuid
 from aiohttp import web
 
 from faasprof.localwhisk.api_base import (
-    ACTION_CODE_MAX_BYTES,
     ALREADY_EXISTS,
     BASE64_RE,
     ENTITY_NAME_ILLEGAL,
@@ -93,8 +92,8 @@ class Entities(ApiBase):
             if not isinstance(code, str):
                 return self.error(400, "The request content was malformed:\nexec.code must be a string (source text or base64 zip)")
             code_bytes = len(code.encode("utf-8"))
-            if code_bytes > ACTION_CODE_MAX_BYTES:
-                return self.error(413, f"exec larger than allowed: {code_bytes} > {ACTION_CODE_MAX_BYTES} bytes.")
+            if code_bytes > self.settings.max_action_code_bytes:
+                return self.error(413, f"exec larger than allowed: {code_bytes} > {self.settings.max_action_code_bytes} bytes.")
             binary = bool(code.strip()) and BASE64_RE.match("".join(code.split())) is not None
             exec_doc = {"kind": kind, "code": code, "binary": binary}
             if exec_in.get("main"):

@@ -51,6 +51,7 @@ class Settings:
     std_action_timeout_ms: int = field(default=60000, metadata={"help": "default limits.timeout"})
     max_blocking_wait_ms: int = field(default=60000, metadata={"help": "blocking invokes answer 202 after this wait"})
     max_payload_bytes: int = field(default=1048576, metadata={"help": "largest request body and result"})
+    max_action_code_bytes: int = field(default=48 * 1024 * 1024, metadata={"help": "largest exec.code of an action, base64 included: a zip of about 3/4 of it (whisk.exec.size-limit 48 MB)"})
     prewarm: str = field(default="", metadata={"help": "stem cells, e.g. 'python:3=2,nodejs:20=1' (256 MB each) or 'nodejs:20=2@256'"})
     isolation: str = field(default="auto", metadata={"help": "auto | cgroup | rlimit | docker (auto: cgroups if writable, else SIGSTOP + rlimits; docker: one container per sandbox)"})
     docker_pause: str = field(default="api", metadata={"help": "isolation docker: api (docker pause/unpause, shows in docker ps) | freezer (direct cgroup freezer write: faster, invisible to Docker)"})
@@ -178,7 +179,7 @@ def validate_settings(settings: "Settings") -> list[str]:
     if settings.cpu_policy not in ("shares", "quota"):
         problems.append(f"cpu_policy: must be shares or quota (got {settings.cpu_policy!r})")
     for name in ("user_memory_mb", "parallel_runs", "min_action_memory_mb", "max_action_memory_mb", "std_action_memory_mb",
-                 "max_blocking_wait_ms", "max_payload_bytes", "store_flush_ms"):
+                 "max_blocking_wait_ms", "max_payload_bytes", "max_action_code_bytes", "store_flush_ms"):
         if getattr(settings, name) <= 0:
             problems.append(f"{name}: must be > 0 (got {getattr(settings, name)})")
     if settings.pause_grace_ms < 0 or settings.idle_timeout_s <= 0:

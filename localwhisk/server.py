@@ -30,7 +30,7 @@ from aiohttp import web
 
 from faasprof.localwhisk import __version__
 from faasprof.localwhisk.api_activations import Activations
-from faasprof.localwhisk.api_base import ACTION_CODE_MAX_BYTES, RESOURCE_DOES_NOT_EXIST, STOPPING, UNSUPPORTED, limit_skip, name_problem
+from faasprof.localwhisk.api_base import RESOURCE_DOES_NOT_EXIST, STOPPING, UNSUPPORTED, limit_skip, name_problem
 from faasprof.localwhisk.api_entities import Entities
 from faasprof.localwhisk.api_invoke import Throttles
 from faasprof.localwhisk.api_web import WebActions
@@ -271,9 +271,9 @@ class Localwhisk(Entities, WebActions, Activations):
         return self.error(405, "HTTP method not allowed, supported methods: GET, PUT, DELETE, POST")
 
     def app(self) -> web.Application:
-        # Action PUTs may carry a 48 MB archive (base64); invoke bodies are checked against
+        # Action PUTs may carry max_action_code_bytes of code (base64); invoke bodies are checked against
         # max_payload_bytes in the handlers, with OpenWhisk's 413 message.
-        app = web.Application(middlewares=[self.gate], client_max_size=max(self.settings.max_payload_bytes, ACTION_CODE_MAX_BYTES * 4 // 3) + 65536)
+        app = web.Application(middlewares=[self.gate], client_max_size=max(self.settings.max_payload_bytes, self.settings.max_action_code_bytes) + 65536)
         r = app.router
         r.add_get("/", self.info)
         r.add_get("/api/v1", self.api_info)

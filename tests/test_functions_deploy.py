@@ -21,6 +21,7 @@ from faasprof.functions.catalogue import lookup
 from tests.conftest import run_cli, send_json
 from faasprof.errors import RunError
 from faasprof.functions.catalogue import names
+from faasprof.localwhisk.embedded import start_embedded
 from faasprof.platforms.base import PlatformError
 
 AUTH = "user:secret"
@@ -239,5 +240,20 @@ def test_too_large_archive_says_which_limit_to_raise(whisk, client, monkeypatch)
         raise PlatformError("413", status=413)
 
     monkeypatch.setattr(client, "put_action", refuse)
-    with pytest.raises(RunError, match="max-payload-bytes"):
+    with pytest.raises(RunError, match="max-action-code-bytes"):
         deploy(client, ["markdown"])
+
+
+def test_an_archive_over_localwhisks_code_limit_names_the_setting_that_moves_it(tmp_path):
+    """A 40 MB zip was refused at 413 with advice to raise --max-payload-bytes, which changed nothing:
+    the action code limit is its own setting, and raising it lets the same archive through."""
+    for limit, refused in ((2_000, True), (48 * 1024 * 1024, False)):
+        with start_embedded(data_dir=tmp_path / str(limit), max_action_code_bytes=limit) as handle:
+            lw_client = OpenWhiskClient(Connection(handle.apihost, handle.auth, "guest", source="flags"))
+            if refused:
+                with pytest.raises(RunError) as caught:
+                    deploy(lw_client, ["markdown"])
+                message = str(caught.value)
+                assert "--max-action-code-bytes" in message and "413: exec larger than allowed" in message and "max-payload-bytes" not in message
+            else:
+                assert deploy(lw_client, ["markdown"]) == {"markdown": "created"}

@@ -17,6 +17,7 @@ lists it (``python:3``), else the family's default (``nodejs:20``).
 from __future__ import annotations
 
 import base64
+import math
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -144,9 +145,12 @@ def _put(client, action: PlannedAction) -> None:
         client.put_action(action.entry.name, action.body(), overwrite=True)
     except PlatformError as error:
         if error.status == 413:
+            encoded_mb = math.ceil(len(action.archive) * 4 / 3) / 1e6  # the code travels base64-encoded
+            said = error.body.get("error") if isinstance(error.body, dict) else None
             raise RunError(
-                f"{action.entry.name}: {client.connection.apihost} refused the {len(action.archive) / 1e6:.1f} MB archive as too large (413); "
-                "raise its request size limit (localwhisk: --max-payload-bytes; OpenWhisk: nginx client_max_body_size and the action size limit)"
+                f"{action.entry.name}: {client.connection.apihost} refused the {len(action.archive) / 1e6:.1f} MB archive ({encoded_mb:.1f} MB as "
+                f"base64 code) as too large (413{': ' + said if said else ''}); make the archive smaller, or raise the platform's action code limit "
+                "(localwhisk: --max-action-code-bytes, default 48 MiB of base64; OpenWhisk: whisk.exec.size-limit, and nginx's client_max_body_size)"
             ) from None
         raise
 
