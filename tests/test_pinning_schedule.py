@@ -13,6 +13,7 @@ import os
 
 import numpy as np
 import pytest
+from pathlib import Path
 
 from faasprof.workload import arrivals
 from faasprof.workload.schedule import build_schedule, instance_rng, read_schedule_csv, stream_key
@@ -178,6 +179,15 @@ def test_azure_counts_by_row_index_by_hash_and_from_a_start_minute(tmp_path):
     assert arrivals.read_trace(path, 0)[1].dtype == np.int64
 
 
+def test_labelled_minute_columns_are_found_by_label(tmp_path):
+    """InVitro's samples of the Azure trace keep the day's minute labels (480..959): minute 900 is
+    the column labelled 900, not the 900th (it was refused as "past the last minute column (480)")."""
+    labels = list(range(480, 960))
+    text = "HashOwner,HashApp,HashFunction,Trigger," + ",".join(map(str, labels)) + "\n" + "o,a,f,http," + ",".join(str(m % 7) for m in labels) + "\n"
+    counts = arrivals.read_trace(_trace(tmp_path, text), 0, start_minute=900)[1]
+    assert counts.tolist() == [m % 7 for m in range(900, 960)]
+
+
 @pytest.mark.parametrize(
     "text, row, start_minute, message",
     [
@@ -186,7 +196,9 @@ def test_azure_counts_by_row_index_by_hash_and_from_a_start_minute(tmp_path):
         (AZURE_HEADER + "o,a,f,http,1,-2,3\n", 0, 1, "data row 0 has a negative count"),
         (AZURE_HEADER + "o,a,f,http,1,2,3\n", 1, 1, "no data row 1 in the trace; set trace_row"),
         (AZURE_HEADER + "o,a,f,http,1,2,3\n", "g", 1, "no HashFunction g in the trace"),
-        (AZURE_HEADER + "o,a,f,http,1,2,3\n", 0, 5, "trace_start_minute 5 is past the last minute column (3)"),
+        (AZURE_HEADER + "o,a,f,http,1,2,3\n", 0, 5, "trace_start_minute 5 is not one of its minute columns (labelled 1..3)"),
+        ("HashOwner,HashApp,HashFunction,Trigger,480,481,482\no,a,f,http,1,2,3\n", 0, 5, "trace_start_minute 5 is not one of its minute columns (labelled 480..482); give a minute from 480 to 482"),
+        ("HashOwner,HashApp,HashFunction,Trigger,m1,m2,m3\no,a,f,http,1,2,3\n", 0, 5, "trace_start_minute 5 is past the last minute column (3)"),
         ("t\n1.0\nabc\n", 0, 1, "line 3: 'abc' is not a number of seconds"),
         ("-1.0\n2.0\n", 0, 1, "timestamps must be >= 0 (got -1.0)"),
     ],

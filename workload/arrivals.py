@@ -162,10 +162,24 @@ def _read_trace_cached(path: str, mtime_ns: int, row: int | str, start_minute: i
         raise TraceError(f"{path}: not a CSV trace ({error}); fix the file") from None
 
 
+def _minute_offset(path: str, minute_columns: list[str], start_minute: int) -> int:
+    """The position of minute ``start_minute`` among the minute columns. Columns labelled with
+    whole minutes are found by their label (a sample of a day, as InVitro writes it, keeps the
+    day's labels: 480..959); others count by position from 1."""
+    labels = [label.strip() for label in minute_columns]
+    if labels and all(label.isdigit() for label in labels):
+        numbers = [int(label) for label in labels]
+        if start_minute in numbers:
+            return numbers.index(start_minute)
+        raise TraceError(f"{path}: trace_start_minute {start_minute} is not one of its minute columns (labelled {numbers[0]}..{numbers[-1]}); "
+                         f"give a minute from {numbers[0]} to {numbers[-1]}")
+    if start_minute > len(labels):
+        raise TraceError(f"{path}: trace_start_minute {start_minute} is past the last minute column ({len(labels)})")
+    return start_minute - 1
+
+
 def _azure_counts(path: str, header: list[str], reader, row: int | str, start_minute: int) -> np.ndarray:
-    minute_columns = header[4:]
-    if start_minute > len(minute_columns):
-        raise TraceError(f"{path}: trace_start_minute {start_minute} is past the last minute column ({len(minute_columns)})")
+    offset = _minute_offset(path, header[4:], start_minute)
     for index, fields in enumerate(reader):
         if (isinstance(row, int) and index == row) or (isinstance(row, str) and len(fields) > 2 and fields[2] == row):
             values = fields[4:]
@@ -175,7 +189,7 @@ def _azure_counts(path: str, header: list[str], reader, row: int | str, start_mi
                 raise TraceError(f"{path}: data row {index} has a non-numeric count ({error}); counts are whole numbers") from None
             if (counts < 0).any():
                 raise TraceError(f"{path}: data row {index} has a negative count")
-            return counts[start_minute - 1 :]
+            return counts[offset:]
     what = f"data row {row}" if isinstance(row, int) else f"HashFunction {row}"
     raise TraceError(f"{path}: no {what} in the trace; set trace_row to an existing row index or HashFunction")
 
