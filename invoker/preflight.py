@@ -14,10 +14,11 @@
 from __future__ import annotations
 
 import os
+import shutil
 import tempfile
 from pathlib import Path
 
-from faasprof.errors import ConfigError
+from faasprof.errors import ConfigError, NotReadyError
 from faasprof.functions import catalogue
 from faasprof.functions.own import looks_like_path, own_entry, stage
 from faasprof.platforms.base import PlatformLimits
@@ -29,6 +30,12 @@ from faasprof.workload.spec import Workload, unknown_function
 from faasprof.localwhisk.config import Settings
 
 
+# Below this much free space the disk is full: the run would fail at its first write (and the
+# embedded platform could not even write its log). A disk that fills later stops the run at the
+# first failed write, with what was recorded kept.
+MIN_FREE_BYTES = 64 * 1024
+
+
 def _probe_writable(folder: Path) -> str | None:
     """None when a file can be created in ``folder``; else the reason."""
     try:
@@ -38,6 +45,16 @@ def _probe_writable(folder: Path) -> str | None:
     os.close(handle)
     os.unlink(name)
     return None
+
+
+def _require_space(folder: Path, flag: str) -> None:
+    """NotReadyError (one line) when the disk holding ``folder`` is (nearly) full."""
+    try:
+        free = shutil.disk_usage(folder).free
+    except OSError:
+        return
+    if free < MIN_FREE_BYTES:
+        raise NotReadyError(f"{flag}: the disk holding {folder} is full ({free // 1024} KiB free); free space there or choose another folder")
 
 
 def check_out_dir(path: str | os.PathLike, flag: str = "--out") -> None:
@@ -52,6 +69,7 @@ def check_out_dir(path: str | os.PathLike, flag: str = "--out") -> None:
         reason = _probe_writable(path)
         if reason:
             raise ConfigError(f"{flag}: cannot write in {path} ({reason}); choose a writable folder or fix its permissions")
+        _require_space(path, flag)
         return
     parent = path.absolute().parent
     if parent.exists() and not parent.is_dir():
@@ -61,6 +79,7 @@ def check_out_dir(path: str | os.PathLike, flag: str = "--out") -> None:
     reason = _probe_writable(parent)
     if reason:
         raise ConfigError(f"{flag}: cannot create {path} in {parent} ({reason}); choose a writable folder")
+    _require_space(parent, flag)
 
 
 def check_out_file(path: str | os.PathLike, flag: str = "--out") -> None:

@@ -37,6 +37,8 @@ from faasprof.errors import ConfigError, NotReadyError
 from faasprof.localwhisk.config import GUEST_AUTH, GUEST_NAMESPACE, SETTING_NAMES, Settings, server_env, settings_argv, validate_settings
 from faasprof.localwhisk.sandbox import SANDBOXES_DIR, reap_orphans
 
+# Below this many free bytes a disk counts as full: the server cannot write its store or its log.
+FULL_DISK_BYTES = 1024 * 1024
 START_TIMEOUT_S = 30.0
 PR_SET_PDEATHSIG = 1  # <linux/prctl.h>
 
@@ -212,7 +214,7 @@ def launch_server(argv: list[str], data_dir: Path, log_path: Path, parent_pid: i
     try:
         while time.monotonic() < deadline:
             if process.poll() is not None:
-                raise NotReadyError(f"localwhisk exited with status {process.returncode} while starting: {_last_line(log_path)} (log: {log_path})")
+                raise NotReadyError(f"localwhisk exited with status {process.returncode} while starting: {_last_line(log_path)}{_disk_note(data_dir)} (log: {log_path})")
             if port_file.exists():
                 try:
                     state = json.loads(port_file.read_text())
@@ -231,6 +233,15 @@ def launch_server(argv: list[str], data_dir: Path, log_path: Path, parent_pid: i
             port_file.unlink()
         except OSError:
             pass
+
+
+def _disk_note(folder: Path) -> str:
+    """Why a server that wrote nothing may have died: its folder's disk is full."""
+    try:
+        free = shutil.disk_usage(folder).free
+    except OSError:
+        return ""
+    return f"; the disk holding {folder} is full ({free // 1024} KiB free): free space or choose another --out" if free < FULL_DISK_BYTES else ""
 
 
 def _get_info(apihost: str, auth: str) -> dict:

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import json
 import os
+import shutil
 import signal
 import subprocess
 import sys
@@ -19,6 +20,8 @@ import pytest
 
 from conftest import REPO_ROOT, run_cli
 from faasprof import rundir
+from faasprof.errors import NotReadyError
+from faasprof.localwhisk.embedded import start_embedded
 from test_invoker_fakeserver import AUTH, FakeOpenWhisk
 from test_invoker_run import run_dirs, write_workload
 
@@ -122,6 +125,57 @@ def test_full_disk_stops_the_run_at_the_first_failed_write(tmp_path, isolated_ho
         assert [int(r["seq"]) for r in rows] == list(range(rate * duration))
         written = rundir.read_invocations(run_dir, reconstruct=False)
         assert len(written) > 100 and all(r["outcome"] == "ok" for r in written)  # everything written is kept
+    finally:
+        _umount(small)
+
+
+def _fill(path: Path) -> None:
+    """Fill the file system of ``path`` to the last byte (writes until the kernel refuses)."""
+    try:
+        with open(path / "filler", "wb") as handle:
+            while True:
+                handle.write(b"\0" * 4096)
+                handle.flush()
+    except OSError:
+        pass
+
+
+def test_a_disk_full_at_the_start_is_one_line_before_anything_starts(tmp_path, isolated_home):
+    """It said "localwhisk exited with status 1 while starting: no output" (its log could not be written)."""
+    full = tmp_path / "full"
+    _mount_tmpfs(full, "size=128k")
+    try:
+        _fill(full)
+        config = write_workload(tmp_path, duration=5)
+        done = run_cli("run", config, "--out", full / "runs", "--quiet", timeout=120)
+        assert done.returncode == 3, done.stderr
+        assert done.stderr.strip().splitlines() == [f"--out: the disk holding {full} is full (0 KiB free); free space there or choose another folder"]
+        assert not (full / "runs").exists()
+        with pytest.raises(NotReadyError, match=f"the disk holding {full} is full"):
+            with start_embedded(data_dir=full):
+                pass
+    finally:
+        _umount(full)
+
+
+def test_analyze_on_a_full_disk_is_one_line_and_leaves_the_run_alone(tmp_path, isolated_home):
+    config = write_workload(tmp_path, duration=2, instances={"a": {"application": "ok", "distribution": "Uniform", "rate": 20}})
+    with FakeOpenWhisk() as server:
+        done = run_cli("run", config, "--out", tmp_path / "runs", "--apihost", server.apihost, "--auth", AUTH, "--quiet", timeout=120)
+    assert done.returncode == 0, done.stderr
+    (source,) = run_dirs(tmp_path / "runs")
+    small = tmp_path / "small"
+    _mount_tmpfs(small, "size=1m")
+    try:
+        run_dir = Path(shutil.copytree(source, small / source.name))
+        before = {path.name: path.read_bytes() for path in run_dir.iterdir() if path.is_file()}
+        _fill(small)
+        done = run_cli("analyze", run_dir, "--no-fetch", timeout=120)
+        assert done.returncode == 1, done.stderr
+        assert "Traceback" not in done.stderr
+        last = done.stderr.strip().splitlines()[-1]
+        assert last.startswith(f"analyze: cannot write {run_dir / 'analysis'} (") and "No space left on device" in last and "the run itself is unchanged" in last
+        assert {path.name: path.read_bytes() for path in run_dir.iterdir() if path.is_file()} == before
     finally:
         _umount(small)
 

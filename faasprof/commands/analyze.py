@@ -16,7 +16,7 @@ from faasprof.analyzer.analysis import analyze_run
 from faasprof.analyzer.records import stderr_progress
 from faasprof.analyzer.report import summary_lines
 from faasprof import rundir
-from faasprof.errors import FaasprofError
+from faasprof.errors import FaasprofError, RunError
 from faasprof.progress import Progress
 from faasprof.localwhisk.embedded import start_embedded
 from faasprof.platforms.openwhisk.connection import Connection, add_connection_arguments, resolve_connection
@@ -68,7 +68,12 @@ def main(args: argparse.Namespace) -> int:
                          "(pass --apihost/--auth); analyzing client-side data only")
         else:
             _fetch_from_platform(run_dir, connection, progress)
-    summary = analyze_run(run_dir, None, plots=not args.no_plots, progress=stderr_progress, invocations=invocations)
+    try:
+        summary = analyze_run(run_dir, None, plots=not args.no_plots, progress=stderr_progress, invocations=invocations)
+    except OSError as error:
+        # The run's own files are only read; what failed is a file of analysis/, which is derived.
+        raise RunError(f"analyze: cannot write {run_dir / rundir.ANALYSIS} ({error.strerror or error}); the run itself is unchanged: "
+                       f"free space there (or fix its permissions) and run faasprof analyze {run_dir} again") from None
     for warning in summary["warnings"]:
         progress.warn(warning)
     for line in summary_lines(summary):
