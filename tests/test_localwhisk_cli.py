@@ -9,6 +9,8 @@ import subprocess
 import sys
 import time
 
+from pathlib import Path
+
 import pytest
 import requests
 
@@ -55,6 +57,46 @@ def test_local_start_status_stop(tmp_path, isolated_home):
     after = run_cli("local", "status", "--data-dir", data_dir, timeout=30)
     assert after.returncode == 3
     assert "no localwhisk is running" in after.stderr
+
+
+def test_a_local_server_killed_with_sigkill_leaves_no_sandbox_frozen(tmp_path, isolated_home):
+    """Its watchdog stops the sandboxes it left (kill -9 of the server left them frozen, with their
+    cgroups, until the next localwhisk started)."""
+    data_dir = tmp_path / "lw"
+    started = run_cli("local", "start", "--port", "0", "--data-dir", data_dir, "--pause-grace", "50", timeout=60)
+    assert started.returncode == 0, started.stderr
+    apihost = started.stdout.strip().splitlines()[-1]
+    state = json.loads((data_dir / "localwhisk.json").read_text())
+    server_pid = int(state["pid"])
+    try:
+        auth = tuple(GUEST_AUTH.split(":", 1))
+        base = apihost + "/api/v1/namespaces/_"
+        requests.put(base + "/actions/hello?overwrite=true", auth=auth, timeout=10,
+                     json={"exec": {"kind": "python:3", "code": "def main(a):\n    return {}\n"}}).raise_for_status()
+        assert requests.post(base + "/actions/hello?blocking=true", auth=auth, json={}, timeout=30).status_code == 200
+        time.sleep(0.5)  # past the pause grace: the sandbox is paused (frozen or stopped)
+        sandbox_pids = [int(path.read_text().split()[0]) for path in (data_dir / "sandboxes").glob("*.pid")]
+        assert sandbox_pids and all(_alive(pid) for pid in sandbox_pids)
+    finally:
+        os.kill(server_pid, signal.SIGKILL)
+    deadline = time.monotonic() + 15
+    while time.monotonic() < deadline and any(_alive(pid) for pid in sandbox_pids):
+        time.sleep(0.2)
+    assert not any(_alive(pid) for pid in sandbox_pids), (data_dir / "localwhisk.log").read_text()[-2000:]
+    deadline = time.monotonic() + 10
+    while time.monotonic() < deadline and "localwhisk watchdog: server" not in (data_dir / "localwhisk.log").read_text():
+        time.sleep(0.2)
+    assert f"localwhisk watchdog: server {server_pid} died without stopping its sandboxes" in (data_dir / "localwhisk.log").read_text()
+    assert not Path(f"/sys/fs/cgroup/freezer/localwhisk-{server_pid}").exists(), "the dead server's cgroup parent is left"
+    run_cli("local", "stop", "--data-dir", data_dir, timeout=60)
+
+
+def _alive(pid: int) -> bool:
+    """True while ``pid`` runs (a zombie, whose parent has not reaped it yet, counts as gone)."""
+    try:
+        return Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0] != "Z"
+    except OSError:
+        return False
 
 
 def test_stop_without_instance_succeeds_and_says_so(tmp_path, isolated_home):

@@ -28,6 +28,7 @@ from faasprof.localwhisk.config import (AUTH_ENV, DEFAULT_DATA_DIR, GUEST_AUTH, 
                                read_auth_file, settings_argv, settings_from_args, validate_settings)
 from faasprof.localwhisk.cgroups import pid_alive as _pid_alive
 from faasprof.localwhisk.embedded import launch_server
+from faasprof.localwhisk.watchdog import launch as launch_watchdog
 from faasprof.platforms.openwhisk.connection import LOCAL_PID_KEY, forget_local_props, local_props_path, read_local_props, read_wskprops, write_local_props
 
 STATE_FILE = "localwhisk.json"
@@ -127,6 +128,8 @@ def _start(args) -> int:
     log_path = Path(settings.log_file) if settings.log_file else data_dir / "localwhisk.log"
     _, state, info = launch_server(argv, data_dir, log_path, auth=settings.auth)
     apihost, pid = state["apihost"], int(state["pid"])
+    # Nobody waits on a server left running: should it be killed, its watchdog stops its sandboxes.
+    launch_watchdog(pid, data_dir, log_path)
     print(f"localwhisk running at {apihost} (pid {pid}, data dir {data_dir}, log {log_path})", file=sys.stderr)
     other = read_local_props()
     if other and other.get(LOCAL_PID_KEY) != str(pid):
