@@ -28,7 +28,9 @@ from __future__ import annotations
 
 import asyncio
 import json
+import logging
 import os
+import re
 import secrets
 import struct
 import time
@@ -47,6 +49,10 @@ LABEL_SANDBOX = "faasprof.localwhisk.sandbox"
 SENTINEL = b"XXX_THE_END_OF_A_WHISK_ACTIVATION_XXX"
 PROXY_PORT = 8080
 CGROUP_ROOT = Path("/sys/fs/cgroup")
+# Docker's answer to unpausing a running container: 409 since 23.0, 500 before ("Container X is not paused").
+NOT_PAUSED = re.compile(r"is not paused", re.IGNORECASE)
+
+log = logging.getLogger("faasprof.localwhisk.docker")
 
 
 class DockerUnavailable(RuntimeError):
@@ -263,6 +269,7 @@ class DockerSandbox(Sandbox):
         self._removal: asyncio.Task | None = None
         self._proxy_up = False
         self.pause_error: str | None = None
+        self.death_reason: str | None = None  # why it is gone or going, for the log and the record
         self._frozen = False  # frozen by a direct freezer write (docker_pause: freezer)
 
     def cpu_time_ns(self) -> int | None:
@@ -362,7 +369,11 @@ class DockerSandbox(Sandbox):
             try:
                 await self.host.engine.call("POST", f"/containers/{self.container_id}/pause")
             except (DockerError, DockerUnavailable) as error:
+                # OpenWhisk destroys a container it cannot pause; until then no call goes to it
+                # (the pool re-dispatches one that was waiting to resume it onto a new container).
                 self.pause_error = str(error)
+                self.death_reason = f"docker pause failed ({error}); removed, as OpenWhisk removes a container it cannot pause"
+                log.warning("sandbox %s (%s): %s", self.name, self.container_name, self.death_reason)
                 self.kill()
 
     def resume(self) -> asyncio.Task | None:
@@ -379,7 +390,14 @@ class DockerSandbox(Sandbox):
                 return
             try:
                 await self.host.engine.call("POST", f"/containers/{self.container_id}/unpause", ok=(200, 204, 409))
+            except DockerError as error:
+                if NOT_PAUSED.search(str(error)):
+                    return  # Docker 20.10 answers 500, later ones 409: the container runs, which is what was asked
+                self.death_reason = f"docker unpause failed ({error})"
+                log.warning("sandbox %s (%s): %s", self.name, self.container_name, self.death_reason)
+                raise
             except DockerUnavailable as error:
+                self.death_reason = f"docker unpause failed ({error})"
                 raise DockerError(0, str(error)) from None
 
     def _freeze(self, frozen: bool) -> None:

@@ -37,7 +37,7 @@ from pathlib import Path
 from faasprof.localwhisk import delays as delays_mod
 from faasprof.localwhisk.cgroups import CgroupManager
 from faasprof.localwhisk.docker_sandbox import DockerHost, DockerSandbox
-from faasprof.localwhisk.sandbox import TIMER_SLACK_S, Sandbox, SandboxDied
+from faasprof.localwhisk.sandbox import TIMER_SLACK_S, Sandbox, SandboxDied, format_log_line
 
 log = logging.getLogger("faasprof.localwhisk.pool")
 
@@ -277,7 +277,8 @@ class Pool:
         self._tasks.add(task)
         task.add_done_callback(self._tasks.discard)
 
-    def _remove(self, sb: Sandbox) -> None:
+    def _remove(self, sb: Sandbox, why: str | None = None) -> None:
+        sb.death_reason = sb.death_reason or why
         self.idle.pop(sb, None)
         self._release(sb)
         if sb.pid is None:  # never spawned (cancelled while waiting for a creation slot)
@@ -293,6 +294,7 @@ class Pool:
             self.used_mb -= sb.memory_mb
 
     def _on_sandbox_exit(self, sb: Sandbox) -> None:
+        log.info("sandbox %s (%s) gone: %s", sb.name, sb.action_name or sb.kind, why_gone(sb))
         self.sandboxes.pop(sb.name, None)
         self.idle.pop(sb, None)
         self._release(sb)
@@ -318,7 +320,7 @@ class Pool:
         except OSError as error:
             # OpenWhisk destroys a container whose pause failed.
             log.warning("pause of %s failed (%s); removing it", sb.name, error)
-            self._remove(sb)
+            self._remove(sb, f"its pause failed ({error}); removed, as OpenWhisk removes a container it cannot pause")
             return
         sb.state = "paused"
         sb.timer = self.loop.call_later(self.idle_timeout_s, self._idle_remove, sb)
@@ -326,7 +328,7 @@ class Pool:
     def _idle_remove(self, sb: Sandbox) -> None:
         sb.timer = None
         if sb.state == "paused":
-            self._remove(sb)
+            self._remove(sb, f"idle for {self.idle_timeout_s:g} s (idle timeout)")
             self._drain()
 
     # -- prewarm ----------------------------------------------------------------------------------
@@ -391,13 +393,13 @@ class Pool:
                     self._drain()
                     return
                 sb.state = "busy"
-            elif how == "resumed":
-                try:
-                    resumed = sb.resume()
-                    if resumed is not None:
-                        await resumed  # docker unpause: an Engine API call, inside waitTime like the thaw
-                except OSError:
-                    pass  # its death is reported through the pidfd; run() then fails as a developer error
+            elif how == "resumed" and not await self._resumed(sb):
+                # The platform failed (a pause or unpause that did not take): the call never reached
+                # the sandbox, so it is not the action's fault; it runs on a new one instead.
+                self.running.discard(job)
+                self._remove(sb, sb.death_reason or "its resume failed")
+                self._cold(job, "cold")
+                return
             if sb.key is None:
                 await self._init(sb, job, out, timeout_s)
             if out.status_code == 0:
@@ -409,11 +411,23 @@ class Pool:
         sb.activations += 1
         self._finish(job, out, sb)
         if out.destroy or sb.dead:
-            self._remove(sb)
+            self._remove(sb, "destroyed after its activation failed (" + str((out.result or {}).get("error", "error"))[:120] + ")")
             self._drain()
         else:
             self._became_free(sb)
             self._drain()
+
+    async def _resumed(self, sb: Sandbox) -> bool:
+        """Resume a paused sandbox (thaw, or docker unpause: inside waitTime, as OpenWhisk's); False
+        when it cannot take the call: the resume failed, or a pause that failed is removing it."""
+        try:
+            resumed = sb.resume()
+            if resumed is not None:
+                await resumed
+        except OSError as error:
+            sb.death_reason = sb.death_reason or f"its resume failed ({error})"
+            return False
+        return not sb.dead and sb.state != "removing"
 
     async def _init(self, sb: Sandbox, job: Job, out: Outcome, timeout_s: float) -> None:
         action = job.action
@@ -506,6 +520,21 @@ class Pool:
         self.on_complete(job, out)
 
 
+def why_gone(sb: Sandbox) -> str:
+    """Why a sandbox is gone, for localwhisk.log and the record: who removed it, or how it died."""
+    if sb.death_reason:
+        return sb.death_reason
+    if sb.oom:
+        return "killed by the kernel for exceeding its memory limit (OOM)"
+    if sb.exit_status is not None and sb.exit_status < 0:
+        return f"killed by signal {-sb.exit_status}, not by localwhisk"
+    if sb.exit_status is not None and sb.exit_status > 128:
+        return f"exited with status {sb.exit_status} (killed by signal {sb.exit_status - 128}, not by localwhisk)"
+    if sb.exit_status is not None:
+        return f"exited by itself, status {sb.exit_status}"
+    return "removed by localwhisk"
+
+
 def _developer_error(out: Outcome, message: str, timed_out: bool = False) -> None:
     """The activation failed by the action's fault (status 2): its sandbox is destroyed."""
     out.status_code, out.result, out.timed_out, out.destroy = 2, {"error": message}, timed_out, True
@@ -519,6 +548,9 @@ def _request_failed(out: Outcome, sb: Sandbox, error: TimeoutError | SandboxDied
     else:
         _developer_error(out, MEMORY_EXHAUSTED if sb.oom else ABNORMAL_INIT if init else ABNORMAL_RUN)
     out.logs += sb.take_logs()
+    if isinstance(error, SandboxDied):
+        # The record says why its sandbox died (the action's own lines above say what it did).
+        out.logs.append(format_log_line(time.time_ns(), "stderr", f"localwhisk: sandbox {sb.name} died during the {'init' if init else 'run'}: {sb.death_reason or error}"))
 
 
 def _extract_zip(code: str, directory: Path) -> None:

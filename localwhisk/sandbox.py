@@ -113,6 +113,7 @@ class Sandbox:
         self.cgroup_dirs: dict[str, Path] = {}
         self.exit_status: int | None = None
         self.oom = False
+        self.death_reason: str | None = None  # why it is gone or going, for the log and the record
         self._loop = asyncio.get_running_loop()
         self._fds: dict[str, int] = {}
         self._pidfd: int | None = None

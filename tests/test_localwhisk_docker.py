@@ -7,6 +7,7 @@ found through their owner label (the server's pid), so concurrent localwhisks do
 
 from __future__ import annotations
 
+import asyncio
 import base64
 import io
 import json
@@ -24,8 +25,9 @@ import pytest
 
 from faasprof.docker import bridge_gateway, docker_problem, interface_ipv4
 from faasprof.errors import ConfigError
-from faasprof.localwhisk.docker_sandbox import LABEL_INSTANCE, LABEL_OWNER_PID, LABEL_OWNER_START
+from faasprof.localwhisk.docker_sandbox import LABEL_INSTANCE, LABEL_OWNER_PID, LABEL_OWNER_START, NOT_PAUSED, DockerError
 from faasprof.localwhisk.embedded import start_embedded
+from faasprof.localwhisk.pool import Pool
 from tests.localwhisk_driver import SANDBOX_KEYS, Lw, annotation
 
 pytestmark = pytest.mark.timeout(180)
@@ -121,6 +123,70 @@ def test_python_action_runs_in_its_own_container_started_like_openwhisk(tmp_path
         assert annotation(resumed, "containerState") == "resumed", resumed["annotations"]
         assert resumed["response"]["result"]["hostname"] == result["hostname"]
     assert containers(handle.pid) == [], "containers left after a clean stop"
+
+
+@needs_docker
+def test_a_failed_resume_is_the_platforms_fault_never_the_users_call(tmp_path):
+    """A container unpaused behind localwhisk's back answers the next unpause "is not paused" (500
+    on Docker 20.10, 409 later): it runs, and the call succeeds on it. A container gone while paused
+    (its unpause fails) is taken out of service and the call runs on a new one, a cold start; the
+    user's call was charged as "exited unexpectedly" before, and nothing was logged."""
+    with docker_lw(tmp_path, pause_grace_ms=50, user_memory_mb=1024) as handle:
+        lw = Lw(handle)
+        lw.put("echo", NOOP_PY, memory=256)
+        first = lw.invoke("echo", {}).json()
+        assert first["response"]["success"], first["response"]
+        (row,) = containers(handle.pid)
+        assert lw.wait_for(lambda: "Paused" in containers(handle.pid)[0]["Status"], 10.0)
+        subprocess.run(["docker", "unpause", row["ID"]], check=True, capture_output=True, timeout=30)
+        again = lw.invoke("echo", {}).json()
+        assert again["response"]["success"], again
+        assert annotation(again, "containerState") == "resumed"
+
+        assert lw.wait_for(lambda: "Paused" in containers(handle.pid)[0]["Status"], 10.0)
+        subprocess.run(["docker", "rm", "-f", row["ID"]], check=True, capture_output=True, timeout=30)
+        third = lw.invoke("echo", {}).json()
+        assert third["response"]["success"], third
+        assert annotation(third, "containerState") == "cold"
+    log = (tmp_path / "lw" / "localwhisk.log").read_text()
+    assert "sandbox wsk1 (echo) gone: exited with status 137 (killed by signal 9, not by localwhisk)" in log, log[-3000:]
+
+
+class _Stub:
+    """A sandbox as the pool's resume step sees it."""
+
+    def __init__(self, resume, state="paused"):
+        self._resume, self.state, self.dead, self.death_reason = resume, state, False, None
+
+    def resume(self):
+        return self._resume()
+
+
+def test_the_pool_takes_a_sandbox_whose_resume_failed_out_of_service():
+    async def unpause_failed():
+        raise DockerError(500, "Cannot unpause container abc: OCI runtime resume failed")
+
+    async def resumed():
+        return None
+
+    def thaw_failed():
+        raise OSError("freezer.state: No such file or directory")
+
+    async def check():
+        loop = asyncio.get_running_loop()
+        failed = _Stub(lambda: loop.create_task(unpause_failed()))
+        assert await Pool._resumed(None, failed) is False
+        thawless = _Stub(thaw_failed)
+        assert await Pool._resumed(None, thawless) is False and "freezer.state" in thawless.death_reason
+        assert await Pool._resumed(None, _Stub(lambda: loop.create_task(resumed()))) is True
+        assert await Pool._resumed(None, _Stub(lambda: None, state="removing")) is False  # its pause failed: it is going
+    asyncio.run(check())
+
+
+def test_docker_s_answers_for_a_running_container_are_recognised():
+    assert NOT_PAUSED.search("Error response from daemon: Container 4f2a is not paused")  # 20.10: 500
+    assert NOT_PAUSED.search("Container 4f2a is not paused")  # 23+: 409
+    assert not NOT_PAUSED.search("OCI runtime resume failed: unable to thaw")
 
 
 @needs_docker
