@@ -114,6 +114,24 @@ def test_a_platform_answering_503_then_429_for_a_while_is_measured_and_analysed(
     assert said in (run_dir / "analysis" / "report.html").read_text()
 
 
+def test_send_processes_count_the_pushback_of_their_merged_rows(tmp_path, isolated_home):
+    """Two send processes, every call shed with 503: the parent counts what the children's rows
+    say, and a platform that took no call is not called over-invoked."""
+    config = write_workload(tmp_path, duration=2, instances={"a": {"application": "ok", "distribution": "Uniform", "rate": 10},
+                                                             "b": {"application": "ok2", "distribution": "Uniform", "rate": 10}})
+    out = tmp_path / "runs"
+    with FakeOpenWhisk() as server:
+        server.shed_status = 503
+        done = run_cli("run", config, "--out", out, "--apihost", server.apihost, "--auth", AUTH, "--send-processes", "2", timeout=120)
+    assert done.returncode == 1, done.stderr  # nothing succeeded: the verdict fails the run
+    assert_quiet_shutdown(done.stderr)
+    (run_dir,) = run_dirs(out)
+    manifest = rundir.read_manifest(run_dir)
+    assert manifest.status == "complete" and manifest.invoker["send_processes"] == 2
+    assert manifest.invoker["pushback"] == {"unavailable": 40}
+    assert "warning: the platform took none of the calls: of 40 planned calls, 100 % answered 503 Service Unavailable (40)" in done.stderr.splitlines()
+
+
 def test_connections_still_pending_at_the_end_leave_nothing_to_the_closed_loop(tmp_path, isolated_home):
     """The platform stops accepting near the end: connection attempts hang (its backlog is full)
     when the run ends; they are cancelled and awaited, not destroyed pending with the loop."""
