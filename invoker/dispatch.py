@@ -15,8 +15,9 @@ accurate to a fraction of a millisecond.
 A platform that refuses connections, lets them time out, resets them or answers 429/503 is
 measured, not given up on: each call it turns away is a row with its outcome and error, the run
 goes on to its planned end, and the result counts the calls by kind of pushback
-(``faasprof.outcomes.PUSHBACK_KINDS``). Only a platform that has never answered, whose every
-connection attempt has failed for ``never_reached_s`` (nothing listening), stops the run early.
+(``faasprof.outcomes.PUSHBACK_KINDS``). Only a platform never reached (no call's connection
+accepted, no answer), whose every connection attempt has failed for ``never_reached_s`` (nothing
+listening), stops the run early.
 
 Stopping (Ctrl-C, SIGTERM, nothing listening, a dead required collector, lateness past the abort
 threshold) stops sending at once, gives the requests in flight a bounded time, and still leaves
@@ -53,10 +54,11 @@ WATCH_INTERVAL_S = 0.25  # timeouts, platform and collector checks
 DEFAULT_PROGRESS_INTERVAL_S = 5.0
 DEFAULT_LATENESS_WARN_MS = 10.0
 DEFAULT_INTERRUPT_GRACE_S = 5.0
-# A platform that has never answered and whose every connection attempt has failed this long has
-# nothing listening: the run stops. One that answered before is measured whatever it does later.
+# A platform never reached (no call's connection accepted, no answer) whose every connection attempt
+# has failed this long has nothing listening: the run stops. One reached before is measured,
+# whatever it does later.
 DEFAULT_NEVER_REACHED_S = 2.0
-# Every connection attempt failing this long (a platform that answered before) is said, once a run:
+# Every connection attempt failing this long (a platform reached before) is said, once a run:
 # the run's pushback line says how many calls each stall cost.
 STALL_NOTE_S = 10.0
 DEFAULT_REALTIME_PRIORITY = 10
@@ -518,13 +520,13 @@ class Dispatcher:
                 self.progress.warn(verdict.warning)
 
     def _check_platform(self) -> None:
-        """Nothing listening (no answer ever, every attempt failing for ``never_reached_s``) stops
-        the run. A platform that answered before and now refuses or stalls is measured: its calls'
-        rows say so, and the first long stall is said as it happens."""
+        """Nothing listening (never reached, every attempt failing for ``never_reached_s``) stops
+        the run. A platform reached before that now refuses or stalls is measured: its calls' rows
+        say so, and the first long stall is said as it happens."""
         sender = self._sender
         span_s, why = sender.never_reached_for_s()
         if span_s >= self.options.never_reached_s:
-            self.never_reached = f"the platform never answered: every connection attempt failed for {span_s:.1f} s ({why})"
+            self.never_reached = f"the platform never took a call: every connection attempt failed for {span_s:.1f} s ({why})"
             self.request_stop("interrupted", self.never_reached)
             return
         if self._stall_said:

@@ -114,7 +114,7 @@ class _Connection(asyncio.Protocol):
         self.response = None
         outcome, activation_id, error = classify(response.status, response.activation_id, body)
         pool = self.pool
-        pool.answered = True
+        pool.reached = True
         pool.complete(seq, sent_ns, done_ns, outcome, response.status, activation_id, error)
         if response.close or self.closed:
             self.transport.close()  # type: ignore[union-attr]
@@ -188,7 +188,9 @@ class ConnectionPool:
         self.connect_failures = 0  # consecutive, reset by any connection that opens
         self.first_failure_ns: int | None = None
         self.last_connect_error: str | None = None
-        self.answered = False  # some response came back: the platform is there, whatever it does later
+        # Something listens there: a call's connection opened, or an answer came (on a connection
+        # opened ahead of the run, perhaps). Whatever the platform does later is then measured.
+        self.reached = False
         self.closing = False
         self.connects: set[asyncio.Task] = set()  # attempts under way, cancelled by aclose
 
@@ -256,6 +258,7 @@ class ConnectionPool:
         self.peak_open = max(self.peak_open, self.open_count)
         self.connect_failures = 0
         self.first_failure_ns = None
+        self.reached = True
         if self.closing:
             conn.transport.close()  # type: ignore[union-attr]
             return
@@ -423,9 +426,9 @@ class Sender:
             pool.sweep_timeouts(now, int(timeout_s * 1e9))
 
     def never_reached_for_s(self) -> tuple[float, str | None]:
-        """How long every connection attempt to an origin that has never answered has been failing,
-        and why (the longest such span): a platform with nothing listening, not a busy one."""
-        return self._failing(lambda pool: not pool.answered)
+        """How long every connection attempt to an origin never reached (``ConnectionPool.reached``)
+        has been failing, and why (the longest such span): nothing listening, not a busy platform."""
+        return self._failing(lambda pool: not pool.reached)
 
     def failing_for_s(self) -> tuple[float, str | None]:
         """How long every connection attempt to some origin has been failing, and why (the

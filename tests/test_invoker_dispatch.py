@@ -158,6 +158,23 @@ def test_a_platform_dying_after_answering_is_measured_to_the_planned_end():
     assert result.total_wall_s >= 2.9  # to the planned end
 
 
+def test_a_platform_that_took_calls_but_never_answered_before_refusing_is_measured():
+    """Slow calls whose connections were accepted, then refusals: the platform was there (it took
+    connections), so the run goes on; the calls it held are cut off, the later ones refused."""
+    server = FakeOpenWhisk().start()
+    server.slow_s = 5.0  # nothing is answered before the kill
+
+    def kill_later(loop, dispatcher):
+        loop.call_later(0.4, server.kill)
+
+    options = DispatchOptions(lateness_warn_ms=None, progress_interval_s=3600, never_reached_s=0.5)
+    intended = list(range(0, 2000, 20))
+    rows, result, _ = run(server, [instance("s", "slow")], intended, [0] * len(intended), options=options, before=kill_later)
+    assert result.status == "complete" and result.never_reached is None
+    assert len(rows) == len(intended) and "ok" not in result.outcomes
+    assert result.pushback["reset"] >= 5 and result.pushback["refused"] >= 50
+
+
 def test_nothing_listening_stops_the_run_as_never_reached():
     with socket.socket() as sock:
         sock.bind(("127.0.0.1", 0))
@@ -168,7 +185,7 @@ def test_nothing_listening_stops_the_run_as_never_reached():
     assert {row[6] for row in table.values()} == {"failed", "not_sent"}
     assert all(row[4] is None for row in table.values())
     assert result.status == "interrupted" and result.reason == result.never_reached
-    assert result.never_reached.startswith("the platform never answered: every connection attempt failed for")
+    assert result.never_reached.startswith("the platform never took a call: every connection attempt failed for")
     assert "Connection refused" in result.never_reached
     assert result.total_wall_s < 2.0
 

@@ -4,7 +4,7 @@
 a run whose platform stops accepting connections, or answers 503/429, for a while mid-run
 completes with one row per planned call, counts the calls turned away by kind of pushback
 (``faasprof.outcomes.PUSHBACK_KINDS``) and says so in one line (on stderr, in the analysis); only a
-platform that never answered stops the run early (exit 3, one line); nothing on the way out, nor a
+platform that never took a call stops the run early (exit 3, one line); nothing on the way out, nor a
 Ctrl-C before the send loop, prints a traceback.
 """
 
@@ -163,7 +163,7 @@ def test_a_port_where_nothing_ever_listened_fails_fast_in_one_line(tmp_path, iso
     assert time.monotonic() - started < 25 and run_dirs(tmp_path / "runs") == []
 
 
-def test_a_platform_that_never_answers_a_call_stops_the_run_early_with_exit_3(tmp_path, isolated_home):
+def test_a_platform_that_never_takes_a_call_stops_the_run_early_with_exit_3(tmp_path, isolated_home):
     """Pre-flight passes, then nothing listens: no call was ever answered, so the run stops after
     ``never_reached_s`` (a row for every planned call) instead of sending into nothing for 20 s."""
     config = write_workload(tmp_path, duration=20, instances={"a": {"application": "ok", "distribution": "Uniform", "rate": 8}})
@@ -174,7 +174,7 @@ def test_a_platform_that_never_answers_a_call_stops_the_run_early_with_exit_3(tm
     assert done.returncode == EXIT_NOT_READY, done.stderr
     assert_quiet_shutdown(done.stderr)
     (line,) = done.stderr.strip().splitlines()
-    assert line.startswith("run interrupted: the platform never answered: every connection attempt failed for "), line
+    assert line.startswith("run interrupted: the platform never took a call: every connection attempt failed for "), line
     (run_dir,) = run_dirs(out)
     manifest = rundir.read_manifest(run_dir)
     assert manifest.status == "interrupted" and manifest.invoker["never_reached"] == manifest.status_reason

@@ -14,7 +14,7 @@ invocation succeeded and no more than half failed), 1 it was interrupted or abor
 the same with ``--analyze``, else the command to analyse it is printed), or completed but failed
 its thresholds (the run directory is still complete and readable; the manifest's ``verdict`` names
 the dominant failure and its fix), 2 bad input, 3 the platform or a required collector is not
-ready (nothing created; or, where the platform passed pre-flight but never answered a call, the
+ready (nothing created; or, where the platform passed pre-flight but then never took a call, the
 run stopped early with a row for every invocation). A platform that answered and then refused,
 stalled or shed calls does not stop the run: those calls are its data.
 """
