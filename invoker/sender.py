@@ -143,7 +143,7 @@ class _Connection(asyncio.Protocol):
             self._finish(response, body)
         elif self.seq >= 0:
             reason = f"{type(exc).__name__}: {exc}" if exc else "the server closed the connection"
-            lost_mid_answer, closed_before = CUT_OFF_TEXTS
+            closed_before, lost_mid_answer = CUT_OFF_TEXTS
             if response is not None and response.head is not None:
                 reason = f"{lost_mid_answer} ({reason})"
             else:
