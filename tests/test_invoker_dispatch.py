@@ -98,7 +98,9 @@ def test_throttled_app_error_failed_and_dropped_are_rows_not_exceptions():
     assert apperr[6:8] == ("app_error", 502) and apperr[8] and "the function failed" in apperr[9]
     assert table[2][6:8] == ("failed", 500) and "internal error" in table[2][9]
     dropped = table[3]
-    assert dropped[6] == "failed" and dropped[7] is None and dropped[4] is not None and "connection" in dropped[9]
+    assert dropped[6] == "failed" and dropped[7] is None and dropped[4] is not None
+    assert dropped[9].startswith("connection closed before any response")
+    assert result.pushback == {"reset": 2, "throttled": 2}  # the 500 and the 502s are not pushback
     # No hidden retries: the server saw each invocation exactly once.
     assert len(server.requests) == 8
 
