@@ -33,7 +33,8 @@ final outcome is counted, and shown first when it happens.
 ``PUSHBACK_KINDS`` (not a column: a reading of a row's outcome, status and error): how a platform
 pushed back on calls it could not take. Refusals, stalls and 429/503 answers are data of an
 over-invoked platform, not reasons to stop a run; ``pushback_kind`` names the kind of one row and
-``pushback_line`` says what happened to a run ("over-invoked: 38 % of calls refused at connect"):
+``pushback_line`` says what happened to a run ("over-invoked: of 2,372 planned calls, 38 % refused
+at connect (901)"; "over-invoked" from ``OVER_INVOKED_SHARE`` of the calls turned away):
 
   refused          no connection: refused (or reset) while connecting; the request was never written
   connect_timeout  no connection within the connect timeout (a full accept queue drops the SYNs)
@@ -81,6 +82,9 @@ PUSHBACK_KINDS = {
     "timeout": "timed out waiting for the answer",
     "no_connection": "never sent for want of a free connection",
 }
+# From this share of the planned calls turned away, a run that also got calls accepted is called
+# over-invoked; below it, a stray reset or 429 is only "pushback", not a finding about the rate.
+OVER_INVOKED_SHARE = 0.01
 # The invoker's error texts that ``pushback_kind`` reads (the sender and dispatcher write them from these).
 CONNECT_FAILED_TEXT = "cannot connect to "
 CONNECT_TIMEOUT_TEXT = "timed out after"
@@ -179,7 +183,12 @@ def pushback_line(kinds: Mapping[str, int], planned: int, accepted: int) -> str 
     parts = [f"{_percent(kinds[kind], planned)} {words} ({kinds[kind]:,})" for kind, words in PUSHBACK_KINDS.items() if kinds.get(kind)]
     if not parts:
         return None
-    head = "over-invoked" if accepted else "the platform took none of the calls"
+    if not accepted:
+        head = "the platform took none of the calls"
+    elif sum(kinds.values()) >= OVER_INVOKED_SHARE * planned:
+        head = "over-invoked"
+    else:
+        head = "platform pushback"
     return f"{head}: of {planned:,} planned calls, " + ", ".join(parts)
 
 

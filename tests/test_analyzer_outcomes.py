@@ -227,6 +227,9 @@ def test_pushback_line_names_each_kind_with_its_share_and_count():
                     "0.1 % timed out waiting for the answer (3)")
     assert pushback_line({"throttled": 40}, 40, accepted=0) == "the platform took none of the calls: of 40 planned calls, 100 % throttled with 429 Too Many Requests (40)"
     assert pushback_line({}, 40, accepted=40) is None
+    # A stray reset in a large run is pushback, not a finding about the rate.
+    assert pushback_line({"reset": 1}, 1000, accepted=999) == "platform pushback: of 1,000 planned calls, 0.1 % cut off by a closed or reset connection (1)"
+    assert pushback_line({"reset": 10}, 1000, accepted=990).startswith("over-invoked: ")
     assert list(PUSHBACK_KINDS)[0] == "refused"
 
 
