@@ -59,7 +59,7 @@ DEFAULT_INTERRUPT_GRACE_S = 5.0
 # whatever it does later.
 DEFAULT_NEVER_REACHED_S = 2.0
 # Every connection attempt failing this long (a platform reached before) is said, once a run:
-# the run's pushback line says how many calls each stall cost.
+# the run's pushback line counts the calls its stalls turned away.
 STALL_NOTE_S = 10.0
 DEFAULT_REALTIME_PRIORITY = 10
 # From this many invocations in the plan's busiest second a run without --realtime is told that it
