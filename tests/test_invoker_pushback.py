@@ -74,8 +74,9 @@ def test_a_platform_refusing_connections_for_5_s_mid_run_is_measured_to_the_end(
     assert sorted(int(r["seq"]) for r in rows) == list(range(rate * duration))  # planned = rows
     refused = [r for r in rows if r["outcome"] == "failed" and not r["sent_ns"]]
     assert all("Connection refused" in r["error"] for r in refused)
-    # 5 s of refusals at 20/s: about 100 calls, each with its own row at its own time.
-    assert 60 <= len(refused) <= 120, len(refused)
+    # 5 s of refusals at 20/s: about 100 calls, each with its own row at its own time (the bounds
+    # leave a loaded host's timer a second either way).
+    assert 50 <= len(refused) <= 140, len(refused)
     assert sum(r["outcome"] == "ok" for r in rows) >= 50
     assert manifest.invoker["pushback"]["refused"] == len(refused)
     line = next(line for line in done.stderr.splitlines() if "over-invoked" in line)
