@@ -45,7 +45,7 @@ import pandas as pd
 
 from faasprof import __version__, rundir
 from faasprof.errors import FaasprofError, FormatError
-from faasprof.outcomes import FAILURE_OUTCOMES, FINAL_OUTCOMES, HTTP_OUTCOMES
+from faasprof.outcomes import ACCEPTED_HTTP_OUTCOMES, FAILURE_OUTCOMES, FINAL_OUTCOMES, HTTP_OUTCOMES, pushback_line
 from faasprof.analyzer import frames as frames_mod
 from faasprof.analyzer import io_breakdown
 from faasprof.analyzer import records as records_mod
@@ -54,6 +54,7 @@ from faasprof.analyzer import chains as chains_mod
 from faasprof.analyzer import plots as plots_mod
 from faasprof.analyzer import report as report_mod
 from faasprof.analyzer import tails as tails_mod
+from faasprof.analyzer.outcome_columns import pushback_counts
 from faasprof.monitoring.frames import load_run_monitors
 from faasprof.platforms.openwhisk.client import OpenWhiskClient
 from faasprof.platforms.openwhisk.records import DEFAULT_RETRY_DELAYS_S, MAX_ID_LOOKUPS_PER_ROUND, fetch_records
@@ -401,6 +402,14 @@ def failure_summary(frame: pd.DataFrame, end_s: float | None = None) -> dict:
     return {"total": int(len(failed)), "by_function": groups}
 
 
+def pushback_summary(frame: pd.DataFrame, outcome_counts: dict[str, int]) -> dict:
+    """How the platform pushed back on the run's calls: rows per kind and the line that says it
+    (None when it never did), as the run said it on stderr."""
+    counts = pushback_counts(frame)
+    accepted = sum(outcome_counts.get(name, 0) for name in ACCEPTED_HTTP_OUTCOMES)
+    return {"counts": counts, "line": pushback_line(counts, int(len(frame)), accepted)}
+
+
 def build_summary(run: Run) -> dict:
     frame = run.invocations
     outcome_counts = {name: int((frame["outcome"] == name).sum()) for name in HTTP_OUTCOMES}
@@ -433,6 +442,7 @@ def build_summary(run: Run) -> dict:
             "end_s": run.end_s,
             "not_sent_interrupted": unsent_after,
             "phases": [{k: v for k, v in p.items()} for p in run.phases],
+            "pushback": pushback_summary(frame, outcome_counts),
         },
         "failures": failure_summary(frame, run.end_s),
         "records": run.records_info,

@@ -1,6 +1,8 @@
 """The outcome columns of the invocation frame: each row's final outcome (the HTTP outcome joined
 with its activation record, or the answer alone where no record is due) and whether it is a
-sample of successful work. Whole columns at once, decided on their few distinct labels.
+sample of successful work. Whole columns at once, decided on their few distinct labels; and how
+the platform pushed back on the run's calls (``pushback_counts``), decided on the few distinct
+(outcome, status, written, error) combinations of the rows that were not accepted.
 """
 
 from __future__ import annotations
@@ -10,7 +12,7 @@ import pandas as pd
 
 from faasprof import rundir
 from faasprof.errors import FormatError
-from faasprof.outcomes import ACCEPTED_HTTP_OUTCOMES, FINAL_OUTCOMES
+from faasprof.outcomes import ACCEPTED_HTTP_OUTCOMES, FINAL_OUTCOMES, PUSHBACK_KINDS, pushback_kind
 from faasprof.platforms.registry import platform_of_resolved
 
 # HTTP outcomes after which a record, when one exists, still says what happened: the client gave
@@ -87,3 +89,24 @@ def successful_mask(final_outcome, http_outcome, http_status: np.ndarray) -> np.
     is_ok = np.array([label == "ok" for label in http_labels] + [False])[http_codes]
     blocking_200 = is_final("no_record") & is_ok & (np.asarray(http_status, dtype="float64") == 200)
     return is_final("success") | blocking_200
+
+
+def pushback_counts(invocations: pd.DataFrame) -> dict[str, int]:
+    """Rows per kind of pushback (``faasprof.outcomes.pushback_kind``), in ``PUSHBACK_KINDS``
+    order; kinds that never happened are left out. The same count the invoker keeps as it runs."""
+    outcome = invocations["outcome"].astype(object)
+    rest = invocations[(outcome != "ok").to_numpy()]
+    if not len(rest):
+        return {}
+    keys = pd.DataFrame({
+        "outcome": rest["outcome"].astype(object),
+        "status": rest["http_status"].astype("Float64"),
+        "written": rest["sent_ns"].notna(),
+        "error": rest["error"].astype(object),
+    })
+    counts: dict[str, int] = {}
+    for (label, status, written, error), count in keys.value_counts(dropna=False, sort=False).items():
+        kind = pushback_kind(str(label), None if pd.isna(status) else int(status), bool(written), error if isinstance(error, str) else None)
+        if kind is not None:
+            counts[kind] = counts.get(kind, 0) + int(count)
+    return {kind: counts[kind] for kind in PUSHBACK_KINDS if kind in counts}

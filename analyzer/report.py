@@ -22,6 +22,7 @@ def failures_section(summary: dict) -> str:
     if not failures["total"]:
         return ""
     planned = summary["run"]["planned"]
+    pushback = (summary["run"].get("pushback") or {}).get("line")
     rows = [
         [g["function"], g["final_outcome"], g["count"], ms(g["completion_latency_ms_p50"]), ms(g["completion_latency_ms_max"]), g["example_error"]]
         for g in failures["by_function"]
@@ -30,6 +31,7 @@ def failures_section(summary: dict) -> str:
         f"<h2>Failures: {failures['total']} of {planned} invocations did not succeed</h2><div class='fail'>"
         "<p>Kept out of every latency percentile, trend and mode below; their completion latency (planned send to "
         "function end, or to the answer) is shown here.</p>"
+        + (f"<p><b>{html.escape(pushback)}</b></p>" if pushback else "")
         + table(["function", "final outcome", "count", "completion p50", "completion max", "first error"], rows, left=2)
         + "</div>"
     )
@@ -285,6 +287,9 @@ def summary_lines(summary: dict) -> list[str]:
     if failures["total"]:
         kinds = ", ".join(f"{count} {name}" for name, count in finals.items() if count and name != "success")
         lines.append(f"  FAILURES: {failures['total']} of {summary['run']['planned']} did not succeed ({kinds}); kept out of the latency figures")
+    pushback = (summary["run"].get("pushback") or {}).get("line")
+    if pushback:
+        lines.append(f"  {pushback}")
     apart = "".join(f"; {name} {count} (planned after the stop at {summary['run']['end_s']:.3g} s)" for name, count in _not_sent_interrupted(summary["run"]).items())
     lines.append(f"  outcomes: {finals['success']} success" + "".join(f", {count} {name}" for name, count in finals.items() if count and name != "success") + apart)
     lines += [f"  {name}: not invoked" for name in not_invoked(summary)]

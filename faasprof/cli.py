@@ -5,14 +5,22 @@ only when its subcommand runs, so ``faasprof validate`` does not pay for pandas 
 Helpers raise :class:`faasprof.errors.FaasprofError`; only this module prints them and exits.
 
 Exit codes: 0 success, 1 failure while running, 2 bad input, 3 environment not ready.
+
+Ctrl-C is one line (``interrupted``) and exit 1 wherever it lands. While the subcommand's modules
+load (a second or more on a busy host) it is held until they have, then honoured: an interrupt
+raised inside an extension module's initialisation prints a traceback, or crashes the process.
 """
 
 from __future__ import annotations
 
 import argparse
+import contextlib
 import importlib
 import os
+import signal
 import sys
+import threading
+from typing import Iterator
 
 from faasprof import __version__
 from faasprof.errors import EXIT_FAILURE, FaasprofError
@@ -95,10 +103,28 @@ def _print_error(error: FaasprofError) -> None:
         print(line, file=sys.stderr)
 
 
+@contextlib.contextmanager
+def _interrupts_held() -> Iterator[list[int]]:
+    """SIGINT while the block runs is noted (in the list yielded), not raised; main thread only."""
+    held: list[int] = []
+    if threading.current_thread() is not threading.main_thread():
+        yield held
+        return
+    previous = signal.signal(signal.SIGINT, lambda signum, frame: held.append(signum))
+    try:
+        yield held
+    finally:
+        signal.signal(signal.SIGINT, previous)
+
+
 def main(argv: list[str] | None = None) -> int:
     argv = list(sys.argv[1:] if argv is None else argv)
     chosen = next((a for a in argv if not a.startswith("-")), None)
-    parser = build_parser(only=chosen if chosen in COMMANDS else "")
+    with _interrupts_held() as held:
+        parser = build_parser(only=chosen if chosen in COMMANDS else "")
+    if held:  # nothing has started: there is nothing to stop or keep
+        print("interrupted", file=sys.stderr)
+        return EXIT_FAILURE
     args = parser.parse_args(argv)
     if getattr(args, "_module", None) is None:
         parser.print_help(sys.stderr)

@@ -29,6 +29,21 @@ says whether the function itself succeeded:
 
 Only ``success`` enters the latency statistics and latency modes of successful work; every other
 final outcome is counted, and shown first when it happens.
+
+``PUSHBACK_KINDS`` (not a column: a reading of a row's outcome, status and error): how a platform
+pushed back on calls it could not take. Refusals, stalls and 429/503 answers are data of an
+over-invoked platform, not reasons to stop a run; ``pushback_kind`` names the kind of one row and
+``pushback_line`` says what happened to a run ("over-invoked: of 2,372 planned calls, 38 % refused
+at connect (901)"; "over-invoked" from ``OVER_INVOKED_SHARE`` of the calls turned away):
+
+  refused          no connection: refused (or reset) while connecting; the request was never written
+  connect_timeout  no connection within the connect timeout (a full accept queue drops the SYNs)
+  reset            written, then the connection closed or was reset before the whole answer
+  throttled        answered 429 Too Many Requests
+  unavailable      answered 503 Service Unavailable (OpenWhisk: no healthy invoker)
+  timeout          written, no answer within the request timeout (or a 408/504 answer)
+  no_connection    never sent: still waiting for a connection when the run ended (every allowed one
+                   busy or connecting)
 """
 
 from __future__ import annotations
@@ -56,6 +71,26 @@ FAILURE_OUTCOMES = tuple(o for o in FINAL_OUTCOMES if o != "success")
 
 # HTTP outcomes after which the platform holds an activation record to consult.
 ACCEPTED_HTTP_OUTCOMES = ("ok", "app_error")
+
+# The kinds of pushback in the order ``pushback_line`` names them, each with its words there.
+PUSHBACK_KINDS = {
+    "refused": "refused at connect",
+    "connect_timeout": "not accepted within the connect timeout",
+    "reset": "cut off by a closed or reset connection",
+    "throttled": "throttled with 429 Too Many Requests",
+    "unavailable": "answered 503 Service Unavailable",
+    "timeout": "timed out waiting for the answer",
+    "no_connection": "never sent for want of a free connection",
+}
+# From this share of the planned calls turned away, a run that also got calls accepted is called
+# over-invoked; below it, a stray reset or 429 is only "pushback", not a finding about the rate.
+OVER_INVOKED_SHARE = 0.01
+# The invoker's error texts that ``pushback_kind`` reads (the sender and dispatcher write them from these).
+CONNECT_FAILED_TEXT = "cannot connect to "
+CONNECT_TIMEOUT_TEXT = "timed out after"
+REQUEST_TIMEOUT_TEXT = "no response within "
+NO_CONNECTION_TEXT = "still waiting for a free connection"
+CUT_OFF_TEXTS = ("connection closed before any response", "connection lost in the middle of the response")
 
 STATUS_CODE_OUTCOMES = {0: "success", 1: "application_error", 2: "developer_error", 3: "internal_error"}
 STATUS_TEXT_OUTCOMES = {
@@ -114,3 +149,49 @@ def _error_text(response: Mapping[str, Any]) -> str:
         error = result.get("error")
         return error if isinstance(error, str) else str(error or "")
     return ""
+
+
+def pushback_kind(outcome: str, http_status: int | None, written: bool, error: str | None) -> str | None:
+    """The kind of pushback (``PUSHBACK_KINDS``) one row shows, or None (a success, an action's own
+    failure, or faasprof's doing: a TLS misconfiguration, a run stopped by the user).
+
+    ``written``: the request's bytes went out (the row has a ``sent_ns``). The error texts read
+    here are the invoker's own (``faasprof.invoker.sender`` and ``dispatch``)."""
+    if outcome == "throttled":
+        return "throttled"
+    if http_status == 503:
+        return "unavailable"
+    text = error or ""
+    if outcome == "timeout":  # a 408/504 answer, or the request timeout (not a stop of the run)
+        return "timeout" if http_status is not None or (written and text.startswith(REQUEST_TIMEOUT_TEXT)) else None
+    if outcome == "not_sent":
+        return "no_connection" if text.startswith(NO_CONNECTION_TEXT) else None
+    if outcome != "failed" or http_status is not None:
+        return None
+    if not written:
+        if CONNECT_TIMEOUT_TEXT in text:
+            return "connect_timeout"
+        return "refused" if text.startswith(CONNECT_FAILED_TEXT) else None
+    return "reset" if text.startswith(CUT_OFF_TEXTS) else None
+
+
+def pushback_line(kinds: Mapping[str, int], planned: int, accepted: int) -> str | None:
+    """One line saying how the platform pushed back on a run's calls (None: it never did).
+    ``kinds``: rows per pushback kind; ``planned``: the run's calls; ``accepted``: those the
+    platform took (HTTP ``ok`` or ``app_error``), which tell over-invoking from a platform that took
+    nothing."""
+    parts = [f"{_percent(kinds[kind], planned)} {words} ({kinds[kind]:,})" for kind, words in PUSHBACK_KINDS.items() if kinds.get(kind)]
+    if not parts:
+        return None
+    if not accepted:
+        head = "the platform took none of the calls"
+    elif sum(kinds.values()) >= OVER_INVOKED_SHARE * planned:
+        head = "over-invoked"
+    else:
+        head = "platform pushback"
+    return f"{head}: of {planned:,} planned calls, " + ", ".join(parts)
+
+
+def _percent(count: int, total: int) -> str:
+    share = 100.0 * count / total if total else 0.0
+    return f"{share:.0f} %" if share >= 10 or share == 0 else f"{share:.1g} %" if share < 1 else f"{share:.1f} %"

@@ -12,9 +12,17 @@ millisecond before the instant, then lets the loop handle the I/O that is ready 
 ``FINE_NAP_NS`` at a time. The loop is never blocked longer than that, so response times stay
 accurate to a fraction of a millisecond.
 
-Stopping (Ctrl-C, SIGTERM, the platform gone, a dead required collector, lateness past the abort
+A platform that refuses connections, lets them time out, resets them or answers 429/503 is
+measured, not given up on: each call it turns away is a row with its outcome and error, the run
+goes on to its planned end, and the result counts the calls by kind of pushback
+(``faasprof.outcomes.PUSHBACK_KINDS``). Only a platform never reached (no call's connection
+accepted, no answer), whose every connection attempt has failed for ``never_reached_s`` (nothing
+listening), stops the run early.
+
+Stopping (Ctrl-C, SIGTERM, nothing listening, a dead required collector, lateness past the abort
 threshold) stops sending at once, gives the requests in flight a bounded time, and still leaves
-exactly one row per planned invocation: ``not_sent`` for those never sent.
+exactly one row per planned invocation: ``not_sent`` for those never sent. The sender is closed
+before ``run`` returns, its connection attempts awaited, so the loop closes with nothing pending.
 """
 
 from __future__ import annotations
@@ -31,6 +39,7 @@ from typing import Callable, Sequence
 
 import numpy as np
 
+from faasprof.outcomes import NO_CONNECTION_TEXT, pushback_kind
 from faasprof.progress import QUIET, Progress
 from faasprof.invoker.selfwatch import SelfWatch, lateness_summary_ms
 from faasprof.invoker.sender import DEFAULT_MAX_CONNECTIONS, DEFAULT_REQUEST_TIMEOUT_S, PreparedRequest, Sender
@@ -45,8 +54,13 @@ WATCH_INTERVAL_S = 0.25  # timeouts, platform and collector checks
 DEFAULT_PROGRESS_INTERVAL_S = 5.0
 DEFAULT_LATENESS_WARN_MS = 10.0
 DEFAULT_INTERRUPT_GRACE_S = 5.0
-# Every connection attempt failing for this long means the platform is gone, not a hiccup.
-DEFAULT_UNREACHABLE_S = 2.0
+# A platform never reached (no call's connection accepted, no answer) whose every connection attempt
+# has failed this long has nothing listening: the run stops. One reached before is measured,
+# whatever it does later.
+DEFAULT_NEVER_REACHED_S = 2.0
+# Every connection attempt failing this long (a platform reached before) is said, once a run:
+# the run's pushback line counts the calls its stalls turned away.
+STALL_NOTE_S = 10.0
 DEFAULT_REALTIME_PRIORITY = 10
 # From this many invocations in the plan's busiest second a run without --realtime is told that it
 # would help (measured with bench/bench_invoker.py on a loaded 2-core host: at 4,000/s --realtime
@@ -67,7 +81,7 @@ class DispatchOptions:
     lateness_abort_ms: float | None = None
     progress_interval_s: float = DEFAULT_PROGRESS_INTERVAL_S
     interrupt_grace_s: float = DEFAULT_INTERRUPT_GRACE_S
-    unreachable_s: float = DEFAULT_UNREACHABLE_S
+    never_reached_s: float = DEFAULT_NEVER_REACHED_S
     insecure: bool = False
     realtime_priority: int | None = None  # SCHED_FIFO priority of the send thread (opt-in, needs root)
     send_processes: int | str = "auto"  # > 1: the plan is split over that many send processes (invoker.shards); "auto" until resolved
@@ -79,7 +93,7 @@ class DispatchOptions:
             "lateness_warn_ms": self.lateness_warn_ms,
             "lateness_abort_ms": self.lateness_abort_ms,
             "interrupt_grace_s": self.interrupt_grace_s,
-            "unreachable_s": self.unreachable_s,
+            "never_reached_s": self.never_reached_s,
             "realtime_priority": self.realtime_priority,
             "send_processes": self.send_processes,
         }
@@ -128,6 +142,8 @@ class DispatchResult:
     activation_ids: list[str] = field(default_factory=list)
     warnings: list[str] = field(default_factory=list)
     realtime_applied: bool = False  # the send thread really ran under SCHED_FIFO
+    pushback: dict[str, int] = field(default_factory=dict)  # rows per kind of pushback (faasprof.outcomes)
+    never_reached: str | None = None  # why the run stopped when nothing ever listened, else None
 
     def describe(self) -> dict:
         return {
@@ -139,6 +155,8 @@ class DispatchResult:
             "total_wall_s": round(self.total_wall_s, 3),
             "peak_connections": self.peak_connections,
             "realtime_applied": self.realtime_applied,
+            "pushback": self.pushback,
+            "never_reached": self.never_reached,
             "warnings": self.warnings,
         }
 
@@ -199,6 +217,9 @@ class Dispatcher:
         self.recorded = bytearray(n)
         self.sent_rel = np.full(n, -1, dtype=np.int64)
         self.outcomes: dict[str, int] = {}
+        self.pushback: dict[str, int] = {}
+        self.never_reached: str | None = None
+        self._stall_said = False
         self.activation_ids: list[str] = []
         self.warnings: list[str] = []
         self.sent = 0
@@ -250,6 +271,10 @@ class Dispatcher:
         self.outcomes[outcome] = self.outcomes.get(outcome, 0) + 1
         if activation_id:
             self.activation_ids.append(activation_id)
+        if outcome != "ok":
+            kind = pushback_kind(outcome, status, sent_ns is not None, error)
+            if kind is not None:
+                self.pushback[kind] = self.pushback.get(kind, 0) + 1
 
     # -- control --------------------------------------------------------------------------------
 
@@ -316,7 +341,7 @@ class Dispatcher:
                 await watch
             except asyncio.CancelledError:
                 pass
-            self._sender.close()
+            await self._sender.aclose()
         self._fill_not_sent()
         end_ns = time.monotonic_ns()
         cpu_percent = 100.0 * (time.process_time() - cpu0) / max((end_ns - zero_ns) / 1e9, 1e-9)
@@ -329,6 +354,8 @@ class Dispatcher:
             activation_ids=self.activation_ids,
             warnings=self.warnings + self._selfwatch.warnings,
             realtime_applied=restore_policy is not None,
+            pushback=dict(sorted(self.pushback.items())),
+            never_reached=self.never_reached,
         )
 
     def _warm_count(self) -> int:
@@ -428,7 +455,7 @@ class Dispatcher:
             if time.monotonic() >= deadline:
                 sender.abort_in_flight(f"no response within {self.options.request_timeout_s:g} s")
                 for seq in sender.drop_waiting():
-                    self._complete(seq, None, None, "not_sent", None, None, "still waiting for a free connection when the run ended")
+                    self._complete(seq, None, None, "not_sent", None, None, f"{NO_CONNECTION_TEXT} when the run ended")
                 break
             self._stop_event.clear()
             try:
@@ -493,9 +520,21 @@ class Dispatcher:
                 self.progress.warn(verdict.warning)
 
     def _check_platform(self) -> None:
-        span_s, why = self._sender.unreachable_for_s()
-        if span_s >= self.options.unreachable_s:
-            self.request_stop("interrupted", f"the platform is unreachable ({why}) for {span_s:.1f} s")
+        """Nothing listening (never reached, every attempt failing for ``never_reached_s``) stops
+        the run. A platform reached before that now refuses or stalls is measured: its calls' rows
+        say so, and the first long stall is said as it happens."""
+        sender = self._sender
+        span_s, why = sender.never_reached_for_s()
+        if span_s >= self.options.never_reached_s:
+            self.never_reached = f"the platform never took a call: every connection attempt failed for {span_s:.1f} s ({why})"
+            self.request_stop("interrupted", self.never_reached)
+            return
+        if self._stall_said:
+            return
+        span_s, why = sender.failing_for_s()
+        if span_s >= STALL_NOTE_S:
+            self._stall_said = True
+            self.progress.warn(f"every connection attempt has failed for {span_s:.0f} s ({why}); the run goes on, each call a row")
 
 
 def _wake(future: asyncio.Future) -> None:

@@ -11,9 +11,10 @@ Order, and why:
 2. The run directory and its manifest (status ``running``), then the collectors and the
    ``runtime_script`` start; the run's monotonic zero is taken after they are up (plus a short
    lead), so their start-up does not make the first invocations late.
-3. The dispatcher sends the schedule; SIGINT/SIGTERM, an unreachable platform, a dead required
-   collector or lateness past the abort threshold stop it, and every planned invocation still
-   gets its row.
+3. The dispatcher sends the schedule; SIGINT/SIGTERM, a platform where nothing ever listened, a
+   dead required collector or lateness past the abort threshold stop it, and every planned
+   invocation still gets its row. A platform that refuses, stalls or sheds calls later is
+   measured to the planned end, and the run says how it pushed back ("over-invoked: ...").
 4. Collectors and scripts stop, ``post_script`` runs, and on the embedded platform the activation
    records are awaited (bounded) and saved to ``activations.jsonl`` before localwhisk stops.
 5. The manifest gets its final status, counts, lateness summary and monitors' descriptions.
@@ -35,6 +36,7 @@ import numpy as np
 
 from faasprof import rundir
 from faasprof.errors import ConfigError, FaasprofError, NotReadyError, RunError
+from faasprof.outcomes import ACCEPTED_HTTP_OUTCOMES, pushback_line
 from faasprof.progress import QUIET, Progress
 from faasprof.invoker.dispatch import DispatchOptions, Dispatcher, DispatchResult, new_event_loop, realtime_hint, realtime_permitted
 from faasprof.invoker.platform_set import LOCALWHISK_DIR, PlatformSet, limit_warnings, start_embedded_platform
@@ -239,7 +241,13 @@ class Run:
     def run(self) -> Path:
         """The run on the directory pre-flight made; every planned invocation gets its row."""
         self.running = True
-        self.prepare()
+        try:
+            self.prepare()
+        except KeyboardInterrupt:
+            # Nothing was sent nor measured: the directory goes as after a failed pre-flight
+            # (``release``) rather than stay a torn run of nothing.
+            self.running = False
+            raise
         try:
             self.start_monitors()
             self.dispatch()
@@ -360,6 +368,11 @@ class Run:
             + ", ".join(f"{k} {v:,}" for k, v in result.outcomes.items())
             + f"; lateness p50 {lat['p50']} p99 {lat['p99']} max {lat['max']} ms; invoker cpu {result.cpu_percent:.0f}%"
         )
+        # How the platform pushed back is the run's finding (kept among its warnings); where nothing
+        # ever listened, the stop's reason says it all.
+        pushback = pushback_line(result.pushback, self.planned, sum(result.outcomes.get(name, 0) for name in ACCEPTED_HTTP_OUTCOMES))
+        if pushback and result.never_reached is None:
+            self.warn(pushback)
 
     # -- finish: rows, records, verdict, manifest -------------------------------------------------
 

@@ -17,8 +17,13 @@ protocols (run under uvloop when available) instead of a general-purpose library
   handed to the next waiting request.
 
 There are no retries: a request that fails is a row with outcome ``failed`` (or ``throttled``,
-``timeout``, ``app_error``) and a short error. The auth key lives only inside the prepared request
-bytes; no message built here contains it.
+``timeout``, ``app_error``) and a short error. A platform that refuses connections or lets them
+time out is measured, not given up on: each queued request gets its own connection attempt, and
+the one that fails is that request's row (``faasprof.outcomes.pushback_kind`` reads it back). The
+auth key lives only inside the prepared request bytes; no message built here contains it.
+
+Closing (``Sender.aclose``) cancels the connection attempts still under way and waits for them
+and for the sockets' ends, so that nothing is left for an event loop that is about to close.
 """
 
 from __future__ import annotations
@@ -32,6 +37,7 @@ import time
 from typing import Callable, Sequence
 
 from faasprof.errors import ConfigError
+from faasprof.outcomes import CONNECT_FAILED_TEXT, CONNECT_TIMEOUT_TEXT, CUT_OFF_TEXTS, REQUEST_TIMEOUT_TEXT
 from faasprof.invoker.http_response import Response
 from faasprof.platforms.base import Classifier, Origin, PreparedRequest
 from faasprof.platforms.base import shorten as _shorten
@@ -46,6 +52,8 @@ DEFAULT_MAX_CONNECTIONS = 512
 # The longest a keep-alive socket may sit idle and still be reused, unless a request's platform
 # says less (``PreparedRequest.idle_reuse_max_s``).
 DEFAULT_IDLE_REUSE_MAX_S = 30.0
+# How long closing waits for the sockets' ends (their connection_lost) before aborting the rest.
+CLOSE_WAIT_S = 1.0
 
 # -- the connection pool ---------------------------------------------------------------------------
 
@@ -106,6 +114,7 @@ class _Connection(asyncio.Protocol):
         self.response = None
         outcome, activation_id, error = classify(response.status, response.activation_id, body)
         pool = self.pool
+        pool.reached = True
         pool.complete(seq, sent_ns, done_ns, outcome, response.status, activation_id, error)
         if response.close or self.closed:
             self.transport.close()  # type: ignore[union-attr]
@@ -134,15 +143,16 @@ class _Connection(asyncio.Protocol):
             self._finish(response, body)
         elif self.seq >= 0:
             reason = f"{type(exc).__name__}: {exc}" if exc else "the server closed the connection"
+            closed_before, lost_mid_answer = CUT_OFF_TEXTS
             if response is not None and response.head is not None:
-                reason = f"connection lost in the middle of the response ({reason})"
+                reason = f"{lost_mid_answer} ({reason})"
             else:
-                reason = f"connection closed before any response ({reason})"
+                reason = f"{closed_before} ({reason})"
             self._finish_error(_shorten(reason))
         self.pool.forget(self)
 
     def abort_timeout(self, timeout_s: float) -> None:
-        self._finish_error(f"no response within {timeout_s:g} s", outcome="timeout")
+        self._finish_error(f"{REQUEST_TIMEOUT_TEXT}{timeout_s:g} s", outcome="timeout")
         self.transport.abort()  # type: ignore[union-attr]
 
 
@@ -178,7 +188,11 @@ class ConnectionPool:
         self.connect_failures = 0  # consecutive, reset by any connection that opens
         self.first_failure_ns: int | None = None
         self.last_connect_error: str | None = None
+        # Something listens there: a call's connection opened, or an answer came (on a connection
+        # opened ahead of the run, perhaps). Whatever the platform does later is then measured.
+        self.reached = False
         self.closing = False
+        self.connects: set[asyncio.Task] = set()  # attempts under way, cancelled by aclose
 
     # submit() and release() are the hot path: keep them short.
     def submit(self, seq: int, classify: Classifier, payload: bytes) -> None:
@@ -221,7 +235,9 @@ class ConnectionPool:
 
     def _open(self) -> None:
         self.connecting += 1
-        self.loop.create_task(self._connect())
+        task = self.loop.create_task(self._connect())
+        self.connects.add(task)
+        task.add_done_callback(self.connects.discard)
 
     async def _connect(self) -> None:
         scheme, host, port = self.origin
@@ -242,6 +258,7 @@ class ConnectionPool:
         self.peak_open = max(self.peak_open, self.open_count)
         self.connect_failures = 0
         self.first_failure_ns = None
+        self.reached = True
         if self.closing:
             conn.transport.close()  # type: ignore[union-attr]
             return
@@ -268,11 +285,11 @@ class ConnectionPool:
 
     def _connect_failed(self, error: BaseException, attempt_ns: int) -> None:
         if isinstance(error, asyncio.TimeoutError):
-            text = f"connect to {self.origin[1]}:{self.origin[2]} timed out after {self.connect_timeout_s:g} s"
+            text = f"connect to {self.origin[1]}:{self.origin[2]} {CONNECT_TIMEOUT_TEXT} {self.connect_timeout_s:g} s"
         elif isinstance(error, ssl.SSLError):
             text = f"TLS handshake with {self.origin[1]}:{self.origin[2]} failed ({error.reason or error}); pass --insecure for a self-signed certificate"
         else:
-            text = f"cannot connect to {self.origin[1]}:{self.origin[2]} ({getattr(error, 'strerror', None) or error})"
+            text = f"{CONNECT_FAILED_TEXT}{self.origin[1]}:{self.origin[2]} ({getattr(error, 'strerror', None) or error})"
         self.last_connect_error = text
         self.connect_failures += 1
         if self.first_failure_ns is None:
@@ -315,6 +332,14 @@ class ConnectionPool:
             if conn.transport is not None:
                 conn.transport.close()
         self.idle.clear()
+        for task in self.connects:
+            task.cancel()
+
+    def failing_for_s(self, now_ns: int) -> float:
+        """How long every connection attempt has been failing (0: the last one opened)."""
+        if self.first_failure_ns is None or self.connect_failures == 0:
+            return 0.0
+        return (now_ns - self.first_failure_ns) / 1e9
 
 
 def ensure_fd_budget(max_connections: int, origins: int = 1, spare: int = 128) -> None:
@@ -392,21 +417,31 @@ class Sender:
         done, pending = await asyncio.wait(tasks, timeout=budget_s - 0.005)
         for task in pending:
             task.cancel()
+        if pending:  # awaited, so that no cancelled attempt outlives the loop
+            await asyncio.gather(*pending, return_exceptions=True)
 
     def sweep_timeouts(self, timeout_s: float) -> None:
         now = time.monotonic_ns()
         for pool in self.pools.values():
             pool.sweep_timeouts(now, int(timeout_s * 1e9))
 
-    def unreachable_for_s(self) -> tuple[float, str | None]:
-        """How long every connection attempt to some origin has been failing, and why."""
+    def never_reached_for_s(self) -> tuple[float, str | None]:
+        """How long every connection attempt to an origin never reached (``ConnectionPool.reached``)
+        has been failing, and why (the longest such span): nothing listening, not a busy platform."""
+        return self._failing(lambda pool: not pool.reached)
+
+    def failing_for_s(self) -> tuple[float, str | None]:
+        """How long every connection attempt to some origin has been failing, and why (the
+        longest such span; 0.0, None when every origin takes connections)."""
+        return self._failing(lambda pool: True)
+
+    def _failing(self, which: Callable[[ConnectionPool], bool]) -> tuple[float, str | None]:
         worst, why = 0.0, None
         now = time.monotonic_ns()
         for pool in self.pools.values():
-            if pool.first_failure_ns is not None and pool.connect_failures > 0:
-                span = (now - pool.first_failure_ns) / 1e9
-                if span >= worst:
-                    worst, why = span, pool.last_connect_error
+            span = pool.failing_for_s(now) if which(pool) else 0.0
+            if span > worst:
+                worst, why = span, pool.last_connect_error
         return worst, why
 
     def drop_waiting(self) -> list[int]:
@@ -420,5 +455,22 @@ class Sender:
             pool.abort_in_flight(error)
 
     def close(self) -> None:
+        """Every pool closed now: rows for the requests in flight, sockets closing, attempts cancelled."""
         for pool in self.pools.values():
             pool.close()
+
+    async def aclose(self) -> None:
+        """``close``, then wait for the cancelled connection attempts and (up to ``CLOSE_WAIT_S``)
+        for the sockets' ends, aborting any still open: the loop can close with nothing pending."""
+        self.close()
+        attempts = [task for pool in self.pools.values() for task in pool.connects]
+        if attempts:
+            await asyncio.gather(*attempts, return_exceptions=True)
+        deadline = time.monotonic() + CLOSE_WAIT_S
+        while any(pool.open_count > 0 for pool in self.pools.values()) and time.monotonic() < deadline:
+            await asyncio.sleep(0.01)
+        for pool in self.pools.values():
+            for conn in list(pool.idle) + list(pool.busy):
+                if conn.transport is not None:
+                    conn.transport.abort()
+        await asyncio.sleep(0)  # the aborted sockets' connection_lost

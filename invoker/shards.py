@@ -56,6 +56,7 @@ import numpy as np
 
 from faasprof import rundir
 from faasprof.errors import ConfigError, RunError
+from faasprof.outcomes import pushback_kind
 from faasprof.progress import QUIET, Progress
 from faasprof.invoker.dispatch import WATCH_INTERVAL_S, DispatchOptions, DispatchResult
 from faasprof.invoker.selfwatch import lateness_summary_ms
@@ -242,6 +243,7 @@ class ShardedDispatch:
         self.recorded = bytearray(self.n)
         self.sent_rel = np.full(self.n, -1, dtype=np.int64)
         self.outcomes: dict[str, int] = {}
+        self.pushback: dict[str, int] = {}  # as Dispatcher.pushback, from the merged rows
         self.activation_ids: list[str] = []
         self.sent = 0
         self.rows = 0
@@ -384,6 +386,8 @@ class ShardedDispatch:
             activation_ids=self.activation_ids,
             warnings=self.warnings,
             realtime_applied=bool(results) and all(r.get("realtime_applied") for r in results),
+            pushback=dict(sorted(self.pushback.items())),
+            never_reached=next((r["never_reached"] for r in results if r.get("never_reached")), None),
         )
 
     def request_stop(self, status: str, reason: str) -> None:
@@ -507,6 +511,10 @@ class ShardedDispatch:
             recorded[seq] = 1
             outcome = row[6]
             outcomes[outcome] = outcomes.get(outcome, 0) + 1
+            if outcome != "ok":
+                kind = pushback_kind(outcome, int(row[7]) if row[7] else None, bool(row[4]), row[9])
+                if kind is not None:
+                    self.pushback[kind] = self.pushback.get(kind, 0) + 1
             if row[8]:
                 activation_ids.append(row[8])
             if row[4] and sent_rel[seq] < 0:

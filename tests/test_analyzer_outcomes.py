@@ -22,7 +22,7 @@ from faasprof.analyzer import outcome_columns
 from faasprof.analyzer import records as records_mod
 from faasprof.analyzer.analysis import load_run
 from faasprof import rundir
-from faasprof.outcomes import FINAL_OUTCOMES, HTTP_OUTCOMES, final_outcome, record_outcome
+from faasprof.outcomes import FINAL_OUTCOMES, HTTP_OUTCOMES, PUSHBACK_KINDS, final_outcome, pushback_kind, pushback_line, record_outcome
 from test_analyzer_synthetic import FAILURE_RECORDS, record, write_synthetic_run
 
 RATE = {"i0": {"application": "fn", "distribution": "Uniform", "rate": 20.0}}
@@ -194,3 +194,52 @@ def test_a_generic_endpoints_instance_owes_no_record():
     assert list(outcome_columns.records_due(invocations, manifest)) == [True, False, False, True]
     only_ow = rundir.Manifest.from_json({**manifest.to_json(), "workload": {"instances": {"ow": {"function": "f"}}}})
     assert outcome_columns.records_due(invocations[invocations["instance"] == "ow"], only_ow) is True
+
+
+@pytest.mark.parametrize("outcome, status, written, error, kind", [
+    ("failed", None, False, "cannot connect to 10.0.0.1:443 (Connection refused)", "refused"),
+    ("failed", None, False, "cannot connect to 10.0.0.1:443 (Connection reset by peer)", "refused"),
+    ("failed", None, False, "connect to 10.0.0.1:443 timed out after 10 s", "connect_timeout"),
+    ("failed", None, True, "connection closed before any response (the server closed the connection)", "reset"),
+    ("failed", None, True, "connection lost in the middle of the response (ConnectionResetError: x)", "reset"),
+    ("throttled", 429, True, "Too many requests in the last minute (count: 61, allowed: 60).", "throttled"),
+    ("failed", 503, True, "HTTP 503: The server is currently unavailable.", "unavailable"),
+    ("timeout", None, True, "no response within 75 s", "timeout"),
+    ("timeout", 504, True, "HTTP 504: gateway timeout", "timeout"),
+    ("not_sent", None, False, "still waiting for a free connection when the run ended", "no_connection"),
+    # Not the platform's doing: a TLS misconfiguration, a stop of the run, an action's failure.
+    ("failed", None, False, "TLS handshake with 10.0.0.1:443 failed (CERTIFICATE_VERIFY_FAILED); pass --insecure", None),
+    ("timeout", None, True, "no answer recorded: faasprof stopped waiting when the run ended", None),
+    ("timeout", None, True, "no response before the run stopped (Ctrl-C (SIGINT) received)", None),
+    ("not_sent", None, False, "waiting for a connection when the run stopped (Ctrl-C (SIGINT) received)", None),
+    ("failed", None, True, "malformed HTTP response", None),
+    ("failed", 500, True, "HTTP 500: internal error", None),
+    ("app_error", 502, True, "the function failed", None),
+    ("ok", 202, True, None, None),
+])
+def test_pushback_kind_reads_what_the_platform_did(outcome, status, written, error, kind):
+    assert pushback_kind(outcome, status, written, error) == kind
+
+
+def test_pushback_line_names_each_kind_with_its_share_and_count():
+    line = pushback_line({"refused": 1407, "unavailable": 12, "timeout": 3}, 2372, accepted=900)
+    assert line == ("over-invoked: of 2,372 planned calls, 59 % refused at connect (1,407), 0.5 % answered 503 Service Unavailable (12), "
+                    "0.1 % timed out waiting for the answer (3)")
+    assert pushback_line({"throttled": 40}, 40, accepted=0) == "the platform took none of the calls: of 40 planned calls, 100 % throttled with 429 Too Many Requests (40)"
+    assert pushback_line({}, 40, accepted=40) is None
+    # A stray reset in a large run is pushback, not a finding about the rate.
+    assert pushback_line({"reset": 1}, 1000, accepted=999) == "platform pushback: of 1,000 planned calls, 0.1 % cut off by a closed or reset connection (1)"
+    assert pushback_line({"reset": 10}, 1000, accepted=990).startswith("over-invoked: ")
+    assert list(PUSHBACK_KINDS)[0] == "refused"
+
+
+def test_pushback_counts_of_a_frame_are_the_rows_kinds():
+    rows = [("ok", 202, 1, None), ("failed", np.nan, np.nan, "cannot connect to h:1 (Connection refused)"),
+            ("failed", np.nan, np.nan, "cannot connect to h:1 (Connection refused)"), ("failed", 503, 5, "HTTP 503: busy"),
+            ("throttled", 429, 6, "Too many"), ("timeout", np.nan, 7, "no response within 1 s"), ("app_error", 502, 8, "boom")]
+    frame = pd.DataFrame(rows, columns=["outcome", "http_status", "sent_ns", "error"])
+    frame["outcome"] = frame["outcome"].astype("category")
+    frame["http_status"] = frame["http_status"].astype("Int64")
+    frame["sent_ns"] = frame["sent_ns"].astype("Int64")
+    assert outcome_columns.pushback_counts(frame) == {"refused": 2, "throttled": 1, "unavailable": 1, "timeout": 1}
+    assert outcome_columns.pushback_counts(frame[frame["outcome"] == "ok"]) == {}

@@ -98,7 +98,9 @@ def test_throttled_app_error_failed_and_dropped_are_rows_not_exceptions():
     assert apperr[6:8] == ("app_error", 502) and apperr[8] and "the function failed" in apperr[9]
     assert table[2][6:8] == ("failed", 500) and "internal error" in table[2][9]
     dropped = table[3]
-    assert dropped[6] == "failed" and dropped[7] is None and dropped[4] is not None and "connection" in dropped[9]
+    assert dropped[6] == "failed" and dropped[7] is None and dropped[4] is not None
+    assert dropped[9].startswith("connection closed before any response")
+    assert result.pushback == {"reset": 2, "throttled": 2}  # the 500 and the 502s are not pushback
     # No hidden retries: the server saw each invocation exactly once.
     assert len(server.requests) == 8
 
@@ -137,35 +139,57 @@ def test_timeout_is_recorded_and_the_request_released():
     assert table[1][6] == "ok"
 
 
-def test_server_dying_mid_run_stops_the_run_with_a_row_for_everything():
+def test_a_platform_dying_after_answering_is_measured_to_the_planned_end():
+    """Refusals after the platform has answered are data, not a reason to stop: every later call is
+    a row refused at connect, at its own time, and the run completes."""
     server = FakeOpenWhisk().start()
-    intended = list(range(0, 6000, 20))  # 300 invocations over 6 s
+    intended = list(range(0, 3000, 10))  # 300 invocations over 3 s
 
     def kill_later(loop, dispatcher):
         loop.call_later(0.7, server.kill)
 
-    options = DispatchOptions(lateness_warn_ms=None, progress_interval_s=3600, unreachable_s=0.5)
+    options = DispatchOptions(lateness_warn_ms=None, progress_interval_s=3600, never_reached_s=0.5)
     rows, result, _ = run(server, [instance("o", "ok")], intended, [0] * len(intended), options=options, before=kill_later)
     table = by_seq(rows)
-    assert result.status == "interrupted" and "unreachable" in result.reason
+    assert result.status == "complete" and result.reason is None and result.never_reached is None
     outcomes = [row[6] for row in table.values()]
-    assert outcomes.count("ok") >= 10
-    assert outcomes.count("not_sent") > 100
-    assert result.total_wall_s < 4.0
-    failed = [row for row in table.values() if row[6] == "failed"]
-    assert failed and all("connect" in row[9] or "connection" in row[9] for row in failed)
+    assert outcomes.count("ok") >= 10 and "not_sent" not in outcomes
+    refused = [row for row in table.values() if row[6] == "failed" and row[4] is None]
+    assert len(refused) > 150 and all("Connection refused" in row[9] for row in refused)
+    assert result.pushback["refused"] == len(refused)
+    assert result.total_wall_s >= 2.9  # to the planned end
 
 
-def test_nothing_listening_every_row_failed_or_not_sent():
+def test_a_platform_that_took_calls_but_never_answered_before_refusing_is_measured():
+    """Slow calls whose connections were accepted, then refusals: the platform was there (it took
+    connections), so the run goes on; the calls it held are cut off, the later ones refused."""
+    server = FakeOpenWhisk().start()
+    server.slow_s = 5.0  # nothing is answered before the kill
+
+    def kill_later(loop, dispatcher):
+        loop.call_later(0.4, server.kill)
+
+    options = DispatchOptions(lateness_warn_ms=None, progress_interval_s=3600, never_reached_s=0.5)
+    intended = list(range(0, 2000, 20))
+    rows, result, _ = run(server, [instance("s", "slow")], intended, [0] * len(intended), options=options, before=kill_later)
+    assert result.status == "complete" and result.never_reached is None
+    assert len(rows) == len(intended) and "ok" not in result.outcomes
+    assert result.pushback["reset"] >= 5 and result.pushback["refused"] >= 50
+
+
+def test_nothing_listening_stops_the_run_as_never_reached():
     with socket.socket() as sock:
         sock.bind(("127.0.0.1", 0))
         port = sock.getsockname()[1]
-    options = DispatchOptions(lateness_warn_ms=None, progress_interval_s=3600, unreachable_s=0.5)
+    options = DispatchOptions(lateness_warn_ms=None, progress_interval_s=3600, never_reached_s=0.5)
     rows, result, _ = run(f"http://127.0.0.1:{port}", [instance("o", "ok")], list(range(0, 3000, 10)), [0] * 300, options=options)
     table = by_seq(rows)
-    assert {row[6] for row in table.values()} <= {"failed", "not_sent"}
+    assert {row[6] for row in table.values()} == {"failed", "not_sent"}
     assert all(row[4] is None for row in table.values())
-    assert result.status == "interrupted"
+    assert result.status == "interrupted" and result.reason == result.never_reached
+    assert result.never_reached.startswith("the platform never took a call: every connection attempt failed for")
+    assert "Connection refused" in result.never_reached
+    assert result.total_wall_s < 2.0
 
 
 def test_request_stop_leaves_not_sent_rows_and_waits_for_in_flight():
@@ -331,7 +355,7 @@ def tls_server(tmp_path):
 
 def test_tls_is_verified_unless_insecure(tls_server):
     apihost = f"https://127.0.0.1:{tls_server.port}"
-    options = DispatchOptions(lateness_warn_ms=None, progress_interval_s=3600, unreachable_s=0.5)
+    options = DispatchOptions(lateness_warn_ms=None, progress_interval_s=3600, never_reached_s=0.5)
     rows, result, _ = run(apihost, [instance("o", "ok")], list(range(0, 1500, 20)), [0] * 75, options=options)
     table = by_seq(rows)
     failed = [row for row in table.values() if row[6] == "failed"]

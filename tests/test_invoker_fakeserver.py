@@ -21,6 +21,11 @@ error), served by ``GET .../activations`` (``since``/``upto``, newest first) and
 ``GET .../activations/{id}`` from ``server.record_delay_s`` after the call.
 
 ``kill()`` stops the listener and cuts every open connection (a platform dying mid-run).
+An over-invoked platform, each on the same port and for a while: ``refuse_for(s)`` closes the
+listener and cuts every open connection (new connections are refused), then listens again;
+``stop_accepting()`` leaves the listener open but accepts nothing (once its small backlog is
+full, new connections hang: their SYNs are dropped, as with a full accept queue);
+``shed_status`` (429 or 503), while set, answers every invocation with that status.
 The tests in this file check the server itself, so that the other tests can trust it.
 """
 
@@ -34,6 +39,8 @@ import urllib.request
 import uuid
 from base64 import b64encode
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+
+import pytest
 
 AUTH = "23bc46b1-71f6-4ed5-8c54-816aa4f8c502:S3cr3tK3yNeverLeak0123456789abcdefghijklmnopqrstuvwxyzABCDEFGH"
 THROTTLE_MESSAGE = "Too many requests in the last minute (count: 61, allowed: 60)."
@@ -148,6 +155,10 @@ class _Handler(BaseHTTPRequestHandler):
             return
         if not self._authorized():
             return
+        shed = server.shed_status
+        if shed is not None:  # overloaded: the call is turned away, no activation
+            self._send(shed, {"error": THROTTLE_MESSAGE if shed == 429 else "The server is currently unavailable.", "code": "tid"})
+            return
         name = path.rsplit("/", 1)[-1]
         blocking = "blocking=true" in query
         aid = uuid.uuid4().hex
@@ -190,6 +201,8 @@ class FakeOpenWhisk(ThreadingHTTPServer):
         self.slow_s = 1.0
         self.record_delay_s = 0.0
         self.die_after_preflight = False
+        self.shed_status: int | None = None
+        self._reopen: threading.Timer | None = None
         self.records: dict[str, dict] = {}
         self.requests: list[dict] = []
         self.lock = threading.Lock()
@@ -221,8 +234,14 @@ class FakeOpenWhisk(ThreadingHTTPServer):
         if self._killed:
             return
         self._killed = True
+        if self._reopen is not None:
+            self._reopen.cancel()
+            self._reopen.join()  # a reopen under way ends first: its listener is closed below
         self.shutdown()
         self.server_close()
+        self._cut_connections()
+
+    def _cut_connections(self) -> None:
         with self.lock:
             for sock in self._sockets:
                 try:
@@ -230,11 +249,37 @@ class FakeOpenWhisk(ThreadingHTTPServer):
                 except OSError:
                     pass
 
+    def stop_accepting(self) -> None:
+        """Accept nothing more and cut the open connections; the listener stays open (its backlog fills)."""
+        self.shutdown()
+        self._cut_connections()
+
+    def refuse_for(self, seconds: float) -> None:
+        """Refuse connections for ``seconds`` (listener closed, open connections cut), then serve
+        again on the same port. Returns at once; the server comes back on its own."""
+        port = self.port
+        self.shutdown()
+        self.socket.close()
+        self._cut_connections()
+
+        def reopen() -> None:
+            listener = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+            listener.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+            listener.bind(("127.0.0.1", port))
+            listener.listen(128)
+            self.socket = listener
+            self._thread = threading.Thread(target=self.serve_forever, kwargs={"poll_interval": 0.05}, daemon=True)
+            self._thread.start()
+
+        self._reopen = threading.Timer(seconds, reopen)
+        self._reopen.daemon = True
+        self._reopen.start()
+
     def __enter__(self) -> "FakeOpenWhisk":
         return self.start()
 
     def __exit__(self, *exc) -> None:
-        if self._thread.is_alive():
+        if self._thread.is_alive() or self._reopen is not None:
             self.kill()
 
 
@@ -271,3 +316,43 @@ def test_fake_server_kill_refuses_new_connections():
     except OSError:
         refused = True
     assert refused
+
+
+def test_fake_server_refuses_for_a_while_then_serves_on_the_same_port():
+    with FakeOpenWhisk() as server:
+        port = server.port
+        server.refuse_for(0.5)
+        with pytest.raises(ConnectionRefusedError):
+            socket.create_connection(("127.0.0.1", port), timeout=1).close()
+        time.sleep(0.8)
+        assert server.port == port and _post(server, "ok")[0] == 202
+
+
+def test_fake_server_sheds_calls_with_429_or_503_while_told():
+    with FakeOpenWhisk() as server:
+        server.shed_status = 503
+        assert _post(server, "ok")[0] == 503
+        server.shed_status = 429
+        status, _, body = _post(server, "ok")
+        assert status == 429 and body["error"] == THROTTLE_MESSAGE
+        server.shed_status = None
+        assert _post(server, "ok")[0] == 202
+
+
+def test_fake_server_that_stops_accepting_lets_new_connections_hang():
+    with FakeOpenWhisk() as server:
+        server.stop_accepting()
+        pending = []
+        try:
+            for _ in range(20):  # past the backlog: the kernel drops the SYNs of the rest
+                sock = socket.socket()
+                sock.settimeout(0.3)
+                pending.append(sock)
+                sock.connect(("127.0.0.1", server.port))
+            hung = False
+        except (socket.timeout, TimeoutError):
+            hung = True
+        finally:
+            for sock in pending:
+                sock.close()
+        assert hung

@@ -14,6 +14,7 @@ import pytest
 from faasprof.invoker.dispatch import WARM_CONNECTIONS, DispatchOptions, Dispatcher, new_event_loop
 from faasprof.invoker.http_response import LlhttpResponse, PyResponse
 from faasprof.invoker.sender import Sender
+from faasprof.outcomes import pushback_kind
 from faasprof.platforms.openwhisk.connection import Connection
 from faasprof.platforms.registry import prepare_request
 
@@ -166,10 +167,11 @@ def test_bodiless_and_chunked_answers_complete_at_once_on_a_real_socket(answer):
     assert result.peak_connections <= WARM_CONNECTIONS
 
 
-def test_a_connect_that_times_out_counts_as_unreachable_from_its_start():
+def test_a_connect_that_times_out_counts_as_failing_from_its_start():
     """A listener whose accept queue is full drops new connections' SYNs, as an overloaded
-    platform does: the connect times out, and the platform has been unreachable since the attempt
-    began (the reason names the timeout), not since it gave up."""
+    platform does: the connect times out, and every attempt has been failing since the attempt
+    began (the reason names the timeout), not since it gave up. A platform that never answered
+    (nothing but a full queue) is never reached; the request's row is a connect timeout."""
     with socket.socket() as listener:
         listener.bind(("127.0.0.1", 0))
         listener.listen(0)
@@ -192,8 +194,9 @@ def test_a_connect_that_times_out_counts_as_unreachable_from_its_start():
                 started_ns = time.monotonic_ns()
                 sender.submit(0, 0)
                 loop.run_until_complete(asyncio.sleep(0.8))
-                span_s, why = sender.unreachable_for_s()
-                sender.close()
+                span_s, why = sender.failing_for_s()
+                never_s, _ = sender.never_reached_for_s()
+                loop.run_until_complete(sender.aclose())
             finally:
                 loop.close()
         finally:
@@ -203,3 +206,5 @@ def test_a_connect_that_times_out_counts_as_unreachable_from_its_start():
     # Counted from the attempt (0.8 s ago), not from the timeout (0.3 s ago).
     assert span_s >= 0.7 and span_s <= (time.monotonic_ns() - started_ns) / 1e9
     assert len(rows) == 1 and rows[0][0] == 0 and rows[0][3] == "failed"
+    assert never_s >= span_s  # the same span, read a moment later
+    assert pushback_kind(rows[0][3], rows[0][4], rows[0][1] is not None, rows[0][6]) == "connect_timeout"

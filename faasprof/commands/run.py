@@ -14,7 +14,9 @@ invocation succeeded and no more than half failed), 1 it was interrupted or abor
 the same with ``--analyze``, else the command to analyse it is printed), or completed but failed
 its thresholds (the run directory is still complete and readable; the manifest's ``verdict`` names
 the dominant failure and its fix), 2 bad input, 3 the platform or a required collector is not
-ready (nothing created).
+ready (nothing created; or, where the platform passed pre-flight but then never took a call, the
+run stopped early with a row for every invocation). A platform that answered and then refused,
+stalled or shed calls does not stop the run: those calls are its data.
 """
 
 from __future__ import annotations
@@ -22,7 +24,7 @@ from __future__ import annotations
 import argparse
 import sys
 
-from faasprof.errors import ConfigError
+from faasprof.errors import EXIT_FAILURE, EXIT_NOT_READY, ConfigError
 from faasprof.experiments import capacity_store
 from faasprof.experiments.analyzed import execute_analyzed
 from faasprof.experiments.capacity import find_capacity
@@ -160,7 +162,8 @@ def main(args: argparse.Namespace) -> int:
         # What it sent is measured all the same: the analysis ends its phases where it stopped.
         suggestion = "" if args.analyze else f"; analyze what it sent: faasprof analyze {run_dir}"
         print(f"run {status}: {manifest.status_reason} (see {manifest_path(run_dir)}){suggestion}", file=sys.stderr)
-        return 1
+        # Nothing listening is the environment's fault, as when pre-flight finds it.
+        return EXIT_NOT_READY if (manifest.invoker or {}).get("never_reached") else EXIT_FAILURE
     verdict = manifest.verdict or {}
     if verdict.get("passed") is False:
         # Without --quiet the run has already said which threshold failed, and why.
