@@ -27,6 +27,7 @@ from faasprof.functions.own import looks_like_path, own_entry
 from faasprof.platforms.openwhisk.client import require_platform
 from faasprof.platforms.openwhisk.connection import add_connection_arguments, resolve_connection
 from faasprof.platforms.openwhisk.deploy import deploy_entries
+from faasprof.progress import Progress
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
@@ -121,5 +122,5 @@ def main(args: argparse.Namespace) -> int:
             kind = (action.get("exec") or {}).get("kind", "?")
             print(f"{name:<16} {status:<9} {kind:<12} {limits.get('memory', '?')} MB  timeout {limits.get('timeout', '?')} ms", flush=True)
 
-        deploy_entries(client, chosen, parameters=parameters, report=report)
+        deploy_entries(client, chosen, parameters=parameters, report=report, progress=Progress.to(sys.stderr))
     return 0
