@@ -108,8 +108,9 @@ def _tree_bytes(path: Path) -> int:
     if path.is_symlink() or path.is_file():
         return path.lstat().st_size
     total = 0
-    for dirpath, _, filenames in os.walk(path, followlinks=False):
-        for filename in filenames:
+    for dirpath, dirnames, filenames in os.walk(path, followlinks=False):
+        links = [name for name in dirnames if os.path.islink(os.path.join(dirpath, name))]  # walked as names, never entered
+        for filename in filenames + links:
             try:
                 total += os.lstat(os.path.join(dirpath, filename)).st_size
             except OSError:

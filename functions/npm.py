@@ -66,6 +66,9 @@ def install(base: str, directory: Path, packages: list[str], progress: Progress 
     target = install_dir(base, directory)
     if not missing_packages(base, directory, packages):
         return target / "node_modules"
+    if not (Path(directory) / "package.json").is_file():
+        raise NotReadyError(f"{base}: needs the npm packages {', '.join(packages)} and {directory} has no package.json to install them from; "
+                            "reinstall faasprof (the function's files are incomplete)")
     npm = shutil.which("npm")
     if npm is None:
         raise NotReadyError(f"{base}: needs the npm packages {', '.join(packages)} and npm is not installed; install Node.js and npm (apt-get install nodejs npm)")
