@@ -55,6 +55,7 @@ from faasprof.monitoring.collectors.perf import perf_readiness
 from faasprof.monitoring.host import collect_host
 from faasprof.monitoring.parsers.perf import perf_counts
 from faasprof.functions.own import python_site_dirs
+from faasprof.progress import QUIET, Progress
 
 NATIVE_FORMAT_VERSION = 1
 NATIVE_CSV = "native.csv"
@@ -129,6 +130,10 @@ class Worker:
         if sites:
             # A function's requirements.txt packages, installed in its virtualenv/ as OpenWhisk's runtime expects.
             env["PYTHONPATH"] = os.pathsep.join(sites + ([env["PYTHONPATH"]] if env.get("PYTHONPATH") else []))
+        modules = self.entry.node_modules
+        if modules is not None:
+            # A catalogue function's npm packages live in the user's cache, not beside its code.
+            env["NODE_PATH"] = os.pathsep.join([str(modules)] + ([env["NODE_PATH"]] if env.get("NODE_PATH") else []))
         if self.log_dir is not None:
             self.log_dir.mkdir(parents=True, exist_ok=True)
             suffix = "" if self.starts == 1 else f"-{self.starts}"
@@ -241,10 +246,12 @@ class Worker:
         self.stop(timeout_s=1.0)
 
 
-def call_once(entry: FunctionEntry, params: dict | None = None, timeout_s: float | None = None) -> dict:
+def call_once(entry: FunctionEntry, params: dict | None = None, timeout_s: float | None = None, progress: Progress = QUIET) -> dict:
     """Start a worker, call the function once with ``params`` (default: its sample input), stop.
 
-    Returns the worker's answer: ``ok``, ``result``, ``error``, ``exec_ns``, ``rusage``."""
+    Returns the worker's answer: ``ok``, ``result``, ``error``, ``exec_ns``, ``rusage``. The npm
+    packages it needs are installed into the cache first (said on ``progress``)."""
+    entry.install_packages(progress)
     entry.require_available()
     worker = Worker(entry)
     worker.start()
@@ -314,6 +321,7 @@ def run_native(entry: FunctionEntry, out_dir: str | os.PathLike, options: Native
     Returns (run directory, summary). Every planned call has one row in invocations.csv and in
     native.csv whatever happens; a worker that dies or times out is restarted (its next call is
     cold again). Raises NotReadyError before creating anything if the function or perf cannot run.
+    The npm packages the function needs are installed into the cache first, said on ``progress``.
     """
     if options.repeat < 1:
         raise ConfigError(f"--repeat: must be >= 1 (got {options.repeat})")
@@ -321,6 +329,7 @@ def run_native(entry: FunctionEntry, out_dir: str | os.PathLike, options: Native
         raise ConfigError(f"--concurrency: must be >= 1 (got {options.concurrency})")
     if options.warmup < 0:
         raise ConfigError(f"--warmup: must be >= 0 (got {options.warmup})")
+    entry.install_packages(Progress(progress))
     entry.require_available()
     if options.perf:
         reason = check_perf(options.perf_events)

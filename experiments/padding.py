@@ -13,6 +13,9 @@ hides it:
   ``padding/filler.bin``, so the action's code grows toward the platform's code limit (48 MB on
   OpenWhisk: the zip travels base64 in /init).
 
+Both are built in the ``padding/`` folder of the user's cache (``faasprof.paths.cache_dir``): the
+padded copies stay there between sweeps, an image's build context only while docker builds it.
+
 The sweep parameter ``image_padding_mb`` runs each point on a localwhisk whose Python actions use
 the padded image (localwhisk setting ``docker_images``); ``functions/padded_hello`` reads its
 padding at import, as a function with large dependencies loads them at its cold start (a layer
@@ -36,7 +39,7 @@ import pandas as pd
 from faasprof.analyzer.compare import ensure_analyzed
 from faasprof import rundir
 from faasprof.errors import ConfigError, NotReadyError
-from faasprof.functions.package import BUILD_DIR
+from faasprof.paths import cache_dir
 
 BASE_IMAGE = "faasprof/action-python-v3.11"
 PADDED_REPOSITORY = "faasprof/stellar-padded-python"
@@ -46,7 +49,6 @@ MIB = 1024 * 1024
 CHUNK = 4 * MIB
 BUILD_TIMEOUT_S = 600
 PADDING_PARAMETERS = ("image_padding_mb", "code_padding_mb")
-PADDED_SOURCES_DIR = BUILD_DIR / "own" / "padding"
 COLD_START_FORMAT_VERSION = 1
 COLD_START_FILE = "cold_start_vs_size.json"
 
@@ -85,7 +87,8 @@ def ensure_padded_image(padding_mb: int) -> str:
         return tag
     if not image_exists(BASE_IMAGE):
         raise NotReadyError(f"docker image {BASE_IMAGE} is missing; build it with ./setup.sh --dev")
-    with tempfile.TemporaryDirectory(prefix="faasprof-padding-") as context:
+    # In the cache, not /tmp: the filler is as large as the padding, and /tmp is often memory.
+    with tempfile.TemporaryDirectory(prefix=f"image-{padding_mb}mb-", dir=cache_dir("padding")) as context:
         root = Path(context)
         (root / "Dockerfile").write_text(
             f"FROM {BASE_IMAGE}\n"
@@ -138,9 +141,11 @@ def _same_files(source: Path, target: Path) -> bool:
     return True
 
 
-def ensure_padded_source(source: Path, padding_mb: float, out_dir: Path = PADDED_SOURCES_DIR) -> Path:
-    """``padded_source`` kept between sweeps: reused while the function's files are unchanged and
-    its filler has the size asked for (same bytes, so a redeploy finds the action unchanged)."""
+def ensure_padded_source(source: Path, padding_mb: float, out_dir: Path | None = None) -> Path:
+    """``padded_source`` kept between sweeps in ``out_dir`` (default: the cache's ``padding/``):
+    reused while the function's files are unchanged and its filler has the size asked for (same
+    bytes, so a redeploy finds the action unchanged)."""
+    out_dir = cache_dir("padding") if out_dir is None else out_dir
     target = Path(out_dir) / f"{Path(source).name}-pad{padding_mb:g}mb"
     filler = target / "padding" / "filler.bin"
     if filler.is_file() and filler.stat().st_size == int(padding_mb * MIB) and _same_files(Path(source), target):

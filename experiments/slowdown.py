@@ -65,6 +65,7 @@ def run_slowdown(entries: list[FunctionEntry], out_dir: str | os.PathLike, optio
     if not entries:
         raise ConfigError("FUNCTION: name at least one function, or pass --all")
     for entry in entries:
+        entry.install_packages(progress)
         entry.require_available()
     out = rundir.create_run_dir(out_dir, "slowdown", monitors=False)
     handle = None

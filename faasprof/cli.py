@@ -43,6 +43,7 @@ COMMANDS: dict[str, str] = {
     "parse": "turn a collector's raw output (perf, pqos, blkparse, ...) into a tidy CSV",
     "local": "start, stop or inspect localwhisk, the embedded platform",
     "doctor": "report what this host can measure and what is missing",
+    "cache": "show where faasprof's build products are (zips, npm packages, virtualenvs) and clean them",
 }
 
 

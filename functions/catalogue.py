@@ -4,7 +4,8 @@
 with a memory suffix (``markdown-256``) is a *variant*: the same code deployed under that action
 name with another memory limit, for memory sweeps. ``require(name)`` raises ConfigError listing
 the known functions. ``entry.missing()`` says what a function lacks on this machine (npm packages,
-binaries) with the command that installs it.
+binaries) with the command that installs it. A function's npm packages live in the user's cache
+(``faasprof.functions.npm``), never beside its code.
 """
 
 from __future__ import annotations
@@ -20,7 +21,9 @@ from pathlib import Path
 from typing import Iterable
 
 from faasprof.errors import ConfigError, FormatError, NotReadyError
+from faasprof.functions import npm
 from faasprof.paths import FUNCTIONS_DIR
+from faasprof.progress import QUIET, Progress
 
 MANIFEST_PATH = FUNCTIONS_DIR / "manifest.json"
 MANIFEST_FORMAT_VERSIONS = (1,)
@@ -67,17 +70,33 @@ class FunctionEntry:
     def with_memory(self, memory_mb: int, name: str | None = None) -> "FunctionEntry":
         return replace(self, memory_mb=int(memory_mb), name=name or self.name)
 
+    @property
+    def npm_packages(self) -> list[str]:
+        """The npm packages the manifest says the function requires (installed in the cache)."""
+        return [need["name"] for need in self.requires if need.get("kind") == "npm"]
+
+    @property
+    def node_modules(self) -> Path | None:
+        """The cache's node_modules for the function's package-lock (None without npm packages)."""
+        return npm.node_modules(self.base, self.directory) if self.npm_packages else None
+
+    def install_packages(self, progress: Progress = QUIET) -> None:
+        """Install the function's npm packages into the cache unless they are there (NotReadyError
+        when npm cannot); says what it installs and about how long on ``progress``."""
+        if self.npm_packages:
+            npm.install(self.base, self.directory, self.npm_packages, progress)
+
     def _problems(self) -> list[tuple[str, str]]:
         """(what, message) for each thing this machine lacks; what is node, npm or binary."""
         problems = []
         if self.runtime == "nodejs" and shutil.which("node") is None:
             problems.append(("node", f"{self.base}: node not found; install Node.js (apt-get install nodejs npm)"))
+        for name in npm.missing_packages(self.base, self.directory, self.npm_packages):
+            problems.append(("npm", f"{self.base}: npm package {name} is not installed in {npm.install_dir(self.base, self.directory)}; "
+                                    f"faasprof deploy and native install it (about {npm.TYPICAL_INSTALL_S} s), "
+                                    f"or: python -m faasprof.functions.package {self.base}"))
         for need in self.requires:
-            if need.get("kind") == "npm":
-                marker = self.directory / "node_modules" / need["name"] / "package.json"
-                if not marker.is_file():
-                    problems.append(("npm", f"{self.base}: npm package {need['name']} is not installed; {need.get('install', 'run ./setup.sh')}"))
-            elif need.get("kind") == "binary":
+            if need.get("kind") == "binary":
                 if find_binary(need["name"]) is None:
                     problems.append(("binary", f"{self.base}: binary {need['name']} not found; {need.get('install', 'install it')}"))
         return problems

@@ -13,8 +13,8 @@ Node.js:
   installed with ``npm install --omit=dev --install-links`` (a local ``file:`` dependency is
   copied into ``node_modules``, not linked, and works offline).
 
-The folder is staged (copied, then dependencies installed) under ``functions/build/own/``; the
-staging is reused while the source files are unchanged, so deploying twice builds the same
+The folder is staged (copied, then dependencies installed) under the ``own/`` folder of the user's
+cache (``faasprof.paths.cache_dir``), never beside the source or in the package; the staging is reused while the source files are unchanged, so deploying twice builds the same
 archive and the platform's action stays ``unchanged``.
 """
 
@@ -27,15 +27,13 @@ import re
 import shutil
 import subprocess
 import sys
-import tempfile
 from dataclasses import replace
 from pathlib import Path
 
 from faasprof.errors import ConfigError, NotReadyError
 from faasprof.functions.catalogue import MAX_MEMORY_MB, MIN_MEMORY_MB, FunctionEntry
-from faasprof.functions.package import BUILD_DIR
+from faasprof.paths import cache_dir
 
-OWN_BUILD_DIR = BUILD_DIR / "own"
 DEFAULT_MEMORY_MB = 256
 DEFAULT_TIMEOUT_MS = 60000
 PYTHON_SUFFIXES = (".py",)
@@ -151,15 +149,9 @@ def _ignored(relative: Path) -> bool:
 
 
 def _staging_root(name: str, source: Path) -> Path:
+    """``<cache>/own/<name>-<hash of the source's path>``; NotReadyError when the cache is not writable."""
     key = hashlib.sha256(str(source).encode()).hexdigest()[:12]
-    for base in (OWN_BUILD_DIR, Path(tempfile.gettempdir()) / f"faasprof-own-{os.getuid()}"):
-        try:
-            base.mkdir(parents=True, exist_ok=True)
-            if os.access(base, os.W_OK):
-                return base / f"{name}-{key}"
-        except OSError:
-            continue
-    raise NotReadyError(f"cannot create a build folder for {source} (neither {OWN_BUILD_DIR} nor the temporary folder is writable)")
+    return cache_dir("own") / f"{name}-{key}"
 
 
 def stage(entry: FunctionEntry) -> FunctionEntry:

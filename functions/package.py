@@ -2,16 +2,18 @@
 
 Python: ``__main__.py`` (defining ``main``) at the root with the function's other files (data,
 vendored packages). Node.js: ``package.json`` (whose ``main`` names the entry file) at the root
-with the code and ``node_modules`` (production packages installed by ``setup/steps/20-functions.sh``).
+with the code and ``node_modules`` (a catalogue function's production packages, installed into the
+user's cache by ``faasprof.functions.npm``, are added under ``node_modules/``).
 
 Reproducible: files are added in sorted path order with a fixed timestamp (1980-01-01, the zip
 epoch), fixed permissions (0644, or 0755 when the owner may execute) and a fixed compression
 level, and no extra fields, so the same inputs give the same bytes on every machine.
 
 ``python -m faasprof.functions.package [NAME...] [--all] [--out DIR]`` writes ``DIR/<name>.zip`` and
-prints each archive's size and SHA-256. Built archives are cached in ``functions/build/`` keyed by a
-fingerprint of the inputs (paths, sizes, modification times), so deploying a Node.js function
-with tens of megabytes of ``node_modules`` does not re-compress it every time.
+prints each archive's size and SHA-256, installing the npm packages a function needs first. Built
+archives are cached in the user's cache (``faasprof.paths.cache_dir("archives")``, never the
+package) keyed by a fingerprint of the inputs (paths, sizes, modification times), so deploying a
+Node.js function with tens of megabytes of ``node_modules`` does not re-compress it every time.
 """
 
 from __future__ import annotations
@@ -26,12 +28,12 @@ import zipfile
 from pathlib import Path
 
 from faasprof.errors import ConfigError, FaasprofError, NotReadyError
-from faasprof.paths import FUNCTIONS_DIR
 from faasprof.functions.catalogue import FunctionEntry, entries, require
+from faasprof.paths import cache_dir as user_cache_dir
+from faasprof.progress import QUIET, Progress
 
 ZIP_EPOCH = (1980, 1, 1, 0, 0, 0)
 COMPRESS_LEVEL = 6
-BUILD_DIR = FUNCTIONS_DIR / "build"
 
 # Never packaged: test expectations, byte-code caches, npm's bin links, editor droppings.
 EXCLUDED_NAMES = {"__pycache__", ".DS_Store", "expected.json", ".bin", ".cache"}
@@ -45,10 +47,18 @@ NODE_MODULES_EXCLUDED_SUFFIXES = (".map", ".ts", ".cts", ".mts", ".md", ".markdo
 
 def archive_files(entry: FunctionEntry) -> list[tuple[str, Path]]:
     """(name in the archive, file on disk) for everything the archive holds, sorted by name."""
-    root = entry.directory
+    files = _folder_files(entry.directory)
+    modules = entry.node_modules
+    if modules is not None and not (entry.directory / "node_modules").is_dir():
+        files += [(f"node_modules/{name}", path) for name, path in _folder_files(modules, under_node_modules=True)]
+    files.sort(key=lambda item: item[0])
+    return files
+
+
+def _folder_files(root: Path, under_node_modules: bool = False) -> list[tuple[str, Path]]:
     files = []
     for dirpath, dirnames, filenames in os.walk(root, followlinks=False):
-        in_node_modules = "node_modules" in Path(dirpath).relative_to(root).parts
+        in_node_modules = under_node_modules or "node_modules" in Path(dirpath).relative_to(root).parts
         dirnames[:] = sorted(
             d for d in dirnames if d not in EXCLUDED_NAMES and not (in_node_modules and d in NODE_MODULES_EXCLUDED_DIRS)
         )
@@ -61,7 +71,6 @@ def archive_files(entry: FunctionEntry) -> list[tuple[str, Path]]:
             if path.is_symlink() and not path.exists():
                 continue  # a dangling link cannot be packaged and is never needed at run time
             files.append((path.relative_to(root).as_posix(), path))
-    files.sort(key=lambda item: item[0])
     return files
 
 
@@ -96,11 +105,12 @@ def build_archive_bytes(entry: FunctionEntry) -> bytes:
     return buffer.getvalue()
 
 
-def build_archive(entry: FunctionEntry, cache_dir: Path | None = BUILD_DIR) -> bytes:
-    """The archive for ``entry`` (a variant shares its base's archive), from the cache when the
-    inputs have not changed since it was built."""
-    if cache_dir is None:
-        return build_archive_bytes(entry)
+def build_archive(entry: FunctionEntry, cache_dir: Path | None = None, progress: Progress = QUIET) -> bytes:
+    """The archive for ``entry`` (a variant shares its base's archive), from ``cache_dir`` (default:
+    the user cache's ``archives/``) when the inputs have not changed since it was built. The npm
+    packages it needs are installed into the cache first, said on ``progress``."""
+    entry.install_packages(progress)
+    cache_dir = user_cache_dir("archives") if cache_dir is None else cache_dir
     files = archive_files(entry)
     key = fingerprint(files)
     zip_path = Path(cache_dir) / f"{entry.base}.zip"
@@ -116,7 +126,7 @@ def build_archive(entry: FunctionEntry, cache_dir: Path | None = BUILD_DIR) -> b
     try:
         write_archive(zip_path, data, {"function": entry.base, "fingerprint": key, "sha256": hashlib.sha256(data).hexdigest(), "bytes": len(data)})
     except OSError:
-        pass  # a read-only checkout still deploys; it just rebuilds every time
+        pass  # a cache that cannot be written still deploys; it just rebuilds every time
     return data
 
 
@@ -136,16 +146,17 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m faasprof.functions.package", description="build reproducible action archives")
     parser.add_argument("names", nargs="*", metavar="FUNCTION")
     parser.add_argument("--all", action="store_true", help="every function in the catalogue")
-    parser.add_argument("--out", type=Path, default=BUILD_DIR, help=f"output directory (default {BUILD_DIR})")
+    parser.add_argument("--out", type=Path, help="output directory (default: the archives/ folder of faasprof's cache)")
     args = parser.parse_args(argv)
     try:
         chosen = entries() if args.all or not args.names else [require(name) for name in args.names]
     except FaasprofError as error:
         print(error, file=sys.stderr)
         return error.exit_code
+    progress = Progress.to(sys.stderr)
     for entry in chosen:
         try:
-            data = build_archive(entry, cache_dir=args.out)
+            data = build_archive(entry, cache_dir=args.out, progress=progress)
         except NotReadyError as error:
             # An optional dependency missing makes this function unavailable; it is not a build failure.
             print(f"{entry.base}: unavailable: {error}", file=sys.stderr)

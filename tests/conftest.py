@@ -16,8 +16,12 @@ import pytest
 from faasprof.docker import docker_problem
 from faasprof.experiments import native
 from faasprof.functions.catalogue import lookup
+from faasprof.paths import CACHE_ENV, cache_root
 
 REPO_ROOT = Path(__file__).resolve().parent.parent
+# A test that gives faasprof a HOME of its own keeps the user's cache of build products (the npm
+# packages ./setup.sh installed) instead of building them again under every temporary HOME.
+os.environ.setdefault(CACHE_ENV, str(cache_root()))
 DATA_DIR = Path(__file__).resolve().parent / "data"
 
 # Every localwhisk reaps the host's leftovers of dead ones (stale cgroups, orphan sandboxes and
@@ -47,6 +51,16 @@ def pytest_runtest_protocol(item, nextitem):
     with open(HOST_LOCK, "a") as handle:
         fcntl.flock(handle, fcntl.LOCK_EX if item.get_closest_marker("host_exclusive") else fcntl.LOCK_SH)
         yield
+
+
+def tracked_files(root: Path = REPO_ROOT) -> list[Path]:
+    """The project's files under ``root``: tracked, or new and not ignored (build outputs, runs and
+    virtualenvs beside them are no part of the project); outside a git checkout, every file. A
+    check that reads the project's own files reads these, never what a run left in the tree."""
+    done = subprocess.run(["git", "ls-files", "-z", "--cached", "--others", "--exclude-standard"], cwd=root, capture_output=True, timeout=60)
+    if done.returncode != 0:
+        return sorted(path for path in root.rglob("*") if path.is_file())
+    return sorted(root / name for name in done.stdout.decode().split("\0") if name)
 
 
 def run_cli(*args: str, cwd: str | os.PathLike | None = None, timeout: float = 120, env: dict | None = None, input: str | None = None):

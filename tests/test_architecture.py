@@ -23,6 +23,8 @@ from pathlib import Path
 
 import pytest
 
+from tests.conftest import tracked_files
+
 REPO = Path(__file__).resolve().parent.parent
 
 
@@ -78,15 +80,6 @@ def is_command(module: str) -> bool:
 def _apart(module: str, target: str) -> bool:
     pair = {_prefix(module)[1], _prefix(target)[1]}
     return any(pair == set(apart) for apart in APART)
-
-
-def tracked_files(root: Path = REPO) -> list[Path]:
-    """The project's files under ``root``: tracked, or new and not ignored (build outputs and
-    virtualenvs beside them are no part of the project); outside a git checkout, every file."""
-    done = subprocess.run(["git", "ls-files", "-z", "--cached", "--others", "--exclude-standard"], cwd=root, capture_output=True, timeout=60)
-    if done.returncode != 0:
-        return sorted(path for path in root.rglob("*") if path.is_file())
-    return sorted(root / name for name in done.stdout.decode().split("\0") if name)
 
 
 def project_files(root: Path = REPO, suffix: str = ".py") -> dict[str, Path]:
@@ -298,7 +291,7 @@ def test_the_project_keeps_its_layers_without_cycles_or_hidden_imports():
 
 def test_every_command_lives_in_the_commands_room_and_the_cli_table_names_each():
     assert misplaced_commands(project_sources()) == []
-    rooms = {path.stem for path in (REPO / "faasprof" / "commands").glob("*.py") if path.stem != "__init__"}
+    rooms = {path.stem for path in tracked_files(REPO / "faasprof" / "commands") if path.suffix == ".py" and path.stem != "__init__"}
     table = re.findall(r'^    "([a-z]+)": "', (REPO / "faasprof" / "cli.py").read_text(encoding="utf-8"), flags=re.M)
     assert sorted(table) == sorted(rooms)
 

@@ -89,6 +89,6 @@ def test_missing_npm_package_makes_only_that_function_unavailable(tmp_path):
 
     entry = replace(lookup("img-resize"), directory=tmp_path)
     problems = entry.missing()
-    assert problems and "jimp" in problems[0] and "npm ci" in problems[0]
+    assert problems and "jimp" in problems[0] and "python -m faasprof.functions.package img-resize" in problems[0]
     assert not entry.available
     assert lookup("markdown").available

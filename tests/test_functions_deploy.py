@@ -18,7 +18,9 @@ from faasprof.platforms.openwhisk.client import OpenWhiskClient
 from faasprof.platforms.openwhisk.connection import Connection
 from faasprof.platforms.openwhisk.deploy import CODE_DIGEST_ANNOTATION, deploy, ensure_actions, resolve_kind
 from faasprof.functions.catalogue import lookup
+from faasprof.paths import CACHE_ENV
 from tests.conftest import run_cli, send_json
+from tests.test_cache import FAKE_NPM
 from faasprof.errors import RunError
 from faasprof.functions.catalogue import names
 from faasprof.localwhisk.embedded import start_embedded
@@ -257,3 +259,22 @@ def test_an_archive_over_localwhisks_code_limit_names_the_setting_that_moves_it(
                 assert "--max-action-code-bytes" in message and "413: exec larger than allowed" in message and "max-payload-bytes" not in message
             else:
                 assert deploy(lw_client, ["markdown"]) == {"markdown": "created"}
+
+
+def test_cli_all_installs_npm_packages_on_first_use_and_skips_a_function_without_npm(whisk, isolated_home, tmp_path):
+    flags = ("--apihost", whisk.apihost, "--auth", AUTH, "--namespace", "guest")
+    empty = tmp_path / "empty-bin"
+    empty.mkdir()
+    cache = {CACHE_ENV: str(tmp_path / "cache")}
+    without = run_cli("deploy", "--all", *flags, env={**cache, "PATH": str(empty)}, timeout=120)
+    assert without.returncode == 0, without.stderr
+    assert "skipping img-resize: img-resize: needs the npm packages jimp and npm is not installed" in without.stderr
+    assert "img-resize" not in without.stdout and "json_loads" in without.stdout
+    fake = tmp_path / "bin"
+    fake.mkdir()
+    (fake / "npm").write_text(FAKE_NPM)
+    (fake / "npm").chmod(0o755)
+    with_npm = run_cli("deploy", "--all", *flags, env={**cache, "PATH": f"{fake}:/usr/bin:/bin", "FAKE_NPM_LOG": str(tmp_path / "npm.log")}, timeout=120)
+    assert with_npm.returncode == 0, with_npm.stderr
+    assert "img-resize: installing npm packages jimp with npm ci" in with_npm.stderr
+    assert any(line.split()[:2] == ["img-resize", "created"] for line in with_npm.stdout.splitlines())

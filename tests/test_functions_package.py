@@ -89,5 +89,5 @@ def test_extracted_archive_runs(tmp_path, name):
 def test_missing_npm_package_refuses_to_package(tmp_path):
     shutil.copy(lookup("img-resize").directory / "package.json", tmp_path)
     shutil.copy(lookup("img-resize").directory / "index.js", tmp_path)
-    with pytest.raises(NotReadyError, match="npm ci"):
+    with pytest.raises(NotReadyError, match="npm package jimp is not installed"):
         build_archive_bytes(replace(lookup("img-resize"), directory=tmp_path))

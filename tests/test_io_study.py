@@ -18,7 +18,7 @@ from faasprof.experiments import io_study
 from faasprof.invoker.storage import find_binary
 from faasprof.workload.spec import workload_from_dict
 
-from tests.conftest import REPO_ROOT
+from tests.conftest import REPO_ROOT, tracked_files
 from faasprof.invoker.run import execute
 from faasprof.workload.spec import load_workload
 
@@ -59,7 +59,7 @@ def test_point_workload_is_a_burst_of_the_variant():
     workload_from_dict(applied)
 
 
-@pytest.mark.parametrize("name", sorted(p.name for p in (REPO_ROOT / "workload_configs").glob("io_*.json")))
+@pytest.mark.parametrize("name", sorted(p.name for p in tracked_files(REPO_ROOT / "workload_configs") if p.match("io_*.json") and p.parent.name == "workload_configs"))
 def test_ready_workloads_are_valid_studies(name):
     workload = load_workload(REPO_ROOT / "workload_configs" / name)
     assert io_study.check_study(workload)

@@ -15,7 +15,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.conftest import REPO_ROOT
+from tests.conftest import REPO_ROOT, tracked_files
 
 SETUP = REPO_ROOT / "setup"
 VENV_BIN = REPO_ROOT / ".venv" / "bin"
@@ -68,10 +68,9 @@ def test_playbooks_pass_ansible_lint(tmp_path):
 
 
 def _shell_scripts() -> list[Path]:
-    skip = {".git", ".venv", "node_modules", "build", ".pytest_cache", "local"}
     scripts = [REPO_ROOT / "setup.sh", REPO_ROOT / ".ci" / "run"]
-    for path in sorted(REPO_ROOT.rglob("*.sh")):
-        if not skip.intersection(path.relative_to(REPO_ROOT).parts) and path not in scripts:
+    for path in tracked_files(REPO_ROOT):
+        if path.suffix == ".sh" and path not in scripts:
             scripts.append(path)
     return [p for p in scripts if p.exists()]
 

@@ -27,6 +27,7 @@ from faasprof.functions.own import looks_like_path, own_entry
 from faasprof.platforms.openwhisk.client import require_platform
 from faasprof.platforms.openwhisk.connection import add_connection_arguments, resolve_connection
 from faasprof.platforms.openwhisk.deploy import deploy_entries
+from faasprof.progress import Progress
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
@@ -85,6 +86,20 @@ def _entries(args: argparse.Namespace) -> list:
     return chosen
 
 
+def _installable(chosen: list, progress: Progress) -> list:
+    """``--all``: the functions whose npm packages are installed (now, on first use, said with how
+    long); one that cannot have them (no npm) is skipped with the reason."""
+    ready = []
+    for entry in chosen:
+        try:
+            entry.install_packages(progress)
+        except NotReadyError as error:
+            print(f"skipping {entry.name}: {error}", file=sys.stderr)
+        else:
+            ready.append(entry)
+    return ready
+
+
 def main(args: argparse.Namespace) -> int:
     if args.list:
         return _list()
@@ -92,14 +107,9 @@ def main(args: argparse.Namespace) -> int:
         raise ConfigError(f"--memory: must be a positive number of MB (got {args.memory})")
     if args.all and args.functions:
         raise ConfigError("--all: given with function names; pass either names or --all")
+    progress = Progress.to(sys.stderr)
     if args.all:
-        chosen = []
-        for entry in entries():
-            problems = entry.packaging_missing()
-            if problems:
-                print(f"skipping {entry.name}: {problems[0]}", file=sys.stderr)
-            else:
-                chosen.append(entry.with_memory(args.memory) if args.memory is not None else entry)
+        chosen = [entry.with_memory(args.memory) if args.memory is not None else entry for entry in entries()]
     elif args.functions:
         chosen = _entries(args)
     else:
@@ -112,6 +122,8 @@ def main(args: argparse.Namespace) -> int:
             "no platform configured: start localwhisk with `faasprof local start` (deploy then finds it), "
             "or pass --apihost/--auth for your OpenWhisk (or set APIHOST and AUTH in ~/.wskprops)"
         )
+    if args.all:
+        chosen = _installable(chosen, progress)
     with require_platform(connection) as client:
         print(f"deploying {len(chosen)} action(s) to {connection.apihost} (namespace {connection.namespace})", file=sys.stderr)
 
@@ -121,5 +133,5 @@ def main(args: argparse.Namespace) -> int:
             kind = (action.get("exec") or {}).get("kind", "?")
             print(f"{name:<16} {status:<9} {kind:<12} {limits.get('memory', '?')} MB  timeout {limits.get('timeout', '?')} ms", flush=True)
 
-        deploy_entries(client, chosen, parameters=parameters, report=report)
+        deploy_entries(client, chosen, parameters=parameters, report=report, progress=progress)
     return 0

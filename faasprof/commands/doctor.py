@@ -4,7 +4,7 @@ One line per finding, each with the reason and, when something is missing, the f
 registered collector's own check (``faasprof.monitoring.collectors``: perf tool, ``perf_event_paranoid`` and
 hardware events; Intel RDT flags, resctrl, CLOSes and cache ways, MBA, pqos; blktrace tools,
 debugfs, permission, traceable device; cgroup version and writable controllers; ...), the platform (the configured OpenWhisk and its limits, or the embedded localwhisk),
-and the CPU's governor, turbo and SMT.
+the CPU's governor, turbo and SMT, and where faasprof's cache is and how large it is.
 
 Exit 0 when everything the workload asks for (its ``monitoring`` collectors and a platform) is
 available, 3 otherwise. Without ``--workload`` only the platform is required. ``--root`` reads
@@ -20,6 +20,7 @@ import json
 import sys
 from pathlib import Path
 
+from faasprof.commands.cache import human_bytes
 from faasprof.docker import docker_problem
 from faasprof.errors import EXIT_NOT_READY, EXIT_OK, ConfigError, NotReadyError
 from faasprof.monitoring.collectors import COLLECTORS, normalise_block
@@ -27,6 +28,7 @@ from faasprof.monitoring.collectors.base import INFO, NO, OK, WARN, Finding
 from faasprof.monitoring.host import Root, collect_host, cpu_vendor_kind
 from faasprof.platforms.base import PlatformError, PlatformUnreachable
 from faasprof.platforms.openwhisk.connection import add_connection_arguments, resolve_connection
+from faasprof.paths import cache_root, cache_usage
 from faasprof.platforms.openwhisk.platform import OpenWhiskPlatform
 from faasprof.workload.jsonread import read_workload_json
 
@@ -149,6 +151,13 @@ def check_docker(workload: dict | None) -> list[Finding]:
     return [Finding("docker", INFO, f"localwhisk isolation docker unavailable: {problem}")]
 
 
+def check_cache() -> list[Finding]:
+    """Where faasprof's build products go and how much they hold (``faasprof cache``)."""
+    root = cache_root()
+    size = human_bytes(sum(item.size_bytes for item in cache_usage()))
+    return [Finding("cache", INFO, f"build products in {root} ({size}); faasprof cache list shows them, faasprof cache clean empties it")]
+
+
 # -- main ------------------------------------------------------------------------------------------
 
 
@@ -169,6 +178,7 @@ def run_doctor(args: argparse.Namespace) -> tuple[list[Finding], set[str]]:
     if not any(f.area == "platform" and f.state == OK and "OpenWhisk at" in f.text for f in findings):
         findings += check_docker(workload)
     findings += check_cpu(root, host, live, None)
+    findings += check_cache()
     required = set(blocks) | {"platform"}
     return findings, required
 

@@ -22,12 +22,14 @@ stalled or shed calls does not stop the run: those calls are its data.
 from __future__ import annotations
 
 import argparse
+import shutil
 import sys
 
 from faasprof.errors import EXIT_FAILURE, EXIT_NOT_READY, ConfigError
 from faasprof.experiments import capacity_store
 from faasprof.experiments.analyzed import execute_analyzed
 from faasprof.experiments.capacity import find_capacity
+from faasprof.functions.catalogue import lookup
 from faasprof.invoker.dispatch import DEFAULT_INTERRUPT_GRACE_S, DEFAULT_LATENESS_WARN_MS, DEFAULT_REALTIME_PRIORITY, DispatchOptions
 from faasprof.invoker.preflight import check_embedded, check_out_dir
 from faasprof.invoker.sender import DEFAULT_MAX_CONNECTIONS, DEFAULT_REQUEST_TIMEOUT_S
@@ -131,6 +133,18 @@ def _restore_leftover_allocations() -> None:
         print(line, file=sys.stderr)
 
 
+def install_function_packages(workload, progress: Progress) -> None:
+    """The npm packages of the catalogue functions the workload invokes, installed into the cache
+    on first use: said here, before the run starts, rather than silently while it deploys. Without
+    npm nothing is installed; the deploy says so if a function needs it."""
+    if shutil.which("npm") is None:
+        return
+    for name in dict.fromkeys(instance.function for instance in workload.instances if instance.source is None):
+        entry = lookup(name)
+        if entry is not None and entry.packaging_missing():
+            entry.install_packages(progress)
+
+
 def main(args: argparse.Namespace) -> int:
     workload = load_workload(args.config, seed=args.seed)
     progress = Progress.to(sys.stderr, quiet=args.quiet)
@@ -142,6 +156,7 @@ def main(args: argparse.Namespace) -> int:
     options = dispatch_options(args)
     thresholds = parse_thresholds(args.threshold)
     check_out_dir(args.out)
+    install_function_packages(workload, progress)
     connection = resolve_connection(args, workload.platform, origin=args.config)
     settings = local_settings(args, workload.platform)
     if connection is None:

@@ -1,13 +1,16 @@
 /**
  * Regenerates the sample images shipped with img-resize and ocr-img (they are drawn, not
- * downloaded): `node functions/tools/make_samples.js` after functions/img-resize has its
- * node_modules (jimp). The outputs are committed; this script records how they were made.
+ * downloaded). img-resize's npm packages (jimp) live in faasprof's cache, not beside the code:
+ *   NODE_PATH="$(python -c 'from faasprof.functions.catalogue import lookup; print(lookup("img-resize").node_modules)')" \
+ *     node functions/tools/make_samples.js
+ * (`python -m faasprof.functions.package img-resize` installs them first). The outputs are
+ * committed; this script records how they were made.
  */
 "use strict";
 
 const path = require("path");
-const { Jimp, loadFont } = require(path.join(__dirname, "..", "img-resize", "node_modules", "jimp"));
-const { SANS_32_BLACK } = require(path.join(__dirname, "..", "img-resize", "node_modules", "jimp", "dist", "commonjs", "fonts.js"));
+const { Jimp, loadFont } = require("jimp");
+const { SANS_32_BLACK } = require(path.join(path.dirname(require.resolve("jimp/package.json")), "dist", "commonjs", "fonts.js"));
 
 async function iconSource(file) {
   // 512 x 384: a colour gradient with a dark disc and a white bar, so resizing has edges to keep.

@@ -28,6 +28,7 @@ from faasprof.functions.catalogue import FunctionEntry, did_you_mean, lookup, un
 from faasprof.functions.own import looks_like_path, own_entry, stage
 from faasprof.functions.package import build_archive, sha256
 from faasprof.platforms.base import PlatformError
+from faasprof.progress import QUIET, Progress
 
 CODE_DIGEST_ANNOTATION = "faasprof-code-sha256"
 FUNCTION_ANNOTATION = "faasprof-function"
@@ -117,11 +118,12 @@ def _entries(names: list[str], memory_mb: int | None) -> list[FunctionEntry]:
     return chosen
 
 
-def plan_actions(client, entries: list[FunctionEntry], parameters: dict | None = None) -> list[PlannedAction]:
+def plan_actions(client, entries: list[FunctionEntry], parameters: dict | None = None, progress: Progress = QUIET) -> list[PlannedAction]:
     """Archives and kinds for ``entries``; everything that can fail locally fails here, before any write.
 
     A researcher's function (category ``own``) is staged first: its requirements.txt or
-    package.json dependencies are installed into the archive."""
+    package.json dependencies are installed into the archive. A catalogue function's npm packages
+    are installed into the user's cache on first use, said on ``progress``."""
     info = client.info() if entries else {}
     archives: dict[tuple[str, Path], bytes] = {}
     planned = []
@@ -134,7 +136,7 @@ def plan_actions(client, entries: list[FunctionEntry], parameters: dict | None =
         else:
             key = (entry.base, entry.directory)
             if key not in archives:
-                archives[key] = build_archive(entry)
+                archives[key] = build_archive(entry, progress=progress)
         archive = archives[key]
         planned.append(PlannedAction(entry, resolve_kind(entry, info), entry.memory_mb, archive, sha256(archive), parameters))
     return planned
@@ -166,9 +168,9 @@ def deploy(client, names: list[str], memory_mb: int | None = None,
 
 
 def deploy_entries(client, entries: list[FunctionEntry], parameters: dict | None = None,
-                   report: Callable[[str, str], None] | None = None) -> dict[str, str]:
+                   report: Callable[[str, str], None] | None = None, progress: Progress = QUIET) -> dict[str, str]:
     """Create or update one action per entry (catalogue or own function); idempotent like ``deploy``."""
-    planned = plan_actions(client, entries, parameters)
+    planned = plan_actions(client, entries, parameters, progress)
     results: dict[str, str] = {}
     for action in planned:
         existing = client.get_action(action.entry.name)

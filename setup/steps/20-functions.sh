@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
-# Benchmark functions: npm packages of the Node.js functions, the Tesseract binary for ocr-img,
-# then the action archives (functions/build/*.zip). Safe to run twice.
+# Benchmark functions: the Tesseract binary for ocr-img, then, in faasprof's cache, the action archives and the
+# Node.js functions' npm packages ($FAASPROF_CACHE_DIR, else
+# ${XDG_CACHE_HOME:-~/.cache}/faasprof; `faasprof cache list` shows it). Safe to run twice.
 #
 # A missing optional dependency makes only the function that needs it unavailable; the message
 # says how to install it. Env from setup.sh: FAASPROF_DEV (0/1), VENV, ROOT.
@@ -10,32 +11,10 @@ ROOT=${ROOT:-$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)}
 VENV=${VENV:-$ROOT/.venv}
 log() { printf '[setup:functions] %s\n' "$*" >&2; }
 
-# Node.js functions: install exactly what each package-lock.json pins (npm ci), only when the
-# lock changed since the last install (node_modules/.package-lock.json is npm's own copy).
-if command -v npm >/dev/null 2>&1; then
-    for dir in "$ROOT"/functions/*/; do
-        [ -f "$dir/package.json" ] || continue
-        name=$(basename "$dir")
-        if ! grep -q '"dependencies"' "$dir/package.json"; then
-            continue
-        fi
-        if [ -f "$dir/package-lock.json" ] && [ -f "$dir/node_modules/.package-lock.json" ] \
-            && [ "$dir/node_modules/.package-lock.json" -nt "$dir/package-lock.json" ]; then
-            log "$name: node_modules up to date"
-            continue
-        fi
-        log "$name: installing npm packages"
-        if [ -f "$dir/package-lock.json" ]; then
-            cmd=(npm ci --omit=dev --no-audit --no-fund --loglevel=error)
-        else
-            cmd=(npm install --omit=dev --no-audit --no-fund --loglevel=error)
-        fi
-        if ! (cd "$dir" && "${cmd[@]}" >/dev/null); then
-            log "$name: npm install failed; $name stays unavailable until 'cd functions/$name && npm ci' succeeds"
-        fi
-    done
-else
-    log "npm not found: the Node.js functions stay unavailable; install nodejs and npm (apt-get install nodejs npm)"
+# Node.js functions: their npm packages go to faasprof's cache (npm ci of each package-lock.json,
+# once per lock hash), installed by the archive build below; nothing is written into functions/.
+if ! command -v npm >/dev/null 2>&1; then
+    log "npm not found: the Node.js functions with npm packages stay unavailable; install nodejs and npm (apt-get install nodejs npm)"
 fi
 
 # ocr-img calls the tesseract binary (with English data, which tesseract-ocr pulls in).
@@ -52,9 +31,10 @@ if ! command -v tesseract >/dev/null 2>&1; then
     fi
 fi
 
-# Archives: reproducible zips of every available function; unavailable ones are reported.
+# Archives: reproducible zips of every available function (npm packages installed first, with a
+# line saying what and how long); unavailable ones are reported.
 if [ -x "$VENV/bin/python" ]; then
-    (cd "$ROOT" && "$VENV/bin/python" -m faasprof.functions.package --all --out "$ROOT/functions/build") \
+    (cd "$ROOT" && "$VENV/bin/python" -m faasprof.functions.package --all) \
         || log "building the function archives failed; rerun: $VENV/bin/python -m faasprof.functions.package --all"
 fi
 exit 0
