@@ -42,6 +42,8 @@ import numpy as np
 from faasprof.errors import ConfigError
 
 AZURE_KEY_COLUMNS = ("HashOwner", "HashApp", "HashFunction", "Trigger")
+# A trace file's own keys: which row, from which minute, how a minute's count is spread and scaled.
+AZURE_LAYOUT_KEYS = ("trace_row", "trace_start_minute", "trace_spread", "trace_scale")
 MINUTES_PER_DAY = 1440
 
 
@@ -342,7 +344,7 @@ class Trace(Distribution):
     """FaaSProfiler's ``interarrivals_list`` (whatever ``distribution`` says), or a ``trace_file``."""
 
     name = "Trace"
-    keys = ("trace_file",)
+    keys = ("trace_file", *AZURE_LAYOUT_KEYS)
     keys_fix = 'remove it or set distribution to "Trace"'
 
     def claims(self, spec):
@@ -354,6 +356,9 @@ class Trace(Distribution):
             return [("trace_file", "give either interarrivals_list or trace_file, not both")]
         if not listed and not traced:
             return [("trace_file", 'required when distribution is "Trace"; add a trace_file or an interarrivals_list')]
+        layout = next((key for key in spec if key in AZURE_LAYOUT_KEYS), None)
+        if listed and layout is not None:
+            return [(layout, "only used with a trace_file (an interarrivals_list is sent as given); add a trace_file or remove it")]
         return []
 
     def arrivals(self, instance, rng, start_s, end_s):
@@ -410,10 +415,10 @@ def distribution_for(name: str | None, where: str = "distribution") -> Distribut
 
 def arrival_problems(distribution: str, spec: dict) -> list[tuple[str, str]]:
     """``(key, problem)`` of one instance's JSON under ``distribution``: that distribution's own
-    checks, then the first key of each other distribution that is given."""
+    checks, then the first key (in the order given) of each other distribution: one line each."""
     problems = distribution_for(distribution).problems(spec)
     for other in DISTRIBUTIONS.values():
-        given = [key for key in other.keys if key in spec]
+        given = [key for key in spec if key in other.keys]
         if other.name != distribution and given:
             problems.append((given[0], f'only used with distribution "{other.name}" (got "{distribution}"); {other.keys_fix}'))
     return problems
