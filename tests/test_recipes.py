@@ -56,7 +56,7 @@ from faasprof.platforms.base import Platform, PreparedRequest, classify_status, 
 from test_analyzer_synthetic import write_synthetic_run
 from faasprof.workload import arrivals, messages
 from faasprof.workload.schedule import NS_PER_S, build_schedule
-from faasprof.workload.spec import workload_from_dict
+from faasprof.workload.spec import load_workload, workload_from_dict
 
 REPO_ROOT = Path(__file__).resolve().parent.parent
 
@@ -407,7 +407,8 @@ DISTRIBUTION_RECIPE = {
     "workload/arrivals.py": ("Distribution", "DISTRIBUTIONS"),
     "workload_configs/schema.json": ("distribution",),
 }
-DISTRIBUTION_ATTRIBUTES = ("name", "keys", "required", "rated", "arrivals", "expected_count", "driving_field", "scale", "problems", "claims")
+DISTRIBUTION_ATTRIBUTES = ("name", "keys", "required", "rated", "arrivals", "expected_count", "driving_field", "scale", "problems", "claims",
+                           "file_keys", "resolve_files")
 
 
 class Every(arrivals.Distribution):
@@ -525,3 +526,71 @@ def test_add_a_distribution_touching_only_the_recipes_files(tmp_path, monkeypatc
     with pytest.raises(ConfigError, match=r"sweep.parameters.rate: no Poisson or Uniform instance to apply it to"):
         sweep_mod.check_sweep(workload_from_dict(data))
 
+
+
+class Replay(arrivals.Distribution):
+    """A dummy with a file key: one invocation at each number of seconds ``replay_file`` lists."""
+
+    name = "Replay"
+    keys = ("replay_file",)
+    required = ("replay_file",)
+
+    def arrivals(self, instance, rng, start_s, end_s):
+        path = instance.arrival_keys["replay_file"]
+        times = start_s + np.loadtxt(path, ndmin=1) if path is not None else np.empty(0)
+        return times[times < end_s]
+
+    def expected_count(self, instance):
+        path = instance.arrival_keys["replay_file"]
+        return float(np.loadtxt(path, ndmin=1).size) if path is not None else 0.0
+
+    def driving_field(self, instance):
+        return "replay_file", "list fewer instants"
+
+    def scale(self, spec, factor):
+        raise NotImplementedError
+
+
+@pytest.fixture
+def replay_added(monkeypatch):
+    """"Add a distribution" for a distribution whose key names a file: its class and its schema."""
+    monkeypatch.setitem(arrivals.DISTRIBUTIONS, Replay.name, Replay())
+    schema = copy.deepcopy(messages.load_schema())
+    instance = schema["$defs"]["instance"]
+    instance["properties"]["distribution"]["enum"].append(Replay.name)
+    instance["properties"]["replay_file"] = {"$ref": "#/$defs/path", "description": "Replay only: the instants."}
+    monkeypatch.setattr(messages, "load_schema", lambda: schema)
+    messages._validator.cache_clear()
+    yield
+    monkeypatch.undo()
+    messages._validator.cache_clear()
+
+
+def test_a_file_key_of_a_new_distribution_is_resolved_by_it(tmp_path, monkeypatch, replay_added):
+    """Its file is found as every workload file is (the workload's folder first, whatever the
+    current folder), checked, and planned from, with no change outside the recipe's files."""
+    (tmp_path / "w").mkdir()
+    (tmp_path / "w" / "instants.txt").write_text("0.5\n1.5\n2.5\n")
+    data = {"test_name": "replay", "test_duration_in_seconds": 10, "random_seed": 1,
+            "instances": {"r": {"application": "json_dumps", "distribution": "Replay", "replay_file": "instants.txt"}}}
+    path = tmp_path / "w" / "replay.json"
+    path.write_text(json.dumps(data))
+    monkeypatch.chdir(tmp_path)
+    workload = load_workload(path)
+    replay = workload.instance("r")
+    assert replay.arrival_keys == {"replay_file": (tmp_path / "w" / "instants.txt").resolve()} and replay.planned_estimate == 3.0
+    assert workload.resolved()["instances"]["r"]["replay_file"] == str((tmp_path / "w" / "instants.txt").resolve())
+    assert build_schedule(workload).intended_ns.tolist() == [NS_PER_S // 2, 3 * NS_PER_S // 2, 5 * NS_PER_S // 2]
+
+    for name, expected in (("nope.txt", "file nope.txt not found (looked in "), (".", " is a directory; name a file")):
+        data["instances"]["r"]["replay_file"] = name
+        path.write_text(json.dumps(data))
+        with pytest.raises(ConfigError) as caught:
+            load_workload(path)
+        assert len(caught.value.problems) == 1 and caught.value.problems[0].startswith(f"{path}: instances.r.replay_file: ")
+        assert expected in caught.value.problems[0], caught.value.problems
+    # A dry run plans without the file (a warning), as for any file a workload names.
+    data["instances"]["r"]["replay_file"] = "nope.txt"
+    path.write_text(json.dumps(data))
+    dry = load_workload(path, missing_files_warn=True)
+    assert dry.instance("r").arrival_keys == {"replay_file": None} and len(dry.warnings) == 1
