@@ -29,6 +29,7 @@ import json
 import math
 import re
 import threading
+import time
 import urllib.error
 import urllib.request
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
@@ -43,6 +44,7 @@ from faasprof.analyzer import frames as frames_mod
 from faasprof.analyzer import stats as stats_mod
 from faasprof.analyzer.analysis import analyze_run, load_run
 from conftest import send_json
+from faasprof.commands import analyze as cmd_analyze
 from faasprof.commands import plan as cmd_plan
 from faasprof.commands import validate as cmd_validate
 from faasprof.experiments import sweep as sweep_mod
@@ -199,11 +201,11 @@ def test_every_record_reader_gives_the_dummy_column(tmp_path, monkeypatch, reade
 
 # What "Add a platform" says to change, file by file (the test below changes these and nothing else).
 PLATFORM_RECIPE = {
-    "platforms/registry.py": ("PLATFORMS",),
+    "platforms/registry.py": ("PLATFORMS", "record_keepers"),
     "workload_configs/schema.json": ("endpoint",),
 }
 PLATFORM_ATTRIBUTES = ("endpoint", "names_functions", "instance_keys", "required_keys", "validate_instance", "check",
-                       "ensure_deployed", "prepare_request", "fetch_records", "describe")
+                       "ensure_deployed", "prepare_request", "fetch_records", "find_records", "keeps_records", "describe")
 
 
 
@@ -225,6 +227,9 @@ class _ToyHandler(BaseHTTPRequestHandler):
             send_json(self, 200, {"name": "toyfaas"})
         elif self.path == "/functions":
             send_json(self, 200, sorted(ToyServer.FUNCTIONS))
+        elif self.path == "/records":
+            with self.server.lock:
+                send_json(self, 200, list(self.server.records))
         else:
             send_json(self, 404, {"error": "no such path"})
 
@@ -237,6 +242,10 @@ class _ToyHandler(BaseHTTPRequestHandler):
         with self.server.lock:
             self.server.calls.append((name, json.loads(body)))
             call_id = f"toy-{len(self.server.calls)}"
+            start_ms = time.time_ns() // 1_000_000
+            status = "application error" if name == "fail" else "success"
+            self.server.records.append({"activationId": call_id, "name": name, "namespace": "toy", "start": start_ms, "end": start_ms + 2,
+                                        "duration": 2, "annotations": [], "response": {"status": status, "success": name != "fail"}})
         if name == "fail":
             send_json(self, 500, {"id": call_id, "error": "boom"})
         else:
@@ -250,6 +259,7 @@ class ToyServer(ThreadingHTTPServer):
     def __init__(self) -> None:
         super().__init__(("127.0.0.1", 0), _ToyHandler)
         self.calls: list[tuple[str, dict]] = []
+        self.records: list[dict] = []  # the toy's own record of each call, as a platform keeps them
         self.lock = threading.Lock()
 
     @property
@@ -398,6 +408,48 @@ def test_add_a_platform_touching_only_the_recipes_files(tmp_path, toy_platform_a
     # A platform hosting functions: the run says it did not start it and what it found deployed.
     assert manifest.platform == {"kind": "toyfaas", "embedded": False, "gateways": [server.gateway],
                                  "actions": {"echo": "existing", "fail": "existing"}}
+
+
+class ToyKeeper(ToyPlatform):
+    """The toy platform keeping a record of each call, as OpenWhisk keeps activation records, which
+    ``faasprof analyze`` saves (``fetch_records``) and the analyzer finds (``find_records``)."""
+
+    keeps_records = True
+
+    def fetch_records(self, run_dir, say=None, wait: bool = True, report: dict | None = None) -> dict:
+        wanted = {row["activation_id"] for row in rundir.read_invocations(run_dir) if row["activation_id"]}
+        records, found = self.find_records(wanted, 0, 2**62)
+        report = {} if report is None else report
+        report.update(expected=len(wanted), saved=rundir.write_records(rundir.activations_path(run_dir), records), missing=found["missing"])
+        return report
+
+    records_gateway = ""  # where its records are read, as a connection's settings would say
+
+    def find_records(self, activation_ids, since_ms, upto_ms, retry_delays_s=None, say=None, stragglers=False):
+        wanted = set(activation_ids)
+        records = [record for record in self._get(self.records_gateway + "/records") if record["activationId"] in wanted]
+        return rundir.sort_records(records), {"wanted": len(wanted), "found": len(records), "missing": len(wanted) - len(records)}
+
+
+def test_add_a_platform_that_keeps_records_and_the_analyzer_fetches_them_through_the_registry(tmp_path, monkeypatch, toy_platform_added):
+    """A platform that keeps records: ``analyze_run`` and ``faasprof analyze`` fetch them through
+    the registry, by the manifest's endpoint, with nothing outside the recipe changed."""
+    monkeypatch.setattr(registry, "PLATFORMS", (*registry.PLATFORMS[:-1], ToyKeeper))
+    with ToyServer() as server:
+        monkeypatch.setattr(ToyKeeper, "records_gateway", server.gateway)
+        run_dir = execute(workload_from_dict(toy_workload(server.gateway), origin="toy.json"), tmp_path / "runs")
+        calls = len(server.calls)
+        assert calls > 0 and not rundir.has_records(run_dir)  # a platform not started by the run: analyze fetches them
+
+        summary = analyze_run(run_dir, plots=False)
+        assert summary["records"]["found"] == calls and summary["records"]["missing"] == 0
+        assert len(rundir.read_record_ids(rundir.activations_path(run_dir))) == calls
+
+        rundir.activations_path(run_dir).unlink()
+        assert cmd_analyze.main(argparse.Namespace(run_dir=str(run_dir), no_fetch=False, no_plots=True, apihost=None)) == 0
+        assert len(rundir.read_record_ids(rundir.activations_path(run_dir))) == calls
+    frame = load_run(run_dir).invocations
+    assert frame["has_record"].all() and set(frame.loc[frame["instance"] == "f", "final_outcome"]) == {"application_error"}
 
 
 # -- the distribution ---------------------------------------------------------------------------
