@@ -41,6 +41,7 @@ import pytest
 from pathlib import Path
 
 from faasprof.analyzer import frames as frames_mod
+from faasprof.analyzer import plots as plots_mod
 from faasprof.analyzer import stats as stats_mod
 from faasprof.analyzer.analysis import analyze_run, load_run
 from conftest import send_json
@@ -53,6 +54,8 @@ from faasprof.errors import ConfigError, NotReadyError
 from faasprof.rundir import record_columns, record_fields
 from faasprof.rundir import records as records_mod
 from faasprof.invoker.run import execute
+from faasprof.monitoring import collectors
+from faasprof.monitoring.collectors import base as collectors_base
 from faasprof.platforms import registry
 from faasprof.platforms.base import Platform, PreparedRequest, classify_status, format_request, parse_json, split_origin, url_problem
 from test_analyzer_synthetic import write_synthetic_run
@@ -195,6 +198,59 @@ def test_every_record_reader_gives_the_dummy_column(tmp_path, monkeypatch, reade
         frame, _ = records_mod.read_records_python(path)
     by_id = dict(zip(frame["activation_id"], frame["dummy_us"]))
     assert by_id == {raw["activationId"]: DUMMY_US[raw["name"]] for raw in raws}
+
+
+# -- the collector ------------------------------------------------------------------------------
+
+# What "Add a collector" says to write (the dummy below declares these and nothing else changes).
+COLLECTOR_RECIPE = {
+    "monitoring/collectors/__init__.py": ("COLLECTORS",),
+    "monitoring/collectors/base.py": ("SamplingCollector", "ProcessCollector", "Plot"),
+}
+COLLECTOR_ATTRIBUTES = ("name", "summary", "tool", "raw_outputs", "defaults", "options_schema", "parse_kinds", "plots", "plot_lines_by",
+                        "plot_busiest_by", "unplottable_columns", "load_frame", "doctor")
+
+
+class Widgets(collectors_base.SamplingCollector):
+    """The dummy collector: widgets made per second, in ``widgets.csv`` (``elapsed_s,widgets_per_s``)."""
+
+    name = "widgets"
+    summary = "Widgets made per second."
+    tool = "the widget counter"
+    raw_outputs = "`widgets.csv`"
+    plots = (collectors_base.Plot("widgets_per_s", "widgets made", "thousand per s", 1e-3),)
+
+    @classmethod
+    def load_frame(cls, directory, meta, offset_s, manifest):
+        frame = pd.read_csv(directory / "widgets.csv")
+        frame["t_s"] = frame["elapsed_s"] + offset_s
+        return frame
+
+
+def test_the_collector_recipe_names_what_the_dummy_changes():
+    assert_the_recipe_names("Add a collector", COLLECTOR_RECIPE, COLLECTOR_ATTRIBUTES)
+
+
+def test_a_new_collector_declaring_its_plots_gets_them_in_the_report(tmp_path, monkeypatch):
+    """The collector's class in the registry (step 2) is all the analyzer needs: its frame is
+    plotted beside latency with the label, unit and scale it declares, and listed in the report."""
+    monkeypatch.setattr(collectors, "COLLECTORS", (*collectors.COLLECTORS, Widgets))
+    monkeypatch.setitem(collectors.REGISTRY, Widgets.name, Widgets)
+    run_dir, _ = write_synthetic_run(tmp_path, duration_s=3.0, instances=INSTANCES)
+    directory = rundir.monitor_dir(run_dir, Widgets.name)
+    rundir.write_json_atomic(directory / rundir.MONITOR_META, {"wall_ns_at_start": rundir.read_manifest(run_dir).wall_ns_at_zero})
+    (directory / "widgets.csv").write_text("elapsed_s,widgets_per_s\n1,2000\n2,4000\n3,3000\n")
+
+    run = load_run(run_dir)
+    panels = dict(plots_mod._monitor_series(run))
+    assert list(panels) == ["widgets: widgets made (thousand per s)"]
+    [(_, t_s, values)] = panels["widgets: widgets made (thousand per s)"]
+    assert t_s.tolist() == [1.0, 2.0, 3.0] and values.tolist() == [2.0, 4.0, 3.0]
+
+    summary = analyze_run(run_dir)
+    assert "plots/monitors.png" in summary["outputs"]["plots"]
+    report = (run_dir / "analysis" / "report.html").read_text()
+    assert "widgets made (thousand per s)" in report and ">widgets_per_s<" in report
 
 
 # -- the platform -------------------------------------------------------------------------------
