@@ -7,9 +7,15 @@ disagreed: a null ``random_seed`` draws a fresh seed (recorded), a null or absen
 checked against ``workload_configs/schema.json``, whose errors become one line each
 (``faasprof.workload.messages``: ``CONFIG: instances.i0.rate: must be a number >= 0 (got -5)``); this module
 adds the checks a schema cannot express (windows inside the test, files that exist
-(``faasprof.workload.references``), the keys only an instance's distribution takes, checked by it
-(``faasprof.workload.arrivals``), the keys only its platform takes, checked by it (``faasprof.platforms.registry``),
-hosts, the planned invocation count and its memory, a platform's memory and request-size limits).
+(``faasprof.workload.references``), the keys only an instance's distribution takes, checked by it and
+its files resolved by it (``faasprof.workload.arrivals``), the keys only its platform takes, checked
+by it (``faasprof.platforms.registry``), hosts, the planned invocation count and its memory, a
+platform's memory and request-size limits (``faasprof.workload.limits``)).
+
+An instance is resolved in steps, one job each (``_resolve_instance``: window, distribution,
+inputs, parameters, key checks, the ``Instance``, its planned count), and the workload around
+them likewise (``workload_from_dict``: schema, instances, platform block, catalogue, sweep,
+scripts, what it plans, seed).
 
 Validation collects every problem (parse, schema and semantic checks together) before raising, so
 a user fixes a workload in one pass. A function outside the catalogue is a warning
