@@ -9,7 +9,9 @@ Notebook use::
     run.manifest.platform     # the typed manifest (faasprof.rundir.Manifest)
 
 ``analyze_run(run_dir, connection=None)`` writes ``analysis/`` (fetching the activation records
-first when the run did not save them and a connection is given) and returns the summary dict.
+first when the run did not save them, from the platforms of its instances that keep records,
+through the platform registry; one reached through a connection only when it is given) and
+returns the summary dict.
 It runs on a laptop with a finished run directory: nothing here needs the invoker or localwhisk.
 """
 

@@ -38,7 +38,7 @@ import shutil
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Callable
+from typing import Any, Callable, Sequence
 
 import numpy as np
 import pandas as pd
@@ -56,8 +56,7 @@ from faasprof.analyzer import report as report_mod
 from faasprof.analyzer import tails as tails_mod
 from faasprof.analyzer.outcome_columns import pushback_counts
 from faasprof.monitoring.frames import load_run_monitors
-from faasprof.platforms.openwhisk.client import OpenWhiskClient
-from faasprof.platforms.openwhisk.records import DEFAULT_RETRY_DELAYS_S, MAX_ID_LOOKUPS_PER_ROUND, fetch_records
+from faasprof.platforms import registry
 
 SUMMARY_FORMAT_VERSION = 2
 SUPPORTED_SUMMARY_VERSIONS = (2,)
@@ -135,28 +134,48 @@ def fetch_run_records(
     manifest: rundir.Manifest,
     invocations: pd.DataFrame,
     connection,
-    retry_delays_s=DEFAULT_RETRY_DELAYS_S,
+    retry_delays_s: Sequence[float] | None = None,
     progress: Callable[[str], None] | None = None,
     only_ids: list[str] | None = None,
 ) -> dict:
-    """Fetch the run's records from the platform into ``activations.jsonl``; returns the fetch report.
+    """Fetch the run's records into ``activations.jsonl`` from each platform of the run that keeps
+    records and can be reached (``record_platforms``); returns the fetch report (one platform's,
+    or ``{endpoint: report}`` when several answered).
 
-    With ``only_ids`` (records missing from an existing file) those are fetched and appended; a
-    few are asked for by id, many through the window listing as well.
+    With ``only_ids`` (records missing from an existing file) those are fetched and appended; each
+    platform decides how it asks for a few (``Platform.find_records``, ``stragglers``).
     """
     ids = set(only_ids) if only_ids is not None else _run_ids(invocations)
     since, upto = fetch_window_ms(manifest, invocations)
-    list_first = only_ids is None or len(ids) > MAX_ID_LOOKUPS_PER_ROUND
-    with OpenWhiskClient(connection) as client:
-        records, report = fetch_records(client, ids, since, upto, retry_delays_s=retry_delays_s, progress=progress, list_first=list_first)
+    found: list[dict] = []
+    reports: dict[str, dict] = {}
+    platforms = record_platforms(manifest, connection)
+    for cls, names in platforms.items():
+        # One platform keeping records (always, so far) is asked for every id the run received.
+        theirs = ids if len(platforms) == 1 else ids & _run_ids(invocations[invocations["instance"].isin(names).to_numpy()])
+        with cls.for_workload(None, connection) as platform:
+            records, reports[cls.endpoint] = platform.find_records(theirs, since, upto, retry_delays_s=retry_delays_s, say=progress,
+                                                                   stragglers=only_ids is not None)
+        found.extend(records)
+    records = rundir.sort_records(found)
     path = rundir.activations_path(run_dir)
     if only_ids is None:
         rundir.write_records(path, records)
     else:
         rundir.append_records(path, records)
     if progress:
-        progress(f"saved {len(records)} records to {rundir.ACTIVATIONS}; {len(report.missing_ids)} missing")
-    return report.to_json()
+        progress(f"saved {len(records)} records to {rundir.ACTIVATIONS}; {sum(r.get('missing', 0) for r in reports.values())} missing")
+    return next(iter(reports.values())) if len(reports) == 1 else reports
+
+
+def record_platforms(manifest: rundir.Manifest, connection=None) -> dict[type, list[str]]:
+    """The platforms of the run, by its manifest (``faasprof.platforms.registry.record_keepers``),
+    that keep records and can be asked now (a platform reached through a connection only with
+    one), each with the names of the instances it served. None in a native run."""
+    if manifest.native_run:
+        return {}
+    keepers = registry.record_keepers(manifest.instances)
+    return {cls: names for cls, names in keepers.items() if connection is not None or not cls.reached_by_connection}
 
 
 def _load_monitors(run_dir: Path, manifest: rundir.Manifest, warnings: list[str]) -> tuple[dict[str, pd.DataFrame], dict]:
@@ -469,13 +488,41 @@ def _write_parquet(frame: pd.DataFrame, path: Path) -> None:
     frames_mod.write_parquet(frame, path, kind=path.stem)
 
 
+def _fetch_missing(run_dir: Path, manifest: rundir.Manifest, connection, invocations: pd.DataFrame | None, retry_delays_s: Sequence[float] | None,
+                   progress: Callable[[str], None] | None) -> tuple[dict | None, Run | None, pd.DataFrame | None]:
+    """The run's records fetched when none are saved, or those missing from the saved file asked
+    for again; returns the fetch report (None: nothing asked), the run when it was loaded and is
+    still current, and the invocation frame."""
+    if not rundir.has_records(run_dir):
+        if invocations is None:
+            invocations = frames_mod.read_invocations_frame(run_dir, manifest)
+        if not _run_ids(invocations):
+            return None, None, invocations
+        return fetch_run_records(run_dir, manifest, invocations, connection, retry_delays_s=retry_delays_s, progress=progress), None, invocations
+    run = load_run(run_dir, manifest=manifest, invocations=invocations)
+    if not run.records_info["missing"]:
+        return None, run, invocations
+    frame = run.invocations
+    missing = frame["activation_id"].to_numpy(dtype=object)[(frame["has_activation_id"] & ~frame["has_record"]).to_numpy()]
+    if progress:
+        progress(f"{len(missing)} records missing from {rundir.ACTIVATIONS}; asking {_platform_source(manifest, connection)} again")
+    report = fetch_run_records(run_dir, manifest, frame, connection, retry_delays_s=retry_delays_s, progress=progress, only_ids=list(missing))
+    return report, None, invocations
+
+
+def _platform_source(manifest: rundir.Manifest, connection) -> str:
+    """Where the records were asked for: the connection's API host, else the platforms' endpoints."""
+    apihost = getattr(connection, "apihost", None)
+    return apihost or ", ".join(cls.endpoint for cls in record_platforms(manifest, connection))
+
+
 def analyze_run(
     run_dir: str | os.PathLike,
     connection=None,
     *,
     fetch: bool = True,
     plots: bool = True,
-    retry_delays_s=DEFAULT_RETRY_DELAYS_S,
+    retry_delays_s: Sequence[float] | None = None,
     progress: Callable[[str], None] | None = None,
     invocations: pd.DataFrame | None = None,
 ) -> dict:
@@ -483,36 +530,25 @@ def analyze_run(
 
     ``invocations`` is the run's invocation frame when the caller has read it already.
 
-    With ``connection`` (a ``faasprof.platforms.openwhisk.connection.Connection``) the run's records are
-    fetched from that platform first when there is no ``activations.jsonl`` yet, and records still
-    missing from an existing one are asked for again and appended. Without one, the analysis uses
-    what the run directory holds and says what is missing.
+    The run's records are fetched first, through the platform registry by the endpoints of the
+    manifest's instances (``record_platforms``), when there is no ``activations.jsonl`` yet, and
+    records still missing from an existing one are asked for again and appended. A platform
+    reached through a connection (OpenWhisk: ``connection``, a
+    ``faasprof.platforms.openwhisk.connection.Connection``) is asked only when one is given;
+    otherwise the analysis uses what the run directory holds and says what is missing.
+    ``retry_delays_s``: the delays before asking again for ids still missing (None: the platform's own).
     """
     run_dir = Path(run_dir)
     manifest = rundir.read_manifest(run_dir)
-    fetch_report = None
-    run = None
-    if fetch and connection is not None and not manifest.native_run:
-        if not rundir.has_records(run_dir):
-            if invocations is None:
-                invocations = frames_mod.read_invocations_frame(run_dir, manifest)
-            if _run_ids(invocations):
-                fetch_report = fetch_run_records(run_dir, manifest, invocations, connection, retry_delays_s=retry_delays_s, progress=progress)
-        else:
-            run = load_run(run_dir, manifest=manifest, invocations=invocations)
-            if run.records_info["missing"]:
-                frame = run.invocations
-                missing = frame["activation_id"].to_numpy(dtype=object)[(frame["has_activation_id"] & ~frame["has_record"]).to_numpy()]
-                if progress:
-                    progress(f"{len(missing)} records missing from {rundir.ACTIVATIONS}; asking {connection.apihost} again")
-                fetch_report = fetch_run_records(run_dir, manifest, frame, connection, retry_delays_s=retry_delays_s, progress=progress, only_ids=list(missing))
-                run = None
+    fetch_report, run = None, None
+    if fetch and record_platforms(manifest, connection):
+        fetch_report, run, invocations = _fetch_missing(run_dir, manifest, connection, invocations, retry_delays_s, progress)
     if run is None:
         if progress:
             progress(f"loading {run_dir}")
         run = load_run(run_dir, manifest=manifest, invocations=invocations)
     if fetch_report is not None:
-        run.records_info["source"] = f"platform ({connection.apihost})"
+        run.records_info["source"] = f"platform ({_platform_source(manifest, connection)})"
         run.records_info["fetch"] = fetch_report
     out = run_dir / rundir.ANALYSIS
     if out.exists():

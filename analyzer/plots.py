@@ -29,17 +29,15 @@ import pandas as pd
 from faasprof.analyzer import markup
 from faasprof.analyzer import stats as stats_mod
 from faasprof.monitoring.collectors import collector_class
+from faasprof.monitoring.collectors.base import Plot
 
 MAX_POINTS = 20_000
 MAX_FUNCTIONS = 6
 CLASS_COLOURS = {"cold": "#1f77b4", "resumed": "#ff7f0e", "warm": "#2ca02c", "unknown": "#7f7f7f"}
 MODE_COLOURS = {"under-invoked": "#fde0b2", "balanced": "#d4edda", "over-invoked": "#f5c6cb", "unknown": "#eeeeee"}
 BREAKDOWN = (("wait_ms", "wait", "#9467bd"), ("init_ms", "init", "#1f77b4"), ("execution_ms", "execution", "#2ca02c"), ("overhead_ms", "overhead", "#8c8c8c"))
-# What a researcher reads (the paper's Figure 14): per kilo-instruction where instructions are
-# counted, rates per second, busy CPU and memory of each sandbox; in this order of preference.
-PREFERRED_METRICS = ("ipc", "branch_mpki", "llc_mpki", "mem_bw_mbps", "llc_occupancy_kb", "page_faults_pki", "context_switches_pki", "page_faults_per_s", "context_switches_per_s", "cpu_cores", "memory_usage_bytes", "throttled_share", "user_fraction", "io_mbps")
-PER_SANDBOX = {"cpu_cores": ("busy CPUs (idle excluded)", 1.0), "memory_usage_bytes": ("memory (MiB)", 1 / 2**20), "throttled_share": ("CPU-throttled share", 1.0)}
-MAX_SANDBOXES = 5
+MAX_SANDBOXES = 5  # lines of a collector's plot_lines_by column shown besides the whole
+MAX_MONITOR_PANELS = 6
 
 
 def pyplot():
@@ -392,55 +390,68 @@ def throughput(run, path: Path) -> None:
     plt.close(fig)
 
 
-# Columns that say when or how a sample was taken, not what was measured: never plotted.
-BOOKKEEPING = frozenset({"t_s", "elapsed_s", "interval_s", "interval_ms", "time_s", "timestamp", "wall_ns", "pid", "cpu", "index", "frozen", "memory_limit_bytes", "memory_failcnt", "oom_kills"})
+def declared_plots(name: str, frame: pd.DataFrame) -> tuple[list[Plot], list[str]]:
+    """(the plots the collector ``name`` declares that the frame has values for, in its order of
+    preference; notes on what was left out and why) of one monitor frame. What is plotted is the
+    collector's to say (``Collector.plots``, ``unplottable_columns``): nothing here names one."""
+    collector = collector_class(name)
+    if collector is None:
+        return [], [f"{name} left out: no collector of that name declares what to plot"]
+    notes = [f"{name} {column} left out: {why}" for column, why in collector.unplottable_columns.items() if column in frame.columns]
+    usable = []
+    for plot in collector.plots:
+        if plot.column not in frame.columns:
+            continue
+        values = pd.to_numeric(frame[plot.column], errors="coerce")
+        if not values.notna().any():  # events this CPU cannot count
+            notes.append(f"{name} {plot.column} left out: no value on this host")
+            continue
+        usable.append(plot)
+    return usable, notes
 
 
 def plottable_columns(name: str, frame: pd.DataFrame) -> tuple[list[str], list[str]]:
-    """(measurement columns worth plotting, notes on what was left out and why) of one monitor frame."""
-    numeric = frame.select_dtypes(include="number")
-    notes = []
-    usable = []
-    for column in numeric.columns:
-        if column in BOOKKEEPING or str(column).endswith("_ns"):
-            continue
-        collector = collector_class(name)
-        why = (collector.unplottable_columns if collector else {}).get(str(column))
-        if why:  # the collector says this column means nothing as a plot
-            notes.append(f"{name} {column} left out: {why}")
-            continue
-        if not numeric[column].notna().any():  # events this CPU cannot count
-            notes.append(f"{name} {column} left out: no value on this host")
-            continue
-        usable.append(str(column))
-    preferred = [c for c in PREFERRED_METRICS if c in usable]
-    return (preferred or usable[:2]), notes
+    """(the frame columns plotted, notes on what was left out and why) of one monitor frame."""
+    plots, notes = declared_plots(name, frame)
+    return [plot.column for plot in plots], notes
+
+
+def _lines_by(frame: pd.DataFrame, plot: Plot, by: str, busiest_by: str | None) -> list[tuple[str, np.ndarray, np.ndarray]]:
+    """A line for the whole (``.``) and for each of the busiest values of ``by``."""
+    groups = frame[by].astype(str)
+    busiest = []
+    if busiest_by in frame.columns:
+        ranked = frame.groupby(groups)[busiest_by].sum().sort_values(ascending=False).index
+        busiest = [value for value in ranked if value != "."][:MAX_SANDBOXES]
+    lines = []
+    for value in (["."] if (groups == ".").any() else []) + busiest:
+        rows = frame[groups == value].sort_values("t_s")
+        label = f"all {by}{'es' if by.endswith(('s', 'x')) else 's'}" if value == "." else value
+        lines.append((label, rows["t_s"].to_numpy(dtype="float64"), rows[plot.column].to_numpy(dtype="float64") * plot.scale))
+    return lines
 
 
 def _monitor_series(run) -> list[tuple[str, list[tuple[str, np.ndarray, np.ndarray]]]]:
-    """(axis label, [(line label, t, values)]) per panel: one line per sandbox for cgroup metrics."""
+    """(axis label, [(line label, t, values)]) per panel, as each monitor's collector declares them:
+    one line per value of its ``plot_lines_by`` column (cgroups: per sandbox), else the mean per instant."""
     panels = []
     for name, frame in run.monitors.items():
         if "t_s" not in frame.columns or not len(frame):
             continue
-        columns, _ = plottable_columns(name, frame)
-        if not columns:
+        plots, _ = declared_plots(name, frame)
+        if not plots:
             continue
-        if "sandbox" in frame.columns:
-            sandboxes = frame["sandbox"].astype(str)
-            busiest = [s for s in frame.groupby(sandboxes)["cpu_cores"].sum().sort_values(ascending=False).index if s != "."][:MAX_SANDBOXES] if "cpu_cores" in frame.columns else []
-            for column in columns:
-                title, scale = PER_SANDBOX.get(column, (column, 1.0))
-                lines = []
-                for sandbox in (["."] if (sandboxes == ".").any() else []) + busiest:
-                    rows = frame[sandboxes == sandbox].sort_values("t_s")
-                    lines.append(("all sandboxes" if sandbox == "." else sandbox, rows["t_s"].to_numpy(dtype="float64"), rows[column].to_numpy(dtype="float64") * scale))
-                panels.append((f"{name}: {title}", lines))
-            continue
-        grouped = frame.groupby("t_s", sort=True)[columns].mean()
-        for column in columns:
-            panels.append((f"{name}: {column}", [("", grouped.index.to_numpy(dtype="float64"), grouped[column].to_numpy(dtype="float64"))]))
-    return panels[:6]
+        collector = collector_class(name)
+        by = collector.plot_lines_by if collector.plot_lines_by in frame.columns else None
+        if by is None:
+            grouped = frame.groupby("t_s", sort=True)[[plot.column for plot in plots]].mean()
+        for plot in plots:
+            if by is not None:
+                lines = _lines_by(frame, plot, by, collector.plot_busiest_by)
+            else:
+                lines = [("", grouped.index.to_numpy(dtype="float64"), grouped[plot.column].to_numpy(dtype="float64") * plot.scale)]
+            panels.append((f"{name}: {plot.axis_label}", lines))
+    return panels[:MAX_MONITOR_PANELS]
 
 
 def monitors(run, path: Path) -> bool:

@@ -1,7 +1,8 @@
 """Activation records read back flat, for the frames.
 
-Fetching them from the platform lives in ``faasprof.platforms.openwhisk.records`` (``fetch_records``);
-reading and writing ``activations.jsonl`` lives in ``faasprof.rundir``.
+Fetching them is the platform's (``Platform.find_records``), asked through the platform registry
+by ``faasprof.analyzer.analysis.fetch_run_records``; reading and writing ``activations.jsonl``
+lives in ``faasprof.rundir``.
 
 ``flatten_record`` and ``read_records`` (``faasprof.rundir.records``) turn raw records into plain
 columns (units in the names); their meaning is documented there.

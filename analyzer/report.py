@@ -248,13 +248,14 @@ def write_report(run, summary: dict, path: Path) -> None:
         parts.append("<h2>Monitors (mean over the steady phases, else over the run)</h2>")
         mrows, notes = [], []
         for name, frame in run.monitors.items():
-            columns, left_out = plots_mod.plottable_columns(name, frame)
+            # What its collector declares it plots (``Collector.plots``), as the plot labels it.
+            plots, left_out = plots_mod.declared_plots(name, frame)
             notes += left_out
             entry = summary["monitors"].get(name) or {}
             means = entry.get("steady_mean") or entry.get("mean") or {}
-            for column in columns:
-                mrows.append([name, column, fmt(means.get(column))])
-        parts.append(table(["monitor", "metric", "mean"], mrows, left=2))
+            for plot in plots:
+                mrows.append([name, plot.column, plot.axis_label, fmt(means.get(plot.column))])
+        parts.append(table(["monitor", "metric", "plotted as", "mean"], mrows, left=3))
         if notes:
             parts.append("<p><small>" + "; ".join(html.escape(n) for n in notes) + ".</small></p>")
 

@@ -41,6 +41,7 @@ from faasprof.analyzer import io_breakdown  # noqa: E402
 from faasprof import rundir  # noqa: E402
 from faasprof.errors import ConfigError, FaasprofError  # noqa: E402
 from faasprof.progress import QUIET, Progress  # noqa: E402
+from faasprof.workload.arrivals import DISTRIBUTIONS  # noqa: E402
 from faasprof.workload.spec import load_workload, workload_from_dict  # noqa: E402
 from faasprof.invoker.run import execute
 
@@ -84,7 +85,8 @@ def apply_point(data: dict, point: dict, index: int) -> dict:
     spec = data["instances"][name]
     batches = int(study.get("batches", 3))
     gap_s = float(study.get("batch_gap_s", 2))
-    for key in ("rate", "interarrivals_list", "trace_file", "burst_gap_distribution", "burst_gap_mean_s", "window"):
+    # Every key of the distribution it had goes (a Burst refuses another distribution's keys).
+    for key in ("rate", "interarrivals_list", *(key for d in DISTRIBUTIONS.values() for key in d.keys)):
         spec.pop(key, None)
     spec.update(distribution="Burst", burst_size=point["concurrency"], burst_gap_s=gap_s)
     if point["memory_mb"] is not None:

@@ -15,7 +15,8 @@ instance against what its platform refuses (``PlatformLimits``). It answers six 
 - ``classify(status, activation_id, body)``: one response as an HTTP-level outcome of
   ``faasprof.outcomes``;
 - ``fetch_records(run_dir, ...)``: the platform's own records of the run's invocations (OpenWhisk's
-  activation records) into the run directory;
+  activation records) into the run directory, waiting for those still due; ``find_records(ids, ...)``
+  the records of given invocations, for the analyzer to save or append;
 - ``describe()``: the platform's block of the run manifest (never a secret).
 
 The HTTP message helpers shared by every implementation live here too.
@@ -29,7 +30,7 @@ import os
 import urllib.parse
 from abc import ABC, abstractmethod
 from dataclasses import dataclass
-from typing import Any, Callable, ClassVar, Sequence
+from typing import Any, Callable, ClassVar, Collection, Sequence
 
 from faasprof.errors import ConfigError, NotReadyError, RunError
 
@@ -103,7 +104,8 @@ class Platform(ABC):
     # Reached through the connection a command resolves (flags, the workload's platform block,
     # ~/.wskprops); with none, a run starts the embedded localwhisk and reaches it as this platform.
     reached_by_connection: ClassVar[bool] = False
-    # Has records of its own that ``fetch_records`` saves; without, the analyzer takes each answer
+    # Has records of its own that ``fetch_records`` saves and ``find_records`` finds (a platform that
+    # has implements both); without, the analyzer takes each answer
     # as the call's final outcome (``faasprof.analyzer.outcome_columns.records_due``) instead of a missing record.
     keeps_records: ClassVar[bool] = False
     # Whether a call may be answered before its function ends (OpenWhisk's non-blocking calls get a
@@ -146,6 +148,16 @@ class Platform(ABC):
     def fetch_records(self, run_dir: str | os.PathLike, say: Callable[[str], None] | None = None, wait: bool = True,
                       report: dict | None = None) -> dict:
         """Save the platform's records of the run's invocations into ``run_dir``; returns the report."""
+
+    def find_records(self, activation_ids: Collection[str], since_ms: int, upto_ms: int, retry_delays_s: Sequence[float] | None = None,
+                     say: Callable[[str], None] | None = None, stragglers: bool = False) -> tuple[list[dict], dict]:
+        """The records of ``activation_ids`` (their ``start`` within ``[since_ms, upto_ms]``, epoch
+        ms) that the platform holds, ordered by ``start``, and a report of the search for the
+        summary (``found`` and ``missing`` counts at least). Ids still missing are asked again after
+        each of ``retry_delays_s`` (None: the platform's own delays); ``stragglers``: a few records
+        missing from a saved file. A platform that keeps no records (``keeps_records``) finds none."""
+        wanted = {i for i in activation_ids if i}
+        return [], {"wanted": len(wanted), "found": 0, "missing": len(wanted)}
 
     @abstractmethod
     def describe(self) -> dict:

@@ -4,8 +4,9 @@
 platform"). Everything that depends on an instance's platform asks through these functions, which
 read the table when they run: the workload model (the shape of an instance, ``instance_problems``,
 ``names_functions``), a run (one platform object per endpoint its instances use,
-``platforms_used``; ``faasprof.invoker.run``), a sweep, and tests and benchmarks that format requests
-without a run (``prepare_request``).
+``platforms_used``; ``faasprof.invoker.run``), a sweep, the analyzer and ``faasprof analyze`` (the
+platforms that keep a finished run's records, by its manifest: ``record_keepers``), and tests and
+benchmarks that format requests without a run (``prepare_request``).
 """
 
 from __future__ import annotations
@@ -39,6 +40,19 @@ def platform_of_resolved(instance: dict) -> type[Platform] | None:
     """The platform class of a resolved instance as a run's manifest holds it (its ``endpoint``,
     else the default); None for an endpoint faasprof does not know."""
     return platform_for(instance.get("endpoint") or DEFAULT_ENDPOINT)
+
+
+def record_keepers(resolved_instances: dict) -> dict[type[Platform], list[str]]:
+    """The platforms of a finished run that keep records of its invocations, by the run manifest's
+    resolved instances (``{name: {"endpoint": ...}}``; no endpoint: the default), each with the
+    names of the instances it served, in the table's order. The analyzer and ``faasprof analyze``
+    fetch a run's records through these (``Platform.fetch_records``, ``Platform.find_records``)."""
+    served: dict[type[Platform], list[str]] = {}
+    for name, spec in resolved_instances.items():
+        platform = platform_of_resolved(spec if isinstance(spec, dict) else {})
+        if platform is not None and platform.keeps_records:
+            served.setdefault(platform, []).append(name)
+    return {cls: served[cls] for cls in PLATFORMS if cls in served}
 
 
 def platforms_used(instances: Iterable[Any]) -> list[type[Platform]]:

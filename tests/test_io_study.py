@@ -57,6 +57,10 @@ def test_point_workload_is_a_burst_of_the_variant():
     assert spec["application"] == "io-object-512" and spec["burst_size"] == 8 and spec["params"]["size_bytes"] == 5
     assert "io_study" not in applied and applied["test_duration_in_seconds"] == 15
     workload_from_dict(applied)
+    # A studied instance that replayed a trace (or was periodic) loses every key of its distribution.
+    data["instances"]["download"].update(distribution="Trace", trace_file="x.csv", trace_scale=2, phase=False)
+    data["instances"]["download"].pop("rate", None)
+    workload_from_dict(io_study.apply_point(data, point, 3))
 
 
 @pytest.mark.parametrize("name", sorted(p.name for p in tracked_files(REPO_ROOT / "workload_configs") if p.match("io_*.json") and p.parent.name == "workload_configs"))

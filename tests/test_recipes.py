@@ -29,6 +29,7 @@ import json
 import math
 import re
 import threading
+import time
 import urllib.error
 import urllib.request
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
@@ -40,9 +41,11 @@ import pytest
 from pathlib import Path
 
 from faasprof.analyzer import frames as frames_mod
+from faasprof.analyzer import plots as plots_mod
 from faasprof.analyzer import stats as stats_mod
 from faasprof.analyzer.analysis import analyze_run, load_run
 from conftest import send_json
+from faasprof.commands import analyze as cmd_analyze
 from faasprof.commands import plan as cmd_plan
 from faasprof.commands import validate as cmd_validate
 from faasprof.experiments import sweep as sweep_mod
@@ -51,12 +54,14 @@ from faasprof.errors import ConfigError, NotReadyError
 from faasprof.rundir import record_columns, record_fields
 from faasprof.rundir import records as records_mod
 from faasprof.invoker.run import execute
+from faasprof.monitoring import collectors
+from faasprof.monitoring.collectors import base as collectors_base
 from faasprof.platforms import registry
 from faasprof.platforms.base import Platform, PreparedRequest, classify_status, format_request, parse_json, split_origin, url_problem
 from test_analyzer_synthetic import write_synthetic_run
 from faasprof.workload import arrivals, messages
 from faasprof.workload.schedule import NS_PER_S, build_schedule
-from faasprof.workload.spec import workload_from_dict
+from faasprof.workload.spec import load_workload, workload_from_dict
 
 REPO_ROOT = Path(__file__).resolve().parent.parent
 
@@ -195,15 +200,68 @@ def test_every_record_reader_gives_the_dummy_column(tmp_path, monkeypatch, reade
     assert by_id == {raw["activationId"]: DUMMY_US[raw["name"]] for raw in raws}
 
 
+# -- the collector ------------------------------------------------------------------------------
+
+# What "Add a collector" says to write (the dummy below declares these and nothing else changes).
+COLLECTOR_RECIPE = {
+    "monitoring/collectors/__init__.py": ("COLLECTORS",),
+    "monitoring/collectors/base.py": ("SamplingCollector", "ProcessCollector", "Plot"),
+}
+COLLECTOR_ATTRIBUTES = ("name", "summary", "tool", "raw_outputs", "defaults", "options_schema", "parse_kinds", "plots", "plot_lines_by",
+                        "plot_busiest_by", "unplottable_columns", "load_frame", "doctor")
+
+
+class Widgets(collectors_base.SamplingCollector):
+    """The dummy collector: widgets made per second, in ``widgets.csv`` (``elapsed_s,widgets_per_s``)."""
+
+    name = "widgets"
+    summary = "Widgets made per second."
+    tool = "the widget counter"
+    raw_outputs = "`widgets.csv`"
+    plots = (collectors_base.Plot("widgets_per_s", "widgets made", "thousand per s", 1e-3),)
+
+    @classmethod
+    def load_frame(cls, directory, meta, offset_s, manifest):
+        frame = pd.read_csv(directory / "widgets.csv")
+        frame["t_s"] = frame["elapsed_s"] + offset_s
+        return frame
+
+
+def test_the_collector_recipe_names_what_the_dummy_changes():
+    assert_the_recipe_names("Add a collector", COLLECTOR_RECIPE, COLLECTOR_ATTRIBUTES)
+
+
+def test_a_new_collector_declaring_its_plots_gets_them_in_the_report(tmp_path, monkeypatch):
+    """The collector's class in the registry (step 2) is all the analyzer needs: its frame is
+    plotted beside latency with the label, unit and scale it declares, and listed in the report."""
+    monkeypatch.setattr(collectors, "COLLECTORS", (*collectors.COLLECTORS, Widgets))
+    monkeypatch.setitem(collectors.REGISTRY, Widgets.name, Widgets)
+    run_dir, _ = write_synthetic_run(tmp_path, duration_s=3.0, instances=INSTANCES)
+    directory = rundir.monitor_dir(run_dir, Widgets.name)
+    rundir.write_json_atomic(directory / rundir.MONITOR_META, {"wall_ns_at_start": rundir.read_manifest(run_dir).wall_ns_at_zero})
+    (directory / "widgets.csv").write_text("elapsed_s,widgets_per_s\n1,2000\n2,4000\n3,3000\n")
+
+    run = load_run(run_dir)
+    panels = dict(plots_mod._monitor_series(run))
+    assert list(panels) == ["widgets: widgets made (thousand per s)"]
+    [(_, t_s, values)] = panels["widgets: widgets made (thousand per s)"]
+    assert t_s.tolist() == [1.0, 2.0, 3.0] and values.tolist() == [2.0, 4.0, 3.0]
+
+    summary = analyze_run(run_dir)
+    assert "plots/monitors.png" in summary["outputs"]["plots"]
+    report = (run_dir / "analysis" / "report.html").read_text()
+    assert "widgets made (thousand per s)" in report and ">widgets_per_s<" in report
+
+
 # -- the platform -------------------------------------------------------------------------------
 
 # What "Add a platform" says to change, file by file (the test below changes these and nothing else).
 PLATFORM_RECIPE = {
-    "platforms/registry.py": ("PLATFORMS",),
+    "platforms/registry.py": ("PLATFORMS", "record_keepers"),
     "workload_configs/schema.json": ("endpoint",),
 }
 PLATFORM_ATTRIBUTES = ("endpoint", "names_functions", "instance_keys", "required_keys", "validate_instance", "check",
-                       "ensure_deployed", "prepare_request", "fetch_records", "describe")
+                       "ensure_deployed", "prepare_request", "fetch_records", "find_records", "keeps_records", "describe")
 
 
 
@@ -225,6 +283,9 @@ class _ToyHandler(BaseHTTPRequestHandler):
             send_json(self, 200, {"name": "toyfaas"})
         elif self.path == "/functions":
             send_json(self, 200, sorted(ToyServer.FUNCTIONS))
+        elif self.path == "/records":
+            with self.server.lock:
+                send_json(self, 200, list(self.server.records))
         else:
             send_json(self, 404, {"error": "no such path"})
 
@@ -237,6 +298,10 @@ class _ToyHandler(BaseHTTPRequestHandler):
         with self.server.lock:
             self.server.calls.append((name, json.loads(body)))
             call_id = f"toy-{len(self.server.calls)}"
+            start_ms = time.time_ns() // 1_000_000
+            status = "application error" if name == "fail" else "success"
+            self.server.records.append({"activationId": call_id, "name": name, "namespace": "toy", "start": start_ms, "end": start_ms + 2,
+                                        "duration": 2, "annotations": [], "response": {"status": status, "success": name != "fail"}})
         if name == "fail":
             send_json(self, 500, {"id": call_id, "error": "boom"})
         else:
@@ -250,6 +315,7 @@ class ToyServer(ThreadingHTTPServer):
     def __init__(self) -> None:
         super().__init__(("127.0.0.1", 0), _ToyHandler)
         self.calls: list[tuple[str, dict]] = []
+        self.records: list[dict] = []  # the toy's own record of each call, as a platform keeps them
         self.lock = threading.Lock()
 
     @property
@@ -400,6 +466,48 @@ def test_add_a_platform_touching_only_the_recipes_files(tmp_path, toy_platform_a
                                  "actions": {"echo": "existing", "fail": "existing"}}
 
 
+class ToyKeeper(ToyPlatform):
+    """The toy platform keeping a record of each call, as OpenWhisk keeps activation records, which
+    ``faasprof analyze`` saves (``fetch_records``) and the analyzer finds (``find_records``)."""
+
+    keeps_records = True
+
+    def fetch_records(self, run_dir, say=None, wait: bool = True, report: dict | None = None) -> dict:
+        wanted = {row["activation_id"] for row in rundir.read_invocations(run_dir) if row["activation_id"]}
+        records, found = self.find_records(wanted, 0, 2**62)
+        report = {} if report is None else report
+        report.update(expected=len(wanted), saved=rundir.write_records(rundir.activations_path(run_dir), records), missing=found["missing"])
+        return report
+
+    records_gateway = ""  # where its records are read, as a connection's settings would say
+
+    def find_records(self, activation_ids, since_ms, upto_ms, retry_delays_s=None, say=None, stragglers=False):
+        wanted = set(activation_ids)
+        records = [record for record in self._get(self.records_gateway + "/records") if record["activationId"] in wanted]
+        return rundir.sort_records(records), {"wanted": len(wanted), "found": len(records), "missing": len(wanted) - len(records)}
+
+
+def test_add_a_platform_that_keeps_records_and_the_analyzer_fetches_them_through_the_registry(tmp_path, monkeypatch, toy_platform_added):
+    """A platform that keeps records: ``analyze_run`` and ``faasprof analyze`` fetch them through
+    the registry, by the manifest's endpoint, with nothing outside the recipe changed."""
+    monkeypatch.setattr(registry, "PLATFORMS", (*registry.PLATFORMS[:-1], ToyKeeper))
+    with ToyServer() as server:
+        monkeypatch.setattr(ToyKeeper, "records_gateway", server.gateway)
+        run_dir = execute(workload_from_dict(toy_workload(server.gateway), origin="toy.json"), tmp_path / "runs")
+        calls = len(server.calls)
+        assert calls > 0 and not rundir.has_records(run_dir)  # a platform not started by the run: analyze fetches them
+
+        summary = analyze_run(run_dir, plots=False)
+        assert summary["records"]["found"] == calls and summary["records"]["missing"] == 0
+        assert len(rundir.read_record_ids(rundir.activations_path(run_dir))) == calls
+
+        rundir.activations_path(run_dir).unlink()
+        assert cmd_analyze.main(argparse.Namespace(run_dir=str(run_dir), no_fetch=False, no_plots=True, apihost=None)) == 0
+        assert len(rundir.read_record_ids(rundir.activations_path(run_dir))) == calls
+    frame = load_run(run_dir).invocations
+    assert frame["has_record"].all() and set(frame.loc[frame["instance"] == "f", "final_outcome"]) == {"application_error"}
+
+
 # -- the distribution ---------------------------------------------------------------------------
 
 # What "Add a distribution" says to change, file by file (the test below changes these and nothing else).
@@ -407,7 +515,8 @@ DISTRIBUTION_RECIPE = {
     "workload/arrivals.py": ("Distribution", "DISTRIBUTIONS"),
     "workload_configs/schema.json": ("distribution",),
 }
-DISTRIBUTION_ATTRIBUTES = ("name", "keys", "required", "rated", "arrivals", "expected_count", "driving_field", "scale", "problems", "claims")
+DISTRIBUTION_ATTRIBUTES = ("name", "keys", "required", "rated", "arrivals", "expected_count", "driving_field", "scale", "problems", "claims",
+                           "file_keys", "resolve_files")
 
 
 class Every(arrivals.Distribution):
@@ -525,3 +634,71 @@ def test_add_a_distribution_touching_only_the_recipes_files(tmp_path, monkeypatc
     with pytest.raises(ConfigError, match=r"sweep.parameters.rate: no Poisson or Uniform instance to apply it to"):
         sweep_mod.check_sweep(workload_from_dict(data))
 
+
+
+class Replay(arrivals.Distribution):
+    """A dummy with a file key: one invocation at each number of seconds ``replay_file`` lists."""
+
+    name = "Replay"
+    keys = ("replay_file",)
+    required = ("replay_file",)
+
+    def arrivals(self, instance, rng, start_s, end_s):
+        path = instance.arrival_keys["replay_file"]
+        times = start_s + np.loadtxt(path, ndmin=1) if path is not None else np.empty(0)
+        return times[times < end_s]
+
+    def expected_count(self, instance):
+        path = instance.arrival_keys["replay_file"]
+        return float(np.loadtxt(path, ndmin=1).size) if path is not None else 0.0
+
+    def driving_field(self, instance):
+        return "replay_file", "list fewer instants"
+
+    def scale(self, spec, factor):
+        raise NotImplementedError
+
+
+@pytest.fixture
+def replay_added(monkeypatch):
+    """"Add a distribution" for a distribution whose key names a file: its class and its schema."""
+    monkeypatch.setitem(arrivals.DISTRIBUTIONS, Replay.name, Replay())
+    schema = copy.deepcopy(messages.load_schema())
+    instance = schema["$defs"]["instance"]
+    instance["properties"]["distribution"]["enum"].append(Replay.name)
+    instance["properties"]["replay_file"] = {"$ref": "#/$defs/path", "description": "Replay only: the instants."}
+    monkeypatch.setattr(messages, "load_schema", lambda: schema)
+    messages._validator.cache_clear()
+    yield
+    monkeypatch.undo()
+    messages._validator.cache_clear()
+
+
+def test_a_file_key_of_a_new_distribution_is_resolved_by_it(tmp_path, monkeypatch, replay_added):
+    """Its file is found as every workload file is (the workload's folder first, whatever the
+    current folder), checked, and planned from, with no change outside the recipe's files."""
+    (tmp_path / "w").mkdir()
+    (tmp_path / "w" / "instants.txt").write_text("0.5\n1.5\n2.5\n")
+    data = {"test_name": "replay", "test_duration_in_seconds": 10, "random_seed": 1,
+            "instances": {"r": {"application": "json_dumps", "distribution": "Replay", "replay_file": "instants.txt"}}}
+    path = tmp_path / "w" / "replay.json"
+    path.write_text(json.dumps(data))
+    monkeypatch.chdir(tmp_path)
+    workload = load_workload(path)
+    replay = workload.instance("r")
+    assert replay.arrival_keys == {"replay_file": (tmp_path / "w" / "instants.txt").resolve()} and replay.planned_estimate == 3.0
+    assert workload.resolved()["instances"]["r"]["replay_file"] == str((tmp_path / "w" / "instants.txt").resolve())
+    assert build_schedule(workload).intended_ns.tolist() == [NS_PER_S // 2, 3 * NS_PER_S // 2, 5 * NS_PER_S // 2]
+
+    for name, expected in (("nope.txt", "file nope.txt not found (looked in "), (".", " is a directory; name a file")):
+        data["instances"]["r"]["replay_file"] = name
+        path.write_text(json.dumps(data))
+        with pytest.raises(ConfigError) as caught:
+            load_workload(path)
+        assert len(caught.value.problems) == 1 and caught.value.problems[0].startswith(f"{path}: instances.r.replay_file: ")
+        assert expected in caught.value.problems[0], caught.value.problems
+    # A dry run plans without the file (a warning), as for any file a workload names.
+    data["instances"]["r"]["replay_file"] = "nope.txt"
+    path.write_text(json.dumps(data))
+    dry = load_workload(path, missing_files_warn=True)
+    assert dry.instance("r").arrival_keys == {"replay_file": None} and len(dry.warnings) == 1

@@ -574,6 +574,38 @@ def test_run_refuses_an_output_folder_it_cannot_write_before_starting(cli, tmp_p
     assert "starting the embedded localwhisk" not in result.stderr
 
 
+@pytest.mark.parametrize("key,value,owner,fix", [
+    ("trace_scale", 3, "Trace", 'remove it or set distribution to "Trace"'),
+    ("trace_row", 2, "Trace", 'remove it or set distribution to "Trace"'),
+    ("trace_spread", "equidistant", "Trace", 'remove it or set distribution to "Trace"'),
+    ("trace_start_minute", 5, "Trace", 'remove it or set distribution to "Trace"'),
+    ("burst_gap_mean_s", 1, "Burst", "remove it"),
+], ids=lambda value: str(value))
+def test_a_key_of_another_distribution_is_one_line_by_validate_and_run_alike(cli, tmp_path, isolated_home, key, value, owner, fix):
+    """Issue 33: trace_scale on a Poisson instance was accepted (and silently ignored). Each key of
+    another distribution is refused in one line naming the file, the field and the fix; a second
+    key of the same distribution adds no line."""
+    data = copy.deepcopy(BASE)
+    second = {"Trace": "trace_scale" if key != "trace_scale" else "trace_row", "Burst": "burst_size"}[owner]
+    data["instances"]["i0"].update({key: value, second: 1})  # the first given is the one named
+    path = tmp_path / "w.json"
+    path.write_text(json.dumps(data))
+    expected = [f'{path}: instances.i0.{key}: only used with distribution "{owner}" (got "Poisson"); {fix}']
+    validated = cli("validate", "--offline", path)
+    assert (validated.returncode, validated.stderr.splitlines()) == (2, expected)
+    run = cli("run", path, "--out", tmp_path / "runs")
+    assert (run.returncode, run.stderr.splitlines()) == (2, expected)
+    assert not (tmp_path / "runs").exists()
+
+
+def test_the_azure_keys_without_a_trace_file_are_refused_under_trace():
+    data = copy.deepcopy(BASE)
+    data["instances"]["i0"] = {"application": "json_dumps", "interarrivals_list": [1, 2], "trace_scale": 2}
+    with pytest.raises(ConfigError) as caught:
+        workload_from_dict(data, origin="w.json")
+    assert caught.value.problems == ["w.json: instances.i0.trace_scale: only used with a trace_file (an interarrivals_list is sent as given); add a trace_file or remove it"]
+
+
 def test_plan_out_in_a_missing_or_read_only_folder(cli, tmp_path):
     path = tmp_path / "w.json"
     path.write_text(json.dumps(BASE))

@@ -40,8 +40,12 @@ from pathlib import Path
 import numpy as np
 
 from faasprof.errors import ConfigError
+from faasprof.workload.messages import Problems
+from faasprof.workload.references import find_input
 
 AZURE_KEY_COLUMNS = ("HashOwner", "HashApp", "HashFunction", "Trigger")
+# A trace file's own keys: which row, from which minute, how a minute's count is spread and scaled.
+AZURE_LAYOUT_KEYS = ("trace_row", "trace_start_minute", "trace_spread", "trace_scale")
 MINUTES_PER_DAY = 1440
 
 
@@ -253,7 +257,7 @@ class Distribution(ABC):
 
     The hooks take the instance's JSON object (``spec``: checking, scaling) or the resolved
     ``faasprof.workload.spec.Instance`` (``instance``: planning), whose ``arrival_keys`` hold this
-    distribution's ``keys`` as given."""
+    distribution's ``keys`` as given, its file keys resolved to paths (``resolve_files``)."""
 
     name: str
     keys: tuple[str, ...] = ()  # the instance keys only it takes: under another distribution the first one given is refused
@@ -268,6 +272,19 @@ class Distribution(ABC):
     def problems(self, spec: dict) -> list[tuple[str, str]]:
         """``(key, problem)`` of its keys beyond what the schema checks, each naming the fix."""
         return []
+
+    @property
+    def file_keys(self) -> tuple[str, ...]:
+        """Its keys that name a file (``*_file``), which ``resolve_files`` finds."""
+        return tuple(key for key in self.keys if key.endswith("_file"))
+
+    def resolve_files(self, spec: dict, where: str, base_dir: Path | None, problems: Problems) -> dict[str, Path | None]:
+        """Each of its ``file_keys`` that the instance's JSON gives, found where every file of a
+        workload is found (``faasprof.workload.references.find_input``: the workload's folder, the
+        current one, faasprof's own files) and readable; None, with a problem naming
+        ``where.key`` and the fix, for one that is not (a dry run plans without it). The resolved
+        instance holds these paths in ``arrival_keys`` in place of the names as given."""
+        return {key: find_input(spec, key, where, base_dir, problems) for key in self.file_keys if spec.get(key) is not None}
 
     @abstractmethod
     def arrivals(self, instance, rng: np.random.Generator, start_s: float, end_s: float) -> np.ndarray:
@@ -356,7 +373,7 @@ class Trace(Distribution):
     """FaaSProfiler's ``interarrivals_list`` (whatever ``distribution`` says), or a ``trace_file``."""
 
     name = "Trace"
-    keys = ("trace_file",)
+    keys = ("trace_file", *AZURE_LAYOUT_KEYS)
     keys_fix = 'remove it or set distribution to "Trace"'
 
     def claims(self, spec):
@@ -368,14 +385,24 @@ class Trace(Distribution):
             return [("trace_file", "give either interarrivals_list or trace_file, not both")]
         if not listed and not traced:
             return [("trace_file", 'required when distribution is "Trace"; add a trace_file or an interarrivals_list')]
+        layout = next((key for key in spec if key in AZURE_LAYOUT_KEYS), None)
+        if listed and layout is not None:
+            return [(layout, "only used with a trace_file (an interarrivals_list is sent as given); add a trace_file or remove it")]
         return []
+
+    @staticmethod
+    def trace_path(instance) -> Path | None:
+        """The instance's trace file as ``resolve_files`` found it; None for a list, or a dry run
+        of a workload whose trace file is not there yet."""
+        return instance.arrival_keys.get("trace_file")
 
     def arrivals(self, instance, rng, start_s, end_s):
         if instance.interarrivals_s is not None:
             return interarrival_list(instance.interarrivals_s, start_s, end_s)
-        if instance.trace_file is None:
-            return np.empty(0)  # a dry run of a workload whose trace file is not there yet
-        kind, values = read_trace(Path(instance.trace_file), instance.trace_row, instance.trace_start_minute)
+        path = self.trace_path(instance)
+        if path is None:
+            return np.empty(0)
+        kind, values = read_trace(path, instance.trace_row, instance.trace_start_minute)
         if kind == "counts":
             return trace_counts(rng, values, start_s, end_s, instance.trace_spread, instance.trace_scale)
         times = start_s + values
@@ -384,9 +411,10 @@ class Trace(Distribution):
     def expected_count(self, instance):
         if instance.interarrivals_s is not None:
             return float(len(instance.interarrivals_s))
-        if instance.trace_file is None:
+        path = self.trace_path(instance)
+        if path is None:
             return 0.0
-        kind, values = read_trace(instance.trace_file, instance.trace_row, instance.trace_start_minute)
+        kind, values = read_trace(path, instance.trace_row, instance.trace_start_minute)
         if kind == "counts":
             minutes = int(math.ceil(instance.window_length_s / 60.0))
             return float(values[:minutes].sum()) * instance.trace_scale
@@ -424,10 +452,10 @@ def distribution_for(name: str | None, where: str = "distribution") -> Distribut
 
 def arrival_problems(distribution: str, spec: dict) -> list[tuple[str, str]]:
     """``(key, problem)`` of one instance's JSON under ``distribution``: that distribution's own
-    checks, then the first key of each other distribution that is given."""
+    checks, then the first key (in the order given) of each other distribution: one line each."""
     problems = distribution_for(distribution).problems(spec)
     for other in DISTRIBUTIONS.values():
-        given = [key for key in other.keys if key in spec]
+        given = [key for key in spec if key in other.keys]
         if other.name != distribution and given:
             problems.append((given[0], f'only used with distribution "{other.name}" (got "{distribution}"); {other.keys_fix}'))
     return problems

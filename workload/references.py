@@ -1,7 +1,8 @@
 """What a workload names outside itself: files and functions, found and checked.
 
-A file (``param_file``, ``data_file``, ``trace_file``, ``source``, the perf-monitoring scripts) is
-looked for where the user most likely meant it: an absolute path as is; else the workload's
+A file (``param_file``, ``data_file``, ``source``, a distribution's ``*_file`` keys, which the
+distribution resolves through ``find_input``, the perf-monitoring scripts) is looked for where the
+user most likely meant it: an absolute path as is; else the workload's
 folder, the current folder, the faasprof checkout, and a message that cannot find it lists every
 place it tried. A function is a catalogue name, a path to a researcher's own function, or an
 action only the platform knows (a warning, with the closest catalogue name).
@@ -42,7 +43,26 @@ def resolve_input_path(value: str, base_dir: Path | None) -> tuple[Path | None, 
     return None, tried
 
 
-
+def find_input(spec: dict, key: str, where: str, base_dir: Path | None, problems: Problems, folder_ok: bool = False) -> Path | None:
+    """The file (with ``folder_ok``, the file or folder) that an instance's ``key`` names, found by
+    ``resolve_input_path``; None when the key is not given, and None with a problem naming
+    ``where.key`` and the fix when it is not there (for a dry run, a warning), is a folder where a
+    file belongs, or cannot be read."""
+    value = spec.get(key)
+    if value is None:
+        return None
+    path, tried = resolve_input_path(value, base_dir)
+    if path is None:
+        what = "file or folder" if folder_ok else "file"
+        problems.missing(f"{where}.{key}", f"{what} {value} not found (looked in {', '.join(str(p) for p in tried)}); fix the path")
+        return None
+    if path.is_dir() and not folder_ok:
+        problems.add(f"{where}.{key}", f"{path} is a directory; name a file")
+        return None
+    if not os.access(path, os.R_OK):
+        problems.add(f"{where}.{key}", f"{path} is not readable; fix its permissions")
+        return None
+    return path
 
 
 def in_catalogue(name: str) -> bool:
@@ -68,8 +88,6 @@ def unknown_function(application: str, base_dir: Path | None, known: Iterable[st
     return f'"{application}" is not in the function catalogue{catalogue.did_you_mean(application, known)}'
 
 
-
-
 def load_param_file(path: Path, field_path: str, problems: Problems) -> dict | None:
     try:
         text = read_text_file(path, MAX_PARAM_FILE_BYTES)
@@ -90,10 +108,6 @@ def load_param_file(path: Path, field_path: str, problems: Problems) -> dict | N
         problems.add(field_path, f"{path} must hold a JSON object of parameters (got {type(value).__name__})")
         return None
     return value
-
-
-
-
 
 
 def script_path(value: str | None, field_path: str, base_dir: Path | None, problems: Problems) -> Path | None:

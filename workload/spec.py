@@ -7,9 +7,15 @@ disagreed: a null ``random_seed`` draws a fresh seed (recorded), a null or absen
 checked against ``workload_configs/schema.json``, whose errors become one line each
 (``faasprof.workload.messages``: ``CONFIG: instances.i0.rate: must be a number >= 0 (got -5)``); this module
 adds the checks a schema cannot express (windows inside the test, files that exist
-(``faasprof.workload.references``), the keys only an instance's distribution takes, checked by it
-(``faasprof.workload.arrivals``), the keys only its platform takes, checked by it (``faasprof.platforms.registry``),
-hosts, the planned invocation count and its memory, a platform's memory and request-size limits).
+(``faasprof.workload.references``), the keys only an instance's distribution takes, checked by it and
+its files resolved by it (``faasprof.workload.arrivals``), the keys only its platform takes, checked
+by it (``faasprof.platforms.registry``), hosts, the planned invocation count and its memory, a
+platform's memory and request-size limits (``faasprof.workload.limits``)).
+
+An instance is resolved in steps, one job each (``_resolve_instance``: window, distribution,
+inputs, parameters, key checks, the ``Instance``, its planned count), and the workload around
+them likewise (``workload_from_dict``: schema, instances, platform block, catalogue, sweep,
+scripts, what it plans, seed).
 
 Validation collects every problem (parse, schema and semantic checks together) before raising, so
 a user fixes a workload in one pass. A function outside the catalogue is a warning
@@ -32,20 +38,15 @@ from faasprof.functions.own import default_name, detect_runtime, looks_like_path
 from faasprof.platforms import registry
 from faasprof.platforms.base import PlatformLimits
 from faasprof.platforms.openwhisk.connection import apihost_problem
-from faasprof.workload.arrivals import DISTRIBUTIONS, ArrivalError, arrival_problems, distribution_for, distribution_of
+from faasprof.workload.arrivals import DISTRIBUTIONS, ArrivalError, Distribution, arrival_problems, distribution_for, distribution_of
 from faasprof.workload.jsonread import ParsedWorkload, parse_workload_file
+from faasprof.workload.limits import limit_problems, size_problems
 from faasprof.workload.messages import CAPACITY_FRACTION, Problems, covers, got, schema_fields, schema_problems, top_level_problem
-from faasprof.workload.references import application_source, in_catalogue, load_param_file, resolve_input_path, script_path, unknown_function
+from faasprof.workload.references import application_source, find_input, in_catalogue, load_param_file, script_path, unknown_function
 
-# Bounds that keep a typo from exhausting the machine. The schedule costs about
-# SCHEDULE_BYTES_PER_INVOCATION while it is built (float64 times, int64 ns, int32 owner, the sort's
-# index) and the run keeps one row per invocation, so the planned count is what must be bounded.
-MAX_PLANNED_INVOCATIONS = 20_000_000
-SCHEDULE_BYTES_PER_INVOCATION = 48
 # The run directory is <test_name>-<YYYYmmddTHHMMSS>[-N]: 21 characters beside the name, within
 # the 255 bytes most filesystems allow for one directory name.
 MAX_TEST_NAME_CHARS = 200
-DEFAULT_OWN_MEMORY_MB = 256  # a researcher's function deploys with this unless memory_mb says otherwise
 
 
 @dataclass(frozen=True)
@@ -73,7 +74,6 @@ class Instance:
     burst_gap_distribution: str = "fixed"
     burst_gap_mean_s: float | None = None
     interarrivals_s: tuple[float, ...] | None = None
-    trace_file: Path | None = None
     trace_row: int | str = 0
     trace_start_minute: int = 1
     trace_spread: str = "uniform"
@@ -86,8 +86,9 @@ class Instance:
     # The keys only its platform takes (``Platform.instance_keys``), as given: a platform reads its
     # own here (generic's url and data are also fields of their own).
     platform_keys: dict = field(default_factory=dict)
-    # The keys only its distribution takes (``Distribution.keys``), as given: a distribution reads
-    # its own here (Poisson's, Uniform's, Burst's and Trace's are also fields of their own).
+    # The keys only its distribution takes (``Distribution.keys``), as given, its file keys as it
+    # resolved them (``Distribution.resolve_files``: a path, or None in a dry run without the file):
+    # a distribution reads its own here (Uniform's, Burst's and Trace's others are also fields).
     arrival_keys: dict = field(default_factory=dict)
 
     @property
@@ -196,7 +197,8 @@ class Workload:
                     "param_file": str(instance.param_file) if instance.param_file else None,
                     "data_file": str(instance.data_file) if instance.data_file else None,
                     "data_mode": instance.data_mode if instance.data_file else None,
-                    "trace_file": str(instance.trace_file) if instance.trace_file else None,
+                    # Each file its distribution resolved (a Trace's trace_file), under its key.
+                    **{key: str(value) for key, value in instance.arrival_keys.items() if isinstance(value, Path)},
                     "memory_mb": instance.memory_mb,
                     "host": instance.host,
                     "function_source": str(instance.source) if instance.source else None,
@@ -213,113 +215,151 @@ def fresh_seed() -> int:
     return secrets.randbits(63)
 
 
+# -- one instance, step by step: window, distribution, inputs, parameters, keys, the instance, its count
 
+
+@dataclass(frozen=True)
+class _Inputs:
+    """What an instance names outside the workload, found: the function and the files it reads."""
+
+    function: str  # as invoked: "application", or the name a researcher's function deploys as
+    param_file: Path | None
+    data_file: Path | None
+    source: Path | None  # a researcher's function (file or folder), from "source" or "application"
+    own: Path | None  # "application" itself was that path
+    arrival_files: dict  # the distribution's file keys, as it resolved them
 
 
 def _resolve_instance(name: str, spec: dict, top: dict, base_dir: Path | None, duration_s: float | None, problems: Problems) -> Instance | None:
+    """One instance resolved, each step adding its own problems; None when its distribution is not
+    known (or lacks a key it requires), as nothing else of it can be checked then."""
     where = f"instances.{name}"
     endpoint = top.get("endpoint", registry.DEFAULT_ENDPOINT)
-    platform = registry.platform_for(endpoint)  # None for an endpoint the schema refuses
+    window_s = _activity_window(spec, where, duration_s, problems)
+    process = _distribution(spec, where, problems)
+    if process is None:
+        return None
+    inputs = _find_inputs(spec, where, endpoint, base_dir, process, problems)
+    params, param_file = _params(spec, where, endpoint, inputs, problems)
+    _key_problems(spec, where, endpoint, inputs, problems)
+    instance = _new_instance(name, spec, top, endpoint, process, window_s, inputs, params, param_file)
+    return replace(instance, planned_estimate=_planned_estimate(process, instance, where, problems))
+
+
+def _activity_window(spec: dict, where: str, duration_s: float | None, problems: Problems) -> tuple[float, float]:
+    """``[start, end)`` in seconds: the whole test without ``activity_window``, else the window cut at the test's end."""
     test_s = duration_s if duration_s is not None else math.inf
     window = spec.get("activity_window")
     if window is None:
-        window_s = (0.0, float(test_s))
-    else:
-        start, end = float(window[0]), float(window[1])
-        if start >= end:
-            problems.add(f"{where}.activity_window", f"start must be before end (got [{window[0]}, {window[1]}])")
-        if end > test_s:
-            problems.add(f"{where}.activity_window", f"ends at {window[1]} s, after the test ({duration_s} s); shorten it or raise test_duration_in_seconds")
-        window_s = (start, min(end, float(test_s)))
+        return (0.0, float(test_s))
+    start, end = float(window[0]), float(window[1])
+    if start >= end:
+        problems.add(f"{where}.activity_window", f"start must be before end (got [{window[0]}, {window[1]}])")
+    if end > test_s:
+        problems.add(f"{where}.activity_window", f"ends at {window[1]} s, after the test ({duration_s} s); shorten it or raise test_duration_in_seconds")
+    return (start, min(end, float(test_s)))
 
-    distribution = distribution_of(spec)
-    if distribution is None:
+
+def _distribution(spec: dict, where: str, problems: Problems) -> Distribution | None:
+    """The instance's distribution from the table, its keys checked by it (and the other
+    distributions' keys refused); None when it is missing, unknown or lacks a required key."""
+    name = distribution_of(spec)
+    if name is None:
         problems.add(f"{where}.distribution", f"required; add one of {', '.join(DISTRIBUTIONS)} (or an interarrivals_list)")
         return None
     try:
-        process = distribution_for(distribution, f"{problems.origin}: {where}.distribution")
+        process = distribution_for(name, f"{problems.origin}: {where}.distribution")
     except ConfigError as error:  # a name the schema takes and the table lacks: they must agree
         problems.lines.append(str(error))
         return None
-    for key, text in arrival_problems(distribution, spec):
+    for key, text in arrival_problems(name, spec):
         problems.add(f"{where}.{key}", text)
     if any(spec.get(key) is None for key in process.required):
         return None  # reported by the schema
+    return process
 
-    def find(key: str, kinds: str = "file") -> Path | None:
-        value = spec.get(key)
-        if value is None:
-            return None
-        path, tried = resolve_input_path(value, base_dir)
-        if path is None:
-            problems.missing(f"{where}.{key}", f"{'file' if kinds == 'file' else 'file or folder'} {value} not found (looked in {', '.join(str(p) for p in tried)}); fix the path")
-        elif path.is_dir() and kinds == "file":
-            problems.add(f"{where}.{key}", f"{path} is a directory; name a file")
-            return None
-        elif not os.access(path, os.R_OK):
-            problems.add(f"{where}.{key}", f"{path} is not readable; fix its permissions")
-            return None
-        return path
 
-    param_file = find("param_file")
-    data_file = find("data_file")
-    trace_path = find("trace_file")
-    source = find("source", kinds="file or folder")
-    function = spec["application"]
-    source_field = "source"
-    # A platform that deploys functions of the researcher's own takes "source" (OpenWhisk).
+def _find_inputs(spec: dict, where: str, endpoint: str, base_dir: Path | None, process: Distribution, problems: Problems) -> _Inputs:
+    """The instance's files, found (each missing one a problem), its distribution's resolved by it,
+    and its function: a path in ``application`` on a platform that deploys the researcher's own
+    functions is that function, named as ``faasprof deploy PATH`` names it."""
+    param_file = find_input(spec, "param_file", where, base_dir, problems)
+    data_file = find_input(spec, "data_file", where, base_dir, problems)
+    arrival_files = process.resolve_files(spec, where, base_dir, problems)
+    source = find_input(spec, "source", where, base_dir, problems, folder_ok=True)
+    function, source_field = spec["application"], "source"
+    platform = registry.platform_for(endpoint)  # None for an endpoint the schema refuses
     takes_source = platform is not None and "source" in platform.instance_keys
     own = application_source(function, base_dir) if takes_source and "source" not in spec else None
     if own is not None:
-        # A path in "application" is the researcher's function itself, named as `faasprof deploy PATH` names it.
         source, function, source_field = own, default_name(own), "application"
     if source is not None:
-        try:
-            runtime = detect_runtime(source)
-        except ConfigError as error:
-            problems.add(f"{where}.{source_field}", str(error))
-        else:
-            kind = spec.get("kind")
-            if isinstance(kind, str) and not kind.startswith("python" if runtime == "python" else "nodejs"):
-                problems.add(f"{where}.kind", f'"{kind}" does not run {source} (a {"Python" if runtime == "python" else "Node.js"} function); use a {runtime} kind or remove it')
-    params: dict | None = None
-    if param_file is not None:
-        params = load_param_file(param_file, f"{where}.param_file", problems)
+        _source_problems(spec, f"{where}.{source_field}", f"{where}.kind", source, problems)
+    return _Inputs(function, param_file, data_file, source, own, arrival_files)
+
+
+def _source_problems(spec: dict, source_where: str, kind_where: str, source: Path, problems: Problems) -> None:
+    """A researcher's function whose runtime cannot be told, or whose ``kind`` does not run it."""
+    try:
+        runtime = detect_runtime(source)
+    except ConfigError as error:
+        problems.add(source_where, str(error))
+        return
+    kind = spec.get("kind")
+    if isinstance(kind, str) and not kind.startswith("python" if runtime == "python" else "nodejs"):
+        language = "Python" if runtime == "python" else "Node.js"
+        problems.add(kind_where, f'"{kind}" does not run {source} (a {language} function); use a {runtime} kind or remove it')
+
+
+def _params(spec: dict, where: str, endpoint: str, inputs: _Inputs, problems: Problems) -> tuple[dict | None, Path | None]:
+    """The parameters (``param_file`` updated by ``params``) and the file they came from. Given no
+    input, a catalogue function gets its sample input, as ``faasprof native`` calls it: without one
+    most of them only fail (markdown: "no document")."""
+    params = load_param_file(inputs.param_file, f"{where}.param_file", problems) if inputs.param_file is not None else None
     if spec.get("params") is not None:
         params = {**(params or {}), **spec["params"]}
-    if registry.names_functions(endpoint) and source is None and not any(key in spec for key in ("params", "param_file", "data_file")):
-        # Given no input, a catalogue function gets its sample input, as `faasprof native` calls
-        # it: without one most of them only fail (markdown: "no document").
+    given_input = any(key in spec for key in ("params", "param_file", "data_file"))
+    if registry.names_functions(endpoint) and inputs.source is None and not given_input:
         entry = catalogue.lookup(str(spec["application"]).strip("/").split("/")[-1])
         if entry is not None:
-            param_file, params = entry.param_file, entry.sample_params()
+            return entry.sample_params(), entry.param_file
+    return params, inputs.param_file
 
-    # The keys only some platforms take (OpenWhisk: source, kind; generic: url, data), as the
-    # instance's platform sees them (a path in "application" is the instance's source).
-    for key, text in registry.instance_problems(endpoint, spec if own is None else {**spec, "source": str(own)}):
+
+def _key_problems(spec: dict, where: str, endpoint: str, inputs: _Inputs, problems: Problems) -> None:
+    """The keys only some platforms take (OpenWhisk: source, kind; generic: url, data), as the
+    instance's platform sees them (a path in ``application`` is the instance's source), the Host
+    header, and the keys that only go with a ``data_file``."""
+    seen = spec if inputs.own is None else {**spec, "source": str(inputs.own)}
+    for key, text in registry.instance_problems(endpoint, seen):
         problems.add(f"{where}.{key}", text)
     host = spec.get("host")
     if host is not None and (not host.strip() or any(ch.isspace() or ch in "/@" for ch in host)):
         problems.add(f"{where}.host", f"{got(host)} is not a host name for the Host header; write HOST or HOST:PORT without spaces, scheme or path")
-    if data_file is None and ("data_mode" in spec or "content_type" in spec):
+    if inputs.data_file is None and ("data_mode" in spec or "content_type" in spec):
         key = "data_mode" if "data_mode" in spec else "content_type"
         problems.add(f"{where}.{key}", "only used with data_file; add data_file or remove it")
 
+
+def _new_instance(name: str, spec: dict, top: dict, endpoint: str, process: Distribution, window_s: tuple[float, float], inputs: _Inputs,
+                  params: dict | None, param_file: Path | None) -> Instance:
+    """The ``Instance`` of checked parts: defaults filled, the platform's and the distribution's own
+    keys kept as given (the distribution's files as it resolved them)."""
     interarrivals = spec.get("interarrivals_list")
-    interarrivals_s = tuple(float(x) for x in interarrivals) if interarrivals is not None else None
     rate = spec.get("rate")
-    instance = Instance(
+    platform = registry.platform_for(endpoint)
+    return Instance(
         name=name,
-        function=function,
+        function=inputs.function,
         endpoint=endpoint,
-        distribution=distribution,
+        distribution=process.name,
         rate=float(rate) if isinstance(rate, (int, float)) else None,
         capacity_fraction=float(rate[CAPACITY_FRACTION]) if isinstance(rate, dict) else None,
         window_s=window_s,
         blocking=bool(spec.get("blocking", top.get("blocking_cli", False))),
         params=params,
         param_file=param_file,
-        data_file=data_file,
+        data_file=inputs.data_file,
         data_mode=spec.get("data_mode", "web"),
         content_type=spec.get("content_type"),
         url=spec.get("url"),
@@ -331,109 +371,27 @@ def _resolve_instance(name: str, spec: dict, top: dict, base_dir: Path | None, d
         burst_gap_s=spec.get("burst_gap_s"),
         burst_gap_distribution=spec.get("burst_gap_distribution", "fixed"),
         burst_gap_mean_s=spec.get("burst_gap_mean_s"),
-        interarrivals_s=interarrivals_s,
-        trace_file=trace_path,
+        interarrivals_s=tuple(float(x) for x in interarrivals) if interarrivals is not None else None,
         trace_row=spec.get("trace_row", 0),
         trace_start_minute=int(spec.get("trace_start_minute", 1)),
         trace_spread=spec.get("trace_spread", "uniform"),
         trace_scale=float(spec.get("trace_scale", 1.0)),
-        host=host,
-        source=source,
+        host=spec.get("host"),
+        source=inputs.source,
         kind=spec.get("kind"),
-        arrival_keys={key: spec[key] for key in process.keys if key in spec},
+        arrival_keys={**{key: spec[key] for key in process.keys if key in spec}, **inputs.arrival_files},
     )
+
+
+def _planned_estimate(process: Distribution, instance: Instance, where: str, problems: Problems) -> float:
+    """About how many invocations the instance plans, as its distribution counts them (0 for an
+    empty window); an input it cannot read is a problem naming its key."""
     try:
         estimate = process.expected_count(instance)
     except ArrivalError as error:  # a trace that cannot be read
         problems.add(f"{where}.{error.key}", str(error))
-        estimate = 0.0
-    return replace(instance, planned_estimate=estimate if instance.window_length_s > 0 else 0.0)
-
-
-
-def _human_bytes(count: float) -> str:
-    for unit, size in (("TB", 1e12), ("GB", 1e9), ("MB", 1e6), ("kB", 1e3)):
-        if count >= size:
-            return f"{count / size:.3g} {unit}"
-    return f"{count:.0f} bytes"
-
-
-
-def _size_problems(instances: list[Instance], problems: Problems) -> None:
-    """Refuse schedules too large to build or run, naming the instance that makes them so."""
-    total = sum(instance.planned_estimate for instance in instances)
-    if total <= MAX_PLANNED_INVOCATIONS:
-        available = _available_memory_bytes()
-        if available is None or total * SCHEDULE_BYTES_PER_INVOCATION <= available / 2:
-            return
-        limit_text = f"half of the {_human_bytes(available)} of memory available now"
-    else:
-        limit_text = f"faasprof's limit of {MAX_PLANNED_INVOCATIONS:,} invocations per run"
-    biggest = max(instances, key=lambda instance: instance.planned_estimate)
-    key, fix = distribution_for(biggest.distribution).driving_field(biggest)
-    share = "" if len(instances) == 1 else f" (this instance plans about {biggest.planned_estimate:.3g})"
-    problems.add(
-        f"instances.{biggest.name}.{key}",
-        f"the workload plans about {total:.3g} invocations{share}, beyond {limit_text}; building the schedule would need about "
-        f"{_human_bytes(total * SCHEDULE_BYTES_PER_INVOCATION)} of memory; {fix}",
-    )
-
-
-def _available_memory_bytes() -> float | None:
-    try:
-        with open("/proc/meminfo", encoding="ascii") as handle:
-            for line in handle:
-                if line.startswith("MemAvailable:"):
-                    return float(line.split()[1]) * 1024
-    except OSError:
-        return None
-    return None
-
-
-def _default_memory_mb(instance: Instance) -> int | None:
-    if instance.memory_mb is not None:
-        return instance.memory_mb
-    if instance.source is not None:
-        return DEFAULT_OWN_MEMORY_MB
-    entry = catalogue.lookup(instance.function.strip("/").split("/")[-1])
-    return entry.memory_mb if entry is not None else None
-
-
-def request_body_bytes(instance: Instance) -> int | None:
-    """The size of one invocation's request body, or None when a file cannot be measured."""
-    try:
-        params_bytes = len(json.dumps(instance.params or {}).encode())
-        if instance.data_file is None:
-            return params_bytes
-        size = instance.data_file.stat().st_size
-    except (OSError, TypeError, ValueError):
-        return None
-    if instance.data_mode == "web":
-        return size
-    return params_bytes + 4 * ((size + 2) // 3) + len(',"data":""')
-
-
-def limit_problems(instances: list[Instance] | tuple[Instance, ...], data: dict, limits: PlatformLimits, problems: Problems) -> None:
-    """Memory limits and request sizes that ``limits``' platform would refuse."""
-    low, high = limits.min_memory_mb, limits.max_memory_mb
-    for instance in instances:
-        if not instance.names_functions:
-            continue  # the limits are those of a platform hosting the functions
-        where = f"instances.{instance.name}"
-        memory_mb = _default_memory_mb(instance)
-        if memory_mb is not None and ((low is not None and memory_mb < low) or (high is not None and memory_mb > high)):
-            key = "memory_mb" if instance.memory_mb is not None else "application"
-            what = f"{memory_mb} MB" if instance.memory_mb is not None else f"{instance.function}'s default memory ({memory_mb} MB)"
-            problems.add(f"{where}.{key}", f"{what} is outside the {low or '?'}..{high or '?'} MB that {limits.description} accepts; {limits.memory_fix}")
-        if limits.max_payload_bytes is not None:
-            size = request_body_bytes(instance)
-            if size is not None and size > limits.max_payload_bytes:
-                key = "data_file" if instance.data_file is not None else ("param_file" if instance.param_file is not None else "params")
-                problems.add(f"{where}.{key}", f"one request would carry {size:,} bytes, more than the {limits.max_payload_bytes:,} bytes {limits.description} accepts (it answers 413); {limits.payload_fix}")
-    sweep_memory = (((data.get("sweep") or {}).get("parameters") or {}).get("memory_mb")) or []
-    for index, memory_mb in enumerate(sweep_memory):
-        if (low is not None and memory_mb < low) or (high is not None and memory_mb > high):
-            problems.add(f"sweep.parameters.memory_mb[{index}]", f"{memory_mb} MB is outside the {low or '?'}..{high or '?'} MB that {limits.description} accepts; {limits.memory_fix}")
+        return 0.0
+    return estimate if instance.window_length_s > 0 else 0.0
 
 
 def workload_from_dict(data: Any, origin: str = "<workload>", path: Path | None = None, check_catalogue: bool = True, seed: int | None = None,
@@ -449,85 +407,20 @@ def workload_from_dict(data: Any, origin: str = "<workload>", path: Path | None 
     ``missing_files_warn``: files that are not there yet are warnings (a dry run plans without them).
     """
     problems = Problems(origin, missing_files_warn)
-    for line in parse_problems:
-        problems.lines.append(f"{origin}: {line}")
-    if not isinstance(data, dict):
-        problems.lines.append(f"{origin}: {top_level_problem(data)}")
-        raise ConfigError(problems.lines[0], problems=problems.lines)
-    skipped = set(non_finite)
-    schema_lines = [line for line in schema_problems(data) if line.split(": ", 1)[0] not in skipped]
-    for line in schema_lines:
-        problems.lines.append(f"{origin}: {line}")
-    bad = schema_fields(schema_lines) + sorted(skipped)
-
+    bad = _schema_checked(data, parse_problems, non_finite, problems)
     base_dir = path.parent if path else None
     duration_s = None if covers("test_duration_in_seconds", bad) or "test_duration_in_seconds" not in data else float(data["test_duration_in_seconds"])
-    test_name = data.get("test_name")
-    if isinstance(test_name, str) and len(test_name) > MAX_TEST_NAME_CHARS:
-        problems.add("test_name", f"is {len(test_name)} characters, more than the {MAX_TEST_NAME_CHARS} a run directory name allows; shorten it")
-    instances: list[Instance] = []
+    _test_name_problems(data, problems)
     raw_instances = data.get("instances") if isinstance(data.get("instances"), dict) else {}
-    if not covers("instances", [b for b in bad if b == "instances"]):
-        for name, spec in raw_instances.items():
-            if covers(f"instances.{name}", bad) or not isinstance(spec, dict):
-                continue
-            instance = _resolve_instance(name, spec, data, base_dir, duration_s, problems)
-            if instance is not None:
-                instances.append(instance)
-
-    platform = data.get("platform") if isinstance(data.get("platform"), dict) else {}
-    apihost = platform.get("apihost")
-    if isinstance(apihost, str) and not covers("platform.apihost", bad):
-        reason = apihost_problem(apihost)
-        if reason:
-            problems.add("platform.apihost", reason)
+    instances = _resolve_instances(data, raw_instances, bad, base_dir, duration_s, problems)
+    platform = _platform_block(data, bad, problems)
     if check_catalogue and not platform.get("actions_deployed"):
-        warned: set[str] = set()
-        for instance in instances:
-            if instance.function in warned:
-                continue  # one warning per function, at its first instance
-            if instance.names_functions and instance.source is None and not in_catalogue(instance.function):
-                warned.add(instance.function)
-                if looks_like_path(instance.function):
-                    fix = "fix the path to your function's file or folder (an action's full name must already exist on the platform)"
-                else:
-                    fix = (f"it must already exist on the platform (deploy it with `faasprof deploy PATH --name {instance.function}`, "
-                           "or give the instance a source folder)")
-                problems.warn(f"instances.{instance.name}.application", f"{unknown_function(instance.function, base_dir)}; {fix}")
-
-    sweep = data.get("sweep") if isinstance(data.get("sweep"), dict) else None
-    if sweep and isinstance(sweep.get("instances"), list) and not covers("sweep.instances", bad):
-        names = set(raw_instances)
-        for index, name in enumerate(sweep["instances"]):
-            if name not in names:
-                problems.add(f"sweep.instances[{index}]", f'"{name}" is not an instance of this workload; use one of {", ".join(sorted(names))}')
-
-    perf_monitoring = data.get("perf_monitoring") if isinstance(data.get("perf_monitoring"), dict) else {}
-    runtime_script = post_script = None
-    if not covers("perf_monitoring", bad):
-        runtime_script = script_path(perf_monitoring.get("runtime_script"), "perf_monitoring.runtime_script", base_dir, problems)
-        post_script = script_path(perf_monitoring.get("post_script"), "perf_monitoring.post_script", base_dir, problems)
-
-    if instances and all(instance.rate == 0 for instance in instances):
-        problems.warn("instances", "every instance is muted (rate 0): a run would send nothing; give one a rate > 0")
-    if instances and len(instances) == len(raw_instances) and duration_s is not None:
-        # Without a valid duration every window is open-ended: the duration's own line says what to fix.
-        _size_problems(instances, problems)
-    if limits is not None:
-        limit_problems(instances, data, limits, problems)
-
-    if problems.lines:
-        error = ConfigError(problems.lines[0], problems=problems.lines)
-        error.warnings = list(problems.warnings)
-        raise error
-
-    raw_seed = data.get("random_seed")
-    if seed is not None:
-        resolved_seed, seed_was_null = int(seed), False
-    elif raw_seed is None:
-        resolved_seed, seed_was_null = fresh_seed(), True
-    else:
-        resolved_seed, seed_was_null = int(raw_seed), False
+        _catalogue_warnings(instances, base_dir, problems)
+    sweep = _sweep_block(data, raw_instances, bad, problems)
+    runtime_script, post_script = _monitoring_scripts(data, bad, base_dir, problems)
+    _plan_problems(instances, len(raw_instances), duration_s, data, limits, problems)
+    _raise_problems(problems)
+    resolved_seed, seed_was_null = _seed(data.get("random_seed"), seed)
     return Workload(
         path=path,
         test_name=data["test_name"],
@@ -548,6 +441,122 @@ def workload_from_dict(data: Any, origin: str = "<workload>", path: Path | None 
         warnings=tuple(problems.warnings),
     )
 
+
+# -- the workload, step by step: parse and schema problems, instances, blocks, plan, seed
+
+
+def _schema_checked(data: Any, parse_problems: Iterable[str], non_finite: Iterable[str], problems: Problems) -> list[str]:
+    """The parse and schema problems added (a non-finite number, already reported by the parser,
+    once); the fields they sit at, whose semantic checks are skipped. Not an object: raised at once."""
+    origin = problems.origin
+    for line in parse_problems:
+        problems.lines.append(f"{origin}: {line}")
+    if not isinstance(data, dict):
+        problems.lines.append(f"{origin}: {top_level_problem(data)}")
+        raise ConfigError(problems.lines[0], problems=problems.lines)
+    skipped = set(non_finite)
+    schema_lines = [line for line in schema_problems(data) if line.split(": ", 1)[0] not in skipped]
+    for line in schema_lines:
+        problems.lines.append(f"{origin}: {line}")
+    return schema_fields(schema_lines) + sorted(skipped)
+
+
+def _test_name_problems(data: dict, problems: Problems) -> None:
+    test_name = data.get("test_name")
+    if isinstance(test_name, str) and len(test_name) > MAX_TEST_NAME_CHARS:
+        problems.add("test_name", f"is {len(test_name)} characters, more than the {MAX_TEST_NAME_CHARS} a run directory name allows; shorten it")
+
+
+def _resolve_instances(data: dict, raw_instances: dict, bad: list[str], base_dir: Path | None, duration_s: float | None,
+                       problems: Problems) -> list[Instance]:
+    """Every instance the schema accepted, resolved (``_resolve_instance``)."""
+    if covers("instances", [b for b in bad if b == "instances"]):
+        return []
+    instances = []
+    for name, spec in raw_instances.items():
+        if covers(f"instances.{name}", bad) or not isinstance(spec, dict):
+            continue
+        instance = _resolve_instance(name, spec, data, base_dir, duration_s, problems)
+        if instance is not None:
+            instances.append(instance)
+    return instances
+
+
+def _platform_block(data: dict, bad: list[str], problems: Problems) -> dict:
+    """The workload's ``platform`` block ({} without one), its ``apihost`` checked."""
+    platform = data.get("platform") if isinstance(data.get("platform"), dict) else {}
+    apihost = platform.get("apihost")
+    reason = apihost_problem(apihost) if isinstance(apihost, str) and not covers("platform.apihost", bad) else None
+    if reason:
+        problems.add("platform.apihost", reason)
+    return platform
+
+
+def _catalogue_warnings(instances: list[Instance], base_dir: Path | None, problems: Problems) -> None:
+    """A warning for each function outside the catalogue, at its first instance: only the platform
+    knows whether it exists."""
+    warned: set[str] = set()
+    for instance in instances:
+        if instance.function in warned or not instance.names_functions or instance.source is not None or in_catalogue(instance.function):
+            continue
+        warned.add(instance.function)
+        if looks_like_path(instance.function):
+            fix = "fix the path to your function's file or folder (an action's full name must already exist on the platform)"
+        else:
+            fix = (f"it must already exist on the platform (deploy it with `faasprof deploy PATH --name {instance.function}`, "
+                   "or give the instance a source folder)")
+        problems.warn(f"instances.{instance.name}.application", f"{unknown_function(instance.function, base_dir)}; {fix}")
+
+
+def _sweep_block(data: dict, raw_instances: dict, bad: list[str], problems: Problems) -> dict | None:
+    """The ``sweep`` block (None without one), each instance it names checked against the workload's."""
+    sweep = data.get("sweep") if isinstance(data.get("sweep"), dict) else None
+    if not sweep or not isinstance(sweep.get("instances"), list) or covers("sweep.instances", bad):
+        return sweep
+    names = set(raw_instances)
+    for index, name in enumerate(sweep["instances"]):
+        if name not in names:
+            problems.add(f"sweep.instances[{index}]", f'"{name}" is not an instance of this workload; use one of {", ".join(sorted(names))}')
+    return sweep
+
+
+def _monitoring_scripts(data: dict, bad: list[str], base_dir: Path | None, problems: Problems) -> tuple[Path | None, Path | None]:
+    """FaaSProfiler's ``perf_monitoring`` scripts (runtime, post), found and checked."""
+    perf_monitoring = data.get("perf_monitoring") if isinstance(data.get("perf_monitoring"), dict) else {}
+    if covers("perf_monitoring", bad):
+        return None, None
+    return (script_path(perf_monitoring.get("runtime_script"), "perf_monitoring.runtime_script", base_dir, problems),
+            script_path(perf_monitoring.get("post_script"), "perf_monitoring.post_script", base_dir, problems))
+
+
+def _plan_problems(instances: list[Instance], given: int, duration_s: float | None, data: dict, limits: PlatformLimits | None,
+                   problems: Problems) -> None:
+    """What the instances plan together: nothing at all (a warning), too much to build, and what
+    the platform's ``limits`` refuse (when given)."""
+    if instances and all(instance.rate == 0 for instance in instances):
+        problems.warn("instances", "every instance is muted (rate 0): a run would send nothing; give one a rate > 0")
+    if instances and len(instances) == given and duration_s is not None:
+        # Without a valid duration every window is open-ended: the duration's own line says what to fix.
+        size_problems(instances, problems)
+    if limits is not None:
+        limit_problems(instances, data, limits, problems)
+
+
+def _raise_problems(problems: Problems) -> None:
+    """ConfigError holding every problem line (and the warnings) when there is any."""
+    if problems.lines:
+        error = ConfigError(problems.lines[0], problems=problems.lines)
+        error.warnings = list(problems.warnings)
+        raise error
+
+
+def _seed(raw_seed: Any, seed: int | None) -> tuple[int, bool]:
+    """The run's seed and whether ``random_seed`` was null (a fresh one drawn, and recorded)."""
+    if seed is not None:
+        return int(seed), False
+    if raw_seed is None:
+        return fresh_seed(), True
+    return int(raw_seed), False
 
 
 def load_workload(path: str | os.PathLike, check_catalogue: bool = True, seed: int | None = None, limits: PlatformLimits | None = None,

@@ -20,7 +20,7 @@ from faasprof.errors import FaasprofError, RunError
 from faasprof.progress import Progress
 from faasprof.localwhisk.embedded import start_embedded
 from faasprof.platforms.openwhisk.connection import Connection, add_connection_arguments, resolve_connection
-from faasprof.platforms.openwhisk.platform import OpenWhiskPlatform
+from faasprof.platforms import registry
 from faasprof.workload.schedule import build_schedule
 from faasprof.workload.spec import workload_from_dict
 from faasprof.rundir import tables
@@ -55,9 +55,10 @@ def main(args: argparse.Namespace) -> int:
         # The embedded platform kept its store in the run directory: a crashed run's records are
         # there, served again by a localwhisk started on that store (the same REST path).
         if not saved or manifest.status == "running":
-            _fetch_from_embedded_store(run_dir, platform_block, progress)
+            _fetch_from_embedded_store(run_dir, manifest, platform_block, progress)
     elif fetch and (not saved or args.apihost):
         # Records are fetched when the run has none saved, or (with explicit flags) to complete them.
+<<<<<<< HEAD
         workload = manifest.workload
         platform = dict((workload.get("as_given") or workload).get("platform") or {})
         if platform.get("auth") == "(redacted)":
@@ -74,6 +75,10 @@ def main(args: argparse.Namespace) -> int:
         # The run's own files are only read; what failed is a file of analysis/, which is derived.
         raise RunError(f"analyze: cannot write {run_dir / rundir.ANALYSIS} ({error.strerror or error}); the run itself is unchanged: "
                        f"free space there (or fix its permissions) and run faasprof analyze {run_dir} again") from None
+=======
+        _fetch_from_platforms(run_dir, manifest, args, progress)
+    summary = analyze_run(run_dir, None, plots=not args.no_plots, progress=stderr_progress, invocations=invocations)
+>>>>>>> h-spec
     for warning in summary["warnings"]:
         progress.warn(warning)
     for line in summary_lines(summary):
@@ -106,29 +111,50 @@ def _rederive_plan(run_dir: Path, manifest: rundir.Manifest, progress: Progress)
     return True
 
 
-def _fetch_from_platform(run_dir: Path, connection, progress: Progress) -> None:
-    """Save the run's records, waiting for activations still running (deadline: the actions' time limits)."""
-    with OpenWhiskPlatform(connection) as platform:
-        report = platform.fetch_records(run_dir, say=progress.say)
-    _report(report, f"platform {connection.apihost}", progress)
+def _fetch_from_platforms(run_dir: Path, manifest: rundir.Manifest, args: argparse.Namespace, progress: Progress) -> None:
+    """Save the run's records from each platform of its instances that keeps records (the platform
+    registry, by the manifest's endpoints), waiting for activations still running (deadline: the
+    actions' time limits). A platform reached through a connection is asked through the one the
+    flags, the run's workload or ~/.wskprops give; without one it is skipped, with a line saying so."""
+    keepers = registry.record_keepers(manifest.instances)
+    connection = None
+    if any(cls.reached_by_connection for cls in keepers):
+        workload = manifest.workload
+        platform = dict((workload.get("as_given") or workload).get("platform") or {})
+        if platform.get("auth") == "(redacted)":
+            platform.pop("auth")  # the manifest never holds the key: flags or ~/.wskprops give it
+        connection = resolve_connection(args, platform, origin=str(rundir.manifest_path(run_dir)))
+    for cls in keepers:
+        if cls.reached_by_connection and connection is None:
+            progress.say(f"analyze: {run_dir} has no {rundir.ACTIVATIONS} and no platform is configured to fetch them from "
+                         "(pass --apihost/--auth); analyzing client-side data only")
+            continue
+        with cls.for_workload(None, connection) as platform:
+            report = platform.fetch_records(run_dir, say=progress.say)
+        _report(report, f"platform {connection.apihost}" if cls.reached_by_connection else f"the {cls.endpoint} platform", progress)
 
 
-def _fetch_from_embedded_store(run_dir: Path, platform_block: dict, progress: Progress) -> None:
+def _fetch_from_embedded_store(run_dir: Path, manifest: rundir.Manifest, platform_block: dict, progress: Progress) -> None:
     data_dir = run_dir / str(platform_block.get("data_dir") or "localwhisk")
     if not (data_dir / "localwhisk.sqlite").exists():
         progress.warn(f"{run_dir}: the embedded platform's store {data_dir / 'localwhisk.sqlite'} is missing; analyzing without the records it held")
         return
     progress.say(f"reading activation records from the embedded platform's store in {data_dir}")
+    # The embedded localwhisk is reached as the platform of the run's instances that keep records
+    # (OpenWhisk's); nothing can still be running there: the server that ran them is gone.
+    keepers = [cls for cls in registry.record_keepers(manifest.instances) if cls.reached_by_connection]
+    reports = []
     try:
         with start_embedded(data_dir=data_dir, log_dir=data_dir) as handle:
             connection = Connection(apihost=handle.apihost, auth=handle.auth, namespace=handle.namespace, source="embedded")
-            with OpenWhiskPlatform(connection) as platform:
-                # Nothing can still be running there: the server that ran them is gone.
-                report = platform.fetch_records(run_dir, say=progress.say, wait=False)
+            for cls in keepers:
+                with cls.for_workload(None, connection) as platform:
+                    reports.append(platform.fetch_records(run_dir, say=progress.say, wait=False))
     except FaasprofError as error:
         progress.warn(f"{run_dir}: cannot read the embedded platform's store ({error}); analyzing without its records")
         return
-    _report(report, f"the store in {data_dir}", progress)
+    for report in reports:
+        _report(report, f"the store in {data_dir}", progress)
 
 
 def _report(report: dict, source: str, progress: Progress) -> None:

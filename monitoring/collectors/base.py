@@ -27,8 +27,12 @@ names a collector):
   ``defaults`` (settings of ``"name": true``), ``options_schema`` (JSON-Schema properties of the
   object form in a workload's ``monitoring`` block; ``required`` is added by the registry);
 * ``parse_kinds``: the ``faasprof parse`` kinds that turn its raw output into a tidy frame;
-* ``version_commands`` (its tools' versions, for the manifest) and ``unplottable_columns`` (frame
-  columns the analyzer leaves out of plots, with why);
+* ``version_commands`` (its tools' versions, for the manifest);
+* ``plots``: what the report plots of its frame beside latency and lists in its monitors table,
+  in order of preference (``Plot``: a column, its label and unit, the factor into that unit),
+  ``plot_lines_by`` (a column with a line each, as cgroups' ``sandbox``: ``.`` is the whole, the
+  others ranked by ``plot_busiest_by``) and ``unplottable_columns`` (frame columns the analyzer
+  leaves out, with why, said in the report); the analyzer names no collector nor column;
 * ``load_frame()``: a finished run's raw output as a frame on the run clock;
 * ``doctor()``: what ``faasprof doctor`` reports about it, as ``Finding``s.
 """
@@ -84,6 +88,21 @@ class ParseArgument:
     flag: str
     help: str
     kwargs: dict = field(default_factory=dict)
+
+
+@dataclass(frozen=True)
+class Plot:
+    """One column of a collector's frame the report plots beside latency: its axis reads
+    ``label (unit)``, the values being the column's times ``scale`` (into ``unit``)."""
+
+    column: str
+    label: str
+    unit: str = ""
+    scale: float = 1.0
+
+    @property
+    def axis_label(self) -> str:
+        return f"{self.label} ({self.unit})" if self.unit else self.label
 
 
 @dataclass(frozen=True)
@@ -145,6 +164,9 @@ class Collector:
     options_schema: ClassVar[dict[str, dict]] = {}
     parse_kinds: ClassVar[tuple[ParseKind, ...]] = ()
     version_commands: ClassVar[dict[str, list[str]]] = {}  # {tool: argv printing its version}, for the manifest
+    plots: ClassVar[tuple[Plot, ...]] = ()  # what the report plots of its frame, in order of preference
+    plot_lines_by: ClassVar[str | None] = None  # a column with a line each ("." the whole), e.g. a sandbox
+    plot_busiest_by: ClassVar[str | None] = None  # the column whose sum picks the lines of plot_lines_by shown
     unplottable_columns: ClassVar[dict[str, str]] = {}  # {frame column: why the analyzer does not plot it}
 
     def __init__(self, block: dict, context: dict):

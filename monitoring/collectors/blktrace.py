@@ -15,7 +15,7 @@ import time
 from pathlib import Path
 
 from faasprof.rundir import Manifest
-from faasprof.monitoring.collectors.base import INFO, NO, OK, Finding, ParseArgument, ParseKind, ProcessCollector, is_root, read_output, tail
+from faasprof.monitoring.collectors.base import INFO, NO, OK, Finding, ParseArgument, ParseKind, Plot, ProcessCollector, is_root, read_output, tail
 from faasprof.monitoring.host import Root, mounts
 from faasprof.monitoring.parsers.blkparse import blk_intervals
 
@@ -70,6 +70,7 @@ class BlktraceCollector(ProcessCollector):
             "description": "Block devices to trace; auto: the device holding Docker's data (or the root filesystem).",
         },
     }
+    plots = (Plot("read_mbps", "read", "MB/s"), Plot("write_mbps", "written", "MB/s"))
     parse_kinds = (
         ParseKind(
             "blktrace",

@@ -11,7 +11,7 @@ import time
 from pathlib import Path
 
 from faasprof.rundir import Manifest
-from faasprof.monitoring.collectors.base import NO, OK, Finding, ParseKind, SamplingCollector, samples_on_run_clock
+from faasprof.monitoring.collectors.base import NO, OK, Finding, ParseKind, Plot, SamplingCollector, samples_on_run_clock
 from faasprof.monitoring.host import Root, cgroup_info
 from faasprof.monitoring.parsers.cgroups import parse_cgroup_samples
 
@@ -145,6 +145,14 @@ class CgroupCollector(SamplingCollector):
     output_name = "samples.csv"
     defaults = {"interval_ms": 500, "required": False}
     options_schema = {"interval_ms": {"$ref": "#/$defs/interval_ms"}}
+    # A line per sandbox ("." the whole), the busiest by CPU.
+    plots = (
+        Plot("cpu_cores", "busy CPUs (idle excluded)"),
+        Plot("memory_usage_bytes", "memory", "MiB", 1 / 2**20),
+        Plot("throttled_share", "CPU-throttled share"),
+    )
+    plot_lines_by = "sandbox"
+    plot_busiest_by = "cpu_cores"
     parse_kinds = (
         ParseKind("cgroups", "the cgroups collector's `samples.csv` → per-sandbox CPU, memory, throttling", lambda text, _args: parse_cgroup_samples(text)),
     )

@@ -16,7 +16,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from faasprof.rundir import Manifest
-from faasprof.monitoring.collectors.base import NO, OK, WARN, Finding, ParseArgument, ParseKind, ProcessCollector, is_root, read_output
+from faasprof.monitoring.collectors.base import NO, OK, WARN, Finding, ParseArgument, ParseKind, Plot, ProcessCollector, is_root, read_output
 from faasprof.monitoring.derived import add_perf_metrics
 from faasprof.monitoring.host import Root, cgroup_info
 from faasprof.monitoring.parsers.perf import parse_perf_stat, perf_wide, probe_support
@@ -181,6 +181,16 @@ class PerfCollector(ProcessCollector):
     # task-clock over the interval: counted system-wide (perf stat -a) it is the number of CPUs
     # whatever the load, so it means nothing as a utilisation.
     unplottable_columns = {"cpu_utilization": "system-wide task-clock over the interval is the CPU count, not a load"}
+    # Per kilo-instruction where instructions are counted (the paper's Figure 14), then rates.
+    plots = (
+        Plot("ipc", "IPC", "instructions per cycle"),
+        Plot("branch_mpki", "branch misses", "per kilo-instruction"),
+        Plot("llc_mpki", "LLC misses", "per kilo-instruction"),
+        Plot("page_faults_pki", "page faults", "per kilo-instruction"),
+        Plot("context_switches_pki", "context switches", "per kilo-instruction"),
+        Plot("page_faults_per_s", "page faults", "per s"),
+        Plot("context_switches_per_s", "context switches", "per s"),
+    )
     defaults = {"interval_ms": 100, "events": None, "per": "system", "required": False}
     options_schema = {
         "interval_ms": {"$ref": "#/$defs/interval_ms", "description": "perf stat interval."},

@@ -15,7 +15,7 @@ import time
 from pathlib import Path
 
 from faasprof.rundir import Manifest
-from faasprof.monitoring.collectors.base import INFO, NO, OK, WARN, Collector, Finding, ParseArgument, ParseKind, ProcessCollector, SamplingCollector, is_root, read_output
+from faasprof.monitoring.collectors.base import INFO, NO, OK, WARN, Collector, Finding, ParseArgument, ParseKind, Plot, ProcessCollector, SamplingCollector, is_root, read_output
 from faasprof.monitoring.derived import add_bandwidth_share
 from faasprof.monitoring.host import Root, cpu_vendor_kind, cpuinfo, parse_cpu_list, resctrl_info
 from faasprof.monitoring.parsers.pqos import parse_pqos, parse_pqos_csv
@@ -203,6 +203,7 @@ class RdtCollector(Collector):
     tool = "per core group (`cores`): resctrl's `mon_data` read by faasprof when resctrl is mounted, else `pqos -m ... -u csv` (`interface`)"
     raw_outputs = "`resctrl_samples.csv` or `pqos.csv`"
     version_commands = {"pqos": ["pqos", "--version"]}
+    plots = (Plot("mem_bw_mbps", "memory bandwidth", "MB/s"), Plot("llc_occupancy_bytes", "LLC occupancy", "KiB", 1 / 1024))
     defaults = {"interval_ms": 100, "cores": "all", "interface": "auto", "required": False}
     options_schema = {
         "interval_ms": {"$ref": "#/$defs/interval_ms"},

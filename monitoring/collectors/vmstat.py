@@ -19,7 +19,7 @@ from pathlib import Path
 
 from faasprof.rundir import Manifest
 from faasprof.monitoring.parsers.samples import require_header
-from faasprof.monitoring.collectors.base import NO, OK, Finding, ParseKind, SamplingCollector, samples_on_run_clock
+from faasprof.monitoring.collectors.base import NO, OK, Finding, ParseKind, Plot, SamplingCollector, samples_on_run_clock
 from faasprof.monitoring.host import Root
 
 # /proc/stat's aggregate "cpu" line, in the kernel's order (proc(5)); guest times are already
@@ -111,6 +111,7 @@ class VmstatCollector(SamplingCollector):
     thread_name = "vmstat-sampler"
     defaults = {"interval_ms": 500, "required": False}
     options_schema = {"interval_ms": {"$ref": "#/$defs/interval_ms"}}
+    plots = (Plot("page_faults_per_s", "page faults", "per s"), Plot("context_switches_per_s", "context switches", "per s"))
     parse_kinds = (ParseKind("vmstat", "the vmstat collector's `vmstat.csv` → CPU shares, switches, faults and paging per second", _parse),)
 
     def _check(self) -> str | None:

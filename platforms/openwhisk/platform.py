@@ -11,14 +11,14 @@ import json
 import mimetypes
 import os
 import urllib.parse
-from typing import Any, Callable, Sequence
+from typing import Any, Callable, Collection, Sequence
 
 from faasprof.errors import FaasprofError, NotReadyError
 from faasprof.platforms.base import Platform, PreparedRequest, classify_status, format_request, parse_json, read_request_file, split_origin
 from faasprof.platforms.openwhisk.client import DEFAULT_TIMEOUT_S, OpenWhiskClient, quote_name
 from faasprof.platforms.openwhisk.connection import Connection
 from faasprof.platforms.openwhisk.deploy import ensure_workload_actions
-from faasprof.platforms.openwhisk.records import save_run_records
+from faasprof.platforms.openwhisk.records import DEFAULT_RETRY_DELAYS_S, MAX_ID_LOOKUPS_PER_ROUND, fetch_records, save_run_records
 
 # -- requests and responses -----------------------------------------------------------------------
 
@@ -156,6 +156,15 @@ class OpenWhiskPlatform(Platform):
     def fetch_records(self, run_dir: str | os.PathLike, say: Callable[[str], None] | None = None, wait: bool = True,
                       report: dict | None = None) -> dict:
         return save_run_records(run_dir, self.client, say=say, wait=wait, report=report)
+
+    def find_records(self, activation_ids: Collection[str], since_ms: int, upto_ms: int, retry_delays_s: Sequence[float] | None = None,
+                     say: Callable[[str], None] | None = None, stragglers: bool = False) -> tuple[list[dict], dict]:
+        """The window listed page by page, then the ids still missing asked for one by one
+        (``records.fetch_records``); a few stragglers are asked for by id alone."""
+        list_first = not stragglers or len(activation_ids) > MAX_ID_LOOKUPS_PER_ROUND
+        delays = DEFAULT_RETRY_DELAYS_S if retry_delays_s is None else retry_delays_s
+        records, report = fetch_records(self.client, activation_ids, since_ms, upto_ms, retry_delays_s=delays, progress=say, list_first=list_first)
+        return records, report.to_json()
 
     def describe(self) -> dict:
         info = self.info or {}
