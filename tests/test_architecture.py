@@ -244,7 +244,7 @@ def run_dir_files_named(sources: dict[str, str]) -> list[str]:
         modules, constants = _rundir_bindings(tree)
         named: list[tuple[int, str]] = []
 
-        def is_constant(node: ast.AST) -> bool:
+        def is_constant(node: ast.AST, modules: set[str] = modules, constants: set[str] = constants) -> bool:
             if isinstance(node, ast.Attribute) and isinstance(node.value, ast.Name):
                 return node.value.id in modules and node.attr in RUN_DIR_CONSTANTS
             return isinstance(node, ast.Name) and node.id in constants

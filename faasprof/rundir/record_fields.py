@@ -16,7 +16,7 @@ import json
 import math
 from typing import Any
 
-from faasprof.outcomes import TIMEOUT_MESSAGE_FRAGMENT, record_outcome
+from faasprof.outcomes import record_outcome
 
 try:  # orjson parses a million records several times faster; the standard library is the fallback
     from orjson import loads as _loads
