@@ -80,3 +80,13 @@ def test_ci_runs_the_linters_after_setup_and_before_the_tests():
     tests = next(i for i, line in enumerate(lines) if "pytest" in line and not line.startswith("#"))
     assert setup < lint < tests
     assert "FAASPROF_SKIP_FORMAT_CHECK" not in (REPO_ROOT / ".ci" / "run").read_text()
+
+
+def test_the_script_passes_shellcheck():
+    shellcheck = VENV / "bin" / "shellcheck"
+    if not shellcheck.exists():
+        pytest.fail(f"{shellcheck} is missing: run ./setup.sh --dev")
+    done = subprocess.run(
+        [str(shellcheck), str(REPO_ROOT / ".ci" / "lint")], capture_output=True, text=True, timeout=60
+    )
+    assert done.returncode == 0, done.stdout + done.stderr
