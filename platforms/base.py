@@ -29,7 +29,7 @@ import os
 import urllib.parse
 from abc import ABC, abstractmethod
 from dataclasses import dataclass
-from typing import Any, Callable, ClassVar, Sequence, TypeVar
+from typing import Any, Callable, ClassVar, Sequence
 
 from faasprof.errors import ConfigError, NotReadyError, RunError
 
@@ -38,7 +38,6 @@ ERROR_MAX_CHARS = 200
 Origin = tuple  # (scheme, host, port)
 # (status, activation id from the headers or None, body) -> (outcome, activation id, error)
 Classifier = Callable[[int, "str | None", bytes], "tuple[str, str | None, str | None]"]
-_PlatformT = TypeVar("_PlatformT", bound="Platform")  # `with OpenWhiskPlatform(...) as platform` keeps its class
 
 
 class PlatformError(RunError):
@@ -155,7 +154,7 @@ class Platform(ABC):
     def close(self) -> None:  # noqa: B027 (a default, not abstract: most platforms hold nothing to release)
         """Release what the platform object holds (sessions); safe twice."""
 
-    def __enter__(self: _PlatformT) -> _PlatformT:
+    def __enter__(self) -> "Platform":
         return self
 
     def __exit__(self, *exc) -> None:
