@@ -329,7 +329,7 @@ def compare_runs(run_dirs: list[str | os.PathLike], label: str | None = None, ou
         parameter = pick_parameter(manifests, differing)
 
     rows = []
-    for name, path, manifest, summary in zip(names, paths, manifests, summaries):
+    for name, manifest, summary in zip(names, manifests, summaries):
         value = lookup(manifest, parameter) if parameter else None
         monitors = {}
         for monitor, entry in (summary.get("monitors") or {}).items():

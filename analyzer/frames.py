@@ -73,7 +73,14 @@ from faasprof.rundir.tables import read_invocations_frame  # noqa: F401  (the fr
 from faasprof.errors import FormatError
 from faasprof.analyzer.outcome_columns import final_outcomes, records_due, successful_mask
 from faasprof.platforms.registry import platform_of_resolved
-from faasprof.rundir.records import CATEGORY_COLUMNS, RECORD_COLUMNS, TEXT_COLUMNS, arrow_strings, match_positions, records_frame  # noqa: F401  (notebook names)
+from faasprof.rundir.records import (  # the unused ones: notebook names
+    CATEGORY_COLUMNS,  # noqa: F401
+    RECORD_COLUMNS,  # noqa: F401
+    TEXT_COLUMNS,  # noqa: F401
+    arrow_strings,
+    match_positions,
+    records_frame,  # noqa: F401
+)
 
 DEFAULT_PAUSE_GRACE_MS = 50.0  # OpenWhisk classic's containerProxy pause-grace (and the paper's)
 OPENWHISK_2_PAUSE_GRACE_MS = 10_000.0  # 2.x invoker's application.conf: pause-grace = 10 seconds

@@ -56,7 +56,7 @@ PERF_SAMPLE = ROOT / "tests" / "data" / "monitoring" / "perf" / "perf_stat_syste
 
 def write_perf_monitor(run_dir: Path, duration_s: float) -> int:
     """Repeat the recorded sample's intervals (100 ms each) to cover the run; returns the lines."""
-    lines = [l for l in PERF_SAMPLE.read_text().splitlines() if l.strip() and not l.startswith("#")]
+    lines = [line for line in PERF_SAMPLE.read_text().splitlines() if line.strip() and not line.startswith("#")]
     first_t = {}
     for line in lines:
         first_t.setdefault(line.split(",", 1)[0].strip(), []).append(line)

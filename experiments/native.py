@@ -323,6 +323,36 @@ def run_native(entry: FunctionEntry, out_dir: str | os.PathLike, options: Native
     cold again). Raises NotReadyError before creating anything if the function or perf cannot run.
     The npm packages the function needs are installed into the cache first, said on ``progress``.
     """
+    _check_ready(entry, options)
+    params = entry.sample_params() if options.params is None else options.params
+    timeout_s = options.timeout_s or entry.timeout_ms / 1000
+    run_dir, clock = _start_run(entry, out_dir, options, params, timeout_s)
+    perf_dir = monitor_dir(run_dir, "perf-native") if options.perf else None
+    workers = [
+        Worker(entry, index, log_dir=run_dir / "native",
+               perf_output=(perf_dir / f"worker-{index}.csv") if perf_dir else None, perf_events=options.perf_events)
+        for index in range(options.concurrency)
+    ]
+    calls = _Calls(entry, options, params, timeout_s, InvocationLog(run_dir), clock, progress or (lambda message: None))
+    status = _drive(workers, calls)
+    # Every planned call gets a row: the ones no worker took were never sent.
+    reason = "interrupted" if status == "interrupted" else (calls.start_errors[0] if calls.start_errors else "no worker left")
+    calls.record_unsent(workers[0].index, reason)
+    calls.log.close()
+    if calls.start_errors and status == "complete":
+        status = "aborted"
+
+    rows = sorted(calls.rows, key=lambda row: row["seq"])
+    _write_native_csv(run_dir, rows)
+    summary = summarise(rows)
+    if calls.start_errors:
+        summary["worker_errors"] = calls.start_errors
+    _finish_manifest(run_dir, options, status, rows, summary, workers, perf_dir)
+    return run_dir, summary
+
+
+def _check_ready(entry: FunctionEntry, options: NativeOptions) -> None:
+    """Refuse bad options (ConfigError) and a function or perf that cannot run here (NotReadyError)."""
     if options.repeat < 1:
         raise ConfigError(f"--repeat: must be >= 1 (got {options.repeat})")
     if options.concurrency < 1:
@@ -335,14 +365,14 @@ def run_native(entry: FunctionEntry, out_dir: str | os.PathLike, options: Native
         reason = check_perf(options.perf_events)
         if reason:
             raise NotReadyError(reason)
-    params = entry.sample_params() if options.params is None else options.params
-    timeout_s = options.timeout_s or entry.timeout_ms / 1000
-    say = progress or (lambda message: None)
 
+
+def _start_run(entry: FunctionEntry, out_dir: str | os.PathLike, options: NativeOptions, params: dict,
+               timeout_s: float) -> tuple[Path, ClockAnchor]:
+    """Create the run directory and write its first manifest (the ``native`` block, ``planned``)."""
     test_name = f"native-{entry.name}"
     run_dir = create_run_dir(out_dir, test_name)
     clock = ClockAnchor()
-    command = native_command(entry)
     workload = {
         "test_name": test_name,
         "native": True,
@@ -353,7 +383,7 @@ def run_native(entry: FunctionEntry, out_dir: str | os.PathLike, options: Native
     native_block = {
         "format_version": NATIVE_FORMAT_VERSION,
         "function": entry.describe(),
-        "command": command,
+        "command": native_command(entry),
         "interpreter": interpreter_version(entry),
         "repeat": options.repeat,
         "concurrency": options.concurrency,
@@ -367,75 +397,118 @@ def run_native(entry: FunctionEntry, out_dir: str | os.PathLike, options: Native
                             **_host_metadata(), **options.extra_manifest)
     manifest.counts["planned"] = options.repeat
     write_manifest(run_dir, manifest)
+    return run_dir, clock
 
-    perf_dir = monitor_dir(run_dir, "perf-native") if options.perf else None
-    workers = [
-        Worker(entry, index, log_dir=run_dir / "native",
-               perf_output=(perf_dir / f"worker-{index}.csv") if perf_dir else None, perf_events=options.perf_events)
-        for index in range(options.concurrency)
-    ]
-    log = InvocationLog(run_dir)
-    rows: list[dict] = []
-    rows_lock = threading.Lock()
-    todo: queue.Queue[int] = queue.Queue()
-    for seq in range(options.repeat):
-        todo.put(seq)
-    stop = threading.Event()
-    start_errors: list[str] = []
 
-    def record(seq: int, worker: Worker, sent_ns, done_ns, outcome: str, answer: dict | None, error: str = "") -> None:
-        usage = (answer or {}).get("rusage") or {}
-        row = {
-            "seq": seq, "worker": worker.index, "call_in_worker": (answer or {}).get("call_in_worker", ""),
-            "cold": bool((answer or {}).get("cold", False)), "sent_ns": sent_ns, "done_ns": done_ns,
-            "exec_ms": round(answer["exec_ns"] / 1e6, 4) if answer and "exec_ns" in answer else "",
-            "round_trip_ms": round((done_ns - sent_ns) / 1e6, 4) if sent_ns != "" and done_ns != "" else "",
-            "outcome": outcome, "cpu_user_ms": usage.get("user_ms", ""), "cpu_sys_ms": usage.get("sys_ms", ""),
-            "minflt": usage.get("minflt", ""), "majflt": usage.get("majflt", ""), "nvcsw": usage.get("nvcsw", ""),
-            "nivcsw": usage.get("nivcsw", ""), "result_bytes": (answer or {}).get("result_bytes", ""), "error": error[:300],
-        }
-        with rows_lock:
-            rows.append(row)
-        log.append((seq, entry.name, entry.name, sent_ns if sent_ns != "" else 0, sent_ns, done_ns, outcome, "",
-                    f"native-w{worker.index}-{seq}", error[:300]))
-        say(f"[{len(rows):>{len(str(options.repeat))}}/{options.repeat}] {entry.name}  worker {worker.index}  "
-            + (f"{row['exec_ms']:.2f} ms" if row["exec_ms"] != "" else "-") + f"  {outcome}" + (f": {error[:80]}" if error else ""))
+def _native_row(seq: int, worker_index: int, sent_ns, done_ns, outcome: str, answer: dict | None, error: str) -> dict:
+    """One call's row of native.csv (empty strings where the call gave no value)."""
+    usage = (answer or {}).get("rusage") or {}
+    return {
+        "seq": seq, "worker": worker_index, "call_in_worker": (answer or {}).get("call_in_worker", ""),
+        "cold": bool((answer or {}).get("cold", False)), "sent_ns": sent_ns, "done_ns": done_ns,
+        "exec_ms": round(answer["exec_ns"] / 1e6, 4) if answer and "exec_ns" in answer else "",
+        "round_trip_ms": round((done_ns - sent_ns) / 1e6, 4) if sent_ns != "" and done_ns != "" else "",
+        "outcome": outcome, "cpu_user_ms": usage.get("user_ms", ""), "cpu_sys_ms": usage.get("sys_ms", ""),
+        "minflt": usage.get("minflt", ""), "majflt": usage.get("majflt", ""), "nvcsw": usage.get("nvcsw", ""),
+        "nivcsw": usage.get("nivcsw", ""), "result_bytes": (answer or {}).get("result_bytes", ""), "error": error[:300],
+    }
 
-    def serve(worker: Worker) -> None:
+
+class _Calls:
+    """The calls of one native run, shared by its worker threads: the planned ones no worker has
+    taken yet, the rows of those made (each also appended to invocations.csv and said as it
+    completes), the workers' start errors, and the stop flag that Ctrl-C sets."""
+
+    def __init__(self, entry: FunctionEntry, options: NativeOptions, params: dict, timeout_s: float, log: InvocationLog,
+                 clock: ClockAnchor, say: Callable[[str], None]):
+        self.entry = entry
+        self.repeat = options.repeat
+        self.warmup = options.warmup
+        self.params = params
+        self.timeout_s = timeout_s
+        self.log = log
+        self.clock = clock
+        self.say = say
+        self.rows: list[dict] = []
+        self.start_errors: list[str] = []
+        self.stop = threading.Event()
+        self._rows_lock = threading.Lock()
+        self._todo: queue.Queue[int] = queue.Queue()
+        for seq in range(options.repeat):
+            self._todo.put(seq)
+
+    def next_seq(self) -> int | None:
+        """The next planned call no worker has taken, or None when none is left."""
         try:
-            worker.start()
-            for _ in range(options.warmup):
-                worker.call(params, timeout_s)
-        except (RunError, NotReadyError, WorkerDied, CallTimeout) as error:
-            start_errors.append(str(error))
-            return
-        while not stop.is_set():
-            try:
-                seq = todo.get_nowait()
-            except queue.Empty:
-                return
-            sent_ns = clock.since_zero_ns()
-            try:
-                answer = worker.call(params, timeout_s)
-            except CallTimeout as error:
-                record(seq, worker, sent_ns, "", "timeout", None, str(error))
-                worker.kill()
-            except WorkerDied as error:
-                record(seq, worker, sent_ns, clock.since_zero_ns(), "failed", None, f"{error}: {worker.stderr_tail()}")
-                worker.stop()
-            else:
-                done_ns = clock.since_zero_ns()
-                record(seq, worker, sent_ns, done_ns, "ok" if answer.get("ok") else "app_error", answer, answer.get("error") or "")
-                continue
-            if stop.is_set():
-                return
-            try:
-                worker.start()  # like a platform replacing a crashed container: the next call is cold
-            except (RunError, NotReadyError) as error:
-                start_errors.append(str(error))
-                return
+            return self._todo.get_nowait()
+        except queue.Empty:
+            return None
 
-    threads = [threading.Thread(target=serve, args=(worker,), name=f"native-worker-{worker.index}", daemon=True) for worker in workers]
+    def record(self, seq: int, worker_index: int, sent_ns, done_ns, outcome: str, answer: dict | None, error: str = "") -> None:
+        row = _native_row(seq, worker_index, sent_ns, done_ns, outcome, answer, error)
+        with self._rows_lock:
+            self.rows.append(row)
+        name = self.entry.name
+        self.log.append((seq, name, name, sent_ns if sent_ns != "" else 0, sent_ns, done_ns, outcome, "",
+                         f"native-w{worker_index}-{seq}", error[:300]))
+        self.say(f"[{len(self.rows):>{len(str(self.repeat))}}/{self.repeat}] {name}  worker {worker_index}  "
+                 + (f"{row['exec_ms']:.2f} ms" if row["exec_ms"] != "" else "-") + f"  {outcome}" + (f": {error[:80]}" if error else ""))
+
+    def record_unsent(self, worker_index: int, reason: str) -> None:
+        """A ``not_sent`` row for every planned call no worker took."""
+        while (seq := self.next_seq()) is not None:
+            self.record(seq, worker_index, "", "", "not_sent", None, reason)
+
+
+def _serve(worker: Worker, calls: _Calls) -> None:
+    """A worker's thread: start and warm the worker, then make calls until none is left, the run
+    stops, or the worker cannot be started again."""
+    try:
+        worker.start()
+        for _ in range(calls.warmup):
+            worker.call(calls.params, calls.timeout_s)
+    except (RunError, NotReadyError, WorkerDied, CallTimeout) as error:
+        calls.start_errors.append(str(error))
+        return
+    while not calls.stop.is_set():
+        seq = calls.next_seq()
+        if seq is None:
+            return
+        if _call(worker, calls, seq):
+            continue
+        if calls.stop.is_set():
+            return
+        try:
+            worker.start()  # like a platform replacing a crashed container: the next call is cold
+        except (RunError, NotReadyError) as error:
+            calls.start_errors.append(str(error))
+            return
+
+
+def _call(worker: Worker, calls: _Calls, seq: int) -> bool:
+    """Make call ``seq`` on ``worker`` and record it whatever happens; False when the worker is gone
+    (killed after a timeout, or died)."""
+    sent_ns = calls.clock.since_zero_ns()
+    try:
+        answer = worker.call(calls.params, calls.timeout_s)
+    except CallTimeout as error:
+        calls.record(seq, worker.index, sent_ns, "", "timeout", None, str(error))
+        worker.kill()
+        return False
+    except WorkerDied as error:
+        calls.record(seq, worker.index, sent_ns, calls.clock.since_zero_ns(), "failed", None, f"{error}: {worker.stderr_tail()}")
+        worker.stop()
+        return False
+    done_ns = calls.clock.since_zero_ns()
+    calls.record(seq, worker.index, sent_ns, done_ns, "ok" if answer.get("ok") else "app_error", answer, answer.get("error") or "")
+    return True
+
+
+def _drive(workers: list[Worker], calls: _Calls) -> str:
+    """Serve the calls with a thread per worker until they are done; returns the run's status,
+    ``complete`` or ``interrupted`` (Ctrl-C stops the workers). Every worker is stopped on return."""
+    threads = [threading.Thread(target=_serve, args=(worker, calls), name=f"native-worker-{worker.index}", daemon=True)
+               for worker in workers]
     status = "complete"
     try:
         for thread in threads:
@@ -445,7 +518,7 @@ def run_native(entry: FunctionEntry, out_dir: str | os.PathLike, options: Native
                 thread.join(timeout=0.2)
     except KeyboardInterrupt:
         status = "interrupted"
-        stop.set()
+        calls.stop.set()
         for worker in workers:
             worker.kill()
         for thread in threads:
@@ -453,27 +526,20 @@ def run_native(entry: FunctionEntry, out_dir: str | os.PathLike, options: Native
     finally:
         for worker in workers:
             worker.stop()
-    # Every planned call gets a row: the ones no worker took were never sent.
-    reason = "interrupted" if status == "interrupted" else (start_errors[0] if start_errors else "no worker left")
-    while True:
-        try:
-            seq = todo.get_nowait()
-        except queue.Empty:
-            break
-        record(seq, workers[0], "", "", "not_sent", None, reason)
-    log.close()
-    if start_errors and status == "complete":
-        status = "aborted"
+    return status
 
-    rows.sort(key=lambda row: row["seq"])
+
+def _write_native_csv(run_dir: Path, rows: list[dict]) -> None:
     with open(run_dir / NATIVE_CSV, "w", encoding="utf-8", newline="") as handle:
         writer = csv.DictWriter(handle, fieldnames=NATIVE_COLUMNS, lineterminator="\n")
         writer.writeheader()
         for row in rows:
             writer.writerow({**row, "cold": int(row["cold"])})
-    summary = summarise(rows)
-    if start_errors:
-        summary["worker_errors"] = start_errors
+
+
+def _finish_manifest(run_dir: Path, options: NativeOptions, status: str, rows: list[dict], summary: dict,
+                     workers: list[Worker], perf_dir: Path | None) -> None:
+    """The manifest's final status, counts, summary, workers and perf counts."""
     manifest = read_manifest(run_dir)
     manifest.status = status
     manifest.counts = {
@@ -493,4 +559,3 @@ def run_native(entry: FunctionEntry, out_dir: str | os.PathLike, options: Native
             "counts": {path.stem: perf_counts(path.read_text(errors="replace")) for path in files},
         }
     write_manifest(run_dir, manifest)
-    return run_dir, summary

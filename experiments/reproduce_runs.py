@@ -320,7 +320,7 @@ def run_experiments(ctx: Context, figures: list, expected: dict[str, float], clo
         ctx.progress.say(f"[{index}/{len(steps)}] {DESCRIPTIONS[name]}: expected {plan.clock_text(expected.get(name, 0.0))}; "
                          f"elapsed {plan.clock_text(clock() - started)}, ETA {plan.clock_text(left)}")
         missing = results.get("capacity", {}).get("error") if name in ("modes", "interference") else None
-        results[name] = {"error": f"no capacity ({missing})", "run_dirs": []} if missing else guarded(name, lambda: RUNNERS[name](ctx, results))
+        results[name] = {"error": f"no capacity ({missing})", "run_dirs": []} if missing else guarded(name, lambda runner=RUNNERS[name]: runner(ctx, results))
         if results[name].get("error"):
             ctx.progress.say(f"[{index}/{len(steps)}] {name} failed: {results[name]['error']}")
     return results

@@ -34,9 +34,16 @@ class ConfigError(FaasprofError):
 
 
 class NotReadyError(FaasprofError):
-    """The environment cannot do what was asked: a tool is missing, the platform is down."""
+    """The environment cannot do what was asked: a tool is missing, the platform is down.
+
+    ``problems``, as for ``ConfigError``: one line per missing thing, ``str()`` the first.
+    """
 
     exit_code = EXIT_NOT_READY
+
+    def __init__(self, message: str, problems: list[str] | None = None):
+        super().__init__(message)
+        self.problems = problems or [message]
 
 
 class RunError(FaasprofError):

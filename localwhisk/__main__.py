@@ -58,7 +58,7 @@ def lock_data_dir(data_dir: Path):
         raise SystemExit(
             f"localwhisk: {data_dir} is in use by another localwhisk (pid {state.get('pid', '?')}, port {state.get('port', '?')}); "
             f"stop it with `faasprof local stop --data-dir {data_dir}` or choose another --data-dir"
-        )
+        ) from None
     return handle
 
 

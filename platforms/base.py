@@ -163,7 +163,7 @@ class Platform(ABC):
     def describe(self) -> dict:
         """The manifest's ``platform`` block for this platform (never a secret)."""
 
-    def close(self) -> None:
+    def close(self) -> None:  # noqa: B027 (a default, not abstract: most platforms hold nothing to release)
         """Release what the platform object holds (sessions); safe twice."""
 
     def __enter__(self) -> "Platform":

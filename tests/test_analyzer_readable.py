@@ -9,7 +9,6 @@ import re
 import numpy as np
 import pandas as pd
 import pyarrow.dataset as ds
-import pytest
 
 from faasprof.analyzer import frames as frames_mod
 from faasprof.analyzer import markup

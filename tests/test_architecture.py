@@ -19,6 +19,7 @@ import re
 import subprocess
 import sys
 import textwrap
+import tokenize
 from pathlib import Path
 
 import pytest
@@ -237,7 +238,7 @@ def run_dir_files_named(sources: dict[str, str]) -> list[str]:
         modules, constants = _rundir_bindings(tree)
         named: list[tuple[int, str]] = []
 
-        def is_constant(node: ast.AST) -> bool:
+        def is_constant(node: ast.AST, modules: set[str] = modules, constants: set[str] = constants) -> bool:
             if isinstance(node, ast.Attribute) and isinstance(node.value, ast.Name):
                 return node.value.id in modules and node.attr in RUN_DIR_CONSTANTS
             return isinstance(node, ast.Name) and node.id in constants
@@ -327,15 +328,37 @@ def test_every_module_has_a_layer():
 
 
 # A module over this many lines is named, with its one job, in ARCHITECTURE.md's "Large modules".
-LARGE_MODULE_LINES = 600
+# In code lines (``code_lines``), which a formatter or a line length does not change: 480 of them
+# are about 600 lines of this code as written before ``ruff format`` (which adds a sixth).
+LARGE_MODULE_LINES = 480
+
+
+def code_lines(source: str) -> int:
+    """The lines that start a statement, hold a comment of their own, or continue a string
+    (docstrings): blank lines and the continuation lines of a wrapped statement do not count."""
+    counted: set[int] = set()
+    at_statement_start = True
+    for token in tokenize.generate_tokens(iter(source.splitlines(keepends=True)).__next__):
+        if token.type == tokenize.NEWLINE:
+            at_statement_start = True
+        elif token.type == tokenize.COMMENT:
+            if token.line.lstrip().startswith("#"):
+                counted.add(token.start[0])
+        elif token.type not in (tokenize.NL, tokenize.INDENT, tokenize.DEDENT, tokenize.ENDMARKER):
+            if at_statement_start:
+                counted.add(token.start[0])
+                at_statement_start = False
+            if token.type == tokenize.STRING:
+                counted.update(range(token.start[0] + 1, token.end[0] + 1))
+    return len(counted)
 
 
 def large_modules(root: Path = REPO) -> set[str]:
-    """The files of the layered packages over ``LARGE_MODULE_LINES`` lines, as paths from ``root``."""
+    """The files of the layered packages over ``LARGE_MODULE_LINES`` code lines, as paths from ``root``."""
     return {
         path.relative_to(root).as_posix()
         for path in project_files(root).values()
-        if len(path.read_text(encoding="utf-8").splitlines()) > LARGE_MODULE_LINES
+        if code_lines(path.read_text(encoding="utf-8")) > LARGE_MODULE_LINES
     }
 
 
@@ -350,8 +373,8 @@ def test_every_large_module_is_listed_in_the_architecture_and_nothing_else():
     listed = listed_large_modules((REPO / "ARCHITECTURE.md").read_text(encoding="utf-8"))
     large = large_modules()
     unlisted, stale = sorted(large - listed), sorted(listed - large)
-    assert not unlisted, f"over {LARGE_MODULE_LINES} lines: {unlisted}; split each, or name it and its one job in ARCHITECTURE.md's Large modules"
-    assert not stale, f"no longer over {LARGE_MODULE_LINES} lines: {stale}; drop them from ARCHITECTURE.md's Large modules"
+    assert not unlisted, f"over {LARGE_MODULE_LINES} code lines: {unlisted}; split each, or name it and its one job in ARCHITECTURE.md's Large modules"
+    assert not stale, f"no longer over {LARGE_MODULE_LINES} code lines: {stale}; drop them from ARCHITECTURE.md's Large modules"
 
 
 def test_a_large_module_is_found(tmp_path):
@@ -361,6 +384,12 @@ def test_a_large_module_is_found(tmp_path):
     assert large_modules(tmp_path) == {"monitoring/big.py"}
     section = "### Large modules\n\n`tests/x.py` fails ...\n- `monitoring/big.py`: one job.\n\n## Next\n`invoker/run.py`\n"
     assert listed_large_modules(section) == {"monitoring/big.py"}
+
+
+def test_code_lines_do_not_change_when_a_formatter_wraps_a_statement():
+    dense = 'def f(a, b):\n    """Two\n    lines."""\n\n    # why\n    return g(a, b, key="v")  # what\n'
+    wrapped = 'def f(\n    a,\n    b,\n):\n    """Two\n    lines."""\n\n\n    # why\n    return g(\n        a,\n        b,\n        key="v",\n    )  # what\n'
+    assert code_lines(dense) == code_lines(wrapped) == 5
 
 
 BLOCKED_IMPORT = textwrap.dedent("""

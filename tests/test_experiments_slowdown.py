@@ -26,7 +26,7 @@ REPO = Path(__file__).resolve().parent.parent
 
 
 def _calls(function: str, phase: str, exec_ms: list[float], latency_ms: list[float], state: str = "") -> list[Call]:
-    return [Call(function, phase, i, "success", container_state=state, exec_ms=e, latency_ms=l) for i, (e, l) in enumerate(zip(exec_ms, latency_ms))]
+    return [Call(function, phase, i, "success", container_state=state, exec_ms=exec_one, latency_ms=latency_one) for i, (exec_one, latency_one) in enumerate(zip(exec_ms, latency_ms))]
 
 
 def test_summary_medians_ci_and_factors():

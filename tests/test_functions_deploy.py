@@ -13,7 +13,7 @@ from urllib.parse import parse_qs, unquote, urlsplit
 
 import pytest
 
-from faasprof.errors import ConfigError, NotReadyError
+from faasprof.errors import NotReadyError
 from faasprof.platforms.openwhisk.client import OpenWhiskClient
 from faasprof.platforms.openwhisk.connection import Connection
 from faasprof.platforms.openwhisk.deploy import CODE_DIGEST_ANNOTATION, deploy, ensure_actions, resolve_kind
@@ -193,6 +193,8 @@ def test_resolve_kind_prefers_the_manifest_kind_then_the_default():
     assert resolve_kind(lookup("autocomplete"), runtimes) == "nodejs:18"
     assert resolve_kind(lookup("markdown"), {"runtimes": {"python": [{"kind": "python:3"}, {"kind": "python:3.11", "default": True}]}}) == "python:3"
     assert resolve_kind(lookup("autocomplete"), {}) == "nodejs:default"
+    # a runtime listed without a kind names nothing: skipped, not returned as None
+    assert resolve_kind(lookup("markdown"), {"runtimes": {"python": [{"default": True}, {"kind": "python:3.10"}]}}) == "python:3.10"
 
 
 # -- the CLI --------------------------------------------------------------------------------------

@@ -220,7 +220,8 @@ def test_lateness_abort_threshold_aborts():
 def test_web_base64_and_generic_requests():
     with FakeOpenWhisk() as server, open(__file__, "rb") as handle:
         data = handle.read()
-        import tempfile, os
+        import os
+        import tempfile
 
         with tempfile.NamedTemporaryFile(suffix=".png", delete=False) as tmp:
             tmp.write(data)

@@ -17,10 +17,10 @@ from faasprof.invoker.sender import Sender
 from faasprof.outcomes import pushback_kind
 from faasprof.platforms.openwhisk.connection import Connection
 from faasprof.platforms.registry import prepare_request
+from test_invoker_dispatch import instance
 
 # Both implementations must frame exactly the same way (llhttp is used when httptools is installed).
 PARSERS = [PyResponse, LlhttpResponse]
-from test_invoker_dispatch import instance
 
 
 def feed_all(parser, raw: bytes, split: int | None = None, head_request: bool = False):

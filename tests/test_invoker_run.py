@@ -129,8 +129,8 @@ def test_preflight_failures_leave_no_run_directory(tmp_path, isolated_home):
     assert done_key.returncode == 3 and "401" in done_key.stderr and "wrong" not in done_key.stderr
     assert done_required.returncode == 3 and "blktrace" in done_required.stderr
     assert run_dirs(out) == []
-    for done in (done, done_missing, done_key, done_required):
-        assert_no_secret(done.stdout, done.stderr)
+    for finished in (done, done_missing, done_key, done_required):
+        assert_no_secret(finished.stdout, finished.stderr)
 
 
 def test_bad_data_file_and_bad_flag_exit_2(tmp_path, isolated_home):

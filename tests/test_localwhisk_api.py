@@ -312,7 +312,7 @@ def test_root_without_the_key_shows_no_host_details(lw):
     assert public.status_code == 200 and public.json()["api_paths"] == ["/api/v1"]
     text = public.text
     assert "localwhisk\":{" not in text and str(lw.handle.data_dir) not in text and sys.executable not in text
-    assert f'"pid":' not in text and str(lw.handle.process.pid) not in text
+    assert '"pid":' not in text and str(lw.handle.process.pid) not in text
     assert "data_dir" in lw.session.get(lw.handle.apihost + "/", timeout=5).json()["localwhisk"]
 
 

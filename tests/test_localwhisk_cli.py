@@ -41,7 +41,7 @@ def test_local_start_status_stop(tmp_path, isolated_home):
         status = run_cli("local", "status", "--data-dir", data_dir, timeout=30)
         assert status.returncode == 0, status.stderr
         assert "isolation" in status.stdout
-        line = next(l for l in status.stdout.splitlines() if l.startswith("hello"))
+        line = next(row for row in status.stdout.splitlines() if row.startswith("hello"))
         assert line.split()[1:4] == ["1", "0", "0"]  # warm 1, paused 0, busy 0
 
         port = apihost.rsplit(":", 1)[1]

@@ -28,7 +28,7 @@ needs_node = pytest.mark.skipif(shutil.which("node") is None or shutil.which("np
 def build_wheel(folder: Path, name: str = "tinyshout", version: str = "1.0") -> Path:
     """A minimal pure-Python wheel (PEP 427) with one module, so pip installs it offline."""
     wheel = folder / f"{name}-{version}-py3-none-any.whl"
-    module = f"def shout(text):\n    return text.upper() + '!'\n".encode()
+    module = "def shout(text):\n    return text.upper() + '!'\n".encode()
     dist = f"{name}-{version}.dist-info"
     files = {
         f"{name}.py": module,

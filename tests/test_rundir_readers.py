@@ -21,7 +21,7 @@ from faasprof.rundir import records as records_mod
 from faasprof.rundir import tables
 from faasprof.analyzer import frames as frames_mod
 from faasprof.analyzer.analysis import load_run
-from test_analyzer_synthetic import FAILURE_RECORDS, record, write_synthetic_run
+from test_analyzer_synthetic import record, write_synthetic_run
 
 FAILURES = {3: "application_error", 7: "developer_error", 11: "internal_error", 13: "action_timeout", 17: "no_record"}
 

@@ -248,3 +248,10 @@ def test_plan_makes_no_network_connection(cli, tmp_path):
     result = cli("plan", "workload_configs/paper_listing1.json", env={"HOME": str(home), "FAASPROF_TEST_HOME": str(home)})
     assert result.returncode == 0, result.stderr
     assert os.path.exists(home / ".wskprops")
+
+
+def test_a_shifted_exponential_burst_without_its_mean_is_the_fixed_gap():
+    """No ``gap_mean_s``: no exponential part (as ``Burst.expected_count`` counts it), not a TypeError."""
+    fixed = arrivals.burst(np.random.default_rng(1), 2, 0.5, 0.0, 2.0)
+    shifted = arrivals.burst(np.random.default_rng(1), 2, 0.5, 0.0, 2.0, "shifted_exponential", None)
+    assert shifted.tolist() == fixed.tolist() == [0.0, 0.0, 0.5, 0.5, 1.0, 1.0, 1.5, 1.5]

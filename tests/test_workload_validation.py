@@ -7,7 +7,6 @@ import copy
 import json
 import re
 import os
-from pathlib import Path
 
 import pytest
 
@@ -437,14 +436,14 @@ def test_bad_workload_file(tmp_path, raw, expected):
 def test_every_bad_workload_through_the_cli_is_one_line_each_and_no_traceback(cli, tmp_path):
     """The wall end to end: every bad workload above, validated in one command."""
     paths = []
-    for index, (name, changes, _) in enumerate(BAD):
+    for index, (_name, changes, _) in enumerate(BAD):
         data = copy.deepcopy(BASE)
         for key, value in changes.items():
             _set(data, key, value)
         path = tmp_path / f"bad{index:03d}.json"
         path.write_text(json.dumps(data))
         paths.append(path)
-    for index, (name, raw, _) in enumerate(BAD_FILES):
+    for index, (_name, raw, _) in enumerate(BAD_FILES):
         path = tmp_path / f"badfile{index:03d}.json"
         path.write_bytes(raw)
         paths.append(path)
@@ -452,7 +451,7 @@ def test_every_bad_workload_through_the_cli_is_one_line_each_and_no_traceback(cl
     assert result.returncode == 2
     assert "Traceback" not in result.stderr
     lines = result.stderr.strip().splitlines()
-    assert all(line.startswith(str(tmp_path)) or line.startswith("warning: ") for line in lines), [l for l in lines if not l.startswith(str(tmp_path))][:3]
+    assert all(line.startswith(str(tmp_path)) or line.startswith("warning: ") for line in lines), [line for line in lines if not line.startswith(str(tmp_path))][:3]
     named = {line.split(": ", 1)[0] for line in lines}
     missing = [str(path) for path in paths if str(path) not in named]
     assert not missing, f"accepted although bad: {missing[:5]}"

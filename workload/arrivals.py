@@ -101,8 +101,9 @@ def burst(
     gap_mean_s: float | None = None,
 ) -> np.ndarray:
     if gap_distribution == "shifted_exponential":
-        mean_gap = gap_s + float(gap_mean_s)
-        draw = lambda r, n: gap_s + r.exponential(float(gap_mean_s), n)  # noqa: E731
+        extra_mean_s = float(gap_mean_s or 0.0)  # absent: no exponential part, as Burst.expected_count reads it
+        mean_gap = gap_s + extra_mean_s
+        draw = lambda r, n: gap_s + r.exponential(extra_mean_s, n)  # noqa: E731
     else:
         mean_gap = gap_s
         draw = lambda r, n: np.full(n, gap_s)  # noqa: E731

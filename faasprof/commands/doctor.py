@@ -125,8 +125,9 @@ def check_platform(args: argparse.Namespace, workload: dict | None) -> list[Find
         return [Finding("platform", NO, "no API host configured and the embedded localwhisk is not installed", "pass --apihost/--auth (or ~/.wskprops), or reinstall faasprof with ./setup.sh", ("platform",))]
     url = connection.apihost + "/api/v1"
     try:
-        with OpenWhiskPlatform(connection) as platform:
-            info = platform.client.api_info(timeout_s=5.0)
+        openwhisk = OpenWhiskPlatform(connection)  # its client, which the base class has not
+        with openwhisk:
+            info = openwhisk.client.api_info(timeout_s=5.0)
     except PlatformError as error:
         return [Finding("platform", NO, f"{url} answered HTTP {error.status}", "check --apihost and that OpenWhisk's controller is up", ("platform",))]
     except PlatformUnreachable as error:

@@ -70,12 +70,13 @@ def main(args: argparse.Namespace) -> int:
     for instance in workload.instances:
         start_s, end_s = instance.window_s
         if instance.name in unknown:
-            offered, achieved, n = f"{instance.capacity_fraction:g} × capacity", "?", "?"
+            offered, achieved, planned = f"{instance.capacity_fraction:g} × capacity", "?", "?"
         else:
             n = counts[instance.name]
             offered = "-" if instance.rate is None else ("0 (muted)" if instance.rate == 0 else f"{instance.rate:g}")
             achieved = f"{n / instance.window_length_s if instance.window_length_s > 0 else 0.0:.3g}"
-        rows.append([instance.name, instance.function, instance.distribution, offered, achieved, f"[{start_s:g}, {end_s:g})", str(n)])
+            planned = str(n)
+        rows.append([instance.name, instance.function, instance.distribution, offered, achieved, f"[{start_s:g}, {end_s:g})", planned])
     print(format_table(rows, ["instance", "function", "distribution", "rate/s", "planned/s", "window_s", "invocations"]))
     for line in capacity_store.describe_fractions(given, capacities):
         print(line)

@@ -54,6 +54,12 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                              "min_successes (default 1), min_successes_per_instance (default 1), max_failure_rate (default 0.5), max_client_latency_ms_p50, "
                              "max_client_latency_ms_p99, max_lateness_ms_p99; a run that misses one exits 1")
     add_connection_arguments(parser)
+    _add_invoker_arguments(parser)
+    _add_localwhisk_arguments(parser)
+
+
+def _add_invoker_arguments(parser: argparse.ArgumentParser) -> None:
+    """How the invoker sends: lateness, connections, time limits, real-time priority, processes."""
     tuning = parser.add_argument_group("invoker")
     tuning.add_argument("--lateness-warn-ms", type=float, default=DEFAULT_LATENESS_WARN_MS, metavar="MS",
                         help=f"warn when the p99 lateness of a progress interval passes this (default {DEFAULT_LATENESS_WARN_MS:g}; 0 = never)")
@@ -76,6 +82,10 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                              "why (see bench/bench_invoker.py --find-max)")
     tuning.add_argument("--interrupt-grace-s", type=float, default=DEFAULT_INTERRUPT_GRACE_S, metavar="S",
                         help=f"after Ctrl-C, wait this long for responses in flight (default {DEFAULT_INTERRUPT_GRACE_S:g})")
+
+
+def _add_localwhisk_arguments(parser: argparse.ArgumentParser) -> None:
+    """The embedded localwhisk's settings, when the run starts one."""
     local = parser.add_argument_group("embedded localwhisk (used when no platform is configured)")
     local.add_argument("--user-memory", type=int, metavar="MB", help="memory budget of its container pool (default 4096, or platform.localwhisk.user_memory_mb)")
     local.add_argument("--pause-grace", type=duration_ms, metavar="DURATION", help="idle time before a warm sandbox is paused: 50, 50ms, 10s (default 50 ms, or platform.localwhisk.pause_grace_ms)")

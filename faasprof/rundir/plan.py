@@ -20,7 +20,7 @@ import sys
 from array import array
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Iterable
+from typing import Any, Collection, Iterable
 
 from faasprof.errors import ConfigError, FormatError
 from faasprof.rundir.layout import PLAN, SENDS
@@ -155,7 +155,7 @@ def reconstruct_missing(
     then taken as it is).
     """
     run_dir = Path(run_dir)
-    present = present_seqs if distinct else list(present_seqs)
+    present = present_seqs if distinct and isinstance(present_seqs, Collection) else list(present_seqs)
     plan = read_plan(run_dir)
     if plan is None:
         if manifest is None:
@@ -175,7 +175,7 @@ def reconstruct_missing(
     if seen.count(0) == 0:
         return [], report
     sends = read_sends(run_dir)
-    rows = []
+    rows: list[tuple] = []
     names, functions, intended, owners = plan.instance_names, plan.functions, plan.intended_ns, plan.instance_idx
     seq = seen.find(0)
     while seq >= 0:

@@ -114,7 +114,7 @@ class _Columns:
             where = self.labels[name]
             for value in distinct - where.keys() - {None}:
                 where[value] = len(where)
-            lookup = {**where, None: -1}
+            lookup: dict = {**where, None: -1}
             self.codes[name].append(np.fromiter(map(lookup.__getitem__, values), dtype=np.int32, count=len(values)))
         for name in record_fields.TEXT_COLUMNS:
             values = columns[name]
@@ -257,7 +257,7 @@ def _save(jsonl_path, identity: list[int], arrays: dict[str, np.ndarray], labels
     try:
         with open(tmp, "wb") as handle:
             # Derived data: no fsync (a torn index fails its zip CRCs and is ignored).
-            np.savez(handle, meta=np.frombuffer(json.dumps(meta).encode("utf-8"), dtype=np.uint8), **arrays)
+            np.savez(handle, meta=np.frombuffer(json.dumps(meta).encode("utf-8"), dtype=np.uint8), **arrays)  # type: ignore[arg-type]  # numpy's stub lets **kwds reach allow_pickle
         os.replace(tmp, target)
     finally:
         if tmp.exists():

@@ -16,16 +16,16 @@ import json
 import math
 from typing import Any
 
-from faasprof.outcomes import TIMEOUT_MESSAGE_FRAGMENT, record_outcome
+from faasprof.outcomes import record_outcome
 
 try:  # orjson parses a million records several times faster; the standard library is the fallback
     from orjson import loads as _loads
 except ImportError:  # pragma: no cover
-    _loads = json.loads
+    _loads = json.loads  # type: ignore[assignment]  # one str or bytes in, its value out: the same call here
 
 
 # ``statusCode`` (DB document, ``docs=false`` summaries) to ``response.status`` (extended JSON).
-STATUS_CODES = {0: "success", 1: "application error", 2: "action developer error", 3: "whisk internal error"}
+STATUS_CODES: dict[Any, str] = {0: "success", 1: "application error", 2: "action developer error", 3: "whisk internal error"}
 
 RECORD_COLUMNS = (
     "activation_id",
@@ -60,6 +60,11 @@ ERROR_TEXT_CHARS = 200  # enough to recognise the error; the full text stays in 
 # -- one record ---------------------------------------------------------------------------------
 
 
+def _dict(value: Any) -> dict:
+    """``value`` if it is a JSON object, else an empty one (a field of the wrong shape reads as absent)."""
+    return value if isinstance(value, dict) else {}
+
+
 def _annotation_map(annotations: Any) -> dict:
     if isinstance(annotations, list):
         return {a.get("key"): a.get("value") for a in annotations if isinstance(a, dict)}
@@ -80,8 +85,8 @@ def _number(value: Any) -> float:
 def flatten_record(record: dict) -> tuple:
     """One raw record as a tuple in ``RECORD_COLUMNS`` order (NaN/None where a field is absent)."""
     ann = _annotation_map(record.get("annotations"))
-    limits = ann.get("limits") if isinstance(ann.get("limits"), dict) else {}
-    response = record.get("response") if isinstance(record.get("response"), dict) else {}
+    limits = _dict(ann.get("limits"))
+    response = _dict(record.get("response"))
     status = response.get("status")
     if status is None:
         code = record.get("statusCode", response.get("statusCode"))
@@ -174,7 +179,7 @@ def flatten_fast(record: dict) -> tuple:
     # answer, several times slower).
     code = response.get("statusCode", record.get("statusCode")) if type(response) is dict else record.get("statusCode")
     if not timed_out and ((code is None and status == "success") or (code == 0 and type(code) is int)):
-        outcome = ("success", None)
+        outcome: tuple[str, str | None] = ("success", None)
     else:
         outcome = outcome_and_error(record)
     return (record.get("activationId"), record.get("name"), record.get("namespace"), start, end, duration, wait, init, kind, memory, timeout_limit, timed_out, status, state, *outcome)

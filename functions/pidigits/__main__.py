@@ -11,14 +11,14 @@ DEFAULT_SIZE = 2000
 
 def pi_digits(count):
     """Digits of pi as a string, by the unbounded spigot (linear fractional transformations)."""
-    q, r, t, k, n, l = 1, 0, 1, 1, 3, 3
+    q, r, t, k, n, odd = 1, 0, 1, 1, 3, 3
     out = []
     while len(out) < count:
         if 4 * q + r - t < n * t:
             out.append(n)
             q, r, n = 10 * q, 10 * (r - n * t), (10 * (3 * q + r)) // t - 10 * n
         else:
-            q, r, t, k, n, l = q * k, (2 * q + r) * l, t * l, k + 1, (q * (7 * k + 2) + r * l) // (t * l), l + 2
+            q, r, t, k, n, odd = q * k, (2 * q + r) * odd, t * odd, k + 1, (q * (7 * k + 2) + r * odd) // (t * odd), odd + 2
     return "".join(map(str, out))
 
 

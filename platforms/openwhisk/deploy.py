@@ -21,7 +21,7 @@ import math
 from dataclasses import dataclass
 from pathlib import Path
 
-from typing import Callable
+from typing import Any, Callable, Sequence
 
 from faasprof.errors import ConfigError, NotReadyError, RunError
 from faasprof.functions.catalogue import FunctionEntry, did_you_mean, lookup, unknown_function_error
@@ -54,7 +54,7 @@ class PlannedAction:
             exec_doc = {"kind": "blackbox", "image": self.entry.openwhisk_image, "code": code, "binary": True, "main": self.entry.main}
         else:
             exec_doc = {"kind": self.kind, "code": code, "binary": True, "main": self.entry.main}
-        annotations = [
+        annotations: list[dict[str, Any]] = [
             {"key": CODE_DIGEST_ANNOTATION, "value": self.digest},
             {"key": FUNCTION_ANNOTATION, "value": self.entry.base},
             {"key": "description", "value": self.entry.description},
@@ -94,10 +94,12 @@ def resolve_kind(entry: FunctionEntry, platform_info: dict | None) -> str:
     """The action kind to use on this platform for ``entry``."""
     runtimes = (platform_info or {}).get("runtimes") or {}
     family = runtimes.get(entry.runtime) or []
-    kinds = [item.get("kind") for item in family if isinstance(item, dict)]
+    # A runtime listed without a kind names nothing to deploy with: it is skipped.
+    listed = [item for item in family if isinstance(item, dict) and isinstance(item.get("kind"), str)]
+    kinds = [item["kind"] for item in listed]
     if entry.kind in kinds:
         return entry.kind
-    defaults = [item.get("kind") for item in family if isinstance(item, dict) and item.get("default")]
+    defaults = [item["kind"] for item in listed if item.get("default")]
     if defaults:
         return defaults[0]
     if kinds:
@@ -106,16 +108,13 @@ def resolve_kind(entry: FunctionEntry, platform_info: dict | None) -> str:
 
 
 def _entries(names: list[str], memory_mb: int | None) -> list[FunctionEntry]:
-    unknown = [name for name in names if lookup(name) is None]
+    found = {name: lookup(name) for name in dict.fromkeys(names)}
+    unknown = [name for name, entry in found.items() if entry is None]
     if unknown:
         raise unknown_function_error(unknown[0], where="deploy")
     if memory_mb is not None and (not isinstance(memory_mb, int) or memory_mb <= 0):
         raise ConfigError(f"--memory: must be a positive number of MB (got {memory_mb!r})")
-    chosen = []
-    for name in dict.fromkeys(names):
-        entry = lookup(name)
-        chosen.append(entry.with_memory(memory_mb) if memory_mb is not None else entry)
-    return chosen
+    return [entry.with_memory(memory_mb) if memory_mb is not None else entry for entry in found.values() if entry is not None]
 
 
 def plan_actions(client, entries: list[FunctionEntry], parameters: dict | None = None, progress: Progress = QUIET) -> list[PlannedAction]:
@@ -227,7 +226,7 @@ def platform_action_names(client) -> list[str]:
         return []
 
 
-def missing_actions_error(origin: str, missing: list[tuple[str, str]], connection, known: list[str] = ()) -> NotReadyError:
+def missing_actions_error(origin: str, missing: list[tuple[str, str]], connection, known: Sequence[str] = ()) -> NotReadyError:
     """One NotReadyError (the platform lacks what the workload needs: exit 3) with one line per
     missing action (``problems``): the closest name of the catalogue or of ``known`` (the
     platform's actions), and the command that deploys it.
@@ -246,9 +245,7 @@ def missing_actions_error(origin: str, missing: list[tuple[str, str]], connectio
             fix = f"deploy your function under this name: faasprof deploy PATH --name {name}{connection_flags(connection)}"
             fix += ', or give the instance a "source" (your function\'s file or folder)' if field_path.startswith("instances.") else ""
         lines.append(f"{origin}: {field_path}: action {name} does not exist on {where}{did_you_mean(name, known)}; {fix}")
-    error = NotReadyError(lines[0])
-    error.problems = lines
-    return error
+    return NotReadyError(lines[0], problems=lines)
 
 
 def ensure_workload_actions(client, workload, serves: Callable[[object], bool]) -> dict[str, str]:

@@ -1,0 +1,92 @@
+"""The linters' script, .ci/lint, on a small tree of its own: every finding fails it, mypy's are
+said with the folders' paths, and .ci/run calls it before the tests."""
+
+from __future__ import annotations
+
+import os
+import shutil
+import subprocess
+from pathlib import Path
+
+import pytest
+
+from tests.conftest import REPO_ROOT
+
+VENV = REPO_ROOT / ".venv"
+
+PYPROJECT = """
+[tool.setuptools]
+package-dir = {"faasprof" = "faasprof", "faasprof.workload" = "workload"}
+
+[tool.ruff]
+line-length = 120
+
+[tool.mypy]
+files = ["faasprof/workload"]
+"""
+
+GOOD = '"""A module."""\n\n\ndef double(count: int) -> int:\n    return 2 * count\n'
+
+
+def _tree(root: Path, module: str) -> Path:
+    """A checkout of two parts: faasprof/ and workload/ (mapped to faasprof.workload), with .ci/lint."""
+    (root / ".ci").mkdir(parents=True)
+    shutil.copy(REPO_ROOT / ".ci" / "lint", root / ".ci" / "lint")
+    (root / "pyproject.toml").write_text(PYPROJECT)
+    for folder in ("faasprof", "workload"):
+        (root / folder).mkdir()
+        (root / folder / "__init__.py").write_text('"""A package."""\n')
+    (root / "workload" / "model.py").write_text(module)
+    return root
+
+
+def _lint(root: Path, skip_format: bool = False) -> subprocess.CompletedProcess:
+    if not (VENV / "bin" / "ruff").exists() or not (VENV / "bin" / "mypy").exists():
+        pytest.fail(f"ruff or mypy is missing from {VENV}: run ./setup.sh --dev")
+    env = {**os.environ, "VENV": str(VENV)}
+    env.pop("FAASPROF_SKIP_FORMAT_CHECK", None)
+    if skip_format:
+        env["FAASPROF_SKIP_FORMAT_CHECK"] = "1"
+    return subprocess.run([str(root / ".ci" / "lint")], capture_output=True, text=True, timeout=120, env=env)
+
+
+def test_a_clean_tree_passes(tmp_path):
+    done = _lint(_tree(tmp_path, GOOD))
+    assert done.returncode == 0, done.stdout + done.stderr
+
+
+def test_a_type_error_fails_and_is_said_with_the_folder_path(tmp_path):
+    done = _lint(_tree(tmp_path, GOOD.replace("return 2 * count", 'return "2" * count')))
+    assert done.returncode == 1
+    assert "workload/model.py:5: error: Incompatible return value type" in done.stdout
+    assert "faasprof/workload/model.py" not in done.stdout
+
+
+def test_a_pyflakes_finding_fails(tmp_path):
+    done = _lint(_tree(tmp_path, GOOD.replace('"""A module."""\n', '"""A module."""\n\nimport os\n')), skip_format=True)
+    assert done.returncode == 1 and "F401" in done.stdout
+
+
+def test_the_format_check_is_skipped_only_when_asked(tmp_path):
+    root = _tree(tmp_path, GOOD.replace("2 * count", "2*count"))
+    assert _lint(root).returncode == 1
+    skipped = _lint(root, skip_format=True)
+    assert skipped.returncode == 0 and "FAASPROF_SKIP_FORMAT_CHECK=1" in skipped.stderr
+
+
+def test_ci_runs_the_linters_after_setup_and_before_the_tests():
+    lines = [line.strip() for line in (REPO_ROOT / ".ci" / "run").read_text().splitlines()]
+    setup, lint = lines.index("./setup.sh --dev"), lines.index(".ci/lint")
+    tests = next(i for i, line in enumerate(lines) if "pytest" in line and not line.startswith("#"))
+    assert setup < lint < tests
+    assert "FAASPROF_SKIP_FORMAT_CHECK" not in (REPO_ROOT / ".ci" / "run").read_text()
+
+
+def test_the_script_passes_shellcheck():
+    shellcheck = VENV / "bin" / "shellcheck"
+    if not shellcheck.exists():
+        pytest.fail(f"{shellcheck} is missing: run ./setup.sh --dev")
+    done = subprocess.run(
+        [str(shellcheck), str(REPO_ROOT / ".ci" / "lint")], capture_output=True, text=True, timeout=60
+    )
+    assert done.returncode == 0, done.stdout + done.stderr
