@@ -323,7 +323,7 @@ def run_native(entry: FunctionEntry, out_dir: str | os.PathLike, options: Native
     cold again). Raises NotReadyError before creating anything if the function or perf cannot run.
     The npm packages the function needs are installed into the cache first, said on ``progress``.
     """
-    _check_ready(entry, options)
+    _check_ready(entry, options, progress)
     params = entry.sample_params() if options.params is None else options.params
     timeout_s = options.timeout_s or entry.timeout_ms / 1000
     run_dir, clock = _start_run(entry, out_dir, options, params, timeout_s)
@@ -351,7 +351,7 @@ def run_native(entry: FunctionEntry, out_dir: str | os.PathLike, options: Native
     return run_dir, summary
 
 
-def _check_ready(entry: FunctionEntry, options: NativeOptions) -> None:
+def _check_ready(entry: FunctionEntry, options: NativeOptions, progress: Callable[[str], None] | None) -> None:
     """Refuse bad options (ConfigError) and a function or perf that cannot run here (NotReadyError)."""
     if options.repeat < 1:
         raise ConfigError(f"--repeat: must be >= 1 (got {options.repeat})")

@@ -13,7 +13,6 @@ log, and exits. After a normal stop it finds nothing to do.
 
 from __future__ import annotations
 
-import os
 import subprocess
 import sys
 import time

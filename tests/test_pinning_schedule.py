@@ -13,7 +13,6 @@ import os
 
 import numpy as np
 import pytest
-from pathlib import Path
 
 from faasprof.workload import arrivals
 from faasprof.workload.schedule import build_schedule, instance_rng, read_schedule_csv, stream_key

@@ -21,6 +21,6 @@ def test_a_workload_that_plans_nothing_is_refused_by_validate_and_run_alike(tmp_
     ran = _faasprof("run", str(path), "--out", str(tmp_path / "runs"), cwd=tmp_path)
     assert validated.returncode == 2 and ran.returncode == 2, (validated.stderr, ran.stderr)
     line = f"{path}: instances: the plan has no invocation"
-    assert [l for l in validated.stderr.splitlines() if l.startswith(line)] == [l for l in ran.stderr.splitlines() if l.startswith(line)] != []
+    assert [said for said in validated.stderr.splitlines() if said.startswith(line)] == [said for said in ran.stderr.splitlines() if said.startswith(line)] != []
     assert "ok (" not in validated.stdout
     assert not (tmp_path / "runs").exists() or not any((tmp_path / "runs").iterdir())

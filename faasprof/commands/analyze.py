@@ -58,27 +58,13 @@ def main(args: argparse.Namespace) -> int:
             _fetch_from_embedded_store(run_dir, manifest, platform_block, progress)
     elif fetch and (not saved or args.apihost):
         # Records are fetched when the run has none saved, or (with explicit flags) to complete them.
-<<<<<<< HEAD
-        workload = manifest.workload
-        platform = dict((workload.get("as_given") or workload).get("platform") or {})
-        if platform.get("auth") == "(redacted)":
-            platform.pop("auth")  # the manifest never holds the key: flags or ~/.wskprops give it
-        connection = resolve_connection(args, platform, origin=str(rundir.manifest_path(run_dir)))
-        if connection is None:
-            progress.say(f"analyze: {run_dir} has no {rundir.ACTIVATIONS} and no platform is configured to fetch them from "
-                         "(pass --apihost/--auth); analyzing client-side data only")
-        else:
-            _fetch_from_platform(run_dir, connection, progress)
+        _fetch_from_platforms(run_dir, manifest, args, progress)
     try:
         summary = analyze_run(run_dir, None, plots=not args.no_plots, progress=stderr_progress, invocations=invocations)
     except OSError as error:
         # The run's own files are only read; what failed is a file of analysis/, which is derived.
         raise RunError(f"analyze: cannot write {run_dir / rundir.ANALYSIS} ({error.strerror or error}); the run itself is unchanged: "
                        f"free space there (or fix its permissions) and run faasprof analyze {run_dir} again") from None
-=======
-        _fetch_from_platforms(run_dir, manifest, args, progress)
-    summary = analyze_run(run_dir, None, plots=not args.no_plots, progress=stderr_progress, invocations=invocations)
->>>>>>> h-spec
     for warning in summary["warnings"]:
         progress.warn(warning)
     for line in summary_lines(summary):
@@ -129,9 +115,9 @@ def _fetch_from_platforms(run_dir: Path, manifest: rundir.Manifest, args: argpar
             progress.say(f"analyze: {run_dir} has no {rundir.ACTIVATIONS} and no platform is configured to fetch them from "
                          "(pass --apihost/--auth); analyzing client-side data only")
             continue
-        with cls.for_workload(None, connection) as platform:
-            report = platform.fetch_records(run_dir, say=progress.say)
-        _report(report, f"platform {connection.apihost}" if cls.reached_by_connection else f"the {cls.endpoint} platform", progress)
+        with cls.for_workload(None, connection) as keeper:
+            report = keeper.fetch_records(run_dir, say=progress.say)
+        _report(report, f"platform {connection.apihost}" if connection is not None and cls.reached_by_connection else f"the {cls.endpoint} platform", progress)
 
 
 def _fetch_from_embedded_store(run_dir: Path, manifest: rundir.Manifest, platform_block: dict, progress: Progress) -> None:
