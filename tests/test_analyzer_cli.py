@@ -100,7 +100,7 @@ def test_compare_runs_that_differ_in_rate(tmp_path, isolated_home):
     assert frame.sort_values("parameter_value")["mode"].tolist() == ["under-invoked", "balanced", "over-invoked"]
     assert (out / "plots" / "cdfs.png").exists() and (out / "plots" / "versus_parameter.png").exists()
     assert "data:image/png;base64," in (out / "report.html").read_text()
-    assert json.loads((out / "compare.json").read_text())["format_version"] == 2
+    assert json.loads((out / "compare.json").read_text())["format_version"] == 3
 
 
 def test_compare_prints_completion_latency_and_verdicts_and_writes_beside_the_runs(tmp_path, isolated_home):
@@ -116,7 +116,7 @@ def test_compare_prints_completion_latency_and_verdicts_and_writes_beside_the_ru
     assert list(elsewhere.iterdir()) == []  # nothing in the working directory
     assert f"compare: writing {out}" in result.stderr
     header = result.stdout.splitlines()[0].split()
-    assert header[:3] == ["label", "function", "calls"] and "completion" in header and "client" not in header
+    assert header[:5] == ["label", "instance", "phase", "function", "calls"] and "completion" in header and "client" not in header
     p99 = next(line for line in result.stdout.splitlines() if line.strip().startswith("p99 "))
     assert p99.endswith("slower")
 

@@ -196,7 +196,7 @@ def rate_points(*points):
     """A sweep's compare frame over `rate` alone: (rate, modes, median completion latency ms) per point."""
     import pandas as pd
 
-    return pd.DataFrame([{"function": "json_dumps", "sweep_rate": rate, "mode": mode, "completion_latency_ms_p50": latency} for rate, mode, latency in points])
+    return pd.DataFrame([{"instance": "i0", "phase": 0, "function": "json_dumps", "sweep_rate": rate, "mode": mode, "completion_latency_ms_p50": latency} for rate, mode, latency in points])
 
 
 def test_sweep_capacity_is_the_highest_rate_without_a_standing_queue():
@@ -274,3 +274,30 @@ def test_memory_and_rate_sweep_on_localwhisk(tmp_path, isolated_home):
     assert summary["capacity"] and all(entry["capacity_rps"] == 8 for entry in summary["capacity"])
     assert (sweep_dir / "plots" / "completion_latency_ms_p50_vs_memory_mb.png").exists()
     assert "<h1>Sweep" in (sweep_dir / "report.html").read_text()
+
+
+def test_sweep_follows_each_phase_apart(tmp_path):
+    """A rate sweep of a workload whose two phases call one function at 1x and 8x the rate: the
+    summary has a setting per phase and rate, each with its phase's mode, and a capacity per phase."""
+    from test_analyzer_synthetic import write_synthetic_run
+
+    sweep_dir = tmp_path / "sweep"
+    points = []
+    for order, rate in enumerate((10.0, 40.0)):
+        instances = {"slow": {"application": "fn", "distribution": "Uniform", "rate": rate, "activity_window": [0, 5]},
+                     "fast": {"application": "fn", "distribution": "Uniform", "rate": 8 * rate, "activity_window": [5, 10]}}
+        run_dir, _ = write_synthetic_run(sweep_dir, test_name=f"r{rate:g}", duration_s=10.0, instances=instances, service_ms=5.0,
+                                         pause_grace_ms=10_000.0, seed=order + 1)
+        rundir.update_manifest(run_dir, sweep_point={"values": {"rate": rate}, "repeat": 0, "order": order, "applied": {"rate": rate}})
+        points.append({"order": order, "repeat": 0, "values": {"rate": rate}, "status": "done", "run_dir": run_dir.name})
+    rundir.write_json_atomic(sweep_dir / sweep_report.SWEEP_FILE, {"format_version": 1, "kind": "sweep", "status": "complete", "parameters": ["rate"], "points": points})
+    sweep_report.write_sweep_report(sweep_dir)
+    summary = json.loads((sweep_dir / "sweep_summary.json").read_text())
+    settings = {(s["instance"], s["phase"], s["sweep_rate"]): s for s in summary["settings"]}
+    assert sorted(settings) == [("fast", 1, 10.0), ("fast", 1, 40.0), ("slow", 0, 10.0), ("slow", 0, 40.0)]
+    assert all(len(s["modes"]) == 1 for s in settings.values())  # one phase's mode, never a pool of both
+    assert settings[("fast", 1, 40.0)]["modes"] == ["over-invoked"] and settings[("slow", 0, 40.0)]["modes"] == ["balanced"]
+    # 320/s against one 5 ms container: the fast phase's achieved rate is its own, not the slow phase's pooled in.
+    assert settings[("fast", 1, 40.0)]["achieved_rps"]["mean"] < 250
+    capacity = {(c["instance"], c["phase"]): c["capacity_rps"] for c in summary["capacity"]}
+    assert capacity == {("slow", 0): 40.0, ("fast", 1): 10.0}
