@@ -237,7 +237,7 @@ def test_sweep_report_leads_with_completion_latency_in_the_run_reports_look(tmp_
     p50 = [setting["completion_latency_ms_p50"]["mean"] for setting in summary["settings"]]
     p99 = [setting["completion_latency_ms_p99"]["mean"] for setting in summary["settings"]]
     assert p50[-1] > 10 * p50[0] and p99[-1] > 3 * p99[0]  # completion rises with the rate,
-    client = [load_summary(sweep_dir / p["run_dir"])["functions"][0]["client_latency_ms_p50"] for p in points]
+    client = [load_summary(sweep_dir / p["run_dir"])["instances"][0]["phases"][0]["client_latency_ms_p50"] for p in points]
     assert client == sorted(client, reverse=True)  # while the time to the 202 falls
     assert all("client_latency_ms_p50" not in setting for setting in summary["settings"])
     page = report.read_text()
