@@ -13,6 +13,7 @@ import numpy as np
 import pandas as pd
 import pytest
 
+from faasprof.analyzer.analysis import analyze_run
 from faasprof.experiments.interference import REPORT_BEGIN, add_to_report, capacity_from_file, panel_series, plot_fig14, resolve_rate, window_effect
 from faasprof.errors import ConfigError, FormatError
 from faasprof.monitoring.derived import add_perf_metrics
@@ -147,7 +148,6 @@ def test_before_during_and_after_the_aggressor_stay_apart():
 
 def test_report_of_a_finished_run_prints_each_window(tmp_path):
     from test_analyzer_synthetic import write_synthetic_run
-    from faasprof.analyzer.analysis import analyze_run
 
     instances = {"json_dumps": {"application": "json_dumps", "distribution": "Uniform", "rate": 20.0},
                  "deltablue": {"application": "deltablue", "distribution": "Uniform", "rate": 5.0, "activity_window": [3, 5]}}

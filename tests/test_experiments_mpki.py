@@ -14,6 +14,8 @@ from pathlib import Path
 
 import pytest
 
+from faasprof import rundir
+from faasprof.analyzer.analysis import analyze_run
 from faasprof.experiments.mpki import counts_from_perf, plot_mpki
 from faasprof.monitoring.collectors.perf import probe_perf_events
 
@@ -111,8 +113,6 @@ def _three_rate_run(tmp_path, perf_text: str | None = None):
     """One function at 5, 20 and 60/s in [0, 6), [6, 12), [12, 18) s (the quick start's shape),
     analysed, with ``perf_text`` as its perf output started 0.5 s after the run's zero."""
     from test_analyzer_synthetic import write_synthetic_run
-    from faasprof.analyzer.analysis import analyze_run
-    from faasprof import rundir
 
     instances = {name: {"application": "fn", "distribution": "Uniform", "rate": rate, "activity_window": [6 * k, 6 * k + 6]}
                  for k, (name, rate) in enumerate((("low", 5.0), ("mid", 20.0), ("high", 60.0)))}
