@@ -490,7 +490,7 @@ def write_parquet(frame: pd.DataFrame, path: Path, kind: str) -> None:
         "parquet_format_version": PARQUET_FORMAT_VERSION,
         "kind": kind,
         **attrs,
-        "units": units_mod.frame_units(data),
+        "units": units_mod.frame_units(frame),  # the frame's, whose attrs may name its columns' units
     }
     metadata = dict(schema.metadata or {})
     metadata[PARQUET_KEY] = json.dumps(described, sort_keys=True).encode()

@@ -9,7 +9,8 @@ count. Read in this order, first match wins:
    labels, flags, text or time types (categorical, boolean, string, ``datetime64``,
    ``timedelta64``: Arrow's own type carries the time unit), whatever its name.
 2. ``COUNTS``: the tallies named after what they count (``planned``, ``ok``, ``final_no_record``),
-   and every name ending ``_n`` or ``_count``: ``count``.
+   and every name ending ``_n`` or ``_count``: ``count``. ``NAMED``: the monitors' columns named
+   after what they measure (``ipc``, ``cpu_utilization``, ``procs_running``).
 3. A ratio of two like quantities (``achieved_over_offered``, ``tail_p99_over_p50_warm``):
    ``ratio``.
 4. Cost: ``gb_s``, ``gb_s_1ms``, ``gb_s_100ms`` (the ``1ms``/``100ms`` say the billing
@@ -17,9 +18,11 @@ count. Read in this order, first match wins:
 5. The statistic's suffix is dropped, then ``SUFFIX_UNITS`` (longest suffix first: ``_ms_per_s``
    is ms/s, not s).
 
-A column none of these name has no unit (``None``); ``tests/test_units.py`` checks every column of
-every frame, long view and Parquet file against its own table, so a new numeric column must be
-named with its unit (or entered here) to pass.
+A column none of these name takes the unit its frame's ``attrs["units"]`` gives: a perf event's
+column is named after the event (``instructions``, ``task-clock``) and perf says its unit
+(``faasprof.monitoring.parsers.perf.event_units``). Else it has no unit (``None``);
+``tests/test_units.py`` checks every column of every frame, long view and Parquet file against
+its own table, so a new numeric column must be named with its unit (or entered here) to pass.
 """
 
 from __future__ import annotations
@@ -33,11 +36,17 @@ COUNTS = frozenset({
     "planned", "sent", "answered", "successful", "failures", "rejected", "with_activation_id", "with_record",
     "successful_with_record", "missing_records", "records", *HTTP_OUTCOMES, *(f"final_{name}" for name in FINAL_OUTCOMES),
 })
+NAMED = {
+    "ipc": "instructions/cycle", "branch_miss_rate": "ratio", "llc_miss_rate": "ratio", "cpu_utilization": "CPUs",
+    "llc_misses": "count", "llc_references": "count", "completions": "count", "procs_running": "count", "procs_blocked": "count",
+    "memory_failcnt": "count", "oom_kills": "count", "frozen": "1", "sample": None,
+}
 COST_COLUMNS = frozenset({"gb_s", "gb_s_1ms", "gb_s_100ms"})
 STATISTIC_SUFFIXES = ("_ci_low", "_ci_high", "_mean", "_median", "_max", "_min", "_p50", "_p90", "_p99_9", "_p99")
 SUFFIX_UNITS = (
-    ("_ms_per_s", "ms/s"), ("_per_s", "1/s"), ("_rps", "1/s"), ("_mbps", "MB/s"), ("_fraction", "1"), ("_pct", "%"),
-    ("_ms", "ms"), ("_ns", "ns"), ("_s", "s"), ("_mb", "MB"), ("_bytes", "B"),
+    ("_ms_per_s", "ms/s"), ("_kib_per_s", "KiB/s"), ("_pages_per_s", "pages/s"), ("_per_s", "1/s"), ("_rps", "1/s"), ("_iops", "1/s"),
+    ("_mbps", "MB/s"), ("_mibps", "MiB/s"), ("_mpki", "1/kinstr"), ("_pki", "1/kinstr"), ("_fraction", "1"), ("_share", "1"), ("_pct", "%"),
+    ("_cores", "CPUs"), ("_ms", "ms"), ("_ns", "ns"), ("_s", "s"), ("_mb", "MB"), ("_kib", "KiB"), ("_bytes", "B"),
 )
 
 
@@ -57,6 +66,8 @@ def unit_of(column: str, dtype=None) -> str | None:
     name = str(column)
     if name in NO_UNIT or (dtype is not None and not _quantity(dtype)):
         return None
+    if name in NAMED:
+        return NAMED[name]
     unit = _dimensionless_or_count(name)
     if unit is not None:
         return unit
@@ -82,5 +93,14 @@ def _quantity(dtype) -> bool:
 
 
 def frame_units(frame: pd.DataFrame) -> dict[str, str]:
-    """``{column: unit}`` for every column of ``frame`` that has one (the Parquet metadata's ``units``)."""
-    return {str(c): u for c, dtype in frame.dtypes.items() if (u := unit_of(str(c), dtype))}
+    """``{column: unit}`` for every column of ``frame`` that has one (the Parquet metadata's
+    ``units``): from its name, else from the frame's ``attrs["units"]`` (module docstring)."""
+    given = frame.attrs.get("units") or {}
+    out = {}
+    for column, dtype in frame.dtypes.items():
+        unit = unit_of(str(column), dtype)
+        if unit is None and _quantity(dtype) and str(column) not in NO_UNIT and str(column) not in NAMED:
+            unit = given.get(str(column))
+        if unit is not None:
+            out[str(column)] = unit
+    return out
