@@ -69,7 +69,9 @@ from scipy import stats as scipy_stats
 from faasprof import __version__, rundir
 from faasprof.errors import ConfigError, FormatError
 from faasprof.outcomes import FAILURE_OUTCOMES
+from faasprof.analyzer import frames as frames_mod
 from faasprof.analyzer import markup
+from faasprof.analyzer import units as units_mod
 from faasprof.analyzer import stats as stats_mod
 from faasprof.analyzer import tails as tails_mod
 from faasprof.analyzer import compare_plots
@@ -376,6 +378,20 @@ def phase_rows(name: str, label: dict, summary: dict) -> list[dict]:
     return rows
 
 
+def column_units(rows: list[dict], parameter: str | None) -> dict[str, str]:
+    """The units the compare frame's column names cannot say: the parameter's (its setting's last
+    key) and each monitor column's (``<monitor>_<column>``: its column's)."""
+    out = {}
+    if parameter and (unit := units_mod.unit_of(parameter.rsplit(".", 1)[-1])):
+        out["parameter_value"] = unit
+    for row in rows:
+        for column in row:
+            monitor, _, inner = column.partition("_")
+            if inner and row.get("monitor_window") and units_mod.unit_of(column) is None and (unit := units_mod.unit_of(inner)):
+                out[column] = unit
+    return out
+
+
 def compare_runs(run_dirs: list[str | os.PathLike], label: str | None = None, out_dir: str | os.PathLike | None = None, progress: Callable[[str], None] | None = None) -> dict:
     """Compare runs; writes ``out_dir`` (frame, plots, report) when given; returns the result dict."""
     paths = [Path(p) for p in run_dirs]
@@ -404,6 +420,7 @@ def compare_runs(run_dirs: list[str | os.PathLike], label: str | None = None, ou
         modes[name] = {(r["instance"], r["phase"]): (r["function"], r["mode"]) for r in run_rows}
         rows.extend(run_rows)
     frame = pd.DataFrame(rows)
+    frame.attrs["units"] = column_units(rows, parameter)
     # Each run's latencies are read once, for the tests and the overlaid CDFs alike.
     latencies = {path: _latencies(path) for path in paths} if len(paths) > 1 or out_dir is not None else {}
     warnings = environment_warnings(manifests, names, parameter) if len(paths) > 1 else []
@@ -429,7 +446,7 @@ def compare_runs(run_dirs: list[str | os.PathLike], label: str | None = None, ou
 def write_outputs(out: Path, frame: pd.DataFrame, result: dict, paths: list[Path], names: list[str],
                   latencies: dict[Path, dict[str, np.ndarray]] | None = None) -> None:
     out.mkdir(parents=True, exist_ok=True)
-    frame.to_parquet(out / "compare.parquet", index=False)
+    frames_mod.write_parquet(frame, out / "compare.parquet", kind="compare")  # with each column's unit
     frame.to_csv(out / "compare.csv", index=False)
     plots = compare_plots.write_compare_plots(out / "plots", frame, paths, names, result["parameter"], latencies)
     result["outputs"] = {"frame": "compare.parquet", "csv": "compare.csv", "plots": [f"plots/{p}" for p in plots], "report": "report.html"}

@@ -5,12 +5,13 @@ House style puts a column's unit at the end of its name (``latency_ms``, ``inten
 its ``_ci_low``/``_ci_high``, ``_mean``, ``_max``), except its sample count ``_n``, which is a
 count. Read in this order, first match wins:
 
-1. ``NO_UNIT``: identifiers and codes (``seq``, ``phase``, ``http_status``); and any column of
+1. ``NO_UNIT``: identifiers and codes (``seq``, ``phase``, ``http_status``, ``sweep_repeat``); and any column of
    labels, flags, text or time types (categorical, boolean, string, ``datetime64``,
    ``timedelta64``: Arrow's own type carries the time unit), whatever its name.
 2. ``COUNTS``: the tallies named after what they count (``planned``, ``ok``, ``final_no_record``),
    and every name ending ``_n`` or ``_count``: ``count``. ``NAMED``: the monitors' columns named
-   after what they measure (``ipc``, ``cpu_utilization``, ``procs_running``).
+   after what they measure (``ipc``, ``cpu_utilization``, ``procs_running``), and the settings a
+   comparison or sweep varies (``rate``, ``llc_ways``).
 3. A ratio of two like quantities (``achieved_over_offered``, ``tail_p99_over_p50_warm``):
    ``ratio``.
 4. Cost: ``gb_s``, ``gb_s_1ms``, ``gb_s_100ms`` (the ``1ms``/``100ms`` say the billing
@@ -31,7 +32,7 @@ import pandas as pd
 
 from faasprof.outcomes import FINAL_OUTCOMES, HTTP_OUTCOMES
 
-NO_UNIT = frozenset({"seq", "phase", "http_status"})
+NO_UNIT = frozenset({"seq", "phase", "http_status", "sweep_repeat"})
 COUNTS = frozenset({
     "planned", "sent", "answered", "successful", "failures", "rejected", "with_activation_id", "with_record",
     "successful_with_record", "missing_records", "records", *HTTP_OUTCOMES, *(f"final_{name}" for name in FINAL_OUTCOMES),
@@ -40,6 +41,8 @@ NAMED = {
     "ipc": "instructions/cycle", "branch_miss_rate": "ratio", "llc_miss_rate": "ratio", "cpu_utilization": "CPUs",
     "llc_misses": "count", "llc_references": "count", "completions": "count", "procs_running": "count", "procs_blocked": "count",
     "memory_failcnt": "count", "oom_kills": "count", "frozen": "1", "sample": None,
+    # A workload's or sweep's settings (compare's parameter_value, the sweep's sweep_<name>).
+    "rate": "1/s", "rate_scale": "ratio", "llc_ways": "ways", "mba_percent": "%",
 }
 COST_COLUMNS = frozenset({"gb_s", "gb_s_1ms", "gb_s_100ms"})
 STATISTIC_SUFFIXES = ("_ci_low", "_ci_high", "_mean", "_median", "_max", "_min", "_p50", "_p90", "_p99_9", "_p99")

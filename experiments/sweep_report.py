@@ -32,6 +32,8 @@ from faasprof.errors import FormatError
 from faasprof.progress import QUIET, Progress
 from faasprof.analyzer import markup
 from faasprof.analyzer.compare import compare_runs
+from faasprof.analyzer.frames import write_parquet
+from faasprof.analyzer.units import unit_of
 from faasprof.analyzer.stats import QUEUE_MIN_MS, QUEUE_RATIO, is_reference, queueing
 
 SUMMARY_FORMAT_VERSION = 1
@@ -83,7 +85,9 @@ def sweep_frame(sweep_dir: Path, progress: Progress = QUIET) -> tuple[pd.DataFra
         applied = (rundir.read_manifest(path).sweep_point or {}).get("applied") or point["values"]
         by_run[path.name] = {"repeat": point["repeat"], **{p: _scalar(applied.get(p, point["values"].get(p))) for p in parameters}}
     extra = pd.DataFrame([by_run[name] for name in frame["run"]])
+    units = {**result["frame"].attrs.get("units", {}), **{f"sweep_{p}": u for p in parameters if (u := unit_of(p))}}
     frame = pd.concat([frame.reset_index(drop=True), extra.add_prefix("sweep_")], axis=1)
+    frame.attrs["units"] = units  # a setting's unit, which sweep_<name> no longer ends in
     return frame, parameters, result
 
 
@@ -245,7 +249,7 @@ def write_html(path: Path, sweep_dir: Path, parameters: list[str], rows: list[di
 
 def write_sweep_report(sweep_dir: Path, progress: Progress = QUIET) -> Path:
     frame, parameters, _ = sweep_frame(sweep_dir, progress=progress)
-    frame.to_parquet(sweep_dir / "sweep.parquet", index=False)
+    write_parquet(frame, sweep_dir / "sweep.parquet", kind="sweep")  # with each column's unit
     rows = aggregate(frame, parameters)
     capacity = capacities(frame, parameters)
     plots = plot_versus(frame, parameters, sweep_dir / "plots")

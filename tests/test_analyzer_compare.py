@@ -2,11 +2,15 @@
 
 from __future__ import annotations
 
+import pandas as pd
+
 from faasprof.analyzer.compare import differing_keys, environment_warnings, pick_parameter
 from faasprof.analyzer.analysis import analyze_run
 from faasprof.analyzer.compare import compare_runs, default_out_dir, summary_table, verdict_lines
-from faasprof.analyzer.compare import unrelated_workload_warnings
+from faasprof.analyzer.compare import column_units, unrelated_workload_warnings
 from faasprof import rundir
+from faasprof.analyzer.frames import parquet_description
+from test_units import _check
 
 
 def _manifest(memory=256, rate=10.0, seed=1, port=4000, applied=None, kernel="6.1.0", grace=50):
@@ -154,8 +158,11 @@ def quick_start_like(tmp_path, service_ms=(5.0, 5.0)):
 
 def test_compare_of_three_phase_runs_has_a_row_and_a_verdict_per_phase(tmp_path):
     runs = quick_start_like(tmp_path, service_ms=(5.0, 6.0))
-    result = compare_runs(runs)
+    result = compare_runs(runs, out_dir=tmp_path / "cmp")
     frame = result["frame"]
+    written = pd.read_parquet(tmp_path / "cmp" / "compare.parquet")
+    assert len(written) == 6
+    _check("compare.parquet", written.dtypes.to_dict(), parquet_description(tmp_path / "cmp" / "compare.parquet")["units"])
     # One row per run × instance × phase, each with its phase's own mode: never "over-invoked,under-invoked,...".
     assert len(frame) == 6
     assert frame[["instance", "phase", "mode"]].iloc[:3].values.tolist() == [["under", 0, "under-invoked"], ["balanced", 1, "balanced"], ["over", 2, "over-invoked"]]
@@ -174,3 +181,9 @@ def test_compare_of_three_phase_runs_has_a_row_and_a_verdict_per_phase(tmp_path)
     assert len(table) == 6 and table["phase"].tolist() == ["0", "1", "2", "0", "1", "2"]
     lines = verdict_lines(result)
     assert any("over phase 2 (fn, over-invoked)" in line and "baseline over-invoked" in line for line in lines)
+
+
+def test_the_parameter_and_monitor_columns_carry_their_units():
+    from_rows = column_units([{"perf_ipc": 1.2, "rdt_mem_bw_mbps": 3.0, "monitor_window": "the run's steady phases together"}], "workload.instances.i0.memory_mb")
+    assert from_rows == {"parameter_value": "MB", "perf_ipc": "instructions/cycle"}  # rdt_mem_bw_mbps says its own
+    assert column_units([], "workload.instances.i0.rate") == {"parameter_value": "1/s"}

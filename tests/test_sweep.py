@@ -6,9 +6,11 @@ import copy
 import json
 import re
 
+import pandas as pd
 import pytest
 
 from faasprof.analyzer import markup
+from faasprof.analyzer.frames import parquet_description
 from faasprof.analyzer.analysis import load_summary
 from faasprof.experiments import sweep as sw
 from faasprof.experiments import sweep_report
@@ -18,6 +20,7 @@ from faasprof.platforms.openwhisk.connection import Connection
 from faasprof.workload.spec import workload_from_dict
 from faasprof.monitoring import allocation as al
 from tests.test_allocation_resctrl import KernelEmulation, copy_tree
+from test_units import _check
 
 BASE = {
     "test_name": "sw",
@@ -194,8 +197,6 @@ def test_failed_point_is_recorded_and_the_sweep_goes_on(tmp_path):
 
 def rate_points(*points):
     """A sweep's compare frame over `rate` alone: (rate, modes, median completion latency ms) per point."""
-    import pandas as pd
-
     return pd.DataFrame([{"instance": "i0", "phase": 0, "function": "json_dumps", "sweep_rate": rate, "mode": mode, "completion_latency_ms_p50": latency} for rate, mode, latency in points])
 
 
@@ -301,3 +302,9 @@ def test_sweep_follows_each_phase_apart(tmp_path):
     assert settings[("fast", 1, 40.0)]["achieved_rps"]["mean"] < 250
     capacity = {(c["instance"], c["phase"]): c["capacity_rps"] for c in summary["capacity"]}
     assert capacity == {("slow", 0): 40.0, ("fast", 1): 10.0}
+    # sweep.parquet: a row per run × instance × phase, every column with its unit (sweep_rate: 1/s).
+    written = pd.read_parquet(sweep_dir / "sweep.parquet")
+    assert len(written) == 4
+    units = parquet_description(sweep_dir / "sweep.parquet")["units"]
+    assert units["sweep_rate"] == units["parameter_value"] == "1/s"  # the setting's unit, from its name (rate)
+    _check("sweep.parquet", {c: d for c, d in written.dtypes.items() if c not in ("sweep_rate", "parameter_value")}, units)

@@ -28,7 +28,7 @@ STATISTICS = ("_ci_low", "_ci_high", "_mean", "_max", "_p50", "_p90", "_p99_9", 
 EXCEPTIONS = {
     "gb_s": "GB·s", "gb_s_1ms": "GB·s", "gb_s_100ms": "GB·s",  # 1ms/100ms: the billing granularity
     "achieved_over_offered": "ratio", "trend_last_over_first": "ratio",
-    "seq": None, "phase": None, "http_status": None, "sample": None,  # identifiers and codes
+    "seq": None, "phase": None, "http_status": None, "sample": None, "sweep_repeat": None,  # identifiers and codes
     # Monitors' columns named after what they measure; perf's events (the fixture's) as perf says.
     "ipc": "instructions/cycle", "branch_miss_rate": "ratio", "llc_miss_rate": "ratio", "cpu_utilization": "CPUs",
     "procs_running": "count", "procs_blocked": "count", "memory_failcnt": "count", "oom_kills": "count", "frozen": "1", "completions": "count",
@@ -50,6 +50,8 @@ def expected_unit(column: str, dtype) -> str | None:
         return EXCEPTIONS[column]
     if column.endswith(COUNT_SUFFIXES):
         return "count"
+    if "_over_" in column:  # a ratio of two like quantities: tail_p99_over_p50_warm
+        return "ratio"
     name = column
     while name.endswith(STATISTICS):
         name = name.removesuffix(next(s for s in STATISTICS if name.endswith(s)))
