@@ -378,6 +378,21 @@ def phase_rows(name: str, label: dict, summary: dict) -> list[dict]:
     return rows
 
 
+def unmatched_phase_warnings(names: list[str], modes: dict[str, dict[Key, tuple[str, str]]]) -> list[str]:
+    """A warning per run whose instances × phases differ from the baseline's: those have no verdict
+    (a verdict compares one instance's phase with the same in the baseline, never a pool)."""
+    if len(names) < 2:
+        return []
+    base = set(modes.get(names[0], {}))
+    out = []
+    for name in names[1:]:
+        mine = set(modes.get(name, {}))
+        if mine != base:
+            only = [f"{i} phase {p}" for i, p in sorted(mine ^ base, key=lambda k: (k[1], k[0]))]
+            out.append(f"{name} and the baseline {names[0]} do not have the same instances × phases; no verdict for {', '.join(only[:6])}{'…' if len(only) > 6 else ''}")
+    return out
+
+
 def column_units(rows: list[dict], parameter: str | None) -> dict[str, str]:
     """The units the compare frame's column names cannot say: the parameter's (its setting's last
     key) and each monitor column's (``<monitor>_<column>``: its column's)."""
@@ -425,6 +440,7 @@ def compare_runs(run_dirs: list[str | os.PathLike], label: str | None = None, ou
     latencies = {path: _latencies(path) for path in paths} if len(paths) > 1 or out_dir is not None else {}
     warnings = environment_warnings(manifests, names, parameter) if len(paths) > 1 else []
     warnings += unrelated_workload_warnings(manifests, names, parameter, differing)
+    warnings += unmatched_phase_warnings(names, modes)
     if len(paths) > 1 and parameter is None and differing:
         warnings.append(f"runs differ in several settings ({', '.join(differing[:6])}{'…' if len(differing) > 6 else ''}); name the one to plot against with --label KEY")
     result = {

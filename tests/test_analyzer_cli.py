@@ -140,3 +140,19 @@ def test_capacity_rejects_bad_flags(tmp_path, isolated_home):
     assert "--duration: must be > 0 s" in result.stderr
     result = run_cli("capacity", "spin", "--params", "[1]", "--out", tmp_path)
     assert result.returncode == 2 and "--params: must be a JSON object" in result.stderr
+
+
+def test_compare_of_two_quick_start_like_runs_prints_a_row_per_phase(tmp_path, isolated_home):
+    from test_analyzer_compare import quick_start_like
+
+    runs = quick_start_like(tmp_path)
+    result = run_cli("compare", *runs, "--out", tmp_path / "cmp")
+    assert result.returncode == 0, result.stderr
+    lines = result.stdout.splitlines()
+    header = lines[0].split()
+    assert header[:6] == ["label", "instance", "phase", "function", "calls", "mode"]
+    rows = [line.split() for line in lines[1:7]]
+    assert [(r[1], r[2], r[5]) for r in rows] == [("under", "0", "under-invoked"), ("balanced", "1", "balanced"), ("over", "2", "over-invoked")] * 2
+    assert not any("," in r[5] for r in rows)  # never "over-invoked,under-invoked,..."
+    verdicts = [line.strip() for line in lines if line.startswith("  ") and " phase " in line and "(n " in line]
+    assert len(verdicts) == 3 and verdicts[2].split(", ", 1)[1].startswith("over phase 2 (fn, over-invoked)")

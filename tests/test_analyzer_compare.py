@@ -7,7 +7,7 @@ import pandas as pd
 from faasprof.analyzer.compare import differing_keys, environment_warnings, pick_parameter
 from faasprof.analyzer.analysis import analyze_run
 from faasprof.analyzer.compare import compare_runs, default_out_dir, summary_table, verdict_lines
-from faasprof.analyzer.compare import column_units, unrelated_workload_warnings
+from faasprof.analyzer.compare import column_units, unmatched_phase_warnings, unrelated_workload_warnings
 from faasprof import rundir
 from faasprof.analyzer.frames import parquet_description
 from test_units import _check
@@ -187,3 +187,10 @@ def test_the_parameter_and_monitor_columns_carry_their_units():
     from_rows = column_units([{"perf_ipc": 1.2, "rdt_mem_bw_mbps": 3.0, "monitor_window": "the run's steady phases together"}], "workload.instances.i0.memory_mb")
     assert from_rows == {"parameter_value": "MB", "perf_ipc": "instructions/cycle"}  # rdt_mem_bw_mbps says its own
     assert column_units([], "workload.instances.i0.rate") == {"parameter_value": "1/s"}
+
+
+def test_phases_without_their_match_in_the_baseline_are_named():
+    modes = {"a": {("i0", 0): ("fn", "balanced"), ("i0", 1): ("fn", "over-invoked")}, "b": {("i0", 0): ("fn", "balanced")}}
+    (warning,) = unmatched_phase_warnings(["a", "b"], modes)
+    assert warning == "b and the baseline a do not have the same instances × phases; no verdict for i0 phase 1"
+    assert unmatched_phase_warnings(["a", "a2"], {"a": modes["a"], "a2": dict(modes["a"])}) == []
