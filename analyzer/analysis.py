@@ -64,6 +64,7 @@ SUMMARY = "summary.json"
 LATENCY_KIND = "completion: planned send → function end (completion_latency_ms)"
 # The records' source in a native run's summary: what its latency is, and where the rest is.
 NATIVE_SOURCE = "none: a faasprof native run (latency: each call's round trip to the worker; execution times and cold calls in native.csv)"
+ANSWER_LATENCIES = ("client_latency_ms", "corrected_latency_ms")  # the answer's times: kept for blocking calls only per function
 CLIENT_LATENCY_KIND = "client: send → answer (client_latency_ms; blocking calls only)"
 MISSING_IDS_IN_SUMMARY = 50
 
@@ -268,6 +269,7 @@ def _group_tables(frame: pd.DataFrame, specs: list[dict], phase_list: list[dict]
     phase_stats = pd.DataFrame(phase_rows)
 
     function_rows = []
+    blocking_instances = {spec["instance"] for spec in specs if spec["blocking"]}
     for function, positions in sorted(slim.groupby("function", observed=True, sort=True).indices.items(), key=lambda item: str(item[0])):
         if end_s is not None:  # what was planned after the stop was never due while the run ran
             positions = positions[intended[positions] < end_s]
@@ -278,10 +280,25 @@ def _group_tables(frame: pd.DataFrame, specs: list[dict], phase_list: list[dict]
         answered = stats_mod.label_mask(rows["outcome"], stats_mod.ANSWERED)
         done_s = rows["done_ns"].to_numpy(dtype="float64", na_value=np.nan)[answered] / 1e9
         block = stats_mod.group_stats(rows, start, max(end, start + 1e-9) + 1e-9, done_s)
+        blocking = stats_mod.label_mask(rows["instance"], blocking_instances)
+        block.update(_blocking_answers(rows, blocking))
+        calls = "blocking" if blocking.all() else "non-blocking" if not blocking.any() else "mixed"
         modes = phase_stats[phase_stats["function"] == function]["mode"].tolist() if len(phase_stats) else []
-        function_rows.append({"function": str(function), "modes": ",".join(sorted(set(modes))), **{k: v for k, v in block.items() if k != "window_s"}})
+        function_rows.append({"function": str(function), "calls": calls, "modes": ",".join(sorted(set(modes))), **{k: v for k, v in block.items() if k != "window_s"}})
     function_stats = pd.DataFrame(function_rows)
     return phase_stats, function_stats
+
+
+def _blocking_answers(rows: pd.DataFrame, blocking: np.ndarray) -> dict:
+    """Client and corrected latency (send/plan → answer) of a function's successful blocking calls
+    only: a non-blocking call's answer is a 202 before its function ran, and pooling the two kinds
+    in one column gives a figure of neither (``function_stats``; each ``phase_stats`` row is one
+    instance, one kind)."""
+    success = rows["successful"].to_numpy(dtype=bool) & blocking
+    out = {}
+    for column in ANSWER_LATENCIES:
+        out.update(stats_mod.percentile_block(rows[column].to_numpy(dtype="float64")[success], column))
+    return out
 
 
 def load_run(

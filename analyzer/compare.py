@@ -1,4 +1,4 @@
-"""Comparing runs: one frame per run × function, overlaid CDFs, metric-vs-parameter plots.
+"""Comparing runs: one frame per run × instance × phase, overlaid CDFs, metric-vs-parameter plots.
 
 Each run is read through its ``analysis/summary.json`` and ``analysis/invocations.parquet``; a run
 not analyzed yet (or analyzed by an older faasprof) is analyzed first, offline.
@@ -15,13 +15,22 @@ A label only means something when the runs are the same workload but for that se
 they also differ in the functions they call, or in other workload settings, ``compare`` warns
 that it may be labelling unrelated workloads.
 
+Never pooled: each row is one instance in one phase of one run, with that phase's own figures
+(its steady window ``steady_start_s``..``phase_end_s``, its mode, offered and achieved rates as
+the run's phase statistics give them), since one function called at three rates in three phases
+has three modes and three latencies, and their pool is none of them. The only columns of a wider
+window say so: the tail ratios are the function's in that phase (all its instances, warm-up
+included, ``faasprof.analyzer.tails``), the monitor columns the run's (``monitor_window``: the
+monitors sample the host, not an instance).
+
 Completion latency (planned send → function end) is the headline of every comparison, as of the
 run report: a non-blocking call's client latency is the time to its 202, which falls as the
-platform falls behind. Client latency columns are kept only for functions whose every instance
-is called blocking (``calls``); they are empty otherwise.
+platform falls behind. Client latency columns are kept only for instances called blocking
+(``calls``); they are empty otherwise.
 
-Significance (``significance``): for each function, every run after the first is compared with
-the first on its per-invocation completion latencies of successful invocations, percentile by
+Significance (``significance``): for each instance × phase, every run after the first is compared
+with the first's same instance and phase on its per-invocation completion latencies of successful
+invocations planned in the phase's steady window, percentile by
 percentile (``VERDICT_PERCENTILES``), since a change can speed up the median and slow down the
 tail: each run's percentile with its distribution-free 95 % confidence interval
 (``faasprof.analyzer.stats.quantile_ci``), the ratio run / baseline, and the ratio's interval
@@ -39,6 +48,9 @@ Output format versions (``COMPARE_FORMAT_VERSION``):
   2: ``significance`` entries carry ``percentiles`` (a verdict per percentile) and ``verdict``
      sums them up, no longer one word for the median; rows carry ``calls``, and client latency only
      for blocking calls.
+  3: rows are run × instance × phase (``instance``, ``phase``, ``steady_start_s``, ``phase_end_s``,
+     one ``mode``), no longer run × function; ``significance`` entries are per instance × phase
+     (``instance``, ``phase``, ``mode_baseline``, ``mode``).
 """
 
 from __future__ import annotations
@@ -57,13 +69,15 @@ from scipy import stats as scipy_stats
 from faasprof import __version__, rundir
 from faasprof.errors import ConfigError, FormatError
 from faasprof.outcomes import FAILURE_OUTCOMES
+from faasprof.analyzer import frames as frames_mod
 from faasprof.analyzer import markup
+from faasprof.analyzer import units as units_mod
 from faasprof.analyzer import stats as stats_mod
 from faasprof.analyzer import tails as tails_mod
 from faasprof.analyzer import compare_plots
 from faasprof.analyzer.analysis import analyze_run, load_summary
 
-COMPARE_FORMAT_VERSION = 2
+COMPARE_FORMAT_VERSION = 3
 MIN_SAMPLES_FOR_TEST = 8
 VERDICT_PERCENTILES = (50.0, 90.0, 99.0, 99.9)
 # Keys that differ between any two runs without meaning a different experiment; the last ones are
@@ -75,6 +89,9 @@ HOST_KEYS = ("hostname", "cpu_model", "model_name", "kernel", "governor", "smt",
 CLIENT_METRICS = ("client_latency_ms_p50", "client_latency_ms_p90", "client_latency_ms_p99", "client_latency_ms_p99_9")
 METRICS = ("completion_latency_ms_p50", "completion_latency_ms_p90", "completion_latency_ms_p99", *CLIENT_METRICS, "platform_latency_ms_p50", "platform_latency_ms_p99", "achieved_rps", "cold_fraction", "resumed_fraction", "execution_ms_mean", "wait_ms_mean", "gb_s")
 MONITOR_HINTS = ("ipc", "mpki", "bw", "bandwidth", "occupancy")
+MONITOR_WINDOW = "the run's steady phases together"
+# Which rows a verdict compares: one instance in one phase.
+Key = tuple[str, int]
 
 
 def flatten(node: Any, prefix: str = "") -> dict[str, Any]:
@@ -163,14 +180,15 @@ def unrelated_workload_warnings(manifests: list[rundir.Manifest], names: list[st
     return out
 
 
-def _latencies(path: Path) -> dict[str, np.ndarray]:
-    """Per function, the completion latencies (ms) of successful invocations of one analyzed run."""
-    frame = pd.read_parquet(Path(path) / rundir.ANALYSIS / "invocations.parquet", columns=["function", "successful", "completion_latency_ms"])
-    frame = frame[frame["successful"].astype(bool)]
+def _latencies(path: Path) -> dict[Key, np.ndarray]:
+    """Per instance × phase, the completion latencies (ms) of the successful invocations planned in
+    the phase's steady window, of one analyzed run."""
+    frame = pd.read_parquet(Path(path) / rundir.ANALYSIS / "invocations.parquet", columns=["instance", "phase", "steady", "successful", "completion_latency_ms"])
+    frame = frame[frame["successful"].to_numpy(dtype=bool) & frame["steady"].to_numpy(dtype=bool)]
     out = {}
-    for function, rows in frame.groupby(frame["function"].astype(str), sort=True):
+    for (instance, phase), rows in frame.groupby([frame["instance"].astype(str), frame["phase"].astype("int64")], sort=True):
         values = rows["completion_latency_ms"].to_numpy(dtype="float64")
-        out[str(function)] = values[np.isfinite(values)]
+        out[(str(instance), int(phase))] = values[np.isfinite(values)]
     return out
 
 
@@ -211,19 +229,25 @@ def _verdict_text(percentiles: list[dict]) -> str:
     return "; ".join(parts)
 
 
-def significance(paths: list[Path], names: list[str], latencies: dict[Path, dict[str, np.ndarray]] | None = None) -> list[dict]:
-    """Each run after the first against the first, per function and percentile (module docstring).
-    ``latencies``: each run's ``_latencies`` when the caller read them already."""
+def significance(paths: list[Path], names: list[str], latencies: dict[Path, dict[Key, np.ndarray]] | None = None,
+                 modes: dict[str, dict[Key, tuple[str, str]]] | None = None) -> list[dict]:
+    """Each run after the first against the first, per instance × phase and percentile (module
+    docstring). ``latencies``: each run's ``_latencies`` when the caller read them already;
+    ``modes``: per run name, each instance × phase's (function, mode)."""
     if len(paths) < 2:
         return []
     latencies = latencies if latencies is not None else {}
+    modes = modes or {}
     base = latencies.get(paths[0]) if paths[0] in latencies else _latencies(paths[0])
     out = []
     for name, path in zip(names[1:], paths[1:]):
         other = latencies[path] if path in latencies else _latencies(path)
-        for function in sorted(set(base) & set(other)):
-            a, b = base[function], other[function]
-            entry: dict[str, Any] = {"run": name, "baseline": names[0], "function": function, "metric": "completion_latency_ms", "n_baseline": int(len(a)), "n": int(len(b))}
+        for key in sorted(set(base) & set(other), key=lambda k: (k[1], k[0])):
+            a, b = base[key], other[key]
+            function, mode = modes.get(name, {}).get(key, (None, None))
+            entry: dict[str, Any] = {"run": name, "baseline": names[0], "instance": key[0], "phase": key[1], "function": function,
+                                     "mode_baseline": modes.get(names[0], {}).get(key, (None, None))[1], "mode": mode,
+                                     "metric": "completion_latency_ms", "n_baseline": int(len(a)), "n": int(len(b))}
             if min(len(a), len(b)) < MIN_SAMPLES_FOR_TEST:
                 entry.update(verdict=f"too few samples (< {MIN_SAMPLES_FOR_TEST}) to test", percentiles=[], p_value=None, median_ratio=None, prob_slower=None)
                 out.append(entry)
@@ -246,9 +270,10 @@ def verdict_lines(result: dict) -> list[str]:
     entries = result.get("significance") or []
     if not entries:
         return []
-    lines = [f"completion latency (planned send → function end, successful invocations) against {entries[0]['baseline']}:"]
+    lines = [f"completion latency (planned send → function end, successful invocations of each phase's steady window) against {entries[0]['baseline']}:"]
     for entry in entries:
-        lines.append(f"  {entry['run']}, {entry['function']} (n {entry['n']:,} against {entry['n_baseline']:,}):")
+        against = f"; baseline {entry['mode_baseline']}" if entry.get("mode_baseline") else ""
+        lines.append(f"  {entry['run']}, {compare_plots.where(entry)} (n {entry['n']:,} against {entry['n_baseline']:,}{against}):")
         if not entry.get("percentiles"):
             lines.append(f"    {entry['verdict']}")
             continue
@@ -260,10 +285,12 @@ def verdict_lines(result: dict) -> list[str]:
 
 
 def summary_table(frame: pd.DataFrame) -> pd.DataFrame:
-    """The compare frame as the terminal shows it: completion latency first, units in every cell,
-    client latency only where some function is called blocking."""
+    """The compare frame as the terminal shows it, a row per run × instance × phase: completion
+    latency first, units in every cell, client latency only where some instance is called blocking."""
     columns = {
         "label": ("label", str),
+        "instance": ("instance", str),
+        "phase": ("phase", str),
         "function": ("function", str),
         "calls": ("calls", str),
         "mode": ("mode", str),
@@ -309,6 +336,77 @@ def ensure_analyzed(run_dir: Path, progress: Callable[[str], None] | None = None
         return analyze_run(run_dir, None, fetch=False)
 
 
+def _monitor_columns(summary: dict) -> dict:
+    """The run's monitor means (steady phases together) of the metrics a comparison plots."""
+    out = {}
+    for monitor, entry in (summary.get("monitors") or {}).items():
+        for column, mean in (entry.get("steady_mean") or entry.get("mean") or {}).items():
+            if any(h in column.lower() for h in MONITOR_HINTS):
+                out[f"{monitor}_{column}"] = mean
+    return out
+
+
+def phase_rows(name: str, label: dict, summary: dict) -> list[dict]:
+    """One analysed run's rows: one per instance × steady phase, each with that phase's figures."""
+    monitors = _monitor_columns(summary)
+    rows = []
+    for instance in summary["instances"]:
+        calls = "blocking" if instance.get("blocking") else "non-blocking"
+        for phase in instance["phases"]:
+            row = {
+                "run": name,
+                **label,
+                "instance": instance["instance"],
+                "function": instance["function"],
+                "phase": int(phase["phase"]),
+                "steady_start_s": phase.get("steady_start_s"),
+                "phase_end_s": phase.get("phase_end_s"),
+                "calls": calls,
+                "mode": phase["mode"],
+                **{k: phase.get(k) for k in ("planned", "answered", "successful", "failures")},
+                **{f"final_{outcome}": phase.get(f"final_{outcome}") for outcome in FAILURE_OUTCOMES},
+                "offered_rps": phase.get("offered_rps"),
+                **{m: phase.get(m) for m in METRICS},
+                "gb_s_100ms": phase.get("gb_s_100ms"),
+                "memory_mb": phase.get("memory_mb"),
+                **tails_mod.phase_columns(summary, instance["function"], int(phase["phase"])),
+                **({**monitors, "monitor_window": MONITOR_WINDOW} if monitors else {}),
+            }
+            if calls != "blocking":  # the time to a 202 is no latency of the function's
+                row.update(dict.fromkeys(CLIENT_METRICS))
+            rows.append(row)
+    return rows
+
+
+def unmatched_phase_warnings(names: list[str], modes: dict[str, dict[Key, tuple[str, str]]]) -> list[str]:
+    """A warning per run whose instances × phases differ from the baseline's: those have no verdict
+    (a verdict compares one instance's phase with the same in the baseline, never a pool)."""
+    if len(names) < 2:
+        return []
+    base = set(modes.get(names[0], {}))
+    out = []
+    for name in names[1:]:
+        mine = set(modes.get(name, {}))
+        if mine != base:
+            only = [f"{i} phase {p}" for i, p in sorted(mine ^ base, key=lambda k: (k[1], k[0]))]
+            out.append(f"{name} and the baseline {names[0]} do not have the same instances × phases; no verdict for {', '.join(only[:6])}{'…' if len(only) > 6 else ''}")
+    return out
+
+
+def column_units(rows: list[dict], parameter: str | None) -> dict[str, str]:
+    """The units the compare frame's column names cannot say: the parameter's (its setting's last
+    key) and each monitor column's (``<monitor>_<column>``: its column's)."""
+    out = {}
+    if parameter and (unit := units_mod.unit_of(parameter.rsplit(".", 1)[-1])):
+        out["parameter_value"] = unit
+    for row in rows:
+        for column in row:
+            monitor, _, inner = column.partition("_")
+            if inner and row.get("monitor_window") and units_mod.unit_of(column) is None and (unit := units_mod.unit_of(inner)):
+                out[column] = unit
+    return out
+
+
 def compare_runs(run_dirs: list[str | os.PathLike], label: str | None = None, out_dir: str | os.PathLike | None = None, progress: Callable[[str], None] | None = None) -> dict:
     """Compare runs; writes ``out_dir`` (frame, plots, report) when given; returns the result dict."""
     paths = [Path(p) for p in run_dirs]
@@ -329,49 +427,20 @@ def compare_runs(run_dirs: list[str | os.PathLike], label: str | None = None, ou
         parameter = pick_parameter(manifests, differing)
 
     rows = []
+    modes: dict[str, dict[Key, tuple[str, str]]] = {}
     for name, manifest, summary in zip(names, manifests, summaries):
         value = lookup(manifest, parameter) if parameter else None
-        monitors = {}
-        for monitor, entry in (summary.get("monitors") or {}).items():
-            for column, mean in (entry.get("steady_mean") or entry.get("mean") or {}).items():
-                if any(h in column.lower() for h in MONITOR_HINTS):
-                    monitors[f"{monitor}_{column}"] = mean
-        modes_by_function: dict[str, set] = {}
-        blocking_by_function: dict[str, set] = {}
-        for instance in summary["instances"]:
-            blocking_by_function.setdefault(instance["function"], set()).add(bool(instance.get("blocking")))
-            for phase in instance["phases"]:
-                modes_by_function.setdefault(instance["function"], set()).add(phase["mode"])
-        for entry in summary["functions"]:
-            blocking = blocking_by_function.get(entry["function"], set())
-            calls = "blocking" if blocking == {True} else "non-blocking" if blocking == {False} else "mixed"
-            row = {
-                "run": name,
-                "label": str(value) if parameter else name,
-                "parameter_value": _numeric(value) if parameter else None,
-                "function": entry["function"],
-                "calls": calls,
-                "mode": ",".join(sorted(modes_by_function.get(entry["function"], set()))),
-                "planned": entry["planned"],
-                "answered": entry["answered"],
-                "successful": entry["successful"],
-                "failures": entry["failures"],
-                **{f"final_{name}": entry.get(f"final_{name}") for name in FAILURE_OUTCOMES},
-                "offered_rps": entry["offered_rps"],
-                **{m: entry.get(m) for m in METRICS},
-                "gb_s_100ms": entry.get("gb_s_100ms"),
-                "memory_mb": entry.get("memory_mb"),
-                **tails_mod.function_columns(summary, entry["function"]),
-                **monitors,
-            }
-            if calls != "blocking":  # the time to a 202 is no latency of the function's
-                row.update(dict.fromkeys(CLIENT_METRICS))
-            rows.append(row)
+        label_value = {"label": str(value) if parameter else name, "parameter_value": _numeric(value) if parameter else None}
+        run_rows = phase_rows(name, label_value, summary)
+        modes[name] = {(r["instance"], r["phase"]): (r["function"], r["mode"]) for r in run_rows}
+        rows.extend(run_rows)
     frame = pd.DataFrame(rows)
+    frame.attrs["units"] = column_units(rows, parameter)
     # Each run's latencies are read once, for the tests and the overlaid CDFs alike.
     latencies = {path: _latencies(path) for path in paths} if len(paths) > 1 or out_dir is not None else {}
     warnings = environment_warnings(manifests, names, parameter) if len(paths) > 1 else []
     warnings += unrelated_workload_warnings(manifests, names, parameter, differing)
+    warnings += unmatched_phase_warnings(names, modes)
     if len(paths) > 1 and parameter is None and differing:
         warnings.append(f"runs differ in several settings ({', '.join(differing[:6])}{'…' if len(differing) > 6 else ''}); name the one to plot against with --label KEY")
     result = {
@@ -381,7 +450,7 @@ def compare_runs(run_dirs: list[str | os.PathLike], label: str | None = None, ou
         "parameter": parameter,
         "differing_keys": differing,
         "warnings": warnings,
-        "significance": stats_mod.clean(significance(paths, names, latencies)),
+        "significance": stats_mod.clean(significance(paths, names, latencies, modes)),
         "rows": stats_mod.clean(frame.to_dict("records")),
     }
     if out_dir is not None:
@@ -393,7 +462,7 @@ def compare_runs(run_dirs: list[str | os.PathLike], label: str | None = None, ou
 def write_outputs(out: Path, frame: pd.DataFrame, result: dict, paths: list[Path], names: list[str],
                   latencies: dict[Path, dict[str, np.ndarray]] | None = None) -> None:
     out.mkdir(parents=True, exist_ok=True)
-    frame.to_parquet(out / "compare.parquet", index=False)
+    frames_mod.write_parquet(frame, out / "compare.parquet", kind="compare")  # with each column's unit
     frame.to_csv(out / "compare.csv", index=False)
     plots = compare_plots.write_compare_plots(out / "plots", frame, paths, names, result["parameter"], latencies)
     result["outputs"] = {"frame": "compare.parquet", "csv": "compare.csv", "plots": [f"plots/{p}" for p in plots], "report": "report.html"}

@@ -19,32 +19,45 @@ VERSUS = (("completion_latency_ms_p50", "p50 completion latency (ms)"), ("comple
 MAX_LEGEND_RUNS = 12  # above this a legend is unreadable (and costs seconds to draw): the title says how many
 
 
+def where(entry: dict) -> str:
+    """An instance × phase as the tables name it: ``over phase 2 (json_dumps, over-invoked)``."""
+    detail = ", ".join(str(v) for v in (entry.get("function"), entry.get("mode")) if v)
+    return f"{entry['instance']} phase {entry['phase']}" + (f" ({detail})" if detail else "")
+
+
+def _series(frame: pd.DataFrame) -> list[tuple[str, int, str]]:
+    """The frame's instance × phase pairs, each with its title (its function)."""
+    pairs = frame[["instance", "phase", "function"]].astype({"instance": str, "function": str}).drop_duplicates()
+    return [(str(i), int(p), f"{i} phase {int(p)} ({f})") for i, p, f in sorted(pairs.itertuples(index=False, name=None), key=lambda t: (t[1], t[0]))]
+
+
 def overlaid_cdfs(path: Path, frame: pd.DataFrame, paths: list[Path], names: list[str], latencies: dict | None = None) -> None:
-    """One CDF per run for each function; ``latencies``: per run path, per function, the
-    completion latencies (``faasprof.analyzer.compare._latencies``) when the caller read them already."""
-    functions = sorted(frame["function"].unique().tolist())[:6]
+    """One CDF per run for each instance × phase (the first six); ``latencies``: per run path, per
+    (instance, phase), the steady window's completion latencies (``faasprof.analyzer.compare._latencies``)
+    when the caller read them already."""
+    series = _series(frame)[:6]
     plt = pyplot()
-    fig, axes = plt.subplots(len(functions), 1, figsize=(8, 3.6 * len(functions)), squeeze=False)
+    fig, axes = plt.subplots(len(series), 1, figsize=(8, 3.6 * len(series)), squeeze=False)
     labels = dict(zip(frame["run"], frame["label"]))
-    for ax, function in zip(axes[:, 0], functions):
+    for ax, (instance, phase, title) in zip(axes[:, 0], series):
         for name, run_path in zip(names, paths):
             if latencies is not None and run_path in latencies:
-                values = latencies[run_path].get(str(function), np.array([]))
+                values = latencies[run_path].get((instance, phase), np.array([]))
             else:
-                inv = pd.read_parquet(run_path / "analysis" / "invocations.parquet", columns=["function", "successful", "completion_latency_ms"])
-                inv = inv[(inv["function"].astype(object) == function) & inv["successful"].to_numpy(dtype=bool)]
-                values = inv["completion_latency_ms"].to_numpy(dtype="float64")
+                inv = pd.read_parquet(run_path / "analysis" / "invocations.parquet", columns=["instance", "phase", "steady", "successful", "completion_latency_ms"])
+                keep = (inv["instance"].astype(str) == instance).to_numpy() & (inv["phase"].to_numpy() == phase) & inv["steady"].to_numpy(dtype=bool) & inv["successful"].to_numpy(dtype=bool)
+                values = inv.loc[keep, "completion_latency_ms"].to_numpy(dtype="float64")
             x, y = _ecdf_points(values)
             if len(x):
                 ax.plot(x, y, drawstyle="steps-post", label=str(labels.get(name, name)))
         ax.set_xscale("log")
-        ax.set_xlabel("planned send → function end (ms; successful invocations)")
+        ax.set_xlabel("planned send → function end (ms; successful invocations, steady window)")
         ax.set_ylabel("fraction")
         ax.grid(True, which="both", alpha=0.3)
         if len(ax.lines) > MAX_LEGEND_RUNS:
-            ax.set_title(f"{function} ({len(ax.lines)} runs; legend omitted above {MAX_LEGEND_RUNS}, see the table)", fontsize=10)
+            ax.set_title(f"{title} ({len(ax.lines)} runs; legend omitted above {MAX_LEGEND_RUNS}, see the table)", fontsize=10)
         else:
-            ax.set_title(function, fontsize=10)
+            ax.set_title(title, fontsize=10)
             if ax.lines:
                 ax.legend(fontsize=7, loc="lower right")
     fig.tight_layout()
@@ -56,9 +69,9 @@ def versus_parameter(path: Path, frame: pd.DataFrame, parameter: str) -> None:
     plt = pyplot()
     fig, axes = plt.subplots(2, 2, figsize=(10, 7), squeeze=False)
     for ax, (metric, label) in zip(axes.flat, VERSUS):
-        for function, rows in frame.groupby("function", sort=True):
+        for (instance, phase), rows in frame.groupby([frame["instance"].astype(str), "phase"], sort=True):
             rows = rows.sort_values("parameter_value")
-            ax.plot(rows["parameter_value"], rows[metric], marker="o", label=str(function))
+            ax.plot(rows["parameter_value"], rows[metric], marker="o", label=f"{instance} phase {phase}")
         ax.set_xlabel(parameter)
         ax.set_ylabel(label)
         ax.grid(True, alpha=0.3)
@@ -90,11 +103,11 @@ def write_compare_report(path: Path, frame: pd.DataFrame, result: dict) -> None:
         parts.append("<h2>Warnings</h2><div class='warn'><ul>" + "".join(f"<li>{html.escape(w)}</li>" for w in result["warnings"]) + "</ul></div>")
     parts.append(
         "<p class='def'><b>Completion latency</b> (planned send → function end, successful invocations) is the headline, "
-        "as in each run's report; <b>client latency</b> is shown only for functions called blocking: a non-blocking call is "
+        "as in each run's report; <b>client latency</b> is shown only for instances called blocking: a non-blocking call is "
         "answered (202) before its function runs.</p>"
     )
     if result.get("significance"):
-        parts.append("<h2>Is the difference significant? Completion latency, percentile by percentile, against the first run</h2>")
+        parts.append("<h2>Is the difference significant? Completion latency, percentile by percentile, against the first run's same instance and phase</h2>")
         parts.append(
             "<p><small>Each percentile with its distribution-free 95 % interval (order statistics); ratio = run / baseline, its interval "
             "from the two intervals' ends; <b>slower</b> or <b>faster</b> when the two intervals do not overlap, else no significant "
@@ -106,15 +119,15 @@ def write_compare_report(path: Path, frame: pd.DataFrame, result: dict) -> None:
             for p in entry.get("percentiles") or [{"percentile": None, "verdict": entry["verdict"]}]:
                 ratio_ci = p.get("ratio_ci")
                 srows.append([
-                    entry["run"], entry["function"], f"p{p['percentile']:g}" if p["percentile"] is not None else "–", entry["n_baseline"], entry["n"],
+                    entry["run"], where(entry), f"p{p['percentile']:g}" if p["percentile"] is not None else "–", entry["n_baseline"], entry["n"],
                     _with_interval(p.get("baseline_ms"), p.get("baseline_ci_ms")), _with_interval(p.get("run_ms"), p.get("run_ci_ms")),
                     ratio(p.get("ratio")) + (f" ({ratio(ratio_ci[0])}–{ratio(ratio_ci[1])})" if ratio_ci else ""), p["verdict"],
                 ])
             if entry.get("p_value") is not None:
-                srows.append([entry["run"], entry["function"], "distribution", entry["n_baseline"], entry["n"], "", "", "",
+                srows.append([entry["run"], where(entry), "distribution", entry["n_baseline"], entry["n"], "", "", "",
                               f"P(slower) {entry['prob_slower']:.2f}, Mann-Whitney p = {entry['p_value']:.2g}"])
-        parts.append(table(["run", "function", "percentile", "n baseline", "n", "baseline (95 % CI)", "run (95 % CI)", "ratio (interval)", "verdict"], srows, left=3))
-    columns = ["run", "label", "function", "calls", "mode", "planned", "successful", "failures", "offered_rps", "achieved_rps",
+        parts.append(table(["run", "instance × phase", "percentile", "n baseline", "n", "baseline (95 % CI)", "run (95 % CI)", "ratio (interval)", "verdict"], srows, left=3))
+    columns = ["run", "label", "instance", "phase", "function", "calls", "mode", "planned", "successful", "failures", "offered_rps", "achieved_rps",
                *LATENCY_COLUMNS, "cold_fraction", "gb_s"]
     columns += [c for c in frame.columns if c not in columns and c not in ("parameter_value",) and frame[c].dtype.kind == "f" and any(h in c for h in ("ipc", "mpki", "bw", "occupancy"))]
     columns = [c for c in columns if c in frame.columns and not (c in LATENCY_COLUMNS and c.startswith("client") and not frame[c].notna().any())]
@@ -123,8 +136,9 @@ def write_compare_report(path: Path, frame: pd.DataFrame, result: dict) -> None:
     names = {"offered_rps": "offered", "achieved_rps": "achieved", "cold_fraction": "cold", "gb_s": "GB-s"}
     headers = [names.get(c, c.replace("_latency_ms_", " ").replace("_", " ")) for c in columns]
     modes = frame["mode"].astype(str).tolist() if len(frame) else []
-    parts.append("<h2>Runs × functions</h2>")
-    parts.append(table(headers, rows, left=5, row_class=lambda k: f"mode-{modes[k]}"))
+    parts.append("<h2>Runs × instances × phases</h2><p><small>Each row is one instance's steady window in one phase; a function "
+                 "called in several phases has a row per phase, never their pool.</small></p>")
+    parts.append(table(headers, rows, left=7, row_class=lambda k: f"mode-{modes[k]}"))
     for name in result.get("outputs", {}).get("plots", []):
         file = path.parent / name
         if file.exists():

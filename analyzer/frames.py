@@ -48,7 +48,8 @@ Columns (units in the names; ``_s`` columns are seconds since the run's monotoni
 GB here is GiB (memory_mb / 1024), as FaaS providers bill.
 
 Every frame of a run carries the run in ``DataFrame.attrs`` (``run_attrs``); ``write_parquet``
-writes a frame whose schema says which run, test and format it is and the unit of each column,
+writes a frame whose schema says which run, test and format it is and the unit of each column
+(``faasprof.analyzer.units``),
 with a ``run`` column so the files of several runs can be read as one dataset
 (``pyarrow.dataset``, duckdb) without mixing them up.
 """
@@ -72,6 +73,7 @@ from faasprof import __version__, rundir
 from faasprof.rundir.tables import read_invocations_frame  # noqa: F401  (the frames' entry point for notebooks)
 from faasprof.errors import FormatError
 from faasprof.analyzer.outcome_columns import final_outcomes, records_due, successful_mask
+from faasprof.analyzer import units as units_mod
 from faasprof.platforms.registry import platform_of_resolved
 from faasprof.rundir.records import (  # the unused ones: notebook names
     CATEGORY_COLUMNS,  # noqa: F401
@@ -433,16 +435,6 @@ PARQUET_KEY = b"faasprof"
 MODES = ("unknown", "under-invoked", "balanced", "over-invoked")  # ordered by load
 
 
-def unit_of(column: str) -> str | None:
-    """The unit a column name carries (house style: names end in their unit)."""
-    for suffix, unit in (("_ms", "ms"), ("_ns", "ns"), ("_s", "s"), ("_rps", "1/s"), ("_mb", "MB"), ("_mbps", "MB/s"), ("_fraction", "1"), ("_gb_s", "GB-s")):
-        if column.endswith(suffix) or f"{suffix}_" in column:
-            return unit
-    if column.startswith("gb_s"):
-        return "GB-s"
-    return None
-
-
 def run_attrs(run_dir: Path, manifest: rundir.Manifest) -> dict:
     """What identifies a run, for ``DataFrame.attrs`` and Parquet schema metadata (JSON-ready)."""
     return {
@@ -505,7 +497,7 @@ def write_parquet(frame: pd.DataFrame, path: Path, kind: str) -> None:
         "parquet_format_version": PARQUET_FORMAT_VERSION,
         "kind": kind,
         **attrs,
-        "units": {c: u for c in data.columns if (u := unit_of(str(c)))},
+        "units": units_mod.frame_units(frame),  # the frame's, whose attrs may name its columns' units
     }
     metadata = dict(schema.metadata or {})
     metadata[PARQUET_KEY] = json.dumps(described, sort_keys=True).encode()
@@ -537,7 +529,9 @@ def phase_stats_long(phase_stats: pd.DataFrame) -> pd.DataFrame:
     ids = [c for c in ("instance", "function", "phase", "mode", "blocking") if c in phase_stats.columns]
     numeric = [c for c in phase_stats.select_dtypes(include="number").columns if c not in ids]
     long = phase_stats.melt(id_vars=ids, value_vars=numeric, var_name="metric", value_name="value")
-    long["unit"] = long["metric"].map(lambda c: unit_of(str(c)) or "count")
+    # Each metric's own unit (``faasprof.analyzer.units``): a count is "count", a latency's sample
+    # count too, never its latency's ms.
+    long["unit"] = long["metric"].map(lambda c: units_mod.unit_of(str(c), phase_stats[c].dtype))
     long["metric"] = long["metric"].astype("category")
     long.attrs = dict(phase_stats.attrs)
     return long

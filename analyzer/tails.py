@@ -111,11 +111,12 @@ def _phase_values(phases: np.ndarray) -> list[int]:
     return sorted({int(p) for p in phases if p is not None and not (isinstance(p, float) and math.isnan(p))})
 
 
-def function_columns(summary: dict, function: str) -> dict:
-    """Whole-run ratios of one function as flat columns (``tail_p99_over_p50_warm``...) for ``compare``."""
+def phase_columns(summary: dict, function: str, phase: int) -> dict:
+    """A function's ratios in one phase as flat columns (``tail_p99_over_p50_warm``...) for
+    ``compare``, whose rows are phases: the whole run's would pool them."""
     out = {}
     for row in (summary.get("tail_ratios") or {}).get("rows", []):
-        if row["function"] == function and row["phase"] == "all":
+        if row["function"] == function and row["phase"] == phase:
             out[f"tail_p99_over_p50_{row['start_class']}"] = row["p99_over_p50"]
             out[f"tail_p99_9_over_p50_{row['start_class']}"] = row["p99_9_over_p50"]
     return out

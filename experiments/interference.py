@@ -14,8 +14,15 @@ second) and busy CPUs from task-clock. A metric the host cannot count gets a pan
 and why (the perf collector's dropped events), never a zero line.
 
 The figure also goes into the run's ``analysis/report.html`` (a section before its other plots).
+The victim's completion latency and each measured counter are summed up per window: before,
+during and after the aggressor, each apart (``window_effect``); after the aggressor leaves, the
+victim may still be recovering, so "outside the window" is no one figure.
+
 Result file ``<run>/analysis/interference.json``; format versions (``INTERFERENCE_FORMAT_VERSION``):
 1: first version.
+2: ``latency`` has ``before``, ``during`` and ``after`` (n, p50, p99), ``during_over_before``,
+   ``after_over_before`` and the counters' means per window, no longer one median "outside" that
+   pooled before and after.
 """
 
 from __future__ import annotations
@@ -39,9 +46,10 @@ from faasprof import __version__, rundir  # noqa: E402
 from faasprof.experiments.capacity import CAPACITY_FORMAT_VERSION  # noqa: E402
 from faasprof.errors import ConfigError, FormatError  # noqa: E402
 from faasprof.outcomes import ACCEPTED_HTTP_OUTCOMES, STATUS_TEXT_OUTCOMES  # noqa: E402
-from faasprof.analyzer.analysis import load_run
+from faasprof.analyzer.analysis import load_run  # noqa: E402
+from faasprof.analyzer.stats import clean  # noqa: E402
 
-INTERFERENCE_FORMAT_VERSION = 1
+INTERFERENCE_FORMAT_VERSION = 2
 FIG14 = "fig14_interference.png"
 RESULT = "interference.json"
 DEFAULT_FRACTION = 0.8
@@ -180,16 +188,46 @@ def plot_fig14(invocations: pd.DataFrame, victim: str, perf: pd.DataFrame | None
     return [{k: v for k, v in p.items() if k not in ("t_s", "values")} for p in panels]
 
 
-def window_effect(invocations: pd.DataFrame, victim: str, window: tuple[float, float] | None) -> dict:
-    """The victim's median latency outside and inside the aggressor's window."""
+def _window_masks(t_s: np.ndarray, window: tuple[float, float]) -> dict[str, np.ndarray]:
+    """Which times fall before, during and after the aggressor's window (each its own window:
+    after it the victim may still be recovering, so before and after are never pooled)."""
+    return {"before": t_s < window[0], "during": (t_s >= window[0]) & (t_s < window[1]), "after": t_s >= window[1]}
+
+
+def _latency_block(latency_ms: np.ndarray) -> dict:
+    values = latency_ms[np.isfinite(latency_ms)]
+    return {"n": int(len(values)), "completion_latency_ms_p50": float(np.median(values)) if len(values) else math.nan,
+            "completion_latency_ms_p99": float(np.quantile(values, 0.99)) if len(values) else math.nan}
+
+
+def _over(value: float, base: float) -> float:
+    return value / base if math.isfinite(value) and math.isfinite(base) and base > 0 else math.nan
+
+
+def window_effect(invocations: pd.DataFrame, victim: str, window: tuple[float, float] | None, panels: list[dict] | None = None) -> dict:
+    """The victim's completion latency (successful calls, by planned time) before, during and after
+    the aggressor's window, each window's ratio to before, and each measured panel's mean per
+    window (``panels``: ``panel_series``'s, with their series)."""
     if window is None:
         return {}
     mine = invocations[(invocations["instance"].astype(str) == victim) & successful(invocations)]
-    inside = mine["intended_s"].between(window[0], window[1], inclusive="left")
-    out_med = float(mine.loc[~inside, "completion_latency_ms"].median()) if (~inside).any() else math.nan
-    in_med = float(mine.loc[inside, "completion_latency_ms"].median()) if inside.any() else math.nan
-    return {"median_latency_ms_outside": out_med, "median_latency_ms_inside": in_med,
-            "inside_over_outside": in_med / out_med if out_med and math.isfinite(out_med) and math.isfinite(in_med) else math.nan}
+    t = mine["intended_s"].to_numpy(dtype="float64")
+    latency = mine["completion_latency_ms"].to_numpy(dtype="float64")
+    out: dict = {"windows_s": {"before": [None, window[0]], "during": list(window), "after": [window[1], None]}}
+    for name, mask in _window_masks(t, window).items():
+        out[name] = _latency_block(latency[mask])
+    before = out["before"]["completion_latency_ms_p50"]
+    out["during_over_before"] = _over(out["during"]["completion_latency_ms_p50"], before)
+    out["after_over_before"] = _over(out["after"]["completion_latency_ms_p50"], before)
+    counters = {}
+    for panel in panels or []:
+        if panel.get("missing") or "t_s" not in panel:
+            continue
+        masks = _window_masks(np.asarray(panel["t_s"], dtype="float64"), window)
+        values = np.asarray(panel["values"], dtype="float64")
+        counters[panel["column"]] = {name: float(np.nanmean(values[mask])) if mask.any() and np.isfinite(values[mask]).any() else math.nan for name, mask in masks.items()}
+    out["counters"] = counters
+    return out
 
 
 def report_run(run_dir: str | os.PathLike, victim: str, aggressor: str | None, rate: dict | None = None) -> Path:
@@ -213,6 +251,7 @@ def report_run(run_dir: str | os.PathLike, victim: str, aggressor: str | None, r
     elif rate:
         note = (note + "; " if note else "") + f"{victim} at the stored rate {rate['rate_rps']}/s"
     panels = plot_fig14(run.invocations, victim, perf, dropped, window, plots / FIG14, f"{run.test_name}: Fig 14 interference", note)
+    latency = window_effect(run.invocations, victim, window, panel_series(perf, dropped))
     result = {
         "format_version": INTERFERENCE_FORMAT_VERSION,
         "generated_by": {"faasprof": __version__},
@@ -222,7 +261,7 @@ def report_run(run_dir: str | os.PathLike, victim: str, aggressor: str | None, r
         "rate": rate,
         "panels": panels,
         "software_events_only": software_only,
-        "latency": window_effect(run.invocations, victim, window),
+        "latency": clean(latency),
         "figure": f"plots/{FIG14}",
     }
     rundir.write_json_atomic(analysis / RESULT, result)

@@ -3,19 +3,31 @@
 Per function, one run of that function alone at a balanced rate (``--rate``; check the mode the
 analysis reports beside the value) with perf counting ``instructions`` and ``branch-misses``:
 per cgroup of the platform's sandboxes where the host allows it (the function's containers only,
-since it runs alone), else system-wide (the platform's own work counted in). The function's branch
-MPKI is ``1000 · Σ branch-misses / Σ instructions`` over the whole run; its execution time is the
-median activation ``execution_ms`` of the analysis.
+since it runs alone), else system-wide (the platform's own work counted in).
+
+A row per instance × steady phase (``--from-runs`` takes runs with several instances or phases,
+e.g. one function at three rates in three windows): its branch MPKI is ``1000 · Σ branch-misses /
+Σ instructions`` over the perf intervals whose middle lies in that phase's steady window
+(``perf_start_s``..``perf_end_s`` says which span they covered), its execution time the median activation
+``execution_ms`` and its mode those of the phase's statistics. Where perf's output cannot be
+placed on the run's clock (no intervals, or no start time in ``meta.json``), the counts are the
+whole output's and ``perf_start_s``/``perf_end_s`` are empty: the row says so instead of passing them for the
+window's.
 
 Hardware counters are checked first (``faasprof.monitoring.collectors.perf.perf_readiness``): on a host
 without them (a VM without a PMU) nothing runs; ``explain`` says what would be measured and the
-command exits 3. A counter perf could not count is NaN with the reason, never 0.
+command exits 3. A counter perf could not count is NaN with the reason, never 0; ``--from-runs``
+of runs whose perf had no hardware counters (``<not supported>``, or the events dropped when the
+run started: ``no_counters``) writes its table and exits 3 too.
 
 Output ``<out>/mpki-<stamp>/``: ``manifest.json`` (format version, settings, run directories),
 ``mpki.csv`` and ``fig6_7_branch_mpki_vs_exec.png``; each function's run directory sits beside
 them under ``runs/``.
 
-Format versions (``MPKI_FORMAT_VERSION``): 1: first version.
+Format versions (``MPKI_FORMAT_VERSION``): 1: first version; 2: a row per instance × phase
+(``instance``, ``phase``, its steady window ``window_start_s``/``window_end_s``, the perf
+intervals' span ``perf_start_s``/``perf_end_s``, ``no_counters``), no longer one row of
+whole-run values per instance.
 """
 
 from __future__ import annotations
@@ -35,15 +47,18 @@ from faasprof.analyzer.analysis import load_summary  # noqa: E402
 from faasprof.analyzer.markup import csv_cell, positive  # noqa: E402
 from faasprof import __version__, rundir  # noqa: E402
 from faasprof.monitoring.collectors.perf import PerfCollector  # noqa: E402
+from faasprof.monitoring.frames import start_offset_s  # noqa: E402
 from faasprof.monitoring.parsers.perf import base_event, parse_perf_stat  # noqa: E402
 
-MPKI_FORMAT_VERSION = 1
+MPKI_FORMAT_VERSION = 2
 MPKI_CSV = "mpki.csv"
 FIGURE = "fig6_7_branch_mpki_vs_exec.png"
 EVENTS = ("instructions", "branch-misses", "branches", "cycles")
 REQUIRED_EVENTS = ("instructions", "branch-misses")
-MPKI_COLUMNS = ("function", "rate_rps", "mode", "records", "execution_ms_p50", "branch_mpki", "branch_miss_rate", "ipc",
-                "instructions", "branch_misses", "min_running_pct", "per", "missing", "run_dir")
+MPKI_COLUMNS = ("function", "instance", "phase", "window_start_s", "window_end_s", "perf_start_s", "perf_end_s", "rate_rps", "mode", "records", "execution_ms_p50",
+                "branch_mpki", "branch_miss_rate", "ipc", "instructions", "branch_misses", "min_running_pct", "per", "missing",
+                "no_counters", "run_dir")
+NO_COUNTERS = "not_supported"  # perf's status for an event the host's PMU cannot count
 
 
 def explain(dropped: dict[str, str], functions: list[str]) -> str:
@@ -59,15 +74,20 @@ def explain(dropped: dict[str, str], functions: list[str]) -> str:
     )
 
 
-def counts_from_perf(text: str, sep: str = ",") -> dict:
+def counts_from_perf(text: str, sep: str = ",", window: tuple[float, float] | None = None, offset_s: float | None = None) -> dict:
     """Summed counts and branch MPKI from ``perf stat -x`` output (interval or not, any aggregation).
 
     Events are matched without modifiers (``branch-misses:u`` counts as ``branch-misses``). Returns
     ``instructions``, ``branch_misses``, ``branches``, ``cycles`` (NaN when absent or never counted),
-    ``branch_mpki``, ``branch_miss_rate``, ``ipc`` (NaN when an input is missing) and ``missing``
-    (which inputs, and perf's status for them)."""
+    ``branch_mpki``, ``branch_miss_rate``, ``ipc`` (NaN when an input is missing), ``missing``
+    (which inputs, and perf's status for them) and ``no_counters`` (perf said the host cannot
+    count a required one). ``window``: [start, end) s on the run clock, with ``offset_s`` the
+    perf start on it: only the intervals whose middle lies inside count, and ``perf_window_s``
+    is the span they cover (None: the whole output, when it cannot be placed or no window asked)."""
     long = parse_perf_stat(text, sep=sep)
-    out: dict = {}
+    statuses = {event: sorted(set(long.loc[long["event"].map(base_event) == event, "status"])) if len(long) else [] for event in EVENTS}
+    long, span, outside = _in_window(long, window, offset_s)
+    out: dict = {"perf_window_s": span}
     missing = []
     for event in EVENTS:
         rows = long[long["event"].map(base_event) == event] if len(long) else long
@@ -75,8 +95,9 @@ def counts_from_perf(text: str, sep: str = ",") -> dict:
         key = event.replace("-", "_")
         if counted.empty:
             out[key] = math.nan
-            statuses = sorted(set(rows["status"])) if len(rows) else ["not in the output"]
-            missing.append(f"{event}: {', '.join(s.replace('_', ' ') for s in statuses)}")
+            found = sorted(set(rows["status"])) if len(rows) else statuses[event]
+            why = outside if outside and statuses[event] else ", ".join(s.replace("_", " ") for s in found) if found else "not in the output"
+            missing.append(f"{event}: {why}")
         else:
             out[key] = float(counted["value"].sum())
     running = long.loc[long["status"] == "ok", "running_pct"] if len(long) else None
@@ -85,30 +106,73 @@ def counts_from_perf(text: str, sep: str = ",") -> dict:
     out["branch_miss_rate"] = _ratio(out["branch_misses"], out["branches"])
     out["ipc"] = _ratio(out["instructions"], out["cycles"])
     out["missing"] = "; ".join(m for m in missing if m.split(":")[0] in REQUIRED_EVENTS)
+    out["no_counters"] = any(NO_COUNTERS in statuses[event] and "ok" not in statuses[event] for event in REQUIRED_EVENTS)
     return out
 
 
-def row_for_run(run_dir: str | os.PathLike, function: str, rate_rps: float | None) -> dict:
-    """One ``mpki.csv`` row from an executed and analysed run."""
+def _in_window(long, window: tuple[float, float] | None, offset_s: float | None):
+    """The rows of the intervals whose middle lies in ``window`` (run clock), the span they cover,
+    and why nothing is left when nothing is; all rows and no span when the output has no intervals
+    or no start on the run clock (its counts are then the whole output's)."""
+    if window is None or offset_s is None or not len(long) or not long["time_s"].notna().any():
+        return long, None, ""
+    ends = np.unique(long["time_s"].dropna().to_numpy(dtype="float64"))
+    step = float(np.median(np.diff(ends))) if len(ends) > 1 else float(ends[0])
+    middle = offset_s + long["time_s"].to_numpy(dtype="float64") - step / 2
+    inside = (middle >= window[0]) & (middle < window[1])
+    if not inside.any():
+        return long.iloc[0:0], None, f"no perf interval inside [{window[0]:g}, {window[1]:g}) s"
+    covered = offset_s + long.loc[inside, "time_s"].to_numpy(dtype="float64")
+    return long[inside], [round(float(covered.min()) - step, 6), round(float(covered.max()), 6)], ""
+
+
+def _perf_source(run_dir: Path, manifest: rundir.Manifest) -> tuple[str | None, str, float | None, dict]:
+    """The run's perf output (None when absent), its separator, its start on the run clock (None
+    when unknown) and its recorded settings."""
+    directory = rundir.monitor_file(run_dir, PerfCollector.name, PerfCollector.output_name).parent
+    meta = {**(manifest.monitors.get(PerfCollector.name) or {}), **rundir.read_monitor_meta(directory)}
+    path = directory / PerfCollector.output_name
+    text = path.read_text() if path.is_file() else None
+    return text, (meta.get("layout") or {}).get("sep", ","), start_offset_s(meta, manifest.clock), meta
+
+
+def rows_for_run(run_dir: str | os.PathLike, rate_rps: float | None = None) -> list[dict]:
+    """The ``mpki.csv`` rows of an executed and analysed run: one per instance × steady phase, each
+    with its phase's execution time, mode and the perf counts of its window (module docstring).
+    ``rate_rps``: the rate asked for, when the run is one of ``faasprof mpki``'s own."""
     run_dir = Path(run_dir)
     manifest = rundir.read_manifest(run_dir)
     summary = load_summary(run_dir)
-    stats = next((f for f in summary.get("functions") or [] if f.get("function") == function), {})
-    phases = [p for i in summary.get("instances") or [] if i.get("function", i.get("instance")) == function for p in i.get("phases") or []]
-    perf_meta = manifest.monitors.get("perf") or {}
-    text_path = rundir.monitor_file(run_dir, PerfCollector.name, PerfCollector.output_name)
-    counts = counts_from_perf(text_path.read_text()) if text_path.is_file() else {e.replace("-", "_"): math.nan for e in EVENTS} | {
-        "branch_mpki": math.nan, "branch_miss_rate": math.nan, "ipc": math.nan, "min_running_pct": math.nan, "missing": "no perf output in the run"}
-    return {
-        "function": function,
-        "rate_rps": rate_rps if rate_rps is not None else math.nan,
-        "mode": phases[-1].get("mode") if phases else "unknown",
-        "records": stats.get("with_record", 0),
-        "execution_ms_p50": _num(stats.get("execution_ms_p50")),
-        **{k: counts[k] for k in ("branch_mpki", "branch_miss_rate", "ipc", "instructions", "branch_misses", "min_running_pct", "missing")},
-        "per": ((perf_meta.get("layout") or {}).get("per")) or "system",
-        "run_dir": str(run_dir),
-    }
+    text, sep, offset_s, perf_meta = _perf_source(run_dir, manifest)
+    dropped = set((perf_meta.get("dropped_events") or {})) & set(REQUIRED_EVENTS)
+    rows = []
+    for instance in summary.get("instances") or []:
+        for phase in instance.get("phases") or []:
+            window = (float(phase["steady_start_s"]), float(phase["phase_end_s"]))
+            if text is None:
+                counts = {e.replace("-", "_"): math.nan for e in EVENTS} | {"branch_mpki": math.nan, "branch_miss_rate": math.nan, "ipc": math.nan,
+                                                                           "min_running_pct": math.nan, "missing": "no perf output in the run", "perf_window_s": None, "no_counters": bool(dropped)}
+            else:
+                counts = counts_from_perf(text, sep, window, offset_s)
+                counts["no_counters"] = counts["no_counters"] or bool(dropped)
+            rate = instance.get("rate_rps") if rate_rps is None else rate_rps
+            rows.append({
+                "function": instance.get("function", instance.get("instance")),
+                "instance": instance.get("instance"),
+                "phase": int(phase["phase"]),
+                "window_start_s": round(window[0], 6),
+                "window_end_s": round(window[1], 6),
+                "perf_start_s": (counts["perf_window_s"] or [math.nan])[0],
+                "perf_end_s": (counts["perf_window_s"] or [math.nan, math.nan])[1],
+                "rate_rps": rate if isinstance(rate, (int, float)) else math.nan,
+                "mode": phase.get("mode") or "unknown",
+                "records": phase.get("with_record", 0),
+                "execution_ms_p50": _num(phase.get("execution_ms_p50")),
+                **{k: counts[k] for k in ("branch_mpki", "branch_miss_rate", "ipc", "instructions", "branch_misses", "min_running_pct", "missing", "no_counters")},
+                "per": ((perf_meta.get("layout") or {}).get("per")) or "system",
+                "run_dir": str(run_dir),
+            })
+    return rows
 
 
 def plot_mpki(rows: list[dict], path: Path) -> bool:
@@ -121,9 +185,9 @@ def plot_mpki(rows: list[dict], path: Path) -> bool:
         colours = ["#2ca02c" if r.get("mode") == "balanced" else "#d62728" for r in points]
         ax.scatter(x, y, c=colours)
         for r in points:
-            ax.annotate(r["function"], (r["execution_ms_p50"], r["branch_mpki"]), fontsize=8, xytext=(3, 3), textcoords="offset points")
+            ax.annotate(_point_label(r, rows), (r["execution_ms_p50"], r["branch_mpki"]), fontsize=8, xytext=(3, 3), textcoords="offset points")
         ax.set_xscale("log")
-    missing = [r["function"] for r in rows if r not in points]
+    missing = [_point_label(r, rows) for r in rows if r not in points]
     if missing:
         ax.text(0.01, 0.99, "not shown (no counts or no execution time): " + ", ".join(missing), transform=ax.transAxes, va="top", fontsize=7, color="#b22222")
     ax.set_xlabel("median execution time (ms, log)")
@@ -135,6 +199,13 @@ def plot_mpki(rows: list[dict], path: Path) -> bool:
     fig.savefig(path, dpi=110)
     plt.close(fig)
     return bool(points)
+
+
+def _point_label(row: dict, rows: list[dict]) -> str:
+    """A point's name: the function, with its instance and phase where the function has several rows."""
+    if sum(1 for r in rows if r.get("function") == row.get("function")) < 2:
+        return str(row["function"])
+    return f"{row['function']} ({row.get('instance')} phase {row.get('phase')})"
 
 
 def write_results(out: Path, rows: list[dict], manifest: rundir.Manifest) -> None:

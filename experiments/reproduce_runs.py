@@ -38,7 +38,7 @@ from faasprof.experiments.analyzed import execute_analyzed
 from faasprof.experiments.capacity import find_capacity
 from faasprof.experiments.interference import report_run, resolve_rate
 from faasprof.experiments.mpki import FIGURE as MPKI_FIGURE
-from faasprof.experiments.mpki import mpki_workload, plot_mpki, row_for_run
+from faasprof.experiments.mpki import mpki_workload, plot_mpki, rows_for_run
 from faasprof.experiments.reproduce_rules import exponent_ci, ratio_ci
 from faasprof.experiments.slowdown import SlowdownOptions, run_slowdown
 from faasprof.experiments.slowdown_report import CALLS_CSV, FIG15, FIG16, SLOWDOWN_CSV, load_calls, load_rows
@@ -253,7 +253,7 @@ def mpki(ctx: Context) -> dict:
     rows, samples = [], {}
     for function in ctx.profile.mpki_functions:
         run_dir = _mpki_run(ctx, function)
-        rows.append(row_for_run(run_dir, function, MPKI_RATE_RPS))
+        rows.extend(rows_for_run(run_dir, MPKI_RATE_RPS))
         perf = load_run(run_dir).monitors.get("perf")
         samples[function] = _per_second(perf, "branch_mpki", ratio=True)
     ordered = sorted((r for r in rows if math.isfinite(r["execution_ms_p50"])), key=lambda r: r["execution_ms_p50"])

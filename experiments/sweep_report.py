@@ -4,10 +4,15 @@ parameter with error bars from the repeats, and the capacity per setting when th
 Writes into the sweep directory::
 
     compare/            faasprof compare over all runs (frame, overlaid CDFs, report)
-    sweep.parquet       one row per run × function, with a column per swept parameter
-                        (the applied value) and the compare metrics
-    sweep_summary.json  per parameter value: mean, standard deviation and count of each metric;
-                        capacity per setting when `rate` was swept
+    sweep.parquet       one row per run × instance × phase (compare's rows), with a column per
+                        swept parameter (the applied value) and the compare metrics
+    sweep_summary.json  per instance × phase and parameter value: mean, standard deviation and
+                        count of each metric; capacity per setting when `rate` was swept
+
+Every figure is one instance's in one phase (its steady window), aggregated over the repeats of a
+setting only: a workload whose phases call one function at different rates gives a series per
+phase, never their pool. Memory variants of a function (``<function>-<MB>``) are one instance,
+so they stay one series.
     plots/<metric>_vs_<parameter>.png
     report.html
 """
@@ -27,6 +32,8 @@ from faasprof.errors import FormatError
 from faasprof.progress import QUIET, Progress
 from faasprof.analyzer import markup
 from faasprof.analyzer.compare import compare_runs
+from faasprof.analyzer.frames import write_parquet
+from faasprof.analyzer.units import unit_of
 from faasprof.analyzer.stats import QUEUE_MIN_MS, QUEUE_RATIO, is_reference, queueing
 
 SUMMARY_FORMAT_VERSION = 1
@@ -47,6 +54,7 @@ PLOTTED_METRICS = (
     ("achieved_rps", "achieved throughput (invocations/s)"),
 )
 MONITOR_HINTS = ("ipc", "mpki", "bw", "occupancy")
+SERIES = ["instance", "phase"]  # what one line of a plot, one row of a table, follows across settings
 LATENCY_SUFFIXES = ("_p50", "_p90", "_p99", "_p99_9")
 SWEEP_FILE = "sweep.json"  # written by experiments.sweep as the sweep goes
 
@@ -63,7 +71,7 @@ def load_sweep(sweep_dir: str | Path) -> dict:
 
 
 def sweep_frame(sweep_dir: Path, progress: Progress = QUIET) -> tuple[pd.DataFrame, list[str], dict]:
-    """Compare every finished run of the sweep; one row per run × function with parameter columns."""
+    """Compare every finished run of the sweep; one row per run × instance × phase with parameter columns."""
     log = load_sweep(sweep_dir)
     done = [p for p in log["points"] if p["status"] == "done" and p["run_dir"]]
     if not done:
@@ -77,7 +85,9 @@ def sweep_frame(sweep_dir: Path, progress: Progress = QUIET) -> tuple[pd.DataFra
         applied = (rundir.read_manifest(path).sweep_point or {}).get("applied") or point["values"]
         by_run[path.name] = {"repeat": point["repeat"], **{p: _scalar(applied.get(p, point["values"].get(p))) for p in parameters}}
     extra = pd.DataFrame([by_run[name] for name in frame["run"]])
+    units = {**result["frame"].attrs.get("units", {}), **{f"sweep_{p}": u for p in parameters if (u := unit_of(p))}}
     frame = pd.concat([frame.reset_index(drop=True), extra.add_prefix("sweep_")], axis=1)
+    frame.attrs["units"] = units  # a setting's unit, which sweep_<name> no longer ends in
     return frame, parameters, result
 
 
@@ -102,11 +112,11 @@ def _metrics(frame: pd.DataFrame) -> list[tuple[str, str]]:
 
 
 def aggregate(frame: pd.DataFrame, parameters: list[str]) -> list[dict]:
-    """Mean, standard deviation and count of each metric per function and parameter setting."""
-    keys = ["function"] + [f"sweep_{p}" for p in parameters]
+    """Mean, standard deviation and count of each metric per instance × phase and parameter setting."""
+    keys = SERIES + [f"sweep_{p}" for p in parameters]
     rows = []
     for group, part in frame.groupby(keys, dropna=False, sort=True):
-        entry = dict(zip(keys, group if isinstance(group, tuple) else (group,)))
+        entry = {**_series_entry(group, part), **dict(zip(keys[len(SERIES):], group[len(SERIES):]))}
         for metric, _ in _metrics(frame):
             values = pd.to_numeric(part[metric], errors="coerce").dropna()
             entry[metric] = {"mean": float(values.mean()) if len(values) else None, "std": float(values.std(ddof=1)) if len(values) > 1 else None, "n": int(len(values))}
@@ -115,8 +125,14 @@ def aggregate(frame: pd.DataFrame, parameters: list[str]) -> list[dict]:
     return rows
 
 
+def _series_entry(group: tuple, part: pd.DataFrame) -> dict:
+    """The instance × phase a group of rows follows, and the function(s) it called (memory variants
+    of one function are one instance)."""
+    return {"instance": str(group[0]), "phase": int(group[1]), "function": ",".join(sorted({str(f) for f in part["function"]}))}
+
+
 def capacities(frame: pd.DataFrame, parameters: list[str]) -> list[dict]:
-    """With `rate` swept: per function and setting of the other parameters, the highest rate that
+    """With `rate` swept: per instance × phase and setting of the other parameters, the highest rate that
     kept up, judged as a capacity search judges its probes (``faasprof.experiments.capacity``): no repeat
     over-invoked, and no standing queue (``faasprof.analyzer.stats.queueing``, the analyzer's rule 2(d)) in
     the median completion latency against that of the lowest rate that kept up, the reference.
@@ -126,8 +142,7 @@ def capacities(frame: pd.DataFrame, parameters: list[str]) -> list[dict]:
         return []
     others = [f"sweep_{p}" for p in parameters if p != "rate"]
     out = []
-    for group, part in frame.groupby(["function", *others], dropna=False, sort=True):
-        group = group if isinstance(group, tuple) else (group,)
+    for group, part in frame.groupby([*SERIES, *others], dropna=False, sort=True):
         evidence = []
         reference = None
         for rate, at_rate in part.groupby("sweep_rate", sort=True):
@@ -143,7 +158,7 @@ def capacities(frame: pd.DataFrame, parameters: list[str]) -> list[dict]:
                 reference = candidate if is_reference(candidate) else None
         first_failed = next((e["rate"] for e in evidence if not e["kept_up"]), None)
         capacity = max((e["rate"] for e in evidence if e["kept_up"] and (first_failed is None or e["rate"] < first_failed)), default=None)
-        out.append({"function": group[0], **{k.removeprefix("sweep_"): v for k, v in zip(others, group[1:])}, "capacity_rps": capacity,
+        out.append({**_series_entry(group, part), **{k.removeprefix("sweep_"): v for k, v in zip(others, group[len(SERIES):])}, "capacity_rps": capacity,
                     "capacity_is_lower_bound": capacity is not None and first_failed is None, "reference": reference, "evidence": evidence})
     return out
 
@@ -164,10 +179,11 @@ def plot_versus(frame: pd.DataFrame, parameters: list[str], out: Path) -> list[s
         others = [f"sweep_{p}" for p in parameters if p != parameter]
         for metric, label in _metrics(frame):
             fig, ax = plt.subplots(figsize=(6.4, 4.0))
-            for group, part in frame.groupby(["function", *others], dropna=False, sort=True):
-                group = group if isinstance(group, tuple) else (group,)
+            for group, part in frame.groupby([*SERIES, *others], dropna=False, sort=True):
                 stats = part.groupby(x_column)[metric].agg(["mean", "std"]).sort_index()
-                name = group[0] + "".join(f", {o.removeprefix('sweep_')}={v:g}" if isinstance(v, (int, float)) else f", {o.removeprefix('sweep_')}={v}" for o, v in zip(others, group[1:]))
+                series = _series_entry(group, part)
+                name = f"{series['instance']} phase {series['phase']} ({series['function']})" + "".join(
+                    f", {o.removeprefix('sweep_')}={v:g}" if isinstance(v, (int, float)) else f", {o.removeprefix('sweep_')}={v}" for o, v in zip(others, group[len(SERIES):]))
                 ax.errorbar(stats.index.astype(float), stats["mean"], yerr=stats["std"].fillna(0), marker="o", capsize=3, label=name)
             ax.set_xlabel(parameter)
             ax.set_ylabel(label)
@@ -209,11 +225,11 @@ def write_html(path: Path, sweep_dir: Path, parameters: list[str], rows: list[di
         others = [p for p in parameters if p != "rate"]
         parts.append("<h2>Capacity (highest rate with no over-invoked repeat and no standing queue: median completion latency not "
                      f"{QUEUE_RATIO:g}x and {QUEUE_MIN_MS:g} ms above the lowest rate's; ≥: no rate failed, a lower bound)</h2>")
-        parts.append(markup.table(["function", *others, "capacity"],
-                                  [[e["function"], *(e.get(o) for o in others), ("≥ " if e["capacity_is_lower_bound"] else "") + markup.rate(e["capacity_rps"])] for e in capacity]))
+        parts.append(markup.table(["instance", "phase", "function", *others, "capacity"],
+                                  [[e["instance"], e["phase"], e["function"], *(e.get(o) for o in others), ("≥ " if e["capacity_is_lower_bound"] else "") + markup.rate(e["capacity_rps"])] for e in capacity]))
     if rows:
         metrics = [k for k, v in rows[0].items() if isinstance(v, dict)]
-        keys = ["function"] + [f"sweep_{p}" for p in parameters]
+        keys = [*SERIES, "function"] + [f"sweep_{p}" for p in parameters]
         labels = dict(PLOTTED_METRICS)
         cells = []
         for row in rows:
@@ -233,7 +249,7 @@ def write_html(path: Path, sweep_dir: Path, parameters: list[str], rows: list[di
 
 def write_sweep_report(sweep_dir: Path, progress: Progress = QUIET) -> Path:
     frame, parameters, _ = sweep_frame(sweep_dir, progress=progress)
-    frame.to_parquet(sweep_dir / "sweep.parquet", index=False)
+    write_parquet(frame, sweep_dir / "sweep.parquet", kind="sweep")  # with each column's unit
     rows = aggregate(frame, parameters)
     capacity = capacities(frame, parameters)
     plots = plot_versus(frame, parameters, sweep_dir / "plots")

@@ -100,7 +100,7 @@ def test_compare_runs_that_differ_in_rate(tmp_path, isolated_home):
     assert frame.sort_values("parameter_value")["mode"].tolist() == ["under-invoked", "balanced", "over-invoked"]
     assert (out / "plots" / "cdfs.png").exists() and (out / "plots" / "versus_parameter.png").exists()
     assert "data:image/png;base64," in (out / "report.html").read_text()
-    assert json.loads((out / "compare.json").read_text())["format_version"] == 2
+    assert json.loads((out / "compare.json").read_text())["format_version"] == 3
 
 
 def test_compare_prints_completion_latency_and_verdicts_and_writes_beside_the_runs(tmp_path, isolated_home):
@@ -116,7 +116,7 @@ def test_compare_prints_completion_latency_and_verdicts_and_writes_beside_the_ru
     assert list(elsewhere.iterdir()) == []  # nothing in the working directory
     assert f"compare: writing {out}" in result.stderr
     header = result.stdout.splitlines()[0].split()
-    assert header[:3] == ["label", "function", "calls"] and "completion" in header and "client" not in header
+    assert header[:5] == ["label", "instance", "phase", "function", "calls"] and "completion" in header and "client" not in header
     p99 = next(line for line in result.stdout.splitlines() if line.strip().startswith("p99 "))
     assert p99.endswith("slower")
 
@@ -140,3 +140,19 @@ def test_capacity_rejects_bad_flags(tmp_path, isolated_home):
     assert "--duration: must be > 0 s" in result.stderr
     result = run_cli("capacity", "spin", "--params", "[1]", "--out", tmp_path)
     assert result.returncode == 2 and "--params: must be a JSON object" in result.stderr
+
+
+def test_compare_of_two_quick_start_like_runs_prints_a_row_per_phase(tmp_path, isolated_home):
+    from test_analyzer_compare import quick_start_like
+
+    runs = quick_start_like(tmp_path)
+    result = run_cli("compare", *runs, "--out", tmp_path / "cmp")
+    assert result.returncode == 0, result.stderr
+    lines = result.stdout.splitlines()
+    header = lines[0].split()
+    assert header[:6] == ["label", "instance", "phase", "function", "calls", "mode"]
+    rows = [line.split() for line in lines[1:7]]
+    assert [(r[1], r[2], r[5]) for r in rows] == [("under", "0", "under-invoked"), ("balanced", "1", "balanced"), ("over", "2", "over-invoked")] * 2
+    assert not any("," in r[5] for r in rows)  # never "over-invoked,under-invoked,..."
+    verdicts = [line.strip() for line in lines if line.startswith("  ") and " phase " in line and "(n " in line]
+    assert len(verdicts) == 3 and verdicts[2].split(", ", 1)[1].startswith("over phase 2 (fn, over-invoked)")

@@ -2,11 +2,15 @@
 
 from __future__ import annotations
 
+import pandas as pd
+
 from faasprof.analyzer.compare import differing_keys, environment_warnings, pick_parameter
 from faasprof.analyzer.analysis import analyze_run
 from faasprof.analyzer.compare import compare_runs, default_out_dir, summary_table, verdict_lines
-from faasprof.analyzer.compare import unrelated_workload_warnings
+from faasprof.analyzer.compare import column_units, unmatched_phase_warnings, unrelated_workload_warnings
 from faasprof import rundir
+from faasprof.analyzer.frames import parquet_description
+from test_units import _check
 
 
 def _manifest(memory=256, rate=10.0, seed=1, port=4000, applied=None, kernel="6.1.0", grace=50):
@@ -116,7 +120,7 @@ def test_completion_latency_is_the_headline_with_a_verdict_per_percentile(tmp_pa
     assert verdicts[99]["run_ci_ms"][0] > verdicts[99]["baseline_ci_ms"][1]
     assert "p50 faster" in entry["verdict"] and "p99 slower" in entry["verdict"]
     table = summary_table(frame)
-    assert list(table.columns[:7]) == ["label", "function", "calls", "mode", "offered", "achieved", "completion p50"]
+    assert list(table.columns[:9]) == ["label", "instance", "phase", "function", "calls", "mode", "offered", "achieved", "completion p50"]
     assert not any("client" in column for column in table.columns)
     lines = verdict_lines(result)
     assert lines[0].startswith("completion latency (planned send → function end")
@@ -135,3 +139,58 @@ def test_platform_bookkeeping_is_no_difference():
 def test_default_output_goes_beside_the_first_run(tmp_path):
     out = default_out_dir([tmp_path / "runs" / "a-20260101T000000", tmp_path / "other" / "b"])
     assert out.parent == (tmp_path / "runs").resolve() and out.name.startswith("compare-")
+
+
+def quick_start_like(tmp_path, service_ms=(5.0, 5.0)):
+    """Two runs of the quick start's shape: one function called by three instances, one per phase,
+    under-invoked (5/s: paused between calls), balanced (60/s) and over-invoked (400/s, twice what
+    one 5 ms container serves)."""
+    from test_analyzer_synthetic import write_synthetic_run
+
+    phases = {
+        "under": {"application": "fn", "distribution": "Uniform", "rate": 5.0, "activity_window": [0, 6]},
+        "balanced": {"application": "fn", "distribution": "Uniform", "rate": 60.0, "activity_window": [6, 12]},
+        "over": {"application": "fn", "distribution": "Uniform", "rate": 400.0, "activity_window": [12, 18]},
+    }
+    return [write_synthetic_run(tmp_path / "runs", test_name=f"quick{k}", duration_s=18.0, instances=phases, service_ms=ms, seed=k + 1)[0]
+            for k, ms in enumerate(service_ms)]
+
+
+def test_compare_of_three_phase_runs_has_a_row_and_a_verdict_per_phase(tmp_path):
+    runs = quick_start_like(tmp_path, service_ms=(5.0, 6.0))
+    result = compare_runs(runs, out_dir=tmp_path / "cmp")
+    frame = result["frame"]
+    written = pd.read_parquet(tmp_path / "cmp" / "compare.parquet")
+    assert len(written) == 6
+    _check("compare.parquet", written.dtypes.to_dict(), parquet_description(tmp_path / "cmp" / "compare.parquet")["units"])
+    # One row per run × instance × phase, each with its phase's own mode: never "over-invoked,under-invoked,...".
+    assert len(frame) == 6
+    assert frame[["instance", "phase", "mode"]].iloc[:3].values.tolist() == [["under", 0, "under-invoked"], ["balanced", 1, "balanced"], ["over", 2, "over-invoked"]]
+    assert not frame["mode"].astype(str).str.contains(",").any()
+    # Each row's rates are its phase's: 5/s offered in the first phase, 400/s in the last (the pool of the three was ~154/s).
+    offered = frame.set_index(["run", "instance"])["offered_rps"]
+    assert offered[(runs[0].name, "under")] < 6 and offered[(runs[0].name, "over")] > 350
+    over = frame[(frame["run"] == runs[0].name) & (frame["instance"] == "over")].iloc[0]
+    assert over["achieved_rps"] < over["offered_rps"]  # one container cannot keep up: achieved is the phase's own
+    # A verdict per instance × phase against the baseline's same phase, its modes beside it.
+    verdicts = {(e["instance"], e["phase"]): e for e in result["significance"]}
+    assert sorted(verdicts) == [("balanced", 1), ("over", 2), ("under", 0)]
+    assert verdicts[("over", 2)]["mode_baseline"] == verdicts[("over", 2)]["mode"] == "over-invoked"
+    assert verdicts[("balanced", 1)]["n_baseline"] < 400  # the balanced phase's steady calls alone, not the run's
+    table = summary_table(frame)
+    assert len(table) == 6 and table["phase"].tolist() == ["0", "1", "2", "0", "1", "2"]
+    lines = verdict_lines(result)
+    assert any("over phase 2 (fn, over-invoked)" in line and "baseline over-invoked" in line for line in lines)
+
+
+def test_the_parameter_and_monitor_columns_carry_their_units():
+    from_rows = column_units([{"perf_ipc": 1.2, "rdt_mem_bw_mbps": 3.0, "monitor_window": "the run's steady phases together"}], "workload.instances.i0.memory_mb")
+    assert from_rows == {"parameter_value": "MB", "perf_ipc": "instructions/cycle"}  # rdt_mem_bw_mbps says its own
+    assert column_units([], "workload.instances.i0.rate") == {"parameter_value": "1/s"}
+
+
+def test_phases_without_their_match_in_the_baseline_are_named():
+    modes = {"a": {("i0", 0): ("fn", "balanced"), ("i0", 1): ("fn", "over-invoked")}, "b": {("i0", 0): ("fn", "balanced")}}
+    (warning,) = unmatched_phase_warnings(["a", "b"], modes)
+    assert warning == "b and the baseline a do not have the same instances × phases; no verdict for i0 phase 1"
+    assert unmatched_phase_warnings(["a", "a2"], {"a": modes["a"], "a2": dict(modes["a"])}) == []

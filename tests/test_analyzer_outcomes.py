@@ -95,9 +95,13 @@ def test_each_record_outcome_is_counted_and_kept_out_of_the_latency_figures(tmp_
     function = summary["functions"][0]
     assert function["successful"] == 45 and function["failures"] == 15 and function[f"final_{kind}"] == 15
     good = frame[~bad]
-    assert function["client_latency_ms_n"] == 45
-    assert function["client_latency_ms_max"] == pytest.approx(good["client_latency_ms"].max(), rel=1e-5)
-    assert function["corrected_latency_ms_p50"] == pytest.approx(float(np.median(good["corrected_latency_ms"])), rel=1e-5)
+    assert function["completion_latency_ms_n"] == 45
+    if blocking:
+        assert function["client_latency_ms_n"] == 45
+        assert function["client_latency_ms_max"] == pytest.approx(good["client_latency_ms"].max(), rel=1e-5)
+        assert function["corrected_latency_ms_p50"] == pytest.approx(float(np.median(good["corrected_latency_ms"])), rel=1e-5)
+    else:  # the answers are 202s: no latency of the function's (function_stats keeps blocking calls' only)
+        assert function["client_latency_ms_n"] == function["corrected_latency_ms_n"] == 0
     assert function["platform_latency_ms_n"] == 45
     assert summary["failures"]["total"] == 15
     (group,) = summary["failures"]["by_function"]
@@ -121,7 +125,27 @@ def test_non_blocking_202_without_its_record_is_not_a_latency_sample(tmp_path):
     failures = _failures_every(60, "no_record")
     run_dir, _ = write_synthetic_run(tmp_path, duration_s=3.0, instances=RATE, blocking=False, failures=failures)
     summary = analyze_run(run_dir, plots=False)
-    assert summary["functions"][0]["client_latency_ms_n"] == 45
+    assert summary["functions"][0]["completion_latency_ms_n"] == 45
+    assert summary["functions"][0]["client_latency_ms_n"] == 0  # a 202 is no answer of the function's
+
+
+def test_function_stats_keep_client_latency_for_blocking_calls_only(tmp_path):
+    """One function called blocking by one instance (answer after ~6 ms) and non-blocking by another
+    (a 202 after 0.5 ms): the function's client latency is the blocking calls' alone, never a pool of
+    answers and acknowledgements; its completion latency covers both."""
+    instances = {"sync": {"application": "fn", "distribution": "Uniform", "rate": 20.0, "blocking": True},
+                 "async": {"application": "fn", "distribution": "Uniform", "rate": 20.0, "blocking": False}}
+    run_dir, _ = write_synthetic_run(tmp_path, duration_s=3.0, instances=instances, blocking=True, pause_grace_ms=10_000.0)
+    analyze_run(run_dir, plots=False)
+    run = load_run(run_dir)
+    frame = run.invocations
+    sync = frame[(frame["instance"].astype(str) == "sync") & frame["successful"]]
+    (function,) = run.function_stats.to_dict("records")
+    assert function["calls"] == "mixed"
+    assert function["client_latency_ms_n"] == len(sync) == 60
+    assert function["client_latency_ms_p50"] == pytest.approx(float(np.median(sync["client_latency_ms"])), rel=1e-6)
+    assert function["corrected_latency_ms_n"] == 60 and function["completion_latency_ms_n"] == 120
+    assert function["client_latency_ms_p50"] > 5  # the pool with the 0.5 ms acknowledgements had its median near 3 ms
 
 
 def test_failures_lead_the_report_and_are_absent_when_everything_succeeded(tmp_path):

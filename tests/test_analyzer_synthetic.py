@@ -130,7 +130,8 @@ def write_synthetic_run(
         exec_ms = service_ms * (1.0 + 0.1 * rng.random())
         end_ms = ready_ms + init + exec_ms
         free_at[function] = end_ms
-        done_ms = end_ms + 1.0 if blocking else accepted_ms + 0.5  # non-blocking: a 202 on acceptance
+        answers_at_end = instances[instance].get("blocking", blocking)  # an instance's own call kind over the run's
+        done_ms = end_ms + 1.0 if answers_at_end else accepted_ms + 0.5  # non-blocking: a 202 on acceptance
         start_wall_ms = (WALL_ZERO_NS / 1e6) + ready_ms
         failure = failures.get(seq)
         if failure in FAILURE_RECORDS:
@@ -140,10 +141,10 @@ def write_synthetic_run(
             records.append(record(ids[seq], function, int(start_wall_ms), ready_ms - accepted_ms, init, exec_ms))
         elif failure != "no_record":
             raise ValueError(f"failures[{seq}] = {failure!r}: not a failed record outcome")
-        if failure in FAILURE_RECORDS and blocking:
+        if failure in FAILURE_RECORDS and answers_at_end:
             rows.append((seq, instance, function, int(t_ns), int(sent_ms * 1e6), int(done_ms * 1e6), "app_error", 502, ids[seq], "HTTP 502"))
         else:
-            rows.append((seq, instance, function, int(t_ns), int(sent_ms * 1e6), int(done_ms * 1e6), "ok", 200 if blocking else 202, ids[seq], None))
+            rows.append((seq, instance, function, int(t_ns), int(sent_ms * 1e6), int(done_ms * 1e6), "ok", 200 if answers_at_end else 202, ids[seq], None))
     run_dir = rundir.create_run_dir(out_dir, test_name)
     workload = {
         "test_name": test_name,

@@ -13,7 +13,8 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from faasprof.experiments.interference import REPORT_BEGIN, add_to_report, capacity_from_file, panel_series, plot_fig14, resolve_rate
+from faasprof.analyzer.analysis import analyze_run
+from faasprof.experiments.interference import REPORT_BEGIN, add_to_report, capacity_from_file, panel_series, plot_fig14, resolve_rate, window_effect
 from faasprof.errors import ConfigError, FormatError
 from faasprof.monitoring.derived import add_perf_metrics
 from faasprof.monitoring.parsers.perf import parse_perf_stat, perf_wide
@@ -120,10 +121,42 @@ def test_cli_interference_short_run(tmp_path):
     assert result.returncode == 0, result.stderr[-2000:]
     run_dir = Path(result.stdout.strip().splitlines()[-1])
     stored = json.loads((run_dir / "analysis" / "interference.json").read_text())
-    assert stored["format_version"] == 1 and stored["rate"]["rate_rps"] == 4.0
+    assert stored["format_version"] == 2 and stored["rate"]["rate_rps"] == 4.0
     assert stored["aggressor_window_s"] == [2, 4]
     panels = {p["panel"]: p for p in stored["panels"]}
     assert panels["page faults"]["missing"] is None or "page-faults" in panels["page faults"]["missing"]
     assert (run_dir / "analysis" / "plots" / "fig14_interference.png").stat().st_size > 10_000
     assert "alt='fig14_interference.png'" in (run_dir / "analysis" / "report.html").read_text()
     assert "json_dumps: 4.0/s (--capacity-rps)" in result.stderr
+
+
+def test_before_during_and_after_the_aggressor_stay_apart():
+    """The victim takes 10 ms before the aggressor, 40 ms while it runs and 20 ms after it (still
+    recovering): three windows, three figures; a median "outside" would pool 10 and 20 ms."""
+    t = np.arange(0.0, 12.0, 0.1)
+    latency = np.where(t < 4, 10.0, np.where(t < 6, 40.0, 20.0))
+    invocations = pd.DataFrame({"instance": "json_dumps", "final_outcome": "success", "intended_s": t, "completion_latency_ms": latency})
+    panel = {"panel": "CPU", "column": "cpu_utilization", "missing": None, "t_s": np.arange(0.5, 12.0, 1.0),
+             "values": np.where(np.arange(0.5, 12.0, 1.0) < 4, 1.0, np.where(np.arange(0.5, 12.0, 1.0) < 6, 2.0, 1.5))}
+    effect = window_effect(invocations, "json_dumps", (4.0, 6.0), [panel, {"panel": "IPC", "column": "ipc", "missing": "no PMU"}])
+    assert [effect[w]["n"] for w in ("before", "during", "after")] == [40, 20, 60]
+    assert [effect[w]["completion_latency_ms_p50"] for w in ("before", "during", "after")] == [10.0, 40.0, 20.0]
+    assert effect["during_over_before"] == 4.0 and effect["after_over_before"] == 2.0
+    assert effect["counters"] == {"cpu_utilization": {"before": 1.0, "during": 2.0, "after": 1.5}}
+    assert effect["windows_s"] == {"before": [None, 4.0], "during": [4.0, 6.0], "after": [6.0, None]}
+
+
+def test_report_of_a_finished_run_prints_each_window(tmp_path):
+    from test_analyzer_synthetic import write_synthetic_run
+
+    instances = {"json_dumps": {"application": "json_dumps", "distribution": "Uniform", "rate": 20.0},
+                 "deltablue": {"application": "deltablue", "distribution": "Uniform", "rate": 5.0, "activity_window": [3, 5]}}
+    run_dir, _ = write_synthetic_run(tmp_path, test_name="fig14", duration_s=8.0, instances=instances)
+    analyze_run(run_dir, None, fetch=False, plots=False)
+    result = subprocess.run([sys.executable, "-m", "faasprof", "interference", "--report", str(run_dir)], capture_output=True, text=True, timeout=120, cwd=tmp_path)
+    assert result.returncode == 0, result.stderr[-2000:]
+    line = next(x for x in result.stdout.splitlines() if x.startswith("json_dumps median completion latency"))
+    assert "before the aggressor (n 60" in line and "during the aggressor (n 40, ×" in line and "after the aggressor (n 60, ×" in line
+    stored = json.loads((run_dir / "analysis" / "interference.json").read_text())
+    assert stored["format_version"] == 2 and stored["aggressor_window_s"] == [3, 5]
+    assert "median_latency_ms_outside" not in stored["latency"] and stored["latency"]["counters"] == {}

@@ -14,6 +14,8 @@ from pathlib import Path
 
 import pytest
 
+from faasprof import rundir
+from faasprof.analyzer.analysis import analyze_run
 from faasprof.experiments.mpki import counts_from_perf, plot_mpki
 from faasprof.monitoring.collectors.perf import probe_perf_events
 
@@ -97,10 +99,66 @@ def test_cli_from_runs_on_a_real_run(tmp_path):
     result = _faasprof("mpki", "--from-runs", str(run_dir), "--out", str(tmp_path / "mpki"))
     assert result.returncode == 0, result.stderr
     out = Path(result.stdout.strip().splitlines()[-1])
-    assert json.loads((out / "manifest.json").read_text())["format_version"] == 1
+    assert json.loads((out / "manifest.json").read_text())["format_version"] == 2
     with open(out / "mpki.csv", newline="") as handle:
         (row,) = list(csv.DictReader(handle))
+    assert row["perf_start_s"] == row["perf_end_s"] == ""  # no meta.json: the whole output's counts, and the row says so
     assert row["function"] == "spin" and float(row["branch_mpki"]) == pytest.approx(1000 * 12439843 / 4380820799, rel=1e-6)
     assert float(row["execution_ms_p50"]) >= 5 and float(row["rate_rps"]) == 3
     assert (out / "fig6_7_branch_mpki_vs_exec.png").stat().st_size > 10_000
     assert "spin: branch MPKI 2.840" in result.stdout
+
+
+def _three_rate_run(tmp_path, perf_text: str | None = None):
+    """One function at 5, 20 and 60/s in [0, 6), [6, 12), [12, 18) s (the quick start's shape),
+    analysed, with ``perf_text`` as its perf output started 0.5 s after the run's zero."""
+    from test_analyzer_synthetic import write_synthetic_run
+
+    instances = {name: {"application": "fn", "distribution": "Uniform", "rate": rate, "activity_window": [6 * k, 6 * k + 6]}
+                 for k, (name, rate) in enumerate((("low", 5.0), ("mid", 20.0), ("high", 60.0)))}
+    run_dir, _ = write_synthetic_run(tmp_path / "runs", test_name="rates", duration_s=18.0, instances=instances)
+    analyze_run(run_dir, None, fetch=False, plots=False)
+    if perf_text is not None:
+        perf = run_dir / "monitors" / "perf"
+        perf.mkdir(parents=True)
+        clock = rundir.read_manifest(run_dir).clock
+        (perf / "meta.json").write_text(json.dumps({"monotonic_ns_at_start": clock["monotonic_zero_ns"] + 500_000_000, "layout": {"per": "system", "sep": ","}}))
+        (perf / "perf_stat.csv").write_text(perf_text)
+    return run_dir
+
+
+def _interval_lines(seconds: int, misses_per_s) -> str:
+    """``perf stat -I 1000 -x,`` lines: 1e9 instructions per second, ``misses_per_s(t)`` branch misses."""
+    lines = []
+    for k in range(1, seconds + 1):
+        t = k + 0.000838
+        lines.append(f"{t:.9f},1000000000,,instructions,1000000000,100.00,1.0,insn per cycle")
+        lines.append(f"{t:.9f},{misses_per_s(k)},,branch-misses,1000000000,100.00,1.0,of all branches")
+    return "\n".join(lines) + "\n"
+
+
+def test_from_runs_gives_each_rate_its_own_window(tmp_path):
+    # Branch misses per second: 1e6 in the first phase, 2e6 in the second, 4e6 in the third (run clock).
+    run_dir = _three_rate_run(tmp_path, _interval_lines(18, lambda k: 1_000_000 if k + 0.5 <= 6 else 2_000_000 if k + 0.5 <= 12 else 4_000_000))
+    result = _faasprof("mpki", "--from-runs", str(run_dir), "--out", str(tmp_path / "mpki"))
+    assert result.returncode == 0, result.stderr
+    out = Path(result.stdout.strip().splitlines()[-1])
+    with open(out / "mpki.csv", newline="") as handle:
+        rows = list(csv.DictReader(handle))
+    assert [(r["instance"], r["phase"], float(r["rate_rps"])) for r in rows] == [("low", "0", 5.0), ("mid", "1", 20.0), ("high", "2", 60.0)]
+    assert [float(r["branch_mpki"]) for r in rows] == [1.0, 2.0, 4.0]  # not three copies of the whole run's 2.33
+    assert [r["mode"] for r in rows] == ["under-invoked", "balanced", "balanced"]
+    for row in rows:  # the perf intervals that counted lie inside the phase's steady window
+        assert float(row["window_start_s"]) <= float(row["perf_start_s"]) < float(row["perf_end_s"]) <= float(row["window_end_s"]) + 0.5
+    assert "low phase 0 [1.2, 6) s: branch MPKI 1.000" in result.stdout
+
+
+def test_from_runs_without_hardware_counters_writes_the_table_and_exits_3(tmp_path):
+    run_dir = _three_rate_run(tmp_path, (PERF / "perf_stat_system_interval.csv").read_text())
+    result = _faasprof("mpki", "--from-runs", str(run_dir), "--out", str(tmp_path / "mpki"))
+    assert result.returncode == 3, result.stderr
+    assert result.stderr.strip().splitlines()[-1].startswith(f"perf: instructions, branch-misses were not supported in {run_dir}")
+    out = Path(result.stdout.strip().splitlines()[-1])
+    with open(out / "mpki.csv", newline="") as handle:
+        rows = list(csv.DictReader(handle))
+    assert len(rows) == 3 and all(r["branch_mpki"] == "" and r["no_counters"] == "True" for r in rows)

@@ -6,9 +6,11 @@ import copy
 import json
 import re
 
+import pandas as pd
 import pytest
 
 from faasprof.analyzer import markup
+from faasprof.analyzer.frames import parquet_description
 from faasprof.analyzer.analysis import load_summary
 from faasprof.experiments import sweep as sw
 from faasprof.experiments import sweep_report
@@ -18,6 +20,7 @@ from faasprof.platforms.openwhisk.connection import Connection
 from faasprof.workload.spec import workload_from_dict
 from faasprof.monitoring import allocation as al
 from tests.test_allocation_resctrl import KernelEmulation, copy_tree
+from test_units import _check
 
 BASE = {
     "test_name": "sw",
@@ -194,9 +197,7 @@ def test_failed_point_is_recorded_and_the_sweep_goes_on(tmp_path):
 
 def rate_points(*points):
     """A sweep's compare frame over `rate` alone: (rate, modes, median completion latency ms) per point."""
-    import pandas as pd
-
-    return pd.DataFrame([{"function": "json_dumps", "sweep_rate": rate, "mode": mode, "completion_latency_ms_p50": latency} for rate, mode, latency in points])
+    return pd.DataFrame([{"instance": "i0", "phase": 0, "function": "json_dumps", "sweep_rate": rate, "mode": mode, "completion_latency_ms_p50": latency} for rate, mode, latency in points])
 
 
 def test_sweep_capacity_is_the_highest_rate_without_a_standing_queue():
@@ -237,7 +238,7 @@ def test_sweep_report_leads_with_completion_latency_in_the_run_reports_look(tmp_
     p50 = [setting["completion_latency_ms_p50"]["mean"] for setting in summary["settings"]]
     p99 = [setting["completion_latency_ms_p99"]["mean"] for setting in summary["settings"]]
     assert p50[-1] > 10 * p50[0] and p99[-1] > 3 * p99[0]  # completion rises with the rate,
-    client = [load_summary(sweep_dir / p["run_dir"])["functions"][0]["client_latency_ms_p50"] for p in points]
+    client = [load_summary(sweep_dir / p["run_dir"])["instances"][0]["phases"][0]["client_latency_ms_p50"] for p in points]
     assert client == sorted(client, reverse=True)  # while the time to the 202 falls
     assert all("client_latency_ms_p50" not in setting for setting in summary["settings"])
     page = report.read_text()
@@ -274,3 +275,36 @@ def test_memory_and_rate_sweep_on_localwhisk(tmp_path, isolated_home):
     assert summary["capacity"] and all(entry["capacity_rps"] == 8 for entry in summary["capacity"])
     assert (sweep_dir / "plots" / "completion_latency_ms_p50_vs_memory_mb.png").exists()
     assert "<h1>Sweep" in (sweep_dir / "report.html").read_text()
+
+
+def test_sweep_follows_each_phase_apart(tmp_path):
+    """A rate sweep of a workload whose two phases call one function at 1x and 8x the rate: the
+    summary has a setting per phase and rate, each with its phase's mode, and a capacity per phase."""
+    from test_analyzer_synthetic import write_synthetic_run
+
+    sweep_dir = tmp_path / "sweep"
+    points = []
+    for order, rate in enumerate((10.0, 40.0)):
+        instances = {"slow": {"application": "fn", "distribution": "Uniform", "rate": rate, "activity_window": [0, 5]},
+                     "fast": {"application": "fn", "distribution": "Uniform", "rate": 8 * rate, "activity_window": [5, 10]}}
+        run_dir, _ = write_synthetic_run(sweep_dir, test_name=f"r{rate:g}", duration_s=10.0, instances=instances, service_ms=5.0,
+                                         pause_grace_ms=10_000.0, seed=order + 1)
+        rundir.update_manifest(run_dir, sweep_point={"values": {"rate": rate}, "repeat": 0, "order": order, "applied": {"rate": rate}})
+        points.append({"order": order, "repeat": 0, "values": {"rate": rate}, "status": "done", "run_dir": run_dir.name})
+    rundir.write_json_atomic(sweep_dir / sweep_report.SWEEP_FILE, {"format_version": 1, "kind": "sweep", "status": "complete", "parameters": ["rate"], "points": points})
+    sweep_report.write_sweep_report(sweep_dir)
+    summary = json.loads((sweep_dir / "sweep_summary.json").read_text())
+    settings = {(s["instance"], s["phase"], s["sweep_rate"]): s for s in summary["settings"]}
+    assert sorted(settings) == [("fast", 1, 10.0), ("fast", 1, 40.0), ("slow", 0, 10.0), ("slow", 0, 40.0)]
+    assert all(len(s["modes"]) == 1 for s in settings.values())  # one phase's mode, never a pool of both
+    assert settings[("fast", 1, 40.0)]["modes"] == ["over-invoked"] and settings[("slow", 0, 40.0)]["modes"] == ["balanced"]
+    # 320/s against one 5 ms container: the fast phase's achieved rate is its own, not the slow phase's pooled in.
+    assert settings[("fast", 1, 40.0)]["achieved_rps"]["mean"] < 250
+    capacity = {(c["instance"], c["phase"]): c["capacity_rps"] for c in summary["capacity"]}
+    assert capacity == {("slow", 0): 40.0, ("fast", 1): 10.0}
+    # sweep.parquet: a row per run × instance × phase, every column with its unit (sweep_rate: 1/s).
+    written = pd.read_parquet(sweep_dir / "sweep.parquet")
+    assert len(written) == 4
+    units = parquet_description(sweep_dir / "sweep.parquet")["units"]
+    assert units["sweep_rate"] == units["parameter_value"] == "1/s"  # the setting's unit, from its name (rate)
+    _check("sweep.parquet", {c: d for c, d in written.dtypes.items() if c not in ("sweep_rate", "parameter_value")}, units)

@@ -1,7 +1,7 @@
 """``faasprof compare RUN_DIR... [--label KEY] [--out DIR]``: several runs in one frame and plots.
 
-Prints the frame (one row per run × function; completion latency first, client latency only for
-blocking calls) and each run's verdict per percentile against the first run to stdout, warnings
+Prints the frame (one row per run × instance × phase; completion latency first, client latency only
+for blocking calls) and each run's verdict per percentile against the first run to stdout, warnings
 and where the output goes to stderr, and the output directory as the last line of stdout.
 """
 

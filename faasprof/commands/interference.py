@@ -96,9 +96,18 @@ def _show(result_path: Path, run_dir: Path) -> int:
         print(f"{panel['panel']}: " + (f"not measured ({panel['missing']})" if panel["missing"] else panel["label"]))
     latency = result.get("latency") or {}
     if latency:
-        ratio = latency.get("inside_over_outside")
-        print(f"{result['victim']} median latency: {latency.get('median_latency_ms_outside'):.1f} ms outside the aggressor's window, "
-              f"{latency.get('median_latency_ms_inside'):.1f} ms inside (×{ratio:.2f})" if ratio is not None and math.isfinite(ratio) else f"{result['victim']}: no latency on both sides of the window")
+        print(f"{result['victim']} median completion latency: " + ", ".join(_window_text(latency, name) for name in ("before", "during", "after")))
     print(f"figure: {run_dir / 'analysis' / result['figure']}")
     print(run_dir)
     return 0
+
+
+def _window_text(latency: dict, name: str) -> str:
+    """One window's median with its n and its ratio to before: ``12.3 ms during (n 40, ×1.52)``."""
+    block = latency.get(name) or {}
+    p50 = block.get("completion_latency_ms_p50")
+    if p50 is None or not math.isfinite(p50):
+        return f"– {name} (no successful call)"
+    ratio = latency.get(f"{name}_over_before")
+    factor = f", ×{ratio:.2f}" if ratio is not None and math.isfinite(ratio) else ""
+    return f"{p50:.1f} ms {name} the aggressor (n {block.get('n', 0)}{factor})"

@@ -3,7 +3,8 @@
 Each function runs alone at ``--rate`` for ``--duration`` seconds with perf counting instructions and
 branch misses (see ``faasprof.experiments.mpki``). On a host whose perf cannot count them, the command
 says what it would measure and exits 3 before running anything. ``--from-runs RUN...`` recomputes
-the table and the plot from runs that already ran. The last line of stdout is the output directory.
+the table and the plot from runs that already ran, a row per instance × phase with the counts of
+its own window; runs whose perf had no hardware counters give the table and exit 3. The last line of stdout is the output directory.
 """
 
 from __future__ import annotations
@@ -13,12 +14,12 @@ import math
 import sys
 from pathlib import Path
 
-from faasprof.errors import ConfigError, NotReadyError
+from faasprof.errors import EXIT_NOT_READY, ConfigError, NotReadyError
 from faasprof.progress import Progress
 from faasprof.functions.catalogue import require
 from faasprof.platforms.openwhisk.connection import add_connection_arguments, resolve_connection
 from faasprof.experiments.analyzed import execute_analyzed
-from faasprof.experiments.mpki import EVENTS, REQUIRED_EVENTS, explain, mpki_workload, new_manifest, row_for_run, write_results
+from faasprof.experiments.mpki import EVENTS, REQUIRED_EVENTS, explain, mpki_workload, new_manifest, rows_for_run, write_results
 from faasprof import rundir
 from faasprof.invoker.preflight import check_out_dir
 from faasprof.monitoring.collectors.perf import perf_readiness
@@ -46,13 +47,18 @@ def main(args: argparse.Namespace) -> int:
         check_out_dir(args.out)
         rows = []
         for run in args.from_runs:
-            for name, instance in rundir.read_manifest(run).instances.items():
-                rows.append(row_for_run(run, instance.get("function", name), instance.get("rate_per_s")))
+            rows.extend(rows_for_run(run))
         out = rundir.create_run_dir(args.out, "mpki", monitors=False)
-        manifest = new_manifest([r["function"] for r in rows], {"from_runs": list(args.from_runs)})
-        manifest.update(runs={r["function"]: r["run_dir"] for r in rows})
+        manifest = new_manifest(sorted({r["function"] for r in rows}), {"from_runs": list(args.from_runs)})
+        manifest.update(runs={f"{r['instance']} phase {r['phase']}": r["run_dir"] for r in rows})
         write_results(out, rows, manifest)
-        return _show(rows, out)
+        code = _show(rows, out)
+        no_counters = sorted({r["run_dir"] for r in rows if r["no_counters"]})
+        if no_counters:
+            print(f"perf: {', '.join(REQUIRED_EVENTS)} were not supported in {', '.join(no_counters)}: those runs' host had no hardware counters; "
+                  "measure on a host with a hardware PMU (`faasprof doctor` says what this one can count)", file=sys.stderr)
+            return EXIT_NOT_READY
+        return code
 
     if not args.functions:
         raise ConfigError("FUNCTION: name at least one function (or pass --from-runs RUN_DIR...)")
@@ -84,7 +90,7 @@ def main(args: argparse.Namespace) -> int:
             progress.say(f"{name}: per-cgroup counting unavailable here, counting system-wide ({problem})")
             workload = workload_from_dict(mpki_workload(name, args.rate, args.duration, "system"), origin=f"mpki {name}")
             run_dir = execute_analyzed(workload, out / "runs", connection=connection, local_settings=settings, progress=progress, analyze=True)
-        rows.append(row_for_run(run_dir, name, args.rate))
+        rows.extend(rows_for_run(run_dir, args.rate))
         manifest.extra["runs"][name] = str(Path(run_dir).relative_to(out))
     write_results(out, rows, manifest)
     return _show(rows, out)
@@ -93,7 +99,8 @@ def main(args: argparse.Namespace) -> int:
 def _show(rows: list[dict], out: Path) -> int:
     for row in rows:
         mpki, exec_ms = row["branch_mpki"], row["execution_ms_p50"]
-        print(f"{row['function']}: branch MPKI {'-' if not math.isfinite(mpki) else f'{mpki:.3f}'}; median execution "
+        where = f" {row['instance']} phase {row['phase']} [{row['window_start_s']:g}, {row['window_end_s']:g}) s" if len(rows) > 1 else ""
+        print(f"{row['function']}{where}: branch MPKI {'-' if not math.isfinite(mpki) else f'{mpki:.3f}'}; median execution "
               f"{'-' if not math.isfinite(exec_ms) else f'{exec_ms:.1f}'} ms; mode {row['mode']}; perf per {row['per']}"
               + (f"; missing: {row['missing']}" if row["missing"] else ""))
     print(out)

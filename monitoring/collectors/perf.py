@@ -19,7 +19,7 @@ from faasprof.rundir import Manifest
 from faasprof.monitoring.collectors.base import NO, OK, WARN, Finding, ParseArgument, ParseKind, Plot, ProcessCollector, is_root, read_output
 from faasprof.monitoring.derived import add_perf_metrics
 from faasprof.monitoring.host import Root, cgroup_info
-from faasprof.monitoring.parsers.perf import parse_perf_stat, perf_wide, probe_support
+from faasprof.monitoring.parsers.perf import event_units, parse_perf_stat, perf_wide, probe_support
 
 DEFAULT_PERF_EVENTS = (
     "instructions",
@@ -292,6 +292,7 @@ class PerfCollector(ProcessCollector):
             return None
         wide = add_perf_metrics(perf_wide(long))
         wide.insert(0, "t_s", offset_s + wide["time_s"])
+        wide.attrs["units"] = event_units(long)  # an event's column is named after the event, not its unit
         return wide
 
     @classmethod

@@ -440,6 +440,18 @@ def parse_perf_stat(text: str, sep: str = ","):
     return frame
 
 
+PERF_UNITS = {"": "count", "msec": "ms"}  # perf's unit field (empty: a count), as the units tables write them
+
+
+def event_units(long) -> dict[str, str]:
+    """``{event: unit}`` of a parsed ``perf stat`` output, from perf's own unit field: a count
+    unless perf names a unit (``msec`` for the clock events; others, such as ``Joules``, as given)."""
+    if long.empty:
+        return {}
+    first = long.drop_duplicates("event")
+    return {str(event): PERF_UNITS.get(str(unit or ""), str(unit)) for event, unit in zip(first["event"], first["unit"])}
+
+
 def perf_wide(long):
     """One row per (interval, unit): event values as columns, plus ``interval_s`` (the real length
     of each interval, from consecutive timestamps) and ``min_running_pct`` (the lowest %-running of
