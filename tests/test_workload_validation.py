@@ -307,14 +307,14 @@ def test_a_muted_instance_validates_and_plans_as_muted(cli, tmp_path):
     assert row.split()[3:6] == ["0", "(muted)", "0"] and row.split()[-1] == "0"
     data["instances"]["i0"]["rate"] = 0
     path.write_text(json.dumps(data))
+    # validate and run refuse it alike before anything starts: one line, exit 2, no run directory
+    # (validate said ok, and run crashed in the verdict).
+    refusal = [f"{path}: instances: the plan has no invocation (every instance is muted, rate 0, or its activity window is empty); "
+               "give an instance a rate > 0 and a window inside test_duration_in_seconds"]
     validated = cli("validate", path)
-    assert validated.returncode == 0
-    assert validated.stderr.splitlines() == [f"warning: {path}: instances: every instance is muted (rate 0): a run would send nothing; give one a rate > 0"]
-    # run refuses it before anything starts: one line, exit 2, no run directory (it crashed in the verdict).
+    assert validated.returncode == 2 and validated.stderr.splitlines() == refusal, validated.stderr
     ran = cli("run", path, "--out", tmp_path / "runs", timeout=60)
-    assert ran.returncode == 2 and ran.stderr.splitlines() == [
-        f"{path}: instances: the plan has no invocation (every instance is muted, rate 0, or its activity window is empty); "
-        "give an instance a rate > 0 and a window inside test_duration_in_seconds"], ran.stderr
+    assert ran.returncode == 2 and ran.stderr.splitlines() == refusal, ran.stderr
     assert not (tmp_path / "runs").exists() or not any((tmp_path / "runs").iterdir())
 
 
