@@ -20,7 +20,8 @@ from aiohttp import web
 from faasprof.localwhisk import fastjson
 from faasprof.localwhisk.config import Settings
 from faasprof.localwhisk.fastjson import dumps
-from faasprof.localwhisk.pool import Action, Pool
+from faasprof.localwhisk.activation import Action
+from faasprof.localwhisk.pool import Pool
 from faasprof.localwhisk.sandbox import runtime_family
 from faasprof.localwhisk.store import Store
 

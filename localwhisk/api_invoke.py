@@ -19,7 +19,7 @@ import time
 from aiohttp import web
 
 from faasprof.localwhisk.api_base import RESOURCE_DOES_NOT_EXIST, STOPPING, ApiBase, parse_json_body
-from faasprof.localwhisk.pool import STATUS_NAMES, Action, Job, Outcome
+from faasprof.localwhisk.activation import STATUS_NAMES, Action, Job, Outcome
 from faasprof.localwhisk.sandbox import TIMER_SLACK_S
 
 SNAPSHOTS_MAX = 4096  # cached Action snapshots (one per action revision); the cache is emptied past this

@@ -369,8 +369,7 @@ class DockerSandbox(Sandbox):
             try:
                 await self.host.engine.call("POST", f"/containers/{self.container_id}/pause")
             except (DockerError, DockerUnavailable) as error:
-                # OpenWhisk destroys a container it cannot pause; until then no call goes to it
-                # (the pool re-dispatches one that was waiting to resume it onto a new container).
+                # OpenWhisk destroys a container it cannot pause; a call waiting on it goes to a new one.
                 self.pause_error = str(error)
                 self.death_reason = f"docker pause failed ({error}); removed, as OpenWhisk removes a container it cannot pause"
                 log.warning("sandbox %s (%s): %s", self.name, self.container_name, self.death_reason)

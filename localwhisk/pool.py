@@ -31,91 +31,27 @@ import logging
 import time
 import zipfile
 from collections import OrderedDict, deque
-from dataclasses import dataclass, field
 from pathlib import Path
 
 from faasprof.localwhisk import delays as delays_mod
+from faasprof.localwhisk.activation import (
+    ABNORMAL_RUN,
+    PROVISION_ERROR,
+    STOPPED_ERROR,
+    Job,
+    Outcome,
+    developer_error,
+    request_failed,
+    shared_tmp_hint,
+    why_gone,
+)
 from faasprof.localwhisk.cgroups import CgroupManager
 from faasprof.localwhisk.docker_sandbox import DockerHost, DockerSandbox
 from faasprof.localwhisk.sandbox import TIMER_SLACK_S, Sandbox, SandboxDied, format_log_line
 
 log = logging.getLogger("faasprof.localwhisk.pool")
 
-# OpenWhisk Messages (common/scala/.../http/ErrorResponse.scala).
-ABNORMAL_INIT = "The action did not initialize and exited unexpectedly."
-ABNORMAL_RUN = "The action did not produce a valid response and exited unexpectedly."
-MEMORY_EXHAUSTED = "The action exhausted its memory and was aborted."
-PROVISION_ERROR = "Failed to provision resources to run the action."
-STOPPED_ERROR = "localwhisk stopped before the activation completed."
-
 PREWARM_MAX_RETRIES = 5
-
-STATUS_NAMES = {0: "success", 1: "application error", 2: "action developer error", 3: "whisk internal error"}
-
-
-def timed_out_message(timeout_ms: int, init: bool) -> str:
-    return f"The action exceeded its time limits of {timeout_ms} milliseconds" + (" during initialization." if init else ".")
-
-
-@dataclass
-class Action:
-    """An action as the pool needs it (a snapshot taken at invocation)."""
-
-    namespace: str
-    name: str  # [package/]name
-    version: str
-    rev: str  # unique per PUT (also across delete and re-create)
-    kind: str
-    code: str
-    binary: bool
-    main: str
-    memory_mb: int
-    timeout_ms: int
-    logs_mb: int
-    concurrency: int
-    init_env: dict
-    api_key: str | None = None
-
-    @property
-    def key(self) -> tuple:
-        # The memory limit is part of the key on its own account: a sandbox's size is fixed.
-        return (self.namespace, self.name, self.rev, self.memory_mb)
-
-    @property
-    def path(self) -> str:
-        return f"{self.namespace}/{self.name}"
-
-    @property
-    def limits(self) -> dict:
-        return {"concurrency": self.concurrency, "logs": self.logs_mb, "memory": self.memory_mb, "timeout": self.timeout_ms}
-
-
-@dataclass(eq=False)
-class Job:
-    activation_id: str
-    action: Action
-    params: dict
-    accepted_ns: int  # monotonic, when the HTTP request was accepted
-    transaction_id: str
-    subject: str
-    future: asyncio.Future | None = None
-    container_state: str = ""
-
-
-@dataclass
-class Outcome:
-    status_code: int = 0
-    result: object = field(default_factory=dict)
-    size: int | None = None
-    timed_out: bool = False
-    wait_end_ns: int | None = None
-    init_start_ns: int | None = None
-    init_end_ns: int | None = None
-    run_start_ns: int | None = None
-    run_end_ns: int | None = None
-    run_cpu_ns: int | None = None  # the sandbox's CPU time during the run call, where it can be read
-    logs: list = field(default_factory=list)
-    destroy: bool = False
 
 
 class Pool:
@@ -143,6 +79,7 @@ class Pool:
         self.loop = asyncio.get_running_loop()
         self.closed = False
         self.cold_starts = 0
+        self.tmp_shared = ""  # why sandboxes share /tmp here, once one did ("" while none has)
         self.prewarm_failures = 0  # consecutive; backfill stops after PREWARM_MAX_RETRIES (OpenWhisk: 5)
         # isolation docker: sandboxes are containers (localwhisk/docker_sandbox.py), same rules.
         self.docker = DockerHost(settings) if settings.isolation == "docker" else None
@@ -393,6 +330,7 @@ class Pool:
                     self._drain()
                     return
                 sb.state = "busy"
+                self._note_tmp(sb)
             elif how == "resumed" and not await self._resumed(sb):
                 # The platform failed (a pause or unpause that did not take): the call never reached
                 # the sandbox, so it is not the action's fault; it runs on a new one instead.
@@ -416,6 +354,15 @@ class Pool:
         else:
             self._became_free(sb)
             self._drain()
+
+    def _note_tmp(self, sb: Sandbox) -> None:
+        """Say once in the log when sandboxes share /tmp (no mount namespace here): a function that
+        writes a fixed /tmp name then collides with its own concurrent calls."""
+        tmp = getattr(sb, "tmp", "private")
+        if tmp != "private" and not self.tmp_shared:
+            self.tmp_shared = tmp.removeprefix("shared: ")
+            log.warning("%s sandboxes share the host's /tmp (%s): a function writing fixed /tmp names collides with its concurrent "
+                        "calls; run localwhisk as root for a /tmp per sandbox", sb.kind, self.tmp_shared)
 
     async def _resumed(self, sb: Sandbox) -> bool:
         """Resume a paused sandbox (thaw, or docker unpause: inside waitTime, as OpenWhisk's); False
@@ -457,17 +404,17 @@ class Pool:
             reply = await sb.request({"init": init}, timeout_s)
         except (TimeoutError, SandboxDied) as error:
             out.init_end_ns = time.monotonic_ns()
-            _request_failed(out, sb, error, action.timeout_ms, init=True)
+            request_failed(out, sb, error, action.timeout_ms, init=True)
             return
         except (zipfile.BadZipFile, ValueError, OSError) as error:
             out.init_end_ns = time.monotonic_ns()
-            _developer_error(out, f"The action failed during initialization: {error}")
+            developer_error(out, f"The action failed during initialization: {error}")
             return
         out.init_end_ns = time.monotonic_ns()
         out.logs += await sb.collect_logs()
         if "init_error" in reply or "developer_error" in reply:
             message = reply.get("init_error") or reply.get("developer_error")
-            _developer_error(out, f"The action failed during initialization: {message}")
+            developer_error(out, f"The action failed during initialization: {message}")
             return
         sb.key = job.action.key
 
@@ -493,7 +440,7 @@ class Pool:
             reply = await sb.request(message, timeout_s)
         except (TimeoutError, SandboxDied) as error:
             out.run_end_ns = time.monotonic_ns()
-            _request_failed(out, sb, error, action.timeout_ms, init=False)
+            request_failed(out, sb, error, action.timeout_ms, init=False)
             return
         out.run_end_ns = time.monotonic_ns()
         cpu_after_ns = sb.cpu_time_ns()
@@ -512,45 +459,15 @@ class Pool:
             out.result = result
             if isinstance(result, dict) and "error" in result:
                 out.status_code = 1
+                hint = shared_tmp_hint(getattr(sb, "tmp", "private"), result["error"])
+                if hint:
+                    out.logs.append(format_log_line(time.time_ns(), "stderr", hint))
         else:
-            _developer_error(out, reply.get("developer_error") or ABNORMAL_RUN)
+            developer_error(out, reply.get("developer_error") or ABNORMAL_RUN)
 
     def _finish(self, job: Job, out: Outcome, sb: Sandbox | None) -> None:
         self.running.discard(job)
         self.on_complete(job, out)
-
-
-def why_gone(sb: Sandbox) -> str:
-    """Why a sandbox is gone, for localwhisk.log and the record: who removed it, or how it died."""
-    if sb.death_reason:
-        return sb.death_reason
-    if sb.oom:
-        return "killed by the kernel for exceeding its memory limit (OOM)"
-    if sb.exit_status is not None and sb.exit_status < 0:
-        return f"killed by signal {-sb.exit_status}, not by localwhisk"
-    if sb.exit_status is not None and sb.exit_status > 128:
-        return f"exited with status {sb.exit_status} (killed by signal {sb.exit_status - 128}, not by localwhisk)"
-    if sb.exit_status is not None:
-        return f"exited by itself, status {sb.exit_status}"
-    return "removed by localwhisk"
-
-
-def _developer_error(out: Outcome, message: str, timed_out: bool = False) -> None:
-    """The activation failed by the action's fault (status 2): its sandbox is destroyed."""
-    out.status_code, out.result, out.timed_out, out.destroy = 2, {"error": message}, timed_out, True
-
-
-def _request_failed(out: Outcome, sb: Sandbox, error: TimeoutError | SandboxDied, timeout_ms: int, init: bool) -> None:
-    """An init or run that timed out or whose sandbox died, with OpenWhisk's message for each;
-    the logs the action wrote before are kept."""
-    if isinstance(error, TimeoutError):
-        _developer_error(out, timed_out_message(timeout_ms, init), timed_out=True)
-    else:
-        _developer_error(out, MEMORY_EXHAUSTED if sb.oom else ABNORMAL_INIT if init else ABNORMAL_RUN)
-    out.logs += sb.take_logs()
-    if isinstance(error, SandboxDied):
-        # The record says why its sandbox died (the action's own lines above say what it did).
-        out.logs.append(format_log_line(time.time_ns(), "stderr", f"localwhisk: sandbox {sb.name} died during the {'init' if init else 'run'}: {sb.death_reason or error}"))
 
 
 def _extract_zip(code: str, directory: Path) -> None:

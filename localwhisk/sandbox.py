@@ -98,6 +98,7 @@ class Sandbox:
         self.workdir = workroot / name
         # Outside the workdir (the action's HOME, which it may empty): read by reap_orphans after a crash.
         self.pid_file = workroot / f"{name}.pid"
+        self.tmp_dir = workroot / f"{name}.tmp"  # its /tmp: beside its folder, which stays visible inside it
         self.apihost = apihost
         self.on_exit = on_exit
         self.interpreters = interpreters or {}
@@ -114,6 +115,7 @@ class Sandbox:
         self.exit_status: int | None = None
         self.oom = False
         self.death_reason: str | None = None  # why it is gone or going, for the log and the record
+        self.tmp = "shared: not started"  # "private": a /tmp of its own (launcher.private_tmp), else why not
         self._loop = asyncio.get_running_loop()
         self._fds: dict[str, int] = {}
         self._pidfd: int | None = None
@@ -135,6 +137,7 @@ class Sandbox:
     async def start(self, timeout_s: float = 30.0) -> None:
         """Spawn the launcher and wait for its ready line ("container created")."""
         self.workdir.mkdir(parents=True, exist_ok=True)
+        self.tmp_dir.mkdir(exist_ok=True)
         rlimit_mode = not self.cgroups.enabled
         if self.cgroups.enabled:
             self.cgroup_dirs = self.cgroups.create(self.name, self.memory_mb)
@@ -150,6 +153,9 @@ class Sandbox:
             "__OW_API_HOST": self.apihost,
             "__LW_FD": "3",
             "__LW_CWD": str(self.workdir),
+            # Its own /tmp (the Python launcher mounts it there; Node's and a refused mount get TMPDIR).
+            "__LW_TMP": str(self.tmp_dir),
+            "TMPDIR": str(self.tmp_dir),
         }
         argv = launcher_argv(self.family, self.memory_mb, rlimit_mode, **self.interpreters)
         try:
@@ -197,6 +203,7 @@ class Sandbox:
         reply = await self._wait(self._waiter, timeout_s)
         if reply is None:
             raise SandboxDied(f"launcher exited during start-up (status {self.exit_status})")
+        self.tmp = reply.get("tmp") or "shared: TMPDIR only (the Node.js launcher makes no mount namespace)"
         self._logs.clear()
 
     def kill(self) -> None:
@@ -467,6 +474,7 @@ def _cleanup(cgroups: CgroupManager, dirs: dict[str, Path], workdir: Path) -> No
     if dirs:
         cgroups.remove(dirs)
     shutil.rmtree(workdir, ignore_errors=True)
+    shutil.rmtree(workdir.parent / f"{workdir.name}.tmp", ignore_errors=True)
     try:
         (workdir.parent / f"{workdir.name}.pid").unlink()
     except OSError:

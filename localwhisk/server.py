@@ -36,7 +36,8 @@ from faasprof.localwhisk.api_invoke import Throttles
 from faasprof.localwhisk.api_web import WebActions
 from faasprof.localwhisk.cgroups import CgroupManager, detect
 from faasprof.localwhisk.config import Settings, parse_prewarm
-from faasprof.localwhisk.pool import Action, Pool
+from faasprof.localwhisk.activation import Action
+from faasprof.localwhisk.pool import Pool
 from faasprof.localwhisk.sandbox import SANDBOXES_DIR, reap_orphans
 from faasprof.localwhisk.store import Store
 

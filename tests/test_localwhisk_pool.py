@@ -5,11 +5,13 @@ from __future__ import annotations
 
 import os
 import time
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 import pytest
 
 from faasprof.localwhisk.embedded import start_embedded
+from faasprof.localwhisk.activation import shared_tmp_hint
 from tests.localwhisk_driver import SANDBOX_KEYS, Lw, annotation
 from faasprof.errors import ConfigError
 
@@ -353,3 +355,36 @@ def test_relative_data_and_log_directories_work_from_any_working_directory(tmp_p
         lw.put("rel", NOOP_PY)
         assert lw.invoke("rel").json()["response"]["success"]
     assert (tmp_path / "runs/x/localwhisk/localwhisk.log").stat().st_size > 0
+
+
+FIXED_TMP_PY = """import os, time
+def main(args):
+    with open("/tmp/faasprof-fixed-name.txt", "w") as handle:
+        handle.write(args["who"])
+    time.sleep(0.5)
+    with open("/tmp/faasprof-fixed-name.txt") as handle:
+        return {"mine": handle.read() == args["who"], "tmpdir": os.environ.get("TMPDIR")}
+"""
+
+
+@pytest.mark.skipif(os.geteuid() != 0, reason="a mount namespace per sandbox needs root (CAP_SYS_ADMIN)")
+def test_each_process_sandbox_has_its_own_tmp_as_each_openwhisk_container_does(tmp_path):
+    """FunctionBench's functions write fixed /tmp names; with one /tmp for all sandboxes, concurrent
+    calls read each other's files (40 of 57 failed in the issue's run)."""
+    with started(tmp_path, pause_grace_ms=50) as handle:
+        lw = Lw(handle)
+        lw.put("fixedtmp", FIXED_TMP_PY)
+        with ThreadPoolExecutor(4) as pool:
+            records = list(pool.map(lambda who: lw.invoke("fixedtmp", {"who": who}).json(), ["a", "b", "c", "d"]))
+    results = [record["response"]["result"] for record in records]
+    assert all(result["mine"] for result in results), results
+    assert {result["tmpdir"] for result in results} == {"/tmp"}
+    assert not Path("/tmp/faasprof-fixed-name.txt").exists()  # written in the sandboxes' own /tmp, not the host's
+
+
+def test_an_error_naming_tmp_in_a_sandbox_that_shares_it_says_so():
+    shared = "shared: unshare failed (Operation not permitted)"
+    hint = shared_tmp_hint(shared, "[Errno 2] No such file or directory: '/tmp/fb-image.jpg'")
+    assert hint.startswith("localwhisk: this sandbox shares /tmp with the others on this host (unshare failed (Operation not permitted))")
+    assert shared_tmp_hint("private", "No such file: '/tmp/fb-image.jpg'") is None
+    assert shared_tmp_hint(shared, "division by zero") is None

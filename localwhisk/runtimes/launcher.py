@@ -1,7 +1,8 @@
 """Python launcher: loads an action once, then serves activations over pipes (actionloop-like).
 
 Protocol (all lines are JSON, replies go to fd ``$__LW_FD``, default 3):
-- at start the launcher replies ``{"ok": true}`` (the sandbox is up: "container created");
+- at start the launcher replies ``{"ok": true, "tmp": "private" | "shared: <why>"}`` (the sandbox is
+  up: "container created"; ``tmp`` says whether it has a /tmp of its own, see ``private_tmp``);
 - ``{"init": {"main": "main", "code": "<source>" | null, "dir": "<extracted zip>" | null, "env": {...}}}``
   → ``{"ok": true}`` or ``{"init_error": "<message>"}``;
 - ``{"value": {...}, "activation_id": ..., ...}`` → ``{"result": <object or array>}`` (an exception in
@@ -42,6 +43,48 @@ if sys.flags.no_site:
 
     _add_site_packages()
 
+# mount(2) flags and unshare(2)'s CLONE_NEWNS (linux/mount.h, linux/sched.h).
+MS_BIND, MS_REC, MS_PRIVATE, CLONE_NEWNS = 4096, 16384, 1 << 18, 0x00020000
+
+
+def private_tmp(workdir):
+    """Give this sandbox a /tmp of its own, as each OpenWhisk container has: a mount namespace in
+    which the sandbox's own folder (``$__LW_TMP``) is bind-mounted on /tmp. Functions that write
+    fixed names there (FunctionBench's /tmp files) then never collide between concurrent sandboxes.
+    The sandbox's working folder stays reachable at its path when it lies under /tmp (a data dir
+    in /tmp): it is bound at the same place inside the new /tmp first, and the two are mounted on
+    /tmp together. Needs CAP_SYS_ADMIN (root); without it ``TMPDIR`` points at that folder
+    (``tempfile`` and Node's ``os.tmpdir()`` follow it, a literal "/tmp/x" does not) and the reply
+    says why /tmp is shared."""
+    directory = os.environ.pop("__LW_TMP", "")
+    if not directory:
+        return "shared: no folder of its own was given"
+    os.environ["TMPDIR"] = directory
+    try:
+        import ctypes  # only here: the launcher imports nothing it does not need at once
+
+        libc = ctypes.CDLL(None, use_errno=True)
+
+        def bind(source, target, flags=0):
+            return libc.mount(source.encode(), target.encode(), None, MS_BIND | flags, None)
+
+        steps = [("unshare", lambda: libc.unshare(CLONE_NEWNS)),
+                 ("mount --make-rprivate /", lambda: libc.mount(b"none", b"/", None, MS_REC | MS_PRIVATE, None))]
+        real = os.path.realpath(workdir) if workdir else ""
+        if real.startswith("/tmp/"):
+            inside = os.path.join(directory, real[len("/tmp/"):])
+            steps += [("mkdir " + inside, lambda: os.makedirs(inside, exist_ok=True) or 0),
+                      ("mount --bind %s %s" % (real, inside), lambda: bind(real, inside))]
+        steps.append(("mount --rbind %s /tmp" % directory, lambda: bind(directory, "/tmp", MS_REC)))
+        for what, call in steps:
+            if call() != 0:
+                return "shared: %s failed (%s)" % (what, os.strerror(ctypes.get_errno()))
+    except (OSError, AttributeError) as error:
+        return "shared: %s" % error
+    os.environ["TMPDIR"] = "/tmp"
+    return "private"
+
+
 SENTINEL = "XXX_THE_END_OF_A_WHISK_ACTIVATION_XXX"
 OOM_EXIT_CODE = 86  # a MemoryError under rlimits: tell the server "memory exhausted"
 
@@ -49,6 +92,7 @@ OOM_EXIT_CODE = 86  # a MemoryError under rlimits: tell the server "memory exhau
 def main_loop():
     reply_fd = int(os.environ.pop("__LW_FD", "3"))
     workdir = os.environ.pop("__LW_CWD", "")
+    tmp = private_tmp(workdir)
     if workdir:
         os.chdir(workdir)
     stdin = sys.stdin.buffer
@@ -69,7 +113,7 @@ def main_loop():
         stderr.flush()
 
     action = None
-    reply({"ok": True})
+    reply({"ok": True, "tmp": tmp})
     for line in stdin:
         try:
             message = json.loads(line)
