@@ -38,6 +38,7 @@ from faasprof.localwhisk.config import GUEST_AUTH, GUEST_NAMESPACE, SETTING_NAME
 from faasprof.localwhisk.sandbox import SANDBOXES_DIR, reap_orphans
 
 START_TIMEOUT_S = 30.0
+IN_FLIGHT_PATH = "/localwhisk/v1/activations"  # localwhisk's own: activations accepted, not yet recorded
 PR_SET_PDEATHSIG = 1  # <linux/prctl.h>
 
 
@@ -96,6 +97,16 @@ class LocalwhiskHandle:
 
     def alive(self) -> bool:
         return self.process.poll() is None
+
+    def in_flight(self, timeout_s: float = 5.0) -> dict:
+        """``GET /localwhisk/v1/activations``: the activations accepted and not yet recorded
+        (``inFlight``, ``queued``, ``running``). Raises OSError when the server does not answer."""
+        request = urllib.request.Request(self.apihost + IN_FLIGHT_PATH, headers={"Authorization": _basic(self.auth)})
+        try:
+            with urllib.request.urlopen(request, timeout=timeout_s) as response:
+                return json.loads(response.read())
+        except ValueError as error:  # an answer that is not JSON: as unusable as none
+            raise OSError(f"GET {IN_FLIGHT_PATH}: {error}") from None
 
     def stop(self, timeout_s: float = 10) -> int | None:
         """SIGTERM, wait up to ``timeout_s``, then SIGKILL. Returns the exit status."""
@@ -233,8 +244,12 @@ def launch_server(argv: list[str], data_dir: Path, log_path: Path, parent_pid: i
             pass
 
 
+def _basic(auth: str) -> str:
+    return "Basic " + base64.b64encode(auth.encode()).decode()
+
+
 def _get_info(apihost: str, auth: str) -> dict:
-    request = urllib.request.Request(apihost + "/", headers={"Authorization": "Basic " + base64.b64encode(auth.encode()).decode()})
+    request = urllib.request.Request(apihost + "/", headers={"Authorization": _basic(auth)})
     with urllib.request.urlopen(request, timeout=5) as response:
         return json.loads(response.read())
 
