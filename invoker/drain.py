@@ -93,26 +93,33 @@ def wait_for_in_flight(
     progress: Progress = QUIET,
     clock: Callable[[], float] = time.monotonic,
     sleep: Callable[[float], None] = time.sleep,
+    alive: Callable[[], bool] = lambda: True,
 ) -> DrainReport:
     """Wait until ``poll()`` (``{"inFlight", "queued", "running"}``; OSError when the platform does
-    not answer) says nothing is in flight; see the module docstring for the bound and Ctrl-C."""
+    not answer) says nothing is in flight; see the module docstring for the bound and Ctrl-C. A
+    platform too busy to answer a poll is asked again (the stall bound holds); one whose process
+    ended (``alive()`` False) holds nothing any more."""
     limit_s = stall_limit_s(longest_time_limit_ms)
     started = clock()
     state = _poll(poll)
+    while state is None and alive() and clock() - started < limit_s:
+        sleep(POLL_S)
+        state = _poll(poll)
     if state is None:
-        return DrainReport(PLATFORM_GONE, 0, 0, 0, 0.0, limit_s, "the platform did not answer when the sending ended")
+        return DrainReport(PLATFORM_GONE, 0, 0, 0, clock() - started, limit_s, "the platform did not answer when the sending ended")
     pace = _Pace(_count(state, "inFlight"), started)
     if pace.last == 0:
-        return DrainReport(DRAINED, 0, 0, 0, 0.0, limit_s)
+        return DrainReport(DRAINED, 0, 0, 0, clock() - started, limit_s)
     progress.say(pace.line(state, started))
     next_say = started + PROGRESS_EVERY_S
     try:
         while True:
             sleep(POLL_S)
-            now, state = clock(), _poll(poll)
-            if state is None:
+            now, answer = clock(), _poll(poll)
+            if answer is None and not alive():
                 return DrainReport(PLATFORM_GONE, pace.first, pace.last, 0, now - started, limit_s,
-                                   f"the platform stopped answering with {pace.last:,} activations in flight")
+                                   f"the platform exited with {pace.last:,} activations in flight")
+            state = answer or state  # unanswered: no news, the stall bound decides
             pace.see(_count(state, "inFlight"), now)
             if pace.last == 0:
                 return DrainReport(DRAINED, pace.first, 0, 0, now - started, limit_s)
@@ -134,7 +141,7 @@ def drain_embedded(handle: Any, client: Any, functions: set[str], progress: Prog
     if not handle.alive():
         return None
     limits = action_time_limits_ms(client, functions) if client is not None else {}
-    report = wait_for_in_flight(handle.in_flight, max(limits.values(), default=DEFAULT_ACTION_TIMEOUT_MS), progress)
+    report = wait_for_in_flight(handle.in_flight, max(limits.values(), default=DEFAULT_ACTION_TIMEOUT_MS), progress, alive=handle.alive)
     if report.outcome == DRAINED and report.in_flight_at_start:
         progress.say(f"the embedded localwhisk ended the run's {report.in_flight_at_start:,} remaining activations in {report.waited_s:.1f} s")
     return report

@@ -140,8 +140,22 @@ def test_wait_gives_up_when_no_activation_ends_and_abandons_on_ctrl_c():
 
     abandoned = drain.wait_for_in_flight(poll, 1000, clock=lambda: now[0], sleep=sleep)
     assert abandoned.outcome == drain.ABANDONED and abandoned.left == 3 and abandoned.to_json()["abandoned"] == 3
-    gone = drain.wait_for_in_flight(lambda: (_ for _ in ()).throw(OSError("refused")), 1000, clock=lambda: now[0], sleep=sleep)
+    def refused():
+        raise OSError("refused")
+
+    gone = drain.wait_for_in_flight(refused, 1000, clock=lambda: now[0], sleep=sleep, alive=lambda: False)
     assert gone.outcome == drain.PLATFORM_GONE
+    # A platform too busy to answer a poll is asked again, not taken for gone.
+    answers = iter([{"inFlight": 2}, None, None, {"inFlight": 1}, None, {"inFlight": 0}])
+
+    def busy():
+        answer = next(answers)
+        if answer is None:
+            raise OSError("timed out")
+        return answer
+
+    drained = drain.wait_for_in_flight(busy, 1000, clock=lambda: now[0], sleep=sleep, alive=lambda: True)
+    assert drained.outcome == drain.DRAINED and drained.in_flight_at_start == 2
 
 
 def test_second_ctrl_c_abandons_the_wait_and_the_manifest_says_so(tmp_path, isolated_home):
