@@ -13,6 +13,7 @@ from __future__ import annotations
 import json
 import os
 import signal
+import sqlite3
 import subprocess
 import sys
 import threading
@@ -25,6 +26,7 @@ from faasprof import rundir
 from faasprof.analyzer.analysis import analyze_run
 from faasprof.invoker import drain
 from faasprof.invoker.run import execute
+from faasprof.localwhisk import run_records
 from faasprof.outcomes import final_outcome
 from faasprof.platforms.openwhisk import records as activations
 from faasprof.platforms.openwhisk.connection import Connection
@@ -108,6 +110,18 @@ def test_cold_starts_of_seconds_are_waited_for(tmp_path, isolated_home, short_re
     run_dir, _ = _embedded_run(tmp_path, {"c": {"application": str(source), "distribution": "Uniform", "rate": 3}}, 3.0)
     manifest = _assert_every_record_found(run_dir)
     assert manifest["drain"]["outcome"] == "drained" and manifest["drain"]["in_flight_at_end_of_sending"] > 0
+    # The store is the source: a record activations.jsonl lacks is read back from it; one the
+    # store lacks too (the platform answered, then never stored it) is the only "lost by the platform".
+    path, store = rundir.activations_path(run_dir), run_records.store_path(run_dir)
+    saved = rundir.read_record_ids(path)
+    kept, dropped, lost = sorted(saved)[2:], sorted(saved)[0], sorted(saved)[1]
+    rundir.write_records(path, rundir.sort_records(saved[i] for i in kept))
+    with sqlite3.connect(store) as conn:
+        conn.execute("DELETE FROM activations WHERE activation_id=?", (lost,))
+    report = run_records.save_store_records(run_dir, store)
+    assert report["from_store"] == 1 and report["missing"] == 1 and report["missing_ids_sample"] == [lost]
+    assert "lost by the platform" in report["missing_why"] and set(rundir.read_record_ids(path)) == set(saved) - {lost}
+    assert dropped in rundir.read_record_ids(path)
 
 
 @pytest.mark.slow
