@@ -448,11 +448,8 @@ class Run:
         """The stopped embedded platform's store is the source of its records (``localwhisk.run_records``)."""
         try:
             report = save_store_records(self.run_dir, store_path(self.run_dir, LOCALWHISK_DIR), platform_exit=platform_exit)
-        except StoreReadError as error:
-            self.warn(f"activation records not saved: {error}")
-            return
-        except OSError as error:  # the disk filled up while they were written
-            self.warn(f"activation records not saved: {error.strerror or error}")
+        except (StoreReadError, OSError) as error:  # an unreadable store; a disk that filled up
+            self.warn(f"activation records not saved: {getattr(error, 'strerror', None) or error}")
             return
         self.manifest.activations = report
         self.progress.say(f"saved {report['saved']:,} of {report['expected']:,} activation records from the embedded localwhisk's store to {rundir.ACTIVATIONS}")
@@ -508,7 +505,8 @@ class Run:
             path = rundir.activations_path(self.run_dir)
             records = rundir.read_record_ids(path) if path.exists() else None
             missing_why = (self.manifest.activations or {}).get("missing_why")
-            verdict = evaluate(rundir.read_invocations(self.run_dir), self.thresholds, records=records, missing_why=missing_why)
+            recorded = {i.name for i in self.workload.instances if self.platform.of(i).keeps_records}
+            verdict = evaluate(rundir.read_invocations(self.run_dir), self.thresholds, records=records, missing_why=missing_why, recorded_instances=recorded)
         except (OSError, FaasprofError) as error:
             self.warnings.append(f"the run's thresholds could not be checked ({error})")
             return

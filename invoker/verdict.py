@@ -35,7 +35,7 @@ from __future__ import annotations
 
 import math
 from collections import Counter
-from typing import Any, Iterable, Mapping
+from typing import Any, Collection, Iterable, Mapping
 
 from faasprof import rundir
 from faasprof.errors import ConfigError
@@ -142,19 +142,21 @@ def failure_fix(outcome: str, status: int | None, error: str) -> str:
 
 
 def evaluate(rows: Iterable[Mapping[str, str]], thresholds: Mapping[str, float] | None = None,
-             records: Mapping[str, Mapping] | None = None, missing_why: str | None = None) -> dict:
+             records: Mapping[str, Mapping] | None = None, missing_why: str | None = None,
+             recorded_instances: Collection[str] | None = None) -> dict:
     """Check a run's rows (``invocations.csv`` as dicts of strings) against the thresholds.
 
     ``records`` (activation id → activation record), when the run saved them, turns each accepted
     call into its final outcome: the record's, or ``no_record`` where it has none (not a success);
     ``missing_why`` says why records are missing (the records report's ``missing_why``). Without
-    ``records`` (None: nothing was fetched) the HTTP outcome decides.
+    ``records`` (None: nothing was fetched), and for the instances not in ``recorded_instances``
+    (when given: those of a platform that keeps no records, a generic endpoint), the HTTP outcome decides.
 
     Returns the manifest's ``verdict`` block: ``passed``, one ``message`` line, each threshold
     with its value, and the dominant failure with its count, share, a sample error and the fix.
     """
     limits = {**DEFAULT_THRESHOLDS, **(thresholds or {})}
-    tally = _Tally(records, missing_why)
+    tally = _Tally(records, missing_why, recorded_instances)
     for row in rows:
         tally.add(row)
     checks = _checks(_measure(tally), limits, thresholds or {}, tally)
@@ -179,8 +181,9 @@ class _InstanceTally:
 class _Tally:
     """The rows counted by final outcome, per instance and per kind of failure (told apart by fix)."""
 
-    def __init__(self, records: Mapping[str, Mapping] | None, missing_why: str | None) -> None:
+    def __init__(self, records: Mapping[str, Mapping] | None, missing_why: str | None, recorded: Collection[str] | None) -> None:
         self.records, self.missing_why = records, missing_why
+        self.recorded = None if recorded is None else frozenset(recorded)
         self.outcomes: Counter = Counter()
         self.kinds: Counter = Counter()
         self.samples: dict[tuple, str] = {}
@@ -201,7 +204,7 @@ class _Tally:
             return
         tally = self.instances.setdefault(row.get("instance") or "", _InstanceTally())
         tally.attempted += 1
-        if row["outcome"] in ACCEPTED_HTTP_OUTCOMES:
+        if row["outcome"] in ACCEPTED_HTTP_OUTCOMES and self._due(row):
             tally.accepted += 1
             tally.no_record += outcome == "no_record"
         if outcome == "ok":
@@ -214,11 +217,14 @@ class _Tally:
     def _final(self, row: Mapping[str, str]) -> tuple[str, Mapping | None]:
         """The row's outcome after its record (``ok`` standing for success), and the record."""
         outcome = row["outcome"]
-        if self.records is None or outcome not in ACCEPTED_HTTP_OUTCOMES:
+        if self.records is None or outcome not in ACCEPTED_HTTP_OUTCOMES or not self._due(row):
             return outcome, None
         record = self.records.get(row.get("activation_id") or "")
         final = final_outcome(outcome, record)
         return ("ok" if final == "success" else final), record
+
+    def _due(self, row: Mapping[str, str]) -> bool:
+        return self.recorded is None or (row.get("instance") or "") in self.recorded
 
     def _failure(self, tally: _InstanceTally, outcome: str, row: Mapping[str, str], record: Mapping | None) -> None:
         status = int(row["http_status"]) if row["http_status"] else None

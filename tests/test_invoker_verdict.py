@@ -203,6 +203,10 @@ def test_calls_without_a_record_are_not_successes_and_fail_their_instance_in_one
     assert verdict["outcomes"] == {"platform_stopped": 20} and "stopped before these activations completed" in verdict["dominant_failure"]["fix"]
     # No records saved at all (a platform the run did not start, no --analyze): the HTTP outcomes decide.
     assert evaluate(rows)["passed"] and evaluate(rows)["outcomes"] == {"ok": 120}
+    # Nor is a record due from a generic endpoint beside the platform: its answers are final.
+    generic = [dict(row(i), instance="web") for i in range(200, 230)]
+    verdict = evaluate(rows[:20] + generic, records=stopped, recorded_instances={"small"})
+    assert verdict["outcomes"] == {"ok": 30, "platform_stopped": 20}
 
 
 def test_non_blocking_run_of_an_always_raising_function_fails(tmp_path, isolated_home):
