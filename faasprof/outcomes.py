@@ -21,6 +21,10 @@ says whether the function itself succeeded:
   application_error  the function returned an ``error`` (statusCode 1)
   developer_error  the action crashed, returned bad JSON, failed /init (statusCode 2, not a timeout)
   internal_error   whisk internal error (statusCode 3)
+  platform_stopped the platform was stopped before the activation completed (its record says so:
+                   localwhisk's "localwhisk stopped before the activation completed."; faasprof
+                   stops the platform it started only once its activations ended, unless the
+                   wait for them was abandoned with Ctrl-C or gave up)
   action_timeout   the action exceeded its time limit (``timeout`` annotation, or statusCode 2 with
                    OpenWhisk's "exceeded its time limits" message)
   no_record        accepted (or answered 502) but no activation record was found
@@ -58,6 +62,7 @@ FINAL_OUTCOMES = (
     "developer_error",
     "action_timeout",
     "internal_error",
+    "platform_stopped",
     "no_record",
     "throttled",
     "timeout",
@@ -103,6 +108,9 @@ STATUS_TEXT_OUTCOMES = {
 # OpenWhisk's message for an action that ran past its limit ("The action exceeded its time limits
 # of 60000 milliseconds." / "... during initialization.").
 TIMEOUT_MESSAGE_FRAGMENT = "exceeded its time limits"
+# localwhisk's message for an activation still queued or running when it stopped ("localwhisk
+# stopped before the activation completed."), a whisk internal error in its record.
+STOPPED_MESSAGE_FRAGMENT = "stopped before the activation completed"
 
 
 def record_outcome(record: Mapping[str, Any]) -> str:
@@ -118,8 +126,16 @@ def record_outcome(record: Mapping[str, Any]) -> str:
             outcome = STATUS_TEXT_OUTCOMES.get(status.lower())
     if outcome is None:
         outcome = "success" if response.get("success") is True else "internal_error"
-    if outcome == "developer_error" and TIMEOUT_MESSAGE_FRAGMENT in _error_text(response):
+    return refined_outcome(outcome, _error_text(response))
+
+
+def refined_outcome(outcome: str, error: str) -> str:
+    """What a record's status and error text say together: OpenWhisk's time-limit message makes a
+    developer error an ``action_timeout``, localwhisk's stop message an internal error ``platform_stopped``."""
+    if outcome == "developer_error" and TIMEOUT_MESSAGE_FRAGMENT in error:
         return "action_timeout"
+    if outcome == "internal_error" and STOPPED_MESSAGE_FRAGMENT in error:
+        return "platform_stopped"
     return outcome
 
 

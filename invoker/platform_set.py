@@ -16,10 +16,11 @@ import numpy as np
 from faasprof.errors import ConfigError, FaasprofError, NotReadyError
 from faasprof.progress import Progress
 from faasprof.localwhisk.embedded import start_embedded
+from faasprof.localwhisk.run_records import EMBEDDED_DATA_DIR
 from faasprof.platforms.base import Platform
 
 LOCALWHISK_STOP_TIMEOUT_S = 10.0
-LOCALWHISK_DIR = "localwhisk"  # the embedded platform's data directory inside the run directory
+LOCALWHISK_DIR = EMBEDDED_DATA_DIR  # the embedded platform's data directory inside the run directory
 
 
 class PlatformSet:

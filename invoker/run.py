@@ -15,8 +15,9 @@ Order, and why:
    dead required collector or lateness past the abort threshold stop it, and every planned
    invocation still gets its row. A platform that refuses, stalls or sheds calls later is
    measured to the planned end, and the run says how it pushed back ("over-invoked: ...").
-4. Collectors and scripts stop, ``post_script`` runs, and on the embedded platform the activation
-   records are awaited (bounded) and saved to ``activations.jsonl`` before localwhisk stops.
+4. Collectors and scripts stop, ``post_script`` runs; the embedded platform stops only once the
+   activations it accepted ended (``invoker.drain``), then its store gives the records
+   (``localwhisk.run_records``); with ``--analyze`` another platform is asked for them instead.
 5. The manifest gets its final status, counts, lateness summary and monitors' descriptions.
 """
 
@@ -30,26 +31,36 @@ import signal
 import threading
 import time
 from pathlib import Path
-from typing import Any, Callable, Iterator
+from typing import Any, Iterator
 
 import numpy as np
 
 from faasprof import rundir
-from faasprof.errors import ConfigError, FaasprofError, NotReadyError, RunError
-from faasprof.outcomes import ACCEPTED_HTTP_OUTCOMES, pushback_line
-from faasprof.progress import QUIET, Progress
-from faasprof.invoker.dispatch import DispatchOptions, Dispatcher, DispatchResult, new_event_loop, realtime_hint, realtime_permitted
+from faasprof.errors import ConfigError, FaasprofError, RunError
+from faasprof.invoker.dispatch import (
+    Dispatcher,
+    DispatchOptions,
+    DispatchResult,
+    new_event_loop,
+    realtime_hint,
+    realtime_permitted,
+)
+from faasprof.invoker.drain import ABANDONED, STALLED, drain_embedded
 from faasprof.invoker.platform_set import LOCALWHISK_DIR, PlatformSet, limit_warnings, start_embedded_platform
 from faasprof.invoker.preflight import check_out_dir
+from faasprof.invoker.run_collectors import collector_check, usable_collectors
 from faasprof.invoker.scripts import ScriptRun
 from faasprof.invoker.sender import ensure_fd_budget
 from faasprof.invoker.shards import ShardedDispatch, choose_processes, peak_rate_per_s
 from faasprof.invoker.storage import start_workload_storage
 from faasprof.invoker.verdict import check_thresholds, evaluate
-from faasprof.monitoring.collectors import build_collectors, tool_versions
+from faasprof.localwhisk.run_records import StoreReadError, save_store_records, store_path
+from faasprof.monitoring.collectors import tool_versions
 from faasprof.monitoring.host import collect_host
+from faasprof.outcomes import ACCEPTED_HTTP_OUTCOMES, pushback_line
 from faasprof.platforms.openwhisk.connection import Connection
 from faasprof.platforms.registry import platforms_used
+from faasprof.progress import QUIET, Progress
 from faasprof.workload.schedule import build_schedule, empty_plan_problem
 
 try:  # only to name the event loop in the manifest: uvloop is optional
@@ -63,26 +74,6 @@ POST_SCRIPT_TIMEOUT_S = 600.0
 
 
 # -- pre-flight -----------------------------------------------------------------------------------
-
-
-def _build_collectors(workload: Any, platform: PlatformSet, progress: Progress) -> tuple[list, list[str]]:
-    block = {key: value for key, value in (workload.monitoring or {}).items() if value not in (None, False)}
-    if not block:
-        return [], []
-    cgroup_parents = ((platform.info or {}).get("localwhisk") or {}).get("cgroup_parents") or {}
-    collectors = build_collectors(block, {"cgroup_parents": cgroup_parents, "duration_s": workload.duration_s, "host_root": "/"})
-    warnings, usable = [], []
-    for collector in collectors:
-        reason = collector.check()
-        if reason is None:
-            usable.append(collector)
-            continue
-        if collector.required:
-            raise NotReadyError(f"{workload.origin}: monitoring.{collector.name}: required but unavailable: {reason}")
-        text = f"monitoring.{collector.name}: unavailable, running without it: {reason}"
-        warnings.append(text)
-        progress.warn(text)
-    return usable, warnings
 
 
 # -- the run --------------------------------------------------------------------------------------
@@ -221,7 +212,7 @@ class Run:
             platform.actions.update(used.ensure_deployed(workload))
         self.requests = [platform.of(instance).prepare_request(instance, workload.origin) for instance in workload.instances]
         ensure_fd_budget(self.options.max_connections, origins=len({request.origin for request in self.requests}))
-        self.collectors, self.warnings = _build_collectors(workload, platform, progress)
+        self.collectors, self.warnings = usable_collectors(workload, platform, progress)
         for text in limit_warnings(platform, self.schedule):
             self.warn(text)
         self.host, self.tools = collect_host("/"), tool_versions()
@@ -336,7 +327,7 @@ class Run:
         """The zero taken once the collectors are up, then the schedule sent by one dispatcher or
         by the send processes (which start, and read their shares, before the zero)."""
         workload, schedule, options, log = self.workload, self.schedule, self.options, self.log
-        checks = [self._check_log, _collector_check(self.started, self.warn), self._check_platform]
+        checks = [self._check_log, collector_check(self.started, self.warn), self._check_platform]
         instances = [(i.name, i.function) for i in workload.instances]
         if options.send_processes > 1:
             self.sharded = ShardedDispatch(self.run_dir, schedule.intended_ns, schedule.instance_idx, instances, self.requests, log, options,
@@ -399,12 +390,15 @@ class Run:
             self.warnings.append(f"{log.lost:,} rows could not be written; readers reconstruct them from the plan and the send journal (unanswered/unrecorded)")
 
     def after_test(self) -> None:
-        """``post_script``, then the activation records when the platform goes away with the run
-        (embedded) or an analysis follows (``--analyze``); a Ctrl-C cuts this short."""
+        """``post_script``, then the embedded platform's accepted activations waited for, or another
+        platform's records fetched when an analysis follows (``--analyze``); a Ctrl-C cuts this short."""
         doing = "running post_script"
         try:
             self._run_post_script()
-            if (self.platform.embedded or self.save_records) and self.result is not None and self.log.error is None:
+            if self.platform.embedded:
+                doing = "waiting for the embedded localwhisk's activations"
+                self._drain_platform()
+            elif self.save_records and self.result is not None and self.log.error is None:
                 doing = "waiting for activation records"
                 self._save_records()
         except KeyboardInterrupt:
@@ -421,6 +415,22 @@ class Run:
         except OSError as error:  # the disk filled up while they were written
             self.warn(f"activation records not saved: {error.strerror or error}")
 
+    def _drain_platform(self) -> None:
+        """The embedded platform's accepted activations waited for; the manifest's ``drain`` says how it ended."""
+        keeper = next((used for used in self.platform.used if used.keeps_records), None)
+        report = drain_embedded(self.platform.handle, getattr(keeper, "client", None), {i.function for i in self.workload.instances}, self.progress)
+        if report is None:
+            return  # it exited during the run: nothing it held can end any more
+        self.manifest.update(drain=report.to_json())
+        if report.outcome == ABANDONED:
+            if self.status == "complete":
+                self.status, self.reason = "interrupted", f"interrupted while waiting for the {report.left:,} activations still queued or running on the embedded localwhisk"
+            self.warn(f"{report.left:,} activations abandoned ({report.why}): the embedded localwhisk records them as stopped before they completed")
+            for script in self.scripts.values():
+                script.stop()
+        elif report.outcome == STALLED:
+            self.warn(f"stopped waiting for the embedded localwhisk with {report.left:,} activations still queued or running: {report.why}")
+
     def _save_records(self) -> None:
         """Wait until the platform stored every activation of the run (deadline from the actions'
         time limits) and save them all; on Ctrl-C what was fetched is saved and the interrupt goes on."""
@@ -432,8 +442,22 @@ class Run:
         try:
             keeper.fetch_records(self.run_dir, say=self.progress.say, report=report)
         finally:
-            if report.get("missing"):
-                self.warn(f"{report['missing']:,} of {report['expected']:,} activation records missing: {report['missing_why']}")
+            self._say_missing(report)
+
+    def _records_from_store(self, platform_exit: str | None) -> None:
+        """The stopped embedded platform's store is the source of its records (``localwhisk.run_records``)."""
+        try:
+            report = save_store_records(self.run_dir, store_path(self.run_dir, LOCALWHISK_DIR), platform_exit=platform_exit)
+        except (StoreReadError, OSError) as error:  # an unreadable store; a disk that filled up
+            self.warn(f"activation records not saved: {getattr(error, 'strerror', None) or error}")
+            return
+        self.manifest.activations = report
+        self.progress.say(f"saved {report['saved']:,} of {report['expected']:,} activation records from the embedded localwhisk's store to {rundir.ACTIVATIONS}")
+        self._say_missing(report)
+
+    def _say_missing(self, report: dict) -> None:
+        if report.get("missing"):
+            self.warn(f"{report['missing']:,} of {report['expected']:,} activation records missing: {report['missing_why']}")
 
     def _run_post_script(self) -> None:
         if self.workload.post_script is None:
@@ -452,7 +476,7 @@ class Run:
             if script_failure:
                 self.warn(script_failure)
         if self.platform.embedded:
-            self.platform.stop()
+            self._stop_embedded()
         if self.log.error is None:
             self._judge()
         try:
@@ -465,11 +489,24 @@ class Run:
             raise RunError(f"{self.run_dir}: the run stopped: {self.reason}") from self.failure
         return self.run_dir
 
+    def _stop_embedded(self) -> None:
+        """The embedded platform stopped (it records what it still held), then its records read
+        from its store, also when it exited during the run."""
+        handle = self.platform.handle
+        platform_exit = None if handle.alive() else f"exited during the run (status {handle.process.returncode})"
+        self.platform.stop()
+        if self.log.error is None and self.result is not None:
+            self._records_from_store(platform_exit)
+
     def _judge(self) -> None:
-        """The verdict against the thresholds, from the rows and records on disk."""
+        """The verdict against the thresholds, from the rows and the final outcomes their records
+        give (only where the run saved records: else the HTTP outcomes)."""
         try:
-            records = rundir.read_record_ids(rundir.activations_path(self.run_dir))
-            verdict = evaluate(rundir.read_invocations(self.run_dir), self.thresholds, records=records)
+            path = rundir.activations_path(self.run_dir)
+            records = rundir.read_record_ids(path) if path.exists() else None
+            missing_why = (self.manifest.activations or {}).get("missing_why")
+            recorded = {i.name for i in self.workload.instances if self.platform.of(i).keeps_records}
+            verdict = evaluate(rundir.read_invocations(self.run_dir), self.thresholds, records=records, missing_why=missing_why, recorded_instances=recorded)
         except (OSError, FaasprofError) as error:
             self.warnings.append(f"the run's thresholds could not be checked ({error})")
             return
@@ -504,21 +541,6 @@ def _loop_name() -> str:
     return "uvloop" if _uvloop is not None else "asyncio"
 
 
-def _collector_check(collectors: list, warn: Callable[[str], None]) -> Callable[[], tuple[str, str] | None]:
-    """A required collector that died stops the run; an optional one is a warning, given once."""
-    reported: set[str] = set()
-
-    def check() -> tuple[str, str] | None:
-        for collector in collectors:
-            if collector.name in reported or collector.alive():
-                continue
-            reported.add(collector.name)
-            if collector.required:
-                return "interrupted", f"required collector {collector.name} stopped during the run; see monitors/{collector.name}/stderr.log"
-            warn(f"collector {collector.name} stopped during the run (optional, the run goes on); see monitors/{collector.name}/stderr.log")
-        return None
-
-    return check
 
 
 def _send(dispatcher: Dispatcher, zero_ns: int) -> DispatchResult:

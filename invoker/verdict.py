@@ -15,10 +15,17 @@ line wins):
                              carry the failure rate)
   max_failure_rate           share of attempted invocations (all but ``not_sent``) that did not
                              succeed, at most this (default 0.5: the run fails when most failed)
+  max_no_record_rate_per_instance
+                             of each instance's accepted invocations (202, or a blocking 200/502),
+                             the share without an activation record, at most this (default 0.5:
+                             an instance whose calls mostly went unmeasured fails the run, its
+                             line naming the instance, the count and why the records are missing)
 
-"Succeeded" is the final outcome (faasprof/outcomes.py) where the run saved the invocation's
-activation record: a non-blocking call the platform accepted (202) whose function raised is an
-``application_error``, not a success. Without a record the HTTP outcome decides (``ok``).
+"Succeeded" is the final outcome (faasprof/outcomes.py) where the run saved the activation
+records: a non-blocking call the platform accepted (202) whose function raised is an
+``application_error``, and one without a record is ``no_record``: neither is a success. Only
+where the run saved no records at all (a platform it did not start, without ``--analyze``) the
+HTTP outcome decides (``ok``).
   max_client_latency_ms_p50  p50 / p99 of send → answer of the ``ok`` invocations, at most this
   max_client_latency_ms_p99
   max_lateness_ms_p99        p99 of intended → sent (the invoker's own error), at most this
@@ -28,7 +35,7 @@ from __future__ import annotations
 
 import math
 from collections import Counter
-from typing import Any, Iterable, Mapping
+from typing import Any, Collection, Iterable, Mapping
 
 from faasprof import rundir
 from faasprof.errors import ConfigError
@@ -36,9 +43,10 @@ from faasprof.outcomes import ACCEPTED_HTTP_OUTCOMES, final_outcome
 
 VERDICT_FORMAT_VERSION = 1
 
-DEFAULT_THRESHOLDS: dict[str, float] = {"min_successes": 1, "min_successes_per_instance": 1, "max_failure_rate": 0.5}
-THRESHOLD_NAMES = ("min_successes", "min_successes_per_instance", "max_failure_rate", "max_client_latency_ms_p50", "max_client_latency_ms_p99",
-                   "max_lateness_ms_p99")
+DEFAULT_THRESHOLDS: dict[str, float] = {"min_successes": 1, "min_successes_per_instance": 1, "max_failure_rate": 0.5,
+                                         "max_no_record_rate_per_instance": 0.5}
+THRESHOLD_NAMES = ("min_successes", "min_successes_per_instance", "max_failure_rate", "max_no_record_rate_per_instance", "max_client_latency_ms_p50",
+                   "max_client_latency_ms_p99", "max_lateness_ms_p99")
 
 # Known causes: (outcome, http status or None, a fragment of the error or None) → the fix.
 _THROTTLE_FIX = ("raise the platform's throttles (localwhisk: platform.localwhisk.invokes_per_minute / concurrent limits; "
@@ -78,7 +86,7 @@ def _number(value: Any, where: str) -> float:
         number = math.nan
     if isinstance(value, bool) or not math.isfinite(number) or number < 0:
         raise ConfigError(f"{where}: must be a finite number >= 0 (got {value!r})")
-    if where.endswith("max_failure_rate") and number > 1:
+    if where.endswith(("max_failure_rate", "max_no_record_rate_per_instance")) and number > 1:
         raise ConfigError(f"{where}: is a share of invocations, 0..1 (got {value!r})")
     return number
 
@@ -98,6 +106,8 @@ _RECORD_FIXES = {
     "developer_error": "the action crashed, returned no JSON object or failed its initialisation; see the activation records' logs and result",
     "action_timeout": "the action ran past its time limit; raise the action's timeout (faasprof deploy --timeout) or give it less work",
     "internal_error": "the platform failed internally (whisk internal error); check its logs",
+    "platform_stopped": ("the platform was stopped before these activations completed (the wait for them was abandoned with Ctrl-C, "
+                         "or gave up on a platform where none ended); let the run wait for them, or lower the rate so that the platform keeps up"),
 }
 
 
@@ -106,6 +116,8 @@ def failure_fix(outcome: str, status: int | None, error: str) -> str:
     text = error.lower()
     if outcome in _RECORD_FIXES:
         return _RECORD_FIXES[outcome]
+    if outcome == "no_record":
+        return "the platform accepted these calls but no activation record of them was saved; see the manifest's activations block (missing_why)"
     if outcome == "throttled":
         return _THROTTLE_FIX
     if outcome == "timeout":
@@ -130,63 +142,142 @@ def failure_fix(outcome: str, status: int | None, error: str) -> str:
 
 
 def evaluate(rows: Iterable[Mapping[str, str]], thresholds: Mapping[str, float] | None = None,
-             records: Mapping[str, Mapping] | None = None) -> dict:
+             records: Mapping[str, Mapping] | None = None, missing_why: str | None = None,
+             recorded_instances: Collection[str] | None = None) -> dict:
     """Check a run's rows (``invocations.csv`` as dicts of strings) against the thresholds.
 
-    ``records`` (activation id → activation record) refines accepted calls to their final outcome.
+    ``records`` (activation id → activation record), when the run saved them, turns each accepted
+    call into its final outcome: the record's, or ``no_record`` where it has none (not a success);
+    ``missing_why`` says why records are missing (the records report's ``missing_why``). Without
+    ``records`` (None: nothing was fetched), and for the instances not in ``recorded_instances``
+    (when given: those of a platform that keeps no records, a generic endpoint), the HTTP outcome decides.
 
     Returns the manifest's ``verdict`` block: ``passed``, one ``message`` line, each threshold
     with its value, and the dominant failure with its count, share, a sample error and the fix.
     """
     limits = {**DEFAULT_THRESHOLDS, **(thresholds or {})}
-    outcomes: Counter = Counter()
-    kinds: Counter = Counter()
-    samples: dict[tuple, str] = {}
-    latency_ns: list[int] = []
-    lateness_ns: list[int] = []
-    instances: dict[str, _InstanceTally] = {}
+    tally = _Tally(records, missing_why, recorded_instances)
     for row in rows:
-        outcome = row["outcome"]
-        record = (records or {}).get(row.get("activation_id") or "") if outcome in ACCEPTED_HTTP_OUTCOMES else None
-        if record is not None:
-            final = final_outcome(outcome, record)
-            outcome = "ok" if final == "success" else final
-        outcomes[outcome] += 1
+        tally.add(row)
+    checks = _checks(_measure(tally), limits, thresholds or {}, tally)
+    passed = all(check["passed"] for check in checks)
+    dominant = tally.dominant()
+    return {"format_version": VERDICT_FORMAT_VERSION, "passed": passed, "message": _message(passed, checks, tally, dominant), "thresholds": checks,
+            "outcomes": dict(sorted(tally.outcomes.items())), "attempted": tally.attempted, "dominant_failure": dominant}
+
+
+class _InstanceTally:
+    """One instance's attempted invocations, those that succeeded, its accepted calls and those of
+    them without a record, and its first failure."""
+
+    def __init__(self) -> None:
+        self.attempted = 0
+        self.ok = 0
+        self.accepted = 0
+        self.no_record = 0
+        self.first_error: str | None = None
+
+
+class _Tally:
+    """The rows counted by final outcome, per instance and per kind of failure (told apart by fix)."""
+
+    def __init__(self, records: Mapping[str, Mapping] | None, missing_why: str | None, recorded: Collection[str] | None) -> None:
+        self.records, self.missing_why = records, missing_why
+        self.recorded = None if recorded is None else frozenset(recorded)
+        self.outcomes: Counter = Counter()
+        self.kinds: Counter = Counter()
+        self.samples: dict[tuple, str] = {}
+        self.latency_ns: list[int] = []
+        self.lateness_ns: list[int] = []
+        self.instances: dict[str, _InstanceTally] = {}
+
+    @property
+    def attempted(self) -> int:
+        return sum(count for outcome, count in self.outcomes.items() if outcome != "not_sent")
+
+    def add(self, row: Mapping[str, str]) -> None:
+        outcome, record = self._final(row)
+        self.outcomes[outcome] += 1
         if row["sent_ns"] and row["intended_ns"]:
-            lateness_ns.append(int(row["sent_ns"]) - int(row["intended_ns"]))
+            self.lateness_ns.append(int(row["sent_ns"]) - int(row["intended_ns"]))
         if outcome == "not_sent":  # the run stopped first: its status says why, not a failed call
-            continue
-        tally = instances.setdefault(row.get("instance") or "", _InstanceTally())
+            return
+        tally = self.instances.setdefault(row.get("instance") or "", _InstanceTally())
         tally.attempted += 1
+        if row["outcome"] in ACCEPTED_HTTP_OUTCOMES and self._due(row):
+            tally.accepted += 1
+            tally.no_record += outcome == "no_record"
         if outcome == "ok":
             tally.ok += 1
             if row["sent_ns"] and row["done_ns"]:
-                latency_ns.append(int(row["done_ns"]) - int(row["sent_ns"]))
-            continue
+                self.latency_ns.append(int(row["done_ns"]) - int(row["sent_ns"]))
+            return
+        self._failure(tally, outcome, row, record)
+
+    def _final(self, row: Mapping[str, str]) -> tuple[str, Mapping | None]:
+        """The row's outcome after its record (``ok`` standing for success), and the record."""
+        outcome = row["outcome"]
+        if self.records is None or outcome not in ACCEPTED_HTTP_OUTCOMES or not self._due(row):
+            return outcome, None
+        record = self.records.get(row.get("activation_id") or "")
+        final = final_outcome(outcome, record)
+        return ("ok" if final == "success" else final), record
+
+    def _due(self, row: Mapping[str, str]) -> bool:
+        return self.recorded is None or (row.get("instance") or "") in self.recorded
+
+    def _failure(self, tally: _InstanceTally, outcome: str, row: Mapping[str, str], record: Mapping | None) -> None:
         status = int(row["http_status"]) if row["http_status"] else None
         error = row.get("error") or ""
         if record is not None:  # the record, not the 202 or 502, says what went wrong
             status, error = None, _record_error(record)
+        elif outcome == "no_record":
+            status, error = None, self.missing_why or "no activation record was saved for it"
         if tally.first_error is None:
             tally.first_error = _label(outcome, status) + (f": {error}" if error else "")
         # Failures are told apart by their fix: a refused connection and a reset one are both
         # "failed" without a status, but they mean different things.
         key = (outcome, status, failure_fix(outcome, status, error))
-        kinds[key] += 1
-        samples.setdefault(key, error)
-    attempted = sum(count for outcome, count in outcomes.items() if outcome != "not_sent")
-    ok = outcomes.get("ok", 0)
-    failure_rate = (attempted - ok) / attempted if attempted else 0.0
-    # The instance with the fewest successes decides (the first one named, on a tie).
-    weakest = min(sorted(instances.items()), key=lambda item: item[1].ok, default=None)
-    measured = {
+        self.kinds[key] += 1
+        self.samples.setdefault(key, error)
+
+    def weakest(self) -> tuple[str, _InstanceTally] | None:
+        """The instance with the fewest successes (the first one named, on a tie)."""
+        return min(sorted(self.instances.items()), key=lambda item: item[1].ok, default=None)
+
+    def most_unrecorded(self) -> tuple[str, _InstanceTally] | None:
+        """The instance whose accepted calls most often have no record (None without records)."""
+        if self.records is None:
+            return None
+        judged = [(name, t) for name, t in sorted(self.instances.items()) if t.accepted]
+        return max(judged, key=lambda item: item[1].no_record / item[1].accepted, default=None)
+
+    def dominant(self) -> dict | None:
+        if not self.kinds:
+            return None
+        (outcome, status, fix), count = self.kinds.most_common(1)[0]
+        attempted = self.attempted
+        return {"outcome": outcome, "http_status": status, "count": count, "share": round(count / attempted, 6) if attempted else None,
+                "error": self.samples[(outcome, status, fix)], "fix": fix}
+
+
+def _measure(tally: _Tally) -> dict:
+    """Each threshold's measured value (None: nothing to measure)."""
+    attempted, ok = tally.attempted, tally.outcomes.get("ok", 0)
+    weakest, unrecorded = tally.weakest(), tally.most_unrecorded()
+    return {
         "min_successes": ok,
         "min_successes_per_instance": weakest[1].ok if weakest is not None else None,
-        "max_failure_rate": round(failure_rate, 6),
-        "max_client_latency_ms_p50": _ms(_percentile(latency_ns, 0.50)),
-        "max_client_latency_ms_p99": _ms(_percentile(latency_ns, 0.99)),
-        "max_lateness_ms_p99": _ms(_percentile(lateness_ns, 0.99)),
+        "max_failure_rate": round((attempted - ok) / attempted if attempted else 0.0, 6),
+        "max_no_record_rate_per_instance": round(unrecorded[1].no_record / unrecorded[1].accepted, 6) if unrecorded is not None else None,
+        "max_client_latency_ms_p50": _ms(_percentile(tally.latency_ns, 0.50)),
+        "max_client_latency_ms_p99": _ms(_percentile(tally.latency_ns, 0.99)),
+        "max_lateness_ms_p99": _ms(_percentile(tally.lateness_ns, 0.99)),
     }
+
+
+def _checks(measured: dict, limits: Mapping[str, float], given: Mapping[str, float], tally: _Tally) -> list[dict]:
+    """One check per threshold set, in ``THRESHOLD_NAMES`` order, with the instance it names."""
     checks = []
     for name in THRESHOLD_NAMES:
         if name not in limits:
@@ -198,40 +289,35 @@ def evaluate(rows: Iterable[Mapping[str, str]], thresholds: Mapping[str, float] 
             passed = value >= limit
         else:
             passed = value <= limit
-        checks.append({"name": name, "limit": limit, "value": value, "passed": bool(passed),
-                       "source": "default" if name in DEFAULT_THRESHOLDS and name not in (thresholds or {}) else "user"})
-        if name == "min_successes_per_instance" and weakest is not None:
-            checks[-1].update(instance=weakest[0], attempted=weakest[1].attempted, first_error=weakest[1].first_error)
-    passed = all(check["passed"] for check in checks)
-    dominant = None
-    if kinds:
-        (outcome, status, fix), count = kinds.most_common(1)[0]
-        dominant = {"outcome": outcome, "http_status": status, "count": count, "share": round(count / attempted, 6) if attempted else None,
-                    "error": samples[(outcome, status, fix)], "fix": fix}
+        check = {"name": name, "limit": limit, "value": value, "passed": bool(passed),
+                 "source": "default" if name in DEFAULT_THRESHOLDS and name not in given else "user"}
+        instance = tally.weakest() if name == "min_successes_per_instance" else tally.most_unrecorded() if name == "max_no_record_rate_per_instance" else None
+        if instance is not None:
+            check.update(instance=instance[0], attempted=instance[1].attempted, accepted=instance[1].accepted, no_record=instance[1].no_record,
+                         first_error=instance[1].first_error)
+            if name == "max_no_record_rate_per_instance":
+                check["why"] = tally.missing_why or "no activation record was saved for them"
+        checks.append(check)
+    return checks
+
+
+def _message(passed: bool, checks: list[dict], tally: _Tally, dominant: dict | None) -> str:
+    """The verdict in one line: what passed, or each failed check and the dominant failure's fix."""
+    attempted, ok = tally.attempted, tally.outcomes.get("ok", 0)
     if passed:
-        message = f"passed: {ok:,} of {attempted:,} attempted invocations succeeded"
-    else:
-        failed = [check for check in checks if not check["passed"]]
-        if not ok:  # "no invocation succeeded" says it of every instance already
-            failed = [check for check in failed if check["name"] != "min_successes_per_instance"] or failed
-        what = "; ".join(_describe(check) for check in failed)
-        message = f"failed: {what}"
-        if dominant is not None:
-            label = _label(dominant["outcome"], dominant["http_status"])
-            message += f"; dominant failure: {label} in {dominant['count']:,} of {attempted:,}"
-            message += f" ({dominant['error']})" if dominant["error"] else ""
-            message += f"; fix: {dominant['fix']}"
-    return {"format_version": VERDICT_FORMAT_VERSION, "passed": passed, "message": message, "thresholds": checks,
-            "outcomes": dict(sorted(outcomes.items())), "attempted": attempted, "dominant_failure": dominant}
-
-
-class _InstanceTally:
-    """One instance's attempted invocations, those that succeeded, and its first failure."""
-
-    def __init__(self) -> None:
-        self.attempted = 0
-        self.ok = 0
-        self.first_error: str | None = None
+        return f"passed: {ok:,} of {attempted:,} attempted invocations succeeded"
+    failed = [check for check in checks if not check["passed"]]
+    # Calls without a record are the first thing to say: the other figures are made of them.
+    failed.sort(key=lambda check: check["name"] != "max_no_record_rate_per_instance")
+    if not ok:  # "no invocation succeeded" says it of every instance already
+        failed = [check for check in failed if check["name"] != "min_successes_per_instance"] or failed
+    message = "failed: " + "; ".join(_describe(check) for check in failed)
+    if dominant is not None and not (dominant["outcome"] == "no_record" and failed[0]["name"] == "max_no_record_rate_per_instance"):
+        label = _label(dominant["outcome"], dominant["http_status"])
+        message += f"; dominant failure: {label} in {dominant['count']:,} of {attempted:,}"
+        message += f" ({dominant['error']})" if dominant["error"] else ""
+        message += f"; fix: {dominant['fix']}"
+    return message
 
 
 def _label(outcome: str, status: int | None) -> str:
@@ -259,6 +345,9 @@ def _describe(check: dict) -> str:
         return f"instance {check['instance']}: {succeeded} of its {check['attempted']:,} attempted invocations succeeded{fewer}{error}"
     if name == "max_failure_rate":
         return f"{value:.0%} of attempted invocations failed (threshold {limit:.0%})"
+    if name == "max_no_record_rate_per_instance":
+        return (f"instance {check['instance']}: {check['no_record']:,} of its {check['accepted']:,} accepted invocations have no activation record "
+                f"(threshold {limit:.0%}): {check['why']}")
     return f"{name.removeprefix('max_')} is {value} (threshold {limit:g})"
 
 

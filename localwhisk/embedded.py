@@ -34,12 +34,21 @@ from pathlib import Path
 
 from faasprof.docker import LABEL_OWNER_PID, remove_labelled_containers
 from faasprof.errors import ConfigError, NotReadyError
-from faasprof.localwhisk.config import GUEST_AUTH, GUEST_NAMESPACE, SETTING_NAMES, Settings, server_env, settings_argv, validate_settings
+from faasprof.localwhisk.config import (
+    GUEST_AUTH,
+    GUEST_NAMESPACE,
+    SETTING_NAMES,
+    Settings,
+    server_env,
+    settings_argv,
+    validate_settings,
+)
 from faasprof.localwhisk.sandbox import SANDBOXES_DIR, reap_orphans
 
 # Below this many free bytes a disk counts as full: the server cannot write its store or its log.
 FULL_DISK_BYTES = 1024 * 1024
 START_TIMEOUT_S = 30.0
+IN_FLIGHT_PATH = "/localwhisk/v1/activations"  # localwhisk's own: activations accepted, not yet recorded
 PR_SET_PDEATHSIG = 1  # <linux/prctl.h>
 
 
@@ -98,6 +107,16 @@ class LocalwhiskHandle:
 
     def alive(self) -> bool:
         return self.process.poll() is None
+
+    def in_flight(self, timeout_s: float = 5.0) -> dict:
+        """``GET /localwhisk/v1/activations``: the activations accepted and not yet recorded
+        (``inFlight``, ``queued``, ``running``). Raises OSError when the server does not answer."""
+        request = urllib.request.Request(self.apihost + IN_FLIGHT_PATH, headers={"Authorization": _basic(self.auth)})
+        try:
+            with urllib.request.urlopen(request, timeout=timeout_s) as response:
+                return json.loads(response.read())
+        except ValueError as error:  # an answer that is not JSON: as unusable as none
+            raise OSError(f"GET {IN_FLIGHT_PATH}: {error}") from None
 
     def stop(self, timeout_s: float = 10) -> int | None:
         """SIGTERM, wait up to ``timeout_s``, then SIGKILL. Returns the exit status."""
@@ -244,8 +263,12 @@ def _disk_note(folder: Path) -> str:
     return f"; the disk holding {folder} is full ({free // 1024} KiB free): free space or choose another --out" if free < FULL_DISK_BYTES else ""
 
 
+def _basic(auth: str) -> str:
+    return "Basic " + base64.b64encode(auth.encode()).decode()
+
+
 def _get_info(apihost: str, auth: str) -> dict:
-    request = urllib.request.Request(apihost + "/", headers={"Authorization": "Basic " + base64.b64encode(auth.encode()).decode()})
+    request = urllib.request.Request(apihost + "/", headers={"Authorization": _basic(auth)})
     with urllib.request.urlopen(request, timeout=5) as response:
         return json.loads(response.read())
 

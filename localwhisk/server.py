@@ -39,7 +39,7 @@ from faasprof.localwhisk.config import Settings, parse_prewarm
 from faasprof.localwhisk.activation import Action
 from faasprof.localwhisk.pool import Pool
 from faasprof.localwhisk.sandbox import SANDBOXES_DIR, reap_orphans
-from faasprof.localwhisk.store import Store
+from faasprof.localwhisk.store import STORE_FILE, Store
 
 log = logging.getLogger("faasprof.localwhisk.server")
 
@@ -72,7 +72,7 @@ class Localwhisk(Entities, WebActions, Activations):
         self.actions: dict[tuple[str, str], dict] = {}
         self.packages: dict[tuple[str, str], dict] = {}  # (namespace, name) -> package doc
         self._snapshots: dict[str, Action] = {}  # action revision -> its Action (docs never change in place)
-        self.store = Store(self.data_dir / "localwhisk.sqlite", settings.store_flush_ms)
+        self.store = Store(self.data_dir / STORE_FILE, settings.store_flush_ms)
         self.mono_anchor_ns = time.monotonic_ns()
         self.wall_anchor_ns = time.time_ns()
         self.node_kind = "nodejs:" + _node_major(settings.node)
@@ -240,6 +240,15 @@ class Localwhisk(Entities, WebActions, Activations):
     async def pool_status(self, request: web.Request) -> web.Response:
         return self.ok({"localwhisk": self.describe(), "pool": self.pool.describe(), "records_written": self.store.written})
 
+    async def in_flight(self, request: web.Request) -> web.Response:
+        """Activations accepted and not yet recorded, as OpenWhisk's controller counts them against
+        ``concurrentInvocations`` (queued ones included): what a client that started this instance
+        waits for before stopping it, so that no accepted activation is cut short."""
+        in_flight = self.throttles.inflight.get(self.namespace, 0)
+        queued = len(self.pool.buffer) if self.pool else 0
+        return self.ok({"namespace": self.namespace, "inFlight": in_flight, "queued": queued, "running": max(in_flight - queued, 0),
+                        "recordsWritten": self.store.written})
+
     # -- routing ----------------------------------------------------------------------------------
 
     async def action(self, request: web.Request) -> web.Response:
@@ -296,6 +305,7 @@ class Localwhisk(Entities, WebActions, Activations):
         r.add_route("*", "/api/v1/web/whisk.system/apimgmt/{rest:.*}", self.unsupported_apis)
         r.add_route("*", "/api/v1/web/{ns}/{rest:.+}", self.web_action)
         r.add_get("/localwhisk/v1/pool", self.pool_status)
+        r.add_get("/localwhisk/v1/activations", self.in_flight)
         r.add_route("*", "/{tail:.*}", self.not_found)
         return app
 

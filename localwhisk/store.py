@@ -17,12 +17,14 @@ import logging
 import sqlite3
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
+from typing import Iterable
 
 from faasprof.localwhisk import fastjson
 
 log = logging.getLogger("faasprof.localwhisk.store")
 
 SCHEMA_VERSION = 1
+STORE_FILE = "localwhisk.sqlite"  # in the data directory (a run directory's localwhisk/ when embedded)
 
 SCHEMA = """
 CREATE TABLE IF NOT EXISTS meta (key TEXT PRIMARY KEY, value TEXT NOT NULL);
@@ -38,6 +40,38 @@ CREATE TABLE IF NOT EXISTS activations (
 CREATE INDEX IF NOT EXISTS activations_ns_start ON activations (namespace, start_ms);
 CREATE INDEX IF NOT EXISTS activations_ns_name_start ON activations (namespace, name, start_ms);
 """
+
+
+class StoreReadError(Exception):
+    """A stopped instance's store cannot be read (missing, not a store, another schema)."""
+
+
+def read_stored_records(path: Path, wanted: Iterable[str] | None = None) -> dict[str, dict]:
+    """The activation records in the store at ``path`` (of a stopped instance), by activation id;
+    only those of ``wanted`` when given. Raises StoreReadError saying why it cannot be read.
+
+    Opened read-write first, so that sqlite folds in the write-ahead log a killed server left
+    (its committed records are there); read-only when the folder is not writable."""
+    path = Path(path)
+    if not path.is_file():
+        raise StoreReadError(f"{path}: no such store")
+    wanted_ids = None if wanted is None else set(wanted)
+    found: dict[str, dict] = {}
+    try:
+        try:
+            conn = sqlite3.connect(str(path), timeout=10)
+            conn.execute("SELECT 1 FROM activations LIMIT 1")
+        except sqlite3.OperationalError:
+            conn = sqlite3.connect(f"file:{path}?mode=ro", uri=True, timeout=10)
+        try:
+            for activation_id, doc in conn.execute("SELECT activation_id, doc FROM activations"):
+                if wanted_ids is None or activation_id in wanted_ids:
+                    found[activation_id] = fastjson.loads(doc)
+        finally:
+            conn.close()
+    except (sqlite3.Error, ValueError) as error:
+        raise StoreReadError(f"{path}: cannot read its activation records ({error})") from None
+    return found
 
 
 class Store:

@@ -440,7 +440,7 @@ def test_the_blocking_finder_does_block():
 # -- the run path: one job per room ---------------------------------------------------------------
 
 # The modules a run goes through, from the command to the send loop.
-RUN_PATH = ("faasprof.commands.run", "faasprof.experiments.capacity_store", "faasprof.experiments.analyzed", "faasprof.invoker.run",
+RUN_PATH = ("faasprof.commands.run", "faasprof.experiments.capacity_store", "faasprof.experiments.analyzed", "faasprof.invoker.run", "faasprof.invoker.run_collectors",
             "faasprof.invoker.platform_set", "faasprof.invoker.scripts", "faasprof.invoker.dispatch", "faasprof.invoker.sender", "faasprof.invoker.shards")
 MAX_FUNCTION_LINES = 80
 # A function that is a process's own entry point and says its own lines: a send process of

@@ -16,16 +16,16 @@ from types import SimpleNamespace
 
 import numpy as np
 import pytest
+from test_invoker_fakeserver import AUTH, THROTTLE_MESSAGE, FakeOpenWhisk
 
-from faasprof.progress import Progress
-from faasprof.rundir import InvocationLog
+from faasprof.invoker.dispatch import Dispatcher, DispatchOptions, new_event_loop
+from faasprof.invoker.http_response import Response
+from faasprof.invoker.run_collectors import collector_check
 from faasprof.platforms.openwhisk.connection import Connection
 from faasprof.platforms.openwhisk.platform import classify
-from faasprof.invoker.dispatch import DispatchOptions, Dispatcher, new_event_loop
-from faasprof.invoker.http_response import Response
 from faasprof.platforms.registry import prepare_request
-from test_invoker_fakeserver import AUTH, THROTTLE_MESSAGE, FakeOpenWhisk
-from faasprof.invoker.run import _collector_check
+from faasprof.progress import Progress
+from faasprof.rundir import InvocationLog
 
 
 def instance(name: str, function: str, **extra):
@@ -310,7 +310,7 @@ def test_a_failing_check_stops_the_run():
     collectors = [SimpleNamespace(name="perf", required=True, alive=lambda: alive["value"]),
                   SimpleNamespace(name="cgroups", required=False, alive=lambda: False)]
     warnings: list[str] = []
-    check = _collector_check(collectors, warnings.append)
+    check = collector_check(collectors, warnings.append)
     with FakeOpenWhisk() as server:
         def die_later(loop, dispatcher):
             dispatcher.checks.append(check)

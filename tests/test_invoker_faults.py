@@ -331,6 +331,20 @@ def test_embedded_platform_killed_mid_run_stops_the_run_and_leaves_no_frozen_san
     rows = rundir.read_invocations(run_dir, reconstruct=False)
     assert sorted(int(r["seq"]) for r in rows) == list(range(manifest["counts"]["planned"]))
     assert _processes_under(run_dir / "localwhisk") == []  # reaped by faasprof, none left frozen
+    # Issue 34: the store the killed platform left is the source of its records, for run and
+    # analyze alike; "lost by the platform" is not said of a platform that was killed.
+    stored = set(rundir.read_record_ids(rundir.activations_path(run_dir)))
+    assert stored and manifest["activations"]["source"] == "localwhisk/localwhisk.sqlite", manifest["activations"]
+    assert "lost by the platform" not in json.dumps(manifest)
+    # A run directory as faasprof left it before: activations.jsonl saved empty. analyze reads the store.
+    rundir.write_records(rundir.activations_path(run_dir), [])
+    rundir.update_manifest(run_dir, activations={"expected": len(stored), "saved": 0, "missing": len(stored)})
+    done = run_cli("analyze", str(run_dir), "--no-plots", timeout=180)
+    assert done.returncode == 0, done.stderr
+    assert "reading activation records from the embedded platform's store" in done.stderr and "--apihost" not in done.stderr
+    assert set(rundir.read_record_ids(rundir.activations_path(run_dir))) == stored
+    summary = json.loads((run_dir / "analysis" / "summary.json").read_text())
+    assert summary["records"]["found"] == len(stored) >= 5
 
 
 def test_a_torn_format_1_run_gets_its_plan_re_derived_from_the_manifest(tmp_path, isolated_home):

@@ -174,10 +174,39 @@ def test_records_refine_accepted_calls_to_their_final_outcome():
     assert not verdict["passed"] and verdict["outcomes"] == {"application_error": 6, "ok": 4}
     assert verdict["dominant_failure"]["outcome"] == "application_error" and verdict["dominant_failure"]["error"] == "boom"
     assert "fix the function or its parameters" in verdict["message"]
-    # A call without its record keeps its HTTP outcome; a timeout record is an action_timeout.
+    # A call without its record is no success (no_record); a timeout record is an action_timeout.
     timed_out = {f"a{i}": record(f"a{i}", 2, "The action exceeded its time limits of 100 milliseconds.", timeout=True) for i in range(6)}
     verdict = evaluate(rows, records=timed_out)
-    assert verdict["outcomes"] == {"action_timeout": 6, "ok": 4} and "raise the action's timeout" in verdict["dominant_failure"]["fix"]
+    assert verdict["outcomes"] == {"action_timeout": 6, "no_record": 4} and "raise the action's timeout" in verdict["dominant_failure"]["fix"]
+
+
+def test_calls_without_a_record_are_not_successes_and_fail_their_instance_in_one_line():
+    """Issue 34: ``paper_listing1 --analyze`` passed "1,149 of 1,149" while 1,023 had no record."""
+    why = "the platform answered each with an activation id, but its store holds no record of it after it stopped: lost by the platform"
+    rows = ([dict(row(i), instance="small", activation_id=f"s{i}") for i in range(20)]
+            + [dict(row(i), instance="big", activation_id=f"b{i}") for i in range(20, 120)])
+    records = {f"s{i}": record(f"s{i}", 0) for i in range(20)} | {f"b{i}": record(f"b{i}", 0) for i in range(20, 60)}  # 60 of big's 100 missing
+    verdict = evaluate(rows, records=records, missing_why=why)
+    assert not verdict["passed"] and verdict["outcomes"] == {"no_record": 60, "ok": 60}
+    # One line, first: which instance, how many without a record, why.
+    assert verdict["message"].startswith(f"failed: instance big: 60 of its 100 accepted invocations have no activation record (threshold 50%): {why}")
+    assert "\n" not in verdict["message"] and "dominant failure: no_record" not in verdict["message"]
+    check = next(c for c in verdict["thresholds"] if c["name"] == "max_no_record_rate_per_instance")
+    assert check["instance"] == "big" and check["value"] == 0.6 and check["no_record"] == 60 and check["why"] == why
+    # Half of an instance's calls unrecorded is not "mostly"; overall 40 of 120 failed: the run passes.
+    records[f"b{60}"] = record("b60", 0)
+    records.update({f"b{i}": record(f"b{i}", 0) for i in range(61, 70)})
+    assert evaluate(rows, records=records, missing_why=why)["passed"]
+    # A record saying the platform was stopped under it is its own outcome, with its reason.
+    stopped = {f"s{i}": record(f"s{i}", 3, "localwhisk stopped before the activation completed.") for i in range(20)}
+    verdict = evaluate(rows[:20], records=stopped)
+    assert verdict["outcomes"] == {"platform_stopped": 20} and "stopped before these activations completed" in verdict["dominant_failure"]["fix"]
+    # No records saved at all (a platform the run did not start, no --analyze): the HTTP outcomes decide.
+    assert evaluate(rows)["passed"] and evaluate(rows)["outcomes"] == {"ok": 120}
+    # Nor is a record due from a generic endpoint beside the platform: its answers are final.
+    generic = [dict(row(i), instance="web") for i in range(200, 230)]
+    verdict = evaluate(rows[:20] + generic, records=stopped, recorded_instances={"small"})
+    assert verdict["outcomes"] == {"ok": 30, "platform_stopped": 20}
 
 
 def test_non_blocking_run_of_an_always_raising_function_fails(tmp_path, isolated_home):

@@ -122,6 +122,18 @@ def test_non_blocking_invoke_and_malformed_body(lw):
     assert lw.session.post(lw.base + "/actions/nothere?blocking=true", json={}).status_code == 404
 
 
+def test_in_flight_counts_the_activations_accepted_and_not_yet_recorded(lw):
+    """``GET /localwhisk/v1/activations`` (issue 34): what faasprof waits for before stopping an embedded localwhisk."""
+    lw.put("sleeper", SLEEP_PY, memory=128)
+    ids = [lw.invoke("sleeper", {"s": 1.5}, blocking=False).json()["activationId"] for _ in range(3)]
+    counts = lw.handle.in_flight()
+    assert counts["inFlight"] == 3 == counts["queued"] + counts["running"] and counts["running"] >= 1, counts
+    deadline = time.monotonic() + 30
+    while lw.handle.in_flight()["inFlight"] and time.monotonic() < deadline:
+        time.sleep(0.1)
+    assert lw.handle.in_flight()["inFlight"] == 0 and all(lw.record(i)["response"]["success"] for i in ids)
+
+
 def test_blocking_wait_is_capped_then_202(lw):
     lw.put("sleepy", SLEEP_PY)
     response = lw.session.post(lw.base + "/actions/sleepy?blocking=true&timeout=200", json={"s": 1})
@@ -285,6 +297,7 @@ def _every_authenticated_path(lw, activation_id):
         ("GET", ns + "/packages"), ("GET", ns + "/triggers"), ("GET", ns + "/rules"),
         ("PUT", ns + "/triggers/t"), ("POST", ns + "/triggers/t"), ("PUT", ns + "/rules/r"), ("PUT", ns + "/packages/p"),
         ("GET", "/api/v1/namespaces/guest/actions"), ("GET", "/api/v1/unknown"), ("GET", "/localwhisk/v1/pool"),
+        ("GET", "/localwhisk/v1/activations"),
     ]
 
 

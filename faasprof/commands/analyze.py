@@ -12,18 +12,18 @@ import argparse
 import sys
 from pathlib import Path
 
+from faasprof import rundir
 from faasprof.analyzer.analysis import analyze_run
 from faasprof.analyzer.records import stderr_progress
 from faasprof.analyzer.report import summary_lines
-from faasprof import rundir
 from faasprof.errors import FaasprofError, RunError
-from faasprof.progress import Progress
-from faasprof.localwhisk.embedded import start_embedded
-from faasprof.platforms.openwhisk.connection import Connection, add_connection_arguments, resolve_connection
+from faasprof.localwhisk.run_records import StoreReadError, save_store_records, store_path
 from faasprof.platforms import registry
+from faasprof.platforms.openwhisk.connection import add_connection_arguments, resolve_connection
+from faasprof.progress import Progress
+from faasprof.rundir import tables
 from faasprof.workload.schedule import build_schedule
 from faasprof.workload.spec import workload_from_dict
-from faasprof.rundir import tables
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
@@ -48,15 +48,13 @@ def main(args: argparse.Namespace) -> int:
         # Stated before anything else: the rows present are not the plan.
         progress.warn(f"{run_dir}: {torn}; status {manifest.status}")
     platform_block = manifest.platform
-    saved = rundir.has_records(run_dir)
     # A native run had no platform: its rows are the results, and there are no records to fetch.
     fetch = not args.no_fetch and not manifest.native_run
-    if fetch and platform_block.get("embedded") and not args.apihost:
-        # The embedded platform kept its store in the run directory: a crashed run's records are
-        # there, served again by a localwhisk started on that store (the same REST path).
-        if not saved or manifest.status == "running":
-            _fetch_from_embedded_store(run_dir, manifest, platform_block, progress)
-    elif fetch and (not saved or args.apihost):
+    if platform_block.get("embedded") and not args.apihost:
+        # The embedded platform's store, kept in the run directory, is the source of its records:
+        # read whenever activations.jsonl lacks one (a crash, a killed localwhisk, an older faasprof).
+        _read_embedded_store(run_dir, platform_block, manifest, progress)
+    elif fetch and (not rundir.has_records(run_dir) or args.apihost):
         # Records are fetched when the run has none saved, or (with explicit flags) to complete them.
         _fetch_from_platforms(run_dir, manifest, args, progress)
     try:
@@ -120,27 +118,25 @@ def _fetch_from_platforms(run_dir: Path, manifest: rundir.Manifest, args: argpar
         _report(report, f"platform {connection.apihost}" if connection is not None and cls.reached_by_connection else f"the {cls.endpoint} platform", progress)
 
 
-def _fetch_from_embedded_store(run_dir: Path, manifest: rundir.Manifest, platform_block: dict, progress: Progress) -> None:
-    data_dir = run_dir / str(platform_block.get("data_dir") or "localwhisk")
-    if not (data_dir / "localwhisk.sqlite").exists():
-        progress.warn(f"{run_dir}: the embedded platform's store {data_dir / 'localwhisk.sqlite'} is missing; analyzing without the records it held")
+def _read_embedded_store(run_dir: Path, platform_block: dict, manifest: rundir.Manifest, progress: Progress) -> None:
+    """The records ``activations.jsonl`` lacks, read from the store the embedded platform left in the
+    run directory (no server is started: it is a file); the manifest's ``activations`` block updated."""
+    store = store_path(run_dir, platform_block.get("data_dir"))
+    if not store.exists():
+        progress.warn(f"{run_dir}: the embedded platform's store {store} is missing; analyzing without the records it held")
         return
-    progress.say(f"reading activation records from the embedded platform's store in {data_dir}")
-    # The embedded localwhisk is reached as the platform of the run's instances that keep records
-    # (OpenWhisk's); nothing can still be running there: the server that ran them is gone.
-    keepers = [cls for cls in registry.record_keepers(manifest.instances) if cls.reached_by_connection]
-    reports = []
+    saved = manifest.activations or {}
+    if rundir.has_records(run_dir) and saved.get("missing") == 0:
+        return  # the run saved every record of its activations when it ended
+    progress.say(f"reading activation records from the embedded platform's store {store}")
+    exited = "embedded localwhisk exited during the run" in (manifest.status_reason or "")
     try:
-        with start_embedded(data_dir=data_dir, log_dir=data_dir) as handle:
-            connection = Connection(apihost=handle.apihost, auth=handle.auth, namespace=handle.namespace, source="embedded")
-            for cls in keepers:
-                with cls.for_workload(None, connection) as platform:
-                    reports.append(platform.fetch_records(run_dir, say=progress.say, wait=False))
-    except FaasprofError as error:
+        report = save_store_records(run_dir, store, platform_exit="exited during the run" if exited else None)
+    except StoreReadError as error:
         progress.warn(f"{run_dir}: cannot read the embedded platform's store ({error}); analyzing without its records")
         return
-    for report in reports:
-        _report(report, f"the store in {data_dir}", progress)
+    rundir.update_manifest(run_dir, activations=report)
+    _report(report, f"the store {store}", progress)
 
 
 def _report(report: dict, source: str, progress: Progress) -> None:

@@ -51,7 +51,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--quiet", action="store_true", help="no progress lines on stderr (warnings are still printed)")
     parser.add_argument("--threshold", action="append", default=[], metavar="NAME=VALUE",
                         help="a success criterion (repeatable; overrides the workload's thresholds block): "
-                             "min_successes (default 1), min_successes_per_instance (default 1), max_failure_rate (default 0.5), max_client_latency_ms_p50, "
+                             "min_successes (default 1), min_successes_per_instance (default 1), max_failure_rate (default 0.5), "
+                             "max_no_record_rate_per_instance (default 0.5), max_client_latency_ms_p50, "
                              "max_client_latency_ms_p99, max_lateness_ms_p99; a run that misses one exits 1")
     add_connection_arguments(parser)
     _add_invoker_arguments(parser)

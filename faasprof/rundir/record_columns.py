@@ -51,7 +51,7 @@ from faasprof.rundir import record_fields
 from faasprof.rundir.record_fields import COUNTED_MENTIONS, flatten_line
 
 FILE_SUFFIX = ".columns.npz"  # activations.jsonl -> activations.columns.npz
-FORMAT_VERSION = 1
+FORMAT_VERSION = 2  # 2: record_outcome tells platform_stopped from internal_error
 CHUNK_ROWS = 65_536
 CRC_BLOCK_BYTES = 16 * 2**20
 _TEXT_TYPES = {str, type(None)}

@@ -36,7 +36,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from faasprof.errors import FormatError
-from faasprof.outcomes import TIMEOUT_MESSAGE_FRAGMENT
+from faasprof.outcomes import refined_outcome
 # The column tuples are read as record_fields.X when used, never copied here, so a column added
 # there (ARCHITECTURE.md's metric recipe) reaches every reader; the names below are for callers.
 from faasprof.rundir import record_columns, record_fields
@@ -496,20 +496,18 @@ def categorical(column: pa.ChunkedArray | pa.Array) -> pd.Categorical:
 
 
 def _finish_failed(frame: pd.DataFrame, rows: np.ndarray, errors: list) -> None:
-    """Failed records (``rows``, with their ``error_json``): the error text, and OpenWhisk's
-    time-limit message turning a developer error into an action timeout
-    (``faasprof.outcomes.record_outcome``)."""
+    """Failed records (``rows``, with their ``error_json``): the error text, and the outcome it
+    refines (``faasprof.outcomes.refined_outcome``: an action timeout, a stopped platform)."""
     outcomes = frame["record_outcome"].to_numpy(dtype=object).copy()
     texts = frame["error_text"].to_numpy(dtype=object).copy()
     changed = False
     for row, raw in zip(rows, errors):
         error = json.loads(raw) if raw is not None else None
         texts[row] = error_text(error)
-        if outcomes[row] == "developer_error":
-            message = error if isinstance(error, str) else str(error or "")
-            if TIMEOUT_MESSAGE_FRAGMENT in message:
-                outcomes[row] = "action_timeout"
-                changed = True
+        if outcomes[row] in ("developer_error", "internal_error"):
+            refined = refined_outcome(outcomes[row], error if isinstance(error, str) else str(error or ""))
+            changed = changed or refined != outcomes[row]
+            outcomes[row] = refined
     if changed:
         frame["record_outcome"] = pd.Categorical(outcomes)
     frame["error_text"] = pd.Series(texts, dtype=object)

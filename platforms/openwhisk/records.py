@@ -234,7 +234,8 @@ def save_run_records(run_dir: str | os.PathLike, client, say: Callable[[str], No
                 why = "not waited for"
             else:
                 why = (f"not stored by the platform {report['deadline_s_after_last_send']:g} s after the last send "
-                       f"(the actions' longest time limit, {longest_ms / 1000:g} s, plus {RECORD_STORE_MARGIN_S:g} s): lost by the platform")
+                       f"(the actions' longest time limit, {longest_ms / 1000:g} s, plus {RECORD_STORE_MARGIN_S:g} s): still queued there "
+                       "(an over-invoked platform) or lost by it; fetch them later with faasprof analyze RUN_DIR and the platform's --apihost/--auth")
             report["missing_why"] = why
             report["missing_ids_sample"] = sorted(missing)[:20]
     return report
