@@ -75,7 +75,7 @@ def test_capacity_and_the_quick_start_share_one_set_of_defaults():
     cmd_capacity.add_arguments(parser)
     args = parser.parse_args(["json_dumps"])
     options = {"duration_s": args.duration, "start_rate": args.start_rate, "max_rate": args.max_rate, "factor": args.factor,
-               "tolerance": args.tolerance, "max_runs": args.max_runs, "cooldown_s": args.cooldown}
+               "tolerance": args.tolerance, "max_runs": args.max_runs, "cooldown_s": args.cooldown, "repeats": args.repeats}
     assert options == SEARCH_DEFAULTS
     parameters = inspect.signature(find_capacity).parameters
     assert {name: parameters[name].default for name in SEARCH_DEFAULTS} == SEARCH_DEFAULTS
