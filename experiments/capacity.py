@@ -13,10 +13,13 @@ Only ``probe``'s steady window is judged.
 2. **Bisect** between the highest rate that kept up (``low``) and the lowest that did not
    (``high``), geometrically, until ``high / low − 1 ≤ tolerance`` or ``max_runs`` rates were probed.
 
-**Close decisions are repeated.** A probe whose decision was close (the analyzer's ``mode_close``:
-its largest over-invoked score within ×1.25 of the threshold either way, ``faasprof.analyzer.stats``)
-is run again at the same rate, up to ``repeats`` more times, until two of its probes agree; the
-rate's verdict is their majority. Repeats do not count against ``max_runs``.
+**Doubtful decisions are repeated.** A probe whose decision was close (the analyzer's
+``mode_close``: its largest over-invoked score within ×1.25 of the threshold either way,
+``faasprof.analyzer.stats``), and the over-invoked probe that ends the stepping (it alone places
+the bracket, and on a shared host a burst of other work or a storm of cold starts can fake it:
+15/s over-invoked with execution p50 1 s where the next search held 22/s), are run again at the
+same rate, up to ``repeats`` more times, until two probes agree; the rate's verdict is their
+majority. Repeats do not count against ``max_runs``.
 
 **The result is an interval.** Over every complete probe, repeats included: the highest rate that
 kept up and the lowest rate that was over-invoked. The capacity is their midpoint and the
@@ -243,18 +246,19 @@ def search(probe: Callable[[float, dict | None], Probe], *, start_rate: float = 
             # ETA: the rates left at most (max_runs), at the mean time a probe took so far.
             per_probe = (clock() - started) / len(probes)
             left = max_runs - len(rates)
-            close = "  close: repeated" if result.close and result.status == "complete" else ""
+            again = sum(p.rate_rps == rate for p in probes) > 1
+            close = "  (a repeat)" if again else ("  close" if result.close and result.status == "complete" else "")
             say(f"[{len(rates):>2}/{max_runs}] {rate:>9.4g}/s  {result.mode:<13} achieved {_f(result.achieved_rps)}/s  p50 {ms(result.p50_ms, 4)}  p99 {ms(result.p99_ms, 4)}  "
                 f"(ETA at most {left * per_probe:.0f} s){close}")
         return result
 
-    def judge(rate: float) -> Probe:
+    def judge(rate: float, confirm_over: bool = False) -> Probe:
         rates.append(rate)
-        return verdict_of(rate, run, repeats)
+        return verdict_of(rate, run, repeats, confirm_over)
 
     rate = start_rate
     while len(rates) < max_runs:
-        result = judge(rate)
+        result = judge(rate, confirm_over=True)
         if not result.kept_up:
             high = result
             break
@@ -294,15 +298,19 @@ def search(probe: Callable[[float, dict | None], Probe], *, start_rate: float = 
     }
 
 
-def verdict_of(rate: float, run: Callable[[float], Probe], repeats: int) -> Probe:
-    """One rate's verdict: its probe, run again while its decision is close (the analyzer's
-    ``mode_close``) until two probes agree on kept up or not, at most ``repeats`` more times; the
-    majority's first probe (a tie counts as not kept up: the rate was not shown sustainable)."""
+def verdict_of(rate: float, run: Callable[[float], Probe], repeats: int, confirm_over: bool = False) -> Probe:
+    """One rate's verdict: its probe, and where that is in doubt, more probes at the rate until two
+    agree on kept up or not (at most ``repeats`` more); the majority's first probe (a tie counts as
+    not kept up: the rate was not shown sustainable). In doubt: a close decision (the analyzer's
+    ``mode_close``), or, with ``confirm_over``, any over-invoked one (the one that ends the
+    stepping places the whole bracket, and a burst of other work on the host can fake it)."""
     runs = [run(rate)]
-    while runs[-1].close and runs[-1].status == "complete" and len(runs) <= repeats:
+    first = runs[0]
+    doubtful = first.status == "complete" and (first.close or (confirm_over and not first.kept_up))
+    while doubtful and len(runs) <= repeats:
         runs.append(run(rate))
         kept = sum(p.kept_up for p in runs)
-        if kept >= 2 or len(runs) - kept >= 2:
+        if kept >= 2 or len(runs) - kept >= 2 or runs[-1].status != "complete":
             break
     kept_up = sum(p.kept_up for p in runs) * 2 > len(runs)
     return next(p for p in runs if p.kept_up == kept_up)

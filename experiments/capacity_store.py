@@ -55,8 +55,8 @@ READABLE_FORMAT_VERSIONS = (1, 2)
 LOAD_FAR_PER_CPU = 1.0
 LOCALWHISK_PAUSE_GRACE_MS = float(Settings.__dataclass_fields__["pause_grace_ms"].default)
 STORE_ENV = "FAASPROF_CAPACITY_STORE"
-# About how long capacity.SEARCH_DEFAULTS take on 2 cores (8 probes of 3 s, their analyses and pauses).
-MEASURE_S = 30.0
+# About how long capacity.SEARCH_DEFAULTS take on a busy 2-core host (5 probes with their warm-ups, analyses and pauses: 72 s measured).
+MEASURE_S = 75.0
 
 
 def store_path() -> Path:

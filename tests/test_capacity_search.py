@@ -22,7 +22,7 @@ def modelled(capacity, calls):
 def test_steps_then_bisects_to_the_tolerance():
     calls = []
     result = search(modelled(66.0, calls), start_rate=1, max_rate=1000, factor=2, tolerance=0.05, max_runs=20)
-    assert calls[:8] == [1, 2, 4, 8, 16, 32, 64, 128]
+    assert calls[:9] == [1, 2, 4, 8, 16, 32, 64, 128, 128]  # the over-invoked verdict that ends the stepping is confirmed
     low, high = result["bounds_rps"]
     assert low <= 66.0 < high and high / low - 1 <= 0.05
     # The capacity is the middle of the interval between the highest rate kept up and the lowest over-invoked.
@@ -129,8 +129,8 @@ def test_a_close_decision_is_repeated_and_the_majority_decides():
     assert calls[:3] == [20.0, 20.0, 20.0]  # close: repeated until two agree
     low, high = result["bounds_rps"]
     assert low >= 20.0 and high > 30.0 and low <= 30.0
-    # A decision that is not close is never repeated.
-    assert all(calls.count(rate) == 1 for rate in calls if rate != 20.0)
+    # The stepping's over-invoked verdict is confirmed once (40/s twice); no other decision that is not close is repeated.
+    assert calls.count(40.0) == 2 and all(calls.count(rate) == 1 for rate in calls if rate not in (20.0, 40.0))
     # Agreement at the first repeat ends the repeats.
     calls.clear()
     verdicts[20.0] = ["balanced", "balanced", "over-invoked"]
@@ -154,3 +154,21 @@ def test_the_capacity_is_stated_with_its_interval_and_the_load_during_the_search
     probes = [Probe(50, "balanced"), Probe(70, "balanced"), Probe(65, "over-invoked"), Probe(80, "over-invoked"), Probe(90, "balanced", status="aborted")]
     assert interval_of(probes) == (65, 70)
     assert capacity_text(40.0, None, 3) == "≥ 40/s (lower bound), 3 probes"
+
+
+def test_a_transient_over_invoked_verdict_that_ends_the_stepping_is_outvoted():
+    # 15/s over-invoked once (another job's burst), then kept up twice: the search steps on.
+    first = {15.0: ["over-invoked", "balanced", "balanced"]}
+    calls = []
+
+    def probe(rate, reference):
+        calls.append(rate)
+        queue = first.get(rate)
+        mode = queue.pop(0) if queue else ("over-invoked" if rate > 24 else "balanced")
+        return Probe(rate, mode, run_dir=f"runs/p{len(calls)}")
+
+    result = search(probe, start_rate=5, factor=3, tolerance=0.3, max_runs=8)
+    assert calls[:4] == [5, 15.0, 15.0, 15.0] and calls[4] == 45.0
+    low, high = result["interval_rps"]
+    # The transient at 15/s stays in the interval, up to the highest rate kept up: it spans the disagreement.
+    assert low == 15.0 and high == result["bounds_rps"][0] and 20 < high <= 24

@@ -9,6 +9,7 @@ import json
 from faasprof.experiments import capacity_store
 from faasprof.progress import Progress
 from faasprof.workload.spec import workload_from_dict
+from tests.conftest import run_cli
 
 QUICK_START = {
     "test_name": "modes",
@@ -86,3 +87,15 @@ def test_the_quick_start_says_before_running_which_band_each_phase_is_in_or_that
     lines.clear()
     capacity_store.resolve_workload(workload, None, {"pause_grace_ms": 200}, tmp_path, measure=None, progress=Progress(lines.append))
     assert not any("is empty here" in line for line in lines)
+
+
+def test_plan_says_the_balanced_band_is_empty_before_anything_runs(tmp_path, isolated_home):
+    path = tmp_path / "modes.json"
+    path.write_text(json.dumps(QUICK_START))
+    env = {capacity_store.STORE_ENV: str(tmp_path / "store.json")}
+    capacity_store.record(_key(), {**RESULT, "capacity_rps": 11.4, "capacity_text": "11.4 ± 1/s, 6 probes"}, path=tmp_path / "store.json")
+    plan = run_cli("plan", path, env=env)
+    assert plan.returncode == 0 and "Traceback" not in plan.stderr, plan.stderr
+    warning = [line for line in plan.stderr.splitlines() if "balanced band" in line]
+    assert len(warning) == 1 and warning[0].startswith("warning: the balanced band of json_dumps is empty here"), plan.stderr
+    assert "instances.balanced: 5.7/s lies in the under-invoked band of json_dumps" in plan.stdout
