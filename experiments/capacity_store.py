@@ -29,8 +29,10 @@ A busy host serves less: a stored capacity measured at a load far from today's (
 outside the search's before..peak range by more than ``LOAD_FAR_PER_CPU`` per logical CPU) is
 flagged in one warning line when ``run`` takes it (``load_warning``). Beside the capacity, the
 platform's pause grace bounds the balanced band from below (``analyzer.stats.warm_rate_rps``):
-``run`` says before it starts which band each capacity-relative rate falls in, and that the
-balanced band is empty where the capacity is below the warm rate (``band_lines``).
+``run`` (and ``plan``) says before it starts which band each capacity-relative rate falls in,
+and that the balanced band is empty where the capacity is below the warm rate; a rate given with
+a ``band`` (``{"capacity_fraction": 0.5, "band": "balanced"}``) that F × capacity misses is placed
+inside it (``band_lines``, ``place_in_band``): the quick start's phases land in bands that exist.
 """
 
 from __future__ import annotations
@@ -173,9 +175,11 @@ def pause_grace_of(connection, local_settings: dict | None) -> float | None:
 
 
 def band_lines(workload, capacities: dict[str, dict], pause_grace_ms: float | None) -> tuple[list[str], list[str]]:
-    """(alerts, lines) before a run: for each function whose capacity is below the warm rate of
-    the pause grace, that its balanced band is empty here and why (an alert); for each
-    capacity-relative rate, the band it falls in."""
+    """(alerts, lines) before a run, for the capacity-relative rates of ``workload``: an alert for
+    each function whose balanced band is empty here (its capacity at or below the pause grace's
+    warm rate), and why; a line per rate saying the band it lies in. A rate given with a ``band``
+    that F × capacity misses is placed inside the band (``place_in_band``): its entry in
+    ``capacities`` gets the ``rate_rps`` ``Workload.with_capacities`` then takes, and its line says so."""
     if pause_grace_ms is None or pause_grace_ms <= 0:
         return [], []
     warm_rps = 1000.0 / pause_grace_ms
@@ -185,20 +189,56 @@ def band_lines(workload, capacities: dict[str, dict], pause_grace_ms: float | No
         if not entry:
             continue
         capacity = float(entry["capacity_rps"])
+        kept, over = _band_edges(entry)
         rate = instance.capacity_fraction * capacity
-        if capacity <= warm_rps:
-            if instance.function not in seen:
-                grace = math.ceil(2000.0 / capacity / 25.0) * 25.0  # warm from half the capacity up
-                alerts.append(f"the balanced band of {instance.function} is empty here: a sandbox paused after {pause_grace_ms:g} ms idle stays warm "
-                              f"only above {warm_rps:.3g}/s, and its capacity here is {capacity:.3g}/s, so a rate it sustains is under-invoked and one "
-                              f"above is over-invoked; a phase meant to be balanced will not be (a pause grace of {grace:g} ms, --pause-grace, opens one)")
+        if kept <= warm_rps and instance.function not in seen and not entry.get("capacity_lower_bound"):  # a lower bound: the band may exist
             seen.add(instance.function)
-            band = "under-invoked" if rate <= capacity else "over-invoked"
-        else:
-            band = "under-invoked" if rate < warm_rps else ("balanced" if rate <= capacity else "over-invoked")
-        lines.append(f"instances.{instance.name}: {rate:.4g}/s lies in the {band} band of {instance.function} "
-                     f"(under-invoked below {warm_rps:.3g}/s, pause grace {pause_grace_ms:g} ms; over-invoked above the capacity {capacity:.3g}/s)")
+            grace = math.ceil(2000.0 / kept / 25.0) * 25.0  # warm from half the capacity up
+            alerts.append(f"the balanced band of {instance.function} is empty here: a sandbox paused after {pause_grace_ms:g} ms idle stays warm "
+                          f"only above {warm_rps:.3g}/s, and its capacity here is {capacity:.3g}/s, so a rate it sustains is under-invoked and one "
+                          f"above is over-invoked; a phase meant to be balanced will not be (a pause grace of {grace:g} ms, --pause-grace, opens one)")
+        placed = place_in_band(instance.capacity_band, rate, warm_rps, kept, over)
+        how = f"{instance.capacity_fraction:g} × {capacity:.4g}/s = {rate:.4g}/s"
+        if placed != rate:
+            entry["rate_rps"] = round(placed, 6)
+            how += f", outside the {instance.capacity_band} band: placed at {placed:.4g}/s"
+        lines.append(f"instances.{instance.name}: {how}, in the {band_of(placed, warm_rps, kept, over)} band of {instance.function} "
+                     f"(under-invoked below {warm_rps:.3g}/s, pause grace {pause_grace_ms:g} ms; balanced up to {kept:.4g}/s; over-invoked above {over:.4g}/s)")
     return alerts, lines
+
+
+def _band_edges(entry: dict) -> tuple[float, float]:
+    """The highest rate the capacity search kept up at and the lowest it was over-invoked at (its
+    interval's ends; the capacity itself for an entry without one)."""
+    interval = entry.get("interval_rps")
+    capacity = float(entry["capacity_rps"])
+    if isinstance(interval, list) and len(interval) == 2 and all(isinstance(v, (int, float)) for v in interval):
+        return float(interval[0]), float(interval[1])
+    return capacity, capacity
+
+
+def band_of(rate: float, warm_rps: float, kept_rps: float, over_rps: float) -> str:
+    """The band ``rate`` lies in: under-invoked below the warm rate, over-invoked above the
+    capacity's interval, balanced between (where that exists)."""
+    if rate > over_rps:
+        return "over-invoked"
+    if rate < warm_rps:
+        return "under-invoked"
+    return "balanced" if rate <= kept_rps else "between balanced and over-invoked (inside the capacity's interval)"
+
+
+def place_in_band(band: str | None, rate: float, warm_rps: float, kept_rps: float, over_rps: float) -> float:
+    """``rate``, or a rate inside ``band`` where ``rate`` lies outside it: under-invoked at half the
+    warm rate at most (calls two pause graces apart), balanced at the geometric middle of the warm
+    rate and the highest rate kept up, over-invoked at twice the lowest over-invoked rate. An empty
+    balanced band keeps ``rate`` (``band_lines`` says why)."""
+    if band == "under-invoked" and rate > warm_rps / 2:
+        return warm_rps / 2
+    if band == "balanced" and warm_rps < kept_rps and not warm_rps <= rate <= kept_rps:
+        return math.sqrt(warm_rps * kept_rps)
+    if band == "over-invoked" and rate <= over_rps:
+        return 2.0 * over_rps
+    return rate
 
 
 def resolve_workload(workload, connection, local_settings: dict | None, out_dir, measure: Callable[..., dict], progress: Progress = QUIET,
@@ -217,7 +257,7 @@ def resolve_workload(workload, connection, local_settings: dict | None, out_dir,
         store_key = key(host, platform, instance.function, instance.memory_mb)
         known = next((c for c in capacities.values() if c["capacity_key"] == store_key), None)
         if known is not None:  # several instances of one function: looked up (or measured) once
-            capacities[instance.name] = known
+            capacities[instance.name] = dict(known)  # its own: a band may place its rate (band_lines)
             continue
         entry = lookup(store_key)
         if entry is None:
@@ -250,7 +290,10 @@ def resolve_workload(workload, connection, local_settings: dict | None, out_dir,
 
 def _resolution(entry: dict, store_key: str) -> dict:
     """What ``Workload.with_capacities`` takes of a stored capacity: the value and where it came from."""
-    return {"capacity_rps": entry["capacity_rps"], "capacity_source": str(entry.get("result_file") or store_path()), "capacity_key": store_key}
+    out = {"capacity_rps": entry["capacity_rps"], "capacity_source": str(entry.get("result_file") or store_path()), "capacity_key": store_key}
+    if entry.get("interval_rps") and not entry.get("lower_bound"):  # the bands' edges (band_lines)
+        out["interval_rps"] = entry["interval_rps"]
+    return out
 
 
 def stored_capacities(workload, connection, local_settings: dict | None) -> dict[str, dict]:

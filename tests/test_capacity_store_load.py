@@ -6,6 +6,8 @@ from __future__ import annotations
 
 import json
 
+import pytest
+
 from faasprof.experiments import capacity_store
 from faasprof.progress import Progress
 from faasprof.workload.spec import workload_from_dict
@@ -72,13 +74,13 @@ def test_the_quick_start_says_before_running_which_band_each_phase_is_in_or_that
     capacity_store.record(_key(), RESULT)
     lines = []
     capacity_store.resolve_workload(workload, None, {}, tmp_path, measure=None, progress=Progress(lines.append))
-    bands = [line.split(" lies in the ")[1].split(" band")[0] for line in lines if " lies in the " in line]
-    assert bands == ["under-invoked", "balanced", "over-invoked"]  # 2.95/s, 29.5/s, 118/s around 20/s and 59/s
+    bands = [line.split(", in the ")[1].split(" band")[0] for line in lines if ", in the " in line]
+    assert bands == ["under-invoked", "balanced", "over-invoked"]  # 2.95/s, 29.5/s, 118/s around 20/s and 53-65/s
     # Capacity 11.4/s under localwhisk's 50 ms pause grace: no rate is both warm and sustained.
-    capacity_store.record(_key(), {**RESULT, "capacity_rps": 11.4, "capacity_text": "11.4 ± 1/s, 6 probes"})
+    capacity_store.record(_key(), {**RESULT, "capacity_rps": 11.4, "interval_rps": [10.8, 12.0], "capacity_text": "11.4 ± 0.6/s, 6 probes"})
     lines.clear()
     capacity_store.resolve_workload(workload, None, {}, tmp_path, measure=None, progress=Progress(lines.append))
-    empty = [line for line in lines if "balanced band" in line]
+    empty = [line for line in lines if "is empty here" in line]
     assert len(empty) == 1 and "is empty here: a sandbox paused after 50 ms idle stays warm only above 20/s" in empty[0]
     assert "its capacity here is 11.4/s" in empty[0] and "a pause grace of 200 ms" in empty[0]
     # ...said before the run: resolve_workload returns the workload the run takes.
@@ -93,9 +95,31 @@ def test_plan_says_the_balanced_band_is_empty_before_anything_runs(tmp_path, iso
     path = tmp_path / "modes.json"
     path.write_text(json.dumps(QUICK_START))
     env = {capacity_store.STORE_ENV: str(tmp_path / "store.json")}
-    capacity_store.record(_key(), {**RESULT, "capacity_rps": 11.4, "capacity_text": "11.4 ± 1/s, 6 probes"}, path=tmp_path / "store.json")
+    capacity_store.record(_key(), {**RESULT, "capacity_rps": 11.4, "interval_rps": [10.8, 12.0], "capacity_text": "11.4 ± 0.6/s, 6 probes"}, path=tmp_path / "store.json")
     plan = run_cli("plan", path, env=env)
     assert plan.returncode == 0 and "Traceback" not in plan.stderr, plan.stderr
-    warning = [line for line in plan.stderr.splitlines() if "balanced band" in line]
+    warning = [line for line in plan.stderr.splitlines() if "is empty here" in line]
     assert len(warning) == 1 and warning[0].startswith("warning: the balanced band of json_dumps is empty here"), plan.stderr
-    assert "instances.balanced: 5.7/s lies in the under-invoked band of json_dumps" in plan.stdout
+    assert "instances.balanced: 0.5 × 11.4/s = 5.7/s, in the under-invoked band of json_dumps" in plan.stdout
+
+
+def test_a_rate_given_a_band_is_placed_inside_it_where_the_fraction_misses_it(tmp_path, monkeypatch):
+    monkeypatch.setenv(capacity_store.STORE_ENV, str(tmp_path / "store.json"))
+    monkeypatch.setattr(capacity_store, "_load_now", lambda: 2.0)
+    data = json.loads(json.dumps(QUICK_START))
+    for name, band in (("under", "under-invoked"), ("balanced", "balanced"), ("over", "over-invoked")):
+        data["instances"][name]["rate"]["band"] = band
+    workload = workload_from_dict(data)
+    # 24.3 ± 1.7/s: half of it (12/s) is below the 20/s at which a sandbox stays warm under 50 ms.
+    capacity_store.record(_key(), {**RESULT, "capacity_rps": 24.3, "interval_rps": [22.6, 26.0], "capacity_text": "24.3 ± 1.7/s, 7 probes"})
+    lines = []
+    resolved = capacity_store.resolve_workload(workload, None, {}, tmp_path, measure=None, progress=Progress(lines.append))
+    rates = {name: resolved.instance(name).rate for name in ("under", "balanced", "over")}
+    assert rates["under"] == 0.05 * 24.3  # inside its band already: F × capacity
+    assert 20.0 < rates["balanced"] < 22.6  # placed: the middle of 20-22.6/s
+    assert rates["over"] == pytest.approx(2 * 24.3)  # above the interval's 26/s already
+    placed = [line for line in lines if "placed at" in line]
+    assert len(placed) == 1 and placed[0].startswith("instances.balanced: 0.5 × 24.3/s = 12.15/s, outside the balanced band: placed at 21.26/s")
+    assert resolved.resolved()["as_given"]["capacity_resolution"]["balanced"]["rate_per_s"] == round(rates["balanced"], 6)
+    # Without a band the fraction is taken as given.
+    assert workload_from_dict(json.loads(json.dumps(QUICK_START))).instance("balanced").capacity_band is None
