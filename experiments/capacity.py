@@ -21,11 +21,12 @@ the bracket, and on a shared host a burst of other work or a storm of cold start
 same rate, up to ``repeats`` more times, until two probes agree; the rate's verdict is their
 majority. Repeats do not count against ``max_runs``.
 
-**The result is an interval.** Over every complete probe, repeats included: the highest rate that
-kept up and the lowest rate that was over-invoked. The capacity is their midpoint and the
-interval's half-width its ± (``59 ± 6/s, 7 probes``): the capacity lies between a rate the
-function sustained and one it did not, and where repeats disagreed (a rate kept up once and
-over-invoked once, above one over-invoked) the interval spans the disagreement. Without an
+**The result is an interval** (``interval_of``): from the highest rate the search kept up at to
+the lowest it was over-invoked at (each rate by its majority), widened to every complete probe
+that disagreed, repeats included: down to the lowest rate any probe was over-invoked at, up to
+the highest any kept up at. The capacity is its midpoint and its half-width the ±
+(``14 ± 0.96/s, 7 probes``): the capacity lies between a rate the function sustained and one it
+did not, and where probes disagreed the interval spans the disagreement. Without an
 over-invoked probe the capacity is only a lower bound, the highest rate kept up.
 The host's 1-minute load average before the search and its peak after each probe are kept beside
 it (``load_1min``), since a busy host serves less (``capacity_store`` flags a stored capacity
@@ -278,7 +279,7 @@ def search(probe: Callable[[float, dict | None], Probe], *, start_rate: float = 
     if not stopped:
         stopped = _stopped_because(low, high, start_rate, max_runs, tolerance, len(rates))
     lower_bound = low is not None and (high is None or high.status != "complete")
-    interval = interval_of(probes) if not lower_bound else (low.rate_rps, None)
+    interval = interval_of(probes, low.rate_rps, high.rate_rps) if low is not None and not lower_bound else (low.rate_rps if low else None, None)
     capacity, plus_minus = (None, None) if low is None else ((interval[0], None) if lower_bound else (sum(interval) / 2, (interval[1] - interval[0]) / 2))
     return {
         "format_version": CAPACITY_FORMAT_VERSION,
@@ -316,16 +317,15 @@ def verdict_of(rate: float, run: Callable[[float], Probe], repeats: int, confirm
     return next(p for p in runs if p.kept_up == kept_up)
 
 
-def interval_of(probes: list[Probe]) -> tuple[float, float]:
-    """Between the highest rate any complete probe kept up at and the lowest rate any complete probe
-    was over-invoked at, repeats included (in order, where repeats disagreed and they cross)."""
+def interval_of(probes: list[Probe], low_rps: float, high_rps: float) -> tuple[float, float]:
+    """The capacity's interval: the search's bracket (``low_rps`` kept up, ``high_rps`` over-invoked,
+    by their majorities), widened to every complete probe that disagreed: down to the lowest rate
+    any was over-invoked at, up to the highest rate any kept up at, repeats included. Repeats that
+    split at one rate thus never shrink it to that rate."""
     complete = [p for p in probes if p.status == "complete"]
-    kept = max((p.rate_rps for p in complete if p.kept_up), default=None)
-    over = min((p.rate_rps for p in complete if p.mode == "over-invoked"), default=None)
-    if kept is None or over is None:
-        only = kept if kept is not None else over
-        return (only, only)
-    return (min(kept, over), max(kept, over))
+    kept = max((p.rate_rps for p in complete if p.kept_up), default=low_rps)
+    over = min((p.rate_rps for p in complete if p.mode == "over-invoked"), default=high_rps)
+    return (min(low_rps, over), max(high_rps, kept))
 
 
 def capacity_text(capacity: float | None, plus_minus: float | None, n_probes: int) -> str:

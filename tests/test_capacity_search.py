@@ -150,9 +150,13 @@ def test_the_capacity_is_stated_with_its_interval_and_the_load_during_the_search
     n = len(result["probes"])
     assert result["capacity_text"] == f"{(low + high) / 2:.3g} ± {(high - low) / 2:.2g}/s, {n} probes"
     assert result["load_1min"]["before"] == 0.5 and result["load_1min"]["peak"] == 3.5
-    # Repeats that disagree widen the interval to span them: kept up once at 70/s, over-invoked at 65/s.
-    probes = [Probe(50, "balanced"), Probe(70, "balanced"), Probe(65, "over-invoked"), Probe(80, "over-invoked"), Probe(90, "balanced", status="aborted")]
-    assert interval_of(probes) == (65, 70)
+    # Probes that disagree widen the bracket 60-80/s to span them: kept up once at 90/s, over-invoked once at 55/s.
+    probes = [Probe(50, "balanced"), Probe(60, "balanced"), Probe(55, "over-invoked"), Probe(80, "over-invoked"), Probe(90, "balanced"),
+              Probe(95, "balanced", status="aborted")]
+    assert interval_of(probes, 60, 80) == (55, 90)
+    # Repeats split at one rate (kept up once, over-invoked twice at 15/s): the bracket 13-15/s, not 15-15/s.
+    split = [Probe(13.08, "balanced"), Probe(15, "over-invoked"), Probe(15, "balanced"), Probe(15, "over-invoked")]
+    assert interval_of(split, 13.08, 15) == (13.08, 15)
     assert capacity_text(40.0, None, 3) == "≥ 40/s (lower bound), 3 probes"
 
 
@@ -170,5 +174,5 @@ def test_a_transient_over_invoked_verdict_that_ends_the_stepping_is_outvoted():
     result = search(probe, start_rate=5, factor=3, tolerance=0.3, max_runs=8)
     assert calls[:4] == [5, 15.0, 15.0, 15.0] and calls[4] == 45.0
     low, high = result["interval_rps"]
-    # The transient at 15/s stays in the interval, up to the highest rate kept up: it spans the disagreement.
-    assert low == 15.0 and high == result["bounds_rps"][0] and 20 < high <= 24
+    # The transient at 15/s stays in the interval: it spans the disagreement, up to the bracket's over-invoked end.
+    assert low == 15.0 and high == result["bounds_rps"][1] and 15.0 < result["bounds_rps"][0] <= 24 < high

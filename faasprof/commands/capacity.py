@@ -86,7 +86,7 @@ def main(args: argparse.Namespace) -> int:
         progress=Progress.to(sys.stderr, quiet=args.quiet),
     )
     capacity = result["capacity_rps"]
-    low = result["bounds_rps"][0]
+    low = result["bounds_rps"][0]  # the highest rate kept up (by its probes' majority)
     if capacity is None:
         print(f"{args.function}: no capacity found: {result['stopped_because']}; nothing stored")
     else:  # kept for workloads whose rates are fractions of it
@@ -96,9 +96,10 @@ def main(args: argparse.Namespace) -> int:
             print(f"{args.function}: capacity {result['capacity_text']} (mode there: {result['mode_at_capacity']}; never over-invoked); {result['stopped_because']}")
             print(f"stored as a lower bound in {capacity_store.store_path()}: workloads that take fractions of it are warned")
         else:
-            kept, over = result["interval_rps"]
-            print(f"{args.function}: capacity {result['capacity_text']} (kept up at {kept:.4g}/s, over-invoked at {over:.4g}/s; "
-                  f"mode at {low:.4g}/s: {result['mode_at_capacity']}); {result['stopped_because']}")
+            lowest, highest = result["interval_rps"]
+            high = result["bounds_rps"][1]
+            print(f"{args.function}: capacity {result['capacity_text']} (interval {lowest:.4g}–{highest:.4g}/s; kept up at {low:.4g}/s, "
+                  f"mode {result['mode_at_capacity']}, over-invoked at {high:.4g}/s); {result['stopped_because']}")
             print(f"stored in {capacity_store.store_path()} for this host and platform")
     load = result.get("load_1min") or {}
     if load.get("before") is not None:
