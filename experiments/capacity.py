@@ -92,12 +92,13 @@ WARMUP_INSTANCE = "warm-up"
 PROBES_DIR = "capacity"  # under the --out directory: every search's probe runs and result files
 # A probe is judged on at least this many calls in its steady window: the mode needs 20, and its
 # medians thirds of them; 3 s at 5/s gave 15 calls and one slow third called a probe over-invoked.
-MIN_PROBE_CALLS = 50
+# (50 made a search under a CPU hog take 111-163 s on the shared 2-core host; 40 keeps it shorter.)
+MIN_PROBE_CALLS = 40
 # Before the probe, its rate for this many calls (at least WARMUP_MIN_S, at most WARMUP_MAX_S):
 # the pool grows to the rate's sandboxes there, not in the judged window.
 WARMUP_CALLS = 20
 WARMUP_MIN_S = 1.0
-WARMUP_MAX_S = 4.0
+WARMUP_MAX_S = 3.0
 
 # The modes need the capacity within tens of percent, not better: probes of at least 3 s (and
 # MIN_PROBE_CALLS) from 5/s, tripling, bisected to 30 %, close decisions repeated up to twice,
@@ -199,7 +200,8 @@ def run_probe_factory(function: str, *, out_dir, duration_s: float, connection: 
         run_dir = execute(workload, out_dir, connection=connection, progress=progress)
         if reference is not None:
             rundir.update_manifest(run_dir, latency_reference={function: reference})
-        summary = analyze_run(run_dir, connection, plots=True)
+        # No plots: a second a probe on 2 cores; `faasprof analyze DIR` draws them for a probe in question.
+        summary = analyze_run(run_dir, connection, plots=False)
         return probe_from_summary(rate, Path(run_dir), summary)
 
     return probe
