@@ -56,6 +56,12 @@ READABLE_FORMAT_VERSIONS = (1, 2)
 # more than this many runnable tasks per logical CPU (a whole CPU's worth of other work).
 LOAD_FAR_PER_CPU = 1.0
 LOCALWHISK_PAUSE_GRACE_MS = float(Settings.__dataclass_fields__["pause_grace_ms"].default)
+# The analyzer's (analyzer.stats: MIN_SAMPLES_FOR_MODE and the half again failures and missing
+# records may take; WARMUP_MAX_S, WARMUP_FRACTION), copied so that plan and validate, which read
+# this module, load no pandas; tests/test_capacity_store_load.py holds them equal.
+MODE_CALLS = 30
+ANALYZER_WARMUP_MAX_S = 2.0
+ANALYZER_WARMUP_FRACTION = 0.2
 STORE_ENV = "FAASPROF_CAPACITY_STORE"
 # About how long capacity.SEARCH_DEFAULTS take on a busy 2-core host (5 probes with their warm-ups, analyses and pauses: 72 s measured).
 MEASURE_S = 75.0
@@ -197,7 +203,7 @@ def band_lines(workload, capacities: dict[str, dict], pause_grace_ms: float | No
             alerts.append(f"the balanced band of {instance.function} is empty here: a sandbox paused after {pause_grace_ms:g} ms idle stays warm "
                           f"only above {warm_rps:.3g}/s, and its capacity here is {capacity:.3g}/s, so a rate it sustains is under-invoked and one "
                           f"above is over-invoked; a phase meant to be balanced will not be (a pause grace of {grace:g} ms, --pause-grace, opens one)")
-        placed = place_in_band(instance.capacity_band, rate, warm_rps, kept, over)
+        placed = place_in_band(instance.capacity_band, rate, warm_rps, kept, over, steady_seconds(instance.window_s))
         how = f"{instance.capacity_fraction:g} × {capacity:.4g}/s = {rate:.4g}/s"
         if placed != rate:
             entry["rate_rps"] = round(placed, 6)
@@ -205,6 +211,13 @@ def band_lines(workload, capacities: dict[str, dict], pause_grace_ms: float | No
         lines.append(f"instances.{instance.name}: {how}, in the {band_of(placed, warm_rps, kept, over)} band of {instance.function} "
                      f"(under-invoked below {warm_rps:.3g}/s, pause grace {pause_grace_ms:g} ms; balanced up to {kept:.4g}/s; over-invoked above {over:.4g}/s)")
     return alerts, lines
+
+
+def steady_seconds(window_s) -> float:
+    """The length of an activity window less the analyzer's warm-up (``analyzer.stats.phases``:
+    min(2 s, 20 %)), where a phase's mode is judged."""
+    length = float(window_s[1]) - float(window_s[0])
+    return length - min(ANALYZER_WARMUP_MAX_S, ANALYZER_WARMUP_FRACTION * length)
 
 
 def _band_edges(entry: dict) -> tuple[float, float]:
@@ -227,11 +240,15 @@ def band_of(rate: float, warm_rps: float, kept_rps: float, over_rps: float) -> s
     return "balanced" if rate <= kept_rps else "between balanced and over-invoked (inside the capacity's interval)"
 
 
-def place_in_band(band: str | None, rate: float, warm_rps: float, kept_rps: float, over_rps: float) -> float:
+def place_in_band(band: str | None, rate: float, warm_rps: float, kept_rps: float, over_rps: float, steady_s: float | None = None) -> float:
     """``rate``, or a rate inside ``band`` where ``rate`` lies outside it: under-invoked at half the
-    warm rate at most (calls two pause graces apart), balanced at the geometric middle of the warm
-    rate and the highest rate kept up, over-invoked at twice the lowest over-invoked rate. An empty
-    balanced band keeps ``rate`` (``band_lines`` says why)."""
+    warm rate at most (calls two pause graces apart), and, given the phase's ``steady_s``, often
+    enough for ``MODE_CALLS`` calls there (0.05 × 27.9/s left 18 calls in 13 s: too few for a
+    mode); balanced at the geometric middle of the warm rate and the highest rate kept up;
+    over-invoked at twice the lowest over-invoked rate. An empty balanced band keeps ``rate``
+    (``band_lines`` says why)."""
+    if band == "under-invoked" and steady_s and rate * steady_s < MODE_CALLS:
+        rate = min(MODE_CALLS / steady_s, warm_rps / 2)
     if band == "under-invoked" and rate > warm_rps / 2:
         return warm_rps / 2
     if band == "balanced" and warm_rps < kept_rps and not warm_rps <= rate <= kept_rps:

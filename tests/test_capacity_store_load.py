@@ -8,6 +8,7 @@ import json
 
 import pytest
 
+from faasprof.analyzer import stats
 from faasprof.experiments import capacity_store
 from faasprof.progress import Progress
 from faasprof.workload.spec import workload_from_dict
@@ -115,11 +116,21 @@ def test_a_rate_given_a_band_is_placed_inside_it_where_the_fraction_misses_it(tm
     lines = []
     resolved = capacity_store.resolve_workload(workload, None, {}, tmp_path, measure=None, progress=Progress(lines.append))
     rates = {name: resolved.instance(name).rate for name in ("under", "balanced", "over")}
-    assert rates["under"] == 0.05 * 24.3  # inside its band already: F × capacity
+    assert rates["under"] == 30 / 8.0  # 1.2/s left 10 calls in its 8 s steady window: raised to 30, still below 10/s
     assert 20.0 < rates["balanced"] < 22.6  # placed: the middle of 20-22.6/s
     assert rates["over"] == pytest.approx(2 * 24.3)  # above the interval's 26/s already
     placed = [line for line in lines if "placed at" in line]
-    assert len(placed) == 1 and placed[0].startswith("instances.balanced: 0.5 × 24.3/s = 12.15/s, outside the balanced band: placed at 21.26/s")
+    assert len(placed) == 2 and placed[1].startswith("instances.balanced: 0.5 × 24.3/s = 12.15/s, outside the balanced band: placed at 21.26/s")
     assert resolved.resolved()["as_given"]["capacity_resolution"]["balanced"]["rate_per_s"] == round(rates["balanced"], 6)
     # Without a band the fraction is taken as given.
     assert workload_from_dict(json.loads(json.dumps(QUICK_START))).instance("balanced").capacity_band is None
+
+
+def test_an_under_invoked_phase_is_given_calls_enough_for_a_mode():
+    # 0.05 × 27.9/s over a 15 s phase left 18 calls in its 13 s steady window: "unknown".
+    assert capacity_store.steady_seconds((0, 15)) == 13.0 and capacity_store.steady_seconds((0, 5)) == 4.0
+    rate = capacity_store.place_in_band("under-invoked", 0.05 * 27.9, 20.0, 25.98, 29.81, 13.0)
+    assert rate * 13.0 == pytest.approx(capacity_store.MODE_CALLS) and rate < 10.0  # still two pause graces apart
+    assert capacity_store.place_in_band("under-invoked", 0.05 * 27.9, 4.0, 25.98, 29.81, 13.0) == 2.0  # at most half the warm rate
+    assert capacity_store.MODE_CALLS >= stats.MIN_SAMPLES_FOR_MODE
+    assert (capacity_store.ANALYZER_WARMUP_MAX_S, capacity_store.ANALYZER_WARMUP_FRACTION) == (stats.WARMUP_MAX_S, stats.WARMUP_FRACTION)
