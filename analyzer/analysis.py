@@ -242,7 +242,7 @@ def _group_tables(frame: pd.DataFrame, specs: list[dict], phase_list: list[dict]
                     "mode": mode,
                     "mode_reasons": "; ".join(reasons),
                     # How near the over-invoked rules came to firing (>= 1 fired), and whether that was close.
-                    "mode_margin": margin,
+                    "mode_evidence_over_threshold": margin,
                     "mode_close": stats_mod.is_close(margin) if mode != "unknown" else False,
                     "warm_rate_rps": stats_mod.warm_rate_rps(pause_grace_ms),
                     # The queueing rule's yardstick (rule 2(d)), beside the evidence it judged.
@@ -265,8 +265,8 @@ def _group_tables(frame: pd.DataFrame, specs: list[dict], phase_list: list[dict]
         end = float(np.nanmax(t)) if len(t) else 0.0
         # Achieved by the one rule (stats.ACHIEVED_RULE): each instance's ends as its calls end
         # (a non-blocking call at its record's end, not its 202), never above what was offered.
-        blocking = {s["instance"]: s["blocking"] for s in specs}
-        done_s = np.concatenate([np.empty(0)] + [stats_mod.end_times_s(part, blocking.get(str(name), True))
+        blocking_of = {s["instance"]: s["blocking"] for s in specs}
+        done_s = np.concatenate([np.empty(0)] + [stats_mod.end_times_s(part, blocking_of.get(str(name), True))
                                                  for name, part in rows.groupby("instance", observed=True, sort=False)])
         block = stats_mod.group_stats(rows, start, max(end, start + 1e-9) + 1e-9, done_s)
         modes = phase_stats[phase_stats["function"] == function]["mode"].tolist() if len(phase_stats) else []
@@ -426,7 +426,7 @@ def build_summary(run: Run) -> dict:
         phases = []
         for record in rows.to_dict("records"):
             record = {k: v for k, v in record.items() if k not in ("instance", "function", "rate_rps")}
-            evidence_keys = ("achieved_rps", "offered_rps", "achieved_over_offered", "trend_first_third_median_ms", "trend_last_third_median_ms", "trend_slope_ms_per_s", "trend_latency", "cold_fraction", "resumed_fraction", "warm_fraction", "throttled", "timeout", "failed", "answered", "successful", "rejected", *(f"final_{name}" for name in stats_mod.REJECTED_FINAL), "with_record", "successful_with_record", "completion_latency_ms_p50", "trend_completion_last_third_median_ms", "reference_latency_ms", "reference_rate_rps", "reference_source", "mode_margin", "mode_close", "warm_rate_rps")
+            evidence_keys = ("achieved_rps", "offered_rps", "achieved_over_offered", "trend_first_third_median_ms", "trend_last_third_median_ms", "trend_slope_ms_per_s", "trend_latency", "cold_fraction", "resumed_fraction", "warm_fraction", "throttled", "timeout", "failed", "answered", "successful", "rejected", *(f"final_{name}" for name in stats_mod.REJECTED_FINAL), "with_record", "successful_with_record", "completion_latency_ms_p50", "trend_completion_last_third_median_ms", "reference_latency_ms", "reference_rate_rps", "reference_source", "mode_evidence_over_threshold", "mode_close", "warm_rate_rps")
             record["mode_evidence"] = {k: record.get(k) for k in evidence_keys}
             phases.append(record)
         instances.append({**spec, "phases": phases})

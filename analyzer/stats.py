@@ -66,7 +66,8 @@ decided in this order from the evidence stored beside the verdict:
        completion latency of the last third passes the same test, so a cold-start ramp whose
        latency falls back to the reference's (846 → 38 ms) drained its backlog and is not over-invoked.
    Each rule's evidence over its threshold is its *score* (``over_scores``); the largest is the
-   phase's ``mode_margin``, and a margin within ``CLOSE_MARGIN`` (×1.25) of 1 either way is a
+   phase's ``mode_evidence_over_threshold`` (``mode_margin``), and a margin within ``CLOSE_MARGIN``
+   (×1.25) of 1 either way is a
    *close* decision (``mode_close``), which the capacity search repeats.
 3. ``under-invoked``: at least ``UNDER_IDLE_FRACTION`` (50 %) of the successful activations with a
    record started ``cold`` or ``resumed`` from pause (see ``faasprof.analyzer.frames.classify_starts``): the
@@ -568,7 +569,7 @@ def _plain(value: float) -> str:
 def over_scores(stats: dict, trend: dict, reference: dict | None = None) -> dict[str, float]:
     """How far each over-invoked rule (2(a)–(d)) is from firing: evidence over its threshold, so a
     score >= 1 fires the rule (the smaller of the two ratios where a rule has two conditions).
-    ``mode_margin`` is the largest; a decision is *close* when it lies within ``CLOSE_MARGIN`` of 1
+    ``mode_margin`` is the largest (the phase's ``mode_evidence_over_threshold``, a ratio); a decision is *close* when it lies within ``CLOSE_MARGIN`` of 1
     either way (``is_close``), which the capacity search repeats (``faasprof.experiments.capacity``)."""
     scores: dict[str, float] = {}
     ratio = stats["achieved_over_offered"]

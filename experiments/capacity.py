@@ -124,7 +124,7 @@ class Probe:
     p99_ms: float | None = None
     cold_fraction: float | None = None
     resumed_fraction: float | None = None
-    margin: float | None = None  # the analyzer's mode_margin: >= 1 over-invoked
+    margin: float | None = None  # the analyzer's mode_evidence_over_threshold: >= 1 over-invoked
     close: bool = False  # the analyzer's mode_close: the search repeats this rate
 
     @property
@@ -186,7 +186,7 @@ def probe_from_summary(rate: float, run_dir: Path, summary: dict) -> Probe:
         p99_ms=phase.get("completion_latency_ms_p99", phase.get("client_latency_ms_p99")),
         cold_fraction=phase.get("cold_fraction"),
         resumed_fraction=phase.get("resumed_fraction"),
-        margin=phase.get("mode_margin"),
+        margin=phase.get("mode_evidence_over_threshold"),
         close=bool(phase.get("mode_close")),
     )
 

@@ -63,7 +63,7 @@ MODE_CALLS = 30
 ANALYZER_WARMUP_MAX_S = 2.0
 ANALYZER_WARMUP_FRACTION = 0.2
 STORE_ENV = "FAASPROF_CAPACITY_STORE"
-# About how long capacity.SEARCH_DEFAULTS take on a busy 2-core host (5 probes with their warm-ups, analyses and pauses: 72 s measured).
+# About how long capacity.SEARCH_DEFAULTS take on a busy 2-core host (6-9 probes with their warm-ups, analyses and pauses: 56-77 s measured).
 MEASURE_S = 75.0
 
 

@@ -110,7 +110,7 @@ def test_each_probe_warms_the_pool_at_its_rate_before_a_steady_window_of_enough_
         assert end - start >= 3.0 and data["test_duration_in_seconds"] == end
     summary = {"run": {"status": "complete"}, "instances": [
         {"instance": "warm-up", "phases": [{"mode": "over-invoked"}]},
-        {"instance": "probe", "phases": [{"mode": "balanced", "achieved_rps": 5.0, "mode_margin": 0.9, "mode_close": True}]}]}
+        {"instance": "probe", "phases": [{"mode": "balanced", "achieved_rps": 5.0, "mode_evidence_over_threshold": 0.9, "mode_close": True}]}]}
     probe = probe_from_summary(5.0, "runs/x", summary)
     assert probe.mode == "balanced" and probe.close and probe.margin == 0.9  # the warm-up is never judged
 
