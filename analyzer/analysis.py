@@ -209,11 +209,12 @@ def run_records(run_dir: Path, invocations: pd.DataFrame, refresh_index: bool = 
 
 
 def _group_tables(frame: pd.DataFrame, specs: list[dict], phase_list: list[dict], warnings: list[str], references: dict[str, dict],
-                  end_s: float | None = None) -> tuple[pd.DataFrame, pd.DataFrame]:
+                  end_s: float | None = None, pause_grace_ms: float | None = None) -> tuple[pd.DataFrame, pd.DataFrame]:
     """``phase_stats`` (one row per instance × steady phase, with the mode) and ``function_stats``
     (one row per function over the whole run, up to ``end_s`` when it stopped early); stability
     warnings are appended to ``warnings``. ``references``: each function's reference latency for
-    the queueing rule (``stats.latency_references``)."""
+    the queueing rule (``stats.latency_references``); ``pause_grace_ms``: the platform's, the lower
+    edge of the balanced band (``stats.warm_rate_rps``)."""
     intended = frame["intended_s"].to_numpy()
     phase_rows = []
     # The statistics read these columns only: groups are cut from them, one at a time, by position,
@@ -238,8 +239,11 @@ def _group_tables(frame: pd.DataFrame, specs: list[dict], phase_list: list[dict]
             block = stats_mod.group_stats(rows, phase["steady_start_s"], phase["end_s"], done_s)
             trend = stats_mod.latency_trend(rows, phase["steady_start_s"], phase["end_s"], latency_column)
             trend["latency"] = latency_column.removesuffix("_ms").replace("_", " ")
+            # The queueing rule asks whether the queue still stands at the end (not a ramp).
+            trend["completion_last_third_median_ms"] = stats_mod.latency_trend(rows, phase["steady_start_s"], phase["end_s"], "completion_latency_ms")["last_third_median_ms"]
             reference = references.get(spec["function"])
-            mode, reasons = stats_mod.decide_mode(block, trend, reference)
+            mode, reasons = stats_mod.decide_mode(block, trend, reference, pause_grace_ms)
+            margin = stats_mod.mode_margin(stats_mod.over_scores(block, trend, reference))
             where = f"{name} phase {phase['phase']}"
             warnings.extend(stats_mod.stability_warnings(where, block))
             phase_rows.append(
@@ -258,6 +262,10 @@ def _group_tables(frame: pd.DataFrame, specs: list[dict], phase_list: list[dict]
                     "client_latency_kind": CLIENT_LATENCY_KIND if spec["blocking"] else None,
                     "mode": mode,
                     "mode_reasons": "; ".join(reasons),
+                    # How near the over-invoked rules came to firing (>= 1 fired), and whether that was close.
+                    "mode_evidence_over_threshold": margin,
+                    "mode_close": stats_mod.is_close(margin) if mode != "unknown" else False,
+                    "warm_rate_rps": stats_mod.warm_rate_rps(pause_grace_ms),
                     # The queueing rule's yardstick (rule 2(d)), beside the evidence it judged.
                     "reference_latency_ms": (reference or {}).get("completion_latency_ms_p50"),
                     "reference_rate_rps": (reference or {}).get("rate_rps"),
@@ -277,8 +285,11 @@ def _group_tables(frame: pd.DataFrame, specs: list[dict], phase_list: list[dict]
         t = rows["intended_s"].to_numpy()
         start = float(np.nanmin(t)) if len(t) else 0.0
         end = float(np.nanmax(t)) if len(t) else 0.0
-        answered = stats_mod.label_mask(rows["outcome"], stats_mod.ANSWERED)
-        done_s = rows["done_ns"].to_numpy(dtype="float64", na_value=np.nan)[answered] / 1e9
+        # Achieved by the one rule (stats.ACHIEVED_RULE): each instance's ends as its calls end
+        # (a non-blocking call at its record's end, not its 202), never above what was offered.
+        blocking_of = {s["instance"]: s["blocking"] for s in specs}
+        done_s = np.concatenate([np.empty(0)] + [stats_mod.end_times_s(part, blocking_of.get(str(name), True))
+                                                 for name, part in rows.groupby("instance", observed=True, sort=False)])
         block = stats_mod.group_stats(rows, start, max(end, start + 1e-9) + 1e-9, done_s)
         blocking = stats_mod.label_mask(rows["instance"], blocking_instances)
         block.update(_blocking_answers(rows, blocking))
@@ -361,7 +372,8 @@ def load_run(
     frame["steady"] = steady
 
     # In a function of its own: the groups' copies and positions are gone before the monitors load.
-    phase_stats, function_stats = _group_tables(frame, specs, phase_list, warnings, stats_mod.latency_references(manifest), end_s)
+    grace_ms, _ = frames_mod.pause_grace_ms(manifest)
+    phase_stats, function_stats = _group_tables(frame, specs, phase_list, warnings, stats_mod.latency_references(manifest), end_s, grace_ms)
 
     status = manifest.status
     if status != "complete":
@@ -459,7 +471,7 @@ def build_summary(run: Run) -> dict:
         phases = []
         for record in rows.to_dict("records"):
             record = {k: v for k, v in record.items() if k not in ("instance", "function", "rate_rps")}
-            evidence_keys = ("achieved_rps", "offered_rps", "achieved_over_offered", "trend_first_third_median_ms", "trend_last_third_median_ms", "trend_slope_ms_per_s", "trend_latency", "cold_fraction", "resumed_fraction", "warm_fraction", "throttled", "timeout", "failed", "answered", "successful", "rejected", *(f"final_{name}" for name in stats_mod.REJECTED_FINAL), "with_record", "successful_with_record", "completion_latency_ms_p50", "reference_latency_ms", "reference_rate_rps", "reference_source")
+            evidence_keys = ("achieved_rps", "offered_rps", "achieved_over_offered", "trend_first_third_median_ms", "trend_last_third_median_ms", "trend_slope_ms_per_s", "trend_latency", "cold_fraction", "resumed_fraction", "warm_fraction", "throttled", "timeout", "failed", "answered", "successful", "rejected", *(f"final_{name}" for name in stats_mod.REJECTED_FINAL), "with_record", "successful_with_record", "completion_latency_ms_p50", "trend_completion_last_third_median_ms", "reference_latency_ms", "reference_rate_rps", "reference_source", "mode_evidence_over_threshold", "mode_close", "warm_rate_rps")
             record["mode_evidence"] = {k: record.get(k) for k in evidence_keys}
             phases.append(record)
         instances.append({**spec, "phases": phases})

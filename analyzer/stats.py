@@ -60,11 +60,22 @@ decided in this order from the evidence stored beside the verdict:
        so the rule compares the whole latency with the unloaded one, not the wait with the
        execution time. It applies only to a phase offered more than the reference's rate (a sparser phase
        has no queue; its resumes may cost more than the reference's warm calls) and only where
-       a reference is recorded: a capacity search's probes after its first, and runs whose rates
-       are fractions of a stored capacity.
+       a reference is recorded: a capacity search's probes after its first, runs whose rates
+       are fractions of a stored capacity, and runs handed a stored capacity's reference
+       (``reproduce``'s modes). The queue must still stand at the end of the window: the median
+       completion latency of the last third passes the same test, so a cold-start ramp whose
+       latency falls back to the reference's (846 → 38 ms) drained its backlog and is not over-invoked.
+   Each rule's evidence over its threshold is its *score* (``over_scores``); the largest is the
+   phase's ``mode_evidence_over_threshold`` (``mode_margin``), and a margin within ``CLOSE_MARGIN``
+   (×1.25) of 1 either way is a
+   *close* decision (``mode_close``), which the capacity search repeats.
 3. ``under-invoked``: at least ``UNDER_IDLE_FRACTION`` (50 %) of the successful activations with a
    record started ``cold`` or ``resumed`` from pause (see ``faasprof.analyzer.frames.classify_starts``): the
-   invocations are too sparse to keep containers warm.
+   invocations are too sparse to keep containers warm. The platform's pause grace bounds this band:
+   a sandbox paused after ``pause_grace_ms`` idle stays warm only when calls come closer together,
+   above ``warm_rate_rps`` = 1000 / pause grace (20/s at localwhisk's and OpenWhisk 1.0's 50 ms,
+   0.1/s at OpenWhisk 2.0's 10 s); the verdict names it where the phase was offered less. The
+   balanced band runs from there to the capacity, and is empty where the capacity is lower.
 4. ``balanced``: otherwise. Without any record of a successful activation under-invoked and
    balanced cannot be told apart: the mode is ``unknown`` unless rule 2 fired.
 """
@@ -95,6 +106,7 @@ OVER_REJECT_FRACTION = 0.05
 QUEUE_RATIO = 2.0
 QUEUE_MIN_MS = 25.0
 UNDER_IDLE_FRACTION = 0.5
+CLOSE_MARGIN = 1.25  # a decision whose largest over-invoked score is within this factor of its threshold is close
 
 # Stability warnings (pyperf-style: say what is shaky and what to do about it).
 FEW_SAMPLES = 100
@@ -111,7 +123,7 @@ MODE_RULE = (
     "unknown if < {n} successful; over-invoked if achieved/offered < {thr} or the last third's median "
     "latency of successful work >= {tr}x and >= {tm} ms above the first third's or >= {rej:.0%} of sent ended {rejected} "
     "(application errors are counted apart, not here) or, above the rate of the function's reference (the capacity search's "
-    "lowest-rate probe), the median completion latency is >= {qr}x and >= {qm} ms above the reference's (a standing queue); "
+    "lowest-rate probe), the median completion latency, and the last third's, are >= {qr}x and >= {qm} ms above the reference's (a standing queue, not a ramp); "
     "else under-invoked if >= {idle:.0%} of successful records started cold or resumed from pause; else balanced"
 ).format(n=MIN_SAMPLES_FOR_MODE, thr=OVER_THROUGHPUT_RATIO, tr=OVER_TREND_RATIO, tm=OVER_TREND_MIN_MS, rej=OVER_REJECT_FRACTION, qr=QUEUE_RATIO, qm=QUEUE_MIN_MS, idle=UNDER_IDLE_FRACTION, rejected="/".join(REJECTED_FINAL))
 
@@ -351,7 +363,9 @@ def _quantile_ranks(n: int, p: float) -> list[int]:
 ACHIEVED_RULE = (
     "achieved/s = invocations that ended inside the steady window, per second: the end is the answer "
     "for calls answered when the function ends (blocking calls, web calls with a data file) and the "
-    "activation record's end for non-blocking calls; failed invocations count (they ended too)"
+    "activation record's end for non-blocking calls; failed invocations count (they ended too); at most as many as were "
+    "planned inside the window, so achieved never exceeds offered: the ends of calls planned before it (a warm-up's "
+    "backlog draining after cold starts) are not throughput of this window's offer"
 )
 
 
@@ -437,11 +451,8 @@ def group_stats(rows: pd.DataFrame, start_s: float, end_s: float, done_s: np.nda
         "missing_records": int((with_id & ~has_record).sum()),
         "offered_rps": planned / length,
     }
-    if done_s is not None:
-        in_window = (done_s >= start_s) & (done_s < end_s)
-        out["achieved_rps"] = float(in_window.sum()) / length
-    else:
-        out["achieved_rps"] = float(answered.sum()) / length
+    ended = float(((done_s >= start_s) & (done_s < end_s)).sum()) if done_s is not None else float(answered.sum())
+    out["achieved_rps"] = min(ended, float(planned)) / length  # ACHIEVED_RULE: never above offered
     out["achieved_over_offered"] = out["achieved_rps"] / out["offered_rps"] if out["offered_rps"] > 0 else math.nan
     # Latency of successful work only: a failure's latency is not a sample of the function's.
     # Each statistic takes its own column's rows (numpy), never a copy of the whole group.
@@ -555,25 +566,81 @@ def _plain(value: float) -> str:
     return f"{value:.0f}" if abs(value) >= 1000 else f"{value:.4g}"
 
 
-def decide_mode(stats: dict, trend: dict, reference: dict | None = None) -> tuple[str, list[str]]:
+def over_scores(stats: dict, trend: dict, reference: dict | None = None) -> dict[str, float]:
+    """How far each over-invoked rule (2(a)–(d)) is from firing: evidence over its threshold, so a
+    score >= 1 fires the rule (the smaller of the two ratios where a rule has two conditions).
+    ``mode_margin`` is the largest (the phase's ``mode_evidence_over_threshold``, a ratio); a decision is *close* when it lies within ``CLOSE_MARGIN`` of 1
+    either way (``is_close``), which the capacity search repeats (``faasprof.experiments.capacity``)."""
+    scores: dict[str, float] = {}
+    ratio = stats["achieved_over_offered"]
+    if math.isfinite(ratio):
+        scores["throughput"] = (1.0 - ratio) / (1.0 - OVER_THROUGHPUT_RATIO)
+    first, last = trend["first_third_median_ms"], trend["last_third_median_ms"]
+    if math.isfinite(first) and math.isfinite(last) and first > 0:
+        scores["growth"] = min(last / first / OVER_TREND_RATIO, (last - first) / OVER_TREND_MIN_MS)
+    if stats["sent"]:
+        scores["rejected"] = stats["rejected"] / stats["sent"] / OVER_REJECT_FRACTION
+    queue = _queue_score(stats.get("completion_latency_ms_p50", math.nan), stats.get("offered_rps", math.nan), reference)
+    if math.isfinite(queue):
+        # A standing queue still stands at the end of the window: a cold-start ramp whose latency
+        # falls back to the reference's (846 → 38 ms) drained its backlog and is not one.
+        end = _queue_score(trend.get("completion_last_third_median_ms", math.nan), stats.get("offered_rps", math.nan), reference)
+        scores["queue"] = min(queue, end) if math.isfinite(end) else queue
+    return scores
+
+
+def _queue_score(latency_ms: float, offered_rps: float, reference: dict | None) -> float:
+    """Rule 2(d)'s score (``over_scores``) of one median completion latency; NaN where it does not apply."""
+    if not is_reference(reference) or not math.isfinite(latency_ms) or not (math.isfinite(offered_rps) and offered_rps > reference["rate_rps"]):
+        return math.nan
+    base = float(reference["completion_latency_ms_p50"])
+    return min(latency_ms / base / QUEUE_RATIO, (latency_ms - base) / QUEUE_MIN_MS)
+
+
+def mode_margin(scores: dict[str, float]) -> float:
+    """The largest over-invoked score (NaN without any): >= 1 is over-invoked."""
+    return max(scores.values()) if scores else math.nan
+
+
+def is_close(margin: float) -> bool:
+    """Whether an over-invoked decision of this margin is close: moving every threshold by
+    ``CLOSE_MARGIN`` either way would change it."""
+    return math.isfinite(margin) and 1.0 / CLOSE_MARGIN <= margin < CLOSE_MARGIN
+
+
+def warm_rate_rps(pause_grace_ms: float | None) -> float:
+    """The rate above which one sandbox stays warm: calls closer together than the pause grace find it
+    unpaused (NaN where the grace is unknown or zero). Below it a function is under-invoked whatever
+    its capacity: the lower edge of the balanced band."""
+    if not isinstance(pause_grace_ms, (int, float)) or not math.isfinite(pause_grace_ms) or pause_grace_ms <= 0:
+        return math.nan
+    return 1000.0 / float(pause_grace_ms)
+
+
+def decide_mode(stats: dict, trend: dict, reference: dict | None = None, pause_grace_ms: float | None = None) -> tuple[str, list[str]]:
     """The latency mode and the reasons that decided it (module docstring, rules 1–4); ``reference``
-    is the function's reference latency for rule 2(d) (``latency_references``), None without one."""
+    is the function's reference latency for rule 2(d) (``latency_references``), None without one;
+    ``pause_grace_ms``: the platform's, named in an under-invoked verdict below its warm rate."""
     successful = stats["successful"]
     if successful < MIN_SAMPLES_FOR_MODE:
         return "unknown", [f"only {successful} successful invocations (< {MIN_SAMPLES_FOR_MODE})"]
+    scores = over_scores(stats, trend, reference)
     reasons = []
     ratio = stats["achieved_over_offered"]
-    if math.isfinite(ratio) and ratio < OVER_THROUGHPUT_RATIO:
+    if scores.get("throughput", 0.0) >= 1.0 and ratio < OVER_THROUGHPUT_RATIO:
         reasons.append(f"achieved {fmt(stats['achieved_rps'], 3)}/s is {ratio:.0%} of offered {fmt(stats['offered_rps'], 3)}/s (< {OVER_THROUGHPUT_RATIO:.0%})")
     first, last = trend["first_third_median_ms"], trend["last_third_median_ms"]
-    if math.isfinite(first) and math.isfinite(last) and last >= OVER_TREND_RATIO * first and last - first >= OVER_TREND_MIN_MS:
+    if scores.get("growth", 0.0) >= 1.0:
         reasons.append(f"median {trend.get('latency', 'corrected latency')} grew from {ms(first, 4)} (first third) to {ms(last, 4)} (last third)")
     rejected = stats["rejected"]
-    if stats["sent"] and rejected / stats["sent"] >= OVER_REJECT_FRACTION:
+    if scores.get("rejected", 0.0) >= 1.0:
         kinds = ", ".join(f"{stats[f'final_{name}']} {name}" for name in REJECTED_FINAL if stats.get(f"final_{name}"))
         reasons.append(f"{rejected} of {stats['sent']} sent invocations rejected ({kinds}; >= {OVER_REJECT_FRACTION:.0%})")
     queued, queue_words = queueing(stats.get("completion_latency_ms_p50", math.nan), stats.get("offered_rps", math.nan), reference)
-    if queued:
+    end_ms = trend.get("completion_last_third_median_ms", math.nan)
+    if queued and scores.get("queue", 0.0) < 1.0:
+        queued, queue_words = False, f"{queue_words}, but not at the end: the last third's median {ms(end_ms, 4)} is not (a ramp that drained, no standing queue)"
+    elif queued:
         reasons.append(queue_words)
     if reasons:
         return "over-invoked", reasons
@@ -582,8 +649,13 @@ def decide_mode(stats: dict, trend: dict, reference: dict | None = None) -> tupl
         return "unknown", ["no activation records of successful work: under-invoked and balanced cannot be told apart"]
     idle = stats["cold_count"] + stats["resumed_count"]
     idle_fraction = idle / with_record
+    warm_rps = warm_rate_rps(pause_grace_ms)
     if idle_fraction >= UNDER_IDLE_FRACTION:
-        return "under-invoked", [f"{idle_fraction:.0%} of {with_record} successful activations started cold or resumed from pause (>= {UNDER_IDLE_FRACTION:.0%})"]
+        below = ""
+        if math.isfinite(warm_rps) and stats["offered_rps"] < warm_rps:
+            below = (f"; offered {fmt(stats['offered_rps'], 3)}/s is below {fmt(warm_rps, 3)}/s, the rate at which a sandbox paused after "
+                     f"{pause_grace_ms:g} ms idle stays warm")
+        return "under-invoked", [f"{idle_fraction:.0%} of {with_record} successful activations started cold or resumed from pause (>= {UNDER_IDLE_FRACTION:.0%}){below}"]
     # The queueing evidence is named only where the rule judged: a run without a reference reads as before.
     queue = f", {queue_words}" if queued is False else ""
     return "balanced", [

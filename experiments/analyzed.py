@@ -21,10 +21,15 @@ from faasprof.invoker.run import execute
 
 
 def execute_analyzed(workload: Any, out_dir: str | os.PathLike, connection: Any = None, analyze: bool = True,
-                     progress: Progress = QUIET, **options: Any) -> Path:
+                     progress: Progress = QUIET, latency_reference: dict | None = None, **options: Any) -> Path:
     """``faasprof.invoker.run.execute`` and, when ``analyze``, its analysis: also of a run that stopped
-    early (interrupted, aborted), whose phases end where it stopped (``faasprof.analyzer.stats``)."""
+    early (interrupted, aborted), whose phases end where it stopped (``faasprof.analyzer.stats``).
+    ``latency_reference``: ``{function: reference}`` from a capacity search, written into the
+    manifest before the analysis, so that a run at absolute rates (``reproduce``'s modes) is
+    judged by the same rule, the standing-queue test included, as one at fractions of a capacity."""
     run_dir = execute(workload, out_dir, connection=connection, progress=progress, save_records=analyze, **options)
+    if latency_reference:
+        rundir.update_manifest(run_dir, latency_reference=latency_reference)
     if analyze:
         analyze_after_run(run_dir, connection, progress)
     return run_dir

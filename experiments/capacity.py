@@ -1,31 +1,54 @@
 """Capacity search: the highest rate at which a function stays balanced (the paper's capacity).
 
-Each probe is an ordinary short run of one instance at a fixed rate (``faasprof.invoker.run.execute``),
-analysed at once (``analyzer.analyze_run``); its latency mode decides the next rate:
+Each probe is an ordinary short run at a fixed rate (``faasprof.invoker.run.execute``), analysed at
+once (``analyzer.analyze_run``); its latency mode decides the next rate. A probe is two instances
+of the function at the same rate, back to back: ``warm-up`` fills the pool (the cold starts of the
+rate's sandboxes fall there, ``probe_windows``), then ``probe``, whose analyzer steady window holds
+at least ``MIN_PROBE_CALLS`` calls (not a fixed number of seconds: 3 s at 5/s judged 15 calls).
+Only ``probe``'s steady window is judged.
 
 1. **Step**: start at ``start_rate`` and multiply by ``factor`` while the mode is not
    ``over-invoked`` (under-invoked and balanced both mean the platform keeps up), up to
    ``max_rate``.
 2. **Bisect** between the highest rate that kept up (``low``) and the lowest that did not
-   (``high``), geometrically, until ``high / low − 1 ≤ tolerance`` or ``max_runs`` probes ran.
+   (``high``), geometrically, until ``high / low − 1 ≤ tolerance`` or ``max_runs`` rates were probed.
+
+**Doubtful decisions are repeated.** A probe whose decision was close (the analyzer's
+``mode_close``: its largest over-invoked score within ×1.25 of the threshold either way,
+``faasprof.analyzer.stats``), and the over-invoked probe that ends the stepping (it alone places
+the bracket, and on a shared host a burst of other work or a storm of cold starts can fake it:
+15/s over-invoked with execution p50 1 s where the next search held 22/s), are run again at the
+same rate, up to ``repeats`` more times, until two probes agree; the rate's verdict is their
+majority. Repeats do not count against ``max_runs``.
+
+**The result is an interval** (``interval_of``): from the highest rate the search kept up at to
+the lowest it was over-invoked at (each rate by its majority), widened to every complete probe
+that disagreed, repeats included: down to the lowest rate any probe was over-invoked at, up to
+the highest any kept up at. The capacity is its midpoint and its half-width the ±
+(``14 ± 0.96/s, 7 probes``): the capacity lies between a rate the function sustained and one it
+did not, and where probes disagreed the interval spans the disagreement. Without an
+over-invoked probe the capacity is only a lower bound, the highest rate kept up.
+The host's 1-minute load average before the search and its peak after each probe are kept beside
+it (``load_1min``), since a busy host serves less (``capacity_store`` flags a stored capacity
+measured at a very different load from today's).
 
 The first probe that keeps up (the lowest rate) is the search's *reference*: its median
 completion latency is recorded in every later probe's manifest (``latency_reference``), where the
 analyzer's queueing rule (``faasprof.analyzer.stats``, rule 2(d)) calls a probe over-invoked whose median
 latency is twice the reference's: a standing queue, although throughput keeps up. The probe's own
-report and the search thus give the same mode.
+report and the search thus give the same mode: one rule (``stats.decide_mode``) decides it here,
+in ``faasprof run``, a sweep and ``reproduce``.
 
 Without a platform (no connection) the search starts one embedded localwhisk, with the caller's
 settings, for all its probes, as a long-lived platform serves a search: each probe finds the
-sandboxes the earlier ones left (paused or warm) instead of creating them all anew, which on
-Docker sandboxes made a probe's first seconds a queue of cold starts and the capacity a fraction of
-what the platform sustains. Its store and log stay beside the probes (``localwhisk-<function>-<stamp>/``);
-each probe's records are saved in its run directory as usual.
+sandboxes the earlier ones left (paused or warm) instead of creating them all anew. Its store and
+log stay beside the probes (``localwhisk-<function>-<stamp>/``); each probe's records are saved in
+its run directory as usual.
 
-The capacity is ``low``; the result lists every probe (rate, run directory, mode and the evidence
-behind it) so the verdict can be checked, and every run directory is kept for ``faasprof compare``.
-When no probe was over-invoked (the ceiling ``max_rate`` or ``max_runs`` reached while keeping up,
-or the next probe did not complete) the capacity is only a lower bound: the result says so
+The result lists every probe (rate, run directory, mode and the evidence behind it) so the verdict
+can be checked, and every run directory is kept for ``faasprof compare``. When no probe was
+over-invoked (the ceiling ``max_rate`` or ``max_runs`` reached while keeping up, or the next probe
+did not complete) the capacity is a lower bound: the result says so
 (``capacity_is_lower_bound``), the store marks it, and ``faasprof run`` warns when it takes
 fractions of it (``faasprof.experiments.capacity_store``). A probe whose run did not complete
 (interrupted, aborted) ends the search: its rate counts as not kept up, and the reason is
@@ -37,7 +60,9 @@ and the search ``faasprof run`` makes for a capacity fraction. Probe run directo
 go to ``probes_dir(out_dir)`` (``<out>/capacity/``) whoever asks.
 
 Result format versions (``CAPACITY_FORMAT_VERSION``): 1: first version; compatible additions:
-``reference``, ``capacity_is_lower_bound``.
+``reference``, ``capacity_is_lower_bound``. 2: ``capacity_rps`` is the interval's midpoint (was
+the highest rate kept up); adds ``interval_rps``, ``plus_minus_rps``, ``capacity_text``,
+``load_1min`` and the probes' ``margin``/``close``.
 """
 
 from __future__ import annotations
@@ -53,6 +78,7 @@ from faasprof import __version__, rundir
 from faasprof.errors import ConfigError
 from faasprof.progress import QUIET, Progress
 from faasprof.analyzer import analyze_run
+from faasprof.analyzer import stats as stats_mod
 from faasprof.analyzer.markup import ms
 from faasprof.invoker.platform_set import start_embedded_platform
 from faasprof.invoker.preflight import check_out_dir
@@ -60,14 +86,25 @@ from faasprof.invoker.run import execute
 from faasprof.platforms.openwhisk.connection import Connection
 from faasprof.workload.spec import workload_from_dict
 
-CAPACITY_FORMAT_VERSION = 1
+CAPACITY_FORMAT_VERSION = 2
 PROBE_INSTANCE = "probe"
+WARMUP_INSTANCE = "warm-up"
 PROBES_DIR = "capacity"  # under the --out directory: every search's probe runs and result files
+# A probe is judged on at least this many calls in its steady window: the mode needs 20, and its
+# medians thirds of them; 3 s at 5/s gave 15 calls and one slow third called a probe over-invoked.
+# (50 made a search under a CPU hog take 111-163 s on the shared 2-core host; 40 keeps it shorter.)
+MIN_PROBE_CALLS = 40
+# Before the probe, its rate for this many calls (at least WARMUP_MIN_S, at most WARMUP_MAX_S):
+# the pool grows to the rate's sandboxes there, not in the judged window.
+WARMUP_CALLS = 20
+WARMUP_MIN_S = 1.0
+WARMUP_MAX_S = 3.0
 
-# The modes need the capacity within tens of percent, not better: 3 s probes from 5/s, tripling,
-# bisected to 30 %, about half a minute on a small machine. The ceiling 1000/s is above what one
-# host's localwhisk serves for a catalogue function; a search that reaches it reports a lower bound.
-SEARCH_DEFAULTS = {"duration_s": 3.0, "start_rate": 5.0, "max_rate": 1000.0, "factor": 3.0, "tolerance": 0.3, "max_runs": 8, "cooldown_s": 0.5}
+# The modes need the capacity within tens of percent, not better: probes of at least 3 s (and
+# MIN_PROBE_CALLS) from 5/s, tripling, bisected to 30 %, close decisions repeated up to twice,
+# about a minute and a half on a small busy machine. The ceiling 1000/s is above what one host's
+# localwhisk serves for a catalogue function; a search that reaches it reports a lower bound.
+SEARCH_DEFAULTS = {"duration_s": 3.0, "start_rate": 5.0, "max_rate": 1000.0, "factor": 3.0, "tolerance": 0.3, "max_runs": 8, "cooldown_s": 0.5, "repeats": 2}
 
 
 def probes_dir(out_dir: str | os.PathLike) -> Path:
@@ -87,25 +124,43 @@ class Probe:
     p99_ms: float | None = None
     cold_fraction: float | None = None
     resumed_fraction: float | None = None
+    margin: float | None = None  # the analyzer's mode_evidence_over_threshold: >= 1 over-invoked
+    close: bool = False  # the analyzer's mode_close: the search repeats this rate
 
     @property
     def kept_up(self) -> bool:
         return self.status == "complete" and self.mode != "over-invoked"
 
 
+def probe_windows(rate: float, duration_s: float) -> tuple[float, float]:
+    """(warm-up, probe) lengths in seconds at ``rate``: the warm-up lasts ``WARMUP_CALLS`` calls
+    (within ``WARMUP_MIN_S``..``WARMUP_MAX_S``); the probe at least ``duration_s`` and long enough
+    that the analyzer's steady window (it drops min(2 s, 20 %) at the start, ``stats.phases``)
+    holds ``MIN_PROBE_CALLS`` calls."""
+    warmup_s = min(max(WARMUP_CALLS / rate, WARMUP_MIN_S), WARMUP_MAX_S)
+    steady_s = MIN_PROBE_CALLS / rate
+    # steady = length − min(WARMUP_MAX_S, WARMUP_FRACTION × length), solved for the length.
+    length = steady_s / (1.0 - stats_mod.WARMUP_FRACTION)
+    if stats_mod.WARMUP_FRACTION * length > stats_mod.WARMUP_MAX_S:
+        length = steady_s + stats_mod.WARMUP_MAX_S
+    return round(warmup_s, 3), round(max(float(duration_s), math.ceil(length * 1000.0) / 1000.0), 3)
+
+
 def probe_workload(function: str, rate: float, duration_s: float, memory_mb: int | None, seed: int, distribution: str, params: dict | None) -> dict:
-    """The workload JSON of one probe (FaaSProfiler format, one instance)."""
+    """The workload JSON of one probe (FaaSProfiler format): the warm-up, then the probe, at ``rate``."""
     instance: dict = {"application": function, "distribution": distribution, "rate": rate}
     if memory_mb is not None:
         instance["memory_mb"] = int(memory_mb)
     if params:
         instance["params"] = params
+    warmup_s, probe_s = probe_windows(rate, duration_s)
     return {
         "test_name": f"capacity-{function}-{rate:.4g}ps",
-        "test_duration_in_seconds": duration_s,
+        "test_duration_in_seconds": warmup_s + probe_s,
         "random_seed": seed,
         "blocking_cli": True,
-        "instances": {PROBE_INSTANCE: instance},
+        "instances": {WARMUP_INSTANCE: {**instance, "activity_window": [0, warmup_s]},
+                      PROBE_INSTANCE: {**instance, "activity_window": [warmup_s, warmup_s + probe_s]}},
     }
 
 
@@ -131,6 +186,8 @@ def probe_from_summary(rate: float, run_dir: Path, summary: dict) -> Probe:
         p99_ms=phase.get("completion_latency_ms_p99", phase.get("client_latency_ms_p99")),
         cold_fraction=phase.get("cold_fraction"),
         resumed_fraction=phase.get("resumed_fraction"),
+        margin=phase.get("mode_evidence_over_threshold"),
+        close=bool(phase.get("mode_close")),
     )
 
 
@@ -143,7 +200,8 @@ def run_probe_factory(function: str, *, out_dir, duration_s: float, connection: 
         run_dir = execute(workload, out_dir, connection=connection, progress=progress)
         if reference is not None:
             rundir.update_manifest(run_dir, latency_reference={function: reference})
-        summary = analyze_run(run_dir, connection, plots=True)
+        # No plots: a second a probe on 2 cores; `faasprof analyze DIR` draws them for a probe in question.
+        summary = analyze_run(run_dir, connection, plots=False)
         return probe_from_summary(rate, Path(run_dir), summary)
 
     return probe
@@ -157,20 +215,24 @@ def reference_of(probe: Probe) -> dict | None:
     return {"completion_latency_ms_p50": probe.p50_ms, "rate_rps": probe.rate_rps, "source": source}
 
 
-def search(probe: Callable[[float, dict | None], Probe], *, start_rate: float = SEARCH_DEFAULTS["start_rate"], max_rate: float = SEARCH_DEFAULTS["max_rate"], factor: float = SEARCH_DEFAULTS["factor"], tolerance: float = SEARCH_DEFAULTS["tolerance"], max_runs: int = SEARCH_DEFAULTS["max_runs"], say: Callable[[str], None] | None = None, cooldown_s: float = 0.0, sleep=time.sleep, clock=time.monotonic) -> dict:
-    """Step, then bisect (module docstring); ``probe(rate, reference)`` runs one probe, judged
-    against ``reference`` (the first kept-up probe's latency; None for the first). Returns the result dict."""
+def search(probe: Callable[[float, dict | None], Probe], *, start_rate: float = SEARCH_DEFAULTS["start_rate"], max_rate: float = SEARCH_DEFAULTS["max_rate"], factor: float = SEARCH_DEFAULTS["factor"], tolerance: float = SEARCH_DEFAULTS["tolerance"], max_runs: int = SEARCH_DEFAULTS["max_runs"], say: Callable[[str], None] | None = None, cooldown_s: float = 0.0, repeats: int = SEARCH_DEFAULTS["repeats"], sleep=time.sleep, clock=time.monotonic, load=os.getloadavg) -> dict:
+    """Step, then bisect, repeating close decisions (module docstring); ``probe(rate, reference)``
+    runs one probe, judged against ``reference`` (the first kept-up probe's latency; None for the
+    first); ``load()`` gives the host's load averages (``os.getloadavg``). Returns the result dict."""
     if start_rate <= 0 or max_rate < start_rate:
         raise ConfigError(f"--start-rate/--max-rate: need 0 < start ({start_rate:g}) <= max ({max_rate:g})")
     if factor <= 1:
         raise ConfigError(f"--factor: must be > 1 (got {factor:g})")
     if tolerance <= 0:
         raise ConfigError(f"--tolerance: must be > 0 (got {tolerance:g})")
+    if repeats < 0:
+        raise ConfigError(f"--repeats: must be >= 0 (got {repeats})")
     probes: list[Probe] = []
+    rates: list[float] = []  # one per rate probed (its repeats are in probes)
+    loads = [_load_1min(load)]
     low: Probe | None = None
     high: Probe | None = None
     stopped = ""
-
     started = clock()
     reference: dict | None = None
 
@@ -180,19 +242,26 @@ def search(probe: Callable[[float, dict | None], Probe], *, start_rate: float = 
             sleep(cooldown_s)
         result = probe(rate, reference)
         probes.append(result)
+        loads.append(_load_1min(load))
         if reference is None:
             reference = reference_of(result)
         if say:
-            # ETA: the probes left at most (max_runs), at the mean time a probe took so far.
+            # ETA: the rates left at most (max_runs), at the mean time a probe took so far.
             per_probe = (clock() - started) / len(probes)
-            left = max_runs - len(probes)
-            say(f"[{len(probes):>2}/{max_runs}] {rate:>9.4g}/s  {result.mode:<13} achieved {_f(result.achieved_rps)}/s  p50 {ms(result.p50_ms, 4)}  p99 {ms(result.p99_ms, 4)}  "
-                f"(ETA at most {left * per_probe:.0f} s)")
+            left = max_runs - len(rates)
+            again = sum(p.rate_rps == rate for p in probes) > 1
+            close = "  (a repeat)" if again else ("  close" if result.close and result.status == "complete" else "")
+            say(f"[{len(rates):>2}/{max_runs}] {rate:>9.4g}/s  {result.mode:<13} achieved {_f(result.achieved_rps)}/s  p50 {ms(result.p50_ms, 4)}  p99 {ms(result.p99_ms, 4)}  "
+                f"(ETA at most {left * per_probe:.0f} s){close}")
         return result
 
+    def judge(rate: float, confirm_over: bool = False) -> Probe:
+        rates.append(rate)
+        return verdict_of(rate, run, repeats, confirm_over)
+
     rate = start_rate
-    while len(probes) < max_runs:
-        result = run(rate)
+    while len(rates) < max_runs:
+        result = judge(rate, confirm_over=True)
         if not result.kept_up:
             high = result
             break
@@ -201,38 +270,93 @@ def search(probe: Callable[[float, dict | None], Probe], *, start_rate: float = 
             stopped = f"kept up at the ceiling --max-rate {max_rate:g}/s: the capacity is at least that (raise --max-rate)"
             break
         rate = min(rate * factor, max_rate)
-    while high is not None and low is not None and len(probes) < max_runs and high.rate_rps / low.rate_rps - 1 > tolerance:
+    while high is not None and low is not None and len(rates) < max_runs and high.rate_rps / low.rate_rps - 1 > tolerance:
         if high.status != "complete":
             break
-        result = run(math.sqrt(low.rate_rps * high.rate_rps))
+        result = judge(math.sqrt(low.rate_rps * high.rate_rps))
         if result.kept_up:
             low = result
         else:
             high = result
     if not stopped:
-        if low is not None and high is None:
-            stopped = f"kept up at every rate of --max-runs {max_runs} probes, up to {low.rate_rps:g}/s: the capacity is at least that (raise --max-runs or --start-rate)"
-        elif high is not None and high.status != "complete":
-            stopped = f"the probe at {high.rate_rps:g}/s ended {high.status}; capacity bounded by the last complete probe"
-        elif low is None:
-            stopped = f"over-invoked already at the start rate {start_rate:g}/s (lower --start-rate)"
-        elif len(probes) >= max_runs and high is not None and high.rate_rps / low.rate_rps - 1 > tolerance:
-            stopped = f"stopped after --max-runs {max_runs} probes before reaching the tolerance"
-        else:
-            stopped = f"bracketed within {tolerance:.0%}"
-    capacity = low.rate_rps if low is not None else None
+        stopped = _stopped_because(low, high, start_rate, max_runs, tolerance, len(rates))
+    lower_bound = low is not None and (high is None or high.status != "complete")
+    interval = interval_of(probes, low.rate_rps, high.rate_rps) if low is not None and not lower_bound else (low.rate_rps if low else None, None)
+    capacity, plus_minus = (None, None) if low is None else ((interval[0], None) if lower_bound else (sum(interval) / 2, (interval[1] - interval[0]) / 2))
     return {
         "format_version": CAPACITY_FORMAT_VERSION,
         "generated_by": {"faasprof": __version__},
         "capacity_rps": capacity,
+        "plus_minus_rps": plus_minus,
+        "interval_rps": list(interval) if low is not None else None,
+        "capacity_text": capacity_text(capacity, plus_minus, len(probes)),
         # No complete probe above it was over-invoked: the function may serve more.
-        "capacity_is_lower_bound": low is not None and (high is None or high.status != "complete"),
+        "capacity_is_lower_bound": lower_bound,
         "bounds_rps": [low.rate_rps if low else None, high.rate_rps if high else None],
         "mode_at_capacity": low.mode if low else None,
         "reference": reference,
+        "load_1min": {"before": loads[0], "peak": max((v for v in loads if v is not None), default=None), "cpus": os.cpu_count()},
         "stopped_because": stopped,
         "probes": [asdict(p) for p in probes],
     }
+
+
+def verdict_of(rate: float, run: Callable[[float], Probe], repeats: int, confirm_over: bool = False) -> Probe:
+    """One rate's verdict: its probe, and where that is in doubt, more probes at the rate until two
+    agree on kept up or not (at most ``repeats`` more); the majority's first probe (a tie counts as
+    not kept up: the rate was not shown sustainable). In doubt: a close decision (the analyzer's
+    ``mode_close``), or, with ``confirm_over``, any over-invoked one (the one that ends the
+    stepping places the whole bracket, and a burst of other work on the host can fake it)."""
+    runs = [run(rate)]
+    first = runs[0]
+    doubtful = first.status == "complete" and (first.close or (confirm_over and not first.kept_up))
+    while doubtful and len(runs) <= repeats:
+        runs.append(run(rate))
+        kept = sum(p.kept_up for p in runs)
+        if kept >= 2 or len(runs) - kept >= 2 or runs[-1].status != "complete":
+            break
+    kept_up = sum(p.kept_up for p in runs) * 2 > len(runs)
+    return next(p for p in runs if p.kept_up == kept_up)
+
+
+def interval_of(probes: list[Probe], low_rps: float, high_rps: float) -> tuple[float, float]:
+    """The capacity's interval: the search's bracket (``low_rps`` kept up, ``high_rps`` over-invoked,
+    by their majorities), widened to every complete probe that disagreed: down to the lowest rate
+    any was over-invoked at, up to the highest rate any kept up at, repeats included. Repeats that
+    split at one rate thus never shrink it to that rate."""
+    complete = [p for p in probes if p.status == "complete"]
+    kept = max((p.rate_rps for p in complete if p.kept_up), default=low_rps)
+    over = min((p.rate_rps for p in complete if p.mode == "over-invoked"), default=high_rps)
+    return (min(low_rps, over), max(high_rps, kept))
+
+
+def capacity_text(capacity: float | None, plus_minus: float | None, n_probes: int) -> str:
+    """The capacity in words: "59 ± 6/s, 7 probes", "≥ 40/s (lower bound), 5 probes", or "none"."""
+    if capacity is None:
+        return f"none, {n_probes} probes"
+    if plus_minus is None:
+        return f"≥ {capacity:.3g}/s (lower bound), {n_probes} probes"
+    return f"{capacity:.3g} ± {plus_minus:.2g}/s, {n_probes} probes"
+
+
+def _load_1min(load: Callable[[], tuple]) -> float | None:
+    """The 1-minute load average, or None where the host gives none."""
+    try:
+        return round(float(load()[0]), 2)
+    except (OSError, AttributeError, IndexError, TypeError):
+        return None
+
+
+def _stopped_because(low: Probe | None, high: Probe | None, start_rate: float, max_runs: int, tolerance: float, n_rates: int) -> str:
+    if low is not None and high is None:
+        return f"kept up at every rate of --max-runs {max_runs} probes, up to {low.rate_rps:g}/s: the capacity is at least that (raise --max-runs or --start-rate)"
+    if high is not None and high.status != "complete":
+        return f"the probe at {high.rate_rps:g}/s ended {high.status}; capacity bounded by the last complete probe"
+    if low is None:
+        return f"over-invoked already at the start rate {start_rate:g}/s (lower --start-rate)"
+    if n_rates >= max_runs and high is not None and high.rate_rps / low.rate_rps - 1 > tolerance:
+        return f"stopped after --max-runs {max_runs} probes before reaching the tolerance"
+    return f"bracketed within {tolerance:.0%}"
 
 
 def _f(value) -> str:
@@ -256,6 +380,7 @@ def find_capacity(
     tolerance: float = SEARCH_DEFAULTS["tolerance"],
     max_runs: int = SEARCH_DEFAULTS["max_runs"],
     cooldown_s: float = SEARCH_DEFAULTS["cooldown_s"],
+    repeats: int = SEARCH_DEFAULTS["repeats"],
     progress: Progress = QUIET,
 ) -> dict:
     """Run the search with real probes under ``probes_dir(out_dir)``; writes the result there as
@@ -270,7 +395,7 @@ def find_capacity(
         connection = Connection(apihost=handle.apihost, auth=handle.auth, namespace=handle.namespace, source="embedded")
     try:
         probe = run_probe_factory(function, out_dir=out, duration_s=duration_s, memory_mb=memory_mb, connection=connection, seed=seed, distribution=distribution, params=params)
-        result = search(probe, start_rate=start_rate, max_rate=max_rate, factor=factor, tolerance=tolerance, max_runs=max_runs, say=progress.say, cooldown_s=cooldown_s)
+        result = search(probe, start_rate=start_rate, max_rate=max_rate, factor=factor, tolerance=tolerance, max_runs=max_runs, say=progress.say, cooldown_s=cooldown_s, repeats=repeats)
     finally:
         if handle is not None:
             handle.stop()

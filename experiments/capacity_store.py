@@ -9,8 +9,14 @@ so they carry over to any machine). ``faasprof capacity`` records every result h
 The store is one JSON file, ``~/.local/share/faasprof/capacity.json`` (``$FAASPROF_CAPACITY_STORE``
 overrides the path), format version ``STORE_FORMAT_VERSION``::
 
-    {"format_version": 1, "entries": {"<key>": {"capacity_rps": 94.2, "lower_bound": false,
-                                                "latency_reference": {...}, "result_file": ..., ...}}}
+    {"format_version": 2, "entries": {"<key>": {"capacity_rps": 94.2, "plus_minus_rps": 11.1,
+                                                "interval_rps": [83.1, 105.3], "capacity_text": "94.2 ± 11/s, 7 probes",
+                                                "load_1min": {"before": 1.2, "peak": 2.9, "cpus": 2},
+                                                "lower_bound": false, "latency_reference": {...}, "result_file": ..., ...}}}
+
+Versions: 1: first; 2: adds the interval (``plus_minus_rps``, ``interval_rps``, ``capacity_text``)
+and the host's 1-minute load average during the search (``load_1min``). A version-1 file is read
+as it is (its entries have neither: no interval, load unknown) and written back as version 2.
 
 The key names the host (hostname, CPU model, logical CPUs), the platform (the embedded localwhisk
 and its isolation, or the API host), the function and its memory limit: a capacity measured
@@ -18,11 +24,21 @@ elsewhere is never used. ``lower_bound`` (absent in entries written before it: f
 search that kept up at every rate it tried, so ``capacity_rps`` is the least the function serves;
 whoever uses the value says so. ``latency_reference`` is the search's lowest-rate latency, which a
 run whose rates are fractions of the capacity carries for the analyzer's queueing rule.
+
+A busy host serves less: a stored capacity measured at a load far from today's (the load now
+outside the search's before..peak range by more than ``LOAD_FAR_PER_CPU`` per logical CPU) is
+flagged in one warning line when ``run`` takes it (``load_warning``). Beside the capacity, the
+platform's pause grace bounds the balanced band from below (``analyzer.stats.warm_rate_rps``):
+``run`` (and ``plan``) says before it starts which band each capacity-relative rate falls in,
+and that the balanced band is empty where the capacity is below the warm rate; a rate given with
+a ``band`` (``{"capacity_fraction": 0.5, "band": "balanced"}``) that F × capacity misses is placed
+inside it (``band_lines``, ``place_in_band``): the quick start's phases land in bands that exist.
 """
 
 from __future__ import annotations
 
 import json
+import math
 import os
 import socket
 import time
@@ -31,12 +47,24 @@ from typing import Callable
 
 from faasprof import rundir
 from faasprof.errors import FormatError
+from faasprof.localwhisk.config import Settings
 from faasprof.progress import QUIET, Progress
 
-STORE_FORMAT_VERSION = 1
+STORE_FORMAT_VERSION = 2
+READABLE_FORMAT_VERSIONS = (1, 2)
+# A stored capacity is flagged when the load now is outside its search's before..peak range by
+# more than this many runnable tasks per logical CPU (a whole CPU's worth of other work).
+LOAD_FAR_PER_CPU = 1.0
+LOCALWHISK_PAUSE_GRACE_MS = float(Settings.__dataclass_fields__["pause_grace_ms"].default)
+# The analyzer's (analyzer.stats: MIN_SAMPLES_FOR_MODE and the half again failures and missing
+# records may take; WARMUP_MAX_S, WARMUP_FRACTION), copied so that plan and validate, which read
+# this module, load no pandas; tests/test_capacity_store_load.py holds them equal.
+MODE_CALLS = 30
+ANALYZER_WARMUP_MAX_S = 2.0
+ANALYZER_WARMUP_FRACTION = 0.2
 STORE_ENV = "FAASPROF_CAPACITY_STORE"
-# About how long capacity.SEARCH_DEFAULTS take on 2 cores (8 probes of 3 s, their analyses and pauses).
-MEASURE_S = 30.0
+# About how long capacity.SEARCH_DEFAULTS take on a busy 2-core host (6-9 probes with their warm-ups, analyses and pauses: 56-77 s measured).
+MEASURE_S = 75.0
 
 
 def store_path() -> Path:
@@ -73,8 +101,9 @@ def _read(path: Path) -> dict:
         data = json.loads(path.read_text(encoding="utf-8"))
     except json.JSONDecodeError as error:
         raise FormatError(f"{path}: not valid JSON ({error.msg}); delete it (capacities are measured again)") from None
-    if not isinstance(data, dict) or data.get("format_version") != STORE_FORMAT_VERSION or not isinstance(data.get("entries"), dict):
-        raise FormatError(f"{path}: format_version {data.get('format_version') if isinstance(data, dict) else None!r} is not {STORE_FORMAT_VERSION}; delete it or upgrade faasprof")
+    if not isinstance(data, dict) or data.get("format_version") not in READABLE_FORMAT_VERSIONS or not isinstance(data.get("entries"), dict):
+        raise FormatError(f"{path}: format_version {data.get('format_version') if isinstance(data, dict) else None!r} is not one of "
+                          f"{', '.join(map(str, READABLE_FORMAT_VERSIONS))}; delete it or upgrade faasprof")
     return data
 
 
@@ -90,6 +119,10 @@ def record(store_key: str, result: dict, path: Path | None = None) -> dict:
     data = _read(path)
     entry = {
         "capacity_rps": result.get("capacity_rps"),
+        "plus_minus_rps": result.get("plus_minus_rps"),
+        "interval_rps": result.get("interval_rps"),
+        "capacity_text": result.get("capacity_text"),
+        "load_1min": result.get("load_1min"),
         "lower_bound": bool(result.get("capacity_is_lower_bound")),
         "latency_reference": result.get("reference"),
         "bounds_rps": result.get("bounds_rps"),
@@ -98,6 +131,7 @@ def record(store_key: str, result: dict, path: Path | None = None) -> dict:
         "key": store_key,
     }
     data["entries"][store_key] = entry
+    data["format_version"] = STORE_FORMAT_VERSION  # version-1 entries read the same under 2
     path.parent.mkdir(parents=True, exist_ok=True)
     rundir.write_json_atomic(path, data)
     return entry
@@ -109,7 +143,119 @@ def describe(function: str, entry: dict) -> str:
     if entry.get("lower_bound"):
         return (f"≥ {entry['capacity_rps']:.4g}/s, a lower bound: the search kept up at every rate it tried, so a fraction "
                 f"meant to over-invoke may not; measure higher with faasprof capacity {function} --max-rate")
+    if entry.get("capacity_text"):
+        return str(entry["capacity_text"])
     return f"{entry['capacity_rps']:.4g}/s"
+
+
+def load_warning(function: str, entry: dict, now_1min: float | None, cpus: int | None) -> str | None:
+    """One line when ``entry`` was measured at a host load far from ``now_1min`` (module
+    docstring); None when it was not, or when either load is unknown (entries of format 1)."""
+    load = entry.get("load_1min") if isinstance(entry.get("load_1min"), dict) else {}
+    known = [v for v in (load.get("before"), load.get("peak")) if isinstance(v, (int, float)) and not isinstance(v, bool)]
+    if not known or now_1min is None or not cpus:
+        return None
+    low, high = min(known), max(known)
+    distance = max(low - now_1min, now_1min - high, 0.0)
+    if distance <= LOAD_FAR_PER_CPU * cpus:
+        return None
+    measured = f"{low:.3g}" if low == high else f"{low:.3g}–{high:.3g}"
+    return (f"capacity of {function} was measured at a 1-min load of {measured} ({cpus} CPUs, {entry.get('measured_utc') or 'earlier'}); "
+            f"the load is {now_1min:.3g} now, so it may not hold today: measure it again with faasprof capacity {function}")
+
+
+def _load_now() -> float | None:
+    try:
+        return float(os.getloadavg()[0])
+    except OSError:
+        return None
+
+
+def pause_grace_of(connection, local_settings: dict | None) -> float | None:
+    """The pause grace (ms) of the platform a run will use, where faasprof knows it: the embedded
+    localwhisk's setting or default; None for a platform already running (its own setting)."""
+    if connection is not None:
+        return None
+    value = (local_settings or {}).get("pause_grace_ms")
+    return float(value) if isinstance(value, (int, float)) and not isinstance(value, bool) else LOCALWHISK_PAUSE_GRACE_MS
+
+
+def band_lines(workload, capacities: dict[str, dict], pause_grace_ms: float | None) -> tuple[list[str], list[str]]:
+    """(alerts, lines) before a run, for the capacity-relative rates of ``workload``: an alert for
+    each function whose balanced band is empty here (its capacity at or below the pause grace's
+    warm rate), and why; a line per rate saying the band it lies in. A rate given with a ``band``
+    that F × capacity misses is placed inside the band (``place_in_band``): its entry in
+    ``capacities`` gets the ``rate_rps`` ``Workload.with_capacities`` then takes, and its line says so."""
+    if pause_grace_ms is None or pause_grace_ms <= 0:
+        return [], []
+    warm_rps = 1000.0 / pause_grace_ms
+    alerts, lines, seen = [], [], set()
+    for instance in workload.needs_capacity():
+        entry = capacities.get(instance.name)
+        if not entry:
+            continue
+        capacity = float(entry["capacity_rps"])
+        kept, over = _band_edges(entry)
+        rate = instance.capacity_fraction * capacity
+        if kept <= warm_rps and instance.function not in seen and not entry.get("capacity_lower_bound"):  # a lower bound: the band may exist
+            seen.add(instance.function)
+            grace = math.ceil(2000.0 / kept / 25.0) * 25.0  # warm from half the capacity up
+            alerts.append(f"the balanced band of {instance.function} is empty here: a sandbox paused after {pause_grace_ms:g} ms idle stays warm "
+                          f"only above {warm_rps:.3g}/s, and its capacity here is {capacity:.3g}/s, so a rate it sustains is under-invoked and one "
+                          f"above is over-invoked; a phase meant to be balanced will not be (a pause grace of {grace:g} ms, --pause-grace, opens one)")
+        placed = place_in_band(instance.capacity_band, rate, warm_rps, kept, over, steady_seconds(instance.window_s))
+        how = f"{instance.capacity_fraction:g} × {capacity:.4g}/s = {rate:.4g}/s"
+        if placed != rate:
+            entry["rate_rps"] = round(placed, 6)
+            how += f", outside the {instance.capacity_band} band: placed at {placed:.4g}/s"
+        lines.append(f"instances.{instance.name}: {how}, in the {band_of(placed, warm_rps, kept, over)} band of {instance.function} "
+                     f"(under-invoked below {warm_rps:.3g}/s, pause grace {pause_grace_ms:g} ms; balanced up to {kept:.4g}/s; over-invoked above {over:.4g}/s)")
+    return alerts, lines
+
+
+def steady_seconds(window_s) -> float:
+    """The length of an activity window less the analyzer's warm-up (``analyzer.stats.phases``:
+    min(2 s, 20 %)), where a phase's mode is judged."""
+    length = float(window_s[1]) - float(window_s[0])
+    return length - min(ANALYZER_WARMUP_MAX_S, ANALYZER_WARMUP_FRACTION * length)
+
+
+def _band_edges(entry: dict) -> tuple[float, float]:
+    """The highest rate the capacity search kept up at and the lowest it was over-invoked at (its
+    interval's ends; the capacity itself for an entry without one)."""
+    interval = entry.get("interval_rps")
+    capacity = float(entry["capacity_rps"])
+    if isinstance(interval, list) and len(interval) == 2 and all(isinstance(v, (int, float)) for v in interval):
+        return float(interval[0]), float(interval[1])
+    return capacity, capacity
+
+
+def band_of(rate: float, warm_rps: float, kept_rps: float, over_rps: float) -> str:
+    """The band ``rate`` lies in: under-invoked below the warm rate, over-invoked above the
+    capacity's interval, balanced between (where that exists)."""
+    if rate > over_rps:
+        return "over-invoked"
+    if rate < warm_rps:
+        return "under-invoked"
+    return "balanced" if rate <= kept_rps else "between balanced and over-invoked (inside the capacity's interval)"
+
+
+def place_in_band(band: str | None, rate: float, warm_rps: float, kept_rps: float, over_rps: float, steady_s: float | None = None) -> float:
+    """``rate``, or a rate inside ``band`` where ``rate`` lies outside it: under-invoked at half the
+    warm rate at most (calls two pause graces apart), and, given the phase's ``steady_s``, often
+    enough for ``MODE_CALLS`` calls there (0.05 × 27.9/s left 18 calls in 13 s: too few for a
+    mode); balanced at the geometric middle of the warm rate and the highest rate kept up;
+    over-invoked at twice the lowest over-invoked rate. An empty balanced band keeps ``rate``
+    (``band_lines`` says why)."""
+    if band == "under-invoked" and steady_s and rate * steady_s < MODE_CALLS:
+        rate = min(MODE_CALLS / steady_s, warm_rps / 2)
+    if band == "under-invoked" and rate > warm_rps / 2:
+        return warm_rps / 2
+    if band == "balanced" and warm_rps < kept_rps and not warm_rps <= rate <= kept_rps:
+        return math.sqrt(warm_rps * kept_rps)
+    if band == "over-invoked" and rate <= over_rps:
+        return 2.0 * over_rps
+    return rate
 
 
 def resolve_workload(workload, connection, local_settings: dict | None, out_dir, measure: Callable[..., dict], progress: Progress = QUIET,
@@ -128,7 +274,7 @@ def resolve_workload(workload, connection, local_settings: dict | None, out_dir,
         store_key = key(host, platform, instance.function, instance.memory_mb)
         known = next((c for c in capacities.values() if c["capacity_key"] == store_key), None)
         if known is not None:  # several instances of one function: looked up (or measured) once
-            capacities[instance.name] = known
+            capacities[instance.name] = dict(known)  # its own: a band may place its rate (band_lines)
             continue
         entry = lookup(store_key)
         if entry is None:
@@ -140,6 +286,9 @@ def resolve_workload(workload, connection, local_settings: dict | None, out_dir,
             where = f"stored in {store_path()}"
         else:
             where = f"stored {entry.get('measured_utc')}, {store_path()}"
+            stale = load_warning(instance.function, entry, _load_now(), os.cpu_count())
+            if stale:
+                progress.alert(stale)
         line = f"capacity of {instance.function}: {describe(instance.function, entry)} ({where})"
         if entry.get("lower_bound"):
             progress.alert(line)
@@ -148,12 +297,20 @@ def resolve_workload(workload, connection, local_settings: dict | None, out_dir,
         capacities[instance.name] = {**_resolution(entry, store_key), "capacity_lower_bound": bool(entry.get("lower_bound"))}
         if entry.get("latency_reference"):  # the yardstick of the analyzer's queueing rule (analyzer.stats, rule 2(d))
             capacities[instance.name]["latency_reference"] = entry["latency_reference"]
+    alerts, lines = band_lines(workload, capacities, pause_grace_of(connection, local_settings))
+    for line in alerts:
+        progress.alert(line)
+    for line in lines:
+        progress.say(line)
     return workload.with_capacities(capacities)
 
 
 def _resolution(entry: dict, store_key: str) -> dict:
     """What ``Workload.with_capacities`` takes of a stored capacity: the value and where it came from."""
-    return {"capacity_rps": entry["capacity_rps"], "capacity_source": str(entry.get("result_file") or store_path()), "capacity_key": store_key}
+    out = {"capacity_rps": entry["capacity_rps"], "capacity_source": str(entry.get("result_file") or store_path()), "capacity_key": store_key}
+    if entry.get("interval_rps") and not entry.get("lower_bound"):  # the bands' edges (band_lines)
+        out["interval_rps"] = entry["interval_rps"]
+    return out
 
 
 def stored_capacities(workload, connection, local_settings: dict | None) -> dict[str, dict]:

@@ -104,7 +104,9 @@ def capacity(ctx: Context, function: str = plan.MODES_FUNCTION) -> dict:
     resolved = capacity_store.resolve_workload(workload, ctx.connection, ctx.settings(), ctx.runs, measure=_search, progress=ctx.progress,
                                                 measure_s=plan.CAPACITY_SEARCH_S)
     entry = resolved.raw["capacity_resolution"]["c"]
+    # The search's reference latency goes with the capacity: the modes runs are judged by it (rule 2(d)).
     return {"capacity_rps": float(entry["capacity_rps"]), "source": str(entry.get("capacity_source")), "key": entry.get("capacity_key"),
+            "latency_reference": entry.get("latency_reference"),
             "run_dirs": sorted(str(p) for p in (ctx.runs / "capacity").glob("capacity-*") if p.is_dir())}
 
 
@@ -145,9 +147,11 @@ def _between(window: list) -> Callable[[np.ndarray], np.ndarray]:
     return lambda t: (t >= low) & (t < high)
 
 
-def _modes_run(ctx: Context, phases: list[dict], grace: float, warmup: dict | None = None) -> dict:
+def _modes_run(ctx: Context, phases: list[dict], grace: float, warmup: dict | None = None, reference: dict | None = None) -> dict:
     """One run of ``phases`` back to back (after ``warmup``'s rate for ``length_s``, left out of
-    the rows, when given): the rows with the analyzer's modes, the successful calls, the bandwidth."""
+    the rows, when given): the rows with the analyzer's modes, the successful calls, the bandwidth.
+    ``reference``: the capacity search's reference latency, so that the modes are decided by the one
+    rule ``run`` and ``capacity`` apply (``analyzer.stats.decide_mode``, its standing-queue test included)."""
     instances, start = {}, 0.0
     for p in ([{**warmup, "instance": "warm-up"}] if warmup else []) + phases:
         p.setdefault("instance", f"at-{p['fraction']:g}x")
@@ -158,7 +162,8 @@ def _modes_run(ctx: Context, phases: list[dict], grace: float, warmup: dict | No
     if ctx.monitoring:
         data["monitoring"] = ctx.monitoring
     workload = workload_from_dict(data, origin="faasprof reproduce (Figs 4, 5)")
-    run_dir = execute_analyzed(workload, ctx.runs, connection=ctx.connection, local_settings=ctx.settings(pause_grace_ms=grace), analyze=True)
+    run_dir = execute_analyzed(workload, ctx.runs, connection=ctx.connection, local_settings=ctx.settings(pause_grace_ms=grace), analyze=True,
+                               latency_reference={plan.MODES_FUNCTION: reference} if reference else None)
     rows = _phase_rows(load_summary(run_dir), phases)
     run = load_run(run_dir)
     mine = {p["instance"] for p in phases}
@@ -171,14 +176,15 @@ def modes(ctx: Context, cap: dict) -> dict:
     each; while no phase is over-invoked (a capacity measured too low), one more run at twice the
     highest rate, after a warm-up at that rate (``Profile.escalations`` at most)."""
     grace = plan.pause_grace_for(cap["capacity_rps"]) if ctx.connection is None else plan.PAUSE_GRACE_MS
-    done = [_modes_run(ctx, plan.phase_plan(ctx.profile, cap["capacity_rps"], grace), grace)]
+    reference = cap.get("latency_reference")
+    done = [_modes_run(ctx, plan.phase_plan(ctx.profile, cap["capacity_rps"], grace), grace, reference=reference)]
     for _ in range(ctx.profile.escalations):
         step = plan.higher_phase([r for d in done for r in d["rows"]], ctx.profile.phase_s, grace)
         if step is None:
             break
         higher, warmup = step
         ctx.progress.say(f"no phase over-invoked up to {warmup['rate_rps']:.3g}/s: one more at {higher['rate_rps']:.3g}/s")
-        done.append(_modes_run(ctx, [higher], grace, warmup=warmup))
+        done.append(_modes_run(ctx, [higher], grace, warmup=warmup, reference=reference))
     rows = [r for d in done for r in d["rows"]]
     over = {r["instance"] for r in rows if r["mode"] == "over-invoked"}
     calls = [c for d in done for c in d["calls"]]

@@ -75,7 +75,7 @@ def test_capacity_and_the_quick_start_share_one_set_of_defaults():
     cmd_capacity.add_arguments(parser)
     args = parser.parse_args(["json_dumps"])
     options = {"duration_s": args.duration, "start_rate": args.start_rate, "max_rate": args.max_rate, "factor": args.factor,
-               "tolerance": args.tolerance, "max_runs": args.max_runs, "cooldown_s": args.cooldown}
+               "tolerance": args.tolerance, "max_runs": args.max_runs, "cooldown_s": args.cooldown, "repeats": args.repeats}
     assert options == SEARCH_DEFAULTS
     parameters = inspect.signature(find_capacity).parameters
     assert {name: parameters[name].default for name in SEARCH_DEFAULTS} == SEARCH_DEFAULTS
@@ -106,7 +106,7 @@ def test_plan_and_validate_show_a_fraction_from_the_store_or_as_not_measured_yet
     path = tmp_path / "cf.json"
     path.write_text(json.dumps(WORKLOAD))
     env = {capacity_store.STORE_ENV: str(tmp_path / "store.json")}
-    note = "instances.low.rate: 0.25 × capacity of json_dumps (not measured yet: `run` measures it first, about 30 s)"
+    note = "instances.low.rate: 0.25 × capacity of json_dumps (not measured yet: `run` measures it first, about 75 s)"
     plan = run_cli("plan", path, env=env)
     assert plan.returncode == 0 and "Traceback" not in plan.stderr, plan.stderr
     rows = {line.split()[0]: line.split() for line in plan.stdout.splitlines()[1:3]}

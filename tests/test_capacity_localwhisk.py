@@ -42,7 +42,12 @@ def test_capacity_search_on_localwhisk(tmp_path):
     assert probes[1]["mode"] == "over-invoked"
     low, high = result["bounds_rps"]
     assert 6 <= low < high <= 24 and high / low <= 2.0
-    assert result["capacity_rps"] == low
+    interval = result["interval_rps"]
+    assert interval[0] <= low < high <= interval[1] and result["capacity_rps"] == sum(interval) / 2
+    # Each probe warmed the pool at its rate before its judged window.
+    for probe in probes:
+        instances = rundir.read_manifest(probe["run_dir"]).instances
+        assert instances["warm-up"]["window_s"][1] == instances["probe"]["window_s"][0] > 0
     for probe in probes:
         assert rundir.read_manifest(probe["run_dir"]).to_json()["status"] == "complete"
         assert (Path(probe["run_dir"]) / "analysis" / "summary.json").exists()
@@ -75,7 +80,7 @@ def test_a_search_that_reaches_its_ceiling_reports_and_stores_a_lower_bound(tmp_
                      "--duration", "2.5", "--cooldown", "0", "--out", tmp_path / "runs", "--quiet", timeout=180)
     assert result.returncode == 0, result.stderr
     lines = result.stdout.splitlines()
-    assert lines[0].startswith("spin: capacity ≥ 8/s (mode there: ") and "kept up at the ceiling --max-rate 8/s" in lines[0]
+    assert lines[0].startswith("spin: capacity ≥ 8/s (lower bound), 2 probes (mode there: ") and "kept up at the ceiling --max-rate 8/s" in lines[0]
     assert lines[1] == f"stored as a lower bound in {store}: workloads that take fractions of it are warned"
     assert Path(lines[-1]).parent == probes_dir(tmp_path / "runs")
     (entry,) = json.loads(store.read_text())["entries"].values()

@@ -4,7 +4,9 @@ from __future__ import annotations
 
 import pytest
 
-from faasprof.experiments.capacity import Probe, probe_from_summary, probe_workload, search
+from faasprof.analyzer.stats import WARMUP_FRACTION
+from faasprof.analyzer.stats import WARMUP_MAX_S as WARMUP_MAX_S_ANALYZER
+from faasprof.experiments.capacity import MIN_PROBE_CALLS, WARMUP_MIN_S, Probe, capacity_text, interval_of, probe_from_summary, probe_workload, search
 from faasprof.errors import ConfigError
 
 
@@ -20,10 +22,11 @@ def modelled(capacity, calls):
 def test_steps_then_bisects_to_the_tolerance():
     calls = []
     result = search(modelled(66.0, calls), start_rate=1, max_rate=1000, factor=2, tolerance=0.05, max_runs=20)
-    assert calls[:8] == [1, 2, 4, 8, 16, 32, 64, 128]
+    assert calls[:9] == [1, 2, 4, 8, 16, 32, 64, 128, 128]  # the over-invoked verdict that ends the stepping is confirmed
     low, high = result["bounds_rps"]
     assert low <= 66.0 < high and high / low - 1 <= 0.05
-    assert result["capacity_rps"] == low and result["mode_at_capacity"] == "balanced"
+    # The capacity is the middle of the interval between the highest rate kept up and the lowest over-invoked.
+    assert result["interval_rps"] == [low, high] and result["capacity_rps"] == (low + high) / 2 and result["mode_at_capacity"] == "balanced"
     assert [p["rate_rps"] for p in result["probes"]] == calls
     assert result["stopped_because"] == "bracketed within 5%"
 
@@ -75,7 +78,7 @@ def test_bad_search_bounds_are_config_errors():
 
 def test_probe_workload_and_summary_reading():
     data = probe_workload("json_dumps", 12.5, 5, 256, 3, "Poisson", {"n": 1})
-    assert data["instances"]["probe"] == {"application": "json_dumps", "distribution": "Poisson", "rate": 12.5, "memory_mb": 256, "params": {"n": 1}}
+    assert data["instances"]["probe"] == {"application": "json_dumps", "distribution": "Poisson", "rate": 12.5, "memory_mb": 256, "params": {"n": 1}, "activity_window": [1.6, 6.6]}
     summary = {"run": {"status": "complete"}, "instances": [{"instance": "probe", "phases": [{"mode": "balanced", "mode_reasons": "a; b", "achieved_rps": 12.4, "client_latency_ms_p50": 3.0, "client_latency_ms_p99": 9.0, "cold_fraction": 0.0, "resumed_fraction": 0.1}]}]}
     probe = probe_from_summary(12.5, "runs/x", summary)
     assert probe.kept_up and probe.reasons == ["a", "b"] and probe.p99_ms == 9.0
@@ -92,3 +95,84 @@ def test_probe_lines_read_seconds_as_seconds():
     assert "p50 13.21 ms  p99 252.7 ms" in said[0]
     assert "p50 14.97 s  p99 20.12 s" in said[1]
     assert not any("e+" in line for line in said)
+
+
+def test_each_probe_warms_the_pool_at_its_rate_before_a_steady_window_of_enough_calls():
+    for rate in (2.0, 5.0, 15.0, 120.0):
+        data = probe_workload("json_dumps", rate, 3.0, None, 1, "Uniform", None)
+        warm, probe = data["instances"]["warm-up"], data["instances"]["probe"]
+        assert warm["rate"] == probe["rate"] == rate and warm["application"] == probe["application"]
+        assert warm["activity_window"][0] == 0 and warm["activity_window"][1] == probe["activity_window"][0] >= WARMUP_MIN_S
+        # What the analyzer judges: the probe's phase less its warm-up (stats.phases) holds enough calls.
+        start, end = probe["activity_window"]
+        steady_start = start + min(WARMUP_MAX_S_ANALYZER, WARMUP_FRACTION * (end - start))
+        assert (end - steady_start) * rate >= MIN_PROBE_CALLS - 1e-6
+        assert end - start >= 3.0 and data["test_duration_in_seconds"] == end
+    summary = {"run": {"status": "complete"}, "instances": [
+        {"instance": "warm-up", "phases": [{"mode": "over-invoked"}]},
+        {"instance": "probe", "phases": [{"mode": "balanced", "achieved_rps": 5.0, "mode_evidence_over_threshold": 0.9, "mode_close": True}]}]}
+    probe = probe_from_summary(5.0, "runs/x", summary)
+    assert probe.mode == "balanced" and probe.close and probe.margin == 0.9  # the warm-up is never judged
+
+
+def test_a_close_decision_is_repeated_and_the_majority_decides():
+    verdicts = {20.0: ["over-invoked", "balanced", "balanced"]}  # a blip at 20/s, then twice kept up
+    calls = []
+
+    def probe(rate, reference):
+        calls.append(rate)
+        queue = verdicts.get(rate)
+        mode = queue.pop(0) if queue else ("over-invoked" if rate > 30 else "balanced")
+        return Probe(rate, mode, run_dir=f"runs/p{len(calls)}", close=rate == 20.0)
+
+    result = search(probe, start_rate=20, factor=2, tolerance=0.3, max_runs=6, repeats=2)
+    assert calls[:3] == [20.0, 20.0, 20.0]  # close: repeated until two agree
+    low, high = result["bounds_rps"]
+    assert low >= 20.0 and high > 30.0 and low <= 30.0
+    # The stepping's over-invoked verdict is confirmed once (40/s twice); no other decision that is not close is repeated.
+    assert calls.count(40.0) == 2 and all(calls.count(rate) == 1 for rate in calls if rate not in (20.0, 40.0))
+    # Agreement at the first repeat ends the repeats.
+    calls.clear()
+    verdicts[20.0] = ["balanced", "balanced", "over-invoked"]
+    search(probe, start_rate=20, factor=2, tolerance=0.3, max_runs=6, repeats=2)
+    assert calls.count(20.0) == 2
+
+
+def test_the_capacity_is_stated_with_its_interval_and_the_load_during_the_search():
+    def probe(rate, reference):
+        return Probe(rate, "over-invoked" if rate > 60 else "balanced", run_dir="runs/p")
+
+    loads = iter([0.5, 1.0, 3.5, 2.0, 1.0, 1.0, 1.0, 1.0, 1.0, 1.0, 1.0])
+    result = search(probe, start_rate=40, factor=2, tolerance=0.3, max_runs=6, load=lambda: (next(loads), 0.0, 0.0))
+    low, high = result["interval_rps"]
+    assert low <= 60 < high
+    assert result["capacity_rps"] == pytest.approx((low + high) / 2) and result["plus_minus_rps"] == pytest.approx((high - low) / 2)
+    n = len(result["probes"])
+    assert result["capacity_text"] == f"{(low + high) / 2:.3g} ± {(high - low) / 2:.2g}/s, {n} probes"
+    assert result["load_1min"]["before"] == 0.5 and result["load_1min"]["peak"] == 3.5
+    # Probes that disagree widen the bracket 60-80/s to span them: kept up once at 90/s, over-invoked once at 55/s.
+    probes = [Probe(50, "balanced"), Probe(60, "balanced"), Probe(55, "over-invoked"), Probe(80, "over-invoked"), Probe(90, "balanced"),
+              Probe(95, "balanced", status="aborted")]
+    assert interval_of(probes, 60, 80) == (55, 90)
+    # Repeats split at one rate (kept up once, over-invoked twice at 15/s): the bracket 13-15/s, not 15-15/s.
+    split = [Probe(13.08, "balanced"), Probe(15, "over-invoked"), Probe(15, "balanced"), Probe(15, "over-invoked")]
+    assert interval_of(split, 13.08, 15) == (13.08, 15)
+    assert capacity_text(40.0, None, 3) == "≥ 40/s (lower bound), 3 probes"
+
+
+def test_a_transient_over_invoked_verdict_that_ends_the_stepping_is_outvoted():
+    # 15/s over-invoked once (another job's burst), then kept up twice: the search steps on.
+    first = {15.0: ["over-invoked", "balanced", "balanced"]}
+    calls = []
+
+    def probe(rate, reference):
+        calls.append(rate)
+        queue = first.get(rate)
+        mode = queue.pop(0) if queue else ("over-invoked" if rate > 24 else "balanced")
+        return Probe(rate, mode, run_dir=f"runs/p{len(calls)}")
+
+    result = search(probe, start_rate=5, factor=3, tolerance=0.3, max_runs=8)
+    assert calls[:4] == [5, 15.0, 15.0, 15.0] and calls[4] == 45.0
+    low, high = result["interval_rps"]
+    # The transient at 15/s stays in the interval: it spans the disagreement, up to the bracket's over-invoked end.
+    assert low == 15.0 and high == result["bounds_rps"][1] and 15.0 < result["bounds_rps"][0] <= 24 < high

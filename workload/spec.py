@@ -83,6 +83,7 @@ class Instance:
     kind: str | None = None  # the action kind for `source` (default: from its files)
     planned_estimate: float = 0.0  # about how many invocations the instance plans
     capacity_fraction: float | None = None  # rate given as this fraction of the measured capacity
+    capacity_band: str | None = None  # the platform's band that rate must stay in (capacity_store.band_lines)
     # The keys only its platform takes (``Platform.instance_keys``), as given: a platform reads its
     # own here (generic's url and data are also fields of their own).
     platform_keys: dict = field(default_factory=dict)
@@ -149,7 +150,8 @@ class Workload:
                 if partial:
                     continue
                 raise ConfigError(f"{self.origin}: instances.{instance.name}.rate: no capacity of {instance.function} to take {instance.capacity_fraction:g} of; run faasprof capacity {instance.function} first")
-            rate = float(instance.capacity_fraction) * float(entry["capacity_rps"])
+            # A rate placed inside its band (``band`` of the rate) comes with the entry; else F × capacity.
+            rate = float(entry.get("rate_rps") or float(instance.capacity_fraction) * float(entry["capacity_rps"]))
             raw["instances"][instance.name]["rate"] = round(rate, 6)
             resolution[instance.name] = {CAPACITY_FRACTION: instance.capacity_fraction, "rate_per_s": round(rate, 6), **entry}
         raw["capacity_resolution"] = resolution
@@ -355,6 +357,7 @@ def _new_instance(name: str, spec: dict, top: dict, endpoint: str, process: Dist
         distribution=process.name,
         rate=float(rate) if isinstance(rate, (int, float)) else None,
         capacity_fraction=float(rate[CAPACITY_FRACTION]) if isinstance(rate, dict) else None,
+        capacity_band=rate.get("band") if isinstance(rate, dict) else None,
         window_s=window_s,
         blocking=bool(spec.get("blocking", top.get("blocking_cli", False))),
         params=params,

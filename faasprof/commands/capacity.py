@@ -3,8 +3,11 @@
 Steps the rate up, then bisects, with short runs (see ``faasprof.experiments.capacity``; its
 ``SEARCH_DEFAULTS`` are the options' defaults, the same search ``faasprof run`` makes for a capacity
 fraction); every run directory is kept in ``<--out>/capacity/`` for ``faasprof compare``. Progress
-(one line per probe) goes to stderr; stdout gets the capacity ("≥ N/s" when the search never found
-the function over-invoked), where it was stored, the probes, and the result file as the last line.
+(one line per probe) goes to stderr; stdout gets the capacity with its interval ("59 ± 6/s, 7
+probes": the midpoint between the highest rate kept up and the lowest over-invoked, repeats
+included; "≥ N/s" when the search never found the function over-invoked), the host's 1-minute
+load before and at its peak during the search, where it was stored, the probes, and the result
+file as the last line.
 """
 
 from __future__ import annotations
@@ -34,6 +37,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--distribution", choices=rated_distributions(), default="Uniform", help="arrival process of the probes, one driven by a rate (default Uniform)")
     parser.add_argument("--params", metavar="JSON", help="parameters passed to every invocation, as a JSON object")
     parser.add_argument("--seed", type=int, default=1, help="random seed of the probes (default 1)")
+    parser.add_argument("--repeats", type=int, default=SEARCH_DEFAULTS["repeats"], metavar="N", help="probe a rate whose decision was close up to N more times, until two probes agree (default %(default)d)")
     parser.add_argument("--cooldown", type=float, default=SEARCH_DEFAULTS["cooldown_s"], metavar="S", help="pause between probes (default %(default)g)")
     parser.add_argument("--pause-grace", type=float, metavar="MS", help="embedded localwhisk: idle time before a sandbox is paused (default 50)")
     parser.add_argument("--user-memory", type=int, metavar="MB", help="embedded localwhisk: memory budget of the pool (default 4096)")
@@ -44,6 +48,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 def main(args: argparse.Namespace) -> int:
     if args.duration <= 0:
         raise ConfigError(f"--duration: must be > 0 s (got {args.duration:g})")
+    if args.repeats < 0:
+        raise ConfigError(f"--repeats: must be >= 0 (got {args.repeats})")
     if args.max_runs < 1:
         raise ConfigError(f"--max-runs: must be at least 1 (got {args.max_runs})")
     params = None
@@ -76,21 +82,28 @@ def main(args: argparse.Namespace) -> int:
         tolerance=args.tolerance,
         max_runs=args.max_runs,
         cooldown_s=args.cooldown,
+        repeats=args.repeats,
         progress=Progress.to(sys.stderr, quiet=args.quiet),
     )
     capacity = result["capacity_rps"]
-    low, high = result["bounds_rps"]
+    low = result["bounds_rps"][0]  # the highest rate kept up (by its probes' majority)
     if capacity is None:
         print(f"{args.function}: no capacity found: {result['stopped_because']}; nothing stored")
     else:  # kept for workloads whose rates are fractions of it
         store_key = capacity_store.key(capacity_store.host_identity(), capacity_store.platform_identity(connection, settings), args.function, args.memory)
         entry = capacity_store.record(store_key, result)
         if entry["lower_bound"]:
-            print(f"{args.function}: capacity ≥ {capacity:.4g}/s (mode there: {result['mode_at_capacity']}; never over-invoked); {result['stopped_because']}")
+            print(f"{args.function}: capacity {result['capacity_text']} (mode there: {result['mode_at_capacity']}; never over-invoked); {result['stopped_because']}")
             print(f"stored as a lower bound in {capacity_store.store_path()}: workloads that take fractions of it are warned")
         else:
-            print(f"{args.function}: capacity {capacity:.4g}/s (mode there: {result['mode_at_capacity']}; over-invoked at {high:.4g}/s); {result['stopped_because']}")
+            lowest, highest = result["interval_rps"]
+            high = result["bounds_rps"][1]
+            print(f"{args.function}: capacity {result['capacity_text']} (interval {lowest:.4g}–{highest:.4g}/s; kept up at {low:.4g}/s, "
+                  f"mode {result['mode_at_capacity']}, over-invoked at {high:.4g}/s); {result['stopped_because']}")
             print(f"stored in {capacity_store.store_path()} for this host and platform")
+    load = result.get("load_1min") or {}
+    if load.get("before") is not None:
+        print(f"host load (1-min average) during the search: {load['before']:.3g} before, {load['peak']:.3g} at its peak ({load.get('cpus')} CPUs)")
     reference = result.get("reference")
     if reference:
         print(f"reference latency (queueing rule): p50 {reference['completion_latency_ms_p50']:.4g} ms at {reference['rate_rps']:.4g}/s, the lowest-rate probe")

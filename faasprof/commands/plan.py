@@ -51,10 +51,12 @@ def main(args: argparse.Namespace) -> int:
         print(f"{args.config}: skipped (the JSON Schema of workloads, not a workload)")
         return 0
     given = workload_from_parsed(parsed, args.config, seed=args.seed, missing_files_warn=True)
-    capacities = {}
+    capacities, bands, empty_bands = {}, [], []
     if given.needs_capacity():
         connection = resolve_connection(None, given.platform, origin=args.config)  # reads files only: no platform is asked
         capacities = capacity_store.stored_capacities(given, connection, given.platform.get("localwhisk"))
+        # Which band of the platform each stored capacity's fraction falls in, as run says before it starts.
+        empty_bands, bands = capacity_store.band_lines(given, capacities, capacity_store.pause_grace_of(connection, given.platform.get("localwhisk")))
     workload = given.with_capacities(capacities, partial=True, missing_files_warn=True) if capacities else given
     for line in workload.warnings:
         print(f"warning: {line}", file=sys.stderr)
@@ -78,8 +80,10 @@ def main(args: argparse.Namespace) -> int:
             planned = str(n)
         rows.append([instance.name, instance.function, instance.distribution, offered, achieved, f"[{start_s:g}, {end_s:g})", planned])
     print(format_table(rows, ["instance", "function", "distribution", "rate/s", "planned/s", "window_s", "invocations"]))
-    for line in capacity_store.describe_fractions(given, capacities):
+    for line in capacity_store.describe_fractions(given, capacities) + bands:
         print(line)
+    for line in empty_bands:
+        print(f"warning: {line}", file=sys.stderr)
     seed_note = " (fresh: random_seed is null; pass --seed to repeat it)" if workload.seed_was_null else ""
     unknown_note = f" and an unknown number for {len(unknown)} instance{'s' if len(unknown) != 1 else ''} whose capacity is not measured yet" if unknown else ""
     print(f"total {len(schedule)} invocations{unknown_note} over {workload.duration_s:g} s; seed {workload.seed}{seed_note}")
