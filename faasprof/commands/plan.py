@@ -51,7 +51,9 @@ def main(args: argparse.Namespace) -> int:
         print(f"{args.config}: skipped (the JSON Schema of workloads, not a workload)")
         return 0
     given = workload_from_parsed(parsed, args.config, seed=args.seed, missing_files_warn=True)
-    capacities, bands, empty_bands = {}, [], []
+    capacities: dict[str, dict] = {}
+    bands: list[str] = []
+    empty_bands: list[str] = []
     if given.needs_capacity():
         connection = resolve_connection(None, given.platform, origin=args.config)  # reads files only: no platform is asked
         capacities = capacity_store.stored_capacities(given, connection, given.platform.get("localwhisk"))
