@@ -24,3 +24,17 @@ def test_a_workload_that_plans_nothing_is_refused_by_validate_and_run_alike(tmp_
     assert [said for said in validated.stderr.splitlines() if said.startswith(line)] == [said for said in ran.stderr.splitlines() if said.startswith(line)] != []
     assert "ok (" not in validated.stdout
     assert not (tmp_path / "runs").exists() or not any((tmp_path / "runs").iterdir())
+
+
+def test_validate_tells_every_problem_of_a_file_at_once(tmp_path, isolated_home):
+    """The functions the embedded platform cannot have were told only once a param_file error was
+    fixed; now one validate lists both, and no warning repeats them."""
+    path = tmp_path / "stages.json"
+    path.write_text(json.dumps({"test_name": "stages", "test_duration_in_seconds": 5, "random_seed": 1, "instances": {
+        "a": {"application": "json_dumpz", "distribution": "Poisson", "rate": 2, "param_file": "missing-params.json"},
+        "b": {"application": "nosuchfn", "distribution": "Poisson", "rate": 2}}}))
+    done = _faasprof("validate", str(path), cwd=tmp_path)
+    assert done.returncode == 2
+    lines = done.stderr.splitlines()
+    assert [line.split(": ", 2)[1] for line in lines] == ["instances.a.param_file", "instances.a.application", "instances.b.application"], lines
+    assert 'did you mean "json_dumps"' in lines[1] and "the embedded localwhisk starts empty" in lines[2]

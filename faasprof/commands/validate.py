@@ -19,9 +19,11 @@ from __future__ import annotations
 import argparse
 import sys
 from pathlib import Path
+from types import SimpleNamespace
 
 from faasprof.experiments import capacity_store
 from faasprof.errors import EXIT_BAD_INPUT, EXIT_NOT_READY, ConfigError, FaasprofError
+from faasprof.platforms import registry
 from faasprof.platforms.openwhisk.connection import add_connection_arguments, resolve_connection
 from faasprof.invoker.preflight import embedded_limits, embedded_missing, platform_check
 from faasprof.workload.jsonread import is_schema_document, parse_workload_file
@@ -35,6 +37,17 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--offline", action="store_true",
                         help="contact no platform: check the files alone (functions outside the catalogue are warnings)")
     add_connection_arguments(parser)
+
+
+def _as_given(data: object, config: str) -> SimpleNamespace:
+    """The instances of a workload that did not validate, as far as their names and functions go:
+    enough for ``embedded_missing`` to tell which functions the embedded platform cannot have."""
+    raw = data.get("instances") if isinstance(data, dict) else None
+    default_endpoint = data.get("endpoint", registry.DEFAULT_ENDPOINT) if isinstance(data, dict) else registry.DEFAULT_ENDPOINT
+    instances = [SimpleNamespace(name=name, function=spec["application"], source=spec.get("source"), endpoint=spec.get("endpoint", default_endpoint))
+                 for name, spec in (raw.items() if isinstance(raw, dict) else ())
+                 if isinstance(spec, dict) and isinstance(spec.get("application"), str) and spec["application"].strip()]
+    return SimpleNamespace(origin=config, path=Path(config).resolve(), instances=instances)
 
 
 def _check(config: str, args: argparse.Namespace) -> tuple[list[str], list[str], list[str], str | None]:
@@ -56,9 +69,13 @@ def _check(config: str, args: argparse.Namespace) -> tuple[list[str], list[str],
         workload = workload_from_dict(data, origin=config, path=Path(config).resolve(), parse_problems=parsed.problems,
                                       non_finite=parsed.non_finite, limits=limits)
     except ConfigError as error:
-        lines = error.problems + [line for line in connection_problems if line not in error.problems]
+        # Everything at once: the functions the embedded platform cannot have are told beside the
+        # file's other problems, not only once those are fixed.
+        unknown = embedded_missing(_as_given(data, config)) if limits is not None else []
+        lines = error.problems + [line for line in connection_problems + unknown if line not in error.problems]
         combined = ConfigError(lines[0], problems=lines)
-        combined.warnings = getattr(error, "warnings", [])
+        said = getattr(error, "warnings", [])
+        combined.warnings = [w for w in said if "in the function catalogue" not in w] if limits is not None else said  # told as problems
         raise combined from None
     if connection_problems:
         raise ConfigError(connection_problems[0], problems=connection_problems)
