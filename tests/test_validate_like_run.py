@@ -38,3 +38,20 @@ def test_validate_tells_every_problem_of_a_file_at_once(tmp_path, isolated_home)
     lines = done.stderr.splitlines()
     assert [line.split(": ", 2)[1] for line in lines] == ["instances.a.param_file", "instances.a.application", "instances.b.application"], lines
     assert 'did you mean "json_dumps"' in lines[1] and "the embedded localwhisk starts empty" in lines[2]
+
+
+def test_a_source_whose_requirements_cannot_install_fails_validate_as_it_fails_run(tmp_path, isolated_home):
+    """validate said ok for a folder whose requirements.txt could not install; run then failed with pip's message."""
+    folder = tmp_path / "myfn"
+    folder.mkdir()
+    (folder / "__main__.py").write_text("def main(args):\n    return {}\n")
+    (folder / "requirements.txt").write_text("--no-index\nfaasprof-no-such-package-anywhere==1.0\n")
+    path = tmp_path / "own.json"
+    path.write_text(json.dumps({"test_name": "own", "test_duration_in_seconds": 3, "random_seed": 1, "instances": {
+        "a": {"application": "myfn", "source": str(folder), "distribution": "Uniform", "rate": 2}}}))
+    validated = _faasprof("validate", str(path), cwd=tmp_path)
+    ran = _faasprof("run", str(path), "--out", str(tmp_path / "runs"), cwd=tmp_path)
+    assert validated.returncode == 2 and ran.returncode == 2, (validated.stderr, ran.stderr)
+    problem = [line for line in validated.stderr.splitlines() if line.startswith(f"{path}: instances.a.source: ")]
+    assert problem and "faasprof-no-such-package-anywhere" in problem[0], validated.stderr
+    assert problem[0] in ran.stderr.splitlines()

@@ -25,7 +25,7 @@ from faasprof.experiments import capacity_store
 from faasprof.errors import EXIT_BAD_INPUT, EXIT_NOT_READY, ConfigError, FaasprofError
 from faasprof.platforms import registry
 from faasprof.platforms.openwhisk.connection import add_connection_arguments, resolve_connection
-from faasprof.invoker.preflight import embedded_limits, embedded_missing, platform_check
+from faasprof.invoker.preflight import embedded_limits, embedded_missing, platform_check, stage_sources
 from faasprof.workload.jsonread import is_schema_document, parse_workload_file
 from faasprof.workload.schedule import empty_plan_problem
 from faasprof.workload.spec import workload_from_dict
@@ -87,6 +87,13 @@ def _check(config: str, args: argparse.Namespace) -> tuple[list[str], list[str],
         # (the embedded localwhisk starts empty: run refuses what it cannot deploy, and so does this).
         problems, missing = platform_check(workload, connection) if connection is not None else (embedded_missing(workload), [])
         warnings = [w for w in warnings if "in the function catalogue" not in w]
+    if not args.offline and not problems:
+        # A function given by "source" is staged as run stages it (its requirements installed, once
+        # per change, into the cache): a requirement that cannot install is told here, not by run.
+        try:
+            stage_sources(workload)
+        except ConfigError as error:
+            problems.extend(error.problems)
     capacities = {}
     if workload.needs_capacity():
         identity = connection if not args.offline else resolve_connection(args, platform_block, origin=config)  # reads files only
