@@ -87,6 +87,8 @@ from faasprof.platforms.openwhisk.connection import Connection
 from faasprof.workload.spec import workload_from_dict
 
 CAPACITY_FORMAT_VERSION = 2
+# Results a reader takes: version 1's capacity_rps (the highest rate kept up) still reads as a capacity.
+READABLE_CAPACITY_FORMATS = (1, 2)
 PROBE_INSTANCE = "probe"
 WARMUP_INSTANCE = "warm-up"
 PROBES_DIR = "capacity"  # under the --out directory: every search's probe runs and result files

@@ -43,7 +43,7 @@ import pandas as pd  # noqa: E402
 
 from faasprof.analyzer.report import image as report_image  # noqa: E402
 from faasprof import __version__, rundir  # noqa: E402
-from faasprof.experiments.capacity import CAPACITY_FORMAT_VERSION  # noqa: E402
+from faasprof.experiments.capacity import READABLE_CAPACITY_FORMATS  # noqa: E402
 from faasprof.errors import ConfigError, FormatError  # noqa: E402
 from faasprof.outcomes import ACCEPTED_HTTP_OUTCOMES, STATUS_TEXT_OUTCOMES  # noqa: E402
 from faasprof.analyzer.analysis import load_run  # noqa: E402
@@ -74,8 +74,9 @@ def capacity_from_file(path: str | os.PathLike) -> float:
         raise ConfigError(f"{path}: no such capacity result; run `faasprof capacity json_dumps` or pass --capacity-rps") from None
     except (OSError, json.JSONDecodeError) as error:
         raise ConfigError(f"{path}: not a readable capacity result ({error}); pass the JSON `faasprof capacity` wrote") from None
-    if not isinstance(data, dict) or data.get("format_version") != CAPACITY_FORMAT_VERSION:
-        raise FormatError(f"{path}: format_version: {data.get('format_version') if isinstance(data, dict) else None!r} is not a capacity result this faasprof reads ({CAPACITY_FORMAT_VERSION}); pass a file written by `faasprof capacity`")
+    if not isinstance(data, dict) or data.get("format_version") not in READABLE_CAPACITY_FORMATS:
+        readable = ", ".join(map(str, READABLE_CAPACITY_FORMATS))
+        raise FormatError(f"{path}: format_version: {data.get('format_version') if isinstance(data, dict) else None!r} is not a capacity result this faasprof reads ({readable}); pass a file written by `faasprof capacity`")
     capacity = data.get("capacity_rps") if isinstance(data, dict) else None
     if not isinstance(capacity, (int, float)) or capacity <= 0:
         raise ConfigError(f"{path}: capacity_rps: no capacity in this result ({data.get('stopped_because') if isinstance(data, dict) else 'not an object'}); repeat the search or pass --capacity-rps")

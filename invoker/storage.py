@@ -292,13 +292,22 @@ class Storage:
         self.stop()
 
 
+def _shared_temp_root() -> str | None:
+    """Where a run's temporary storage goes: outside /tmp, which each process sandbox has of its
+    own (as each OpenWhisk container does), so the shared directory stays one for all of them."""
+    for candidate in ("/var/tmp",):
+        if os.path.isdir(candidate) and os.access(candidate, os.W_OK):
+            return candidate
+    return None
+
+
 def start_storage(spec, work_dir: str | os.PathLike | None = None, origin: str = "<workload>") -> Storage:
     """Start what ``spec`` (a workload's ``storage`` block) names and put its objects in place
     (in the object store and, when shared_dir is on, as files there too). With ``work_dir=None``
     a temporary directory holds the data and is removed on stop."""
     spec = check_spec(spec, origin)
     remove = work_dir is None
-    work = Path(tempfile.mkdtemp(prefix="faasprof-storage-")) if work_dir is None else Path(work_dir)
+    work = Path(tempfile.mkdtemp(prefix="faasprof-storage-", dir=_shared_temp_root())) if work_dir is None else Path(work_dir)
     work.mkdir(parents=True, exist_ok=True)
     storage = Storage(work, spec, remove)
     try:

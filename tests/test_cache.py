@@ -68,9 +68,16 @@ def test_a_file_in_place_of_the_cache_is_one_line_naming_the_setting(tmp_path, m
 
 def test_catalogue_archives_are_built_into_the_cache(tmp_path, monkeypatch):
     monkeypatch.setenv(CACHE_ENV, str(tmp_path / "c"))
+    before = _snapshot(lookup("json_dumps").directory.parent)
     data = build_archive(lookup("json_dumps"))
     assert (tmp_path / "c" / "archives" / "json_dumps.zip").read_bytes() == data
-    assert not (lookup("json_dumps").directory.parent / "build").exists()
+    assert _snapshot(lookup("json_dumps").directory.parent) == before, "the build wrote into the package"
+
+
+def _snapshot(root: Path) -> dict[str, tuple[int, int]]:
+    """Every file below ``root`` with its size and mtime: what a build must leave as it was (a
+    checkout may hold an older faasprof's functions/build or node_modules: they count as they are)."""
+    return {str(path.relative_to(root)): (path.stat().st_size, path.stat().st_mtime_ns) for path in root.rglob("*") if path.is_file()}
 
 
 def test_npm_packages_are_keyed_by_the_lock(tmp_path, monkeypatch):
@@ -168,6 +175,7 @@ def test_first_use_installs_the_locked_packages_into_the_cache_with_a_line(tmp_p
     log = tmp_path / "npm.log"
     env = {CACHE_ENV: str(tmp_path / "c"), "PATH": f"{bin_dir}{os.pathsep}{os.environ['PATH']}", "FAKE_NPM_LOG": str(log)}
     entry = lookup("img-resize")
+    before = _snapshot(entry.directory)
     target = tmp_path / "c" / "npm" / f"img-resize-{npm.lock_hash(entry.directory)}"
     command = [sys.executable, "-m", "faasprof.functions.package", "img-resize"]
     first = subprocess.run(command, env={**os.environ, **env}, capture_output=True, text=True, timeout=120)
@@ -181,7 +189,7 @@ def test_first_use_installs_the_locked_packages_into_the_cache_with_a_line(tmp_p
     again = subprocess.run(command, env={**os.environ, **env}, capture_output=True, text=True, timeout=120)
     assert again.returncode == 0 and "installing" not in again.stderr
     assert len(log.read_text().splitlines()) == 1, "installed once per lock"
-    assert not (entry.directory / "node_modules").exists()
+    assert _snapshot(entry.directory) == before, "the install wrote into the package"
 
 
 def test_run_says_it_installs_a_workloads_npm_packages_before_it_starts(tmp_path, isolated_home):
