@@ -25,17 +25,14 @@ import math
 import os
 from pathlib import Path
 
-import matplotlib
+import numpy as np
 
-matplotlib.use("Agg")
-import matplotlib.pyplot as plt  # noqa: E402
-import numpy as np  # noqa: E402
-
-from faasprof.analyzer.analysis import load_summary  # noqa: E402
-from faasprof.analyzer.markup import csv_cell, positive  # noqa: E402
-from faasprof import __version__, rundir  # noqa: E402
-from faasprof.monitoring.collectors.perf import PerfCollector  # noqa: E402
-from faasprof.monitoring.parsers.perf import base_event, parse_perf_stat  # noqa: E402
+from faasprof.analyzer.analysis import load_summary
+from faasprof.analyzer.markup import csv_cell, positive
+from faasprof.analyzer.plots import new_figure
+from faasprof import __version__, rundir
+from faasprof.monitoring.collectors.perf import PerfCollector
+from faasprof.monitoring.parsers.perf import base_event, parse_perf_stat
 
 MPKI_FORMAT_VERSION = 1
 MPKI_CSV = "mpki.csv"
@@ -114,7 +111,7 @@ def row_for_run(run_dir: str | os.PathLike, function: str, rate_rps: float | Non
 def plot_mpki(rows: list[dict], path: Path) -> bool:
     """Branch MPKI against median execution time (log x); False when no function has both."""
     points = [r for r in rows if positive(r.get("execution_ms_p50")) and isinstance(r.get("branch_mpki"), float) and math.isfinite(r["branch_mpki"])]
-    fig, ax = plt.subplots(figsize=(7, 4.5))
+    fig, ax = new_figure(figsize=(7, 4.5))
     if points:
         x = np.array([r["execution_ms_p50"] for r in points])
         y = np.array([r["branch_mpki"] for r in points])
@@ -133,7 +130,6 @@ def plot_mpki(rows: list[dict], path: Path) -> bool:
     ax.grid(True, alpha=0.3)
     fig.tight_layout()
     fig.savefig(path, dpi=110)
-    plt.close(fig)
     return bool(points)
 
 

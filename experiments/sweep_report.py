@@ -27,6 +27,7 @@ from faasprof.errors import FormatError
 from faasprof.progress import QUIET, Progress
 from faasprof.analyzer import markup
 from faasprof.analyzer.compare import compare_runs
+from faasprof.analyzer.plots import new_figure
 from faasprof.analyzer.stats import QUEUE_MIN_MS, QUEUE_RATIO, is_reference, queueing
 
 SUMMARY_FORMAT_VERSION = 1
@@ -149,12 +150,6 @@ def capacities(frame: pd.DataFrame, parameters: list[str]) -> list[dict]:
 
 
 def plot_versus(frame: pd.DataFrame, parameters: list[str], out: Path) -> list[str]:
-    # matplotlib takes over 2 s to import (python -X importtime) and only the plots need it.
-    import matplotlib
-
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
-
     out.mkdir(parents=True, exist_ok=True)
     written = []
     for parameter in parameters:
@@ -163,7 +158,7 @@ def plot_versus(frame: pd.DataFrame, parameters: list[str], out: Path) -> list[s
             continue
         others = [f"sweep_{p}" for p in parameters if p != parameter]
         for metric, label in _metrics(frame):
-            fig, ax = plt.subplots(figsize=(6.4, 4.0))
+            fig, ax = new_figure(figsize=(6.4, 4.0))
             for group, part in frame.groupby(["function", *others], dropna=False, sort=True):
                 group = group if isinstance(group, tuple) else (group,)
                 stats = part.groupby(x_column)[metric].agg(["mean", "std"]).sort_index()
@@ -179,7 +174,6 @@ def plot_versus(frame: pd.DataFrame, parameters: list[str], out: Path) -> list[s
             name = f"{metric}_vs_{parameter}.png"
             fig.tight_layout()
             fig.savefig(out / name, dpi=100)
-            plt.close(fig)
             written.append(name)
     return written
 
