@@ -23,7 +23,7 @@ from faasprof.invoker.run import execute
 from faasprof.workload.spec import load_workload
 
 needs_servers = pytest.mark.skipif(find_binary("versitygw") is None or find_binary("iperf3") is None,
-                                   reason="versitygw and iperf3 needed (./setup.sh installs them)")
+                                   reason="versitygw and iperf3 needed (./setup.sh --with storage installs them)")
 
 
 def test_batch_cost_with_billing_rounding():

@@ -48,7 +48,7 @@ def test_hop_frame_transfer_bandwidth_and_end_to_end(tmp_path):
 
 
 def test_chain_of_three_inline_and_storage_on_localwhisk(cli, isolated_home, tmp_path):
-    # s3: the workload's loopback object store (versitygw, ./setup.sh installs it); file: its shared directory.
+    # s3: the workload's loopback object store (versitygw, ./setup.sh --with storage installs it); file: its shared directory.
     backends = ["s3", "file"] if find_binary("versitygw") else ["file"]
     instances, start = {}, 0.0
     for mode in ["inline", *backends]:

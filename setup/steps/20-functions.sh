@@ -2,17 +2,23 @@
 # Benchmark functions: npm packages of the Node.js functions, the Tesseract binary for ocr-img,
 # then the action archives (functions/build/*.zip). Safe to run twice.
 #
-# A missing optional dependency makes only the function that needs it unavailable; the message
-# says how to install it. Env from setup.sh: FAASPROF_DEV (0/1), VENV, ROOT.
+# The npm packages come with the extra `node`, tesseract with the extra `ocr` (./setup.sh --with
+# node,ocr, --full or --dev); the archives always. A missing optional dependency makes only the
+# function that needs it unavailable; the message says how to install it.
+# Env from setup.sh: FAASPROF_EXTRAS, FAASPROF_DEV (0/1), VENV, ROOT.
 set -uo pipefail
 
 ROOT=${ROOT:-$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)}
 VENV=${VENV:-$ROOT/.venv}
-log() { printf '[setup:functions] %s\n' "$*" >&2; }
+LOG_TAG=functions
+# shellcheck source=setup/lib.sh
+. "$ROOT/setup/lib.sh"
 
 # Node.js functions: install exactly what each package-lock.json pins (npm ci), only when the
 # lock changed since the last install (node_modules/.package-lock.json is npm's own copy).
-if command -v npm >/dev/null 2>&1; then
+if ! want node; then
+    log "npm packages skipped (the extra node: img-resize needs them, autocomplete and ocr-img need Node.js): ./setup.sh --with node"
+elif command -v npm >/dev/null 2>&1; then
     for dir in "$ROOT"/functions/*/; do
         [ -f "$dir/package.json" ] || continue
         name=$(basename "$dir")
@@ -40,11 +46,10 @@ fi
 
 # ocr-img calls the tesseract binary (with English data, which tesseract-ocr pulls in).
 if ! command -v tesseract >/dev/null 2>&1; then
-    if command -v apt-get >/dev/null 2>&1; then
-        sudo=""
-        [ "$(id -u)" -eq 0 ] || sudo="sudo"
-        log "installing tesseract-ocr for ocr-img"
-        if ! { $sudo apt-get update -qq && DEBIAN_FRONTEND=noninteractive $sudo apt-get install -y -qq tesseract-ocr >/dev/null; }; then
+    if ! want ocr; then
+        log "tesseract not installed (ocr-img needs it): ./setup.sh --with ocr"
+    elif command -v apt-get >/dev/null 2>&1; then
+        if ! apt_get_install "tesseract-ocr for ocr-img" "20 s" tesseract-ocr; then
             log "could not install tesseract-ocr: ocr-img stays unavailable (install it with: apt-get install tesseract-ocr)"
         fi
     else
