@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import pytest
+
 from faasprof.analyzer.compare import differing_keys, environment_warnings, pick_parameter
 from faasprof.analyzer.analysis import analyze_run
 from faasprof.analyzer.compare import compare_runs, default_out_dir, summary_table, verdict_lines
@@ -65,6 +67,7 @@ def test_labelling_unrelated_workloads_warns():
     assert any("call different functions" in w and "json_dumps" in w for w in warnings)
 
 
+@pytest.mark.slow
 def test_significance_verdicts_against_the_first_run(tmp_path):
     from test_analyzer_synthetic import write_synthetic_run
 
@@ -101,6 +104,7 @@ def faster_202s_slower_completion(tmp_path):
     return [first, second]
 
 
+@pytest.mark.slow
 def test_completion_latency_is_the_headline_with_a_verdict_per_percentile(tmp_path):
     runs = faster_202s_slower_completion(tmp_path)
     result = compare_runs(runs)

@@ -9,6 +9,7 @@ import types
 
 import numpy as np
 import pandas as pd
+import pytest
 
 from faasprof.analyzer import markup
 from faasprof.analyzer import plots as plots_mod
@@ -191,6 +192,7 @@ def test_top_functions_by_rows_then_name():
     assert plots_mod._top_functions(np.zeros(0, dtype=np.int8), ["a"]) == []
 
 
+@pytest.mark.slow
 def test_write_plots_twice_gives_the_same_bytes(tmp_path, monkeypatch):
     run_dir, _ = write_synthetic_run(tmp_path / "run", duration_s=4.0, instances={
         "i0": {"application": "fa", "distribution": "Uniform", "rate": 60.0},

@@ -17,6 +17,7 @@ def _cli(*args, timeout=60):
     return subprocess.run([sys.executable, "-m", "faasprof", *args], capture_output=True, text=True, timeout=timeout)
 
 
+@pytest.mark.slow
 def test_run_pause_grace_takes_a_duration_with_a_unit(tmp_path):
     bad = _cli("run", str(tmp_path / "missing.json"), "--pause-grace", "soon")
     assert bad.returncode == 2 and "not a duration such as 50, 50ms or 10s" in bad.stderr

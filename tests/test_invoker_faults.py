@@ -48,6 +48,7 @@ def _wait_for_sends(out: Path, proc: subprocess.Popen, count: int, timeout_s: fl
     raise AssertionError("no sends were journaled")
 
 
+@pytest.mark.slow
 def test_kill_9_with_slow_blocking_answers_loses_at_most_the_last_second(tmp_path, isolated_home):
     rate, duration = 20, 30
     config = write_workload(tmp_path, duration=duration, blocking_cli=True,
@@ -97,6 +98,7 @@ def _umount(path: Path) -> None:
     subprocess.run(["umount", "-l", str(path)], capture_output=True)
 
 
+@pytest.mark.slow
 def test_full_disk_stops_the_run_at_the_first_failed_write(tmp_path, isolated_home):
     small = tmp_path / "small"
     _mount_tmpfs(small, "size=256k")
@@ -126,6 +128,7 @@ def test_full_disk_stops_the_run_at_the_first_failed_write(tmp_path, isolated_ho
         _umount(small)
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("where", ["read-only", "missing"])
 def test_unwritable_out_is_one_line_and_exit_2_before_anything_starts(tmp_path, isolated_home, where):
     config = write_workload(tmp_path, duration=5)
@@ -151,6 +154,7 @@ def test_unwritable_out_is_one_line_and_exit_2_before_anything_starts(tmp_path, 
             _umount(mount)
 
 
+@pytest.mark.slow
 def test_second_ctrl_c_while_waiting_for_records_saves_what_was_fetched(tmp_path, isolated_home):
     config = write_workload(tmp_path, duration=20, instances={
         "a": {"application": "ok", "distribution": "Uniform", "rate": 20},
@@ -200,6 +204,7 @@ def _processes_under(path: Path) -> list[tuple[int, str]]:
     return found
 
 
+@pytest.mark.slow
 def test_kill_9_on_the_embedded_platform_keeps_its_records_and_leaves_nothing_running(tmp_path, isolated_home):
     data = {
         "test_name": "embedded-kill",
@@ -246,6 +251,7 @@ def test_kill_9_on_the_embedded_platform_keeps_its_records_and_leaves_nothing_ru
     assert _processes_under(data_dir) == []
 
 
+@pytest.mark.slow
 def test_embedded_platform_killed_mid_run_stops_the_run_and_leaves_no_frozen_sandbox(tmp_path, isolated_home):
     data = {
         "test_name": "embedded-dies",
@@ -279,6 +285,7 @@ def test_embedded_platform_killed_mid_run_stops_the_run_and_leaves_no_frozen_san
     assert _processes_under(run_dir / "localwhisk") == []  # reaped by faasprof, none left frozen
 
 
+@pytest.mark.slow
 def test_a_torn_format_1_run_gets_its_plan_re_derived_from_the_manifest(tmp_path, isolated_home):
     """A run directory of format 1 (no plan, no journal) torn by a kill: analyze re-derives the
     plan from the resolved workload and seed, and states what is missing."""

@@ -66,6 +66,7 @@ def test_ready_workloads_are_valid_studies(name):
     assert "Kookmin" in workload.description or "FunctionBench" in workload.description
 
 
+@pytest.mark.slow
 def test_cli_refuses_a_workload_without_a_study(tmp_path):
     path = tmp_path / "w.json"
     path.write_text(json.dumps({"test_name": "t", "test_duration_in_seconds": 2, "random_seed": 1, "blocking_cli": True,

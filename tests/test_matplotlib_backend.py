@@ -9,6 +9,8 @@ import subprocess
 import sys
 import textwrap
 
+import pytest
+
 from tests.conftest import REPO_ROOT
 from tests.test_architecture import project_files
 
@@ -42,6 +44,7 @@ IMPORT_ALL_THEN_PLOT = textwrap.dedent("""
 """)
 
 
+@pytest.mark.slow
 def test_importing_every_module_and_plotting_keeps_the_backend_a_notebook_chose():
     modules = importable_modules()
     assert "faasprof.experiments.mpki" in modules and "faasprof.analyzer.plots" in modules and len(modules) > 100
