@@ -7,6 +7,8 @@ from __future__ import annotations
 import subprocess
 import sys
 
+import pytest
+
 from tests.conftest import REPO_ROOT
 
 FILES = ("tests/test_io_nfs.py", "tests/test_setup_openwhisk_live.py", "tests/test_schedule.py")
@@ -19,6 +21,7 @@ def _collected(*args: str) -> list[str]:
     return [line for line in done.stdout.splitlines() if "::" in line]
 
 
+@pytest.mark.slow
 def test_the_testbed_tests_run_only_when_asked_for_in_every_tier():
     full, quick = _collected(), _collected("-m", "not slow")
     for ids in (full, quick):
