@@ -1,4 +1,4 @@
-"""Plots and the HTML page of ``faasprof compare`` (matplotlib Agg, self-contained HTML)."""
+"""Plots and the HTML page of ``faasprof compare`` (matplotlib figures drawn by Agg, never through pyplot; self-contained HTML)."""
 
 from __future__ import annotations
 
@@ -9,7 +9,7 @@ import numpy as np
 import pandas as pd
 
 from faasprof.analyzer.markup import fmt, image, ms, page, pct, rate, ratio, table
-from faasprof.analyzer.plots import SAVE, _ecdf_points, pyplot
+from faasprof.analyzer.plots import SAVE, _ecdf_points, new_figure
 
 # Completion latency first, client latency (only filled for blocking calls) after it.
 LATENCY_COLUMNS = ("completion_latency_ms_p50", "completion_latency_ms_p90", "completion_latency_ms_p99", "client_latency_ms_p50", "client_latency_ms_p99")
@@ -36,8 +36,7 @@ def overlaid_cdfs(path: Path, frame: pd.DataFrame, paths: list[Path], names: lis
     (instance, phase), the steady window's completion latencies (``faasprof.analyzer.compare._latencies``)
     when the caller read them already."""
     series = _series(frame)[:6]
-    plt = pyplot()
-    fig, axes = plt.subplots(len(series), 1, figsize=(8, 3.6 * len(series)), squeeze=False)
+    fig, axes = new_figure(len(series), 1, figsize=(8, 3.6 * len(series)), squeeze=False)
     labels = dict(zip(frame["run"], frame["label"]))
     for ax, (instance, phase, title) in zip(axes[:, 0], series):
         for name, run_path in zip(names, paths):
@@ -62,12 +61,10 @@ def overlaid_cdfs(path: Path, frame: pd.DataFrame, paths: list[Path], names: lis
                 ax.legend(fontsize=7, loc="lower right")
     fig.tight_layout()
     fig.savefig(path, **SAVE)
-    plt.close(fig)
 
 
 def versus_parameter(path: Path, frame: pd.DataFrame, parameter: str) -> None:
-    plt = pyplot()
-    fig, axes = plt.subplots(2, 2, figsize=(10, 7), squeeze=False)
+    fig, axes = new_figure(2, 2, figsize=(10, 7), squeeze=False)
     for ax, (metric, label) in zip(axes.flat, VERSUS):
         for (instance, phase), rows in frame.groupby([frame["instance"].astype(str), "phase"], sort=True):
             rows = rows.sort_values("parameter_value")
@@ -79,7 +76,6 @@ def versus_parameter(path: Path, frame: pd.DataFrame, parameter: str) -> None:
     fig.suptitle(f"metrics against {parameter}")
     fig.tight_layout()
     fig.savefig(path, **SAVE)
-    plt.close(fig)
 
 
 def write_compare_plots(out: Path, frame: pd.DataFrame, paths: list[Path], names: list[str], parameter: str | None, latencies: dict | None = None) -> list[str]:

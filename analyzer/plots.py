@@ -1,4 +1,5 @@
-"""PNG plots of one run (matplotlib, Agg backend: no display needed).
+"""PNG plots of one run (matplotlib figures drawn by Agg, never through pyplot: no display needed,
+and a notebook's backend stays as it is).
 
 * ``latency_over_time.png``: corrected latency against planned time, coloured by start class, each
   steady phase shaded by its latency mode.
@@ -40,16 +41,21 @@ MAX_SANDBOXES = 5  # lines of a collector's plot_lines_by column shown besides t
 MAX_MONITOR_PANELS = 6
 
 
-def pyplot():
-    """matplotlib's pyplot on the Agg backend (no display needed)."""
+def new_figure(nrows: int = 1, ncols: int = 1, *, figsize: tuple[float, float], **subplots) -> tuple:
+    """A figure and its axes, as ``pyplot.subplots(nrows, ncols, figsize=..., **subplots)`` gives
+    them, drawn by Agg into files.
+
+    Never through pyplot: pyplot would need the process's backend switched to Agg, which changes a
+    notebook's (inline, widget) for everything it draws after; a figure of its own with an Agg
+    canvas leaves the backend alone, and is freed once the caller drops it (no ``close``)."""
     # Imported on first use: matplotlib takes over half a second to import (python -X importtime)
     # and only writing plots needs it, while `faasprof run` and `plan` load the analyzer too.
-    import matplotlib
+    from matplotlib.backends.backend_agg import FigureCanvasAgg
+    from matplotlib.figure import Figure
 
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
-
-    return plt
+    figure = Figure(figsize=figsize)
+    FigureCanvasAgg(figure)
+    return figure, figure.subplots(nrows, ncols, **subplots)
 
 
 SAVE = {"dpi": 100, "metadata": {"Software": None}}
@@ -156,8 +162,7 @@ def _shade_modes(ax, run) -> None:
 
 def latency_over_time(run, path: Path) -> None:
     frame = run.invocations
-    plt = pyplot()
-    fig, ax = plt.subplots(figsize=(10, 4.5))
+    fig, ax = new_figure(figsize=(10, 4.5))
     _shade_modes(ax, run)
     # Rows are picked as index arrays into the plotted columns, never by cutting the frame.
     successful = frame["successful"].to_numpy(dtype=bool)
@@ -199,7 +204,6 @@ def latency_over_time(run, path: Path) -> None:
         ax.legend(loc="upper left", fontsize=8, markerscale=1.5, ncol=2)
     ax.grid(True, which="both", alpha=0.3)
     _save(fig, path)
-    plt.close(fig)
 
 
 MAX_PHASE_PANELS = 8  # a run cut into more phases shows its first ones; the tables have them all
@@ -228,9 +232,8 @@ def breakdown(run, path: Path) -> None:
     """Where latency goes (the paper's Figure 5), one panel per phase with an axis of its own: a
     phase's waits of seconds would flatten the milliseconds of the others on a shared axis."""
     panels = breakdown_bars(run)
-    plt = pyplot()
     heights = [0.9 + 0.45 * len(panel["bars"]) for panel in panels] or [2.0]
-    fig, axes = plt.subplots(len(heights), 1, figsize=(10, sum(heights) + 0.6), squeeze=False, gridspec_kw={"height_ratios": heights})
+    fig, axes = new_figure(len(heights), 1, figsize=(10, sum(heights) + 0.6), squeeze=False, gridspec_kw={"height_ratios": heights})
     if not panels:
         axes[0, 0].text(0.5, 0.5, "no activation records: no breakdown", ha="center", va="center", transform=axes[0, 0].transAxes)
         axes[0, 0].set_axis_off()
@@ -258,7 +261,6 @@ def breakdown(run, path: Path) -> None:
         axes[0, 0].legend(loc="lower right", bbox_to_anchor=(1.0, 1.0), fontsize=7, ncol=4, frameon=False)
     fig.suptitle(f"{run.test_name}: latency breakdown per phase (means over successful invocations with a record, steady windows)", fontsize=10)
     _save(fig, path)
-    plt.close(fig)
 
 
 MARKED_PERCENTILES = (50, 90, 99, 99.9)
@@ -310,8 +312,7 @@ def cdf_groups(run) -> list[tuple[str, int, str, np.ndarray]]:
 
 
 def cdf(run, path: Path) -> None:
-    plt = pyplot()
-    fig, ax = plt.subplots(figsize=(9, 5.5))
+    fig, ax = new_figure(figsize=(9, 5.5))
     for instance, phase, mode, values in cdf_groups(run):
         x, y, data = _ecdf(values)
         # Percentiles of all the data (NaN left out, as nanpercentile does), from the sorted copy.
@@ -329,7 +330,6 @@ def cdf(run, path: Path) -> None:
     if ax.lines:
         ax.legend(loc="lower right", fontsize=7)
     _save(fig, path)
-    plt.close(fig)
 
 
 def _ends(run, failed_only: bool) -> np.ndarray:
@@ -369,8 +369,7 @@ def throughput(run, path: Path) -> None:
     end = float(np.nanmax(np.concatenate([intended, ends]))) if len(frame) else 1.0
     width = max(1.0, end / 200)
     edges = np.arange(0.0, end + width, width)
-    plt = pyplot()
-    fig, ax = plt.subplots(figsize=(10, 4))
+    fig, ax = new_figure(figsize=(10, 4))
     _shade_modes(ax, run)
     offered = _histogram(intended, edges)
     achieved = _histogram(ends, edges)
@@ -387,7 +386,6 @@ def throughput(run, path: Path) -> None:
     if ax.get_legend_handles_labels()[0]:
         ax.legend(loc="upper right", fontsize=8)
     _save(fig, path)
-    plt.close(fig)
 
 
 def declared_plots(name: str, frame: pd.DataFrame) -> tuple[list[Plot], list[str]]:
@@ -458,8 +456,7 @@ def monitors(run, path: Path) -> bool:
     series = _monitor_series(run)
     if not series:
         return False
-    plt = pyplot()
-    fig, axes = plt.subplots(len(series) + 1, 1, figsize=(10, 2.2 * (len(series) + 1)), sharex=True, squeeze=False)
+    fig, axes = new_figure(len(series) + 1, 1, figsize=(10, 2.2 * (len(series) + 1)), sharex=True, squeeze=False)
     successful = np.flatnonzero(run.invocations["successful"].to_numpy(dtype=bool))
     ax = axes[0, 0]
     _shade_modes(ax, run)
@@ -478,7 +475,6 @@ def monitors(run, path: Path) -> bool:
     axes[-1, 0].set_xlabel("time (s since run start)")
     fig.suptitle(f"{run.test_name}: monitors beside latency")
     _save(fig, path)
-    plt.close(fig)
     return True
 
 

@@ -34,20 +34,17 @@ import math
 import os
 from pathlib import Path
 
-import matplotlib
+import numpy as np
+import pandas as pd
 
-matplotlib.use("Agg")
-import matplotlib.pyplot as plt  # noqa: E402
-import numpy as np  # noqa: E402
-import pandas as pd  # noqa: E402
-
-from faasprof.analyzer.report import image as report_image  # noqa: E402
-from faasprof import __version__, rundir  # noqa: E402
-from faasprof.experiments.capacity import READABLE_CAPACITY_FORMATS  # noqa: E402
-from faasprof.errors import ConfigError, FormatError  # noqa: E402
-from faasprof.outcomes import ACCEPTED_HTTP_OUTCOMES, STATUS_TEXT_OUTCOMES  # noqa: E402
-from faasprof.analyzer.analysis import load_run  # noqa: E402
-from faasprof.analyzer.stats import clean  # noqa: E402
+from faasprof import __version__, rundir
+from faasprof.analyzer.analysis import load_run
+from faasprof.analyzer.plots import new_figure
+from faasprof.analyzer.report import image as report_image
+from faasprof.analyzer.stats import clean
+from faasprof.errors import ConfigError, FormatError
+from faasprof.experiments.capacity import READABLE_CAPACITY_FORMATS
+from faasprof.outcomes import ACCEPTED_HTTP_OUTCOMES, STATUS_TEXT_OUTCOMES
 
 INTERFERENCE_FORMAT_VERSION = 2
 FIG14 = "fig14_interference.png"
@@ -153,7 +150,7 @@ def plot_fig14(invocations: pd.DataFrame, victim: str, perf: pd.DataFrame | None
                window: tuple[float, float] | None, path: Path, title: str, note: str = "") -> list[dict]:
     """Draw the aligned panels; returns the panel descriptions (without the series)."""
     panels = panel_series(perf, dropped)
-    fig, axes = plt.subplots(len(panels) + 1, 1, figsize=(10, 1.9 * (len(panels) + 1) + 0.6), sharex=True, squeeze=False)
+    fig, axes = new_figure(len(panels) + 1, 1, figsize=(10, 1.9 * (len(panels) + 1) + 0.6), sharex=True, squeeze=False)
     axes = axes[:, 0]
     mine = invocations[(invocations["instance"].astype(str) == victim) & successful(invocations)]
     t = mine["intended_s"].to_numpy(dtype="float64")
@@ -185,7 +182,6 @@ def plot_fig14(invocations: pd.DataFrame, victim: str, perf: pd.DataFrame | None
     fig.suptitle(title + (f"\n{note}" if note else ""), fontsize=9)
     fig.tight_layout()
     fig.savefig(path, dpi=110)
-    plt.close(fig)
     return [{k: v for k, v in p.items() if k not in ("t_s", "values")} for p in panels]
 
 

@@ -31,19 +31,16 @@ import sys
 import time
 from pathlib import Path
 
-import matplotlib
+import pandas as pd
 
-matplotlib.use("Agg")
-import matplotlib.pyplot as plt  # noqa: E402
-import pandas as pd  # noqa: E402
-
-from faasprof.analyzer import io_breakdown  # noqa: E402
-from faasprof import rundir  # noqa: E402
-from faasprof.errors import ConfigError, FaasprofError  # noqa: E402
-from faasprof.progress import QUIET, Progress  # noqa: E402
-from faasprof.workload.arrivals import DISTRIBUTIONS  # noqa: E402
-from faasprof.workload.spec import load_workload, workload_from_dict  # noqa: E402
+from faasprof import rundir
+from faasprof.analyzer import io_breakdown
+from faasprof.analyzer.plots import new_figure
+from faasprof.errors import ConfigError, FaasprofError
 from faasprof.invoker.run import execute
+from faasprof.progress import QUIET, Progress
+from faasprof.workload.arrivals import DISTRIBUTIONS
+from faasprof.workload.spec import load_workload, workload_from_dict
 
 FORMAT_VERSION = 1
 STUDY_FILE = "io_study.json"
@@ -211,7 +208,7 @@ def _text(value) -> str:
 
 def plot_bandwidth(frame: pd.DataFrame, path: Path) -> Path:
     """Per-invocation and aggregate network bandwidth against memory and against concurrency."""
-    fig, axes = plt.subplots(1, 2, figsize=(12, 4.5))
+    fig, axes = new_figure(1, 2, figsize=(12, 4.5))
     for axis, by in zip(axes, ("memory_mb", "concurrency")):
         for label, group in _series(frame, by):
             x = group[by].astype(float)
@@ -226,13 +223,12 @@ def plot_bandwidth(frame: pd.DataFrame, path: Path) -> Path:
     axes[1].set_title("bandwidth against concurrency")
     fig.tight_layout()
     fig.savefig(path, dpi=110)
-    plt.close(fig)
     return path
 
 
 def plot_cost_response(frame: pd.DataFrame, path: Path) -> Path:
     """Batch response time against its cost, one point per study point, labelled by concurrency."""
-    fig, axes = plt.subplots(1, 2, figsize=(12, 4.5))
+    fig, axes = new_figure(1, 2, figsize=(12, 4.5))
     for axis, unit, title in zip(axes, ("gb_s_1ms_per_batch", "gb_s_100ms_per_batch"), ("1 ms billing", "100 ms billing")):
         for label, group in _series(frame, "concurrency"):
             axis.plot(group[unit].astype(float), group["response_ms_median"].astype(float), marker="o", label=label)
@@ -245,7 +241,6 @@ def plot_cost_response(frame: pd.DataFrame, path: Path) -> Path:
         axis.set_title(f"response time against cost ({title})")
     fig.tight_layout()
     fig.savefig(path, dpi=110)
-    plt.close(fig)
     return path
 
 

@@ -37,18 +37,15 @@ import math
 import os
 from pathlib import Path
 
-import matplotlib
+import numpy as np
 
-matplotlib.use("Agg")
-import matplotlib.pyplot as plt  # noqa: E402
-import numpy as np  # noqa: E402
-
-from faasprof.analyzer.analysis import load_summary  # noqa: E402
-from faasprof.analyzer.markup import csv_cell, positive  # noqa: E402
-from faasprof import __version__, rundir  # noqa: E402
-from faasprof.monitoring.collectors.perf import PerfCollector  # noqa: E402
-from faasprof.monitoring.frames import start_offset_s  # noqa: E402
-from faasprof.monitoring.parsers.perf import base_event, parse_perf_stat  # noqa: E402
+from faasprof import __version__, rundir
+from faasprof.analyzer.analysis import load_summary
+from faasprof.analyzer.markup import csv_cell, positive
+from faasprof.analyzer.plots import new_figure
+from faasprof.monitoring.collectors.perf import PerfCollector
+from faasprof.monitoring.frames import start_offset_s
+from faasprof.monitoring.parsers.perf import base_event, parse_perf_stat
 
 MPKI_FORMAT_VERSION = 2
 MPKI_CSV = "mpki.csv"
@@ -178,7 +175,7 @@ def rows_for_run(run_dir: str | os.PathLike, rate_rps: float | None = None) -> l
 def plot_mpki(rows: list[dict], path: Path) -> bool:
     """Branch MPKI against median execution time (log x); False when no function has both."""
     points = [r for r in rows if positive(r.get("execution_ms_p50")) and isinstance(r.get("branch_mpki"), float) and math.isfinite(r["branch_mpki"])]
-    fig, ax = plt.subplots(figsize=(7, 4.5))
+    fig, ax = new_figure(figsize=(7, 4.5))
     if points:
         x = np.array([r["execution_ms_p50"] for r in points])
         y = np.array([r["branch_mpki"] for r in points])
@@ -197,7 +194,6 @@ def plot_mpki(rows: list[dict], path: Path) -> bool:
     ax.grid(True, alpha=0.3)
     fig.tight_layout()
     fig.savefig(path, dpi=110)
-    plt.close(fig)
     return bool(points)
 
 

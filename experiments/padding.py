@@ -62,7 +62,7 @@ def _docker(*args: str, input_bytes: bytes | None = None, timeout: float = 60) -
     try:
         return subprocess.run(["docker", *args], input=input_bytes, capture_output=True, timeout=timeout)
     except FileNotFoundError:
-        raise NotReadyError("docker: command not found; install Docker (./setup.sh --dev) for padded images") from None
+        raise NotReadyError("docker: command not found; install Docker (./setup.sh --with docker) for padded images") from None
 
 
 def image_exists(tag: str) -> bool:
@@ -86,7 +86,7 @@ def ensure_padded_image(padding_mb: int) -> str:
     if image_exists(tag):
         return tag
     if not image_exists(BASE_IMAGE):
-        raise NotReadyError(f"docker image {BASE_IMAGE} is missing; build it with ./setup.sh --dev")
+        raise NotReadyError(f"docker image {BASE_IMAGE} is missing; build it with ./setup.sh --with docker")
     # In the cache, not /tmp: the filler is as large as the padding, and /tmp is often memory.
     with tempfile.TemporaryDirectory(prefix=f"image-{padding_mb}mb-", dir=cache_dir("padding")) as context:
         root = Path(context)

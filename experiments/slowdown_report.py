@@ -24,15 +24,12 @@ import csv
 import math
 from pathlib import Path
 
-import matplotlib
 import matplotlib.ticker
-
-matplotlib.use("Agg")
-import matplotlib.pyplot as plt  # noqa: E402
-import numpy as np  # noqa: E402
+import numpy as np
 
 from faasprof.analyzer.markup import csv_cell, ms, positive
 from faasprof.analyzer.stats import min_samples_for_interval, quantile_ci
+from faasprof.analyzer.plots import new_figure
 from faasprof.experiments.slowdown_measure import INTENDED_STATE, Call, as_float
 from faasprof import rundir
 
@@ -169,7 +166,7 @@ def plot_fig15(rows: list[dict], path: Path) -> None:
     """Slowdown per function, log scale, alive (warm) vs paused (resumed); execution and latency."""
     functions = [r["function"] for r in rows]
     x = np.arange(len(functions))
-    fig, axes = plt.subplots(1, 2, figsize=(max(7.0, 1.1 * len(functions) + 4), 4.2))
+    fig, axes = new_figure(1, 2, figsize=(max(7.0, 1.1 * len(functions) + 4), 4.2))
     for ax, measure, title in ((axes[0], "exec", "execution time (the run call)"), (axes[1], "latency", "latency (client round trip)")):
         for offset, phase, label, colour in ((-0.2, "warm", "alive (warm)", "#2ca02c"), (0.2, "resumed", "paused (resumed)", "#ff7f0e")):
             values = [r[f"slowdown_{measure}_{phase}"] for r in rows]
@@ -194,12 +191,11 @@ def plot_fig15(rows: list[dict], path: Path) -> None:
                  "(ns: within the native calls' range; ≤1: no slowdown; slowdown.csv's notes say why)", fontsize=10)
     fig.tight_layout()
     fig.savefig(path, dpi=120)
-    plt.close(fig)
 
 
 def plot_fig16(rows: list[dict], fitted: dict, path: Path) -> None:
     """Slowdown against native execution time, log-log, with the fitted power law and its exponent."""
-    fig, axes = plt.subplots(1, 2, figsize=(11, 4.4))
+    fig, axes = new_figure(1, 2, figsize=(11, 4.4))
     native_ms = [r["native_exec_ms"] for r in rows]
     for ax, measure, title in ((axes[0], "exec", "execution time"), (axes[1], "latency", "latency")):
         for phase, label, colour, marker in (("warm", "alive (warm)", "#2ca02c", "o"), ("resumed", "paused (resumed)", "#ff7f0e", "s")):
@@ -226,7 +222,6 @@ def plot_fig16(rows: list[dict], fitted: dict, path: Path) -> None:
     fig.suptitle("Fig 16: slowdown against native execution time, power-law fit")
     fig.tight_layout()
     fig.savefig(path, dpi=120)
-    plt.close(fig)
 
 
 def _plain_log_ticks(axis) -> None:

@@ -34,6 +34,7 @@ from faasprof.analyzer import markup
 from faasprof.analyzer.compare import compare_runs
 from faasprof.analyzer.frames import write_parquet
 from faasprof.analyzer.units import unit_of
+from faasprof.analyzer.plots import new_figure
 from faasprof.analyzer.stats import QUEUE_MIN_MS, QUEUE_RATIO, is_reference, queueing
 
 SUMMARY_FORMAT_VERSION = 1
@@ -164,12 +165,6 @@ def capacities(frame: pd.DataFrame, parameters: list[str]) -> list[dict]:
 
 
 def plot_versus(frame: pd.DataFrame, parameters: list[str], out: Path) -> list[str]:
-    # matplotlib takes over 2 s to import (python -X importtime) and only the plots need it.
-    import matplotlib
-
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
-
     out.mkdir(parents=True, exist_ok=True)
     written = []
     for parameter in parameters:
@@ -178,7 +173,7 @@ def plot_versus(frame: pd.DataFrame, parameters: list[str], out: Path) -> list[s
             continue
         others = [f"sweep_{p}" for p in parameters if p != parameter]
         for metric, label in _metrics(frame):
-            fig, ax = plt.subplots(figsize=(6.4, 4.0))
+            fig, ax = new_figure(figsize=(6.4, 4.0))
             for group, part in frame.groupby([*SERIES, *others], dropna=False, sort=True):
                 stats = part.groupby(x_column)[metric].agg(["mean", "std"]).sort_index()
                 series = _series_entry(group, part)
@@ -195,7 +190,6 @@ def plot_versus(frame: pd.DataFrame, parameters: list[str], out: Path) -> list[s
             name = f"{metric}_vs_{parameter}.png"
             fig.tight_layout()
             fig.savefig(out / name, dpi=100)
-            plt.close(fig)
             written.append(name)
     return written
 

@@ -44,7 +44,7 @@ def docker_problem(images: dict[str, str] | None = None, socket_path: str | None
     path = socket_path or DOCKER_SOCKET
     images = images or DEFAULT_IMAGES
     if not os.path.exists(path):
-        return f"no Docker daemon socket at {path}: install and start Docker (./setup.sh --dev does both)"
+        return f"no Docker daemon socket at {path}: install and start Docker (./setup.sh --with docker does both)"
     try:
         conn = _UnixHTTPConnection(path, timeout_s)
         conn.request("GET", "/_ping")
@@ -61,9 +61,9 @@ def docker_problem(images: dict[str, str] | None = None, socket_path: str | None
     except PermissionError:
         return f"no permission on {path}: add this user to group docker or run as root"
     except OSError as error:
-        return f"the Docker daemon at {path} is not running ({error}): start dockerd (./setup.sh --dev does)"
+        return f"the Docker daemon at {path} is not running ({error}): start dockerd (./setup.sh --with docker does)"
     if missing:
-        return f"runtime image(s) {', '.join(missing)} missing: build them with setup/runtime-images/build.sh (./setup.sh --dev does)"
+        return f"runtime image(s) {', '.join(missing)} missing: build them with setup/runtime-images/build.sh (./setup.sh --with docker does)"
     return None
 
 

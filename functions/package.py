@@ -147,6 +147,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("names", nargs="*", metavar="FUNCTION")
     parser.add_argument("--all", action="store_true", help="every function in the catalogue")
     parser.add_argument("--out", type=Path, help="output directory (default: the archives/ folder of faasprof's cache)")
+    parser.add_argument("--no-install", action="store_true",
+                        help="install no npm packages: a function that lacks them is reported unavailable (./setup.sh without --with node)")
     args = parser.parse_args(argv)
     try:
         chosen = entries() if args.all or not args.names else [require(name) for name in args.names]
@@ -155,6 +157,10 @@ def main(argv: list[str] | None = None) -> int:
         return error.exit_code
     progress = Progress.to(sys.stderr)
     for entry in chosen:
+        lacking = entry.packaging_missing() if args.no_install else []
+        if lacking:
+            print(f"{entry.base}: unavailable: {lacking[0]}", file=sys.stderr)
+            continue
         try:
             data = build_archive(entry, cache_dir=args.out, progress=progress)
         except NotReadyError as error:

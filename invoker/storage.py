@@ -160,10 +160,10 @@ class ObjectStore:
 
 def start_object_store(data_dir: str | os.PathLike, access_key: str | None = None, secret_key: str | None = None) -> ObjectStore:
     """Start versitygw serving ``data_dir`` (created) on a free loopback port; NotReadyError when
-    it is not installed (./setup.sh --dev installs it) or does not come up."""
+    it is not installed (./setup.sh --with storage installs it) or does not come up."""
     binary = find_binary(VERSITYGW)
     if binary is None:
-        raise NotReadyError("versitygw not found on PATH, in the venv or in ~/go/bin; install it with ./setup.sh (setup/steps/25-storage.sh)")
+        raise NotReadyError("versitygw not found on PATH, in the venv or in ~/go/bin; install it with ./setup.sh --with storage (go builds it: 1 to 5 min the first time)")
     data_dir = Path(data_dir)
     objects = data_dir / "objects"
     objects.mkdir(parents=True, exist_ok=True)
@@ -206,7 +206,7 @@ class Iperf3Server:
 def start_iperf3_server(log_dir: str | os.PathLike) -> Iperf3Server:
     binary = find_binary("iperf3")
     if binary is None:
-        raise NotReadyError("iperf3 not found; install it with ./setup.sh --dev or apt-get install iperf3")
+        raise NotReadyError("iperf3 not found; install it with ./setup.sh --with storage or apt-get install iperf3")
     port = _free_port()
     log = Path(log_dir) / "iperf3-server.log"
     log.parent.mkdir(parents=True, exist_ok=True)

@@ -150,14 +150,14 @@ class DockerHost:
         try:
             info = await self.engine.call("GET", "/info")
         except (DockerUnavailable, DockerError) as error:
-            raise DockerUnavailable(f"isolation docker: {error}; start dockerd (./setup.sh --dev does) or use isolation auto") from None
+            raise DockerUnavailable(f"isolation docker: {error}; start dockerd (./setup.sh --with docker does) or use isolation auto") from None
         if info.get("CgroupDriver") == "systemd":
             self.cgroup_parent = "system.slice"
         for family, image in sorted(self.images.items()):
             try:
                 await self.engine.call("GET", f"/images/{image}/json")
             except DockerError:
-                raise DockerUnavailable(f"isolation docker: image {image} ({family} actions) is missing; build it with setup/runtime-images/build.sh (./setup.sh --dev does) or pull it") from None
+                raise DockerUnavailable(f"isolation docker: image {image} ({family} actions) is missing; build it with setup/runtime-images/build.sh (./setup.sh --with docker does) or pull it") from None
         self.http = aiohttp.ClientSession(
             connector=aiohttp.TCPConnector(limit=0, force_close=False, enable_cleanup_closed=True),
             timeout=aiohttp.ClientTimeout(total=None),

@@ -5,6 +5,7 @@ from __future__ import annotations
 import fcntl
 import json
 import os
+import re
 import signal
 import subprocess
 import sys
@@ -44,6 +45,25 @@ def pytest_sessionstart(session):
         problem = docker_problem()
         if problem is not None:
             pytest.exit(f"FAASPROF_REQUIRE_DOCKER=1 but isolation docker is unavailable: {problem}", returncode=3)
+
+
+# Tests that need the testbed run only when a -m expression names their marker (-m hardware,
+# -m openwhisk). This is a hook, not `-m 'not hardware and not openwhisk'` in addopts, because a
+# second -m replaces the first: the quick tier's -m "not slow" would have selected them.
+TESTBED_ONLY = ("hardware", "openwhisk")
+
+
+def pytest_collection_modifyitems(config, items):
+    named = set(re.findall(r"[\w-]+", config.getoption("markexpr") or ""))
+    left_out = [marker for marker in TESTBED_ONLY if marker not in named]
+    if not left_out:
+        return
+    kept, deselected = [], []
+    for item in items:
+        (deselected if any(item.get_closest_marker(marker) for marker in left_out) else kept).append(item)
+    if deselected:
+        config.hook.pytest_deselected(items=deselected)
+        items[:] = kept
 
 
 @pytest.hookimpl(hookwrapper=True)

@@ -186,6 +186,7 @@ def test_newer_summary_format_is_refused(tmp_path):
         load_summary(run_dir)
 
 
+@pytest.mark.slow
 def test_rerunning_gives_identical_files(tmp_path):
     run_dir, _ = write_synthetic_run(tmp_path, duration_s=3.0, instances=ONE)
     monitor = run_dir / "monitors" / "perf"

@@ -19,6 +19,7 @@ def _instances(rate):
     return {"i0": {"application": "fn", "distribution": "Uniform", "rate": rate}}
 
 
+@pytest.mark.slow
 def test_analyze_prints_modes_and_the_analysis_dir(tmp_path, isolated_home):
     run_dir, _ = write_synthetic_run(tmp_path, duration_s=4.0, instances=_instances(8.0))
     result = run_cli("analyze", run_dir, "--no-plots")
@@ -59,6 +60,7 @@ def test_analyze_fetches_records_from_the_platform_named_by_flags(tmp_path, isol
     assert len((run_dir / "activations.jsonl").read_text().splitlines()) == 300
 
 
+@pytest.mark.slow
 def test_analyze_without_records_or_platform_warns_and_still_works(tmp_path, isolated_home):
     run_dir, _ = write_synthetic_run(tmp_path, duration_s=2.0, instances=_instances(10.0), save_records=False)
     result = run_cli("analyze", run_dir, "--no-plots")
@@ -89,6 +91,7 @@ def test_analyze_refuses_bad_input_with_one_line(tmp_path, isolated_home, setup,
     assert "Traceback" not in result.stderr
 
 
+@pytest.mark.slow
 def test_compare_runs_that_differ_in_rate(tmp_path, isolated_home):
     runs = [write_synthetic_run(tmp_path, test_name=f"rate{r:g}", duration_s=4.0, instances=_instances(r))[0] for r in (8.0, 60.0, 400.0)]
     out = tmp_path / "cmp"
@@ -103,6 +106,7 @@ def test_compare_runs_that_differ_in_rate(tmp_path, isolated_home):
     assert json.loads((out / "compare.json").read_text())["format_version"] == 3
 
 
+@pytest.mark.slow
 def test_compare_prints_completion_latency_and_verdicts_and_writes_beside_the_runs(tmp_path, isolated_home):
     from test_analyzer_compare import faster_202s_slower_completion
 
@@ -121,6 +125,7 @@ def test_compare_prints_completion_latency_and_verdicts_and_writes_beside_the_ru
     assert p99.endswith("slower")
 
 
+@pytest.mark.slow
 def test_compare_warns_when_hosts_differ_and_rejects_an_unknown_label(tmp_path, isolated_home):
     runs = [write_synthetic_run(tmp_path, test_name=f"h{k}", duration_s=2.0, instances=_instances(10.0))[0] for k in range(2)]
     for k, run in enumerate(runs):
@@ -134,6 +139,7 @@ def test_compare_warns_when_hosts_differ_and_rejects_an_unknown_label(tmp_path, 
     assert "--label workload.nope: no run's manifest has this key" in result.stderr
 
 
+@pytest.mark.slow
 def test_capacity_rejects_bad_flags(tmp_path, isolated_home):
     result = run_cli("capacity", "spin", "--duration", "0", "--out", tmp_path)
     assert result.returncode == 2

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import pandas as pd
+import pytest
 
 from faasprof.analyzer.compare import differing_keys, environment_warnings, pick_parameter
 from faasprof.analyzer.analysis import analyze_run
@@ -69,6 +70,7 @@ def test_labelling_unrelated_workloads_warns():
     assert any("call different functions" in w and "json_dumps" in w for w in warnings)
 
 
+@pytest.mark.slow
 def test_significance_verdicts_against_the_first_run(tmp_path):
     from test_analyzer_synthetic import write_synthetic_run
 
@@ -105,6 +107,7 @@ def faster_202s_slower_completion(tmp_path):
     return [first, second]
 
 
+@pytest.mark.slow
 def test_completion_latency_is_the_headline_with_a_verdict_per_percentile(tmp_path):
     runs = faster_202s_slower_completion(tmp_path)
     result = compare_runs(runs)

@@ -37,6 +37,7 @@ def _run(tmp_path, rate, service_ms, duration_s, local_settings):
     return run_dir, analyze_run(run_dir, plots=False)
 
 
+@pytest.mark.slow
 def test_spin_at_8_per_s_with_50ms_grace_is_under_invoked(tmp_path):
     run_dir, summary = _run(tmp_path, 8.0, 5, 4.0, {"pause_grace_ms": 50})
     phase = summary["instances"][0]["phases"][0]
@@ -47,6 +48,7 @@ def test_spin_at_8_per_s_with_50ms_grace_is_under_invoked(tmp_path):
     assert summary["start_classes"]["counts"]["cold"] >= 1
 
 
+@pytest.mark.slow
 def test_spin_at_twice_its_capacity_is_over_invoked(tmp_path):
     run_dir, summary = _run(tmp_path, 40.0, 50, 3.0, {"pause_grace_ms": 50, "user_memory_mb": 128})
     phase = summary["instances"][0]["phases"][0]
@@ -58,6 +60,7 @@ def test_spin_at_twice_its_capacity_is_over_invoked(tmp_path):
 RAISER = "def main(args):\n    raise ValueError('raised on purpose by the test')\n"
 
 
+@pytest.mark.slow
 def test_non_blocking_run_of_an_action_that_always_raises_counts_application_errors(tmp_path):
     """The run the issue reported as ``ok 24, app_error 0`` with the failures in the percentiles."""
     handle = start_embedded(pause_grace_ms=50)
@@ -92,6 +95,7 @@ def test_non_blocking_run_of_an_action_that_always_raises_counts_application_err
     assert phase["mode"] == "unknown" and "0 successful" in phase["mode_reasons"]
 
 
+@pytest.mark.slow
 def test_a_muted_instance_sends_nothing_and_is_analyzed_without_a_phase(tmp_path):
     """``"rate": 0`` (FaaSProfiler's "no invocations"), alone in its window: no row, no phase, no
     division by its zero offered rate."""

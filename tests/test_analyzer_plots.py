@@ -7,9 +7,9 @@ from __future__ import annotations
 
 import types
 
-import matplotlib.pyplot
 import numpy as np
 import pandas as pd
+import pytest
 
 from faasprof.analyzer import markup
 from faasprof.analyzer import plots as plots_mod
@@ -43,47 +43,50 @@ def heavy_tailed_run(rows_per_function: int = 30_000) -> types.SimpleNamespace:
 
 
 def drawn_figure(monkeypatch, plot, run, path):
-    """The figure ``plot`` drew, kept open (the plot functions close theirs once saved)."""
+    """The figure ``plot`` drew and saved (the plot functions drop theirs once saved)."""
     kept = []
-    monkeypatch.setattr(matplotlib.pyplot, "close", kept.append)
+    save = plots_mod._save
+
+    def keep(fig, to):
+        kept.append(fig)
+        save(fig, to)
+
+    monkeypatch.setattr(plots_mod, "_save", keep)
     plot(run, path)
     monkeypatch.undo()
-    assert len(kept) == 1
+    assert len(kept) == 1 and path.exists()
     return kept[0]
 
 
 def test_cdf_marks_are_the_quantiles_of_all_the_data_and_the_curve_passes_through_them(tmp_path, monkeypatch):
     run = heavy_tailed_run()
     fig = drawn_figure(monkeypatch, plots_mod.cdf, run, tmp_path / "cdf.png")
-    try:
-        frame = run.invocations
-        lines = fig.axes[0].lines
-        curves = [line for line in lines if line.get_label().startswith("f")]
-        assert [c.get_label().split(",")[0] for c in curves] == ["fa phase 0", "fb phase 0"]
-        for curve in curves:
-            function = curve.get_label().split(" ")[0]
-            values = frame.loc[(frame["function"] == function) & frame["successful"], "completion_latency_ms"].to_numpy()
-            data = np.sort(values[np.isfinite(values)])
-            n = len(data)
-            x, y = np.asarray(curve.get_xdata()), np.asarray(curve.get_ydata())
-            assert len(x) < n / 5  # thinned, yet exact where it matters:
-            assert x[-1] == data[-1] and y[-1] == 1.0  # the largest value, at the top
-            marks = [line for line in lines if line is not curve and line.get_color() == curve.get_color()]
-            marked = [(float(m.get_ydata()[0]), float(m.get_xdata()[0])) for m in marks]
-            for pct in PERCENTILES:
-                p = pct / 100
-                expected = float(np.percentile(data, pct))  # what nanpercentile of all the values gives
-                assert np.isclose(expected, np.quantile(data, p), rtol=1e-12, atol=0)
-                at_p = [x_mark for y_mark, x_mark in marked if np.isclose(y_mark, p, rtol=0, atol=1e-12)]
-                assert at_p == [expected]  # computed on all the data, not on the drawn points
-                assert markup.ms(expected) in curve.get_label()
-                below, above = int(np.floor(p * (n - 1))), int(np.ceil(p * (n - 1)))
-                assert data[below] <= expected <= data[above]
-                for rank in (below, above):  # the curve steps at both order statistics it lies between
-                    at = np.flatnonzero(x == data[rank])
-                    assert len(at) and np.isclose(y[at[-1]], (rank + 1) / n)
-    finally:
-        matplotlib.pyplot.close(fig)
+    frame = run.invocations
+    lines = fig.axes[0].lines
+    curves = [line for line in lines if line.get_label().startswith("f")]
+    assert [c.get_label().split(",")[0] for c in curves] == ["fa phase 0", "fb phase 0"]
+    for curve in curves:
+        function = curve.get_label().split(" ")[0]
+        values = frame.loc[(frame["function"] == function) & frame["successful"], "completion_latency_ms"].to_numpy()
+        data = np.sort(values[np.isfinite(values)])
+        n = len(data)
+        x, y = np.asarray(curve.get_xdata()), np.asarray(curve.get_ydata())
+        assert len(x) < n / 5  # thinned, yet exact where it matters:
+        assert x[-1] == data[-1] and y[-1] == 1.0  # the largest value, at the top
+        marks = [line for line in lines if line is not curve and line.get_color() == curve.get_color()]
+        marked = [(float(m.get_ydata()[0]), float(m.get_xdata()[0])) for m in marks]
+        for pct in PERCENTILES:
+            p = pct / 100
+            expected = float(np.percentile(data, pct))  # what nanpercentile of all the values gives
+            assert np.isclose(expected, np.quantile(data, p), rtol=1e-12, atol=0)
+            at_p = [x_mark for y_mark, x_mark in marked if np.isclose(y_mark, p, rtol=0, atol=1e-12)]
+            assert at_p == [expected]  # computed on all the data, not on the drawn points
+            assert markup.ms(expected) in curve.get_label()
+            below, above = int(np.floor(p * (n - 1))), int(np.ceil(p * (n - 1)))
+            assert data[below] <= expected <= data[above]
+            for rank in (below, above):  # the curve steps at both order statistics it lies between
+                at = np.flatnonzero(x == data[rank])
+                assert len(at) and np.isclose(y[at[-1]], (rank + 1) / n)
 
 
 MODES = {  # one instance per phase: under-invoked, balanced, over-invoked (a queue growing to seconds)
@@ -108,14 +111,11 @@ def test_breakdown_has_a_panel_per_phase_with_its_own_scale(tmp_path, monkeypatc
     waits = [panel["bars"][0]["means_ms"]["wait_ms"] for panel in panels]
     assert waits[2] > 100 * max(waits[:2])  # seconds of queue against milliseconds
     fig = drawn_figure(monkeypatch, plots_mod.breakdown, run, tmp_path / "breakdown.png")
-    try:
-        assert len(fig.axes) == 3
-        for ax, panel in zip(fig.axes, panels):
-            assert ax.get_title(loc="left").startswith(f"phase {panel['phase']}")
-            total = sum(patch.get_width() for patch in ax.patches)
-            assert total > 0.8 * ax.get_xlim()[1]  # each phase fills its own axis: none flattened to zero
-    finally:
-        matplotlib.pyplot.close(fig)
+    assert len(fig.axes) == 3
+    for ax, panel in zip(fig.axes, panels):
+        assert ax.get_title(loc="left").startswith(f"phase {panel['phase']}")
+        total = sum(patch.get_width() for patch in ax.patches)
+        assert total > 0.8 * ax.get_xlim()[1]  # each phase fills its own axis: none flattened to zero
 
 
 def test_cdf_has_a_curve_per_instance_and_phase_marked_as_the_phase_table(tmp_path, monkeypatch):
@@ -126,16 +126,13 @@ def test_cdf_has_a_curve_per_instance_and_phase_marked_as_the_phase_table(tmp_pa
         ("under", 0, "under-invoked"), ("balanced", 1, "balanced"), ("over", 2, "over-invoked")]
     phases = run.phase_stats.set_index("instance")
     fig = drawn_figure(monkeypatch, plots_mod.cdf, run, tmp_path / "cdf.png")
-    try:
-        curves = [line for line in fig.axes[0].lines if line.get_label()[0] != "_"]
-        assert [c.get_label().split(" (")[0] for c in curves] == ["under phase 0, under-invoked", "balanced phase 1, balanced", "over phase 2, over-invoked"]
-        for curve, (instance, _, _, values) in zip(curves, groups):
-            row = phases.loc[instance]
-            assert len(values) == row["completion_latency_ms_n"] and f"(n={len(values):,})" in curve.get_label()
-            marks = {float(m.get_ydata()[0]): float(m.get_xdata()[0]) for m in fig.axes[0].lines if m is not curve and m.get_color() == curve.get_color()}
-            assert marks[0.5] == row["completion_latency_ms_p50"]  # the p50 of the modes table, not of a pooled curve
-    finally:
-        matplotlib.pyplot.close(fig)
+    curves = [line for line in fig.axes[0].lines if line.get_label()[0] != "_"]
+    assert [c.get_label().split(" (")[0] for c in curves] == ["under phase 0, under-invoked", "balanced phase 1, balanced", "over phase 2, over-invoked"]
+    for curve, (instance, _, _, values) in zip(curves, groups):
+        row = phases.loc[instance]
+        assert len(values) == row["completion_latency_ms_n"] and f"(n={len(values):,})" in curve.get_label()
+        marks = {float(m.get_ydata()[0]): float(m.get_xdata()[0]) for m in fig.axes[0].lines if m is not curve and m.get_color() == curve.get_color()}
+        assert marks[0.5] == row["completion_latency_ms_p50"]  # the p50 of the modes table, not of a pooled curve
 
 
 def test_the_cdf_curve_is_the_empirical_cdf_at_every_drawn_point():
@@ -195,6 +192,7 @@ def test_top_functions_by_rows_then_name():
     assert plots_mod._top_functions(np.zeros(0, dtype=np.int8), ["a"]) == []
 
 
+@pytest.mark.slow
 def test_write_plots_twice_gives_the_same_bytes(tmp_path, monkeypatch):
     run_dir, _ = write_synthetic_run(tmp_path / "run", duration_s=4.0, instances={
         "i0": {"application": "fa", "distribution": "Uniform", "rate": 60.0},

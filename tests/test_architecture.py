@@ -318,6 +318,7 @@ def test_tests_and_benchmarks_import_project_modules_at_the_top():
     assert hidden == []
 
 
+@pytest.mark.slow
 def test_only_faasprof_rundir_names_run_directory_files():
     assert run_dir_files_named(project_sources()) == []
 
@@ -425,6 +426,7 @@ BLOCKED_IMPORT = textwrap.dedent("""
 """)
 
 
+@pytest.mark.slow
 def test_the_analyzer_imports_without_the_invoker_localwhisk_aiohttp_or_uvloop():
     done = subprocess.run([sys.executable, "-c", BLOCKED_IMPORT], cwd=REPO, capture_output=True, text=True, timeout=120)
     assert done.returncode == 0, done.stderr

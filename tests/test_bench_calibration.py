@@ -59,6 +59,7 @@ def test_table_has_one_column_per_platform_and_the_figures():
     assert all(line.count("|") == 4 for line in lines)
 
 
+@pytest.mark.slow
 @pytest.mark.timeout(240)
 def test_a_short_run_on_the_embedded_localwhisk_writes_a_result_and_renders(tmp_path):
     result = subprocess.run(

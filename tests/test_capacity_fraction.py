@@ -100,6 +100,7 @@ def test_capacity_search_says_an_eta():
     assert lines[0].startswith("[ 1/6]") and "ETA at most 50 s" in lines[0]
 
 
+@pytest.mark.slow
 def test_plan_and_validate_show_a_fraction_from_the_store_or_as_not_measured_yet(tmp_path, isolated_home):
     """Offline: a fraction without a stored capacity is shown as such (counts unknown), never a
     crash; with one stored for this host and platform, as the rate ``run`` would use."""

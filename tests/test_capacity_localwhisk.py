@@ -24,6 +24,7 @@ from tests.conftest import run_cli  # noqa: E402
 from faasprof.workload.spec import workload_from_dict  # noqa: E402
 
 
+@pytest.mark.slow
 def test_capacity_search_on_localwhisk(tmp_path):
     result = find_capacity(
         "spin",
@@ -73,6 +74,7 @@ def test_capacity_search_on_localwhisk(tmp_path):
     assert "cold" not in first_states, first_states
 
 
+@pytest.mark.slow
 def test_a_search_that_reaches_its_ceiling_reports_and_stores_a_lower_bound(tmp_path, isolated_home, monkeypatch):
     store = tmp_path / "store.json"
     monkeypatch.setenv(capacity_store.STORE_ENV, str(store))

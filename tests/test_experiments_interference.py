@@ -108,6 +108,7 @@ def test_the_figure_goes_into_the_report_once(tmp_path):
     assert not add_to_report(tmp_path / "none.html", figure, "")
 
 
+@pytest.mark.slow
 @pytest.mark.skipif(shutil.which("perf") is None, reason="needs perf for the workload's monitoring block")
 def test_cli_interference_short_run(tmp_path):
     pytest.importorskip("faasprof.localwhisk.embedded")

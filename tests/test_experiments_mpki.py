@@ -62,6 +62,7 @@ def test_plot(tmp_path):
     assert (tmp_path / "g.png").exists()
 
 
+@pytest.mark.slow
 def test_cli_bad_input_and_no_counters(tmp_path):
     result = _faasprof("mpki", "no_such_function", "--out", str(tmp_path))
     assert result.returncode == 2 and "no_such_function" in result.stderr
@@ -85,6 +86,7 @@ def test_cli_from_runs_refuses_an_mpki_folder_saying_where_its_runs_are(tmp_path
                                      f"{folder}/runs/: pass one of those, or recompute its table with `faasprof mpki --from-runs {folder}/runs/*`")
 
 
+@pytest.mark.slow
 def test_cli_from_runs_on_a_real_run(tmp_path):
     pytest.importorskip("faasprof.localwhisk.embedded")
     workload = tmp_path / "w.json"

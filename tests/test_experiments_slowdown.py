@@ -264,6 +264,7 @@ def test_a_median_has_an_interval_from_the_repeat_the_warning_names():
     assert math.isnan(quantile_ci(np.arange(7.0), 0.5)[1]) and math.isfinite(quantile_ci(np.arange(8.0), 0.5)[1])
 
 
+@pytest.mark.slow
 def test_cli_warns_that_few_repeats_give_no_interval(tmp_path):
     # The warning comes first, before anything is measured (here the platform is down: exit 3).
     few = _faasprof("slowdown", "json_loads", "--repeat", "2", "--apihost", "http://127.0.0.1:1", "--auth", "a:b", "--out", str(tmp_path), timeout=60)
@@ -278,6 +279,7 @@ def _faasprof(*args: str, timeout: float) -> subprocess.CompletedProcess:
     return subprocess.run([sys.executable, "-m", "faasprof", *args], capture_output=True, text=True, timeout=timeout, cwd=REPO)
 
 
+@pytest.mark.slow
 def test_cli_refuses_bad_input_before_measuring(tmp_path):
     result = _faasprof("slowdown", "no_such_function", "--out", str(tmp_path), timeout=60)
     assert result.returncode == 2
@@ -287,6 +289,7 @@ def test_cli_refuses_bad_input_before_measuring(tmp_path):
     assert list(tmp_path.iterdir()) == []
 
 
+@pytest.mark.slow
 def test_cli_unreachable_platform_leaves_nothing(tmp_path):
     result = _faasprof("slowdown", "json_loads", "--apihost", "http://127.0.0.1:1", "--auth", "a:b", "--out", str(tmp_path), timeout=60)
     assert result.returncode == 3
@@ -294,6 +297,7 @@ def test_cli_unreachable_platform_leaves_nothing(tmp_path):
     assert list(tmp_path.iterdir()) == []
 
 
+@pytest.mark.slow
 def test_cli_slowdown_on_embedded_localwhisk(tmp_path):
     pytest.importorskip("faasprof.localwhisk.embedded")
     result = _faasprof("slowdown", "json_dumps", "json_loads", "nbody", "--repeat", "3", "--out", str(tmp_path), timeout=420)
@@ -328,6 +332,7 @@ def test_cli_slowdown_on_embedded_localwhisk(tmp_path):
     assert len(list(tmp_path.glob("slowdown-*"))) == 1
 
 
+@pytest.mark.slow
 def test_cli_slowdown_with_docker_sandboxes(tmp_path):
     problem = docker_problem()
     if problem is not None:

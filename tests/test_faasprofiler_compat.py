@@ -108,6 +108,7 @@ class _Recorder(BaseHTTPRequestHandler):
         self.wfile.write(body)
 
 
+@pytest.mark.slow
 def test_generic_run_sends_the_host_header_and_records_serverless_platform(cli, tmp_path, isolated_home):
     server = ThreadingHTTPServer(("127.0.0.1", 0), _Recorder)
     _Recorder.hosts = []

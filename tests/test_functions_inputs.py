@@ -63,6 +63,7 @@ SIZES = {  # function -> (a small size, the result key that echoes it)
 }
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("name", sorted(SIZES))
 def test_size_as_a_string_a_float_or_null(workers, name):
     size, key = SIZES[name]

@@ -66,6 +66,7 @@ def test_spin_reports_cold_then_warm_on_localwhisk(platform, deployed):
     assert platform.get_action("spin-192")["limits"]["memory"] == 192
 
 
+@pytest.mark.slow
 def test_workload_with_unknown_function_is_refused_by_validate_and_run_in_one_line_with_a_suggestion(tmp_path, isolated_home):
     workload = tmp_path / "w.json"
     workload.write_text(json.dumps({

@@ -152,6 +152,7 @@ def test_perf_that_cannot_count_is_not_ready(tmp_path):
         native.run_native(lookup("nqueens"), tmp_path, native.NativeOptions(repeat=1, perf=True, perf_events=("no-such-event",)))
 
 
+@pytest.mark.slow
 def test_analyze_of_a_native_run_counts_its_answers_not_missing_records(tmp_path, isolated_home):
     """A native run has no platform and so no activation records: its rows are the results."""
     done = run_cli("native", "json_dumps", "--repeat", "5", "--out", tmp_path, timeout=90)

@@ -40,6 +40,7 @@ def test_node_file_gets_a_package_json(tmp_path):
     assert archive_names(entry) == ["greet.js", "package.json"]
 
 
+@pytest.mark.slow
 def test_python_folder_with_requirements_has_a_virtualenv(tmp_path):
     folder = python_function(tmp_path)
     names = archive_names(own_entry(folder))
@@ -48,6 +49,7 @@ def test_python_folder_with_requirements_has_a_virtualenv(tmp_path):
     assert not any("__pycache__" in name for name in names)
 
 
+@pytest.mark.slow
 def test_staging_is_reused_until_the_source_changes(tmp_path):
     folder = python_function(tmp_path)
     first = stage(own_entry(folder))

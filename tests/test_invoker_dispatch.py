@@ -286,6 +286,7 @@ def test_prepared_request_repr_hides_the_key():
     assert AUTH.split(":")[1] not in repr(request) and AUTH.split(":")[1] not in request.description
 
 
+@pytest.mark.slow
 def test_lateness_warning_says_why_and_what_to_do():
     said: list[str] = []
     with FakeOpenWhisk() as server:
@@ -322,6 +323,7 @@ def test_a_failing_check_stops_the_run():
     assert warnings and "cgroups" in warnings[0] and "optional" in warnings[0]
 
 
+@pytest.mark.slow
 def test_keep_alive_reuse_and_no_reuse_of_long_idle_generic_sockets():
     with FakeOpenWhisk() as server:
         generic = instance("g", "label", endpoint="generic", url=f"{server.apihost}/generic/x", data={})

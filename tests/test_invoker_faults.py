@@ -51,6 +51,7 @@ def _wait_for_sends(out: Path, proc: subprocess.Popen, count: int, timeout_s: fl
     raise AssertionError("no sends were journaled")
 
 
+@pytest.mark.slow
 def test_kill_9_with_slow_blocking_answers_loses_at_most_the_last_second(tmp_path, isolated_home):
     rate, duration = 20, 30
     config = write_workload(tmp_path, duration=duration, blocking_cli=True,
@@ -100,6 +101,7 @@ def _umount(path: Path) -> None:
     subprocess.run(["umount", "-l", str(path)], capture_output=True)
 
 
+@pytest.mark.slow
 def test_full_disk_stops_the_run_at_the_first_failed_write(tmp_path, isolated_home):
     small = tmp_path / "small"
     _mount_tmpfs(small, "size=256k")
@@ -180,6 +182,7 @@ def test_analyze_on_a_full_disk_is_one_line_and_leaves_the_run_alone(tmp_path, i
         _umount(small)
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("where", ["read-only", "missing"])
 def test_unwritable_out_is_one_line_and_exit_2_before_anything_starts(tmp_path, isolated_home, where):
     config = write_workload(tmp_path, duration=5)
@@ -205,6 +208,7 @@ def test_unwritable_out_is_one_line_and_exit_2_before_anything_starts(tmp_path, 
             _umount(mount)
 
 
+@pytest.mark.slow
 def test_second_ctrl_c_while_waiting_for_records_saves_what_was_fetched(tmp_path, isolated_home):
     config = write_workload(tmp_path, duration=20, instances={
         "a": {"application": "ok", "distribution": "Uniform", "rate": 20},
@@ -254,6 +258,7 @@ def _processes_under(path: Path) -> list[tuple[int, str]]:
     return found
 
 
+@pytest.mark.slow
 def test_kill_9_on_the_embedded_platform_keeps_its_records_and_leaves_nothing_running(tmp_path, isolated_home):
     data = {
         "test_name": "embedded-kill",
@@ -300,6 +305,7 @@ def test_kill_9_on_the_embedded_platform_keeps_its_records_and_leaves_nothing_ru
     assert _processes_under(data_dir) == []
 
 
+@pytest.mark.slow
 def test_embedded_platform_killed_mid_run_stops_the_run_and_leaves_no_frozen_sandbox(tmp_path, isolated_home):
     data = {
         "test_name": "embedded-dies",
@@ -347,6 +353,7 @@ def test_embedded_platform_killed_mid_run_stops_the_run_and_leaves_no_frozen_san
     assert summary["records"]["found"] == len(stored) >= 5
 
 
+@pytest.mark.slow
 def test_a_torn_format_1_run_gets_its_plan_re_derived_from_the_manifest(tmp_path, isolated_home):
     """A run directory of format 1 (no plan, no journal) torn by a kill: analyze re-derives the
     plan from the resolved workload and seed, and states what is missing."""

@@ -24,6 +24,7 @@ def _saved_ids(run_dir):
     return {json.loads(line)["activationId"] for line in (run_dir / rundir.ACTIVATIONS).read_text().splitlines()}
 
 
+@pytest.mark.slow
 def test_run_analyze_waits_for_records_still_being_stored(tmp_path, isolated_home):
     config = write_workload(tmp_path, duration=1.0, instances={"a": {"application": "ok", "distribution": "Uniform", "rate": 10}})
     out = tmp_path / "runs"
@@ -40,6 +41,7 @@ def test_run_analyze_waits_for_records_still_being_stored(tmp_path, isolated_hom
     assert summary["records"]["missing"] == 0
 
 
+@pytest.mark.slow
 def test_analyze_waits_with_progress_then_reports_what_is_missing_and_why(tmp_path, isolated_home, monkeypatch):
     workload = workload_from_dict({
         "test_name": "w", "test_duration_in_seconds": 1.0, "random_seed": 1, "blocking_cli": False,
@@ -66,6 +68,7 @@ def test_analyze_waits_with_progress_then_reports_what_is_missing_and_why(tmp_pa
     assert any(line.startswith("waiting for activation records:") and "giving up in" in line for line in lines)
 
 
+@pytest.mark.slow
 def test_realtime_flag_before_the_workload_is_not_taken_for_a_priority(tmp_path, isolated_home):
     config = write_workload(tmp_path, duration=0.5)
     out = tmp_path / "runs"

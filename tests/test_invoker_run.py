@@ -62,6 +62,7 @@ def run_against(server, config, out, *extra, timeout=60):
     return run_cli("run", config, "--out", out, "--apihost", server.apihost, "--auth", AUTH, *extra, timeout=timeout)
 
 
+@pytest.mark.slow
 def test_run_writes_a_complete_run_directory(tmp_path, isolated_home):
     config = write_workload(
         tmp_path,
@@ -112,6 +113,7 @@ def test_run_writes_a_complete_run_directory(tmp_path, isolated_home):
     assert_no_secret(run_dir, done.stdout, done.stderr)
 
 
+@pytest.mark.slow
 def test_preflight_failures_leave_no_run_directory(tmp_path, isolated_home):
     out = tmp_path / "runs"
     config = write_workload(tmp_path)
@@ -133,6 +135,7 @@ def test_preflight_failures_leave_no_run_directory(tmp_path, isolated_home):
         assert_no_secret(finished.stdout, finished.stderr)
 
 
+@pytest.mark.slow
 def test_bad_data_file_and_bad_flag_exit_2(tmp_path, isolated_home):
     config = write_workload(tmp_path, instances={"a": {"application": "ok", "distribution": "Poisson", "rate": 5, "data_file": "nope.bin"}})
     done = run_cli("run", config, "--out", tmp_path / "runs", "--apihost", "http://127.0.0.1:9", "--auth", AUTH)
@@ -143,6 +146,7 @@ def test_bad_data_file_and_bad_flag_exit_2(tmp_path, isolated_home):
     assert run_dirs(tmp_path / "runs") == []
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("sig, label", [(signal.SIGINT, "SIGINT"), (signal.SIGTERM, "SIGTERM")])
 def test_signal_mid_run_interrupts_with_a_row_for_every_invocation(tmp_path, isolated_home, sig, label):
     config = write_workload(tmp_path, duration=20, instances={"a": {"application": "ok", "distribution": "Uniform", "rate": 50}})
@@ -171,6 +175,7 @@ def test_signal_mid_run_interrupts_with_a_row_for_every_invocation(tmp_path, iso
     assert_no_secret(run_dir, stdout, stderr)
 
 
+@pytest.mark.slow
 def test_sigint_with_analyze_analyses_what_was_sent_on_localwhisk(tmp_path, isolated_home):
     """Ctrl-C in ``faasprof run --analyze`` of a healthy 10/s stream: the run is still analysed, its
     phase ends at the stop (offered ≈ achieved), and what was planned after the stop is neither
@@ -235,6 +240,7 @@ def _wait_for_rows(out: Path, proc, timeout_s: float = 20.0, rows: int = 20) -> 
     raise AssertionError("no rows appeared")
 
 
+@pytest.mark.slow
 def test_kill_9_loses_at_most_the_last_second(tmp_path, isolated_home):
     config = write_workload(tmp_path, duration=20, instances={"a": {"application": "ok", "distribution": "Uniform", "rate": 50}})
     out = tmp_path / "runs"
@@ -259,6 +265,7 @@ def test_kill_9_loses_at_most_the_last_second(tmp_path, isolated_home):
     assert expected and expected <= seqs
 
 
+@pytest.mark.slow
 def test_scripts_run_with_argv_and_failures_are_reported(tmp_path, isolated_home):
     runtime = tmp_path / "runtime monitor.sh"  # a space in the path: argv lists, not shell strings
     runtime.write_text('echo "runtime args: $@"\necho "cwd: $(pwd)"\necho oops >&2\n')
@@ -283,6 +290,7 @@ def test_scripts_run_with_argv_and_failures_are_reported(tmp_path, isolated_home
     assert "post_script" in done.stderr and "status 3" in done.stderr
 
 
+@pytest.mark.slow
 def test_generic_endpoint_needs_no_platform(tmp_path, isolated_home):
     with FakeOpenWhisk() as server:
         config = write_workload(
@@ -305,6 +313,7 @@ def test_generic_endpoint_needs_no_platform(tmp_path, isolated_home):
     assert "no_record" not in done.stdout and "FAILURES" not in done.stdout
 
 
+@pytest.mark.slow
 def test_end_to_end_on_the_embedded_localwhisk(tmp_path, isolated_home):
     data = {
         "test_name": "embedded",
@@ -331,6 +340,7 @@ def test_end_to_end_on_the_embedded_localwhisk(tmp_path, isolated_home):
     assert (run_dir / "localwhisk" / "localwhisk.log").is_file() and manifest["platform"]["data_dir"] == "localwhisk"
 
 
+@pytest.mark.slow
 def test_sigint_during_post_script_stops_it_and_marks_the_run(tmp_path, isolated_home):
     post = tmp_path / "post.sh"
     post.write_text("echo started\nsleep 60\n")

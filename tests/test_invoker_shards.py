@@ -153,6 +153,7 @@ def _sharded_run(tmp_path: Path, server, rates, duration_s: float, processes: in
     return run_dir, intended, owners, sharded, result
 
 
+@pytest.mark.slow
 def test_two_processes_merge_into_one_run_directory(tmp_path):
     with FakeOpenWhisk() as server:
         run_dir, intended, owners, sharded, result = _sharded_run(tmp_path, server, {"a": 40, "b": 25, "hot": 60}, 2.0, 2)
@@ -182,6 +183,7 @@ def test_two_processes_merge_into_one_run_directory(tmp_path):
         assert sent == sorted(sent)
 
 
+@pytest.mark.slow
 def test_a_child_killed_mid_run_still_leaves_every_planned_invocation_once(tmp_path):
     def kill_first_child(sharded: ShardedDispatch, run_dir: Path) -> None:
         journal = run_dir / SHARDS_DIR / "0" / rundir.SENDS
@@ -210,6 +212,7 @@ def test_a_child_killed_mid_run_still_leaves_every_planned_invocation_once(tmp_p
     assert sharded.describe()["processes"][0]["exit"] == "killed by signal 9"
 
 
+@pytest.mark.slow
 def test_each_process_watches_itself_and_the_parent_reports_progress(tmp_path, capfd):
     # A warning threshold nothing can meet: every progress interval of every process warns.
     options = DispatchOptions(send_processes=2, lateness_warn_ms=1e-9, progress_interval_s=0.3)
@@ -229,6 +232,7 @@ def test_each_process_watches_itself_and_the_parent_reports_progress(tmp_path, c
 # -- the CLI --------------------------------------------------------------------------------------
 
 
+@pytest.mark.slow
 def test_cli_run_with_two_send_processes(tmp_path, isolated_home):
     config = write_workload(tmp_path, duration=2, instances={"a": {"application": "ok", "distribution": "Poisson", "rate": 40},
                                                              "b": {"application": "ok2", "distribution": "Uniform", "rate": 30}})
@@ -249,6 +253,7 @@ def test_cli_run_with_two_send_processes(tmp_path, isolated_home):
     assert_no_secret(run_dir, done.stdout, done.stderr)
 
 
+@pytest.mark.slow
 def test_cli_run_chooses_send_processes_automatically_by_default(tmp_path, isolated_home):
     """No --send-processes: the count comes from the plan's busiest second (the split itself at
     high rates is ``choose_processes``'s test; whether a run then holds its schedule is timing,
@@ -269,6 +274,7 @@ def test_cli_run_chooses_send_processes_automatically_by_default(tmp_path, isola
     assert "send processes:" not in done.stderr and "--realtime" not in done.stderr
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("value", ["0", "lots"])
 def test_cli_bad_send_processes_exit_2(tmp_path, isolated_home, value):
     config = write_workload(tmp_path)
@@ -279,6 +285,7 @@ def test_cli_bad_send_processes_exit_2(tmp_path, isolated_home, value):
     assert not run_dirs(tmp_path / "runs")
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("sig, label", [(signal.SIGINT, "Ctrl-C (SIGINT)"), (signal.SIGTERM, "SIGTERM")])
 def test_cli_signal_stops_every_send_process_with_a_row_for_every_invocation(tmp_path, isolated_home, sig, label):
     config = write_workload(tmp_path, duration=20, instances={"a": {"application": "ok", "distribution": "Uniform", "rate": 50}})
@@ -325,6 +332,7 @@ def _children_of(pid: int) -> list[int]:
     return found
 
 
+@pytest.mark.slow
 def test_cli_parent_killed_leaves_a_readable_torn_run_and_stops_its_children(tmp_path, isolated_home):
     config = write_workload(tmp_path, duration=20, instances={"a": {"application": "ok", "distribution": "Uniform", "rate": 40}})
     out = tmp_path / "runs"

@@ -108,6 +108,7 @@ def _run(tmp_path, application, *extra, server_setup=None, **workload):
     ("slow", ("--request-timeout-s", "0.3"), lambda s: setattr(s, "slow_s", 3.0), "complete", "timeout in 12 of 12"),
     ("ok", (), lambda s: setattr(s, "die_after_preflight", True), "complete", "refused connections"),
 ])
+@pytest.mark.slow
 def test_all_failing_platform_exits_1_naming_the_failure_and_fix(tmp_path, isolated_home, application, extra, setup, expect_status, expect):
     done, manifest = _run(tmp_path, application, *extra, server_setup=setup)
     assert done.returncode == 1, done.stderr
@@ -118,6 +119,7 @@ def test_all_failing_platform_exits_1_naming_the_failure_and_fix(tmp_path, isola
     assert expect in done.stderr
 
 
+@pytest.mark.slow
 def test_run_with_one_always_failing_instance_exits_1_naming_it(tmp_path, isolated_home):
     config = write_workload(tmp_path, duration=1.5, instances={
         "a": {"application": "ok", "distribution": "Uniform", "rate": 8},
@@ -134,6 +136,7 @@ def test_run_with_one_always_failing_instance_exits_1_naming_it(tmp_path, isolat
     assert rundir.read_manifest(run_dir).to_json()["verdict"]["passed"] is False
 
 
+@pytest.mark.slow
 def test_a_failed_verdict_is_told_once_without_quiet(tmp_path, isolated_home):
     config = write_workload(tmp_path, duration=1.5, instances={
         "a": {"application": "ok", "distribution": "Uniform", "rate": 8},
@@ -146,6 +149,7 @@ def test_a_failed_verdict_is_told_once_without_quiet(tmp_path, isolated_home):
     assert done.stderr.rstrip().splitlines()[-1].startswith("run complete but failed its thresholds (see ")
 
 
+@pytest.mark.slow
 def test_thresholds_from_workload_and_command_line(tmp_path, isolated_home):
     done, manifest = _run(tmp_path, "ok", thresholds={"max_client_latency_ms_p99": 0.000001})
     assert done.returncode == 1 and "client_latency_ms_p99" in done.stderr
@@ -209,6 +213,7 @@ def test_calls_without_a_record_are_not_successes_and_fail_their_instance_in_one
     assert verdict["outcomes"] == {"ok": 30, "platform_stopped": 20}
 
 
+@pytest.mark.slow
 def test_non_blocking_run_of_an_always_raising_function_fails(tmp_path, isolated_home):
     folder = tmp_path / "raiser"
     folder.mkdir()

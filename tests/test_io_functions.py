@@ -12,8 +12,8 @@ from faasprof.functions import iolib
 from faasprof.functions.catalogue import lookup
 from faasprof.invoker.storage import find_binary, start_storage
 
-needs_versitygw = pytest.mark.skipif(find_binary("versitygw") is None, reason="versitygw not installed (./setup.sh installs it)")
-needs_iperf3 = pytest.mark.skipif(find_binary("iperf3") is None, reason="iperf3 not installed (./setup.sh installs it)")
+needs_versitygw = pytest.mark.skipif(find_binary("versitygw") is None, reason="versitygw not installed (./setup.sh --with storage installs it)")
+needs_iperf3 = pytest.mark.skipif(find_binary("iperf3") is None, reason="iperf3 not installed (./setup.sh --with storage installs it)")
 # The glue between phases (loop bookkeeping, result assembly) on a loaded 2-core host.
 GAP_MS = 40.0
 GAP_SHARE = 0.2
@@ -37,7 +37,7 @@ def _adds_up(breakdown):
 @pytest.fixture(scope="module")
 def storage(tmp_path_factory):
     if find_binary("versitygw") is None:
-        pytest.skip("versitygw not installed (./setup.sh installs it)")
+        pytest.skip("versitygw not installed (./setup.sh --with storage installs it)")
     spec = {"object_store": True, "shared_dir": True, "iperf3": find_binary("iperf3") is not None, "bucket": "faasprof-io",
             "objects": [{"key": "chunk-3000000", "size_bytes": 3000000}]}
     with start_storage(spec, tmp_path_factory.mktemp("storage")) as running:

@@ -12,8 +12,8 @@ from faasprof.functions.iolib import S3, S3Error
 from faasprof.invoker.storage import check_spec, find_binary, start_iperf3_server, start_object_store, start_storage
 from faasprof.workload.spec import workload_from_dict
 
-needs_versitygw = pytest.mark.skipif(find_binary("versitygw") is None, reason="versitygw not installed (./setup.sh installs it)")
-needs_iperf3 = pytest.mark.skipif(find_binary("iperf3") is None, reason="iperf3 not installed (./setup.sh installs it)")
+needs_versitygw = pytest.mark.skipif(find_binary("versitygw") is None, reason="versitygw not installed (./setup.sh --with storage installs it)")
+needs_iperf3 = pytest.mark.skipif(find_binary("iperf3") is None, reason="iperf3 not installed (./setup.sh --with storage installs it)")
 
 
 def _port_closed(port: int) -> bool:

@@ -23,7 +23,7 @@ from faasprof.invoker.run import execute
 from faasprof.workload.spec import load_workload
 
 needs_servers = pytest.mark.skipif(find_binary("versitygw") is None or find_binary("iperf3") is None,
-                                   reason="versitygw and iperf3 needed (./setup.sh installs them)")
+                                   reason="versitygw and iperf3 needed (./setup.sh --with storage installs them)")
 
 
 def test_batch_cost_with_billing_rounding():
@@ -70,6 +70,7 @@ def test_ready_workloads_are_valid_studies(name):
     assert "Kookmin" in workload.description or "FunctionBench" in workload.description
 
 
+@pytest.mark.slow
 def test_cli_refuses_a_workload_without_a_study(tmp_path):
     path = tmp_path / "w.json"
     path.write_text(json.dumps({"test_name": "t", "test_duration_in_seconds": 2, "random_seed": 1, "blocking_cli": True,

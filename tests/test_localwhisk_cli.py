@@ -20,6 +20,7 @@ from tests.conftest import REPO_ROOT, run_cli
 pytestmark = pytest.mark.timeout(90)
 
 
+@pytest.mark.slow
 def test_local_start_status_stop(tmp_path, isolated_home):
     data_dir = tmp_path / "lw"
     started = run_cli("local", "start", "--port", "0", "--data-dir", data_dir, "--pause-grace", "10s", timeout=60)
@@ -105,6 +106,7 @@ def test_stop_without_instance_succeeds_and_says_so(tmp_path, isolated_home):
     assert result.stderr.strip() == f"localwhisk not running for data dir {tmp_path / 'none'}; nothing to stop"
 
 
+@pytest.mark.slow
 def test_local_start_is_found_by_deploy_until_stopped(tmp_path, isolated_home):
     """`local start` then `deploy hello.py` with no flags deploys there; it shows its key and the
     lines for wsk; the user's ~/.wskprops stays theirs and comes first; a second stop succeeds."""
@@ -153,6 +155,7 @@ def test_local_start_is_found_by_deploy_until_stopped(tmp_path, isolated_home):
     assert "platform connection (default: the localwhisk of `faasprof local start`; deploy never starts one)" in " ".join(help_text.split())
 
 
+@pytest.mark.slow
 def test_serve_port_file_and_sigterm(tmp_path):
     port_file = tmp_path / "port.json"
     env = dict(os.environ, PYTHONPATH=str(REPO_ROOT))

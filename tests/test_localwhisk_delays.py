@@ -57,6 +57,7 @@ def _call(session, base, name):
     return {a["key"]: a["value"] for a in record["annotations"]}
 
 
+@pytest.mark.slow
 @pytest.mark.timeout(120)
 def test_the_delays_land_in_wait_time_and_hold_the_sandbox():
     with start_embedded(control_plane="cold=300,warm=150,resumed=250", pause_grace_ms=50) as lw:

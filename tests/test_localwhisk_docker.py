@@ -30,7 +30,7 @@ from faasprof.localwhisk.embedded import start_embedded
 from faasprof.localwhisk.pool import Pool
 from tests.localwhisk_driver import SANDBOX_KEYS, Lw, annotation
 
-pytestmark = pytest.mark.timeout(180)
+pytestmark = [pytest.mark.timeout(180), pytest.mark.slow]  # containers start in seconds each
 
 PROBLEM = docker_problem()
 needs_docker = pytest.mark.skipif(PROBLEM is not None, reason=f"isolation docker unavailable: {PROBLEM}")

@@ -13,7 +13,7 @@ from conftest import run_cli
 from faasprof.docker import docker_problem
 from faasprof.rundir import read_manifest, read_invocations
 
-pytestmark = pytest.mark.timeout(300)
+pytestmark = [pytest.mark.timeout(300), pytest.mark.slow]  # whole runs in containers
 
 PROBLEM = docker_problem()
 

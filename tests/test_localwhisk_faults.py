@@ -58,6 +58,7 @@ class _Handle:
         self.apihost, self.auth = apihost, auth
 
 
+@pytest.mark.slow
 def test_local_stop_under_load_finishes_in_seconds_and_records_every_accepted_activation(tmp_path, isolated_home):
     data_dir = tmp_path / "lw"
     started = run_cli("local", "start", "--port", "0", "--data-dir", data_dir, "--user-memory", "256", timeout=60)
@@ -116,6 +117,7 @@ def test_stop_leaves_no_paused_or_frozen_sandbox(tmp_path):
     assert [_process_state(pid) for pid in pids] in ([None], ["Z"])
 
 
+@pytest.mark.slow
 @pytest.mark.host_exclusive
 def test_kill_9_with_paused_sandboxes_is_reaped_at_the_next_start(tmp_path):
     data_dir = tmp_path / "lw"
@@ -168,6 +170,7 @@ def test_a_sandbox_that_renamed_itself_to_odd_bytes_is_still_reaped(tmp_path):
             child.wait()
 
 
+@pytest.mark.slow
 def test_the_key_never_appears_on_a_command_line(tmp_path, isolated_home):
     secret = OWN_KEY.split(":", 1)[1]
     with start_embedded(data_dir=tmp_path / "emb", auth=OWN_KEY) as handle:

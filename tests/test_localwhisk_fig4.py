@@ -58,6 +58,7 @@ def fetch(session, base, ids, timeout_s=30.0):
     return records
 
 
+@pytest.mark.slow
 def test_under_balanced_and_over_invoked_patterns(tmp_path):
     with start_embedded(data_dir=tmp_path / "lw", user_memory_mb=256, pause_grace_ms=50) as handle:
         base = handle.apihost + "/api/v1/namespaces/_"

@@ -31,6 +31,7 @@ def started(tmp_path, **settings):
     return start_embedded(data_dir=tmp_path / "lw", **settings)
 
 
+@pytest.mark.slow
 def test_cold_warm_paused_resumed_and_idle_removal(tmp_path):
     with started(tmp_path, pause_grace_ms=50, idle_timeout_s=1.0) as handle:
         lw = Lw(handle)
@@ -174,6 +175,7 @@ def test_developer_errors_destroy_the_sandbox_and_the_pool_recovers(tmp_path):
         assert [lw.invoke("fine").status_code for _ in range(3)] == [200, 200, 200]
 
 
+@pytest.mark.slow
 def test_throttles_answer_429_with_openwhisk_messages(tmp_path):
     second = time.time() % 60
     if second > 55:  # keep the whole test (about 2 s) inside one fixed wall-clock minute
@@ -235,6 +237,7 @@ def test_cgroups_are_cleaned_on_stop_and_stale_ones_at_start(tmp_path):
         assert str(stale) in handle.settings["stale_cgroups_removed"]
 
 
+@pytest.mark.slow
 def test_cgroup_limits_follow_openwhisk_cpu_shares_and_quota(tmp_path):
     with started(tmp_path, user_memory_mb=4096) as handle:
         if handle.settings["isolation"] != "cgroup-v1":
@@ -297,6 +300,7 @@ def test_a_sandbox_that_cannot_start_is_a_whisk_error_and_frees_its_memory(tmp_p
         assert lw.invoke("py").status_code == 200
 
 
+@pytest.mark.slow
 def test_stop_records_unfinished_activations_as_whisk_errors(tmp_path):
     data_dir = tmp_path / "stopping"
     with start_embedded(data_dir=data_dir, user_memory_mb=256) as handle:

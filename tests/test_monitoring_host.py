@@ -147,6 +147,7 @@ def test_doctor_unreachable_platform_and_20way_tree(tmp_path, isolated_home):
     assert "cgroup v2" in done.stdout
 
 
+@pytest.mark.slow
 def test_doctor_bad_arguments(tmp_path, isolated_home):
     done = run_cli("doctor", "--root", tmp_path / "nope")
     assert done.returncode == 2 and "--root:" in done.stderr and "is not a directory" in done.stderr
@@ -160,6 +161,7 @@ def test_doctor_bad_arguments(tmp_path, isolated_home):
 # -- parse ------------------------------------------------------------------------------------------
 
 
+@pytest.mark.slow
 def test_parse_perf_to_csv(tmp_path):
     out = tmp_path / "perf.csv"
     done = run_cli("parse", "perf", DATA / "perf" / "perf_stat_percpu_interval.csv", "--out", out)
@@ -176,6 +178,7 @@ def test_parse_perf_to_csv(tmp_path):
     assert "not_supported" in long.stdout
 
 
+@pytest.mark.slow
 def test_parse_pqos_blktrace_to_stdout():
     done = run_cli("parse", "pqos", DATA / "pqos" / "pqos_csv_issue28.csv", "--keep-first", "--peak-mbps", "2000000")
     assert done.returncode == 0, done.stderr

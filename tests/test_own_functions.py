@@ -87,6 +87,7 @@ def platform():
         handle.stop()
 
 
+@pytest.mark.slow
 def test_python_function_with_requirements_deploys_idempotently_with_parameters(platform, tmp_path, isolated_home):
     handle, client = platform
     folder = python_function(tmp_path)
@@ -115,6 +116,7 @@ def test_node_function_with_a_file_dependency_deploys(platform, tmp_path, isolat
     assert not (folder / "node_modules").exists(), "the researcher's folder is left as it was"
 
 
+@pytest.mark.slow
 @needs_node
 def test_workload_naming_own_folders_runs_on_the_embedded_default(tmp_path, isolated_home):
     python_function(tmp_path)
@@ -138,6 +140,7 @@ def test_workload_naming_own_folders_runs_on_the_embedded_default(tmp_path, isol
     assert manifest["workload"]["instances"]["py"]["function_source"] == str((tmp_path / "shouter").resolve())
 
 
+@pytest.mark.slow
 def test_a_path_in_application_is_the_function_for_validate_and_run_alike(tmp_path, isolated_home):
     """``"application": "/tmp/own1/myfn"`` as a researcher means it: that folder (or file) is the
     function, deployed under its folder or file name as `faasprof deploy PATH` names it; a path that
@@ -189,6 +192,7 @@ FAASPROFILER_SHAPED = {
 }
 
 
+@pytest.mark.slow
 def test_faasprofiler_workload_outside_the_catalogue_validates_plans_and_runs_once_deployed(platform, tmp_path, isolated_home):
     handle, client = platform
     workload = tmp_path / "fp.json"
@@ -225,6 +229,7 @@ def test_faasprofiler_workload_outside_the_catalogue_validates_plans_and_runs_on
     assert manifest["workload"]["serverless_platform"] == "openwhisk"
 
 
+@pytest.mark.slow
 def test_a_missing_action_is_one_line_suggesting_the_platforms_closest_action(platform, tmp_path, isolated_home):
     handle, _ = platform
     flags = ["--apihost", handle.apihost, "--auth", handle.auth]
@@ -265,6 +270,7 @@ def test_native_runs_an_own_node_function_folder(tmp_path, isolated_home):
         assert [row["outcome"] for row in csv.DictReader(handle)] == ["ok", "ok"]
 
 
+@pytest.mark.slow
 def test_plan_warns_but_plans_without_functions_or_files_a_run_needs(tmp_path, isolated_home):
     data = dict(FAASPROFILER_SHAPED)
     data["perf_monitoring"] = {"runtime_script": "scripts/monitor.sh", "post_script": None}
@@ -282,6 +288,7 @@ def test_plan_warns_but_plans_without_functions_or_files_a_run_needs(tmp_path, i
     assert "instances.instance3.param_file: file params.json not found" in validate.stderr
 
 
+@pytest.mark.slow
 def test_a_source_that_cannot_be_built_is_refused_before_localwhisk_starts(tmp_path, isolated_home):
     folder = tmp_path / "broken"
     folder.mkdir()

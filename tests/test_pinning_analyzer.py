@@ -446,6 +446,7 @@ def test_latency_trend_without_enough_points():
     assert sub_second["slope_ms_per_s"] == pytest.approx(100.0)
 
 
+@pytest.mark.slow
 def test_previous_end_per_action_equals_a_pandas_sort_and_grouped_running_maximum():
     def reference(group, start_ms, end_ms):
         frame = pd.DataFrame({"f": group, "s": start_ms, "e": end_ms, "i": np.arange(len(start_ms))}).sort_values(["f", "s", "e"], kind="stable")

@@ -17,6 +17,7 @@ from faasprof.experiments import capacity_store  # noqa: E402
 from faasprof.experiments.reproduce_rules import NOT_REPRODUCED, REPRODUCED  # noqa: E402
 
 
+@pytest.mark.slow
 def test_a_reduced_reproduce_writes_the_report_with_each_verdicts_evidence(cli, tmp_path, isolated_home):
     store = tmp_path / "capacity.json"
     key = capacity_store.key(capacity_store.host_identity(), capacity_store.platform_identity(None, {"isolation": "auto"}), "json_dumps", None)
@@ -60,6 +61,7 @@ def test_a_reduced_reproduce_writes_the_report_with_each_verdicts_evidence(cli, 
     assert sum(1 for line in done.stdout.splitlines() if line.startswith("Fig ")) == 4
 
 
+@pytest.mark.slow
 def test_an_unknown_figure_is_one_line_and_exit_2(cli, tmp_path):
     done = cli("reproduce", "--figures", "4,8", "--out", tmp_path)
     assert done.returncode == 2

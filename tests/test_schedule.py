@@ -98,6 +98,7 @@ def test_stream_key_is_stable():
     assert round(float(first[0]), 9) == round(float(arrivals.poisson(instance_rng(110, "instance1"), 20, 5, 20)[0]), 9)
 
 
+@pytest.mark.slow
 def test_same_seed_byte_identical_in_separate_processes(cli, tmp_path):
     config = tmp_path / "w.json"
     config.write_text(
@@ -223,6 +224,7 @@ def test_merged_schedule_is_sorted_with_stable_ties(tmp_path):
         schedule.write_csv(path)
 
 
+@pytest.mark.slow
 def test_plan_cli_prints_per_instance_counts_and_refuses_overwrite(cli, tmp_path):
     out = tmp_path / "plan.csv"
     out.write_text("keep me")
@@ -240,6 +242,7 @@ def test_plan_cli_prints_per_instance_counts_and_refuses_overwrite(cli, tmp_path
     assert sum(1 for _ in open(out)) - 1 == int(lines[-1].split()[1])
 
 
+@pytest.mark.slow
 def test_plan_makes_no_network_connection(cli, tmp_path):
     """plan must not contact a platform: it runs with an unreachable apihost configured."""
     home = tmp_path / "home"

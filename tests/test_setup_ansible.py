@@ -44,6 +44,7 @@ def _can_become() -> bool:
     return shutil.which("sudo") is not None and subprocess.run(["sudo", "-n", "true"], capture_output=True).returncode == 0
 
 
+@pytest.mark.slow
 def test_playbooks_pass_syntax_check(tmp_path):
     result = subprocess.run(
         [str(_tool("ansible-playbook")), "-i", str(SETUP / "inventory" / "single-node.ini"), "--syntax-check",
@@ -55,6 +56,7 @@ def test_playbooks_pass_syntax_check(tmp_path):
         assert f"playbook: {SETUP / playbook}" in result.stdout
 
 
+@pytest.mark.slow
 def test_playbooks_pass_ansible_lint(tmp_path):
     # One run over every playbook (ansible-lint is slow to start); the profile is in setup/.ansible-lint.
     env = _ansible_env(tmp_path)
@@ -75,6 +77,7 @@ def _shell_scripts() -> list[Path]:
     return [p for p in scripts if p.exists()]
 
 
+@pytest.mark.slow
 def test_every_shell_script_passes_shellcheck():
     scripts = _shell_scripts()
     assert SETUP / "testbed.sh" in scripts and REPO_ROOT / "setup.sh" in scripts
@@ -85,6 +88,7 @@ def test_every_shell_script_passes_shellcheck():
     assert result.returncode == 0, result.stdout + result.stderr
 
 
+@pytest.mark.slow
 @pytest.mark.skipif(not Path("/usr/bin/apt-get").exists(), reason="check mode of the tools role needs a Debian/Ubuntu host")
 @pytest.mark.skipif(not _can_become(), reason="check mode of the tools role needs root or passwordless sudo")
 def test_tools_role_runs_in_check_mode_on_this_host(tmp_path):
@@ -146,6 +150,7 @@ def _render(tmp_path: Path, inventory: Path) -> Path:
     return out
 
 
+@pytest.mark.slow
 def test_runtimes_manifest_is_small_and_has_prewarms(tmp_path):
     out = _render(tmp_path, SETUP / "inventory" / "single-node.ini")
     manifest = json.loads((out / "runtimes.json").read_text())
@@ -166,6 +171,7 @@ def test_runtimes_manifest_is_small_and_has_prewarms(tmp_path):
     assert used and used <= kinds, f"add {sorted(used - kinds)} to openwhisk_runtimes in setup/group_vars/all.yml"
 
 
+@pytest.mark.slow
 def test_multi_node_inventory_becomes_one_controller_and_several_invokers(tmp_path):
     out = _render(tmp_path, SETUP / "inventory" / "multi-node.example.ini")
     hosts = (out / "hosts").read_text()
@@ -198,6 +204,7 @@ def test_testbed_rejects_conflicting_parts():
     assert "exclude each other" in result.stderr
 
 
+@pytest.mark.slow
 def test_testbed_rejects_a_misspelled_setting_before_running_ansible():
     result = _testbed("--check", "--set", "limit_invocations_per_minut=5")
     assert result.returncode == 2

@@ -175,6 +175,7 @@ def stand_in(tmp_path):
         server.server_close()
 
 
+@pytest.mark.slow
 def test_check_then_deploy_then_nothing_then_redeploy_then_mismatches(stand_in):
     """One scenario (each ansible run costs seconds on a shared 2-core box)."""
     run, calls, platform_takes, tmp_path = stand_in
@@ -255,6 +256,7 @@ SMOKE_PLAYBOOK = """- name: smoke tasks of the faasprof role against a stand-in
 """
 
 
+@pytest.mark.slow
 def test_smoke_invocation_and_runc_failure_detection(stand_in):
     run, _, _, tmp_path = stand_in
     log_dir = tmp_path / "state" / "openwhisk" / "wsklogs" / "invoker0"

@@ -47,8 +47,9 @@ def test_hop_frame_transfer_bandwidth_and_end_to_end(tmp_path):
     assert not transfers.loc[0, "consumer_cold"] and transfers.loc[1, "consumer_cold"]
 
 
+@pytest.mark.slow
 def test_chain_of_three_inline_and_storage_on_localwhisk(cli, isolated_home, tmp_path):
-    # s3: the workload's loopback object store (versitygw, ./setup.sh installs it); file: its shared directory.
+    # s3: the workload's loopback object store (versitygw, ./setup.sh --with storage installs it); file: its shared directory.
     backends = ["s3", "file"] if find_binary("versitygw") else ["file"]
     instances, start = {}, 0.0
     for mode in ["inline", *backends]:
@@ -82,6 +83,7 @@ def test_chain_of_three_inline_and_storage_on_localwhisk(cli, isolated_home, tmp
     assert "Function chains (STeLLAR)" in report and "Per-hop transfer" in report and "transfer p50 ms" in report
 
 
+@pytest.mark.slow
 @pytest.mark.timeout(300)
 @pytest.mark.skipif(docker_problem() is not None, reason=f"isolation docker unavailable: {docker_problem()}")
 def test_chain_under_docker_isolation_reaches_the_api(cli, isolated_home, tmp_path):

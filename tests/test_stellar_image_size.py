@@ -30,6 +30,7 @@ def test_padded_tag_and_point_settings_without_padding():
     assert padding.point_settings({"rate": 2}) == {}
 
 
+@pytest.mark.slow
 def test_sweep_refuses_image_padding_without_docker_isolation(tmp_path, isolated_home):
     workload = json.loads((REPO_ROOT / "workload_configs" / "stellar_image_size.json").read_text())
     workload.pop("$schema")
@@ -43,6 +44,7 @@ def test_sweep_refuses_image_padding_without_docker_isolation(tmp_path, isolated
     assert not (tmp_path / "runs").exists() or not any((tmp_path / "runs").iterdir())
 
 
+@pytest.mark.slow
 @pytest.mark.timeout(540)
 @pytest.mark.skipif(PROBLEM is not None, reason=f"isolation docker unavailable: {PROBLEM}")
 def test_image_size_sweep_runs_each_padded_image_and_tabulates_cold_starts(tmp_path, isolated_home):
@@ -78,6 +80,7 @@ def test_image_size_sweep_runs_each_padded_image_and_tabulates_cold_starts(tmp_p
     assert padding.padded_images() == []
 
 
+@pytest.mark.slow
 def test_code_padding_sweep_tabulates_cold_starts_per_zip_size(tmp_path, isolated_home):
     workload = json.loads((REPO_ROOT / "workload_configs" / "stellar_code_size.json").read_text())
     workload.pop("$schema")
@@ -100,6 +103,7 @@ def test_code_padding_sweep_tabulates_cold_starts_per_zip_size(tmp_path, isolate
         assert row["init_ms_median"] > 0 and row["client_latency_ms_median"] > 0
 
 
+@pytest.mark.slow
 def test_code_padding_needs_a_source(tmp_path, isolated_home):
     workload = {"test_name": "nosrc", "test_duration_in_seconds": 2, "random_seed": 1, "blocking_cli": True,
                 "instances": {"j": {"application": "json_dumps", "distribution": "Uniform", "rate": 1}},

@@ -124,6 +124,7 @@ def test_no_rdt_host_is_not_ready(tmp_path):
         sw.check_sweep(workload_from_dict(data), root=str(root))
 
 
+@pytest.mark.slow
 def test_plan_shows_points_and_wall_time(cli):
     result = cli("plan", "workload_configs/sweep_markdown_memory.json")
     assert result.returncode == 0, result.stderr
@@ -132,6 +133,7 @@ def test_plan_shows_points_and_wall_time(cli):
     assert "estimated wall time: 21 min 07 s" in result.stdout
 
 
+@pytest.mark.slow
 def test_sweep_without_sweep_block_is_bad_input(cli):
     result = cli("sweep", "workload_configs/paper_listing1.json")
     assert result.returncode == 2
@@ -217,6 +219,7 @@ def test_sweep_capacity_where_every_rate_kept_up_is_a_lower_bound():
     assert entry["capacity_rps"] == 15 and entry["capacity_is_lower_bound"] is False  # above the first failure nothing counts
 
 
+@pytest.mark.slow
 def test_sweep_report_leads_with_completion_latency_in_the_run_reports_look(tmp_path):
     """A rate sweep of non-blocking calls whose 202 comes sooner as the rate rises while the queue
     behind it grows: the report plots and tabulates completion latency, never the time to the 202."""
@@ -247,6 +250,7 @@ def test_sweep_report_leads_with_completion_latency_in_the_run_reports_look(tmp_
     assert not re.search(r"\d\.\d+e[+-]\d", page) and " ms" in page
 
 
+@pytest.mark.slow
 def test_memory_and_rate_sweep_on_localwhisk(tmp_path, isolated_home):
     """A real sweep on the embedded platform: 2 memory limits x 2 rates, analysed and compared."""
     data = {

@@ -36,6 +36,7 @@ def test_every_shipped_workload_validates(config, validated):
     assert len(said) == 1 and said[0].startswith((f"{config}: ok (", f"{config}: skipped (the JSON Schema")), validated.stdout
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("config", SHIPPED, ids=[path.name for path in SHIPPED])
 def test_every_shipped_workload_plans(config, tmp_path_factory):
     done = run_cli("plan", config, timeout=120, env=_fresh_home(tmp_path_factory))

@@ -294,6 +294,7 @@ def test_validate_cli_reports_each_problem_and_exits_2(cli, tmp_path):
     assert f"{good}: ok" in result.stdout
 
 
+@pytest.mark.slow
 def test_a_muted_instance_validates_and_plans_as_muted(cli, tmp_path):
     data = copy.deepcopy(BASE)
     data["instances"]["i1"] = {"application": "json_dumps", "distribution": "Uniform", "rate": 0}
@@ -318,6 +319,7 @@ def test_a_muted_instance_validates_and_plans_as_muted(cli, tmp_path):
     assert not (tmp_path / "runs").exists() or not any((tmp_path / "runs").iterdir())
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("duration", [{"test_duration_in_secnds": 25}, {"test_duration_in_seconds": "25"}], ids=["misspelt", "a string"])
 def test_a_bad_duration_is_one_line_and_never_an_infinite_plan(cli, tmp_path, duration):
     data = {key: value for key, value in copy.deepcopy(BASE).items() if key != "test_duration_in_seconds"}
@@ -533,6 +535,7 @@ def test_bad_param_file(tmp_path, raw, expected):
 # -- what the platform would refuse, and the output folder ----------------------------------------
 
 
+@pytest.mark.slow
 def test_memory_and_payload_the_embedded_localwhisk_refuses(cli, tmp_path, isolated_home):
     (tmp_path / "big.bin").write_bytes(b"\x00" * (1024 * 1024 + 1))
     data = copy.deepcopy(BASE)
@@ -563,6 +566,7 @@ def test_memory_and_payload_the_embedded_localwhisk_refuses(cli, tmp_path, isola
     ("{tmp}/no/such/runs", "--out: neither {tmp}/no/such/runs nor its parent {tmp}/no/such exists; create it (mkdir -p {tmp}/no/such/runs) or choose another folder"),
     ("/proc/self", "--out: cannot write in /proc/self ("),
 ], ids=["a file", "missing parent", "read-only"])
+@pytest.mark.slow
 def test_run_refuses_an_output_folder_it_cannot_write_before_starting(cli, tmp_path, isolated_home, out, expected):
     (tmp_path / "file.txt").write_text("x")
     path = tmp_path / "w.json"
@@ -605,6 +609,7 @@ def test_the_azure_keys_without_a_trace_file_are_refused_under_trace():
     assert caught.value.problems == ["w.json: instances.i0.trace_scale: only used with a trace_file (an interarrivals_list is sent as given); add a trace_file or remove it"]
 
 
+@pytest.mark.slow
 def test_plan_out_in_a_missing_or_read_only_folder(cli, tmp_path):
     path = tmp_path / "w.json"
     path.write_text(json.dumps(BASE))

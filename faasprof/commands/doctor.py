@@ -4,10 +4,12 @@ One line per finding, each with the reason and, when something is missing, the f
 registered collector's own check (``faasprof.monitoring.collectors``: perf tool, ``perf_event_paranoid`` and
 hardware events; Intel RDT flags, resctrl, CLOSes and cache ways, MBA, pqos; blktrace tools,
 debugfs, permission, traceable device; cgroup version and writable controllers; ...), the platform (the configured OpenWhisk and its limits, or the embedded localwhisk),
-the CPU's governor, turbo and SMT, and where faasprof's cache is and how large it is.
+the CPU's governor, turbo and SMT, where faasprof's cache is and how large it is, and each optional extra of
+``./setup.sh`` that is not installed (what needs it, and the command that installs it: a plain ``./setup.sh``
+installs none of them).
 
-Exit 0 when everything the workload asks for (its ``monitoring`` collectors and a platform) is
-available, 3 otherwise. Without ``--workload`` only the platform is required. ``--root`` reads
+Exit 0 when everything the workload asks for (its ``monitoring`` collectors, a platform, and the
+servers of its ``storage`` block) is available, 3 otherwise. Without ``--workload`` only the platform is required. ``--root`` reads
 ``/proc`` and ``/sys`` from another tree (tests, or a copy taken on the testbed); tools are then
 not run, and hardware support is judged from the tree alone.
 """
@@ -17,12 +19,17 @@ from __future__ import annotations
 import argparse
 import importlib.util
 import json
+import shutil
 import sys
+from dataclasses import dataclass
 from pathlib import Path
+from typing import Callable
 
 from faasprof.commands.cache import human_bytes
 from faasprof.docker import docker_problem
 from faasprof.errors import EXIT_NOT_READY, EXIT_OK, ConfigError, NotReadyError
+from faasprof.functions.catalogue import lookup
+from faasprof.invoker.storage import find_binary
 from faasprof.monitoring.collectors import COLLECTORS, normalise_block
 from faasprof.monitoring.collectors.base import INFO, NO, OK, WARN, Finding
 from faasprof.monitoring.host import Root, collect_host, cpu_vendor_kind
@@ -141,10 +148,10 @@ def check_platform(args: argparse.Namespace, workload: dict | None) -> list[Find
     return [Finding("platform", OK, text)]
 
 
-def check_docker(workload: dict | None) -> list[Finding]:
-    """localwhisk's isolation docker: MISSING when the workload asks for it and Docker cannot run it."""
+def check_docker(workload: dict | None, problem: str | None) -> list[Finding]:
+    """localwhisk's isolation docker: MISSING when the workload asks for it and Docker cannot run it
+    (``problem``: why it cannot, from ``faasprof.docker.docker_problem``)."""
     local = (((workload or {}).get("platform") or {}).get("localwhisk") or {})
-    problem = docker_problem()
     if problem is None:
         return [Finding("docker", OK, "localwhisk isolation docker available (daemon answers, runtime images present)")]
     if local.get("isolation") == "docker":
@@ -157,6 +164,76 @@ def check_cache() -> list[Finding]:
     root = cache_root()
     size = human_bytes(sum(item.size_bytes for item in cache_usage()))
     return [Finding("cache", INFO, f"build products in {root} ({size}); faasprof cache list shows them, faasprof cache clean empties it")]
+
+
+# -- the optional extras of ./setup.sh -----------------------------------------------------------
+
+
+# A binary finder (name -> path or None) and the reason isolation docker cannot run (None: it can).
+Finder = Callable[[str], "str | None"]
+
+
+@dataclass(frozen=True)
+class Extra:
+    """An optional part of ``./setup.sh --with NAME`` (setup.sh --help lists the same names)."""
+
+    name: str
+    needed_by: str
+    install_time: str
+    missing: Callable[[Finder, "str | None"], list[str]]  # what of it this host lacks
+
+
+def _binaries(*names: str) -> Callable[[Finder, "str | None"], list[str]]:
+    return lambda find, _docker: [name for name in names if find(name) is None]
+
+
+def _node_missing(find: Finder, _docker: str | None) -> list[str]:
+    lacking = [] if find("node") else ["node"]
+    entry = lookup("img-resize")
+    if entry is not None and entry.packaging_missing():
+        lacking.append("img-resize's npm packages")
+    return lacking
+
+
+EXTRAS = (
+    Extra("node", "the Node.js functions (autocomplete, img-resize, ocr-img)", "about 30 s", _node_missing),
+    Extra("ocr", "ocr-img", "about 20 s", _binaries("tesseract")),
+    Extra("storage", "workloads with a storage block, the I/O studies, io-object and io-net", "1 to 5 min: go builds versitygw",
+          _binaries("versitygw", "iperf3")),
+    Extra("docker", "localwhisk's isolation docker (--isolation docker), faasprof slowdown --isolation docker", "minutes: Docker and two images",
+          lambda _find, docker: [] if docker is None else ["Docker or its runtime images"]),
+    Extra("perf", "the perf collector and faasprof mpki", "about 20 s", _binaries("perf")),
+    Extra("bench", "bench/bench_invoker.py (nginx as the server)", "about 20 s", _binaries("nginx")),
+)
+# What a workload's storage block starts, by key: the binary each needs.
+STORAGE_SERVERS = {"object_store": "versitygw", "iperf3": "iperf3"}
+
+
+def _find_binary(name: str) -> str | None:
+    # nginx lives in /usr/sbin, which a user's PATH may lack.
+    return find_binary(name) or shutil.which(name, path="/usr/sbin:/sbin")
+
+
+def check_extras(workload: dict | None, docker: str | None, find: Finder = _find_binary) -> list[Finding]:
+    """One line per optional extra: installed, or not (what needs it and the command that installs
+    it); MISSING, failing ``storage``, when the workload's storage block needs a server that is not here.
+    ``docker``: why isolation docker cannot run (None: it can)."""
+    storage = (workload or {}).get("storage")
+    needed = {binary for key, binary in STORAGE_SERVERS.items() if isinstance(storage, dict) and storage.get(key)}
+    findings = []
+    for extra in EXTRAS:
+        lacking = extra.missing(find, docker)
+        if not lacking:
+            findings.append(Finding("extras", OK, f"{extra.name} installed"))
+            continue
+        fix = f"./setup.sh --with {extra.name} ({extra.install_time})"
+        asked = sorted(needed & set(lacking)) if extra.name == "storage" else []
+        if asked:
+            findings.append(Finding("extras", NO, f"{extra.name}: {', '.join(asked)} not installed, and the workload's storage block starts it",
+                                    fix, ("storage",)))
+        else:
+            findings.append(Finding("extras", INFO, f"{extra.name} not installed ({', '.join(lacking)} missing), needed by {extra.needed_by}", fix))
+    return findings
 
 
 # -- main ------------------------------------------------------------------------------------------
@@ -176,11 +253,16 @@ def run_doctor(args: argparse.Namespace) -> tuple[list[Finding], set[str]]:
     for collector in COLLECTORS:
         findings += collector.doctor(root, host, live, blocks.get(collector.name))
     findings += check_platform(args, workload)
+    docker = docker_problem()
     if not any(f.area == "platform" and f.state == OK and "OpenWhisk at" in f.text for f in findings):
-        findings += check_docker(workload)
+        findings += check_docker(workload, docker)
     findings += check_cpu(root, host, live, None)
     findings += check_cache()
     required = set(blocks) | {"platform"}
+
+
+    findings += check_extras(workload, docker)
+    required = set(blocks) | {"platform"} | ({"storage"} if (workload or {}).get("storage") else set())
     return findings, required
 
 

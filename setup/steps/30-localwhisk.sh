@@ -16,7 +16,7 @@ fi
 if command -v node >/dev/null 2>&1; then
     log "nodejs actions run on $(node --version)"
 else
-    log "node not found: nodejs actions will fail to start; install nodejs (apt-get install nodejs)"
+    log "node not found: nodejs actions will fail to start (the Node.js functions); ./setup.sh --with node"
 fi
 mode=$(cd "$ROOT" && "$VENV/bin/python" -c 'from faasprof.localwhisk.cgroups import detect; print(detect()[0])' 2>/dev/null || echo unknown)
 case "$mode" in

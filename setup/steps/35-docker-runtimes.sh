@@ -1,23 +1,25 @@
 #!/usr/bin/env bash
 # localwhisk's docker isolation: Docker itself and faasprof's runtime images
 # (faasprof/action-python-v3.11, faasprof/action-nodejs-v20; recipes in setup/runtime-images/).
-# Runs only with --dev (so CI runs the docker tests) or FAASPROF_DOCKER=1; otherwise it says how.
-# Installs docker.io and debootstrap when missing, starts dockerd when it is not running, builds
-# the images unless they are up to date (build.sh compares recipe hashes). Safe to run twice.
+# The extra `docker`: runs only with ./setup.sh --with docker, --full or --dev (so CI runs the
+# docker tests); otherwise it says how. Installs docker.io and debootstrap when missing, starts
+# dockerd when it is not running, builds the images unless they are up to date (build.sh compares
+# recipe hashes). Safe to run twice.
 # A failure here never fails setup: the docker tests skip and `faasprof doctor` says why.
-# Env from setup.sh: FAASPROF_DEV (0/1), VENV, ROOT.
+# Env from setup.sh: FAASPROF_EXTRAS, FAASPROF_DEV (0/1), VENV, ROOT.
 set -uo pipefail
 
 ROOT=${ROOT:-$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)}
-log() { printf '[setup:docker] %s\n' "$*" >&2; }
+LOG_TAG=docker
+# shellcheck source=setup/lib.sh
+. "$ROOT/setup/lib.sh"
 
-if [ "${FAASPROF_DEV:-0}" != 1 ] && [ "${FAASPROF_DOCKER:-0}" != 1 ]; then
-    log "skipped (localwhisk's docker isolation): run ./setup.sh --dev, or FAASPROF_DOCKER=1 ./setup.sh"
+if ! want docker; then
+    log "skipped (localwhisk's docker isolation): ./setup.sh --with docker"
     exit 0
 fi
 started=$(date +%s)
-sudo=""
-[ "$(id -u)" -eq 0 ] || sudo="sudo"
+sudo=$(sudo_prefix)
 
 missing=()
 command -v dockerd >/dev/null 2>&1 || missing+=(docker.io)
@@ -27,8 +29,7 @@ if [ ${#missing[@]} -gt 0 ]; then
         log "please install ${missing[*]} (no apt-get here); localwhisk's docker isolation stays unavailable"
         exit 0
     fi
-    log "installing ${missing[*]}"
-    if ! { $sudo apt-get update -qq && DEBIAN_FRONTEND=noninteractive $sudo apt-get install -y -qq "${missing[@]}" >/dev/null; }; then
+    if ! apt_get_install "Docker" "1 min" "${missing[@]}"; then
         log "could not install ${missing[*]}; localwhisk's docker isolation stays unavailable"
         exit 0
     fi
@@ -49,6 +50,7 @@ if ! docker info >/dev/null 2>&1; then
         log "starting dockerd (log: /var/log/dockerd.log)"
         $sudo sh -c '[ -f /var/log/dockerd.log ] && mv -f /var/log/dockerd.log /var/log/dockerd.log.1; setsid nohup dockerd >/var/log/dockerd.log 2>&1 < /dev/null &'
     fi
+    log "waiting for dockerd to answer (up to 30 s)"
     for _ in $(seq 1 60); do
         docker info >/dev/null 2>&1 && break
         sleep 0.5
@@ -59,7 +61,8 @@ if ! docker info >/dev/null 2>&1; then
     fi
 fi
 
-if ! $sudo bash "$ROOT/setup/runtime-images/build.sh"; then
+if ! run_timed "building the runtime images (setup/runtime-images/build.sh)" "3 to 10 min the first time, seconds when up to date" \
+    ${sudo:+"$sudo"} bash "$ROOT/setup/runtime-images/build.sh"; then
     log "building the runtime images failed; retry: sudo $ROOT/setup/runtime-images/build.sh"
     exit 0
 fi
