@@ -248,6 +248,7 @@ def test_too_large_archive_says_which_limit_to_raise(whisk, client, monkeypatch)
         deploy(client, ["markdown"])
 
 
+@pytest.mark.slow
 def test_an_archive_over_localwhisks_code_limit_names_the_setting_that_moves_it(tmp_path):
     """A 40 MB zip was refused at 413 with advice to raise --max-payload-bytes, which changed nothing:
     the action code limit is its own setting, and raising it lets the same archive through."""

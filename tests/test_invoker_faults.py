@@ -142,6 +142,7 @@ def _fill(path: Path) -> None:
         pass
 
 
+@pytest.mark.slow
 def test_a_disk_full_at_the_start_is_one_line_before_anything_starts(tmp_path, isolated_home):
     """It said "localwhisk exited with status 1 while starting: no output" (its log could not be written)."""
     full = tmp_path / "full"
@@ -160,6 +161,7 @@ def test_a_disk_full_at_the_start_is_one_line_before_anything_starts(tmp_path, i
         _umount(full)
 
 
+@pytest.mark.slow
 def test_analyze_on_a_full_disk_is_one_line_and_leaves_the_run_alone(tmp_path, isolated_home):
     config = write_workload(tmp_path, duration=2, instances={"a": {"application": "ok", "distribution": "Uniform", "rate": 20}})
     with FakeOpenWhisk() as server:

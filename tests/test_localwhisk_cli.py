@@ -60,6 +60,7 @@ def test_local_start_status_stop(tmp_path, isolated_home):
     assert "no localwhisk is running" in after.stderr
 
 
+@pytest.mark.slow
 def test_a_local_server_killed_with_sigkill_leaves_no_sandbox_frozen(tmp_path, isolated_home):
     """Its watchdog stops the sandboxes it left (kill -9 of the server left them frozen, with their
     cgroups, until the next localwhisk started)."""

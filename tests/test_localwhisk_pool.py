@@ -371,6 +371,7 @@ def main(args):
 """
 
 
+@pytest.mark.slow
 @pytest.mark.skipif(os.geteuid() != 0, reason="a mount namespace per sandbox needs root (CAP_SYS_ADMIN)")
 def test_each_process_sandbox_has_its_own_tmp_as_each_openwhisk_container_does(tmp_path):
     """FunctionBench's functions write fixed /tmp names; with one /tmp for all sandboxes, concurrent

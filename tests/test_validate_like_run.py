@@ -7,11 +7,14 @@ import json
 import subprocess
 import sys
 
+import pytest
+
 
 def _faasprof(*args, cwd) -> subprocess.CompletedProcess:
     return subprocess.run([sys.executable, "-m", "faasprof", *args], capture_output=True, text=True, timeout=120, cwd=cwd)
 
 
+@pytest.mark.slow
 def test_a_workload_that_plans_nothing_is_refused_by_validate_and_run_alike(tmp_path):
     path = tmp_path / "muted.json"
     path.write_text(json.dumps({"test_name": "muted", "test_duration_in_seconds": 5, "random_seed": 1, "instances": {
@@ -40,6 +43,7 @@ def test_validate_tells_every_problem_of_a_file_at_once(tmp_path, isolated_home)
     assert 'did you mean "json_dumps"' in lines[1] and "the embedded localwhisk starts empty" in lines[2]
 
 
+@pytest.mark.slow
 def test_a_source_whose_requirements_cannot_install_fails_validate_as_it_fails_run(tmp_path, isolated_home):
     """validate said ok for a folder whose requirements.txt could not install; run then failed with pip's message."""
     folder = tmp_path / "myfn"
