@@ -44,18 +44,18 @@ import numpy as np
 import pandas as pd
 
 from faasprof import __version__, rundir
-from faasprof.errors import FaasprofError, FormatError
-from faasprof.outcomes import ACCEPTED_HTTP_OUTCOMES, FAILURE_OUTCOMES, FINAL_OUTCOMES, HTTP_OUTCOMES, pushback_line
+from faasprof.analyzer import chains as chains_mod
 from faasprof.analyzer import frames as frames_mod
 from faasprof.analyzer import io_breakdown
-from faasprof.analyzer import records as records_mod
-from faasprof.analyzer import stats as stats_mod
-from faasprof.analyzer import chains as chains_mod
 from faasprof.analyzer import plots as plots_mod
+from faasprof.analyzer import records as records_mod
 from faasprof.analyzer import report as report_mod
+from faasprof.analyzer import stats as stats_mod
 from faasprof.analyzer import tails as tails_mod
 from faasprof.analyzer.outcome_columns import pushback_counts
+from faasprof.errors import FaasprofError, FormatError
 from faasprof.monitoring.frames import load_run_monitors
+from faasprof.outcomes import ACCEPTED_HTTP_OUTCOMES, FAILURE_OUTCOMES, FINAL_OUTCOMES, HTTP_OUTCOMES, pushback_line
 from faasprof.platforms import registry
 
 SUMMARY_FORMAT_VERSION = 2
@@ -64,7 +64,10 @@ SUMMARY = "summary.json"
 LATENCY_KIND = "completion: planned send → function end (completion_latency_ms)"
 # The records' source in a native run's summary: what its latency is, and where the rest is.
 NATIVE_SOURCE = "none: a faasprof native run (latency: each call's round trip to the worker; execution times and cold calls in native.csv)"
-ANSWER_LATENCIES = ("client_latency_ms", "corrected_latency_ms")  # the answer's times: kept for blocking calls only per function
+ANSWER_LATENCIES = (
+    "client_latency_ms",
+    "corrected_latency_ms",
+)  # the answer's times: kept for blocking calls only per function
 CLIENT_LATENCY_KIND = "client: send → answer (client_latency_ms; blocking calls only)"
 MISSING_IDS_IN_SUMMARY = 50
 
@@ -102,7 +105,11 @@ class Run:
         return str(self.manifest.test_name or self.path.name)
 
     def __repr__(self) -> str:  # the frames' own reprs are far too long for a notebook cell
-        modes = ", ".join(f"{k} {v}" for k, v in self.phase_stats["mode"].value_counts(sort=False).items() if v) if len(self.phase_stats) else "none"
+        modes = (
+            ", ".join(f"{k} {v}" for k, v in self.phase_stats["mode"].value_counts(sort=False).items() if v)
+            if len(self.phase_stats)
+            else "none"
+        )
         return (
             f"<Run {self.path.name}: {self.test_name}, {self.manifest.status}, {len(self.invocations):,} invocations "
             f"({int(self.invocations['successful'].sum()):,} successful), {len(self.phases)} phases, modes: {modes}, "
@@ -118,7 +125,9 @@ def _run_ids(invocations: pd.DataFrame) -> set[str]:
     return set(invocations["activation_id"][frames_mod.has_activation_id(invocations)].tolist())
 
 
-def fetch_window_ms(manifest: rundir.Manifest, invocations: pd.DataFrame, margin_ms: int = records_mod.DEFAULT_MARGIN_MS) -> tuple[int, int]:
+def fetch_window_ms(
+    manifest: rundir.Manifest, invocations: pd.DataFrame, margin_ms: int = records_mod.DEFAULT_MARGIN_MS
+) -> tuple[int, int]:
     """The wall-clock window (epoch ms) whose records can belong to the run."""
     wall_zero_ns = manifest.wall_ns_at_zero
     sent = invocations["sent_ns"].dropna()
@@ -153,10 +162,13 @@ def fetch_run_records(
     platforms = record_platforms(manifest, connection)
     for cls, names in platforms.items():
         # One platform keeping records (always, so far) is asked for every id the run received.
-        theirs = ids if len(platforms) == 1 else ids & _run_ids(invocations[invocations["instance"].isin(names).to_numpy()])
+        theirs = (
+            ids if len(platforms) == 1 else ids & _run_ids(invocations[invocations["instance"].isin(names).to_numpy()])
+        )
         with cls.for_workload(None, connection) as platform:
-            records, reports[cls.endpoint] = platform.find_records(theirs, since, upto, retry_delays_s=retry_delays_s, say=progress,
-                                                                   stragglers=only_ids is not None)
+            records, reports[cls.endpoint] = platform.find_records(
+                theirs, since, upto, retry_delays_s=retry_delays_s, say=progress, stragglers=only_ids is not None
+            )
         found.extend(records)
     records = rundir.sort_records(found)
     path = rundir.activations_path(run_dir)
@@ -165,7 +177,9 @@ def fetch_run_records(
     else:
         rundir.append_records(path, records)
     if progress:
-        progress(f"saved {len(records)} records to {rundir.ACTIVATIONS}; {sum(r.get('missing', 0) for r in reports.values())} missing")
+        progress(
+            f"saved {len(records)} records to {rundir.ACTIVATIONS}; {sum(r.get('missing', 0) for r in reports.values())} missing"
+        )
     return next(iter(reports.values())) if len(reports) == 1 else reports
 
 
@@ -179,7 +193,9 @@ def record_platforms(manifest: rundir.Manifest, connection=None) -> dict[type, l
     return {cls: names for cls, names in keepers.items() if connection is not None or not cls.reached_by_connection}
 
 
-def _load_monitors(run_dir: Path, manifest: rundir.Manifest, warnings: list[str]) -> tuple[dict[str, pd.DataFrame], dict]:
+def _load_monitors(
+    run_dir: Path, manifest: rundir.Manifest, warnings: list[str]
+) -> tuple[dict[str, pd.DataFrame], dict]:
     if not rundir.monitor_dirs(run_dir):
         return {}, {"status": "none"}
     try:
@@ -191,11 +207,17 @@ def _load_monitors(run_dir: Path, manifest: rundir.Manifest, warnings: list[str]
     return frames, {"status": "loaded", "names": sorted(frames)}
 
 
-def run_records(run_dir: Path, invocations: pd.DataFrame, refresh_index: bool = False) -> tuple[pd.DataFrame, np.ndarray, dict]:
+def run_records(
+    run_dir: Path, invocations: pd.DataFrame, refresh_index: bool = False
+) -> tuple[pd.DataFrame, np.ndarray, dict]:
     """The records of ``activations.jsonl`` that invocations of the run matched, each invocation's
     row among them (−1: none), and what ``records_info`` says of them (``source`` ``none``: no file)."""
     if not rundir.has_records(run_dir):
-        return frames_mod.records_frame([]), np.full(len(invocations), -1, dtype=np.int64), {"source": "none", "unreadable_lines": 0, "foreign_ignored": 0}
+        return (
+            frames_mod.records_frame([]),
+            np.full(len(invocations), -1, dtype=np.int64),
+            {"source": "none", "unreadable_lines": 0, "foreign_ignored": 0},
+        )
     records, bad = records_mod.read_records(rundir.activations_path(run_dir), refresh_index=refresh_index)
     position = frames_mod.match_records(invocations, records)
     matched = np.zeros(len(records), dtype=bool)
@@ -208,8 +230,15 @@ def run_records(run_dir: Path, invocations: pd.DataFrame, refresh_index: bool = 
     return records, position, {"source": rundir.ACTIVATIONS, "unreadable_lines": bad, "foreign_ignored": foreign}
 
 
-def _group_tables(frame: pd.DataFrame, specs: list[dict], phase_list: list[dict], warnings: list[str], references: dict[str, dict],
-                  end_s: float | None = None, pause_grace_ms: float | None = None) -> tuple[pd.DataFrame, pd.DataFrame]:
+def _group_tables(
+    frame: pd.DataFrame,
+    specs: list[dict],
+    phase_list: list[dict],
+    warnings: list[str],
+    references: dict[str, dict],
+    end_s: float | None = None,
+    pause_grace_ms: float | None = None,
+) -> tuple[pd.DataFrame, pd.DataFrame]:
     """``phase_stats`` (one row per instance × steady phase, with the mode) and ``function_stats``
     (one row per function over the whole run, up to ``end_s`` when it stopped early); stability
     warnings are appended to ``warnings``. ``references``: each function's reference latency for
@@ -240,7 +269,9 @@ def _group_tables(frame: pd.DataFrame, specs: list[dict], phase_list: list[dict]
             trend = stats_mod.latency_trend(rows, phase["steady_start_s"], phase["end_s"], latency_column)
             trend["latency"] = latency_column.removesuffix("_ms").replace("_", " ")
             # The queueing rule asks whether the queue still stands at the end (not a ramp).
-            trend["completion_last_third_median_ms"] = stats_mod.latency_trend(rows, phase["steady_start_s"], phase["end_s"], "completion_latency_ms")["last_third_median_ms"]
+            trend["completion_last_third_median_ms"] = stats_mod.latency_trend(
+                rows, phase["steady_start_s"], phase["end_s"], "completion_latency_ms"
+            )["last_third_median_ms"]
             reference = references.get(spec["function"])
             mode, reasons = stats_mod.decide_mode(block, trend, reference, pause_grace_ms)
             margin = stats_mod.mode_margin(stats_mod.over_scores(block, trend, reference))
@@ -278,7 +309,9 @@ def _group_tables(frame: pd.DataFrame, specs: list[dict], phase_list: list[dict]
 
     function_rows = []
     blocking_instances = {spec["instance"] for spec in specs if spec["blocking"]}
-    for function, positions in sorted(slim.groupby("function", observed=True, sort=True).indices.items(), key=lambda item: str(item[0])):
+    for function, positions in sorted(
+        slim.groupby("function", observed=True, sort=True).indices.items(), key=lambda item: str(item[0])
+    ):
         if end_s is not None:  # what was planned after the stop was never due while the run ran
             positions = positions[intended[positions] < end_s]
         rows = slim.take(positions)
@@ -288,14 +321,26 @@ def _group_tables(frame: pd.DataFrame, specs: list[dict], phase_list: list[dict]
         # Achieved by the one rule (stats.ACHIEVED_RULE): each instance's ends as its calls end
         # (a non-blocking call at its record's end, not its 202), never above what was offered.
         blocking_of = {s["instance"]: s["blocking"] for s in specs}
-        done_s = np.concatenate([np.empty(0)] + [stats_mod.end_times_s(part, blocking_of.get(str(name), True))
-                                                 for name, part in rows.groupby("instance", observed=True, sort=False)])
+        done_s = np.concatenate(
+            [np.empty(0)]
+            + [
+                stats_mod.end_times_s(part, blocking_of.get(str(name), True))
+                for name, part in rows.groupby("instance", observed=True, sort=False)
+            ]
+        )
         block = stats_mod.group_stats(rows, start, max(end, start + 1e-9) + 1e-9, done_s)
         blocking = stats_mod.label_mask(rows["instance"], blocking_instances)
         block.update(_blocking_answers(rows, blocking))
         calls = "blocking" if blocking.all() else "non-blocking" if not blocking.any() else "mixed"
         modes = phase_stats[phase_stats["function"] == function]["mode"].tolist() if len(phase_stats) else []
-        function_rows.append({"function": str(function), "calls": calls, "modes": ",".join(sorted(set(modes))), **{k: v for k, v in block.items() if k != "window_s"}})
+        function_rows.append(
+            {
+                "function": str(function),
+                "calls": calls,
+                "modes": ",".join(sorted(set(modes))),
+                **{k: v for k, v in block.items() if k != "window_s"},
+            }
+        )
     function_stats = pd.DataFrame(function_rows)
     return phase_stats, function_stats
 
@@ -358,7 +403,9 @@ def load_run(
     missing_ids = sorted(frame["activation_id"][missing_mask].tolist())
     records_info.update(found=found, missing=len(missing_ids), missing_ids_sample=missing_ids[:MISSING_IDS_IN_SUMMARY])
     if missing_ids and records_info["source"] != "none":
-        warnings.append(f"{len(missing_ids)} of {with_id} activation records are missing (not stored by the platform, or not yet)")
+        warnings.append(
+            f"{len(missing_ids)} of {with_id} activation records are missing (not stored by the platform, or not yet)"
+        )
 
     specs = stats_mod.instance_specs(manifest, frame)
     duration = stats_mod._workload_duration(manifest, frame)
@@ -373,26 +420,38 @@ def load_run(
 
     # In a function of its own: the groups' copies and positions are gone before the monitors load.
     grace_ms, _ = frames_mod.pause_grace_ms(manifest)
-    phase_stats, function_stats = _group_tables(frame, specs, phase_list, warnings, stats_mod.latency_references(manifest), end_s, grace_ms)
+    phase_stats, function_stats = _group_tables(
+        frame, specs, phase_list, warnings, stats_mod.latency_references(manifest), end_s, grace_ms
+    )
 
     status = manifest.status
     if status != "complete":
-        warnings.append(f"{run_dir}: run status is {status!r}, not complete: the figures cover only what was sent before it stopped")
+        warnings.append(
+            f"{run_dir}: run status is {status!r}, not complete: the figures cover only what was sent before it stopped"
+        )
     unsent_after = int(stats_mod.unsent_after_end(frame, end_s).sum())
     if unsent_after:
-        warnings.append(f"the run stopped at {end_s:.3g} s: the phases end there; the {unsent_after} invocations planned after it were "
-                        "never sent (not sent: interrupted) and are neither offered nor failed")
+        warnings.append(
+            f"the run stopped at {end_s:.3g} s: the phases end there; the {unsent_after} invocations planned after it were "
+            "never sent (not sent: interrupted) and are neither offered nor failed"
+        )
     not_sent = int((frame["outcome"] == "not_sent").sum()) - unsent_after
     if not_sent:
         warnings.append(f"{not_sent} planned invocations were never sent (outcome not_sent)")
     monitors, monitors_info = _load_monitors(run_dir, manifest, warnings)
     records_info["pause_grace_ms"], records_info["pause_grace_source"] = frames_mod.pause_grace_ms(manifest)
-    if not frames_mod.pause_grace_known(records_info["pause_grace_source"]) and records_info["found"] and not records_info["with_container_state"]:
+    if (
+        not frames_mod.pause_grace_known(records_info["pause_grace_source"])
+        and records_info["found"]
+        and not records_info["with_container_state"]
+    ):
         warnings.append(
             f"pause grace {records_info['pause_grace_ms']:g} ms is {records_info['pause_grace_source']}: the resumed/warm split "
             "of the start classes depends on it; record it (PAUSE_GRACE_MS in the set-up's wskprops)"
         )
-    frames_mod.harmonise([frame, phase_stats, function_stats, *monitors.values()], frames_mod.run_attrs(run_dir, manifest))
+    frames_mod.harmonise(
+        [frame, phase_stats, function_stats, *monitors.values()], frames_mod.run_attrs(run_dir, manifest)
+    )
     return Run(
         path=run_dir,
         manifest=manifest,
@@ -420,7 +479,9 @@ def monitor_summary(run: Run) -> dict:
                 steady |= (t >= phase["steady_start_s"]) & (t < phase["end_s"])
             numeric = frame.select_dtypes(include="number").drop(columns=["t_s"], errors="ignore")
             entry["mean"] = {str(c): float(numeric[c].mean()) for c in numeric.columns}
-            entry["steady_mean"] = {str(c): float(numeric.loc[steady, c].mean()) for c in numeric.columns} if steady.any() else {}
+            entry["steady_mean"] = (
+                {str(c): float(numeric.loc[steady, c].mean()) for c in numeric.columns} if steady.any() else {}
+            )
         out[name] = entry
     return out
 
@@ -429,12 +490,18 @@ def failure_summary(frame: pd.DataFrame, end_s: float | None = None) -> dict:
     """Invocations that did not succeed, by function and final outcome, each with its count, its
     completion latency (p50, max) and the first error text seen (record error, else HTTP error).
     Those planned after the run stopped at ``end_s`` did not fail: they were never due."""
-    failed = frame[stats_mod.label_mask(frame["final_outcome"], FAILURE_OUTCOMES) & ~stats_mod.unsent_after_end(frame, end_s)]
+    failed = frame[
+        stats_mod.label_mask(frame["final_outcome"], FAILURE_OUTCOMES) & ~stats_mod.unsent_after_end(frame, end_s)
+    ]
     groups = []
-    for (function, outcome), rows in failed.groupby([failed["function"].astype(object), failed["final_outcome"].astype(object)], sort=False):
+    for (function, outcome), rows in failed.groupby(
+        [failed["function"].astype(object), failed["final_outcome"].astype(object)], sort=False
+    ):
         latency = rows["completion_latency_ms"].to_numpy(dtype="float64")
         latency = latency[np.isfinite(latency)]
-        texts = [t for t in rows["error_text"].tolist() if isinstance(t, str) and t] or [t for t in rows["error"].tolist() if isinstance(t, str) and t]
+        texts = [t for t in rows["error_text"].tolist() if isinstance(t, str) and t] or [
+            t for t in rows["error"].tolist() if isinstance(t, str) and t
+        ]
         groups.append(
             {
                 "function": str(function),
@@ -467,11 +534,41 @@ def build_summary(run: Run) -> dict:
     final_counts["not_sent"] -= unsent_after
     instances = []
     for spec in run.specs:
-        rows = run.phase_stats[run.phase_stats["instance"] == spec["instance"]] if len(run.phase_stats) else pd.DataFrame()
+        rows = (
+            run.phase_stats[run.phase_stats["instance"] == spec["instance"]] if len(run.phase_stats) else pd.DataFrame()
+        )
         phases = []
         for record in rows.to_dict("records"):
             record = {k: v for k, v in record.items() if k not in ("instance", "function", "rate_rps")}
-            evidence_keys = ("achieved_rps", "offered_rps", "achieved_over_offered", "trend_first_third_median_ms", "trend_last_third_median_ms", "trend_slope_ms_per_s", "trend_latency", "cold_fraction", "resumed_fraction", "warm_fraction", "throttled", "timeout", "failed", "answered", "successful", "rejected", *(f"final_{name}" for name in stats_mod.REJECTED_FINAL), "with_record", "successful_with_record", "completion_latency_ms_p50", "trend_completion_last_third_median_ms", "reference_latency_ms", "reference_rate_rps", "reference_source", "mode_evidence_over_threshold", "mode_close", "warm_rate_rps")
+            evidence_keys = (
+                "achieved_rps",
+                "offered_rps",
+                "achieved_over_offered",
+                "trend_first_third_median_ms",
+                "trend_last_third_median_ms",
+                "trend_slope_ms_per_s",
+                "trend_latency",
+                "cold_fraction",
+                "resumed_fraction",
+                "warm_fraction",
+                "throttled",
+                "timeout",
+                "failed",
+                "answered",
+                "successful",
+                "rejected",
+                *(f"final_{name}" for name in stats_mod.REJECTED_FINAL),
+                "with_record",
+                "successful_with_record",
+                "completion_latency_ms_p50",
+                "trend_completion_last_third_median_ms",
+                "reference_latency_ms",
+                "reference_rate_rps",
+                "reference_source",
+                "mode_evidence_over_threshold",
+                "mode_close",
+                "warm_rate_rps",
+            )
             record["mode_evidence"] = {k: record.get(k) for k in evidence_keys}
             phases.append(record)
         instances.append({**spec, "phases": phases})
@@ -517,8 +614,14 @@ def _write_parquet(frame: pd.DataFrame, path: Path) -> None:
     frames_mod.write_parquet(frame, path, kind=path.stem)
 
 
-def _fetch_missing(run_dir: Path, manifest: rundir.Manifest, connection, invocations: pd.DataFrame | None, retry_delays_s: Sequence[float] | None,
-                   progress: Callable[[str], None] | None) -> tuple[dict | None, Run | None, pd.DataFrame | None]:
+def _fetch_missing(
+    run_dir: Path,
+    manifest: rundir.Manifest,
+    connection,
+    invocations: pd.DataFrame | None,
+    retry_delays_s: Sequence[float] | None,
+    progress: Callable[[str], None] | None,
+) -> tuple[dict | None, Run | None, pd.DataFrame | None]:
     """The run's records fetched when none are saved, or those missing from the saved file asked
     for again; returns the fetch report (None: nothing asked), the run when it was loaded and is
     still current, and the invocation frame."""
@@ -527,15 +630,27 @@ def _fetch_missing(run_dir: Path, manifest: rundir.Manifest, connection, invocat
             invocations = frames_mod.read_invocations_frame(run_dir, manifest)
         if not _run_ids(invocations):
             return None, None, invocations
-        return fetch_run_records(run_dir, manifest, invocations, connection, retry_delays_s=retry_delays_s, progress=progress), None, invocations
+        return (
+            fetch_run_records(
+                run_dir, manifest, invocations, connection, retry_delays_s=retry_delays_s, progress=progress
+            ),
+            None,
+            invocations,
+        )
     run = load_run(run_dir, manifest=manifest, invocations=invocations)
     if not run.records_info["missing"]:
         return None, run, invocations
     frame = run.invocations
-    missing = frame["activation_id"].to_numpy(dtype=object)[(frame["has_activation_id"] & ~frame["has_record"]).to_numpy()]
+    missing = frame["activation_id"].to_numpy(dtype=object)[
+        (frame["has_activation_id"] & ~frame["has_record"]).to_numpy()
+    ]
     if progress:
-        progress(f"{len(missing)} records missing from {rundir.ACTIVATIONS}; asking {_platform_source(manifest, connection)} again")
-    report = fetch_run_records(run_dir, manifest, frame, connection, retry_delays_s=retry_delays_s, progress=progress, only_ids=list(missing))
+        progress(
+            f"{len(missing)} records missing from {rundir.ACTIVATIONS}; asking {_platform_source(manifest, connection)} again"
+        )
+    report = fetch_run_records(
+        run_dir, manifest, frame, connection, retry_delays_s=retry_delays_s, progress=progress, only_ids=list(missing)
+    )
     return report, None, invocations
 
 
@@ -571,7 +686,9 @@ def analyze_run(
     manifest = rundir.read_manifest(run_dir)
     fetch_report, run = None, None
     if fetch and record_platforms(manifest, connection):
-        fetch_report, run, invocations = _fetch_missing(run_dir, manifest, connection, invocations, retry_delays_s, progress)
+        fetch_report, run, invocations = _fetch_missing(
+            run_dir, manifest, connection, invocations, retry_delays_s, progress
+        )
     if run is None:
         if progress:
             progress(f"loading {run_dir}")
@@ -595,7 +712,9 @@ def analyze_run(
         for name, frame in run.monitors.items():
             _write_parquet(frame, out / f"monitor_{rundir.safe_name(name)}.parquet")
         summary = build_summary(run)
-        if io_breakdown.applies(manifest) and rundir.has_records(run_dir):  # io-* runs: breakdown, bandwidth, cost per batch
+        if io_breakdown.applies(manifest) and rundir.has_records(
+            run_dir
+        ):  # io-* runs: breakdown, bandwidth, cost per batch
             summary["io"] = io_breakdown.summarise(run_dir, out_dir=out)
         plot_files: list[str] = []
         if plots:
@@ -622,5 +741,7 @@ def load_summary(run_dir: str | os.PathLike) -> dict:
         raise FormatError(f"{path}: not valid JSON ({error.msg}); re-run faasprof analyze {run_dir}") from None
     version = summary.get("format_version") if isinstance(summary, dict) else None
     if version not in SUPPORTED_SUMMARY_VERSIONS:
-        raise FormatError(f"{path}: summary format_version {version!r} is not supported by faasprof {__version__}; re-run faasprof analyze {run_dir} or upgrade faasprof")
+        raise FormatError(
+            f"{path}: summary format_version {version!r} is not supported by faasprof {__version__}; re-run faasprof analyze {run_dir} or upgrade faasprof"
+        )
     return summary

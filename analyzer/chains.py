@@ -31,8 +31,8 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-from faasprof.analyzer import markup
 from faasprof import rundir
+from faasprof.analyzer import markup
 from faasprof.rundir import record_fields
 
 RULE = (
@@ -41,7 +41,9 @@ RULE = (
 )
 
 
-HOPS_KEY = record_fields.CHAIN_RESULT_KEY  # the key of a chain head's result (the records' column index counts its lines)
+HOPS_KEY = (
+    record_fields.CHAIN_RESULT_KEY
+)  # the key of a chain head's result (the records' column index counts its lines)
 
 
 def chain_results(run_dir: str | os.PathLike, head_ids: set[str]) -> dict[str, dict]:
@@ -76,7 +78,9 @@ def hop_frame(run_dir: Path, invocations: pd.DataFrame) -> pd.DataFrame:
         return pd.DataFrame([])
     invocations = invocations[invocations["activation_id"].isin(list(results)).to_numpy()]
     rows = []
-    for row in invocations[[c for c in ("instance", "function", "activation_id", "client_latency_ms") if c in invocations.columns]].itertuples(index=False):
+    for row in invocations[
+        [c for c in ("instance", "function", "activation_id", "client_latency_ms") if c in invocations.columns]
+    ].itertuples(index=False):
         result = results.get(str(row.activation_id))
         if result is None:
             continue
@@ -94,16 +98,34 @@ def hop_frame(run_dir: Path, invocations: pd.DataFrame) -> pd.DataFrame:
             "complete": "error" not in result and len(hops) == int(head.get("hops_left") or len(hops)),
         }
         end = hops[-1].get("end_ns")
-        rows.append({**base, "hop": -1, "transfer_ms": math.nan, "bandwidth_mbps": math.nan,
-                     "chain_ms": (end - head["start_ns"]) / 1e6 if end and head.get("start_ns") else math.nan,
-                     "client_latency_ms": float(row.client_latency_ms)})
+        rows.append(
+            {
+                **base,
+                "hop": -1,
+                "transfer_ms": math.nan,
+                "bandwidth_mbps": math.nan,
+                "chain_ms": (end - head["start_ns"]) / 1e6 if end and head.get("start_ns") else math.nan,
+                "client_latency_ms": float(row.client_latency_ms),
+            }
+        )
         for k in range(len(hops) - 1):
             sent, received = hops[k].get("send_start_ns"), hops[k + 1].get("received_ns")
             transfer_ms = (received - sent) / 1e6 if sent and received else math.nan
-            bandwidth = base["payload_bytes"] / (transfer_ms / 1e3) / 1e6 if transfer_ms and transfer_ms > 0 else math.nan
-            rows.append({**base, "hop": k, "transfer_ms": transfer_ms, "bandwidth_mbps": bandwidth, "chain_ms": math.nan,
-                         "client_latency_ms": math.nan, "received_bytes": int(hops[k + 1].get("received_bytes") or 0),
-                         "consumer_cold": bool(hops[k + 1].get("cold"))})
+            bandwidth = (
+                base["payload_bytes"] / (transfer_ms / 1e3) / 1e6 if transfer_ms and transfer_ms > 0 else math.nan
+            )
+            rows.append(
+                {
+                    **base,
+                    "hop": k,
+                    "transfer_ms": transfer_ms,
+                    "bandwidth_mbps": bandwidth,
+                    "chain_ms": math.nan,
+                    "client_latency_ms": math.nan,
+                    "received_bytes": int(hops[k + 1].get("received_bytes") or 0),
+                    "consumer_cold": bool(hops[k + 1].get("cold")),
+                }
+            )
     return pd.DataFrame(rows)
 
 
@@ -114,25 +136,36 @@ def chain_summary(run) -> dict | None:
     if frame.empty:
         return None
     groups = []
-    for (instance, mode, payload, length), rows in frame.groupby(["instance", "mode", "payload_bytes", "chain_length"], sort=True):
+    for (instance, mode, payload, length), rows in frame.groupby(
+        ["instance", "mode", "payload_bytes", "chain_length"], sort=True
+    ):
         chains = rows[rows["hop"] == -1]
         entry = {
-            "instance": instance, "mode": mode, "payload_bytes": int(payload), "chain_length": int(length),
-            "chains": int(len(chains)), "complete": int(chains["complete"].sum()),
-            "chain_ms_p50": _q(chains["chain_ms"], 0.5), "chain_ms_p99": _q(chains["chain_ms"], 0.99),
+            "instance": instance,
+            "mode": mode,
+            "payload_bytes": int(payload),
+            "chain_length": int(length),
+            "chains": int(len(chains)),
+            "complete": int(chains["complete"].sum()),
+            "chain_ms_p50": _q(chains["chain_ms"], 0.5),
+            "chain_ms_p99": _q(chains["chain_ms"], 0.99),
             "client_latency_ms_p50": _q(chains["client_latency_ms"], 0.5),
             "hops": [],
         }
         for hop, hop_rows in rows[rows["hop"] >= 0].groupby("hop", sort=True):
-            entry["hops"].append({
-                "hop": int(hop), "n": int(len(hop_rows)),
-                "transfer_ms_p50": _q(hop_rows["transfer_ms"], 0.5), "transfer_ms_p99": _q(hop_rows["transfer_ms"], 0.99),
-                "transfer_ms_mean": float(hop_rows["transfer_ms"].mean()),
-                "bandwidth_mbps_p50": _q(hop_rows["bandwidth_mbps"], 0.5),
-                "warm_n": int(warm_mask(hop_rows).sum()),
-                "warm_transfer_ms_p50": _q(hop_rows.loc[warm_mask(hop_rows), "transfer_ms"], 0.5),
-                "warm_bandwidth_mbps_p50": _q(hop_rows.loc[warm_mask(hop_rows), "bandwidth_mbps"], 0.5),
-            })
+            entry["hops"].append(
+                {
+                    "hop": int(hop),
+                    "n": int(len(hop_rows)),
+                    "transfer_ms_p50": _q(hop_rows["transfer_ms"], 0.5),
+                    "transfer_ms_p99": _q(hop_rows["transfer_ms"], 0.99),
+                    "transfer_ms_mean": float(hop_rows["transfer_ms"].mean()),
+                    "bandwidth_mbps_p50": _q(hop_rows["bandwidth_mbps"], 0.5),
+                    "warm_n": int(warm_mask(hop_rows).sum()),
+                    "warm_transfer_ms_p50": _q(hop_rows.loc[warm_mask(hop_rows), "transfer_ms"], 0.5),
+                    "warm_bandwidth_mbps_p50": _q(hop_rows.loc[warm_mask(hop_rows), "bandwidth_mbps"], 0.5),
+                }
+            )
         groups.append(entry)
     return {"rule": RULE, "groups": groups}
 
@@ -155,14 +188,69 @@ def report_section(summary: dict) -> str:
         return ""
     chain_rows, hop_rows = [], []
     for g in block["groups"]:
-        chain_rows.append([g["instance"], g["mode"], g["payload_bytes"], g["chain_length"], g["chains"], g["complete"], g["chain_ms_p50"], g["chain_ms_p99"], g["client_latency_ms_p50"]])
+        chain_rows.append(
+            [
+                g["instance"],
+                g["mode"],
+                g["payload_bytes"],
+                g["chain_length"],
+                g["chains"],
+                g["complete"],
+                g["chain_ms_p50"],
+                g["chain_ms_p99"],
+                g["client_latency_ms_p50"],
+            ]
+        )
         for h in g["hops"]:
-            hop_rows.append([g["instance"], g["mode"], g["payload_bytes"], f"{h['hop']}→{h['hop'] + 1}", h["n"], h["transfer_ms_p50"], h["transfer_ms_p99"], h["bandwidth_mbps_p50"],
-                             h["warm_n"], h["warm_transfer_ms_p50"], h["warm_bandwidth_mbps_p50"]])
+            hop_rows.append(
+                [
+                    g["instance"],
+                    g["mode"],
+                    g["payload_bytes"],
+                    f"{h['hop']}→{h['hop'] + 1}",
+                    h["n"],
+                    h["transfer_ms_p50"],
+                    h["transfer_ms_p99"],
+                    h["bandwidth_mbps_p50"],
+                    h["warm_n"],
+                    h["warm_transfer_ms_p50"],
+                    h["warm_bandwidth_mbps_p50"],
+                ]
+            )
     return (
         "<h2>Function chains (STeLLAR)</h2>"
-        + markup.table(["instance", "mode", "payload B", "N", "chains", "complete", "end-to-end p50 ms", "end-to-end p99 ms", "client p50 ms"], chain_rows, left=2)
+        + markup.table(
+            [
+                "instance",
+                "mode",
+                "payload B",
+                "N",
+                "chains",
+                "complete",
+                "end-to-end p50 ms",
+                "end-to-end p99 ms",
+                "client p50 ms",
+            ],
+            chain_rows,
+            left=2,
+        )
         + "<h3>Per-hop transfer</h3>"
-        + markup.table(["instance", "mode", "payload B", "hop", "n", "transfer p50 ms", "transfer p99 ms", "bandwidth p50 MB/s", "warm n", "warm transfer p50 ms", "warm bandwidth p50 MB/s"], hop_rows, left=2)
+        + markup.table(
+            [
+                "instance",
+                "mode",
+                "payload B",
+                "hop",
+                "n",
+                "transfer p50 ms",
+                "transfer p99 ms",
+                "bandwidth p50 MB/s",
+                "warm n",
+                "warm transfer p50 ms",
+                "warm bandwidth p50 MB/s",
+            ],
+            hop_rows,
+            left=2,
+        )
         + f"<p><small>{html.escape(RULE)}.</small></p>"
     )

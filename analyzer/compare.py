@@ -67,27 +67,76 @@ import pandas as pd
 from scipy import stats as scipy_stats
 
 from faasprof import __version__, rundir
-from faasprof.errors import ConfigError, FormatError
-from faasprof.outcomes import FAILURE_OUTCOMES
+from faasprof.analyzer import compare_plots, markup
 from faasprof.analyzer import frames as frames_mod
-from faasprof.analyzer import markup
-from faasprof.analyzer import units as units_mod
 from faasprof.analyzer import stats as stats_mod
 from faasprof.analyzer import tails as tails_mod
-from faasprof.analyzer import compare_plots
+from faasprof.analyzer import units as units_mod
 from faasprof.analyzer.analysis import analyze_run, load_summary
+from faasprof.errors import ConfigError, FormatError
+from faasprof.outcomes import FAILURE_OUTCOMES
 
 COMPARE_FORMAT_VERSION = 3
 MIN_SAMPLES_FOR_TEST = 8
 VERDICT_PERCENTILES = (50.0, 90.0, 99.0, 99.9)
 # Keys that differ between any two runs without meaning a different experiment; the last ones are
 # the embedded platform's bookkeeping of what it cleaned up when it started.
-VOLATILE_NAMES = ("test_name", "description", "created_utc", "apihost", "port", "pid", "auth", "auth_user", "source", "path", "uptime_s", "loadavg", "random_seed", "seed", "seed_was_null", "as_given", "info", "actions", "cgroup_parents", "embedded",
-                  "stale_cgroups_removed", "stale_containers_removed", "orphan_sandboxes_killed")
+VOLATILE_NAMES = (
+    "test_name",
+    "description",
+    "created_utc",
+    "apihost",
+    "port",
+    "pid",
+    "auth",
+    "auth_user",
+    "source",
+    "path",
+    "uptime_s",
+    "loadavg",
+    "random_seed",
+    "seed",
+    "seed_was_null",
+    "as_given",
+    "info",
+    "actions",
+    "cgroup_parents",
+    "embedded",
+    "stale_cgroups_removed",
+    "stale_containers_removed",
+    "orphan_sandboxes_killed",
+)
 VOLATILE_SUFFIXES = ("_dir", "_path", "_pid", "_port", "_utc", "_ns", "seed")
-HOST_KEYS = ("hostname", "cpu_model", "model_name", "kernel", "governor", "smt", "cores", "logical_cpus", "sockets", "perf_event_paranoid", "microcode", "turbo", "no_turbo")
+HOST_KEYS = (
+    "hostname",
+    "cpu_model",
+    "model_name",
+    "kernel",
+    "governor",
+    "smt",
+    "cores",
+    "logical_cpus",
+    "sockets",
+    "perf_event_paranoid",
+    "microcode",
+    "turbo",
+    "no_turbo",
+)
 CLIENT_METRICS = ("client_latency_ms_p50", "client_latency_ms_p90", "client_latency_ms_p99", "client_latency_ms_p99_9")
-METRICS = ("completion_latency_ms_p50", "completion_latency_ms_p90", "completion_latency_ms_p99", *CLIENT_METRICS, "platform_latency_ms_p50", "platform_latency_ms_p99", "achieved_rps", "cold_fraction", "resumed_fraction", "execution_ms_mean", "wait_ms_mean", "gb_s")
+METRICS = (
+    "completion_latency_ms_p50",
+    "completion_latency_ms_p90",
+    "completion_latency_ms_p99",
+    *CLIENT_METRICS,
+    "platform_latency_ms_p50",
+    "platform_latency_ms_p99",
+    "achieved_rps",
+    "cold_fraction",
+    "resumed_fraction",
+    "execution_ms_mean",
+    "wait_ms_mean",
+    "gb_s",
+)
 MONITOR_HINTS = ("ipc", "mpki", "bw", "bandwidth", "occupancy")
 MONITOR_WINDOW = "the run's steady phases together"
 # Which rows a verdict compares: one instance in one phase.
@@ -119,7 +168,9 @@ def lookup(manifest: rundir.Manifest, dotted: str) -> Any:
 
 
 def _volatile(key: str) -> bool:
-    return any(part.lower() in VOLATILE_NAMES or part.lower().endswith(VOLATILE_SUFFIXES) for part in key.split(".")[1:])
+    return any(
+        part.lower() in VOLATILE_NAMES or part.lower().endswith(VOLATILE_SUFFIXES) for part in key.split(".")[1:]
+    )
 
 
 def differing_keys(manifests: list[rundir.Manifest], sections=("workload", "platform")) -> list[str]:
@@ -164,29 +215,43 @@ def environment_warnings(manifests: list[rundir.Manifest], names: list[str], par
     return warnings
 
 
-def unrelated_workload_warnings(manifests: list[rundir.Manifest], names: list[str], parameter: str | None, differing: list[str]) -> list[str]:
+def unrelated_workload_warnings(
+    manifests: list[rundir.Manifest], names: list[str], parameter: str | None, differing: list[str]
+) -> list[str]:
     """Warnings when the runs are not one workload varied in ``parameter`` alone."""
     if len(manifests) < 2 or parameter is None:
         return []
     out = []
     # Memory variants of one function are deployed as <name>-<MB>: the same function.
-    functions = [sorted({re.sub(r"-\d+$", "", str(i.get("function"))) for i in m.instances.values() if isinstance(i, dict)}) for m in manifests]
+    functions = [
+        sorted({re.sub(r"-\d+$", "", str(i.get("function"))) for i in m.instances.values() if isinstance(i, dict)})
+        for m in manifests
+    ]
     if len({json.dumps(f) for f in functions}) > 1:
         detail = ", ".join(f"{n}: {'+'.join(f) or '–'}" for n, f in zip(names, functions))
-        out.append(f"runs call different functions ({detail}): labelling them by {parameter} may compare unrelated workloads")
+        out.append(
+            f"runs call different functions ({detail}): labelling them by {parameter} may compare unrelated workloads"
+        )
     others = [k for k in differing if k.startswith("workload.") and k != parameter and not k.endswith(".function")]
     if others:
-        out.append(f"runs differ in more than {parameter}: also {', '.join(others[:6])}{'…' if len(others) > 6 else ''}; a difference may come from these")
+        out.append(
+            f"runs differ in more than {parameter}: also {', '.join(others[:6])}{'…' if len(others) > 6 else ''}; a difference may come from these"
+        )
     return out
 
 
 def _latencies(path: Path) -> dict[Key, np.ndarray]:
     """Per instance × phase, the completion latencies (ms) of the successful invocations planned in
     the phase's steady window, of one analyzed run."""
-    frame = pd.read_parquet(Path(path) / rundir.ANALYSIS / "invocations.parquet", columns=["instance", "phase", "steady", "successful", "completion_latency_ms"])
+    frame = pd.read_parquet(
+        Path(path) / rundir.ANALYSIS / "invocations.parquet",
+        columns=["instance", "phase", "steady", "successful", "completion_latency_ms"],
+    )
     frame = frame[frame["successful"].to_numpy(dtype=bool) & frame["steady"].to_numpy(dtype=bool)]
     out = {}
-    for (instance, phase), rows in frame.groupby([frame["instance"].astype(str), frame["phase"].astype("int64")], sort=True):
+    for (instance, phase), rows in frame.groupby(
+        [frame["instance"].astype(str), frame["phase"].astype("int64")], sort=True
+    ):
         values = rows["completion_latency_ms"].to_numpy(dtype="float64")
         out[(str(instance), int(phase))] = values[np.isfinite(values)]
     return out
@@ -202,15 +267,24 @@ def percentile_verdicts(baseline: np.ndarray, run: np.ndarray) -> list[dict]:
         key = "v_" + f"p{pct:g}".replace(".", "_")
         b, b_low, b_high = before[key], before[f"{key}_ci_low"], before[f"{key}_ci_high"]
         a, a_low, a_high = after[key], after[f"{key}_ci_low"], after[f"{key}_ci_high"]
-        entry = {"percentile": pct, "baseline_ms": b, "baseline_ci_ms": [b_low, b_high], "run_ms": a, "run_ci_ms": [a_low, a_high],
-                 "ratio": a / b if b > 0 else None, "ratio_ci": None}
+        entry = {
+            "percentile": pct,
+            "baseline_ms": b,
+            "baseline_ci_ms": [b_low, b_high],
+            "run_ms": a,
+            "run_ci_ms": [a_low, a_high],
+            "ratio": a / b if b > 0 else None,
+            "ratio_ci": None,
+        }
         bounds = (b_low, b_high, a_low, a_high)
         if not all(math.isfinite(v) for v in bounds):
             entry["verdict"] = "too few samples"
         else:
             if b_low > 0:
                 entry["ratio_ci"] = [a_low / b_high, a_high / b_low]
-            entry["verdict"] = "slower" if a_low > b_high else "faster" if a_high < b_low else "no significant difference"
+            entry["verdict"] = (
+                "slower" if a_low > b_high else "faster" if a_high < b_low else "no significant difference"
+            )
         out.append(entry)
     return out
 
@@ -229,8 +303,12 @@ def _verdict_text(percentiles: list[dict]) -> str:
     return "; ".join(parts)
 
 
-def significance(paths: list[Path], names: list[str], latencies: dict[Path, dict[Key, np.ndarray]] | None = None,
-                 modes: dict[str, dict[Key, tuple[str, str]]] | None = None) -> list[dict]:
+def significance(
+    paths: list[Path],
+    names: list[str],
+    latencies: dict[Path, dict[Key, np.ndarray]] | None = None,
+    modes: dict[str, dict[Key, tuple[str, str]]] | None = None,
+) -> list[dict]:
     """Each run after the first against the first, per instance × phase and percentile (module
     docstring). ``latencies``: each run's ``_latencies`` when the caller read them already;
     ``modes``: per run name, each instance × phase's (function, mode)."""
@@ -245,11 +323,26 @@ def significance(paths: list[Path], names: list[str], latencies: dict[Path, dict
         for key in sorted(set(base) & set(other), key=lambda k: (k[1], k[0])):
             a, b = base[key], other[key]
             function, mode = modes.get(name, {}).get(key, (None, None))
-            entry: dict[str, Any] = {"run": name, "baseline": names[0], "instance": key[0], "phase": key[1], "function": function,
-                                     "mode_baseline": modes.get(names[0], {}).get(key, (None, None))[1], "mode": mode,
-                                     "metric": "completion_latency_ms", "n_baseline": int(len(a)), "n": int(len(b))}
+            entry: dict[str, Any] = {
+                "run": name,
+                "baseline": names[0],
+                "instance": key[0],
+                "phase": key[1],
+                "function": function,
+                "mode_baseline": modes.get(names[0], {}).get(key, (None, None))[1],
+                "mode": mode,
+                "metric": "completion_latency_ms",
+                "n_baseline": int(len(a)),
+                "n": int(len(b)),
+            }
             if min(len(a), len(b)) < MIN_SAMPLES_FOR_TEST:
-                entry.update(verdict=f"too few samples (< {MIN_SAMPLES_FOR_TEST}) to test", percentiles=[], p_value=None, median_ratio=None, prob_slower=None)
+                entry.update(
+                    verdict=f"too few samples (< {MIN_SAMPLES_FOR_TEST}) to test",
+                    percentiles=[],
+                    p_value=None,
+                    median_ratio=None,
+                    prob_slower=None,
+                )
                 out.append(entry)
                 continue
             test = scipy_stats.mannwhitneyu(b, a, alternative="two-sided")
@@ -270,17 +363,25 @@ def verdict_lines(result: dict) -> list[str]:
     entries = result.get("significance") or []
     if not entries:
         return []
-    lines = [f"completion latency (planned send → function end, successful invocations of each phase's steady window) against {entries[0]['baseline']}:"]
+    lines = [
+        f"completion latency (planned send → function end, successful invocations of each phase's steady window) against {entries[0]['baseline']}:"
+    ]
     for entry in entries:
         against = f"; baseline {entry['mode_baseline']}" if entry.get("mode_baseline") else ""
-        lines.append(f"  {entry['run']}, {compare_plots.where(entry)} (n {entry['n']:,} against {entry['n_baseline']:,}{against}):")
+        lines.append(
+            f"  {entry['run']}, {compare_plots.where(entry)} (n {entry['n']:,} against {entry['n_baseline']:,}{against}):"
+        )
         if not entry.get("percentiles"):
             lines.append(f"    {entry['verdict']}")
             continue
         for p in entry["percentiles"]:
             interval = _ratio_interval(p) if p.get("ratio_ci") else "–"
-            lines.append(f"    p{p['percentile']:<5g} {markup.ms(p['baseline_ms']):>9} → {markup.ms(p['run_ms']):>9}  {markup.ratio(p['ratio']):>7} (interval {interval})  {p['verdict']}")
-        lines.append(f"    whole distribution: P(slower) {entry['prob_slower']:.2f}, Mann-Whitney p = {entry['p_value']:.2g}")
+            lines.append(
+                f"    p{p['percentile']:<5g} {markup.ms(p['baseline_ms']):>9} → {markup.ms(p['run_ms']):>9}  {markup.ratio(p['ratio']):>7} (interval {interval})  {p['verdict']}"
+            )
+        lines.append(
+            f"    whole distribution: P(slower) {entry['prob_slower']:.2f}, Mann-Whitney p = {entry['p_value']:.2g}"
+        )
     return lines
 
 
@@ -389,7 +490,9 @@ def unmatched_phase_warnings(names: list[str], modes: dict[str, dict[Key, tuple[
         mine = set(modes.get(name, {}))
         if mine != base:
             only = [f"{i} phase {p}" for i, p in sorted(mine ^ base, key=lambda k: (k[1], k[0]))]
-            out.append(f"{name} and the baseline {names[0]} do not have the same instances × phases; no verdict for {', '.join(only[:6])}{'…' if len(only) > 6 else ''}")
+            out.append(
+                f"{name} and the baseline {names[0]} do not have the same instances × phases; no verdict for {', '.join(only[:6])}{'…' if len(only) > 6 else ''}"
+            )
     return out
 
 
@@ -402,12 +505,22 @@ def column_units(rows: list[dict], parameter: str | None) -> dict[str, str]:
     for row in rows:
         for column in row:
             monitor, _, inner = column.partition("_")
-            if inner and row.get("monitor_window") and units_mod.unit_of(column) is None and (unit := units_mod.unit_of(inner)):
+            if (
+                inner
+                and row.get("monitor_window")
+                and units_mod.unit_of(column) is None
+                and (unit := units_mod.unit_of(inner))
+            ):
                 out[column] = unit
     return out
 
 
-def compare_runs(run_dirs: list[str | os.PathLike], label: str | None = None, out_dir: str | os.PathLike | None = None, progress: Callable[[str], None] | None = None) -> dict:
+def compare_runs(
+    run_dirs: list[str | os.PathLike],
+    label: str | None = None,
+    out_dir: str | os.PathLike | None = None,
+    progress: Callable[[str], None] | None = None,
+) -> dict:
     """Compare runs; writes ``out_dir`` (frame, plots, report) when given; returns the result dict."""
     paths = [Path(p) for p in run_dirs]
     if len(paths) < 1:
@@ -422,7 +535,9 @@ def compare_runs(run_dirs: list[str | os.PathLike], label: str | None = None, ou
     if label is not None:
         missing = [n for n, m in zip(names, manifests) if lookup(m, label) is None]
         if len(missing) == len(manifests):
-            raise ConfigError(f"--label {label}: no run's manifest has this key; use a dotted path such as workload.instances.<name>.rate (differing keys: {', '.join(differing[:8]) or 'none'})")
+            raise ConfigError(
+                f"--label {label}: no run's manifest has this key; use a dotted path such as workload.instances.<name>.rate (differing keys: {', '.join(differing[:8]) or 'none'})"
+            )
     else:
         parameter = pick_parameter(manifests, differing)
 
@@ -430,7 +545,10 @@ def compare_runs(run_dirs: list[str | os.PathLike], label: str | None = None, ou
     modes: dict[str, dict[Key, tuple[str, str]]] = {}
     for name, manifest, summary in zip(names, manifests, summaries):
         value = lookup(manifest, parameter) if parameter else None
-        label_value = {"label": str(value) if parameter else name, "parameter_value": _numeric(value) if parameter else None}
+        label_value = {
+            "label": str(value) if parameter else name,
+            "parameter_value": _numeric(value) if parameter else None,
+        }
         run_rows = phase_rows(name, label_value, summary)
         modes[name] = {(r["instance"], r["phase"]): (r["function"], r["mode"]) for r in run_rows}
         rows.extend(run_rows)
@@ -442,7 +560,9 @@ def compare_runs(run_dirs: list[str | os.PathLike], label: str | None = None, ou
     warnings += unrelated_workload_warnings(manifests, names, parameter, differing)
     warnings += unmatched_phase_warnings(names, modes)
     if len(paths) > 1 and parameter is None and differing:
-        warnings.append(f"runs differ in several settings ({', '.join(differing[:6])}{'…' if len(differing) > 6 else ''}); name the one to plot against with --label KEY")
+        warnings.append(
+            f"runs differ in several settings ({', '.join(differing[:6])}{'…' if len(differing) > 6 else ''}); name the one to plot against with --label KEY"
+        )
     result = {
         "format_version": COMPARE_FORMAT_VERSION,
         "generated_by": {"faasprof": __version__},
@@ -459,12 +579,23 @@ def compare_runs(run_dirs: list[str | os.PathLike], label: str | None = None, ou
     return result
 
 
-def write_outputs(out: Path, frame: pd.DataFrame, result: dict, paths: list[Path], names: list[str],
-                  latencies: dict[Path, dict[str, np.ndarray]] | None = None) -> None:
+def write_outputs(
+    out: Path,
+    frame: pd.DataFrame,
+    result: dict,
+    paths: list[Path],
+    names: list[str],
+    latencies: dict[Path, dict[str, np.ndarray]] | None = None,
+) -> None:
     out.mkdir(parents=True, exist_ok=True)
     frames_mod.write_parquet(frame, out / "compare.parquet", kind="compare")  # with each column's unit
     frame.to_csv(out / "compare.csv", index=False)
     plots = compare_plots.write_compare_plots(out / "plots", frame, paths, names, result["parameter"], latencies)
-    result["outputs"] = {"frame": "compare.parquet", "csv": "compare.csv", "plots": [f"plots/{p}" for p in plots], "report": "report.html"}
+    result["outputs"] = {
+        "frame": "compare.parquet",
+        "csv": "compare.csv",
+        "plots": [f"plots/{p}" for p in plots],
+        "report": "report.html",
+    }
     rundir.write_json_atomic(out / "compare.json", {k: v for k, v in result.items() if k != "frame"})
     compare_plots.write_compare_report(out / "report.html", frame, result)

@@ -12,8 +12,19 @@ from faasprof.analyzer.markup import fmt, image, ms, page, pct, rate, ratio, tab
 from faasprof.analyzer.plots import SAVE, _ecdf_points, new_figure
 
 # Completion latency first, client latency (only filled for blocking calls) after it.
-LATENCY_COLUMNS = ("completion_latency_ms_p50", "completion_latency_ms_p90", "completion_latency_ms_p99", "client_latency_ms_p50", "client_latency_ms_p99")
-VERSUS = (("completion_latency_ms_p50", "p50 completion latency (ms)"), ("completion_latency_ms_p99", "p99 completion latency (ms)"), ("achieved_rps", "achieved invocations/s"), ("cold_fraction", "cold-start fraction"))
+LATENCY_COLUMNS = (
+    "completion_latency_ms_p50",
+    "completion_latency_ms_p90",
+    "completion_latency_ms_p99",
+    "client_latency_ms_p50",
+    "client_latency_ms_p99",
+)
+VERSUS = (
+    ("completion_latency_ms_p50", "p50 completion latency (ms)"),
+    ("completion_latency_ms_p99", "p99 completion latency (ms)"),
+    ("achieved_rps", "achieved invocations/s"),
+    ("cold_fraction", "cold-start fraction"),
+)
 
 
 MAX_LEGEND_RUNS = 12  # above this a legend is unreadable (and costs seconds to draw): the title says how many
@@ -28,10 +39,15 @@ def where(entry: dict) -> str:
 def _series(frame: pd.DataFrame) -> list[tuple[str, int, str]]:
     """The frame's instance × phase pairs, each with its title (its function)."""
     pairs = frame[["instance", "phase", "function"]].astype({"instance": str, "function": str}).drop_duplicates()
-    return [(str(i), int(p), f"{i} phase {int(p)} ({f})") for i, p, f in sorted(pairs.itertuples(index=False, name=None), key=lambda t: (t[1], t[0]))]
+    return [
+        (str(i), int(p), f"{i} phase {int(p)} ({f})")
+        for i, p, f in sorted(pairs.itertuples(index=False, name=None), key=lambda t: (t[1], t[0]))
+    ]
 
 
-def overlaid_cdfs(path: Path, frame: pd.DataFrame, paths: list[Path], names: list[str], latencies: dict | None = None) -> None:
+def overlaid_cdfs(
+    path: Path, frame: pd.DataFrame, paths: list[Path], names: list[str], latencies: dict | None = None
+) -> None:
     """One CDF per run for each instance × phase (the first six); ``latencies``: per run path, per
     (instance, phase), the steady window's completion latencies (``faasprof.analyzer.compare._latencies``)
     when the caller read them already."""
@@ -43,8 +59,16 @@ def overlaid_cdfs(path: Path, frame: pd.DataFrame, paths: list[Path], names: lis
             if latencies is not None and run_path in latencies:
                 values = latencies[run_path].get((instance, phase), np.array([]))
             else:
-                inv = pd.read_parquet(run_path / "analysis" / "invocations.parquet", columns=["instance", "phase", "steady", "successful", "completion_latency_ms"])
-                keep = (inv["instance"].astype(str) == instance).to_numpy() & (inv["phase"].to_numpy() == phase) & inv["steady"].to_numpy(dtype=bool) & inv["successful"].to_numpy(dtype=bool)
+                inv = pd.read_parquet(
+                    run_path / "analysis" / "invocations.parquet",
+                    columns=["instance", "phase", "steady", "successful", "completion_latency_ms"],
+                )
+                keep = (
+                    (inv["instance"].astype(str) == instance).to_numpy()
+                    & (inv["phase"].to_numpy() == phase)
+                    & inv["steady"].to_numpy(dtype=bool)
+                    & inv["successful"].to_numpy(dtype=bool)
+                )
                 values = inv.loc[keep, "completion_latency_ms"].to_numpy(dtype="float64")
             x, y = _ecdf_points(values)
             if len(x):
@@ -54,7 +78,9 @@ def overlaid_cdfs(path: Path, frame: pd.DataFrame, paths: list[Path], names: lis
         ax.set_ylabel("fraction")
         ax.grid(True, which="both", alpha=0.3)
         if len(ax.lines) > MAX_LEGEND_RUNS:
-            ax.set_title(f"{title} ({len(ax.lines)} runs; legend omitted above {MAX_LEGEND_RUNS}, see the table)", fontsize=10)
+            ax.set_title(
+                f"{title} ({len(ax.lines)} runs; legend omitted above {MAX_LEGEND_RUNS}, see the table)", fontsize=10
+            )
         else:
             ax.set_title(title, fontsize=10)
             if ax.lines:
@@ -78,7 +104,14 @@ def versus_parameter(path: Path, frame: pd.DataFrame, parameter: str) -> None:
     fig.savefig(path, **SAVE)
 
 
-def write_compare_plots(out: Path, frame: pd.DataFrame, paths: list[Path], names: list[str], parameter: str | None, latencies: dict | None = None) -> list[str]:
+def write_compare_plots(
+    out: Path,
+    frame: pd.DataFrame,
+    paths: list[Path],
+    names: list[str],
+    parameter: str | None,
+    latencies: dict | None = None,
+) -> list[str]:
     out.mkdir(parents=True, exist_ok=True)
     written = []
     if len(frame):
@@ -94,16 +127,24 @@ def write_compare_report(path: Path, frame: pd.DataFrame, result: dict) -> None:
     """The comparison's page, in the run report's look: completion latency first, then the
     verdicts per percentile against the first run, the table, the plots."""
     parts = [f"<h1>faasprof compare: {len(result['runs'])} runs</h1>"]
-    parts.append(f"<p>Parameter: <code>{fmt(result['parameter'])}</code>. Settings that differ: {html.escape(', '.join(result['differing_keys']) or 'none')}.</p>")
+    parts.append(
+        f"<p>Parameter: <code>{fmt(result['parameter'])}</code>. Settings that differ: {html.escape(', '.join(result['differing_keys']) or 'none')}.</p>"
+    )
     if result["warnings"]:
-        parts.append("<h2>Warnings</h2><div class='warn'><ul>" + "".join(f"<li>{html.escape(w)}</li>" for w in result["warnings"]) + "</ul></div>")
+        parts.append(
+            "<h2>Warnings</h2><div class='warn'><ul>"
+            + "".join(f"<li>{html.escape(w)}</li>" for w in result["warnings"])
+            + "</ul></div>"
+        )
     parts.append(
         "<p class='def'><b>Completion latency</b> (planned send → function end, successful invocations) is the headline, "
         "as in each run's report; <b>client latency</b> is shown only for instances called blocking: a non-blocking call is "
         "answered (202) before its function runs.</p>"
     )
     if result.get("significance"):
-        parts.append("<h2>Is the difference significant? Completion latency, percentile by percentile, against the first run's same instance and phase</h2>")
+        parts.append(
+            "<h2>Is the difference significant? Completion latency, percentile by percentile, against the first run's same instance and phase</h2>"
+        )
         parts.append(
             "<p><small>Each percentile with its distribution-free 95 % interval (order statistics); ratio = run / baseline, its interval "
             "from the two intervals' ends; <b>slower</b> or <b>faster</b> when the two intervals do not overlap, else no significant "
@@ -114,26 +155,96 @@ def write_compare_report(path: Path, frame: pd.DataFrame, result: dict) -> None:
         for entry in result["significance"]:
             for p in entry.get("percentiles") or [{"percentile": None, "verdict": entry["verdict"]}]:
                 ratio_ci = p.get("ratio_ci")
-                srows.append([
-                    entry["run"], where(entry), f"p{p['percentile']:g}" if p["percentile"] is not None else "–", entry["n_baseline"], entry["n"],
-                    _with_interval(p.get("baseline_ms"), p.get("baseline_ci_ms")), _with_interval(p.get("run_ms"), p.get("run_ci_ms")),
-                    ratio(p.get("ratio")) + (f" ({ratio(ratio_ci[0])}–{ratio(ratio_ci[1])})" if ratio_ci else ""), p["verdict"],
-                ])
+                srows.append(
+                    [
+                        entry["run"],
+                        where(entry),
+                        f"p{p['percentile']:g}" if p["percentile"] is not None else "–",
+                        entry["n_baseline"],
+                        entry["n"],
+                        _with_interval(p.get("baseline_ms"), p.get("baseline_ci_ms")),
+                        _with_interval(p.get("run_ms"), p.get("run_ci_ms")),
+                        ratio(p.get("ratio")) + (f" ({ratio(ratio_ci[0])}–{ratio(ratio_ci[1])})" if ratio_ci else ""),
+                        p["verdict"],
+                    ]
+                )
             if entry.get("p_value") is not None:
-                srows.append([entry["run"], where(entry), "distribution", entry["n_baseline"], entry["n"], "", "", "",
-                              f"P(slower) {entry['prob_slower']:.2f}, Mann-Whitney p = {entry['p_value']:.2g}"])
-        parts.append(table(["run", "instance × phase", "percentile", "n baseline", "n", "baseline (95 % CI)", "run (95 % CI)", "ratio (interval)", "verdict"], srows, left=3))
-    columns = ["run", "label", "instance", "phase", "function", "calls", "mode", "planned", "successful", "failures", "offered_rps", "achieved_rps",
-               *LATENCY_COLUMNS, "cold_fraction", "gb_s"]
-    columns += [c for c in frame.columns if c not in columns and c not in ("parameter_value",) and frame[c].dtype.kind == "f" and any(h in c for h in ("ipc", "mpki", "bw", "occupancy"))]
-    columns = [c for c in columns if c in frame.columns and not (c in LATENCY_COLUMNS and c.startswith("client") and not frame[c].notna().any())]
+                srows.append(
+                    [
+                        entry["run"],
+                        where(entry),
+                        "distribution",
+                        entry["n_baseline"],
+                        entry["n"],
+                        "",
+                        "",
+                        "",
+                        f"P(slower) {entry['prob_slower']:.2f}, Mann-Whitney p = {entry['p_value']:.2g}",
+                    ]
+                )
+        parts.append(
+            table(
+                [
+                    "run",
+                    "instance × phase",
+                    "percentile",
+                    "n baseline",
+                    "n",
+                    "baseline (95 % CI)",
+                    "run (95 % CI)",
+                    "ratio (interval)",
+                    "verdict",
+                ],
+                srows,
+                left=3,
+            )
+        )
+    columns = [
+        "run",
+        "label",
+        "instance",
+        "phase",
+        "function",
+        "calls",
+        "mode",
+        "planned",
+        "successful",
+        "failures",
+        "offered_rps",
+        "achieved_rps",
+        *LATENCY_COLUMNS,
+        "cold_fraction",
+        "gb_s",
+    ]
+    columns += [
+        c
+        for c in frame.columns
+        if c not in columns
+        and c not in ("parameter_value",)
+        and frame[c].dtype.kind == "f"
+        and any(h in c for h in ("ipc", "mpki", "bw", "occupancy"))
+    ]
+    columns = [
+        c
+        for c in columns
+        if c in frame.columns and not (c in LATENCY_COLUMNS and c.startswith("client") and not frame[c].notna().any())
+    ]
     formats = {**{c: ms for c in LATENCY_COLUMNS}, "offered_rps": rate, "achieved_rps": rate, "cold_fraction": pct}
-    rows = [[formats.get(c, lambda v: v)(None if pd.isna(v) else v) for c, v in zip(columns, row)] for row in frame[columns].itertuples(index=False)] if len(frame) else []
+    rows = (
+        [
+            [formats.get(c, lambda v: v)(None if pd.isna(v) else v) for c, v in zip(columns, row)]
+            for row in frame[columns].itertuples(index=False)
+        ]
+        if len(frame)
+        else []
+    )
     names = {"offered_rps": "offered", "achieved_rps": "achieved", "cold_fraction": "cold", "gb_s": "GB-s"}
     headers = [names.get(c, c.replace("_latency_ms_", " ").replace("_", " ")) for c in columns]
     modes = frame["mode"].astype(str).tolist() if len(frame) else []
-    parts.append("<h2>Runs × instances × phases</h2><p><small>Each row is one instance's steady window in one phase; a function "
-                 "called in several phases has a row per phase, never their pool.</small></p>")
+    parts.append(
+        "<h2>Runs × instances × phases</h2><p><small>Each row is one instance's steady window in one phase; a function "
+        "called in several phases has a row per phase, never their pool.</small></p>"
+    )
     parts.append(table(headers, rows, left=7, row_class=lambda k: f"mode-{modes[k]}"))
     for name in result.get("outputs", {}).get("plots", []):
         file = path.parent / name

@@ -64,16 +64,14 @@ from pathlib import Path
 
 import numpy as np
 import pandas as pd
-
 import pyarrow as pa
 import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
 from faasprof import __version__, rundir
-from faasprof.rundir.tables import read_invocations_frame  # noqa: F401  (the frames' entry point for notebooks)
-from faasprof.errors import FormatError
-from faasprof.analyzer.outcome_columns import final_outcomes, records_due, successful_mask
 from faasprof.analyzer import units as units_mod
+from faasprof.analyzer.outcome_columns import final_outcomes, records_due, successful_mask
+from faasprof.errors import FormatError
 from faasprof.platforms.registry import platform_of_resolved
 from faasprof.rundir.records import (  # the unused ones: notebook names
     CATEGORY_COLUMNS,  # noqa: F401
@@ -83,6 +81,7 @@ from faasprof.rundir.records import (  # the unused ones: notebook names
     match_positions,
     records_frame,  # noqa: F401
 )
+from faasprof.rundir.tables import read_invocations_frame  # noqa: F401  (the frames' entry point for notebooks)
 
 DEFAULT_PAUSE_GRACE_MS = 50.0  # OpenWhisk classic's containerProxy pause-grace (and the paper's)
 OPENWHISK_2_PAUSE_GRACE_MS = 10_000.0  # 2.x invoker's application.conf: pause-grace = 10 seconds
@@ -100,6 +99,7 @@ CONTAINER_STATE_CLASS = {
     "resumed": "resumed",
 }
 
+
 def _float(series: pd.Series) -> np.ndarray:
     return series.to_numpy(dtype="float64", na_value=np.nan)
 
@@ -113,6 +113,7 @@ def pause_grace_ms(manifest: rundir.Manifest) -> tuple[float, str]:
     OpenWhisk ignores it), then inferred from the OpenWhisk generation that ``GET /`` reveals and that
     generation's default. The source says "inferred" or "unknown" when the grace was not recorded.
     """
+
     def find(node, depth=0):
         if depth > 4 or not isinstance(node, dict):
             return None
@@ -147,9 +148,15 @@ def _pause_grace_from_version(platform: dict) -> tuple[float, str]:
     limits = info.get("limits") if isinstance(info.get("limits"), dict) else {}
     if platform.get("kind") == "openwhisk" and limits:
         if "default_max_action_memory" in limits:
-            return OPENWHISK_2_PAUSE_GRACE_MS, "inferred: OpenWhisk 2.x (GET / limits) default; not recorded by the set-up"
+            return (
+                OPENWHISK_2_PAUSE_GRACE_MS,
+                "inferred: OpenWhisk 2.x (GET / limits) default; not recorded by the set-up",
+            )
         return DEFAULT_PAUSE_GRACE_MS, "inferred: OpenWhisk 1.x (GET / limits) default; not recorded by the set-up"
-    return DEFAULT_PAUSE_GRACE_MS, "unknown: not recorded and no OpenWhisk GET / to infer it from; assumed OpenWhisk 1.x's 50 ms"
+    return (
+        DEFAULT_PAUSE_GRACE_MS,
+        "unknown: not recorded and no OpenWhisk GET / to infer it from; assumed OpenWhisk 1.x's 50 ms",
+    )
 
 
 def pause_grace_known(source: str) -> bool:
@@ -157,7 +164,14 @@ def pause_grace_known(source: str) -> bool:
     return not source.startswith(("inferred", "unknown"))
 
 
-def classify_starts(function: np.ndarray, start_ms: np.ndarray, end_ms: np.ndarray, init_ms: np.ndarray, grace_ms: float, container_state: np.ndarray | None = None) -> pd.Categorical:
+def classify_starts(
+    function: np.ndarray,
+    start_ms: np.ndarray,
+    end_ms: np.ndarray,
+    init_ms: np.ndarray,
+    grace_ms: float,
+    container_state: np.ndarray | None = None,
+) -> pd.Categorical:
     """Start class of each record: ``cold``, ``resumed`` or ``warm`` (``unknown`` without a record).
 
     A record's ``containerState`` annotation, when present, decides (``CONTAINER_STATE_CLASS``).
@@ -192,7 +206,11 @@ def classify_starts(function: np.ndarray, start_ms: np.ndarray, end_ms: np.ndarr
         codes[has & ~np.isnan(init_ms)] = START_CLASSES.index("cold")
         if container_state is not None:
             # Decided per distinct state and applied by code: no Python comparison per row.
-            states = container_state if isinstance(container_state, pd.Categorical) else pd.Categorical(np.asarray(container_state, dtype=object))
+            states = (
+                container_state
+                if isinstance(container_state, pd.Categorical)
+                else pd.Categorical(np.asarray(container_state, dtype=object))
+            )
             state_codes = np.asarray(states.codes)
             for k, state in enumerate(states.categories):
                 name = CONTAINER_STATE_CLASS.get(state) if isinstance(state, str) else None
@@ -201,7 +219,9 @@ def classify_starts(function: np.ndarray, start_ms: np.ndarray, end_ms: np.ndarr
     return pd.Categorical.from_codes(codes, categories=START_CLASSES)
 
 
-def _previous_end_by_group(group: np.ndarray, start_ms: np.ndarray, end_ms: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+def _previous_end_by_group(
+    group: np.ndarray, start_ms: np.ndarray, end_ms: np.ndarray
+) -> tuple[np.ndarray, np.ndarray]:
     """Rows ordered by (group, start, end) (stable; NaN last), and for each, in that order, the
     latest end among the earlier rows of its group (NaN for a group's first row, after a row
     without an end, and for rows without a group label).
@@ -316,7 +336,9 @@ def align_records(records: pd.DataFrame, position: np.ndarray) -> dict:
     return aligned
 
 
-def build_invocation_frame(invocations: pd.DataFrame, records: pd.DataFrame, manifest: rundir.Manifest, position: np.ndarray | None = None) -> pd.DataFrame:
+def build_invocation_frame(
+    invocations: pd.DataFrame, records: pd.DataFrame, manifest: rundir.Manifest, position: np.ndarray | None = None
+) -> pd.DataFrame:
     """Join by activation id and derive the columns in the module docstring.
 
     ``position`` is ``match_records(invocations, records)`` when the caller already has it.
@@ -334,7 +356,9 @@ def build_from_aligned(invocations: pd.DataFrame, aligned: dict, manifest: rundi
     # The start classes first: their sort's temporaries come and go before the other columns exist.
     grace, _ = pause_grace_ms(manifest)
     function_codes = pd.Categorical(invocations["function"]).codes
-    classes = classify_starts(function_codes, start_ms, end_ms, init_raw, grace, aligned.pop("container_state")).as_ordered()
+    classes = classify_starts(
+        function_codes, start_ms, end_ms, init_raw, grace, aligned.pop("container_state")
+    ).as_ordered()
     del function_codes
     record_outcome = aligned.pop("record_outcome")
     due = records_due(invocations, manifest)
@@ -374,7 +398,9 @@ def build_from_aligned(invocations: pd.DataFrame, aligned: dict, manifest: rundi
     # End to end from the planned instant to the function's end. A non-blocking call answers at
     # acceptance, so its client latency says nothing of the run; the record's end does (on the
     # platform's clock: on a remote OpenWhisk, clock skew between the hosts adds to it).
-    columns["completion_latency_ms"] = np.where(blocking, columns["corrected_latency_ms"], columns["platform_end_s"] * 1e3 - columns["intended_s"] * 1e3)
+    columns["completion_latency_ms"] = np.where(
+        blocking, columns["corrected_latency_ms"], columns["platform_end_s"] * 1e3 - columns["intended_s"] * 1e3
+    )
     del blocking
     columns["start_class"] = classes
     columns["status"] = aligned.pop("status")
@@ -462,7 +488,9 @@ def harmonise(frames: list[pd.DataFrame], attrs: dict) -> None:
         for name, dtype in kinds.items():
             if name in frame.columns:
                 column = frame[name]
-                if isinstance(column.dtype, pd.CategoricalDtype) and all(isinstance(c, str) for c in column.cat.categories):
+                if isinstance(column.dtype, pd.CategoricalDtype) and all(
+                    isinstance(c, str) for c in column.cat.categories
+                ):
                     # The same values re-coded against the shared categories (no Python object per row).
                     frame[name] = column.cat.set_categories(list(dtype.categories)).astype(dtype)
                 else:
@@ -508,7 +536,9 @@ def write_parquet(frame: pd.DataFrame, path: Path, kind: str) -> None:
     # attempt was half of the time spent writing.
     with pq.ParquetWriter(path, schema, dictionary_pagesize_limit=PARQUET_DICTIONARY_PAGE_BYTES) as writer:
         for start in range(0, max(len(data), 1), PARQUET_ROW_GROUP):
-            writer.write_table(pa.Table.from_pandas(data.iloc[start : start + PARQUET_ROW_GROUP], schema=schema, preserve_index=False))
+            writer.write_table(
+                pa.Table.from_pandas(data.iloc[start : start + PARQUET_ROW_GROUP], schema=schema, preserve_index=False)
+            )
 
 
 def _constant_category(value: str, n: int) -> pd.Categorical:

@@ -90,10 +90,13 @@ def breakdown_frame(run_dir: str | os.PathLike) -> pd.DataFrame:
     if frame.empty:
         return frame
     invocations = {row["activation_id"]: row for row in rundir.read_invocations(run_dir) if row.get("activation_id")}
-    frame["intended_ns"] = [float(invocations.get(a, {}).get("intended_ns") or math.nan) for a in frame["activation_id"]]
+    frame["intended_ns"] = [
+        float(invocations.get(a, {}).get("intended_ns") or math.nan) for a in frame["activation_id"]
+    ]
     frame["client_latency_ms"] = [
         (float(invocations[a]["done_ns"]) - float(invocations[a]["sent_ns"])) / 1e6
-        if a in invocations and invocations[a].get("done_ns") and invocations[a].get("sent_ns") else math.nan
+        if a in invocations and invocations[a].get("done_ns") and invocations[a].get("sent_ns")
+        else math.nan
         for a in frame["activation_id"]
     ]
     # A batch: the invocations planned at the same instant (a Burst's simultaneous sends).
@@ -122,20 +125,24 @@ def batch_frame(frame: pd.DataFrame) -> pd.DataFrame:
         memory = group["memory_mb"].to_numpy(dtype=float)
         response_ms = float(group["end_ms"].max() - group["start_ms"].min())
         moved = float(group[[f"{name}_bytes" for name in ("network_in", "network_out")]].to_numpy().sum())
-        rows.append({
-            "batch": int(batch),
-            "concurrency": len(group),
-            "memory_mb": float(np.nanmedian(memory)) if np.isfinite(memory).any() else math.nan,
-            "response_ms": response_ms,
-            "duration_ms_median": float(np.median(duration)),
-            "client_latency_ms_max": float(group["client_latency_ms"].max()),
-            "gb_s": _billed_gb_s(duration, memory, None),
-            "gb_s_1ms": _billed_gb_s(duration, memory, 1.0),
-            "gb_s_100ms": _billed_gb_s(duration, memory, 100.0),
-            "network_bytes": moved,
-            "aggregate_network_mb_per_s": moved / 1e6 / (response_ms / 1000.0) if response_ms > 0 and moved else math.nan,
-            "network_mb_per_s_median": float(group["network_mb_per_s"].median()),
-        })
+        rows.append(
+            {
+                "batch": int(batch),
+                "concurrency": len(group),
+                "memory_mb": float(np.nanmedian(memory)) if np.isfinite(memory).any() else math.nan,
+                "response_ms": response_ms,
+                "duration_ms_median": float(np.median(duration)),
+                "client_latency_ms_max": float(group["client_latency_ms"].max()),
+                "gb_s": _billed_gb_s(duration, memory, None),
+                "gb_s_1ms": _billed_gb_s(duration, memory, 1.0),
+                "gb_s_100ms": _billed_gb_s(duration, memory, 100.0),
+                "network_bytes": moved,
+                "aggregate_network_mb_per_s": moved / 1e6 / (response_ms / 1000.0)
+                if response_ms > 0 and moved
+                else math.nan,
+                "network_mb_per_s_median": float(group["network_mb_per_s"].median()),
+            }
+        )
     return pd.DataFrame(rows)
 
 
@@ -147,7 +154,9 @@ def applies(manifest: rundir.Manifest) -> bool:
     return any(name.startswith("io-") for name in functions) or "storage" in (workload.get("as_given") or {})
 
 
-def summarise(run_dir: str | os.PathLike, write: bool = True, warmup_batches: int = 0, out_dir: str | os.PathLike | None = None) -> dict:
+def summarise(
+    run_dir: str | os.PathLike, write: bool = True, warmup_batches: int = 0, out_dir: str | os.PathLike | None = None
+) -> dict:
     """The study-point summary of one run; writes io_breakdown.csv and io_batches.csv into it
     (or into ``out_dir``; every batch, with a ``warmup`` column). The first ``warmup_batches`` batches (cold starts:
     sandboxes created) stay out of the summary's figures."""
@@ -204,9 +213,13 @@ def describe_text(summary: dict) -> list[str]:
         f"({summary['breakdown_within_tolerance']:.0%} within ±max({TOLERANCE_MS:.0f} ms, {TOLERANCE_SHARE:.0%}) of the duration)",
     ]
     if summary.get("network_mb_per_s_median") is not None:
-        lines.append(f"network bandwidth: {summary['network_mb_per_s_median']:.1f} MB/s per invocation, "
-                     f"{summary['aggregate_network_mb_per_s_median'] or 0:.1f} MB/s aggregate per batch (median)")
+        lines.append(
+            f"network bandwidth: {summary['network_mb_per_s_median']:.1f} MB/s per invocation, "
+            f"{summary['aggregate_network_mb_per_s_median'] or 0:.1f} MB/s aggregate per batch (median)"
+        )
     cost = summary["gb_s_per_batch_median"]
-    lines.append(f"batch of {summary['concurrency']}: response {summary['response_ms_median']:.1f} ms, cost {cost['gb_s_1ms']:.4f} GB-s "
-                 f"(1 ms billing), {cost['gb_s_100ms']:.4f} GB-s (100 ms billing) (median per batch)")
+    lines.append(
+        f"batch of {summary['concurrency']}: response {summary['response_ms_median']:.1f} ms, cost {cost['gb_s_1ms']:.4f} GB-s "
+        f"(1 ms billing), {cost['gb_s_100ms']:.4f} GB-s (100 ms billing) (median per batch)"
+    )
     return lines

@@ -102,20 +102,39 @@ def seconds(value) -> str:
     return f"{fmt(float(value), 3)} s"
 
 
-def table(headers: Iterable[str], rows: Iterable[Iterable], left: int = 1, row_class=None, groups: Iterable[tuple[str, int]] | None = None) -> str:
+def table(
+    headers: Iterable[str],
+    rows: Iterable[Iterable],
+    left: int = 1,
+    row_class=None,
+    groups: Iterable[tuple[str, int]] | None = None,
+) -> str:
     """A table, numbers formatted by ``fmt``; ``groups``: (label, number of columns) from the first
     column on, a header row above ``headers`` that names what a run of columns measures (an empty
     label leaves its columns unnamed), so that the columns below can be short."""
     headers = list(headers)
     out = ["<div class='scroll'><table>"]
     if groups:
-        out.append("<tr>" + "".join(f"<th class='grp' colspan='{span}'>{html.escape(label)}</th>" if label else f"<th colspan='{span}'></th>" for label, span in groups) + "</tr>")
+        out.append(
+            "<tr>"
+            + "".join(
+                f"<th class='grp' colspan='{span}'>{html.escape(label)}</th>"
+                if label
+                else f"<th colspan='{span}'></th>"
+                for label, span in groups
+            )
+            + "</tr>"
+        )
     out.append("<tr>")
     out += [f"<th class='{'l' if i < left else ''}'>{html.escape(h)}</th>" for i, h in enumerate(headers)]
     out.append("</tr>")
     for k, row in enumerate(rows):
         cls = row_class(k) if row_class else ""
-        out.append(f"<tr class='{cls}'>" + "".join(f"<td class='{'l' if i < left else ''}'>{fmt(v)}</td>" for i, v in enumerate(row)) + "</tr>")
+        out.append(
+            f"<tr class='{cls}'>"
+            + "".join(f"<td class='{'l' if i < left else ''}'>{fmt(v)}</td>" for i, v in enumerate(row))
+            + "</tr>"
+        )
     out.append("</table></div>")
     return "".join(out)
 

@@ -64,12 +64,19 @@ def final_outcomes(http_outcome, record_outcome, has_record: np.ndarray, records
     labels = [*http_labels, None, *record_labels, None, "no_record"]
     index = np.where(http_codes >= 0, http_codes, len(http_labels))
     from_record = has_record & (accepted | decides)
-    index[from_record] = (len(http_labels) + 1 + np.where(record_codes >= 0, record_codes, len(record_labels)))[from_record]
+    index[from_record] = (len(http_labels) + 1 + np.where(record_codes >= 0, record_codes, len(record_labels)))[
+        from_record
+    ]
     due = np.broadcast_to(np.asarray(records_due, dtype=bool), index.shape)
     index[accepted & ~has_record & due] = len(labels) - 1
     if not due.all():
-        answered = np.array([len(labels) + list(_ANSWER_IS_FINAL).index(label) if label in _ANSWER_IS_FINAL else -1
-                             for label in http_labels] + [-1])[http_codes]
+        answered = np.array(
+            [
+                len(labels) + list(_ANSWER_IS_FINAL).index(label) if label in _ANSWER_IS_FINAL else -1
+                for label in http_labels
+            ]
+            + [-1]
+        )[http_codes]
         labels += list(_ANSWER_IS_FINAL.values())
         take = (answered >= 0) & ~due
         index[take] = answered[take]
@@ -77,7 +84,9 @@ def final_outcomes(http_outcome, record_outcome, has_record: np.ndarray, records
     unknown = {labels[k] for k in used} - set(FINAL_OUTCOMES)
     if unknown:
         raise FormatError(f"final outcome {sorted(map(str, unknown))[0]!r} is not one of {', '.join(FINAL_OUTCOMES)}")
-    to_final = np.array([FINAL_OUTCOMES.index(label) if label in FINAL_OUTCOMES else -1 for label in labels], dtype=np.int64)
+    to_final = np.array(
+        [FINAL_OUTCOMES.index(label) if label in FINAL_OUTCOMES else -1 for label in labels], dtype=np.int64
+    )
     return pd.Categorical.from_codes(to_final[index], categories=FINAL_OUTCOMES)
 
 
@@ -98,15 +107,22 @@ def pushback_counts(invocations: pd.DataFrame) -> dict[str, int]:
     rest = invocations[(outcome != "ok").to_numpy()]
     if not len(rest):
         return {}
-    keys = pd.DataFrame({
-        "outcome": rest["outcome"].astype(object),
-        "status": rest["http_status"].astype("Float64"),
-        "written": rest["sent_ns"].notna(),
-        "error": rest["error"].astype(object),
-    })
+    keys = pd.DataFrame(
+        {
+            "outcome": rest["outcome"].astype(object),
+            "status": rest["http_status"].astype("Float64"),
+            "written": rest["sent_ns"].notna(),
+            "error": rest["error"].astype(object),
+        }
+    )
     counts: dict[str, int] = {}
     for (label, status, written, error), count in keys.value_counts(dropna=False, sort=False).items():
-        kind = pushback_kind(str(label), None if pd.isna(status) else int(status), bool(written), error if isinstance(error, str) else None)
+        kind = pushback_kind(
+            str(label),
+            None if pd.isna(status) else int(status),
+            bool(written),
+            error if isinstance(error, str) else None,
+        )
         if kind is not None:
             counts[kind] = counts.get(kind, 0) + int(count)
     return {kind: counts[kind] for kind in PUSHBACK_KINDS if kind in counts}

@@ -36,7 +36,12 @@ MAX_POINTS = 20_000
 MAX_FUNCTIONS = 6
 CLASS_COLOURS = {"cold": "#1f77b4", "resumed": "#ff7f0e", "warm": "#2ca02c", "unknown": "#7f7f7f"}
 MODE_COLOURS = {"under-invoked": "#fde0b2", "balanced": "#d4edda", "over-invoked": "#f5c6cb", "unknown": "#eeeeee"}
-BREAKDOWN = (("wait_ms", "wait", "#9467bd"), ("init_ms", "init", "#1f77b4"), ("execution_ms", "execution", "#2ca02c"), ("overhead_ms", "overhead", "#8c8c8c"))
+BREAKDOWN = (
+    ("wait_ms", "wait", "#9467bd"),
+    ("init_ms", "init", "#1f77b4"),
+    ("execution_ms", "execution", "#2ca02c"),
+    ("overhead_ms", "overhead", "#8c8c8c"),
+)
 MAX_SANDBOXES = 5  # lines of a collector's plot_lines_by column shown besides the whole
 MAX_MONITOR_PANELS = 6
 
@@ -154,7 +159,16 @@ def _shade_modes(ax, run) -> None:
         k = names.index(instance) if len(names) > 1 else 0
         label = mode if mode not in seen else None
         seen.add(mode)
-        ax.axvspan(start_s, end_s, ymin=k * band, ymax=(k + 1) * band, color=MODE_COLOURS.get(mode, "#eeeeee"), alpha=0.5, zorder=0, label=label)
+        ax.axvspan(
+            start_s,
+            end_s,
+            ymin=k * band,
+            ymax=(k + 1) * band,
+            color=MODE_COLOURS.get(mode, "#eeeeee"),
+            alpha=0.5,
+            zorder=0,
+            label=label,
+        )
     if len(names) > 1:
         for k, name in enumerate(names):
             ax.text(1.005, (k + 0.5) * band, name, transform=ax.transAxes, fontsize=7, va="center", rotation=90)
@@ -185,7 +199,9 @@ def latency_over_time(run, path: Path) -> None:
                 continue
             lat = latency_ms[rows]
             idx = _subsample(lat)
-            ax.scatter(planned_s[rows[idx]], lat[idx], s=6, marker=marker_of[function], color=colour, alpha=0.7, linewidths=0)
+            ax.scatter(
+                planned_s[rows[idx]], lat[idx], s=6, marker=marker_of[function], color=colour, alpha=0.7, linewidths=0
+            )
         ax.scatter([], [], s=12, color=colour, label=f"{name} ({count})")
     if len(functions) > 1:
         for function, _ in functions:
@@ -195,11 +211,21 @@ def latency_over_time(run, path: Path) -> None:
     if len(failed):
         lat = latency_ms[failed]
         idx = _subsample(lat)
-        ax.scatter(planned_s[failed[idx]], lat[idx], s=12, marker="x", color="#d62728", label=f"failed ({len(failed)})", linewidths=0.8)
+        ax.scatter(
+            planned_s[failed[idx]],
+            lat[idx],
+            s=12,
+            marker="x",
+            color="#d62728",
+            label=f"failed ({len(failed)})",
+            linewidths=0.8,
+        )
     ax.set_yscale("log")
     ax.set_xlabel("planned send time (s since run start)")
     ax.set_ylabel("completion latency (ms)\nplanned send → function end")
-    ax.set_title(f"{run.test_name}: completion latency over time (shading: mode of each instance's steady phases)", fontsize=10)
+    ax.set_title(
+        f"{run.test_name}: completion latency over time (shading: mode of each instance's steady phases)", fontsize=10
+    )
     if ax.get_legend_handles_labels()[0]:
         ax.legend(loc="upper left", fontsize=8, markerscale=1.5, ncol=2)
     ax.grid(True, which="both", alpha=0.3)
@@ -216,15 +242,35 @@ def breakdown_bars(run) -> list[dict]:
     phases = run.phase_stats
     if not len(phases):
         return []
-    columns = {name: phases[name].tolist() for name in ("instance", "function", "phase", "steady_start_s", "phase_end_s", "mode", "successful_with_record")}
+    columns = {
+        name: phases[name].tolist()
+        for name in ("instance", "function", "phase", "steady_start_s", "phase_end_s", "mode", "successful_with_record")
+    }
     means = {column: phases[f"{column}_mean"].astype("float64").tolist() for column, _, _ in BREAKDOWN}
     out: dict[int, dict] = {}
     for k, phase in enumerate(columns["phase"]):
-        entry = out.setdefault(int(phase), {"phase": int(phase), "window_s": (float(columns["steady_start_s"][k]), float(columns["phase_end_s"][k])), "bars": []})
+        entry = out.setdefault(
+            int(phase),
+            {
+                "phase": int(phase),
+                "window_s": (float(columns["steady_start_s"][k]), float(columns["phase_end_s"][k])),
+                "bars": [],
+            },
+        )
         # NaN means no record (overhead: not a blocking call): nothing of that part to stack.
-        parts = {column: (value if np.isfinite(value) and value > 0 else 0.0) for column, value in ((c, means[c][k]) for c in means)}
-        entry["bars"].append({"instance": str(columns["instance"][k]), "function": str(columns["function"][k]), "mode": str(columns["mode"][k]),
-                              "n": int(columns["successful_with_record"][k]), "means_ms": parts})
+        parts = {
+            column: (value if np.isfinite(value) and value > 0 else 0.0)
+            for column, value in ((c, means[c][k]) for c in means)
+        }
+        entry["bars"].append(
+            {
+                "instance": str(columns["instance"][k]),
+                "function": str(columns["function"][k]),
+                "mode": str(columns["mode"][k]),
+                "n": int(columns["successful_with_record"][k]),
+                "means_ms": parts,
+            }
+        )
     return [out[phase] for phase in sorted(out)][:MAX_PHASE_PANELS]
 
 
@@ -233,9 +279,13 @@ def breakdown(run, path: Path) -> None:
     phase's waits of seconds would flatten the milliseconds of the others on a shared axis."""
     panels = breakdown_bars(run)
     heights = [0.9 + 0.45 * len(panel["bars"]) for panel in panels] or [2.0]
-    fig, axes = new_figure(len(heights), 1, figsize=(10, sum(heights) + 0.6), squeeze=False, gridspec_kw={"height_ratios": heights})
+    fig, axes = new_figure(
+        len(heights), 1, figsize=(10, sum(heights) + 0.6), squeeze=False, gridspec_kw={"height_ratios": heights}
+    )
     if not panels:
-        axes[0, 0].text(0.5, 0.5, "no activation records: no breakdown", ha="center", va="center", transform=axes[0, 0].transAxes)
+        axes[0, 0].text(
+            0.5, 0.5, "no activation records: no breakdown", ha="center", va="center", transform=axes[0, 0].transAxes
+        )
         axes[0, 0].set_axis_off()
     for ax, panel in zip(axes[:, 0], panels):
         bars = panel["bars"]
@@ -259,7 +309,10 @@ def breakdown(run, path: Path) -> None:
         ax.grid(True, axis="x", alpha=0.3)
     if panels:  # above the first panel, right of its title: over no bar
         axes[0, 0].legend(loc="lower right", bbox_to_anchor=(1.0, 1.0), fontsize=7, ncol=4, frameon=False)
-    fig.suptitle(f"{run.test_name}: latency breakdown per phase (means over successful invocations with a record, steady windows)", fontsize=10)
+    fig.suptitle(
+        f"{run.test_name}: latency breakdown per phase (means over successful invocations with a record, steady windows)",
+        fontsize=10,
+    )
     _save(fig, path)
 
 
@@ -281,7 +334,16 @@ def _ecdf(values: np.ndarray, percentiles=MARKED_PERCENTILES) -> tuple[np.ndarra
     if n == 0:
         return data, data, data
     exact = np.asarray(percentiles, dtype="float64") / 100 * (n - 1)
-    idx = np.unique(np.concatenate([np.linspace(0, n - 1, min(n, 2000)).astype(int), np.arange(max(0, n - 1000), n), np.floor(exact).astype(int), np.ceil(exact).astype(int)]))
+    idx = np.unique(
+        np.concatenate(
+            [
+                np.linspace(0, n - 1, min(n, 2000)).astype(int),
+                np.arange(max(0, n - 1000), n),
+                np.floor(exact).astype(int),
+                np.ceil(exact).astype(int),
+            ]
+        )
+    )
     return data[idx], (idx + 1) / n, data
 
 
@@ -302,7 +364,9 @@ def cdf_groups(run) -> list[tuple[str, int, str, np.ndarray]]:
     instance_codes, instance_labels = _codes(frame["instance"])
     where = {str(label): k for k, label in enumerate(instance_labels)}
     out = []
-    for instance, phase, mode in zip(phases["instance"].astype(str).tolist(), phases["phase"].tolist(), phases["mode"].tolist()):
+    for instance, phase, mode in zip(
+        phases["instance"].astype(str).tolist(), phases["phase"].tolist(), phases["mode"].tolist()
+    ):
         if instance not in where:
             continue
         values = latency_ms[chosen & (instance_codes == where[instance]) & (phase_of == phase)]
@@ -318,14 +382,18 @@ def cdf(run, path: Path) -> None:
         # Percentiles of all the data (NaN left out, as nanpercentile does), from the sorted copy.
         pcts = [pct for pct in MARKED_PERCENTILES if len(data) * (1 - pct / 100) >= 1]
         marks = list(zip(pcts, (float(q) for q in np.percentile(data, pcts)))) if pcts else []
-        label = f"{instance} phase {phase}, {mode} (n={len(data):,}): " + ", ".join(f"p{pct:g} {markup.ms(q)}" for pct, q in marks)
+        label = f"{instance} phase {phase}, {mode} (n={len(data):,}): " + ", ".join(
+            f"p{pct:g} {markup.ms(q)}" for pct, q in marks
+        )
         line = ax.plot(x, y, label=label, drawstyle="steps-post")[0]
         for pct, q in marks:  # marked on the curve; the values are in the legend, where they cannot overlap
             ax.plot([q], [pct / 100], marker="o", color=line.get_color(), markersize=4)
     ax.set_xscale("log")
     ax.set_xlabel("completion latency (ms): planned send → function end")
     ax.set_ylabel("fraction of invocations")
-    ax.set_title(f"{run.test_name}: completion latency CDF per instance and phase (successful, steady window)", fontsize=10)
+    ax.set_title(
+        f"{run.test_name}: completion latency CDF per instance and phase (successful, steady window)", fontsize=10
+    )
     ax.grid(True, which="both", alpha=0.3)
     if ax.lines:
         ax.legend(loc="lower right", fontsize=7)
@@ -347,7 +415,9 @@ def _ends(run, failed_only: bool) -> np.ndarray:
             picked &= failed
         rows = np.flatnonzero(picked)
         if len(rows):
-            out.append(stats_mod.end_times_s(columns if len(rows) == len(frame) else columns.take(rows), spec["blocking"]))
+            out.append(
+                stats_mod.end_times_s(columns if len(rows) == len(frame) else columns.take(rows), spec["blocking"])
+            )
     return np.concatenate(out) if out else np.zeros(0)
 
 
@@ -374,7 +444,13 @@ def throughput(run, path: Path) -> None:
     offered = _histogram(intended, edges)
     achieved = _histogram(ends, edges)
     ax.stairs(offered / width, edges, label="offered (planned sends)", color="#1f77b4", linewidth=3, alpha=0.6)
-    ax.stairs(achieved / width, edges, label="achieved (ended: answer if blocking, record end if not)", color="#2ca02c", linewidth=1.2)
+    ax.stairs(
+        achieved / width,
+        edges,
+        label="achieved (ended: answer if blocking, record end if not)",
+        color="#2ca02c",
+        linewidth=1.2,
+    )
     if len(failed):
         counts = _histogram(failed, edges)
         ax.stairs(counts / width, edges, label="ended, but did not succeed", color="#d62728", linewidth=1.2)
@@ -395,7 +471,11 @@ def declared_plots(name: str, frame: pd.DataFrame) -> tuple[list[Plot], list[str
     collector = collector_class(name)
     if collector is None:
         return [], [f"{name} left out: no collector of that name declares what to plot"]
-    notes = [f"{name} {column} left out: {why}" for column, why in collector.unplottable_columns.items() if column in frame.columns]
+    notes = [
+        f"{name} {column} left out: {why}"
+        for column, why in collector.unplottable_columns.items()
+        if column in frame.columns
+    ]
     usable = []
     for plot in collector.plots:
         if plot.column not in frame.columns:
@@ -414,7 +494,9 @@ def plottable_columns(name: str, frame: pd.DataFrame) -> tuple[list[str], list[s
     return [plot.column for plot in plots], notes
 
 
-def _lines_by(frame: pd.DataFrame, plot: Plot, by: str, busiest_by: str | None) -> list[tuple[str, np.ndarray, np.ndarray]]:
+def _lines_by(
+    frame: pd.DataFrame, plot: Plot, by: str, busiest_by: str | None
+) -> list[tuple[str, np.ndarray, np.ndarray]]:
     """A line for the whole (``.``) and for each of the busiest values of ``by``."""
     groups = frame[by].astype(str)
     busiest = []
@@ -425,7 +507,9 @@ def _lines_by(frame: pd.DataFrame, plot: Plot, by: str, busiest_by: str | None) 
     for value in (["."] if (groups == ".").any() else []) + busiest:
         rows = frame[groups == value].sort_values("t_s")
         label = f"all {by}{'es' if by.endswith(('s', 'x')) else 's'}" if value == "." else value
-        lines.append((label, rows["t_s"].to_numpy(dtype="float64"), rows[plot.column].to_numpy(dtype="float64") * plot.scale))
+        lines.append(
+            (label, rows["t_s"].to_numpy(dtype="float64"), rows[plot.column].to_numpy(dtype="float64") * plot.scale)
+        )
     return lines
 
 
@@ -447,7 +531,13 @@ def _monitor_series(run) -> list[tuple[str, list[tuple[str, np.ndarray, np.ndarr
             if by is not None:
                 lines = _lines_by(frame, plot, by, collector.plot_busiest_by)
             else:
-                lines = [("", grouped.index.to_numpy(dtype="float64"), grouped[plot.column].to_numpy(dtype="float64") * plot.scale)]
+                lines = [
+                    (
+                        "",
+                        grouped.index.to_numpy(dtype="float64"),
+                        grouped[plot.column].to_numpy(dtype="float64") * plot.scale,
+                    )
+                ]
             panels.append((f"{name}: {plot.axis_label}", lines))
     return panels[:MAX_MONITOR_PANELS]
 
@@ -462,7 +552,13 @@ def monitors(run, path: Path) -> bool:
     _shade_modes(ax, run)
     lat = run.invocations["completion_latency_ms"].to_numpy(dtype="float64")[successful]
     idx = _subsample(lat)
-    ax.scatter(run.invocations["intended_s"].to_numpy(dtype="float64")[successful[idx]], lat[idx], s=3, color="#444444", linewidths=0)
+    ax.scatter(
+        run.invocations["intended_s"].to_numpy(dtype="float64")[successful[idx]],
+        lat[idx],
+        s=3,
+        color="#444444",
+        linewidths=0,
+    )
     ax.set_yscale("log")
     ax.set_ylabel("completion latency ms")
     for ax, (label, lines) in zip(axes[1:, 0], series):
@@ -482,7 +578,12 @@ def write_plots(run, out: Path) -> list[str]:
     """Write every plot that has data; returns the file names."""
     out.mkdir(parents=True, exist_ok=True)
     written = []
-    for name, function in (("latency_over_time.png", latency_over_time), ("breakdown.png", breakdown), ("cdf.png", cdf), ("throughput.png", throughput)):
+    for name, function in (
+        ("latency_over_time.png", latency_over_time),
+        ("breakdown.png", breakdown),
+        ("cdf.png", cdf),
+        ("throughput.png", throughput),
+    ):
         function(run, out / name)
         written.append(name)
     if monitors(run, out / "monitors.png"):

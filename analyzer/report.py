@@ -12,9 +12,10 @@ from pathlib import Path
 from faasprof import rundir
 from faasprof.analyzer import chains as chains_mod
 from faasprof.analyzer import io_breakdown
-from faasprof.analyzer.markup import fmt, ms, page, pct, rate, seconds, table, image
 from faasprof.analyzer import plots as plots_mod
 from faasprof.analyzer import tails as tails_mod
+from faasprof.analyzer.markup import fmt, image, ms, page, pct, rate, seconds, table
+
 
 def failures_section(summary: dict) -> str:
     """The failures, first on the page (empty when every invocation succeeded)."""
@@ -24,7 +25,14 @@ def failures_section(summary: dict) -> str:
     planned = summary["run"]["planned"]
     pushback = (summary["run"].get("pushback") or {}).get("line")
     rows = [
-        [g["function"], g["final_outcome"], g["count"], ms(g["completion_latency_ms_p50"]), ms(g["completion_latency_ms_max"]), g["example_error"]]
+        [
+            g["function"],
+            g["final_outcome"],
+            g["count"],
+            ms(g["completion_latency_ms_p50"]),
+            ms(g["completion_latency_ms_max"]),
+            g["example_error"],
+        ]
         for g in failures["by_function"]
     ]
     return (
@@ -57,7 +65,14 @@ def run_context(manifest: rundir.Manifest) -> list[tuple[str, str]]:
     commit = tool.get("git_commit")
     return [
         ("platform", where),
-        ("isolation", str(local.get("isolation") or local.get("isolation_resolved") or ("–" if kind != "localwhisk" else "default"))),
+        (
+            "isolation",
+            str(
+                local.get("isolation")
+                or local.get("isolation_resolved")
+                or ("–" if kind != "localwhisk" else "default")
+            ),
+        ),
         ("host CPU", cpu),
         ("kernel", str(host.get("kernel") or "–")),
         ("seed", str(workload.get("seed"))),
@@ -68,7 +83,10 @@ def run_context(manifest: rundir.Manifest) -> list[tuple[str, str]]:
 
 
 def _context_section(manifest: "rundir.Manifest") -> str:
-    cells = "".join(f"<tr><th class='l'>{html.escape(k)}</th><td class='l'>{html.escape(v)}</td></tr>" for k, v in run_context(manifest))
+    cells = "".join(
+        f"<tr><th class='l'>{html.escape(k)}</th><td class='l'>{html.escape(v)}</td></tr>"
+        for k, v in run_context(manifest)
+    )
     return f"<table class='ctx'>{cells}</table>"
 
 
@@ -81,9 +99,15 @@ def _warnings_section(warnings: list[str]) -> str:
         head = text.split(":", 1)[0] if ":" in text[:60] else "run"
         key = head.split(" phase ")[0]
         groups.setdefault(key, []).append(text)
-    parts = [f"<details class='warn'><summary>Warnings: {len(warnings)} in {len(groups)} groups (click to open)</summary>"]
+    parts = [
+        f"<details class='warn'><summary>Warnings: {len(warnings)} in {len(groups)} groups (click to open)</summary>"
+    ]
     for key, texts in groups.items():
-        parts.append(f"<details><summary>{html.escape(key)} ({len(texts)})</summary><ul>" + "".join(f"<li>{html.escape(t)}</li>" for t in texts) + "</ul></details>")
+        parts.append(
+            f"<details><summary>{html.escape(key)} ({len(texts)})</summary><ul>"
+            + "".join(f"<li>{html.escape(t)}</li>" for t in texts)
+            + "</ul></details>"
+        )
     parts.append("</details>")
     return "".join(parts)
 
@@ -149,7 +173,11 @@ def write_report(run, summary: dict, path: Path) -> None:
         f"Pause grace for the start classes: {ms(records.get('pause_grace_ms'))} ({fmt(records.get('pause_grace_source'))}).</p>"
     )
     counts = summary["start_classes"]["counts"]
-    parts.append("<p>Start classes: " + ", ".join(f"{html.escape(k)} {v}" for k, v in counts.items()) + f". <small>{html.escape(summary['start_classes']['rule'])}.</small></p>")
+    parts.append(
+        "<p>Start classes: "
+        + ", ".join(f"{html.escape(k)} {v}" for k, v in counts.items())
+        + f". <small>{html.escape(summary['start_classes']['rule'])}.</small></p>"
+    )
     parts.append(_warnings_section(summary["warnings"]))
 
     parts.append("<h2>Latency modes per instance and steady phase</h2>")
@@ -158,8 +186,12 @@ def write_report(run, summary: dict, path: Path) -> None:
         "<p class='def'><b>Completion latency</b> (the headline for every call): planned send → function end "
         "(the answer for blocking calls, the activation record's end for non-blocking ones), successful invocations only. "
         "<b>Client latency</b> (send → answer) is shown for blocking calls only: a non-blocking call is answered "
-        "before its function runs. <b>Achieved</b>: " + html.escape(summary.get("achieved_rule", "")) + "."
-        + "".join(f" {label} calls: {html.escape(', '.join(names))}." for label, names in _calls(summary).items() if names)
+        "before its function runs. <b>Achieved</b>: "
+        + html.escape(summary.get("achieved_rule", ""))
+        + "."
+        + "".join(
+            f" {label} calls: {html.escape(', '.join(names))}." for label, names in _calls(summary).items() if names
+        )
         + (f" Not invoked: {html.escape(', '.join(idle))}." if idle else "")
         + "</p>"
     )
@@ -187,12 +219,34 @@ def write_report(run, summary: dict, path: Path) -> None:
                     pct(phase["resumed_fraction"]),
                 ]
             )
-            evidence.append(f"<li><b>{html.escape(instance['instance'])}</b>, phase {phase['phase']}: {html.escape(phase['mode'])}: {html.escape(phase['mode_reasons'] or '')}</li>")
+            evidence.append(
+                f"<li><b>{html.escape(instance['instance'])}</b>, phase {phase['phase']}: {html.escape(phase['mode'])}: {html.escape(phase['mode_reasons'] or '')}</li>"
+            )
     # Short column names under a header row that names the latency each group is and its n, so
     # the table fits the page and reads against the tail table below.
-    headers = ["instance", "function", "phase: steady window", "mode", "offered", "achieved", "failed",
-               "n", "p50", "p99", "n", "p50", "p99", "cold", "resumed"]
-    groups = [("", 7), ("completion latency (n: successful)", 3), ("client latency (blocking calls; –: non-blocking)", 3), ("starts", 2)]
+    headers = [
+        "instance",
+        "function",
+        "phase: steady window",
+        "mode",
+        "offered",
+        "achieved",
+        "failed",
+        "n",
+        "p50",
+        "p99",
+        "n",
+        "p50",
+        "p99",
+        "cold",
+        "resumed",
+    ]
+    groups = [
+        ("", 7),
+        ("completion latency (n: successful)", 3),
+        ("client latency (blocking calls; –: non-blocking)", 3),
+        ("starts", 2),
+    ]
     if not any(phase.get("blocking") for instance in summary["instances"] for phase in instance["phases"]):
         # No blocking call: there is no client latency to show (a 202 says nothing of the function).
         headers = headers[:10] + headers[13:]
@@ -235,12 +289,30 @@ def write_report(run, summary: dict, path: Path) -> None:
         )
     parts.append(
         table(
-            ["function", "planned", "successful", "failed", "p50", "p90", "p99", "p99.9", "p99 95% CI", "mean wait", "mean init", "mean exec", "mean overhead (blocking)", "GB-s", "GB-s (100 ms)"],
+            [
+                "function",
+                "planned",
+                "successful",
+                "failed",
+                "p50",
+                "p90",
+                "p99",
+                "p99.9",
+                "p99 95% CI",
+                "mean wait",
+                "mean init",
+                "mean exec",
+                "mean overhead (blocking)",
+                "GB-s",
+                "GB-s (100 ms)",
+            ],
             frows,
         )
     )
     cost = summary["cost_gb_s"]
-    parts.append(f"<p>Billed GB-seconds: {fmt(cost['gb_s'])} as recorded, {fmt(cost['gb_s_1ms'])} rounded to 1 ms, {fmt(cost['gb_s_100ms'])} rounded to 100 ms.</p>")
+    parts.append(
+        f"<p>Billed GB-seconds: {fmt(cost['gb_s'])} as recorded, {fmt(cost['gb_s_1ms'])} rounded to 1 ms, {fmt(cost['gb_s_100ms'])} rounded to 100 ms.</p>"
+    )
 
     parts.append(tails_mod.report_section(summary))
     parts.append(chains_mod.report_section(summary))
@@ -260,7 +332,11 @@ def write_report(run, summary: dict, path: Path) -> None:
             parts.append("<p><small>" + "; ".join(html.escape(n) for n in notes) + ".</small></p>")
 
     if summary.get("io"):  # io-* functions: analyzer/io_breakdown.py
-        parts.append("<h2>I/O breakdown</h2><ul>" + "".join(f"<li>{html.escape(line)}</li>" for line in io_breakdown.describe_text(summary["io"])) + "</ul>")
+        parts.append(
+            "<h2>I/O breakdown</h2><ul>"
+            + "".join(f"<li>{html.escape(line)}</li>" for line in io_breakdown.describe_text(summary["io"]))
+            + "</ul>"
+        )
     parts.append("<h2>Plots</h2>")
     plots_dir = path.parent
     for name in summary.get("outputs", {}).get("plots", []):
@@ -287,12 +363,21 @@ def summary_lines(summary: dict) -> list[str]:
     finals = summary["run"]["final_outcomes"]
     if failures["total"]:
         kinds = ", ".join(f"{count} {name}" for name, count in finals.items() if count and name != "success")
-        lines.append(f"  FAILURES: {failures['total']} of {summary['run']['planned']} did not succeed ({kinds}); kept out of the latency figures")
+        lines.append(
+            f"  FAILURES: {failures['total']} of {summary['run']['planned']} did not succeed ({kinds}); kept out of the latency figures"
+        )
     pushback = (summary["run"].get("pushback") or {}).get("line")
     if pushback:
         lines.append(f"  {pushback}")
-    apart = "".join(f"; {name} {count} (planned after the stop at {summary['run']['end_s']:.3g} s)" for name, count in _not_sent_interrupted(summary["run"]).items())
-    lines.append(f"  outcomes: {finals['success']} success" + "".join(f", {count} {name}" for name, count in finals.items() if count and name != "success") + apart)
+    apart = "".join(
+        f"; {name} {count} (planned after the stop at {summary['run']['end_s']:.3g} s)"
+        for name, count in _not_sent_interrupted(summary["run"]).items()
+    )
+    lines.append(
+        f"  outcomes: {finals['success']} success"
+        + "".join(f", {count} {name}" for name, count in finals.items() if count and name != "success")
+        + apart
+    )
     lines += [f"  {name}: not invoked" for name in not_invoked(summary)]
     for instance in summary["instances"]:
         for phase in instance["phases"]:

@@ -88,9 +88,9 @@ import numpy as np
 import pandas as pd
 
 from faasprof import rundir
-from faasprof.outcomes import ACCEPTED_HTTP_OUTCOMES, FAILURE_OUTCOMES, FINAL_OUTCOMES, HTTP_OUTCOMES
 from faasprof.analyzer.frames import answers_at_end, blocking_default
 from faasprof.analyzer.markup import fmt, ms
+from faasprof.outcomes import ACCEPTED_HTTP_OUTCOMES, FAILURE_OUTCOMES, FINAL_OUTCOMES, HTTP_OUTCOMES
 from faasprof.workload.arrivals import distribution_of
 
 WARMUP_MAX_S = 2.0
@@ -125,7 +125,17 @@ MODE_RULE = (
     "(application errors are counted apart, not here) or, above the rate of the function's reference (the capacity search's "
     "lowest-rate probe), the median completion latency, and the last third's, are >= {qr}x and >= {qm} ms above the reference's (a standing queue, not a ramp); "
     "else under-invoked if >= {idle:.0%} of successful records started cold or resumed from pause; else balanced"
-).format(n=MIN_SAMPLES_FOR_MODE, thr=OVER_THROUGHPUT_RATIO, tr=OVER_TREND_RATIO, tm=OVER_TREND_MIN_MS, rej=OVER_REJECT_FRACTION, qr=QUEUE_RATIO, qm=QUEUE_MIN_MS, idle=UNDER_IDLE_FRACTION, rejected="/".join(REJECTED_FINAL))
+).format(
+    n=MIN_SAMPLES_FOR_MODE,
+    thr=OVER_THROUGHPUT_RATIO,
+    tr=OVER_TREND_RATIO,
+    tm=OVER_TREND_MIN_MS,
+    rej=OVER_REJECT_FRACTION,
+    qr=QUEUE_RATIO,
+    qm=QUEUE_MIN_MS,
+    idle=UNDER_IDLE_FRACTION,
+    rejected="/".join(REJECTED_FINAL),
+)
 
 
 def _clean(value):
@@ -180,7 +190,9 @@ def instance_specs(manifest: rundir.Manifest, frame: pd.DataFrame) -> list[dict]
         item = raw.get(name) or {}
         planned = int(counts[where[name]]) if name in where else 0
         window = item.get("window_s") or item.get("activity_window")
-        if not (isinstance(window, (list, tuple)) and len(window) == 2 and all(isinstance(v, (int, float)) for v in window)):
+        if not (
+            isinstance(window, (list, tuple)) and len(window) == 2 and all(isinstance(v, (int, float)) for v in window)
+        ):
             window = (0.0, duration)
         function = item.get("function") or item.get("application")
         if not function and name in first_row:
@@ -257,7 +269,13 @@ def phases(specs: list[dict], duration_s: float, end_s: float | None = None) -> 
         if not active:
             continue
         warmup = min(WARMUP_MAX_S, WARMUP_FRACTION * (end - start))
-        phase = {"phase": len(out), "start_s": start, "end_s": end, "steady_start_s": start + warmup, "instances": active}
+        phase = {
+            "phase": len(out),
+            "start_s": start,
+            "end_s": end,
+            "steady_start_s": start + warmup,
+            "instances": active,
+        }
         if end_s is not None and end > end_s:
             if end_s <= phase["steady_start_s"]:
                 break  # this phase and every later one had no steady part before the stop
@@ -371,10 +389,31 @@ ACHIEVED_RULE = (
 
 # Every column of the invocation frame that ``group_stats``, ``latency_trend`` and ``end_times_s`` read.
 STATS_COLUMNS = (
-    "instance", "function", "intended_s", "outcome", "final_outcome", "successful", "has_activation_id", "has_record",
-    "client_latency_ms", "corrected_latency_ms", "platform_latency_ms", "completion_latency_ms", "lateness_ms",
-    "done_ns", "platform_end_s", "wait_ms", "init_ms", "execution_ms", "duration_ms", "overhead_ms", "start_class",
-    "gb_s", "gb_s_1ms", "gb_s_100ms", "memory_mb",
+    "instance",
+    "function",
+    "intended_s",
+    "outcome",
+    "final_outcome",
+    "successful",
+    "has_activation_id",
+    "has_record",
+    "client_latency_ms",
+    "corrected_latency_ms",
+    "platform_latency_ms",
+    "completion_latency_ms",
+    "lateness_ms",
+    "done_ns",
+    "platform_end_s",
+    "wait_ms",
+    "init_ms",
+    "execution_ms",
+    "duration_ms",
+    "overhead_ms",
+    "start_class",
+    "gb_s",
+    "gb_s_1ms",
+    "gb_s_100ms",
+    "memory_mb",
 )
 
 
@@ -427,7 +466,9 @@ def group_stats(rows: pd.DataFrame, start_s: float, end_s: float, done_s: np.nda
     """
     length = max(end_s - start_s, 1e-9)
     counts = label_counts(rows["outcome"], HTTP_OUTCOMES)
-    final_counts = {f"final_{name}": count for name, count in label_counts(rows["final_outcome"], FINAL_OUTCOMES).items()}
+    final_counts = {
+        f"final_{name}": count for name, count in label_counts(rows["final_outcome"], FINAL_OUTCOMES).items()
+    }
     planned = int(len(rows))
     sent = planned - counts["not_sent"]
     answered = label_mask(rows["outcome"], ANSWERED)
@@ -454,6 +495,7 @@ def group_stats(rows: pd.DataFrame, start_s: float, end_s: float, done_s: np.nda
     ended = float(((done_s >= start_s) & (done_s < end_s)).sum()) if done_s is not None else float(answered.sum())
     out["achieved_rps"] = min(ended, float(planned)) / length  # ACHIEVED_RULE: never above offered
     out["achieved_over_offered"] = out["achieved_rps"] / out["offered_rps"] if out["offered_rps"] > 0 else math.nan
+
     # Latency of successful work only: a failure's latency is not a sample of the function's.
     # Each statistic takes its own column's rows (numpy), never a copy of the whole group.
     def where(column: str, mask: np.ndarray) -> np.ndarray:
@@ -538,7 +580,9 @@ def is_reference(reference) -> bool:
     if not isinstance(reference, dict):
         return False
     latency, rate = reference.get("completion_latency_ms_p50"), reference.get("rate_rps")
-    return all(isinstance(v, (int, float)) and not isinstance(v, bool) and math.isfinite(v) and v > 0 for v in (latency, rate))
+    return all(
+        isinstance(v, (int, float)) and not isinstance(v, bool) and math.isfinite(v) and v > 0 for v in (latency, rate)
+    )
 
 
 def queueing(latency_ms: float, offered_rps: float, reference: dict | None) -> tuple[bool | None, str]:
@@ -552,7 +596,11 @@ def queueing(latency_ms: float, offered_rps: float, reference: dict | None) -> t
     if not math.isfinite(latency_ms):
         return None, "no completion latency of successful work"
     ratio = latency_ms / base
-    words = (f"median completion latency {_plain(latency_ms)} ms is {ratio:.2g}x" if ratio < 10 else f"median completion latency {_plain(latency_ms)} ms is {ratio:.0f}x")
+    words = (
+        f"median completion latency {_plain(latency_ms)} ms is {ratio:.2g}x"
+        if ratio < 10
+        else f"median completion latency {_plain(latency_ms)} ms is {ratio:.0f}x"
+    )
     words += f" the reference {_plain(base)} ms ({base_rate:.4g}/s, {reference.get('source') or 'recorded'})"
     if ratio < QUEUE_RATIO:
         return False, f"{words}: no standing queue (< {QUEUE_RATIO:g}x)"
@@ -580,18 +628,26 @@ def over_scores(stats: dict, trend: dict, reference: dict | None = None) -> dict
         scores["growth"] = min(last / first / OVER_TREND_RATIO, (last - first) / OVER_TREND_MIN_MS)
     if stats["sent"]:
         scores["rejected"] = stats["rejected"] / stats["sent"] / OVER_REJECT_FRACTION
-    queue = _queue_score(stats.get("completion_latency_ms_p50", math.nan), stats.get("offered_rps", math.nan), reference)
+    queue = _queue_score(
+        stats.get("completion_latency_ms_p50", math.nan), stats.get("offered_rps", math.nan), reference
+    )
     if math.isfinite(queue):
         # A standing queue still stands at the end of the window: a cold-start ramp whose latency
         # falls back to the reference's (846 → 38 ms) drained its backlog and is not one.
-        end = _queue_score(trend.get("completion_last_third_median_ms", math.nan), stats.get("offered_rps", math.nan), reference)
+        end = _queue_score(
+            trend.get("completion_last_third_median_ms", math.nan), stats.get("offered_rps", math.nan), reference
+        )
         scores["queue"] = min(queue, end) if math.isfinite(end) else queue
     return scores
 
 
 def _queue_score(latency_ms: float, offered_rps: float, reference: dict | None) -> float:
     """Rule 2(d)'s score (``over_scores``) of one median completion latency; NaN where it does not apply."""
-    if not is_reference(reference) or not math.isfinite(latency_ms) or not (math.isfinite(offered_rps) and offered_rps > reference["rate_rps"]):
+    if (
+        not is_reference(reference)
+        or not math.isfinite(latency_ms)
+        or not (math.isfinite(offered_rps) and offered_rps > reference["rate_rps"])
+    ):
         return math.nan
     base = float(reference["completion_latency_ms_p50"])
     return min(latency_ms / base / QUEUE_RATIO, (latency_ms - base) / QUEUE_MIN_MS)
@@ -617,7 +673,9 @@ def warm_rate_rps(pause_grace_ms: float | None) -> float:
     return 1000.0 / float(pause_grace_ms)
 
 
-def decide_mode(stats: dict, trend: dict, reference: dict | None = None, pause_grace_ms: float | None = None) -> tuple[str, list[str]]:
+def decide_mode(
+    stats: dict, trend: dict, reference: dict | None = None, pause_grace_ms: float | None = None
+) -> tuple[str, list[str]]:
     """The latency mode and the reasons that decided it (module docstring, rules 1–4); ``reference``
     is the function's reference latency for rule 2(d) (``latency_references``), None without one;
     ``pause_grace_ms``: the platform's, named in an under-invoked verdict below its warm rate."""
@@ -628,18 +686,29 @@ def decide_mode(stats: dict, trend: dict, reference: dict | None = None, pause_g
     reasons = []
     ratio = stats["achieved_over_offered"]
     if scores.get("throughput", 0.0) >= 1.0 and ratio < OVER_THROUGHPUT_RATIO:
-        reasons.append(f"achieved {fmt(stats['achieved_rps'], 3)}/s is {ratio:.0%} of offered {fmt(stats['offered_rps'], 3)}/s (< {OVER_THROUGHPUT_RATIO:.0%})")
+        reasons.append(
+            f"achieved {fmt(stats['achieved_rps'], 3)}/s is {ratio:.0%} of offered {fmt(stats['offered_rps'], 3)}/s (< {OVER_THROUGHPUT_RATIO:.0%})"
+        )
     first, last = trend["first_third_median_ms"], trend["last_third_median_ms"]
     if scores.get("growth", 0.0) >= 1.0:
-        reasons.append(f"median {trend.get('latency', 'corrected latency')} grew from {ms(first, 4)} (first third) to {ms(last, 4)} (last third)")
+        reasons.append(
+            f"median {trend.get('latency', 'corrected latency')} grew from {ms(first, 4)} (first third) to {ms(last, 4)} (last third)"
+        )
     rejected = stats["rejected"]
     if scores.get("rejected", 0.0) >= 1.0:
         kinds = ", ".join(f"{stats[f'final_{name}']} {name}" for name in REJECTED_FINAL if stats.get(f"final_{name}"))
-        reasons.append(f"{rejected} of {stats['sent']} sent invocations rejected ({kinds}; >= {OVER_REJECT_FRACTION:.0%})")
-    queued, queue_words = queueing(stats.get("completion_latency_ms_p50", math.nan), stats.get("offered_rps", math.nan), reference)
+        reasons.append(
+            f"{rejected} of {stats['sent']} sent invocations rejected ({kinds}; >= {OVER_REJECT_FRACTION:.0%})"
+        )
+    queued, queue_words = queueing(
+        stats.get("completion_latency_ms_p50", math.nan), stats.get("offered_rps", math.nan), reference
+    )
     end_ms = trend.get("completion_last_third_median_ms", math.nan)
     if queued and scores.get("queue", 0.0) < 1.0:
-        queued, queue_words = False, f"{queue_words}, but not at the end: the last third's median {ms(end_ms, 4)} is not (a ramp that drained, no standing queue)"
+        queued, queue_words = (
+            False,
+            f"{queue_words}, but not at the end: the last third's median {ms(end_ms, 4)} is not (a ramp that drained, no standing queue)",
+        )
     elif queued:
         reasons.append(queue_words)
     if reasons:
@@ -653,9 +722,13 @@ def decide_mode(stats: dict, trend: dict, reference: dict | None = None, pause_g
     if idle_fraction >= UNDER_IDLE_FRACTION:
         below = ""
         if math.isfinite(warm_rps) and stats["offered_rps"] < warm_rps:
-            below = (f"; offered {fmt(stats['offered_rps'], 3)}/s is below {fmt(warm_rps, 3)}/s, the rate at which a sandbox paused after "
-                     f"{pause_grace_ms:g} ms idle stays warm")
-        return "under-invoked", [f"{idle_fraction:.0%} of {with_record} successful activations started cold or resumed from pause (>= {UNDER_IDLE_FRACTION:.0%}){below}"]
+            below = (
+                f"; offered {fmt(stats['offered_rps'], 3)}/s is below {fmt(warm_rps, 3)}/s, the rate at which a sandbox paused after "
+                f"{pause_grace_ms:g} ms idle stays warm"
+            )
+        return "under-invoked", [
+            f"{idle_fraction:.0%} of {with_record} successful activations started cold or resumed from pause (>= {UNDER_IDLE_FRACTION:.0%}){below}"
+        ]
     # The queueing evidence is named only where the rule judged: a run without a reference reads as before.
     queue = f", {queue_words}" if queued is False else ""
     return "balanced", [
@@ -676,14 +749,18 @@ def stability_warnings(where: str, stats: dict) -> list[str]:
             "host noise (other load, CPU frequency scaling; see faasprof doctor)"
         )
     late99, late_max = stats.get("lateness_ms_p99"), stats.get("lateness_ms_max")
-    if (late99 is not None and math.isfinite(late99) and late99 >= LATE_P99_MS) or (late_max is not None and math.isfinite(late_max) and late_max >= LATE_MAX_MS):
+    if (late99 is not None and math.isfinite(late99) and late99 >= LATE_P99_MS) or (
+        late_max is not None and math.isfinite(late_max) and late_max >= LATE_MAX_MS
+    ):
         out.append(
             f"{where}: the invoker fell behind schedule (lateness p99 {ms(late99)}, max {ms(late_max)}); corrected "
             "latency includes it: lower the rate, or run the invoker on a quieter host or core"
         )
     if stats["failures"]:
         kinds = ", ".join(f"{stats[f'final_{name}']} {name}" for name in FAILURE_OUTCOMES if stats.get(f"final_{name}"))
-        out.append(f"{where}: {stats['failures']} of {stats['planned']} invocations did not succeed ({kinds}); they are counted apart and kept out of the latency figures")
+        out.append(
+            f"{where}: {stats['failures']} of {stats['planned']} invocations did not succeed ({kinds}); they are counted apart and kept out of the latency figures"
+        )
     if stats["missing_records"]:
         out.append(
             f"{where}: {stats['missing_records']} activation records missing; breakdown and start classes cover only "

@@ -23,8 +23,8 @@ import pandas as pd
 
 from faasprof import rundir
 from faasprof.analyzer import markup
-from faasprof.analyzer.frames import instance_answers_at_end
 from faasprof.analyzer import stats as stats_mod
+from faasprof.analyzer.frames import instance_answers_at_end
 
 CLASSES = ("cold", "resumed", "warm", "all")
 MIN_SAMPLES = 10
@@ -43,7 +43,9 @@ def _blocking(frame: pd.DataFrame, manifest: rundir.Manifest) -> np.ndarray:
     return frame["instance"].map(instance_answers_at_end(manifest)).to_numpy(dtype=bool)
 
 
-def response_latency_ms(frame: pd.DataFrame, manifest: rundir.Manifest, blocking: np.ndarray | None = None) -> np.ndarray:
+def response_latency_ms(
+    frame: pd.DataFrame, manifest: rundir.Manifest, blocking: np.ndarray | None = None
+) -> np.ndarray:
     """The per-invocation response time the ratios are computed on (see the module docstring);
     ``blocking``: each row's call, when the caller has it."""
     blocking = _blocking(frame, manifest) if blocking is None else blocking
@@ -98,7 +100,15 @@ def tail_ratios(frame: pd.DataFrame, manifest: rundir.Manifest) -> dict:
                     continue
                 if not mask.any():
                     continue
-                rows.append({"function": function, "phase": phase, "start_class": start_class, "latency": kind, **ratio_block(latency[mask])})
+                rows.append(
+                    {
+                        "function": function,
+                        "phase": phase,
+                        "start_class": start_class,
+                        "latency": kind,
+                        **ratio_block(latency[mask]),
+                    }
+                )
     return {"rule": RULE, "rows": rows}
 
 
@@ -126,8 +136,18 @@ def report_section(summary: dict) -> str:
     """The report's HTML section: one table row per function × phase × start class."""
     block = summary.get("tail_ratios") or {}
     rows = [
-        [r["function"], r["phase"], r["start_class"], r.get("latency", "–"), r["n"], markup.ms(r["p50_ms"]), markup.ms(r["p99_ms"]), markup.ms(r["p99_9_ms"]),
-         r["p99_over_p50"], r["p99_9_over_p50"]]
+        [
+            r["function"],
+            r["phase"],
+            r["start_class"],
+            r.get("latency", "–"),
+            r["n"],
+            markup.ms(r["p50_ms"]),
+            markup.ms(r["p99_ms"]),
+            markup.ms(r["p99_9_ms"]),
+            r["p99_over_p50"],
+            r["p99_9_over_p50"],
+        ]
         for r in block.get("rows", [])
     ]
     if not rows:
@@ -138,6 +158,10 @@ def report_section(summary: dict) -> str:
         "invocation (successful or not) of the function in the whole phase, warm-up included, all its instances together; "
         "the modes table has the completion latency of each instance's successful invocations in the phase's steady window. "
         "<b>n</b> counts the invocations each row's percentiles are of.</p>"
-        + markup.table(["function", "phase", "start class", "latency", "n", "p50", "p99", "p99.9", "p99/p50", "p99.9/p50"], rows, left=4)
+        + markup.table(
+            ["function", "phase", "start class", "latency", "n", "p50", "p99", "p99.9", "p99/p50", "p99.9/p50"],
+            rows,
+            left=4,
+        )
         + f"<p><small>{html.escape(block.get('rule', ''))}.</small></p>"
     )

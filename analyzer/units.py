@@ -33,23 +33,66 @@ import pandas as pd
 from faasprof.outcomes import FINAL_OUTCOMES, HTTP_OUTCOMES
 
 NO_UNIT = frozenset({"seq", "phase", "http_status", "sweep_repeat"})
-COUNTS = frozenset({
-    "planned", "sent", "answered", "successful", "failures", "rejected", "with_activation_id", "with_record",
-    "successful_with_record", "missing_records", "records", *HTTP_OUTCOMES, *(f"final_{name}" for name in FINAL_OUTCOMES),
-})
+COUNTS = frozenset(
+    {
+        "planned",
+        "sent",
+        "answered",
+        "successful",
+        "failures",
+        "rejected",
+        "with_activation_id",
+        "with_record",
+        "successful_with_record",
+        "missing_records",
+        "records",
+        *HTTP_OUTCOMES,
+        *(f"final_{name}" for name in FINAL_OUTCOMES),
+    }
+)
 NAMED = {
-    "ipc": "instructions/cycle", "branch_miss_rate": "ratio", "llc_miss_rate": "ratio", "cpu_utilization": "CPUs",
-    "llc_misses": "count", "llc_references": "count", "completions": "count", "procs_running": "count", "procs_blocked": "count",
-    "memory_failcnt": "count", "oom_kills": "count", "frozen": "1", "sample": None,
+    "ipc": "instructions/cycle",
+    "branch_miss_rate": "ratio",
+    "llc_miss_rate": "ratio",
+    "cpu_utilization": "CPUs",
+    "llc_misses": "count",
+    "llc_references": "count",
+    "completions": "count",
+    "procs_running": "count",
+    "procs_blocked": "count",
+    "memory_failcnt": "count",
+    "oom_kills": "count",
+    "frozen": "1",
+    "sample": None,
     # A workload's or sweep's settings (compare's parameter_value, the sweep's sweep_<name>).
-    "rate": "1/s", "rate_scale": "ratio", "llc_ways": "ways", "mba_percent": "%",
+    "rate": "1/s",
+    "rate_scale": "ratio",
+    "llc_ways": "ways",
+    "mba_percent": "%",
 }
 COST_COLUMNS = frozenset({"gb_s", "gb_s_1ms", "gb_s_100ms"})
 STATISTIC_SUFFIXES = ("_ci_low", "_ci_high", "_mean", "_median", "_max", "_min", "_p50", "_p90", "_p99_9", "_p99")
 SUFFIX_UNITS = (
-    ("_ms_per_s", "ms/s"), ("_kib_per_s", "KiB/s"), ("_pages_per_s", "pages/s"), ("_per_s", "1/s"), ("_rps", "1/s"), ("_iops", "1/s"),
-    ("_mbps", "MB/s"), ("_mibps", "MiB/s"), ("_mpki", "1/kinstr"), ("_pki", "1/kinstr"), ("_fraction", "1"), ("_share", "1"), ("_pct", "%"),
-    ("_cores", "CPUs"), ("_ms", "ms"), ("_ns", "ns"), ("_s", "s"), ("_mb", "MB"), ("_kib", "KiB"), ("_bytes", "B"),
+    ("_ms_per_s", "ms/s"),
+    ("_kib_per_s", "KiB/s"),
+    ("_pages_per_s", "pages/s"),
+    ("_per_s", "1/s"),
+    ("_rps", "1/s"),
+    ("_iops", "1/s"),
+    ("_mbps", "MB/s"),
+    ("_mibps", "MiB/s"),
+    ("_mpki", "1/kinstr"),
+    ("_pki", "1/kinstr"),
+    ("_fraction", "1"),
+    ("_share", "1"),
+    ("_pct", "%"),
+    ("_cores", "CPUs"),
+    ("_ms", "ms"),
+    ("_ns", "ns"),
+    ("_s", "s"),
+    ("_mb", "MB"),
+    ("_kib", "KiB"),
+    ("_bytes", "B"),
 )
 
 
@@ -90,7 +133,12 @@ def unit_of(column: str, dtype=None) -> str | None:
 def _quantity(dtype) -> bool:
     """Whether a column of ``dtype`` can hold a quantity (numbers, or Python objects that may be
     numbers or None), not labels, flags, text or times."""
-    if isinstance(dtype, pd.CategoricalDtype) or pd.api.types.is_bool_dtype(dtype) or pd.api.types.is_string_dtype(dtype) and not pd.api.types.is_object_dtype(dtype):
+    if (
+        isinstance(dtype, pd.CategoricalDtype)
+        or pd.api.types.is_bool_dtype(dtype)
+        or pd.api.types.is_string_dtype(dtype)
+        and not pd.api.types.is_object_dtype(dtype)
+    ):
         return False
     return not (pd.api.types.is_datetime64_any_dtype(dtype) or pd.api.types.is_timedelta64_dtype(dtype))
 

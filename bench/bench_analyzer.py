@@ -42,9 +42,10 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 sys.path.insert(0, str(ROOT / "tests"))
 
+from test_analyzer_synthetic import write_synthetic_run  # noqa: E402
+
 from faasprof import rundir  # noqa: E402
 from faasprof.rundir import record_columns  # noqa: E402
-from test_analyzer_synthetic import write_synthetic_run  # noqa: E402
 
 # `faasprof ARGS...` in a fresh interpreter that reports its own peak RSS as its last stderr line.
 MEASURED_CLI = (
@@ -71,7 +72,9 @@ def write_perf_monitor(run_dir: Path, duration_s: float) -> int:
     directory = run_dir / "monitors" / "perf"
     directory.mkdir(parents=True, exist_ok=True)
     (directory / "perf_stat.csv").write_text("\n".join(out) + "\n")
-    (directory / "meta.json").write_text(json.dumps({"monotonic_ns_at_start": 0, "wall_ns_at_start": 0, "layout": {"sep": ","}}))
+    (directory / "meta.json").write_text(
+        json.dumps({"monotonic_ns_at_start": 0, "wall_ns_at_start": 0, "layout": {"sep": ","}})
+    )
     return len(out)
 
 
@@ -96,10 +99,18 @@ def machine() -> str:
 
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--rows", default="1000000", help="invocations, or several sizes separated by commas (default 1000000)")
-    parser.add_argument("--keep", metavar="DIR", help="generate into DIR and keep it (a run kept there by an earlier call is reused)")
-    parser.add_argument("--compare-runs", type=int, default=0, metavar="N", help="also time faasprof compare over N runs")
-    parser.add_argument("--compare-rows", type=int, default=100_000, metavar="ROWS", help="rows of each compared run (default 100,000)")
+    parser.add_argument(
+        "--rows", default="1000000", help="invocations, or several sizes separated by commas (default 1000000)"
+    )
+    parser.add_argument(
+        "--keep", metavar="DIR", help="generate into DIR and keep it (a run kept there by an earlier call is reused)"
+    )
+    parser.add_argument(
+        "--compare-runs", type=int, default=0, metavar="N", help="also time faasprof compare over N runs"
+    )
+    parser.add_argument(
+        "--compare-rows", type=int, default=100_000, metavar="ROWS", help="rows of each compared run (default 100,000)"
+    )
     parser.add_argument("--skip-analyze", action="store_true", help="only the compare benchmark")
     parser.add_argument("--generate-only", metavar="DIR", help=argparse.SUPPRESS)
     args = parser.parse_args()
@@ -116,8 +127,11 @@ def main() -> int:
         if rc == 0 and len(figures) > 1:
             small, large = min(figures), max(figures)
             (s_wall, s_peak), (l_wall, l_peak) = figures[small], figures[large]
-            print(f"growth {small:,} -> {large:,} invocations (rows x{large / small:g}): wall x{l_wall / s_wall:.2f}, "
-                  f"peak RSS x{l_peak / s_peak:.2f} [target: peak RSS grows less than x{large / small:g}]", flush=True)
+            print(
+                f"growth {small:,} -> {large:,} invocations (rows x{large / small:g}): wall x{l_wall / s_wall:.2f}, "
+                f"peak RSS x{l_peak / s_peak:.2f} [target: peak RSS grows less than x{large / small:g}]",
+                flush=True,
+            )
     if rc == 0 and args.compare_runs:
         rc = bench_compare(base / "compare", args.compare_runs, args.compare_rows)
     if not args.keep:
@@ -153,12 +167,18 @@ def bench_analyze(base: Path, rows: int, figures: dict) -> int:
             print(f"{label}: exit {result.returncode}\n{result.stderr}")
             return 1
         figures.setdefault(rows, (wall, peak_gib))
-        print(f"{label}, {rows:,} invocations: {wall:.1f} s wall [target <= {target_s:g} s], peak RSS {peak_gib:.2f} GiB [target <= {target_gib:g} GiB]"
-              f"  ({machine()})", flush=True)
+        print(
+            f"{label}, {rows:,} invocations: {wall:.1f} s wall [target <= {target_s:g} s], peak RSS {peak_gib:.2f} GiB [target <= {target_gib:g} GiB]"
+            f"  ({machine()})",
+            flush=True,
+        )
     summary = json.loads((run_dir / "analysis" / "summary.json").read_text())
-    print("modes:", ", ".join(f"{i['instance']}={i['phases'][0]['mode']}" for i in summary["instances"]),
-          f"| records found {summary['records']['found']:,}, missing {summary['records']['missing']}",
-          f"| monitors: {', '.join(summary['monitors'])}")
+    print(
+        "modes:",
+        ", ".join(f"{i['instance']}={i['phases'][0]['mode']}" for i in summary["instances"]),
+        f"| records found {summary['records']['found']:,}, missing {summary['records']['missing']}",
+        f"| monitors: {', '.join(summary['monitors'])}",
+    )
     return 0
 
 
@@ -173,12 +193,18 @@ def bench_compare(base: Path, runs: int, rows: int) -> int:
         copy = base / f"run-{k:03d}" / f"{first.name}-{k:03d}"
         shutil.copytree(first, copy, copy_function=os.link)  # hard links: compare only reads
         run_dirs.append(copy)
-    print(f"compare: {runs} runs of {rows:,} invocations (one analysed in {wall:.1f} s, copied with its analysis)", flush=True)
+    print(
+        f"compare: {runs} runs of {rows:,} invocations (one analysed in {wall:.1f} s, copied with its analysis)",
+        flush=True,
+    )
     wall, peak_gib, result = measured(["compare", *map(str, run_dirs), "--out", str(base / "compared")])
     if result.returncode != 0:
         print(f"compare: exit {result.returncode}\n{result.stderr[-2000:]}")
         return 1
-    print(f"compare, {runs} runs x {rows:,} invocations: {wall:.1f} s wall [target <= {COMPARE_TARGET_S:g} s], peak RSS {peak_gib:.2f} GiB  ({machine()})", flush=True)
+    print(
+        f"compare, {runs} runs x {rows:,} invocations: {wall:.1f} s wall [target <= {COMPARE_TARGET_S:g} s], peak RSS {peak_gib:.2f} GiB  ({machine()})",
+        flush=True,
+    )
     return 0
 
 
@@ -189,7 +215,9 @@ def generate(rows: int, base: Path) -> int:
     block_s = block_rows / (4 * rate_each)
     instances = {f"i{k}": {"application": f"fn{k}", "distribution": "Uniform", "rate": rate_each} for k in range(4)}
     t0 = time.perf_counter()
-    run_dir, records = write_synthetic_run(base, test_name="bench", duration_s=block_s, instances=instances, service_ms=1.0, seed=5, save_records=False)
+    run_dir, records = write_synthetic_run(
+        base, test_name="bench", duration_s=block_s, instances=instances, service_ms=1.0, seed=5, save_records=False
+    )
     if copies > 1:
         repeat_invocations(run_dir, copies, block_s)
     # As a run saves them: through faasprof's record writer, which also writes their column index.
@@ -198,8 +226,11 @@ def generate(rows: int, base: Path) -> int:
     perf_lines = write_perf_monitor(run_dir, duration_s)
     generated_s = time.perf_counter() - t0
     sizes = {name: (run_dir / name).stat().st_size for name in ("invocations.csv", "activations.jsonl")}
-    print(f"generated {len(records) * copies:,} records over {duration_s:g} s, {perf_lines:,} perf lines in {generated_s:.1f} s "
-          f"(invocations.csv {sizes['invocations.csv'] / 2**20:.0f} MiB, activations.jsonl {sizes['activations.jsonl'] / 2**20:.0f} MiB)", flush=True)
+    print(
+        f"generated {len(records) * copies:,} records over {duration_s:g} s, {perf_lines:,} perf lines in {generated_s:.1f} s "
+        f"(invocations.csv {sizes['invocations.csv'] / 2**20:.0f} MiB, activations.jsonl {sizes['activations.jsonl'] / 2**20:.0f} MiB)",
+        flush=True,
+    )
     return 0
 
 
@@ -225,7 +256,7 @@ def repeat_invocations(run_dir: Path, copies: int, block_s: float) -> None:
                     if fields[column]:
                         shifted[column] = str(int(fields[column]) + k * block_ns)
                 if fields[8]:
-                    shifted[8] = prefix + fields[8][len(prefix):]
+                    shifted[8] = prefix + fields[8][len(prefix) :]
                 out.append(",".join(shifted))
             csv_out.write("\n".join(out) + "\n")
     manifest = rundir.read_manifest(run_dir)
@@ -241,7 +272,12 @@ def repeated_records(records: list[dict], copies: int, block_s: float):
     for k in range(1, copies):
         prefix = copy_prefix(k)
         for r in records:
-            yield {**r, "activationId": prefix + r["activationId"][len(prefix):], "start": r["start"] + k * block_ms, "end": r["end"] + k * block_ms}
+            yield {
+                **r,
+                "activationId": prefix + r["activationId"][len(prefix) :],
+                "start": r["start"] + k * block_ms,
+                "end": r["end"] + k * block_ms,
+            }
 
 
 if __name__ == "__main__":

@@ -51,12 +51,12 @@ import requests
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
+from faasprof import rundir  # noqa: E402
 from faasprof.analyzer.analysis import load_summary  # noqa: E402
 from faasprof.experiments.capacity import find_capacity  # noqa: E402
-from faasprof import rundir  # noqa: E402
-from faasprof.progress import Progress  # noqa: E402
-from faasprof.platforms.openwhisk.connection import Connection, normalise_apihost  # noqa: E402
 from faasprof.localwhisk.embedded import start_embedded  # noqa: E402
+from faasprof.platforms.openwhisk.connection import Connection, normalise_apihost  # noqa: E402
+from faasprof.progress import Progress  # noqa: E402
 
 RESULT_FORMAT_VERSION = 2
 READABLE_FORMAT_VERSIONS = (1, 2)
@@ -104,7 +104,9 @@ class LoadWatch:
     can drive it without waiting.
     """
 
-    def __init__(self, read=lambda: os.getloadavg()[0], clock=time.monotonic, sleep=time.sleep, interval_s: float = 1.0):
+    def __init__(
+        self, read=lambda: os.getloadavg()[0], clock=time.monotonic, sleep=time.sleep, interval_s: float = 1.0
+    ):
         self._read, self._clock, self._sleep, self._interval_s = read, clock, sleep, interval_s
         self._peak = 0.0
         self._stop = threading.Event()
@@ -157,7 +159,9 @@ class Api:
 
     def put_action(self, name: str, code: str, memory_mb: int = 256) -> None:
         response = self.session.put(
-            f"{self.base}/actions/{name}", params={"overwrite": "true"}, timeout=REQUEST_TIMEOUT_S,
+            f"{self.base}/actions/{name}",
+            params={"overwrite": "true"},
+            timeout=REQUEST_TIMEOUT_S,
             json={"exec": {"kind": "python:3", "code": code}, "limits": {"memory": memory_mb}},
         )
         if response.status_code != 200:
@@ -170,7 +174,10 @@ class Api:
         """(client latency in ms, response) of one invocation."""
         start_ns = time.perf_counter_ns()
         response = self.session.post(
-            f"{self.base}/actions/{name}", params={"blocking": str(blocking).lower()}, json=params or {}, timeout=REQUEST_TIMEOUT_S,
+            f"{self.base}/actions/{name}",
+            params={"blocking": str(blocking).lower()},
+            json=params or {},
+            timeout=REQUEST_TIMEOUT_S,
         )
         return (time.perf_counter_ns() - start_ns) / 1e6, response
 
@@ -211,7 +218,10 @@ def _rows_summary(rows: list[dict]) -> dict:
         "calls": len(rows),
         "ok": len(ok),
         "with_init": sum(1 for r in ok if r.get("init_ms") is not None),
-        **{f"{key}": summary_of(r.get(key) for r in ok) for key in ("client_ms", "wait_ms", "init_ms", "duration_ms", "overhead_ms")},
+        **{
+            f"{key}": summary_of(r.get(key) for r in ok)
+            for key in ("client_ms", "wait_ms", "init_ms", "duration_ms", "overhead_ms")
+        },
     }
 
 
@@ -287,8 +297,12 @@ def scenario_throttle(api: Api, prefix: str, limits: dict) -> dict:
         # Blocking, one at a time: at most one in flight, so only the per-minute limit can refuse.
         responses = [api.invoke(name, {}, True)[1] for _ in range(per_minute + 5)]
         first_refused = next((k for k, r in enumerate(responses) if r.status_code == 429), None)
-        result["per_minute"] = {"calls": per_minute + 5, "first_refused_call": first_refused, **_refusals(responses),
-                                "retry_after": next((r.headers.get("Retry-After") for r in responses if r.status_code == 429), None)}
+        result["per_minute"] = {
+            "calls": per_minute + 5,
+            "first_refused_call": first_refused,
+            **_refusals(responses),
+            "retry_after": next((r.headers.get("Retry-After") for r in responses if r.status_code == 429), None),
+        }
     else:
         result["per_minute"] = {"note": f"limit {per_minute} not reachable within {THROTTLE_MAX_CALLS} calls"}
     return result
@@ -325,36 +339,59 @@ def _pick(phase: dict, *names: str):
 
 def scenario_capacity(connection: Connection, out_dir: Path, duration_s: float, max_runs: int) -> dict:
     result = find_capacity(
-        "json_dumps", out_dir=out_dir, duration_s=duration_s, connection=connection,
-        start_rate=1.0, factor=2.0, tolerance=0.15, max_runs=max_runs, cooldown_s=2.0, progress=Progress.to(sys.stderr),
+        "json_dumps",
+        out_dir=out_dir,
+        duration_s=duration_s,
+        connection=connection,
+        start_rate=1.0,
+        factor=2.0,
+        tolerance=0.15,
+        max_runs=max_runs,
+        cooldown_s=2.0,
+        progress=Progress.to(sys.stderr),
     )
     probes = []
     for probe in result.get("probes") or []:
         phase = _phase_of(probe["run_dir"]) if probe.get("run_dir") else {}
-        probes.append({
-            "rate_rps": probe["rate_rps"], "mode": probe["mode"], "achieved_rps": probe.get("achieved_rps"),
-            "client_p50_ms": probe.get("p50_ms"), "cold_fraction": probe.get("cold_fraction"),
-            "resumed_fraction": probe.get("resumed_fraction"),
-            "wait_p50_ms": _pick(phase, "wait_ms_p50", "wait_time_ms_p50"),
-            "duration_p50_ms": _pick(phase, "duration_ms_p50"),
-            "run_dir": probe.get("run_dir"),
-        })
-    return {"capacity_rps": result.get("capacity_rps"), "probes": probes, "result_file": result.get("result_file"),
-            "stopped": result.get("stopped") or result.get("reason")}
+        probes.append(
+            {
+                "rate_rps": probe["rate_rps"],
+                "mode": probe["mode"],
+                "achieved_rps": probe.get("achieved_rps"),
+                "client_p50_ms": probe.get("p50_ms"),
+                "cold_fraction": probe.get("cold_fraction"),
+                "resumed_fraction": probe.get("resumed_fraction"),
+                "wait_p50_ms": _pick(phase, "wait_ms_p50", "wait_time_ms_p50"),
+                "duration_p50_ms": _pick(phase, "duration_ms_p50"),
+                "run_dir": probe.get("run_dir"),
+            }
+        )
+    return {
+        "capacity_rps": result.get("capacity_rps"),
+        "probes": probes,
+        "result_file": result.get("result_file"),
+        "stopped": result.get("stopped") or result.get("reason"),
+    }
 
 
-def run_all(api: Api, connection: Connection, scenarios: list[str], args, out_dir: Path, say, watch: LoadWatch | None = None) -> dict:
+def run_all(
+    api: Api, connection: Connection, scenarios: list[str], args, out_dir: Path, say, watch: LoadWatch | None = None
+) -> dict:
     info = api.info()
     prefix = f"cal{uuid.uuid4().hex[:6]}"
     watch = watch or LoadWatch()
     results: dict = {}
     for scenario in scenarios:
         if args.quiet_below is not None:
-            say(f"bench_calibration: {scenario}: waiting for the 1-minute load to fall below {args.quiet_below:g} (at most {args.quiet_wait_s:g} s)")
+            say(
+                f"bench_calibration: {scenario}: waiting for the 1-minute load to fall below {args.quiet_below:g} (at most {args.quiet_wait_s:g} s)"
+            )
         host_load = watch.wait_quiet(args.quiet_below, args.quiet_wait_s)
         if host_load.get("quiet") is False:
-            say(f"bench_calibration: warning: {scenario} starts on a busy host (1-minute load {host_load['before_1m']:g} after {host_load['waited_s']:g} s); "
-                "it is marked 'not quiet' in the result: stop what else runs here and measure again")
+            say(
+                f"bench_calibration: warning: {scenario} starts on a busy host (1-minute load {host_load['before_1m']:g} after {host_load['waited_s']:g} s); "
+                "it is marked 'not quiet' in the result: stop what else runs here and measure again"
+            )
         say(f"bench_calibration: {scenario} (1-minute load {host_load['before_1m']:g})")
         watch.start()
         started = time.monotonic()
@@ -384,7 +421,11 @@ def host_load_summary(scenarios: dict, quiet_below: float | None) -> dict:
     }
     if quiet_below is not None:
         summary["quiet_below"] = quiet_below
-        summary["not_quiet"] = [name for name, s in scenarios.items() if isinstance(s, dict) and (s.get("host_load") or {}).get("quiet") is False]
+        summary["not_quiet"] = [
+            name
+            for name, s in scenarios.items()
+            if isinstance(s, dict) and (s.get("host_load") or {}).get("quiet") is False
+        ]
     return summary
 
 
@@ -395,12 +436,13 @@ def _fmt(value, digits: int = 3) -> str:
     if value is None or (isinstance(value, float) and not math.isfinite(value)):
         return "–"
     if isinstance(value, float):
-        return f"{value:.{digits}g}" if abs(value) < 10 ** digits else f"{value:.0f}"
+        return f"{value:.{digits}g}" if abs(value) < 10**digits else f"{value:.0f}"
     return str(value)
 
 
 def table_rows(results: list[dict]) -> list[tuple[str, list[str]]]:
     """(row label, one cell per platform) of the comparison table."""
+
     def get(result, *path):
         node = result
         for key in path:
@@ -414,10 +456,29 @@ def table_rows(results: list[dict]) -> list[tuple[str, list[str]]]:
     def add(label, *path, digits=3):
         rows.append((label, [_fmt(get(r, *path), digits) for r in results]))
 
-    rows.append(("measured (UTC) / host load, 1 min", [f"{(r.get('measured_utc') or '–')[:16]} / {_load_cell(r)}" for r in results]))
-    rows.append(("pause grace / user memory", [f"{_fmt(get(r, 'settings', 'pause_grace_ms'))} ms / {_fmt(get(r, 'settings', 'user_memory_mb'))} MB" for r in results]))
+    rows.append(
+        (
+            "measured (UTC) / host load, 1 min",
+            [f"{(r.get('measured_utc') or '–')[:16]} / {_load_cell(r)}" for r in results],
+        )
+    )
+    rows.append(
+        (
+            "pause grace / user memory",
+            [
+                f"{_fmt(get(r, 'settings', 'pause_grace_ms'))} ms / {_fmt(get(r, 'settings', 'user_memory_mb'))} MB"
+                for r in results
+            ],
+        )
+    )
     for scenario, label in (("warm", "warm"), ("cold", "cold"), ("resume", "resume after pause")):
-        for key, name in (("client_ms", "client"), ("wait_ms", "waitTime"), ("init_ms", "initTime"), ("duration_ms", "duration"), ("overhead_ms", "client − wait − duration")):
+        for key, name in (
+            ("client_ms", "client"),
+            ("wait_ms", "waitTime"),
+            ("init_ms", "initTime"),
+            ("duration_ms", "duration"),
+            ("overhead_ms", "client − wait − duration"),
+        ):
             if scenario == "warm" and key == "init_ms":
                 continue
             if scenario != "warm" and key in ("duration_ms", "overhead_ms"):
@@ -428,13 +489,25 @@ def table_rows(results: list[dict]) -> list[tuple[str, list[str]]]:
         if scenario == "resume":
             add("resume: calls with initTime (of n)", "scenarios", "resume", "with_init")
     add("json_dumps capacity (req/s, balanced)", "scenarios", "capacity", "capacity_rps")
-    rows.append(("Figure 4 modes (rate/s → mode)", [
-        ", ".join(f"{p['rate_rps']:.3g}→{p['mode']}" for p in (get(r, "scenarios", "capacity", "probes") or [])) or "–" for r in results
-    ]))
+    rows.append(
+        (
+            "Figure 4 modes (rate/s → mode)",
+            [
+                ", ".join(f"{p['rate_rps']:.3g}→{p['mode']}" for p in (get(r, "scenarios", "capacity", "probes") or []))
+                or "–"
+                for r in results
+            ],
+        )
+    )
     rows.append(("top probe kept up: waitTime / duration p50 (ms)", [_top_probe(r) for r in results]))
     for kind in ("concurrent", "per_minute"):
         rows.append((f"throttle {kind.replace('_', ' ')}: limit → answers", [_throttle_cell(r, kind) for r in results]))
-    rows.append(("record annotation keys", [", ".join(get(r, "scenarios", "fields", "annotation_keys") or []) or "–" for r in results]))
+    rows.append(
+        (
+            "record annotation keys",
+            [", ".join(get(r, "scenarios", "fields", "annotation_keys") or []) or "–" for r in results],
+        )
+    )
     return rows
 
 
@@ -454,8 +527,10 @@ def load_result(path: Path) -> dict:
     result = json.loads(path.read_text())
     version = result.get("format_version") if isinstance(result, dict) else None
     if version not in READABLE_FORMAT_VERSIONS:
-        raise ValueError(f"{path}: format_version {version!r} is not one this script reads ({', '.join(map(str, READABLE_FORMAT_VERSIONS))}); "
-                         "measure again with this checkout's bench_calibration.py")
+        raise ValueError(
+            f"{path}: format_version {version!r} is not one this script reads ({', '.join(map(str, READABLE_FORMAT_VERSIONS))}); "
+            "measure again with this checkout's bench_calibration.py"
+        )
     return result
 
 
@@ -512,20 +587,52 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--auth", help="UUID:KEY of the platform")
     parser.add_argument("--namespace", default="_")
     parser.add_argument("--label", help="column title in the table (default: the platform kind)")
-    parser.add_argument("--pause-grace", type=float, metavar="MS", help="the platform's pause grace, recorded in the result (OpenWhisk: as started)")
-    parser.add_argument("--user-memory", type=int, metavar="MB", help="the platform's user memory, recorded in the result")
-    parser.add_argument("--localwhisk", action="append", default=[], metavar="KEY=VALUE", help="embedded localwhisk setting (repeatable)")
+    parser.add_argument(
+        "--pause-grace",
+        type=float,
+        metavar="MS",
+        help="the platform's pause grace, recorded in the result (OpenWhisk: as started)",
+    )
+    parser.add_argument(
+        "--user-memory", type=int, metavar="MB", help="the platform's user memory, recorded in the result"
+    )
+    parser.add_argument(
+        "--localwhisk",
+        action="append",
+        default=[],
+        metavar="KEY=VALUE",
+        help="embedded localwhisk setting (repeatable)",
+    )
     parser.add_argument("--only", nargs="+", choices=SCENARIOS, help="run only these scenarios")
     parser.add_argument("--warm", type=int, default=100, help="warm calls (default 100)")
     parser.add_argument("--cold", type=int, default=5, help="cold starts (default 5)")
     parser.add_argument("--resume", type=int, default=8, help="calls after idleness (default 8)")
-    parser.add_argument("--idle-s", type=float, default=1.0, help="idleness before each resume call (default 1 s: past a 50 ms grace)")
-    parser.add_argument("--capacity-duration", type=float, default=8.0, metavar="S", help="length of each capacity probe (default 8)")
+    parser.add_argument(
+        "--idle-s", type=float, default=1.0, help="idleness before each resume call (default 1 s: past a 50 ms grace)"
+    )
+    parser.add_argument(
+        "--capacity-duration", type=float, default=8.0, metavar="S", help="length of each capacity probe (default 8)"
+    )
     parser.add_argument("--capacity-runs", type=int, default=8, help="at most this many capacity probes (default 8)")
-    parser.add_argument("--quiet-below", type=float, metavar="LOAD", help="before each scenario, wait until the 1-minute load average is below LOAD")
-    parser.add_argument("--quiet-wait-s", type=float, default=600.0, metavar="S", help="the longest wait for --quiet-below (default 600 s); past it the scenario runs, marked not quiet")
-    parser.add_argument("--out", default="runs/calibration", help="where results and probe runs go (default runs/calibration)")
-    parser.add_argument("--table", nargs="+", metavar="RESULT", help="render the markdown table of these result files and exit")
+    parser.add_argument(
+        "--quiet-below",
+        type=float,
+        metavar="LOAD",
+        help="before each scenario, wait until the 1-minute load average is below LOAD",
+    )
+    parser.add_argument(
+        "--quiet-wait-s",
+        type=float,
+        default=600.0,
+        metavar="S",
+        help="the longest wait for --quiet-below (default 600 s); past it the scenario runs, marked not quiet",
+    )
+    parser.add_argument(
+        "--out", default="runs/calibration", help="where results and probe runs go (default runs/calibration)"
+    )
+    parser.add_argument(
+        "--table", nargs="+", metavar="RESULT", help="render the markdown table of these result files and exit"
+    )
     args = parser.parse_args(argv)
 
     if args.table:
@@ -548,17 +655,30 @@ def main(argv: list[str] | None = None) -> int:
     settings: dict = {}
     try:
         if args.apihost:
-            connection = Connection(apihost=normalise_apihost(args.apihost), auth=args.auth, namespace=args.namespace, source="flags",
-                                    settings={k: v for k, v in (("pause_grace_ms", args.pause_grace), ("user_memory_mb", args.user_memory)) if v is not None})
+            connection = Connection(
+                apihost=normalise_apihost(args.apihost),
+                auth=args.auth,
+                namespace=args.namespace,
+                source="flags",
+                settings={
+                    k: v
+                    for k, v in (("pause_grace_ms", args.pause_grace), ("user_memory_mb", args.user_memory))
+                    if v is not None
+                },
+            )
         else:
             local = {"user_memory_mb": 4096, "pause_grace_ms": 50, **_parse_settings(args.localwhisk)}
             handle = start_embedded(log_dir=Path(tempfile.mkdtemp(prefix="bench-calibration-")), **local)
-            connection = Connection(apihost=handle.apihost, auth=handle.auth, namespace=handle.namespace, source="embedded")
+            connection = Connection(
+                apihost=handle.apihost, auth=handle.auth, namespace=handle.namespace, source="embedded"
+            )
         api = Api(connection.apihost, connection.auth, connection.namespace)
         measured = run_all(api, connection, scenarios, args, out_dir, say)
         info = measured["platform_info"]
         if handle is not None:
-            settings = dict(handle.settings) if getattr(handle, "settings", None) else dict(info.get("localwhisk") or {})
+            settings = (
+                dict(handle.settings) if getattr(handle, "settings", None) else dict(info.get("localwhisk") or {})
+            )
         else:
             settings = dict(connection.settings)
     finally:
@@ -571,9 +691,25 @@ def main(argv: list[str] | None = None) -> int:
         "kind": kind,
         "apihost": connection.apihost,
         "measured_utc": datetime.now(timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ"),
-        "host": {"hostname": host_platform.node(), "cpus": os.cpu_count(), "kernel": host_platform.release(), "load_1m": os.getloadavg()[0],
-                 **host_load_summary(measured["scenarios"], args.quiet_below)},
-        "settings": {k: settings.get(k) for k in ("pause_grace_ms", "user_memory_mb", "isolation", "control_plane", "invokes_per_minute", "concurrent_invokes") if k in settings},
+        "host": {
+            "hostname": host_platform.node(),
+            "cpus": os.cpu_count(),
+            "kernel": host_platform.release(),
+            "load_1m": os.getloadavg()[0],
+            **host_load_summary(measured["scenarios"], args.quiet_below),
+        },
+        "settings": {
+            k: settings.get(k)
+            for k in (
+                "pause_grace_ms",
+                "user_memory_mb",
+                "isolation",
+                "control_plane",
+                "invokes_per_minute",
+                "concurrent_invokes",
+            )
+            if k in settings
+        },
         **measured,
     }
     path = out_dir / f"calibration-{rundir.safe_name(result['label'])}-{rundir.utc_stamp()}.json"

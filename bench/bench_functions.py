@@ -39,7 +39,9 @@ def main() -> int:
             worker.stop()
         warm = times[1:]
         size_kib = len(build_archive(entry)) / 1024
-        print(f"{entry.name:<14} {entry.kind:<9} {times[0]:>9.2f} {statistics.median(warm):>12.2f} {min(warm):>9.2f} {size_kib:>12.1f}")
+        print(
+            f"{entry.name:<14} {entry.kind:<9} {times[0]:>9.2f} {statistics.median(warm):>12.2f} {min(warm):>9.2f} {size_kib:>12.1f}"
+        )
     return 0
 
 

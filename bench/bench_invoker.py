@@ -63,22 +63,24 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 import numpy as np  # noqa: E402
 
 from faasprof import rundir  # noqa: E402
-from faasprof.rundir import InvocationLog, read_invocations  # noqa: E402
-from faasprof.platforms.openwhisk.connection import Connection  # noqa: E402
-from faasprof.invoker.dispatch import DispatchOptions, Dispatcher, new_event_loop  # noqa: E402
+from faasprof.invoker.dispatch import Dispatcher, DispatchOptions, new_event_loop  # noqa: E402
 from faasprof.invoker.http_response import LlhttpResponse, PyResponse, httptools  # noqa: E402
 from faasprof.invoker.sender import ensure_fd_budget  # noqa: E402
 from faasprof.invoker.shards import ShardedDispatch, resolve_processes  # noqa: E402
+from faasprof.platforms.openwhisk.connection import Connection  # noqa: E402
 from faasprof.platforms.registry import prepare_request  # noqa: E402
+from faasprof.rundir import InvocationLog, read_invocations  # noqa: E402
 
 TARGET_LATE_S = 1.0  # every invocation sent within the duration + this
 TARGET_P99_MS = 2.0  # p99 lateness at the server
 ANCHOR_LEAD_NS = 50_000_000
 
 # nginx's answer in the benchmark, as the sender reads it.
-NGINX_202 = (b"HTTP/1.1 202 Accepted\r\nServer: nginx/1.22.1\r\nDate: Sun, 22 Nov 2026 12:00:00 GMT\r\nContent-Type: application/json\r\n"
-             b"Content-Length: 51\r\nConnection: keep-alive\r\nx-openwhisk-activation-id: 0123456789abcdef0123456789abcdef\r\n\r\n"
-             b'{"activationId":"0123456789abcdef0123456789abcdef"}')
+NGINX_202 = (
+    b"HTTP/1.1 202 Accepted\r\nServer: nginx/1.22.1\r\nDate: Sun, 22 Nov 2026 12:00:00 GMT\r\nContent-Type: application/json\r\n"
+    b"Content-Length: 51\r\nConnection: keep-alive\r\nx-openwhisk-activation-id: 0123456789abcdef0123456789abcdef\r\n\r\n"
+    b'{"activationId":"0123456789abcdef0123456789abcdef"}'
+)
 
 NGINX_CONF = """\
 worker_processes {workers};
@@ -177,8 +179,13 @@ class NginxSink(_Sink):
         conf = self.tmp / "nginx.conf"
         conf.write_text(NGINX_CONF.format(tmp=self.tmp, port=self.port, workers=self.workers))
         # Its own process group, so that stopping it also stops its workers even if the master is killed.
-        self.proc = subprocess.Popen([self.binary, "-c", str(conf), "-p", str(self.tmp)], stdout=subprocess.DEVNULL,
-                                     stderr=open(self.tmp / "nginx.stderr", "wb"), start_new_session=True, preexec_fn=self.realtime)
+        self.proc = subprocess.Popen(
+            [self.binary, "-c", str(conf), "-p", str(self.tmp)],
+            stdout=subprocess.DEVNULL,
+            stderr=open(self.tmp / "nginx.stderr", "wb"),
+            start_new_session=True,
+            preexec_fn=self.realtime,
+        )
         if not _wait_for_port(self.port, 10):
             self.stop()
             sys.exit(f"bench_invoker: nginx did not start; see {self.tmp}/nginx.stderr and {self.tmp}/error.log")
@@ -219,8 +226,14 @@ class PythonSink(_Sink):
         self.port = free_port()
         for index in range(self.workers):
             out = self.tmp / f"sink-{self.round}-{index}.bin"
-            self.procs.append(subprocess.Popen([sys.executable, __file__, "--sink-worker", str(self.port), str(out)],
-                                               stdout=subprocess.PIPE, start_new_session=True, preexec_fn=self.realtime))
+            self.procs.append(
+                subprocess.Popen(
+                    [sys.executable, __file__, "--sink-worker", str(self.port), str(out)],
+                    stdout=subprocess.PIPE,
+                    start_new_session=True,
+                    preexec_fn=self.realtime,
+                )
+            )
         for proc in self.procs:
             ready = proc.stdout.readline().split()
             if not ready or ready[0] != b"ready":
@@ -279,7 +292,11 @@ def sink_worker(port: int, out: str) -> int:
                     break
                 head = buf[:end].lower()
                 at = head.find(b"content-length:")
-                length = int(head[at + 15 : head.find(b"\r\n", at) if head.find(b"\r\n", at) > 0 else None]) if at >= 0 else 0
+                length = (
+                    int(head[at + 15 : head.find(b"\r\n", at) if head.find(b"\r\n", at) > 0 else None])
+                    if at >= 0
+                    else 0
+                )
                 if len(buf) < end + 4 + length:
                     break
                 buf = buf[end + 4 + length :]
@@ -318,15 +335,30 @@ def poisson_ns(rate: float, duration_s: float, seed: int) -> np.ndarray:
 
 
 def bench_request(port: int):
-    connection = Connection(apihost=f"http://127.0.0.1:{port}", auth="23bc46b1-71f6-4ed5-8c54-816aa4f8c502:benchkey", namespace="guest", source="flags")
+    connection = Connection(
+        apihost=f"http://127.0.0.1:{port}",
+        auth="23bc46b1-71f6-4ed5-8c54-816aa4f8c502:benchkey",
+        namespace="guest",
+        source="flags",
+    )
     instance = SimpleNamespace(
-        name="i0", function="noop", endpoint="local_openwhisk", blocking=False, params={"n": 1},
-        data_file=None, data_mode="web", content_type=None, url=None, data=None,
+        name="i0",
+        function="noop",
+        endpoint="local_openwhisk",
+        blocking=False,
+        params={"n": 1},
+        data_file=None,
+        data_mode="web",
+        content_type=None,
+        url=None,
+        data=None,
     )
     return prepare_request(instance, connection)
 
 
-def run_rate(sink, rate: float, duration_s: float, tmp: Path, processes: int, max_connections: int, realtime: int | None = None) -> dict:
+def run_rate(
+    sink, rate: float, duration_s: float, tmp: Path, processes: int, max_connections: int, realtime: int | None = None
+) -> dict:
     """One Poisson stream through the invoker; figures as the invoker and as the server saw them."""
     request = bench_request(sink.port)
     ensure_fd_budget(max_connections)
@@ -335,19 +367,32 @@ def run_rate(sink, rate: float, duration_s: float, tmp: Path, processes: int, ma
     owners = np.zeros(intended.size, dtype=np.int32)
     rundir.write_plan(run_dir, intended, owners, ["i0"], ["noop"])
     log = InvocationLog(run_dir)  # as faasprof run: every send journaled (sends.csv) as well as every row written
-    options = DispatchOptions(max_connections=max_connections, lateness_warn_ms=None, realtime_priority=realtime, send_processes=processes)
+    options = DispatchOptions(
+        max_connections=max_connections, lateness_warn_ms=None, realtime_priority=realtime, send_processes=processes
+    )
     cpu0 = time.process_time()
     children_cpu_s = 0.0
     try:
         if processes > 1:
-            sharded = ShardedDispatch(run_dir, intended, owners, [("i0", "noop")], [request], log, options, duration_s=duration_s)
+            sharded = ShardedDispatch(
+                run_dir, intended, owners, [("i0", "noop")], [request], log, options, duration_s=duration_s
+            )
             sharded.start()
             zero = time.monotonic_ns() + ANCHOR_LEAD_NS
             wall_zero = time.time_ns() + ANCHOR_LEAD_NS
             result = sharded.run(zero)
             children_cpu_s = sharded.children_cpu_s
         else:
-            dispatcher = Dispatcher(intended, owners, [("i0", "noop")], [request], log.append, options, duration_s=duration_s, journal=log.sent)
+            dispatcher = Dispatcher(
+                intended,
+                owners,
+                [("i0", "noop")],
+                [request],
+                log.append,
+                options,
+                duration_s=duration_s,
+                journal=log.sent,
+            )
             loop = new_event_loop()
             try:
                 zero = time.monotonic_ns() + ANCHOR_LEAD_NS
@@ -364,10 +409,23 @@ def run_rate(sink, rate: float, duration_s: float, tmp: Path, processes: int, ma
     arrivals = np.sort(sink.arrivals_ns())
     sink.start()
     server = server_lateness_ms(arrivals, wall_zero + intended)
-    return {"rate": rate, "planned": result.planned, "sent": result.sent, "rows": len(rows), "ok": result.outcomes.get("ok", 0),
-            "lateness": result.lateness_ms, "server": server, "send_wall_s": result.send_wall_s, "total_wall_s": result.total_wall_s,
-            "cpu_s": invoker_cpu_s, "peak_connections": result.peak_connections, "duration_s": duration_s, "processes": processes,
-            "warnings": result.warnings, "outcomes": result.outcomes}
+    return {
+        "rate": rate,
+        "planned": result.planned,
+        "sent": result.sent,
+        "rows": len(rows),
+        "ok": result.outcomes.get("ok", 0),
+        "lateness": result.lateness_ms,
+        "server": server,
+        "send_wall_s": result.send_wall_s,
+        "total_wall_s": result.total_wall_s,
+        "cpu_s": invoker_cpu_s,
+        "peak_connections": result.peak_connections,
+        "duration_s": duration_s,
+        "processes": processes,
+        "warnings": result.warnings,
+        "outcomes": result.outcomes,
+    }
 
 
 def server_lateness_ms(arrivals_ns: np.ndarray, intended_wall_ns: np.ndarray) -> dict:
@@ -383,11 +441,18 @@ def server_lateness_ms(arrivals_ns: np.ndarray, intended_wall_ns: np.ndarray) ->
 def held(r: dict) -> bool:
     """The targets of issue 22: all sent within the duration + 1 s, p99 at the server ≤ 2 ms."""
     p99 = r["server"]["p99"]
-    return r["sent"] == r["planned"] and r["send_wall_s"] <= r["duration_s"] + TARGET_LATE_S and p99 is not None and p99 <= TARGET_P99_MS
+    return (
+        r["sent"] == r["planned"]
+        and r["send_wall_s"] <= r["duration_s"] + TARGET_LATE_S
+        and p99 is not None
+        and p99 <= TARGET_P99_MS
+    )
 
 
-HEADER = (f"{'rate/s':>7} {'procs':>5} {'planned':>8} {'sent':>8} {'ok':>8} {'last send s':>11} {'srv p50':>8} {'srv p99':>8} {'srv max':>8}"
-          f" {'inv p99':>8} {'cpu s/1k':>8} {'cores':>5}  targets")
+HEADER = (
+    f"{'rate/s':>7} {'procs':>5} {'planned':>8} {'sent':>8} {'ok':>8} {'last send s':>11} {'srv p50':>8} {'srv p99':>8} {'srv max':>8}"
+    f" {'inv p99':>8} {'cpu s/1k':>8} {'cores':>5}  targets"
+)
 
 
 def line(r: dict) -> str:
@@ -395,9 +460,11 @@ def line(r: dict) -> str:
     within = r["sent"] == r["planned"] and r["send_wall_s"] <= r["duration_s"] + TARGET_LATE_S
     p99_ok = s["p99"] is not None and s["p99"] <= TARGET_P99_MS
     cores = r["cpu_s"] / max(r["total_wall_s"], 1e-9)
-    text = (f"{r['rate']:7.0f} {r['processes']:5d} {r['planned']:8d} {r['sent']:8d} {r['ok']:8d} {r['send_wall_s']:11.2f}"
-            f" {_ms(s['p50'])} {_ms(s['p99'])} {_ms(s['max'])} {_ms(lat['p99'])} {1000 * r['cpu_s'] / max(r['sent'], 1):8.3f} {cores:5.2f}"
-            f"  {'sent in time' if within else 'SENT LATE'}, {'p99 ok' if p99_ok else 'P99 OVER'} -> {'HELD' if held(r) else 'not held'}")
+    text = (
+        f"{r['rate']:7.0f} {r['processes']:5d} {r['planned']:8d} {r['sent']:8d} {r['ok']:8d} {r['send_wall_s']:11.2f}"
+        f" {_ms(s['p50'])} {_ms(s['p99'])} {_ms(s['max'])} {_ms(lat['p99'])} {1000 * r['cpu_s'] / max(r['sent'], 1):8.3f} {cores:5.2f}"
+        f"  {'sent in time' if within else 'SENT LATE'}, {'p99 ok' if p99_ok else 'P99 OVER'} -> {'HELD' if held(r) else 'not held'}"
+    )
     if r["ok"] != r["planned"]:
         text += f"\n        outcomes {r['outcomes']}"
     if r["rows"] != r["planned"]:
@@ -473,18 +540,45 @@ def find_max(run, start_rate: float, steps: int) -> tuple[float | None, list[dic
 
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--rates", type=float, nargs="+", default=[5000, 10000, 20000], help="invocations per second, one run each")
+    parser.add_argument(
+        "--rates", type=float, nargs="+", default=[5000, 10000, 20000], help="invocations per second, one run each"
+    )
     parser.add_argument("--rate", type=float, help="one rate (or --find-max's first rate; default 5000)")
-    parser.add_argument("--duration", type=float, default=10.0, help="seconds per rate (default 10; issue 22's target is 30)")
-    parser.add_argument("--processes", default="1", metavar="N|auto", help="send processes, as faasprof run --send-processes (default 1)")
-    parser.add_argument("--find-max", action="store_true", help="find the highest rate that holds the targets (grow by half, then bisect)")
-    parser.add_argument("--bisect-steps", type=int, default=3, help="--find-max: bisection steps after the first miss (default 3)")
-    parser.add_argument("--sink", choices=("auto", "nginx", "python"), default="auto", help="auto: nginx when found, else the Python sink")
+    parser.add_argument(
+        "--duration", type=float, default=10.0, help="seconds per rate (default 10; issue 22's target is 30)"
+    )
+    parser.add_argument(
+        "--processes",
+        default="1",
+        metavar="N|auto",
+        help="send processes, as faasprof run --send-processes (default 1)",
+    )
+    parser.add_argument(
+        "--find-max",
+        action="store_true",
+        help="find the highest rate that holds the targets (grow by half, then bisect)",
+    )
+    parser.add_argument(
+        "--bisect-steps", type=int, default=3, help="--find-max: bisection steps after the first miss (default 3)"
+    )
+    parser.add_argument(
+        "--sink",
+        choices=("auto", "nginx", "python"),
+        default="auto",
+        help="auto: nginx when found, else the Python sink",
+    )
     parser.add_argument("--nginx", metavar="PATH", help="the nginx binary (default: nginx on PATH or /usr/sbin/nginx)")
     parser.add_argument("--sink-workers", type=int, help="sink worker processes (default: half the CPUs, 1..8)")
     parser.add_argument("--max-connections", type=int, default=512)
-    parser.add_argument("--realtime", type=int, metavar="PRIORITY", help="send threads and the sink under SCHED_FIFO at this priority (as faasprof run --realtime; needs root)")
-    parser.add_argument("--micro", action="store_true", help="only measure CPU per parsed response (per parser) and per journaled send")
+    parser.add_argument(
+        "--realtime",
+        type=int,
+        metavar="PRIORITY",
+        help="send threads and the sink under SCHED_FIFO at this priority (as faasprof run --realtime; needs root)",
+    )
+    parser.add_argument(
+        "--micro", action="store_true", help="only measure CPU per parsed response (per parser) and per journaled send"
+    )
     parser.add_argument("--sink-worker", nargs=2, metavar=("PORT", "OUT"), help=argparse.SUPPRESS)
     args = parser.parse_args()
     if args.sink_worker:
@@ -492,7 +586,9 @@ def main() -> int:
     if args.micro:
         print(f"response parser, pure Python (PyResponse): {parser_cost_us(PyResponse):.2f} us CPU per response")
         if httptools is not None:
-            print(f"response parser, llhttp via httptools {httptools.__version__} (LlhttpResponse, used by faasprof run): {parser_cost_us(LlhttpResponse):.2f} us CPU per response")
+            print(
+                f"response parser, llhttp via httptools {httptools.__version__} (LlhttpResponse, used by faasprof run): {parser_cost_us(LlhttpResponse):.2f} us CPU per response"
+            )
         tmp = Path(tempfile.mkdtemp(prefix="faasprof-bench-"))
         try:
             on_send, in_flush = journal_cost_us(tmp)
@@ -505,9 +601,13 @@ def main() -> int:
     tmp = Path(tempfile.mkdtemp(prefix="faasprof-bench-"))
     nginx = find_nginx(args.nginx) if args.sink != "python" else None
     if args.nginx and nginx is None:
-        sys.exit(f"bench_invoker: --nginx {args.nginx}: not an executable file; pass the path of an nginx binary or leave --nginx out")
+        sys.exit(
+            f"bench_invoker: --nginx {args.nginx}: not an executable file; pass the path of an nginx binary or leave --nginx out"
+        )
     if args.sink == "nginx" and nginx is None:
-        sys.exit("bench_invoker: --sink nginx: nginx not found; pass --nginx PATH, install it (FAASPROF_DEV=1 bash setup/steps/40-invoker.sh) or use --sink python")
+        sys.exit(
+            "bench_invoker: --sink nginx: nginx not found; pass --nginx PATH, install it (FAASPROF_DEV=1 bash setup/steps/40-invoker.sh) or use --sink python"
+        )
     sink = NginxSink(nginx, workers, tmp / "sink") if nginx else PythonSink(workers, tmp / "sink")
     sink.realtime_priority = args.realtime
     sink.start()
@@ -526,25 +626,37 @@ def main() -> int:
     loop_name = "uvloop" if _has_uvloop() else "asyncio"
     parser_name = f"llhttp (httptools {httptools.__version__})" if httptools is not None else "pure Python"
     print(f"sink: {sink.name} on 127.0.0.1:{sink.port}")
-    print(f"invoker: Python {sys.version.split()[0]}, event loop {loop_name}, response parser {parser_name}, send journal on; "
-          f"--processes {args.processes}; {cpus} CPUs; load average {os.getloadavg()[0]:.2f}; "
-          f"send threads and sink {'SCHED_FIFO ' + str(args.realtime) if args.realtime else 'normal policy'}")
-    print(f"targets (issue 22): every invocation sent within the duration + {TARGET_LATE_S:g} s, p99 lateness at the server <= {TARGET_P99_MS:g} ms")
+    print(
+        f"invoker: Python {sys.version.split()[0]}, event loop {loop_name}, response parser {parser_name}, send journal on; "
+        f"--processes {args.processes}; {cpus} CPUs; load average {os.getloadavg()[0]:.2f}; "
+        f"send threads and sink {'SCHED_FIFO ' + str(args.realtime) if args.realtime else 'normal policy'}"
+    )
+    print(
+        f"targets (issue 22): every invocation sent within the duration + {TARGET_LATE_S:g} s, p99 lateness at the server <= {TARGET_P99_MS:g} ms"
+    )
     print(HEADER, flush=True)
     try:
         if args.find_max:
             best, _ = find_max(run, first_rate, args.bisect_steps)
-            verdict = f"highest rate held: {best:,.0f}/s" if best else f"no rate held (the first, {first_rate:,.0f}/s, missed a target)"
+            verdict = (
+                f"highest rate held: {best:,.0f}/s"
+                if best
+                else f"no rate held (the first, {first_rate:,.0f}/s, missed a target)"
+            )
             print(f"{verdict} ({args.duration:g} s Poisson runs, --processes {args.processes})")
         else:
-            for rate in ([args.rate] if args.rate else args.rates):
+            for rate in [args.rate] if args.rate else args.rates:
                 run(rate)
     finally:
         sink.stop()
         shutil.rmtree(tmp, ignore_errors=True)
     print(f"load average at the end {os.getloadavg()[0]:.2f} (other processes on this host make the tail worse)")
-    print("last send s: the run's zero to the last request written (target: <= duration + 1 s); srv: lateness at the server, ms;")
-    print("inv p99: the lateness the invoker recorded, ms; cpu s/1k: CPU seconds of the invoker processes (all threads, parent")
+    print(
+        "last send s: the run's zero to the last request written (target: <= duration + 1 s); srv: lateness at the server, ms;"
+    )
+    print(
+        "inv p99: the lateness the invoker recorded, ms; cpu s/1k: CPU seconds of the invoker processes (all threads, parent"
+    )
     print("included) per 1,000 sends; cores: that CPU over the run's wall time.")
     return 0
 

@@ -35,8 +35,8 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from faasprof.docker import DEFAULT_IMAGES, docker_problem  # noqa: E402
 from faasprof.localwhisk.config import GUEST_AUTH  # noqa: E402
-from faasprof.localwhisk.embedded import start_embedded  # noqa: E402
 from faasprof.localwhisk.docker_sandbox import Engine
+from faasprof.localwhisk.embedded import start_embedded  # noqa: E402
 
 ROOT = Path(__file__).resolve().parent.parent
 NOOP_PY = "def main(args):\n    return {}\n"
@@ -184,28 +184,60 @@ def measure_modes(isolation, args, out):
 def measure_capacity(isolation, out):
     data_dir = Path(tempfile.mkdtemp(prefix="bench-iso-"))
     flags = [arg for key, value in lw_settings(isolation).items() for arg in ("--" + key.replace("_", "-"), value)]
-    start = subprocess.run([sys.executable, "-m", "faasprof", "local", "start", *flags, "--port", "0",
-                            "--data-dir", str(data_dir)], capture_output=True, text=True, timeout=120)
+    start = subprocess.run(
+        [sys.executable, "-m", "faasprof", "local", "start", *flags, "--port", "0", "--data-dir", str(data_dir)],
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
     if start.returncode != 0:
         out["capacity_per_s"] = f"local start failed: {start.stderr.strip()[-200:]}"
         return
     apihost = start.stdout.strip().splitlines()[-1]
     try:
-        run = subprocess.run([sys.executable, "-m", "faasprof", "capacity", "json_dumps", "--apihost", apihost, "--auth", GUEST_AUTH, "--duration", "5",
-                              "--max-runs", "8", "--quiet", "--out", str(data_dir / "runs")], capture_output=True, text=True, timeout=900, cwd=ROOT)
+        run = subprocess.run(
+            [
+                sys.executable,
+                "-m",
+                "faasprof",
+                "capacity",
+                "json_dumps",
+                "--apihost",
+                apihost,
+                "--auth",
+                GUEST_AUTH,
+                "--duration",
+                "5",
+                "--max-runs",
+                "8",
+                "--quiet",
+                "--out",
+                str(data_dir / "runs"),
+            ],
+            capture_output=True,
+            text=True,
+            timeout=900,
+            cwd=ROOT,
+        )
         text = run.stdout + run.stderr
         found = re.search(r"capacity ([0-9.e+]+)/s", text)
         out["capacity_per_s"] = float(found.group(1)) if found else text.strip()[-200:]
         out["capacity_output"] = text.strip()[-400:]
     finally:
-        subprocess.run([sys.executable, "-m", "faasprof", "local", "stop", "--data-dir", str(data_dir)], capture_output=True, timeout=60)
+        subprocess.run(
+            [sys.executable, "-m", "faasprof", "local", "stop", "--data-dir", str(data_dir)],
+            capture_output=True,
+            timeout=60,
+        )
 
 
 def measure_mechanisms(n, out):
     """docker pause/unpause: CLI vs Engine API (aiohttp, as localwhisk) vs a freezer write."""
     import asyncio
 
-    cid = subprocess.run(["docker", "run", "-d", "--label", LABEL, DEFAULT_IMAGES["python"]], capture_output=True, text=True, check=True).stdout.strip()
+    cid = subprocess.run(
+        ["docker", "run", "-d", "--label", LABEL, DEFAULT_IMAGES["python"]], capture_output=True, text=True, check=True
+    ).stdout.strip()
     try:
         cli = {"pause": [], "unpause": []}
         cli_failed = 0
@@ -232,7 +264,11 @@ def measure_mechanisms(n, out):
                         times[verb].append((time.perf_counter() - t0) * 1000)
                 for _ in range(max(n // 4, 3)):
                     t0 = time.perf_counter()
-                    created = await engine.call("POST", "/containers/create", body={"Image": DEFAULT_IMAGES["python"], "Labels": {"faasprof.bench": "isolation"}})
+                    created = await engine.call(
+                        "POST",
+                        "/containers/create",
+                        body={"Image": DEFAULT_IMAGES["python"], "Labels": {"faasprof.bench": "isolation"}},
+                    )
                     await engine.call("POST", f"/containers/{created['Id']}/start")
                     times["create+start"].append((time.perf_counter() - t0) * 1000)
                     await engine.call("DELETE", f"/containers/{created['Id']}", params={"force": "1"})
@@ -255,14 +291,23 @@ def measure_mechanisms(n, out):
         run_cli = []
         for _ in range(max(n // 4, 3)):
             t0 = time.perf_counter()
-            other = subprocess.run(["docker", "run", "-d", "--label", LABEL, DEFAULT_IMAGES["python"]], capture_output=True, text=True, check=True).stdout.strip()
+            other = subprocess.run(
+                ["docker", "run", "-d", "--label", LABEL, DEFAULT_IMAGES["python"]],
+                capture_output=True,
+                text=True,
+                check=True,
+            ).stdout.strip()
             run_cli.append((time.perf_counter() - t0) * 1000)
             subprocess.run(["docker", "rm", "-f", other], capture_output=True)
         out["mech"] = {
-            "pause_cli_ms": med(cli["pause"]), "unpause_cli_ms": med(cli["unpause"]),
-            "pause_api_ms": med(api["pause"]), "unpause_api_ms": med(api["unpause"]),
-            "pause_freezer_ms": med(frz["pause"]), "unpause_freezer_ms": med(frz["unpause"]),
-            "run_cli_ms": med(run_cli), "create_start_api_ms": med(api["create+start"]),
+            "pause_cli_ms": med(cli["pause"]),
+            "unpause_cli_ms": med(cli["unpause"]),
+            "pause_api_ms": med(api["pause"]),
+            "unpause_api_ms": med(api["unpause"]),
+            "pause_freezer_ms": med(frz["pause"]),
+            "unpause_freezer_ms": med(frz["unpause"]),
+            "run_cli_ms": med(run_cli),
+            "create_start_api_ms": med(api["create+start"]),
             "failed_pause_unpause": cli_failed + api["failed"],
         }
     finally:
@@ -283,9 +328,17 @@ def main() -> int:
     parser.add_argument("--warm", type=int, default=30)
     parser.add_argument("--resume", type=int, default=8)
     parser.add_argument("--mode-s", type=float, default=5.0, help="seconds per Figure 4 mode (default 5)")
-    parser.add_argument("--mechanisms", type=int, default=20, help="repetitions of pause/unpause per mechanism (0 = skip)")
-    parser.add_argument("--capacity", action="store_true", help="also run faasprof capacity json_dumps per isolation (minutes)")
-    parser.add_argument("--isolations", default="auto,docker,docker-freezer", help="columns: auto, cgroup, rlimit, docker, docker-freezer")
+    parser.add_argument(
+        "--mechanisms", type=int, default=20, help="repetitions of pause/unpause per mechanism (0 = skip)"
+    )
+    parser.add_argument(
+        "--capacity", action="store_true", help="also run faasprof capacity json_dumps per isolation (minutes)"
+    )
+    parser.add_argument(
+        "--isolations",
+        default="auto,docker,docker-freezer",
+        help="columns: auto, cgroup, rlimit, docker, docker-freezer",
+    )
     parser.add_argument("--mechanisms-only", action="store_true", help="only the docker pause/unpause/start mechanisms")
     parser.add_argument("--json", help="also write the figures to this JSON file")
     args = parser.parse_args()
@@ -336,7 +389,9 @@ def main() -> int:
         print(f"{label:<{width}}  " + "  ".join(f"{fmt(results[i].get(key, float('nan'))):>12}" for i in isolations))
     sys.stdout.flush()
     if args.json:
-        Path(args.json).write_text(json.dumps({"isolations": results, "host_cpus": os.cpu_count()}, indent=1, default=str))
+        Path(args.json).write_text(
+            json.dumps({"isolations": results, "host_cpus": os.cpu_count()}, indent=1, default=str)
+        )
     mech = {}
     if any(i.startswith("docker") for i in isolations) and args.mechanisms:
         holder = {}
@@ -346,7 +401,9 @@ def main() -> int:
         print()
         print("docker mechanisms (ms, median):  " + ", ".join(f"{k} {fmt(v)}" for k, v in mech.items()))
     if args.json:
-        Path(args.json).write_text(json.dumps({"isolations": results, "mechanisms": mech, "host_cpus": os.cpu_count()}, indent=1, default=str))
+        Path(args.json).write_text(
+            json.dumps({"isolations": results, "mechanisms": mech, "host_cpus": os.cpu_count()}, indent=1, default=str)
+        )
     return 0
 
 

@@ -87,7 +87,9 @@ def container_cpu_s(container_id12: str) -> float | None:
     for path in Path("/sys/fs/cgroup/cpuacct/docker").glob(f"{container_id12}*/cpuacct.usage"):
         return int(path.read_text()) / 1e9
     for base in ("/sys/fs/cgroup/system.slice", "/sys/fs/cgroup/docker"):
-        for path in list(Path(base).glob(f"docker-{container_id12}*.scope/cpu.stat")) + list(Path(base).glob(f"{container_id12}*/cpu.stat")):
+        for path in list(Path(base).glob(f"docker-{container_id12}*.scope/cpu.stat")) + list(
+            Path(base).glob(f"{container_id12}*/cpu.stat")
+        ):
             for line in path.read_text().splitlines():
                 if line.startswith("usage_usec "):
                     return int(line.split()[1]) / 1e6
@@ -140,8 +142,10 @@ async def _loadgen(spec: dict) -> dict:
     host, port = spec["host"], spec["port"]
     path = spec["path"]
     auth = base64.b64encode(spec["auth"].encode()).decode()
-    request = (f"POST {path} HTTP/1.1\r\nHost: {host}:{port}\r\nAuthorization: Basic {auth}\r\n"
-               f"Content-Type: application/json\r\nContent-Length: 2\r\n\r\n{{}}").encode()
+    request = (
+        f"POST {path} HTTP/1.1\r\nHost: {host}:{port}\r\nAuthorization: Basic {auth}\r\n"
+        f"Content-Type: application/json\r\nContent-Length: 2\r\n\r\n{{}}"
+    ).encode()
     conns = []
     for _ in range(spec["connections"]):
         _, proto = await loop.create_connection(lambda: _Conn(httptools), host, port)
@@ -172,8 +176,14 @@ async def _loadgen(spec: dict) -> dict:
     cpu1 = os.times()
     for c in conns:
         c.transport.close()
-    return {"t0_mono_s": t0, "t1_mono_s": t1, "statuses": statuses, "errors": errors, "latencies_ms": latencies_ms,
-            "cpu_s": (cpu1.user - cpu0.user) + (cpu1.system - cpu0.system)}
+    return {
+        "t0_mono_s": t0,
+        "t1_mono_s": t1,
+        "statuses": statuses,
+        "errors": errors,
+        "latencies_ms": latencies_ms,
+        "cpu_s": (cpu1.user - cpu0.user) + (cpu1.system - cpu0.system),
+    }
 
 
 def loadgen_main(spec_text: str) -> None:
@@ -192,8 +202,16 @@ def run_loadgen(handle, path: str, connections: int, count: int | None = None, d
     host_port = handle.apihost.split("://", 1)[1]
     host, port = host_port.rsplit(":", 1)
     with tempfile.TemporaryDirectory(prefix="bench-localwhisk-") as tmp:
-        spec = {"host": host, "port": int(port), "path": path, "auth": handle.auth, "connections": connections,
-                "count": count, "duration_s": duration_s, "out": str(Path(tmp) / "result.json")}
+        spec = {
+            "host": host,
+            "port": int(port),
+            "path": path,
+            "auth": handle.auth,
+            "connections": connections,
+            "count": count,
+            "duration_s": duration_s,
+            "out": str(Path(tmp) / "result.json"),
+        }
         subprocess.run([sys.executable, __file__, "--loadgen", json.dumps(spec)], check=True)
         result = json.loads(Path(spec["out"]).read_text())
     for body in result["errors"]:
@@ -212,8 +230,10 @@ class Api:
         self.handle = handle
 
     def put(self, name, kind, code, memory=256):
-        r = self.session.put(f"{self.base}/actions/{name}?overwrite=true",
-                             json={"exec": {"kind": kind, "code": code}, "limits": {"memory": memory}})
+        r = self.session.put(
+            f"{self.base}/actions/{name}?overwrite=true",
+            json={"exec": {"kind": kind, "code": code}, "limits": {"memory": memory}},
+        )
         r.raise_for_status()
 
     def invoke(self, name, blocking=True):
@@ -231,7 +251,11 @@ class CpuMeter:
 
     def _sandboxes(self) -> dict:
         if self.isolation == "docker":  # the container's cgroup: its proxy and launcher together
-            return {sb["container_id"]: container_cpu_s(sb["container_id"]) for sb in self.api.pool()["sandboxes"] if sb.get("container_id")}
+            return {
+                sb["container_id"]: container_cpu_s(sb["container_id"])
+                for sb in self.api.pool()["sandboxes"]
+                if sb.get("container_id")
+            }
         return {sb["pid"]: cpu_s(sb["pid"]) for sb in self.api.pool()["sandboxes"] if sb.get("pid")}
 
     def start(self):
@@ -250,8 +274,10 @@ def cpu_text(server_s: float, sandboxes_s: float | None, loadgen_s: float, n: in
     if n <= 0:
         return "no activations"
     sandboxes = "n/a" if sandboxes_s is None else f"{sandboxes_s / n * 1e6:.0f} µs"
-    return (f"CPU per activation: server {server_s / n * 1e6:.0f} µs, sandboxes {sandboxes}, "
-            f"load generator {loadgen_s / n * 1e6:.0f} µs")
+    return (
+        f"CPU per activation: server {server_s / n * 1e6:.0f} µs, sandboxes {sandboxes}, "
+        f"load generator {loadgen_s / n * 1e6:.0f} µs"
+    )
 
 
 def ceiling_per_s(server_s: float, sandboxes_s: float | None, n: int) -> float | None:
@@ -291,13 +317,22 @@ def bench_warm(handle, api, meter, n) -> dict:
     lat = res["latencies_ms"]
     ok = res["statuses"].get("200", 0)
     p50 = pct(lat, 50)
-    print(f"  warm no-op, blocking, 1 connection, client-observed: n={n} p50={p50:.2f} ms (target <= {TARGET_P50_MS:g} ms) "
-          f"p90={pct(lat, 90):.2f} ms p99={pct(lat, 99):.2f} ms  [loadavg {load:.1f}]")
+    print(
+        f"  warm no-op, blocking, 1 connection, client-observed: n={n} p50={p50:.2f} ms (target <= {TARGET_P50_MS:g} ms) "
+        f"p90={pct(lat, 90):.2f} ms p99={pct(lat, 99):.2f} ms  [loadavg {load:.1f}]"
+    )
     print(f"    {cpu_text(server_s, sandboxes_s, res['cpu_s'], ok)}; statuses {res['statuses']}")
-    return {"n": n, "p50_ms": p50, "p90_ms": pct(lat, 90), "p99_ms": pct(lat, 99), "mean_ms": statistics.mean(lat),
-            "loadavg": load, "server_cpu_us": server_s / max(ok, 1) * 1e6,
-            "sandbox_cpu_us": None if sandboxes_s is None else sandboxes_s / max(ok, 1) * 1e6,
-            "loadgen_cpu_us": res["cpu_s"] / max(ok, 1) * 1e6}
+    return {
+        "n": n,
+        "p50_ms": p50,
+        "p90_ms": pct(lat, 90),
+        "p99_ms": pct(lat, 99),
+        "mean_ms": statistics.mean(lat),
+        "loadavg": load,
+        "server_cpu_us": server_s / max(ok, 1) * 1e6,
+        "sandbox_cpu_us": None if sandboxes_s is None else sandboxes_s / max(ok, 1) * 1e6,
+        "loadgen_cpu_us": res["cpu_s"] / max(ok, 1) * 1e6,
+    }
 
 
 def bench_blocking(handle, api, meter, connections, duration_s) -> dict:
@@ -309,19 +344,32 @@ def bench_blocking(handle, api, meter, connections, duration_s) -> dict:
     ok = res["statuses"].get("200", 0)
     rate = ok / (res["t1_mono_s"] - res["t0_mono_s"])
     lat = res["latencies_ms"]
-    print(f"  blocking no-op throughput, {connections} connections for {duration_s:g} s: completed {rate:.0f}/s "
-          f"(target >= {TARGET_COMPLETED_PER_S:.0f}/s), latency p50={pct(lat, 50):.2f} ms p99={pct(lat, 99):.2f} ms  [loadavg {load:.1f}]")
-    print(f"    {cpu_text(server_s, sandboxes_s, res['cpu_s'], ok)}; server busy {server_s / (res['t1_mono_s'] - res['t0_mono_s']) * 100:.0f} % "
-          f"of one core; statuses {res['statuses']}")
+    print(
+        f"  blocking no-op throughput, {connections} connections for {duration_s:g} s: completed {rate:.0f}/s "
+        f"(target >= {TARGET_COMPLETED_PER_S:.0f}/s), latency p50={pct(lat, 50):.2f} ms p99={pct(lat, 99):.2f} ms  [loadavg {load:.1f}]"
+    )
+    print(
+        f"    {cpu_text(server_s, sandboxes_s, res['cpu_s'], ok)}; server busy {server_s / (res['t1_mono_s'] - res['t0_mono_s']) * 100:.0f} % "
+        f"of one core; statuses {res['statuses']}"
+    )
     ceiling = ceiling_per_s(server_s, sandboxes_s, ok)
     if ceiling is not None:
-        print(f"    ceiling from these CPU costs on {os.cpu_count()} idle cores: {ceiling:.0f}/s (the single-threaded server "
-              f"alone allows {ok / server_s:.0f}/s)")
-    return {"connections": connections, "completed_per_s": rate, "p50_ms": pct(lat, 50), "p99_ms": pct(lat, 99), "loadavg": load,
-            "ceiling_per_s": ceiling,
-            "server_cpu_us": server_s / max(ok, 1) * 1e6,
-            "sandbox_cpu_us": None if sandboxes_s is None else sandboxes_s / max(ok, 1) * 1e6,
-            "loadgen_cpu_us": res["cpu_s"] / max(ok, 1) * 1e6, "statuses": res["statuses"]}
+        print(
+            f"    ceiling from these CPU costs on {os.cpu_count()} idle cores: {ceiling:.0f}/s (the single-threaded server "
+            f"alone allows {ok / server_s:.0f}/s)"
+        )
+    return {
+        "connections": connections,
+        "completed_per_s": rate,
+        "p50_ms": pct(lat, 50),
+        "p99_ms": pct(lat, 99),
+        "loadavg": load,
+        "ceiling_per_s": ceiling,
+        "server_cpu_us": server_s / max(ok, 1) * 1e6,
+        "sandbox_cpu_us": None if sandboxes_s is None else sandboxes_s / max(ok, 1) * 1e6,
+        "loadgen_cpu_us": res["cpu_s"] / max(ok, 1) * 1e6,
+        "statuses": res["statuses"],
+    }
 
 
 def bench_nonblocking(handle, api, meter, connections, count) -> dict:
@@ -334,13 +382,22 @@ def bench_nonblocking(handle, api, meter, connections, count) -> dict:
     accepted = res["statuses"].get("202", 0)
     accepted_rate = accepted / (res["t1_mono_s"] - res["t0_mono_s"])
     completed_rate = accepted / (empty_at - res["t0_mono_s"])
-    print(f"  non-blocking no-op throughput, {connections} connections, n={count}: accepted {accepted_rate:.0f}/s, "
-          f"completed {completed_rate:.0f}/s (target >= {TARGET_COMPLETED_PER_S:.0f}/s)  [loadavg {load:.1f}]")
+    print(
+        f"  non-blocking no-op throughput, {connections} connections, n={count}: accepted {accepted_rate:.0f}/s, "
+        f"completed {completed_rate:.0f}/s (target >= {TARGET_COMPLETED_PER_S:.0f}/s)  [loadavg {load:.1f}]"
+    )
     print(f"    {cpu_text(server_s, sandboxes_s, res['cpu_s'], accepted)}; statuses {res['statuses']}")
-    return {"connections": connections, "count": count, "accepted_per_s": accepted_rate, "completed_per_s": completed_rate,
-            "loadavg": load, "server_cpu_us": server_s / max(accepted, 1) * 1e6,
-            "sandbox_cpu_us": None if sandboxes_s is None else sandboxes_s / max(accepted, 1) * 1e6,
-            "loadgen_cpu_us": res["cpu_s"] / max(accepted, 1) * 1e6, "statuses": res["statuses"]}
+    return {
+        "connections": connections,
+        "count": count,
+        "accepted_per_s": accepted_rate,
+        "completed_per_s": completed_rate,
+        "loadavg": load,
+        "server_cpu_us": server_s / max(accepted, 1) * 1e6,
+        "sandbox_cpu_us": None if sandboxes_s is None else sandboxes_s / max(accepted, 1) * 1e6,
+        "loadgen_cpu_us": res["cpu_s"] / max(accepted, 1) * 1e6,
+        "statuses": res["statuses"],
+    }
 
 
 def bench_cold(api, n, kind, code, label):
@@ -356,8 +413,10 @@ def bench_cold(api, n, kind, code, label):
         inits.append(annotation(rec, "initTime", 0))
         api.session.delete(f"{api.base}/actions/{name}")
         time.sleep(0.05)
-    print(f"  cold start no-op {label}: n={n} client p50={pct(lat, 50):.1f} ms p90={pct(lat, 90):.1f} ms "
-          f"(waitTime p50={pct(waits, 50)} ms, initTime p50={pct(inits, 50)} ms)  [loadavg {loadavg():.1f}]")
+    print(
+        f"  cold start no-op {label}: n={n} client p50={pct(lat, 50):.1f} ms p90={pct(lat, 90):.1f} ms "
+        f"(waitTime p50={pct(waits, 50)} ms, initTime p50={pct(inits, 50)} ms)  [loadavg {loadavg():.1f}]"
+    )
 
 
 def bench_memory(api, k):
@@ -365,9 +424,15 @@ def bench_memory(api, k):
         api.put(f"mem-py-{i}", "python:3", NOOP_PY)
         api.invoke(f"mem-py-{i}")
     time.sleep(0.5)
-    usage = [(sb["memory_usage_bytes"] or 0) / 2**20 for sb in api.pool()["sandboxes"] if (sb["action"] or "").startswith("mem-")]
+    usage = [
+        (sb["memory_usage_bytes"] or 0) / 2**20
+        for sb in api.pool()["sandboxes"]
+        if (sb["action"] or "").startswith("mem-")
+    ]
     if usage:
-        print(f"  idle warm (paused) python sandbox: cgroup usage {statistics.mean(usage):.1f} MB (mean of {len(usage)})")
+        print(
+            f"  idle warm (paused) python sandbox: cgroup usage {statistics.mean(usage):.1f} MB (mean of {len(usage)})"
+        )
 
 
 def run_isolation(isolation: str, args) -> dict:
@@ -378,8 +443,10 @@ def run_isolation(isolation: str, args) -> dict:
         settings["isolation"] = "docker"
     out = {}
     with start_embedded(**settings) as handle:
-        print(f"isolation {isolation}: localwhisk {handle.apihost} mode={handle.settings['isolation']} "
-              f"pause_grace_ms={handle.settings['pause_grace_ms']} cores={os.cpu_count()} (nothing pinned) loadavg {loadavg():.1f}")
+        print(
+            f"isolation {isolation}: localwhisk {handle.apihost} mode={handle.settings['isolation']} "
+            f"pause_grace_ms={handle.settings['pause_grace_ms']} cores={os.cpu_count()} (nothing pinned) loadavg {loadavg():.1f}"
+        )
         api = Api(handle)
         api.put("noop-py", "python:3", NOOP_PY)
         meter = CpuMeter(api, handle.process.pid, isolation)
@@ -412,13 +479,32 @@ def summary(results: dict) -> None:
 
     row("warm p50, 1 connection (ms)", f"<= {TARGET_P50_MS:g}", lambda r: r["warm"]["p50_ms"], lambda v: f"{v:.2f}")
     row("warm p99, 1 connection (ms)", "", lambda r: r["warm"]["p99_ms"], lambda v: f"{v:.2f}")
-    row("completed/s, blocking", f">= {TARGET_COMPLETED_PER_S:.0f}", lambda r: r["blocking"]["completed_per_s"], lambda v: f"{v:.0f}")
-    row("completed/s, non-blocking", f">= {TARGET_COMPLETED_PER_S:.0f}", lambda r: r["nonblocking"]["completed_per_s"], lambda v: f"{v:.0f}")
+    row(
+        "completed/s, blocking",
+        f">= {TARGET_COMPLETED_PER_S:.0f}",
+        lambda r: r["blocking"]["completed_per_s"],
+        lambda v: f"{v:.0f}",
+    )
+    row(
+        "completed/s, non-blocking",
+        f">= {TARGET_COMPLETED_PER_S:.0f}",
+        lambda r: r["nonblocking"]["completed_per_s"],
+        lambda v: f"{v:.0f}",
+    )
     row("server CPU per activation, blocking (µs)", "", lambda r: r["blocking"]["server_cpu_us"], lambda v: f"{v:.0f}")
-    row("server CPU per activation, non-blocking (µs)", "", lambda r: r["nonblocking"]["server_cpu_us"], lambda v: f"{v:.0f}")
+    row(
+        "server CPU per activation, non-blocking (µs)",
+        "",
+        lambda r: r["nonblocking"]["server_cpu_us"],
+        lambda v: f"{v:.0f}",
+    )
     row("load generator CPU per activation (µs)", "", lambda r: r["blocking"]["loadgen_cpu_us"], lambda v: f"{v:.0f}")
-    row(f"ceiling from CPU cost, {os.cpu_count()} idle cores (/s)", f">= {TARGET_COMPLETED_PER_S:.0f}", lambda r: r["blocking"]["ceiling_per_s"],
-        lambda v: "n/a" if v is None else f"{v:.0f}")
+    row(
+        f"ceiling from CPU cost, {os.cpu_count()} idle cores (/s)",
+        f">= {TARGET_COMPLETED_PER_S:.0f}",
+        lambda r: r["blocking"]["ceiling_per_s"],
+        lambda v: "n/a" if v is None else f"{v:.0f}",
+    )
     row("loadavg (1 min) during blocking", "", lambda r: r["blocking"]["loadavg"], lambda v: f"{v:.1f}")
 
 

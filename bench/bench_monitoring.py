@@ -15,6 +15,7 @@ import os
 import tempfile
 import time
 from pathlib import Path
+
 from faasprof.monitoring.collectors.cgroups import CgroupCollector
 from faasprof.monitoring.derived import add_perf_metrics
 from faasprof.monitoring.parsers.perf import parse_perf_stat, perf_wide
@@ -37,8 +38,10 @@ def bench_perf(intervals: int = 36_000) -> None:
     parsed = time.perf_counter()
     wide = add_perf_metrics(perf_wide(long))
     done = time.perf_counter()
-    print(f"perf: {len(lines):,} rows ({len(text) / 1e6:.1f} MB, {intervals:,} intervals): parse {parsed - start:.2f} s "
-          f"({len(lines) / (parsed - start):,.0f} rows/s), wide + derived {done - parsed:.2f} s → {len(wide):,} rows")
+    print(
+        f"perf: {len(lines):,} rows ({len(text) / 1e6:.1f} MB, {intervals:,} intervals): parse {parsed - start:.2f} s "
+        f"({len(lines) / (parsed - start):,.0f} rows/s), wide + derived {done - parsed:.2f} s → {len(wide):,} rows"
+    )
 
 
 def bench_cgroups(samples: int = 50) -> None:
@@ -59,8 +62,10 @@ def bench_cgroups(samples: int = 50) -> None:
             collector.sample_once()
         elapsed = time.perf_counter() - start
         collector._handle.close()
-    print(f"cgroups: {len(collector.sandboxes_seen)} cgroups per sample: {elapsed / samples * 1e3:.2f} ms per sample "
-          f"({samples} samples; at the default 500 ms interval that is {elapsed / samples / 0.5 * 100:.2f} % of one CPU)")
+    print(
+        f"cgroups: {len(collector.sandboxes_seen)} cgroups per sample: {elapsed / samples * 1e3:.2f} ms per sample "
+        f"({samples} samples; at the default 500 ms interval that is {elapsed / samples / 0.5 * 100:.2f} % of one CPU)"
+    )
 
 
 if __name__ == "__main__":

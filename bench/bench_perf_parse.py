@@ -29,6 +29,7 @@ sys.path.insert(0, str(ROOT / "bench"))
 sys.path.insert(0, str(ROOT / "tests"))
 
 from bench_analyzer import write_perf_monitor  # noqa: E402
+
 from faasprof import rundir  # noqa: E402
 from faasprof.monitoring.collectors.perf import PerfCollector  # noqa: E402
 from faasprof.monitoring.parsers.perf import parse_perf_stat, parse_perf_stat_reference  # noqa: E402
@@ -47,7 +48,12 @@ def best_s(repeat: int, work) -> float:
 
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--duration-s", type=float, default=5000.0, help="run length the monitor covers (default 5000 s: ~600,000 lines)")
+    parser.add_argument(
+        "--duration-s",
+        type=float,
+        default=5000.0,
+        help="run length the monitor covers (default 5000 s: ~600,000 lines)",
+    )
     parser.add_argument("--repeat", type=int, default=3, help="timings per figure; the best is printed (default 3)")
     parser.add_argument("--skip-reference", action="store_true", help="do not time the line-by-line reference parser")
     args = parser.parse_args()
@@ -58,12 +64,18 @@ def main() -> int:
         lines = write_perf_monitor(run_dir, args.duration_s)
         directory = run_dir / "monitors" / "perf"
         text = (directory / "perf_stat.csv").read_text()
-        print(f"perf_stat.csv: {lines:,} lines, {len(text) / 2**20:.1f} MiB ({args.duration_s:g} s of 100 ms intervals)", flush=True)
+        print(
+            f"perf_stat.csv: {lines:,} lines, {len(text) / 2**20:.1f} MiB ({args.duration_s:g} s of 100 ms intervals)",
+            flush=True,
+        )
         fast_s = best_s(args.repeat, lambda: parse_perf_stat(text))
         print(f"{'parse_perf_stat (fast path):':38} {fast_s:7.2f} s  {lines / fast_s:12,.0f} lines/s", flush=True)
         if not args.skip_reference:
             slow_s = best_s(args.repeat, lambda: parse_perf_stat_reference(text))
-            print(f"{'parse_perf_stat_reference (per line):':38} {slow_s:7.2f} s  {lines / slow_s:12,.0f} lines/s  (fast path x{slow_s / fast_s:.1f})", flush=True)
+            print(
+                f"{'parse_perf_stat_reference (per line):':38} {slow_s:7.2f} s  {lines / slow_s:12,.0f} lines/s  (fast path x{slow_s / fast_s:.1f})",
+                flush=True,
+            )
         meta = {"layout": {"sep": ","}}
         manifest = rundir.new_manifest("bench", {}, rundir.ClockAnchor(0, 0))
         frame_s = best_s(args.repeat, lambda: PerfCollector.load_frame(directory, meta, 0.0, manifest))

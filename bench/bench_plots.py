@@ -41,7 +41,9 @@ def main(argv: list[str] | None = None) -> int:
     plots.new_figure(figsize=(1, 1))  # the import is not what is measured
     started = time.perf_counter()
     run = load_run(args.run_dir)
-    print(f"load_run: {time.perf_counter() - started:.2f} s, {len(run.invocations):,} invocations (not part of the figures below)")
+    print(
+        f"load_run: {time.perf_counter() - started:.2f} s, {len(run.invocations):,} invocations (not part of the figures below)"
+    )
     with tempfile.TemporaryDirectory(prefix="bench-plots-") as tmp:
         out = Path(tmp)
         for name, function in FUNCTIONS:

@@ -21,8 +21,15 @@ import sys
 import time
 from pathlib import Path
 
-MUTATED = ("localwhisk/pool.py", "localwhisk/server.py", "localwhisk/api_base.py", "localwhisk/api_entities.py", "localwhisk/api_invoke.py",
-           "localwhisk/api_web.py", "localwhisk/api_activations.py")
+MUTATED = (
+    "localwhisk/pool.py",
+    "localwhisk/server.py",
+    "localwhisk/api_base.py",
+    "localwhisk/api_entities.py",
+    "localwhisk/api_invoke.py",
+    "localwhisk/api_web.py",
+    "localwhisk/api_activations.py",
+)
 
 
 def main() -> int:
@@ -39,16 +46,30 @@ def main() -> int:
     results = []
     try:
         for mutant_id in sample:
-            applied = subprocess.run([sys.executable, "-m", "mutmut", "apply", str(mutant_id)], cwd=args.copy, capture_output=True, text=True)
+            applied = subprocess.run(
+                [sys.executable, "-m", "mutmut", "apply", str(mutant_id)], cwd=args.copy, capture_output=True, text=True
+            )
             changed = [name for name, text in pristine.items() if (args.copy / name).read_text() != text]
             if applied.returncode != 0 or not changed:
                 results.append({"id": mutant_id, "status": "not-applied"})
                 continue
             began = time.monotonic()
-            run = subprocess.run(f"{sys.executable} -m pytest -x -q -p no:randomly -p no:cacheprovider tests/test_localwhisk_api.py {args.pytest_args}",
-                                 shell=True, cwd=args.copy, capture_output=True, text=True, timeout=300)
-            results.append({"id": mutant_id, "file": changed[0], "status": "survived" if run.returncode == 0 else "killed",
-                            "seconds": round(time.monotonic() - began, 1)})
+            run = subprocess.run(
+                f"{sys.executable} -m pytest -x -q -p no:randomly -p no:cacheprovider tests/test_localwhisk_api.py {args.pytest_args}",
+                shell=True,
+                cwd=args.copy,
+                capture_output=True,
+                text=True,
+                timeout=300,
+            )
+            results.append(
+                {
+                    "id": mutant_id,
+                    "file": changed[0],
+                    "status": "survived" if run.returncode == 0 else "killed",
+                    "seconds": round(time.monotonic() - began, 1),
+                }
+            )
             for name, text in pristine.items():  # back to the original before the next mutant
                 (args.copy / name).write_text(text)
             args.out.write_text(json.dumps(results, indent=1) + "\n")

@@ -12,16 +12,23 @@ import os
 from pathlib import Path
 from typing import Any
 
+from faasprof import rundir
 from faasprof.analyzer.analysis import analyze_run
 from faasprof.analyzer.report import summary_lines
-from faasprof import rundir
 from faasprof.errors import FaasprofError
-from faasprof.progress import QUIET, Progress
 from faasprof.invoker.run import execute
+from faasprof.progress import QUIET, Progress
 
 
-def execute_analyzed(workload: Any, out_dir: str | os.PathLike, connection: Any = None, analyze: bool = True,
-                     progress: Progress = QUIET, latency_reference: dict | None = None, **options: Any) -> Path:
+def execute_analyzed(
+    workload: Any,
+    out_dir: str | os.PathLike,
+    connection: Any = None,
+    analyze: bool = True,
+    progress: Progress = QUIET,
+    latency_reference: dict | None = None,
+    **options: Any,
+) -> Path:
     """``faasprof.invoker.run.execute`` and, when ``analyze``, its analysis: also of a run that stopped
     early (interrupted, aborted), whose phases end where it stopped (``faasprof.analyzer.stats``).
     ``latency_reference``: ``{function: reference}`` from a capacity search, written into the

@@ -75,15 +75,15 @@ from pathlib import Path
 from typing import Callable
 
 from faasprof import __version__, rundir
-from faasprof.errors import ConfigError
-from faasprof.progress import QUIET, Progress
 from faasprof.analyzer import analyze_run
 from faasprof.analyzer import stats as stats_mod
 from faasprof.analyzer.markup import ms
+from faasprof.errors import ConfigError
 from faasprof.invoker.platform_set import start_embedded_platform
 from faasprof.invoker.preflight import check_out_dir
 from faasprof.invoker.run import execute
 from faasprof.platforms.openwhisk.connection import Connection
+from faasprof.progress import QUIET, Progress
 from faasprof.workload.spec import workload_from_dict
 
 CAPACITY_FORMAT_VERSION = 2
@@ -106,7 +106,16 @@ WARMUP_MAX_S = 3.0
 # MIN_PROBE_CALLS) from 5/s, tripling, bisected to 30 %, close decisions repeated up to twice,
 # about a minute and a half on a small busy machine. The ceiling 1000/s is above what one host's
 # localwhisk serves for a catalogue function; a search that reaches it reports a lower bound.
-SEARCH_DEFAULTS = {"duration_s": 3.0, "start_rate": 5.0, "max_rate": 1000.0, "factor": 3.0, "tolerance": 0.3, "max_runs": 8, "cooldown_s": 0.5, "repeats": 2}
+SEARCH_DEFAULTS = {
+    "duration_s": 3.0,
+    "start_rate": 5.0,
+    "max_rate": 1000.0,
+    "factor": 3.0,
+    "tolerance": 0.3,
+    "max_runs": 8,
+    "cooldown_s": 0.5,
+    "repeats": 2,
+}
 
 
 def probes_dir(out_dir: str | os.PathLike) -> Path:
@@ -148,7 +157,15 @@ def probe_windows(rate: float, duration_s: float) -> tuple[float, float]:
     return round(warmup_s, 3), round(max(float(duration_s), math.ceil(length * 1000.0) / 1000.0), 3)
 
 
-def probe_workload(function: str, rate: float, duration_s: float, memory_mb: int | None, seed: int, distribution: str, params: dict | None) -> dict:
+def probe_workload(
+    function: str,
+    rate: float,
+    duration_s: float,
+    memory_mb: int | None,
+    seed: int,
+    distribution: str,
+    params: dict | None,
+) -> dict:
     """The workload JSON of one probe (FaaSProfiler format): the warm-up, then the probe, at ``rate``."""
     instance: dict = {"application": function, "distribution": distribution, "rate": rate}
     if memory_mb is not None:
@@ -161,8 +178,10 @@ def probe_workload(function: str, rate: float, duration_s: float, memory_mb: int
         "test_duration_in_seconds": warmup_s + probe_s,
         "random_seed": seed,
         "blocking_cli": True,
-        "instances": {WARMUP_INSTANCE: {**instance, "activity_window": [0, warmup_s]},
-                      PROBE_INSTANCE: {**instance, "activity_window": [warmup_s, warmup_s + probe_s]}},
+        "instances": {
+            WARMUP_INSTANCE: {**instance, "activity_window": [0, warmup_s]},
+            PROBE_INSTANCE: {**instance, "activity_window": [warmup_s, warmup_s + probe_s]},
+        },
     }
 
 
@@ -193,9 +212,21 @@ def probe_from_summary(rate: float, run_dir: Path, summary: dict) -> Probe:
     )
 
 
-def run_probe_factory(function: str, *, out_dir, duration_s: float, connection: Connection, memory_mb: int | None = None, seed: int = 1, distribution: str = "Uniform", params: dict | None = None, progress: Progress = QUIET) -> Callable[[float, dict | None], Probe]:
+def run_probe_factory(
+    function: str,
+    *,
+    out_dir,
+    duration_s: float,
+    connection: Connection,
+    memory_mb: int | None = None,
+    seed: int = 1,
+    distribution: str = "Uniform",
+    params: dict | None = None,
+    progress: Progress = QUIET,
+) -> Callable[[float, dict | None], Probe]:
     """A probe that really runs: execute the one-instance workload, record the search's reference
     latency in its manifest (the analyzer's queueing rule reads it there), then analyze it."""
+
     def probe(rate: float, reference: dict | None) -> Probe:
         data = probe_workload(function, rate, duration_s, memory_mb, seed, distribution, params)
         workload = workload_from_dict(data, origin=f"capacity probe at {rate:g}/s")
@@ -217,7 +248,21 @@ def reference_of(probe: Probe) -> dict | None:
     return {"completion_latency_ms_p50": probe.p50_ms, "rate_rps": probe.rate_rps, "source": source}
 
 
-def search(probe: Callable[[float, dict | None], Probe], *, start_rate: float = SEARCH_DEFAULTS["start_rate"], max_rate: float = SEARCH_DEFAULTS["max_rate"], factor: float = SEARCH_DEFAULTS["factor"], tolerance: float = SEARCH_DEFAULTS["tolerance"], max_runs: int = SEARCH_DEFAULTS["max_runs"], say: Callable[[str], None] | None = None, cooldown_s: float = 0.0, repeats: int = SEARCH_DEFAULTS["repeats"], sleep=time.sleep, clock=time.monotonic, load=os.getloadavg) -> dict:
+def search(
+    probe: Callable[[float, dict | None], Probe],
+    *,
+    start_rate: float = SEARCH_DEFAULTS["start_rate"],
+    max_rate: float = SEARCH_DEFAULTS["max_rate"],
+    factor: float = SEARCH_DEFAULTS["factor"],
+    tolerance: float = SEARCH_DEFAULTS["tolerance"],
+    max_runs: int = SEARCH_DEFAULTS["max_runs"],
+    say: Callable[[str], None] | None = None,
+    cooldown_s: float = 0.0,
+    repeats: int = SEARCH_DEFAULTS["repeats"],
+    sleep=time.sleep,
+    clock=time.monotonic,
+    load=os.getloadavg,
+) -> dict:
     """Step, then bisect, repeating close decisions (module docstring); ``probe(rate, reference)``
     runs one probe, judged against ``reference`` (the first kept-up probe's latency; None for the
     first); ``load()`` gives the host's load averages (``os.getloadavg``). Returns the result dict."""
@@ -253,8 +298,10 @@ def search(probe: Callable[[float, dict | None], Probe], *, start_rate: float = 
             left = max_runs - len(rates)
             again = sum(p.rate_rps == rate for p in probes) > 1
             close = "  (a repeat)" if again else ("  close" if result.close and result.status == "complete" else "")
-            say(f"[{len(rates):>2}/{max_runs}] {rate:>9.4g}/s  {result.mode:<13} achieved {_f(result.achieved_rps)}/s  p50 {ms(result.p50_ms, 4)}  p99 {ms(result.p99_ms, 4)}  "
-                f"(ETA at most {left * per_probe:.0f} s){close}")
+            say(
+                f"[{len(rates):>2}/{max_runs}] {rate:>9.4g}/s  {result.mode:<13} achieved {_f(result.achieved_rps)}/s  p50 {ms(result.p50_ms, 4)}  p99 {ms(result.p99_ms, 4)}  "
+                f"(ETA at most {left * per_probe:.0f} s){close}"
+            )
         return result
 
     def judge(rate: float, confirm_over: bool = False) -> Probe:
@@ -269,10 +316,14 @@ def search(probe: Callable[[float, dict | None], Probe], *, start_rate: float = 
             break
         low = result
         if rate >= max_rate:
-            stopped = f"kept up at the ceiling --max-rate {max_rate:g}/s: the capacity is at least that (raise --max-rate)"
+            stopped = (
+                f"kept up at the ceiling --max-rate {max_rate:g}/s: the capacity is at least that (raise --max-rate)"
+            )
             break
         rate = min(rate * factor, max_rate)
-    while high is not None and low is not None and len(rates) < max_runs and high.rate_rps / low.rate_rps - 1 > tolerance:
+    while (
+        high is not None and low is not None and len(rates) < max_runs and high.rate_rps / low.rate_rps - 1 > tolerance
+    ):
         if high.status != "complete":
             break
         result = judge(math.sqrt(low.rate_rps * high.rate_rps))
@@ -283,8 +334,16 @@ def search(probe: Callable[[float, dict | None], Probe], *, start_rate: float = 
     if not stopped:
         stopped = _stopped_because(low, high, start_rate, max_runs, tolerance, len(rates))
     lower_bound = low is not None and (high is None or high.status != "complete")
-    interval = interval_of(probes, low.rate_rps, high.rate_rps) if low is not None and not lower_bound else (low.rate_rps if low else None, None)
-    capacity, plus_minus = (None, None) if low is None else ((interval[0], None) if lower_bound else (sum(interval) / 2, (interval[1] - interval[0]) / 2))
+    interval = (
+        interval_of(probes, low.rate_rps, high.rate_rps)
+        if low is not None and not lower_bound
+        else (low.rate_rps if low else None, None)
+    )
+    capacity, plus_minus = (
+        (None, None)
+        if low is None
+        else ((interval[0], None) if lower_bound else (sum(interval) / 2, (interval[1] - interval[0]) / 2))
+    )
     return {
         "format_version": CAPACITY_FORMAT_VERSION,
         "generated_by": {"faasprof": __version__},
@@ -297,7 +356,11 @@ def search(probe: Callable[[float, dict | None], Probe], *, start_rate: float = 
         "bounds_rps": [low.rate_rps if low else None, high.rate_rps if high else None],
         "mode_at_capacity": low.mode if low else None,
         "reference": reference,
-        "load_1min": {"before": loads[0], "peak": max((v for v in loads if v is not None), default=None), "cpus": os.cpu_count()},
+        "load_1min": {
+            "before": loads[0],
+            "peak": max((v for v in loads if v is not None), default=None),
+            "cpus": os.cpu_count(),
+        },
         "stopped_because": stopped,
         "probes": [asdict(p) for p in probes],
     }
@@ -349,7 +412,9 @@ def _load_1min(load: Callable[[], tuple]) -> float | None:
         return None
 
 
-def _stopped_because(low: Probe | None, high: Probe | None, start_rate: float, max_runs: int, tolerance: float, n_rates: int) -> str:
+def _stopped_because(
+    low: Probe | None, high: Probe | None, start_rate: float, max_runs: int, tolerance: float, n_rates: int
+) -> str:
     if low is not None and high is None:
         return f"kept up at every rate of --max-runs {max_runs} probes, up to {low.rate_rps:g}/s: the capacity is at least that (raise --max-runs or --start-rate)"
     if high is not None and high.status != "complete":
@@ -393,11 +458,32 @@ def find_capacity(
     out.mkdir(parents=True, exist_ok=True)
     handle = None
     if connection is None:  # one platform for every probe (module docstring)
-        handle, _ = start_embedded_platform(local_settings, out / f"localwhisk-{rundir.safe_name(function)}-{rundir.utc_stamp()}", progress)
+        handle, _ = start_embedded_platform(
+            local_settings, out / f"localwhisk-{rundir.safe_name(function)}-{rundir.utc_stamp()}", progress
+        )
         connection = Connection(apihost=handle.apihost, auth=handle.auth, namespace=handle.namespace, source="embedded")
     try:
-        probe = run_probe_factory(function, out_dir=out, duration_s=duration_s, memory_mb=memory_mb, connection=connection, seed=seed, distribution=distribution, params=params)
-        result = search(probe, start_rate=start_rate, max_rate=max_rate, factor=factor, tolerance=tolerance, max_runs=max_runs, say=progress.say, cooldown_s=cooldown_s, repeats=repeats)
+        probe = run_probe_factory(
+            function,
+            out_dir=out,
+            duration_s=duration_s,
+            memory_mb=memory_mb,
+            connection=connection,
+            seed=seed,
+            distribution=distribution,
+            params=params,
+        )
+        result = search(
+            probe,
+            start_rate=start_rate,
+            max_rate=max_rate,
+            factor=factor,
+            tolerance=tolerance,
+            max_runs=max_runs,
+            say=progress.say,
+            cooldown_s=cooldown_s,
+            repeats=repeats,
+        )
     finally:
         if handle is not None:
             handle.stop()

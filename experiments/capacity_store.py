@@ -101,9 +101,15 @@ def _read(path: Path) -> dict:
         data = json.loads(path.read_text(encoding="utf-8"))
     except json.JSONDecodeError as error:
         raise FormatError(f"{path}: not valid JSON ({error.msg}); delete it (capacities are measured again)") from None
-    if not isinstance(data, dict) or data.get("format_version") not in READABLE_FORMAT_VERSIONS or not isinstance(data.get("entries"), dict):
-        raise FormatError(f"{path}: format_version {data.get('format_version') if isinstance(data, dict) else None!r} is not one of "
-                          f"{', '.join(map(str, READABLE_FORMAT_VERSIONS))}; delete it or upgrade faasprof")
+    if (
+        not isinstance(data, dict)
+        or data.get("format_version") not in READABLE_FORMAT_VERSIONS
+        or not isinstance(data.get("entries"), dict)
+    ):
+        raise FormatError(
+            f"{path}: format_version {data.get('format_version') if isinstance(data, dict) else None!r} is not one of "
+            f"{', '.join(map(str, READABLE_FORMAT_VERSIONS))}; delete it or upgrade faasprof"
+        )
     return data
 
 
@@ -141,8 +147,10 @@ def describe(function: str, entry: dict) -> str:
     """A stored capacity in words: "N/s", or "≥ N/s (a lower bound ...)" for a search that never
     found the function over-invoked."""
     if entry.get("lower_bound"):
-        return (f"≥ {entry['capacity_rps']:.4g}/s, a lower bound: the search kept up at every rate it tried, so a fraction "
-                f"meant to over-invoke may not; measure higher with faasprof capacity {function} --max-rate")
+        return (
+            f"≥ {entry['capacity_rps']:.4g}/s, a lower bound: the search kept up at every rate it tried, so a fraction "
+            f"meant to over-invoke may not; measure higher with faasprof capacity {function} --max-rate"
+        )
     if entry.get("capacity_text"):
         return str(entry["capacity_text"])
     return f"{entry['capacity_rps']:.4g}/s"
@@ -152,7 +160,9 @@ def load_warning(function: str, entry: dict, now_1min: float | None, cpus: int |
     """One line when ``entry`` was measured at a host load far from ``now_1min`` (module
     docstring); None when it was not, or when either load is unknown (entries of format 1)."""
     load = entry.get("load_1min") if isinstance(entry.get("load_1min"), dict) else {}
-    known = [v for v in (load.get("before"), load.get("peak")) if isinstance(v, (int, float)) and not isinstance(v, bool)]
+    known = [
+        v for v in (load.get("before"), load.get("peak")) if isinstance(v, (int, float)) and not isinstance(v, bool)
+    ]
     if not known or now_1min is None or not cpus:
         return None
     low, high = min(known), max(known)
@@ -160,8 +170,10 @@ def load_warning(function: str, entry: dict, now_1min: float | None, cpus: int |
     if distance <= LOAD_FAR_PER_CPU * cpus:
         return None
     measured = f"{low:.3g}" if low == high else f"{low:.3g}–{high:.3g}"
-    return (f"capacity of {function} was measured at a 1-min load of {measured} ({cpus} CPUs, {entry.get('measured_utc') or 'earlier'}); "
-            f"the load is {now_1min:.3g} now, so it may not hold today: measure it again with faasprof capacity {function}")
+    return (
+        f"capacity of {function} was measured at a 1-min load of {measured} ({cpus} CPUs, {entry.get('measured_utc') or 'earlier'}); "
+        f"the load is {now_1min:.3g} now, so it may not hold today: measure it again with faasprof capacity {function}"
+    )
 
 
 def _load_now() -> float | None:
@@ -177,7 +189,9 @@ def pause_grace_of(connection, local_settings: dict | None) -> float | None:
     if connection is not None:
         return None
     value = (local_settings or {}).get("pause_grace_ms")
-    return float(value) if isinstance(value, (int, float)) and not isinstance(value, bool) else LOCALWHISK_PAUSE_GRACE_MS
+    return (
+        float(value) if isinstance(value, (int, float)) and not isinstance(value, bool) else LOCALWHISK_PAUSE_GRACE_MS
+    )
 
 
 def band_lines(workload, capacities: dict[str, dict], pause_grace_ms: float | None) -> tuple[list[str], list[str]]:
@@ -197,19 +211,25 @@ def band_lines(workload, capacities: dict[str, dict], pause_grace_ms: float | No
         capacity = float(entry["capacity_rps"])
         kept, over = _band_edges(entry)
         rate = instance.capacity_fraction * capacity
-        if kept <= warm_rps and instance.function not in seen and not entry.get("capacity_lower_bound"):  # a lower bound: the band may exist
+        if (
+            kept <= warm_rps and instance.function not in seen and not entry.get("capacity_lower_bound")
+        ):  # a lower bound: the band may exist
             seen.add(instance.function)
             grace = math.ceil(2000.0 / kept / 25.0) * 25.0  # warm from half the capacity up
-            alerts.append(f"the balanced band of {instance.function} is empty here: a sandbox paused after {pause_grace_ms:g} ms idle stays warm "
-                          f"only above {warm_rps:.3g}/s, and its capacity here is {capacity:.3g}/s, so a rate it sustains is under-invoked and one "
-                          f"above is over-invoked; a phase meant to be balanced will not be (a pause grace of {grace:g} ms, --pause-grace, opens one)")
+            alerts.append(
+                f"the balanced band of {instance.function} is empty here: a sandbox paused after {pause_grace_ms:g} ms idle stays warm "
+                f"only above {warm_rps:.3g}/s, and its capacity here is {capacity:.3g}/s, so a rate it sustains is under-invoked and one "
+                f"above is over-invoked; a phase meant to be balanced will not be (a pause grace of {grace:g} ms, --pause-grace, opens one)"
+            )
         placed = place_in_band(instance.capacity_band, rate, warm_rps, kept, over, steady_seconds(instance.window_s))
         how = f"{instance.capacity_fraction:g} × {capacity:.4g}/s = {rate:.4g}/s"
         if placed != rate:
             entry["rate_rps"] = round(placed, 6)
             how += f", outside the {instance.capacity_band} band: placed at {placed:.4g}/s"
-        lines.append(f"instances.{instance.name}: {how}, in the {band_of(placed, warm_rps, kept, over)} band of {instance.function} "
-                     f"(under-invoked below {warm_rps:.3g}/s, pause grace {pause_grace_ms:g} ms; balanced up to {kept:.4g}/s; over-invoked above {over:.4g}/s)")
+        lines.append(
+            f"instances.{instance.name}: {how}, in the {band_of(placed, warm_rps, kept, over)} band of {instance.function} "
+            f"(under-invoked below {warm_rps:.3g}/s, pause grace {pause_grace_ms:g} ms; balanced up to {kept:.4g}/s; over-invoked above {over:.4g}/s)"
+        )
     return alerts, lines
 
 
@@ -240,7 +260,9 @@ def band_of(rate: float, warm_rps: float, kept_rps: float, over_rps: float) -> s
     return "balanced" if rate <= kept_rps else "between balanced and over-invoked (inside the capacity's interval)"
 
 
-def place_in_band(band: str | None, rate: float, warm_rps: float, kept_rps: float, over_rps: float, steady_s: float | None = None) -> float:
+def place_in_band(
+    band: str | None, rate: float, warm_rps: float, kept_rps: float, over_rps: float, steady_s: float | None = None
+) -> float:
     """``rate``, or a rate inside ``band`` where ``rate`` lies outside it: under-invoked at half the
     warm rate at most (calls two pause graces apart), and, given the phase's ``steady_s``, often
     enough for ``MODE_CALLS`` calls there (0.05 × 27.9/s left 18 calls in 13 s: too few for a
@@ -258,8 +280,15 @@ def place_in_band(band: str | None, rate: float, warm_rps: float, kept_rps: floa
     return rate
 
 
-def resolve_workload(workload, connection, local_settings: dict | None, out_dir, measure: Callable[..., dict], progress: Progress = QUIET,
-                     measure_s: float = MEASURE_S):
+def resolve_workload(
+    workload,
+    connection,
+    local_settings: dict | None,
+    out_dir,
+    measure: Callable[..., dict],
+    progress: Progress = QUIET,
+    measure_s: float = MEASURE_S,
+):
     """``workload`` with its capacity-fraction rates resolved from the store, measuring each
     missing capacity first with ``measure`` (``faasprof.experiments.capacity.find_capacity`` with its
     defaults, probes under ``out_dir``; ``measure_s``: about how long one takes, as the user is
@@ -278,10 +307,21 @@ def resolve_workload(workload, connection, local_settings: dict | None, out_dir,
             continue
         entry = lookup(store_key)
         if entry is None:
-            progress.say(f"no stored capacity of {instance.function} ({instance.memory_mb or 'default'} MB) on this host and platform: measuring it (about {measure_s:.0f} s)")
-            result = measure(instance.function, out_dir=out_dir, memory_mb=instance.memory_mb, connection=connection, local_settings=local_settings, progress=progress)
+            progress.say(
+                f"no stored capacity of {instance.function} ({instance.memory_mb or 'default'} MB) on this host and platform: measuring it (about {measure_s:.0f} s)"
+            )
+            result = measure(
+                instance.function,
+                out_dir=out_dir,
+                memory_mb=instance.memory_mb,
+                connection=connection,
+                local_settings=local_settings,
+                progress=progress,
+            )
             if not result.get("capacity_rps"):
-                raise FormatError(f"capacity of {instance.function}: none found ({result.get('stopped_because')}); run faasprof capacity {instance.function} with other --start-rate/--max-rate")
+                raise FormatError(
+                    f"capacity of {instance.function}: none found ({result.get('stopped_because')}); run faasprof capacity {instance.function} with other --start-rate/--max-rate"
+                )
             entry = record(store_key, result)
             where = f"stored in {store_path()}"
         else:
@@ -294,7 +334,10 @@ def resolve_workload(workload, connection, local_settings: dict | None, out_dir,
             progress.alert(line)
         else:
             progress.say(line)
-        capacities[instance.name] = {**_resolution(entry, store_key), "capacity_lower_bound": bool(entry.get("lower_bound"))}
+        capacities[instance.name] = {
+            **_resolution(entry, store_key),
+            "capacity_lower_bound": bool(entry.get("lower_bound")),
+        }
         if entry.get("latency_reference"):  # the yardstick of the analyzer's queueing rule (analyzer.stats, rule 2(d))
             capacities[instance.name]["latency_reference"] = entry["latency_reference"]
     alerts, lines = band_lines(workload, capacities, pause_grace_of(connection, local_settings))
@@ -307,7 +350,11 @@ def resolve_workload(workload, connection, local_settings: dict | None, out_dir,
 
 def _resolution(entry: dict, store_key: str) -> dict:
     """What ``Workload.with_capacities`` takes of a stored capacity: the value and where it came from."""
-    out = {"capacity_rps": entry["capacity_rps"], "capacity_source": str(entry.get("result_file") or store_path()), "capacity_key": store_key}
+    out = {
+        "capacity_rps": entry["capacity_rps"],
+        "capacity_source": str(entry.get("result_file") or store_path()),
+        "capacity_key": store_key,
+    }
     if entry.get("interval_rps") and not entry.get("lower_bound"):  # the bands' edges (band_lines)
         out["interval_rps"] = entry["interval_rps"]
     return out
@@ -333,11 +380,15 @@ def describe_fractions(workload, capacities: dict[str, dict]) -> list[str]:
     lines = []
     for instance in workload.needs_capacity():
         memory = f" at {instance.memory_mb} MB" if instance.memory_mb is not None else ""
-        what = f"instances.{instance.name}.rate: {instance.capacity_fraction:g} × capacity of {instance.function}{memory}"
+        what = (
+            f"instances.{instance.name}.rate: {instance.capacity_fraction:g} × capacity of {instance.function}{memory}"
+        )
         entry = capacities.get(instance.name)
         if entry is None:
             lines.append(f"{what} (not measured yet: `run` measures it first, about {MEASURE_S:.0f} s)")
         else:
-            lines.append(f"{what} = {instance.capacity_fraction * entry['capacity_rps']:.4g}/s "
-                         f"(capacity {entry['capacity_rps']:.4g}/s, measured {entry.get('measured_utc') or 'earlier'}, stored in {store_path()})")
+            lines.append(
+                f"{what} = {instance.capacity_fraction * entry['capacity_rps']:.4g}/s "
+                f"(capacity {entry['capacity_rps']:.4g}/s, measured {entry.get('measured_utc') or 'earlier'}, stored in {store_path()})"
+            )
     return lines

@@ -55,10 +55,20 @@ DEFAULT_FRACTION = 0.8
 PANELS: tuple[tuple[str, tuple[tuple[str, str, tuple[str, ...]], ...]], ...] = (
     ("IPC", (("ipc", "IPC", ("cycles", "instructions")),)),
     ("LLC MPKI", (("llc_mpki", "LLC misses per kilo-instruction", ("LLC-load-misses", "instructions")),)),
-    ("page faults", (("page_faults_pki", "page faults per kilo-instruction", ("page-faults", "instructions")),
-                     ("page_faults_per_s", "page faults per s", ("page-faults",)))),
-    ("context switches", (("context_switches_pki", "context switches per kilo-instruction", ("context-switches", "instructions")),
-                          ("context_switches_per_s", "context switches per s", ("context-switches",)))),
+    (
+        "page faults",
+        (
+            ("page_faults_pki", "page faults per kilo-instruction", ("page-faults", "instructions")),
+            ("page_faults_per_s", "page faults per s", ("page-faults",)),
+        ),
+    ),
+    (
+        "context switches",
+        (
+            ("context_switches_pki", "context switches per kilo-instruction", ("context-switches", "instructions")),
+            ("context_switches_per_s", "context switches per s", ("context-switches",)),
+        ),
+    ),
     ("CPU", (("cpu_utilization", "busy CPUs (task-clock per s)", ("task-clock",)),)),
 )
 
@@ -68,37 +78,60 @@ def capacity_from_file(path: str | os.PathLike) -> float:
     try:
         data = json.loads(Path(path).read_text())
     except FileNotFoundError:
-        raise ConfigError(f"{path}: no such capacity result; run `faasprof capacity json_dumps` or pass --capacity-rps") from None
+        raise ConfigError(
+            f"{path}: no such capacity result; run `faasprof capacity json_dumps` or pass --capacity-rps"
+        ) from None
     except (OSError, json.JSONDecodeError) as error:
-        raise ConfigError(f"{path}: not a readable capacity result ({error}); pass the JSON `faasprof capacity` wrote") from None
+        raise ConfigError(
+            f"{path}: not a readable capacity result ({error}); pass the JSON `faasprof capacity` wrote"
+        ) from None
     if not isinstance(data, dict) or data.get("format_version") not in READABLE_CAPACITY_FORMATS:
         readable = ", ".join(map(str, READABLE_CAPACITY_FORMATS))
-        raise FormatError(f"{path}: format_version: {data.get('format_version') if isinstance(data, dict) else None!r} is not a capacity result this faasprof reads ({readable}); pass a file written by `faasprof capacity`")
+        raise FormatError(
+            f"{path}: format_version: {data.get('format_version') if isinstance(data, dict) else None!r} is not a capacity result this faasprof reads ({readable}); pass a file written by `faasprof capacity`"
+        )
     capacity = data.get("capacity_rps") if isinstance(data, dict) else None
     if not isinstance(capacity, (int, float)) or capacity <= 0:
-        raise ConfigError(f"{path}: capacity_rps: no capacity in this result ({data.get('stopped_because') if isinstance(data, dict) else 'not an object'}); repeat the search or pass --capacity-rps")
+        raise ConfigError(
+            f"{path}: capacity_rps: no capacity in this result ({data.get('stopped_because') if isinstance(data, dict) else 'not an object'}); repeat the search or pass --capacity-rps"
+        )
     return float(capacity)
 
 
-def resolve_rate(workload: dict, victim: str, capacity_rps: float | None, fraction: float, source: str) -> tuple[dict, dict]:
+def resolve_rate(
+    workload: dict, victim: str, capacity_rps: float | None, fraction: float, source: str
+) -> tuple[dict, dict]:
     """The workload with the victim's rate set to ``fraction × capacity`` (when a capacity is known),
     and the description of where the rate came from."""
     if not 0 < fraction <= 1:
         raise ConfigError(f"--fraction: must be in (0, 1] (got {fraction:g})")
     instances = workload.get("instances") or {}
     if victim not in instances:
-        raise ConfigError(f"workload: instances: no instance {victim!r} (have {', '.join(instances) or 'none'}); pass --victim NAME")
+        raise ConfigError(
+            f"workload: instances: no instance {victim!r} (have {', '.join(instances) or 'none'}); pass --victim NAME"
+        )
     resolved = copy.deepcopy(workload)
     stored = instances[victim].get("rate")
     if capacity_rps is None:
-        rate = {"victim": victim, "rate_rps": stored, "capacity_rps": None, "fraction": None,
-                "source": f"the workload's stored absolute rate ({stored}/s); no capacity was given or measured"}
+        rate = {
+            "victim": victim,
+            "rate_rps": stored,
+            "capacity_rps": None,
+            "fraction": None,
+            "source": f"the workload's stored absolute rate ({stored}/s); no capacity was given or measured",
+        }
         return resolved, rate
     if capacity_rps <= 0:
         raise ConfigError(f"--capacity-rps: must be > 0 (got {capacity_rps:g})")
     value = round(fraction * capacity_rps, 3)
     resolved["instances"][victim]["rate"] = value
-    return resolved, {"victim": victim, "rate_rps": value, "capacity_rps": capacity_rps, "fraction": fraction, "source": source}
+    return resolved, {
+        "victim": victim,
+        "rate_rps": value,
+        "capacity_rps": capacity_rps,
+        "fraction": fraction,
+        "source": source,
+    }
 
 
 def _window(workload: dict, aggressor: str | None) -> tuple[float, float] | None:
@@ -114,7 +147,11 @@ def successful(invocations: pd.DataFrame) -> pd.Series:
     if "final_outcome" in invocations.columns:
         return invocations["final_outcome"].astype(str) == "success"
     accepted = invocations["outcome"].astype(str).isin(ACCEPTED_HTTP_OUTCOMES)
-    status = invocations["status"].astype(str).map(lambda text: STATUS_TEXT_OUTCOMES.get(text)) if "status" in invocations.columns else None
+    status = (
+        invocations["status"].astype(str).map(lambda text: STATUS_TEXT_OUTCOMES.get(text))
+        if "status" in invocations.columns
+        else None
+    )
     return accepted & (status == "success") if status is not None else accepted
 
 
@@ -140,14 +177,34 @@ def panel_series(perf: pd.DataFrame | None, dropped: dict[str, str]) -> list[dic
             out.append({"panel": title, "column": column, "label": label, "missing": "; ".join(reasons) or "no value"})
             continue
         column, label, _ = chosen
-        grouped = perf.groupby("t_s", sort=True)[column].sum() if "unit_id" in perf.columns and perf["unit_id"].nunique() > 1 and column.endswith("_per_s") else perf.groupby("t_s", sort=True)[column].mean()
-        out.append({"panel": title, "column": column, "label": label, "missing": None,
-                    "t_s": grouped.index.to_numpy(dtype="float64"), "values": grouped.to_numpy(dtype="float64")})
+        grouped = (
+            perf.groupby("t_s", sort=True)[column].sum()
+            if "unit_id" in perf.columns and perf["unit_id"].nunique() > 1 and column.endswith("_per_s")
+            else perf.groupby("t_s", sort=True)[column].mean()
+        )
+        out.append(
+            {
+                "panel": title,
+                "column": column,
+                "label": label,
+                "missing": None,
+                "t_s": grouped.index.to_numpy(dtype="float64"),
+                "values": grouped.to_numpy(dtype="float64"),
+            }
+        )
     return out
 
 
-def plot_fig14(invocations: pd.DataFrame, victim: str, perf: pd.DataFrame | None, dropped: dict[str, str],
-               window: tuple[float, float] | None, path: Path, title: str, note: str = "") -> list[dict]:
+def plot_fig14(
+    invocations: pd.DataFrame,
+    victim: str,
+    perf: pd.DataFrame | None,
+    dropped: dict[str, str],
+    window: tuple[float, float] | None,
+    path: Path,
+    title: str,
+    note: str = "",
+) -> list[dict]:
     """Draw the aligned panels; returns the panel descriptions (without the series)."""
     panels = panel_series(perf, dropped)
     fig, axes = new_figure(len(panels) + 1, 1, figsize=(10, 1.9 * (len(panels) + 1) + 0.6), sharex=True, squeeze=False)
@@ -168,8 +225,16 @@ def plot_fig14(invocations: pd.DataFrame, victim: str, perf: pd.DataFrame | None
     ax.legend(fontsize=7, loc="upper left")
     for ax, panel in zip(axes[1:], panels):
         if panel["missing"]:
-            ax.text(0.5, 0.5, f"{panel['label']}: not measured on this host\n({panel['missing']})", transform=ax.transAxes,
-                    ha="center", va="center", fontsize=8, color="#b22222")
+            ax.text(
+                0.5,
+                0.5,
+                f"{panel['label']}: not measured on this host\n({panel['missing']})",
+                transform=ax.transAxes,
+                ha="center",
+                va="center",
+                fontsize=8,
+                color="#b22222",
+            )
             ax.set_yticks([])
         else:
             ax.plot(panel["t_s"], panel["values"], lw=1)
@@ -178,7 +243,9 @@ def plot_fig14(invocations: pd.DataFrame, victim: str, perf: pd.DataFrame | None
     for ax in axes:
         if window:
             ax.axvspan(window[0], window[1], color="#ff7f0e", alpha=0.15, lw=0)
-    axes[-1].set_xlabel("time (s since run start)" + (f"; shaded: aggressor active [{window[0]:g}, {window[1]:g}) s" if window else ""))
+    axes[-1].set_xlabel(
+        "time (s since run start)" + (f"; shaded: aggressor active [{window[0]:g}, {window[1]:g}) s" if window else "")
+    )
     fig.suptitle(title + (f"\n{note}" if note else ""), fontsize=9)
     fig.tight_layout()
     fig.savefig(path, dpi=110)
@@ -193,15 +260,20 @@ def _window_masks(t_s: np.ndarray, window: tuple[float, float]) -> dict[str, np.
 
 def _latency_block(latency_ms: np.ndarray) -> dict:
     values = latency_ms[np.isfinite(latency_ms)]
-    return {"n": int(len(values)), "completion_latency_ms_p50": float(np.median(values)) if len(values) else math.nan,
-            "completion_latency_ms_p99": float(np.quantile(values, 0.99)) if len(values) else math.nan}
+    return {
+        "n": int(len(values)),
+        "completion_latency_ms_p50": float(np.median(values)) if len(values) else math.nan,
+        "completion_latency_ms_p99": float(np.quantile(values, 0.99)) if len(values) else math.nan,
+    }
 
 
 def _over(value: float, base: float) -> float:
     return value / base if math.isfinite(value) and math.isfinite(base) and base > 0 else math.nan
 
 
-def window_effect(invocations: pd.DataFrame, victim: str, window: tuple[float, float] | None, panels: list[dict] | None = None) -> dict:
+def window_effect(
+    invocations: pd.DataFrame, victim: str, window: tuple[float, float] | None, panels: list[dict] | None = None
+) -> dict:
     """The victim's completion latency (successful calls, by planned time) before, during and after
     the aggressor's window, each window's ratio to before, and each measured panel's mean per
     window (``panels``: ``panel_series``'s, with their series)."""
@@ -222,7 +294,10 @@ def window_effect(invocations: pd.DataFrame, victim: str, window: tuple[float, f
             continue
         masks = _window_masks(np.asarray(panel["t_s"], dtype="float64"), window)
         values = np.asarray(panel["values"], dtype="float64")
-        counters[panel["column"]] = {name: float(np.nanmean(values[mask])) if mask.any() and np.isfinite(values[mask]).any() else math.nan for name, mask in masks.items()}
+        counters[panel["column"]] = {
+            name: float(np.nanmean(values[mask])) if mask.any() and np.isfinite(values[mask]).any() else math.nan
+            for name, mask in masks.items()
+        }
     out["counters"] = counters
     return out
 
@@ -241,13 +316,23 @@ def report_run(run_dir: str | os.PathLike, victim: str, aggressor: str | None, r
     analysis = Path(run_dir) / "analysis"
     plots = analysis / "plots"
     plots.mkdir(parents=True, exist_ok=True)
-    software_only = perf is not None and not any(c in perf.columns and perf[c].notna().any() for c in ("instructions", "cycles"))
-    note = "this host's perf counts software events only (no hardware PMU): IPC and LLC MPKI cannot be shown" if software_only else ""
+    software_only = perf is not None and not any(
+        c in perf.columns and perf[c].notna().any() for c in ("instructions", "cycles")
+    )
+    note = (
+        "this host's perf counts software events only (no hardware PMU): IPC and LLC MPKI cannot be shown"
+        if software_only
+        else ""
+    )
     if rate and rate.get("capacity_rps"):
-        note = (note + "; " if note else "") + f"{victim} at {rate['rate_rps']:g}/s = {rate['fraction']:.0%} of capacity {rate['capacity_rps']:.4g}/s"
+        note = (
+            note + "; " if note else ""
+        ) + f"{victim} at {rate['rate_rps']:g}/s = {rate['fraction']:.0%} of capacity {rate['capacity_rps']:.4g}/s"
     elif rate:
         note = (note + "; " if note else "") + f"{victim} at the stored rate {rate['rate_rps']}/s"
-    panels = plot_fig14(run.invocations, victim, perf, dropped, window, plots / FIG14, f"{run.test_name}: Fig 14 interference", note)
+    panels = plot_fig14(
+        run.invocations, victim, perf, dropped, window, plots / FIG14, f"{run.test_name}: Fig 14 interference", note
+    )
     latency = window_effect(run.invocations, victim, window, panel_series(perf, dropped))
     result = {
         "format_version": INTERFERENCE_FORMAT_VERSION,
@@ -284,8 +369,10 @@ def add_to_report(report: Path, figure: Path, note: str) -> bool:
     anchor = "<h2>Plots</h2>"
     if anchor not in text:
         return False
-    section = (f"{REPORT_BEGIN}<h2>Fig 14: latency beside the system's counters</h2>"
-               f"<p>One time axis; the aggressor's window is shaded. {html.escape(note) if note else ''}</p>"
-               f"{report_image(figure, FIG14)}{REPORT_END}")
+    section = (
+        f"{REPORT_BEGIN}<h2>Fig 14: latency beside the system's counters</h2>"
+        f"<p>One time axis; the aggressor's window is shaded. {html.escape(note) if note else ''}</p>"
+        f"{report_image(figure, FIG14)}{REPORT_END}"
+    )
     report.write_text(text.replace(anchor, section + anchor, 1), encoding="utf-8")
     return True

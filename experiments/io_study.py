@@ -54,7 +54,9 @@ def study_points(study: dict) -> list[dict]:
     names = sorted((study.get("params") or {}).keys())
     values = [study["params"][name] for name in names]
     points = []
-    for memory, concurrency, combo in itertools.product(memories, concurrencies, itertools.product(*values) if names else [()]):
+    for memory, concurrency, combo in itertools.product(
+        memories, concurrencies, itertools.product(*values) if names else [()]
+    ):
         points.append({"memory_mb": memory, "concurrency": int(concurrency), "params": dict(zip(names, combo))})
     return points
 
@@ -101,16 +103,27 @@ def apply_point(data: dict, point: dict, index: int) -> dict:
 def check_study(workload) -> list[dict]:
     study = (workload.raw or {}).get("io_study")
     if not study:
-        raise ConfigError(f"{workload.origin}: no io_study block; add io_study with memory_mb, concurrency or params to sweep")
+        raise ConfigError(
+            f"{workload.origin}: no io_study block; add io_study with memory_mb, concurrency or params to sweep"
+        )
     name = study.get("instance") or workload.instances[0].name
     if name not in {instance.name for instance in workload.instances}:
-        raise ConfigError(f"{workload.origin}: io_study.instance {name!r} is not an instance of the workload; use one of {', '.join(i.name for i in workload.instances)}")
+        raise ConfigError(
+            f"{workload.origin}: io_study.instance {name!r} is not an instance of the workload; use one of {', '.join(i.name for i in workload.instances)}"
+        )
     batches, warmup = int(study.get("batches", 3)), int(study.get("warmup_batches", 1))
     if warmup >= batches:
-        raise ConfigError(f"{workload.origin}: io_study.batches {batches} must exceed io_study.warmup_batches {warmup}; raise batches or lower warmup_batches")
+        raise ConfigError(
+            f"{workload.origin}: io_study.batches {batches} must exceed io_study.warmup_batches {warmup}; raise batches or lower warmup_batches"
+        )
     points = study_points(study)
     for index, point in enumerate(points):  # every point valid before the first one runs
-        workload_from_dict(apply_point(workload.raw, point, index), origin=f"{workload.origin} (io_study point {point_label(point)})", path=workload.path, seed=workload.seed)
+        workload_from_dict(
+            apply_point(workload.raw, point, index),
+            origin=f"{workload.origin} (io_study point {point_label(point)})",
+            path=workload.path,
+            seed=workload.seed,
+        )
     return points
 
 
@@ -118,6 +131,7 @@ def run_study(workload, out_dir: str | Path, progress: Progress = QUIET, run_poi
     """Run every point, analyse each run, write the study files and plots; return the study dir."""
     points = check_study(workload)
     if run_point is None:
+
         def run_point(point_workload, directory):
             return execute(point_workload, directory, progress=progress)
 
@@ -127,8 +141,12 @@ def run_study(workload, out_dir: str | Path, progress: Progress = QUIET, run_poi
     failed = 0
     for index, point in enumerate(points):
         progress.say(f"[{index + 1:3d}/{len(points)}] {point_label(point)}")
-        point_workload = workload_from_dict(apply_point(workload.raw, point, index), origin=f"{workload.origin} (io_study point {point_label(point)})",
-                                            path=workload.path, seed=workload.seed + index)
+        point_workload = workload_from_dict(
+            apply_point(workload.raw, point, index),
+            origin=f"{workload.origin} (io_study point {point_label(point)})",
+            path=workload.path,
+            seed=workload.seed + index,
+        )
         entry = {"point": point, "label": point_label(point)}
         try:
             run_dir = Path(run_point(point_workload, study_dir))
@@ -140,7 +158,10 @@ def run_study(workload, out_dir: str | Path, progress: Progress = QUIET, run_poi
             failed += 1
             progress.say(f"io_study point {point_label(point)} failed: {error}")
         results.append(entry)
-        rundir.write_json_atomic(study_dir / STUDY_FILE, {"format_version": FORMAT_VERSION, "workload": workload.origin, "io_study": study, "points": results})
+        rundir.write_json_atomic(
+            study_dir / STUDY_FILE,
+            {"format_version": FORMAT_VERSION, "workload": workload.origin, "io_study": study, "points": results},
+        )
         if index + 1 < len(points):
             time.sleep(float(study.get("cooldown_s", 1)))
     write_outputs(study_dir)
@@ -161,19 +182,32 @@ def study_frame(study_dir: str | Path) -> pd.DataFrame:
     """One row per point that produced a summary."""
     data = json.loads((Path(study_dir) / STUDY_FILE).read_text())
     if data.get("format_version") != FORMAT_VERSION:
-        raise ConfigError(f"{study_dir}/{STUDY_FILE}: format_version {data.get('format_version')} is not {FORMAT_VERSION}; re-run the study with this faasprof")
+        raise ConfigError(
+            f"{study_dir}/{STUDY_FILE}: format_version {data.get('format_version')} is not {FORMAT_VERSION}; re-run the study with this faasprof"
+        )
     rows = []
     for entry in data["points"]:
         summary = entry.get("summary") or {}
         if not summary.get("invocations"):
             continue
         point = entry["point"]
-        row = {"label": entry["label"], "memory_mb": point["memory_mb"] or summary.get("memory_mb"), "concurrency": point["concurrency"], **point["params"]}
-        row.update(invocations=summary["invocations"], duration_ms_median=summary["duration_ms_median"], response_ms_median=summary["response_ms_median"],
-                   network_mb_per_s_median=summary["network_mb_per_s_median"], aggregate_network_mb_per_s_median=summary["aggregate_network_mb_per_s_median"],
-                   disk_mb_per_s_median=summary["disk_mb_per_s_median"], breakdown_within_tolerance=summary["breakdown_within_tolerance"],
-                   **{f"{phase}_ms_median": value for phase, value in summary["breakdown_ms_median"].items()},
-                   **{f"{unit}_per_batch": value for unit, value in summary["gb_s_per_batch_median"].items()})
+        row = {
+            "label": entry["label"],
+            "memory_mb": point["memory_mb"] or summary.get("memory_mb"),
+            "concurrency": point["concurrency"],
+            **point["params"],
+        }
+        row.update(
+            invocations=summary["invocations"],
+            duration_ms_median=summary["duration_ms_median"],
+            response_ms_median=summary["response_ms_median"],
+            network_mb_per_s_median=summary["network_mb_per_s_median"],
+            aggregate_network_mb_per_s_median=summary["aggregate_network_mb_per_s_median"],
+            disk_mb_per_s_median=summary["disk_mb_per_s_median"],
+            breakdown_within_tolerance=summary["breakdown_within_tolerance"],
+            **{f"{phase}_ms_median": value for phase, value in summary["breakdown_ms_median"].items()},
+            **{f"{unit}_per_batch": value for unit, value in summary["gb_s_per_batch_median"].items()},
+        )
         rows.append(row)
     return pd.DataFrame(rows)
 
@@ -193,7 +227,11 @@ def write_outputs(study_dir: str | Path) -> list[Path]:
 
 
 def _series(frame: pd.DataFrame, by: str):
-    others = [c for c in frame.columns if c not in (by,) and c in ("memory_mb", "concurrency", "size_bytes", "backend", "op", "direction", "pattern")]
+    others = [
+        c
+        for c in frame.columns
+        if c not in (by,) and c in ("memory_mb", "concurrency", "size_bytes", "backend", "op", "direction", "pattern")
+    ]
     if not others:
         yield "", frame
         return
@@ -212,8 +250,20 @@ def plot_bandwidth(frame: pd.DataFrame, path: Path) -> Path:
     for axis, by in zip(axes, ("memory_mb", "concurrency")):
         for label, group in _series(frame, by):
             x = group[by].astype(float)
-            line = axis.plot(x, group["network_mb_per_s_median"].astype(float), marker="o", label=f"per invocation (bytes / its network time) {label}".strip())[0]
-            axis.plot(x, group["aggregate_network_mb_per_s_median"].astype(float), marker="s", linestyle="--", color=line.get_color(), label=f"aggregate (batch bytes / batch response time) {label}".strip())
+            line = axis.plot(
+                x,
+                group["network_mb_per_s_median"].astype(float),
+                marker="o",
+                label=f"per invocation (bytes / its network time) {label}".strip(),
+            )[0]
+            axis.plot(
+                x,
+                group["aggregate_network_mb_per_s_median"].astype(float),
+                marker="s",
+                linestyle="--",
+                color=line.get_color(),
+                label=f"aggregate (batch bytes / batch response time) {label}".strip(),
+            )
         axis.set_xlabel("memory (MB)" if by == "memory_mb" else "invocations at once")
         axis.set_ylabel("network bandwidth (MB/s, median)")
         axis.set_ylim(bottom=0)
@@ -229,11 +279,19 @@ def plot_bandwidth(frame: pd.DataFrame, path: Path) -> Path:
 def plot_cost_response(frame: pd.DataFrame, path: Path) -> Path:
     """Batch response time against its cost, one point per study point, labelled by concurrency."""
     fig, axes = new_figure(1, 2, figsize=(12, 4.5))
-    for axis, unit, title in zip(axes, ("gb_s_1ms_per_batch", "gb_s_100ms_per_batch"), ("1 ms billing", "100 ms billing")):
+    for axis, unit, title in zip(
+        axes, ("gb_s_1ms_per_batch", "gb_s_100ms_per_batch"), ("1 ms billing", "100 ms billing")
+    ):
         for label, group in _series(frame, "concurrency"):
             axis.plot(group[unit].astype(float), group["response_ms_median"].astype(float), marker="o", label=label)
             for _, row in group.iterrows():
-                axis.annotate(f"x{int(row['concurrency'])}", (float(row[unit]), float(row["response_ms_median"])), fontsize=7, xytext=(3, 3), textcoords="offset points")
+                axis.annotate(
+                    f"x{int(row['concurrency'])}",
+                    (float(row[unit]), float(row["response_ms_median"])),
+                    fontsize=7,
+                    xytext=(3, 3),
+                    textcoords="offset points",
+                )
         axis.set_xlabel(f"cost of a batch (GB-s, {title})")
         axis.set_ylabel("batch response time (ms, median)")
         axis.grid(alpha=0.3)
@@ -245,8 +303,13 @@ def plot_cost_response(frame: pd.DataFrame, path: Path) -> Path:
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="python -m faasprof.experiments.io_study", description="Run a workload's io_study block: one run per point, breakdown, bandwidth and cost plots.")
-    parser.add_argument("workload", help="a workload JSON with storage and io_study blocks (workload_configs/io_*.json)")
+    parser = argparse.ArgumentParser(
+        prog="python -m faasprof.experiments.io_study",
+        description="Run a workload's io_study block: one run per point, breakdown, bandwidth and cost plots.",
+    )
+    parser.add_argument(
+        "workload", help="a workload JSON with storage and io_study blocks (workload_configs/io_*.json)"
+    )
     parser.add_argument("--out", default="runs", help="directory for the study directory (default: runs)")
     parser.add_argument("--quiet", action="store_true", help="no progress lines")
     args = parser.parse_args(argv)

@@ -52,9 +52,29 @@ MPKI_CSV = "mpki.csv"
 FIGURE = "fig6_7_branch_mpki_vs_exec.png"
 EVENTS = ("instructions", "branch-misses", "branches", "cycles")
 REQUIRED_EVENTS = ("instructions", "branch-misses")
-MPKI_COLUMNS = ("function", "instance", "phase", "window_start_s", "window_end_s", "perf_start_s", "perf_end_s", "rate_rps", "mode", "records", "execution_ms_p50",
-                "branch_mpki", "branch_miss_rate", "ipc", "instructions", "branch_misses", "min_running_pct", "per", "missing",
-                "no_counters", "run_dir")
+MPKI_COLUMNS = (
+    "function",
+    "instance",
+    "phase",
+    "window_start_s",
+    "window_end_s",
+    "perf_start_s",
+    "perf_end_s",
+    "rate_rps",
+    "mode",
+    "records",
+    "execution_ms_p50",
+    "branch_mpki",
+    "branch_miss_rate",
+    "ipc",
+    "instructions",
+    "branch_misses",
+    "min_running_pct",
+    "per",
+    "missing",
+    "no_counters",
+    "run_dir",
+)
 NO_COUNTERS = "not_supported"  # perf's status for an event the host's PMU cannot count
 
 
@@ -71,7 +91,9 @@ def explain(dropped: dict[str, str], functions: list[str]) -> str:
     )
 
 
-def counts_from_perf(text: str, sep: str = ",", window: tuple[float, float] | None = None, offset_s: float | None = None) -> dict:
+def counts_from_perf(
+    text: str, sep: str = ",", window: tuple[float, float] | None = None, offset_s: float | None = None
+) -> dict:
     """Summed counts and branch MPKI from ``perf stat -x`` output (interval or not, any aggregation).
 
     Events are matched without modifiers (``branch-misses:u`` counts as ``branch-misses``). Returns
@@ -82,7 +104,10 @@ def counts_from_perf(text: str, sep: str = ",", window: tuple[float, float] | No
     perf start on it: only the intervals whose middle lies inside count, and ``perf_window_s``
     is the span they cover (None: the whole output, when it cannot be placed or no window asked)."""
     long = parse_perf_stat(text, sep=sep)
-    statuses = {event: sorted(set(long.loc[long["event"].map(base_event) == event, "status"])) if len(long) else [] for event in EVENTS}
+    statuses = {
+        event: sorted(set(long.loc[long["event"].map(base_event) == event, "status"])) if len(long) else []
+        for event in EVENTS
+    }
     long, span, outside = _in_window(long, window, offset_s)
     out: dict = {"perf_window_s": span}
     missing = []
@@ -93,7 +118,13 @@ def counts_from_perf(text: str, sep: str = ",", window: tuple[float, float] | No
         if counted.empty:
             out[key] = math.nan
             found = sorted(set(rows["status"])) if len(rows) else statuses[event]
-            why = outside if outside and statuses[event] else ", ".join(s.replace("_", " ") for s in found) if found else "not in the output"
+            why = (
+                outside
+                if outside and statuses[event]
+                else ", ".join(s.replace("_", " ") for s in found)
+                if found
+                else "not in the output"
+            )
             missing.append(f"{event}: {why}")
         else:
             out[key] = float(counted["value"].sum())
@@ -103,7 +134,9 @@ def counts_from_perf(text: str, sep: str = ",", window: tuple[float, float] | No
     out["branch_miss_rate"] = _ratio(out["branch_misses"], out["branches"])
     out["ipc"] = _ratio(out["instructions"], out["cycles"])
     out["missing"] = "; ".join(m for m in missing if m.split(":")[0] in REQUIRED_EVENTS)
-    out["no_counters"] = any(NO_COUNTERS in statuses[event] and "ok" not in statuses[event] for event in REQUIRED_EVENTS)
+    out["no_counters"] = any(
+        NO_COUNTERS in statuses[event] and "ok" not in statuses[event] for event in REQUIRED_EVENTS
+    )
     return out
 
 
@@ -147,34 +180,61 @@ def rows_for_run(run_dir: str | os.PathLike, rate_rps: float | None = None) -> l
         for phase in instance.get("phases") or []:
             window = (float(phase["steady_start_s"]), float(phase["phase_end_s"]))
             if text is None:
-                counts = {e.replace("-", "_"): math.nan for e in EVENTS} | {"branch_mpki": math.nan, "branch_miss_rate": math.nan, "ipc": math.nan,
-                                                                           "min_running_pct": math.nan, "missing": "no perf output in the run", "perf_window_s": None, "no_counters": bool(dropped)}
+                counts = {e.replace("-", "_"): math.nan for e in EVENTS} | {
+                    "branch_mpki": math.nan,
+                    "branch_miss_rate": math.nan,
+                    "ipc": math.nan,
+                    "min_running_pct": math.nan,
+                    "missing": "no perf output in the run",
+                    "perf_window_s": None,
+                    "no_counters": bool(dropped),
+                }
             else:
                 counts = counts_from_perf(text, sep, window, offset_s)
                 counts["no_counters"] = counts["no_counters"] or bool(dropped)
             rate = instance.get("rate_rps") if rate_rps is None else rate_rps
-            rows.append({
-                "function": instance.get("function", instance.get("instance")),
-                "instance": instance.get("instance"),
-                "phase": int(phase["phase"]),
-                "window_start_s": round(window[0], 6),
-                "window_end_s": round(window[1], 6),
-                "perf_start_s": (counts["perf_window_s"] or [math.nan])[0],
-                "perf_end_s": (counts["perf_window_s"] or [math.nan, math.nan])[1],
-                "rate_rps": rate if isinstance(rate, (int, float)) else math.nan,
-                "mode": phase.get("mode") or "unknown",
-                "records": phase.get("with_record", 0),
-                "execution_ms_p50": _num(phase.get("execution_ms_p50")),
-                **{k: counts[k] for k in ("branch_mpki", "branch_miss_rate", "ipc", "instructions", "branch_misses", "min_running_pct", "missing", "no_counters")},
-                "per": ((perf_meta.get("layout") or {}).get("per")) or "system",
-                "run_dir": str(run_dir),
-            })
+            rows.append(
+                {
+                    "function": instance.get("function", instance.get("instance")),
+                    "instance": instance.get("instance"),
+                    "phase": int(phase["phase"]),
+                    "window_start_s": round(window[0], 6),
+                    "window_end_s": round(window[1], 6),
+                    "perf_start_s": (counts["perf_window_s"] or [math.nan])[0],
+                    "perf_end_s": (counts["perf_window_s"] or [math.nan, math.nan])[1],
+                    "rate_rps": rate if isinstance(rate, (int, float)) else math.nan,
+                    "mode": phase.get("mode") or "unknown",
+                    "records": phase.get("with_record", 0),
+                    "execution_ms_p50": _num(phase.get("execution_ms_p50")),
+                    **{
+                        k: counts[k]
+                        for k in (
+                            "branch_mpki",
+                            "branch_miss_rate",
+                            "ipc",
+                            "instructions",
+                            "branch_misses",
+                            "min_running_pct",
+                            "missing",
+                            "no_counters",
+                        )
+                    },
+                    "per": ((perf_meta.get("layout") or {}).get("per")) or "system",
+                    "run_dir": str(run_dir),
+                }
+            )
     return rows
 
 
 def plot_mpki(rows: list[dict], path: Path) -> bool:
     """Branch MPKI against median execution time (log x); False when no function has both."""
-    points = [r for r in rows if positive(r.get("execution_ms_p50")) and isinstance(r.get("branch_mpki"), float) and math.isfinite(r["branch_mpki"])]
+    points = [
+        r
+        for r in rows
+        if positive(r.get("execution_ms_p50"))
+        and isinstance(r.get("branch_mpki"), float)
+        and math.isfinite(r["branch_mpki"])
+    ]
     fig, ax = new_figure(figsize=(7, 4.5))
     if points:
         x = np.array([r["execution_ms_p50"] for r in points])
@@ -182,11 +242,25 @@ def plot_mpki(rows: list[dict], path: Path) -> bool:
         colours = ["#2ca02c" if r.get("mode") == "balanced" else "#d62728" for r in points]
         ax.scatter(x, y, c=colours)
         for r in points:
-            ax.annotate(_point_label(r, rows), (r["execution_ms_p50"], r["branch_mpki"]), fontsize=8, xytext=(3, 3), textcoords="offset points")
+            ax.annotate(
+                _point_label(r, rows),
+                (r["execution_ms_p50"], r["branch_mpki"]),
+                fontsize=8,
+                xytext=(3, 3),
+                textcoords="offset points",
+            )
         ax.set_xscale("log")
     missing = [_point_label(r, rows) for r in rows if r not in points]
     if missing:
-        ax.text(0.01, 0.99, "not shown (no counts or no execution time): " + ", ".join(missing), transform=ax.transAxes, va="top", fontsize=7, color="#b22222")
+        ax.text(
+            0.01,
+            0.99,
+            "not shown (no counts or no execution time): " + ", ".join(missing),
+            transform=ax.transAxes,
+            va="top",
+            fontsize=7,
+            color="#b22222",
+        )
     ax.set_xlabel("median execution time (ms, log)")
     ax.set_ylabel("branch MPKI (misses per kilo-instruction)")
     per = sorted({str(r.get("per")) for r in rows})
@@ -216,8 +290,15 @@ def write_results(out: Path, rows: list[dict], manifest: rundir.Manifest) -> Non
 
 
 def new_manifest(functions: list[str], settings: dict) -> rundir.Manifest:
-    return rundir.study_manifest("mpki", MPKI_FORMAT_VERSION, generated_by={"faasprof": __version__, "git_commit": rundir.git_commit()},
-                                 created_utc=rundir.utc_stamp(), functions=functions, settings=settings, runs={})
+    return rundir.study_manifest(
+        "mpki",
+        MPKI_FORMAT_VERSION,
+        generated_by={"faasprof": __version__, "git_commit": rundir.git_commit()},
+        created_utc=rundir.utc_stamp(),
+        functions=functions,
+        settings=settings,
+        runs={},
+    )
 
 
 def mpki_workload(function: str, rate_rps: float, duration_s: float, per: str, seed: int = 6) -> dict:

@@ -38,6 +38,13 @@ from pathlib import Path
 from typing import Callable
 
 from faasprof.errors import ConfigError, NotReadyError, RunError
+from faasprof.functions.catalogue import RUNNERS_DIR, FunctionEntry
+from faasprof.functions.own import python_site_dirs
+from faasprof.monitoring.collectors import tool_versions
+from faasprof.monitoring.collectors.perf import perf_readiness
+from faasprof.monitoring.host import collect_host
+from faasprof.monitoring.parsers.perf import perf_counts
+from faasprof.progress import QUIET, Progress
 from faasprof.rundir import (
     CLOSED_LOOP,
     NATIVE_PLATFORM_KIND,
@@ -49,22 +56,37 @@ from faasprof.rundir import (
     read_manifest,
     write_manifest,
 )
-from faasprof.functions.catalogue import RUNNERS_DIR, FunctionEntry
-from faasprof.monitoring.collectors import tool_versions
-from faasprof.monitoring.collectors.perf import perf_readiness
-from faasprof.monitoring.host import collect_host
-from faasprof.monitoring.parsers.perf import perf_counts
-from faasprof.functions.own import python_site_dirs
-from faasprof.progress import QUIET, Progress
 
 NATIVE_FORMAT_VERSION = 1
 NATIVE_CSV = "native.csv"
 NATIVE_COLUMNS = (
-    "seq", "worker", "call_in_worker", "cold", "sent_ns", "done_ns", "exec_ms", "round_trip_ms", "outcome",
-    "cpu_user_ms", "cpu_sys_ms", "minflt", "majflt", "nvcsw", "nivcsw", "result_bytes", "error",
+    "seq",
+    "worker",
+    "call_in_worker",
+    "cold",
+    "sent_ns",
+    "done_ns",
+    "exec_ms",
+    "round_trip_ms",
+    "outcome",
+    "cpu_user_ms",
+    "cpu_sys_ms",
+    "minflt",
+    "majflt",
+    "nvcsw",
+    "nivcsw",
+    "result_bytes",
+    "error",
 )
 START_TIMEOUT_S = 60.0
-DEFAULT_PERF_EVENTS = ("task-clock", "context-switches", "cpu-migrations", "page-faults", "minor-faults", "major-faults")
+DEFAULT_PERF_EVENTS = (
+    "task-clock",
+    "context-switches",
+    "cpu-migrations",
+    "page-faults",
+    "minor-faults",
+    "major-faults",
+)
 
 
 class WorkerDied(Exception):
@@ -78,7 +100,12 @@ class CallTimeout(Exception):
 def native_command(entry: FunctionEntry) -> list[str]:
     """The manifest's native command with its placeholders filled in."""
     node = shutil.which("node")
-    values = {"python": sys.executable, "node": node or "node", "runners": str(RUNNERS_DIR), "dir": str(entry.directory)}
+    values = {
+        "python": sys.executable,
+        "node": node or "node",
+        "runners": str(RUNNERS_DIR),
+        "dir": str(entry.directory),
+    }
     return [part.format(**values) for part in entry.native]
 
 
@@ -95,8 +122,14 @@ def interpreter_version(entry: FunctionEntry) -> str:
 class Worker:
     """One interpreter process serving calls of one function over a result pipe."""
 
-    def __init__(self, entry: FunctionEntry, index: int = 0, log_dir: Path | None = None, perf_output: Path | None = None,
-                 perf_events: tuple[str, ...] = DEFAULT_PERF_EVENTS):
+    def __init__(
+        self,
+        entry: FunctionEntry,
+        index: int = 0,
+        log_dir: Path | None = None,
+        perf_output: Path | None = None,
+        perf_events: tuple[str, ...] = DEFAULT_PERF_EVENTS,
+    ):
         self.entry = entry
         self.index = index
         self.log_dir = log_dir
@@ -114,7 +147,11 @@ class Worker:
     def command(self) -> list[str]:
         command = native_command(self.entry)
         if self.perf_output is not None:
-            output = self.perf_output if self.starts <= 1 else self.perf_output.with_name(f"{self.perf_output.stem}-{self.starts}{self.perf_output.suffix}")
+            output = (
+                self.perf_output
+                if self.starts <= 1
+                else self.perf_output.with_name(f"{self.perf_output.stem}-{self.starts}{self.perf_output.suffix}")
+            )
             command = ["perf", "stat", "-x", ",", "-e", ",".join(self.perf_events), "-o", str(output), "--"] + command
         return command
 
@@ -144,8 +181,14 @@ class Worker:
         self._logs = [stdout, stderr]
         try:
             self.process = subprocess.Popen(
-                self.command, stdin=subprocess.PIPE, stdout=stdout, stderr=stderr, pass_fds=(write_fd,),
-                env=env, cwd=str(self.entry.directory), start_new_session=True,
+                self.command,
+                stdin=subprocess.PIPE,
+                stdout=stdout,
+                stderr=stderr,
+                pass_fds=(write_fd,),
+                env=env,
+                cwd=str(self.entry.directory),
+                start_new_session=True,
             )
         except OSError as error:
             os.close(read_fd)
@@ -159,7 +202,9 @@ class Worker:
         except (WorkerDied, CallTimeout) as error:
             detail = self.stderr_tail()
             self.stop()
-            raise RunError(f"{self.entry.base}: the native worker did not start ({error}){': ' + detail if detail else ''}") from None
+            raise RunError(
+                f"{self.entry.base}: the native worker did not start ({error}){': ' + detail if detail else ''}"
+            ) from None
         if not ready.get("ready"):
             self.stop()
             raise RunError(f"{self.entry.base}: cannot load the function: {ready.get('error')}")
@@ -246,7 +291,9 @@ class Worker:
         self.stop(timeout_s=1.0)
 
 
-def call_once(entry: FunctionEntry, params: dict | None = None, timeout_s: float | None = None, progress: Progress = QUIET) -> dict:
+def call_once(
+    entry: FunctionEntry, params: dict | None = None, timeout_s: float | None = None, progress: Progress = QUIET
+) -> dict:
     """Start a worker, call the function once with ``params`` (default: its sample input), stop.
 
     Returns the worker's answer: ``ok``, ``result``, ``error``, ``exec_ns``, ``rusage``. The npm
@@ -263,6 +310,7 @@ def call_once(entry: FunctionEntry, params: dict | None = None, timeout_s: float
 
 # -- perf ---------------------------------------------------------------------------------------
 
+
 def check_perf(events: tuple[str, ...] = DEFAULT_PERF_EVENTS) -> str | None:
     """None when ``perf stat`` counts every one of ``events`` for a command here; else a one-line
     reason with the fix (``faasprof.monitoring.collectors.perf.perf_readiness`` decides)."""
@@ -270,6 +318,7 @@ def check_perf(events: tuple[str, ...] = DEFAULT_PERF_EVENTS) -> str | None:
 
 
 # -- run directories ----------------------------------------------------------------------------
+
 
 @dataclass
 class NativeOptions:
@@ -314,8 +363,12 @@ def summarise(rows: list[dict]) -> dict:
     return summary
 
 
-def run_native(entry: FunctionEntry, out_dir: str | os.PathLike, options: NativeOptions,
-               progress: Callable[[str], None] | None = None) -> tuple[Path, dict]:
+def run_native(
+    entry: FunctionEntry,
+    out_dir: str | os.PathLike,
+    options: NativeOptions,
+    progress: Callable[[str], None] | None = None,
+) -> tuple[Path, dict]:
     """Run ``entry`` natively ``options.repeat`` times over ``options.concurrency`` workers.
 
     Returns (run directory, summary). Every planned call has one row in invocations.csv and in
@@ -329,14 +382,23 @@ def run_native(entry: FunctionEntry, out_dir: str | os.PathLike, options: Native
     run_dir, clock = _start_run(entry, out_dir, options, params, timeout_s)
     perf_dir = monitor_dir(run_dir, "perf-native") if options.perf else None
     workers = [
-        Worker(entry, index, log_dir=run_dir / "native",
-               perf_output=(perf_dir / f"worker-{index}.csv") if perf_dir else None, perf_events=options.perf_events)
+        Worker(
+            entry,
+            index,
+            log_dir=run_dir / "native",
+            perf_output=(perf_dir / f"worker-{index}.csv") if perf_dir else None,
+            perf_events=options.perf_events,
+        )
         for index in range(options.concurrency)
     ]
     calls = _Calls(entry, options, params, timeout_s, InvocationLog(run_dir), clock, progress or (lambda message: None))
     status = _drive(workers, calls)
     # Every planned call gets a row: the ones no worker took were never sent.
-    reason = "interrupted" if status == "interrupted" else (calls.start_errors[0] if calls.start_errors else "no worker left")
+    reason = (
+        "interrupted"
+        if status == "interrupted"
+        else (calls.start_errors[0] if calls.start_errors else "no worker left")
+    )
     calls.record_unsent(workers[0].index, reason)
     calls.log.close()
     if calls.start_errors and status == "complete":
@@ -367,8 +429,9 @@ def _check_ready(entry: FunctionEntry, options: NativeOptions, progress: Callabl
             raise NotReadyError(reason)
 
 
-def _start_run(entry: FunctionEntry, out_dir: str | os.PathLike, options: NativeOptions, params: dict,
-               timeout_s: float) -> tuple[Path, ClockAnchor]:
+def _start_run(
+    entry: FunctionEntry, out_dir: str | os.PathLike, options: NativeOptions, params: dict, timeout_s: float
+) -> tuple[Path, ClockAnchor]:
     """Create the run directory and write its first manifest (the ``native`` block, ``planned``)."""
     test_name = f"native-{entry.name}"
     run_dir = create_run_dir(out_dir, test_name)
@@ -377,8 +440,18 @@ def _start_run(entry: FunctionEntry, out_dir: str | os.PathLike, options: Native
         "test_name": test_name,
         "native": True,
         # Blocking: each call is answered when the function returns (its round trip is its latency).
-        "instances": [{"name": entry.name, "function": entry.name, "endpoint": "native", "distribution": CLOSED_LOOP,
-                       "repeat": options.repeat, "concurrency": options.concurrency, "memory_mb": None, "blocking": True}],
+        "instances": [
+            {
+                "name": entry.name,
+                "function": entry.name,
+                "endpoint": "native",
+                "distribution": CLOSED_LOOP,
+                "repeat": options.repeat,
+                "concurrency": options.concurrency,
+                "memory_mb": None,
+                "blocking": True,
+            }
+        ],
     }
     native_block = {
         "format_version": NATIVE_FORMAT_VERSION,
@@ -393,8 +466,15 @@ def _start_run(entry: FunctionEntry, out_dir: str | os.PathLike, options: Native
         "files": {"native_csv": NATIVE_CSV, "worker_logs": "native/"},
         "perf": None,
     }
-    manifest = new_manifest(test_name, workload, clock, platform={"kind": NATIVE_PLATFORM_KIND, "apihost": None}, native=native_block,
-                            **_host_metadata(), **options.extra_manifest)
+    manifest = new_manifest(
+        test_name,
+        workload,
+        clock,
+        platform={"kind": NATIVE_PLATFORM_KIND, "apihost": None},
+        native=native_block,
+        **_host_metadata(),
+        **options.extra_manifest,
+    )
     manifest.counts["planned"] = options.repeat
     write_manifest(run_dir, manifest)
     return run_dir, clock
@@ -404,13 +484,23 @@ def _native_row(seq: int, worker_index: int, sent_ns, done_ns, outcome: str, ans
     """One call's row of native.csv (empty strings where the call gave no value)."""
     usage = (answer or {}).get("rusage") or {}
     return {
-        "seq": seq, "worker": worker_index, "call_in_worker": (answer or {}).get("call_in_worker", ""),
-        "cold": bool((answer or {}).get("cold", False)), "sent_ns": sent_ns, "done_ns": done_ns,
+        "seq": seq,
+        "worker": worker_index,
+        "call_in_worker": (answer or {}).get("call_in_worker", ""),
+        "cold": bool((answer or {}).get("cold", False)),
+        "sent_ns": sent_ns,
+        "done_ns": done_ns,
         "exec_ms": round(answer["exec_ns"] / 1e6, 4) if answer and "exec_ns" in answer else "",
         "round_trip_ms": round((done_ns - sent_ns) / 1e6, 4) if sent_ns != "" and done_ns != "" else "",
-        "outcome": outcome, "cpu_user_ms": usage.get("user_ms", ""), "cpu_sys_ms": usage.get("sys_ms", ""),
-        "minflt": usage.get("minflt", ""), "majflt": usage.get("majflt", ""), "nvcsw": usage.get("nvcsw", ""),
-        "nivcsw": usage.get("nivcsw", ""), "result_bytes": (answer or {}).get("result_bytes", ""), "error": error[:300],
+        "outcome": outcome,
+        "cpu_user_ms": usage.get("user_ms", ""),
+        "cpu_sys_ms": usage.get("sys_ms", ""),
+        "minflt": usage.get("minflt", ""),
+        "majflt": usage.get("majflt", ""),
+        "nvcsw": usage.get("nvcsw", ""),
+        "nivcsw": usage.get("nivcsw", ""),
+        "result_bytes": (answer or {}).get("result_bytes", ""),
+        "error": error[:300],
     }
 
 
@@ -419,8 +509,16 @@ class _Calls:
     taken yet, the rows of those made (each also appended to invocations.csv and said as it
     completes), the workers' start errors, and the stop flag that Ctrl-C sets."""
 
-    def __init__(self, entry: FunctionEntry, options: NativeOptions, params: dict, timeout_s: float, log: InvocationLog,
-                 clock: ClockAnchor, say: Callable[[str], None]):
+    def __init__(
+        self,
+        entry: FunctionEntry,
+        options: NativeOptions,
+        params: dict,
+        timeout_s: float,
+        log: InvocationLog,
+        clock: ClockAnchor,
+        say: Callable[[str], None],
+    ):
         self.entry = entry
         self.repeat = options.repeat
         self.warmup = options.warmup
@@ -444,15 +542,33 @@ class _Calls:
         except queue.Empty:
             return None
 
-    def record(self, seq: int, worker_index: int, sent_ns, done_ns, outcome: str, answer: dict | None, error: str = "") -> None:
+    def record(
+        self, seq: int, worker_index: int, sent_ns, done_ns, outcome: str, answer: dict | None, error: str = ""
+    ) -> None:
         row = _native_row(seq, worker_index, sent_ns, done_ns, outcome, answer, error)
         with self._rows_lock:
             self.rows.append(row)
         name = self.entry.name
-        self.log.append((seq, name, name, sent_ns if sent_ns != "" else 0, sent_ns, done_ns, outcome, "",
-                         f"native-w{worker_index}-{seq}", error[:300]))
-        self.say(f"[{len(self.rows):>{len(str(self.repeat))}}/{self.repeat}] {name}  worker {worker_index}  "
-                 + (f"{row['exec_ms']:.2f} ms" if row["exec_ms"] != "" else "-") + f"  {outcome}" + (f": {error[:80]}" if error else ""))
+        self.log.append(
+            (
+                seq,
+                name,
+                name,
+                sent_ns if sent_ns != "" else 0,
+                sent_ns,
+                done_ns,
+                outcome,
+                "",
+                f"native-w{worker_index}-{seq}",
+                error[:300],
+            )
+        )
+        self.say(
+            f"[{len(self.rows):>{len(str(self.repeat))}}/{self.repeat}] {name}  worker {worker_index}  "
+            + (f"{row['exec_ms']:.2f} ms" if row["exec_ms"] != "" else "-")
+            + f"  {outcome}"
+            + (f": {error[:80]}" if error else "")
+        )
 
     def record_unsent(self, worker_index: int, reason: str) -> None:
         """A ``not_sent`` row for every planned call no worker took."""
@@ -496,19 +612,31 @@ def _call(worker: Worker, calls: _Calls, seq: int) -> bool:
         worker.kill()
         return False
     except WorkerDied as error:
-        calls.record(seq, worker.index, sent_ns, calls.clock.since_zero_ns(), "failed", None, f"{error}: {worker.stderr_tail()}")
+        calls.record(
+            seq, worker.index, sent_ns, calls.clock.since_zero_ns(), "failed", None, f"{error}: {worker.stderr_tail()}"
+        )
         worker.stop()
         return False
     done_ns = calls.clock.since_zero_ns()
-    calls.record(seq, worker.index, sent_ns, done_ns, "ok" if answer.get("ok") else "app_error", answer, answer.get("error") or "")
+    calls.record(
+        seq,
+        worker.index,
+        sent_ns,
+        done_ns,
+        "ok" if answer.get("ok") else "app_error",
+        answer,
+        answer.get("error") or "",
+    )
     return True
 
 
 def _drive(workers: list[Worker], calls: _Calls) -> str:
     """Serve the calls with a thread per worker until they are done; returns the run's status,
     ``complete`` or ``interrupted`` (Ctrl-C stops the workers). Every worker is stopped on return."""
-    threads = [threading.Thread(target=_serve, args=(worker, calls), name=f"native-worker-{worker.index}", daemon=True)
-               for worker in workers]
+    threads = [
+        threading.Thread(target=_serve, args=(worker, calls), name=f"native-worker-{worker.index}", daemon=True)
+        for worker in workers
+    ]
     status = "complete"
     try:
         for thread in threads:
@@ -537,8 +665,15 @@ def _write_native_csv(run_dir: Path, rows: list[dict]) -> None:
             writer.writerow({**row, "cold": int(row["cold"])})
 
 
-def _finish_manifest(run_dir: Path, options: NativeOptions, status: str, rows: list[dict], summary: dict,
-                     workers: list[Worker], perf_dir: Path | None) -> None:
+def _finish_manifest(
+    run_dir: Path,
+    options: NativeOptions,
+    status: str,
+    rows: list[dict],
+    summary: dict,
+    workers: list[Worker],
+    perf_dir: Path | None,
+) -> None:
     """The manifest's final status, counts, summary, workers and perf counts."""
     manifest = read_manifest(run_dir)
     manifest.status = status
@@ -548,8 +683,15 @@ def _finish_manifest(run_dir: Path, options: NativeOptions, status: str, rows: l
         "failed": sum(1 for row in rows if row["outcome"] not in ("ok", "not_sent")),
     }
     manifest.native["summary"] = summary
-    manifest.native["workers"] = [{"index": w.index, "starts": w.starts, "load_ms": round(w.ready.get("load_ns", 0) / 1e6, 3) if w.ready else None,
-                                      "interpreter": w.ready.get("interpreter") if w.ready else None} for w in workers]
+    manifest.native["workers"] = [
+        {
+            "index": w.index,
+            "starts": w.starts,
+            "load_ms": round(w.ready.get("load_ns", 0) / 1e6, 3) if w.ready else None,
+            "interpreter": w.ready.get("interpreter") if w.ready else None,
+        }
+        for w in workers
+    ]
     if perf_dir is not None:
         files = sorted(perf_dir.glob("worker-*.csv"))
         manifest.native["perf"] = {

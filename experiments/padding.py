@@ -36,8 +36,8 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-from faasprof.analyzer.compare import ensure_analyzed
 from faasprof import rundir
+from faasprof.analyzer.compare import ensure_analyzed
 from faasprof.errors import ConfigError, NotReadyError
 from faasprof.paths import cache_dir
 
@@ -62,7 +62,9 @@ def _docker(*args: str, input_bytes: bytes | None = None, timeout: float = 60) -
     try:
         return subprocess.run(["docker", *args], input=input_bytes, capture_output=True, timeout=timeout)
     except FileNotFoundError:
-        raise NotReadyError("docker: command not found; install Docker (./setup.sh --with docker) for padded images") from None
+        raise NotReadyError(
+            "docker: command not found; install Docker (./setup.sh --with docker) for padded images"
+        ) from None
 
 
 def image_exists(tag: str) -> bool:
@@ -91,15 +93,15 @@ def ensure_padded_image(padding_mb: int) -> str:
     with tempfile.TemporaryDirectory(prefix=f"image-{padding_mb}mb-", dir=cache_dir("padding")) as context:
         root = Path(context)
         (root / "Dockerfile").write_text(
-            f"FROM {BASE_IMAGE}\n"
-            f"COPY filler.bin {PADDING_PATH}\n"
-            f'LABEL {LABEL}="true" {LABEL}_mb="{padding_mb}"\n'
+            f'FROM {BASE_IMAGE}\nCOPY filler.bin {PADDING_PATH}\nLABEL {LABEL}="true" {LABEL}_mb="{padding_mb}"\n'
         )
         with open(root / "filler.bin", "wb") as handle:
             _write_filler(handle, padding_mb * MIB)
         result = _docker("build", "-q", "-t", tag, str(root), timeout=BUILD_TIMEOUT_S)
     if result.returncode != 0:
-        raise NotReadyError(f"docker build of {tag} failed: {result.stderr.decode(errors='replace').strip().splitlines()[-1:]}")
+        raise NotReadyError(
+            f"docker build of {tag} failed: {result.stderr.decode(errors='replace').strip().splitlines()[-1:]}"
+        )
     return tag
 
 
@@ -134,7 +136,11 @@ def padded_source(source: Path, padding_mb: float, out_dir: Path) -> Path:
 
 def _same_files(source: Path, target: Path) -> bool:
     for path in source.rglob("*"):
-        if path.is_file() and "__pycache__" not in path.parts and path.relative_to(source).parts[0] not in ("padding", "node_modules"):
+        if (
+            path.is_file()
+            and "__pycache__" not in path.parts
+            and path.relative_to(source).parts[0] not in ("padding", "node_modules")
+        ):
             copy = target / path.relative_to(source)
             if not copy.is_file() or copy.read_bytes() != path.read_bytes():
                 return False
@@ -164,8 +170,12 @@ def pad_code(point_dict: dict, workload, values: dict) -> dict:
     for name in selected:
         source = sources.get(name)
         if source is None:
-            raise ConfigError(f"{workload.origin}: instances.{name}: code_padding_mb pads the zip of a function of yours; give the instance a source folder, or name the padded ones in sweep.instances")
-        point_dict["instances"][name]["source"] = str(ensure_padded_source(Path(source), float(values["code_padding_mb"])))
+            raise ConfigError(
+                f"{workload.origin}: instances.{name}: code_padding_mb pads the zip of a function of yours; give the instance a source folder, or name the padded ones in sweep.instances"
+            )
+        point_dict["instances"][name]["source"] = str(
+            ensure_padded_source(Path(source), float(values["code_padding_mb"]))
+        )
     return point_dict
 
 
@@ -181,16 +191,34 @@ def cold_start_vs_size(sweep_dir: str | os.PathLike, parameter: str | None = Non
         ensure_analyzed(run_dir)
         frame = pd.read_parquet(run_dir / "analysis" / "invocations.parquet")
         cold = frame[(frame["start_class"] == "cold") & frame["outcome"].isin(["ok", "app_error"])]
-        rows.append({"run": run_dir.name, parameter: values[parameter], "cold_starts": len(cold),
-                     **{f"{c}_{s}": getattr(cold[c], s)() if len(cold) else np.nan
-                        for c in ("client_latency_ms", "wait_ms", "init_ms") for s in ("median", "mean")}})
+        rows.append(
+            {
+                "run": run_dir.name,
+                parameter: values[parameter],
+                "cold_starts": len(cold),
+                **{
+                    f"{c}_{s}": getattr(cold[c], s)() if len(cold) else np.nan
+                    for c in ("client_latency_ms", "wait_ms", "init_ms")
+                    for s in ("median", "mean")
+                },
+            }
+        )
     frame = pd.DataFrame(rows)
     if frame.empty:
         return frame
-    return frame.groupby(parameter, as_index=False).agg(
-        runs=("run", "count"), cold_starts=("cold_starts", "sum"),
-        **{f"{c}_{s}": (f"{c}_{s}", "mean") for c in ("client_latency_ms", "wait_ms", "init_ms") for s in ("median", "mean")},
-    ).sort_values(parameter)
+    return (
+        frame.groupby(parameter, as_index=False)
+        .agg(
+            runs=("run", "count"),
+            cold_starts=("cold_starts", "sum"),
+            **{
+                f"{c}_{s}": (f"{c}_{s}", "mean")
+                for c in ("client_latency_ms", "wait_ms", "init_ms")
+                for s in ("median", "mean")
+            },
+        )
+        .sort_values(parameter)
+    )
 
 
 def point_settings(values: dict) -> dict:
@@ -204,11 +232,15 @@ def check_image_padding(workload_raw: dict, origin: str, connection) -> list[str
     """Problems with an ``image_padding_mb`` sweep (one line each, naming the field and the fix)."""
     problems = []
     if connection is not None:
-        problems.append(f"{origin}: sweep.parameters.image_padding_mb: applies to the embedded localwhisk with isolation docker; "
-                        "on a real OpenWhisk deploy blackbox actions of the padded images instead (faasprof.stellar padded images: experiments/padding.py)")
-    isolation = (((workload_raw.get("platform") or {}).get("localwhisk") or {}).get("isolation"))
+        problems.append(
+            f"{origin}: sweep.parameters.image_padding_mb: applies to the embedded localwhisk with isolation docker; "
+            "on a real OpenWhisk deploy blackbox actions of the padded images instead (faasprof.stellar padded images: experiments/padding.py)"
+        )
+    isolation = ((workload_raw.get("platform") or {}).get("localwhisk") or {}).get("isolation")
     if isolation != "docker":
-        problems.append(f"{origin}: platform.localwhisk.isolation: image_padding_mb pads container images; set it to \"docker\"")
+        problems.append(
+            f'{origin}: platform.localwhisk.isolation: image_padding_mb pads container images; set it to "docker"'
+        )
     return problems
 
 
@@ -218,8 +250,16 @@ def write_cold_start_vs_size(sweep_dir: Path) -> Path | None:
     if frame.empty:
         return None
     frame.to_csv(sweep_dir / "cold_start_vs_size.csv", index=False)
-    rows = [{k: (None if isinstance(v, float) and not np.isfinite(v) else (v.item() if hasattr(v, "item") else v)) for k, v in row.items()} for row in frame.to_dict("records")]
+    rows = [
+        {
+            k: (None if isinstance(v, float) and not np.isfinite(v) else (v.item() if hasattr(v, "item") else v))
+            for k, v in row.items()
+        }
+        for row in frame.to_dict("records")
+    ]
     path = sweep_dir / COLD_START_FILE
     parameter = next(p for p in PADDING_PARAMETERS if p in frame.columns)
-    path.write_text(json.dumps({"format_version": COLD_START_FORMAT_VERSION, "parameter": parameter, "rows": rows}, indent=1) + "\n")
+    path.write_text(
+        json.dumps({"format_version": COLD_START_FORMAT_VERSION, "parameter": parameter, "rows": rows}, indent=1) + "\n"
+    )
     return path

@@ -23,12 +23,12 @@ import math
 import re
 from dataclasses import dataclass
 
+from faasprof.errors import ConfigError
 from faasprof.experiments import reproduce_rules as rules
 from faasprof.monitoring.collectors.base import NO
 from faasprof.monitoring.collectors.perf import PerfCollector
 from faasprof.monitoring.collectors.rdt import RdtCollector
 from faasprof.monitoring.host import Root
-from faasprof.errors import ConfigError
 
 REPRODUCE_FORMAT_VERSION = 1
 RESULT_JSON = "reproduce.json"
@@ -39,7 +39,7 @@ WARMUP_S = 5.0  # before a phase at a doubled rate (Fig 4), its run warms the sa
 
 HARDWARE = {
     "pmu": "a hardware PMU counting instructions, cycles and branch-misses (bare metal, or a VM with the PMU passed through) "
-           "and perf_event_paranoid <= 0 or root",
+    "and perf_event_paranoid <= 0 or root",
     "rdt": "Intel RDT memory-bandwidth monitoring (a Xeon with CMT/MBM, resctrl mounted or pqos run as root)",
 }
 PMU_EVENTS = ("instructions", "cycles", "branch-misses")
@@ -60,48 +60,106 @@ class Figure:
 
 
 FIGURES: tuple[Figure, ...] = (
-    Figure("4", (4,), "Latency modes",
-           "a function's latency has three modes by invocation rate: under-invoked (sandboxes paused between calls), "
-           "balanced (latency near the execution time) and over-invoked (a backlog: latency grows)", "3 modes",
-           "reproduced when the lowest rate is under-invoked, a higher one balanced and a higher one still over-invoked (the "
-           "analyzer's mode rule, analyzer/stats.py); where no rate of the ladder is over-invoked, the highest is doubled (twice at "
-           "most); the pause grace is the paper's 50 ms, raised where this host's capacity is so low that no rate "
-           "it sustains keeps a sandbox warm (pause_grace_ms in the table)", ("modes",), (), (1, 7),
-           ("latency_over_time.png",)),
-    Figure("5", (5,), "Latency breakdown",
-           "a cold start can be over 10× a short function's execution time; over-invoked, a call's latency is mostly waiting",
-           "> 10×", f"reproduced when the median of (waitTime + initTime) / execution over cold calls of a short function lies above "
-           f"{rules.COLD_START_FACTOR:g}× and the median share of waitTime in over-invoked calls above {rules.WAIT_SHARE:.0%}, "
-           "both beyond noise (95 % intervals)", ("cold", "modes"), (), (3,), ("breakdown.png",)),
-    Figure("6-7", (6, 7), "Branch MPKI against execution time",
-           "branch mispredictions per kilo-instruction are 20× higher for short functions", "20×",
-           "reproduced when the shortest function's branch MPKI over the longest's lies above 1 beyond noise "
-           "(bootstrap interval of the ratio of per-second medians)", ("mpki",), ("pmu",)),
-    Figure("10-11", (10, 11), "Memory bandwidth and the invocation pattern",
-           "memory bandwidth increases by 6× due to the invocation pattern", "6×",
-           "reproduced when the busiest latency-mode phase's median memory bandwidth over the quietest's lies above 1 beyond noise",
-           ("modes",), ("rdt",)),
-    Figure("14", (14,), "Interference",
-           "IPC decreases by as much as 35 % due to inter-function interference", "−35 %",
-           "reproduced when the IPC while the aggressor runs over the IPC outside its window lies below 1 beyond noise",
-           ("interference",), ("pmu",), (1,)),
-    Figure("15", (15,), "Containerisation slowdown per function",
-           "FaaS containerisation brings up to 20× slowdown compared to native execution, for short functions", "up to 20×",
-           f"reproduced when every function under {rules.SHORT_NATIVE_MS:g} ms native time is slower in FaaS beyond noise "
-           f"(interval above 1) and every one of {rules.LONG_NATIVE_MS:g} ms or more is ≈ 1 within noise "
-           f"(interval reaching into {rules.NOISE_BAND[0]:g}–{rules.NOISE_BAND[1]:g}); execution time of warm calls",
-           ("slowdown",), (), (3,), ("fig15_slowdown_per_function.png",)),
-    Figure("16", (16,), "Slowdown against native execution time",
-           "the slowdown falls as native execution time grows (a power law with a negative exponent)", "negative exponent",
-           "reproduced when the fitted exponent's bootstrap interval lies below 0", ("slowdown",), (), (3,),
-           ("fig16_slowdown_vs_native.png",)),
+    Figure(
+        "4",
+        (4,),
+        "Latency modes",
+        "a function's latency has three modes by invocation rate: under-invoked (sandboxes paused between calls), "
+        "balanced (latency near the execution time) and over-invoked (a backlog: latency grows)",
+        "3 modes",
+        "reproduced when the lowest rate is under-invoked, a higher one balanced and a higher one still over-invoked (the "
+        "analyzer's mode rule, analyzer/stats.py); where no rate of the ladder is over-invoked, the highest is doubled (twice at "
+        "most); the pause grace is the paper's 50 ms, raised where this host's capacity is so low that no rate "
+        "it sustains keeps a sandbox warm (pause_grace_ms in the table)",
+        ("modes",),
+        (),
+        (1, 7),
+        ("latency_over_time.png",),
+    ),
+    Figure(
+        "5",
+        (5,),
+        "Latency breakdown",
+        "a cold start can be over 10× a short function's execution time; over-invoked, a call's latency is mostly waiting",
+        "> 10×",
+        f"reproduced when the median of (waitTime + initTime) / execution over cold calls of a short function lies above "
+        f"{rules.COLD_START_FACTOR:g}× and the median share of waitTime in over-invoked calls above {rules.WAIT_SHARE:.0%}, "
+        "both beyond noise (95 % intervals)",
+        ("cold", "modes"),
+        (),
+        (3,),
+        ("breakdown.png",),
+    ),
+    Figure(
+        "6-7",
+        (6, 7),
+        "Branch MPKI against execution time",
+        "branch mispredictions per kilo-instruction are 20× higher for short functions",
+        "20×",
+        "reproduced when the shortest function's branch MPKI over the longest's lies above 1 beyond noise "
+        "(bootstrap interval of the ratio of per-second medians)",
+        ("mpki",),
+        ("pmu",),
+    ),
+    Figure(
+        "10-11",
+        (10, 11),
+        "Memory bandwidth and the invocation pattern",
+        "memory bandwidth increases by 6× due to the invocation pattern",
+        "6×",
+        "reproduced when the busiest latency-mode phase's median memory bandwidth over the quietest's lies above 1 beyond noise",
+        ("modes",),
+        ("rdt",),
+    ),
+    Figure(
+        "14",
+        (14,),
+        "Interference",
+        "IPC decreases by as much as 35 % due to inter-function interference",
+        "−35 %",
+        "reproduced when the IPC while the aggressor runs over the IPC outside its window lies below 1 beyond noise",
+        ("interference",),
+        ("pmu",),
+        (1,),
+    ),
+    Figure(
+        "15",
+        (15,),
+        "Containerisation slowdown per function",
+        "FaaS containerisation brings up to 20× slowdown compared to native execution, for short functions",
+        "up to 20×",
+        f"reproduced when every function under {rules.SHORT_NATIVE_MS:g} ms native time is slower in FaaS beyond noise "
+        f"(interval above 1) and every one of {rules.LONG_NATIVE_MS:g} ms or more is ≈ 1 within noise "
+        f"(interval reaching into {rules.NOISE_BAND[0]:g}–{rules.NOISE_BAND[1]:g}); execution time of warm calls",
+        ("slowdown",),
+        (),
+        (3,),
+        ("fig15_slowdown_per_function.png",),
+    ),
+    Figure(
+        "16",
+        (16,),
+        "Slowdown against native execution time",
+        "the slowdown falls as native execution time grows (a power law with a negative exponent)",
+        "negative exponent",
+        "reproduced when the fitted exponent's bootstrap interval lies below 0",
+        ("slowdown",),
+        (),
+        (3,),
+        ("fig16_slowdown_vs_native.png",),
+    ),
 )
 NOT_JUDGED: dict[int, tuple[str, str]] = {
-    9: ("cold-start and execution time against the LLC ways given (CAT)", "faasprof sweep workload_configs/sweep_llc_coldstart.json"),
+    9: (
+        "cold-start and execution time against the LLC ways given (CAT)",
+        "faasprof sweep workload_configs/sweep_llc_coldstart.json",
+    ),
     12: ("capacity against the memory limit", "faasprof sweep workload_configs/sweep_json_dumps_memory_capacity.json"),
     13: ("markdown's latency against memory and load", "faasprof sweep workload_configs/sweep_markdown_memory.json"),
 }
-NOT_JUDGED_WHY = "the paper's abstract gives no number for it, so reproduce draws no verdict: run the sweep and read its report"
+NOT_JUDGED_WHY = (
+    "the paper's abstract gives no number for it, so reproduce draws no verdict: run the sweep and read its report"
+)
 
 
 def known_numbers() -> list[int]:
@@ -117,7 +175,9 @@ def parse_figures(text: str | None) -> tuple[list[Figure], list[int]]:
     for part in (p.strip() for p in text.split(",")):
         match = re.fullmatch(r"(\d+)(?:-(\d+))?", part)
         if not match or (match.group(2) and int(match.group(2)) < int(match.group(1))):
-            raise ConfigError(f"--figures: {part!r} is not a figure number or a range such as 9-16; e.g. --figures 4,5,15-16")
+            raise ConfigError(
+                f"--figures: {part!r} is not a figure number or a range such as 9-16; e.g. --figures 4,5,15-16"
+            )
         first, last = int(match.group(1)), int(match.group(2) or match.group(1))
         wanted |= set(range(first, last + 1))
         if match.group(2) is None:
@@ -125,7 +185,9 @@ def parse_figures(text: str | None) -> tuple[list[Figure], list[int]]:
     known = set(known_numbers())
     unknown = sorted((named - known) or (wanted if not wanted & known else set()))
     if unknown:
-        raise ConfigError(f"--figures: {', '.join(map(str, unknown))}: not a figure reproduce knows; choose from {', '.join(map(str, sorted(known)))}")
+        raise ConfigError(
+            f"--figures: {', '.join(map(str, unknown))}: not a figure reproduce knows; choose from {', '.join(map(str, sorted(known)))}"
+        )
     return [f for f in FIGURES if set(f.numbers) & wanted], sorted(n for n in NOT_JUDGED if n in wanted)
 
 
@@ -133,7 +195,10 @@ def requirement_gaps(root: Root, host: dict, live: bool = True) -> dict[str, str
     """What this host lacks, by ``HARDWARE`` key: the collectors' doctor findings that say MISSING
     (``faasprof doctor`` prints the same), joined into one reason each."""
     gaps: dict[str, str] = {}
-    checks = (("pmu", PerfCollector.doctor(root, host, live, {"events": list(PMU_EVENTS)})), ("rdt", RdtCollector.doctor(root, host, live, None)))
+    checks = (
+        ("pmu", PerfCollector.doctor(root, host, live, {"events": list(PMU_EVENTS)})),
+        ("rdt", RdtCollector.doctor(root, host, live, None)),
+    )
     for key, findings in checks:
         missing = [f.text + (f" ({f.fix})" if f.fix else "") for f in findings if f.state == NO]
         if missing:
@@ -164,9 +229,28 @@ class Profile:
 
 
 PROFILES = {
-    "full": Profile("full", (0.1, 0.4, 0.7, 0.9, 1.5, 2.0), 20.0, 40, 16,
-                    ("json_loads", "regex", "json_dumps", "deltablue", "pidigits", "nbody", "float"), 10, ("json_loads", "json_dumps", "nbody"), 20.0),
-    "quick": Profile("quick", (0.2, 0.6, 0.9, 2.0), 10.0, 30, 8, ("json_loads", "json_dumps", "nbody"), 6, ("json_loads", "nbody"), 10.0),
+    "full": Profile(
+        "full",
+        (0.1, 0.4, 0.7, 0.9, 1.5, 2.0),
+        20.0,
+        40,
+        16,
+        ("json_loads", "regex", "json_dumps", "deltablue", "pidigits", "nbody", "float"),
+        10,
+        ("json_loads", "json_dumps", "nbody"),
+        20.0,
+    ),
+    "quick": Profile(
+        "quick",
+        (0.2, 0.6, 0.9, 2.0),
+        10.0,
+        30,
+        8,
+        ("json_loads", "json_dumps", "nbody"),
+        6,
+        ("json_loads", "nbody"),
+        10.0,
+    ),
     # Tests only (hidden --tiny): every experiment runs, too short for a verdict to mean anything.
     "tiny": Profile("tiny", (0.3, 2.0), 3.0, 10, 3, ("json_loads", "nbody"), 3, ("json_loads", "nbody"), 4.0, 1),
 }
@@ -181,7 +265,14 @@ RUN_OVERHEAD_S = 25.0  # start, pre-flight, waiting for records, analysis: per r
 # The capacity search when none is stored: 8 s probes (capacity_store's quick search probes for 3 s,
 # which on Docker sandboxes is mostly the cold starts of a fresh platform: measured on 2 cores, it
 # gave 7.5/s where the warm platform held 15/s balanced).
-CAPACITY_SEARCH = {"duration_s": 8.0, "start_rate": 3.0, "factor": 2.0, "tolerance": 0.25, "max_runs": 7, "cooldown_s": 1.0}
+CAPACITY_SEARCH = {
+    "duration_s": 8.0,
+    "start_rate": 3.0,
+    "factor": 2.0,
+    "tolerance": 0.25,
+    "max_runs": 7,
+    "cooldown_s": 1.0,
+}
 CAPACITY_SEARCH_S = 140.0  # CAPACITY_SEARCH on 2 cores with Docker sandboxes
 SLOWDOWN_CALL_S = 1.5  # per repeat and function: a native, a keep-warm, a warm and a resumed call (+ the pause wait)
 
@@ -205,8 +296,16 @@ def phase_plan(profile: Profile, capacity_rps: float, pause_grace_ms: float = PA
         if capped:
             rate = 1000.0 / (UNDER_GAP_GRACES * pause_grace_ms)
         length = max(profile.phase_s, math.ceil(profile.min_phase_calls / rate / 0.8) + 2.0)
-        plan.append({"fraction": round(rate / capacity_rps, 4), "asked_fraction": fraction, "rate_rps": round(rate, 4), "length_s": float(length),
-                     "capped": capped, "pause_grace_ms": pause_grace_ms})
+        plan.append(
+            {
+                "fraction": round(rate / capacity_rps, 4),
+                "asked_fraction": fraction,
+                "rate_rps": round(rate, 4),
+                "length_s": float(length),
+                "capped": capped,
+                "pause_grace_ms": pause_grace_ms,
+            }
+        )
     return plan
 
 
@@ -216,12 +315,24 @@ def higher_phase(rows: list[dict], phase_s: float, pause_grace_ms: float) -> tup
     if not rows or any(r["mode"] == "over-invoked" for r in rows):
         return None
     top = max(rows, key=lambda r: r["rate_rps"])
-    higher = {"fraction": round(2 * top["fraction"], 4), "asked_fraction": None, "rate_rps": round(2 * top["rate_rps"], 4),
-              "length_s": phase_s, "capped": False, "pause_grace_ms": pause_grace_ms}
+    higher = {
+        "fraction": round(2 * top["fraction"], 4),
+        "asked_fraction": None,
+        "rate_rps": round(2 * top["rate_rps"], 4),
+        "length_s": phase_s,
+        "capped": False,
+        "pause_grace_ms": pause_grace_ms,
+    }
     return higher, {"fraction": top["fraction"], "rate_rps": top["rate_rps"], "length_s": WARMUP_S}
 
 
-def expected_seconds(figures: list[Figure], profile: Profile, capacity_known: bool, capacity_guess_rps: float = 10.0, beside_process: bool = True) -> dict[str, float]:
+def expected_seconds(
+    figures: list[Figure],
+    profile: Profile,
+    capacity_known: bool,
+    capacity_guess_rps: float = 10.0,
+    beside_process: bool = True,
+) -> dict[str, float]:
     """Seconds each experiment is expected to take on a 2-core host (the ETA starts from these)."""
     wanted = {e for f in figures for e in f.experiments}
     out: dict[str, float] = {}
@@ -266,16 +377,31 @@ def judge(figure: Figure, results: dict[str, dict], isolation: str | None = None
         return rules.verdict_modes(data["modes"].get("phases") or [])
     if figure.key == "5":
         modes = data["modes"]
-        return rules.verdict_breakdown(data["cold"].get("cold_calls") or [], modes.get("over_calls") or [], modes.get("other_calls") or [])
+        return rules.verdict_breakdown(
+            data["cold"].get("cold_calls") or [], modes.get("over_calls") or [], modes.get("other_calls") or []
+        )
     if figure.key == "6-7":
         mpki = data["mpki"]
-        return rules.verdict_ratio("branch MPKI of the shortest function over the longest's", mpki.get("short_mpki") or [], mpki.get("long_mpki") or [])
+        return rules.verdict_ratio(
+            "branch MPKI of the shortest function over the longest's",
+            mpki.get("short_mpki") or [],
+            mpki.get("long_mpki") or [],
+        )
     if figure.key == "10-11":
         modes = data["modes"]
-        return rules.verdict_ratio("memory bandwidth, busiest phase over quietest", modes.get("bandwidth_high") or [], modes.get("bandwidth_low") or [])
+        return rules.verdict_ratio(
+            "memory bandwidth, busiest phase over quietest",
+            modes.get("bandwidth_high") or [],
+            modes.get("bandwidth_low") or [],
+        )
     if figure.key == "14":
         found = data["interference"]
-        return rules.verdict_ratio("IPC inside the aggressor's window over outside", found.get("ipc_inside") or [], found.get("ipc_outside") or [], above=False)
+        return rules.verdict_ratio(
+            "IPC inside the aggressor's window over outside",
+            found.get("ipc_inside") or [],
+            found.get("ipc_outside") or [],
+            above=False,
+        )
     main = (data["slowdown"].get("by_isolation") or {}).get(isolation or data["slowdown"].get("primary") or "")
     if not main:
         return rules.Verdict(rules.NOT_REPRODUCED, "no slowdown result")

@@ -62,7 +62,9 @@ def _finite(values) -> np.ndarray:
     return data
 
 
-def ratio_ci(numerator, denominator, rounds: int = BOOTSTRAP_ROUNDS, seed: int = BOOTSTRAP_SEED) -> tuple[float, float, float]:
+def ratio_ci(
+    numerator, denominator, rounds: int = BOOTSTRAP_ROUNDS, seed: int = BOOTSTRAP_SEED
+) -> tuple[float, float, float]:
     """(median(num) / median(den), bootstrap 2.5 %, 97.5 %); NaN where a side has too few samples."""
     num, den = _finite(numerator), _finite(denominator)
     if len(num) == 0 or len(den) == 0 or np.median(den) <= 0:
@@ -81,7 +83,12 @@ def ratio_ci(numerator, denominator, rounds: int = BOOTSTRAP_ROUNDS, seed: int =
 def _interval_text(value: float | None, low: float | None, high: float | None, unit: str = "") -> str:
     def f(x):
         return "–" if x is None or not math.isfinite(x) else f"{x:.3g}"
-    interval = f" (95 % CI {f(low)}–{f(high)})" if low is not None and high is not None and math.isfinite(low) and math.isfinite(high) else " (no 95 % CI: too few samples)"
+
+    interval = (
+        f" (95 % CI {f(low)}–{f(high)})"
+        if low is not None and high is not None and math.isfinite(low) and math.isfinite(high)
+        else " (no 95 % CI: too few samples)"
+    )
     return f"{f(value)}{unit}{interval}"
 
 
@@ -108,15 +115,27 @@ def verdict_modes(phases: list[dict]) -> Verdict:
         hint = ""
         if all(p["mode"] == "under-invoked" for p in middle) and middle[-1].get("pause_grace_ms"):
             # Sandboxes paused between calls at every rate below the over-invoked ones.
-            hint = (f": up to {middle[-1]['rate_rps']:.3g}/s the calls were further apart than the pause grace "
-                    f"({middle[-1]['pause_grace_ms']:g} ms) plus the execution ({_plain(middle[-1].get('execution_ms_p50'))} ms)")
+            hint = (
+                f": up to {middle[-1]['rate_rps']:.3g}/s the calls were further apart than the pause grace "
+                f"({middle[-1]['pause_grace_ms']:g} ms) plus the execution ({_plain(middle[-1].get('execution_ms_p50'))} ms)"
+            )
         missing.append("no phase above the lowest rate is balanced" + hint)
-    elif "over-invoked" not in modes[balanced + 1:]:
-        missing.append(f"no phase above the balanced {ordered[balanced]['rate_rps']:.3g}/s is over-invoked (highest rate {ordered[-1]['rate_rps']:.3g}/s)")
+    elif "over-invoked" not in modes[balanced + 1 :]:
+        missing.append(
+            f"no phase above the balanced {ordered[balanced]['rate_rps']:.3g}/s is over-invoked (highest rate {ordered[-1]['rate_rps']:.3g}/s)"
+        )
     n = sum(int(p.get("n") or 0) for p in ordered)
     found = len(set(modes) & {"under-invoked", "balanced", "over-invoked"})
     reason = "; ".join(missing) + f" (observed: {seen})" if missing else f"all three modes in order of rate: {seen}"
-    return Verdict(NOT_REPRODUCED if missing else REPRODUCED, reason, float(found), n=n, unit=" of 3 modes", label="modes observed", details=ordered)
+    return Verdict(
+        NOT_REPRODUCED if missing else REPRODUCED,
+        reason,
+        float(found),
+        n=n,
+        unit=" of 3 modes",
+        label="modes observed",
+        details=ordered,
+    )
 
 
 def _plain(value) -> str:
@@ -142,7 +161,13 @@ def wait_shares(calls: list[dict]) -> list[float]:
     out = []
     for call in calls:
         wait, duration = call.get("wait_ms"), call.get("duration_ms")
-        if wait is not None and duration is not None and math.isfinite(wait) and math.isfinite(duration) and wait + duration > 0:
+        if (
+            wait is not None
+            and duration is not None
+            and math.isfinite(wait)
+            and math.isfinite(duration)
+            and wait + duration > 0
+        ):
             out.append(wait / (wait + duration))
     return out
 
@@ -157,26 +182,85 @@ def verdict_breakdown(cold_calls: list[dict], over_calls: list[dict], other_call
     share, share_low, share_high = median_ci(shares)
     other = median_ci(wait_shares(other_calls))[0]
     details = [
-        {"marker": "cold start / execution", "value": cold, "ci_low": cold_low, "ci_high": cold_high, "n": len(ratios),
-         "threshold": f"> {COLD_START_FACTOR:g}×"},
-        {"marker": "wait share when over-invoked", "value": share, "ci_low": share_low, "ci_high": share_high, "n": len(shares),
-         "threshold": f"> {WAIT_SHARE:.0%}", "not_over_invoked_median": other},
+        {
+            "marker": "cold start / execution",
+            "value": cold,
+            "ci_low": cold_low,
+            "ci_high": cold_high,
+            "n": len(ratios),
+            "threshold": f"> {COLD_START_FACTOR:g}×",
+        },
+        {
+            "marker": "wait share when over-invoked",
+            "value": share,
+            "ci_low": share_low,
+            "ci_high": share_high,
+            "n": len(shares),
+            "threshold": f"> {WAIT_SHARE:.0%}",
+            "not_over_invoked_median": other,
+        },
     ]
-    problems = [p for p in (
-        _above_problem(len(ratios), cold, cold_low, cold_high, COLD_START_FACTOR, "cold starts", "no cold start with a record",
-                       "cold start / execution", "×", f"{COLD_START_FACTOR:g}×"),
-        _above_problem(len(shares), share, share_low, share_high, WAIT_SHARE, "over-invoked calls",
-                       "no over-invoked call with a record (Fig 4 found no over-invoked phase)", "wait share", "", f"{WAIT_SHARE:.0%}"),
-    ) if p]
-    text = (f"cold start {_interval_text(cold, cold_low, cold_high, '×')} a short function's execution; waiting "
-            f"{_interval_text(share, share_low, share_high)} of an over-invoked call's platform time"
-            + (f" ({other:.2g} when not over-invoked)" if math.isfinite(other) else ""))
+    problems = [
+        p
+        for p in (
+            _above_problem(
+                len(ratios),
+                cold,
+                cold_low,
+                cold_high,
+                COLD_START_FACTOR,
+                "cold starts",
+                "no cold start with a record",
+                "cold start / execution",
+                "×",
+                f"{COLD_START_FACTOR:g}×",
+            ),
+            _above_problem(
+                len(shares),
+                share,
+                share_low,
+                share_high,
+                WAIT_SHARE,
+                "over-invoked calls",
+                "no over-invoked call with a record (Fig 4 found no over-invoked phase)",
+                "wait share",
+                "",
+                f"{WAIT_SHARE:.0%}",
+            ),
+        )
+        if p
+    ]
+    text = (
+        f"cold start {_interval_text(cold, cold_low, cold_high, '×')} a short function's execution; waiting "
+        f"{_interval_text(share, share_low, share_high)} of an over-invoked call's platform time"
+        + (f" ({other:.2g} when not over-invoked)" if math.isfinite(other) else "")
+    )
     verdict = NOT_REPRODUCED if problems else REPRODUCED
-    return Verdict(verdict, "; ".join(problems) if problems else text, cold, cold_low, cold_high, len(ratios), "×",
-                   "cold start / execution (median)", details)
+    return Verdict(
+        verdict,
+        "; ".join(problems) if problems else text,
+        cold,
+        cold_low,
+        cold_high,
+        len(ratios),
+        "×",
+        "cold start / execution (median)",
+        details,
+    )
 
 
-def _above_problem(n: int, value: float, low: float, high: float, threshold: float, samples: str, none: str, what: str, unit: str, shown: str) -> str:
+def _above_problem(
+    n: int,
+    value: float,
+    low: float,
+    high: float,
+    threshold: float,
+    samples: str,
+    none: str,
+    what: str,
+    unit: str,
+    shown: str,
+) -> str:
     """Why a median's interval does not lie above ``threshold`` ("" when it does)."""
     if not n:
         return none
@@ -205,23 +289,36 @@ def verdict_short_long(functions: list[dict]) -> Verdict:
         problems.append(f"no function of {LONG_NATIVE_MS:g} ms or more native time with a factor")
     for f in short:
         if not (_finite_all(f, "ci_low") and f["ci_low"] > 1.0):
-            problems.append(f"{f['function']} ({f['native_ms']:.3g} ms): ×{_interval_text(f['factor'], f.get('ci_low'), f.get('ci_high'))} is not above 1 beyond noise")
+            problems.append(
+                f"{f['function']} ({f['native_ms']:.3g} ms): ×{_interval_text(f['factor'], f.get('ci_low'), f.get('ci_high'))} is not above 1 beyond noise"
+            )
     for f in long:
         low, high = f.get("ci_low"), f.get("ci_high")
         if not _finite_all(f, "ci_low", "ci_high"):
             low = high = f["factor"]
         if high < NOISE_BAND[0] or low > NOISE_BAND[1]:
-            problems.append(f"{f['function']} ({f['native_ms']:.3g} ms): ×{_interval_text(f['factor'], f.get('ci_low'), f.get('ci_high'))} lies outside ≈1 ({NOISE_BAND[0]:g}–{NOISE_BAND[1]:g})")
+            problems.append(
+                f"{f['function']} ({f['native_ms']:.3g} ms): ×{_interval_text(f['factor'], f.get('ci_low'), f.get('ci_high'))} lies outside ≈1 ({NOISE_BAND[0]:g}–{NOISE_BAND[1]:g})"
+            )
     top = max(usable, key=lambda f: f["factor"], default=None)
     value = top["factor"] if top else None
-    text = (f"short: {', '.join(_factor_text(f) for f in short) or 'none'}; long: {', '.join(_factor_text(f) for f in long) or 'none'}")
-    return Verdict(NOT_REPRODUCED if problems else REPRODUCED, "; ".join(problems) if problems else text, value,
-                   top.get("ci_low") if top else None, top.get("ci_high") if top else None,
-                   sum(int(f.get("n") or 0) for f in usable), "×", f"largest factor ({top['function']})" if top else "largest factor",
-                   sorted(functions, key=lambda f: f.get("native_ms") or math.inf))
+    text = f"short: {', '.join(_factor_text(f) for f in short) or 'none'}; long: {', '.join(_factor_text(f) for f in long) or 'none'}"
+    return Verdict(
+        NOT_REPRODUCED if problems else REPRODUCED,
+        "; ".join(problems) if problems else text,
+        value,
+        top.get("ci_low") if top else None,
+        top.get("ci_high") if top else None,
+        sum(int(f.get("n") or 0) for f in usable),
+        "×",
+        f"largest factor ({top['function']})" if top else "largest factor",
+        sorted(functions, key=lambda f: f.get("native_ms") or math.inf),
+    )
 
 
-def exponent_ci(samples: dict[str, tuple[list[float], list[float]]], rounds: int = 500, seed: int = BOOTSTRAP_SEED) -> tuple[float, float, float]:
+def exponent_ci(
+    samples: dict[str, tuple[list[float], list[float]]], rounds: int = 500, seed: int = BOOTSTRAP_SEED
+) -> tuple[float, float, float]:
     """The fitted power law's exponent (factor = a · native_ms^b) with a bootstrap interval:
     ``samples`` maps a function to (native calls' ms, FaaS calls' ms); each round resamples every
     function's calls, recomputes its factor and native median, and refits."""
@@ -240,7 +337,9 @@ def exponent_ci(samples: dict[str, tuple[list[float], list[float]]], rounds: int
     if math.isnan(estimate) or any(min(len(a), len(b)) < MIN_BOOTSTRAP_SAMPLES for a, b in pairs.values()):
         return (estimate, math.nan, math.nan)
     rng = np.random.default_rng(seed)
-    values = [fit(lambda k: tuple(rng.choice(side, size=len(side), replace=True) for side in pairs[k])) for _ in range(rounds)]
+    values = [
+        fit(lambda k: tuple(rng.choice(side, size=len(side), replace=True) for side in pairs[k])) for _ in range(rounds)
+    ]
     values = [v for v in values if math.isfinite(v)]
     low, high = np.percentile(values, [2.5, 97.5]) if values else (math.nan, math.nan)
     return (estimate, float(low), float(high))
@@ -265,7 +364,9 @@ def verdict_exponent(exponent: float, low: float, high: float, points: list[dict
 # -- hardware figures: a ratio of two sets of samples ------------------------------------------
 
 
-def verdict_ratio(label: str, numerator, denominator, threshold: float = 1.0, above: bool = True, unit: str = "×") -> Verdict:
+def verdict_ratio(
+    label: str, numerator, denominator, threshold: float = 1.0, above: bool = True, unit: str = "×"
+) -> Verdict:
     """A finding that one side exceeds the other (``above``) or falls below it: reproduced when
     the bootstrap interval of the ratio of medians lies beyond ``threshold``."""
     value, low, high = ratio_ci(numerator, denominator)
@@ -277,8 +378,16 @@ def verdict_ratio(label: str, numerator, denominator, threshold: float = 1.0, ab
         return Verdict(NOT_REPRODUCED, f"{text}: too few samples for an interval", value, low, high, n, unit, label)
     beyond = low > threshold if above else high < threshold
     side = "above" if above else "below"
-    return Verdict(REPRODUCED if beyond else NOT_REPRODUCED, text if beyond else f"{text}: not {side} {threshold:g} beyond noise",
-                   value, low, high, n, unit, label)
+    return Verdict(
+        REPRODUCED if beyond else NOT_REPRODUCED,
+        text if beyond else f"{text}: not {side} {threshold:g} beyond noise",
+        value,
+        low,
+        high,
+        n,
+        unit,
+        label,
+    )
 
 
 def not_measurable(reason: str) -> Verdict:

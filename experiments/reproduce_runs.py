@@ -31,7 +31,9 @@ from typing import Any, Callable
 
 import numpy as np
 
+from faasprof import rundir
 from faasprof.analyzer.analysis import load_run, load_summary
+from faasprof.errors import FaasprofError, NotReadyError
 from faasprof.experiments import capacity_store
 from faasprof.experiments import reproduce as plan
 from faasprof.experiments.analyzed import execute_analyzed
@@ -42,11 +44,9 @@ from faasprof.experiments.mpki import mpki_workload, plot_mpki, rows_for_run
 from faasprof.experiments.reproduce_rules import exponent_ci, ratio_ci
 from faasprof.experiments.slowdown import SlowdownOptions, run_slowdown
 from faasprof.experiments.slowdown_report import CALLS_CSV, FIG15, FIG16, SLOWDOWN_CSV, load_calls, load_rows
-from faasprof import rundir
-from faasprof.errors import FaasprofError, NotReadyError
+from faasprof.functions.catalogue import require
 from faasprof.paths import WORKLOAD_CONFIGS_DIR
 from faasprof.progress import QUIET, Progress
-from faasprof.functions.catalogue import require
 from faasprof.workload.spec import workload_from_dict
 
 INTERFERENCE_WORKLOAD = WORKLOAD_CONFIGS_DIR / "fig14_interference.json"
@@ -98,22 +98,42 @@ def _search(function: str, **options: Any) -> dict:
 
 def capacity(ctx: Context, function: str = plan.MODES_FUNCTION) -> dict:
     """The capacity of ``function`` here: stored, else measured and stored (``capacity_store``)."""
-    data = {"test_name": f"reproduce-capacity-{function}", "test_duration_in_seconds": 1, "random_seed": 1,
-            "instances": {"c": {"application": function, "distribution": "Uniform", "rate": {"capacity_fraction": 1.0}}}}
+    data = {
+        "test_name": f"reproduce-capacity-{function}",
+        "test_duration_in_seconds": 1,
+        "random_seed": 1,
+        "instances": {"c": {"application": function, "distribution": "Uniform", "rate": {"capacity_fraction": 1.0}}},
+    }
     workload = workload_from_dict(data, origin="faasprof reproduce (capacity)")
-    resolved = capacity_store.resolve_workload(workload, ctx.connection, ctx.settings(), ctx.runs, measure=_search, progress=ctx.progress,
-                                                measure_s=plan.CAPACITY_SEARCH_S)
+    resolved = capacity_store.resolve_workload(
+        workload,
+        ctx.connection,
+        ctx.settings(),
+        ctx.runs,
+        measure=_search,
+        progress=ctx.progress,
+        measure_s=plan.CAPACITY_SEARCH_S,
+    )
     entry = resolved.raw["capacity_resolution"]["c"]
     # The search's reference latency goes with the capacity: the modes runs are judged by it (rule 2(d)).
-    return {"capacity_rps": float(entry["capacity_rps"]), "source": str(entry.get("capacity_source")), "key": entry.get("capacity_key"),
-            "latency_reference": entry.get("latency_reference"),
-            "run_dirs": sorted(str(p) for p in (ctx.runs / "capacity").glob("capacity-*") if p.is_dir())}
+    return {
+        "capacity_rps": float(entry["capacity_rps"]),
+        "source": str(entry.get("capacity_source")),
+        "key": entry.get("capacity_key"),
+        "latency_reference": entry.get("latency_reference"),
+        "run_dirs": sorted(str(p) for p in (ctx.runs / "capacity").glob("capacity-*") if p.is_dir()),
+    }
 
 
 def _successful_calls(frame) -> list[dict]:
     rows = frame[frame["successful"].astype(bool) & frame["has_record"].astype(bool)]
     columns = ["instance", "start_class", "wait_ms", "init_ms", "execution_ms", "duration_ms", "intended_s"]
-    return [dict(zip(columns, values)) for values in zip(*(rows[c].astype(str if c in ("instance", "start_class") else "float64").tolist() for c in columns))]
+    return [
+        dict(zip(columns, values))
+        for values in zip(
+            *(rows[c].astype(str if c in ("instance", "start_class") else "float64").tolist() for c in columns)
+        )
+    ]
 
 
 def _phase_rows(summary: dict, phases: list[dict]) -> list[dict]:
@@ -121,14 +141,26 @@ def _phase_rows(summary: dict, phases: list[dict]) -> list[dict]:
     out = []
     for p in phases:
         stats = by_instance.get(p["instance"], {})
-        out.append({**p, "mode": stats.get("mode", "unknown"), "n": stats.get("successful", 0), "reasons": stats.get("mode_reasons") or "",
-                    "p50_ms": stats.get("completion_latency_ms_p50"), "ci_low": stats.get("completion_latency_ms_p50_ci_low"),
-                    "ci_high": stats.get("completion_latency_ms_p50_ci_high"), "window_s": [stats.get("steady_start_s"), stats.get("phase_end_s")],
-                    "achieved_rps": stats.get("achieved_rps"), "execution_ms_p50": stats.get("execution_ms_p50")})
+        out.append(
+            {
+                **p,
+                "mode": stats.get("mode", "unknown"),
+                "n": stats.get("successful", 0),
+                "reasons": stats.get("mode_reasons") or "",
+                "p50_ms": stats.get("completion_latency_ms_p50"),
+                "ci_low": stats.get("completion_latency_ms_p50_ci_low"),
+                "ci_high": stats.get("completion_latency_ms_p50_ci_high"),
+                "window_s": [stats.get("steady_start_s"), stats.get("phase_end_s")],
+                "achieved_rps": stats.get("achieved_rps"),
+                "execution_ms_p50": stats.get("execution_ms_p50"),
+            }
+        )
     return out
 
 
-def _per_second(frame, column: str, inside: Callable[[np.ndarray], np.ndarray] | None = None, ratio: bool = False) -> list[float]:
+def _per_second(
+    frame, column: str, inside: Callable[[np.ndarray], np.ndarray] | None = None, ratio: bool = False
+) -> list[float]:
     """Per-interval values of a monitor column (summed over units; averaged for a ratio such as IPC),
     at the times ``inside`` accepts (all without it)."""
     if frame is None or column not in frame.columns:
@@ -147,7 +179,9 @@ def _between(window: list) -> Callable[[np.ndarray], np.ndarray]:
     return lambda t: (t >= low) & (t < high)
 
 
-def _modes_run(ctx: Context, phases: list[dict], grace: float, warmup: dict | None = None, reference: dict | None = None) -> dict:
+def _modes_run(
+    ctx: Context, phases: list[dict], grace: float, warmup: dict | None = None, reference: dict | None = None
+) -> dict:
     """One run of ``phases`` back to back (after ``warmup``'s rate for ``length_s``, left out of
     the rows, when given): the rows with the analyzer's modes, the successful calls, the bandwidth.
     ``reference``: the capacity search's reference latency, so that the modes are decided by the one
@@ -155,20 +189,43 @@ def _modes_run(ctx: Context, phases: list[dict], grace: float, warmup: dict | No
     instances, start = {}, 0.0
     for p in ([{**warmup, "instance": "warm-up"}] if warmup else []) + phases:
         p.setdefault("instance", f"at-{p['fraction']:g}x")
-        instances[p["instance"]] = {"application": plan.MODES_FUNCTION, "distribution": "Uniform", "rate": p["rate_rps"],
-                                    "activity_window": [start, start + p["length_s"]]}
+        instances[p["instance"]] = {
+            "application": plan.MODES_FUNCTION,
+            "distribution": "Uniform",
+            "rate": p["rate_rps"],
+            "activity_window": [start, start + p["length_s"]],
+        }
         start += p["length_s"]
-    data = {"test_name": "reproduce-modes", "test_duration_in_seconds": start, "random_seed": 7, "blocking_cli": False, "instances": instances}
+    data = {
+        "test_name": "reproduce-modes",
+        "test_duration_in_seconds": start,
+        "random_seed": 7,
+        "blocking_cli": False,
+        "instances": instances,
+    }
     if ctx.monitoring:
         data["monitoring"] = ctx.monitoring
     workload = workload_from_dict(data, origin="faasprof reproduce (Figs 4, 5)")
-    run_dir = execute_analyzed(workload, ctx.runs, connection=ctx.connection, local_settings=ctx.settings(pause_grace_ms=grace), analyze=True,
-                               latency_reference={plan.MODES_FUNCTION: reference} if reference else None)
+    run_dir = execute_analyzed(
+        workload,
+        ctx.runs,
+        connection=ctx.connection,
+        local_settings=ctx.settings(pause_grace_ms=grace),
+        analyze=True,
+        latency_reference={plan.MODES_FUNCTION: reference} if reference else None,
+    )
     rows = _phase_rows(load_summary(run_dir), phases)
     run = load_run(run_dir)
     mine = {p["instance"] for p in phases}
-    bandwidth = [s for s in (_per_second(run.monitors.get("rdt"), "mem_bw_mbps", _between(r["window_s"])) for r in rows) if s]
-    return {"run_dir": str(run_dir), "rows": rows, "calls": [c for c in _successful_calls(run.invocations) if c["instance"] in mine], "bandwidth": bandwidth}
+    bandwidth = [
+        s for s in (_per_second(run.monitors.get("rdt"), "mem_bw_mbps", _between(r["window_s"])) for r in rows) if s
+    ]
+    return {
+        "run_dir": str(run_dir),
+        "rows": rows,
+        "calls": [c for c in _successful_calls(run.invocations) if c["instance"] in mine],
+        "bandwidth": bandwidth,
+    }
 
 
 def modes(ctx: Context, cap: dict) -> dict:
@@ -183,28 +240,56 @@ def modes(ctx: Context, cap: dict) -> dict:
         if step is None:
             break
         higher, warmup = step
-        ctx.progress.say(f"no phase over-invoked up to {warmup['rate_rps']:.3g}/s: one more at {higher['rate_rps']:.3g}/s")
+        ctx.progress.say(
+            f"no phase over-invoked up to {warmup['rate_rps']:.3g}/s: one more at {higher['rate_rps']:.3g}/s"
+        )
         done.append(_modes_run(ctx, [higher], grace, warmup=warmup, reference=reference))
     rows = [r for d in done for r in d["rows"]]
     over = {r["instance"] for r in rows if r["mode"] == "over-invoked"}
     calls = [c for d in done for c in d["calls"]]
     bandwidth = sorted((s for d in done for s in d["bandwidth"]), key=lambda s: float(np.median(s)))
-    return {"run_dirs": [d["run_dir"] for d in done], "capacity": cap, "phases": rows,
-            "over_calls": [c for c in calls if c["instance"] in over], "other_calls": [c for c in calls if c["instance"] not in over],
-            "bandwidth_low": bandwidth[0] if bandwidth else [], "bandwidth_high": bandwidth[-1] if bandwidth else [],
-            "plots": [str(Path(d["run_dir"]) / rundir.ANALYSIS / "plots" / name) for d in done for name in ("latency_over_time.png", "breakdown.png")]}
+    return {
+        "run_dirs": [d["run_dir"] for d in done],
+        "capacity": cap,
+        "phases": rows,
+        "over_calls": [c for c in calls if c["instance"] in over],
+        "other_calls": [c for c in calls if c["instance"] not in over],
+        "bandwidth_low": bandwidth[0] if bandwidth else [],
+        "bandwidth_high": bandwidth[-1] if bandwidth else [],
+        "plots": [
+            str(Path(d["run_dir"]) / rundir.ANALYSIS / "plots" / name)
+            for d in done
+            for name in ("latency_over_time.png", "breakdown.png")
+        ],
+    }
 
 
 def cold(ctx: Context) -> dict:
     """Fig 5's cold starts: calls of a short function further apart than the idle timeout."""
     calls = ctx.profile.cold_calls
-    data = {"test_name": "reproduce-cold", "test_duration_in_seconds": calls * plan.COLD_GAP_S, "random_seed": 5, "blocking_cli": True,
-            "instances": {"cold": {"application": plan.COLD_FUNCTION, "distribution": "Burst", "burst_size": 1, "burst_gap_s": plan.COLD_GAP_S}}}
+    data = {
+        "test_name": "reproduce-cold",
+        "test_duration_in_seconds": calls * plan.COLD_GAP_S,
+        "random_seed": 5,
+        "blocking_cli": True,
+        "instances": {
+            "cold": {
+                "application": plan.COLD_FUNCTION,
+                "distribution": "Burst",
+                "burst_size": 1,
+                "burst_gap_s": plan.COLD_GAP_S,
+            }
+        },
+    }
     workload = workload_from_dict(data, origin="faasprof reproduce (Fig 5)")
     settings = ctx.settings(idle_timeout_s=plan.COLD_IDLE_TIMEOUT_S)
     run_dir = execute_analyzed(workload, ctx.runs, connection=ctx.connection, local_settings=settings, analyze=True)
     found = [c for c in _successful_calls(load_run(run_dir).invocations) if c["start_class"] == "cold"]
-    return {"run_dirs": [str(run_dir)], "cold_calls": found, "plots": [str(run_dir / rundir.ANALYSIS / "plots" / "breakdown.png")]}
+    return {
+        "run_dirs": [str(run_dir)],
+        "cold_calls": found,
+        "plots": [str(run_dir / rundir.ANALYSIS / "plots" / "breakdown.png")],
+    }
 
 
 def summarise_slowdown(rows: list[dict], calls: list) -> dict:
@@ -213,15 +298,28 @@ def summarise_slowdown(rows: list[dict], calls: list) -> dict:
     functions, samples = [], {}
     for row in rows:
         name = row["function"]
-        used = {phase: [c for c in calls if c.function == name and c.phase == phase and c.counts] for phase in ("native", "warm")}
+        used = {
+            phase: [c for c in calls if c.function == name and c.phase == phase and c.counts]
+            for phase in ("native", "warm")
+        }
         measure = "exec_ms" if math.isfinite(row.get("slowdown_exec_warm", math.nan)) else "latency_ms"
         native = [getattr(c, measure) for c in used["native"]]
         warm = [getattr(c, measure) for c in used["warm"]]
         factor, low, high = ratio_ci(warm, native)
         native_exec = [c.exec_ms for c in used["native"]]
-        functions.append({"function": name, "measure": "execution" if measure == "exec_ms" else "latency",
-                          "native_ms": float(np.median(native_exec)) if native_exec else math.nan, "factor": factor, "ci_low": low, "ci_high": high,
-                          "n": len(native) + len(warm), "resumed_factor": row.get("slowdown_exec_resumed"), "notes": row.get("notes") or ""})
+        functions.append(
+            {
+                "function": name,
+                "measure": "execution" if measure == "exec_ms" else "latency",
+                "native_ms": float(np.median(native_exec)) if native_exec else math.nan,
+                "factor": factor,
+                "ci_low": low,
+                "ci_high": high,
+                "n": len(native) + len(warm),
+                "resumed_factor": row.get("slowdown_exec_resumed"),
+                "notes": row.get("notes") or "",
+            }
+        )
         if measure == "exec_ms":
             samples[name] = (native, warm)
     return {"functions": functions, "exponent": exponent_ci(samples), "fitted": sorted(samples)}
@@ -237,17 +335,31 @@ def slowdown(ctx: Context) -> dict:
         out = run_slowdown(entries, ctx.runs, options, connection=ctx.connection)
         run_dirs.append(str(out))
         summary = summarise_slowdown(load_rows(out / SLOWDOWN_CSV), load_calls(out / CALLS_CSV))
-        by_isolation[isolation] = {**summary, "platform": platform_label(ctx, isolation), "dir": str(out), "plots": [str(out / FIG15), str(out / FIG16)]}
-    return {"primary": ctx.isolation, "by_isolation": by_isolation, "run_dirs": run_dirs,
-            "plots": by_isolation[ctx.isolation]["plots"]}
+        by_isolation[isolation] = {
+            **summary,
+            "platform": platform_label(ctx, isolation),
+            "dir": str(out),
+            "plots": [str(out / FIG15), str(out / FIG16)],
+        }
+    return {
+        "primary": ctx.isolation,
+        "by_isolation": by_isolation,
+        "run_dirs": run_dirs,
+        "plots": by_isolation[ctx.isolation]["plots"],
+    }
 
 
 def _mpki_run(ctx: Context, function: str) -> Path:
     """One function alone with perf: per cgroup of the sandboxes where the host allows it, else system-wide."""
     for per in ("cgroup", "system"):
-        workload = workload_from_dict(mpki_workload(function, MPKI_RATE_RPS, ctx.profile.mpki_s, per), origin=f"faasprof reproduce (mpki {function})")
+        workload = workload_from_dict(
+            mpki_workload(function, MPKI_RATE_RPS, ctx.profile.mpki_s, per),
+            origin=f"faasprof reproduce (mpki {function})",
+        )
         try:
-            return execute_analyzed(workload, ctx.runs, connection=ctx.connection, local_settings=ctx.settings(), analyze=True)
+            return execute_analyzed(
+                workload, ctx.runs, connection=ctx.connection, local_settings=ctx.settings(), analyze=True
+            )
         except NotReadyError as problem:
             if per == "system" or "per cgroup" not in str(problem):
                 raise
@@ -265,17 +377,25 @@ def mpki(ctx: Context) -> dict:
     ordered = sorted((r for r in rows if math.isfinite(r["execution_ms_p50"])), key=lambda r: r["execution_ms_p50"])
     figure = ctx.out / MPKI_FIGURE
     drawn = plot_mpki(rows, figure)
-    return {"run_dirs": [r["run_dir"] for r in rows], "rows": rows,
-            "short_mpki": samples.get(ordered[0]["function"], []) if ordered else [], "long_mpki": samples.get(ordered[-1]["function"], []) if ordered else [],
-            "plots": [str(figure)] if drawn else []}
+    return {
+        "run_dirs": [r["run_dir"] for r in rows],
+        "rows": rows,
+        "short_mpki": samples.get(ordered[0]["function"], []) if ordered else [],
+        "long_mpki": samples.get(ordered[-1]["function"], []) if ordered else [],
+        "plots": [str(figure)] if drawn else [],
+    }
 
 
 def interference(ctx: Context, cap: dict) -> dict:
     """Fig 14: the victim's latency and the system's IPC inside and outside the aggressor's window."""
     data = json.loads(INTERFERENCE_WORKLOAD.read_text(encoding="utf-8"))
-    resolved, rate = resolve_rate(data, "json_dumps", cap["capacity_rps"], INTERFERENCE_FRACTION, f"capacity {cap['source']}")
+    resolved, rate = resolve_rate(
+        data, "json_dumps", cap["capacity_rps"], INTERFERENCE_FRACTION, f"capacity {cap['source']}"
+    )
     workload = workload_from_dict(resolved, origin=str(INTERFERENCE_WORKLOAD), path=INTERFERENCE_WORKLOAD)
-    run_dir = execute_analyzed(workload, ctx.runs, connection=ctx.connection, local_settings=ctx.settings(), analyze=True)
+    run_dir = execute_analyzed(
+        workload, ctx.runs, connection=ctx.connection, local_settings=ctx.settings(), analyze=True
+    )
     result_path = report_run(run_dir, "json_dumps", "deltablue", rate)
     result = json.loads(Path(result_path).read_text(encoding="utf-8"))
     window = result.get("aggressor_window_s") or [math.nan, math.nan]
@@ -283,8 +403,13 @@ def interference(ctx: Context, cap: dict) -> dict:
     during = _between(window)
     inside = _per_second(perf, "ipc", during, ratio=True)
     outside = _per_second(perf, "ipc", lambda t: ~during(t), ratio=True)
-    return {"run_dirs": [str(run_dir)], "ipc_inside": inside, "ipc_outside": outside, "latency": result.get("latency"),
-            "plots": [str(Path(result_path).parent / result["figure"])]}
+    return {
+        "run_dirs": [str(run_dir)],
+        "ipc_inside": inside,
+        "ipc_outside": outside,
+        "latency": result.get("latency"),
+        "plots": [str(Path(result_path).parent / result["figure"])],
+    }
 
 
 # -- the order of work -------------------------------------------------------------------------
@@ -316,17 +441,25 @@ def steps_for(figures: list) -> list[str]:
     return [name for name in EXPERIMENT_ORDER if name in wanted]
 
 
-def run_experiments(ctx: Context, figures: list, expected: dict[str, float], clock: Callable[[], float]) -> dict[str, dict]:
+def run_experiments(
+    ctx: Context, figures: list, expected: dict[str, float], clock: Callable[[], float]
+) -> dict[str, dict]:
     """Every experiment the figures need, one after the other, with progress and an ETA on ``ctx.progress``."""
     steps = steps_for(figures)
     results: dict[str, dict] = {}
     started = clock()
     for index, name in enumerate(steps, 1):
         left = plan.eta_seconds(expected, list(results), clock() - started)
-        ctx.progress.say(f"[{index}/{len(steps)}] {DESCRIPTIONS[name]}: expected {plan.clock_text(expected.get(name, 0.0))}; "
-                         f"elapsed {plan.clock_text(clock() - started)}, ETA {plan.clock_text(left)}")
+        ctx.progress.say(
+            f"[{index}/{len(steps)}] {DESCRIPTIONS[name]}: expected {plan.clock_text(expected.get(name, 0.0))}; "
+            f"elapsed {plan.clock_text(clock() - started)}, ETA {plan.clock_text(left)}"
+        )
         missing = results.get("capacity", {}).get("error") if name in ("modes", "interference") else None
-        results[name] = {"error": f"no capacity ({missing})", "run_dirs": []} if missing else guarded(name, lambda runner=RUNNERS[name]: runner(ctx, results))
+        results[name] = (
+            {"error": f"no capacity ({missing})", "run_dirs": []}
+            if missing
+            else guarded(name, lambda runner=RUNNERS[name]: runner(ctx, results))
+        )
         if results[name].get("error"):
             ctx.progress.say(f"[{index}/{len(steps)}] {name} failed: {results[name]['error']}")
     return results

@@ -28,17 +28,23 @@ import time
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from faasprof.experiments import native
-from faasprof.experiments.slowdown_measure import Call, measure_function
-from faasprof.experiments.slowdown_report import MEDIAN_CI_MIN_SAMPLES, NOTE_SEPARATOR, RESOLUTION_STEPS, summarise_function, write_results
 from faasprof import __version__, rundir
 from faasprof.errors import ConfigError
-from faasprof.progress import QUIET, Progress
+from faasprof.experiments import native
+from faasprof.experiments.slowdown_measure import Call, measure_function
+from faasprof.experiments.slowdown_report import (
+    MEDIAN_CI_MIN_SAMPLES,
+    NOTE_SEPARATOR,
+    RESOLUTION_STEPS,
+    summarise_function,
+    write_results,
+)
 from faasprof.functions.catalogue import FunctionEntry
 from faasprof.localwhisk.embedded import start_embedded
 from faasprof.platforms.openwhisk.client import OpenWhiskClient
 from faasprof.platforms.openwhisk.connection import Connection
 from faasprof.platforms.openwhisk.deploy import ensure_actions
+from faasprof.progress import QUIET, Progress
 
 SLOWDOWN_FORMAT_VERSION = 2
 REMOTE_PAUSE_WAIT_S = 11.0  # past OpenWhisk 2.x's 10 s pause grace (1.0.0: 50 ms)
@@ -55,8 +61,14 @@ class SlowdownOptions:
     extra_settings: dict = field(default_factory=dict)
 
 
-def run_slowdown(entries: list[FunctionEntry], out_dir: str | os.PathLike, options: SlowdownOptions, connection=None,
-                 progress: Progress = QUIET, sleep=time.sleep) -> Path:
+def run_slowdown(
+    entries: list[FunctionEntry],
+    out_dir: str | os.PathLike,
+    options: SlowdownOptions,
+    connection=None,
+    progress: Progress = QUIET,
+    sleep=time.sleep,
+) -> Path:
     """Measure every function (module docstring); returns the output directory."""
     if options.repeat < 1:
         raise ConfigError(f"--repeat: must be >= 1 (got {options.repeat})")
@@ -80,9 +92,13 @@ def run_slowdown(entries: list[FunctionEntry], out_dir: str | os.PathLike, optio
         if connection is None:
             progress.say("starting the embedded localwhisk (no --apihost or ~/.wskprops names a platform)")
             handle = start_embedded(data_dir=out / "localwhisk", **settings)
-            connection = Connection(apihost=handle.apihost, auth=handle.auth, namespace=handle.namespace, source="embedded")
+            connection = Connection(
+                apihost=handle.apihost, auth=handle.auth, namespace=handle.namespace, source="embedded"
+            )
             grace_s = float(settings.get("pause_grace_ms", 50)) / 1000.0
-            pause_wait_s = options.pause_wait_s if options.pause_wait_s is not None else grace_s + EMBEDDED_PAUSE_MARGIN_S
+            pause_wait_s = (
+                options.pause_wait_s if options.pause_wait_s is not None else grace_s + EMBEDDED_PAUSE_MARGIN_S
+            )
         else:
             pause_wait_s = options.pause_wait_s if options.pause_wait_s is not None else REMOTE_PAUSE_WAIT_S
         client = OpenWhiskClient(connection)
@@ -91,40 +107,55 @@ def run_slowdown(entries: list[FunctionEntry], out_dir: str | os.PathLike, optio
         actions = ensure_actions(client, names, options.memory_mb)
         native_commands = {entry.name: native.native_command(entry) for entry in entries}
         same_interpreter = platform_interpreter_matches(entries, getattr(handle, "settings", None))
-        manifest.update({
-            "generated_by": {"faasprof": __version__, "git_commit": rundir.git_commit()},
-            "created_utc": rundir.utc_stamp(),
-            "functions": names,
-            "repeat": options.repeat,
-            "pause_wait_s": pause_wait_s,
-            "platform": {"embedded": handle is not None, **connection.describe(), "info": info, "actions": actions,
-                         "localwhisk": getattr(handle, "settings", None)},
-            "native": {"command": native_commands, "interpreter": {e.name: native.interpreter_version(e) for e in entries},
-                       "same_interpreter_as_platform": same_interpreter, "worker_logs": "native/<function>/"},
-            "definitions": {
-                "exec_ms": "native: perf_counter around main inside the worker (warm); FaaS: localwhisk's runTimeUs annotation (µs), "
-                           "else the activation record's duration less initTime (1 ms resolution)",
-                "latency_ms": "native: round trip over the worker's pipe; FaaS: the blocking call's round trip at the client",
-                "cpu_ms": "native: the worker's user + system CPU time during the call (rusage); FaaS: localwhisk's runCpuTimeUs (process sandboxes)",
-                "order": "per function: native and warm calls alternate (who goes first alternates too), then each resumed call follows "
-                         "a native call made while the sandbox waits for its pause; both sides are warm and see the same host load",
-                "slowdown": f"FaaS median / native median; null when undefined or when the FaaS execution median is under "
-                            f"{RESOLUTION_STEPS} resolution steps (notes says so)",
-                "notes": "plain sentences for factors that show no slowdown or that the native calls' own range covers",
-                "ci": f"distribution-free 95 % interval of the median (order statistics); null below {MEDIAN_CI_MIN_SAMPLES} samples",
-            },
-        })
+        manifest.update(
+            {
+                "generated_by": {"faasprof": __version__, "git_commit": rundir.git_commit()},
+                "created_utc": rundir.utc_stamp(),
+                "functions": names,
+                "repeat": options.repeat,
+                "pause_wait_s": pause_wait_s,
+                "platform": {
+                    "embedded": handle is not None,
+                    **connection.describe(),
+                    "info": info,
+                    "actions": actions,
+                    "localwhisk": getattr(handle, "settings", None),
+                },
+                "native": {
+                    "command": native_commands,
+                    "interpreter": {e.name: native.interpreter_version(e) for e in entries},
+                    "same_interpreter_as_platform": same_interpreter,
+                    "worker_logs": "native/<function>/",
+                },
+                "definitions": {
+                    "exec_ms": "native: perf_counter around main inside the worker (warm); FaaS: localwhisk's runTimeUs annotation (µs), "
+                    "else the activation record's duration less initTime (1 ms resolution)",
+                    "latency_ms": "native: round trip over the worker's pipe; FaaS: the blocking call's round trip at the client",
+                    "cpu_ms": "native: the worker's user + system CPU time during the call (rusage); FaaS: localwhisk's runCpuTimeUs (process sandboxes)",
+                    "order": "per function: native and warm calls alternate (who goes first alternates too), then each resumed call follows "
+                    "a native call made while the sandbox waits for its pause; both sides are warm and see the same host load",
+                    "slowdown": f"FaaS median / native median; null when undefined or when the FaaS execution median is under "
+                    f"{RESOLUTION_STEPS} resolution steps (notes says so)",
+                    "notes": "plain sentences for factors that show no slowdown or that the native calls' own range covers",
+                    "ci": f"distribution-free 95 % interval of the median (order statistics); null below {MEDIAN_CI_MIN_SAMPLES} samples",
+                },
+            }
+        )
         rundir.write_manifest(out, manifest)
         measuring = True
         rows: list[dict] = []
         every: list[Call] = []
         for entry in entries:
-            calls = measure_function(entry, client, options.repeat, pause_wait_s, out / "native" / entry.name, sleep=sleep, progress=progress)
+            calls = measure_function(
+                entry, client, options.repeat, pause_wait_s, out / "native" / entry.name, sleep=sleep, progress=progress
+            )
             row = summarise_function(entry.name, calls)
             rows.append(row)
             every += calls
-            progress.say(f"{entry.name}: native {_f(row['native_exec_ms'])} ms; warm {_f(row['warm_exec_ms'])} ms (×{_f(row['slowdown_exec_warm'])}), "
-                         f"resumed {_f(row['resumed_exec_ms'])} ms (×{_f(row['slowdown_exec_resumed'])}); latency ×{_f(row['slowdown_latency_warm'])} / ×{_f(row['slowdown_latency_resumed'])}")
+            progress.say(
+                f"{entry.name}: native {_f(row['native_exec_ms'])} ms; warm {_f(row['warm_exec_ms'])} ms (×{_f(row['slowdown_exec_warm'])}), "
+                f"resumed {_f(row['resumed_exec_ms'])} ms (×{_f(row['slowdown_exec_resumed'])}); latency ×{_f(row['slowdown_latency_warm'])} / ×{_f(row['slowdown_latency_resumed'])}"
+            )
             for note in filter(None, row["notes"].split(NOTE_SEPARATOR)):
                 progress.say(f"{entry.name}: {note}")
         client.close()
@@ -150,7 +181,11 @@ def platform_interpreter_matches(entries: list[FunctionEntry], localwhisk_settin
     """Whether the embedded localwhisk's process sandboxes run Python functions with the native worker's interpreter.
 
     None when it cannot be said: another platform, Docker sandboxes, or no Python function."""
-    if not localwhisk_settings or localwhisk_settings.get("isolation") == "docker" or not any(e.runtime == "python" for e in entries):
+    if (
+        not localwhisk_settings
+        or localwhisk_settings.get("isolation") == "docker"
+        or not any(e.runtime == "python" for e in entries)
+    ):
         return None
     platform_python = localwhisk_settings.get("python") or ""
     return bool(platform_python) and os.path.realpath(platform_python) == os.path.realpath(sys.executable)

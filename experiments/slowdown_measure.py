@@ -35,11 +35,11 @@ import time
 from dataclasses import dataclass
 from pathlib import Path
 
-from faasprof.experiments import native
 from faasprof.errors import FaasprofError, NotReadyError, RunError
+from faasprof.experiments import native
+from faasprof.functions.catalogue import FunctionEntry
 from faasprof.outcomes import final_outcome
 from faasprof.progress import QUIET, Progress
-from faasprof.functions.catalogue import FunctionEntry
 
 RECORD_RESOLUTION_MS = 1.0  # OpenWhisk records carry start/end in whole milliseconds
 INTENDED_STATE = {"warm": "warm", "resumed": "resumed"}
@@ -125,12 +125,22 @@ class NativeSide:
             tail = self.worker.stderr_tail()
             self.worker.stop()
             self.started = False
-            return Call(name, phase, seq, "failed", latency_ms=(self.clock() - sent) / 1e6, error=f"{error}: {tail}"[:300])
+            return Call(
+                name, phase, seq, "failed", latency_ms=(self.clock() - sent) / 1e6, error=f"{error}: {tail}"[:300]
+            )
         latency_ms = (self.clock() - sent) / 1e6
         usage = answer.get("rusage") or {}
-        call = Call(name, phase, seq, "success" if answer.get("ok") else "application_error", latency_ms=latency_ms,
-                    exec_ms=as_float(answer.get("exec_ns")) / 1e6, cpu_ms=as_float(usage.get("user_ms")) + as_float(usage.get("sys_ms")),
-                    exec_resolution_ms=NATIVE_RESOLUTION_MS, error=str(answer.get("error") or "")[:300])
+        call = Call(
+            name,
+            phase,
+            seq,
+            "success" if answer.get("ok") else "application_error",
+            latency_ms=latency_ms,
+            exec_ms=as_float(answer.get("exec_ns")) / 1e6,
+            cpu_ms=as_float(usage.get("user_ms")) + as_float(usage.get("sys_ms")),
+            exec_resolution_ms=NATIVE_RESOLUTION_MS,
+            error=str(answer.get("error") or "")[:300],
+        )
         return call
 
     def stop(self) -> None:
@@ -154,8 +164,15 @@ def invoke_once(client, name: str, params: dict, phase: str, seq: int, clock=tim
     record = body if isinstance(body, dict) and "activationId" in body and "response" in body else None
     if status == 202 and record is None:
         # The blocking wait ran out (OpenWhisk answers 202 with the id): no execution time to use.
-        return Call(name, phase, seq, "no_record", latency_ms=latency_ms, activation_id=str((body or {}).get("activationId", "")),
-                    error="blocking wait expired (202)")
+        return Call(
+            name,
+            phase,
+            seq,
+            "no_record",
+            latency_ms=latency_ms,
+            activation_id=str((body or {}).get("activationId", "")),
+            error="blocking wait expired (202)",
+        )
     outcome = final_outcome(http, record)
     call = Call(name, phase, seq, outcome, latency_ms=latency_ms)
     if record is None:
@@ -187,8 +204,17 @@ def apply_record(call: Call, record: dict) -> None:
     call.cpu_ms = as_float(annotations.get("runCpuTimeUs")) / 1000.0
 
 
-def measure_function(entry: FunctionEntry, client, repeat: int, pause_wait_s: float, log_dir: Path | None, sleep=time.sleep,
-                     progress: Progress = QUIET, clock=time.monotonic_ns, worker=None) -> list[Call]:
+def measure_function(
+    entry: FunctionEntry,
+    client,
+    repeat: int,
+    pause_wait_s: float,
+    log_dir: Path | None,
+    sleep=time.sleep,
+    progress: Progress = QUIET,
+    clock=time.monotonic_ns,
+    worker=None,
+) -> list[Call]:
     """Native and FaaS calls of one function, interleaved (module docstring); every call is a row."""
     name, params = entry.name, entry.sample_params()
     side = NativeSide(entry, params, log_dir, worker=worker, clock=clock)
@@ -202,7 +228,9 @@ def measure_function(entry: FunctionEntry, client, repeat: int, pause_wait_s: fl
         last_answer_ns = clock()
         if warmup.outcome != "success":
             # Measured anyway: every failed call is a row of calls.csv and the factors stay null.
-            progress.say(f"{name}: the first call failed ({warmup.outcome}: {warmup.error or 'no detail'}); see calls.csv")
+            progress.say(
+                f"{name}: the first call failed ({warmup.outcome}: {warmup.error or 'no detail'}); see calls.csv"
+            )
         calls.append(warmup)
         native_seq = 0
 
@@ -217,14 +245,16 @@ def measure_function(entry: FunctionEntry, client, repeat: int, pause_wait_s: fl
             # Alternate who goes first, so neither side always follows the other's call. A native call
             # longer than the pause grace lets the sandbox pause: an unrecorded call ("keep_warm")
             # right before each recorded warm one wakes it, so the recorded call finds it alive.
-            for turn in ((0, 1) if seq % 2 == 0 else (1, 0)):
+            for turn in (0, 1) if seq % 2 == 0 else (1, 0):
                 if turn == 0:
                     native_call()
                 else:
                     calls.append(invoke_once(client, name, params, "keep_warm", seq, clock=clock))
                     calls.append(invoke_once(client, name, params, "warm", seq, clock=clock))
                     last_answer_ns = clock()
-        progress.say(f"{name}: {repeat} warm calls, each beside a native one; now {repeat} calls after {pause_wait_s:g} s pauses each")
+        progress.say(
+            f"{name}: {repeat} warm calls, each beside a native one; now {repeat} calls after {pause_wait_s:g} s pauses each"
+        )
         for seq in range(repeat):
             native_call()  # while the sandbox waits for its pause
             idle_s = (clock() - last_answer_ns) / 1e9

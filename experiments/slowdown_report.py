@@ -27,18 +27,31 @@ from pathlib import Path
 import matplotlib.ticker
 import numpy as np
 
-from faasprof.analyzer.markup import csv_cell, ms, positive
-from faasprof.analyzer.stats import min_samples_for_interval, quantile_ci
-from faasprof.analyzer.plots import new_figure
-from faasprof.experiments.slowdown_measure import INTENDED_STATE, Call, as_float
 from faasprof import rundir
+from faasprof.analyzer.markup import csv_cell, ms, positive
+from faasprof.analyzer.plots import new_figure
+from faasprof.analyzer.stats import min_samples_for_interval, quantile_ci
+from faasprof.experiments.slowdown_measure import INTENDED_STATE, Call, as_float
 
 SLOWDOWN_CSV = "slowdown.csv"
 CALLS_CSV = "calls.csv"
 FIG15 = "fig15_slowdown_per_function.png"
 FIG16 = "fig16_slowdown_vs_native.png"
-CALL_COLUMNS = ("function", "phase", "seq", "outcome", "container_state", "exec_ms", "exec_resolution_ms", "cpu_ms", "latency_ms",
-                "wait_ms", "init_ms", "activation_id", "error")
+CALL_COLUMNS = (
+    "function",
+    "phase",
+    "seq",
+    "outcome",
+    "container_state",
+    "exec_ms",
+    "exec_resolution_ms",
+    "cpu_ms",
+    "latency_ms",
+    "wait_ms",
+    "init_ms",
+    "activation_id",
+    "error",
+)
 MEASURES = ("exec_ms", "latency_ms", "cpu_ms")
 TEXT_COLUMNS = ("function", "notes")
 NOTE_SEPARATOR = " | "  # between the sentences of slowdown.csv's notes (a sentence may hold "; ")
@@ -86,36 +99,58 @@ def summarise_function(function: str, calls: list[Call]) -> dict:
             row[f"{phase}_wait_ms"] = median_ci([c.wait_ms for c in used])[0]
     notes: list[str] = []
     for phase in ("warm", "resumed"):
-        resolution = max(_finite_or(row[f"{phase}_exec_resolution_ms"], 0.0), _finite_or(row["native_exec_resolution_ms"], 0.0))
+        resolution = max(
+            _finite_or(row[f"{phase}_exec_resolution_ms"], 0.0), _finite_or(row["native_exec_resolution_ms"], 0.0)
+        )
         faas_exec = medians[(phase, "exec_ms")]
-        if positive(faas_exec) and positive(medians[("native", "exec_ms")]) and faas_exec < RESOLUTION_STEPS * resolution:
+        if (
+            positive(faas_exec)
+            and positive(medians[("native", "exec_ms")])
+            and faas_exec < RESOLUTION_STEPS * resolution
+        ):
             row[f"slowdown_exec_{phase}"] = math.nan
-            notes.append(f"execution {phase}: below resolution (median {ms(faas_exec, 4)}, records resolve {ms(resolution)}): no factor")
+            notes.append(
+                f"execution {phase}: below resolution (median {ms(faas_exec, 4)}, records resolve {ms(resolution)}): no factor"
+            )
         else:
             row[f"slowdown_exec_{phase}"] = _ratio(faas_exec, medians[("native", "exec_ms")])
         row[f"slowdown_latency_{phase}"] = _ratio(medians[(phase, "latency_ms")], medians[("native", "latency_ms")])
         row[f"slowdown_cpu_{phase}"] = _ratio(medians[(phase, "cpu_ms")], medians[("native", "cpu_ms")])
         for measure, key in (("exec_ms", "exec"), ("latency_ms", "latency")):
-            note = judge_factor(key, phase, row[f"slowdown_{key}_{phase}"], medians[(phase, measure)],
-                                [getattr(c, measure) for c in used_by_phase["native"]])
+            note = judge_factor(
+                key,
+                phase,
+                row[f"slowdown_{key}_{phase}"],
+                medians[(phase, measure)],
+                [getattr(c, measure) for c in used_by_phase["native"]],
+            )
             if note:
                 notes.append(note)
-    waiting = [f"{phase} {ms(medians[(phase, 'exec_ms')], 4)} wall vs {ms(medians[(phase, 'cpu_ms')], 4)} CPU"
-               for phase in ("native", "warm", "resumed")
-               if positive(medians[(phase, "cpu_ms")]) and positive(medians[(phase, "exec_ms")])
-               and medians[(phase, "exec_ms")] > WAIT_RATIO * medians[(phase, "cpu_ms")]]
+    waiting = [
+        f"{phase} {ms(medians[(phase, 'exec_ms')], 4)} wall vs {ms(medians[(phase, 'cpu_ms')], 4)} CPU"
+        for phase in ("native", "warm", "resumed")
+        if positive(medians[(phase, "cpu_ms")])
+        and positive(medians[(phase, "exec_ms")])
+        and medians[(phase, "exec_ms")] > WAIT_RATIO * medians[(phase, "cpu_ms")]
+    ]
     if waiting:
-        cpu_factors = ", ".join(f"×{row[f'slowdown_cpu_{p}']:.3g} {p}" for p in ("warm", "resumed") if positive(row[f"slowdown_cpu_{p}"]))
-        notes.append(f"calls waited for a CPU ({', '.join(waiting)}): the host is loaded, execution factors carry that load"
-                     + (f"; CPU-time factors {cpu_factors} compare the code's own speed" if cpu_factors else ""))
+        cpu_factors = ", ".join(
+            f"×{row[f'slowdown_cpu_{p}']:.3g} {p}" for p in ("warm", "resumed") if positive(row[f"slowdown_cpu_{p}"])
+        )
+        notes.append(
+            f"calls waited for a CPU ({', '.join(waiting)}): the host is loaded, execution factors carry that load"
+            + (f"; CPU-time factors {cpu_factors} compare the code's own speed" if cpu_factors else "")
+        )
     native_cpu = medians[("native", "cpu_ms")]
     for phase in ("warm", "resumed"):
         factor = row[f"slowdown_cpu_{phase}"]
         if positive(factor) and native_cpu >= PROCESS_SPEED_MIN_MS and abs(factor - 1.0) > PROCESS_SPEED_SPREAD:
-            notes.append(f"CPU time {phase} ×{factor:.3g}: the same code took {'more' if factor > 1 else 'less'} CPU in the sandbox than in "
-                         f"the native worker; on a shared VM one process of an interpreter can run 10–30 % slower than another "
-                         f"for its whole life (more so under load), so one process per side can tip a long function's factor either way: "
-                         f"repeat the run")
+            notes.append(
+                f"CPU time {phase} ×{factor:.3g}: the same code took {'more' if factor > 1 else 'less'} CPU in the sandbox than in "
+                f"the native worker; on a shared VM one process of an interpreter can run 10–30 % slower than another "
+                f"for its whole life (more so under load), so one process per side can tip a long function's factor either way: "
+                f"repeat the run"
+            )
     row["notes"] = NOTE_SEPARATOR.join(notes)
     return row
 
@@ -128,11 +163,15 @@ def judge_factor(measure: str, phase: str, factor: float, faas_median_ms: float,
     low, high = min(values), max(values)
     label = "execution" if measure == "exec" else "latency"
     if low <= faas_median_ms <= high:
-        return (f"{label} {phase} ×{factor:.3g}: not significant (FaaS median {ms(faas_median_ms, 4)} lies within the native calls' "
-                f"range {ms(low, 4)}–{ms(high, 4)}: at this length the platform adds less than the run-to-run variation)")
+        return (
+            f"{label} {phase} ×{factor:.3g}: not significant (FaaS median {ms(faas_median_ms, 4)} lies within the native calls' "
+            f"range {ms(low, 4)}–{ms(high, 4)}: at this length the platform adds less than the run-to-run variation)"
+        )
     if factor <= 1:
-        return (f"{label} {phase} ×{factor:.3g}: FaaS faster than native (median {ms(faas_median_ms, 4)} under every native call, "
-                f"{ms(low, 4)}–{ms(high, 4)}); compare cpu_ms in calls.csv to tell slower code from time spent waiting for a CPU")
+        return (
+            f"{label} {phase} ×{factor:.3g}: FaaS faster than native (median {ms(faas_median_ms, 4)} under every native call, "
+            f"{ms(low, 4)}–{ms(high, 4)}); compare cpu_ms in calls.csv to tell slower code from time spent waiting for a CPU"
+        )
     return ""
 
 
@@ -155,7 +194,9 @@ def fits(rows: list[dict]) -> dict:
     out = {}
     for measure in ("exec", "latency"):
         for phase in ("warm", "resumed"):
-            out[f"{measure}_{phase}"] = fit_power_law([r["native_exec_ms"] for r in rows], [r[f"slowdown_{measure}_{phase}"] for r in rows])
+            out[f"{measure}_{phase}"] = fit_power_law(
+                [r["native_exec_ms"] for r in rows], [r[f"slowdown_{measure}_{phase}"] for r in rows]
+            )
     return out
 
 
@@ -167,18 +208,33 @@ def plot_fig15(rows: list[dict], path: Path) -> None:
     functions = [r["function"] for r in rows]
     x = np.arange(len(functions))
     fig, axes = new_figure(1, 2, figsize=(max(7.0, 1.1 * len(functions) + 4), 4.2))
-    for ax, measure, title in ((axes[0], "exec", "execution time (the run call)"), (axes[1], "latency", "latency (client round trip)")):
-        for offset, phase, label, colour in ((-0.2, "warm", "alive (warm)", "#2ca02c"), (0.2, "resumed", "paused (resumed)", "#ff7f0e")):
+    for ax, measure, title in (
+        (axes[0], "exec", "execution time (the run call)"),
+        (axes[1], "latency", "latency (client round trip)"),
+    ):
+        for offset, phase, label, colour in (
+            (-0.2, "warm", "alive (warm)", "#2ca02c"),
+            (0.2, "resumed", "paused (resumed)", "#ff7f0e"),
+        ):
             values = [r[f"slowdown_{measure}_{phase}"] for r in rows]
             shown = [v if positive(v) else np.nan for v in values]
             ax.bar(x + offset, shown, width=0.4, label=label, color=colour)
             for xi, v, r in zip(x, values, rows):
                 if not positive(v):
                     below = f"execution {phase}: below resolution" in str(r.get("notes") or "")
-                    ax.annotate("below\nresolution" if below else "n/a", (xi + offset, 1.0), ha="center", va="bottom", fontsize=6, color="grey")
+                    ax.annotate(
+                        "below\nresolution" if below else "n/a",
+                        (xi + offset, 1.0),
+                        ha="center",
+                        va="bottom",
+                        fontsize=6,
+                        color="grey",
+                    )
                 elif f"{'execution' if measure == 'exec' else 'latency'} {phase} ×" in str(r.get("notes") or ""):
                     # Not significant, or FaaS faster: marked on the bar, explained in slowdown.csv's notes.
-                    ax.annotate("ns" if v > 1 else "≤1", (xi + offset, v), ha="center", va="bottom", fontsize=6, color="grey")
+                    ax.annotate(
+                        "ns" if v > 1 else "≤1", (xi + offset, v), ha="center", va="bottom", fontsize=6, color="grey"
+                    )
         ax.set_yscale("log")
         _plain_log_ticks(ax.yaxis)
         ax.axhline(1.0, color="black", linewidth=0.8)
@@ -187,8 +243,11 @@ def plot_fig15(rows: list[dict], path: Path) -> None:
         ax.set_ylabel("slowdown vs native (×, log)")
         ax.set_title(title, fontsize=10)
         ax.legend(fontsize=8)
-    fig.suptitle("Fig 15: slowdown in FaaS vs native, alive vs paused sandbox\n"
-                 "(ns: within the native calls' range; ≤1: no slowdown; slowdown.csv's notes say why)", fontsize=10)
+    fig.suptitle(
+        "Fig 15: slowdown in FaaS vs native, alive vs paused sandbox\n"
+        "(ns: within the native calls' range; ≤1: no slowdown; slowdown.csv's notes say why)",
+        fontsize=10,
+    )
     fig.tight_layout()
     fig.savefig(path, dpi=120)
 
@@ -198,7 +257,10 @@ def plot_fig16(rows: list[dict], fitted: dict, path: Path) -> None:
     fig, axes = new_figure(1, 2, figsize=(11, 4.4))
     native_ms = [r["native_exec_ms"] for r in rows]
     for ax, measure, title in ((axes[0], "exec", "execution time"), (axes[1], "latency", "latency")):
-        for phase, label, colour, marker in (("warm", "alive (warm)", "#2ca02c", "o"), ("resumed", "paused (resumed)", "#ff7f0e", "s")):
+        for phase, label, colour, marker in (
+            ("warm", "alive (warm)", "#2ca02c", "o"),
+            ("resumed", "paused (resumed)", "#ff7f0e", "s"),
+        ):
             points = [(n, r[f"slowdown_{measure}_{phase}"], r["function"]) for n, r in zip(native_ms, rows)]
             points = [p for p in points if positive(p[0]) and positive(p[1])]
             if points:
@@ -208,8 +270,13 @@ def plot_fig16(rows: list[dict], fitted: dict, path: Path) -> None:
             fit = fitted.get(f"{measure}_{phase}")
             if fit:
                 xs = np.geomspace(min(p[0] for p in points), max(p[0] for p in points), 50)
-                ax.plot(xs, fit["coefficient"] * xs ** fit["exponent"], color=colour, linestyle="--",
-                        label=f"fit {label}: {fit['coefficient']:.3g}·x^{fit['exponent']:.2f} (R² {fit['r2']:.2f})")
+                ax.plot(
+                    xs,
+                    fit["coefficient"] * xs ** fit["exponent"],
+                    color=colour,
+                    linestyle="--",
+                    label=f"fit {label}: {fit['coefficient']:.3g}·x^{fit['exponent']:.2f} (R² {fit['r2']:.2f})",
+                )
         ax.set_xscale("log")
         ax.set_yscale("log")
         _plain_log_ticks(ax.yaxis)
@@ -249,7 +316,9 @@ def write_results(out: Path, rows: list[dict], calls: list[Call], manifest: rund
             writer.writerow([csv_cell(getattr(c, name)) for name in CALL_COLUMNS])
     plot_fig15(rows, out / FIG15)
     plot_fig16(rows, fitted, out / FIG16)
-    manifest.update(fits=fitted, files={"slowdown_csv": SLOWDOWN_CSV, "calls_csv": CALLS_CSV, "fig15": FIG15, "fig16": FIG16})
+    manifest.update(
+        fits=fitted, files={"slowdown_csv": SLOWDOWN_CSV, "calls_csv": CALLS_CSV, "fig15": FIG15, "fig16": FIG16}
+    )
     rundir.write_manifest(out, manifest)
     return fitted
 
@@ -257,7 +326,9 @@ def write_results(out: Path, rows: list[dict], calls: list[Call], manifest: rund
 def load_rows(path: Path) -> list[dict]:
     """``slowdown.csv`` read back with numbers as floats (empty cells: NaN)."""
     with open(path, newline="") as handle:
-        return [{k: (v if k in TEXT_COLUMNS else as_float(v)) for k, v in row.items()} for row in csv.DictReader(handle)]
+        return [
+            {k: (v if k in TEXT_COLUMNS else as_float(v)) for k, v in row.items()} for row in csv.DictReader(handle)
+        ]
 
 
 def load_calls(path: Path) -> list[Call]:
@@ -265,7 +336,16 @@ def load_calls(path: Path) -> list[Call]:
     numbers = {name for name in CALL_COLUMNS if name.endswith("_ms")} | {"seq"}
     with open(path, newline="") as handle:
         rows = list(csv.DictReader(handle))
-    return [Call(**{k: (int(v) if k == "seq" else as_float(v)) if k in numbers else v for k, v in row.items() if k in CALL_COLUMNS}) for row in rows]
+    return [
+        Call(
+            **{
+                k: (int(v) if k == "seq" else as_float(v)) if k in numbers else v
+                for k, v in row.items()
+                if k in CALL_COLUMNS
+            }
+        )
+        for row in rows
+    ]
 
 
 def _ratio(numerator: float, denominator: float) -> float:

@@ -19,4 +19,12 @@ from faasprof.invoker.storage import (  # noqa: F401  (re-exported API)
     start_storage,
 )
 
-__all__ = ["Iperf3Server", "ObjectStore", "Storage", "check_spec", "start_iperf3_server", "start_object_store", "start_storage"]
+__all__ = [
+    "Iperf3Server",
+    "ObjectStore",
+    "Storage",
+    "check_spec",
+    "start_iperf3_server",
+    "start_object_store",
+    "start_storage",
+]

@@ -45,21 +45,30 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-
 from faasprof.errors import ConfigError, FaasprofError
+from faasprof.experiments import padding as padding_mod
+from faasprof.experiments.sweep_report import SWEEP_FILE, write_sweep_report
+from faasprof.invoker.run import execute
+from faasprof.monitoring import allocation
+from faasprof.platforms import registry
 from faasprof.progress import QUIET, Progress
 from faasprof.rundir import create_run_dir, update_manifest, write_json_atomic
 from faasprof.workload.arrivals import distribution_for, distribution_of, rated_distributions
 from faasprof.workload.schedule import instance_rng
-from faasprof.experiments import padding as padding_mod
-from faasprof.experiments.sweep_report import SWEEP_FILE, write_sweep_report
 from faasprof.workload.spec import Workload, workload_from_dict
-from faasprof.invoker.run import execute
-from faasprof.monitoring import allocation
-from faasprof.platforms import registry
 
 SWEEP_FORMAT_VERSION = 1
-PARAMETERS = ("llc_ways", "mba_percent", "memory_mb", "rate", "rate_scale", "pause_grace_ms", "user_memory_mb", "image_padding_mb", "code_padding_mb")
+PARAMETERS = (
+    "llc_ways",
+    "mba_percent",
+    "memory_mb",
+    "rate",
+    "rate_scale",
+    "pause_grace_ms",
+    "user_memory_mb",
+    "image_padding_mb",
+    "code_padding_mb",
+)
 ALLOCATION_PARAMETERS = ("llc_ways", "mba_percent")
 LOCALWHISK_PARAMETERS = ("pause_grace_ms", "user_memory_mb")
 # Start-up, deployment and draining around every run, used for the wall-time estimate.
@@ -150,9 +159,13 @@ def check_sweep(workload: Workload, connection: Any = None, root: str = "/") -> 
     names = _selected(workload.raw, sweep)
     instances = {i.name: i for i in workload.instances}
     if "rate" in parameters and not any(distribution_for(instances[n].distribution).rated for n in names):
-        problems.append(f"{origin}: sweep.parameters.rate: no {' or '.join(rated_distributions())} instance to apply it to; use rate_scale, or name instances in sweep.instances")
+        problems.append(
+            f"{origin}: sweep.parameters.rate: no {' or '.join(rated_distributions())} instance to apply it to; use rate_scale, or name instances in sweep.instances"
+        )
     if "memory_mb" in parameters and not any(instances[n].names_functions for n in names):
-        problems.append(f"{origin}: sweep.parameters.memory_mb: applies to functions a platform hosts (OpenWhisk actions), and this workload has none (endpoint is {workload.endpoint})")
+        problems.append(
+            f"{origin}: sweep.parameters.memory_mb: applies to functions a platform hosts (OpenWhisk actions), and this workload has none (endpoint is {workload.endpoint})"
+        )
     if connection is not None:
         for key in LOCALWHISK_PARAMETERS:
             if key in parameters:
@@ -168,7 +181,12 @@ def check_sweep(workload: Workload, connection: Any = None, root: str = "/") -> 
         if point.repeat:
             continue
         try:
-            workload_from_dict(padding_mod.pad_code(apply_point(workload.raw, point), workload, point.values), origin=f"{origin} (sweep point {point.label})", path=workload.path, seed=workload.seed)
+            workload_from_dict(
+                padding_mod.pad_code(apply_point(workload.raw, point), workload, point.values),
+                origin=f"{origin} (sweep point {point.label})",
+                path=workload.path,
+                seed=workload.seed,
+            )
         except ConfigError as error:
             problems.extend(line for line in error.problems if line not in problems)
     plans: dict = {}
@@ -193,7 +211,9 @@ def check_sweep(workload: Workload, connection: Any = None, root: str = "/") -> 
         else:
             for llc in parameters.get("llc_ways", [None]):
                 for mba in parameters.get("mba_percent", [None]):
-                    plans[(llc, mba)] = allocation.plan_allocation(caps, llc_ways=llc, mba_percent=mba, cpus=cpus, control_plane_cpus=control)
+                    plans[(llc, mba)] = allocation.plan_allocation(
+                        caps, llc_ways=llc, mba_percent=mba, cpus=cpus, control_plane_cpus=control
+                    )
     if problems:
         raise ConfigError(problems[0], problems=problems)
     return {"caps": caps, "plans": plans}
@@ -211,7 +231,9 @@ def describe_plan(workload: Workload, platform: str = "localwhisk") -> str:
     parameters = sweep_parameters(workload)
     sweep = workload.sweep or {}
     repeat = int(sweep.get("repeat", 1))
-    lines = [f"sweep: {len(points) // repeat} points x {repeat} repeat(s) = {len(points)} runs, order {sweep.get('order', 'random')}"]
+    lines = [
+        f"sweep: {len(points) // repeat} points x {repeat} repeat(s) = {len(points)} runs, order {sweep.get('order', 'random')}"
+    ]
     for key, values in parameters.items():
         lines.append(f"  {key}: {', '.join(_value_text(v) for v in values)}")
     lines.append("  run order:")
@@ -246,7 +268,17 @@ class SweepLog:
             "workload": workload.resolved(),
             "parameters": sweep_parameters(workload),
             "points": [
-                {"order": p.order, "index": p.index, "repeat": p.repeat, "values": p.values, "label": p.label, "status": "planned", "run_dir": None, "applied": None, "error": None}
+                {
+                    "order": p.order,
+                    "index": p.index,
+                    "repeat": p.repeat,
+                    "values": p.values,
+                    "label": p.label,
+                    "status": "planned",
+                    "run_dir": None,
+                    "applied": None,
+                    "error": None,
+                }
                 for p in points
             ],
         }
@@ -294,8 +326,11 @@ def run_sweep(
             progress.alert(line)  # a host setting put back: said even under --quiet
     points = expand_points(workload)
     if run_point is None:
+
         def run_point(point_workload, sweep_dir, local_settings):
-            return execute(point_workload, sweep_dir, connection=connection, local_settings=local_settings, progress=progress)
+            return execute(
+                point_workload, sweep_dir, connection=connection, local_settings=local_settings, progress=progress
+            )
 
     sweep_dir = create_run_dir(out_dir, f"{workload.test_name}-sweep", monitors=False)
     log = SweepLog(sweep_dir, workload, points)
@@ -304,9 +339,16 @@ def run_sweep(
     started = time.monotonic()
     try:
         for done, point in enumerate(points):
-            progress.say(f"[{point.order + 1:3d}/{len(points)}] {point.label}  ({sweep_eta(done, len(points), time.monotonic() - started, workload.duration_s, cooldown_s)})")
+            progress.say(
+                f"[{point.order + 1:3d}/{len(points)}] {point.label}  ({sweep_eta(done, len(points), time.monotonic() - started, workload.duration_s, cooldown_s)})"
+            )
             point_dict = padding_mod.pad_code(apply_point(workload.raw, point), workload, point.values)
-            point_workload = workload_from_dict(point_dict, origin=f"{workload.origin} (sweep point {point.label})", path=workload.path, seed=workload.seed + point.repeat)
+            point_workload = workload_from_dict(
+                point_dict,
+                origin=f"{workload.origin} (sweep point {point.label})",
+                path=workload.path,
+                seed=workload.seed + point.repeat,
+            )
             local_settings = dict((point_dict.get("platform") or {}).get("localwhisk") or {})
             local_settings.update(padding_mod.point_settings(point.values))
             plan = checked["plans"].get((point.values.get("llc_ways"), point.values.get("mba_percent")))
@@ -324,7 +366,12 @@ def run_sweep(
                 progress.alert(f"sweep point {point.label} failed: {error}")  # also in the sweep log
                 status = "incomplete"
                 continue
-            record = {"values": point.values, "repeat": point.repeat, "order": point.order, "applied": _applied_summary(point.values, applied_values, local_settings)}
+            record = {
+                "values": point.values,
+                "repeat": point.repeat,
+                "order": point.order,
+                "applied": _applied_summary(point.values, applied_values, local_settings),
+            }
             update_manifest(run_dir, sweep_point=record)
             log.point(point.order, status="done", run_dir=Path(run_dir).name, applied=record["applied"])
             if point.order + 1 < len(points) and cooldown_s > 0:

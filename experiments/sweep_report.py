@@ -19,8 +19,8 @@ so they stay one series.
 
 from __future__ import annotations
 
-import json
 import html
+import json
 import math
 from pathlib import Path
 
@@ -28,14 +28,14 @@ import numpy as np
 import pandas as pd
 
 from faasprof import rundir
-from faasprof.errors import FormatError
-from faasprof.progress import QUIET, Progress
 from faasprof.analyzer import markup
 from faasprof.analyzer.compare import compare_runs
 from faasprof.analyzer.frames import write_parquet
-from faasprof.analyzer.units import unit_of
 from faasprof.analyzer.plots import new_figure
 from faasprof.analyzer.stats import QUEUE_MIN_MS, QUEUE_RATIO, is_reference, queueing
+from faasprof.analyzer.units import unit_of
+from faasprof.errors import FormatError
+from faasprof.progress import QUIET, Progress
 
 SUMMARY_FORMAT_VERSION = 1
 # Completion latency (planned send → function end) first, as in every report: a non-blocking
@@ -84,7 +84,10 @@ def sweep_frame(sweep_dir: Path, progress: Progress = QUIET) -> tuple[pd.DataFra
     by_run = {}
     for point, path in zip(done, run_dirs):
         applied = (rundir.read_manifest(path).sweep_point or {}).get("applied") or point["values"]
-        by_run[path.name] = {"repeat": point["repeat"], **{p: _scalar(applied.get(p, point["values"].get(p))) for p in parameters}}
+        by_run[path.name] = {
+            "repeat": point["repeat"],
+            **{p: _scalar(applied.get(p, point["values"].get(p))) for p in parameters},
+        }
     extra = pd.DataFrame([by_run[name] for name in frame["run"]])
     units = {**result["frame"].attrs.get("units", {}), **{f"sweep_{p}": u for p in parameters if (u := unit_of(p))}}
     frame = pd.concat([frame.reset_index(drop=True), extra.add_prefix("sweep_")], axis=1)
@@ -107,7 +110,11 @@ def _scalar(value):
 def _metrics(frame: pd.DataFrame) -> list[tuple[str, str]]:
     metrics = [(m, label) for m, label in PLOTTED_METRICS if m in frame and frame[m].notna().any()]
     for column in frame.columns:
-        if any(h in column.lower() for h in MONITOR_HINTS) and pd.api.types.is_numeric_dtype(frame[column]) and frame[column].notna().any():
+        if (
+            any(h in column.lower() for h in MONITOR_HINTS)
+            and pd.api.types.is_numeric_dtype(frame[column])
+            and frame[column].notna().any()
+        ):
             metrics.append((column, column))
     return metrics
 
@@ -117,10 +124,14 @@ def aggregate(frame: pd.DataFrame, parameters: list[str]) -> list[dict]:
     keys = SERIES + [f"sweep_{p}" for p in parameters]
     rows = []
     for group, part in frame.groupby(keys, dropna=False, sort=True):
-        entry = {**_series_entry(group, part), **dict(zip(keys[len(SERIES):], group[len(SERIES):]))}
+        entry = {**_series_entry(group, part), **dict(zip(keys[len(SERIES) :], group[len(SERIES) :]))}
         for metric, _ in _metrics(frame):
             values = pd.to_numeric(part[metric], errors="coerce").dropna()
-            entry[metric] = {"mean": float(values.mean()) if len(values) else None, "std": float(values.std(ddof=1)) if len(values) > 1 else None, "n": int(len(values))}
+            entry[metric] = {
+                "mean": float(values.mean()) if len(values) else None,
+                "std": float(values.std(ddof=1)) if len(values) > 1 else None,
+                "n": int(len(values)),
+            }
         entry["modes"] = sorted(set(",".join(part["mode"].astype(str)).split(","))) if "mode" in part else []
         rows.append(entry)
     return rows
@@ -129,7 +140,11 @@ def aggregate(frame: pd.DataFrame, parameters: list[str]) -> list[dict]:
 def _series_entry(group: tuple, part: pd.DataFrame) -> dict:
     """The instance × phase a group of rows follows, and the function(s) it called (memory variants
     of one function are one instance)."""
-    return {"instance": str(group[0]), "phase": int(group[1]), "function": ",".join(sorted({str(f) for f in part["function"]}))}
+    return {
+        "instance": str(group[0]),
+        "phase": int(group[1]),
+        "function": ",".join(sorted({str(f) for f in part["function"]})),
+    }
 
 
 def capacities(frame: pd.DataFrame, parameters: list[str]) -> list[dict]:
@@ -148,19 +163,44 @@ def capacities(frame: pd.DataFrame, parameters: list[str]) -> list[dict]:
         reference = None
         for rate, at_rate in part.groupby("sweep_rate", sort=True):
             modes = sorted(set(",".join(at_rate["mode"].astype(str)).split(",")))
-            latency = float(pd.to_numeric(at_rate["completion_latency_ms_p50"], errors="coerce").median()) if "completion_latency_ms_p50" in at_rate else math.nan
+            latency = (
+                float(pd.to_numeric(at_rate["completion_latency_ms_p50"], errors="coerce").median())
+                if "completion_latency_ms_p50" in at_rate
+                else math.nan
+            )
             queued, words = queueing(latency, float(rate), reference)
-            entry = {"rate": float(rate), "modes": modes, "over_invoked": "over-invoked" in modes, "completion_latency_ms_p50": latency if math.isfinite(latency) else None,
-                     "queueing": bool(queued), "queueing_evidence": words}
+            entry = {
+                "rate": float(rate),
+                "modes": modes,
+                "over_invoked": "over-invoked" in modes,
+                "completion_latency_ms_p50": latency if math.isfinite(latency) else None,
+                "queueing": bool(queued),
+                "queueing_evidence": words,
+            }
             entry["kept_up"] = not entry["over_invoked"] and not queued
             evidence.append(entry)
             if reference is None and entry["kept_up"]:
-                candidate = {"completion_latency_ms_p50": latency, "rate_rps": float(rate), "source": "the sweep's lowest rate"}
+                candidate = {
+                    "completion_latency_ms_p50": latency,
+                    "rate_rps": float(rate),
+                    "source": "the sweep's lowest rate",
+                }
                 reference = candidate if is_reference(candidate) else None
         first_failed = next((e["rate"] for e in evidence if not e["kept_up"]), None)
-        capacity = max((e["rate"] for e in evidence if e["kept_up"] and (first_failed is None or e["rate"] < first_failed)), default=None)
-        out.append({**_series_entry(group, part), **{k.removeprefix("sweep_"): v for k, v in zip(others, group[len(SERIES):])}, "capacity_rps": capacity,
-                    "capacity_is_lower_bound": capacity is not None and first_failed is None, "reference": reference, "evidence": evidence})
+        capacity = max(
+            (e["rate"] for e in evidence if e["kept_up"] and (first_failed is None or e["rate"] < first_failed)),
+            default=None,
+        )
+        out.append(
+            {
+                **_series_entry(group, part),
+                **{k.removeprefix("sweep_"): v for k, v in zip(others, group[len(SERIES) :])},
+                "capacity_rps": capacity,
+                "capacity_is_lower_bound": capacity is not None and first_failed is None,
+                "reference": reference,
+                "evidence": evidence,
+            }
+        )
     return out
 
 
@@ -178,8 +218,19 @@ def plot_versus(frame: pd.DataFrame, parameters: list[str], out: Path) -> list[s
                 stats = part.groupby(x_column)[metric].agg(["mean", "std"]).sort_index()
                 series = _series_entry(group, part)
                 name = f"{series['instance']} phase {series['phase']} ({series['function']})" + "".join(
-                    f", {o.removeprefix('sweep_')}={v:g}" if isinstance(v, (int, float)) else f", {o.removeprefix('sweep_')}={v}" for o, v in zip(others, group[len(SERIES):]))
-                ax.errorbar(stats.index.astype(float), stats["mean"], yerr=stats["std"].fillna(0), marker="o", capsize=3, label=name)
+                    f", {o.removeprefix('sweep_')}={v:g}"
+                    if isinstance(v, (int, float))
+                    else f", {o.removeprefix('sweep_')}={v}"
+                    for o, v in zip(others, group[len(SERIES) :])
+                )
+                ax.errorbar(
+                    stats.index.astype(float),
+                    stats["mean"],
+                    yerr=stats["std"].fillna(0),
+                    marker="o",
+                    capsize=3,
+                    label=name,
+                )
             ax.set_xlabel(parameter)
             ax.set_ylabel(label)
             if metric.endswith(LATENCY_SUFFIXES) and (pd.to_numeric(frame[metric], errors="coerce").dropna() > 0).all():
@@ -207,7 +258,9 @@ def _cell(metric: str, value) -> str:
     return markup.fmt(value)
 
 
-def write_html(path: Path, sweep_dir: Path, parameters: list[str], rows: list[dict], capacity: list[dict], plots: list[str]) -> None:
+def write_html(
+    path: Path, sweep_dir: Path, parameters: list[str], rows: list[dict], capacity: list[dict], plots: list[str]
+) -> None:
     """The sweep's page, in the run report's look (``faasprof.analyzer.markup``)."""
     parts = [
         f"<h1>Sweep {html.escape(sweep_dir.name)}</h1>",
@@ -217,10 +270,25 @@ def write_html(path: Path, sweep_dir: Path, parameters: list[str], rows: list[di
     ]
     if capacity:
         others = [p for p in parameters if p != "rate"]
-        parts.append("<h2>Capacity (highest rate with no over-invoked repeat and no standing queue: median completion latency not "
-                     f"{QUEUE_RATIO:g}x and {QUEUE_MIN_MS:g} ms above the lowest rate's; ≥: no rate failed, a lower bound)</h2>")
-        parts.append(markup.table(["instance", "phase", "function", *others, "capacity"],
-                                  [[e["instance"], e["phase"], e["function"], *(e.get(o) for o in others), ("≥ " if e["capacity_is_lower_bound"] else "") + markup.rate(e["capacity_rps"])] for e in capacity]))
+        parts.append(
+            "<h2>Capacity (highest rate with no over-invoked repeat and no standing queue: median completion latency not "
+            f"{QUEUE_RATIO:g}x and {QUEUE_MIN_MS:g} ms above the lowest rate's; ≥: no rate failed, a lower bound)</h2>"
+        )
+        parts.append(
+            markup.table(
+                ["instance", "phase", "function", *others, "capacity"],
+                [
+                    [
+                        e["instance"],
+                        e["phase"],
+                        e["function"],
+                        *(e.get(o) for o in others),
+                        ("≥ " if e["capacity_is_lower_bound"] else "") + markup.rate(e["capacity_rps"]),
+                    ]
+                    for e in capacity
+                ],
+            )
+        )
     if rows:
         metrics = [k for k, v in rows[0].items() if isinstance(v, dict)]
         keys = [*SERIES, "function"] + [f"sweep_{p}" for p in parameters]
@@ -233,7 +301,11 @@ def write_html(path: Path, sweep_dir: Path, parameters: list[str], rows: list[di
                 sd = f" ± {_cell(metric, value['std'])}" if value["std"] is not None else ""
                 line.append(f"{_cell(metric, value['mean'])}{sd} ({value['n']})")
             cells.append(line + [", ".join(row["modes"])])
-        headers = [k.removeprefix("sweep_") for k in keys] + [labels.get(m, m).replace(" (ms)", "") for m in metrics] + ["modes"]
+        headers = (
+            [k.removeprefix("sweep_") for k in keys]
+            + [labels.get(m, m).replace(" (ms)", "") for m in metrics]
+            + ["modes"]
+        )
         parts.append("<h2>Metrics per setting (mean ± sd over repeats, n)</h2>")
         parts.append(markup.table(headers, cells))
     parts.append("<h2>Plots</h2>")
@@ -249,7 +321,13 @@ def write_sweep_report(sweep_dir: Path, progress: Progress = QUIET) -> Path:
     plots = plot_versus(frame, parameters, sweep_dir / "plots")
     rundir.write_json_atomic(
         sweep_dir / "sweep_summary.json",
-        {"format_version": SUMMARY_FORMAT_VERSION, "parameters": parameters, "settings": rows, "capacity": capacity, "plots": [f"plots/{p}" for p in plots]},
+        {
+            "format_version": SUMMARY_FORMAT_VERSION,
+            "parameters": parameters,
+            "settings": rows,
+            "capacity": capacity,
+            "plots": [f"plots/{p}" for p in plots],
+        },
     )
     write_html(sweep_dir / "report.html", sweep_dir, parameters, rows, capacity, plots)
     progress.say(f"sweep report: {sweep_dir / 'report.html'}")

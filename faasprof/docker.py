@@ -36,7 +36,9 @@ class _UnixHTTPConnection(http.client.HTTPConnection):
         self.sock.connect(self.socket_path)
 
 
-def docker_problem(images: dict[str, str] | None = None, socket_path: str | None = None, timeout_s: float = 5.0) -> str | None:
+def docker_problem(
+    images: dict[str, str] | None = None, socket_path: str | None = None, timeout_s: float = 5.0
+) -> str | None:
     """Why isolation docker cannot run here (one line with the fix), or None when it can.
 
     Synchronous, for ``faasprof doctor`` and for tests that skip with the reason.
@@ -67,7 +69,9 @@ def docker_problem(images: dict[str, str] | None = None, socket_path: str | None
     return None
 
 
-def remove_labelled_containers(label: str, value: str, socket_path: str | None = None, timeout_s: float = 30.0) -> list[str]:
+def remove_labelled_containers(
+    label: str, value: str, socket_path: str | None = None, timeout_s: float = 30.0
+) -> list[str]:
     """Remove (with force) every container whose ``label`` is ``value``; their ids. Nothing when
     there is no daemon to ask: there can be no such container then."""
     path = socket_path or DOCKER_SOCKET
@@ -99,7 +103,9 @@ def parse_images(spec: str) -> dict[str, str]:
     for part in filter(None, (p.strip() for p in (spec or "").split(","))):
         family, sep, image = part.partition("=")
         if not sep or family.strip() not in DEFAULT_IMAGES or not image.strip():
-            raise ValueError(f"docker_images: {part!r} is not FAMILY=IMAGE with FAMILY python or nodejs, e.g. python=openwhisk/action-python-v3.11:nightly")
+            raise ValueError(
+                f"docker_images: {part!r} is not FAMILY=IMAGE with FAMILY python or nodejs, e.g. python=openwhisk/action-python-v3.11:nightly"
+            )
         images[family.strip()] = image.strip()
     return images
 

@@ -196,7 +196,11 @@ def pushback_line(kinds: Mapping[str, int], planned: int, accepted: int) -> str 
     ``kinds``: rows per pushback kind; ``planned``: the run's calls; ``accepted``: those the
     platform took (HTTP ``ok`` or ``app_error``), which tell over-invoking from a platform that took
     nothing."""
-    parts = [f"{_percent(kinds[kind], planned)} {words} ({kinds[kind]:,})" for kind, words in PUSHBACK_KINDS.items() if kinds.get(kind)]
+    parts = [
+        f"{_percent(kinds[kind], planned)} {words} ({kinds[kind]:,})"
+        for kind, words in PUSHBACK_KINDS.items()
+        if kinds.get(kind)
+    ]
     if not parts:
         return None
     if not accepted:

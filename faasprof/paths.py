@@ -41,7 +41,9 @@ def package_dir(name: str) -> Path:
     """The folder of the subpackage ``faasprof.<name>``, wherever faasprof is installed."""
     spec = importlib.util.find_spec(f"faasprof.{name}")
     if spec is None or not spec.submodule_search_locations:
-        raise ModuleNotFoundError(f"faasprof.{name} is not installed with faasprof; reinstall faasprof (pip install faasprof)")
+        raise ModuleNotFoundError(
+            f"faasprof.{name} is not installed with faasprof; reinstall faasprof (pip install faasprof)"
+        )
     return Path(next(iter(spec.submodule_search_locations))).resolve()
 
 
@@ -85,8 +87,10 @@ def cache_dir(kind: str | None = None) -> Path:
     try:
         folder.mkdir(parents=True, exist_ok=True)
     except OSError as error:
-        raise NotReadyError(f"{folder}: cannot create faasprof's cache ({error.strerror or error}); "
-                            f"set {CACHE_ENV} to a writable folder") from None
+        raise NotReadyError(
+            f"{folder}: cannot create faasprof's cache ({error.strerror or error}); "
+            f"set {CACHE_ENV} to a writable folder"
+        ) from None
     if not os.access(folder, os.W_OK | os.X_OK):
         raise NotReadyError(f"{folder}: faasprof's cache is not writable; set {CACHE_ENV} to a writable folder")
     return folder
@@ -109,7 +113,9 @@ def _tree_bytes(path: Path) -> int:
         return path.lstat().st_size
     total = 0
     for dirpath, dirnames, filenames in os.walk(path, followlinks=False):
-        links = [name for name in dirnames if os.path.islink(os.path.join(dirpath, name))]  # walked as names, never entered
+        links = [
+            name for name in dirnames if os.path.islink(os.path.join(dirpath, name))
+        ]  # walked as names, never entered
         for filename in filenames + links:
             try:
                 total += os.lstat(os.path.join(dirpath, filename)).st_size
@@ -126,13 +132,22 @@ def _entries(folder: Path) -> list[Path]:
 def cache_usage() -> list[CacheUsage]:
     """Every kind of the cache (even when empty), then any other folder found in it."""
     root = cache_root()
-    found = sorted(path.name for path in root.iterdir() if path.is_dir() and not path.is_symlink()) if root.is_dir() else []
+    found = (
+        sorted(path.name for path in root.iterdir() if path.is_dir() and not path.is_symlink()) if root.is_dir() else []
+    )
     usage = []
     for kind in [*CACHE_KINDS, *(name for name in found if name not in CACHE_KINDS)]:
         folder = root / kind
         present = folder.is_dir() and not folder.is_symlink()
-        usage.append(CacheUsage(kind, folder, _tree_bytes(folder) if present else 0, len(_entries(folder)) if present else 0,
-                                CACHE_KINDS.get(kind, "")))
+        usage.append(
+            CacheUsage(
+                kind,
+                folder,
+                _tree_bytes(folder) if present else 0,
+                len(_entries(folder)) if present else 0,
+                CACHE_KINDS.get(kind, ""),
+            )
+        )
     return usage
 
 

@@ -92,13 +92,20 @@ class FunctionEntry:
         if self.runtime == "nodejs" and shutil.which("node") is None:
             problems.append(("node", f"{self.base}: node not found; install Node.js (apt-get install nodejs npm)"))
         for name in npm.missing_packages(self.base, self.directory, self.npm_packages):
-            problems.append(("npm", f"{self.base}: npm package {name} is not installed in {npm.install_dir(self.base, self.directory)}; "
-                                    f"faasprof deploy and native install it (about {npm.TYPICAL_INSTALL_S} s), "
-                                    f"or: python -m faasprof.functions.package {self.base}"))
+            problems.append(
+                (
+                    "npm",
+                    f"{self.base}: npm package {name} is not installed in {npm.install_dir(self.base, self.directory)}; "
+                    f"faasprof deploy and native install it (about {npm.TYPICAL_INSTALL_S} s), "
+                    f"or: python -m faasprof.functions.package {self.base}",
+                )
+            )
         for need in self.requires:
             if need.get("kind") == "binary":
                 if find_binary(need["name"]) is None:
-                    problems.append(("binary", f"{self.base}: binary {need['name']} not found; {need.get('install', 'install it')}"))
+                    problems.append(
+                        ("binary", f"{self.base}: binary {need['name']} not found; {need.get('install', 'install it')}")
+                    )
         return problems
 
     def missing(self) -> list[str]:
@@ -254,7 +261,10 @@ def lookup(name: str) -> FunctionEntry | None:
 
 
 def known_functions_text() -> str:
-    return ", ".join(names()) + f" (a memory variant such as markdown-256 deploys the same code with {MIN_MEMORY_MB}..{MAX_MEMORY_MB} MB)"
+    return (
+        ", ".join(names())
+        + f" (a memory variant such as markdown-256 deploys the same code with {MIN_MEMORY_MB}..{MAX_MEMORY_MB} MB)"
+    )
 
 
 def did_you_mean(name: str, known: Iterable[str] = ()) -> str:

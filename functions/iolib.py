@@ -180,7 +180,9 @@ class S3:
     @classmethod
     def from_params(cls, block):
         if not isinstance(block, dict) or not block.get("endpoint_url"):
-            raise ValueError("backend s3 needs an s3 parameter {endpoint_url, access_key, secret_key}; faasprof's storage block passes it")
+            raise ValueError(
+                "backend s3 needs an s3 parameter {endpoint_url, access_key, secret_key}; faasprof's storage block passes it"
+            )
         return cls(block["endpoint_url"], block["access_key"], block["secret_key"], block.get("region", "us-east-1"))
 
     def _connection(self):
@@ -200,17 +202,26 @@ class S3:
         headers.update({k.lower(): str(v) for k, v in extra.items()})
         signed = sorted(headers)
         canonical_query = "&".join(
-            f"{urllib.parse.quote(k, safe='-_.~')}={urllib.parse.quote(v, safe='-_.~')}" for k, v in sorted(query.items())
+            f"{urllib.parse.quote(k, safe='-_.~')}={urllib.parse.quote(v, safe='-_.~')}"
+            for k, v in sorted(query.items())
         )
-        canonical = "\n".join([
-            method, urllib.parse.quote(path, safe="/-_.~"), canonical_query,
-            "".join(f"{name}:{headers[name].strip()}\n" for name in signed), ";".join(signed), "UNSIGNED-PAYLOAD",
-        ])
+        canonical = "\n".join(
+            [
+                method,
+                urllib.parse.quote(path, safe="/-_.~"),
+                canonical_query,
+                "".join(f"{name}:{headers[name].strip()}\n" for name in signed),
+                ";".join(signed),
+                "UNSIGNED-PAYLOAD",
+            ]
+        )
         scope = f"{day}/{self.region}/s3/aws4_request"
         to_sign = "\n".join(["AWS4-HMAC-SHA256", amz_date, scope, hashlib.sha256(canonical.encode()).hexdigest()])
         key = _sign(_sign(_sign(_sign(("AWS4" + self.secret_key).encode(), day), self.region), "s3"), "aws4_request")
         signature = hmac.new(key, to_sign.encode(), hashlib.sha256).hexdigest()
-        headers["authorization"] = f"AWS4-HMAC-SHA256 Credential={self.access_key}/{scope}, SignedHeaders={';'.join(signed)}, Signature={signature}"
+        headers["authorization"] = (
+            f"AWS4-HMAC-SHA256 Credential={self.access_key}/{scope}, SignedHeaders={';'.join(signed)}, Signature={signature}"
+        )
         return headers, canonical_query
 
     def request(self, method, path, query=None, body=None, length=None, headers=None, sink=None):
@@ -279,7 +290,9 @@ class S3:
         """The object's size, or None when it does not exist."""
         sent, _ = self._headers("HEAD", f"/{bucket}/{key}", {}, {})
         conn = self._connection()
-        conn.putrequest("HEAD", urllib.parse.quote(f"/{bucket}/{key}", safe="/-_.~"), skip_host=True, skip_accept_encoding=True)
+        conn.putrequest(
+            "HEAD", urllib.parse.quote(f"/{bucket}/{key}", safe="/-_.~"), skip_host=True, skip_accept_encoding=True
+        )
         for name, value in sent.items():
             conn.putheader(name, value)
         conn.endheaders()
@@ -312,7 +325,9 @@ class FileStore:
 
     def __init__(self, root):
         if not root or not os.path.isdir(root):
-            raise ValueError(f"backend file needs shared_dir, an existing directory (got {root!r}); faasprof's storage block passes it")
+            raise ValueError(
+                f"backend file needs shared_dir, an existing directory (got {root!r}); faasprof's storage block passes it"
+            )
         self.root = root
 
     def _path(self, bucket, key):

@@ -67,20 +67,28 @@ def install(base: str, directory: Path, packages: list[str], progress: Progress 
     if not missing_packages(base, directory, packages):
         return target / "node_modules"
     if not (Path(directory) / "package.json").is_file():
-        raise NotReadyError(f"{base}: needs the npm packages {', '.join(packages)} and {directory} has no package.json to install them from; "
-                            "reinstall faasprof (the function's files are incomplete)")
+        raise NotReadyError(
+            f"{base}: needs the npm packages {', '.join(packages)} and {directory} has no package.json to install them from; "
+            "reinstall faasprof (the function's files are incomplete)"
+        )
     npm = shutil.which("npm")
     if npm is None:
-        raise NotReadyError(f"{base}: needs the npm packages {', '.join(packages)} and npm is not installed; install Node.js and npm (apt-get install nodejs npm)")
+        raise NotReadyError(
+            f"{base}: needs the npm packages {', '.join(packages)} and npm is not installed; install Node.js and npm (apt-get install nodejs npm)"
+        )
     parent = cache_dir("npm")
-    progress.say(f"{base}: installing npm packages {', '.join(packages)} with npm ci into {target} (about {TYPICAL_INSTALL_S} s, once per package-lock.json)")
+    progress.say(
+        f"{base}: installing npm packages {', '.join(packages)} with npm ci into {target} (about {TYPICAL_INSTALL_S} s, once per package-lock.json)"
+    )
     started = time.monotonic()
     work = Path(tempfile.mkdtemp(prefix=f".{target.name}.", dir=parent))
     try:
         for name in (LOCK_FILE, "package.json"):
             if (Path(directory) / name).is_file():
                 shutil.copy2(Path(directory) / name, work / name)
-        command = [npm, *INSTALL_COMMAND[1:]] if (work / LOCK_FILE).is_file() else [npm, "install", *INSTALL_COMMAND[2:]]
+        command = (
+            [npm, *INSTALL_COMMAND[1:]] if (work / LOCK_FILE).is_file() else [npm, "install", *INSTALL_COMMAND[2:]]
+        )
         _run_npm(base, command, work)
         if target.exists() and missing_packages(base, directory, packages):
             shutil.rmtree(target, ignore_errors=True)  # a broken install of the same lock
@@ -93,7 +101,9 @@ def install(base: str, directory: Path, packages: list[str], progress: Progress 
         shutil.rmtree(work, ignore_errors=True)
     absent = missing_packages(base, directory, packages)
     if absent:
-        raise RunError(f"{base}: npm ci finished but {', '.join(absent)} is not in {target / 'node_modules'}; check {Path(directory) / LOCK_FILE}")
+        raise RunError(
+            f"{base}: npm ci finished but {', '.join(absent)} is not in {target / 'node_modules'}; check {Path(directory) / LOCK_FILE}"
+        )
     progress.say(f"{base}: npm packages installed in {time.monotonic() - started:.0f} s")
     return target / "node_modules"
 
@@ -102,10 +112,13 @@ def _run_npm(base: str, command: list[str], cwd: Path) -> None:
     try:
         done = subprocess.run(command, cwd=cwd, capture_output=True, text=True, timeout=INSTALL_TIMEOUT_S)
     except (OSError, subprocess.TimeoutExpired) as error:
-        raise NotReadyError(f"{base}: {' '.join(command[1:3])} did not finish ({error}); check that the npm registry is reachable") from None
+        raise NotReadyError(
+            f"{base}: {' '.join(command[1:3])} did not finish ({error}); check that the npm registry is reachable"
+        ) from None
     if done.returncode != 0:
         lines = [line.strip() for line in (done.stderr or done.stdout).splitlines() if line.strip()]
         last = lines[-1][:300] if lines else f"exit status {done.returncode}"
-        raise NotReadyError(f"{base}: {' '.join(command[1:3])} failed ({last}); check that the npm registry is reachable, "
-                            f"then rerun: python -m faasprof.functions.package {base}")
-
+        raise NotReadyError(
+            f"{base}: {' '.join(command[1:3])} failed ({last}); check that the npm registry is reachable, "
+            f"then rerun: python -m faasprof.functions.package {base}"
+        )

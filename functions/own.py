@@ -58,7 +58,9 @@ for _site in sorted(glob.glob(os.path.join(_base, "lib", "python*", "site-packag
 
 def looks_like_path(text: str) -> bool:
     """Whether a FUNCTION argument names a file or folder rather than a catalogue function."""
-    return os.sep in text or text.startswith(".") or text.endswith(PYTHON_SUFFIXES + NODE_SUFFIXES) or Path(text).exists()
+    return (
+        os.sep in text or text.startswith(".") or text.endswith(PYTHON_SUFFIXES + NODE_SUFFIXES) or Path(text).exists()
+    )
 
 
 def detect_runtime(path: Path) -> str:
@@ -68,13 +70,17 @@ def detect_runtime(path: Path) -> str:
             return "python"
         if path.suffix in NODE_SUFFIXES:
             return "nodejs"
-        raise ConfigError(f"{path}: not a Python (.py) or Node.js (.js) file; name one, or a folder with __main__.py or package.json")
+        raise ConfigError(
+            f"{path}: not a Python (.py) or Node.js (.js) file; name one, or a folder with __main__.py or package.json"
+        )
     if path.is_dir():
         if (path / "__main__.py").is_file():
             return "python"
         if (path / "package.json").is_file():
             return "nodejs"
-        raise ConfigError(f"{path}: the folder has neither __main__.py (Python) nor package.json (Node.js); add the one your function needs")
+        raise ConfigError(
+            f"{path}: the folder has neither __main__.py (Python) nor package.json (Node.js); add the one your function needs"
+        )
     raise ConfigError(f"{path}: no such file or folder; check the path of your function")
 
 
@@ -85,8 +91,14 @@ def default_name(path: Path) -> str:
     return cleaned
 
 
-def own_entry(path: str | os.PathLike, name: str | None = None, kind: str | None = None, memory_mb: int | None = None,
-              timeout_ms: int | None = None, main: str = "main") -> FunctionEntry:
+def own_entry(
+    path: str | os.PathLike,
+    name: str | None = None,
+    kind: str | None = None,
+    memory_mb: int | None = None,
+    timeout_ms: int | None = None,
+    main: str = "main",
+) -> FunctionEntry:
     """The entry for a researcher's function at ``path`` (not yet staged: see ``stage``)."""
     path = Path(path).expanduser()
     runtime = detect_runtime(path)
@@ -94,7 +106,9 @@ def own_entry(path: str | os.PathLike, name: str | None = None, kind: str | None
     if not _ACTION_NAME.match(name):
         raise ConfigError(f"--name: {name!r} is not an action name; use letters, digits, _ @ . and - (not first)")
     if kind is not None and not kind.startswith(runtime if runtime == "nodejs" else "python"):
-        raise ConfigError(f"--kind: {kind} does not run {path} (a {'Python' if runtime == 'python' else 'Node.js'} function); use a {runtime} kind or leave --kind out")
+        raise ConfigError(
+            f"--kind: {kind} does not run {path} (a {'Python' if runtime == 'python' else 'Node.js'} function); use a {runtime} kind or leave --kind out"
+        )
     if memory_mb is not None and not MIN_MEMORY_MB <= memory_mb <= MAX_MEMORY_MB:
         raise ConfigError(f"--memory: must be {MIN_MEMORY_MB}..{MAX_MEMORY_MB} MB (got {memory_mb})")
     if timeout_ms is not None and timeout_ms <= 0:
@@ -137,7 +151,11 @@ def _package_main(folder: Path) -> str:
 
 def _source_fingerprint(source: Path) -> str:
     digest = hashlib.sha256(str(source).encode())
-    paths = [source] if source.is_file() else sorted(p for p in source.rglob("*") if p.is_file() and not _ignored(p.relative_to(source)))
+    paths = (
+        [source]
+        if source.is_file()
+        else sorted(p for p in source.rglob("*") if p.is_file() and not _ignored(p.relative_to(source)))
+    )
     for path in paths:
         stat = path.stat()
         digest.update(f"{path}\0{stat.st_size}\0{stat.st_mtime_ns}\n".encode())
@@ -178,7 +196,9 @@ def stage(entry: FunctionEntry) -> FunctionEntry:
             shutil.copy2(source, staged / "__main__.py")
         else:
             shutil.copy2(source, staged / source.name)
-            (staged / "package.json").write_text(json.dumps({"name": entry.base, "version": "1.0.0", "main": source.name}, indent=2) + "\n")
+            (staged / "package.json").write_text(
+                json.dumps({"name": entry.base, "version": "1.0.0", "main": source.name}, indent=2) + "\n"
+            )
     else:
         shutil.copytree(source, staged, ignore=shutil.ignore_patterns(*STAGING_IGNORED), symlinks=False)
         if entry.runtime == "python":
@@ -200,15 +220,31 @@ def _install_python_requirements(staged: Path, source: Path) -> None:
         return
     site = staged / "virtualenv" / "lib" / f"python{sys.version_info.major}.{sys.version_info.minor}" / "site-packages"
     site.mkdir(parents=True)
-    command = [sys.executable, "-m", "pip", "install", "--quiet", "--disable-pip-version-check", "--no-input",
-               "--no-compile", "--target", str(site), "-r", "requirements.txt"]
+    command = [
+        sys.executable,
+        "-m",
+        "pip",
+        "install",
+        "--quiet",
+        "--disable-pip-version-check",
+        "--no-input",
+        "--no-compile",
+        "--target",
+        str(site),
+        "-r",
+        "requirements.txt",
+    ]
     try:
         done = subprocess.run(command, cwd=staged, capture_output=True, text=True, timeout=INSTALL_TIMEOUT_S)
     except (OSError, subprocess.TimeoutExpired) as error:
-        raise NotReadyError(f"{source / 'requirements.txt'}: pip did not run ({error}); check that pip is installed") from None
+        raise NotReadyError(
+            f"{source / 'requirements.txt'}: pip did not run ({error}); check that pip is installed"
+        ) from None
     if done.returncode != 0:
-        raise ConfigError(f"{source / 'requirements.txt'}: pip could not install it ({_last_line(done.stderr or done.stdout)}); "
-                          "fix the requirement, or check that the package index is reachable")
+        raise ConfigError(
+            f"{source / 'requirements.txt'}: pip could not install it ({_last_line(done.stderr or done.stdout)}); "
+            "fix the requirement, or check that the package index is reachable"
+        )
     for pycache in site.rglob("__pycache__"):
         shutil.rmtree(pycache, ignore_errors=True)
     bin_dir = staged / "virtualenv" / "bin"
@@ -222,21 +258,38 @@ def _install_node_dependencies(staged: Path, source: Path) -> None:
         return
     npm = shutil.which("npm")
     if npm is None:
-        raise NotReadyError(f"{source / 'package.json'}: has dependencies and npm is not installed; install Node.js and npm (apt-get install nodejs npm), or run npm install in {source}")
-    command = [npm, "install", "--omit=dev", "--install-links", "--no-audit", "--no-fund", "--no-package-lock", "--loglevel=error"]
+        raise NotReadyError(
+            f"{source / 'package.json'}: has dependencies and npm is not installed; install Node.js and npm (apt-get install nodejs npm), or run npm install in {source}"
+        )
+    command = [
+        npm,
+        "install",
+        "--omit=dev",
+        "--install-links",
+        "--no-audit",
+        "--no-fund",
+        "--no-package-lock",
+        "--loglevel=error",
+    ]
     try:
         done = subprocess.run(command, cwd=staged, capture_output=True, text=True, timeout=INSTALL_TIMEOUT_S)
     except (OSError, subprocess.TimeoutExpired) as error:
         raise NotReadyError(f"{source / 'package.json'}: npm install did not run ({error})") from None
     if done.returncode != 0:
-        raise ConfigError(f"{source / 'package.json'}: npm could not install its dependencies ({_last_line(done.stderr or done.stdout)}); "
-                          "fix the dependency, or check that the npm registry is reachable")
+        raise ConfigError(
+            f"{source / 'package.json'}: npm could not install its dependencies ({_last_line(done.stderr or done.stdout)}); "
+            "fix the dependency, or check that the npm registry is reachable"
+        )
     _materialise_links(staged / "node_modules")
     # npm "installs" a file: dependency whose folder is missing as a dangling link: check each one.
-    absent = [name for name in package["dependencies"] if not (staged / "node_modules" / name / "package.json").is_file()]
+    absent = [
+        name for name in package["dependencies"] if not (staged / "node_modules" / name / "package.json").is_file()
+    ]
     if absent:
-        raise ConfigError(f"{source / 'package.json'}: npm could not install its dependencies ({', '.join(absent)} not installed: "
-                          f"{package['dependencies'][absent[0]]} does not exist or is not a package); fix the dependency")
+        raise ConfigError(
+            f"{source / 'package.json'}: npm could not install its dependencies ({', '.join(absent)} not installed: "
+            f"{package['dependencies'][absent[0]]} does not exist or is not a package); fix the dependency"
+        )
 
 
 def _materialise_links(node_modules: Path) -> None:

@@ -92,7 +92,9 @@ def build_archive_bytes(entry: FunctionEntry) -> bytes:
     names = {name for name, _ in files}
     needed = "__main__.py" if entry.runtime == "python" else "package.json"
     if needed not in names:
-        raise ConfigError(f"{entry.directory}: no {needed}; an OpenWhisk {entry.runtime} zip action needs one at its root")
+        raise ConfigError(
+            f"{entry.directory}: no {needed}; an OpenWhisk {entry.runtime} zip action needs one at its root"
+        )
     buffer = io.BytesIO()
     with zipfile.ZipFile(buffer, "w") as archive:
         for name, path in files:
@@ -124,7 +126,16 @@ def build_archive(entry: FunctionEntry, cache_dir: Path | None = None, progress:
         pass
     data = build_archive_bytes(entry)
     try:
-        write_archive(zip_path, data, {"function": entry.base, "fingerprint": key, "sha256": hashlib.sha256(data).hexdigest(), "bytes": len(data)})
+        write_archive(
+            zip_path,
+            data,
+            {
+                "function": entry.base,
+                "fingerprint": key,
+                "sha256": hashlib.sha256(data).hexdigest(),
+                "bytes": len(data),
+            },
+        )
     except OSError:
         pass  # a cache that cannot be written still deploys; it just rebuilds every time
     return data
@@ -132,7 +143,10 @@ def build_archive(entry: FunctionEntry, cache_dir: Path | None = None, progress:
 
 def write_archive(zip_path: Path, data: bytes, meta: dict) -> None:
     zip_path.parent.mkdir(parents=True, exist_ok=True)
-    for path, content in ((zip_path, data), (zip_path.with_name(zip_path.name + ".json"), (json.dumps(meta, indent=2) + "\n").encode())):
+    for path, content in (
+        (zip_path, data),
+        (zip_path.with_name(zip_path.name + ".json"), (json.dumps(meta, indent=2) + "\n").encode()),
+    ):
         tmp = path.with_name(f".{path.name}.tmp{os.getpid()}")
         tmp.write_bytes(content)
         os.replace(tmp, path)
@@ -143,12 +157,17 @@ def sha256(data: bytes) -> str:
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="python -m faasprof.functions.package", description="build reproducible action archives")
+    parser = argparse.ArgumentParser(
+        prog="python -m faasprof.functions.package", description="build reproducible action archives"
+    )
     parser.add_argument("names", nargs="*", metavar="FUNCTION")
     parser.add_argument("--all", action="store_true", help="every function in the catalogue")
     parser.add_argument("--out", type=Path, help="output directory (default: the archives/ folder of faasprof's cache)")
-    parser.add_argument("--no-install", action="store_true",
-                        help="install no npm packages: a function that lacks them is reported unavailable (./setup.sh without --with node)")
+    parser.add_argument(
+        "--no-install",
+        action="store_true",
+        help="install no npm packages: a function that lacks them is reported unavailable (./setup.sh without --with node)",
+    )
     args = parser.parse_args(argv)
     try:
         chosen = entries() if args.all or not args.names else [require(name) for name in args.names]

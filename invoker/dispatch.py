@@ -39,10 +39,10 @@ from typing import Callable, Sequence
 
 import numpy as np
 
-from faasprof.outcomes import NO_CONNECTION_TEXT, pushback_kind
-from faasprof.progress import QUIET, Progress
 from faasprof.invoker.selfwatch import SelfWatch, lateness_summary_ms
 from faasprof.invoker.sender import DEFAULT_MAX_CONNECTIONS, DEFAULT_REQUEST_TIMEOUT_S, PreparedRequest, Sender
+from faasprof.outcomes import NO_CONNECTION_TEXT, pushback_kind
+from faasprof.progress import QUIET, Progress
 
 COARSE_MARGIN_NS = 1_000_000  # wake from the timer this long before the instant (timer slack)
 FINE_NAP_NS = 200_000  # the longest the loop is blocked while waiting for the exact instant
@@ -84,7 +84,9 @@ class DispatchOptions:
     never_reached_s: float = DEFAULT_NEVER_REACHED_S
     insecure: bool = False
     realtime_priority: int | None = None  # SCHED_FIFO priority of the send thread (opt-in, needs root)
-    send_processes: int | str = "auto"  # > 1: the plan is split over that many send processes (invoker.shards); "auto" until resolved
+    send_processes: int | str = (
+        "auto"  # > 1: the plan is split over that many send processes (invoker.shards); "auto" until resolved
+    )
 
     def describe(self) -> dict:
         return {
@@ -123,8 +125,10 @@ def realtime_hint(busiest_second: int, realtime_priority: int | None, permitted:
     """One line telling a run that would profit from --realtime, and may use it, to pass it."""
     if realtime_priority is not None or not permitted or busiest_second < REALTIME_HINT_PER_S:
         return None
-    return (f"note: the busiest second plans {busiest_second:,} invocations: pass --realtime (this process may use SCHED_FIFO) "
-            "so that other processes on the host cannot delay the sends; see the manifest's invoker.lateness_ms")
+    return (
+        f"note: the busiest second plans {busiest_second:,} invocations: pass --realtime (this process may use SCHED_FIFO) "
+        "so that other processes on the host cannot delay the sends; see the manifest's invoker.lateness_ms"
+    )
 
 
 @dataclass
@@ -161,8 +165,15 @@ class DispatchResult:
         }
 
     @classmethod
-    def of_schedule(cls, status: str | None, reason: str | None, intended: np.ndarray, sent_rel: np.ndarray,
-                    outcomes: dict[str, int], **costs) -> "DispatchResult":
+    def of_schedule(
+        cls,
+        status: str | None,
+        reason: str | None,
+        intended: np.ndarray,
+        sent_rel: np.ndarray,
+        outcomes: dict[str, int],
+        **costs,
+    ) -> "DispatchResult":
         """The result of a schedule whose sends are ``sent_rel`` (ns from zero, -1 = not sent):
         what one sender and the merged send processes both report."""
         sent_mask = sent_rel >= 0
@@ -211,7 +222,9 @@ class Dispatcher:
         self.options = options or DispatchOptions()
         self.checks = list(checks)
         self.progress = progress
-        self.duration_s = duration_s if duration_s is not None else (self.intended[-1] / 1e9 if self.intended.size else 0.0)
+        self.duration_s = (
+            duration_s if duration_s is not None else (self.intended[-1] / 1e9 if self.intended.size else 0.0)
+        )
         n = int(self.intended.size)
         self.n = n
         self.recorded = bytearray(n)
@@ -228,8 +241,14 @@ class Dispatcher:
         self.zero_ns = 0
         self._loop: asyncio.AbstractEventLoop | None = None
         self._sleeper: asyncio.Future | None = None
-        self._selfwatch = SelfWatch(self.options.lateness_warn_ms, self.options.lateness_abort_ms, self.options.max_connections,
-                                    n, self.duration_s, self.options.progress_interval_s)
+        self._selfwatch = SelfWatch(
+            self.options.lateness_warn_ms,
+            self.options.lateness_abort_ms,
+            self.options.max_connections,
+            n,
+            self.duration_s,
+            self.options.progress_interval_s,
+        )
         # The plan as Python ints, read per send and per row (numpy scalars are slower there); here,
         # not in run(), so that rows can be written also for a dispatcher that never ran.
         self._intended_list: list[int] = self.intended.tolist()
@@ -248,7 +267,16 @@ class Dispatcher:
         if journal is not None:
             journal(seq, rel)
 
-    def _complete(self, seq: int, sent_ns: int | None, done_ns: int | None, outcome: str, status: int | None, activation_id: str | None, error: str | None) -> None:
+    def _complete(
+        self,
+        seq: int,
+        sent_ns: int | None,
+        done_ns: int | None,
+        outcome: str,
+        status: int | None,
+        activation_id: str | None,
+        error: str | None,
+    ) -> None:
         if self.recorded[seq]:
             return
         self.recorded[seq] = 1
@@ -308,7 +336,9 @@ class Dispatcher:
         self._stop_event = asyncio.Event()
         self.zero_ns = zero_ns
         options = self.options
-        self._sender = Sender(self._loop, self.requests, self._complete, self._on_sent, options.max_connections, options.insecure)
+        self._sender = Sender(
+            self._loop, self.requests, self._complete, self._on_sent, options.max_connections, options.insecure
+        )
         # A few keep-alive connections opened before zero keep the first sends from paying for
         # TCP (and TLS) set-up; it never waits past zero.
         await self._sender.warm(self._warm_count(), zero_ns)
@@ -346,7 +376,11 @@ class Dispatcher:
         end_ns = time.monotonic_ns()
         cpu_percent = 100.0 * (time.process_time() - cpu0) / max((end_ns - zero_ns) / 1e9, 1e-9)
         return DispatchResult.of_schedule(
-            self.stop_status, self.stop_reason, self.intended, self.sent_rel, self.outcomes,
+            self.stop_status,
+            self.stop_reason,
+            self.intended,
+            self.sent_rel,
+            self.outcomes,
             cpu_percent=cpu_percent,
             send_wall_s=(send_end_ns - zero_ns) / 1e9,
             total_wall_s=(end_ns - zero_ns) / 1e9,
@@ -381,7 +415,9 @@ class Dispatcher:
             previous = os.sched_getscheduler(0), os.sched_getparam(0)
             os.sched_setscheduler(0, os.SCHED_FIFO, os.sched_param(priority))
         except OSError as error:
-            self.warnings.append(f"--realtime: could not use SCHED_FIFO ({error.strerror}); it needs root or CAP_SYS_NICE; ran with the normal policy")
+            self.warnings.append(
+                f"--realtime: could not use SCHED_FIFO ({error.strerror}); it needs root or CAP_SYS_NICE; ran with the normal policy"
+            )
             self.progress.warn(self.warnings[-1])
             return None
         companions = []
@@ -448,7 +484,9 @@ class Dispatcher:
                 if grace_deadline is None:
                     grace_deadline = time.monotonic() + self.options.interrupt_grace_s
                     if sender.in_flight:
-                        self.progress.say(f"waiting up to {self.options.interrupt_grace_s:g} s for {sender.in_flight} request(s) in flight")
+                        self.progress.say(
+                            f"waiting up to {self.options.interrupt_grace_s:g} s for {sender.in_flight} request(s) in flight"
+                        )
                 if self._hurry or time.monotonic() >= grace_deadline:
                     sender.abort_in_flight(f"no response before the run stopped ({self.stop_reason})")
                     break
@@ -465,7 +503,15 @@ class Dispatcher:
 
     def _drop_waiting(self) -> None:
         for seq in self._sender.drop_waiting():
-            self._complete(seq, None, None, "not_sent", None, None, f"waiting for a connection when the run stopped ({self.stop_reason})")
+            self._complete(
+                seq,
+                None,
+                None,
+                "not_sent",
+                None,
+                None,
+                f"waiting for a connection when the run stopped ({self.stop_reason})",
+            )
 
     def close_after_failure(self, status: str, reason: str) -> None:
         """The run failed around the send loop (before it, or the loop itself raised): stop with
@@ -482,7 +528,9 @@ class Dispatcher:
             if self.recorded[seq]:
                 continue
             if sent_rel[seq] >= 0:
-                self._complete(seq, self.zero_ns + int(sent_rel[seq]), None, "timeout", None, None, f"no answer recorded: {why}")
+                self._complete(
+                    seq, self.zero_ns + int(sent_rel[seq]), None, "timeout", None, None, f"no answer recorded: {why}"
+                )
             else:
                 self._complete(seq, None, None, "not_sent", None, None, why)
 
@@ -510,7 +558,11 @@ class Dispatcher:
             next_progress += progress_every
             saturated = sender.saturated
             verdict = watch.verdict(
-                (time.monotonic_ns() - self.zero_ns) / 1e9, self.sent, sender.in_flight, saturated - saturated_before, self.outcomes
+                (time.monotonic_ns() - self.zero_ns) / 1e9,
+                self.sent,
+                sender.in_flight,
+                saturated - saturated_before,
+                self.outcomes,
             )
             saturated_before = saturated
             self.progress.say(verdict.progress)
@@ -526,7 +578,9 @@ class Dispatcher:
         sender = self._sender
         span_s, why = sender.never_reached_for_s()
         if span_s >= self.options.never_reached_s:
-            self.never_reached = f"the platform never took a call: every connection attempt failed for {span_s:.1f} s ({why})"
+            self.never_reached = (
+                f"the platform never took a call: every connection attempt failed for {span_s:.1f} s ({why})"
+            )
             self.request_stop("interrupted", self.never_reached)
             return
         if self._stall_said:
@@ -534,7 +588,9 @@ class Dispatcher:
         span_s, why = sender.failing_for_s()
         if span_s >= STALL_NOTE_S:
             self._stall_said = True
-            self.progress.warn(f"every connection attempt has failed for {span_s:.0f} s ({why}); the run goes on, each call a row")
+            self.progress.warn(
+                f"every connection attempt has failed for {span_s:.0f} s ({why}); the run goes on, each call a row"
+            )
 
 
 def _wake(future: asyncio.Future) -> None:

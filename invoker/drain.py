@@ -83,8 +83,10 @@ class _Pace:
             pace = f"; {ended:,} ended in {elapsed:.0f} s, about {self.last * elapsed / ended:,.0f} s left"
         else:
             pace = f"; none ended in {elapsed:.0f} s" if elapsed >= 1 else ""
-        return (f"waiting for the embedded localwhisk before stopping it: {self.last:,} activations still queued "
-                f"({_count(state, 'queued'):,}) or running ({_count(state, 'running'):,}){pace} (Ctrl-C abandons them)")
+        return (
+            f"waiting for the embedded localwhisk before stopping it: {self.last:,} activations still queued "
+            f"({_count(state, 'queued'):,}) or running ({_count(state, 'running'):,}){pace} (Ctrl-C abandons them)"
+        )
 
 
 def wait_for_in_flight(
@@ -106,7 +108,9 @@ def wait_for_in_flight(
         sleep(POLL_S)
         state = _poll(poll)
     if state is None:
-        return DrainReport(PLATFORM_GONE, 0, 0, 0, clock() - started, limit_s, "the platform did not answer when the sending ended")
+        return DrainReport(
+            PLATFORM_GONE, 0, 0, 0, clock() - started, limit_s, "the platform did not answer when the sending ended"
+        )
     pace = _Pace(_count(state, "inFlight"), started)
     if pace.last == 0:
         return DrainReport(DRAINED, 0, 0, 0, clock() - started, limit_s)
@@ -117,21 +121,42 @@ def wait_for_in_flight(
             sleep(POLL_S)
             now, answer = clock(), _poll(poll)
             if answer is None and not alive():
-                return DrainReport(PLATFORM_GONE, pace.first, pace.last, 0, now - started, limit_s,
-                                   f"the platform exited with {pace.last:,} activations in flight")
+                return DrainReport(
+                    PLATFORM_GONE,
+                    pace.first,
+                    pace.last,
+                    0,
+                    now - started,
+                    limit_s,
+                    f"the platform exited with {pace.last:,} activations in flight",
+                )
             state = answer or state  # unanswered: no news, the stall bound decides
             pace.see(_count(state, "inFlight"), now)
             if pace.last == 0:
                 return DrainReport(DRAINED, pace.first, 0, 0, now - started, limit_s)
             if now - pace.last_end_at >= limit_s:
-                return DrainReport(STALLED, pace.first, pace.last, _count(state, "queued"), now - started, limit_s,
-                                   f"no activation ended for {limit_s:g} s (twice the actions' longest time limit plus {STALL_MARGIN_S:g} s)")
+                return DrainReport(
+                    STALLED,
+                    pace.first,
+                    pace.last,
+                    _count(state, "queued"),
+                    now - started,
+                    limit_s,
+                    f"no activation ended for {limit_s:g} s (twice the actions' longest time limit plus {STALL_MARGIN_S:g} s)",
+                )
             if now >= next_say:
                 progress.say(pace.line(state, now))
                 next_say = now + PROGRESS_EVERY_S
     except KeyboardInterrupt:
-        return DrainReport(ABANDONED, pace.first, pace.last, _count(state, "queued"), clock() - started, limit_s,
-                           "interrupted (Ctrl-C or SIGTERM) while waiting for them")
+        return DrainReport(
+            ABANDONED,
+            pace.first,
+            pace.last,
+            _count(state, "queued"),
+            clock() - started,
+            limit_s,
+            "interrupted (Ctrl-C or SIGTERM) while waiting for them",
+        )
 
 
 def drain_embedded(handle: Any, client: Any, functions: set[str], progress: Progress = QUIET) -> DrainReport | None:
@@ -141,9 +166,13 @@ def drain_embedded(handle: Any, client: Any, functions: set[str], progress: Prog
     if not handle.alive():
         return None
     limits = action_time_limits_ms(client, functions) if client is not None else {}
-    report = wait_for_in_flight(handle.in_flight, max(limits.values(), default=DEFAULT_ACTION_TIMEOUT_MS), progress, alive=handle.alive)
+    report = wait_for_in_flight(
+        handle.in_flight, max(limits.values(), default=DEFAULT_ACTION_TIMEOUT_MS), progress, alive=handle.alive
+    )
     if report.outcome == DRAINED and report.in_flight_at_start:
-        progress.say(f"the embedded localwhisk ended the run's {report.in_flight_at_start:,} remaining activations in {report.waited_s:.1f} s")
+        progress.say(
+            f"the embedded localwhisk ended the run's {report.in_flight_at_start:,} remaining activations in {report.waited_s:.1f} s"
+        )
     return report
 
 
@@ -159,4 +188,13 @@ def _count(state: dict | None, key: str) -> int:
     return value if isinstance(value, int) and value >= 0 else 0
 
 
-__all__ = ["ABANDONED", "DRAINED", "DrainReport", "drain_embedded", "PLATFORM_GONE", "STALLED", "stall_limit_s", "wait_for_in_flight"]
+__all__ = [
+    "ABANDONED",
+    "DRAINED",
+    "DrainReport",
+    "drain_embedded",
+    "PLATFORM_GONE",
+    "STALLED",
+    "stall_limit_s",
+    "wait_for_in_flight",
+]

@@ -28,8 +28,21 @@ class PyResponse:
     ValueError (the connection is then dropped).
     """
 
-    __slots__ = ("buf", "status", "head", "length", "chunked", "close", "body_start", "head_request", "activation_id",
-                 "_pos", "_body", "_state", "_size")
+    __slots__ = (
+        "buf",
+        "status",
+        "head",
+        "length",
+        "chunked",
+        "close",
+        "body_start",
+        "head_request",
+        "activation_id",
+        "_pos",
+        "_body",
+        "_state",
+        "_size",
+    )
 
     def __init__(self, head_request: bool = False) -> None:
         self.buf = bytearray()
@@ -74,7 +87,12 @@ class PyResponse:
         """Read the status line and the framing headers; False for an interim 1xx response."""
         lines = head.split(b"\r\n")
         status_line = lines[0]
-        if not status_line.startswith(b"HTTP/1.") or len(status_line) < 12 or status_line[12:13] not in (b"", b" ") or not status_line[9:12].isdigit():
+        if (
+            not status_line.startswith(b"HTTP/1.")
+            or len(status_line) < 12
+            or status_line[12:13] not in (b"", b" ")
+            or not status_line[9:12].isdigit()
+        ):
             raise ValueError(f"bad status line {status_line[:40]!r}")
         status = int(status_line[9:12])
         if 100 <= status < 200 and status != 101:
@@ -180,7 +198,18 @@ class LlhttpResponse:
     ``head``, ``until_close_body``).
     """
 
-    __slots__ = ("parser", "status", "head", "close", "head_request", "activation_id", "_body", "_done", "_framed", "_extra")
+    __slots__ = (
+        "parser",
+        "status",
+        "head",
+        "close",
+        "head_request",
+        "activation_id",
+        "_body",
+        "_done",
+        "_framed",
+        "_extra",
+    )
 
     def __init__(self, head_request: bool = False) -> None:
         self.parser = httptools.HttpResponseParser(self)

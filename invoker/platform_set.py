@@ -14,10 +14,10 @@ from typing import Any
 import numpy as np
 
 from faasprof.errors import ConfigError, FaasprofError, NotReadyError
-from faasprof.progress import Progress
 from faasprof.localwhisk.embedded import start_embedded
 from faasprof.localwhisk.run_records import EMBEDDED_DATA_DIR
 from faasprof.platforms.base import Platform
+from faasprof.progress import Progress
 
 LOCALWHISK_STOP_TIMEOUT_S = 10.0
 LOCALWHISK_DIR = EMBEDDED_DATA_DIR  # the embedded platform's data directory inside the run directory
@@ -49,7 +49,9 @@ class PlatformSet:
         for platform in self.used:
             if platform.serves(instance):
                 return platform
-        raise ConfigError(f"instances.{instance.name}.endpoint: {instance.endpoint!r} names no platform faasprof can reach")
+        raise ConfigError(
+            f"instances.{instance.name}.endpoint: {instance.endpoint!r} names no platform faasprof can reach"
+        )
 
     def describe(self) -> dict:
         """The manifest's ``platform`` block: the first platform's own description; one that hosts
@@ -96,7 +98,9 @@ def start_embedded_platform(local_settings: dict | None, data_dir: Path, progres
     except FaasprofError:
         raise
     except Exception as error:
-        raise NotReadyError(f"the embedded localwhisk did not start: {str(error).splitlines()[0] if str(error) else type(error).__name__}") from None
+        raise NotReadyError(
+            f"the embedded localwhisk did not start: {str(error).splitlines()[0] if str(error) else type(error).__name__}"
+        ) from None
     return handle, Path(settings["log_dir"])
 
 

@@ -21,14 +21,13 @@ from pathlib import Path
 from faasprof.errors import ConfigError, NotReadyError
 from faasprof.functions import catalogue
 from faasprof.functions.own import looks_like_path, own_entry, stage
+from faasprof.localwhisk.config import Settings
 from faasprof.platforms.base import PlatformLimits
 from faasprof.platforms.openwhisk.client import require_platform
 from faasprof.platforms.openwhisk.connection import Connection
 from faasprof.platforms.openwhisk.deploy import missing_actions_error, platform_action_names
 from faasprof.platforms.openwhisk.platform import OpenWhiskPlatform
 from faasprof.workload.spec import Workload, unknown_function
-from faasprof.localwhisk.config import Settings
-
 
 # Below this much free space the disk is full: the run would fail at its first write (and the
 # embedded platform could not even write its log). A disk that fills later stops the run at the
@@ -54,7 +53,9 @@ def _require_space(folder: Path, flag: str) -> None:
     except OSError:
         return
     if free < MIN_FREE_BYTES:
-        raise NotReadyError(f"{flag}: the disk holding {folder} is full ({free // 1024} KiB free); free space there or choose another folder")
+        raise NotReadyError(
+            f"{flag}: the disk holding {folder} is full ({free // 1024} KiB free); free space there or choose another folder"
+        )
 
 
 def check_out_dir(path: str | os.PathLike, flag: str = "--out") -> None:
@@ -68,14 +69,18 @@ def check_out_dir(path: str | os.PathLike, flag: str = "--out") -> None:
             raise ConfigError(f"{flag}: {path} is a file, not a folder; choose a folder for the run directories")
         reason = _probe_writable(path)
         if reason:
-            raise ConfigError(f"{flag}: cannot write in {path} ({reason}); choose a writable folder or fix its permissions")
+            raise ConfigError(
+                f"{flag}: cannot write in {path} ({reason}); choose a writable folder or fix its permissions"
+            )
         _require_space(path, flag)
         return
     parent = path.absolute().parent
     if parent.exists() and not parent.is_dir():
         raise ConfigError(f"{flag}: cannot create {path}: {parent} is a file, not a folder; choose a writable folder")
     if not parent.is_dir():
-        raise ConfigError(f"{flag}: neither {path} nor its parent {parent} exists; create it (mkdir -p {path}) or choose another folder")
+        raise ConfigError(
+            f"{flag}: neither {path} nor its parent {parent} exists; create it (mkdir -p {path}) or choose another folder"
+        )
     reason = _probe_writable(parent)
     if reason:
         raise ConfigError(f"{flag}: cannot create {path} in {parent} ({reason}); choose a writable folder")
@@ -89,7 +94,9 @@ def check_out_file(path: str | os.PathLike, flag: str = "--out") -> None:
         raise ConfigError(f"{flag}: {path} already exists; choose another path or delete it")
     parent = path.absolute().parent
     if not parent.is_dir():
-        raise ConfigError(f"{flag}: the folder {parent} does not exist; create it (mkdir -p {parent}) or choose another path")
+        raise ConfigError(
+            f"{flag}: the folder {parent} does not exist; create it (mkdir -p {parent}) or choose another path"
+        )
     reason = _probe_writable(parent)
     if reason:
         raise ConfigError(f"{flag}: cannot write in {parent} ({reason}); choose a writable folder")
@@ -104,8 +111,15 @@ def embedded_limits(platform_block: dict | None, overrides: dict | None = None) 
     if not isinstance(user_memory_mb, int) or isinstance(user_memory_mb, bool):
         user_memory_mb = defaults.user_memory_mb  # reported by the schema
     high = min(defaults.max_action_memory_mb, user_memory_mb)
-    fix = (f"lower memory_mb to at most {high}" + (", or raise platform.localwhisk.user_memory_mb (or --user-memory)" if high < defaults.max_action_memory_mb else "")
-           + " (or run on an OpenWhisk with --apihost)")
+    fix = (
+        f"lower memory_mb to at most {high}"
+        + (
+            ", or raise platform.localwhisk.user_memory_mb (or --user-memory)"
+            if high < defaults.max_action_memory_mb
+            else ""
+        )
+        + " (or run on an OpenWhisk with --apihost)"
+    )
     return PlatformLimits(
         description="the embedded localwhisk",
         min_memory_mb=defaults.min_action_memory_mb,
@@ -134,8 +148,10 @@ def embedded_missing(workload: Workload) -> list[str]:
         if looks_like_path(instance.function):
             fix = "fix the path to your function's file or folder"
         else:
-            fix = ("the embedded localwhisk starts empty: fix the name, give the instance a \"source\" (your function's file or folder), "
-                   "or deploy it to a running platform (`faasprof local start`, `faasprof deploy`) and pass its --apihost/--auth")
+            fix = (
+                'the embedded localwhisk starts empty: fix the name, give the instance a "source" (your function\'s file or folder), '
+                "or deploy it to a running platform (`faasprof local start`, `faasprof deploy`) and pass its --apihost/--auth"
+            )
         lines.append(f"{workload.origin}: instances.{instance.name}.application: {why}; {fix}")
     return lines
 
@@ -181,5 +197,9 @@ def platform_check(workload: Workload, connection: Connection) -> tuple[list[str
             if not deployed_only and catalogue.lookup(instance.function) is not None:
                 continue  # the run deploys it
             missing.append((instance.function, f"instances.{instance.name}.application"))
-        missing_lines = missing_actions_error(workload.origin, missing, connection, platform_action_names(client)).problems if missing else []
+        missing_lines = (
+            missing_actions_error(workload.origin, missing, connection, platform_action_names(client)).problems
+            if missing
+            else []
+        )
     return lines, missing_lines

@@ -103,9 +103,14 @@ def execute(
     unresolved = workload.needs_capacity()
     if unresolved:
         first = unresolved[0]
-        raise ConfigError(f"{workload.origin}: instances.{first.name}.rate: a fraction of {first.function}'s capacity, not resolved; run it with faasprof run (which reads or measures the capacity) or Workload.with_capacities")
+        raise ConfigError(
+            f"{workload.origin}: instances.{first.name}.rate: a fraction of {first.function}'s capacity, not resolved; run it with faasprof run (which reads or measures the capacity) or Workload.with_capacities"
+        )
     options = options or DispatchOptions()
-    thresholds = {**check_thresholds((workload.raw or {}).get("thresholds"), str(workload.origin)), **(thresholds or {})}
+    thresholds = {
+        **check_thresholds((workload.raw or {}).get("thresholds"), str(workload.origin)),
+        **(thresholds or {}),
+    }
     check_out_dir(out_dir)
     run = Run(workload, options, progress, save_records, thresholds)
     with _sigterm_as_interrupt():
@@ -135,7 +140,9 @@ def _create_run_dir(out_dir, test_name: str) -> Path:
     try:
         return rundir.create_run_dir(out_dir, test_name)
     except OSError as error:
-        raise ConfigError(f"--out {out_dir}: cannot create the run directory ({error.strerror or error}); pass --out DIR with a writable directory") from None
+        raise ConfigError(
+            f"--out {out_dir}: cannot create the run directory ({error.strerror or error}); pass --out DIR with a writable directory"
+        ) from None
 
 
 def _term_as_interrupt(signum, frame):  # outside the send loop, SIGTERM unwinds like Ctrl-C
@@ -151,7 +158,14 @@ class Run:
     Until the send loop has run, ``status``/``reason`` say why it did not; ``warnings`` gathers
     what the manifest keeps (each also said on ``progress``)."""
 
-    def __init__(self, workload: Any, options: DispatchOptions, progress: Progress, save_records: bool, thresholds: dict[str, float]):
+    def __init__(
+        self,
+        workload: Any,
+        options: DispatchOptions,
+        progress: Progress,
+        save_records: bool,
+        thresholds: dict[str, float],
+    ):
         self.workload = workload
         self.options = options
         self.progress = progress
@@ -159,7 +173,9 @@ class Run:
         self.thresholds = thresholds
         self.schedule = build_schedule(workload)
         if len(self.schedule) == 0:
-            raise ConfigError(empty_plan_problem(workload) or f"{workload.origin}: instances: the plan has no invocation")
+            raise ConfigError(
+                empty_plan_problem(workload) or f"{workload.origin}: instances: the plan has no invocation"
+            )
         self.platform = PlatformSet()
         self.storage = None
         self.run_dir: Path | None = None
@@ -200,8 +216,15 @@ class Run:
                     # The embedded platform keeps its data in the run directory, so the directory
                     # exists from here on; a failed pre-flight removes it again.
                     self.run_dir = _create_run_dir(out_dir, workload.test_name)
-                    platform.handle, platform.log_dir = start_embedded_platform(local_settings, self.run_dir / LOCALWHISK_DIR, progress)
-                    connection = Connection(apihost=platform.handle.apihost, auth=platform.handle.auth, namespace=platform.handle.namespace, source="embedded")
+                    platform.handle, platform.log_dir = start_embedded_platform(
+                        local_settings, self.run_dir / LOCALWHISK_DIR, progress
+                    )
+                    connection = Connection(
+                        apihost=platform.handle.apihost,
+                        auth=platform.handle.auth,
+                        namespace=platform.handle.namespace,
+                        source="embedded",
+                    )
                 if connection.insecure:
                     self.options.insecure = True
             used = cls.for_workload(workload, connection)
@@ -210,7 +233,9 @@ class Run:
             # Every function the workload invokes exists: on OpenWhisk its own functions and missing
             # catalogue functions are deployed; any other missing action is refused with the deploy commands.
             platform.actions.update(used.ensure_deployed(workload))
-        self.requests = [platform.of(instance).prepare_request(instance, workload.origin) for instance in workload.instances]
+        self.requests = [
+            platform.of(instance).prepare_request(instance, workload.origin) for instance in workload.instances
+        ]
         ensure_fd_budget(self.options.max_connections, origins=len({request.origin for request in self.requests}))
         self.collectors, self.warnings = usable_collectors(workload, platform, progress)
         for text in limit_warnings(platform, self.schedule):
@@ -276,11 +301,18 @@ class Run:
             rundir.write_manifest(run_dir, self.manifest)
             # The plan on disk before the first send: a reader of a torn run compares it with the
             # send journal and the rows, never taking the rows present for the plan.
-            rundir.write_plan(run_dir, np.ascontiguousarray(schedule.intended_ns, dtype=np.int64), np.ascontiguousarray(schedule.instance_idx, dtype=np.int32),
-                              [i.name for i in workload.instances], [i.function for i in workload.instances])
+            rundir.write_plan(
+                run_dir,
+                np.ascontiguousarray(schedule.intended_ns, dtype=np.int64),
+                np.ascontiguousarray(schedule.instance_idx, dtype=np.int32),
+                [i.name for i in workload.instances],
+                [i.function for i in workload.instances],
+            )
             self.log = rundir.InvocationLog(run_dir)
         except OSError as error:
-            raise RunError(f"{run_dir}: cannot write the run directory ({error.strerror or error}); free space there or pass --out on another file system") from None
+            raise RunError(
+                f"{run_dir}: cannot write the run directory ({error.strerror or error}); free space there or pass --out on another file system"
+            ) from None
         if choice.worth_saying:
             self.progress.say(f"send processes: {choice.processes} ({choice.why})")
         hint = realtime_hint(choice.busiest_second, options.realtime_priority, realtime_permitted())
@@ -296,7 +328,11 @@ class Run:
             self.started.append(collector)
         workload = self.workload
         if workload.runtime_script is not None:
-            duration_arg = str(int(workload.duration_s)) if float(workload.duration_s).is_integer() else repr(float(workload.duration_s))
+            duration_arg = (
+                str(int(workload.duration_s))
+                if float(workload.duration_s).is_integer()
+                else repr(float(workload.duration_s))
+            )
             script = ScriptRun("runtime_script", workload.runtime_script, [duration_arg], self.run_dir)
             self.scripts["runtime_script"] = script
             script.start()
@@ -318,7 +354,10 @@ class Run:
     def _check_platform(self) -> tuple[str, str] | None:
         handle = self.platform.handle
         if handle is not None and hasattr(handle, "alive") and not handle.alive():
-            return "interrupted", f"the embedded localwhisk exited during the run (see {getattr(handle, 'log_path', None)})"
+            return (
+                "interrupted",
+                f"the embedded localwhisk exited during the run (see {getattr(handle, 'log_path', None)})",
+            )
         return None
 
     # -- dispatch: the send loop ------------------------------------------------------------------
@@ -330,22 +369,44 @@ class Run:
         checks = [self._check_log, collector_check(self.started, self.warn), self._check_platform]
         instances = [(i.name, i.function) for i in workload.instances]
         if options.send_processes > 1:
-            self.sharded = ShardedDispatch(self.run_dir, schedule.intended_ns, schedule.instance_idx, instances, self.requests, log, options,
-                                           checks=checks, progress=self.progress, duration_s=workload.duration_s)
+            self.sharded = ShardedDispatch(
+                self.run_dir,
+                schedule.intended_ns,
+                schedule.instance_idx,
+                instances,
+                self.requests,
+                log,
+                options,
+                checks=checks,
+                progress=self.progress,
+                duration_s=workload.duration_s,
+            )
             self.sharded.start()
         zero_ns = time.monotonic_ns() + START_LEAD_NS
         clock = rundir.ClockAnchor(zero_ns, time.time_ns() + START_LEAD_NS)
         self.manifest.clock = clock.to_json()
         self.manifest.monitors = rundir.monitors_by_name([c.describe() for c in self.started])
         rundir.write_manifest(self.run_dir, self.manifest)
-        self.progress.say(f"run directory {self.run_dir}; {self.planned:,} invocations over {workload.duration_s:g} s"
-                          + (f" from {self.sharded.processes} send processes" if self.sharded is not None else ""))
+        self.progress.say(
+            f"run directory {self.run_dir}; {self.planned:,} invocations over {workload.duration_s:g} s"
+            + (f" from {self.sharded.processes} send processes" if self.sharded is not None else "")
+        )
         if self.sharded is not None:
             self.result = self.sharded.run(zero_ns)
             self.manifest.invoker.update(self.sharded.describe())
         else:
-            self.dispatcher = Dispatcher(schedule.intended_ns, schedule.instance_idx, instances, self.requests, log.append, options,
-                                         checks=checks, progress=self.progress, duration_s=workload.duration_s, journal=log.sent)
+            self.dispatcher = Dispatcher(
+                schedule.intended_ns,
+                schedule.instance_idx,
+                instances,
+                self.requests,
+                log.append,
+                options,
+                checks=checks,
+                progress=self.progress,
+                duration_s=workload.duration_s,
+                journal=log.sent,
+            )
             self.result = _send(self.dispatcher, zero_ns)
         self.status, self.reason = self.result.status, self.result.reason
 
@@ -361,7 +422,9 @@ class Run:
         )
         # How the platform pushed back is the run's finding (kept among its warnings); where nothing
         # ever listened, the stop's reason says it all.
-        pushback = pushback_line(result.pushback, self.planned, sum(result.outcomes.get(name, 0) for name in ACCEPTED_HTTP_OUTCOMES))
+        pushback = pushback_line(
+            result.pushback, self.planned, sum(result.outcomes.get(name, 0) for name in ACCEPTED_HTTP_OUTCOMES)
+        )
         if pushback and result.never_reached is None:
             self.warn(pushback)
 
@@ -387,7 +450,9 @@ class Run:
             self.warnings.append(f"before the write failed, the run had stopped ({status}: {reason})")
         self.status, self.reason = "aborted", log.error
         if log.lost:
-            self.warnings.append(f"{log.lost:,} rows could not be written; readers reconstruct them from the plan and the send journal (unanswered/unrecorded)")
+            self.warnings.append(
+                f"{log.lost:,} rows could not be written; readers reconstruct them from the plan and the send journal (unanswered/unrecorded)"
+            )
 
     def after_test(self) -> None:
         """``post_script``, then the embedded platform's accepted activations waited for, or another
@@ -405,7 +470,10 @@ class Run:
             # The records fetched so far are saved (see _save_records); the run keeps the status
             # and reason it already had, and says what was cut short.
             if self.status == "complete":
-                self.status, self.reason = "interrupted", f"interrupted while {doing} (every invocation had been sent and answered)"
+                self.status, self.reason = (
+                    "interrupted",
+                    f"interrupted while {doing} (every invocation had been sent and answered)",
+                )
             else:
                 self.warnings.append(f"interrupted again while {doing}")
             for script in self.scripts.values():
@@ -418,18 +486,30 @@ class Run:
     def _drain_platform(self) -> None:
         """The embedded platform's accepted activations waited for; the manifest's ``drain`` says how it ended."""
         keeper = next((used for used in self.platform.used if used.keeps_records), None)
-        report = drain_embedded(self.platform.handle, getattr(keeper, "client", None), {i.function for i in self.workload.instances}, self.progress)
+        report = drain_embedded(
+            self.platform.handle,
+            getattr(keeper, "client", None),
+            {i.function for i in self.workload.instances},
+            self.progress,
+        )
         if report is None:
             return  # it exited during the run: nothing it held can end any more
         self.manifest.update(drain=report.to_json())
         if report.outcome == ABANDONED:
             if self.status == "complete":
-                self.status, self.reason = "interrupted", f"interrupted while waiting for the {report.left:,} activations still queued or running on the embedded localwhisk"
-            self.warn(f"{report.left:,} activations abandoned ({report.why}): the embedded localwhisk records them as stopped before they completed")
+                self.status, self.reason = (
+                    "interrupted",
+                    f"interrupted while waiting for the {report.left:,} activations still queued or running on the embedded localwhisk",
+                )
+            self.warn(
+                f"{report.left:,} activations abandoned ({report.why}): the embedded localwhisk records them as stopped before they completed"
+            )
             for script in self.scripts.values():
                 script.stop()
         elif report.outcome == STALLED:
-            self.warn(f"stopped waiting for the embedded localwhisk with {report.left:,} activations still queued or running: {report.why}")
+            self.warn(
+                f"stopped waiting for the embedded localwhisk with {report.left:,} activations still queued or running: {report.why}"
+            )
 
     def _save_records(self) -> None:
         """Wait until the platform stored every activation of the run (deadline from the actions'
@@ -447,17 +527,23 @@ class Run:
     def _records_from_store(self, platform_exit: str | None) -> None:
         """The stopped embedded platform's store is the source of its records (``localwhisk.run_records``)."""
         try:
-            report = save_store_records(self.run_dir, store_path(self.run_dir, LOCALWHISK_DIR), platform_exit=platform_exit)
+            report = save_store_records(
+                self.run_dir, store_path(self.run_dir, LOCALWHISK_DIR), platform_exit=platform_exit
+            )
         except (StoreReadError, OSError) as error:  # an unreadable store; a disk that filled up
             self.warn(f"activation records not saved: {getattr(error, 'strerror', None) or error}")
             return
         self.manifest.activations = report
-        self.progress.say(f"saved {report['saved']:,} of {report['expected']:,} activation records from the embedded localwhisk's store to {rundir.ACTIVATIONS}")
+        self.progress.say(
+            f"saved {report['saved']:,} of {report['expected']:,} activation records from the embedded localwhisk's store to {rundir.ACTIVATIONS}"
+        )
         self._say_missing(report)
 
     def _say_missing(self, report: dict) -> None:
         if report.get("missing"):
-            self.warn(f"{report['missing']:,} of {report['expected']:,} activation records missing: {report['missing_why']}")
+            self.warn(
+                f"{report['missing']:,} of {report['expected']:,} activation records missing: {report['missing_why']}"
+            )
 
     def _run_post_script(self) -> None:
         if self.workload.post_script is None:
@@ -484,7 +570,9 @@ class Run:
         except OSError as error:
             # The disk is full: the manifest keeps status running, which every reader takes for a
             # torn run (plan vs send journal vs rows).
-            raise RunError(f"{self.run_dir}: the run stopped: {self.reason}; the manifest could not be updated either ({error.strerror or error})") from None
+            raise RunError(
+                f"{self.run_dir}: the run stopped: {self.reason}; the manifest could not be updated either ({error.strerror or error})"
+            ) from None
         if self.failure is not None:
             raise RunError(f"{self.run_dir}: the run stopped: {self.reason}") from self.failure
         return self.run_dir
@@ -506,7 +594,13 @@ class Run:
             records = rundir.read_record_ids(path) if path.exists() else None
             missing_why = (self.manifest.activations or {}).get("missing_why")
             recorded = {i.name for i in self.workload.instances if self.platform.of(i).keeps_records}
-            verdict = evaluate(rundir.read_invocations(self.run_dir), self.thresholds, records=records, missing_why=missing_why, recorded_instances=recorded)
+            verdict = evaluate(
+                rundir.read_invocations(self.run_dir),
+                self.thresholds,
+                records=records,
+                missing_why=missing_why,
+                recorded_instances=recorded,
+            )
         except (OSError, FaasprofError) as error:
             self.warnings.append(f"the run's thresholds could not be checked ({error})")
             return
@@ -541,8 +635,6 @@ def _loop_name() -> str:
     return "uvloop" if _uvloop is not None else "asyncio"
 
 
-
-
 def _send(dispatcher: Dispatcher, zero_ns: int) -> DispatchResult:
     """Run the dispatcher on a fresh event loop with SIGINT/SIGTERM stopping it in order."""
     loop = new_event_loop()
@@ -571,8 +663,13 @@ def _complete_rows_after_failure(run_dir: Path, schedule, workload, reason: str)
     """The send loop never ran: still one row per planned invocation, all ``not_sent``."""
     names = [i.name for i in workload.instances]
     functions = [i.function for i in workload.instances]
-    rundir.append_rows(run_dir, ((seq, names[idx], functions[idx], intended, None, None, "not_sent", None, None, reason)
-                                 for seq, (intended, idx) in enumerate(zip(schedule.intended_ns.tolist(), schedule.instance_idx.tolist()))))
+    rundir.append_rows(
+        run_dir,
+        (
+            (seq, names[idx], functions[idx], intended, None, None, "not_sent", None, None, reason)
+            for seq, (intended, idx) in enumerate(zip(schedule.intended_ns.tolist(), schedule.instance_idx.tolist()))
+        ),
+    )
 
 
 def _utc_now() -> str:

@@ -18,7 +18,9 @@ def usable_collectors(workload: Any, platform: PlatformSet, progress: Progress) 
     if not block:
         return [], []
     cgroup_parents = ((platform.info or {}).get("localwhisk") or {}).get("cgroup_parents") or {}
-    collectors = build_collectors(block, {"cgroup_parents": cgroup_parents, "duration_s": workload.duration_s, "host_root": "/"})
+    collectors = build_collectors(
+        block, {"cgroup_parents": cgroup_parents, "duration_s": workload.duration_s, "host_root": "/"}
+    )
     warnings, usable = [], []
     for collector in collectors:
         reason = collector.check()
@@ -43,8 +45,13 @@ def collector_check(collectors: list, warn: Callable[[str], None]) -> Callable[[
                 continue
             reported.add(collector.name)
             if collector.required:
-                return "interrupted", f"required collector {collector.name} stopped during the run; see monitors/{collector.name}/stderr.log"
-            warn(f"collector {collector.name} stopped during the run (optional, the run goes on); see monitors/{collector.name}/stderr.log")
+                return (
+                    "interrupted",
+                    f"required collector {collector.name} stopped during the run; see monitors/{collector.name}/stderr.log",
+                )
+            warn(
+                f"collector {collector.name} stopped during the run (optional, the run goes on); see monitors/{collector.name}/stderr.log"
+            )
         return None
 
     return check

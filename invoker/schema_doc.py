@@ -42,7 +42,12 @@ def _type_of(schema: dict, root: dict) -> str:
 
 def _constraints(schema: dict) -> str:
     parts = []
-    for key, text in (("exclusiveMinimum", "> {}"), ("minimum", ">= {}"), ("maximum", "<= {}"), ("exclusiveMaximum", "< {}")):
+    for key, text in (
+        ("exclusiveMinimum", "> {}"),
+        ("minimum", ">= {}"),
+        ("maximum", "<= {}"),
+        ("exclusiveMaximum", "< {}"),
+    ):
         if key in schema:
             parts.append(text.format(schema[key]))
     if "default" in schema:
@@ -64,7 +69,9 @@ def _rows(properties: dict, required: list, prefix: str, root: dict) -> list[str
         description = target.get("description", "").replace("|", "\\|")
         extra = _constraints(target)
         flag = "**required**" if name in required else ""
-        rows.append(f"| `{prefix}{name}` | {_type_of(schema, root)} | {', '.join(x for x in (flag, extra) if x)} | {description} |")
+        rows.append(
+            f"| `{prefix}{name}` | {_type_of(schema, root)} | {', '.join(x for x in (flag, extra) if x)} | {description} |"
+        )
     return rows
 
 

@@ -40,7 +40,15 @@ class ScriptRun:
         try:
             with open(self.dir / "stdout.log", "wb") as out, open(self.dir / "stderr.log", "wb") as err:
                 # Its own session: a Ctrl-C in the terminal reaches faasprof, which stops it in order.
-                self.proc = subprocess.Popen(self.argv, stdout=out, stderr=err, stdin=subprocess.DEVNULL, cwd=self.dir, env=env, start_new_session=True)
+                self.proc = subprocess.Popen(
+                    self.argv,
+                    stdout=out,
+                    stderr=err,
+                    stdin=subprocess.DEVNULL,
+                    cwd=self.dir,
+                    env=env,
+                    start_new_session=True,
+                )
             self.started_wall_ns = time.time_ns()
         except OSError as error:
             self.error = f"{self.name} {self.path} could not start: {error.strerror or error}"

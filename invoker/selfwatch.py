@@ -25,7 +25,12 @@ def lateness_summary_ms(lateness_ns: np.ndarray) -> dict[str, float | None]:
     if lateness_ns.size == 0:
         return {"p50": None, "p99": None, "max": None, "count": 0}
     p50, p99 = np.percentile(lateness_ns, [50, 99])
-    return {"p50": round(p50 / 1e6, 3), "p99": round(p99 / 1e6, 3), "max": round(float(lateness_ns.max()) / 1e6, 3), "count": int(lateness_ns.size)}
+    return {
+        "p50": round(p50 / 1e6, 3),
+        "p99": round(p99 / 1e6, 3),
+        "max": round(float(lateness_ns.max()) / 1e6, 3),
+        "count": int(lateness_ns.size),
+    }
 
 
 def _fmt_ms(value: float | None) -> str:
@@ -40,8 +45,15 @@ class Verdict:
 
 
 class SelfWatch:
-    def __init__(self, lateness_warn_ms: float | None, lateness_abort_ms: float | None, max_connections: int,
-                 planned: int, duration_s: float, interval_s: float):
+    def __init__(
+        self,
+        lateness_warn_ms: float | None,
+        lateness_abort_ms: float | None,
+        max_connections: int,
+        planned: int,
+        duration_s: float,
+        interval_s: float,
+    ):
         self.lateness_warn_ms = lateness_warn_ms
         self.lateness_abort_ms = lateness_abort_ms
         self.max_connections = max_connections
@@ -60,8 +72,16 @@ class SelfWatch:
         self._window_start_ns = time.monotonic_ns() if now_ns is None else now_ns
         self._window_cpu_s = time.process_time() if cpu_s is None else cpu_s
 
-    def verdict(self, elapsed_s: float, sent: int, in_flight: int, waiting: int, outcomes: dict[str, int],
-                now_ns: int | None = None, cpu_s: float | None = None) -> Verdict:
+    def verdict(
+        self,
+        elapsed_s: float,
+        sent: int,
+        in_flight: int,
+        waiting: int,
+        outcomes: dict[str, int],
+        now_ns: int | None = None,
+        cpu_s: float | None = None,
+    ) -> Verdict:
         """Summarise the interval that just ended and start the next one."""
         now_ns = time.monotonic_ns() if now_ns is None else now_ns
         cpu_s = time.process_time() if cpu_s is None else cpu_s

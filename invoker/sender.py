@@ -37,8 +37,8 @@ import time
 from typing import Callable, Sequence
 
 from faasprof.errors import ConfigError
-from faasprof.outcomes import CONNECT_FAILED_TEXT, CONNECT_TIMEOUT_TEXT, CUT_OFF_TEXTS, REQUEST_TIMEOUT_TEXT
 from faasprof.invoker.http_response import Response
+from faasprof.outcomes import CONNECT_FAILED_TEXT, CONNECT_TIMEOUT_TEXT, CUT_OFF_TEXTS, REQUEST_TIMEOUT_TEXT
 from faasprof.platforms.base import Classifier, Origin, PreparedRequest
 from faasprof.platforms.base import shorten as _shorten
 
@@ -230,7 +230,12 @@ class ConnectionPool:
             pass
         self.open_count -= 1
         # Requests that were waiting for a socket need someone to open a new one.
-        if self.waiting and not self.closing and self.connecting < len(self.waiting) and self.open_count + self.connecting < self.max_connections:
+        if (
+            self.waiting
+            and not self.closing
+            and self.connecting < len(self.waiting)
+            and self.open_count + self.connecting < self.max_connections
+        ):
             self._open()
 
     def _open(self) -> None:
@@ -245,7 +250,11 @@ class ConnectionPool:
         try:
             _, conn = await asyncio.wait_for(
                 self.loop.create_connection(
-                    lambda: _Connection(self), host, port, ssl=self.ssl_context, server_hostname=host if self.ssl_context else None
+                    lambda: _Connection(self),
+                    host,
+                    port,
+                    ssl=self.ssl_context,
+                    server_hostname=host if self.ssl_context else None,
                 ),
                 self.connect_timeout_s,
             )
@@ -272,7 +281,11 @@ class ConnectionPool:
         async def one() -> None:
             try:
                 _, conn = await self.loop.create_connection(
-                    lambda: _Connection(self), host, port, ssl=self.ssl_context, server_hostname=host if self.ssl_context else None
+                    lambda: _Connection(self),
+                    host,
+                    port,
+                    ssl=self.ssl_context,
+                    server_hostname=host if self.ssl_context else None,
                 )
             except (OSError, ssl.SSLError):
                 return
@@ -289,7 +302,9 @@ class ConnectionPool:
         elif isinstance(error, ssl.SSLError):
             text = f"TLS handshake with {self.origin[1]}:{self.origin[2]} failed ({error.reason or error}); pass --insecure for a self-signed certificate"
         else:
-            text = f"{CONNECT_FAILED_TEXT}{self.origin[1]}:{self.origin[2]} ({getattr(error, 'strerror', None) or error})"
+            text = (
+                f"{CONNECT_FAILED_TEXT}{self.origin[1]}:{self.origin[2]} ({getattr(error, 'strerror', None) or error})"
+            )
         self.last_connect_error = text
         self.connect_failures += 1
         if self.first_failure_ns is None:
@@ -301,7 +316,12 @@ class ConnectionPool:
         if self.waiting:
             seq, _, _ = self.waiting.popleft()
             self.complete(seq, None, time.monotonic_ns(), "failed", None, None, _shorten(text))
-        if self.waiting and not self.closing and self.connecting < len(self.waiting) and self.open_count + self.connecting < self.max_connections:
+        if (
+            self.waiting
+            and not self.closing
+            and self.connecting < len(self.waiting)
+            and self.open_count + self.connecting < self.max_connections
+        ):
             self._open()
 
     def sweep_timeouts(self, now_ns: int, timeout_ns: int) -> None:
@@ -353,7 +373,9 @@ def ensure_fd_budget(max_connections: int, origins: int = 1, spare: int = 128) -
             f"--max-connections: {max_connections} connections per host need about {needed} file descriptors "
             f"but the hard limit is {hard}; lower --max-connections or raise the limit (ulimit -Hn)"
         )
-    resource.setrlimit(resource.RLIMIT_NOFILE, (needed if hard == resource.RLIM_INFINITY else max(needed, min(hard, 65536)), hard))
+    resource.setrlimit(
+        resource.RLIMIT_NOFILE, (needed if hard == resource.RLIM_INFINITY else max(needed, min(hard, 65536)), hard)
+    )
 
 
 def make_ssl_context(insecure: bool) -> ssl.SSLContext:
@@ -383,7 +405,16 @@ class Sender:
             pool = self.pools.get(request.origin)
             if pool is None:
                 context = make_ssl_context(insecure) if request.origin[0] == "https" else None
-                pool = ConnectionPool(loop, request.origin, complete, on_sent, max_connections, context, connect_timeout_s, request.idle_reuse_max_s)
+                pool = ConnectionPool(
+                    loop,
+                    request.origin,
+                    complete,
+                    on_sent,
+                    max_connections,
+                    context,
+                    connect_timeout_s,
+                    request.idle_reuse_max_s,
+                )
                 self.pools[request.origin] = pool
             pool.idle_reuse_max_ns = min(pool.idle_reuse_max_ns, int(request.idle_reuse_max_s * 1e9))
             self._routes.append((pool, request.classify, request.payload))

@@ -22,9 +22,9 @@ import time
 from pathlib import Path
 
 from faasprof import rundir
-from faasprof.progress import WARNING_PREFIX, Progress
-from faasprof.invoker.dispatch import DispatchOptions, Dispatcher, new_event_loop
+from faasprof.invoker.dispatch import Dispatcher, DispatchOptions, new_event_loop
 from faasprof.invoker.sender import ensure_fd_budget
+from faasprof.progress import WARNING_PREFIX, Progress
 
 FRAME = struct.Struct("!Q")  # the share's length, before its pickle on the child's stdin
 
@@ -56,9 +56,18 @@ def child_main() -> int:
     def journal(seq: int, sent_ns: int) -> None:
         sent(seqs[seq], sent_ns)
 
-    dispatcher = Dispatcher(share["intended_ns"], share["instance_idx"], share["instances"], share["requests"], row_sink, options,
-                            checks=[lambda: ("aborted", log.error) if log.error is not None else None], progress=Progress(say_warning),
-                            duration_s=share["duration_s"], journal=journal)
+    dispatcher = Dispatcher(
+        share["intended_ns"],
+        share["instance_idx"],
+        share["instances"],
+        share["requests"],
+        row_sink,
+        options,
+        checks=[lambda: ("aborted", log.error) if log.error is not None else None],
+        progress=Progress(say_warning),
+        duration_s=share["duration_s"],
+        journal=journal,
+    )
     ensure_fd_budget(options.max_connections, origins=len({r.origin for r in share["requests"]}))
     signal.signal(signal.SIGINT, signal.SIG_IGN)  # the parent decides; it tells us on stdin
     sys.stdout.write("ready\n")
@@ -84,8 +93,12 @@ def child_main() -> int:
         loop.close()
         log.close()
     cpu_s = time.process_time() - cpu0
-    summary = {"status": status if log.error is None else "aborted", "reason": reason if log.error is None else log.error,
-               "cpu_s": round(cpu_s, 4), "pid": os.getpid()}
+    summary = {
+        "status": status if log.error is None else "aborted",
+        "reason": reason if log.error is None else log.error,
+        "cpu_s": round(cpu_s, 4),
+        "pid": os.getpid(),
+    }
     if result is not None:
         summary.update(result.describe())
         summary["status"], summary["reason"] = (status, reason) if log.error is None else ("aborted", log.error)
@@ -110,7 +123,9 @@ class _Control:
             data = b""
         if not data:
             self.loop.remove_reader(self.fd)
-            self.dispatcher.request_stop("interrupted", "the parent faasprof process is gone (killed?); this send process stopped")
+            self.dispatcher.request_stop(
+                "interrupted", "the parent faasprof process is gone (killed?); this send process stopped"
+            )
             return
         self.buffer += data
         *lines, self.buffer = self.buffer.split(b"\n")

@@ -56,13 +56,13 @@ import numpy as np
 
 from faasprof import rundir
 from faasprof.errors import ConfigError, RunError
-from faasprof.outcomes import pushback_kind
-from faasprof.progress import QUIET, Progress
 from faasprof.invoker.dispatch import WATCH_INTERVAL_S, DispatchOptions, DispatchResult
 from faasprof.invoker.selfwatch import lateness_summary_ms
-from faasprof.invoker.shard_child import FRAME
 from faasprof.invoker.sender import ensure_fd_budget
+from faasprof.invoker.shard_child import FRAME
+from faasprof.outcomes import pushback_kind
 from faasprof.platforms.base import PreparedRequest
+from faasprof.progress import QUIET, Progress
 
 SHARDS_DIR = "shards"
 MERGE_INTERVAL_S = 0.25  # the parent's merge and check period (rows reach the top-level files within ~1 s)
@@ -152,8 +152,14 @@ class SendProcessChoice:
         return self.automatic and (self.processes > 1 or self.capped)
 
     def describe(self) -> dict:
-        return {"requested": self.requested, "processes": self.processes, "busiest_second_invocations": self.busiest_second,
-                "per_process_per_s": AUTO_RATE_PER_PROCESS if self.automatic else None, "cores": self.cores, "why": self.why}
+        return {
+            "requested": self.requested,
+            "processes": self.processes,
+            "busiest_second_invocations": self.busiest_second,
+            "per_process_per_s": AUTO_RATE_PER_PROCESS if self.automatic else None,
+            "cores": self.cores,
+            "why": self.why,
+        }
 
 
 def choose_processes(value: str | int, busiest_second: float, cores: int | None = None) -> SendProcessChoice:
@@ -173,7 +179,9 @@ def choose_processes(value: str | int, busiest_second: float, cores: int | None 
     except (TypeError, ValueError):
         raise ConfigError(f"--send-processes: {value!r} is not a number; pass a count such as 4, or auto") from None
     if count < 1:
-        raise ConfigError(f"--send-processes: must be at least 1 (got {count}); pass 1 for the single-process sender, or auto")
+        raise ConfigError(
+            f"--send-processes: must be at least 1 (got {count}); pass 1 for the single-process sender, or auto"
+        )
     return SendProcessChoice(count, str(count), busiest, None, f"--send-processes {count}")
 
 
@@ -239,7 +247,9 @@ class ShardedDispatch:
         self.duration_s = duration_s if duration_s is not None else (self.intended[-1] / 1e9 if self.n else 0.0)
         processes = max(1, min(int(options.send_processes), self.n or 1))
         shard_of = split_plan(self.instance_idx, processes)
-        self.children = [_Child(k, np.flatnonzero(shard_of == k), self.run_dir / SHARDS_DIR / str(k)) for k in range(processes)]
+        self.children = [
+            _Child(k, np.flatnonzero(shard_of == k), self.run_dir / SHARDS_DIR / str(k)) for k in range(processes)
+        ]
         self.recorded = bytearray(self.n)
         self.sent_rel = np.full(self.n, -1, dtype=np.int64)
         self.outcomes: dict[str, int] = {}
@@ -272,8 +282,12 @@ class ShardedDispatch:
             child.directory.mkdir(parents=True, exist_ok=True)
             try:
                 # Its own session: a Ctrl-C in the terminal reaches the parent, which stops it in order.
-                child.proc = subprocess.Popen([sys.executable, "-m", "faasprof.invoker.shard_child"], stdin=subprocess.PIPE, stdout=subprocess.PIPE,
-                                              start_new_session=True)
+                child.proc = subprocess.Popen(
+                    [sys.executable, "-m", "faasprof.invoker.shard_child"],
+                    stdin=subprocess.PIPE,
+                    stdout=subprocess.PIPE,
+                    start_new_session=True,
+                )
             except OSError as error:
                 self.abort()
                 raise RunError(f"send process {child.index}: could not start ({error.strerror or error})") from None
@@ -297,7 +311,9 @@ class ShardedDispatch:
                 child.proc.stdin.flush()
             except OSError as error:
                 self.abort()
-                raise RunError(f"send process {child.index}: could not take its share ({error.strerror or error}); see the lines above on stderr") from None
+                raise RunError(
+                    f"send process {child.index}: could not take its share ({error.strerror or error}); see the lines above on stderr"
+                ) from None
         deadline = time.monotonic() + timeout_s
         for child in self.children:
             line = _read_line(child.proc.stdout, deadline)
@@ -305,7 +321,9 @@ class ShardedDispatch:
                 code = child.proc.poll()
                 self.abort()
                 why = f"exited with status {code}" if code is not None else f"not ready within {timeout_s:g} s"
-                raise RunError(f"send process {child.index} {why} before the run started (see the lines above on stderr)")
+                raise RunError(
+                    f"send process {child.index} {why} before the run started (see the lines above on stderr)"
+                )
 
     def abort(self) -> None:
         """Kill children that have not been run (a failure before the zero); nothing was sent."""
@@ -345,7 +363,10 @@ class ShardedDispatch:
         try:
             while any(child.proc.poll() is None for child in self.children):
                 time.sleep(MERGE_INTERVAL_S)
-                if self._stopped_at is not None and time.monotonic() - self._stopped_at > self.options.interrupt_grace_s + STOP_TIMEOUT_S:
+                if (
+                    self._stopped_at is not None
+                    and time.monotonic() - self._stopped_at > self.options.interrupt_grace_s + STOP_TIMEOUT_S
+                ):
                     self._kill_stragglers()
                 self._merge()
                 self._watch_children()
@@ -378,7 +399,11 @@ class ShardedDispatch:
         results = [c.result or {} for c in self.children]
         wall_s = max((end_ns - zero_ns) / 1e9, 1e-9)
         return DispatchResult.of_schedule(
-            self.stop_status, self.stop_reason, self.intended, self.sent_rel, self.outcomes,
+            self.stop_status,
+            self.stop_reason,
+            self.intended,
+            self.sent_rel,
+            self.outcomes,
             cpu_percent=100.0 * (self.children_cpu_s + self.parent_cpu_s) / wall_s,
             send_wall_s=max([float(r.get("send_wall_s") or 0.0) for r in results] or [0.0]),
             total_wall_s=wall_s,
@@ -428,8 +453,10 @@ class ShardedDispatch:
         """A child still running long after it was told to stop is stuck: its rows are reconstructed."""
         for child in self.children:
             if child.proc.poll() is None:
-                self.warnings.append(f"send process {child.index + 1} of {self.processes} (pid {child.proc.pid}) did not stop within "
-                                     f"{self.options.interrupt_grace_s + STOP_TIMEOUT_S:g} s of being told to; killed")
+                self.warnings.append(
+                    f"send process {child.index + 1} of {self.processes} (pid {child.proc.pid}) did not stop within "
+                    f"{self.options.interrupt_grace_s + STOP_TIMEOUT_S:g} s of being told to; killed"
+                )
                 child.proc.kill()
 
     def _tell(self, child: _Child, message: dict) -> None:
@@ -458,7 +485,9 @@ class ShardedDispatch:
             if child.proc is None or child.exit_note is not None or child.proc.poll() is None:
                 continue
             code = child.proc.returncode
-            child.exit_note = "exit 0" if code == 0 else (f"killed by signal {-code}" if code < 0 else f"exit status {code}")
+            child.exit_note = (
+                "exit 0" if code == 0 else (f"killed by signal {-code}" if code < 0 else f"exit status {code}")
+            )
             try:
                 with open(child.directory / "result.json", encoding="utf-8") as handle:
                     child.result = json.load(handle)
@@ -468,7 +497,10 @@ class ShardedDispatch:
             for warning in (child.result or {}).get("warnings") or []:
                 self.warnings.append(f"{label}: {warning}")
             if child.result is None:
-                self.request_stop("aborted", f"{label} {child.exit_note} during the run; its invocations without a row are reconstructed (unanswered/unrecorded)")
+                self.request_stop(
+                    "aborted",
+                    f"{label} {child.exit_note} during the run; its invocations without a row are reconstructed (unanswered/unrecorded)",
+                )
             elif child.result.get("status") != "complete" and self.stop_status is None:
                 self.request_stop(child.result.get("status") or "aborted", f"{label}: {child.result.get('reason')}")
 
@@ -499,7 +531,13 @@ class ShardedDispatch:
     def _merge_rows(self, lines: list[bytes]) -> None:
         if not lines:
             return
-        append, recorded, outcomes, activation_ids, sent_rel = self.log.append, self.recorded, self.outcomes, self.activation_ids, self.sent_rel
+        append, recorded, outcomes, activation_ids, sent_rel = (
+            self.log.append,
+            self.recorded,
+            self.outcomes,
+            self.activation_ids,
+            self.sent_rel,
+        )
         width = len(rundir.INVOCATION_COLUMNS)
         # The fields go on as the child wrote them (text): InvocationLog writes them back unchanged.
         for row in csv.reader(io.StringIO(b"\n".join(lines).decode("utf-8"))):
@@ -527,7 +565,9 @@ class ShardedDispatch:
         if self.rows == self.n:
             return
         self.log.flush()  # the journal lines merged so far are on disk for reconstruct_missing
-        extra, _ = rundir.reconstruct_missing(self.run_dir, np.flatnonzero(np.frombuffer(bytes(self.recorded), dtype=np.uint8)).tolist())
+        extra, _ = rundir.reconstruct_missing(
+            self.run_dir, np.flatnonzero(np.frombuffer(bytes(self.recorded), dtype=np.uint8)).tolist()
+        )
         for row in extra:
             seq = int(row[0])
             if self.recorded[seq]:
@@ -545,9 +585,11 @@ class ShardedDispatch:
         sent = int((self.sent_rel >= 0).sum())
         not_ok = sum(count for outcome, count in self.outcomes.items() if outcome != "ok")
         fmt = lambda v: "-" if v is None else f"{v:.2f}"  # noqa: E731
-        self.progress.say(f"[{elapsed_s:5.0f} s /{self.duration_s:5.0f} s] sent {sent:,}/{self.n:,} by {self.processes} processes"
-                          f"  lateness p50 {fmt(summary['p50'])} p99 {fmt(summary['p99'])} max {fmt(summary['max'])} ms"
-                          f"  ok {self.outcomes.get('ok', 0):,}  not ok {not_ok:,}")
+        self.progress.say(
+            f"[{elapsed_s:5.0f} s /{self.duration_s:5.0f} s] sent {sent:,}/{self.n:,} by {self.processes} processes"
+            f"  lateness p50 {fmt(summary['p50'])} p99 {fmt(summary['p99'])} max {fmt(summary['max'])} ms"
+            f"  ok {self.outcomes.get('ok', 0):,}  not ok {not_ok:,}"
+        )
 
 
 def _read_line(stream, deadline: float) -> bytes | None:

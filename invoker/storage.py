@@ -54,7 +54,7 @@ import time
 from pathlib import Path
 
 from faasprof.errors import ConfigError, NotReadyError
-from faasprof.functions.iolib import PatternReader, S3, S3Error
+from faasprof.functions.iolib import S3, PatternReader, S3Error
 
 START_TIMEOUT_S = 20.0
 STOP_TIMEOUT_S = 5.0
@@ -123,7 +123,12 @@ class ObjectStore:
         self.log = log
 
     def params(self) -> dict:
-        return {"endpoint_url": self.endpoint_url, "access_key": self.access_key, "secret_key": self.secret_key, "region": self.region}
+        return {
+            "endpoint_url": self.endpoint_url,
+            "access_key": self.access_key,
+            "secret_key": self.secret_key,
+            "region": self.region,
+        }
 
     def client(self) -> S3:
         return S3(self.endpoint_url, self.access_key, self.secret_key, self.region)
@@ -158,12 +163,16 @@ class ObjectStore:
         self.stop()
 
 
-def start_object_store(data_dir: str | os.PathLike, access_key: str | None = None, secret_key: str | None = None) -> ObjectStore:
+def start_object_store(
+    data_dir: str | os.PathLike, access_key: str | None = None, secret_key: str | None = None
+) -> ObjectStore:
     """Start versitygw serving ``data_dir`` (created) on a free loopback port; NotReadyError when
     it is not installed (./setup.sh --with storage installs it) or does not come up."""
     binary = find_binary(VERSITYGW)
     if binary is None:
-        raise NotReadyError("versitygw not found on PATH, in the venv or in ~/go/bin; install it with ./setup.sh --with storage (go builds it: 1 to 5 min the first time)")
+        raise NotReadyError(
+            "versitygw not found on PATH, in the venv or in ~/go/bin; install it with ./setup.sh --with storage (go builds it: 1 to 5 min the first time)"
+        )
     data_dir = Path(data_dir)
     objects = data_dir / "objects"
     objects.mkdir(parents=True, exist_ok=True)
@@ -173,8 +182,14 @@ def start_object_store(data_dir: str | os.PathLike, access_key: str | None = Non
     log = data_dir / "versitygw.log"
     env = dict(os.environ, ROOT_ACCESS_KEY=access_key, ROOT_SECRET_KEY=secret_key)
     with open(log, "wb") as out:
-        proc = subprocess.Popen([binary, "--port", f"127.0.0.1:{port}", "posix", str(objects)], stdout=out, stderr=subprocess.STDOUT,
-                                stdin=subprocess.DEVNULL, env=env, start_new_session=True)
+        proc = subprocess.Popen(
+            [binary, "--port", f"127.0.0.1:{port}", "posix", str(objects)],
+            stdout=out,
+            stderr=subprocess.STDOUT,
+            stdin=subprocess.DEVNULL,
+            env=env,
+            start_new_session=True,
+        )
     try:
         _wait_listening(port, proc, "versitygw", log, START_TIMEOUT_S)
     except BaseException:
@@ -211,8 +226,13 @@ def start_iperf3_server(log_dir: str | os.PathLike) -> Iperf3Server:
     log = Path(log_dir) / "iperf3-server.log"
     log.parent.mkdir(parents=True, exist_ok=True)
     with open(log, "wb") as out:
-        proc = subprocess.Popen([binary, "-s", "-B", "127.0.0.1", "-p", str(port)], stdout=out, stderr=subprocess.STDOUT,
-                                stdin=subprocess.DEVNULL, start_new_session=True)
+        proc = subprocess.Popen(
+            [binary, "-s", "-B", "127.0.0.1", "-p", str(port)],
+            stdout=out,
+            stderr=subprocess.STDOUT,
+            stdin=subprocess.DEVNULL,
+            start_new_session=True,
+        )
     try:
         _wait_listening(port, proc, "iperf3 -s", log, START_TIMEOUT_S)
     except BaseException:
@@ -225,7 +245,7 @@ def check_spec(spec, origin: str = "<workload>") -> dict:
     """The ``storage`` block, validated: {object_store, iperf3, shared_dir: bool, bucket: str,
     objects: [{key, size_bytes}]}. Raises ConfigError naming the field."""
     if not isinstance(spec, dict):
-        raise ConfigError(f"{origin}: storage must be an object such as {{\"object_store\": true}}")
+        raise ConfigError(f'{origin}: storage must be an object such as {{"object_store": true}}')
     unknown = sorted(set(spec) - set(STORAGE_KEYS))
     if unknown:
         raise ConfigError(f"{origin}: storage.{unknown[0]} is not a storage field; use {', '.join(STORAGE_KEYS)}")
@@ -233,17 +253,35 @@ def check_spec(spec, origin: str = "<workload>") -> dict:
         if not isinstance(spec.get(key, False), bool):
             raise ConfigError(f"{origin}: storage.{key} must be true or false")
     bucket = spec.get("bucket", "faasprof-io")
-    if not isinstance(bucket, str) or not (3 <= len(bucket) <= 63) or not bucket.replace("-", "").isalnum() or bucket != bucket.lower():
+    if (
+        not isinstance(bucket, str)
+        or not (3 <= len(bucket) <= 63)
+        or not bucket.replace("-", "").isalnum()
+        or bucket != bucket.lower()
+    ):
         raise ConfigError(f"{origin}: storage.bucket {bucket!r} must be 3..63 lower-case letters, digits or '-'")
     objects = []
     for index, item in enumerate(spec.get("objects") or []):
-        if not isinstance(item, dict) or not isinstance(item.get("key"), str) or not item["key"] or not isinstance(item.get("size_bytes"), int) or item["size_bytes"] < 0:
-            raise ConfigError(f"{origin}: storage.objects[{index}] must be {{\"key\": NAME, \"size_bytes\": N >= 0}}")
+        if (
+            not isinstance(item, dict)
+            or not isinstance(item.get("key"), str)
+            or not item["key"]
+            or not isinstance(item.get("size_bytes"), int)
+            or item["size_bytes"] < 0
+        ):
+            raise ConfigError(f'{origin}: storage.objects[{index}] must be {{"key": NAME, "size_bytes": N >= 0}}')
         objects.append({"key": item["key"], "size_bytes": item["size_bytes"]})
     if objects and not (spec.get("object_store") or spec.get("shared_dir")):
-        raise ConfigError(f"{origin}: storage.objects needs storage.object_store or storage.shared_dir true to hold them")
-    return {"object_store": bool(spec.get("object_store")), "iperf3": bool(spec.get("iperf3")), "shared_dir": bool(spec.get("shared_dir")),
-            "bucket": bucket, "objects": objects}
+        raise ConfigError(
+            f"{origin}: storage.objects needs storage.object_store or storage.shared_dir true to hold them"
+        )
+    return {
+        "object_store": bool(spec.get("object_store")),
+        "iperf3": bool(spec.get("iperf3")),
+        "shared_dir": bool(spec.get("shared_dir")),
+        "bucket": bucket,
+        "objects": objects,
+    }
 
 
 class Storage:
@@ -307,7 +345,11 @@ def start_storage(spec, work_dir: str | os.PathLike | None = None, origin: str =
     a temporary directory holds the data and is removed on stop."""
     spec = check_spec(spec, origin)
     remove = work_dir is None
-    work = Path(tempfile.mkdtemp(prefix="faasprof-storage-", dir=_shared_temp_root())) if work_dir is None else Path(work_dir)
+    work = (
+        Path(tempfile.mkdtemp(prefix="faasprof-storage-", dir=_shared_temp_root()))
+        if work_dir is None
+        else Path(work_dir)
+    )
     work.mkdir(parents=True, exist_ok=True)
     storage = Storage(work, spec, remove)
     try:
@@ -335,7 +377,9 @@ def start_storage(spec, work_dir: str | os.PathLike | None = None, origin: str =
                             handle.write(piece)
     except (OSError, S3Error) as error:
         storage.stop()
-        raise NotReadyError(f"storage: could not prepare the servers in {work} ({error}); free disk space there") from None
+        raise NotReadyError(
+            f"storage: could not prepare the servers in {work} ({error}); free disk space there"
+        ) from None
     except BaseException:
         storage.stop()
         raise
@@ -351,10 +395,14 @@ def start_workload_storage(workload, say=None):
         return None, workload
     storage = start_storage(spec, origin=workload.origin)
     if say:
-        say(f"storage for the run: {', '.join(sorted(k for k in storage.describe() if k not in ('bucket', 'objects')))} on 127.0.0.1")
+        say(
+            f"storage for the run: {', '.join(sorted(k for k in storage.describe() if k not in ('bucket', 'objects')))} on 127.0.0.1"
+        )
     given = storage.params()
     instances = tuple(
-        dataclasses.replace(instance, params={**given, **(instance.params or {})}) if instance.names_functions else instance
+        dataclasses.replace(instance, params={**given, **(instance.params or {})})
+        if instance.names_functions
+        else instance
         for instance in workload.instances
     )
     return storage, dataclasses.replace(workload, instances=instances)

@@ -43,14 +43,27 @@ from faasprof.outcomes import ACCEPTED_HTTP_OUTCOMES, final_outcome
 
 VERDICT_FORMAT_VERSION = 1
 
-DEFAULT_THRESHOLDS: dict[str, float] = {"min_successes": 1, "min_successes_per_instance": 1, "max_failure_rate": 0.5,
-                                         "max_no_record_rate_per_instance": 0.5}
-THRESHOLD_NAMES = ("min_successes", "min_successes_per_instance", "max_failure_rate", "max_no_record_rate_per_instance", "max_client_latency_ms_p50",
-                   "max_client_latency_ms_p99", "max_lateness_ms_p99")
+DEFAULT_THRESHOLDS: dict[str, float] = {
+    "min_successes": 1,
+    "min_successes_per_instance": 1,
+    "max_failure_rate": 0.5,
+    "max_no_record_rate_per_instance": 0.5,
+}
+THRESHOLD_NAMES = (
+    "min_successes",
+    "min_successes_per_instance",
+    "max_failure_rate",
+    "max_no_record_rate_per_instance",
+    "max_client_latency_ms_p50",
+    "max_client_latency_ms_p99",
+    "max_lateness_ms_p99",
+)
 
 # Known causes: (outcome, http status or None, a fragment of the error or None) → the fix.
-_THROTTLE_FIX = ("raise the platform's throttles (localwhisk: platform.localwhisk.invokes_per_minute / concurrent limits; "
-                 "OpenWhisk: limit_invocations_per_minute, limit_invocations_concurrent) or lower the workload's rate")
+_THROTTLE_FIX = (
+    "raise the platform's throttles (localwhisk: platform.localwhisk.invokes_per_minute / concurrent limits; "
+    "OpenWhisk: limit_invocations_per_minute, limit_invocations_concurrent) or lower the workload's rate"
+)
 
 
 def parse_thresholds(pairs: Iterable[str], origin: str = "--threshold") -> dict[str, float]:
@@ -70,11 +83,15 @@ def check_thresholds(block: Any, origin: str) -> dict[str, float]:
     if block is None:
         return {}
     if not isinstance(block, Mapping):
-        raise ConfigError(f"{origin}: thresholds: must be an object of NAME: number (names: {', '.join(THRESHOLD_NAMES)})")
+        raise ConfigError(
+            f"{origin}: thresholds: must be an object of NAME: number (names: {', '.join(THRESHOLD_NAMES)})"
+        )
     checked = {}
     for name, value in block.items():
         if name not in THRESHOLD_NAMES:
-            raise ConfigError(f"{origin}: thresholds.{name}: unknown threshold; use one of {', '.join(THRESHOLD_NAMES)}")
+            raise ConfigError(
+                f"{origin}: thresholds.{name}: unknown threshold; use one of {', '.join(THRESHOLD_NAMES)}"
+            )
         checked[name] = _number(value, f"{origin}: thresholds.{name}")
     return checked
 
@@ -106,8 +123,10 @@ _RECORD_FIXES = {
     "developer_error": "the action crashed, returned no JSON object or failed its initialisation; see the activation records' logs and result",
     "action_timeout": "the action ran past its time limit; raise the action's timeout (faasprof deploy --timeout) or give it less work",
     "internal_error": "the platform failed internally (whisk internal error); check its logs",
-    "platform_stopped": ("the platform was stopped before these activations completed (the wait for them was abandoned with Ctrl-C, "
-                         "or gave up on a platform where none ended); let the run wait for them, or lower the rate so that the platform keeps up"),
+    "platform_stopped": (
+        "the platform was stopped before these activations completed (the wait for them was abandoned with Ctrl-C, "
+        "or gave up on a platform where none ended); let the run wait for them, or lower the rate so that the platform keeps up"
+    ),
 }
 
 
@@ -141,9 +160,13 @@ def failure_fix(outcome: str, status: int | None, error: str) -> str:
     return f"see the error column of {rundir.INVOCATIONS} ({error or 'no message'})"
 
 
-def evaluate(rows: Iterable[Mapping[str, str]], thresholds: Mapping[str, float] | None = None,
-             records: Mapping[str, Mapping] | None = None, missing_why: str | None = None,
-             recorded_instances: Collection[str] | None = None) -> dict:
+def evaluate(
+    rows: Iterable[Mapping[str, str]],
+    thresholds: Mapping[str, float] | None = None,
+    records: Mapping[str, Mapping] | None = None,
+    missing_why: str | None = None,
+    recorded_instances: Collection[str] | None = None,
+) -> dict:
     """Check a run's rows (``invocations.csv`` as dicts of strings) against the thresholds.
 
     ``records`` (activation id → activation record), when the run saved them, turns each accepted
@@ -162,8 +185,15 @@ def evaluate(rows: Iterable[Mapping[str, str]], thresholds: Mapping[str, float] 
     checks = _checks(_measure(tally), limits, thresholds or {}, tally)
     passed = all(check["passed"] for check in checks)
     dominant = tally.dominant()
-    return {"format_version": VERDICT_FORMAT_VERSION, "passed": passed, "message": _message(passed, checks, tally, dominant), "thresholds": checks,
-            "outcomes": dict(sorted(tally.outcomes.items())), "attempted": tally.attempted, "dominant_failure": dominant}
+    return {
+        "format_version": VERDICT_FORMAT_VERSION,
+        "passed": passed,
+        "message": _message(passed, checks, tally, dominant),
+        "thresholds": checks,
+        "outcomes": dict(sorted(tally.outcomes.items())),
+        "attempted": tally.attempted,
+        "dominant_failure": dominant,
+    }
 
 
 class _InstanceTally:
@@ -181,7 +211,9 @@ class _InstanceTally:
 class _Tally:
     """The rows counted by final outcome, per instance and per kind of failure (told apart by fix)."""
 
-    def __init__(self, records: Mapping[str, Mapping] | None, missing_why: str | None, recorded: Collection[str] | None) -> None:
+    def __init__(
+        self, records: Mapping[str, Mapping] | None, missing_why: str | None, recorded: Collection[str] | None
+    ) -> None:
         self.records, self.missing_why = records, missing_why
         self.recorded = None if recorded is None else frozenset(recorded)
         self.outcomes: Counter = Counter()
@@ -257,8 +289,14 @@ class _Tally:
             return None
         (outcome, status, fix), count = self.kinds.most_common(1)[0]
         attempted = self.attempted
-        return {"outcome": outcome, "http_status": status, "count": count, "share": round(count / attempted, 6) if attempted else None,
-                "error": self.samples[(outcome, status, fix)], "fix": fix}
+        return {
+            "outcome": outcome,
+            "http_status": status,
+            "count": count,
+            "share": round(count / attempted, 6) if attempted else None,
+            "error": self.samples[(outcome, status, fix)],
+            "fix": fix,
+        }
 
 
 def _measure(tally: _Tally) -> dict:
@@ -269,7 +307,9 @@ def _measure(tally: _Tally) -> dict:
         "min_successes": ok,
         "min_successes_per_instance": weakest[1].ok if weakest is not None else None,
         "max_failure_rate": round((attempted - ok) / attempted if attempted else 0.0, 6),
-        "max_no_record_rate_per_instance": round(unrecorded[1].no_record / unrecorded[1].accepted, 6) if unrecorded is not None else None,
+        "max_no_record_rate_per_instance": round(unrecorded[1].no_record / unrecorded[1].accepted, 6)
+        if unrecorded is not None
+        else None,
         "max_client_latency_ms_p50": _ms(_percentile(tally.latency_ns, 0.50)),
         "max_client_latency_ms_p99": _ms(_percentile(tally.latency_ns, 0.99)),
         "max_lateness_ms_p99": _ms(_percentile(tally.lateness_ns, 0.99)),
@@ -289,12 +329,28 @@ def _checks(measured: dict, limits: Mapping[str, float], given: Mapping[str, flo
             passed = value >= limit
         else:
             passed = value <= limit
-        check = {"name": name, "limit": limit, "value": value, "passed": bool(passed),
-                 "source": "default" if name in DEFAULT_THRESHOLDS and name not in given else "user"}
-        instance = tally.weakest() if name == "min_successes_per_instance" else tally.most_unrecorded() if name == "max_no_record_rate_per_instance" else None
+        check = {
+            "name": name,
+            "limit": limit,
+            "value": value,
+            "passed": bool(passed),
+            "source": "default" if name in DEFAULT_THRESHOLDS and name not in given else "user",
+        }
+        instance = (
+            tally.weakest()
+            if name == "min_successes_per_instance"
+            else tally.most_unrecorded()
+            if name == "max_no_record_rate_per_instance"
+            else None
+        )
         if instance is not None:
-            check.update(instance=instance[0], attempted=instance[1].attempted, accepted=instance[1].accepted, no_record=instance[1].no_record,
-                         first_error=instance[1].first_error)
+            check.update(
+                instance=instance[0],
+                attempted=instance[1].attempted,
+                accepted=instance[1].accepted,
+                no_record=instance[1].no_record,
+                first_error=instance[1].first_error,
+            )
             if name == "max_no_record_rate_per_instance":
                 check["why"] = tally.missing_why or "no activation record was saved for them"
         checks.append(check)
@@ -312,7 +368,9 @@ def _message(passed: bool, checks: list[dict], tally: _Tally, dominant: dict | N
     if not ok:  # "no invocation succeeded" says it of every instance already
         failed = [check for check in failed if check["name"] != "min_successes_per_instance"] or failed
     message = "failed: " + "; ".join(_describe(check) for check in failed)
-    if dominant is not None and not (dominant["outcome"] == "no_record" and failed[0]["name"] == "max_no_record_rate_per_instance"):
+    if dominant is not None and not (
+        dominant["outcome"] == "no_record" and failed[0]["name"] == "max_no_record_rate_per_instance"
+    ):
         label = _label(dominant["outcome"], dominant["http_status"])
         message += f"; dominant failure: {label} in {dominant['count']:,} of {attempted:,}"
         message += f" ({dominant['error']})" if dominant["error"] else ""
@@ -346,8 +404,10 @@ def _describe(check: dict) -> str:
     if name == "max_failure_rate":
         return f"{value:.0%} of attempted invocations failed (threshold {limit:.0%})"
     if name == "max_no_record_rate_per_instance":
-        return (f"instance {check['instance']}: {check['no_record']:,} of its {check['accepted']:,} accepted invocations have no activation record "
-                f"(threshold {limit:.0%}): {check['why']}")
+        return (
+            f"instance {check['instance']}: {check['no_record']:,} of its {check['accepted']:,} accepted invocations have no activation record "
+            f"(threshold {limit:.0%}): {check['why']}"
+        )
     return f"{name.removeprefix('max_')} is {value} (threshold {limit:g})"
 
 

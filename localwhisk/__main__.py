@@ -28,7 +28,15 @@ except ImportError:  # pragma: no cover - a dependency everywhere but Windows
     uvloop = None
 from aiohttp import web
 
-from faasprof.localwhisk.config import AUTH_ENV, Settings, add_auth_file_argument, add_settings_arguments, is_loopback, settings_from_args, validate_settings
+from faasprof.localwhisk.config import (
+    AUTH_ENV,
+    Settings,
+    add_auth_file_argument,
+    add_settings_arguments,
+    is_loopback,
+    settings_from_args,
+    validate_settings,
+)
 from faasprof.localwhisk.docker_sandbox import DockerUnavailable
 from faasprof.localwhisk.server import Localwhisk
 
@@ -69,7 +77,9 @@ async def _listen_on_bridge(runner, gateway: str, port: int) -> int | None:
         try:
             await site.start()
         except OSError as error:
-            logging.getLogger("localwhisk").warning("cannot listen on the docker bridge %s:%s: %s", gateway, candidate, error.strerror)
+            logging.getLogger("localwhisk").warning(
+                "cannot listen on the docker bridge %s:%s: %s", gateway, candidate, error.strerror
+            )
             continue
         return site._server.sockets[0].getsockname()[1]
     return None
@@ -94,7 +104,10 @@ async def serve(settings: Settings, port_file: Path | None, parent_pid: int | No
     except OSError as error:
         await lw.close()
         await runner.cleanup()
-        print(f"localwhisk: cannot listen on {settings.host}:{settings.port}: {error.strerror}; choose another --port", file=sys.stderr)
+        print(
+            f"localwhisk: cannot listen on {settings.host}:{settings.port}: {error.strerror}; choose another --port",
+            file=sys.stderr,
+        )
         return 3
     port = site._server.sockets[0].getsockname()[1]
     host = settings.host if settings.host not in ("0.0.0.0", "::") else "127.0.0.1"
@@ -108,13 +121,22 @@ async def serve(settings: Settings, port_file: Path | None, parent_pid: int | No
         if bridge_port is None:
             await lw.close()
             await runner.cleanup()
-            print(f"localwhisk: isolation docker: cannot listen on the docker bridge {docker_host.gateway}, so containers could not reach the API; "
-                  "check that docker0 is up (restart dockerd) or use isolation process", file=sys.stderr)
+            print(
+                f"localwhisk: isolation docker: cannot listen on the docker bridge {docker_host.gateway}, so containers could not reach the API; "
+                "check that docker0 is up (restart dockerd) or use isolation process",
+                file=sys.stderr,
+            )
             return 3
         docker_host.container_apihost = f"http://{docker_host.gateway}:{bridge_port}"
     lw.pool.start_prewarm()
-    state = {"pid": os.getpid(), "port": port, "host": settings.host, "apihost": lw.apihost, "started_ms": int(time.time() * 1000),
-             "data_dir": str(data_dir)}
+    state = {
+        "pid": os.getpid(),
+        "port": port,
+        "host": settings.host,
+        "apihost": lw.apihost,
+        "started_ms": int(time.time() * 1000),
+        "data_dir": str(data_dir),
+    }
     _write_json_atomic(data_dir / STATE_FILE, state)
     if port_file:
         _write_json_atomic(port_file, state)
@@ -164,7 +186,9 @@ def _run(coro):
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="python -m faasprof.localwhisk", description="localwhisk, an embedded OpenWhisk stand-in")
+    parser = argparse.ArgumentParser(
+        prog="python -m faasprof.localwhisk", description="localwhisk, an embedded OpenWhisk stand-in"
+    )
     sub = parser.add_subparsers(dest="command", required=True)
     p = sub.add_parser("serve", help="run the server in the foreground")
     add_settings_arguments(p)
@@ -184,8 +208,10 @@ def main(argv: list[str] | None = None) -> int:
             print(f"localwhisk: {problem}", file=sys.stderr)
         return 2
     if not is_loopback(settings.host):
-        print(f"localwhisk: WARNING: listening on {settings.host}: anyone who can reach it and holds the key can run code on this machine",
-              file=sys.stderr)
+        print(
+            f"localwhisk: WARNING: listening on {settings.host}: anyone who can reach it and holds the key can run code on this machine",
+            file=sys.stderr,
+        )
     data_dir = Path(settings.data_dir).expanduser().resolve()
     settings.data_dir = str(data_dir)
     lock = lock_data_dir(data_dir)
@@ -193,7 +219,9 @@ def main(argv: list[str] | None = None) -> int:
     soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
     if hard == resource.RLIM_INFINITY or soft < hard:
         try:
-            resource.setrlimit(resource.RLIMIT_NOFILE, (hard if hard != resource.RLIM_INFINITY else max(soft, 65536), hard))
+            resource.setrlimit(
+                resource.RLIMIT_NOFILE, (hard if hard != resource.RLIM_INFINITY else max(soft, 65536), hard)
+            )
         except (ValueError, OSError):
             pass
     log_file = Path(settings.log_file) if settings.log_file else data_dir / "localwhisk.log"

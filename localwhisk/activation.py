@@ -21,7 +21,9 @@ STATUS_NAMES = {0: "success", 1: "application error", 2: "action developer error
 
 
 def timed_out_message(timeout_ms: int, init: bool) -> str:
-    return f"The action exceeded its time limits of {timeout_ms} milliseconds" + (" during initialization." if init else ".")
+    return f"The action exceeded its time limits of {timeout_ms} milliseconds" + (
+        " during initialization." if init else "."
+    )
 
 
 @dataclass
@@ -54,7 +56,12 @@ class Action:
 
     @property
     def limits(self) -> dict:
-        return {"concurrency": self.concurrency, "logs": self.logs_mb, "memory": self.memory_mb, "timeout": self.timeout_ms}
+        return {
+            "concurrency": self.concurrency,
+            "logs": self.logs_mb,
+            "memory": self.memory_mb,
+            "timeout": self.timeout_ms,
+        }
 
 
 @dataclass(eq=False)
@@ -90,8 +97,10 @@ def shared_tmp_hint(tmp: str, error: object) -> str | None:
     sandbox shares the host's /tmp (``tmp`` is the sandbox's ``private`` or ``shared: why``)."""
     if tmp == "private" or "/tmp/" not in str(error):
         return None
-    return (f"localwhisk: this sandbox shares /tmp with the others on this host ({tmp.removeprefix('shared: ')}): a fixed /tmp name "
-            "collides between concurrent calls, unlike in OpenWhisk's containers; run localwhisk as root (a /tmp per sandbox) or isolation docker")
+    return (
+        f"localwhisk: this sandbox shares /tmp with the others on this host ({tmp.removeprefix('shared: ')}): a fixed /tmp name "
+        "collides between concurrent calls, unlike in OpenWhisk's containers; run localwhisk as root (a /tmp per sandbox) or isolation docker"
+    )
 
 
 def why_gone(sb: Sandbox) -> str:
@@ -124,4 +133,10 @@ def request_failed(out: Outcome, sb: Sandbox, error: TimeoutError | SandboxDied,
     out.logs += sb.take_logs()
     if isinstance(error, SandboxDied):
         # The record says why its sandbox died (the action's own lines above say what it did).
-        out.logs.append(format_log_line(time.time_ns(), "stderr", f"localwhisk: sandbox {sb.name} died during the {'init' if init else 'run'}: {sb.death_reason or error}"))
+        out.logs.append(
+            format_log_line(
+                time.time_ns(),
+                "stderr",
+                f"localwhisk: sandbox {sb.name} died during the {'init' if init else 'run'}: {sb.death_reason or error}",
+            )
+        )

@@ -16,7 +16,9 @@ class Activations(ApiBase):
     async def activations_list(self, request: web.Request) -> web.Response:
         ns = self.resolve_namespace(request.match_info["ns"])
         if ns is None:
-            return self.error(403, f"The supplied authentication is not authorized to access '{request.match_info['ns']}'.")
+            return self.error(
+                403, f"The supplied authentication is not authorized to access '{request.match_info['ns']}'."
+            )
         q = request.query
         limit, skip, problem = limit_skip(q, "activations")
         if problem:
@@ -35,7 +37,9 @@ class Activations(ApiBase):
         name = q.get("name")
         if name is not None and (name.count("/") > 1 or not name.strip("/")):
             return self.error(400, f"Parameter may be a 'simple' name or 'package-name/simple' name: {name}")
-        rows = await self.store.list_activations(ns, name.strip("/") if name else None, bounds.get("since"), bounds.get("upto"), limit, skip, count)
+        rows = await self.store.list_activations(
+            ns, name.strip("/") if name else None, bounds.get("since"), bounds.get("upto"), limit, skip, count
+        )
         if count:
             return self.ok({"activations": rows})
         if docs:
@@ -45,7 +49,9 @@ class Activations(ApiBase):
     async def activation(self, request: web.Request) -> web.Response:
         ns = self.resolve_namespace(request.match_info["ns"])
         if ns is None:
-            return self.error(403, f"The supplied authentication is not authorized to access '{request.match_info['ns']}'.")
+            return self.error(
+                403, f"The supplied authentication is not authorized to access '{request.match_info['ns']}'."
+            )
         activation_id = request.match_info["id"]
         if not re.fullmatch(r"[0-9a-fA-F]{32}", activation_id):
             return self.error(400, "The activation id is not valid.")
@@ -64,7 +70,11 @@ class Activations(ApiBase):
 
 def _summary(doc: dict, status_code: int) -> dict:
     """The ``docs=false`` list entry (OpenWhisk's activations view)."""
-    out = {k: doc[k] for k in ("namespace", "name", "version", "publish", "annotations", "activationId", "start", "end", "duration") if k in doc}
+    out = {
+        k: doc[k]
+        for k in ("namespace", "name", "version", "publish", "annotations", "activationId", "start", "end", "duration")
+        if k in doc
+    }
     if "cause" in doc:
         out["cause"] = doc["cause"]
     out["statusCode"] = status_code

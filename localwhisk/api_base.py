@@ -18,9 +18,9 @@ import uuid
 from aiohttp import web
 
 from faasprof.localwhisk import fastjson
+from faasprof.localwhisk.activation import Action
 from faasprof.localwhisk.config import Settings
 from faasprof.localwhisk.fastjson import dumps
-from faasprof.localwhisk.activation import Action
 from faasprof.localwhisk.pool import Pool
 from faasprof.localwhisk.sandbox import runtime_family
 from faasprof.localwhisk.store import Store
@@ -41,15 +41,15 @@ JSON_MAX_DEPTH = 256  # deeper request bodies are refused with 400 (json.loads w
 # platform does not support), naming the alternative.
 UNSUPPORTED = {
     "triggers": "localwhisk does not support triggers (nor feeds, which need them); invoke actions directly "
-                "(POST /api/v1/namespaces/_/actions/NAME) or run Apache OpenWhisk (./setup.sh --testbed) for triggers",
+    "(POST /api/v1/namespaces/_/actions/NAME) or run Apache OpenWhisk (./setup.sh --testbed) for triggers",
     "rules": "localwhisk does not support rules; invoke actions directly (POST /api/v1/namespaces/_/actions/NAME) "
-             "or run Apache OpenWhisk (./setup.sh --testbed) for rules",
+    "or run Apache OpenWhisk (./setup.sh --testbed) for rules",
     "bindings": "localwhisk does not support package bindings; create a package of its own with the parameters "
-                "(PUT /api/v1/namespaces/_/packages/NAME), or run Apache OpenWhisk (./setup.sh --testbed) for bindings",
+    "(PUT /api/v1/namespaces/_/packages/NAME), or run Apache OpenWhisk (./setup.sh --testbed) for bindings",
     "sequence": "localwhisk does not support sequences (exec kind 'sequence'); compose in one action "
-                "or run Apache OpenWhisk (./setup.sh --testbed) for sequences",
+    "or run Apache OpenWhisk (./setup.sh --testbed) for sequences",
     "apis": "localwhisk does not support API routes (API gateway); call web actions at /api/v1/web/_/default/NAME "
-            "or run Apache OpenWhisk with its API gateway",
+    "or run Apache OpenWhisk with its API gateway",
 }
 BASE64_RE = re.compile(r"^([A-Za-z0-9+/]{4})*([A-Za-z0-9+/]{4}|[A-Za-z0-9+/]{3}=|[A-Za-z0-9+/]{2}==)$")
 JSON = "application/json"
@@ -76,7 +76,9 @@ class ApiBase:
     closing: bool
 
     def error(self, status: int, message: str, headers: dict | None = None) -> web.Response:
-        return web.Response(status=status, body=dumps({"error": message, "code": uuid.uuid4().hex}), content_type=JSON, headers=headers)
+        return web.Response(
+            status=status, body=dumps({"error": message, "code": uuid.uuid4().hex}), content_type=JSON, headers=headers
+        )
 
     def ok(self, obj, status: int = 200, headers: dict | None = None) -> web.Response:
         return web.Response(status=status, body=dumps(obj), content_type=JSON, headers=headers)
@@ -159,7 +161,10 @@ def parse_json_body(raw: bytes) -> tuple[object, str | None]:
     """A request body as JSON, or OpenWhisk's 400 message (malformed, or nested too deeply)."""
     depth = json_depth(raw)
     if depth > JSON_MAX_DEPTH:
-        return None, f"The request content was malformed:\nJSON nested {depth} levels deep; at most {JSON_MAX_DEPTH} are accepted"
+        return (
+            None,
+            f"The request content was malformed:\nJSON nested {depth} levels deep; at most {JSON_MAX_DEPTH} are accepted",
+        )
     try:
         return fastjson.loads(raw), None
     except (ValueError, RecursionError) as error:

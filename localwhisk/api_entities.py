@@ -48,7 +48,9 @@ class Entities(ApiBase):
     async def actions_list(self, request: web.Request) -> web.Response:
         ns = self.resolve_namespace(request.match_info["ns"])
         if ns is None:
-            return self.error(403, f"The supplied authentication is not authorized to access '{request.match_info['ns']}'.")
+            return self.error(
+                403, f"The supplied authentication is not authorized to access '{request.match_info['ns']}'."
+            )
         return self.list_actions(request, ns)
 
     def list_actions(self, request: web.Request, ns: str, package: str | None = None) -> web.Response:
@@ -58,7 +60,11 @@ class Entities(ApiBase):
         if problem:
             return self.error(400, problem)
         if package is None:
-            docs = [self._public_action(d, code=False) for (n, _), d in self.actions.items() if n == ns or n.startswith(ns + "/")]
+            docs = [
+                self._public_action(d, code=False)
+                for (n, _), d in self.actions.items()
+                if n == ns or n.startswith(ns + "/")
+            ]
         else:
             docs = [self._public_action(d, code=False) for (n, _), d in self.actions.items() if n == f"{ns}/{package}"]
         docs.sort(key=lambda d: d.get("updated", 0), reverse=True)
@@ -87,21 +93,30 @@ class Entities(ApiBase):
             kind = self.resolve_kind(str(exec_in.get("kind", "")))
             if kind is None:
                 known = ", ".join(sorted({self.python_kind, self.node_kind, f"python:3.{sys.version_info.minor}"}))
-                return self.error(400, f"The request content was malformed:\nkind '{exec_in.get('kind')}' not in Set({known})")
+                return self.error(
+                    400, f"The request content was malformed:\nkind '{exec_in.get('kind')}' not in Set({known})"
+                )
             code = exec_in.get("code")
             if not isinstance(code, str):
-                return self.error(400, "The request content was malformed:\nexec.code must be a string (source text or base64 zip)")
+                return self.error(
+                    400, "The request content was malformed:\nexec.code must be a string (source text or base64 zip)"
+                )
             code_bytes = len(code.encode("utf-8"))
             if code_bytes > self.settings.max_action_code_bytes:
-                return self.error(413, f"exec larger than allowed: {code_bytes} > {self.settings.max_action_code_bytes} bytes.")
+                return self.error(
+                    413, f"exec larger than allowed: {code_bytes} > {self.settings.max_action_code_bytes} bytes."
+                )
             binary = bool(code.strip()) and BASE64_RE.match("".join(code.split())) is not None
             exec_doc = {"kind": kind, "code": code, "binary": binary}
             if exec_in.get("main"):
                 exec_doc["main"] = str(exec_in["main"])
         else:
             exec_doc = existing["exec"]
-        limits = dict(existing["limits"]) if existing else {
-            "timeout": s.std_action_timeout_ms, "memory": s.std_action_memory_mb, "logs": 10, "concurrency": 1}
+        limits = (
+            dict(existing["limits"])
+            if existing
+            else {"timeout": s.std_action_timeout_ms, "memory": s.std_action_memory_mb, "logs": 10, "concurrency": 1}
+        )
         for key, value in (body.get("limits") or {}).items():
             if key not in ("timeout", "memory", "logs", "concurrency"):
                 continue
@@ -116,7 +131,9 @@ class Entities(ApiBase):
         if not s.min_action_timeout_ms <= limits["timeout"] <= s.max_action_timeout_ms:
             which = "below" if limits["timeout"] < s.min_action_timeout_ms else "exceeds"
             bound = s.min_action_timeout_ms if which == "below" else s.max_action_timeout_ms
-            problems.append(f"duration {limits['timeout']} milliseconds {which} allowed threshold of {bound} milliseconds")
+            problems.append(
+                f"duration {limits['timeout']} milliseconds {which} allowed threshold of {bound} milliseconds"
+            )
         if limits["concurrency"] != 1:
             problems.append(f"concurrency {limits['concurrency']} exceeds allowed threshold of 1")
         if not 0 <= limits["logs"] <= 10:
@@ -156,7 +173,9 @@ class Entities(ApiBase):
 
     async def packages_list(self, request: web.Request) -> web.Response:
         if self.resolve_namespace(request.match_info["ns"]) is None:
-            return self.error(403, f"The supplied authentication is not authorized to access '{request.match_info['ns']}'.")
+            return self.error(
+                403, f"The supplied authentication is not authorized to access '{request.match_info['ns']}'."
+            )
         limit, skip, problem = limit_skip(request.query, "packages")
         if problem:
             return self.error(400, problem)
@@ -169,7 +188,9 @@ class Entities(ApiBase):
         """One package: GET (with its actions), PUT (create, or update with overwrite), DELETE."""
         ns = self.resolve_namespace(request.match_info["ns"])
         if ns is None:
-            return self.error(403, f"The supplied authentication is not authorized to access '{request.match_info['ns']}'.")
+            return self.error(
+                403, f"The supplied authentication is not authorized to access '{request.match_info['ns']}'."
+            )
         name = request.match_info["name"]
         problem = name_problem(name)
         if problem or "/" in name:
@@ -178,15 +199,21 @@ class Entities(ApiBase):
         if request.method == "GET":
             if existing is None:
                 return self.error(404, RESOURCE_DOES_NOT_EXIST)
-            actions = [{"name": d["name"], "version": d["version"], "annotations": d["annotations"]} for d in self._package_actions(name)]
+            actions = [
+                {"name": d["name"], "version": d["version"], "annotations": d["annotations"]}
+                for d in self._package_actions(name)
+            ]
             return self.ok({**existing, "actions": actions, "feeds": []})
         if request.method == "DELETE":
             if existing is None:
                 return self.error(404, RESOURCE_DOES_NOT_EXIST)
             contents = self._package_actions(name)
             if contents and request.query.get("force") != "true":
-                return self.error(409, f"Package not empty (contains {len(contents)} {'entity' if len(contents) == 1 else 'entities'}). "
-                                       "Set force param or delete package contents.")
+                return self.error(
+                    409,
+                    f"Package not empty (contains {len(contents)} {'entity' if len(contents) == 1 else 'entities'}). "
+                    "Set force param or delete package contents.",
+                )
             for doc in contents:
                 self.actions.pop((doc["namespace"], doc["name"]), None)
                 await self.store.delete_action(doc["namespace"], doc["name"])
@@ -208,7 +235,9 @@ class Entities(ApiBase):
         annotations = body.get("annotations", existing["annotations"] if existing else [])
         for label, items in (("parameters", parameters), ("annotations", annotations)):
             if not isinstance(items, list) or not all(isinstance(p, dict) and "key" in p for p in items):
-                return self.error(400, f"The request content was malformed:\n{label} must be a list of {{key, value}} objects")
+                return self.error(
+                    400, f"The request content was malformed:\n{label} must be a list of {{key, value}} objects"
+                )
         doc = {
             "namespace": ns,
             "name": name,

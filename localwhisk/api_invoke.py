@@ -18,8 +18,8 @@ import time
 
 from aiohttp import web
 
-from faasprof.localwhisk.api_base import RESOURCE_DOES_NOT_EXIST, STOPPING, ApiBase, parse_json_body
 from faasprof.localwhisk.activation import STATUS_NAMES, Action, Job, Outcome
+from faasprof.localwhisk.api_base import RESOURCE_DOES_NOT_EXIST, STOPPING, ApiBase, parse_json_body
 from faasprof.localwhisk.sandbox import TIMER_SLACK_S
 
 SNAPSHOTS_MAX = 4096  # cached Action snapshots (one per action revision); the cache is emptied past this
@@ -82,7 +82,9 @@ class Invocations(ApiBase):
             if p.get("init"):
                 value = p.get("value")
                 init_env[p["key"]] = value if isinstance(value, str) else json.dumps(value)
-        full_name = doc["name"] if doc["namespace"] == self.namespace else doc["namespace"].split("/", 1)[1] + "/" + doc["name"]
+        full_name = (
+            doc["name"] if doc["namespace"] == self.namespace else doc["namespace"].split("/", 1)[1] + "/" + doc["name"]
+        )
         return Action(
             namespace=self.namespace,
             name=full_name,
@@ -154,10 +156,14 @@ class Invocations(ApiBase):
                 if not 0 < wait_ms <= self.settings.max_blocking_wait_ms:
                     raise ValueError
             except ValueError:
-                return self.error(400, f"Timeout must be number of milliseconds up to {self.settings.max_blocking_wait_ms}.")
+                return self.error(
+                    400, f"Timeout must be number of milliseconds up to {self.settings.max_blocking_wait_ms}."
+                )
         raw = await request.read()
         if len(raw) > self.settings.max_payload_bytes:
-            return self.error(413, f"Request larger than allowed: {len(raw)} > {self.settings.max_payload_bytes} bytes.")
+            return self.error(
+                413, f"Request larger than allowed: {len(raw)} > {self.settings.max_payload_bytes} bytes."
+            )
         if raw.strip():
             request_params, problem = parse_json_body(raw)
             if problem:
@@ -272,4 +278,6 @@ def _resolve_none(future: asyncio.Future) -> None:
 
 
 def _truthy_annotation(doc: dict, key: str) -> bool:
-    return any(a.get("key") == key and a.get("value") not in (False, None, "false", 0) for a in doc.get("annotations") or [])
+    return any(
+        a.get("key") == key and a.get("value") not in (False, None, "false", 0) for a in doc.get("annotations") or []
+    )

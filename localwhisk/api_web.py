@@ -49,10 +49,16 @@ class WebActions(Invocations):
                 return problem
         raw = await request.read()
         if len(raw) > self.settings.max_payload_bytes:
-            return self.error(413, f"Request larger than allowed: {len(raw)} > {self.settings.max_payload_bytes} bytes.")
+            return self.error(
+                413, f"Request larger than allowed: {len(raw)} > {self.settings.max_payload_bytes} bytes."
+            )
         content_type = request.content_type or ""
         headers = {k.lower(): v for k, v in request.headers.items()}
-        ctx = {"__ow_method": request.method.lower(), "__ow_headers": headers, "__ow_path": ("/" + extra_path) if extra_path else ""}
+        ctx = {
+            "__ow_method": request.method.lower(),
+            "__ow_headers": headers,
+            "__ow_path": ("/" + extra_path) if extra_path else "",
+        }
         request_params: dict = dict(request.query)
         if annotations.get("raw-http"):
             request_params = {"__ow_query": request.query_string}
@@ -88,13 +94,22 @@ class WebActions(Invocations):
         if not response["success"]:
             message = result.get("error") if isinstance(result, dict) else result
             status = 400 if response["status"] == "application error" else 502
-            return web.Response(status=status, body=dumps({"error": message, "code": job.transaction_id}), content_type=JSON, headers=extra)
+            return web.Response(
+                status=status,
+                body=dumps({"error": message, "code": job.transaction_id}),
+                content_type=JSON,
+                headers=extra,
+            )
         return _web_response(result, ext, extra)
 
 
 def _is_binary_type(content_type: str) -> bool:
-    if content_type.startswith("text/") or content_type in ("application/json", "application/xml", "application/javascript",
-                                                             "application/x-www-form-urlencoded"):
+    if content_type.startswith("text/") or content_type in (
+        "application/json",
+        "application/xml",
+        "application/javascript",
+        "application/x-www-form-urlencoded",
+    ):
         return False
     return True
 
@@ -113,7 +128,12 @@ def _web_response(result, ext: str, headers: dict) -> web.Response:
     if ext in ("text", "html", "svg"):
         value = result.get(ext) if isinstance(result, dict) else None
         if value is None:
-            return web.Response(status=400, body=dumps({"error": "Response does not include requested property."}), content_type=JSON, headers=headers)
+            return web.Response(
+                status=400,
+                body=dumps({"error": "Response does not include requested property."}),
+                content_type=JSON,
+                headers=headers,
+            )
         ctype = {"text": "text/plain", "html": "text/html", "svg": "image/svg+xml"}[ext]
         return web.Response(status=200, text=str(value), content_type=ctype, headers=headers)
     if not isinstance(result, dict) or not ({"body", "statusCode", "headers"} & set(result)):

@@ -41,7 +41,11 @@ def detect(root: Path = Path("/sys/fs/cgroup")) -> tuple[str, dict[str, Path]]:
         for controller in V1_OPTIONAL:
             d = root / controller
             # Skip a controller co-mounted with a required one (e.g. cpu,cpuacct): it is the same directory.
-            if (d / "cgroup.procs").exists() and not any(d.resolve() == r.resolve() for r in v1.values()) and _writable_dir(d):
+            if (
+                (d / "cgroup.procs").exists()
+                and not any(d.resolve() == r.resolve() for r in v1.values())
+                and _writable_dir(d)
+            ):
                 v1[controller] = d
         return "cgroup-v1", v1
     if (root / "cgroup.controllers").exists():
@@ -105,7 +109,9 @@ def _remove_tree(path: Path, kill: bool = True) -> None:
 class CgroupManager:
     """Creates, limits, freezes and removes sandbox cgroups for one localwhisk instance."""
 
-    def __init__(self, mode: str, roots: dict[str, Path], instance: str, user_memory_mb: int, cpu_policy: str, user_cpus: float):
+    def __init__(
+        self, mode: str, roots: dict[str, Path], instance: str, user_memory_mb: int, cpu_policy: str, user_cpus: float
+    ):
         self.mode = mode
         self.roots = roots
         self.instance = instance
@@ -123,7 +129,7 @@ class CgroupManager:
         removed = []
         for root in self.roots.values():
             for path in root.glob(f"{PARENT_PREFIX}*"):
-                parts = path.name[len(PARENT_PREFIX):].split("-")
+                parts = path.name[len(PARENT_PREFIX) :].split("-")
                 if not parts or not parts[0].isdigit() or path.name.startswith(f"{PARENT_PREFIX}probe"):
                     continue
                 if int(parts[0]) != os.getpid() and not pid_alive(int(parts[0])):

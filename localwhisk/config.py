@@ -30,19 +30,43 @@ DEFAULT_DATA_DIR = Path.home() / ".local" / "share" / "faasprof" / "localwhisk"
 
 @dataclass
 class Settings:
-    host: str = field(default="127.0.0.1", metadata={"help": "address to listen on (default loopback only; others need --allow-remote)"})
-    allow_remote: bool = field(default=False, metadata={"help": "allow a non-loopback --host (needs a non-default key)"})
+    host: str = field(
+        default="127.0.0.1",
+        metadata={"help": "address to listen on (default loopback only; others need --allow-remote)"},
+    )
+    allow_remote: bool = field(
+        default=False, metadata={"help": "allow a non-loopback --host (needs a non-default key)"}
+    )
     port: int = field(default=3233, metadata={"help": "TCP port; 0 picks a free one (OpenWhisk standalone uses 3233)"})
-    data_dir: str = field(default=str(DEFAULT_DATA_DIR), metadata={"help": "where the database, logs and pid file live"})
-    auth: str = field(default=GUEST_AUTH, metadata={"help": "accepted key UUID:KEY (default: OpenWhisk's guest key); visible to "
-                                                            "ps: prefer --auth-file or the LOCALWHISK_AUTH environment variable"})
+    data_dir: str = field(
+        default=str(DEFAULT_DATA_DIR), metadata={"help": "where the database, logs and pid file live"}
+    )
+    auth: str = field(
+        default=GUEST_AUTH,
+        metadata={
+            "help": "accepted key UUID:KEY (default: OpenWhisk's guest key); visible to "
+            "ps: prefer --auth-file or the LOCALWHISK_AUTH environment variable"
+        },
+    )
     namespace: str = field(default=GUEST_NAMESPACE, metadata={"help": "the namespace of that key"})
-    user_memory_mb: int = field(default=4096, metadata={"help": "pool capacity in MB (whisk.container-pool.user-memory)"})
-    pause_grace_ms: int = field(default=50, metadata={"help": "pause an idle warm sandbox after this many ms (1.0.0: 50; 2.x: 10000)"})
-    idle_timeout_s: float = field(default=600.0, metadata={"help": "remove a paused sandbox after this many s (idle-container)"})
-    parallel_runs: int = field(default=10, metadata={"help": "cap on sandbox creations in parallel (docker parallel-runs)"})
-    invokes_per_minute: int = field(default=999999, metadata={"help": "per-namespace invocations per minute (OpenWhisk ansible: 60)"})
-    concurrent_invokes: int = field(default=999999, metadata={"help": "per-namespace in-flight activations (OpenWhisk ansible: 30)"})
+    user_memory_mb: int = field(
+        default=4096, metadata={"help": "pool capacity in MB (whisk.container-pool.user-memory)"}
+    )
+    pause_grace_ms: int = field(
+        default=50, metadata={"help": "pause an idle warm sandbox after this many ms (1.0.0: 50; 2.x: 10000)"}
+    )
+    idle_timeout_s: float = field(
+        default=600.0, metadata={"help": "remove a paused sandbox after this many s (idle-container)"}
+    )
+    parallel_runs: int = field(
+        default=10, metadata={"help": "cap on sandbox creations in parallel (docker parallel-runs)"}
+    )
+    invokes_per_minute: int = field(
+        default=999999, metadata={"help": "per-namespace invocations per minute (OpenWhisk ansible: 60)"}
+    )
+    concurrent_invokes: int = field(
+        default=999999, metadata={"help": "per-namespace in-flight activations (OpenWhisk ansible: 30)"}
+    )
     min_action_memory_mb: int = field(default=128, metadata={"help": "smallest allowed limits.memory"})
     max_action_memory_mb: int = field(default=2048, metadata={"help": "largest allowed limits.memory (OpenWhisk: 512)"})
     std_action_memory_mb: int = field(default=256, metadata={"help": "default limits.memory"})
@@ -51,18 +75,51 @@ class Settings:
     std_action_timeout_ms: int = field(default=60000, metadata={"help": "default limits.timeout"})
     max_blocking_wait_ms: int = field(default=60000, metadata={"help": "blocking invokes answer 202 after this wait"})
     max_payload_bytes: int = field(default=1048576, metadata={"help": "largest request body and result"})
-    max_action_code_bytes: int = field(default=48 * 1024 * 1024, metadata={"help": "largest exec.code of an action, base64 included: a zip of about 3/4 of it (whisk.exec.size-limit 48 MB)"})
-    prewarm: str = field(default="", metadata={"help": "stem cells, e.g. 'python:3=2,nodejs:20=1' (256 MB each) or 'nodejs:20=2@256'"})
-    isolation: str = field(default="auto", metadata={"help": "auto | cgroup | rlimit | docker (auto: cgroups if writable, else SIGSTOP + rlimits; docker: one container per sandbox)"})
-    docker_pause: str = field(default="api", metadata={"help": "isolation docker: api (docker pause/unpause, shows in docker ps) | freezer (direct cgroup freezer write: faster, invisible to Docker)"})
-    docker_images: str = field(default="", metadata={"help": "isolation docker: images per family, e.g. 'python=openwhisk/action-python-v3.11:nightly' (default faasprof's own)"})
-    cpu_policy: str = field(default="shares", metadata={"help": "shares (OpenWhisk cpu-shares ∝ memory) | quota (CPU quota ∝ memory)"})
-    user_cpus: float = field(default=0.0, metadata={"help": "CPUs for all actions under the quota policy (0 = all cores)"})
-    python: str = field(default="", metadata={"help": "Python interpreter for python actions (default: the one running localwhisk)"})
+    max_action_code_bytes: int = field(
+        default=48 * 1024 * 1024,
+        metadata={
+            "help": "largest exec.code of an action, base64 included: a zip of about 3/4 of it (whisk.exec.size-limit 48 MB)"
+        },
+    )
+    prewarm: str = field(
+        default="", metadata={"help": "stem cells, e.g. 'python:3=2,nodejs:20=1' (256 MB each) or 'nodejs:20=2@256'"}
+    )
+    isolation: str = field(
+        default="auto",
+        metadata={
+            "help": "auto | cgroup | rlimit | docker (auto: cgroups if writable, else SIGSTOP + rlimits; docker: one container per sandbox)"
+        },
+    )
+    docker_pause: str = field(
+        default="api",
+        metadata={
+            "help": "isolation docker: api (docker pause/unpause, shows in docker ps) | freezer (direct cgroup freezer write: faster, invisible to Docker)"
+        },
+    )
+    docker_images: str = field(
+        default="",
+        metadata={
+            "help": "isolation docker: images per family, e.g. 'python=openwhisk/action-python-v3.11:nightly' (default faasprof's own)"
+        },
+    )
+    cpu_policy: str = field(
+        default="shares", metadata={"help": "shares (OpenWhisk cpu-shares ∝ memory) | quota (CPU quota ∝ memory)"}
+    )
+    user_cpus: float = field(
+        default=0.0, metadata={"help": "CPUs for all actions under the quota policy (0 = all cores)"}
+    )
+    python: str = field(
+        default="", metadata={"help": "Python interpreter for python actions (default: the one running localwhisk)"}
+    )
     node: str = field(default="", metadata={"help": "Node.js binary for nodejs actions (default: node on PATH)"})
     store_flush_ms: int = field(default=50, metadata={"help": "activation records reach sqlite within this many ms"})
     log_file: str = field(default="", metadata={"help": "server log file (default: <data-dir>/localwhisk.log)"})
-    control_plane: str = field(default="", metadata={"help": "OpenWhisk control-plane delay model: a preset (openwhisk-2.0.0-standalone) or cold=MS,resumed=MS,warm=MS (localwhisk/delays.py; default off)"})
+    control_plane: str = field(
+        default="",
+        metadata={
+            "help": "OpenWhisk control-plane delay model: a preset (openwhisk-2.0.0-standalone) or cold=MS,resumed=MS,warm=MS (localwhisk/delays.py; default off)"
+        },
+    )
 
     def to_dict(self) -> dict:
         out = {f.name: getattr(self, f.name) for f in fields(self)}
@@ -99,7 +156,10 @@ def add_settings_arguments(parser: argparse.ArgumentParser, skip: tuple[str, ...
         if (f.type if isinstance(f.type, str) else f.type.__name__) == "bool":
             parser.add_argument(flag, dest=f.name, action="store_true", default=None, help=f.metadata["help"])
             continue
-        kind = TYPES.get(f.name) or {"int": int, "float": float, "str": str}[f.type if isinstance(f.type, str) else f.type.__name__]
+        kind = (
+            TYPES.get(f.name)
+            or {"int": int, "float": float, "str": str}[f.type if isinstance(f.type, str) else f.type.__name__]
+        )
         if f.name == "auth":
             help_text = f.metadata["help"]
         elif "(default" in f.metadata["help"]:  # the help already says its default in words
@@ -110,7 +170,11 @@ def add_settings_arguments(parser: argparse.ArgumentParser, skip: tuple[str, ...
 
 
 def add_auth_file_argument(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("--auth-file", type=Path, help=f"read the key UUID:KEY from this file (or set {AUTH_ENV}); keeps it off the command line")
+    parser.add_argument(
+        "--auth-file",
+        type=Path,
+        help=f"read the key UUID:KEY from this file (or set {AUTH_ENV}); keeps it off the command line",
+    )
 
 
 def read_auth_file(path: Path) -> str:
@@ -178,8 +242,17 @@ def validate_settings(settings: "Settings") -> list[str]:
         problems.append(str(error))
     if settings.cpu_policy not in ("shares", "quota"):
         problems.append(f"cpu_policy: must be shares or quota (got {settings.cpu_policy!r})")
-    for name in ("user_memory_mb", "parallel_runs", "min_action_memory_mb", "max_action_memory_mb", "std_action_memory_mb",
-                 "max_blocking_wait_ms", "max_payload_bytes", "max_action_code_bytes", "store_flush_ms"):
+    for name in (
+        "user_memory_mb",
+        "parallel_runs",
+        "min_action_memory_mb",
+        "max_action_memory_mb",
+        "std_action_memory_mb",
+        "max_blocking_wait_ms",
+        "max_payload_bytes",
+        "max_action_code_bytes",
+        "store_flush_ms",
+    ):
         if getattr(settings, name) <= 0:
             problems.append(f"{name}: must be > 0 (got {getattr(settings, name)})")
     if settings.pause_grace_ms < 0 or settings.idle_timeout_s <= 0:
@@ -187,16 +260,22 @@ def validate_settings(settings: "Settings") -> list[str]:
     if settings.invokes_per_minute <= 0 or settings.concurrent_invokes <= 0:
         problems.append("invokes_per_minute and concurrent_invokes: must be > 0")
     if settings.user_memory_mb < settings.min_action_memory_mb:
-        problems.append(f"user_memory_mb: {settings.user_memory_mb} is below min_action_memory_mb {settings.min_action_memory_mb}; no action could run")
+        problems.append(
+            f"user_memory_mb: {settings.user_memory_mb} is below min_action_memory_mb {settings.min_action_memory_mb}; no action could run"
+        )
     if ":" not in settings.auth:
         problems.append("auth: must be UUID:KEY")
     if not is_loopback(settings.host):
         if not settings.allow_remote:
-            problems.append(f"host: {settings.host} is not a loopback address; listening there exposes the API to the network: "
-                            f"pass --allow-remote and a key of your own (--auth-file), or use --host 127.0.0.1")
+            problems.append(
+                f"host: {settings.host} is not a loopback address; listening there exposes the API to the network: "
+                f"pass --allow-remote and a key of your own (--auth-file), or use --host 127.0.0.1"
+            )
         elif settings.auth == GUEST_AUTH:
-            problems.append(f"auth: --host {settings.host} with --allow-remote needs a key other than OpenWhisk's public guest key "
-                            f"(--auth-file F with UUID:KEY)")
+            problems.append(
+                f"auth: --host {settings.host} with --allow-remote needs a key other than OpenWhisk's public guest key "
+                f"(--auth-file F with UUID:KEY)"
+            )
     try:
         parse_prewarm(settings.prewarm)
     except ValueError as error:

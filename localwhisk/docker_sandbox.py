@@ -39,9 +39,9 @@ from pathlib import Path
 import aiohttp
 
 from faasprof.docker import DOCKER_SOCKET, LABEL_OWNER_PID, bridge_gateway, parse_images
-from faasprof.procfs import process_start_ticks
 from faasprof.localwhisk import fastjson
 from faasprof.localwhisk.sandbox import TIMER_SLACK_S, Sandbox, SandboxDied, not_json_reply
+from faasprof.procfs import process_start_ticks
 
 LABEL_INSTANCE = "faasprof.localwhisk.instance"
 LABEL_OWNER_START = "faasprof.localwhisk.owner_start"
@@ -150,14 +150,18 @@ class DockerHost:
         try:
             info = await self.engine.call("GET", "/info")
         except (DockerUnavailable, DockerError) as error:
-            raise DockerUnavailable(f"isolation docker: {error}; start dockerd (./setup.sh --with docker does) or use isolation auto") from None
+            raise DockerUnavailable(
+                f"isolation docker: {error}; start dockerd (./setup.sh --with docker does) or use isolation auto"
+            ) from None
         if info.get("CgroupDriver") == "systemd":
             self.cgroup_parent = "system.slice"
         for family, image in sorted(self.images.items()):
             try:
                 await self.engine.call("GET", f"/images/{image}/json")
             except DockerError:
-                raise DockerUnavailable(f"isolation docker: image {image} ({family} actions) is missing; build it with setup/runtime-images/build.sh (./setup.sh --with docker does) or pull it") from None
+                raise DockerUnavailable(
+                    f"isolation docker: image {image} ({family} actions) is missing; build it with setup/runtime-images/build.sh (./setup.sh --with docker does) or pull it"
+                ) from None
         self.http = aiohttp.ClientSession(
             connector=aiohttp.TCPConnector(limit=0, force_close=False, enable_cleanup_closed=True),
             timeout=aiohttp.ClientTimeout(total=None),
@@ -172,21 +176,33 @@ class DockerHost:
         try:
             network = await self.engine.call("GET", "/networks/bridge")
         except DockerError as error:
-            raise DockerUnavailable(f"isolation docker: cannot inspect Docker's bridge network ({error}); containers need it to reach the API: restart dockerd") from None
+            raise DockerUnavailable(
+                f"isolation docker: cannot inspect Docker's bridge network ({error}); containers need it to reach the API: restart dockerd"
+            ) from None
         gateway, how = bridge_gateway(network or {})
         if gateway is None:
-            raise DockerUnavailable(f"isolation docker: {how}, so containers cannot reach the API; recreate the bridge (restart dockerd) or use isolation process")
+            raise DockerUnavailable(
+                f"isolation docker: {how}, so containers cannot reach the API; recreate the bridge (restart dockerd) or use isolation process"
+            )
         return gateway
 
     async def reap(self) -> list[str]:
         """Remove localwhisk containers whose owning server is dead; return their names."""
-        listing = await self.engine.call("GET", "/containers/json", params={"all": "1", "filters": json.dumps({"label": [LABEL_OWNER_PID]})})
-        stale = [c for c in listing or [] if not owner_alive(c["Labels"].get(LABEL_OWNER_PID), c["Labels"].get(LABEL_OWNER_START))]
+        listing = await self.engine.call(
+            "GET", "/containers/json", params={"all": "1", "filters": json.dumps({"label": [LABEL_OWNER_PID]})}
+        )
+        stale = [
+            c
+            for c in listing or []
+            if not owner_alive(c["Labels"].get(LABEL_OWNER_PID), c["Labels"].get(LABEL_OWNER_START))
+        ]
         await asyncio.gather(*(self.remove(c["Id"]) for c in stale), return_exceptions=True)
         return sorted(name.lstrip("/") for c in stale for name in c.get("Names", [])[:1])
 
     async def remove(self, container_id: str) -> None:
-        await self.engine.call("DELETE", f"/containers/{container_id}", params={"force": "1", "v": "1"}, ok=(200, 204, 404, 409))
+        await self.engine.call(
+            "DELETE", f"/containers/{container_id}", params={"force": "1", "v": "1"}, ok=(200, 204, 404, 409)
+        )
 
     async def close(self) -> None:
         if self.http is not None:
@@ -197,7 +213,9 @@ class DockerHost:
     def image_for(self, kind: str) -> str:
         family = kind.split(":", 1)[0]
         if family not in self.images:
-            raise DockerUnavailable(f"isolation docker has no image for kind {kind!r}; known: {', '.join(sorted(self.images))}")
+            raise DockerUnavailable(
+                f"isolation docker has no image for kind {kind!r}; known: {', '.join(sorted(self.images))}"
+            )
         return self.images[family]
 
     def container_config(self, name: str, kind: str, memory_mb: int, apihost: str) -> dict:
@@ -256,7 +274,9 @@ class DockerSandbox(Sandbox):
 
     takes_archives = True  # /init gets the base64 zip itself (the proxy unpacks it in the container)
 
-    def __init__(self, name, kind, memory_mb, cgroups, workroot, apihost, on_exit, interpreters=None, *, host: DockerHost):
+    def __init__(
+        self, name, kind, memory_mb, cgroups, workroot, apihost, on_exit, interpreters=None, *, host: DockerHost
+    ):
         super().__init__(name, kind, memory_mb, cgroups, workroot, apihost, on_exit, interpreters)
         self.host = host
         self.container_id: str | None = None
@@ -296,7 +316,9 @@ class DockerSandbox(Sandbox):
         self.ip = (info.get("NetworkSettings") or {}).get("IPAddress") or None
         if not state.get("Running") or not self.ip:
             await self._discard()
-            raise SandboxDied(f"container {self.container_name} is not running with a bridge IP (state {state.get('Status')})")
+            raise SandboxDied(
+                f"container {self.container_name} is not running with a bridge IP (state {state.get('Status')})"
+            )
         self._logs.clear()
 
     async def _create_and_start(self, config: dict) -> dict:
@@ -371,7 +393,9 @@ class DockerSandbox(Sandbox):
             except (DockerError, DockerUnavailable) as error:
                 # OpenWhisk destroys a container it cannot pause; a call waiting on it goes to a new one.
                 self.pause_error = str(error)
-                self.death_reason = f"docker pause failed ({error}); removed, as OpenWhisk removes a container it cannot pause"
+                self.death_reason = (
+                    f"docker pause failed ({error}); removed, as OpenWhisk removes a container it cannot pause"
+                )
                 log.warning("sandbox %s (%s): %s", self.name, self.container_name, self.death_reason)
                 self.kill()
 
@@ -573,4 +597,3 @@ def _error_of(raw: bytes) -> str:
         error = body["error"]
         return error if isinstance(error, str) else json.dumps(error)
     return ""
-

@@ -88,8 +88,17 @@ def _die_with(parent_pid: int):
 class LocalwhiskHandle:
     """A running localwhisk child process. ``stop()`` is safe to call twice."""
 
-    def __init__(self, process: subprocess.Popen, apihost: str, auth: str, namespace: str, settings: dict,
-                 data_dir: Path, owns_data_dir: bool, log_path: Path):
+    def __init__(
+        self,
+        process: subprocess.Popen,
+        apihost: str,
+        auth: str,
+        namespace: str,
+        settings: dict,
+        data_dir: Path,
+        owns_data_dir: bool,
+        log_path: Path,
+    ):
         self.process = process
         self.apihost = apihost
         self.auth = auth
@@ -149,8 +158,14 @@ class LocalwhiskHandle:
         return f"LocalwhiskHandle(apihost={self.apihost!r}, pid={self.process.pid})"
 
 
-def start_embedded(data_dir: Path | None = None, port: int = 0, user_memory_mb: int = 4096, pause_grace_ms: int = 50,
-                   log_dir: Path | None = None, **settings) -> LocalwhiskHandle:
+def start_embedded(
+    data_dir: Path | None = None,
+    port: int = 0,
+    user_memory_mb: int = 4096,
+    pause_grace_ms: int = 50,
+    log_dir: Path | None = None,
+    **settings,
+) -> LocalwhiskHandle:
     """Start localwhisk on 127.0.0.1 and return once ``GET /`` answers.
 
     ``data_dir`` None uses a fresh temporary directory, removed by ``stop()`` (save the records
@@ -162,7 +177,9 @@ def start_embedded(data_dir: Path | None = None, port: int = 0, user_memory_mb: 
     given = {"port": port, "user_memory_mb": user_memory_mb, "pause_grace_ms": pause_grace_ms, **settings}
     unknown = sorted(set(given) - SETTING_NAMES)
     if unknown:
-        raise ConfigError(f"localwhisk settings: unknown setting(s) {', '.join(unknown)}; known: {', '.join(sorted(SETTING_NAMES))}")
+        raise ConfigError(
+            f"localwhisk settings: unknown setting(s) {', '.join(unknown)}; known: {', '.join(sorted(SETTING_NAMES))}"
+        )
     given = {k: v for k, v in given.items() if v is not None}
     problems = []
     for f in fields(Settings):
@@ -178,11 +195,17 @@ def start_embedded(data_dir: Path | None = None, port: int = 0, user_memory_mb: 
         elif kind == "str":
             given[f.name] = str(value)
     settings = {k: v for k, v in given.items() if k not in ("port", "user_memory_mb", "pause_grace_ms")}
-    port, user_memory_mb, pause_grace_ms = given.get("port", 0), given.get("user_memory_mb", 4096), given.get("pause_grace_ms", 50)
+    port, user_memory_mb, pause_grace_ms = (
+        given.get("port", 0),
+        given.get("user_memory_mb", 4096),
+        given.get("pause_grace_ms", 50),
+    )
     if not problems:
         problems = validate_settings(Settings(**given))
     if problems:
-        raise ConfigError(f"localwhisk settings: {problems[0]}", problems=[f"localwhisk settings: {p}" for p in problems])
+        raise ConfigError(
+            f"localwhisk settings: {problems[0]}", problems=[f"localwhisk settings: {p}" for p in problems]
+        )
     owns = data_dir is None
     data_dir = Path(tempfile.mkdtemp(prefix="localwhisk-")) if owns else Path(data_dir).expanduser().resolve()
     data_dir.mkdir(parents=True, exist_ok=True)
@@ -190,8 +213,14 @@ def start_embedded(data_dir: Path | None = None, port: int = 0, user_memory_mb: 
     log_dir = Path(log_dir).expanduser().resolve() if log_dir else data_dir
     log_dir.mkdir(parents=True, exist_ok=True)
     log_path = log_dir / "localwhisk.log"
-    all_settings = {"port": port, "user_memory_mb": user_memory_mb, "pause_grace_ms": pause_grace_ms,
-                    "data_dir": str(data_dir), "log_file": str(log_path), **settings}
+    all_settings = {
+        "port": port,
+        "user_memory_mb": user_memory_mb,
+        "pause_grace_ms": pause_grace_ms,
+        "data_dir": str(data_dir),
+        "log_file": str(log_path),
+        **settings,
+    }
     try:
         argv = settings_argv(all_settings)
     except ValueError as error:
@@ -209,8 +238,9 @@ def start_embedded(data_dir: Path | None = None, port: int = 0, user_memory_mb: 
     return LocalwhiskHandle(process, state["apihost"], auth, namespace, described, data_dir, owns, log_path)
 
 
-def launch_server(argv: list[str], data_dir: Path, log_path: Path, parent_pid: int | None = None,
-                  auth: str = GUEST_AUTH) -> tuple[subprocess.Popen, dict, dict]:
+def launch_server(
+    argv: list[str], data_dir: Path, log_path: Path, parent_pid: int | None = None, auth: str = GUEST_AUTH
+) -> tuple[subprocess.Popen, dict, dict]:
     """Start ``python -m faasprof.localwhisk serve ARGV`` in its own session and wait until ``GET /`` answers.
 
     Returns the process, the state it wrote to its port file (apihost, port, pid) and ``GET /``.
@@ -225,15 +255,29 @@ def launch_server(argv: list[str], data_dir: Path, log_path: Path, parent_pid: i
         command += ["--parent-pid", str(parent_pid)]
     env = dict(os.environ)
     env.update(server_env({"auth": auth}))  # the key by environment: a command line is public (ps)
-    preexec = _die_with(parent_pid) if parent_pid is not None and threading.current_thread() is threading.main_thread() else None
+    preexec = (
+        _die_with(parent_pid)
+        if parent_pid is not None and threading.current_thread() is threading.main_thread()
+        else None
+    )
     with open(log_path, "ab") as log_handle:
-        process = subprocess.Popen(command, stdin=subprocess.DEVNULL, stdout=log_handle, stderr=log_handle,
-                                   start_new_session=True, env=env, cwd=str(data_dir), preexec_fn=preexec)
+        process = subprocess.Popen(
+            command,
+            stdin=subprocess.DEVNULL,
+            stdout=log_handle,
+            stderr=log_handle,
+            start_new_session=True,
+            env=env,
+            cwd=str(data_dir),
+            preexec_fn=preexec,
+        )
     deadline = time.monotonic() + START_TIMEOUT_S
     try:
         while time.monotonic() < deadline:
             if process.poll() is not None:
-                raise NotReadyError(f"localwhisk exited with status {process.returncode} while starting: {_last_line(log_path)}{_disk_note(data_dir)} (log: {log_path})")
+                raise NotReadyError(
+                    f"localwhisk exited with status {process.returncode} while starting: {_last_line(log_path)}{_disk_note(data_dir)} (log: {log_path})"
+                )
             if port_file.exists():
                 try:
                     state = json.loads(port_file.read_text())
@@ -260,7 +304,11 @@ def _disk_note(folder: Path) -> str:
         free = shutil.disk_usage(folder).free
     except OSError:
         return ""
-    return f"; the disk holding {folder} is full ({free // 1024} KiB free): free space or choose another --out" if free < FULL_DISK_BYTES else ""
+    return (
+        f"; the disk holding {folder} is full ({free // 1024} KiB free): free space or choose another --out"
+        if free < FULL_DISK_BYTES
+        else ""
+    )
 
 
 def _basic(auth: str) -> str:

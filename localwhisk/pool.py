@@ -55,7 +55,15 @@ PREWARM_MAX_RETRIES = 5
 
 
 class Pool:
-    def __init__(self, settings, cgroups: CgroupManager, workroot: Path, apihost: str, on_complete, prewarm: list[tuple[str, int, int]]):
+    def __init__(
+        self,
+        settings,
+        cgroups: CgroupManager,
+        workroot: Path,
+        apihost: str,
+        on_complete,
+        prewarm: list[tuple[str, int, int]],
+    ):
         self.settings = settings
         self.user_memory_mb = settings.user_memory_mb
         self.pause_grace_s = settings.pause_grace_ms / 1000.0
@@ -93,7 +101,9 @@ class Pool:
 
     def submit(self, job: Job) -> None:
         if self.closed:  # never strand a job in a buffer nobody drains any more
-            self._finish(job, Outcome(status_code=3, result={"error": STOPPED_ERROR}, wait_end_ns=time.monotonic_ns()), None)
+            self._finish(
+                job, Outcome(status_code=3, result={"error": STOPPED_ERROR}, wait_end_ns=time.monotonic_ns()), None
+            )
             return
         if self.buffer or not self._try_schedule(job):
             self.buffer.append(job)
@@ -108,7 +118,9 @@ class Pool:
             if sb.action_name is None:
                 prewarm.append({"kind": sb.kind, "memory_mb": sb.memory_mb, "state": sb.state})
                 continue
-            entry = actions.setdefault(sb.action_name, {"warm": 0, "paused": 0, "busy": 0, "starting": 0, "removing": 0})
+            entry = actions.setdefault(
+                sb.action_name, {"warm": 0, "paused": 0, "busy": 0, "starting": 0, "removing": 0}
+            )
             state = {"idle": "warm", "prewarm": "warm"}.get(sb.state, sb.state)
             entry[state] = entry.get(state, 0) + 1
         return {
@@ -184,10 +196,21 @@ class Pool:
         name = f"wsk{self._counter}"
         interpreters = {"python": self.settings.python, "node": self.settings.node}
         if self.docker is not None:
-            sb = DockerSandbox(name, kind, memory_mb, self.cgroups, self.workroot, self.apihost, self._on_sandbox_exit,
-                               interpreters, host=self.docker)
+            sb = DockerSandbox(
+                name,
+                kind,
+                memory_mb,
+                self.cgroups,
+                self.workroot,
+                self.apihost,
+                self._on_sandbox_exit,
+                interpreters,
+                host=self.docker,
+            )
         else:
-            sb = Sandbox(name, kind, memory_mb, self.cgroups, self.workroot, self.apihost, self._on_sandbox_exit, interpreters)
+            sb = Sandbox(
+                name, kind, memory_mb, self.cgroups, self.workroot, self.apihost, self._on_sandbox_exit, interpreters
+            )
         sb.prewarm_spec = None
         self.sandboxes[name] = sb
         self.counted.add(sb)
@@ -289,7 +312,9 @@ class Pool:
                 await sb.start()
         except (SandboxDied, TimeoutError, OSError) as error:
             self.prewarm_failures += 1
-            log.warning("prewarm %s (%s) failed to start (%d in a row): %s", sb.name, sb.kind, self.prewarm_failures, error)
+            log.warning(
+                "prewarm %s (%s) failed to start (%d in a row): %s", sb.name, sb.kind, self.prewarm_failures, error
+            )
             sb.prewarm_spec = None
             self._remove_failed(sb)
             return
@@ -349,7 +374,10 @@ class Pool:
         sb.activations += 1
         self._finish(job, out, sb)
         if out.destroy or sb.dead:
-            self._remove(sb, "destroyed after its activation failed (" + str((out.result or {}).get("error", "error"))[:120] + ")")
+            self._remove(
+                sb,
+                "destroyed after its activation failed (" + str((out.result or {}).get("error", "error"))[:120] + ")",
+            )
             self._drain()
         else:
             self._became_free(sb)
@@ -361,8 +389,12 @@ class Pool:
         tmp = getattr(sb, "tmp", "private")
         if tmp != "private" and not self.tmp_shared:
             self.tmp_shared = tmp.removeprefix("shared: ")
-            log.warning("%s sandboxes share the host's /tmp (%s): a function writing fixed /tmp names collides with its concurrent "
-                        "calls; run localwhisk as root for a /tmp per sandbox", sb.kind, self.tmp_shared)
+            log.warning(
+                "%s sandboxes share the host's /tmp (%s): a function writing fixed /tmp names collides with its concurrent "
+                "calls; run localwhisk as root for a /tmp per sandbox",
+                sb.kind,
+                self.tmp_shared,
+            )
 
     async def _resumed(self, sb: Sandbox) -> bool:
         """Resume a paused sandbox (thaw, or docker unpause: inside waitTime, as OpenWhisk's); False
@@ -454,7 +486,9 @@ class Pool:
             if out.size > limit:
                 # OpenWhisk truncates an oversized response and records an application error.
                 out.status_code = 1
-                out.result = {"error": f"The action produced a response that exceeded the allowed length: {out.size} > {limit} bytes."}
+                out.result = {
+                    "error": f"The action produced a response that exceeded the allowed length: {out.size} > {limit} bytes."
+                }
                 return
             out.result = result
             if isinstance(result, dict) and "error" in result:

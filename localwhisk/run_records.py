@@ -48,9 +48,15 @@ def save_store_records(run_dir: str | os.PathLike, store: str | os.PathLike, pla
     elif not path.exists():
         rundir.write_records(path, [])
     missing = lacking - stored.keys()
-    report = {"source": str(Path(store).relative_to(run_dir)) if Path(store).is_relative_to(run_dir) else str(store),
-              "file": rundir.ACTIVATIONS, "expected": len(wanted), "saved": len(wanted) - len(missing), "from_store": len(stored),
-              "missing": len(missing), "interrupted": False}
+    report = {
+        "source": str(Path(store).relative_to(run_dir)) if Path(store).is_relative_to(run_dir) else str(store),
+        "file": rundir.ACTIVATIONS,
+        "expected": len(wanted),
+        "saved": len(wanted) - len(missing),
+        "from_store": len(stored),
+        "missing": len(missing),
+        "interrupted": False,
+    }
     if missing:
         report["missing_why"] = _missing_why(platform_exit)
         report["missing_ids_sample"] = sorted(missing)[:MISSING_SAMPLE]
@@ -59,10 +65,14 @@ def save_store_records(run_dir: str | os.PathLike, store: str | os.PathLike, pla
 
 def _missing_why(platform_exit: str | None) -> str:
     if platform_exit:
-        return (f"the embedded localwhisk {platform_exit}: it could not record what it still held, and its store has no record of "
-                "these accepted activations")
-    return ("the platform answered each with an activation id, but its store holds no record of it after it stopped: "
-            "lost by the platform (see localwhisk/localwhisk.log)")
+        return (
+            f"the embedded localwhisk {platform_exit}: it could not record what it still held, and its store has no record of "
+            "these accepted activations"
+        )
+    return (
+        "the platform answered each with an activation id, but its store holds no record of it after it stopped: "
+        "lost by the platform (see localwhisk/localwhisk.log)"
+    )
 
 
 __all__ = ["EMBEDDED_DATA_DIR", "STORE_FILE", "StoreReadError", "save_store_records", "store_path"]

@@ -20,9 +20,9 @@ import sys
 import time
 from pathlib import Path
 
-from faasprof.procfs import process_start_ticks
 from faasprof.localwhisk import fastjson
 from faasprof.localwhisk.cgroups import CgroupManager
+from faasprof.procfs import process_start_ticks
 
 # Under a localwhisk's data directory: each sandbox's work directory and pid file.
 SANDBOXES_DIR = "sandboxes"
@@ -78,7 +78,10 @@ def _pipe() -> tuple[int, int]:
 def not_json_reply(output: bytes) -> dict:
     """The reply for an action whose output is not JSON, in either kind of sandbox (OpenWhisk's
     message, with the output's first 200 bytes)."""
-    return {"developer_error": "The action did not produce a valid JSON response: " + output[:200].decode("utf-8", "replace")}
+    return {
+        "developer_error": "The action did not produce a valid JSON response: "
+        + output[:200].decode("utf-8", "replace")
+    }
 
 
 class SandboxDied(Exception):
@@ -88,8 +91,17 @@ class SandboxDied(Exception):
 class Sandbox:
     """One launcher process group. States: starting, prewarm, busy, idle, paused, removing, dead."""
 
-    def __init__(self, name: str, kind: str, memory_mb: int, cgroups: CgroupManager, workroot: Path, apihost: str, on_exit,
-                 interpreters: dict | None = None):
+    def __init__(
+        self,
+        name: str,
+        kind: str,
+        memory_mb: int,
+        cgroups: CgroupManager,
+        workroot: Path,
+        apihost: str,
+        on_exit,
+        interpreters: dict | None = None,
+    ):
         self.name = name
         self.kind = kind
         self.family = runtime_family(kind) or "python"
@@ -406,7 +418,9 @@ class Sandbox:
             return
         self._log_bytes += len(line)
         if self._log_bytes > self.log_limit_bytes:
-            text = f"Logs were truncated because the total bytes size exceeds the limit of {self.log_limit_bytes} bytes."
+            text = (
+                f"Logs were truncated because the total bytes size exceeds the limit of {self.log_limit_bytes} bytes."
+            )
         else:
             text = line.decode("utf-8", "replace").rstrip("\r")
         self._logs.append(format_log_line(ts_ns, stream, text))

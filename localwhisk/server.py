@@ -29,6 +29,7 @@ from pathlib import Path
 from aiohttp import web
 
 from faasprof.localwhisk import __version__
+from faasprof.localwhisk.activation import Action
 from faasprof.localwhisk.api_activations import Activations
 from faasprof.localwhisk.api_base import RESOURCE_DOES_NOT_EXIST, STOPPING, UNSUPPORTED, limit_skip, name_problem
 from faasprof.localwhisk.api_entities import Entities
@@ -36,7 +37,6 @@ from faasprof.localwhisk.api_invoke import Throttles
 from faasprof.localwhisk.api_web import WebActions
 from faasprof.localwhisk.cgroups import CgroupManager, detect
 from faasprof.localwhisk.config import Settings, parse_prewarm
-from faasprof.localwhisk.activation import Action
 from faasprof.localwhisk.pool import Pool
 from faasprof.localwhisk.sandbox import SANDBOXES_DIR, reap_orphans
 from faasprof.localwhisk.store import STORE_FILE, Store
@@ -96,7 +96,9 @@ class Localwhisk(Entities, WebActions, Activations):
             mode, roots = "rlimit", {}
         elif s.isolation == "rlimit" or (s.isolation == "cgroup" and mode == "rlimit"):
             if s.isolation == "cgroup":
-                raise RuntimeError("isolation cgroup asked for, but no writable cgroup hierarchy was found under /sys/fs/cgroup")
+                raise RuntimeError(
+                    "isolation cgroup asked for, but no writable cgroup hierarchy was found under /sys/fs/cgroup"
+                )
             mode, roots = "rlimit", {}
         self.isolation = "docker" if s.isolation == "docker" else mode
         self.cgroups = CgroupManager(mode, roots, str(os.getpid()), s.user_memory_mb, s.cpu_policy, s.user_cpus)
@@ -111,7 +113,11 @@ class Localwhisk(Entities, WebActions, Activations):
         workroot = self.data_dir / SANDBOXES_DIR
         self.reaped_sandboxes = reap_orphans(workroot)
         if self.reaped_sandboxes:
-            log.warning("killed %d sandbox(es) left by a crashed instance: pids %s", len(self.reaped_sandboxes), self.reaped_sandboxes)
+            log.warning(
+                "killed %d sandbox(es) left by a crashed instance: pids %s",
+                len(self.reaped_sandboxes),
+                self.reaped_sandboxes,
+            )
         shutil.rmtree(workroot, ignore_errors=True)
         workroot.mkdir(parents=True, exist_ok=True)
         self.pool = Pool(s, self.cgroups, workroot, self.apihost, self._complete, prewarm)
@@ -144,9 +150,13 @@ class Localwhisk(Entities, WebActions, Activations):
             "parallel_runs": s.parallel_runs,
             "prewarm": s.prewarm,
             "isolation": self.isolation,
-            "cpu_policy": s.cpu_policy if self.isolation == "docker" or (self.cgroups and self.cgroups.enabled) else "none (rlimit mode)",
+            "cpu_policy": s.cpu_policy
+            if self.isolation == "docker" or (self.cgroups and self.cgroups.enabled)
+            else "none (rlimit mode)",
             "pause_mechanism": _pause_mechanism(self.isolation, self.cgroups, s.docker_pause),
-            "cgroup_parents": self.pool.docker.cgroup_parents() if self.pool and self.pool.docker else (self.cgroups.describe() if self.cgroups else {}),
+            "cgroup_parents": self.pool.docker.cgroup_parents()
+            if self.pool and self.pool.docker
+            else (self.cgroups.describe() if self.cgroups else {}),
             "invokes_per_minute": s.invokes_per_minute,
             "concurrent_invokes": s.concurrent_invokes,
             "store_flush_ms": s.store_flush_ms,
@@ -183,9 +193,17 @@ class Localwhisk(Entities, WebActions, Activations):
         s = self.settings
         py = f"python:3.{sys.version_info.minor}"
         runtimes = {
-            "nodejs": [{"kind": self.node_kind, "default": True, "deprecated": False, "attached": False, "requireMain": False}],
+            "nodejs": [
+                {"kind": self.node_kind, "default": True, "deprecated": False, "attached": False, "requireMain": False}
+            ],
             "python": [
-                {"kind": self.python_kind, "default": True, "deprecated": False, "attached": False, "requireMain": False},
+                {
+                    "kind": self.python_kind,
+                    "default": True,
+                    "deprecated": False,
+                    "attached": False,
+                    "requireMain": False,
+                },
                 {"kind": py, "default": False, "deprecated": False, "attached": False, "requireMain": False},
             ],
         }
@@ -219,26 +237,38 @@ class Localwhisk(Entities, WebActions, Activations):
 
     async def api_info(self, request: web.Request) -> web.Response:
         """``GET /api/v1`` as OpenWhisk's RestAPIs.info (``build``/``buildno`` identify the server)."""
-        return self.ok({
-            "description": "OpenWhisk API (localwhisk)",
-            "api_version": "1.0.0",
-            "api_version_path": "v1",
-            "build": BUILD_DATE,
-            "buildno": f"localwhisk-{__version__}",
-            "swagger_paths": {"ui": "/api/v1/docs", "api-docs": "/api/v1/api-docs"},
-        })
+        return self.ok(
+            {
+                "description": "OpenWhisk API (localwhisk)",
+                "api_version": "1.0.0",
+                "api_version_path": "v1",
+                "build": BUILD_DATE,
+                "buildno": f"localwhisk-{__version__}",
+                "swagger_paths": {"ui": "/api/v1/docs", "api-docs": "/api/v1/api-docs"},
+            }
+        )
 
     async def namespaces(self, request: web.Request) -> web.Response:
         return self.ok([self.namespace])
 
     async def limits(self, request: web.Request) -> web.Response:
         if self.resolve_namespace(request.match_info["ns"]) is None:
-            return self.error(403, f"The supplied authentication is not authorized to access '{request.match_info['ns']}'.")
+            return self.error(
+                403, f"The supplied authentication is not authorized to access '{request.match_info['ns']}'."
+            )
         s = self.settings
-        return self.ok({"invocationsPerMinute": s.invokes_per_minute, "concurrentInvocations": s.concurrent_invokes, "firesPerMinute": s.invokes_per_minute})
+        return self.ok(
+            {
+                "invocationsPerMinute": s.invokes_per_minute,
+                "concurrentInvocations": s.concurrent_invokes,
+                "firesPerMinute": s.invokes_per_minute,
+            }
+        )
 
     async def pool_status(self, request: web.Request) -> web.Response:
-        return self.ok({"localwhisk": self.describe(), "pool": self.pool.describe(), "records_written": self.store.written})
+        return self.ok(
+            {"localwhisk": self.describe(), "pool": self.pool.describe(), "records_written": self.store.written}
+        )
 
     async def in_flight(self, request: web.Request) -> web.Response:
         """Activations accepted and not yet recorded, as OpenWhisk's controller counts them against
@@ -246,17 +276,31 @@ class Localwhisk(Entities, WebActions, Activations):
         waits for before stopping it, so that no accepted activation is cut short."""
         in_flight = self.throttles.inflight.get(self.namespace, 0)
         queued = len(self.pool.buffer) if self.pool else 0
-        return self.ok({"namespace": self.namespace, "inFlight": in_flight, "queued": queued, "running": max(in_flight - queued, 0),
-                        "recordsWritten": self.store.written})
+        return self.ok(
+            {
+                "namespace": self.namespace,
+                "inFlight": in_flight,
+                "queued": queued,
+                "running": max(in_flight - queued, 0),
+                "recordsWritten": self.store.written,
+            }
+        )
 
     # -- routing ----------------------------------------------------------------------------------
 
     async def action(self, request: web.Request) -> web.Response:
         ns = self.resolve_namespace(request.match_info["ns"])
         if ns is None:
-            return self.error(403, f"The supplied authentication is not authorized to access '{request.match_info['ns']}'.")
+            return self.error(
+                403, f"The supplied authentication is not authorized to access '{request.match_info['ns']}'."
+            )
         raw_name = urllib.parse.unquote(request.match_info["name"])
-        if request.method == "GET" and raw_name.endswith("/") and not name_problem(raw_name[:-1]) and "/" not in raw_name[:-1]:
+        if (
+            request.method == "GET"
+            and raw_name.endswith("/")
+            and not name_problem(raw_name[:-1])
+            and "/" not in raw_name[:-1]
+        ):
             return self.list_actions(request, ns, package=raw_name[:-1])
         problem = name_problem(raw_name)
         if problem:
@@ -283,7 +327,10 @@ class Localwhisk(Entities, WebActions, Activations):
     def app(self) -> web.Application:
         # Action PUTs may carry max_action_code_bytes of code (base64); invoke bodies are checked against
         # max_payload_bytes in the handlers, with OpenWhisk's 413 message.
-        app = web.Application(middlewares=[self.gate], client_max_size=max(self.settings.max_payload_bytes, self.settings.max_action_code_bytes) + 65536)
+        app = web.Application(
+            middlewares=[self.gate],
+            client_max_size=max(self.settings.max_payload_bytes, self.settings.max_action_code_bytes) + 65536,
+        )
         r = app.router
         r.add_get("/", self.info)
         r.add_get("/api/v1", self.api_info)
@@ -312,7 +359,9 @@ class Localwhisk(Entities, WebActions, Activations):
     async def empty_collection(self, request: web.Request) -> web.Response:
         """Triggers and rules: always none here (``wsk list``, ``namespaces.get`` need 200 [])."""
         if self.resolve_namespace(request.match_info["ns"]) is None:
-            return self.error(403, f"The supplied authentication is not authorized to access '{request.match_info['ns']}'.")
+            return self.error(
+                403, f"The supplied authentication is not authorized to access '{request.match_info['ns']}'."
+            )
         limit, skip, problem = limit_skip(request.query, request.path.rsplit("/", 1)[-1])
         if problem:
             return self.error(400, problem)
@@ -324,7 +373,9 @@ class Localwhisk(Entities, WebActions, Activations):
         """One trigger or rule: none exists (404); creating or firing one is refused (400)."""
         collection = request.path.split("/")[5]
         if self.resolve_namespace(request.match_info["ns"]) is None:
-            return self.error(403, f"The supplied authentication is not authorized to access '{request.match_info['ns']}'.")
+            return self.error(
+                403, f"The supplied authentication is not authorized to access '{request.match_info['ns']}'."
+            )
         if request.method in ("GET", "DELETE", "HEAD"):
             return self.error(404, RESOURCE_DOES_NOT_EXIST)
         return self.error(400, UNSUPPORTED[collection])
@@ -339,5 +390,9 @@ class Localwhisk(Entities, WebActions, Activations):
 
 def _pause_mechanism(isolation: str, cgroups: CgroupManager | None, docker_pause: str = "api") -> str:
     if isolation == "docker":
-        return "docker pause (Engine API: runc, cgroup freezer)" if docker_pause == "api" else "container's cgroup freezer, written directly"
+        return (
+            "docker pause (Engine API: runc, cgroup freezer)"
+            if docker_pause == "api"
+            else "container's cgroup freezer, written directly"
+        )
     return "cgroup freezer" if cgroups and cgroups.enabled else "SIGSTOP/SIGCONT"

@@ -103,7 +103,9 @@ class Store:
         if row is None:
             conn.execute("INSERT INTO meta VALUES ('schema_version', ?)", (str(SCHEMA_VERSION),))
         elif int(row[0]) != SCHEMA_VERSION:
-            raise RuntimeError(f"{self.path}: database schema version {row[0]} not supported (expected {SCHEMA_VERSION}); use another --data-dir")
+            raise RuntimeError(
+                f"{self.path}: database schema version {row[0]} not supported (expected {SCHEMA_VERSION}); use another --data-dir"
+            )
         self._conn = conn
 
     async def close(self) -> None:
@@ -124,10 +126,14 @@ class Store:
 
     async def put_action(self, namespace: str, name: str, doc: dict) -> None:
         text = json.dumps(doc)
-        await self._run(lambda: self._conn.execute("INSERT OR REPLACE INTO actions VALUES (?,?,?)", (namespace, name, text)))
+        await self._run(
+            lambda: self._conn.execute("INSERT OR REPLACE INTO actions VALUES (?,?,?)", (namespace, name, text))
+        )
 
     async def delete_action(self, namespace: str, name: str) -> None:
-        await self._run(lambda: self._conn.execute("DELETE FROM actions WHERE namespace=? AND name=?", (namespace, name)))
+        await self._run(
+            lambda: self._conn.execute("DELETE FROM actions WHERE namespace=? AND name=?", (namespace, name))
+        )
 
     # -- packages (as rare as actions) -----------------------------------------------------------
 
@@ -139,10 +145,14 @@ class Store:
 
     async def put_package(self, namespace: str, name: str, doc: dict) -> None:
         text = json.dumps(doc)
-        await self._run(lambda: self._conn.execute("INSERT OR REPLACE INTO packages VALUES (?,?,?)", (namespace, name, text)))
+        await self._run(
+            lambda: self._conn.execute("INSERT OR REPLACE INTO packages VALUES (?,?,?)", (namespace, name, text))
+        )
 
     async def delete_package(self, namespace: str, name: str) -> None:
-        await self._run(lambda: self._conn.execute("DELETE FROM packages WHERE namespace=? AND name=?", (namespace, name)))
+        await self._run(
+            lambda: self._conn.execute("DELETE FROM packages WHERE namespace=? AND name=?", (namespace, name))
+        )
 
     # -- activations ----------------------------------------------------------------------------
 
@@ -217,7 +227,14 @@ class Store:
         return fastjson.loads(row[0]) if row else None
 
     async def list_activations(
-        self, namespace: str, name: str | None, since_ms: int | None, upto_ms: int | None, limit: int, skip: int, count: bool = False
+        self,
+        namespace: str,
+        name: str | None,
+        since_ms: int | None,
+        upto_ms: int | None,
+        limit: int,
+        skip: int,
+        count: bool = False,
     ):
         """Newest first (by start), ``since``/``upto`` inclusive; returns [(doc, status_code)] or a count."""
         await self.flush()

@@ -19,9 +19,9 @@ import time
 from pathlib import Path
 
 from faasprof.docker import LABEL_OWNER_PID, remove_labelled_containers
-from faasprof.procfs import process_start_ticks
 from faasprof.localwhisk.cgroups import CgroupManager, detect
 from faasprof.localwhisk.sandbox import SANDBOXES_DIR, reap_orphans
+from faasprof.procfs import process_start_ticks
 
 POLL_S = 0.5
 
@@ -31,7 +31,9 @@ def clean_after(server_pid: int, data_dir: Path) -> list[str]:
     removed = [f"sandbox pid {pid}" for pid in reap_orphans(data_dir / SANDBOXES_DIR)]
     mode, roots = detect()
     if mode.startswith("cgroup"):
-        removed += [f"cgroup {path}" for path in CgroupManager(mode, roots, "watchdog", 1, "shares", 0.0).cleanup_stale()]
+        removed += [
+            f"cgroup {path}" for path in CgroupManager(mode, roots, "watchdog", 1, "shares", 0.0).cleanup_stale()
+        ]
     removed += [f"container {cid[:12]}" for cid in remove_labelled_containers(LABEL_OWNER_PID, str(server_pid))]
     return removed
 
@@ -48,8 +50,14 @@ def launch(server_pid: int, data_dir: Path, log_path: Path) -> subprocess.Popen 
     if start_ticks is None:
         return None
     with open(log_path, "ab") as log:
-        return subprocess.Popen([sys.executable, "-m", "faasprof.localwhisk.watchdog", str(server_pid), str(start_ticks), str(data_dir)],
-                                stdin=subprocess.DEVNULL, stdout=log, stderr=log, start_new_session=True, close_fds=True)
+        return subprocess.Popen(
+            [sys.executable, "-m", "faasprof.localwhisk.watchdog", str(server_pid), str(start_ticks), str(data_dir)],
+            stdin=subprocess.DEVNULL,
+            stdout=log,
+            stderr=log,
+            start_new_session=True,
+            close_fds=True,
+        )
 
 
 def main(argv: list[str]) -> int:
@@ -57,7 +65,10 @@ def main(argv: list[str]) -> int:
     wait_until_gone(server_pid, start_ticks)
     removed = clean_after(server_pid, data_dir)
     if removed:
-        print(f"localwhisk watchdog: server {server_pid} died without stopping its sandboxes; removed {len(removed)}: {', '.join(removed)}", flush=True)
+        print(
+            f"localwhisk watchdog: server {server_pid} died without stopping its sandboxes; removed {len(removed)}: {', '.join(removed)}",
+            flush=True,
+        )
     return 0
 
 

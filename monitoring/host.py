@@ -14,7 +14,18 @@ import shutil
 import subprocess
 from pathlib import Path
 
-RDT_FLAGS = ("rdt_a", "cat_l3", "cat_l2", "cdp_l3", "cdp_l2", "cqm_llc", "cqm_occup_llc", "cqm_mbm_total", "cqm_mbm_local", "mba")
+RDT_FLAGS = (
+    "rdt_a",
+    "cat_l3",
+    "cat_l2",
+    "cdp_l3",
+    "cdp_l2",
+    "cqm_llc",
+    "cqm_occup_llc",
+    "cqm_mbm_total",
+    "cqm_mbm_local",
+    "mba",
+)
 
 
 class Root:
@@ -149,7 +160,9 @@ def topology(root: Root) -> dict:
 
 
 def frequency(root: Root, cpus: list[int]) -> dict:
-    governors = sorted({g for g in (root.read_line(f"/sys/devices/system/cpu/cpu{c}/cpufreq/scaling_governor") for c in cpus) if g})
+    governors = sorted(
+        {g for g in (root.read_line(f"/sys/devices/system/cpu/cpu{c}/cpufreq/scaling_governor") for c in cpus) if g}
+    )
     driver = root.read_line("/sys/devices/system/cpu/cpu0/cpufreq/scaling_driver")
     no_turbo = root.read_int("/sys/devices/system/cpu/intel_pstate/no_turbo")
     boost = root.read_int("/sys/devices/system/cpu/cpufreq/boost")
@@ -176,24 +189,36 @@ def resctrl_info(root: Root, mount_point: str = "/sys/fs/resctrl") -> dict:
     base = (mounted_at or mount_point) + "/info"
     if mounted_at is not None:
         cbm_mask = root.read_line(f"{base}/L3/cbm_mask")
-        info["l3"] = None if cbm_mask is None else {
-            "num_closids": root.read_int(f"{base}/L3/num_closids"),
-            "cbm_mask": cbm_mask,
-            "ways": bin(int(cbm_mask, 16)).count("1"),
-            "min_cbm_bits": root.read_int(f"{base}/L3/min_cbm_bits"),
-            "shareable_bits": root.read_line(f"{base}/L3/shareable_bits"),
-        }
+        info["l3"] = (
+            None
+            if cbm_mask is None
+            else {
+                "num_closids": root.read_int(f"{base}/L3/num_closids"),
+                "cbm_mask": cbm_mask,
+                "ways": bin(int(cbm_mask, 16)).count("1"),
+                "min_cbm_bits": root.read_int(f"{base}/L3/min_cbm_bits"),
+                "shareable_bits": root.read_line(f"{base}/L3/shareable_bits"),
+            }
+        )
         min_bw = root.read_int(f"{base}/MB/min_bandwidth")
-        info["mba"] = None if min_bw is None else {
-            "num_closids": root.read_int(f"{base}/MB/num_closids"),
-            "min_bandwidth": min_bw,
-            "bandwidth_gran": root.read_int(f"{base}/MB/bandwidth_gran"),
-        }
+        info["mba"] = (
+            None
+            if min_bw is None
+            else {
+                "num_closids": root.read_int(f"{base}/MB/num_closids"),
+                "min_bandwidth": min_bw,
+                "bandwidth_gran": root.read_int(f"{base}/MB/bandwidth_gran"),
+            }
+        )
         features = root.read(f"{base}/L3_MON/mon_features")
-        info["monitoring"] = None if features is None else {
-            "num_rmids": root.read_int(f"{base}/L3_MON/num_rmids"),
-            "features": features.split(),
-        }
+        info["monitoring"] = (
+            None
+            if features is None
+            else {
+                "num_rmids": root.read_int(f"{base}/L3_MON/num_rmids"),
+                "features": features.split(),
+            }
+        )
     return info
 
 
@@ -206,7 +231,19 @@ def cgroup_info(root: Root) -> dict:
             v2_mount = v2_mount or point
         elif fstype == "cgroup":
             for option in options.split(","):
-                if option in ("cpu", "cpuacct", "memory", "freezer", "cpuset", "pids", "blkio", "perf_event", "devices", "hugetlb", "net_cls"):
+                if option in (
+                    "cpu",
+                    "cpuacct",
+                    "memory",
+                    "freezer",
+                    "cpuset",
+                    "pids",
+                    "blkio",
+                    "perf_event",
+                    "devices",
+                    "hugetlb",
+                    "net_cls",
+                ):
                     v1.setdefault(option, point)
     controllers: dict[str, dict] = {}
     for name, point in v1.items():

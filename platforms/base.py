@@ -123,7 +123,9 @@ class Platform(ABC):
         """``(key, problem)`` for each of this platform's keys that one instance's JSON (valid against
         the schema) gets wrong, beyond what the schema says: a missing ``required_keys`` entry by
         default; a subclass adds its own checks. The problem names the fix."""
-        return [(key, f'required when endpoint is "{cls.endpoint}"; add it') for key in cls.required_keys if key not in spec]
+        return [
+            (key, f'required when endpoint is "{cls.endpoint}"; add it') for key in cls.required_keys if key not in spec
+        ]
 
     @classmethod
     def for_workload(cls, workload: Any = None, connection: Any = None, **settings: Any) -> "Platform":
@@ -145,12 +147,24 @@ class Platform(ABC):
         """The request of one instance, formatted once."""
 
     @abstractmethod
-    def fetch_records(self, run_dir: str | os.PathLike, say: Callable[[str], None] | None = None, wait: bool = True,
-                      report: dict | None = None) -> dict:
+    def fetch_records(
+        self,
+        run_dir: str | os.PathLike,
+        say: Callable[[str], None] | None = None,
+        wait: bool = True,
+        report: dict | None = None,
+    ) -> dict:
         """Save the platform's records of the run's invocations into ``run_dir``; returns the report."""
 
-    def find_records(self, activation_ids: Collection[str], since_ms: int, upto_ms: int, retry_delays_s: Sequence[float] | None = None,
-                     say: Callable[[str], None] | None = None, stragglers: bool = False) -> tuple[list[dict], dict]:
+    def find_records(
+        self,
+        activation_ids: Collection[str],
+        since_ms: int,
+        upto_ms: int,
+        retry_delays_s: Sequence[float] | None = None,
+        say: Callable[[str], None] | None = None,
+        stragglers: bool = False,
+    ) -> tuple[list[dict], dict]:
         """The records of ``activation_ids`` (their ``start`` within ``[since_ms, upto_ms]``, epoch
         ms) that the platform holds, ordered by ``start``, and a report of the search for the
         summary (``found`` and ``missing`` counts at least). Ids still missing are asked again after
@@ -196,7 +210,9 @@ def _host_header(origin: Origin) -> str:
     return host if port == default else f"{host}:{port}"
 
 
-def format_request(origin: Origin, path: str, body: bytes, content_type: str, auth: str | None = None, host: str | None = None) -> bytes:
+def format_request(
+    origin: Origin, path: str, body: bytes, content_type: str, auth: str | None = None, host: str | None = None
+) -> bytes:
     """A complete ``POST`` message with a fixed Content-Length (keep-alive, no chunking).
 
     ``host`` replaces the Host header (FaaSProfiler's ``instances.*.host``: an ingress routes by it)."""
@@ -240,7 +256,9 @@ def read_request_file(instance: Any, key: str, origin: str) -> bytes:
         with open(path, "rb") as handle:
             return handle.read()
     except OSError as error:
-        raise ConfigError(f"{origin}: instances.{instance.name}.{key}: cannot read {path} ({error.strerror}); fix the path or its permissions") from None
+        raise ConfigError(
+            f"{origin}: instances.{instance.name}.{key}: cannot read {path} ({error.strerror}); fix the path or its permissions"
+        ) from None
 
 
 def shorten(text: str) -> str:
@@ -272,7 +290,9 @@ def error_text(body: bytes, parsed: Any) -> str:
     return shorten(text) if text.strip() else ""
 
 
-def classify_status(status: int, activation_id: str | None, body: bytes, parsed: Any, app_error_status: int | None) -> tuple[str, str | None, str | None]:
+def classify_status(
+    status: int, activation_id: str | None, body: bytes, parsed: Any, app_error_status: int | None
+) -> tuple[str, str | None, str | None]:
     """The outcome of one response by its status (see ``faasprof.outcomes``):
 
     - 2xx: ``ok``;

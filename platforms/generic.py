@@ -14,7 +14,14 @@ import socket
 from typing import Any, Callable, Sequence
 
 from faasprof.errors import NotReadyError
-from faasprof.platforms.base import Platform, PreparedRequest, classify_status, format_request, split_origin, url_problem
+from faasprof.platforms.base import (
+    Platform,
+    PreparedRequest,
+    classify_status,
+    format_request,
+    split_origin,
+    url_problem,
+)
 
 KIND = "generic"  # the request kind: POST url with the JSON data
 # Generic servers may close idle connections after 2 s (gunicorn) or 5 s (Node.js).
@@ -52,7 +59,9 @@ class GenericPlatform(Platform):
             try:
                 socket.create_connection((host, port), timeout=CONNECT_CHECK_TIMEOUT_S).close()
             except OSError as error:
-                raise NotReadyError(f"{instance.url}: cannot connect ({error.strerror or error}); is the server at {host}:{port} running?") from None
+                raise NotReadyError(
+                    f"{instance.url}: cannot connect ({error.strerror or error}); is the server at {host}:{port} running?"
+                ) from None
         return {}
 
     def ensure_deployed(self, workload: Any) -> dict[str, str]:
@@ -64,8 +73,13 @@ class GenericPlatform(Platform):
         payload = format_request(origin, path, body, "application/json", host=getattr(instance, "host", None))
         return PreparedRequest(KIND, origin, payload, f"POST {instance.url}", classify, IDLE_REUSE_MAX_S)
 
-    def fetch_records(self, run_dir: str | os.PathLike, say: Callable[[str], None] | None = None, wait: bool = True,
-                      report: dict | None = None) -> dict:
+    def fetch_records(
+        self,
+        run_dir: str | os.PathLike,
+        say: Callable[[str], None] | None = None,
+        wait: bool = True,
+        report: dict | None = None,
+    ) -> dict:
         return {} if report is None else report  # a generic server keeps no records faasprof can read
 
     def describe(self) -> dict:

@@ -77,11 +77,15 @@ def instance_problems(endpoint: str, spec: dict) -> list[tuple[str, str]]:
     for key in dict.fromkeys(key for cls in PLATFORMS for key in cls.instance_keys):
         if key in spec and key not in platform.instance_keys:
             owners = " or ".join(f'"{cls.endpoint}"' for cls in PLATFORMS if key in cls.instance_keys)
-            problems.append((key, f'only used when endpoint is {owners} (the workload\'s endpoint is "{endpoint}"); remove it'))
+            problems.append(
+                (key, f'only used when endpoint is {owners} (the workload\'s endpoint is "{endpoint}"); remove it')
+            )
     return problems
 
 
-def prepare_request(instance: Any, connection: Connection | None = None, origin_name: str = "<workload>", **settings: Any) -> PreparedRequest:
+def prepare_request(
+    instance: Any, connection: Connection | None = None, origin_name: str = "<workload>", **settings: Any
+) -> PreparedRequest:
     """The request of one instance on its platform, built as a run builds it (``for_workload``, with
     ``connection`` and the platform's own ``settings``) but without a workload: tests and benchmarks."""
     with platform_class(instance).for_workload(None, connection, **settings) as platform:

@@ -147,7 +147,12 @@ def resolve(settings: list[Setting], overrides: dict[str, Any], allow_auto: bool
     for setting in effective.values():
         if setting.value == "auto" and not (allow_auto and setting.name in AUTO_ALLOWED):
             problems.append(f"{setting.name}: 'auto' must be resolved to a value before deploying")
-    for name in ("invoker_user_memory", "limit_action_memory_min", "limit_action_memory_max", "limit_action_memory_std"):
+    for name in (
+        "invoker_user_memory",
+        "limit_action_memory_min",
+        "limit_action_memory_max",
+        "limit_action_memory_std",
+    ):
         if name in effective and size_mb(effective[name].value) is None:
             problems.append(f"{name}: {effective[name].value!r} is not a memory size such as 4096m")
     if not problems and {"invoker_user_memory", "limit_action_memory_max"} <= set(effective):
@@ -199,13 +204,25 @@ def _file_overrides(path: Path) -> dict[str, Any]:
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--table", type=Path, default=TABLE_PATH, help="settings table (default: %(default)s)")
-    parser.add_argument("--set", dest="assignments", action="append", default=[], metavar="NAME=VALUE",
-                        help="override one setting of the table (repeatable)")
+    parser.add_argument(
+        "--set",
+        dest="assignments",
+        action="append",
+        default=[],
+        metavar="NAME=VALUE",
+        help="override one setting of the table (repeatable)",
+    )
     parser.add_argument("--overrides-json", default="{}", help="overrides as a JSON object (from ansible)")
-    parser.add_argument("--overrides-file", type=Path,
-                        help="a YAML vars file (local/testbed.yml); its openwhisk_overrides mapping is applied first")
-    parser.add_argument("--print-overrides", action="store_true",
-                        help="validate, then print the merged overrides as JSON (for ansible -e) instead of the extra vars")
+    parser.add_argument(
+        "--overrides-file",
+        type=Path,
+        help="a YAML vars file (local/testbed.yml); its openwhisk_overrides mapping is applied first",
+    )
+    parser.add_argument(
+        "--print-overrides",
+        action="store_true",
+        help="validate, then print the merged overrides as JSON (for ansible -e) instead of the extra vars",
+    )
     parser.add_argument("--allow-auto", action="store_true", help="accept 'auto' values (validation only)")
     parser.add_argument("--out", type=Path, help="write the JSON here instead of stdout")
     args = parser.parse_args(argv)

@@ -77,13 +77,24 @@ def tracked_files(root: Path = REPO_ROOT) -> list[Path]:
     """The project's files under ``root``: tracked, or new and not ignored (build outputs, runs and
     virtualenvs beside them are no part of the project); outside a git checkout, every file. A
     check that reads the project's own files reads these, never what a run left in the tree."""
-    done = subprocess.run(["git", "ls-files", "-z", "--cached", "--others", "--exclude-standard"], cwd=root, capture_output=True, timeout=60)
+    done = subprocess.run(
+        ["git", "ls-files", "-z", "--cached", "--others", "--exclude-standard"],
+        cwd=root,
+        capture_output=True,
+        timeout=60,
+    )
     if done.returncode != 0:
         return sorted(path for path in root.rglob("*") if path.is_file())
     return sorted(root / name for name in done.stdout.decode().split("\0") if name)
 
 
-def run_cli(*args: str, cwd: str | os.PathLike | None = None, timeout: float = 120, env: dict | None = None, input: str | None = None):
+def run_cli(
+    *args: str,
+    cwd: str | os.PathLike | None = None,
+    timeout: float = 120,
+    env: dict | None = None,
+    input: str | None = None,
+):
     """Run ``faasprof`` as a subprocess; returns the CompletedProcess (text mode)."""
     full_env = dict(os.environ)
     full_env.pop("WSK_CONFIG_FILE", None)

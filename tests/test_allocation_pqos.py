@@ -25,7 +25,7 @@ from faasprof.monitoring.allocation import pqos as pqos_backend
 
 DATA = Path(__file__).resolve().parent / "data" / "resctrl"
 
-FAKE_PQOS = r'''#!{python}
+FAKE_PQOS = r"""#!{python}
 import json, os, re, sys
 args = sys.argv[1:]
 with open(os.environ["FAKE_PQOS_LOG"], "a") as log:
@@ -102,7 +102,7 @@ elif args[0] == "-R":
     st["assoc"] = {{k: 0 for k in st["assoc"]}}
     print("Allocation reset successful")
 json.dump(st, open(path, "w"))
-'''
+"""
 
 
 class FakePqos:
@@ -179,7 +179,13 @@ def test_parse_real_pqos_show():
     show = al.parse_pqos_show((DATA / "pqos" / "s-v-xeon-excerpt.txt").read_text())
     assert show["l3"] == {0: {0: 0x7FF}} and show["mba"] == {0: {0: 100}}
     assert show["cores"] == {0: {"socket": 0, "cos": 0}}
-    assert show["l3_details"] == {"cdp_support": 1, "cdp_on": 0, "num_cos": 16, "num_ways": 11, "contention_mask": 0x600}
+    assert show["l3_details"] == {
+        "cdp_support": 1,
+        "cdp_on": 0,
+        "num_cos": 16,
+        "num_ways": 11,
+        "contention_mask": 0x600,
+    }
     assert show["mba_details"] == {"num_cos": 8, "linear": True, "max": 90, "step": 10}
 
 
@@ -326,7 +332,9 @@ def test_pqos_output_checks_on_real_text():
 
     assert pqos_backend.run_pqos("pqos", runner(real), 5, ["-e", "llc:4=0x1"]) == real
     with pytest.raises(RunError, match="Allocation configuration error!"):
-        pqos_backend.run_pqos("pqos", runner("SOCKET 0 L3CA COS4 => MASK 0x1\nAllocation configuration error!\n"), 5, ["-e", "llc:4=0x1"])
+        pqos_backend.run_pqos(
+            "pqos", runner("SOCKET 0 L3CA COS4 => MASK 0x1\nAllocation configuration error!\n"), 5, ["-e", "llc:4=0x1"]
+        )
     with pytest.raises(RunError, match=r"rc 1\): boom"):
         pqos_backend.run_pqos("pqos", runner("boom\n", rc=1), 5, ["-s"])
 

@@ -310,7 +310,9 @@ def test_restore_on_exception(host20, state_dir):
 def test_restore_on_keyboard_interrupt(host20, state_dir):
     _root, caps, fs = host20
     with pytest.raises(KeyboardInterrupt):
-        with al.Allocation(caps, al.plan_allocation(caps, mba_percent=10), state_dir=state_dir, fs=fs, name="faasprof-k"):
+        with al.Allocation(
+            caps, al.plan_allocation(caps, mba_percent=10), state_dir=state_dir, fs=fs, name="faasprof-k"
+        ):
             os.kill(os.getpid(), signal.SIGINT)  # a real Ctrl-C, delivered to the main thread
             for _ in range(1000):  # the handler runs between bytecodes
                 pass
@@ -366,7 +368,9 @@ def test_cpus_taken_from_another_group_go_back_to_it(host20, state_dir):
     fs.mkdir(resctrl / "someone")
     fs.write(resctrl / "someone" / "cpus_list", "12-15")
     assert cpus_of(resctrl) == "0-11"
-    with al.Allocation(caps, al.plan_allocation(caps, llc_ways=4, cpus="8-15"), state_dir=state_dir, fs=fs, name="faasprof-o") as alloc:
+    with al.Allocation(
+        caps, al.plan_allocation(caps, llc_ways=4, cpus="8-15"), state_dir=state_dir, fs=fs, name="faasprof-o"
+    ) as alloc:
         assert cpus_of(resctrl / "someone") == ""
         assert alloc.applied["cpus"] == "8-15"
     messages = alloc.restore()
@@ -392,7 +396,9 @@ def test_no_free_closid(host20, state_dir):
     for i in range(caps.num_closids - 1):
         fs.mkdir(caps.resctrl_path / f"busy{i}")
     with pytest.raises(RunError, match="no free CLOSID"):
-        al.Allocation(caps, al.plan_allocation(caps, llc_ways=1), state_dir=state_dir, fs=fs, name="faasprof-n").__enter__()
+        al.Allocation(
+            caps, al.plan_allocation(caps, llc_ways=1), state_dir=state_dir, fs=fs, name="faasprof-n"
+        ).__enter__()
     assert not (caps.resctrl_path / "faasprof-n").exists()
     assert list(state_dir.iterdir()) == []
 
@@ -401,7 +407,9 @@ def test_existing_group_of_that_name_is_not_touched(host11, state_dir):
     _root, caps, fs = host11
     fs.mkdir(caps.resctrl_path / "faasprof-same")
     with pytest.raises(RunError, match="exists already"):
-        with al.Allocation(caps, al.plan_allocation(caps, llc_ways=1), state_dir=state_dir, fs=fs, name="faasprof-same"):
+        with al.Allocation(
+            caps, al.plan_allocation(caps, llc_ways=1), state_dir=state_dir, fs=fs, name="faasprof-same"
+        ):
             pass
     assert (caps.resctrl_path / "faasprof-same").is_dir()
     assert list(state_dir.iterdir()) == []

@@ -93,7 +93,9 @@ def test_sparse_masks_allow_gaps(tmp_path):
     assert al.llc_mask("0x5", caps.l3) == 0x5
 
 
-@pytest.mark.parametrize("requested, applied", [(10, 10), (11, 20), (35, 40), (40, 40), (41, 50), (95, 100), (100, 100), (12.5, 20)])
+@pytest.mark.parametrize(
+    "requested, applied", [(10, 10), (11, 20), (35, 40), (40, 40), (41, 50), (95, 100), (100, 100), (12.5, 20)]
+)
 def test_mba_rounds_up_to_the_next_step(c20, requested, applied):
     assert al.mba_step(requested, c20.mb) == applied
 
@@ -103,7 +105,17 @@ def test_mba_steps_start_at_min_bandwidth():
     assert [al.mba_step(v, mb) for v in (15, 16, 25, 26, 95, 96, 100)] == [15, 25, 25, 35, 95, 100, 100]
 
 
-@pytest.mark.parametrize("value, words", [(5, "outside 10..100"), (0, "outside 10..100"), (101, "outside 10..100"), ("50", "percentage"), (None, "percentage"), (False, "percentage")])
+@pytest.mark.parametrize(
+    "value, words",
+    [
+        (5, "outside 10..100"),
+        (0, "outside 10..100"),
+        (101, "outside 10..100"),
+        ("50", "percentage"),
+        (None, "percentage"),
+        (False, "percentage"),
+    ],
+)
 def test_invalid_mba_values(c20, value, words):
     with pytest.raises(ValueError, match=words):
         al.mba_step(value, c20.mb)
@@ -171,7 +183,12 @@ def test_check_sweep_values_lists_every_problem(c20):
 def test_check_sweep_values_returns_every_combination(c20):
     plans = al.check_sweep_values(c20, llc_ways=[20, 10, 1], mba_percent=[100, 35], control_plane_cpus=[0])
     assert [(p.l3_mask, p.mba_percent) for p in plans] == [
-        (0xFFFFF, 100), (0xFFFFF, 40), (0x3FF, 100), (0x3FF, 40), (0x1, 100), (0x1, 40)
+        (0xFFFFF, 100),
+        (0xFFFFF, 40),
+        (0x3FF, 100),
+        (0x3FF, 40),
+        (0x1, 100),
+        (0x1, 40),
     ]
     assert all(p.cpus == tuple(range(1, 16)) for p in plans)
     assert [p.l3_mask for p in al.check_sweep_values(c20, llc_ways=["all", 2])] == [0xFFFFF, 0x3]
@@ -193,6 +210,8 @@ def test_parse_schemata_kernel_formats():
         "L3DATA": {0: "fffff", 1: "fffff", 2: "3c0", 3: "fffff"},
         "L3CODE": {0: "fffff", 1: "fffff", 2: "fffff", 3: "fffff"},
     }
-    parsed = al.parse_schemata("    SMBA:0=2048;1=  64;2=2048;3=2048\n      MB:0=2048;1=2048;2=2048;3=2048\n      L3:0=ffff;1=ffff;2=ffff;3=ffff\n")
+    parsed = al.parse_schemata(
+        "    SMBA:0=2048;1=  64;2=2048;3=2048\n      MB:0=2048;1=2048;2=2048;3=2048\n      L3:0=ffff;1=ffff;2=ffff;3=ffff\n"
+    )
     assert parsed["SMBA"][1] == "64" and parsed["MB"][0] == "2048" and parsed["L3"][3] == "ffff"
     assert al.parse_schemata("L2:0=03;1=03\n") == {"L2": {0: "03", 1: "03"}}

@@ -9,15 +9,14 @@ import shutil
 import numpy as np
 import pandas as pd
 import pytest
+from test_analyzer_synthetic import write_synthetic_run
 
-from faasprof import analyzer
+from faasprof import analyzer, rundir
 from faasprof.analyzer import frames as frames_mod
 from faasprof.analyzer import stats as stats_mod
 from faasprof.analyzer import tails
 from faasprof.analyzer.analysis import analyze_run, load_summary
-from faasprof import rundir
 from faasprof.errors import FormatError
-from test_analyzer_synthetic import write_synthetic_run
 
 ONE = {"i0": {"application": "fn", "distribution": "Uniform", "rate": 10.0}}
 PERF_SAMPLE = "tests/data/monitoring/perf/perf_stat_system_interval.csv"
@@ -33,7 +32,9 @@ def _mode(summary, instance="i0", phase=0):
 )
 def test_modes_known_by_construction(tmp_path, rate, expected):
     # One container serving ~5.25 ms per activation (capacity ~190/s), paused after 50 ms idle.
-    run_dir, _ = write_synthetic_run(tmp_path, duration_s=8.0, instances={"i0": {"application": "fn", "distribution": "Uniform", "rate": rate}})
+    run_dir, _ = write_synthetic_run(
+        tmp_path, duration_s=8.0, instances={"i0": {"application": "fn", "distribution": "Uniform", "rate": rate}}
+    )
     summary = analyze_run(run_dir, plots=False)
     phase = _mode(summary)
     assert phase["mode"] == expected, phase["mode_reasons"]
@@ -49,7 +50,9 @@ def test_modes_known_by_construction(tmp_path, rate, expected):
 
 
 def test_invocation_frame_columns_breakdown_and_cost(tmp_path):
-    run_dir, records = write_synthetic_run(tmp_path, duration_s=3.0, instances=ONE, service_ms=150.0, pause_grace_ms=1e9)
+    run_dir, records = write_synthetic_run(
+        tmp_path, duration_s=3.0, instances=ONE, service_ms=150.0, pause_grace_ms=1e9
+    )
     run = analyzer.load_run(run_dir)
     frame = run.invocations
     first = frame.iloc[0]
@@ -105,7 +108,10 @@ def test_phases_from_activity_windows(tmp_path):
     }
     run_dir, _ = write_synthetic_run(tmp_path, duration_s=10.0, instances=instances)
     summary = analyze_run(run_dir, plots=False)
-    assert [(p["start_s"], p["end_s"], p["instances"]) for p in summary["run"]["phases"]] == [(0.0, 5.0, ["a"]), (5.0, 10.0, ["a", "b"])]
+    assert [(p["start_s"], p["end_s"], p["instances"]) for p in summary["run"]["phases"]] == [
+        (0.0, 5.0, ["a"]),
+        (5.0, 10.0, ["a", "b"]),
+    ]
     a_phases = next(i for i in summary["instances"] if i["instance"] == "a")["phases"]
     assert [p["mode"] for p in a_phases] == ["balanced", "balanced"]
     assert _mode(summary, "b")["mode"] == "over-invoked"
@@ -128,7 +134,6 @@ def test_interrupted_run_counts_not_sent_and_warns(tmp_path):
     assert summary["run"]["not_sent_interrupted"] == 60 and summary["failures"]["total"] == 0
 
 
-
 def test_what_fell_due_between_the_ctrl_c_and_the_loops_stop_is_not_offered(tmp_path):
     # The send loop stopped 0.25 s after the last send (it noticed the Ctrl-C then): the rows due
     # in between were stopped by the user, not left behind by a slow invoker (a CI run failed on one).
@@ -139,6 +144,7 @@ def test_what_fell_due_between_the_ctrl_c_and_the_loops_stop_is_not_offered(tmp_
     assert 4.0 <= summary["run"]["end_s"] < 4.1 and phase["phase_end_s"] == summary["run"]["end_s"]
     assert phase["not_sent"] == 0 and phase["planned"] == 20 and summary["failures"]["total"] == 0
     assert summary["run"]["not_sent_interrupted"] == 60
+
 
 def test_missing_records_are_counted_not_dropped(tmp_path):
     run_dir, _ = write_synthetic_run(tmp_path, duration_s=5.0, instances=ONE, missing_every=5)
@@ -162,7 +168,12 @@ def test_foreign_and_unreadable_records_are_ignored(tmp_path):
 
 
 def test_without_records_the_client_side_is_still_analyzed(tmp_path):
-    run_dir, _ = write_synthetic_run(tmp_path, duration_s=4.0, instances={"i0": {"application": "fn", "distribution": "Uniform", "rate": 60.0}}, save_records=False)
+    run_dir, _ = write_synthetic_run(
+        tmp_path,
+        duration_s=4.0,
+        instances={"i0": {"application": "fn", "distribution": "Uniform", "rate": 60.0}},
+        save_records=False,
+    )
     summary = analyze_run(run_dir, plots=False)
     assert summary["records"]["source"] == "none"
     phase = _mode(summary)
@@ -192,7 +203,9 @@ def test_rerunning_gives_identical_files(tmp_path):
     monitor = run_dir / "monitors" / "perf"
     monitor.mkdir(parents=True)
     shutil.copy(PERF_SAMPLE, monitor / "perf_stat.csv")
-    (monitor / "meta.json").write_text(json.dumps({"monotonic_ns_at_start": 0, "wall_ns_at_start": 0, "layout": {"sep": ","}}))
+    (monitor / "meta.json").write_text(
+        json.dumps({"monotonic_ns_at_start": 0, "wall_ns_at_start": 0, "layout": {"sep": ","}})
+    )
     analyze_run(run_dir)
     out = run_dir / "analysis"
     first = {p.relative_to(out): p.read_bytes() for p in sorted(out.rglob("*")) if p.is_file()}
@@ -202,7 +215,15 @@ def test_rerunning_gives_identical_files(tmp_path):
     assert first.keys() == second.keys()
     assert [str(k) for k in first if first[k] != second[k]] == []
     names = {str(k) for k in first}
-    assert {"summary.json", "report.html", "invocations.parquet", "monitor_perf.parquet", "plots/monitors.png", "plots/breakdown.png", "plots/cdf.png"} <= names
+    assert {
+        "summary.json",
+        "report.html",
+        "invocations.parquet",
+        "monitor_perf.parquet",
+        "plots/monitors.png",
+        "plots/breakdown.png",
+        "plots/cdf.png",
+    } <= names
     report = (out / "report.html").read_text()
     assert "data:image/png;base64," in report and "src='http" not in report
     text = (out / "summary.json").read_text()
@@ -232,7 +253,12 @@ def test_a_run_with_no_invocation_rows_still_analyzes(tmp_path):
 
 def test_non_blocking_overload_is_seen_on_the_platform_clock(tmp_path):
     # The client sees only quick 202s; the records show the queue growing.
-    run_dir, _ = write_synthetic_run(tmp_path, duration_s=6.0, instances={"i0": {"application": "fn", "distribution": "Uniform", "rate": 400.0}}, blocking=False)
+    run_dir, _ = write_synthetic_run(
+        tmp_path,
+        duration_s=6.0,
+        instances={"i0": {"application": "fn", "distribution": "Uniform", "rate": 400.0}},
+        blocking=False,
+    )
     summary = analyze_run(run_dir, plots=False)
     phase = _mode(summary)
     assert phase["client_latency_ms_p99"] < 5
@@ -245,8 +271,15 @@ def test_non_blocking_overload_is_seen_on_the_platform_clock(tmp_path):
 def test_an_instance_without_blocking_takes_the_workloads_default_everywhere(blocking_cli):
     # FaaSProfiler's files name blocking_cli once, not per instance: the frames (completion
     # latency), the phase statistics and the tail table must read the same default.
-    manifest = rundir.Manifest.from_json({"format_version": 2, "workload": {"blocking_cli": blocking_cli,
-                                                                  "instances": {"plain": {"application": "fn"}, "web": {"application": "fn", "data_file": "x.bin"}}}})
+    manifest = rundir.Manifest.from_json(
+        {
+            "format_version": 2,
+            "workload": {
+                "blocking_cli": blocking_cli,
+                "instances": {"plain": {"application": "fn"}, "web": {"application": "fn", "data_file": "x.bin"}},
+            },
+        }
+    )
     answers = frames_mod.instance_answers_at_end(manifest)
     assert (answers("plain"), answers("web")) == (blocking_cli, True)
     frame = pd.DataFrame({"instance": ["plain", "web"], "function": ["fn", "fn"], "intended_s": [0.0, 1.0]})

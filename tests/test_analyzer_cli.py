@@ -8,10 +8,10 @@ from http.server import ThreadingHTTPServer
 
 import pandas as pd
 import pytest
-
 from conftest import run_cli
 from test_analyzer_records import AUTH, FakeActivations, make_handler
 from test_analyzer_synthetic import write_synthetic_run
+
 from faasprof import rundir
 
 
@@ -33,13 +33,17 @@ def test_analyze_prints_modes_and_the_analysis_dir(tmp_path, isolated_home):
 
 def test_analyze_prints_failures_before_the_modes(tmp_path, isolated_home):
     failures = {seq: "action_timeout" for seq in range(0, 32, 4)}
-    run_dir, _ = write_synthetic_run(tmp_path, duration_s=4.0, instances=_instances(8.0), blocking=False, failures=failures)
+    run_dir, _ = write_synthetic_run(
+        tmp_path, duration_s=4.0, instances=_instances(8.0), blocking=False, failures=failures
+    )
     result = run_cli("analyze", run_dir, "--no-plots")
     assert result.returncode == 0, result.stderr
     lines = result.stdout.splitlines()
     assert lines[1] == "  FAILURES: 8 of 32 did not succeed (8 action_timeout); kept out of the latency figures"
     assert lines[2] == "  outcomes: 24 success, 8 action_timeout"
-    assert "warning: i0 phase 0: 6 of 26 invocations did not succeed (6 action_timeout)" in result.stderr  # the steady part
+    assert (
+        "warning: i0 phase 0: 6 of 26 invocations did not succeed (6 action_timeout)" in result.stderr
+    )  # the steady part
 
 
 def test_analyze_fetches_records_from_the_platform_named_by_flags(tmp_path, isolated_home):
@@ -93,7 +97,10 @@ def test_analyze_refuses_bad_input_with_one_line(tmp_path, isolated_home, setup,
 
 @pytest.mark.slow
 def test_compare_runs_that_differ_in_rate(tmp_path, isolated_home):
-    runs = [write_synthetic_run(tmp_path, test_name=f"rate{r:g}", duration_s=4.0, instances=_instances(r))[0] for r in (8.0, 60.0, 400.0)]
+    runs = [
+        write_synthetic_run(tmp_path, test_name=f"rate{r:g}", duration_s=4.0, instances=_instances(r))[0]
+        for r in (8.0, 60.0, 400.0)
+    ]
     out = tmp_path / "cmp"
     result = run_cli("compare", *runs, "--out", out)
     assert result.returncode == 0, result.stderr
@@ -116,18 +123,28 @@ def test_compare_prints_completion_latency_and_verdicts_and_writes_beside_the_ru
     result = run_cli("compare", *runs, cwd=elsewhere)
     assert result.returncode == 0, result.stderr
     out = result.stdout.strip().splitlines()[-1]
-    assert out.startswith(str(runs[0].parent / "compare-")) and (runs[0].parent / out.rsplit("/", 1)[-1] / "report.html").exists()
+    assert (
+        out.startswith(str(runs[0].parent / "compare-"))
+        and (runs[0].parent / out.rsplit("/", 1)[-1] / "report.html").exists()
+    )
     assert list(elsewhere.iterdir()) == []  # nothing in the working directory
     assert f"compare: writing {out}" in result.stderr
     header = result.stdout.splitlines()[0].split()
-    assert header[:5] == ["label", "instance", "phase", "function", "calls"] and "completion" in header and "client" not in header
+    assert (
+        header[:5] == ["label", "instance", "phase", "function", "calls"]
+        and "completion" in header
+        and "client" not in header
+    )
     p99 = next(line for line in result.stdout.splitlines() if line.strip().startswith("p99 "))
     assert p99.endswith("slower")
 
 
 @pytest.mark.slow
 def test_compare_warns_when_hosts_differ_and_rejects_an_unknown_label(tmp_path, isolated_home):
-    runs = [write_synthetic_run(tmp_path, test_name=f"h{k}", duration_s=2.0, instances=_instances(10.0))[0] for k in range(2)]
+    runs = [
+        write_synthetic_run(tmp_path, test_name=f"h{k}", duration_s=2.0, instances=_instances(10.0))[0]
+        for k in range(2)
+    ]
     for k, run in enumerate(runs):
         rundir.update_manifest(run, host={"kernel": f"6.1.0-{k}", "cpu_model": "Xeon"})
     result = run_cli("compare", *runs, "--out", tmp_path / "c1")
@@ -158,7 +175,11 @@ def test_compare_of_two_quick_start_like_runs_prints_a_row_per_phase(tmp_path, i
     header = lines[0].split()
     assert header[:6] == ["label", "instance", "phase", "function", "calls", "mode"]
     rows = [line.split() for line in lines[1:7]]
-    assert [(r[1], r[2], r[5]) for r in rows] == [("under", "0", "under-invoked"), ("balanced", "1", "balanced"), ("over", "2", "over-invoked")] * 2
+    assert [(r[1], r[2], r[5]) for r in rows] == [
+        ("under", "0", "under-invoked"),
+        ("balanced", "1", "balanced"),
+        ("over", "2", "over-invoked"),
+    ] * 2
     assert not any("," in r[5] for r in rows)  # never "over-invoked,under-invoked,..."
     verdicts = [line.strip() for line in lines if line.startswith("  ") and " phase " in line and "(n " in line]
     assert len(verdicts) == 3 and verdicts[2].split(", ", 1)[1].startswith("over phase 2 (fn, over-invoked)")

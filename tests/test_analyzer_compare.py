@@ -4,14 +4,23 @@ from __future__ import annotations
 
 import pandas as pd
 import pytest
-
-from faasprof.analyzer.compare import differing_keys, environment_warnings, pick_parameter
-from faasprof.analyzer.analysis import analyze_run
-from faasprof.analyzer.compare import compare_runs, default_out_dir, summary_table, verdict_lines
-from faasprof.analyzer.compare import column_units, unmatched_phase_warnings, unrelated_workload_warnings
-from faasprof import rundir
-from faasprof.analyzer.frames import parquet_description
 from test_units import _check
+
+from faasprof import rundir
+from faasprof.analyzer.analysis import analyze_run
+from faasprof.analyzer.compare import (
+    column_units,
+    compare_runs,
+    default_out_dir,
+    differing_keys,
+    environment_warnings,
+    pick_parameter,
+    summary_table,
+    unmatched_phase_warnings,
+    unrelated_workload_warnings,
+    verdict_lines,
+)
+from faasprof.analyzer.frames import parquet_description
 
 
 def _manifest(memory=256, rate=10.0, seed=1, port=4000, applied=None, kernel="6.1.0", grace=50):
@@ -20,10 +29,19 @@ def _manifest(memory=256, rate=10.0, seed=1, port=4000, applied=None, kernel="6.
         "workload": {
             "seed": seed,
             "duration_s": 10.0,
-            "instances": {"i0": {"function": f"markdown-{memory}", "rate_per_s": rate, "memory_mb": memory, "window_s": [0, 10]}},
-            "as_given": {"test_name": f"t{seed}", "instances": {"i0": {"application": f"markdown-{memory}", "rate": rate}}},
+            "instances": {
+                "i0": {"function": f"markdown-{memory}", "rate_per_s": rate, "memory_mb": memory, "window_s": [0, 10]}
+            },
+            "as_given": {
+                "test_name": f"t{seed}",
+                "instances": {"i0": {"application": f"markdown-{memory}", "rate": rate}},
+            },
         },
-        "platform": {"kind": "localwhisk", "apihost": f"http://127.0.0.1:{port}", "localwhisk": {"pause_grace_ms": grace, "data_dir": f"/tmp/lw{port}"}},
+        "platform": {
+            "kind": "localwhisk",
+            "apihost": f"http://127.0.0.1:{port}",
+            "localwhisk": {"pause_grace_ms": grace, "data_dir": f"/tmp/lw{port}"},
+        },
         "host": {"hostname": "box", "kernel": kernel, "cpu_model": "Xeon"},
         "faasprof": {"version": "0.1.0"},
     }
@@ -56,7 +74,9 @@ def test_environment_warnings_name_hosts_and_platform_settings_but_not_the_param
     assert any(w.startswith("runs differ in host.kernel (a=6.1.0, b=6.1.1)") for w in warnings)
     assert any("platform setting platform.localwhisk.pause_grace_ms" in w for w in warnings)
     assert environment_warnings(runs[:1] * 2, ["a", "b"], None) == []
-    warnings = environment_warnings([_manifest(grace=50), _manifest(grace=10000)], ["a", "b"], parameter="platform.localwhisk.pause_grace_ms")
+    warnings = environment_warnings(
+        [_manifest(grace=50), _manifest(grace=10000)], ["a", "b"], parameter="platform.localwhisk.pause_grace_ms"
+    )
     assert warnings == []
 
 
@@ -123,7 +143,17 @@ def test_completion_latency_is_the_headline_with_a_verdict_per_percentile(tmp_pa
     assert verdicts[99]["run_ci_ms"][0] > verdicts[99]["baseline_ci_ms"][1]
     assert "p50 faster" in entry["verdict"] and "p99 slower" in entry["verdict"]
     table = summary_table(frame)
-    assert list(table.columns[:9]) == ["label", "instance", "phase", "function", "calls", "mode", "offered", "achieved", "completion p50"]
+    assert list(table.columns[:9]) == [
+        "label",
+        "instance",
+        "phase",
+        "function",
+        "calls",
+        "mode",
+        "offered",
+        "achieved",
+        "completion p50",
+    ]
     assert not any("client" in column for column in table.columns)
     lines = verdict_lines(result)
     assert lines[0].startswith("completion latency (planned send → function end")
@@ -134,7 +164,11 @@ def test_completion_latency_is_the_headline_with_a_verdict_per_percentile(tmp_pa
 def test_platform_bookkeeping_is_no_difference():
     # What the embedded platform cleaned up when it started differs from run to run: no warning.
     runs = [_manifest(), _manifest()]
-    runs[1].platform["localwhisk"].update(stale_cgroups_removed=["/sys/fs/cgroup/faasprof/old"], stale_containers_removed=["abc"], orphan_sandboxes_killed=[4242])
+    runs[1].platform["localwhisk"].update(
+        stale_cgroups_removed=["/sys/fs/cgroup/faasprof/old"],
+        stale_containers_removed=["abc"],
+        orphan_sandboxes_killed=[4242],
+    )
     assert differing_keys(runs) == []
     assert environment_warnings(runs, ["a", "b"], parameter=None) == []
 
@@ -155,8 +189,12 @@ def quick_start_like(tmp_path, service_ms=(5.0, 5.0)):
         "balanced": {"application": "fn", "distribution": "Uniform", "rate": 60.0, "activity_window": [6, 12]},
         "over": {"application": "fn", "distribution": "Uniform", "rate": 400.0, "activity_window": [12, 18]},
     }
-    return [write_synthetic_run(tmp_path / "runs", test_name=f"quick{k}", duration_s=18.0, instances=phases, service_ms=ms, seed=k + 1)[0]
-            for k, ms in enumerate(service_ms)]
+    return [
+        write_synthetic_run(
+            tmp_path / "runs", test_name=f"quick{k}", duration_s=18.0, instances=phases, service_ms=ms, seed=k + 1
+        )[0]
+        for k, ms in enumerate(service_ms)
+    ]
 
 
 def test_compare_of_three_phase_runs_has_a_row_and_a_verdict_per_phase(tmp_path):
@@ -165,10 +203,16 @@ def test_compare_of_three_phase_runs_has_a_row_and_a_verdict_per_phase(tmp_path)
     frame = result["frame"]
     written = pd.read_parquet(tmp_path / "cmp" / "compare.parquet")
     assert len(written) == 6
-    _check("compare.parquet", written.dtypes.to_dict(), parquet_description(tmp_path / "cmp" / "compare.parquet")["units"])
+    _check(
+        "compare.parquet", written.dtypes.to_dict(), parquet_description(tmp_path / "cmp" / "compare.parquet")["units"]
+    )
     # One row per run × instance × phase, each with its phase's own mode: never "over-invoked,under-invoked,...".
     assert len(frame) == 6
-    assert frame[["instance", "phase", "mode"]].iloc[:3].values.tolist() == [["under", 0, "under-invoked"], ["balanced", 1, "balanced"], ["over", 2, "over-invoked"]]
+    assert frame[["instance", "phase", "mode"]].iloc[:3].values.tolist() == [
+        ["under", 0, "under-invoked"],
+        ["balanced", 1, "balanced"],
+        ["over", 2, "over-invoked"],
+    ]
     assert not frame["mode"].astype(str).str.contains(",").any()
     # Each row's rates are its phase's: 5/s offered in the first phase, 400/s in the last (the pool of the three was ~154/s).
     offered = frame.set_index(["run", "instance"])["offered_rps"]
@@ -187,13 +231,19 @@ def test_compare_of_three_phase_runs_has_a_row_and_a_verdict_per_phase(tmp_path)
 
 
 def test_the_parameter_and_monitor_columns_carry_their_units():
-    from_rows = column_units([{"perf_ipc": 1.2, "rdt_mem_bw_mbps": 3.0, "monitor_window": "the run's steady phases together"}], "workload.instances.i0.memory_mb")
+    from_rows = column_units(
+        [{"perf_ipc": 1.2, "rdt_mem_bw_mbps": 3.0, "monitor_window": "the run's steady phases together"}],
+        "workload.instances.i0.memory_mb",
+    )
     assert from_rows == {"parameter_value": "MB", "perf_ipc": "instructions/cycle"}  # rdt_mem_bw_mbps says its own
     assert column_units([], "workload.instances.i0.rate") == {"parameter_value": "1/s"}
 
 
 def test_phases_without_their_match_in_the_baseline_are_named():
-    modes = {"a": {("i0", 0): ("fn", "balanced"), ("i0", 1): ("fn", "over-invoked")}, "b": {("i0", 0): ("fn", "balanced")}}
+    modes = {
+        "a": {("i0", 0): ("fn", "balanced"), ("i0", 1): ("fn", "over-invoked")},
+        "b": {("i0", 0): ("fn", "balanced")},
+    }
     (warning,) = unmatched_phase_warnings(["a", "b"], modes)
     assert warning == "b and the baseline a do not have the same instances × phases; no verdict for i0 phase 1"
     assert unmatched_phase_warnings(["a", "a2"], {"a": modes["a"], "a2": dict(modes["a"])}) == []

@@ -12,15 +12,15 @@ import pytest
 
 pytest.importorskip("faasprof.localwhisk.embedded")
 
+from faasprof import rundir  # noqa: E402
 from faasprof.analyzer import analyze_run  # noqa: E402
 from faasprof.analyzer.report import summary_lines  # noqa: E402
-from faasprof import rundir  # noqa: E402
-from faasprof.rundir.tables import read_invocations_frame  # noqa: E402
 from faasprof.invoker.run import execute  # noqa: E402
-from faasprof.workload.spec import workload_from_dict  # noqa: E402
 from faasprof.localwhisk.embedded import start_embedded
-from faasprof.platforms.openwhisk.connection import Connection
 from faasprof.platforms.openwhisk.client import OpenWhiskClient
+from faasprof.platforms.openwhisk.connection import Connection
+from faasprof.rundir.tables import read_invocations_frame  # noqa: E402
+from faasprof.workload.spec import workload_from_dict  # noqa: E402
 
 
 def _run(tmp_path, rate, service_ms, duration_s, local_settings):
@@ -30,7 +30,14 @@ def _run(tmp_path, rate, service_ms, duration_s, local_settings):
             "test_duration_in_seconds": duration_s,
             "random_seed": 7,
             "blocking_cli": True,
-            "instances": {"spin": {"application": "spin", "distribution": "Uniform", "rate": rate, "params": {"service_ms": service_ms}}},
+            "instances": {
+                "spin": {
+                    "application": "spin",
+                    "distribution": "Uniform",
+                    "rate": rate,
+                    "params": {"service_ms": service_ms},
+                }
+            },
         }
     )
     run_dir = execute(workload, tmp_path, local_settings=local_settings)
@@ -67,7 +74,9 @@ def test_non_blocking_run_of_an_action_that_always_raises_counts_application_err
     try:
         connection = Connection(handle.apihost, handle.auth, handle.namespace, source="embedded")
         with OpenWhiskClient(connection) as client:
-            client.put_action("raiser", {"exec": {"kind": "python:3", "code": RAISER}, "limits": {"memory": 128, "timeout": 10000}})
+            client.put_action(
+                "raiser", {"exec": {"kind": "python:3", "code": RAISER}, "limits": {"memory": 128, "timeout": 10000}}
+            )
         workload = workload_from_dict(
             {
                 "test_name": "raiser",
@@ -99,18 +108,29 @@ def test_non_blocking_run_of_an_action_that_always_raises_counts_application_err
 def test_a_muted_instance_sends_nothing_and_is_analyzed_without_a_phase(tmp_path):
     """``"rate": 0`` (FaaSProfiler's "no invocations"), alone in its window: no row, no phase, no
     division by its zero offered rate."""
-    workload = workload_from_dict({
-        "test_name": "muted", "test_duration_in_seconds": 4, "random_seed": 3, "blocking_cli": True,
-        "instances": {"live": {"application": "json_dumps", "distribution": "Uniform", "rate": 4, "activity_window": [0, 2]},
-                      "muted": {"application": "json_dumps", "distribution": "Poisson", "rate": 0, "activity_window": [2, 4]}},
-    })
+    workload = workload_from_dict(
+        {
+            "test_name": "muted",
+            "test_duration_in_seconds": 4,
+            "random_seed": 3,
+            "blocking_cli": True,
+            "instances": {
+                "live": {"application": "json_dumps", "distribution": "Uniform", "rate": 4, "activity_window": [0, 2]},
+                "muted": {"application": "json_dumps", "distribution": "Poisson", "rate": 0, "activity_window": [2, 4]},
+            },
+        }
+    )
     run_dir = execute(workload, tmp_path)
     manifest = rundir.read_manifest(run_dir)
     assert manifest.status == "complete" and manifest.verdict["passed"], manifest.verdict
     assert set(read_invocations_frame(run_dir)["instance"].astype(str)) == {"live"}
     summary = analyze_run(run_dir, plots=False)
     instances = {item["instance"]: item for item in summary["instances"]}
-    assert instances["muted"]["planned"] == 0 and instances["muted"]["rate_rps"] == 0 and instances["muted"]["phases"] == []
+    assert (
+        instances["muted"]["planned"] == 0
+        and instances["muted"]["rate_rps"] == 0
+        and instances["muted"]["phases"] == []
+    )
     assert instances["live"]["planned"] == 8 and len(instances["live"]["phases"]) == 1
     # Said, not dropped: the modes table has no row for it.
     assert "  muted (muted, rate 0): not invoked" in summary_lines(summary)

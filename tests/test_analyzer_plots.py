@@ -10,11 +10,11 @@ import types
 import numpy as np
 import pandas as pd
 import pytest
+from test_analyzer_synthetic import write_synthetic_run
 
 from faasprof.analyzer import markup
 from faasprof.analyzer import plots as plots_mod
 from faasprof.analyzer.analysis import load_run
-from test_analyzer_synthetic import write_synthetic_run
 
 PERCENTILES = (50, 99, 99.9)
 
@@ -30,14 +30,16 @@ def heavy_tailed_run(rows_per_function: int = 30_000) -> types.SimpleNamespace:
     successful = np.ones(len(latency_ms), dtype=bool)
     successful[rng.choice(len(latency_ms), 300, replace=False)] = False
     names = np.repeat(["fa", "fb"], rows_per_function)
-    frame = pd.DataFrame({
-        "instance": pd.Categorical(names),
-        "function": pd.Categorical(names),
-        "phase": np.zeros(len(names), dtype=np.int32),
-        "steady": np.ones(len(names), dtype=bool),
-        "completion_latency_ms": latency_ms,
-        "successful": successful,
-    })
+    frame = pd.DataFrame(
+        {
+            "instance": pd.Categorical(names),
+            "function": pd.Categorical(names),
+            "phase": np.zeros(len(names), dtype=np.int32),
+            "steady": np.ones(len(names), dtype=bool),
+            "completion_latency_ms": latency_ms,
+            "successful": successful,
+        }
+    )
     phase_stats = pd.DataFrame({"instance": ["fa", "fb"], "phase": [0, 0], "mode": ["balanced", "balanced"]})
     return types.SimpleNamespace(invocations=frame, phase_stats=phase_stats, test_name="tails")
 
@@ -90,9 +92,27 @@ def test_cdf_marks_are_the_quantiles_of_all_the_data_and_the_curve_passes_throug
 
 
 MODES = {  # one instance per phase: under-invoked, balanced, over-invoked (a queue growing to seconds)
-    "under": {"application": "fn", "distribution": "Uniform", "rate": 5.0, "activity_window": [0, 10], "blocking": False},
-    "balanced": {"application": "fn", "distribution": "Uniform", "rate": 100.0, "activity_window": [10, 20], "blocking": False},
-    "over": {"application": "fn", "distribution": "Uniform", "rate": 400.0, "activity_window": [20, 30], "blocking": False},
+    "under": {
+        "application": "fn",
+        "distribution": "Uniform",
+        "rate": 5.0,
+        "activity_window": [0, 10],
+        "blocking": False,
+    },
+    "balanced": {
+        "application": "fn",
+        "distribution": "Uniform",
+        "rate": 100.0,
+        "activity_window": [10, 20],
+        "blocking": False,
+    },
+    "over": {
+        "application": "fn",
+        "distribution": "Uniform",
+        "rate": 400.0,
+        "activity_window": [20, 30],
+        "blocking": False,
+    },
 }
 
 
@@ -106,7 +126,10 @@ def test_breakdown_has_a_panel_per_phase_with_its_own_scale(tmp_path, monkeypatc
         (bar,) = panel["bars"]
         row = phases.loc[bar["instance"]]
         assert bar["mode"] == row["mode"] and bar["n"] == row["successful_with_record"]
-        assert bar["means_ms"]["wait_ms"] == row["wait_ms_mean"] and bar["means_ms"]["execution_ms"] == row["execution_ms_mean"]
+        assert (
+            bar["means_ms"]["wait_ms"] == row["wait_ms_mean"]
+            and bar["means_ms"]["execution_ms"] == row["execution_ms_mean"]
+        )
         assert bar["means_ms"]["overhead_ms"] == 0.0  # non-blocking: no overhead to stack
     waits = [panel["bars"][0]["means_ms"]["wait_ms"] for panel in panels]
     assert waits[2] > 100 * max(waits[:2])  # seconds of queue against milliseconds
@@ -123,15 +146,26 @@ def test_cdf_has_a_curve_per_instance_and_phase_marked_as_the_phase_table(tmp_pa
     run = load_run(run_dir)
     groups = plots_mod.cdf_groups(run)
     assert [(instance, phase, mode) for instance, phase, mode, _ in groups] == [
-        ("under", 0, "under-invoked"), ("balanced", 1, "balanced"), ("over", 2, "over-invoked")]
+        ("under", 0, "under-invoked"),
+        ("balanced", 1, "balanced"),
+        ("over", 2, "over-invoked"),
+    ]
     phases = run.phase_stats.set_index("instance")
     fig = drawn_figure(monkeypatch, plots_mod.cdf, run, tmp_path / "cdf.png")
     curves = [line for line in fig.axes[0].lines if line.get_label()[0] != "_"]
-    assert [c.get_label().split(" (")[0] for c in curves] == ["under phase 0, under-invoked", "balanced phase 1, balanced", "over phase 2, over-invoked"]
+    assert [c.get_label().split(" (")[0] for c in curves] == [
+        "under phase 0, under-invoked",
+        "balanced phase 1, balanced",
+        "over phase 2, over-invoked",
+    ]
     for curve, (instance, _, _, values) in zip(curves, groups):
         row = phases.loc[instance]
         assert len(values) == row["completion_latency_ms_n"] and f"(n={len(values):,})" in curve.get_label()
-        marks = {float(m.get_ydata()[0]): float(m.get_xdata()[0]) for m in fig.axes[0].lines if m is not curve and m.get_color() == curve.get_color()}
+        marks = {
+            float(m.get_ydata()[0]): float(m.get_xdata()[0])
+            for m in fig.axes[0].lines
+            if m is not curve and m.get_color() == curve.get_color()
+        }
         assert marks[0.5] == row["completion_latency_ms_p50"]  # the p50 of the modes table, not of a pooled curve
 
 
@@ -172,7 +206,9 @@ def test_monitor_lines_keep_every_slice_extremes_and_gaps():
     for k in (0, 17, 666, plots_mod.LINE_BUCKETS - 1):
         inside = slot == k
         kept = np.isin(t, drawn_t) & inside
-        assert np.nanmax(values[kept]) == np.nanmax(values[inside]) and np.nanmin(values[kept]) == np.nanmin(values[inside])
+        assert np.nanmax(values[kept]) == np.nanmax(values[inside]) and np.nanmin(values[kept]) == np.nanmin(
+            values[inside]
+        )
         assert kept[np.flatnonzero(inside)[[0, -1]]].all()  # first and last of the slice
     assert 1e6 in drawn
     unsorted = t[::-1].copy()
@@ -194,10 +230,14 @@ def test_top_functions_by_rows_then_name():
 
 @pytest.mark.slow
 def test_write_plots_twice_gives_the_same_bytes(tmp_path, monkeypatch):
-    run_dir, _ = write_synthetic_run(tmp_path / "run", duration_s=4.0, instances={
-        "i0": {"application": "fa", "distribution": "Uniform", "rate": 60.0},
-        "i1": {"application": "fb", "distribution": "Uniform", "rate": 40.0, "blocking": False},
-    })
+    run_dir, _ = write_synthetic_run(
+        tmp_path / "run",
+        duration_s=4.0,
+        instances={
+            "i0": {"application": "fa", "distribution": "Uniform", "rate": 60.0},
+            "i1": {"application": "fb", "distribution": "Uniform", "rate": 40.0, "blocking": False},
+        },
+    )
     monkeypatch.setattr(plots_mod, "MAX_POINTS", 25)  # so the sampling runs on this small run
     run = load_run(run_dir)
     first = plots_mod.write_plots(run, tmp_path / "a")

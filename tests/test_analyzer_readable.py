@@ -9,13 +9,13 @@ import re
 import numpy as np
 import pandas as pd
 import pyarrow.dataset as ds
+from test_analyzer_synthetic import write_synthetic_run
 
 from faasprof.analyzer import frames as frames_mod
 from faasprof.analyzer import markup
+from faasprof.analyzer import plots as plots_mod
 from faasprof.analyzer import report as report_mod
 from faasprof.analyzer.analysis import analyze_run, load_run
-from test_analyzer_synthetic import write_synthetic_run
-from faasprof.analyzer import plots as plots_mod
 
 MIXED = {
     "blocking": {"application": "fn", "distribution": "Uniform", "rate": 20.0, "blocking": True},
@@ -50,14 +50,16 @@ def test_phases_name_their_latency_and_client_latency_is_blocking_only(tmp_path)
     assert "achieved_rule" in summary
     page = (run_dir / "analysis" / "report.html").read_text()
     assert not re.search(r"\d\.\d+e[+-]\d", page), "a number in exponent notation"
-    assert "client latency (blocking calls" in page and "completion latency (n: successful)" in page  # one blocking instance
+    assert (
+        "client latency (blocking calls" in page and "completion latency (n: successful)" in page
+    )  # one blocking instance
     assert "<details class='warn'>" in page or not summary["warnings"]
     assert "faasprof" in page and "seed" in page  # the run-context header
 
 
 def _table_after(page: str, heading: str) -> str:
     start = page.index(heading)
-    return page[page.index("<table>", start):page.index("</table>", start)]
+    return page[page.index("<table>", start) : page.index("</table>", start)]
 
 
 def test_modes_and_tail_tables_name_their_latency_and_n_and_fit_the_page(tmp_path):
@@ -112,7 +114,12 @@ def test_frames_have_time_types_attrs_and_the_same_dtypes(tmp_path):
 def test_parquet_files_describe_themselves_and_read_together(tmp_path):
     dirs = []
     for k, rate in enumerate((10.0, 30.0)):
-        run_dir, _ = write_synthetic_run(tmp_path / f"r{k}", test_name=f"rate{k}", duration_s=4.0, instances={"i0": {"application": "fn", "distribution": "Uniform", "rate": rate}})
+        run_dir, _ = write_synthetic_run(
+            tmp_path / f"r{k}",
+            test_name=f"rate{k}",
+            duration_s=4.0,
+            instances={"i0": {"application": "fn", "distribution": "Uniform", "rate": rate}},
+        )
         analyze_run(run_dir, plots=False)
         dirs.append(run_dir)
     files = [d / "analysis" / "invocations.parquet" for d in dirs]
@@ -134,19 +141,39 @@ def test_parquet_files_describe_themselves_and_read_together(tmp_path):
 
 
 def test_monitor_panels_plot_measurements_not_bookkeeping(tmp_path):
-    perf = pd.DataFrame({"t_s": [1.0, 2.0], "time_s": [1.0, 2.0], "interval_s": [1.0, 1.0], "elapsed_s": [1.0, 2.0], "cpu_utilization": [2.0, 2.0], "ipc": [1.1, 1.2], "llc_mpki": [3.0, np.nan], "page_faults_per_s": [10.0, 12.0], "branch_mpki": [np.nan, np.nan]})
+    perf = pd.DataFrame(
+        {
+            "t_s": [1.0, 2.0],
+            "time_s": [1.0, 2.0],
+            "interval_s": [1.0, 1.0],
+            "elapsed_s": [1.0, 2.0],
+            "cpu_utilization": [2.0, 2.0],
+            "ipc": [1.1, 1.2],
+            "llc_mpki": [3.0, np.nan],
+            "page_faults_per_s": [10.0, 12.0],
+            "branch_mpki": [np.nan, np.nan],
+        }
+    )
     columns, notes = plots_mod.plottable_columns("perf", perf)
     assert columns[:2] == ["ipc", "llc_mpki"] and "page_faults_per_s" in columns
     assert not {"t_s", "time_s", "interval_s", "elapsed_s", "cpu_utilization", "branch_mpki"} & set(columns)
     assert any("cpu_utilization" in n for n in notes) and any("branch_mpki" in n for n in notes)
-    cgroups = pd.DataFrame({
-        "t_s": [1.0, 1.0, 1.0, 2.0, 2.0, 2.0], "elapsed_s": [1.0] * 3 + [2.0] * 3, "interval_s": [1.0] * 6,
-        "sandbox": [".", "a", "b"] * 2, "cpu_cores": [0.9, 0.6, 0.3, 1.0, 0.5, 0.5],
-        "memory_usage_bytes": [3 * 2**20, 2**20, 2 * 2**20] * 2, "frozen": [0, 0, 1] * 2,
-    })
+    cgroups = pd.DataFrame(
+        {
+            "t_s": [1.0, 1.0, 1.0, 2.0, 2.0, 2.0],
+            "elapsed_s": [1.0] * 3 + [2.0] * 3,
+            "interval_s": [1.0] * 6,
+            "sandbox": [".", "a", "b"] * 2,
+            "cpu_cores": [0.9, 0.6, 0.3, 1.0, 0.5, 0.5],
+            "memory_usage_bytes": [3 * 2**20, 2**20, 2 * 2**20] * 2,
+            "frozen": [0, 0, 1] * 2,
+        }
+    )
     columns, _ = plots_mod.plottable_columns("cgroups", cgroups)
     assert columns == ["cpu_cores", "memory_usage_bytes"]
-    run_dir, _ = write_synthetic_run(tmp_path, duration_s=3.0, instances={"i0": {"application": "fn", "distribution": "Uniform", "rate": 10.0}})
+    run_dir, _ = write_synthetic_run(
+        tmp_path, duration_s=3.0, instances={"i0": {"application": "fn", "distribution": "Uniform", "rate": 10.0}}
+    )
     run = load_run(run_dir)
     run.monitors = {"perf": perf, "cgroups": cgroups}
     panels = plots_mod._monitor_series(run)

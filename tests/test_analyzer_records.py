@@ -14,15 +14,15 @@ import urllib.parse
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
 import pytest
-
-from faasprof.analyzer import records as records_mod
 from conftest import send_json
-from faasprof.analyzer.analysis import analyze_run, load_run
+from test_analyzer_synthetic import WALL_ZERO_NS, record, write_synthetic_run
+
 from faasprof import rundir
+from faasprof.analyzer import records as records_mod
+from faasprof.analyzer.analysis import analyze_run, load_run
 from faasprof.platforms.openwhisk.client import OpenWhiskClient
 from faasprof.platforms.openwhisk.connection import Connection
 from faasprof.platforms.openwhisk.records import fetch_records
-from test_analyzer_synthetic import WALL_ZERO_NS, record, write_synthetic_run
 
 AUTH = "23bc46b1-71f6-4ed5-8c54-816aa4f8c502:123zO3xZCLrMN6v2BKK1dXYFpXlPkccOFqm12CdAsMgRU4VrNZ9lyGVCGuMDGIwP"
 
@@ -58,7 +58,9 @@ def make_handler(store: FakeActivations):
             if url.path == prefix:
                 limit = int(query.get("limit", 30))
                 if limit > 200:
-                    return self._send(400, {"error": "The value '%d' is not in the range of 0 to 200." % limit, "code": "x"})
+                    return self._send(
+                        400, {"error": "The value '%d' is not in the range of 0 to 200." % limit, "code": "x"}
+                    )
                 limit = limit or 200
                 skip = int(query.get("skip", 0))
                 since, upto = int(query.get("since", 0)), int(query.get("upto", 2**62))
@@ -113,7 +115,14 @@ def test_paging_across_many_pages_with_ties_and_foreign_records(platform):
     store = FakeActivations(ours + foreign)
     connection = platform(store)
     with OpenWhiskClient(connection) as client:
-        found, report = fetch_records(client, [r["activationId"] for r in ours], start - 1000, start + 5000, retry_delays_s=(), sleep=lambda s: None)
+        found, report = fetch_records(
+            client,
+            [r["activationId"] for r in ours],
+            start - 1000,
+            start + 5000,
+            retry_delays_s=(),
+            sleep=lambda s: None,
+        )
     assert len(found) == len(ours) and report.missing_ids == []
     assert {r["activationId"] for r in found} == {r["activationId"] for r in ours}
     assert report.foreign_records > 0 and report.listed_pages >= 7
@@ -131,7 +140,14 @@ def test_late_records_are_found_by_id_and_never_stored_ones_are_reported(platfor
     connection = platform(store)
     sleeps = []
     with OpenWhiskClient(connection) as client:
-        found, report = fetch_records(client, [r["activationId"] for r in ours], start - 10, start + 100, retry_delays_s=(0.5, 1.0, 2.0), sleep=sleeps.append)
+        found, report = fetch_records(
+            client,
+            [r["activationId"] for r in ours],
+            start - 10,
+            start + 100,
+            retry_delays_s=(0.5, 1.0, 2.0),
+            sleep=sleeps.append,
+        )
     assert report.missing_ids == [ours[11]["activationId"]]
     assert len(found) == 29
     assert sleeps == [0.5, 1.0, 2.0]  # bounded: one round per delay, then give up
@@ -139,7 +155,12 @@ def test_late_records_are_found_by_id_and_never_stored_ones_are_reported(platfor
 
 
 def test_analyze_fetches_writes_raw_records_and_counts_missing(tmp_path, platform):
-    run_dir, records = write_synthetic_run(tmp_path, duration_s=25.0, instances={"i0": {"application": "fn", "distribution": "Uniform", "rate": 10.0}}, save_records=False)
+    run_dir, records = write_synthetic_run(
+        tmp_path,
+        duration_s=25.0,
+        instances={"i0": {"application": "fn", "distribution": "Uniform", "rate": 10.0}},
+        save_records=False,
+    )
     assert len(records) == 250
     never = {records[5]["activationId"], records[100]["activationId"]}
     store = FakeActivations(records + _foreign(50, records[0]["start"], name="fn"), never=never)
@@ -161,7 +182,20 @@ def test_analyze_fetches_writes_raw_records_and_counts_missing(tmp_path, platfor
 
 
 def test_flatten_record_reads_docs_false_summaries_and_extended_json():
-    summary_form = {"activationId": "x" * 32, "name": "fn", "namespace": "guest", "start": 1000, "end": 1010, "duration": 10, "statusCode": 2, "annotations": [{"key": "waitTime", "value": 4}, {"key": "limits", "value": {"memory": 512, "timeout": 3000}}, {"key": "timeout", "value": True}]}
+    summary_form = {
+        "activationId": "x" * 32,
+        "name": "fn",
+        "namespace": "guest",
+        "start": 1000,
+        "end": 1010,
+        "duration": 10,
+        "statusCode": 2,
+        "annotations": [
+            {"key": "waitTime", "value": 4},
+            {"key": "limits", "value": {"memory": 512, "timeout": 3000}},
+            {"key": "timeout", "value": True},
+        ],
+    }
     row = dict(zip(records_mod.RECORD_COLUMNS, records_mod.flatten_record(summary_form)))
     assert row["status"] == "action developer error"
     assert row["wait_ms"] == 4 and row["memory_mb"] == 512 and row["timed_out"] is True
@@ -172,9 +206,18 @@ def test_flatten_record_reads_docs_false_summaries_and_extended_json():
 
 
 def test_records_missing_from_a_saved_file_are_asked_for_again_and_appended(tmp_path, platform):
-    run_dir, kept = write_synthetic_run(tmp_path, duration_s=3.0, instances={"i0": {"application": "fn", "distribution": "Uniform", "rate": 10.0}}, missing_every=10)
+    run_dir, kept = write_synthetic_run(
+        tmp_path,
+        duration_s=3.0,
+        instances={"i0": {"application": "fn", "distribution": "Uniform", "rate": 10.0}},
+        missing_every=10,
+    )
     assert len(kept) == 27
-    everything = write_synthetic_run(tmp_path / "twin", duration_s=3.0, instances={"i0": {"application": "fn", "distribution": "Uniform", "rate": 10.0}})[1]
+    everything = write_synthetic_run(
+        tmp_path / "twin",
+        duration_s=3.0,
+        instances={"i0": {"application": "fn", "distribution": "Uniform", "rate": 10.0}},
+    )[1]
     store = FakeActivations(everything)
     summary = analyze_run(run_dir, platform(store), retry_delays_s=(), plots=False)
     assert summary["records"]["missing"] == 0 and summary["records"]["found"] == 30

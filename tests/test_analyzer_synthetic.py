@@ -15,6 +15,7 @@ under-invoked, rates below 1000/service_ms balanced, rates above it over-invoked
 from __future__ import annotations
 
 import json
+
 import numpy as np
 
 from faasprof import rundir
@@ -31,12 +32,28 @@ def _ids(rng: np.random.Generator, n: int) -> list[str]:
 FAILURE_RECORDS = {
     "application_error": ("application error", "boom", False),
     "developer_error": ("action developer error", "The action did not return a dictionary.", False),
-    "internal_error": ("whisk internal error", "Failed to run container with image 'openwhisk/action-python-v3.11'.", False),
+    "internal_error": (
+        "whisk internal error",
+        "Failed to run container with image 'openwhisk/action-python-v3.11'.",
+        False,
+    ),
     "action_timeout": ("action developer error", "The action exceeded its time limits of 100 milliseconds.", True),
 }
 
 
-def record(activation_id, function, start_ms, wait_ms, init_ms, exec_ms, memory_mb=256, status="success", namespace="guest", error="boom", timed_out=False):
+def record(
+    activation_id,
+    function,
+    start_ms,
+    wait_ms,
+    init_ms,
+    exec_ms,
+    memory_mb=256,
+    status="success",
+    namespace="guest",
+    error="boom",
+    timed_out=False,
+):
     """One activation record as OpenWhisk's API returns it (extended JSON)."""
     duration = int(round(init_ms + exec_ms))
     annotations = [
@@ -57,7 +74,12 @@ def record(activation_id, function, start_ms, wait_ms, init_ms, exec_ms, memory_
         "name": function,
         "namespace": namespace,
         "publish": False,
-        "response": {"result": {"ok": True} if status == "success" else {"error": error}, "size": 11, "status": status, "success": status == "success"},
+        "response": {
+            "result": {"ok": True} if status == "success" else {"error": error},
+            "size": 11,
+            "status": status,
+            "success": status == "success",
+        },
         "start": int(start_ms),
         "subject": namespace,
         "version": "0.0.1",
@@ -115,12 +137,17 @@ def write_synthetic_run(
     for seq in range(n):
         t_ns, instance, function = intended[seq], plan[seq][1], plan[seq][2]
         if interrupt_at_s is not None and t_ns >= interrupt_at_s * 1e9:
-            rows.append((seq, instance, function, int(t_ns), None, None, "not_sent", None, None, "interrupted before sending"))
+            rows.append(
+                (seq, instance, function, int(t_ns), None, None, "not_sent", None, None, "interrupted before sending")
+            )
             continue
         sent_ms = t_ns / 1e6 + lateness_ms
         accepted_ms = sent_ms + accept_ms
         if function not in free_at:
-            ready_ms, init, = accepted_ms + cold_wait_ms, init_ms
+            (
+                ready_ms,
+                init,
+            ) = accepted_ms + cold_wait_ms, init_ms
         else:
             idle = accepted_ms - free_at[function]
             if idle >= pause_grace_ms:
@@ -136,15 +163,53 @@ def write_synthetic_run(
         failure = failures.get(seq)
         if failure in FAILURE_RECORDS:
             status, error, timed_out = FAILURE_RECORDS[failure]
-            records.append(record(ids[seq], function, int(start_wall_ms), ready_ms - accepted_ms, init, exec_ms, status=status, error=error, timed_out=timed_out))
+            records.append(
+                record(
+                    ids[seq],
+                    function,
+                    int(start_wall_ms),
+                    ready_ms - accepted_ms,
+                    init,
+                    exec_ms,
+                    status=status,
+                    error=error,
+                    timed_out=timed_out,
+                )
+            )
         elif failure is None:
             records.append(record(ids[seq], function, int(start_wall_ms), ready_ms - accepted_ms, init, exec_ms))
         elif failure != "no_record":
             raise ValueError(f"failures[{seq}] = {failure!r}: not a failed record outcome")
         if failure in FAILURE_RECORDS and answers_at_end:
-            rows.append((seq, instance, function, int(t_ns), int(sent_ms * 1e6), int(done_ms * 1e6), "app_error", 502, ids[seq], "HTTP 502"))
+            rows.append(
+                (
+                    seq,
+                    instance,
+                    function,
+                    int(t_ns),
+                    int(sent_ms * 1e6),
+                    int(done_ms * 1e6),
+                    "app_error",
+                    502,
+                    ids[seq],
+                    "HTTP 502",
+                )
+            )
         else:
-            rows.append((seq, instance, function, int(t_ns), int(sent_ms * 1e6), int(done_ms * 1e6), "ok", 200 if answers_at_end else 202, ids[seq], None))
+            rows.append(
+                (
+                    seq,
+                    instance,
+                    function,
+                    int(t_ns),
+                    int(sent_ms * 1e6),
+                    int(done_ms * 1e6),
+                    "ok",
+                    200 if answers_at_end else 202,
+                    ids[seq],
+                    None,
+                )
+            )
     run_dir = rundir.create_run_dir(out_dir, test_name)
     workload = {
         "test_name": test_name,

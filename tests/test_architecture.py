@@ -62,8 +62,12 @@ APART = (("faasprof.invoker", "faasprof.analyzer"), ("faasprof.platforms", "faas
 
 def _prefix(module: str) -> tuple[int, str]:
     """(layer, prefix) of the longest prefix of LAYERS that matches ``module``."""
-    matches = [(len(prefix), index, prefix) for index, (_, prefixes) in enumerate(LAYERS) for prefix in prefixes
-               if module == prefix or module.startswith(prefix + ".")]
+    matches = [
+        (len(prefix), index, prefix)
+        for index, (_, prefixes) in enumerate(LAYERS)
+        for prefix in prefixes
+        if module == prefix or module.startswith(prefix + ".")
+    ]
     if not matches:
         raise KeyError(f"{module}: in no layer; add its package to LAYERS")
     _, index, prefix = max(matches)
@@ -92,8 +96,8 @@ def project_files(root: Path = REPO, suffix: str = ".py") -> dict[str, Path]:
             continue
         relative = path.relative_to(root)
         for package, folder in sorted(folders.items(), key=lambda item: -len(item[1])):
-            if relative.parts[:len(Path(folder).parts)] == Path(folder).parts:
-                parts = relative.with_suffix("").parts[len(Path(folder).parts):]
+            if relative.parts[: len(Path(folder).parts)] == Path(folder).parts:
+                parts = relative.with_suffix("").parts[len(Path(folder).parts) :]
                 if parts and parts[-1] == "__init__":
                     parts = parts[:-1]
                 found.setdefault(".".join((package, *parts)), path)
@@ -154,13 +158,19 @@ def check(sources: dict[str, str]) -> list[str]:
                 problems.append(f"{module}:{line}: imports {target}, which is no project module")
                 continue
             if local:
-                problems.append(f"{module}:{line}: imports {target} inside a function; import it at the top of the file")
+                problems.append(
+                    f"{module}:{line}: imports {target} inside a function; import it at the top of the file"
+                )
             if target != module:
                 graph[module].add(target)
             if layer_of(target) > layer_of(module):
-                problems.append(f"{module}:{line}: imports {target} upward ({LAYERS[layer_of(module)][0]} -> {LAYERS[layer_of(target)][0]})")
+                problems.append(
+                    f"{module}:{line}: imports {target} upward ({LAYERS[layer_of(module)][0]} -> {LAYERS[layer_of(target)][0]})"
+                )
             elif not is_command(module) and _apart(module, target):
-                problems.append(f"{module}:{line}: imports {target}, but {_prefix(module)[1]} and {_prefix(target)[1]} stay apart")
+                problems.append(
+                    f"{module}:{line}: imports {target}, but {_prefix(module)[1]} and {_prefix(target)[1]} stay apart"
+                )
     for cycle in cycles(graph):
         problems.append("import cycle: " + " -> ".join(cycle + [cycle[0]]))
     return problems
@@ -169,8 +179,11 @@ def check(sources: dict[str, str]) -> list[str]:
 def misplaced_commands(sources: dict[str, str]) -> list[str]:
     """Every command module outside the one room, one line each: a subcommand is
     ``faasprof/commands/<name>.py`` (``faasprof/cli.py`` reads their table); no ``cmd_*.py`` elsewhere."""
-    return [f"{module}: a command module outside faasprof/commands; move it there and name it in faasprof/cli.py's COMMANDS"
-            for module in sorted(sources) if module.rsplit(".", 1)[-1].startswith("cmd_")]
+    return [
+        f"{module}: a command module outside faasprof/commands; move it there and name it in faasprof/cli.py's COMMANDS"
+        for module in sorted(sources)
+        if module.rsplit(".", 1)[-1].startswith("cmd_")
+    ]
 
 
 def cycles(graph: dict[str, set[str]]) -> list[list[str]]:
@@ -214,12 +227,29 @@ def cycles(graph: dict[str, set[str]]) -> list[list[str]]:
 # -- run-directory files: named only in faasprof/rundir ---------------------------------------------
 
 RUN_DIR_PACKAGE = "faasprof.rundir"
-RUN_DIR_FILES = ("manifest.json", "invocations.csv", "sends.csv", "plan.bin", "activations.jsonl", "activations.columns.npz")
-RUN_DIR_CONSTANTS = ("MANIFEST", "INVOCATIONS", "SENDS", "PLAN", "ACTIVATIONS", "MONITORS")  # faasprof.rundir's names for them
+RUN_DIR_FILES = (
+    "manifest.json",
+    "invocations.csv",
+    "sends.csv",
+    "plan.bin",
+    "activations.jsonl",
+    "activations.columns.npz",
+)
+RUN_DIR_CONSTANTS = (
+    "MANIFEST",
+    "INVOCATIONS",
+    "SENDS",
+    "PLAN",
+    "ACTIVATIONS",
+    "MONITORS",
+)  # faasprof.rundir's names for them
 _FILE_NAME = re.compile(r"(?<![\w.-])(" + "|".join(re.escape(name) for name in RUN_DIR_FILES) + r")(?![\w.-])")
 # (module, file name) pairs that name a file of the same name that is no run directory's, and why.
 NOT_RUN_DIR_FILES = {
-    ("faasprof.functions.catalogue", "manifest.json"): "functions/manifest.json, the function catalogue, not a run directory's manifest",
+    (
+        "faasprof.functions.catalogue",
+        "manifest.json",
+    ): "functions/manifest.json, the function catalogue, not a run directory's manifest",
 }
 
 
@@ -232,9 +262,14 @@ def run_dir_files_named(sources: dict[str, str]) -> list[str]:
         if module == RUN_DIR_PACKAGE or module.startswith(RUN_DIR_PACKAGE + "."):
             continue
         tree = ast.parse(source)
-        docstrings = {id(node.body[0].value) for node in ast.walk(tree)
-                      if isinstance(node, (ast.Module, ast.ClassDef, ast.FunctionDef, ast.AsyncFunctionDef))
-                      and node.body and isinstance(node.body[0], ast.Expr) and isinstance(node.body[0].value, ast.Constant)}
+        docstrings = {
+            id(node.body[0].value)
+            for node in ast.walk(tree)
+            if isinstance(node, (ast.Module, ast.ClassDef, ast.FunctionDef, ast.AsyncFunctionDef))
+            and node.body
+            and isinstance(node.body[0], ast.Expr)
+            and isinstance(node.body[0].value, ast.Constant)
+        }
         modules, constants = _rundir_bindings(tree)
         named: list[tuple[int, str]] = []
 
@@ -250,17 +285,24 @@ def run_dir_files_named(sources: dict[str, str]) -> list[str]:
             elif isinstance(node, ast.BinOp) and isinstance(node.op, ast.Div):
                 found = [ast.unparse(side) for side in (node.left, node.right) if is_constant(side)]
             elif isinstance(node, ast.Call):
-                found = [ast.unparse(arg) for arg in (*node.args, *(k.value for k in node.keywords)) if is_constant(arg)]
+                found = [
+                    ast.unparse(arg) for arg in (*node.args, *(k.value for k in node.keywords)) if is_constant(arg)
+                ]
             elif isinstance(node, ast.JoinedStr):
                 parts = node.values
                 for k, part in enumerate(parts):
                     if isinstance(part, ast.FormattedValue) and is_constant(part.value):
                         before = parts[k - 1] if k else None
                         after = parts[k + 1] if k + 1 < len(parts) else None
-                        if (isinstance(before, ast.Constant) and before.value.endswith("/")) or (isinstance(after, ast.Constant) and after.value.startswith("/")):
+                        if (isinstance(before, ast.Constant) and before.value.endswith("/")) or (
+                            isinstance(after, ast.Constant) and after.value.startswith("/")
+                        ):
                             found.append(ast.unparse(part.value))
             named.extend((node.lineno, name) for name in found)
-        problems.extend(f"{module}:{line}: names the run-directory file {name}; reach it through a function of faasprof.rundir" for line, name in sorted(named))
+        problems.extend(
+            f"{module}:{line}: names the run-directory file {name}; reach it through a function of faasprof.rundir"
+            for line, name in sorted(named)
+        )
     return problems
 
 
@@ -277,7 +319,9 @@ def _rundir_bindings(tree: ast.Module) -> tuple[set[str], set[str]]:
                 elif node.module == RUN_DIR_PACKAGE:
                     modules.add(alias.asname or alias.name)  # a module of the package (layout, ...)
         elif isinstance(node, ast.Import):
-            modules.update(alias.asname for alias in node.names if alias.asname and alias.name.startswith(RUN_DIR_PACKAGE))
+            modules.update(
+                alias.asname for alias in node.names if alias.asname and alias.name.startswith(RUN_DIR_PACKAGE)
+            )
     return modules, constants
 
 
@@ -286,13 +330,22 @@ def _rundir_bindings(tree: ast.Module) -> tuple[set[str], set[str]]:
 
 def test_the_project_keeps_its_layers_without_cycles_or_hidden_imports():
     sources = project_sources()
-    assert {"faasprof.analyzer.analysis", "faasprof.platforms.openwhisk", "faasprof.workload.spec", "faasprof.rundir"} <= set(sources)
+    assert {
+        "faasprof.analyzer.analysis",
+        "faasprof.platforms.openwhisk",
+        "faasprof.workload.spec",
+        "faasprof.rundir",
+    } <= set(sources)
     assert check(sources) == []
 
 
 def test_every_command_lives_in_the_commands_room_and_the_cli_table_names_each():
     assert misplaced_commands(project_sources()) == []
-    rooms = {path.stem for path in tracked_files(REPO / "faasprof" / "commands") if path.suffix == ".py" and path.stem != "__init__"}
+    rooms = {
+        path.stem
+        for path in tracked_files(REPO / "faasprof" / "commands")
+        if path.suffix == ".py" and path.stem != "__init__"
+    }
     table = re.findall(r'^    "([a-z]+)": "', (REPO / "faasprof" / "cli.py").read_text(encoding="utf-8"), flags=re.M)
     assert sorted(table) == sorted(rooms)
 
@@ -311,8 +364,12 @@ def test_tests_and_benchmarks_import_project_modules_at_the_top():
     known, packages = set(sources), {name.split(".")[0] for name in sources}
     hidden = []
     for folder in ("tests", "bench"):
-        for path in (path for path in tracked_files() if path.suffix == ".py" and path.relative_to(REPO).parts[0] == folder):
-            for target, line, local in imports_of(f"{folder}.{path.stem}", path.read_text(encoding="utf-8"), known, packages):
+        for path in (
+            path for path in tracked_files() if path.suffix == ".py" and path.relative_to(REPO).parts[0] == folder
+        ):
+            for target, line, local in imports_of(
+                f"{folder}.{path.stem}", path.read_text(encoding="utf-8"), known, packages
+            ):
                 if local:
                     hidden.append(f"{path.relative_to(REPO)}:{line}: imports {target} inside a function")
     assert hidden == []
@@ -374,8 +431,12 @@ def test_every_large_module_is_listed_in_the_architecture_and_nothing_else():
     listed = listed_large_modules((REPO / "ARCHITECTURE.md").read_text(encoding="utf-8"))
     large = large_modules()
     unlisted, stale = sorted(large - listed), sorted(listed - large)
-    assert not unlisted, f"over {LARGE_MODULE_LINES} code lines: {unlisted}; split each, or name it and its one job in ARCHITECTURE.md's Large modules"
-    assert not stale, f"no longer over {LARGE_MODULE_LINES} code lines: {stale}; drop them from ARCHITECTURE.md's Large modules"
+    assert not unlisted, (
+        f"over {LARGE_MODULE_LINES} code lines: {unlisted}; split each, or name it and its one job in ARCHITECTURE.md's Large modules"
+    )
+    assert not stale, (
+        f"no longer over {LARGE_MODULE_LINES} code lines: {stale}; drop them from ARCHITECTURE.md's Large modules"
+    )
 
 
 def test_a_large_module_is_found(tmp_path):
@@ -383,7 +444,9 @@ def test_a_large_module_is_found(tmp_path):
     (tmp_path / "monitoring" / "big.py").write_text("x = 1\n" * (LARGE_MODULE_LINES + 1))
     (tmp_path / "monitoring" / "small.py").write_text("x = 1\n" * LARGE_MODULE_LINES)
     assert large_modules(tmp_path) == {"monitoring/big.py"}
-    section = "### Large modules\n\n`tests/x.py` fails ...\n- `monitoring/big.py`: one job.\n\n## Next\n`invoker/run.py`\n"
+    section = (
+        "### Large modules\n\n`tests/x.py` fails ...\n- `monitoring/big.py`: one job.\n\n## Next\n`invoker/run.py`\n"
+    )
     assert listed_large_modules(section) == {"monitoring/big.py"}
 
 
@@ -434,7 +497,9 @@ def test_the_analyzer_imports_without_the_invoker_localwhisk_aiohttp_or_uvloop()
 
 
 def test_the_blocking_finder_does_block():
-    script = BLOCKED_IMPORT.replace("import faasprof.analyzer\n", "import faasprof.invoker.run\nimport faasprof.analyzer\n", 1)
+    script = BLOCKED_IMPORT.replace(
+        "import faasprof.analyzer\n", "import faasprof.invoker.run\nimport faasprof.analyzer\n", 1
+    )
     done = subprocess.run([sys.executable, "-c", script], cwd=REPO, capture_output=True, text=True, timeout=120)
     assert done.returncode != 0 and "ImportError: faasprof.invoker is blocked in this test" in done.stderr
 
@@ -442,8 +507,18 @@ def test_the_blocking_finder_does_block():
 # -- the run path: one job per room ---------------------------------------------------------------
 
 # The modules a run goes through, from the command to the send loop.
-RUN_PATH = ("faasprof.commands.run", "faasprof.experiments.capacity_store", "faasprof.experiments.analyzed", "faasprof.invoker.run", "faasprof.invoker.run_collectors",
-            "faasprof.invoker.platform_set", "faasprof.invoker.scripts", "faasprof.invoker.dispatch", "faasprof.invoker.sender", "faasprof.invoker.shards")
+RUN_PATH = (
+    "faasprof.commands.run",
+    "faasprof.experiments.capacity_store",
+    "faasprof.experiments.analyzed",
+    "faasprof.invoker.run",
+    "faasprof.invoker.run_collectors",
+    "faasprof.invoker.platform_set",
+    "faasprof.invoker.scripts",
+    "faasprof.invoker.dispatch",
+    "faasprof.invoker.sender",
+    "faasprof.invoker.shards",
+)
 MAX_FUNCTION_LINES = 80
 # A function that is a process's own entry point and says its own lines: a send process of
 # ``--send-processes`` (``python -m faasprof.invoker.shards``) prints its warnings to the stderr it shares.
@@ -459,24 +534,58 @@ def run_path_problems(sources: dict[str, str], modules: tuple[str, ...] = RUN_PA
     for module in modules:
         tree = ast.parse(sources[module])
         defined = {node.name for node in ast.walk(tree) if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef))}
-        entry = {id(inner) for node in ast.walk(tree) if isinstance(node, ast.FunctionDef) and node.name == ENTRY_POINTS.get(module)
-                 for inner in ast.walk(node)}
+        entry = {
+            id(inner)
+            for node in ast.walk(tree)
+            if isinstance(node, ast.FunctionDef) and node.name == ENTRY_POINTS.get(module)
+            for inner in ast.walk(node)
+        }
         for node in ast.walk(tree):
             where = f"{module}:{getattr(node, 'lineno', 0)}"
-            if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)) and node.end_lineno - node.lineno + 1 > MAX_FUNCTION_LINES:
-                problems.append(f"{where}: {node.name} has {node.end_lineno - node.lineno + 1} lines; split it into steps of at most {MAX_FUNCTION_LINES}")
-            elif isinstance(node, ast.Call) and isinstance(node.func, ast.Name) and node.func.id == "print" and not is_command(module) and id(node) not in entry:
+            if (
+                isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef))
+                and node.end_lineno - node.lineno + 1 > MAX_FUNCTION_LINES
+            ):
+                problems.append(
+                    f"{where}: {node.name} has {node.end_lineno - node.lineno + 1} lines; split it into steps of at most {MAX_FUNCTION_LINES}"
+                )
+            elif (
+                isinstance(node, ast.Call)
+                and isinstance(node.func, ast.Name)
+                and node.func.id == "print"
+                and not is_command(module)
+                and id(node) not in entry
+            ):
                 problems.append(f"{where}: prints; say it on the Progress the command layer hands down")
-            elif isinstance(node, ast.Attribute) and node.attr == "stderr" and ast.unparse(node) == "sys.stderr" and not is_command(module) and id(node) not in entry:
+            elif (
+                isinstance(node, ast.Attribute)
+                and node.attr == "stderr"
+                and ast.unparse(node) == "sys.stderr"
+                and not is_command(module)
+                and id(node) not in entry
+            ):
                 problems.append(f"{where}: names sys.stderr; only the command layer decides where lines go")
             elif isinstance(node, (ast.If, ast.IfExp, ast.While)) and any(
-                    isinstance(part, ast.Name) and part.id in ("say", "progress") or isinstance(part, ast.Attribute) and part.attr in ("say", "progress")
-                    for part in ast.walk(node.test)):
-                problems.append(f"{where}: asks whether anybody listens ({ast.unparse(node.test)}); a quiet Progress says nothing")
-            elif (isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) and node.func.attr.startswith("_")
-                  and not node.func.attr.startswith("__") and node.func.attr not in defined
-                  and not (isinstance(node.func.value, ast.Name) and node.func.value.id in ("self", "cls"))):
-                problems.append(f"{where}: calls {ast.unparse(node.func)}, another module's private method; give it a public one")
+                isinstance(part, ast.Name)
+                and part.id in ("say", "progress")
+                or isinstance(part, ast.Attribute)
+                and part.attr in ("say", "progress")
+                for part in ast.walk(node.test)
+            ):
+                problems.append(
+                    f"{where}: asks whether anybody listens ({ast.unparse(node.test)}); a quiet Progress says nothing"
+                )
+            elif (
+                isinstance(node, ast.Call)
+                and isinstance(node.func, ast.Attribute)
+                and node.func.attr.startswith("_")
+                and not node.func.attr.startswith("__")
+                and node.func.attr not in defined
+                and not (isinstance(node.func.value, ast.Name) and node.func.value.id in ("self", "cls"))
+            ):
+                problems.append(
+                    f"{where}: calls {ast.unparse(node.func)}, another module's private method; give it a public one"
+                )
     return problems
 
 
@@ -487,16 +596,27 @@ def test_the_run_path_has_short_functions_one_reporter_and_no_private_calls():
 
 def test_the_run_path_check_finds_each_problem():
     long_body = "".join(f"    x{i} = {i}\n" for i in range(MAX_FUNCTION_LINES))
-    source = (f"import sys\n\ndef long():\n{long_body}\n"
-              "def speak(say, dispatcher):\n    if say:\n        print('hi', file=sys.stderr)\n    dispatcher._fill_not_sent()\n\n"
-              "def child_main():\n    print('own line')\n")
+    source = (
+        f"import sys\n\ndef long():\n{long_body}\n"
+        "def speak(say, dispatcher):\n    if say:\n        print('hi', file=sys.stderr)\n    dispatcher._fill_not_sent()\n\n"
+        "def child_main():\n    print('own line')\n"
+    )
     problems = run_path_problems({"faasprof.invoker.shards": source}, modules=("faasprof.invoker.shards",))
     found = sorted((int(line.split(":")[1]), line.split(": ", 1)[1].split(" ")[0]) for line in problems)
     assert found == [(3, "long"), (86, "asks"), (87, "names"), (87, "prints;"), (88, "calls")]
-    assert any("long has 81 lines" in line for line in problems) and any("dispatcher._fill_not_sent" in line for line in problems)
+    assert any("long has 81 lines" in line for line in problems) and any(
+        "dispatcher._fill_not_sent" in line for line in problems
+    )
     # A command prints; a module's own private helpers are its own business.
-    assert run_path_problems({"faasprof.commands.run": "def main():\n    print('x')\n\ndef _f():\n    pass\n\nclass A:\n    def g(self, o):\n        o._f()\n"},
-                             modules=("faasprof.commands.run",)) == []
+    assert (
+        run_path_problems(
+            {
+                "faasprof.commands.run": "def main():\n    print('x')\n\ndef _f():\n    pass\n\nclass A:\n    def g(self, o):\n        o._f()\n"
+            },
+            modules=("faasprof.commands.run",),
+        )
+        == []
+    )
 
 
 # -- the check itself fails on bad graphs ----------------------------------------------------------
@@ -504,55 +624,116 @@ def test_the_run_path_check_finds_each_problem():
 
 def test_an_upward_import_is_found():
     problems = check({"faasprof.invoker.run": "from faasprof.analyzer import analyze_run\n", "faasprof.analyzer": ""})
-    assert problems == ["faasprof.invoker.run:1: imports faasprof.analyzer, but faasprof.invoker and faasprof.analyzer stay apart"]
-    problems = check({"faasprof.analyzer.analysis": "from faasprof.invoker.client import OpenWhiskClient\n", "faasprof.invoker.client": ""})
-    assert problems == ["faasprof.analyzer.analysis:1: imports faasprof.invoker.client, but faasprof.analyzer and faasprof.invoker stay apart"]
+    assert problems == [
+        "faasprof.invoker.run:1: imports faasprof.analyzer, but faasprof.invoker and faasprof.analyzer stay apart"
+    ]
+    problems = check(
+        {
+            "faasprof.analyzer.analysis": "from faasprof.invoker.client import OpenWhiskClient\n",
+            "faasprof.invoker.client": "",
+        }
+    )
+    assert problems == [
+        "faasprof.analyzer.analysis:1: imports faasprof.invoker.client, but faasprof.analyzer and faasprof.invoker stay apart"
+    ]
     problems = check({"faasprof.workload.spec": "import faasprof.analyzer.frames\n", "faasprof.analyzer.frames": ""})
-    assert problems == ["faasprof.workload.spec:1: imports faasprof.analyzer.frames upward (workload -> invoker and analyzer)"]
-    problems = check({"faasprof.invoker.run": "from faasprof.commands import run\n", "faasprof.commands.run": "", "faasprof.commands": ""})
-    assert problems == ["faasprof.invoker.run:1: imports faasprof.commands.run upward (invoker and analyzer -> commands)"]
+    assert problems == [
+        "faasprof.workload.spec:1: imports faasprof.analyzer.frames upward (workload -> invoker and analyzer)"
+    ]
+    problems = check(
+        {
+            "faasprof.invoker.run": "from faasprof.commands import run\n",
+            "faasprof.commands.run": "",
+            "faasprof.commands": "",
+        }
+    )
+    assert problems == [
+        "faasprof.invoker.run:1: imports faasprof.commands.run upward (invoker and analyzer -> commands)"
+    ]
 
 
 def test_a_file_cycle_is_found_at_any_depth():
-    problems = check({
-        "faasprof.analyzer.frames": "from faasprof.analyzer.records import RECORD_COLUMNS\n",
-        "faasprof.analyzer.records": "from faasprof.analyzer import stats\n",
-        "faasprof.analyzer.stats": "import faasprof.analyzer.frames\n",
-        "faasprof.analyzer": "",
-    })
-    assert problems == ["import cycle: faasprof.analyzer.frames -> faasprof.analyzer.records -> faasprof.analyzer.stats -> faasprof.analyzer.frames"]
+    problems = check(
+        {
+            "faasprof.analyzer.frames": "from faasprof.analyzer.records import RECORD_COLUMNS\n",
+            "faasprof.analyzer.records": "from faasprof.analyzer import stats\n",
+            "faasprof.analyzer.stats": "import faasprof.analyzer.frames\n",
+            "faasprof.analyzer": "",
+        }
+    )
+    assert problems == [
+        "import cycle: faasprof.analyzer.frames -> faasprof.analyzer.records -> faasprof.analyzer.stats -> faasprof.analyzer.frames"
+    ]
 
 
 def test_a_package_importing_its_own_init_back_is_a_cycle():
-    problems = check({"faasprof.analyzer": "from faasprof.analyzer.analysis import load_run\n", "faasprof.analyzer.analysis": "import faasprof.analyzer\n"})
+    problems = check(
+        {
+            "faasprof.analyzer": "from faasprof.analyzer.analysis import load_run\n",
+            "faasprof.analyzer.analysis": "import faasprof.analyzer\n",
+        }
+    )
     assert problems == ["import cycle: faasprof.analyzer -> faasprof.analyzer.analysis -> faasprof.analyzer"]
 
 
 def test_a_function_local_project_import_is_found_and_a_relative_one_resolved():
     source = "import json\n\ndef f():\n    from . import records\n    import pandas\n    return records\n"
     problems = check({"faasprof.analyzer.frames": source, "faasprof.analyzer.records": "", "faasprof.analyzer": ""})
-    assert problems == ["faasprof.analyzer.frames:4: imports faasprof.analyzer.records inside a function; import it at the top of the file"]
+    assert problems == [
+        "faasprof.analyzer.frames:4: imports faasprof.analyzer.records inside a function; import it at the top of the file"
+    ]
 
 
 def test_commands_may_import_anything_and_nothing_imports_them():
-    assert check({"faasprof.commands.analyze": "import faasprof.localwhisk.embedded\nimport faasprof.experiments.sweep\n", "faasprof.localwhisk.embedded": "", "faasprof.experiments.sweep": ""}) == []
-    problems = check({"faasprof.experiments.sweep": "from faasprof.commands import analyze\n", "faasprof.commands.analyze": "", "faasprof.commands": ""})
-    assert problems == ["faasprof.experiments.sweep:1: imports faasprof.commands.analyze upward (experiments -> commands)"]
+    assert (
+        check(
+            {
+                "faasprof.commands.analyze": "import faasprof.localwhisk.embedded\nimport faasprof.experiments.sweep\n",
+                "faasprof.localwhisk.embedded": "",
+                "faasprof.experiments.sweep": "",
+            }
+        )
+        == []
+    )
+    problems = check(
+        {
+            "faasprof.experiments.sweep": "from faasprof.commands import analyze\n",
+            "faasprof.commands.analyze": "",
+            "faasprof.commands": "",
+        }
+    )
+    assert problems == [
+        "faasprof.experiments.sweep:1: imports faasprof.commands.analyze upward (experiments -> commands)"
+    ]
 
 
 def test_a_command_outside_the_commands_room_is_found():
-    sources = {"faasprof.monitoring.cmd_doctor": "from faasprof.monitoring import host\n", "faasprof.monitoring.host": "",
-               "faasprof.commands.doctor": "from faasprof.platforms.openwhisk import platform\n"}
+    sources = {
+        "faasprof.monitoring.cmd_doctor": "from faasprof.monitoring import host\n",
+        "faasprof.monitoring.host": "",
+        "faasprof.commands.doctor": "from faasprof.platforms.openwhisk import platform\n",
+    }
     assert misplaced_commands(sources) == [
-        "faasprof.monitoring.cmd_doctor: a command module outside faasprof/commands; move it there and name it in faasprof/cli.py's COMMANDS"]
+        "faasprof.monitoring.cmd_doctor: a command module outside faasprof/commands; move it there and name it in faasprof/cli.py's COMMANDS"
+    ]
 
 
-@pytest.mark.parametrize("module, layer", [
-    ("faasprof.rundir", "core"), ("faasprof.cli", "commands"), ("faasprof.monitoring.collectors", "monitoring"),
-    ("faasprof.commands.doctor", "commands"), ("faasprof.workload.spec", "workload"), ("faasprof.functions.catalogue", "functions"),
-    ("faasprof.platforms.openwhisk", "platforms and localwhisk"), ("faasprof.localwhisk.__main__", "commands"),
-    ("faasprof.analyzer.compare", "invoker and analyzer"), ("faasprof.commands.run", "commands"), ("faasprof", "core"),
-])
+@pytest.mark.parametrize(
+    "module, layer",
+    [
+        ("faasprof.rundir", "core"),
+        ("faasprof.cli", "commands"),
+        ("faasprof.monitoring.collectors", "monitoring"),
+        ("faasprof.commands.doctor", "commands"),
+        ("faasprof.workload.spec", "workload"),
+        ("faasprof.functions.catalogue", "functions"),
+        ("faasprof.platforms.openwhisk", "platforms and localwhisk"),
+        ("faasprof.localwhisk.__main__", "commands"),
+        ("faasprof.analyzer.compare", "invoker and analyzer"),
+        ("faasprof.commands.run", "commands"),
+        ("faasprof", "core"),
+    ],
+)
 def test_layer_table(module, layer):
     assert LAYERS[layer_of(module)][0] == layer
 
@@ -576,5 +757,11 @@ def f(run_dir):
     }
     assert run_dir_files_named(sources) == [
         f"faasprof.analyzer.chains:{line}: names the run-directory file {name}; reach it through a function of faasprof.rundir"
-        for line, name in ((6, "activations.jsonl"), (7, "rundir.PLAN"), (8, "ROWS"), (9, "rundir.MANIFEST"), (11, "sends.csv"))
+        for line, name in (
+            (6, "activations.jsonl"),
+            (7, "rundir.PLAN"),
+            (8, "ROWS"),
+            (9, "rundir.MANIFEST"),
+            (11, "sends.csv"),
+        )
     ]

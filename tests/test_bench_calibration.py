@@ -28,7 +28,12 @@ def _result(label, capacity, probes, wait_p50, annotations, throttle=None):
         "label": label,
         "settings": {"pause_grace_ms": 50, "user_memory_mb": 4096},
         "scenarios": {
-            "warm": {"client_ms": {"p50": 12.5, "p99": 30.0}, "wait_ms": {"p50": wait_p50}, "duration_ms": {"p50": 2.0}, "overhead_ms": {"p50": 4.0}},
+            "warm": {
+                "client_ms": {"p50": 12.5, "p99": 30.0},
+                "wait_ms": {"p50": wait_p50},
+                "duration_ms": {"p50": 2.0},
+                "overhead_ms": {"p50": 4.0},
+            },
             "capacity": {"capacity_rps": capacity, "probes": probes},
             "fields": {"annotation_keys": annotations},
             "throttle": throttle or {"limits": {"concurrent_actions": 999999}, "concurrent": {"note": "not reachable"}},
@@ -42,11 +47,20 @@ def test_table_has_one_column_per_platform_and_the_figures():
         {"rate_rps": 32.0, "mode": "balanced", "wait_p50_ms": 1070.0, "duration_p50_ms": 440.0},
         {"rate_rps": 64.0, "mode": "over-invoked"},
     ]
-    throttled = {"limits": {"concurrent_actions": 5}, "concurrent": {"calls": 10, "status_codes": {"202": 5, "429": 5}, "errors": ["Too many concurrent requests in flight (count: 5, allowed: 5)."]}}
-    table = cal.render_table([
-        _result("OpenWhisk", 29.0, probes, 6.0, ["initTime", "kind", "waitTime"], throttled),
-        _result("localwhisk", 117.0, [], 3.0, ["containerState", "kind", "waitTime"]),
-    ])
+    throttled = {
+        "limits": {"concurrent_actions": 5},
+        "concurrent": {
+            "calls": 10,
+            "status_codes": {"202": 5, "429": 5},
+            "errors": ["Too many concurrent requests in flight (count: 5, allowed: 5)."],
+        },
+    }
+    table = cal.render_table(
+        [
+            _result("OpenWhisk", 29.0, probes, 6.0, ["initTime", "kind", "waitTime"], throttled),
+            _result("localwhisk", 117.0, [], 3.0, ["containerState", "kind", "waitTime"]),
+        ]
+    )
     lines = table.splitlines()
     assert lines[0] == "| | OpenWhisk | localwhisk |"
     row = {line.split(" | ")[0].lstrip("| "): line for line in lines[2:]}
@@ -63,10 +77,33 @@ def test_table_has_one_column_per_platform_and_the_figures():
 @pytest.mark.timeout(240)
 def test_a_short_run_on_the_embedded_localwhisk_writes_a_result_and_renders(tmp_path):
     result = subprocess.run(
-        [sys.executable, str(REPO_ROOT / "bench" / "bench_calibration.py"), "--only", "warm", "cold", "resume", "fields",
-         "--warm", "3", "--cold", "1", "--resume", "1", "--idle-s", "0.3", "--out", str(tmp_path), "--label", "lw",
-         "--quiet-below", "1000"],
-        capture_output=True, text=True, timeout=200, cwd=REPO_ROOT,
+        [
+            sys.executable,
+            str(REPO_ROOT / "bench" / "bench_calibration.py"),
+            "--only",
+            "warm",
+            "cold",
+            "resume",
+            "fields",
+            "--warm",
+            "3",
+            "--cold",
+            "1",
+            "--resume",
+            "1",
+            "--idle-s",
+            "0.3",
+            "--out",
+            str(tmp_path),
+            "--label",
+            "lw",
+            "--quiet-below",
+            "1000",
+        ],
+        capture_output=True,
+        text=True,
+        timeout=200,
+        cwd=REPO_ROOT,
     )
     assert result.returncode == 0, result.stderr[-2000:]
     files = list(tmp_path.glob("calibration-lw-*.json"))
@@ -84,7 +121,10 @@ def test_a_short_run_on_the_embedded_localwhisk_writes_a_result_and_renders(tmp_
     assert data["host"]["load_1m_peak"] == max(entry["peak_1m"] for entry in loads)
     rendered = subprocess.run(
         [sys.executable, str(REPO_ROOT / "bench" / "bench_calibration.py"), "--table", str(files[0])],
-        capture_output=True, text=True, timeout=60, cwd=REPO_ROOT,
+        capture_output=True,
+        text=True,
+        timeout=60,
+        cwd=REPO_ROOT,
     )
     assert rendered.returncode == 0 and rendered.stdout.startswith("| | lw |")
 
@@ -130,10 +170,21 @@ def test_load_watch_reports_the_peak_and_stops_twice():
 
 def test_table_states_the_host_load_and_names_scenarios_that_were_not_quiet():
     quiet = _result("quiet", 29.0, [], 6.0, ["waitTime"])
-    quiet["host"] = {"load_1m": 1.4, **cal.host_load_summary({"warm": {"host_load": {"before_1m": 0.4, "peak_1m": 1.1, "quiet": True}},
-                                                                "capacity": {"host_load": {"before_1m": 0.9, "peak_1m": 2.6, "quiet": True}}}, 1.0)}
+    quiet["host"] = {
+        "load_1m": 1.4,
+        **cal.host_load_summary(
+            {
+                "warm": {"host_load": {"before_1m": 0.4, "peak_1m": 1.1, "quiet": True}},
+                "capacity": {"host_load": {"before_1m": 0.9, "peak_1m": 2.6, "quiet": True}},
+            },
+            1.0,
+        ),
+    }
     busy = _result("busy", 29.0, [], 6.0, ["waitTime"])
-    busy["host"] = {"load_1m": 3.0, **cal.host_load_summary({"warm": {"host_load": {"before_1m": 2.5, "peak_1m": 3.1, "quiet": False}}}, 1.0)}
+    busy["host"] = {
+        "load_1m": 3.0,
+        **cal.host_load_summary({"warm": {"host_load": {"before_1m": 2.5, "peak_1m": 3.1, "quiet": False}}}, 1.0),
+    }
     old = _result("old", 29.0, [], 6.0, ["waitTime"])
     old["format_version"], old["host"] = 1, {"load_1m": 8.4}
     row = next(line for line in cal.render_table([quiet, busy, old]).splitlines() if line.startswith("| measured"))
@@ -147,7 +198,12 @@ def test_table_refuses_a_result_of_an_unknown_version(tmp_path):
     path.write_text(json.dumps({"format_version": 99, "label": "x"}))
     rendered = subprocess.run(
         [sys.executable, str(REPO_ROOT / "bench" / "bench_calibration.py"), "--table", str(path)],
-        capture_output=True, text=True, timeout=60, cwd=REPO_ROOT,
+        capture_output=True,
+        text=True,
+        timeout=60,
+        cwd=REPO_ROOT,
     )
     assert rendered.returncode == 2 and rendered.stdout == ""
-    assert rendered.stderr.strip().splitlines() == [f"bench_calibration: {path}: format_version 99 is not one this script reads (1, 2); measure again with this checkout's bench_calibration.py"]
+    assert rendered.stderr.strip().splitlines() == [
+        f"bench_calibration: {path}: format_version 99 is not one this script reads (1, 2); measure again with this checkout's bench_calibration.py"
+    ]

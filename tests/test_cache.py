@@ -77,17 +77,25 @@ def test_catalogue_archives_are_built_into_the_cache(tmp_path, monkeypatch):
 def _snapshot(root: Path) -> dict[str, tuple[int, int]]:
     """Every file below ``root`` with its size and mtime: what a build must leave as it was (a
     checkout may hold an older faasprof's functions/build or node_modules: they count as they are)."""
-    return {str(path.relative_to(root)): (path.stat().st_size, path.stat().st_mtime_ns) for path in root.rglob("*") if path.is_file()}
+    return {
+        str(path.relative_to(root)): (path.stat().st_size, path.stat().st_mtime_ns)
+        for path in root.rglob("*")
+        if path.is_file()
+    }
 
 
 def test_npm_packages_are_keyed_by_the_lock(tmp_path, monkeypatch):
     monkeypatch.setenv(CACHE_ENV, str(tmp_path / "c"))
     entry = lookup("img-resize")
     assert entry.npm_packages == ["jimp"]
-    assert entry.node_modules == tmp_path / "c" / "npm" / f"img-resize-{npm.lock_hash(entry.directory)}" / "node_modules"
+    assert (
+        entry.node_modules == tmp_path / "c" / "npm" / f"img-resize-{npm.lock_hash(entry.directory)}" / "node_modules"
+    )
     copy = tmp_path / "copy"
     copy.mkdir()
-    (copy / "package-lock.json").write_text((entry.directory / "package-lock.json").read_text().replace('"jimp"', '"jimp" '))
+    (copy / "package-lock.json").write_text(
+        (entry.directory / "package-lock.json").read_text().replace('"jimp"', '"jimp" ')
+    )
     assert replace(entry, directory=copy).node_modules != entry.node_modules  # another lock, another install
     assert lookup("markdown").node_modules is None
 
@@ -173,15 +181,24 @@ def test_first_use_installs_the_locked_packages_into_the_cache_with_a_line(tmp_p
     (bin_dir / "npm").write_text(FAKE_NPM)
     (bin_dir / "npm").chmod(0o755)
     log = tmp_path / "npm.log"
-    env = {CACHE_ENV: str(tmp_path / "c"), "PATH": f"{bin_dir}{os.pathsep}{os.environ['PATH']}", "FAKE_NPM_LOG": str(log)}
+    env = {
+        CACHE_ENV: str(tmp_path / "c"),
+        "PATH": f"{bin_dir}{os.pathsep}{os.environ['PATH']}",
+        "FAKE_NPM_LOG": str(log),
+    }
     entry = lookup("img-resize")
     before = _snapshot(entry.directory)
     target = tmp_path / "c" / "npm" / f"img-resize-{npm.lock_hash(entry.directory)}"
     command = [sys.executable, "-m", "faasprof.functions.package", "img-resize"]
     first = subprocess.run(command, env={**os.environ, **env}, capture_output=True, text=True, timeout=120)
     assert first.returncode == 0, first.stderr
-    assert f"img-resize: installing npm packages jimp with npm ci into {target} (about {npm.TYPICAL_INSTALL_S} s" in first.stderr
-    assert log.read_text().splitlines() == ["ci --omit=dev --no-audit --no-fund --loglevel=error | package-lock.json package.json "]
+    assert (
+        f"img-resize: installing npm packages jimp with npm ci into {target} (about {npm.TYPICAL_INSTALL_S} s"
+        in first.stderr
+    )
+    assert log.read_text().splitlines() == [
+        "ci --omit=dev --no-audit --no-fund --loglevel=error | package-lock.json package.json "
+    ]
     assert (target / "node_modules" / "jimp" / "package.json").is_file()
     assert not list((tmp_path / "c" / "npm").glob(".*")), "the temporary install folder is renamed into place"
     with zipfile.ZipFile(tmp_path / "c" / "archives" / "img-resize.zip") as archive:
@@ -198,11 +215,26 @@ def test_run_says_it_installs_a_workloads_npm_packages_before_it_starts(tmp_path
     (bin_dir / "npm").write_text(FAKE_NPM)
     (bin_dir / "npm").chmod(0o755)
     workload = tmp_path / "img.json"
-    workload.write_text(json.dumps({"test_name": "img", "test_duration_in_seconds": 1, "random_seed": 1, "blocking_cli": True,
-                                    "instances": {"i": {"application": "img-resize", "distribution": "Uniform", "rate": 1}}}))
-    env = {CACHE_ENV: str(tmp_path / "c"), "PATH": f"{bin_dir}{os.pathsep}{os.environ['PATH']}", "FAKE_NPM_LOG": str(tmp_path / "npm.log")}
+    workload.write_text(
+        json.dumps(
+            {
+                "test_name": "img",
+                "test_duration_in_seconds": 1,
+                "random_seed": 1,
+                "blocking_cli": True,
+                "instances": {"i": {"application": "img-resize", "distribution": "Uniform", "rate": 1}},
+            }
+        )
+    )
+    env = {
+        CACHE_ENV: str(tmp_path / "c"),
+        "PATH": f"{bin_dir}{os.pathsep}{os.environ['PATH']}",
+        "FAKE_NPM_LOG": str(tmp_path / "npm.log"),
+    }
     done = run_cli("run", workload, "--out", tmp_path / "runs", "--isolation", "rlimit", env=env, timeout=120)
     said = done.stderr.splitlines()
-    installing = next(i for i, line in enumerate(said) if line.startswith("img-resize: installing npm packages jimp with npm ci into"))
+    installing = next(
+        i for i, line in enumerate(said) if line.startswith("img-resize: installing npm packages jimp with npm ci into")
+    )
     assert installing < next(i for i, line in enumerate(said) if line.startswith("run directory")), done.stderr
     assert (tmp_path / "c" / "npm").is_dir() and (tmp_path / "npm.log").read_text().count("ci ") == 1

@@ -9,20 +9,25 @@ import json
 
 import pytest
 
-from faasprof.experiments import capacity_store
-from faasprof.errors import ConfigError
-from faasprof.workload.spec import workload_from_dict
 from faasprof.commands import capacity as cmd_capacity
+from faasprof.errors import ConfigError
+from faasprof.experiments import capacity_store
 from faasprof.experiments.capacity import SEARCH_DEFAULTS, Probe, find_capacity, search
 from faasprof.experiments.sweep import sweep_eta
 from faasprof.invoker.run import execute
+from faasprof.workload.spec import workload_from_dict
 from tests.conftest import run_cli
 
 WORKLOAD = {
     "test_name": "cf",
     "test_duration_in_seconds": 10,
     "instances": {
-        "low": {"application": "json_dumps", "distribution": "Uniform", "rate": {"capacity_fraction": 0.25}, "activity_window": [0, 5]},
+        "low": {
+            "application": "json_dumps",
+            "distribution": "Uniform",
+            "rate": {"capacity_fraction": 0.25},
+            "activity_window": [0, 5],
+        },
         "fixed": {"application": "json_dumps", "distribution": "Uniform", "rate": 3, "activity_window": [5, 10]},
     },
 }
@@ -53,7 +58,11 @@ def test_resolve_measures_once_then_reads_the_store(tmp_path, monkeypatch):
     def measure(function, **kwargs):
         # The search's own defaults (SEARCH_DEFAULTS, faasprof capacity's too): none overridden here.
         calls.append((function, kwargs["out_dir"], sorted(set(kwargs) & set(SEARCH_DEFAULTS))))
-        return {"capacity_rps": 40.0, "bounds_rps": [40.0, 52.0], "result_file": str(tmp_path / "capacity-json_dumps.json")}
+        return {
+            "capacity_rps": 40.0,
+            "bounds_rps": [40.0, 52.0],
+            "result_file": str(tmp_path / "capacity-json_dumps.json"),
+        }
 
     workload = workload_from_dict(json.loads(json.dumps(WORKLOAD)))
     first = capacity_store.resolve_workload(workload, None, {}, tmp_path, measure=measure)
@@ -74,8 +83,16 @@ def test_capacity_and_the_quick_start_share_one_set_of_defaults():
     parser = argparse.ArgumentParser()
     cmd_capacity.add_arguments(parser)
     args = parser.parse_args(["json_dumps"])
-    options = {"duration_s": args.duration, "start_rate": args.start_rate, "max_rate": args.max_rate, "factor": args.factor,
-               "tolerance": args.tolerance, "max_runs": args.max_runs, "cooldown_s": args.cooldown, "repeats": args.repeats}
+    options = {
+        "duration_s": args.duration,
+        "start_rate": args.start_rate,
+        "max_rate": args.max_rate,
+        "factor": args.factor,
+        "tolerance": args.tolerance,
+        "max_runs": args.max_runs,
+        "cooldown_s": args.cooldown,
+        "repeats": args.repeats,
+    }
     assert options == SEARCH_DEFAULTS
     parameters = inspect.signature(find_capacity).parameters
     assert {name: parameters[name].default for name in SEARCH_DEFAULTS} == SEARCH_DEFAULTS
@@ -96,7 +113,14 @@ def test_sweep_eta_from_planned_then_measured_times():
 def test_capacity_search_says_an_eta():
     lines = []
     ticks = iter(range(0, 1000, 10))
-    search(lambda rate, reference: Probe(rate_rps=rate, mode="over-invoked" if rate > 4 else "balanced"), start_rate=1, max_rate=64, max_runs=6, say=lines.append, clock=lambda: next(ticks))
+    search(
+        lambda rate, reference: Probe(rate_rps=rate, mode="over-invoked" if rate > 4 else "balanced"),
+        start_rate=1,
+        max_rate=64,
+        max_runs=6,
+        say=lines.append,
+        clock=lambda: next(ticks),
+    )
     assert lines[0].startswith("[ 1/6]") and "ETA at most 50 s" in lines[0]
 
 
@@ -116,10 +140,18 @@ def test_plan_and_validate_show_a_fraction_from_the_store_or_as_not_measured_yet
     assert note in plan.stdout.splitlines()
     assert "total 15 invocations and an unknown number for 1 instance whose capacity is not measured yet" in plan.stdout
     validate = run_cli("validate", path, env=env)
-    assert validate.returncode == 0 and validate.stdout.splitlines()[1:] == [f"  {note}"], validate.stdout + validate.stderr
+    assert validate.returncode == 0 and validate.stdout.splitlines()[1:] == [f"  {note}"], (
+        validate.stdout + validate.stderr
+    )
 
-    store_key = capacity_store.key(capacity_store.host_identity(), capacity_store.platform_identity(None, None), "json_dumps", None)
-    capacity_store.record(store_key, {"capacity_rps": 80.0, "result_file": str(tmp_path / "capacity-json_dumps.json")}, path=tmp_path / "store.json")
+    store_key = capacity_store.key(
+        capacity_store.host_identity(), capacity_store.platform_identity(None, None), "json_dumps", None
+    )
+    capacity_store.record(
+        store_key,
+        {"capacity_rps": 80.0, "result_file": str(tmp_path / "capacity-json_dumps.json")},
+        path=tmp_path / "store.json",
+    )
     plan = run_cli("plan", path, env=env)
     assert plan.returncode == 0, plan.stderr
     rows = {line.split()[0]: line.split() for line in plan.stdout.splitlines()[1:3]}

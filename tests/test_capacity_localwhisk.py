@@ -16,12 +16,12 @@ import pytest
 
 pytest.importorskip("faasprof.localwhisk.embedded")
 
+from faasprof import rundir  # noqa: E402
 from faasprof.experiments import capacity_store  # noqa: E402
 from faasprof.experiments.capacity import find_capacity, probes_dir  # noqa: E402
-from faasprof import rundir  # noqa: E402
 from faasprof.progress import Progress  # noqa: E402
-from tests.conftest import run_cli  # noqa: E402
 from faasprof.workload.spec import workload_from_dict  # noqa: E402
+from tests.conftest import run_cli  # noqa: E402
 
 
 @pytest.mark.slow
@@ -60,7 +60,10 @@ def test_capacity_search_on_localwhisk(tmp_path):
     for probe in probes[1:]:
         assert rundir.read_manifest(probe["run_dir"]).to_json()["latency_reference"] == {"spin": reference}
         summary = json.loads((Path(probe["run_dir"]) / "analysis" / "summary.json").read_text())
-        assert summary["instances"][0]["phases"][-1]["mode_evidence"]["reference_latency_ms"] == reference["completion_latency_ms_p50"]
+        assert (
+            summary["instances"][0]["phases"][-1]["mode_evidence"]["reference_latency_ms"]
+            == reference["completion_latency_ms_p50"]
+        )
     assert not result["capacity_is_lower_bound"]
     # One localwhisk served every probe, as a long-lived platform does: a later probe starts on the
     # sandbox the first left (its first call resumed or warm, not a cold start).
@@ -68,7 +71,11 @@ def test_capacity_search_on_localwhisk(tmp_path):
     assert len(apihosts) == 1, apihosts
     first_states = []
     for probe in probes[1:]:
-        records = [json.loads(line) for line in (Path(probe["run_dir"]) / rundir.ACTIVATIONS).read_text().splitlines() if line.strip()]
+        records = [
+            json.loads(line)
+            for line in (Path(probe["run_dir"]) / rundir.ACTIVATIONS).read_text().splitlines()
+            if line.strip()
+        ]
         first = min(records, key=lambda r: r["start"])
         first_states.append(next(a["value"] for a in first["annotations"] if a["key"] == "containerState"))
     assert "cold" not in first_states, first_states
@@ -78,19 +85,48 @@ def test_capacity_search_on_localwhisk(tmp_path):
 def test_a_search_that_reaches_its_ceiling_reports_and_stores_a_lower_bound(tmp_path, isolated_home, monkeypatch):
     store = tmp_path / "store.json"
     monkeypatch.setenv(capacity_store.STORE_ENV, str(store))
-    result = run_cli("capacity", "spin", "--params", '{"service_ms": 1}', "--start-rate", "4", "--max-rate", "8", "--factor", "2",
-                     "--duration", "2.5", "--cooldown", "0", "--out", tmp_path / "runs", "--quiet", timeout=180)
+    result = run_cli(
+        "capacity",
+        "spin",
+        "--params",
+        '{"service_ms": 1}',
+        "--start-rate",
+        "4",
+        "--max-rate",
+        "8",
+        "--factor",
+        "2",
+        "--duration",
+        "2.5",
+        "--cooldown",
+        "0",
+        "--out",
+        tmp_path / "runs",
+        "--quiet",
+        timeout=180,
+    )
     assert result.returncode == 0, result.stderr
     lines = result.stdout.splitlines()
-    assert lines[0].startswith("spin: capacity ≥ 8/s (lower bound), 2 probes (mode there: ") and "kept up at the ceiling --max-rate 8/s" in lines[0]
+    assert (
+        lines[0].startswith("spin: capacity ≥ 8/s (lower bound), 2 probes (mode there: ")
+        and "kept up at the ceiling --max-rate 8/s" in lines[0]
+    )
     assert lines[1] == f"stored as a lower bound in {store}: workloads that take fractions of it are warned"
     assert Path(lines[-1]).parent == probes_dir(tmp_path / "runs")
     (entry,) = json.loads(store.read_text())["entries"].values()
     assert entry["capacity_rps"] == 8 and entry["lower_bound"] is True and entry["latency_reference"]["rate_rps"] == 4
     # A run whose rate is a fraction of it reads it from the store, and is warned.
     warnings = []
-    workload = workload_from_dict({"test_name": "f", "test_duration_in_seconds": 2, "instances": {"s": {"application": "spin", "distribution": "Uniform", "rate": {"capacity_fraction": 0.5}}}})
-    resolved = capacity_store.resolve_workload(workload, None, {}, tmp_path, measure=None, progress=Progress(warnings.append, quiet=True))
+    workload = workload_from_dict(
+        {
+            "test_name": "f",
+            "test_duration_in_seconds": 2,
+            "instances": {"s": {"application": "spin", "distribution": "Uniform", "rate": {"capacity_fraction": 0.5}}},
+        }
+    )
+    resolved = capacity_store.resolve_workload(
+        workload, None, {}, tmp_path, measure=None, progress=Progress(warnings.append, quiet=True)
+    )
     assert resolved.instance("s").rate == 4
     assert len(warnings) == 1 and warnings[0].startswith("warning: capacity of spin: ≥ 8/s, a lower bound: ")
     resolution = resolved.resolved()["as_given"]["capacity_resolution"]["s"]

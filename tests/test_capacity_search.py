@@ -6,8 +6,17 @@ import pytest
 
 from faasprof.analyzer.stats import WARMUP_FRACTION
 from faasprof.analyzer.stats import WARMUP_MAX_S as WARMUP_MAX_S_ANALYZER
-from faasprof.experiments.capacity import MIN_PROBE_CALLS, WARMUP_MIN_S, Probe, capacity_text, interval_of, probe_from_summary, probe_workload, search
 from faasprof.errors import ConfigError
+from faasprof.experiments.capacity import (
+    MIN_PROBE_CALLS,
+    WARMUP_MIN_S,
+    Probe,
+    capacity_text,
+    interval_of,
+    probe_from_summary,
+    probe_workload,
+    search,
+)
 
 
 def modelled(capacity, calls):
@@ -22,11 +31,25 @@ def modelled(capacity, calls):
 def test_steps_then_bisects_to_the_tolerance():
     calls = []
     result = search(modelled(66.0, calls), start_rate=1, max_rate=1000, factor=2, tolerance=0.05, max_runs=20)
-    assert calls[:9] == [1, 2, 4, 8, 16, 32, 64, 128, 128]  # the over-invoked verdict that ends the stepping is confirmed
+    assert calls[:9] == [
+        1,
+        2,
+        4,
+        8,
+        16,
+        32,
+        64,
+        128,
+        128,
+    ]  # the over-invoked verdict that ends the stepping is confirmed
     low, high = result["bounds_rps"]
     assert low <= 66.0 < high and high / low - 1 <= 0.05
     # The capacity is the middle of the interval between the highest rate kept up and the lowest over-invoked.
-    assert result["interval_rps"] == [low, high] and result["capacity_rps"] == (low + high) / 2 and result["mode_at_capacity"] == "balanced"
+    assert (
+        result["interval_rps"] == [low, high]
+        and result["capacity_rps"] == (low + high) / 2
+        and result["mode_at_capacity"] == "balanced"
+    )
     assert [p["rate_rps"] for p in result["probes"]] == calls
     assert result["stopped_because"] == "bracketed within 5%"
 
@@ -38,7 +61,10 @@ def test_reports_limits_honestly():
     # Out of probes while every rate kept up: a lower bound too, not "bracketed".
     result = search(modelled(1e9, []), start_rate=1, max_rate=1000, factor=2, max_runs=3)
     assert result["capacity_rps"] == 4 and result["capacity_is_lower_bound"] is True
-    assert result["stopped_because"] == "kept up at every rate of --max-runs 3 probes, up to 4/s: the capacity is at least that (raise --max-runs or --start-rate)"
+    assert (
+        result["stopped_because"]
+        == "kept up at every rate of --max-runs 3 probes, up to 4/s: the capacity is at least that (raise --max-runs or --start-rate)"
+    )
     assert search(modelled(66.0, []), start_rate=1, max_rate=1000, factor=2)["capacity_is_lower_bound"] is False
     result = search(modelled(0.5, []), start_rate=1)
     assert result["capacity_rps"] is None and "already at the start rate" in result["stopped_because"]
@@ -51,7 +77,12 @@ def test_the_first_probe_that_keeps_up_is_the_reference_of_the_rest():
 
     def probe(rate, reference):
         given.append(reference)
-        return Probe(rate, "over-invoked" if rate > 20 else "balanced", run_dir=f"runs/p{rate:g}", p50_ms=13.0 if rate == 5 else 14.0)
+        return Probe(
+            rate,
+            "over-invoked" if rate > 20 else "balanced",
+            run_dir=f"runs/p{rate:g}",
+            p50_ms=13.0 if rate == 5 else 14.0,
+        )
 
     result = search(probe, start_rate=5, factor=3, max_rate=100, tolerance=0.5)
     reference = {"completion_latency_ms_p50": 13.0, "rate_rps": 5, "source": "lowest-rate probe p5"}
@@ -78,8 +109,33 @@ def test_bad_search_bounds_are_config_errors():
 
 def test_probe_workload_and_summary_reading():
     data = probe_workload("json_dumps", 12.5, 5, 256, 3, "Poisson", {"n": 1})
-    assert data["instances"]["probe"] == {"application": "json_dumps", "distribution": "Poisson", "rate": 12.5, "memory_mb": 256, "params": {"n": 1}, "activity_window": [1.6, 6.6]}
-    summary = {"run": {"status": "complete"}, "instances": [{"instance": "probe", "phases": [{"mode": "balanced", "mode_reasons": "a; b", "achieved_rps": 12.4, "client_latency_ms_p50": 3.0, "client_latency_ms_p99": 9.0, "cold_fraction": 0.0, "resumed_fraction": 0.1}]}]}
+    assert data["instances"]["probe"] == {
+        "application": "json_dumps",
+        "distribution": "Poisson",
+        "rate": 12.5,
+        "memory_mb": 256,
+        "params": {"n": 1},
+        "activity_window": [1.6, 6.6],
+    }
+    summary = {
+        "run": {"status": "complete"},
+        "instances": [
+            {
+                "instance": "probe",
+                "phases": [
+                    {
+                        "mode": "balanced",
+                        "mode_reasons": "a; b",
+                        "achieved_rps": 12.4,
+                        "client_latency_ms_p50": 3.0,
+                        "client_latency_ms_p99": 9.0,
+                        "cold_fraction": 0.0,
+                        "resumed_fraction": 0.1,
+                    }
+                ],
+            }
+        ],
+    }
     probe = probe_from_summary(12.5, "runs/x", summary)
     assert probe.kept_up and probe.reasons == ["a", "b"] and probe.p99_ms == 9.0
 
@@ -89,7 +145,13 @@ def test_probe_lines_read_seconds_as_seconds():
 
     def probe(rate, reference=None):
         slow = rate > 2
-        return Probe(rate, "over-invoked" if slow else "balanced", achieved_rps=rate, p50_ms=14970.0 if slow else 13.21, p99_ms=20123.0 if slow else 252.7)
+        return Probe(
+            rate,
+            "over-invoked" if slow else "balanced",
+            achieved_rps=rate,
+            p50_ms=14970.0 if slow else 13.21,
+            p99_ms=20123.0 if slow else 252.7,
+        )
 
     search(probe, start_rate=2, say=said.append, clock=lambda: 0.0)
     assert "p50 13.21 ms  p99 252.7 ms" in said[0]
@@ -102,15 +164,27 @@ def test_each_probe_warms_the_pool_at_its_rate_before_a_steady_window_of_enough_
         data = probe_workload("json_dumps", rate, 3.0, None, 1, "Uniform", None)
         warm, probe = data["instances"]["warm-up"], data["instances"]["probe"]
         assert warm["rate"] == probe["rate"] == rate and warm["application"] == probe["application"]
-        assert warm["activity_window"][0] == 0 and warm["activity_window"][1] == probe["activity_window"][0] >= WARMUP_MIN_S
+        assert (
+            warm["activity_window"][0] == 0
+            and warm["activity_window"][1] == probe["activity_window"][0] >= WARMUP_MIN_S
+        )
         # What the analyzer judges: the probe's phase less its warm-up (stats.phases) holds enough calls.
         start, end = probe["activity_window"]
         steady_start = start + min(WARMUP_MAX_S_ANALYZER, WARMUP_FRACTION * (end - start))
         assert (end - steady_start) * rate >= MIN_PROBE_CALLS - 1e-6
         assert end - start >= 3.0 and data["test_duration_in_seconds"] == end
-    summary = {"run": {"status": "complete"}, "instances": [
-        {"instance": "warm-up", "phases": [{"mode": "over-invoked"}]},
-        {"instance": "probe", "phases": [{"mode": "balanced", "achieved_rps": 5.0, "mode_evidence_over_threshold": 0.9, "mode_close": True}]}]}
+    summary = {
+        "run": {"status": "complete"},
+        "instances": [
+            {"instance": "warm-up", "phases": [{"mode": "over-invoked"}]},
+            {
+                "instance": "probe",
+                "phases": [
+                    {"mode": "balanced", "achieved_rps": 5.0, "mode_evidence_over_threshold": 0.9, "mode_close": True}
+                ],
+            },
+        ],
+    }
     probe = probe_from_summary(5.0, "runs/x", summary)
     assert probe.mode == "balanced" and probe.close and probe.margin == 0.9  # the warm-up is never judged
 
@@ -146,13 +220,21 @@ def test_the_capacity_is_stated_with_its_interval_and_the_load_during_the_search
     result = search(probe, start_rate=40, factor=2, tolerance=0.3, max_runs=6, load=lambda: (next(loads), 0.0, 0.0))
     low, high = result["interval_rps"]
     assert low <= 60 < high
-    assert result["capacity_rps"] == pytest.approx((low + high) / 2) and result["plus_minus_rps"] == pytest.approx((high - low) / 2)
+    assert result["capacity_rps"] == pytest.approx((low + high) / 2) and result["plus_minus_rps"] == pytest.approx(
+        (high - low) / 2
+    )
     n = len(result["probes"])
     assert result["capacity_text"] == f"{(low + high) / 2:.3g} ± {(high - low) / 2:.2g}/s, {n} probes"
     assert result["load_1min"]["before"] == 0.5 and result["load_1min"]["peak"] == 3.5
     # Probes that disagree widen the bracket 60-80/s to span them: kept up once at 90/s, over-invoked once at 55/s.
-    probes = [Probe(50, "balanced"), Probe(60, "balanced"), Probe(55, "over-invoked"), Probe(80, "over-invoked"), Probe(90, "balanced"),
-              Probe(95, "balanced", status="aborted")]
+    probes = [
+        Probe(50, "balanced"),
+        Probe(60, "balanced"),
+        Probe(55, "over-invoked"),
+        Probe(80, "over-invoked"),
+        Probe(90, "balanced"),
+        Probe(95, "balanced", status="aborted"),
+    ]
     assert interval_of(probes, 60, 80) == (55, 90)
     # Repeats split at one rate (kept up once, over-invoked twice at 15/s): the bracket 13-15/s, not 15-15/s.
     split = [Probe(13.08, "balanced"), Probe(15, "over-invoked"), Probe(15, "balanced"), Probe(15, "over-invoked")]

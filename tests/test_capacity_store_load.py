@@ -18,22 +18,49 @@ QUICK_START = {
     "test_name": "modes",
     "test_duration_in_seconds": 30,
     "instances": {
-        "under": {"application": "json_dumps", "distribution": "Uniform", "rate": {"capacity_fraction": 0.05}, "activity_window": [0, 10]},
-        "balanced": {"application": "json_dumps", "distribution": "Uniform", "rate": {"capacity_fraction": 0.5}, "activity_window": [10, 20]},
-        "over": {"application": "json_dumps", "distribution": "Uniform", "rate": {"capacity_fraction": 2.0}, "activity_window": [20, 30]},
+        "under": {
+            "application": "json_dumps",
+            "distribution": "Uniform",
+            "rate": {"capacity_fraction": 0.05},
+            "activity_window": [0, 10],
+        },
+        "balanced": {
+            "application": "json_dumps",
+            "distribution": "Uniform",
+            "rate": {"capacity_fraction": 0.5},
+            "activity_window": [10, 20],
+        },
+        "over": {
+            "application": "json_dumps",
+            "distribution": "Uniform",
+            "rate": {"capacity_fraction": 2.0},
+            "activity_window": [20, 30],
+        },
     },
 }
-RESULT = {"capacity_rps": 59.0, "plus_minus_rps": 6.0, "interval_rps": [53.0, 65.0], "capacity_text": "59 ± 6/s, 7 probes",
-          "load_1min": {"before": 1.5, "peak": 2.5, "cpus": 2}, "bounds_rps": [53.0, 65.0], "result_file": "runs/capacity/c.json"}
+RESULT = {
+    "capacity_rps": 59.0,
+    "plus_minus_rps": 6.0,
+    "interval_rps": [53.0, 65.0],
+    "capacity_text": "59 ± 6/s, 7 probes",
+    "load_1min": {"before": 1.5, "peak": 2.5, "cpus": 2},
+    "bounds_rps": [53.0, 65.0],
+    "result_file": "runs/capacity/c.json",
+}
 
 
 def _key():
-    return capacity_store.key(capacity_store.host_identity(), capacity_store.platform_identity(None, {}), "json_dumps", None)
+    return capacity_store.key(
+        capacity_store.host_identity(), capacity_store.platform_identity(None, {}), "json_dumps", None
+    )
 
 
 def test_the_interval_and_the_load_are_stored_and_a_version_1_store_still_reads(tmp_path):
     path = tmp_path / "store.json"
-    old = {"format_version": 1, "entries": {"k1": {"capacity_rps": 40.0, "lower_bound": False, "measured_utc": "2026-01-01T00:00:00Z"}}}
+    old = {
+        "format_version": 1,
+        "entries": {"k1": {"capacity_rps": 40.0, "lower_bound": False, "measured_utc": "2026-01-01T00:00:00Z"}},
+    }
     path.write_text(json.dumps(old))
     assert capacity_store.lookup("k1", path)["capacity_rps"] == 40.0
     entry = capacity_store.record("k2", RESULT, path)
@@ -47,10 +74,14 @@ def test_the_interval_and_the_load_are_stored_and_a_version_1_store_still_reads(
 def test_a_capacity_measured_at_a_far_load_is_flagged():
     entry = {"load_1min": {"before": 1.5, "peak": 2.5, "cpus": 2}, "measured_utc": "2026-11-26T22:00:00Z"}
     line = capacity_store.load_warning("json_dumps", entry, 9.4, 2)
-    assert line == ("capacity of json_dumps was measured at a 1-min load of 1.5–2.5 (2 CPUs, 2026-11-26T22:00:00Z); the load is 9.4 now, "
-                    "so it may not hold today: measure it again with faasprof capacity json_dumps")
+    assert line == (
+        "capacity of json_dumps was measured at a 1-min load of 1.5–2.5 (2 CPUs, 2026-11-26T22:00:00Z); the load is 9.4 now, "
+        "so it may not hold today: measure it again with faasprof capacity json_dumps"
+    )
     assert capacity_store.load_warning("json_dumps", entry, 4.0, 2) is None  # within a CPU's worth per CPU
-    assert capacity_store.load_warning("json_dumps", {"load_1min": {"before": 20.0, "peak": 20.0}}, 1.0, 2) is not None  # quieter now
+    assert (
+        capacity_store.load_warning("json_dumps", {"load_1min": {"before": 20.0, "peak": 20.0}}, 1.0, 2) is not None
+    )  # quieter now
     assert capacity_store.load_warning("json_dumps", {}, 9.4, 2) is None  # a version-1 entry: load unknown
 
 
@@ -68,7 +99,9 @@ def test_run_warns_in_one_line_when_taking_a_capacity_of_another_load(tmp_path, 
     assert not any("may not hold today" in line for line in lines)
 
 
-def test_the_quick_start_says_before_running_which_band_each_phase_is_in_or_that_balanced_is_empty(tmp_path, monkeypatch):
+def test_the_quick_start_says_before_running_which_band_each_phase_is_in_or_that_balanced_is_empty(
+    tmp_path, monkeypatch
+):
     monkeypatch.setenv(capacity_store.STORE_ENV, str(tmp_path / "store.json"))
     monkeypatch.setattr(capacity_store, "_load_now", lambda: 2.0)
     workload = workload_from_dict(json.loads(json.dumps(QUICK_START)))
@@ -78,7 +111,10 @@ def test_the_quick_start_says_before_running_which_band_each_phase_is_in_or_that
     bands = [line.split(", in the ")[1].split(" band")[0] for line in lines if ", in the " in line]
     assert bands == ["under-invoked", "balanced", "over-invoked"]  # 2.95/s, 29.5/s, 118/s around 20/s and 53-65/s
     # Capacity 11.4/s under localwhisk's 50 ms pause grace: no rate is both warm and sustained.
-    capacity_store.record(_key(), {**RESULT, "capacity_rps": 11.4, "interval_rps": [10.8, 12.0], "capacity_text": "11.4 ± 0.6/s, 6 probes"})
+    capacity_store.record(
+        _key(),
+        {**RESULT, "capacity_rps": 11.4, "interval_rps": [10.8, 12.0], "capacity_text": "11.4 ± 0.6/s, 6 probes"},
+    )
     lines.clear()
     capacity_store.resolve_workload(workload, None, {}, tmp_path, measure=None, progress=Progress(lines.append))
     empty = [line for line in lines if "is empty here" in line]
@@ -88,7 +124,9 @@ def test_the_quick_start_says_before_running_which_band_each_phase_is_in_or_that
     assert lines.index(empty[0]) < len(lines)
     # A longer pause grace (the workload's or --pause-grace) opens the band.
     lines.clear()
-    capacity_store.resolve_workload(workload, None, {"pause_grace_ms": 200}, tmp_path, measure=None, progress=Progress(lines.append))
+    capacity_store.resolve_workload(
+        workload, None, {"pause_grace_ms": 200}, tmp_path, measure=None, progress=Progress(lines.append)
+    )
     assert not any("is empty here" in line for line in lines)
 
 
@@ -96,11 +134,17 @@ def test_plan_says_the_balanced_band_is_empty_before_anything_runs(tmp_path, iso
     path = tmp_path / "modes.json"
     path.write_text(json.dumps(QUICK_START))
     env = {capacity_store.STORE_ENV: str(tmp_path / "store.json")}
-    capacity_store.record(_key(), {**RESULT, "capacity_rps": 11.4, "interval_rps": [10.8, 12.0], "capacity_text": "11.4 ± 0.6/s, 6 probes"}, path=tmp_path / "store.json")
+    capacity_store.record(
+        _key(),
+        {**RESULT, "capacity_rps": 11.4, "interval_rps": [10.8, 12.0], "capacity_text": "11.4 ± 0.6/s, 6 probes"},
+        path=tmp_path / "store.json",
+    )
     plan = run_cli("plan", path, env=env)
     assert plan.returncode == 0 and "Traceback" not in plan.stderr, plan.stderr
     warning = [line for line in plan.stderr.splitlines() if "is empty here" in line]
-    assert len(warning) == 1 and warning[0].startswith("warning: the balanced band of json_dumps is empty here"), plan.stderr
+    assert len(warning) == 1 and warning[0].startswith("warning: the balanced band of json_dumps is empty here"), (
+        plan.stderr
+    )
     assert "instances.balanced: 0.5 × 11.4/s = 5.7/s, in the under-invoked band of json_dumps" in plan.stdout
 
 
@@ -112,16 +156,25 @@ def test_a_rate_given_a_band_is_placed_inside_it_where_the_fraction_misses_it(tm
         data["instances"][name]["rate"]["band"] = band
     workload = workload_from_dict(data)
     # 24.3 ± 1.7/s: half of it (12/s) is below the 20/s at which a sandbox stays warm under 50 ms.
-    capacity_store.record(_key(), {**RESULT, "capacity_rps": 24.3, "interval_rps": [22.6, 26.0], "capacity_text": "24.3 ± 1.7/s, 7 probes"})
+    capacity_store.record(
+        _key(),
+        {**RESULT, "capacity_rps": 24.3, "interval_rps": [22.6, 26.0], "capacity_text": "24.3 ± 1.7/s, 7 probes"},
+    )
     lines = []
-    resolved = capacity_store.resolve_workload(workload, None, {}, tmp_path, measure=None, progress=Progress(lines.append))
+    resolved = capacity_store.resolve_workload(
+        workload, None, {}, tmp_path, measure=None, progress=Progress(lines.append)
+    )
     rates = {name: resolved.instance(name).rate for name in ("under", "balanced", "over")}
     assert rates["under"] == 30 / 8.0  # 1.2/s left 10 calls in its 8 s steady window: raised to 30, still below 10/s
     assert 20.0 < rates["balanced"] < 22.6  # placed: the middle of 20-22.6/s
     assert rates["over"] == pytest.approx(2 * 24.3)  # above the interval's 26/s already
     placed = [line for line in lines if "placed at" in line]
-    assert len(placed) == 2 and placed[1].startswith("instances.balanced: 0.5 × 24.3/s = 12.15/s, outside the balanced band: placed at 21.26/s")
-    assert resolved.resolved()["as_given"]["capacity_resolution"]["balanced"]["rate_per_s"] == round(rates["balanced"], 6)
+    assert len(placed) == 2 and placed[1].startswith(
+        "instances.balanced: 0.5 × 24.3/s = 12.15/s, outside the balanced band: placed at 21.26/s"
+    )
+    assert resolved.resolved()["as_given"]["capacity_resolution"]["balanced"]["rate_per_s"] == round(
+        rates["balanced"], 6
+    )
     # Without a band the fraction is taken as given.
     assert workload_from_dict(json.loads(json.dumps(QUICK_START))).instance("balanced").capacity_band is None
 
@@ -131,6 +184,11 @@ def test_an_under_invoked_phase_is_given_calls_enough_for_a_mode():
     assert capacity_store.steady_seconds((0, 15)) == 13.0 and capacity_store.steady_seconds((0, 5)) == 4.0
     rate = capacity_store.place_in_band("under-invoked", 0.05 * 27.9, 20.0, 25.98, 29.81, 13.0)
     assert rate * 13.0 == pytest.approx(capacity_store.MODE_CALLS) and rate < 10.0  # still two pause graces apart
-    assert capacity_store.place_in_band("under-invoked", 0.05 * 27.9, 4.0, 25.98, 29.81, 13.0) == 2.0  # at most half the warm rate
+    assert (
+        capacity_store.place_in_band("under-invoked", 0.05 * 27.9, 4.0, 25.98, 29.81, 13.0) == 2.0
+    )  # at most half the warm rate
     assert capacity_store.MODE_CALLS >= stats.MIN_SAMPLES_FOR_MODE
-    assert (capacity_store.ANALYZER_WARMUP_MAX_S, capacity_store.ANALYZER_WARMUP_FRACTION) == (stats.WARMUP_MAX_S, stats.WARMUP_FRACTION)
+    assert (capacity_store.ANALYZER_WARMUP_MAX_S, capacity_store.ANALYZER_WARMUP_FRACTION) == (
+        stats.WARMUP_MAX_S,
+        stats.WARMUP_FRACTION,
+    )

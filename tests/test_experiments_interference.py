@@ -14,8 +14,16 @@ import pandas as pd
 import pytest
 
 from faasprof.analyzer.analysis import analyze_run
-from faasprof.experiments.interference import REPORT_BEGIN, add_to_report, capacity_from_file, panel_series, plot_fig14, resolve_rate, window_effect
 from faasprof.errors import ConfigError, FormatError
+from faasprof.experiments.interference import (
+    REPORT_BEGIN,
+    add_to_report,
+    capacity_from_file,
+    panel_series,
+    plot_fig14,
+    resolve_rate,
+    window_effect,
+)
 from faasprof.monitoring.derived import add_perf_metrics
 from faasprof.monitoring.parsers.perf import parse_perf_stat, perf_wide
 
@@ -35,7 +43,13 @@ def test_rate_is_fraction_of_capacity_and_stored_rate_is_said():
     resolved, rate = resolve_rate(data, "json_dumps", 20.0, 0.8, "--capacity-rps")
     assert resolved["instances"]["json_dumps"]["rate"] == 16.0
     assert data["instances"]["json_dumps"]["rate"] != 16.0  # the input is left as it was
-    assert rate == {"victim": "json_dumps", "rate_rps": 16.0, "capacity_rps": 20.0, "fraction": 0.8, "source": "--capacity-rps"}
+    assert rate == {
+        "victim": "json_dumps",
+        "rate_rps": 16.0,
+        "capacity_rps": 20.0,
+        "fraction": 0.8,
+        "source": "--capacity-rps",
+    }
     same, stored = resolve_rate(data, "json_dumps", None, 0.8, "")
     assert same["instances"]["json_dumps"]["rate"] == data["instances"]["json_dumps"]["rate"]
     assert stored["capacity_rps"] is None and "stored absolute rate" in stored["source"]
@@ -50,7 +64,11 @@ def test_capacity_file(tmp_path):
     good.write_text(json.dumps({"format_version": 1, "capacity_rps": 12.5}))
     assert capacity_from_file(good) == 12.5
     none = tmp_path / "none.json"
-    none.write_text(json.dumps({"format_version": 1, "capacity_rps": None, "stopped_because": "over-invoked already at the start rate"}))
+    none.write_text(
+        json.dumps(
+            {"format_version": 1, "capacity_rps": None, "stopped_because": "over-invoked already at the start rate"}
+        )
+    )
     with pytest.raises(ConfigError, match="over-invoked already"):
         capacity_from_file(none)
     future = tmp_path / "future.json"
@@ -65,7 +83,11 @@ def test_software_only_host_states_missing_counters():
     """The development VM (no PMU): IPC and LLC MPKI missing with perf's reason; faults, context
     switches (per second) and task-clock shown."""
     perf = _perf("perf_stat_system_interval.csv")
-    dropped = {"cycles": "not supported here", "instructions": "not supported here", "LLC-load-misses": "not supported here"}
+    dropped = {
+        "cycles": "not supported here",
+        "instructions": "not supported here",
+        "LLC-load-misses": "not supported here",
+    }
     panels = {p["panel"]: p for p in panel_series(perf, dropped)}
     assert panels["IPC"]["missing"] == "cycles: not supported here; instructions: not supported here"
     assert "LLC-load-misses: not supported here" in panels["LLC MPKI"]["missing"]
@@ -87,9 +109,18 @@ def test_hardware_host_uses_per_kilo_instruction():
 def test_plot_marks_missing_panels(tmp_path):
     perf = _perf("perf_stat_system_interval.csv")
     t = np.linspace(0, 0.35, 30)
-    invocations = pd.DataFrame({"instance": ["json_dumps"] * 30, "outcome": ["ok"] * 30, "status": ["success"] * 29 + ["application error"],
-                                "intended_s": t, "completion_latency_ms": np.full(30, 40.0)})
-    panels = plot_fig14(invocations, "json_dumps", perf, {"cycles": "not supported here"}, (0.1, 0.2), tmp_path / "f.png", "test")
+    invocations = pd.DataFrame(
+        {
+            "instance": ["json_dumps"] * 30,
+            "outcome": ["ok"] * 30,
+            "status": ["success"] * 29 + ["application error"],
+            "intended_s": t,
+            "completion_latency_ms": np.full(30, 40.0),
+        }
+    )
+    panels = plot_fig14(
+        invocations, "json_dumps", perf, {"cycles": "not supported here"}, (0.1, 0.2), tmp_path / "f.png", "test"
+    )
     assert (tmp_path / "f.png").stat().st_size > 10_000
     assert [p["panel"] for p in panels] == ["IPC", "LLC MPKI", "page faults", "context switches", "CPU"]
     assert panels[0]["missing"] and panels[2]["missing"] is None
@@ -117,8 +148,23 @@ def test_cli_interference_short_run(tmp_path):
     data["instances"]["deltablue"]["activity_window"] = [2, 4]
     workload = tmp_path / "short.json"
     workload.write_text(json.dumps(data))
-    result = subprocess.run([sys.executable, "-m", "faasprof", "interference", str(workload), "--capacity-rps", "5", "--out", str(tmp_path / "runs")],
-                            capture_output=True, text=True, timeout=300, cwd=REPO)
+    result = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "faasprof",
+            "interference",
+            str(workload),
+            "--capacity-rps",
+            "5",
+            "--out",
+            str(tmp_path / "runs"),
+        ],
+        capture_output=True,
+        text=True,
+        timeout=300,
+        cwd=REPO,
+    )
     assert result.returncode == 0, result.stderr[-2000:]
     run_dir = Path(result.stdout.strip().splitlines()[-1])
     stored = json.loads((run_dir / "analysis" / "interference.json").read_text())
@@ -136,10 +182,19 @@ def test_before_during_and_after_the_aggressor_stay_apart():
     recovering): three windows, three figures; a median "outside" would pool 10 and 20 ms."""
     t = np.arange(0.0, 12.0, 0.1)
     latency = np.where(t < 4, 10.0, np.where(t < 6, 40.0, 20.0))
-    invocations = pd.DataFrame({"instance": "json_dumps", "final_outcome": "success", "intended_s": t, "completion_latency_ms": latency})
-    panel = {"panel": "CPU", "column": "cpu_utilization", "missing": None, "t_s": np.arange(0.5, 12.0, 1.0),
-             "values": np.where(np.arange(0.5, 12.0, 1.0) < 4, 1.0, np.where(np.arange(0.5, 12.0, 1.0) < 6, 2.0, 1.5))}
-    effect = window_effect(invocations, "json_dumps", (4.0, 6.0), [panel, {"panel": "IPC", "column": "ipc", "missing": "no PMU"}])
+    invocations = pd.DataFrame(
+        {"instance": "json_dumps", "final_outcome": "success", "intended_s": t, "completion_latency_ms": latency}
+    )
+    panel = {
+        "panel": "CPU",
+        "column": "cpu_utilization",
+        "missing": None,
+        "t_s": np.arange(0.5, 12.0, 1.0),
+        "values": np.where(np.arange(0.5, 12.0, 1.0) < 4, 1.0, np.where(np.arange(0.5, 12.0, 1.0) < 6, 2.0, 1.5)),
+    }
+    effect = window_effect(
+        invocations, "json_dumps", (4.0, 6.0), [panel, {"panel": "IPC", "column": "ipc", "missing": "no PMU"}]
+    )
     assert [effect[w]["n"] for w in ("before", "during", "after")] == [40, 20, 60]
     assert [effect[w]["completion_latency_ms_p50"] for w in ("before", "during", "after")] == [10.0, 40.0, 20.0]
     assert effect["during_over_before"] == 4.0 and effect["after_over_before"] == 2.0
@@ -150,14 +205,26 @@ def test_before_during_and_after_the_aggressor_stay_apart():
 def test_report_of_a_finished_run_prints_each_window(tmp_path):
     from test_analyzer_synthetic import write_synthetic_run
 
-    instances = {"json_dumps": {"application": "json_dumps", "distribution": "Uniform", "rate": 20.0},
-                 "deltablue": {"application": "deltablue", "distribution": "Uniform", "rate": 5.0, "activity_window": [3, 5]}}
+    instances = {
+        "json_dumps": {"application": "json_dumps", "distribution": "Uniform", "rate": 20.0},
+        "deltablue": {"application": "deltablue", "distribution": "Uniform", "rate": 5.0, "activity_window": [3, 5]},
+    }
     run_dir, _ = write_synthetic_run(tmp_path, test_name="fig14", duration_s=8.0, instances=instances)
     analyze_run(run_dir, None, fetch=False, plots=False)
-    result = subprocess.run([sys.executable, "-m", "faasprof", "interference", "--report", str(run_dir)], capture_output=True, text=True, timeout=120, cwd=tmp_path)
+    result = subprocess.run(
+        [sys.executable, "-m", "faasprof", "interference", "--report", str(run_dir)],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        cwd=tmp_path,
+    )
     assert result.returncode == 0, result.stderr[-2000:]
     line = next(x for x in result.stdout.splitlines() if x.startswith("json_dumps median completion latency"))
-    assert "before the aggressor (n 60" in line and "during the aggressor (n 40, ×" in line and "after the aggressor (n 60, ×" in line
+    assert (
+        "before the aggressor (n 60" in line
+        and "during the aggressor (n 40, ×" in line
+        and "after the aggressor (n 60, ×" in line
+    )
     stored = json.loads((run_dir / "analysis" / "interference.json").read_text())
     assert stored["format_version"] == 2 and stored["aggressor_window_s"] == [3, 5]
     assert "median_latency_ms_outside" not in stored["latency"] and stored["latency"]["counters"] == {}

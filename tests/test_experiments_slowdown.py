@@ -14,19 +14,22 @@ import numpy as np
 import pytest
 
 from faasprof.analyzer.stats import quantile_ci
+from faasprof.docker import docker_problem
+from faasprof.errors import RunError
+from faasprof.experiments import native
 from faasprof.experiments.slowdown import platform_interpreter_matches
 from faasprof.experiments.slowdown_measure import Call, NativeSide, apply_record, measure_function
 from faasprof.experiments.slowdown_report import MEDIAN_CI_MIN_SAMPLES, fit_power_law, judge_factor, summarise_function
-from faasprof.errors import RunError
-from faasprof.experiments import native
 from faasprof.functions.catalogue import require
-from faasprof.docker import docker_problem
 
 REPO = Path(__file__).resolve().parent.parent
 
 
 def _calls(function: str, phase: str, exec_ms: list[float], latency_ms: list[float], state: str = "") -> list[Call]:
-    return [Call(function, phase, i, "success", container_state=state, exec_ms=exec_one, latency_ms=latency_one) for i, (exec_one, latency_one) in enumerate(zip(exec_ms, latency_ms))]
+    return [
+        Call(function, phase, i, "success", container_state=state, exec_ms=exec_one, latency_ms=latency_one)
+        for i, (exec_one, latency_one) in enumerate(zip(exec_ms, latency_ms))
+    ]
 
 
 def test_summary_medians_ci_and_factors():
@@ -105,10 +108,22 @@ def test_calls_that_waited_for_a_cpu_are_said_with_the_cpu_time_factors():
 
 def test_records_give_microsecond_execution_where_the_platform_has_it():
     fine = Call("f", "warm", 0, "success")
-    apply_record(fine, {"activationId": "a", "duration": 2, "annotations": [
-        {"key": "containerState", "value": "warm"}, {"key": "waitTime", "value": 0},
-        {"key": "runTimeUs", "value": 1534}, {"key": "runCpuTimeUs", "value": 1210}]})
-    assert fine.exec_ms == pytest.approx(1.534) and fine.exec_resolution_ms == 0.001 and fine.cpu_ms == pytest.approx(1.21)
+    apply_record(
+        fine,
+        {
+            "activationId": "a",
+            "duration": 2,
+            "annotations": [
+                {"key": "containerState", "value": "warm"},
+                {"key": "waitTime", "value": 0},
+                {"key": "runTimeUs", "value": 1534},
+                {"key": "runCpuTimeUs", "value": 1210},
+            ],
+        },
+    )
+    assert (
+        fine.exec_ms == pytest.approx(1.534) and fine.exec_resolution_ms == 0.001 and fine.cpu_ms == pytest.approx(1.21)
+    )
     assert fine.container_state == "warm" and fine.wait_ms == 0
     # OpenWhisk: whole milliseconds, and a cold record's duration holds initTime, which is no execution.
     coarse = Call("f", "warmup", 0, "success")
@@ -151,9 +166,20 @@ class FakeClient:
         self.clock.advance_ms(5)
         self.last_ns = self.clock()
         self.log.append(("faas", state))
-        return FakeResponse(200, {"activationId": f"id{len(self.log)}", "duration": 4, "response": {"status": "success", "success": True, "result": {}},
-                                  "annotations": [{"key": "containerState", "value": state}, {"key": "waitTime", "value": 0},
-                                                  {"key": "runTimeUs", "value": 4000}, {"key": "runCpuTimeUs", "value": 3900}]})
+        return FakeResponse(
+            200,
+            {
+                "activationId": f"id{len(self.log)}",
+                "duration": 4,
+                "response": {"status": "success", "success": True, "result": {}},
+                "annotations": [
+                    {"key": "containerState", "value": state},
+                    {"key": "waitTime", "value": 0},
+                    {"key": "runTimeUs", "value": 4000},
+                    {"key": "runCpuTimeUs", "value": 3900},
+                ],
+            },
+        )
 
 
 class FakeWorker:
@@ -197,16 +223,36 @@ def test_native_and_faas_calls_interleave_and_every_recorded_warm_call_finds_its
 
     calls = measure_function(require("nbody"), client, 3, 0.55, None, sleep=sleep, clock=clock, worker=worker)
     phases = [c.phase for c in calls]
-    assert phases == ["native_warmup", "warmup",
-                      "native", "keep_warm", "warm", "keep_warm", "warm", "native", "native", "keep_warm", "warm",
-                      "native", "resumed", "native", "resumed", "native", "resumed"]
+    assert phases == [
+        "native_warmup",
+        "warmup",
+        "native",
+        "keep_warm",
+        "warm",
+        "keep_warm",
+        "warm",
+        "native",
+        "native",
+        "keep_warm",
+        "warm",
+        "native",
+        "resumed",
+        "native",
+        "resumed",
+        "native",
+        "resumed",
+    ]
     assert [c.container_state for c in calls if c.phase == "warm"] == ["warm"] * 3
     assert [c.container_state for c in calls if c.phase == "resumed"] == ["resumed"] * 3
     # The resumed calls wait the pause time since the previous FaaS answer, the native call included.
     assert sleeps == pytest.approx([0.35] * 3)
     native_calls = [c for c in calls if c.phase == "native"]
     assert len(native_calls) == 6 and [c.seq for c in native_calls] == list(range(6))
-    assert native_calls[0].exec_ms == 200 and native_calls[0].cpu_ms == pytest.approx(199.5) and native_calls[0].latency_ms == 200
+    assert (
+        native_calls[0].exec_ms == 200
+        and native_calls[0].cpu_ms == pytest.approx(199.5)
+        and native_calls[0].latency_ms == 200
+    )
     warm = [c for c in calls if c.phase == "warm"][0]
     assert warm.exec_ms == pytest.approx(4.0) and warm.exec_resolution_ms == 0.001
     row = summarise_function("nbody", calls)
@@ -228,7 +274,9 @@ def test_a_native_worker_that_cannot_start_leaves_rows_not_sent():
     clock, log = FakeClock(), []
     client = FakeClient(clock, log)
     worker = FakeWorker(clock, log, start_error="nbody: cannot load the function: ImportError: x")
-    calls = measure_function(require("nbody"), client, 2, 0.1, None, sleep=lambda s: clock.advance_ms(s * 1000), clock=clock, worker=worker)
+    calls = measure_function(
+        require("nbody"), client, 2, 0.1, None, sleep=lambda s: clock.advance_ms(s * 1000), clock=clock, worker=worker
+    )
     native_calls = [c for c in calls if c.phase == "native"]
     assert [c.outcome for c in native_calls] == ["not_sent"] * 4 and "cannot load" in native_calls[0].error
     row = summarise_function("nbody", calls)
@@ -245,7 +293,7 @@ def test_the_platform_interpreter_is_compared_with_the_native_one():
 
 def test_power_law_fit_recovers_exponent():
     x = [0.5, 2.0, 10.0, 80.0, 400.0]
-    y = [3.0 * v ** -0.6 for v in x]
+    y = [3.0 * v**-0.6 for v in x]
     fit = fit_power_law(x, y + [])
     assert fit["exponent"] == pytest.approx(-0.6)
     assert fit["coefficient"] == pytest.approx(3.0)
@@ -255,7 +303,9 @@ def test_power_law_fit_recovers_exponent():
 
 def test_notes_on_long_functions_read_in_seconds():
     note = judge_factor("exec", "warm", 0.9, 14970.0, [15020.0, 16100.0])
-    assert note.startswith("execution warm ×0.9: FaaS faster than native (median 14.97 s under every native call, 15.02 s–16.1 s)")
+    assert note.startswith(
+        "execution warm ×0.9: FaaS faster than native (median 14.97 s under every native call, 15.02 s–16.1 s)"
+    )
     assert "e+" not in note
 
 
@@ -267,16 +317,44 @@ def test_a_median_has_an_interval_from_the_repeat_the_warning_names():
 @pytest.mark.slow
 def test_cli_warns_that_few_repeats_give_no_interval(tmp_path):
     # The warning comes first, before anything is measured (here the platform is down: exit 3).
-    few = _faasprof("slowdown", "json_loads", "--repeat", "2", "--apihost", "http://127.0.0.1:1", "--auth", "a:b", "--out", str(tmp_path), timeout=60)
+    few = _faasprof(
+        "slowdown",
+        "json_loads",
+        "--repeat",
+        "2",
+        "--apihost",
+        "http://127.0.0.1:1",
+        "--auth",
+        "a:b",
+        "--out",
+        str(tmp_path),
+        timeout=60,
+    )
     assert few.returncode == 3
-    assert few.stderr.splitlines()[0] == ("warning: --repeat 2: with fewer than 8 calls per phase a median has no 95 % interval, "
-                                          "so a factor cannot be told from noise; use --repeat 10 (the default) or more")
-    enough = _faasprof("slowdown", "json_loads", "--repeat", "8", "--apihost", "http://127.0.0.1:1", "--auth", "a:b", "--out", str(tmp_path), timeout=60)
+    assert few.stderr.splitlines()[0] == (
+        "warning: --repeat 2: with fewer than 8 calls per phase a median has no 95 % interval, "
+        "so a factor cannot be told from noise; use --repeat 10 (the default) or more"
+    )
+    enough = _faasprof(
+        "slowdown",
+        "json_loads",
+        "--repeat",
+        "8",
+        "--apihost",
+        "http://127.0.0.1:1",
+        "--auth",
+        "a:b",
+        "--out",
+        str(tmp_path),
+        timeout=60,
+    )
     assert enough.returncode == 3 and "warning: --repeat" not in enough.stderr
 
 
 def _faasprof(*args: str, timeout: float) -> subprocess.CompletedProcess:
-    return subprocess.run([sys.executable, "-m", "faasprof", *args], capture_output=True, text=True, timeout=timeout, cwd=REPO)
+    return subprocess.run(
+        [sys.executable, "-m", "faasprof", *args], capture_output=True, text=True, timeout=timeout, cwd=REPO
+    )
 
 
 @pytest.mark.slow
@@ -291,7 +369,9 @@ def test_cli_refuses_bad_input_before_measuring(tmp_path):
 
 @pytest.mark.slow
 def test_cli_unreachable_platform_leaves_nothing(tmp_path):
-    result = _faasprof("slowdown", "json_loads", "--apihost", "http://127.0.0.1:1", "--auth", "a:b", "--out", str(tmp_path), timeout=60)
+    result = _faasprof(
+        "slowdown", "json_loads", "--apihost", "http://127.0.0.1:1", "--auth", "a:b", "--out", str(tmp_path), timeout=60
+    )
     assert result.returncode == 3
     assert result.stderr.strip().startswith("http://127.0.0.1:1: cannot connect")
     assert list(tmp_path.iterdir()) == []
@@ -300,7 +380,9 @@ def test_cli_unreachable_platform_leaves_nothing(tmp_path):
 @pytest.mark.slow
 def test_cli_slowdown_on_embedded_localwhisk(tmp_path):
     pytest.importorskip("faasprof.localwhisk.embedded")
-    result = _faasprof("slowdown", "json_dumps", "json_loads", "nbody", "--repeat", "3", "--out", str(tmp_path), timeout=420)
+    result = _faasprof(
+        "slowdown", "json_dumps", "json_loads", "nbody", "--repeat", "3", "--out", str(tmp_path), timeout=420
+    )
     assert result.returncode == 0, result.stderr[-2000:]
     out = Path(result.stdout.strip().splitlines()[-1])
     assert out.parent == tmp_path
@@ -337,13 +419,20 @@ def test_cli_slowdown_with_docker_sandboxes(tmp_path):
     problem = docker_problem()
     if problem is not None:
         pytest.skip(f"isolation docker unavailable: {problem}")
-    result = _faasprof("slowdown", "json_loads", "--repeat", "2", "--isolation", "docker", "--out", str(tmp_path), timeout=300)
+    result = _faasprof(
+        "slowdown", "json_loads", "--repeat", "2", "--isolation", "docker", "--out", str(tmp_path), timeout=300
+    )
     assert result.returncode == 0, result.stderr[-2000:]
     out = Path(result.stdout.strip().splitlines()[-1])
     assert json.loads((out / "manifest.json").read_text())["platform"]["localwhisk"]["isolation"] == "docker"
     with open(out / "calls.csv", newline="") as handle:
         calls = list(csv.DictReader(handle))
-    assert [c["container_state"] for c in calls if c["phase"] in ("warm", "resumed")] == ["warm", "warm", "resumed", "resumed"]
+    assert [c["container_state"] for c in calls if c["phase"] in ("warm", "resumed")] == [
+        "warm",
+        "warm",
+        "resumed",
+        "resumed",
+    ]
     # Unpausing a container costs more than a warm call's round trip, however loaded the host.
     with open(out / "slowdown.csv", newline="") as handle:
         (row,) = list(csv.DictReader(handle))

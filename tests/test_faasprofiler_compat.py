@@ -11,9 +11,9 @@ from pathlib import Path
 
 import pytest
 
+from faasprof.platforms.openwhisk.connection import Connection
 from faasprof.platforms.registry import prepare_request
 from faasprof.workload.spec import load_workload
-from faasprof.platforms.openwhisk.connection import Connection
 
 
 def faasprofiler_workload(**changes) -> dict:
@@ -23,7 +23,9 @@ def faasprofiler_workload(**changes) -> dict:
         "test_duration_in_seconds": 15,
         "random_seed": 100,
         "blocking_cli": False,
-        "instances": {"instance1": {"application": "my-action", "distribution": "Poisson", "rate": 2, "activity_window": [5, 10]}},
+        "instances": {
+            "instance1": {"application": "my-action", "distribution": "Poisson", "rate": 2, "activity_window": [5, 10]}
+        },
         "perf_monitoring": {"runtime_script": None, "post_script": None},
     }
     data.update(changes)
@@ -44,32 +46,133 @@ CASES = [
     ("random_seed null", faasprofiler_workload(random_seed=None), lambda w: w.seed_was_null),
     ("blocking_cli", faasprofiler_workload(blocking_cli=True), lambda w: w.instance("instance1").blocking),
     ("endpoint absent", faasprofiler_workload(), lambda w: w.endpoint == "local_openwhisk"),
-    ("endpoint local_openwhisk", faasprofiler_workload(endpoint="local_openwhisk"), lambda w: w.endpoint == "local_openwhisk"),
-    ("serverless_platform", faasprofiler_workload(serverless_platform="openwhisk"), lambda w: w.resolved()["serverless_platform"] == "openwhisk"),
-    ("application outside the catalogue", faasprofiler_workload(instances={"instance1": {"application": "primes-python", "distribution": "Uniform", "rate": 1.5, "activity_window": [5, 15]}}),
-     lambda w: w.instance("instance1").function == "primes-python" and any("primes-python" in line for line in w.warnings)),
-    ("distribution Uniform", faasprofiler_workload(instances={"instance2": {"application": "example_app1", "distribution": "Uniform", "rate": 10, "activity_window": [5, 10]}}),
-     lambda w: w.instance("instance2").distribution == "Uniform"),
-    ("activity_window null", faasprofiler_workload(instances={"i": {"application": "a", "distribution": "Poisson", "rate": 1, "activity_window": None}}),
-     lambda w: w.instance("i").window_s == (0.0, 15.0)),
-    ("activity_window absent", faasprofiler_workload(instances={"i": {"application": "a", "distribution": "Poisson", "rate": 1}}),
-     lambda w: w.instance("i").window_s == (0.0, 15.0)),
-    ("interarrivals_list", faasprofiler_workload(instances={"instance3": {"application": "example_app2", "interarrivals_list": [5, 0.13, 0.15, 0.8]}}),
-     lambda w: w.instance("instance3").distribution == "Trace" and w.instance("instance3").planned_estimate == 4),
-    ("param_file", faasprofiler_workload(instances={"instance4": {"application": "example_app3", "param_file": "param_file.json", "distribution": "Poisson", "rate": 55, "activity_window": [5, 10]}}),
-     lambda w: w.instance("instance4").params == {"n": 10}),
-    ("data_file", faasprofiler_workload(instances={"i": {"application": "img-resize", "data_file": "picture.jpg", "distribution": "Poisson", "rate": 1}}),
-     lambda w: w.instance("i").data_file.name == "picture.jpg" and w.instance("i").data_mode == "web"),
-    ("generic url, data and host", faasprofiler_workload(endpoint="generic", serverless_platform="generic", test_duration_in_seconds=5760, instances={
-        "instance_0": {"application": "application-0a1b", "url": "http://application-0a1b.default.127.0.0.1.sslip.io/hello",
-                       "host": "application-0a1b.default.127.0.0.1.sslip.io", "data": {}, "interarrivals_list": [1.0, 0.09, 479.9]}}),
-     lambda w: w.instance("instance_0").host == "application-0a1b.default.127.0.0.1.sslip.io" and w.instance("instance_0").url.endswith("/hello")),
-    ("perf_monitoring runtime_script", faasprofiler_workload(perf_monitoring={"runtime_script": "monitor.sh", "post_script": None}),
-     lambda w: w.runtime_script is not None and w.runtime_script.name == "monitor.sh"),
-    ("FaaSProfiler's own monitoring script", faasprofiler_workload(perf_monitoring={"runtime_script": "monitoring/RuntimeMonitoring.sh", "post_script": None}),
-     lambda w: w.runtime_script is None and any("is FaaSProfiler's monitoring script, not part of faasprof; the run goes on without it" in line for line in w.warnings)),
-    ("perf_monitoring post_script", faasprofiler_workload(perf_monitoring={"runtime_script": None, "post_script": "after.sh"}),
-     lambda w: w.post_script is not None and w.post_script.name == "after.sh"),
+    (
+        "endpoint local_openwhisk",
+        faasprofiler_workload(endpoint="local_openwhisk"),
+        lambda w: w.endpoint == "local_openwhisk",
+    ),
+    (
+        "serverless_platform",
+        faasprofiler_workload(serverless_platform="openwhisk"),
+        lambda w: w.resolved()["serverless_platform"] == "openwhisk",
+    ),
+    (
+        "application outside the catalogue",
+        faasprofiler_workload(
+            instances={
+                "instance1": {
+                    "application": "primes-python",
+                    "distribution": "Uniform",
+                    "rate": 1.5,
+                    "activity_window": [5, 15],
+                }
+            }
+        ),
+        lambda w: (
+            w.instance("instance1").function == "primes-python" and any("primes-python" in line for line in w.warnings)
+        ),
+    ),
+    (
+        "distribution Uniform",
+        faasprofiler_workload(
+            instances={
+                "instance2": {
+                    "application": "example_app1",
+                    "distribution": "Uniform",
+                    "rate": 10,
+                    "activity_window": [5, 10],
+                }
+            }
+        ),
+        lambda w: w.instance("instance2").distribution == "Uniform",
+    ),
+    (
+        "activity_window null",
+        faasprofiler_workload(
+            instances={"i": {"application": "a", "distribution": "Poisson", "rate": 1, "activity_window": None}}
+        ),
+        lambda w: w.instance("i").window_s == (0.0, 15.0),
+    ),
+    (
+        "activity_window absent",
+        faasprofiler_workload(instances={"i": {"application": "a", "distribution": "Poisson", "rate": 1}}),
+        lambda w: w.instance("i").window_s == (0.0, 15.0),
+    ),
+    (
+        "interarrivals_list",
+        faasprofiler_workload(
+            instances={"instance3": {"application": "example_app2", "interarrivals_list": [5, 0.13, 0.15, 0.8]}}
+        ),
+        lambda w: w.instance("instance3").distribution == "Trace" and w.instance("instance3").planned_estimate == 4,
+    ),
+    (
+        "param_file",
+        faasprofiler_workload(
+            instances={
+                "instance4": {
+                    "application": "example_app3",
+                    "param_file": "param_file.json",
+                    "distribution": "Poisson",
+                    "rate": 55,
+                    "activity_window": [5, 10],
+                }
+            }
+        ),
+        lambda w: w.instance("instance4").params == {"n": 10},
+    ),
+    (
+        "data_file",
+        faasprofiler_workload(
+            instances={
+                "i": {"application": "img-resize", "data_file": "picture.jpg", "distribution": "Poisson", "rate": 1}
+            }
+        ),
+        lambda w: w.instance("i").data_file.name == "picture.jpg" and w.instance("i").data_mode == "web",
+    ),
+    (
+        "generic url, data and host",
+        faasprofiler_workload(
+            endpoint="generic",
+            serverless_platform="generic",
+            test_duration_in_seconds=5760,
+            instances={
+                "instance_0": {
+                    "application": "application-0a1b",
+                    "url": "http://application-0a1b.default.127.0.0.1.sslip.io/hello",
+                    "host": "application-0a1b.default.127.0.0.1.sslip.io",
+                    "data": {},
+                    "interarrivals_list": [1.0, 0.09, 479.9],
+                }
+            },
+        ),
+        lambda w: (
+            w.instance("instance_0").host == "application-0a1b.default.127.0.0.1.sslip.io"
+            and w.instance("instance_0").url.endswith("/hello")
+        ),
+    ),
+    (
+        "perf_monitoring runtime_script",
+        faasprofiler_workload(perf_monitoring={"runtime_script": "monitor.sh", "post_script": None}),
+        lambda w: w.runtime_script is not None and w.runtime_script.name == "monitor.sh",
+    ),
+    (
+        "FaaSProfiler's own monitoring script",
+        faasprofiler_workload(
+            perf_monitoring={"runtime_script": "monitoring/RuntimeMonitoring.sh", "post_script": None}
+        ),
+        lambda w: (
+            w.runtime_script is None
+            and any(
+                "is FaaSProfiler's monitoring script, not part of faasprof; the run goes on without it" in line
+                for line in w.warnings
+            )
+        ),
+    ),
+    (
+        "perf_monitoring post_script",
+        faasprofiler_workload(perf_monitoring={"runtime_script": None, "post_script": "after.sh"}),
+        lambda w: w.post_script is not None and w.post_script.name == "after.sh",
+    ),
 ]
 
 
@@ -84,11 +187,19 @@ def test_faasprofiler_key_accepted_with_its_meaning(tmp_path, data, check):
 
 
 def test_host_is_the_host_header_of_openwhisk_requests_too(tmp_path):
-    workload = load(tmp_path, faasprofiler_workload(instances={"i": {"application": "a", "distribution": "Poisson", "rate": 1, "host": "ingress.example"}}))
+    workload = load(
+        tmp_path,
+        faasprofiler_workload(
+            instances={"i": {"application": "a", "distribution": "Poisson", "rate": 1, "host": "ingress.example"}}
+        ),
+    )
     request = prepare_request(workload.instance("i"), Connection("http://127.0.0.1:3233", "u:k", "guest"))
     assert b"\r\nHost: ingress.example\r\n" in request.payload
     without = load(tmp_path, faasprofiler_workload())
-    assert b"\r\nHost: 127.0.0.1:3233\r\n" in prepare_request(without.instance("instance1"), Connection("http://127.0.0.1:3233", "u:k", "guest")).payload
+    assert (
+        b"\r\nHost: 127.0.0.1:3233\r\n"
+        in prepare_request(without.instance("instance1"), Connection("http://127.0.0.1:3233", "u:k", "guest")).payload
+    )
 
 
 class _Recorder(BaseHTTPRequestHandler):
@@ -116,11 +227,26 @@ def test_generic_run_sends_the_host_header_and_records_serverless_platform(cli, 
     thread.start()
     try:
         port = server.server_address[1]
-        data = faasprofiler_workload(endpoint="generic", serverless_platform="knative", test_duration_in_seconds=2, instances={
-            "instance_0": {"application": "app-0", "url": f"http://127.0.0.1:{port}/hello", "host": "app-0.default.example.com",
-                           "data": {}, "interarrivals_list": [0.2, 0.2, 0.2]},
-            "instance_1": {"application": "app-1", "url": f"http://127.0.0.1:{port}/hello", "data": {}, "interarrivals_list": [0.3]},
-        })
+        data = faasprofiler_workload(
+            endpoint="generic",
+            serverless_platform="knative",
+            test_duration_in_seconds=2,
+            instances={
+                "instance_0": {
+                    "application": "app-0",
+                    "url": f"http://127.0.0.1:{port}/hello",
+                    "host": "app-0.default.example.com",
+                    "data": {},
+                    "interarrivals_list": [0.2, 0.2, 0.2],
+                },
+                "instance_1": {
+                    "application": "app-1",
+                    "url": f"http://127.0.0.1:{port}/hello",
+                    "data": {},
+                    "interarrivals_list": [0.3],
+                },
+            },
+        )
         path = tmp_path / "generic.json"
         path.write_text(json.dumps(data))
         done = cli("run", path, "--out", tmp_path / "runs", "--quiet", timeout=120)

@@ -10,8 +10,20 @@ from faasprof.errors import ConfigError
 from faasprof.functions import catalogue
 from faasprof.functions.catalogue import RUNNERS_DIR, lookup, names, require
 
-MICROBENCHMARKS = {"json_dumps", "json_loads", "deltablue", "pidigits", "richards", "nbody", "float", "chaos",
-                   "fannkuch", "spectral_norm", "nqueens", "regex"}
+MICROBENCHMARKS = {
+    "json_dumps",
+    "json_loads",
+    "deltablue",
+    "pidigits",
+    "richards",
+    "nbody",
+    "float",
+    "chaos",
+    "fannkuch",
+    "spectral_norm",
+    "nqueens",
+    "regex",
+}
 APPLICATIONS = {"autocomplete", "markdown", "img-resize", "sentiment", "ocr-img"}
 
 

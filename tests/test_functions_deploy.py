@@ -13,18 +13,16 @@ from urllib.parse import parse_qs, unquote, urlsplit
 
 import pytest
 
-from faasprof.errors import NotReadyError
+from faasprof.errors import NotReadyError, RunError
+from faasprof.functions.catalogue import lookup, names
+from faasprof.localwhisk.embedded import start_embedded
+from faasprof.paths import CACHE_ENV
+from faasprof.platforms.base import PlatformError
 from faasprof.platforms.openwhisk.client import OpenWhiskClient
 from faasprof.platforms.openwhisk.connection import Connection
 from faasprof.platforms.openwhisk.deploy import CODE_DIGEST_ANNOTATION, deploy, ensure_actions, resolve_kind
-from faasprof.functions.catalogue import lookup
-from faasprof.paths import CACHE_ENV
 from tests.conftest import run_cli, send_json
 from tests.test_cache import FAKE_NPM
-from faasprof.errors import RunError
-from faasprof.functions.catalogue import names
-from faasprof.localwhisk.embedded import start_embedded
-from faasprof.platforms.base import PlatformError
 
 AUTH = "user:secret"
 
@@ -60,9 +58,19 @@ class FakeWhisk:
                     return
                 parts, query = routed
                 if parts.path == "/":
-                    return self._send(200, {"description": "fake", "runtimes": {
-                        "nodejs": [{"kind": "nodejs:20", "default": True}],
-                        "python": [{"kind": "python:3.11", "default": False}, {"kind": "python:3", "default": True}]}})
+                    return self._send(
+                        200,
+                        {
+                            "description": "fake",
+                            "runtimes": {
+                                "nodejs": [{"kind": "nodejs:20", "default": True}],
+                                "python": [
+                                    {"kind": "python:3.11", "default": False},
+                                    {"kind": "python:3", "default": True},
+                                ],
+                            },
+                        },
+                    )
                 name = self._action_name(parts.path)
                 with fake.lock:
                     action = fake.actions.get(name)
@@ -83,16 +91,27 @@ class FakeWhisk:
                     if name in fake.actions and query.get("overwrite") != ["true"]:
                         return self._send(409, {"error": "resource already exists"})
                     old = fake.actions.get(name)
-                    action = {"name": name, "namespace": "guest", "exec": body["exec"],
-                              "limits": {"memory": 256, "timeout": 60000, "logs": 10, "concurrency": 1, **body.get("limits", {})},
-                              "annotations": body.get("annotations", []), "version": "0.0.%d" % (1 + (old is not None))}
+                    action = {
+                        "name": name,
+                        "namespace": "guest",
+                        "exec": body["exec"],
+                        "limits": {
+                            "memory": 256,
+                            "timeout": 60000,
+                            "logs": 10,
+                            "concurrency": 1,
+                            **body.get("limits", {}),
+                        },
+                        "annotations": body.get("annotations", []),
+                        "version": "0.0.%d" % (1 + (old is not None)),
+                    }
                     fake.actions[name] = action
                 return self._send(200, action)
 
             @staticmethod
             def _action_name(path):
                 prefix = "/api/v1/namespaces/guest/actions/"
-                return unquote(path[len(prefix):]) if path.startswith(prefix) else None
+                return unquote(path[len(prefix) :]) if path.startswith(prefix) else None
 
         self.server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
         self.apihost = f"http://127.0.0.1:{self.server.server_address[1]}"
@@ -126,7 +145,9 @@ def test_deploy_creates_then_leaves_unchanged(whisk, client):
     assert deploy(client, ["markdown", "autocomplete"]) == {"markdown": "unchanged", "autocomplete": "unchanged"}
     assert len(whisk.puts()) == 2, "an identical deploy writes nothing"
     action = whisk.actions["markdown"]
-    assert action["exec"]["kind"] == "python:3" and action["exec"]["binary"] is True and action["exec"]["main"] == "main"
+    assert (
+        action["exec"]["kind"] == "python:3" and action["exec"]["binary"] is True and action["exec"]["main"] == "main"
+    )
     assert whisk.actions["autocomplete"]["exec"]["kind"] == "nodejs:20"
     archive = zipfile.ZipFile(io.BytesIO(base64.b64decode(action["exec"]["code"])))
     assert "__main__.py" in archive.namelist()
@@ -146,7 +167,9 @@ def test_variant_deploys_the_same_code_with_its_memory(whisk, client):
     assert variant["limits"]["memory"] == 384
     assert variant["exec"]["code"] == base["exec"]["code"]
     digests = {a["key"]: a["value"] for a in variant["annotations"]}
-    assert digests[CODE_DIGEST_ANNOTATION] == {a["key"]: a["value"] for a in base["annotations"]}[CODE_DIGEST_ANNOTATION]
+    assert (
+        digests[CODE_DIGEST_ANNOTATION] == {a["key"]: a["value"] for a in base["annotations"]}[CODE_DIGEST_ANNOTATION]
+    )
 
 
 def test_web_functions_are_raw_web_actions(whisk, client):
@@ -156,8 +179,12 @@ def test_web_functions_are_raw_web_actions(whisk, client):
 
 
 def test_ensure_actions_leaves_existing_actions_alone(whisk, client):
-    whisk.actions["markdown"] = {"name": "markdown", "exec": {"kind": "python:3", "code": "def main(a): return a"},
-                                 "limits": {"memory": 128, "timeout": 1000}, "annotations": []}
+    whisk.actions["markdown"] = {
+        "name": "markdown",
+        "exec": {"kind": "python:3", "code": "def main(a): return a"},
+        "limits": {"memory": 128, "timeout": 1000},
+        "annotations": [],
+    }
     assert ensure_actions(client, ["markdown", "spin", "spin"]) == {"markdown": "existing", "spin": "deployed"}
     assert whisk.actions["markdown"]["exec"]["code"] == "def main(a): return a"
     assert whisk.puts() == ["/api/v1/namespaces/guest/actions/spin"]
@@ -175,7 +202,9 @@ def test_ensure_actions_unknown_names_listed_with_deploy_commands_and_nothing_wr
         ensure_actions(client, ["spin", "no-such-function", "other-missing"])
     lines = caught.value.problems
     assert len(lines) == 2 and str(caught.value) == lines[0]  # one line per missing action, nothing overlapping
-    assert "action no-such-function does not exist on" in lines[0] and "action other-missing does not exist on" in lines[1]
+    assert (
+        "action no-such-function does not exist on" in lines[0] and "action other-missing does not exist on" in lines[1]
+    )
     assert f"faasprof deploy PATH --name no-such-function --apihost {whisk.apihost}" in lines[0]
     assert whisk.puts() == []
 
@@ -191,21 +220,44 @@ def test_resolve_kind_prefers_the_manifest_kind_then_the_default():
     runtimes = {"runtimes": {"python": [{"kind": "python:3.11", "default": True}], "nodejs": [{"kind": "nodejs:18"}]}}
     assert resolve_kind(lookup("markdown"), runtimes) == "python:3.11"
     assert resolve_kind(lookup("autocomplete"), runtimes) == "nodejs:18"
-    assert resolve_kind(lookup("markdown"), {"runtimes": {"python": [{"kind": "python:3"}, {"kind": "python:3.11", "default": True}]}}) == "python:3"
+    assert (
+        resolve_kind(
+            lookup("markdown"),
+            {"runtimes": {"python": [{"kind": "python:3"}, {"kind": "python:3.11", "default": True}]}},
+        )
+        == "python:3"
+    )
     assert resolve_kind(lookup("autocomplete"), {}) == "nodejs:default"
     # a runtime listed without a kind names nothing: skipped, not returned as None
-    assert resolve_kind(lookup("markdown"), {"runtimes": {"python": [{"default": True}, {"kind": "python:3.10"}]}}) == "python:3.10"
+    assert (
+        resolve_kind(lookup("markdown"), {"runtimes": {"python": [{"default": True}, {"kind": "python:3.10"}]}})
+        == "python:3.10"
+    )
 
 
 # -- the CLI --------------------------------------------------------------------------------------
 
+
 def test_cli_deploys_and_reports(whisk, isolated_home):
-    done = run_cli("deploy", "json_loads", "nqueens-256", "--apihost", whisk.apihost, "--auth", AUTH, "--namespace", "guest", timeout=60)
+    done = run_cli(
+        "deploy",
+        "json_loads",
+        "nqueens-256",
+        "--apihost",
+        whisk.apihost,
+        "--auth",
+        AUTH,
+        "--namespace",
+        "guest",
+        timeout=60,
+    )
     assert done.returncode == 0, done.stderr
     lines = done.stdout.splitlines()
     assert lines[0].split()[:3] == ["json_loads", "created", "python:3"]
     assert lines[1].split()[:2] == ["nqueens-256", "created"] and "256 MB" in lines[1]
-    again = run_cli("deploy", "json_loads", "--apihost", whisk.apihost, "--auth", AUTH, "--namespace", "guest", timeout=60)
+    again = run_cli(
+        "deploy", "json_loads", "--apihost", whisk.apihost, "--auth", AUTH, "--namespace", "guest", timeout=60
+    )
     assert again.returncode == 0 and again.stdout.split()[1] == "unchanged"
     assert AUTH.split(":")[1] not in done.stdout + done.stderr
 
@@ -259,7 +311,11 @@ def test_an_archive_over_localwhisks_code_limit_names_the_setting_that_moves_it(
                 with pytest.raises(RunError) as caught:
                     deploy(lw_client, ["markdown"])
                 message = str(caught.value)
-                assert "--max-action-code-bytes" in message and "413: exec larger than allowed" in message and "max-payload-bytes" not in message
+                assert (
+                    "--max-action-code-bytes" in message
+                    and "413: exec larger than allowed" in message
+                    and "max-payload-bytes" not in message
+                )
             else:
                 assert deploy(lw_client, ["markdown"]) == {"markdown": "created"}
 
@@ -277,7 +333,13 @@ def test_cli_all_installs_npm_packages_on_first_use_and_skips_a_function_without
     fake.mkdir()
     (fake / "npm").write_text(FAKE_NPM)
     (fake / "npm").chmod(0o755)
-    with_npm = run_cli("deploy", "--all", *flags, env={**cache, "PATH": f"{fake}:/usr/bin:/bin", "FAKE_NPM_LOG": str(tmp_path / "npm.log")}, timeout=120)
+    with_npm = run_cli(
+        "deploy",
+        "--all",
+        *flags,
+        env={**cache, "PATH": f"{fake}:/usr/bin:/bin", "FAKE_NPM_LOG": str(tmp_path / "npm.log")},
+        timeout=120,
+    )
     assert with_npm.returncode == 0, with_npm.stderr
     assert "img-resize: installing npm packages jimp with npm ci" in with_npm.stderr
     assert any(line.split()[:2] == ["img-resize", "created"] for line in with_npm.stdout.splitlines())

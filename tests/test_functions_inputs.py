@@ -83,7 +83,10 @@ def test_a_size_that_is_no_whole_number_in_range_is_refused_by_name(workers, nam
     assert "expected a whole number from" in message
 
 
-@pytest.mark.parametrize("name, size", [("deltablue", 0), ("float", 0), ("fannkuch", 0), ("spectral_norm", 0), ("richards", 0), ("fannkuch", 13)])
+@pytest.mark.parametrize(
+    "name, size",
+    [("deltablue", 0), ("float", 0), ("fannkuch", 0), ("spectral_norm", 0), ("richards", 0), ("fannkuch", 13)],
+)
 def test_sizes_that_crashed_or_never_ended_are_refused(workers, name, size):
     # deltablue 0: AttributeError; float 0: IndexError; fannkuch 0: IndexError; spectral_norm 0:
     # ZeroDivisionError; richards 0 looped for ever; fannkuch 13 would run for hours.
@@ -136,13 +139,16 @@ def test_an_image_inside_a_link_renders_as_a_linked_image(workers):
     assert result["html"] == '<h1>T <a href="v"><img src="u" alt="B" /></a></h1>\n'
     result = ok(workers, "markdown", {"text": BADGES})
     assert result["elements"]["a"] == 3 and result["elements"]["img"] == 3
-    assert '<a href="https://ci.example.org/run"><img src="https://ci.example.org/badge.svg" alt="CI" /></a>' in result["html"]
+    assert (
+        '<a href="https://ci.example.org/run"><img src="https://ci.example.org/badge.svg" alt="CI" /></a>'
+        in result["html"]
+    )
 
 
 def test_a_typical_readme(workers):
     result = ok(workers, "markdown", {"markdown": base64.b64encode(README.encode()).decode()})
     out = result["html"]
-    assert "&lt;p align=&quot;center&quot;&gt;" in out or "&lt;p align=\"center\"&gt;" in out  # raw HTML escaped
+    assert "&lt;p align=&quot;center&quot;&gt;" in out or '&lt;p align="center"&gt;' in out  # raw HTML escaped
     assert '<a href="https://en.wikipedia.org/wiki/Go_(game)">Go article</a>' in out
     assert "<code>pip install faasprof</code>" in out and "\r" not in out
     assert '<a href="https://example.org/a_b">' in out

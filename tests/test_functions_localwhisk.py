@@ -10,11 +10,10 @@ import pytest
 
 from faasprof.functions.catalogue import lookup, names
 from faasprof.functions.checks import check_result
-from tests.conftest import run_cli
-from faasprof.platforms.openwhisk.connection import Connection
 from faasprof.platforms.openwhisk.client import OpenWhiskClient
-from faasprof.platforms.openwhisk.deploy import deploy
-from faasprof.platforms.openwhisk.deploy import ensure_actions
+from faasprof.platforms.openwhisk.connection import Connection
+from faasprof.platforms.openwhisk.deploy import deploy, ensure_actions
+from tests.conftest import run_cli
 
 embedded = pytest.importorskip("faasprof.localwhisk.embedded")
 
@@ -67,24 +66,42 @@ def test_spin_reports_cold_then_warm_on_localwhisk(platform, deployed):
 
 
 @pytest.mark.slow
-def test_workload_with_unknown_function_is_refused_by_validate_and_run_in_one_line_with_a_suggestion(tmp_path, isolated_home):
+def test_workload_with_unknown_function_is_refused_by_validate_and_run_in_one_line_with_a_suggestion(
+    tmp_path, isolated_home
+):
     workload = tmp_path / "w.json"
-    workload.write_text(json.dumps({
-        "test_name": "t", "test_duration_in_seconds": 5, "random_seed": 1, "blocking_cli": False,
-        "instances": {"a": {"application": "markdwn", "distribution": "Poisson", "rate": 1},
-                      "b": {"application": "markdwn", "distribution": "Poisson", "rate": 2}},
-    }))
-    expected = (f'{workload}: instances.a.application: "markdwn" is not in the function catalogue (did you mean "markdown"?); '
-                "the embedded localwhisk starts empty: fix the name, give the instance a \"source\" (your function's file or folder), "
-                "or deploy it to a running platform (`faasprof local start`, `faasprof deploy`) and pass its --apihost/--auth")
+    workload.write_text(
+        json.dumps(
+            {
+                "test_name": "t",
+                "test_duration_in_seconds": 5,
+                "random_seed": 1,
+                "blocking_cli": False,
+                "instances": {
+                    "a": {"application": "markdwn", "distribution": "Poisson", "rate": 1},
+                    "b": {"application": "markdwn", "distribution": "Poisson", "rate": 2},
+                },
+            }
+        )
+    )
+    expected = (
+        f'{workload}: instances.a.application: "markdwn" is not in the function catalogue (did you mean "markdown"?); '
+        'the embedded localwhisk starts empty: fix the name, give the instance a "source" (your function\'s file or folder), '
+        "or deploy it to a running platform (`faasprof local start`, `faasprof deploy`) and pass its --apihost/--auth"
+    )
     validated = run_cli("validate", workload, timeout=60)
     assert validated.returncode == 2 and validated.stderr.splitlines() == [expected]
     done = run_cli("run", workload, "--out", tmp_path / "runs", timeout=60)
     assert done.returncode == 2 and done.stderr.splitlines() == [expected]
     assert not (tmp_path / "runs").exists() or not any((tmp_path / "runs").iterdir())
-    offline = run_cli("validate", "--offline", workload, timeout=60)  # the file alone: the function may be on a platform
+    offline = run_cli(
+        "validate", "--offline", workload, timeout=60
+    )  # the file alone: the function may be on a platform
     assert offline.returncode == 0
-    assert f'warning: {workload}: instances.a.application: "markdwn" is not in the function catalogue (did you mean "markdown"?)' in offline.stderr
+    assert (
+        f'warning: {workload}: instances.a.application: "markdwn" is not in the function catalogue (did you mean "markdown"?)'
+        in offline.stderr
+    )
 
 
 @pytest.mark.parametrize("name", ["img-resize", "ocr-img"])
@@ -95,7 +112,9 @@ def test_data_file_functions_answer_as_raw_web_actions(platform, deployed, name)
     if name not in deployed[0]:
         pytest.skip(entry.missing()[0])
     url = f"{platform.connection.apihost}/api/v1/web/{platform.connection.namespace}/default/{name}.json"
-    response = platform.session.post(url, data=entry.data_file.read_bytes(), headers={"Content-Type": "image/png"}, timeout=60)
+    response = platform.session.post(
+        url, data=entry.data_file.read_bytes(), headers={"Content-Type": "image/png"}, timeout=60
+    )
     assert response.status_code == 200, response.text[:300]
     result = response.json()
     if name == "img-resize":

@@ -59,20 +59,23 @@ def test_pidigits_agrees_with_machins_formula(workers):
     assert result["digit_sum"] == sum(map(int, digits))
 
 
-@pytest.mark.parametrize("name,params,expected", [
-    ("nbody", {"size": 1000}, {"equals": {"energy_before": -0.169075164, "energy_after": -0.169087605}}),
-    ("spectral_norm", {"size": 100}, {"equals": {"norm": 1.274219991}}),
-    ("fannkuch", {"size": 7}, {"equals": {"checksum": 228, "max_flips": 16, "permutations": 5040}}),
-    ("nqueens", {"size": 8}, {"equals": {"solutions": 92}}),
-    ("nqueens", {"size": 6}, {"equals": {"solutions": 4}}),
-    ("richards", {"size": 1000}, {"equals": {"queue_count": 2322, "hold_count": 928}}),
-    ("deltablue", {"size": 50}, {"equals": {"chain_checks": 100, "projection_checks": 100}}),
-    ("json_dumps", {"size": 10}, {"equals": {"roundtrip_ok": True, "size": 10}}),
-    ("json_loads", {"size": 10, "repeat": 2}, {"equals": {"records_parsed": 20}}),
-    ("regex", {"size": 30}, {"equals": {"dates": 30, "emails": 10, "urls": 6, "substitutions": 10}}),
-    ("float", {"size": 3}, {"approx": {"max.1": [1.0, 1e-12]}}),
-    ("chaos", {"size": 1}, {"equals": {"pixels_hit": 1}}),
-])
+@pytest.mark.parametrize(
+    "name,params,expected",
+    [
+        ("nbody", {"size": 1000}, {"equals": {"energy_before": -0.169075164, "energy_after": -0.169087605}}),
+        ("spectral_norm", {"size": 100}, {"equals": {"norm": 1.274219991}}),
+        ("fannkuch", {"size": 7}, {"equals": {"checksum": 228, "max_flips": 16, "permutations": 5040}}),
+        ("nqueens", {"size": 8}, {"equals": {"solutions": 92}}),
+        ("nqueens", {"size": 6}, {"equals": {"solutions": 4}}),
+        ("richards", {"size": 1000}, {"equals": {"queue_count": 2322, "hold_count": 928}}),
+        ("deltablue", {"size": 50}, {"equals": {"chain_checks": 100, "projection_checks": 100}}),
+        ("json_dumps", {"size": 10}, {"equals": {"roundtrip_ok": True, "size": 10}}),
+        ("json_loads", {"size": 10, "repeat": 2}, {"equals": {"records_parsed": 20}}),
+        ("regex", {"size": 30}, {"equals": {"dates": 30, "emails": 10, "urls": 6, "substitutions": 10}}),
+        ("float", {"size": 3}, {"approx": {"max.1": [1.0, 1e-12]}}),
+        ("chaos", {"size": 1}, {"equals": {"pixels_hit": 1}}),
+    ],
+)
 def test_known_values_at_other_sizes(workers, name, params, expected):
     assert check_result(_call(workers, name, params), expected) == []
 
@@ -94,8 +97,10 @@ def test_spin_rejects_negative_times(workers):
 
 def test_markdown_from_plain_text(workers):
     result = _call(workers, "markdown", {"text": "Title\n=====\n\n* a *b*\n* `c<d>`\n\n3. x\n4. y\n"})
-    assert result["html"] == ('<h1>Title</h1>\n<ul>\n<li>a <em>b</em></li>\n<li><code>c&lt;d&gt;</code></li>\n</ul>\n'
-                              '<ol start="3">\n<li>x</li>\n<li>y</li>\n</ol>\n')
+    assert result["html"] == (
+        "<h1>Title</h1>\n<ul>\n<li>a <em>b</em></li>\n<li><code>c&lt;d&gt;</code></li>\n</ul>\n"
+        '<ol start="3">\n<li>x</li>\n<li>y</li>\n</ol>\n'
+    )
 
 
 def test_markdown_rejects_bad_base64(workers):
@@ -103,11 +108,14 @@ def test_markdown_rejects_bad_base64(workers):
     assert not answer["ok"] and "base64" in answer["error"]
 
 
-@pytest.mark.parametrize("text,label", [
-    ("This was a terrible, awful experience. Support was rude.", "negative"),
-    ("The box is grey. It has four ports.", "neutral"),
-    ("It is not bad at all.", "positive"),
-])
+@pytest.mark.parametrize(
+    "text,label",
+    [
+        ("This was a terrible, awful experience. Support was rude.", "negative"),
+        ("The box is grey. It has four ports.", "neutral"),
+        ("It is not bad at all.", "positive"),
+    ],
+)
 def test_sentiment_labels(workers, text, label):
     assert _call(workers, "sentiment", {"text": text})["label"] == label
 

@@ -11,12 +11,12 @@ import numpy as np
 import pytest
 
 from faasprof.analyzer.outcome_columns import final_outcomes
-from faasprof.rundir import INVOCATION_COLUMNS, read_manifest, read_invocations
+from faasprof.errors import NotReadyError
 from faasprof.experiments import native
 from faasprof.functions.catalogue import lookup
 from faasprof.monitoring.parsers.perf import perf_counts
+from faasprof.rundir import INVOCATION_COLUMNS, read_invocations, read_manifest
 from tests.conftest import DATA_DIR, run_cli
-from faasprof.errors import NotReadyError
 
 
 def _native_rows(run_dir):
@@ -25,7 +25,9 @@ def _native_rows(run_dir):
 
 
 def test_cli_writes_a_run_directory(tmp_path):
-    done = run_cli("native", "json_loads", "--repeat", "4", "--concurrency", "2", "--out", tmp_path, "--check", timeout=90)
+    done = run_cli(
+        "native", "json_loads", "--repeat", "4", "--concurrency", "2", "--out", tmp_path, "--check", timeout=90
+    )
     assert done.returncode == 0, done.stderr
     run_dir = Path(done.stdout.strip().splitlines()[-1])
     assert run_dir.parent == tmp_path and run_dir.name.startswith("native-json_loads-")
@@ -52,7 +54,9 @@ def test_cli_writes_a_run_directory(tmp_path):
 def test_cli_node_function_with_params_and_app_errors(tmp_path):
     params = tmp_path / "params.json"
     params.write_text(json.dumps({"limit": 2}))  # no term: the function answers with an error
-    done = run_cli("native", "autocomplete", "--repeat", "2", "--params", params, "--out", tmp_path / "runs", timeout=90)
+    done = run_cli(
+        "native", "autocomplete", "--repeat", "2", "--params", params, "--out", tmp_path / "runs", timeout=90
+    )
     assert done.returncode == 1
     run_dir = Path(done.stdout.strip().splitlines()[-1])
     rows = read_invocations(run_dir)
@@ -82,8 +86,11 @@ def _broken_entry(tmp_path, body):
 
 
 def test_a_crashing_worker_is_a_failed_row_and_is_restarted(tmp_path):
-    entry = _broken_entry(tmp_path, "import os\ncount = 0\ndef main(args):\n    global count\n    count += 1\n"
-                                    "    if count == 2:\n        os._exit(7)\n    return {'n': count}\n")
+    entry = _broken_entry(
+        tmp_path,
+        "import os\ncount = 0\ndef main(args):\n    global count\n    count += 1\n"
+        "    if count == 2:\n        os._exit(7)\n    return {'n': count}\n",
+    )
     run_dir, summary = native.run_native(entry, tmp_path / "runs", native.NativeOptions(repeat=4))
     rows = read_invocations(run_dir)
     # The second call of each process crashes it; the restarted process counts from 1 again.
@@ -127,7 +134,14 @@ def test_parse_recorded_perf_stat_output():
     assert counts["task-clock"] == {"value": 608.25, "unit": "msec"}
     assert counts["context-switches"]["value"] == 1367
     assert counts["major-faults"]["value"] == 4
-    assert set(counts) == {"task-clock", "context-switches", "cpu-migrations", "page-faults", "minor-faults", "major-faults"}
+    assert set(counts) == {
+        "task-clock",
+        "context-switches",
+        "cpu-migrations",
+        "page-faults",
+        "minor-faults",
+        "major-faults",
+    }
 
 
 def test_parse_perf_stat_not_supported():
@@ -149,7 +163,9 @@ def test_perf_that_cannot_count_is_not_ready(tmp_path):
     if native.check_perf() and "not found" in native.check_perf():
         pytest.skip("perf is not installed")
     with pytest.raises(NotReadyError, match="perf"):
-        native.run_native(lookup("nqueens"), tmp_path, native.NativeOptions(repeat=1, perf=True, perf_events=("no-such-event",)))
+        native.run_native(
+            lookup("nqueens"), tmp_path, native.NativeOptions(repeat=1, perf=True, perf_events=("no-such-event",))
+        )
 
 
 @pytest.mark.slow
@@ -178,5 +194,10 @@ def test_a_native_answer_is_its_final_outcome():
     http = ["ok", "app_error", "failed", "timeout", "not_sent"]
     no_records = np.zeros(len(http), dtype=bool)
     assert list(final_outcomes(http, [None] * len(http), no_records, records_due=False)) == [
-        "success", "application_error", "failed", "timeout", "not_sent"]
+        "success",
+        "application_error",
+        "failed",
+        "timeout",
+        "not_sent",
+    ]
     assert list(final_outcomes(http, [None] * len(http), no_records))[:2] == ["no_record", "no_record"]

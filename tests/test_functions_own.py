@@ -45,7 +45,9 @@ def test_python_folder_with_requirements_has_a_virtualenv(tmp_path):
     folder = python_function(tmp_path)
     names = archive_names(own_entry(folder))
     assert "__main__.py" in names and "virtualenv/bin/activate_this.py" in names
-    assert any(name.startswith("virtualenv/lib/python") and name.endswith("/site-packages/tinyshout.py") for name in names)
+    assert any(
+        name.startswith("virtualenv/lib/python") and name.endswith("/site-packages/tinyshout.py") for name in names
+    )
     assert not any("__pycache__" in name for name in names)
 
 
@@ -68,7 +70,10 @@ def test_staging_is_reused_until_the_source_changes(tmp_path):
 def test_what_is_not_a_function(tmp_path):
     (tmp_path / "empty").mkdir()
     (tmp_path / "notes.txt").write_text("hello")
-    with pytest.raises(ConfigError, match="the folder has neither __main__.py \\(Python\\) nor package.json \\(Node.js\\); add the one your function needs"):
+    with pytest.raises(
+        ConfigError,
+        match="the folder has neither __main__.py \\(Python\\) nor package.json \\(Node.js\\); add the one your function needs",
+    ):
         own_entry(tmp_path / "empty")
     with pytest.raises(ConfigError, match=r"notes.txt: not a Python \(.py\) or Node.js \(.js\) file"):
         own_entry(tmp_path / "notes.txt")
@@ -101,11 +106,15 @@ def test_a_requirement_pip_cannot_install_is_one_line(tmp_path):
 def test_a_dependency_npm_cannot_install_is_one_line(tmp_path):
     folder = tmp_path / "brokenjs"
     folder.mkdir()
-    (folder / "package.json").write_text(json.dumps({"name": "x", "version": "1.0.0", "dependencies": {"gone": "file:./gone"}}))
+    (folder / "package.json").write_text(
+        json.dumps({"name": "x", "version": "1.0.0", "dependencies": {"gone": "file:./gone"}})
+    )
     (folder / "index.js").write_text("exports.main = () => ({});\n")
     with pytest.raises(ConfigError) as caught:
         stage(own_entry(folder))
-    assert str(caught.value).startswith(f"{folder / 'package.json'}: npm could not install its dependencies (") and "\n" not in str(caught.value)
+    assert str(caught.value).startswith(
+        f"{folder / 'package.json'}: npm could not install its dependencies ("
+    ) and "\n" not in str(caught.value)
 
 
 def test_deploy_cli_argument_checks(cli, tmp_path, isolated_home):
@@ -115,7 +124,9 @@ def test_deploy_cli_argument_checks(cli, tmp_path, isolated_home):
     two = cli("deploy", a, b, "--name", "x")
     assert two.returncode == 2 and two.stderr.strip() == "--name: names one action, so give exactly one PATH (got 2)"
     unknown = cli("deploy", "no_such_thing")
-    assert unknown.returncode == 2 and unknown.stderr.startswith("FUNCTION: 'no_such_thing' is neither a catalogue function nor a file or folder")
+    assert unknown.returncode == 2 and unknown.stderr.startswith(
+        "FUNCTION: 'no_such_thing' is neither a catalogue function nor a file or folder"
+    )
     bad_params = tmp_path / "p.json"
     bad_params.write_text("[1]")
     params = cli("deploy", a, "--param-file", bad_params)

@@ -11,11 +11,11 @@ from dataclasses import replace
 
 import pytest
 
+from faasprof.errors import NotReadyError
 from faasprof.experiments import native
 from faasprof.functions.catalogue import lookup
 from faasprof.functions.checks import check_result
 from faasprof.functions.package import ZIP_EPOCH, archive_files, build_archive, build_archive_bytes, sha256
-from faasprof.errors import NotReadyError
 
 
 def _names(data: bytes) -> list[str]:

@@ -57,26 +57,55 @@ def new_venv(folder: Path) -> Path:
     """A venv without pip whose third-party packages are the dev venv's (a ``.pth`` path line)."""
     subprocess.run([sys.executable, "-m", "venv", "--without-pip", str(folder)], check=True, timeout=60)
     python = folder / "bin" / "python"
-    site = Path(subprocess.run([python, "-c", "import sysconfig; print(sysconfig.get_paths()['purelib'])"],
-                               check=True, capture_output=True, text=True, timeout=30).stdout.strip())
+    site = Path(
+        subprocess.run(
+            [python, "-c", "import sysconfig; print(sysconfig.get_paths()['purelib'])"],
+            check=True,
+            capture_output=True,
+            text=True,
+            timeout=30,
+        ).stdout.strip()
+    )
     (site / "zz_faasprof_dev_site.pth").write_text(sysconfig.get_paths()["purelib"] + "\n")
     return python
 
 
 def pip_install(python: Path, *args: str) -> None:
     """The dev venv's pip installing into ``python``'s venv, offline."""
-    done = subprocess.run([sys.executable, "-m", "pip", "--python", str(python), "install", "-q", "--no-deps", "--no-index",
-                           "--no-build-isolation", *args], capture_output=True, text=True, timeout=180)
+    done = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "pip",
+            "--python",
+            str(python),
+            "install",
+            "-q",
+            "--no-deps",
+            "--no-index",
+            "--no-build-isolation",
+            *args,
+        ],
+        capture_output=True,
+        text=True,
+        timeout=180,
+    )
     assert done.returncode == 0, done.stderr[-3000:]
 
 
 def user_env(tmp_path: Path, venv_python: Path) -> dict:
     """A user's environment: the venv's bin first, a HOME and a cache of the test's own, no PYTHONPATH."""
-    env = {key: value for key, value in os.environ.items()
-           if key not in ("PYTHONPATH", "FAASPROF_TEST_HOME", "FAASPROF_CAPACITY_STORE", "WSK_CONFIG_FILE", "VIRTUAL_ENV")}
+    env = {
+        key: value
+        for key, value in os.environ.items()
+        if key not in ("PYTHONPATH", "FAASPROF_TEST_HOME", "FAASPROF_CAPACITY_STORE", "WSK_CONFIG_FILE", "VIRTUAL_ENV")
+    }
     (tmp_path / "home").mkdir(exist_ok=True)
-    env.update(HOME=str(tmp_path / "home"), PATH=f"{venv_python.parent}{os.pathsep}{env.get('PATH', '')}",
-               **{CACHE_ENV: str(tmp_path / "cache")})
+    env.update(
+        HOME=str(tmp_path / "home"),
+        PATH=f"{venv_python.parent}{os.pathsep}{env.get('PATH', '')}",
+        **{CACHE_ENV: str(tmp_path / "cache")},
+    )
     return env
 
 
@@ -90,7 +119,10 @@ def ignored_status(checkout: Path) -> set[str]:
 
 
 def files_of(folder: Path) -> dict[str, tuple[int, int]]:
-    return {str(path.relative_to(folder)): (path.lstat().st_size, path.lstat().st_mtime_ns) for path in sorted(folder.rglob("*"))}
+    return {
+        str(path.relative_to(folder)): (path.lstat().st_size, path.lstat().st_mtime_ns)
+        for path in sorted(folder.rglob("*"))
+    }
 
 
 def test_deploy_and_native_of_an_own_folder_write_nothing_into_a_clean_clone(tmp_path):
@@ -120,28 +152,60 @@ def test_deploy_and_native_of_an_own_folder_write_nothing_into_a_clean_clone(tmp
 
 def test_a_wheel_from_a_clean_clone_installs_and_works_from_another_folder(tmp_path):
     clone = clean_clone(tmp_path)
-    built = subprocess.run([sys.executable, "-m", "pip", "wheel", "-q", "--no-deps", "--no-build-isolation", "-w", str(tmp_path / "dist"), str(clone)],
-                           capture_output=True, text=True, timeout=180)
+    built = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "pip",
+            "wheel",
+            "-q",
+            "--no-deps",
+            "--no-build-isolation",
+            "-w",
+            str(tmp_path / "dist"),
+            str(clone),
+        ],
+        capture_output=True,
+        text=True,
+        timeout=180,
+    )
     assert built.returncode == 0, built.stderr[-3000:]
     assert "absent from the `packages` configuration" not in built.stderr
     wheel = next((tmp_path / "dist").glob("faasprof-*.whl"))
     names = set(zipfile.ZipFile(wheel).namelist())
     assert set(WHEEL_DATA) <= names, sorted(set(WHEEL_DATA) - names)
-    assert not any(name.startswith(("faasprof/functions/build/", "analyzer/", "functions/")) or "/node_modules/" in name for name in names)
+    assert not any(
+        name.startswith(("faasprof/functions/build/", "analyzer/", "functions/")) or "/node_modules/" in name
+        for name in names
+    )
 
     python = new_venv(tmp_path / "venv")
     pip_install(python, str(wheel))
-    package = Path(subprocess.run([python, "-c", "import faasprof, os; print(os.path.dirname(faasprof.__file__))"], check=True,
-                                  capture_output=True, text=True, timeout=30, cwd=tmp_path, env=user_env(tmp_path, python)).stdout.strip())
+    package = Path(
+        subprocess.run(
+            [python, "-c", "import faasprof, os; print(os.path.dirname(faasprof.__file__))"],
+            check=True,
+            capture_output=True,
+            text=True,
+            timeout=30,
+            cwd=tmp_path,
+            env=user_env(tmp_path, python),
+        ).stdout.strip()
+    )
     assert package.is_relative_to(tmp_path / "venv"), package
     installed = files_of(package)
     env = user_env(tmp_path, python)
     work = tmp_path / "work"
     work.mkdir()
     # The capacity json_dumps' fractions need, stored as `faasprof capacity` would: no search runs.
-    store_key = capacity_store.key(capacity_store.host_identity(), capacity_store.platform_identity(None, {}), "json_dumps", None)
-    capacity_store.record(store_key, {"capacity_rps": 8.0, "result_file": "seeded by the test"},
-                          path=tmp_path / "home" / ".local" / "share" / "faasprof" / "capacity.json")
+    store_key = capacity_store.key(
+        capacity_store.host_identity(), capacity_store.platform_identity(None, {}), "json_dumps", None
+    )
+    capacity_store.record(
+        store_key,
+        {"capacity_rps": 8.0, "result_file": "seeded by the test"},
+        path=tmp_path / "home" / ".local" / "share" / "faasprof" / "capacity.json",
+    )
     workload = package / "workload_configs" / "first_run_modes.json"
 
     for args in (("validate", workload), ("plan", workload, "--out", work / "plan.csv")):

@@ -29,8 +29,19 @@ from faasprof.rundir import InvocationLog
 
 
 def instance(name: str, function: str, **extra):
-    base = dict(name=name, function=function, endpoint="local_openwhisk", blocking=False, params=None, data_file=None,
-                data_mode="web", content_type=None, url=None, data=None, memory_mb=None)
+    base = dict(
+        name=name,
+        function=function,
+        endpoint="local_openwhisk",
+        blocking=False,
+        params=None,
+        data_file=None,
+        data_mode="web",
+        content_type=None,
+        url=None,
+        data=None,
+        memory_mb=None,
+    )
     base.update(extra)
     return SimpleNamespace(**base)
 
@@ -70,8 +81,12 @@ def by_seq(rows):
 
 def test_ok_rows_carry_times_status_and_activation_ids():
     with FakeOpenWhisk() as server:
-        rows, result, _ = run(server, [instance("i0", "ok"), instance("i1", "noheader"), instance("i2", "chunked")],
-                              list(range(0, 300, 10)), [k % 3 for k in range(30)])
+        rows, result, _ = run(
+            server,
+            [instance("i0", "ok"), instance("i1", "noheader"), instance("i2", "chunked")],
+            list(range(0, 300, 10)),
+            [k % 3 for k in range(30)],
+        )
     table = by_seq(rows)
     assert result.status == "complete" and result.sent == 30 and result.outcomes == {"ok": 30}
     for seq, row in table.items():
@@ -89,7 +104,9 @@ def test_ok_rows_carry_times_status_and_activation_ids():
 def test_throttled_app_error_failed_and_dropped_are_rows_not_exceptions():
     kinds = ["throttled", "apperr", "boom", "drop"]
     with FakeOpenWhisk() as server:
-        rows, result, _ = run(server, [instance(k, k) for k in kinds], [0, 5, 10, 15, 20, 25, 30, 35], [0, 1, 2, 3, 0, 1, 2, 3])
+        rows, result, _ = run(
+            server, [instance(k, k) for k in kinds], [0, 5, 10, 15, 20, 25, 30, 35], [0, 1, 2, 3, 0, 1, 2, 3]
+        )
     table = by_seq(rows)
     assert result.outcomes == {"throttled": 2, "app_error": 2, "failed": 4}
     throttled = table[0]
@@ -149,7 +166,9 @@ def test_a_platform_dying_after_answering_is_measured_to_the_planned_end():
         loop.call_later(0.7, server.kill)
 
     options = DispatchOptions(lateness_warn_ms=None, progress_interval_s=3600, never_reached_s=0.5)
-    rows, result, _ = run(server, [instance("o", "ok")], intended, [0] * len(intended), options=options, before=kill_later)
+    rows, result, _ = run(
+        server, [instance("o", "ok")], intended, [0] * len(intended), options=options, before=kill_later
+    )
     table = by_seq(rows)
     assert result.status == "complete" and result.reason is None and result.never_reached is None
     outcomes = [row[6] for row in table.values()]
@@ -171,7 +190,9 @@ def test_a_platform_that_took_calls_but_never_answered_before_refusing_is_measur
 
     options = DispatchOptions(lateness_warn_ms=None, progress_interval_s=3600, never_reached_s=0.5)
     intended = list(range(0, 2000, 20))
-    rows, result, _ = run(server, [instance("s", "slow")], intended, [0] * len(intended), options=options, before=kill_later)
+    rows, result, _ = run(
+        server, [instance("s", "slow")], intended, [0] * len(intended), options=options, before=kill_later
+    )
     assert result.status == "complete" and result.never_reached is None
     assert len(rows) == len(intended) and "ok" not in result.outcomes
     assert result.pushback["reset"] >= 5 and result.pushback["refused"] >= 50
@@ -182,7 +203,9 @@ def test_nothing_listening_stops_the_run_as_never_reached():
         sock.bind(("127.0.0.1", 0))
         port = sock.getsockname()[1]
     options = DispatchOptions(lateness_warn_ms=None, progress_interval_s=3600, never_reached_s=0.5)
-    rows, result, _ = run(f"http://127.0.0.1:{port}", [instance("o", "ok")], list(range(0, 3000, 10)), [0] * 300, options=options)
+    rows, result, _ = run(
+        f"http://127.0.0.1:{port}", [instance("o", "ok")], list(range(0, 3000, 10)), [0] * 300, options=options
+    )
     table = by_seq(rows)
     assert {row[6] for row in table.values()} == {"failed", "not_sent"}
     assert all(row[4] is None for row in table.values())
@@ -211,8 +234,12 @@ def test_request_stop_leaves_not_sent_rows_and_waits_for_in_flight():
 def test_lateness_abort_threshold_aborts():
     with FakeOpenWhisk() as server:
         # Everything is due at once at 4,000 per "instant" on 1 connection: lateness grows fast.
-        options = DispatchOptions(lateness_warn_ms=None, lateness_abort_ms=0.001, progress_interval_s=0.25, max_connections=1)
-        rows, result, _ = run(server, [instance("o", "ok")], [k // 10 for k in range(6000)], [0] * 6000, options=options)
+        options = DispatchOptions(
+            lateness_warn_ms=None, lateness_abort_ms=0.001, progress_interval_s=0.25, max_connections=1
+        )
+        rows, result, _ = run(
+            server, [instance("o", "ok")], [k // 10 for k in range(6000)], [0] * 6000, options=options
+        )
     by_seq(rows)
     assert result.status == "aborted" and "abort threshold" in result.reason
 
@@ -257,7 +284,7 @@ def test_empty_schedule():
 
 def test_response_parser_handles_split_chunked_and_headers():
     response = Response()
-    raw = b"HTTP/1.1 202 Accepted\r\nX-OpenWhisk-Activation-Id: abc\r\nTransfer-Encoding: chunked\r\n\r\n4\r\n{\"a\"\r\n3\r\n:1}\r\n0\r\n\r\n"
+    raw = b'HTTP/1.1 202 Accepted\r\nX-OpenWhisk-Activation-Id: abc\r\nTransfer-Encoding: chunked\r\n\r\n4\r\n{"a"\r\n3\r\n:1}\r\n0\r\n\r\n'
     body = None
     for i in range(len(raw)):
         body = response.feed(raw[i : i + 1])
@@ -270,10 +297,20 @@ def test_response_parser_handles_split_chunked_and_headers():
     "status, aid, body, expected",
     [
         (202, None, b'{"activationId":"x1"}', ("ok", "x1", None)),
-        (429, None, b'{"error":"Too many concurrent requests in flight (count: 3, allowed: 2).","code":"t"}', ("throttled", None, "Too many concurrent requests in flight (count: 3, allowed: 2).")),
+        (
+            429,
+            None,
+            b'{"error":"Too many concurrent requests in flight (count: 3, allowed: 2).","code":"t"}',
+            ("throttled", None, "Too many concurrent requests in flight (count: 3, allowed: 2)."),
+        ),
         (502, "x2", b'{"response":{"result":{"error":"boom"}}}', ("app_error", "x2", "boom")),
         (504, None, b"", ("timeout", None, "HTTP 504")),
-        (404, None, b'{"error":"The requested resource does not exist."}', ("failed", None, "HTTP 404: The requested resource does not exist.")),
+        (
+            404,
+            None,
+            b'{"error":"The requested resource does not exist."}',
+            ("failed", None, "HTTP 404: The requested resource does not exist."),
+        ),
     ],
 )
 def test_classify(status, aid, body, expected):
@@ -293,8 +330,15 @@ def test_lateness_warning_says_why_and_what_to_do():
         server.slow_s = 0.2
         options = DispatchOptions(lateness_warn_ms=1.0, progress_interval_s=0.25, max_connections=1)
         connection = Connection(apihost=server.apihost, auth=AUTH)
-        dispatcher = Dispatcher(np.arange(0, 10) * 50_000_000, np.zeros(10, np.int32), [("s", "slow")],
-                                [prepare_request(instance("s", "slow"), connection)], lambda row: None, options, progress=Progress(said.append))
+        dispatcher = Dispatcher(
+            np.arange(0, 10) * 50_000_000,
+            np.zeros(10, np.int32),
+            [("s", "slow")],
+            [prepare_request(instance("s", "slow"), connection)],
+            lambda row: None,
+            options,
+            progress=Progress(said.append),
+        )
         loop = new_event_loop()
         try:
             result = loop.run_until_complete(dispatcher.run(time.monotonic_ns() + 20_000_000))
@@ -308,11 +352,14 @@ def test_lateness_warning_says_why_and_what_to_do():
 
 def test_a_failing_check_stops_the_run():
     alive = {"value": True}
-    collectors = [SimpleNamespace(name="perf", required=True, alive=lambda: alive["value"]),
-                  SimpleNamespace(name="cgroups", required=False, alive=lambda: False)]
+    collectors = [
+        SimpleNamespace(name="perf", required=True, alive=lambda: alive["value"]),
+        SimpleNamespace(name="cgroups", required=False, alive=lambda: False),
+    ]
     warnings: list[str] = []
     check = collector_check(collectors, warnings.append)
     with FakeOpenWhisk() as server:
+
         def die_later(loop, dispatcher):
             dispatcher.checks.append(check)
             loop.call_later(0.3, alive.__setitem__, "value", False)
@@ -345,8 +392,26 @@ def tls_server(tmp_path):
     if shutil.which("openssl") is None:
         pytest.skip("openssl not installed")
     cert, key = tmp_path / "cert.pem", tmp_path / "key.pem"
-    subprocess.run(["openssl", "req", "-x509", "-newkey", "rsa:2048", "-nodes", "-keyout", str(key), "-out", str(cert),
-                    "-days", "1", "-subj", "/CN=127.0.0.1"], check=True, capture_output=True)
+    subprocess.run(
+        [
+            "openssl",
+            "req",
+            "-x509",
+            "-newkey",
+            "rsa:2048",
+            "-nodes",
+            "-keyout",
+            str(key),
+            "-out",
+            str(cert),
+            "-days",
+            "1",
+            "-subj",
+            "/CN=127.0.0.1",
+        ],
+        check=True,
+        capture_output=True,
+    )
     server = FakeOpenWhisk()
     context = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
     context.load_cert_chain(cert, key)
@@ -371,7 +436,9 @@ def test_tls_is_verified_unless_insecure(tls_server):
 
 def test_response_parser_waits_for_the_end_of_chunked_trailers():
     response = Response()
-    assert response.feed(b"HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n2\r\nok\r\n0\r\nX-Trailer: 1\r\n") is None
+    assert (
+        response.feed(b"HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n2\r\nok\r\n0\r\nX-Trailer: 1\r\n") is None
+    )
     assert response.feed(b"\r\n") == b"ok"
     interim = Response()
     assert interim.feed(b"HTTP/1.1 100 Continue\r\n\r\nHTTP/1.1 202 Accepted\r\nContent-Length: 2\r\n\r\n{}") == b"{}"
@@ -395,7 +462,9 @@ def test_realtime_also_covers_the_invocation_log_thread_and_is_restored(tmp_path
     """The log's flush thread holds the GIL while formatting rows: under --realtime it gets the
     send thread's policy for the run (else a loaded host preempts it while it holds the GIL)."""
     log = InvocationLog(tmp_path, flush_interval_s=0.05)
-    (flush_thread,) = [t for t in threading.enumerate() if t.name == "invocation-log" and t.native_id is not None and t.is_alive()][-1:]
+    (flush_thread,) = [
+        t for t in threading.enumerate() if t.name == "invocation-log" and t.native_id is not None and t.is_alive()
+    ][-1:]
     before = os.sched_getscheduler(flush_thread.native_id)
     seen: list[int] = []
 
@@ -405,7 +474,9 @@ def test_realtime_also_covers_the_invocation_log_thread_and_is_restored(tmp_path
     options = DispatchOptions(lateness_warn_ms=None, progress_interval_s=3600, realtime_priority=5)
     try:
         with FakeOpenWhisk() as server:
-            rows, result, _ = run(server, [instance("o", "ok")], [0, 10, 20], [0, 0, 0], options=options, before=before_run)
+            rows, result, _ = run(
+                server, [instance("o", "ok")], [0, 10, 20], [0, 0, 0], options=options, before=before_run
+            )
         after = os.sched_getscheduler(flush_thread.native_id)
     finally:
         log.close()
@@ -422,10 +493,16 @@ def test_a_dispatcher_that_never_ran_closes_with_one_row_per_invocation():
     # first send: every planned invocation gets its not_sent row, naming why.
     rows: list[tuple] = []
     connection = Connection(apihost="http://127.0.0.1:9", auth=AUTH, namespace="_")
-    dispatcher = Dispatcher(np.asarray([0, 5_000_000, 9_000_000], dtype=np.int64), np.asarray([0, 1, 0], dtype=np.int32),
-                            [("a", "fa"), ("b", "fb")], [prepare_request(instance(n, n), connection) for n in ("a", "b")], rows.append)
+    dispatcher = Dispatcher(
+        np.asarray([0, 5_000_000, 9_000_000], dtype=np.int64),
+        np.asarray([0, 1, 0], dtype=np.int32),
+        [("a", "fa"), ("b", "fb")],
+        [prepare_request(instance(n, n), connection) for n in ("a", "b")],
+        rows.append,
+    )
     dispatcher.close_after_failure("interrupted", "faasprof failed: OSError: boom")
     assert [(row[0], row[1], row[6], row[9]) for row in rows] == [
-        (seq, name, "not_sent", "run interrupted: faasprof failed: OSError: boom") for seq, name in enumerate("aba")]
+        (seq, name, "not_sent", "run interrupted: faasprof failed: OSError: boom") for seq, name in enumerate("aba")
+    ]
     dispatcher.close_after_failure("interrupted", "again")  # a row is never written twice
     assert len(rows) == 3 and dispatcher.outcomes == {"not_sent": 3}

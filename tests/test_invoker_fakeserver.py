@@ -86,7 +86,9 @@ class _Handler(BaseHTTPRequestHandler):
     def do_GET(self) -> None:
         path = self.path.split("?")[0]
         if path == "/":
-            self._send(200, {"description": "fake OpenWhisk for faasprof tests", "limits": self.server.limits, "runtimes": {}})
+            self._send(
+                200, {"description": "fake OpenWhisk for faasprof tests", "limits": self.server.limits, "runtimes": {}}
+            )
             return
         if not self._authorized():
             return
@@ -123,17 +125,33 @@ class _Handler(BaseHTTPRequestHandler):
         query = dict(p.split("=", 1) for p in self.path.partition("?")[2].split("&") if "=" in p)
         since, upto = int(query.get("since", 0)), int(query.get("upto", 2**62))
         limit, skip = int(query.get("limit", 30)), int(query.get("skip", 0))
-        chosen = sorted((r for r in visible if since <= r["start"] <= upto), key=lambda r: -r["start"])[skip : skip + limit]
+        chosen = sorted((r for r in visible if since <= r["start"] <= upto), key=lambda r: -r["start"])[
+            skip : skip + limit
+        ]
         self._send(200, [{k: v for k, v in r.items() if not k.startswith("_")} for r in chosen])
 
     def _record(self, aid: str, name: str, success: bool = True) -> None:
         server = self.server
         start = int(time.time() * 1000)
-        record = {"activationId": aid, "name": name, "namespace": "guest", "start": start, "end": start + 5, "duration": 5,
-                  "response": {"status": "success" if success else "application error", "statusCode": 0 if success else 1,
-                               "success": success, "result": {} if success else {"error": "the function failed"}},
-                  "annotations": [{"key": "waitTime", "value": 1}, {"key": "limits", "value": {"memory": 256, "timeout": 60000}}],
-                  "_visible_ms": start + server.record_delay_s * 1000}
+        record = {
+            "activationId": aid,
+            "name": name,
+            "namespace": "guest",
+            "start": start,
+            "end": start + 5,
+            "duration": 5,
+            "response": {
+                "status": "success" if success else "application error",
+                "statusCode": 0 if success else 1,
+                "success": success,
+                "result": {} if success else {"error": "the function failed"},
+            },
+            "annotations": [
+                {"key": "waitTime", "value": 1},
+                {"key": "limits", "value": {"memory": 256, "timeout": 60000}},
+            ],
+            "_visible_ms": start + server.record_delay_s * 1000,
+        }
         with server.lock:
             server.records[aid] = record
 
@@ -143,8 +161,16 @@ class _Handler(BaseHTTPRequestHandler):
         path, _, query = self.path.partition("?")
         server = self.server
         with server.lock:
-            server.requests.append({"path": path, "query": query, "headers": dict(self.headers), "body": body, "t": time.monotonic(),
-                                    "client": self.client_address})
+            server.requests.append(
+                {
+                    "path": path,
+                    "query": query,
+                    "headers": dict(self.headers),
+                    "body": body,
+                    "t": time.monotonic(),
+                    "client": self.client_address,
+                }
+            )
         if path.startswith("/api/v1/web/"):
             name = path.rsplit("/", 1)[-1]
             aid = uuid.uuid4().hex
@@ -157,7 +183,10 @@ class _Handler(BaseHTTPRequestHandler):
             return
         shed = server.shed_status
         if shed is not None:  # overloaded: the call is turned away, no activation
-            self._send(shed, {"error": THROTTLE_MESSAGE if shed == 429 else "The server is currently unavailable.", "code": "tid"})
+            self._send(
+                shed,
+                {"error": THROTTLE_MESSAGE if shed == 429 else "The server is currently unavailable.", "code": "tid"},
+            )
             return
         name = path.rsplit("/", 1)[-1]
         blocking = "blocking=true" in query
@@ -170,14 +199,31 @@ class _Handler(BaseHTTPRequestHandler):
         if name == "slow":
             time.sleep(server.slow_s)
         if name == "toolarge":
-            self._send(413, {"error": "The request content was too large (1048577 bytes); the limit is 1048576 bytes.", "code": "tid"})
+            self._send(
+                413,
+                {
+                    "error": "The request content was too large (1048577 bytes); the limit is 1048576 bytes.",
+                    "code": "tid",
+                },
+            )
             return
         if name not in ("throttled", "boom", "norecord"):
             self._record(aid, name, success=name != "apperr")
         if name == "throttled":
             self._send(429, {"error": THROTTLE_MESSAGE, "code": "tid"})
         elif name == "apperr":
-            self._send(502, {"activationId": aid, "response": {"status": "application error", "success": False, "result": {"error": "the function failed"}}}, header)
+            self._send(
+                502,
+                {
+                    "activationId": aid,
+                    "response": {
+                        "status": "application error",
+                        "success": False,
+                        "result": {"error": "the function failed"},
+                    },
+                },
+                header,
+            )
         elif name == "boom":
             self._send(500, {"error": "internal error", "code": "tid"})
         elif name == "noheader":
@@ -185,7 +231,9 @@ class _Handler(BaseHTTPRequestHandler):
         elif name == "chunked":
             self._send(202, {"activationId": aid}, header, chunked=True)
         elif blocking:
-            self._send(200, {"activationId": aid, "response": {"status": "success", "success": True, "result": {}}}, header)
+            self._send(
+                200, {"activationId": aid, "response": {"status": "success", "success": True, "result": {}}}, header
+            )
         else:
             self._send(202, {"activationId": aid}, header)
 
@@ -193,7 +241,23 @@ class _Handler(BaseHTTPRequestHandler):
 class FakeOpenWhisk(ThreadingHTTPServer):
     daemon_threads = True
 
-    def __init__(self, auth: str = AUTH, known_actions=("ok", "ok2", "slow", "drop", "throttled", "apperr", "boom", "noheader", "chunked", "norecord", "toolarge")):
+    def __init__(
+        self,
+        auth: str = AUTH,
+        known_actions=(
+            "ok",
+            "ok2",
+            "slow",
+            "drop",
+            "throttled",
+            "apperr",
+            "boom",
+            "noheader",
+            "chunked",
+            "norecord",
+            "toolarge",
+        ),
+    ):
         super().__init__(("127.0.0.1", 0), _Handler)
         self.auth = auth
         self.known_actions = set(known_actions)
@@ -287,7 +351,10 @@ def _post(server: FakeOpenWhisk, name: str) -> tuple[int, dict, dict]:
     request = urllib.request.Request(
         f"{server.apihost}/api/v1/namespaces/_/actions/{name}?blocking=false",
         data=b"{}",
-        headers={"Authorization": "Basic " + b64encode(server.auth.encode()).decode(), "Content-Type": "application/json"},
+        headers={
+            "Authorization": "Basic " + b64encode(server.auth.encode()).decode(),
+            "Content-Type": "application/json",
+        },
     )
     try:
         with urllib.request.urlopen(request, timeout=5) as response:

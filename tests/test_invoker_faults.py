@@ -17,13 +17,13 @@ import time
 from pathlib import Path
 
 import pytest
-
 from conftest import REPO_ROOT, run_cli
+from test_invoker_fakeserver import AUTH, FakeOpenWhisk
+from test_invoker_run import run_dirs, write_workload
+
 from faasprof import rundir
 from faasprof.errors import NotReadyError
 from faasprof.localwhisk.embedded import start_embedded
-from test_invoker_fakeserver import AUTH, FakeOpenWhisk
-from test_invoker_run import run_dirs, write_workload
 
 # Scheduling slack on a loaded 2-core test host, on top of the contract's one second.
 SLACK_NS = 700_000_000
@@ -31,8 +31,25 @@ SLACK_NS = 700_000_000
 
 def _start_run(config: Path, out: Path, server, home: Path, *extra: str) -> subprocess.Popen:
     return subprocess.Popen(
-        [sys.executable, "-m", "faasprof", "run", str(config), "--out", str(out), "--apihost", server.apihost, "--auth", AUTH, *extra],
-        cwd=REPO_ROOT, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env={**os.environ, "HOME": str(home)},
+        [
+            sys.executable,
+            "-m",
+            "faasprof",
+            "run",
+            str(config),
+            "--out",
+            str(out),
+            "--apihost",
+            server.apihost,
+            "--auth",
+            AUTH,
+            *extra,
+        ],
+        cwd=REPO_ROOT,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        env={**os.environ, "HOME": str(home)},
     )
 
 
@@ -54,8 +71,12 @@ def _wait_for_sends(out: Path, proc: subprocess.Popen, count: int, timeout_s: fl
 @pytest.mark.slow
 def test_kill_9_with_slow_blocking_answers_loses_at_most_the_last_second(tmp_path, isolated_home):
     rate, duration = 20, 30
-    config = write_workload(tmp_path, duration=duration, blocking_cli=True,
-                            instances={"a": {"application": "slow", "distribution": "Uniform", "rate": rate}})
+    config = write_workload(
+        tmp_path,
+        duration=duration,
+        blocking_cli=True,
+        instances={"a": {"application": "slow", "distribution": "Uniform", "rate": rate}},
+    )
     out = tmp_path / "runs"
     with FakeOpenWhisk() as server:
         server.slow_s = 8.0  # every answer takes 8 s: at the kill, nothing sent in the last 8 s has a row
@@ -78,7 +99,9 @@ def test_kill_9_with_slow_blocking_answers_loses_at_most_the_last_second(tmp_pat
     due_before = [r for r in rows if int(r["intended_ns"]) < killed_at_ns - 1_000_000_000 - SLACK_NS]
     assert len(due_before) >= 40
     # Rows plus the journal cover every invocation due more than a second before the kill.
-    assert all(r["outcome"] != "unrecorded" for r in due_before), [r["seq"] for r in due_before if r["outcome"] == "unrecorded"][:5]
+    assert all(r["outcome"] != "unrecorded" for r in due_before), [
+        r["seq"] for r in due_before if r["outcome"] == "unrecorded"
+    ][:5]
     assert len(by_outcome.get("unanswered", [])) >= 40  # answers take 8 s: these exist only in the journal
     assert all(r["sent_ns"] for r in by_outcome["unanswered"])
     # analyze states the loss and never takes the rows present for the plan.
@@ -92,7 +115,9 @@ def test_kill_9_with_slow_blocking_answers_loses_at_most_the_last_second(tmp_pat
 
 def _mount_tmpfs(path: Path, options: str) -> None:
     path.mkdir(parents=True, exist_ok=True)
-    done = subprocess.run(["mount", "-t", "tmpfs", "-o", options, "faasprof-test", str(path)], capture_output=True, text=True)
+    done = subprocess.run(
+        ["mount", "-t", "tmpfs", "-o", options, "faasprof-test", str(path)], capture_output=True, text=True
+    )
     if done.returncode != 0:
         pytest.skip(f"cannot mount a tmpfs here ({done.stderr.strip()}); needs root")
 
@@ -107,10 +132,14 @@ def test_full_disk_stops_the_run_at_the_first_failed_write(tmp_path, isolated_ho
     _mount_tmpfs(small, "size=256k")
     try:
         rate, duration = 200, 30
-        config = write_workload(tmp_path, duration=duration, instances={"a": {"application": "ok", "distribution": "Uniform", "rate": rate}})
+        config = write_workload(
+            tmp_path, duration=duration, instances={"a": {"application": "ok", "distribution": "Uniform", "rate": rate}}
+        )
         with FakeOpenWhisk() as server:
             started = time.monotonic()
-            done = run_cli("run", config, "--out", small, "--apihost", server.apihost, "--auth", AUTH, "--quiet", timeout=120)
+            done = run_cli(
+                "run", config, "--out", small, "--apihost", server.apihost, "--auth", AUTH, "--quiet", timeout=120
+            )
             elapsed_s = time.monotonic() - started
             sent = len(server.requests)
         assert done.returncode == 1, done.stderr
@@ -152,7 +181,9 @@ def test_a_disk_full_at_the_start_is_one_line_before_anything_starts(tmp_path, i
         config = write_workload(tmp_path, duration=5)
         done = run_cli("run", config, "--out", full / "runs", "--quiet", timeout=120)
         assert done.returncode == 3, done.stderr
-        assert done.stderr.strip().splitlines() == [f"--out: the disk holding {full} is full (0 KiB free); free space there or choose another folder"]
+        assert done.stderr.strip().splitlines() == [
+            f"--out: the disk holding {full} is full (0 KiB free); free space there or choose another folder"
+        ]
         assert not (full / "runs").exists()
         with pytest.raises(NotReadyError, match=f"the disk holding {full} is full"):
             with start_embedded(data_dir=full):
@@ -163,9 +194,22 @@ def test_a_disk_full_at_the_start_is_one_line_before_anything_starts(tmp_path, i
 
 @pytest.mark.slow
 def test_analyze_on_a_full_disk_is_one_line_and_leaves_the_run_alone(tmp_path, isolated_home):
-    config = write_workload(tmp_path, duration=2, instances={"a": {"application": "ok", "distribution": "Uniform", "rate": 20}})
+    config = write_workload(
+        tmp_path, duration=2, instances={"a": {"application": "ok", "distribution": "Uniform", "rate": 20}}
+    )
     with FakeOpenWhisk() as server:
-        done = run_cli("run", config, "--out", tmp_path / "runs", "--apihost", server.apihost, "--auth", AUTH, "--quiet", timeout=120)
+        done = run_cli(
+            "run",
+            config,
+            "--out",
+            tmp_path / "runs",
+            "--apihost",
+            server.apihost,
+            "--auth",
+            AUTH,
+            "--quiet",
+            timeout=120,
+        )
     assert done.returncode == 0, done.stderr
     (source,) = run_dirs(tmp_path / "runs")
     small = tmp_path / "small"
@@ -178,7 +222,11 @@ def test_analyze_on_a_full_disk_is_one_line_and_leaves_the_run_alone(tmp_path, i
         assert done.returncode == 1, done.stderr
         assert "Traceback" not in done.stderr
         last = done.stderr.strip().splitlines()[-1]
-        assert last.startswith(f"analyze: cannot write {run_dir / 'analysis'} (") and "No space left on device" in last and "the run itself is unchanged" in last
+        assert (
+            last.startswith(f"analyze: cannot write {run_dir / 'analysis'} (")
+            and "No space left on device" in last
+            and "the run itself is unchanged" in last
+        )
         assert {path.name: path.read_bytes() for path in run_dir.iterdir() if path.is_file()} == before
     finally:
         _umount(small)
@@ -202,7 +250,12 @@ def test_unwritable_out_is_one_line_and_exit_2_before_anything_starts(tmp_path, 
             posts = [r for r in server.requests]
         assert done.returncode == 2, done.stderr
         lines = done.stderr.strip().splitlines()
-        assert len(lines) == 1 and lines[0].startswith("--out: ") and str(out) in lines[0] and "writable folder" in lines[0], done.stderr
+        assert (
+            len(lines) == 1
+            and lines[0].startswith("--out: ")
+            and str(out) in lines[0]
+            and "writable folder" in lines[0]
+        ), done.stderr
         assert posts == []
         assert done.stdout == ""
     finally:
@@ -212,10 +265,14 @@ def test_unwritable_out_is_one_line_and_exit_2_before_anything_starts(tmp_path, 
 
 @pytest.mark.slow
 def test_second_ctrl_c_while_waiting_for_records_saves_what_was_fetched(tmp_path, isolated_home):
-    config = write_workload(tmp_path, duration=20, instances={
-        "a": {"application": "ok", "distribution": "Uniform", "rate": 20},
-        "b": {"application": "norecord", "distribution": "Uniform", "rate": 20},
-    })
+    config = write_workload(
+        tmp_path,
+        duration=20,
+        instances={
+            "a": {"application": "ok", "distribution": "Uniform", "rate": 20},
+            "b": {"application": "norecord", "distribution": "Uniform", "rate": 20},
+        },
+    )
     out = tmp_path / "runs"
     with FakeOpenWhisk() as server:
         proc = _start_run(config, out, server, isolated_home, "--analyze")
@@ -275,8 +332,14 @@ def test_kill_9_on_the_embedded_platform_keeps_its_records_and_leaves_nothing_ru
     # A temporary directory of the run's own: the other test worker's localwhisks make theirs in /tmp.
     run_tmp = tmp_path / "tmp"
     run_tmp.mkdir()
-    proc = subprocess.Popen([sys.executable, "-m", "faasprof", "run", str(config), "--out", str(out), "--quiet"], cwd=REPO_ROOT,
-                            stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True, env={**os.environ, "HOME": str(isolated_home), "TMPDIR": str(run_tmp)})
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "faasprof", "run", str(config), "--out", str(out), "--quiet"],
+        cwd=REPO_ROOT,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.PIPE,
+        text=True,
+        env={**os.environ, "HOME": str(isolated_home), "TMPDIR": str(run_tmp)},
+    )
     try:
         run_dir = _wait_for_sends(out, proc, 20, timeout_s=120)
         time.sleep(1.5)
@@ -286,7 +349,9 @@ def test_kill_9_on_the_embedded_platform_keeps_its_records_and_leaves_nothing_ru
         proc.communicate(timeout=10)
     manifest = rundir.read_manifest(run_dir).to_json()
     killed_at_ns = killed_wall_ns - manifest["clock"]["wall_ns_at_zero"]
-    due_before = [r for r in rundir.read_invocations(run_dir) if int(r["intended_ns"]) < killed_at_ns - 1_000_000_000 - SLACK_NS]
+    due_before = [
+        r for r in rundir.read_invocations(run_dir) if int(r["intended_ns"]) < killed_at_ns - 1_000_000_000 - SLACK_NS
+    ]
     assert due_before and all(r["outcome"] != "unrecorded" for r in due_before)  # rows + journal cover them
     data_dir = run_dir / "localwhisk"
     deadline = time.monotonic() + 20
@@ -320,8 +385,14 @@ def test_embedded_platform_killed_mid_run_stops_the_run_and_leaves_no_frozen_san
     config = tmp_path / "e.json"
     config.write_text(json.dumps(data))
     out = tmp_path / "runs"
-    proc = subprocess.Popen([sys.executable, "-m", "faasprof", "run", str(config), "--out", str(out), "--quiet"], cwd=REPO_ROOT,
-                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env={**os.environ, "HOME": str(isolated_home)})
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "faasprof", "run", str(config), "--out", str(out), "--quiet"],
+        cwd=REPO_ROOT,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        env={**os.environ, "HOME": str(isolated_home)},
+    )
     try:
         run_dir = _wait_for_sends(out, proc, 8, timeout_s=120)
         server_pid = json.loads((run_dir / "localwhisk" / "localwhisk.json").read_text())["pid"]
@@ -349,7 +420,10 @@ def test_embedded_platform_killed_mid_run_stops_the_run_and_leaves_no_frozen_san
     rundir.update_manifest(run_dir, activations={"expected": len(stored), "saved": 0, "missing": len(stored)})
     done = run_cli("analyze", str(run_dir), "--no-plots", timeout=180)
     assert done.returncode == 0, done.stderr
-    assert "reading activation records from the embedded platform's store" in done.stderr and "--apihost" not in done.stderr
+    assert (
+        "reading activation records from the embedded platform's store" in done.stderr
+        and "--apihost" not in done.stderr
+    )
     assert set(rundir.read_record_ids(rundir.activations_path(run_dir))) == stored
     summary = json.loads((run_dir / "analysis" / "summary.json").read_text())
     assert summary["records"]["found"] == len(stored) >= 5
@@ -359,7 +433,9 @@ def test_embedded_platform_killed_mid_run_stops_the_run_and_leaves_no_frozen_san
 def test_a_torn_format_1_run_gets_its_plan_re_derived_from_the_manifest(tmp_path, isolated_home):
     """A run directory of format 1 (no plan, no journal) torn by a kill: analyze re-derives the
     plan from the resolved workload and seed, and states what is missing."""
-    config = write_workload(tmp_path, duration=2.0, instances={"a": {"application": "ok", "distribution": "Poisson", "rate": 20}})
+    config = write_workload(
+        tmp_path, duration=2.0, instances={"a": {"application": "ok", "distribution": "Poisson", "rate": 20}}
+    )
     out = tmp_path / "runs"
     with FakeOpenWhisk() as server:
         done = run_cli("run", config, "--out", out, "--apihost", server.apihost, "--auth", AUTH, "--quiet", timeout=120)
@@ -374,8 +450,11 @@ def test_a_torn_format_1_run_gets_its_plan_re_derived_from_the_manifest(tmp_path
     manifest.update(format_version=1, status="running")
     rundir.write_manifest(run_dir, manifest)
     kept = [r for r in full if int(r["seq"]) % 2 == 0]
-    (run_dir / rundir.INVOCATIONS).write_text(",".join(rundir.INVOCATION_COLUMNS) + "\n" + "".join(
-        ",".join(r[c] for c in rundir.INVOCATION_COLUMNS) + "\n" for r in kept))
+    (run_dir / rundir.INVOCATIONS).write_text(
+        ",".join(rundir.INVOCATION_COLUMNS)
+        + "\n"
+        + "".join(",".join(r[c] for c in rundir.INVOCATION_COLUMNS) + "\n" for r in kept)
+    )
     assert rundir.completeness(run_dir).uncounted == planned - len(kept)
     done = run_cli("analyze", run_dir, "--no-fetch", "--no-plots", timeout=120)
     assert done.returncode == 0, done.stderr

@@ -10,14 +10,14 @@ import time
 
 import numpy as np
 import pytest
+from test_invoker_dispatch import instance
 
-from faasprof.invoker.dispatch import WARM_CONNECTIONS, DispatchOptions, Dispatcher, new_event_loop
+from faasprof.invoker.dispatch import WARM_CONNECTIONS, Dispatcher, DispatchOptions, new_event_loop
 from faasprof.invoker.http_response import LlhttpResponse, PyResponse
 from faasprof.invoker.sender import Sender
 from faasprof.outcomes import pushback_kind
 from faasprof.platforms.openwhisk.connection import Connection
 from faasprof.platforms.registry import prepare_request
-from test_invoker_dispatch import instance
 
 # Both implementations must frame exactly the same way (llhttp is used when httptools is installed).
 PARSERS = [PyResponse, LlhttpResponse]
@@ -36,21 +36,36 @@ def feed_all(parser, raw: bytes, split: int | None = None, head_request: bool = 
 
 @pytest.mark.parametrize("parser", PARSERS)
 @pytest.mark.parametrize("split", [None, 1, 3])
-@pytest.mark.parametrize("raw, body, close", [
-    (b"HTTP/1.1 204 No Content\r\nX-OpenWhisk-Activation-Id: a1\r\n\r\n", b"", False),
-    (b"HTTP/1.1 304 Not Modified\r\nContent-Length: 120\r\nETag: x\r\n\r\n", b"", False),
-    (b"HTTP/1.1 202 Accepted\r\nContent-Length: 0\r\n\r\n", b"", False),
-    (b"HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n3;ext=1\r\nabc\r\nA\r\n0123456789\r\n0\r\nX-T: 1\r\nX-U: 2\r\n\r\n", b"abc0123456789", False),
-    (b"HTTP/1.1 200 OK\r\nTransfer-Encoding: gzip, chunked\r\n\r\n2\r\nhi\r\n0\r\n\r\n", b"hi", False),
-    (b"HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\nContent-Length: 99\r\n\r\n2\r\nhi\r\n0\r\n\r\n", None, None),  # smuggling
-    (b"HTTP/1.1 200 OK\r\nX-Note: chunked\r\nContent-Length: 2\r\n\r\nhi", b"hi", False),
-    (b"HTTP/1.1 200 OK\r\ncontent-length : 2\r\n\r\nhi", None, None),  # whitespace before the colon: malformed
-    (b"HTTP/1.1 200 OK\r\nContent-Length: 2\r\nContent-Length: 2\r\n\r\nhi", None, None),  # repeated: refused
-    (b"HTTP/1.0 200 OK\r\nContent-Length: 2\r\n\r\nhi", b"hi", True),
-    (b"HTTP/1.0 200 OK\r\nConnection: keep-alive\r\nContent-Length: 2\r\n\r\nhi", b"hi", False),
-    (b"HTTP/1.1 200 OK\r\nConnection: Keep-Alive, Close\r\nContent-Length: 2\r\n\r\nhi", b"hi", True),
-    (b"HTTP/1.1 100 Continue\r\n\r\nHTTP/1.1 102 Processing\r\n\r\nHTTP/1.1 202 Accepted\r\nContent-Length: 2\r\n\r\n{}", b"{}", False),
-])
+@pytest.mark.parametrize(
+    "raw, body, close",
+    [
+        (b"HTTP/1.1 204 No Content\r\nX-OpenWhisk-Activation-Id: a1\r\n\r\n", b"", False),
+        (b"HTTP/1.1 304 Not Modified\r\nContent-Length: 120\r\nETag: x\r\n\r\n", b"", False),
+        (b"HTTP/1.1 202 Accepted\r\nContent-Length: 0\r\n\r\n", b"", False),
+        (
+            b"HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n3;ext=1\r\nabc\r\nA\r\n0123456789\r\n0\r\nX-T: 1\r\nX-U: 2\r\n\r\n",
+            b"abc0123456789",
+            False,
+        ),
+        (b"HTTP/1.1 200 OK\r\nTransfer-Encoding: gzip, chunked\r\n\r\n2\r\nhi\r\n0\r\n\r\n", b"hi", False),
+        (
+            b"HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\nContent-Length: 99\r\n\r\n2\r\nhi\r\n0\r\n\r\n",
+            None,
+            None,
+        ),  # smuggling
+        (b"HTTP/1.1 200 OK\r\nX-Note: chunked\r\nContent-Length: 2\r\n\r\nhi", b"hi", False),
+        (b"HTTP/1.1 200 OK\r\ncontent-length : 2\r\n\r\nhi", None, None),  # whitespace before the colon: malformed
+        (b"HTTP/1.1 200 OK\r\nContent-Length: 2\r\nContent-Length: 2\r\n\r\nhi", None, None),  # repeated: refused
+        (b"HTTP/1.0 200 OK\r\nContent-Length: 2\r\n\r\nhi", b"hi", True),
+        (b"HTTP/1.0 200 OK\r\nConnection: keep-alive\r\nContent-Length: 2\r\n\r\nhi", b"hi", False),
+        (b"HTTP/1.1 200 OK\r\nConnection: Keep-Alive, Close\r\nContent-Length: 2\r\n\r\nhi", b"hi", True),
+        (
+            b"HTTP/1.1 100 Continue\r\n\r\nHTTP/1.1 102 Processing\r\n\r\nHTTP/1.1 202 Accepted\r\nContent-Length: 2\r\n\r\n{}",
+            b"{}",
+            False,
+        ),
+    ],
+)
 def test_framing(parser, raw, body, close, split):
     if body is None:
         with pytest.raises(ValueError):
@@ -78,14 +93,17 @@ def test_body_until_close(parser):
     assert unframed.until_close_body() is None  # cut short: not a complete body
 
 
-@pytest.mark.parametrize("raw", [
-    b"HTTP/1.1 200 OK\r\nContent-Length: 2\r\nContent-Length: 3\r\n\r\nhi",
-    b"HTTP/1.1 200 OK\r\nContent-Length: -1\r\n\r\n",
-    b"HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\nzz\r\n",
-    b"HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n2\r\nhiXX0\r\n\r\n",
-    b"HTTX/1.1 200 OK\r\n\r\n",
-    b"HTTP/1.1 2x0 OK\r\n\r\n",
-])
+@pytest.mark.parametrize(
+    "raw",
+    [
+        b"HTTP/1.1 200 OK\r\nContent-Length: 2\r\nContent-Length: 3\r\n\r\nhi",
+        b"HTTP/1.1 200 OK\r\nContent-Length: -1\r\n\r\n",
+        b"HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\nzz\r\n",
+        b"HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n2\r\nhiXX0\r\n\r\n",
+        b"HTTX/1.1 200 OK\r\n\r\n",
+        b"HTTP/1.1 2x0 OK\r\n\r\n",
+    ],
+)
 @pytest.mark.parametrize("parser", PARSERS)
 def test_malformed_messages_raise(parser, raw):
     with pytest.raises(ValueError):
@@ -130,7 +148,16 @@ class _RawServer:
                 buf += data
                 while b"\r\n\r\n" in buf:
                     head, _, rest = buf.partition(b"\r\n\r\n")
-                    length = int(next((line.split(b":")[1] for line in head.split(b"\r\n") if line.lower().startswith(b"content-length")), b"0"))
+                    length = int(
+                        next(
+                            (
+                                line.split(b":")[1]
+                                for line in head.split(b"\r\n")
+                                if line.lower().startswith(b"content-length")
+                            ),
+                            b"0",
+                        )
+                    )
                     if len(rest) < length:
                         break
                     buf = rest[length:]
@@ -140,10 +167,13 @@ class _RawServer:
         self.sock.close()
 
 
-@pytest.mark.parametrize("answer", [
-    b"HTTP/1.1 204 No Content\r\nX-OpenWhisk-Activation-Id: abc\r\n\r\n",
-    b"HTTP/1.1 202 Accepted\r\nTransfer-Encoding: chunked\r\nX-OpenWhisk-Activation-Id: abc\r\n\r\n5\r\n{\"a\":\r\n2\r\n1}\r\n0\r\n\r\n",
-])
+@pytest.mark.parametrize(
+    "answer",
+    [
+        b"HTTP/1.1 204 No Content\r\nX-OpenWhisk-Activation-Id: abc\r\n\r\n",
+        b'HTTP/1.1 202 Accepted\r\nTransfer-Encoding: chunked\r\nX-OpenWhisk-Activation-Id: abc\r\n\r\n5\r\n{"a":\r\n2\r\n1}\r\n0\r\n\r\n',
+    ],
+)
 def test_bodiless_and_chunked_answers_complete_at_once_on_a_real_socket(answer):
     server = _RawServer(answer)
     try:
@@ -151,8 +181,14 @@ def test_bodiless_and_chunked_answers_complete_at_once_on_a_real_socket(answer):
         request = prepare_request(generic, None)
         rows = []
         intended = np.arange(5, dtype=np.int64) * 20_000_000
-        dispatcher = Dispatcher(intended, np.zeros(5, dtype=np.int32), [("g", "-")], [request], rows.append,
-                                DispatchOptions(lateness_warn_ms=None, progress_interval_s=3600, request_timeout_s=5))
+        dispatcher = Dispatcher(
+            intended,
+            np.zeros(5, dtype=np.int32),
+            [("g", "-")],
+            [request],
+            rows.append,
+            DispatchOptions(lateness_warn_ms=None, progress_interval_s=3600, request_timeout_s=5),
+        )
         loop = new_event_loop()
         try:
             result = loop.run_until_complete(dispatcher.run(time.monotonic_ns() + 20_000_000))
@@ -189,8 +225,13 @@ def test_a_connect_that_times_out_counts_as_failing_from_its_start():
             rows: list[tuple] = []
             loop = new_event_loop()
             try:
-                sender = Sender(loop, [prepare_request(instance("o", "ok"), connection)], lambda *row: rows.append(row), lambda *a: None,
-                                connect_timeout_s=0.5)
+                sender = Sender(
+                    loop,
+                    [prepare_request(instance("o", "ok"), connection)],
+                    lambda *row: rows.append(row),
+                    lambda *a: None,
+                    connect_timeout_s=0.5,
+                )
                 started_ns = time.monotonic_ns()
                 sender.submit(0, 0)
                 loop.run_until_complete(asyncio.sleep(0.8))

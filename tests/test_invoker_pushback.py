@@ -19,15 +19,15 @@ import threading
 import time
 
 import pytest
-
 from conftest import REPO_ROOT, run_cli
+from test_invoker_fakeserver import AUTH, FakeOpenWhisk
+from test_invoker_run import run_dirs, write_workload
+
 from faasprof import rundir
 from faasprof.errors import EXIT_NOT_READY
 from faasprof.invoker.run import execute
 from faasprof.platforms.openwhisk.connection import Connection
 from faasprof.workload.spec import load_workload
-from test_invoker_fakeserver import AUTH, FakeOpenWhisk
-from test_invoker_run import run_dirs, write_workload
 
 # What an event loop closed with work still pending, or an interrupt at the wrong moment, prints.
 SHUTDOWN_NOISE = ("Traceback", "Event loop is closed", "Task was destroyed", "KeyboardInterrupt")
@@ -60,11 +60,25 @@ def run_rows(run_dir):
 
 def test_a_platform_refusing_connections_for_5_s_mid_run_is_measured_to_the_end(tmp_path, isolated_home):
     rate, duration = 20, 9
-    config = write_workload(tmp_path, duration=duration, instances={"a": {"application": "ok", "distribution": "Uniform", "rate": rate}})
+    config = write_workload(
+        tmp_path, duration=duration, instances={"a": {"application": "ok", "distribution": "Uniform", "rate": rate}}
+    )
     out = tmp_path / "runs"
     with FakeOpenWhisk() as server:
         after_invocations(server, 20, (0.0, lambda: server.refuse_for(5.0)))
-        done = run_cli("run", config, "--out", out, "--apihost", server.apihost, "--auth", AUTH, "--threshold", "max_failure_rate=1", timeout=120)
+        done = run_cli(
+            "run",
+            config,
+            "--out",
+            out,
+            "--apihost",
+            server.apihost,
+            "--auth",
+            AUTH,
+            "--threshold",
+            "max_failure_rate=1",
+            timeout=120,
+        )
     assert done.returncode == 0, done.stderr
     assert_quiet_shutdown(done.stderr)
     (run_dir,) = run_dirs(out)
@@ -80,18 +94,40 @@ def test_a_platform_refusing_connections_for_5_s_mid_run_is_measured_to_the_end(
     assert sum(r["outcome"] == "ok" for r in rows) >= 50
     assert manifest.invoker["pushback"]["refused"] == len(refused)
     line = next(line for line in done.stderr.splitlines() if "over-invoked" in line)
-    assert line.startswith(f"warning: over-invoked: of {rate * duration} planned calls, ") and f"refused at connect ({len(refused)})" in line
+    assert (
+        line.startswith(f"warning: over-invoked: of {rate * duration} planned calls, ")
+        and f"refused at connect ({len(refused)})" in line
+    )
     assert line.removeprefix("warning: ") in manifest.warnings  # kept with the run
 
 
 def test_a_platform_answering_503_then_429_for_a_while_is_measured_and_analysed(tmp_path, isolated_home):
     rate, duration = 20, 6
-    config = write_workload(tmp_path, duration=duration, instances={"a": {"application": "ok", "distribution": "Uniform", "rate": rate}})
+    config = write_workload(
+        tmp_path, duration=duration, instances={"a": {"application": "ok", "distribution": "Uniform", "rate": rate}}
+    )
     out = tmp_path / "runs"
     with FakeOpenWhisk() as server:
-        after_invocations(server, 20, (0.0, lambda: setattr(server, "shed_status", 503)), (1.5, lambda: setattr(server, "shed_status", 429)),
-                          (1.5, lambda: setattr(server, "shed_status", None)))
-        done = run_cli("run", config, "--out", out, "--apihost", server.apihost, "--auth", AUTH, "--threshold", "max_failure_rate=1", timeout=120)
+        after_invocations(
+            server,
+            20,
+            (0.0, lambda: setattr(server, "shed_status", 503)),
+            (1.5, lambda: setattr(server, "shed_status", 429)),
+            (1.5, lambda: setattr(server, "shed_status", None)),
+        )
+        done = run_cli(
+            "run",
+            config,
+            "--out",
+            out,
+            "--apihost",
+            server.apihost,
+            "--auth",
+            AUTH,
+            "--threshold",
+            "max_failure_rate=1",
+            timeout=120,
+        )
     assert done.returncode == 0, done.stderr
     assert_quiet_shutdown(done.stderr)
     (run_dir,) = run_dirs(out)
@@ -104,7 +140,10 @@ def test_a_platform_answering_503_then_429_for_a_while_is_measured_and_analysed(
     assert unavailable >= 15 and throttled >= 15, (unavailable, throttled)
     assert manifest.invoker["pushback"] == {"throttled": throttled, "unavailable": unavailable}
     line = next(line for line in done.stderr.splitlines() if "over-invoked" in line)
-    assert f"throttled with 429 Too Many Requests ({throttled})" in line and f"answered 503 Service Unavailable ({unavailable})" in line
+    assert (
+        f"throttled with 429 Too Many Requests ({throttled})" in line
+        and f"answered 503 Service Unavailable ({unavailable})" in line
+    )
     analysed = run_cli("analyze", run_dir, "--no-fetch", "--no-plots", timeout=180)
     assert analysed.returncode == 0, analysed.stderr
     summary = json.loads((run_dir / "analysis" / "summary.json").read_text())
@@ -118,31 +157,67 @@ def test_a_platform_answering_503_then_429_for_a_while_is_measured_and_analysed(
 def test_send_processes_count_the_pushback_of_their_merged_rows(tmp_path, isolated_home):
     """Two send processes, every call shed with 503: the parent counts what the children's rows
     say, and a platform that took no call is not called over-invoked."""
-    config = write_workload(tmp_path, duration=2, instances={"a": {"application": "ok", "distribution": "Uniform", "rate": 10},
-                                                             "b": {"application": "ok2", "distribution": "Uniform", "rate": 10}})
+    config = write_workload(
+        tmp_path,
+        duration=2,
+        instances={
+            "a": {"application": "ok", "distribution": "Uniform", "rate": 10},
+            "b": {"application": "ok2", "distribution": "Uniform", "rate": 10},
+        },
+    )
     out = tmp_path / "runs"
     with FakeOpenWhisk() as server:
         server.shed_status = 503
-        done = run_cli("run", config, "--out", out, "--apihost", server.apihost, "--auth", AUTH, "--send-processes", "2", timeout=120)
+        done = run_cli(
+            "run",
+            config,
+            "--out",
+            out,
+            "--apihost",
+            server.apihost,
+            "--auth",
+            AUTH,
+            "--send-processes",
+            "2",
+            timeout=120,
+        )
     assert done.returncode == 1, done.stderr  # nothing succeeded: the verdict fails the run
     assert_quiet_shutdown(done.stderr)
     (run_dir,) = run_dirs(out)
     manifest = rundir.read_manifest(run_dir)
     assert manifest.status == "complete" and manifest.invoker["send_processes"] == 2
     assert manifest.invoker["pushback"] == {"unavailable": 40}
-    assert "warning: the platform took none of the calls: of 40 planned calls, 100 % answered 503 Service Unavailable (40)" in done.stderr.splitlines()
+    assert (
+        "warning: the platform took none of the calls: of 40 planned calls, 100 % answered 503 Service Unavailable (40)"
+        in done.stderr.splitlines()
+    )
 
 
 def test_connections_still_pending_at_the_end_leave_nothing_to_the_closed_loop(tmp_path, isolated_home):
     """The platform stops accepting near the end: connection attempts hang (its backlog is full)
     when the run ends; they are cancelled and awaited, not destroyed pending with the loop."""
     rate, duration = 20, 3
-    config = write_workload(tmp_path, duration=duration, instances={"a": {"application": "ok", "distribution": "Uniform", "rate": rate}})
+    config = write_workload(
+        tmp_path, duration=duration, instances={"a": {"application": "ok", "distribution": "Uniform", "rate": rate}}
+    )
     out = tmp_path / "runs"
     with FakeOpenWhisk() as server:
         after_invocations(server, 30, (0.0, server.stop_accepting))
-        done = run_cli("run", config, "--out", out, "--apihost", server.apihost, "--auth", AUTH, "--request-timeout-s", "1",
-                       "--threshold", "max_failure_rate=1", timeout=120)
+        done = run_cli(
+            "run",
+            config,
+            "--out",
+            out,
+            "--apihost",
+            server.apihost,
+            "--auth",
+            AUTH,
+            "--request-timeout-s",
+            "1",
+            "--threshold",
+            "max_failure_rate=1",
+            timeout=120,
+        )
     assert_quiet_shutdown(done.stderr)
     assert done.returncode == 0, done.stderr
     (run_dir,) = run_dirs(out)
@@ -157,7 +232,9 @@ def test_a_port_where_nothing_ever_listened_fails_fast_in_one_line(tmp_path, iso
     with FakeOpenWhisk() as server:
         port = server.port  # a free port: its listener goes now
     started = time.monotonic()
-    done = run_cli("run", config, "--out", tmp_path / "runs", "--apihost", f"http://127.0.0.1:{port}", "--auth", AUTH, timeout=120)
+    done = run_cli(
+        "run", config, "--out", tmp_path / "runs", "--apihost", f"http://127.0.0.1:{port}", "--auth", AUTH, timeout=120
+    )
     assert done.returncode == EXIT_NOT_READY, done.stderr
     assert len(done.stderr.strip().splitlines()) == 1 and "cannot connect" in done.stderr
     assert_quiet_shutdown(done.stderr)
@@ -167,7 +244,9 @@ def test_a_port_where_nothing_ever_listened_fails_fast_in_one_line(tmp_path, iso
 def test_a_platform_that_never_takes_a_call_stops_the_run_early_with_exit_3(tmp_path, isolated_home):
     """Pre-flight passes, then nothing listens: no call was ever answered, so the run stops after
     ``never_reached_s`` (a row for every planned call) instead of sending into nothing for 20 s."""
-    config = write_workload(tmp_path, duration=20, instances={"a": {"application": "ok", "distribution": "Uniform", "rate": 8}})
+    config = write_workload(
+        tmp_path, duration=20, instances={"a": {"application": "ok", "distribution": "Uniform", "rate": 8}}
+    )
     out = tmp_path / "runs"
     with FakeOpenWhisk() as server:
         server.die_after_preflight = True
@@ -175,7 +254,9 @@ def test_a_platform_that_never_takes_a_call_stops_the_run_early_with_exit_3(tmp_
     assert done.returncode == EXIT_NOT_READY, done.stderr
     assert_quiet_shutdown(done.stderr)
     (line,) = done.stderr.strip().splitlines()
-    assert line.startswith("run interrupted: the platform never took a call: every connection attempt failed for "), line
+    assert line.startswith("run interrupted: the platform never took a call: every connection attempt failed for "), (
+        line
+    )
     (run_dir,) = run_dirs(out)
     manifest = rundir.read_manifest(run_dir)
     assert manifest.status == "interrupted" and manifest.invoker["never_reached"] == manifest.status_reason
@@ -189,8 +270,26 @@ def test_ctrl_c_in_the_first_second_is_one_line_and_exit_1(tmp_path, isolated_ho
     config = write_workload(tmp_path, duration=5)
     out = tmp_path / "runs"
     with FakeOpenWhisk() as server:
-        proc = subprocess.Popen([sys.executable, "-m", "faasprof", "run", str(config), "--out", str(out), "--apihost", server.apihost, "--auth", AUTH],
-                                cwd=REPO_ROOT, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env={**os.environ, "HOME": str(isolated_home)})
+        proc = subprocess.Popen(
+            [
+                sys.executable,
+                "-m",
+                "faasprof",
+                "run",
+                str(config),
+                "--out",
+                str(out),
+                "--apihost",
+                server.apihost,
+                "--auth",
+                AUTH,
+            ],
+            cwd=REPO_ROOT,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            text=True,
+            env={**os.environ, "HOME": str(isolated_home)},
+        )
         time.sleep(delay_s)
         proc.send_signal(signal.SIGINT)
         stdout, stderr = proc.communicate(timeout=60)

@@ -6,18 +6,18 @@ from __future__ import annotations
 import json
 
 import pytest
-
 from conftest import run_cli
-from faasprof import rundir
-from faasprof.errors import RunError
-from faasprof.platforms.openwhisk import records as activations
-from faasprof.platforms.openwhisk.connection import Connection
-from faasprof.invoker.run import execute
-from faasprof.workload.spec import workload_from_dict
 from test_invoker_fakeserver import AUTH, FakeOpenWhisk
 from test_invoker_run import run_dirs, write_workload
+
+from faasprof import rundir
+from faasprof.errors import RunError
 from faasprof.invoker import sender
+from faasprof.invoker.run import execute
+from faasprof.platforms.openwhisk import records as activations
 from faasprof.platforms.openwhisk.client import OpenWhiskClient
+from faasprof.platforms.openwhisk.connection import Connection
+from faasprof.workload.spec import workload_from_dict
 
 
 def _saved_ids(run_dir):
@@ -26,11 +26,25 @@ def _saved_ids(run_dir):
 
 @pytest.mark.slow
 def test_run_analyze_waits_for_records_still_being_stored(tmp_path, isolated_home):
-    config = write_workload(tmp_path, duration=1.0, instances={"a": {"application": "ok", "distribution": "Uniform", "rate": 10}})
+    config = write_workload(
+        tmp_path, duration=1.0, instances={"a": {"application": "ok", "distribution": "Uniform", "rate": 10}}
+    )
     out = tmp_path / "runs"
     with FakeOpenWhisk() as server:
         server.record_delay_s = 3.0  # the platform stores each record 3 s after the call
-        done = run_cli("run", config, "--out", out, "--apihost", server.apihost, "--auth", AUTH, "--analyze", "--quiet", timeout=120)
+        done = run_cli(
+            "run",
+            config,
+            "--out",
+            out,
+            "--apihost",
+            server.apihost,
+            "--auth",
+            AUTH,
+            "--analyze",
+            "--quiet",
+            timeout=120,
+        )
     assert done.returncode == 0, done.stderr
     (run_dir,) = run_dirs(out)
     manifest = rundir.read_manifest(run_dir).to_json()
@@ -43,12 +57,20 @@ def test_run_analyze_waits_for_records_still_being_stored(tmp_path, isolated_hom
 
 @pytest.mark.slow
 def test_analyze_waits_with_progress_then_reports_what_is_missing_and_why(tmp_path, isolated_home, monkeypatch):
-    workload = workload_from_dict({
-        "test_name": "w", "test_duration_in_seconds": 1.0, "random_seed": 1, "blocking_cli": False,
-        "platform": {"actions_deployed": True},
-        "instances": {"a": {"application": "ok", "distribution": "Uniform", "rate": 4},
-                      "b": {"application": "norecord", "distribution": "Uniform", "rate": 2}},
-    }, origin="w")
+    workload = workload_from_dict(
+        {
+            "test_name": "w",
+            "test_duration_in_seconds": 1.0,
+            "random_seed": 1,
+            "blocking_cli": False,
+            "platform": {"actions_deployed": True},
+            "instances": {
+                "a": {"application": "ok", "distribution": "Uniform", "rate": 4},
+                "b": {"application": "norecord", "distribution": "Uniform", "rate": 2},
+            },
+        },
+        origin="w",
+    )
     monkeypatch.setattr(activations, "RECORD_STORE_MARGIN_S", 2.0)
     monkeypatch.setattr(activations, "DEFAULT_ACTION_TIMEOUT_MS", 1000)  # the fake's actions declare no limits
     monkeypatch.setattr(activations, "WAIT_PROGRESS_S", 0.5)
@@ -73,7 +95,9 @@ def test_realtime_flag_before_the_workload_is_not_taken_for_a_priority(tmp_path,
     config = write_workload(tmp_path, duration=0.5)
     out = tmp_path / "runs"
     with FakeOpenWhisk() as server:
-        done = run_cli("run", "--realtime", config, "--out", out, "--apihost", server.apihost, "--auth", AUTH, timeout=120)
+        done = run_cli(
+            "run", "--realtime", config, "--out", out, "--apihost", server.apihost, "--auth", AUTH, timeout=120
+        )
     assert done.returncode == 0, done.stderr
     (run_dir,) = run_dirs(out)
     invoker = rundir.read_manifest(run_dir).to_json()["invoker"]
@@ -81,15 +105,23 @@ def test_realtime_flag_before_the_workload_is_not_taken_for_a_priority(tmp_path,
     # Applied, or said not to be: never silently ignored.
     assert invoker["realtime_applied"] is True or "--realtime: could not use SCHED_FIFO" in done.stderr
     done = run_cli("run", config, "--realtime-priority", "0", "--realtime", "--out", out, timeout=60)
-    assert done.returncode == 2 and done.stderr.strip().startswith("--realtime-priority: the SCHED_FIFO priority must be 1..99")
+    assert done.returncode == 2 and done.stderr.strip().startswith(
+        "--realtime-priority: the SCHED_FIFO priority must be 1..99"
+    )
 
 
 def test_execute_raising_mid_run_still_leaves_one_row_per_planned_invocation(tmp_path, monkeypatch):
-    workload = workload_from_dict({
-        "test_name": "boom", "test_duration_in_seconds": 1.0, "random_seed": 1, "blocking_cli": True,
-        "platform": {"actions_deployed": True},
-        "instances": {"a": {"application": "slow", "distribution": "Uniform", "rate": 40}},
-    }, origin="boom")
+    workload = workload_from_dict(
+        {
+            "test_name": "boom",
+            "test_duration_in_seconds": 1.0,
+            "random_seed": 1,
+            "blocking_cli": True,
+            "platform": {"actions_deployed": True},
+            "instances": {"a": {"application": "slow", "distribution": "Uniform", "rate": 40}},
+        },
+        origin="boom",
+    )
     real_submit = sender.Sender.submit
     calls = {"n": 0}
 
@@ -111,5 +143,7 @@ def test_execute_raising_mid_run_still_leaves_one_row_per_planned_invocation(tmp
     rows = rundir.read_invocations(run_dir, reconstruct=False)  # the rows written, not reconstructed ones
     assert sorted(int(r["seq"]) for r in rows) == list(range(manifest["counts"]["planned"])) and len(rows) == 40
     sent = [r for r in rows if r["sent_ns"]]
-    assert len(sent) == 14 and all(r["outcome"] == "timeout" for r in sent), [(r["outcome"], r["error"]) for r in sent][:3]  # written, answer given up on
+    assert len(sent) == 14 and all(r["outcome"] == "timeout" for r in sent), [(r["outcome"], r["error"]) for r in sent][
+        :3
+    ]  # written, answer given up on
     assert all(r["outcome"] == "not_sent" for r in rows if not r["sent_ns"])

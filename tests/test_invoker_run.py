@@ -17,18 +17,20 @@ import time
 from pathlib import Path
 
 import pytest
-
 from conftest import REPO_ROOT, run_cli
-from faasprof.rundir import INVOCATION_COLUMNS, read_manifest, read_invocations
 from test_invoker_fakeserver import AUTH, FakeOpenWhisk
+
 from faasprof.invoker.run import execute
 from faasprof.platforms.openwhisk.connection import Connection
+from faasprof.rundir import INVOCATION_COLUMNS, read_invocations, read_manifest
 from faasprof.workload.spec import workload_from_dict
 
 SECRET = AUTH.split(":", 1)[1]
 
 
-def write_workload(tmp_path: Path, name: str = "t", duration: float = 1.5, instances: dict | None = None, **top) -> Path:
+def write_workload(
+    tmp_path: Path, name: str = "t", duration: float = 1.5, instances: dict | None = None, **top
+) -> Path:
     data = {
         "test_name": name,
         "test_duration_in_seconds": duration,
@@ -96,7 +98,9 @@ def test_run_writes_a_complete_run_directory(tmp_path, isolated_home):
         assert perf["name"] == "perf" and perf["status"] == "stopped" and perf["command"].startswith("perf stat")
         assert (run_dir / "monitors" / "perf" / "stderr.log").exists()
     else:  # an optional collector that cannot run is a recorded warning, not a failure
-        assert manifest["monitors"] == [] and any(w.startswith("monitoring.perf: unavailable") for w in manifest["warnings"])
+        assert manifest["monitors"] == [] and any(
+            w.startswith("monitoring.perf: unavailable") for w in manifest["warnings"]
+        )
 
     rows = read_invocations(run_dir)
     assert (run_dir / "invocations.csv").read_text().splitlines()[0] == ",".join(INVOCATION_COLUMNS)
@@ -120,7 +124,9 @@ def test_preflight_failures_leave_no_run_directory(tmp_path, isolated_home):
     # Nothing listening.
     done = run_cli("run", config, "--out", out, "--apihost", "http://127.0.0.1:9", "--auth", AUTH)
     assert done.returncode == 3 and "cannot connect" in done.stderr and len(done.stderr.strip().splitlines()) == 1
-    missing = write_workload(tmp_path, name="m", instances={"a": {"application": "nosuchaction", "distribution": "Poisson", "rate": 5}})
+    missing = write_workload(
+        tmp_path, name="m", instances={"a": {"application": "nosuchaction", "distribution": "Poisson", "rate": 5}}
+    )
     wrong_key = AUTH.split(":")[0] + ":wrong"
     with FakeOpenWhisk() as server:
         done_missing = run_against(server, missing, out)
@@ -137,11 +143,24 @@ def test_preflight_failures_leave_no_run_directory(tmp_path, isolated_home):
 
 @pytest.mark.slow
 def test_bad_data_file_and_bad_flag_exit_2(tmp_path, isolated_home):
-    config = write_workload(tmp_path, instances={"a": {"application": "ok", "distribution": "Poisson", "rate": 5, "data_file": "nope.bin"}})
+    config = write_workload(
+        tmp_path, instances={"a": {"application": "ok", "distribution": "Poisson", "rate": 5, "data_file": "nope.bin"}}
+    )
     done = run_cli("run", config, "--out", tmp_path / "runs", "--apihost", "http://127.0.0.1:9", "--auth", AUTH)
     assert done.returncode == 2 and "data_file" in done.stderr
     good = write_workload(tmp_path, name="g")
-    done = run_cli("run", good, "--out", tmp_path / "runs", "--max-connections", "0", "--apihost", "http://127.0.0.1:9", "--auth", AUTH)
+    done = run_cli(
+        "run",
+        good,
+        "--out",
+        tmp_path / "runs",
+        "--max-connections",
+        "0",
+        "--apihost",
+        "http://127.0.0.1:9",
+        "--auth",
+        AUTH,
+    )
     assert done.returncode == 2 and "--max-connections" in done.stderr
     assert run_dirs(tmp_path / "runs") == []
 
@@ -149,12 +168,30 @@ def test_bad_data_file_and_bad_flag_exit_2(tmp_path, isolated_home):
 @pytest.mark.slow
 @pytest.mark.parametrize("sig, label", [(signal.SIGINT, "SIGINT"), (signal.SIGTERM, "SIGTERM")])
 def test_signal_mid_run_interrupts_with_a_row_for_every_invocation(tmp_path, isolated_home, sig, label):
-    config = write_workload(tmp_path, duration=20, instances={"a": {"application": "ok", "distribution": "Uniform", "rate": 50}})
+    config = write_workload(
+        tmp_path, duration=20, instances={"a": {"application": "ok", "distribution": "Uniform", "rate": 50}}
+    )
     out = tmp_path / "runs"
     with FakeOpenWhisk() as server:
         proc = subprocess.Popen(
-            [sys.executable, "-m", "faasprof", "run", str(config), "--out", str(out), "--apihost", server.apihost, "--auth", AUTH],
-            cwd=REPO_ROOT, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env={**os.environ, "HOME": str(isolated_home)},
+            [
+                sys.executable,
+                "-m",
+                "faasprof",
+                "run",
+                str(config),
+                "--out",
+                str(out),
+                "--apihost",
+                server.apihost,
+                "--auth",
+                AUTH,
+            ],
+            cwd=REPO_ROOT,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            text=True,
+            env={**os.environ, "HOME": str(isolated_home)},
         )
         _wait_for_rows(out, proc)
         proc.send_signal(sig)
@@ -181,14 +218,25 @@ def test_sigint_with_analyze_analyses_what_was_sent_on_localwhisk(tmp_path, isol
     phase ends at the stop (offered ≈ achieved), and what was planned after the stop is neither
     offered nor failed."""
     config = tmp_path / "stream.json"
-    config.write_text(json.dumps({
-        "test_name": "stopped", "test_duration_in_seconds": 30, "random_seed": 3, "blocking_cli": True,
-        "instances": {"stream": {"application": "json_dumps", "distribution": "Uniform", "rate": 10}},
-    }))
+    config.write_text(
+        json.dumps(
+            {
+                "test_name": "stopped",
+                "test_duration_in_seconds": 30,
+                "random_seed": 3,
+                "blocking_cli": True,
+                "instances": {"stream": {"application": "json_dumps", "distribution": "Uniform", "rate": 10}},
+            }
+        )
+    )
     out = tmp_path / "runs"
     proc = subprocess.Popen(
         [sys.executable, "-m", "faasprof", "run", str(config), "--out", str(out), "--analyze"],
-        cwd=REPO_ROOT, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env={**os.environ, "HOME": str(isolated_home)},
+        cwd=REPO_ROOT,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        env={**os.environ, "HOME": str(isolated_home)},
     )
     try:
         _wait_for_rows(out, proc, timeout_s=60, rows=40)
@@ -222,7 +270,11 @@ def test_sigint_with_analyze_analyses_what_was_sent_on_localwhisk(tmp_path, isol
     planned = manifest["counts"]["planned"]
     assert planned == 300 == len(rows) == sum(summary["run"]["final_outcomes"].values()) + len(after_stop)
     records = summary["records"]
-    assert records["found"] + records["missing"] == records["with_activation_id"] == sum(1 for r in rows if r["activation_id"])
+    assert (
+        records["found"] + records["missing"]
+        == records["with_activation_id"]
+        == sum(1 for r in rows if r["activation_id"])
+    )
     assert all(r["error"] for r in rows if not r["activation_id"])
 
 
@@ -242,12 +294,30 @@ def _wait_for_rows(out: Path, proc, timeout_s: float = 20.0, rows: int = 20) -> 
 
 @pytest.mark.slow
 def test_kill_9_loses_at_most_the_last_second(tmp_path, isolated_home):
-    config = write_workload(tmp_path, duration=20, instances={"a": {"application": "ok", "distribution": "Uniform", "rate": 50}})
+    config = write_workload(
+        tmp_path, duration=20, instances={"a": {"application": "ok", "distribution": "Uniform", "rate": 50}}
+    )
     out = tmp_path / "runs"
     with FakeOpenWhisk() as server:
         proc = subprocess.Popen(
-            [sys.executable, "-m", "faasprof", "run", str(config), "--out", str(out), "--apihost", server.apihost, "--auth", AUTH, "--quiet"],
-            cwd=REPO_ROOT, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, env={**os.environ, "HOME": str(isolated_home)},
+            [
+                sys.executable,
+                "-m",
+                "faasprof",
+                "run",
+                str(config),
+                "--out",
+                str(out),
+                "--apihost",
+                server.apihost,
+                "--auth",
+                AUTH,
+                "--quiet",
+            ],
+            cwd=REPO_ROOT,
+            stdout=subprocess.DEVNULL,
+            stderr=subprocess.DEVNULL,
+            env={**os.environ, "HOME": str(isolated_home)},
         )
         run_dir = _wait_for_rows(out, proc)
         time.sleep(2.0)
@@ -296,7 +366,15 @@ def test_generic_endpoint_needs_no_platform(tmp_path, isolated_home):
         config = write_workload(
             tmp_path,
             endpoint="generic",
-            instances={"g": {"application": "label", "distribution": "Uniform", "rate": 10, "url": f"{server.apihost}/generic/fn", "data": {"k": [1, 2]}}},
+            instances={
+                "g": {
+                    "application": "label",
+                    "distribution": "Uniform",
+                    "rate": 10,
+                    "url": f"{server.apihost}/generic/fn",
+                    "data": {"k": [1, 2]},
+                }
+            },
         )
         out = tmp_path / "runs"
         done = run_cli("run", config, "--out", out, "--analyze")
@@ -348,8 +426,24 @@ def test_sigint_during_post_script_stops_it_and_marks_the_run(tmp_path, isolated
     out = tmp_path / "runs"
     with FakeOpenWhisk() as server:
         proc = subprocess.Popen(
-            [sys.executable, "-m", "faasprof", "run", str(config), "--out", str(out), "--apihost", server.apihost, "--auth", AUTH],
-            cwd=REPO_ROOT, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env={**os.environ, "HOME": str(isolated_home)},
+            [
+                sys.executable,
+                "-m",
+                "faasprof",
+                "run",
+                str(config),
+                "--out",
+                str(out),
+                "--apihost",
+                server.apihost,
+                "--auth",
+                AUTH,
+            ],
+            cwd=REPO_ROOT,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            text=True,
+            env={**os.environ, "HOME": str(isolated_home)},
         )
         deadline = time.monotonic() + 30
         while time.monotonic() < deadline:
@@ -370,17 +464,25 @@ def test_sigint_during_post_script_stops_it_and_marks_the_run(tmp_path, isolated
 def test_execute_api_in_process_and_from_a_thread(tmp_path):
     import threading
 
-    workload = workload_from_dict({
-        "test_name": "api", "test_duration_in_seconds": 0.5, "random_seed": 1, "blocking_cli": False,
-        "platform": {"actions_deployed": True},
-        "instances": {"a": {"application": "ok", "distribution": "Uniform", "rate": 20}},
-    }, origin="api")
+    workload = workload_from_dict(
+        {
+            "test_name": "api",
+            "test_duration_in_seconds": 0.5,
+            "random_seed": 1,
+            "blocking_cli": False,
+            "platform": {"actions_deployed": True},
+            "instances": {"a": {"application": "ok", "distribution": "Uniform", "rate": 20}},
+        },
+        origin="api",
+    )
     results = {}
     handlers_before = signal.getsignal(signal.SIGINT), signal.getsignal(signal.SIGTERM)
     with FakeOpenWhisk() as server:
         connection = Connection(apihost=server.apihost, auth=AUTH, namespace="_")
         results["main"] = execute(workload, tmp_path / "main", connection=connection)
-        thread = threading.Thread(target=lambda: results.__setitem__("thread", execute(workload, tmp_path / "thread", connection=connection)))
+        thread = threading.Thread(
+            target=lambda: results.__setitem__("thread", execute(workload, tmp_path / "thread", connection=connection))
+        )
         thread.start()
         thread.join(30)
     for run_dir in results.values():

@@ -18,7 +18,12 @@ def test_quiet_interval_prints_progress_only():
     w.window.extend([0, 1 * MS, 2 * MS])
     v = w.verdict(5.0, sent=3, in_flight=1, waiting=0, outcomes={"ok": 2, "throttled": 1}, now_ns=5_000 * MS, cpu_s=0.5)
     assert v.warning is None and v.abort is None
-    assert "sent 3/1,000" in v.progress and "cpu 10%" in v.progress and "not ok 1" in v.progress and "max 2.00 ms" in v.progress
+    assert (
+        "sent 3/1,000" in v.progress
+        and "cpu 10%" in v.progress
+        and "not ok 1" in v.progress
+        and "max 2.00 ms" in v.progress
+    )
     assert w.window == []
 
 
@@ -33,7 +38,9 @@ def test_warning_names_the_cause():
     w.window.extend([50 * MS] * 10)
     pool = w.verdict(15.0, 30, 64, 12, {}, now_ns=15_000 * MS, cpu_s=5.1)
     assert "all 64 connections are busy" in pool.warning and "--max-connections" in pool.warning
-    assert w.warnings == [f"lateness passed the warning threshold in 3 of 3 progress intervals; worst: {cpu_bound.warning}"]
+    assert w.warnings == [
+        f"lateness passed the warning threshold in 3 of 3 progress intervals; worst: {cpu_bound.warning}"
+    ]
 
 
 def test_abort_threshold():

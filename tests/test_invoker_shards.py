@@ -19,17 +19,25 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-
 from conftest import REPO_ROOT, run_cli
-from faasprof import rundir
-from faasprof.errors import ConfigError
-from faasprof.progress import QUIET, Progress
-from faasprof.platforms.openwhisk.connection import Connection
-from faasprof.invoker.dispatch import REALTIME_HINT_PER_S, DispatchOptions, realtime_hint, realtime_permitted
-from faasprof.platforms.registry import prepare_request
-from faasprof.invoker.shards import AUTO_RATE_PER_PROCESS, SHARDS_DIR, ShardedDispatch, choose_processes, peak_rate_per_s, resolve_processes, split_plan
 from test_invoker_fakeserver import AUTH, FakeOpenWhisk
 from test_invoker_run import _wait_for_rows, assert_no_secret, run_dirs, write_workload
+
+from faasprof import rundir
+from faasprof.errors import ConfigError
+from faasprof.invoker.dispatch import REALTIME_HINT_PER_S, DispatchOptions, realtime_hint, realtime_permitted
+from faasprof.invoker.shards import (
+    AUTO_RATE_PER_PROCESS,
+    SHARDS_DIR,
+    ShardedDispatch,
+    choose_processes,
+    peak_rate_per_s,
+    resolve_processes,
+    split_plan,
+)
+from faasprof.platforms.openwhisk.connection import Connection
+from faasprof.platforms.registry import prepare_request
+from faasprof.progress import QUIET, Progress
 
 # -- the split ------------------------------------------------------------------------------------
 
@@ -88,14 +96,32 @@ def test_auto_send_processes_from_the_peak_rate_and_the_cores():
     cap of the cores minus one left auto at one."""
     choice = choose_processes("auto", 20_412, cores=2)
     assert (choice.processes, choice.capped, choice.worth_saying) == (2, True, True)
-    assert choice.why == "auto: the busiest second plans 20,412 invocations and one process holds about 8,000/s; 3 wanted, capped at the cores (2)"
-    assert choice.describe() == {"requested": "auto", "processes": 2, "busiest_second_invocations": 20_412, "per_process_per_s": AUTO_RATE_PER_PROCESS,
-                                 "cores": 2, "why": choice.why}
-    assert (choose_processes("auto", 16_000, cores=4).processes, choose_processes("auto", 16_001, cores=4).processes) == (2, 3)
+    assert (
+        choice.why
+        == "auto: the busiest second plans 20,412 invocations and one process holds about 8,000/s; 3 wanted, capped at the cores (2)"
+    )
+    assert choice.describe() == {
+        "requested": "auto",
+        "processes": 2,
+        "busiest_second_invocations": 20_412,
+        "per_process_per_s": AUTO_RATE_PER_PROCESS,
+        "cores": 2,
+        "why": choice.why,
+    }
+    assert (
+        choose_processes("auto", 16_000, cores=4).processes,
+        choose_processes("auto", 16_001, cores=4).processes,
+    ) == (2, 3)
     quiet = choose_processes("auto", 100, cores=16)
     assert (quiet.processes, quiet.capped, quiet.worth_saying) == (1, False, False)
     given = choose_processes("1", 20_412)
-    assert (given.processes, given.requested, given.cores, given.worth_saying, given.why) == (1, "1", None, False, "--send-processes 1")
+    assert (given.processes, given.requested, given.cores, given.worth_saying, given.why) == (
+        1,
+        "1",
+        None,
+        False,
+        "--send-processes 1",
+    )
 
 
 def test_realtime_hint_only_for_a_busy_plan_without_realtime_that_may_use_it():
@@ -125,20 +151,39 @@ def _plan(server: FakeOpenWhisk, rates: dict[str, float], duration_s: float, see
     instances = [(name, "ok") for name in rates]
     requests = []
     for name in rates:
-        instance = type("I", (), dict(name=name, function="ok", endpoint="local_openwhisk", blocking=False, params={},
-                                      data_file=None, data_mode="web", content_type=None, url=None, data=None, host=None))
+        instance = type(
+            "I",
+            (),
+            dict(
+                name=name,
+                function="ok",
+                endpoint="local_openwhisk",
+                blocking=False,
+                params={},
+                data_file=None,
+                data_mode="web",
+                content_type=None,
+                url=None,
+                data=None,
+                host=None,
+            ),
+        )
         requests.append(prepare_request(instance, connection))
     return intended, owners, instances, requests
 
 
-def _sharded_run(tmp_path: Path, server, rates, duration_s: float, processes: int, during=None, options=None, progress=QUIET):
+def _sharded_run(
+    tmp_path: Path, server, rates, duration_s: float, processes: int, during=None, options=None, progress=QUIET
+):
     intended, owners, instances, requests = _plan(server, rates, duration_s)
     run_dir = tmp_path / "run"
     run_dir.mkdir()
     rundir.write_plan(run_dir, intended, owners, [n for n, _ in instances], [f for _, f in instances])
     log = rundir.InvocationLog(run_dir, flush_interval_s=0.1)
     options = options or DispatchOptions(send_processes=processes, lateness_warn_ms=None)
-    sharded = ShardedDispatch(run_dir, intended, owners, instances, requests, log, options, duration_s=duration_s, progress=progress)
+    sharded = ShardedDispatch(
+        run_dir, intended, owners, instances, requests, log, options, duration_s=duration_s, progress=progress
+    )
     sharded.start(timeout_s=60)
     helper = None
     if during is not None:
@@ -156,7 +201,9 @@ def _sharded_run(tmp_path: Path, server, rates, duration_s: float, processes: in
 @pytest.mark.slow
 def test_two_processes_merge_into_one_run_directory(tmp_path):
     with FakeOpenWhisk() as server:
-        run_dir, intended, owners, sharded, result = _sharded_run(tmp_path, server, {"a": 40, "b": 25, "hot": 60}, 2.0, 2)
+        run_dir, intended, owners, sharded, result = _sharded_run(
+            tmp_path, server, {"a": 40, "b": 25, "hot": 60}, 2.0, 2
+        )
         answered = len(server.requests)
     n = intended.size
     assert result.status == "complete" and result.planned == n and result.sent == n == answered
@@ -176,7 +223,9 @@ def test_two_processes_merge_into_one_run_directory(tmp_path):
     described = sharded.describe()
     assert described["send_mode"] == "multi-process" and described["send_processes"] == 2
     shares = described["processes"]
-    assert sum(p["planned"] for p in shares) == n and all(p["status"] == "complete" and p["exit"] == "exit 0" for p in shares)
+    assert sum(p["planned"] for p in shares) == n and all(
+        p["status"] == "complete" and p["exit"] == "exit 0" for p in shares
+    )
     # In each process, its invocations were sent in plan order (lateness never reorders one stream).
     for share in sharded.children:
         sent = [sends[int(seq)] for seq in share.seqs]
@@ -193,7 +242,9 @@ def test_a_child_killed_mid_run_still_leaves_every_planned_invocation_once(tmp_p
         os.kill(sharded.children[0].proc.pid, signal.SIGKILL)
 
     with FakeOpenWhisk() as server:
-        run_dir, intended, owners, sharded, result = _sharded_run(tmp_path, server, {"a": 50, "b": 50}, 8.0, 2, during=kill_first_child)
+        run_dir, intended, owners, sharded, result = _sharded_run(
+            tmp_path, server, {"a": 50, "b": 50}, 8.0, 2, during=kill_first_child
+        )
     n = intended.size
     assert result.status == "aborted"
     assert "send process 1 of 2" in result.reason and "killed by signal 9" in result.reason
@@ -218,13 +269,20 @@ def test_each_process_watches_itself_and_the_parent_reports_progress(tmp_path, c
     options = DispatchOptions(send_processes=2, lateness_warn_ms=1e-9, progress_interval_s=0.3)
     said: list[str] = []
     with FakeOpenWhisk() as server:
-        _, intended, _, sharded, result = _sharded_run(tmp_path, server, {"a": 40, "b": 40}, 2.0, 2, options=options, progress=Progress(said.append))
+        _, intended, _, sharded, result = _sharded_run(
+            tmp_path, server, {"a": 40, "b": 40}, 2.0, 2, options=options, progress=Progress(said.append)
+        )
     assert result.status == "complete" and result.outcomes == {"ok": intended.size}
     stderr = capfd.readouterr().err
     # The children speak only to warn, each naming itself; the parent prints the run's progress.
     for index in (1, 2):
-        assert f"send process {index} of 2 (pid {sharded.children[index - 1].proc.pid}): warning: lateness p99" in stderr
-        assert any(w.startswith(f"send process {index} of 2 (pid ") and "passed the warning threshold" in w for w in result.warnings)
+        assert (
+            f"send process {index} of 2 (pid {sharded.children[index - 1].proc.pid}): warning: lateness p99" in stderr
+        )
+        assert any(
+            w.startswith(f"send process {index} of 2 (pid ") and "passed the warning threshold" in w
+            for w in result.warnings
+        )
     assert "in flight" not in stderr  # the children's own progress lines are not printed
     assert said and all("by 2 processes" in line for line in said)
 
@@ -234,11 +292,29 @@ def test_each_process_watches_itself_and_the_parent_reports_progress(tmp_path, c
 
 @pytest.mark.slow
 def test_cli_run_with_two_send_processes(tmp_path, isolated_home):
-    config = write_workload(tmp_path, duration=2, instances={"a": {"application": "ok", "distribution": "Poisson", "rate": 40},
-                                                             "b": {"application": "ok2", "distribution": "Uniform", "rate": 30}})
+    config = write_workload(
+        tmp_path,
+        duration=2,
+        instances={
+            "a": {"application": "ok", "distribution": "Poisson", "rate": 40},
+            "b": {"application": "ok2", "distribution": "Uniform", "rate": 30},
+        },
+    )
     out = tmp_path / "runs"
     with FakeOpenWhisk() as server:
-        done = run_cli("run", config, "--out", out, "--apihost", server.apihost, "--auth", AUTH, "--send-processes", "2", timeout=120)
+        done = run_cli(
+            "run",
+            config,
+            "--out",
+            out,
+            "--apihost",
+            server.apihost,
+            "--auth",
+            AUTH,
+            "--send-processes",
+            "2",
+            timeout=120,
+        )
     assert done.returncode == 0, done.stderr
     (run_dir,) = run_dirs(out)
     assert done.stdout.strip().splitlines()[-1] == str(run_dir)
@@ -258,7 +334,9 @@ def test_cli_run_chooses_send_processes_automatically_by_default(tmp_path, isola
     """No --send-processes: the count comes from the plan's busiest second (the split itself at
     high rates is ``choose_processes``'s test; whether a run then holds its schedule is timing,
     measured by bench/bench_invoker.py, not asserted here), and the manifest says why."""
-    config = write_workload(tmp_path, duration=1.5, instances={"a": {"application": "ok", "distribution": "Uniform", "rate": 40}})
+    config = write_workload(
+        tmp_path, duration=1.5, instances={"a": {"application": "ok", "distribution": "Uniform", "rate": 40}}
+    )
     out = tmp_path / "runs"
     with FakeOpenWhisk() as server:
         done = run_cli("run", config, "--out", out, "--apihost", server.apihost, "--auth", AUTH, timeout=120)
@@ -267,8 +345,13 @@ def test_cli_run_chooses_send_processes_automatically_by_default(tmp_path, isola
     invoker = rundir.read_manifest(run_dir).to_json()["invoker"]
     cores = len(os.sched_getaffinity(0))
     assert invoker["send_processes_choice"] == {
-        "requested": "auto", "processes": 1, "busiest_second_invocations": 40, "per_process_per_s": AUTO_RATE_PER_PROCESS, "cores": cores,
-        "why": f"auto: the busiest second plans 40 invocations and one process holds about {AUTO_RATE_PER_PROCESS:,}/s"}
+        "requested": "auto",
+        "processes": 1,
+        "busiest_second_invocations": 40,
+        "per_process_per_s": AUTO_RATE_PER_PROCESS,
+        "cores": cores,
+        "why": f"auto: the busiest second plans 40 invocations and one process holds about {AUTO_RATE_PER_PROCESS:,}/s",
+    }
     assert invoker["send_processes"] == 1 and invoker.get("send_mode") != "multi-process"
     # One process for a slow plan goes without saying, and it needs no --realtime.
     assert "send processes:" not in done.stderr and "--realtime" not in done.stderr
@@ -278,7 +361,18 @@ def test_cli_run_chooses_send_processes_automatically_by_default(tmp_path, isola
 @pytest.mark.parametrize("value", ["0", "lots"])
 def test_cli_bad_send_processes_exit_2(tmp_path, isolated_home, value):
     config = write_workload(tmp_path)
-    done = run_cli("run", config, "--out", tmp_path / "runs", "--apihost", "http://127.0.0.1:9", "--auth", AUTH, "--send-processes", value)
+    done = run_cli(
+        "run",
+        config,
+        "--out",
+        tmp_path / "runs",
+        "--apihost",
+        "http://127.0.0.1:9",
+        "--auth",
+        AUTH,
+        "--send-processes",
+        value,
+    )
     assert done.returncode == 2
     lines = done.stderr.strip().splitlines()
     assert len(lines) == 1 and "--send-processes" in lines[0]
@@ -288,13 +382,32 @@ def test_cli_bad_send_processes_exit_2(tmp_path, isolated_home, value):
 @pytest.mark.slow
 @pytest.mark.parametrize("sig, label", [(signal.SIGINT, "Ctrl-C (SIGINT)"), (signal.SIGTERM, "SIGTERM")])
 def test_cli_signal_stops_every_send_process_with_a_row_for_every_invocation(tmp_path, isolated_home, sig, label):
-    config = write_workload(tmp_path, duration=20, instances={"a": {"application": "ok", "distribution": "Uniform", "rate": 50}})
+    config = write_workload(
+        tmp_path, duration=20, instances={"a": {"application": "ok", "distribution": "Uniform", "rate": 50}}
+    )
     out = tmp_path / "runs"
     with FakeOpenWhisk() as server:
         proc = subprocess.Popen(
-            [sys.executable, "-m", "faasprof", "run", str(config), "--out", str(out), "--apihost", server.apihost, "--auth", AUTH,
-             "--send-processes", "2"],
-            cwd=REPO_ROOT, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env={**os.environ, "HOME": str(isolated_home)},
+            [
+                sys.executable,
+                "-m",
+                "faasprof",
+                "run",
+                str(config),
+                "--out",
+                str(out),
+                "--apihost",
+                server.apihost,
+                "--auth",
+                AUTH,
+                "--send-processes",
+                "2",
+            ],
+            cwd=REPO_ROOT,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            text=True,
+            env={**os.environ, "HOME": str(isolated_home)},
         )
         try:
             _wait_for_rows(out, proc, timeout_s=60)
@@ -334,13 +447,32 @@ def _children_of(pid: int) -> list[int]:
 
 @pytest.mark.slow
 def test_cli_parent_killed_leaves_a_readable_torn_run_and_stops_its_children(tmp_path, isolated_home):
-    config = write_workload(tmp_path, duration=20, instances={"a": {"application": "ok", "distribution": "Uniform", "rate": 40}})
+    config = write_workload(
+        tmp_path, duration=20, instances={"a": {"application": "ok", "distribution": "Uniform", "rate": 40}}
+    )
     out = tmp_path / "runs"
     with FakeOpenWhisk() as server:
         proc = subprocess.Popen(
-            [sys.executable, "-m", "faasprof", "run", str(config), "--out", str(out), "--apihost", server.apihost, "--auth", AUTH,
-             "--quiet", "--send-processes", "2"],
-            cwd=REPO_ROOT, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, env={**os.environ, "HOME": str(isolated_home)},
+            [
+                sys.executable,
+                "-m",
+                "faasprof",
+                "run",
+                str(config),
+                "--out",
+                str(out),
+                "--apihost",
+                server.apihost,
+                "--auth",
+                AUTH,
+                "--quiet",
+                "--send-processes",
+                "2",
+            ],
+            cwd=REPO_ROOT,
+            stdout=subprocess.DEVNULL,
+            stderr=subprocess.DEVNULL,
+            env={**os.environ, "HOME": str(isolated_home)},
         )
         children: list[int] = []
         try:
@@ -348,7 +480,11 @@ def test_cli_parent_killed_leaves_a_readable_torn_run_and_stops_its_children(tmp
             run_dir = None
             while time.monotonic() < deadline:
                 dirs = run_dirs(out)
-                if dirs and (dirs[0] / rundir.INVOCATIONS).exists() and (dirs[0] / rundir.INVOCATIONS).stat().st_size > 200:
+                if (
+                    dirs
+                    and (dirs[0] / rundir.INVOCATIONS).exists()
+                    and (dirs[0] / rundir.INVOCATIONS).stat().st_size > 200
+                ):
                     run_dir = dirs[0]
                     break
                 time.sleep(0.1)

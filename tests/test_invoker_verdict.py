@@ -6,18 +6,25 @@ from __future__ import annotations
 import json
 
 import pytest
-
 from conftest import run_cli
-from faasprof import rundir
-from faasprof.errors import ConfigError
-from faasprof.invoker.verdict import check_thresholds, evaluate, parse_thresholds
 from test_invoker_fakeserver import AUTH, FakeOpenWhisk
 from test_invoker_run import run_dirs, write_workload
 
+from faasprof import rundir
+from faasprof.errors import ConfigError
+from faasprof.invoker.verdict import check_thresholds, evaluate, parse_thresholds
+
 
 def row(seq, outcome="ok", status=202, sent=100, done=5_000_100, error="", intended=0):
-    return {"seq": str(seq), "intended_ns": str(intended), "sent_ns": "" if sent is None else str(sent), "done_ns": "" if done is None else str(done),
-            "outcome": outcome, "http_status": "" if status is None else str(status), "error": error}
+    return {
+        "seq": str(seq),
+        "intended_ns": str(intended),
+        "sent_ns": "" if sent is None else str(sent),
+        "done_ns": "" if done is None else str(done),
+        "outcome": outcome,
+        "http_status": "" if status is None else str(status),
+        "error": error,
+    }
 
 
 def test_default_passes_a_healthy_run():
@@ -33,12 +40,17 @@ def test_most_failed_fails_at_the_boundary():
     verdict = evaluate(most)
     assert not verdict["passed"]
     assert verdict["dominant_failure"]["outcome"] == "throttled" and verdict["dominant_failure"]["count"] == 6
-    assert "dominant failure: throttled (HTTP 429) in 6 of 11" in verdict["message"] and "lower the workload's rate" in verdict["message"]
+    assert (
+        "dominant failure: throttled (HTTP 429) in 6 of 11" in verdict["message"]
+        and "lower the workload's rate" in verdict["message"]
+    )
 
 
 def test_no_success_fails_and_not_sent_is_not_a_failure():
-    verdict = evaluate([row(0, "failed", None, sent=None, done=10, error="cannot connect to 127.0.0.1:9 (Connection refused)")]
-                       + [row(i, "not_sent", None, sent=None, done=None) for i in range(1, 50)])
+    verdict = evaluate(
+        [row(0, "failed", None, sent=None, done=10, error="cannot connect to 127.0.0.1:9 (Connection refused)")]
+        + [row(i, "not_sent", None, sent=None, done=None) for i in range(1, 50)]
+    )
     assert not verdict["passed"] and verdict["attempted"] == 1
     assert verdict["message"].startswith("failed: no invocation succeeded")
     assert "refused connections" in verdict["dominant_failure"]["fix"]
@@ -46,26 +58,32 @@ def test_no_success_fails_and_not_sent_is_not_a_failure():
 
 def test_an_instance_whose_every_call_failed_fails_the_run():
     """A function given the wrong input fails 100 % while the others carry the failure rate."""
-    rows = ([dict(row(i), instance="dumps") for i in range(8)]
-            + [dict(row(i, "app_error", 502, error="no document: pass 'text'"), instance="md") for i in range(8, 10)]
-            + [dict(row(10, "not_sent", None, sent=None, done=None), instance="later")])  # never sent: not judged
+    rows = (
+        [dict(row(i), instance="dumps") for i in range(8)]
+        + [dict(row(i, "app_error", 502, error="no document: pass 'text'"), instance="md") for i in range(8, 10)]
+        + [dict(row(10, "not_sent", None, sent=None, done=None), instance="later")]
+    )  # never sent: not judged
     verdict = evaluate(rows)
     assert not verdict["passed"]
     assert verdict["message"].startswith(
-        "failed: instance md: none of its 2 attempted invocations succeeded (first error: app_error (HTTP 502): no document: pass 'text')")
+        "failed: instance md: none of its 2 attempted invocations succeeded (first error: app_error (HTTP 502): no document: pass 'text')"
+    )
     check = next(c for c in verdict["thresholds"] if c["name"] == "min_successes_per_instance")
     assert check["instance"] == "md" and check["value"] == 0 and check["source"] == "default"
     assert evaluate(rows, {"min_successes_per_instance": 0})["passed"]
     assert evaluate([dict(r, instance="dumps") for r in rows[:10]])["passed"]  # one instance, 80 % succeeded
 
 
-@pytest.mark.parametrize("outcome, status, error, fix", [
-    ("failed", 413, "The request content was too large", "payload limit"),
-    ("timeout", None, "no response within 1 s", "--request-timeout-s"),
-    ("app_error", 502, "boom", "the action itself failed"),
-    ("failed", 401, "invalid", "--auth"),
-    ("failed", 404, "does not exist", "faasprof deploy"),
-])
+@pytest.mark.parametrize(
+    "outcome, status, error, fix",
+    [
+        ("failed", 413, "The request content was too large", "payload limit"),
+        ("timeout", None, "no response within 1 s", "--request-timeout-s"),
+        ("app_error", 502, "boom", "the action itself failed"),
+        ("failed", 401, "invalid", "--auth"),
+        ("failed", 404, "does not exist", "faasprof deploy"),
+    ],
+)
 def test_dominant_failure_names_its_fix(outcome, status, error, fix):
     verdict = evaluate([row(i, outcome, status, error=error) for i in range(3)])
     assert fix in verdict["dominant_failure"]["fix"] and fix in verdict["message"]
@@ -79,11 +97,17 @@ def test_user_thresholds_at_their_boundaries():
     assert evaluate(rows, {"min_successes": 100})["passed"] and not evaluate(rows, {"min_successes": 101})["passed"]
     assert evaluate(rows + [row(100, "timeout", None)], {"max_failure_rate": 0})["passed"] is False
     late = [row(i, intended=0, sent=(i + 1) * 1_000_000) for i in range(100)]
-    assert not evaluate(late, {"max_lateness_ms_p99": 99})["passed"] and evaluate(late, {"max_lateness_ms_p99": 100})["passed"]
+    assert (
+        not evaluate(late, {"max_lateness_ms_p99": 99})["passed"]
+        and evaluate(late, {"max_lateness_ms_p99": 100})["passed"]
+    )
 
 
 def test_threshold_input_is_checked():
-    assert parse_thresholds(["max_failure_rate=0.1", "min_successes=3"]) == {"max_failure_rate": 0.1, "min_successes": 3}
+    assert parse_thresholds(["max_failure_rate=0.1", "min_successes=3"]) == {
+        "max_failure_rate": 0.1,
+        "min_successes": 3,
+    }
     for bad in (["nope=1"], ["max_failure_rate"], ["max_failure_rate=2"], ["min_successes=nan"], ["min_successes=-1"]):
         with pytest.raises(ConfigError):
             parse_thresholds(bad)
@@ -92,7 +116,12 @@ def test_threshold_input_is_checked():
 
 
 def _run(tmp_path, application, *extra, server_setup=None, **workload):
-    config = write_workload(tmp_path, duration=1.5, instances={"a": {"application": application, "distribution": "Uniform", "rate": 8}}, **workload)
+    config = write_workload(
+        tmp_path,
+        duration=1.5,
+        instances={"a": {"application": application, "distribution": "Uniform", "rate": 8}},
+        **workload,
+    )
     out = tmp_path / "runs"
     with FakeOpenWhisk() as server:
         if server_setup:
@@ -102,14 +131,25 @@ def _run(tmp_path, application, *extra, server_setup=None, **workload):
     return done, rundir.read_manifest(run_dir).to_json()
 
 
-@pytest.mark.parametrize("application, extra, setup, expect_status, expect", [
-    ("throttled", (), None, "complete", "throttled (HTTP 429) in 12 of 12"),
-    ("toolarge", (), None, "complete", "payload limit"),
-    ("slow", ("--request-timeout-s", "0.3"), lambda s: setattr(s, "slow_s", 3.0), "complete", "timeout in 12 of 12"),
-    ("ok", (), lambda s: setattr(s, "die_after_preflight", True), "complete", "refused connections"),
-])
+@pytest.mark.parametrize(
+    "application, extra, setup, expect_status, expect",
+    [
+        ("throttled", (), None, "complete", "throttled (HTTP 429) in 12 of 12"),
+        ("toolarge", (), None, "complete", "payload limit"),
+        (
+            "slow",
+            ("--request-timeout-s", "0.3"),
+            lambda s: setattr(s, "slow_s", 3.0),
+            "complete",
+            "timeout in 12 of 12",
+        ),
+        ("ok", (), lambda s: setattr(s, "die_after_preflight", True), "complete", "refused connections"),
+    ],
+)
 @pytest.mark.slow
-def test_all_failing_platform_exits_1_naming_the_failure_and_fix(tmp_path, isolated_home, application, extra, setup, expect_status, expect):
+def test_all_failing_platform_exits_1_naming_the_failure_and_fix(
+    tmp_path, isolated_home, application, extra, setup, expect_status, expect
+):
     done, manifest = _run(tmp_path, application, *extra, server_setup=setup)
     assert done.returncode == 1, done.stderr
     assert "Traceback" not in done.stderr
@@ -121,16 +161,22 @@ def test_all_failing_platform_exits_1_naming_the_failure_and_fix(tmp_path, isola
 
 @pytest.mark.slow
 def test_run_with_one_always_failing_instance_exits_1_naming_it(tmp_path, isolated_home):
-    config = write_workload(tmp_path, duration=1.5, instances={
-        "a": {"application": "ok", "distribution": "Uniform", "rate": 8},
-        "b": {"application": "apperr", "distribution": "Uniform", "rate": 2},
-    })
+    config = write_workload(
+        tmp_path,
+        duration=1.5,
+        instances={
+            "a": {"application": "ok", "distribution": "Uniform", "rate": 8},
+            "b": {"application": "apperr", "distribution": "Uniform", "rate": 2},
+        },
+    )
     out = tmp_path / "runs"
     with FakeOpenWhisk() as server:
         done = run_cli("run", config, "--out", out, "--apihost", server.apihost, "--auth", AUTH, "--quiet", timeout=120)
     assert done.returncode == 1, done.stderr
     (line,) = [line for line in done.stderr.splitlines() if "instance b" in line]
-    assert line.startswith("run complete but failed: instance b: none of its 3 attempted invocations succeeded (first error: app_error (HTTP 502)")
+    assert line.startswith(
+        "run complete but failed: instance b: none of its 3 attempted invocations succeeded (first error: app_error (HTTP 502)"
+    )
     assert "the function failed" in line
     (run_dir,) = run_dirs(out)
     assert rundir.read_manifest(run_dir).to_json()["verdict"]["passed"] is False
@@ -138,12 +184,18 @@ def test_run_with_one_always_failing_instance_exits_1_naming_it(tmp_path, isolat
 
 @pytest.mark.slow
 def test_a_failed_verdict_is_told_once_without_quiet(tmp_path, isolated_home):
-    config = write_workload(tmp_path, duration=1.5, instances={
-        "a": {"application": "ok", "distribution": "Uniform", "rate": 8},
-        "b": {"application": "apperr", "distribution": "Uniform", "rate": 2},
-    })
+    config = write_workload(
+        tmp_path,
+        duration=1.5,
+        instances={
+            "a": {"application": "ok", "distribution": "Uniform", "rate": 8},
+            "b": {"application": "apperr", "distribution": "Uniform", "rate": 2},
+        },
+    )
     with FakeOpenWhisk() as server:
-        done = run_cli("run", config, "--out", tmp_path / "runs", "--apihost", server.apihost, "--auth", AUTH, timeout=120)
+        done = run_cli(
+            "run", config, "--out", tmp_path / "runs", "--apihost", server.apihost, "--auth", AUTH, timeout=120
+        )
     assert done.returncode == 1, done.stderr
     assert done.stderr.count("none of its 3 attempted invocations succeeded") == 1, done.stderr
     assert done.stderr.rstrip().splitlines()[-1].startswith("run complete but failed its thresholds (see ")
@@ -155,12 +207,34 @@ def test_thresholds_from_workload_and_command_line(tmp_path, isolated_home):
     assert done.returncode == 1 and "client_latency_ms_p99" in done.stderr
     assert manifest["status"] == "complete" and manifest["verdict"]["thresholds"][-1]["source"] == "user"
     (tmp_path / "runs2").mkdir()
-    done = run_cli("run", write_workload(tmp_path, duration=1.0, thresholds={"max_client_latency_ms_p99": 0.000001}), "--out", tmp_path / "runs2",
-                   "--apihost", "http://127.0.0.1:9", "--auth", AUTH, "--threshold", "bogus=1", timeout=60)
+    done = run_cli(
+        "run",
+        write_workload(tmp_path, duration=1.0, thresholds={"max_client_latency_ms_p99": 0.000001}),
+        "--out",
+        tmp_path / "runs2",
+        "--apihost",
+        "http://127.0.0.1:9",
+        "--auth",
+        AUTH,
+        "--threshold",
+        "bogus=1",
+        timeout=60,
+    )
     assert done.returncode == 2 and done.stderr.strip().startswith("--threshold bogus=1:")
     with FakeOpenWhisk() as server:
-        done = run_cli("run", write_workload(tmp_path, duration=1.0, thresholds={"max_client_latency_ms_p99": 0.000001}), "--out", tmp_path / "runs2",
-                       "--apihost", server.apihost, "--auth", AUTH, "--threshold", "max_client_latency_ms_p99=100000", timeout=60)
+        done = run_cli(
+            "run",
+            write_workload(tmp_path, duration=1.0, thresholds={"max_client_latency_ms_p99": 0.000001}),
+            "--out",
+            tmp_path / "runs2",
+            "--apihost",
+            server.apihost,
+            "--auth",
+            AUTH,
+            "--threshold",
+            "max_client_latency_ms_p99=100000",
+            timeout=60,
+        )
     assert done.returncode == 0, done.stderr
 
 
@@ -172,28 +246,43 @@ def record(activation_id, status_code, error=None, timeout=False):
 def test_records_refine_accepted_calls_to_their_final_outcome():
     rows = [dict(row(i), activation_id=f"a{i}") for i in range(10)]
     # Accepted (202) but the function raised in 6 of 10: most failed, by the records.
-    records = {f"a{i}": record(f"a{i}", 1, "boom") for i in range(6)} | {f"a{i}": record(f"a{i}", 0) for i in range(6, 10)}
+    records = {f"a{i}": record(f"a{i}", 1, "boom") for i in range(6)} | {
+        f"a{i}": record(f"a{i}", 0) for i in range(6, 10)
+    }
     assert evaluate(rows)["passed"], "without records the 202s pass"
     verdict = evaluate(rows, records=records)
     assert not verdict["passed"] and verdict["outcomes"] == {"application_error": 6, "ok": 4}
-    assert verdict["dominant_failure"]["outcome"] == "application_error" and verdict["dominant_failure"]["error"] == "boom"
+    assert (
+        verdict["dominant_failure"]["outcome"] == "application_error" and verdict["dominant_failure"]["error"] == "boom"
+    )
     assert "fix the function or its parameters" in verdict["message"]
     # A call without its record is no success (no_record); a timeout record is an action_timeout.
-    timed_out = {f"a{i}": record(f"a{i}", 2, "The action exceeded its time limits of 100 milliseconds.", timeout=True) for i in range(6)}
+    timed_out = {
+        f"a{i}": record(f"a{i}", 2, "The action exceeded its time limits of 100 milliseconds.", timeout=True)
+        for i in range(6)
+    }
     verdict = evaluate(rows, records=timed_out)
-    assert verdict["outcomes"] == {"action_timeout": 6, "no_record": 4} and "raise the action's timeout" in verdict["dominant_failure"]["fix"]
+    assert (
+        verdict["outcomes"] == {"action_timeout": 6, "no_record": 4}
+        and "raise the action's timeout" in verdict["dominant_failure"]["fix"]
+    )
 
 
 def test_calls_without_a_record_are_not_successes_and_fail_their_instance_in_one_line():
     """Issue 34: ``paper_listing1 --analyze`` passed "1,149 of 1,149" while 1,023 had no record."""
     why = "the platform answered each with an activation id, but its store holds no record of it after it stopped: lost by the platform"
-    rows = ([dict(row(i), instance="small", activation_id=f"s{i}") for i in range(20)]
-            + [dict(row(i), instance="big", activation_id=f"b{i}") for i in range(20, 120)])
-    records = {f"s{i}": record(f"s{i}", 0) for i in range(20)} | {f"b{i}": record(f"b{i}", 0) for i in range(20, 60)}  # 60 of big's 100 missing
+    rows = [dict(row(i), instance="small", activation_id=f"s{i}") for i in range(20)] + [
+        dict(row(i), instance="big", activation_id=f"b{i}") for i in range(20, 120)
+    ]
+    records = {f"s{i}": record(f"s{i}", 0) for i in range(20)} | {
+        f"b{i}": record(f"b{i}", 0) for i in range(20, 60)
+    }  # 60 of big's 100 missing
     verdict = evaluate(rows, records=records, missing_why=why)
     assert not verdict["passed"] and verdict["outcomes"] == {"no_record": 60, "ok": 60}
     # One line, first: which instance, how many without a record, why.
-    assert verdict["message"].startswith(f"failed: instance big: 60 of its 100 accepted invocations have no activation record (threshold 50%): {why}")
+    assert verdict["message"].startswith(
+        f"failed: instance big: 60 of its 100 accepted invocations have no activation record (threshold 50%): {why}"
+    )
     assert "\n" not in verdict["message"] and "dominant failure: no_record" not in verdict["message"]
     check = next(c for c in verdict["thresholds"] if c["name"] == "max_no_record_rate_per_instance")
     assert check["instance"] == "big" and check["value"] == 0.6 and check["no_record"] == 60 and check["why"] == why
@@ -204,7 +293,10 @@ def test_calls_without_a_record_are_not_successes_and_fail_their_instance_in_one
     # A record saying the platform was stopped under it is its own outcome, with its reason.
     stopped = {f"s{i}": record(f"s{i}", 3, "localwhisk stopped before the activation completed.") for i in range(20)}
     verdict = evaluate(rows[:20], records=stopped)
-    assert verdict["outcomes"] == {"platform_stopped": 20} and "stopped before these activations completed" in verdict["dominant_failure"]["fix"]
+    assert (
+        verdict["outcomes"] == {"platform_stopped": 20}
+        and "stopped before these activations completed" in verdict["dominant_failure"]["fix"]
+    )
     # No records saved at all (a platform the run did not start, no --analyze): the HTTP outcomes decide.
     assert evaluate(rows)["passed"] and evaluate(rows)["outcomes"] == {"ok": 120}
     # Nor is a record due from a generic endpoint beside the platform: its answers are final.
@@ -219,10 +311,17 @@ def test_non_blocking_run_of_an_always_raising_function_fails(tmp_path, isolated
     folder.mkdir()
     (folder / "__main__.py").write_text("def main(args):\n    raise RuntimeError('always fails')\n")
     workload = tmp_path / "raising.json"
-    workload.write_text(json.dumps({
-        "test_name": "raising", "test_duration_in_seconds": 2, "random_seed": 5, "blocking_cli": False,
-        "instances": {"r": {"application": "raiser", "source": "raiser", "distribution": "Uniform", "rate": 4}},
-    }))
+    workload.write_text(
+        json.dumps(
+            {
+                "test_name": "raising",
+                "test_duration_in_seconds": 2,
+                "random_seed": 5,
+                "blocking_cli": False,
+                "instances": {"r": {"application": "raiser", "source": "raiser", "distribution": "Uniform", "rate": 4}},
+            }
+        )
+    )
     done = run_cli("run", workload, "--out", tmp_path / "runs", "--quiet", timeout=240)
     assert done.returncode == 1, done.stderr
     assert "Traceback" not in done.stderr
@@ -231,5 +330,8 @@ def test_non_blocking_run_of_an_always_raising_function_fails(tmp_path, isolated
     assert manifest["status"] == "complete"
     assert {r["outcome"] for r in rundir.read_invocations(run_dir)} == {"ok"}, "HTTP says every call was accepted"
     verdict = manifest["verdict"]
-    assert not verdict["passed"] and verdict["dominant_failure"]["outcome"] in ("application_error", "developer_error"), verdict
+    assert not verdict["passed"] and verdict["dominant_failure"]["outcome"] in (
+        "application_error",
+        "developer_error",
+    ), verdict
     assert "no invocation succeeded" in done.stderr

@@ -12,8 +12,12 @@ from faasprof.functions import iolib
 from faasprof.functions.catalogue import lookup
 from faasprof.invoker.storage import find_binary, start_storage
 
-needs_versitygw = pytest.mark.skipif(find_binary("versitygw") is None, reason="versitygw not installed (./setup.sh --with storage installs it)")
-needs_iperf3 = pytest.mark.skipif(find_binary("iperf3") is None, reason="iperf3 not installed (./setup.sh --with storage installs it)")
+needs_versitygw = pytest.mark.skipif(
+    find_binary("versitygw") is None, reason="versitygw not installed (./setup.sh --with storage installs it)"
+)
+needs_iperf3 = pytest.mark.skipif(
+    find_binary("iperf3") is None, reason="iperf3 not installed (./setup.sh --with storage installs it)"
+)
 # The glue between phases (loop bookkeeping, result assembly) on a loaded 2-core host.
 GAP_MS = 40.0
 GAP_SHARE = 0.2
@@ -38,8 +42,13 @@ def _adds_up(breakdown):
 def storage(tmp_path_factory):
     if find_binary("versitygw") is None:
         pytest.skip("versitygw not installed (./setup.sh --with storage installs it)")
-    spec = {"object_store": True, "shared_dir": True, "iperf3": find_binary("iperf3") is not None, "bucket": "faasprof-io",
-            "objects": [{"key": "chunk-3000000", "size_bytes": 3000000}]}
+    spec = {
+        "object_store": True,
+        "shared_dir": True,
+        "iperf3": find_binary("iperf3") is not None,
+        "bucket": "faasprof-io",
+        "objects": [{"key": "chunk-3000000", "size_bytes": 3000000}],
+    }
     with start_storage(spec, tmp_path_factory.mktemp("storage")) as running:
         yield running
 
@@ -60,14 +69,27 @@ def test_object_download_and_upload(storage, backend, tmp_path):
     up = _call("io-object", {**params, "op": "upload", "key": "uploaded", "size_bytes": 2000000})
     assert up["moved_bytes"] == 2000000
     _adds_up(up["breakdown"])
-    store = iolib.S3.from_params(storage.params()["s3"]) if backend == "s3" else iolib.FileStore(storage.params()["shared_dir"])
+    store = (
+        iolib.S3.from_params(storage.params()["s3"])
+        if backend == "s3"
+        else iolib.FileStore(storage.params()["shared_dir"])
+    )
     assert store.get("faasprof-io", "uploaded") == iolib.pattern_bytes(2000000, seed="uploaded")
     assert list(tmp_path.iterdir()) == []  # the local copy is removed
 
 
 @needs_versitygw
 def test_image_pipeline_over_the_object_store(storage, tmp_path):
-    params = {**storage.params(), "backend": "s3", "count": 2, "width": 64, "height": 64, "prepare": True, "prefix": "img/", "local_dir": str(tmp_path)}
+    params = {
+        **storage.params(),
+        "backend": "s3",
+        "count": 2,
+        "width": 64,
+        "height": 64,
+        "prepare": True,
+        "prefix": "img/",
+        "local_dir": str(tmp_path),
+    }
     first = _call("io-image", params)
     again = _call("io-image", {**params, "prepare": False})
     assert first["images"] == again["images"] == 2 and first["checksum"] == again["checksum"]
@@ -84,7 +106,14 @@ def test_image_pipeline_over_the_object_store(storage, tmp_path):
 def test_wordcount_gives_the_same_count_on_both_backends(storage, tmp_path):
     counts = {}
     for backend in ("s3", "file"):
-        params = {**storage.params(), "backend": backend, "blocks": 3, "words_per_block": 5000, "prepare": True, "local_dir": str(tmp_path)}
+        params = {
+            **storage.params(),
+            "backend": backend,
+            "blocks": 3,
+            "words_per_block": 5000,
+            "prepare": True,
+            "local_dir": str(tmp_path),
+        }
         result = _call("io-wordcount", params)
         counts[backend] = (result["words"], result["top"])
         _adds_up(result["breakdown"])

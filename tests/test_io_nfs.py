@@ -24,10 +24,19 @@ def _nfs_mounted(path: str) -> bool:
 
 
 def test_object_upload_and_download_through_the_nfs_mount(tmp_path):
-    assert _nfs_mounted(NFS_MOUNT), f"{NFS_MOUNT} is not an NFS mount; run ./setup.sh --testbed --tools-only -- -e tools_nfs=true"
+    assert _nfs_mounted(NFS_MOUNT), (
+        f"{NFS_MOUNT} is not an NFS mount; run ./setup.sh --testbed --tools-only -- -e tools_nfs=true"
+    )
     bucket = f"faasprof-nfs-{uuid.uuid4().hex[:8]}"
-    params = {"backend": "file", "shared_dir": NFS_MOUNT, "shared_is_network": True, "bucket": bucket, "key": "chunk",
-              "size_bytes": 8 << 20, "local_dir": str(tmp_path)}
+    params = {
+        "backend": "file",
+        "shared_dir": NFS_MOUNT,
+        "shared_is_network": True,
+        "bucket": bucket,
+        "key": "chunk",
+        "size_bytes": 8 << 20,
+        "local_dir": str(tmp_path),
+    }
     try:
         up = native.call_once(lookup("io-object"), {**params, "op": "upload"}, timeout_s=120)
         down = native.call_once(lookup("io-object"), {**params, "op": "download"}, timeout_s=120)

@@ -12,8 +12,12 @@ from faasprof.functions.iolib import S3, S3Error
 from faasprof.invoker.storage import check_spec, find_binary, start_iperf3_server, start_object_store, start_storage
 from faasprof.workload.spec import workload_from_dict
 
-needs_versitygw = pytest.mark.skipif(find_binary("versitygw") is None, reason="versitygw not installed (./setup.sh --with storage installs it)")
-needs_iperf3 = pytest.mark.skipif(find_binary("iperf3") is None, reason="iperf3 not installed (./setup.sh --with storage installs it)")
+needs_versitygw = pytest.mark.skipif(
+    find_binary("versitygw") is None, reason="versitygw not installed (./setup.sh --with storage installs it)"
+)
+needs_iperf3 = pytest.mark.skipif(
+    find_binary("iperf3") is None, reason="iperf3 not installed (./setup.sh --with storage installs it)"
+)
 
 
 def _port_closed(port: int) -> bool:
@@ -63,7 +67,13 @@ def test_streamed_put_of_a_pattern_object(tmp_path):
 @needs_versitygw
 @needs_iperf3
 def test_storage_block_starts_everything_and_puts_objects_in_both_backends(tmp_path):
-    spec = {"object_store": True, "iperf3": True, "shared_dir": True, "bucket": "faasprof-io", "objects": [{"key": "chunk-1000", "size_bytes": 1000}]}
+    spec = {
+        "object_store": True,
+        "iperf3": True,
+        "shared_dir": True,
+        "bucket": "faasprof-io",
+        "objects": [{"key": "chunk-1000", "size_bytes": 1000}],
+    }
     with start_storage(spec, tmp_path / "work") as storage:
         params = storage.params()
         assert set(params) == {"bucket", "s3", "iperf3", "shared_dir"}
@@ -82,6 +92,7 @@ def test_temporary_work_dir_is_removed(tmp_path):
     shared = storage.params()["shared_dir"]
     storage.stop()
     import os
+
     assert not os.path.exists(shared)
 
 
@@ -93,23 +104,31 @@ def test_iperf3_server_listens_and_stops(tmp_path):
     assert _port_closed(port)
 
 
-@pytest.mark.parametrize("spec,message", [
-    ({"objectstore": True}, "storage.objectstore is not a storage field"),
-    ({"object_store": "yes"}, "storage.object_store must be true or false"),
-    ({"object_store": True, "bucket": "IO"}, "storage.bucket 'IO'"),
-    ({"object_store": True, "objects": [{"key": "a"}]}, r"storage.objects\[0\]"),
-    ({"iperf3": True, "objects": [{"key": "a", "size_bytes": 1}]}, "storage.objects needs"),
-])
+@pytest.mark.parametrize(
+    "spec,message",
+    [
+        ({"objectstore": True}, "storage.objectstore is not a storage field"),
+        ({"object_store": "yes"}, "storage.object_store must be true or false"),
+        ({"object_store": True, "bucket": "IO"}, "storage.bucket 'IO'"),
+        ({"object_store": True, "objects": [{"key": "a"}]}, r"storage.objects\[0\]"),
+        ({"iperf3": True, "objects": [{"key": "a", "size_bytes": 1}]}, "storage.objects needs"),
+    ],
+)
 def test_bad_storage_blocks_name_the_field(spec, message):
     with pytest.raises(ConfigError, match=message):
         check_spec(spec, "w.json")
 
 
 def test_workload_schema_accepts_storage_and_io_study_blocks(tmp_path):
-    data = {"test_name": "t", "test_duration_in_seconds": 2, "random_seed": 1, "blocking_cli": True,
-            "storage": {"object_store": True, "objects": [{"key": "k", "size_bytes": 1}]},
-            "instances": {"a": {"application": "io-object", "distribution": "Burst", "burst_size": 1, "burst_gap_s": 1}},
-            "io_study": {"memory_mb": [128], "concurrency": [1, 2]}}
+    data = {
+        "test_name": "t",
+        "test_duration_in_seconds": 2,
+        "random_seed": 1,
+        "blocking_cli": True,
+        "storage": {"object_store": True, "objects": [{"key": "k", "size_bytes": 1}]},
+        "instances": {"a": {"application": "io-object", "distribution": "Burst", "burst_size": 1, "burst_gap_s": 1}},
+        "io_study": {"memory_mb": [128], "concurrency": [1, 2]},
+    }
     workload = workload_from_dict(data)
     assert workload.raw["storage"]["object_store"] is True
     with pytest.raises(ConfigError, match="storage"):

@@ -15,23 +15,31 @@ import pytest
 
 from faasprof.analyzer import io_breakdown
 from faasprof.experiments import io_study
-from faasprof.invoker.storage import find_binary
-from faasprof.workload.spec import workload_from_dict
-
-from tests.conftest import REPO_ROOT, tracked_files
 from faasprof.invoker.run import execute
-from faasprof.workload.spec import load_workload
+from faasprof.invoker.storage import find_binary
+from faasprof.workload.spec import load_workload, workload_from_dict
+from tests.conftest import REPO_ROOT, tracked_files
 
-needs_servers = pytest.mark.skipif(find_binary("versitygw") is None or find_binary("iperf3") is None,
-                                   reason="versitygw and iperf3 needed (./setup.sh --with storage installs them)")
+needs_servers = pytest.mark.skipif(
+    find_binary("versitygw") is None or find_binary("iperf3") is None,
+    reason="versitygw and iperf3 needed (./setup.sh --with storage installs them)",
+)
 
 
 def test_batch_cost_with_billing_rounding():
-    frame = pd.DataFrame({
-        "batch": [0, 0, 1], "duration_ms": [150.0, 201.0, 40.0], "memory_mb": [256.0, 256.0, 512.0],
-        "start_ms": [1000.0, 1010.0, 5000.0], "end_ms": [1150.0, 1211.0, 5040.0], "client_latency_ms": [160.0, 215.0, 45.0],
-        "network_in_bytes": [10_000_000, 10_000_000, 5_000_000], "network_out_bytes": [0, 0, 0], "network_mb_per_s": [80.0, 70.0, 150.0],
-    })
+    frame = pd.DataFrame(
+        {
+            "batch": [0, 0, 1],
+            "duration_ms": [150.0, 201.0, 40.0],
+            "memory_mb": [256.0, 256.0, 512.0],
+            "start_ms": [1000.0, 1010.0, 5000.0],
+            "end_ms": [1150.0, 1211.0, 5040.0],
+            "client_latency_ms": [160.0, 215.0, 45.0],
+            "network_in_bytes": [10_000_000, 10_000_000, 5_000_000],
+            "network_out_bytes": [0, 0, 0],
+            "network_mb_per_s": [80.0, 70.0, 150.0],
+        }
+    )
     batches = io_breakdown.batch_frame(frame)
     first, second = batches.iloc[0], batches.iloc[1]
     assert first["concurrency"] == 2 and first["response_ms"] == 211.0
@@ -63,7 +71,14 @@ def test_point_workload_is_a_burst_of_the_variant():
     workload_from_dict(io_study.apply_point(data, point, 3))
 
 
-@pytest.mark.parametrize("name", sorted(p.name for p in tracked_files(REPO_ROOT / "workload_configs") if p.match("io_*.json") and p.parent.name == "workload_configs"))
+@pytest.mark.parametrize(
+    "name",
+    sorted(
+        p.name
+        for p in tracked_files(REPO_ROOT / "workload_configs")
+        if p.match("io_*.json") and p.parent.name == "workload_configs"
+    ),
+)
 def test_ready_workloads_are_valid_studies(name):
     workload = load_workload(REPO_ROOT / "workload_configs" / name)
     assert io_study.check_study(workload)
@@ -73,12 +88,30 @@ def test_ready_workloads_are_valid_studies(name):
 @pytest.mark.slow
 def test_cli_refuses_a_workload_without_a_study(tmp_path):
     path = tmp_path / "w.json"
-    path.write_text(json.dumps({"test_name": "t", "test_duration_in_seconds": 2, "random_seed": 1, "blocking_cli": True,
-                                "instances": {"a": {"application": "io-disk", "distribution": "Burst", "burst_size": 1, "burst_gap_s": 1}}}))
-    done = subprocess.run([sys.executable, "-m", "faasprof.experiments.io_study", str(path), "--out", str(tmp_path / "runs")],
-                          capture_output=True, text=True, timeout=120, cwd=REPO_ROOT)
+    path.write_text(
+        json.dumps(
+            {
+                "test_name": "t",
+                "test_duration_in_seconds": 2,
+                "random_seed": 1,
+                "blocking_cli": True,
+                "instances": {
+                    "a": {"application": "io-disk", "distribution": "Burst", "burst_size": 1, "burst_gap_s": 1}
+                },
+            }
+        )
+    )
+    done = subprocess.run(
+        [sys.executable, "-m", "faasprof.experiments.io_study", str(path), "--out", str(tmp_path / "runs")],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        cwd=REPO_ROOT,
+    )
     assert done.returncode == 2
-    assert done.stderr.strip().splitlines() == [f"io_study: {path}: no io_study block; add io_study with memory_mb, concurrency or params to sweep"]
+    assert done.stderr.strip().splitlines() == [
+        f"io_study: {path}: no io_study block; add io_study with memory_mb, concurrency or params to sweep"
+    ]
 
 
 @needs_servers
@@ -87,15 +120,39 @@ def test_every_io_function_breakdown_adds_up_to_its_run_time_on_localwhisk(tmp_p
     # sandbox still busy starts another cold one.
     burst = {"distribution": "Burst", "burst_size": 1, "burst_gap_s": 3}
     data = {
-        "test_name": "io_all", "test_duration_in_seconds": 9, "random_seed": 5, "blocking_cli": True,
-        "storage": {"object_store": True, "iperf3": True, "shared_dir": True, "objects": [{"key": "chunk-2000000", "size_bytes": 2000000}]},
+        "test_name": "io_all",
+        "test_duration_in_seconds": 9,
+        "random_seed": 5,
+        "blocking_cli": True,
+        "storage": {
+            "object_store": True,
+            "iperf3": True,
+            "shared_dir": True,
+            "objects": [{"key": "chunk-2000000", "size_bytes": 2000000}],
+        },
         "instances": {
-            "download": {"application": "io-object", **burst, "params": {"op": "download", "backend": "s3", "size_bytes": 2000000}},
-            "upload": {"application": "io-object", **burst, "params": {"op": "upload", "backend": "file", "size_bytes": 1000000}},
+            "download": {
+                "application": "io-object",
+                **burst,
+                "params": {"op": "download", "backend": "s3", "size_bytes": 2000000},
+            },
+            "upload": {
+                "application": "io-object",
+                **burst,
+                "params": {"op": "upload", "backend": "file", "size_bytes": 1000000},
+            },
             "disk": {"application": "io-disk", **burst, "params": {"pattern": "random", "size_bytes": 1048576}},
             "net": {"application": "io-net", **burst, "params": {"bytes": 4194304}},
-            "image": {"application": "io-image", **burst, "params": {"backend": "s3", "count": 2, "width": 48, "height": 48, "prepare": True}},
-            "words": {"application": "io-wordcount", **burst, "params": {"backend": "s3", "blocks": 2, "words_per_block": 3000, "prepare": True}},
+            "image": {
+                "application": "io-image",
+                **burst,
+                "params": {"backend": "s3", "count": 2, "width": 48, "height": 48, "prepare": True},
+            },
+            "words": {
+                "application": "io-wordcount",
+                **burst,
+                "params": {"backend": "s3", "blocks": 2, "words_per_block": 3000, "prepare": True},
+            },
         },
     }
     run_dir = execute(workload_from_dict(data), tmp_path / "runs")
@@ -114,10 +171,20 @@ def test_every_io_function_breakdown_adds_up_to_its_run_time_on_localwhisk(tmp_p
 @needs_servers
 def test_memory_and_concurrency_study_writes_bandwidth_and_cost_plots(tmp_path, isolated_home):
     data = {
-        "test_name": "io_small", "test_duration_in_seconds": 2, "random_seed": 3, "blocking_cli": True,
+        "test_name": "io_small",
+        "test_duration_in_seconds": 2,
+        "random_seed": 3,
+        "blocking_cli": True,
         "storage": {"object_store": True, "objects": [{"key": "chunk-1000000", "size_bytes": 1000000}]},
-        "instances": {"dl": {"application": "io-object", "distribution": "Burst", "burst_size": 1, "burst_gap_s": 1,
-                             "params": {"op": "download", "backend": "s3", "size_bytes": 1000000}}},
+        "instances": {
+            "dl": {
+                "application": "io-object",
+                "distribution": "Burst",
+                "burst_size": 1,
+                "burst_gap_s": 1,
+                "params": {"op": "download", "backend": "s3", "size_bytes": 1000000},
+            }
+        },
         "io_study": {"memory_mb": [128, 256], "concurrency": [1, 3], "batches": 2, "batch_gap_s": 1, "cooldown_s": 0},
     }
     study_dir = io_study.run_study(workload_from_dict(data), tmp_path / "runs")

@@ -19,7 +19,9 @@ pytestmark = pytest.mark.timeout(60)
 
 ECHO_PY = "def main(args):\n    print('hello', args.get('x'))\n    return {'x': args.get('x'), 'p': args.get('p')}\n"
 ECHO_JS = "function main(args) { console.log('hi from node'); return {x: args.x}; }\n"
-SLEEP_PY = "import time\ndef main(args):\n    time.sleep(float(args.get('s', 1)))\n    return {'slept': args.get('s', 1)}\n"
+SLEEP_PY = (
+    "import time\ndef main(args):\n    time.sleep(float(args.get('s', 1)))\n    return {'slept': args.get('s', 1)}\n"
+)
 APP_ERROR_PY = "def main(args):\n    return {'error': 'bad input'}\n"
 
 
@@ -73,11 +75,16 @@ def test_action_crud_and_conflict(lw):
 
 
 def test_bad_action_bodies_are_400(lw):
-    r = lw.session.put(lw.base + "/actions/bad?overwrite=true", data=b"{not json", headers={"Content-Type": "application/json"})
+    r = lw.session.put(
+        lw.base + "/actions/bad?overwrite=true", data=b"{not json", headers={"Content-Type": "application/json"}
+    )
     assert r.status_code == 400 and r.json()["error"].startswith("The request content was malformed")
     r = lw.session.put(lw.base + "/actions/bad?overwrite=true", json={"exec": {"kind": "cobol:1", "code": "x"}})
     assert r.status_code == 400 and "cobol:1" in r.json()["error"]
-    r = lw.session.put(lw.base + "/actions/bad?overwrite=true", json={"exec": {"kind": "python:3", "code": "x"}, "limits": {"memory": 64}})
+    r = lw.session.put(
+        lw.base + "/actions/bad?overwrite=true",
+        json={"exec": {"kind": "python:3", "code": "x"}, "limits": {"memory": 64}},
+    )
     assert r.status_code == 400 and "memory size 64 MB below allowed threshold of 128 MB" in r.json()["error"]
 
 
@@ -88,9 +95,24 @@ def test_blocking_invoke_shapes_and_record_fields(lw):
     record = response.json()
     assert response.headers["x-openwhisk-activation-id"] == record["activationId"]
     assert len(record["activationId"]) == 32
-    assert record["response"] == {"result": {"x": 5, "p": "dflt"}, "status": "success", "success": True,
-                                  "size": len('{"x":5,"p":"dflt"}')}
-    for key in ("namespace", "name", "subject", "version", "publish", "start", "end", "duration", "logs", "annotations"):
+    assert record["response"] == {
+        "result": {"x": 5, "p": "dflt"},
+        "status": "success",
+        "success": True,
+        "size": len('{"x":5,"p":"dflt"}'),
+    }
+    for key in (
+        "namespace",
+        "name",
+        "subject",
+        "version",
+        "publish",
+        "start",
+        "end",
+        "duration",
+        "logs",
+        "annotations",
+    ):
         assert key in record
     assert record["namespace"] == "guest" and record["name"] == "echo"
     assert record["duration"] == record["end"] - record["start"]
@@ -106,7 +128,10 @@ def test_blocking_invoke_shapes_and_record_fields(lw):
     # Readable by id as soon as the blocking call answered, and via /result and /logs.
     stored = lw.session.get(f"{lw.base}/activations/{record['activationId']}").json()
     assert stored == record
-    assert lw.session.get(f"{lw.base}/activations/{record['activationId']}/result").json()["result"] == {"x": 5, "p": "dflt"}
+    assert lw.session.get(f"{lw.base}/activations/{record['activationId']}/result").json()["result"] == {
+        "x": 5,
+        "p": "dflt",
+    }
     assert lw.session.get(f"{lw.base}/activations/{record['activationId']}/logs").json()["logs"] == record["logs"]
 
 
@@ -117,7 +142,9 @@ def test_non_blocking_invoke_and_malformed_body(lw):
     activation_id = response.json()["activationId"]
     assert response.headers["x-openwhisk-activation-id"] == activation_id
     assert lw.record(activation_id)["response"]["result"]["x"] == 1
-    bad = lw.session.post(lw.base + "/actions/echo2?blocking=true", data=b"{oops", headers={"Content-Type": "application/json"})
+    bad = lw.session.post(
+        lw.base + "/actions/echo2?blocking=true", data=b"{oops", headers={"Content-Type": "application/json"}
+    )
     assert bad.status_code == 400 and bad.json()["error"].startswith("The request content was malformed")
     assert lw.session.post(lw.base + "/actions/nothere?blocking=true", json={}).status_code == 404
 
@@ -140,8 +167,10 @@ def test_blocking_wait_is_capped_then_202(lw):
     assert response.status_code == 202
     activation_id = response.json()["activationId"]
     assert lw.record(activation_id)["response"]["result"] == {"slept": 1}
-    assert lw.session.post(lw.base + "/actions/sleepy?blocking=true&timeout=70000", json={}).json()["error"] == \
-        "Timeout must be number of milliseconds up to 60000."
+    assert (
+        lw.session.post(lw.base + "/actions/sleepy?blocking=true&timeout=70000", json={}).json()["error"]
+        == "Timeout must be number of milliseconds up to 60000."
+    )
 
 
 def test_application_error_is_502_and_keeps_the_sandbox(lw):
@@ -168,26 +197,46 @@ def test_nodejs_and_zip_actions(lw):
                 archive.writestr(name, text)
         return base64.b64encode(buffer.getvalue()).decode()
 
-    lw.put("pyzip", zipped({"__main__.py": "from helper import value\ndef main(a):\n    return {'v': value}\n", "helper.py": "value = 42\n"}))
+    lw.put(
+        "pyzip",
+        zipped(
+            {
+                "__main__.py": "from helper import value\ndef main(a):\n    return {'v': value}\n",
+                "helper.py": "value = 42\n",
+            }
+        ),
+    )
     assert lw.invoke("pyzip").json()["response"]["result"] == {"v": 42}
     assert lw.session.get(lw.base + "/actions/pyzip").json()["exec"]["binary"] is True
-    lw.put("jszip", zipped({"package.json": '{"main": "lib.js"}', "lib.js": "exports.main = () => ({z: 1});"}), kind="nodejs:default")
+    lw.put(
+        "jszip",
+        zipped({"package.json": '{"main": "lib.js"}', "lib.js": "exports.main = () => ({z: 1});"}),
+        kind="nodejs:default",
+    )
     assert lw.invoke("jszip").json()["response"]["result"] == {"z": 1}
 
 
 def test_web_action_receives_raw_body(lw):
-    code = ("import base64\ndef main(a):\n    body = base64.b64decode(a.get('__ow_body', ''))\n"
-            "    return {'statusCode': 200, 'headers': {'Content-Type': 'application/json'}, "
-            "'body': {'n': len(body), 'method': a['__ow_method']}}\n")
+    code = (
+        "import base64\ndef main(a):\n    body = base64.b64decode(a.get('__ow_body', ''))\n"
+        "    return {'statusCode': 200, 'headers': {'Content-Type': 'application/json'}, "
+        "'body': {'n': len(body), 'method': a['__ow_method']}}\n"
+    )
     lw.put("webby", code, annotations=[{"key": "web-export", "value": True}, {"key": "raw-http", "value": True}])
     payload = bytes(range(256)) * 4
-    response = requests.post(lw.handle.apihost + "/api/v1/web/guest/default/webby", data=payload,
-                             headers={"Content-Type": "application/octet-stream"}, timeout=10)
+    response = requests.post(
+        lw.handle.apihost + "/api/v1/web/guest/default/webby",
+        data=payload,
+        headers={"Content-Type": "application/octet-stream"},
+        timeout=10,
+    )
     assert response.status_code == 200, response.text
     assert response.json() == {"n": 1024, "method": "post"}
     assert "x-openwhisk-activation-id" in response.headers
     lw.put("notweb", ECHO_PY)
-    assert requests.post(lw.handle.apihost + "/api/v1/web/guest/default/notweb", data=b"x", timeout=5).status_code == 404
+    assert (
+        requests.post(lw.handle.apihost + "/api/v1/web/guest/default/notweb", data=b"x", timeout=5).status_code == 404
+    )
 
 
 def test_activation_list_filters_order_and_limits(lw):
@@ -200,11 +249,15 @@ def test_activation_list_filters_order_and_limits(lw):
     assert [r["activationId"] for r in listed] == ids[::-1]  # newest first
     assert "response" not in listed[0] and listed[0]["statusCode"] == 0
     assert annotation(listed[0], "waitTime") is not None  # annotations are in the summary too
-    page = lw.session.get(lw.base + "/activations", params={"name": "lister", "limit": 2, "skip": 1, "docs": "true"}).json()
+    page = lw.session.get(
+        lw.base + "/activations", params={"name": "lister", "limit": 2, "skip": 1, "docs": "true"}
+    ).json()
     assert [r["activationId"] for r in page] == ids[::-1][1:3] and "response" in page[0]
     first = lw.record(ids[0])
     last = lw.record(ids[-1])
-    window = lw.session.get(lw.base + "/activations", params={"name": "lister", "since": first["start"], "upto": last["start"]}).json()
+    window = lw.session.get(
+        lw.base + "/activations", params={"name": "lister", "since": first["start"], "upto": last["start"]}
+    ).json()
     assert {r["activationId"] for r in window} == set(ids)
     after = lw.session.get(lw.base + "/activations", params={"name": "lister", "since": last["start"] + 1}).json()
     assert after == []
@@ -222,8 +275,10 @@ def test_guest_key_is_the_default(lw):
 
 
 def test_actions_see_openwhisk_environment_and_init_parameters(lw):
-    code = ("import os\ndef main(args):\n    keys = ['__OW_API_HOST', '__OW_ACTIVATION_ID', '__OW_ACTION_NAME', '__OW_NAMESPACE',"
-            " '__OW_DEADLINE', '__OW_API_KEY', 'SECRET']\n    return {k: os.environ.get(k) for k in keys}\n")
+    code = (
+        "import os\ndef main(args):\n    keys = ['__OW_API_HOST', '__OW_ACTIVATION_ID', '__OW_ACTION_NAME', '__OW_NAMESPACE',"
+        " '__OW_DEADLINE', '__OW_API_KEY', 'SECRET']\n    return {k: os.environ.get(k) for k in keys}\n"
+    )
     lw.put("envy", code, parameters=[{"key": "SECRET", "value": "s3", "init": True}])
     record = lw.invoke("envy").json()
     env = record["response"]["result"]
@@ -289,14 +344,28 @@ def test_packaged_action_records_live_in_the_invoking_namespace(lw):
 def _every_authenticated_path(lw, activation_id):
     ns = "/api/v1/namespaces/_"
     return [
-        ("GET", "/api/v1/namespaces"), ("GET", ns + "/limits"),
-        ("GET", ns + "/actions"), ("GET", ns + "/actions/echo"), ("PUT", ns + "/actions/intruder"),
-        ("DELETE", ns + "/actions/echo"), ("POST", ns + "/actions/echo"), ("POST", ns + "/actions/tools/echo"),
-        ("GET", ns + "/activations"), ("GET", f"{ns}/activations/{activation_id}"),
-        ("GET", f"{ns}/activations/{activation_id}/result"), ("GET", f"{ns}/activations/{activation_id}/logs"),
-        ("GET", ns + "/packages"), ("GET", ns + "/triggers"), ("GET", ns + "/rules"),
-        ("PUT", ns + "/triggers/t"), ("POST", ns + "/triggers/t"), ("PUT", ns + "/rules/r"), ("PUT", ns + "/packages/p"),
-        ("GET", "/api/v1/namespaces/guest/actions"), ("GET", "/api/v1/unknown"), ("GET", "/localwhisk/v1/pool"),
+        ("GET", "/api/v1/namespaces"),
+        ("GET", ns + "/limits"),
+        ("GET", ns + "/actions"),
+        ("GET", ns + "/actions/echo"),
+        ("PUT", ns + "/actions/intruder"),
+        ("DELETE", ns + "/actions/echo"),
+        ("POST", ns + "/actions/echo"),
+        ("POST", ns + "/actions/tools/echo"),
+        ("GET", ns + "/activations"),
+        ("GET", f"{ns}/activations/{activation_id}"),
+        ("GET", f"{ns}/activations/{activation_id}/result"),
+        ("GET", f"{ns}/activations/{activation_id}/logs"),
+        ("GET", ns + "/packages"),
+        ("GET", ns + "/triggers"),
+        ("GET", ns + "/rules"),
+        ("PUT", ns + "/triggers/t"),
+        ("POST", ns + "/triggers/t"),
+        ("PUT", ns + "/rules/r"),
+        ("PUT", ns + "/packages/p"),
+        ("GET", "/api/v1/namespaces/guest/actions"),
+        ("GET", "/api/v1/unknown"),
+        ("GET", "/localwhisk/v1/pool"),
         ("GET", "/localwhisk/v1/activations"),
     ]
 
@@ -308,7 +377,9 @@ def test_every_api_path_requires_the_key(lw):
         url = lw.handle.apihost + path
         missing = requests.request(method, url, json={}, timeout=5)
         assert missing.status_code == 401, (method, path, missing.status_code)
-        assert missing.json()["error"] == "The resource requires authentication, which was not supplied with the request"
+        assert (
+            missing.json()["error"] == "The resource requires authentication, which was not supplied with the request"
+        )
         assert missing.headers["WWW-Authenticate"].startswith("Basic")
         wrong = requests.request(method, url, json={}, auth=("23bc46b1-71f6-4ed5-8c54-816aa4f8c502", "nope"), timeout=5)
         assert wrong.status_code == 401, (method, path, wrong.status_code)
@@ -324,7 +395,7 @@ def test_root_without_the_key_shows_no_host_details(lw):
     public = requests.get(lw.handle.apihost + "/", timeout=5)
     assert public.status_code == 200 and public.json()["api_paths"] == ["/api/v1"]
     text = public.text
-    assert "localwhisk\":{" not in text and str(lw.handle.data_dir) not in text and sys.executable not in text
+    assert 'localwhisk":{' not in text and str(lw.handle.data_dir) not in text and sys.executable not in text
     assert '"pid":' not in text and str(lw.handle.process.pid) not in text
     assert "data_dir" in lw.session.get(lw.handle.apihost + "/", timeout=5).json()["localwhisk"]
 
@@ -346,46 +417,59 @@ def test_triggers_rules_are_empty_and_creating_them_is_refused(lw):
         assert refused.json()["error"].startswith(f"localwhisk does not support {word}")
     fired = lw.session.post(f"{lw.base}/triggers/t", json={})
     assert fired.status_code == 400 and "does not support triggers" in fired.json()["error"]
-    sequence = lw.session.put(lw.base + "/actions/seq", json={"exec": {"kind": "sequence", "components": ["/guest/echo"]}})
+    sequence = lw.session.put(
+        lw.base + "/actions/seq", json={"exec": {"kind": "sequence", "components": ["/guest/echo"]}}
+    )
     assert sequence.status_code == 400 and "does not support sequences" in sequence.json()["error"]
     route = requests.post(lw.handle.apihost + "/api/v1/web/whisk.system/apimgmt/createApi.http", json={}, timeout=5)
     assert route.status_code == 400 and "does not support API routes" in route.json()["error"]
 
 
-@pytest.mark.parametrize("name, message", [
-    ("%2E%2E", "The name of the entity contains illegal characters."),
-    (".hidden", "The name of the entity contains illegal characters."),
-    ("%20lead", "The name of the entity contains illegal characters."),
-    ("trail%20", "The name of the entity contains illegal characters."),
-    ("dollar$", "The name of the entity contains illegal characters."),
-    ("%C3%BCmlaut", "The name of the entity contains illegal characters."),
-    ("a/b/c", "The name of the entity contains illegal characters."),
-    ("x" * 257, "Name segement longer than allowed: 257 > 256."),
-])
+@pytest.mark.parametrize(
+    "name, message",
+    [
+        ("%2E%2E", "The name of the entity contains illegal characters."),
+        (".hidden", "The name of the entity contains illegal characters."),
+        ("%20lead", "The name of the entity contains illegal characters."),
+        ("trail%20", "The name of the entity contains illegal characters."),
+        ("dollar$", "The name of the entity contains illegal characters."),
+        ("%C3%BCmlaut", "The name of the entity contains illegal characters."),
+        ("a/b/c", "The name of the entity contains illegal characters."),
+        ("x" * 257, "Name segement longer than allowed: 257 > 256."),
+    ],
+)
 def test_entity_names_are_validated_as_openwhisk(lw, name, message):
-    response = lw.session.put(f"{lw.base}/actions/{name}", json={"exec": {"kind": "python:3", "code": V1_PY}},
-                              params={"overwrite": "true"})
+    response = lw.session.put(
+        f"{lw.base}/actions/{name}", json={"exec": {"kind": "python:3", "code": V1_PY}}, params={"overwrite": "true"}
+    )
     assert response.status_code == 400 and response.json()["error"] == message
 
 
 def test_legal_names_pass(lw):
     for name in ("a", "x" * 256, "ok-name_1.2@x&y", "with%20space", "pkg/a.b"):
-        response = lw.session.put(f"{lw.base}/actions/{name}?overwrite=true", json={"exec": {"kind": "python:3", "code": V1_PY}})
+        response = lw.session.put(
+            f"{lw.base}/actions/{name}?overwrite=true", json={"exec": {"kind": "python:3", "code": V1_PY}}
+        )
         assert response.status_code == 200, (name, response.text)
 
 
 def test_memory_limit_error_is_openwhisks(lw):
-    response = lw.session.put(lw.base + "/actions/huge?overwrite=true",
-                              json={"exec": {"kind": "python:3", "code": V1_PY}, "limits": {"memory": 100000}})
+    response = lw.session.put(
+        lw.base + "/actions/huge?overwrite=true",
+        json={"exec": {"kind": "python:3", "code": V1_PY}, "limits": {"memory": 100000}},
+    )
     assert response.status_code == 400
-    assert response.json()["error"] == ("The request content was malformed:\n"
-                                        "memory size 100000 MB exceeds allowed threshold of 2048 MB")
+    assert response.json()["error"] == (
+        "The request content was malformed:\nmemory size 100000 MB exceeds allowed threshold of 2048 MB"
+    )
 
 
 def test_action_code_over_48_mb_is_refused(lw):
     limit = 48 * 1024 * 1024
     body = b'{"exec": {"kind": "python:3", "code": "' + b"#" * (limit + 1) + b'"}}'
-    response = lw.session.put(lw.base + "/actions/bigcode?overwrite=true", data=body, headers={"Content-Type": "application/json"})
+    response = lw.session.put(
+        lw.base + "/actions/bigcode?overwrite=true", data=body, headers={"Content-Type": "application/json"}
+    )
     assert response.status_code == 413
     assert response.json()["error"] == f"exec larger than allowed: {limit + 1} > {limit} bytes."
     assert lw.session.get(lw.base + "/actions/bigcode").status_code == 404
@@ -394,23 +478,39 @@ def test_action_code_over_48_mb_is_refused(lw):
 def test_json_nested_too_deeply_is_400_not_500(lw):
     lw.put("echo", ECHO_PY)
     for depth in (300, 100000):
-        body = b"{\"x\":" + b"[" * depth + b"]" * depth + b"}"
-        invoked = lw.session.post(lw.base + "/actions/echo?blocking=true", data=body, headers={"Content-Type": "application/json"})
+        body = b'{"x":' + b"[" * depth + b"]" * depth + b"}"
+        invoked = lw.session.post(
+            lw.base + "/actions/echo?blocking=true", data=body, headers={"Content-Type": "application/json"}
+        )
         assert invoked.status_code == 400, depth
         assert invoked.json()["error"].startswith("The request content was malformed")
-        put = lw.session.put(lw.base + "/actions/deep?overwrite=true", data=body, headers={"Content-Type": "application/json"})
+        put = lw.session.put(
+            lw.base + "/actions/deep?overwrite=true", data=body, headers={"Content-Type": "application/json"}
+        )
         assert put.status_code == 400
     brackets_in_strings = b'{"x": "' + b"[" * 5000 + b'"}'
-    assert lw.session.post(lw.base + "/actions/echo?blocking=true", data=brackets_in_strings,
-                           headers={"Content-Type": "application/json"}).status_code == 200
-    nested_ok = b"{\"x\":" + b"[" * 200 + b"]" * 200 + b"}"
-    assert lw.session.post(lw.base + "/actions/echo?blocking=true", data=nested_ok,
-                           headers={"Content-Type": "application/json"}).status_code == 200
+    assert (
+        lw.session.post(
+            lw.base + "/actions/echo?blocking=true",
+            data=brackets_in_strings,
+            headers={"Content-Type": "application/json"},
+        ).status_code
+        == 200
+    )
+    nested_ok = b'{"x":' + b"[" * 200 + b"]" * 200 + b"}"
+    assert (
+        lw.session.post(
+            lw.base + "/actions/echo?blocking=true", data=nested_ok, headers={"Content-Type": "application/json"}
+        ).status_code
+        == 200
+    )
 
 
 def test_each_activation_sees_its_own_openwhisk_environment(lw):
-    code = ("import os\ndef main(args):\n    keys = ['__OW_API_HOST', '__OW_API_KEY', '__OW_NAMESPACE', '__OW_ACTION_NAME',"
-            " '__OW_ACTIVATION_ID', '__OW_DEADLINE']\n    return {k: os.environ.get(k) for k in keys}\n")
+    code = (
+        "import os\ndef main(args):\n    keys = ['__OW_API_HOST', '__OW_API_KEY', '__OW_NAMESPACE', '__OW_ACTION_NAME',"
+        " '__OW_ACTIVATION_ID', '__OW_DEADLINE']\n    return {k: os.environ.get(k) for k in keys}\n"
+    )
     lw.put("envkey", code, timeout=30000, annotations=[{"key": "provide-api-key", "value": True}])
     first = lw.invoke("envkey").json()
     second = lw.invoke("envkey").json()
@@ -433,7 +533,9 @@ def test_packages_crud_parameters_and_not_empty_delete(lw):
     again = lw.session.put(lw.base + "/packages/shelf", json={})
     assert again.status_code == 409 and again.json()["error"] == "resource already exists"
     updated = lw.session.put(lw.base + "/packages/shelf?overwrite=true", json={})
-    assert updated.json()["version"] == "0.0.2" and updated.json()["parameters"] == [{"key": "p", "value": "from-package"}]
+    assert updated.json()["version"] == "0.0.2" and updated.json()["parameters"] == [
+        {"key": "p", "value": "from-package"}
+    ]
     assert "shelf" in [p["name"] for p in lw.session.get(lw.base + "/packages").json()]
     lw.put("shelf/book", ECHO_PY)
     assert lw.invoke("shelf/book", {"x": 1}).json()["response"]["result"] == {"x": 1, "p": "from-package"}
@@ -442,7 +544,9 @@ def test_packages_crud_parameters_and_not_empty_delete(lw):
     busy = lw.session.delete(lw.base + "/packages/shelf")
     assert busy.status_code == 409
     assert busy.json()["error"] == "Package not empty (contains 1 entity). Set force param or delete package contents."
-    binding = lw.session.put(lw.base + "/packages/bound", json={"binding": {"namespace": "whisk.system", "name": "utils"}})
+    binding = lw.session.put(
+        lw.base + "/packages/bound", json={"binding": {"namespace": "whisk.system", "name": "utils"}}
+    )
     assert binding.status_code == 400 and "does not support package bindings" in binding.json()["error"]
     assert lw.session.delete(lw.base + "/packages/shelf?force=true").status_code == 200
     assert lw.session.get(lw.base + "/actions/shelf/book").status_code == 404
@@ -450,6 +554,7 @@ def test_packages_crud_parameters_and_not_empty_delete(lw):
 
 
 # -- pins found by the mutation sample (bench/MUTATION-localwhisk.md) ------------------------------
+
 
 def test_action_list_has_plain_and_packaged_actions_without_code(lw):
     lw.put("listed", ECHO_PY)
@@ -468,7 +573,10 @@ def test_a_packages_actions_are_listed_at_actions_package_slash_as_wsk_asks(lw):
     lw.put("loose", ECHO_PY)
     listed = lw.session.get(lw.base + "/actions/shelf2/", params={"limit": 30, "skip": 0})
     assert listed.status_code == 200, listed.text
-    assert sorted((d["namespace"], d["name"]) for d in listed.json()) == [("guest/shelf2", "one"), ("guest/shelf2", "two")]
+    assert sorted((d["namespace"], d["name"]) for d in listed.json()) == [
+        ("guest/shelf2", "one"),
+        ("guest/shelf2", "two"),
+    ]
     assert lw.session.get(lw.base + "/actions/shelf2/", params={"limit": 1}).json()[0]["name"] in ("one", "two")
     assert lw.session.get(lw.base + "/actions/nothing/").json() == []
     assert lw.session.get(lw.base + "/actions/shelf2/one").json()["name"] == "one"
@@ -488,16 +596,23 @@ def test_timeout_zero_and_bad_methods_and_limits_messages(lw):
     patch = lw.session.patch(lw.base + "/actions/echo", json={})
     assert patch.status_code == 405
     assert patch.json()["error"] == "HTTP method not allowed, supported methods: GET, PUT, DELETE, POST"
-    conc = lw.session.put(lw.base + "/actions/c?overwrite=true", json={"exec": {"kind": "python:3", "code": V1_PY}, "limits": {"concurrency": 5}})
+    conc = lw.session.put(
+        lw.base + "/actions/c?overwrite=true",
+        json={"exec": {"kind": "python:3", "code": V1_PY}, "limits": {"concurrency": 5}},
+    )
     assert conc.json()["error"] == "The request content was malformed:\nconcurrency 5 exceeds allowed threshold of 1"
-    cobol = lw.session.put(lw.base + "/actions/c?overwrite=true", json={"exec": {"kind": "cobol:1", "code": "x"}}).json()["error"]
+    cobol = lw.session.put(
+        lw.base + "/actions/c?overwrite=true", json={"exec": {"kind": "cobol:1", "code": "x"}}
+    ).json()["error"]
     assert "python:3" in cobol and "nodejs:" in cobol
 
 
 def test_info_fields_and_buildno(lw):
     info = lw.session.get(lw.handle.apihost + "/").json()
     assert info["support"] and info["limits"]["std_action_memory"] == 256 * 1048576
-    assert info["limits"]["max_action_memory"] == 2048 * 1048576 and info["limits"]["min_action_memory"] == 128 * 1048576
+    assert (
+        info["limits"]["max_action_memory"] == 2048 * 1048576 and info["limits"]["min_action_memory"] == 128 * 1048576
+    )
     assert any(r["default"] for r in info["runtimes"]["python"])
     assert requests.get(lw.handle.apihost + "/api/v1", timeout=5).json()["buildno"].startswith("localwhisk-")
 
@@ -527,6 +642,8 @@ def test_web_action_text_and_html_bodies(lw):
     code = "def main(a):\n    return {'body': 'plain words', 'html': '<p>hi</p>'}\n"
     lw.put("webtext", code, annotations=[{"key": "web-export", "value": True}])
     http = requests.get(lw.handle.apihost + "/api/v1/web/guest/default/webtext.http", timeout=10)
-    assert http.status_code == 200 and http.text == "plain words" and http.headers["Content-Type"].startswith("text/html")
+    assert (
+        http.status_code == 200 and http.text == "plain words" and http.headers["Content-Type"].startswith("text/html")
+    )
     html = requests.get(lw.handle.apihost + "/api/v1/web/guest/default/webtext.html", timeout=10)
     assert html.text == "<p>hi</p>" and html.headers["Content-Type"].startswith("text/html")

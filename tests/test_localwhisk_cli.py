@@ -8,7 +8,6 @@ import signal
 import subprocess
 import sys
 import time
-
 from pathlib import Path
 
 import pytest
@@ -35,8 +34,12 @@ def test_local_start_status_stop(tmp_path, isolated_home):
         # A sandbox shows up in status as warm (pause grace 10 s keeps it unpaused).
         auth = tuple(GUEST_AUTH.split(":", 1))
         base = apihost + "/api/v1/namespaces/_"
-        requests.put(base + "/actions/hello?overwrite=true", auth=auth, timeout=10,
-                     json={"exec": {"kind": "python:3", "code": "def main(a):\n    return {}\n"}}).raise_for_status()
+        requests.put(
+            base + "/actions/hello?overwrite=true",
+            auth=auth,
+            timeout=10,
+            json={"exec": {"kind": "python:3", "code": "def main(a):\n    return {}\n"}},
+        ).raise_for_status()
         assert requests.post(base + "/actions/hello?blocking=true", auth=auth, json={}, timeout=30).status_code == 200
 
         status = run_cli("local", "status", "--data-dir", data_dir, timeout=30)
@@ -73,8 +76,12 @@ def test_a_local_server_killed_with_sigkill_leaves_no_sandbox_frozen(tmp_path, i
     try:
         auth = tuple(GUEST_AUTH.split(":", 1))
         base = apihost + "/api/v1/namespaces/_"
-        requests.put(base + "/actions/hello?overwrite=true", auth=auth, timeout=10,
-                     json={"exec": {"kind": "python:3", "code": "def main(a):\n    return {}\n"}}).raise_for_status()
+        requests.put(
+            base + "/actions/hello?overwrite=true",
+            auth=auth,
+            timeout=10,
+            json={"exec": {"kind": "python:3", "code": "def main(a):\n    return {}\n"}},
+        ).raise_for_status()
         assert requests.post(base + "/actions/hello?blocking=true", auth=auth, json={}, timeout=30).status_code == 200
         time.sleep(0.5)  # past the pause grace: the sandbox is paused (frozen or stopped)
         sandbox_pids = [int(path.read_text().split()[0]) for path in (data_dir / "sandboxes").glob("*.pid")]
@@ -86,10 +93,17 @@ def test_a_local_server_killed_with_sigkill_leaves_no_sandbox_frozen(tmp_path, i
         time.sleep(0.2)
     assert not any(_alive(pid) for pid in sandbox_pids), (data_dir / "localwhisk.log").read_text()[-2000:]
     deadline = time.monotonic() + 10
-    while time.monotonic() < deadline and "localwhisk watchdog: server" not in (data_dir / "localwhisk.log").read_text():
+    while (
+        time.monotonic() < deadline and "localwhisk watchdog: server" not in (data_dir / "localwhisk.log").read_text()
+    ):
         time.sleep(0.2)
-    assert f"localwhisk watchdog: server {server_pid} died without stopping its sandboxes" in (data_dir / "localwhisk.log").read_text()
-    assert not Path(f"/sys/fs/cgroup/freezer/localwhisk-{server_pid}").exists(), "the dead server's cgroup parent is left"
+    assert (
+        f"localwhisk watchdog: server {server_pid} died without stopping its sandboxes"
+        in (data_dir / "localwhisk.log").read_text()
+    )
+    assert not Path(f"/sys/fs/cgroup/freezer/localwhisk-{server_pid}").exists(), (
+        "the dead server's cgroup parent is left"
+    )
     run_cli("local", "stop", "--data-dir", data_dir, timeout=60)
 
 
@@ -113,7 +127,7 @@ def test_local_start_is_found_by_deploy_until_stopped(tmp_path, isolated_home):
     lines for wsk; the user's ~/.wskprops stays theirs and comes first; a second stop succeeds."""
     data_dir = tmp_path / "lw"
     hello = tmp_path / "hello.py"
-    hello.write_text("def main(args):\n    return {\"hello\": args.get(\"name\", \"world\")}\n")
+    hello.write_text('def main(args):\n    return {"hello": args.get("name", "world")}\n')
     props = isolated_home / ".local" / "share" / "faasprof" / "localwhisk.wskprops"
     started = run_cli("local", "start", "--port", "0", "--data-dir", data_dir, timeout=60)
     try:
@@ -130,7 +144,9 @@ def test_local_start_is_found_by_deploy_until_stopped(tmp_path, isolated_home):
         assert deployed.stdout.split()[:2] == ["hello", "created"]
         assert f"to {apihost} (namespace guest)" in deployed.stderr
         auth = tuple(GUEST_AUTH.split(":", 1))
-        answer = requests.post(apihost + "/api/v1/namespaces/_/actions/hello?blocking=true", auth=auth, json={}, timeout=30)
+        answer = requests.post(
+            apihost + "/api/v1/namespaces/_/actions/hello?blocking=true", auth=auth, json={}, timeout=30
+        )
         assert answer.json()["response"]["result"] == {"hello": "world"}
 
         # A ~/.wskprops naming another platform is never rewritten, and it comes first.
@@ -151,17 +167,37 @@ def test_local_start_is_found_by_deploy_until_stopped(tmp_path, isolated_home):
     assert twice.returncode == 0 and "nothing to stop" in twice.stderr
     orphan = run_cli("deploy", hello, timeout=60)
     assert orphan.returncode == 3
-    assert orphan.stderr.strip().startswith("no platform configured: start localwhisk with `faasprof local start` (deploy then finds it)")
+    assert orphan.stderr.strip().startswith(
+        "no platform configured: start localwhisk with `faasprof local start` (deploy then finds it)"
+    )
     help_text = run_cli("deploy", "--help", timeout=30).stdout
-    assert "platform connection (default: the localwhisk of `faasprof local start`; deploy never starts one)" in " ".join(help_text.split())
+    assert (
+        "platform connection (default: the localwhisk of `faasprof local start`; deploy never starts one)"
+        in " ".join(help_text.split())
+    )
 
 
 @pytest.mark.slow
 def test_serve_port_file_and_sigterm(tmp_path):
     port_file = tmp_path / "port.json"
     env = dict(os.environ, PYTHONPATH=str(REPO_ROOT))
-    process = subprocess.Popen([sys.executable, "-m", "faasprof.localwhisk", "serve", "--port", "0", "--port-file", str(port_file),
-                                "--data-dir", str(tmp_path / "d")], env=env, stderr=subprocess.PIPE, text=True)
+    process = subprocess.Popen(
+        [
+            sys.executable,
+            "-m",
+            "faasprof.localwhisk",
+            "serve",
+            "--port",
+            "0",
+            "--port-file",
+            str(port_file),
+            "--data-dir",
+            str(tmp_path / "d"),
+        ],
+        env=env,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
     try:
         deadline = time.monotonic() + 30
         while not port_file.exists():
@@ -172,8 +208,13 @@ def test_serve_port_file_and_sigterm(tmp_path):
         assert state["pid"] == process.pid and state["port"] > 0
         assert requests.get(state["apihost"] + "/", timeout=5).status_code == 200
         # A second instance on the same data directory is refused with a one-line reason.
-        second = subprocess.run([sys.executable, "-m", "faasprof.localwhisk", "serve", "--port", "0", "--data-dir", str(tmp_path / "d")],
-                                env=env, capture_output=True, text=True, timeout=30)
+        second = subprocess.run(
+            [sys.executable, "-m", "faasprof.localwhisk", "serve", "--port", "0", "--data-dir", str(tmp_path / "d")],
+            env=env,
+            capture_output=True,
+            text=True,
+            timeout=30,
+        )
         assert second.returncode != 0 and "is in use by another localwhisk" in second.stderr
     finally:
         process.send_signal(signal.SIGTERM)
@@ -185,5 +226,7 @@ def test_bad_start_flags_are_exit_2(tmp_path, isolated_home):
     result = run_cli("local", "start", "--port", "0", "--data-dir", tmp_path / "lw", "--isolation", "vm", timeout=30)
     assert result.returncode == 2
     assert "isolation: must be auto, cgroup, rlimit or docker" in result.stderr
-    result = run_cli("local", "start", "--port", "0", "--data-dir", tmp_path / "lw", "--pause-grace", "soon", timeout=30)
+    result = run_cli(
+        "local", "start", "--port", "0", "--data-dir", tmp_path / "lw", "--pause-grace", "soon", timeout=30
+    )
     assert result.returncode == 2 and "--pause-grace" in result.stderr

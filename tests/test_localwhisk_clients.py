@@ -23,12 +23,13 @@ pytestmark = pytest.mark.timeout(600)
 # Tests of what localwhisk deliberately lacks (localwhisk/README.md, "Not supported"); ava's
 # --match with a leading "!" leaves a title out.
 CLIENT_JS_LACKING = [
-    "!*fully-qualified name",      # needs OpenWhisk's /whisk.system packages
-    "!*sequence action",           # sequences
-    "!*a feed",                    # feeds (need triggers)
-    "!*action route*",             # API gateway routes
-    "!*a rule",                    # rules
-    "!*an trigger", "!fire a trigger",  # triggers
+    "!*fully-qualified name",  # needs OpenWhisk's /whisk.system packages
+    "!*sequence action",  # sequences
+    "!*a feed",  # feeds (need triggers)
+    "!*action route*",  # API gateway routes
+    "!*a rule",  # rules
+    "!*an trigger",
+    "!fire a trigger",  # triggers
 ]
 
 
@@ -39,8 +40,12 @@ def test_openwhisk_npm_client_integration_suite_passes_except_lacking_features()
     args = ["test/integration/*.test.js"]
     for pattern in CLIENT_JS_LACKING:
         args += ["--match", pattern]
-    run = subprocess.run([str(REPO_ROOT / "bench/clients/run_client_js.sh"), client_dir, *args],
-                         capture_output=True, text=True, timeout=540)
+    run = subprocess.run(
+        [str(REPO_ROOT / "bench/clients/run_client_js.sh"), client_dir, *args],
+        capture_output=True,
+        text=True,
+        timeout=540,
+    )
     assert run.returncode == 0, run.stdout[-3000:] + run.stderr[-2000:]
     assert "tests passed" in run.stdout
 
@@ -49,6 +54,8 @@ def test_wsk_cli_actions_activations_namespaces_and_list():
     wsk = os.environ.get("FAASPROF_WSK") or shutil.which("wsk")
     if not wsk:
         pytest.skip("set FAASPROF_WSK to a wsk binary built from apache/openwhisk-cli (or put wsk on PATH)")
-    run = subprocess.run([str(REPO_ROOT / "bench/clients/run_wsk.sh"), wsk], capture_output=True, text=True, timeout=300)
+    run = subprocess.run(
+        [str(REPO_ROOT / "bench/clients/run_wsk.sh"), wsk], capture_output=True, text=True, timeout=300
+    )
     assert run.returncode == 0, run.stdout[-3000:] + run.stderr[-2000:]
     assert ", 0 failed" in run.stdout

@@ -8,9 +8,9 @@ import time
 import pytest
 import requests
 
+from faasprof.errors import ConfigError
 from faasprof.localwhisk import delays
 from faasprof.localwhisk.embedded import start_embedded
-from faasprof.errors import ConfigError
 
 NOOP = "def main(args):\n    return {}\n"
 
@@ -21,7 +21,10 @@ def test_parse_off_preset_and_explicit():
     assert preset and preset.cold_ms == delays.PRESETS["openwhisk-2.0.0-standalone"]["process"]["cold"]
     # Docker sandboxes pay part of it already: the preset adds less.
     in_docker = delays.parse("openwhisk-2.0.0-standalone", docker=True)
-    assert in_docker and in_docker.cold_ms == delays.PRESETS["openwhisk-2.0.0-standalone"]["docker"]["cold"] < preset.cold_ms
+    assert (
+        in_docker
+        and in_docker.cold_ms == delays.PRESETS["openwhisk-2.0.0-standalone"]["docker"]["cold"] < preset.cold_ms
+    )
     assert in_docker.resumed_ms < preset.resumed_ms
     assert delays.parse("cold=300", docker=True).cold_ms == 300.0
     explicit = delays.parse("cold=300, warm=2")
@@ -33,7 +36,10 @@ def test_parse_off_preset_and_explicit():
 @pytest.mark.parametrize(
     "spec, message",
     [
-        ("fast", "control_plane: 'fast' is neither a preset (openwhisk-2.0.0-standalone) nor KEY=MS with KEY one of cold, resumed, warm"),
+        (
+            "fast",
+            "control_plane: 'fast' is neither a preset (openwhisk-2.0.0-standalone) nor KEY=MS with KEY one of cold, resumed, warm",
+        ),
         ("cold=-5", "control_plane: cold='-5' must be a number of ms >= 0"),
         ("warm=x", "control_plane: warm='x' must be a number of ms >= 0"),
     ],
@@ -64,8 +70,19 @@ def test_the_delays_land_in_wait_time_and_hold_the_sandbox():
         session = requests.Session()
         session.auth = tuple(lw.auth.split(":", 1))
         base = f"{lw.apihost}/api/v1/namespaces/_"
-        assert session.get(lw.apihost + "/", timeout=10).json()["localwhisk"]["control_plane"] == "cold=300,warm=150,resumed=250"
-        assert session.put(f"{base}/actions/noop", params={"overwrite": "true"}, json={"exec": {"kind": "python:3", "code": NOOP}}, timeout=30).status_code == 200
+        assert (
+            session.get(lw.apihost + "/", timeout=10).json()["localwhisk"]["control_plane"]
+            == "cold=300,warm=150,resumed=250"
+        )
+        assert (
+            session.put(
+                f"{base}/actions/noop",
+                params={"overwrite": "true"},
+                json={"exec": {"kind": "python:3", "code": NOOP}},
+                timeout=30,
+            ).status_code
+            == 200
+        )
         cold = _call(session, base, "noop")
         assert cold["containerState"] == "cold" and cold["waitTime"] >= 300
         time.sleep(0.5)  # past the 50 ms grace: paused

@@ -25,7 +25,13 @@ import pytest
 
 from faasprof.docker import bridge_gateway, docker_problem, interface_ipv4
 from faasprof.errors import ConfigError
-from faasprof.localwhisk.docker_sandbox import LABEL_INSTANCE, LABEL_OWNER_PID, LABEL_OWNER_START, NOT_PAUSED, DockerError
+from faasprof.localwhisk.docker_sandbox import (
+    LABEL_INSTANCE,
+    LABEL_OWNER_PID,
+    LABEL_OWNER_START,
+    NOT_PAUSED,
+    DockerError,
+)
 from faasprof.localwhisk.embedded import start_embedded
 from faasprof.localwhisk.pool import Pool
 from tests.localwhisk_driver import SANDBOX_KEYS, Lw, annotation
@@ -113,7 +119,11 @@ def test_python_action_runs_in_its_own_container_started_like_openwhisk(tmp_path
         assert str(tmp_path / "lw") in labels[LABEL_INSTANCE]
         (sandbox,) = lw.pool()["sandboxes"]
         assert list(sandbox) == SANDBOX_KEYS + ["container", "container_id", "ip"]
-        assert (sandbox["action"], sandbox["container"], sandbox["ip"]) == ("inspect", rows[0]["Names"], info["NetworkSettings"]["IPAddress"])
+        assert (sandbox["action"], sandbox["container"], sandbox["ip"]) == (
+            "inspect",
+            rows[0]["Names"],
+            info["NetworkSettings"]["IPAddress"],
+        )
         assert rows[0]["ID"].startswith(sandbox["container_id"]) and len(sandbox["container_id"]) == 12
 
         # Idle past the grace period → paused, as docker ps shows it; the next call resumes it.
@@ -149,7 +159,9 @@ def test_a_failed_resume_is_the_platforms_fault_never_the_users_call(tmp_path):
         assert third["response"]["success"], third
         assert annotation(third, "containerState") == "cold"
     log = (tmp_path / "lw" / "localwhisk.log").read_text()
-    assert "sandbox wsk1 (echo) gone: exited with status 137 (killed by signal 9, not by localwhisk)" in log, log[-3000:]
+    assert "sandbox wsk1 (echo) gone: exited with status 137 (killed by signal 9, not by localwhisk)" in log, log[
+        -3000:
+    ]
 
 
 class _Stub:
@@ -179,7 +191,10 @@ def test_the_pool_takes_a_sandbox_whose_resume_failed_out_of_service():
         thawless = _Stub(thaw_failed)
         assert await Pool._resumed(None, thawless) is False and "freezer.state" in thawless.death_reason
         assert await Pool._resumed(None, _Stub(lambda: loop.create_task(resumed()))) is True
-        assert await Pool._resumed(None, _Stub(lambda: None, state="removing")) is False  # its pause failed: it is going
+        assert (
+            await Pool._resumed(None, _Stub(lambda: None, state="removing")) is False
+        )  # its pause failed: it is going
+
     asyncio.run(check())
 
 
@@ -218,7 +233,10 @@ def test_nodejs_and_zip_with_virtualenv(tmp_path):
     (site / "faasprof_venv_probe.py").write_text("MAGIC = 'from the virtualenv'\n")
     buffer = io.BytesIO()
     with zipfile.ZipFile(buffer, "w") as archive:
-        archive.writestr("__main__.py", "import faasprof_venv_probe, helper\ndef main(a):\n    return {'m': faasprof_venv_probe.MAGIC, 'h': helper.VALUE}\n")
+        archive.writestr(
+            "__main__.py",
+            "import faasprof_venv_probe, helper\ndef main(a):\n    return {'m': faasprof_venv_probe.MAGIC, 'h': helper.VALUE}\n",
+        )
         archive.writestr("helper.py", "VALUE = 42\n")
         for path in env_dir.rglob("*"):
             if path.is_file() and not path.is_symlink():
@@ -229,8 +247,11 @@ def test_nodejs_and_zip_with_virtualenv(tmp_path):
         lw.put("venvzip", code)
         record = lw.invoke("venvzip").json()
         assert record["response"]["result"] == {"m": "from the virtualenv", "h": 42}, record["response"]
-        lw.put("js", "function main(a) { console.log('node says hi'); return {pid: process.pid, v: process.version, id: process.env.__OW_ACTIVATION_ID}; }",
-               kind="nodejs:20")
+        lw.put(
+            "js",
+            "function main(a) { console.log('node says hi'); return {pid: process.pid, v: process.version, id: process.env.__OW_ACTIVATION_ID}; }",
+            kind="nodejs:20",
+        )
         record = lw.invoke("js").json()
         result = record["response"]["result"]
         assert result["v"].startswith("v20.") and result["id"] == record["activationId"]
@@ -289,7 +310,6 @@ def test_kill_9_leaves_containers_that_the_next_start_reaps_but_not_a_live_ones(
     assert containers(live.pid) == []
 
 
-
 @needs_docker
 def test_a_server_that_must_be_killed_has_its_containers_removed_by_stop(tmp_path):
     # A server that does not stop in time (here: frozen) is killed and cannot remove its own
@@ -306,9 +326,20 @@ def test_a_server_that_must_be_killed_has_its_containers_removed_by_stop(tmp_pat
     finally:
         handle.stop()
 
+
 def test_docker_unavailable_is_one_line_and_exit_3(tmp_path, cli):
-    proc = cli("local", "start", "--isolation", "docker", "--port", "0", "--data-dir", str(tmp_path / "lw"),
-               env={"FAASPROF_DOCKER_SOCKET": str(tmp_path / "no-docker.sock")}, timeout=60)
+    proc = cli(
+        "local",
+        "start",
+        "--isolation",
+        "docker",
+        "--port",
+        "0",
+        "--data-dir",
+        str(tmp_path / "lw"),
+        env={"FAASPROF_DOCKER_SOCKET": str(tmp_path / "no-docker.sock")},
+        timeout=60,
+    )
     assert proc.returncode == 3, proc.stderr
     lines = [line for line in proc.stderr.strip().splitlines() if line.strip()]
     assert "isolation docker" in lines[-1] and "no-docker.sock" in lines[-1] and "dockerd" in lines[-1], proc.stderr
@@ -324,14 +355,18 @@ def test_docker_settings_are_validated_up_front(tmp_path):
 # The bridge network as Debian's docker.io 20.10.24 reports it (GET /networks/bridge on a fresh
 # machine after ./setup.sh --dev): the IPAM config has the subnet and no gateway.
 DEBIAN_BRIDGE = {
-    "Name": "bridge", "Driver": "bridge",
+    "Name": "bridge",
+    "Driver": "bridge",
     "IPAM": {"Driver": "default", "Options": None, "Config": [{"Subnet": "172.17.0.0/16"}]},
     "Options": {"com.docker.network.bridge.default_bridge": "true", "com.docker.network.bridge.name": "docker0"},
 }
 
 
 def test_bridge_gateway_without_ipam_gateway_is_the_bridge_interfaces_address():
-    assert bridge_gateway(DEBIAN_BRIDGE, {"docker0": "172.17.0.1"}.get) == ("172.17.0.1", "the address of interface docker0")
+    assert bridge_gateway(DEBIAN_BRIDGE, {"docker0": "172.17.0.1"}.get) == (
+        "172.17.0.1",
+        "the address of interface docker0",
+    )
     # The interface cannot be read (another network namespace): the subnet's first host, not loopback.
     assert bridge_gateway(DEBIAN_BRIDGE, lambda name: None) == ("172.17.0.1", "the first host of subnet 172.17.0.0/16")
     # An address outside the bridge's subnet is not the bridge's.
@@ -341,7 +376,9 @@ def test_bridge_gateway_without_ipam_gateway_is_the_bridge_interfaces_address():
 
 
 def test_bridge_without_any_ipv4_address_is_an_error_never_loopback():
-    gateway, why = bridge_gateway({"IPAM": {"Config": [{"Subnet": "fd00::/64", "Gateway": "fd00::1"}]}}, lambda name: None)
+    gateway, why = bridge_gateway(
+        {"IPAM": {"Config": [{"Subnet": "fd00::/64", "Gateway": "fd00::1"}]}}, lambda name: None
+    )
     assert gateway is None and "no IPv4" in why
 
 

@@ -8,10 +8,10 @@ import json
 import subprocess
 
 import pytest
-
 from conftest import run_cli
+
 from faasprof.docker import docker_problem
-from faasprof.rundir import read_manifest, read_invocations
+from faasprof.rundir import read_invocations, read_manifest
 
 pytestmark = [pytest.mark.timeout(300), pytest.mark.slow]  # whole runs in containers
 
@@ -52,13 +52,26 @@ def test_run_with_isolation_docker_flag_over_the_workload_setting(tmp_path, isol
     ids = {s for s in sandboxes if len(s) == 64 and all(c in "0123456789abcdef" for c in s)}
     assert ids, sandboxes
     # ... and nothing of this run is left in Docker.
-    left = subprocess.run(["docker", "ps", "-aq", "--filter", "label=faasprof.localwhisk.owner_pid"], capture_output=True, text=True, timeout=30).stdout.split()
+    left = subprocess.run(
+        ["docker", "ps", "-aq", "--filter", "label=faasprof.localwhisk.owner_pid"],
+        capture_output=True,
+        text=True,
+        timeout=30,
+    ).stdout.split()
     assert not set(left) & {i[:12] for i in ids}
 
 
 def test_bad_isolation_flag_is_exit_2(tmp_path, isolated_home):
     config = tmp_path / "w.json"
-    config.write_text(json.dumps({"test_name": "w", "test_duration_in_seconds": 1, "instances": {"j": {"application": "json_dumps", "distribution": "Uniform", "rate": 1}}}))
+    config.write_text(
+        json.dumps(
+            {
+                "test_name": "w",
+                "test_duration_in_seconds": 1,
+                "instances": {"j": {"application": "json_dumps", "distribution": "Uniform", "rate": 1}},
+            }
+        )
+    )
     done = run_cli("run", config, "--out", tmp_path / "runs", "--isolation", "vm", timeout=60)
     assert done.returncode == 2
     assert "--isolation" in done.stderr and "docker" in done.stderr

@@ -14,16 +14,19 @@ def _std_dumps(obj) -> bytes:
     return json.dumps(obj, ensure_ascii=False, separators=(",", ":")).encode("utf-8")
 
 
-@pytest.mark.parametrize("obj", [
-    {},
-    {"a": 1, "b": [1, 2.5, "x"], "c": {"d": True, "e": False}},
-    {"text": "é ✓ \u2028 \x00 \x1f \" \\ /"},
-    {"none": None},
-    [float("nan")],
-    {"inf": float("inf"), "minus": float("-inf")},
-    {"big": 2**64 + 1, "negative": -(2**70)},
-    {"u64": 2**64 - 1, "i64": -(2**63)},
-])
+@pytest.mark.parametrize(
+    "obj",
+    [
+        {},
+        {"a": 1, "b": [1, 2.5, "x"], "c": {"d": True, "e": False}},
+        {"text": 'é ✓ \u2028 \x00 \x1f " \\ /'},
+        {"none": None},
+        [float("nan")],
+        {"inf": float("inf"), "minus": float("-inf")},
+        {"big": 2**64 + 1, "negative": -(2**70)},
+        {"u64": 2**64 - 1, "i64": -(2**63)},
+    ],
+)
 def test_dumps_decodes_to_what_json_dumps_decodes_to(obj):
     ours = fastjson.dumps(obj)
     std = _std_dumps(obj)
@@ -52,18 +55,21 @@ def test_dumps_raises_what_json_raises_for_a_lone_surrogate():
         fastjson.dumps({"s": "\ud800"})
 
 
-@pytest.mark.parametrize("text", [
-    b"{}",
-    b'{"a":1,"a":2}',
-    b'{"big":123456789012345678901234567890}',
-    b'{"u64":18446744073709551615,"i64":-9223372036854775808}',
-    b'{"f":1.5e-7,"g":1e16,"h":-0.0}',
-    b'[NaN, Infinity, -Infinity]',
-    b'[1E400]',
-    b'"\\ud800"',
-    '{"str": "é"}',
-    '{"s": "\\ud800x"}',
-])
+@pytest.mark.parametrize(
+    "text",
+    [
+        b"{}",
+        b'{"a":1,"a":2}',
+        b'{"big":123456789012345678901234567890}',
+        b'{"u64":18446744073709551615,"i64":-9223372036854775808}',
+        b'{"f":1.5e-7,"g":1e16,"h":-0.0}',
+        b"[NaN, Infinity, -Infinity]",
+        b"[1E400]",
+        b'"\\ud800"',
+        '{"str": "é"}',
+        '{"s": "\\ud800x"}',
+    ],
+)
 def test_loads_equals_json_loads(text):
     ours, std = fastjson.loads(text), json.loads(text)
     assert _nan_equal(ours, std)

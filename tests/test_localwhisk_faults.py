@@ -40,9 +40,25 @@ def _process_state(pid: int) -> str | None:
 def _serve(data_dir: Path, *extra: str, env: dict | None = None) -> tuple[subprocess.Popen, str]:
     port_file = data_dir.parent / f"port-{time.monotonic_ns()}.json"
     full_env = dict(os.environ, PYTHONPATH=str(REPO_ROOT), **(env or {}))
-    process = subprocess.Popen([sys.executable, "-m", "faasprof.localwhisk", "serve", "--port", "0", "--data-dir", str(data_dir),
-                                "--port-file", str(port_file), *extra], env=full_env, start_new_session=True,
-                               stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+    process = subprocess.Popen(
+        [
+            sys.executable,
+            "-m",
+            "faasprof.localwhisk",
+            "serve",
+            "--port",
+            "0",
+            "--data-dir",
+            str(data_dir),
+            "--port-file",
+            str(port_file),
+            *extra,
+        ],
+        env=full_env,
+        start_new_session=True,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.PIPE,
+    )
     deadline = time.monotonic() + 30
     while time.monotonic() < deadline:
         if port_file.exists() and port_file.stat().st_size:
@@ -100,7 +116,9 @@ def test_local_stop_under_load_finishes_in_seconds_and_records_every_accepted_ac
     assert not missing, f"{len(missing)} accepted activations have no record"
     failed = [docs[a] for a in accepted if docs[a]["response"]["status"] == "whisk internal error"]
     assert len(failed) == len(accepted)  # none can have finished its 20 s sleep: queued and running ones failed
-    assert all(d["response"]["result"] == {"error": "localwhisk stopped before the activation completed."} for d in failed)
+    assert all(
+        d["response"]["result"] == {"error": "localwhisk stopped before the activation completed."} for d in failed
+    )
 
 
 def test_stop_leaves_no_paused_or_frozen_sandbox(tmp_path):
@@ -154,8 +172,10 @@ def test_kill_9_with_paused_sandboxes_is_reaped_at_the_next_start(tmp_path):
 def test_a_sandbox_that_renamed_itself_to_odd_bytes_is_still_reaped(tmp_path):
     # An action may rename its process to any bytes (here not UTF-8, with ") " in it); the pid file
     # holds its pid and start time, told by the child itself before the rename.
-    script = ("import time; print(open('/proc/self/stat').read().split()[21], flush=True); "
-              "open('/proc/self/comm', 'wb').write(b'\\xff) x'); print(flush=True); time.sleep(60)")
+    script = (
+        "import time; print(open('/proc/self/stat').read().split()[21], flush=True); "
+        "open('/proc/self/comm', 'wb').write(b'\\xff) x'); print(flush=True); time.sleep(60)"
+    )
     child = subprocess.Popen([sys.executable, "-c", script], stdout=subprocess.PIPE, start_new_session=True)
     try:
         started_ticks = int(child.stdout.readline())
@@ -179,12 +199,22 @@ def test_the_key_never_appears_on_a_command_line(tmp_path, isolated_home):
         assert lw.invoke("k").status_code == 200
         key_file = tmp_path / "key"
         key_file.write_text(OWN_KEY + "\n")
-        started = run_cli("local", "start", "--port", "0", "--data-dir", tmp_path / "cli", "--auth-file", key_file, timeout=60)
+        started = run_cli(
+            "local", "start", "--port", "0", "--data-dir", tmp_path / "cli", "--auth-file", key_file, timeout=60
+        )
         assert started.returncode == 0, started.stderr
         try:
             apihost = started.stdout.strip().splitlines()[-1]
-            assert requests.get(apihost + "/api/v1/namespaces", auth=tuple(OWN_KEY.split(":", 1)), timeout=5).status_code == 200
-            assert requests.get(apihost + "/api/v1/namespaces", auth=tuple(GUEST_AUTH.split(":", 1)), timeout=5).status_code == 401
+            assert (
+                requests.get(apihost + "/api/v1/namespaces", auth=tuple(OWN_KEY.split(":", 1)), timeout=5).status_code
+                == 200
+            )
+            assert (
+                requests.get(
+                    apihost + "/api/v1/namespaces", auth=tuple(GUEST_AUTH.split(":", 1)), timeout=5
+                ).status_code
+                == 401
+            )
             leaks = []
             for entry in Path("/proc").iterdir():
                 if entry.name.isdigit():
@@ -203,7 +233,18 @@ def test_the_key_never_appears_on_a_command_line(tmp_path, isolated_home):
 def test_non_loopback_host_needs_opt_in_and_an_own_key(tmp_path, isolated_home):
     refused = run_cli("local", "start", "--host", "0.0.0.0", "--port", "0", "--data-dir", tmp_path / "lw", timeout=30)
     assert refused.returncode == 2 and "--allow-remote" in refused.stderr and "Traceback" not in refused.stderr
-    guest = run_cli("local", "start", "--host", "0.0.0.0", "--allow-remote", "--port", "0", "--data-dir", tmp_path / "lw", timeout=30)
+    guest = run_cli(
+        "local",
+        "start",
+        "--host",
+        "0.0.0.0",
+        "--allow-remote",
+        "--port",
+        "0",
+        "--data-dir",
+        tmp_path / "lw",
+        timeout=30,
+    )
     assert guest.returncode == 2 and "guest key" in guest.stderr
     assert validate_settings(Settings(host="0.0.0.0", allow_remote=True, auth=OWN_KEY)) == []
     assert validate_settings(Settings(host="::1")) == [] and validate_settings(Settings(host="localhost")) == []

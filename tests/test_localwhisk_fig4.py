@@ -66,8 +66,9 @@ def test_under_balanced_and_over_invoked_patterns(tmp_path):
         session.auth = tuple(handle.auth.split(":", 1))
         phases = {}
         for action, rate in (("under", 8.0), ("balanced", 15.0), ("over", 40.0)):
-            session.put(f"{base}/actions/{action}?overwrite=true",
-                        json={"exec": {"kind": "python:3", "code": WORK_PY}}).raise_for_status()
+            session.put(
+                f"{base}/actions/{action}?overwrite=true", json={"exec": {"kind": "python:3", "code": WORK_PY}}
+            ).raise_for_status()
             ids = drive(session, base, action, rate, 2.5)
             phases[action] = fetch(session, base, ids)
 

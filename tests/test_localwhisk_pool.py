@@ -10,10 +10,10 @@ from pathlib import Path
 
 import pytest
 
-from faasprof.localwhisk.embedded import start_embedded
-from faasprof.localwhisk.activation import shared_tmp_hint
-from tests.localwhisk_driver import SANDBOX_KEYS, Lw, annotation
 from faasprof.errors import ConfigError
+from faasprof.localwhisk.activation import shared_tmp_hint
+from faasprof.localwhisk.embedded import start_embedded
+from tests.localwhisk_driver import SANDBOX_KEYS, Lw, annotation
 
 pytestmark = pytest.mark.timeout(90)
 
@@ -52,7 +52,9 @@ def test_cold_warm_paused_resumed_and_idle_removal(tmp_path):
 
         assert lw.wait_for(lambda: [sb["state"] for sb in lw.sandboxes("cwp")] == ["paused"], 2.0)
         if handle.settings["isolation"] == "cgroup-v1":
-            freezer = Path(handle.settings["cgroup_parents"]["freezer"]) / lw.sandboxes("cwp")[0]["name"] / "freezer.state"
+            freezer = (
+                Path(handle.settings["cgroup_parents"]["freezer"]) / lw.sandboxes("cwp")[0]["name"] / "freezer.state"
+            )
             assert freezer.read_text().strip() in ("FROZEN", "FREEZING")
         resumed = lw.invoke("cwp").json()
         assert annotation(resumed, "containerState") == "resumed"
@@ -114,7 +116,12 @@ def test_the_pool_describes_a_process_sandbox(tmp_path):
         lw.invoke("described")
         (sandbox,) = lw.sandboxes("described")
         assert list(sandbox) == SANDBOX_KEYS  # a docker sandbox adds its container's keys (test_localwhisk_docker.py)
-        assert (sandbox["kind"], sandbox["memory_mb"], sandbox["state"], sandbox["activations"]) == ("python:3", 256, "idle", 1)
+        assert (sandbox["kind"], sandbox["memory_mb"], sandbox["state"], sandbox["activations"]) == (
+            "python:3",
+            256,
+            "idle",
+            1,
+        )
         assert Path(f"/proc/{sandbox['pid']}").is_dir()
         assert (sandbox["memory_usage_bytes"] is None) == handle.settings["isolation"].startswith("rlimit")
 
@@ -390,6 +397,8 @@ def test_each_process_sandbox_has_its_own_tmp_as_each_openwhisk_container_does(t
 def test_an_error_naming_tmp_in_a_sandbox_that_shares_it_says_so():
     shared = "shared: unshare failed (Operation not permitted)"
     hint = shared_tmp_hint(shared, "[Errno 2] No such file or directory: '/tmp/fb-image.jpg'")
-    assert hint.startswith("localwhisk: this sandbox shares /tmp with the others on this host (unshare failed (Operation not permitted))")
+    assert hint.startswith(
+        "localwhisk: this sandbox shares /tmp with the others on this host (unshare failed (Operation not permitted))"
+    )
     assert shared_tmp_hint("private", "No such file: '/tmp/fb-image.jpg'") is None
     assert shared_tmp_hint(shared, "division by zero") is None

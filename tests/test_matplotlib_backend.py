@@ -22,8 +22,11 @@ def importable_modules() -> list[str]:
     """Every project module that ``import`` can name (the catalogue's function folders are no packages)."""
     files = project_files(REPO_ROOT)
     packages = {name for name, path in files.items() if path.name == "__init__.py"}
-    return sorted(name for name in files
-                  if (name in packages or name.rpartition(".")[0] in packages) and name.rpartition(".")[2] not in ENTRY_POINTS)
+    return sorted(
+        name
+        for name in files
+        if (name in packages or name.rpartition(".")[0] in packages) and name.rpartition(".")[2] not in ENTRY_POINTS
+    )
 
 
 IMPORT_ALL_THEN_PLOT = textwrap.dedent("""
@@ -48,8 +51,13 @@ IMPORT_ALL_THEN_PLOT = textwrap.dedent("""
 def test_importing_every_module_and_plotting_keeps_the_backend_a_notebook_chose():
     modules = importable_modules()
     assert "faasprof.experiments.mpki" in modules and "faasprof.analyzer.plots" in modules and len(modules) > 100
-    done = subprocess.run([sys.executable, "-c", IMPORT_ALL_THEN_PLOT, json.dumps(modules)],
-                          capture_output=True, text=True, timeout=240, cwd=REPO_ROOT)
+    done = subprocess.run(
+        [sys.executable, "-c", IMPORT_ALL_THEN_PLOT, json.dumps(modules)],
+        capture_output=True,
+        text=True,
+        timeout=240,
+        cwd=REPO_ROOT,
+    )
     assert done.returncode == 0, done.stderr[-3000:]
     seen = json.loads(done.stdout.strip().splitlines()[-1])
     assert seen["changed_by"] == [], f"importing {seen['changed_by'][0]} switched matplotlib's backend"

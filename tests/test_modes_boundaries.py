@@ -14,13 +14,27 @@ REFERENCE = {"completion_latency_ms_p50": 38.0, "rate_rps": 1.0, "source": "lowe
 
 
 def _stats(**changes) -> dict:
-    base = {"successful": 300, "achieved_rps": 22.8, "offered_rps": 22.8, "achieved_over_offered": 1.0, "sent": 300, "rejected": 0,
-            "completion_latency_ms_p50": 40.0, "successful_with_record": 300, "cold_count": 0, "resumed_count": 10}
+    base = {
+        "successful": 300,
+        "achieved_rps": 22.8,
+        "offered_rps": 22.8,
+        "achieved_over_offered": 1.0,
+        "sent": 300,
+        "rejected": 0,
+        "completion_latency_ms_p50": 40.0,
+        "successful_with_record": 300,
+        "cold_count": 0,
+        "resumed_count": 10,
+    }
     return {**base, **changes}
 
 
 def _trend(first: float, last: float, completion_last: float = math.nan) -> dict:
-    return {"first_third_median_ms": first, "last_third_median_ms": last, "completion_last_third_median_ms": completion_last}
+    return {
+        "first_third_median_ms": first,
+        "last_third_median_ms": last,
+        "completion_last_third_median_ms": completion_last,
+    }
 
 
 def test_a_cold_start_ramp_is_not_over_invoked_but_a_standing_queue_is():
@@ -54,19 +68,37 @@ def test_a_decision_near_a_threshold_is_close():
     assert stats.is_close(stats.mode_margin(stats.over_scores(_stats(), _trend(36.65, 69.0))))
     # Far from every threshold either way: not close.
     assert not stats.is_close(stats.mode_margin(stats.over_scores(_stats(), _trend(40.0, 41.0))))
-    assert not stats.is_close(stats.mode_margin(stats.over_scores(_stats(achieved_over_offered=0.3), _trend(40.0, 41.0))))
+    assert not stats.is_close(
+        stats.mode_margin(stats.over_scores(_stats(achieved_over_offered=0.3), _trend(40.0, 41.0)))
+    )
 
 
 def _rows(n: int) -> pd.DataFrame:
     nan = np.full(n, np.nan)
-    return pd.DataFrame({
-        "outcome": pd.Categorical(["success"] * n), "final_outcome": pd.Categorical(["success"] * n),
-        "successful": np.ones(n, dtype=bool), "has_activation_id": np.ones(n, dtype=bool), "has_record": np.ones(n, dtype=bool),
-        "client_latency_ms": np.full(n, 40.0), "corrected_latency_ms": np.full(n, 40.0), "platform_latency_ms": np.full(n, 40.0),
-        "completion_latency_ms": np.full(n, 40.0), "lateness_ms": np.zeros(n), "wait_ms": nan, "init_ms": nan, "execution_ms": nan,
-        "duration_ms": nan, "overhead_ms": nan, "start_class": pd.Categorical(["warm"] * n), "gb_s": nan, "gb_s_1ms": nan,
-        "gb_s_100ms": nan, "memory_mb": nan,
-    })
+    return pd.DataFrame(
+        {
+            "outcome": pd.Categorical(["success"] * n),
+            "final_outcome": pd.Categorical(["success"] * n),
+            "successful": np.ones(n, dtype=bool),
+            "has_activation_id": np.ones(n, dtype=bool),
+            "has_record": np.ones(n, dtype=bool),
+            "client_latency_ms": np.full(n, 40.0),
+            "corrected_latency_ms": np.full(n, 40.0),
+            "platform_latency_ms": np.full(n, 40.0),
+            "completion_latency_ms": np.full(n, 40.0),
+            "lateness_ms": np.zeros(n),
+            "wait_ms": nan,
+            "init_ms": nan,
+            "execution_ms": nan,
+            "duration_ms": nan,
+            "overhead_ms": nan,
+            "start_class": pd.Categorical(["warm"] * n),
+            "gb_s": nan,
+            "gb_s_1ms": nan,
+            "gb_s_100ms": nan,
+            "memory_mb": nan,
+        }
+    )
 
 
 def test_achieved_never_exceeds_what_was_offered_in_the_same_window():

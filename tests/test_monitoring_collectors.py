@@ -35,14 +35,22 @@ needs_perf = pytest.mark.skipif(not HAVE_PERF, reason="needs perf and root (syst
 
 
 def _v1_writable(*controllers: str) -> bool:
-    return all(os.access(f"/sys/fs/cgroup/{c}", os.W_OK) and os.path.exists(f"/sys/fs/cgroup/{c}/cgroup.procs") for c in controllers)
+    return all(
+        os.access(f"/sys/fs/cgroup/{c}", os.W_OK) and os.path.exists(f"/sys/fs/cgroup/{c}/cgroup.procs")
+        for c in controllers
+    )
 
 
-needs_cgroup_v1 = pytest.mark.skipif(not _v1_writable("cpu", "cpuacct", "memory", "freezer"), reason="needs writable cgroup v1 cpu, cpuacct, memory, freezer")
+needs_cgroup_v1 = pytest.mark.skipif(
+    not _v1_writable("cpu", "cpuacct", "memory", "freezer"),
+    reason="needs writable cgroup v1 cpu, cpuacct, memory, freezer",
+)
 
 
 def test_build_collectors_keys_true_false_and_order():
-    built = build_collectors({"cgroups": True, "perf": {"interval_ms": 200}, "rdt": False, "blktrace": None}, {"duration_s": 1})
+    built = build_collectors(
+        {"cgroups": True, "perf": {"interval_ms": 200}, "rdt": False, "blktrace": None}, {"duration_s": 1}
+    )
     assert [c.name for c in built] == ["perf", "cgroups"]
     assert built[0].interval_ms == 200 and built[0].per == "system" and built[0].required is False
     assert normalise_block({"perf": {"required": True}})["perf"]["required"] is True
@@ -54,7 +62,9 @@ def test_build_collectors_keys_true_false_and_order():
 
 @needs_perf
 def test_perf_live_drops_unsupported_events_and_stops_with_sigint(tmp_path):
-    perf = PerfCollector({"interval_ms": 100, "events": ["task-clock", "context-switches", "page-faults", "cycles"]}, {"duration_s": 1})
+    perf = PerfCollector(
+        {"interval_ms": 100, "events": ["task-clock", "context-switches", "page-faults", "cycles"]}, {"duration_s": 1}
+    )
     assert perf.check() is None
     supported, dropped, _ = col_perf.probe_perf_events(["task-clock", "cycles"])
     if "cycles" in dropped:  # this VM: no PMU
@@ -110,11 +120,23 @@ def test_perf_dying_mid_run_is_reported(tmp_path):
 
 
 def test_perf_per_cgroup_needs_a_perf_event_hierarchy(tmp_path):
-    vm = PerfCollector({"per": "cgroup"}, {"host_root": str(HOSTS / "this_vm"), "cgroup_parents": {"memory": "/sys/fs/cgroup/memory/lw"}})
+    vm = PerfCollector(
+        {"per": "cgroup"},
+        {"host_root": str(HOSTS / "this_vm"), "cgroup_parents": {"memory": "/sys/fs/cgroup/memory/lw"}},
+    )
     if shutil.which("perf") is None:
         pytest.skip("perf missing")
     assert "perf_event hierarchy" in (vm.check() or "")
-    xeon = PerfCollector({"per": "cgroup"}, {"host_root": str(HOSTS / "xeon_11way"), "cgroup_parents": {"perf_event": "/sys/fs/cgroup/perf_event/docker", "memory": "/sys/fs/cgroup/memory/docker"}})
+    xeon = PerfCollector(
+        {"per": "cgroup"},
+        {
+            "host_root": str(HOSTS / "xeon_11way"),
+            "cgroup_parents": {
+                "perf_event": "/sys/fs/cgroup/perf_event/docker",
+                "memory": "/sys/fs/cgroup/memory/docker",
+            },
+        },
+    )
     assert xeon._perf_cgroups() == ["docker"]
     xeon.cgroups = ["docker"]
     argv = xeon.argv("perf_stat.csv")
@@ -201,17 +223,25 @@ def test_blktrace_checks_and_data_device():
 
 @pytest.mark.parametrize("missing", ["blktrace", "debugfs", "root"])
 def test_blktrace_doctor_says_a_disk_can_be_traced_only_when_blktrace_can_run(monkeypatch, missing):
-    monkeypatch.setattr(col_blktrace.shutil, "which", lambda tool: None if missing == "blktrace" else f"/usr/sbin/{tool}")
+    monkeypatch.setattr(
+        col_blktrace.shutil, "which", lambda tool: None if missing == "blktrace" else f"/usr/sbin/{tool}"
+    )
     monkeypatch.setattr(col_blktrace, "is_root", lambda: missing != "root")
     host = {"debugfs_mounted": missing != "debugfs"}
     findings = BlktraceCollector.doctor(Root(HOSTS / "this_vm"), host, False, {"devices": ["/dev/vda"]})
     assert any(f.state == col_base.NO for f in findings)
     vda = [f for f in findings if f.text.startswith("/dev/vda")]
-    assert [(f.state, f.text) for f in vda] == [(col_base.INFO, "/dev/vda has a trace interface; it can be traced once the problems above are fixed")]
+    assert [(f.state, f.text) for f in vda] == [
+        (col_base.INFO, "/dev/vda has a trace interface; it can be traced once the problems above are fixed")
+    ]
     monkeypatch.setattr(col_blktrace.shutil, "which", lambda tool: f"/usr/sbin/{tool}")
     monkeypatch.setattr(col_blktrace, "is_root", lambda: True)
-    ready = BlktraceCollector.doctor(Root(HOSTS / "this_vm"), {"debugfs_mounted": True}, False, {"devices": ["/dev/vda"]})
-    assert [(f.state, f.text) for f in ready if f.text.startswith("/dev/vda")] == [(col_base.OK, "/dev/vda can be traced")]
+    ready = BlktraceCollector.doctor(
+        Root(HOSTS / "this_vm"), {"debugfs_mounted": True}, False, {"devices": ["/dev/vda"]}
+    )
+    assert [(f.state, f.text) for f in ready if f.text.startswith("/dev/vda")] == [
+        (col_base.OK, "/dev/vda can be traced")
+    ]
 
 
 # -- cgroups (live) ---------------------------------------------------------------------------------
@@ -321,8 +351,10 @@ def test_cgroups_check_without_parents_names_the_fix(tmp_path):
 def test_frames_align_live_monitors_to_the_run_clock(tmp_path, sandboxes):
     paths, _ = sandboxes
     run_dir = rundir.create_run_dir(tmp_path, "frames")
-    built = build_collectors({"perf": {"events": ["task-clock", "page-faults"]}, "cgroups": {"interval_ms": 100}},
-                             {"cgroup_parents": paths, "duration_s": 1})
+    built = build_collectors(
+        {"perf": {"events": ["task-clock", "page-faults"]}, "cgroups": {"interval_ms": 100}},
+        {"cgroup_parents": paths, "duration_s": 1},
+    )
     for collector in built:
         assert collector.check() is None
         collector.start(run_dir)
@@ -354,7 +386,9 @@ def test_frames_skip_failed_and_empty_monitors(tmp_path):
     failed.start(run_dir)  # check fails here (no blktrace or no debugfs): meta.json says why
     assert failed.describe()["status"] == "failed"
     perf_dir = rundir.monitor_dir(run_dir, "perf")
-    rundir.write_json_atomic(perf_dir / "meta.json", {"format_version": 1, "wall_ns_at_start": 5, "monotonic_ns_at_start": 5})
+    rundir.write_json_atomic(
+        perf_dir / "meta.json", {"format_version": 1, "wall_ns_at_start": 5, "monotonic_ns_at_start": 5}
+    )
     (perf_dir / "perf_stat.csv").write_text("")
     clock = rundir.ClockAnchor(0, 0)
     assert load_run_monitors(run_dir, rundir.new_manifest("empty", {}, clock)) == {}
@@ -370,15 +404,33 @@ def test_frames_rdt_pqos_and_blktrace_offsets(tmp_path):
     text = data.joinpath("pqos", "pqos_csv_issue28.csv").read_text()
     header, row = text.splitlines()
     (rdt_dir / "pqos.csv").write_text("\n".join([header, row, row, row]) + "\n")
-    rundir.write_json_atomic(rdt_dir / "meta.json", {"format_version": 1, "monotonic_ns_at_start": 9_500_000_000,
-                                                     "interval_ms": 100, "settings": {"peak_mbps": 2_000_000}})
+    rundir.write_json_atomic(
+        rdt_dir / "meta.json",
+        {
+            "format_version": 1,
+            "monotonic_ns_at_start": 9_500_000_000,
+            "interval_ms": 100,
+            "settings": {"peak_mbps": 2_000_000},
+        },
+    )
     blk_dir = rundir.monitor_dir(run_dir, "blktrace")
     marker = "  8,0    1        0     0.500000000     0  m   N faasprof-start\n"
-    (blk_dir / "sda.blkparse.txt").write_text(marker + data.joinpath("blkparse", "blkparse_ext3_doc.txt").read_text().replace("     0.0", "     1.0"))
-    rundir.write_json_atomic(blk_dir / "meta.json", {"format_version": 1, "monotonic_ns_at_start": 11_000_000_000,
-                                                     "marker": "faasprof-start", "marker_monotonic_ns": 11_200_000_000,
-                                                     "outputs": ["sda.blkparse.txt"]})
-    frames = load_run_monitors(run_dir, rundir.new_manifest("offsets", {}, clock, monitors=[{"name": "rdt", "status": "stopped"}]))
+    (blk_dir / "sda.blkparse.txt").write_text(
+        marker + data.joinpath("blkparse", "blkparse_ext3_doc.txt").read_text().replace("     0.0", "     1.0")
+    )
+    rundir.write_json_atomic(
+        blk_dir / "meta.json",
+        {
+            "format_version": 1,
+            "monotonic_ns_at_start": 11_000_000_000,
+            "marker": "faasprof-start",
+            "marker_monotonic_ns": 11_200_000_000,
+            "outputs": ["sda.blkparse.txt"],
+        },
+    )
+    frames = load_run_monitors(
+        run_dir, rundir.new_manifest("offsets", {}, clock, monitors=[{"name": "rdt", "status": "stopped"}])
+    )
     rdt = frames["rdt"]
     assert rdt["t_s"].tolist() == pytest.approx([-0.4, -0.3])  # started 0.5 s before zero; samples 1, 2
     assert rdt["mem_bw_share"].iloc[0] == pytest.approx((976274.4 + 5309.5) * 1.048576 / 2e6)

@@ -9,10 +9,10 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 
 import pytest
+from conftest import run_cli
 
 from faasprof.monitoring.collectors import tool_versions
 from faasprof.monitoring.host import Root, collect_host, mount_of, parse_cpu_list
-from conftest import run_cli
 
 DATA = Path(__file__).resolve().parent / "data" / "monitoring"
 HOSTS = DATA / "hosts"
@@ -27,10 +27,18 @@ def test_collect_host_xeon_11way():
     assert host["hardware_pmu"] == "cpu" and host["pmu_name"] == "skylake"
     assert {"cqm_llc", "cqm_mbm_total", "cat_l3", "mba", "rdt_a"} <= set(host["rdt_flags"])
     resctrl = host["resctrl"]
-    assert resctrl["mounted"] and resctrl["l3"] == {"num_closids": 16, "cbm_mask": "7ff", "ways": 11, "min_cbm_bits": 1, "shareable_bits": "600"}
+    assert resctrl["mounted"] and resctrl["l3"] == {
+        "num_closids": 16,
+        "cbm_mask": "7ff",
+        "ways": 11,
+        "min_cbm_bits": 1,
+        "shareable_bits": "600",
+    }
     assert resctrl["mba"] == {"num_closids": 8, "min_bandwidth": 10, "bandwidth_gran": 10}
     assert resctrl["monitoring"]["features"] == ["llc_occupancy", "mbm_total_bytes", "mbm_local_bytes"]
-    assert host["cgroup"]["version"] == "1" and {"cpu", "cpuacct", "memory", "freezer", "perf_event"} <= set(host["cgroup"]["controllers"])
+    assert host["cgroup"]["version"] == "1" and {"cpu", "cpuacct", "memory", "freezer", "perf_event"} <= set(
+        host["cgroup"]["controllers"]
+    )
     assert host["kernel"] == "5.15.0-91-generic" and host["memory_bytes"] == 196608000 * 1024
     json.dumps(host)  # manifest-ready
 
@@ -78,7 +86,9 @@ def test_mount_of_reads_proc_mounts_through_the_root():
 class _Api(BaseHTTPRequestHandler):
     def do_GET(self):  # noqa: N802
         if self.path == "/api/v1":
-            body = json.dumps({"description": "OpenWhisk", "limits": {"actions_per_minute": 600, "concurrent_actions": 100}}).encode()
+            body = json.dumps(
+                {"description": "OpenWhisk", "limits": {"actions_per_minute": 600, "concurrent_actions": 100}}
+            ).encode()
             self.send_response(200)
         else:
             body = b"{}"
@@ -126,7 +136,9 @@ def test_doctor_xeon_tree_ready_with_rdt_and_cgroups(tmp_path, api, isolated_hom
 
 
 def test_doctor_this_vm_tree_not_ready_for_rdt(tmp_path, api, isolated_home):
-    workload = _workload(tmp_path, {"rdt": True, "perf": {"events": ["cycles", "instructions"]}}, {"apihost": api, "auth": "u:k"})
+    workload = _workload(
+        tmp_path, {"rdt": True, "perf": {"events": ["cycles", "instructions"]}}, {"apihost": api, "auth": "u:k"}
+    )
     done = run_cli("doctor", "--root", HOSTS / "this_vm", "--workload", workload, "--json", timeout=60)
     assert done.returncode == 3, done.stdout + done.stderr
     report = json.loads(done.stdout)
@@ -174,7 +186,9 @@ def test_parse_perf_to_csv(tmp_path):
     assert set(frame["unit_id"]) == {"CPU0", "CPU1"}
     assert frame["cycles"].isna().all()
     long = run_cli("parse", "perf", DATA / "perf" / "perf_stat_percpu_interval.csv", "--long")
-    assert long.returncode == 0 and long.stdout.splitlines()[0].startswith("time_s,agg,unit_id,n_cpus,event,value,status")
+    assert long.returncode == 0 and long.stdout.splitlines()[0].startswith(
+        "time_s,agg,unit_id,n_cpus,event,value,status"
+    )
     assert "not_supported" in long.stdout
 
 
@@ -192,7 +206,10 @@ def test_parse_pqos_blktrace_to_stdout():
 
 def test_parse_errors(tmp_path):
     done = run_cli("parse", "perf", tmp_path / "none.csv")
-    assert done.returncode == 2 and done.stderr.strip() == f"{tmp_path / 'none.csv'}: no such file; pass the raw perf output file"
+    assert (
+        done.returncode == 2
+        and done.stderr.strip() == f"{tmp_path / 'none.csv'}: no such file; pass the raw perf output file"
+    )
     (tmp_path / "empty.txt").write_text("hello\n")
     done = run_cli("parse", "pqos", tmp_path / "empty.txt")
     assert done.returncode == 2 and "no pqos rows found" in done.stderr

@@ -132,7 +132,13 @@ def test_perf_variance_column_and_summary_and_other_separator():
 
 def test_perf_probe_output_and_bad_event_stderr():
     statuses = probe_support(read("perf", "perf_stat_probe_stderr.txt"))
-    assert statuses == {"task-clock": "ok", "context-switches": "ok", "page-faults": "ok", "cycles": "not_supported", "instructions": "not_supported"}
+    assert statuses == {
+        "task-clock": "ok",
+        "context-switches": "ok",
+        "page-faults": "ok",
+        "cycles": "not_supported",
+        "instructions": "not_supported",
+    }
     assert probe_support(read("perf", "perf_stat_bad_event_stderr.txt")) == {}
     # Without -o the counters go to stderr and have no "# started on" header.
     assert len(parse_perf_stat(read("perf", "perf_stat_stderr_no_o.txt"))) == 4
@@ -140,11 +146,21 @@ def test_perf_probe_output_and_bad_event_stderr():
 
 
 def test_derived_zero_denominators_are_nan():
-    wide = pd.DataFrame({"time_s": [0.1, 0.2], "unit_id": ["", ""], "interval_s": [0.1, 0.1], "cycles": [0.0, 100.0],
-                         "instructions": [0.0, 250.0], "cycles:u": [0.0, 60.0], "cycles:k": [0.0, 40.0],
-                         "LLC-load-misses": [5.0, 5.0], "LLC-loads": [0.0, 50.0]})
+    wide = pd.DataFrame(
+        {
+            "time_s": [0.1, 0.2],
+            "unit_id": ["", ""],
+            "interval_s": [0.1, 0.1],
+            "cycles": [0.0, 100.0],
+            "instructions": [0.0, 250.0],
+            "cycles:u": [0.0, 60.0],
+            "cycles:k": [0.0, 40.0],
+            "LLC-load-misses": [5.0, 5.0],
+            "LLC-loads": [0.0, 50.0],
+        }
+    )
     out = add_perf_metrics(wide)
-    assert list(out.columns[-len(DERIVED_COLUMNS):]) == list(DERIVED_COLUMNS)
+    assert list(out.columns[-len(DERIVED_COLUMNS) :]) == list(DERIVED_COLUMNS)
     assert out["ipc"].isna().iloc[0] and out["ipc"].iloc[1] == 2.5
     assert out["kernel_cycle_share"].iloc[1] == pytest.approx(0.4)
     assert out["llc_mpki"].iloc[1] == pytest.approx(20.0)
@@ -260,7 +276,9 @@ def test_blkparse_rwbs_directions():
 
 
 def test_blkparse_marker_sets_time_zero():
-    text = "  8,0    1        0     0.500000000     0  m   N faasprof-start\n" + read("blkparse", "blkparse_ext3_doc.txt").replace("     0.0", "     1.0")
+    text = "  8,0    1        0     0.500000000     0  m   N faasprof-start\n" + read(
+        "blkparse", "blkparse_ext3_doc.txt"
+    ).replace("     0.0", "     1.0")
     frame = blk_intervals(text, interval_s=1.0, marker="faasprof-start")
     assert frame.attrs["marker_s"] == 0.5
     assert frame["elapsed_s"].iloc[0] == 0.0  # the completion at 1.0095 s is 0.51 s after the marker

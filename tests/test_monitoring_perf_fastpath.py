@@ -14,7 +14,14 @@ from pathlib import Path
 import pandas as pd
 import pytest
 
-from faasprof.monitoring.parsers.perf import COLUMNS, _fast_columns, _perf_fields, parse_perf_stat, parse_perf_stat_reference, perf_wide
+from faasprof.monitoring.parsers.perf import (
+    COLUMNS,
+    _fast_columns,
+    _perf_fields,
+    parse_perf_stat,
+    parse_perf_stat_reference,
+    perf_wide,
+)
 
 DATA = Path(__file__).resolve().parent / "data" / "monitoring" / "perf"
 SAMPLES = sorted(path.name for path in DATA.iterdir() if path.is_file())
@@ -190,7 +197,9 @@ def test_fast_path_numbers_round_like_python_float():
         text = number().lstrip("-")
         return text if float(text) < 1e300 else "1"
 
-    lines = [f"{number().lstrip('-'):>16},{number()},,cycles,{runtime()},{number()},{number()},GHz" for _ in range(5000)]
+    lines = [
+        f"{number().lstrip('-'):>16},{number()},,cycles,{runtime()},{number()},{number()},GHz" for _ in range(5000)
+    ]
     frame = assert_same("\n".join(lines) + "\n")
     assert len(frame) == len(lines)
 

@@ -12,7 +12,6 @@ import jsonschema
 import pytest
 
 from faasprof import rundir
-from faasprof.paths import WORKLOAD_SCHEMA_PATH
 from faasprof.commands import parse as cmd_parse
 from faasprof.monitoring import frames
 from faasprof.monitoring.collectors import (
@@ -28,6 +27,7 @@ from faasprof.monitoring.collectors import (
 from faasprof.monitoring.collectors.base import Finding
 from faasprof.monitoring.collectors.perf import PerfReadiness, perf_readiness
 from faasprof.monitoring.host import Root, collect_host
+from faasprof.paths import WORKLOAD_SCHEMA_PATH
 
 REPO_ROOT = Path(__file__).resolve().parent.parent
 
@@ -113,12 +113,19 @@ def test_perf_readiness_problems_name_the_fix():
     )
     # Counting one's own command is allowed up to paranoid 2 (native --perf), system-wide only at <= 0.
     assert _ready(system_wide=False).problem("x") is None
-    assert _ready(system_wide=False, paranoid=3).problem("x").startswith("perf: counting needs root or perf_event_paranoid <= 2 (it is 3)")
+    assert (
+        _ready(system_wide=False, paranoid=3)
+        .problem("x")
+        .startswith("perf: counting needs root or perf_event_paranoid <= 2 (it is 3)")
+    )
     assert _ready(root=True).problem("x") is None
     assert "the kernel has no perf events" in _ready(paranoid=None).problem("x")
     probed = _ready(root=True, probed=True, supported=("task-clock",), dropped={"cycles": "not supported here"})
     assert probed.problem("x") is None
-    assert probed.problem("drop --perf", require_all=True) == "perf: cannot count cycles here (cycles: not supported here); choose other events or drop --perf"
+    assert (
+        probed.problem("drop --perf", require_all=True)
+        == "perf: cannot count cycles here (cycles: not supported here); choose other events or drop --perf"
+    )
     none = _ready(root=True, probed=True, supported=(), dropped={"cycles": "not supported here"})
     assert none.problem("x").startswith("perf: none of the events cycles is supported on this host")
     assert "the support probe failed (boom)" in _ready(root=True, probed=True, probe_error="boom").problem("x")

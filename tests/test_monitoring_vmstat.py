@@ -26,7 +26,11 @@ RECORDED = DATA / "vmstat_dev_vm.csv"
 def test_read_sample_from_recorded_proc_files():
     sample = read_vmstat_sample(Root(DATA / "root"))
     # Values copied from the recorded /proc/stat and /proc/vmstat (tests/data/monitoring/README.md).
-    assert sample["cpu_user_ticks"] == 1228692 and sample["cpu_idle_ticks"] == 623078 and sample["cpu_steal_ticks"] == 13338
+    assert (
+        sample["cpu_user_ticks"] == 1228692
+        and sample["cpu_idle_ticks"] == 623078
+        and sample["cpu_steal_ticks"] == 13338
+    )
     assert sample["ctxt"] == 45781976 and sample["intr"] == 21341060 and sample["forks"] == 443778
     assert sample["procs_running"] == 3 and sample["procs_blocked"] == 0
     assert sample["pgfault"] == 293741562 and sample["pgmajfault"] == 11945 and sample["pgpgout"] == 47913060
@@ -35,7 +39,9 @@ def test_read_sample_from_recorded_proc_files():
 
 def test_parse_recorded_samples():
     frame = parse_vmstat_samples(RECORDED.read_text())
-    assert len(frame) == len(RECORDED.read_text().splitlines()) - 2  # header, and the first read starts the first interval
+    assert (
+        len(frame) == len(RECORDED.read_text().splitlines()) - 2
+    )  # header, and the first read starts the first interval
     first = frame.iloc[0]
     # Between the first two recorded reads: 33 user and 7 system ticks of 40, 586 switches in 0.2039 s.
     assert first["cpu_user_share"] == pytest.approx(33 / 40) and first["cpu_system_share"] == pytest.approx(7 / 40)
@@ -64,7 +70,10 @@ def test_live_on_this_machine_and_frames_on_the_run_clock(tmp_path):
     zero_ns = time.monotonic_ns()
     collector.start(run_dir)
     deadline = time.monotonic() + 10
-    while time.monotonic() < deadline and len((run_dir / rundir.MONITORS / "vmstat" / "vmstat.csv").read_text().splitlines()) < 4:
+    while (
+        time.monotonic() < deadline
+        and len((run_dir / rundir.MONITORS / "vmstat" / "vmstat.csv").read_text().splitlines()) < 4
+    ):
         time.sleep(0.05)
     assert collector.alive()
     collector.stop()
@@ -73,7 +82,9 @@ def test_live_on_this_machine_and_frames_on_the_run_clock(tmp_path):
     assert described["status"] == "stopped" and described["outputs"] == ["vmstat.csv"] and described["errors"] == []
     meta = json.loads((run_dir / rundir.MONITORS / "vmstat" / "meta.json").read_text())
     assert meta["status"] == "stopped" and meta["monotonic_ns_at_start"] >= zero_ns
-    frames = load_run_monitors(run_dir, rundir.new_manifest("vmstat", {}, rundir.ClockAnchor(zero_ns, 0), monitors=[described]))
+    frames = load_run_monitors(
+        run_dir, rundir.new_manifest("vmstat", {}, rundir.ClockAnchor(zero_ns, 0), monitors=[described])
+    )
     frame = frames["vmstat"]
     assert len(frame) >= 3 and (frame["t_s"] > 0).all() and frame["t_s"].is_monotonic_increasing
     # An interval where a kernel counter went down (iowait does, by design) has no share: NaN, not 0.
@@ -95,9 +106,16 @@ def test_check_and_doctor_without_procfs(tmp_path):
     assert VmstatCollector({}, {"host_root": str(root)}).check() is None
     (root / "proc" / "vmstat").unlink()
     reason = VmstatCollector({}, {"host_root": str(root)}).check()
-    assert reason == f"vmstat: {root / 'proc' / 'vmstat'} has no pgfault counter (no procfs mounted?); mount proc on /proc or drop monitoring.vmstat"
+    assert (
+        reason
+        == f"vmstat: {root / 'proc' / 'vmstat'} has no pgfault counter (no procfs mounted?); mount proc on /proc or drop monitoring.vmstat"
+    )
     (finding,) = VmstatCollector.doctor(Root(root), {}, False, None)
-    assert finding.state == "MISSING" and finding.blocks == ("vmstat",) and finding.fix == "mount proc on /proc or drop monitoring.vmstat"
+    assert (
+        finding.state == "MISSING"
+        and finding.blocks == ("vmstat",)
+        and finding.fix == "mount proc on /proc or drop monitoring.vmstat"
+    )
 
 
 def test_workload_schema_accepts_and_bounds_vmstat(tmp_path):
@@ -114,17 +132,24 @@ def test_workload_schema_accepts_and_bounds_vmstat(tmp_path):
     bad = {**ok, "monitoring": {"vmstat": {"interval_ms": 1}}}
     (tmp_path / "bad.json").write_text(json.dumps(bad))
     done = run_cli("validate", "--offline", tmp_path / "bad.json")
-    assert done.returncode == 2 and "monitoring.vmstat.interval_ms: must be an integer >= 10 (got 1)" in done.stdout + done.stderr
+    assert (
+        done.returncode == 2
+        and "monitoring.vmstat.interval_ms: must be an integer >= 10 (got 1)" in done.stdout + done.stderr
+    )
 
 
 def test_doctor_cli_reports_vmstat_and_requires_it_when_asked(tmp_path, isolated_home):
     root = tmp_path / "root"
     shutil.copytree(DATA / "root", root)
     workload = tmp_path / "w.json"
-    workload.write_text(json.dumps({"test_name": "d", "test_duration_in_seconds": 1, "instances": {}, "monitoring": {"vmstat": True}}))
+    workload.write_text(
+        json.dumps({"test_name": "d", "test_duration_in_seconds": 1, "instances": {}, "monitoring": {"vmstat": True}})
+    )
     done = run_cli("doctor", "--root", root, "--workload", workload, timeout=60)
     assert "vmstat    ok      /proc/stat and /proc/vmstat readable" in done.stdout
-    assert "vmstat" in done.stderr.strip().splitlines()[-1] and done.stderr.strip().splitlines()[-1].startswith("ready:")
+    assert "vmstat" in done.stderr.strip().splitlines()[-1] and done.stderr.strip().splitlines()[-1].startswith(
+        "ready:"
+    )
     (root / "proc" / "stat").unlink()
     done = run_cli("doctor", "--root", root, "--workload", workload, timeout=60)
     assert done.returncode == 3

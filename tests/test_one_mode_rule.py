@@ -17,9 +17,15 @@ REFERENCE = {"completion_latency_ms_p50": 40.0, "rate_rps": 1.0, "source": "lowe
 def _reproduce_modes(tmp_path: Path, monkeypatch, reference):
     """reproduce's modes run of one phase, its platform a modelled one: every call waits behind
     the one before (500 ms of work at 1.9/s), a queue that stands still (no growth, all kept up)."""
+
     def execute(workload, out_dir, **options):
-        run_dir, _ = write_synthetic_run(out_dir, duration_s=20.0, service_ms=500.0, pause_grace_ms=50.0,
-                                         instances={"at-1x": {"application": "json_dumps", "distribution": "Uniform", "rate": 1.9}})
+        run_dir, _ = write_synthetic_run(
+            out_dir,
+            duration_s=20.0,
+            service_ms=500.0,
+            pause_grace_ms=50.0,
+            instances={"at-1x": {"application": "json_dumps", "distribution": "Uniform", "rate": 1.9}},
+        )
         return run_dir
 
     monkeypatch.setattr(analyzed, "execute", execute)
@@ -35,8 +41,19 @@ def test_reproduce_labels_a_standing_queue_over_invoked_as_run_does(tmp_path, mo
 
 def test_the_capacity_hands_its_reference_to_the_modes(tmp_path, monkeypatch):
     given = []
-    monkeypatch.setattr(reproduce_runs, "_modes_run", lambda ctx, phases, grace, warmup=None, reference=None: given.append(reference) or
-                        {"run_dir": "r", "rows": [{"instance": "a", "mode": "over-invoked", "rate_rps": 1.0, "fraction": 1.0}], "calls": [], "bandwidth": []})
+    monkeypatch.setattr(
+        reproduce_runs,
+        "_modes_run",
+        lambda ctx, phases, grace, warmup=None, reference=None: (
+            given.append(reference)
+            or {
+                "run_dir": "r",
+                "rows": [{"instance": "a", "mode": "over-invoked", "rate_rps": 1.0, "fraction": 1.0}],
+                "calls": [],
+                "bandwidth": [],
+            }
+        ),
+    )
     profile = SimpleNamespace(fractions=(0.5,), phase_s=10.0, min_phase_calls=10, escalations=1)
     ctx = SimpleNamespace(connection=None, profile=profile, progress=None)
     reproduce_runs.modes(ctx, {"capacity_rps": 20.0, "latency_reference": REFERENCE})

@@ -17,12 +17,14 @@ from pathlib import Path
 
 import pytest
 
-from tests.conftest import run_cli
-from faasprof.platforms.openwhisk.connection import Connection
 from faasprof.platforms.openwhisk.client import OpenWhiskClient
+from faasprof.platforms.openwhisk.connection import Connection
+from tests.conftest import run_cli
 
 embedded = pytest.importorskip("faasprof.localwhisk.embedded")
-needs_node = pytest.mark.skipif(shutil.which("node") is None or shutil.which("npm") is None, reason="node and npm are needed")
+needs_node = pytest.mark.skipif(
+    shutil.which("node") is None or shutil.which("npm") is None, reason="node and npm are needed"
+)
 
 
 def build_wheel(folder: Path, name: str = "tinyshout", version: str = "1.0") -> Path:
@@ -61,11 +63,20 @@ def python_function(root: Path) -> Path:
 def node_function(root: Path) -> Path:
     folder = root / "greeter"
     (folder / "lib" / "tinygreet").mkdir(parents=True)
-    (folder / "lib" / "tinygreet" / "package.json").write_text(json.dumps({"name": "tinygreet", "version": "1.0.0", "main": "index.js"}))
+    (folder / "lib" / "tinygreet" / "package.json").write_text(
+        json.dumps({"name": "tinygreet", "version": "1.0.0", "main": "index.js"})
+    )
     (folder / "lib" / "tinygreet" / "index.js").write_text("exports.greet = (name) => `hello ${name}`;\n")
-    (folder / "package.json").write_text(json.dumps({
-        "name": "greeter", "version": "1.0.0", "main": "index.js", "dependencies": {"tinygreet": "file:./lib/tinygreet"},
-    }))
+    (folder / "package.json").write_text(
+        json.dumps(
+            {
+                "name": "greeter",
+                "version": "1.0.0",
+                "main": "index.js",
+                "dependencies": {"tinygreet": "file:./lib/tinygreet"},
+            }
+        )
+    )
     (folder / "index.js").write_text(
         "const { greet } = require('tinygreet');\nfunction main(args) { return { said: greet(args.name || 'world') }; }\nexports.main = main;\n"
     )
@@ -92,10 +103,14 @@ def test_python_function_with_requirements_deploys_idempotently_with_parameters(
     handle, client = platform
     folder = python_function(tmp_path)
     flags = ["--apihost", handle.apihost, "--auth", handle.auth]
-    first = run_cli("deploy", folder, "--name", "shouter", "--param", "text", "from default", "--memory", "192", *flags, timeout=180)
+    first = run_cli(
+        "deploy", folder, "--name", "shouter", "--param", "text", "from default", "--memory", "192", *flags, timeout=180
+    )
     assert first.returncode == 0, first.stderr
     assert first.stdout.split()[:2] == ["shouter", "created"]
-    again = run_cli("deploy", folder, "--name", "shouter", "--param", "text", "from default", "--memory", "192", *flags, timeout=180)
+    again = run_cli(
+        "deploy", folder, "--name", "shouter", "--param", "text", "from default", "--memory", "192", *flags, timeout=180
+    )
     assert again.returncode == 0, again.stderr
     assert again.stdout.split()[:2] == ["shouter", "unchanged"]
     action = client.get_action("shouter")
@@ -112,7 +127,9 @@ def test_node_function_with_a_file_dependency_deploys(platform, tmp_path, isolat
     done = run_cli("deploy", folder, "--apihost", handle.apihost, "--auth", handle.auth, timeout=180)
     assert done.returncode == 0, done.stderr
     assert done.stdout.split()[:2] == ["greeter", "created"]
-    assert client.invoke("greeter", {"name": "faasprof"}, blocking=True, result=True).json() == {"said": "hello faasprof"}
+    assert client.invoke("greeter", {"name": "faasprof"}, blocking=True, result=True).json() == {
+        "said": "hello faasprof"
+    }
     assert not (folder / "node_modules").exists(), "the researcher's folder is left as it was"
 
 
@@ -122,13 +139,26 @@ def test_workload_naming_own_folders_runs_on_the_embedded_default(tmp_path, isol
     python_function(tmp_path)
     node_function(tmp_path)
     workload = tmp_path / "own.json"
-    workload.write_text(json.dumps({
-        "test_name": "own", "test_duration_in_seconds": 3, "random_seed": 3, "blocking_cli": True,
-        "instances": {
-            "py": {"application": "shouter", "source": "shouter", "distribution": "Uniform", "rate": 2, "params": {"text": "hi"}},
-            "js": {"application": "greeter", "source": "greeter", "distribution": "Uniform", "rate": 2},
-        },
-    }))
+    workload.write_text(
+        json.dumps(
+            {
+                "test_name": "own",
+                "test_duration_in_seconds": 3,
+                "random_seed": 3,
+                "blocking_cli": True,
+                "instances": {
+                    "py": {
+                        "application": "shouter",
+                        "source": "shouter",
+                        "distribution": "Uniform",
+                        "rate": 2,
+                        "params": {"text": "hi"},
+                    },
+                    "js": {"application": "greeter", "source": "greeter", "distribution": "Uniform", "rate": 2},
+                },
+            }
+        )
+    )
     assert run_cli("validate", workload).returncode == 0
     done = run_cli("run", workload, "--out", tmp_path / "runs", "--quiet", timeout=240)
     assert done.returncode == 0, done.stderr
@@ -151,10 +181,21 @@ def test_a_path_in_application_is_the_function_for_validate_and_run_alike(tmp_pa
     (own / "single.py").write_text("def main(args):\n    return {'from': 'file'}\n")
     workload = tmp_path / "w.json"
     base = {"test_name": "own_path", "test_duration_in_seconds": 2, "random_seed": 5, "blocking_cli": True}
-    workload.write_text(json.dumps({**base, "instances": {
-        "folder": {"application": str(own / "myfn"), "distribution": "Uniform", "rate": 2},
-        "file": {"application": "own1/single.py", "distribution": "Uniform", "rate": 2},  # relative to the workload's folder
-    }}))
+    workload.write_text(
+        json.dumps(
+            {
+                **base,
+                "instances": {
+                    "folder": {"application": str(own / "myfn"), "distribution": "Uniform", "rate": 2},
+                    "file": {
+                        "application": "own1/single.py",
+                        "distribution": "Uniform",
+                        "rate": 2,
+                    },  # relative to the workload's folder
+                },
+            }
+        )
+    )
     validated = run_cli("validate", workload)
     assert validated.returncode == 0 and validated.stderr == "", validated.stderr
     done = run_cli("run", workload, "--out", tmp_path / "runs", "--quiet", timeout=240)
@@ -167,9 +208,13 @@ def test_a_path_in_application_is_the_function_for_validate_and_run_alike(tmp_pa
     assert manifest["workload"]["instances"]["folder"]["function_source"] == str(own / "myfn")
 
     gone = own / "nosuch"
-    workload.write_text(json.dumps({**base, "instances": {"a": {"application": str(gone), "distribution": "Uniform", "rate": 2}}}))
-    expected = [f'{workload}: instances.a.application: "{gone}" is neither in the function catalogue nor an existing file or folder '
-                f"(looked in {gone}); fix the path to your function's file or folder"]
+    workload.write_text(
+        json.dumps({**base, "instances": {"a": {"application": str(gone), "distribution": "Uniform", "rate": 2}}})
+    )
+    expected = [
+        f'{workload}: instances.a.application: "{gone}" is neither in the function catalogue nor an existing file or folder '
+        f"(looked in {gone}); fix the path to your function's file or folder"
+    ]
     validated = run_cli("validate", workload)
     refused = run_cli("run", workload, "--out", tmp_path / "runs", timeout=120)
     assert (validated.returncode, validated.stderr.splitlines()) == (2, expected)
@@ -193,7 +238,9 @@ FAASPROFILER_SHAPED = {
 
 
 @pytest.mark.slow
-def test_faasprofiler_workload_outside_the_catalogue_validates_plans_and_runs_once_deployed(platform, tmp_path, isolated_home):
+def test_faasprofiler_workload_outside_the_catalogue_validates_plans_and_runs_once_deployed(
+    platform, tmp_path, isolated_home
+):
     handle, client = platform
     workload = tmp_path / "fp.json"
     workload.write_text(json.dumps(FAASPROFILER_SHAPED))
@@ -204,7 +251,10 @@ def test_faasprofiler_workload_outside_the_catalogue_validates_plans_and_runs_on
     assert offline.returncode == 0, offline.stderr
     assert 'instances.instance1.application: "shouter-fp" is not in the function catalogue' in offline.stderr
     embedded = run_cli("validate", workload)  # no platform named: the embedded localwhisk, which starts empty
-    assert embedded.returncode == 2 and 'instances.instance1.application: "shouter-fp" is not in the function catalogue' in embedded.stderr
+    assert (
+        embedded.returncode == 2
+        and 'instances.instance1.application: "shouter-fp" is not in the function catalogue' in embedded.stderr
+    )
     plan = run_cli("plan", workload)
     assert plan.returncode == 0, plan.stderr
     assert "shouter-fp" in plan.stdout
@@ -212,9 +262,13 @@ def test_faasprofiler_workload_outside_the_catalogue_validates_plans_and_runs_on
     missing = run_cli("validate", workload, *flags)
     assert missing.returncode == 3
     [line] = missing.stderr.splitlines()  # one line per missing action
-    assert line.startswith(f"{workload}: instances.instance1.application: action shouter-fp does not exist on {handle.apihost} (namespace _)")
-    assert line.endswith(f"; deploy your function under this name: faasprof deploy PATH --name shouter-fp --apihost {handle.apihost} --auth UUID:KEY, "
-                         "or give the instance a \"source\" (your function's file or folder)")
+    assert line.startswith(
+        f"{workload}: instances.instance1.application: action shouter-fp does not exist on {handle.apihost} (namespace _)"
+    )
+    assert line.endswith(
+        f"; deploy your function under this name: faasprof deploy PATH --name shouter-fp --apihost {handle.apihost} --auth UUID:KEY, "
+        'or give the instance a "source" (your function\'s file or folder)'
+    )
     refused = run_cli("run", workload, "--out", tmp_path / "runs", *flags, timeout=60)
     assert refused.returncode == 3 and line in refused.stderr.splitlines() and "Traceback" not in refused.stderr
 
@@ -237,15 +291,27 @@ def test_a_missing_action_is_one_line_suggesting_the_platforms_closest_action(pl
     function.write_text("def main(args):\n    return {'zebras': 1}\n")
     assert run_cli("deploy", function, *flags, timeout=120).returncode == 0
     workload = tmp_path / "w.json"
-    workload.write_text(json.dumps({"test_name": "z", "test_duration_in_seconds": 2, "random_seed": 1,
-                                    "instances": {"a": {"application": "zebra_countr", "interarrivals_list": [1]},
-                                                  "b": {"application": "zebra_countr", "interarrivals_list": [1]}}}))
+    workload.write_text(
+        json.dumps(
+            {
+                "test_name": "z",
+                "test_duration_in_seconds": 2,
+                "random_seed": 1,
+                "instances": {
+                    "a": {"application": "zebra_countr", "interarrivals_list": [1]},
+                    "b": {"application": "zebra_countr", "interarrivals_list": [1]},
+                },
+            }
+        )
+    )
     validated = run_cli("validate", workload, *flags, timeout=60)
     refused = run_cli("run", workload, "--out", tmp_path / "runs", *flags, timeout=60)
     for done in (validated, refused):
         assert done.returncode == 3
         [line] = done.stderr.splitlines()  # one line for the action both instances name
-        assert line.startswith(f'{workload}: instances.a.application: action zebra_countr does not exist on {handle.apihost} (namespace _) (did you mean "zebra_counter"?); ')
+        assert line.startswith(
+            f'{workload}: instances.a.application: action zebra_countr does not exist on {handle.apihost} (namespace _) (did you mean "zebra_counter"?); '
+        )
 
 
 def test_native_runs_an_own_function_folder(tmp_path, isolated_home):
@@ -280,7 +346,10 @@ def test_plan_warns_but_plans_without_functions_or_files_a_run_needs(tmp_path, i
     assert plan.returncode == 0, plan.stderr
     warnings = [line for line in plan.stderr.splitlines() if line.startswith("warning: ")]
     assert len(warnings) == 3, warnings  # the function (once), the param file, the script
-    assert any("instances.instance3.param_file: file params.json not found" in line and line.endswith("(a run needs it)") for line in warnings)
+    assert any(
+        "instances.instance3.param_file: file params.json not found" in line and line.endswith("(a run needs it)")
+        for line in warnings
+    )
     assert any("perf_monitoring.runtime_script: file scripts/monitor.sh not found" in line for line in warnings)
     assert "total " in plan.stdout
     validate = run_cli("validate", workload)
@@ -297,28 +366,47 @@ def test_a_source_that_cannot_be_built_is_refused_before_localwhisk_starts(tmp_p
     (tmp_path / "notafunction").mkdir()
     workload = tmp_path / "w.json"
     base = {"test_name": "b", "test_duration_in_seconds": 2, "random_seed": 1, "blocking_cli": False}
-    workload.write_text(json.dumps({**base, "instances": {"a": {"application": "a", "source": "notafunction", "interarrivals_list": [1]}}}))
+    workload.write_text(
+        json.dumps(
+            {**base, "instances": {"a": {"application": "a", "source": "notafunction", "interarrivals_list": [1]}}}
+        )
+    )
     invalid = run_cli("validate", workload)
     assert invalid.returncode == 2
-    assert invalid.stderr.strip() == (f"{workload}: instances.a.source: {tmp_path / 'notafunction'}: the folder has neither __main__.py (Python) "
-                                      "nor package.json (Node.js); add the one your function needs")
-    workload.write_text(json.dumps({**base, "instances": {"a": {"application": "a", "source": "broken", "interarrivals_list": [1]}}}))
+    assert invalid.stderr.strip() == (
+        f"{workload}: instances.a.source: {tmp_path / 'notafunction'}: the folder has neither __main__.py (Python) "
+        "nor package.json (Node.js); add the one your function needs"
+    )
+    workload.write_text(
+        json.dumps({**base, "instances": {"a": {"application": "a", "source": "broken", "interarrivals_list": [1]}}})
+    )
     done = run_cli("run", workload, "--out", tmp_path / "runs", timeout=120)
     assert done.returncode == 2
-    assert done.stderr.startswith(f"{workload}: instances.a.source: {folder / 'requirements.txt'}: pip could not install it (")
+    assert done.stderr.startswith(
+        f"{workload}: instances.a.source: {folder / 'requirements.txt'}: pip could not install it ("
+    )
     assert "starting the embedded localwhisk" not in done.stderr and "Traceback" not in done.stderr
 
 
 def test_validate_with_a_platform_checks_its_memory_limits(platform, tmp_path, isolated_home):
     handle, _ = platform
     workload = tmp_path / "mem.json"
-    workload.write_text(json.dumps({
-        "test_name": "m", "test_duration_in_seconds": 2, "random_seed": 1, "blocking_cli": False,
-        "instances": {"a": {"application": "spin", "memory_mb": 8192, "interarrivals_list": [1]}},
-    }))
+    workload.write_text(
+        json.dumps(
+            {
+                "test_name": "m",
+                "test_duration_in_seconds": 2,
+                "random_seed": 1,
+                "blocking_cli": False,
+                "instances": {"a": {"application": "spin", "memory_mb": 8192, "interarrivals_list": [1]}},
+            }
+        )
+    )
     done = run_cli("validate", workload, "--apihost", handle.apihost, "--auth", handle.auth)
     assert done.returncode == 2
-    assert done.stderr.strip() == (f"{workload}: instances.a.memory_mb: 8192 MB is outside the 128..2048 MB that {handle.apihost} accepts; "
-                                   "lower memory_mb, or raise the platform's limit (OpenWhisk: limit_action_memory_max)")
+    assert done.stderr.strip() == (
+        f"{workload}: instances.a.memory_mb: 8192 MB is outside the 128..2048 MB that {handle.apihost} accepts; "
+        "lower memory_mb, or raise the platform's limit (OpenWhisk: limit_action_memory_max)"
+    )
     offline = run_cli("validate", workload, "--apihost", handle.apihost, "--auth", handle.auth, "--offline")
     assert offline.returncode == 0 and "checked offline" in offline.stdout

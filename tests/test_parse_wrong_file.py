@@ -19,20 +19,33 @@ PQOS_CSV = DATA / "pqos" / "pqos_csv_issue28.csv"
 
 
 def _parse(kind: str, path: Path) -> subprocess.CompletedProcess:
-    return subprocess.run([sys.executable, "-m", "faasprof", "parse", kind, str(path)], capture_output=True, text=True, timeout=120)
+    return subprocess.run(
+        [sys.executable, "-m", "faasprof", "parse", kind, str(path)], capture_output=True, text=True, timeout=120
+    )
 
 
-@pytest.mark.parametrize("kind, path", [
-    ("vmstat", PERF_STDERR), ("vmstat", PQOS_CSV), ("cgroups", PERF_STDERR), ("cgroups", VMSTAT_CSV),
-    ("resctrl", VMSTAT_CSV), ("resctrl", PQOS_CSV),
-])
+@pytest.mark.parametrize(
+    "kind, path",
+    [
+        ("vmstat", PERF_STDERR),
+        ("vmstat", PQOS_CSV),
+        ("cgroups", PERF_STDERR),
+        ("cgroups", VMSTAT_CSV),
+        ("resctrl", VMSTAT_CSV),
+        ("resctrl", PQOS_CSV),
+    ],
+)
 def test_a_samplers_parser_refuses_another_tools_file_in_one_line(kind, path):
     done = _parse(kind, path)
     assert done.returncode == 2, done.stderr
     assert done.stdout == ""
     lines = done.stderr.strip().splitlines()
     assert len(lines) == 1 and "Traceback" not in done.stderr, done.stderr
-    assert lines[0].startswith(f"{path}: not the ") and "lacks the column(s)" in lines[0] and f"raw {kind} output" in lines[0]
+    assert (
+        lines[0].startswith(f"{path}: not the ")
+        and "lacks the column(s)" in lines[0]
+        and f"raw {kind} output" in lines[0]
+    )
 
 
 @pytest.mark.parametrize("kind", sorted(parse_kinds()))

@@ -11,13 +11,13 @@ from __future__ import annotations
 import argparse
 
 import pytest
+from test_analyzer_synthetic import write_synthetic_run
 
+from faasprof import rundir
 from faasprof.analyzer import frames as frames_mod
 from faasprof.analyzer.analysis import analyze_run
-from faasprof import rundir
 from faasprof.errors import ConfigError
 from faasprof.platforms.openwhisk.connection import resolve_connection
-from test_analyzer_synthetic import write_synthetic_run
 
 NO_FLAGS = dict(apihost=None, auth=None, namespace=None, insecure=None)
 LIMITS_1X = {"actions_per_minute": 60, "concurrent_actions": 30, "max_action_memory": 536870912}
@@ -30,12 +30,17 @@ def _openwhisk(limits: dict, **extra) -> dict:
 
 def test_wskprops_settings_are_recorded_for_the_host_it_names(tmp_path):
     props = tmp_path / "wskprops"
-    props.write_text("APIHOST=http://127.0.0.1:3233\nAUTH=u:k\nNAMESPACE=guest\nPAUSE_GRACE_MS=50\nUSER_MEMORY_MB=4096\n")
+    props.write_text(
+        "APIHOST=http://127.0.0.1:3233\nAUTH=u:k\nNAMESPACE=guest\nPAUSE_GRACE_MS=50\nUSER_MEMORY_MB=4096\n"
+    )
     connection = resolve_connection(argparse.Namespace(**NO_FLAGS), {}, wskprops_path=props)
     assert connection.describe()["settings"] == {"pause_grace_ms": 50.0, "user_memory_mb": 4096.0}
     # The same host named by a flag still is the platform the file describes.
     flags = argparse.Namespace(**{**NO_FLAGS, "apihost": "http://127.0.0.1:3233/", "auth": "f:k"})
-    assert resolve_connection(flags, {}, wskprops_path=props).settings == {"pause_grace_ms": 50.0, "user_memory_mb": 4096.0}
+    assert resolve_connection(flags, {}, wskprops_path=props).settings == {
+        "pause_grace_ms": 50.0,
+        "user_memory_mb": 4096.0,
+    }
     # Another host: the file's settings are not that platform's.
     flags = argparse.Namespace(**{**NO_FLAGS, "apihost": "http://127.0.0.1:9999", "auth": "f:k"})
     other = resolve_connection(flags, {}, wskprops_path=props)
@@ -47,7 +52,9 @@ def test_a_bad_wskprops_setting_is_one_line_naming_file_and_key(tmp_path):
     props.write_text("APIHOST=http://127.0.0.1:3233\nAUTH=u:k\nPAUSE_GRACE_MS=10s\n")
     with pytest.raises(ConfigError) as caught:
         resolve_connection(argparse.Namespace(**NO_FLAGS), {}, wskprops_path=props)
-    assert str(caught.value) == f"{props}: PAUSE_GRACE_MS: '10s' is not a non-negative number; fix it or remove the line"
+    assert (
+        str(caught.value) == f"{props}: PAUSE_GRACE_MS: '10s' is not a non-negative number; fix it or remove the line"
+    )
 
 
 @pytest.mark.parametrize(
@@ -58,13 +65,23 @@ def test_a_bad_wskprops_setting_is_one_line_naming_file_and_key(tmp_path):
         ({"platform": _openwhisk(LIMITS_2X)}, 10_000.0, "inferred: OpenWhisk 2.x"),
         ({"platform": _openwhisk(LIMITS_1X)}, 50.0, "inferred: OpenWhisk 1.x"),
         # A real OpenWhisk ignores the workload's localwhisk block: it says nothing of its grace.
-        ({"platform": _openwhisk(LIMITS_2X), "workload": {"platform": {"localwhisk": {"pause_grace_ms": 50}}}}, 10_000.0, "inferred"),
-        ({"platform": {"kind": "localwhisk"}, "workload": {"platform": {"localwhisk": {"pause_grace_ms": 75}}}}, 75.0, "workload platform block"),
+        (
+            {"platform": _openwhisk(LIMITS_2X), "workload": {"platform": {"localwhisk": {"pause_grace_ms": 50}}}},
+            10_000.0,
+            "inferred",
+        ),
+        (
+            {"platform": {"kind": "localwhisk"}, "workload": {"platform": {"localwhisk": {"pause_grace_ms": 75}}}},
+            75.0,
+            "workload platform block",
+        ),
         ({"platform": {"kind": "none"}}, 50.0, "unknown"),
     ],
 )
 def test_pause_grace_resolution_order(manifest, expected_ms, source_start):
-    grace_ms, source = frames_mod.pause_grace_ms(rundir.Manifest.from_json({"format_version": rundir.FORMAT_VERSION, **manifest}))
+    grace_ms, source = frames_mod.pause_grace_ms(
+        rundir.Manifest.from_json({"format_version": rundir.FORMAT_VERSION, **manifest})
+    )
     assert grace_ms == expected_ms
     assert source.startswith(source_start), source
     assert frames_mod.pause_grace_known(source) == (not source.startswith(("inferred", "unknown")))

@@ -18,13 +18,13 @@ import math
 import numpy as np
 import pandas as pd
 import pytest
+from test_analyzer_synthetic import record
 
+from faasprof import rundir
 from faasprof.analyzer import frames as frames_mod
 from faasprof.analyzer import stats as stats_mod
 from faasprof.analyzer.records import flatten_record
-from faasprof import rundir
 from faasprof.outcomes import FAILURE_OUTCOMES, FINAL_OUTCOMES
-from test_analyzer_synthetic import record
 
 # --------------------------------------------------------------------------------------------
 # the verdict, on synthetic evidence
@@ -58,10 +58,23 @@ def mode(stats=None, trend=None):
 
 def test_the_thresholds_are_the_documented_ones():
     # The docstring and MODE_RULE state these numbers; the tests below sit on each side of them.
-    assert (stats_mod.MIN_SAMPLES_FOR_MODE, stats_mod.OVER_THROUGHPUT_RATIO, stats_mod.OVER_TREND_RATIO) == (20, 0.9, 2.0)
-    assert (stats_mod.OVER_TREND_MIN_MS, stats_mod.OVER_REJECT_FRACTION, stats_mod.UNDER_IDLE_FRACTION) == (25.0, 0.05, 0.5)
-    assert "< 20 successful" in stats_mod.MODE_RULE and ">= 5%" in stats_mod.MODE_RULE and ">= 50%" in stats_mod.MODE_RULE
-    assert (stats_mod.QUEUE_RATIO, stats_mod.QUEUE_MIN_MS) == (2.0, 25.0) and ">= 2.0x and >= 25.0 ms above the reference's" in stats_mod.MODE_RULE
+    assert (stats_mod.MIN_SAMPLES_FOR_MODE, stats_mod.OVER_THROUGHPUT_RATIO, stats_mod.OVER_TREND_RATIO) == (
+        20,
+        0.9,
+        2.0,
+    )
+    assert (stats_mod.OVER_TREND_MIN_MS, stats_mod.OVER_REJECT_FRACTION, stats_mod.UNDER_IDLE_FRACTION) == (
+        25.0,
+        0.05,
+        0.5,
+    )
+    assert (
+        "< 20 successful" in stats_mod.MODE_RULE and ">= 5%" in stats_mod.MODE_RULE and ">= 50%" in stats_mod.MODE_RULE
+    )
+    assert (stats_mod.QUEUE_RATIO, stats_mod.QUEUE_MIN_MS) == (
+        2.0,
+        25.0,
+    ) and ">= 2.0x and >= 25.0 ms above the reference's" in stats_mod.MODE_RULE
 
 
 def test_baseline_evidence_is_balanced():
@@ -71,7 +84,10 @@ def test_baseline_evidence_is_balanced():
 
 
 def test_rule_1_needs_twenty_successful_invocations():
-    assert stats_mod.decide_mode(evidence(successful=19), flat()) == ("unknown", ["only 19 successful invocations (< 20)"])
+    assert stats_mod.decide_mode(evidence(successful=19), flat()) == (
+        "unknown",
+        ["only 19 successful invocations (< 20)"],
+    )
     assert mode(evidence(successful=20)) == "balanced"
 
 
@@ -100,25 +116,41 @@ def test_rule_2b_latency_growth_needs_both_twice_and_25ms(first, last, expected)
 
 def test_rule_2b_reason_names_the_latency():
     trend = {**flat(20.0, 45.0), "latency": "platform latency"}
-    assert stats_mod.decide_mode(evidence(), trend)[1] == ["median platform latency grew from 20 ms (first third) to 45 ms (last third)"]
-    assert stats_mod.decide_mode(evidence(), flat(20.0, 45.0))[1] == ["median corrected latency grew from 20 ms (first third) to 45 ms (last third)"]
+    assert stats_mod.decide_mode(evidence(), trend)[1] == [
+        "median platform latency grew from 20 ms (first third) to 45 ms (last third)"
+    ]
+    assert stats_mod.decide_mode(evidence(), flat(20.0, 45.0))[1] == [
+        "median corrected latency grew from 20 ms (first third) to 45 ms (last third)"
+    ]
 
 
 def test_mode_evidence_is_readable_at_any_size():
     """Seconds of latency and thousands per second read as such, never as 1.497e+04 ms or 1.2e+03/s."""
     stats = evidence(achieved_rps=1234.0, offered_rps=2000.0, achieved_over_offered=0.617)
     reasons = stats_mod.decide_mode(stats, flat(13.2, 14970.0))[1]
-    assert reasons == ["achieved 1,234/s is 62% of offered 2,000/s (< 90%)",
-                       "median corrected latency grew from 13.2 ms (first third) to 14.97 s (last third)"]
-    late = stats_mod.stability_warnings("f phase 0", {"client_latency_ms_n": 0, "lateness_ms_p99": 14970.0, "lateness_ms_max": 20123.0,
-                                                      "failures": 0, "missing_records": 0})
+    assert reasons == [
+        "achieved 1,234/s is 62% of offered 2,000/s (< 90%)",
+        "median corrected latency grew from 13.2 ms (first third) to 14.97 s (last third)",
+    ]
+    late = stats_mod.stability_warnings(
+        "f phase 0",
+        {
+            "client_latency_ms_n": 0,
+            "lateness_ms_p99": 14970.0,
+            "lateness_ms_max": 20123.0,
+            "failures": 0,
+            "missing_records": 0,
+        },
+    )
     assert late[0].startswith("f phase 0: the invoker fell behind schedule (lateness p99 15 s, max 20.1 s)")
     assert not any("e+" in text for text in reasons + late)
 
 
 def test_rule_2b_reason_reads_seconds_never_an_exponent():
     # An over-invoked queue's waits reach seconds: "1.566e+04 ms" made the evidence unreadable.
-    assert stats_mod.decide_mode(evidence(), flat(5089.0, 15660.0))[1] == ["median corrected latency grew from 5.089 s (first third) to 15.66 s (last third)"]
+    assert stats_mod.decide_mode(evidence(), flat(5089.0, 15660.0))[1] == [
+        "median corrected latency grew from 5.089 s (first third) to 15.66 s (last third)"
+    ]
 
 
 def test_rule_2c_five_percent_of_sent_rejected():
@@ -151,13 +183,19 @@ REFERENCE = {"completion_latency_ms_p50": 13.0, "rate_rps": 45.0, "source": "cap
 
 
 def queued(latency_ms, offered_rps=135.0, reference=REFERENCE):
-    return stats_mod.decide_mode(evidence(completion_latency_ms_p50=latency_ms, offered_rps=offered_rps, achieved_rps=offered_rps), flat(latency_ms, latency_ms), reference)
+    return stats_mod.decide_mode(
+        evidence(completion_latency_ms_p50=latency_ms, offered_rps=offered_rps, achieved_rps=offered_rps),
+        flat(latency_ms, latency_ms),
+        reference,
+    )
 
 
 def test_rule_2d_a_standing_queue_is_over_invoked():
     verdict, reasons = queued(252.0)
     assert verdict == "over-invoked"
-    assert reasons == ["median completion latency 252 ms is 19x the reference 13 ms (45/s, capacity probe p1): a standing queue (>= 2x and >= 25 ms above)"]
+    assert reasons == [
+        "median completion latency 252 ms is 19x the reference 13 ms (45/s, capacity probe p1): a standing queue (>= 2x and >= 25 ms above)"
+    ]
     # A long queue reads as a plain number, never an exponent.
     assert queued(14960.0)[1][0].startswith("median completion latency 14960 ms is 1151x the reference 13 ms")
 
@@ -165,8 +203,12 @@ def test_rule_2d_a_standing_queue_is_over_invoked():
 def test_rule_2d_flat_latency_is_balanced_and_says_against_what():
     verdict, reasons = queued(14.0)
     assert verdict == "balanced"
-    assert reasons[0].endswith(", median completion latency 14 ms is 1.1x the reference 13 ms (45/s, capacity probe p1): no standing queue (< 2x)")
-    assert queued(30.0)[1][0].endswith("is 2.3x the reference 13 ms (45/s, capacity probe p1): no standing queue (17 ms above, < 25 ms)")
+    assert reasons[0].endswith(
+        ", median completion latency 14 ms is 1.1x the reference 13 ms (45/s, capacity probe p1): no standing queue (< 2x)"
+    )
+    assert queued(30.0)[1][0].endswith(
+        "is 2.3x the reference 13 ms (45/s, capacity probe p1): no standing queue (17 ms above, < 25 ms)"
+    )
 
 
 @pytest.mark.parametrize(
@@ -184,17 +226,29 @@ def test_rule_2d_needs_both_twice_and_25ms(reference_ms, latency_ms, expected):
 
 def test_rule_2d_applies_only_above_the_reference_rate_and_with_a_reference():
     assert queued(252.0, offered_rps=45.0)[0] == "balanced"  # the reference's own rate: no queue to show
-    assert queued(252.0, reference=None) == stats_mod.decide_mode(evidence(completion_latency_ms_p50=252.0, offered_rps=135.0, achieved_rps=135.0), flat(252.0, 252.0))
+    assert queued(252.0, reference=None) == stats_mod.decide_mode(
+        evidence(completion_latency_ms_p50=252.0, offered_rps=135.0, achieved_rps=135.0), flat(252.0, 252.0)
+    )
     assert queued(252.0, reference=None)[0] == "balanced"
-    assert queued(252.0, reference={"completion_latency_ms_p50": None, "rate_rps": 45.0})[0] == "balanced"  # not a usable reference
+    assert (
+        queued(252.0, reference={"completion_latency_ms_p50": None, "rate_rps": 45.0})[0] == "balanced"
+    )  # not a usable reference
 
 
 def test_latency_references_from_a_probe_and_from_a_capacity_fraction():
-    base = {"format_version": 2, "workload": {"instances": {"mid": {"function": "json_dumps"}, "other": {"function": "nbody"}},
-                                              "as_given": {"capacity_resolution": {"mid": {"capacity_rps": 90, "latency_reference": REFERENCE}}}}}
+    base = {
+        "format_version": 2,
+        "workload": {
+            "instances": {"mid": {"function": "json_dumps"}, "other": {"function": "nbody"}},
+            "as_given": {"capacity_resolution": {"mid": {"capacity_rps": 90, "latency_reference": REFERENCE}}},
+        },
+    }
     assert stats_mod.latency_references(rundir.Manifest.from_json(base)) == {"json_dumps": REFERENCE}
     probe = {**base, "latency_reference": {"nbody": {**REFERENCE, "source": "capacity probe p9"}}}
-    assert stats_mod.latency_references(rundir.Manifest.from_json(probe)) == {"json_dumps": REFERENCE, "nbody": {**REFERENCE, "source": "capacity probe p9"}}
+    assert stats_mod.latency_references(rundir.Manifest.from_json(probe)) == {
+        "json_dumps": REFERENCE,
+        "nbody": {**REFERENCE, "source": "capacity probe p9"},
+    }
 
 
 def test_rule_order():
@@ -204,7 +258,9 @@ def test_rule_order():
     # Rule 2 fires even without records; rule 4's unknown only applies after it.
     assert mode(evidence(successful_with_record=0, rejected=50, final_failed=50)) == "over-invoked"
     # Every firing part of rule 2 is reported.
-    verdict, reasons = stats_mod.decide_mode(evidence(achieved_over_offered=0.5, achieved_rps=5.0, rejected=10, final_timeout=10), flat(10.0, 100.0))
+    verdict, reasons = stats_mod.decide_mode(
+        evidence(achieved_over_offered=0.5, achieved_rps=5.0, rejected=10, final_timeout=10), flat(10.0, 100.0)
+    )
     assert verdict == "over-invoked" and len(reasons) == 3
 
 
@@ -216,8 +272,17 @@ def phase_rows(n: int, final: dict[int, str]) -> pd.DataFrame:
     """``n`` invocations of one steady phase (the frame columns group_stats reads); row k has the
     final outcome ``final.get(k, "success")`` and a record unless that is a no-record outcome."""
     outcomes = [final.get(k, "success") for k in range(n)]
-    http = {"success": "ok", "application_error": "ok", "developer_error": "ok", "internal_error": "ok", "action_timeout": "ok", "no_record": "ok"}
-    has_record = np.array([o in ("success", "application_error", "developer_error", "internal_error", "action_timeout") for o in outcomes])
+    http = {
+        "success": "ok",
+        "application_error": "ok",
+        "developer_error": "ok",
+        "internal_error": "ok",
+        "action_timeout": "ok",
+        "no_record": "ok",
+    }
+    has_record = np.array(
+        [o in ("success", "application_error", "developer_error", "internal_error", "action_timeout") for o in outcomes]
+    )
     latency = np.full(n, 10.0)
     return pd.DataFrame(
         {
@@ -232,7 +297,20 @@ def phase_rows(n: int, final: dict[int, str]) -> pd.DataFrame:
             "platform_latency_ms": np.where(has_record, latency, np.nan),
             "completion_latency_ms": latency,
             "lateness_ms": np.zeros(n),
-            **{c: np.where(has_record, 1.0, np.nan) for c in ("wait_ms", "init_ms", "execution_ms", "duration_ms", "overhead_ms", "gb_s", "gb_s_1ms", "gb_s_100ms", "memory_mb")},
+            **{
+                c: np.where(has_record, 1.0, np.nan)
+                for c in (
+                    "wait_ms",
+                    "init_ms",
+                    "execution_ms",
+                    "duration_ms",
+                    "overhead_ms",
+                    "gb_s",
+                    "gb_s_1ms",
+                    "gb_s_100ms",
+                    "memory_mb",
+                )
+            },
             "start_class": pd.Categorical(np.where(has_record, "warm", "unknown"), categories=frames_mod.START_CLASSES),
         }
     )
@@ -260,11 +338,17 @@ def test_group_stats_counts_every_final_outcome_and_only_successes_as_latency():
     rows = phase_rows(40, final)
     rows.loc[: len(final) - 1, ["client_latency_ms", "corrected_latency_ms", "completion_latency_ms"]] = 5000.0
     stats = stats_mod.group_stats(rows, 0.0, 10.0, None)
-    assert {name: stats[f"final_{name}"] for name in FINAL_OUTCOMES} == {**{name: 1 for name in FAILURE_OUTCOMES}, "success": 40 - len(FAILURE_OUTCOMES)}
+    assert {name: stats[f"final_{name}"] for name in FINAL_OUTCOMES} == {
+        **{name: 1 for name in FAILURE_OUTCOMES},
+        "success": 40 - len(FAILURE_OUTCOMES),
+    }
     assert stats["failures"] == len(FAILURE_OUTCOMES) and stats["successful"] == 40 - len(FAILURE_OUTCOMES)
     assert stats["rejected"] == len(stats_mod.REJECTED_FINAL)
     assert stats["client_latency_ms_max"] == 10.0 and stats["client_latency_ms_n"] == stats["successful"]
-    assert stats["failure_completion_latency_ms_n"] == len(FAILURE_OUTCOMES) and stats["failure_completion_latency_ms_p50"] == 5000.0
+    assert (
+        stats["failure_completion_latency_ms_n"] == len(FAILURE_OUTCOMES)
+        and stats["failure_completion_latency_ms_p50"] == 5000.0
+    )
     assert stats["successful_with_record"] == stats["successful"]
     assert stats["with_record"] == stats["successful"] + 4  # four failed outcomes carry a record
 
@@ -294,7 +378,12 @@ def test_resumed_rule_is_per_action_and_input_order_free():
     end = np.array([210.0, 310.0, 100.0, 190.0])
     init = np.full(4, np.nan)
     # a: 0..100 then 300 (200 idle: resumed); b: 0..190 then 200 (10 idle: warm).
-    assert frames_mod.classify_starts(function, start, end, init, grace_ms=50.0).tolist() == ["warm", "resumed", "warm", "warm"]
+    assert frames_mod.classify_starts(function, start, end, init, grace_ms=50.0).tolist() == [
+        "warm",
+        "resumed",
+        "warm",
+        "warm",
+    ]
 
 
 def test_container_state_overrides_and_init_time_means_cold():
@@ -312,7 +401,10 @@ def test_container_state_overrides_and_init_time_means_cold():
 
 
 def _frame_for_durations(durations_ms, memory_mb=256):
-    raws = [record(f"{k:032x}", "fn", 1_790_000_000_000 + 1000 * k, 1, 0, d, memory_mb=memory_mb) for k, d in enumerate(durations_ms)]
+    raws = [
+        record(f"{k:032x}", "fn", 1_790_000_000_000 + 1000 * k, 1, 0, d, memory_mb=memory_mb)
+        for k, d in enumerate(durations_ms)
+    ]
     for raw, d in zip(raws, durations_ms):
         raw["duration"] = d  # as recorded, fractional or zero included
     records = frames_mod.records_frame([flatten_record(r) for r in raws])
@@ -330,7 +422,9 @@ def _frame_for_durations(durations_ms, memory_mb=256):
             "error": [""] * len(raws),
         }
     )
-    return frames_mod.build_invocation_frame(invocations, records, rundir.new_manifest("t", {}, rundir.ClockAnchor(0, 1_790_000_000_000_000_000)))
+    return frames_mod.build_invocation_frame(
+        invocations, records, rundir.new_manifest("t", {}, rundir.ClockAnchor(0, 1_790_000_000_000_000_000))
+    )
 
 
 def test_gb_seconds_as_recorded_and_rounded_up():
@@ -397,16 +491,27 @@ def test_percentiles_from_partitioned_samples_are_those_of_the_sorted_samples(n)
 
 
 def test_phases_cut_at_every_window_edge_with_a_bounded_warm_up():
-    specs = [{"instance": "a", "window_s": (0.0, 30.0)}, {"instance": "b", "window_s": (10.0, 20.0)}, {"instance": "c", "window_s": (30.0, 30.0)}]
+    specs = [
+        {"instance": "a", "window_s": (0.0, 30.0)},
+        {"instance": "b", "window_s": (10.0, 20.0)},
+        {"instance": "c", "window_s": (30.0, 30.0)},
+    ]
     cut = stats_mod.phases(specs, 30.0)
-    assert [(p["start_s"], p["end_s"], p["instances"]) for p in cut] == [(0.0, 10.0, ["a"]), (10.0, 20.0, ["a", "b"]), (20.0, 30.0, ["a"])]
+    assert [(p["start_s"], p["end_s"], p["instances"]) for p in cut] == [
+        (0.0, 10.0, ["a"]),
+        (10.0, 20.0, ["a", "b"]),
+        (20.0, 30.0, ["a"]),
+    ]
     # Warm-up: 20 % of the phase, at most 2 s.
     assert [p["steady_start_s"] - p["start_s"] for p in cut] == pytest.approx([2.0, 2.0, 2.0])
     short = stats_mod.phases([{"instance": "a", "window_s": (0.0, 5.0)}], 5.0)
     assert short == [{"phase": 0, "start_s": 0.0, "end_s": 5.0, "steady_start_s": 1.0, "instances": ["a"]}]
     # A gap with nothing active is no phase, and the phases after it are still cut.
     gap = stats_mod.phases([{"instance": "a", "window_s": (0.0, 1.0)}, {"instance": "b", "window_s": (2.0, 3.0)}], 3.0)
-    assert [(p["phase"], p["start_s"], p["end_s"], p["instances"]) for p in gap] == [(0, 0.0, 1.0, ["a"]), (1, 2.0, 3.0, ["b"])]
+    assert [(p["phase"], p["start_s"], p["end_s"], p["instances"]) for p in gap] == [
+        (0, 0.0, 1.0, ["a"]),
+        (1, 2.0, 3.0, ["b"]),
+    ]
     # Windows past the test's end are cut at it; an edge at exactly 0 or the end adds nothing.
     late = stats_mod.phases([{"instance": "a", "window_s": (0.5, 99.0)}], 4.0)
     assert [(p["start_s"], p["end_s"], p["instances"]) for p in late] == [(0.5, 4.0, ["a"])]
@@ -420,21 +525,37 @@ def test_assign_phase_is_half_open_and_minus_one_outside():
 
 def trend_rows(t, latency, successful=None):
     n = len(t)
-    return pd.DataFrame({"intended_s": np.asarray(t, dtype=float), "lat": np.asarray(latency, dtype=float), "successful": np.ones(n, bool) if successful is None else np.asarray(successful)})
+    return pd.DataFrame(
+        {
+            "intended_s": np.asarray(t, dtype=float),
+            "lat": np.asarray(latency, dtype=float),
+            "successful": np.ones(n, bool) if successful is None else np.asarray(successful),
+        }
+    )
 
 
 def test_latency_trend_thirds_are_half_open_and_count_only_successes():
     # Window 0..9: first third t < 3, last third t >= 6.
-    rows = trend_rows([0, 2.999, 3.0, 5.999, 6.0, 9.0, 8.0], [10, 20, 1000, 1000, 30, 50, 999], [True, True, True, True, True, True, False])
+    rows = trend_rows(
+        [0, 2.999, 3.0, 5.999, 6.0, 9.0, 8.0],
+        [10, 20, 1000, 1000, 30, 50, 999],
+        [True, True, True, True, True, True, False],
+    )
     trend = stats_mod.latency_trend(rows, 0.0, 9.0, "lat")
     assert trend["first_third_median_ms"] == 15.0 and trend["last_third_median_ms"] == 40.0
     assert trend["last_over_first"] == pytest.approx(40.0 / 15.0)
-    assert trend["slope_ms_per_s"] == pytest.approx(float(np.polyfit([0, 2.999, 3.0, 5.999, 6.0, 9.0], [10, 20, 1000, 1000, 30, 50], 1)[0]))
+    assert trend["slope_ms_per_s"] == pytest.approx(
+        float(np.polyfit([0, 2.999, 3.0, 5.999, 6.0, 9.0], [10, 20, 1000, 1000, 30, 50], 1)[0])
+    )
 
 
 def test_latency_trend_without_enough_points():
     empty = stats_mod.latency_trend(trend_rows([5.0], [10.0]), 0.0, 9.0, "lat")
-    assert math.isnan(empty["first_third_median_ms"]) and math.isnan(empty["last_third_median_ms"]) and math.isnan(empty["slope_ms_per_s"])
+    assert (
+        math.isnan(empty["first_third_median_ms"])
+        and math.isnan(empty["last_third_median_ms"])
+        and math.isnan(empty["slope_ms_per_s"])
+    )
     assert math.isnan(empty["last_over_first"])
     two = stats_mod.latency_trend(trend_rows([0.0, 8.0], [10.0, 20.0]), 0.0, 9.0, "lat")
     assert math.isnan(two["slope_ms_per_s"])  # a slope needs three points
@@ -449,7 +570,9 @@ def test_latency_trend_without_enough_points():
 @pytest.mark.slow
 def test_previous_end_per_action_equals_a_pandas_sort_and_grouped_running_maximum():
     def reference(group, start_ms, end_ms):
-        frame = pd.DataFrame({"f": group, "s": start_ms, "e": end_ms, "i": np.arange(len(start_ms))}).sort_values(["f", "s", "e"], kind="stable")
+        frame = pd.DataFrame({"f": group, "s": start_ms, "e": end_ms, "i": np.arange(len(start_ms))}).sort_values(
+            ["f", "s", "e"], kind="stable"
+        )
         prev_end = frame.groupby("f", sort=False)["e"].cummax().groupby(frame["f"], sort=False).shift(1)
         return frame["i"].to_numpy(), prev_end.to_numpy()
 

@@ -23,39 +23,57 @@ PROCESSES = {
     "poisson": {"application": "f", "distribution": "Poisson", "rate": 5},
     "uniform": {"application": "f", "distribution": "Uniform", "rate": 4},
     "uniform_window": {"application": "f", "distribution": "Uniform", "rate": 0.7, "activity_window": [30, 200]},
-    "burst_fixed": {"application": "f", "distribution": "Burst", "burst_size": 3, "burst_gap_s": 2.0, "activity_window": [1.5, 200]},
-    "burst_shifted": {"application": "f", "distribution": "Burst", "burst_size": 2, "burst_gap_s": 1.0, "burst_gap_distribution": "shifted_exponential", "burst_gap_mean_s": 0.5},
+    "burst_fixed": {
+        "application": "f",
+        "distribution": "Burst",
+        "burst_size": 3,
+        "burst_gap_s": 2.0,
+        "activity_window": [1.5, 200],
+    },
+    "burst_shifted": {
+        "application": "f",
+        "distribution": "Burst",
+        "burst_size": 2,
+        "burst_gap_s": 1.0,
+        "burst_gap_distribution": "shifted_exponential",
+        "burst_gap_mean_s": 0.5,
+    },
     "trace_uniform": {"application": "f", "distribution": "Trace", "trace_file": "traces/azure_small.csv"},
-    "trace_equi": {"application": "f", "distribution": "Trace", "trace_file": "traces/azure_small.csv", "trace_spread": "equidistant"},
+    "trace_equi": {
+        "application": "f",
+        "distribution": "Trace",
+        "trace_file": "traces/azure_small.csv",
+        "trace_spread": "equidistant",
+    },
 }
 
 # process -> seed -> (count, first five intended_ns, last two intended_ns), 240 s test
 GOLDEN = {
-    'poisson': {
+    "poisson": {
         1: (1243, [88915475, 95498771, 249296676, 250189491, 398316317], [239617066479, 239953509592]),
         110: (1217, [302238602, 321622651, 530673749, 1291987589, 1295267911], [239825332099, 239829601544]),
     },
-    'uniform': {
+    "uniform": {
         1: (960, [34497113, 284497113, 534497113, 784497113, 1034497113], [239534497113, 239784497113]),
         110: (960, [189557503, 439557503, 689557503, 939557503, 1189557503], [239689557503, 239939557503]),
     },
-    'uniform_window': {
+    "uniform_window": {
         1: (119, [31104416515, 32532987944, 33961559373, 35390130801, 36818702230], [198247273658, 199675845087]),
         110: (119, [30327619025, 31756190453, 33184761882, 34613333310, 36041904739], [197470476168, 198899047596]),
     },
-    'burst_fixed': {
+    "burst_fixed": {
         1: (300, [1500000000, 1500000000, 1500000000, 3500000000, 3500000000], [199500000000, 199500000000]),
         110: (300, [1500000000, 1500000000, 1500000000, 3500000000, 3500000000], [199500000000, 199500000000]),
     },
-    'burst_shifted': {
+    "burst_shifted": {
         1: (338, [0, 0, 1463094045, 1463094045, 2501319381], [239950785170, 239950785170]),
         110: (322, [0, 0, 1481839120, 1481839120, 2685009043], [237153070847, 237153070847]),
     },
-    'trace_uniform': {
+    "trace_uniform": {
         1: (157, [602685696, 731127183, 1935036877, 7537013790, 8772830251], [219576336454, 222535427856]),
         110: (157, [452134686, 1644867711, 1952450747, 4650441499, 6194782510], [224502270892, 228746188293]),
     },
-    'trace_equi': {
+    "trace_equi": {
         1: (157, [760200496, 2760200496, 4760200496, 6760200496, 8760200496], [229003875314, 237575303885]),
         110: (157, [1247866231, 3247866231, 5247866231, 7247866231, 9247866231], [231328444471, 239899873042]),
     },
@@ -67,7 +85,10 @@ def _schedule(name: str, seed: int, duration_s: float = 240):
     spec = dict(PROCESSES[name])
     if "trace_file" in spec:
         spec["trace_file"] = str(DATA_DIR / spec["trace_file"])
-    workload = workload_from_dict({"test_name": "golden", "test_duration_in_seconds": duration_s, "random_seed": seed, "instances": {name: spec}}, check_catalogue=False)
+    workload = workload_from_dict(
+        {"test_name": "golden", "test_duration_in_seconds": duration_s, "random_seed": seed, "instances": {name: spec}},
+        check_catalogue=False,
+    )
     return build_schedule(workload)
 
 
@@ -96,11 +117,25 @@ def test_instance_stream_depends_on_the_seed_and_the_name_only():
 
 def test_merged_schedule_of_two_instances():
     workload = workload_from_dict(
-        {"test_name": "golden", "test_duration_in_seconds": 10, "random_seed": 42, "instances": {"a": PROCESSES["poisson"], "b": PROCESSES["uniform"]}},
+        {
+            "test_name": "golden",
+            "test_duration_in_seconds": 10,
+            "random_seed": 42,
+            "instances": {"a": PROCESSES["poisson"], "b": PROCESSES["uniform"]},
+        },
         check_catalogue=False,
     )
     schedule = build_schedule(workload)
-    assert schedule.intended_ns[:8].tolist() == [92686093, 134298524, 138257315, 206469189, 456469189, 706469189, 826160514, 952448339]
+    assert schedule.intended_ns[:8].tolist() == [
+        92686093,
+        134298524,
+        138257315,
+        206469189,
+        456469189,
+        706469189,
+        826160514,
+        952448339,
+    ]
     assert schedule.instance_idx[:8].tolist() == [0, 0, 0, 1, 1, 1, 0, 0]
 
 
@@ -123,7 +158,10 @@ def _two_instances():
             "test_name": "golden",
             "test_duration_in_seconds": 2,
             "random_seed": 5,
-            "instances": {"a": {"application": "fa", "distribution": "Uniform", "rate": 2}, "b": {"application": "fb", "distribution": "Burst", "burst_size": 2, "burst_gap_s": 1.0}},
+            "instances": {
+                "a": {"application": "fa", "distribution": "Uniform", "rate": 2},
+                "b": {"application": "fb", "distribution": "Burst", "burst_size": 2, "burst_gap_s": 1.0},
+            },
         },
         check_catalogue=False,
     )
@@ -182,7 +220,14 @@ def test_labelled_minute_columns_are_found_by_label(tmp_path):
     """InVitro's samples of the Azure trace keep the day's minute labels (480..959): minute 900 is
     the column labelled 900, not the 900th (it was refused as "past the last minute column (480)")."""
     labels = list(range(480, 960))
-    text = "HashOwner,HashApp,HashFunction,Trigger," + ",".join(map(str, labels)) + "\n" + "o,a,f,http," + ",".join(str(m % 7) for m in labels) + "\n"
+    text = (
+        "HashOwner,HashApp,HashFunction,Trigger,"
+        + ",".join(map(str, labels))
+        + "\n"
+        + "o,a,f,http,"
+        + ",".join(str(m % 7) for m in labels)
+        + "\n"
+    )
     counts = arrivals.read_trace(_trace(tmp_path, text), 0, start_minute=900)[1]
     assert counts.tolist() == [m % 7 for m in range(900, 960)]
 
@@ -195,9 +240,24 @@ def test_labelled_minute_columns_are_found_by_label(tmp_path):
         (AZURE_HEADER + "o,a,f,http,1,-2,3\n", 0, 1, "data row 0 has a negative count"),
         (AZURE_HEADER + "o,a,f,http,1,2,3\n", 1, 1, "no data row 1 in the trace; set trace_row"),
         (AZURE_HEADER + "o,a,f,http,1,2,3\n", "g", 1, "no HashFunction g in the trace"),
-        (AZURE_HEADER + "o,a,f,http,1,2,3\n", 0, 5, "trace_start_minute 5 is not one of its minute columns (labelled 1..3)"),
-        ("HashOwner,HashApp,HashFunction,Trigger,480,481,482\no,a,f,http,1,2,3\n", 0, 5, "trace_start_minute 5 is not one of its minute columns (labelled 480..482); give a minute from 480 to 482"),
-        ("HashOwner,HashApp,HashFunction,Trigger,m1,m2,m3\no,a,f,http,1,2,3\n", 0, 5, "trace_start_minute 5 is past the last minute column (3)"),
+        (
+            AZURE_HEADER + "o,a,f,http,1,2,3\n",
+            0,
+            5,
+            "trace_start_minute 5 is not one of its minute columns (labelled 1..3)",
+        ),
+        (
+            "HashOwner,HashApp,HashFunction,Trigger,480,481,482\no,a,f,http,1,2,3\n",
+            0,
+            5,
+            "trace_start_minute 5 is not one of its minute columns (labelled 480..482); give a minute from 480 to 482",
+        ),
+        (
+            "HashOwner,HashApp,HashFunction,Trigger,m1,m2,m3\no,a,f,http,1,2,3\n",
+            0,
+            5,
+            "trace_start_minute 5 is past the last minute column (3)",
+        ),
         ("t\n1.0\nabc\n", 0, 1, "line 3: 'abc' is not a number of seconds"),
         ("-1.0\n2.0\n", 0, 1, "timestamps must be >= 0 (got -1.0)"),
     ],
@@ -245,8 +305,16 @@ def test_trace_counts_spread_scale_and_window(tmp_path):
 def test_simultaneous_arrivals_keep_the_workload_order_of_instances():
     # Many ties (more than a small-array sort handles by insertion): only a stable sort keeps
     # every instant's invocations in the instances' order.
-    bursts = {name: {"application": name, "distribution": "Burst", "burst_size": 40, "burst_gap_s": 1.0} for name in ("z", "a", "m")}
-    schedule = build_schedule(workload_from_dict({"test_name": "ties", "test_duration_in_seconds": 3, "random_seed": 1, "instances": bursts}, check_catalogue=False))
+    bursts = {
+        name: {"application": name, "distribution": "Burst", "burst_size": 40, "burst_gap_s": 1.0}
+        for name in ("z", "a", "m")
+    }
+    schedule = build_schedule(
+        workload_from_dict(
+            {"test_name": "ties", "test_duration_in_seconds": 3, "random_seed": 1, "instances": bursts},
+            check_catalogue=False,
+        )
+    )
     assert len(schedule) == 360
     expected = ([0] * 40 + [1] * 40 + [2] * 40) * 3
     assert schedule.instance_idx.tolist() == expected
@@ -257,7 +325,12 @@ def test_counts_name_an_instance_without_arrivals():
         "busy": {"application": "f", "distribution": "Uniform", "rate": 2},
         "idle": {"application": "f", "interarrivals_list": [50.0]},  # after the test's end
     }
-    schedule = build_schedule(workload_from_dict({"test_name": "c", "test_duration_in_seconds": 2, "random_seed": 1, "instances": instances}, check_catalogue=False))
+    schedule = build_schedule(
+        workload_from_dict(
+            {"test_name": "c", "test_duration_in_seconds": 2, "random_seed": 1, "instances": instances},
+            check_catalogue=False,
+        )
+    )
     assert schedule.counts() == {"busy": 4, "idle": 0}
 
 

@@ -7,17 +7,17 @@ import json
 import socket
 
 import pytest
+from test_invoker_dispatch import instance
 
 from faasprof.errors import NotReadyError
 from faasprof.platforms import generic
 from faasprof.platforms.base import PlatformUnreachable
 from faasprof.platforms.generic import GenericPlatform
+from faasprof.platforms.openwhisk import platform as openwhisk
 from faasprof.platforms.openwhisk.client import OpenWhiskClient
 from faasprof.platforms.openwhisk.connection import Connection
-from faasprof.platforms.openwhisk import platform as openwhisk
 from faasprof.platforms.openwhisk.platform import OpenWhiskPlatform
 from faasprof.platforms.registry import platform_class, prepare_request
-from test_invoker_dispatch import instance
 
 AUTH = "u:k"
 
@@ -53,7 +53,10 @@ def test_the_registry_routes_by_endpoint_and_each_request_carries_its_platform()
 def test_an_unreachable_generic_endpoint_is_not_ready_with_its_url():
     port = _closed_port()
     url = instance("g", "-", endpoint="generic", url=f"http://127.0.0.1:{port}/x", data={})
-    with pytest.raises(NotReadyError, match=rf"http://127.0.0.1:{port}/x: cannot connect \(.*\); is the server at 127.0.0.1:{port} running\?"):
+    with pytest.raises(
+        NotReadyError,
+        match=rf"http://127.0.0.1:{port}/x: cannot connect \(.*\); is the server at 127.0.0.1:{port} running\?",
+    ):
         GenericPlatform().check([instance("a", "echo"), url])
     assert GenericPlatform().describe() == {"kind": "none", "note": "only generic endpoints: no OpenWhisk API was used"}
 

@@ -47,8 +47,10 @@ def test_a_missing_pid_or_a_line_without_the_field_is_none(tmp_path):
 def test_a_process_that_renames_itself_to_odd_bytes_keeps_its_start_time():
     # An action may rename its own process (the kernel takes any bytes but NUL and '/' in comm).
     # The child tells its start time while its comm is still the interpreter's, then renames itself.
-    script = ("import time; print(open('/proc/self/stat').read().split()[21], flush=True); "
-              "open('/proc/self/comm', 'wb').write(b'\\xff(x) ) y'); print(flush=True); time.sleep(30)")
+    script = (
+        "import time; print(open('/proc/self/stat').read().split()[21], flush=True); "
+        "open('/proc/self/comm', 'wb').write(b'\\xff(x) ) y'); print(flush=True); time.sleep(30)"
+    )
     child = subprocess.Popen([sys.executable, "-c", script], stdout=subprocess.PIPE)
     try:
         before = int(child.stdout.readline())

@@ -14,8 +14,11 @@ def test_lines_go_whole_to_the_writer_warnings_prefixed():
     progress.say("run directory runs/x; 10 invocations over 1 s")
     progress.warn("collector perf stopped during the run")
     progress.alert("capacity of spin: ≥ 8/s, a lower bound")
-    assert said == ["run directory runs/x; 10 invocations over 1 s", "warning: collector perf stopped during the run",
-                    "warning: capacity of spin: ≥ 8/s, a lower bound"]
+    assert said == [
+        "run directory runs/x; 10 invocations over 1 s",
+        "warning: collector perf stopped during the run",
+        "warning: capacity of spin: ≥ 8/s, a lower bound",
+    ]
 
 
 def test_quiet_keeps_only_the_alerts_and_the_default_says_nothing():

@@ -33,32 +33,40 @@ import time
 import urllib.error
 import urllib.request
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from pathlib import Path
 from typing import Any, Sequence
 
 import numpy as np
 import pandas as pd
 import pytest
-from pathlib import Path
+from conftest import send_json
+from test_analyzer_synthetic import write_synthetic_run
 
+from faasprof import rundir
 from faasprof.analyzer import frames as frames_mod
 from faasprof.analyzer import plots as plots_mod
 from faasprof.analyzer import stats as stats_mod
 from faasprof.analyzer.analysis import analyze_run, load_run
-from conftest import send_json
 from faasprof.commands import analyze as cmd_analyze
 from faasprof.commands import plan as cmd_plan
 from faasprof.commands import validate as cmd_validate
-from faasprof.experiments import sweep as sweep_mod
-from faasprof import rundir
 from faasprof.errors import ConfigError, NotReadyError
-from faasprof.rundir import record_columns, record_fields
-from faasprof.rundir import records as records_mod
+from faasprof.experiments import sweep as sweep_mod
 from faasprof.invoker.run import execute
 from faasprof.monitoring import collectors
 from faasprof.monitoring.collectors import base as collectors_base
 from faasprof.platforms import registry
-from faasprof.platforms.base import Platform, PreparedRequest, classify_status, format_request, parse_json, split_origin, url_problem
-from test_analyzer_synthetic import write_synthetic_run
+from faasprof.platforms.base import (
+    Platform,
+    PreparedRequest,
+    classify_status,
+    format_request,
+    parse_json,
+    split_origin,
+    url_problem,
+)
+from faasprof.rundir import record_columns, record_fields
+from faasprof.rundir import records as records_mod
 from faasprof.workload import arrivals, messages
 from faasprof.workload.schedule import NS_PER_S, build_schedule
 from faasprof.workload.spec import load_workload, workload_from_dict
@@ -66,8 +74,10 @@ from faasprof.workload.spec import load_workload, workload_from_dict
 REPO_ROOT = Path(__file__).resolve().parent.parent
 
 DUMMY_US = {"fa": 2500.0, "fb": 4000.0}  # the annotation's value, per function: a known answer
-INSTANCES = {"i0": {"application": "fa", "distribution": "Uniform", "rate": 5.0},
-             "i1": {"application": "fb", "distribution": "Uniform", "rate": 4.0}}
+INSTANCES = {
+    "i0": {"application": "fa", "distribution": "Uniform", "rate": 5.0},
+    "i1": {"application": "fb", "distribution": "Uniform", "rate": 4.0},
+}
 
 # What the recipe says to change, file by file (the test below changes these and nothing else).
 METRIC_RECIPE = {
@@ -93,7 +103,11 @@ def test_the_metric_recipe_names_what_the_dummy_changes():
 
 def _dummy_value(record: dict) -> float:
     annotations = record.get("annotations")
-    pairs = annotations.items() if isinstance(annotations, dict) else ((a.get("key"), a.get("value")) for a in annotations or () if isinstance(a, dict))
+    pairs = (
+        annotations.items()
+        if isinstance(annotations, dict)
+        else ((a.get("key"), a.get("value")) for a in annotations or () if isinstance(a, dict))
+    )
     value = dict(pairs).get("dummyUs")
     return float(value) if isinstance(value, (int, float)) and not isinstance(value, bool) else math.nan
 
@@ -115,10 +129,15 @@ def _add_the_dummy_metric(monkeypatch) -> None:
     # ... records.py: DuckDB selects it (and a boolean where a number belongs is unusual).
     query = records_mod._DUCKDB_QUERY
     for old, new in (
-        ("    CAST(rev[list_position(rkeys, 'initTime')].value AS VARCHAR) AS init_text,\n",
-         "    CAST(rev[list_position(rkeys, 'initTime')].value AS VARCHAR) AS init_text,\n"
-         "    CAST(rev[list_position(rkeys, 'dummyUs')].value AS VARCHAR) AS dummy_text,\n"),
-        ("TRY_CAST(init_text AS DOUBLE) AS init_ms,", "TRY_CAST(init_text AS DOUBLE) AS init_ms, TRY_CAST(dummy_text AS DOUBLE) AS dummy_us,"),
+        (
+            "    CAST(rev[list_position(rkeys, 'initTime')].value AS VARCHAR) AS init_text,\n",
+            "    CAST(rev[list_position(rkeys, 'initTime')].value AS VARCHAR) AS init_text,\n"
+            "    CAST(rev[list_position(rkeys, 'dummyUs')].value AS VARCHAR) AS dummy_text,\n",
+        ),
+        (
+            "TRY_CAST(init_text AS DOUBLE) AS init_ms,",
+            "TRY_CAST(init_text AS DOUBLE) AS init_ms, TRY_CAST(dummy_text AS DOUBLE) AS dummy_us,",
+        ),
         ("OR wait_text IN ('true', 'false')", "OR dummy_text IN ('true', 'false') OR wait_text IN ('true', 'false')"),
     ):
         assert query.count(old) == 1, old
@@ -141,7 +160,11 @@ def _add_the_dummy_metric(monkeypatch) -> None:
 
     def stats(rows, start_s, end_s, done_s=None):
         out = group_stats(rows, start_s, end_s, done_s)
-        out.update(stats_mod.percentile_block(rows["dummy_ms"].to_numpy(dtype="float64")[rows["successful"].to_numpy(dtype=bool)], "dummy_ms"))
+        out.update(
+            stats_mod.percentile_block(
+                rows["dummy_ms"].to_numpy(dtype="float64")[rows["successful"].to_numpy(dtype=bool)], "dummy_ms"
+            )
+        )
         return out
 
     monkeypatch.setattr(stats_mod, "group_stats", stats)
@@ -178,7 +201,9 @@ def test_a_dummy_metric_added_by_the_recipe_reaches_the_frame_the_statistics_and
     phases = [(instance["function"], phase) for instance in summary["instances"] for phase in instance["phases"]]
     assert phases and all(phase["dummy_ms_p50"] == DUMMY_US[function] / 1e3 for function, phase in phases)
     written = json.loads((run_dir / "analysis" / "summary.json").read_text())
-    assert [phase["dummy_ms_p50"] for instance in written["instances"] for phase in instance["phases"]] == [p["dummy_ms_p50"] for _, p in phases]
+    assert [phase["dummy_ms_p50"] for instance in written["instances"] for phase in instance["phases"]] == [
+        p["dummy_ms_p50"] for _, p in phases
+    ]
     assert "dummy_ms" in pd.read_parquet(run_dir / "analysis" / "invocations.parquet", columns=["dummy_ms"]).columns
 
 
@@ -207,8 +232,21 @@ COLLECTOR_RECIPE = {
     "monitoring/collectors/__init__.py": ("COLLECTORS",),
     "monitoring/collectors/base.py": ("SamplingCollector", "ProcessCollector", "Plot"),
 }
-COLLECTOR_ATTRIBUTES = ("name", "summary", "tool", "raw_outputs", "defaults", "options_schema", "parse_kinds", "plots", "plot_lines_by",
-                        "plot_busiest_by", "unplottable_columns", "load_frame", "doctor")
+COLLECTOR_ATTRIBUTES = (
+    "name",
+    "summary",
+    "tool",
+    "raw_outputs",
+    "defaults",
+    "options_schema",
+    "parse_kinds",
+    "plots",
+    "plot_lines_by",
+    "plot_busiest_by",
+    "unplottable_columns",
+    "load_frame",
+    "doctor",
+)
 
 
 class Widgets(collectors_base.SamplingCollector):
@@ -238,7 +276,9 @@ def test_a_new_collector_declaring_its_plots_gets_them_in_the_report(tmp_path, m
     monkeypatch.setitem(collectors.REGISTRY, Widgets.name, Widgets)
     run_dir, _ = write_synthetic_run(tmp_path, duration_s=3.0, instances=INSTANCES)
     directory = rundir.monitor_dir(run_dir, Widgets.name)
-    rundir.write_json_atomic(directory / rundir.MONITOR_META, {"wall_ns_at_start": rundir.read_manifest(run_dir).wall_ns_at_zero})
+    rundir.write_json_atomic(
+        directory / rundir.MONITOR_META, {"wall_ns_at_start": rundir.read_manifest(run_dir).wall_ns_at_zero}
+    )
     (directory / "widgets.csv").write_text("elapsed_s,widgets_per_s\n1,2000\n2,4000\n3,3000\n")
 
     run = load_run(run_dir)
@@ -260,9 +300,20 @@ PLATFORM_RECIPE = {
     "platforms/registry.py": ("PLATFORMS", "record_keepers"),
     "workload_configs/schema.json": ("endpoint",),
 }
-PLATFORM_ATTRIBUTES = ("endpoint", "names_functions", "instance_keys", "required_keys", "validate_instance", "check",
-                       "ensure_deployed", "prepare_request", "fetch_records", "find_records", "keeps_records", "describe")
-
+PLATFORM_ATTRIBUTES = (
+    "endpoint",
+    "names_functions",
+    "instance_keys",
+    "required_keys",
+    "validate_instance",
+    "check",
+    "ensure_deployed",
+    "prepare_request",
+    "fetch_records",
+    "find_records",
+    "keeps_records",
+    "describe",
+)
 
 
 # -- the toy platform's server ------------------------------------------------------------------
@@ -300,8 +351,18 @@ class _ToyHandler(BaseHTTPRequestHandler):
             call_id = f"toy-{len(self.server.calls)}"
             start_ms = time.time_ns() // 1_000_000
             status = "application error" if name == "fail" else "success"
-            self.server.records.append({"activationId": call_id, "name": name, "namespace": "toy", "start": start_ms, "end": start_ms + 2,
-                                        "duration": 2, "annotations": [], "response": {"status": status, "success": name != "fail"}})
+            self.server.records.append(
+                {
+                    "activationId": call_id,
+                    "name": name,
+                    "namespace": "toy",
+                    "start": start_ms,
+                    "end": start_ms + 2,
+                    "duration": 2,
+                    "annotations": [],
+                    "response": {"status": status, "success": name != "fail"},
+                }
+            )
         if name == "fail":
             send_json(self, 500, {"id": call_id, "error": "boom"})
         else:
@@ -373,8 +434,12 @@ class ToyPlatform(Platform):
     def ensure_deployed(self, workload: Any) -> dict[str, str]:
         found = {}
         for instance in workload.instances:
-            if self.serves(instance) and instance.function not in self._get(instance.platform_keys["gateway"] + "/functions"):
-                raise NotReadyError(f"{workload.origin}: instances.{instance.name}.application: {instance.function} is not on its gateway")
+            if self.serves(instance) and instance.function not in self._get(
+                instance.platform_keys["gateway"] + "/functions"
+            ):
+                raise NotReadyError(
+                    f"{workload.origin}: instances.{instance.name}.application: {instance.function} is not on its gateway"
+                )
             found[instance.function] = "existing"
         return found
 
@@ -398,7 +463,11 @@ def toy_platform_added(monkeypatch):
     monkeypatch.setattr(registry, "PLATFORMS", (*registry.PLATFORMS, ToyPlatform))
     schema = copy.deepcopy(messages.load_schema())
     schema["properties"]["endpoint"]["enum"].append(ToyPlatform.endpoint)
-    schema["$defs"]["instance"]["properties"]["gateway"] = {"type": "string", "minLength": 1, "description": "toyfaas endpoint: the gateway URL."}
+    schema["$defs"]["instance"]["properties"]["gateway"] = {
+        "type": "string",
+        "minLength": 1,
+        "description": "toyfaas endpoint: the gateway URL.",
+    }
     monkeypatch.setattr(messages, "load_schema", lambda: schema)
     messages._validator.cache_clear()
     yield
@@ -412,7 +481,14 @@ def toy_workload(address: str, **instance_keys) -> dict:
         "random_seed": 5,
         "endpoint": "toyfaas",
         "instances": {
-            "e": {"application": "echo", "distribution": "Uniform", "rate": 10, "params": {"n": 1}, "gateway": address, **instance_keys},
+            "e": {
+                "application": "echo",
+                "distribution": "Uniform",
+                "rate": 10,
+                "params": {"n": 1},
+                "gateway": address,
+                **instance_keys,
+            },
             "f": {"application": "fail", "distribution": "Uniform", "rate": 4, "gateway": address},
         },
     }
@@ -440,7 +516,10 @@ def test_add_a_platform_touching_only_the_recipes_files(tmp_path, toy_platform_a
         for keys, expected in (
             ({"gateway": None}, 'instances.e.gateway: required when endpoint is "toyfaas"; add it'),
             ({"gateway": "toy:9"}, 'instances.e.gateway: "toy:9" is not an http:// or https:// URL'),
-            ({"url": server.gateway}, 'instances.e.url: only used when endpoint is "generic" (the workload\'s endpoint is "toyfaas"); remove it'),
+            (
+                {"url": server.gateway},
+                'instances.e.url: only used when endpoint is "generic" (the workload\'s endpoint is "toyfaas"); remove it',
+            ),
             ({"source": "."}, 'instances.e.source: only used when endpoint is "local_openwhisk"'),
         ):
             data = toy_workload(server.gateway, **keys)
@@ -462,8 +541,12 @@ def test_add_a_platform_touching_only_the_recipes_files(tmp_path, toy_platform_a
     assert fail and all(row["outcome"] == "app_error" and row["error"] == "boom" for row in fail)
     assert {json.dumps(params) for name, params in calls if name == "echo"} == {'{"n": 1}'}
     # A platform hosting functions: the run says it did not start it and what it found deployed.
-    assert manifest.platform == {"kind": "toyfaas", "embedded": False, "gateways": [server.gateway],
-                                 "actions": {"echo": "existing", "fail": "existing"}}
+    assert manifest.platform == {
+        "kind": "toyfaas",
+        "embedded": False,
+        "gateways": [server.gateway],
+        "actions": {"echo": "existing", "fail": "existing"},
+    }
 
 
 class ToyKeeper(ToyPlatform):
@@ -476,18 +559,30 @@ class ToyKeeper(ToyPlatform):
         wanted = {row["activation_id"] for row in rundir.read_invocations(run_dir) if row["activation_id"]}
         records, found = self.find_records(wanted, 0, 2**62)
         report = {} if report is None else report
-        report.update(expected=len(wanted), saved=rundir.write_records(rundir.activations_path(run_dir), records), missing=found["missing"])
+        report.update(
+            expected=len(wanted),
+            saved=rundir.write_records(rundir.activations_path(run_dir), records),
+            missing=found["missing"],
+        )
         return report
 
     records_gateway = ""  # where its records are read, as a connection's settings would say
 
     def find_records(self, activation_ids, since_ms, upto_ms, retry_delays_s=None, say=None, stragglers=False):
         wanted = set(activation_ids)
-        records = [record for record in self._get(self.records_gateway + "/records") if record["activationId"] in wanted]
-        return rundir.sort_records(records), {"wanted": len(wanted), "found": len(records), "missing": len(wanted) - len(records)}
+        records = [
+            record for record in self._get(self.records_gateway + "/records") if record["activationId"] in wanted
+        ]
+        return rundir.sort_records(records), {
+            "wanted": len(wanted),
+            "found": len(records),
+            "missing": len(wanted) - len(records),
+        }
 
 
-def test_add_a_platform_that_keeps_records_and_the_analyzer_fetches_them_through_the_registry(tmp_path, monkeypatch, toy_platform_added):
+def test_add_a_platform_that_keeps_records_and_the_analyzer_fetches_them_through_the_registry(
+    tmp_path, monkeypatch, toy_platform_added
+):
     """A platform that keeps records: ``analyze_run`` and ``faasprof analyze`` fetch them through
     the registry, by the manifest's endpoint, with nothing outside the recipe changed."""
     monkeypatch.setattr(registry, "PLATFORMS", (*registry.PLATFORMS[:-1], ToyKeeper))
@@ -502,10 +597,14 @@ def test_add_a_platform_that_keeps_records_and_the_analyzer_fetches_them_through
         assert len(rundir.read_record_ids(rundir.activations_path(run_dir))) == calls
 
         rundir.activations_path(run_dir).unlink()
-        assert cmd_analyze.main(argparse.Namespace(run_dir=str(run_dir), no_fetch=False, no_plots=True, apihost=None)) == 0
+        assert (
+            cmd_analyze.main(argparse.Namespace(run_dir=str(run_dir), no_fetch=False, no_plots=True, apihost=None)) == 0
+        )
         assert len(rundir.read_record_ids(rundir.activations_path(run_dir))) == calls
     frame = load_run(run_dir).invocations
-    assert frame["has_record"].all() and set(frame.loc[frame["instance"] == "f", "final_outcome"]) == {"application_error"}
+    assert frame["has_record"].all() and set(frame.loc[frame["instance"] == "f", "final_outcome"]) == {
+        "application_error"
+    }
 
 
 # -- the distribution ---------------------------------------------------------------------------
@@ -515,8 +614,20 @@ DISTRIBUTION_RECIPE = {
     "workload/arrivals.py": ("Distribution", "DISTRIBUTIONS"),
     "workload_configs/schema.json": ("distribution",),
 }
-DISTRIBUTION_ATTRIBUTES = ("name", "keys", "required", "rated", "arrivals", "expected_count", "driving_field", "scale", "problems", "claims",
-                           "file_keys", "resolve_files")
+DISTRIBUTION_ATTRIBUTES = (
+    "name",
+    "keys",
+    "required",
+    "rated",
+    "arrivals",
+    "expected_count",
+    "driving_field",
+    "scale",
+    "problems",
+    "claims",
+    "file_keys",
+    "resolve_files",
+)
 
 
 class Every(arrivals.Distribution):
@@ -547,8 +658,17 @@ def every_added(monkeypatch):
     schema = copy.deepcopy(messages.load_schema())
     instance = schema["$defs"]["instance"]
     instance["properties"]["distribution"]["enum"].append(Every.name)
-    instance["properties"]["every_s"] = {"type": "number", "exclusiveMinimum": 0, "description": "Every only: the interval."}
-    instance["allOf"].append({"if": {"required": ["distribution"], "properties": {"distribution": {"const": Every.name}}}, "then": {"required": ["every_s"]}})
+    instance["properties"]["every_s"] = {
+        "type": "number",
+        "exclusiveMinimum": 0,
+        "description": "Every only: the interval.",
+    }
+    instance["allOf"].append(
+        {
+            "if": {"required": ["distribution"], "properties": {"distribution": {"const": Every.name}}},
+            "then": {"required": ["every_s"]},
+        }
+    )
     monkeypatch.setattr(messages, "load_schema", lambda: schema)
     messages._validator.cache_clear()
     yield
@@ -594,13 +714,23 @@ def test_the_schema_names_the_distributions_of_the_table_and_requires_their_keys
 def test_add_a_distribution_touching_only_the_recipes_files(tmp_path, monkeypatch, capsys, every_added):
     # validate: the dummy's key required, checked by the schema, refused under another distribution.
     for data, expected in (
-        ({**every_workload(), "instances": {"e": {"application": "json_dumps", "distribution": "Every"}}},
-         'every.json: instances.e.every_s: required when distribution is "Every"; add it'),
+        (
+            {**every_workload(), "instances": {"e": {"application": "json_dumps", "distribution": "Every"}}},
+            'every.json: instances.e.every_s: required when distribution is "Every"; add it',
+        ),
         (every_workload(every_s=0), "every.json: instances.e.every_s: must be a number > 0 (got 0)"),
-        ({**every_workload(), "instances": {"p": {"application": "json_dumps", "distribution": "Poisson", "rate": 1, "every_s": 2}}},
-         'every.json: instances.p.every_s: only used with distribution "Every" (got "Poisson"); remove it'),
+        (
+            {
+                **every_workload(),
+                "instances": {"p": {"application": "json_dumps", "distribution": "Poisson", "rate": 1, "every_s": 2}},
+            },
+            'every.json: instances.p.every_s: only used with distribution "Every" (got "Poisson"); remove it',
+        ),
         # The size check asks the dummy what drives its count, and names that key.
-        (every_workload(every_s=1e-7), "every.json: instances.e.every_s: the workload plans about 1e+08 invocations (this instance plans about 1e+08)"),
+        (
+            every_workload(every_s=1e-7),
+            "every.json: instances.e.every_s: the workload plans about 1e+08 invocations (this instance plans about 1e+08)",
+        ),
     ):
         problems = _problems(data)
         assert any(line.startswith(expected) for line in problems), problems
@@ -635,7 +765,6 @@ def test_add_a_distribution_touching_only_the_recipes_files(tmp_path, monkeypatc
         sweep_mod.check_sweep(workload_from_dict(data))
 
 
-
 class Replay(arrivals.Distribution):
     """A dummy with a file key: one invocation at each number of seconds ``replay_file`` lists."""
 
@@ -661,7 +790,7 @@ class Replay(arrivals.Distribution):
 
 @pytest.fixture
 def replay_added(monkeypatch):
-    """"Add a distribution" for a distribution whose key names a file: its class and its schema."""
+    """ "Add a distribution" for a distribution whose key names a file: its class and its schema."""
     monkeypatch.setitem(arrivals.DISTRIBUTIONS, Replay.name, Replay())
     schema = copy.deepcopy(messages.load_schema())
     instance = schema["$defs"]["instance"]
@@ -679,14 +808,21 @@ def test_a_file_key_of_a_new_distribution_is_resolved_by_it(tmp_path, monkeypatc
     current folder), checked, and planned from, with no change outside the recipe's files."""
     (tmp_path / "w").mkdir()
     (tmp_path / "w" / "instants.txt").write_text("0.5\n1.5\n2.5\n")
-    data = {"test_name": "replay", "test_duration_in_seconds": 10, "random_seed": 1,
-            "instances": {"r": {"application": "json_dumps", "distribution": "Replay", "replay_file": "instants.txt"}}}
+    data = {
+        "test_name": "replay",
+        "test_duration_in_seconds": 10,
+        "random_seed": 1,
+        "instances": {"r": {"application": "json_dumps", "distribution": "Replay", "replay_file": "instants.txt"}},
+    }
     path = tmp_path / "w" / "replay.json"
     path.write_text(json.dumps(data))
     monkeypatch.chdir(tmp_path)
     workload = load_workload(path)
     replay = workload.instance("r")
-    assert replay.arrival_keys == {"replay_file": (tmp_path / "w" / "instants.txt").resolve()} and replay.planned_estimate == 3.0
+    assert (
+        replay.arrival_keys == {"replay_file": (tmp_path / "w" / "instants.txt").resolve()}
+        and replay.planned_estimate == 3.0
+    )
     assert workload.resolved()["instances"]["r"]["replay_file"] == str((tmp_path / "w" / "instants.txt").resolve())
     assert build_schedule(workload).intended_ns.tolist() == [NS_PER_S // 2, 3 * NS_PER_S // 2, 5 * NS_PER_S // 2]
 
@@ -695,7 +831,9 @@ def test_a_file_key_of_a_new_distribution_is_resolved_by_it(tmp_path, monkeypatc
         path.write_text(json.dumps(data))
         with pytest.raises(ConfigError) as caught:
             load_workload(path)
-        assert len(caught.value.problems) == 1 and caught.value.problems[0].startswith(f"{path}: instances.r.replay_file: ")
+        assert len(caught.value.problems) == 1 and caught.value.problems[0].startswith(
+            f"{path}: instances.r.replay_file: "
+        )
         assert expected in caught.value.problems[0], caught.value.problems
     # A dry run plans without the file (a warning), as for any file a workload names.
     data["instances"]["r"]["replay_file"] = "nope.txt"

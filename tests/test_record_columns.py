@@ -9,20 +9,20 @@ import os
 import shutil
 import subprocess
 import sys
+from pathlib import Path
 
 import numpy as np
 import pandas as pd
 import pyarrow as pa
 import pyarrow.compute as pc
 import pytest
-from pathlib import Path
+from test_analyzer_synthetic import record, write_synthetic_run
 
 from faasprof import rundir
-from faasprof.rundir import activations, record_columns, record_fields
-from faasprof.rundir import records as records_mod
 from faasprof.analyzer import chains
 from faasprof.analyzer import frames as frames_mod
-from test_analyzer_synthetic import record, write_synthetic_run
+from faasprof.rundir import activations, record_columns, record_fields
+from faasprof.rundir import records as records_mod
 
 REPO_ROOT = Path(__file__).resolve().parent.parent
 
@@ -30,9 +30,16 @@ FAILURES = {3: "application_error", 7: "developer_error", 11: "internal_error", 
 
 
 def _raw_records(tmp_path, failures=FAILURES):
-    run_dir, raws = write_synthetic_run(tmp_path, duration_s=3.0, failures=failures, save_records=False,
-                                        instances={"i0": {"application": "fa", "distribution": "Uniform", "rate": 5.0},
-                                                   "i1": {"application": "fb", "distribution": "Poisson", "rate": 4.0}})
+    run_dir, raws = write_synthetic_run(
+        tmp_path,
+        duration_s=3.0,
+        failures=failures,
+        save_records=False,
+        instances={
+            "i0": {"application": "fa", "distribution": "Uniform", "rate": 5.0},
+            "i1": {"application": "fb", "distribution": "Poisson", "rate": 4.0},
+        },
+    )
     return run_dir / rundir.ACTIVATIONS, raws
 
 
@@ -70,7 +77,13 @@ def test_saved_records_are_read_from_their_index_without_parsing(tmp_path, monke
     frame, bad = records_mod.read_records(path)
     pd.testing.assert_frame_equal(frame, expected, check_exact=True)
     assert bad == 0 and len(frame) == len(raws) - 1 and frame["duration_ms"].iloc[-1] == 99.0
-    assert set(frame["record_outcome"].astype(str)) == {"success", "application_error", "developer_error", "internal_error", "action_timeout"}
+    assert set(frame["record_outcome"].astype(str)) == {
+        "success",
+        "application_error",
+        "developer_error",
+        "internal_error",
+        "action_timeout",
+    }
     assert frame["error_text"].notna().sum() == 4
 
 
@@ -82,7 +95,11 @@ def test_records_appended_after_the_index_are_parsed_and_the_index_refreshed(tmp
     rundir.append_records(path, [dict(raws[0], duration=77), *raws[10:]])
     assert _state(path) == "prefix"
     frame, bad = _read_equal(path, refresh_index=True)
-    assert bad == 1 and len(frame) == len(raws) and frame.set_index("activation_id").loc[raws[0]["activationId"], "duration_ms"] == 77.0
+    assert (
+        bad == 1
+        and len(frame) == len(raws)
+        and frame.set_index("activation_id").loc[raws[0]["activationId"], "duration_ms"] == 77.0
+    )
     assert _state(path) == "current"
     _read_equal(path)
 
@@ -190,8 +207,16 @@ def test_a_parse_writes_the_index_for_the_next_read(tmp_path):
 
 def test_unicode_ids_error_texts_and_labels_round_trip(tmp_path):
     raws = [
-        record("é" * 8 + f"{k:024x}", "función", 1_790_000_000_000 + k, 2, 0, 5, status="application error" if k % 2 else "success",
-               error="fallo: ünïcode ✓" if k % 2 else None)
+        record(
+            "é" * 8 + f"{k:024x}",
+            "función",
+            1_790_000_000_000 + k,
+            2,
+            0,
+            5,
+            status="application error" if k % 2 else "success",
+            error="fallo: ünïcode ✓" if k % 2 else None,
+        )
         for k in range(6)
     ]
     raws.append({"start": 5, "end": 9, "annotations": [], "response": {"status": "success"}})  # no id at all
@@ -221,16 +246,19 @@ def test_writing_records_and_their_index_loads_neither_pandas_nor_arrow(tmp_path
     assert result.stdout.strip() == "[]" and (tmp_path / "a.columns.npz").exists()
 
 
-@pytest.mark.parametrize("ids, unique", [
-    (["a" * 32, "b" * 32, "c" * 32], True),
-    (["a" * 32, "b" * 32, "a" * 32], False),
-    (["abc", "abd", "abc"], False),  # one width, not a multiple of 8
-    (["abc", "abd", "abe"], True),
-    (["ab", "abc", "ab"], False),  # mixed widths
-    (["ab", "abc", "b"], True),
-    (["ab", None, None], False),
-    (["", ""], False),
-])
+@pytest.mark.parametrize(
+    "ids, unique",
+    [
+        (["a" * 32, "b" * 32, "c" * 32], True),
+        (["a" * 32, "b" * 32, "a" * 32], False),
+        (["abc", "abd", "abc"], False),  # one width, not a multiple of 8
+        (["abc", "abd", "abe"], True),
+        (["ab", "abc", "ab"], False),  # mixed widths
+        (["ab", "abc", "b"], True),
+        (["ab", None, None], False),
+        (["", ""], False),
+    ],
+)
 def test_ids_unique(ids, unique):
     assert records_mod.ids_unique(pa.array(ids, type=pa.large_string())) is unique
     assert records_mod.ids_unique(pd.array(ids, dtype=records_mod.TEXT_DTYPE)) is unique
@@ -271,7 +299,11 @@ def test_an_index_is_never_written_for_a_file_that_changed_while_it_was_made(tmp
 
 def test_an_index_written_after_a_parse_still_says_whether_chain_heads_are_there(tmp_path, monkeypatch):
     path, raws = _raw_records(tmp_path)
-    head = dict(raws[0], activationId="f" * 32, response={"status": "success", "success": True, "result": {"hops": [{"start_ns": 1}]}})
+    head = dict(
+        raws[0],
+        activationId="f" * 32,
+        response={"status": "success", "success": True, "result": {"hops": [{"start_ns": 1}]}},
+    )
     monkeypatch.setattr(record_columns, "CRC_BLOCK_BYTES", 64)  # the key across block boundaries too
     for records, heads in ((raws, False), ([*raws, head], True)):
         path.write_text("".join(json.dumps(r) + "\n" for r in records))
@@ -280,14 +312,17 @@ def test_an_index_written_after_a_parse_still_says_whether_chain_heads_are_there
         assert _state(path) == "current" and record_columns.mentioned(path, chains.HOPS_KEY) is heads
 
 
-@pytest.mark.parametrize("ids, values", [
-    (["a" * 32, "", "c" * 32, "z" * 32, "b" * 32], ["b" * 32, "a" * 32, "c" * 32]),
-    (["abc", "", "abd"], ["abd", "abc", "xyz"]),  # one width, not a multiple of 8
-    (["", ""], ["abc"]),
-    (["abc", "ab"], ["abc", "xyz"]),  # several widths: Arrow decides
-    (["a" * 32], []),
-    ([], ["a" * 32]),
-])
+@pytest.mark.parametrize(
+    "ids, values",
+    [
+        (["a" * 32, "", "c" * 32, "z" * 32, "b" * 32], ["b" * 32, "a" * 32, "c" * 32]),
+        (["abc", "", "abd"], ["abd", "abc", "xyz"]),  # one width, not a multiple of 8
+        (["", ""], ["abc"]),
+        (["abc", "ab"], ["abc", "xyz"]),  # several widths: Arrow decides
+        (["a" * 32], []),
+        ([], ["a" * 32]),
+    ],
+)
 def test_ids_are_matched_as_arrow_matches_them(ids, values):
     ids_array, value_array = pa.array(ids, type=pa.large_string()), pa.array(values, type=pa.large_string())
     expected = pc.fill_null(pc.index_in(ids_array, value_set=value_array), -1).to_numpy(zero_copy_only=False).tolist()
@@ -301,7 +336,10 @@ def test_ids_are_matched_as_arrow_matches_them(ids, values):
 def test_a_large_random_match_agrees_with_arrow():
     rng = np.random.default_rng(7)
     values = list(dict.fromkeys(f"{v:032x}" for v in rng.integers(0, 2**62, 5000)))
-    ids = [values[k] if k < len(values) and k % 3 else ("" if k % 7 == 0 else f"{k:032x}") for k in rng.integers(0, 7000, 8000)]
+    ids = [
+        values[k] if k < len(values) and k % 3 else ("" if k % 7 == 0 else f"{k:032x}")
+        for k in rng.integers(0, 7000, 8000)
+    ]
     ids_array, value_array = pa.array(ids, type=pa.large_string()), pa.array(values, type=pa.large_string())
     expected = pc.fill_null(pc.index_in(ids_array, value_set=value_array), -1).to_numpy(zero_copy_only=False)
     assert records_mod.match_positions(ids_array, value_array).tolist() == expected.tolist()

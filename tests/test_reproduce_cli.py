@@ -20,10 +20,27 @@ from faasprof.experiments.reproduce_rules import NOT_REPRODUCED, REPRODUCED  # n
 @pytest.mark.slow
 def test_a_reduced_reproduce_writes_the_report_with_each_verdicts_evidence(cli, tmp_path, isolated_home):
     store = tmp_path / "capacity.json"
-    key = capacity_store.key(capacity_store.host_identity(), capacity_store.platform_identity(None, {"isolation": "auto"}), "json_dumps", None)
-    capacity_store.record(key, {"capacity_rps": 20.0, "bounds_rps": [20.0, 40.0], "result_file": "seeded by the test"}, path=store)
-    done = cli("reproduce", "--tiny", "--isolation", "process", "--figures", "4,5,15-16", "--out", tmp_path / "out",
-               timeout=300, env={"FAASPROF_CAPACITY_STORE": str(store)})
+    key = capacity_store.key(
+        capacity_store.host_identity(),
+        capacity_store.platform_identity(None, {"isolation": "auto"}),
+        "json_dumps",
+        None,
+    )
+    capacity_store.record(
+        key, {"capacity_rps": 20.0, "bounds_rps": [20.0, 40.0], "result_file": "seeded by the test"}, path=store
+    )
+    done = cli(
+        "reproduce",
+        "--tiny",
+        "--isolation",
+        "process",
+        "--figures",
+        "4,5,15-16",
+        "--out",
+        tmp_path / "out",
+        timeout=300,
+        env={"FAASPROF_CAPACITY_STORE": str(store)},
+    )
     assert done.returncode == 0, done.stderr[-3000:]
     out = Path(done.stdout.strip().splitlines()[-1])
     assert "expected about" in done.stderr and "ETA" in done.stderr
@@ -47,7 +64,9 @@ def test_a_reduced_reproduce_writes_the_report_with_each_verdicts_evidence(cli, 
         assert f"Fig {entry['figure']}: {entry['title']}: {entry['verdict']}" in page
     modes = doc["figures"][0]
     assert modes["capacity"] == {"capacity_rps": 20.0, "source": "seeded by the test"}
-    assert {"fraction", "rate_rps", "mode", "n", "p50_ms", "ci_low", "ci_high", "pause_grace_ms"} <= set(modes["details"][0])
+    assert {"fraction", "rate_rps", "mode", "n", "p50_ms", "ci_low", "ci_high", "pause_grace_ms"} <= set(
+        modes["details"][0]
+    )
     assert modes["localwhisk_vs_openwhisk"][0]["text"].startswith("Capacity (changes conclusions).")
     breakdown = doc["figures"][1]
     assert [d["marker"] for d in breakdown["details"]] == ["cold start / execution", "wait share when over-invoked"]
@@ -65,6 +84,8 @@ def test_a_reduced_reproduce_writes_the_report_with_each_verdicts_evidence(cli, 
 def test_an_unknown_figure_is_one_line_and_exit_2(cli, tmp_path):
     done = cli("reproduce", "--figures", "4,8", "--out", tmp_path)
     assert done.returncode == 2
-    assert done.stderr.strip() == "--figures: 8: not a figure reproduce knows; choose from 4, 5, 6, 7, 9, 10, 11, 12, 13, 14, 15, 16"
+    assert (
+        done.stderr.strip()
+        == "--figures: 8: not a figure reproduce knows; choose from 4, 5, 6, 7, 9, 10, 11, 12, 13, 14, 15, 16"
+    )
     assert not list(tmp_path.iterdir())
-

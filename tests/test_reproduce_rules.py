@@ -10,18 +10,27 @@ import math
 import numpy as np
 import pytest
 
+from faasprof.commands.reproduce import choose_isolation
+from faasprof.errors import ConfigError, NotReadyError
 from faasprof.experiments import capacity_store
 from faasprof.experiments import reproduce as plan
 from faasprof.experiments import reproduce_report as report
 from faasprof.experiments import reproduce_rules as rules
 from faasprof.experiments import reproduce_runs as runs
-from faasprof.commands.reproduce import choose_isolation
-from faasprof.errors import ConfigError, NotReadyError
 from faasprof.monitoring.host import Root, collect_host
 
 
 def _phase(fraction, mode, **extra):
-    return {"fraction": fraction, "rate_rps": 10 * fraction, "mode": mode, "n": 40, "p50_ms": 30.0, "ci_low": 28.0, "ci_high": 33.0, **extra}
+    return {
+        "fraction": fraction,
+        "rate_rps": 10 * fraction,
+        "mode": mode,
+        "n": 40,
+        "p50_ms": 30.0,
+        "ci_low": 28.0,
+        "ci_high": 33.0,
+        **extra,
+    }
 
 
 # -- Figure 4 ----------------------------------------------------------------------------------
@@ -34,21 +43,34 @@ def test_modes_in_order_of_rate_reproduce_figure_4():
     assert [p["fraction"] for p in verdict.details] == [0.2, 0.6, 2.0]
     assert "under-invoked at 2/s (0.2×), balanced at 6/s (0.6×), over-invoked at 20/s (2×)" in verdict.reason
     # A capacity measured too low moves the fractions, not the order of the modes.
-    assert rules.verdict_modes([_phase(0.1, "under-invoked"), _phase(1.5, "balanced"), _phase(3.0, "over-invoked")]).verdict == rules.REPRODUCED
+    assert (
+        rules.verdict_modes(
+            [_phase(0.1, "under-invoked"), _phase(1.5, "balanced"), _phase(3.0, "over-invoked")]
+        ).verdict
+        == rules.REPRODUCED
+    )
 
 
 def test_modes_out_of_order_or_missing_are_not_figure_4_and_say_why():
-    phases = [_phase(0.2, "under-invoked", pause_grace_ms=50.0, execution_ms_p50=40.0),
-              _phase(0.9, "under-invoked", pause_grace_ms=50.0, execution_ms_p50=40.0), _phase(2.0, "over-invoked")]
+    phases = [
+        _phase(0.2, "under-invoked", pause_grace_ms=50.0, execution_ms_p50=40.0),
+        _phase(0.9, "under-invoked", pause_grace_ms=50.0, execution_ms_p50=40.0),
+        _phase(2.0, "over-invoked"),
+    ]
     verdict = rules.verdict_modes(phases)
     assert verdict.verdict == rules.NOT_REPRODUCED
-    assert verdict.reason.startswith("no phase above the lowest rate is balanced: up to 9/s the calls were further apart than "
-                                     "the pause grace (50 ms) plus the execution (40 ms) (observed: ")
+    assert verdict.reason.startswith(
+        "no phase above the lowest rate is balanced: up to 9/s the calls were further apart than "
+        "the pause grace (50 ms) plus the execution (40 ms) (observed: "
+    )
     verdict = rules.verdict_modes([_phase(0.2, "under-invoked"), _phase(0.9, "over-invoked"), _phase(2.0, "balanced")])
     assert verdict.verdict == rules.NOT_REPRODUCED
     assert "no phase above the balanced 20/s is over-invoked (highest rate 20/s)" in verdict.reason
     verdict = rules.verdict_modes([_phase(0.2, "unknown"), _phase(0.9, "balanced"), _phase(2.0, "over-invoked")])
-    assert verdict.verdict == rules.NOT_REPRODUCED and "the lowest rate (2/s) is unknown, not under-invoked" in verdict.reason
+    assert (
+        verdict.verdict == rules.NOT_REPRODUCED
+        and "the lowest rate (2/s) is unknown, not under-invoked" in verdict.reason
+    )
 
 
 # -- Figure 5 ----------------------------------------------------------------------------------
@@ -91,7 +113,9 @@ def _fn(name, native_ms, factor, low, high):
 
 
 def test_short_slower_and_long_near_one_reproduce_figure_15():
-    verdict = rules.verdict_short_long([_fn("json_loads", 1.2, 4.0, 3.0, 5.5), _fn("nbody", 230.0, 1.05, 0.9, 1.2), _fn("regex", 30.0, 1.6, 1.4, 1.9)])
+    verdict = rules.verdict_short_long(
+        [_fn("json_loads", 1.2, 4.0, 3.0, 5.5), _fn("nbody", 230.0, 1.05, 0.9, 1.2), _fn("regex", 30.0, 1.6, 1.4, 1.9)]
+    )
     assert verdict.verdict == rules.REPRODUCED
     assert verdict.value == 4.0 and verdict.label == "largest factor (json_loads)"
     assert [d["function"] for d in verdict.details] == ["json_loads", "regex", "nbody"]
@@ -99,7 +123,11 @@ def test_short_slower_and_long_near_one_reproduce_figure_15():
 
 def test_a_short_function_within_noise_or_a_long_one_far_from_one_is_not_figure_15():
     verdict = rules.verdict_short_long([_fn("json_loads", 1.2, 1.1, 0.95, 1.3), _fn("nbody", 230.0, 1.0, 0.9, 1.1)])
-    assert verdict.verdict == rules.NOT_REPRODUCED and "json_loads (1.2 ms)" in verdict.reason and "not above 1" in verdict.reason
+    assert (
+        verdict.verdict == rules.NOT_REPRODUCED
+        and "json_loads (1.2 ms)" in verdict.reason
+        and "not above 1" in verdict.reason
+    )
     verdict = rules.verdict_short_long([_fn("json_loads", 1.2, 4.0, 3.0, 5.0), _fn("nbody", 230.0, 1.6, 1.4, 1.8)])
     assert verdict.verdict == rules.NOT_REPRODUCED and "lies outside ≈1" in verdict.reason
     verdict = rules.verdict_short_long([_fn("json_loads", 1.2, 4.0, 3.0, 5.0)])
@@ -110,7 +138,7 @@ def _power_law_samples(exponent):
     rng = np.random.default_rng(1)
     samples = {}
     for native_ms in (1.0, 10.0, 100.0):
-        factor = 3.0 * native_ms ** exponent
+        factor = 3.0 * native_ms**exponent
         native = list(native_ms * rng.uniform(0.97, 1.03, 10))
         samples[f"f{native_ms:g}"] = (native, list(native_ms * factor * rng.uniform(0.97, 1.03, 10)))
     return samples
@@ -119,7 +147,7 @@ def _power_law_samples(exponent):
 def test_a_falling_power_law_reproduces_figure_16():
     exponent, low, high = rules.exponent_ci(_power_law_samples(-0.3))
     assert exponent == pytest.approx(-0.3, abs=0.03) and low < exponent < high < 0
-    points = [_fn(f"f{n:g}", n, 3.0 * n ** -0.3, None, None) for n in (1.0, 10.0, 100.0)]
+    points = [_fn(f"f{n:g}", n, 3.0 * n**-0.3, None, None) for n in (1.0, 10.0, 100.0)]
     verdict = rules.verdict_exponent(exponent, low, high, points)
     assert verdict.verdict == rules.REPRODUCED and verdict.n == 3 and verdict.details == points
 
@@ -129,7 +157,10 @@ def test_a_flat_power_law_or_one_function_is_not_figure_16():
     assert low < 0 < high
     points = [_fn(f"f{n:g}", n, 3.0, None, None) for n in (1.0, 10.0, 100.0)]
     assert rules.verdict_exponent(exponent, low, high, points).verdict == rules.NOT_REPRODUCED
-    assert rules.verdict_exponent(math.nan, math.nan, math.nan, points[:1]).reason == "no fit: 1 function(s) with a factor (2 needed)"
+    assert (
+        rules.verdict_exponent(math.nan, math.nan, math.nan, points[:1]).reason
+        == "no fit: 1 function(s) with a factor (2 needed)"
+    )
 
 
 # -- hardware figures --------------------------------------------------------------------------
@@ -138,7 +169,9 @@ def test_a_flat_power_law_or_one_function_is_not_figure_16():
 def test_a_ratio_beyond_noise_reproduces_and_one_within_noise_does_not():
     verdict = rules.verdict_ratio("branch MPKI", [20.0, 21.0, 19.5, 20.5, 22.0], [1.0, 1.1, 0.9, 1.05, 0.95])
     assert verdict.verdict == rules.REPRODUCED and verdict.value == pytest.approx(20.5 / 1.0) and verdict.n == 10
-    verdict = rules.verdict_ratio("IPC inside over outside", [0.6, 0.62, 0.65, 0.61], [1.0, 0.98, 1.02, 1.01], above=False)
+    verdict = rules.verdict_ratio(
+        "IPC inside over outside", [0.6, 0.62, 0.65, 0.61], [1.0, 0.98, 1.02, 1.01], above=False
+    )
     assert verdict.verdict == rules.REPRODUCED and verdict.ci_high < 1
     verdict = rules.verdict_ratio("IPC inside over outside", [1.0, 0.9, 1.1, 1.0], [1.0, 0.95, 1.05, 1.0], above=False)
     assert verdict.verdict == rules.NOT_REPRODUCED and "not below 1 beyond noise" in verdict.reason
@@ -169,7 +202,9 @@ def test_figures_parse_numbers_and_ranges():
 
 def _host_without_counters(tmp_path):
     (tmp_path / "proc/sys/kernel").mkdir(parents=True)
-    (tmp_path / "proc/cpuinfo").write_text("processor\t: 0\nvendor_id\t: AuthenticAMD\nmodel name\t: AMD EPYC\nflags\t\t: fpu sse2 avx2\n\n")
+    (tmp_path / "proc/cpuinfo").write_text(
+        "processor\t: 0\nvendor_id\t: AuthenticAMD\nmodel name\t: AMD EPYC\nflags\t\t: fpu sse2 avx2\n\n"
+    )
     (tmp_path / "proc/sys/kernel/perf_event_paranoid").write_text("2\n")
     (tmp_path / "proc/filesystems").write_text("nodev\tcgroup2\n")
     (tmp_path / "proc/mounts").write_text("")
@@ -188,10 +223,20 @@ def test_hardware_figures_are_not_measurable_without_pmu_or_rdt(tmp_path):
     figures = {f.key: f for f in plan.FIGURES}
     for key, need in (("6-7", "hardware PMU"), ("14", "hardware PMU"), ("10-11", "Intel RDT")):
         reason = plan.unmet(figures[key], gaps)
-        assert reason.startswith(f"needs a {need}" if need != "Intel RDT" else "needs Intel RDT") and "this host:" in reason
-        entry = report.figure_entry(figures[key], rules.not_measurable(reason), {}, "localwhisk, docker isolation", tmp_path, {1: "quote"})
+        assert (
+            reason.startswith(f"needs a {need}" if need != "Intel RDT" else "needs Intel RDT")
+            and "this host:" in reason
+        )
+        entry = report.figure_entry(
+            figures[key], rules.not_measurable(reason), {}, "localwhisk, docker isolation", tmp_path, {1: "quote"}
+        )
         assert entry["verdict"] == rules.NOT_MEASURABLE and entry["reason"] == reason
-        assert entry["value"] is None and entry["platform"] is None and entry["run_dirs"] == [] and entry["localwhisk_vs_openwhisk"] == []
+        assert (
+            entry["value"] is None
+            and entry["platform"] is None
+            and entry["run_dirs"] == []
+            and entry["localwhisk_vs_openwhisk"] == []
+        )
     for key in ("4", "5", "15", "16"):
         assert plan.unmet(figures[key], gaps) is None
 
@@ -218,7 +263,14 @@ def test_phase_plan_caps_the_lowest_rate_and_raises_the_grace_on_a_slow_host():
 def test_without_an_over_invoked_phase_the_highest_rate_is_doubled():
     rows = [_phase(0.2, "under-invoked"), _phase(2.0, "balanced"), _phase(0.9, "balanced")]
     higher, warmup = plan.higher_phase(rows, 10.0, 175.0)
-    assert higher == {"fraction": 4.0, "asked_fraction": None, "rate_rps": 40.0, "length_s": 10.0, "capped": False, "pause_grace_ms": 175.0}
+    assert higher == {
+        "fraction": 4.0,
+        "asked_fraction": None,
+        "rate_rps": 40.0,
+        "length_s": 10.0,
+        "capped": False,
+        "pause_grace_ms": 175.0,
+    }
     assert warmup == {"fraction": 2.0, "rate_rps": 20.0, "length_s": plan.WARMUP_S}
     assert plan.higher_phase(rows + [_phase(4.0, "over-invoked")], 10.0, 175.0) is None
 
@@ -251,10 +303,12 @@ def test_a_capacity_not_stored_is_measured_with_the_reproduce_search(tmp_path, m
         return {"capacity_rps": 24.0, "capacity_is_lower_bound": False, "reference": None}
 
     monkeypatch.setattr(runs, "find_capacity", fake_find_capacity)
-    ctx = runs.Context(out=tmp_path / "reproduce", connection=None, isolation="process", profile=plan.PROFILES["quick"], monitoring={})
+    ctx = runs.Context(
+        out=tmp_path / "reproduce", connection=None, isolation="process", profile=plan.PROFILES["quick"], monitoring={}
+    )
     measured = runs.capacity(ctx)
     assert measured["capacity_rps"] == 24.0
-    (function, options), = calls
+    ((function, options),) = calls
     assert function == plan.MODES_FUNCTION and options["out_dir"] == ctx.runs
     assert {key: options[key] for key in plan.CAPACITY_SEARCH} == plan.CAPACITY_SEARCH
     assert runs.capacity(ctx)["capacity_rps"] == 24.0 and len(calls) == 1  # stored: read, not measured again

@@ -20,8 +20,10 @@ import threading
 import time
 
 import pytest
-
 from conftest import REPO_ROOT
+from test_invoker_fakeserver import AUTH, FakeOpenWhisk
+from test_invoker_run import run_dirs
+
 from faasprof import rundir
 from faasprof.analyzer.analysis import analyze_run
 from faasprof.invoker import drain
@@ -32,8 +34,6 @@ from faasprof.platforms.openwhisk import records as activations
 from faasprof.platforms.openwhisk.connection import Connection
 from faasprof.progress import Progress
 from faasprof.workload.spec import workload_from_dict
-from test_invoker_fakeserver import AUTH, FakeOpenWhisk
-from test_invoker_run import run_dirs
 
 SHORT_LIMIT_MS = 500
 
@@ -41,6 +41,7 @@ SHORT_LIMIT_MS = 500
 @pytest.fixture
 def short_records_deadline(monkeypatch):
     """The records deadline of a platform whose actions' time limit is 0.5 s (module docstring)."""
+
     def limits(client, functions):
         return {name: SHORT_LIMIT_MS for name in functions}
 
@@ -63,12 +64,24 @@ class Lines:
 
 
 def _embedded_run(tmp_path, instances: dict, duration_s: float, localwhisk: dict | None = None):
-    workload = workload_from_dict({
-        "test_name": "ends", "test_duration_in_seconds": duration_s, "random_seed": 3, "blocking_cli": False,
-        "instances": instances,
-    }, origin=str(tmp_path / "ends.json"), path=tmp_path / "ends.json")
+    workload = workload_from_dict(
+        {
+            "test_name": "ends",
+            "test_duration_in_seconds": duration_s,
+            "random_seed": 3,
+            "blocking_cli": False,
+            "instances": instances,
+        },
+        origin=str(tmp_path / "ends.json"),
+        path=tmp_path / "ends.json",
+    )
     sink = Lines()
-    run_dir = execute(workload, tmp_path / "runs", local_settings={"isolation": "rlimit", **(localwhisk or {})}, progress=Progress.to(sink))
+    run_dir = execute(
+        workload,
+        tmp_path / "runs",
+        local_settings={"isolation": "rlimit", **(localwhisk or {})},
+        progress=Progress.to(sink),
+    )
     return run_dir, sink.lines
 
 
@@ -85,23 +98,36 @@ def _assert_every_record_found(run_dir) -> dict:
     return manifest
 
 
-def test_over_invoked_embedded_run_waits_for_its_queue_and_finds_every_record(tmp_path, isolated_home, short_records_deadline):
+def test_over_invoked_embedded_run_waits_for_its_queue_and_finds_every_record(
+    tmp_path, isolated_home, short_records_deadline
+):
     """spin at about 5x what one 128 MB sandbox serves (200 ms each: 5/s) for 2 s: a queue of
     seconds after the last send, which the run waits out (with progress and an ETA)."""
-    run_dir, lines = _embedded_run(tmp_path, {"s": {"application": "spin", "distribution": "Uniform", "rate": 25, "params": {"service_ms": 200}}},
-                                   2.0, {"user_memory_mb": 128})
+    run_dir, lines = _embedded_run(
+        tmp_path,
+        {"s": {"application": "spin", "distribution": "Uniform", "rate": 25, "params": {"service_ms": 200}}},
+        2.0,
+        {"user_memory_mb": 128},
+    )
     manifest = _assert_every_record_found(run_dir)
     waited = manifest["drain"]
-    assert waited["outcome"] == "drained" and waited["in_flight_at_end_of_sending"] >= 20 and waited["abandoned"] == 0, waited
-    assert any(line.startswith("waiting for the embedded localwhisk before stopping it:") and "queued" in line for line in lines), lines
+    assert (
+        waited["outcome"] == "drained" and waited["in_flight_at_end_of_sending"] >= 20 and waited["abandoned"] == 0
+    ), waited
+    assert any(
+        line.startswith("waiting for the embedded localwhisk before stopping it:") and "queued" in line
+        for line in lines
+    ), lines
     summary = analyze_run(run_dir, plots=False)
     assert summary["records"]["missing"] == 0 and summary["run"]["final_outcomes"]["no_record"] == 0
 
 
 def _slow_init_function(tmp_path, init_s: float):
     source = tmp_path / "slowinit.py"
-    source.write_text(f'"""A function whose cold start takes {init_s:g} s: it sleeps while it is imported."""\n'
-                      f"import time\n\ntime.sleep({init_s})\n\n\ndef main(args):\n    return {{'ok': True}}\n")
+    source.write_text(
+        f'"""A function whose cold start takes {init_s:g} s: it sleeps while it is imported."""\n'
+        f"import time\n\ntime.sleep({init_s})\n\n\ndef main(args):\n    return {{'ok': True}}\n"
+    )
     return source
 
 
@@ -125,11 +151,15 @@ def test_cold_starts_of_seconds_are_waited_for(tmp_path, isolated_home, short_re
 
 
 @pytest.mark.slow
-def test_sebs_like_20_s_cold_starts_at_3_per_s_for_15_s_end_with_every_record(tmp_path, isolated_home, short_records_deadline):
+def test_sebs_like_20_s_cold_starts_at_3_per_s_for_15_s_end_with_every_record(
+    tmp_path, isolated_home, short_records_deadline
+):
     """The issue's acceptance: cold starts of 20 s (SeBS functions with heavy requirements) at 3/s
     for 15 s end with planned = records."""
     source = _slow_init_function(tmp_path, 20.0)
-    run_dir, _ = _embedded_run(tmp_path, {"c": {"application": str(source), "distribution": "Uniform", "rate": 3}}, 15.0)
+    run_dir, _ = _embedded_run(
+        tmp_path, {"c": {"application": str(source), "distribution": "Uniform", "rate": 3}}, 15.0
+    )
     manifest = _assert_every_record_found(run_dir)
     assert manifest["counts"]["planned"] == 45 and manifest["activations"]["saved"] == 45
 
@@ -141,7 +171,9 @@ def test_wait_gives_up_when_no_activation_ends_and_abandons_on_ctrl_c():
     def sleep(seconds):
         now[0] += seconds
 
-    stuck = drain.wait_for_in_flight(lambda: {"inFlight": 4, "queued": 3, "running": 1}, 1000, clock=lambda: now[0], sleep=sleep)
+    stuck = drain.wait_for_in_flight(
+        lambda: {"inFlight": 4, "queued": 3, "running": 1}, 1000, clock=lambda: now[0], sleep=sleep
+    )
     assert stuck.outcome == drain.STALLED and stuck.left == 4 and stuck.queued_left == 3
     assert drain.stall_limit_s(1000) <= stuck.waited_s < drain.stall_limit_s(1000) + 1
     counts = iter([5, 4, 3])
@@ -154,6 +186,7 @@ def test_wait_gives_up_when_no_activation_ends_and_abandons_on_ctrl_c():
 
     abandoned = drain.wait_for_in_flight(poll, 1000, clock=lambda: now[0], sleep=sleep)
     assert abandoned.outcome == drain.ABANDONED and abandoned.left == 3 and abandoned.to_json()["abandoned"] == 3
+
     def refused():
         raise OSError("refused")
 
@@ -174,14 +207,41 @@ def test_wait_gives_up_when_no_activation_ends_and_abandons_on_ctrl_c():
 
 def test_second_ctrl_c_abandons_the_wait_and_the_manifest_says_so(tmp_path, isolated_home):
     config = tmp_path / "over.json"
-    config.write_text(json.dumps({
-        "test_name": "abandon", "test_duration_in_seconds": 20, "random_seed": 3, "blocking_cli": False,
-        "platform": {"localwhisk": {"user_memory_mb": 128}},
-        "instances": {"s": {"application": "spin", "distribution": "Uniform", "rate": 20, "params": {"service_ms": 300}}},
-    }))
+    config.write_text(
+        json.dumps(
+            {
+                "test_name": "abandon",
+                "test_duration_in_seconds": 20,
+                "random_seed": 3,
+                "blocking_cli": False,
+                "platform": {"localwhisk": {"user_memory_mb": 128}},
+                "instances": {
+                    "s": {"application": "spin", "distribution": "Uniform", "rate": 20, "params": {"service_ms": 300}}
+                },
+            }
+        )
+    )
     out = tmp_path / "runs"
-    proc = subprocess.Popen([sys.executable, "-m", "faasprof", "run", str(config), "--out", str(out), "--isolation", "rlimit", "--interrupt-grace-s", "1"],
-                            cwd=REPO_ROOT, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env={**os.environ, "HOME": str(isolated_home)})
+    proc = subprocess.Popen(
+        [
+            sys.executable,
+            "-m",
+            "faasprof",
+            "run",
+            str(config),
+            "--out",
+            str(out),
+            "--isolation",
+            "rlimit",
+            "--interrupt-grace-s",
+            "1",
+        ],
+        cwd=REPO_ROOT,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        env={**os.environ, "HOME": str(isolated_home)},
+    )
     lines: list[str] = []
     reader = threading.Thread(target=lambda: lines.extend(iter(proc.stderr.readline, "")), daemon=True)
     reader.start()
@@ -189,7 +249,11 @@ def test_second_ctrl_c_abandons_the_wait_and_the_manifest_says_so(tmp_path, isol
         _wait_for(lambda: any(line.startswith("run directory") for line in lines), proc, 120)
         time.sleep(2.0)  # 40 sent; one sandbox serves about 3 a second
         proc.send_signal(signal.SIGINT)
-        _wait_for(lambda: any(line.startswith("waiting for the embedded localwhisk before stopping it") for line in lines), proc, 60)
+        _wait_for(
+            lambda: any(line.startswith("waiting for the embedded localwhisk before stopping it") for line in lines),
+            proc,
+            60,
+        )
         proc.send_signal(signal.SIGINT)
         proc.wait(timeout=60)
     finally:
@@ -203,13 +267,17 @@ def test_second_ctrl_c_abandons_the_wait_and_the_manifest_says_so(tmp_path, isol
     assert manifest["status"] == "interrupted" and "SIGINT" in manifest["status_reason"], manifest["status_reason"]
     waited = manifest["drain"]
     assert waited["outcome"] == "abandoned" and waited["abandoned"] > 0 and "interrupted" in waited["why"], waited
-    assert any(f"{waited['abandoned']:,} activations abandoned" in w for w in manifest["warnings"]), manifest["warnings"]
+    assert any(f"{waited['abandoned']:,} activations abandoned" in w for w in manifest["warnings"]), manifest[
+        "warnings"
+    ]
     # The platform recorded each abandoned activation as stopped: every accepted call has its record.
     rows = rundir.read_invocations(run_dir)
     saved = rundir.read_record_ids(rundir.activations_path(run_dir))
     accepted = [r for r in rows if r["outcome"] == "ok"]
     finals = [final_outcome("ok", saved.get(r["activation_id"])) for r in accepted]
-    assert finals.count("no_record") == 0 and finals.count("platform_stopped") >= waited["abandoned"] - 1, sorted(set(finals))
+    assert finals.count("no_record") == 0 and finals.count("platform_stopped") >= waited["abandoned"] - 1, sorted(
+        set(finals)
+    )
 
 
 def _wait_for(condition, proc, timeout_s: float) -> None:
@@ -228,15 +296,30 @@ def test_a_run_whose_records_are_missing_fails_its_verdict_in_one_line(tmp_path,
     fails, naming the instance, how many have none, and why."""
     monkeypatch.setattr(activations, "RECORD_STORE_MARGIN_S", 0.5)
     monkeypatch.setattr(activations, "DEFAULT_ACTION_TIMEOUT_MS", 500)  # the fake's actions declare no limits
-    workload = workload_from_dict({
-        "test_name": "w", "test_duration_in_seconds": 1.0, "random_seed": 1, "blocking_cli": False,
-        "platform": {"actions_deployed": True},
-        "instances": {"a": {"application": "ok", "distribution": "Uniform", "rate": 4},
-                      "b": {"application": "norecord", "distribution": "Uniform", "rate": 4}},
-    }, origin="w")
+    workload = workload_from_dict(
+        {
+            "test_name": "w",
+            "test_duration_in_seconds": 1.0,
+            "random_seed": 1,
+            "blocking_cli": False,
+            "platform": {"actions_deployed": True},
+            "instances": {
+                "a": {"application": "ok", "distribution": "Uniform", "rate": 4},
+                "b": {"application": "norecord", "distribution": "Uniform", "rate": 4},
+            },
+        },
+        origin="w",
+    )
     with FakeOpenWhisk() as server:
-        run_dir = execute(workload, tmp_path / "runs", connection=Connection(apihost=server.apihost, auth=AUTH, namespace="_"), save_records=True)
+        run_dir = execute(
+            workload,
+            tmp_path / "runs",
+            connection=Connection(apihost=server.apihost, auth=AUTH, namespace="_"),
+            save_records=True,
+        )
     verdict = rundir.read_manifest(run_dir).verdict
     assert verdict["passed"] is False and verdict["outcomes"] == {"no_record": 4, "ok": 4}
-    assert verdict["message"].startswith("failed: instance b: 4 of its 4 accepted invocations have no activation record (threshold 50%): "
-                                         "not stored by the platform"), verdict["message"]
+    assert verdict["message"].startswith(
+        "failed: instance b: 4 of its 4 accepted invocations have no activation record (threshold 50%): "
+        "not stored by the platform"
+    ), verdict["message"]

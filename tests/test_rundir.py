@@ -61,7 +61,7 @@ def test_rows_survive_kill_9(tmp_path):
     script = textwrap.dedent(
         f"""
         import sys, time
-        sys.path.insert(0, {str(rundir.__file__.rsplit('/faasprof/', 1)[0])!r})
+        sys.path.insert(0, {str(rundir.__file__.rsplit("/faasprof/", 1)[0])!r})
         from faasprof import rundir
         log = rundir.InvocationLog({str(tmp_path)!r}, flush_interval_s=0.1)
         for i in range(100):
@@ -81,7 +81,9 @@ def test_rows_survive_kill_9(tmp_path):
 
 
 def test_truncated_last_line_is_dropped(tmp_path):
-    (tmp_path / "invocations.csv").write_text(",".join(rundir.INVOCATION_COLUMNS) + "\n0,i0,f,1,2,3,ok,202,a,\n1,i0,f,4,5")
+    (tmp_path / "invocations.csv").write_text(
+        ",".join(rundir.INVOCATION_COLUMNS) + "\n0,i0,f,1,2,3,ok,202,a,\n1,i0,f,4,5"
+    )
     assert len(rundir.read_invocations(tmp_path)) == 1
 
 
@@ -96,12 +98,31 @@ def _torn_run(tmp_path, planned=10, rows=range(0, 4), sends=range(0, 7)):
     manifest = rundir.new_manifest("t", {"test_name": "t"}, clock)
     manifest.counts["planned"] = planned
     rundir.write_manifest(tmp_path, manifest)
-    rundir.write_plan(tmp_path, array("q", [i * 100 for i in range(planned)]), array("i", [i % 2 for i in range(planned)]), ["a", "b"], ["fa", "fb"])
+    rundir.write_plan(
+        tmp_path,
+        array("q", [i * 100 for i in range(planned)]),
+        array("i", [i % 2 for i in range(planned)]),
+        ["a", "b"],
+        ["fa", "fb"],
+    )
     log = rundir.InvocationLog(tmp_path, flush_interval_s=0.05)
     for seq in sends:
         log.sent(seq, seq * 100 + 5)
     for seq in rows:
-        log.append((seq, "ab"[seq % 2], ("fa", "fb")[seq % 2], seq * 100, seq * 100 + 5, seq * 100 + 50, "ok", 202, f"id{seq}", None))
+        log.append(
+            (
+                seq,
+                "ab"[seq % 2],
+                ("fa", "fb")[seq % 2],
+                seq * 100,
+                seq * 100 + 5,
+                seq * 100 + 50,
+                "ok",
+                202,
+                f"id{seq}",
+                None,
+            )
+        )
     log.close()
     return tmp_path
 
@@ -135,11 +156,18 @@ def test_torn_run_is_reconstructed_from_plan_journal_and_rows(tmp_path):
     rows = rundir.read_invocations(run)
     assert [int(r["seq"]) for r in rows] == list(range(10))
     assert [r["outcome"] for r in rows] == ["ok"] * 4 + ["unanswered"] * 3 + ["unrecorded"] * 3
-    assert rows[5]["sent_ns"] == "505" and rows[5]["instance"] == "b" and rows[5]["function"] == "fb" and rows[5]["intended_ns"] == "500"
+    assert (
+        rows[5]["sent_ns"] == "505"
+        and rows[5]["instance"] == "b"
+        and rows[5]["function"] == "fb"
+        and rows[5]["intended_ns"] == "500"
+    )
     assert rows[8]["sent_ns"] == "" and rows[8]["done_ns"] == ""
     report = rundir.completeness(run)
     assert (report.planned, report.rows, report.unanswered, report.unrecorded, report.missing) == (10, 4, 3, 3, 6)
-    assert report.describe().startswith("torn run: 6 of 10 planned invocations have no row: 3 sent without a recorded answer")
+    assert report.describe().startswith(
+        "torn run: 6 of 10 planned invocations have no row: 3 sent without a recorded answer"
+    )
     assert len(rundir.read_invocations(run, reconstruct=False)) == 4
 
 
@@ -155,7 +183,9 @@ def test_format_1_torn_run_is_counted_from_the_manifest(tmp_path):
     manifest.format_version = 1
     manifest.counts["planned"] = 8
     rundir.write_manifest(tmp_path, manifest)
-    (tmp_path / "invocations.csv").write_text(",".join(rundir.INVOCATION_COLUMNS) + "\n0,i0,f,1,2,3,ok,202,a,\n1,i0,f,4,5,6,ok,202,b,\n")
+    (tmp_path / "invocations.csv").write_text(
+        ",".join(rundir.INVOCATION_COLUMNS) + "\n0,i0,f,1,2,3,ok,202,a,\n1,i0,f,4,5,6,ok,202,b,\n"
+    )
     assert rundir.read_manifest(tmp_path).format_version == 1
     assert len(rundir.read_invocations(tmp_path)) == 2
     report = rundir.completeness(tmp_path)
@@ -181,9 +211,13 @@ def test_a_failed_write_stops_writing_and_keeps_what_was_written(tmp_path):
 
 def test_typed_manifest_reads_every_field_and_keeps_the_rest(tmp_path):
     clock = rundir.ClockAnchor(1_000, 5_000)
-    manifest = rundir.new_manifest("t", {"instances": {"i0": {"function": "f", "blocking": False}}}, clock, platform={"kind": "localwhisk"})
+    manifest = rundir.new_manifest(
+        "t", {"instances": {"i0": {"function": "f", "blocking": False}}}, clock, platform={"kind": "localwhisk"}
+    )
     manifest.counts["planned"] = 7
-    manifest.update(monitors=[{"name": "perf", "status": "stopped", "events": ["cycles"]}, {"name": "rdt", "status": "failed"}])
+    manifest.update(
+        monitors=[{"name": "perf", "status": "stopped", "events": ["cycles"]}, {"name": "rdt", "status": "failed"}]
+    )
     manifest.update(something_new={"kept": True})
     rundir.write_manifest(tmp_path, manifest)
     typed = rundir.read_manifest(tmp_path)
@@ -227,11 +261,18 @@ def test_a_damaged_or_unknown_manifest_is_rejected_naming_the_field(tmp_path, ch
 
 def test_a_study_folder_is_refused_where_a_run_directory_is_read_and_read_as_its_kind(tmp_path):
     rundir.write_manifest(tmp_path, rundir.study_manifest("slowdown", 2, status="complete", fits={"exec_warm": None}))
-    assert json.loads((tmp_path / "manifest.json").read_text()) == {"format_version": 2, "kind": "slowdown", "status": "complete", "fits": {"exec_warm": None}}
+    assert json.loads((tmp_path / "manifest.json").read_text()) == {
+        "format_version": 2,
+        "kind": "slowdown",
+        "status": "complete",
+        "fits": {"exec_warm": None},
+    }
     with pytest.raises(FolderKindError) as raised:
         rundir.read_manifest(tmp_path)
-    assert str(raised.value) == (f"{tmp_path} is a `faasprof slowdown` folder, not a run directory (its manifest says kind 'slowdown'); "
-                                 "its results are slowdown.csv and calls.csv in it, as `faasprof slowdown` wrote them")
+    assert str(raised.value) == (
+        f"{tmp_path} is a `faasprof slowdown` folder, not a run directory (its manifest says kind 'slowdown'); "
+        "its results are slowdown.csv and calls.csv in it, as `faasprof slowdown` wrote them"
+    )
     study = rundir.read_manifest(tmp_path, kind="slowdown")
     assert (study.kind, study.status, study.extra) == ("slowdown", "complete", {"fits": {"exec_warm": None}})
     assert rundir.read_manifest(tmp_path, kind=None).kind == "slowdown"
@@ -242,28 +283,60 @@ def test_a_run_directory_without_kind_reads_as_a_run_and_is_not_a_study_folder(t
     assert rundir.read_manifest(tmp_path).kind == "run"
     with pytest.raises(FolderKindError) as raised:
         rundir.read_manifest(tmp_path, kind="mpki")
-    assert str(raised.value) == f"{tmp_path} is a run directory, not a `faasprof mpki` folder (its manifest says kind 'run'); read it with `faasprof analyze {tmp_path}`"
+    assert (
+        str(raised.value)
+        == f"{tmp_path} is a run directory, not a `faasprof mpki` folder (its manifest says kind 'run'); read it with `faasprof analyze {tmp_path}`"
+    )
     (tmp_path / "manifest.json").write_text(json.dumps({"format_version": 1, "kind": "sweep-of-the-future"}))
-    with pytest.raises(FormatError, match="kind 'sweep-of-the-future' is not one faasprof .* knows .*; upgrade faasprof to read it"):
+    with pytest.raises(
+        FormatError, match="kind 'sweep-of-the-future' is not one faasprof .* knows .*; upgrade faasprof to read it"
+    ):
         rundir.read_manifest(tmp_path)
 
 
 def test_a_typed_manifest_written_back_keeps_the_files_keys_and_adds_what_was_set(tmp_path):
-    (tmp_path / "manifest.json").write_text(json.dumps({"format_version": 1, "status": "running", "test_name": "old", "monitors": []}))
+    (tmp_path / "manifest.json").write_text(
+        json.dumps({"format_version": 1, "status": "running", "test_name": "old", "monitors": []})
+    )
     manifest = rundir.read_manifest(tmp_path)
     manifest.status = "complete"
     manifest.update(sweep_point={"values": {"rate": 2}}, note="kept")
     rundir.write_manifest(tmp_path, manifest)
     assert list(json.loads((tmp_path / "manifest.json").read_text()).items()) == [
-        ("format_version", 1), ("status", "complete"), ("test_name", "old"), ("monitors", []), ("sweep_point", {"values": {"rate": 2}}), ("note", "kept")]
-    assert rundir.update_manifest(tmp_path, analysis_error="boom").analysis_error == rundir.read_manifest(tmp_path).analysis_error == "boom"
+        ("format_version", 1),
+        ("status", "complete"),
+        ("test_name", "old"),
+        ("monitors", []),
+        ("sweep_point", {"values": {"rate": 2}}),
+        ("note", "kept"),
+    ]
+    assert (
+        rundir.update_manifest(tmp_path, analysis_error="boom").analysis_error
+        == rundir.read_manifest(tmp_path).analysis_error
+        == "boom"
+    )
 
 
 def test_format_1_manifest_reads_typed(tmp_path):
-    (tmp_path / "manifest.json").write_text(json.dumps({"format_version": 1, "test_name": "old", "status": "complete",
-                                                         "clock": {"monotonic_zero_ns": 3, "wall_ns_at_zero": 9}, "monitors": []}))
+    (tmp_path / "manifest.json").write_text(
+        json.dumps(
+            {
+                "format_version": 1,
+                "test_name": "old",
+                "status": "complete",
+                "clock": {"monotonic_zero_ns": 3, "wall_ns_at_zero": 9},
+                "monitors": [],
+            }
+        )
+    )
     typed = rundir.read_manifest(tmp_path)
-    assert (typed.format_version, typed.status, typed.wall_ns_at_zero, typed.planned, typed.monitors) == (1, "complete", 9, None, {})
+    assert (typed.format_version, typed.status, typed.wall_ns_at_zero, typed.planned, typed.monitors) == (
+        1,
+        "complete",
+        9,
+        None,
+        {},
+    )
 
 
 def test_activation_records_file_write_append_and_read_back(tmp_path):

@@ -15,13 +15,13 @@ from array import array
 import numpy as np
 import pandas as pd
 import pytest
+from test_analyzer_synthetic import record, write_synthetic_run
 
 from faasprof import rundir
-from faasprof.rundir import records as records_mod
-from faasprof.rundir import tables
 from faasprof.analyzer import frames as frames_mod
 from faasprof.analyzer.analysis import load_run
-from test_analyzer_synthetic import record, write_synthetic_run
+from faasprof.rundir import records as records_mod
+from faasprof.rundir import tables
 
 FAILURES = {3: "application_error", 7: "developer_error", 11: "internal_error", 13: "action_timeout", 17: "no_record"}
 
@@ -32,20 +32,39 @@ def _both(path):
     pd.testing.assert_frame_equal(fast, slow, check_exact=True)
     assert fast_bad == slow_bad
     # The ids are Arrow-backed strings (as invocations.csv's), not a Python object per record.
-    assert fast["activation_id"].dtype == records_mod.TEXT_DTYPE and isinstance(fast["activation_id"].array, pd.arrays.ArrowStringArray)
+    assert fast["activation_id"].dtype == records_mod.TEXT_DTYPE and isinstance(
+        fast["activation_id"].array, pd.arrays.ArrowStringArray
+    )
     return fast, fast_bad
 
 
 @pytest.mark.parametrize("blocking", [True, False])
 def test_records_of_a_run_with_every_failure_read_the_same_both_ways(tmp_path, blocking):
-    run_dir, _ = write_synthetic_run(tmp_path, duration_s=3.0, failures=FAILURES, blocking=blocking,
-                                     instances={"i0": {"application": "fa", "distribution": "Uniform", "rate": 5.0},
-                                                "i1": {"application": "fb", "distribution": "Poisson", "rate": 4.0}})
+    run_dir, _ = write_synthetic_run(
+        tmp_path,
+        duration_s=3.0,
+        failures=FAILURES,
+        blocking=blocking,
+        instances={
+            "i0": {"application": "fa", "distribution": "Uniform", "rate": 5.0},
+            "i1": {"application": "fb", "distribution": "Poisson", "rate": 4.0},
+        },
+    )
     path = run_dir / rundir.ACTIVATIONS
     assert records_mod._read_records_duckdb(str(path)) is not None  # the fast path itself, not the fallback
     frame, bad = _both(path)
-    assert bad == 0 and set(frame["record_outcome"].astype(str)) == {"success", "application_error", "developer_error", "internal_error", "action_timeout"}
-    assert frame.loc[frame["record_outcome"] == "action_timeout", "error_text"].str.contains("exceeded its time limits").all()
+    assert bad == 0 and set(frame["record_outcome"].astype(str)) == {
+        "success",
+        "application_error",
+        "developer_error",
+        "internal_error",
+        "action_timeout",
+    }
+    assert (
+        frame.loc[frame["record_outcome"] == "action_timeout", "error_text"]
+        .str.contains("exceeded its time limits")
+        .all()
+    )
 
 
 def _write_lines(path, lines, torn_tail=""):
@@ -54,12 +73,32 @@ def _write_lines(path, lines, torn_tail=""):
 
 def test_localwhisk_shaped_records_with_status_codes_and_timeouts_by_message(tmp_path):
     records = []
-    for k, (status, code) in enumerate([("success", 0), ("application error", 1), ("action developer error", 2), ("whisk internal error", 3)]):
-        raw = record(f"{k:032x}", "fn", 1_790_000_000_000 + k, 2, 0, 5, status=status, error={"nested": [1, 2.5], "b": "x"} if k == 1 else "boom")
+    for k, (status, code) in enumerate(
+        [("success", 0), ("application error", 1), ("action developer error", 2), ("whisk internal error", 3)]
+    ):
+        raw = record(
+            f"{k:032x}",
+            "fn",
+            1_790_000_000_000 + k,
+            2,
+            0,
+            5,
+            status=status,
+            error={"nested": [1, 2.5], "b": "x"} if k == 1 else "boom",
+        )
         raw["response"]["statusCode"] = code
         raw["annotations"].append({"key": "containerState", "value": "warm" if k else "cold"})
         records.append(raw)
-    slow = record("f" * 32, "fn", 1_790_000_000_100, 2, 0, 5, status="action developer error", error="The action exceeded its time limits of 100 milliseconds.")
+    slow = record(
+        "f" * 32,
+        "fn",
+        1_790_000_000_100,
+        2,
+        0,
+        5,
+        status="action developer error",
+        error="The action exceeded its time limits of 100 milliseconds.",
+    )
     records.append(slow)
     duplicate = dict(records[0], duration=99)  # the same id again: the last record wins
     records.append(duplicate)
@@ -77,13 +116,29 @@ def test_malformed_lines_and_records_read_the_same_and_are_counted(tmp_path):
         "[1, 2]",
         "42",
         "",
-        json.dumps({"activationId": "b" * 32, "annotations": {"waitTime": 3, "kind": "nodejs:20"}, "response": "not an object", "start": 5, "end": 9}),
+        json.dumps(
+            {
+                "activationId": "b" * 32,
+                "annotations": {"waitTime": 3, "kind": "nodejs:20"},
+                "response": "not an object",
+                "start": 5,
+                "end": 9,
+            }
+        ),
         json.dumps({"activationId": "c" * 32, "statusCode": 1, "start": 7}),
         json.dumps({**good, "activationId": "d" * 32, "response": {"status": 7, "statusCode": "0"}}),
-        json.dumps({**good, "activationId": "e" * 32, "annotations": [*good["annotations"], "junk", {"key": "waitTime", "value": True}]}),
+        json.dumps(
+            {
+                **good,
+                "activationId": "e" * 32,
+                "annotations": [*good["annotations"], "junk", {"key": "waitTime", "value": True}],
+            }
+        ),
     ]
     _write_lines(tmp_path / "bad.jsonl", lines, torn_tail='{"activationId": "f')
-    assert records_mod._read_records_duckdb(str(tmp_path / "bad.jsonl")) is None  # unusual records: the reference reader decides
+    assert (
+        records_mod._read_records_duckdb(str(tmp_path / "bad.jsonl")) is None
+    )  # unusual records: the reference reader decides
     frame, bad = _both(tmp_path / "bad.jsonl")
     assert bad == 3 and len(frame) == 5
 
@@ -93,7 +148,9 @@ def test_an_id_or_label_that_is_not_a_string_reads_the_same(tmp_path, field, val
     lines = [json.dumps(record(f"{k:032x}", "fn", 1_790_000_000_000 + k, 2, 0, 5)) for k in range(3)]
     lines.append(json.dumps({**record("e" * 32, "fn", 1_790_000_000_009, 2, 0, 5), field: value}))
     _write_lines(tmp_path / "odd.jsonl", lines)
-    assert records_mod._read_records_duckdb(str(tmp_path / "odd.jsonl")) is None  # not cast to text: the reference decides
+    assert (
+        records_mod._read_records_duckdb(str(tmp_path / "odd.jsonl")) is None
+    )  # not cast to text: the reference decides
     frame, bad = _both(tmp_path / "odd.jsonl")
     assert bad == 0 and len(frame) == 4
 
@@ -125,7 +182,9 @@ def _reference_invocations(run_dir, manifest=None):
     if missing:
         text = ",".join(rundir.INVOCATION_COLUMNS) + "\n" + "".join(rundir.format_row(row) for row in missing)
         as_str = {"instance": str, "function": str, "outcome": str}
-        frame = pd.concat([frame.astype(as_str), tables._parse_invocations(text.encode()).astype(as_str)], ignore_index=True)
+        frame = pd.concat(
+            [frame.astype(as_str), tables._parse_invocations(text.encode()).astype(as_str)], ignore_index=True
+        )
         frame = frame.astype({"instance": "category", "function": "category", "outcome": "category"})
     frame = frame.sort_values("seq", kind="stable").drop_duplicates("seq", keep="last").reset_index(drop=True)
     return frame, completeness.to_json()
@@ -167,12 +226,31 @@ def test_a_torn_run_reads_the_same_with_its_reconstructed_rows(tmp_path):
     manifest = rundir.new_manifest("t", {"test_name": "t"}, clock)
     manifest.counts["planned"] = 10
     rundir.write_manifest(tmp_path, manifest)
-    rundir.write_plan(tmp_path, array("q", [i * 100 for i in range(10)]), array("i", [i % 2 for i in range(10)]), ["a", "b"], ["fa", "fb"])
+    rundir.write_plan(
+        tmp_path,
+        array("q", [i * 100 for i in range(10)]),
+        array("i", [i % 2 for i in range(10)]),
+        ["a", "b"],
+        ["fa", "fb"],
+    )
     log = rundir.InvocationLog(tmp_path, flush_interval_s=0.05)
     for seq in range(7):
         log.sent(seq, seq * 100 + 5)
     for seq in (3, 0, 2, 1):
-        log.append((seq, "ab"[seq % 2], ("fa", "fb")[seq % 2], seq * 100, seq * 100 + 5, seq * 100 + 50, "ok", 202, f"id{seq}", None))
+        log.append(
+            (
+                seq,
+                "ab"[seq % 2],
+                ("fa", "fb")[seq % 2],
+                seq * 100,
+                seq * 100 + 5,
+                seq * 100 + 50,
+                "ok",
+                202,
+                f"id{seq}",
+                None,
+            )
+        )
     log.close()
     frame = _check_invocations(tmp_path)
     assert frame["outcome"].astype(str).tolist() == ["ok"] * 4 + ["unanswered"] * 3 + ["unrecorded"] * 3
@@ -187,7 +265,10 @@ def test_a_format_1_run_reads_the_same_and_loads(tmp_path):
     manifest = rundir.read_manifest(run_dir)
     assert manifest.format_version == 1
     frame = _check_invocations(run_dir, manifest)
-    assert frame.attrs["completeness"]["uncounted"] == 5 and frame.attrs["completeness"]["plan_source"] == "manifest counts"
+    assert (
+        frame.attrs["completeness"]["uncounted"] == 5
+        and frame.attrs["completeness"]["plan_source"] == "manifest counts"
+    )
     run = load_run(run_dir)
     assert len(run.invocations) == 15 and run.manifest.format_version == 1
 
@@ -203,6 +284,8 @@ def test_records_are_matched_to_invocations_as_by_index_lookup(tmp_path):
     got = frames_mod.match_records(invocations, records)
     assert got.tolist() == expected.tolist() and (got == -1).sum() >= 6
     assert frames_mod.has_activation_id(invocations).tolist() == (frames_mod.match_ids(invocations) != "").tolist()
-    plain = invocations.assign(activation_id=invocations["activation_id"].astype(object))  # any string column matches alike
+    plain = invocations.assign(
+        activation_id=invocations["activation_id"].astype(object)
+    )  # any string column matches alike
     assert frames_mod.match_records(plain, records).tolist() == expected.tolist()
     assert np.all(frames_mod.match_records(invocations, records.iloc[:0]) == -1)

@@ -73,7 +73,10 @@ def test_same_rate_instances_are_independent():
 
 
 def test_adding_an_instance_leaves_the_others_unchanged():
-    base = {"a": {"application": "f", "distribution": "Poisson", "rate": 10}, "u": {"application": "f", "distribution": "Uniform", "rate": 3}}
+    base = {
+        "a": {"application": "f", "distribution": "Poisson", "rate": 10},
+        "u": {"application": "f", "distribution": "Uniform", "rate": 3},
+    }
     more = dict(base, z={"application": "g", "distribution": "Poisson", "rate": 40})
     for name in ("a", "u"):
         assert np.array_equal(times_of(make(base), name), times_of(make(more), name))
@@ -82,7 +85,11 @@ def test_adding_an_instance_leaves_the_others_unchanged():
 def test_a_muted_instance_plans_nothing_and_leaves_the_others_unchanged():
     """``"rate": 0`` is FaaSProfiler's "no invocations": valid, planned empty, the others as without it."""
     base = {"a": {"application": "f", "distribution": "Poisson", "rate": 10}}
-    muted = dict(base, p={"application": "f", "distribution": "Poisson", "rate": 0}, u={"application": "f", "distribution": "Uniform", "rate": 0})
+    muted = dict(
+        base,
+        p={"application": "f", "distribution": "Poisson", "rate": 0},
+        u={"application": "f", "distribution": "Uniform", "rate": 0},
+    )
     workload = make(muted)
     assert [workload.instance(name).planned_estimate for name in ("p", "u")] == [0.0, 0.0]
     counts = build_schedule(workload).counts()
@@ -111,7 +118,14 @@ def test_same_seed_byte_identical_in_separate_processes(cli, tmp_path):
                 "instances": {
                     "a": {"application": "f", "distribution": "Poisson", "rate": 30},
                     "b": {"application": "f", "distribution": "Uniform", "rate": 7},
-                    "c": {"application": "g", "distribution": "Burst", "burst_size": 3, "burst_gap_s": 2, "burst_gap_distribution": "shifted_exponential", "burst_gap_mean_s": 1},
+                    "c": {
+                        "application": "g",
+                        "distribution": "Burst",
+                        "burst_size": 3,
+                        "burst_gap_s": 2,
+                        "burst_gap_distribution": "shifted_exponential",
+                        "burst_gap_mean_s": 1,
+                    },
                 },
             }
         )
@@ -133,7 +147,13 @@ def test_same_seed_byte_identical_in_separate_processes(cli, tmp_path):
         {"distribution": "Uniform", "rate": 40},
         {"distribution": "Uniform", "rate": 40, "phase": False},
         {"distribution": "Burst", "burst_size": 5, "burst_gap_s": 0.5},
-        {"distribution": "Burst", "burst_size": 2, "burst_gap_s": 0.5, "burst_gap_distribution": "shifted_exponential", "burst_gap_mean_s": 0.2},
+        {
+            "distribution": "Burst",
+            "burst_size": 2,
+            "burst_gap_s": 0.5,
+            "burst_gap_distribution": "shifted_exponential",
+            "burst_gap_mean_s": 0.2,
+        },
         {"interarrivals_list": [3.0] + [0.25] * 100},
         {"distribution": "Trace", "trace_file": str(DATA_DIR / "traces/azure_small.csv")},
         {"distribution": "Trace", "trace_file": str(DATA_DIR / "traces/timestamps.csv")},
@@ -153,7 +173,10 @@ def test_uniform_is_exactly_periodic_with_a_seeded_phase():
     assert times.size == 500
     assert np.allclose(np.diff(times), 0.01, atol=2e-9)
     assert 10.0 <= times[0] < 10.01
-    other_seed = times_of(make({"u": {"application": "f", "distribution": "Uniform", "rate": 100, "activity_window": [10, 15]}}, seed=8), "u")
+    other_seed = times_of(
+        make({"u": {"application": "f", "distribution": "Uniform", "rate": 100, "activity_window": [10, 15]}}, seed=8),
+        "u",
+    )
     assert times[0] != other_seed[0]
     fixed = times_of(make({"u": {"application": "f", "distribution": "Uniform", "rate": 4, "phase": 0.5}}), "u")
     assert fixed[0] == pytest.approx(0.125)
@@ -166,12 +189,26 @@ def test_uniform_below_one_event_per_test_does_not_crash():
 
 
 def test_burst_groups_and_gaps():
-    fixed = times_of(make({"b": {"application": "f", "distribution": "Burst", "burst_size": 4, "burst_gap_s": 2.5}}, duration_s=20), "b")
+    fixed = times_of(
+        make({"b": {"application": "f", "distribution": "Burst", "burst_size": 4, "burst_gap_s": 2.5}}, duration_s=20),
+        "b",
+    )
     assert fixed.size == 8 * 4
     starts = np.unique(fixed)
     assert np.allclose(np.diff(starts), 2.5) and starts[0] == 0.0
     shifted = times_of(
-        make({"b": {"application": "f", "distribution": "Burst", "burst_gap_s": 1.0, "burst_gap_distribution": "shifted_exponential", "burst_gap_mean_s": 0.5}}, duration_s=3000),
+        make(
+            {
+                "b": {
+                    "application": "f",
+                    "distribution": "Burst",
+                    "burst_gap_s": 1.0,
+                    "burst_gap_distribution": "shifted_exponential",
+                    "burst_gap_mean_s": 0.5,
+                }
+            },
+            duration_s=3000,
+        ),
         "b",
     )
     gaps = np.diff(shifted)
@@ -186,21 +223,52 @@ def test_azure_trace_spreads_each_minute_within_the_minute():
     per_minute, _ = np.histogram(times, bins=[0, 60, 120, 180, 240])
     assert per_minute.tolist() == [30, 0, 120, 7]
     assert not np.any(np.isin(times, [0.0, 60.0, 120.0, 180.0]))  # never at the minute boundary
-    equi = times_of(make({"t": {"application": "f", "distribution": "Trace", "trace_file": str(path), "trace_spread": "equidistant", "trace_row": "fb"}}, duration_s=240), "t")
+    equi = times_of(
+        make(
+            {
+                "t": {
+                    "application": "f",
+                    "distribution": "Trace",
+                    "trace_file": str(path),
+                    "trace_spread": "equidistant",
+                    "trace_row": "fb",
+                }
+            },
+            duration_s=240,
+        ),
+        "t",
+    )
     assert equi.size == 10
     assert np.allclose(np.diff(equi[:5]), 12.0)
-    scaled = times_of(make({"t": {"application": "f", "distribution": "Trace", "trace_file": str(path), "trace_scale": 0.5}}, duration_s=240), "t")
+    scaled = times_of(
+        make(
+            {"t": {"application": "f", "distribution": "Trace", "trace_file": str(path), "trace_scale": 0.5}},
+            duration_s=240,
+        ),
+        "t",
+    )
     assert scaled.size == 15 + 60 + 4
 
 
 def test_timestamp_trace_starts_at_the_window_start():
     path = DATA_DIR / "traces/timestamps.csv"
-    times = times_of(make({"t": {"application": "f", "distribution": "Trace", "trace_file": str(path), "activity_window": [10, 30]}}), "t")
+    times = times_of(
+        make(
+            {"t": {"application": "f", "distribution": "Trace", "trace_file": str(path), "activity_window": [10, 30]}}
+        ),
+        "t",
+    )
     assert times.tolist() == pytest.approx([10.5, 11.25, 11.25, 13.0, 19.999, 22.0])
 
 
 def test_interarrivals_list_is_absolute_and_cut_to_the_window():
-    times = times_of(make({"t": {"application": "f", "interarrivals_list": [1, 2, 0.5, 10], "activity_window": [2, 12]}}, duration_s=20), "t")
+    times = times_of(
+        make(
+            {"t": {"application": "f", "interarrivals_list": [1, 2, 0.5, 10], "activity_window": [2, 12]}},
+            duration_s=20,
+        ),
+        "t",
+    )
     assert times.tolist() == pytest.approx([3.0, 3.5])
 
 
@@ -236,7 +304,15 @@ def test_plan_cli_prints_per_instance_counts_and_refuses_overwrite(cli, tmp_path
     result = cli("plan", "workload_configs/paper_listing1.json", "--out", out)
     assert result.returncode == 0, result.stderr
     lines = result.stdout.splitlines()
-    assert lines[0].split() == ["instance", "function", "distribution", "rate/s", "planned/s", "window_s", "invocations"]
+    assert lines[0].split() == [
+        "instance",
+        "function",
+        "distribution",
+        "rate/s",
+        "planned/s",
+        "window_s",
+        "invocations",
+    ]
     assert lines[2].split()[:3] == ["instance2", "json_dumps", "Uniform"] and lines[2].split()[-1] == "500"
     assert lines[-1].startswith("total ") and "seed 110" in lines[-1]
     assert sum(1 for _ in open(out)) - 1 == int(lines[-1].split()[1])
@@ -248,7 +324,9 @@ def test_plan_makes_no_network_connection(cli, tmp_path):
     home = tmp_path / "home"
     home.mkdir()
     (home / ".wskprops").write_text("APIHOST=https://127.0.0.1:9\nAUTH=a:b\n")
-    result = cli("plan", "workload_configs/paper_listing1.json", env={"HOME": str(home), "FAASPROF_TEST_HOME": str(home)})
+    result = cli(
+        "plan", "workload_configs/paper_listing1.json", env={"HOME": str(home), "FAASPROF_TEST_HOME": str(home)}
+    )
     assert result.returncode == 0, result.stderr
     assert os.path.exists(home / ".wskprops")
 

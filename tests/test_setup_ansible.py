@@ -41,15 +41,26 @@ def _ansible_env(tmp_path: Path) -> dict[str, str]:
 def _can_become() -> bool:
     if os.geteuid() == 0:
         return True
-    return shutil.which("sudo") is not None and subprocess.run(["sudo", "-n", "true"], capture_output=True).returncode == 0
+    return (
+        shutil.which("sudo") is not None and subprocess.run(["sudo", "-n", "true"], capture_output=True).returncode == 0
+    )
 
 
 @pytest.mark.slow
 def test_playbooks_pass_syntax_check(tmp_path):
     result = subprocess.run(
-        [str(_tool("ansible-playbook")), "-i", str(SETUP / "inventory" / "single-node.ini"), "--syntax-check",
-         *[str(SETUP / p) for p in PLAYBOOKS]],
-        capture_output=True, text=True, timeout=120, env=_ansible_env(tmp_path), cwd=SETUP,
+        [
+            str(_tool("ansible-playbook")),
+            "-i",
+            str(SETUP / "inventory" / "single-node.ini"),
+            "--syntax-check",
+            *[str(SETUP / p) for p in PLAYBOOKS],
+        ],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        env=_ansible_env(tmp_path),
+        cwd=SETUP,
     )
     assert result.returncode == 0, result.stdout + result.stderr
     for playbook in PLAYBOOKS:
@@ -62,8 +73,21 @@ def test_playbooks_pass_ansible_lint(tmp_path):
     env = _ansible_env(tmp_path)
     env["HOME"] = str(tmp_path)  # its cache, not the user's
     result = subprocess.run(
-        [str(_tool("ansible-lint")), "-c", str(SETUP / ".ansible-lint"), "--offline", "--nocolor", "-f", "pep8", *PLAYBOOKS],
-        capture_output=True, text=True, timeout=240, env=env, cwd=SETUP,
+        [
+            str(_tool("ansible-lint")),
+            "-c",
+            str(SETUP / ".ansible-lint"),
+            "--offline",
+            "--nocolor",
+            "-f",
+            "pep8",
+            *PLAYBOOKS,
+        ],
+        capture_output=True,
+        text=True,
+        timeout=240,
+        env=env,
+        cwd=SETUP,
     )
     assert result.returncode == 0, result.stdout + result.stderr
     assert "Profile 'production' was required, and it passed" in result.stderr + result.stdout
@@ -83,20 +107,40 @@ def test_every_shell_script_passes_shellcheck():
     assert SETUP / "testbed.sh" in scripts and REPO_ROOT / "setup.sh" in scripts
     result = subprocess.run(
         [str(_tool("shellcheck")), "--format=gcc", *map(str, scripts)],
-        capture_output=True, text=True, timeout=120, cwd=REPO_ROOT,
+        capture_output=True,
+        text=True,
+        timeout=120,
+        cwd=REPO_ROOT,
     )
     assert result.returncode == 0, result.stdout + result.stderr
 
 
 @pytest.mark.slow
-@pytest.mark.skipif(not Path("/usr/bin/apt-get").exists(), reason="check mode of the tools role needs a Debian/Ubuntu host")
+@pytest.mark.skipif(
+    not Path("/usr/bin/apt-get").exists(), reason="check mode of the tools role needs a Debian/Ubuntu host"
+)
 @pytest.mark.skipif(not _can_become(), reason="check mode of the tools role needs root or passwordless sudo")
 def test_tools_role_runs_in_check_mode_on_this_host(tmp_path):
     """Packages, perf sysctl, resctrl and CPU frequency tasks in --check against localhost."""
     result = subprocess.run(
-        [str(_tool("ansible-playbook")), "-i", str(SETUP / "inventory" / "single-node.ini"), "tools.yml", "--check",
-         "-e", f"faasprof_state_dir={tmp_path / 'state'}", "-e", "tools_cpu_governor=performance", "-e", "tools_turbo=off"],
-        capture_output=True, text=True, timeout=180, env=_ansible_env(tmp_path), cwd=SETUP,
+        [
+            str(_tool("ansible-playbook")),
+            "-i",
+            str(SETUP / "inventory" / "single-node.ini"),
+            "tools.yml",
+            "--check",
+            "-e",
+            f"faasprof_state_dir={tmp_path / 'state'}",
+            "-e",
+            "tools_cpu_governor=performance",
+            "-e",
+            "tools_turbo=off",
+        ],
+        capture_output=True,
+        text=True,
+        timeout=180,
+        env=_ansible_env(tmp_path),
+        cwd=SETUP,
     )
     out = result.stdout + result.stderr
     assert result.returncode == 0, out
@@ -144,7 +188,11 @@ def _render(tmp_path: Path, inventory: Path) -> Path:
     playbook.write_text(RENDER_PLAYBOOK.format(setup=SETUP, out=out))
     result = subprocess.run(
         [str(_tool("ansible-playbook")), "-i", str(inventory), str(playbook)],
-        capture_output=True, text=True, timeout=120, env=_ansible_env(tmp_path), cwd=tmp_path,
+        capture_output=True,
+        text=True,
+        timeout=120,
+        env=_ansible_env(tmp_path),
+        cwd=tmp_path,
     )
     assert result.returncode == 0, result.stdout + result.stderr
     return out
@@ -190,12 +238,17 @@ def test_multi_node_inventory_becomes_one_controller_and_several_invokers(tmp_pa
     assert "ansible_connection=local" in groups["controllers"][0]
     assert groups["edge"][0].startswith("10.0.0.10 ")
     assert groups["schedulers"] == [] and groups["etcd"] == []
-    assert all("ansible_python_interpreter=/opt/faasprof/openwhisk-venv/bin/python" in line
-               for name in ("controllers", "invokers", "db") for line in groups[name])
+    assert all(
+        "ansible_python_interpreter=/opt/faasprof/openwhisk-venv/bin/python" in line
+        for name in ("controllers", "invokers", "db")
+        for line in groups[name]
+    )
 
 
 def _testbed(*args: str) -> subprocess.CompletedProcess:
-    return subprocess.run(["bash", str(SETUP / "testbed.sh"), *args], capture_output=True, text=True, timeout=60, cwd=REPO_ROOT)
+    return subprocess.run(
+        ["bash", str(SETUP / "testbed.sh"), *args], capture_output=True, text=True, timeout=60, cwd=REPO_ROOT
+    )
 
 
 def test_testbed_rejects_conflicting_parts():

@@ -70,14 +70,18 @@ def test_effective_limits_are_the_tables(platform, table):
     assert int(limits["actions_per_minute"]) == int(table["limit_invocations_per_minute"])
     assert int(limits["concurrent_actions"]) == int(table["limit_invocations_concurrent"])
     if "max_action_memory" in limits:
-        assert int(limits["max_action_memory"]) == openwhisk_vars.size_mb(table["limit_action_memory_max"]) * 1024 * 1024
+        assert (
+            int(limits["max_action_memory"]) == openwhisk_vars.size_mb(table["limit_action_memory_max"]) * 1024 * 1024
+        )
 
 
 @pytest.mark.skipif(shutil.which("docker") is None, reason="needs the docker CLI of an invoker host")
 def test_invoker_runs_with_the_tables_pool_settings(table):
     inspected = subprocess.run(
         ["docker", "inspect", "--format", "{{json .Config.Env}}", "invoker0"],
-        capture_output=True, text=True, timeout=30,
+        capture_output=True,
+        text=True,
+        timeout=30,
     )
     if inspected.returncode != 0 and "No such object" in inspected.stderr:
         pytest.skip("no invoker0 container: a standalone server's invoker runs inside its JVM")

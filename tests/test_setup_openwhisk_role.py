@@ -47,9 +47,20 @@ ROLE_PLAYBOOK = """- name: openwhisk role against a stand-in
 
 
 def _git(cwd: Path, *args: str) -> None:
-    subprocess.run(["git", *args], cwd=cwd, check=True, capture_output=True, timeout=30,
-                   env={**os.environ, "GIT_AUTHOR_NAME": "t", "GIT_AUTHOR_EMAIL": "t@t", "GIT_COMMITTER_NAME": "t",
-                        "GIT_COMMITTER_EMAIL": "t@t"})
+    subprocess.run(
+        ["git", *args],
+        cwd=cwd,
+        check=True,
+        capture_output=True,
+        timeout=30,
+        env={
+            **os.environ,
+            "GIT_AUTHOR_NAME": "t",
+            "GIT_AUTHOR_EMAIL": "t@t",
+            "GIT_COMMITTER_NAME": "t",
+            "GIT_COMMITTER_EMAIL": "t@t",
+        },
+    )
 
 
 @pytest.fixture
@@ -86,8 +97,9 @@ def stand_in(tmp_path):
 
         def do_POST(self):  # noqa: N802
             length = int(self.headers.get("Content-Length") or 0)
-            posts.append({"path": self.path, "auth": self.headers.get("Authorization"),
-                          "body": self.rfile.read(length).decode()})
+            posts.append(
+                {"path": self.path, "auth": self.headers.get("Authorization"), "body": self.rfile.read(length).decode()}
+            )
             self.send_response(200)
             self.send_header("Content-Type", "application/json")
             self.end_headers()
@@ -129,8 +141,9 @@ def stand_in(tmp_path):
         docker_env.write_text(json.dumps(["PATH=/usr/bin", *env]) + "\n")
         return extra
 
-    def run(overrides: dict | None = None, check: bool = False, playbook_text: str | None = None,
-            extra: dict | None = None) -> subprocess.CompletedProcess:
+    def run(
+        overrides: dict | None = None, check: bool = False, playbook_text: str | None = None, extra: dict | None = None
+    ) -> subprocess.CompletedProcess:
         if playbook_text is not None:
             playbook.write_text(playbook_text.format(setup=SETUP))
         variables = {
@@ -151,17 +164,30 @@ def stand_in(tmp_path):
         }
         (tmp_path / "state").mkdir(exist_ok=True)
         env = dict(os.environ)
-        env.update({
-            "ANSIBLE_CONFIG": str(SETUP / "ansible.cfg"),
-            "ANSIBLE_NOCOLOR": "1",
-            "ANSIBLE_LOCAL_TEMP": str(tmp_path / "ansible-tmp"),
-            "FAKE_OW_LOG": str(log),
-            "PATH": f"{bin_dir}:{VENV_BIN}:{env.get('PATH', '')}",
-        })
+        env.update(
+            {
+                "ANSIBLE_CONFIG": str(SETUP / "ansible.cfg"),
+                "ANSIBLE_NOCOLOR": "1",
+                "ANSIBLE_LOCAL_TEMP": str(tmp_path / "ansible-tmp"),
+                "FAKE_OW_LOG": str(log),
+                "PATH": f"{bin_dir}:{VENV_BIN}:{env.get('PATH', '')}",
+            }
+        )
         return subprocess.run(
-            [str(VENV_BIN / "ansible-playbook"), "-i", str(inventory), str(playbook), "-e", json.dumps(variables),
-             *(["--check"] if check else [])],
-            capture_output=True, text=True, timeout=180, env=env, cwd=SETUP,
+            [
+                str(VENV_BIN / "ansible-playbook"),
+                "-i",
+                str(inventory),
+                str(playbook),
+                "-e",
+                json.dumps(variables),
+                *(["--check"] if check else []),
+            ],
+            capture_output=True,
+            text=True,
+            timeout=180,
+            env=env,
+            cwd=SETUP,
         )
 
     def calls() -> list[dict]:
@@ -218,19 +244,29 @@ def test_check_then_deploy_then_nothing_then_redeploy_then_mismatches(stand_in):
     platform_takes({"invoker_use_runc": True, "invoker_user_memory": "8192m"})
     third = run({"invoker_user_memory": "8192m"}, extra={"docker_cgroup_v2": False})
     assert third.returncode == 0, third.stdout[-3000:] + third.stderr
-    assert [c["playbook"] for c in calls()[5:]] == ["setup.yml", "openwhisk.yml"], "a redeploy must not wipe the databases"
+    assert [c["playbook"] for c in calls()[5:]] == ["setup.yml", "openwhisk.yml"], (
+        "a redeploy must not wipe the databases"
+    )
     assert calls()[-1]["vars"]["invoker_user_memory"] == "8192m"
     assert calls()[-1]["vars"]["invoker_use_runc"] is True
 
     # The running platform ignored settings (as a release without invoker_extraEnv would): every
     # mismatch is named and the run fails, even though nothing needed redeploying.
-    platform_takes({"invoker_use_runc": True, "invoker_user_memory": "8192m", "limit_invocations_per_minute": 60,
-                    "CONFIG_whisk_containerProxy_timeouts_pauseGrace": "10 seconds"})
+    platform_takes(
+        {
+            "invoker_use_runc": True,
+            "invoker_user_memory": "8192m",
+            "limit_invocations_per_minute": 60,
+            "CONFIG_whisk_containerProxy_timeouts_pauseGrace": "10 seconds",
+        }
+    )
     fourth = run({"invoker_user_memory": "8192m"}, extra={"docker_cgroup_v2": False})
     assert fourth.returncode != 0
     assert len(calls()) == 7
     assert "controller reports actions_per_minute=60, the table asks 999999" in fourth.stdout
-    assert "invoker0 on localhost lacks CONFIG_whisk_containerProxy_timeouts_pauseGrace=50 milliseconds" in fourth.stdout
+    assert (
+        "invoker0 on localhost lacks CONFIG_whisk_containerProxy_timeouts_pauseGrace=50 milliseconds" in fourth.stdout
+    )
 
 
 SMOKE_PLAYBOOK = """- name: smoke tasks of the faasprof role against a stand-in

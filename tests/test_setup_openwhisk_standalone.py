@@ -46,7 +46,10 @@ def test_start_refuses_bad_arguments_with_exit_2(args, message):
 def test_start_without_a_build_names_build_sh(tmp_path):
     result = _script("start.sh", "--build-dir", str(tmp_path))
     assert result.returncode == 3
-    assert result.stderr.strip() == f"start.sh: {tmp_path}/build.env: missing; run setup/openwhisk-standalone/build.sh first (or pass --build-dir)"
+    assert (
+        result.stderr.strip()
+        == f"start.sh: {tmp_path}/build.env: missing; run setup/openwhisk-standalone/build.sh first (or pass --build-dir)"
+    )
 
 
 def test_build_refuses_a_folder_that_is_not_openwhisk(tmp_path):
@@ -60,7 +63,10 @@ def test_build_refuses_a_source_other_than_2_0_0(tmp_path):
     (tmp_path / "settings.gradle").write_text("gradle.ext.pekko = [version : '1.1.5']\n")
     result = _script("build.sh", "--source", str(tmp_path), "--build-dir", str(tmp_path / "b"), "--route", "maven")
     assert result.returncode == 2
-    assert result.stderr.strip() == f"build.sh: {tmp_path}/settings.gradle: not OpenWhisk 2.0.0 (Akka 2.6.12 expected); check out the tag 2.0.0"
+    assert (
+        result.stderr.strip()
+        == f"build.sh: {tmp_path}/settings.gradle: not OpenWhisk 2.0.0 (Akka 2.6.12 expected); check out the tag 2.0.0"
+    )
 
 
 def test_stop_without_a_server_says_so_and_succeeds(tmp_path):
@@ -71,9 +77,13 @@ def test_stop_without_a_server_says_so_and_succeeds(tmp_path):
 
 def test_the_pom_names_the_pins_maven_needs():
     pom = (SCRIPTS / "pom.xml").read_text()
-    for needle in ("<grpc.version>1.30.0</grpc.version>", "<artifactId>akka-http-xml_${scala.binary}</artifactId><version>${akka.http.version}</version>",
-                   "<artifactId>elastic4s-http_${scala.binary}</artifactId><version>6.7.4</version>",
-                   "<artifactId>embedded-kafka_${scala.binary}</artifactId><version>2.8.0</version>", "<akka.version>2.6.12</akka.version>"):
+    for needle in (
+        "<grpc.version>1.30.0</grpc.version>",
+        "<artifactId>akka-http-xml_${scala.binary}</artifactId><version>${akka.http.version}</version>",
+        "<artifactId>elastic4s-http_${scala.binary}</artifactId><version>6.7.4</version>",
+        "<artifactId>embedded-kafka_${scala.binary}</artifactId><version>2.8.0</version>",
+        "<akka.version>2.6.12</akka.version>",
+    ):
         assert needle in pom, needle
     assert "-Xfatal-warnings" not in pom.split("<args>")[1].split("</args>")[0]
 
@@ -84,19 +94,31 @@ def test_faasprof_runs_and_analyzes_on_the_standalone_with_its_recorded_pause_gr
     if not wskprops or "PAUSE_GRACE_MS=" not in Path(wskprops).read_text():
         pytest.fail("set WSK_CONFIG_FILE to the wskprops that setup/openwhisk-standalone/start.sh wrote")
     workload = tmp_path / "w.json"
-    workload.write_text(json.dumps({
-        "test_name": "standalone-smoke",
-        "test_duration_in_seconds": 10,
-        "random_seed": 3,
-        "blocking_cli": True,
-        "instances": {
-            "blocking": {"application": "json_dumps", "distribution": "Uniform", "rate": 1.5},
-            "nonblocking": {"application": "json_dumps", "distribution": "Uniform", "rate": 0.5, "blocking": False},
-        },
-    }))
+    workload.write_text(
+        json.dumps(
+            {
+                "test_name": "standalone-smoke",
+                "test_duration_in_seconds": 10,
+                "random_seed": 3,
+                "blocking_cli": True,
+                "instances": {
+                    "blocking": {"application": "json_dumps", "distribution": "Uniform", "rate": 1.5},
+                    "nonblocking": {
+                        "application": "json_dumps",
+                        "distribution": "Uniform",
+                        "rate": 0.5,
+                        "blocking": False,
+                    },
+                },
+            }
+        )
+    )
     result = subprocess.run(
         [sys.executable, "-m", "faasprof", "run", str(workload), "--analyze", "--out", str(tmp_path / "runs")],
-        capture_output=True, text=True, timeout=300, cwd=REPO_ROOT,
+        capture_output=True,
+        text=True,
+        timeout=300,
+        cwd=REPO_ROOT,
     )
     assert result.returncode == 0, result.stderr[-3000:]
     run_dir = Path(result.stdout.strip().splitlines()[-1])

@@ -54,7 +54,7 @@ def documented_names(text: str) -> set[str]:
 def hocon_key(env_name: str) -> str:
     """OpenWhisk's transformEnvironment rule: CONFIG_a_bC_d → a.b-c.d (PascalCase kept)."""
     assert env_name.startswith("CONFIG_")
-    parts = env_name[len("CONFIG_"):].split("_")
+    parts = env_name[len("CONFIG_") :].split("_")
 
     def kebab(part: str) -> str:
         if part[:1].isupper():
@@ -75,7 +75,9 @@ def check_names(settings, notes_text: str) -> list[str]:
             wanted = in_limits if setting.group == "limits" else in_section1
             if setting.name not in wanted:
                 where = "§1.5" if setting.group == "limits" else "§1"
-                problems.append(f"{setting.name}: not an OpenWhisk variable named in tests/data/setup/openwhisk_deployment_notes.md {where}")
+                problems.append(
+                    f"{setting.name}: not an OpenWhisk variable named in tests/data/setup/openwhisk_deployment_notes.md {where}"
+                )
         else:
             key = hocon_key(setting.name)
             if f"`{key}`" not in limits_text and key not in documented_names(limits_text):
@@ -98,7 +100,9 @@ def test_a_misspelled_name_is_caught(notes_text):
     wrong = [
         openwhisk_vars.Setting("limit_invocation_per_minute", "ansible", 1, "limits", "typo"),
         openwhisk_vars.Setting("invoker_usermemory", "ansible", "4096m", "limits", "typo"),
-        openwhisk_vars.Setting("CONFIG_whisk_containerProxy_timeout_pauseGrace", "invoker_env", "50 ms", "limits", "typo"),
+        openwhisk_vars.Setting(
+            "CONFIG_whisk_containerProxy_timeout_pauseGrace", "invoker_env", "50 ms", "limits", "typo"
+        ),
     ]
     problems = check_names(wrong, notes_text)
     assert len(problems) == 3, problems
@@ -116,7 +120,9 @@ def test_name_extraction_expands_the_notes_shorthand(notes_text):
 def test_the_copy_of_the_notes_is_current():
     shared = SHARED_NOTES.read_text(encoding="utf-8")
     section = shared[shared.index("## 1. Deployment") : shared.index("## 2. ")]
-    assert NOTES.read_text(encoding="utf-8") == section, "re-copy the notes' section 1 as tests/data/setup/README.md says"
+    assert NOTES.read_text(encoding="utf-8") == section, (
+        "re-copy the notes' section 1 as tests/data/setup/README.md says"
+    )
 
 
 def test_defaults_are_the_papers():
@@ -158,10 +164,14 @@ def test_cli_renders_overrides_into_extra_vars(tmp_path):
     vars_file = tmp_path / "testbed.yml"
     vars_file.write_text("openwhisk_overrides:\n  limit_invocations_concurrent: 5000\n")
     result = _run(
-        "--overrides-file", str(vars_file),
-        "--set", "invoker_use_runc=false",
-        "--set", "invoker_user_memory=8192m",
-        "--set", "CONFIG_whisk_containerProxy_timeouts_pauseGrace=10 seconds",
+        "--overrides-file",
+        str(vars_file),
+        "--set",
+        "invoker_use_runc=false",
+        "--set",
+        "invoker_user_memory=8192m",
+        "--set",
+        "CONFIG_whisk_containerProxy_timeouts_pauseGrace=10 seconds",
     )
     assert result.returncode == 0, result.stderr
     extra = json.loads(result.stdout)
@@ -174,7 +184,9 @@ def test_cli_renders_overrides_into_extra_vars(tmp_path):
 def test_print_overrides_merges_file_then_flags(tmp_path):
     vars_file = tmp_path / "testbed.yml"
     vars_file.write_text("openwhisk_overrides:\n  invoker_user_memory: 8192m\n  limit_fires_per_minute: 10\n")
-    result = _run("--allow-auto", "--print-overrides", "--overrides-file", str(vars_file), "--set", "limit_fires_per_minute=20")
+    result = _run(
+        "--allow-auto", "--print-overrides", "--overrides-file", str(vars_file), "--set", "limit_fires_per_minute=20"
+    )
     assert result.returncode == 0, result.stderr
     assert json.loads(result.stdout) == {"invoker_user_memory": "8192m", "limit_fires_per_minute": 20}
 
@@ -196,6 +208,8 @@ def test_table_problems_are_all_reported(tmp_path):
     assert "via must be one of" in text and "group must be one of" in text
 
 
-@pytest.mark.parametrize("value, mb", [("4096m", 4096), ("4g", 4096), ("2048 MB", 2048), (512, 512), ("lots", None), (True, None)])
+@pytest.mark.parametrize(
+    "value, mb", [("4096m", 4096), ("4g", 4096), ("2048 MB", 2048), (512, 512), ("lots", None), (True, None)]
+)
 def test_size_mb(value, mb):
     assert openwhisk_vars.size_mb(value) == mb

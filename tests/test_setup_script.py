@@ -17,7 +17,21 @@ from tests.conftest import REPO_ROOT
 
 STEPS = REPO_ROOT / "setup" / "steps"
 # What the steps may run from the host; everything else they look for is absent or a stub.
-HOST_TOOLS = ("bash", "sh", "env", "cat", "date", "id", "dirname", "basename", "grep", "sleep", "seq", "dpkg-query", "uname")
+HOST_TOOLS = (
+    "bash",
+    "sh",
+    "env",
+    "cat",
+    "date",
+    "id",
+    "dirname",
+    "basename",
+    "grep",
+    "sleep",
+    "seq",
+    "dpkg-query",
+    "uname",
+)
 # Stubs that log their arguments (one call a line) and succeed; go takes a while, as it does.
 STUBS = ("apt-get", "sudo", "go", "npm", "systemctl")
 
@@ -41,8 +55,14 @@ def _sandbox(tmp_path: Path) -> tuple[dict, Path]:
 
 
 def _step(name: str, env: dict, extras: str, dev: str = "0") -> subprocess.CompletedProcess:
-    return subprocess.run(["bash", str(STEPS / name)], env={**env, "FAASPROF_EXTRAS": extras, "FAASPROF_DEV": dev},
-                          capture_output=True, text=True, timeout=60, cwd=REPO_ROOT)
+    return subprocess.run(
+        ["bash", str(STEPS / name)],
+        env={**env, "FAASPROF_EXTRAS": extras, "FAASPROF_DEV": dev},
+        capture_output=True,
+        text=True,
+        timeout=60,
+        cwd=REPO_ROOT,
+    )
 
 
 ALL_STEPS = ("10-monitoring.sh", "20-functions.sh", "25-storage.sh", "35-docker-runtimes.sh", "40-invoker.sh")
@@ -69,11 +89,15 @@ def test_an_extra_asked_for_is_installed_with_progress_and_its_time(tmp_path):
     assert done.returncode == 0, done.stderr
     logged = calls.read_text().splitlines()
     assert any(line.startswith("go install github.com/versity/versitygw/cmd/versitygw@v1.") for line in logged), logged
-    assert any("install" in line and "iperf3" in line for line in logged if line.startswith(("apt-get", "sudo"))), logged
+    assert any("install" in line and "iperf3" in line for line in logged if line.startswith(("apt-get", "sudo"))), (
+        logged
+    )
     lines = done.stderr.splitlines()
     start = next(i for i, line in enumerate(lines) if "building versitygw" in line and "(about 1 to 5 min" in line)
     assert any("still running" in line for line in lines[start:]), done.stderr  # go printed nothing for 2.5 s
-    assert any(line.startswith("[setup:storage] building versitygw") and ": done in " in line for line in lines), done.stderr
+    assert any(line.startswith("[setup:storage] building versitygw") and ": done in " in line for line in lines), (
+        done.stderr
+    )
     assert (Path(env["VENV"]) / "bin" / ".versitygw-version").is_file()
 
 
@@ -92,9 +116,15 @@ def test_the_node_and_ocr_extras_run_npm_and_apt_get(tmp_path):
 def test_setup_help_lists_the_extras_doctor_knows_and_refuses_an_unknown_one():
     helped = subprocess.run([str(REPO_ROOT / "setup.sh"), "--help"], capture_output=True, text=True, timeout=30)
     assert helped.returncode == 0
-    listed = [line.split()[0] for line in helped.stdout.partition("Optional extras")[2].splitlines()[1:] if line.startswith("  ") and not line.startswith("   ")]
+    listed = [
+        line.split()[0]
+        for line in helped.stdout.partition("Optional extras")[2].splitlines()[1:]
+        if line.startswith("  ") and not line.startswith("   ")
+    ]
     assert listed == [extra.name for extra in EXTRAS]
-    for args, words in ((["--with", "nope"], "--with: unknown extra 'nope' (extras: node, ocr, storage, docker, perf, bench)"),
-                        (["--with"], "--with needs a list of extras")):
+    for args, words in (
+        (["--with", "nope"], "--with: unknown extra 'nope' (extras: node, ocr, storage, docker, perf, bench)"),
+        (["--with"], "--with needs a list of extras"),
+    ):
         done = subprocess.run([str(REPO_ROOT / "setup.sh"), *args], capture_output=True, text=True, timeout=30)
         assert done.returncode == 2 and words in done.stderr and len(done.stderr.strip().splitlines()) == 1, done.stderr

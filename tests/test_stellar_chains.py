@@ -7,20 +7,28 @@ import json
 
 import pandas as pd
 import pytest
+from conftest import REPO_ROOT
 
-from faasprof.analyzer import chains
 from faasprof import rundir
-from faasprof.rundir import activations
+from faasprof.analyzer import chains
 from faasprof.docker import docker_problem
 from faasprof.invoker.storage import find_binary
-from conftest import REPO_ROOT
+from faasprof.rundir import activations
 
 MS = 1_000_000
 
 
 def _hop(start_ms, received_ms, send_ms=None, end_ms=None, payload=4096, left=1, cold=False, received=4096):
-    hop = {"start_ns": start_ms * MS, "received_ns": received_ms * MS, "received_bytes": received, "mode": "storage",
-           "payload_bytes": payload, "hops_left": left, "cold": cold, "end_ns": (end_ms or received_ms + 1) * MS}
+    hop = {
+        "start_ns": start_ms * MS,
+        "received_ns": received_ms * MS,
+        "received_bytes": received,
+        "mode": "storage",
+        "payload_bytes": payload,
+        "hops_left": left,
+        "cold": cold,
+        "end_ns": (end_ms or received_ms + 1) * MS,
+    }
     if send_ms is not None:
         hop["send_start_ns"] = send_ms * MS
     return hop
@@ -29,20 +37,33 @@ def _hop(start_ms, received_ms, send_ms=None, end_ms=None, payload=4096, left=1,
 def test_hop_frame_transfer_bandwidth_and_end_to_end(tmp_path):
     # head starts at 1000 ms, sends at 1002; hop 1 holds the payload at 1006 (4 ms), sends at 1010;
     # hop 2 (cold) holds it at 1018 (8 ms) and ends at 1020: end to end 20 ms.
-    hops = [_hop(1000, 1000, send_ms=1002, end_ms=1020, left=3, received=0), _hop(1005, 1006, send_ms=1010, end_ms=1019, left=2), _hop(1015, 1018, end_ms=1020, cold=True)]
+    hops = [
+        _hop(1000, 1000, send_ms=1002, end_ms=1020, left=3, received=0),
+        _hop(1005, 1006, send_ms=1010, end_ms=1019, left=2),
+        _hop(1015, 1018, end_ms=1020, cold=True),
+    ]
     records = [
         {"activationId": "a" * 32, "response": {"result": {"hops": hops}}},
         {"activationId": "b" * 32, "response": {"result": {"hops": hops}}},  # not sent by this run: ignored
         {"activationId": "c" * 32, "response": {"result": {"error": "boom"}}},
     ]
     (tmp_path / rundir.ACTIVATIONS).write_text("".join(json.dumps(r) + "\n" for r in records) + "{cut short")
-    invocations = pd.DataFrame({"instance": ["i0", "i0"], "function": ["chain_hop"] * 2, "activation_id": ["a" * 32, "c" * 32], "client_latency_ms": [25.0, 3.0]})
+    invocations = pd.DataFrame(
+        {
+            "instance": ["i0", "i0"],
+            "function": ["chain_hop"] * 2,
+            "activation_id": ["a" * 32, "c" * 32],
+            "client_latency_ms": [25.0, 3.0],
+        }
+    )
     frame = chains.hop_frame(tmp_path, invocations)
     chain = frame[frame["hop"] == -1].iloc[0]
     assert len(frame[frame["hop"] == -1]) == 1
     assert chain["chain_ms"] == pytest.approx(20.0) and chain["client_latency_ms"] == 25.0 and chain["complete"]
     transfers = frame[frame["hop"] >= 0].set_index("hop")
-    assert transfers.loc[0, "transfer_ms"] == pytest.approx(4.0) and transfers.loc[1, "transfer_ms"] == pytest.approx(8.0)
+    assert transfers.loc[0, "transfer_ms"] == pytest.approx(4.0) and transfers.loc[1, "transfer_ms"] == pytest.approx(
+        8.0
+    )
     assert transfers.loc[0, "bandwidth_mbps"] == pytest.approx(4096 / 0.004 / 1e6)
     assert not transfers.loc[0, "consumer_cold"] and transfers.loc[1, "consumer_cold"]
 
@@ -57,12 +78,29 @@ def test_chain_of_three_inline_and_storage_on_localwhisk(cli, isolated_home, tmp
             params = {"hops": 3, "payload_bytes": payload, "mode": "inline" if mode == "inline" else "storage"}
             if mode != "inline":
                 params["backend"] = mode
-            instances[f"{mode}-{payload}"] = {"application": "chain_hop", "source": str(REPO_ROOT / "functions" / "chain_hop"), "distribution": "Uniform",
-                                              "rate": 1, "activity_window": [start, start + 3], "params": params}
+            instances[f"{mode}-{payload}"] = {
+                "application": "chain_hop",
+                "source": str(REPO_ROOT / "functions" / "chain_hop"),
+                "distribution": "Uniform",
+                "rate": 1,
+                "activity_window": [start, start + 3],
+                "params": params,
+            }
             start += 3
     workload = tmp_path / "chain.json"
     storage = {"object_store": "s3" in backends, "shared_dir": True, "bucket": "faasprof-chains"}
-    workload.write_text(json.dumps({"test_name": "chain3", "test_duration_in_seconds": start, "random_seed": 1, "blocking_cli": True, "storage": storage, "instances": instances}))
+    workload.write_text(
+        json.dumps(
+            {
+                "test_name": "chain3",
+                "test_duration_in_seconds": start,
+                "random_seed": 1,
+                "blocking_cli": True,
+                "storage": storage,
+                "instances": instances,
+            }
+        )
+    )
     result = cli("run", workload, "--analyze", "--out", tmp_path / "runs", timeout=240)
     assert result.returncode == 0, result.stderr[-2000:]
     run_dir = tmp_path / "runs" / result.stdout.strip().splitlines()[-1].rsplit("/", 1)[-1]
@@ -75,7 +113,9 @@ def test_chain_of_three_inline_and_storage_on_localwhisk(cli, isolated_home, tmp
         assert [h["hop"] for h in group["hops"]] == [0, 1]
         for hop in group["hops"]:
             assert 0 < hop["transfer_ms_p50"] < group["chain_ms_p50"]
-            assert hop["bandwidth_mbps_p50"] == pytest.approx(group["payload_bytes"] / hop["transfer_ms_p50"] / 1e3, rel=0.5)
+            assert hop["bandwidth_mbps_p50"] == pytest.approx(
+                group["payload_bytes"] / hop["transfer_ms_p50"] / 1e3, rel=0.5
+            )
     frame = chains.hop_frame(run_dir, pd.read_parquet(run_dir / "analysis" / "invocations.parquet"))
     handed = frame[frame["hop"] >= 0]
     assert (handed["received_bytes"] == handed["payload_bytes"]).all()  # every consumer got all P bytes
@@ -90,11 +130,25 @@ def test_chain_under_docker_isolation_reaches_the_api(cli, isolated_home, tmp_pa
     # Each hop runs in a container: it calls the next through __OW_API_HOST, which must not be
     # the server's loopback address (the container's own) but the bridge gateway where it listens.
     workload = tmp_path / "chain-docker.json"
-    workload.write_text(json.dumps({
-        "test_name": "chain-docker", "test_duration_in_seconds": 4, "random_seed": 1, "blocking_cli": True,
-        "instances": {"c": {"application": "chain_hop", "source": str(REPO_ROOT / "functions" / "chain_hop"), "distribution": "Uniform", "rate": 1,
-                            "params": {"hops": 2, "payload_bytes": 2048, "mode": "inline"}}},
-    }))
+    workload.write_text(
+        json.dumps(
+            {
+                "test_name": "chain-docker",
+                "test_duration_in_seconds": 4,
+                "random_seed": 1,
+                "blocking_cli": True,
+                "instances": {
+                    "c": {
+                        "application": "chain_hop",
+                        "source": str(REPO_ROOT / "functions" / "chain_hop"),
+                        "distribution": "Uniform",
+                        "rate": 1,
+                        "params": {"hops": 2, "payload_bytes": 2048, "mode": "inline"},
+                    }
+                },
+            }
+        )
+    )
     result = cli("run", workload, "--isolation", "docker", "--analyze", "--out", tmp_path / "runs", timeout=280)
     assert result.returncode == 0, result.stderr[-2000:]
     run_dir = tmp_path / "runs" / result.stdout.strip().splitlines()[-1].rsplit("/", 1)[-1]

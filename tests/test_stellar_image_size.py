@@ -7,10 +7,10 @@ import json
 import zlib
 
 import pytest
-
 from conftest import REPO_ROOT, run_cli
-from faasprof.experiments import padding
+
 from faasprof.docker import docker_problem
+from faasprof.experiments import padding
 
 PROBLEM = docker_problem()
 MIB = 1024 * 1024
@@ -21,7 +21,9 @@ def test_padded_source_adds_incompressible_filler(tmp_path):
     filler = (target / "padding" / "filler.bin").read_bytes()
     assert len(filler) == int(1.5 * MIB)
     assert len(zlib.compress(filler[:MIB])) > 0.99 * MIB  # random: no zip or layer compression shrinks it
-    assert (target / "__main__.py").read_text() == (REPO_ROOT / "functions" / "padded_hello" / "__main__.py").read_text()
+    assert (target / "__main__.py").read_text() == (
+        REPO_ROOT / "functions" / "padded_hello" / "__main__.py"
+    ).read_text()
 
 
 def test_padded_tag_and_point_settings_without_padding():
@@ -40,7 +42,7 @@ def test_sweep_refuses_image_padding_without_docker_isolation(tmp_path, isolated
     config.write_text(json.dumps(workload))
     result = run_cli("sweep", config, "--out", tmp_path / "runs")
     assert result.returncode == 2
-    assert "platform.localwhisk.isolation: image_padding_mb pads container images; set it to \"docker\"" in result.stderr
+    assert 'platform.localwhisk.isolation: image_padding_mb pads container images; set it to "docker"' in result.stderr
     assert not (tmp_path / "runs").exists() or not any((tmp_path / "runs").iterdir())
 
 
@@ -64,7 +66,10 @@ def test_image_size_sweep_runs_each_padded_image_and_tabulates_cold_starts(tmp_p
         sweep_dir = tmp_path / "runs" / result.stdout.strip().splitlines()[-1].rsplit("/", 1)[-1]
         for run in sweep_dir.glob("*/manifest.json"):  # each point's function really ran in its padded image
             size = json.loads(run.read_text())["sweep_point"]["values"]["image_padding_mb"]
-            results = [json.loads(line)["response"]["result"] for line in (run.parent / "activations.jsonl").read_text().splitlines()]
+            results = [
+                json.loads(line)["response"]["result"]
+                for line in (run.parent / "activations.jsonl").read_text().splitlines()
+            ]
             assert results and all(r == {"padding_bytes": size * MIB} for r in results)
         table = json.loads((sweep_dir / padding.COLD_START_FILE).read_text())
         assert table["format_version"] == padding.COLD_START_FORMAT_VERSION
@@ -105,11 +110,19 @@ def test_code_padding_sweep_tabulates_cold_starts_per_zip_size(tmp_path, isolate
 
 @pytest.mark.slow
 def test_code_padding_needs_a_source(tmp_path, isolated_home):
-    workload = {"test_name": "nosrc", "test_duration_in_seconds": 2, "random_seed": 1, "blocking_cli": True,
-                "instances": {"j": {"application": "json_dumps", "distribution": "Uniform", "rate": 1}},
-                "sweep": {"parameters": {"code_padding_mb": [1]}}}
+    workload = {
+        "test_name": "nosrc",
+        "test_duration_in_seconds": 2,
+        "random_seed": 1,
+        "blocking_cli": True,
+        "instances": {"j": {"application": "json_dumps", "distribution": "Uniform", "rate": 1}},
+        "sweep": {"parameters": {"code_padding_mb": [1]}},
+    }
     config = tmp_path / "nosrc.json"
     config.write_text(json.dumps(workload))
     result = run_cli("sweep", config, "--out", tmp_path / "runs")
     assert result.returncode == 2
-    assert "instances.j: code_padding_mb pads the zip of a function of yours; give the instance a source folder" in result.stderr
+    assert (
+        "instances.j: code_padding_mb pads the zip of a function of yours; give the instance a source folder"
+        in result.stderr
+    )

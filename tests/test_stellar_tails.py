@@ -6,10 +6,10 @@ import numpy as np
 import pandas as pd
 import pytest
 
+from faasprof import rundir
 from faasprof.analyzer import tails
 from faasprof.analyzer.analysis import analyze_run
 from faasprof.analyzer.compare import compare_runs
-from faasprof import rundir
 from tests.test_analyzer_synthetic import write_synthetic_run
 
 
@@ -43,7 +43,12 @@ def test_warm_and_cold_tails_are_separated():
             "platform_latency_ms": [np.nan] * 120,
         }
     )
-    rows = {(r["phase"], r["start_class"]): r for r in tails.tail_ratios(frame, rundir.new_manifest("t", {"instances": {"i0": {"blocking": True}}}, rundir.ClockAnchor(0, 0)))["rows"]}
+    rows = {
+        (r["phase"], r["start_class"]): r
+        for r in tails.tail_ratios(
+            frame, rundir.new_manifest("t", {"instances": {"i0": {"blocking": True}}}, rundir.ClockAnchor(0, 0))
+        )["rows"]
+    }
     assert rows[(0, "warm")]["p99_over_p50"] == pytest.approx(np.quantile(warm, 0.99) / 10.0)
     assert rows[(0, "cold")]["p50_ms"] == pytest.approx(209.5)
     assert rows[("all", "all")]["p99_over_p50"] > 15  # mixed: the cold starts are the tail
@@ -51,13 +56,22 @@ def test_warm_and_cold_tails_are_separated():
 
 
 def test_summary_report_and_compare_carry_ratios(tmp_path):
-    run_a, _ = write_synthetic_run(tmp_path / "a", duration_s=6.0, instances={"i0": {"application": "fn", "distribution": "Uniform", "rate": 40.0}})
-    run_b, _ = write_synthetic_run(tmp_path / "b", duration_s=6.0, instances={"i0": {"application": "fn", "distribution": "Uniform", "rate": 2.0}}, seed=2)
+    run_a, _ = write_synthetic_run(
+        tmp_path / "a", duration_s=6.0, instances={"i0": {"application": "fn", "distribution": "Uniform", "rate": 40.0}}
+    )
+    run_b, _ = write_synthetic_run(
+        tmp_path / "b",
+        duration_s=6.0,
+        instances={"i0": {"application": "fn", "distribution": "Uniform", "rate": 2.0}},
+        seed=2,
+    )
     summary = analyze_run(run_a, None, fetch=False, plots=False)
     rows = summary["tail_ratios"]["rows"]
     warm_all = next(r for r in rows if r["phase"] == "all" and r["start_class"] == "warm")
     frame = pd.read_parquet(run_a / "analysis" / "invocations.parquet")
-    warm = frame.loc[(frame["start_class"] == "warm") & (frame["outcome"] == "ok"), "client_latency_ms"].to_numpy(dtype="float64")
+    warm = frame.loc[(frame["start_class"] == "warm") & (frame["outcome"] == "ok"), "client_latency_ms"].to_numpy(
+        dtype="float64"
+    )
     assert warm_all["n"] == len(warm) > 100
     assert warm_all["p99_over_p50"] == pytest.approx(np.quantile(warm, 0.99) / np.quantile(warm, 0.5))
     cold_all = next(r for r in rows if r["phase"] == "all" and r["start_class"] == "cold")
@@ -68,4 +82,6 @@ def test_summary_report_and_compare_carry_ratios(tmp_path):
     analyze_run(run_b, None, fetch=False, plots=False)
     frame = compare_runs([run_a, run_b])["frame"]
     assert "tail_p99_over_p50_warm" in frame.columns and "tail_p99_9_over_p50_all" in frame.columns
-    assert frame.loc[frame["run"].isin([run_a.name, str(run_a)]), "tail_p99_over_p50_warm"].iloc[0] == pytest.approx(warm_all["p99_over_p50"])
+    assert frame.loc[frame["run"].isin([run_a.name, str(run_a)]), "tail_p99_over_p50_warm"].iloc[0] == pytest.approx(
+        warm_all["p99_over_p50"]
+    )

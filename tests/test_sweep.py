@@ -8,19 +8,19 @@ import re
 
 import pandas as pd
 import pytest
+from test_units import _check
 
+from faasprof import rundir
 from faasprof.analyzer import markup
-from faasprof.analyzer.frames import parquet_description
 from faasprof.analyzer.analysis import load_summary
+from faasprof.analyzer.frames import parquet_description
+from faasprof.errors import ConfigError, NotReadyError
 from faasprof.experiments import sweep as sw
 from faasprof.experiments import sweep_report
-from faasprof import rundir
-from faasprof.errors import ConfigError, NotReadyError
+from faasprof.monitoring import allocation as al
 from faasprof.platforms.openwhisk.connection import Connection
 from faasprof.workload.spec import workload_from_dict
-from faasprof.monitoring import allocation as al
 from tests.test_allocation_resctrl import KernelEmulation, copy_tree
-from test_units import _check
 
 BASE = {
     "test_name": "sw",
@@ -28,7 +28,13 @@ BASE = {
     "random_seed": 5,
     "instances": {
         "p": {"application": "json_dumps", "distribution": "Poisson", "rate": 10},
-        "b": {"application": "markdown", "distribution": "Burst", "burst_gap_s": 2, "burst_gap_distribution": "shifted_exponential", "burst_gap_mean_s": 1},
+        "b": {
+            "application": "markdown",
+            "distribution": "Burst",
+            "burst_gap_s": 2,
+            "burst_gap_distribution": "shifted_exponential",
+            "burst_gap_mean_s": 1,
+        },
     },
     "sweep": {"parameters": {"memory_mb": [128, 256], "rate_scale": [0.5, 2]}, "repeat": 2, "cooldown_s": 0},
 }
@@ -52,12 +58,19 @@ def test_points_are_the_product_times_repeats_in_a_seeded_order():
 
 
 def test_point_workload_carries_the_values():
-    point = sw.SweepPoint(order=3, index=1, repeat=1, values={"memory_mb": 256, "rate_scale": 2, "pause_grace_ms": 10000})
+    point = sw.SweepPoint(
+        order=3, index=1, repeat=1, values={"memory_mb": 256, "rate_scale": 2, "pause_grace_ms": 10000}
+    )
     data = sw.apply_point(BASE, point)
     assert "sweep" not in data
     assert data["test_name"] == "sw-p003-memory_mb=256_rate_scale=2_pause_grace_ms=10000_r1"
     assert data["random_seed"] == 6
-    assert data["instances"]["p"] == {"application": "json_dumps-256", "distribution": "Poisson", "rate": 20, "memory_mb": 256}
+    assert data["instances"]["p"] == {
+        "application": "json_dumps-256",
+        "distribution": "Poisson",
+        "rate": 20,
+        "memory_mb": 256,
+    }
     assert data["instances"]["b"]["burst_gap_s"] == 1 and data["instances"]["b"]["burst_gap_mean_s"] == 0.5
     assert data["instances"]["b"]["application"] == "markdown-256"
     assert data["platform"]["localwhisk"] == {"pause_grace_ms": 10000}
@@ -80,8 +93,16 @@ def test_rate_applies_only_to_rated_instances_or_the_named_ones():
 
 def test_rate_scale_scales_every_distribution_and_refuses_one_the_table_lacks():
     data = copy.deepcopy(BASE)
-    data["instances"]["t"] = {"application": "json_dumps", "trace_file": "tests/data/traces/azure_small.csv"}  # a Trace by its key alone
-    data["instances"]["l"] = {"application": "json_dumps", "distribution": "Poisson", "rate": 10, "interarrivals_list": [1, 2]}  # a Trace too
+    data["instances"]["t"] = {
+        "application": "json_dumps",
+        "trace_file": "tests/data/traces/azure_small.csv",
+    }  # a Trace by its key alone
+    data["instances"]["l"] = {
+        "application": "json_dumps",
+        "distribution": "Poisson",
+        "rate": 10,
+        "interarrivals_list": [1, 2],
+    }  # a Trace too
     point = sw.SweepPoint(0, 0, 0, {"rate_scale": 2})
     out = sw.apply_point(data, point)
     assert out["instances"]["p"]["rate"] == 20
@@ -92,7 +113,10 @@ def test_rate_scale_scales_every_distribution_and_refuses_one_the_table_lacks():
     data["instances"]["x"] = {"application": "json_dumps", "distribution": "Every", "every_s": 2}
     with pytest.raises(ConfigError) as caught:
         sw.apply_point(data, point, origin="sw.json")
-    assert str(caught.value) == "sw.json: instances.x.distribution: 'Every' is no distribution faasprof knows; use one of Poisson, Uniform, Burst, Trace"
+    assert (
+        str(caught.value)
+        == "sw.json: instances.x.distribution: 'Every' is no distribution faasprof knows; use one of Poisson, Uniform, Burst, Trace"
+    )
 
 
 def test_openwhisk_refuses_localwhisk_only_parameters():
@@ -153,7 +177,9 @@ def test_allocation_applied_per_point_read_back_and_restored(tmp_path):
         groups = [g.name for g in kernel.groups()]
         seen.append(groups)
         run_dir = rundir.create_run_dir(sweep_dir, point_workload.test_name)
-        rundir.write_manifest(run_dir, rundir.new_manifest(point_workload.test_name, point_workload.resolved(), rundir.ClockAnchor()))
+        rundir.write_manifest(
+            run_dir, rundir.new_manifest(point_workload.test_name, point_workload.resolved(), rundir.ClockAnchor())
+        )
         return run_dir
 
     sweep_dir = sw.run_sweep(
@@ -199,24 +225,50 @@ def test_failed_point_is_recorded_and_the_sweep_goes_on(tmp_path):
 
 def rate_points(*points):
     """A sweep's compare frame over `rate` alone: (rate, modes, median completion latency ms) per point."""
-    return pd.DataFrame([{"instance": "i0", "phase": 0, "function": "json_dumps", "sweep_rate": rate, "mode": mode, "completion_latency_ms_p50": latency} for rate, mode, latency in points])
+    return pd.DataFrame(
+        [
+            {
+                "instance": "i0",
+                "phase": 0,
+                "function": "json_dumps",
+                "sweep_rate": rate,
+                "mode": mode,
+                "completion_latency_ms_p50": latency,
+            }
+            for rate, mode, latency in points
+        ]
+    )
 
 
 def test_sweep_capacity_is_the_highest_rate_without_a_standing_queue():
     # Issue 27's quick start: balanced by throughput and trend at 135/s, but its median latency is
     # 19x the lowest rate's: the capacity is 45/s, not the highest rate tried.
-    (entry,) = sweep_report.capacities(rate_points((15, "under-invoked", 13.0), (45, "balanced", 13.5), (135, "balanced", 252.0)), ["rate"])
+    (entry,) = sweep_report.capacities(
+        rate_points((15, "under-invoked", 13.0), (45, "balanced", 13.5), (135, "balanced", 252.0)), ["rate"]
+    )
     assert entry["capacity_rps"] == 45 and entry["capacity_is_lower_bound"] is False
-    assert entry["reference"] == {"completion_latency_ms_p50": 13.0, "rate_rps": 15.0, "source": "the sweep's lowest rate"}
+    assert entry["reference"] == {
+        "completion_latency_ms_p50": 13.0,
+        "rate_rps": 15.0,
+        "source": "the sweep's lowest rate",
+    }
     assert [e["queueing"] for e in entry["evidence"]] == [False, False, True]
-    assert entry["evidence"][2]["queueing_evidence"].startswith("median completion latency 252 ms is 19x the reference 13 ms")
+    assert entry["evidence"][2]["queueing_evidence"].startswith(
+        "median completion latency 252 ms is 19x the reference 13 ms"
+    )
 
 
 def test_sweep_capacity_where_every_rate_kept_up_is_a_lower_bound():
-    (entry,) = sweep_report.capacities(rate_points((15, "under-invoked", 13.0), (45, "balanced", 13.5), (135, "balanced", 14.0)), ["rate"])
+    (entry,) = sweep_report.capacities(
+        rate_points((15, "under-invoked", 13.0), (45, "balanced", 13.5), (135, "balanced", 14.0)), ["rate"]
+    )
     assert entry["capacity_rps"] == 135 and entry["capacity_is_lower_bound"] is True
-    (entry,) = sweep_report.capacities(rate_points((15, "balanced", 13.0), (45, "over-invoked", 900.0), (135, "balanced", 14.0)), ["rate"])
-    assert entry["capacity_rps"] == 15 and entry["capacity_is_lower_bound"] is False  # above the first failure nothing counts
+    (entry,) = sweep_report.capacities(
+        rate_points((15, "balanced", 13.0), (45, "over-invoked", 900.0), (135, "balanced", 14.0)), ["rate"]
+    )
+    assert (
+        entry["capacity_rps"] == 15 and entry["capacity_is_lower_bound"] is False
+    )  # above the first failure nothing counts
 
 
 @pytest.mark.slow
@@ -229,11 +281,28 @@ def test_sweep_report_leads_with_completion_latency_in_the_run_reports_look(tmp_
     points = []
     for order, (rate, accept_ms) in enumerate(((50.0, 6.0), (120.0, 2.0), (260.0, 0.3))):
         instances = {"i0": {"application": "fn", "distribution": "Poisson", "rate": rate, "blocking": False}}
-        run_dir, _ = write_synthetic_run(sweep_dir, test_name=f"r{rate:g}", duration_s=8.0, instances=instances, blocking=False,
-                                         accept_ms=accept_ms, cold_wait_ms=1.0, init_ms=0.0, pause_grace_ms=10_000.0, seed=order + 1)
-        rundir.update_manifest(run_dir, sweep_point={"values": {"rate": rate}, "repeat": 0, "order": order, "applied": {"rate": rate}})
-        points.append({"order": order, "repeat": 0, "values": {"rate": rate}, "status": "done", "run_dir": run_dir.name})
-    rundir.write_json_atomic(sweep_dir / sweep_report.SWEEP_FILE, {"format_version": 1, "kind": "sweep", "status": "complete", "parameters": ["rate"], "points": points})
+        run_dir, _ = write_synthetic_run(
+            sweep_dir,
+            test_name=f"r{rate:g}",
+            duration_s=8.0,
+            instances=instances,
+            blocking=False,
+            accept_ms=accept_ms,
+            cold_wait_ms=1.0,
+            init_ms=0.0,
+            pause_grace_ms=10_000.0,
+            seed=order + 1,
+        )
+        rundir.update_manifest(
+            run_dir, sweep_point={"values": {"rate": rate}, "repeat": 0, "order": order, "applied": {"rate": rate}}
+        )
+        points.append(
+            {"order": order, "repeat": 0, "values": {"rate": rate}, "status": "done", "run_dir": run_dir.name}
+        )
+    rundir.write_json_atomic(
+        sweep_dir / sweep_report.SWEEP_FILE,
+        {"format_version": 1, "kind": "sweep", "status": "complete", "parameters": ["rate"], "points": points},
+    )
     report = sweep_report.write_sweep_report(sweep_dir)
     summary = json.loads((sweep_dir / "sweep_summary.json").read_text())
     assert summary["plots"][0] == "plots/completion_latency_ms_p50_vs_rate.png"
@@ -241,7 +310,9 @@ def test_sweep_report_leads_with_completion_latency_in_the_run_reports_look(tmp_
     p50 = [setting["completion_latency_ms_p50"]["mean"] for setting in summary["settings"]]
     p99 = [setting["completion_latency_ms_p99"]["mean"] for setting in summary["settings"]]
     assert p50[-1] > 10 * p50[0] and p99[-1] > 3 * p99[0]  # completion rises with the rate,
-    client = [load_summary(sweep_dir / p["run_dir"])["instances"][0]["phases"][0]["client_latency_ms_p50"] for p in points]
+    client = [
+        load_summary(sweep_dir / p["run_dir"])["instances"][0]["phases"][0]["client_latency_ms_p50"] for p in points
+    ]
     assert client == sorted(client, reverse=True)  # while the time to the 202 falls
     assert all("client_latency_ms_p50" not in setting for setting in summary["settings"])
     page = report.read_text()
@@ -289,19 +360,37 @@ def test_sweep_follows_each_phase_apart(tmp_path):
     sweep_dir = tmp_path / "sweep"
     points = []
     for order, rate in enumerate((10.0, 40.0)):
-        instances = {"slow": {"application": "fn", "distribution": "Uniform", "rate": rate, "activity_window": [0, 5]},
-                     "fast": {"application": "fn", "distribution": "Uniform", "rate": 8 * rate, "activity_window": [5, 10]}}
-        run_dir, _ = write_synthetic_run(sweep_dir, test_name=f"r{rate:g}", duration_s=10.0, instances=instances, service_ms=5.0,
-                                         pause_grace_ms=10_000.0, seed=order + 1)
-        rundir.update_manifest(run_dir, sweep_point={"values": {"rate": rate}, "repeat": 0, "order": order, "applied": {"rate": rate}})
-        points.append({"order": order, "repeat": 0, "values": {"rate": rate}, "status": "done", "run_dir": run_dir.name})
-    rundir.write_json_atomic(sweep_dir / sweep_report.SWEEP_FILE, {"format_version": 1, "kind": "sweep", "status": "complete", "parameters": ["rate"], "points": points})
+        instances = {
+            "slow": {"application": "fn", "distribution": "Uniform", "rate": rate, "activity_window": [0, 5]},
+            "fast": {"application": "fn", "distribution": "Uniform", "rate": 8 * rate, "activity_window": [5, 10]},
+        }
+        run_dir, _ = write_synthetic_run(
+            sweep_dir,
+            test_name=f"r{rate:g}",
+            duration_s=10.0,
+            instances=instances,
+            service_ms=5.0,
+            pause_grace_ms=10_000.0,
+            seed=order + 1,
+        )
+        rundir.update_manifest(
+            run_dir, sweep_point={"values": {"rate": rate}, "repeat": 0, "order": order, "applied": {"rate": rate}}
+        )
+        points.append(
+            {"order": order, "repeat": 0, "values": {"rate": rate}, "status": "done", "run_dir": run_dir.name}
+        )
+    rundir.write_json_atomic(
+        sweep_dir / sweep_report.SWEEP_FILE,
+        {"format_version": 1, "kind": "sweep", "status": "complete", "parameters": ["rate"], "points": points},
+    )
     sweep_report.write_sweep_report(sweep_dir)
     summary = json.loads((sweep_dir / "sweep_summary.json").read_text())
     settings = {(s["instance"], s["phase"], s["sweep_rate"]): s for s in summary["settings"]}
     assert sorted(settings) == [("fast", 1, 10.0), ("fast", 1, 40.0), ("slow", 0, 10.0), ("slow", 0, 40.0)]
     assert all(len(s["modes"]) == 1 for s in settings.values())  # one phase's mode, never a pool of both
-    assert settings[("fast", 1, 40.0)]["modes"] == ["over-invoked"] and settings[("slow", 0, 40.0)]["modes"] == ["balanced"]
+    assert settings[("fast", 1, 40.0)]["modes"] == ["over-invoked"] and settings[("slow", 0, 40.0)]["modes"] == [
+        "balanced"
+    ]
     # 320/s against one 5 ms container: the fast phase's achieved rate is its own, not the slow phase's pooled in.
     assert settings[("fast", 1, 40.0)]["achieved_rps"]["mean"] < 250
     capacity = {(c["instance"], c["phase"]): c["capacity_rps"] for c in summary["capacity"]}
@@ -311,4 +400,6 @@ def test_sweep_follows_each_phase_apart(tmp_path):
     assert len(written) == 4
     units = parquet_description(sweep_dir / "sweep.parquet")["units"]
     assert units["sweep_rate"] == units["parameter_value"] == "1/s"  # the setting's unit, from its name (rate)
-    _check("sweep.parquet", {c: d for c, d in written.dtypes.items() if c not in ("sweep_rate", "parameter_value")}, units)
+    _check(
+        "sweep.parquet", {c: d for c, d in written.dtypes.items() if c not in ("sweep_rate", "parameter_value")}, units
+    )

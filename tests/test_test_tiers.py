@@ -15,8 +15,13 @@ FILES = ("tests/test_io_nfs.py", "tests/test_setup_openwhisk_live.py", "tests/te
 
 
 def _collected(*args: str) -> list[str]:
-    done = subprocess.run([sys.executable, "-m", "pytest", "--collect-only", "-q", "-n", "0", "-p", "no:randomly", *args, *FILES],
-                          capture_output=True, text=True, timeout=120, cwd=REPO_ROOT)
+    done = subprocess.run(
+        [sys.executable, "-m", "pytest", "--collect-only", "-q", "-n", "0", "-p", "no:randomly", *args, *FILES],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        cwd=REPO_ROOT,
+    )
     assert done.returncode == 0, done.stdout[-2000:] + done.stderr[-2000:]
     return [line for line in done.stdout.splitlines() if "::" in line]
 
@@ -25,7 +30,9 @@ def _collected(*args: str) -> list[str]:
 def test_the_testbed_tests_run_only_when_asked_for_in_every_tier():
     full, quick = _collected(), _collected("-m", "not slow")
     for ids in (full, quick):
-        assert ids and not [i for i in ids if i.startswith(("tests/test_io_nfs.py", "tests/test_setup_openwhisk_live.py"))]
+        assert ids and not [
+            i for i in ids if i.startswith(("tests/test_io_nfs.py", "tests/test_setup_openwhisk_live.py"))
+        ]
     slow = "tests/test_schedule.py::test_same_seed_byte_identical_in_separate_processes"
     assert slow in full and slow not in quick
     assert set(quick) < set(full)

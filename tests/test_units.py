@@ -9,38 +9,94 @@ from pathlib import Path
 
 import pandas as pd
 import pytest
+from test_analyzer_synthetic import write_synthetic_run
 
 from faasprof.analyzer import frames as frames_mod
 from faasprof.analyzer.analysis import analyze_run, load_run
 from faasprof.outcomes import FINAL_OUTCOMES, HTTP_OUTCOMES
-from test_analyzer_synthetic import write_synthetic_run
 
 DATA = Path(__file__).resolve().parent / "data" / "monitoring"
 
 # A name's last part says its unit; a statistic (percentile, its interval, mean, max) keeps the
 # unit of what it summarises; a sample count is a count.
-SUFFIXES = (("_ms_per_s", "ms/s"), ("_kib_per_s", "KiB/s"), ("_pages_per_s", "pages/s"), ("_rps", "1/s"), ("_per_s", "1/s"), ("_iops", "1/s"),
-            ("_mbps", "MB/s"), ("_mpki", "1/kinstr"), ("_pki", "1/kinstr"), ("_fraction", "1"), ("_share", "1"), ("_pct", "%"), ("_cores", "CPUs"),
-            ("_ms", "ms"), ("_ns", "ns"), ("_s", "s"), ("_mb", "MB"), ("_bytes", "B"))
+SUFFIXES = (
+    ("_ms_per_s", "ms/s"),
+    ("_kib_per_s", "KiB/s"),
+    ("_pages_per_s", "pages/s"),
+    ("_rps", "1/s"),
+    ("_per_s", "1/s"),
+    ("_iops", "1/s"),
+    ("_mbps", "MB/s"),
+    ("_mpki", "1/kinstr"),
+    ("_pki", "1/kinstr"),
+    ("_fraction", "1"),
+    ("_share", "1"),
+    ("_pct", "%"),
+    ("_cores", "CPUs"),
+    ("_ms", "ms"),
+    ("_ns", "ns"),
+    ("_s", "s"),
+    ("_mb", "MB"),
+    ("_bytes", "B"),
+)
 COUNT_SUFFIXES = ("_n", "_count")
 STATISTICS = ("_ci_low", "_ci_high", "_mean", "_max", "_p50", "_p90", "_p99_9", "_p99")
 # Names that do not end in their unit.
 EXCEPTIONS = {
-    "gb_s": "GB·s", "gb_s_1ms": "GB·s", "gb_s_100ms": "GB·s",  # 1ms/100ms: the billing granularity
-    "achieved_over_offered": "ratio", "trend_last_over_first": "ratio",
-    "seq": None, "phase": None, "http_status": None, "sample": None, "sweep_repeat": None,  # identifiers and codes
+    "gb_s": "GB·s",
+    "gb_s_1ms": "GB·s",
+    "gb_s_100ms": "GB·s",  # 1ms/100ms: the billing granularity
+    "achieved_over_offered": "ratio",
+    "trend_last_over_first": "ratio",
+    "seq": None,
+    "phase": None,
+    "http_status": None,
+    "sample": None,
+    "sweep_repeat": None,  # identifiers and codes
     # Monitors' columns named after what they measure; perf's events (the fixture's) as perf says.
-    "ipc": "instructions/cycle", "branch_miss_rate": "ratio", "llc_miss_rate": "ratio", "cpu_utilization": "CPUs",
-    "procs_running": "count", "procs_blocked": "count", "memory_failcnt": "count", "oom_kills": "count", "frozen": "1", "completions": "count",
-    "task-clock": "ms", "context-switches": "count", "page-faults": "count", "cycles": "count", "instructions": "count",
-    **{name: "count" for name in ("planned", "sent", "answered", "successful", "failures", "rejected", "with_activation_id", "with_record",
-                                  "successful_with_record", "missing_records", *HTTP_OUTCOMES, *(f"final_{o}" for o in FINAL_OUTCOMES))},
+    "ipc": "instructions/cycle",
+    "branch_miss_rate": "ratio",
+    "llc_miss_rate": "ratio",
+    "cpu_utilization": "CPUs",
+    "procs_running": "count",
+    "procs_blocked": "count",
+    "memory_failcnt": "count",
+    "oom_kills": "count",
+    "frozen": "1",
+    "completions": "count",
+    "task-clock": "ms",
+    "context-switches": "count",
+    "page-faults": "count",
+    "cycles": "count",
+    "instructions": "count",
+    **{
+        name: "count"
+        for name in (
+            "planned",
+            "sent",
+            "answered",
+            "successful",
+            "failures",
+            "rejected",
+            "with_activation_id",
+            "with_record",
+            "successful_with_record",
+            "missing_records",
+            *HTTP_OUTCOMES,
+            *(f"final_{o}" for o in FINAL_OUTCOMES),
+        )
+    },
 }
 
 
 def _labels_flags_or_times(dtype) -> bool:
-    return (isinstance(dtype, pd.CategoricalDtype) or pd.api.types.is_bool_dtype(dtype) or (pd.api.types.is_string_dtype(dtype) and not pd.api.types.is_object_dtype(dtype))
-            or pd.api.types.is_datetime64_any_dtype(dtype) or pd.api.types.is_timedelta64_dtype(dtype))
+    return (
+        isinstance(dtype, pd.CategoricalDtype)
+        or pd.api.types.is_bool_dtype(dtype)
+        or (pd.api.types.is_string_dtype(dtype) and not pd.api.types.is_object_dtype(dtype))
+        or pd.api.types.is_datetime64_any_dtype(dtype)
+        or pd.api.types.is_timedelta64_dtype(dtype)
+    )
 
 
 def expected_unit(column: str, dtype) -> str | None:
@@ -63,8 +119,12 @@ def _check(kind: str, columns: dict, units: dict) -> None:
     for column, dtype in columns.items():
         expected = expected_unit(column, dtype)
         if pd.api.types.is_numeric_dtype(dtype) and not pd.api.types.is_bool_dtype(dtype) and column not in EXCEPTIONS:
-            assert expected is not None, f"{kind}: {column} ({dtype}) has no unit its name says: end it in its unit or name it in EXCEPTIONS"
-        assert units.get(column) == expected, f"{kind}: {column}: unit {units.get(column)!r}, its name says {expected!r}"
+            assert expected is not None, (
+                f"{kind}: {column} ({dtype}) has no unit its name says: end it in its unit or name it in EXCEPTIONS"
+            )
+        assert units.get(column) == expected, (
+            f"{kind}: {column}: unit {units.get(column)!r}, its name says {expected!r}"
+        )
 
 
 CGROUP_SAMPLES = (
@@ -88,14 +148,29 @@ def _monitor(run_dir: Path, name: str, files: dict[str, str], **meta) -> None:
 def analysed(tmp_path_factory):
     """A run with a blocking and a non-blocking instance of one function in two phases, a failure,
     and every monitor's output (recorded real perf, vmstat and blkparse outputs)."""
-    instances = {"sync": {"application": "fn", "distribution": "Uniform", "rate": 20.0, "activity_window": [0, 3]},
-                 "async": {"application": "fn", "distribution": "Uniform", "rate": 20.0, "blocking": False, "activity_window": [3, 6]}}
-    run_dir, _ = write_synthetic_run(tmp_path_factory.mktemp("units"), duration_s=6.0, instances=instances, failures={5: "application_error"})
+    instances = {
+        "sync": {"application": "fn", "distribution": "Uniform", "rate": 20.0, "activity_window": [0, 3]},
+        "async": {
+            "application": "fn",
+            "distribution": "Uniform",
+            "rate": 20.0,
+            "blocking": False,
+            "activity_window": [3, 6],
+        },
+    }
+    run_dir, _ = write_synthetic_run(
+        tmp_path_factory.mktemp("units"), duration_s=6.0, instances=instances, failures={5: "application_error"}
+    )
     _monitor(run_dir, "perf", {"perf_stat.csv": (DATA / "perf" / "perf_stat_percore_interval.csv").read_text()})
     _monitor(run_dir, "vmstat", {"vmstat.csv": (DATA / "vmstat" / "vmstat_dev_vm.csv").read_text()})
     _monitor(run_dir, "cgroups", {"samples.csv": CGROUP_SAMPLES})
     _monitor(run_dir, "rdt", {"resctrl_samples.csv": RESCTRL_SAMPLES})
-    _monitor(run_dir, "blktrace", {"sata.blkparse.txt": (DATA / "blkparse" / "blkparse_sata_fio.txt").read_text()}, outputs=["sata.blkparse.txt"])
+    _monitor(
+        run_dir,
+        "blktrace",
+        {"sata.blkparse.txt": (DATA / "blkparse" / "blkparse_sata_fio.txt").read_text()},
+        outputs=["sata.blkparse.txt"],
+    )
     analyze_run(run_dir, plots=False)
     return run_dir
 
@@ -103,13 +178,26 @@ def analysed(tmp_path_factory):
 def test_every_column_of_every_frame_and_parquet_file_has_the_unit_its_name_says(analysed):
     run = load_run(analysed)
     files = sorted((analysed / "analysis").glob("*.parquet"))
-    assert {f.name for f in files} == {"invocations.parquet", "phase_stats.parquet", "function_stats.parquet", "monitor_perf.parquet",
-                                       "monitor_vmstat.parquet", "monitor_cgroups.parquet", "monitor_rdt.parquet", "monitor_blktrace.parquet"}
+    assert {f.name for f in files} == {
+        "invocations.parquet",
+        "phase_stats.parquet",
+        "function_stats.parquet",
+        "monitor_perf.parquet",
+        "monitor_vmstat.parquet",
+        "monitor_cgroups.parquet",
+        "monitor_rdt.parquet",
+        "monitor_blktrace.parquet",
+    }
     for path in files:
         described = frames_mod.parquet_description(path)
         schema = pd.read_parquet(path).dtypes.to_dict()
         _check(path.name, {str(c): d for c, d in schema.items()}, described["units"])
-    for kind, frame in (("invocations", run.invocations), ("phase_stats", run.phase_stats), ("function_stats", run.function_stats), *run.monitors.items()):
+    for kind, frame in (
+        ("invocations", run.invocations),
+        ("phase_stats", run.phase_stats),
+        ("function_stats", run.function_stats),
+        *run.monitors.items(),
+    ):
         _check(kind, {str(c): d for c, d in frame.dtypes.items()}, frames_mod.units_mod.frame_units(frame))
 
 
@@ -123,7 +211,11 @@ def test_the_long_view_gives_each_metric_its_own_unit(analysed):
     # The ones the issue found wrong: a sample count, a slope, a ratio and the cost.
     assert given["completion_latency_ms_n"] == "count" and given["trend_slope_ms_per_s"] == "ms/s"
     assert given["achieved_over_offered"] == "ratio" and given["gb_s"] == given["gb_s_100ms"] == "GB·s"
-    assert given["completion_latency_ms_p99_ci_low"] == "ms" and given["planned"] == "count" and given["cold_fraction"] == "1"
+    assert (
+        given["completion_latency_ms_p99_ci_low"] == "ms"
+        and given["planned"] == "count"
+        and given["cold_fraction"] == "1"
+    )
 
 
 def test_a_new_column_without_its_unit_fails_the_check():

@@ -4,12 +4,12 @@ manifest and localwhisk's ``GET /`` build all state it."""
 from __future__ import annotations
 
 import importlib.metadata
-import tomllib
 from pathlib import Path
 
-from faasprof import localwhisk
+import tomllib
 from conftest import run_cli
-from faasprof import rundir
+
+from faasprof import localwhisk, rundir
 from faasprof.version import __version__
 
 REPO = Path(__file__).resolve().parent.parent

@@ -33,7 +33,9 @@ def test_every_shipped_workload_validates(config, validated):
     refused = [line for line in validated.stderr.splitlines() if line.startswith(f"{config}: ")]
     assert not refused, f"validate refuses {config.name}:\n" + "\n".join(refused)
     said = [line for line in validated.stdout.splitlines() if line.startswith(f"{config}: ")]
-    assert len(said) == 1 and said[0].startswith((f"{config}: ok (", f"{config}: skipped (the JSON Schema")), validated.stdout
+    assert len(said) == 1 and said[0].startswith((f"{config}: ok (", f"{config}: skipped (the JSON Schema")), (
+        validated.stdout
+    )
 
 
 @pytest.mark.slow

@@ -75,7 +75,9 @@ def poisson(rng: np.random.Generator, rate_per_s: float, start_s: float, end_s: 
     return _accumulate_gaps(rng, start_s, end_s, rate_per_s * (end_s - start_s), lambda r, n: r.exponential(scale, n))
 
 
-def uniform(rng: np.random.Generator, rate_per_s: float, start_s: float, end_s: float, phase: bool | float = True) -> np.ndarray:
+def uniform(
+    rng: np.random.Generator, rate_per_s: float, start_s: float, end_s: float, phase: bool | float = True
+) -> np.ndarray:
     period = 1.0 / rate_per_s
     if phase is True:
         offset = float(rng.uniform(0.0, period))
@@ -139,15 +141,19 @@ def _trace_text(path: str) -> str:
     except OSError as error:
         raise TraceError(f"{path}: cannot read the trace ({error.strerror})") from None
     if raw.startswith(codecs.BOM_UTF8):
-        raw = raw[len(codecs.BOM_UTF8):]  # spreadsheets write one; it carries no data
+        raw = raw[len(codecs.BOM_UTF8) :]  # spreadsheets write one; it carries no data
     nul = raw.find(b"\0")
     if nul >= 0:
-        raise TraceError(f"{path}: is a binary file, not a CSV trace (a NUL byte at offset {nul}); name a CSV of counts or timestamps")
+        raise TraceError(
+            f"{path}: is a binary file, not a CSV trace (a NUL byte at offset {nul}); name a CSV of counts or timestamps"
+        )
     try:
         return raw.decode("utf-8")
     except UnicodeDecodeError as error:
         line = raw.count(b"\n", 0, error.start) + 1
-        raise TraceError(f"{path}: is not UTF-8 text (byte 0x{raw[error.start]:02x} on line {line}); save the trace as UTF-8 CSV") from None
+        raise TraceError(
+            f"{path}: is not UTF-8 text (byte 0x{raw[error.start]:02x} on line {line}); save the trace as UTF-8 CSV"
+        ) from None
 
 
 @lru_cache(maxsize=16)
@@ -156,7 +162,9 @@ def _read_trace_cached(path: str, mtime_ns: int, row: int | str, start_minute: i
     try:
         header = next(reader)
     except StopIteration:
-        raise TraceError(f"{path}: empty trace file; write one count row (Azure layout) or one timestamp per line") from None
+        raise TraceError(
+            f"{path}: empty trace file; write one count row (Azure layout) or one timestamp per line"
+        ) from None
     except csv.Error as error:
         raise TraceError(f"{path}: not a CSV trace ({error}); fix the file") from None
     try:
@@ -176,8 +184,10 @@ def _minute_offset(path: str, minute_columns: list[str], start_minute: int) -> i
         numbers = [int(label) for label in labels]
         if start_minute in numbers:
             return numbers.index(start_minute)
-        raise TraceError(f"{path}: trace_start_minute {start_minute} is not one of its minute columns (labelled {numbers[0]}..{numbers[-1]}); "
-                         f"give a minute from {numbers[0]} to {numbers[-1]}")
+        raise TraceError(
+            f"{path}: trace_start_minute {start_minute} is not one of its minute columns (labelled {numbers[0]}..{numbers[-1]}); "
+            f"give a minute from {numbers[0]} to {numbers[-1]}"
+        )
     if start_minute > len(labels):
         raise TraceError(f"{path}: trace_start_minute {start_minute} is past the last minute column ({len(labels)})")
     return start_minute - 1
@@ -191,7 +201,9 @@ def _azure_counts(path: str, header: list[str], reader, row: int | str, start_mi
             try:
                 counts = np.array([int(float(v)) if v.strip() else 0 for v in values], dtype=np.int64)
             except (ValueError, OverflowError) as error:
-                raise TraceError(f"{path}: data row {index} has a non-numeric count ({error}); counts are whole numbers") from None
+                raise TraceError(
+                    f"{path}: data row {index} has a non-numeric count ({error}); counts are whole numbers"
+                ) from None
             if (counts < 0).any():
                 raise TraceError(f"{path}: data row {index} has a negative count")
             return counts[offset:]
@@ -213,7 +225,9 @@ def _timestamps(path: str, header: list[str], reader) -> np.ndarray:
         except ValueError:
             if line_number == 1:
                 continue  # a header such as "timestamp_s"
-            raise TraceError(f"{path}: line {line_number}: {fields[0]!r} is not a number of seconds; a timestamp trace has one number per line") from None
+            raise TraceError(
+                f"{path}: line {line_number}: {fields[0]!r} is not a number of seconds; a timestamp trace has one number per line"
+            ) from None
     times = np.sort(np.asarray(values, dtype=np.float64))
     if times.size and times[0] < 0:
         raise TraceError(f"{path}: timestamps must be >= 0 (got {times[0]})")
@@ -230,7 +244,14 @@ def read_trace(path: str | os.PathLike, row: int | str = 0, start_minute: int = 
     return _read_trace_cached(path, mtime_ns, row, start_minute)
 
 
-def trace_counts(rng: np.random.Generator, counts: np.ndarray, start_s: float, end_s: float, spread: str = "uniform", scale: float = 1.0) -> np.ndarray:
+def trace_counts(
+    rng: np.random.Generator,
+    counts: np.ndarray,
+    start_s: float,
+    end_s: float,
+    spread: str = "uniform",
+    scale: float = 1.0,
+) -> np.ndarray:
     """Spread per-minute counts within their minutes; minute 0 starts at ``start_s``."""
     minutes = int(math.ceil((end_s - start_s) / 60.0))
     counts = np.rint(counts[:minutes].astype(np.float64) * scale).astype(np.int64)
@@ -261,7 +282,9 @@ class Distribution(ABC):
     distribution's ``keys`` as given, its file keys resolved to paths (``resolve_files``)."""
 
     name: str
-    keys: tuple[str, ...] = ()  # the instance keys only it takes: under another distribution the first one given is refused
+    keys: tuple[
+        str, ...
+    ] = ()  # the instance keys only it takes: under another distribution the first one given is refused
     keys_fix = "remove it"  # the fix that refusal names
     required: tuple[str, ...] = ()  # of its keys, those it cannot do without (the schema's if/then requires them too)
     rated = False  # driven by ``rate``: a sweep's ``rate`` sets it, a capacity probe can use it
@@ -279,13 +302,17 @@ class Distribution(ABC):
         """Its keys that name a file (``*_file``), which ``resolve_files`` finds."""
         return tuple(key for key in self.keys if key.endswith("_file"))
 
-    def resolve_files(self, spec: dict, where: str, base_dir: Path | None, problems: Problems) -> dict[str, Path | None]:
+    def resolve_files(
+        self, spec: dict, where: str, base_dir: Path | None, problems: Problems
+    ) -> dict[str, Path | None]:
         """Each of its ``file_keys`` that the instance's JSON gives, found where every file of a
         workload is found (``faasprof.workload.references.find_input``: the workload's folder, the
         current one, faasprof's own files) and readable; None, with a problem naming
         ``where.key`` and the fix, for one that is not (a dry run plans without it). The resolved
         instance holds these paths in ``arrival_keys`` in place of the names as given."""
-        return {key: find_input(spec, key, where, base_dir, problems) for key in self.file_keys if spec.get(key) is not None}
+        return {
+            key: find_input(spec, key, where, base_dir, problems) for key in self.file_keys if spec.get(key) is not None
+        }
 
     @abstractmethod
     def arrivals(self, instance, rng: np.random.Generator, start_s: float, end_s: float) -> np.ndarray:
@@ -351,7 +378,15 @@ class Burst(Distribution):
     required = ("burst_gap_s",)
 
     def arrivals(self, instance, rng, start_s, end_s):
-        return burst(rng, instance.burst_size, float(instance.burst_gap_s), start_s, end_s, instance.burst_gap_distribution, instance.burst_gap_mean_s)
+        return burst(
+            rng,
+            instance.burst_size,
+            float(instance.burst_gap_s),
+            start_s,
+            end_s,
+            instance.burst_gap_distribution,
+            instance.burst_gap_mean_s,
+        )
 
     def expected_count(self, instance):
         gap_s = float(instance.burst_gap_s)
@@ -378,7 +413,9 @@ class Trace(Distribution):
     keys_fix = 'remove it or set distribution to "Trace"'
 
     def claims(self, spec):
-        return spec.get("interarrivals_list") is not None or (spec.get("trace_file") is not None and spec.get("distribution") in (None, self.name))
+        return spec.get("interarrivals_list") is not None or (
+            spec.get("trace_file") is not None and spec.get("distribution") in (None, self.name)
+        )
 
     def problems(self, spec):
         listed, traced = spec.get("interarrivals_list") is not None, spec.get("trace_file") is not None
@@ -388,7 +425,12 @@ class Trace(Distribution):
             return [("trace_file", 'required when distribution is "Trace"; add a trace_file or an interarrivals_list')]
         layout = next((key for key in spec if key in AZURE_LAYOUT_KEYS), None)
         if listed and layout is not None:
-            return [(layout, "only used with a trace_file (an interarrivals_list is sent as given); add a trace_file or remove it")]
+            return [
+                (
+                    layout,
+                    "only used with a trace_file (an interarrivals_list is sent as given); add a trace_file or remove it",
+                )
+            ]
         return []
 
     @staticmethod
@@ -458,7 +500,9 @@ def arrival_problems(distribution: str, spec: dict) -> list[tuple[str, str]]:
     for other in DISTRIBUTIONS.values():
         given = [key for key in spec if key in other.keys]
         if other.name != distribution and given:
-            problems.append((given[0], f'only used with distribution "{other.name}" (got "{distribution}"); {other.keys_fix}'))
+            problems.append(
+                (given[0], f'only used with distribution "{other.name}" (got "{distribution}"); {other.keys_fix}')
+            )
     return problems
 
 
@@ -470,4 +514,6 @@ def rated_distributions() -> tuple[str, ...]:
 def arrivals(instance, rng: np.random.Generator) -> np.ndarray:
     """Arrival times in seconds since test start for one resolved ``Instance``."""
     start_s, end_s = instance.window_s
-    return distribution_for(instance.distribution, f"instances.{instance.name}.distribution").arrivals(instance, rng, start_s, end_s)
+    return distribution_for(instance.distribution, f"instances.{instance.name}.distribution").arrivals(
+        instance, rng, start_s, end_s
+    )

@@ -92,7 +92,9 @@ def _walk_parsed(data: Any) -> tuple[list[str], set[str], str | None]:
         for key, value in items:
             path = _child_path(where, key)
             if isinstance(value, _NonFinite):
-                problems.append(f"{path}: {value.text} is not a number JSON allows (NaN, Infinity and numbers beyond 1.8e308 are not); write a finite number")
+                problems.append(
+                    f"{path}: {value.text} is not a number JSON allows (NaN, Infinity and numbers beyond 1.8e308 are not); write a finite number"
+                )
                 non_finite.add(path)
                 node[key] = None
             elif isinstance(value, (dict, list)):
@@ -136,13 +138,19 @@ def parse_json_document(text: str, where: str) -> tuple[Any, list[str], set[str]
     Duplicate keys, NaN/Infinity and nesting deeper than MAX_NESTING_DEPTH are problems (lines
     without the ``where`` prefix); syntax errors raise with line and column."""
     if not text.strip():
-        raise ConfigError(f"{where}: the file is empty; a workload is a JSON object with test_name, test_duration_in_seconds and instances (see workload_configs/)")
+        raise ConfigError(
+            f"{where}: the file is empty; a workload is a JSON object with test_name, test_duration_in_seconds and instances (see workload_configs/)"
+        )
     try:
         data = json.loads(text, object_pairs_hook=_pairs_hook, parse_constant=_NonFinite, parse_float=_parse_float)
     except json.JSONDecodeError as error:
-        raise ConfigError(f"{where}: not valid JSON: {error.msg} at line {error.lineno} column {error.colno}; fix the syntax") from None
+        raise ConfigError(
+            f"{where}: not valid JSON: {error.msg} at line {error.lineno} column {error.colno}; fix the syntax"
+        ) from None
     except RecursionError:
-        raise ConfigError(f"{where}: nested too deeply to read (more than {MAX_NESTING_DEPTH} levels); flatten the structure") from None
+        raise ConfigError(
+            f"{where}: nested too deeply to read (more than {MAX_NESTING_DEPTH} levels); flatten the structure"
+        ) from None
     if isinstance(data, _NonFinite):
         raise ConfigError(f"{where}: the file holds only {data.text}; a workload is a JSON object {{...}}")
     problems, non_finite, too_deep = _walk_parsed(data)
@@ -191,4 +199,9 @@ def read_workload_json(path: str | os.PathLike) -> dict:
 
 def is_schema_document(data: Any) -> bool:
     """Whether ``data`` is a JSON Schema (workload_configs/schema.json), not a workload."""
-    return isinstance(data, dict) and "instances" not in data and "$schema" in data and ("$defs" in data or "properties" in data)
+    return (
+        isinstance(data, dict)
+        and "instances" not in data
+        and "$schema" in data
+        and ("$defs" in data or "properties" in data)
+    )

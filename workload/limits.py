@@ -33,7 +33,6 @@ def _human_bytes(count: float) -> str:
     return f"{count:.0f} bytes"
 
 
-
 def size_problems(instances: Sequence[Any], problems: Problems) -> None:
     """Refuse schedules too large to build or run, naming the instance that makes them so."""
     total = sum(instance.planned_estimate for instance in instances)
@@ -98,14 +97,31 @@ def limit_problems(instances: Sequence[Any], data: dict, limits: PlatformLimits,
         memory_mb = _default_memory_mb(instance)
         if memory_mb is not None and ((low is not None and memory_mb < low) or (high is not None and memory_mb > high)):
             key = "memory_mb" if instance.memory_mb is not None else "application"
-            what = f"{memory_mb} MB" if instance.memory_mb is not None else f"{instance.function}'s default memory ({memory_mb} MB)"
-            problems.add(f"{where}.{key}", f"{what} is outside the {low or '?'}..{high or '?'} MB that {limits.description} accepts; {limits.memory_fix}")
+            what = (
+                f"{memory_mb} MB"
+                if instance.memory_mb is not None
+                else f"{instance.function}'s default memory ({memory_mb} MB)"
+            )
+            problems.add(
+                f"{where}.{key}",
+                f"{what} is outside the {low or '?'}..{high or '?'} MB that {limits.description} accepts; {limits.memory_fix}",
+            )
         if limits.max_payload_bytes is not None:
             size = request_body_bytes(instance)
             if size is not None and size > limits.max_payload_bytes:
-                key = "data_file" if instance.data_file is not None else ("param_file" if instance.param_file is not None else "params")
-                problems.add(f"{where}.{key}", f"one request would carry {size:,} bytes, more than the {limits.max_payload_bytes:,} bytes {limits.description} accepts (it answers 413); {limits.payload_fix}")
+                key = (
+                    "data_file"
+                    if instance.data_file is not None
+                    else ("param_file" if instance.param_file is not None else "params")
+                )
+                problems.add(
+                    f"{where}.{key}",
+                    f"one request would carry {size:,} bytes, more than the {limits.max_payload_bytes:,} bytes {limits.description} accepts (it answers 413); {limits.payload_fix}",
+                )
     sweep_memory = (((data.get("sweep") or {}).get("parameters") or {}).get("memory_mb")) or []
     for index, memory_mb in enumerate(sweep_memory):
         if (low is not None and memory_mb < low) or (high is not None and memory_mb > high):
-            problems.add(f"sweep.parameters.memory_mb[{index}]", f"{memory_mb} MB is outside the {low or '?'}..{high or '?'} MB that {limits.description} accepts; {limits.memory_fix}")
+            problems.add(
+                f"sweep.parameters.memory_mb[{index}]",
+                f"{memory_mb} MB is outside the {low or '?'}..{high or '?'} MB that {limits.description} accepts; {limits.memory_fix}",
+            )

@@ -130,8 +130,12 @@ def _message(error) -> list[str]:
             return [f"{field_path}: required when {_describe_condition(_condition_for(error.schema))}; add it"]
         return [f"{field_path}: required; add it"]
     if kind == "type":
-        if error.validator_value == ["number", "object"] and "capacity_fraction" in (error.schema.get("properties") or {}):
-            return [f'{where}: must be a number (got {got(value)}), or {{"{CAPACITY_FRACTION}": F}} for F times the measured capacity']
+        if error.validator_value == ["number", "object"] and "capacity_fraction" in (
+            error.schema.get("properties") or {}
+        ):
+            return [
+                f'{where}: must be a number (got {got(value)}), or {{"{CAPACITY_FRACTION}": F}} for F times the measured capacity'
+            ]
         return [f"{where}: must be {_type_phrase(error.validator_value)} (got {got(value)})"]
     if kind in ("exclusiveMinimum", "minimum", "maximum", "exclusiveMaximum"):
         op = {"exclusiveMinimum": ">", "minimum": ">=", "maximum": "<=", "exclusiveMaximum": "<"}[kind]
@@ -156,7 +160,7 @@ def _message(error) -> list[str]:
     if kind == "minLength":
         return [f"{where}: must not be empty"]
     if kind == "pattern" and "propertyNames" in error.relative_schema_path:
-        return [f'{where}: instance name {got(value)} may hold only letters, digits, _ . and -; rename it']
+        return [f"{where}: instance name {got(value)} may hold only letters, digits, _ . and -; rename it"]
     if kind == "pattern":
         return [f"{where}: {got(value)} does not match the expected form {error.validator_value}"]
     if kind == "anyOf":

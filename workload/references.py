@@ -15,9 +15,9 @@ from pathlib import Path
 from typing import Iterable
 
 from faasprof.errors import ConfigError
-from faasprof.paths import DATA_ROOT
 from faasprof.functions import catalogue
 from faasprof.functions.own import looks_like_path
+from faasprof.paths import DATA_ROOT
 from faasprof.workload.jsonread import parse_json_document, read_text_file
 from faasprof.workload.messages import Problems
 
@@ -43,7 +43,9 @@ def resolve_input_path(value: str, base_dir: Path | None) -> tuple[Path | None, 
     return None, tried
 
 
-def find_input(spec: dict, key: str, where: str, base_dir: Path | None, problems: Problems, folder_ok: bool = False) -> Path | None:
+def find_input(
+    spec: dict, key: str, where: str, base_dir: Path | None, problems: Problems, folder_ok: bool = False
+) -> Path | None:
     """The file (with ``folder_ok``, the file or folder) that an instance's ``key`` names, found by
     ``resolve_input_path``; None when the key is not given, and None with a problem naming
     ``where.key`` and the fix when it is not there (for a dry run, a warning), is a folder where a
@@ -54,7 +56,9 @@ def find_input(spec: dict, key: str, where: str, base_dir: Path | None, problems
     path, tried = resolve_input_path(value, base_dir)
     if path is None:
         what = "file or folder" if folder_ok else "file"
-        problems.missing(f"{where}.{key}", f"{what} {value} not found (looked in {', '.join(str(p) for p in tried)}); fix the path")
+        problems.missing(
+            f"{where}.{key}", f"{what} {value} not found (looked in {', '.join(str(p) for p in tried)}); fix the path"
+        )
         return None
     if path.is_dir() and not folder_ok:
         problems.add(f"{where}.{key}", f"{path} is a directory; name a file")
@@ -118,11 +122,17 @@ def script_path(value: str | None, field_path: str, base_dir: Path | None, probl
     if path is None and Path(value).as_posix() in FAASPROFILER_MONITORING_SCRIPTS:
         # Every FaaSProfiler workload names its own monitoring script; FaaSProfiler went on when it
         # failed, and faasprof's collectors do its work.
-        problems.warn(field_path, f"{value} is FaaSProfiler's monitoring script, not part of faasprof; the run goes on without it "
-                                  "(the workload's monitoring block starts perf, rdt, blktrace and cgroups collectors), or copy the script beside the workload")
+        problems.warn(
+            field_path,
+            f"{value} is FaaSProfiler's monitoring script, not part of faasprof; the run goes on without it "
+            "(the workload's monitoring block starts perf, rdt, blktrace and cgroups collectors), or copy the script beside the workload",
+        )
         return None
     if path is None:
-        problems.missing(field_path, f"file {value} not found (looked in {', '.join(str(p) for p in tried)}); fix the path or set it to null")
+        problems.missing(
+            field_path,
+            f"file {value} not found (looked in {', '.join(str(p) for p in tried)}); fix the path or set it to null",
+        )
         return None
     if path.is_dir():
         problems.add(field_path, f"{path} is a directory; name an executable script")

@@ -68,7 +68,12 @@ class Schedule:
                 fraction = ns % NS_PER_S
                 seq = np.arange(begin, end)
                 names = labels[self.instance_idx[begin:end]]
-                handle.write("".join(f"{q},{label}{s}.{f:09d}\n" for q, label, s, f in zip(seq.tolist(), names.tolist(), seconds.tolist(), fraction.tolist())))
+                handle.write(
+                    "".join(
+                        f"{q},{label}{s}.{f:09d}\n"
+                        for q, label, s, f in zip(seq.tolist(), names.tolist(), seconds.tolist(), fraction.tolist())
+                    )
+                )
 
 
 def build_schedule(workload: Workload) -> Schedule:
@@ -118,7 +123,12 @@ def empty_plan_problem(workload: Workload) -> str | None:
     for a capacity measurement is taken to send."""
     if workload.needs_capacity():
         return None
-    if sum(instance.planned_estimate for instance in workload.instances) < EXACT_EMPTY_CHECK_BELOW and len(build_schedule(workload)) == 0:
-        return (f"{workload.origin}: instances: the plan has no invocation (every instance is muted, rate 0, or its activity window is empty); "
-                "give an instance a rate > 0 and a window inside test_duration_in_seconds")
+    if (
+        sum(instance.planned_estimate for instance in workload.instances) < EXACT_EMPTY_CHECK_BELOW
+        and len(build_schedule(workload)) == 0
+    ):
+        return (
+            f"{workload.origin}: instances: the plan has no invocation (every instance is muted, rate 0, or its activity window is empty); "
+            "give an instance a rate > 0 and a window inside test_duration_in_seconds"
+        )
     return None

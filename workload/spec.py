@@ -38,11 +38,33 @@ from faasprof.functions.own import default_name, detect_runtime, looks_like_path
 from faasprof.platforms import registry
 from faasprof.platforms.base import PlatformLimits
 from faasprof.platforms.openwhisk.connection import apihost_problem
-from faasprof.workload.arrivals import DISTRIBUTIONS, ArrivalError, Distribution, arrival_problems, distribution_for, distribution_of
+from faasprof.workload.arrivals import (
+    DISTRIBUTIONS,
+    ArrivalError,
+    Distribution,
+    arrival_problems,
+    distribution_for,
+    distribution_of,
+)
 from faasprof.workload.jsonread import ParsedWorkload, parse_workload_file
 from faasprof.workload.limits import limit_problems, size_problems
-from faasprof.workload.messages import CAPACITY_FRACTION, Problems, covers, got, schema_fields, schema_problems, top_level_problem
-from faasprof.workload.references import application_source, find_input, in_catalogue, load_param_file, script_path, unknown_function
+from faasprof.workload.messages import (
+    CAPACITY_FRACTION,
+    Problems,
+    covers,
+    got,
+    schema_fields,
+    schema_problems,
+    top_level_problem,
+)
+from faasprof.workload.references import (
+    application_source,
+    find_input,
+    in_catalogue,
+    load_param_file,
+    script_path,
+    unknown_function,
+)
 
 # The run directory is <test_name>-<YYYYmmddTHHMMSS>[-N]: 21 characters beside the name, within
 # the 255 bytes most filesystems allow for one directory name.
@@ -136,7 +158,9 @@ class Workload:
         """Instances whose rate is a fraction of a capacity not resolved yet."""
         return [i for i in self.instances if i.capacity_fraction is not None and i.rate is None]
 
-    def with_capacities(self, capacities: dict[str, dict], partial: bool = False, missing_files_warn: bool = False) -> "Workload":
+    def with_capacities(
+        self, capacities: dict[str, dict], partial: bool = False, missing_files_warn: bool = False
+    ) -> "Workload":
         """This workload with each capacity-fraction rate resolved: ``capacities`` maps an instance
         name to ``{"capacity_rps": C, ...provenance}``; the rate becomes fraction × C, and the
         provenance is kept in the raw JSON (``capacity_resolution``) so the manifest records it.
@@ -149,13 +173,21 @@ class Workload:
             if not entry or not entry.get("capacity_rps"):
                 if partial:
                     continue
-                raise ConfigError(f"{self.origin}: instances.{instance.name}.rate: no capacity of {instance.function} to take {instance.capacity_fraction:g} of; run faasprof capacity {instance.function} first")
+                raise ConfigError(
+                    f"{self.origin}: instances.{instance.name}.rate: no capacity of {instance.function} to take {instance.capacity_fraction:g} of; run faasprof capacity {instance.function} first"
+                )
             # A rate placed inside its band (``band`` of the rate) comes with the entry; else F × capacity.
             rate = float(entry.get("rate_rps") or float(instance.capacity_fraction) * float(entry["capacity_rps"]))
             raw["instances"][instance.name]["rate"] = round(rate, 6)
-            resolution[instance.name] = {CAPACITY_FRACTION: instance.capacity_fraction, "rate_per_s": round(rate, 6), **entry}
+            resolution[instance.name] = {
+                CAPACITY_FRACTION: instance.capacity_fraction,
+                "rate_per_s": round(rate, 6),
+                **entry,
+            }
         raw["capacity_resolution"] = resolution
-        resolved = workload_from_dict(raw, origin=self.origin, path=self.path, seed=self.seed, missing_files_warn=missing_files_warn)
+        resolved = workload_from_dict(
+            raw, origin=self.origin, path=self.path, seed=self.seed, missing_files_warn=missing_files_warn
+        )
         return replace(resolved, seed_was_null=self.seed_was_null)
 
     def functions(self) -> list[str]:
@@ -232,7 +264,9 @@ class _Inputs:
     arrival_files: dict  # the distribution's file keys, as it resolved them
 
 
-def _resolve_instance(name: str, spec: dict, top: dict, base_dir: Path | None, duration_s: float | None, problems: Problems) -> Instance | None:
+def _resolve_instance(
+    name: str, spec: dict, top: dict, base_dir: Path | None, duration_s: float | None, problems: Problems
+) -> Instance | None:
     """One instance resolved, each step adding its own problems; None when its distribution is not
     known (or lacks a key it requires), as nothing else of it can be checked then."""
     where = f"instances.{name}"
@@ -258,7 +292,10 @@ def _activity_window(spec: dict, where: str, duration_s: float | None, problems:
     if start >= end:
         problems.add(f"{where}.activity_window", f"start must be before end (got [{window[0]}, {window[1]}])")
     if end > test_s:
-        problems.add(f"{where}.activity_window", f"ends at {window[1]} s, after the test ({duration_s} s); shorten it or raise test_duration_in_seconds")
+        problems.add(
+            f"{where}.activity_window",
+            f"ends at {window[1]} s, after the test ({duration_s} s); shorten it or raise test_duration_in_seconds",
+        )
     return (start, min(end, float(test_s)))
 
 
@@ -267,7 +304,9 @@ def _distribution(spec: dict, where: str, problems: Problems) -> Distribution | 
     distributions' keys refused); None when it is missing, unknown or lacks a required key."""
     name = distribution_of(spec)
     if name is None:
-        problems.add(f"{where}.distribution", f"required; add one of {', '.join(DISTRIBUTIONS)} (or an interarrivals_list)")
+        problems.add(
+            f"{where}.distribution", f"required; add one of {', '.join(DISTRIBUTIONS)} (or an interarrivals_list)"
+        )
         return None
     try:
         process = distribution_for(name, f"{problems.origin}: {where}.distribution")
@@ -281,7 +320,9 @@ def _distribution(spec: dict, where: str, problems: Problems) -> Distribution | 
     return process
 
 
-def _find_inputs(spec: dict, where: str, endpoint: str, base_dir: Path | None, process: Distribution, problems: Problems) -> _Inputs:
+def _find_inputs(
+    spec: dict, where: str, endpoint: str, base_dir: Path | None, process: Distribution, problems: Problems
+) -> _Inputs:
     """The instance's files, found (each missing one a problem), its distribution's resolved by it,
     and its function: a path in ``application`` on a platform that deploys the researcher's own
     functions is that function, named as ``faasprof deploy PATH`` names it."""
@@ -310,14 +351,20 @@ def _source_problems(spec: dict, source_where: str, kind_where: str, source: Pat
     kind = spec.get("kind")
     if isinstance(kind, str) and not kind.startswith("python" if runtime == "python" else "nodejs"):
         language = "Python" if runtime == "python" else "Node.js"
-        problems.add(kind_where, f'"{kind}" does not run {source} (a {language} function); use a {runtime} kind or remove it')
+        problems.add(
+            kind_where, f'"{kind}" does not run {source} (a {language} function); use a {runtime} kind or remove it'
+        )
 
 
-def _params(spec: dict, where: str, endpoint: str, inputs: _Inputs, problems: Problems) -> tuple[dict | None, Path | None]:
+def _params(
+    spec: dict, where: str, endpoint: str, inputs: _Inputs, problems: Problems
+) -> tuple[dict | None, Path | None]:
     """The parameters (``param_file`` updated by ``params``) and the file they came from. Given no
     input, a catalogue function gets its sample input, as ``faasprof native`` calls it: without one
     most of them only fail (markdown: "no document")."""
-    params = load_param_file(inputs.param_file, f"{where}.param_file", problems) if inputs.param_file is not None else None
+    params = (
+        load_param_file(inputs.param_file, f"{where}.param_file", problems) if inputs.param_file is not None else None
+    )
     if spec.get("params") is not None:
         params = {**(params or {}), **spec["params"]}
     given_input = any(key in spec for key in ("params", "param_file", "data_file"))
@@ -337,14 +384,26 @@ def _key_problems(spec: dict, where: str, endpoint: str, inputs: _Inputs, proble
         problems.add(f"{where}.{key}", text)
     host = spec.get("host")
     if host is not None and (not host.strip() or any(ch.isspace() or ch in "/@" for ch in host)):
-        problems.add(f"{where}.host", f"{got(host)} is not a host name for the Host header; write HOST or HOST:PORT without spaces, scheme or path")
+        problems.add(
+            f"{where}.host",
+            f"{got(host)} is not a host name for the Host header; write HOST or HOST:PORT without spaces, scheme or path",
+        )
     if inputs.data_file is None and ("data_mode" in spec or "content_type" in spec):
         key = "data_mode" if "data_mode" in spec else "content_type"
         problems.add(f"{where}.{key}", "only used with data_file; add data_file or remove it")
 
 
-def _new_instance(name: str, spec: dict, top: dict, endpoint: str, process: Distribution, window_s: tuple[float, float], inputs: _Inputs,
-                  params: dict | None, param_file: Path | None) -> Instance:
+def _new_instance(
+    name: str,
+    spec: dict,
+    top: dict,
+    endpoint: str,
+    process: Distribution,
+    window_s: tuple[float, float],
+    inputs: _Inputs,
+    params: dict | None,
+    param_file: Path | None,
+) -> Instance:
     """The ``Instance`` of checked parts: defaults filled, the platform's and the distribution's own
     keys kept as given (the distribution's files as it resolved them)."""
     interarrivals = spec.get("interarrivals_list")
@@ -367,7 +426,9 @@ def _new_instance(name: str, spec: dict, top: dict, endpoint: str, process: Dist
         content_type=spec.get("content_type"),
         url=spec.get("url"),
         data=spec.get("data"),
-        platform_keys={key: spec[key] for key in (platform.instance_keys if platform is not None else ()) if key in spec},
+        platform_keys={
+            key: spec[key] for key in (platform.instance_keys if platform is not None else ()) if key in spec
+        },
         memory_mb=spec.get("memory_mb"),
         phase=spec.get("phase", True),
         burst_size=int(spec.get("burst_size", 1)),
@@ -397,9 +458,17 @@ def _planned_estimate(process: Distribution, instance: Instance, where: str, pro
     return estimate if instance.window_length_s > 0 else 0.0
 
 
-def workload_from_dict(data: Any, origin: str = "<workload>", path: Path | None = None, check_catalogue: bool = True, seed: int | None = None,
-                       parse_problems: Iterable[str] = (), non_finite: Iterable[str] = (), limits: PlatformLimits | None = None,
-                       missing_files_warn: bool = False) -> Workload:
+def workload_from_dict(
+    data: Any,
+    origin: str = "<workload>",
+    path: Path | None = None,
+    check_catalogue: bool = True,
+    seed: int | None = None,
+    parse_problems: Iterable[str] = (),
+    non_finite: Iterable[str] = (),
+    limits: PlatformLimits | None = None,
+    missing_files_warn: bool = False,
+) -> Workload:
     """Validate and resolve a workload given as a dict; raise ConfigError listing every problem.
 
     Schema and semantic problems are reported together: semantic checks run on every part the
@@ -412,7 +481,11 @@ def workload_from_dict(data: Any, origin: str = "<workload>", path: Path | None 
     problems = Problems(origin, missing_files_warn)
     bad = _schema_checked(data, parse_problems, non_finite, problems)
     base_dir = path.parent if path else None
-    duration_s = None if covers("test_duration_in_seconds", bad) or "test_duration_in_seconds" not in data else float(data["test_duration_in_seconds"])
+    duration_s = (
+        None
+        if covers("test_duration_in_seconds", bad) or "test_duration_in_seconds" not in data
+        else float(data["test_duration_in_seconds"])
+    )
     _test_name_problems(data, problems)
     raw_instances = data.get("instances") if isinstance(data.get("instances"), dict) else {}
     instances = _resolve_instances(data, raw_instances, bad, base_dir, duration_s, problems)
@@ -448,7 +521,9 @@ def workload_from_dict(data: Any, origin: str = "<workload>", path: Path | None 
 # -- the workload, step by step: parse and schema problems, instances, blocks, plan, seed
 
 
-def _schema_checked(data: Any, parse_problems: Iterable[str], non_finite: Iterable[str], problems: Problems) -> list[str]:
+def _schema_checked(
+    data: Any, parse_problems: Iterable[str], non_finite: Iterable[str], problems: Problems
+) -> list[str]:
     """The parse and schema problems added (a non-finite number, already reported by the parser,
     once); the fields they sit at, whose semantic checks are skipped. Not an object: raised at once."""
     origin = problems.origin
@@ -467,11 +542,15 @@ def _schema_checked(data: Any, parse_problems: Iterable[str], non_finite: Iterab
 def _test_name_problems(data: dict, problems: Problems) -> None:
     test_name = data.get("test_name")
     if isinstance(test_name, str) and len(test_name) > MAX_TEST_NAME_CHARS:
-        problems.add("test_name", f"is {len(test_name)} characters, more than the {MAX_TEST_NAME_CHARS} a run directory name allows; shorten it")
+        problems.add(
+            "test_name",
+            f"is {len(test_name)} characters, more than the {MAX_TEST_NAME_CHARS} a run directory name allows; shorten it",
+        )
 
 
-def _resolve_instances(data: dict, raw_instances: dict, bad: list[str], base_dir: Path | None, duration_s: float | None,
-                       problems: Problems) -> list[Instance]:
+def _resolve_instances(
+    data: dict, raw_instances: dict, bad: list[str], base_dir: Path | None, duration_s: float | None, problems: Problems
+) -> list[Instance]:
     """Every instance the schema accepted, resolved (``_resolve_instance``)."""
     if covers("instances", [b for b in bad if b == "instances"]):
         return []
@@ -500,15 +579,24 @@ def _catalogue_warnings(instances: list[Instance], base_dir: Path | None, proble
     knows whether it exists."""
     warned: set[str] = set()
     for instance in instances:
-        if instance.function in warned or not instance.names_functions or instance.source is not None or in_catalogue(instance.function):
+        if (
+            instance.function in warned
+            or not instance.names_functions
+            or instance.source is not None
+            or in_catalogue(instance.function)
+        ):
             continue
         warned.add(instance.function)
         if looks_like_path(instance.function):
             fix = "fix the path to your function's file or folder (an action's full name must already exist on the platform)"
         else:
-            fix = (f"it must already exist on the platform (deploy it with `faasprof deploy PATH --name {instance.function}`, "
-                   "or give the instance a source folder)")
-        problems.warn(f"instances.{instance.name}.application", f"{unknown_function(instance.function, base_dir)}; {fix}")
+            fix = (
+                f"it must already exist on the platform (deploy it with `faasprof deploy PATH --name {instance.function}`, "
+                "or give the instance a source folder)"
+            )
+        problems.warn(
+            f"instances.{instance.name}.application", f"{unknown_function(instance.function, base_dir)}; {fix}"
+        )
 
 
 def _sweep_block(data: dict, raw_instances: dict, bad: list[str], problems: Problems) -> dict | None:
@@ -519,21 +607,34 @@ def _sweep_block(data: dict, raw_instances: dict, bad: list[str], problems: Prob
     names = set(raw_instances)
     for index, name in enumerate(sweep["instances"]):
         if name not in names:
-            problems.add(f"sweep.instances[{index}]", f'"{name}" is not an instance of this workload; use one of {", ".join(sorted(names))}')
+            problems.add(
+                f"sweep.instances[{index}]",
+                f'"{name}" is not an instance of this workload; use one of {", ".join(sorted(names))}',
+            )
     return sweep
 
 
-def _monitoring_scripts(data: dict, bad: list[str], base_dir: Path | None, problems: Problems) -> tuple[Path | None, Path | None]:
+def _monitoring_scripts(
+    data: dict, bad: list[str], base_dir: Path | None, problems: Problems
+) -> tuple[Path | None, Path | None]:
     """FaaSProfiler's ``perf_monitoring`` scripts (runtime, post), found and checked."""
     perf_monitoring = data.get("perf_monitoring") if isinstance(data.get("perf_monitoring"), dict) else {}
     if covers("perf_monitoring", bad):
         return None, None
-    return (script_path(perf_monitoring.get("runtime_script"), "perf_monitoring.runtime_script", base_dir, problems),
-            script_path(perf_monitoring.get("post_script"), "perf_monitoring.post_script", base_dir, problems))
+    return (
+        script_path(perf_monitoring.get("runtime_script"), "perf_monitoring.runtime_script", base_dir, problems),
+        script_path(perf_monitoring.get("post_script"), "perf_monitoring.post_script", base_dir, problems),
+    )
 
 
-def _plan_problems(instances: list[Instance], given: int, duration_s: float | None, data: dict, limits: PlatformLimits | None,
-                   problems: Problems) -> None:
+def _plan_problems(
+    instances: list[Instance],
+    given: int,
+    duration_s: float | None,
+    data: dict,
+    limits: PlatformLimits | None,
+    problems: Problems,
+) -> None:
     """What the instances plan together: nothing at all (a warning), too much to build, and what
     the platform's ``limits`` refuse (when given)."""
     if instances and all(instance.rate == 0 for instance in instances):
@@ -562,17 +663,43 @@ def _seed(raw_seed: Any, seed: int | None) -> tuple[int, bool]:
     return int(raw_seed), False
 
 
-def load_workload(path: str | os.PathLike, check_catalogue: bool = True, seed: int | None = None, limits: PlatformLimits | None = None,
-                  missing_files_warn: bool = False) -> Workload:
+def load_workload(
+    path: str | os.PathLike,
+    check_catalogue: bool = True,
+    seed: int | None = None,
+    limits: PlatformLimits | None = None,
+    missing_files_warn: bool = False,
+) -> Workload:
     """Read, validate and resolve a workload file; raise ConfigError listing every problem."""
-    return workload_from_parsed(parse_workload_file(path), path, check_catalogue=check_catalogue, seed=seed, limits=limits,
-                                missing_files_warn=missing_files_warn)
+    return workload_from_parsed(
+        parse_workload_file(path),
+        path,
+        check_catalogue=check_catalogue,
+        seed=seed,
+        limits=limits,
+        missing_files_warn=missing_files_warn,
+    )
 
 
-def workload_from_parsed(parsed: ParsedWorkload, path: str | os.PathLike, check_catalogue: bool = True, seed: int | None = None,
-                         limits: PlatformLimits | None = None, missing_files_warn: bool = False) -> Workload:
+def workload_from_parsed(
+    parsed: ParsedWorkload,
+    path: str | os.PathLike,
+    check_catalogue: bool = True,
+    seed: int | None = None,
+    limits: PlatformLimits | None = None,
+    missing_files_warn: bool = False,
+) -> Workload:
     """``load_workload`` of a file already parsed (``parse_workload_file``), for a command that
     looked at the document first: the file is read once."""
     path = Path(path)
-    return workload_from_dict(parsed.data, origin=str(path), path=path.resolve(), check_catalogue=check_catalogue, seed=seed,
-                              parse_problems=parsed.problems, non_finite=parsed.non_finite, limits=limits, missing_files_warn=missing_files_warn)
+    return workload_from_dict(
+        parsed.data,
+        origin=str(path),
+        path=path.resolve(),
+        check_catalogue=check_catalogue,
+        seed=seed,
+        parse_problems=parsed.problems,
+        non_finite=parsed.non_finite,
+        limits=limits,
+        missing_files_warn=missing_files_warn,
+    )

@@ -28,10 +28,17 @@ from faasprof.workload.spec import workload_from_dict
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("run_dir", metavar="RUN_DIR", help="a run directory (runs/<test>-<stamp>)")
-    parser.add_argument("--no-fetch", action="store_true", help="never contact the platform; analyze what the run directory holds")
-    parser.add_argument("--no-plots", action="store_true", help="skip the PNG plots (faster; report.html then has only tables)")
-    add_connection_arguments(parser, default="none: the records saved in RUN_DIR; missing ones are fetched from the platform "
-                                             "of the run's workload, ~/.wskprops or `faasprof local start`")
+    parser.add_argument(
+        "--no-fetch", action="store_true", help="never contact the platform; analyze what the run directory holds"
+    )
+    parser.add_argument(
+        "--no-plots", action="store_true", help="skip the PNG plots (faster; report.html then has only tables)"
+    )
+    add_connection_arguments(
+        parser,
+        default="none: the records saved in RUN_DIR; missing ones are fetched from the platform "
+        "of the run's workload, ~/.wskprops or `faasprof local start`",
+    )
 
 
 def main(args: argparse.Namespace) -> int:
@@ -61,8 +68,10 @@ def main(args: argparse.Namespace) -> int:
         summary = analyze_run(run_dir, None, plots=not args.no_plots, progress=stderr_progress, invocations=invocations)
     except OSError as error:
         # The run's own files are only read; what failed is a file of analysis/, which is derived.
-        raise RunError(f"analyze: cannot write {run_dir / rundir.ANALYSIS} ({error.strerror or error}); the run itself is unchanged: "
-                       f"free space there (or fix its permissions) and run faasprof analyze {run_dir} again") from None
+        raise RunError(
+            f"analyze: cannot write {run_dir / rundir.ANALYSIS} ({error.strerror or error}); the run itself is unchanged: "
+            f"free space there (or fix its permissions) and run faasprof analyze {run_dir} again"
+        ) from None
     for warning in summary["warnings"]:
         progress.warn(warning)
     for line in summary_lines(summary):
@@ -81,21 +90,34 @@ def _rederive_plan(run_dir: Path, manifest: rundir.Manifest, progress: Progress)
     if not isinstance(given, dict):
         return False
     try:
-        workload = workload_from_dict(given, origin=str(rundir.manifest_path(run_dir)), path=Path(source) if source else None, check_catalogue=False)
+        workload = workload_from_dict(
+            given,
+            origin=str(rundir.manifest_path(run_dir)),
+            path=Path(source) if source else None,
+            check_catalogue=False,
+        )
         schedule = build_schedule(workload)
     except (FaasprofError, OSError, ValueError) as error:
-        progress.warn(f"{run_dir}: cannot re-derive the plan from the manifest ({error}); the missing rows are only counted")
+        progress.warn(
+            f"{run_dir}: cannot re-derive the plan from the manifest ({error}); the missing rows are only counted"
+        )
         return False
     planned = manifest.planned
     if len(schedule) != planned:
-        progress.warn(f"{run_dir}: the plan re-derived from the manifest has {len(schedule):,} invocations, the run planned {planned}; not used")
+        progress.warn(
+            f"{run_dir}: the plan re-derived from the manifest has {len(schedule):,} invocations, the run planned {planned}; not used"
+        )
         return False
     rundir.write_plan(run_dir, schedule.intended_ns, schedule.instance_idx, schedule.instance_names, schedule.functions)
-    progress.say(f"re-derived the plan of {run_dir} from its manifest (workload and seed {workload.seed}) into {rundir.PLAN}")
+    progress.say(
+        f"re-derived the plan of {run_dir} from its manifest (workload and seed {workload.seed}) into {rundir.PLAN}"
+    )
     return True
 
 
-def _fetch_from_platforms(run_dir: Path, manifest: rundir.Manifest, args: argparse.Namespace, progress: Progress) -> None:
+def _fetch_from_platforms(
+    run_dir: Path, manifest: rundir.Manifest, args: argparse.Namespace, progress: Progress
+) -> None:
     """Save the run's records from each platform of its instances that keeps records (the platform
     registry, by the manifest's endpoints), waiting for activations still running (deadline: the
     actions' time limits). A platform reached through a connection is asked through the one the
@@ -110,12 +132,20 @@ def _fetch_from_platforms(run_dir: Path, manifest: rundir.Manifest, args: argpar
         connection = resolve_connection(args, platform, origin=str(rundir.manifest_path(run_dir)))
     for cls in keepers:
         if cls.reached_by_connection and connection is None:
-            progress.say(f"analyze: {run_dir} has no {rundir.ACTIVATIONS} and no platform is configured to fetch them from "
-                         "(pass --apihost/--auth); analyzing client-side data only")
+            progress.say(
+                f"analyze: {run_dir} has no {rundir.ACTIVATIONS} and no platform is configured to fetch them from "
+                "(pass --apihost/--auth); analyzing client-side data only"
+            )
             continue
         with cls.for_workload(None, connection) as keeper:
             report = keeper.fetch_records(run_dir, say=progress.say)
-        _report(report, f"platform {connection.apihost}" if connection is not None and cls.reached_by_connection else f"the {cls.endpoint} platform", progress)
+        _report(
+            report,
+            f"platform {connection.apihost}"
+            if connection is not None and cls.reached_by_connection
+            else f"the {cls.endpoint} platform",
+            progress,
+        )
 
 
 def _read_embedded_store(run_dir: Path, platform_block: dict, manifest: rundir.Manifest, progress: Progress) -> None:
@@ -123,7 +153,9 @@ def _read_embedded_store(run_dir: Path, platform_block: dict, manifest: rundir.M
     run directory (no server is started: it is a file); the manifest's ``activations`` block updated."""
     store = store_path(run_dir, platform_block.get("data_dir"))
     if not store.exists():
-        progress.warn(f"{run_dir}: the embedded platform's store {store} is missing; analyzing without the records it held")
+        progress.warn(
+            f"{run_dir}: the embedded platform's store {store} is missing; analyzing without the records it held"
+        )
         return
     saved = manifest.activations or {}
     if rundir.has_records(run_dir) and saved.get("missing") == 0:
@@ -140,6 +172,8 @@ def _read_embedded_store(run_dir: Path, platform_block: dict, manifest: rundir.M
 
 
 def _report(report: dict, source: str, progress: Progress) -> None:
-    progress.say(f"saved {report.get('saved', 0):,} of {report.get('expected', 0):,} activation records from {source} to {rundir.ACTIVATIONS}")
+    progress.say(
+        f"saved {report.get('saved', 0):,} of {report.get('expected', 0):,} activation records from {source} to {rundir.ACTIVATIONS}"
+    )
     if report.get("missing"):
         progress.warn(f"{report['missing']:,} activation records missing: {report['missing_why']}")

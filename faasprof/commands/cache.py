@@ -20,8 +20,13 @@ from faasprof.paths import CACHE_ENV, CACHE_KINDS, cache_root, cache_usage, clea
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("action", nargs="?", choices=("list", "clean"), default="list",
-                        help="list (default): where the cache is, each kind's size and entries; clean: remove entries")
+    parser.add_argument(
+        "action",
+        nargs="?",
+        choices=("list", "clean"),
+        default="list",
+        help="list (default): where the cache is, each kind's size and entries; clean: remove entries",
+    )
     parser.add_argument("--kind", choices=tuple(CACHE_KINDS), help="with clean: only this kind (default: every kind)")
 
 
@@ -48,7 +53,9 @@ def _list() -> int:
 def main(args: argparse.Namespace) -> int:
     if args.action == "list":
         if args.kind:
-            raise ConfigError("--kind: chooses what clean removes; use faasprof cache clean --kind KIND, or list without --kind")
+            raise ConfigError(
+                "--kind: chooses what clean removes; use faasprof cache clean --kind KIND, or list without --kind"
+            )
         return _list()
     removed, freed = clean_cache(args.kind)
     which = f"{args.kind} " if args.kind else ""

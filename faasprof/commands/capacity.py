@@ -17,30 +17,96 @@ import json
 import sys
 
 from faasprof.errors import ConfigError
-from faasprof.progress import Progress
 from faasprof.experiments import capacity_store
 from faasprof.experiments.capacity import SEARCH_DEFAULTS, find_capacity
 from faasprof.platforms.openwhisk.connection import add_connection_arguments, resolve_connection
+from faasprof.progress import Progress
 from faasprof.workload.arrivals import rated_distributions
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("function", metavar="FUNCTION", help="action name (a catalogue function such as json_dumps, or an action already deployed)")
-    parser.add_argument("--memory", type=int, metavar="MB", help="memory limit to deploy the function with (default: its manifest's)")
-    parser.add_argument("--duration", type=float, default=SEARCH_DEFAULTS["duration_s"], metavar="S", help="length of each probe run (default %(default)g)")
-    parser.add_argument("--out", default="runs", metavar="DIR", help="the probe runs and the result go to DIR/capacity/ (default runs/)")
-    parser.add_argument("--start-rate", type=float, default=SEARCH_DEFAULTS["start_rate"], metavar="RPS", help="first rate (default %(default)g/s)")
-    parser.add_argument("--max-rate", type=float, default=SEARCH_DEFAULTS["max_rate"], metavar="RPS", help="the ceiling: highest rate tried; kept up there, the capacity is a lower bound (default %(default)g/s)")
-    parser.add_argument("--factor", type=float, default=SEARCH_DEFAULTS["factor"], help="step factor while the function keeps up (default %(default)g)")
-    parser.add_argument("--tolerance", type=float, default=SEARCH_DEFAULTS["tolerance"], help="stop bisecting when the bounds are this close, relative (default %(default)g)")
-    parser.add_argument("--max-runs", type=int, default=SEARCH_DEFAULTS["max_runs"], metavar="N", help="at most this many probe runs (default %(default)d)")
-    parser.add_argument("--distribution", choices=rated_distributions(), default="Uniform", help="arrival process of the probes, one driven by a rate (default Uniform)")
+    parser.add_argument(
+        "function",
+        metavar="FUNCTION",
+        help="action name (a catalogue function such as json_dumps, or an action already deployed)",
+    )
+    parser.add_argument(
+        "--memory", type=int, metavar="MB", help="memory limit to deploy the function with (default: its manifest's)"
+    )
+    parser.add_argument(
+        "--duration",
+        type=float,
+        default=SEARCH_DEFAULTS["duration_s"],
+        metavar="S",
+        help="length of each probe run (default %(default)g)",
+    )
+    parser.add_argument(
+        "--out", default="runs", metavar="DIR", help="the probe runs and the result go to DIR/capacity/ (default runs/)"
+    )
+    parser.add_argument(
+        "--start-rate",
+        type=float,
+        default=SEARCH_DEFAULTS["start_rate"],
+        metavar="RPS",
+        help="first rate (default %(default)g/s)",
+    )
+    parser.add_argument(
+        "--max-rate",
+        type=float,
+        default=SEARCH_DEFAULTS["max_rate"],
+        metavar="RPS",
+        help="the ceiling: highest rate tried; kept up there, the capacity is a lower bound (default %(default)g/s)",
+    )
+    parser.add_argument(
+        "--factor",
+        type=float,
+        default=SEARCH_DEFAULTS["factor"],
+        help="step factor while the function keeps up (default %(default)g)",
+    )
+    parser.add_argument(
+        "--tolerance",
+        type=float,
+        default=SEARCH_DEFAULTS["tolerance"],
+        help="stop bisecting when the bounds are this close, relative (default %(default)g)",
+    )
+    parser.add_argument(
+        "--max-runs",
+        type=int,
+        default=SEARCH_DEFAULTS["max_runs"],
+        metavar="N",
+        help="at most this many probe runs (default %(default)d)",
+    )
+    parser.add_argument(
+        "--distribution",
+        choices=rated_distributions(),
+        default="Uniform",
+        help="arrival process of the probes, one driven by a rate (default Uniform)",
+    )
     parser.add_argument("--params", metavar="JSON", help="parameters passed to every invocation, as a JSON object")
     parser.add_argument("--seed", type=int, default=1, help="random seed of the probes (default 1)")
-    parser.add_argument("--repeats", type=int, default=SEARCH_DEFAULTS["repeats"], metavar="N", help="probe a rate whose decision was close up to N more times, until two probes agree (default %(default)d)")
-    parser.add_argument("--cooldown", type=float, default=SEARCH_DEFAULTS["cooldown_s"], metavar="S", help="pause between probes (default %(default)g)")
-    parser.add_argument("--pause-grace", type=float, metavar="MS", help="embedded localwhisk: idle time before a sandbox is paused (default 50)")
-    parser.add_argument("--user-memory", type=int, metavar="MB", help="embedded localwhisk: memory budget of the pool (default 4096)")
+    parser.add_argument(
+        "--repeats",
+        type=int,
+        default=SEARCH_DEFAULTS["repeats"],
+        metavar="N",
+        help="probe a rate whose decision was close up to N more times, until two probes agree (default %(default)d)",
+    )
+    parser.add_argument(
+        "--cooldown",
+        type=float,
+        default=SEARCH_DEFAULTS["cooldown_s"],
+        metavar="S",
+        help="pause between probes (default %(default)g)",
+    )
+    parser.add_argument(
+        "--pause-grace",
+        type=float,
+        metavar="MS",
+        help="embedded localwhisk: idle time before a sandbox is paused (default 50)",
+    )
+    parser.add_argument(
+        "--user-memory", type=int, metavar="MB", help="embedded localwhisk: memory budget of the pool (default 4096)"
+    )
     parser.add_argument("--quiet", action="store_true", help="no progress lines on stderr")
     add_connection_arguments(parser)
 
@@ -57,7 +123,9 @@ def main(args: argparse.Namespace) -> int:
         try:
             params = json.loads(args.params)
         except json.JSONDecodeError as error:
-            raise ConfigError(f"--params: not valid JSON ({error.msg}); pass an object such as '{{\"service_ms\": 5}}'") from None
+            raise ConfigError(
+                f"--params: not valid JSON ({error.msg}); pass an object such as '{{\"service_ms\": 5}}'"
+            ) from None
         if not isinstance(params, dict):
             raise ConfigError("--params: must be a JSON object such as '{\"service_ms\": 5}'")
     connection = resolve_connection(args, None, origin="faasprof capacity")
@@ -90,23 +158,38 @@ def main(args: argparse.Namespace) -> int:
     if capacity is None:
         print(f"{args.function}: no capacity found: {result['stopped_because']}; nothing stored")
     else:  # kept for workloads whose rates are fractions of it
-        store_key = capacity_store.key(capacity_store.host_identity(), capacity_store.platform_identity(connection, settings), args.function, args.memory)
+        store_key = capacity_store.key(
+            capacity_store.host_identity(),
+            capacity_store.platform_identity(connection, settings),
+            args.function,
+            args.memory,
+        )
         entry = capacity_store.record(store_key, result)
         if entry["lower_bound"]:
-            print(f"{args.function}: capacity {result['capacity_text']} (mode there: {result['mode_at_capacity']}; never over-invoked); {result['stopped_because']}")
-            print(f"stored as a lower bound in {capacity_store.store_path()}: workloads that take fractions of it are warned")
+            print(
+                f"{args.function}: capacity {result['capacity_text']} (mode there: {result['mode_at_capacity']}; never over-invoked); {result['stopped_because']}"
+            )
+            print(
+                f"stored as a lower bound in {capacity_store.store_path()}: workloads that take fractions of it are warned"
+            )
         else:
             lowest, highest = result["interval_rps"]
             high = result["bounds_rps"][1]
-            print(f"{args.function}: capacity {result['capacity_text']} (interval {lowest:.4g}–{highest:.4g}/s; kept up at {low:.4g}/s, "
-                  f"mode {result['mode_at_capacity']}, over-invoked at {high:.4g}/s); {result['stopped_because']}")
+            print(
+                f"{args.function}: capacity {result['capacity_text']} (interval {lowest:.4g}–{highest:.4g}/s; kept up at {low:.4g}/s, "
+                f"mode {result['mode_at_capacity']}, over-invoked at {high:.4g}/s); {result['stopped_because']}"
+            )
             print(f"stored in {capacity_store.store_path()} for this host and platform")
     load = result.get("load_1min") or {}
     if load.get("before") is not None:
-        print(f"host load (1-min average) during the search: {load['before']:.3g} before, {load['peak']:.3g} at its peak ({load.get('cpus')} CPUs)")
+        print(
+            f"host load (1-min average) during the search: {load['before']:.3g} before, {load['peak']:.3g} at its peak ({load.get('cpus')} CPUs)"
+        )
     reference = result.get("reference")
     if reference:
-        print(f"reference latency (queueing rule): p50 {reference['completion_latency_ms_p50']:.4g} ms at {reference['rate_rps']:.4g}/s, the lowest-rate probe")
+        print(
+            f"reference latency (queueing rule): p50 {reference['completion_latency_ms_p50']:.4g} ms at {reference['rate_rps']:.4g}/s, the lowest-rate probe"
+        )
     for probe in result["probes"]:
         print(f"  {probe['rate_rps']:>9.4g}/s  {probe['mode']:<13} {probe['run_dir']}")
     print(result["result_file"])

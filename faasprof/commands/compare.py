@@ -17,8 +17,14 @@ from faasprof.analyzer.records import stderr_progress
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("run_dirs", nargs="+", metavar="RUN_DIR", help="run directories to compare")
-    parser.add_argument("--label", metavar="KEY", help="manifest key (dotted path, e.g. workload.instances.i0.rate) that names each run; default: the one setting that differs")
-    parser.add_argument("--out", metavar="DIR", help="output directory (default: compare-<UTC time> beside the first run)")
+    parser.add_argument(
+        "--label",
+        metavar="KEY",
+        help="manifest key (dotted path, e.g. workload.instances.i0.rate) that names each run; default: the one setting that differs",
+    )
+    parser.add_argument(
+        "--out", metavar="DIR", help="output directory (default: compare-<UTC time> beside the first run)"
+    )
 
 
 def main(args: argparse.Namespace) -> int:

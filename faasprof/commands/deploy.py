@@ -31,20 +31,42 @@ from faasprof.progress import Progress
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("functions", nargs="*", metavar="FUNCTION|PATH",
-                        help="catalogue functions or memory variants such as markdown-256 (see --list), or your own function: "
-                             "a .py/.js file or a folder with __main__.py or package.json")
+    parser.add_argument(
+        "functions",
+        nargs="*",
+        metavar="FUNCTION|PATH",
+        help="catalogue functions or memory variants such as markdown-256 (see --list), or your own function: "
+        "a .py/.js file or a folder with __main__.py or package.json",
+    )
     parser.add_argument("--all", action="store_true", help="every catalogue function available on this machine")
-    parser.add_argument("--memory", type=int, metavar="MB", help="memory limit for these actions (default: each function's own)")
-    parser.add_argument("--list", action="store_true", help="list the catalogue (and what each function lacks here), contact nothing")
+    parser.add_argument(
+        "--memory", type=int, metavar="MB", help="memory limit for these actions (default: each function's own)"
+    )
+    parser.add_argument(
+        "--list", action="store_true", help="list the catalogue (and what each function lacks here), contact nothing"
+    )
     own = parser.add_argument_group("your own function (a PATH)")
     own.add_argument("--name", help="action name (default: the file's stem or the folder's name); one PATH only")
-    own.add_argument("--kind", help="action kind such as python:3 or nodejs:20 (default: the platform's for the language)")
-    own.add_argument("--timeout", type=int, metavar="MS", help="time limit of one activation in milliseconds (default 60000)")
+    own.add_argument(
+        "--kind", help="action kind such as python:3 or nodejs:20 (default: the platform's for the language)"
+    )
+    own.add_argument(
+        "--timeout", type=int, metavar="MS", help="time limit of one activation in milliseconds (default 60000)"
+    )
     own.add_argument("--main", default="main", help="name of the function to call (default main)")
-    own.add_argument("--param", nargs=2, action="append", default=[], metavar=("KEY", "VALUE"),
-                     help="default parameter bound to the action (VALUE is parsed as JSON when it can be, as wsk -p)")
-    own.add_argument("--param-file", metavar="FILE", help="JSON object of default parameters (as wsk -P); --param entries override it")
+    own.add_argument(
+        "--param",
+        nargs=2,
+        action="append",
+        default=[],
+        metavar=("KEY", "VALUE"),
+        help="default parameter bound to the action (VALUE is parsed as JSON when it can be, as wsk -p)",
+    )
+    own.add_argument(
+        "--param-file",
+        metavar="FILE",
+        help="JSON object of default parameters (as wsk -P); --param entries override it",
+    )
     add_connection_arguments(parser, default="the localwhisk of `faasprof local start`; deploy never starts one")
 
 
@@ -79,10 +101,16 @@ def _entries(args: argparse.Namespace) -> list:
             entry = require(name, where="FUNCTION")
             chosen.append(entry.with_memory(args.memory) if args.memory is not None else entry)
         elif looks_like_path(name):
-            chosen.append(own_entry(name, name=args.name, kind=args.kind, memory_mb=args.memory, timeout_ms=args.timeout, main=args.main))
+            chosen.append(
+                own_entry(
+                    name, name=args.name, kind=args.kind, memory_mb=args.memory, timeout_ms=args.timeout, main=args.main
+                )
+            )
         else:
-            raise ConfigError(f"FUNCTION: {name!r} is neither a catalogue function nor a file or folder; "
-                              f"give the path of your function (./{name}) or one of: {known_functions_text()}")
+            raise ConfigError(
+                f"FUNCTION: {name!r} is neither a catalogue function nor a file or folder; "
+                f"give the path of your function (./{name}) or one of: {known_functions_text()}"
+            )
     return chosen
 
 
@@ -113,7 +141,9 @@ def main(args: argparse.Namespace) -> int:
     elif args.functions:
         chosen = _entries(args)
     else:
-        raise ConfigError(f"FUNCTION: name the functions to deploy (or the path of your own) or pass --all; known functions: {known_functions_text()}")
+        raise ConfigError(
+            f"FUNCTION: name the functions to deploy (or the path of your own) or pass --all; known functions: {known_functions_text()}"
+        )
     parameters = _parameters(args)
 
     connection = resolve_connection(args)
@@ -125,13 +155,19 @@ def main(args: argparse.Namespace) -> int:
     if args.all:
         chosen = _installable(chosen, progress)
     with require_platform(connection) as client:
-        print(f"deploying {len(chosen)} action(s) to {connection.apihost} (namespace {connection.namespace})", file=sys.stderr)
+        print(
+            f"deploying {len(chosen)} action(s) to {connection.apihost} (namespace {connection.namespace})",
+            file=sys.stderr,
+        )
 
         def report(name: str, status: str) -> None:
             action = client.get_action(name) or {}
             limits = action.get("limits") or {}
             kind = (action.get("exec") or {}).get("kind", "?")
-            print(f"{name:<16} {status:<9} {kind:<12} {limits.get('memory', '?')} MB  timeout {limits.get('timeout', '?')} ms", flush=True)
+            print(
+                f"{name:<16} {status:<9} {kind:<12} {limits.get('memory', '?')} MB  timeout {limits.get('timeout', '?')} ms",
+                flush=True,
+            )
 
         deploy_entries(client, chosen, parameters=parameters, report=report, progress=progress)
     return 0

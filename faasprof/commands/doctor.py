@@ -33,16 +33,22 @@ from faasprof.invoker.storage import find_binary
 from faasprof.monitoring.collectors import COLLECTORS, normalise_block
 from faasprof.monitoring.collectors.base import INFO, NO, OK, WARN, Finding
 from faasprof.monitoring.host import Root, collect_host, cpu_vendor_kind
+from faasprof.paths import cache_root, cache_usage
 from faasprof.platforms.base import PlatformError, PlatformUnreachable
 from faasprof.platforms.openwhisk.connection import add_connection_arguments, resolve_connection
-from faasprof.paths import cache_root, cache_usage
 from faasprof.platforms.openwhisk.platform import OpenWhiskPlatform
 from faasprof.workload.jsonread import read_workload_json
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("--workload", metavar="CONFIG", help="a workload JSON: exit 3 unless what it asks for is available")
-    parser.add_argument("--root", default="/", help="read /proc and /sys under this directory (default /); tools are not run when it is not /")
+    parser.add_argument(
+        "--workload", metavar="CONFIG", help="a workload JSON: exit 3 unless what it asks for is available"
+    )
+    parser.add_argument(
+        "--root",
+        default="/",
+        help="read /proc and /sys under this directory (default /); tools are not run when it is not /",
+    )
     parser.add_argument("--json", action="store_true", help="print the findings as JSON instead of lines")
     add_connection_arguments(parser)
 
@@ -62,11 +68,19 @@ def check_cpu(root, host: dict, live: bool, block: dict | None) -> list[Finding]
     findings = []
     governor = host.get("governor")
     if governor is None:
-        findings.append(Finding("cpu", INFO, "no cpufreq (a VM, or a driver without governors): frequency not controlled by this host"))
+        findings.append(
+            Finding(
+                "cpu", INFO, "no cpufreq (a VM, or a driver without governors): frequency not controlled by this host"
+            )
+        )
     elif governor == "performance":
         findings.append(Finding("cpu", OK, "governor performance"))
     else:
-        findings.append(Finding("cpu", WARN, f"governor {governor}: frequency varies with load", "cpupower frequency-set -g performance"))
+        findings.append(
+            Finding(
+                "cpu", WARN, f"governor {governor}: frequency varies with load", "cpupower frequency-set -g performance"
+            )
+        )
     turbo = host.get("turbo")
     if turbo is True:
         if cpu_vendor_kind(host) == "amd":
@@ -79,10 +93,23 @@ def check_cpu(root, host: dict, live: bool, block: dict | None) -> list[Finding]
         findings.append(Finding("cpu", OK, "turbo boost off"))
     smt = host.get("smt")
     if smt == "on" or host.get("smt_active"):
-        findings.append(Finding("cpu", WARN, "SMT on: sibling threads share caches and ports", "pin functions to whole cores, or echo off > /sys/devices/system/cpu/smt/control"))
+        findings.append(
+            Finding(
+                "cpu",
+                WARN,
+                "SMT on: sibling threads share caches and ports",
+                "pin functions to whole cores, or echo off > /sys/devices/system/cpu/smt/control",
+            )
+        )
     else:
         findings.append(Finding("cpu", INFO, SMT_STATES.get(smt, f"SMT {smt}")))
-    findings.append(Finding("cpu", INFO, f"{host.get('cpu_model')}: {host.get('logical_cpus')} CPUs, {host.get('physical_cores')} cores, {host.get('sockets')} socket(s); kernel {host.get('kernel')}"))
+    findings.append(
+        Finding(
+            "cpu",
+            INFO,
+            f"{host.get('cpu_model')}: {host.get('logical_cpus')} CPUs, {host.get('physical_cores')} cores, {host.get('sockets')} socket(s); kernel {host.get('kernel')}",
+        )
+    )
     findings += check_core_sharing(host)
     return findings
 
@@ -111,9 +138,9 @@ def check_core_sharing(host: dict) -> list[Finding]:
             WARN,
             f"only {cpus} CPUs: the invoker, the platform and the functions share them, so latencies and capacities include "
             "their contention (the invoker falls behind schedule, the functions queue behind the platform)",
-            "measure relative to capacity (rate {\"capacity_fraction\": F}) so results stay comparable on this host; keep other load "
+            'measure relative to capacity (rate {"capacity_fraction": F}) so results stay comparable on this host; keep other load '
             "off it; for absolute figures use a host with more cores, and cap the functions with a CPU quota so the invoker keeps the rest "
-            "(`faasprof local start --cpu-policy quota --user-cpus N`, or \"cpu_policy\": \"quota\", \"user_cpus\": N in the workload's "
+            '(`faasprof local start --cpu-policy quota --user-cpus N`, or "cpu_policy": "quota", "user_cpus": N in the workload\'s '
             "platform.localwhisk block)",
         )
     ]
@@ -129,16 +156,40 @@ def check_platform(args: argparse.Namespace, workload: dict | None) -> list[Find
             found = False
         if found:
             return [Finding("platform", OK, "no API host configured: the embedded localwhisk will be used")]
-        return [Finding("platform", NO, "no API host configured and the embedded localwhisk is not installed", "pass --apihost/--auth (or ~/.wskprops), or reinstall faasprof with ./setup.sh", ("platform",))]
+        return [
+            Finding(
+                "platform",
+                NO,
+                "no API host configured and the embedded localwhisk is not installed",
+                "pass --apihost/--auth (or ~/.wskprops), or reinstall faasprof with ./setup.sh",
+                ("platform",),
+            )
+        ]
     url = connection.apihost + "/api/v1"
     try:
         openwhisk = OpenWhiskPlatform(connection)  # its client, which the base class has not
         with openwhisk:
             info = openwhisk.client.api_info(timeout_s=5.0)
     except PlatformError as error:
-        return [Finding("platform", NO, f"{url} answered HTTP {error.status}", "check --apihost and that OpenWhisk's controller is up", ("platform",))]
+        return [
+            Finding(
+                "platform",
+                NO,
+                f"{url} answered HTTP {error.status}",
+                "check --apihost and that OpenWhisk's controller is up",
+                ("platform",),
+            )
+        ]
     except PlatformUnreachable as error:
-        return [Finding("platform", NO, f"{url} unreachable ({error.reason})", "start OpenWhisk (or check --apihost / ~/.wskprops), or drop them to use the embedded localwhisk", ("platform",))]
+        return [
+            Finding(
+                "platform",
+                NO,
+                f"{url} unreachable ({error.reason})",
+                "start OpenWhisk (or check --apihost / ~/.wskprops), or drop them to use the embedded localwhisk",
+                ("platform",),
+            )
+        ]
     except NotReadyError as error:
         return [Finding("platform", NO, str(error), "check --apihost, --auth and ~/.wskprops", ("platform",))]
     limits = info.get("limits") or {}
@@ -151,7 +202,7 @@ def check_platform(args: argparse.Namespace, workload: dict | None) -> list[Find
 def check_docker(workload: dict | None, problem: str | None) -> list[Finding]:
     """localwhisk's isolation docker: MISSING when the workload asks for it and Docker cannot run it
     (``problem``: why it cannot, from ``faasprof.docker.docker_problem``)."""
-    local = (((workload or {}).get("platform") or {}).get("localwhisk") or {})
+    local = ((workload or {}).get("platform") or {}).get("localwhisk") or {}
     if problem is None:
         return [Finding("docker", OK, "localwhisk isolation docker available (daemon answers, runtime images present)")]
     if local.get("isolation") == "docker":
@@ -163,7 +214,13 @@ def check_cache() -> list[Finding]:
     """Where faasprof's build products go and how much they hold (``faasprof cache``)."""
     root = cache_root()
     size = human_bytes(sum(item.size_bytes for item in cache_usage()))
-    return [Finding("cache", INFO, f"build products in {root} ({size}); faasprof cache list shows them, faasprof cache clean empties it")]
+    return [
+        Finding(
+            "cache",
+            INFO,
+            f"build products in {root} ({size}); faasprof cache list shows them, faasprof cache clean empties it",
+        )
+    ]
 
 
 # -- the optional extras of ./setup.sh -----------------------------------------------------------
@@ -198,10 +255,18 @@ def _node_missing(find: Finder, _docker: str | None) -> list[str]:
 EXTRAS = (
     Extra("node", "the Node.js functions (autocomplete, img-resize, ocr-img)", "about 30 s", _node_missing),
     Extra("ocr", "ocr-img", "about 20 s", _binaries("tesseract")),
-    Extra("storage", "workloads with a storage block, the I/O studies, io-object and io-net", "1 to 5 min: go builds versitygw",
-          _binaries("versitygw", "iperf3")),
-    Extra("docker", "localwhisk's isolation docker (--isolation docker), faasprof slowdown --isolation docker", "minutes: Docker and two images",
-          lambda _find, docker: [] if docker is None else ["Docker or its runtime images"]),
+    Extra(
+        "storage",
+        "workloads with a storage block, the I/O studies, io-object and io-net",
+        "1 to 5 min: go builds versitygw",
+        _binaries("versitygw", "iperf3"),
+    ),
+    Extra(
+        "docker",
+        "localwhisk's isolation docker (--isolation docker), faasprof slowdown --isolation docker",
+        "minutes: Docker and two images",
+        lambda _find, docker: [] if docker is None else ["Docker or its runtime images"],
+    ),
     Extra("perf", "the perf collector and faasprof mpki", "about 20 s", _binaries("perf")),
     Extra("bench", "bench/bench_invoker.py (nginx as the server)", "about 20 s", _binaries("nginx")),
 )
@@ -229,10 +294,24 @@ def check_extras(workload: dict | None, docker: str | None, find: Finder = _find
         fix = f"./setup.sh --with {extra.name} ({extra.install_time})"
         asked = sorted(needed & set(lacking)) if extra.name == "storage" else []
         if asked:
-            findings.append(Finding("extras", NO, f"{extra.name}: {', '.join(asked)} not installed, and the workload's storage block starts it",
-                                    fix, ("storage",)))
+            findings.append(
+                Finding(
+                    "extras",
+                    NO,
+                    f"{extra.name}: {', '.join(asked)} not installed, and the workload's storage block starts it",
+                    fix,
+                    ("storage",),
+                )
+            )
         else:
-            findings.append(Finding("extras", INFO, f"{extra.name} not installed ({', '.join(lacking)} missing), needed by {extra.needed_by}", fix))
+            findings.append(
+                Finding(
+                    "extras",
+                    INFO,
+                    f"{extra.name} not installed ({', '.join(lacking)} missing), needed by {extra.needed_by}",
+                    fix,
+                )
+            )
     return findings
 
 
@@ -260,7 +339,6 @@ def run_doctor(args: argparse.Namespace) -> tuple[list[Finding], set[str]]:
     findings += check_cache()
     required = set(blocks) | {"platform"}
 
-
     findings += check_extras(workload, docker)
     required = set(blocks) | {"platform"} | ({"storage"} if (workload or {}).get("storage") else set())
     return findings, required
@@ -273,12 +351,23 @@ def main(args: argparse.Namespace) -> int:
         if finding.state == NO and not set(finding.blocks) & required:
             finding.state = "no"  # missing, but nothing asked for it
     if args.json:
-        print(json.dumps({"findings": [f.__dict__ | {"blocks": list(f.blocks)} for f in findings], "required": sorted(required), "failing": failing}, indent=2))
+        print(
+            json.dumps(
+                {
+                    "findings": [f.__dict__ | {"blocks": list(f.blocks)} for f in findings],
+                    "required": sorted(required),
+                    "failing": failing,
+                },
+                indent=2,
+            )
+        )
     else:
         for finding in findings:
             print(finding.line())
     if failing:
-        print(f"not ready: {', '.join(failing)} unavailable (asked for by {args.workload or 'any run'})", file=sys.stderr)
+        print(
+            f"not ready: {', '.join(failing)} unavailable (asked for by {args.workload or 'any run'})", file=sys.stderr
+        )
         return EXIT_NOT_READY
     asked = ", ".join(sorted(required))
     print(f"ready: {asked} available", file=sys.stderr)

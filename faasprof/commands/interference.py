@@ -16,35 +16,62 @@ import sys
 from pathlib import Path
 
 from faasprof import rundir
+from faasprof.commands.run import local_settings
 from faasprof.errors import ConfigError
-from faasprof.paths import WORKLOAD_CONFIGS_DIR
-from faasprof.progress import Progress
-from faasprof.platforms.openwhisk.connection import add_connection_arguments, resolve_connection
 from faasprof.experiments.analyzed import execute_analyzed
 from faasprof.experiments.capacity import find_capacity
 from faasprof.experiments.interference import capacity_from_file, report_run, resolve_rate
-from faasprof.commands.run import local_settings
 from faasprof.invoker.preflight import check_out_dir
+from faasprof.paths import WORKLOAD_CONFIGS_DIR
+from faasprof.platforms.openwhisk.connection import add_connection_arguments, resolve_connection
+from faasprof.progress import Progress
 from faasprof.workload.spec import workload_from_dict
 
 DEFAULT_WORKLOAD = WORKLOAD_CONFIGS_DIR / "fig14_interference.json"
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("workload", nargs="?", default=str(DEFAULT_WORKLOAD), metavar="WORKLOAD",
-                        help="workload JSON (default workload_configs/fig14_interference.json)")
-    parser.add_argument("--victim", default="json_dumps", metavar="INSTANCE", help="instance whose rate is set from the capacity and whose latency is drawn (default json_dumps)")
-    parser.add_argument("--aggressor", default="deltablue", metavar="INSTANCE", help="instance whose activity window is shaded (default deltablue)")
+    parser.add_argument(
+        "workload",
+        nargs="?",
+        default=str(DEFAULT_WORKLOAD),
+        metavar="WORKLOAD",
+        help="workload JSON (default workload_configs/fig14_interference.json)",
+    )
+    parser.add_argument(
+        "--victim",
+        default="json_dumps",
+        metavar="INSTANCE",
+        help="instance whose rate is set from the capacity and whose latency is drawn (default json_dumps)",
+    )
+    parser.add_argument(
+        "--aggressor",
+        default="deltablue",
+        metavar="INSTANCE",
+        help="instance whose activity window is shaded (default deltablue)",
+    )
     capacity = parser.add_mutually_exclusive_group()
     capacity.add_argument("--capacity-rps", type=float, metavar="RPS", help="the victim's capacity, measured before")
     capacity.add_argument("--capacity-file", metavar="FILE", help="a result JSON of `faasprof capacity VICTIM`")
-    capacity.add_argument("--measure-capacity", action="store_true", help="run a capacity search for the victim's function first (a few minutes)")
-    parser.add_argument("--fraction", type=float, default=0.8, help="victim rate as a fraction of its capacity (default 0.8)")
+    capacity.add_argument(
+        "--measure-capacity",
+        action="store_true",
+        help="run a capacity search for the victim's function first (a few minutes)",
+    )
+    parser.add_argument(
+        "--fraction", type=float, default=0.8, help="victim rate as a fraction of its capacity (default 0.8)"
+    )
     parser.add_argument("--out", default="runs", metavar="DIR", help="where the run directory goes (default runs/)")
     parser.add_argument("--report", metavar="RUN_DIR", help="do not run: draw the figure for this finished run")
     local = parser.add_argument_group("embedded localwhisk only")
-    local.add_argument("--isolation", choices=("auto", "cgroup", "rlimit", "docker"), help="sandboxes as processes or Docker containers (default auto)")
-    local.add_argument("--pause-grace", type=float, metavar="MS", help="idle time before a warm sandbox is paused (default 50)")
+    local.add_argument(
+        "--isolation",
+        choices=("auto", "cgroup", "rlimit", "docker"),
+        help="sandboxes as processes or Docker containers (default auto)",
+    )
+    local.add_argument(
+        "--pause-grace", type=float, metavar="MS", help="idle time before a warm sandbox is paused (default 50)"
+    )
     local.add_argument("--user-memory", type=int, metavar="MB", help="memory budget of the pool (default 4096)")
     parser.add_argument("--quiet", action="store_true", help="no progress lines on stderr")
     add_connection_arguments(parser)
@@ -54,7 +81,9 @@ def main(args: argparse.Namespace) -> int:
     if args.report:
         run_dir = Path(args.report)
         if not rundir.is_run_dir(run_dir):
-            raise ConfigError(f"{run_dir}: --report: not a run directory (no {rundir.MANIFEST}); pass the directory `faasprof interference` or `faasprof run` printed")
+            raise ConfigError(
+                f"{run_dir}: --report: not a run directory (no {rundir.MANIFEST}); pass the directory `faasprof interference` or `faasprof run` printed"
+            )
         stored = run_dir / "analysis" / "interference.json"
         rate = json.loads(stored.read_text()).get("rate") if stored.is_file() else None
         return _show(report_run(run_dir, args.victim, args.aggressor, rate), run_dir)
@@ -77,8 +106,17 @@ def main(args: argparse.Namespace) -> int:
         capacity_rps, source = capacity_from_file(args.capacity_file), f"capacity result {args.capacity_file}"
     elif args.measure_capacity:
         function = ((data.get("instances") or {}).get(args.victim) or {}).get("application", args.victim)
-        result = find_capacity(function, out_dir=args.out, duration_s=5.0, connection=connection, local_settings=settings,
-                               start_rate=2.0, tolerance=0.25, max_runs=8, progress=progress)
+        result = find_capacity(
+            function,
+            out_dir=args.out,
+            duration_s=5.0,
+            connection=connection,
+            local_settings=settings,
+            start_rate=2.0,
+            tolerance=0.25,
+            max_runs=8,
+            progress=progress,
+        )
         if result["capacity_rps"] is None:
             raise ConfigError(f"{function}: no capacity found ({result['stopped_because']}); pass --capacity-rps")
         capacity_rps, source = result["capacity_rps"], f"measured now: {result['result_file']}"
@@ -86,7 +124,9 @@ def main(args: argparse.Namespace) -> int:
     if not args.quiet:
         print(f"{args.victim}: {rate['rate_rps']}/s ({rate['source']})", file=sys.stderr)
     workload = workload_from_dict(resolved, origin=str(path), path=path)
-    run_dir = execute_analyzed(workload, args.out, connection=connection, local_settings=settings, progress=progress, analyze=True)
+    run_dir = execute_analyzed(
+        workload, args.out, connection=connection, local_settings=settings, progress=progress, analyze=True
+    )
     return _show(report_run(run_dir, args.victim, args.aggressor, rate), run_dir)
 
 
@@ -96,7 +136,10 @@ def _show(result_path: Path, run_dir: Path) -> int:
         print(f"{panel['panel']}: " + (f"not measured ({panel['missing']})" if panel["missing"] else panel["label"]))
     latency = result.get("latency") or {}
     if latency:
-        print(f"{result['victim']} median completion latency: " + ", ".join(_window_text(latency, name) for name in ("before", "during", "after")))
+        print(
+            f"{result['victim']} median completion latency: "
+            + ", ".join(_window_text(latency, name) for name in ("before", "during", "after"))
+        )
     print(f"figure: {run_dir / 'analysis' / result['figure']}")
     print(run_dir)
     return 0

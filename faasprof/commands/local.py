@@ -24,12 +24,29 @@ import urllib.request
 from pathlib import Path
 
 from faasprof.errors import ConfigError, NotReadyError, RunError
-from faasprof.localwhisk.config import (AUTH_ENV, DEFAULT_DATA_DIR, GUEST_AUTH, add_auth_file_argument, add_settings_arguments, is_loopback,
-                               read_auth_file, settings_argv, settings_from_args, validate_settings)
 from faasprof.localwhisk.cgroups import pid_alive as _pid_alive
+from faasprof.localwhisk.config import (
+    AUTH_ENV,
+    DEFAULT_DATA_DIR,
+    GUEST_AUTH,
+    add_auth_file_argument,
+    add_settings_arguments,
+    is_loopback,
+    read_auth_file,
+    settings_argv,
+    settings_from_args,
+    validate_settings,
+)
 from faasprof.localwhisk.embedded import launch_server
 from faasprof.localwhisk.watchdog import launch as launch_watchdog
-from faasprof.platforms.openwhisk.connection import LOCAL_PID_KEY, forget_local_props, local_props_path, read_local_props, read_wskprops, write_local_props
+from faasprof.platforms.openwhisk.connection import (
+    LOCAL_PID_KEY,
+    forget_local_props,
+    local_props_path,
+    read_local_props,
+    read_wskprops,
+    write_local_props,
+)
 
 STATE_FILE = "localwhisk.json"
 
@@ -40,14 +57,20 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     add_settings_arguments(start)
     add_auth_file_argument(start)
     stop = sub.add_parser("stop", help="stop the localwhisk of --data-dir (and --port)")
-    status = sub.add_parser("status", help="show the pool of the localwhisk of --data-dir: warm, paused, busy per action")
+    status = sub.add_parser(
+        "status", help="show the pool of the localwhisk of --data-dir: warm, paused, busy per action"
+    )
     for p in (stop, status):
         p.add_argument("--data-dir", help=f"the instance's data directory (default {DEFAULT_DATA_DIR})")
         p.add_argument("--port", type=int, help="the instance's port (checked against the data directory's instance)")
-    status.add_argument("--auth", help=f"the key the instance accepts (default: --auth-file, ${AUTH_ENV}, OpenWhisk's guest key)")
+    status.add_argument(
+        "--auth", help=f"the key the instance accepts (default: --auth-file, ${AUTH_ENV}, OpenWhisk's guest key)"
+    )
     add_auth_file_argument(status)
     status.add_argument("--json", action="store_true", help="print the raw pool JSON")
-    stop.add_argument("--timeout", type=float, default=15.0, help="seconds to wait for a clean stop before SIGKILL (default 15)")
+    stop.add_argument(
+        "--timeout", type=float, default=15.0, help="seconds to wait for a clean stop before SIGKILL (default 15)"
+    )
 
 
 def main(args: argparse.Namespace) -> int:
@@ -58,13 +81,16 @@ def _data_dir(args) -> Path:
     return Path(args.data_dir or DEFAULT_DATA_DIR).expanduser().resolve()
 
 
-
 def _read_state(data_dir: Path, port: int | None) -> dict:
     state = _recorded_state(data_dir)
     if state is None:
-        raise NotReadyError(f"{data_dir}: no localwhisk is running for this data directory; start one with `faasprof local start --data-dir {data_dir}`")
+        raise NotReadyError(
+            f"{data_dir}: no localwhisk is running for this data directory; start one with `faasprof local start --data-dir {data_dir}`"
+        )
     if not _pid_alive(int(state.get("pid", 0))):
-        raise NotReadyError(f"{data_dir}: the localwhisk recorded there (pid {state.get('pid')}) is not running; start one with `faasprof local start`")
+        raise NotReadyError(
+            f"{data_dir}: the localwhisk recorded there (pid {state.get('pid')}) is not running; start one with `faasprof local start`"
+        )
     _check_port(state, data_dir, port)
     return state
 
@@ -82,7 +108,9 @@ def _recorded_state(data_dir: Path) -> dict | None:
 
 def _check_port(state: dict, data_dir: Path, port: int | None) -> None:
     if port is not None and int(state.get("port", -1)) != port:
-        raise ConfigError(f"--port {port}: the localwhisk of {data_dir} listens on port {state.get('port')}; pass --port {state.get('port')} or the other instance's --data-dir")
+        raise ConfigError(
+            f"--port {port}: the localwhisk of {data_dir} listens on port {state.get('port')}; pass --port {state.get('port')} or the other instance's --data-dir"
+        )
 
 
 def _get_json(url: str, auth: str | None = None, timeout: float = 5.0) -> dict:
@@ -100,7 +128,9 @@ def _start(args) -> int:
         raise ConfigError(f"faasprof local start: {error}") from None
     problems = validate_settings(settings)
     if problems:
-        raise ConfigError(f"faasprof local start: {problems[0]}", problems=[f"faasprof local start: {p}" for p in problems])
+        raise ConfigError(
+            f"faasprof local start: {problems[0]}", problems=[f"faasprof local start: {p}" for p in problems]
+        )
     data_dir = Path(settings.data_dir).expanduser().resolve()
     settings.data_dir = str(data_dir)
     state_path = data_dir / STATE_FILE
@@ -111,8 +141,13 @@ def _start(args) -> int:
             state = {}
         if state.get("pid") and _pid_alive(int(state["pid"])):
             if args.port is not None and int(state.get("port", -1)) != args.port:
-                raise ConfigError(f"--data-dir {data_dir}: a localwhisk already runs there on port {state.get('port')}; stop it first or choose another --data-dir")
-            print(f"localwhisk already running at {state.get('apihost')} (pid {state['pid']}, data dir {data_dir})", file=sys.stderr)
+                raise ConfigError(
+                    f"--data-dir {data_dir}: a localwhisk already runs there on port {state.get('port')}; stop it first or choose another --data-dir"
+                )
+            print(
+                f"localwhisk already running at {state.get('apihost')} (pid {state['pid']}, data dir {data_dir})",
+                file=sys.stderr,
+            )
             recorded = read_local_props()
             if recorded.get(LOCAL_PID_KEY) == str(state["pid"]):
                 _say_connection(recorded["APIHOST"], recorded["AUTH"], recorded["NAMESPACE"], _key_origin(args))
@@ -123,8 +158,11 @@ def _start(args) -> int:
     values.pop("auth")
     argv = settings_argv({k: v for k, v in values.items() if v not in ("",)})
     if not is_loopback(settings.host):
-        print(f"faasprof local start: WARNING: --host {settings.host} exposes localwhisk to the network; anyone holding the key "
-              f"can run code on this machine", file=sys.stderr)
+        print(
+            f"faasprof local start: WARNING: --host {settings.host} exposes localwhisk to the network; anyone holding the key "
+            f"can run code on this machine",
+            file=sys.stderr,
+        )
     log_path = Path(settings.log_file) if settings.log_file else data_dir / "localwhisk.log"
     _, state, info = launch_server(argv, data_dir, log_path, auth=settings.auth)
     apihost, pid = state["apihost"], int(state["pid"])
@@ -134,15 +172,28 @@ def _start(args) -> int:
     other = read_local_props()
     if other and other.get(LOCAL_PID_KEY) != str(pid):
         # Another instance is the one faasprof finds; this one is reached with flags.
-        print(f"faasprof commands keep using the localwhisk at {other.get('APIHOST')} (pid {other.get(LOCAL_PID_KEY)}); "
-              f"reach this one with --apihost {apihost} --auth KEY, the key below", file=sys.stderr)
+        print(
+            f"faasprof commands keep using the localwhisk at {other.get('APIHOST')} (pid {other.get(LOCAL_PID_KEY)}); "
+            f"reach this one with --apihost {apihost} --auth KEY, the key below",
+            file=sys.stderr,
+        )
         _say_key(settings.auth, settings.namespace, _key_origin(args))
     else:
         served = (info or {}).get("localwhisk") or {}
-        write_local_props(apihost, settings.auth, settings.namespace, pid, data_dir,
-                          {"pause_grace_ms": served.get("pause_grace_ms"), "user_memory_mb": served.get("user_memory_mb")})
+        write_local_props(
+            apihost,
+            settings.auth,
+            settings.namespace,
+            pid,
+            data_dir,
+            {"pause_grace_ms": served.get("pause_grace_ms"), "user_memory_mb": served.get("user_memory_mb")},
+        )
         _say_connection(apihost, settings.auth, settings.namespace, _key_origin(args))
-    print("stop it with: faasprof local stop" + ("" if data_dir == DEFAULT_DATA_DIR.resolve() else f" --data-dir {data_dir}"), file=sys.stderr)
+    print(
+        "stop it with: faasprof local stop"
+        + ("" if data_dir == DEFAULT_DATA_DIR.resolve() else f" --data-dir {data_dir}"),
+        file=sys.stderr,
+    )
     print(apihost)
     return 0
 
@@ -169,15 +220,24 @@ def _say_connection(apihost: str, auth: str, namespace: str, origin: tuple[str, 
     """The key, how faasprof finds this localwhisk, and the lines that point ``wsk`` at it."""
     _say_key(auth, namespace, origin)
     path = local_props_path()
-    print(f"faasprof run, deploy, analyze ... use it until `faasprof local stop` (its connection: {path})", file=sys.stderr)
+    print(
+        f"faasprof run, deploy, analyze ... use it until `faasprof local stop` (its connection: {path})",
+        file=sys.stderr,
+    )
     shadowing = read_wskprops().get("APIHOST")
     if shadowing:
         where = os.environ.get("WSK_CONFIG_FILE") or "~/.wskprops"
-        print(f"note: {where} names {shadowing}, which faasprof uses first: pass --apihost {apihost} --auth KEY, "
-              "or move that file aside", file=sys.stderr)
+        print(
+            f"note: {where} names {shadowing}, which faasprof uses first: pass --apihost {apihost} --auth KEY, "
+            "or move that file aside",
+            file=sys.stderr,
+        )
     key = auth if auth == GUEST_AUTH else (origin or ("", "KEY"))[1]
     print(f"for the wsk CLI: export WSK_CONFIG_FILE={path}", file=sys.stderr)
-    print(f"            or: wsk property set --apihost {apihost} --auth {key} --namespace {namespace}   (rewrites ~/.wskprops)", file=sys.stderr)
+    print(
+        f"            or: wsk property set --apihost {apihost} --auth {key} --namespace {namespace}   (rewrites ~/.wskprops)",
+        file=sys.stderr,
+    )
 
 
 def _stop(args) -> int:
@@ -201,7 +261,9 @@ def _stop(args) -> int:
         time.sleep(0.05)
     os.kill(pid, signal.SIGKILL)
     forget_local_props(data_dir)
-    raise RunError(f"localwhisk (pid {pid}) did not stop within {args.timeout:g} s and was killed; its sandboxes' cgroups are removed at the next start")
+    raise RunError(
+        f"localwhisk (pid {pid}) did not stop within {args.timeout:g} s and was killed; its sandboxes' cgroups are removed at the next start"
+    )
 
 
 def _status_auth(args) -> str:
@@ -222,21 +284,31 @@ def _status(args) -> int:
         status = _get_json(state["apihost"] + "/localwhisk/v1/pool", auth=_status_auth(args))
     except urllib.error.HTTPError as error:
         if error.code == 401:
-            raise ConfigError("--auth: the localwhisk rejected the key (401); pass the key it was started with") from None
+            raise ConfigError(
+                "--auth: the localwhisk rejected the key (401); pass the key it was started with"
+            ) from None
         raise RunError(f"{state['apihost']}: GET /localwhisk/v1/pool answered {error.code}") from None
     except (OSError, ValueError) as error:
-        raise NotReadyError(f"{state['apihost']}: no answer ({error}); is localwhisk (pid {state['pid']}) hung?") from None
+        raise NotReadyError(
+            f"{state['apihost']}: no answer ({error}); is localwhisk (pid {state['pid']}) hung?"
+        ) from None
     if args.json:
         print(json.dumps(status, indent=2))
         return 0
     lw, pool = status["localwhisk"], status["pool"]
-    print(f"localwhisk {lw['apihost']}  pid {lw['pid']}  isolation {lw['isolation']}  pause grace {lw['pause_grace_ms']} ms  data {lw['data_dir']}")
-    print(f"memory {pool['used_memory_mb']}/{pool['user_memory_mb']} MB  running {pool['running']}  queued {pool['queued']}  "
-          f"records written {status['records_written']}")
+    print(
+        f"localwhisk {lw['apihost']}  pid {lw['pid']}  isolation {lw['isolation']}  pause grace {lw['pause_grace_ms']} ms  data {lw['data_dir']}"
+    )
+    print(
+        f"memory {pool['used_memory_mb']}/{pool['user_memory_mb']} MB  running {pool['running']}  queued {pool['queued']}  "
+        f"records written {status['records_written']}"
+    )
     if pool["actions"]:
         print(f"{'action':<32} {'warm':>5} {'paused':>6} {'busy':>5} {'starting':>8}")
         for name, counts in sorted(pool["actions"].items()):
-            print(f"{name:<32} {counts.get('warm', 0):>5} {counts.get('paused', 0):>6} {counts.get('busy', 0):>5} {counts.get('starting', 0):>8}")
+            print(
+                f"{name:<32} {counts.get('warm', 0):>5} {counts.get('paused', 0):>6} {counts.get('busy', 0):>5} {counts.get('starting', 0):>8}"
+            )
     else:
         print("no action sandboxes")
     for p in pool["prewarm"]:

@@ -16,26 +16,53 @@ import json
 import sys
 from pathlib import Path
 
-from faasprof.experiments import native
 from faasprof.errors import ConfigError
+from faasprof.experiments import native
 from faasprof.functions.catalogue import load_params_file, lookup, require
 from faasprof.functions.checks import check_result
 from faasprof.functions.own import looks_like_path, own_entry, stage
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("function", metavar="FUNCTION|PATH",
-                        help="a catalogue function (faasprof deploy --list lists them), or your own: a .py/.js file or a folder "
-                             "with __main__.py (and requirements.txt) or package.json")
+    parser.add_argument(
+        "function",
+        metavar="FUNCTION|PATH",
+        help="a catalogue function (faasprof deploy --list lists them), or your own: a .py/.js file or a folder "
+        "with __main__.py (and requirements.txt) or package.json",
+    )
     parser.add_argument("--repeat", type=int, default=10, metavar="N", help="calls to measure (default 10)")
-    parser.add_argument("--concurrency", type=int, default=1, metavar="K", help="worker processes calling in parallel (default 1)")
-    parser.add_argument("--warmup", type=int, default=0, metavar="W", help="unrecorded calls per worker before measuring (default 0: the first call is cold)")
-    parser.add_argument("--params", type=Path, metavar="FILE", help="JSON object of parameters (default: the function's sample input)")
-    parser.add_argument("--out", type=Path, default=Path("runs"), metavar="DIR", help="where the run directory goes (default runs/)")
-    parser.add_argument("--timeout-s", type=float, metavar="S", help="per-call time limit (default: the function's timeout)")
-    parser.add_argument("--perf", action="store_true", help="count software events with perf stat per worker (fails if perf cannot)")
-    parser.add_argument("--perf-events", metavar="LIST", help="comma-separated perf events (default task-clock,context-switches,cpu-migrations,page-faults,minor-faults,major-faults)")
-    parser.add_argument("--check", action="store_true", help="with the sample input, compare each result with the function's expected.json")
+    parser.add_argument(
+        "--concurrency", type=int, default=1, metavar="K", help="worker processes calling in parallel (default 1)"
+    )
+    parser.add_argument(
+        "--warmup",
+        type=int,
+        default=0,
+        metavar="W",
+        help="unrecorded calls per worker before measuring (default 0: the first call is cold)",
+    )
+    parser.add_argument(
+        "--params", type=Path, metavar="FILE", help="JSON object of parameters (default: the function's sample input)"
+    )
+    parser.add_argument(
+        "--out", type=Path, default=Path("runs"), metavar="DIR", help="where the run directory goes (default runs/)"
+    )
+    parser.add_argument(
+        "--timeout-s", type=float, metavar="S", help="per-call time limit (default: the function's timeout)"
+    )
+    parser.add_argument(
+        "--perf", action="store_true", help="count software events with perf stat per worker (fails if perf cannot)"
+    )
+    parser.add_argument(
+        "--perf-events",
+        metavar="LIST",
+        help="comma-separated perf events (default task-clock,context-switches,cpu-migrations,page-faults,minor-faults,major-faults)",
+    )
+    parser.add_argument(
+        "--check",
+        action="store_true",
+        help="with the sample input, compare each result with the function's expected.json",
+    )
 
 
 def main(args: argparse.Namespace) -> int:
@@ -51,8 +78,13 @@ def main(args: argparse.Namespace) -> int:
         if args.check:
             raise ConfigError("--check: compares against the sample input's expected result; drop --params or --check")
     options = native.NativeOptions(
-        repeat=args.repeat, concurrency=args.concurrency, warmup=args.warmup, params=params, params_source=source,
-        perf=args.perf, timeout_s=args.timeout_s,
+        repeat=args.repeat,
+        concurrency=args.concurrency,
+        warmup=args.warmup,
+        params=params,
+        params_source=source,
+        perf=args.perf,
+        timeout_s=args.timeout_s,
     )
     if args.perf_events:
         options.perf_events = tuple(event.strip() for event in args.perf_events.split(",") if event.strip())
@@ -77,11 +109,17 @@ def main(args: argparse.Namespace) -> int:
     outcomes = summary.get("outcomes", {})
     timing = summary.get("exec_ms")
     if timing:
-        print(f"{entry.name}: {outcomes.get('ok', 0)}/{summary['calls']} ok; exec ms median {timing['median']:.3f} "
-              f"mean {timing['mean']:.3f} min {timing['min']:.3f} max {timing['max']:.3f}", file=sys.stderr)
+        print(
+            f"{entry.name}: {outcomes.get('ok', 0)}/{summary['calls']} ok; exec ms median {timing['median']:.3f} "
+            f"mean {timing['mean']:.3f} min {timing['min']:.3f} max {timing['max']:.3f}",
+            file=sys.stderr,
+        )
     failures = {outcome: count for outcome, count in outcomes.items() if outcome != "ok"}
     if failures:
-        print(f"{entry.name}: not ok: {json.dumps(failures)}; see {run_dir / 'native.csv'} and {run_dir / 'native'}/", file=sys.stderr)
+        print(
+            f"{entry.name}: not ok: {json.dumps(failures)}; see {run_dir / 'native.csv'} and {run_dir / 'native'}/",
+            file=sys.stderr,
+        )
         status = 1
     print(run_dir)
     return status

@@ -29,12 +29,19 @@ def _merged_arguments() -> dict[str, tuple[dict, str]]:
         for argument in kind.arguments:
             kwargs, helps = found.setdefault(argument.flag, (dict(argument.kwargs), {}))
             helps.setdefault(argument.help, []).append(kind.name)
-    return {flag: (kwargs, "; ".join(f"{'/'.join(names)}: {text}" for text, names in helps.items())) for flag, (kwargs, helps) in found.items()}
+    return {
+        flag: (kwargs, "; ".join(f"{'/'.join(names)}: {text}" for text, names in helps.items()))
+        for flag, (kwargs, helps) in found.items()
+    }
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     kinds = parse_kinds()
-    parser.add_argument("kind", choices=tuple(kinds), help="which tool wrote FILE: " + "; ".join(f"{name}: {kind.help}" for name, kind in kinds.items()))
+    parser.add_argument(
+        "kind",
+        choices=tuple(kinds),
+        help="which tool wrote FILE: " + "; ".join(f"{name}: {kind.help}" for name, kind in kinds.items()),
+    )
     parser.add_argument("file", help="the raw output file ('-' for stdin)")
     parser.add_argument("--out", help="write the CSV here (default: stdout)")
     for flag, (kwargs, text) in _merged_arguments().items():
@@ -60,7 +67,9 @@ def main(args: argparse.Namespace) -> int:
         except FileNotFoundError:
             raise ConfigError(f"{path}: no such file; pass the raw {args.kind} output file") from None
         except IsADirectoryError:
-            raise ConfigError(f"{path}: is a directory; pass the raw {args.kind} output file (e.g. monitors/{args.kind}/...)") from None
+            raise ConfigError(
+                f"{path}: is a directory; pass the raw {args.kind} output file (e.g. monitors/{args.kind}/...)"
+            ) from None
         except OSError as error:
             raise ConfigError(f"{path}: cannot read ({error.strerror})") from None
         name = str(path)
@@ -69,7 +78,9 @@ def main(args: argparse.Namespace) -> int:
     except FormatError as error:
         raise FormatError(f"{name}: {error}; is this raw {args.kind} output? (see `faasprof parse --help`)") from None
     if frame.empty:
-        raise FormatError(f"{name}: no {args.kind} rows found; is this raw {args.kind} output? (see `faasprof parse --help`)")
+        raise FormatError(
+            f"{name}: no {args.kind} rows found; is this raw {args.kind} output? (see `faasprof parse --help`)"
+        )
     if args.out:
         out = Path(args.out)
         if out.parent and not out.parent.exists():

@@ -19,13 +19,13 @@ import time
 from dataclasses import replace
 
 from faasprof.errors import ConfigError
-from faasprof.invoker.preflight import check_out_file
-from faasprof.platforms.openwhisk.connection import resolve_connection
-from faasprof.workload.schedule import build_schedule
-from faasprof.workload.jsonread import is_schema_document, parse_workload_file
-from faasprof.workload.spec import workload_from_parsed
 from faasprof.experiments import capacity_store
 from faasprof.experiments.sweep import describe_plan
+from faasprof.invoker.preflight import check_out_file
+from faasprof.platforms.openwhisk.connection import resolve_connection
+from faasprof.workload.jsonread import is_schema_document, parse_workload_file
+from faasprof.workload.schedule import build_schedule
+from faasprof.workload.spec import workload_from_parsed
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
@@ -55,10 +55,14 @@ def main(args: argparse.Namespace) -> int:
     bands: list[str] = []
     empty_bands: list[str] = []
     if given.needs_capacity():
-        connection = resolve_connection(None, given.platform, origin=args.config)  # reads files only: no platform is asked
+        connection = resolve_connection(
+            None, given.platform, origin=args.config
+        )  # reads files only: no platform is asked
         capacities = capacity_store.stored_capacities(given, connection, given.platform.get("localwhisk"))
         # Which band of the platform each stored capacity's fraction falls in, as run says before it starts.
-        empty_bands, bands = capacity_store.band_lines(given, capacities, capacity_store.pause_grace_of(connection, given.platform.get("localwhisk")))
+        empty_bands, bands = capacity_store.band_lines(
+            given, capacities, capacity_store.pause_grace_of(connection, given.platform.get("localwhisk"))
+        )
     workload = given.with_capacities(capacities, partial=True, missing_files_warn=True) if capacities else given
     for line in workload.warnings:
         print(f"warning: {line}", file=sys.stderr)
@@ -66,7 +70,9 @@ def main(args: argparse.Namespace) -> int:
     started = time.perf_counter()
     # Instances whose capacity is not measured yet plan nothing here; the others' streams do not
     # depend on them (each instance draws from its own stream).
-    schedule = build_schedule(replace(workload, instances=tuple(i for i in workload.instances if i.name not in unknown)))
+    schedule = build_schedule(
+        replace(workload, instances=tuple(i for i in workload.instances if i.name not in unknown))
+    )
     build_s = time.perf_counter() - started
     counts = schedule.counts()
 
@@ -80,15 +86,33 @@ def main(args: argparse.Namespace) -> int:
             offered = "-" if instance.rate is None else ("0 (muted)" if instance.rate == 0 else f"{instance.rate:g}")
             achieved = f"{n / instance.window_length_s if instance.window_length_s > 0 else 0.0:.3g}"
             planned = str(n)
-        rows.append([instance.name, instance.function, instance.distribution, offered, achieved, f"[{start_s:g}, {end_s:g})", planned])
-    print(format_table(rows, ["instance", "function", "distribution", "rate/s", "planned/s", "window_s", "invocations"]))
+        rows.append(
+            [
+                instance.name,
+                instance.function,
+                instance.distribution,
+                offered,
+                achieved,
+                f"[{start_s:g}, {end_s:g})",
+                planned,
+            ]
+        )
+    print(
+        format_table(rows, ["instance", "function", "distribution", "rate/s", "planned/s", "window_s", "invocations"])
+    )
     for line in capacity_store.describe_fractions(given, capacities) + bands:
         print(line)
     for line in empty_bands:
         print(f"warning: {line}", file=sys.stderr)
     seed_note = " (fresh: random_seed is null; pass --seed to repeat it)" if workload.seed_was_null else ""
-    unknown_note = f" and an unknown number for {len(unknown)} instance{'s' if len(unknown) != 1 else ''} whose capacity is not measured yet" if unknown else ""
-    print(f"total {len(schedule)} invocations{unknown_note} over {workload.duration_s:g} s; seed {workload.seed}{seed_note}")
+    unknown_note = (
+        f" and an unknown number for {len(unknown)} instance{'s' if len(unknown) != 1 else ''} whose capacity is not measured yet"
+        if unknown
+        else ""
+    )
+    print(
+        f"total {len(schedule)} invocations{unknown_note} over {workload.duration_s:g} s; seed {workload.seed}{seed_note}"
+    )
     if workload.sweep:
         print(describe_plan(workload))
     if args.out:

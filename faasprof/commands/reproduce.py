@@ -22,28 +22,39 @@ import sys
 import time
 from pathlib import Path
 
+from faasprof import rundir
+from faasprof.docker import docker_problem
+from faasprof.errors import NotReadyError
 from faasprof.experiments import capacity_store
 from faasprof.experiments import reproduce as plan
 from faasprof.experiments import reproduce_report as report
 from faasprof.experiments import reproduce_rules as rules
 from faasprof.experiments import reproduce_runs as runs
-from faasprof import rundir
-from faasprof.docker import docker_problem
-from faasprof.errors import NotReadyError
-from faasprof.progress import Progress
 from faasprof.invoker.preflight import check_out_dir
 from faasprof.monitoring.host import Root, collect_host
 from faasprof.platforms.openwhisk.connection import add_connection_arguments, resolve_connection
+from faasprof.progress import Progress
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("--figures", metavar="LIST", help="figure numbers and ranges, e.g. 4,5,15-16 (default: all; "
-                        f"{', '.join(map(str, plan.known_numbers()))})")
-    parser.add_argument("--quick", action="store_true", help="short runs and fewer functions: about 10 minutes on a 2-core host")
-    parser.add_argument("--out", default="runs", metavar="DIR", help="where the reproduce-<stamp>/ directory goes (default runs/)")
+    parser.add_argument(
+        "--figures",
+        metavar="LIST",
+        help=f"figure numbers and ranges, e.g. 4,5,15-16 (default: all; {', '.join(map(str, plan.known_numbers()))})",
+    )
+    parser.add_argument(
+        "--quick", action="store_true", help="short runs and fewer functions: about 10 minutes on a 2-core host"
+    )
+    parser.add_argument(
+        "--out", default="runs", metavar="DIR", help="where the reproduce-<stamp>/ directory goes (default runs/)"
+    )
     parser.add_argument("--tiny", action="store_true", help=argparse.SUPPRESS)  # tests: every step, seconds each
     local = parser.add_argument_group("embedded localwhisk only")
-    local.add_argument("--isolation", choices=("process", "docker"), help="sandboxes as processes or Docker containers (default docker when Docker works, else process)")
+    local.add_argument(
+        "--isolation",
+        choices=("process", "docker"),
+        help="sandboxes as processes or Docker containers (default docker when Docker works, else process)",
+    )
     parser.add_argument("--quiet", action="store_true", help="no progress lines on stderr")
     add_connection_arguments(parser)
 
@@ -68,25 +79,52 @@ def main(args: argparse.Namespace) -> int:
     isolation, why = choose_isolation(args.isolation, connection, None if connection is not None else docker_problem())
     progress = Progress(lambda line: print(f"reproduce: {line}", file=sys.stderr, flush=True), quiet=args.quiet)
     if connection is not None and args.isolation:
-        print(f"warning: --isolation only applies to the embedded localwhisk; {connection.apihost} is used", file=sys.stderr)
+        print(
+            f"warning: --isolation only applies to the embedded localwhisk; {connection.apihost} is used",
+            file=sys.stderr,
+        )
     host = collect_host()
     gaps = plan.requirement_gaps(Root("/"), host)
     measurable = [f for f in figures if plan.unmet(f, gaps) is None]
     profile = plan.PROFILES["tiny" if args.tiny else "quick" if args.quick else "full"]
-    ctx = runs.Context(out=Path(), connection=connection, isolation=isolation, profile=profile,
-                       monitoring={"rdt": True} if "rdt" not in gaps and any("rdt" in f.needs for f in measurable) else {}, progress=progress)
-    store_key = capacity_store.key(capacity_store.host_identity(), capacity_store.platform_identity(connection, ctx.settings()), plan.MODES_FUNCTION, None)
+    ctx = runs.Context(
+        out=Path(),
+        connection=connection,
+        isolation=isolation,
+        profile=profile,
+        monitoring={"rdt": True} if "rdt" not in gaps and any("rdt" in f.needs for f in measurable) else {},
+        progress=progress,
+    )
+    store_key = capacity_store.key(
+        capacity_store.host_identity(),
+        capacity_store.platform_identity(connection, ctx.settings()),
+        plan.MODES_FUNCTION,
+        None,
+    )
     known = capacity_store.lookup(store_key)
-    expected = plan.expected_seconds(measurable, profile, known is not None, (known or {}).get("capacity_rps") or 10.0, isolation == "docker")
+    expected = plan.expected_seconds(
+        measurable, profile, known is not None, (known or {}).get("capacity_rps") or 10.0, isolation == "docker"
+    )
     _announce(progress, figures, measurable, gaps, expected, profile, isolation, why)
     load_start = os.getloadavg()[0]
     started = time.monotonic()
     ctx.out = rundir.create_run_dir(args.out, "reproduce", monitors=False)
     results = runs.run_experiments(ctx, measurable, expected, time.monotonic)
     entries = [_entry(f, gaps, results, ctx) for f in figures]
-    context = {"created_utc": rundir.utc_stamp(), "profile": profile.name, "expected_s": sum(expected.values()), "wall_s": time.monotonic() - started,
-               "host": {"cpu_model": host.get("cpu_model"), "logical_cpus": host.get("logical_cpus"), "load_start": load_start, "load_end": os.getloadavg()[0]},
-               "platform": runs.platform_label(ctx), "isolation": {"chosen": isolation, "why": why}}
+    context = {
+        "created_utc": rundir.utc_stamp(),
+        "profile": profile.name,
+        "expected_s": sum(expected.values()),
+        "wall_s": time.monotonic() - started,
+        "host": {
+            "cpu_model": host.get("cpu_model"),
+            "logical_cpus": host.get("logical_cpus"),
+            "load_start": load_start,
+            "load_end": os.getloadavg()[0],
+        },
+        "platform": runs.platform_label(ctx),
+        "isolation": {"chosen": isolation, "why": why},
+    }
     doc = report.document(entries, not_judged, context)
     report.write_json(doc, ctx.out)
     report.write_report(doc, ctx.out)
@@ -101,10 +139,18 @@ def main(args: argparse.Namespace) -> int:
 
 def _announce(progress: Progress, figures, measurable, gaps, expected, profile, isolation, why) -> None:
     skipped = [f"Fig {f.key}" for f in figures if f not in measurable]
-    progress.say(f"{len(measurable)} figure(s) to measure ({', '.join('Fig ' + f.key for f in measurable) or 'none'})"
-                 + (f"; not measurable here: {', '.join(skipped)} ({'; '.join(f'{k}: {v}' for k, v in gaps.items())})" if skipped else ""))
-    progress.say(f"profile {profile.name}, isolation {isolation} ({why}); expected about {plan.clock_text(sum(expected.values()))} (min:s) on this host: "
-                 + ", ".join(f"{k} {plan.clock_text(v)}" for k, v in expected.items()))
+    progress.say(
+        f"{len(measurable)} figure(s) to measure ({', '.join('Fig ' + f.key for f in measurable) or 'none'})"
+        + (
+            f"; not measurable here: {', '.join(skipped)} ({'; '.join(f'{k}: {v}' for k, v in gaps.items())})"
+            if skipped
+            else ""
+        )
+    )
+    progress.say(
+        f"profile {profile.name}, isolation {isolation} ({why}); expected about {plan.clock_text(sum(expected.values()))} (min:s) on this host: "
+        + ", ".join(f"{k} {plan.clock_text(v)}" for k, v in expected.items())
+    )
 
 
 def _entry(figure: plan.Figure, gaps: dict, results: dict, ctx: runs.Context) -> dict:
@@ -117,4 +163,6 @@ def _entry(figure: plan.Figure, gaps: dict, results: dict, ctx: runs.Context) ->
     if figure.key in ("15", "16") and "process" in found and ctx.isolation != "process":
         other = plan.judge(figure, results, "process")
         beside = {"platform": found["process"]["platform"], **other.to_json()}
-    return report.figure_entry(figure, verdict, results, runs.platform_label(ctx), ctx.out, report.comparison_items(), beside)
+    return report.figure_entry(
+        figure, verdict, results, runs.platform_label(ctx), ctx.out, report.comparison_items(), beside
+    )

@@ -30,7 +30,12 @@ from faasprof.experiments import capacity_store
 from faasprof.experiments.analyzed import execute_analyzed
 from faasprof.experiments.capacity import find_capacity
 from faasprof.functions.catalogue import lookup
-from faasprof.invoker.dispatch import DEFAULT_INTERRUPT_GRACE_S, DEFAULT_LATENESS_WARN_MS, DEFAULT_REALTIME_PRIORITY, DispatchOptions
+from faasprof.invoker.dispatch import (
+    DEFAULT_INTERRUPT_GRACE_S,
+    DEFAULT_LATENESS_WARN_MS,
+    DEFAULT_REALTIME_PRIORITY,
+    DispatchOptions,
+)
 from faasprof.invoker.preflight import check_embedded, check_out_dir
 from faasprof.invoker.sender import DEFAULT_MAX_CONNECTIONS, DEFAULT_REQUEST_TIMEOUT_S
 from faasprof.invoker.shards import AUTO_RATE_PER_PROCESS, resolve_processes
@@ -44,16 +49,29 @@ from faasprof.workload.spec import load_workload
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("config", metavar="CONFIG", help="workload JSON (FaaSProfiler's format, or with faasprof's extensions)")
-    parser.add_argument("--out", metavar="DIR", default="runs", help="where the run directory is created (default: runs/)")
+    parser.add_argument(
+        "config", metavar="CONFIG", help="workload JSON (FaaSProfiler's format, or with faasprof's extensions)"
+    )
+    parser.add_argument(
+        "--out", metavar="DIR", default="runs", help="where the run directory is created (default: runs/)"
+    )
     parser.add_argument("--seed", type=int, help="override the workload's random_seed")
-    parser.add_argument("--analyze", action="store_true", help="analyze the run when it ends, also when interrupted (same as `faasprof analyze RUN_DIR`)")
+    parser.add_argument(
+        "--analyze",
+        action="store_true",
+        help="analyze the run when it ends, also when interrupted (same as `faasprof analyze RUN_DIR`)",
+    )
     parser.add_argument("--quiet", action="store_true", help="no progress lines on stderr (warnings are still printed)")
-    parser.add_argument("--threshold", action="append", default=[], metavar="NAME=VALUE",
-                        help="a success criterion (repeatable; overrides the workload's thresholds block): "
-                             "min_successes (default 1), min_successes_per_instance (default 1), max_failure_rate (default 0.5), "
-                             "max_no_record_rate_per_instance (default 0.5), max_client_latency_ms_p50, "
-                             "max_client_latency_ms_p99, max_lateness_ms_p99; a run that misses one exits 1")
+    parser.add_argument(
+        "--threshold",
+        action="append",
+        default=[],
+        metavar="NAME=VALUE",
+        help="a success criterion (repeatable; overrides the workload's thresholds block): "
+        "min_successes (default 1), min_successes_per_instance (default 1), max_failure_rate (default 0.5), "
+        "max_no_record_rate_per_instance (default 0.5), max_client_latency_ms_p50, "
+        "max_client_latency_ms_p99, max_lateness_ms_p99; a run that misses one exits 1",
+    )
     add_connection_arguments(parser)
     _add_invoker_arguments(parser)
     _add_localwhisk_arguments(parser)
@@ -62,47 +80,102 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 def _add_invoker_arguments(parser: argparse.ArgumentParser) -> None:
     """How the invoker sends: lateness, connections, time limits, real-time priority, processes."""
     tuning = parser.add_argument_group("invoker")
-    tuning.add_argument("--lateness-warn-ms", type=float, default=DEFAULT_LATENESS_WARN_MS, metavar="MS",
-                        help=f"warn when the p99 lateness of a progress interval passes this (default {DEFAULT_LATENESS_WARN_MS:g}; 0 = never)")
-    tuning.add_argument("--lateness-abort-ms", type=float, default=None, metavar="MS",
-                        help="stop the run (status aborted) when the p99 lateness of a progress interval passes this (default: never)")
-    tuning.add_argument("--max-connections", type=int, default=DEFAULT_MAX_CONNECTIONS, metavar="N",
-                        help=f"keep-alive connections per host; requests beyond them wait for one (default {DEFAULT_MAX_CONNECTIONS})")
-    tuning.add_argument("--request-timeout-s", type=float, default=DEFAULT_REQUEST_TIMEOUT_S, metavar="S",
-                        help=f"give up on a response after this long (outcome timeout; default {DEFAULT_REQUEST_TIMEOUT_S:g})")
+    tuning.add_argument(
+        "--lateness-warn-ms",
+        type=float,
+        default=DEFAULT_LATENESS_WARN_MS,
+        metavar="MS",
+        help=f"warn when the p99 lateness of a progress interval passes this (default {DEFAULT_LATENESS_WARN_MS:g}; 0 = never)",
+    )
+    tuning.add_argument(
+        "--lateness-abort-ms",
+        type=float,
+        default=None,
+        metavar="MS",
+        help="stop the run (status aborted) when the p99 lateness of a progress interval passes this (default: never)",
+    )
+    tuning.add_argument(
+        "--max-connections",
+        type=int,
+        default=DEFAULT_MAX_CONNECTIONS,
+        metavar="N",
+        help=f"keep-alive connections per host; requests beyond them wait for one (default {DEFAULT_MAX_CONNECTIONS})",
+    )
+    tuning.add_argument(
+        "--request-timeout-s",
+        type=float,
+        default=DEFAULT_REQUEST_TIMEOUT_S,
+        metavar="S",
+        help=f"give up on a response after this long (outcome timeout; default {DEFAULT_REQUEST_TIMEOUT_S:g})",
+    )
     # A flag without a value: with an optional value, `run --realtime CONFIG` read CONFIG as the priority.
-    tuning.add_argument("--realtime", action="store_true",
-                        help="send under SCHED_FIFO so other processes on the host cannot delay sends; "
-                             "needs root or CAP_SYS_NICE (see bench/bench_invoker.py for its effect)")
-    tuning.add_argument("--realtime-priority", type=int, default=DEFAULT_REALTIME_PRIORITY, metavar="N",
-                        help=f"the SCHED_FIFO priority of --realtime, 1..99 (default {DEFAULT_REALTIME_PRIORITY})")
-    tuning.add_argument("--send-processes", default="auto", metavar="N|auto",
-                        help="send from N processes on this host, the plan split between them by instance (a hot instance "
-                             f"alternating) and merged into one run directory; auto (the default): one per {AUTO_RATE_PER_PROCESS:,} invocations in "
-                             "the plan's busiest second, at most the cores; the manifest's invoker.send_processes_choice says "
-                             "why (see bench/bench_invoker.py --find-max)")
-    tuning.add_argument("--interrupt-grace-s", type=float, default=DEFAULT_INTERRUPT_GRACE_S, metavar="S",
-                        help=f"after Ctrl-C, wait this long for responses in flight (default {DEFAULT_INTERRUPT_GRACE_S:g})")
+    tuning.add_argument(
+        "--realtime",
+        action="store_true",
+        help="send under SCHED_FIFO so other processes on the host cannot delay sends; "
+        "needs root or CAP_SYS_NICE (see bench/bench_invoker.py for its effect)",
+    )
+    tuning.add_argument(
+        "--realtime-priority",
+        type=int,
+        default=DEFAULT_REALTIME_PRIORITY,
+        metavar="N",
+        help=f"the SCHED_FIFO priority of --realtime, 1..99 (default {DEFAULT_REALTIME_PRIORITY})",
+    )
+    tuning.add_argument(
+        "--send-processes",
+        default="auto",
+        metavar="N|auto",
+        help="send from N processes on this host, the plan split between them by instance (a hot instance "
+        f"alternating) and merged into one run directory; auto (the default): one per {AUTO_RATE_PER_PROCESS:,} invocations in "
+        "the plan's busiest second, at most the cores; the manifest's invoker.send_processes_choice says "
+        "why (see bench/bench_invoker.py --find-max)",
+    )
+    tuning.add_argument(
+        "--interrupt-grace-s",
+        type=float,
+        default=DEFAULT_INTERRUPT_GRACE_S,
+        metavar="S",
+        help=f"after Ctrl-C, wait this long for responses in flight (default {DEFAULT_INTERRUPT_GRACE_S:g})",
+    )
 
 
 def _add_localwhisk_arguments(parser: argparse.ArgumentParser) -> None:
     """The embedded localwhisk's settings, when the run starts one."""
     local = parser.add_argument_group("embedded localwhisk (used when no platform is configured)")
-    local.add_argument("--user-memory", type=int, metavar="MB", help="memory budget of its container pool (default 4096, or platform.localwhisk.user_memory_mb)")
-    local.add_argument("--pause-grace", type=duration_ms, metavar="DURATION", help="idle time before a warm sandbox is paused: 50, 50ms, 10s (default 50 ms, or platform.localwhisk.pause_grace_ms)")
-    local.add_argument("--isolation", choices=("auto", "cgroup", "rlimit", "docker"),
-                       help="sandboxes as processes (auto/cgroup/rlimit) or Docker containers (docker); default auto, or platform.localwhisk.isolation")
+    local.add_argument(
+        "--user-memory",
+        type=int,
+        metavar="MB",
+        help="memory budget of its container pool (default 4096, or platform.localwhisk.user_memory_mb)",
+    )
+    local.add_argument(
+        "--pause-grace",
+        type=duration_ms,
+        metavar="DURATION",
+        help="idle time before a warm sandbox is paused: 50, 50ms, 10s (default 50 ms, or platform.localwhisk.pause_grace_ms)",
+    )
+    local.add_argument(
+        "--isolation",
+        choices=("auto", "cgroup", "rlimit", "docker"),
+        help="sandboxes as processes (auto/cgroup/rlimit) or Docker containers (docker); default auto, or platform.localwhisk.isolation",
+    )
 
 
 def dispatch_options(args: argparse.Namespace) -> DispatchOptions:
     """The dispatcher options of the flags, validated (ConfigError naming the flag)."""
-    for flag, value, low in (("--max-connections", args.max_connections, 1), ("--request-timeout-s", args.request_timeout_s, 0.001)):
+    for flag, value, low in (
+        ("--max-connections", args.max_connections, 1),
+        ("--request-timeout-s", args.request_timeout_s, 0.001),
+    ):
         if value < low:
             raise ConfigError(f"{flag}: must be at least {low:g} (got {value:g})")
     if not 1 <= args.realtime_priority <= 99:
         raise ConfigError(f"--realtime-priority: the SCHED_FIFO priority must be 1..99 (got {args.realtime_priority})")
     if args.lateness_abort_ms is not None and args.lateness_abort_ms <= 0:
-        raise ConfigError(f"--lateness-abort-ms: must be > 0 (got {args.lateness_abort_ms:g}); leave it out to never abort")
+        raise ConfigError(
+            f"--lateness-abort-ms: must be > 0 (got {args.lateness_abort_ms:g}); leave it out to never abort"
+        )
     processes = args.send_processes.strip().lower()
     if processes != "auto":
         processes = resolve_processes(processes, 0)  # a count: checked here (ConfigError, exit 2)
@@ -133,7 +206,6 @@ def local_settings(args: argparse.Namespace, platform: dict) -> dict:
     return settings
 
 
-
 def _restore_leftover_allocations() -> None:
     """A sweep that crashed may have left its cache allocation behind: undo it before measuring."""
     try:
@@ -162,7 +234,9 @@ def main(args: argparse.Namespace) -> int:
     if workload.needs_capacity():
         connection = resolve_connection(args, workload.platform, origin=args.config)
         settings = local_settings(args, workload.platform)
-        workload = capacity_store.resolve_workload(workload, connection, settings, args.out, measure=find_capacity, progress=progress)
+        workload = capacity_store.resolve_workload(
+            workload, connection, settings, args.out, measure=find_capacity, progress=progress
+        )
     _restore_leftover_allocations()
     options = dispatch_options(args)
     thresholds = parse_thresholds(args.threshold)
@@ -173,14 +247,33 @@ def main(args: argparse.Namespace) -> int:
     if connection is None:
         check_embedded(workload, settings)  # what the embedded localwhisk would refuse, before it starts
     if connection is not None and connection.source == "local":
-        print(f"using the localwhisk of `faasprof local start` at {connection.apihost} (`faasprof local stop` to run on an embedded one)", file=sys.stderr)
-    if connection is not None and (args.user_memory is not None or args.pause_grace is not None or args.isolation is not None):
-        print(f"warning: --user-memory/--pause-grace/--isolation only apply to the embedded localwhisk; {connection.apihost} is used", file=sys.stderr)
+        print(
+            f"using the localwhisk of `faasprof local start` at {connection.apihost} (`faasprof local stop` to run on an embedded one)",
+            file=sys.stderr,
+        )
+    if connection is not None and (
+        args.user_memory is not None or args.pause_grace is not None or args.isolation is not None
+    ):
+        print(
+            f"warning: --user-memory/--pause-grace/--isolation only apply to the embedded localwhisk; {connection.apihost} is used",
+            file=sys.stderr,
+        )
     elif connection is not None and connection.source == "local" and settings:
-        print(f"warning: {args.config}: platform.localwhisk only applies to the embedded localwhisk; the running one at "
-              f"{connection.apihost} keeps the settings it was started with", file=sys.stderr)
-    run_dir = execute_analyzed(workload, args.out, connection=connection, local_settings=settings, progress=progress, analyze=args.analyze,
-                               options=options, thresholds=thresholds)
+        print(
+            f"warning: {args.config}: platform.localwhisk only applies to the embedded localwhisk; the running one at "
+            f"{connection.apihost} keeps the settings it was started with",
+            file=sys.stderr,
+        )
+    run_dir = execute_analyzed(
+        workload,
+        args.out,
+        connection=connection,
+        local_settings=settings,
+        progress=progress,
+        analyze=args.analyze,
+        options=options,
+        thresholds=thresholds,
+    )
     manifest = read_manifest(run_dir)
     status = manifest.status
     print(run_dir, flush=True)

@@ -15,26 +15,50 @@ import sys
 
 from faasprof import rundir
 from faasprof.errors import ConfigError
-from faasprof.progress import Progress
-from faasprof.functions.catalogue import entries, require
-from faasprof.platforms.openwhisk.connection import add_connection_arguments, resolve_connection
 from faasprof.experiments.slowdown import SlowdownOptions, run_slowdown
 from faasprof.experiments.slowdown_report import MEDIAN_CI_MIN_SAMPLES, NOTE_SEPARATOR, SLOWDOWN_CSV, load_rows
+from faasprof.functions.catalogue import entries, require
+from faasprof.platforms.openwhisk.connection import add_connection_arguments, resolve_connection
+from faasprof.progress import Progress
 
 ISOLATIONS = {"process": "auto", "auto": "auto", "cgroup": "cgroup", "rlimit": "rlimit", "docker": "docker"}
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("functions", nargs="*", metavar="FUNCTION", help="catalogue functions (faasprof deploy --list lists them)")
-    parser.add_argument("--all", action="store_true", help="every catalogue function whose runtime and packaging this host has")
-    parser.add_argument("--repeat", type=int, default=10, metavar="N", help="FaaS calls per function and phase (warm, resumed; native: one beside each, 2N; default 10)")
-    parser.add_argument("--out", default="runs", metavar="DIR", help="where the slowdown-<stamp>/ directory goes (default runs/)")
-    parser.add_argument("--pause-wait", type=float, metavar="S",
-                        help="idle time before each resumed call (default: embedded pause grace + 0.5 s; OpenWhisk: 11 s, past 2.x's 10 s grace)")
-    parser.add_argument("--memory", type=int, metavar="MB", help="memory limit for functions deployed here (default: their manifest's)")
+    parser.add_argument(
+        "functions", nargs="*", metavar="FUNCTION", help="catalogue functions (faasprof deploy --list lists them)"
+    )
+    parser.add_argument(
+        "--all", action="store_true", help="every catalogue function whose runtime and packaging this host has"
+    )
+    parser.add_argument(
+        "--repeat",
+        type=int,
+        default=10,
+        metavar="N",
+        help="FaaS calls per function and phase (warm, resumed; native: one beside each, 2N; default 10)",
+    )
+    parser.add_argument(
+        "--out", default="runs", metavar="DIR", help="where the slowdown-<stamp>/ directory goes (default runs/)"
+    )
+    parser.add_argument(
+        "--pause-wait",
+        type=float,
+        metavar="S",
+        help="idle time before each resumed call (default: embedded pause grace + 0.5 s; OpenWhisk: 11 s, past 2.x's 10 s grace)",
+    )
+    parser.add_argument(
+        "--memory", type=int, metavar="MB", help="memory limit for functions deployed here (default: their manifest's)"
+    )
     local = parser.add_argument_group("embedded localwhisk only")
-    local.add_argument("--isolation", choices=tuple(ISOLATIONS), help="sandboxes as processes (process = auto) or Docker containers (docker); default process")
-    local.add_argument("--pause-grace", type=float, metavar="MS", help="idle time before a warm sandbox is paused (default 50)")
+    local.add_argument(
+        "--isolation",
+        choices=tuple(ISOLATIONS),
+        help="sandboxes as processes (process = auto) or Docker containers (docker); default process",
+    )
+    local.add_argument(
+        "--pause-grace", type=float, metavar="MS", help="idle time before a warm sandbox is paused (default 50)"
+    )
     parser.add_argument("--quiet", action="store_true", help="no progress lines on stderr")
     add_connection_arguments(parser)
 
@@ -51,11 +75,17 @@ def main(args: argparse.Namespace) -> int:
     if args.pause_grace is not None and args.pause_grace < 0:
         raise ConfigError(f"--pause-grace: must be >= 0 ms (got {args.pause_grace:g})")
     if 0 < args.repeat < MEDIAN_CI_MIN_SAMPLES:
-        print(f"warning: --repeat {args.repeat}: with fewer than {MEDIAN_CI_MIN_SAMPLES} calls per phase a median has no 95 % interval, "
-              f"so a factor cannot be told from noise; use --repeat 10 (the default) or more", file=sys.stderr)
+        print(
+            f"warning: --repeat {args.repeat}: with fewer than {MEDIAN_CI_MIN_SAMPLES} calls per phase a median has no 95 % interval, "
+            f"so a factor cannot be told from noise; use --repeat 10 (the default) or more",
+            file=sys.stderr,
+        )
     connection = resolve_connection(args, None, origin="faasprof slowdown")
     if connection is not None and (args.isolation or args.pause_grace is not None):
-        print(f"warning: --isolation/--pause-grace only apply to the embedded localwhisk; {connection.apihost} is used", file=sys.stderr)
+        print(
+            f"warning: --isolation/--pause-grace only apply to the embedded localwhisk; {connection.apihost} is used",
+            file=sys.stderr,
+        )
     options = SlowdownOptions(
         repeat=args.repeat,
         pause_wait_s=args.pause_wait,
@@ -63,20 +93,30 @@ def main(args: argparse.Namespace) -> int:
         pause_grace_ms=args.pause_grace,
         memory_mb=args.memory,
     )
-    out = run_slowdown(chosen, args.out, options, connection=connection, progress=Progress.to(sys.stderr, quiet=args.quiet))
+    out = run_slowdown(
+        chosen, args.out, options, connection=connection, progress=Progress.to(sys.stderr, quiet=args.quiet)
+    )
     rows = load_rows(out / SLOWDOWN_CSV)
     complete = True
     for row in rows:
         factors = [row[f"slowdown_{m}_{p}"] for m in ("exec", "latency") for p in ("warm", "resumed")]
-        complete &= math.isfinite(row["slowdown_latency_warm"]) and math.isfinite(row["slowdown_latency_resumed"]) and row["warm_failed"] + row["resumed_failed"] + row["native_failed"] == 0
-        print(f"{row['function']}: slowdown execution ×{_f(factors[0])} warm, ×{_f(factors[1])} resumed; latency ×{_f(factors[2])} warm, ×{_f(factors[3])} resumed; "
-              f"CPU time ×{_f(row.get('slowdown_cpu_warm', math.nan))} warm, ×{_f(row.get('slowdown_cpu_resumed', math.nan))} resumed")
+        complete &= (
+            math.isfinite(row["slowdown_latency_warm"])
+            and math.isfinite(row["slowdown_latency_resumed"])
+            and row["warm_failed"] + row["resumed_failed"] + row["native_failed"] == 0
+        )
+        print(
+            f"{row['function']}: slowdown execution ×{_f(factors[0])} warm, ×{_f(factors[1])} resumed; latency ×{_f(factors[2])} warm, ×{_f(factors[3])} resumed; "
+            f"CPU time ×{_f(row.get('slowdown_cpu_warm', math.nan))} warm, ×{_f(row.get('slowdown_cpu_resumed', math.nan))} resumed"
+        )
         for note in filter(None, (row.get("notes") or "").split(NOTE_SEPARATOR)):
             print(f"{row['function']}: {note}")
     manifest = rundir.read_manifest(out, kind="slowdown")
     for key, fit in (manifest.extra.get("fits") or {}).items():
         if fit:
-            print(f"power law {key}: slowdown = {fit['coefficient']:.3g} · native_ms^{fit['exponent']:.3f} (R² {fit['r2']:.2f}, {fit['points']} functions)")
+            print(
+                f"power law {key}: slowdown = {fit['coefficient']:.3g} · native_ms^{fit['exponent']:.3f} (R² {fit['r2']:.2f}, {fit['points']} functions)"
+            )
     print(out)
     return 0 if complete else 1
 

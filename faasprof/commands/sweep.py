@@ -6,16 +6,20 @@ import argparse
 import sys
 
 from faasprof.errors import ConfigError
-from faasprof.progress import Progress
-from faasprof.platforms.openwhisk.connection import add_connection_arguments, resolve_connection
-from faasprof.workload.spec import load_workload
 from faasprof.experiments.sweep import run_sweep
+from faasprof.platforms.openwhisk.connection import add_connection_arguments, resolve_connection
+from faasprof.progress import Progress
+from faasprof.workload.spec import load_workload
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("config", metavar="CONFIG", help="workload JSON with a sweep block")
-    parser.add_argument("--out", default="sweeps", metavar="DIR", help="where the sweep directory goes (default: sweeps/)")
-    parser.add_argument("--no-analyze", action="store_true", help="only run the points; analyse later with faasprof analyze/compare")
+    parser.add_argument(
+        "--out", default="sweeps", metavar="DIR", help="where the sweep directory goes (default: sweeps/)"
+    )
+    parser.add_argument(
+        "--no-analyze", action="store_true", help="only run the points; analyse later with faasprof analyze/compare"
+    )
     parser.add_argument("--quiet", action="store_true", help="no progress on stderr")
     parser.add_argument("--root", default="/", help=argparse.SUPPRESS)  # a fake /sys tree, for tests
     add_connection_arguments(parser)
@@ -24,9 +28,18 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 def main(args: argparse.Namespace) -> int:
     workload = load_workload(args.config)
     if not workload.sweep:
-        raise ConfigError(f"{args.config}: sweep: the workload has no sweep block; add sweep.parameters (see the README) or use faasprof run")
+        raise ConfigError(
+            f"{args.config}: sweep: the workload has no sweep block; add sweep.parameters (see the README) or use faasprof run"
+        )
     connection = resolve_connection(args, workload.platform, origin=args.config)
-    sweep_dir = run_sweep(workload, args.out, connection=connection, analyze=not args.no_analyze, progress=Progress.to(sys.stderr, quiet=args.quiet), root=args.root)
+    sweep_dir = run_sweep(
+        workload,
+        args.out,
+        connection=connection,
+        analyze=not args.no_analyze,
+        progress=Progress.to(sys.stderr, quiet=args.quiet),
+        root=args.root,
+    )
     print(sweep_dir)
     sys.stdout.flush()
     return 0

@@ -21,11 +21,11 @@ import sys
 from pathlib import Path
 from types import SimpleNamespace
 
-from faasprof.experiments import capacity_store
 from faasprof.errors import EXIT_BAD_INPUT, EXIT_NOT_READY, ConfigError, FaasprofError
+from faasprof.experiments import capacity_store
+from faasprof.invoker.preflight import embedded_limits, embedded_missing, platform_check, stage_sources
 from faasprof.platforms import registry
 from faasprof.platforms.openwhisk.connection import add_connection_arguments, resolve_connection
-from faasprof.invoker.preflight import embedded_limits, embedded_missing, platform_check, stage_sources
 from faasprof.workload.jsonread import is_schema_document, parse_workload_file
 from faasprof.workload.schedule import empty_plan_problem
 from faasprof.workload.spec import workload_from_dict
@@ -34,8 +34,11 @@ from faasprof.workload.spec import workload_from_dict
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("configs", nargs="+", metavar="CONFIG", help="workload JSON file(s)")
     parser.add_argument("--quiet", "-q", action="store_true", help="print nothing for valid workloads")
-    parser.add_argument("--offline", action="store_true",
-                        help="contact no platform: check the files alone (functions outside the catalogue are warnings)")
+    parser.add_argument(
+        "--offline",
+        action="store_true",
+        help="contact no platform: check the files alone (functions outside the catalogue are warnings)",
+    )
     add_connection_arguments(parser)
 
 
@@ -43,10 +46,19 @@ def _as_given(data: object, config: str) -> SimpleNamespace:
     """The instances of a workload that did not validate, as far as their names and functions go:
     enough for ``embedded_missing`` to tell which functions the embedded platform cannot have."""
     raw = data.get("instances") if isinstance(data, dict) else None
-    default_endpoint = data.get("endpoint", registry.DEFAULT_ENDPOINT) if isinstance(data, dict) else registry.DEFAULT_ENDPOINT
-    instances = [SimpleNamespace(name=name, function=spec["application"], source=spec.get("source"), endpoint=spec.get("endpoint", default_endpoint))
-                 for name, spec in (raw.items() if isinstance(raw, dict) else ())
-                 if isinstance(spec, dict) and isinstance(spec.get("application"), str) and spec["application"].strip()]
+    default_endpoint = (
+        data.get("endpoint", registry.DEFAULT_ENDPOINT) if isinstance(data, dict) else registry.DEFAULT_ENDPOINT
+    )
+    instances = [
+        SimpleNamespace(
+            name=name,
+            function=spec["application"],
+            source=spec.get("source"),
+            endpoint=spec.get("endpoint", default_endpoint),
+        )
+        for name, spec in (raw.items() if isinstance(raw, dict) else ())
+        if isinstance(spec, dict) and isinstance(spec.get("application"), str) and spec["application"].strip()
+    ]
     return SimpleNamespace(origin=config, path=Path(config).resolve(), instances=instances)
 
 
@@ -64,10 +76,18 @@ def _check(config: str, args: argparse.Namespace) -> tuple[list[str], list[str],
             connection = resolve_connection(args, platform_block, origin=config)
         except ConfigError as error:
             connection_problems = error.problems  # reported with the file's other problems
-    limits = embedded_limits(platform_block) if connection is None and not args.offline and not connection_problems else None
+    limits = (
+        embedded_limits(platform_block) if connection is None and not args.offline and not connection_problems else None
+    )
     try:
-        workload = workload_from_dict(data, origin=config, path=Path(config).resolve(), parse_problems=parsed.problems,
-                                      non_finite=parsed.non_finite, limits=limits)
+        workload = workload_from_dict(
+            data,
+            origin=config,
+            path=Path(config).resolve(),
+            parse_problems=parsed.problems,
+            non_finite=parsed.non_finite,
+            limits=limits,
+        )
     except ConfigError as error:
         # Everything at once: the functions the embedded platform cannot have are told beside the
         # file's other problems, not only once those are fixed.
@@ -75,7 +95,9 @@ def _check(config: str, args: argparse.Namespace) -> tuple[list[str], list[str],
         lines = error.problems + [line for line in connection_problems + unknown if line not in error.problems]
         combined = ConfigError(lines[0], problems=lines)
         said = getattr(error, "warnings", [])
-        combined.warnings = [w for w in said if "in the function catalogue" not in w] if limits is not None else said  # told as problems
+        combined.warnings = (
+            [w for w in said if "in the function catalogue" not in w] if limits is not None else said
+        )  # told as problems
         raise combined from None
     if connection_problems:
         raise ConfigError(connection_problems[0], problems=connection_problems)
@@ -85,7 +107,9 @@ def _check(config: str, args: argparse.Namespace) -> tuple[list[str], list[str],
     if not args.offline:
         # The platform answers what the catalogue could only guess: no warning, a definite answer
         # (the embedded localwhisk starts empty: run refuses what it cannot deploy, and so does this).
-        problems, missing = platform_check(workload, connection) if connection is not None else (embedded_missing(workload), [])
+        problems, missing = (
+            platform_check(workload, connection) if connection is not None else (embedded_missing(workload), [])
+        )
         warnings = [w for w in warnings if "in the function catalogue" not in w]
     if not args.offline and not problems:
         # A function given by "source" is staged as run stages it (its requirements installed, once
@@ -96,7 +120,9 @@ def _check(config: str, args: argparse.Namespace) -> tuple[list[str], list[str],
             problems.extend(error.problems)
     capacities = {}
     if workload.needs_capacity():
-        identity = connection if not args.offline else resolve_connection(args, platform_block, origin=config)  # reads files only
+        identity = (
+            connection if not args.offline else resolve_connection(args, platform_block, origin=config)
+        )  # reads files only
         capacities = capacity_store.stored_capacities(workload, identity, platform_block.get("localwhisk"))
     resolved = workload.with_capacities(capacities, partial=True) if capacities else workload
     empty = empty_plan_problem(resolved)
@@ -104,9 +130,18 @@ def _check(config: str, args: argparse.Namespace) -> tuple[list[str], list[str],
         problems.append(empty)
         warnings = [w for w in warnings if "every instance is muted" not in w]  # said once, as the problem
     count = len(workload.instances)
-    where = "offline" if args.offline else ("for the embedded localwhisk" if connection is None else f"on {connection.apihost}")
+    where = (
+        "offline"
+        if args.offline
+        else ("for the embedded localwhisk" if connection is None else f"on {connection.apihost}")
+    )
     ok_line = f"{config}: ok ({count} instance{'s' if count != 1 else ''}, {workload.duration_s:g} s; checked {where})"
-    return problems, missing, warnings, "\n".join([ok_line, *(f"  {line}" for line in capacity_store.describe_fractions(workload, capacities))])
+    return (
+        problems,
+        missing,
+        warnings,
+        "\n".join([ok_line, *(f"  {line}" for line in capacity_store.describe_fractions(workload, capacities))]),
+    )
 
 
 def main(args: argparse.Namespace) -> int:

@@ -110,7 +110,9 @@ def iter_records(run_dir: str | os.PathLike, containing: bytes | None = None) ->
     try:
         handle = open(path, "rb")
     except FileNotFoundError:
-        raise FormatError(f"{path}: missing; run `faasprof analyze` on the run first (it fetches the activation records)") from None
+        raise FormatError(
+            f"{path}: missing; run `faasprof analyze` on the run first (it fetches the activation records)"
+        ) from None
     return _records_of(handle, containing)
 
 

@@ -112,7 +112,9 @@ class InvocationLog:
                     os.fsync(self._sends_fd)
                 if rows:
                     buffer = io.StringIO()
-                    csv.writer(buffer, lineterminator="\n").writerows(["" if value is None else value for value in row] for row in rows)
+                    csv.writer(buffer, lineterminator="\n").writerows(
+                        ["" if value is None else value for value in row] for row in rows
+                    )
                     _write_all(self._fd, buffer.getvalue().encode("utf-8"))
                     rows = []
                 os.fsync(self._fd)
@@ -147,7 +149,6 @@ def _write_all(fd: int, data: bytes) -> None:
     while view:
         written = os.write(fd, view)
         view = view[written:]
-
 
 
 def append_rows(run_dir: str | os.PathLike, rows: Iterable[tuple]) -> None:
@@ -230,4 +231,3 @@ def completeness(run_dir: str | os.PathLike) -> Completeness:
     rows = read_invocations(run_dir, reconstruct=False)
     _, report = reconstruct_missing(run_dir, {int(row["seq"]) for row in rows if row["seq"].isdigit()})
     return report
-

@@ -38,13 +38,17 @@ def utc_stamp(when: _dt.datetime | None = None) -> str:
     return when.astimezone(_dt.timezone.utc).strftime("%Y%m%dT%H%M%S")
 
 
-def create_run_dir(out_dir: str | os.PathLike, test_name: str, when: _dt.datetime | None = None, monitors: bool = True) -> Path:
+def create_run_dir(
+    out_dir: str | os.PathLike, test_name: str, when: _dt.datetime | None = None, monitors: bool = True
+) -> Path:
     """Create ``<out_dir>/<test_name>-<stamp>`` (and ``monitors/``); never reuse an existing path."""
     out = Path(out_dir)
     try:
         out.mkdir(parents=True, exist_ok=True)
     except OSError as error:
-        raise ConfigError(f"{out}: cannot create the output directory ({error.strerror}); pass --out DIR with a writable directory") from error
+        raise ConfigError(
+            f"{out}: cannot create the output directory ({error.strerror}); pass --out DIR with a writable directory"
+        ) from error
     base = f"{safe_name(test_name)}-{utc_stamp(when)}"
     for attempt in range(1, 1000):
         path = out / (base if attempt == 1 else f"{base}-{attempt}")

@@ -106,7 +106,16 @@ def git_commit() -> str | None:
 
 # Top-level manifest keys the typed Manifest names; everything else is kept in ``extra``.
 _DICT_FIELDS = ("faasprof", "clock", "workload", "counts", "platform", "host", "tools", "invoker")
-_OPTIONAL_DICT_FIELDS = ("local_settings", "verdict", "sweep_point", "activations", "allocation", "native", "latency_reference", "scripts")
+_OPTIONAL_DICT_FIELDS = (
+    "local_settings",
+    "verdict",
+    "sweep_point",
+    "activations",
+    "allocation",
+    "native",
+    "latency_reference",
+    "scripts",
+)
 _TEXT_FIELDS = ("status_reason", "created_utc", "finished_utc", "analysis_error")
 
 
@@ -145,7 +154,9 @@ class Manifest:
     activations: dict | None = None
     allocation: dict | None = None
     native: dict | None = None
-    latency_reference: dict | None = None  # {function: reference latency}: a capacity probe's (analyzer.stats rule 2(d))
+    latency_reference: dict | None = (
+        None  # {function: reference latency}: a capacity probe's (analyzer.stats rule 2(d))
+    )
     scripts: dict | None = None
     extra: dict = field(default_factory=dict)
     _keys: list = field(default_factory=list, repr=False, compare=False)  # top-level keys in file order, then as set
@@ -159,25 +170,39 @@ class Manifest:
         if not isinstance(kind, str):
             raise FormatError(f"{path}: kind {kind!r} is not text (one of {', '.join(KINDS)}); the manifest is damaged")
         if kind not in KINDS:
-            raise FormatError(f"{path}: kind {kind!r} is not one faasprof {__version__} knows ({', '.join(KINDS)}); upgrade faasprof to read it")
+            raise FormatError(
+                f"{path}: kind {kind!r} is not one faasprof {__version__} knows ({', '.join(KINDS)}); upgrade faasprof to read it"
+            )
         if kind == RUN:
             check_format_version(path, data)
         elif not isinstance(data.get("format_version"), int):
-            raise FormatError(f"{path}: format_version {data.get('format_version')!r} is not an integer; the manifest is damaged")
+            raise FormatError(
+                f"{path}: format_version {data.get('format_version')!r} is not an integer; the manifest is damaged"
+            )
         status = data.get("status")
         if status is not None and not isinstance(status, str):
-            raise FormatError(f"{path}: status {status!r} is not text (one of {', '.join(STATUSES)}); the manifest is damaged")
-        values: dict[str, Any] = {"format_version": int(data["format_version"]), "status": status, "kind": kind,
-                                  "test_name": None if data.get("test_name") is None else str(data["test_name"])}
+            raise FormatError(
+                f"{path}: status {status!r} is not text (one of {', '.join(STATUSES)}); the manifest is damaged"
+            )
+        values: dict[str, Any] = {
+            "format_version": int(data["format_version"]),
+            "status": status,
+            "kind": kind,
+            "test_name": None if data.get("test_name") is None else str(data["test_name"]),
+        }
         for name in _DICT_FIELDS:
             value = data.get(name)
             if value is not None and not isinstance(value, dict):
-                raise FormatError(f"{path}: {name} is {type(value).__name__}, expected an object; the manifest is damaged")
+                raise FormatError(
+                    f"{path}: {name} is {type(value).__name__}, expected an object; the manifest is damaged"
+                )
             values[name] = value or {}
         for name in _OPTIONAL_DICT_FIELDS:
             value = data.get(name)
             if value is not None and not isinstance(value, dict):
-                raise FormatError(f"{path}: {name} is {type(value).__name__}, expected an object; the manifest is damaged")
+                raise FormatError(
+                    f"{path}: {name} is {type(value).__name__}, expected an object; the manifest is damaged"
+                )
             values[name] = value
         for name in _TEXT_FIELDS:
             value = data.get(name)
@@ -185,7 +210,9 @@ class Manifest:
         clock = values["clock"]
         for key in ("monotonic_zero_ns", "wall_ns_at_zero"):
             if key in clock and not (isinstance(clock[key], int) and not isinstance(clock[key], bool)):
-                raise FormatError(f"{path}: clock.{key} is {clock[key]!r}, expected integer nanoseconds; the manifest is damaged")
+                raise FormatError(
+                    f"{path}: clock.{key} is {clock[key]!r}, expected integer nanoseconds; the manifest is damaged"
+                )
         values["monitors"] = monitors_by_name(data.get("monitors"), path)
         warnings = data.get("warnings")
         values["warnings"] = list(warnings) if isinstance(warnings, list) else []
@@ -272,14 +299,19 @@ def monitors_by_name(monitors: Any, path: str | os.PathLike = MANIFEST) -> dict[
     if monitors is None:
         return {}
     if isinstance(monitors, dict):
-        return {str(name): dict(value, name=str(name)) if isinstance(value, dict) else {"name": str(name)} for name, value in monitors.items()}
+        return {
+            str(name): dict(value, name=str(name)) if isinstance(value, dict) else {"name": str(name)}
+            for name, value in monitors.items()
+        }
     if isinstance(monitors, list):
         out = {}
         for entry in monitors:
             if isinstance(entry, dict) and isinstance(entry.get("name"), str):
                 out[entry["name"]] = entry
         return out
-    raise FormatError(f"{path}: monitors is {type(monitors).__name__}, expected a list of monitor descriptions; the manifest is damaged")
+    raise FormatError(
+        f"{path}: monitors is {type(monitors).__name__}, expected a list of monitor descriptions; the manifest is damaged"
+    )
 
 
 def new_manifest(test_name: str, workload: dict, clock: ClockAnchor, **extra: Any) -> Manifest:
@@ -332,7 +364,9 @@ def read_manifest(run_dir: str | os.PathLike, kind: str | None = RUN) -> Manifes
         raise FormatError(f"{path}: not valid JSON ({error.msg} at line {error.lineno})") from None
     found = data.get("kind", RUN) if isinstance(data, dict) else RUN
     if kind is not None and found != kind and isinstance(found, str) and found in KINDS:
-        raise FolderKindError(f"{run_dir} is {_named(found)}, not {_named(kind)} (its manifest says kind {found!r}); {KINDS[found].format(dir=run_dir)}")
+        raise FolderKindError(
+            f"{run_dir} is {_named(found)}, not {_named(kind)} (its manifest says kind {found!r}); {KINDS[found].format(dir=run_dir)}"
+        )
     return Manifest.from_json(data, path)
 
 

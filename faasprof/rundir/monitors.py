@@ -39,7 +39,9 @@ def read_monitor_meta(directory: str | os.PathLike) -> dict:
     except FileNotFoundError:
         return {}
     except json.JSONDecodeError as error:
-        raise FormatError(f"{path}: not valid JSON ({error.msg}); the collector was interrupted while writing it") from None
+        raise FormatError(
+            f"{path}: not valid JSON ({error.msg}); the collector was interrupted while writing it"
+        ) from None
     return data if isinstance(data, dict) else {}
 
 

@@ -44,7 +44,13 @@ class Plan:
         return len(self.intended_ns)
 
 
-def write_plan(run_dir: str | os.PathLike, intended_ns: Any, instance_idx: Any, instance_names: Iterable[str], functions: Iterable[str]) -> None:
+def write_plan(
+    run_dir: str | os.PathLike,
+    intended_ns: Any,
+    instance_idx: Any,
+    instance_names: Iterable[str],
+    functions: Iterable[str],
+) -> None:
     """``plan.bin``: a magic line, a JSON line (count, instances), then int64 times and int32 owners.
 
     ``intended_ns`` and ``instance_idx`` are anything with the buffer protocol in native byte
@@ -54,7 +60,12 @@ def write_plan(run_dir: str | os.PathLike, intended_ns: Any, instance_idx: Any, 
     count = len(times) // 8
     if len(owners) // 4 != count:
         raise ValueError("plan: intended_ns (int64) and instance_idx (int32) differ in length")
-    header = {"count": count, "byteorder": sys.byteorder, "instances": list(instance_names), "functions": list(functions)}
+    header = {
+        "count": count,
+        "byteorder": sys.byteorder,
+        "instances": list(instance_names),
+        "functions": list(functions),
+    }
     path = Path(run_dir) / PLAN
     with open(path, "xb") as handle:
         handle.write(PLAN_MAGIC)
@@ -89,7 +100,9 @@ def read_plan(run_dir: str | os.PathLike) -> Plan | None:
             owners.byteswap()
         names, functions = list(header["instances"]), list(header["functions"])
     except (ValueError, KeyError, TypeError) as error:
-        raise FormatError(f"{path}: unreadable ({error}); the run's plan is damaged, so a torn run cannot be reconstructed") from None
+        raise FormatError(
+            f"{path}: unreadable ({error}); the run's plan is damaged, so a torn run cannot be reconstructed"
+        ) from None
     return Plan(times, owners, names, functions)
 
 
@@ -127,8 +140,15 @@ class Completeness:
         return self.unanswered + self.unrecorded + self.uncounted
 
     def to_json(self) -> dict:
-        return {"planned": self.planned, "rows": self.rows, "rows_missing": self.missing, "unanswered": self.unanswered,
-                "unrecorded": self.unrecorded, "uncounted": self.uncounted, "plan_source": self.plan_source}
+        return {
+            "planned": self.planned,
+            "rows": self.rows,
+            "rows_missing": self.missing,
+            "unanswered": self.unanswered,
+            "unrecorded": self.unrecorded,
+            "uncounted": self.uncounted,
+            "plan_source": self.plan_source,
+        }
 
     def describe(self) -> str | None:
         """One line for a torn run, None for a whole one."""
@@ -140,7 +160,9 @@ class Completeness:
         if self.unrecorded:
             parts.append(f"{self.unrecorded:,} with neither row nor send on disk (unrecorded)")
         if self.uncounted:
-            parts.append(f"{self.uncounted:,} that cannot be reconstructed (a format-1 run has no plan or send journal)")
+            parts.append(
+                f"{self.uncounted:,} that cannot be reconstructed (a format-1 run has no plan or send journal)"
+            )
         return f"torn run: {self.missing:,} of {self.planned:,} planned invocations have no row: " + "; ".join(parts)
 
 
@@ -165,7 +187,9 @@ def reconstruct_missing(
                 manifest = None
         planned = manifest.planned if manifest is not None else None
         missing = max(0, planned - (len(present) if distinct else len(set(present)))) if planned is not None else 0
-        return [], Completeness(planned, len(present), uncounted=missing, plan_source="manifest counts" if planned else "none")
+        return [], Completeness(
+            planned, len(present), uncounted=missing, plan_source="manifest counts" if planned else "none"
+        )
     n = len(plan)
     seen = bytearray(n)
     for seq in present:
@@ -182,10 +206,36 @@ def reconstruct_missing(
         owner = owners[seq]
         sent_ns = sends.get(seq)
         if sent_ns is not None:
-            rows.append((seq, names[owner], functions[owner], intended[seq], sent_ns, None, "unanswered", None, None, UNANSWERED_ERROR))
+            rows.append(
+                (
+                    seq,
+                    names[owner],
+                    functions[owner],
+                    intended[seq],
+                    sent_ns,
+                    None,
+                    "unanswered",
+                    None,
+                    None,
+                    UNANSWERED_ERROR,
+                )
+            )
             report.unanswered += 1
         else:
-            rows.append((seq, names[owner], functions[owner], intended[seq], None, None, "unrecorded", None, None, UNRECORDED_ERROR))
+            rows.append(
+                (
+                    seq,
+                    names[owner],
+                    functions[owner],
+                    intended[seq],
+                    None,
+                    None,
+                    "unrecorded",
+                    None,
+                    None,
+                    UNRECORDED_ERROR,
+                )
+            )
             report.unrecorded += 1
         seq = seen.find(0, seq + 1)
     return rows, report

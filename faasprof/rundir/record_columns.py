@@ -228,12 +228,28 @@ class ColumnsBuilder:
             remove(jsonl_path)
             return False
         arrays, labels = self.columns.arrays()
-        _save(jsonl_path, _identity(stat), arrays, labels, rows=self.columns.rows, covers_bytes=self.covers_bytes, crc32=self.crc32, lines=self.lines,
-              bad_lines=self.bad_lines, mentions={needle.decode(): count for needle, count in self.mentions.items()})
+        _save(
+            jsonl_path,
+            _identity(stat),
+            arrays,
+            labels,
+            rows=self.columns.rows,
+            covers_bytes=self.covers_bytes,
+            crc32=self.crc32,
+            lines=self.lines,
+            bad_lines=self.bad_lines,
+            mentions={needle.decode(): count for needle, count in self.mentions.items()},
+        )
         return True
 
 
-def write_from_arrays(jsonl_path: str | os.PathLike, arrays: dict[str, np.ndarray], labels: dict[str, list[str]], rows: int, bad_lines: int) -> bool:
+def write_from_arrays(
+    jsonl_path: str | os.PathLike,
+    arrays: dict[str, np.ndarray],
+    labels: dict[str, list[str]],
+    rows: int,
+    bad_lines: int,
+) -> bool:
     """The index of a file just parsed whole (its rows as ``ColumnsBuilder`` lays them out).
 
     Covers the whole file, its CRC-32 read now; False (nothing written) when the file does not end
@@ -244,8 +260,18 @@ def write_from_arrays(jsonl_path: str | os.PathLike, arrays: dict[str, np.ndarra
     # Written to while it was read (or a torn last line): no index rather than a wrong one.
     if (size and last != b"\n") or _identity(os.stat(path)) != before or size != before[2]:
         return False
-    _save(path, before, arrays, labels, rows=rows, covers_bytes=size, crc32=crc, lines=None, bad_lines=bad_lines,
-          mentions={needle.decode(): count for needle, count in found.items()})
+    _save(
+        path,
+        before,
+        arrays,
+        labels,
+        rows=rows,
+        covers_bytes=size,
+        crc32=crc,
+        lines=None,
+        bad_lines=bad_lines,
+        mentions={needle.decode(): count for needle, count in found.items()},
+    )
     return True
 
 
@@ -321,7 +347,13 @@ class ColumnIndex:
 def _members() -> set[str]:
     """The arrays an index of today's ``RECORD_COLUMNS`` holds, ``meta`` included."""
     texts = {f"{name}.{part}" for name in record_fields.TEXT_COLUMNS for part in ("offsets", "data", "valid")}
-    return {"meta", "timed_out", *record_fields.FLOAT_COLUMNS, *(f"{name}.codes" for name in record_fields.CATEGORY_COLUMNS), *texts}
+    return {
+        "meta",
+        "timed_out",
+        *record_fields.FLOAT_COLUMNS,
+        *(f"{name}.codes" for name in record_fields.CATEGORY_COLUMNS),
+        *texts,
+    }
 
 
 def load(jsonl_path: str | os.PathLike) -> ColumnIndex | None:
@@ -338,7 +370,11 @@ def load(jsonl_path: str | os.PathLike) -> ColumnIndex | None:
             return None
         for key in ("rows", "covers_bytes", "crc32", "bad_lines"):
             int(meta[key])
-        if len(meta["identity"]) != 5 or set(meta["labels"]) != set(record_fields.CATEGORY_COLUMNS) or set(npz.files) != _members():
+        if (
+            len(meta["identity"]) != 5
+            or set(meta["labels"]) != set(record_fields.CATEGORY_COLUMNS)
+            or set(npz.files) != _members()
+        ):
             # Written before a column was added or dropped: rebuilt by the next parse.
             npz.close()
             return None
@@ -363,8 +399,13 @@ def mentioned(jsonl_path: str | os.PathLike, needle: bytes) -> bool | None:
         index.close()
 
 
-def scan_file(path: str | os.PathLike, limit: int | None = None, needles: tuple[bytes, ...] = (), crc: bool = True,
-              block_bytes: int | None = None) -> tuple[int, int, bytes, dict[bytes, int]]:
+def scan_file(
+    path: str | os.PathLike,
+    limit: int | None = None,
+    needles: tuple[bytes, ...] = (),
+    crc: bool = True,
+    block_bytes: int | None = None,
+) -> tuple[int, int, bytes, dict[bytes, int]]:
     """One pass over the first ``limit`` bytes (all when None), read into one reused buffer (not
     mapped: mapped pages count in the process's resident memory, and a 10-million-record file is
     5 GB): (their CRC-32, bytes read, last byte read, and for each of ``needles`` 1 when it occurs

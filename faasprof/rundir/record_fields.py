@@ -25,7 +25,12 @@ except ImportError:  # pragma: no cover
 
 
 # ``statusCode`` (DB document, ``docs=false`` summaries) to ``response.status`` (extended JSON).
-STATUS_CODES: dict[Any, str] = {0: "success", 1: "application error", 2: "action developer error", 3: "whisk internal error"}
+STATUS_CODES: dict[Any, str] = {
+    0: "success",
+    1: "application error",
+    2: "action developer error",
+    3: "whisk internal error",
+}
 
 RECORD_COLUMNS = (
     "activation_id",
@@ -182,7 +187,23 @@ def flatten_fast(record: dict) -> tuple:
         outcome: tuple[str, str | None] = ("success", None)
     else:
         outcome = outcome_and_error(record)
-    return (record.get("activationId"), record.get("name"), record.get("namespace"), start, end, duration, wait, init, kind, memory, timeout_limit, timed_out, status, state, *outcome)
+    return (
+        record.get("activationId"),
+        record.get("name"),
+        record.get("namespace"),
+        start,
+        end,
+        duration,
+        wait,
+        init,
+        kind,
+        memory,
+        timeout_limit,
+        timed_out,
+        status,
+        state,
+        *outcome,
+    )
 
 
 def flatten_line(line: bytes) -> tuple | None:

@@ -37,6 +37,7 @@ import pyarrow.compute as pc
 
 from faasprof.errors import FormatError
 from faasprof.outcomes import refined_outcome
+
 # The column tuples are read as record_fields.X when used, never copied here, so a column added
 # there (ARCHITECTURE.md's metric recipe) reaches every reader; the names below are for callers.
 from faasprof.rundir import record_columns, record_fields
@@ -86,7 +87,9 @@ def records_frame(columns: dict[str, list] | list[tuple]) -> pd.DataFrame:
             try:
                 data[name] = pd.Categorical(values)  # few distinct values: small and fast
             except TypeError:  # a list or an object where a label belongs: labelled by its JSON text
-                data[name] = pd.Categorical([json.dumps(v, sort_keys=True) if isinstance(v, (list, dict)) else v for v in values])
+                data[name] = pd.Categorical(
+                    [json.dumps(v, sort_keys=True) if isinstance(v, (list, dict)) else v for v in values]
+                )
         elif name == "timed_out":
             data[name] = np.asarray(values, dtype=bool)
         else:
@@ -116,7 +119,9 @@ def _concat(chunks: list[pd.DataFrame]) -> pd.DataFrame:
 # -- reading the file ---------------------------------------------------------------------------
 
 
-def read_records(path: str | os.PathLike, keep_ids: set[str] | None = None, refresh_index: bool = False) -> tuple[pd.DataFrame, int]:
+def read_records(
+    path: str | os.PathLike, keep_ids: set[str] | None = None, refresh_index: bool = False
+) -> tuple[pd.DataFrame, int]:
     """Flattened records from ``activations.jsonl``; returns (typed frame, number of bad lines).
 
     A line cut short by a crash, or any line that is not a JSON object, is counted, not fatal.
@@ -167,7 +172,9 @@ def index_frame(index: record_columns.ColumnIndex) -> pd.DataFrame:
     """The typed frame ``records_frame`` makes, from an index's columns (one row per id)."""
     data: dict[str, Any] = {}
     rows = index.rows
-    data["activation_id"] = pd.Series(pd.arrays.ArrowStringArray(_arrow_strings(index, "activation_id", rows)), dtype=TEXT_DTYPE)
+    data["activation_id"] = pd.Series(
+        pd.arrays.ArrowStringArray(_arrow_strings(index, "activation_id", rows)), dtype=TEXT_DTYPE
+    )
     for name in record_fields.CATEGORY_COLUMNS:
         data[name] = _joined_categorical([(index.labels(name), index.array(f"{name}.codes"))])
     for name in record_fields.FLOAT_COLUMNS:
@@ -213,14 +220,24 @@ def write_index(path: str | os.PathLike, frame: pd.DataFrame, bad: int) -> bool:
     ids = arrow_strings(frame["activation_id"], large=True)
     validity, offsets, data = ids.buffers()
     count = len(ids)
-    offsets = np.frombuffer(offsets, dtype=np.int64, count=count + 1, offset=ids.offset * 8) if count else np.zeros(1, dtype=np.int64)
+    offsets = (
+        np.frombuffer(offsets, dtype=np.int64, count=count + 1, offset=ids.offset * 8)
+        if count
+        else np.zeros(1, dtype=np.int64)
+    )
     arrays["activation_id.offsets"] = offsets - offsets[0]
-    arrays["activation_id.data"] = np.frombuffer(data, dtype=np.uint8)[offsets[0] : offsets[-1]] if data is not None and count else np.zeros(0, dtype=np.uint8)
+    arrays["activation_id.data"] = (
+        np.frombuffer(data, dtype=np.uint8)[offsets[0] : offsets[-1]]
+        if data is not None and count
+        else np.zeros(0, dtype=np.uint8)
+    )
     arrays["activation_id.valid"] = ids.is_valid().to_numpy(zero_copy_only=False)
     texts = frame["error_text"].to_numpy(dtype=object)
     if any(value is not None and type(value) is not str for value in texts[pd.notna(texts)]):
         return False
-    arrays.update(record_columns.encode_strings("error_text", [value if type(value) is str else None for value in texts]))
+    arrays.update(
+        record_columns.encode_strings("error_text", [value if type(value) is str else None for value in texts])
+    )
     try:
         return record_columns.write_from_arrays(path, arrays, labels, rows=len(frame), bad_lines=bad)
     except OSError:
@@ -242,7 +259,9 @@ def arrow_strings(values, large: bool = False) -> pa.Array:
     return array.cast(pa.large_string()) if large and array.type != pa.large_string() else array
 
 
-def read_records_python(path: str | os.PathLike, keep_ids: set[str] | None = None, offset: int = 0) -> tuple[pd.DataFrame, int]:
+def read_records_python(
+    path: str | os.PathLike, keep_ids: set[str] | None = None, offset: int = 0
+) -> tuple[pd.DataFrame, int]:
     """``read_records`` record by record (orjson and ``flatten_record``), converted to typed
     columns every ``CHUNK_RECORDS`` records so memory stays near the size of the result. With
     ``offset``, the lines from that byte on (the start of a line)."""
@@ -387,7 +406,9 @@ MAX_OBJECT_BYTES = 64 * 2**20  # OpenWhisk's result limit is 1 MiB: a record fit
 
 
 def _query_parts(path: str, max_object_bytes: int) -> "_Parts | None":
-    query = _DUCKDB_QUERY.format(path="'" + path.replace("'", "''") + "'", columns=_DUCKDB_COLUMNS, max_object=int(max_object_bytes))
+    query = _DUCKDB_QUERY.format(
+        path="'" + path.replace("'", "''") + "'", columns=_DUCKDB_COLUMNS, max_object=int(max_object_bytes)
+    )
     connection = duckdb.connect(config={"threads": max(1, os.cpu_count() or 1)})
     parts = _Parts()
     try:
@@ -431,7 +452,9 @@ class _Parts:
         # the result) alive for as long as any of its buffers is referenced.
         self.ids.append(pa.concat_arrays([batch.column("activation_id").cast(pa.large_string())]))
         for name in record_fields.FLOAT_COLUMNS:
-            self.floats[name].append(np.array(batch.column(name).to_numpy(zero_copy_only=False), dtype="float64", copy=True))
+            self.floats[name].append(
+                np.array(batch.column(name).to_numpy(zero_copy_only=False), dtype="float64", copy=True)
+            )
         self.timed_out.append(batch.column("timed_out").to_numpy(zero_copy_only=False).astype(bool, copy=False))
         for name in record_fields.CATEGORY_COLUMNS:
             encoded = pc.dictionary_encode(batch.column(name))
@@ -451,7 +474,11 @@ class _Parts:
         """The typed columns ``records_frame`` makes (no Python object per row but the error texts'
         empty slots); the pieces are released as they are joined."""
         data: dict[str, Any] = {}
-        ids = pa.chunked_array(self.ids, type=pa.large_string()).combine_chunks() if self.ids else pa.array([], type=pa.large_string())
+        ids = (
+            pa.chunked_array(self.ids, type=pa.large_string()).combine_chunks()
+            if self.ids
+            else pa.array([], type=pa.large_string())
+        )
         self.ids = []
         data["activation_id"] = pd.Series(pd.arrays.ArrowStringArray(ids), dtype=TEXT_DTYPE)
         for name in record_fields.CATEGORY_COLUMNS:
@@ -520,7 +547,9 @@ def _dedupe(frame: pd.DataFrame) -> pd.DataFrame:
     return frame
 
 
-_HASH_MULTIPLIERS = np.array([0x9E3779B97F4A7C15, 0xC2B2AE3D27D4EB4F, 0x165667B19E3779F9, 0xD6E8FEB86659FD93], dtype=np.uint64)
+_HASH_MULTIPLIERS = np.array(
+    [0x9E3779B97F4A7C15, 0xC2B2AE3D27D4EB4F, 0x165667B19E3779F9, 0xD6E8FEB86659FD93], dtype=np.uint64
+)
 
 
 def ids_unique(ids) -> bool:
@@ -590,7 +619,9 @@ def _id_words(array: pa.LargeStringArray, width: int | None = None, allow_empty:
     if not rows:
         return np.zeros((0, words_per_id), dtype=np.uint64), present
     # Empty ids take no bytes: the others' bytes are contiguous, ``width`` each.
-    data = np.frombuffer(array.buffers()[2], dtype=np.uint8)[offsets[0] : offsets[0] + rows * width].reshape(rows, width)
+    data = np.frombuffer(array.buffers()[2], dtype=np.uint8)[offsets[0] : offsets[0] + rows * width].reshape(
+        rows, width
+    )
     if width % 8:
         padded = np.zeros((rows, words_per_id * 8), dtype=np.uint8)
         padded[:, :width] = data

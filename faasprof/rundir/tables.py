@@ -21,8 +21,8 @@ import pyarrow.compute as pc
 import pyarrow.csv as pacsv
 
 from faasprof import rundir
-from faasprof.rundir import records
 from faasprof.errors import FormatError
+from faasprof.rundir import records
 
 INVOCATION_DTYPES = {
     "seq": "int64",
@@ -48,7 +48,9 @@ def read_invocations_frame(run_dir: str | os.PathLike, manifest: "rundir.Manifes
     return read_invocations_and_completeness(run_dir, manifest)[0]
 
 
-def read_invocations_and_completeness(run_dir: str | os.PathLike, manifest: "rundir.Manifest | None" = None) -> tuple[pd.DataFrame, rundir.Completeness]:
+def read_invocations_and_completeness(
+    run_dir: str | os.PathLike, manifest: "rundir.Manifest | None" = None
+) -> tuple[pd.DataFrame, rundir.Completeness]:
     """``invocations.csv`` typed (``INVOCATION_DTYPES``), one row per planned invocation by ``seq``.
 
     A final line cut short by a crash is dropped. A torn run (kill -9, disk full): every planned
@@ -78,12 +80,20 @@ def read_invocations_and_completeness(run_dir: str | os.PathLike, manifest: "run
     missing, completeness = _reconstruct(run_dir, seq, rows, manifest)
     if missing:
         text = ",".join(rundir.INVOCATION_COLUMNS) + "\n" + "".join(rundir.format_row(row) for row in missing)
-        frame = pd.concat([frame.astype({"instance": str, "function": str, "outcome": str}), _parse_invocations(text.encode()).astype({"instance": str, "function": str, "outcome": str})], ignore_index=True)
+        frame = pd.concat(
+            [
+                frame.astype({"instance": str, "function": str, "outcome": str}),
+                _parse_invocations(text.encode()).astype({"instance": str, "function": str, "outcome": str}),
+            ],
+            ignore_index=True,
+        )
         frame = frame.astype({"instance": "category", "function": "category", "outcome": "category"})
         frame = frame.sort_values("seq", kind="stable").drop_duplicates("seq", keep="last").reset_index(drop=True)
     unknown = sorted(set(frame["outcome"].cat.categories) - set(rundir.OUTCOMES))
     if unknown:
-        raise FormatError(f"{path}: outcome {unknown[0]!r} is not one of {', '.join(rundir.OUTCOMES)}; the file is not a faasprof invocation log of a version this faasprof reads")
+        raise FormatError(
+            f"{path}: outcome {unknown[0]!r} is not one of {', '.join(rundir.OUTCOMES)}; the file is not a faasprof invocation log of a version this faasprof reads"
+        )
     frame.attrs["completeness"] = completeness.to_json()
     return frame, completeness
 
@@ -144,8 +154,13 @@ def _read_csv(path: Path, data, include: list[str] | None, quoted: bool = False)
             pa.BufferReader(data),
             # A quoted field may hold a line break (an error message); only then must the reader look for it.
             parse_options=pacsv.ParseOptions(newlines_in_values=quoted),
-            convert_options=pacsv.ConvertOptions(column_types=types, null_values=[""], strings_can_be_null=False,
-                                                 quoted_strings_can_be_null=False, include_columns=include),
+            convert_options=pacsv.ConvertOptions(
+                column_types=types,
+                null_values=[""],
+                strings_can_be_null=False,
+                quoted_strings_can_be_null=False,
+                include_columns=include,
+            ),
         )
     except (pa.ArrowInvalid, pa.ArrowTypeError) as error:
         raise FormatError(f"{path}: unreadable ({str(error).splitlines()[0]}); the invocation log is damaged") from None
@@ -159,12 +174,20 @@ def _to_pandas(table: pa.Table) -> pd.DataFrame:
         if name == "seq":
             columns[name] = column.to_numpy()
         elif name in _INT_COLUMNS:
-            columns[name] = pd.array(column, dtype="Int64") if column.null_count else pd.array(column.to_numpy(), dtype="Int64")
+            columns[name] = (
+                pd.array(column, dtype="Int64") if column.null_count else pd.array(column.to_numpy(), dtype="Int64")
+            )
         elif name in _CATEGORY_COLUMNS:
             columns[name] = records.categorical(column)
         else:
-            columns[name] = pd.Series(pd.arrays.ArrowStringArray(column.combine_chunks() if column.num_chunks != 1 else column.chunk(0)), dtype=_STR_DTYPE) \
-                if len(column) else pd.Series([], dtype=_STR_DTYPE)
+            columns[name] = (
+                pd.Series(
+                    pd.arrays.ArrowStringArray(column.combine_chunks() if column.num_chunks != 1 else column.chunk(0)),
+                    dtype=_STR_DTYPE,
+                )
+                if len(column)
+                else pd.Series([], dtype=_STR_DTYPE)
+            )
     return pd.DataFrame(columns, copy=False)  # the arrays just made, not a consolidated copy of them
 
 

@@ -24,7 +24,6 @@ import urllib.request
 
 import iolib
 
-
 _SERVED = [0]  # activations this process has run: 0 means this one is its cold start
 
 
@@ -57,7 +56,12 @@ def _storage_of(args):
     if args.get("storage"):
         return args["storage"]
     backend = args.get("backend") or ("s3" if args.get("s3") else "file")
-    return {"backend": backend, "s3": args.get("s3"), "shared_dir": args.get("shared_dir"), "bucket": args.get("bucket", "faasprof-io")}
+    return {
+        "backend": backend,
+        "s3": args.get("s3"),
+        "shared_dir": args.get("shared_dir"),
+        "bucket": args.get("bucket", "faasprof-io"),
+    }
 
 
 def _invoke(action, params):

@@ -33,7 +33,7 @@ class Lcg:
 def main(args):
     try:
         n = int_param(args, "size", DEFAULT_SIZE, 0, 1000000000)
-        seed = int_param(args, "seed", 42, -(2 ** 63), 2 ** 63 - 1)
+        seed = int_param(args, "seed", 42, -(2**63), 2**63 - 1)
     except ValueError as error:
         return {"error": str(error)}
     rng = Lcg(seed)

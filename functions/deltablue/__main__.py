@@ -28,8 +28,12 @@ class Strength:
         return STRENGTHS[self.value + 1]
 
 
-STRENGTHS = [Strength(i, name) for i, name in enumerate(
-    ["required", "strong_preferred", "preferred", "strong_default", "normal", "weak_default", "weakest"])]
+STRENGTHS = [
+    Strength(i, name)
+    for i, name in enumerate(
+        ["required", "strong_preferred", "preferred", "strong_default", "normal", "weak_default", "weakest"]
+    )
+]
 REQUIRED, STRONG_PREFERRED, PREFERRED, STRONG_DEFAULT, NORMAL, WEAK_DEFAULT, WEAKEST = STRENGTHS
 
 

@@ -54,4 +54,10 @@ def main(args):
     except ValueError as error:
         return {"error": str(error)}
     checksum, max_flips, permutations = fannkuch(n)
-    return {"benchmark": "fannkuch", "size": n, "checksum": checksum, "max_flips": max_flips, "permutations": permutations}
+    return {
+        "benchmark": "fannkuch",
+        "size": n,
+        "checksum": checksum,
+        "max_flips": max_flips,
+        "permutations": permutations,
+    }

@@ -54,8 +54,15 @@ def main(params):
     finally:
         if os.path.exists(path):
             os.remove(path)
-    return bd.result(pattern=pattern, size_bytes=blocks * block, block_bytes=block, operations=2 * blocks, read_bytes=read_bytes,
-                     write_mb_per_s=_rate(blocks * block, write_ns), read_mb_per_s=_rate(read_bytes, read_ns))
+    return bd.result(
+        pattern=pattern,
+        size_bytes=blocks * block,
+        block_bytes=block,
+        operations=2 * blocks,
+        read_bytes=read_bytes,
+        write_mb_per_s=_rate(blocks * block, write_ns),
+        read_mb_per_s=_rate(read_bytes, read_ns),
+    )
 
 
 def _rate(count, ns):

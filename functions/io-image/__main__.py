@@ -32,7 +32,9 @@ def decode_pgm(data):
 def synthetic_image(width, height, seed):
     """Rings and a gradient, so every effect has edges to find."""
     cx, cy = width // 2 + seed % 7, height // 2 - seed % 5
-    return bytearray((((x - cx) ** 2 + (y - cy) ** 2) // (8 + seed % 4) + x) % 256 for y in range(height) for x in range(width))
+    return bytearray(
+        (((x - cx) ** 2 + (y - cy) ** 2) // (8 + seed % 4) + x) % 256 for y in range(height) for x in range(width)
+    )
 
 
 def apply(effect, width, height, px):
@@ -46,11 +48,24 @@ def apply(effect, width, height, px):
         for x in range(1, width - 1):
             i = row + x
             if effect == "blur":
-                out[i] = (px[i - width - 1] + px[i - width] + px[i - width + 1] + px[i - 1] + px[i] + px[i + 1]
-                          + px[i + width - 1] + px[i + width] + px[i + width + 1]) // 9
+                out[i] = (
+                    px[i - width - 1]
+                    + px[i - width]
+                    + px[i - width + 1]
+                    + px[i - 1]
+                    + px[i]
+                    + px[i + 1]
+                    + px[i + width - 1]
+                    + px[i + width]
+                    + px[i + width + 1]
+                ) // 9
             else:  # edges: |Sobel x| + |Sobel y|, clipped
-                gx = (px[i - width + 1] + 2 * px[i + 1] + px[i + width + 1]) - (px[i - width - 1] + 2 * px[i - 1] + px[i + width - 1])
-                gy = (px[i + width - 1] + 2 * px[i + width] + px[i + width + 1]) - (px[i - width - 1] + 2 * px[i - width] + px[i - width + 1])
+                gx = (px[i - width + 1] + 2 * px[i + 1] + px[i + width + 1]) - (
+                    px[i - width - 1] + 2 * px[i - 1] + px[i + width - 1]
+                )
+                gy = (px[i + width - 1] + 2 * px[i + width] + px[i + width + 1]) - (
+                    px[i - width - 1] + 2 * px[i - width] + px[i - width + 1]
+                )
                 out[i] = min(255, abs(gx) + abs(gy))
     return out
 
@@ -99,7 +114,7 @@ def main(params):
                 bd.add_bytes("disk_read", len(encoded))
                 with bd.phase("compute"):
                     w, h, px = decode_pgm(encoded)
-            out_key = "results/" + key[len(prefix):] if key.startswith(prefix) else "results/" + key
+            out_key = "results/" + key[len(prefix) :] if key.startswith(prefix) else "results/" + key
             with bd.phase(transfer):
                 store.put(bucket, out_key, encoded)
             bd.add_bytes("network_out" if transfer == "network" else "disk_write", len(encoded))

@@ -47,12 +47,25 @@ def main(params):
     target = params.get("iperf3")
     if not target:
         port = _free_port()
-        server = subprocess.Popen([binary, "-s", "-1", "--forceflush", "-B", "127.0.0.1", "-p", str(port)], stdout=subprocess.PIPE, stderr=subprocess.DEVNULL)
+        server = subprocess.Popen(
+            [binary, "-s", "-1", "--forceflush", "-B", "127.0.0.1", "-p", str(port)],
+            stdout=subprocess.PIPE,
+            stderr=subprocess.DEVNULL,
+        )
         if not _wait_listening(server):
             server.kill()
             return {"error": "the one-off iperf3 server did not start"}
         target = {"host": "127.0.0.1", "port": port}
-    argv = [binary, "-c", str(target["host"]), "-p", str(int(target["port"])), "-J", "-P", str(int(params.get("parallel", 1)))]
+    argv = [
+        binary,
+        "-c",
+        str(target["host"]),
+        "-p",
+        str(int(target["port"])),
+        "-J",
+        "-P",
+        str(int(params.get("parallel", 1))),
+    ]
     argv += ["-n", str(int(params["bytes"]))] if params.get("bytes") else ["-t", str(params.get("seconds", 1))]
     if direction == "download":
         argv.append("-R")
@@ -79,5 +92,11 @@ def main(params):
     # The bytes this function moved: what it sent (upload), what it received (download, -R).
     moved = int(sent["bytes"] if direction == "upload" else received["bytes"])
     bd.add_bytes("network_out" if direction == "upload" else "network_in", moved)
-    return bd.result(direction=direction, sent_bits_per_s=sent["bits_per_second"], received_bits_per_s=received["bits_per_second"],
-                     moved_bytes=moved, retransmits=sent.get("retransmits"), self_served=server is not None)
+    return bd.result(
+        direction=direction,
+        sent_bits_per_s=sent["bits_per_second"],
+        received_bits_per_s=received["bits_per_second"],
+        moved_bytes=moved,
+        retransmits=sent.get("retransmits"),
+        self_served=server is not None,
+    )

@@ -36,10 +36,12 @@ def main(params):
             with bd.phase("disk"):
                 handle = open(local, "wb")
             with handle:
+
                 def sink(piece):
                     with bd.phase("disk"):
                         handle.write(piece)
                     bd.add_bytes("disk_write", len(piece))
+
                 with bd.phase(transfer):
                     moved = store.get(bucket, key, sink=sink)
                 with bd.phase("disk"):
@@ -56,11 +58,13 @@ def main(params):
                 os.fsync(handle.fileno())
             bd.add_bytes("disk_write", size)
             with open(local, "rb") as handle:
+
                 def read(n):
                     with bd.phase("disk"):
                         piece = handle.read(n)
                     bd.add_bytes("disk_read", len(piece))
                     return piece
+
                 with bd.phase(transfer):
                     store.put_stream(bucket, key, read, size)
             moved = size
@@ -71,4 +75,6 @@ def main(params):
                 os.remove(local)
         if hasattr(store, "close"):
             store.close()
-    return bd.result(op=op, key=key, size_bytes=size, moved_bytes=moved, complete=moved == size, backend=params.get("backend", "s3"))
+    return bd.result(
+        op=op, key=key, size_bytes=size, moved_bytes=moved, complete=moved == size, backend=params.get("backend", "s3")
+    )

@@ -17,8 +17,10 @@ from collections import Counter
 
 import iolib
 
-VOCABULARY = ("serverless function cold warm start memory network disk storage object bucket invoke "
-              "latency throughput container sandbox runtime action trigger queue event batch").split()
+VOCABULARY = (
+    "serverless function cold warm start memory network disk storage object bucket invoke "
+    "latency throughput container sandbox runtime action trigger queue event batch"
+).split()
 
 
 def text_block(index, words):
@@ -82,5 +84,10 @@ def main(params):
         if hasattr(store, "close"):
             store.close()
     top = int(params.get("top", 5))
-    return bd.result(blocks=count, words=sum(total.values()), distinct=len(total),
-                     top=[[word, n] for word, n in total.most_common(top)], result_key=out_key)
+    return bd.result(
+        blocks=count,
+        words=sum(total.values()),
+        distinct=len(total),
+        top=[[word, n] for word, n in total.most_common(top)],
+        result_key=out_key,
+    )

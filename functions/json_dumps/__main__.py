@@ -16,15 +16,17 @@ def make_document(size):
     """A deterministic document: nested dicts, lists, strings, ints, floats, booleans, nulls."""
     records = []
     for i in range(size):
-        records.append({
-            "id": i,
-            "name": "record-%05d" % i,
-            "score": (i * 7919 % 1000) / 8.0,
-            "active": i % 3 == 0,
-            "parent": None if i % 10 == 0 else i // 10,
-            "tags": ["t%d" % (i % 17), "g%d" % (i % 5), "unicode-\u00e9\u4e2d"],
-            "point": {"x": i % 101, "y": -(i % 37), "z": (i % 13) * 0.25},
-        })
+        records.append(
+            {
+                "id": i,
+                "name": "record-%05d" % i,
+                "score": (i * 7919 % 1000) / 8.0,
+                "active": i % 3 == 0,
+                "parent": None if i % 10 == 0 else i // 10,
+                "tags": ["t%d" % (i % 17), "g%d" % (i % 5), "unicode-\u00e9\u4e2d"],
+                "point": {"x": i % 101, "y": -(i % 37), "z": (i % 13) * 0.25},
+            }
+        )
     return {"version": 1, "count": size, "records": records}
 
 

@@ -18,7 +18,13 @@ _TEXTS = {}
 def text_for(size):
     if size not in _TEXTS:
         records = [
-            {"id": i, "label": "item %d" % i, "value": i * 0.5, "flags": [i % 2 == 0, i % 3 == 0], "meta": {"depth": i % 4}}
+            {
+                "id": i,
+                "label": "item %d" % i,
+                "value": i * 0.5,
+                "flags": [i % 2 == 0, i % 3 == 0],
+                "meta": {"depth": i % 4},
+            }
             for i in range(size)
         ]
         _TEXTS[size] = json.dumps({"records": records})

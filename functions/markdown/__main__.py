@@ -57,7 +57,9 @@ def inline(text, saved=None):
         return "\x00%d\x00" % (len(saved) - 1)
 
     text = CODE_SPAN.sub(lambda m: keep("<code>%s</code>" % html.escape(m.group(2).strip(), quote=False)), text)
-    text = AUTOLINK.sub(lambda m: keep('<a href="%s">%s</a>' % (html.escape(m.group(1)), html.escape(m.group(1)))), text)
+    text = AUTOLINK.sub(
+        lambda m: keep('<a href="%s">%s</a>' % (html.escape(m.group(1)), html.escape(m.group(1)))), text
+    )
 
     def image(m):
         title = m.group(3) or m.group(4)
@@ -216,7 +218,7 @@ def parse_list(lines, i, kind, depth=0):
         if not loose and inner.startswith("<p>"):
             # Tight list: the item's first paragraph is not wrapped in <p>.
             end = inner.find("</p>")
-            inner = inner[3:end] + inner[end + 4:]
+            inner = inner[3:end] + inner[end + 4 :]
         rendered.append("<li>%s</li>" % inner)
     start = ' start="%d"' % start_number if kind == "ol" and start_number not in (None, 1) else ""
     return "<%s%s>\n%s\n</%s>" % (kind, start, "\n".join(rendered), kind), i
@@ -246,5 +248,23 @@ def main(args):
         "html": out,
         "html_bytes": len(out.encode("utf-8")),
         "markdown_bytes": len(text.encode("utf-8")),
-        "elements": {tag: len(re.findall("<%s[ >]" % tag, out)) for tag in ("h1", "h2", "h3", "p", "ul", "ol", "li", "pre", "blockquote", "a", "img", "em", "strong", "code")},
+        "elements": {
+            tag: len(re.findall("<%s[ >]" % tag, out))
+            for tag in (
+                "h1",
+                "h2",
+                "h3",
+                "p",
+                "ul",
+                "ol",
+                "li",
+                "pre",
+                "blockquote",
+                "a",
+                "img",
+                "em",
+                "strong",
+                "code",
+            )
+        },
     }

@@ -18,7 +18,14 @@ def pi_digits(count):
             out.append(n)
             q, r, n = 10 * q, 10 * (r - n * t), (10 * (3 * q + r)) // t - 10 * n
         else:
-            q, r, t, k, n, odd = q * k, (2 * q + r) * odd, t * odd, k + 1, (q * (7 * k + 2) + r * odd) // (t * odd), odd + 2
+            q, r, t, k, n, odd = (
+                q * k,
+                (2 * q + r) * odd,
+                t * odd,
+                k + 1,
+                (q * (7 * k + 2) + r * odd) // (t * odd),
+                odd + 2,
+            )
     return "".join(map(str, out))
 
 

@@ -11,8 +11,10 @@ from paramlib import int_param
 
 DEFAULT_SIZE = 3000
 
-WORDS = ("alpha beta gamma delta kernel cache miss branch predictor function container cold warm "
-         "request latency invoke action memory socket thread queue").split()
+WORDS = (
+    "alpha beta gamma delta kernel cache miss branch predictor function container cold warm "
+    "request latency invoke action memory socket thread queue"
+).split()
 DOMAINS = ("example.org", "mail.example.com", "lab.test", "uni.example.edu")
 
 DATE = re.compile(r"\b(\d{4})-(\d{2})-(\d{2})\b")

@@ -52,7 +52,14 @@ def main():
     except BaseException as error:  # report any import failure to the parent, then stop
         send({"ready": False, "error": "%s: %s" % (type(error).__name__, error), "traceback": traceback.format_exc()})
         return 1
-    send({"ready": True, "load_ns": time.perf_counter_ns() - start, "pid": os.getpid(), "interpreter": sys.version.split()[0]})
+    send(
+        {
+            "ready": True,
+            "load_ns": time.perf_counter_ns() - start,
+            "pid": os.getpid(),
+            "interpreter": sys.version.split()[0],
+        }
+    )
 
     for line in sys.stdin:
         if not line.strip():
@@ -77,8 +84,10 @@ def main():
             text, error = "null", "the result is not JSON-serialisable: %s" % exc
         sys.stdout.flush()
         sys.stderr.flush()
-        out.write('{"ok": %s, "error": %s, "exec_ns": %d, "rusage": %s, "result_bytes": %d, "result": %s}\n' % (
-            "true" if error is None else "false", json.dumps(error), exec_ns, json.dumps(usage), len(text), text))
+        out.write(
+            '{"ok": %s, "error": %s, "exec_ns": %d, "rusage": %s, "result_bytes": %d, "result": %s}\n'
+            % ("true" if error is None else "false", json.dumps(error), exec_ns, json.dumps(usage), len(text), text)
+        )
         out.flush()
     return 0
 

@@ -15,8 +15,18 @@ import os
 import re
 
 NEGATIONS = {"not", "no", "never", "none", "nobody", "nothing", "neither", "nor", "without", "cannot"}
-BOOSTERS = {"very": 1.5, "extremely": 1.8, "really": 1.4, "so": 1.3, "incredibly": 1.8, "highly": 1.5,
-            "slightly": 0.5, "somewhat": 0.6, "barely": 0.4, "fairly": 0.8}
+BOOSTERS = {
+    "very": 1.5,
+    "extremely": 1.8,
+    "really": 1.4,
+    "so": 1.3,
+    "incredibly": 1.8,
+    "highly": 1.5,
+    "slightly": 0.5,
+    "somewhat": 0.6,
+    "barely": 0.4,
+    "fairly": 0.8,
+}
 NEUTRAL_BAND = 0.05
 NORMALISER = 15.0
 
@@ -60,7 +70,7 @@ def score_sentence(sentence, table):
         value = valence_of(token, table)
         if value is None:
             continue
-        window = tokens[max(0, position - 3):position]
+        window = tokens[max(0, position - 3) : position]
         for word in window:
             if word in BOOSTERS:
                 value *= BOOSTERS[word]

@@ -100,7 +100,9 @@ def main(args):
     # NaN compares false with everything; an hour of spinning or a payload past any platform's
     # response limit is a typo, not a benchmark.
     if not service_ms <= MAX_SERVICE_MS or payload_bytes > MAX_PAYLOAD_BYTES:
-        return {"error": "service_ms must be at most %d and payload_bytes at most %d" % (MAX_SERVICE_MS, MAX_PAYLOAD_BYTES)}
+        return {
+            "error": "service_ms must be at most %d and payload_bytes at most %d" % (MAX_SERVICE_MS, MAX_PAYLOAD_BYTES)
+        }
     cpu_before = time.process_time_ns()
     elapsed_ns, spins = spin(service_ms)
     cpu_ns = time.process_time_ns() - cpu_before

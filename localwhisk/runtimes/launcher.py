@@ -68,13 +68,17 @@ def private_tmp(workdir):
         def bind(source, target, flags=0):
             return libc.mount(source.encode(), target.encode(), None, MS_BIND | flags, None)
 
-        steps = [("unshare", lambda: libc.unshare(CLONE_NEWNS)),
-                 ("mount --make-rprivate /", lambda: libc.mount(b"none", b"/", None, MS_REC | MS_PRIVATE, None))]
+        steps = [
+            ("unshare", lambda: libc.unshare(CLONE_NEWNS)),
+            ("mount --make-rprivate /", lambda: libc.mount(b"none", b"/", None, MS_REC | MS_PRIVATE, None)),
+        ]
         real = os.path.realpath(workdir) if workdir else ""
         if real.startswith("/tmp/"):
-            inside = os.path.join(directory, real[len("/tmp/"):])
-            steps += [("mkdir " + inside, lambda: os.makedirs(inside, exist_ok=True) or 0),
-                      ("mount --bind %s %s" % (real, inside), lambda: bind(real, inside))]
+            inside = os.path.join(directory, real[len("/tmp/") :])
+            steps += [
+                ("mkdir " + inside, lambda: os.makedirs(inside, exist_ok=True) or 0),
+                ("mount --bind %s %s" % (real, inside), lambda: bind(real, inside)),
+            ]
         steps.append(("mount --rbind %s /tmp" % directory, lambda: bind(directory, "/tmp", MS_REC)))
         for what, call in steps:
             if call() != 0:

@@ -39,7 +39,6 @@ This ``__init__`` imports every public name, so ``from monitoring import allocat
 from __future__ import annotations
 
 from faasprof.monitoring.allocation.apply import Allocation
-from faasprof.monitoring.allocation.probe import discover
 from faasprof.monitoring.allocation.journal import STATE_FORMAT_VERSION, default_state_dir
 from faasprof.monitoring.allocation.model import (
     ALLOCATION_FLAGS,
@@ -66,6 +65,6 @@ from faasprof.monitoring.allocation.plan import (
     require,
 )
 from faasprof.monitoring.allocation.pqos import PQOS_ASSOC_TYPE, parse_pqos_capabilities, parse_pqos_show
+from faasprof.monitoring.allocation.probe import discover
 from faasprof.monitoring.allocation.resctrl import ResctrlFs, parse_schemata
 from faasprof.monitoring.allocation.restore import cleanup_leftovers
-

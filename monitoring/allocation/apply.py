@@ -19,7 +19,15 @@ from typing import Any, Iterator
 from faasprof.errors import ConfigError, NotReadyError, RunError
 from faasprof.monitoring.allocation import pqos, resctrl
 from faasprof.monitoring.allocation.journal import Journal, default_state_dir
-from faasprof.monitoring.allocation.model import GROUP_PREFIX, PQOS_TIMEOUT_S, Capabilities, Readback, Runner, format_cpu_list, run_subprocess
+from faasprof.monitoring.allocation.model import (
+    GROUP_PREFIX,
+    PQOS_TIMEOUT_S,
+    Capabilities,
+    Readback,
+    Runner,
+    format_cpu_list,
+    run_subprocess,
+)
 from faasprof.monitoring.allocation.plan import AllocationPlan
 from faasprof.monitoring.allocation.restore import restore_from_state
 
@@ -83,10 +91,14 @@ class Allocation:
                 if self.caps.interface == "resctrl":
                     readback = resctrl.apply(self.caps, self.plan, self.name, self.fs, self._journal)
                 else:
-                    readback = pqos.apply(self.caps, self.plan, self.runner, self.timeout_s, self.pqos_reset, self._journal)
+                    readback = pqos.apply(
+                        self.caps, self.plan, self.runner, self.timeout_s, self.pqos_reset, self._journal
+                    )
                 self.applied = self._checked(readback)
             except OSError as exc:
-                raise RunError(f"{exc.filename or self.name}: {exc.strerror or exc} while applying the allocation") from None
+                raise RunError(
+                    f"{exc.filename or self.name}: {exc.strerror or exc} while applying the allocation"
+                ) from None
             self._journal.applied(self.applied)
         return self.applied
 
@@ -114,10 +126,14 @@ class Allocation:
                 raise RunError(f"{where}: no MB values read back after writing {self.plan.mba_percent} %")
             if any(p != self.plan.mba_percent for p in percents.values()):
                 # The kernel or pqos rounded differently from our rule: record the truth, go on.
-                applied["notes"].append(f"the hardware applied MB {applied['mba_percent']} for a request of {self.plan.mba_percent}")
+                applied["notes"].append(
+                    f"the hardware applied MB {applied['mba_percent']} for a request of {self.plan.mba_percent}"
+                )
         missing = set(self.plan.cpus) - set(cpus)
         if missing:
-            raise RunError(f"{where}: CPU(s) {format_cpu_list(missing)} did not join the allocation (read back: {format_cpu_list(cpus)})")
+            raise RunError(
+                f"{where}: CPU(s) {format_cpu_list(missing)} did not join the allocation (read back: {format_cpu_list(cpus)})"
+            )
         return applied
 
     # restore ------------------------------------------------------------------------------
@@ -127,7 +143,9 @@ class Allocation:
             return []
         with _sigint_deferred():
             try:
-                messages = restore_from_state(self._journal.state, fs=self.fs, runner=self.runner, timeout_s=self.timeout_s)
+                messages = restore_from_state(
+                    self._journal.state, fs=self.fs, runner=self.runner, timeout_s=self.timeout_s
+                )
             except (OSError, RunError) as exc:
                 # The state file stays: the next faasprof start (cleanup_leftovers) tries again.
                 detail = f"{exc.filename}: {exc.strerror}" if isinstance(exc, OSError) else str(exc)
@@ -156,4 +174,3 @@ def _sigint_deferred() -> Iterator[None]:
                 previous(signal.SIGINT, None)  # Python's default handler raises KeyboardInterrupt here
             elif previous == signal.SIG_DFL:
                 os.kill(os.getpid(), signal.SIGINT)  # what would have happened without us
-

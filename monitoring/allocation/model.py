@@ -43,7 +43,6 @@ def format_cpu_list(cpus: Iterable[int]) -> str:
     return ",".join(parts)
 
 
-
 @dataclass(frozen=True)
 class CacheCaps:
     """L3 cache allocation as the host reports it."""

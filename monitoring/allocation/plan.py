@@ -80,20 +80,24 @@ def llc_mask(value: Any, l3: CacheCaps, position: str | int = "low") -> int:
     ways = l3.num_ways
     lowest = (l3.cbm_mask & -l3.cbm_mask).bit_length() - 1
     if isinstance(value, bool):
-        raise ValueError(f"must be a way count (1..{ways}) or a hex mask such as \"0x{l3.cbm_mask:x}\" (got {value})")
+        raise ValueError(f'must be a way count (1..{ways}) or a hex mask such as "0x{l3.cbm_mask:x}" (got {value})')
     if isinstance(value, int):
         if value < max(1, l3.min_cbm_bits) or value > ways:
-            raise ValueError(f"{value} ways is outside 1..{ways} (this CPU has {ways} L3 ways, min_cbm_bits {l3.min_cbm_bits})")
+            raise ValueError(
+                f"{value} ways is outside 1..{ways} (this CPU has {ways} L3 ways, min_cbm_bits {l3.min_cbm_bits})"
+            )
         if position == "low":
             start = lowest
         elif position == "high":
             start = lowest + ways - value
         elif isinstance(position, int) and not isinstance(position, bool) and position >= 0:
             if position + value > ways:
-                raise ValueError(f"{value} ways starting at way {position} go past way {ways - 1}; use a position <= {ways - value}")
+                raise ValueError(
+                    f"{value} ways starting at way {position} go past way {ways - 1}; use a position <= {ways - value}"
+                )
             start = lowest + position
         else:
-            raise ValueError(f"llc_position must be \"low\", \"high\" or a way index (got {position!r})")
+            raise ValueError(f'llc_position must be "low", "high" or a way index (got {position!r})')
         mask = ((1 << value) - 1) << start
     elif isinstance(value, str):
         text = value.strip().lower()
@@ -102,7 +106,7 @@ def llc_mask(value: Any, l3: CacheCaps, position: str | int = "low") -> int:
         if not re.fullmatch(r"0x[0-9a-f]+", text):
             raise ValueError(
                 f"{value!r} is neither a way count nor a hex mask; write a count as a number (4) or a mask"
-                f" as a string with 0x (\"0x{l3.cbm_mask:x}\")"
+                f' as a string with 0x ("0x{l3.cbm_mask:x}")'
             )
         mask = int(text, 16)
     else:
@@ -129,6 +133,7 @@ def mba_step(value: Any, mb: BandwidthCaps) -> int:
     gran = max(1, mb.granularity_percent)
     steps = -(-(value - mb.min_percent) // gran)  # ceiling division, exact for ints and floats
     return int(min(100, mb.min_percent + int(steps) * gran))
+
 
 @dataclass(frozen=True)
 class AllocationPlan:
@@ -162,7 +167,7 @@ def _cpus_arg(value: Any, name: str) -> tuple[int, ...]:
         return (value,)
     cpus = tuple(value)
     if not all(isinstance(c, int) and not isinstance(c, bool) and c >= 0 for c in cpus):
-        raise ValueError(f"{name} must be CPU numbers or a list such as \"2-7\" (got {value!r})")
+        raise ValueError(f'{name} must be CPU numbers or a list such as "2-7" (got {value!r})')
     return tuple(sorted(set(cpus)))
 
 

@@ -20,7 +20,15 @@ from typing import Any, Callable
 
 from faasprof.errors import NotReadyError, RunError
 from faasprof.monitoring.allocation.journal import Journal
-from faasprof.monitoring.allocation.model import BandwidthCaps, CacheCaps, Capabilities, Readback, Runner, format_cpu_list, last_line
+from faasprof.monitoring.allocation.model import (
+    BandwidthCaps,
+    CacheCaps,
+    Capabilities,
+    Readback,
+    Runner,
+    format_cpu_list,
+    last_line,
+)
 from faasprof.monitoring.allocation.plan import AllocationPlan
 
 # "llc" is the type name older scripts use for -a; pqos(8) calls it deprecated in favour of "core".
@@ -29,7 +37,13 @@ PQOS_ASSOC_TYPE = "core"
 
 def parse_pqos_capabilities(text: str) -> dict[str, Any]:
     """Parse ``pqos -d``: which allocation technologies exist and their class counts."""
-    result: dict[str, Any] = {"l3_cat": False, "l3_num_cos": None, "cdp_enabled": None, "mba": False, "mba_num_cos": None}
+    result: dict[str, Any] = {
+        "l3_cat": False,
+        "l3_num_cos": None,
+        "cdp_enabled": None,
+        "mba": False,
+        "mba_num_cos": None,
+    }
     section = None
     for line in text.splitlines():
         stripped = line.strip()
@@ -108,9 +122,16 @@ def capabilities(pqos_path: str, runner: Runner, timeout_s: float, common: dict)
         try:
             proc = runner([pqos_path, *args], timeout_s)
         except subprocess.TimeoutExpired:
-            return Capabilities(interface=None, reason=f"pqos {' '.join(args)} did not answer within {timeout_s:g} s", pqos=pqos_path, **common)
+            return Capabilities(
+                interface=None,
+                reason=f"pqos {' '.join(args)} did not answer within {timeout_s:g} s",
+                pqos=pqos_path,
+                **common,
+            )
         except OSError as exc:
-            return Capabilities(interface=None, reason=f"pqos {' '.join(args)} could not run: {exc}", pqos=pqos_path, **common)
+            return Capabilities(
+                interface=None, reason=f"pqos {' '.join(args)} could not run: {exc}", pqos=pqos_path, **common
+            )
         if proc.returncode != 0:
             last = last_line(proc.stdout + "\n" + proc.stderr)
             return Capabilities(
@@ -186,7 +207,9 @@ def _class_definition(kind: str, cos: int, per_socket: dict[str, int], fmt: Call
     return ";".join(f"{kind}@{s}:{cos}={fmt(v)}" for s, v in sorted(per_socket.items(), key=lambda kv: int(kv[0])))
 
 
-def apply(caps: Capabilities, plan: AllocationPlan, runner: Runner, timeout_s: float, reset: bool, journal: Journal) -> Readback:
+def apply(
+    caps: Capabilities, plan: AllocationPlan, runner: Runner, timeout_s: float, reset: bool, journal: Journal
+) -> Readback:
     """Give ``plan`` the highest free class and its cores (the module docstring's order); RunError on a refusal."""
 
     def pqos(*args: str) -> str:
@@ -215,7 +238,9 @@ def apply(caps: Capabilities, plan: AllocationPlan, runner: Runner, timeout_s: f
     pqos("-a", f"{PQOS_ASSOC_TYPE}:{cos}={format_cpu_list(plan.cpus)}")
     after = parse_pqos_show(pqos("-s"))
     masks = {s: table[cos] for s, table in after["l3"].items() if cos in table} if plan.l3_mask is not None else {}
-    percents = {s: table[cos] for s, table in after["mba"].items() if cos in table} if plan.mba_percent is not None else {}
+    percents = (
+        {s: table[cos] for s, table in after["mba"].items() if cos in table} if plan.mba_percent is not None else {}
+    )
     cpus = [core for core, info in after["cores"].items() if info["cos"] == cos]
     return Readback(masks, percents, cpus, where="pqos -s", extra={"cos": cos, "pqos": caps.pqos})
 
@@ -232,4 +257,6 @@ def restore(state: dict[str, Any], runner: Runner, timeout_s: float) -> list[str
         run_pqos(pqos, runner, timeout_s, ["-e", _class_definition("llc", cos, previous["l3"], lambda m: f"0x{m:x}")])
     if previous.get("mba"):
         run_pqos(pqos, runner, timeout_s, ["-e", _class_definition("mba", cos, previous["mba"], str)])
-    return [f"restored pqos class COS{cos} and the classes of cores {format_cpu_list(int(c) for c in previous.get('assoc', {}))}"]
+    return [
+        f"restored pqos class COS{cos} and the classes of cores {format_cpu_list(int(c) for c in previous.get('assoc', {}))}"
+    ]

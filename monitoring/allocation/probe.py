@@ -85,4 +85,3 @@ def discover(
         )
         return Capabilities(interface=None, reason=reason, **common)
     return pqos_backend.capabilities(pqos_path, runner or run_subprocess, timeout_s, common)
-

@@ -35,7 +35,14 @@ from typing import Any, Iterator
 from faasprof.errors import RunError
 from faasprof.monitoring import host
 from faasprof.monitoring.allocation.journal import Journal
-from faasprof.monitoring.allocation.model import BandwidthCaps, CacheCaps, Capabilities, Readback, format_cpu_list, parse_cpu_list
+from faasprof.monitoring.allocation.model import (
+    BandwidthCaps,
+    CacheCaps,
+    Capabilities,
+    Readback,
+    format_cpu_list,
+    parse_cpu_list,
+)
 from faasprof.monitoring.allocation.plan import AllocationPlan
 
 # Entries of the resctrl root that are not resource groups.
@@ -56,7 +63,6 @@ def parse_schemata(text: str) -> dict[str, dict[int, str]]:
         values = {int(i): v for i, v in re.findall(r"(\d+)\s*=\s*([0-9a-fA-F]+)", rest)}
         result[name.strip()] = values
     return result
-
 
 
 def capabilities(path: Path, options: tuple[str, ...], common: dict) -> Capabilities:
@@ -158,7 +164,6 @@ def last_cmd_status(resctrl: Path) -> str:
     return (host.Root(resctrl).read("/info/last_cmd_status") or "").strip() or "no info/last_cmd_status"
 
 
-
 def schemata_lines(caps: Capabilities, plan: AllocationPlan) -> list[str]:
     """The group's ``schemata``: an ``L3:`` (or ``L3DATA:``/``L3CODE:``) and an ``MB:`` line, every cache id."""
     lines = []
@@ -240,7 +245,9 @@ def restore(state: dict[str, Any], fs: ResctrlFs) -> list[str]:
         if group.is_dir():
             for other, cpus in (state.get("previous_cpu_owners") or {}).items():
                 if not (resctrl / other).is_dir():
-                    messages.append(f"CPU(s) {format_cpu_list(cpus)} go to the default group: their group {other} is gone")
+                    messages.append(
+                        f"CPU(s) {format_cpu_list(cpus)} go to the default group: their group {other} is gone"
+                    )
                     continue
                 current = set(parse_cpu_list(fs.read(resctrl / other / "cpus_list")))
                 fs.write(resctrl / other / "cpus_list", format_cpu_list(current | set(cpus)) + "\n")

@@ -18,7 +18,13 @@ from faasprof.errors import NotReadyError, RunError
 from faasprof.monitoring import host
 from faasprof.monitoring.allocation import pqos, resctrl
 from faasprof.monitoring.allocation.journal import STATE_FORMAT_VERSION, default_state_dir, owner_alive
-from faasprof.monitoring.allocation.model import GROUP_PREFIX, PQOS_TIMEOUT_S, RESCTRL_MOUNTPOINT, Runner, run_subprocess
+from faasprof.monitoring.allocation.model import (
+    GROUP_PREFIX,
+    PQOS_TIMEOUT_S,
+    RESCTRL_MOUNTPOINT,
+    Runner,
+    run_subprocess,
+)
 
 
 def restore_from_state(state: dict[str, Any], *, fs: resctrl.ResctrlFs, runner: Runner, timeout_s: float) -> list[str]:
@@ -55,10 +61,14 @@ def cleanup_leftovers(
             state = json.loads(path.read_text())
             pid = int(state["pid"])
         except (OSError, ValueError, KeyError, TypeError):
-            messages.append(f"{path}: unreadable allocation state file; delete it after checking {RESCTRL_MOUNTPOINT} and pqos -s")
+            messages.append(
+                f"{path}: unreadable allocation state file; delete it after checking {RESCTRL_MOUNTPOINT} and pqos -s"
+            )
             continue
         if state.get("format_version") != STATE_FORMAT_VERSION:
-            messages.append(f"{path}: allocation state format version {state.get('format_version')} not supported; delete it by hand")
+            messages.append(
+                f"{path}: allocation state format version {state.get('format_version')} not supported; delete it by hand"
+            )
             continue
         if state.get("resctrl_path"):
             handled.add(Path(state["resctrl_path"]) / str(state.get("group")))
@@ -68,7 +78,9 @@ def cleanup_leftovers(
             done = restore_from_state(state, fs=fs, runner=runner, timeout_s=timeout_s)
         except (OSError, RunError, NotReadyError) as exc:
             where = state.get("group") or f"COS{state.get('cos')}"
-            messages.append(f"could not undo the allocation {where} left by faasprof pid {pid}: {exc}; fix it by hand, then delete {path}")
+            messages.append(
+                f"could not undo the allocation {where} left by faasprof pid {pid}: {exc}; fix it by hand, then delete {path}"
+            )
             continue
         for line in done:
             messages.append(f"leftover of faasprof pid {pid} (no longer running): {line}")
@@ -88,7 +100,11 @@ def cleanup_leftovers(
                 with resctrl.locked(mount_dir):
                     fs.rmdir(mount_dir / name)
             except OSError as exc:
-                messages.append(f"could not remove leftover resctrl group {mount_dir / name}: {exc.strerror}; run: rmdir {mount_dir / name}")
+                messages.append(
+                    f"could not remove leftover resctrl group {mount_dir / name}: {exc.strerror}; run: rmdir {mount_dir / name}"
+                )
                 continue
-            messages.append(f"removed leftover resctrl group {mount_dir / name} (faasprof pid {pid} is gone; no state file)")
+            messages.append(
+                f"removed leftover resctrl group {mount_dir / name} (faasprof pid {pid} is gone; no state file)"
+            )
     return messages

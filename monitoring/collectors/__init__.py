@@ -30,7 +30,13 @@ from faasprof.monitoring.collectors.perf import PerfCollector
 from faasprof.monitoring.collectors.rdt import RdtCollector
 from faasprof.monitoring.collectors.vmstat import VmstatCollector
 
-COLLECTORS: tuple[type[Collector], ...] = (PerfCollector, RdtCollector, BlktraceCollector, CgroupCollector, VmstatCollector)
+COLLECTORS: tuple[type[Collector], ...] = (
+    PerfCollector,
+    RdtCollector,
+    BlktraceCollector,
+    CgroupCollector,
+    VmstatCollector,
+)
 REGISTRY: dict[str, type[Collector]] = {cls.name: cls for cls in COLLECTORS}
 
 SCHEMA_DESCRIPTION = (
@@ -110,7 +116,10 @@ def schema_fragment() -> dict:
         "description": SCHEMA_DESCRIPTION,
         "properties": {
             cls.name: {
-                "anyOf": [{"type": "boolean"}, {"type": "object", "additionalProperties": False, "properties": option_schemas(cls)}],
+                "anyOf": [
+                    {"type": "boolean"},
+                    {"type": "object", "additionalProperties": False, "properties": option_schemas(cls)},
+                ],
                 "description": cls.summary,
             }
             for cls in COLLECTORS
@@ -140,7 +149,10 @@ def schema_text() -> str:
             '            "type": "object", "additionalProperties": false,',
             '            "properties": {',
         ]
-        lines += [f"              {_one_line(name)}: {_one_line(schema)}{',' if i < len(options) - 1 else ''}" for i, (name, schema) in enumerate(options.items())]
+        lines += [
+            f"              {_one_line(name)}: {_one_line(schema)}{',' if i < len(options) - 1 else ''}"
+            for i, (name, schema) in enumerate(options.items())
+        ]
         lines += [
             "            }}],",
             f'          "description": {_one_line(cls.summary)}',

@@ -10,13 +10,18 @@ from __future__ import annotations
 import argparse
 import sys
 
-from faasprof.paths import CHECKOUT_ROOT, WORKLOAD_SCHEMA_PATH
 from faasprof.monitoring.collectors import readme_table, replace_readme_table, replace_schema_section, schema_text
+from faasprof.paths import CHECKOUT_ROOT, WORKLOAD_SCHEMA_PATH
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="python -m faasprof.monitoring.collectors", description="Write the registry's schema section and README table.")
-    parser.add_argument("--write", action="store_true", help="update workload_configs/schema.json and README.md in place")
+    parser = argparse.ArgumentParser(
+        prog="python -m faasprof.monitoring.collectors",
+        description="Write the registry's schema section and README table.",
+    )
+    parser.add_argument(
+        "--write", action="store_true", help="update workload_configs/schema.json and README.md in place"
+    )
     args = parser.parse_args(argv)
     if not args.write:
         sys.stdout.write(schema_text() + "\n\n" + readme_table() + "\n")

@@ -50,8 +50,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Callable, ClassVar
 
-from faasprof.rundir import Manifest, monitor_dir, write_json_atomic
 from faasprof.monitoring.host import Root
+from faasprof.rundir import Manifest, monitor_dir, write_json_atomic
 
 META_FORMAT_VERSION = 1
 
@@ -305,7 +305,12 @@ class ProcessCollector(Collector):
         # A new session: a Ctrl-C in the terminal reaches faasprof, which stops the tool itself
         # (perf would otherwise get the SIGINT too and exit before the final interval is wanted).
         self.process = subprocess.Popen(
-            argv, stdin=subprocess.DEVNULL, stdout=self._stdout, stderr=self._stderr, start_new_session=True, cwd=self.dir
+            argv,
+            stdin=subprocess.DEVNULL,
+            stdout=self._stdout,
+            stderr=self._stderr,
+            start_new_session=True,
+            cwd=self.dir,
         )
 
     def _startup_check(self, wait_s: float = 0.3) -> None:
@@ -317,7 +322,9 @@ class ProcessCollector(Collector):
             return
         self.returncode = self.process.returncode
         self._close_logs()
-        self._fail(f"{self.name}: {self.command[0] if self.command else 'tool'} exited at once with code {self.returncode}: {tail(self.dir / 'stderr.log') or 'no message'}")
+        self._fail(
+            f"{self.name}: {self.command[0] if self.command else 'tool'} exited at once with code {self.returncode}: {tail(self.dir / 'stderr.log') or 'no message'}"
+        )
 
     def alive(self) -> bool:
         if self.status != "running" or self.process is None:
@@ -326,7 +333,9 @@ class ProcessCollector(Collector):
             return True
         self.returncode = self.process.returncode
         self.status = "died"
-        self.errors.append(f"{self.name}: exited during the run with code {self.returncode}: {tail(self.dir / 'stderr.log') or 'no message'}")
+        self.errors.append(
+            f"{self.name}: exited during the run with code {self.returncode}: {tail(self.dir / 'stderr.log') or 'no message'}"
+        )
         self._write_meta()
         return False
 
@@ -377,8 +386,6 @@ class ProcessCollector(Collector):
         data = super().describe()
         data["returncode"] = self.returncode
         return data
-
-
 
 
 class SamplingCollector(Collector):

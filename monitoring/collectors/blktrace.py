@@ -14,11 +14,22 @@ import subprocess
 import time
 from pathlib import Path
 
-from faasprof.rundir import Manifest
-from faasprof.monitoring.collectors.base import INFO, NO, OK, Finding, ParseArgument, ParseKind, Plot, ProcessCollector, is_root, read_output, tail
+from faasprof.monitoring.collectors.base import (
+    INFO,
+    NO,
+    OK,
+    Finding,
+    ParseArgument,
+    ParseKind,
+    Plot,
+    ProcessCollector,
+    is_root,
+    read_output,
+    tail,
+)
 from faasprof.monitoring.host import Root, mounts
 from faasprof.monitoring.parsers.blkparse import blk_intervals
-
+from faasprof.rundir import Manifest
 
 DOCKER_DATA = "/var/lib/docker"
 BLK_MARKER = "faasprof-start"
@@ -66,7 +77,10 @@ class BlktraceCollector(ProcessCollector):
     defaults = {"devices": "auto", "required": False}
     options_schema = {
         "devices": {
-            "anyOf": [{"const": "auto"}, {"type": "array", "items": {"type": "string", "pattern": "^/dev/"}, "minItems": 1}],
+            "anyOf": [
+                {"const": "auto"},
+                {"type": "array", "items": {"type": "string", "pattern": "^/dev/"}, "minItems": 1},
+            ],
             "description": "Block devices to trace; auto: the device holding Docker's data (or the root filesystem).",
         },
     }
@@ -134,7 +148,9 @@ class BlktraceCollector(ProcessCollector):
                 msg.write_text(BLK_MARKER + "\n")
             except OSError as error:
                 self.marker_wall_ns = self.marker_monotonic_ns = None
-                self.warnings.append(f"blktrace: could not write the time marker to {msg} ({error.strerror}); times count from the first event")
+                self.warnings.append(
+                    f"blktrace: could not write the time marker to {msg} ({error.strerror}); times count from the first event"
+                )
 
     def _after_stop(self) -> None:
         assert self.dir is not None
@@ -147,7 +163,9 @@ class BlktraceCollector(ProcessCollector):
                 try:
                     done = subprocess.run(argv, cwd=self.dir, stdout=log, stderr=log, timeout=600)
                     if done.returncode != 0:
-                        self.errors.append(f"blktrace: blkparse {name} exited with {done.returncode}; see monitors/blktrace/blkparse.log")
+                        self.errors.append(
+                            f"blktrace: blkparse {name} exited with {done.returncode}; see monitors/blktrace/blkparse.log"
+                        )
                 except (OSError, subprocess.TimeoutExpired) as error:
                     self.errors.append(f"blktrace: blkparse {name} failed ({error})")
         dropped = tail(self.dir / "stderr.log")
@@ -192,19 +210,41 @@ class BlktraceCollector(ProcessCollector):
         findings = []
         for tool in ("blktrace", "blkparse"):
             if shutil.which(tool) is None:
-                findings.append(Finding("blktrace", NO, f"{tool} is not installed", "apt-get install blktrace", ("blktrace",)))
+                findings.append(
+                    Finding("blktrace", NO, f"{tool} is not installed", "apt-get install blktrace", ("blktrace",))
+                )
         if not host.get("debugfs_mounted"):
-            findings.append(Finding("blktrace", NO, "debugfs is not mounted at /sys/kernel/debug", "mount -t debugfs debugfs /sys/kernel/debug", ("blktrace",)))
+            findings.append(
+                Finding(
+                    "blktrace",
+                    NO,
+                    "debugfs is not mounted at /sys/kernel/debug",
+                    "mount -t debugfs debugfs /sys/kernel/debug",
+                    ("blktrace",),
+                )
+            )
         else:
             findings.append(Finding("blktrace", OK, "debugfs mounted"))
         if not is_root():
-            findings.append(Finding("blktrace", NO, "not root: BLKTRACESETUP needs CAP_SYS_ADMIN", "run faasprof as root", ("blktrace",)))
+            findings.append(
+                Finding(
+                    "blktrace", NO, "not root: BLKTRACESETUP needs CAP_SYS_ADMIN", "run faasprof as root", ("blktrace",)
+                )
+            )
         devices = (block or {}).get("devices", "auto")
         if devices == "auto":
             found = data_device(root)
             devices = [found] if found else []
             if not found:
-                findings.append(Finding("blktrace", NO, f"no block device found holding {DOCKER_DATA} or /", "name devices in monitoring.blktrace.devices", ("blktrace",)))
+                findings.append(
+                    Finding(
+                        "blktrace",
+                        NO,
+                        f"no block device found holding {DOCKER_DATA} or /",
+                        "name devices in monitoring.blktrace.devices",
+                        ("blktrace",),
+                    )
+                )
         # A disk is only "can be traced" when blktrace itself can run here (tools, debugfs, root).
         runnable = not any(finding.state == NO for finding in findings)
         for device in devices:
@@ -212,7 +252,21 @@ class BlktraceCollector(ProcessCollector):
             if root.exists(f"/sys/block/{name}/trace") and runnable:
                 findings.append(Finding("blktrace", OK, f"{device} can be traced"))
             elif root.exists(f"/sys/block/{name}/trace"):
-                findings.append(Finding("blktrace", INFO, f"{device} has a trace interface; it can be traced once the problems above are fixed"))
+                findings.append(
+                    Finding(
+                        "blktrace",
+                        INFO,
+                        f"{device} has a trace interface; it can be traced once the problems above are fixed",
+                    )
+                )
             else:
-                findings.append(Finding("blktrace", NO, f"{device}: /sys/block/{name}/trace missing (not a whole disk, or no CONFIG_BLK_DEV_IO_TRACE)", "name a whole disk such as /dev/sda", ("blktrace",)))
+                findings.append(
+                    Finding(
+                        "blktrace",
+                        NO,
+                        f"{device}: /sys/block/{name}/trace missing (not a whole disk, or no CONFIG_BLK_DEV_IO_TRACE)",
+                        "name a whole disk such as /dev/sda",
+                        ("blktrace",),
+                    )
+                )
         return findings

@@ -10,16 +10,35 @@ import os
 import time
 from pathlib import Path
 
-from faasprof.rundir import Manifest
-from faasprof.monitoring.collectors.base import NO, OK, Finding, ParseKind, Plot, SamplingCollector, samples_on_run_clock
+from faasprof.monitoring.collectors.base import (
+    NO,
+    OK,
+    Finding,
+    ParseKind,
+    Plot,
+    SamplingCollector,
+    samples_on_run_clock,
+)
 from faasprof.monitoring.host import Root, cgroup_info
 from faasprof.monitoring.parsers.cgroups import parse_cgroup_samples
-
+from faasprof.rundir import Manifest
 
 CGROUP_COLUMNS = (
-    "elapsed_ns", "sandbox", "cpu_usage_ns", "cpu_user_ns", "cpu_system_ns", "nr_periods", "nr_throttled",
-    "throttled_ns", "memory_usage_bytes", "memory_limit_bytes", "memory_rss_bytes", "memory_cache_bytes",
-    "memory_failcnt", "oom_kills", "frozen",
+    "elapsed_ns",
+    "sandbox",
+    "cpu_usage_ns",
+    "cpu_user_ns",
+    "cpu_system_ns",
+    "nr_periods",
+    "nr_throttled",
+    "throttled_ns",
+    "memory_usage_bytes",
+    "memory_limit_bytes",
+    "memory_rss_bytes",
+    "memory_cache_bytes",
+    "memory_failcnt",
+    "oom_kills",
+    "frozen",
 )
 # cgroup v1 reports "no limit" as a huge page-aligned number.
 _V1_UNLIMITED = 1 << 60
@@ -154,7 +173,11 @@ class CgroupCollector(SamplingCollector):
     plot_lines_by = "sandbox"
     plot_busiest_by = "cpu_cores"
     parse_kinds = (
-        ParseKind("cgroups", "the cgroups collector's `samples.csv` → per-sandbox CPU, memory, throttling", lambda text, _args: parse_cgroup_samples(text)),
+        ParseKind(
+            "cgroups",
+            "the cgroups collector's `samples.csv` → per-sandbox CPU, memory, throttling",
+            lambda text, _args: parse_cgroup_samples(text),
+        ),
     )
     header = ",".join(CGROUP_COLUMNS) + "\n"
     thread_name = "cgroups-sampler"
@@ -205,7 +228,7 @@ class CgroupCollector(SamplingCollector):
         cpu_base = str(self.root.path(cpu_mount)).rstrip("/")
         path = str(parents["cpu"])
         if path.startswith(cpu_base + "/"):
-            sibling = str(self.root.path(acct_mount)).rstrip("/") + path[len(cpu_base):]
+            sibling = str(self.root.path(acct_mount)).rstrip("/") + path[len(cpu_base) :]
             if os.path.isdir(sibling):
                 return {**parents, "cpuacct": sibling}
         return parents
@@ -244,7 +267,9 @@ class CgroupCollector(SamplingCollector):
         lines = []
         for sandbox, values in samples.items():
             self.sandboxes_seen.add(sandbox)
-            cells = [str(elapsed), sandbox.replace(",", "_")] + ["" if values[name] is None else str(values[name]) for name in CGROUP_COLUMNS[2:]]
+            cells = [str(elapsed), sandbox.replace(",", "_")] + [
+                "" if values[name] is None else str(values[name]) for name in CGROUP_COLUMNS[2:]
+            ]
             lines.append(",".join(cells) + "\n")
         self._handle.write("".join(lines))
         self._handle.flush()
@@ -268,7 +293,15 @@ class CgroupCollector(SamplingCollector):
         version = info.get("version")
         controllers = info.get("controllers") or {}
         if version is None:
-            return [Finding("cgroups", NO, "no cgroup filesystem mounted", "mount cgroup2 on /sys/fs/cgroup (or the v1 hierarchies)", ("cgroups",))]
+            return [
+                Finding(
+                    "cgroups",
+                    NO,
+                    "no cgroup filesystem mounted",
+                    "mount cgroup2 on /sys/fs/cgroup (or the v1 hierarchies)",
+                    ("cgroups",),
+                )
+            ]
         writable = sorted(name for name, c in controllers.items() if c.get("writable"))
         needed = ("cpu", "memory")
         missing = [name for name in needed if name not in writable]
@@ -276,8 +309,13 @@ class CgroupCollector(SamplingCollector):
         text += f"; writable controllers: {', '.join(writable) or 'none'}"
         findings = [Finding("cgroups", OK, text)]
         if missing:
-            findings.append(Finding(
-                "cgroups", NO, f"controllers {', '.join(missing)} are not writable: per-sandbox limits and samples unavailable (localwhisk falls back to rlimits)",
-                "run as root on a host with the cpu and memory controllers enabled", ("cgroups",),
-            ))
+            findings.append(
+                Finding(
+                    "cgroups",
+                    NO,
+                    f"controllers {', '.join(missing)} are not writable: per-sandbox limits and samples unavailable (localwhisk falls back to rlimits)",
+                    "run as root on a host with the cpu and memory controllers enabled",
+                    ("cgroups",),
+                )
+            )
         return findings

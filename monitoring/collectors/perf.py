@@ -15,11 +15,22 @@ import subprocess
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from faasprof.rundir import Manifest
-from faasprof.monitoring.collectors.base import NO, OK, WARN, Finding, ParseArgument, ParseKind, Plot, ProcessCollector, is_root, read_output
+from faasprof.monitoring.collectors.base import (
+    NO,
+    OK,
+    WARN,
+    Finding,
+    ParseArgument,
+    ParseKind,
+    Plot,
+    ProcessCollector,
+    is_root,
+    read_output,
+)
 from faasprof.monitoring.derived import add_perf_metrics
 from faasprof.monitoring.host import Root, cgroup_info
 from faasprof.monitoring.parsers.perf import event_units, parse_perf_stat, perf_wide, probe_support
+from faasprof.rundir import Manifest
 
 DEFAULT_PERF_EVENTS = (
     "instructions",
@@ -89,7 +100,9 @@ class PerfReadiness:
         return None
 
 
-def perf_readiness(events: list[str] | tuple[str, ...], root: Root | None = None, system_wide: bool = True, probe: bool = True) -> PerfReadiness:
+def perf_readiness(
+    events: list[str] | tuple[str, ...], root: Root | None = None, system_wide: bool = True, probe: bool = True
+) -> PerfReadiness:
     """Whether perf can count ``events`` here. The events are probed (one short ``perf stat``)
     only when ``probe`` and the tool and the permission are there. ``root`` is where
     ``/proc`` is read (``faasprof doctor --root`` passes ``probe=False`` for a copied tree)."""
@@ -110,7 +123,9 @@ def perf_readiness(events: list[str] | tuple[str, ...], root: Root | None = None
 _probe_cache: dict[tuple, tuple[list[str], dict[str, str], str | None]] = {}
 
 
-def probe_perf_events(events: list[str], timeout_s: float = 20.0, system_wide: bool = True) -> tuple[list[str], dict[str, str], str | None]:
+def probe_perf_events(
+    events: list[str], timeout_s: float = 20.0, system_wide: bool = True
+) -> tuple[list[str], dict[str, str], str | None]:
     """``(supported, dropped {event: reason}, error)`` from ``perf stat -x, [-a] -e ... -- true``.
 
     One probe for all events; when perf rejects the list (a bad name makes it exit 129), each
@@ -124,7 +139,10 @@ def probe_perf_events(events: list[str], timeout_s: float = 20.0, system_wide: b
     def run(evs: list[str]) -> tuple[int, str]:
         done = subprocess.run(
             ["perf", "stat", "-x,", *(["-a"] if system_wide else []), "-e", ",".join(evs), "--", "true"],
-            capture_output=True, text=True, timeout=timeout_s, stdin=subprocess.DEVNULL,
+            capture_output=True,
+            text=True,
+            timeout=timeout_s,
+            stdin=subprocess.DEVNULL,
         )
         return done.returncode, done.stderr
 
@@ -137,14 +155,19 @@ def probe_perf_events(events: list[str], timeout_s: float = 20.0, system_wide: b
             for event in events:
                 rc_one, text_one = run([event])
                 found = probe_support(text_one) if rc_one == 0 else {}
-                statuses[event] = found.get(event) or next(iter(found.values()), None) or f"rejected by perf: {_first_line(text_one)}"
+                statuses[event] = (
+                    found.get(event) or next(iter(found.values()), None) or f"rejected by perf: {_first_line(text_one)}"
+                )
     except (OSError, subprocess.TimeoutExpired) as error:
         return [], {}, str(error)
     supported, dropped = [], {}
     for event in events:
         status = statuses.get(event)
         if status is None:  # renamed by perf (e.g. the unprivileged ``:u`` fallback)
-            status = next((s for name, s in statuses.items() if name.split(":")[0] == event.split(":")[0]), "missing from the probe")
+            status = next(
+                (s for name, s in statuses.items() if name.split(":")[0] == event.split(":")[0]),
+                "missing from the probe",
+            )
         if status in ("ok", "not_counted"):
             supported.append(event)
         else:
@@ -194,7 +217,11 @@ class PerfCollector(ProcessCollector):
     defaults = {"interval_ms": 100, "events": None, "per": "system", "required": False}
     options_schema = {
         "interval_ms": {"$ref": "#/$defs/interval_ms", "description": "perf stat interval."},
-        "events": {"type": ["array", "null"], "items": {"type": "string", "minLength": 1}, "description": "perf events (default: the IPC and MPKI set)."},
+        "events": {
+            "type": ["array", "null"],
+            "items": {"type": "string", "minLength": 1},
+            "description": "perf events (default: the IPC and MPKI set).",
+        },
         "per": {
             "enum": ["system", "cpu", "core", "cgroup"],
             "description": "Aggregation: system-wide, per CPU, per physical core, or per cgroup of the platform's sandboxes.",
@@ -303,20 +330,59 @@ class PerfCollector(ProcessCollector):
         findings = []
         perf = ready.perf_path  # the tool on this machine, also when reading another tree
         if perf is None:
-            findings.append(Finding("perf", NO, "perf is not installed", "apt-get install linux-perf (Ubuntu: linux-tools-$(uname -r))", ("perf",)))
+            findings.append(
+                Finding(
+                    "perf",
+                    NO,
+                    "perf is not installed",
+                    "apt-get install linux-perf (Ubuntu: linux-tools-$(uname -r))",
+                    ("perf",),
+                )
+            )
         else:
             findings.append(Finding("perf", OK, f"perf found at {perf}"))
         paranoid = host.get("perf_event_paranoid")
         if paranoid is None:
-            findings.append(Finding("perf", NO, "no /proc/sys/kernel/perf_event_paranoid: the kernel has no perf events", "use a kernel with CONFIG_PERF_EVENTS", ("perf",)))
+            findings.append(
+                Finding(
+                    "perf",
+                    NO,
+                    "no /proc/sys/kernel/perf_event_paranoid: the kernel has no perf events",
+                    "use a kernel with CONFIG_PERF_EVENTS",
+                    ("perf",),
+                )
+            )
         elif ready.root or paranoid <= 0:
-            findings.append(Finding("perf", OK, f"perf_event_paranoid={paranoid}" + (" (running as root: system-wide counting allowed)" if ready.root else "")))
+            findings.append(
+                Finding(
+                    "perf",
+                    OK,
+                    f"perf_event_paranoid={paranoid}"
+                    + (" (running as root: system-wide counting allowed)" if ready.root else ""),
+                )
+            )
         else:
-            findings.append(Finding("perf", NO, f"perf_event_paranoid={paranoid} and not root: no system-wide counting", PARANOID_FIX, ("perf",)))
+            findings.append(
+                Finding(
+                    "perf",
+                    NO,
+                    f"perf_event_paranoid={paranoid} and not root: no system-wide counting",
+                    PARANOID_FIX,
+                    ("perf",),
+                )
+            )
         hardware = ("cycles", "instructions")
         if ready.probed:
             if ready.probe_error:
-                findings.append(Finding("perf", NO, f"event probe failed ({ready.probe_error})", "run `perf stat -a -e cycles -- true` by hand", ("perf",)))
+                findings.append(
+                    Finding(
+                        "perf",
+                        NO,
+                        f"event probe failed ({ready.probe_error})",
+                        "run `perf stat -a -e cycles -- true` by hand",
+                        ("perf",),
+                    )
+                )
             else:
                 hw_ok = all(event in ready.supported for event in hardware if event in wanted)
                 state = OK if hw_ok and not ready.dropped else (NO if explicit and ready.dropped else WARN)
@@ -325,19 +391,40 @@ class PerfCollector(ProcessCollector):
                     text += f"; not supported: {', '.join(ready.dropped)}"
                 fix = None
                 if not hw_ok:
-                    fix = "hardware counters need a bare-metal host or a VM with a virtual PMU (no /sys/bus/event_source/devices/cpu here)" if host.get("hardware_pmu") is None else "check `perf stat -e cycles -a -- true`"
+                    fix = (
+                        "hardware counters need a bare-metal host or a VM with a virtual PMU (no /sys/bus/event_source/devices/cpu here)"
+                        if host.get("hardware_pmu") is None
+                        else "check `perf stat -e cycles -a -- true`"
+                    )
                 findings.append(Finding("perf", state, text, fix, ("perf",) if state == NO else ()))
         else:
             pmu = host.get("hardware_pmu")
             if pmu:
-                findings.append(Finding("perf", OK, f"hardware PMU present ({pmu}" + (f", {host['pmu_name']})" if host.get("pmu_name") else ")")))
+                findings.append(
+                    Finding(
+                        "perf",
+                        OK,
+                        f"hardware PMU present ({pmu}" + (f", {host['pmu_name']})" if host.get("pmu_name") else ")"),
+                    )
+                )
             else:
                 needs_hw = any(event.split(":")[0] in _HARDWARE_EVENTS or event.startswith("LLC") for event in explicit)
-                findings.append(Finding(
-                    "perf", NO if needs_hw else WARN, "no hardware PMU (/sys/bus/event_source/devices/cpu missing): IPC and MPKI unavailable, software events only",
-                    "use a bare-metal host or a VM with a virtual PMU", ("perf",) if needs_hw else (),
-                ))
+                findings.append(
+                    Finding(
+                        "perf",
+                        NO if needs_hw else WARN,
+                        "no hardware PMU (/sys/bus/event_source/devices/cpu missing): IPC and MPKI unavailable, software events only",
+                        "use a bare-metal host or a VM with a virtual PMU",
+                        ("perf",) if needs_hw else (),
+                    )
+                )
         if host.get("nmi_watchdog") == 1 and host.get("hardware_pmu"):
-            findings.append(Finding("perf", WARN, "the NMI watchdog holds one hardware counter", "echo 0 > /proc/sys/kernel/nmi_watchdog"))
+            findings.append(
+                Finding(
+                    "perf",
+                    WARN,
+                    "the NMI watchdog holds one hardware counter",
+                    "echo 0 > /proc/sys/kernel/nmi_watchdog",
+                )
+            )
         return findings
-

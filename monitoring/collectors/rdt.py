@@ -14,12 +14,26 @@ import shutil
 import time
 from pathlib import Path
 
-from faasprof.rundir import Manifest
-from faasprof.monitoring.collectors.base import INFO, NO, OK, WARN, Collector, Finding, ParseArgument, ParseKind, Plot, ProcessCollector, SamplingCollector, is_root, read_output
+from faasprof.monitoring.collectors.base import (
+    INFO,
+    NO,
+    OK,
+    WARN,
+    Collector,
+    Finding,
+    ParseArgument,
+    ParseKind,
+    Plot,
+    ProcessCollector,
+    SamplingCollector,
+    is_root,
+    read_output,
+)
 from faasprof.monitoring.derived import add_bandwidth_share
 from faasprof.monitoring.host import Root, cpu_vendor_kind, cpuinfo, parse_cpu_list, resctrl_info
 from faasprof.monitoring.parsers.pqos import parse_pqos, parse_pqos_csv
 from faasprof.monitoring.parsers.resctrl import parse_resctrl_samples
+from faasprof.rundir import Manifest
 
 _RDT_MON_FLAGS = ("cqm_llc", "cqm_occup_llc", "cqm_mbm_total", "cqm_mbm_local")
 _PEAK = ParseArgument("--peak-mbps", "the memory bandwidth peak, for mem_bw_share", {"type": float})
@@ -163,7 +177,9 @@ class PqosCollector(ProcessCollector):
 
     def _check(self) -> str | None:
         if shutil.which("pqos") is None:
-            return "rdt: pqos is not installed; apt-get install intel-cmt-cat (or mount resctrl and use interface resctrl)"
+            return (
+                "rdt: pqos is not installed; apt-get install intel-cmt-cat (or mount resctrl and use interface resctrl)"
+            )
         if not is_root():
             return "rdt: pqos needs root; run faasprof as root"
         return None
@@ -171,7 +187,9 @@ class PqosCollector(ProcessCollector):
     def core_spec(self) -> str:
         cores = self.block.get("cores", "all")
         if cores == "all":
-            online = parse_cpu_list(self.root.read_line("/sys/devices/system/cpu/online")) or list(range(os.cpu_count() or 1))
+            online = parse_cpu_list(self.root.read_line("/sys/devices/system/cpu/online")) or list(
+                range(os.cpu_count() or 1)
+            )
             groups = [online]
         else:
             groups = cores
@@ -182,7 +200,20 @@ class PqosCollector(ProcessCollector):
         # -i counts 100 ms units; -t bounds the run if nobody stops pqos.
         tenths = max(1, round(self.interval_ms / 100))
         self.interval_ms = tenths * 100
-        return ["pqos", "-r", "-m", self.core_spec(), "-i", str(tenths), "-t", str(int(self._bound_s())), "-u", "csv", "-o", self.output_name]
+        return [
+            "pqos",
+            "-r",
+            "-m",
+            self.core_spec(),
+            "-i",
+            str(tenths),
+            "-t",
+            str(int(self._bound_s())),
+            "-u",
+            "csv",
+            "-o",
+            self.output_name,
+        ]
 
     def _start(self) -> None:
         self._launch(self.argv())
@@ -203,16 +234,23 @@ class RdtCollector(Collector):
     tool = "per core group (`cores`): resctrl's `mon_data` read by faasprof when resctrl is mounted, else `pqos -m ... -u csv` (`interface`)"
     raw_outputs = "`resctrl_samples.csv` or `pqos.csv`"
     version_commands = {"pqos": ["pqos", "--version"]}
-    plots = (Plot("mem_bw_mbps", "memory bandwidth", "MB/s"), Plot("llc_occupancy_bytes", "LLC occupancy", "KiB", 1 / 1024))
+    plots = (
+        Plot("mem_bw_mbps", "memory bandwidth", "MB/s"),
+        Plot("llc_occupancy_bytes", "LLC occupancy", "KiB", 1 / 1024),
+    )
     defaults = {"interval_ms": 100, "cores": "all", "interface": "auto", "required": False}
     options_schema = {
         "interval_ms": {"$ref": "#/$defs/interval_ms"},
         "cores": {
             "anyOf": [
                 {"const": "all"},
-                {"type": "array", "items": {"type": "array", "items": {"type": "integer", "minimum": 0}, "minItems": 1}, "minItems": 1},
+                {
+                    "type": "array",
+                    "items": {"type": "array", "items": {"type": "integer", "minimum": 0}, "minItems": 1},
+                    "minItems": 1,
+                },
             ],
-            "description": "Core groups to monitor: \"all\" or a list of lists of CPU numbers.",
+            "description": 'Core groups to monitor: "all" or a list of lists of CPU numbers.',
         },
         "interface": {"enum": ["auto", "resctrl", "pqos"], "description": "resctrl when mounted, else pqos (auto)."},
         "peak_mbps": {
@@ -227,12 +265,20 @@ class RdtCollector(Collector):
             "`pqos -u csv` or text output; the first sample is dropped",
             _parse_pqos,
             (
-                ParseArgument("--interval-ms", "the sampling interval (-i × 100 ms; default: from the Time column)", {"type": float}),
+                ParseArgument(
+                    "--interval-ms",
+                    "the sampling interval (-i × 100 ms; default: from the Time column)",
+                    {"type": float},
+                ),
                 _PEAK,
-                ParseArgument("--keep-first", "keep the first sample (it covers almost no time)", {"action": "store_true"}),
+                ParseArgument(
+                    "--keep-first", "keep the first sample (it covers almost no time)", {"action": "store_true"}
+                ),
             ),
         ),
-        ParseKind("resctrl", "the rdt collector's `resctrl_samples.csv` (cumulative bytes → MB/s)", _parse_resctrl, (_PEAK,)),
+        ParseKind(
+            "resctrl", "the rdt collector's `resctrl_samples.csv` (cumulative bytes → MB/s)", _parse_resctrl, (_PEAK,)
+        ),
     )
 
     def __init__(self, block: dict, context: dict):
@@ -347,15 +393,39 @@ class RdtCollector(Collector):
         if monitoring_flags:
             findings.append(Finding("rdt", OK, f"CPU flags: {' '.join(flags)}"))
         else:
-            findings.append(Finding("rdt", NO, "no RDT monitoring flags (cqm_llc, cqm_mbm_*) in /proc/cpuinfo", f"{qos_cpu(host)} with cache and bandwidth monitoring; check the rdt= kernel option", ("rdt",)))
+            findings.append(
+                Finding(
+                    "rdt",
+                    NO,
+                    "no RDT monitoring flags (cqm_llc, cqm_mbm_*) in /proc/cpuinfo",
+                    f"{qos_cpu(host)} with cache and bandwidth monitoring; check the rdt= kernel option",
+                    ("rdt",),
+                )
+            )
         if "rdt_a" not in flags or "cat_l3" not in flags:
-            findings.append(Finding("rdt", WARN if flags else INFO, "no L3 cache allocation (rdt_a/cat_l3 flags): `faasprof sweep` over llc_ways is unavailable", f"{qos_cpu(host)} with L3 cache allocation"))
+            findings.append(
+                Finding(
+                    "rdt",
+                    WARN if flags else INFO,
+                    "no L3 cache allocation (rdt_a/cat_l3 flags): `faasprof sweep` over llc_ways is unavailable",
+                    f"{qos_cpu(host)} with L3 cache allocation",
+                )
+            )
         resctrl = host.get("resctrl") or {}
         pqos = shutil.which("pqos")
         if not resctrl.get("supported"):
-            findings.append(Finding("rdt", WARN if monitoring_flags else INFO, "the kernel has no resctrl filesystem", "use a kernel with CONFIG_X86_CPU_RESCTRL (≥ 4.14 for monitoring)"))
+            findings.append(
+                Finding(
+                    "rdt",
+                    WARN if monitoring_flags else INFO,
+                    "the kernel has no resctrl filesystem",
+                    "use a kernel with CONFIG_X86_CPU_RESCTRL (≥ 4.14 for monitoring)",
+                )
+            )
         elif not resctrl.get("mounted"):
-            findings.append(Finding("rdt", WARN, "resctrl is supported but not mounted", "mount -t resctrl resctrl /sys/fs/resctrl"))
+            findings.append(
+                Finding("rdt", WARN, "resctrl is supported but not mounted", "mount -t resctrl resctrl /sys/fs/resctrl")
+            )
         else:
             l3 = resctrl.get("l3") or {}
             text = f"resctrl mounted at {resctrl.get('mount_point')}"
@@ -371,10 +441,25 @@ class RdtCollector(Collector):
         if pqos:
             findings.append(Finding("rdt", OK, f"pqos found at {pqos}"))
         else:
-            findings.append(Finding("rdt", INFO, "pqos is not installed (needed only without resctrl)", "apt-get install intel-cmt-cat"))
+            findings.append(
+                Finding(
+                    "rdt", INFO, "pqos is not installed (needed only without resctrl)", "apt-get install intel-cmt-cat"
+                )
+            )
         mounted_monitoring = bool(resctrl.get("mounted") and resctrl.get("monitoring"))
         interface = (block or {}).get("interface", "auto")
-        usable = monitoring_flags and ((interface in ("auto", "resctrl") and mounted_monitoring) or (interface in ("auto", "pqos") and pqos and is_root()))
+        usable = monitoring_flags and (
+            (interface in ("auto", "resctrl") and mounted_monitoring)
+            or (interface in ("auto", "pqos") and pqos and is_root())
+        )
         if not usable and monitoring_flags:
-            findings.append(Finding("rdt", NO, f"no usable RDT monitoring interface (interface {interface})", "mount resctrl, or install pqos and run as root", ("rdt",)))
+            findings.append(
+                Finding(
+                    "rdt",
+                    NO,
+                    f"no usable RDT monitoring interface (interface {interface})",
+                    "mount resctrl, or install pqos and run as root",
+                    ("rdt",),
+                )
+            )
         return findings

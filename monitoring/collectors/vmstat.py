@@ -17,10 +17,18 @@ import io
 import time
 from pathlib import Path
 
-from faasprof.rundir import Manifest
-from faasprof.monitoring.parsers.samples import require_header
-from faasprof.monitoring.collectors.base import NO, OK, Finding, ParseKind, Plot, SamplingCollector, samples_on_run_clock
+from faasprof.monitoring.collectors.base import (
+    NO,
+    OK,
+    Finding,
+    ParseKind,
+    Plot,
+    SamplingCollector,
+    samples_on_run_clock,
+)
 from faasprof.monitoring.host import Root
+from faasprof.monitoring.parsers.samples import require_header
+from faasprof.rundir import Manifest
 
 # /proc/stat's aggregate "cpu" line, in the kernel's order (proc(5)); guest times are already
 # counted in user and nice, so they are left out.
@@ -28,7 +36,13 @@ CPU_FIELDS = ("user", "nice", "system", "idle", "iowait", "irq", "softirq", "ste
 STAT_COUNTERS = {"ctxt": "ctxt", "intr": "intr", "processes": "forks"}
 STAT_GAUGES = ("procs_running", "procs_blocked")
 VMSTAT_COUNTERS = ("pgfault", "pgmajfault", "pgpgin", "pgpgout", "pswpin", "pswpout")
-COLUMNS = ("elapsed_ns", *(f"cpu_{name}_ticks" for name in CPU_FIELDS), *STAT_COUNTERS.values(), *STAT_GAUGES, *VMSTAT_COUNTERS)
+COLUMNS = (
+    "elapsed_ns",
+    *(f"cpu_{name}_ticks" for name in CPU_FIELDS),
+    *STAT_COUNTERS.values(),
+    *STAT_GAUGES,
+    *VMSTAT_COUNTERS,
+)
 
 
 def read_vmstat_sample(root: Root) -> dict[str, int | None]:
@@ -111,8 +125,15 @@ class VmstatCollector(SamplingCollector):
     thread_name = "vmstat-sampler"
     defaults = {"interval_ms": 500, "required": False}
     options_schema = {"interval_ms": {"$ref": "#/$defs/interval_ms"}}
-    plots = (Plot("page_faults_per_s", "page faults", "per s"), Plot("context_switches_per_s", "context switches", "per s"))
-    parse_kinds = (ParseKind("vmstat", "the vmstat collector's `vmstat.csv` → CPU shares, switches, faults and paging per second", _parse),)
+    plots = (
+        Plot("page_faults_per_s", "page faults", "per s"),
+        Plot("context_switches_per_s", "context switches", "per s"),
+    )
+    parse_kinds = (
+        ParseKind(
+            "vmstat", "the vmstat collector's `vmstat.csv` → CPU shares, switches, faults and paging per second", _parse
+        ),
+    )
 
     def _check(self) -> str | None:
         sample = read_vmstat_sample(self.root)

@@ -25,9 +25,7 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
-_LINE = re.compile(
-    r"^\s*(\d+),(\d+)\s+(\d+)\s+(\d+)\s+(\d+)\.(\d{9})\s+(\d+)\s+([A-Za-z]{1,2})\s+(\S+)\s?(.*)$"
-)
+_LINE = re.compile(r"^\s*(\d+),(\d+)\s+(\d+)\s+(\d+)\s+(\d+)\.(\d{9})\s+(\d+)\s+([A-Za-z]{1,2})\s+(\S+)\s?(.*)$")
 _RANGE = re.compile(r"^(\d+)\s+\+\s+(\d+)")
 SECTOR_BYTES = 512
 
@@ -119,7 +117,16 @@ def blk_intervals(text: str, interval_s: float = 1.0, marker: str | None = None)
     def bucket_of(event: BlkEvent) -> dict[str, float]:
         key = (math.floor((event.time_s - origin) / interval_s), event.device)
         if key not in buckets:
-            buckets[key] = {"read_bytes": 0.0, "write_bytes": 0.0, "reads": 0, "writes": 0, "completions": 0, "d2c_sum": 0.0, "d2c_max": math.nan, "d2c_n": 0}
+            buckets[key] = {
+                "read_bytes": 0.0,
+                "write_bytes": 0.0,
+                "reads": 0,
+                "writes": 0,
+                "completions": 0,
+                "d2c_sum": 0.0,
+                "d2c_max": math.nan,
+                "d2c_n": 0,
+            }
         return buckets[key]
 
     for event in events:
@@ -154,7 +161,18 @@ def blk_intervals(text: str, interval_s: float = 1.0, marker: str | None = None)
                 "d2c_n": slot["d2c_n"],
             }
         )
-    columns = ["elapsed_s", "device", "read_mbps", "write_mbps", "read_iops", "write_iops", "completions", "d2c_mean_ms", "d2c_max_ms", "d2c_n"]
+    columns = [
+        "elapsed_s",
+        "device",
+        "read_mbps",
+        "write_mbps",
+        "read_iops",
+        "write_iops",
+        "completions",
+        "d2c_mean_ms",
+        "d2c_max_ms",
+        "d2c_n",
+    ]
     frame = pd.DataFrame(rows, columns=columns)
     frame.attrs["marker_s"] = marker_s
     return frame

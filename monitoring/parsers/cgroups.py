@@ -96,6 +96,14 @@ def parse_cgroup_samples(text: str):
     throttled = by["nr_throttled"].diff()
     out["throttled_share"] = (throttled / periods.where(periods > 0)).where(throttled >= 0)
     out["throttled_ms_per_s"] = rate("throttled_ns") * 1e3
-    for name in ("memory_usage_bytes", "memory_limit_bytes", "memory_rss_bytes", "memory_cache_bytes", "memory_failcnt", "oom_kills", "frozen"):
+    for name in (
+        "memory_usage_bytes",
+        "memory_limit_bytes",
+        "memory_rss_bytes",
+        "memory_cache_bytes",
+        "memory_failcnt",
+        "oom_kills",
+        "frozen",
+    ):
         out[name] = raw[name]
     return out[list(FRAME_COLUMNS)].sort_values(["elapsed_s", "sandbox"], kind="stable").reset_index(drop=True)

@@ -173,8 +173,21 @@ def _perf_fields(line: str, sep: str = ",") -> tuple | None:
     else:
         value, status = float(value_text), "ok"
     runtime = _float(runtime_text)
-    return (time_s, agg, unit_id, n_cpus, event, value, status, unit, int(runtime) if runtime is not None else None,
-            _float(pct_text), variance, _float(metric_text), metric_unit)
+    return (
+        time_s,
+        agg,
+        unit_id,
+        n_cpus,
+        event,
+        value,
+        status,
+        unit,
+        int(runtime) if runtime is not None else None,
+        _float(pct_text),
+        variance,
+        _float(metric_text),
+        metric_unit,
+    )
 
 
 def iter_perf_rows(text: str, sep: str = ",") -> Iterator[PerfRow | str]:
@@ -297,7 +310,9 @@ def _fast_columns(lines):
     offsets = parts.offsets.to_numpy()
     starts, ends = offsets[:-1], offsets[1:]
     # The cgroup field is there exactly when the field 7 from the right is not a value.
-    tail = np.where(pc.match_substring_regex(flat.take(pa.array(ends - 7)), r"^[-0-9<]").to_numpy(zero_copy_only=False), 7, 8)
+    tail = np.where(
+        pc.match_substring_regex(flat.take(pa.array(ends - 7)), r"^[-0-9<]").to_numpy(zero_copy_only=False), 7, 8
+    )
     prefix = ends - starts - tail  # time, [label, [n_cpus]]
     empty = pa.scalar("", flat.type)
 
@@ -330,7 +345,10 @@ def _fast_columns(lines):
     cgroup_names, cgroup_codes = distinct(field(ends - 5, tail == 8))
     keys, inverse = np.unique(label_codes.astype(np.int64) * len(cgroup_names) + cgroup_codes, return_inverse=True)
     # The pattern makes a present label or cgroup field non-empty: "" is an absent one.
-    pairs = [_labels(label_names[key // len(cgroup_names)] or None, cgroup_names[key % len(cgroup_names)] or None) for key in keys.tolist()]
+    pairs = [
+        _labels(label_names[key // len(cgroup_names)] or None, cgroup_names[key % len(cgroup_names)] or None)
+        for key in keys.tolist()
+    ]
     rows = pa.array(inverse.reshape(-1))
     agg = pa.array([pair[0] for pair in pairs], type=pa.large_string()).take(rows)
     unit_id = pa.array([pair[1] for pair in pairs], type=pa.large_string()).take(rows)
@@ -433,7 +451,9 @@ def parse_perf_stat(text: str, sep: str = ","):
             if column in _NUMERIC_COLUMNS:
                 both = np.concatenate([columns[column], slow[column].to_numpy(dtype="float64")])
             else:
-                both = np.concatenate([columns[column].to_numpy(zero_copy_only=False), slow[column].to_numpy(dtype=object)])
+                both = np.concatenate(
+                    [columns[column].to_numpy(zero_copy_only=False), slow[column].to_numpy(dtype=object)]
+                )
             merged[column] = both[order]
         frame = pd.DataFrame(merged)
     frame.attrs["noise_lines"] = noise
@@ -449,7 +469,9 @@ def event_units(long) -> dict[str, str]:
     if long.empty:
         return {}
     first = long.drop_duplicates("event")
-    return {str(event): PERF_UNITS.get(str(unit or ""), str(unit)) for event, unit in zip(first["event"], first["unit"])}
+    return {
+        str(event): PERF_UNITS.get(str(unit or ""), str(unit)) for event, unit in zip(first["event"], first["unit"])
+    }
 
 
 def perf_wide(long):
@@ -464,7 +486,9 @@ def perf_wide(long):
     frame = long.copy()
     frame["time_s"] = frame["time_s"].fillna(0.0)
     # A pivot would fail on duplicates (an event requested twice); keep the first.
-    wide = frame.pivot_table(index=["time_s", "unit_id"], columns="event", values="value", aggfunc="first", dropna=False)
+    wide = frame.pivot_table(
+        index=["time_s", "unit_id"], columns="event", values="value", aggfunc="first", dropna=False
+    )
     wide = wide.reset_index()
     wide.columns.name = None
     # Events absent from pivot because all values are NaN still deserve a column.

@@ -41,7 +41,15 @@ def parse_resctrl_samples(text: str, per_domain: bool = False):
         text = text[: text.rfind("\n") + 1]  # a line being written when the file was read
     reader = csv.reader(io.StringIO(text))
     header = next(reader, None)
-    columns = ["elapsed_s", "interval_s", "group", "llc_occupancy_bytes", "mem_bw_mbps", "mem_bw_local_mbps", "mem_bw_remote_mbps"]
+    columns = [
+        "elapsed_s",
+        "interval_s",
+        "group",
+        "llc_occupancy_bytes",
+        "mem_bw_mbps",
+        "mem_bw_local_mbps",
+        "mem_bw_remote_mbps",
+    ]
     if per_domain:
         columns.insert(3, "domain")
     if header is None:

@@ -64,16 +64,22 @@ class OpenWhiskClient:
             raise PlatformUnreachable(
                 f"{self.connection.apihost}: TLS verification failed ({type(error).__name__}); "
                 "pass --insecure (or platform.insecure: true) for a self-signed OpenWhisk",
-                url, _os_reason(error),
+                url,
+                _os_reason(error),
             ) from None
         except requests.exceptions.ConnectionError as error:
             raise PlatformUnreachable(
                 f"{self.connection.apihost}: cannot connect; is OpenWhisk running there? "
                 "(check --apihost, the workload's platform block or APIHOST in ~/.wskprops)",
-                url, _os_reason(error),
+                url,
+                _os_reason(error),
             ) from None
         except requests.exceptions.Timeout:
-            raise PlatformUnreachable(f"{self.connection.apihost}: no answer within {self.timeout_s:g} s to {method} {_path(url)}", url, "timed out") from None
+            raise PlatformUnreachable(
+                f"{self.connection.apihost}: no answer within {self.timeout_s:g} s to {method} {_path(url)}",
+                url,
+                "timed out",
+            ) from None
         if response.status_code == 401:
             raise NotReadyError(
                 f"{self.connection.apihost}: the auth key was rejected (401); check --auth, platform.auth or AUTH in ~/.wskprops"
@@ -94,7 +100,9 @@ class OpenWhiskClient:
         try:
             return response.json()
         except ValueError:
-            raise NotReadyError(f"{self.connection.apihost}: GET / did not answer JSON; is this an OpenWhisk API host?") from None
+            raise NotReadyError(
+                f"{self.connection.apihost}: GET / did not answer JSON; is this an OpenWhisk API host?"
+            ) from None
 
     def limits(self) -> PlatformLimits:
         """What the platform refuses, from ``GET /`` (OpenWhisk reports action memory limits in bytes,
@@ -124,7 +132,9 @@ class OpenWhiskClient:
         try:
             return response.json() if response.content else {}
         except ValueError:
-            raise NotReadyError(f"{self.connection.apihost}: GET /api/v1 did not answer JSON; is this an OpenWhisk API host?") from None
+            raise NotReadyError(
+                f"{self.connection.apihost}: GET /api/v1 did not answer JSON; is this an OpenWhisk API host?"
+            ) from None
 
     # -- actions ----------------------------------------------------------------------------
 
@@ -140,7 +150,11 @@ class OpenWhiskClient:
     def action_names(self, limit: int = 200) -> list[str]:
         """The names of the namespace's actions (the first ``limit``, most recently updated first)."""
         docs = self.request("GET", self.namespace_url("actions"), params={"limit": limit}).json()
-        return [doc["name"] for doc in docs if isinstance(doc, dict) and isinstance(doc.get("name"), str)] if isinstance(docs, list) else []
+        return (
+            [doc["name"] for doc in docs if isinstance(doc, dict) and isinstance(doc.get("name"), str)]
+            if isinstance(docs, list)
+            else []
+        )
 
     def put_action(self, name: str, action: dict, overwrite: bool = True) -> dict:
         url = self.namespace_url("actions", quote_name(name))
@@ -155,7 +169,9 @@ class OpenWhiskClient:
                 return False
             raise
 
-    def invoke(self, name: str, params: dict | None = None, blocking: bool = True, result: bool = False) -> requests.Response:
+    def invoke(
+        self, name: str, params: dict | None = None, blocking: bool = True, result: bool = False
+    ) -> requests.Response:
         """One invocation (control plane use: smoke tests, capacity probes). Any status is returned."""
         url = self.namespace_url("actions", quote_name(name))
         query = {"blocking": str(blocking).lower(), "result": str(result).lower()}
@@ -182,7 +198,9 @@ class OpenWhiskClient:
             params["name"] = name
         return self.request("GET", self.namespace_url("activations"), params=params).json()
 
-    def iter_activations(self, since_ms: int | None = None, upto_ms: int | None = None, name: str | None = None) -> Iterator[dict]:
+    def iter_activations(
+        self, since_ms: int | None = None, upto_ms: int | None = None, name: str | None = None
+    ) -> Iterator[dict]:
         """Every record in the window, paging by ``skip``."""
         skip = 0
         while True:

@@ -70,7 +70,9 @@ def read_wskprops(path: str | os.PathLike | None = None) -> dict[str, str]:
     except FileNotFoundError:
         return {}
     except OSError as error:
-        raise ConfigError(f"{path}: cannot read ({error.strerror}); fix its permissions or set WSK_CONFIG_FILE") from None
+        raise ConfigError(
+            f"{path}: cannot read ({error.strerror}); fix its permissions or set WSK_CONFIG_FILE"
+        ) from None
     props = {}
     for line in text.splitlines():
         line = line.strip()
@@ -107,7 +109,9 @@ def read_local_props(path: str | os.PathLike | None = None) -> dict[str, str]:
     return props
 
 
-def write_local_props(apihost: str, auth: str, namespace: str, pid: int, data_dir: Path, settings: dict[str, float | None]) -> Path:
+def write_local_props(
+    apihost: str, auth: str, namespace: str, pid: int, data_dir: Path, settings: dict[str, float | None]
+) -> Path:
     """Record a started localwhisk where ``resolve_connection`` finds it: a wskprops (mode 0600: it
     holds the key, as ``~/.wskprops`` does), written through a temporary file and a rename."""
     path = local_props_path()
@@ -116,9 +120,13 @@ def write_local_props(apihost: str, auth: str, namespace: str, pid: int, data_di
         f"# faasprof local start: the localwhisk at {apihost}; faasprof uses it when no flag, workload platform",
         "# block or ~/.wskprops names an API host, `faasprof local stop` removes this file, and",
         "# the wsk CLI uses it when WSK_CONFIG_FILE names it.",
-        f"APIHOST={apihost}", f"AUTH={auth}", f"NAMESPACE={namespace}",
+        f"APIHOST={apihost}",
+        f"AUTH={auth}",
+        f"NAMESPACE={namespace}",
         *(f"{key}={settings[name]:g}" for key, name in SETTING_KEYS.items() if settings.get(name) is not None),
-        f"{LOCAL_PID_KEY}={pid}", f"{LOCAL_START_KEY}={process_start_ticks(pid)}", f"{LOCAL_DATA_DIR_KEY}={data_dir}",
+        f"{LOCAL_PID_KEY}={pid}",
+        f"{LOCAL_START_KEY}={process_start_ticks(pid)}",
+        f"{LOCAL_DATA_DIR_KEY}={data_dir}",
     ]
     tmp = path.with_name(f"{path.name}.tmp{os.getpid()}")
     with open(os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600), "w", encoding="utf-8") as handle:
@@ -167,7 +175,9 @@ def add_connection_arguments(parser: argparse.ArgumentParser, default: str = "th
     group.add_argument("--apihost", help=f"OpenWhisk API host, e.g. https://172.17.0.1 ({fallback})")
     group.add_argument("--auth", help=f"auth key UUID:KEY ({fallback})")
     group.add_argument("--namespace", help=f"namespace (default {DEFAULT_NAMESPACE})")
-    group.add_argument("--insecure", action="store_true", default=None, help="do not verify the platform's TLS certificate")
+    group.add_argument(
+        "--insecure", action="store_true", default=None, help="do not verify the platform's TLS certificate"
+    )
 
 
 def resolve_connection(
@@ -200,7 +210,11 @@ def resolve_connection(
     # The localwhisk of `faasprof local start` comes last, and whole: only when nothing else names an API host.
     named = any(values.get("apihost") not in (None, "") for values in (flags, platform, wsk))
     local_props = {} if named else read_local_props()
-    local = {"apihost": local_props.get("APIHOST"), "auth": local_props.get("AUTH"), "namespace": local_props.get("NAMESPACE")}
+    local = {
+        "apihost": local_props.get("APIHOST"),
+        "auth": local_props.get("AUTH"),
+        "namespace": local_props.get("NAMESPACE"),
+    }
 
     def pick(key: str):
         for source, values in (("flags", flags), ("workload", platform), ("wskprops", wsk), ("local", local)):
@@ -213,18 +227,28 @@ def resolve_connection(
     if apihost is not None:
         reason = apihost_problem(str(apihost))
         if reason:
-            where = {"flags": "--apihost", "workload": f"{origin}: platform.apihost", "wskprops": f"{wskprops_path or os.environ.get('WSK_CONFIG_FILE') or Path.home() / '.wskprops'}: APIHOST",
-                     "local": f"{local_props_path()}: APIHOST"}[source]
+            where = {
+                "flags": "--apihost",
+                "workload": f"{origin}: platform.apihost",
+                "wskprops": f"{wskprops_path or os.environ.get('WSK_CONFIG_FILE') or Path.home() / '.wskprops'}: APIHOST",
+                "local": f"{local_props_path()}: APIHOST",
+            }[source]
             raise ConfigError(f"{where}: {reason}")
     if apihost is None:
         if flags["auth"]:
-            raise ConfigError("--auth: given without an API host; add --apihost (or drop --auth to use the embedded localwhisk)")
+            raise ConfigError(
+                "--auth: given without an API host; add --apihost (or drop --auth to use the embedded localwhisk)"
+            )
         return None
     auth, _ = pick("auth")
     if not auth:
-        raise ConfigError(f"{origin}: platform.auth: no auth key for {apihost}; pass --auth UUID:KEY, set platform.auth, or AUTH in ~/.wskprops")
+        raise ConfigError(
+            f"{origin}: platform.auth: no auth key for {apihost}; pass --auth UUID:KEY, set platform.auth, or AUTH in ~/.wskprops"
+        )
     if ":" not in auth:
-        raise ConfigError(f"{origin}: platform.auth: must look like UUID:KEY (the value has no ':'); copy it from `wsk property get --auth`")
+        raise ConfigError(
+            f"{origin}: platform.auth: must look like UUID:KEY (the value has no ':'); copy it from `wsk property get --auth`"
+        )
     namespace, _ = pick("namespace")
     insecure, _ = pick("insecure")
     apihost = normalise_apihost(apihost)

@@ -20,7 +20,6 @@ import base64
 import math
 from dataclasses import dataclass
 from pathlib import Path
-
 from typing import Any, Callable, Sequence
 
 from faasprof.errors import ConfigError, NotReadyError, RunError
@@ -51,7 +50,13 @@ class PlannedAction:
     def body(self) -> dict:
         code = base64.b64encode(self.archive).decode("ascii")
         if self.entry.openwhisk_image:
-            exec_doc = {"kind": "blackbox", "image": self.entry.openwhisk_image, "code": code, "binary": True, "main": self.entry.main}
+            exec_doc = {
+                "kind": "blackbox",
+                "image": self.entry.openwhisk_image,
+                "code": code,
+                "binary": True,
+                "main": self.entry.main,
+            }
         else:
             exec_doc = {"kind": self.kind, "code": code, "binary": True, "main": self.entry.main}
         annotations: list[dict[str, Any]] = [
@@ -59,10 +64,16 @@ class PlannedAction:
             {"key": FUNCTION_ANNOTATION, "value": self.entry.base},
             {"key": "description", "value": self.entry.description},
         ]
-        if self.entry.category == OWN_CATEGORY:  # a researcher's function may call the platform (chains): OpenWhisk passes __OW_API_KEY only with this
+        if (
+            self.entry.category == OWN_CATEGORY
+        ):  # a researcher's function may call the platform (chains): OpenWhisk passes __OW_API_KEY only with this
             annotations.append({"key": "provide-api-key", "value": True})
         if self.entry.web == "raw":
-            annotations += [{"key": "web-export", "value": True}, {"key": "raw-http", "value": True}, {"key": "final", "value": True}]
+            annotations += [
+                {"key": "web-export", "value": True},
+                {"key": "raw-http", "value": True},
+                {"key": "final", "value": True},
+            ]
         return {
             "exec": exec_doc,
             "limits": {"memory": self.memory_mb, "timeout": self.entry.timeout_ms},
@@ -114,10 +125,16 @@ def _entries(names: list[str], memory_mb: int | None) -> list[FunctionEntry]:
         raise unknown_function_error(unknown[0], where="deploy")
     if memory_mb is not None and (not isinstance(memory_mb, int) or memory_mb <= 0):
         raise ConfigError(f"--memory: must be a positive number of MB (got {memory_mb!r})")
-    return [entry.with_memory(memory_mb) if memory_mb is not None else entry for entry in found.values() if entry is not None]
+    return [
+        entry.with_memory(memory_mb) if memory_mb is not None else entry
+        for entry in found.values()
+        if entry is not None
+    ]
 
 
-def plan_actions(client, entries: list[FunctionEntry], parameters: dict | None = None, progress: Progress = QUIET) -> list[PlannedAction]:
+def plan_actions(
+    client, entries: list[FunctionEntry], parameters: dict | None = None, progress: Progress = QUIET
+) -> list[PlannedAction]:
     """Archives and kinds for ``entries``; everything that can fail locally fails here, before any write.
 
     A researcher's function (category ``own``) is staged first: its requirements.txt or
@@ -137,7 +154,9 @@ def plan_actions(client, entries: list[FunctionEntry], parameters: dict | None =
             if key not in archives:
                 archives[key] = build_archive(entry, progress=progress)
         archive = archives[key]
-        planned.append(PlannedAction(entry, resolve_kind(entry, info), entry.memory_mb, archive, sha256(archive), parameters))
+        planned.append(
+            PlannedAction(entry, resolve_kind(entry, info), entry.memory_mb, archive, sha256(archive), parameters)
+        )
     return planned
 
 
@@ -156,8 +175,9 @@ def _put(client, action: PlannedAction) -> None:
         raise
 
 
-def deploy(client, names: list[str], memory_mb: int | None = None,
-           report: Callable[[str, str], None] | None = None) -> dict[str, str]:
+def deploy(
+    client, names: list[str], memory_mb: int | None = None, report: Callable[[str, str], None] | None = None
+) -> dict[str, str]:
     """Create or update the actions for ``names``; returns {name: "created" | "updated" | "unchanged"}.
 
     Raises ConfigError for an unknown name and NotReadyError when a function cannot be packaged
@@ -166,8 +186,13 @@ def deploy(client, names: list[str], memory_mb: int | None = None,
     return deploy_entries(client, _entries(list(names), memory_mb), report=report)
 
 
-def deploy_entries(client, entries: list[FunctionEntry], parameters: dict | None = None,
-                   report: Callable[[str, str], None] | None = None, progress: Progress = QUIET) -> dict[str, str]:
+def deploy_entries(
+    client,
+    entries: list[FunctionEntry],
+    parameters: dict | None = None,
+    report: Callable[[str, str], None] | None = None,
+    progress: Progress = QUIET,
+) -> dict[str, str]:
     """Create or update one action per entry (catalogue or own function); idempotent like ``deploy``."""
     planned = plan_actions(client, entries, parameters, progress)
     results: dict[str, str] = {}
@@ -201,7 +226,9 @@ def ensure_actions(client, names: list[str], memory_mb: int | None = None) -> di
         else:
             missing.append(name)
     if absent:
-        raise missing_actions_error("deploy", [(name, "action") for name in absent], client.connection, platform_action_names(client))
+        raise missing_actions_error(
+            "deploy", [(name, "action") for name in absent], client.connection, platform_action_names(client)
+        )
     if missing:
         for action in plan_actions(client, _entries(missing, memory_mb)):
             _put(client, action)
@@ -226,7 +253,9 @@ def platform_action_names(client) -> list[str]:
         return []
 
 
-def missing_actions_error(origin: str, missing: list[tuple[str, str]], connection, known: Sequence[str] = ()) -> NotReadyError:
+def missing_actions_error(
+    origin: str, missing: list[tuple[str, str]], connection, known: Sequence[str] = ()
+) -> NotReadyError:
     """One NotReadyError (the platform lacks what the workload needs: exit 3) with one line per
     missing action (``problems``): the closest name of the catalogue or of ``known`` (the
     platform's actions), and the command that deploys it.
@@ -243,8 +272,14 @@ def missing_actions_error(origin: str, missing: list[tuple[str, str]], connectio
             fix = "fix the path to your function's file or folder, or deploy the action under this name"
         else:
             fix = f"deploy your function under this name: faasprof deploy PATH --name {name}{connection_flags(connection)}"
-            fix += ', or give the instance a "source" (your function\'s file or folder)' if field_path.startswith("instances.") else ""
-        lines.append(f"{origin}: {field_path}: action {name} does not exist on {where}{did_you_mean(name, known)}; {fix}")
+            fix += (
+                ', or give the instance a "source" (your function\'s file or folder)'
+                if field_path.startswith("instances.")
+                else ""
+            )
+        lines.append(
+            f"{origin}: {field_path}: action {name} does not exist on {where}{did_you_mean(name, known)}; {fix}"
+        )
     return NotReadyError(lines[0], problems=lines)
 
 
@@ -274,7 +309,9 @@ def ensure_workload_actions(client, workload, serves: Callable[[object], bool]) 
         if not serves(instance) or instance.function in results or instance.function in own:
             continue
         if instance.source is not None:
-            own[instance.function] = own_entry(instance.source, name=instance.function, kind=instance.kind, memory_mb=instance.memory_mb)
+            own[instance.function] = own_entry(
+                instance.source, name=instance.function, kind=instance.kind, memory_mb=instance.memory_mb
+            )
             continue
         if client.get_action(instance.function) is not None:
             results[instance.function] = "existing"
@@ -291,4 +328,3 @@ def ensure_workload_actions(client, workload, serves: Callable[[object], bool]) 
     if own:
         results.update(deploy_entries(client, list(own.values())))
     return results
-

@@ -14,11 +14,24 @@ import urllib.parse
 from typing import Any, Callable, Collection, Sequence
 
 from faasprof.errors import FaasprofError, NotReadyError
-from faasprof.platforms.base import Platform, PreparedRequest, classify_status, format_request, parse_json, read_request_file, split_origin
+from faasprof.platforms.base import (
+    Platform,
+    PreparedRequest,
+    classify_status,
+    format_request,
+    parse_json,
+    read_request_file,
+    split_origin,
+)
 from faasprof.platforms.openwhisk.client import DEFAULT_TIMEOUT_S, OpenWhiskClient, quote_name
 from faasprof.platforms.openwhisk.connection import Connection
 from faasprof.platforms.openwhisk.deploy import ensure_workload_actions
-from faasprof.platforms.openwhisk.records import DEFAULT_RETRY_DELAYS_S, MAX_ID_LOOKUPS_PER_ROUND, fetch_records, save_run_records
+from faasprof.platforms.openwhisk.records import (
+    DEFAULT_RETRY_DELAYS_S,
+    MAX_ID_LOOKUPS_PER_ROUND,
+    fetch_records,
+    save_run_records,
+)
 
 # -- requests and responses -----------------------------------------------------------------------
 
@@ -36,10 +49,17 @@ def _web_path(namespace: str, name: str) -> str:
         namespace, parts = parts[0], parts[1:]
     if len(parts) == 1:
         parts = ["default", parts[0]]
-    return "/api/v1/web/" + urllib.parse.quote(namespace, safe="") + "/" + "/".join(urllib.parse.quote(p, safe="") for p in parts)
+    return (
+        "/api/v1/web/"
+        + urllib.parse.quote(namespace, safe="")
+        + "/"
+        + "/".join(urllib.parse.quote(p, safe="") for p in parts)
+    )
 
 
-def prepare_action_request(instance: Any, connection: Connection, web_namespace: str | None = None, origin_name: str = "<workload>") -> PreparedRequest:
+def prepare_action_request(
+    instance: Any, connection: Connection, web_namespace: str | None = None, origin_name: str = "<workload>"
+) -> PreparedRequest:
     """Format the request of one OpenWhisk instance (``faasprof.workload.spec.Instance``).
 
     ``web_namespace`` is the concrete namespace for web action URLs (web URLs carry no
@@ -49,11 +69,15 @@ def prepare_action_request(instance: Any, connection: Connection, web_namespace:
     base = base.rstrip("/")
     if instance.data_file is not None and instance.data_mode == "web":
         data = read_request_file(instance, "data_file", origin_name)
-        content_type = instance.content_type or mimetypes.guess_type(str(instance.data_file))[0] or "application/octet-stream"
+        content_type = (
+            instance.content_type or mimetypes.guess_type(str(instance.data_file))[0] or "application/octet-stream"
+        )
         path = base + _web_path(web_namespace or connection.namespace, instance.function)
         # A web action call is anonymous, as OpenWhisk's web URLs are; the key stays private.
         payload = format_request(api_origin, path, data, content_type, host=getattr(instance, "host", None))
-        return PreparedRequest(KIND_WEB, api_origin, payload, f"POST {connection.apihost}{path}", classify, IDLE_REUSE_MAX_S)
+        return PreparedRequest(
+            KIND_WEB, api_origin, payload, f"POST {connection.apihost}{path}", classify, IDLE_REUSE_MAX_S
+        )
 
     params = dict(instance.params or {})
     if instance.data_file is not None:  # data_mode "base64": the bytes as the parameter `data`
@@ -62,8 +86,12 @@ def prepare_action_request(instance: Any, connection: Connection, web_namespace:
     namespace = urllib.parse.quote(connection.namespace, safe="")
     blocking = "true" if instance.blocking else "false"
     path = f"{base}/api/v1/namespaces/{namespace}/actions/{quote_name(instance.function)}?blocking={blocking}"
-    payload = format_request(api_origin, path, body, "application/json", auth=connection.auth, host=getattr(instance, "host", None))
-    return PreparedRequest(KIND_ACTION, api_origin, payload, f"POST {connection.apihost}{path}", classify, IDLE_REUSE_MAX_S)
+    payload = format_request(
+        api_origin, path, body, "application/json", auth=connection.auth, host=getattr(instance, "host", None)
+    )
+    return PreparedRequest(
+        KIND_ACTION, api_origin, payload, f"POST {connection.apihost}{path}", classify, IDLE_REUSE_MAX_S
+    )
 
 
 def classify(status: int, activation_id: str | None, body: bytes) -> tuple[str, str | None, str | None]:
@@ -108,11 +136,19 @@ class OpenWhiskPlatform(Platform):
     @classmethod
     def validate_instance(cls, spec: dict) -> list[tuple[str, str]]:
         if "kind" in spec and "source" not in spec:
-            return [("kind", "only used with source (a function of yours that faasprof deploys); add source or remove it")]
+            return [
+                ("kind", "only used with source (a function of yours that faasprof deploys); add source or remove it")
+            ]
         return []
 
     @classmethod
-    def for_workload(cls, workload: Any = None, connection: Connection | None = None, web_namespace: str | None = None, **settings: Any) -> "OpenWhiskPlatform":
+    def for_workload(
+        cls,
+        workload: Any = None,
+        connection: Connection | None = None,
+        web_namespace: str | None = None,
+        **settings: Any,
+    ) -> "OpenWhiskPlatform":
         """The OpenWhisk of ``connection``; ``web_namespace`` names the namespace of web action URLs
         (else ``ensure_deployed`` resolves it)."""
         if connection is None:
@@ -133,7 +169,9 @@ class OpenWhiskPlatform(Platform):
         """Every action the workload invokes here exists (see ``deploy.ensure_workload_actions``);
         the namespace of web action URLs is resolved too."""
         actions = ensure_workload_actions(self.client, workload, self.serves)
-        self.resolve_web_namespace(any(i.data_file is not None and i.data_mode == "web" and self.serves(i) for i in workload.instances))
+        self.resolve_web_namespace(
+            any(i.data_file is not None and i.data_mode == "web" and self.serves(i) for i in workload.instances)
+        )
         return actions
 
     def resolve_web_namespace(self, needed: bool) -> None:
@@ -147,23 +185,39 @@ class OpenWhiskPlatform(Platform):
         except (FaasprofError, ValueError):
             names = None
         if not names or not isinstance(names, list):
-            raise NotReadyError(f"{self.connection.apihost}: cannot find the namespace for web action calls; pass --namespace NAME")
+            raise NotReadyError(
+                f"{self.connection.apihost}: cannot find the namespace for web action calls; pass --namespace NAME"
+            )
         self.web_namespace = str(names[0])
 
     def prepare_request(self, instance: Any, origin_name: str = "<workload>") -> PreparedRequest:
         return prepare_action_request(instance, self.connection, self.web_namespace, origin_name)
 
-    def fetch_records(self, run_dir: str | os.PathLike, say: Callable[[str], None] | None = None, wait: bool = True,
-                      report: dict | None = None) -> dict:
+    def fetch_records(
+        self,
+        run_dir: str | os.PathLike,
+        say: Callable[[str], None] | None = None,
+        wait: bool = True,
+        report: dict | None = None,
+    ) -> dict:
         return save_run_records(run_dir, self.client, say=say, wait=wait, report=report)
 
-    def find_records(self, activation_ids: Collection[str], since_ms: int, upto_ms: int, retry_delays_s: Sequence[float] | None = None,
-                     say: Callable[[str], None] | None = None, stragglers: bool = False) -> tuple[list[dict], dict]:
+    def find_records(
+        self,
+        activation_ids: Collection[str],
+        since_ms: int,
+        upto_ms: int,
+        retry_delays_s: Sequence[float] | None = None,
+        say: Callable[[str], None] | None = None,
+        stragglers: bool = False,
+    ) -> tuple[list[dict], dict]:
         """The window listed page by page, then the ids still missing asked for one by one
         (``records.fetch_records``); a few stragglers are asked for by id alone."""
         list_first = not stragglers or len(activation_ids) > MAX_ID_LOOKUPS_PER_ROUND
         delays = DEFAULT_RETRY_DELAYS_S if retry_delays_s is None else retry_delays_s
-        records, report = fetch_records(self.client, activation_ids, since_ms, upto_ms, retry_delays_s=delays, progress=say, list_first=list_first)
+        records, report = fetch_records(
+            self.client, activation_ids, since_ms, upto_ms, retry_delays_s=delays, progress=say, list_first=list_first
+        )
         return records, report.to_json()
 
     def describe(self) -> dict:

@@ -102,7 +102,9 @@ def fetch_records(
             else:
                 report.foreign_records += 1
         if progress:
-            progress(f"listed {report.listed_records} records in {report.listed_pages} pages; {len(found)}/{len(wanted)} belong to this run")
+            progress(
+                f"listed {report.listed_records} records in {report.listed_pages} pages; {len(found)}/{len(wanted)} belong to this run"
+            )
     for delay in [0.0, *retry_delays_s]:
         missing = sorted(wanted - found.keys())
         if not missing:
@@ -171,8 +173,15 @@ def wait_for_records(
         missing = wanted - found.keys()
         if not missing:
             return set()
-        records, _ = fetch_records(client, missing, since_ms, wall_ms() + WINDOW_MARGIN_MS, retry_delays_s=(), list_first=list_first,
-                                   progress=say if list_first and not announced else None)
+        records, _ = fetch_records(
+            client,
+            missing,
+            since_ms,
+            wall_ms() + WINDOW_MARGIN_MS,
+            retry_delays_s=(),
+            list_first=list_first,
+            progress=say if list_first and not announced else None,
+        )
         found.update((record["activationId"], record) for record in records)
         missing = wanted - found.keys()
         now = clock()
@@ -180,15 +189,23 @@ def wait_for_records(
             return missing
         list_first = len(missing) > MAX_ID_LOOKUPS_PER_ROUND
         if say and (not announced or now >= next_progress):
-            say(f"waiting for activation records: {len(wanted) - len(missing):,} of {len(wanted):,} stored, "
-                f"{len(missing):,} still running or being stored; giving up in {deadline_monotonic_s - now:.0f} s (Ctrl-C saves what was fetched)")
+            say(
+                f"waiting for activation records: {len(wanted) - len(missing):,} of {len(wanted):,} stored, "
+                f"{len(missing):,} still running or being stored; giving up in {deadline_monotonic_s - now:.0f} s (Ctrl-C saves what was fetched)"
+            )
             announced = True
             next_progress = now + WAIT_PROGRESS_S
         sleep(min(WAIT_POLL_S, max(0.0, deadline_monotonic_s - now)))
 
 
-def save_run_records(run_dir: str | os.PathLike, client, say: Callable[[str], None] | None = None, wait: bool = True,
-                     clock: Callable[[], float] = time.monotonic, report: dict | None = None) -> dict:
+def save_run_records(
+    run_dir: str | os.PathLike,
+    client,
+    say: Callable[[str], None] | None = None,
+    wait: bool = True,
+    clock: Callable[[], float] = time.monotonic,
+    report: dict | None = None,
+) -> dict:
     """Fetch every record of a run into its ``activations.jsonl``, waiting for activations still running.
 
     The deadline is derived from the run, not fixed: the last send plus the longest time limit of
@@ -214,7 +231,9 @@ def save_run_records(run_dir: str | os.PathLike, client, say: Callable[[str], No
     deadline_wall_ms = last_sent_wall_ms + longest_ms + int(RECORD_STORE_MARGIN_S * 1000)
     remaining_s = max(0.0, (deadline_wall_ms - time.time_ns() // 1_000_000) / 1000) if wait else 0.0
     report = {} if report is None else report
-    report.update(expected=len(wanted), deadline_s_after_last_send=longest_ms / 1000 + RECORD_STORE_MARGIN_S, interrupted=False)
+    report.update(
+        expected=len(wanted), deadline_s_after_last_send=longest_ms / 1000 + RECORD_STORE_MARGIN_S, interrupted=False
+    )
     missing: set[str] = wanted - found.keys()
     try:
         if missing:
@@ -233,9 +252,11 @@ def save_run_records(run_dir: str | os.PathLike, client, say: Callable[[str], No
             elif not wait:
                 why = "not waited for"
             else:
-                why = (f"not stored by the platform {report['deadline_s_after_last_send']:g} s after the last send "
-                       f"(the actions' longest time limit, {longest_ms / 1000:g} s, plus {RECORD_STORE_MARGIN_S:g} s): still queued there "
-                       "(an over-invoked platform) or lost by it; fetch them later with faasprof analyze RUN_DIR and the platform's --apihost/--auth")
+                why = (
+                    f"not stored by the platform {report['deadline_s_after_last_send']:g} s after the last send "
+                    f"(the actions' longest time limit, {longest_ms / 1000:g} s, plus {RECORD_STORE_MARGIN_S:g} s): still queued there "
+                    "(an over-invoked platform) or lost by it; fetch them later with faasprof analyze RUN_DIR and the platform's --apihost/--auth"
+                )
             report["missing_why"] = why
             report["missing_ids_sample"] = sorted(missing)[:20]
     return report

@@ -43,12 +43,17 @@ class Launcher:
         env = dict(os.environ)
         env["__LW_FD"] = "3"
         # posix_spawn's dup2 file actions put the pipe ends at 0 and 3 in the child only.
-        self.pid = os.posix_spawn(argv[0], argv, env, file_actions=[
-            (os.POSIX_SPAWN_DUP2, in_r, 0),
-            (os.POSIX_SPAWN_DUP2, rep_w, 3),
-            (os.POSIX_SPAWN_CLOSE, in_w),
-            (os.POSIX_SPAWN_CLOSE, rep_r),
-        ])
+        self.pid = os.posix_spawn(
+            argv[0],
+            argv,
+            env,
+            file_actions=[
+                (os.POSIX_SPAWN_DUP2, in_r, 0),
+                (os.POSIX_SPAWN_DUP2, rep_w, 3),
+                (os.POSIX_SPAWN_CLOSE, in_w),
+                (os.POSIX_SPAWN_CLOSE, rep_r),
+            ],
+        )
         os.close(in_r)
         os.close(rep_w)
         self.stdin = os.fdopen(in_w, "wb", buffering=0)
@@ -142,7 +147,15 @@ def die():
     os._exit(1)
 
 
-REASONS = {200: "OK", 400: "Bad Request", 403: "Forbidden", 404: "Not Found", 411: "Length Required", 413: "Payload Too Large", 502: "Bad Gateway"}
+REASONS = {
+    200: "OK",
+    400: "Bad Request",
+    403: "Forbidden",
+    404: "Not Found",
+    411: "Length Required",
+    413: "Payload Too Large",
+    502: "Bad Gateway",
+}
 
 
 def serve_connection(conn, launcher):
@@ -176,7 +189,11 @@ def serve_connection(conn, launcher):
                 status, payload = dispatch(launcher, method, target.split(b"?", 1)[0], raw)
             data = json.dumps(payload, ensure_ascii=False, separators=(",", ":")).encode("utf-8")
             head = "HTTP/1.1 %d %s\r\nContent-Type: application/json\r\nContent-Length: %d\r\n%s\r\n" % (
-                status, REASONS.get(status, "Error"), len(data), "" if keep_alive else "Connection: close\r\n")
+                status,
+                REASONS.get(status, "Error"),
+                len(data),
+                "" if keep_alive else "Connection: close\r\n",
+            )
             conn.sendall(head.encode("ascii") + data)
             if not keep_alive:
                 return

@@ -27,9 +27,17 @@ def write(root: Path, path: str, text: str) -> None:
 
 def copy_this_vm(root: Path) -> None:
     files = [
-        "/proc/cpuinfo", "/proc/mounts", "/proc/filesystems", "/proc/meminfo", "/proc/self/mountinfo",
-        "/proc/sys/kernel/perf_event_paranoid", "/proc/sys/kernel/nmi_watchdog", "/proc/sys/kernel/osrelease",
-        "/sys/devices/system/cpu/online", "/sys/devices/system/cpu/smt/control", "/sys/devices/system/cpu/smt/active",
+        "/proc/cpuinfo",
+        "/proc/mounts",
+        "/proc/filesystems",
+        "/proc/meminfo",
+        "/proc/self/mountinfo",
+        "/proc/sys/kernel/perf_event_paranoid",
+        "/proc/sys/kernel/nmi_watchdog",
+        "/proc/sys/kernel/osrelease",
+        "/sys/devices/system/cpu/online",
+        "/sys/devices/system/cpu/smt/control",
+        "/sys/devices/system/cpu/smt/active",
     ]
     for cpu in range(os.cpu_count() or 1):
         for name in ("physical_package_id", "core_id"):
@@ -81,8 +89,19 @@ def keep_empty_dirs(root: Path) -> None:
             Path(directory, ".keep").write_text("")
 
 
-def xeon(root: Path, model: str, pmu_name: str, ways: int, sockets: int, cores: int, smt: bool, resctrl_mounted: bool,
-         governor: str, no_turbo: int, cgroup_v2_only: bool) -> None:
+def xeon(
+    root: Path,
+    model: str,
+    pmu_name: str,
+    ways: int,
+    sockets: int,
+    cores: int,
+    smt: bool,
+    resctrl_mounted: bool,
+    governor: str,
+    no_turbo: int,
+    cgroup_v2_only: bool,
+) -> None:
     threads = 2 if smt else 1
     n = sockets * cores * threads
     blocks = []
@@ -110,7 +129,11 @@ def xeon(root: Path, model: str, pmu_name: str, ways: int, sockets: int, cores: 
     write(root, "/sys/bus/event_source/devices/cpu/caps/pmu_name", pmu_name + "\n")
     for name in ("software", "tracepoint", "uncore_imc_0", "msr"):
         (root / "sys/bus/event_source/devices" / name).mkdir(parents=True, exist_ok=True)
-    write(root, "/proc/filesystems", "nodev\tsysfs\nnodev\tproc\nnodev\tcgroup\nnodev\tcgroup2\nnodev\tdebugfs\nnodev\tresctrl\n\text4\n")
+    write(
+        root,
+        "/proc/filesystems",
+        "nodev\tsysfs\nnodev\tproc\nnodev\tcgroup\nnodev\tcgroup2\nnodev\tdebugfs\nnodev\tresctrl\n\text4\n",
+    )
     mounts = [
         "/dev/sda2 / ext4 rw,relatime 0 0",
         "proc /proc proc rw,nosuid,nodev,noexec,relatime 0 0",
@@ -118,7 +141,9 @@ def xeon(root: Path, model: str, pmu_name: str, ways: int, sockets: int, cores: 
         "debugfs /sys/kernel/debug debugfs rw,nosuid,nodev,noexec,relatime 0 0",
     ]
     if cgroup_v2_only:
-        mounts.append("cgroup2 /sys/fs/cgroup cgroup2 rw,nosuid,nodev,noexec,relatime,nsdelegate,memory_recursiveprot 0 0")
+        mounts.append(
+            "cgroup2 /sys/fs/cgroup cgroup2 rw,nosuid,nodev,noexec,relatime,nsdelegate,memory_recursiveprot 0 0"
+        )
         write(root, "/sys/fs/cgroup/cgroup.controllers", "cpuset cpu io memory hugetlb pids rdma misc\n")
     else:
         for controller in ("cpu,cpuacct", "memory", "freezer", "perf_event"):
@@ -139,7 +164,15 @@ def xeon(root: Path, model: str, pmu_name: str, ways: int, sockets: int, cores: 
         write(root, "/sys/fs/resctrl/info/L3_MON/mon_features", "llc_occupancy\nmbm_total_bytes\nmbm_local_bytes\n")
         write(root, "/sys/fs/resctrl/info/last_cmd_status", "ok\n")
         write(root, "/sys/fs/resctrl/cpus_list", f"0-{n - 1}\n")
-        write(root, "/sys/fs/resctrl/schemata", "    L3:" + ";".join(f"{s}={mask}" for s in range(sockets)) + "\n    MB:" + ";".join(f"{s}=100" for s in range(sockets)) + "\n")
+        write(
+            root,
+            "/sys/fs/resctrl/schemata",
+            "    L3:"
+            + ";".join(f"{s}={mask}" for s in range(sockets))
+            + "\n    MB:"
+            + ";".join(f"{s}=100" for s in range(sockets))
+            + "\n",
+        )
         (root / "sys/fs/resctrl/mon_groups").mkdir(parents=True, exist_ok=True)
         for s in range(sockets):
             write(root, f"/sys/fs/resctrl/mon_data/mon_L3_{s:02d}/llc_occupancy", "16234000\n")
@@ -153,7 +186,11 @@ def xeon(root: Path, model: str, pmu_name: str, ways: int, sockets: int, cores: 
     (device_dir / "sda2" / "partition").write_text("2\n")
     (root / "sys/dev/block").mkdir(parents=True, exist_ok=True)
     (root / "sys/block").mkdir(parents=True, exist_ok=True)
-    for link, target in ((root / "sys/dev/block/8:2", device_dir / "sda2"), (root / "sys/dev/block/8:0", device_dir), (root / "sys/block/sda", device_dir)):
+    for link, target in (
+        (root / "sys/dev/block/8:2", device_dir / "sda2"),
+        (root / "sys/dev/block/8:0", device_dir),
+        (root / "sys/block/sda", device_dir),
+    ):
         if not link.is_symlink():
             link.symlink_to(os.path.relpath(target, link.parent))
 
@@ -168,9 +205,23 @@ def main() -> None:
         if name == "this_vm":
             copy_this_vm(root)
         elif name == "xeon_11way":
-            xeon(root, "Intel(R) Xeon(R) Gold 6142 CPU @ 2.60GHz", "skylake", 11, 2, 4, True, True, "powersave", 0, False)
+            xeon(
+                root, "Intel(R) Xeon(R) Gold 6142 CPU @ 2.60GHz", "skylake", 11, 2, 4, True, True, "powersave", 0, False
+            )
         elif name == "xeon_20way":
-            xeon(root, "Intel(R) Xeon(R) CPU E5-2699 v4 @ 2.20GHz", "broadwell", 20, 1, 4, False, False, "performance", 1, True)
+            xeon(
+                root,
+                "Intel(R) Xeon(R) CPU E5-2699 v4 @ 2.20GHz",
+                "broadwell",
+                20,
+                1,
+                4,
+                False,
+                False,
+                "performance",
+                1,
+                True,
+            )
         keep_empty_dirs(root)
 
 
