@@ -141,9 +141,10 @@ class LocalwhiskHandle:
                 self.process.wait(timeout=5)
         # A server that was killed (or had to be) could not stop its sandboxes: do it for it,
         # its containers too (else they would wait for the next localwhisk on this host to reap them).
+        # One that stopped cleanly may still leave a container whose removal Docker had not finished
+        # within its 5 s on a loaded host: asking Docker costs one call, so it is always asked.
         self.reaped = len(reap_orphans(self.data_dir / SANDBOXES_DIR))
-        if self.process.returncode != 0:
-            self.reaped += len(remove_labelled_containers(LABEL_OWNER_PID, str(self.process.pid)))
+        self.reaped += len(remove_labelled_containers(LABEL_OWNER_PID, str(self.process.pid)))
         if self._owns_data_dir:
             shutil.rmtree(self.data_dir, ignore_errors=True)
         return self.process.returncode
