@@ -12,6 +12,9 @@
 #                         Docker, OpenWhisk, perf, intel-cmt-cat, blktrace); OPTIONS (--openwhisk-only,
 #                         --tools-only, --check, --undo, --set NAME=VALUE, --inventory FILE) go to
 #                         setup/testbed.sh (setup/README.md)
+#   ./setup.sh --openwhisk [--source DIR]   that with the extra docker (the runtime images), then
+#                         Apache OpenWhisk 2.0.0 standalone built once into faasprof's cache
+#                         (setup/openwhisk-standalone/install.sh --help; JDK 17 and Maven)
 #
 # Optional extras (`faasprof doctor` lists those not installed, with what needs each):
 #   node     Node.js, npm, img-resize's npm packages: autocomplete, img-resize, ocr-img (~30 s)
@@ -24,6 +27,13 @@
 set -euo pipefail
 
 cd "$(dirname "${BASH_SOURCE[0]}")"
+
+# --openwhisk: faasprof with its runtime images, then OpenWhisk standalone (its options go to install.sh).
+if [ "${1:-}" = "--openwhisk" ]; then
+    shift
+    ./setup.sh --with docker
+    exec setup/openwhisk-standalone/install.sh "$@"
+fi
 ROOT=$(pwd)
 VENV="$ROOT/.venv"
 # shellcheck source=setup/lib.sh

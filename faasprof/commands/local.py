@@ -1,4 +1,4 @@
-"""``faasprof local start|stop|status``: run localwhisk in the background and look at its pool.
+"""``faasprof local start|stop|status``: run localwhisk (or OpenWhisk standalone) in the background and look at its pool.
 
 ``start`` launches ``python -m faasprof.localwhisk serve`` in its own session and returns once ``GET /``
 answers, printing the API host (stdout), the key it accepts and how to point ``wsk`` at it (stderr).
@@ -8,6 +8,11 @@ written); a second instance leaves the first one's record alone. ``stop`` and ``
 instance through ``<data-dir>/localwhisk.json`` (same ``--data-dir``, default
 ``~/.local/share/faasprof/localwhisk``; ``--port`` must match if given); ``stop`` removes the
 record, and stopping what is not running says so and succeeds.
+
+``start --platform openwhisk`` starts Apache OpenWhisk 2.0.0 standalone instead, as ``./setup.sh
+--openwhisk`` built it (``faasprof.platforms.openwhisk.standalone``), and records its connection the
+same way, so every command finds it; ``stop`` (no flag needed while it is the one recorded, else
+``--platform openwhisk``) stops it and removes its action containers.
 """
 
 from __future__ import annotations
@@ -29,6 +34,7 @@ from faasprof.localwhisk.config import (
     AUTH_ENV,
     DEFAULT_DATA_DIR,
     GUEST_AUTH,
+    SETTING_NAMES,
     add_auth_file_argument,
     add_settings_arguments,
     is_loopback,
@@ -39,9 +45,12 @@ from faasprof.localwhisk.config import (
 )
 from faasprof.localwhisk.embedded import launch_server
 from faasprof.localwhisk.watchdog import launch as launch_watchdog
+from faasprof.platforms.openwhisk import standalone
 from faasprof.platforms.openwhisk.connection import (
+    LOCAL_DATA_DIR_KEY,
     LOCAL_PID_KEY,
     forget_local_props,
+    local_platform_name,
     local_props_path,
     read_local_props,
     read_wskprops,
@@ -49,11 +58,21 @@ from faasprof.platforms.openwhisk.connection import (
 )
 
 STATE_FILE = "localwhisk.json"
+PLATFORMS = ("localwhisk", "openwhisk")
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     sub = parser.add_subparsers(dest="local_command", metavar="{start,stop,status}", required=True)
-    start = sub.add_parser("start", help="start localwhisk in the background; returns once its API answers")
+    start = sub.add_parser(
+        "start", help="start localwhisk (or OpenWhisk standalone) in the background; returns once its API answers"
+    )
+    start.add_argument(
+        "--platform",
+        choices=PLATFORMS,
+        default="localwhisk",
+        help="localwhisk (default), or openwhisk: Apache OpenWhisk 2.0.0 standalone as ./setup.sh --openwhisk built it "
+        "(takes --port, --pause-grace-ms, --user-memory-mb, --invokes-per-minute, --concurrent-invokes, --max-action-memory-mb)",
+    )
     add_settings_arguments(start)
     add_auth_file_argument(start)
     stop = sub.add_parser("stop", help="stop the localwhisk of --data-dir (and --port)")
@@ -70,6 +89,11 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     status.add_argument("--json", action="store_true", help="print the raw pool JSON")
     stop.add_argument(
         "--timeout", type=float, default=15.0, help="seconds to wait for a clean stop before SIGKILL (default 15)"
+    )
+    stop.add_argument(
+        "--platform",
+        choices=PLATFORMS,
+        help="which to stop (default: the one `local start` recorded, else localwhisk); openwhisk also removes its action containers",
     )
 
 
@@ -122,6 +146,8 @@ def _get_json(url: str, auth: str | None = None, timeout: float = 5.0) -> dict:
 
 
 def _start(args) -> int:
+    if args.platform == "openwhisk":
+        return _start_openwhisk(args)
     try:
         settings = settings_from_args(args)
     except ValueError as error:
@@ -240,7 +266,68 @@ def _say_connection(apihost: str, auth: str, namespace: str, origin: tuple[str, 
     )
 
 
+def _start_openwhisk(args) -> int:
+    if args.auth or args.auth_file:
+        raise ConfigError(
+            "--auth/--auth-file: OpenWhisk standalone accepts only its guest key; leave them out with --platform openwhisk"
+        )
+    given = {name: getattr(args, name) for name in sorted(SETTING_NAMES) if getattr(args, name, None) is not None}
+    server, already = standalone.start_standalone(given)
+    state = "already running" if already else "running"
+    print(
+        f"OpenWhisk 2.0.0 standalone {state} at {server.apihost} (pid {server.pid}, pause grace {server.pause_grace_ms:g} ms, "
+        f"user memory {server.user_memory_mb:g} MB, log {server.log_path})",
+        file=sys.stderr,
+    )
+    other = read_local_props()
+    if other and other.get(LOCAL_PID_KEY) != str(server.pid):
+        print(
+            f"faasprof commands keep using the {local_platform_name(other)} at {other.get('APIHOST')} (pid {other.get(LOCAL_PID_KEY)}); "
+            f"reach this one with --apihost {server.apihost} --auth KEY, the key below",
+            file=sys.stderr,
+        )
+        _say_key(standalone.GUEST_AUTH, standalone.GUEST_NAMESPACE, None)
+    else:
+        write_local_props(
+            server.apihost,
+            standalone.GUEST_AUTH,
+            standalone.GUEST_NAMESPACE,
+            server.pid,
+            server.state_dir,
+            server.platform_settings,
+            platform="openwhisk",
+        )
+        _say_connection(server.apihost, standalone.GUEST_AUTH, standalone.GUEST_NAMESPACE, None)
+    print("stop it with: faasprof local stop (it removes its action containers too)", file=sys.stderr)
+    print(server.apihost)
+    return 0
+
+
+def _stop_platform(args) -> str:
+    """``--platform``, else the platform whose connection ``local start`` recorded, else localwhisk."""
+    if args.platform:
+        return args.platform
+    if args.data_dir is None and read_wskprops(local_props_path()).get(LOCAL_DATA_DIR_KEY) == str(
+        standalone.state_dir()
+    ):
+        return "openwhisk"
+    return "localwhisk"
+
+
+def _stop_openwhisk(args) -> int:
+    if args.data_dir or args.port is not None:
+        raise ConfigError(
+            "--data-dir/--port: OpenWhisk standalone is found in its build folder; leave them out with --platform openwhisk"
+        )
+    for line in standalone.stop_standalone():
+        print(line, file=sys.stderr)
+    forget_local_props(standalone.state_dir())
+    return 0
+
+
 def _stop(args) -> int:
+    if _stop_platform(args) == "openwhisk":
+        return _stop_openwhisk(args)
     data_dir = _data_dir(args)
     state = _recorded_state(data_dir)
     if state is None or not _pid_alive(int(state.get("pid", 0))):

@@ -42,7 +42,12 @@ from faasprof.invoker.shards import AUTO_RATE_PER_PROCESS, resolve_processes
 from faasprof.invoker.verdict import parse_thresholds
 from faasprof.localwhisk.config import duration_ms
 from faasprof.monitoring.allocation import cleanup_leftovers
-from faasprof.platforms.openwhisk.connection import add_connection_arguments, resolve_connection
+from faasprof.platforms.openwhisk.connection import (
+    add_connection_arguments,
+    local_platform_name,
+    read_local_props,
+    resolve_connection,
+)
 from faasprof.progress import Progress
 from faasprof.rundir import manifest_path, read_manifest
 from faasprof.workload.spec import load_workload
@@ -247,8 +252,9 @@ def main(args: argparse.Namespace) -> int:
     if connection is None:
         check_embedded(workload, settings)  # what the embedded localwhisk would refuse, before it starts
     if connection is not None and connection.source == "local":
+        started = local_platform_name(read_local_props())
         print(
-            f"using the localwhisk of `faasprof local start` at {connection.apihost} (`faasprof local stop` to run on an embedded one)",
+            f"using the {started} of `faasprof local start` at {connection.apihost} (`faasprof local stop` to run on an embedded localwhisk)",
             file=sys.stderr,
         )
     if connection is not None and (

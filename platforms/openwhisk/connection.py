@@ -89,6 +89,9 @@ LOCAL_PID_KEY = "LOCALWHISK_PID"
 LOCAL_DATA_DIR_KEY = "LOCALWHISK_DATA_DIR"
 # With the pid, the server process for good: after a reboot the pid may name another process.
 LOCAL_START_KEY = "LOCALWHISK_START"
+# Which platform `local start` started: localwhisk (absent) or OpenWhisk standalone, for messages.
+LOCAL_PLATFORM_KEY = "FAASPROF_LOCAL_PLATFORM"
+LOCAL_PLATFORM_NAMES = {"localwhisk": "localwhisk", "openwhisk": "OpenWhisk standalone"}
 
 
 def local_props_path() -> Path:
@@ -109,15 +112,29 @@ def read_local_props(path: str | os.PathLike | None = None) -> dict[str, str]:
     return props
 
 
+def local_platform_name(props: dict[str, str]) -> str:
+    """What ``local start`` started, as the messages name it: localwhisk or OpenWhisk standalone."""
+    return LOCAL_PLATFORM_NAMES.get(props.get(LOCAL_PLATFORM_KEY, "localwhisk"), "localwhisk")
+
+
 def write_local_props(
-    apihost: str, auth: str, namespace: str, pid: int, data_dir: Path, settings: dict[str, float | None]
+    apihost: str,
+    auth: str,
+    namespace: str,
+    pid: int,
+    data_dir: Path,
+    settings: dict[str, float | None],
+    platform: str = "localwhisk",
 ) -> Path:
-    """Record a started localwhisk where ``resolve_connection`` finds it: a wskprops (mode 0600: it
-    holds the key, as ``~/.wskprops`` does), written through a temporary file and a rename."""
+    """Record a started localwhisk (or OpenWhisk standalone, ``platform="openwhisk"``) where
+    ``resolve_connection`` finds it: a wskprops (mode 0600: it holds the key, as ``~/.wskprops``
+    does), written through a temporary file and a rename."""
+    if platform not in LOCAL_PLATFORM_NAMES:
+        raise ValueError(f"unknown local platform {platform!r}; one of {', '.join(LOCAL_PLATFORM_NAMES)}")
     path = local_props_path()
     path.parent.mkdir(parents=True, exist_ok=True)
     lines = [
-        f"# faasprof local start: the localwhisk at {apihost}; faasprof uses it when no flag, workload platform",
+        f"# faasprof local start: the {LOCAL_PLATFORM_NAMES[platform]} at {apihost}; faasprof uses it when no flag, workload platform",
         "# block or ~/.wskprops names an API host, `faasprof local stop` removes this file, and",
         "# the wsk CLI uses it when WSK_CONFIG_FILE names it.",
         f"APIHOST={apihost}",
@@ -127,6 +144,7 @@ def write_local_props(
         f"{LOCAL_PID_KEY}={pid}",
         f"{LOCAL_START_KEY}={process_start_ticks(pid)}",
         f"{LOCAL_DATA_DIR_KEY}={data_dir}",
+        *([f"{LOCAL_PLATFORM_KEY}={platform}"] if platform != "localwhisk" else []),
     ]
     tmp = path.with_name(f"{path.name}.tmp{os.getpid()}")
     with open(os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600), "w", encoding="utf-8") as handle:

@@ -11,14 +11,22 @@
 #   gradle  OpenWhisk's own `./gradlew :core:standalone:bootJar` (downloads Gradle itself).
 # The source is a checkout or export of the tag 2.0.0 (--source DIR, or OPENWHISK_SRC); without
 # one, the tag is cloned from GitHub into the build folder (needs internet).
-# Output, in the build folder (--build-dir, default $OPENWHISK_STANDALONE_HOME or
-# ~/.cache/faasprof/openwhisk-standalone): build.env, which start.sh reads.
+# Output, in the build folder (--build-dir, default $OPENWHISK_STANDALONE_HOME or faasprof's cache,
+# <cache>/openwhisk-standalone): build.env, which start.sh reads.
 set -euo pipefail
 
 HERE="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
 OPENWHISK_TAG="2.0.0"
-OPENWHISK_REPO="https://github.com/apache/openwhisk.git"
-BUILD_DIR="${OPENWHISK_STANDALONE_HOME:-${XDG_CACHE_HOME:-$HOME/.cache}/faasprof/openwhisk-standalone}"
+OPENWHISK_REPO="${OPENWHISK_REPO_URL:-https://github.com/apache/openwhisk.git}"
+# faasprof's cache (faasprof.paths.cache_root): $FAASPROF_CACHE_DIR, else $XDG_CACHE_HOME/faasprof, else ~/.cache/faasprof.
+CACHE_ROOT="${FAASPROF_CACHE_DIR:-}"
+if [ -z "$CACHE_ROOT" ]; then
+    case "${XDG_CACHE_HOME:-}" in
+        /*) CACHE_ROOT="$XDG_CACHE_HOME/faasprof" ;;
+        *) CACHE_ROOT="$HOME/.cache/faasprof" ;;
+    esac
+fi
+BUILD_DIR="${OPENWHISK_STANDALONE_HOME:-$CACHE_ROOT/openwhisk-standalone}"
 SOURCE="${OPENWHISK_SRC:-}"
 ROUTE="maven"
 

@@ -5,7 +5,7 @@
 #   setup/openwhisk-standalone/start.sh [options]
 #
 # Options (defaults in brackets; each also from the environment variable named):
-#   --build-dir DIR          build.sh's folder [$OPENWHISK_STANDALONE_HOME or ~/.cache/faasprof/openwhisk-standalone]
+#   --build-dir DIR          build.sh's folder [$OPENWHISK_STANDALONE_HOME or <faasprof cache>/openwhisk-standalone]
 #   --state-dir DIR          logs, data, runtimes manifest, pid, wskprops [BUILD_DIR/run]
 #   --port N                 API port on 127.0.0.1 [3233] (OW_PORT)
 #   --user-memory MB         invoker container-pool memory [4096] (OW_USER_MEMORY_MB)
@@ -27,7 +27,15 @@
 #   export WSK_CONFIG_FILE=STATE_DIR/wskprops
 set -euo pipefail
 
-BUILD_DIR="${OPENWHISK_STANDALONE_HOME:-${XDG_CACHE_HOME:-$HOME/.cache}/faasprof/openwhisk-standalone}"
+# faasprof's cache (faasprof.paths.cache_root): $FAASPROF_CACHE_DIR, else $XDG_CACHE_HOME/faasprof, else ~/.cache/faasprof.
+CACHE_ROOT="${FAASPROF_CACHE_DIR:-}"
+if [ -z "$CACHE_ROOT" ]; then
+    case "${XDG_CACHE_HOME:-}" in
+        /*) CACHE_ROOT="$XDG_CACHE_HOME/faasprof" ;;
+        *) CACHE_ROOT="$HOME/.cache/faasprof" ;;
+    esac
+fi
+BUILD_DIR="${OPENWHISK_STANDALONE_HOME:-$CACHE_ROOT/openwhisk-standalone}"
 STATE_DIR=""
 PORT="${OW_PORT:-3233}"
 USER_MEMORY_MB="${OW_USER_MEMORY_MB:-4096}"
