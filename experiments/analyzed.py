@@ -27,14 +27,18 @@ def execute_analyzed(
     analyze: bool = True,
     progress: Progress = QUIET,
     latency_reference: dict | None = None,
+    save_records: bool = False,
     **options: Any,
 ) -> Path:
     """``faasprof.invoker.run.execute`` and, when ``analyze``, its analysis: also of a run that stopped
     early (interrupted, aborted), whose phases end where it stopped (``faasprof.analyzer.stats``).
     ``latency_reference``: ``{function: reference}`` from a capacity search, written into the
     manifest before the analysis, so that a run at absolute rates (``reproduce``'s modes) is
-    judged by the same rule, the standing-queue test included, as one at fractions of a capacity."""
-    run_dir = execute(workload, out_dir, connection=connection, progress=progress, save_records=analyze, **options)
+    judged by the same rule, the standing-queue test included, as one at fractions of a capacity.
+    The records are saved when ``analyze`` or ``save_records`` asks for them."""
+    run_dir = execute(
+        workload, out_dir, connection=connection, progress=progress, save_records=analyze or save_records, **options
+    )
     if latency_reference:
         rundir.update_manifest(run_dir, latency_reference=latency_reference)
     if analyze:

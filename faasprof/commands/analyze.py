@@ -19,7 +19,7 @@ from faasprof.analyzer.report import summary_lines
 from faasprof.errors import FaasprofError, RunError
 from faasprof.localwhisk.run_records import StoreReadError, save_store_records, store_path
 from faasprof.platforms import registry
-from faasprof.platforms.openwhisk.connection import add_connection_arguments, resolve_connection
+from faasprof.platforms.openwhisk.connection import add_connection_arguments, known_key_for, resolve_connection
 from faasprof.progress import Progress
 from faasprof.rundir import tables
 from faasprof.workload.schedule import build_schedule
@@ -61,8 +61,9 @@ def main(args: argparse.Namespace) -> int:
         # The embedded platform's store, kept in the run directory, is the source of its records:
         # read whenever activations.jsonl lacks one (a crash, a killed localwhisk, an older faasprof).
         _read_embedded_store(run_dir, platform_block, manifest, progress)
-    elif fetch and (not rundir.has_records(run_dir) or args.apihost):
-        # Records are fetched when the run has none saved, or (with explicit flags) to complete them.
+    elif fetch and (not rundir.has_records(run_dir) or args.apihost or (manifest.activations or {}).get("missing")):
+        # Records are fetched when the run has none saved, when some were still missing when it
+        # saved them (activations still running, a Ctrl-C), or (with explicit flags) to complete them.
         _fetch_from_platforms(run_dir, manifest, args, progress)
     try:
         summary = analyze_run(run_dir, None, plots=not args.no_plots, progress=stderr_progress, invocations=invocations)
@@ -120,16 +121,13 @@ def _fetch_from_platforms(
 ) -> None:
     """Save the run's records from each platform of its instances that keeps records (the platform
     registry, by the manifest's endpoints), waiting for activations still running (deadline: the
-    actions' time limits). A platform reached through a connection is asked through the one the
-    flags, the run's workload or ~/.wskprops give; without one it is skipped, with a line saying so."""
+    actions' time limits). A platform reached through a connection is asked on the API host the run
+    recorded (``_manifest_platform``) unless flags name another; without one it is skipped, with a
+    line saying so. The manifest's ``activations`` then says what is still missing and why."""
     keepers = registry.record_keepers(manifest.instances)
     connection = None
     if any(cls.reached_by_connection for cls in keepers):
-        workload = manifest.workload
-        platform = dict((workload.get("as_given") or workload).get("platform") or {})
-        if platform.get("auth") == "(redacted)":
-            platform.pop("auth")  # the manifest never holds the key: flags or ~/.wskprops give it
-        connection = resolve_connection(args, platform, origin=str(rundir.manifest_path(run_dir)))
+        connection = resolve_connection(args, _manifest_platform(manifest), origin=str(rundir.manifest_path(run_dir)))
     for cls in keepers:
         if cls.reached_by_connection and connection is None:
             progress.say(
@@ -139,6 +137,7 @@ def _fetch_from_platforms(
             continue
         with cls.for_workload(None, connection) as keeper:
             report = keeper.fetch_records(run_dir, say=progress.say)
+        rundir.update_manifest(run_dir, activations=report)
         _report(
             report,
             f"platform {connection.apihost}"
@@ -146,6 +145,21 @@ def _fetch_from_platforms(
             else f"the {cls.endpoint} platform",
             progress,
         )
+
+
+def _manifest_platform(manifest: rundir.Manifest) -> dict:
+    """The platform block to fetch from: the workload's, on the API host the run recorded (never
+    whatever platform is configured now), with the key that a wskprops or ``local start`` holds for it."""
+    workload = manifest.workload
+    platform = dict((workload.get("as_given") or workload).get("platform") or {})
+    if platform.get("auth") == "(redacted)":
+        platform.pop("auth")  # the manifest never holds the key: flags or ~/.wskprops give it
+    recorded = manifest.platform or {}
+    if recorded.get("apihost") and not recorded.get("embedded") and not platform.get("apihost"):
+        platform["apihost"] = recorded["apihost"]
+        for key, value in known_key_for(recorded["apihost"]).items():
+            platform.setdefault(key, value)
+    return platform
 
 
 def _read_embedded_store(run_dir: Path, platform_block: dict, manifest: rundir.Manifest, progress: Progress) -> None:

@@ -43,6 +43,7 @@ from faasprof.invoker.verdict import parse_thresholds
 from faasprof.localwhisk.config import duration_ms
 from faasprof.monitoring.allocation import cleanup_leftovers
 from faasprof.platforms.openwhisk.connection import (
+    LOCAL_PLATFORM_NAMES,
     add_connection_arguments,
     local_platform_name,
     read_local_props,
@@ -251,8 +252,11 @@ def main(args: argparse.Namespace) -> int:
     settings = local_settings(args, workload.platform)
     if connection is None:
         check_embedded(workload, settings)  # what the embedded localwhisk would refuse, before it starts
+    # OpenWhisk standalone keeps its records in memory until `local stop`: the run saves them.
+    save_records = False
     if connection is not None and connection.source == "local":
         started = local_platform_name(read_local_props())
+        save_records = started == LOCAL_PLATFORM_NAMES["openwhisk"]
         print(
             f"using the {started} of `faasprof local start` at {connection.apihost} (`faasprof local stop` to run on an embedded localwhisk)",
             file=sys.stderr,
@@ -277,6 +281,7 @@ def main(args: argparse.Namespace) -> int:
         local_settings=settings,
         progress=progress,
         analyze=args.analyze,
+        save_records=save_records,
         options=options,
         thresholds=thresholds,
     )

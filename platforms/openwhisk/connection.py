@@ -163,6 +163,16 @@ def forget_local_props(data_dir: Path) -> bool:
     return True
 
 
+def known_key_for(apihost: str, wskprops_path: str | os.PathLike | None = None) -> dict[str, str]:
+    """The key and namespace that ``~/.wskprops`` or ``local start``'s record hold for ``apihost``
+    ({} when neither names it): a run's manifest names its API host but never its key."""
+    wanted = normalise_apihost(apihost)
+    for props in (read_wskprops(wskprops_path), read_local_props()):
+        if props.get("APIHOST") and normalise_apihost(props["APIHOST"]) == wanted and props.get("AUTH"):
+            return {"auth": props["AUTH"], **({"namespace": props["NAMESPACE"]} if props.get("NAMESPACE") else {})}
+    return {}
+
+
 def apihost_problem(apihost: str) -> str | None:
     """Why ``apihost`` cannot name a platform (with the fix), or None when it can."""
     text = apihost.strip()
