@@ -185,9 +185,12 @@ def _load_now() -> float | None:
 
 def pause_grace_of(connection, local_settings: dict | None) -> float | None:
     """The pause grace (ms) of the platform a run will use, where faasprof knows it: the embedded
-    localwhisk's setting or default; None for a platform already running (its own setting)."""
+    localwhisk's setting or default; for a platform already running, the grace its set-up recorded
+    with the connection (``PAUSE_GRACE_MS``: ``local start``, OpenWhisk standalone's start.sh, the
+    testbed), else None (its own setting, unknown here)."""
     if connection is not None:
-        return None
+        value = (getattr(connection, "settings", None) or {}).get("pause_grace_ms")
+        return float(value) if isinstance(value, (int, float)) and not isinstance(value, bool) and value > 0 else None
     value = (local_settings or {}).get("pause_grace_ms")
     return (
         float(value) if isinstance(value, (int, float)) and not isinstance(value, bool) else LOCALWHISK_PAUSE_GRACE_MS

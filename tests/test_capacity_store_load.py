@@ -10,6 +10,7 @@ import pytest
 
 from faasprof.analyzer import stats
 from faasprof.experiments import capacity_store
+from faasprof.platforms.openwhisk.connection import Connection
 from faasprof.progress import Progress
 from faasprof.workload.spec import workload_from_dict
 from tests.conftest import run_cli
@@ -192,3 +193,34 @@ def test_an_under_invoked_phase_is_given_calls_enough_for_a_mode():
         stats.WARMUP_MAX_S,
         stats.WARMUP_FRACTION,
     )
+
+
+def test_a_running_platforms_recorded_pause_grace_places_the_bands():
+    """OpenWhisk (standalone via `local start`, or the testbed) records its pause grace with the
+    connection: the bands are placed by it as for the embedded localwhisk (it was ignored, and the
+    quick start's balanced phase ran at 0.5 x 27.9/s = 13.9/s, under the 20/s warm rate)."""
+    recorded = Connection(
+        apihost="http://127.0.0.1:3233", auth="u:k", source="local", settings={"pause_grace_ms": 50.0}
+    )
+    assert capacity_store.pause_grace_of(recorded, None) == 50.0
+    assert capacity_store.pause_grace_of(Connection(apihost="http://127.0.0.1:3233", auth="u:k"), None) is None
+    workload = workload_from_dict(
+        {
+            "test_name": "q",
+            "test_duration_in_seconds": 30,
+            "random_seed": 1,
+            "instances": {
+                "balanced": {
+                    "application": "json_dumps",
+                    "distribution": "Uniform",
+                    "rate": {"capacity_fraction": 0.5, "band": "balanced"},
+                    "activity_window": [0, 30],
+                }
+            },
+        },
+        origin="q",
+    )
+    capacities = {"balanced": {"capacity_rps": 27.9, "interval_rps": [26.0, 29.8]}}
+    _, lines = capacity_store.band_lines(workload, capacities, capacity_store.pause_grace_of(recorded, None))
+    assert capacities["balanced"]["rate_rps"] == pytest.approx((20.0 * 26.0) ** 0.5, rel=1e-4)
+    assert "placed at" in lines[0]
