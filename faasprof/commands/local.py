@@ -70,7 +70,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         "--platform",
         choices=PLATFORMS,
         default="localwhisk",
-        help="localwhisk (default), or openwhisk: Apache OpenWhisk 2.0.0 standalone as ./setup.sh --openwhisk built it "
+        help="localwhisk, unless openwhisk: Apache OpenWhisk 2.0.0 standalone as ./setup.sh --openwhisk built it "
         "(takes --port, --pause-grace-ms, --user-memory-mb, --invokes-per-minute, --concurrent-invokes, --max-action-memory-mb)",
     )
     add_settings_arguments(start)
