@@ -167,13 +167,23 @@ def test_local_start_and_stop_openwhisk_record_the_connection_and_remove_its_con
     pid = None
     try:
         started = run_cli(
-            "local", "start", "--platform", "openwhisk", "--port", str(port), "--pause-grace-ms", "10000", env=fake_host
+            "local",
+            "start",
+            "--platform",
+            "openwhisk",
+            "--port",
+            str(port),
+            "--pause-grace-ms",
+            "10000",
+            "--idle-timeout-s",
+            "1",
+            env=fake_host,
         )
         assert started.returncode == 0, started.stderr
         assert started.stdout.strip() == f"http://127.0.0.1:{port}"
         pid = int((home / "run" / "standalone.pid").read_text())
         assert (
-            f"OpenWhisk 2.0.0 standalone running at http://127.0.0.1:{port} (pid {pid}, pause grace 10000 ms"
+            f"OpenWhisk 2.0.0 standalone running at http://127.0.0.1:{port} (pid {pid}, pause grace 10000 ms, idle timeout 1 s"
             in started.stderr
         )
         props = (isolated_home / ".local" / "share" / "faasprof" / "localwhisk.wskprops").read_text().splitlines()
@@ -182,6 +192,7 @@ def test_local_start_and_stop_openwhisk_record_the_connection_and_remove_its_con
             "NAMESPACE=guest",
             "PAUSE_GRACE_MS=10000",
             "USER_MEMORY_MB=4096",
+            "IDLE_TIMEOUT_S=1",
             f"LOCALWHISK_PID={pid}",
             "FAASPROF_LOCAL_PLATFORM=openwhisk",
             f"LOCALWHISK_DATA_DIR={home / 'run'}",

@@ -34,6 +34,7 @@ def _script(name: str, *args: str, env_extra: dict | None = None) -> subprocess.
         (["--port", "http"], "start.sh: --port: 'http' is not a port number"),
         (["--pause-grace", "10s"], "start.sh: --pause-grace: '10s' is not a whole number of ms"),
         (["--user-memory", "0"], "start.sh: --user-memory: '0' is not a whole number of MB"),
+        (["--idle-container", "2.5"], "start.sh: --idle-container: '2.5' is not a positive whole number of seconds"),
         (["--bogus"], "start.sh: unknown argument '--bogus' (see --help)"),
     ],
 )

@@ -71,7 +71,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         choices=PLATFORMS,
         default="localwhisk",
         help="localwhisk, unless openwhisk: Apache OpenWhisk 2.0.0 standalone as ./setup.sh --openwhisk built it "
-        "(takes --port, --pause-grace-ms, --user-memory-mb, --invokes-per-minute, --concurrent-invokes, --max-action-memory-mb)",
+        "(takes --port, --pause-grace-ms, --idle-timeout-s, --user-memory-mb, --invokes-per-minute, --concurrent-invokes, "
+        "--max-action-memory-mb)",
     )
     add_settings_arguments(start)
     add_auth_file_argument(start)
@@ -276,7 +277,7 @@ def _start_openwhisk(args) -> int:
     state = "already running" if already else "running"
     print(
         f"OpenWhisk 2.0.0 standalone {state} at {server.apihost} (pid {server.pid}, pause grace {server.pause_grace_ms:g} ms, "
-        f"user memory {server.user_memory_mb:g} MB, log {server.log_path})",
+        f"idle timeout {server.idle_timeout_s:g} s, user memory {server.user_memory_mb:g} MB, log {server.log_path})",
         file=sys.stderr,
     )
     other = read_local_props()

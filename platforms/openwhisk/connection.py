@@ -8,7 +8,7 @@ stop removes, ignored once its ``LOCALWHISK_PID`` has exited; a user's own ``~/.
 written). When none of them names an API host, the caller uses the embedded localwhisk. The auth
 key never appears in ``repr``, logs, the manifest or errors. A wskprops written by a testbed set-up
 (or by ``local start``) may also state the platform's settings in faasprof's own keys
-(``PAUSE_GRACE_MS``, ``USER_MEMORY_MB``; ``wsk`` ignores them). They are kept only when that file
+(``PAUSE_GRACE_MS``, ``USER_MEMORY_MB``, ``IDLE_TIMEOUT_S``; ``wsk`` ignores them). They are kept only when that file
 names the API host in use, and the manifest records them as ``platform.settings``.
 """
 
@@ -25,7 +25,11 @@ from faasprof.procfs import process_start_ticks
 
 DEFAULT_NAMESPACE = "_"
 # faasprof's own wskprops keys for the platform's settings, and their names in platform.settings.
-SETTING_KEYS = {"PAUSE_GRACE_MS": "pause_grace_ms", "USER_MEMORY_MB": "user_memory_mb"}
+SETTING_KEYS = {
+    "PAUSE_GRACE_MS": "pause_grace_ms",
+    "USER_MEMORY_MB": "user_memory_mb",
+    "IDLE_TIMEOUT_S": "idle_timeout_s",
+}
 
 
 @dataclass(frozen=True)

@@ -33,12 +33,14 @@ GUEST_NAMESPACE = "guest"
 START_FLAGS = {
     "port": "--port",
     "pause_grace_ms": "--pause-grace",
+    "idle_timeout_s": "--idle-container",
     "user_memory_mb": "--user-memory",
     "invokes_per_minute": "--invokes-per-minute",
     "concurrent_invokes": "--concurrent",
     "max_action_memory_mb": "--max-action-memory",
 }
 DEFAULT_WAIT_S = 180
+DEFAULT_IDLE_CONTAINER_S = 600  # OpenWhisk's idle-container: a paused container is removed after it
 STOP_TIMEOUT_S = 120  # stop.sh waits 30 s for the JVM, then removes containers (a few seconds each)
 
 
@@ -51,11 +53,16 @@ class StandaloneServer:
     state_dir: Path
     pause_grace_ms: float
     user_memory_mb: float
+    idle_timeout_s: float
     log_path: Path
 
     @property
     def platform_settings(self) -> dict[str, float]:
-        return {"pause_grace_ms": self.pause_grace_ms, "user_memory_mb": self.user_memory_mb}
+        return {
+            "pause_grace_ms": self.pause_grace_ms,
+            "user_memory_mb": self.user_memory_mb,
+            "idle_timeout_s": self.idle_timeout_s,
+        }
 
 
 def standalone_home(environ: Mapping[str, str] | None = None) -> Path:
@@ -137,6 +144,7 @@ def read_server(home: Path | None = None) -> StandaloneServer | None:
         state_dir=folder,
         pause_grace_ms=float(recorded["pause_grace_ms"]),
         user_memory_mb=float(recorded["user_memory_mb"]),
+        idle_timeout_s=float(recorded.get("idle_container_s", DEFAULT_IDLE_CONTAINER_S)),
         log_path=folder / "standalone.log",
     )
 

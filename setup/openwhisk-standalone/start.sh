@@ -10,6 +10,7 @@
 #   --port N                 API port on 127.0.0.1 [3233] (OW_PORT)
 #   --user-memory MB         invoker container-pool memory [4096] (OW_USER_MEMORY_MB)
 #   --pause-grace MS         idle time before a warm container is paused [50] (OW_PAUSE_GRACE_MS)
+#   --idle-container S       idle time before a paused container is removed [600] (OW_IDLE_CONTAINER_S)
 #   --invokes-per-minute N   per-namespace throttle [999999] (OW_INVOKES_PER_MINUTE)
 #   --concurrent N           per-namespace concurrent invocations [999999] (OW_CONCURRENT)
 #   --max-action-memory MB   largest memory an action may ask for [2048] (OW_MAX_ACTION_MEMORY_MB)
@@ -23,7 +24,7 @@
 #
 # The runtime images must exist locally: OpenWhisk pulls only images named openwhisk/*, so these are
 # used as they are. Writes STATE_DIR/wskprops (APIHOST, AUTH and NAMESPACE of the guest user,
-# plus faasprof's PAUSE_GRACE_MS and USER_MEMORY_MB) and STATE_DIR/settings.json; use it with
+# plus faasprof's PAUSE_GRACE_MS, USER_MEMORY_MB and IDLE_TIMEOUT_S) and STATE_DIR/settings.json; use it with
 #   export WSK_CONFIG_FILE=STATE_DIR/wskprops
 set -euo pipefail
 
@@ -40,6 +41,7 @@ STATE_DIR=""
 PORT="${OW_PORT:-3233}"
 USER_MEMORY_MB="${OW_USER_MEMORY_MB:-4096}"
 PAUSE_GRACE_MS="${OW_PAUSE_GRACE_MS:-50}"
+IDLE_CONTAINER_S="${OW_IDLE_CONTAINER_S:-600}"
 INVOKES_PER_MINUTE="${OW_INVOKES_PER_MINUTE:-999999}"
 CONCURRENT="${OW_CONCURRENT:-999999}"
 MAX_ACTION_MEMORY_MB="${OW_MAX_ACTION_MEMORY_MB:-2048}"
@@ -73,6 +75,7 @@ while [ $# -gt 0 ]; do
         --port) need_value "$1" $#; PORT="$2"; shift 2 ;;
         --user-memory) need_value "$1" $#; USER_MEMORY_MB="$2"; shift 2 ;;
         --pause-grace) need_value "$1" $#; PAUSE_GRACE_MS="$2"; shift 2 ;;
+        --idle-container) need_value "$1" $#; IDLE_CONTAINER_S="$2"; shift 2 ;;
         --invokes-per-minute) need_value "$1" $#; INVOKES_PER_MINUTE="$2"; shift 2 ;;
         --concurrent) need_value "$1" $#; CONCURRENT="$2"; shift 2 ;;
         --max-action-memory) need_value "$1" $#; MAX_ACTION_MEMORY_MB="$2"; shift 2 ;;
@@ -80,7 +83,7 @@ while [ $# -gt 0 ]; do
         --nodejs-image) need_value "$1" $#; NODEJS_IMAGE="$2"; shift 2 ;;
         --log-store) need_value "$1" $#; LOG_STORE="$2"; shift 2 ;;
         --wait) need_value "$1" $#; WAIT_S="$2"; shift 2 ;;
-        -h|--help) sed -n '2,27p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
+        -h|--help) sed -n '2,28p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
         *) die "unknown argument '$1' (see --help)" 2 ;;
     esac
 done
@@ -90,6 +93,7 @@ is_count "$USER_MEMORY_MB" || die "--user-memory: '$USER_MEMORY_MB' is not a who
 case "$PAUSE_GRACE_MS" in
     ''|*[!0-9]*) die "--pause-grace: '$PAUSE_GRACE_MS' is not a whole number of ms" 2 ;;
 esac
+is_count "$IDLE_CONTAINER_S" || die "--idle-container: '$IDLE_CONTAINER_S' is not a positive whole number of seconds" 2
 is_count "$INVOKES_PER_MINUTE" || die "--invokes-per-minute: '$INVOKES_PER_MINUTE' is not a positive whole number" 2
 is_count "$CONCURRENT" || die "--concurrent: '$CONCURRENT' is not a positive whole number" 2
 is_count "$MAX_ACTION_MEMORY_MB" || die "--max-action-memory: '$MAX_ACTION_MEMORY_MB' is not a whole number of MB" 2
@@ -188,6 +192,7 @@ JAVA_ARGS=(
     "-Dwhisk.memory.max=${MAX_ACTION_MEMORY_MB}m"
     "-Dwhisk.container-pool.user-memory=${USER_MEMORY_MB}m"
     "-Dwhisk.container-proxy.timeouts.pause-grace=${PAUSE_GRACE_MS}ms"
+    "-Dwhisk.container-proxy.timeouts.idle-container=${IDLE_CONTAINER_S}s"
 )
 # Extra JVM options (heap, GC) from OW_JAVA_OPTS, split on spaces.
 read -r -a EXTRA_JAVA <<< "${OW_JAVA_OPTS:--Xmx2g}"
@@ -241,6 +246,7 @@ WSKPROPS="$STATE_DIR/wskprops"
     # analyzer knows the pause grace that separates resumed from warm starts.
     echo "PAUSE_GRACE_MS=$PAUSE_GRACE_MS"
     echo "USER_MEMORY_MB=$USER_MEMORY_MB"
+    echo "IDLE_TIMEOUT_S=$IDLE_CONTAINER_S"
 } > "$WSKPROPS"
 cat > "$STATE_DIR/settings.json" <<EOF
 {
@@ -252,6 +258,7 @@ cat > "$STATE_DIR/settings.json" <<EOF
   "pid": $(cat "$PID_FILE"),
   "user_memory_mb": $USER_MEMORY_MB,
   "pause_grace_ms": $PAUSE_GRACE_MS,
+  "idle_container_s": $IDLE_CONTAINER_S,
   "invokes_per_minute": $INVOKES_PER_MINUTE,
   "concurrent_invocations": $CONCURRENT,
   "max_action_memory_mb": $MAX_ACTION_MEMORY_MB,
