@@ -156,6 +156,7 @@ def _pid_gone(pid: int, within_s: float = 10.0) -> bool:
     return False
 
 
+@pytest.mark.slow
 @pytest.mark.timeout(120)
 def test_local_start_and_stop_openwhisk_record_the_connection_and_remove_its_containers(
     fake_host, tmp_path, isolated_home

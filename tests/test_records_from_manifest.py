@@ -12,6 +12,7 @@ from __future__ import annotations
 import json
 import os
 
+import pytest
 from conftest import run_cli
 from test_invoker_fakeserver import AUTH, FakeOpenWhisk
 from test_invoker_run import run_dirs, write_workload
@@ -20,6 +21,9 @@ from faasprof import rundir
 from faasprof.invoker.run import execute
 from faasprof.platforms.openwhisk.connection import Connection, write_local_props
 from faasprof.workload.spec import workload_from_dict
+
+# Each runs faasprof as a subprocess against a fake OpenWhisk: seconds each.
+pytestmark = pytest.mark.slow
 
 WORKLOAD = {
     "test_name": "w",
