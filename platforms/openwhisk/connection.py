@@ -19,6 +19,7 @@ import os
 import urllib.parse
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Mapping
 
 from faasprof.errors import ConfigError
 from faasprof.procfs import process_start_ticks
@@ -127,7 +128,7 @@ def write_local_props(
     namespace: str,
     pid: int,
     data_dir: Path,
-    settings: dict[str, float | None],
+    settings: Mapping[str, float | None],
     platform: str = "localwhisk",
 ) -> Path:
     """Record a started localwhisk (or OpenWhisk standalone, ``platform="openwhisk"``) where
