@@ -31,6 +31,7 @@ def test_analyze_prints_modes_and_the_analysis_dir(tmp_path, isolated_home):
     assert (run_dir / "analysis" / "summary.json").exists()
 
 
+@pytest.mark.slow
 def test_analyze_prints_failures_before_the_modes(tmp_path, isolated_home):
     failures = {seq: "action_timeout" for seq in range(0, 32, 4)}
     run_dir, _ = write_synthetic_run(
@@ -46,6 +47,7 @@ def test_analyze_prints_failures_before_the_modes(tmp_path, isolated_home):
     )  # the steady part
 
 
+@pytest.mark.slow
 def test_analyze_fetches_records_from_the_platform_named_by_flags(tmp_path, isolated_home):
     run_dir, records = write_synthetic_run(tmp_path, duration_s=30.0, instances=_instances(10.0), save_records=False)
     server = ThreadingHTTPServer(("127.0.0.1", 0), make_handler(FakeActivations(records)))
@@ -72,6 +74,7 @@ def test_analyze_without_records_or_platform_warns_and_still_works(tmp_path, iso
     assert "no platform is configured" in result.stderr
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize(
     "setup, message",
     [
@@ -165,6 +168,7 @@ def test_capacity_rejects_bad_flags(tmp_path, isolated_home):
     assert result.returncode == 2 and "--params: must be a JSON object" in result.stderr
 
 
+@pytest.mark.slow
 def test_compare_of_two_quick_start_like_runs_prints_a_row_per_phase(tmp_path, isolated_home):
     from test_analyzer_compare import quick_start_like
 

@@ -197,6 +197,7 @@ def quick_start_like(tmp_path, service_ms=(5.0, 5.0)):
     ]
 
 
+@pytest.mark.slow
 def test_compare_of_three_phase_runs_has_a_row_and_a_verdict_per_phase(tmp_path):
     runs = quick_start_like(tmp_path, service_ms=(5.0, 6.0))
     result = compare_runs(runs, out_dir=tmp_path / "cmp")

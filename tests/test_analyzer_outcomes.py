@@ -176,6 +176,7 @@ def test_function_stats_keep_client_latency_for_blocking_calls_only(tmp_path):
     assert function["client_latency_ms_p50"] > 5  # the pool with the 0.5 ms acknowledgements had its median near 3 ms
 
 
+@pytest.mark.slow
 def test_failures_lead_the_report_and_are_absent_when_everything_succeeded(tmp_path):
     run_dir, _ = write_synthetic_run(
         tmp_path / "bad",

@@ -193,6 +193,7 @@ def test_table_states_the_host_load_and_names_scenarios_that_were_not_quiet():
     assert "8.4 at the end" in row
 
 
+@pytest.mark.slow
 def test_table_refuses_a_result_of_an_unknown_version(tmp_path):
     path = tmp_path / "calibration-x.json"
     path.write_text(json.dumps({"format_version": 99, "label": "x"}))

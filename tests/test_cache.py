@@ -209,6 +209,7 @@ def test_first_use_installs_the_locked_packages_into_the_cache_with_a_line(tmp_p
     assert _snapshot(entry.directory) == before, "the install wrote into the package"
 
 
+@pytest.mark.slow
 def test_run_says_it_installs_a_workloads_npm_packages_before_it_starts(tmp_path, isolated_home):
     bin_dir = tmp_path / "bin"
     bin_dir.mkdir()

@@ -131,6 +131,7 @@ def test_the_quick_start_says_before_running_which_band_each_phase_is_in_or_that
     assert not any("is empty here" in line for line in lines)
 
 
+@pytest.mark.slow
 def test_plan_says_the_balanced_band_is_empty_before_anything_runs(tmp_path, isolated_home):
     path = tmp_path / "modes.json"
     path.write_text(json.dumps(QUICK_START))

@@ -7,9 +7,12 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
+
 REPO = Path(__file__).resolve().parent.parent
 
 
+@pytest.mark.slow
 def test_plan_into_a_closed_pipe_still_writes_the_schedule_and_exits_0(tmp_path):
     out = tmp_path / "schedule.csv"
     proc = subprocess.Popen(
@@ -36,6 +39,7 @@ def test_plan_into_a_closed_pipe_still_writes_the_schedule_and_exits_0(tmp_path)
     assert out.read_text().startswith("seq,") and len(out.read_text().splitlines()) > 1000
 
 
+@pytest.mark.slow
 def test_a_reader_that_stops_after_one_line_gets_it_and_the_command_finishes(tmp_path):
     done = subprocess.run(
         f"{sys.executable} -m faasprof plan {REPO / 'workload_configs' / 'paper_listing1.json'} | head -1; echo status=${{PIPESTATUS[0]}}",

@@ -202,6 +202,7 @@ def test_before_during_and_after_the_aggressor_stay_apart():
     assert effect["windows_s"] == {"before": [None, 4.0], "during": [4.0, 6.0], "after": [6.0, None]}
 
 
+@pytest.mark.slow
 def test_report_of_a_finished_run_prints_each_window(tmp_path):
     from test_analyzer_synthetic import write_synthetic_run
 

@@ -80,6 +80,7 @@ def test_cli_bad_input_and_no_counters(tmp_path):
     assert list(tmp_path.iterdir()) == []
 
 
+@pytest.mark.slow
 def test_cli_from_runs_refuses_an_mpki_folder_saying_where_its_runs_are(tmp_path):
     folder = tmp_path / "mpki-20260101T000000"
     (folder / "runs").mkdir(parents=True)
@@ -171,6 +172,7 @@ def _interval_lines(seconds: int, misses_per_s) -> str:
     return "\n".join(lines) + "\n"
 
 
+@pytest.mark.slow
 def test_from_runs_gives_each_rate_its_own_window(tmp_path):
     # Branch misses per second: 1e6 in the first phase, 2e6 in the second, 4e6 in the third (run clock).
     run_dir = _three_rate_run(
@@ -199,6 +201,7 @@ def test_from_runs_gives_each_rate_its_own_window(tmp_path):
     assert "low phase 0 [1.2, 6) s: branch MPKI 1.000" in result.stdout
 
 
+@pytest.mark.slow
 def test_from_runs_without_hardware_counters_writes_the_table_and_exits_3(tmp_path):
     run_dir = _three_rate_run(tmp_path, (PERF / "perf_stat_system_interval.csv").read_text())
     result = _faasprof("mpki", "--from-runs", str(run_dir), "--out", str(tmp_path / "mpki"))

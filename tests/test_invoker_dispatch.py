@@ -122,6 +122,7 @@ def test_throttled_app_error_failed_and_dropped_are_rows_not_exceptions():
     assert len(server.requests) == 8
 
 
+@pytest.mark.slow
 def test_slow_responses_do_not_delay_later_sends():
     with FakeOpenWhisk() as server:
         server.slow_s = 1.0
@@ -156,6 +157,7 @@ def test_timeout_is_recorded_and_the_request_released():
     assert table[1][6] == "ok"
 
 
+@pytest.mark.slow
 def test_a_platform_dying_after_answering_is_measured_to_the_planned_end():
     """Refusals after the platform has answered are data, not a reason to stop: every later call is
     a row refused at connect, at its own time, and the run completes."""
@@ -179,6 +181,7 @@ def test_a_platform_dying_after_answering_is_measured_to_the_planned_end():
     assert result.total_wall_s >= 2.9  # to the planned end
 
 
+@pytest.mark.slow
 def test_a_platform_that_took_calls_but_never_answered_before_refusing_is_measured():
     """Slow calls whose connections were accepted, then refusals: the platform was there (it took
     connections), so the run goes on; the calls it held are cut off, the later ones refused."""

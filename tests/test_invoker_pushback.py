@@ -58,6 +58,7 @@ def run_rows(run_dir):
     return rundir.read_invocations(run_dir, reconstruct=False)
 
 
+@pytest.mark.slow
 def test_a_platform_refusing_connections_for_5_s_mid_run_is_measured_to_the_end(tmp_path, isolated_home):
     rate, duration = 20, 9
     config = write_workload(
@@ -101,6 +102,7 @@ def test_a_platform_refusing_connections_for_5_s_mid_run_is_measured_to_the_end(
     assert line.removeprefix("warning: ") in manifest.warnings  # kept with the run
 
 
+@pytest.mark.slow
 def test_a_platform_answering_503_then_429_for_a_while_is_measured_and_analysed(tmp_path, isolated_home):
     rate, duration = 20, 6
     config = write_workload(
@@ -154,6 +156,7 @@ def test_a_platform_answering_503_then_429_for_a_while_is_measured_and_analysed(
     assert said in (run_dir / "analysis" / "report.html").read_text()
 
 
+@pytest.mark.slow
 def test_send_processes_count_the_pushback_of_their_merged_rows(tmp_path, isolated_home):
     """Two send processes, every call shed with 503: the parent counts what the children's rows
     say, and a platform that took no call is not called over-invoked."""
@@ -193,6 +196,7 @@ def test_send_processes_count_the_pushback_of_their_merged_rows(tmp_path, isolat
     )
 
 
+@pytest.mark.slow
 def test_connections_still_pending_at_the_end_leave_nothing_to_the_closed_loop(tmp_path, isolated_home):
     """The platform stops accepting near the end: connection attempts hang (its backlog is full)
     when the run ends; they are cancelled and awaited, not destroyed pending with the loop."""
@@ -227,6 +231,7 @@ def test_connections_still_pending_at_the_end_leave_nothing_to_the_closed_loop(t
     assert "never sent for want of a free connection" in done.stderr
 
 
+@pytest.mark.slow
 def test_a_port_where_nothing_ever_listened_fails_fast_in_one_line(tmp_path, isolated_home):
     config = write_workload(tmp_path, duration=30)
     with FakeOpenWhisk() as server:
@@ -241,6 +246,7 @@ def test_a_port_where_nothing_ever_listened_fails_fast_in_one_line(tmp_path, iso
     assert time.monotonic() - started < 25 and run_dirs(tmp_path / "runs") == []
 
 
+@pytest.mark.slow
 def test_a_platform_that_never_takes_a_call_stops_the_run_early_with_exit_3(tmp_path, isolated_home):
     """Pre-flight passes, then nothing listens: no call was ever answered, so the run stops after
     ``never_reached_s`` (a row for every planned call) instead of sending into nothing for 20 s."""
@@ -265,6 +271,7 @@ def test_a_platform_that_never_takes_a_call_stops_the_run_early_with_exit_3(tmp_
     assert len(rows) == 160 and {r["outcome"] for r in rows} <= {"failed", "not_sent"}
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("delay_s", [0.2, 0.7])
 def test_ctrl_c_in_the_first_second_is_one_line_and_exit_1(tmp_path, isolated_home, delay_s):
     config = write_workload(tmp_path, duration=5)

@@ -114,6 +114,7 @@ def test_cli_refuses_a_workload_without_a_study(tmp_path):
     ]
 
 
+@pytest.mark.slow
 @needs_servers
 def test_every_io_function_breakdown_adds_up_to_its_run_time_on_localwhisk(tmp_path, isolated_home):
     # Batches 3 s apart: under load a cold start here takes 1-2 s, and a batch that finds its
@@ -168,6 +169,7 @@ def test_every_io_function_breakdown_adds_up_to_its_run_time_on_localwhisk(tmp_p
     assert (frame["accounted_ms"] <= frame["run_ms"] + 1).all()
 
 
+@pytest.mark.slow
 @needs_servers
 def test_memory_and_concurrency_study_writes_bandwidth_and_cost_plots(tmp_path, isolated_home):
     data = {

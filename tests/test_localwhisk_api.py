@@ -149,6 +149,7 @@ def test_non_blocking_invoke_and_malformed_body(lw):
     assert lw.session.post(lw.base + "/actions/nothere?blocking=true", json={}).status_code == 404
 
 
+@pytest.mark.slow
 def test_in_flight_counts_the_activations_accepted_and_not_yet_recorded(lw):
     """``GET /localwhisk/v1/activations`` (issue 34): what faasprof waits for before stopping an embedded localwhisk."""
     lw.put("sleeper", SLEEP_PY, memory=128)

@@ -67,6 +67,7 @@ def test_cold_warm_paused_resumed_and_idle_removal(tmp_path):
         assert annotation(again, "containerState") == "cold" and annotation(again, "initTime") is not None
 
 
+@pytest.mark.slow
 def test_full_pool_queues_fifo_with_growing_waits(tmp_path):
     with started(tmp_path, user_memory_mb=256) as handle:  # exactly one 256 MB slot
         lw = Lw(handle)
@@ -88,6 +89,7 @@ def test_full_pool_queues_fifo_with_growing_waits(tmp_path):
         assert annotation(other, "containerState") == "recreated"
 
 
+@pytest.mark.slow
 def test_lru_eviction_and_prewarm(tmp_path):
     with started(tmp_path, user_memory_mb=512) as handle:
         lw = Lw(handle)

@@ -204,6 +204,7 @@ def test_parse_pqos_blktrace_to_stdout():
     assert row.startswith("33.7,8,64,") or row.startswith('33.7,"8,64",')
 
 
+@pytest.mark.slow
 def test_parse_errors(tmp_path):
     done = run_cli("parse", "perf", tmp_path / "none.csv")
     assert (

@@ -92,6 +92,7 @@ def test_live_on_this_machine_and_frames_on_the_run_clock(tmp_path):
     assert len(busy) >= 1 and busy.between(0, 1).all()
 
 
+@pytest.mark.slow
 def test_parse_cli_on_the_recorded_file(tmp_path):
     done = run_cli("parse", "vmstat", RECORDED, "--out", tmp_path / "out.csv")
     assert done.returncode == 0, done.stderr
@@ -118,6 +119,7 @@ def test_check_and_doctor_without_procfs(tmp_path):
     )
 
 
+@pytest.mark.slow
 def test_workload_schema_accepts_and_bounds_vmstat(tmp_path):
     assert REGISTRY["vmstat"] is VmstatCollector
     ok = {

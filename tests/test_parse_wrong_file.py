@@ -24,6 +24,7 @@ def _parse(kind: str, path: Path) -> subprocess.CompletedProcess:
     )
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize(
     "kind, path",
     [
@@ -48,6 +49,7 @@ def test_a_samplers_parser_refuses_another_tools_file_in_one_line(kind, path):
     )
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("kind", sorted(parse_kinds()))
 def test_every_kind_given_a_perf_error_file_says_so_without_a_traceback(kind):
     done = _parse(kind, PERF_STDERR) if kind != "perf" else _parse(kind, VMSTAT_CSV)
@@ -55,6 +57,7 @@ def test_every_kind_given_a_perf_error_file_says_so_without_a_traceback(kind):
     assert len(done.stderr.strip().splitlines()) == 1
 
 
+@pytest.mark.slow
 def test_the_samplers_own_file_still_parses():
     done = _parse("vmstat", VMSTAT_CSV)
     assert done.returncode == 0, done.stderr

@@ -580,6 +580,7 @@ class ToyKeeper(ToyPlatform):
         }
 
 
+@pytest.mark.slow
 def test_add_a_platform_that_keeps_records_and_the_analyzer_fetches_them_through_the_registry(
     tmp_path, monkeypatch, toy_platform_added
 ):

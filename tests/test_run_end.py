@@ -98,6 +98,7 @@ def _assert_every_record_found(run_dir) -> dict:
     return manifest
 
 
+@pytest.mark.slow
 def test_over_invoked_embedded_run_waits_for_its_queue_and_finds_every_record(
     tmp_path, isolated_home, short_records_deadline
 ):
@@ -131,6 +132,7 @@ def _slow_init_function(tmp_path, init_s: float):
     return source
 
 
+@pytest.mark.slow
 def test_cold_starts_of_seconds_are_waited_for(tmp_path, isolated_home, short_records_deadline):
     source = _slow_init_function(tmp_path, 3.0)
     run_dir, _ = _embedded_run(tmp_path, {"c": {"application": str(source), "distribution": "Uniform", "rate": 3}}, 3.0)
@@ -205,6 +207,7 @@ def test_wait_gives_up_when_no_activation_ends_and_abandons_on_ctrl_c():
     assert drained.outcome == drain.DRAINED and drained.in_flight_at_start == 2
 
 
+@pytest.mark.slow
 def test_second_ctrl_c_abandons_the_wait_and_the_manifest_says_so(tmp_path, isolated_home):
     config = tmp_path / "over.json"
     config.write_text(
@@ -291,6 +294,7 @@ def _wait_for(condition, proc, timeout_s: float) -> None:
     raise AssertionError("timed out waiting")
 
 
+@pytest.mark.slow
 def test_a_run_whose_records_are_missing_fails_its_verdict_in_one_line(tmp_path, isolated_home, monkeypatch):
     """A platform that answers 202 and never stores the record: the run (with --analyze's records)
     fails, naming the instance, how many have none, and why."""

@@ -352,6 +352,7 @@ def test_memory_and_rate_sweep_on_localwhisk(tmp_path, isolated_home):
     assert "<h1>Sweep" in (sweep_dir / "report.html").read_text()
 
 
+@pytest.mark.slow
 def test_sweep_follows_each_phase_apart(tmp_path):
     """A rate sweep of a workload whose two phases call one function at 1x and 8x the rate: the
     summary has a setting per phase and rate, each with its phase's mode, and a capacity per phase."""

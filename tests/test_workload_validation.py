@@ -1119,6 +1119,7 @@ def test_run_refuses_an_output_folder_it_cannot_write_before_starting(cli, tmp_p
     assert "starting the embedded localwhisk" not in result.stderr
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize(
     "key,value,owner,fix",
     [
