@@ -52,8 +52,11 @@ def test_sweep_refuses_image_padding_without_docker_isolation(tmp_path, isolated
 def test_image_size_sweep_runs_each_padded_image_and_tabulates_cold_starts(tmp_path, isolated_home):
     workload = json.loads((REPO_ROOT / "workload_configs" / "stellar_image_size.json").read_text())
     workload.pop("$schema")
-    workload["test_duration_in_seconds"] = 4
-    workload["instances"]["cold"]["burst_gap_s"] = 2
+    # Two bursts 4 s apart: the first call's sandbox (a cold start of a second or more on a loaded
+    # host) is paused, then removed after the 1 s idle timeout, well before the second (with 2 s
+    # the second burst sometimes found it still paused and resumed it).
+    workload["test_duration_in_seconds"] = 8
+    workload["instances"]["cold"]["burst_gap_s"] = 4
     # Small paddings: the test checks the mechanism (each point in its own padded image), not the cost.
     workload["sweep"]["parameters"]["image_padding_mb"] = [0, 4]
     workload["instances"]["cold"]["source"] = str(REPO_ROOT / "functions" / "padded_hello")
@@ -89,8 +92,11 @@ def test_image_size_sweep_runs_each_padded_image_and_tabulates_cold_starts(tmp_p
 def test_code_padding_sweep_tabulates_cold_starts_per_zip_size(tmp_path, isolated_home):
     workload = json.loads((REPO_ROOT / "workload_configs" / "stellar_code_size.json").read_text())
     workload.pop("$schema")
-    workload["test_duration_in_seconds"] = 4
-    workload["instances"]["cold"]["burst_gap_s"] = 2
+    # Two bursts 4 s apart: the first call's sandbox (a cold start of a second or more on a loaded
+    # host) is paused, then removed after the 1 s idle timeout, well before the second (with 2 s
+    # the second burst sometimes found it still paused and resumed it).
+    workload["test_duration_in_seconds"] = 8
+    workload["instances"]["cold"]["burst_gap_s"] = 4
     workload["instances"]["cold"]["source"] = str(REPO_ROOT / "functions" / "padded_hello")
     workload["sweep"]["parameters"]["code_padding_mb"] = [0, 2]
     config = tmp_path / "code.json"
