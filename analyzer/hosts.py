@@ -148,7 +148,7 @@ def summary(run) -> dict:
     """The summary's ``hosts``: the local host's label, where the activations ran, and each remote
     host (facts, clock, status, its monitors' statistics)."""
     local = local_host_label(run.manifest)
-    host, basis = activation_host(run.manifest, run.hosts)
+    host, basis = activation_host(run.manifest, run.manifest.host_infos)  # as the invocation frame's column
     remote = {}
     for name, info in run.hosts.items():
         monitors = {}

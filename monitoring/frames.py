@@ -34,7 +34,7 @@ from pathlib import Path
 from faasprof import rundir
 from faasprof.monitoring.collectors import collector_class
 
-LOCAL = "local"  # the local host's label when the manifest recorded no host name
+_EPOCH = _dt.datetime(1970, 1, 1, tzinfo=_dt.timezone.utc)
 
 
 def _meta(directory: Path, manifest: rundir.Manifest, name: str) -> dict:
@@ -56,8 +56,7 @@ def start_offset_s(meta: dict, clock: dict) -> float | None:
 def local_host_label(manifest: rundir.Manifest) -> str:
     """The ``host`` of the rows the local machine measured: the manifest's ``host.hostname``
     (``local`` when none), marked as local when a remote host has the same name."""
-    name = manifest.host.get("hostname")
-    label = name if isinstance(name, str) and name else LOCAL
+    label = manifest.local_host_name
     return f"{label} (local)" if label in manifest.hosts else label
 
 
@@ -71,7 +70,7 @@ def run_end_ns(manifest: rundir.Manifest) -> int | None:
         except ValueError:
             when = None
         if when is not None and when.tzinfo is not None:
-            return int(when.timestamp() * 1e9) - manifest.wall_ns_at_zero
+            return (when - _EPOCH) // _dt.timedelta(microseconds=1) * 1000 - manifest.wall_ns_at_zero
     duration = manifest.workload.get("duration_s")
     if isinstance(duration, (int, float)) and not isinstance(duration, bool) and duration > 0:
         return int(duration * 1e9)

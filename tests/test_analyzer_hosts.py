@@ -269,3 +269,11 @@ def test_a_host_left_without_its_directory_still_reported(tmp_path):
     run = load_run(run_dir)
     assert set(run.hosts) == {"h1", "h2"} and run.hosts["h2"].status == "lost"
     assert set(run.monitors["vmstat"]["host"]) == {"loadgen", "h1"}
+
+
+def test_a_local_host_named_as_a_remote_one_stays_apart(tmp_path):
+    run_dir = write_multi_host_run(tmp_path)
+    manifest = rundir.read_manifest(run_dir)
+    manifest.host = {"hostname": "h1"}
+    vmstat = load_run_monitors(run_dir, manifest)["vmstat"]
+    assert vmstat["host"].value_counts().to_dict() == {"h1 (local)": 6, "h1": 6, "h2": 3}

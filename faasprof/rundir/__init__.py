@@ -48,6 +48,7 @@ from faasprof.rundir.hosts import (
     HostClock,
     HostInfo,
     check_host_name,
+    host_dir,
     host_dirs,
     host_monitor_dir,
     host_monitor_dirs,

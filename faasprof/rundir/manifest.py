@@ -274,8 +274,9 @@ class Manifest:
 
     @property
     def local_host_name(self) -> str:
-        """The name a frame's ``host`` column gives the machine that ran ``faasprof run``: its
-        ``host.hostname`` as recorded, else ``local``."""
+        """The name of the machine that ran ``faasprof run``: its ``host.hostname`` as recorded,
+        else ``local`` (what the frames' ``host`` column calls it:
+        ``faasprof.monitoring.frames.local_host_label``)."""
         name = self.host.get("hostname")
         return name if isinstance(name, str) and name else "local"
 
