@@ -14,8 +14,9 @@ monitor frame's rows labelled by ``host``; this module says, for the analysis:
     invoker runs in its JVM on this machine;
   - another OpenWhisk with exactly one measured invoker host: that host (OpenWhisk's records do
     not name their invoker; with one invoker there is no other place it can have run). A host is
-    an invoker host unless its entry names an inventory ``group`` other than an invokers' one (a
-    host measured without a group came from the default group, ``openwhisk_invokers``);
+    an invoker host when the inventory group it was measured from is an invokers' one: the
+    ``group`` its entry names, else the one the workload's ``monitoring.hosts`` names, else the
+    default (``openwhisk_invokers``);
   - anything else: ``unknown``.
 
   Rows without an activation (never sent, refused before one existed) are ``unknown`` too.
@@ -60,9 +61,22 @@ def _loopback(address: str | None) -> bool:
         return False
 
 
-def _invoker_host(info: rundir.HostInfo) -> bool:
-    group = info.data.get("group")
-    return "invoker" in (group if isinstance(group, str) else DEFAULT_GROUP)
+def _workload_group(manifest: rundir.Manifest) -> str:
+    """The inventory group the workload's ``monitoring.hosts`` named (resolved, else as given),
+    else the default one."""
+    for workload in (manifest.workload, manifest.workload.get("as_given")):
+        monitoring = workload.get("monitoring") if isinstance(workload, dict) else None
+        hosts = monitoring.get("hosts") if isinstance(monitoring, dict) else None
+        if isinstance(hosts, dict) and isinstance(hosts.get("group"), str):
+            return hosts["group"]
+    return DEFAULT_GROUP
+
+
+def _invoker_host(info: rundir.HostInfo, group: str) -> bool:
+    """Whether a measured host is one of OpenWhisk's invokers: by the group its entry names, else
+    the run's (``_workload_group``)."""
+    named = info.data.get("group")
+    return "invoker" in (named if isinstance(named, str) else group)
 
 
 def activation_host(manifest: rundir.Manifest, hosts: dict[str, rundir.HostInfo]) -> tuple[str, str]:
@@ -85,7 +99,8 @@ def activation_host(manifest: rundir.Manifest, hosts: dict[str, rundir.HostInfo]
                 local,
                 "the OpenWhisk standalone of faasprof local start: its invoker runs in its JVM on this machine",
             )
-        invokers = [name for name, info in hosts.items() if _invoker_host(info)]
+        group = _workload_group(manifest)
+        invokers = [name for name, info in hosts.items() if _invoker_host(info, group)]
         if len(invokers) == 1:
             return invokers[0], f"OpenWhisk with one measured invoker host, {invokers[0]}"
         return UNKNOWN, (
@@ -184,7 +199,8 @@ def status_text(entry: dict) -> str:
     """``ok``, or ``lost at 6 s: why``."""
     if entry["status"] != "lost":
         return str(entry["status"])
-    return f"lost at {seconds(entry['lost_at_s'])}: {entry['lost_reason'] or 'no reason recorded'}"
+    reason = (entry["lost_reason"] or "no reason recorded").rstrip(".")  # it is followed by more
+    return f"lost at {seconds(entry['lost_at_s'])}: {reason}"
 
 
 def report_section(hosts: dict) -> str:

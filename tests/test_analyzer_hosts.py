@@ -206,22 +206,35 @@ def test_a_single_host_report_has_no_hosts_section(tmp_path):
     ],
 )
 def test_activations_are_placed_only_where_the_platform_says(platform, hosts, expected):
+    manifest = _attribution_manifest(platform, hosts)
+    host, basis = hosts_mod.activation_host(manifest, manifest.host_infos)
+    assert host == expected and basis and "\n" not in basis
+
+
+def test_hosts_measured_from_another_group_hold_no_activation():
+    platform = {"kind": "openwhisk", "apihost": "https://10.0.0.10", "source": "flags"}
+    workload = {"monitoring": {"hosts": {"inventory": "testbed.ini", "group": "openwhisk_controller"}}}
+    manifest = _attribution_manifest(platform, ["h1"], workload)
+    assert hosts_mod.activation_host(manifest, manifest.host_infos)[0] == "unknown"
+    manifest.workload = {"as_given": {"monitoring": {"hosts": {"inventory": "t.ini", "group": "my_invokers"}}}}
+    assert hosts_mod.activation_host(manifest, manifest.host_infos)[0] == "h1"
+
+
+def _attribution_manifest(platform: dict, hosts: list[str], workload: dict | None = None) -> rundir.Manifest:
     entries = {
         "h1": {"address": "10.0.0.11"},
         "h2": {"address": "10.0.0.12"},
         "ctrl": {"address": "10.0.0.10", "group": "openwhisk_controller"},
     }
     clock = {"offset_ns_start": 0, "uncertainty_ns_start": 1}
-    manifest = rundir.new_manifest(
+    return rundir.new_manifest(
         "t",
-        {},
+        workload or {},
         rundir.ClockAnchor(0, WALL_ZERO_NS),
         host={"hostname": "loadgen"},
         platform=platform,
         hosts={name: {**entries[name], "clock": clock, "status": "ok", "collectors": []} for name in hosts},
     )
-    host, basis = hosts_mod.activation_host(manifest, manifest.host_infos)
-    assert host == expected and basis and "\n" not in basis
 
 
 def test_rows_without_an_activation_ran_nowhere(tmp_path):
