@@ -29,7 +29,6 @@ monitor frame's rows labelled by ``host``; this module says, for the analysis:
 from __future__ import annotations
 
 import html
-import ipaddress
 from typing import Any
 from urllib.parse import urlsplit
 
@@ -37,6 +36,7 @@ import numpy as np
 import pandas as pd
 
 from faasprof import rundir
+from faasprof.addresses import is_loopback
 from faasprof.analyzer.markup import fmt, ms, seconds, table
 from faasprof.monitoring.frames import local_host_label
 
@@ -48,17 +48,6 @@ def _address(apihost: Any) -> str | None:
     if not isinstance(apihost, str) or not apihost:
         return None
     return urlsplit(apihost if "//" in apihost else f"https://{apihost}").hostname
-
-
-def _loopback(address: str | None) -> bool:
-    if address is None:
-        return False
-    if address == "localhost":
-        return True
-    try:
-        return ipaddress.ip_address(address).is_loopback
-    except ValueError:
-        return False
 
 
 def _workload_group(manifest: rundir.Manifest) -> str:
@@ -87,7 +76,7 @@ def activation_host(manifest: rundir.Manifest, hosts: dict[str, rundir.HostInfo]
     platform = manifest.platform
     kind, address = platform.get("kind"), _address(platform.get("apihost"))
     if kind == "localwhisk":
-        if platform.get("embedded") or _loopback(address):
+        if platform.get("embedded") or address is not None and is_loopback(address):
             return local, "localwhisk runs its sandboxes beside its server, on the machine that ran faasprof"
         named = [name for name, info in hosts.items() if address is not None and info.address == address]
         if len(named) == 1:
