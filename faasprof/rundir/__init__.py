@@ -11,6 +11,7 @@
       sends.csv          the send journal: ``seq,sent_ns`` per request written, on disk within a
                          second of the send; the invocation's row completes it (``invocation_log``)
       monitors/<name>/   command.txt, stdout.log, stderr.log and the tool's raw output (``monitors``)
+      monitors/<host>/   a remote host's host.json and its collectors' folders (``hosts``)
       activations.jsonl  raw activation records (``activations``)
       activations.columns.npz
                          their flat columns, written beside them (``record_columns``): derived,
@@ -37,6 +38,14 @@ from faasprof.rundir.activations import (
     records_mention,
     sort_records,
     write_records,
+)
+from faasprof.rundir.hosts import (
+    HOST_FORMAT_VERSION,
+    HOST_JSON,
+    host_dir,
+    host_monitor_dir,
+    read_host_json,
+    write_host_json,
 )
 from faasprof.rundir.invocation_log import (
     FLUSH_INTERVAL_S,
