@@ -3,7 +3,8 @@ steps, one method each, and the state they hand on.
 
 Order, and why:
 
-1. Pre-flight, before anything is created: the schedule, the platform (started here when none
+1. Pre-flight, before anything is created: the remote hosts of ``monitoring.hosts`` reached (one
+   that cannot be is said before anything starts), the schedule, the platform (started here when none
    is configured: the embedded localwhisk), ``GET /`` and its limits, the actions (deployed when
    missing), the request bodies (``param_file``/``data_file`` read), the generic URLs reachable,
    the collectors' ``check()``, host metadata. Any failure raises ConfigError (exit 2) or
@@ -15,7 +16,7 @@ Order, and why:
    dead required collector or lateness past the abort threshold stop it, and every planned
    invocation still gets its row. A platform that refuses, stalls or sheds calls later is
    measured to the planned end, and the run says how it pushed back ("over-invoked: ...").
-4. Collectors and scripts stop, ``post_script`` runs; the embedded platform stops only once the
+4. Collectors, remote hosts and scripts stop, ``post_script`` runs; the embedded platform stops only once the
    activations it accepted ended (``invoker.drain``), then its store gives the records
    (``localwhisk.run_records``); with ``--analyze`` another platform is asked for them instead.
 5. The manifest gets its final status, counts, lateness summary and monitors' descriptions.
