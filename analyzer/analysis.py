@@ -46,6 +46,7 @@ import pandas as pd
 from faasprof import __version__, rundir
 from faasprof.analyzer import chains as chains_mod
 from faasprof.analyzer import frames as frames_mod
+from faasprof.analyzer import hosts as hosts_mod
 from faasprof.analyzer import io_breakdown
 from faasprof.analyzer import plots as plots_mod
 from faasprof.analyzer import records as records_mod
@@ -54,7 +55,7 @@ from faasprof.analyzer import stats as stats_mod
 from faasprof.analyzer import tails as tails_mod
 from faasprof.analyzer.outcome_columns import pushback_counts
 from faasprof.errors import FaasprofError, FormatError
-from faasprof.monitoring.frames import load_run_monitors
+from faasprof.monitoring.frames import load_run_monitors, local_host_label, run_hosts
 from faasprof.outcomes import ACCEPTED_HTTP_OUTCOMES, FAILURE_OUTCOMES, FINAL_OUTCOMES, HTTP_OUTCOMES, pushback_line
 from faasprof.platforms import registry
 
@@ -81,7 +82,8 @@ class Run:
     invocations: pd.DataFrame  # one row per planned invocation, joined with its record
     phase_stats: pd.DataFrame  # one row per instance × steady phase, with the mode
     function_stats: pd.DataFrame  # one row per function over the whole run
-    monitors: dict[str, pd.DataFrame] = field(default_factory=dict)
+    monitors: dict[str, pd.DataFrame] = field(default_factory=dict)  # by collector; rows of every host
+    hosts: dict[str, rundir.HostInfo] = field(default_factory=dict)  # the remote hosts measured, by name
     specs: list[dict] = field(default_factory=list)
     phases: list[dict] = field(default_factory=list)
     records_info: dict = field(default_factory=dict)
@@ -196,7 +198,7 @@ def record_platforms(manifest: rundir.Manifest, connection=None) -> dict[type, l
 def _load_monitors(
     run_dir: Path, manifest: rundir.Manifest, warnings: list[str]
 ) -> tuple[dict[str, pd.DataFrame], dict]:
-    if not rundir.monitor_dirs(run_dir):
+    if not rundir.monitor_dirs(run_dir) and not rundir.host_dirs(run_dir):
         return {}, {"status": "none"}
     try:
         loaded = load_run_monitors(run_dir, manifest) or {}
@@ -398,6 +400,7 @@ def load_run(
     del records, position
     frame = frames_mod.build_from_aligned(invocations, aligned, manifest)
     del invocations, aligned
+    hosts = run_hosts(run_dir, manifest)  # a host.json of another version: refused here, in one line
     found = int(frame["has_record"].sum())
     missing_mask = (frame["has_activation_id"] & ~frame["has_record"]).to_numpy()
     missing_ids = sorted(frame["activation_id"][missing_mask].tolist())
@@ -459,6 +462,7 @@ def load_run(
         phase_stats=phase_stats,
         function_stats=function_stats,
         monitors=monitors,
+        hosts=hosts,
         specs=specs,
         phases=phase_list,
         records_info={**records_info, "monitors": monitors_info},
@@ -468,21 +472,14 @@ def load_run(
 
 
 def monitor_summary(run: Run) -> dict:
-    """Per monitor: rows, columns and the mean of every numeric column (all rows, steady phases)."""
+    """Per monitor, of the machine that ran faasprof (each remote host's: ``hosts_mod.summary``):
+    rows, columns and the mean of every numeric column (all rows, steady phases)."""
+    local = local_host_label(run.manifest)
     out = {}
     for name, frame in run.monitors.items():
-        entry: dict[str, Any] = {"rows": int(len(frame)), "columns": [str(c) for c in frame.columns]}
-        if "t_s" in frame.columns and len(frame):
-            t = frame["t_s"].to_numpy(dtype="float64")
-            steady = np.zeros(len(frame), dtype=bool)
-            for phase in run.phases:
-                steady |= (t >= phase["steady_start_s"]) & (t < phase["end_s"])
-            numeric = frame.select_dtypes(include="number").drop(columns=["t_s"], errors="ignore")
-            entry["mean"] = {str(c): float(numeric[c].mean()) for c in numeric.columns}
-            entry["steady_mean"] = (
-                {str(c): float(numeric.loc[steady, c].mean()) for c in numeric.columns} if steady.any() else {}
-            )
-        out[name] = entry
+        rows = hosts_mod.rows_of(frame, local, local)
+        if len(rows) or not run.hosts:
+            out[name] = hosts_mod.monitor_stats(rows, run.phases)
     return out
 
 
@@ -605,6 +602,7 @@ def build_summary(run: Run) -> dict:
         "functions": run.function_stats.to_dict("records"),
         "cost_gb_s": frames_mod.cost_totals(frame),
         "monitors": monitor_summary(run),
+        "hosts": hosts_mod.summary(run),
         "warnings": run.warnings,
     }
     return stats_mod.clean(summary)

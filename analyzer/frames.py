@@ -36,6 +36,8 @@ Columns (units in the names; ``_s`` columns are seconds since the run's monotoni
                            200 only for a successful activation, so the answer says what the
                            record would)
 ``error_text``             the start of the record's error (failed records only)
+``host``                   the host the activation ran on, where the platform says so; else (and
+                           for a row without an activation) ``unknown`` (``faasprof.analyzer.hosts``)
 ``memory_mb``              the memory limit the activation ran with
 ``gb_s``                   billed GB-seconds OpenWhisk-style: memory × duration as recorded
 ``gb_s_1ms``               … with the duration rounded up to 1 ms (at least 1 ms)
@@ -69,6 +71,7 @@ import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
 from faasprof import __version__, rundir
+from faasprof.analyzer import hosts as hosts_mod
 from faasprof.analyzer import units as units_mod
 from faasprof.analyzer.outcome_columns import final_outcomes, records_due, successful_mask
 from faasprof.errors import FormatError
@@ -416,6 +419,8 @@ def build_from_aligned(invocations: pd.DataFrame, aligned: dict, manifest: rundi
     columns["gb_s_100ms"] = gib * np.maximum(np.ceil(duration_ms / 100.0), 1.0) * 100.0 / 1e3
     del gib
     columns.update(time_columns(columns["intended_s"], columns["completion_latency_ms"], manifest))
+    ran_on, _ = hosts_mod.activation_host(manifest, manifest.host_infos)
+    columns["host"] = hosts_mod.host_column(columns["has_activation_id"] | has, ran_on, manifest.native_run)
     # One frame made once from the columns (no column-by-column inserts), the invocation log's
     # columns first, as they are (not copied).
     frame = pd.concat([invocations, pd.DataFrame(columns, index=invocations.index, copy=False)], axis=1)
@@ -481,7 +486,7 @@ def harmonise(frames: list[pd.DataFrame], attrs: dict) -> None:
     if frames and "run" not in frames[0].columns:
         frames[0].insert(0, "run", _constant_category(attrs["run"], len(frames[0])))
     kinds: dict[str, pd.CategoricalDtype] = {}
-    for name in ("instance", "function"):
+    for name in ("instance", "function", "host"):
         values = sorted({str(v) for f in frames if name in f.columns for v in _distinct(f[name])})
         kinds[name] = pd.CategoricalDtype(values)
     for frame in frames:

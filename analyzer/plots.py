@@ -9,7 +9,9 @@ and a notebook's backend stays as it is).
   p50/p90/p99/p99.9 marked.
 * ``throughput.png``: offered (planned) against achieved invocations per second, achieved as the
   tables count it (``faasprof.analyzer.stats.ACHIEVED_RULE``).
-* ``monitors.png``: monitoring series beside latency on the same time axis (the paper's Figure 14).
+* ``monitors.png``: monitoring series beside latency on the same time axis (the paper's Figure 14);
+  in a run that measured other hosts, those of the machine that ran faasprof, and one
+  ``monitors_<host>.png`` per remote host (a lost host's panels marked where it was lost).
 
 Plots of large runs are drawn from deterministic subsamples, so the tails stay visible and
 re-running gives the same bytes: scatter plots from every k-th point plus every point above the
@@ -27,10 +29,12 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
+from faasprof.analyzer import hosts as hosts_mod
 from faasprof.analyzer import markup
 from faasprof.analyzer import stats as stats_mod
 from faasprof.monitoring.collectors import collector_class
 from faasprof.monitoring.collectors.base import Plot
+from faasprof.monitoring.frames import local_host_label
 
 MAX_POINTS = 20_000
 MAX_FUNCTIONS = 6
@@ -513,11 +517,15 @@ def _lines_by(
     return lines
 
 
-def _monitor_series(run) -> list[tuple[str, list[tuple[str, np.ndarray, np.ndarray]]]]:
+def _monitor_series(run, host: str | None = None) -> list[tuple[str, list[tuple[str, np.ndarray, np.ndarray]]]]:
     """(axis label, [(line label, t, values)]) per panel, as each monitor's collector declares them:
-    one line per value of its ``plot_lines_by`` column (cgroups: per sandbox), else the mean per instant."""
+    one line per value of its ``plot_lines_by`` column (cgroups: per sandbox), else the mean per
+    instant; of host ``host``'s rows only, when named."""
     panels = []
+    local = local_host_label(run.manifest)
     for name, frame in run.monitors.items():
+        if host is not None:
+            frame = hosts_mod.rows_of(frame, host, local)
         if "t_s" not in frame.columns or not len(frame):
             continue
         plots, _ = declared_plots(name, frame)
@@ -542,8 +550,10 @@ def _monitor_series(run) -> list[tuple[str, list[tuple[str, np.ndarray, np.ndarr
     return panels[:MAX_MONITOR_PANELS]
 
 
-def monitors(run, path: Path) -> bool:
-    series = _monitor_series(run)
+def monitors(run, path: Path, host: str | None = None) -> bool:
+    """Monitor panels under the latency panel (of host ``host``'s rows only, when named); False
+    when there is nothing to plot."""
+    series = _monitor_series(run, host)
     if not series:
         return False
     fig, axes = new_figure(len(series) + 1, 1, figsize=(10, 2.2 * (len(series) + 1)), sharex=True, squeeze=False)
@@ -568,8 +578,15 @@ def monitors(run, path: Path) -> bool:
             ax.legend(loc="upper right", fontsize=7, ncol=3)
         ax.set_ylabel(label, fontsize=8)
         ax.grid(True, alpha=0.3)
+    info = run.hosts.get(host) if host is not None else None
+    if info is not None and info.lost_at_ns is not None:
+        for ax in axes[:, 0]:
+            ax.axvline(info.lost_at_ns / 1e9, color="#d62728", lw=1.2, ls="--")
+        axes[0, 0].set_title(
+            f"{host} lost at {info.lost_at_ns / 1e9:.3g} s: {info.lost_reason or 'no reason recorded'}", fontsize=8
+        )
     axes[-1, 0].set_xlabel("time (s since run start)")
-    fig.suptitle(f"{run.test_name}: monitors beside latency")
+    fig.suptitle(f"{run.test_name}: monitors{f' on {host}' if run.hosts and host else ''} beside latency")
     _save(fig, path)
     return True
 
@@ -586,6 +603,15 @@ def write_plots(run, out: Path) -> list[str]:
     ):
         function(run, out / name)
         written.append(name)
-    if monitors(run, out / "monitors.png"):
-        written.append("monitors.png")
+    if not run.hosts:
+        if monitors(run, out / "monitors.png"):
+            written.append("monitors.png")
+        return written
+    # One figure per host: the counters of different machines never share a panel.
+    for host, name in [
+        (local_host_label(run.manifest), "monitors.png"),
+        *((host, f"monitors_{host}.png") for host in run.hosts),
+    ]:
+        if monitors(run, out / name, host):
+            written.append(name)
     return written

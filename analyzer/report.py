@@ -11,6 +11,7 @@ from pathlib import Path
 
 from faasprof import rundir
 from faasprof.analyzer import chains as chains_mod
+from faasprof.analyzer import hosts as hosts_mod
 from faasprof.analyzer import io_breakdown
 from faasprof.analyzer import plots as plots_mod
 from faasprof.analyzer import tails as tails_mod
@@ -316,18 +317,12 @@ def write_report(run, summary: dict, path: Path) -> None:
 
     parts.append(tails_mod.report_section(summary))
     parts.append(chains_mod.report_section(summary))
+    parts.append(hosts_mod.report_section(summary.get("hosts") or {}))
     if run.monitors:
         parts.append("<h2>Monitors (mean over the steady phases, else over the run)</h2>")
-        mrows, notes = [], []
-        for name, frame in run.monitors.items():
-            # What its collector declares it plots (``Collector.plots``), as the plot labels it.
-            plots, left_out = plots_mod.declared_plots(name, frame)
-            notes += left_out
-            entry = summary["monitors"].get(name) or {}
-            means = entry.get("steady_mean") or entry.get("mean") or {}
-            for plot in plots:
-                mrows.append([name, plot.column, plot.axis_label, fmt(means.get(plot.column))])
-        parts.append(table(["monitor", "metric", "plotted as", "mean"], mrows, left=3))
+        mrows, notes = _monitor_rows(run, summary)
+        per_host = ["host"] if run.hosts else []
+        parts.append(table([*per_host, "monitor", "metric", "plotted as", "mean"], mrows, left=3 + len(per_host)))
         if notes:
             parts.append("<p><small>" + "; ".join(html.escape(n) for n in notes) + ".</small></p>")
 
@@ -344,6 +339,29 @@ def write_report(run, summary: dict, path: Path) -> None:
         if file.exists():
             parts.append(image(file, name))
     path.write_text(page(f"faasprof: {info['test_name']}", parts), encoding="utf-8")
+
+
+def _monitor_rows(run, summary: dict) -> tuple[list[list], list[str]]:
+    """The monitors table's rows (a host's first in a run that measured other hosts: each host's
+    rows apart) and the notes on what was left out."""
+    hosts = summary.get("hosts") or {}
+    local = hosts.get("local") or ""
+    remote = hosts.get("remote") or {}
+    rows, notes = [], []
+    for host, stats in [(local, summary["monitors"]), *((name, entry["monitors"]) for name, entry in remote.items())]:
+        for name, frame in run.monitors.items():
+            measured = hosts_mod.rows_of(frame, host, local) if remote else frame
+            if remote and not len(measured):
+                continue
+            # What its collector declares it plots (``Collector.plots``), as the plot labels it.
+            plots, left_out = plots_mod.declared_plots(name, measured)
+            notes += [f"{host}: {note}" for note in left_out] if remote else left_out
+            entry = stats.get(name) or {}
+            means = entry.get("steady_mean") or entry.get("mean") or {}
+            for plot in plots:
+                row = [name, plot.column, plot.axis_label, fmt(means.get(plot.column))]
+                rows.append([host, *row] if remote else row)
+    return rows, notes
 
 
 def _not_sent_interrupted(info: dict) -> dict[str, int]:
@@ -379,6 +397,7 @@ def summary_lines(summary: dict) -> list[str]:
         + apart
     )
     lines += [f"  {name}: not invoked" for name in not_invoked(summary)]
+    lines += hosts_mod.summary_lines(summary.get("hosts") or {})
     for instance in summary["instances"]:
         for phase in instance["phases"]:
             # Completion latency for every call (planned send → function end); the client's own

@@ -17,8 +17,7 @@ from pathlib import Path
 import pytest
 from conftest import run_cli
 
-from faasprof import rundir
-from faasprof.errors import ConfigError, FormatError
+from faasprof.errors import ConfigError
 from faasprof.monitoring.hosts import HostsOption, RemoteHosts, hosts_option
 from faasprof.monitoring.hosts.clock import Exchange, estimate_offset, measure_offset
 from faasprof.monitoring.hosts.inventory import read_inventory
@@ -179,6 +178,7 @@ def test_measure_offset_with_fake_clocks():
 
     offset = measure_offset(ask, count=4, wall_ns=lambda: state["now"], monotonic_ns=lambda: state["now"])
     assert (offset.offset_ns, offset.uncertainty_ns) == (5_000_000_000, 5_000)
+    assert offset.monotonic_ns == 1_000_000_000 + 2 * 1_000_000 + 5_000  # when it held: the third trip's middle
     with pytest.raises(ValueError):
         estimate_offset([])
 
@@ -232,15 +232,6 @@ def test_agent_answers_checks_and_streams_rows_until_stdin_ends():
     rows = "".join(m["d"] for m in messages if m["op"] == "data" and m["f"] == "vmstat.csv").splitlines()
     assert rows[0].startswith("elapsed_ns,cpu_user_ticks") and len(rows) >= 4
     assert process.stderr.read() == b""
-
-
-def test_host_json_format_version_is_checked(tmp_path):
-    rundir.write_host_json(tmp_path, "h1", {"host": "h1"})
-    assert rundir.read_host_json(tmp_path / "monitors" / "h1") == {"format_version": 1, "host": "h1"}
-    assert rundir.read_host_json(tmp_path / "monitors") is None
-    (tmp_path / "monitors" / "h1" / "host.json").write_text('{"format_version": 2}')
-    with pytest.raises(FormatError, match=r"host.json: format_version 2 is not 1; upgrade faasprof"):
-        rundir.read_host_json(tmp_path / "monitors" / "h1")
 
 
 # -- faasprof run --hosts -------------------------------------------------------------------------

@@ -26,6 +26,7 @@ from test_invoker_fakeserver import AUTH, FakeOpenWhisk
 
 from faasprof import rundir
 from faasprof.monitoring.collectors.vmstat import parse_vmstat_samples
+from faasprof.monitoring.frames import load_run_monitors, local_host_label
 from faasprof.monitoring.parsers.cgroups import parse_cgroup_samples
 
 # slow: the module takes about 30 s (a 6 s run on localwhisk, two more, three containers).
@@ -196,7 +197,7 @@ def test_each_host_leaves_vmstat_and_cgroups_rows_and_its_clock(hosts, killed_ru
     entries = manifest.to_json()["hosts"]
     assert sorted(entries) == ["h1", "h2", "h3"]
     for name in ("h1", "h3"):
-        host_json = rundir.read_host_json(run_dir / "monitors" / name)
+        host_json = rundir.read_host_info(run_dir / "monitors" / name).data
         assert host_json["status"] == "ok" and host_json["lost_reason"] is None and host_json["lost_at_ns"] is None
         assert host_json["kernel"] == os.uname().release and host_json["cpus"] >= 1
         assert sorted(host_json["collectors"]) == ["cgroups", "vmstat"] and host_json["skipped"] == {}
@@ -208,6 +209,8 @@ def test_each_host_leaves_vmstat_and_cgroups_rows_and_its_clock(hosts, killed_ru
         for when in ("start", "end"):
             assert 0 < clock[f"uncertainty_ns_{when}"] < 50_000_000
             assert abs(clock[f"offset_ns_{when}"]) <= clock[f"uncertainty_ns_{when}"] + 1_000_000
+        # When each held on the run's axis: the start one just before the zero, the end one after the run.
+        assert -10_000_000_000 < clock["at_ns_start"] < 0 and clock["at_ns_end"] > 6_000_000_000
         monitors = run_dir / "monitors" / name
         vmstat = parse_vmstat_samples((monitors / "vmstat" / "vmstat.csv").read_text())
         assert len(vmstat) >= 15 and vmstat["cpu_busy_share"].between(0, 1).all()
@@ -224,7 +227,7 @@ def test_a_host_killed_mid_run_is_reported_and_the_others_go_on(killed_run):
     returncode, stdout, stderr = killed_run
     assert "host h2 lost (connection lost: " in stderr and "the run goes on with the other hosts" in stderr
     run_dir = Path(stdout.strip().splitlines()[-1])
-    lost = rundir.read_host_json(run_dir / "monitors" / "h2")
+    lost = rundir.read_host_info(run_dir / "monitors" / "h2").data
     assert lost["status"] == "lost" and lost["lost_reason"].startswith("connection lost: ")
     assert 0 < lost["lost_at_ns"] < 6_000_000_000
     assert lost["clock"]["offset_ns_start"] is not None and lost["clock"]["offset_ns_end"] is None
@@ -287,7 +290,7 @@ def test_a_stopped_or_killed_faasprof_leaves_nothing_on_the_hosts(hosts, killed_
     assert _local_ssh(hosts.key) == []
     if stop == signal.SIGINT:
         assert rundir.read_manifest(run_dir).status == "interrupted"
-        host_json = rundir.read_host_json(run_dir / "monitors" / "h1")
+        host_json = rundir.read_host_info(run_dir / "monitors" / "h1").data
         assert host_json["status"] == "ok" and host_json["clock"]["offset_ns_end"] is not None
 
 
@@ -314,3 +317,19 @@ def test_a_run_that_fails_before_it_starts_leaves_nothing_on_the_hosts(hosts, ki
     assert "host h1 (" in stderr and "host h3 (" in stderr  # both were reached
     assert _until_clean(hosts, ("h1", "h3"), timeout_s=5) == {"h1": [], "h3": []}
     assert _local_ssh(hosts.key) == []
+
+
+def test_the_monitor_frames_carry_each_hosts_rows_on_the_run_axis(killed_run):
+    """End to end with the analyzer's side: one vmstat frame, a row per host and sample, the
+    remote ones placed on the run's axis by their clock offsets."""
+    returncode, stdout, stderr = killed_run
+    run_dir = Path(stdout.strip().splitlines()[-1])
+    manifest = rundir.read_manifest(run_dir)
+    frames = load_run_monitors(run_dir, manifest)
+    vmstat = frames["vmstat"]
+    assert set(vmstat["host"]) == {"h1", "h2", "h3", local_host_label(manifest)}
+    for name in ("h1", "h3"):
+        times = vmstat.loc[vmstat["host"] == name, "t_s"]
+        assert -1 < times.min() < 1 and 6 < times.max() < 30  # the run lasted 6 s, then drained
+    assert vmstat.loc[vmstat["host"] == "h2", "t_s"].max() < 6  # killed mid-run
+    assert set(frames["cgroups"]["host"]) >= {"h1", "h3"}

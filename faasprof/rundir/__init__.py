@@ -11,7 +11,8 @@
       sends.csv          the send journal: ``seq,sent_ns`` per request written, on disk within a
                          second of the send; the invocation's row completes it (``invocation_log``)
       monitors/<name>/   command.txt, stdout.log, stderr.log and the tool's raw output (``monitors``)
-      monitors/<host>/   a remote host's host.json and its collectors' folders (``hosts``)
+      monitors/<host>/   a remote host: host.json (its facts, clock offset, ok or lost) and a
+                         <collector>/ directory per collector run there (``hosts``)
       activations.jsonl  raw activation records (``activations``)
       activations.columns.npz
                          their flat columns, written beside them (``record_columns``): derived,
@@ -41,11 +42,20 @@ from faasprof.rundir.activations import (
 )
 from faasprof.rundir.hosts import (
     HOST_FORMAT_VERSION,
-    HOST_JSON,
+    HOST_INFO,
+    HOST_STATUSES,
+    SUPPORTED_HOST_FORMAT_VERSIONS,
+    HostClock,
+    HostInfo,
+    check_host_name,
     host_dir,
+    host_dirs,
     host_monitor_dir,
-    read_host_json,
-    write_host_json,
+    host_monitor_dirs,
+    is_host_dir,
+    manifest_entry,
+    read_host_info,
+    write_host_info,
 )
 from faasprof.rundir.invocation_log import (
     FLUSH_INTERVAL_S,

@@ -36,6 +36,7 @@ from typing import Any
 from faasprof import __version__
 from faasprof.errors import ConfigError, FolderKindError, FormatError
 from faasprof.paths import CHECKOUT_ROOT
+from faasprof.rundir.hosts import HostInfo, host_infos, hosts_by_name
 from faasprof.rundir.layout import MANIFEST, manifest_path, write_json_atomic
 
 FORMAT_VERSION = 2
@@ -143,6 +144,9 @@ class Manifest:
     faasprof: dict = field(default_factory=dict)
     invoker: dict = field(default_factory=dict)
     monitors: dict[str, dict] = field(default_factory=dict)
+    hosts: dict[str, dict] = field(
+        default_factory=dict
+    )  # remote hosts measured: {host: its host.json, collectors by name}
     warnings: list = field(default_factory=list)
     status_reason: str | None = None
     created_utc: str | None = None
@@ -214,6 +218,7 @@ class Manifest:
                     f"{path}: clock.{key} is {clock[key]!r}, expected integer nanoseconds; the manifest is damaged"
                 )
         values["monitors"] = monitors_by_name(data.get("monitors"), path)
+        values["hosts"] = hosts_by_name(data.get("hosts"), path)
         warnings = data.get("warnings")
         values["warnings"] = list(warnings) if isinstance(warnings, list) else []
         values["extra"] = {k: v for k, v in data.items() if k not in _NAMED}
@@ -261,6 +266,19 @@ class Manifest:
     def monotonic_zero_ns(self) -> int | None:
         value = self.clock.get("monotonic_zero_ns")
         return None if value is None else int(value)
+
+    @property
+    def host_infos(self) -> dict[str, HostInfo]:
+        """The remote hosts the run measured (``hosts``), typed, by name ({}: none)."""
+        return host_infos(self.hosts)
+
+    @property
+    def local_host_name(self) -> str:
+        """The name of the machine that ran ``faasprof run``: its ``host.hostname`` as recorded,
+        else ``local`` (what the frames' ``host`` column calls it:
+        ``faasprof.monitoring.frames.local_host_label``)."""
+        name = self.host.get("hostname")
+        return name if isinstance(name, str) and name else "local"
 
     @property
     def native_run(self) -> bool:

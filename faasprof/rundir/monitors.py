@@ -1,7 +1,7 @@
 """``monitors/<name>/``: where each collector writes its raw output and ``meta.json``.
 
 The raw output's format is the collector's (``faasprof.monitoring.collectors``); this module only says
-where it is.
+where it is. A remote host's collectors are under ``monitors/<host>/`` (``faasprof.rundir.hosts``).
 """
 
 from __future__ import annotations
@@ -11,6 +11,7 @@ import os
 from pathlib import Path
 
 from faasprof.errors import FormatError
+from faasprof.rundir.hosts import is_host_dir
 from faasprof.rundir.layout import MONITORS
 
 MONITOR_META = "meta.json"  # a collector's anchors (monotonic and wall-clock ns at its start) and layout
@@ -24,11 +25,12 @@ def monitor_dir(run_dir: str | os.PathLike, name: str) -> Path:
 
 
 def monitor_dirs(run_dir: str | os.PathLike) -> dict[str, Path]:
-    """``{name: monitors/<name>/}`` for every monitor that left a directory, by name."""
+    """``{name: monitors/<name>/}`` for every local monitor that left a directory, by name (a remote
+    host's directory, which holds ``host.json``, is ``host_dirs``'s)."""
     base = Path(run_dir) / MONITORS
     if not base.is_dir():
         return {}
-    return {path.name: path for path in sorted(base.iterdir()) if path.is_dir()}
+    return {path.name: path for path in sorted(base.iterdir()) if path.is_dir() and not is_host_dir(path)}
 
 
 def read_monitor_meta(directory: str | os.PathLike) -> dict:

@@ -5,7 +5,8 @@ ansible inventory (``inventory``) and its group of hosts (default ``openwhisk_in
 host faasprof runs the monitoring block's collectors that the host supports, its own check deciding
 (``agent.py``, shipped over ssh: nothing of faasprof is installed there), and writes their rows under
 ``monitors/<host>/<collector>/`` as they arrive, with ``monitors/<host>/host.json``
-(``faasprof.rundir.hosts``) and the manifest's ``hosts``.
+(``faasprof.rundir.hosts``: written at the start, when the host is lost, and at the end) and the
+manifest's ``hosts``.
 
 * ``inventory``: the inventory read (``read_inventory``, ``Host``);
 * ``ssh``: the ssh command and the agent's code;
@@ -112,8 +113,19 @@ class RemoteHosts:
         return text + "".join(f"; skipped {reason}" for reason in session.skipped.values())
 
     def start(self, run_dir: Path) -> None:
+        """Every host started (at once), and its ``host.json`` written: a run cut short (faasprof
+        killed) still says what each host is and its offset."""
         self.run_dir = run_dir
         self._each(lambda session: session.start(run_dir))
+        self._write_all()
+
+    def _write(self, session: HostSession) -> None:
+        if self.run_dir is not None:
+            rundir.write_host_info(self.run_dir, session.name, session.describe(self.zero_ns))
+
+    def _write_all(self) -> None:
+        for session in self.sessions:
+            self._write(session)
 
     def set_zero(self, zero_ns: int) -> None:
         """The run's monotonic zero: a host lost after it is placed on the run's axis."""
@@ -125,15 +137,13 @@ class RemoteHosts:
             if session.alive() or session.name in self.reported:
                 continue
             self.reported.add(session.name)
+            self._write(session)
             warn(f"host {session.name} lost ({session.lost_reason}); the run goes on with the other hosts")
 
     def stop(self) -> None:
         """Every host stopped (at once), then its ``host.json`` written."""
         self._each(HostSession.stop)
-        if self.run_dir is None:
-            return
-        for session in self.sessions:
-            rundir.write_host_json(self.run_dir, session.name, session.describe(self.zero_ns))
+        self._write_all()
 
     def close(self) -> None:
         """Every session ended, whatever state it is in (pre-flight failed, or a failure unwound)."""
@@ -144,7 +154,5 @@ class RemoteHosts:
         """The manifest's ``hosts``: each host's ``host.json`` with its collectors by name only."""
         entry = {}
         for session in self.sessions:
-            data = session.describe(self.zero_ns)
-            data["collectors"] = sorted(data["collectors"])
-            entry[session.name] = data
+            entry[session.name] = rundir.manifest_entry(session.describe(self.zero_ns))
         return entry

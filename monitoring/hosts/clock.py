@@ -19,18 +19,20 @@ METHOD = f"ssh round trip midpoint, best of {EXCHANGES}"
 
 @dataclass(frozen=True)
 class Exchange:
-    """One round trip: the invoker's wall clock when it asked, the round trip (monotonic), and the
-    host's wall clock as it answered."""
+    """One round trip: the invoker's wall and monotonic clocks when it asked, the round trip
+    (monotonic), and the host's wall clock as it answered."""
 
     local_wall_ns: int
     round_trip_ns: int
     remote_wall_ns: int
+    local_monotonic_ns: int = 0
 
 
 @dataclass(frozen=True)
 class Offset:
     offset_ns: int
     uncertainty_ns: int
+    monotonic_ns: int = 0  # the invoker's monotonic clock at the best exchange's midpoint: when it holds
 
 
 def estimate_offset(exchanges: list[Exchange]) -> Offset:
@@ -39,7 +41,11 @@ def estimate_offset(exchanges: list[Exchange]) -> Offset:
         raise ValueError("no clock exchange to estimate from")
     best = min(exchanges, key=lambda exchange: exchange.round_trip_ns)
     midpoint_ns = best.local_wall_ns + best.round_trip_ns // 2
-    return Offset(best.remote_wall_ns - midpoint_ns, (best.round_trip_ns + 1) // 2)
+    return Offset(
+        best.remote_wall_ns - midpoint_ns,
+        (best.round_trip_ns + 1) // 2,
+        best.local_monotonic_ns + best.round_trip_ns // 2,
+    )
 
 
 def measure_offset(
@@ -53,5 +59,5 @@ def measure_offset(
     for _ in range(count):
         local_wall, start = wall_ns(), monotonic_ns()
         remote = ask()
-        exchanges.append(Exchange(local_wall, monotonic_ns() - start, remote))
+        exchanges.append(Exchange(local_wall, monotonic_ns() - start, remote, start))
     return estimate_offset(exchanges)

@@ -110,6 +110,11 @@ class HostSession:
                 "ansible_host, ansible_port, ansible_user and key, and that sshd and python3 run there"
             ) from None
         self.facts = hello.get("facts") or {}
+        try:  # measured again at the start; this one stands if the host is lost before
+            self.clock_start = measure_offset(self.ask_clock)
+        except HostLost as error:
+            self.close()
+            raise NotReadyError(f"hosts: {self.name} ({self.where()}) stopped answering over ssh: {error}") from None
         checks = hello.get("checks") or {}
         for name in self.wanted:
             if name not in REMOTE_COLLECTORS:
@@ -211,7 +216,6 @@ class HostSession:
         """The clock measured, the samplers started, their records written; a host lost on the way
         is marked so (the run goes on)."""
         self.run_dir = run_dir
-        rundir.host_dir(run_dir, self.name)
         running = [name for name in self.wanted if name not in self.skipped]
         try:
             self.clock_start = measure_offset(self.ask_clock)
@@ -312,10 +316,12 @@ class HostSession:
     # -- records ----------------------------------------------------------------------------------
     def describe(self, zero_ns: int | None) -> dict:
         """``host.json``'s object (without its format_version); ``zero_ns``: the run's monotonic
-        zero, for ``lost_at_ns`` on the run's axis."""
-        lost_at = None
-        if self.lost_monotonic_ns is not None and zero_ns is not None:
-            lost_at = self.lost_monotonic_ns - zero_ns
+        zero, for the times on the run's axis (None before it is taken: those are null)."""
+
+        def on_axis(monotonic_ns: int | None) -> int | None:
+            return None if monotonic_ns is None or zero_ns is None else monotonic_ns - zero_ns
+
+        start, end = self.clock_start, self.clock_end
         return {
             "host": self.name,
             "address": self.host.address,
@@ -329,13 +335,16 @@ class HostSession:
             },
             "skipped": dict(self.skipped),
             "clock": {
-                "offset_ns_start": self.clock_start.offset_ns if self.clock_start else None,
-                "uncertainty_ns_start": self.clock_start.uncertainty_ns if self.clock_start else None,
-                "offset_ns_end": self.clock_end.offset_ns if self.clock_end else None,
-                "uncertainty_ns_end": self.clock_end.uncertainty_ns if self.clock_end else None,
+                "offset_ns_start": start.offset_ns if start else None,
+                "uncertainty_ns_start": start.uncertainty_ns if start else None,
+                "offset_ns_end": end.offset_ns if end else None,
+                "uncertainty_ns_end": end.uncertainty_ns if end else None,
                 "method": METHOD,
+                # When each offset held, on the run's axis (the start one is measured before the zero).
+                "at_ns_start": on_axis(start.monotonic_ns if start else None),
+                "at_ns_end": on_axis(end.monotonic_ns if end else None),
             },
             "status": self.status,
             "lost_reason": self.lost_reason,
-            "lost_at_ns": lost_at,
+            "lost_at_ns": on_axis(self.lost_monotonic_ns),
         }
