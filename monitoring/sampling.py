@@ -10,7 +10,10 @@ answers its own check with the code the local collectors use).
 from __future__ import annotations
 
 import os
+import threading
+import time
 from pathlib import Path
+from typing import Callable
 
 from faasprof.monitoring.host import Root, cgroup_info
 
@@ -180,6 +183,18 @@ def _cpu_from_processes(dirs: list[Path], sample: dict[str, int | None]) -> None
         sample["cpu_user_ns"], sample["cpu_system_ns"] = user * tick_ns, system * tick_ns
         sample["cpu_usage_ns"] = (user + system) * tick_ns
         return
+
+
+def sample_until(interval_s: float, sample: Callable[[], None], stop: threading.Event) -> None:
+    """``sample()`` every ``interval_s`` on the monotonic clock (a late sample does not shift the
+    next ones) until ``stop`` is set, then once more: the final, partial interval."""
+    next_at = time.monotonic()
+    while True:
+        sample()
+        next_at += interval_s
+        if stop.wait(max(0.0, next_at - time.monotonic())):
+            break
+    sample()
 
 
 def vmstat_problem(root: Root) -> str | None:

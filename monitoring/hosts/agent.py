@@ -29,6 +29,7 @@ from faasprof.monitoring.sampling import (
     cgroup_parents,
     cgroup_rows,
     sample_cgroups,
+    sample_until,
     vmstat_problem,
     vmstat_row,
 )
@@ -102,15 +103,8 @@ class Sampler:
         }
 
     def loop(self) -> None:
-        interval_s = self.interval_ms / 1000.0
-        next_at = time.monotonic()
         try:
-            while True:
-                self.sample()
-                next_at += interval_s
-                if self.stop_event.wait(max(0.0, next_at - time.monotonic())):
-                    break
-            self.sample()  # the final, partial interval
+            sample_until(self.interval_ms / 1000.0, self.sample, self.stop_event)
         except Exception as error:  # said in the stopped message and the collector's stderr.log
             self.error = f"{self.name}: sampling failed ({error})"
             self.channel.send({"op": "data", "c": self.name, "f": "stderr.log", "d": self.error + "\n"})
