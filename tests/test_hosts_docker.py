@@ -113,6 +113,9 @@ class Hosts:
         listing = _docker("exec", self.containers[name], "ps", "-eo", "args=").stdout.splitlines()
         return [line for line in listing if "[listener]" not in line and not line.startswith("ps ")]
 
+    def port(self, name: str) -> int:
+        return int(_docker("port", self.containers[name], "22/tcp").stdout.split(":")[-1].split()[0])
+
     def kill(self, name: str) -> None:
         _docker("kill", self.containers[name])
 
@@ -244,8 +247,8 @@ def test_nothing_keeps_running_on_the_hosts_after_the_run(hosts, killed_run):
         assert hosts.processes(name) == []
 
 
-def _local_ssh(key: Path) -> list[str]:
-    """This machine's ssh processes that use ``key`` (the hosts' sessions)."""
+def _local_ssh(key: Path, port: int | None = None) -> list[str]:
+    """This machine's ssh processes that use ``key`` (the hosts' sessions), to ``port`` if given."""
     found = []
     for pid in filter(str.isdigit, os.listdir("/proc")):
         try:
@@ -253,7 +256,8 @@ def _local_ssh(key: Path) -> list[str]:
         except OSError:
             continue
         if argv and argv[0].endswith(b"ssh") and str(key).encode() in argv:
-            found.append(pid)
+            if port is None or str(port).encode() in argv:
+                found.append(pid)
     return found
 
 
@@ -333,3 +337,32 @@ def test_the_monitor_frames_carry_each_hosts_rows_on_the_run_axis(killed_run):
         assert -1 < times.min() < 1 and 6 < times.max() < 30  # the run lasted 6 s, then drained
     assert vmstat.loc[vmstat["host"] == "h2", "t_s"].max() < 6  # killed mid-run
     assert set(frames["cgroups"]["host"]) >= {"h1", "h3"}
+
+
+def test_a_dropped_connection_stops_the_agent_on_a_living_host(hosts, killed_run, tmp_path, isolated_home):
+    """h1's ssh killed on this side mid-run: sshd ends the session, the agent its samplers, and
+    the run goes on with h3 (h1 reported lost)."""
+    live = tmp_path / "inventory.ini"
+    live.write_text(
+        "".join(line + "\n" for line in hosts.inventory.read_text().splitlines() if not line.startswith("h2 "))
+    )
+    config = _workload(tmp_path, 30, {"a": {"application": "ok", "distribution": "Uniform", "rate": 2}})
+    out = tmp_path / "runs"
+    with FakeOpenWhisk() as server:
+        process = _start(config, out, isolated_home, "--apihost", server.apihost, "--auth", AUTH, "--hosts", str(live))
+        try:
+            run_dir = _wait_for_rows(out, "h1", 2, process)
+            (ssh,) = _local_ssh(hosts.key, hosts.port("h1"))
+            os.kill(int(ssh), signal.SIGKILL)
+            assert _until_clean(hosts, ("h1",)) == {"h1": []}
+            assert process.poll() is None and hosts.processes("h3")  # the run and h3 go on
+            process.send_signal(signal.SIGINT)
+            _, stderr = process.communicate(timeout=60)
+        finally:
+            if process.poll() is None:
+                process.kill()
+    assert "host h1 lost (connection lost: " in stderr
+    lost = rundir.read_host_info(run_dir / "monitors" / "h1")
+    assert lost.status == "lost" and lost.lost_at_ns is not None
+    assert rundir.read_host_info(run_dir / "monitors" / "h3").status == "ok"
+    assert _until_clean(hosts, ("h3",)) == {"h3": []}
