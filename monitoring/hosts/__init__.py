@@ -128,8 +128,10 @@ class RemoteHosts:
             self._write(session)
 
     def set_zero(self, zero_ns: int) -> None:
-        """The run's monotonic zero: a host lost after it is placed on the run's axis."""
+        """The run's monotonic zero: the clock's exchanges and a host's loss are placed on the run's
+        axis from here (``host.json`` written again with them)."""
         self.zero_ns = zero_ns
+        self._write_all()
 
     def check(self, warn: Callable[[str], None]) -> None:
         """A host lost since the last check is said once; the run goes on with the others."""
