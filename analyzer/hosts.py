@@ -14,8 +14,9 @@ monitor frame's rows labelled by ``host``; this module says, for the analysis:
     invoker runs in its JVM on this machine;
   - another OpenWhisk with exactly one measured invoker host: that host (OpenWhisk's records do
     not name their invoker; with one invoker there is no other place it can have run). A host is
-    an invoker host unless its entry names an inventory ``group`` other than an invokers' one (a
-    host measured without a group came from the default group, ``openwhisk_invokers``);
+    an invoker host when the inventory group it was measured from is an invokers' one: the
+    ``group`` its entry names, else the one the workload's ``monitoring.hosts`` names, else the
+    default (``openwhisk_invokers``);
   - anything else: ``unknown``.
 
   Rows without an activation (never sent, refused before one existed) are ``unknown`` too.
@@ -28,7 +29,6 @@ monitor frame's rows labelled by ``host``; this module says, for the analysis:
 from __future__ import annotations
 
 import html
-import ipaddress
 from typing import Any
 from urllib.parse import urlsplit
 
@@ -36,6 +36,7 @@ import numpy as np
 import pandas as pd
 
 from faasprof import rundir
+from faasprof.addresses import is_loopback
 from faasprof.analyzer.markup import fmt, ms, seconds, table
 from faasprof.monitoring.frames import local_host_label
 
@@ -49,20 +50,22 @@ def _address(apihost: Any) -> str | None:
     return urlsplit(apihost if "//" in apihost else f"https://{apihost}").hostname
 
 
-def _loopback(address: str | None) -> bool:
-    if address is None:
-        return False
-    if address == "localhost":
-        return True
-    try:
-        return ipaddress.ip_address(address).is_loopback
-    except ValueError:
-        return False
+def _workload_group(manifest: rundir.Manifest) -> str:
+    """The inventory group the workload's ``monitoring.hosts`` named (resolved, else as given),
+    else the default one."""
+    for workload in (manifest.workload, manifest.workload.get("as_given")):
+        monitoring = workload.get("monitoring") if isinstance(workload, dict) else None
+        hosts = monitoring.get("hosts") if isinstance(monitoring, dict) else None
+        if isinstance(hosts, dict) and isinstance(hosts.get("group"), str):
+            return hosts["group"]
+    return DEFAULT_GROUP
 
 
-def _invoker_host(info: rundir.HostInfo) -> bool:
-    group = info.data.get("group")
-    return "invoker" in (group if isinstance(group, str) else DEFAULT_GROUP)
+def _invoker_host(info: rundir.HostInfo, group: str) -> bool:
+    """Whether a measured host is one of OpenWhisk's invokers: by the group its entry names, else
+    the run's (``_workload_group``)."""
+    named = info.data.get("group")
+    return "invoker" in (named if isinstance(named, str) else group)
 
 
 def activation_host(manifest: rundir.Manifest, hosts: dict[str, rundir.HostInfo]) -> tuple[str, str]:
@@ -73,7 +76,7 @@ def activation_host(manifest: rundir.Manifest, hosts: dict[str, rundir.HostInfo]
     platform = manifest.platform
     kind, address = platform.get("kind"), _address(platform.get("apihost"))
     if kind == "localwhisk":
-        if platform.get("embedded") or _loopback(address):
+        if platform.get("embedded") or address is not None and is_loopback(address):
             return local, "localwhisk runs its sandboxes beside its server, on the machine that ran faasprof"
         named = [name for name, info in hosts.items() if address is not None and info.address == address]
         if len(named) == 1:
@@ -85,7 +88,8 @@ def activation_host(manifest: rundir.Manifest, hosts: dict[str, rundir.HostInfo]
                 local,
                 "the OpenWhisk standalone of faasprof local start: its invoker runs in its JVM on this machine",
             )
-        invokers = [name for name, info in hosts.items() if _invoker_host(info)]
+        group = _workload_group(manifest)
+        invokers = [name for name, info in hosts.items() if _invoker_host(info, group)]
         if len(invokers) == 1:
             return invokers[0], f"OpenWhisk with one measured invoker host, {invokers[0]}"
         return UNKNOWN, (
@@ -184,7 +188,8 @@ def status_text(entry: dict) -> str:
     """``ok``, or ``lost at 6 s: why``."""
     if entry["status"] != "lost":
         return str(entry["status"])
-    return f"lost at {seconds(entry['lost_at_s'])}: {entry['lost_reason'] or 'no reason recorded'}"
+    reason = (entry["lost_reason"] or "no reason recorded").rstrip(".")  # it is followed by more
+    return f"lost at {seconds(entry['lost_at_s'])}: {reason}"
 
 
 def report_section(hosts: dict) -> str:

@@ -9,11 +9,11 @@ otherwise.
 from __future__ import annotations
 
 import argparse
-import ipaddress
 import os
 from dataclasses import dataclass, field, fields
 from pathlib import Path
 
+from faasprof.addresses import is_loopback  # noqa: F401  (its callers import it from here)
 from faasprof.docker import parse_images
 from faasprof.localwhisk import delays as delays_mod
 
@@ -218,15 +218,6 @@ def settings_argv(settings: dict) -> list[str]:
 def server_env(settings: dict) -> dict[str, str]:
     """Environment entries a ``serve`` process needs beside its argv: the key, if one is set."""
     return {AUTH_ENV: str(settings["auth"])} if settings.get("auth") else {}
-
-
-def is_loopback(host: str) -> bool:
-    if host == "localhost":
-        return True
-    try:
-        return ipaddress.ip_address(host).is_loopback
-    except ValueError:
-        return False
 
 
 def validate_settings(settings: "Settings") -> list[str]:

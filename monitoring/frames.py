@@ -117,6 +117,8 @@ def _load_remote(
     remote = dataclasses.replace(manifest, host=facts)  # a copy, only read
     rate = info.clock.rate(end_ns)
     result: dict[str, list] = {}
+    if not info.clock.placeable:
+        return result  # lost before its clock was measured: nothing of it can be put on the run axis
     for name, directory in rundir.host_monitor_dirs(run_dir, info.host).items():
         meta = {**info.collector_description(name), **rundir.read_monitor_meta(directory)}
         cls = collector_class(name)

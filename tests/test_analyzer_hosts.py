@@ -206,22 +206,35 @@ def test_a_single_host_report_has_no_hosts_section(tmp_path):
     ],
 )
 def test_activations_are_placed_only_where_the_platform_says(platform, hosts, expected):
+    manifest = _attribution_manifest(platform, hosts)
+    host, basis = hosts_mod.activation_host(manifest, manifest.host_infos)
+    assert host == expected and basis and "\n" not in basis
+
+
+def test_hosts_measured_from_another_group_hold_no_activation():
+    platform = {"kind": "openwhisk", "apihost": "https://10.0.0.10", "source": "flags"}
+    workload = {"monitoring": {"hosts": {"inventory": "testbed.ini", "group": "openwhisk_controller"}}}
+    manifest = _attribution_manifest(platform, ["h1"], workload)
+    assert hosts_mod.activation_host(manifest, manifest.host_infos)[0] == "unknown"
+    manifest.workload = {"as_given": {"monitoring": {"hosts": {"inventory": "t.ini", "group": "my_invokers"}}}}
+    assert hosts_mod.activation_host(manifest, manifest.host_infos)[0] == "h1"
+
+
+def _attribution_manifest(platform: dict, hosts: list[str], workload: dict | None = None) -> rundir.Manifest:
     entries = {
         "h1": {"address": "10.0.0.11"},
         "h2": {"address": "10.0.0.12"},
         "ctrl": {"address": "10.0.0.10", "group": "openwhisk_controller"},
     }
     clock = {"offset_ns_start": 0, "uncertainty_ns_start": 1}
-    manifest = rundir.new_manifest(
+    return rundir.new_manifest(
         "t",
-        {},
+        workload or {},
         rundir.ClockAnchor(0, WALL_ZERO_NS),
         host={"hostname": "loadgen"},
         platform=platform,
         hosts={name: {**entries[name], "clock": clock, "status": "ok", "collectors": []} for name in hosts},
     )
-    host, basis = hosts_mod.activation_host(manifest, manifest.host_infos)
-    assert host == expected and basis and "\n" not in basis
 
 
 def test_rows_without_an_activation_ran_nowhere(tmp_path):
@@ -249,7 +262,7 @@ def test_a_host_json_of_another_version_is_refused(tmp_path):
     path = _set_host_version(run_dir, 2)
     with pytest.raises(FormatError) as caught:
         load_run(run_dir)
-    assert str(caught.value).startswith(f"{path}: host format_version 2 is not supported")
+    assert str(caught.value) == f"{path}: format_version 2 is not 1; upgrade faasprof to read this run"
 
 
 @pytest.mark.slow
@@ -260,7 +273,7 @@ def test_analyze_refuses_a_host_json_of_another_version_in_one_line(tmp_path, is
     assert result.returncode == 2, result.stderr
     refused = [line for line in result.stderr.splitlines() if "host.json" in line]
     assert refused == [result.stderr.strip().splitlines()[-1]]  # one line, the last
-    assert refused[0].startswith(f"{path}: host format_version 3 is not supported") and "upgrade faasprof" in refused[0]
+    assert refused[0] == f"{path}: format_version 3 is not 1; upgrade faasprof to read this run"
 
 
 def test_a_host_left_without_its_directory_still_reported(tmp_path):
@@ -277,3 +290,24 @@ def test_a_local_host_named_as_a_remote_one_stays_apart(tmp_path):
     manifest.host = {"hostname": "h1"}
     vmstat = load_run_monitors(run_dir, manifest)["vmstat"]
     assert vmstat["host"].value_counts().to_dict() == {"h1 (local)": 6, "h1": 6, "h2": 3}
+
+
+def test_a_crashed_runs_host_is_read_from_the_manifest(tmp_path):
+    # Killed before its end: the host's folders hold what arrived, host.json was never written.
+    run_dir = write_multi_host_run(tmp_path)
+    (run_dir / "monitors" / "h1" / "host.json").unlink()
+    vmstat = load_run_monitors(run_dir, rundir.read_manifest(run_dir))["vmstat"]
+    assert vmstat["host"].value_counts().to_dict() == {"loadgen": 6, "h1": 6, "h2": 3}
+
+
+def test_a_host_lost_before_its_clock_was_measured_is_reported_without_samples(tmp_path):
+    run_dir = write_multi_host_run(tmp_path)
+    path = run_dir / "monitors" / "h2" / "host.json"
+    data = json.loads(path.read_text())
+    data["clock"].update(offset_ns_start=None, uncertainty_ns_start=None)
+    path.write_text(json.dumps(data))
+    run = load_run(run_dir)
+    assert set(run.monitors["vmstat"]["host"]) == {"loadgen", "h1"}
+    entry = hosts_mod.summary(run)["remote"]["h2"]
+    assert entry["status"] == "lost" and entry["clock"]["offset_ms_start"] is None
+    assert "not measured at start" in hosts_mod.summary_lines(hosts_mod.summary(run))[1]

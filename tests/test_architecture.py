@@ -243,7 +243,7 @@ RUN_DIR_CONSTANTS = (
     "PLAN",
     "ACTIVATIONS",
     "MONITORS",
-    "HOST_INFO",
+    "HOST_JSON",
 )  # faasprof.rundir's names for them
 _FILE_NAME = re.compile(r"(?<![\w.-])(" + "|".join(re.escape(name) for name in RUN_DIR_FILES) + r")(?![\w.-])")
 # (module, file name) pairs that name a file of the same name that is no run directory's, and why.

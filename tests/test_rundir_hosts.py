@@ -106,7 +106,7 @@ def test_manifest_hosts_typed_and_kept(tmp_path):
     data = json.loads((tmp_path / "manifest.json").read_text())
     data["hosts"]["h1"]["format_version"] = 7
     (tmp_path / "manifest.json").write_text(json.dumps(data))
-    with pytest.raises(FormatError, match=r"hosts\.h1: host format_version 7"):
+    with pytest.raises(FormatError, match=r"hosts\.h1: format_version 7 is not 1; upgrade faasprof"):
         rundir.read_manifest(tmp_path)
 
 
@@ -134,3 +134,24 @@ def test_remote_time_placed_with_drift_interpolated():
     timed = HostClock(2_500_000_000, 1, 2_502_000_000, 1, at_ns_start=-1 * S, at_ns_end=19 * S)
     assert timed.run_ns(WALL_ZERO + 1_500_000_000, WALL_ZERO, 20 * S) == -1 * S
     assert timed.run_ns(WALL_ZERO + 21_502_000_000, WALL_ZERO, None) == pytest.approx(19 * S, abs=1)
+
+
+def test_host_json_written_as_given_and_read_as_a_dict(tmp_path):
+    # The engine's plain writer takes the object as it is; the reader still checks the version.
+    rundir.write_host_json(tmp_path, "h2", {"host": "h2", "status": "ok"})
+    assert rundir.read_host_json(tmp_path / "monitors" / "h2") == {"format_version": 1, "host": "h2", "status": "ok"}
+    assert rundir.read_host_json(tmp_path / "monitors") is None  # no host.json: not a host's folder
+    (tmp_path / "monitors" / "h2" / "host.json").write_text('{"format_version": 2}')
+    with pytest.raises(FormatError, match=r"host\.json: format_version 2 is not 1; upgrade faasprof"):
+        rundir.read_host_json(tmp_path / "monitors" / "h2")
+
+
+def test_a_host_lost_before_its_clock_was_measured_is_read_but_not_placed(tmp_path):
+    clock = {"offset_ns_start": None, "uncertainty_ns_start": None, "offset_ns_end": None, "uncertainty_ns_end": None}
+    rundir.write_host_info(tmp_path, "h1", _info(clock=clock, status="lost", lost_reason="lost while starting"))
+    info = rundir.read_host_info(tmp_path / "monitors" / "h1")
+    assert not info.clock.placeable and info.clock.rate(20 * S) == 1.0
+    with pytest.raises(ValueError):
+        info.clock.run_ns(WALL_ZERO, WALL_ZERO, 20 * S)
+    with pytest.raises(FormatError, match=r"clock\.offset_ns_start is missing"):
+        rundir.write_host_info(tmp_path, "h3", _info(clock={"uncertainty_ns_start": 1}))

@@ -42,7 +42,7 @@ from faasprof.rundir.activations import (
 )
 from faasprof.rundir.hosts import (
     HOST_FORMAT_VERSION,
-    HOST_INFO,
+    HOST_JSON,
     HOST_STATUSES,
     SUPPORTED_HOST_FORMAT_VERSIONS,
     HostClock,
@@ -55,7 +55,9 @@ from faasprof.rundir.hosts import (
     is_host_dir,
     manifest_entry,
     read_host_info,
+    read_host_json,
     write_host_info,
+    write_host_json,
 )
 from faasprof.rundir.invocation_log import (
     FLUSH_INTERVAL_S,

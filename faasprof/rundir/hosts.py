@@ -10,7 +10,9 @@ it::
                                        anchors were read on that host's clocks
 
 A directory under ``monitors/`` that holds ``host.json`` is a host's; any other is a local
-collector's (``monitor_dirs`` lists those only).
+collector's (``monitor_dirs`` lists those only). The engine writes the file with
+``write_host_json`` (as given) or ``write_host_info`` (checked first, as a reader checks it);
+``read_host_json`` gives it as a dict, ``read_host_info`` typed (``HostInfo``).
 
 ``host.json`` (``HOST_FORMAT_VERSION`` 1; a reader rejects any other in one line)::
 
@@ -23,7 +25,8 @@ collector's (``monitor_dirs`` lists those only).
      "status": "ok" | "lost", "lost_reason": null | "one line", "lost_at_ns": null | int}
 
 The offset is the host's ``CLOCK_REALTIME`` minus the invoker's, in ns; its uncertainty half the
-round trip of the exchange that measured it. ``lost_at_ns`` is on the run axis (ns since the run's
+round trip of the exchange that measured it. A host lost before an exchange has null there: its
+samples cannot be placed without the start one. ``lost_at_ns`` is on the run axis (ns since the run's
 monotonic zero). The manifest's ``hosts`` holds the same object per host, with the collectors'
 names instead of their descriptions.
 
@@ -44,11 +47,10 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from faasprof import __version__
 from faasprof.errors import ConfigError, FormatError
 from faasprof.rundir.layout import MONITORS, write_json_atomic
 
-HOST_INFO = "host.json"
+HOST_JSON = "host.json"
 HOST_FORMAT_VERSION = 1
 SUPPORTED_HOST_FORMAT_VERSIONS = (1,)
 HOST_STATUSES = ("ok", "lost")
@@ -64,48 +66,76 @@ def check_host_name(host: str) -> None:
         )
 
 
-def host_dir(run_dir: str | os.PathLike, host: str) -> Path:
-    """``monitors/<host>/`` (not created)."""
+def _host_path(run_dir: str | os.PathLike, host: str) -> Path:
     check_host_name(host)
     return Path(run_dir) / MONITORS / host
+
+
+def host_dir(run_dir: str | os.PathLike, host: str) -> Path:
+    """``monitors/<host>/`` (created)."""
+    path = _host_path(run_dir, host)
+    path.mkdir(parents=True, exist_ok=True)
+    return path
 
 
 def host_monitor_dir(run_dir: str | os.PathLike, host: str, collector: str) -> Path:
     """``monitors/<host>/<collector>/`` (created): where host ``host``'s collector's raw output,
     logs and ``meta.json`` go, as a local collector's go to ``monitor_dir``."""
-    check_host_name(host)
     if not _HOST_NAME.fullmatch(collector) or collector in (".", ".."):
         raise ConfigError(f"collector name {collector!r} cannot name a directory under monitors/{host}/")
     path = host_dir(run_dir, host) / collector
-    path.mkdir(parents=True, exist_ok=True)
+    path.mkdir(exist_ok=True)
+    return path
+
+
+def write_host_json(run_dir: str | os.PathLike, host: str, data: dict[str, Any]) -> Path:
+    """``monitors/<host>/host.json``, written atomically with its ``format_version`` (the object
+    as given: ``write_host_info`` checks it first)."""
+    path = host_dir(run_dir, host) / HOST_JSON
+    write_json_atomic(path, {"format_version": HOST_FORMAT_VERSION, **data})
     return path
 
 
 def write_host_info(run_dir: str | os.PathLike, host: str, info: dict[str, Any]) -> Path:
-    """Write ``monitors/<host>/host.json`` atomically (the directory created); ``info`` is the
-    object the module docstring shows, ``format_version`` and ``host`` filled in when absent.
-    It is checked as a reader checks it, so a writer cannot leave a file no reader takes."""
-    directory = host_dir(run_dir, host)
-    data = {"format_version": HOST_FORMAT_VERSION, "host": host, **info}
-    path = directory / HOST_INFO
-    HostInfo.from_json(data, path)  # raises before anything is written
-    directory.mkdir(parents=True, exist_ok=True)
-    write_json_atomic(path, data)
-    return path
+    """``write_host_json`` of the object the module docstring shows (``host`` filled in when
+    absent), checked as a reader checks it before anything is written, so that a writer cannot
+    leave a file no reader takes."""
+    data = {"host": host, **info}
+    HostInfo.from_json({"format_version": HOST_FORMAT_VERSION, **data}, _host_path(run_dir, host) / HOST_JSON)
+    return write_host_json(run_dir, host, data)
+
+
+def read_host_json(directory: str | os.PathLike) -> dict | None:
+    """A host folder's ``host.json`` as it is (None when the folder holds none: a local
+    collector's); not JSON, or another format version, is a ``FormatError`` naming it and the fix."""
+    path = Path(directory) / HOST_JSON
+    try:
+        data = json.loads(path.read_text(encoding="utf-8"))
+    except FileNotFoundError:
+        return None
+    except json.JSONDecodeError as error:
+        raise FormatError(
+            f"{path}: not valid JSON ({error.msg} at line {error.lineno}); faasprof was stopped while writing it"
+        ) from None
+    _check_version(data, path)
+    return data
+
+
+def _check_version(data: Any, path: str | os.PathLike) -> None:
+    version = data.get("format_version") if isinstance(data, dict) else None
+    if version not in SUPPORTED_HOST_FORMAT_VERSIONS or isinstance(version, bool):
+        raise FormatError(
+            f"{path}: format_version {version!r} is not {HOST_FORMAT_VERSION}; upgrade faasprof to read this run"
+        )
 
 
 def read_host_info(directory: str | os.PathLike) -> "HostInfo":
     """A host directory's ``host.json``, typed (``FormatError``, one line: missing, damaged,
     another format version, a field of the wrong type)."""
-    path = Path(directory) / HOST_INFO
-    try:
-        data = json.loads(path.read_text(encoding="utf-8"))
-    except FileNotFoundError:
-        raise FormatError(f"{path}: missing; {directory} is not a host's directory") from None
-    except json.JSONDecodeError as error:
-        raise FormatError(
-            f"{path}: not valid JSON ({error.msg} at line {error.lineno}); the run was cut short while writing it"
-        ) from None
+    path = Path(directory) / HOST_JSON
+    data = read_host_json(directory)
+    if data is None:
+        raise FormatError(f"{path}: missing; {directory} is not a host's directory")
     info = HostInfo.from_json(data, path)
     if info.host != Path(directory).name:
         raise FormatError(
@@ -116,7 +146,7 @@ def read_host_info(directory: str | os.PathLike) -> "HostInfo":
 
 def is_host_dir(path: str | os.PathLike) -> bool:
     """Whether a directory under ``monitors/`` is a remote host's (it holds ``host.json``)."""
-    return (Path(path) / HOST_INFO).is_file()
+    return (Path(path) / HOST_JSON).is_file()
 
 
 def host_dirs(run_dir: str | os.PathLike) -> dict[str, Path]:
@@ -130,7 +160,7 @@ def host_dirs(run_dir: str | os.PathLike) -> dict[str, Path]:
 def host_monitor_dirs(run_dir: str | os.PathLike, host: str) -> dict[str, Path]:
     """``{collector: monitors/<host>/<collector>/}`` for every collector that left a directory on
     host ``host``, by name."""
-    base = host_dir(run_dir, host)
+    base = _host_path(run_dir, host)
     if not base.is_dir():
         return {}
     return {path.name: path for path in sorted(base.iterdir()) if path.is_dir()}
@@ -143,10 +173,11 @@ def _integer(value: Any) -> bool:
 @dataclass(frozen=True)
 class HostClock:
     """A host's clock against the invoker's: offsets (host minus invoker, ns) and their
-    uncertainties at the run's start and end (None: not measured, the host was lost)."""
+    uncertainties at the run's start and end (None: not measured, the host was lost before; a
+    host without a start offset cannot have its samples placed)."""
 
-    offset_ns_start: int
-    uncertainty_ns_start: int
+    offset_ns_start: int | None
+    uncertainty_ns_start: int | None
     offset_ns_end: int | None = None
     uncertainty_ns_end: int | None = None
     method: str | None = None
@@ -157,20 +188,26 @@ class HostClock:
     def from_json(cls, data: Any, path: str | os.PathLike) -> "HostClock":
         if not isinstance(data, dict):
             raise FormatError(f"{path}: clock is {type(data).__name__}, expected an object; the file is damaged")
-        for key in ("offset_ns_start", "uncertainty_ns_start"):
-            if not _integer(data.get(key)):
-                raise FormatError(
-                    f"{path}: clock.{key} is {data.get(key)!r}, expected integer nanoseconds; the file is damaged"
-                )
-        for key in ("offset_ns_end", "uncertainty_ns_end", "at_ns_start", "at_ns_end"):
+        if "offset_ns_start" not in data:
+            raise FormatError(
+                f"{path}: clock.offset_ns_start is missing (integer nanoseconds, or null); the file is damaged"
+            )
+        for key in (
+            "offset_ns_start",
+            "uncertainty_ns_start",
+            "offset_ns_end",
+            "uncertainty_ns_end",
+            "at_ns_start",
+            "at_ns_end",
+        ):
             if data.get(key) is not None and not _integer(data[key]):
                 raise FormatError(
                     f"{path}: clock.{key} is {data[key]!r}, expected integer nanoseconds or null; the file is damaged"
                 )
         method = data.get("method")
         return cls(
-            offset_ns_start=data["offset_ns_start"],
-            uncertainty_ns_start=data["uncertainty_ns_start"],
+            offset_ns_start=data.get("offset_ns_start"),
+            uncertainty_ns_start=data.get("uncertainty_ns_start"),
             offset_ns_end=data.get("offset_ns_end"),
             uncertainty_ns_end=data.get("uncertainty_ns_end"),
             method=None if method is None else str(method),
@@ -178,11 +215,16 @@ class HostClock:
             at_ns_end=data.get("at_ns_end"),
         )
 
+    @property
+    def placeable(self) -> bool:
+        """Whether the host's times can be placed on the run axis (its start offset was measured)."""
+        return self.offset_ns_start is not None
+
     def _span(self, end_ns: int | None) -> tuple[int, int] | None:
         """The run-axis ns of the two exchanges, or None when the start offset holds throughout."""
         start_at = self.at_ns_start or 0
         end_at = self.at_ns_end if self.at_ns_end is not None else end_ns
-        if self.offset_ns_end is None or end_at is None or end_at <= start_at:
+        if self.offset_ns_start is None or self.offset_ns_end is None or end_at is None or end_at <= start_at:
             return None
         return start_at, end_at
 
@@ -190,7 +232,7 @@ class HostClock:
         """Run-axis ns per ns of the host's clock (1 without drift): scales an interval the host
         measured onto the run axis. ``end_ns`` as for ``run_ns``."""
         span = self._span(end_ns)
-        if span is None or self.offset_ns_end is None:
+        if span is None or self.offset_ns_start is None or self.offset_ns_end is None:
             return 1.0
         elapsed = span[1] - span[0]
         return elapsed / (elapsed + self.offset_ns_end - self.offset_ns_start)
@@ -198,7 +240,10 @@ class HostClock:
     def run_ns(self, remote_wall_ns: float, wall_ns_at_zero: int, end_ns: int | None) -> float:
         """A time read on the host's wall clock, as ns on the run axis. ``end_ns`` is the run's
         end on that axis (where the end offset was measured unless ``at_ns_end`` says); without
-        it, or without an end offset, the start offset holds for the whole run."""
+        it, or without an end offset, the start offset holds for the whole run. ``ValueError``
+        without a start offset (``placeable``)."""
+        if self.offset_ns_start is None:
+            raise ValueError("the host's clock offset was never measured: its times cannot be placed")
         span = self._span(end_ns)
         if span is None:
             return remote_wall_ns - self.offset_ns_start - wall_ns_at_zero
@@ -230,12 +275,7 @@ class HostInfo:
         """Validate one host's object (``FormatError`` naming the file and the field)."""
         if not isinstance(data, dict):
             raise FormatError(f"{path}: not a JSON object; the file is damaged")
-        version = data.get("format_version")
-        if version not in SUPPORTED_HOST_FORMAT_VERSIONS:
-            raise FormatError(
-                f"{path}: host format_version {version!r} is not supported by faasprof {__version__} "
-                f"(it reads {', '.join(map(str, SUPPORTED_HOST_FORMAT_VERSIONS))}); upgrade faasprof to read this run"
-            )
+        _check_version(data, path)
         host = data.get("host")
         if not isinstance(host, str) or not _HOST_NAME.fullmatch(host):
             raise FormatError(f"{path}: host is {host!r}, expected the inventory's host name; the file is damaged")
