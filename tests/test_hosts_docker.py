@@ -131,14 +131,13 @@ def hosts(host_image, tmp_path_factory):
     made.remove()
 
 
-def _workload(folder: Path, duration_s: float, instances: dict, **top) -> Path:
+def _workload(folder: Path, duration_s: float, instances: dict, **monitoring) -> Path:
     data = {
         "test_name": "hosts",
         "test_duration_in_seconds": duration_s,
         "random_seed": 5,
         "instances": instances,
-        "monitoring": {"vmstat": {"interval_ms": 250}, "cgroups": {"interval_ms": 250}},
-        **top,
+        "monitoring": {"vmstat": {"interval_ms": 250}, "cgroups": {"interval_ms": 250}, **monitoring},
     }
     path = folder / f"w-{uuid.uuid4().hex[:6]}.json"
     path.write_text(json.dumps(data))
@@ -178,7 +177,8 @@ def killed_run(hosts, tmp_path_factory):
     folder = tmp_path_factory.mktemp("killed")
     home = folder / "home"  # no ~/.wskprops: the embedded localwhisk
     home.mkdir()
-    config = _workload(folder, 6, {"j": {"application": "json_dumps", "distribution": "Uniform", "rate": 2}})
+    # perf too: a collector no remote host runs, which each host says it skipped.
+    config = _workload(folder, 6, {"j": {"application": "json_dumps", "distribution": "Uniform", "rate": 2}}, perf=True)
     out = folder / "runs"
     process = _start(config, out, home, "--hosts", str(hosts.inventory))
     try:
@@ -203,7 +203,10 @@ def test_each_host_leaves_vmstat_and_cgroups_rows_and_its_clock(hosts, killed_ru
         host_json = rundir.read_host_info(run_dir / "monitors" / name).data
         assert host_json["status"] == "ok" and host_json["lost_reason"] is None and host_json["lost_at_ns"] is None
         assert host_json["kernel"] == os.uname().release and host_json["cpus"] >= 1
-        assert sorted(host_json["collectors"]) == ["cgroups", "vmstat"] and host_json["skipped"] == {}
+        assert sorted(host_json["collectors"]) == ["cgroups", "vmstat"]
+        assert host_json["skipped"] == {
+            "perf": "perf: runs only on the machine that runs faasprof (remote hosts run cgroups, vmstat)"
+        }
         # The manifest's entry is host.json with the collectors by name.
         expected = {key: value for key, value in host_json.items() if key != "format_version"}
         assert entries[name] == {**expected, "collectors": ["cgroups", "vmstat"]}

@@ -119,7 +119,7 @@ class HostSession:
         for name in self.wanted:
             if name not in REMOTE_COLLECTORS:
                 self.skipped[name] = (
-                    f"{name}: runs only on the invoker's host (remote hosts run {', '.join(REMOTE_COLLECTORS)})"
+                    f"{name}: runs only on the machine that runs faasprof (remote hosts run {', '.join(REMOTE_COLLECTORS)})"
                 )
             elif checks.get(name):
                 self.skipped[name] = checks[name]
