@@ -10,6 +10,7 @@ killed (SIGKILL) leave nothing running on the hosts.
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import signal
@@ -19,6 +20,7 @@ import sys
 import time
 import uuid
 from pathlib import Path
+from typing import Iterator
 
 import pytest
 from conftest import REPO_ROOT
@@ -273,26 +275,40 @@ def _until_clean(hosts: Hosts, names: tuple[str, ...], timeout_s: float = 15.0) 
         time.sleep(0.2)
 
 
+def _live_hosts(hosts: Hosts, folder: Path) -> Path:
+    """An inventory of the hosts still alive after the killed run (h1, h3)."""
+    live = folder / "inventory.ini"
+    live.write_text(
+        "".join(line + "\n" for line in hosts.inventory.read_text().splitlines() if not line.startswith("h2 "))
+    )
+    return live
+
+
+@contextlib.contextmanager
+def _long_run(hosts: Hosts, folder: Path, home: Path) -> Iterator[tuple[subprocess.Popen, Path]]:
+    """A 30 s run against a fake OpenWhisk measuring h1 and h3: the process and its run directory
+    once h1 has sent rows (the test ends it; killed if it has not)."""
+    config = _workload(folder, 30, {"a": {"application": "ok", "distribution": "Uniform", "rate": 2}})
+    out = folder / "runs"
+    with FakeOpenWhisk() as server:
+        process = _start(
+            config, out, home, "--apihost", server.apihost, "--auth", AUTH, "--hosts", str(_live_hosts(hosts, folder))
+        )
+        try:
+            yield process, _wait_for_rows(out, "h1", 2, process)
+        finally:
+            if process.poll() is None:
+                process.kill()
+
+
 @pytest.mark.parametrize("stop", [signal.SIGINT, signal.SIGKILL], ids=["sigint", "sigkill"])
 def test_a_stopped_or_killed_faasprof_leaves_nothing_on_the_hosts(hosts, killed_run, tmp_path, isolated_home, stop):
     """Ctrl-C stops the hosts in order (host.json written); SIGKILL leaves ssh without its
     faasprof: the agent sees its stdin end and exits, and ssh with it."""
-    live = tmp_path / "inventory.ini"
-    live.write_text(
-        "".join(line + "\n" for line in hosts.inventory.read_text().splitlines() if not line.startswith("h2 "))
-    )
-    config = _workload(tmp_path, 30, {"a": {"application": "ok", "distribution": "Uniform", "rate": 2}})
-    out = tmp_path / "runs"
-    with FakeOpenWhisk() as server:
-        process = _start(config, out, isolated_home, "--apihost", server.apihost, "--auth", AUTH, "--hosts", str(live))
-        try:
-            run_dir = _wait_for_rows(out, "h1", 2, process)
-            assert any("python3" in line for line in hosts.processes("h1"))  # the agent is there
-            process.send_signal(stop)
-            process.communicate(timeout=60)
-        finally:
-            if process.poll() is None:
-                process.kill()
+    with _long_run(hosts, tmp_path, isolated_home) as (process, run_dir):
+        assert any("python3" in line for line in hosts.processes("h1"))  # the agent is there
+        process.send_signal(stop)
+        process.communicate(timeout=60)
     assert _until_clean(hosts, ("h1", "h3")) == {"h1": [], "h3": []}
     assert _local_ssh(hosts.key) == []
     if stop == signal.SIGINT:
@@ -301,24 +317,28 @@ def test_a_stopped_or_killed_faasprof_leaves_nothing_on_the_hosts(hosts, killed_
         assert host_json["status"] == "ok" and host_json["clock"]["offset_ns_end"] is not None
 
 
+def test_a_dropped_connection_stops_the_agent_on_a_living_host(hosts, killed_run, tmp_path, isolated_home):
+    """h1's ssh killed on this side mid-run: sshd ends the session, the agent its samplers, and
+    the run goes on with h3 (h1 reported lost)."""
+    with _long_run(hosts, tmp_path, isolated_home) as (process, run_dir):
+        (ssh,) = _local_ssh(hosts.key, hosts.port("h1"))
+        os.kill(int(ssh), signal.SIGKILL)
+        assert _until_clean(hosts, ("h1",)) == {"h1": []}
+        assert process.poll() is None and hosts.processes("h3")  # the run and h3 go on
+        process.send_signal(signal.SIGINT)
+        _, stderr = process.communicate(timeout=60)
+    assert "host h1 lost (connection lost: " in stderr
+    lost = rundir.read_host_info(run_dir / "monitors" / "h1")
+    assert lost.status == "lost" and lost.lost_at_ns is not None
+    assert rundir.read_host_info(run_dir / "monitors" / "h3").status == "ok"
+    assert _until_clean(hosts, ("h3",)) == {"h3": []}
+
+
 def test_a_run_that_fails_before_it_starts_leaves_nothing_on_the_hosts(hosts, killed_run, tmp_path, isolated_home):
     """The hosts are reached first; the platform then refuses: pre-flight ends their sessions."""
-    live = tmp_path / "inventory.ini"
-    live.write_text(
-        "".join(line + "\n" for line in hosts.inventory.read_text().splitlines() if not line.startswith("h2 "))
-    )
     config = _workload(tmp_path, 5, {"a": {"application": "ok", "distribution": "Uniform", "rate": 2}})
-    process = _start(
-        config,
-        tmp_path / "runs",
-        isolated_home,
-        "--apihost",
-        "http://127.0.0.1:9",
-        "--auth",
-        AUTH,
-        "--hosts",
-        str(live),
-    )
+    dead = ("--apihost", "http://127.0.0.1:9", "--auth", AUTH)
+    process = _start(config, tmp_path / "runs", isolated_home, *dead, "--hosts", str(_live_hosts(hosts, tmp_path)))
     stdout, stderr = process.communicate(timeout=60)
     assert process.returncode == 3 and "cannot connect" in stderr
     assert "host h1 (" in stderr and "host h3 (" in stderr  # both were reached
@@ -340,32 +360,3 @@ def test_the_monitor_frames_carry_each_hosts_rows_on_the_run_axis(killed_run):
         assert -1 < times.min() < 1 and 6 < times.max() < 30  # the run lasted 6 s, then drained
     assert vmstat.loc[vmstat["host"] == "h2", "t_s"].max() < 6  # killed mid-run
     assert set(frames["cgroups"]["host"]) >= {"h1", "h3"}
-
-
-def test_a_dropped_connection_stops_the_agent_on_a_living_host(hosts, killed_run, tmp_path, isolated_home):
-    """h1's ssh killed on this side mid-run: sshd ends the session, the agent its samplers, and
-    the run goes on with h3 (h1 reported lost)."""
-    live = tmp_path / "inventory.ini"
-    live.write_text(
-        "".join(line + "\n" for line in hosts.inventory.read_text().splitlines() if not line.startswith("h2 "))
-    )
-    config = _workload(tmp_path, 30, {"a": {"application": "ok", "distribution": "Uniform", "rate": 2}})
-    out = tmp_path / "runs"
-    with FakeOpenWhisk() as server:
-        process = _start(config, out, isolated_home, "--apihost", server.apihost, "--auth", AUTH, "--hosts", str(live))
-        try:
-            run_dir = _wait_for_rows(out, "h1", 2, process)
-            (ssh,) = _local_ssh(hosts.key, hosts.port("h1"))
-            os.kill(int(ssh), signal.SIGKILL)
-            assert _until_clean(hosts, ("h1",)) == {"h1": []}
-            assert process.poll() is None and hosts.processes("h3")  # the run and h3 go on
-            process.send_signal(signal.SIGINT)
-            _, stderr = process.communicate(timeout=60)
-        finally:
-            if process.poll() is None:
-                process.kill()
-    assert "host h1 lost (connection lost: " in stderr
-    lost = rundir.read_host_info(run_dir / "monitors" / "h1")
-    assert lost.status == "lost" and lost.lost_at_ns is not None
-    assert rundir.read_host_info(run_dir / "monitors" / "h3").status == "ok"
-    assert _until_clean(hosts, ("h3",)) == {"h3": []}
