@@ -3,7 +3,8 @@ steps, one method each, and the state they hand on.
 
 Order, and why:
 
-1. Pre-flight, before anything is created: the schedule, the platform (started here when none
+1. Pre-flight, before anything is created: the remote hosts of ``monitoring.hosts`` reached (one
+   that cannot be is said before anything starts), the schedule, the platform (started here when none
    is configured: the embedded localwhisk), ``GET /`` and its limits, the actions (deployed when
    missing), the request bodies (``param_file``/``data_file`` read), the generic URLs reachable,
    the collectors' ``check()``, host metadata. Any failure raises ConfigError (exit 2) or
@@ -15,7 +16,7 @@ Order, and why:
    dead required collector or lateness past the abort threshold stop it, and every planned
    invocation still gets its row. A platform that refuses, stalls or sheds calls later is
    measured to the planned end, and the run says how it pushed back ("over-invoked: ...").
-4. Collectors and scripts stop, ``post_script`` runs; the embedded platform stops only once the
+4. Collectors, remote hosts and scripts stop, ``post_script`` runs; the embedded platform stops only once the
    activations it accepted ended (``invoker.drain``), then its store gives the records
    (``localwhisk.run_records``); with ``--analyze`` another platform is asked for them instead.
 5. The manifest gets its final status, counts, lateness summary and monitors' descriptions.
@@ -23,15 +24,12 @@ Order, and why:
 
 from __future__ import annotations
 
-import contextlib
 import datetime as dt
 import os
 import shutil
-import signal
-import threading
 import time
 from pathlib import Path
-from typing import Any, Iterator
+from typing import Any
 
 import numpy as np
 
@@ -41,15 +39,15 @@ from faasprof.invoker.dispatch import (
     Dispatcher,
     DispatchOptions,
     DispatchResult,
-    new_event_loop,
     realtime_hint,
     realtime_permitted,
 )
 from faasprof.invoker.drain import ABANDONED, STALLED, drain_embedded
 from faasprof.invoker.platform_set import LOCALWHISK_DIR, PlatformSet, limit_warnings, start_embedded_platform
 from faasprof.invoker.preflight import check_out_dir
-from faasprof.invoker.run_collectors import collector_check, usable_collectors
+from faasprof.invoker.run_collectors import collector_check, connect_hosts, usable_collectors
 from faasprof.invoker.scripts import ScriptRun
+from faasprof.invoker.send_loop import loop_name, send, sigterm_as_interrupt
 from faasprof.invoker.sender import ensure_fd_budget
 from faasprof.invoker.shards import ShardedDispatch, choose_processes, peak_rate_per_s
 from faasprof.invoker.storage import start_workload_storage
@@ -57,16 +55,12 @@ from faasprof.invoker.verdict import check_thresholds, evaluate
 from faasprof.localwhisk.run_records import StoreReadError, save_store_records, store_path
 from faasprof.monitoring.collectors import tool_versions
 from faasprof.monitoring.host import collect_host
+from faasprof.monitoring.hosts import RemoteHosts
 from faasprof.outcomes import ACCEPTED_HTTP_OUTCOMES, pushback_line
 from faasprof.platforms.openwhisk.connection import Connection
 from faasprof.platforms.registry import platforms_used
 from faasprof.progress import QUIET, Progress
 from faasprof.workload.schedule import build_schedule, empty_plan_problem
-
-try:  # only to name the event loop in the manifest: uvloop is optional
-    import uvloop as _uvloop
-except ImportError:  # pragma: no cover - uvloop is a dependency on Linux
-    _uvloop = None
 
 START_LEAD_NS = 50_000_000  # zero is this far after the collectors are up: the first send is not late
 SCRIPT_GRACE_S = 10.0  # how long runtime_script may outlive the test before it is stopped
@@ -113,27 +107,12 @@ def execute(
     }
     check_out_dir(out_dir)
     run = Run(workload, options, progress, save_records, thresholds)
-    with _sigterm_as_interrupt():
+    with sigterm_as_interrupt():
         try:
             run.preflight(out_dir, connection, local_settings)
             return run.run()
         finally:
             run.release()
-
-
-@contextlib.contextmanager
-def _sigterm_as_interrupt() -> Iterator[None]:
-    """SIGTERM unwinds like Ctrl-C while the run lasts (and the previous handler comes back).
-    Signal handlers can only be set from the main thread (a caller may run us in another one)."""
-    if threading.current_thread() is not threading.main_thread():
-        yield
-        return
-    previous_term = signal.getsignal(signal.SIGTERM)
-    signal.signal(signal.SIGTERM, _term_as_interrupt)
-    try:
-        yield
-    finally:
-        signal.signal(signal.SIGTERM, previous_term)
 
 
 def _create_run_dir(out_dir, test_name: str) -> Path:
@@ -143,10 +122,6 @@ def _create_run_dir(out_dir, test_name: str) -> Path:
         raise ConfigError(
             f"--out {out_dir}: cannot create the run directory ({error.strerror or error}); pass --out DIR with a writable directory"
         ) from None
-
-
-def _term_as_interrupt(signum, frame):  # outside the send loop, SIGTERM unwinds like Ctrl-C
-    raise KeyboardInterrupt
 
 
 class Run:
@@ -182,6 +157,7 @@ class Run:
         self.running = False  # the run directory is the run's: pre-flight no longer removes it
         self.requests: list = []
         self.collectors: list = []  # those that passed their check
+        self.hosts: RemoteHosts | None = None  # the remote hosts measured (monitoring.hosts)
         self.warnings: list[str] = []
         self.host: dict = {}
         self.tools: dict = {}
@@ -207,6 +183,8 @@ class Run:
         """Everything checked before the run directory is used; it exists from here only when the
         embedded platform keeps its data there (``release`` removes it again on a failure)."""
         workload, platform, progress = self.workload, self.platform, self.progress
+        # The remote hosts first: one that cannot be reached is said before anything starts.
+        self.hosts = connect_hosts(workload, progress)
         # A `storage` block: its servers on loopback, their endpoints in every instance's params.
         self.storage, workload = start_workload_storage(workload, progress.say)
         self.workload = workload
@@ -247,6 +225,8 @@ class Run:
     def release(self) -> None:
         """The platforms and the storage stop; a run directory pre-flight made but no run used goes."""
         self.platform.stop()
+        if self.hosts is not None:
+            self.hosts.close()
         if self.storage is not None:
             self.storage.stop()
         if self.run_dir is not None and not self.running:
@@ -291,7 +271,7 @@ class Run:
             platform=self.platform.describe(),
             host=self.host,
             tools=self.tools,
-            invoker={**options.describe(), "send_processes_choice": choice.describe(), "event_loop": _loop_name()},
+            invoker={**options.describe(), "send_processes_choice": choice.describe(), "event_loop": loop_name()},
             monitors=[],
             scripts={},
             warnings=list(self.warnings),
@@ -326,6 +306,8 @@ class Run:
         for collector in self.collectors:
             collector.start(self.run_dir)
             self.started.append(collector)
+        if self.hosts is not None:
+            self.hosts.start(self.run_dir)
         workload = self.workload
         if workload.runtime_script is not None:
             duration_arg = (
@@ -343,6 +325,8 @@ class Run:
         """The collectors stop; the ``runtime_script`` gets a grace after a complete run."""
         for collector in self.started:
             collector.stop()
+        if self.hosts is not None:
+            self.hosts.stop()
         runtime = self.scripts.get("runtime_script")
         if runtime is not None and not runtime.wait(SCRIPT_GRACE_S if self.status == "complete" else 0.5):
             runtime.stop()
@@ -360,13 +344,18 @@ class Run:
             )
         return None
 
+    def _check_hosts(self) -> None:
+        """A lost host is a warning: the run goes on with the others (``RemoteHosts.check``)."""
+        if self.hosts is not None:
+            self.hosts.check(self.warn)
+
     # -- dispatch: the send loop ------------------------------------------------------------------
 
     def dispatch(self) -> None:
         """The zero taken once the collectors are up, then the schedule sent by one dispatcher or
         by the send processes (which start, and read their shares, before the zero)."""
         workload, schedule, options, log = self.workload, self.schedule, self.options, self.log
-        checks = [self._check_log, collector_check(self.started, self.warn), self._check_platform]
+        checks = [self._check_log, collector_check(self.started, self.warn), self._check_platform, self._check_hosts]
         instances = [(i.name, i.function) for i in workload.instances]
         if options.send_processes > 1:
             self.sharded = ShardedDispatch(
@@ -386,6 +375,9 @@ class Run:
         clock = rundir.ClockAnchor(zero_ns, time.time_ns() + START_LEAD_NS)
         self.manifest.clock = clock.to_json()
         self.manifest.monitors = rundir.monitors_by_name([c.describe() for c in self.started])
+        if self.hosts is not None:
+            self.hosts.set_zero(zero_ns)
+            self.manifest.update(hosts=self.hosts.manifest_entry())
         rundir.write_manifest(self.run_dir, self.manifest)
         self.progress.say(
             f"run directory {self.run_dir}; {self.planned:,} invocations over {workload.duration_s:g} s"
@@ -407,7 +399,7 @@ class Run:
                 duration_s=workload.duration_s,
                 journal=log.sent,
             )
-            self.result = _send(self.dispatcher, zero_ns)
+            self.result = send(self.dispatcher, zero_ns)
         self.status, self.reason = self.result.status, self.result.reason
 
     def _say_outcome(self) -> None:
@@ -626,37 +618,11 @@ class Run:
             self.warnings.extend(w for w in result.warnings if w not in self.warnings)
             manifest.invoker.pop("warnings", None)  # kept once, in the top-level list
         manifest.monitors = rundir.monitors_by_name([c.describe() for c in self.started])
+        if self.hosts is not None:
+            manifest.update(hosts=self.hosts.manifest_entry())
         manifest.scripts = {name: script.describe() for name, script in self.scripts.items()}
         manifest.warnings = self.warnings
         rundir.write_manifest(self.run_dir, manifest)
-
-
-def _loop_name() -> str:
-    return "uvloop" if _uvloop is not None else "asyncio"
-
-
-def _send(dispatcher: Dispatcher, zero_ns: int) -> DispatchResult:
-    """Run the dispatcher on a fresh event loop with SIGINT/SIGTERM stopping it in order."""
-    loop = new_event_loop()
-    installed = []
-    previous_int = signal.getsignal(signal.SIGINT)
-    try:
-        for sig, label in ((signal.SIGINT, "Ctrl-C (SIGINT)"), (signal.SIGTERM, "SIGTERM")):
-            try:
-                loop.add_signal_handler(sig, dispatcher.request_stop, "interrupted", f"{label} received")
-                installed.append(sig)
-            except (ValueError, RuntimeError, NotImplementedError):  # not the main thread
-                pass
-        return loop.run_until_complete(dispatcher.run(zero_ns))
-    finally:
-        for sig in installed:
-            loop.remove_signal_handler(sig)
-        loop.close()
-        if installed:
-            # uvloop leaves its own handler installed after remove_signal_handler: put ours back,
-            # so a Ctrl-C while the activation records are saved still interrupts.
-            signal.signal(signal.SIGINT, previous_int if previous_int is not None else signal.default_int_handler)
-            signal.signal(signal.SIGTERM, _term_as_interrupt)
 
 
 def _complete_rows_after_failure(run_dir: Path, schedule, workload, reason: str) -> None:

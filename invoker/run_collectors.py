@@ -1,5 +1,6 @@
 """The collectors of a run: built from the workload's monitoring block and checked before the run
-(``usable_collectors``), watched while it sends (``collector_check``)."""
+(``usable_collectors``), watched while it sends (``collector_check``); the remote hosts the
+block's ``hosts`` names, reached before the run (``connect_hosts``)."""
 
 from __future__ import annotations
 
@@ -8,6 +9,7 @@ from typing import Any, Callable
 from faasprof.errors import NotReadyError
 from faasprof.invoker.platform_set import PlatformSet
 from faasprof.monitoring.collectors import build_collectors
+from faasprof.monitoring.hosts import RemoteHosts, hosts_option
 from faasprof.progress import Progress
 
 
@@ -55,3 +57,16 @@ def collector_check(collectors: list, warn: Callable[[str], None]) -> Callable[[
         return None
 
     return check
+
+
+def connect_hosts(workload: Any, progress: Progress) -> RemoteHosts | None:
+    """The hosts of ``monitoring.hosts``, every one reached and its collectors checked there (a
+    line each on ``progress``); None without the option. ConfigError for a bad inventory,
+    NotReadyError (one line) for a host that cannot be reached."""
+    option = hosts_option(workload.monitoring, workload.origin, workload.path.parent if workload.path else None)
+    if option is None:
+        return None
+    hosts = RemoteHosts.for_workload(option, workload.monitoring, workload.duration_s, workload.origin)
+    for line in hosts.connect():
+        progress.say(line)
+    return hosts

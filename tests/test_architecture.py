@@ -515,6 +515,7 @@ RUN_PATH = (
     "faasprof.experiments.analyzed",
     "faasprof.invoker.run",
     "faasprof.invoker.run_collectors",
+    "faasprof.invoker.send_loop",
     "faasprof.invoker.platform_set",
     "faasprof.invoker.scripts",
     "faasprof.invoker.dispatch",

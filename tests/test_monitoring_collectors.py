@@ -20,7 +20,7 @@ from faasprof.monitoring.collectors import blktrace as col_blktrace
 from faasprof.monitoring.collectors import build_collectors, normalise_block
 from faasprof.monitoring.collectors import perf as col_perf
 from faasprof.monitoring.collectors.blktrace import BlktraceCollector, data_device
-from faasprof.monitoring.collectors.cgroups import CgroupCollector, read_cgroup
+from faasprof.monitoring.collectors.cgroups import CgroupCollector
 from faasprof.monitoring.collectors.perf import PerfCollector
 from faasprof.monitoring.collectors.rdt import RdtCollector
 from faasprof.monitoring.frames import load_run_monitors, start_offset_s
@@ -28,6 +28,7 @@ from faasprof.monitoring.host import Root
 from faasprof.monitoring.parsers.cgroups import parse_cgroup_samples
 from faasprof.monitoring.parsers.perf import parse_perf_stat
 from faasprof.monitoring.parsers.resctrl import parse_resctrl_samples
+from faasprof.monitoring.sampling import read_cgroup
 
 HOSTS = Path(__file__).resolve().parent / "data" / "monitoring" / "hosts"
 HAVE_PERF = shutil.which("perf") is not None and os.geteuid() == 0

@@ -39,7 +39,8 @@ def test_schema_monitoring_section_is_the_registrys():
     text = WORKLOAD_SCHEMA_PATH.read_text(encoding="utf-8")
     assert json.loads(text)["$defs"]["monitoring"] == schema_fragment(), f"run: {FIX}"
     assert replace_schema_section(text) == text, f"run: {FIX}"
-    assert list(json.loads(text)["$defs"]["monitoring"]["properties"]) == [cls.name for cls in COLLECTORS]
+    # The collectors, in the registry's order, then the remote hosts they also run on.
+    assert list(json.loads(text)["$defs"]["monitoring"]["properties"]) == [cls.name for cls in COLLECTORS] + ["hosts"]
 
 
 def test_readme_collector_table_is_the_registrys():

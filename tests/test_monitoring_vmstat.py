@@ -14,9 +14,11 @@ import pytest
 
 from faasprof import rundir
 from faasprof.monitoring.collectors import REGISTRY, build_collectors
-from faasprof.monitoring.collectors.vmstat import COLUMNS, VmstatCollector, parse_vmstat_samples, read_vmstat_sample
+from faasprof.monitoring.collectors.vmstat import VmstatCollector, parse_vmstat_samples
 from faasprof.monitoring.frames import load_run_monitors
 from faasprof.monitoring.host import Root
+from faasprof.monitoring.sampling import VMSTAT_COLUMNS as COLUMNS
+from faasprof.monitoring.sampling import read_vmstat_sample
 from tests.conftest import run_cli
 
 DATA = Path(__file__).resolve().parent / "data" / "monitoring" / "vmstat"

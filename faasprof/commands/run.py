@@ -22,8 +22,10 @@ stalled or shed calls does not stop the run: those calls are its data.
 from __future__ import annotations
 
 import argparse
+import os
 import shutil
 import sys
+from dataclasses import replace
 
 from faasprof.errors import EXIT_FAILURE, EXIT_NOT_READY, ConfigError
 from faasprof.experiments import capacity_store
@@ -42,6 +44,8 @@ from faasprof.invoker.shards import AUTO_RATE_PER_PROCESS, resolve_processes
 from faasprof.invoker.verdict import parse_thresholds
 from faasprof.localwhisk.config import duration_ms
 from faasprof.monitoring.allocation import cleanup_leftovers
+from faasprof.monitoring.hosts import hosts_option
+from faasprof.monitoring.hosts.inventory import DEFAULT_GROUP
 from faasprof.platforms.openwhisk.connection import (
     LOCAL_PLATFORM_NAMES,
     add_connection_arguments,
@@ -79,8 +83,40 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         "max_client_latency_ms_p99, max_lateness_ms_p99; a run that misses one exits 1",
     )
     add_connection_arguments(parser)
+    _add_hosts_arguments(parser)
     _add_invoker_arguments(parser)
     _add_localwhisk_arguments(parser)
+
+
+def _add_hosts_arguments(parser: argparse.ArgumentParser) -> None:
+    """The remote hosts the collectors also run on (the workload's monitoring.hosts)."""
+    hosts = parser.add_argument_group("remote hosts (collectors where the sandboxes run)")
+    hosts.add_argument(
+        "--hosts",
+        metavar="INVENTORY",
+        help="also run the monitoring block's collectors on the hosts of this ansible INI inventory, over ssh "
+        "(replaces the workload's monitoring.hosts); a host that cannot be reached stops the run before it starts",
+    )
+    hosts.add_argument(
+        "--hosts-group",
+        metavar="GROUP",
+        help=f"the inventory's group of hosts to measure (default {DEFAULT_GROUP}, or monitoring.hosts.group)",
+    )
+
+
+def with_hosts(workload, args: argparse.Namespace):
+    """``workload`` with ``--hosts``/``--hosts-group`` in its monitoring block (ConfigError for a
+    group without an inventory)."""
+    if args.hosts is None and args.hosts_group is None:
+        return workload
+    current = hosts_option(workload.monitoring, workload.origin, workload.path.parent if workload.path else None)
+    if args.hosts is not None:
+        inventory, group = os.path.abspath(args.hosts), args.hosts_group or DEFAULT_GROUP
+    elif current is not None:
+        inventory, group = str(current.inventory), args.hosts_group
+    else:
+        raise ConfigError("--hosts-group: no inventory to take the group from; pass --hosts INVENTORY as well")
+    return replace(workload, monitoring={**workload.monitoring, "hosts": {"inventory": inventory, "group": group}})
 
 
 def _add_invoker_arguments(parser: argparse.ArgumentParser) -> None:
@@ -235,7 +271,7 @@ def install_function_packages(workload, progress: Progress) -> None:
 
 
 def main(args: argparse.Namespace) -> int:
-    workload = load_workload(args.config, seed=args.seed)
+    workload = with_hosts(load_workload(args.config, seed=args.seed), args)
     progress = Progress.to(sys.stderr, quiet=args.quiet)
     if workload.needs_capacity():
         connection = resolve_connection(args, workload.platform, origin=args.config)

@@ -51,6 +51,7 @@ from pathlib import Path
 from typing import Any, Callable, ClassVar
 
 from faasprof.monitoring.host import Root
+from faasprof.monitoring.sampling import sample_until
 from faasprof.rundir import Manifest, monitor_dir, write_json_atomic
 
 META_FORMAT_VERSION = 1
@@ -422,15 +423,8 @@ class SamplingCollector(Collector):
         self._thread.start()
 
     def _loop(self) -> None:
-        interval_s = self.interval_ms / 1000.0
-        next_at = time.monotonic()
         try:
-            while True:
-                self.sample_once()
-                next_at += interval_s
-                if self._stop_event.wait(max(0.0, next_at - time.monotonic())):
-                    break
-            self.sample_once()  # the final, partial interval
+            sample_until(self.interval_ms / 1000.0, self.sample_once, self._stop_event)
         except Exception as error:  # recorded, seen by alive() and stop()
             self._error = f"{self.name}: sampling failed ({error})"
 

@@ -28,43 +28,9 @@ from faasprof.monitoring.collectors.base import (
 )
 from faasprof.monitoring.host import Root
 from faasprof.monitoring.parsers.samples import require_header
+from faasprof.monitoring.sampling import CPU_FIELDS, vmstat_problem, vmstat_row
+from faasprof.monitoring.sampling import VMSTAT_COLUMNS as COLUMNS
 from faasprof.rundir import Manifest
-
-# /proc/stat's aggregate "cpu" line, in the kernel's order (proc(5)); guest times are already
-# counted in user and nice, so they are left out.
-CPU_FIELDS = ("user", "nice", "system", "idle", "iowait", "irq", "softirq", "steal")
-STAT_COUNTERS = {"ctxt": "ctxt", "intr": "intr", "processes": "forks"}
-STAT_GAUGES = ("procs_running", "procs_blocked")
-VMSTAT_COUNTERS = ("pgfault", "pgmajfault", "pgpgin", "pgpgout", "pswpin", "pswpout")
-COLUMNS = (
-    "elapsed_ns",
-    *(f"cpu_{name}_ticks" for name in CPU_FIELDS),
-    *STAT_COUNTERS.values(),
-    *STAT_GAUGES,
-    *VMSTAT_COUNTERS,
-)
-
-
-def read_vmstat_sample(root: Root) -> dict[str, int | None]:
-    """One read of ``/proc/stat`` and ``/proc/vmstat`` under ``root`` (None: value not found)."""
-    sample: dict[str, int | None] = {name: None for name in COLUMNS[1:]}
-    for line in (root.read("/proc/stat") or "").splitlines():
-        parts = line.split()
-        if not parts:
-            continue
-        if parts[0] == "cpu":
-            for name, value in zip(CPU_FIELDS, parts[1:]):
-                sample[f"cpu_{name}_ticks"] = int(value)
-        elif parts[0] in STAT_COUNTERS and len(parts) > 1:
-            sample[STAT_COUNTERS[parts[0]]] = int(parts[1])  # intr: the total, before the per-IRQ counts
-        elif parts[0] in STAT_GAUGES and len(parts) > 1:
-            sample[parts[0]] = int(parts[1])
-    wanted = set(VMSTAT_COUNTERS)
-    for line in (root.read("/proc/vmstat") or "").splitlines():
-        parts = line.split()
-        if len(parts) == 2 and parts[0] in wanted:
-            sample[parts[0]] = int(parts[1])
-    return sample
 
 
 def parse_vmstat_samples(text: str):
@@ -136,12 +102,7 @@ class VmstatCollector(SamplingCollector):
     )
 
     def _check(self) -> str | None:
-        sample = read_vmstat_sample(self.root)
-        if sample["cpu_idle_ticks"] is None:
-            return f"vmstat: {self.root.path('/proc/stat')} has no cpu line (no procfs mounted?); mount proc on /proc or drop monitoring.vmstat"
-        if sample["pgfault"] is None:
-            return f"vmstat: {self.root.path('/proc/vmstat')} has no pgfault counter (no procfs mounted?); mount proc on /proc or drop monitoring.vmstat"
-        return None
+        return vmstat_problem(self.root)
 
     def _start(self) -> None:
         self._begin_sampling(
@@ -150,10 +111,7 @@ class VmstatCollector(SamplingCollector):
         )
 
     def sample_once(self) -> None:
-        elapsed = time.monotonic_ns() - (self.monotonic_ns_at_start or 0)
-        values = read_vmstat_sample(self.root)
-        cells = [str(elapsed)] + ["" if values[name] is None else str(values[name]) for name in COLUMNS[1:]]
-        self._handle.write(",".join(cells) + "\n")
+        self._handle.write(vmstat_row(time.monotonic_ns() - (self.monotonic_ns_at_start or 0), self.root))
         self._handle.flush()
 
     @classmethod

@@ -19,24 +19,9 @@ import csv
 import io
 
 from faasprof.monitoring.parsers.samples import require_header
+from faasprof.monitoring.sampling import CGROUP_COLUMNS
 
-RAW_COLUMNS = (
-    "elapsed_ns",
-    "sandbox",
-    "cpu_usage_ns",
-    "cpu_user_ns",
-    "cpu_system_ns",
-    "nr_periods",
-    "nr_throttled",
-    "throttled_ns",
-    "memory_usage_bytes",
-    "memory_limit_bytes",
-    "memory_rss_bytes",
-    "memory_cache_bytes",
-    "memory_failcnt",
-    "oom_kills",
-    "frozen",
-)
+RAW_COLUMNS = CGROUP_COLUMNS  # samples.csv, as the collector writes it
 _NUMERIC = RAW_COLUMNS[2:]
 FRAME_COLUMNS = (
     "elapsed_s",

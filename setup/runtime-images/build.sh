@@ -4,10 +4,13 @@
 #   faasprof/debian-bookworm-base:<hash>   debootstrap (minbase + python3) from the Debian archive, docker import
 #   faasprof/action-python-v3.11:latest    base + faasprof's action proxy + localwhisk's launcher.py
 #   faasprof/action-nodejs-v20:latest      base + the host's Node.js 20 binary + the proxy + launcher.js
+#   faasprof/test-host:latest              (only with `host`) debootstrap (minbase + python3, openssh-server,
+#                                          procps) + test-host-entry.sh: a machine reached by ssh, which the
+#                                          tests of collectors on several hosts start two or three of
 #
 # Idempotent: an image whose label faasprof.recipe equals the hash of its recipe (this script, the
 # Dockerfile, the proxy, the launcher, the Node.js version) is kept; --force rebuilds.
-# Usage: build.sh [--force] [python|nodejs ...]   (default: both). Needs root (debootstrap) and dockerd.
+# Usage: build.sh [--force] [python|nodejs|host ...]   (default: python nodejs). Needs root (debootstrap) and dockerd.
 # Env: DEBIAN_MIRROR (default http://deb.debian.org/debian), NODE (default: node on PATH).
 set -euo pipefail
 
@@ -23,8 +26,8 @@ wanted=()
 for arg in "$@"; do
     case "$arg" in
         --force) force=1 ;;
-        python|nodejs) wanted+=("$arg") ;;
-        -h|--help) sed -n '2,12p' "$0"; exit 0 ;;
+        python|nodejs|host) wanted+=("$arg") ;;
+        -h|--help) sed -n '2,15p' "$0"; exit 0 ;;
         *) echo "build.sh: unknown argument $arg (try --help)" >&2; exit 2 ;;
     esac
 done
@@ -38,26 +41,54 @@ fi
 started=$(date +%s.%N)
 label_of() { docker image inspect -f '{{index .Config.Labels "faasprof.recipe"}}' "$1" 2>/dev/null || true; }
 
-# The base: its recipe is the suite, mirror-independent package list and this script's base part.
-base_hash=$(printf '%s %s %s\n' "$SUITE" "$BASE_PACKAGES" minbase | sha256sum | cut -c1-16)
-BASE="faasprof/debian-bookworm-base:$base_hash"
-if [ "$force" -eq 1 ] || [ "$(label_of "$BASE")" != "$base_hash" ]; then
+# debootstrap_image TAG RECIPE PACKAGES KIND [FILE DEST] [--change ...]: a debootstrap root (minbase +
+# PACKAGES, comma-separated) imported as TAG with the labels faasprof.recipe=RECIPE and faasprof.image=KIND,
+# FILE copied to DEST inside it first when given.
+debootstrap_image() {
+    local tag=$1 recipe=$2 packages=$3 kind=$4 file=${5:-} dest=${6:-}
+    shift 6 2>/dev/null || shift $#
     command -v debootstrap >/dev/null || { log "debootstrap is missing (apt-get install debootstrap)"; exit 3; }
     [ "$(id -u)" -eq 0 ] || { log "debootstrap needs root (run setup as root or with sudo)"; exit 3; }
     tmp=$(mktemp -d /var/tmp/faasprof-rootfs.XXXXXX)
     trap 'rm -rf "$tmp"' EXIT
+    local t0
     t0=$(date +%s)
-    log "debootstrap $SUITE ($BASE_PACKAGES) from $MIRROR ..."
-    debootstrap --variant=minbase --include="$BASE_PACKAGES" "$SUITE" "$tmp/root" "$MIRROR" >"$tmp/debootstrap.log" 2>&1 \
+    log "debootstrap $SUITE ($packages) from $MIRROR ..."
+    debootstrap --variant=minbase --include="$packages" "$SUITE" "$tmp/root" "$MIRROR" >"$tmp/debootstrap.log" 2>&1 \
         || { tail -20 "$tmp/debootstrap.log" >&2; log "debootstrap failed (log above)"; exit 1; }
     rm -rf "$tmp/root/var/cache/apt/archives/"*.deb "$tmp/root/var/lib/apt/lists/"* "$tmp/root/usr/share/doc" "$tmp/root/usr/share/man"
-    tar -C "$tmp/root" --numeric-owner -c . | docker import --change "LABEL faasprof.recipe=$base_hash" --change "LABEL faasprof.image=runtime-base" - "$BASE" >/dev/null
+    rm -f "$tmp/root/etc/ssh/ssh_host_"*  # openssh-server's postinst made some: each container makes its own
+    if [ -n "$file" ]; then
+        install -m 0755 "$file" "$tmp/root$dest"
+    fi
+    tar -C "$tmp/root" --numeric-owner -c . | docker import --change "LABEL faasprof.recipe=$recipe" --change "LABEL faasprof.image=$kind" "$@" - "$tag" >/dev/null
     rm -rf "$tmp"
     trap - EXIT
-    log "base $BASE built in $(( $(date +%s) - t0 )) s ($(docker image inspect -f '{{.Size}}' "$BASE" | awk '{printf "%.0f MB", $1/1e6}'))"
+    log "$tag built in $(( $(date +%s) - t0 )) s ($(docker image inspect -f '{{.Size}}' "$tag" | awk '{printf "%.0f MB", $1/1e6}'))"
+}
+
+# The base: its recipe is the suite, mirror-independent package list and this script's base part.
+base_hash=$(printf '%s %s %s\n' "$SUITE" "$BASE_PACKAGES" minbase | sha256sum | cut -c1-16)
+BASE="faasprof/debian-bookworm-base:$base_hash"
+if [[ " ${wanted[*]} " != *" python "* && " ${wanted[*]} " != *" nodejs "* ]]; then
+    :  # only the test host asked for: it has a root of its own
+elif [ "$force" -eq 1 ] || [ "$(label_of "$BASE")" != "$base_hash" ]; then
+    debootstrap_image "$BASE" "$base_hash" "$BASE_PACKAGES" runtime-base
 else
     log "base $BASE up to date"
 fi
+
+# The test host: sshd in the foreground, the key it accepts from the container's AUTHORIZED_KEY.
+build_host_image() {
+    local tag=faasprof/test-host:latest packages=python3,openssh-server,procps recipe
+    recipe=$( { printf '%s %s\n' "$SUITE" "$packages"; cat "$HERE/test-host-entry.sh"; } | sha256sum | cut -c1-16)
+    if [ "$force" -eq 0 ] && [ "$(label_of "$tag")" = "$recipe" ]; then
+        log "$tag up to date (recipe $recipe)"
+        return 0
+    fi
+    debootstrap_image "$tag" "$recipe" "$packages" test-host "$HERE/test-host-entry.sh" /usr/local/sbin/test-host-entry \
+        --change 'CMD ["/usr/local/sbin/test-host-entry"]' --change 'EXPOSE 22'
+}
 
 build_image() {
     local family=$1 tag=$2 launcher=$3 extra=$4
@@ -95,9 +126,12 @@ for family in "${wanted[@]}"; do
                 continue
             fi
             build_image nodejs faasprof/action-nodejs-v20:latest "$ROOT/localwhisk/runtimes/launcher.js" "$version $(sha256sum "$NODE_BIN" | cut -c1-16)" || status=1 ;;
+        host)
+            build_host_image || status=1 ;;
     esac
 done
 # Images these recipes replaced are left untagged: remove those (only ours, by label).
 docker image prune -f --filter label=faasprof.image=runtime >/dev/null 2>&1 || true
+docker image prune -f --filter label=faasprof.image=test-host >/dev/null 2>&1 || true
 log "runtime images done in $(awk -v a="$started" -v b="$(date +%s.%N)" 'BEGIN{printf "%.1f", b-a}') s"
 exit $status

@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # localwhisk's docker isolation: Docker itself and faasprof's runtime images
-# (faasprof/action-python-v3.11, faasprof/action-nodejs-v20; recipes in setup/runtime-images/).
+# (faasprof/action-python-v3.11, faasprof/action-nodejs-v20; recipes in setup/runtime-images/),
+# and faasprof/test-host, the ssh host the tests of collectors on several hosts start.
 # The extra `docker`: runs only with ./setup.sh --with docker, --full or --dev (so CI runs the
 # docker tests); otherwise it says how. Installs docker.io and debootstrap when missing, starts
 # dockerd when it is not running, builds the images unless they are up to date (build.sh compares
@@ -61,8 +62,9 @@ if ! docker info >/dev/null 2>&1; then
     fi
 fi
 
+# host: the test host image, which the tests of collectors on several hosts start (tests/test_hosts_docker.py).
 if ! run_timed "building the runtime images (setup/runtime-images/build.sh)" "3 to 10 min the first time, seconds when up to date" \
-    ${sudo:+"$sudo"} bash "$ROOT/setup/runtime-images/build.sh"; then
+    ${sudo:+"$sudo"} bash "$ROOT/setup/runtime-images/build.sh" python nodejs host; then
     log "building the runtime images failed; retry: sudo $ROOT/setup/runtime-images/build.sh"
     exit 0
 fi

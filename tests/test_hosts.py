@@ -1,0 +1,298 @@
+"""Collectors on remote hosts without Docker: the inventory read, the clock offset from fake clocks,
+the ssh command, the agent run locally (it stops when its stdin ends), and ``faasprof run --hosts``
+refusing a bad inventory or an unreachable host before the run starts.
+
+The runs on real hosts (containers reached by ssh) are in ``test_hosts_docker.py``.
+"""
+
+from __future__ import annotations
+
+import json
+import socket
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+from conftest import run_cli
+
+from faasprof.errors import ConfigError
+from faasprof.monitoring.hosts import HostsOption, RemoteHosts, hosts_option
+from faasprof.monitoring.hosts.clock import Exchange, estimate_offset, measure_offset
+from faasprof.monitoring.hosts.inventory import read_inventory
+from faasprof.monitoring.hosts.ssh import BOOT, agent_code, ssh_argv
+
+REPO = Path(__file__).resolve().parent.parent
+
+
+def write(path: Path, text: str) -> Path:
+    path.write_text(text)
+    return path
+
+
+# -- the inventory ----------------------------------------------------------------------------------
+
+
+def test_inventory_reads_hosts_with_group_and_all_vars(tmp_path):
+    key = write(tmp_path / "key", "k")
+    inventory = write(
+        tmp_path / "inv.ini",
+        "# a comment\n"
+        "[openwhisk_controller]\nctrl ansible_connection=local\n\n"
+        "[openwhisk_invokers]\n"
+        "node1 ansible_host=10.0.0.11 ansible_port=2201\n"
+        "node2 ansible_host=10.0.0.12 ansible_user=admin faasprof_cgroup_parent=/\n"
+        "[openwhisk_invokers:vars]\n"
+        "ansible_user=ubuntu\nansible_ssh_private_key_file=key\n"
+        "ansible_ssh_common_args='-o StrictHostKeyChecking=no -o \"ProxyJump=bastion\"'\n"
+        "[all:vars]\nansible_port=2222\n"
+        "[testbed:children]\nopenwhisk_controller\nopenwhisk_invokers\n",
+    )
+    node1, node2 = read_inventory(inventory)
+    assert (node1.name, node1.address, node1.port, node1.user) == ("node1", "10.0.0.11", 2201, "ubuntu")
+    assert node1.key_file == str(key)  # relative to the inventory's folder
+    assert node1.common_args == ("-o", "StrictHostKeyChecking=no", "-o", "ProxyJump=bastion")
+    assert node1.cgroup_parent is None
+    # The host's own line wins over its group's vars, which win over all's.
+    assert (node2.port, node2.user, node2.cgroup_parent) == (2222, "admin", "/")
+
+
+def test_inventory_group_of_children(tmp_path):
+    inventory = write(
+        tmp_path / "inv.ini",
+        "[a]\nh1\n[b]\nh2 ansible_host=1.2.3.4\n[both:children]\na\nb\n",
+    )
+    assert [(h.name, h.address) for h in read_inventory(inventory, "both")] == [("h1", "h1"), ("h2", "1.2.3.4")]
+
+
+def test_the_testbed_example_inventory_reads(tmp_path):
+    hosts = read_inventory(REPO / "setup" / "inventory" / "multi-node.example.ini")
+    assert [h.name for h in hosts] == ["node1.example.org", "node2.example.org", "node3.example.org"]
+    assert {h.user for h in hosts} == {"ubuntu"}
+
+
+@pytest.mark.parametrize(
+    ("text", "group", "message"),
+    [
+        (
+            "[x]\nh1\n",
+            "openwhisk_invokers",
+            "group 'openwhisk_invokers' has no host (groups with hosts: x); name another group (--hosts-group)",
+        ),
+        (
+            "[openwhisk_invokers]\nnode[1:3]\n",
+            "openwhisk_invokers",
+            "{p}:2: host pattern 'node[1:3]' is not supported by faasprof; list each host on its own line",
+        ),
+        (
+            "[openwhisk_invokers]\nh1 ansible_port=ssh\n",
+            "openwhisk_invokers",
+            "{p}: host h1: ansible_port='ssh' is not a port; give a number 1-65535",
+        ),
+        (
+            "[openwhisk_invokers]\nlocalhost ansible_connection=local\n",
+            "openwhisk_invokers",
+            "{p}: host localhost: ansible_connection=local is this machine, whose collectors already run here; list only remote hosts in the group",
+        ),
+        (
+            "[openwhisk_invokers]\nvmstat\n",
+            "openwhisk_invokers",
+            "{p}: host vmstat: the name is a collector's (monitors/vmstat/ is taken); rename the host",
+        ),
+        (
+            "[openwhisk_invokers]\nh@1\n",
+            "openwhisk_invokers",
+            "{p}: host h@1: the name must be letters, digits, '.', '_' or '-'; rename the host",
+        ),
+        (
+            "[openwhisk_invokers]\nh1 ansible_ssh_private_key_file=/nonexistent/key\n",
+            "openwhisk_invokers",
+            "{p}: host h1: ansible_ssh_private_key_file=/nonexistent/key: not a readable file; fix the path",
+        ),
+        (
+            "[openwhisk_invokers]\nh1 oops\n",
+            "openwhisk_invokers",
+            "{p}:2: 'oops' is not key=value; write each variable as key=value",
+        ),
+        (
+            "[openwhisk_invokers:weird]\n",
+            "openwhisk_invokers",
+            "{p}:1: [openwhisk_invokers:weird]: unknown section kind 'weird'; use :vars or :children",
+        ),
+    ],
+)
+def test_inventory_problems_are_one_line(tmp_path, text, group, message):
+    path = write(tmp_path / "inv.ini", text)
+    with pytest.raises(ConfigError) as error:
+        read_inventory(path, group, reserved=("vmstat", "cgroups"))
+    expected = message.format(p=path)
+    assert str(error.value) == (expected if expected.startswith(str(path)) else f"{path}: {expected}")
+
+
+def test_missing_inventory(tmp_path):
+    with pytest.raises(ConfigError, match=r"nope.ini: cannot read the inventory \(No such file or directory\)"):
+        read_inventory(tmp_path / "nope.ini")
+
+
+def test_hosts_option_forms(tmp_path):
+    assert hosts_option({}, "w.json", tmp_path) is None
+    assert hosts_option({"hosts": "inv.ini"}, "w.json", tmp_path) == HostsOption(tmp_path / "inv.ini")
+    assert hosts_option({"hosts": {"inventory": "/x.ini", "group": "g"}}, "w.json", tmp_path) == HostsOption(
+        Path("/x.ini"), "g"
+    )
+    with pytest.raises(ConfigError, match=r"^w.json: monitoring.hosts: give the inventory's path"):
+        hosts_option({"hosts": {"group": "g"}}, "w.json", tmp_path)
+
+
+def test_hosts_without_a_collector_is_refused(tmp_path):
+    inventory = write(tmp_path / "inv.ini", "[openwhisk_invokers]\nh1\n")
+    with pytest.raises(ConfigError, match=r"monitoring.hosts: no collector to run on the hosts; add vmstat or cgroups"):
+        RemoteHosts.for_workload(HostsOption(inventory), {"hosts": str(inventory)}, 5.0, "w.json")
+
+
+# -- the clock --------------------------------------------------------------------------------------
+
+
+def test_offset_is_the_midpoint_of_the_shortest_round_trip():
+    exchanges = [
+        Exchange(local_wall_ns=1_000, round_trip_ns=400, remote_wall_ns=6_000),  # host read late in a slow trip
+        Exchange(local_wall_ns=2_000, round_trip_ns=100, remote_wall_ns=7_050),
+        Exchange(local_wall_ns=3_000, round_trip_ns=300, remote_wall_ns=8_000),
+    ]
+    offset = estimate_offset(exchanges)
+    assert (offset.offset_ns, offset.uncertainty_ns) == (7_050 - 2_050, 50)
+
+
+def test_measure_offset_with_fake_clocks():
+    """The host's clock is 5 s ahead; the trips take 1 ms, except the third, 10 µs, answered at its middle."""
+    state = {"now": 1_000_000_000}
+    trips = iter([1_000_000, 1_000_000, 10_000, 1_000_000])
+
+    def ask() -> int:
+        trip = next(trips)
+        state["now"] += trip // 2
+        answer = state["now"] + 5_000_000_000
+        state["now"] += trip - trip // 2
+        return answer
+
+    offset = measure_offset(ask, count=4, wall_ns=lambda: state["now"], monotonic_ns=lambda: state["now"])
+    assert (offset.offset_ns, offset.uncertainty_ns) == (5_000_000_000, 5_000)
+    assert offset.monotonic_ns == 1_000_000_000 + 2 * 1_000_000 + 5_000  # when it held: the third trip's middle
+    with pytest.raises(ValueError):
+        estimate_offset([])
+
+
+# -- ssh and the agent ------------------------------------------------------------------------------
+
+
+def test_ssh_argv_puts_the_inventorys_options_first(tmp_path):
+    write(tmp_path / "key", "k")
+    inventory = write(
+        tmp_path / "inv.ini",
+        "[openwhisk_invokers]\nh1 ansible_host=10.1.2.3 ansible_port=2200 ansible_user=u "
+        "ansible_ssh_private_key_file=key ansible_ssh_common_args='-o BatchMode=no'\n",
+    )
+    (host,) = read_inventory(inventory)
+    argv = ssh_argv(host)
+    assert argv[:4] == ["ssh", "-T", "-o", "BatchMode=no"]  # ssh keeps the first value given
+    assert argv.index("BatchMode=yes") > argv.index("BatchMode=no")
+    assert argv[argv.index("-p") + 1] == "2200" and argv[argv.index("-i") + 1] == str(tmp_path / "key")
+    assert argv[argv.index("-l") + 1] == "u" and argv[-2] == "10.1.2.3" and argv[-1].startswith("python3 -u -c ")
+
+
+def _local_agent(settings: dict) -> subprocess.Popen:
+    """The agent as ssh would start it, on this machine (python3 -c BOOT, the code on stdin)."""
+    process = subprocess.Popen(
+        [sys.executable, "-u", "-c", BOOT], stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE
+    )
+    process.stdin.write(agent_code() + json.dumps(settings).encode() + b"\n")
+    process.stdin.flush()
+    return process
+
+
+def test_agent_answers_checks_and_streams_rows_until_stdin_ends():
+    process = _local_agent({"collectors": {"vmstat": {"interval_ms": 50}, "perf": {}}, "bound_s": 30})
+    try:
+        hello = json.loads(process.stdout.readline())
+        assert hello["op"] == "hello" and hello["facts"]["cpus"] >= 1 and hello["facts"]["kernel"]
+        assert hello["checks"]["vmstat"] is None
+        assert hello["checks"]["perf"] == "perf: not run on remote hosts (they run cgroups, vmstat)"
+        process.stdin.write(b'{"op": "clock"}\n{"op": "start"}\n')
+        process.stdin.flush()
+        time.sleep(0.3)
+        started = time.monotonic()
+        process.stdin.close()  # what a dropped ssh connection does to the agent
+        assert process.wait(5) == 0 and time.monotonic() - started < 2
+    finally:
+        process.kill()
+    messages = [json.loads(line) for line in process.stdout.read().splitlines()]
+    ops = [m["op"] for m in messages]
+    assert ops[0] == "clock" and "started" in ops and ops[-1] == "stopped"
+    rows = "".join(m["d"] for m in messages if m["op"] == "data" and m["f"] == "vmstat.csv").splitlines()
+    assert rows[0].startswith("elapsed_ns,cpu_user_ticks") and len(rows) >= 4
+    assert process.stderr.read() == b""
+
+
+# -- faasprof run --hosts -------------------------------------------------------------------------
+
+
+def _free_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return sock.getsockname()[1]
+
+
+def _workload(tmp_path: Path) -> Path:
+    data = {
+        "test_name": "hosts",
+        "test_duration_in_seconds": 1,
+        "random_seed": 1,
+        "platform": {"actions_deployed": True},
+        "instances": {"a": {"application": "ok", "distribution": "Uniform", "rate": 2}},
+        "monitoring": {"vmstat": True},
+    }
+    return write(tmp_path / "w.json", json.dumps(data))
+
+
+@pytest.mark.slow  # faasprof as a subprocess: 2 to 5 s
+def test_unreachable_host_fails_before_the_run_in_one_line(tmp_path, isolated_home):
+    port = _free_port()  # nothing listens there any more
+    inventory = write(
+        tmp_path / "inv.ini",
+        f"[openwhisk_invokers]\nh1 ansible_host=127.0.0.1 ansible_port={port}\n"
+        "[openwhisk_invokers:vars]\nansible_ssh_common_args='-o StrictHostKeyChecking=no -o UserKnownHostsFile=/dev/null'\n",
+    )
+    out = tmp_path / "runs"
+    done = run_cli(
+        "run",
+        _workload(tmp_path),
+        "--out",
+        out,
+        "--apihost",
+        "http://127.0.0.1:9",
+        "--auth",
+        "u:k",
+        "--hosts",
+        inventory,
+    )
+    assert done.returncode == 3, done.stderr
+    lines = [line for line in done.stderr.splitlines() if line.strip()]
+    assert len(lines) == 1, done.stderr
+    assert lines[0].startswith(f"hosts: h1 (127.0.0.1:{port}) cannot be reached over ssh: ")
+    assert "Connection refused" in lines[0] and lines[0].endswith("and that sshd and python3 run there")
+    assert not out.exists() or not any(out.iterdir())
+
+
+@pytest.mark.slow  # two faasprof subprocesses
+def test_bad_inventory_is_bad_input(tmp_path, isolated_home):
+    inventory = write(tmp_path / "inv.ini", "[openwhisk_invokers]\nh1 ansible_port=x\n")
+    dead = ("--apihost", "http://127.0.0.1:9", "--auth", "u:k")
+    done = run_cli("run", _workload(tmp_path), "--out", tmp_path / "runs", *dead, "--hosts", inventory)
+    assert done.returncode == 2
+    assert done.stderr.strip().endswith(f"{inventory}: host h1: ansible_port='x' is not a port; give a number 1-65535")
+    done = run_cli("run", _workload(tmp_path), "--out", tmp_path / "runs", *dead, "--hosts-group", "g")
+    assert done.returncode == 2
+    assert done.stderr.strip().endswith(
+        "--hosts-group: no inventory to take the group from; pass --hosts INVENTORY as well"
+    )
