@@ -130,8 +130,57 @@ _RECORD_FIXES = {
 }
 
 
-def failure_fix(outcome: str, status: int | None, error: str) -> str:
-    """What to do about one kind of failure (the dominant one is reported)."""
+_NEVER_ANSWERED_FIX = (
+    "the platform refused connections and answered no call: it is down or --apihost names the wrong port; "
+    "start it and check with faasprof doctor"
+)
+
+
+class Refusals:
+    """When a run's refused connections happened against the platform's answers, which tells their
+    cause: refusals between answers are a full accept queue (the platform over-invoked, alive);
+    refusals only after the last answer are a platform that went away or stayed swamped; refusals
+    with no answer at all are a platform that was never there (down, or the wrong port)."""
+
+    def __init__(self) -> None:
+        self.answered = 0
+        self.last_answered_ns: int | None = None
+        self.first_refused_ns: int | None = None
+
+    def answer(self, intended_ns: int | None) -> None:
+        self.answered += 1
+        if intended_ns is not None:
+            self.last_answered_ns = max(intended_ns, self.last_answered_ns or intended_ns)
+
+    def refusal(self, intended_ns: int | None) -> None:
+        if intended_ns is not None:
+            self.first_refused_ns = min(intended_ns, self.first_refused_ns or intended_ns)
+
+    def fix(self) -> str:
+        if not self.answered:
+            return _NEVER_ANSWERED_FIX
+        first, last = self.first_refused_ns, self.last_answered_ns
+        if first is None or last is None or first < last:
+            return (
+                f"the platform refused these connections while it answered others ({self.answered:,} calls): its "
+                "accept queue was full, the rate over-invoked it; where over-invoking is the experiment that is the "
+                "measurement, else lower the workload's rate below the platform's capacity (faasprof capacity)"
+            )
+        return (
+            f"the platform answered {self.answered:,} calls, then refused every connection from {first / 1e9:.3g} s "
+            "into the run on: it went down or stayed swamped to the end; check its logs, and if it is still up, "
+            "lower the workload's rate"
+        )
+
+
+def _refused(text: str) -> bool:
+    return "refused" in text or "cannot connect" in text or "unreachable" in text
+
+
+def failure_fix(outcome: str, status: int | None, error: str, refusals: Refusals | None = None) -> str:
+    """What to do about one kind of failure (the dominant one is reported). ``refusals``: the run's
+    answers against its refused connections, which say why connections were refused (without
+    them, as in a run that answered nothing: the platform is not there)."""
     text = error.lower()
     if outcome in _RECORD_FIXES:
         return _RECORD_FIXES[outcome]
@@ -144,8 +193,8 @@ def failure_fix(outcome: str, status: int | None, error: str) -> str:
     if outcome == "app_error":
         return "the action itself failed (502); fix the function or its parameters (see the error column)"
     if outcome == "failed" and status is None:
-        if "refused" in text or "cannot connect" in text or "unreachable" in text:
-            return "the platform refused connections: it is down or --apihost names the wrong port; start it and check with faasprof doctor"
+        if _refused(text):
+            return refusals.fix() if refusals is not None else _NEVER_ANSWERED_FIX
         return "no HTTP answer (connection reset or closed): the platform or a proxy in front of it dropped the calls; check its logs"
     if status == 413:
         return "the platform rejected the request body as too large (413): the data_file is over its payload limit; use a smaller file (OpenWhisk's default limit is 1 MB)"
@@ -222,6 +271,7 @@ class _Tally:
         self.latency_ns: list[int] = []
         self.lateness_ns: list[int] = []
         self.instances: dict[str, _InstanceTally] = {}
+        self.refusals = Refusals()
 
     @property
     def attempted(self) -> int:
@@ -230,6 +280,8 @@ class _Tally:
     def add(self, row: Mapping[str, str]) -> None:
         outcome, record = self._final(row)
         self.outcomes[outcome] += 1
+        if row.get("http_status"):
+            self.refusals.answer(_ns(row.get("intended_ns")))
         if row["sent_ns"] and row["intended_ns"]:
             self.lateness_ns.append(int(row["sent_ns"]) - int(row["intended_ns"]))
         if outcome == "not_sent":  # the run stopped first: its status says why, not a failed call
@@ -267,8 +319,11 @@ class _Tally:
             status, error = None, self.missing_why or "no activation record was saved for it"
         if tally.first_error is None:
             tally.first_error = _label(outcome, status) + (f": {error}" if error else "")
+        if outcome == "failed" and status is None and _refused(error.lower()):
+            self.refusals.refusal(_ns(row.get("intended_ns")))
         # Failures are told apart by their fix: a refused connection and a reset one are both
-        # "failed" without a status, but they mean different things.
+        # "failed" without a status, but they mean different things (the refusals' own fix
+        # depends on the whole run, so it is chosen once all rows are in: ``dominant``).
         key = (outcome, status, failure_fix(outcome, status, error))
         self.kinds[key] += 1
         self.samples.setdefault(key, error)
@@ -287,15 +342,16 @@ class _Tally:
     def dominant(self) -> dict | None:
         if not self.kinds:
             return None
-        (outcome, status, fix), count = self.kinds.most_common(1)[0]
-        attempted = self.attempted
+        key, count = self.kinds.most_common(1)[0]
+        outcome, status, _ = key
+        attempted, error = self.attempted, self.samples[key]
         return {
             "outcome": outcome,
             "http_status": status,
             "count": count,
             "share": round(count / attempted, 6) if attempted else None,
-            "error": self.samples[(outcome, status, fix)],
-            "fix": fix,
+            "error": error,
+            "fix": failure_fix(outcome, status, error, self.refusals),
         }
 
 
@@ -386,6 +442,10 @@ def _record_error(record: Mapping) -> str:
     result = (record.get("response") or {}).get("result")
     error = result.get("error") if isinstance(result, Mapping) else None
     return (error if isinstance(error, str) else str(error or ""))[:200]
+
+
+def _ns(text: str | None) -> int | None:
+    return int(text) if text else None
 
 
 def _ms(value_ns: float | None) -> float | None:

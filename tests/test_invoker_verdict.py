@@ -74,6 +74,37 @@ def test_an_instance_whose_every_call_failed_fails_the_run():
     assert evaluate([dict(r, instance="dumps") for r in rows[:10]])["passed"]  # one instance, 80 % succeeded
 
 
+REFUSED = "cannot connect to 127.0.0.1:9 (Connection refused)"
+
+
+def _refused(seq, at_s):
+    return row(seq, "failed", None, sent=None, done=None, error=REFUSED, intended=int(at_s * 1e9))
+
+
+def test_refusals_between_answers_are_an_over_invoked_platform_not_a_wrong_port():
+    """A platform whose accept queue filled refused calls while it answered the rest: the fix is
+    about the rate (or that it is the measurement), never a port or a platform that is down."""
+    rows = [row(i, intended=int(i * 1e8)) for i in range(0, 40, 4)]
+    rows += [_refused(i, i / 10) for i in range(40) if i % 4]
+    verdict = evaluate(rows)
+    assert not verdict["passed"] and verdict["dominant_failure"]["count"] == 30
+    fix = verdict["dominant_failure"]["fix"]
+    assert "over-invoked" in fix and "lower the workload's rate" in fix and "measurement" in fix
+    assert "wrong port" not in fix and "wrong port" not in verdict["message"]
+
+
+def test_refusals_only_after_the_last_answer_are_a_platform_that_went_away():
+    rows = [row(i, intended=int(i * 1e8)) for i in range(5)] + [_refused(i, i / 10) for i in range(5, 20)]
+    fix = evaluate(rows)["dominant_failure"]["fix"]
+    assert "answered 5 calls, then refused every connection from 0.5 s" in fix and "went down" in fix
+    assert "wrong port" not in fix
+
+
+def test_refusals_without_any_answer_are_a_platform_not_there():
+    fix = evaluate([_refused(i, i / 10) for i in range(5)])["dominant_failure"]["fix"]
+    assert "down or --apihost names the wrong port" in fix
+
+
 @pytest.mark.parametrize(
     "outcome, status, error, fix",
     [
