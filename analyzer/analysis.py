@@ -27,7 +27,8 @@ Summary format versions (``SUMMARY_FORMAT_VERSION``):
      re-analyzed by ``compare``: its percentiles included failed activations. Added later,
      readable by version-2 readers: ``run.end_s`` and ``run.not_sent_interrupted`` (a run that
      stopped early: where it stopped, and the invocations planned after that, which
-     ``run.final_outcomes`` and ``failures`` leave out).
+     ``run.final_outcomes`` and ``failures`` leave out); ``tail_ratios`` rows per instance × phase
+     (before, per function × phase and ``all``: ``compare`` gives such a run no tail columns).
 """
 
 from __future__ import annotations
