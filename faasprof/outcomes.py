@@ -108,6 +108,9 @@ STATUS_TEXT_OUTCOMES = {
 # OpenWhisk's message for an action that ran past its limit ("The action exceeded its time limits
 # of 60000 milliseconds." / "... during initialization.").
 TIMEOUT_MESSAGE_FRAGMENT = "exceeded its time limits"
+# localwhisk's line in a failed activation's logs when its error names a /tmp path and its process
+# sandbox shares the host's /tmp (no mount namespace): the verdict names that cause.
+SHARED_TMP_FRAGMENT = "this sandbox shares /tmp with the others on this host"
 # localwhisk's message for an activation still queued or running when it stopped ("localwhisk
 # stopped before the activation completed."), a whisk internal error in its record.
 STOPPED_MESSAGE_FRAGMENT = "stopped before the activation completed"

@@ -39,7 +39,7 @@ from typing import Any, Collection, Iterable, Mapping
 
 from faasprof import rundir
 from faasprof.errors import ConfigError
-from faasprof.outcomes import ACCEPTED_HTTP_OUTCOMES, final_outcome
+from faasprof.outcomes import ACCEPTED_HTTP_OUTCOMES, SHARED_TMP_FRAGMENT, final_outcome
 
 VERDICT_FORMAT_VERSION = 1
 
@@ -177,10 +177,10 @@ def _refused(text: str) -> bool:
     return "refused" in text or "cannot connect" in text or "unreachable" in text
 
 
-def failure_fix(outcome: str, status: int | None, error: str, refusals: Refusals | None = None) -> str:
-    """What to do about one kind of failure (the dominant one is reported). ``refusals``: the run's
-    answers against its refused connections, which say why connections were refused (without
-    them, as in a run that answered nothing: the platform is not there)."""
+def failure_fix(outcome: str, status: int | None, error: str) -> str:
+    """What to do about one kind of failure (the dominant one is reported). Refused connections
+    get the fix of a platform that answered nothing; a run that got answers too tells their cause
+    (``Refusals``)."""
     text = error.lower()
     if outcome in _RECORD_FIXES:
         return _RECORD_FIXES[outcome]
@@ -194,7 +194,7 @@ def failure_fix(outcome: str, status: int | None, error: str, refusals: Refusals
         return "the action itself failed (502); fix the function or its parameters (see the error column)"
     if outcome == "failed" and status is None:
         if _refused(text):
-            return refusals.fix() if refusals is not None else _NEVER_ANSWERED_FIX
+            return _NEVER_ANSWERED_FIX
         return "no HTTP answer (connection reset or closed): the platform or a proxy in front of it dropped the calls; check its logs"
     if status == 413:
         return "the platform rejected the request body as too large (413): the data_file is over its payload limit; use a smaller file (OpenWhisk's default limit is 1 MB)"
@@ -313,8 +313,9 @@ class _Tally:
     def _failure(self, tally: _InstanceTally, outcome: str, row: Mapping[str, str], record: Mapping | None) -> None:
         status = int(row["http_status"]) if row["http_status"] else None
         error = row.get("error") or ""
+        fix = None
         if record is not None:  # the record, not the 202 or 502, says what went wrong
-            status, error = None, _record_error(record)
+            status, error, fix = None, _record_error(record), _platform_fix(record)
         elif outcome == "no_record":
             status, error = None, self.missing_why or "no activation record was saved for it"
         if tally.first_error is None:
@@ -324,7 +325,7 @@ class _Tally:
         # Failures are told apart by their fix: a refused connection and a reset one are both
         # "failed" without a status, but they mean different things (the refusals' own fix
         # depends on the whole run, so it is chosen once all rows are in: ``dominant``).
-        key = (outcome, status, failure_fix(outcome, status, error))
+        key = (outcome, status, fix or failure_fix(outcome, status, error))
         self.kinds[key] += 1
         self.samples.setdefault(key, error)
 
@@ -343,15 +344,17 @@ class _Tally:
         if not self.kinds:
             return None
         key, count = self.kinds.most_common(1)[0]
-        outcome, status, _ = key
+        outcome, status, fix = key
         attempted, error = self.attempted, self.samples[key]
+        if fix == _NEVER_ANSWERED_FIX:
+            fix = self.refusals.fix()
         return {
             "outcome": outcome,
             "http_status": status,
             "count": count,
             "share": round(count / attempted, 6) if attempted else None,
             "error": error,
-            "fix": failure_fix(outcome, status, error, self.refusals),
+            "fix": fix,
         }
 
 
@@ -436,6 +439,18 @@ def _message(passed: bool, checks: list[dict], tally: _Tally, dominant: dict | N
 
 def _label(outcome: str, status: int | None) -> str:
     return outcome + (f" (HTTP {status})" if status else "")
+
+
+def _platform_fix(record: Mapping) -> str | None:
+    """The fix a record's platform names in its logs, when the failure may be the platform's: a
+    process sandbox sharing the host's /tmp (a fixed /tmp name collides between concurrent calls)."""
+    if any(SHARED_TMP_FRAGMENT in str(line) for line in record.get("logs") or ()):
+        return (
+            "the failed calls name a /tmp path and their sandboxes share the host's /tmp (process sandboxes without a "
+            "mount namespace): a fixed /tmp name collides between concurrent calls, unlike in OpenWhisk's containers; "
+            "run localwhisk as root (a /tmp per sandbox) or with --isolation docker"
+        )
+    return None
 
 
 def _record_error(record: Mapping) -> str:

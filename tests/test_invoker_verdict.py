@@ -13,6 +13,7 @@ from test_invoker_run import run_dirs, write_workload
 from faasprof import rundir
 from faasprof.errors import ConfigError
 from faasprof.invoker.verdict import check_thresholds, evaluate, parse_thresholds
+from faasprof.localwhisk.activation import shared_tmp_hint
 
 
 def row(seq, outcome="ok", status=202, sent=100, done=5_000_100, error="", intended=0):
@@ -297,6 +298,23 @@ def test_records_refine_accepted_calls_to_their_final_outcome():
         verdict["outcomes"] == {"action_timeout": 6, "no_record": 4}
         and "raise the action's timeout" in verdict["dominant_failure"]["fix"]
     )
+
+
+def test_failures_in_sandboxes_sharing_tmp_say_so_in_the_verdict():
+    """FunctionBench's fixed /tmp names collided between concurrent process sandboxes (40 of 57
+    failed) and the verdict said only 'fix the function': where localwhisk's record says the
+    sandbox shares /tmp, the fix names that cause."""
+    rows = [dict(row(i), activation_id=f"a{i}") for i in range(10)]
+    hint = shared_tmp_hint("shared: unshare failed (Operation not permitted)", "No such file: '/tmp/fb.jpg'")
+    collided = {
+        f"a{i}": dict(record(f"a{i}", 1, "[Errno 2] No such file or directory: '/tmp/fb.jpg'"), logs=[hint])
+        for i in range(7)
+    } | {f"a{i}": record(f"a{i}", 0) for i in range(7, 10)}
+    verdict = evaluate(rows, records=collided)
+    assert not verdict["passed"] and verdict["dominant_failure"]["count"] == 7
+    assert "share the host's /tmp" in verdict["dominant_failure"]["fix"] and "--isolation docker" in verdict["message"]
+    plain = {f"a{i}": record(f"a{i}", 1, "[Errno 2] No such file or directory: '/tmp/fb.jpg'") for i in range(10)}
+    assert "/tmp" not in evaluate(rows, records=plain)["dominant_failure"]["fix"]
 
 
 def test_calls_without_a_record_are_not_successes_and_fail_their_instance_in_one_line():
