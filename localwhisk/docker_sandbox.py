@@ -278,6 +278,7 @@ class DockerSandbox(Sandbox):
         self, name, kind, memory_mb, cgroups, workroot, apihost, on_exit, interpreters=None, *, host: DockerHost
     ):
         super().__init__(name, kind, memory_mb, cgroups, workroot, apihost, on_exit, interpreters)
+        self.tmp = "private"  # a container's /tmp is its own, as in OpenWhisk
         self.host = host
         self.container_id: str | None = None
         self.container_name = f"faasprof-lw{host.owner_pid}-{host.token}-{name}"
