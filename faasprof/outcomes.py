@@ -95,6 +95,7 @@ CONNECT_FAILED_TEXT = "cannot connect to "
 CONNECT_TIMEOUT_TEXT = "timed out after"
 REQUEST_TIMEOUT_TEXT = "no response within "
 NO_CONNECTION_TEXT = "still waiting for a free connection"
+STOPPED_IN_FLIGHT_TEXT = "no response before the run stopped"  # a call in flight when the run was stopped
 CUT_OFF_TEXTS = ("connection closed before any response", "connection lost in the middle of the response")
 
 STATUS_CODE_OUTCOMES = {0: "success", 1: "application_error", 2: "developer_error", 3: "internal_error"}

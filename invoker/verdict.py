@@ -39,7 +39,7 @@ from typing import Any, Collection, Iterable, Mapping
 
 from faasprof import rundir
 from faasprof.errors import ConfigError
-from faasprof.outcomes import ACCEPTED_HTTP_OUTCOMES, SHARED_TMP_FRAGMENT, final_outcome
+from faasprof.outcomes import ACCEPTED_HTTP_OUTCOMES, SHARED_TMP_FRAGMENT, STOPPED_IN_FLIGHT_TEXT, final_outcome
 
 VERDICT_FORMAT_VERSION = 1
 
@@ -188,6 +188,11 @@ def failure_fix(outcome: str, status: int | None, error: str) -> str:
         return "the platform accepted these calls but no activation record of them was saved; see the manifest's activations block (missing_why)"
     if outcome == "throttled":
         return _THROTTLE_FIX
+    if outcome == "timeout" and error.startswith(STOPPED_IN_FLIGHT_TEXT):
+        return (
+            "the run was stopped while these calls were in flight (the manifest's status_reason says why): "
+            "they were cut off, not slow; let the run finish to measure them"
+        )
     if outcome == "timeout":
         return "no answer within --request-timeout-s: the platform is overloaded or the action too slow; lower the rate or raise --request-timeout-s"
     if outcome == "app_error":

@@ -111,6 +111,8 @@ def test_refusals_without_any_answer_are_a_platform_not_there():
     [
         ("failed", 413, "The request content was too large", "payload limit"),
         ("timeout", None, "no response within 1 s", "--request-timeout-s"),
+        # Cut off by a Ctrl-C: the fix said to raise --request-timeout-s or lower the rate.
+        ("timeout", None, "no response before the run stopped (Ctrl-C (SIGINT) received)", "let the run finish"),
         ("app_error", 502, "boom", "the action itself failed"),
         ("failed", 401, "invalid", "--auth"),
         ("failed", 404, "does not exist", "faasprof deploy"),
