@@ -404,9 +404,9 @@ def load_run(
     missing_ids = sorted(frame["activation_id"][missing_mask].tolist())
     records_info.update(found=found, missing=len(missing_ids), missing_ids_sample=missing_ids[:MISSING_IDS_IN_SUMMARY])
     if missing_ids and records_info["source"] != "none":
-        warnings.append(
-            f"{len(missing_ids)} of {with_id} activation records are missing (not stored by the platform, or not yet)"
-        )
+        # Why they are missing, as the records' save found it (a platform gone for good has no "not yet").
+        why = (manifest.activations or {}).get("missing_why") or "not stored by the platform, or not yet"
+        warnings.append(f"{len(missing_ids)} of {with_id} activation records are missing ({why})")
 
     specs = stats_mod.instance_specs(manifest, frame)
     duration = stats_mod._workload_duration(manifest, frame)

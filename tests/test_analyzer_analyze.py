@@ -155,6 +155,16 @@ def test_missing_records_are_counted_not_dropped(tmp_path):
     assert any("10 of 50 activation records are missing" in w for w in summary["warnings"])
 
 
+def test_missing_records_say_why_as_their_save_found_it(tmp_path):
+    """A killed embedded localwhisk: its store is final, so the warning says why the records are
+    missing (the save's missing_why), not 'not stored by the platform, or not yet'."""
+    run_dir, _ = write_synthetic_run(tmp_path, duration_s=5.0, instances=ONE, missing_every=5)
+    why = "the embedded localwhisk exited during the run: it could not record what it still held"
+    rundir.update_manifest(run_dir, activations={"missing": 10, "missing_why": why})
+    summary = analyze_run(run_dir, plots=False)
+    assert f"10 of 50 activation records are missing ({why})" in summary["warnings"]
+
+
 def test_foreign_and_unreadable_records_are_ignored(tmp_path):
     run_dir, records = write_synthetic_run(tmp_path, duration_s=2.0, instances=ONE)
     other = dict(records[0], activationId="f" * 32, name="someone-else")
