@@ -27,7 +27,8 @@ Summary format versions (``SUMMARY_FORMAT_VERSION``):
      re-analyzed by ``compare``: its percentiles included failed activations. Added later,
      readable by version-2 readers: ``run.end_s`` and ``run.not_sent_interrupted`` (a run that
      stopped early: where it stopped, and the invocations planned after that, which
-     ``run.final_outcomes`` and ``failures`` leave out).
+     ``run.final_outcomes`` and ``failures`` leave out); ``tail_ratios`` rows per instance × phase
+     (before, per function × phase and ``all``: ``compare`` gives such a run no tail columns).
 """
 
 from __future__ import annotations
@@ -406,9 +407,9 @@ def load_run(
     missing_ids = sorted(frame["activation_id"][missing_mask].tolist())
     records_info.update(found=found, missing=len(missing_ids), missing_ids_sample=missing_ids[:MISSING_IDS_IN_SUMMARY])
     if missing_ids and records_info["source"] != "none":
-        warnings.append(
-            f"{len(missing_ids)} of {with_id} activation records are missing (not stored by the platform, or not yet)"
-        )
+        # Why they are missing, as the records' save found it (a platform gone for good has no "not yet").
+        why = (manifest.activations or {}).get("missing_why") or "not stored by the platform, or not yet"
+        warnings.append(f"{len(missing_ids)} of {with_id} activation records are missing ({why})")
 
     specs = stats_mod.instance_specs(manifest, frame)
     duration = stats_mod._workload_duration(manifest, frame)

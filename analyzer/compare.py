@@ -470,7 +470,7 @@ def phase_rows(name: str, label: dict, summary: dict) -> list[dict]:
                 **{m: phase.get(m) for m in METRICS},
                 "gb_s_100ms": phase.get("gb_s_100ms"),
                 "memory_mb": phase.get("memory_mb"),
-                **tails_mod.phase_columns(summary, instance["function"], int(phase["phase"])),
+                **tails_mod.phase_columns(summary, instance["instance"], int(phase["phase"])),
                 **({**monitors, "monitor_window": MONITOR_WINDOW} if monitors else {}),
             }
             if calls != "blocking":  # the time to a 202 is no latency of the function's

@@ -17,11 +17,13 @@ Columns (units in the names; ``_s`` columns are seconds since the run's monotoni
 ``duration_ms``            the record's ``duration`` (includes init)
 ``overhead_ms``            client latency − (wait + duration): client→controller, the answer's
                            way back (active ack, controller, proxy) and the init→run gap;
-                           NaN for non-blocking calls, which answer before the function runs
+                           NaN for calls answered before the function ended (non-blocking, or
+                           a blocking 202)
 ``platform_latency_ms``    wait + duration: the platform's own view (FaaSProfiler's latency)
 ``platform_end_s``         the record's ``end`` on the run clock
 ``completion_latency_ms``  intended → the function's end: corrected latency for blocking calls,
-                           record end − intended for non-blocking ones (what the plots show)
+                           record end − intended for non-blocking ones and for blocking ones the
+                           platform answered 202 when its blocking wait ran out (what the plots show)
 ``start_class``            cold | resumed | warm | unknown (see ``classify_starts``)
 ``status``                 the record's ``response.status``
 ``record_outcome``         what the record says (``faasprof.outcomes.record_outcome``)
@@ -282,6 +284,18 @@ def match_records(invocations: pd.DataFrame, records: pd.DataFrame) -> np.ndarra
     return out
 
 
+# OpenWhisk answers a blocking call whose function outlives the controller's blocking wait (60 s)
+# with 202 and the activation id, as it answers a non-blocking one: that answer is not the end.
+WAIT_EXPIRED_STATUS = 202
+
+
+def answered_at_end(blocking: np.ndarray, http_status: np.ndarray) -> np.ndarray:
+    """Which calls were answered when their function ended: those of an instance that answers at
+    the end (``answers_at_end``), less those the platform answered 202 once its blocking wait ran
+    out (their function ends later, at the record's end)."""
+    return blocking & (http_status != WAIT_EXPIRED_STATUS)
+
+
 def answers_at_end(instance: dict, default: bool = True) -> bool:
     """Whether a call of this resolved instance is answered when the function ends (blocking).
 
@@ -394,6 +408,7 @@ def build_from_aligned(invocations: pd.DataFrame, aligned: dict, manifest: rundi
     columns["execution_ms"] = duration_ms - init_ms
     # A non-blocking call answers at acceptance, before the function runs: no overhead to speak of.
     blocking = invocations["instance"].map(instance_answers_at_end(manifest)).to_numpy(dtype=bool)
+    blocking = answered_at_end(blocking, _float(invocations["http_status"]))
     columns["overhead_ms"] = np.where(blocking, columns["client_latency_ms"] - (wait_ms + duration_ms), np.nan)
     columns["platform_latency_ms"] = wait_ms + duration_ms
     columns["platform_end_s"] = (end_ms - wall_zero_ms) / 1e3

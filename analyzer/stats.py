@@ -88,7 +88,7 @@ import numpy as np
 import pandas as pd
 
 from faasprof import rundir
-from faasprof.analyzer.frames import answers_at_end, blocking_default
+from faasprof.analyzer.frames import answered_at_end, answers_at_end, blocking_default
 from faasprof.analyzer.markup import fmt, ms
 from faasprof.outcomes import ACCEPTED_HTTP_OUTCOMES, FAILURE_OUTCOMES, FINAL_OUTCOMES, HTTP_OUTCOMES
 from faasprof.workload.arrivals import distribution_of
@@ -381,7 +381,8 @@ def _quantile_ranks(n: int, p: float) -> list[int]:
 ACHIEVED_RULE = (
     "achieved/s = invocations that ended inside the steady window, per second: the end is the answer "
     "for calls answered when the function ends (blocking calls, web calls with a data file) and the "
-    "activation record's end for non-blocking calls; failed invocations count (they ended too); at most as many as were "
+    "activation record's end for non-blocking calls and for blocking ones answered 202 when the platform's "
+    "blocking wait ran out; failed invocations count (they ended too); at most as many as were "
     "planned inside the window, so achieved never exceeds offered: the ends of calls planned before it (a warm-up's "
     "backlog draining after cold starts) are not throughput of this window's offer"
 )
@@ -402,6 +403,7 @@ STATS_COLUMNS = (
     "platform_latency_ms",
     "completion_latency_ms",
     "lateness_ms",
+    "http_status",
     "done_ns",
     "platform_end_s",
     "wait_ms",
@@ -437,7 +439,7 @@ def label_counts(column: pd.Series, names) -> dict:
     return {name: int((values == name).sum()) for name in names}
 
 
-END_COLUMNS = ("outcome", "done_ns", "has_record", "platform_end_s")  # what ``end_times_s`` reads
+END_COLUMNS = ("outcome", "http_status", "done_ns", "has_record", "platform_end_s")  # what ``end_times_s`` reads
 
 
 def end_times_s(rows: pd.DataFrame, answers_at_end: bool) -> np.ndarray:
@@ -445,9 +447,15 @@ def end_times_s(rows: pd.DataFrame, answers_at_end: bool) -> np.ndarray:
 
     A non-blocking instance without any record falls back to its answers (the 202s): all there is.
     """
-    if answers_at_end or not rows["has_record"].any():
+    if not rows["has_record"].any():
         answered = label_mask(rows["outcome"], ANSWERED)
         done = rows["done_ns"].to_numpy(dtype="float64", na_value=np.nan)[answered] / 1e9
+    elif answers_at_end:  # the answers, but a blocking 202 (the platform's wait ran out) ends at its record
+        answered = label_mask(rows["outcome"], ANSWERED)
+        status = rows["http_status"].to_numpy(dtype="float64", na_value=np.nan)
+        at_end = answered_at_end(np.ones(len(rows), dtype=bool), status)
+        done_s = rows["done_ns"].to_numpy(dtype="float64", na_value=np.nan) / 1e9
+        done = np.where(at_end, done_s, rows["platform_end_s"].to_numpy(dtype="float64"))[answered]
     else:
         done = rows["platform_end_s"].to_numpy(dtype="float64")
     return done[np.isfinite(done)]

@@ -3,8 +3,9 @@
 STeLLAR (Ustiugov et al., IISWC 2021) characterises a platform's tail by how far the tail sits
 above the median of the response time, with warm and cold invocations kept apart: a cold start
 inside a warm sample inflates its tail and hides what the warm path does. faasprof computes the
-ratios per function, per phase (and over the whole run, phase ``all``) and per start class
-(``cold``, ``resumed``, ``warm``, and ``all`` for every answered invocation whatever its class).
+ratios per instance, per phase and per start class (``cold``, ``resumed``, ``warm``, and ``all``
+for every answered invocation whatever its class): never over two instances or two phases, whose
+latencies are of different kinds or rates.
 
 The latency is the response time the caller saw (``client_latency_ms``) for blocking instances;
 for non-blocking ones, whose client only saw the 202, it is the platform's wait + duration
@@ -30,7 +31,7 @@ CLASSES = ("cold", "resumed", "warm", "all")
 MIN_SAMPLES = 10
 RULE = (
     "response time (client latency for blocking instances, wait + duration for non-blocking ones) of answered invocations; "
-    f"p99/p50 and p99.9/p50 per function, phase and start class; fewer than {MIN_SAMPLES} samples: no ratio"
+    f"p99/p50 and p99.9/p50 per instance, phase and start class; fewer than {MIN_SAMPLES} samples: no ratio"
 )
 
 
@@ -70,27 +71,29 @@ def ratio_block(values: np.ndarray) -> dict:
 
 
 def tail_ratios(frame: pd.DataFrame, manifest: rundir.Manifest) -> dict:
-    """``{"rule", "rows"}``: one row per function × phase (and ``all``) × start class with samples;
+    """``{"rule", "rows"}``: one row per instance × phase × start class with samples (never two
+    instances of a function, or two phases, in one row: a function called blocking by one instance
+    and non-blocking by another has two latencies, and a phase at another rate another tail);
     each row's ``latency`` names the response time its figures are of."""
     blocking = _blocking(frame, manifest)
     latency = response_latency_ms(frame, manifest, blocking)
     answered = stats_mod.label_mask(frame["outcome"], stats_mod.ANSWERED)
-    # Groups are cut on integer codes (no Python object per row): functions by their label,
+    # Groups are cut on integer codes (no Python object per row): instances by their label,
     # start classes by name.
-    function_codes, function_labels = pd.factorize(frame["function"], use_na_sentinel=True)
-    function_labels = [str(label) for label in function_labels]
+    instance_codes, instance_labels = pd.factorize(frame["instance"], use_na_sentinel=True)
+    functions = frame["function"].astype(str).to_numpy()
     phases = frame["phase"].to_numpy() if "phase" in frame.columns else np.zeros(len(frame), dtype=int)
     class_codes, class_labels = pd.factorize(frame["start_class"], use_na_sentinel=True)
     class_code = {str(label): k for k, label in enumerate(class_labels)}
     rows = []
-    answered_codes = np.unique(function_codes[answered & (function_codes >= 0)])
-    for code in sorted(answered_codes, key=lambda k: function_labels[k]):
-        function = function_labels[code]
-        in_function = answered & (function_codes == code)
-        kind = " and ".join(LATENCY_KINDS[b] for b in (True, False) if (blocking[in_function] == b).any())
-        phase_values = _phase_values(phases[in_function])
-        for phase in [*phase_values, "all"]:
-            in_phase = in_function if phase == "all" else in_function & (phases == phase)
+    answered_codes = np.unique(instance_codes[answered & (instance_codes >= 0)])
+    for code in sorted(answered_codes, key=lambda k: str(instance_labels[k])):
+        in_instance = answered & (instance_codes == code)
+        first = int(np.flatnonzero(in_instance)[0])
+        head = {"instance": str(instance_labels[code]), "function": functions[first]}
+        kind = LATENCY_KINDS[bool(blocking[first])]
+        for phase in _phase_values(phases[in_instance]):
+            in_phase = in_instance & (phases == phase)
             for start_class in CLASSES:
                 if start_class == "all":
                     mask = in_phase
@@ -98,17 +101,16 @@ def tail_ratios(frame: pd.DataFrame, manifest: rundir.Manifest) -> dict:
                     mask = in_phase & (class_codes == class_code[start_class])
                 else:
                     continue
-                if not mask.any():
-                    continue
-                rows.append(
-                    {
-                        "function": function,
-                        "phase": phase,
-                        "start_class": start_class,
-                        "latency": kind,
-                        **ratio_block(latency[mask]),
-                    }
-                )
+                if mask.any():
+                    rows.append(
+                        {
+                            **head,
+                            "phase": phase,
+                            "start_class": start_class,
+                            "latency": kind,
+                            **ratio_block(latency[mask]),
+                        }
+                    )
     return {"rule": RULE, "rows": rows}
 
 
@@ -121,22 +123,24 @@ def _phase_values(phases: np.ndarray) -> list[int]:
     return sorted({int(p) for p in phases if p is not None and not (isinstance(p, float) and math.isnan(p))})
 
 
-def phase_columns(summary: dict, function: str, phase: int) -> dict:
-    """A function's ratios in one phase as flat columns (``tail_p99_over_p50_warm``...) for
-    ``compare``, whose rows are phases: the whole run's would pool them."""
+def phase_columns(summary: dict, instance: str, phase: int) -> dict:
+    """An instance's ratios in one phase as flat columns (``tail_p99_over_p50_warm``...) for
+    ``compare``, whose rows are instances × phases. An older summary's rows, one per function
+    (its instances pooled), have no ``instance`` and give no columns: ``faasprof analyze`` again."""
     out = {}
     for row in (summary.get("tail_ratios") or {}).get("rows", []):
-        if row["function"] == function and row["phase"] == phase:
+        if row.get("instance") == instance and row["phase"] == phase:
             out[f"tail_p99_over_p50_{row['start_class']}"] = row["p99_over_p50"]
             out[f"tail_p99_9_over_p50_{row['start_class']}"] = row["p99_9_over_p50"]
     return out
 
 
 def report_section(summary: dict) -> str:
-    """The report's HTML section: one table row per function × phase × start class."""
+    """The report's HTML section: one table row per instance × phase × start class."""
     block = summary.get("tail_ratios") or {}
     rows = [
         [
+            r.get("instance", "–"),
             r["function"],
             r["phase"],
             r["start_class"],
@@ -155,13 +159,25 @@ def report_section(summary: dict) -> str:
     return (
         "<h2>Tail-to-median ratio (STeLLAR)</h2>"
         "<p class='def'>Not the modes table's figures: here the response time (<b>latency</b> column) of every <i>answered</i> "
-        "invocation (successful or not) of the function in the whole phase, warm-up included, all its instances together; "
+        "invocation (successful or not) of the instance in the whole phase, warm-up included; "
         "the modes table has the completion latency of each instance's successful invocations in the phase's steady window. "
         "<b>n</b> counts the invocations each row's percentiles are of.</p>"
         + markup.table(
-            ["function", "phase", "start class", "latency", "n", "p50", "p99", "p99.9", "p99/p50", "p99.9/p50"],
+            [
+                "instance",
+                "function",
+                "phase",
+                "start class",
+                "latency",
+                "n",
+                "p50",
+                "p99",
+                "p99.9",
+                "p99/p50",
+                "p99.9/p50",
+            ],
             rows,
-            left=4,
+            left=5,
         )
         + f"<p><small>{html.escape(block.get('rule', ''))}.</small></p>"
     )

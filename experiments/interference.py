@@ -134,8 +134,9 @@ def resolve_rate(
     }
 
 
-def _window(workload: dict, aggressor: str | None) -> tuple[float, float] | None:
-    instance = (workload.get("instances") or {}).get(aggressor or "") or {}
+def activity_window(workload: dict, name: str | None) -> tuple[float, float] | None:
+    """An instance's activity window in seconds (None: no such instance, or no window given)."""
+    instance = (workload.get("instances") or {}).get(name or "") or {}
     # The manifest stores the resolved workload (window_s); a workload JSON has activity_window.
     window = instance.get("window_s") or instance.get("activity_window")
     return (float(window[0]), float(window[1])) if window else None
@@ -312,7 +313,7 @@ def report_run(run_dir: str | os.PathLike, victim: str, aggressor: str | None, r
     if not perf_meta:
         dropped = {"perf": "the run had no perf monitor (monitoring.perf)"}
     perf = run.monitors.get("perf")
-    window = _window(workload, aggressor)
+    window = activity_window(workload, aggressor)
     analysis = Path(run_dir) / "analysis"
     plots = analysis / "plots"
     plots.mkdir(parents=True, exist_ok=True)

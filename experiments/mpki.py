@@ -52,6 +52,7 @@ MPKI_CSV = "mpki.csv"
 FIGURE = "fig6_7_branch_mpki_vs_exec.png"
 EVENTS = ("instructions", "branch-misses", "branches", "cycles")
 REQUIRED_EVENTS = ("instructions", "branch-misses")
+NO_PERF_OUTPUT = "no perf output in the run"  # a run without a perf monitor (``missing``)
 MPKI_COLUMNS = (
     "function",
     "instance",
@@ -185,7 +186,7 @@ def rows_for_run(run_dir: str | os.PathLike, rate_rps: float | None = None) -> l
                     "branch_miss_rate": math.nan,
                     "ipc": math.nan,
                     "min_running_pct": math.nan,
-                    "missing": "no perf output in the run",
+                    "missing": NO_PERF_OUTPUT,
                     "perf_window_s": None,
                     "no_counters": bool(dropped),
                 }

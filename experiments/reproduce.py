@@ -366,6 +366,20 @@ def eta_seconds(expected: dict[str, float], done: list[str], elapsed_s: float) -
     return sum(v for k, v in expected.items() if k not in done) * pace
 
 
+def _ipc_label(windows: dict) -> str:
+    """Fig 14's comparison with its windows: the aggressor's, and the victim's own reference window
+    (``reproduce_runs.ipc_by_window``)."""
+    inside = windows.get("inside")
+    reference = next((name for name in ("before", "after") if name in windows), None)
+    if not inside or reference is None:
+        return "IPC inside the aggressor's window over the victim's alone"
+    low, high = windows[reference]
+    return (
+        f"IPC inside the aggressor's window [{inside[0]:g}, {inside[1]:g}) s over the victim's alone "
+        f"{reference} it [{low:g}, {high:g}) s"
+    )
+
+
 def judge(figure: Figure, results: dict[str, dict], isolation: str | None = None) -> rules.Verdict:
     """The verdict of ``figure`` from the experiments' results (``reproduce_runs``: one dict each);
     ``isolation`` picks the slowdown measured beside the main one (Figs 15, 16)."""
@@ -397,9 +411,9 @@ def judge(figure: Figure, results: dict[str, dict], isolation: str | None = None
     if figure.key == "14":
         found = data["interference"]
         return rules.verdict_ratio(
-            "IPC inside the aggressor's window over outside",
+            _ipc_label(found.get("ipc_windows_s") or {}),
             found.get("ipc_inside") or [],
-            found.get("ipc_outside") or [],
+            found.get("ipc_reference") or [],
             above=False,
         )
     main = (data["slowdown"].get("by_isolation") or {}).get(isolation or data["slowdown"].get("primary") or "")

@@ -38,7 +38,7 @@ from faasprof.experiments import capacity_store
 from faasprof.experiments import reproduce as plan
 from faasprof.experiments.analyzed import execute_analyzed
 from faasprof.experiments.capacity import find_capacity
-from faasprof.experiments.interference import report_run, resolve_rate
+from faasprof.experiments.interference import activity_window, report_run, resolve_rate
 from faasprof.experiments.mpki import FIGURE as MPKI_FIGURE
 from faasprof.experiments.mpki import mpki_workload, plot_mpki, rows_for_run
 from faasprof.experiments.reproduce_rules import exponent_ci, ratio_ci
@@ -387,7 +387,8 @@ def mpki(ctx: Context) -> dict:
 
 
 def interference(ctx: Context, cap: dict) -> dict:
-    """Fig 14: the victim's latency and the system's IPC inside and outside the aggressor's window."""
+    """Fig 14: the victim's latency, and the system's IPC inside the aggressor's window and in the
+    victim's own window before it (``ipc_by_window``)."""
     data = json.loads(INTERFERENCE_WORKLOAD.read_text(encoding="utf-8"))
     resolved, rate = resolve_rate(
         data, "json_dumps", cap["capacity_rps"], INTERFERENCE_FRACTION, f"capacity {cap['source']}"
@@ -398,17 +399,40 @@ def interference(ctx: Context, cap: dict) -> dict:
     )
     result_path = report_run(run_dir, "json_dumps", "deltablue", rate)
     result = json.loads(Path(result_path).read_text(encoding="utf-8"))
-    window = result.get("aggressor_window_s") or [math.nan, math.nan]
-    perf = load_run(run_dir).monitors.get("perf")
-    during = _between(window)
-    inside = _per_second(perf, "ipc", during, ratio=True)
-    outside = _per_second(perf, "ipc", lambda t: ~during(t), ratio=True)
+    run = load_run(run_dir)
+    workload = run.manifest.workload
+    ipc = ipc_by_window(
+        run.monitors.get("perf"), activity_window(workload, "deltablue"), activity_window(workload, "json_dumps")
+    )
     return {
         "run_dirs": [str(run_dir)],
-        "ipc_inside": inside,
-        "ipc_outside": outside,
+        **ipc,
         "latency": result.get("latency"),
         "plots": [str(Path(result_path).parent / result["figure"])],
+    }
+
+
+def ipc_by_window(perf, aggressor: tuple[float, float] | None, victim: tuple[float, float] | None) -> dict:
+    """Fig 14's IPC per perf interval inside the aggressor's window and, as the victim's own
+    reference, before it (after it where nothing came before), each inside the victim's activity
+    window: never the rest of the run pooled (the victim still recovering after the aggressor, the
+    idle seconds past its end). An interval counts in a window only when it lies wholly inside it
+    (perf stamps an interval at its end). Returns the samples and the windows they are of."""
+    if aggressor is None or victim is None or perf is None or "ipc" not in perf.columns:
+        return {"ipc_inside": [], "ipc_reference": [], "ipc_windows_s": None}
+    stamps = np.unique(perf["t_s"].to_numpy(dtype="float64"))
+    step = float(np.median(np.diff(stamps))) if len(stamps) > 1 else 0.0
+    low, high = max(aggressor[0], victim[0]), min(aggressor[1], victim[1])
+    windows = {"inside": [low, high], "before": [victim[0], low], "after": [high, victim[1]]}
+    samples = {
+        name: _per_second(perf, "ipc", lambda t, w=w: (t - step >= w[0] - 1e-9) & (t <= w[1] + 1e-9), ratio=True)
+        for name, w in windows.items()
+    }
+    reference = "before" if samples["before"] or not samples["after"] else "after"
+    return {
+        "ipc_inside": samples["inside"],
+        "ipc_reference": samples[reference],
+        "ipc_windows_s": {"inside": windows["inside"], reference: windows[reference]},
     }
 
 

@@ -95,6 +95,7 @@ CONNECT_FAILED_TEXT = "cannot connect to "
 CONNECT_TIMEOUT_TEXT = "timed out after"
 REQUEST_TIMEOUT_TEXT = "no response within "
 NO_CONNECTION_TEXT = "still waiting for a free connection"
+STOPPED_IN_FLIGHT_TEXT = "no response before the run stopped"  # a call in flight when the run was stopped
 CUT_OFF_TEXTS = ("connection closed before any response", "connection lost in the middle of the response")
 
 STATUS_CODE_OUTCOMES = {0: "success", 1: "application_error", 2: "developer_error", 3: "internal_error"}
@@ -108,6 +109,9 @@ STATUS_TEXT_OUTCOMES = {
 # OpenWhisk's message for an action that ran past its limit ("The action exceeded its time limits
 # of 60000 milliseconds." / "... during initialization.").
 TIMEOUT_MESSAGE_FRAGMENT = "exceeded its time limits"
+# localwhisk's line in a failed activation's logs when its error names a /tmp path and its process
+# sandbox shares the host's /tmp (no mount namespace): the verdict names that cause.
+SHARED_TMP_FRAGMENT = "this sandbox shares /tmp with the others on this host"
 # localwhisk's message for an activation still queued or running when it stopped ("localwhisk
 # stopped before the activation completed."), a whisk internal error in its record.
 STOPPED_MESSAGE_FRAGMENT = "stopped before the activation completed"

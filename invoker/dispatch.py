@@ -41,7 +41,7 @@ import numpy as np
 
 from faasprof.invoker.selfwatch import SelfWatch, lateness_summary_ms
 from faasprof.invoker.sender import DEFAULT_MAX_CONNECTIONS, DEFAULT_REQUEST_TIMEOUT_S, PreparedRequest, Sender
-from faasprof.outcomes import NO_CONNECTION_TEXT, pushback_kind
+from faasprof.outcomes import NO_CONNECTION_TEXT, STOPPED_IN_FLIGHT_TEXT, pushback_kind
 from faasprof.progress import QUIET, Progress
 
 COARSE_MARGIN_NS = 1_000_000  # wake from the timer this long before the instant (timer slack)
@@ -488,7 +488,7 @@ class Dispatcher:
                             f"waiting up to {self.options.interrupt_grace_s:g} s for {sender.in_flight} request(s) in flight"
                         )
                 if self._hurry or time.monotonic() >= grace_deadline:
-                    sender.abort_in_flight(f"no response before the run stopped ({self.stop_reason})")
+                    sender.abort_in_flight(f"{STOPPED_IN_FLIGHT_TEXT} ({self.stop_reason})")
                     break
             if time.monotonic() >= deadline:
                 sender.abort_in_flight(f"no response within {self.options.request_timeout_s:g} s")

@@ -39,7 +39,7 @@ from typing import Any, Collection, Iterable, Mapping
 
 from faasprof import rundir
 from faasprof.errors import ConfigError
-from faasprof.outcomes import ACCEPTED_HTTP_OUTCOMES, final_outcome
+from faasprof.outcomes import ACCEPTED_HTTP_OUTCOMES, SHARED_TMP_FRAGMENT, STOPPED_IN_FLIGHT_TEXT, final_outcome
 
 VERDICT_FORMAT_VERSION = 1
 
@@ -130,8 +130,57 @@ _RECORD_FIXES = {
 }
 
 
+_NEVER_ANSWERED_FIX = (
+    "the platform refused connections and answered no call: it is down or --apihost names the wrong port; "
+    "start it and check with faasprof doctor"
+)
+
+
+class Refusals:
+    """When a run's refused connections happened against the platform's answers, which tells their
+    cause: refusals between answers are a full accept queue (the platform over-invoked, alive);
+    refusals only after the last answer are a platform that went away or stayed swamped; refusals
+    with no answer at all are a platform that was never there (down, or the wrong port)."""
+
+    def __init__(self) -> None:
+        self.answered = 0
+        self.last_answered_ns: int | None = None
+        self.first_refused_ns: int | None = None
+
+    def answer(self, intended_ns: int | None) -> None:
+        self.answered += 1
+        if intended_ns is not None:
+            self.last_answered_ns = max(intended_ns, self.last_answered_ns or intended_ns)
+
+    def refusal(self, intended_ns: int | None) -> None:
+        if intended_ns is not None:
+            self.first_refused_ns = min(intended_ns, self.first_refused_ns or intended_ns)
+
+    def fix(self) -> str:
+        if not self.answered:
+            return _NEVER_ANSWERED_FIX
+        first, last = self.first_refused_ns, self.last_answered_ns
+        if first is None or last is None or first < last:
+            return (
+                f"the platform refused these connections while it answered others ({self.answered:,} calls): its "
+                "accept queue was full, the rate over-invoked it; where over-invoking is the experiment that is the "
+                "measurement, else lower the workload's rate below the platform's capacity (faasprof capacity)"
+            )
+        return (
+            f"the platform answered {self.answered:,} calls, then refused every connection from {first / 1e9:.3g} s "
+            "into the run on: it went down or stayed swamped to the end; check its logs, and if it is still up, "
+            "lower the workload's rate"
+        )
+
+
+def _refused(text: str) -> bool:
+    return "refused" in text or "cannot connect" in text or "unreachable" in text
+
+
 def failure_fix(outcome: str, status: int | None, error: str) -> str:
-    """What to do about one kind of failure (the dominant one is reported)."""
+    """What to do about one kind of failure (the dominant one is reported). Refused connections
+    get the fix of a platform that answered nothing; a run that got answers too tells their cause
+    (``Refusals``)."""
     text = error.lower()
     if outcome in _RECORD_FIXES:
         return _RECORD_FIXES[outcome]
@@ -139,13 +188,18 @@ def failure_fix(outcome: str, status: int | None, error: str) -> str:
         return "the platform accepted these calls but no activation record of them was saved; see the manifest's activations block (missing_why)"
     if outcome == "throttled":
         return _THROTTLE_FIX
+    if outcome == "timeout" and error.startswith(STOPPED_IN_FLIGHT_TEXT):
+        return (
+            "the run was stopped while these calls were in flight (the manifest's status_reason says why): "
+            "they were cut off, not slow; let the run finish to measure them"
+        )
     if outcome == "timeout":
         return "no answer within --request-timeout-s: the platform is overloaded or the action too slow; lower the rate or raise --request-timeout-s"
     if outcome == "app_error":
         return "the action itself failed (502); fix the function or its parameters (see the error column)"
     if outcome == "failed" and status is None:
-        if "refused" in text or "cannot connect" in text or "unreachable" in text:
-            return "the platform refused connections: it is down or --apihost names the wrong port; start it and check with faasprof doctor"
+        if _refused(text):
+            return _NEVER_ANSWERED_FIX
         return "no HTTP answer (connection reset or closed): the platform or a proxy in front of it dropped the calls; check its logs"
     if status == 413:
         return "the platform rejected the request body as too large (413): the data_file is over its payload limit; use a smaller file (OpenWhisk's default limit is 1 MB)"
@@ -222,6 +276,7 @@ class _Tally:
         self.latency_ns: list[int] = []
         self.lateness_ns: list[int] = []
         self.instances: dict[str, _InstanceTally] = {}
+        self.refusals = Refusals()
 
     @property
     def attempted(self) -> int:
@@ -230,6 +285,8 @@ class _Tally:
     def add(self, row: Mapping[str, str]) -> None:
         outcome, record = self._final(row)
         self.outcomes[outcome] += 1
+        if row.get("http_status"):
+            self.refusals.answer(_ns(row.get("intended_ns")))
         if row["sent_ns"] and row["intended_ns"]:
             self.lateness_ns.append(int(row["sent_ns"]) - int(row["intended_ns"]))
         if outcome == "not_sent":  # the run stopped first: its status says why, not a failed call
@@ -261,15 +318,19 @@ class _Tally:
     def _failure(self, tally: _InstanceTally, outcome: str, row: Mapping[str, str], record: Mapping | None) -> None:
         status = int(row["http_status"]) if row["http_status"] else None
         error = row.get("error") or ""
+        fix = None
         if record is not None:  # the record, not the 202 or 502, says what went wrong
-            status, error = None, _record_error(record)
+            status, error, fix = None, _record_error(record), _platform_fix(record)
         elif outcome == "no_record":
             status, error = None, self.missing_why or "no activation record was saved for it"
         if tally.first_error is None:
             tally.first_error = _label(outcome, status) + (f": {error}" if error else "")
+        if outcome == "failed" and status is None and _refused(error.lower()):
+            self.refusals.refusal(_ns(row.get("intended_ns")))
         # Failures are told apart by their fix: a refused connection and a reset one are both
-        # "failed" without a status, but they mean different things.
-        key = (outcome, status, failure_fix(outcome, status, error))
+        # "failed" without a status, but they mean different things (the refusals' own fix
+        # depends on the whole run, so it is chosen once all rows are in: ``dominant``).
+        key = (outcome, status, fix or failure_fix(outcome, status, error))
         self.kinds[key] += 1
         self.samples.setdefault(key, error)
 
@@ -287,14 +348,17 @@ class _Tally:
     def dominant(self) -> dict | None:
         if not self.kinds:
             return None
-        (outcome, status, fix), count = self.kinds.most_common(1)[0]
-        attempted = self.attempted
+        key, count = self.kinds.most_common(1)[0]
+        outcome, status, fix = key
+        attempted, error = self.attempted, self.samples[key]
+        if fix == _NEVER_ANSWERED_FIX:
+            fix = self.refusals.fix()
         return {
             "outcome": outcome,
             "http_status": status,
             "count": count,
             "share": round(count / attempted, 6) if attempted else None,
-            "error": self.samples[(outcome, status, fix)],
+            "error": error,
             "fix": fix,
         }
 
@@ -382,10 +446,26 @@ def _label(outcome: str, status: int | None) -> str:
     return outcome + (f" (HTTP {status})" if status else "")
 
 
+def _platform_fix(record: Mapping) -> str | None:
+    """The fix a record's platform names in its logs, when the failure may be the platform's: a
+    process sandbox sharing the host's /tmp (a fixed /tmp name collides between concurrent calls)."""
+    if any(SHARED_TMP_FRAGMENT in str(line) for line in record.get("logs") or ()):
+        return (
+            "the failed calls name a /tmp path and their sandboxes share the host's /tmp (process sandboxes without a "
+            "mount namespace): a fixed /tmp name collides between concurrent calls, unlike in OpenWhisk's containers; "
+            "run localwhisk as root (a /tmp per sandbox) or with --isolation docker"
+        )
+    return None
+
+
 def _record_error(record: Mapping) -> str:
     result = (record.get("response") or {}).get("result")
     error = result.get("error") if isinstance(result, Mapping) else None
     return (error if isinstance(error, str) else str(error or ""))[:200]
+
+
+def _ns(text: str | None) -> int | None:
+    return int(text) if text else None
 
 
 def _ms(value_ns: float | None) -> float | None:

@@ -9,6 +9,7 @@ import time
 from dataclasses import dataclass, field
 
 from faasprof.localwhisk.sandbox import Sandbox, SandboxDied, format_log_line
+from faasprof.outcomes import SHARED_TMP_FRAGMENT
 
 # OpenWhisk Messages (common/scala/.../http/ErrorResponse.scala).
 ABNORMAL_INIT = "The action did not initialize and exited unexpectedly."
@@ -98,7 +99,7 @@ def shared_tmp_hint(tmp: str, error: object) -> str | None:
     if tmp == "private" or "/tmp/" not in str(error):
         return None
     return (
-        f"localwhisk: this sandbox shares /tmp with the others on this host ({tmp.removeprefix('shared: ')}): a fixed /tmp name "
+        f"localwhisk: {SHARED_TMP_FRAGMENT} ({tmp.removeprefix('shared: ')}): a fixed /tmp name "
         "collides between concurrent calls, unlike in OpenWhisk's containers; run localwhisk as root (a /tmp per sandbox) or isolation docker"
     )
 

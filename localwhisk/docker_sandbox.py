@@ -278,6 +278,7 @@ class DockerSandbox(Sandbox):
         self, name, kind, memory_mb, cgroups, workroot, apihost, on_exit, interpreters=None, *, host: DockerHost
     ):
         super().__init__(name, kind, memory_mb, cgroups, workroot, apihost, on_exit, interpreters)
+        self.tmp = "private"  # a container's /tmp is its own, as in OpenWhisk
         self.host = host
         self.container_id: str | None = None
         self.container_name = f"faasprof-lw{host.owner_pid}-{host.token}-{name}"
@@ -288,8 +289,6 @@ class DockerSandbox(Sandbox):
         self._resumed: asyncio.Task | None = None
         self._removal: asyncio.Task | None = None
         self._proxy_up = False
-        self.pause_error: str | None = None
-        self.death_reason: str | None = None  # why it is gone or going, for the log and the record
         self._frozen = False  # frozen by a direct freezer write (docker_pause: freezer)
 
     def cpu_time_ns(self) -> int | None:
@@ -392,7 +391,6 @@ class DockerSandbox(Sandbox):
                 await self.host.engine.call("POST", f"/containers/{self.container_id}/pause")
             except (DockerError, DockerUnavailable) as error:
                 # OpenWhisk destroys a container it cannot pause; a call waiting on it goes to a new one.
-                self.pause_error = str(error)
                 self.death_reason = (
                     f"docker pause failed ({error}); removed, as OpenWhisk removes a container it cannot pause"
                 )

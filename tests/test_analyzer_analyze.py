@@ -155,6 +155,41 @@ def test_missing_records_are_counted_not_dropped(tmp_path):
     assert any("10 of 50 activation records are missing" in w for w in summary["warnings"])
 
 
+def test_a_blocking_call_answered_202_when_the_wait_ran_out_completes_at_its_record_end(tmp_path):
+    """paper_listing1 on a busy host: img-resize's blocking calls queued for minutes and were
+    answered 202 when the platform's blocking wait (60 s) ran out; their completion latency read
+    60 s (the answer), not the function's end minutes later, and achieved counted the answers."""
+    instances = {"b": {"application": "fn", "distribution": "Uniform", "rate": 4.0, "blocking": True}}
+    run_dir, _ = write_synthetic_run(
+        tmp_path, duration_s=6.0, instances=instances, service_ms=400.0, blocking_wait_ms=1500.0
+    )
+    frame = analyzer.load_run(run_dir).invocations
+    capped = (frame["http_status"] == 202).to_numpy(dtype=bool)
+    assert 10 < capped.sum() < len(frame)  # the queue grows past the wait: the later calls are capped
+    end_ms = frame["platform_end_s"].to_numpy() * 1e3 - frame["intended_s"].to_numpy() * 1e3
+    completion = frame["completion_latency_ms"].to_numpy()
+    assert np.allclose(completion[capped], end_ms[capped]) and (completion[capped] > 1501.0).all()
+    assert np.isnan(frame["overhead_ms"].to_numpy()[capped]).all()
+    answered = ~capped
+    assert np.allclose(completion[answered], frame["corrected_latency_ms"].to_numpy()[answered])
+    # Achieved counts each capped call at its function's end, not at its 202.
+    ends = stats_mod.end_times_s(frame[list(stats_mod.END_COLUMNS)], True)
+    expected = np.where(capped, frame["platform_end_s"], frame["done_ns"].to_numpy(dtype="float64") / 1e9)
+    assert np.allclose(np.sort(ends), np.sort(expected))
+    summary = analyze_run(run_dir, plots=False)
+    assert _mode(summary, "b")["completion_latency_ms_p50"] > 1600  # the queue (minutes there), not the wait
+
+
+def test_missing_records_say_why_as_their_save_found_it(tmp_path):
+    """A killed embedded localwhisk: its store is final, so the warning says why the records are
+    missing (the save's missing_why), not 'not stored by the platform, or not yet'."""
+    run_dir, _ = write_synthetic_run(tmp_path, duration_s=5.0, instances=ONE, missing_every=5)
+    why = "the embedded localwhisk exited during the run: it could not record what it still held"
+    rundir.update_manifest(run_dir, activations={"missing": 10, "missing_why": why})
+    summary = analyze_run(run_dir, plots=False)
+    assert f"10 of 50 activation records are missing ({why})" in summary["warnings"]
+
+
 def test_foreign_and_unreadable_records_are_ignored(tmp_path):
     run_dir, records = write_synthetic_run(tmp_path, duration_s=2.0, instances=ONE)
     other = dict(records[0], activationId="f" * 32, name="someone-else")

@@ -76,8 +76,12 @@ def test_modes_and_tail_tables_name_their_latency_and_n_and_fit_the_page(tmp_pat
     assert "Non-blocking calls: async." in page and "Blocking calls: blocking." in page
     tails = _table_after(page, "<h2>Tail-to-median ratio")
     assert "<th class='l'>latency</th><th class=''>n</th>" in tails
-    assert "client (send → answer) and wait + duration" in tails  # fn's two instances, one of each call
-    assert {row["latency"] for row in summary["tail_ratios"]["rows"]} == {"client (send → answer) and wait + duration"}
+    # fn's two instances, one of each call: two latencies, each its own rows (never pooled)
+    assert "client (send → answer)</td>" in tails and "wait + duration</td>" in tails
+    assert {(row["instance"], row["latency"]) for row in summary["tail_ratios"]["rows"]} == {
+        ("blocking", "client (send → answer)"),
+        ("async", "wait + duration"),
+    }
     assert "Not the modes table's figures" in page
 
 

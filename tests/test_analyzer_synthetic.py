@@ -106,6 +106,7 @@ def write_synthetic_run(
     blocking=True,
     failures=None,
     accept_ms=0.5,
+    blocking_wait_ms=None,
 ):
     """Write a run directory; returns (run_dir, list of all records the platform would hold).
 
@@ -113,6 +114,8 @@ def write_synthetic_run(
     the platform never stores it); the HTTP side is what the invoker sees: a 202 for a
     non-blocking call, a 502 (``app_error``) for a blocking one. ``accept_ms``: from the send to
     the platform's acceptance (a non-blocking call's 202 comes 0.5 ms after it).
+    ``blocking_wait_ms``: the platform's blocking wait (OpenWhisk's 60 s): a blocking call not done
+    by then is answered 202 then, its function ending later.
     """
     failures = failures or {}
     instances = instances or {"i0": {"application": "fn", "distribution": "Uniform", "rate": 10.0}}
@@ -159,6 +162,9 @@ def write_synthetic_run(
         free_at[function] = end_ms
         answers_at_end = instances[instance].get("blocking", blocking)  # an instance's own call kind over the run's
         done_ms = end_ms + 1.0 if answers_at_end else accepted_ms + 0.5  # non-blocking: a 202 on acceptance
+        capped = answers_at_end and blocking_wait_ms is not None and done_ms - sent_ms > blocking_wait_ms
+        if capped:
+            done_ms = sent_ms + blocking_wait_ms
         start_wall_ms = (WALL_ZERO_NS / 1e6) + ready_ms
         failure = failures.get(seq)
         if failure in FAILURE_RECORDS:
@@ -205,7 +211,7 @@ def write_synthetic_run(
                     int(sent_ms * 1e6),
                     int(done_ms * 1e6),
                     "ok",
-                    200 if answers_at_end else 202,
+                    200 if answers_at_end and not capped else 202,
                     ids[seq],
                     None,
                 )

@@ -215,3 +215,16 @@ def test_from_runs_without_hardware_counters_writes_the_table_and_exits_3(tmp_pa
     with open(out / "mpki.csv", newline="") as handle:
         rows = list(csv.DictReader(handle))
     assert len(rows) == 3 and all(r["branch_mpki"] == "" and r["no_counters"] == "True" for r in rows)
+
+
+@pytest.mark.slow
+def test_from_runs_of_a_run_without_perf_says_so_in_one_line_and_exits_2(tmp_path):
+    """It printed a table of '-' and exited 1 with nothing on stderr (tried on two quick-start runs)."""
+    run_dir = _three_rate_run(tmp_path)
+    result = _faasprof("mpki", "--from-runs", str(run_dir), "--out", str(tmp_path / "mpki"))
+    assert result.returncode == 2, result.stderr
+    assert result.stderr.strip() == (
+        f"--from-runs: {run_dir}: no perf output (the run had no perf monitor); run the workload with "
+        '"monitoring": {"perf": true} on a host with hardware counters'
+    )
+    assert len(result.stdout.strip().splitlines()) == 4  # a row per phase, then the folder

@@ -13,6 +13,7 @@ from test_invoker_run import run_dirs, write_workload
 from faasprof import rundir
 from faasprof.errors import ConfigError
 from faasprof.invoker.verdict import check_thresholds, evaluate, parse_thresholds
+from faasprof.localwhisk.activation import shared_tmp_hint
 
 
 def row(seq, outcome="ok", status=202, sent=100, done=5_000_100, error="", intended=0):
@@ -74,11 +75,44 @@ def test_an_instance_whose_every_call_failed_fails_the_run():
     assert evaluate([dict(r, instance="dumps") for r in rows[:10]])["passed"]  # one instance, 80 % succeeded
 
 
+REFUSED = "cannot connect to 127.0.0.1:9 (Connection refused)"
+
+
+def _refused(seq, at_s):
+    return row(seq, "failed", None, sent=None, done=None, error=REFUSED, intended=int(at_s * 1e9))
+
+
+def test_refusals_between_answers_are_an_over_invoked_platform_not_a_wrong_port():
+    """A platform whose accept queue filled refused calls while it answered the rest: the fix is
+    about the rate (or that it is the measurement), never a port or a platform that is down."""
+    rows = [row(i, intended=int(i * 1e8)) for i in range(0, 40, 4)]
+    rows += [_refused(i, i / 10) for i in range(40) if i % 4]
+    verdict = evaluate(rows)
+    assert not verdict["passed"] and verdict["dominant_failure"]["count"] == 30
+    fix = verdict["dominant_failure"]["fix"]
+    assert "over-invoked" in fix and "lower the workload's rate" in fix and "measurement" in fix
+    assert "wrong port" not in fix and "wrong port" not in verdict["message"]
+
+
+def test_refusals_only_after_the_last_answer_are_a_platform_that_went_away():
+    rows = [row(i, intended=int(i * 1e8)) for i in range(5)] + [_refused(i, i / 10) for i in range(5, 20)]
+    fix = evaluate(rows)["dominant_failure"]["fix"]
+    assert "answered 5 calls, then refused every connection from 0.5 s" in fix and "went down" in fix
+    assert "wrong port" not in fix
+
+
+def test_refusals_without_any_answer_are_a_platform_not_there():
+    fix = evaluate([_refused(i, i / 10) for i in range(5)])["dominant_failure"]["fix"]
+    assert "down or --apihost names the wrong port" in fix
+
+
 @pytest.mark.parametrize(
     "outcome, status, error, fix",
     [
         ("failed", 413, "The request content was too large", "payload limit"),
         ("timeout", None, "no response within 1 s", "--request-timeout-s"),
+        # Cut off by a Ctrl-C: the fix said to raise --request-timeout-s or lower the rate.
+        ("timeout", None, "no response before the run stopped (Ctrl-C (SIGINT) received)", "let the run finish"),
         ("app_error", 502, "boom", "the action itself failed"),
         ("failed", 401, "invalid", "--auth"),
         ("failed", 404, "does not exist", "faasprof deploy"),
@@ -266,6 +300,23 @@ def test_records_refine_accepted_calls_to_their_final_outcome():
         verdict["outcomes"] == {"action_timeout": 6, "no_record": 4}
         and "raise the action's timeout" in verdict["dominant_failure"]["fix"]
     )
+
+
+def test_failures_in_sandboxes_sharing_tmp_say_so_in_the_verdict():
+    """FunctionBench's fixed /tmp names collided between concurrent process sandboxes (40 of 57
+    failed) and the verdict said only 'fix the function': where localwhisk's record says the
+    sandbox shares /tmp, the fix names that cause."""
+    rows = [dict(row(i), activation_id=f"a{i}") for i in range(10)]
+    hint = shared_tmp_hint("shared: unshare failed (Operation not permitted)", "No such file: '/tmp/fb.jpg'")
+    collided = {
+        f"a{i}": dict(record(f"a{i}", 1, "[Errno 2] No such file or directory: '/tmp/fb.jpg'"), logs=[hint])
+        for i in range(7)
+    } | {f"a{i}": record(f"a{i}", 0) for i in range(7, 10)}
+    verdict = evaluate(rows, records=collided)
+    assert not verdict["passed"] and verdict["dominant_failure"]["count"] == 7
+    assert "share the host's /tmp" in verdict["dominant_failure"]["fix"] and "--isolation docker" in verdict["message"]
+    plain = {f"a{i}": record(f"a{i}", 1, "[Errno 2] No such file or directory: '/tmp/fb.jpg'") for i in range(10)}
+    assert "/tmp" not in evaluate(rows, records=plain)["dominant_failure"]["fix"]
 
 
 def test_calls_without_a_record_are_not_successes_and_fail_their_instance_in_one_line():

@@ -34,6 +34,7 @@ from faasprof.localwhisk.docker_sandbox import (
 )
 from faasprof.localwhisk.embedded import start_embedded
 from faasprof.localwhisk.pool import Pool
+from faasprof.outcomes import SHARED_TMP_FRAGMENT
 from tests.localwhisk_driver import SANDBOX_KEYS, Lw, annotation
 
 pytestmark = [pytest.mark.timeout(180), pytest.mark.slow]  # containers start in seconds each
@@ -162,6 +163,20 @@ def test_a_failed_resume_is_the_platforms_fault_never_the_users_call(tmp_path):
     assert "sandbox wsk1 (echo) gone: exited with status 137 (killed by signal 9, not by localwhisk)" in log, log[
         -3000:
     ]
+
+
+@needs_docker
+def test_a_container_has_its_own_tmp_and_its_failures_never_say_it_shares_the_hosts(tmp_path):
+    """A container's /tmp is its own: its failures naming a /tmp path got localwhisk's 'this
+    sandbox shares /tmp' line (the process sandbox's default state), and the log said python:3
+    sandboxes share the host's /tmp ('not started'), under isolation docker."""
+    with docker_lw(tmp_path, pause_grace_ms=50, user_memory_mb=1024) as handle:
+        lw = Lw(handle)
+        lw.put("reads", "def main(args):\n    return {'error': str(open('/tmp/faasprof-absent/x'))}\n", memory=256)
+        record = lw.invoke("reads", {}).json()
+    assert "/tmp/faasprof-absent" in json.dumps(record["response"]), record["response"]
+    assert not any(SHARED_TMP_FRAGMENT in line for line in record.get("logs") or []), record["logs"]
+    assert "share the host's /tmp" not in (tmp_path / "lw" / "localwhisk.log").read_text()
 
 
 class _Stub:

@@ -3,6 +3,9 @@ has its row in the Commands table."""
 
 from __future__ import annotations
 
+import re
+from collections import Counter
+
 from faasprof.cli import COMMANDS
 from faasprof.invoker import schema_doc
 from tests.conftest import REPO_ROOT
@@ -32,3 +35,19 @@ def test_the_experiments_table_points_to_reproduce():
     readme = (REPO_ROOT / "README.md").read_text(encoding="utf-8")
     experiments = readme.partition("## Experiments: the paper's figures")[2].partition("\n## ")[0]
     assert "`faasprof reproduce --quick`" in experiments
+
+
+def repeated_passages(text: str, words: int = 15) -> list[str]:
+    """Runs of ``words`` words that the prose (code blocks and tables left out) says twice."""
+    prose = " ".join(
+        line for line in re.sub(r"```.*?```", "", text, flags=re.S).splitlines() if not line.startswith("|")
+    )
+    tokens = prose.split()
+    runs = Counter(tuple(tokens[i : i + words]) for i in range(len(tokens) - words + 1))
+    return [" ".join(run) for run, count in runs.items() if count > 1]
+
+
+def test_the_readme_says_nothing_twice():
+    """Its "Benchmark functions" repeated half a paragraph (issue 34)."""
+    assert repeated_passages((REPO_ROOT / "README.md").read_text(encoding="utf-8")) == []
+    assert repeated_passages("a b c d e f g h i j k l m n o p. " * 2) != []

@@ -8,6 +8,7 @@ from __future__ import annotations
 import math
 
 import numpy as np
+import pandas as pd
 import pytest
 
 from faasprof.commands.reproduce import choose_isolation
@@ -312,3 +313,26 @@ def test_a_capacity_not_stored_is_measured_with_the_reproduce_search(tmp_path, m
     assert function == plan.MODES_FUNCTION and options["out_dir"] == ctx.runs
     assert {key: options[key] for key in plan.CAPACITY_SEARCH} == plan.CAPACITY_SEARCH
     assert runs.capacity(ctx)["capacity_rps"] == 24.0 and len(calls) == 1  # stored: read, not measured again
+
+
+def test_fig14_compares_ipc_inside_the_aggressor_window_with_the_victim_alone_before_it():
+    """The victim alone at IPC 2.0 for [0, 10) s, 1.5 with the aggressor in [10, 14), still
+    recovering at 1.4 to its end at 29 s, the host idle at 3.0 after: IPC fell by a quarter. Pooled
+    with everything outside the window, the reference was 1.4 and the fall vanished (×1.07)."""
+    t_s = np.round(np.arange(0.1, 33.0, 0.1), 3)
+    ipc = np.select([t_s <= 10.0, t_s <= 14.0, t_s <= 29.0], [2.0, 1.5, 1.4], 3.0)
+    ipc = ipc + np.resize([-0.02, 0.0, 0.02], len(t_s))  # a little noise for the interval
+    perf = pd.DataFrame({"t_s": t_s, "ipc": ipc})
+    found = runs.ipc_by_window(perf, (10.0, 14.0), (0.0, 29.0))
+    assert found["ipc_windows_s"] == {"inside": [10.0, 14.0], "before": [0.0, 10.0]}
+    assert len(found["ipc_inside"]) == 40 and max(found["ipc_inside"]) <= 1.52  # wholly inside only
+    assert len(found["ipc_reference"]) == 100 and min(found["ipc_reference"]) >= 1.98
+    figure = next(f for f in plan.FIGURES if f.key == "14")
+    verdict = plan.judge(figure, {"interference": found})
+    assert verdict.verdict == rules.REPRODUCED, verdict.reason
+    assert verdict.value == pytest.approx(0.75, abs=0.02)
+    assert "inside the aggressor's window [10, 14) s over the victim's alone before it [0, 10) s" in verdict.reason
+    # An aggressor from the victim's first second: the reference is the victim alone after it.
+    late = runs.ipc_by_window(perf, (0.0, 10.0), (0.0, 29.0))
+    assert late["ipc_windows_s"] == {"inside": [0.0, 10.0], "after": [10.0, 29.0]}
+    assert runs.ipc_by_window(None, (10.0, 14.0), (0.0, 29.0))["ipc_inside"] == []

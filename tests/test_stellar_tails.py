@@ -51,8 +51,46 @@ def test_warm_and_cold_tails_are_separated():
     }
     assert rows[(0, "warm")]["p99_over_p50"] == pytest.approx(np.quantile(warm, 0.99) / 10.0)
     assert rows[(0, "cold")]["p50_ms"] == pytest.approx(209.5)
-    assert rows[("all", "all")]["p99_over_p50"] > 15  # mixed: the cold starts are the tail
-    assert ("all", "resumed") not in rows
+    assert rows[(0, "all")]["p99_over_p50"] > 15  # mixed: the cold starts are the tail
+    assert (0, "resumed") not in rows
+    assert not any(phase == "all" for phase, _ in rows)  # phases never pooled
+
+
+def test_two_instances_of_a_function_and_two_phases_are_never_pooled():
+    """One function, a fast blocking instance and a slow non-blocking one, over two phases whose
+    latencies differ: each instance × phase has its own row, with its own latency kind."""
+    n = 40
+    frame = pd.DataFrame(
+        {
+            "instance": ["fast"] * (2 * n) + ["slow"] * (2 * n),
+            "function": ["fn"] * (4 * n),
+            "outcome": ["ok"] * (4 * n),
+            "phase": ([0] * n + [1] * n) * 2,
+            "start_class": ["warm"] * (4 * n),
+            "client_latency_ms": [10.0 + k % 10 for k in range(n)]
+            + [20.0 + k % 10 for k in range(n)]
+            + [1.0] * (2 * n),
+            "platform_latency_ms": [np.nan] * (2 * n) + [500.0 + k % 10 for k in range(2 * n)],
+        }
+    )
+    manifest = rundir.new_manifest(
+        "t", {"instances": {"fast": {"blocking": True}, "slow": {"blocking": False}}}, rundir.ClockAnchor(0, 0)
+    )
+    rows = {(r["instance"], r["phase"], r["start_class"]): r for r in tails.tail_ratios(frame, manifest)["rows"]}
+    assert set(rows) == {(i, p, c) for i in ("fast", "slow") for p in (0, 1) for c in ("warm", "all")}
+    assert rows[("fast", 0, "warm")]["n"] == n and rows[("fast", 0, "warm")]["p50_ms"] == pytest.approx(14.5)
+    assert rows[("fast", 1, "warm")]["p50_ms"] == pytest.approx(24.5)
+    assert rows[("slow", 0, "warm")]["p50_ms"] == pytest.approx(504.5)
+    assert rows[("fast", 0, "all")]["latency"] == "client (send → answer)"
+    assert rows[("slow", 1, "all")]["latency"] == "wait + duration"
+    assert all(r["function"] == "fn" for r in rows.values())
+    summary = {"tail_ratios": {"rows": list(rows.values())}}
+    assert (
+        tails.phase_columns(summary, "fast", 1)["tail_p99_over_p50_warm"] == rows[("fast", 1, "warm")]["p99_over_p50"]
+    )
+    assert (
+        tails.phase_columns(summary, "slow", 0)["tail_p99_over_p50_warm"] == rows[("slow", 0, "warm")]["p99_over_p50"]
+    )
 
 
 def test_summary_report_and_compare_carry_ratios(tmp_path):
@@ -67,14 +105,14 @@ def test_summary_report_and_compare_carry_ratios(tmp_path):
     )
     summary = analyze_run(run_a, None, fetch=False, plots=False)
     rows = summary["tail_ratios"]["rows"]
-    warm_all = next(r for r in rows if r["phase"] == "all" and r["start_class"] == "warm")
+    warm_all = next(r for r in rows if r["instance"] == "i0" and r["phase"] == 0 and r["start_class"] == "warm")
     frame = pd.read_parquet(run_a / "analysis" / "invocations.parquet")
     warm = frame.loc[(frame["start_class"] == "warm") & (frame["outcome"] == "ok"), "client_latency_ms"].to_numpy(
         dtype="float64"
     )
     assert warm_all["n"] == len(warm) > 100
     assert warm_all["p99_over_p50"] == pytest.approx(np.quantile(warm, 0.99) / np.quantile(warm, 0.5))
-    cold_all = next(r for r in rows if r["phase"] == "all" and r["start_class"] == "cold")
+    cold_all = next(r for r in rows if r["phase"] == 0 and r["start_class"] == "cold")
     assert cold_all["n"] == 1 and cold_all["p99_over_p50"] is None  # one cold start: no tail to speak of
     assert any(r["start_class"] == "cold" for r in rows)
     html = (run_a / "analysis" / "report.html").read_text()

@@ -4,7 +4,8 @@ Each function runs alone at ``--rate`` for ``--duration`` seconds with perf coun
 branch misses (see ``faasprof.experiments.mpki``). On a host whose perf cannot count them, the command
 says what it would measure and exits 3 before running anything. ``--from-runs RUN...`` recomputes
 the table and the plot from runs that already ran, a row per instance × phase with the counts of
-its own window; runs whose perf had no hardware counters give the table and exit 3. The last line of stdout is the output directory.
+its own window; runs whose perf had no hardware counters give the table and exit 3, runs without a
+perf monitor exit 2. The last line of stdout is the output directory.
 """
 
 from __future__ import annotations
@@ -15,10 +16,11 @@ import sys
 from pathlib import Path
 
 from faasprof import rundir
-from faasprof.errors import EXIT_NOT_READY, ConfigError, NotReadyError
+from faasprof.errors import EXIT_BAD_INPUT, EXIT_NOT_READY, ConfigError, NotReadyError
 from faasprof.experiments.analyzed import execute_analyzed
 from faasprof.experiments.mpki import (
     EVENTS,
+    NO_PERF_OUTPUT,
     REQUIRED_EVENTS,
     explain,
     mpki_workload,
@@ -94,6 +96,14 @@ def main(args: argparse.Namespace) -> int:
                 file=sys.stderr,
             )
             return EXIT_NOT_READY
+        no_perf = sorted({r["run_dir"] for r in rows if r["missing"] == NO_PERF_OUTPUT})
+        if no_perf:
+            print(
+                f"--from-runs: {', '.join(no_perf)}: no perf output (the run had no perf monitor); run the workload "
+                'with "monitoring": {"perf": true} on a host with hardware counters',
+                file=sys.stderr,
+            )
+            return EXIT_BAD_INPUT
         return code
 
     if not args.functions:

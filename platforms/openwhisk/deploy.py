@@ -170,7 +170,8 @@ def _put(client, action: PlannedAction) -> None:
             raise RunError(
                 f"{action.entry.name}: {client.connection.apihost} refused the {len(action.archive) / 1e6:.1f} MB archive ({encoded_mb:.1f} MB as "
                 f"base64 code) as too large (413{': ' + said if said else ''}); make the archive smaller, or raise the platform's action code limit "
-                "(localwhisk: --max-action-code-bytes, default 48 MiB of base64; OpenWhisk: whisk.exec.size-limit, and nginx's client_max_body_size)"
+                "(localwhisk, whose default is 48 MiB of base64: start it yourself with `faasprof local start "
+                "--max-action-code-bytes N` and run against it; OpenWhisk: whisk.exec.size-limit, and nginx's client_max_body_size)"
             ) from None
         raise
 
