@@ -121,7 +121,7 @@ def test_capacity_search_says_an_eta():
         say=lines.append,
         clock=lambda: next(ticks),
     )
-    assert lines[0].startswith("[ 1/6]") and "ETA at most 50 s" in lines[0]
+    assert lines[0].startswith("[ 1/6]") and "ETA about 50 s" in lines[0]
 
 
 @pytest.mark.slow

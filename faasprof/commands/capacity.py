@@ -89,7 +89,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         type=int,
         default=SEARCH_DEFAULTS["repeats"],
         metavar="N",
-        help="probe a rate whose decision was close up to N more times, until two probes agree (default %(default)d)",
+        help="probe each end of the bracket up to N more times, until two probes agree (default %(default)d)",
     )
     parser.add_argument(
         "--cooldown",
@@ -106,6 +106,11 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     )
     parser.add_argument(
         "--user-memory", type=int, metavar="MB", help="embedded localwhisk: memory budget of the pool (default 4096)"
+    )
+    parser.add_argument(
+        "--isolation",
+        choices=("auto", "cgroup", "rlimit", "docker"),
+        help="embedded localwhisk: sandboxes as processes (auto/cgroup/rlimit) or Docker containers (docker); default auto",
     )
     parser.add_argument("--quiet", action="store_true", help="no progress lines on stderr")
     add_connection_arguments(parser)
@@ -134,6 +139,8 @@ def main(args: argparse.Namespace) -> int:
         settings["pause_grace_ms"] = args.pause_grace
     if args.user_memory is not None:
         settings["user_memory_mb"] = args.user_memory
+    if args.isolation is not None:
+        settings["isolation"] = args.isolation
     result = find_capacity(
         args.function,
         out_dir=args.out,
