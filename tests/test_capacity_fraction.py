@@ -160,3 +160,35 @@ def test_plan_and_validate_show_a_fraction_from_the_store_or_as_not_measured_yet
     assert any(line.startswith(resolved) for line in plan.stdout.splitlines())
     validate = run_cli("validate", "--offline", path, env=env)
     assert validate.returncode == 0 and validate.stdout.splitlines()[1].startswith(f"  {resolved}"), validate.stdout
+
+
+def test_capacity_isolation_docker_searches_and_stores_under_docker_sandboxes(tmp_path, monkeypatch, capsys):
+    # `faasprof capacity --isolation docker` (issue 34: the docker repeats had no flag to take):
+    # the embedded localwhisk gets it, and the store keys the result by it.
+    monkeypatch.setenv(capacity_store.STORE_ENV, str(tmp_path / "store.json"))
+    seen = {}
+
+    def fake_find_capacity(function, **kwargs):
+        seen.update(kwargs["local_settings"])
+        return {
+            "capacity_rps": 20.0,
+            "capacity_text": "20 ± 2/s, 6 probes",
+            "interval_rps": [18.0, 22.0],
+            "bounds_rps": [18.0, 22.0],
+            "capacity_is_lower_bound": False,
+            "mode_at_capacity": "balanced",
+            "stopped_because": "bracketed within 30%",
+            "load_1min": {"before": 3.0, "peak": 4.0, "cpus": 2},
+            "probes": [{"rate_rps": 18.0, "mode": "balanced", "run_dir": "runs/p", "load_1min": 3.5}],
+            "result_file": str(tmp_path / "r.json"),
+        }
+
+    monkeypatch.setattr(cmd_capacity, "find_capacity", fake_find_capacity)
+    monkeypatch.setattr(cmd_capacity, "resolve_connection", lambda *a, **k: None)
+    parser = argparse.ArgumentParser()
+    cmd_capacity.add_arguments(parser)
+    assert cmd_capacity.main(parser.parse_args(["json_dumps", "--isolation", "docker"])) == 0
+    assert seen == {"isolation": "docker"}
+    stored = json.loads((tmp_path / "store.json").read_text())["entries"]
+    assert [k for k in stored if "localwhisk isolation=docker" in k]
+    assert "load 3.5" in capsys.readouterr().out  # each probe with the load as it ended

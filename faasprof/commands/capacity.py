@@ -6,8 +6,8 @@ fraction); every run directory is kept in ``<--out>/capacity/`` for ``faasprof c
 (one line per probe) goes to stderr; stdout gets the capacity with its interval ("59 ± 6/s, 7
 probes": the midpoint between the highest rate kept up and the lowest over-invoked, repeats
 included; "≥ N/s" when the search never found the function over-invoked), the host's 1-minute
-load before and at its peak during the search, where it was stored, the probes, and the result
-file as the last line.
+load before and at its peak during the search, where it was stored, the probes (each with the
+load as it ended), and the result file as the last line.
 """
 
 from __future__ import annotations
@@ -198,6 +198,9 @@ def main(args: argparse.Namespace) -> int:
             f"reference latency (queueing rule): p50 {reference['completion_latency_ms_p50']:.4g} ms at {reference['rate_rps']:.4g}/s, the lowest-rate probe"
         )
     for probe in result["probes"]:
-        print(f"  {probe['rate_rps']:>9.4g}/s  {probe['mode']:<13} {probe['run_dir']}")
+        load = probe.get("load_1min")
+        print(
+            f"  {probe['rate_rps']:>9.4g}/s  {probe['mode']:<13} load {'-' if load is None else f'{load:.3g}':<5} {probe['run_dir']}"
+        )
     print(result["result_file"])
     return 0 if capacity is not None else 1
