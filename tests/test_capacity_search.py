@@ -28,6 +28,18 @@ def modelled(capacity, calls):
     return probe
 
 
+def scripted(capacity, verdicts, calls):
+    """A platform of ``capacity`` whose first probes at some rates say what ``verdicts`` lists."""
+
+    def probe(rate, reference):
+        calls.append(rate)
+        queue = verdicts.get(rate)
+        mode = queue.pop(0) if queue else ("over-invoked" if rate > capacity else "balanced")
+        return Probe(rate, mode, run_dir=f"runs/p{len(calls)}")
+
+    return probe
+
+
 def test_steps_then_bisects_to_the_tolerance():
     calls = []
     result = search(modelled(66.0, calls), start_rate=1, max_rate=1000, factor=2, tolerance=0.05, max_runs=20)
@@ -215,13 +227,7 @@ def test_a_lucky_probe_at_the_step_does_not_place_the_bracket():
     lucky = {15.0: ["balanced"]}
     calls = []
 
-    def probe(rate, reference):
-        calls.append(rate)
-        queue = lucky.get(rate)
-        mode = queue.pop(0) if queue else ("over-invoked" if rate > 13.0 else "balanced")
-        return Probe(rate, mode, run_dir=f"runs/p{len(calls)}")
-
-    result = search(probe, start_rate=5, factor=3, tolerance=0.3, max_runs=8)
+    result = search(scripted(13.0, lucky, calls), start_rate=5, factor=3, tolerance=0.3, max_runs=8)
     low, high = result["bounds_rps"]
     assert low <= 13.0 < high <= 15.0  # before: 15-17.2/s
     lowest, highest = result["interval_rps"]
@@ -270,13 +276,7 @@ def test_a_transient_over_invoked_verdict_that_ends_the_stepping_is_outvoted():
     first = {15.0: ["over-invoked", "balanced", "balanced"]}
     calls = []
 
-    def probe(rate, reference):
-        calls.append(rate)
-        queue = first.get(rate)
-        mode = queue.pop(0) if queue else ("over-invoked" if rate > 24 else "balanced")
-        return Probe(rate, mode, run_dir=f"runs/p{len(calls)}")
-
-    result = search(probe, start_rate=5, factor=3, tolerance=0.3, max_runs=8)
+    result = search(scripted(24.0, first, calls), start_rate=5, factor=3, tolerance=0.3, max_runs=8)
     # Bisected below 15/s, then confirming the bracket's high end outvoted the transient: stepped on.
     assert [round(rate, 2) for rate in calls[:5]] == [5, 15.0, 8.66, 11.4, 13.08]
     assert calls.count(15.0) == 3 and 45.0 in calls
