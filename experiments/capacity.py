@@ -29,7 +29,10 @@ stopping moves the capacity by a factor of two; once a probe falls behind, every
 no free sandbox starts a cold one (OpenWhisk queues only when the memory is full), and a storm of
 up to 16 cold starts turns a small deficit into seconds of backlog. Confirming the ends late in the
 search probes them again minutes after the step, under the host as it is then; where the two
-disagree the interval spans both (below).
+disagree the interval spans both (below). The interval still holds for the host as it was
+during the search: a search while other work doubles (the reference latency, a lone call's at
+the lowest rate, went from 47 to 106 ms between two searches) lands elsewhere, and the load and
+the reference stored beside the capacity say how busy the host was.
 
 **The result is an interval** (``interval_of``): from the highest rate the search kept up at to
 the lowest it was over-invoked at (each rate by its majority), widened to every complete probe
@@ -40,9 +43,8 @@ did not, and where probes disagreed the interval spans the disagreement. Without
 over-invoked probe the capacity is only a lower bound, the highest rate kept up.
 The host's 1-minute load average before the search and its peak after each probe are kept beside
 it (``load_1min``), since a busy host serves less (``capacity_store`` flags a stored capacity
-measured at a very different load from today's).
-
-Each probe keeps the host's 1-minute load as it ended (``Probe.load_1min``).
+measured at a very different load from today's). Each probe keeps the load as it ended
+(``Probe.load_1min``).
 
 The first probe that keeps up (the lowest rate) is the search's *reference*: its median
 completion latency is recorded in every later probe's manifest (``latency_reference``), where the
@@ -74,7 +76,7 @@ go to ``probes_dir(out_dir)`` (``<out>/capacity/``) whoever asks.
 Result format versions (``CAPACITY_FORMAT_VERSION``): 1: first version; compatible additions:
 ``reference``, ``capacity_is_lower_bound``. 2: ``capacity_rps`` is the interval's midpoint (was
 the highest rate kept up); adds ``interval_rps``, ``plus_minus_rps``, ``capacity_text``,
-``load_1min`` and the probes' ``margin``/``close``.
+``load_1min`` and the probes' ``margin``/``close``; compatible addition: the probes' ``load_1min``.
 """
 
 from __future__ import annotations
