@@ -76,8 +76,9 @@ ANALYZER_WARMUP_FRACTION = 0.2
 WARM_MARGIN = 1.25
 CAPACITY_DRIFT = 2.0
 STORE_ENV = "FAASPROF_CAPACITY_STORE"
-# About how long capacity.SEARCH_DEFAULTS take on a busy 2-core host (6-9 probes with their warm-ups, analyses and pauses: 56-77 s measured).
-MEASURE_S = 75.0
+# About how long capacity.SEARCH_DEFAULTS take on a busy 2-core host (8-12 probes with their warm-ups, analyses, drains
+# and pauses, the bracket's ends confirmed: 81-128 s measured at load 9-31).
+MEASURE_S = 100.0
 
 
 def store_path() -> Path:
