@@ -76,7 +76,8 @@ go to ``probes_dir(out_dir)`` (``<out>/capacity/``) whoever asks.
 Result format versions (``CAPACITY_FORMAT_VERSION``): 1: first version; compatible additions:
 ``reference``, ``capacity_is_lower_bound``. 2: ``capacity_rps`` is the interval's midpoint (was
 the highest rate kept up); adds ``interval_rps``, ``plus_minus_rps``, ``capacity_text``,
-``load_1min`` and the probes' ``margin``/``close``; compatible addition: the probes' ``load_1min``.
+``load_1min`` and the probes' ``margin``/``close``; compatible additions: the probes' ``load_1min``,
+``split_rates_rps`` (rate → [probes kept up, probes] where they disagreed).
 """
 
 from __future__ import annotations
@@ -426,6 +427,12 @@ class _Search:
                 "cpus": os.cpu_count(),
             },
             "stopped_because": stopped,
+            # Rates whose probes disagreed: the host's other work moved the capacity during the search.
+            "split_rates_rps": {
+                f"{rate:g}": [sum(p.kept_up for p in runs), len(runs)]
+                for rate, runs in sorted(self.by_rate.items())
+                if all(p.status == "complete" for p in runs) and 0 < sum(p.kept_up for p in runs) < len(runs)
+            },
             "probes": [asdict(p) for p in probes],
         }
 

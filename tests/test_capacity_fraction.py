@@ -180,6 +180,7 @@ def test_capacity_isolation_docker_searches_and_stores_under_docker_sandboxes(tm
             "stopped_because": "bracketed within 30%",
             "load_1min": {"before": 3.0, "peak": 4.0, "cpus": 2},
             "probes": [{"rate_rps": 18.0, "mode": "balanced", "run_dir": "runs/p", "load_1min": 3.5}],
+            "split_rates_rps": {"22": [1, 3]},
             "result_file": str(tmp_path / "r.json"),
         }
 
@@ -191,4 +192,6 @@ def test_capacity_isolation_docker_searches_and_stores_under_docker_sandboxes(tm
     assert seen == {"isolation": "docker"}
     stored = json.loads((tmp_path / "store.json").read_text())["entries"]
     assert [k for k in stored if "localwhisk isolation=docker" in k]
-    assert "load 3.5" in capsys.readouterr().out  # each probe with the load as it ended
+    out = capsys.readouterr().out
+    assert "load 3.5" in out  # each probe with the load as it ended
+    assert "probes disagreed (22/s kept up 1 of 3): the host's other work moved the capacity" in out

@@ -233,6 +233,7 @@ def test_a_lucky_probe_at_the_step_does_not_place_the_bracket():
     lowest, highest = result["interval_rps"]
     assert lowest <= 13.0 <= highest == 15.0  # widened to the lucky probe, not beyond
     assert calls.count(15.0) == 3  # kept up once, over-invoked twice
+    assert result["split_rates_rps"] == {"15": [1, 3]}
 
 
 def test_without_repeats_nothing_is_confirmed_again():

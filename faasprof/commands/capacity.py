@@ -192,6 +192,12 @@ def main(args: argparse.Namespace) -> int:
         print(
             f"host load (1-min average) during the search: {load['before']:.3g} before, {load['peak']:.3g} at its peak ({load.get('cpus')} CPUs)"
         )
+    split = result.get("split_rates_rps") or {}
+    if split:
+        at = ", ".join(f"{rate}/s kept up {kept} of {n}" for rate, (kept, n) in split.items())
+        print(
+            f"probes disagreed ({at}): the host's other work moved the capacity during the search; the interval spans it"
+        )
     reference = result.get("reference")
     if reference:
         print(
