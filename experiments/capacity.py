@@ -429,7 +429,7 @@ class _Search:
             "stopped_because": stopped,
             # Rates whose probes disagreed: the host's other work moved the capacity during the search.
             "split_rates_rps": {
-                f"{rate:g}": [sum(p.kept_up for p in runs), len(runs)]
+                f"{rate:.4g}": [sum(p.kept_up for p in runs), len(runs)]
                 for rate, runs in sorted(self.by_rate.items())
                 if all(p.status == "complete" for p in runs) and 0 < sum(p.kept_up for p in runs) < len(runs)
             },
