@@ -468,6 +468,8 @@ def phase_rows(name: str, label: dict, summary: dict) -> list[dict]:
                 **{f"final_{outcome}": phase.get(f"final_{outcome}") for outcome in FAILURE_OUTCOMES},
                 "offered_rps": phase.get("offered_rps"),
                 **{m: phase.get(m) for m in METRICS},
+                # The queueing rule's ramp guard reads it (a sweep's capacity, experiments.sweep_report).
+                "trend_completion_last_third_median_ms": phase.get("trend_completion_last_third_median_ms"),
                 "gb_s_100ms": phase.get("gb_s_100ms"),
                 "memory_mb": phase.get("memory_mb"),
                 **tails_mod.phase_columns(summary, instance["instance"], int(phase["phase"])),

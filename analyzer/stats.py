@@ -65,6 +65,8 @@ decided in this order from the evidence stored beside the verdict:
        (``reproduce``'s modes). The queue must still stand at the end of the window: the median
        completion latency of the last third passes the same test, so a cold-start ramp whose
        latency falls back to the reference's (846 → 38 ms) drained its backlog and is not over-invoked.
+       ``standing_queue`` is this rule whole, the one test of a queue: the phases here, and a
+       sweep's capacity across its points (``faasprof.experiments.sweep_report``), apply it.
    Each rule's evidence over its threshold is its *score* (``over_scores``); the largest is the
    phase's ``mode_evidence_over_threshold`` (``mode_margin``), and a margin within ``CLOSE_MARGIN``
    (×1.25) of 1 either way is a
@@ -617,6 +619,23 @@ def queueing(latency_ms: float, offered_rps: float, reference: dict | None) -> t
     return True, f"{words}: a standing queue (>= {QUEUE_RATIO:g}x and >= {QUEUE_MIN_MS:g} ms above)"
 
 
+def standing_queue(
+    latency_ms: float, last_third_ms: float, offered_rps: float, reference: dict | None
+) -> tuple[bool | None, str]:
+    """Rule 2(d) whole, the one test of a standing queue: the median completion latency shows a
+    queue against ``reference`` (``queueing``) and the last third's median still does: a
+    cold-start ramp whose latency fell back to the reference's drained its backlog and is not a
+    queue. ``decide_mode`` applies it to a phase, a sweep (``experiments.sweep_report``) across its
+    points; (None, why) where the rule does not apply."""
+    queued, words = queueing(latency_ms, offered_rps, reference)
+    if queued and math.isfinite(last_third_ms) and _queue_score(last_third_ms, offered_rps, reference) < 1.0:
+        return (
+            False,
+            f"{words}, but not at the end: the last third's median {ms(last_third_ms, 4)} is not (a ramp that drained, no standing queue)",
+        )
+    return queued, words
+
+
 def _plain(value: float) -> str:
     """A number for a sentence: four significant digits, never an exponent (14960, not 1.496e+04)."""
     return f"{value:.0f}" if abs(value) >= 1000 else f"{value:.4g}"
@@ -708,16 +727,13 @@ def decide_mode(
         reasons.append(
             f"{rejected} of {stats['sent']} sent invocations rejected ({kinds}; >= {OVER_REJECT_FRACTION:.0%})"
         )
-    queued, queue_words = queueing(
-        stats.get("completion_latency_ms_p50", math.nan), stats.get("offered_rps", math.nan), reference
+    queued, queue_words = standing_queue(
+        stats.get("completion_latency_ms_p50", math.nan),
+        trend.get("completion_last_third_median_ms", math.nan),
+        stats.get("offered_rps", math.nan),
+        reference,
     )
-    end_ms = trend.get("completion_last_third_median_ms", math.nan)
-    if queued and scores.get("queue", 0.0) < 1.0:
-        queued, queue_words = (
-            False,
-            f"{queue_words}, but not at the end: the last third's median {ms(end_ms, 4)} is not (a ramp that drained, no standing queue)",
-        )
-    elif queued:
+    if queued:
         reasons.append(queue_words)
     if reasons:
         return "over-invoked", reasons

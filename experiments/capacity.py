@@ -12,14 +12,27 @@ Only ``probe``'s steady window is judged.
    ``max_rate``.
 2. **Bisect** between the highest rate that kept up (``low``) and the lowest that did not
    (``high``), geometrically, until ``high / low − 1 ≤ tolerance`` or ``max_runs`` rates were probed.
+3. **Confirm both ends.** A rate's verdict is the majority of its probes (a tie is not kept up),
+   *confirmed* once two probes agree on it (or ``repeats`` more probes were spent on it). Before
+   the search ends, ``low`` and ``high`` are probed again until each is confirmed; an end that flips
+   moves the bracket (a ``low`` found over-invoked becomes the new ``high``, a ``high`` found kept
+   up the new ``low``) and the search bisects (or steps) on. Repeats do not count against
+   ``max_runs``.
 
-**Doubtful decisions are repeated.** A probe whose decision was close (the analyzer's
-``mode_close``: its largest over-invoked score within ×1.25 of the threshold either way,
-``faasprof.analyzer.stats``), and the over-invoked probe that ends the stepping (it alone places
-the bracket, and on a shared host a burst of other work or a storm of cold starts can fake it:
-15/s over-invoked with execution p50 1 s where the next search held 22/s), are run again at the
-same rate, up to ``repeats`` more times, until two probes agree; the rate's verdict is their
-majority. Repeats do not count against ``max_runs``.
+Why the ends are confirmed: a search commits to one side of each rate it probes, so one noisy
+probe at a step placed the whole bracket. On a shared 2-core host json_dumps kept up at 15/s in
+one search (bracket 22–26/s) and was over-invoked there in the next (10–11/s); each probe was
+right about its few seconds. The noise is the host's: the sandboxes sit in one cgroup under
+localwhisk's parent, which the kernel's CFS weighs as much as *one* other runnable process, so
+with k other busy processes they get about 1/(k+1) of the CPUs, and other work starting or
+stopping moves the capacity by a factor of two; once a probe falls behind, every call that finds
+no free sandbox starts a cold one (OpenWhisk queues only when the memory is full), and a storm of
+up to 16 cold starts turns a small deficit into seconds of backlog. Confirming the ends late in the
+search probes them again minutes after the step, under the host as it is then; where the two
+disagree the interval spans both (below). The interval still holds for the host as it was
+during the search: a search while other work doubles (the reference latency, a lone call's at
+the lowest rate, went from 47 to 106 ms between two searches) lands elsewhere, and the load and
+the reference stored beside the capacity say how busy the host was.
 
 **The result is an interval** (``interval_of``): from the highest rate the search kept up at to
 the lowest it was over-invoked at (each rate by its majority), widened to every complete probe
@@ -30,7 +43,8 @@ did not, and where probes disagreed the interval spans the disagreement. Without
 over-invoked probe the capacity is only a lower bound, the highest rate kept up.
 The host's 1-minute load average before the search and its peak after each probe are kept beside
 it (``load_1min``), since a busy host serves less (``capacity_store`` flags a stored capacity
-measured at a very different load from today's).
+measured at a very different load from today's). Each probe keeps the load as it ended
+(``Probe.load_1min``).
 
 The first probe that keeps up (the lowest rate) is the search's *reference*: its median
 completion latency is recorded in every later probe's manifest (``latency_reference``), where the
@@ -62,7 +76,8 @@ go to ``probes_dir(out_dir)`` (``<out>/capacity/``) whoever asks.
 Result format versions (``CAPACITY_FORMAT_VERSION``): 1: first version; compatible additions:
 ``reference``, ``capacity_is_lower_bound``. 2: ``capacity_rps`` is the interval's midpoint (was
 the highest rate kept up); adds ``interval_rps``, ``plus_minus_rps``, ``capacity_text``,
-``load_1min`` and the probes' ``margin``/``close``.
+``load_1min`` and the probes' ``margin``/``close``; compatible additions: the probes' ``load_1min``,
+``split_rates_rps`` (rate → [probes kept up, probes] where they disagreed).
 """
 
 from __future__ import annotations
@@ -103,7 +118,7 @@ WARMUP_MIN_S = 1.0
 WARMUP_MAX_S = 3.0
 
 # The modes need the capacity within tens of percent, not better: probes of at least 3 s (and
-# MIN_PROBE_CALLS) from 5/s, tripling, bisected to 30 %, close decisions repeated up to twice,
+# MIN_PROBE_CALLS) from 5/s, tripling, bisected to 30 %, the two ends of the bracket confirmed (each rate probed at most 3 times),
 # about a minute and a half on a small busy machine. The ceiling 1000/s is above what one host's
 # localwhisk serves for a catalogue function; a search that reaches it reports a lower bound.
 SEARCH_DEFAULTS = {
@@ -136,7 +151,8 @@ class Probe:
     cold_fraction: float | None = None
     resumed_fraction: float | None = None
     margin: float | None = None  # the analyzer's mode_evidence_over_threshold: >= 1 over-invoked
-    close: bool = False  # the analyzer's mode_close: the search repeats this rate
+    close: bool = False  # the analyzer's mode_close
+    load_1min: float | None = None  # the host's 1-minute load average as the probe ended
 
     @property
     def kept_up(self) -> bool:
@@ -263,7 +279,7 @@ def search(
     clock=time.monotonic,
     load=os.getloadavg,
 ) -> dict:
-    """Step, then bisect, repeating close decisions (module docstring); ``probe(rate, reference)``
+    """Step, bisect, and confirm the bracket's two ends (module docstring); ``probe(rate, reference)``
     runs one probe, judged against ``reference`` (the first kept-up probe's latency; None for the
     first); ``load()`` gives the host's load averages (``os.getloadavg``). Returns the result dict."""
     if start_rate <= 0 or max_rate < start_rate:
@@ -274,114 +290,151 @@ def search(
         raise ConfigError(f"--tolerance: must be > 0 (got {tolerance:g})")
     if repeats < 0:
         raise ConfigError(f"--repeats: must be >= 0 (got {repeats})")
-    probes: list[Probe] = []
-    rates: list[float] = []  # one per rate probed (its repeats are in probes)
-    loads = [_load_1min(load)]
-    low: Probe | None = None
-    high: Probe | None = None
+    state = _Search(probe, max_runs, repeats, say, cooldown_s, sleep, clock, load)
     stopped = ""
-    started = clock()
-    reference: dict | None = None
+    while True:
+        low, high = state.bracket()
+        if high is not None and high.status != "complete":
+            break
+        if high is None:  # never over-invoked: step up (or stop at the ceiling or the budget)
+            if low is not None and low.rate_rps >= max_rate:
+                stopped = f"kept up at the ceiling --max-rate {max_rate:g}/s: the capacity is at least that (raise --max-rate)"
+                break
+            if not state.can_try_new_rate():
+                break
+            state.run(start_rate if low is None else min(low.rate_rps * factor, max_rate))
+            continue
+        rate = state.next_rate(low, high, tolerance)
+        if rate is None:
+            break
+        state.run(rate)
+    low, high = state.bracket()
+    if not stopped:
+        stopped = _stopped_because(low, high, start_rate, max_runs, tolerance, len(state.by_rate))
+    return state.result(low, high, stopped)
 
-    def run(rate: float) -> Probe:
-        nonlocal reference
-        if probes and cooldown_s > 0:
-            sleep(cooldown_s)
-        result = probe(rate, reference)
-        probes.append(result)
-        loads.append(_load_1min(load))
-        if reference is None:
-            reference = reference_of(result)
-        if say:
+
+class _Search:
+    """One search's probes, grouped by rate, and what they say: each rate's verdict is its probes'
+    majority (a tie is not kept up), *confirmed* once two probes agree on it (or its repeats are
+    spent). The bracket is the lowest rate whose verdict is over-invoked (or whose probe did not
+    complete) and the highest rate below it that kept up; both ends are confirmed before the
+    search ends, and an end that flips moves the bracket, so one noisy probe never places it."""
+
+    def __init__(self, probe, max_runs, repeats, say, cooldown_s, sleep, clock, load) -> None:
+        self.probe, self.max_runs, self.repeats, self.say = probe, max_runs, repeats, say
+        self.cooldown_s, self.sleep, self.clock, self.load = cooldown_s, sleep, clock, load
+        self.probes: list[Probe] = []
+        self.by_rate: dict[float, list[Probe]] = {}
+        self.loads = [_load_1min(load)]
+        self.reference: dict | None = None
+        self.started = clock()
+
+    def run(self, rate: float) -> Probe:
+        if self.probes and self.cooldown_s > 0:
+            self.sleep(self.cooldown_s)
+        again = rate in self.by_rate
+        result = self.probe(rate, self.reference)
+        self.probes.append(result)
+        self.by_rate.setdefault(rate, []).append(result)
+        result.load_1min = _load_1min(self.load)
+        self.loads.append(result.load_1min)
+        if self.reference is None:
+            self.reference = reference_of(result)
+        if self.say:
             # ETA: the rates left at most (max_runs), at the mean time a probe took so far.
-            per_probe = (clock() - started) / len(probes)
-            left = max_runs - len(rates)
-            again = sum(p.rate_rps == rate for p in probes) > 1
+            per_probe = (self.clock() - self.started) / len(self.probes)
+            left = max(self.max_runs - len(self.by_rate), 0)
             close = "  (a repeat)" if again else ("  close" if result.close and result.status == "complete" else "")
-            say(
-                f"[{len(rates):>2}/{max_runs}] {rate:>9.4g}/s  {result.mode:<13} achieved {_f(result.achieved_rps)}/s  p50 {ms(result.p50_ms, 4)}  p99 {ms(result.p99_ms, 4)}  "
-                f"(ETA at most {left * per_probe:.0f} s){close}"
+            self.say(
+                f"[{len(self.by_rate):>2}/{self.max_runs}] {rate:>9.4g}/s  {result.mode:<13} achieved {_f(result.achieved_rps)}/s  "
+                f"p50 {ms(result.p50_ms, 4)}  p99 {ms(result.p99_ms, 4)}  (ETA about {left * per_probe:.0f} s){close}"
             )
         return result
 
-    def judge(rate: float, confirm_over: bool = False) -> Probe:
-        rates.append(rate)
-        return verdict_of(rate, run, repeats, confirm_over)
-
-    rate = start_rate
-    while len(rates) < max_runs:
-        result = judge(rate, confirm_over=True)
-        if not result.kept_up:
-            high = result
-            break
-        low = result
-        if rate >= max_rate:
-            stopped = (
-                f"kept up at the ceiling --max-rate {max_rate:g}/s: the capacity is at least that (raise --max-rate)"
-            )
-            break
-        rate = min(rate * factor, max_rate)
-    while (
-        high is not None and low is not None and len(rates) < max_runs and high.rate_rps / low.rate_rps - 1 > tolerance
-    ):
-        if high.status != "complete":
-            break
-        result = judge(math.sqrt(low.rate_rps * high.rate_rps))
-        if result.kept_up:
-            low = result
-        else:
-            high = result
-    if not stopped:
-        stopped = _stopped_because(low, high, start_rate, max_runs, tolerance, len(rates))
-    lower_bound = low is not None and (high is None or high.status != "complete")
-    interval = (
-        interval_of(probes, low.rate_rps, high.rate_rps)
-        if low is not None and not lower_bound
-        else (low.rate_rps if low else None, None)
-    )
-    capacity, plus_minus = (
-        (None, None)
-        if low is None
-        else ((interval[0], None) if lower_bound else (sum(interval) / 2, (interval[1] - interval[0]) / 2))
-    )
-    return {
-        "format_version": CAPACITY_FORMAT_VERSION,
-        "generated_by": {"faasprof": __version__},
-        "capacity_rps": capacity,
-        "plus_minus_rps": plus_minus,
-        "interval_rps": list(interval) if low is not None else None,
-        "capacity_text": capacity_text(capacity, plus_minus, len(probes)),
-        # No complete probe above it was over-invoked: the function may serve more.
-        "capacity_is_lower_bound": lower_bound,
-        "bounds_rps": [low.rate_rps if low else None, high.rate_rps if high else None],
-        "mode_at_capacity": low.mode if low else None,
-        "reference": reference,
-        "load_1min": {
-            "before": loads[0],
-            "peak": max((v for v in loads if v is not None), default=None),
-            "cpus": os.cpu_count(),
-        },
-        "stopped_because": stopped,
-        "probes": [asdict(p) for p in probes],
-    }
-
-
-def verdict_of(rate: float, run: Callable[[float], Probe], repeats: int, confirm_over: bool = False) -> Probe:
-    """One rate's verdict: its probe, and where that is in doubt, more probes at the rate until two
-    agree on kept up or not (at most ``repeats`` more); the majority's first probe (a tie counts as
-    not kept up: the rate was not shown sustainable). In doubt: a close decision (the analyzer's
-    ``mode_close``), or, with ``confirm_over``, any over-invoked one (the one that ends the
-    stepping places the whole bracket, and a burst of other work on the host can fake it)."""
-    runs = [run(rate)]
-    first = runs[0]
-    doubtful = first.status == "complete" and (first.close or (confirm_over and not first.kept_up))
-    while doubtful and len(runs) <= repeats:
-        runs.append(run(rate))
+    def verdict(self, rate: float) -> tuple[bool, bool]:
+        """(kept up, confirmed) of one rate by its probes."""
+        runs = self.by_rate[rate]
+        if any(p.status != "complete" for p in runs):
+            return False, True
         kept = sum(p.kept_up for p in runs)
-        if kept >= 2 or len(runs) - kept >= 2 or runs[-1].status != "complete":
-            break
-    kept_up = sum(p.kept_up for p in runs) * 2 > len(runs)
-    return next(p for p in runs if p.kept_up == kept_up)
+        over = len(runs) - kept
+        agreed = max(kept, over) >= 2 and kept != over
+        return kept > over, agreed or len(runs) > self.repeats
+
+    def representative(self, rate: float) -> Probe:
+        """The rate's first probe that says what its verdict says (one that did not complete first:
+        it ends the search)."""
+        runs = self.by_rate[rate]
+        kept_up = self.verdict(rate)[0]
+        return next((p for p in runs if p.status != "complete"), None) or next(
+            (p for p in runs if p.kept_up == kept_up), runs[0]
+        )
+
+    def bracket(self) -> tuple[Probe | None, Probe | None]:
+        """(highest rate kept up below ``high``, lowest rate not kept up), each by its verdict."""
+        over = [rate for rate in self.by_rate if not self.verdict(rate)[0]]
+        high = min(over) if over else None
+        kept = [rate for rate in self.by_rate if self.verdict(rate)[0] and (high is None or rate < high)]
+        return (
+            self.representative(max(kept)) if kept else None,
+            self.representative(high) if high is not None else None,
+        )
+
+    def can_try_new_rate(self) -> bool:
+        return len(self.by_rate) < self.max_runs
+
+    def next_rate(self, low: Probe | None, high: Probe, tolerance: float) -> float | None:
+        """The next rate to probe with a bracket: bisect to ``tolerance``, then confirm both ends
+        (the high end alone where the start rate was over-invoked); None when done."""
+        if low is None:
+            return None if self.verdict(high.rate_rps)[1] else high.rate_rps
+        if high.rate_rps / low.rate_rps - 1 > tolerance and self.can_try_new_rate():
+            return math.sqrt(low.rate_rps * high.rate_rps)
+        for end in (high, low):
+            if not self.verdict(end.rate_rps)[1]:
+                return end.rate_rps
+        return None
+
+    def result(self, low: Probe | None, high: Probe | None, stopped: str) -> dict:
+        probes = self.probes
+        lower_bound = low is not None and (high is None or high.status != "complete")
+        interval = (
+            interval_of(probes, low.rate_rps, high.rate_rps)
+            if low is not None and high is not None and not lower_bound
+            else (low.rate_rps if low else None, None)
+        )
+        capacity, plus_minus = (
+            (None, None)
+            if low is None
+            else ((interval[0], None) if lower_bound else (sum(interval) / 2, (interval[1] - interval[0]) / 2))
+        )
+        return {
+            "format_version": CAPACITY_FORMAT_VERSION,
+            "generated_by": {"faasprof": __version__},
+            "capacity_rps": capacity,
+            "plus_minus_rps": plus_minus,
+            "interval_rps": list(interval) if low is not None else None,
+            "capacity_text": capacity_text(capacity, plus_minus, len(probes)),
+            # No complete probe above it was over-invoked: the function may serve more.
+            "capacity_is_lower_bound": lower_bound,
+            "bounds_rps": [low.rate_rps if low else None, high.rate_rps if high else None],
+            "mode_at_capacity": low.mode if low else None,
+            "reference": self.reference,
+            "load_1min": {
+                "before": self.loads[0],
+                "peak": max((v for v in self.loads if v is not None), default=None),
+                "cpus": os.cpu_count(),
+            },
+            "stopped_because": stopped,
+            # Rates whose probes disagreed: the host's other work moved the capacity during the search.
+            "split_rates_rps": {
+                f"{rate:.4g}": [sum(p.kept_up for p in runs), len(runs)]
+                for rate, runs in sorted(self.by_rate.items())
+                if all(p.status == "complete" for p in runs) and 0 < sum(p.kept_up for p in runs) < len(runs)
+            },
+            "probes": [asdict(p) for p in probes],
+        }
 
 
 def interval_of(probes: list[Probe], low_rps: float, high_rps: float) -> tuple[float, float]:

@@ -33,6 +33,15 @@ platform's pause grace bounds the balanced band from below (``analyzer.stats.war
 and that the balanced band is empty where the capacity is below the warm rate; a rate given with
 a ``band`` (``{"capacity_fraction": 0.5, "band": "balanced"}``) that F × capacity misses is placed
 inside it (``band_lines``, ``place_in_band``): the quick start's phases land in bands that exist.
+
+A balanced phase must *hold* there, minutes after the search, so it is placed with a margin on
+each side (``balanced_hold``): at least ``WARM_MARGIN`` × the warm rate (calls closer than a pause
+grace, with room for a second sandbox's turns), at most the highest rate kept up / ``CAPACITY_DRIFT``.
+On a shared 2-core host json_dumps's capacity moved by ×2 between searches minutes apart (14 to
+28/s), and the quick start's balanced phase at half a capacity of 72.9/s ran with its execution
+stretched from 13 to 166 ms by other work that started after the search: over-invoked. Where no
+rate has both margins, ``run`` says before it starts that the band holds no rate here, why, and
+the pause grace that opens one.
 """
 
 from __future__ import annotations
@@ -62,9 +71,14 @@ LOCALWHISK_PAUSE_GRACE_MS = float(Settings.__dataclass_fields__["pause_grace_ms"
 MODE_CALLS = 30
 ANALYZER_WARMUP_MAX_S = 2.0
 ANALYZER_WARMUP_FRACTION = 0.2
+# A balanced phase's margins (module docstring): above the warm rate by this factor, below the
+# highest rate kept up by the factor a shared host's capacity moved within minutes.
+WARM_MARGIN = 1.25
+CAPACITY_DRIFT = 2.0
 STORE_ENV = "FAASPROF_CAPACITY_STORE"
-# About how long capacity.SEARCH_DEFAULTS take on a busy 2-core host (6-9 probes with their warm-ups, analyses and pauses: 56-77 s measured).
-MEASURE_S = 75.0
+# About how long capacity.SEARCH_DEFAULTS take on a busy 2-core host (8-12 probes with their warm-ups, analyses, drains
+# and pauses, the bracket's ends confirmed: 81-128 s measured at load 9-31).
+MEASURE_S = 100.0
 
 
 def store_path() -> Path:
@@ -214,16 +228,10 @@ def band_lines(workload, capacities: dict[str, dict], pause_grace_ms: float | No
         capacity = float(entry["capacity_rps"])
         kept, over = _band_edges(entry)
         rate = instance.capacity_fraction * capacity
-        if (
-            kept <= warm_rps and instance.function not in seen and not entry.get("capacity_lower_bound")
-        ):  # a lower bound: the band may exist
-            seen.add(instance.function)
-            grace = math.ceil(2000.0 / kept / 25.0) * 25.0  # warm from half the capacity up
-            alerts.append(
-                f"the balanced band of {instance.function} is empty here: a sandbox paused after {pause_grace_ms:g} ms idle stays warm "
-                f"only above {warm_rps:.3g}/s, and its capacity here is {capacity:.3g}/s, so a rate it sustains is under-invoked and one "
-                f"above is over-invoked; a phase meant to be balanced will not be (a pause grace of {grace:g} ms, --pause-grace, opens one)"
-            )
+        low, high = balanced_hold(warm_rps, kept)
+        if low > high and instance.function not in seen and not entry.get("capacity_lower_bound"):
+            seen.add(instance.function)  # a lower bound: the band may exist
+            alerts.append(_no_balanced_rate(instance.function, pause_grace_ms, warm_rps, capacity, kept))
         placed = place_in_band(instance.capacity_band, rate, warm_rps, kept, over, steady_seconds(instance.window_s))
         how = f"{instance.capacity_fraction:g} × {capacity:.4g}/s = {rate:.4g}/s"
         if placed != rate:
@@ -231,9 +239,38 @@ def band_lines(workload, capacities: dict[str, dict], pause_grace_ms: float | No
             how += f", outside the {instance.capacity_band} band: placed at {placed:.4g}/s"
         lines.append(
             f"instances.{instance.name}: {how}, in the {band_of(placed, warm_rps, kept, over)} band of {instance.function} "
-            f"(under-invoked below {warm_rps:.3g}/s, pause grace {pause_grace_ms:g} ms; balanced up to {kept:.4g}/s; over-invoked above {over:.4g}/s)"
+            f"(under-invoked below {warm_rps:.3g}/s, pause grace {pause_grace_ms:g} ms; balanced up to {kept:.4g}/s, "
+            f"holding {_hold_words(low, high)}; over-invoked above {over:.4g}/s)"
         )
     return alerts, lines
+
+
+def balanced_hold(warm_rps: float, kept_rps: float) -> tuple[float, float]:
+    """The rates where a balanced phase holds (module docstring): ``WARM_MARGIN`` × the warm rate
+    up to the highest rate kept up / ``CAPACITY_DRIFT``; none where the first is above the second."""
+    return warm_rps * WARM_MARGIN, kept_rps / CAPACITY_DRIFT
+
+
+def _hold_words(low: float, high: float) -> str:
+    return f"{low:.3g}–{high:.3g}/s" if low <= high else "none"
+
+
+def _no_balanced_rate(function: str, pause_grace_ms: float, warm_rps: float, capacity: float, kept: float) -> str:
+    """The one line that says, before a run, why no balanced phase of ``function`` holds here."""
+    # The grace whose warm rate leaves both margins under the highest rate kept up.
+    grace = math.ceil(1000.0 * WARM_MARGIN * CAPACITY_DRIFT / kept / 25.0) * 25.0
+    why = (
+        f"its capacity here is {capacity:.3g}/s, so a rate it sustains is under-invoked and one above is over-invoked"
+        if kept <= warm_rps
+        else f"its capacity here is {capacity:.3g}/s (kept up at {kept:.3g}/s), and a shared host's capacity moves by "
+        f"×{CAPACITY_DRIFT:g} within minutes: a balanced phase needs {WARM_MARGIN:g} × {warm_rps:.3g}/s up to "
+        f"{kept:.3g}/{CAPACITY_DRIFT:g}/s, none"
+    )
+    return (
+        f"the balanced band of {function} is empty here: a sandbox paused after {pause_grace_ms:g} ms idle stays warm "
+        f"only above {warm_rps:.3g}/s, and {why}; a phase meant to be balanced will not be (a pause grace of "
+        f"{grace:g} ms, --pause-grace, opens one)"
+    )
 
 
 def steady_seconds(window_s) -> float:
@@ -270,13 +307,18 @@ def place_in_band(
     warm rate at most (calls two pause graces apart), and, given the phase's ``steady_s``, often
     enough for ``MODE_CALLS`` calls there (0.05 × 27.9/s left 18 calls in 13 s: too few for a
     mode); balanced at the geometric middle of the warm rate and the highest rate kept up;
-    over-invoked at twice the lowest over-invoked rate. An empty balanced band keeps ``rate``
-    (``band_lines`` says why)."""
+    over-invoked at twice the lowest over-invoked rate. A balanced rate is kept where it holds
+    (``balanced_hold``), else placed at the geometric middle of where it holds; where no rate
+    holds, at the middle of the warm rate and the highest rate kept up, and an empty band keeps
+    ``rate`` (``band_lines`` says why)."""
     if band == "under-invoked" and steady_s and rate * steady_s < MODE_CALLS:
         rate = min(MODE_CALLS / steady_s, warm_rps / 2)
     if band == "under-invoked" and rate > warm_rps / 2:
         return warm_rps / 2
-    if band == "balanced" and warm_rps < kept_rps and not warm_rps <= rate <= kept_rps:
+    low, high = balanced_hold(warm_rps, kept_rps)
+    if band == "balanced" and low <= high and not low <= rate <= high:
+        return math.sqrt(low * high)
+    if band == "balanced" and low > high and warm_rps < kept_rps and not warm_rps <= rate <= kept_rps:
         return math.sqrt(warm_rps * kept_rps)
     if band == "over-invoked" and rate <= over_rps:
         return 2.0 * over_rps

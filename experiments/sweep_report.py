@@ -32,7 +32,7 @@ from faasprof.analyzer import markup
 from faasprof.analyzer.compare import compare_runs
 from faasprof.analyzer.frames import write_parquet
 from faasprof.analyzer.plots import new_figure
-from faasprof.analyzer.stats import QUEUE_MIN_MS, QUEUE_RATIO, is_reference, queueing
+from faasprof.analyzer.stats import QUEUE_MIN_MS, QUEUE_RATIO, is_reference, standing_queue
 from faasprof.analyzer.units import unit_of
 from faasprof.errors import FormatError
 from faasprof.progress import QUIET, Progress
@@ -57,6 +57,8 @@ PLOTTED_METRICS = (
 MONITOR_HINTS = ("ipc", "mpki", "bw", "occupancy")
 SERIES = ["instance", "phase"]  # what one line of a plot, one row of a table, follows across settings
 LATENCY_SUFFIXES = ("_p50", "_p90", "_p99", "_p99_9")
+# The last third's median completion latency (compare's column, from the analysis): rule 2(d)'s ramp guard.
+LAST_THIRD = "trend_completion_last_third_median_ms"
 SWEEP_FILE = "sweep.json"  # written by experiments.sweep as the sweep goes
 
 
@@ -150,8 +152,10 @@ def _series_entry(group: tuple, part: pd.DataFrame) -> dict:
 def capacities(frame: pd.DataFrame, parameters: list[str]) -> list[dict]:
     """With `rate` swept: per instance × phase and setting of the other parameters, the highest rate that
     kept up, judged as a capacity search judges its probes (``faasprof.experiments.capacity``): no repeat
-    over-invoked, and no standing queue (``faasprof.analyzer.stats.queueing``, the analyzer's rule 2(d)) in
-    the median completion latency against that of the lowest rate that kept up, the reference.
+    over-invoked, and no standing queue (``faasprof.analyzer.stats.standing_queue``, the analyzer's rule
+    2(d) with its ramp guard) in the median completion latency against that of the lowest rate that kept
+    up, the reference: a point whose last third's median fell back below the queue's threshold was a
+    cold-start ramp, not a queue.
     Each point's own analysis has no reference, so the sweep applies the rule across its points.
     Where no rate failed, the capacity is a lower bound (``capacity_is_lower_bound``), with evidence."""
     if "rate" not in parameters:
@@ -163,17 +167,15 @@ def capacities(frame: pd.DataFrame, parameters: list[str]) -> list[dict]:
         reference = None
         for rate, at_rate in part.groupby("sweep_rate", sort=True):
             modes = sorted(set(",".join(at_rate["mode"].astype(str)).split(",")))
-            latency = (
-                float(pd.to_numeric(at_rate["completion_latency_ms_p50"], errors="coerce").median())
-                if "completion_latency_ms_p50" in at_rate
-                else math.nan
-            )
-            queued, words = queueing(latency, float(rate), reference)
+            latency = _median_of(at_rate, "completion_latency_ms_p50")
+            last_third = _median_of(at_rate, LAST_THIRD)
+            queued, words = standing_queue(latency, last_third, float(rate), reference)
             entry = {
                 "rate": float(rate),
                 "modes": modes,
                 "over_invoked": "over-invoked" in modes,
                 "completion_latency_ms_p50": latency if math.isfinite(latency) else None,
+                LAST_THIRD: last_third if math.isfinite(last_third) else None,
                 "queueing": bool(queued),
                 "queueing_evidence": words,
             }
@@ -202,6 +204,13 @@ def capacities(frame: pd.DataFrame, parameters: list[str]) -> list[dict]:
             }
         )
     return out
+
+
+def _median_of(rows: pd.DataFrame, column: str) -> float:
+    """The median over a setting's repeats of one figure (NaN where no run has it)."""
+    if column not in rows:
+        return math.nan
+    return float(pd.to_numeric(rows[column], errors="coerce").median())
 
 
 def plot_versus(frame: pd.DataFrame, parameters: list[str], out: Path) -> list[str]:

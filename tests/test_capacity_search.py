@@ -28,21 +28,27 @@ def modelled(capacity, calls):
     return probe
 
 
+def scripted(capacity, verdicts, calls):
+    """A platform of ``capacity`` whose first probes at some rates say what ``verdicts`` lists."""
+
+    def probe(rate, reference):
+        calls.append(rate)
+        queue = verdicts.get(rate)
+        mode = queue.pop(0) if queue else ("over-invoked" if rate > capacity else "balanced")
+        return Probe(rate, mode, run_dir=f"runs/p{len(calls)}")
+
+    return probe
+
+
 def test_steps_then_bisects_to_the_tolerance():
     calls = []
     result = search(modelled(66.0, calls), start_rate=1, max_rate=1000, factor=2, tolerance=0.05, max_runs=20)
-    assert calls[:9] == [
-        1,
-        2,
-        4,
-        8,
-        16,
-        32,
-        64,
-        128,
-        128,
-    ]  # the over-invoked verdict that ends the stepping is confirmed
+    assert calls[:8] == [1, 2, 4, 8, 16, 32, 64, 128]
     low, high = result["bounds_rps"]
+    # Both ends of the bracket are confirmed last (two agreeing probes each), nothing else repeated.
+    assert (
+        calls[-2:] == [high, low] and calls.count(low) == calls.count(high) == 2 and len(calls) == len(set(calls)) + 2
+    )
     assert low <= 66.0 < high and high / low - 1 <= 0.05
     # The capacity is the middle of the interval between the highest rate kept up and the lowest over-invoked.
     assert (
@@ -189,7 +195,7 @@ def test_each_probe_warms_the_pool_at_its_rate_before_a_steady_window_of_enough_
     assert probe.mode == "balanced" and probe.close and probe.margin == 0.9  # the warm-up is never judged
 
 
-def test_a_close_decision_is_repeated_and_the_majority_decides():
+def test_a_doubtful_rate_is_repeated_and_the_majority_decides():
     verdicts = {20.0: ["over-invoked", "balanced", "balanced"]}  # a blip at 20/s, then twice kept up
     calls = []
 
@@ -200,16 +206,40 @@ def test_a_close_decision_is_repeated_and_the_majority_decides():
         return Probe(rate, mode, run_dir=f"runs/p{len(calls)}", close=rate == 20.0)
 
     result = search(probe, start_rate=20, factor=2, tolerance=0.3, max_runs=6, repeats=2)
-    assert calls[:3] == [20.0, 20.0, 20.0]  # close: repeated until two agree
+    assert calls[:3] == [20.0, 20.0, 20.0]  # over-invoked at the start rate: repeated until two agree
     low, high = result["bounds_rps"]
     assert low >= 20.0 and high > 30.0 and low <= 30.0
-    # The stepping's over-invoked verdict is confirmed once (40/s twice); no other decision that is not close is repeated.
-    assert calls.count(40.0) == 2 and all(calls.count(rate) == 1 for rate in calls if rate not in (20.0, 40.0))
+    # The bracket's two ends have two agreeing probes each; no other rate is repeated.
+    assert calls.count(low) == 2 and calls.count(high) == 2
+    assert all(calls.count(rate) == 1 for rate in calls if rate not in (20.0, low, high))
     # Agreement at the first repeat ends the repeats.
     calls.clear()
     verdicts[20.0] = ["balanced", "balanced", "over-invoked"]
     search(probe, start_rate=20, factor=2, tolerance=0.3, max_runs=6, repeats=2)
-    assert calls.count(20.0) == 2
+    assert calls.count(20.0) <= 2
+
+
+def test_a_lucky_probe_at_the_step_does_not_place_the_bracket():
+    """The bimodal searches of issue 34: one probe kept up at the 5→15/s step where the platform
+    serves 13/s (another job paused for 3 s); the search stepped on and bracketed 15–17/s, far
+    from a repeat's 11–13/s. Confirming the bracket's low end finds 15/s over-invoked, and the
+    search moves down; the interval spans the lucky probe and the capacity."""
+    lucky = {15.0: ["balanced"]}
+    calls = []
+
+    result = search(scripted(13.0, lucky, calls), start_rate=5, factor=3, tolerance=0.3, max_runs=8)
+    low, high = result["bounds_rps"]
+    assert low <= 13.0 < high <= 15.0  # before: 15-17.2/s
+    lowest, highest = result["interval_rps"]
+    assert lowest <= 13.0 <= highest == 15.0  # widened to the lucky probe, not beyond
+    assert calls.count(15.0) == 3  # kept up once, over-invoked twice
+    assert result["split_rates_rps"] == {"15": [1, 3]}
+
+
+def test_without_repeats_nothing_is_confirmed_again():
+    calls = []
+    search(modelled(66.0, calls), start_rate=1, max_rate=1000, factor=2, tolerance=0.05, max_runs=20, repeats=0)
+    assert len(calls) == len(set(calls))
 
 
 def test_the_capacity_is_stated_with_its_interval_and_the_load_during_the_search():
@@ -247,14 +277,10 @@ def test_a_transient_over_invoked_verdict_that_ends_the_stepping_is_outvoted():
     first = {15.0: ["over-invoked", "balanced", "balanced"]}
     calls = []
 
-    def probe(rate, reference):
-        calls.append(rate)
-        queue = first.get(rate)
-        mode = queue.pop(0) if queue else ("over-invoked" if rate > 24 else "balanced")
-        return Probe(rate, mode, run_dir=f"runs/p{len(calls)}")
-
-    result = search(probe, start_rate=5, factor=3, tolerance=0.3, max_runs=8)
-    assert calls[:4] == [5, 15.0, 15.0, 15.0] and calls[4] == 45.0
+    result = search(scripted(24.0, first, calls), start_rate=5, factor=3, tolerance=0.3, max_runs=8)
+    # Bisected below 15/s, then confirming the bracket's high end outvoted the transient: stepped on.
+    assert [round(rate, 2) for rate in calls[:5]] == [5, 15.0, 8.66, 11.4, 13.08]
+    assert calls.count(15.0) == 3 and 45.0 in calls
     low, high = result["interval_rps"]
     # The transient at 15/s stays in the interval: it spans the disagreement, up to the bracket's over-invoked end.
     assert low == 15.0 and high == result["bounds_rps"][1] and 15.0 < result["bounds_rps"][0] <= 24 < high

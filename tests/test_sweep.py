@@ -258,6 +258,22 @@ def test_sweep_capacity_is_the_highest_rate_without_a_standing_queue():
     )
 
 
+def test_sweep_capacity_takes_a_cold_start_ramp_for_no_queue_as_the_analyzer_does():
+    # 45/s: median 300 ms (23x the lowest rate's) from the cold starts of its first seconds, its last
+    # third back at 14 ms: a ramp that drained, not a standing queue (analyzer.stats.standing_queue,
+    # which run and capacity apply). Before, the sweep called it over-invoked and its capacity 15/s.
+    frame = rate_points((15, "under-invoked", 13.0), (45, "balanced", 300.0), (135, "over-invoked", 900.0))
+    frame["trend_completion_last_third_median_ms"] = [13.0, 14.0, 950.0]
+    (entry,) = sweep_report.capacities(frame, ["rate"])
+    assert entry["capacity_rps"] == 45 and entry["capacity_is_lower_bound"] is False
+    assert [e["queueing"] for e in entry["evidence"]] == [False, False, True]
+    assert "a ramp that drained" in entry["evidence"][1]["queueing_evidence"]
+    # A queue that still stands in the last third is one.
+    frame["trend_completion_last_third_median_ms"] = [13.0, 290.0, 950.0]
+    (entry,) = sweep_report.capacities(frame, ["rate"])
+    assert entry["capacity_rps"] == 15 and entry["evidence"][1]["queueing"] is True
+
+
 def test_sweep_capacity_where_every_rate_kept_up_is_a_lower_bound():
     (entry,) = sweep_report.capacities(
         rate_points((15, "under-invoked", 13.0), (45, "balanced", 13.5), (135, "balanced", 14.0)), ["rate"]

@@ -6,8 +6,8 @@ fraction); every run directory is kept in ``<--out>/capacity/`` for ``faasprof c
 (one line per probe) goes to stderr; stdout gets the capacity with its interval ("59 ± 6/s, 7
 probes": the midpoint between the highest rate kept up and the lowest over-invoked, repeats
 included; "≥ N/s" when the search never found the function over-invoked), the host's 1-minute
-load before and at its peak during the search, where it was stored, the probes, and the result
-file as the last line.
+load before and at its peak during the search, where it was stored, the probes (each with the
+load as it ended), and the result file as the last line.
 """
 
 from __future__ import annotations
@@ -89,7 +89,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         type=int,
         default=SEARCH_DEFAULTS["repeats"],
         metavar="N",
-        help="probe a rate whose decision was close up to N more times, until two probes agree (default %(default)d)",
+        help="probe each end of the bracket up to N more times, until two probes agree (default %(default)d)",
     )
     parser.add_argument(
         "--cooldown",
@@ -106,6 +106,11 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     )
     parser.add_argument(
         "--user-memory", type=int, metavar="MB", help="embedded localwhisk: memory budget of the pool (default 4096)"
+    )
+    parser.add_argument(
+        "--isolation",
+        choices=("auto", "cgroup", "rlimit", "docker"),
+        help="embedded localwhisk: sandboxes as processes (auto/cgroup/rlimit) or Docker containers (docker); default auto",
     )
     parser.add_argument("--quiet", action="store_true", help="no progress lines on stderr")
     add_connection_arguments(parser)
@@ -134,6 +139,8 @@ def main(args: argparse.Namespace) -> int:
         settings["pause_grace_ms"] = args.pause_grace
     if args.user_memory is not None:
         settings["user_memory_mb"] = args.user_memory
+    if args.isolation is not None:
+        settings["isolation"] = args.isolation
     result = find_capacity(
         args.function,
         out_dir=args.out,
@@ -185,12 +192,21 @@ def main(args: argparse.Namespace) -> int:
         print(
             f"host load (1-min average) during the search: {load['before']:.3g} before, {load['peak']:.3g} at its peak ({load.get('cpus')} CPUs)"
         )
+    split = result.get("split_rates_rps") or {}
+    if split:
+        at = ", ".join(f"{rate}/s kept up {kept} of {n}" for rate, (kept, n) in split.items())
+        print(
+            f"probes disagreed ({at}): the host's other work moved the capacity during the search; the interval spans it"
+        )
     reference = result.get("reference")
     if reference:
         print(
             f"reference latency (queueing rule): p50 {reference['completion_latency_ms_p50']:.4g} ms at {reference['rate_rps']:.4g}/s, the lowest-rate probe"
         )
     for probe in result["probes"]:
-        print(f"  {probe['rate_rps']:>9.4g}/s  {probe['mode']:<13} {probe['run_dir']}")
+        load = probe.get("load_1min")
+        print(
+            f"  {probe['rate_rps']:>9.4g}/s  {probe['mode']:<13} load {'-' if load is None else f'{load:.3g}':<5} {probe['run_dir']}"
+        )
     print(result["result_file"])
     return 0 if capacity is not None else 1
