@@ -198,6 +198,39 @@ PERF_CGROUP_PROBLEM = (
 )
 
 
+@dataclass(frozen=True)
+class PerfChoice:
+    """What the perf collector counts on a host: the events it supports, those it drops (with
+    why), the cgroups of ``per: cgroup``; or the ``problem`` that stops it there."""
+
+    events: tuple[str, ...] = ()
+    dropped: dict[str, str] = field(default_factory=dict)
+    cgroups: tuple[str, ...] = ()
+    problem: str | None = None
+
+    @property
+    def warnings(self) -> list[str]:
+        return [f"perf: event {event} dropped ({why})" for event, why in self.dropped.items()]
+
+
+def choose_perf(events: list[str], per: str, root: Root, cgroup_parents: dict[str, str]) -> PerfChoice:
+    """The perf collector's check on this host: permission first (no probe without it), the
+    cgroups of ``per: cgroup``, then the events probed."""
+    reason = perf_readiness(events, root, system_wide=True, probe=False).problem("drop monitoring.perf")
+    if reason is not None:
+        return PerfChoice(problem=reason)
+    cgroups: list[str] = []
+    if per == "cgroup":
+        cgroups = perf_cgroups(root, cgroup_parents)
+        if not cgroups:
+            return PerfChoice(problem=PERF_CGROUP_PROBLEM)
+    ready = perf_readiness(events, root, system_wide=True)
+    reason = ready.problem("drop monitoring.perf")
+    if reason is not None:
+        return PerfChoice(problem=reason)
+    return PerfChoice(ready.supported, dict(ready.dropped), tuple(cgroups))
+
+
 def perf_argv(
     events: list[str], interval_ms: int, per: str, cgroups: list[str], bound_s: float, output: str
 ) -> list[str]:

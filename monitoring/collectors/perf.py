@@ -29,9 +29,8 @@ from faasprof.monitoring.tools import (
     DEFAULT_PERF_EVENTS,
     HARDWARE_EVENTS,
     PARANOID_FIX,
-    PERF_CGROUP_PROBLEM,
+    choose_perf,
     perf_argv,
-    perf_cgroups,
     perf_readiness,
 )
 from faasprof.rundir import Manifest
@@ -105,22 +104,11 @@ class PerfCollector(ProcessCollector):
         self.dropped: dict[str, str] = {}
 
     def _check(self) -> str | None:
-        ready = perf_readiness(self.events, self.root, system_wide=True, probe=False)
-        reason = ready.problem("drop monitoring.perf")
-        if reason is not None:
-            return reason
-        if self.per == "cgroup":
-            self.cgroups = perf_cgroups(self.root, self.context.get("cgroup_parents") or {})
-            if not self.cgroups:
-                return PERF_CGROUP_PROBLEM
-        ready = perf_readiness(self.events, self.root, system_wide=True)
-        reason = ready.problem("drop monitoring.perf")
-        if reason is not None:
-            return reason
-        self.dropped = dict(ready.dropped)
-        for event, why in self.dropped.items():
-            self.warnings.append(f"perf: event {event} dropped ({why})")
-        self.events = list(ready.supported)
+        choice = choose_perf(self.events, self.per, self.root, self.context.get("cgroup_parents") or {})
+        if choice.problem is not None:
+            return choice.problem
+        self.events, self.dropped, self.cgroups = list(choice.events), dict(choice.dropped), list(choice.cgroups)
+        self.warnings.extend(choice.warnings)
         return None
 
     def argv(self, output: str) -> list[str]:
