@@ -25,12 +25,12 @@ from faasprof.monitoring.collectors.base import SAFETY_MARGIN_S
 from faasprof.monitoring.collectors.perf import PerfCollector
 from faasprof.monitoring.collectors.rdt import PqosCollector
 from faasprof.monitoring.host import Root
-from faasprof.monitoring.hosts import HostsOption, RemoteHosts, hosts_option
+from faasprof.monitoring.hosts import HostsOption, RemoteHosts, hosts_option, toolrun
 from faasprof.monitoring.hosts.clock import Exchange, estimate_offset, measure_offset
 from faasprof.monitoring.hosts.inventory import read_inventory
 from faasprof.monitoring.hosts.session import HostSession
 from faasprof.monitoring.hosts.ssh import BOOT, agent_code, ssh_argv
-from faasprof.monitoring.hosts.toolrun import plan_tool
+from faasprof.monitoring.hosts.toolrun import ToolPlan, ToolRun, plan_tool
 
 REPO = Path(__file__).resolve().parent.parent
 PERF_DATA = REPO / "tests" / "data" / "monitoring" / "perf"
@@ -391,6 +391,30 @@ def test_a_killed_agent_takes_its_tools_with_it(fake_perf):
         assert _until(lambda: not _processes_under(fake_perf)), _processes_under(fake_perf)
     finally:
         process.kill()
+
+
+class Sent:
+    """The agent's channel, kept."""
+
+    def __init__(self) -> None:
+        self.messages: list[dict] = []
+
+    def send(self, message: dict) -> None:
+        self.messages.append(message)
+
+
+def test_a_tool_that_exits_at_once_is_a_failed_start_and_stopping_is_safe_twice(monkeypatch):
+    plan = ToolPlan(["sh", "-c", "echo no permission >&2; exit 3"], ["out.csv"])
+    monkeypatch.setitem(toolrun.PLANS, "perf", lambda *args: plan)
+    sent = Sent()
+    run = ToolRun("perf", {}, sent, Root("/"), None, 30.0)
+    started = run.start()
+    assert started["error"] == "perf: sh exited at once with code 3: no permission"
+    assert started["command"] == plan.argv and started["layout"] == {"returncode": 3}
+    first = run.stop()
+    assert first == run.stop() == {"layout": {"returncode": 3}, "error": started["error"]}
+    assert [m["d"] for m in sent.messages if m["f"] == "stderr.log"] == ["no permission\n"]
+    assert not os.path.exists(run.dir)  # its folder on the host removed
 
 
 def test_a_required_collector_a_host_cannot_run_stops_the_run_before_it_starts(tmp_path, monkeypatch):
