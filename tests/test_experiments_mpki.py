@@ -17,7 +17,7 @@ import pytest
 from faasprof import rundir
 from faasprof.analyzer.analysis import analyze_run
 from faasprof.experiments.mpki import counts_from_perf, plot_mpki
-from faasprof.monitoring.collectors.perf import probe_perf_events
+from faasprof.monitoring.tools import probe_perf_events
 
 REPO = Path(__file__).resolve().parent.parent
 PERF = REPO / "tests" / "data" / "monitoring" / "perf"

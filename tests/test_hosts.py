@@ -8,6 +8,8 @@ The runs on real hosts (containers reached by ssh) are in ``test_hosts_docker.py
 from __future__ import annotations
 
 import json
+import os
+import signal
 import socket
 import subprocess
 import sys
@@ -17,13 +19,22 @@ from pathlib import Path
 import pytest
 from conftest import run_cli
 
-from faasprof.errors import ConfigError
-from faasprof.monitoring.hosts import HostsOption, RemoteHosts, hosts_option
+from faasprof.errors import ConfigError, NotReadyError
+from faasprof.monitoring import tools
+from faasprof.monitoring.collectors.base import SAFETY_MARGIN_S
+from faasprof.monitoring.collectors.perf import PerfCollector
+from faasprof.monitoring.collectors.rdt import PqosCollector
+from faasprof.monitoring.host import Root
+from faasprof.monitoring.hosts import HostsOption, RemoteHosts, hosts_option, toolrun
 from faasprof.monitoring.hosts.clock import Exchange, estimate_offset, measure_offset
 from faasprof.monitoring.hosts.inventory import read_inventory
+from faasprof.monitoring.hosts.session import HostSession
 from faasprof.monitoring.hosts.ssh import BOOT, agent_code, ssh_argv
+from faasprof.monitoring.hosts.toolrun import ToolPlan, ToolRun, plan_tool
 
 REPO = Path(__file__).resolve().parent.parent
+PERF_DATA = REPO / "tests" / "data" / "monitoring" / "perf"
+HOSTS_DATA = REPO / "tests" / "data" / "monitoring" / "hosts"
 
 
 def write(path: Path, text: str) -> Path:
@@ -201,23 +212,30 @@ def test_ssh_argv_puts_the_inventorys_options_first(tmp_path):
     assert argv[argv.index("-l") + 1] == "u" and argv[-2] == "10.1.2.3" and argv[-1].startswith("python3 -u -c ")
 
 
-def _local_agent(settings: dict) -> subprocess.Popen:
-    """The agent as ssh would start it, on this machine (python3 -c BOOT, the code on stdin)."""
+def _local_agent(settings: dict, path: str | None = None) -> subprocess.Popen:
+    """The agent as ssh would start it, on this machine (python3 -c BOOT, the code on stdin);
+    ``path``: its PATH (where its checks look for the tools)."""
+    env = {**os.environ, "PATH": path} if path else None
     process = subprocess.Popen(
-        [sys.executable, "-u", "-c", BOOT], stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE
+        [sys.executable, "-u", "-c", BOOT],
+        stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        env=env,
     )
     process.stdin.write(agent_code() + json.dumps(settings).encode() + b"\n")
     process.stdin.flush()
     return process
 
 
-def test_agent_answers_checks_and_streams_rows_until_stdin_ends():
-    process = _local_agent({"collectors": {"vmstat": {"interval_ms": 50}, "perf": {}}, "bound_s": 30})
+def test_agent_answers_checks_and_streams_rows_until_stdin_ends(tmp_path):
+    process = _local_agent({"collectors": {"vmstat": {"interval_ms": 50}, "perf": {}}, "bound_s": 30}, str(tmp_path))
     try:
         hello = json.loads(process.stdout.readline())
         assert hello["op"] == "hello" and hello["facts"]["cpus"] >= 1 and hello["facts"]["kernel"]
         assert hello["checks"]["vmstat"] is None
-        assert hello["checks"]["perf"] == "perf: not run on remote hosts (they run cgroups, vmstat)"
+        # perf is checked on the host as here: no perf on its PATH.
+        assert hello["checks"]["perf"].startswith("perf: not found on PATH; install it")
         process.stdin.write(b'{"op": "clock"}\n{"op": "start"}\n')
         process.stdin.flush()
         time.sleep(0.3)
@@ -232,6 +250,196 @@ def test_agent_answers_checks_and_streams_rows_until_stdin_ends():
     rows = "".join(m["d"] for m in messages if m["op"] == "data" and m["f"] == "vmstat.csv").splitlines()
     assert rows[0].startswith("elapsed_ns,cpu_user_ticks") and len(rows) >= 4
     assert process.stderr.read() == b""
+
+
+# -- the tool collectors on a host ------------------------------------------------------------------
+
+
+@pytest.fixture
+def fake_perf(tmp_path, monkeypatch) -> Path:
+    """A folder whose ``perf`` is the recorded stand-in (tests/data/monitoring/perf/fake_perf), first
+    on PATH here too, so that the local collector and a host's agent find the same perf."""
+    folder = tmp_path / "bin"
+    folder.mkdir()
+    (folder / "perf").symlink_to(PERF_DATA / "fake_perf")
+    monkeypatch.setenv("PATH", f"{folder}:{os.environ['PATH']}")
+    monkeypatch.setattr(tools, "_probe_cache", {})
+    return folder
+
+
+def _needs_system_wide_counting() -> None:
+    paranoid = Root("/").read_int("/proc/sys/kernel/perf_event_paranoid")
+    if not tools.is_root() and (paranoid is None or paranoid > 0):
+        pytest.skip("perf's check refuses system-wide counting here (not root, perf_event_paranoid > 0)")
+
+
+def test_a_hosts_perf_runs_the_local_collectors_command_line(fake_perf):
+    _needs_system_wide_counting()
+    block = {"interval_ms": 250, "events": ["task-clock", "page-faults", "cycles"], "per": "cpu"}
+    plan = plan_tool("perf", {**PerfCollector.defaults, **block}, Root("/"), None, 10 + SAFETY_MARGIN_S)
+    local = PerfCollector(block, {"duration_s": 10})
+    assert local.check() is None
+    assert plan.argv == local.argv("perf_stat.csv")
+    assert plan.argv[:9] == ["perf", "stat", "-x,", "-I", "250", "-a", "-A", "-e", "task-clock,page-faults"]
+    # The probe there drops what the CPU lacks, as the check here does (the recorded probe: no cycles).
+    assert plan.layout["dropped_events"] == local.dropped == {"cycles": "not supported here"}
+    assert plan.warnings == local.warnings == ["perf: event cycles dropped (not supported here)"]
+    assert plan.layout["layout"] == {"sep": ",", "interval_ms": 250, "per": "cpu", "cgroups": []}
+
+
+def test_a_hosts_blktrace_plan_and_its_reasons(monkeypatch):
+    xeon = Root(HOSTS_DATA / "xeon_11way")
+    monkeypatch.setattr(tools.shutil, "which", lambda tool: None if tool == "blkparse" else f"/usr/sbin/{tool}")
+    assert plan_tool("blktrace", {"devices": "auto"}, xeon, None, 610.0) == (
+        "blktrace: blkparse is not installed; apt-get install blktrace (or drop monitoring.blktrace)"
+    )
+    monkeypatch.setattr(tools.shutil, "which", lambda tool: f"/usr/sbin/{tool}")
+    monkeypatch.setattr(tools, "is_root", lambda: False)
+    assert plan_tool("blktrace", {}, xeon, None, 610.0) == "blktrace: needs root (BLKTRACESETUP); run faasprof as root"
+    monkeypatch.setattr(tools, "is_root", lambda: True)
+    plan = plan_tool("blktrace", {"devices": "auto"}, xeon, None, 610.0)
+    assert plan.argv == ["blktrace", "-d", "/dev/sda", "-D", "raw", "-w", "610"]
+    assert plan.after == [["blkparse", "-D", "raw", "-i", "sda", "-o", "sda.blkparse.txt"]]
+    assert plan.outputs == ["sda.blkparse.txt", "blkparse.log"] and plan.folders == ["raw"]
+    assert plan.marker_devices == ["/dev/sda"] and plan.layout == {"devices": ["/dev/sda"], "marker": "faasprof-start"}
+
+
+def test_a_hosts_rdt_runs_pqos_with_the_local_command_line(monkeypatch):
+    xeon = HOSTS_DATA / "xeon_11way"
+    assert plan_tool("rdt", {}, Root(HOSTS_DATA / "this_vm"), None, 610.0).startswith(
+        "rdt: the CPU reports no RDT monitoring (no cqm_llc/cqm_mbm_* flag in /proc/cpuinfo)"
+    )
+    monkeypatch.setattr(tools.shutil, "which", lambda tool: None)
+    assert plan_tool("rdt", {"interface": "auto"}, Root(xeon), None, 610.0) == (
+        "rdt: pqos is not installed; apt-get install intel-cmt-cat (or mount resctrl and use interface resctrl); "
+        "remote hosts measure RDT through pqos only"
+    )
+    assert plan_tool("rdt", {"interface": "resctrl"}, Root(xeon), None, 610.0) == (
+        "rdt: resctrl is read only on the machine that runs faasprof; remote hosts run pqos (interface auto or pqos)"
+    )
+    monkeypatch.setattr(tools.shutil, "which", lambda tool: f"/usr/sbin/{tool}")
+    monkeypatch.setattr(tools, "is_root", lambda: True)
+    block = {"interval_ms": 250, "cores": [[0, 1], [2]]}
+    plan = plan_tool("rdt", block, Root(xeon), None, 10 + SAFETY_MARGIN_S)
+    assert plan.argv == PqosCollector(block, {"host_root": str(xeon), "duration_s": 10}).argv()
+    assert plan.argv[:6] == ["pqos", "-r", "-m", "all:[0,1],[2];mbt:[0,1],[2]", "-i", "2"]
+    assert plan.layout == {"interface": "pqos", "interval_ms": 200}
+
+
+def _processes_under(folder: Path) -> list[str]:
+    """This machine's processes whose command line names ``folder`` (the stand-in perf)."""
+    found = []
+    for pid in filter(str.isdigit, os.listdir("/proc")):
+        try:
+            argv = Path(f"/proc/{pid}/cmdline").read_bytes().decode(errors="replace")
+        except OSError:
+            continue
+        if str(folder) in argv:
+            found.append(pid)
+    return found
+
+
+def _until(condition, timeout_s: float = 5.0) -> bool:
+    deadline = time.monotonic() + timeout_s
+    while time.monotonic() < deadline:
+        if condition():
+            return True
+        time.sleep(0.05)
+    return condition()
+
+
+def test_agent_runs_perf_streams_its_output_and_stops_it_with_sigint(fake_perf):
+    _needs_system_wide_counting()
+    settings = {"collectors": {"perf": {"interval_ms": 50, "events": ["task-clock", "page-faults"]}}, "bound_s": 30}
+    process = _local_agent(settings, os.environ["PATH"])
+    try:
+        assert json.loads(process.stdout.readline())["checks"] == {"perf": None}
+        process.stdin.write(b'{"op": "start"}\n')
+        process.stdin.flush()
+        assert _until(lambda: _processes_under(fake_perf))
+        time.sleep(0.6)  # the stand-in's five intervals
+        process.stdin.write(b'{"op": "stop"}\n')
+        process.stdin.flush()
+        assert process.wait(10) == 0
+    finally:
+        process.kill()
+    messages = [json.loads(line) for line in process.stdout.read().splitlines()]
+    (started,) = [m["collectors"]["perf"] for m in messages if m["op"] == "started"]
+    assert started["command"][:8] == ["perf", "stat", "-x,", "-I", "50", "-a", "-e", "task-clock,page-faults"]
+    assert started["outputs"] == ["perf_stat.csv"] and started["error"] is None
+    streamed = "".join(m["d"] for m in messages if m["op"] == "data" and m["f"] == "perf_stat.csv")
+    assert streamed == (PERF_DATA / "perf_stat_system_interval.csv").read_text()
+    assert messages[-1] == {
+        "op": "stopped",
+        "collectors": {"perf": {"layout": {**started["layout"], "returncode": 0}, "error": None}},
+    }
+    assert _processes_under(fake_perf) == []
+
+
+def test_a_killed_agent_takes_its_tools_with_it(fake_perf):
+    """The agent ended without stopping its tools (SIGKILL; its own bound ends it so too): the
+    kernel kills perf with it."""
+    _needs_system_wide_counting()
+    process = _local_agent({"collectors": {"perf": {"events": ["task-clock"]}}, "bound_s": 30}, os.environ["PATH"])
+    try:
+        process.stdout.readline()
+        process.stdin.write(b'{"op": "start"}\n')
+        process.stdin.flush()
+        assert _until(lambda: _processes_under(fake_perf))
+        process.send_signal(signal.SIGKILL)
+        process.wait(5)
+        assert _until(lambda: not _processes_under(fake_perf)), _processes_under(fake_perf)
+    finally:
+        process.kill()
+
+
+class Sent:
+    """The agent's channel, kept."""
+
+    def __init__(self) -> None:
+        self.messages: list[dict] = []
+
+    def send(self, message: dict) -> None:
+        self.messages.append(message)
+
+
+def test_a_tool_that_exits_at_once_is_a_failed_start_and_stopping_is_safe_twice(monkeypatch):
+    plan = ToolPlan(["sh", "-c", "echo no permission >&2; exit 3"], ["out.csv"])
+    monkeypatch.setitem(toolrun.PLANS, "perf", lambda *args: plan)
+    sent = Sent()
+    run = ToolRun("perf", {}, sent, Root("/"), None, 30.0)
+    started = run.start()
+    assert started["error"] == "perf: sh exited at once with code 3: no permission"
+    assert started["command"] == plan.argv and started["layout"] == {"returncode": 3}
+    first = run.stop()
+    assert first == run.stop() == {"layout": {"returncode": 3}, "error": started["error"]}
+    assert [m["d"] for m in sent.messages if m["f"] == "stderr.log"] == ["no permission\n"]
+    assert not os.path.exists(run.dir)  # its folder on the host removed
+
+
+def test_a_required_collector_a_host_cannot_run_stops_the_run_before_it_starts(tmp_path, monkeypatch):
+    inventory = write(
+        tmp_path / "inv.ini", "[openwhisk_invokers]\nh1 ansible_host=127.0.0.1\nh2 ansible_host=127.0.0.1\n"
+    )
+    no_perf = "perf: not found on PATH; install it"
+
+    def connect(session: HostSession) -> None:
+        if session.name == "h2":
+            session.skipped["perf"] = no_perf
+
+    closed: list[str] = []
+    monkeypatch.setattr(HostSession, "connect", connect)
+    monkeypatch.setattr(HostSession, "close", lambda session: closed.append(session.name))
+    optional = RemoteHosts(read_inventory(inventory), {"perf": {"required": False}, "vmstat": {}}, 5)
+    assert optional.connect() == [
+        "host h1 (None, None CPUs): perf, vmstat",
+        f"host h2 (None, None CPUs): vmstat; skipped {no_perf}",
+    ]
+    required = RemoteHosts(read_inventory(inventory), {"perf": {"required": True}, "vmstat": {}}, 5)
+    with pytest.raises(NotReadyError) as refused:
+        required.connect()
+    assert str(refused.value) == f"hosts: h2: monitoring.perf: required but unavailable there: {no_perf}"
+    assert closed == ["h1", "h2"]  # every session ended
 
 
 # -- faasprof run --hosts -------------------------------------------------------------------------

@@ -36,6 +36,21 @@ pytestmark = [pytest.mark.docker, pytest.mark.slow]
 
 IMAGE = "faasprof/test-host:latest"
 BUILD = REPO_ROOT / "setup" / "runtime-images" / "build.sh"
+PERF_DATA = REPO_ROOT / "tests" / "data" / "monitoring" / "perf"
+# perf on a test host: a stand-in answering with recorded real perf output. Real perf counting
+# system-wide needs perf_event_open with CAP_PERFMON, which this Docker (20.10) cannot grant alone
+# ("unknown capability"), and CAP_SYS_ADMIN is far more than a test host should hold.
+FAKE_PERF = ("fake_perf", "perf_stat_probe_stderr.txt", "perf_stat_system_interval.csv")
+PERF_EVENTS = ["task-clock", "context-switches", "page-faults", "cycles"]
+NO_TOOLS = {
+    "blktrace": "blktrace: blktrace is not installed; apt-get install blktrace (or drop monitoring.blktrace)",
+    "rdt": "rdt: the CPU reports no RDT monitoring (no cqm_llc/cqm_mbm_* flag in /proc/cpuinfo); use an Intel Xeon "
+    "with CMT/MBM (and rdt= not disabling it on the kernel command line), or drop monitoring.rdt",
+}
+NO_PERF = (
+    "perf: not found on PATH; install it (Debian: apt-get install linux-perf; Ubuntu: linux-tools-$(uname -r)) "
+    "or drop monitoring.perf"
+)
 
 
 def _docker(*args: str, check: bool = True, timeout: float = 60) -> subprocess.CompletedProcess:
@@ -118,6 +133,14 @@ class Hosts:
     def port(self, name: str) -> int:
         return int(_docker("port", self.containers[name], "22/tcp").stdout.split(":")[-1].split()[0])
 
+    def install_fake_perf(self, name: str) -> None:
+        """``perf`` on host ``name``: the recorded stand-in (``FAKE_PERF`` says why not the real one)."""
+        container = self.containers[name]
+        _docker("exec", container, "mkdir", "-p", "/opt/fake-perf")
+        for file in FAKE_PERF:
+            _docker("cp", str(PERF_DATA / file), f"{container}:/opt/fake-perf/{file}")
+        _docker("exec", container, "ln", "-sf", "/opt/fake-perf/fake_perf", "/usr/local/bin/perf")
+
     def kill(self, name: str) -> None:
         _docker("kill", self.containers[name])
 
@@ -179,8 +202,16 @@ def killed_run(hosts, tmp_path_factory):
     folder = tmp_path_factory.mktemp("killed")
     home = folder / "home"  # no ~/.wskprops: the embedded localwhisk
     home.mkdir()
-    # perf too: a collector no remote host runs, which each host says it skipped.
-    config = _workload(folder, 6, {"j": {"application": "json_dumps", "distribution": "Uniform", "rate": 2}}, perf=True)
+    # The tool collectors too: perf where h1 has it (the stand-in), and each host's reasons for the rest.
+    hosts.install_fake_perf("h1")
+    config = _workload(
+        folder,
+        6,
+        {"j": {"application": "json_dumps", "distribution": "Uniform", "rate": 2}},
+        perf={"interval_ms": 100, "events": PERF_EVENTS},
+        blktrace=True,
+        rdt=True,
+    )
     out = folder / "runs"
     process = _start(config, out, home, "--hosts", str(hosts.inventory))
     try:
@@ -205,13 +236,13 @@ def test_each_host_leaves_vmstat_and_cgroups_rows_and_its_clock(hosts, killed_ru
         host_json = rundir.read_host_info(run_dir / "monitors" / name).data
         assert host_json["status"] == "ok" and host_json["lost_reason"] is None and host_json["lost_at_ns"] is None
         assert host_json["kernel"] == os.uname().release and host_json["cpus"] >= 1
-        assert sorted(host_json["collectors"]) == ["cgroups", "vmstat"]
-        assert host_json["skipped"] == {
-            "perf": "perf: runs only on the machine that runs faasprof (remote hosts run cgroups, vmstat)"
-        }
+        # Each host's own check: h1 has perf, h3 has not; neither has blktrace nor RDT.
+        runs = ["cgroups", "perf", "vmstat"] if name == "h1" else ["cgroups", "vmstat"]
+        assert sorted(host_json["collectors"]) == runs
+        assert host_json["skipped"] == (NO_TOOLS if name == "h1" else {"perf": NO_PERF, **NO_TOOLS})
         # The manifest's entry is host.json with the collectors by name.
         expected = {key: value for key, value in host_json.items() if key != "format_version"}
-        assert entries[name] == {**expected, "collectors": ["cgroups", "vmstat"]}
+        assert entries[name] == {**expected, "collectors": runs}
         clock = host_json["clock"]
         # The containers share this machine's clock: the true offset is 0, within the uncertainty.
         for when in ("start", "end"):
@@ -288,7 +319,12 @@ def _live_hosts(hosts: Hosts, folder: Path) -> Path:
 def _long_run(hosts: Hosts, folder: Path, home: Path) -> Iterator[tuple[subprocess.Popen, Path]]:
     """A 30 s run against a fake OpenWhisk measuring h1 and h3: the process and its run directory
     once h1 has sent rows (the test ends it; killed if it has not)."""
-    config = _workload(folder, 30, {"a": {"application": "ok", "distribution": "Uniform", "rate": 2}})
+    config = _workload(
+        folder,
+        30,
+        {"a": {"application": "ok", "distribution": "Uniform", "rate": 2}},
+        perf={"interval_ms": 100, "events": PERF_EVENTS},
+    )
     out = folder / "runs"
     with FakeOpenWhisk() as server:
         process = _start(
@@ -306,7 +342,9 @@ def test_a_stopped_or_killed_faasprof_leaves_nothing_on_the_hosts(hosts, killed_
     """Ctrl-C stops the hosts in order (host.json written); SIGKILL leaves ssh without its
     faasprof: the agent sees its stdin end and exits, and ssh with it."""
     with _long_run(hosts, tmp_path, isolated_home) as (process, run_dir):
-        assert any("python3" in line for line in hosts.processes("h1"))  # the agent is there
+        running = hosts.processes("h1")
+        assert any("python3 -u -c" in line for line in running)  # the agent is there, and perf under it
+        assert any(line.startswith("python3 /usr/local/bin/perf stat -x, -I 100 -a") for line in running), running
         process.send_signal(stop)
         process.communicate(timeout=60)
     assert _until_clean(hosts, ("h1", "h3")) == {"h1": [], "h3": []}
@@ -321,6 +359,7 @@ def test_a_dropped_connection_stops_the_agent_on_a_living_host(hosts, killed_run
     """h1's ssh killed on this side mid-run: sshd ends the session, the agent its samplers, and
     the run goes on with h3 (h1 reported lost)."""
     with _long_run(hosts, tmp_path, isolated_home) as (process, run_dir):
+        assert any(" /usr/local/bin/perf stat " in line for line in hosts.processes("h1"))
         (ssh,) = _local_ssh(hosts.key, hosts.port("h1"))
         os.kill(int(ssh), signal.SIGKILL)
         assert _until_clean(hosts, ("h1",)) == {"h1": []}
@@ -360,3 +399,28 @@ def test_the_monitor_frames_carry_each_hosts_rows_on_the_run_axis(killed_run):
         assert -1 < times.min() < 1 and 6 < times.max() < 30  # the run lasted 6 s, then drained
     assert vmstat.loc[vmstat["host"] == "h2", "t_s"].max() < 6  # killed mid-run
     assert set(frames["cgroups"]["host"]) >= {"h1", "h3"}
+
+
+def test_a_hosts_perf_runs_there_and_reaches_the_monitor_frame_with_its_host(killed_run):
+    """perf on h1: the local collector's command line run there under the agent, its output
+    streamed into monitors/h1/perf/, stopped by SIGINT, parsed into the perf frame as h1's rows."""
+    returncode, stdout, stderr = killed_run
+    run_dir = Path(stdout.strip().splitlines()[-1])
+    manifest = rundir.read_manifest(run_dir)
+    folder = run_dir / "monitors" / "h1" / "perf"
+    meta = rundir.read_monitor_meta(folder)
+    assert meta["status"] == "stopped" and meta["returncode"] == 0 and meta["errors"] == []
+    # The probe there dropped cycles (the recorded probe says <not supported>), as perf's check does here.
+    assert meta["events"] == PERF_EVENTS[:3] and meta["dropped_events"] == {"cycles": "not supported here"}
+    assert meta["warnings"] == ["perf: event cycles dropped (not supported here)"]
+    assert meta["layout"] == {"sep": ",", "interval_ms": 100, "per": "system", "cgroups": []}
+    assert abs(meta["wall_ns_at_start"] - manifest.clock["wall_ns_at_zero"]) < 10_000_000_000
+    command = (folder / "command.txt").read_text().splitlines()[1]
+    assert command.startswith("perf stat -x, -I 100 -a -e task-clock,context-switches,page-faults --interval-count ")
+    assert command.endswith(" -o perf_stat.csv") and (folder / "stderr.log").exists()
+    assert (folder / "perf_stat.csv").read_text() == (PERF_DATA / "perf_stat_system_interval.csv").read_text()
+    perf = load_run_monitors(run_dir, manifest)["perf"]
+    remote = perf.loc[perf["host"] == "h1"]
+    assert len(remote) == 4 and remote["task-clock"].notna().all()  # the recording's four intervals
+    # Perf's interval stamps count from its start on h1: placed on the run's axis by h1's offset.
+    assert remote["t_s"].is_monotonic_increasing and -1 < remote["t_s"].min() < 1.5

@@ -15,10 +15,10 @@ from pathlib import Path
 import pytest
 
 from faasprof import rundir
+from faasprof.monitoring import tools
 from faasprof.monitoring.collectors import base as col_base
 from faasprof.monitoring.collectors import blktrace as col_blktrace
 from faasprof.monitoring.collectors import build_collectors, normalise_block
-from faasprof.monitoring.collectors import perf as col_perf
 from faasprof.monitoring.collectors.blktrace import BlktraceCollector, data_device
 from faasprof.monitoring.collectors.cgroups import CgroupCollector
 from faasprof.monitoring.collectors.perf import PerfCollector
@@ -67,7 +67,7 @@ def test_perf_live_drops_unsupported_events_and_stops_with_sigint(tmp_path):
         {"interval_ms": 100, "events": ["task-clock", "context-switches", "page-faults", "cycles"]}, {"duration_s": 1}
     )
     assert perf.check() is None
-    supported, dropped, _ = col_perf.probe_perf_events(["task-clock", "cycles"])
+    supported, dropped, _ = tools.probe_perf_events(["task-clock", "cycles"])
     if "cycles" in dropped:  # this VM: no PMU
         assert perf.events == ["task-clock", "context-switches", "page-faults"]
         assert any("cycles" in w for w in perf.warnings)
@@ -138,7 +138,7 @@ def test_perf_per_cgroup_needs_a_perf_event_hierarchy(tmp_path):
             },
         },
     )
-    assert xeon._perf_cgroups() == ["docker"]
+    assert tools.perf_cgroups(xeon.root, xeon.context["cgroup_parents"]) == ["docker"]
     xeon.cgroups = ["docker"]
     argv = xeon.argv("perf_stat.csv")
     assert argv[argv.index("--for-each-cgroup") + 1] == "docker"

@@ -25,8 +25,8 @@ from faasprof.monitoring.collectors import (
     schema_fragment,
 )
 from faasprof.monitoring.collectors.base import Finding
-from faasprof.monitoring.collectors.perf import PerfReadiness, perf_readiness
 from faasprof.monitoring.host import Root, collect_host
+from faasprof.monitoring.tools import PerfReadiness, perf_readiness
 from faasprof.paths import WORKLOAD_SCHEMA_PATH
 
 REPO_ROOT = Path(__file__).resolve().parent.parent

@@ -116,10 +116,6 @@ class ParseKind:
     arguments: tuple[ParseArgument, ...] = ()
 
 
-def is_root() -> bool:
-    return hasattr(os, "geteuid") and os.geteuid() == 0
-
-
 def tail(path: Path, chars: int = STDERR_TAIL_CHARS) -> str:
     try:
         text = path.read_text(encoding="utf-8", errors="replace")

@@ -11,7 +11,6 @@ import os
 import shlex
 import shutil
 import subprocess
-import time
 from pathlib import Path
 
 from faasprof.monitoring.collectors.base import (
@@ -23,43 +22,24 @@ from faasprof.monitoring.collectors.base import (
     ParseKind,
     Plot,
     ProcessCollector,
-    is_root,
     read_output,
     tail,
 )
-from faasprof.monitoring.host import Root, mounts
+from faasprof.monitoring.host import Root
 from faasprof.monitoring.parsers.blkparse import blk_intervals
+from faasprof.monitoring.tools import (
+    BLK_MARKER,
+    DOCKER_DATA,
+    blkparse_argv,
+    blktrace_argv,
+    blktrace_devices,
+    data_device,
+    is_root,
+    write_blk_marker,
+)
 from faasprof.rundir import Manifest
 
-DOCKER_DATA = "/var/lib/docker"
-BLK_MARKER = "faasprof-start"
-
-
-def data_device(root: Root, path: str = DOCKER_DATA) -> str | None:
-    """The whole-disk block device (``/dev/sda``) holding ``path`` (or its nearest existing
-    ancestor), from ``/proc/self/mountinfo`` and ``/sys/dev/block``; None if not a block device."""
-    probe = path
-    while probe != "/" and not root.exists(probe):
-        probe = os.path.dirname(probe) or "/"
-    best: tuple[int, str] | None = None
-    for line in (root.read("/proc/self/mountinfo") or "").splitlines():
-        parts = line.split()
-        if len(parts) < 5:
-            continue
-        point, devnum = parts[4], parts[2]
-        if probe == point or probe.startswith(point.rstrip("/") + "/") or point == "/":
-            if best is None or len(point) > best[0]:
-                best = (len(point), devnum)
-    if best is None:
-        return None
-    sys_path = root.path(f"/sys/dev/block/{best[1]}")
-    if not sys_path.exists():
-        return None
-    real = Path(os.path.realpath(sys_path))
-    name = real.name
-    if (real / "partition").exists():
-        name = real.parent.name
-    return f"/dev/{name}"
+__all__ = ["BlktraceCollector", "data_device"]
 
 
 def _parse_blkparse(text: str, args: argparse.Namespace):
@@ -101,63 +81,27 @@ class BlktraceCollector(ProcessCollector):
         self.marker_monotonic_ns: int | None = None
 
     def _check(self) -> str | None:
-        for tool in ("blktrace", "blkparse"):
-            if shutil.which(tool) is None:
-                return f"blktrace: {tool} is not installed; apt-get install blktrace (or drop monitoring.blktrace)"
-        if not is_root():
-            return "blktrace: needs root (BLKTRACESETUP); run faasprof as root"
-        if not any(fstype == "debugfs" for _, point, fstype, _ in mounts(self.root) if point == "/sys/kernel/debug"):
-            return "blktrace: debugfs is not mounted at /sys/kernel/debug; `mount -t debugfs debugfs /sys/kernel/debug`"
-        devices = self.block.get("devices", "auto")
-        if devices == "auto":
-            found = data_device(self.root)
-            if found is None:
-                return f"blktrace: could not find the block device holding {DOCKER_DATA} (or /); name it in monitoring.blktrace.devices"
-            devices = [found]
-        for device in devices:
-            name = os.path.basename(device)
-            if not self.root.exists(f"/sys/block/{name}/trace"):
-                return f"blktrace: {device} cannot be traced (/sys/block/{name}/trace missing: not a whole disk, or a kernel without CONFIG_BLK_DEV_IO_TRACE); name a whole disk such as /dev/sda"
-        self.devices = list(devices)
-        return None
+        self.devices, reason = blktrace_devices(self.root, self.block.get("devices", "auto"))
+        return reason
 
     def _start(self) -> None:
         assert self.dir is not None
         (self.dir / "raw").mkdir(exist_ok=True)
-        argv = ["blktrace"]
-        for device in self.devices:
-            argv += ["-d", device]
-        argv += ["-D", "raw", "-w", str(int(self._bound_s()))]
-        self._launch(argv)
+        self._launch(blktrace_argv(self.devices, self._bound_s()))
         self.outputs = [f"{os.path.basename(d)}.blkparse.txt" for d in self.devices]
         self._startup_check(0.3)
         if self.status == "failed":
             return
-        self._write_marker()
-
-    def _write_marker(self) -> None:
-        """A message event in the trace at a known wall-clock time: blkparse's times count from the
-        first event, so this is what ties them to the run clock."""
-        for device in self.devices:
-            msg = self.root.path(f"/sys/kernel/debug/block/{os.path.basename(device)}/msg")
-            deadline = time.monotonic() + 1.0
-            while not msg.exists() and time.monotonic() < deadline:
-                time.sleep(0.02)
-            try:
-                self.marker_wall_ns, self.marker_monotonic_ns = time.time_ns(), time.monotonic_ns()
-                msg.write_text(BLK_MARKER + "\n")
-            except OSError as error:
-                self.marker_wall_ns = self.marker_monotonic_ns = None
-                self.warnings.append(
-                    f"blktrace: could not write the time marker to {msg} ({error.strerror}); times count from the first event"
-                )
+        self.marker_wall_ns, self.marker_monotonic_ns, warning = write_blk_marker(self.root, self.devices)
+        if warning:
+            self.warnings.append(warning)
 
     def _after_stop(self) -> None:
         assert self.dir is not None
         with open(self.dir / "blkparse.log", "ab") as log:
             for device in self.devices:
                 name = os.path.basename(device)
-                argv = ["blkparse", "-D", "raw", "-i", name, "-o", f"{name}.blkparse.txt"]
+                argv = blkparse_argv(device)
                 log.write(("$ " + shlex.join(argv) + "\n").encode())
                 log.flush()
                 try:

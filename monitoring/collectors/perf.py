@@ -1,18 +1,14 @@
-"""The perf collector: ``perf stat -x, -I <ms> -a`` counters, and THE perf readiness check.
+"""The perf collector: ``perf stat -x, -I <ms> -a`` counters.
 
-``perf_readiness`` is the one place that decides whether perf can count here (tool on PATH,
-``perf_event_paranoid`` or root for system-wide counting, which events the CPU supports); the
-collector's ``check``, ``faasprof doctor``, ``faasprof mpki`` and ``faasprof native --perf`` all
-ask it. Raw output is parsed by ``faasprof.monitoring.parsers.perf`` (the one perf parser).
+Whether perf can count here is decided by ``faasprof.monitoring.tools.perf_readiness`` (re-exported
+here), which the collector's ``check``, ``faasprof doctor``, ``faasprof mpki``, ``faasprof native
+--perf`` and a remote host's agent all ask; its command line is ``tools.perf_argv``. Raw output is
+parsed by ``faasprof.monitoring.parsers.perf`` (the one perf parser).
 """
 
 from __future__ import annotations
 
 import argparse
-import math
-import shutil
-import subprocess
-from dataclasses import dataclass, field
 from pathlib import Path
 
 from faasprof.monitoring.collectors.base import (
@@ -24,162 +20,22 @@ from faasprof.monitoring.collectors.base import (
     ParseKind,
     Plot,
     ProcessCollector,
-    is_root,
     read_output,
 )
 from faasprof.monitoring.derived import add_perf_metrics
-from faasprof.monitoring.host import Root, cgroup_info
-from faasprof.monitoring.parsers.perf import event_units, parse_perf_stat, perf_wide, probe_support
+from faasprof.monitoring.host import Root
+from faasprof.monitoring.parsers.perf import event_units, parse_perf_stat, perf_wide
+from faasprof.monitoring.tools import (
+    DEFAULT_PERF_EVENTS,
+    HARDWARE_EVENTS,
+    PARANOID_FIX,
+    choose_perf,
+    perf_argv,
+    perf_readiness,
+)
 from faasprof.rundir import Manifest
 
-DEFAULT_PERF_EVENTS = (
-    "instructions",
-    "cycles",
-    "cycles:u",
-    "cycles:k",
-    "branches",
-    "branch-misses",
-    "LLC-loads",
-    "LLC-load-misses",
-    "task-clock",
-    "page-faults",
-    "context-switches",
-    "cpu-migrations",
-)
-INSTALL_HINT = "install it (Debian: apt-get install linux-perf; Ubuntu: linux-tools-$(uname -r))"
-PARANOID_FIX = "run as root or `sysctl kernel.perf_event_paranoid=0`"
-# Events that need a hardware PMU (a VM without a virtual PMU has software events only).
-_HARDWARE_EVENTS = ("cycles", "instructions", "branches", "branch-misses", "cache-misses", "cache-references")
-
-
-# -- readiness -----------------------------------------------------------------------------------
-
-
-@dataclass(frozen=True)
-class PerfReadiness:
-    """What ``perf_readiness`` found; ``problem()`` turns it into one line (why, and the fix)."""
-
-    perf_path: str | None
-    paranoid: int | None  # None: no /proc/sys/kernel/perf_event_paranoid (no perf events in the kernel)
-    root: bool
-    system_wide: bool  # whether the question was about system-wide (-a) counting
-    probed: bool
-    supported: tuple[str, ...] = ()
-    dropped: dict[str, str] = field(default_factory=dict)
-    probe_error: str | None = None
-
-    @property
-    def counting_allowed(self) -> bool:
-        """System-wide counting needs root or paranoid <= 0; counting one's own command, <= 2."""
-        if self.root:
-            return True
-        if self.paranoid is None:
-            return False
-        return self.paranoid <= (0 if self.system_wide else 2)
-
-    def problem(self, drop: str, require_all: bool = False) -> str | None:
-        """None when perf can count (all events with ``require_all``, else at least one); else
-        ``perf: why; fix`` where the fix ends with ``or <drop>`` (how to go on without perf)."""
-        if self.perf_path is None:
-            return f"perf: not found on PATH; {INSTALL_HINT} or {drop}"
-        if self.paranoid is None and not self.root:
-            return f"perf: no /proc/sys/kernel/perf_event_paranoid: the kernel has no perf events; use a kernel with CONFIG_PERF_EVENTS or {drop}"
-        if not self.counting_allowed:
-            limit = "<= 0" if self.system_wide else "<= 2"
-            what = "system-wide counting" if self.system_wide else "counting"
-            return f"perf: {what} needs root or perf_event_paranoid {limit} (it is {self.paranoid}); {PARANOID_FIX}"
-        if not self.probed:
-            return None
-        if self.probe_error:
-            return f"perf: the support probe failed ({self.probe_error}); check `perf stat{' -a' if self.system_wide else ''} -e cycles -- true` by hand"
-        if require_all and self.dropped:
-            return f"perf: cannot count {', '.join(self.dropped)} here ({'; '.join(f'{k}: {v}' for k, v in self.dropped.items())}); choose other events or {drop}"
-        if not self.supported:
-            wanted = ", ".join(self.dropped) or "none requested"
-            return f"perf: none of the events {wanted} is supported on this host (no hardware PMU?); request software events such as task-clock,page-faults,context-switches"
-        return None
-
-
-def perf_readiness(
-    events: list[str] | tuple[str, ...], root: Root | None = None, system_wide: bool = True, probe: bool = True
-) -> PerfReadiness:
-    """Whether perf can count ``events`` here. The events are probed (one short ``perf stat``)
-    only when ``probe`` and the tool and the permission are there. ``root`` is where
-    ``/proc`` is read (``faasprof doctor --root`` passes ``probe=False`` for a copied tree)."""
-    root = root or Root("/")
-    facts = {
-        "perf_path": shutil.which("perf"),
-        "paranoid": root.read_int("/proc/sys/kernel/perf_event_paranoid"),
-        "root": is_root(),
-        "system_wide": system_wide,
-    }
-    ready = PerfReadiness(probed=False, **facts)
-    if not probe or ready.problem("") is not None:
-        return ready
-    supported, dropped, error = probe_perf_events(list(events), system_wide=system_wide)
-    return PerfReadiness(probed=True, supported=tuple(supported), dropped=dict(dropped), probe_error=error, **facts)
-
-
-_probe_cache: dict[tuple, tuple[list[str], dict[str, str], str | None]] = {}
-
-
-def probe_perf_events(
-    events: list[str], timeout_s: float = 20.0, system_wide: bool = True
-) -> tuple[list[str], dict[str, str], str | None]:
-    """``(supported, dropped {event: reason}, error)`` from ``perf stat -x, [-a] -e ... -- true``.
-
-    One probe for all events; when perf rejects the list (a bad name makes it exit 129), each
-    event is probed alone so the bad one can be named. ``<not counted>`` in a probe of a few
-    microseconds is multiplexing, not lack of support: such events are kept.
-    """
-    key = (tuple(events), system_wide)
-    if key in _probe_cache:
-        return _probe_cache[key]
-
-    def run(evs: list[str]) -> tuple[int, str]:
-        done = subprocess.run(
-            ["perf", "stat", "-x,", *(["-a"] if system_wide else []), "-e", ",".join(evs), "--", "true"],
-            capture_output=True,
-            text=True,
-            timeout=timeout_s,
-            stdin=subprocess.DEVNULL,
-        )
-        return done.returncode, done.stderr
-
-    try:
-        rc, text = run(events)
-        if rc == 0:
-            statuses = probe_support(text)
-        else:
-            statuses = {}
-            for event in events:
-                rc_one, text_one = run([event])
-                found = probe_support(text_one) if rc_one == 0 else {}
-                statuses[event] = (
-                    found.get(event) or next(iter(found.values()), None) or f"rejected by perf: {_first_line(text_one)}"
-                )
-    except (OSError, subprocess.TimeoutExpired) as error:
-        return [], {}, str(error)
-    supported, dropped = [], {}
-    for event in events:
-        status = statuses.get(event)
-        if status is None:  # renamed by perf (e.g. the unprivileged ``:u`` fallback)
-            status = next(
-                (s for name, s in statuses.items() if name.split(":")[0] == event.split(":")[0]),
-                "missing from the probe",
-            )
-        if status in ("ok", "not_counted"):
-            supported.append(event)
-        else:
-            dropped[event] = "not supported here" if status == "not_supported" else status
-    result = (supported, dropped, None)
-    _probe_cache[key] = result
-    return result
-
-
-def _first_line(text: str) -> str:
-    return next((line.strip() for line in text.splitlines() if line.strip()), "no message")
-
+__all__ = ["DEFAULT_PERF_EVENTS", "PerfCollector", "perf_readiness"]
 
 # -- parsing -------------------------------------------------------------------------------------
 
@@ -248,54 +104,15 @@ class PerfCollector(ProcessCollector):
         self.dropped: dict[str, str] = {}
 
     def _check(self) -> str | None:
-        ready = perf_readiness(self.events, self.root, system_wide=True, probe=False)
-        reason = ready.problem("drop monitoring.perf")
-        if reason is not None:
-            return reason
-        if self.per == "cgroup":
-            self.cgroups = self._perf_cgroups()
-            if not self.cgroups:
-                return (
-                    "perf: per cgroup needs the sandboxes' parent cgroup in a perf_event hierarchy "
-                    "(cgroup v2, or v1 with perf_event mounted); none of the platform's cgroup parents is in one; "
-                    'use "per": "system"'
-                )
-        ready = perf_readiness(self.events, self.root, system_wide=True)
-        reason = ready.problem("drop monitoring.perf")
-        if reason is not None:
-            return reason
-        self.dropped = dict(ready.dropped)
-        for event, why in self.dropped.items():
-            self.warnings.append(f"perf: event {event} dropped ({why})")
-        self.events = list(ready.supported)
+        choice = choose_perf(self.events, self.per, self.root, self.context.get("cgroup_parents") or {})
+        if choice.problem is not None:
+            return choice.problem
+        self.events, self.dropped, self.cgroups = list(choice.events), dict(choice.dropped), list(choice.cgroups)
+        self.warnings.extend(choice.warnings)
         return None
 
-    def _perf_cgroups(self) -> list[str]:
-        """The platform's sandbox parents as names relative to a perf_event hierarchy."""
-        info = cgroup_info(self.root)
-        hierarchy = (info["controllers"].get("perf_event") or {}).get("mount") or info.get("v2_mount")
-        if hierarchy is None:
-            return []
-        names = []
-        for path in (self.context.get("cgroup_parents") or {}).values():
-            path = str(path)
-            if path.startswith(hierarchy.rstrip("/") + "/"):
-                names.append(path[len(hierarchy.rstrip("/")) + 1 :])
-        return sorted(set(names))
-
     def argv(self, output: str) -> list[str]:
-        argv = ["perf", "stat", "-x,", "-I", str(self.interval_ms), "-a"]
-        if self.per == "cpu":
-            argv.append("-A")
-        elif self.per == "core":
-            argv.append("--per-core")
-        argv += ["-e", ",".join(self.events)]
-        if self.per == "cgroup":
-            argv += ["--for-each-cgroup", ",".join(self.cgroups)]
-        # Bounded even if nobody stops it.
-        count = math.ceil(self._bound_s() * 1000.0 / self.interval_ms)
-        argv += ["--interval-count", str(count), "-o", output]
-        return argv
+        return perf_argv(self.events, self.interval_ms, self.per, self.cgroups, self._bound_s(), output)
 
     def _start(self) -> None:
         self._launch(self.argv(self.output_name))
@@ -408,7 +225,7 @@ class PerfCollector(ProcessCollector):
                     )
                 )
             else:
-                needs_hw = any(event.split(":")[0] in _HARDWARE_EVENTS or event.startswith("LLC") for event in explicit)
+                needs_hw = any(event.split(":")[0] in HARDWARE_EVENTS or event.startswith("LLC") for event in explicit)
                 findings.append(
                     Finding(
                         "perf",

@@ -26,16 +26,15 @@ from faasprof.monitoring.collectors.base import (
     Plot,
     ProcessCollector,
     SamplingCollector,
-    is_root,
     read_output,
 )
 from faasprof.monitoring.derived import add_bandwidth_share
-from faasprof.monitoring.host import Root, cpu_vendor_kind, cpuinfo, parse_cpu_list, resctrl_info
+from faasprof.monitoring.host import Root, cpu_vendor_kind, parse_cpu_list, resctrl_info
 from faasprof.monitoring.parsers.pqos import parse_pqos, parse_pqos_csv
 from faasprof.monitoring.parsers.resctrl import parse_resctrl_samples
+from faasprof.monitoring.tools import is_root, pqos_argv, pqos_core_spec, pqos_problem, rdt_flags_problem
 from faasprof.rundir import Manifest
 
-_RDT_MON_FLAGS = ("cqm_llc", "cqm_occup_llc", "cqm_mbm_total", "cqm_mbm_local")
 _PEAK = ParseArgument("--peak-mbps", "the memory bandwidth peak, for mem_bw_share", {"type": float})
 
 
@@ -176,44 +175,16 @@ class PqosCollector(ProcessCollector):
         self.interval_ms = int(self.block.get("interval_ms") or 100)
 
     def _check(self) -> str | None:
-        if shutil.which("pqos") is None:
-            return (
-                "rdt: pqos is not installed; apt-get install intel-cmt-cat (or mount resctrl and use interface resctrl)"
-            )
-        if not is_root():
-            return "rdt: pqos needs root; run faasprof as root"
-        return None
-
-    def core_spec(self) -> str:
-        cores = self.block.get("cores", "all")
-        if cores == "all":
-            online = parse_cpu_list(self.root.read_line("/sys/devices/system/cpu/online")) or list(
-                range(os.cpu_count() or 1)
-            )
-            groups = [online]
-        else:
-            groups = cores
-        text = ",".join("[" + ",".join(map(str, group)) + "]" for group in groups)
-        return f"all:{text};mbt:{text}"
+        return pqos_problem()
 
     def argv(self) -> list[str]:
-        # -i counts 100 ms units; -t bounds the run if nobody stops pqos.
-        tenths = max(1, round(self.interval_ms / 100))
-        self.interval_ms = tenths * 100
-        return [
-            "pqos",
-            "-r",
-            "-m",
-            self.core_spec(),
-            "-i",
-            str(tenths),
-            "-t",
-            str(int(self._bound_s())),
-            "-u",
-            "csv",
-            "-o",
+        argv, self.interval_ms = pqos_argv(
+            pqos_core_spec(self.root, self.block.get("cores", "all")),
+            self.interval_ms,
+            self._bound_s(),
             self.output_name,
-        ]
+        )
+        return argv
 
     def _start(self) -> None:
         self._launch(self.argv())
@@ -289,12 +260,9 @@ class RdtCollector(Collector):
 
     def _check(self) -> str | None:
         wanted = self.block.get("interface") or "auto"
-        flags = cpuinfo(self.root)["flags"]
-        if not any(flag in flags for flag in _RDT_MON_FLAGS):
-            return (
-                "rdt: the CPU reports no RDT monitoring (no cqm_llc/cqm_mbm_* flag in /proc/cpuinfo); "
-                "use an Intel Xeon with CMT/MBM (and rdt= not disabling it on the kernel command line), or drop monitoring.rdt"
-            )
+        flags_problem = rdt_flags_problem(self.root)
+        if flags_problem is not None:
+            return flags_problem
         resctrl = resctrl_info(self.root)
         reasons = []
         if wanted in ("auto", "resctrl"):

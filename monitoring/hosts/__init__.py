@@ -3,13 +3,16 @@
 A workload's ``monitoring.hosts`` (or ``faasprof run --hosts INVENTORY [--hosts-group G]``) names an
 ansible inventory (``inventory``) and its group of hosts (default ``openwhisk_invokers``). On each
 host faasprof runs the monitoring block's collectors that the host supports, its own check deciding
-(``agent.py``, shipped over ssh: nothing of faasprof is installed there), and writes their rows under
+(``agent.py``, shipped over ssh: nothing of faasprof is installed there; the tools perf, blktrace and
+pqos run under it, ``toolrun.py``), a ``required`` one that a host cannot run stopping the run
+before it starts, and writes their rows under
 ``monitors/<host>/<collector>/`` as they arrive, with ``monitors/<host>/host.json``
 (``faasprof.rundir.hosts``: written at the start, when the host is lost, and at the end) and the
 manifest's ``hosts``.
 
 * ``inventory``: the inventory read (``read_inventory``, ``Host``);
 * ``ssh``: the ssh command and the agent's code;
+* ``toolrun``: the tool collectors on a host (their check and command line from ``faasprof.monitoring.tools``);
 * ``session``: one host's session (``HostSession``);
 * ``clock``: a host's clock offset from ssh round trips;
 * here: the hosts of a run together (``RemoteHosts``): all reached before the run starts (one line
@@ -103,7 +106,18 @@ class RemoteHosts:
                 raise first
             more = [s.name for s, r in zip(self.sessions, results) if isinstance(r, Exception)][1:]
             raise NotReadyError(str(first) + (f" (also unreachable: {', '.join(more)})" if more else ""))
+        self._refuse_required_skipped()
         return [self._summary(session) for session in self.sessions]
+
+    def _refuse_required_skipped(self) -> None:
+        """A ``required`` collector that a host cannot run stops the run before it starts (one line)."""
+        for session in self.sessions:
+            for name, reason in session.skipped.items():
+                if session.wanted.get(name, {}).get("required"):
+                    self.close()
+                    raise NotReadyError(
+                        f"hosts: {session.name}: monitoring.{name}: required but unavailable there: {reason}"
+                    )
 
     @staticmethod
     def _summary(session: HostSession) -> str:

@@ -1,17 +1,18 @@
 """The program faasprof runs on a remote host, shipped over ssh's stdin (standard library only; the
 host needs python3 and nothing of faasprof): it answers the host's facts and each collector's own
-check, then samples and streams every row back as it is read.
+check, then samples and streams every row back as it is read; the tool collectors (perf, blktrace,
+rdt through pqos) run as processes whose output is streamed back the same way (``toolrun``).
 
 Protocol, one JSON object per line. In (stdin), after the code: the settings
 ``{"collectors": {name: settings}, "cgroup_parent": str|None, "bound_s": float}``, then requests
 ``{"op": "clock"}``, ``{"op": "start"}``, ``{"op": "stop"}``. Out (stdout): ``hello`` (facts and
 ``checks``: ``{name: None or why not}``), ``clock`` (``wall_ns``), ``started`` (per collector its
-anchors, command and layout), ``data`` (``c`` collector, ``f`` file, ``d`` text to append), ``stopped``
+anchors, command, layout, warnings and error), ``data`` (``c`` collector, ``f`` file, ``d`` text to append), ``stopped``
 (per collector its layout and error).
 
 Nothing outlives faasprof: the end of stdin (faasprof stopped, died, or the ssh connection
-dropped, which ends the session's pipes) stops the samplers and the program, as does a stop request;
-``bound_s`` after the start it stops by itself whatever happens.
+dropped, which ends the session's pipes) stops the samplers, the tools and the program, as does a
+stop request; ``bound_s`` after the start it stops by itself whatever happens (its tools die with it).
 """
 
 from __future__ import annotations
@@ -23,6 +24,7 @@ import threading
 import time
 
 from faasprof.monitoring.host import Root, cpuinfo
+from faasprof.monitoring.hosts.toolrun import TOOL_COLLECTORS, ToolRun
 from faasprof.monitoring.sampling import (
     CGROUP_COLUMNS,
     VMSTAT_COLUMNS,
@@ -34,8 +36,10 @@ from faasprof.monitoring.sampling import (
     vmstat_row,
 )
 
-# The collectors a remote host runs: those faasprof reads itself (no tool to start there).
-REMOTE_COLLECTORS = ("cgroups", "vmstat")
+# The collectors faasprof samples itself on a remote host (no tool to start there).
+SAMPLED_COLLECTORS = ("cgroups", "vmstat")
+# Every collector a remote host runs: the sampled ones, and the tools (``toolrun``).
+REMOTE_COLLECTORS = TOOL_COLLECTORS + SAMPLED_COLLECTORS
 
 
 class Channel:
@@ -145,13 +149,16 @@ def facts(root: Root) -> dict:
 def serve(stdin, channel: Channel, settings: dict) -> None:
     """Answer requests until stop or the end of stdin; the samplers stopped in any case."""
     root = Root("/")
-    samplers = {
-        name: Sampler(name, value, channel, root, settings.get("cgroup_parent"))
-        for name, value in (settings.get("collectors") or {}).items()
-    }
+    bound_s = float(settings.get("bound_s") or 3600.0)
+    samplers: dict[str, Sampler | ToolRun] = {}
+    for name, value in (settings.get("collectors") or {}).items():
+        if name in TOOL_COLLECTORS:
+            samplers[name] = ToolRun(name, value, channel, root, settings.get("cgroup_parent"), bound_s)
+        else:
+            samplers[name] = Sampler(name, value, channel, root, settings.get("cgroup_parent"))
     channel.send({"op": "hello", "facts": facts(root), "checks": {n: s.problem for n, s in samplers.items()}})
     running = [sampler for sampler in samplers.values() if sampler.problem is None]
-    bound = threading.Timer(float(settings.get("bound_s") or 3600.0), os._exit, (4,))
+    bound = threading.Timer(bound_s, os._exit, (4,))
     bound.daemon = True
     bound.start()
     try:

@@ -3,8 +3,8 @@ collectors' rows written under ``monitors/<host>/<collector>/`` as they arrive, 
 at the start and the end, and how it ended (``ok``, or ``lost`` with the reason and when).
 
 ``connect`` (pre-flight) starts ssh and waits for the agent's hello: the host's facts and each
-collector's own check. ``start`` measures the clock and starts the samplers; ``stop`` measures the
-clock again, stops them (their final rows arrive before the agent's goodbye) and ends the session;
+collector's own check. ``start`` measures the clock and starts the samplers and tools; ``stop``
+measures the clock again, stops them (their final rows arrive before the agent's goodbye) and ends the session;
 ``close`` kills what is left. The ssh process runs in a session of its own, so a Ctrl-C reaches
 faasprof, which stops the host in order; if faasprof dies, its end of ssh's stdin closes and the
 agent stops (the agent's docstring says why nothing outlives it).
@@ -33,6 +33,9 @@ from faasprof.monitoring.hosts.ssh import agent_code, ssh_argv
 
 CONNECT_WAIT_S = 20.0  # ssh's own connect timeout, the login and python3's start
 REPLY_WAIT_S = 10.0
+# The stop's answer comes once every tool there stopped (up to 9 s each: SIGINT, SIGTERM, SIGKILL)
+# and blkparse read its traces.
+STOP_REPLY_WAIT_S = 120.0
 EXIT_WAIT_S = 5.0
 
 
@@ -236,7 +239,11 @@ class HostSession:
         collector.wall_ns_at_start = info.get("wall_ns_at_start")
         collector.monotonic_ns_at_start = info.get("monotonic_ns_at_start")
         collector.outputs = list(info.get("outputs") or [])
+        collector.warnings = list(info.get("warnings") or [])
         collector.status = "running" if self.status == "ok" else "died"
+        if info.get("error"):  # the tool exited at once there (bad option, no permission)
+            collector.status = "failed"
+            collector.errors.append(f"{info['error']} (on {self.name})")
         (collector.dir / "command.txt").write_text(
             f"# on {self.name} ({self.where()}), by faasprof's agent over ssh\n{shlex.join(collector.command)}\n",
             encoding="utf-8",
@@ -258,7 +265,7 @@ class HostSession:
             try:
                 self.clock_end = measure_offset(self.ask_clock)
                 self.stopping = True
-                stopped = self.request("stop", "stopped")["collectors"]
+                stopped = self.request("stop", "stopped", STOP_REPLY_WAIT_S)["collectors"]
             except HostLost as error:
                 self._mark_lost(f"lost while stopping: {error}")
                 stopped = {}
@@ -273,8 +280,10 @@ class HostSession:
             return
         self.layouts[name] = dict(report.get("layout") or self.layouts.get(name) or {})
         if report.get("error"):
-            collector.status = "died"
-            collector.errors.append(report["error"])
+            if collector.status != "failed":
+                collector.status = "died"
+            if report["error"] not in " ".join(collector.errors):
+                collector.errors.append(report["error"])
         elif collector.status == "running":
             collector.status = "stopped"
 

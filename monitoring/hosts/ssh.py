@@ -14,9 +14,10 @@ import json
 import shlex
 
 from faasprof.monitoring import host as host_module
-from faasprof.monitoring import sampling
-from faasprof.monitoring.hosts import agent
+from faasprof.monitoring import sampling, tools
+from faasprof.monitoring.hosts import agent, toolrun
 from faasprof.monitoring.hosts.inventory import Host
+from faasprof.monitoring.parsers import perf as perf_parser
 
 CONNECT_TIMEOUT_S = 5
 # ssh asks the server every 2 s and gives up after 3 unanswered: a host that vanished without
@@ -57,8 +58,9 @@ def ssh_argv(host: Host) -> list[str]:
 
 def agent_code() -> bytes:
     """What precedes the agent's settings on its stdin: the length line and the modules."""
-    modules = {"faasprof": [True, ""], "faasprof.monitoring": [True, ""], "faasprof.monitoring.hosts": [True, ""]}
-    for module in (host_module, sampling, agent):
+    packages = ("faasprof", "faasprof.monitoring", "faasprof.monitoring.hosts", "faasprof.monitoring.parsers")
+    modules = {package: [True, ""] for package in packages}
+    for module in (host_module, sampling, perf_parser, tools, toolrun, agent):
         modules[module.__name__] = [False, inspect.getsource(module)]
     payload = json.dumps(modules).encode()
     return str(len(payload)).encode() + b"\n" + payload
