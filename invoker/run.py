@@ -326,6 +326,7 @@ class Run:
         for collector in self.started:
             collector.stop()
         if self.hosts is not None:
+            self.hosts.check(self.warn)  # a host lost since the dispatcher's last check is said too
             self.hosts.stop()
         runtime = self.scripts.get("runtime_script")
         if runtime is not None and not runtime.wait(SCRIPT_GRACE_S if self.status == "complete" else 0.5):
