@@ -201,7 +201,8 @@ def report_section(hosts: dict) -> str:
     rows = []
     for name, entry in remote.items():
         clock = entry["clock"]
-        skipped = "; ".join(f"{k}: {v}" for k, v in entry["skipped"].items())
+        # A collector's reason usually starts with its own name already ("rdt: the CPU reports ...").
+        skipped = "; ".join(v if str(v).startswith(f"{k}:") else f"{k}: {v}" for k, v in entry["skipped"].items())
         rows.append(
             [
                 name,
