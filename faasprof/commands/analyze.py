@@ -16,7 +16,7 @@ from faasprof import rundir
 from faasprof.analyzer.analysis import analyze_run
 from faasprof.analyzer.records import stderr_progress
 from faasprof.analyzer.report import summary_lines
-from faasprof.errors import FaasprofError, RunError
+from faasprof.errors import FaasprofError, NotReadyError, RunError
 from faasprof.localwhisk.run_records import StoreReadError, save_store_records, store_path
 from faasprof.platforms import registry
 from faasprof.platforms.openwhisk.connection import add_connection_arguments, known_key_for, resolve_connection
@@ -69,7 +69,8 @@ def main(args: argparse.Namespace) -> int:
         summary = analyze_run(run_dir, None, plots=not args.no_plots, progress=stderr_progress, invocations=invocations)
     except OSError as error:
         # The run's own files are only read; what failed is a file of analysis/, which is derived.
-        raise RunError(
+        # A full disk or a permission is the environment's (exit 3, as run's full --out at start).
+        raise NotReadyError(
             f"analyze: cannot write {run_dir / rundir.ANALYSIS} ({error.strerror or error}); the run itself is unchanged: "
             f"free space there (or fix its permissions) and run faasprof analyze {run_dir} again"
         ) from None
