@@ -145,3 +145,10 @@ def container_spans(
         invoker, key = openwhisk_name(name) or ("", "")
         spans.append(ContainerSpan(name.lstrip("/"), container_id, invoker, key, int(begin), int(max(begin, end))))
     return spans
+
+
+def latest_event_ns(events_text: str) -> int | None:
+    """The time of the last OpenWhisk container event (how far a watch whose end was not recorded,
+    its host lost, saw); None without any."""
+    times = [when for entry in parse_events(events_text).values() for key, when in entry.items() if key != "name"]
+    return max(times) if times else None
