@@ -91,9 +91,9 @@ def action_columns(records: pd.DataFrame, position: np.ndarray) -> tuple[np.ndar
     has = position >= 0
     if not len(records) or not has.any():
         return keys, prewarm
-    pairs = records["namespace"].astype(str).to_numpy() + "\x00" + records["name"].astype(str).to_numpy()
-    unique, inverse = np.unique(pairs, return_inverse=True)
-    record_keys = np.array([action_key(*pair.split("\x00", 1)) for pair in unique], dtype=object)[inverse]
+    pairs = pd.MultiIndex.from_arrays([records["namespace"].astype(str), records["name"].astype(str)])
+    codes, unique = pd.factorize(pairs)
+    record_keys = np.array([action_key(namespace, name) for namespace, name in unique], dtype=object)[codes]
     kinds = records["kind"]
     record_prewarm = np.array([prewarm_key(str(k)) if isinstance(k, str) and k else None for k in kinds], dtype=object)
     keys[has] = record_keys[position[has]]

@@ -432,8 +432,8 @@ def test_a_required_collector_a_host_cannot_run_stops_the_run_before_it_starts(t
     monkeypatch.setattr(HostSession, "close", lambda session: closed.append(session.name))
     optional = RemoteHosts(read_inventory(inventory), {"perf": {"required": False}, "vmstat": {}}, 5)
     assert optional.connect() == [
-        "host h1 (None, None CPUs): perf, vmstat",
-        f"host h2 (None, None CPUs): vmstat; skipped {no_perf}",
+        "host h1 (None, None CPUs): perf, vmstat, containers",  # the containers watched unless docker is absent
+        f"host h2 (None, None CPUs): vmstat, containers; skipped {no_perf}",
     ]
     required = RemoteHosts(read_inventory(inventory), {"perf": {"required": True}, "vmstat": {}}, 5)
     with pytest.raises(NotReadyError) as refused:
