@@ -140,21 +140,14 @@ class Hosts:
     def port(self, name: str) -> int:
         return int(_docker("port", self.containers[name], "22/tcp").stdout.split(":")[-1].split()[0])
 
-    def install_fake_perf(self, name: str) -> None:
-        """``perf`` on host ``name``: the recorded stand-in (``FAKE_PERF`` says why not the real one)."""
+    def install_fake(self, name: str, tool: str, data: Path, files: tuple[str, ...]) -> None:
+        """``tool`` on host ``name``: a recorded stand-in (``FAKE_PERF``, ``FAKE_DOCKER`` say why),
+        ``files[0]`` linked as it, the recordings it answers with beside it."""
         container = self.containers[name]
-        _docker("exec", container, "mkdir", "-p", "/opt/fake-perf")
-        for file in FAKE_PERF:
-            _docker("cp", str(PERF_DATA / file), f"{container}:/opt/fake-perf/{file}")
-        _docker("exec", container, "ln", "-sf", "/opt/fake-perf/fake_perf", "/usr/local/bin/perf")
-
-    def install_fake_docker(self, name: str) -> None:
-        """``docker`` on host ``name``: the recorded stand-in (``FAKE_DOCKER``)."""
-        container = self.containers[name]
-        _docker("exec", container, "mkdir", "-p", "/opt/fake-docker")
-        for file in FAKE_DOCKER:
-            _docker("cp", str(CONTAINERS_DATA / file), f"{container}:/opt/fake-docker/{file}")
-        _docker("exec", container, "ln", "-sf", "/opt/fake-docker/fake_docker", "/usr/local/bin/docker")
+        _docker("exec", container, "mkdir", "-p", f"/opt/fake-{tool}")
+        for file in files:
+            _docker("cp", str(data / file), f"{container}:/opt/fake-{tool}/{file}")
+        _docker("exec", container, "ln", "-sf", f"/opt/fake-{tool}/{files[0]}", f"/usr/local/bin/{tool}")
 
     def kill(self, name: str) -> None:
         _docker("kill", self.containers[name])
@@ -218,8 +211,8 @@ def killed_run(hosts, tmp_path_factory):
     home = folder / "home"  # no ~/.wskprops: the embedded localwhisk
     home.mkdir()
     # The tool collectors too: perf where h1 has it (the stand-in), and each host's reasons for the rest.
-    hosts.install_fake_perf("h1")
-    hosts.install_fake_docker("h1")
+    hosts.install_fake("h1", "perf", PERF_DATA, FAKE_PERF)
+    hosts.install_fake("h1", "docker", CONTAINERS_DATA, FAKE_DOCKER)
     config = _workload(
         folder,
         20,
