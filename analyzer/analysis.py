@@ -398,8 +398,11 @@ def load_run(
     # The frame's record fields, aligned to the invocations; the records themselves are released
     # before the frame is built (at ten million invocations, a gigabyte less at the peak).
     aligned = frames_mod.align_records(records, position)
+    by_containers = hosts_mod.containers_plan(run_dir, manifest, records, position)
     del records, position
     frame = frames_mod.build_from_aligned(invocations, aligned, manifest)
+    hosts_mod.apply_containers(frame, by_containers, manifest)
+    del by_containers
     del invocations, aligned
     hosts = run_hosts(run_dir, manifest)  # a host.json of another version: refused here, in one line
     found = int(frame["has_record"].sum())

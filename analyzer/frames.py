@@ -38,8 +38,10 @@ Columns (units in the names; ``_s`` columns are seconds since the run's monotoni
                            200 only for a successful activation, so the answer says what the
                            record would)
 ``error_text``             the start of the record's error (failed records only)
-``host``                   the host the activation ran on, where the platform says so; else (and
-                           for a row without an activation) ``unknown`` (``faasprof.analyzer.hosts``)
+``host``                   the host the activation ran on, where the platform says so, or where
+                           one measured host alone had its action's containers then (set after the
+                           frame is built: ``faasprof.analyzer.attribution``); else (and for a row
+                           without an activation) ``unknown`` (``faasprof.analyzer.hosts``)
 ``memory_mb``              the memory limit the activation ran with
 ``gb_s``                   billed GB-seconds OpenWhisk-style: memory × duration as recorded
 ``gb_s_1ms``               … with the duration rounded up to 1 ms (at least 1 ms)

@@ -17,7 +17,10 @@ monitor frame's rows labelled by ``host``; this module says, for the analysis:
     an invoker host when the inventory group it was measured from is an invokers' one: the
     ``group`` its entry names, else the one the workload's ``monitoring.hosts`` names, else the
     default (``openwhisk_invokers``);
-  - anything else: ``unknown``.
+  - anything else: ``unknown``; but an OpenWhisk whose measured hosts watched their action
+    containers (``monitors/<host>/containers/``) has each activation attributed on its own, to the
+    one host whose containers could have run it, or ``unknown`` with why (``attribution``):
+    ``containers_plan`` and ``apply_containers``, the counts in the summary and the report.
 
   Rows without an activation (never sent, refused before one existed) are ``unknown`` too.
 
@@ -37,8 +40,9 @@ import pandas as pd
 
 from faasprof import rundir
 from faasprof.addresses import is_loopback
+from faasprof.analyzer import attribution
 from faasprof.analyzer.markup import fmt, ms, seconds, table
-from faasprof.monitoring.frames import local_host_label
+from faasprof.monitoring.frames import local_host_label, run_hosts
 
 UNKNOWN = "unknown"
 DEFAULT_GROUP = "openwhisk_invokers"  # the inventory group a run measures unless told another
@@ -100,6 +104,42 @@ def activation_host(manifest: rundir.Manifest, hosts: dict[str, rundir.HostInfo]
     return UNKNOWN, f"platform {kind or 'not recorded'}: it does not say where an activation ran"
 
 
+BY_CONTAINERS = "by container"
+CONTAINER_BASIS = (
+    "OpenWhisk with several measured invoker hosts: each activation attributed to the one measured host "
+    "whose containers of its action (or prewarmed ones of its kind) existed over its start to end, else unknown"
+)
+
+
+def containers_plan(run_dir, manifest: rundir.Manifest, records: pd.DataFrame, position: np.ndarray):
+    """What ``apply_containers`` needs (the hosts' watches, each invocation's action keys), or
+    None where the platform already says where every activation ran, or no host watched its
+    containers."""
+    if manifest.platform.get("kind") != "openwhisk" or manifest.native_run:
+        return None
+    if activation_host(manifest, manifest.host_infos)[0] != UNKNOWN:
+        return None
+    watches = attribution.load_watches(run_dir, run_hosts(run_dir, manifest))
+    if not watches:
+        return None
+    return (watches, *attribution.action_columns(records, position))
+
+
+def apply_containers(frame: pd.DataFrame, plan, manifest: rundir.Manifest) -> None:
+    """The invocation frame's ``host`` from the containers (``containers_plan``'s), its counts in
+    ``frame.attrs["host_attribution"]``; nothing without a plan."""
+    if plan is None:
+        return
+    watches, keys, prewarm = plan
+    ran = (frame["has_activation_id"] | frame["has_record"]).to_numpy(dtype=bool)
+    column, counts = attribution.attribute(
+        ran, keys, prewarm, frame["platform_start_s"].to_numpy(dtype="float64"),
+        frame["platform_end_s"].to_numpy(dtype="float64"), watches, manifest.wall_ns_at_zero,
+    )  # fmt: skip
+    frame["host"] = column
+    frame.attrs["host_attribution"] = counts
+
+
 def host_column(ran: np.ndarray, host: str, native: bool) -> pd.Categorical:
     """The invocation frame's ``host``: ``host`` for the rows whose activation ran (``ran``: it has
     an activation id or a record; every row of a native run), ``unknown`` for the others."""
@@ -153,6 +193,10 @@ def summary(run) -> dict:
     host (facts, clock, status, its monitors' statistics)."""
     local = local_host_label(run.manifest)
     host, basis = activation_host(run.manifest, run.manifest.host_infos)  # as the invocation frame's column
+    activations: dict[str, Any] = {"host": host, "basis": basis}
+    counts = run.invocations.attrs.get("host_attribution")
+    if counts:
+        activations = {"host": BY_CONTAINERS, "basis": CONTAINER_BASIS, **counts}
     remote = {}
     for name, info in run.hosts.items():
         monitors = {}
@@ -173,7 +217,18 @@ def summary(run) -> dict:
             "clock": _clock(info.clock),
             "monitors": monitors,
         }
-    return {"local": local, "activations": {"host": host, "basis": basis}, "remote": remote}
+    return {"local": local, "activations": activations, "remote": remote}
+
+
+def counts_text(activations: dict) -> str:
+    """``h1 12, h2 30; unknown 5 (ambiguous 3, none seen 2)``: the activations attributed by
+    container, per host, and those left unknown with why; empty where none were."""
+    if "attributed" not in activations:
+        return ""
+    attributed = ", ".join(f"{name} {n:,}" for name, n in activations["attributed"].items())
+    reasons = activations.get("unknown") or {}
+    why = ", ".join(f"{reason} {n:,}" for reason, n in reasons.items())
+    return f"{attributed}; unknown {sum(reasons.values()):,}" + (f" ({why})" if why else "")
 
 
 def _offset(clock: dict, end: str) -> str:
@@ -229,6 +284,11 @@ def report_section(hosts: dict) -> str:
             left=2,
         )
         + f"<p>Activations ran on: <b>{fmt(activations['host'])}</b> ({html.escape(activations['basis'])}).</p>"
+        + (
+            f"<p>Activations by host: {html.escape(counts_text(activations))}.</p>"
+            if "attributed" in activations
+            else ""
+        )
     )
 
 
@@ -242,4 +302,6 @@ def summary_lines(hosts: dict) -> list[str]:
     ]
     if lines:
         lines.append(f"  activations ran on: {hosts['activations']['host']} ({hosts['activations']['basis']})")
+        if "attributed" in hosts["activations"]:
+            lines.append(f"  activations by host: {counts_text(hosts['activations'])}")
     return lines

@@ -27,6 +27,7 @@ from faasprof.monitoring.collectors.rdt import PqosCollector
 from faasprof.monitoring.host import Root
 from faasprof.monitoring.hosts import HostsOption, RemoteHosts, hosts_option, toolrun
 from faasprof.monitoring.hosts.clock import Exchange, estimate_offset, measure_offset
+from faasprof.monitoring.hosts.dockerwatch import docker_problem
 from faasprof.monitoring.hosts.inventory import read_inventory
 from faasprof.monitoring.hosts.session import HostSession
 from faasprof.monitoring.hosts.ssh import BOOT, agent_code, ssh_argv
@@ -432,8 +433,8 @@ def test_a_required_collector_a_host_cannot_run_stops_the_run_before_it_starts(t
     monkeypatch.setattr(HostSession, "close", lambda session: closed.append(session.name))
     optional = RemoteHosts(read_inventory(inventory), {"perf": {"required": False}, "vmstat": {}}, 5)
     assert optional.connect() == [
-        "host h1 (None, None CPUs): perf, vmstat",
-        f"host h2 (None, None CPUs): vmstat; skipped {no_perf}",
+        "host h1 (None, None CPUs): perf, vmstat, containers",  # the containers watched unless docker is absent
+        f"host h2 (None, None CPUs): vmstat, containers; skipped {no_perf}",
     ]
     required = RemoteHosts(read_inventory(inventory), {"perf": {"required": True}, "vmstat": {}}, 5)
     with pytest.raises(NotReadyError) as refused:
@@ -503,4 +504,17 @@ def test_bad_inventory_is_bad_input(tmp_path, isolated_home):
     assert done.returncode == 2
     assert done.stderr.strip().endswith(
         "--hosts-group: no inventory to take the group from; pass --hosts INVENTORY as well"
+    )
+
+
+def test_a_host_without_docker_or_its_daemon_says_why_its_containers_are_not_watched(tmp_path, monkeypatch):
+    monkeypatch.setenv("PATH", str(tmp_path))
+    assert docker_problem() == "containers: no docker on PATH here, so its action containers are not listed"
+    docker = write(
+        tmp_path / "docker",
+        "#!/bin/sh\necho 'Cannot connect to the Docker daemon at unix:///var/run/docker.sock.' >&2\nexit 1\n",
+    )
+    docker.chmod(0o755)
+    assert docker_problem() == (
+        "containers: docker does not answer here (Cannot connect to the Docker daemon at unix:///var/run/docker.sock.)"
     )

@@ -13,6 +13,7 @@ from __future__ import annotations
 import contextlib
 import json
 import os
+import shutil
 import signal
 import socket
 import subprocess
@@ -27,6 +28,7 @@ from conftest import REPO_ROOT
 from test_invoker_fakeserver import AUTH, FakeOpenWhisk
 
 from faasprof import rundir
+from faasprof.analyzer.analysis import load_run
 from faasprof.monitoring.collectors.vmstat import parse_vmstat_samples
 from faasprof.monitoring.frames import load_run_monitors, local_host_label
 from faasprof.monitoring.parsers.cgroups import parse_cgroup_samples
@@ -41,6 +43,11 @@ PERF_DATA = REPO_ROOT / "tests" / "data" / "monitoring" / "perf"
 # system-wide needs perf_event_open with CAP_PERFMON, which this Docker (20.10) cannot grant alone
 # ("unknown capability"), and CAP_SYS_ADMIN is far more than a test host should hold.
 FAKE_PERF = ("fake_perf", "perf_stat_probe_stderr.txt", "perf_stat_system_interval.csv")
+# docker on a test host: a stand-in answering with recorded real docker output and one live action
+# container (the hosts run no Docker daemon; tests/data/monitoring/README.md says what it answers).
+CONTAINERS_DATA = REPO_ROOT / "tests" / "data" / "monitoring" / "containers"
+FAKE_DOCKER = ("fake_docker", "events.jsonl", "ps_start.jsonl")
+NO_DOCKER = {"containers": "containers: no docker on PATH here, so its action containers are not listed"}
 PERF_EVENTS = ["task-clock", "context-switches", "page-faults", "cycles"]
 NO_TOOLS = {
     "blktrace": "blktrace: blktrace is not installed; apt-get install blktrace (or drop monitoring.blktrace)",
@@ -133,13 +140,14 @@ class Hosts:
     def port(self, name: str) -> int:
         return int(_docker("port", self.containers[name], "22/tcp").stdout.split(":")[-1].split()[0])
 
-    def install_fake_perf(self, name: str) -> None:
-        """``perf`` on host ``name``: the recorded stand-in (``FAKE_PERF`` says why not the real one)."""
+    def install_fake(self, name: str, tool: str, data: Path, files: tuple[str, ...]) -> None:
+        """``tool`` on host ``name``: a recorded stand-in (``FAKE_PERF``, ``FAKE_DOCKER`` say why),
+        ``files[0]`` linked as it, the recordings it answers with beside it."""
         container = self.containers[name]
-        _docker("exec", container, "mkdir", "-p", "/opt/fake-perf")
-        for file in FAKE_PERF:
-            _docker("cp", str(PERF_DATA / file), f"{container}:/opt/fake-perf/{file}")
-        _docker("exec", container, "ln", "-sf", "/opt/fake-perf/fake_perf", "/usr/local/bin/perf")
+        _docker("exec", container, "mkdir", "-p", f"/opt/fake-{tool}")
+        for file in files:
+            _docker("cp", str(data / file), f"{container}:/opt/fake-{tool}/{file}")
+        _docker("exec", container, "ln", "-sf", f"/opt/fake-{tool}/{files[0]}", f"/usr/local/bin/{tool}")
 
     def kill(self, name: str) -> None:
         _docker("kill", self.containers[name])
@@ -203,7 +211,8 @@ def killed_run(hosts, tmp_path_factory):
     home = folder / "home"  # no ~/.wskprops: the embedded localwhisk
     home.mkdir()
     # The tool collectors too: perf where h1 has it (the stand-in), and each host's reasons for the rest.
-    hosts.install_fake_perf("h1")
+    hosts.install_fake("h1", "perf", PERF_DATA, FAKE_PERF)
+    hosts.install_fake("h1", "docker", CONTAINERS_DATA, FAKE_DOCKER)
     config = _workload(
         folder,
         20,
@@ -237,9 +246,9 @@ def test_each_host_leaves_vmstat_and_cgroups_rows_and_its_clock(hosts, killed_ru
         assert host_json["status"] == "ok" and host_json["lost_reason"] is None and host_json["lost_at_ns"] is None
         assert host_json["kernel"] == os.uname().release and host_json["cpus"] >= 1
         # Each host's own check: h1 has perf, h3 has not; neither has blktrace nor RDT.
-        runs = ["cgroups", "perf", "vmstat"] if name == "h1" else ["cgroups", "vmstat"]
+        runs = ["cgroups", "containers", "perf", "vmstat"] if name == "h1" else ["cgroups", "vmstat"]
         assert sorted(host_json["collectors"]) == runs
-        assert host_json["skipped"] == (NO_TOOLS if name == "h1" else {"perf": NO_PERF, **NO_TOOLS})
+        assert host_json["skipped"] == (NO_TOOLS if name == "h1" else {"perf": NO_PERF, **NO_TOOLS, **NO_DOCKER})
         # The manifest's entry is host.json with the collectors by name.
         expected = {key: value for key, value in host_json.items() if key != "format_version"}
         assert entries[name] == {**expected, "collectors": runs}
@@ -445,3 +454,26 @@ def test_a_hosts_perf_runs_there_and_reaches_the_monitor_frame_with_its_host(kil
     assert len(remote) == 4 and remote["task-clock"].notna().all()  # the recording's four intervals
     # Perf's interval stamps count from its start on h1: placed on the run's axis by h1's offset.
     assert remote["t_s"].is_monotonic_increasing and -1 < remote["t_s"].min() < 1.5
+
+
+def test_a_hosts_containers_are_watched_there_and_attribute_its_activations(killed_run, tmp_path):
+    """docker on h1 (the stand-in): its events and snapshots streamed into monitors/h1/containers/,
+    the stream stopped at the end; the same run read as a several-invoker OpenWhisk's attributes
+    every activation with a record to h1, the one host whose containers of the action existed."""
+    returncode, stdout, stderr = killed_run
+    run_dir = Path(stdout.strip().splitlines()[-1])
+    folder = run_dir / "monitors" / "h1" / "containers"
+    meta = rundir.read_monitor_meta(folder)
+    assert meta["status"] == "stopped" and meta["errors"] == [] and meta["wall_ns_at_end"] > meta["wall_ns_at_start"]
+    assert (folder / "ps_start.jsonl").read_text() == (CONTAINERS_DATA / "ps_start.jsonl").read_text()
+    events = (folder / "events.jsonl").read_text().splitlines()
+    assert [json.loads(line)["Action"] for line in events[-4:]] == ["create", "start", "die", "destroy"]
+    copy = tmp_path / run_dir.name
+    shutil.copytree(run_dir, copy, ignore=shutil.ignore_patterns("analysis"))
+    manifest = rundir.read_manifest(copy)
+    manifest.platform = {"kind": "openwhisk", "apihost": "https://10.0.0.10", "source": "flags"}
+    rundir.write_manifest(copy, manifest)
+    frame = load_run(copy).invocations
+    ran = frame["has_record"]
+    assert ran.sum() >= 20 and (frame.loc[ran, "host"] == "h1").all()
+    assert frame.attrs["host_attribution"]["attributed"] == {"h1": int(ran.sum())}

@@ -31,6 +31,7 @@ from typing import Callable
 from faasprof import rundir
 from faasprof.errors import ConfigError, NotReadyError
 from faasprof.monitoring.collectors import REGISTRY, normalise_block
+from faasprof.monitoring.hosts.dockerwatch import NAME as CONTAINERS
 from faasprof.monitoring.hosts.inventory import DEFAULT_GROUP, Host, read_inventory
 from faasprof.monitoring.hosts.session import HostSession
 
@@ -78,7 +79,7 @@ class RemoteHosts:
             raise ConfigError(
                 f"{origin}: monitoring.hosts: no collector to run on the hosts; add vmstat or cgroups to the monitoring block"
             )
-        hosts = read_inventory(option.inventory, option.group, reserved=tuple(REGISTRY))
+        hosts = read_inventory(option.inventory, option.group, reserved=(*REGISTRY, CONTAINERS))
         return cls(hosts, collectors, duration_s)
 
     def _each(self, action: Callable[[HostSession], object]) -> list:
@@ -123,6 +124,7 @@ class RemoteHosts:
     def _summary(session: HostSession) -> str:
         facts = session.facts
         runs = [name for name in session.wanted if name not in session.skipped]
+        runs += [CONTAINERS] if session.containers and CONTAINERS not in session.skipped else []
         text = f"host {session.name} ({facts.get('kernel')}, {facts.get('cpus')} CPUs): {', '.join(runs) or 'nothing'}"
         return text + "".join(f"; skipped {reason}" for reason in session.skipped.values())
 

@@ -4,7 +4,8 @@ check, then samples and streams every row back as it is read; the tool collector
 rdt through pqos) run as processes whose output is streamed back the same way (``toolrun``).
 
 Protocol, one JSON object per line. In (stdin), after the code: the settings
-``{"collectors": {name: settings}, "cgroup_parent": str|None, "bound_s": float}``, then requests
+``{"collectors": {name: settings}, "cgroup_parent": str|None, "bound_s": float, "containers": bool}``
+(``containers``: watch the host's action containers, ``dockerwatch``), then requests
 ``{"op": "clock"}``, ``{"op": "start"}``, ``{"op": "stop"}``. Out (stdout): ``hello`` (facts and
 ``checks``: ``{name: None or why not}``), ``clock`` (``wall_ns``), ``started`` (per collector its
 anchors, command, layout, warnings and error), ``data`` (``c`` collector, ``f`` file, ``d`` text to append), ``stopped``
@@ -24,6 +25,7 @@ import threading
 import time
 
 from faasprof.monitoring.host import Root, cpuinfo
+from faasprof.monitoring.hosts.dockerwatch import ContainerWatch
 from faasprof.monitoring.hosts.toolrun import TOOL_COLLECTORS, ToolRun
 from faasprof.monitoring.sampling import (
     CGROUP_COLUMNS,
@@ -150,12 +152,14 @@ def serve(stdin, channel: Channel, settings: dict) -> None:
     """Answer requests until stop or the end of stdin; the samplers stopped in any case."""
     root = Root("/")
     bound_s = float(settings.get("bound_s") or 3600.0)
-    samplers: dict[str, Sampler | ToolRun] = {}
+    samplers: dict[str, Sampler | ToolRun | ContainerWatch] = {}
     for name, value in (settings.get("collectors") or {}).items():
         if name in TOOL_COLLECTORS:
             samplers[name] = ToolRun(name, value, channel, root, settings.get("cgroup_parent"), bound_s)
         else:
             samplers[name] = Sampler(name, value, channel, root, settings.get("cgroup_parent"))
+    if settings.get("containers"):  # where docker answers: which action containers ran here, and when
+        samplers["containers"] = ContainerWatch(channel)
     channel.send({"op": "hello", "facts": facts(root), "checks": {n: s.problem for n, s in samplers.items()}})
     running = [sampler for sampler in samplers.values() if sampler.problem is None]
     bound = threading.Timer(bound_s, os._exit, (4,))

@@ -28,6 +28,7 @@ from faasprof.monitoring.collectors import collector_class
 from faasprof.monitoring.collectors.base import META_FORMAT_VERSION, SAFETY_MARGIN_S, Collector
 from faasprof.monitoring.hosts.agent import REMOTE_COLLECTORS
 from faasprof.monitoring.hosts.clock import METHOD, Offset, measure_offset
+from faasprof.monitoring.hosts.dockerwatch import NAME as CONTAINERS
 from faasprof.monitoring.hosts.inventory import Host
 from faasprof.monitoring.hosts.ssh import agent_code, ssh_argv
 
@@ -43,11 +44,24 @@ class HostLost(Exception):
     """The session ended while faasprof waited for the host's answer."""
 
 
+class ContainersRecord(Collector):
+    """The record (``meta.json``, ``host.json``'s entry) of a host's container watch: not a
+    collector of the monitoring block, the agent runs it wherever docker answers (``dockerwatch``)."""
+
+    name = CONTAINERS
+
+
+def record_class(name: str) -> type[Collector] | None:
+    """The local class that records what the agent ran as ``name`` on a host."""
+    return ContainersRecord if name == CONTAINERS else collector_class(name)
+
+
 class HostSession:
     """One host's ssh session and the collectors it runs (see the module docstring)."""
 
-    def __init__(self, host: Host, collectors: dict[str, dict], duration_s: float):
+    def __init__(self, host: Host, collectors: dict[str, dict], duration_s: float, containers: bool = True):
         self.host = host
+        self.containers = containers  # the host's action containers watched where docker answers
         self.wanted = collectors  # {name: settings}, as the workload's monitoring block gives them
         self.duration_s = duration_s
         self.process: subprocess.Popen | None = None
@@ -102,6 +116,7 @@ class HostSession:
             "collectors": {name: self.wanted[name] for name in self.wanted if name in REMOTE_COLLECTORS},
             "cgroup_parent": self.host.cgroup_parent,
             "bound_s": self.duration_s + SAFETY_MARGIN_S,
+            "containers": self.containers,
         }
         try:
             self._send_bytes(agent_code() + json.dumps(settings).encode() + b"\n")
@@ -126,6 +141,8 @@ class HostSession:
                 )
             elif checks.get(name):
                 self.skipped[name] = checks[name]
+        if checks.get(CONTAINERS):
+            self.skipped[CONTAINERS] = checks[CONTAINERS]
 
     # -- the protocol -----------------------------------------------------------------------------
     def _send_bytes(self, data: bytes) -> None:
@@ -193,7 +210,7 @@ class HostSession:
         with self.files_lock:
             handle = self.files.get((collector, name))
             if handle is None:
-                if self.run_dir is None or collector not in REMOTE_COLLECTORS or "/" in name:
+                if self.run_dir is None or collector not in (*REMOTE_COLLECTORS, CONTAINERS) or "/" in name:
                     return
                 directory = rundir.host_monitor_dir(self.run_dir, self.name, collector)
                 handle = self.files[(collector, name)] = open(directory / name, "a", encoding="utf-8")
@@ -219,7 +236,8 @@ class HostSession:
         """The clock measured, the samplers started, their records written; a host lost on the way
         is marked so (the run goes on)."""
         self.run_dir = run_dir
-        running = [name for name in self.wanted if name not in self.skipped]
+        watched = [CONTAINERS] if self.containers else []
+        running = [name for name in (*self.wanted, *watched) if name not in self.skipped]
         try:
             self.clock_start = measure_offset(self.ask_clock)
             started = self.request("start", "started")["collectors"] if running else {}
@@ -230,10 +248,10 @@ class HostSession:
             self._record_start(name, info)
 
     def _record_start(self, name: str, info: dict) -> None:
-        cls = collector_class(name)
+        cls = record_class(name)
         if cls is None:
             return
-        collector = cls(self.wanted[name], {})
+        collector = cls(self.wanted.get(name) or {}, {})
         collector.dir = rundir.host_monitor_dir(self.run_dir, self.name, name)
         collector.command = list(info.get("command") or [])
         collector.wall_ns_at_start = info.get("wall_ns_at_start")

@@ -15,7 +15,7 @@ import shlex
 
 from faasprof.monitoring import host as host_module
 from faasprof.monitoring import sampling, tools
-from faasprof.monitoring.hosts import agent, toolrun
+from faasprof.monitoring.hosts import agent, dockerwatch, toolrun
 from faasprof.monitoring.hosts.inventory import Host
 from faasprof.monitoring.parsers import perf as perf_parser
 
@@ -60,7 +60,7 @@ def agent_code() -> bytes:
     """What precedes the agent's settings on its stdin: the length line and the modules."""
     packages = ("faasprof", "faasprof.monitoring", "faasprof.monitoring.hosts", "faasprof.monitoring.parsers")
     modules = {package: [True, ""] for package in packages}
-    for module in (host_module, sampling, perf_parser, tools, toolrun, agent):
+    for module in (host_module, sampling, perf_parser, tools, toolrun, dockerwatch, agent):
         modules[module.__name__] = [False, inspect.getsource(module)]
     payload = json.dumps(modules).encode()
     return str(len(payload)).encode() + b"\n" + payload
