@@ -113,6 +113,11 @@ def test_the_testbed_example_inventory_reads(tmp_path):
             "{p}: host vmstat: the name is a collector's (monitors/vmstat/ is taken); rename the host",
         ),
         (
+            "[openwhisk_invokers]\nunknown\n",
+            "openwhisk_invokers",
+            "{p}: host unknown: 'unknown' marks activations whose host is not known; rename the host",
+        ),
+        (
             "[openwhisk_invokers]\nh@1\n",
             "openwhisk_invokers",
             "{p}: host h@1: the name must be letters, digits, '.', '_' or '-'; rename the host",

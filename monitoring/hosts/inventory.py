@@ -130,6 +130,8 @@ def _host(path: Path, name: str, values: dict[str, str], reserved: tuple[str, ..
         raise ConfigError(f"{where}: the name must be letters, digits, '.', '_' or '-'; rename the host")
     if name in reserved:
         raise ConfigError(f"{where}: the name is a collector's (monitors/{name}/ is taken); rename the host")
+    if name == "unknown":  # the analyzer's host column says "unknown" where no host is certain
+        raise ConfigError(f"{where}: 'unknown' marks activations whose host is not known; rename the host")
     if values.get("ansible_connection") == "local":
         raise ConfigError(
             f"{where}: ansible_connection=local is this machine, whose collectors already run here; list only remote hosts in the group"
