@@ -77,6 +77,7 @@ class Pool:
         self.prewarm_spec = prewarm
         self.sandboxes: dict[str, Sandbox] = {}
         self.idle: OrderedDict[Sandbox, None] = OrderedDict()  # free warm sandboxes, least recently used first
+        self.idle_peak = 0  # the most free warm sandboxes there were at once (the control-plane model's reuse)
         self.counted: set[Sandbox] = set()  # sandboxes whose memory is reserved
         self.used_mb = 0
         self.buffer: deque[Job] = deque()
@@ -156,8 +157,13 @@ class Pool:
     def _try_schedule(self, job: Job) -> bool:
         action = job.action
         key = action.key
-        # 2. warm reuse: most recently used first
-        for sb in reversed(self.idle):
+        # 2. warm reuse: most recently used first (or in OpenWhisk's free-pool order, when the
+        # control-plane model says so: localwhisk/delays.py)
+        if self.delays.reuse == "newest":
+            offered = reversed(self.idle)
+        else:
+            offered = iter(delays_mod.openwhisk_order(self.idle, self.idle_peak > delays_mod.SMALL_MAP_ENTRIES, _name))
+        for sb in offered:
             if sb.key == key:
                 how = "resumed" if sb.state == "paused" else "warm"
                 self._dispatch(sb, job, how)
@@ -267,6 +273,7 @@ class Pool:
         sb.last_used_ns = time.monotonic_ns()
         self.idle[sb] = None
         self.idle.move_to_end(sb)
+        self.idle_peak = max(self.idle_peak, len(self.idle))
         if sb.timer:
             sb.timer.cancel()
         sb.timer = self.loop.call_later(self.pause_grace_s + TIMER_SLACK_S, self._pause, sb)
@@ -509,3 +516,7 @@ def _extract_zip(code: str, directory: Path) -> None:
     directory.mkdir(parents=True, exist_ok=True)
     with zipfile.ZipFile(io.BytesIO(data)) as archive:
         archive.extractall(directory)
+
+
+def _name(sb: Sandbox) -> str:
+    return sb.name
