@@ -3,10 +3,10 @@
 Marked ``openwhisk`` (out of the default suite). Needs the build of ``./setup.sh --openwhisk``,
 Docker and faasprof's runtime images; without the build every test skips with one line. The tier
 owns its server: it stops one already running, starts its own with ``faasprof local start
---platform openwhisk`` (pause grace 50 ms, the paper's), restarts it once with 2.0.0's 10 s grace,
-and at the end stops it and checks that no action container is left. In a HOME of its own, so the
-capacity it measures and the connection it records touch nothing of yours. About 3 minutes on a
-busy 2-core host once built:
+--platform openwhisk`` (pause grace 50 ms, the paper's), restarts it with 2.0.0's 10 s grace,
+then with a 1 s idle-container timeout for reproduce, and at the end stops it and checks that no
+action container is left. In a HOME of its own, so the capacity it measures and the connection it
+records touch nothing of yours. About 8 minutes on a 2-core host once built (7 min 56 s at load 9 falling to 1; ``reproduce --quick`` is 5 of them):
 
     .venv/bin/python -m pytest -m openwhisk -n 0 tests/test_openwhisk_tier.py
 """
