@@ -69,6 +69,7 @@ class Pool:
         self.pause_grace_s = settings.pause_grace_ms / 1000.0
         # Off unless set (localwhisk/delays.py); a preset's values depend on the isolation.
         self.delays = delays_mod.parse(getattr(settings, "control_plane", ""), docker=settings.isolation == "docker")
+        self.cpu_stage = delays_mod.CpuStage(self.delays.cpu_ms) if self.delays.cpu_ms else None
         self.idle_timeout_s = settings.idle_timeout_s
         self.cgroups = cgroups
         self.workroot = workroot
@@ -144,6 +145,8 @@ class Pool:
             task.cancel()
         if self._tasks:
             await asyncio.wait(self._tasks, timeout=5)
+        if self.cpu_stage is not None:
+            self.cpu_stage.close()
         for sb in list(self.sandboxes.values()):
             sb.kill()
         deadline = time.monotonic() + 5
@@ -374,6 +377,8 @@ class Pool:
                 await self._init(sb, job, out, timeout_s)
             if out.status_code == 0:
                 await self._run(sb, job, out, timeout_s)
+            if self.cpu_stage is not None:
+                await self.cpu_stage.spend()  # after the run, the sandbox held: OpenWhisk's log and ack
         except asyncio.CancelledError:
             out.status_code, out.result, out.destroy = 3, {"error": STOPPED_ERROR}, True
             if out.wait_end_ns is None:

@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import asyncio
 import concurrent.futures
+import threading
 import time
 
 import pytest
@@ -33,6 +35,7 @@ def test_parse_off_preset_and_explicit():
     assert not delays.parse("reuse=openwhisk")  # no delay to wait: the reuse rule is read on its own
     # The preset reuses as OpenWhisk's pool does, with either isolation.
     assert preset.reuse == in_docker.reuse == "openwhisk"
+    assert preset.cpu_ms == in_docker.cpu_ms == delays.CPU_MS > 0 and delays.parse("cpu=5").cpu_ms == 5.0
     assert explicit.before_s("cold") == explicit.before_s("recreated") == 0.3
     assert explicit.before_s("resumed") == 0.0 and explicit.before_s("warm") == 0.002
 
@@ -42,7 +45,7 @@ def test_parse_off_preset_and_explicit():
     [
         (
             "fast",
-            "control_plane: 'fast' is neither a preset (openwhisk-2.0.0-standalone) nor KEY=MS with KEY one of cold, resumed, warm "
+            "control_plane: 'fast' is neither a preset (openwhisk-2.0.0-standalone) nor KEY=MS with KEY one of cold, resumed, warm, cpu "
             "(or reuse=newest|openwhisk)",
         ),
         ("reuse=lru", "control_plane: reuse='lru' must be one of newest, openwhisk"),
@@ -114,6 +117,49 @@ def test_openwhisk_order_is_the_one_idle_longest_first_then_a_fixed_order_per_sa
     assert delays.openwhisk_order(list(reversed(many)), hashed=True, name=str) == fixed  # recency does not matter
 
 
+def test_the_cpu_stage_runs_as_many_at_once_as_it_has_workers_and_queues_the_rest():
+    """The modelled control-plane stage: with 2 workers, of 4 activations 2 spend their CPU at once
+    and the other 2 wait until one finishes (a fake burn that holds until released: no clock)."""
+    started: list[int] = []
+    release = threading.Semaphore(0)
+    lock = threading.Lock()
+
+    def burn(seconds):
+        with lock:
+            started.append(len(started))
+        release.acquire(timeout=10)
+        return seconds
+
+    async def scenario():
+        with concurrent.futures.ThreadPoolExecutor(2) as executor:
+            stage = delays.CpuStage(22.0, executor=executor, burn=burn)
+            assert stage.cpu_s == 0.022
+            spends = [asyncio.ensure_future(stage.spend()) for _ in range(4)]
+            await _until(lambda: len(started) == 2)
+            await asyncio.sleep(0.05)
+            assert len(started) == 2 and not any(s.done() for s in spends)  # two queued behind two burning
+            release.release()
+            await _until(lambda: len(started) == 3)
+            assert sum(s.done() for s in spends) == 1
+            for _ in range(3):
+                release.release()
+            await asyncio.gather(*spends)
+            assert len(started) == 4
+
+    asyncio.run(scenario())
+
+
+async def _until(condition, limit_s=10.0):
+    deadline = time.monotonic() + limit_s
+    while not condition():
+        assert time.monotonic() < deadline
+        await asyncio.sleep(0.005)
+
+
+def test_burn_cpu_spends_process_cpu_time():
+    assert delays.burn_cpu(0.01) >= 0.01
+
+
 SLEEP_PID = "import os, time\ndef main(args):\n    time.sleep(args.get('s', 0))\n    return {'pid': os.getpid()}\n"
 
 
@@ -125,7 +171,7 @@ def test_openwhisk_reuse_rotates_calls_over_two_idle_sandboxes(reuse, alternates
     free containers: the one idle longest) hands each to the other sandbox, so they alternate and
     each idles while the other works (under a short grace: paused, then resumed); localwhisk's own
     rule keeps to one. No timing is asserted: which sandbox (its pid) served each call."""
-    with start_embedded(control_plane=f"reuse={reuse}", pause_grace_ms=10000) as lw:
+    with start_embedded(control_plane=f"reuse={reuse},cpu=5", pause_grace_ms=10000) as lw:
         call = _pid_caller(lw)
         with concurrent.futures.ThreadPoolExecutor(2) as pool:
             first, second = pool.map(call, (0.6, 0.3))
