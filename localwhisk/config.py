@@ -117,7 +117,7 @@ class Settings:
     control_plane: str = field(
         default="",
         metadata={
-            "help": "OpenWhisk control-plane delay model: a preset (openwhisk-2.0.0-standalone) or cold=MS,resumed=MS,warm=MS (localwhisk/delays.py; default off)"
+            "help": "OpenWhisk control-plane model: a preset (openwhisk-2.0.0-standalone) or cold=MS,resumed=MS,warm=MS,reuse=newest|oldest (localwhisk/delays.py; default off)"
         },
     )
 

@@ -69,6 +69,7 @@ class Pool:
         self.pause_grace_s = settings.pause_grace_ms / 1000.0
         # Off unless set (localwhisk/delays.py); a preset's values depend on the isolation.
         self.delays = delays_mod.parse(getattr(settings, "control_plane", ""), docker=settings.isolation == "docker")
+        self.cpu_stage = delays_mod.CpuStage(self.delays.cpu_ms) if self.delays.cpu_ms else None
         self.idle_timeout_s = settings.idle_timeout_s
         self.cgroups = cgroups
         self.workroot = workroot
@@ -77,6 +78,7 @@ class Pool:
         self.prewarm_spec = prewarm
         self.sandboxes: dict[str, Sandbox] = {}
         self.idle: OrderedDict[Sandbox, None] = OrderedDict()  # free warm sandboxes, least recently used first
+        self.idle_peak = 0  # the most free warm sandboxes there were at once (the control-plane model's reuse)
         self.counted: set[Sandbox] = set()  # sandboxes whose memory is reserved
         self.used_mb = 0
         self.buffer: deque[Job] = deque()
@@ -143,6 +145,8 @@ class Pool:
             task.cancel()
         if self._tasks:
             await asyncio.wait(self._tasks, timeout=5)
+        if self.cpu_stage is not None:
+            self.cpu_stage.close()
         for sb in list(self.sandboxes.values()):
             sb.kill()
         deadline = time.monotonic() + 5
@@ -156,8 +160,13 @@ class Pool:
     def _try_schedule(self, job: Job) -> bool:
         action = job.action
         key = action.key
-        # 2. warm reuse: most recently used first
-        for sb in reversed(self.idle):
+        # 2. warm reuse: most recently used first (or in OpenWhisk's free-pool order, when the
+        # control-plane model says so: localwhisk/delays.py)
+        if self.delays.reuse == "newest":
+            offered = reversed(self.idle)
+        else:
+            offered = iter(delays_mod.openwhisk_order(self.idle, self.idle_peak > delays_mod.SMALL_MAP_ENTRIES, _name))
+        for sb in offered:
             if sb.key == key:
                 how = "resumed" if sb.state == "paused" else "warm"
                 self._dispatch(sb, job, how)
@@ -267,6 +276,7 @@ class Pool:
         sb.last_used_ns = time.monotonic_ns()
         self.idle[sb] = None
         self.idle.move_to_end(sb)
+        self.idle_peak = max(self.idle_peak, len(self.idle))
         if sb.timer:
             sb.timer.cancel()
         sb.timer = self.loop.call_later(self.pause_grace_s + TIMER_SLACK_S, self._pause, sb)
@@ -367,6 +377,8 @@ class Pool:
                 await self._init(sb, job, out, timeout_s)
             if out.status_code == 0:
                 await self._run(sb, job, out, timeout_s)
+            if self.cpu_stage is not None:
+                await self.cpu_stage.spend()  # after the run, the sandbox held: OpenWhisk's log and ack
         except asyncio.CancelledError:
             out.status_code, out.result, out.destroy = 3, {"error": STOPPED_ERROR}, True
             if out.wait_end_ns is None:
@@ -509,3 +521,7 @@ def _extract_zip(code: str, directory: Path) -> None:
     directory.mkdir(parents=True, exist_ok=True)
     with zipfile.ZipFile(io.BytesIO(data)) as archive:
         archive.extractall(directory)
+
+
+def _name(sb: Sandbox) -> str:
+    return sb.name

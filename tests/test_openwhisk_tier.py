@@ -3,10 +3,11 @@
 Marked ``openwhisk`` (out of the default suite). Needs the build of ``./setup.sh --openwhisk``,
 Docker and faasprof's runtime images; without the build every test skips with one line. The tier
 owns its server: it stops one already running, starts its own with ``faasprof local start
---platform openwhisk`` (pause grace 50 ms, the paper's), restarts it once with 2.0.0's 10 s grace,
-and at the end stops it and checks that no action container is left. In a HOME of its own, so the
-capacity it measures and the connection it records touch nothing of yours. About 3 minutes on a
-busy 2-core host once built:
+--platform openwhisk`` (pause grace 50 ms, the paper's), restarts it with 2.0.0's 10 s grace,
+then with a 1 s idle-container timeout for reproduce, and at the end stops it and checks that no
+action container is left. In a HOME of its own, so the capacity it measures and the connection it
+records touch nothing of yours. About 8 minutes on a 2-core host once built (7 min 56 s at load 9
+falling to 1; ``reproduce --quick`` is 5 of them):
 
     .venv/bin/python -m pytest -m openwhisk -n 0 tests/test_openwhisk_tier.py
 """
@@ -157,32 +158,6 @@ def test_main_job_measures_the_capacity_then_gives_three_modes_with_every_record
     _assert_records_complete(run_dir, summary)
 
 
-def test_start_classes_follow_the_servers_pause_grace(tier, tmp_path):
-    """With 2.0.0's own 10 s grace a container is never paused between calls 1 s apart: after the
-    first (cold) call every call is warm, and the analyzer knows the grace from the run."""
-    tier.stop()
-    tier.start("--pause-grace-ms", "10000")
-    config = _workload(
-        tmp_path, "grace", 8, {"steady": {"application": "json_dumps", "distribution": "Uniform", "rate": 1}}
-    )
-    done = tier.cli("run", config, "--analyze", "--out", tmp_path / "runs")
-    tier.stop()
-    tier.start()  # the tests after this one run on the default grace again
-    assert done.returncode == 0, done.stderr[-3000:]
-    run_dir = _run_dir(done.stdout)
-    manifest = rundir.read_manifest(run_dir).to_json()
-    assert manifest["platform"]["settings"]["pause_grace_ms"] == 10000
-    summary = _summary(run_dir)
-    assert (
-        summary["records"]["pause_grace_ms"] == 10000
-        and summary["records"]["pause_grace_source"] == "manifest platform"
-    )
-    counts = summary["start_classes"]["counts"]
-    assert counts.get("resumed", 0) == 0 and counts.get("unknown", 0) == 0, counts
-    assert counts.get("cold", 0) >= 1 and counts.get("warm", 0) >= 5, counts
-    _assert_records_complete(run_dir, summary)
-
-
 def _wait_for_rows(out: Path, proc: subprocess.Popen, rows: int, timeout_s: float = 120) -> Path:
     deadline = time.monotonic() + timeout_s
     while time.monotonic() < deadline:
@@ -237,3 +212,53 @@ def test_kill_9_mid_run_then_analyze_with_no_flags_fetches_its_records(tier, tmp
     summary = _summary(run_dir)
     records = summary["records"]
     assert records["found"] >= 15 and records["found"] + records["missing"] == records["with_activation_id"]
+
+
+def test_start_classes_follow_the_servers_pause_grace(tier, tmp_path):
+    """With 2.0.0's own 10 s grace a container is never paused between calls 1 s apart: after the
+    first (cold) call every call is warm, and the analyzer knows the grace from the run. It restarts
+    the server, so it runs after the tests on the default settings."""
+    tier.stop()
+    tier.start("--pause-grace-ms", "10000")
+    config = _workload(
+        tmp_path, "grace", 8, {"steady": {"application": "json_dumps", "distribution": "Uniform", "rate": 1}}
+    )
+    done = tier.cli("run", config, "--analyze", "--out", tmp_path / "runs")
+    assert done.returncode == 0, done.stderr[-3000:]
+    run_dir = _run_dir(done.stdout)
+    manifest = rundir.read_manifest(run_dir).to_json()
+    assert manifest["platform"]["settings"]["pause_grace_ms"] == 10000
+    summary = _summary(run_dir)
+    assert (
+        summary["records"]["pause_grace_ms"] == 10000
+        and summary["records"]["pause_grace_source"] == "manifest platform"
+    )
+    counts = summary["start_classes"]["counts"]
+    assert counts.get("resumed", 0) == 0 and counts.get("unknown", 0) == 0, counts
+    assert counts.get("cold", 0) >= 1 and counts.get("warm", 0) >= 5, counts
+    _assert_records_complete(run_dir, summary)
+
+
+REPRODUCED_FIGURES = ("4", "5", "15", "16")
+
+
+def test_reproduce_quick_gives_a_verdict_per_figure(tier, tmp_path):
+    """``faasprof reproduce --quick`` on the standalone (issue 35 item 2): every experiment runs to
+    its end and each of Figs 4, 5, 15 and 16 gets a verdict, reproduced or not, none "not measurable"
+    or failed. Its capacity is the one the main job stored (no second search), so it runs after it;
+    last, on a server restarted with the default grace and OpenWhisk's idle-container timeout at 1 s
+    (its default is 10 minutes), so that Fig 5's cold calls, 2.5 s apart, each find no container."""
+    tier.stop()
+    tier.start("--idle-timeout-s", "1")
+    figures = ",".join(REPRODUCED_FIGURES)
+    done = tier.cli("reproduce", "--quick", "--figures", figures, "--out", tmp_path / "repro", timeout=400)
+    assert done.returncode == 0, done.stderr[-3000:]
+    assert "Traceback" not in done.stderr and "interrupted" not in done.stderr
+    out = Path(done.stdout.strip().splitlines()[-1])
+    document = json.loads((out / "reproduce.json").read_text())
+    assert document["isolation"]["chosen"] == "openwhisk", document["isolation"]
+    verdicts = {entry["figure"]: entry["verdict"] for entry in document["figures"]}
+    assert sorted(verdicts) == sorted(REPRODUCED_FIGURES), verdicts
+    assert set(verdicts.values()) <= {"reproduced", "not reproduced"}, verdicts
+    for number in REPRODUCED_FIGURES:
+        assert f"Fig {number} (" in done.stdout, done.stdout
