@@ -286,8 +286,16 @@ def test_second_ctrl_c_while_waiting_for_records_saves_what_was_fetched(tmp_path
                 break
         assert any("waiting for activation records" in line for line in seen), "".join(seen)
         proc.send_signal(signal.SIGINT)
+        for line in proc.stderr:  # the record wait has ended once the analysis starts
+            seen.append(line)
+            if line.strip() == "analyzing":
+                break
+        reads_before_analysis = len(server.record_reads)
         stdout, stderr = proc.communicate(timeout=30)
-    assert proc.returncode == 1, "".join(seen) + stderr
+        # The second Ctrl-C stopped the wait for records: the analysis does not wait for them again.
+        assert len(server.record_reads) == reads_before_analysis, server.record_reads[reads_before_analysis:][:5]
+    stderr = "".join(seen) + stderr
+    assert proc.returncode == 1, stderr
     assert "Traceback" not in stderr
     manifest = rundir.read_manifest(run_dir).to_json()
     assert manifest["status"] == "interrupted" and "Ctrl-C (SIGINT) received" in manifest["status_reason"]
