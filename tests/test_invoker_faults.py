@@ -129,7 +129,9 @@ def _umount(path: Path) -> None:
 @pytest.mark.slow
 def test_full_disk_stops_the_run_at_the_first_failed_write(tmp_path, isolated_home):
     small = tmp_path / "small"
-    _mount_tmpfs(small, "size=256k")
+    # The plan (72 KB) and the manifest fit; the rows (about 13 KB/s at 200/s) fill the rest in
+    # seconds (256k took 10 s of sending).
+    _mount_tmpfs(small, "size=160k")
     try:
         rate, duration = 200, 30
         config = write_workload(
