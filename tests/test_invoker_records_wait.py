@@ -7,8 +7,8 @@ import json
 
 import pytest
 from conftest import run_cli
+from run_harness import ok_and_norecord, run_against, run_dirs, short_records_wait, write_workload
 from test_invoker_fakeserver import AUTH, FakeOpenWhisk
-from test_invoker_run import run_dirs, write_workload
 
 from faasprof import rundir
 from faasprof.errors import RunError
@@ -34,19 +34,7 @@ def test_run_analyze_waits_for_records_still_being_stored(tmp_path, isolated_hom
     out = tmp_path / "runs"
     with FakeOpenWhisk() as server:
         server.record_delay_s = 3.0  # the platform stores each record 3 s after the call
-        done = run_cli(
-            "run",
-            config,
-            "--out",
-            out,
-            "--apihost",
-            server.apihost,
-            "--auth",
-            AUTH,
-            "--analyze",
-            "--quiet",
-            timeout=120,
-        )
+        done = run_against(server, config, out, "--analyze", "--quiet", timeout=120)
     assert done.returncode == 0, done.stderr
     (run_dir,) = run_dirs(out)
     manifest = rundir.read_manifest(run_dir).to_json()
@@ -59,22 +47,8 @@ def test_run_analyze_waits_for_records_still_being_stored(tmp_path, isolated_hom
 
 @pytest.mark.slow
 def test_analyze_waits_with_progress_then_reports_what_is_missing_and_why(tmp_path, isolated_home, monkeypatch):
-    workload = workload_from_dict(
-        {
-            "test_name": "w",
-            "test_duration_in_seconds": 1.0,
-            "random_seed": 1,
-            "blocking_cli": False,
-            "platform": {"actions_deployed": True},
-            "instances": {
-                "a": {"application": "ok", "distribution": "Uniform", "rate": 4},
-                "b": {"application": "norecord", "distribution": "Uniform", "rate": 2},
-            },
-        },
-        origin="w",
-    )
-    monkeypatch.setattr(activations, "RECORD_STORE_MARGIN_S", 2.0)
-    monkeypatch.setattr(activations, "DEFAULT_ACTION_TIMEOUT_MS", 1000)  # the fake's actions declare no limits
+    workload = ok_and_norecord(2)
+    short_records_wait(monkeypatch, time_limit_ms=1000, margin_s=2.0)
     monkeypatch.setattr(activations, "WAIT_PROGRESS_S", 0.5)
     lines = []
     with FakeOpenWhisk() as server:
@@ -96,22 +70,8 @@ def test_analyze_waits_with_progress_then_reports_what_is_missing_and_why(tmp_pa
 def test_run_analyze_asks_once_more_for_the_records_its_wait_did_not_find(tmp_path, isolated_home, monkeypatch):
     """The run waited until nothing could still be running; its analysis asks for the records still
     missing once, without the retries of ``faasprof analyze`` (7.5 s that found nothing)."""
-    monkeypatch.setattr(activations, "RECORD_STORE_MARGIN_S", 0.5)
-    monkeypatch.setattr(activations, "DEFAULT_ACTION_TIMEOUT_MS", 500)  # the fake's actions declare no limits
-    workload = workload_from_dict(
-        {
-            "test_name": "w",
-            "test_duration_in_seconds": 1.0,
-            "random_seed": 1,
-            "blocking_cli": False,
-            "platform": {"actions_deployed": True},
-            "instances": {
-                "a": {"application": "ok", "distribution": "Uniform", "rate": 4},
-                "b": {"application": "norecord", "distribution": "Uniform", "rate": 2},
-            },
-        },
-        origin="w",
-    )
+    short_records_wait(monkeypatch)
+    workload = ok_and_norecord(2)
     with FakeOpenWhisk() as server:
         analysis_from = []  # how many record reads the run made before its analysis began
 
