@@ -30,7 +30,7 @@ DATA_DIR = Path(__file__).resolve().parent / "data"
 # containers) when it starts. A test that plants such leftovers and checks that its own localwhisk
 # reaped them is marked ``host_exclusive`` and runs while no other test does: each test holds this
 # lock for its whole protocol (its module fixtures' setup and teardown included), shared, or
-# exclusively when marked; the suite's two xdist workers would otherwise race to reap them.
+# exclusively when marked; the suite's xdist workers would otherwise race to reap them.
 HOST_LOCK = Path(tempfile.gettempdir()) / "faasprof-tests-host.lock"
 
 
@@ -70,8 +70,8 @@ def pytest_collection_modifyitems(config, items):
 def slow_files_first(items: list) -> None:
     """Order the test files by how many slow tests each holds, most first, and files of quick tests
     last (each file's own order kept). The xdist workers take whole files in this order
-    (pyproject's --no-loadscope-reorder), so the suite ends on quick files that the two workers
-    share out, not on one long file while the other worker idles. xdist's own order, files with
+    (pyproject's --no-loadscope-reorder), so the suite ends on quick files that the workers
+    share out, not on one long file while the others idle. xdist's own order, files with
     the most tests first, left the files of one or two long tests (the wheel, the Ansible role, a
     capacity search, reproduce) to the end."""
     slow = Counter(item.path for item in items if item.get_closest_marker("slow"))
