@@ -51,12 +51,20 @@ def analyze_after_run(run_dir: Path, connection: Any, progress: Progress = QUIET
     --quiet), not raised."""
     manifest = rundir.read_manifest(run_dir)
     platform = manifest.platform
+    saved = manifest.activations or {}
     progress.say("analyzing")
     try:
         # The records were saved (waited for) by the run; the platform is asked again only for
         # those still missing, and only when it outlived the run (not the embedded one, and not
-        # when the run used generic endpoints only).
-        summary = analyze_run(run_dir, connection=connection if platform.get("embedded") is False else None)
+        # when the run used generic endpoints only). It is asked once, without the retries of
+        # `faasprof analyze` (the run waited until nothing could still be running: 7.5 s more of
+        # retries found nothing), and not at all when a second Ctrl-C stopped that wait.
+        summary = analyze_run(
+            run_dir,
+            connection=connection if platform.get("embedded") is False else None,
+            fetch=not saved.get("interrupted"),
+            retry_delays_s=() if saved else None,
+        )
     except (FaasprofError, OSError, ValueError) as error:
         text = f"analysis failed ({error}); the run directory is intact ({manifest.status}): retry with faasprof analyze {run_dir}"
         rundir.update_manifest(run_dir, analysis_error=text)

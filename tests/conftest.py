@@ -10,6 +10,7 @@ import signal
 import subprocess
 import sys
 import tempfile
+from collections import Counter
 from pathlib import Path
 
 import pytest
@@ -29,7 +30,7 @@ DATA_DIR = Path(__file__).resolve().parent / "data"
 # containers) when it starts. A test that plants such leftovers and checks that its own localwhisk
 # reaped them is marked ``host_exclusive`` and runs while no other test does: each test holds this
 # lock for its whole protocol (its module fixtures' setup and teardown included), shared, or
-# exclusively when marked; the suite's two xdist workers would otherwise race to reap them.
+# exclusively when marked; the suite's xdist workers would otherwise race to reap them.
 HOST_LOCK = Path(tempfile.gettempdir()) / "faasprof-tests-host.lock"
 
 
@@ -56,14 +57,26 @@ TESTBED_ONLY = ("hardware", "openwhisk")
 def pytest_collection_modifyitems(config, items):
     named = set(re.findall(r"[\w-]+", config.getoption("markexpr") or ""))
     left_out = [marker for marker in TESTBED_ONLY if marker not in named]
-    if not left_out:
-        return
-    kept, deselected = [], []
-    for item in items:
-        (deselected if any(item.get_closest_marker(marker) for marker in left_out) else kept).append(item)
-    if deselected:
-        config.hook.pytest_deselected(items=deselected)
-        items[:] = kept
+    if left_out:
+        kept, deselected = [], []
+        for item in items:
+            (deselected if any(item.get_closest_marker(marker) for marker in left_out) else kept).append(item)
+        if deselected:
+            config.hook.pytest_deselected(items=deselected)
+            items[:] = kept
+    slow_files_first(items)
+
+
+def slow_files_first(items: list) -> None:
+    """Order the test files by how many slow tests each holds, most first, and files of quick tests
+    last (each file's own order kept). The xdist workers take whole files in this order
+    (pyproject's --no-loadscope-reorder), so the suite ends on quick files that the workers
+    share out, not on one long file while the others idle. xdist's own order, files with
+    the most tests first, left the files of one or two long tests (the wheel, the Ansible role, a
+    capacity search, reproduce) to the end."""
+    slow = Counter(item.path for item in items if item.get_closest_marker("slow"))
+    position = {path: index for index, path in enumerate(dict.fromkeys(item.path for item in items))}
+    items.sort(key=lambda item: (-slow[item.path], position[item.path]))
 
 
 @pytest.hookimpl(hookwrapper=True)

@@ -1,10 +1,13 @@
 """A capacity search with real short runs on the embedded localwhisk.
 
-``spin`` burning 50 ms of CPU in a 128 MB pool (one sandbox) serves at most 20/s: the search
-must find 6/s kept up and 24/s over-invoked, and keep every probe's run directory (under
+``spin`` burning 25 ms of CPU in a 128 MB pool (one sandbox) serves at most 40/s: the search
+must find 12/s kept up and 48/s over-invoked, and keep every probe's run directory (under
 ``<out>/capacity/``), each after the first judged against the first's latency. A search whose
 every rate kept up reaches its ceiling: ``faasprof capacity`` says "≥ N/s" and stores it as a
 lower bound, and a workload that takes a fraction of it is warned.
+
+The rates are high enough for short probes: a probe's judged window holds at least
+``MIN_PROBE_CALLS`` calls, 11 s at 6/s, 5.8 s at 12/s (``capacity.probe_windows``).
 """
 
 from __future__ import annotations
@@ -31,18 +34,18 @@ def test_capacity_search_on_localwhisk(tmp_path):
         out_dir=tmp_path,
         duration_s=2.5,
         local_settings={"pause_grace_ms": 50, "user_memory_mb": 128},
-        params={"service_ms": 50},
-        start_rate=6,
+        params={"service_ms": 25},
+        start_rate=12,
         factor=4,
         tolerance=1.0,
         max_runs=4,
         cooldown_s=0,
     )
     probes = result["probes"]
-    assert [p["rate_rps"] for p in probes][:2] == [6, 24]
+    assert [p["rate_rps"] for p in probes][:2] == [12, 48]
     assert probes[1]["mode"] == "over-invoked"
     low, high = result["bounds_rps"]
-    assert 6 <= low < high <= 24 and high / low <= 2.0
+    assert 12 <= low < high <= 48 and high / low <= 2.0
     interval = result["interval_rps"]
     assert interval[0] <= low < high <= interval[1] and result["capacity_rps"] == sum(interval) / 2
     # Each probe warmed the pool at its rate before its judged window.
@@ -56,7 +59,7 @@ def test_capacity_search_on_localwhisk(tmp_path):
     assert Path(result["result_file"]).parent == probes_dir(tmp_path)
     # The first probe is the reference; every later one carries it, and its analysis judged by it.
     reference = result["reference"]
-    assert reference["rate_rps"] == 6 and reference["completion_latency_ms_p50"] == probes[0]["p50_ms"]
+    assert reference["rate_rps"] == 12 and reference["completion_latency_ms_p50"] == probes[0]["p50_ms"]
     for probe in probes[1:]:
         assert rundir.read_manifest(probe["run_dir"]).to_json()["latency_reference"] == {"spin": reference}
         summary = json.loads((Path(probe["run_dir"]) / "analysis" / "summary.json").read_text())
@@ -91,9 +94,9 @@ def test_a_search_that_reaches_its_ceiling_reports_and_stores_a_lower_bound(tmp_
         "--params",
         '{"service_ms": 1}',
         "--start-rate",
-        "4",
+        "10",
         "--max-rate",
-        "8",
+        "20",
         "--factor",
         "2",
         "--duration",
@@ -108,13 +111,13 @@ def test_a_search_that_reaches_its_ceiling_reports_and_stores_a_lower_bound(tmp_
     assert result.returncode == 0, result.stderr
     lines = result.stdout.splitlines()
     assert (
-        lines[0].startswith("spin: capacity ≥ 8/s (lower bound), 2 probes (mode there: ")
-        and "kept up at the ceiling --max-rate 8/s" in lines[0]
+        lines[0].startswith("spin: capacity ≥ 20/s (lower bound), 2 probes (mode there: ")
+        and "kept up at the ceiling --max-rate 20/s" in lines[0]
     )
     assert lines[1] == f"stored as a lower bound in {store}: workloads that take fractions of it are warned"
     assert Path(lines[-1]).parent == probes_dir(tmp_path / "runs")
     (entry,) = json.loads(store.read_text())["entries"].values()
-    assert entry["capacity_rps"] == 8 and entry["lower_bound"] is True and entry["latency_reference"]["rate_rps"] == 4
+    assert entry["capacity_rps"] == 20 and entry["lower_bound"] is True and entry["latency_reference"]["rate_rps"] == 10
     # A run whose rate is a fraction of it reads it from the store, and is warned. (The load now is
     # the search's: on a shared host it moved by more than one per CPU in a second, a second warning.)
     monkeypatch.setattr(capacity_store, "_load_now", lambda: entry["load_1min"]["before"])
@@ -129,7 +132,7 @@ def test_a_search_that_reaches_its_ceiling_reports_and_stores_a_lower_bound(tmp_
     resolved = capacity_store.resolve_workload(
         workload, None, {}, tmp_path, measure=None, progress=Progress(warnings.append, quiet=True)
     )
-    assert resolved.instance("s").rate == 4
-    assert len(warnings) == 1 and warnings[0].startswith("warning: capacity of spin: ≥ 8/s, a lower bound: ")
+    assert resolved.instance("s").rate == 10
+    assert len(warnings) == 1 and warnings[0].startswith("warning: capacity of spin: ≥ 20/s, a lower bound: ")
     resolution = resolved.resolved()["as_given"]["capacity_resolution"]["s"]
     assert resolution["capacity_lower_bound"] is True and resolution["latency_reference"] == entry["latency_reference"]

@@ -114,6 +114,8 @@ class _Handler(BaseHTTPRequestHandler):
         server = self.server
         now_ms = time.time() * 1000
         with server.lock:
+            server.record_reads.append({"path": self.path, "t": time.monotonic()})
+        with server.lock:
             visible = [r for r in server.records.values() if r["_visible_ms"] <= now_ms]
         if activation_id is not None:
             record = next((r for r in visible if r["activationId"] == activation_id), None)
@@ -269,6 +271,7 @@ class FakeOpenWhisk(ThreadingHTTPServer):
         self._reopen: threading.Timer | None = None
         self.records: dict[str, dict] = {}
         self.requests: list[dict] = []
+        self.record_reads: list[dict] = []  # GET .../activations[/{id}]: path and monotonic time
         self.lock = threading.Lock()
         self._sockets: list[socket.socket] = []
         self._killed = False

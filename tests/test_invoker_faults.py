@@ -18,8 +18,8 @@ from pathlib import Path
 
 import pytest
 from conftest import REPO_ROOT, run_cli
+from run_harness import run_against, run_dirs, start_run, wait_for_lines, write_workload
 from test_invoker_fakeserver import AUTH, FakeOpenWhisk
-from test_invoker_run import run_dirs, write_workload
 
 from faasprof import rundir
 from faasprof.errors import NotReadyError
@@ -27,45 +27,6 @@ from faasprof.localwhisk.embedded import start_embedded
 
 # Scheduling slack on a loaded 2-core test host, on top of the contract's one second.
 SLACK_NS = 700_000_000
-
-
-def _start_run(config: Path, out: Path, server, home: Path, *extra: str) -> subprocess.Popen:
-    return subprocess.Popen(
-        [
-            sys.executable,
-            "-m",
-            "faasprof",
-            "run",
-            str(config),
-            "--out",
-            str(out),
-            "--apihost",
-            server.apihost,
-            "--auth",
-            AUTH,
-            *extra,
-        ],
-        cwd=REPO_ROOT,
-        stdout=subprocess.PIPE,
-        stderr=subprocess.PIPE,
-        text=True,
-        env={**os.environ, "HOME": str(home)},
-    )
-
-
-def _wait_for_sends(out: Path, proc: subprocess.Popen, count: int, timeout_s: float = 30.0) -> Path:
-    deadline = time.monotonic() + timeout_s
-    while time.monotonic() < deadline:
-        for run_dir in run_dirs(out):
-            sends = run_dir / rundir.SENDS
-            if sends.exists() and sends.read_text().count("\n") > count:
-                return run_dir
-        if proc.poll() is not None:
-            raise AssertionError(f"faasprof run ended early: {proc.communicate()}")
-        time.sleep(0.1)
-    proc.kill()
-    proc.communicate()
-    raise AssertionError("no sends were journaled")
 
 
 @pytest.mark.slow
@@ -80,8 +41,8 @@ def test_kill_9_with_slow_blocking_answers_loses_at_most_the_last_second(tmp_pat
     out = tmp_path / "runs"
     with FakeOpenWhisk() as server:
         server.slow_s = 8.0  # every answer takes 8 s: at the kill, nothing sent in the last 8 s has a row
-        proc = _start_run(config, out, server, isolated_home, "--quiet")
-        run_dir = _wait_for_sends(out, proc, 20)
+        proc = start_run(config, out, server, isolated_home, "--quiet")
+        run_dir = wait_for_lines(out, proc, 20, name=rundir.SENDS, timeout_s=30)
         time.sleep(3.0)
         proc.kill()
         killed_wall_ns = time.time_ns()
@@ -129,7 +90,9 @@ def _umount(path: Path) -> None:
 @pytest.mark.slow
 def test_full_disk_stops_the_run_at_the_first_failed_write(tmp_path, isolated_home):
     small = tmp_path / "small"
-    _mount_tmpfs(small, "size=256k")
+    # The plan (72 KB) and the manifest fit; the rows (about 13 KB/s at 200/s) fill the rest in
+    # seconds (256k took 10 s of sending).
+    _mount_tmpfs(small, "size=160k")
     try:
         rate, duration = 200, 30
         config = write_workload(
@@ -246,7 +209,7 @@ def test_unwritable_out_is_one_line_and_exit_2_before_anything_starts(tmp_path, 
         out = tmp_path / "a-file" / "runs"
     try:
         with FakeOpenWhisk() as server:
-            done = run_cli("run", config, "--out", out, "--apihost", server.apihost, "--auth", AUTH, timeout=60)
+            done = run_against(server, config, out)
             posts = [r for r in server.requests]
         assert done.returncode == 2, done.stderr
         lines = done.stderr.strip().splitlines()
@@ -275,8 +238,8 @@ def test_second_ctrl_c_while_waiting_for_records_saves_what_was_fetched(tmp_path
     )
     out = tmp_path / "runs"
     with FakeOpenWhisk() as server:
-        proc = _start_run(config, out, server, isolated_home, "--analyze")
-        run_dir = _wait_for_sends(out, proc, 40)
+        proc = start_run(config, out, server, isolated_home, "--analyze")
+        run_dir = wait_for_lines(out, proc, 40, name=rundir.SENDS, timeout_s=30)
         proc.send_signal(signal.SIGINT)
         deadline = time.monotonic() + 60
         seen = []
@@ -286,8 +249,16 @@ def test_second_ctrl_c_while_waiting_for_records_saves_what_was_fetched(tmp_path
                 break
         assert any("waiting for activation records" in line for line in seen), "".join(seen)
         proc.send_signal(signal.SIGINT)
+        for line in proc.stderr:  # the record wait has ended once the analysis starts
+            seen.append(line)
+            if line.strip() == "analyzing":
+                break
+        reads_before_analysis = len(server.record_reads)
         stdout, stderr = proc.communicate(timeout=30)
-    assert proc.returncode == 1, "".join(seen) + stderr
+        # The second Ctrl-C stopped the wait for records: the analysis does not wait for them again.
+        assert len(server.record_reads) == reads_before_analysis, server.record_reads[reads_before_analysis:][:5]
+    stderr = "".join(seen) + stderr
+    assert proc.returncode == 1, stderr
     assert "Traceback" not in stderr
     manifest = rundir.read_manifest(run_dir).to_json()
     assert manifest["status"] == "interrupted" and "Ctrl-C (SIGINT) received" in manifest["status_reason"]
@@ -341,7 +312,7 @@ def test_kill_9_on_the_embedded_platform_keeps_its_records_and_leaves_nothing_ru
         env={**os.environ, "HOME": str(isolated_home), "TMPDIR": str(run_tmp)},
     )
     try:
-        run_dir = _wait_for_sends(out, proc, 20, timeout_s=120)
+        run_dir = wait_for_lines(out, proc, 20, name=rundir.SENDS, timeout_s=120)
         time.sleep(1.5)
     finally:
         proc.kill()
@@ -385,16 +356,9 @@ def test_embedded_platform_killed_mid_run_stops_the_run_and_leaves_no_frozen_san
     config = tmp_path / "e.json"
     config.write_text(json.dumps(data))
     out = tmp_path / "runs"
-    proc = subprocess.Popen(
-        [sys.executable, "-m", "faasprof", "run", str(config), "--out", str(out), "--quiet"],
-        cwd=REPO_ROOT,
-        stdout=subprocess.PIPE,
-        stderr=subprocess.PIPE,
-        text=True,
-        env={**os.environ, "HOME": str(isolated_home)},
-    )
+    proc = start_run(config, out, None, isolated_home, "--quiet")
     try:
-        run_dir = _wait_for_sends(out, proc, 8, timeout_s=120)
+        run_dir = wait_for_lines(out, proc, 8, name=rundir.SENDS, timeout_s=120)
         server_pid = json.loads((run_dir / "localwhisk" / "localwhisk.json").read_text())["pid"]
         assert _processes_under(run_dir / "localwhisk" / "sandboxes")  # a sandbox is there
         os.kill(server_pid, signal.SIGKILL)
@@ -438,7 +402,7 @@ def test_a_torn_format_1_run_gets_its_plan_re_derived_from_the_manifest(tmp_path
     )
     out = tmp_path / "runs"
     with FakeOpenWhisk() as server:
-        done = run_cli("run", config, "--out", out, "--apihost", server.apihost, "--auth", AUTH, "--quiet", timeout=120)
+        done = run_against(server, config, out, "--quiet", timeout=120)
     assert done.returncode == 0, done.stderr
     (run_dir,) = run_dirs(out)
     manifest = rundir.read_manifest(run_dir)

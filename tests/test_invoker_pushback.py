@@ -11,17 +11,14 @@ Ctrl-C before the send loop, prints a traceback.
 from __future__ import annotations
 
 import json
-import os
 import signal
-import subprocess
-import sys
 import threading
 import time
 
 import pytest
-from conftest import REPO_ROOT, run_cli
+from conftest import run_cli
+from run_harness import run_against, run_dirs, start_run, write_workload
 from test_invoker_fakeserver import AUTH, FakeOpenWhisk
-from test_invoker_run import run_dirs, write_workload
 
 from faasprof import rundir
 from faasprof.errors import EXIT_NOT_READY
@@ -67,19 +64,7 @@ def test_a_platform_refusing_connections_for_5_s_mid_run_is_measured_to_the_end(
     out = tmp_path / "runs"
     with FakeOpenWhisk() as server:
         after_invocations(server, 20, (0.0, lambda: server.refuse_for(5.0)))
-        done = run_cli(
-            "run",
-            config,
-            "--out",
-            out,
-            "--apihost",
-            server.apihost,
-            "--auth",
-            AUTH,
-            "--threshold",
-            "max_failure_rate=1",
-            timeout=120,
-        )
+        done = run_against(server, config, out, "--threshold", "max_failure_rate=1", timeout=120)
     assert done.returncode == 0, done.stderr
     assert_quiet_shutdown(done.stderr)
     (run_dir,) = run_dirs(out)
@@ -120,19 +105,7 @@ def test_a_platform_answering_503_then_429_for_a_while_is_measured_and_analysed(
             (1.5, lambda: setattr(server, "shed_status", 429)),
             (1.5, lambda: setattr(server, "shed_status", None)),
         )
-        done = run_cli(
-            "run",
-            config,
-            "--out",
-            out,
-            "--apihost",
-            server.apihost,
-            "--auth",
-            AUTH,
-            "--threshold",
-            "max_failure_rate=1",
-            timeout=120,
-        )
+        done = run_against(server, config, out, "--threshold", "max_failure_rate=1", timeout=120)
     assert done.returncode == 0, done.stderr
     assert_quiet_shutdown(done.stderr)
     (run_dir,) = run_dirs(out)
@@ -174,19 +147,7 @@ def test_send_processes_count_the_pushback_of_their_merged_rows(tmp_path, isolat
     out = tmp_path / "runs"
     with FakeOpenWhisk() as server:
         server.shed_status = 503
-        done = run_cli(
-            "run",
-            config,
-            "--out",
-            out,
-            "--apihost",
-            server.apihost,
-            "--auth",
-            AUTH,
-            "--send-processes",
-            "2",
-            timeout=120,
-        )
+        done = run_against(server, config, out, "--send-processes", "2", timeout=120)
     assert done.returncode == 1, done.stderr  # nothing succeeded: the verdict fails the run
     assert_quiet_shutdown(done.stderr)
     (run_dir,) = run_dirs(out)
@@ -210,20 +171,8 @@ def test_connections_still_pending_at_the_end_leave_nothing_to_the_closed_loop(t
     out = tmp_path / "runs"
     with FakeOpenWhisk() as server:
         after_invocations(server, 30, (0.0, server.stop_accepting))
-        done = run_cli(
-            "run",
-            config,
-            "--out",
-            out,
-            "--apihost",
-            server.apihost,
-            "--auth",
-            AUTH,
-            "--request-timeout-s",
-            "1",
-            "--threshold",
-            "max_failure_rate=1",
-            timeout=120,
+        done = run_against(
+            server, config, out, "--request-timeout-s", "1", "--threshold", "max_failure_rate=1", timeout=120
         )
     assert_quiet_shutdown(done.stderr)
     assert done.returncode == 0, done.stderr
@@ -259,7 +208,7 @@ def test_a_platform_that_never_takes_a_call_stops_the_run_early_with_exit_3(tmp_
     out = tmp_path / "runs"
     with FakeOpenWhisk() as server:
         server.die_after_preflight = True
-        done = run_cli("run", config, "--out", out, "--apihost", server.apihost, "--auth", AUTH, "--quiet", timeout=120)
+        done = run_against(server, config, out, "--quiet", timeout=120)
     assert done.returncode == EXIT_NOT_READY, done.stderr
     assert_quiet_shutdown(done.stderr)
     (line,) = done.stderr.strip().splitlines()
@@ -280,26 +229,7 @@ def test_ctrl_c_in_the_first_second_is_one_line_and_exit_1(tmp_path, isolated_ho
     config = write_workload(tmp_path, duration=5)
     out = tmp_path / "runs"
     with FakeOpenWhisk() as server:
-        proc = subprocess.Popen(
-            [
-                sys.executable,
-                "-m",
-                "faasprof",
-                "run",
-                str(config),
-                "--out",
-                str(out),
-                "--apihost",
-                server.apihost,
-                "--auth",
-                AUTH,
-            ],
-            cwd=REPO_ROOT,
-            stdout=subprocess.PIPE,
-            stderr=subprocess.PIPE,
-            text=True,
-            env={**os.environ, "HOME": str(isolated_home)},
-        )
+        proc = start_run(config, out, server, isolated_home)
         time.sleep(delay_s)
         proc.send_signal(signal.SIGINT)
         stdout, stderr = proc.communicate(timeout=60)

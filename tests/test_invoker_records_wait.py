@@ -7,16 +7,18 @@ import json
 
 import pytest
 from conftest import run_cli
+from run_harness import ok_and_norecord, run_against, run_dirs, short_records_wait, write_workload
 from test_invoker_fakeserver import AUTH, FakeOpenWhisk
-from test_invoker_run import run_dirs, write_workload
 
 from faasprof import rundir
 from faasprof.errors import RunError
+from faasprof.experiments.analyzed import execute_analyzed
 from faasprof.invoker import sender
 from faasprof.invoker.run import execute
 from faasprof.platforms.openwhisk import records as activations
 from faasprof.platforms.openwhisk.client import OpenWhiskClient
 from faasprof.platforms.openwhisk.connection import Connection
+from faasprof.progress import Progress
 from faasprof.workload.spec import workload_from_dict
 
 
@@ -32,19 +34,7 @@ def test_run_analyze_waits_for_records_still_being_stored(tmp_path, isolated_hom
     out = tmp_path / "runs"
     with FakeOpenWhisk() as server:
         server.record_delay_s = 3.0  # the platform stores each record 3 s after the call
-        done = run_cli(
-            "run",
-            config,
-            "--out",
-            out,
-            "--apihost",
-            server.apihost,
-            "--auth",
-            AUTH,
-            "--analyze",
-            "--quiet",
-            timeout=120,
-        )
+        done = run_against(server, config, out, "--analyze", "--quiet", timeout=120)
     assert done.returncode == 0, done.stderr
     (run_dir,) = run_dirs(out)
     manifest = rundir.read_manifest(run_dir).to_json()
@@ -57,22 +47,8 @@ def test_run_analyze_waits_for_records_still_being_stored(tmp_path, isolated_hom
 
 @pytest.mark.slow
 def test_analyze_waits_with_progress_then_reports_what_is_missing_and_why(tmp_path, isolated_home, monkeypatch):
-    workload = workload_from_dict(
-        {
-            "test_name": "w",
-            "test_duration_in_seconds": 1.0,
-            "random_seed": 1,
-            "blocking_cli": False,
-            "platform": {"actions_deployed": True},
-            "instances": {
-                "a": {"application": "ok", "distribution": "Uniform", "rate": 4},
-                "b": {"application": "norecord", "distribution": "Uniform", "rate": 2},
-            },
-        },
-        origin="w",
-    )
-    monkeypatch.setattr(activations, "RECORD_STORE_MARGIN_S", 2.0)
-    monkeypatch.setattr(activations, "DEFAULT_ACTION_TIMEOUT_MS", 1000)  # the fake's actions declare no limits
+    workload = ok_and_norecord(2)
+    short_records_wait(monkeypatch, time_limit_ms=1000, margin_s=2.0)
     monkeypatch.setattr(activations, "WAIT_PROGRESS_S", 0.5)
     lines = []
     with FakeOpenWhisk() as server:
@@ -88,6 +64,28 @@ def test_analyze_waits_with_progress_then_reports_what_is_missing_and_why(tmp_pa
     assert report["expected"] == 6 and report["saved"] == 4 and report["missing"] == 2
     assert "not stored by the platform 3 s after the last send" in report["missing_why"]
     assert any(line.startswith("waiting for activation records:") and "giving up in" in line for line in lines)
+
+
+@pytest.mark.slow
+def test_run_analyze_asks_once_more_for_the_records_its_wait_did_not_find(tmp_path, isolated_home, monkeypatch):
+    """The run waited until nothing could still be running; its analysis asks for the records still
+    missing once, without the retries of ``faasprof analyze`` (7.5 s that found nothing)."""
+    short_records_wait(monkeypatch)
+    workload = ok_and_norecord(2)
+    with FakeOpenWhisk() as server:
+        analysis_from = []  # how many record reads the run made before its analysis began
+
+        def line(text: str) -> None:
+            if text == "analyzing":
+                analysis_from.append(len(server.record_reads))
+
+        connection = Connection(apihost=server.apihost, auth=AUTH, namespace="_")
+        run_dir = execute_analyzed(workload, tmp_path / "runs", connection=connection, progress=Progress(line))
+        (start,) = analysis_from
+        asked = [read["path"].split("?")[0].rsplit("/", 1)[-1] for read in server.record_reads[start:]]
+    missing = {r["activation_id"] for r in rundir.read_invocations(run_dir) if r["instance"] == "b"}
+    assert len(missing) == 2 and rundir.read_manifest(run_dir).activations["missing"] == 2
+    assert sorted(a for a in asked if a in missing) == sorted(missing), asked
 
 
 @pytest.mark.slow

@@ -8,16 +8,22 @@ endpoints, required collectors, and that the auth key appears nowhere.
 from __future__ import annotations
 
 import json
-import os
 import shutil
 import signal
 import subprocess
-import sys
 import time
 from pathlib import Path
 
 import pytest
-from conftest import REPO_ROOT, run_cli
+from conftest import run_cli
+from run_harness import (
+    assert_interrupted_with_a_row_each,
+    run_against,
+    run_dirs,
+    start_run,
+    wait_for_lines,
+    write_workload,
+)
 from test_invoker_fakeserver import AUTH, FakeOpenWhisk
 
 from faasprof.invoker.run import execute
@@ -26,27 +32,6 @@ from faasprof.rundir import INVOCATION_COLUMNS, read_invocations, read_manifest
 from faasprof.workload.spec import workload_from_dict
 
 SECRET = AUTH.split(":", 1)[1]
-
-
-def write_workload(
-    tmp_path: Path, name: str = "t", duration: float = 1.5, instances: dict | None = None, **top
-) -> Path:
-    data = {
-        "test_name": name,
-        "test_duration_in_seconds": duration,
-        "random_seed": 7,
-        "blocking_cli": False,
-        "platform": {"actions_deployed": True},
-        "instances": instances or {"a": {"application": "ok", "distribution": "Poisson", "rate": 40}},
-        **top,
-    }
-    path = tmp_path / f"{name}.json"
-    path.write_text(json.dumps(data))
-    return path
-
-
-def run_dirs(out: Path) -> list[Path]:
-    return sorted(p for p in out.iterdir() if p.is_dir()) if out.exists() else []
 
 
 def assert_no_secret(*texts_or_dirs) -> None:
@@ -58,10 +43,6 @@ def assert_no_secret(*texts_or_dirs) -> None:
                     assert SECRET.encode() not in data, f"auth key found in {path}"
         else:
             assert SECRET not in item
-
-
-def run_against(server, config, out, *extra, timeout=60):
-    return run_cli("run", config, "--out", out, "--apihost", server.apihost, "--auth", AUTH, *extra, timeout=timeout)
 
 
 @pytest.mark.slow
@@ -173,40 +154,12 @@ def test_signal_mid_run_interrupts_with_a_row_for_every_invocation(tmp_path, iso
     )
     out = tmp_path / "runs"
     with FakeOpenWhisk() as server:
-        proc = subprocess.Popen(
-            [
-                sys.executable,
-                "-m",
-                "faasprof",
-                "run",
-                str(config),
-                "--out",
-                str(out),
-                "--apihost",
-                server.apihost,
-                "--auth",
-                AUTH,
-            ],
-            cwd=REPO_ROOT,
-            stdout=subprocess.PIPE,
-            stderr=subprocess.PIPE,
-            text=True,
-            env={**os.environ, "HOME": str(isolated_home)},
-        )
-        _wait_for_rows(out, proc)
+        proc = start_run(config, out, server, isolated_home)
+        wait_for_lines(out, proc)
         proc.send_signal(sig)
         stdout, stderr = proc.communicate(timeout=30)
     assert proc.returncode == 1, stderr
-    (run_dir,) = run_dirs(out)
-    assert stdout.strip().splitlines()[-1] == str(run_dir)
-    manifest = read_manifest(run_dir).to_json()
-    assert manifest["status"] == "interrupted" and label in manifest["status_reason"]
-    rows = read_invocations(run_dir)
-    assert sorted(int(r["seq"]) for r in rows) == list(range(1000))
-    not_sent = [r for r in rows if r["outcome"] == "not_sent"]
-    assert len(not_sent) > 500 and all(r["sent_ns"] == "" for r in not_sent)
-    assert all(r["outcome"] == "ok" for r in rows if r["sent_ns"])
-    assert manifest["counts"]["not_sent"] == len(not_sent)
+    run_dir, _, _ = assert_interrupted_with_a_row_each(out, stdout, 1000, label)
     # Without --analyze, the one line about the interruption says how to analyse what was sent.
     assert f"faasprof analyze {run_dir}" in stderr.strip().splitlines()[-1]
     assert_no_secret(run_dir, stdout, stderr)
@@ -230,16 +183,9 @@ def test_sigint_with_analyze_analyses_what_was_sent_on_localwhisk(tmp_path, isol
         )
     )
     out = tmp_path / "runs"
-    proc = subprocess.Popen(
-        [sys.executable, "-m", "faasprof", "run", str(config), "--out", str(out), "--analyze"],
-        cwd=REPO_ROOT,
-        stdout=subprocess.PIPE,
-        stderr=subprocess.PIPE,
-        text=True,
-        env={**os.environ, "HOME": str(isolated_home)},
-    )
+    proc = start_run(config, out, None, isolated_home, "--analyze")
     try:
-        _wait_for_rows(out, proc, timeout_s=60, rows=40)
+        wait_for_lines(out, proc, 40, timeout_s=60)
         proc.send_signal(signal.SIGINT)
         stdout, stderr = proc.communicate(timeout=120)
     finally:
@@ -278,20 +224,6 @@ def test_sigint_with_analyze_analyses_what_was_sent_on_localwhisk(tmp_path, isol
     assert all(r["error"] for r in rows if not r["activation_id"])
 
 
-def _wait_for_rows(out: Path, proc, timeout_s: float = 20.0, rows: int = 20) -> Path:
-    deadline = time.monotonic() + timeout_s
-    while time.monotonic() < deadline:
-        for run_dir in run_dirs(out):
-            csv = run_dir / "invocations.csv"
-            if csv.exists() and csv.read_text().count("\n") > rows:
-                return run_dir
-        if proc.poll() is not None:
-            raise AssertionError(f"faasprof run ended early: {proc.communicate()}")
-        time.sleep(0.1)
-    proc.kill()
-    raise AssertionError("no rows appeared")
-
-
 @pytest.mark.slow
 def test_kill_9_loses_at_most_the_last_second(tmp_path, isolated_home):
     config = write_workload(
@@ -299,27 +231,8 @@ def test_kill_9_loses_at_most_the_last_second(tmp_path, isolated_home):
     )
     out = tmp_path / "runs"
     with FakeOpenWhisk() as server:
-        proc = subprocess.Popen(
-            [
-                sys.executable,
-                "-m",
-                "faasprof",
-                "run",
-                str(config),
-                "--out",
-                str(out),
-                "--apihost",
-                server.apihost,
-                "--auth",
-                AUTH,
-                "--quiet",
-            ],
-            cwd=REPO_ROOT,
-            stdout=subprocess.DEVNULL,
-            stderr=subprocess.DEVNULL,
-            env={**os.environ, "HOME": str(isolated_home)},
-        )
-        run_dir = _wait_for_rows(out, proc)
+        proc = start_run(config, out, server, isolated_home, "--quiet", output=subprocess.DEVNULL)
+        run_dir = wait_for_lines(out, proc)
         time.sleep(2.0)
         proc.kill()
         killed_wall_ns = time.time_ns()
@@ -425,26 +338,7 @@ def test_sigint_during_post_script_stops_it_and_marks_the_run(tmp_path, isolated
     config = write_workload(tmp_path, duration=0.5, perf_monitoring={"post_script": str(post)})
     out = tmp_path / "runs"
     with FakeOpenWhisk() as server:
-        proc = subprocess.Popen(
-            [
-                sys.executable,
-                "-m",
-                "faasprof",
-                "run",
-                str(config),
-                "--out",
-                str(out),
-                "--apihost",
-                server.apihost,
-                "--auth",
-                AUTH,
-            ],
-            cwd=REPO_ROOT,
-            stdout=subprocess.PIPE,
-            stderr=subprocess.PIPE,
-            text=True,
-            env={**os.environ, "HOME": str(isolated_home)},
-        )
+        proc = start_run(config, out, server, isolated_home)
         deadline = time.monotonic() + 30
         while time.monotonic() < deadline:
             logs = list(out.glob("*/monitors/post_script/stdout.log"))

@@ -12,16 +12,23 @@ from __future__ import annotations
 import os
 import signal
 import subprocess
-import sys
 import threading
 import time
 from pathlib import Path
 
 import numpy as np
 import pytest
-from conftest import REPO_ROOT, run_cli
+from conftest import run_cli
+from run_harness import (
+    assert_interrupted_with_a_row_each,
+    run_against,
+    run_dirs,
+    start_run,
+    wait_for_lines,
+    write_workload,
+)
 from test_invoker_fakeserver import AUTH, FakeOpenWhisk
-from test_invoker_run import _wait_for_rows, assert_no_secret, run_dirs, write_workload
+from test_invoker_run import assert_no_secret
 
 from faasprof import rundir
 from faasprof.errors import ConfigError
@@ -302,19 +309,7 @@ def test_cli_run_with_two_send_processes(tmp_path, isolated_home):
     )
     out = tmp_path / "runs"
     with FakeOpenWhisk() as server:
-        done = run_cli(
-            "run",
-            config,
-            "--out",
-            out,
-            "--apihost",
-            server.apihost,
-            "--auth",
-            AUTH,
-            "--send-processes",
-            "2",
-            timeout=120,
-        )
+        done = run_against(server, config, out, "--send-processes", "2", timeout=120)
     assert done.returncode == 0, done.stderr
     (run_dir,) = run_dirs(out)
     assert done.stdout.strip().splitlines()[-1] == str(run_dir)
@@ -339,7 +334,7 @@ def test_cli_run_chooses_send_processes_automatically_by_default(tmp_path, isola
     )
     out = tmp_path / "runs"
     with FakeOpenWhisk() as server:
-        done = run_cli("run", config, "--out", out, "--apihost", server.apihost, "--auth", AUTH, timeout=120)
+        done = run_against(server, config, out, timeout=120)
     assert done.returncode == 0, done.stderr
     (run_dir,) = run_dirs(out)
     invoker = rundir.read_manifest(run_dir).to_json()["invoker"]
@@ -387,47 +382,19 @@ def test_cli_signal_stops_every_send_process_with_a_row_for_every_invocation(tmp
     )
     out = tmp_path / "runs"
     with FakeOpenWhisk() as server:
-        proc = subprocess.Popen(
-            [
-                sys.executable,
-                "-m",
-                "faasprof",
-                "run",
-                str(config),
-                "--out",
-                str(out),
-                "--apihost",
-                server.apihost,
-                "--auth",
-                AUTH,
-                "--send-processes",
-                "2",
-            ],
-            cwd=REPO_ROOT,
-            stdout=subprocess.PIPE,
-            stderr=subprocess.PIPE,
-            text=True,
-            env={**os.environ, "HOME": str(isolated_home)},
-        )
+        proc = start_run(config, out, server, isolated_home, "--send-processes", "2")
         try:
-            _wait_for_rows(out, proc, timeout_s=60)
+            wait_for_lines(out, proc, timeout_s=60)
             proc.send_signal(sig)
             stdout, stderr = proc.communicate(timeout=60)
         finally:
             if proc.poll() is None:
                 proc.kill()
     assert proc.returncode == 1, stderr
-    (run_dir,) = run_dirs(out)
-    assert stdout.strip().splitlines()[-1] == str(run_dir)
-    manifest = rundir.read_manifest(run_dir).to_json()
-    assert manifest["status"] == "interrupted" and manifest["status_reason"] == f"{label} received"
+    # The merged rows as the parent wrote them, none reconstructed.
+    run_dir, manifest, _ = assert_interrupted_with_a_row_each(out, stdout, 1000, label, reconstruct=False)
+    assert manifest["status_reason"] == f"{label} received"
     assert [p["status"] for p in manifest["invoker"]["processes"]] == ["interrupted", "interrupted"]
-    rows = rundir.read_invocations(run_dir, reconstruct=False)
-    assert sorted(int(r["seq"]) for r in rows) == list(range(1000))
-    not_sent = [r for r in rows if r["outcome"] == "not_sent"]
-    assert len(not_sent) > 500 and all(r["sent_ns"] == "" for r in not_sent)
-    assert all(r["outcome"] == "ok" for r in rows if r["sent_ns"])
-    assert manifest["counts"]["not_sent"] == len(not_sent)
     assert not (run_dir / SHARDS_DIR).exists()
     assert_no_secret(run_dir, stdout, stderr)
 
@@ -452,27 +419,8 @@ def test_cli_parent_killed_leaves_a_readable_torn_run_and_stops_its_children(tmp
     )
     out = tmp_path / "runs"
     with FakeOpenWhisk() as server:
-        proc = subprocess.Popen(
-            [
-                sys.executable,
-                "-m",
-                "faasprof",
-                "run",
-                str(config),
-                "--out",
-                str(out),
-                "--apihost",
-                server.apihost,
-                "--auth",
-                AUTH,
-                "--quiet",
-                "--send-processes",
-                "2",
-            ],
-            cwd=REPO_ROOT,
-            stdout=subprocess.DEVNULL,
-            stderr=subprocess.DEVNULL,
-            env={**os.environ, "HOME": str(isolated_home)},
+        proc = start_run(
+            config, out, server, isolated_home, "--quiet", "--send-processes", "2", output=subprocess.DEVNULL
         )
         children: list[int] = []
         try:

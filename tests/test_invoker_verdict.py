@@ -7,8 +7,8 @@ import json
 
 import pytest
 from conftest import run_cli
+from run_harness import run_against, run_dirs, write_workload
 from test_invoker_fakeserver import AUTH, FakeOpenWhisk
-from test_invoker_run import run_dirs, write_workload
 
 from faasprof import rundir
 from faasprof.errors import ConfigError
@@ -160,7 +160,7 @@ def _run(tmp_path, application, *extra, server_setup=None, **workload):
     with FakeOpenWhisk() as server:
         if server_setup:
             server_setup(server)
-        done = run_cli("run", config, "--out", out, "--apihost", server.apihost, "--auth", AUTH, *extra, timeout=120)
+        done = run_against(server, config, out, *extra, timeout=120)
     (run_dir,) = run_dirs(out)
     return done, rundir.read_manifest(run_dir).to_json()
 
@@ -205,7 +205,7 @@ def test_run_with_one_always_failing_instance_exits_1_naming_it(tmp_path, isolat
     )
     out = tmp_path / "runs"
     with FakeOpenWhisk() as server:
-        done = run_cli("run", config, "--out", out, "--apihost", server.apihost, "--auth", AUTH, "--quiet", timeout=120)
+        done = run_against(server, config, out, "--quiet", timeout=120)
     assert done.returncode == 1, done.stderr
     (line,) = [line for line in done.stderr.splitlines() if "instance b" in line]
     assert line.startswith(
@@ -227,9 +227,7 @@ def test_a_failed_verdict_is_told_once_without_quiet(tmp_path, isolated_home):
         },
     )
     with FakeOpenWhisk() as server:
-        done = run_cli(
-            "run", config, "--out", tmp_path / "runs", "--apihost", server.apihost, "--auth", AUTH, timeout=120
-        )
+        done = run_against(server, config, tmp_path / "runs", timeout=120)
     assert done.returncode == 1, done.stderr
     assert done.stderr.count("none of its 3 attempted invocations succeeded") == 1, done.stderr
     assert done.stderr.rstrip().splitlines()[-1].startswith("run complete but failed its thresholds (see ")

@@ -14,8 +14,8 @@ import os
 
 import pytest
 from conftest import run_cli
+from run_harness import run_dirs, write_workload
 from test_invoker_fakeserver import AUTH, FakeOpenWhisk
-from test_invoker_run import run_dirs, write_workload
 
 from faasprof import rundir
 from faasprof.invoker.run import execute

@@ -21,8 +21,8 @@ import time
 
 import pytest
 from conftest import REPO_ROOT
+from run_harness import ok_and_norecord, run_dirs, short_records_wait
 from test_invoker_fakeserver import AUTH, FakeOpenWhisk
-from test_invoker_run import run_dirs
 
 from faasprof import rundir
 from faasprof.analyzer.analysis import analyze_run
@@ -298,22 +298,8 @@ def _wait_for(condition, proc, timeout_s: float) -> None:
 def test_a_run_whose_records_are_missing_fails_its_verdict_in_one_line(tmp_path, isolated_home, monkeypatch):
     """A platform that answers 202 and never stores the record: the run (with --analyze's records)
     fails, naming the instance, how many have none, and why."""
-    monkeypatch.setattr(activations, "RECORD_STORE_MARGIN_S", 0.5)
-    monkeypatch.setattr(activations, "DEFAULT_ACTION_TIMEOUT_MS", 500)  # the fake's actions declare no limits
-    workload = workload_from_dict(
-        {
-            "test_name": "w",
-            "test_duration_in_seconds": 1.0,
-            "random_seed": 1,
-            "blocking_cli": False,
-            "platform": {"actions_deployed": True},
-            "instances": {
-                "a": {"application": "ok", "distribution": "Uniform", "rate": 4},
-                "b": {"application": "norecord", "distribution": "Uniform", "rate": 4},
-            },
-        },
-        origin="w",
-    )
+    short_records_wait(monkeypatch)
+    workload = ok_and_norecord(4)
     with FakeOpenWhisk() as server:
         run_dir = execute(
             workload,

@@ -11,7 +11,9 @@ import pytest
 
 from tests.conftest import REPO_ROOT
 
-FILES = ("tests/test_io_nfs.py", "tests/test_setup_openwhisk_live.py", "tests/test_schedule.py")
+# The third file has a slow test and a quick one, and imports little: each collection below starts
+# a pytest (test_schedule.py, which imports scipy.stats, made each 1.3 s longer).
+FILES = ("tests/test_io_nfs.py", "tests/test_setup_openwhisk_live.py", "tests/test_validate_like_run.py")
 
 
 def _collected(*args: str) -> list[str]:
@@ -33,7 +35,7 @@ def test_the_testbed_tests_run_only_when_asked_for_in_every_tier():
         assert ids and not [
             i for i in ids if i.startswith(("tests/test_io_nfs.py", "tests/test_setup_openwhisk_live.py"))
         ]
-    slow = "tests/test_schedule.py::test_same_seed_byte_identical_in_separate_processes"
+    slow = "tests/test_validate_like_run.py::test_a_workload_that_plans_nothing_is_refused_by_validate_and_run_alike"
     assert slow in full and slow not in quick
     assert set(quick) < set(full)
     hardware = _collected("-m", "hardware")

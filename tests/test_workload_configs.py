@@ -38,7 +38,6 @@ def test_every_shipped_workload_validates(config, validated):
     )
 
 
-@pytest.mark.slow
 @pytest.mark.parametrize("config", SHIPPED, ids=[path.name for path in SHIPPED])
 def test_every_shipped_workload_plans(config, tmp_path_factory):
     done = run_cli("plan", config, timeout=120, env=_fresh_home(tmp_path_factory))

@@ -16,7 +16,7 @@ from faasprof import rundir
 from faasprof.analyzer.analysis import analyze_run
 from faasprof.analyzer.records import stderr_progress
 from faasprof.analyzer.report import summary_lines
-from faasprof.errors import FaasprofError, NotReadyError, RunError
+from faasprof.errors import FaasprofError, NotReadyError
 from faasprof.localwhisk.run_records import StoreReadError, save_store_records, store_path
 from faasprof.platforms import registry
 from faasprof.platforms.openwhisk.connection import add_connection_arguments, known_key_for, resolve_connection

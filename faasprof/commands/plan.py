@@ -20,7 +20,7 @@ from dataclasses import replace
 
 from faasprof.errors import ConfigError
 from faasprof.experiments import capacity_store
-from faasprof.experiments.sweep import describe_plan
+from faasprof.experiments.sweep_plan import describe_plan
 from faasprof.invoker.preflight import check_out_file
 from faasprof.platforms.openwhisk.connection import resolve_connection
 from faasprof.workload.jsonread import is_schema_document, parse_workload_file
