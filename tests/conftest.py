@@ -2,10 +2,12 @@
 
 from __future__ import annotations
 
+import atexit
 import fcntl
 import json
 import os
 import re
+import shutil
 import signal
 import subprocess
 import sys
@@ -24,6 +26,14 @@ REPO_ROOT = Path(__file__).resolve().parent.parent
 # A test that gives faasprof a HOME of its own keeps the user's cache of build products (the npm
 # packages ./setup.sh installed) instead of building them again under every temporary HOME.
 os.environ.setdefault(CACHE_ENV, str(cache_root()))
+# And every test runs under a HOME of this session's own: the user's ~/.wskprops, or a `faasprof
+# local start` they left running (its connection is under ~/.local/share/faasprof), must never
+# become the platform a test measures (an OpenWhisk left on port 3233 once answered the slowdown
+# tests). pip keeps the user's cache so that the wheel test installs without the network.
+os.environ.setdefault("PIP_CACHE_DIR", str(Path.home() / ".cache" / "pip"))
+os.environ["HOME"] = tempfile.mkdtemp(prefix="faasprof-test-home-")
+atexit.register(shutil.rmtree, os.environ["HOME"], True)
+os.environ.pop("WSK_CONFIG_FILE", None)
 DATA_DIR = Path(__file__).resolve().parent / "data"
 
 # Every localwhisk reaps the host's leftovers of dead ones (stale cgroups, orphan sandboxes and
