@@ -92,6 +92,9 @@ from faasprof.rundir.tables import read_invocations_frame  # noqa: F401  (the fr
 
 DEFAULT_PAUSE_GRACE_MS = 50.0  # OpenWhisk classic's containerProxy pause-grace (and the paper's)
 OPENWHISK_2_PAUSE_GRACE_MS = 10_000.0  # 2.x invoker's application.conf: pause-grace = 10 seconds
+# A ``docker unpause`` inside ``waitTime``: on OpenWhisk 2.0.0 standalone here (tests/data/openwhisk)
+# activations that paid one waited 40 to 300 ms, the others (nothing queued) 2 to 14 ms.
+RESUME_WAIT_MS = 30.0
 
 START_CLASSES = ("cold", "resumed", "warm", "unknown")
 # A ``containerState`` annotation (localwhisk writes one; OpenWhisk logs the same states in its
@@ -178,6 +181,7 @@ def classify_starts(
     init_ms: np.ndarray,
     grace_ms: float,
     container_state: np.ndarray | None = None,
+    wait_ms: np.ndarray | None = None,
 ) -> pd.Categorical:
     """Start class of each record: ``cold``, ``resumed`` or ``warm`` (``unknown`` without a record).
 
@@ -194,6 +198,11 @@ def classify_starts(
       records' own timestamps; it is a lower bound: a resume of one idle container while a sibling
       container was still busy is counted ``warm``, and so is the first activation of an action in
       the run when it has no ``initTime`` (nothing earlier to measure the idle gap from).
+      With ``wait_ms``, a warm start is also ``resumed`` when every earlier activation of the
+      action had ended before it started (nothing of the action running, so it queued behind none)
+      and it waited at least ``RESUME_WAIT_MS``: the unpause is inside ``waitTime``. This catches
+      OpenWhisk's choice of a paused container while a sibling was unpaused: at 10/s on the
+      standalone the grace rule alone found 93 of the 122 resumes its log shows, with the wait 119.
     * ``warm``: everything else with a record.
 
     Inputs are aligned arrays (``function`` any hashable labels or integer codes; NaN
@@ -207,7 +216,10 @@ def classify_starts(
         idx = np.nonzero(has)[0]
         order, prev_end = _previous_end_by_group(np.asarray(function)[idx], start_ms[idx], end_ms[idx])
         resumed = np.zeros(n, dtype=bool)
-        resumed[idx[order]] = (start_ms[idx][order] - prev_end) >= grace_ms  # NaN: False
+        gap_ms = start_ms[idx][order] - prev_end
+        resumed[idx[order]] = gap_ms >= grace_ms  # NaN: False
+        if wait_ms is not None:
+            resumed[idx[order]] |= (gap_ms >= 0) & (wait_ms[idx][order] >= RESUME_WAIT_MS)
         codes[has] = START_CLASSES.index("warm")
         codes[has & resumed] = START_CLASSES.index("resumed")
         codes[has & ~np.isnan(init_ms)] = START_CLASSES.index("cold")
@@ -376,7 +388,7 @@ def build_from_aligned(invocations: pd.DataFrame, aligned: dict, manifest: rundi
     grace, _ = pause_grace_ms(manifest)
     function_codes = pd.Categorical(invocations["function"]).codes
     classes = classify_starts(
-        function_codes, start_ms, end_ms, init_raw, grace, aligned.pop("container_state")
+        function_codes, start_ms, end_ms, init_raw, grace, aligned.pop("container_state"), aligned["wait_ms"]
     ).as_ordered()
     del function_codes
     record_outcome = aligned.pop("record_outcome")

@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 import math
 import shutil
+from pathlib import Path
 
 import numpy as np
 import pandas as pd
@@ -88,6 +89,27 @@ def test_classify_starts_resumed_needs_every_container_idle_past_the_grace():
     assert classes.tolist() == ["cold", "resumed", "resumed", "resumed", "warm"]
     start[1] = np.nan
     assert frames_mod.classify_starts(function, start, end, init, 5.0)[1] == "unknown"
+
+
+OPENWHISK_STARTS = Path(__file__).parent / "data" / "openwhisk" / "start_classes.csv"
+
+
+@pytest.mark.parametrize("run", ["r5", "r10"])
+def test_classify_starts_finds_the_resumes_openwhisks_log_shows(run):
+    """Real OpenWhisk 2.0.0 standalone records (50 ms grace, json_dumps at 5 and 10/s) against the
+    start class its own log gives each (see tests/data/openwhisk/README.md): with the waitTime the
+    inferred resumes are within 5 % of the log's, and 90 % of activations get the log's class. On
+    the grace rule alone, 10/s gave 93 resumes against the log's 122 (the analyzer read 47 %
+    resumed where 61 % were)."""
+    sample = pd.read_csv(OPENWHISK_STARTS).query("run == @run")
+    columns = [sample[name].to_numpy(dtype="float64") for name in ("start_ms", "end_ms", "init_ms", "wait_ms")]
+    start, end, init, wait = columns
+    function = np.zeros(len(sample), dtype=np.int8)
+    classes = frames_mod.classify_starts(function, start, end, init, 50.0, wait_ms=wait)
+    inferred = np.asarray(classes.astype(str))
+    truth = sample["log_class"].to_numpy(dtype=str)
+    assert abs((inferred == "resumed").sum() - (truth == "resumed").sum()) <= 0.05 * len(sample)
+    assert (inferred == truth).mean() >= 0.9
 
 
 def test_quantile_confidence_intervals_bracket_the_estimate():
