@@ -75,7 +75,9 @@ def classify_starts(
         gap_ms = start_ms[idx][order] - prev_end
         resumed[idx[order]] = gap_ms >= grace_ms  # NaN: False
         if wait_ms is not None:
-            resumed[idx[order]] |= _unpaused_by_wait(np.asarray(function)[idx][order], gap_ms, wait_ms[idx][order])
+            resumed[idx[order]] |= _unpaused_by_wait(
+                np.asarray(function)[idx][order], start_ms[idx][order], gap_ms, wait_ms[idx][order], grace_ms
+            )
         codes[has] = START_CLASSES.index("warm")
         codes[has & resumed] = START_CLASSES.index("resumed")
         codes[has & ~np.isnan(init_ms)] = START_CLASSES.index("cold")
@@ -94,15 +96,23 @@ def classify_starts(
     return pd.Categorical.from_codes(codes, categories=START_CLASSES)
 
 
-def _unpaused_by_wait(group: np.ndarray, gap_ms: np.ndarray, wait_ms: np.ndarray) -> np.ndarray:
-    """Rows in (group, start) order that waited ``RESUME_WAIT_MS`` or more and did not queue: the
-    group's earlier rows had all ended (``gap_ms`` >= 0), or its previous row waited less."""
+def _unpaused_by_wait(
+    group: np.ndarray, start_ms: np.ndarray, gap_ms: np.ndarray, wait_ms: np.ndarray, grace_ms: float
+) -> np.ndarray:
+    """Rows in (group, start) order that waited ``RESUME_WAIT_MS`` or more and did not queue (the
+    group's earlier rows had all ended, ``gap_ms`` >= 0, or its previous row waited less), once the
+    group's first row had started a pause grace earlier: before that no container of the run can
+    have idled long enough to be paused (with 2.0's 10 s grace and an 8 s run, none)."""
     previous_wait = np.full(len(wait_ms), np.nan)
+    first_start = start_ms.copy()
     if len(wait_ms) > 1:
         same = group[1:] == group[:-1]
         previous_wait[1:][same] = wait_ms[:-1][same]
+        # A group's rows are contiguous: carry each group's first start forward over its rows.
+        heads = np.flatnonzero(np.concatenate(([True], ~same)))
+        first_start = np.repeat(start_ms[heads], np.diff(np.append(heads, len(start_ms))))
     not_queued = (gap_ms >= 0) | (previous_wait < RESUME_WAIT_MS)
-    return (wait_ms >= RESUME_WAIT_MS) & not_queued
+    return (wait_ms >= RESUME_WAIT_MS) & not_queued & (start_ms - first_start >= grace_ms)
 
 
 def _previous_end_by_group(

@@ -356,3 +356,15 @@ def test_an_instance_without_blocking_takes_the_workloads_default_everywhere(blo
     assert list(tails._blocking(frame, manifest)) == [blocking_cli, True]
     specs = {s["instance"]: s["blocking"] for s in stats_mod.instance_specs(manifest, frame)}
     assert specs == {"plain": blocking_cli, "web": True}
+
+
+def test_classify_starts_counts_no_wait_as_a_resume_before_a_grace_has_passed():
+    """2.0's 10 s grace, calls 1 s apart for 8 s, each waiting 40 ms: no container of the run can
+    have idled 10 s, so none resumed (the tier's start-class check); with a 50 ms grace they are."""
+    start = np.arange(8) * 1000.0
+    end, init, wait = start + 20.0, np.array([300.0] + [np.nan] * 7), np.full(8, 40.0)
+    function = np.zeros(8, dtype=np.int8)
+    classes = frames_mod.classify_starts(function, start, end, init, 10_000.0, wait_ms=wait)
+    assert classes.tolist() == ["cold"] + ["warm"] * 7
+    classes = frames_mod.classify_starts(function, start, end, init, 50.0, wait_ms=wait)
+    assert classes.tolist() == ["cold"] + ["resumed"] * 7
