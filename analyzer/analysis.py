@@ -594,7 +594,7 @@ def build_summary(run: Run) -> dict:
         "records": run.records_info,
         "start_classes": {
             "pause_grace_ms": run.records_info.get("pause_grace_ms"),
-            "rule": "a record's containerState annotation when present (localwhisk); else cold: initTime present; resumed: no initTime and every earlier activation of the action ended >= pause grace before this start; warm: otherwise; unknown: no record",
+            "rule": "a record's containerState annotation when present (localwhisk); else cold: initTime present; resumed: no initTime and every earlier activation of the action ended >= pause grace before this start, or its waitTime >= 30 ms (an unpause) and it did not queue (every earlier activation of the action had ended, or the one before waited < 30 ms); warm: otherwise; unknown: no record",
             "records_with_container_state": run.records_info.get("with_container_state", 0),
             "counts": {name: int((frame["start_class"] == name).sum()) for name in frames_mod.START_CLASSES},
         },

@@ -78,6 +78,12 @@ from faasprof import __version__, rundir
 from faasprof.analyzer import hosts as hosts_mod
 from faasprof.analyzer import units as units_mod
 from faasprof.analyzer.outcome_columns import final_outcomes, records_due, successful_mask
+from faasprof.analyzer.start_classes import (  # noqa: F401  (START_CLASSES, CONTAINER_STATE_CLASS: the frames' names)
+    CONTAINER_STATE_CLASS,
+    RESUME_WAIT_MS,
+    START_CLASSES,
+    classify_starts,
+)
 from faasprof.errors import FormatError
 from faasprof.platforms.registry import platform_of_resolved
 from faasprof.rundir.records import (  # the unused ones: notebook names
@@ -92,19 +98,6 @@ from faasprof.rundir.tables import read_invocations_frame  # noqa: F401  (the fr
 
 DEFAULT_PAUSE_GRACE_MS = 50.0  # OpenWhisk classic's containerProxy pause-grace (and the paper's)
 OPENWHISK_2_PAUSE_GRACE_MS = 10_000.0  # 2.x invoker's application.conf: pause-grace = 10 seconds
-
-START_CLASSES = ("cold", "resumed", "warm", "unknown")
-# A ``containerState`` annotation (localwhisk writes one; OpenWhisk logs the same states in its
-# invoker log as ``containerStart containerState: ...``) settles the class when a record has it.
-CONTAINER_STATE_CLASS = {
-    "cold": "cold",
-    "recreated": "cold",
-    "prewarmed": "cold",
-    "recreatedPrewarm": "cold",
-    "warm": "warm",
-    "warming": "warm",
-    "resumed": "resumed",
-}
 
 
 def _float(series: pd.Series) -> np.ndarray:
@@ -169,90 +162,6 @@ def _pause_grace_from_version(platform: dict) -> tuple[float, str]:
 def pause_grace_known(source: str) -> bool:
     """Whether ``pause_grace_ms``'s source is a recorded setting (not inferred or assumed)."""
     return not source.startswith(("inferred", "unknown"))
-
-
-def classify_starts(
-    function: np.ndarray,
-    start_ms: np.ndarray,
-    end_ms: np.ndarray,
-    init_ms: np.ndarray,
-    grace_ms: float,
-    container_state: np.ndarray | None = None,
-) -> pd.Categorical:
-    """Start class of each record: ``cold``, ``resumed`` or ``warm`` (``unknown`` without a record).
-
-    A record's ``containerState`` annotation, when present, decides (``CONTAINER_STATE_CLASS``).
-    Otherwise the class is inferred from the record:
-
-    * ``cold``: the record has ``initTime`` — this activation ran ``/init`` in a new (or prewarmed)
-      container.
-    * ``resumed``: no ``initTime``, and *every* earlier activation of the same action had ended at
-      least the pause grace before this one started (its invoker-clock ``start``). Then every
-      container of the action had been idle longer than the grace, so each was paused, and this warm
-      start must have resumed one (the resume cost is inside ``waitTime``). OpenWhisk records carry
-      no container-state annotation (only the invoker's log does), so this is inferred from the
-      records' own timestamps; it is a lower bound: a resume of one idle container while a sibling
-      container was still busy is counted ``warm``, and so is the first activation of an action in
-      the run when it has no ``initTime`` (nothing earlier to measure the idle gap from).
-    * ``warm``: everything else with a record.
-
-    Inputs are aligned arrays (``function`` any hashable labels or integer codes; NaN
-    ``start_ms`` means no record; ``container_state`` a state per row, as an array or a
-    ``pd.Categorical``, or None).
-    """
-    n = len(start_ms)
-    codes = np.full(n, START_CLASSES.index("unknown"), dtype=np.int8)
-    has = ~np.isnan(start_ms)
-    if has.any():
-        idx = np.nonzero(has)[0]
-        order, prev_end = _previous_end_by_group(np.asarray(function)[idx], start_ms[idx], end_ms[idx])
-        resumed = np.zeros(n, dtype=bool)
-        resumed[idx[order]] = (start_ms[idx][order] - prev_end) >= grace_ms  # NaN: False
-        codes[has] = START_CLASSES.index("warm")
-        codes[has & resumed] = START_CLASSES.index("resumed")
-        codes[has & ~np.isnan(init_ms)] = START_CLASSES.index("cold")
-        if container_state is not None:
-            # Decided per distinct state and applied by code: no Python comparison per row.
-            states = (
-                container_state
-                if isinstance(container_state, pd.Categorical)
-                else pd.Categorical(np.asarray(container_state, dtype=object))
-            )
-            state_codes = np.asarray(states.codes)
-            for k, state in enumerate(states.categories):
-                name = CONTAINER_STATE_CLASS.get(state) if isinstance(state, str) else None
-                if name is not None:
-                    codes[has & (state_codes == k)] = START_CLASSES.index(name)
-    return pd.Categorical.from_codes(codes, categories=START_CLASSES)
-
-
-def _previous_end_by_group(
-    group: np.ndarray, start_ms: np.ndarray, end_ms: np.ndarray
-) -> tuple[np.ndarray, np.ndarray]:
-    """Rows ordered by (group, start, end) (stable; NaN last), and for each, in that order, the
-    latest end among the earlier rows of its group (NaN for a group's first row, after a row
-    without an end, and for rows without a group label).
-
-    Three stable sorts and a running maximum per group, in NumPy: what a pandas sort by three keys
-    and a grouped ``cummax().shift(1)`` give, in a fraction of the time at ten million rows."""
-    if group.dtype.kind in "iub":
-        labels, grouped = group, np.ones(len(group), dtype=bool)
-    else:
-        labels, _ = pd.factorize(group, sort=True)  # codes in label order; -1: no label (not grouped)
-        grouped = labels >= 0
-    order = np.argsort(end_ms, kind="stable")
-    order = order[np.argsort(start_ms[order], kind="stable")]
-    order = order[np.argsort(labels[order], kind="stable")]
-    sorted_labels, ends = labels[order], end_ms[order]
-    prev_end = np.full(len(order), np.nan)
-    cuts = np.flatnonzero(sorted_labels[1:] != sorted_labels[:-1]) + 1
-    for first, last in zip(np.r_[0, cuts], np.r_[cuts, len(order)]):
-        if not grouped[order[first]]:
-            continue
-        running = np.fmax.accumulate(ends[first:last])  # the latest end so far, ends without a value skipped
-        running[np.isnan(ends[first:last])] = np.nan  # ... but not at their own row (as pandas' cummax)
-        prev_end[first + 1 : last] = running[:-1]
-    return order, prev_end
 
 
 def match_ids(invocations: pd.DataFrame) -> np.ndarray:
@@ -376,7 +285,7 @@ def build_from_aligned(invocations: pd.DataFrame, aligned: dict, manifest: rundi
     grace, _ = pause_grace_ms(manifest)
     function_codes = pd.Categorical(invocations["function"]).codes
     classes = classify_starts(
-        function_codes, start_ms, end_ms, init_raw, grace, aligned.pop("container_state")
+        function_codes, start_ms, end_ms, init_raw, grace, aligned.pop("container_state"), aligned["wait_ms"]
     ).as_ordered()
     del function_codes
     record_outcome = aligned.pop("record_outcome")

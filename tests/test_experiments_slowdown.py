@@ -17,10 +17,11 @@ from faasprof.analyzer.stats import quantile_ci
 from faasprof.docker import docker_problem
 from faasprof.errors import RunError
 from faasprof.experiments import native
-from faasprof.experiments.slowdown import platform_interpreter_matches
+from faasprof.experiments.slowdown import REMOTE_PAUSE_WAIT_S, platform_interpreter_matches, remote_pause_wait_s
 from faasprof.experiments.slowdown_measure import Call, NativeSide, apply_record, measure_function
 from faasprof.experiments.slowdown_report import MEDIAN_CI_MIN_SAMPLES, fit_power_law, judge_factor, summarise_function
 from faasprof.functions.catalogue import require
+from faasprof.platforms.openwhisk.connection import Connection
 
 REPO = Path(__file__).resolve().parent.parent
 
@@ -437,3 +438,12 @@ def test_cli_slowdown_with_docker_sandboxes(tmp_path):
     with open(out / "slowdown.csv", newline="") as handle:
         (row,) = list(csv.DictReader(handle))
     assert float(row["slowdown_latency_resumed"]) > 1
+
+
+def test_remote_pause_wait_follows_the_grace_the_connection_states():
+    """The standalone of ``local start`` records its 50 ms grace in the connection: the resumed call
+    waits just past it (not 11 s, past its 1 s idle timeout too); a platform stating none gets the
+    wait past OpenWhisk 2.x's 10 s default."""
+    stated = Connection(apihost="http://127.0.0.1:1", auth="a:b", settings={"pause_grace_ms": 50.0})
+    assert remote_pause_wait_s(stated) == pytest.approx(0.55)
+    assert remote_pause_wait_s(Connection(apihost="http://127.0.0.1:1", auth="a:b")) == REMOTE_PAUSE_WAIT_S == 11.0

@@ -6,8 +6,9 @@ owns its server: it stops one already running, starts its own with ``faasprof lo
 --platform openwhisk`` (pause grace 50 ms, the paper's), restarts it with 2.0.0's 10 s grace,
 then with a 1 s idle-container timeout for reproduce, and at the end stops it and checks that no
 action container is left. In a HOME of its own, so the capacity it measures and the connection it
-records touch nothing of yours. About 8 minutes on a 2-core host once built (7 min 56 s at load 9
-falling to 1; ``reproduce --quick`` is 5 of them):
+records touch nothing of yours. About 4.5 minutes on a 2-core host once built (4 min 17 s and
+4 min 27 s at load 5 to 8; ``reproduce --quick`` 96 s of it, 5 min before its resumed calls waited
+the server's 50 ms grace instead of 11 s):
 
     .venv/bin/python -m pytest -m openwhisk -n 0 tests/test_openwhisk_tier.py
 """

@@ -22,6 +22,7 @@ from test_analyzer_synthetic import record
 
 from faasprof import rundir
 from faasprof.analyzer import frames as frames_mod
+from faasprof.analyzer import start_classes as start_classes_mod
 from faasprof.analyzer import stats as stats_mod
 from faasprof.analyzer.records import flatten_record
 from faasprof.outcomes import FAILURE_OUTCOMES, FINAL_OUTCOMES
@@ -584,7 +585,7 @@ def test_previous_end_per_action_equals_a_pandas_sort_and_grouped_running_maximu
         end_ms = start_ms + np.round(rng.uniform(0, 10, n))
         end_ms[rng.random(n) < 0.15] = np.nan  # records without an end
         for group in (codes, np.array(["a", "b", "c", "d"], dtype=object)[codes]):
-            order, prev_end = frames_mod._previous_end_by_group(group, start_ms, end_ms)
+            order, prev_end = start_classes_mod._previous_end_by_group(group, start_ms, end_ms)
             want_order, want_prev_end = reference(group, start_ms, end_ms)
             assert order.tolist() == want_order.tolist()
             np.testing.assert_array_equal(prev_end, want_prev_end)

@@ -45,7 +45,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         "--pause-wait",
         type=float,
         metavar="S",
-        help="idle time before each resumed call (default: embedded pause grace + 0.5 s; OpenWhisk: 11 s, past 2.x's 10 s grace)",
+        help="idle time before each resumed call (default: embedded pause grace + 0.5 s; OpenWhisk: the grace its connection states + 0.5 s, else 11 s, past 2.x's 10 s grace)",
     )
     parser.add_argument(
         "--memory", type=int, metavar="MB", help="memory limit for functions deployed here (default: their manifest's)"
