@@ -99,9 +99,19 @@ def host_identity() -> str:
 
 
 def platform_identity(connection, local_settings: dict | None) -> str:
+    """The platform part of a capacity's key: what served it, and a control-plane model that slows
+    it. OpenWhisk standalone and a localwhisk that `local start` left on the same port are two
+    platforms (a localwhisk capacity once answered for OpenWhisk's on 127.0.0.1:3233). The pause
+    grace is not part of it: it moves the band's warm edge, which each run takes from its own
+    grace (``band_lines``), not the rate the platform sustains."""
     if connection is not None:
-        return f"openwhisk {connection.apihost}"
-    return f"localwhisk isolation={(local_settings or {}).get('isolation') or 'auto'}"
+        served = f" ({connection.served_by})" if getattr(connection, "served_by", "") else ""
+        return f"openwhisk {connection.apihost}{served}"
+    settings = local_settings or {}
+    text = f"localwhisk isolation={settings.get('isolation') or 'auto'}"
+    if settings.get("control_plane"):
+        text += f" control_plane={settings['control_plane']}"
+    return text
 
 
 def key(host: str, platform: str, function: str, memory_mb: int | None) -> str:

@@ -5,12 +5,13 @@ each capacity-relative rate falls in (or that the balanced band is empty here, a
 from __future__ import annotations
 
 import json
+import os
 
 import pytest
 
 from faasprof.analyzer import stats
 from faasprof.experiments import capacity_store
-from faasprof.platforms.openwhisk.connection import Connection
+from faasprof.platforms.openwhisk.connection import Connection, resolve_connection, write_local_props
 from faasprof.progress import Progress
 from faasprof.workload.spec import workload_from_dict
 from tests.conftest import run_cli
@@ -242,3 +243,23 @@ def test_a_running_platforms_recorded_pause_grace_places_the_bands():
     _, lines = capacity_store.band_lines(workload, capacities, capacity_store.pause_grace_of(recorded, None))
     assert capacities["balanced"]["rate_rps"] == pytest.approx((20.0 * 26.0) ** 0.5, rel=1e-4)
     assert "placed at" in lines[0]
+
+
+def test_a_capacity_belongs_to_what_served_it(tmp_path, isolated_home):
+    """OpenWhisk standalone and a localwhisk that `local start` left on the same port are two
+    platforms: a localwhisk capacity once answered for OpenWhisk's on 127.0.0.1:3233. A pause
+    grace is not (each run takes the band's warm edge from its own); a control-plane model is."""
+    identities = []
+    for platform, grace in (("localwhisk", 50), ("openwhisk", 50), ("openwhisk", 250)):
+        write_local_props(
+            "http://127.0.0.1:3233", "u:k", "guest", os.getpid(), tmp_path, {"pause_grace_ms": grace}, platform=platform
+        )
+        connection = resolve_connection(None, None, wskprops_path=tmp_path / "none")
+        assert connection is not None and connection.source == "local"
+        identities.append(capacity_store.platform_identity(connection, None))
+    assert identities[0] != identities[1] == identities[2] and "(OpenWhisk standalone)" in identities[1]
+    embedded = {
+        capacity_store.platform_identity(None, settings)
+        for settings in ({}, {"pause_grace_ms": 275}, {"control_plane": "openwhisk-2.0.0-standalone"})
+    }
+    assert len(embedded) == 2

@@ -41,6 +41,7 @@ class Connection:
     insecure: bool = False
     source: str = "flags"  # where apihost came from: flags | workload | wskprops | local (``local start``) | embedded
     settings: dict = field(default_factory=dict, hash=False)  # the set-up's PAUSE_GRACE_MS... (wskprops)
+    served_by: str = ""  # for source "local": what `local start` started there (localwhisk, OpenWhisk standalone)
 
     @property
     def auth_pair(self) -> tuple[str, str]:
@@ -297,6 +298,7 @@ def resolve_connection(
         insecure=bool(insecure),
         source=source,
         settings=settings,
+        served_by=local_platform_name(local_props) if source == "local" else "",
     )
 
 
