@@ -14,6 +14,8 @@ import signal
 import time
 from pathlib import Path
 
+from faasprof.procfs import pid_alive
+
 V1_CONTROLLERS = ("cpu", "memory", "freezer")
 # Joined too when mounted and writable, so monitoring can read CPU time (cpuacct, which this
 # host mounts apart from cpu) and block I/O per sandbox. Not required for isolation.
@@ -53,16 +55,6 @@ def detect(root: Path = Path("/sys/fs/cgroup")) -> tuple[str, dict[str, Path]]:
         if {"cpu", "memory"} <= set(controllers) and _writable_dir(root):
             return "cgroup-v2", {"unified": root}
     return "rlimit", {}
-
-
-def pid_alive(pid: int) -> bool:
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    except PermissionError:
-        return True
-    return True
 
 
 def _remove_tree(path: Path, kill: bool = True) -> None:

@@ -29,7 +29,6 @@ import urllib.request
 from pathlib import Path
 
 from faasprof.errors import ConfigError, NotReadyError, RunError
-from faasprof.localwhisk.cgroups import pid_alive as _pid_alive
 from faasprof.localwhisk.config import (
     AUTH_ENV,
     DEFAULT_DATA_DIR,
@@ -56,6 +55,7 @@ from faasprof.platforms.openwhisk.connection import (
     read_wskprops,
     write_local_props,
 )
+from faasprof.procfs import pid_alive
 
 STATE_FILE = "localwhisk.json"
 PLATFORMS = ("localwhisk", "openwhisk")
@@ -112,7 +112,7 @@ def _read_state(data_dir: Path, port: int | None) -> dict:
         raise NotReadyError(
             f"{data_dir}: no localwhisk is running for this data directory; start one with `faasprof local start --data-dir {data_dir}`"
         )
-    if not _pid_alive(int(state.get("pid", 0))):
+    if not pid_alive(int(state.get("pid", 0))):
         raise NotReadyError(
             f"{data_dir}: the localwhisk recorded there (pid {state.get('pid')}) is not running; start one with `faasprof local start`"
         )
@@ -166,7 +166,7 @@ def _start(args) -> int:
             state = json.loads(state_path.read_text())
         except (OSError, ValueError):
             state = {}
-        if state.get("pid") and _pid_alive(int(state["pid"])):
+        if state.get("pid") and pid_alive(int(state["pid"])):
             if args.port is not None and int(state.get("port", -1)) != args.port:
                 raise ConfigError(
                     f"--data-dir {data_dir}: a localwhisk already runs there on port {state.get('port')}; stop it first or choose another --data-dir"
@@ -331,7 +331,7 @@ def _stop(args) -> int:
         return _stop_openwhisk(args)
     data_dir = _data_dir(args)
     state = _recorded_state(data_dir)
-    if state is None or not _pid_alive(int(state.get("pid", 0))):
+    if state is None or not pid_alive(int(state.get("pid", 0))):
         # Stopping is idempotent: what is not running is already stopped.
         forget_local_props(data_dir)
         gone = f" (pid {state.get('pid')} had exited)" if state else ""
@@ -342,7 +342,7 @@ def _stop(args) -> int:
     os.kill(pid, signal.SIGTERM)
     deadline = time.monotonic() + args.timeout
     while time.monotonic() < deadline:
-        if not _pid_alive(pid):
+        if not pid_alive(pid):
             forget_local_props(data_dir)
             print(f"localwhisk stopped (pid {pid}, port {state.get('port')})", file=sys.stderr)
             return 0

@@ -21,6 +21,7 @@ from typing import Mapping
 
 from faasprof.errors import ConfigError, NotReadyError, RunError
 from faasprof.paths import cache_root
+from faasprof.procfs import pid_alive
 
 HOME_ENV = "OPENWHISK_STANDALONE_HOME"
 HOME_FOLDER = "openwhisk-standalone"
@@ -136,7 +137,7 @@ def read_server(home: Path | None = None) -> StandaloneServer | None:
         recorded = json.loads((folder / "settings.json").read_text())
     except (OSError, ValueError):
         return None
-    if not _pid_alive(pid) or int(recorded.get("pid", -1)) != pid:
+    if not pid_alive(pid) or int(recorded.get("pid", -1)) != pid:
         return None
     return StandaloneServer(
         apihost=str(recorded["apihost"]),
@@ -147,16 +148,6 @@ def read_server(home: Path | None = None) -> StandaloneServer | None:
         idle_timeout_s=float(recorded.get("idle_container_s", DEFAULT_IDLE_CONTAINER_S)),
         log_path=folder / "standalone.log",
     )
-
-
-def _pid_alive(pid: int) -> bool:
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    except PermissionError:
-        return True
-    return True
 
 
 def start_standalone(
