@@ -239,8 +239,15 @@ def run_sweep(
     if run_point is None:
 
         def run_point(point_workload, sweep_dir, local_settings):
+            # Each point saves its records, as `run --analyze` does: the sweep's analysis (or a later
+            # `analyze`, after the platform may have gone) reads them from the run directory.
             return execute(
-                point_workload, sweep_dir, connection=connection, local_settings=local_settings, progress=progress
+                point_workload,
+                sweep_dir,
+                connection=connection,
+                local_settings=local_settings,
+                progress=progress,
+                save_records=True,
             )
 
     sweep_dir = create_run_dir(out_dir, f"{workload.test_name}-sweep", monitors=False)

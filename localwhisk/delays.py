@@ -11,18 +11,20 @@ last: under a short pause grace OpenWhisk's calls rotate over its containers and
 an unpause before and a pause after (the stage that holds its capacity; the same document, "What
 holds OpenWhisk").
 
-The model has three fixed delays (milliseconds) and one rule, off unless the ``control_plane``
-setting names them. Each delay is spent after the sandbox was chosen, so it holds the sandbox as
-OpenWhisk's container is held, and it falls inside the record's ``waitTime`` as OpenWhisk's does:
+The model has three fixed delays (milliseconds), a CPU stage and one rule, off unless the
+``control_plane`` setting names them. Each delay is spent after the sandbox was chosen, so it holds
+the sandbox as OpenWhisk's container is held, and it falls inside the record's ``waitTime`` as
+OpenWhisk's does:
 
 * ``cold``: before a new sandbox's ``/init`` (container creation): inside ``waitTime``;
 * ``resumed``: before ``/run`` on a paused sandbox (unpause): inside ``waitTime``;
 * ``warm``: before ``/run`` on a warm sandbox (the invoker's dispatch): inside ``waitTime``;
-* ``cpu``: CPU the control plane spends per activation after its run, before its record is stored
-  and the sandbox freed (OpenWhisk's JVM: controller, balancer, invoker, log store, its log lines),
-  burnt in worker processes, one per core, that compete for the host's cores as the JVM does:
-  under load it takes longer, and past what the cores give the activations queue for it
-  (``CpuStage``);
+* ``cpu``: CPU the control plane spends per activation after its run, once the sandbox is free
+  again and before the record is stored and a blocking call answered (OpenWhisk's JVM: controller,
+  balancer, invoker, activation store, its log lines; OpenWhisk holds a container only for its
+  ``/run`` and the 2 ms log read), burnt in worker processes, one per core, that compete for the
+  host's cores as the JVM does: under load the sandboxes' runs slow down, and past what the cores
+  give the records queue for it (``CpuStage``);
 * ``reuse``: which idle warm sandbox takes a call, ``newest`` (localwhisk's rule, the default) or
   ``openwhisk`` (the first in OpenWhisk's free-pool order, ``openwhisk_order``).
 
@@ -58,11 +60,13 @@ T = TypeVar("T")
 # a fixed one per container (its ActorRef's hash), so the calls go to whichever free container
 # comes first in it. localwhisk's own rule takes the most recently used ("newest"). The evidence:
 # docs/localwhisk-vs-openwhisk.md, "What holds OpenWhisk".
-# ``cpu``: per json_dumps activation at 20/s OpenWhisk spent 32.0 ms of CPU (its JVM 21.6, Docker's
-# daemons 3.9, the container 6.5), localwhisk with Docker sandboxes 14.6 (its server 1.8, the
-# daemons 1.4, the container 11.4): /proc ticks around a 20 s run (docs/localwhisk-vs-openwhisk.md,
-# "What holds OpenWhisk"). The preset spends the difference of the totals.
-CPU_MS = 17.4
+# ``cpu``: the CPU of OpenWhisk's JVM per json_dumps activation less localwhisk server's: 31.7 ms
+# at 20/s and 32.5 ms at 36/s against 3.8 and 2.8 ms (/proc ticks of each process around 15 s runs
+# after a warm-up; the action containers took 12.4 to 14.9 ms per activation on both). The first
+# fit, 17.4 ms, was the difference of all components' totals at 20/s, which counted the containers
+# at 6.5 ms on OpenWhisk against 11.4 on localwhisk (docs/localwhisk-vs-openwhisk.md, "What holds
+# OpenWhisk").
+CPU_MS = 29.0
 PRESETS: dict[str, dict[str, dict[str, float | str]]] = {
     "openwhisk-2.0.0-standalone": {
         "process": {"cold": 310.0, "resumed": 50.0, "warm": 0.0, "cpu": CPU_MS, "reuse": "openwhisk"},

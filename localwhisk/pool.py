@@ -377,23 +377,27 @@ class Pool:
                 await self._init(sb, job, out, timeout_s)
             if out.status_code == 0:
                 await self._run(sb, job, out, timeout_s)
-            if self.cpu_stage is not None:
-                await self.cpu_stage.spend()  # after the run, the sandbox held: OpenWhisk's log and ack
         except asyncio.CancelledError:
             out.status_code, out.result, out.destroy = 3, {"error": STOPPED_ERROR}, True
             if out.wait_end_ns is None:
                 out.wait_end_ns = time.monotonic_ns()
         sb.activations += 1
-        self._finish(job, out, sb)
         if out.destroy or sb.dead:
             self._remove(
                 sb,
                 "destroyed after its activation failed (" + str((out.result or {}).get("error", "error"))[:120] + ")",
             )
-            self._drain()
         else:
             self._became_free(sb)
-            self._drain()
+        self._drain()
+        if self.cpu_stage is not None and out.result != {"error": STOPPED_ERROR}:
+            # OpenWhisk holds a container for its /run and log read only; its JVM's work on the
+            # record and the answer comes after the container is free again.
+            try:
+                await self.cpu_stage.spend()
+            except asyncio.CancelledError:
+                pass  # stopping: the activation ran; its record is kept as it is
+        self._finish(job, out, sb)
 
     def _note_tmp(self, sb: Sandbox) -> None:
         """Say once in the log when sandboxes share /tmp (no mount namespace here): a function that

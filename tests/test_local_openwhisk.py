@@ -124,6 +124,10 @@ def test_a_second_install_finds_the_build_and_copies_the_launchers(fake_host, tm
         assert result.returncode == 0, result.stderr
         assert f"OpenWhisk 2.0.0 standalone is already built in {home} (--rebuild builds it again)" in result.stdout
     assert os.access(home / "start.sh", os.X_OK) and os.access(home / "stop.sh", os.X_OK)
+    # The copies find the build folder's rule (build_dir.sh) beside them, away from the checkout.
+    assert (home / "build_dir.sh").read_text() == (INSTALL.parent / "build_dir.sh").read_text()
+    usage = subprocess.run([str(home / "stop.sh"), "--help"], capture_output=True, text=True, timeout=30, cwd=tmp_path)
+    assert usage.returncode == 0 and "build_dir.sh" not in usage.stderr, usage.stderr
 
 
 def test_local_start_openwhisk_without_a_build_names_setup(fake_host, tmp_path):

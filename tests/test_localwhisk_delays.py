@@ -196,6 +196,23 @@ def test_openwhisk_reuse_keeps_to_one_fixed_sandbox_once_five_were_free():
         assert len(set(pids)) == 1 and pids[0] in made, pids
 
 
+@pytest.mark.slow
+@pytest.mark.timeout(120)
+def test_the_cpu_stage_comes_after_the_sandbox_is_free_again():
+    """OpenWhisk holds a container for its /run only; its JVM's work on the record and the answer
+    follows. A call that comes while the previous one's control-plane CPU is still being spent finds
+    that sandbox free (the same pid), not busy (a new sandbox)."""
+    with start_embedded(control_plane="cpu=2000", pause_grace_ms=10000) as lw:
+        call = _pid_caller(lw)
+        warm = call(0)  # the cold start, out of the way
+        with concurrent.futures.ThreadPoolExecutor(1) as pool:
+            first = pool.submit(call, 0)
+            time.sleep(0.5)
+            assert not first.done()  # its 2 s of control-plane CPU are still being spent
+            second = call(0)
+        assert first.result() == second == warm
+
+
 def _pid_caller(lw):
     session = requests.Session()
     session.auth = tuple(lw.auth.split(":", 1))

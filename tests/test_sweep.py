@@ -5,9 +5,13 @@ from __future__ import annotations
 import copy
 import json
 import re
+from pathlib import Path
 
 import pandas as pd
 import pytest
+from conftest import run_cli
+from run_harness import write_workload
+from test_invoker_fakeserver import AUTH, FakeOpenWhisk
 from test_units import _check
 
 from faasprof import rundir
@@ -420,3 +424,28 @@ def test_sweep_follows_each_phase_apart(tmp_path):
     _check(
         "sweep.parquet", {c: d for c, d in written.dtypes.items() if c not in ("sweep_rate", "parameter_value")}, units
     )
+
+
+@pytest.mark.slow
+def test_a_sweep_against_a_platform_at_an_api_host_saves_and_analyses_its_records(tmp_path, isolated_home):
+    """A sweep against OpenWhisk (here the fake one) analysed every point without a single record:
+    its runs never fetched them. Each point's run directory now has them, and its analysis joins them."""
+    config = write_workload(
+        tmp_path,
+        name="remote",
+        duration=1,
+        instances={"a": {"application": "ok", "distribution": "Uniform", "rate": 10}},
+        sweep={"parameters": {"rate": [5, 10]}, "cooldown_s": 0},
+    )
+    with FakeOpenWhisk() as server:
+        platform = ["--apihost", server.apihost, "--auth", AUTH]
+        result = run_cli("sweep", config, "--out", tmp_path / "out", "--quiet", *platform, timeout=120)
+    assert result.returncode == 0, result.stderr
+    sweep_dir = Path(result.stdout.strip().splitlines()[-1])
+    runs = sorted(p for p in sweep_dir.iterdir() if p.is_dir() and (p / "manifest.json").exists())
+    assert len(runs) == 2
+    for run_dir in runs:
+        summary = json.loads((run_dir / "analysis" / "summary.json").read_text())
+        planned = summary["instances"][0]["planned"]
+        assert planned in (5, 10)
+        assert summary["records"]["found"] == planned and summary["records"]["missing"] == 0, summary["records"]

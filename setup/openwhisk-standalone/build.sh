@@ -18,15 +18,8 @@ set -euo pipefail
 HERE="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
 OPENWHISK_TAG="2.0.0"
 OPENWHISK_REPO="${OPENWHISK_REPO_URL:-https://github.com/apache/openwhisk.git}"
-# faasprof's cache (faasprof.paths.cache_root): $FAASPROF_CACHE_DIR, else $XDG_CACHE_HOME/faasprof, else ~/.cache/faasprof.
-CACHE_ROOT="${FAASPROF_CACHE_DIR:-}"
-if [ -z "$CACHE_ROOT" ]; then
-    case "${XDG_CACHE_HOME:-}" in
-        /*) CACHE_ROOT="$XDG_CACHE_HOME/faasprof" ;;
-        *) CACHE_ROOT="$HOME/.cache/faasprof" ;;
-    esac
-fi
-BUILD_DIR="${OPENWHISK_STANDALONE_HOME:-$CACHE_ROOT/openwhisk-standalone}"
+# BUILD_DIR: $OPENWHISK_STANDALONE_HOME, else openwhisk-standalone in faasprof's cache.
+. "$(dirname "${BASH_SOURCE[0]}")/build_dir.sh"
 SOURCE="${OPENWHISK_SRC:-}"
 ROUTE="maven"
 

@@ -17,15 +17,8 @@ set -euo pipefail
 HERE="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
 OPENWHISK_TAG="2.0.0"
 OPENWHISK_REPO="${OPENWHISK_REPO_URL:-https://github.com/apache/openwhisk.git}"
-# faasprof's cache (faasprof.paths.cache_root): $FAASPROF_CACHE_DIR, else $XDG_CACHE_HOME/faasprof, else ~/.cache/faasprof.
-CACHE_ROOT="${FAASPROF_CACHE_DIR:-}"
-if [ -z "$CACHE_ROOT" ]; then
-    case "${XDG_CACHE_HOME:-}" in
-        /*) CACHE_ROOT="$XDG_CACHE_HOME/faasprof" ;;
-        *) CACHE_ROOT="$HOME/.cache/faasprof" ;;
-    esac
-fi
-BUILD_DIR="${OPENWHISK_STANDALONE_HOME:-$CACHE_ROOT/openwhisk-standalone}"
+# BUILD_DIR: $OPENWHISK_STANDALONE_HOME, else openwhisk-standalone in faasprof's cache.
+. "$(dirname "${BASH_SOURCE[0]}")/build_dir.sh"
 SOURCE="${OPENWHISK_SRC:-}"
 REBUILD=0
 
@@ -60,6 +53,7 @@ built() {
 
 copy_launchers() {
     install -m 0755 "$HERE/start.sh" "$HERE/stop.sh" "$BUILD_DIR/"
+    install -m 0644 "$HERE/build_dir.sh" "$BUILD_DIR/"
 }
 
 mkdir -p "$BUILD_DIR" || die "$BUILD_DIR: cannot create it; set FAASPROF_CACHE_DIR or OPENWHISK_STANDALONE_HOME to a writable folder" 3

@@ -9,15 +9,8 @@
 # (STATE_DIR/runtimes.json) are touched.
 set -euo pipefail
 
-# faasprof's cache (faasprof.paths.cache_root): $FAASPROF_CACHE_DIR, else $XDG_CACHE_HOME/faasprof, else ~/.cache/faasprof.
-CACHE_ROOT="${FAASPROF_CACHE_DIR:-}"
-if [ -z "$CACHE_ROOT" ]; then
-    case "${XDG_CACHE_HOME:-}" in
-        /*) CACHE_ROOT="$XDG_CACHE_HOME/faasprof" ;;
-        *) CACHE_ROOT="$HOME/.cache/faasprof" ;;
-    esac
-fi
-BUILD_DIR="${OPENWHISK_STANDALONE_HOME:-$CACHE_ROOT/openwhisk-standalone}"
+# BUILD_DIR: $OPENWHISK_STANDALONE_HOME, else openwhisk-standalone in faasprof's cache.
+. "$(dirname "${BASH_SOURCE[0]}")/build_dir.sh"
 STATE_DIR=""
 
 die() {
