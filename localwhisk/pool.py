@@ -52,6 +52,9 @@ from faasprof.localwhisk.sandbox import TIMER_SLACK_S, Sandbox, SandboxDied, for
 log = logging.getLogger("faasprof.localwhisk.pool")
 
 PREWARM_MAX_RETRIES = 5
+# How long closing waits for the sandboxes to be gone: a `docker rm -f` of a paused container takes
+# seconds on a loaded host, and a container left behind outlives the run.
+CLOSE_WAIT_S = 30.0
 
 
 class Pool:
@@ -149,9 +152,16 @@ class Pool:
             self.cpu_stage.close()
         for sb in list(self.sandboxes.values()):
             sb.kill()
-        deadline = time.monotonic() + 5
+        deadline = time.monotonic() + CLOSE_WAIT_S
         while self.sandboxes and time.monotonic() < deadline:
             await asyncio.sleep(0.02)
+        if self.sandboxes:
+            log.warning(
+                "%d sandboxes still being removed after %.0f s: %s",
+                len(self.sandboxes),
+                CLOSE_WAIT_S,
+                ", ".join(sorted(self.sandboxes)[:8]),
+            )
         if self.docker is not None:
             await self.docker.close()
 

@@ -3,6 +3,9 @@ FIFO queueing, eviction, prewarm, developer errors, throttles, durability, cgrou
 
 from __future__ import annotations
 
+import asyncio
+import collections
+import logging
 import os
 import time
 from concurrent.futures import ThreadPoolExecutor
@@ -11,6 +14,7 @@ from pathlib import Path
 import pytest
 
 from faasprof.errors import ConfigError
+from faasprof.localwhisk import pool as pool_mod
 from faasprof.localwhisk.activation import shared_tmp_hint
 from faasprof.localwhisk.embedded import start_embedded
 from tests.localwhisk_driver import SANDBOX_KEYS, Lw, annotation
@@ -404,3 +408,32 @@ def test_an_error_naming_tmp_in_a_sandbox_that_shares_it_says_so():
     )
     assert shared_tmp_hint("private", "No such file: '/tmp/fb-image.jpg'") is None
     assert shared_tmp_hint(shared, "division by zero") is None
+
+
+def test_closing_waits_for_sandboxes_still_being_removed_and_names_those_left(monkeypatch, caplog):
+    """A `docker rm -f` slower than the 5 s that closing used to wait left its container behind the
+    run (a CI run on four workers). Closing waits up to CLOSE_WAIT_S for every sandbox to be gone and
+    says which are still being removed."""
+
+    class Removal:
+        def __init__(self, pool, name, after_s):
+            self.pool, self.name, self.after_s = pool, name, after_s
+
+        def kill(self):
+            asyncio.get_running_loop().call_later(self.after_s, self.pool.sandboxes.pop, self.name, None)
+
+    pool = object.__new__(pool_mod.Pool)  # close() alone: no server, no sandbox processes
+    pool.closed, pool.buffer, pool._tasks, pool.cpu_stage, pool.docker = False, collections.deque(), set(), None, None
+    pool.sandboxes = {"quick": Removal(pool, "quick", 0.3), "stuck": Removal(pool, "stuck", 60)}
+    monkeypatch.setattr(pool_mod, "CLOSE_WAIT_S", 1.0)
+
+    async def close():
+        started = time.monotonic()
+        await pool.close()
+        return time.monotonic() - started
+
+    with caplog.at_level(logging.WARNING, logger="faasprof.localwhisk.pool"):
+        waited_s = asyncio.run(close())
+    assert list(pool.sandboxes) == ["stuck"]
+    assert 1.0 <= waited_s < 5
+    assert "1 sandboxes still being removed after 1 s: stuck" in caplog.text

@@ -18,6 +18,7 @@ HERE="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
 OPENWHISK_TAG="2.0.0"
 OPENWHISK_REPO="${OPENWHISK_REPO_URL:-https://github.com/apache/openwhisk.git}"
 # BUILD_DIR: $OPENWHISK_STANDALONE_HOME, else openwhisk-standalone in faasprof's cache.
+# shellcheck source=setup/openwhisk-standalone/build_dir.sh
 . "$(dirname "${BASH_SOURCE[0]}")/build_dir.sh"
 SOURCE="${OPENWHISK_SRC:-}"
 REBUILD=0

@@ -29,6 +29,7 @@
 set -euo pipefail
 
 # BUILD_DIR: $OPENWHISK_STANDALONE_HOME, else openwhisk-standalone in faasprof's cache.
+# shellcheck source=setup/openwhisk-standalone/build_dir.sh
 . "$(dirname "${BASH_SOURCE[0]}")/build_dir.sh"
 STATE_DIR=""
 PORT="${OW_PORT:-3233}"
