@@ -523,3 +523,27 @@ def test_a_host_without_docker_or_its_daemon_says_why_its_containers_are_not_wat
     assert docker_problem() == (
         "containers: docker does not answer here (Cannot connect to the Docker daemon at unix:///var/run/docker.sock.)"
     )
+
+
+def test_why_ssh_ended_waits_for_its_stderr_when_the_reader_is_slow(tmp_path, monkeypatch):
+    """On a loaded host the thread reading ssh's stderr once took more than the second the reason
+    waited for it, and a refused connection was told as 'ssh ended (exit status 255)'."""
+    port = _free_port()  # nothing listens there any more
+    inventory = write(
+        tmp_path / "inv.ini",
+        f"[openwhisk_invokers]\nh1 ansible_host=127.0.0.1 ansible_port={port}\n"
+        "[openwhisk_invokers:vars]\nansible_ssh_common_args='-o StrictHostKeyChecking=no -o UserKnownHostsFile=/dev/null'\n",
+    )
+    read_stderr = HostSession._read_stderr
+
+    def slow_reader(session):
+        time.sleep(2.0)  # the thread scheduled late
+        read_stderr(session)
+
+    monkeypatch.setattr(HostSession, "_read_stderr", slow_reader)
+    (host,) = read_inventory(inventory)
+    session = HostSession(host, {"vmstat": {}}, duration_s=1.0)
+    with pytest.raises(NotReadyError) as raised:
+        session.connect()
+    session.close()
+    assert "Connection refused" in str(raised.value), raised.value

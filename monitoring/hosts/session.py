@@ -38,6 +38,9 @@ REPLY_WAIT_S = 10.0
 # and blkparse read its traces.
 STOP_REPLY_WAIT_S = 120.0
 EXIT_WAIT_S = 5.0
+# ssh writes why it ended to its stderr as it exits; on a loaded host its reader thread can take
+# longer than a second to get it (a refused connection was once told only as 'exit status 255').
+STDERR_WAIT_S = 10.0
 
 
 class HostLost(Exception):
@@ -174,6 +177,9 @@ class HostSession:
         return int(self.request("clock", "clock")["wall_ns"])
 
     def _why_ended(self) -> str:
+        if self.stderr_reader is not None and self.stderr_reader is not threading.current_thread():
+            # ssh says why on its stderr as it exits: the reason waits for the end of it.
+            self.stderr_reader.join(STDERR_WAIT_S)
         lines = [line for line in self.stderr_tail if line.strip()]
         if lines:
             return lines[-1].strip()
@@ -196,7 +202,7 @@ class HostSession:
         self.process.stdout.close()
         # ssh says why on its stderr as it exits: read it all before the reason is taken.
         if self.stderr_reader is not None:
-            self.stderr_reader.join(1.0)
+            self.stderr_reader.join(STDERR_WAIT_S)
         if not self.stopping:
             self._mark_lost(f"connection lost: {self._why_ended()}")
         self.replies.put(None)
