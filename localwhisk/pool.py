@@ -358,6 +358,7 @@ class Pool:
         out = Outcome()
         action = job.action
         timeout_s = action.timeout_ms / 1000.0
+        stopped = False  # cancelled (localwhisk stopping) before the activation ended
         try:
             if self.delays:
                 delay_s = self.delays.before_s(how)
@@ -388,6 +389,7 @@ class Pool:
             if out.status_code == 0:
                 await self._run(sb, job, out, timeout_s)
         except asyncio.CancelledError:
+            stopped = True
             out.status_code, out.result, out.destroy = 3, {"error": STOPPED_ERROR}, True
             if out.wait_end_ns is None:
                 out.wait_end_ns = time.monotonic_ns()
@@ -400,7 +402,7 @@ class Pool:
         else:
             self._became_free(sb)
         self._drain()
-        if self.cpu_stage is not None and out.result != {"error": STOPPED_ERROR}:
+        if self.cpu_stage is not None and not stopped:
             # OpenWhisk holds a container for its /run and log read only; its JVM's work on the
             # record and the answer comes after the container is free again.
             try:
