@@ -4,8 +4,8 @@
 #   bench/mutation.sh COMMIT OUT_DIR GROUP [TIMEOUT_S]
 #
 # GROUP picks the modules and the fast test files that cover them:
-#   schedule  workload/schedule.py workload/arrivals.py   ← tests/test_schedule.py (+ pinning tests)
-#   analyzer  analyzer/stats.py analyzer/frames.py      ← the fast tests of tests/test_analyzer_analyze.py
+#   schedule  faasprof/workload/schedule.py faasprof/workload/arrivals.py   ← tests/test_schedule.py (+ pinning tests)
+#   analyzer  faasprof/analyzer/stats.py faasprof/analyzer/frames.py      ← the fast tests of tests/test_analyzer_analyze.py
 #             (+ pinning tests); only the functions holding the rules are mutated
 # The commit is checked out into a throw-away worktree under OUT_DIR (the working tree here is
 # never touched); mutmut runs there with one child (the machine is shared) under `timeout`;
@@ -20,10 +20,10 @@ mkdir -p "$out"
 tree=$out/tree-$group
 [ -d "$tree" ] || git -C "$repo" worktree add --detach "$tree" "$commit" >/dev/null
 case $group in
-  schedule) sources="workload/schedule.py workload/arrivals.py"
+  schedule) sources="faasprof/workload/schedule.py faasprof/workload/arrivals.py"
             only=""
             tests=$(cd "$tree" && ls tests/test_schedule.py tests/test_pinning_schedule.py 2>/dev/null || true) ;;
-  analyzer) sources="analyzer/stats.py analyzer/frames.py"
+  analyzer) sources="faasprof/analyzer/stats.py faasprof/analyzer/frames.py"
             # The rules' functions only, and the analyzer tests that run in seconds: every mutant of
             # a function runs every test that covers it, and a synthetic-run test takes ~1 s.
             only="analyzer.stats.x_decide_mode* analyzer.stats.x_group_stats* analyzer.stats.x_latency_trend* analyzer.stats.x_quantile_ci* analyzer.stats.x__sorted_quantile* analyzer.stats.x_percentile_block* analyzer.stats.x_phases* analyzer.stats.x_assign_phase* analyzer.frames.x_classify_starts* analyzer.frames.x_build_invocation_frame* analyzer.frames.x_cost_totals* analyzer.frames.x_final_outcomes* analyzer.frames.x_successful_mask*"

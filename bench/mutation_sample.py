@@ -1,4 +1,4 @@
-"""A seeded random sample of mutmut's mutants of localwhisk/pool.py and the REST API (server.py, api_*.py),
+"""A seeded random sample of mutmut's mutants of faasprof/localwhisk/pool.py and the REST API (server.py, api_*.py),
 each applied alone to a copy of the repository and run against the localwhisk API tests (figures: MUTATION-localwhisk.md).
 
 A full mutmut run (about 1850 mutants, each needing a real server) takes hours on the development
@@ -6,7 +6,7 @@ VM; a fixed sample, the same ids before and after a change of the tests, gives a
 
     pip install mutmut==2.5.1          # not a faasprof dependency
     git archive HEAD | tar -x -C /tmp/mm && cd /tmp/mm
-    mutmut run --paths-to-mutate localwhisk/pool.py,localwhisk/server.py,localwhisk/api_base.py,localwhisk/api_entities.py,localwhisk/api_invoke.py,localwhisk/api_web.py,localwhisk/api_activations.py   # interrupt once "2. Checking mutants" shows: the cache has the ids
+    mutmut run --paths-to-mutate faasprof/localwhisk/pool.py,faasprof/localwhisk/server.py,faasprof/localwhisk/api_base.py,faasprof/localwhisk/api_entities.py,faasprof/localwhisk/api_invoke.py,faasprof/localwhisk/api_web.py,faasprof/localwhisk/api_activations.py   # interrupt once "2. Checking mutants" shows: the cache has the ids
     python bench/mutation_sample.py /tmp/mm --sample 60 --seed 12 --out sample.json [--pytest-args "-k ..."]
 """
 
@@ -22,13 +22,13 @@ import time
 from pathlib import Path
 
 MUTATED = (
-    "localwhisk/pool.py",
-    "localwhisk/server.py",
-    "localwhisk/api_base.py",
-    "localwhisk/api_entities.py",
-    "localwhisk/api_invoke.py",
-    "localwhisk/api_web.py",
-    "localwhisk/api_activations.py",
+    "faasprof/localwhisk/pool.py",
+    "faasprof/localwhisk/server.py",
+    "faasprof/localwhisk/api_base.py",
+    "faasprof/localwhisk/api_entities.py",
+    "faasprof/localwhisk/api_invoke.py",
+    "faasprof/localwhisk/api_web.py",
+    "faasprof/localwhisk/api_activations.py",
 )
 
 

@@ -19,7 +19,7 @@ time the controller posted the activation), the medians and 90th percentiles of 
     .venv/bin/python bench/openwhisk_stages.py ~/.cache/faasprof/openwhisk-standalone/run/standalone.log
     .venv/bin/python bench/openwhisk_stages.py LOG --since 2026-11-27T01:04:00 --window-s 5
 
-Never passes or fails: a tool for docs/localwhisk-vs-openwhisk.md ("What holds OpenWhisk").
+Never passes or fails: a tool for faasprof/localwhisk/localwhisk-vs-openwhisk.md ("What holds OpenWhisk").
 """
 
 from __future__ import annotations

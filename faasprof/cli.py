@@ -20,10 +20,13 @@ import os
 import signal
 import sys
 import threading
+from pathlib import Path
 from typing import Iterator
 
+import faasprof
 from faasprof import __version__
 from faasprof.errors import EXIT_FAILURE, FaasprofError
+from faasprof.paths import CHECKOUT_ROOT, foreign_checkout
 
 # name -> one-line help; the command's module is faasprof.commands.<name>. Order is `faasprof --help`'s.
 COMMANDS: dict[str, str] = {
@@ -130,6 +133,14 @@ def main(argv: list[str] | None = None) -> int:
     if getattr(args, "_module", None) is None:
         parser.print_help(sys.stderr)
         return 2
+    other = foreign_checkout()
+    if other is not None:
+        running = CHECKOUT_ROOT or Path(faasprof.__file__).resolve().parent
+        print(
+            f"faasprof: note: running the faasprof at {running}, not the checkout {other} you are in "
+            f"(use {other}/.venv/bin/faasprof, or run ./setup.sh there)",
+            file=sys.stderr,
+        )
     stdout = sys.stdout
     if hasattr(stdout, "fileno"):
         sys.stdout = _StdoutWithoutReader(stdout)

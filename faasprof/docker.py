@@ -19,7 +19,7 @@ from urllib.parse import quote
 DOCKER_SOCKET = os.environ.get("FAASPROF_DOCKER_SOCKET", "/var/run/docker.sock")
 # faasprof's images (setup/runtime-images/); any image speaking OpenWhisk's action protocol can
 # replace them (localwhisk setting docker_images, e.g. python=openwhisk/action-python-v3.11:nightly).
-# Every localwhisk container names the server that owns it (localwhisk/docker_sandbox.py), so that
+# Every localwhisk container names the server that owns it (faasprof/localwhisk/docker_sandbox.py), so that
 # what a dead server left can be found and removed.
 LABEL_OWNER_PID = "faasprof.localwhisk.owner_pid"
 DEFAULT_IMAGES = {"python": "faasprof/action-python-v3.11:latest", "nodejs": "faasprof/action-nodejs-v20:latest"}

@@ -1,8 +1,9 @@
 """Where faasprof's own files live: found through the installed package, never the working directory.
 
 The benchmark functions (``faasprof.functions``), the ready workloads and their schema
-(``faasprof.workload_configs``) and the documents read at run time (``faasprof.docs``) are package
-data: an editable install finds them in the checkout's folders, a wheel in site-packages. A
+(``faasprof.workload_configs``) and the calibration document that ``reproduce`` quotes (beside
+``faasprof.localwhisk``) are package data: an editable install finds them in the checkout's
+folders, a wheel in site-packages. A
 package's folder is looked up with ``importlib.util.find_spec``, which imports only ``faasprof``
 itself, so this core module reaches no layer above it.
 
@@ -49,15 +50,30 @@ def package_dir(name: str) -> Path:
 
 def _checkout_root() -> Path | None:
     root = Path(__file__).resolve().parent.parent
-    return root if (root / "pyproject.toml").is_file() and (root / "workload_configs").is_dir() else None
+    return root if (root / "pyproject.toml").is_file() and (root / "setup.sh").is_file() else None
 
 
 CHECKOUT_ROOT = _checkout_root()
+
+
+def foreign_checkout(cwd: Path | None = None) -> Path | None:
+    """The faasprof checkout that holds ``cwd`` when it is not the one this faasprof runs from.
+
+    The ``.venv`` of one clone run inside another (a worktree, ``git bisect``) runs the first
+    clone's code: the CLI says so rather than let a user test code they are not running."""
+    here = (cwd or Path.cwd()).resolve()
+    for folder in (here, *here.parents):
+        if (folder / "setup.sh").is_file() and (folder / "faasprof" / "paths.py").is_file():
+            return None if CHECKOUT_ROOT is not None and folder == CHECKOUT_ROOT else folder
+    return None
+
+
 FUNCTIONS_DIR = package_dir("functions")
 WORKLOAD_CONFIGS_DIR = package_dir("workload_configs")
 WORKLOAD_SCHEMA_PATH = WORKLOAD_CONFIGS_DIR / "schema.json"
-DOCS_DIR = package_dir("docs")
-# The folder that holds functions/ and workload_configs/ (the checkout, or site-packages/faasprof):
+# localwhisk measured against OpenWhisk 2.0.0, item by item; reproduce's report quotes its items.
+COMPARISON_DOC_PATH = package_dir("localwhisk") / "localwhisk-vs-openwhisk.md"
+# The folder that holds faasprof/functions/ and faasprof/workload_configs/ (faasprof/, in a checkout or site-packages):
 # a workload may name a file relative to it, as "workload_configs/traces/azure_sample.csv".
 DATA_ROOT = WORKLOAD_CONFIGS_DIR.parent
 

@@ -308,7 +308,7 @@ def test_no_free_class(root, pqos, state_dir):
 def test_pqos_leftover_after_crash_is_restored(root, pqos, state_dir, tmp_path):
     script = (
         "import os, signal\n"
-        "from monitoring import allocation as al\n"
+        "from faasprof.monitoring import allocation as al\n"
         f"caps = al.discover({str(root)!r})\n"
         f"al.Allocation(caps, al.plan_allocation(caps, llc_ways=3, cpus='8-15'), state_dir={str(state_dir)!r}).apply()\n"
         "os.kill(os.getpid(), signal.SIGKILL)\n"

@@ -1,7 +1,7 @@
 """Fetching activation records over the REST API: paging, foreign records, late and missing records.
 
 A real HTTP server on 127.0.0.1 port 0 serves ``GET /api/v1/namespaces/guest/activations`` with
-OpenWhisk's semantics (platforms/openwhisk/records.py): newest first by ``start``, ``since``/``upto``
+OpenWhisk's semantics (faasprof/platforms/openwhisk/records.py): newest first by ``start``, ``since``/``upto``
 inclusive epoch ms against ``start``, ``limit`` at most 200 (more is a 400), ``skip``; and
 ``GET .../activations/{id}`` with a 404 until a record is "stored".
 """

@@ -1,7 +1,7 @@
 """Synthetic run directories for the analyzer's tests and benchmark, and checks of the generator.
 
 ``write_synthetic_run`` writes a run directory through ``faasprof.rundir`` (manifest, invocation
-log) plus activation records shaped exactly like OpenWhisk's extended JSON (localwhisk/README.md,
+log) plus activation records shaped exactly like OpenWhisk's extended JSON (faasprof/localwhisk/README.md,
 "Records": ``start``/``end`` epoch ms, ``duration`` including ``initTime``, annotations ``path``,
 ``waitTime``, ``kind``, ``timeout``, ``limits`` and ``initTime`` only on cold starts).
 

@@ -1,8 +1,8 @@
 """The layers of ARCHITECTURE.md, checked statically: imports go one way, files form no cycle, and
 no project module is imported inside a function (where it would dodge both checks).
 
-Every tracked ``.py`` file of the namespace's folders (pyproject.toml's package-dir maps each into
-``faasprof.*``) is parsed with ``ast`` (nothing is imported). A module may import modules of its
+Every tracked ``.py`` file under ``faasprof/`` (laid out as it is imported: ``faasprof/<part>/`` is
+``faasprof.<part>``) is parsed with ``ast`` (nothing is imported). A module may import modules of its
 own layer or lower ones; the commands (``faasprof/commands/``, the CLI entry points) are the top
 layer, so nothing below imports one. Tests and benchmarks are outside the layers: they may import
 anything.
@@ -29,15 +29,8 @@ from tests.conftest import tracked_files
 REPO = Path(__file__).resolve().parent.parent
 
 
-def package_folders(root: Path = REPO) -> dict[str, str]:
-    """Package name -> its folder, from pyproject.toml's package-dir (the one namespace, faasprof.*)."""
-    text = (root / "pyproject.toml").read_text(encoding="utf-8")
-    found = re.search(r"^package-dir = \{(.*)\}$", text, flags=re.M)
-    assert found, "pyproject.toml: [tool.setuptools] package-dir not found"
-    return dict(re.findall(r'"([\w.]+)" = "([\w/]+)"', found.group(1)))
-
-
-FOLDERS = package_folders()
+# The one package and its folder: faasprof/<part>/x.py is faasprof.<part>.x (no package-dir mapping).
+FOLDERS = {"faasprof": "faasprof"}
 PACKAGES = tuple(FOLDERS)
 
 # Bottom to top. The longest prefix that matches a module names its layer; the commands
@@ -89,7 +82,7 @@ def _apart(module: str, target: str) -> bool:
 
 def project_files(root: Path = REPO, suffix: str = ".py") -> dict[str, Path]:
     """Module name -> path of every tracked ``suffix`` file of the namespace's folders."""
-    folders = package_folders(root) if (root / "pyproject.toml").exists() else FOLDERS
+    folders = FOLDERS
     found = {}
     for path in tracked_files(root):
         if path.suffix != suffix:
@@ -352,13 +345,21 @@ def test_every_command_lives_in_the_commands_room_and_the_cli_table_names_each()
     assert sorted(table) == sorted(rooms)
 
 
-def test_every_folder_with_an_init_is_a_listed_package():
-    """pyproject.toml lists the packages by hand (package-dir maps folders into faasprof.*): one
-    left out would be missing from the wheel while the editable install still finds it."""
+def test_every_folder_of_code_is_a_package():
+    """The wheel takes the packages setuptools finds (folders with an ``__init__.py``): a folder of
+    modules without one would be missing from it while a checkout still imports it. The catalogue's
+    function sources are package data, not packages (``faasprof.functions``' ``*/*``)."""
+    functions = REPO / "faasprof" / "functions"
+    folders = {path.parent for path in project_files().values()}
+    missing = sorted(
+        folder.relative_to(REPO).as_posix()
+        for folder in folders
+        if not (folder / "__init__.py").exists() and folder.parent != functions
+    )
+    assert missing == []
     text = (REPO / "pyproject.toml").read_text(encoding="utf-8")
-    listed = set(re.findall(r'"(faasprof[\w.]*)"', text.split("packages = [", 1)[1].split("]", 1)[0]))
-    inits = {name for name, path in project_files().items() if path.name == "__init__.py"}
-    assert inits == listed
+    mappings = re.findall(r"^package-dir = (.*)$", text, flags=re.M)
+    assert mappings == ['{"" = "."}'], "no folder is mapped: the root is the only entry"
 
 
 def test_tests_and_benchmarks_import_project_modules_at_the_top():
@@ -442,14 +443,12 @@ def test_every_large_module_is_listed_in_the_architecture_and_nothing_else():
 
 
 def test_a_large_module_is_found(tmp_path):
-    (tmp_path / "monitoring").mkdir()
-    (tmp_path / "monitoring" / "big.py").write_text("x = 1\n" * (LARGE_MODULE_LINES + 1))
-    (tmp_path / "monitoring" / "small.py").write_text("x = 1\n" * LARGE_MODULE_LINES)
-    assert large_modules(tmp_path) == {"monitoring/big.py"}
-    section = (
-        "### Large modules\n\n`tests/x.py` fails ...\n- `monitoring/big.py`: one job.\n\n## Next\n`invoker/run.py`\n"
-    )
-    assert listed_large_modules(section) == {"monitoring/big.py"}
+    (tmp_path / "faasprof" / "monitoring").mkdir(parents=True)
+    (tmp_path / "faasprof" / "monitoring" / "big.py").write_text("x = 1\n" * (LARGE_MODULE_LINES + 1))
+    (tmp_path / "faasprof" / "monitoring" / "small.py").write_text("x = 1\n" * LARGE_MODULE_LINES)
+    assert large_modules(tmp_path) == {"faasprof/monitoring/big.py"}
+    section = "### Large modules\n\n`tests/x.py` fails ...\n- `faasprof/monitoring/big.py`: one job.\n\n## Next\n`faasprof/invoker/run.py`\n"
+    assert listed_large_modules(section) == {"faasprof/monitoring/big.py"}
 
 
 def test_code_lines_do_not_change_when_a_formatter_wraps_a_statement():

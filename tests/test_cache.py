@@ -76,7 +76,7 @@ def test_catalogue_archives_are_built_into_the_cache(tmp_path, monkeypatch):
 
 def _snapshot(root: Path) -> dict[str, tuple[int, int]]:
     """Every file below ``root`` with its size and mtime: what a build must leave as it was (a
-    checkout may hold an older faasprof's functions/build or node_modules: they count as they are)."""
+    checkout may hold an older faasprof's faasprof/functions/build or node_modules: they count as they are)."""
     return {
         str(path.relative_to(root)): (path.stat().st_size, path.stat().st_mtime_ns)
         for path in root.rglob("*")

@@ -21,7 +21,7 @@ def test_plan_into_a_closed_pipe_still_writes_the_schedule_and_exits_0(tmp_path)
             "-m",
             "faasprof",
             "plan",
-            str(REPO / "workload_configs" / "paper_listing1.json"),
+            str(REPO / "faasprof" / "workload_configs" / "paper_listing1.json"),
             "--out",
             str(out),
         ],

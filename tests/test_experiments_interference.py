@@ -29,7 +29,7 @@ from faasprof.monitoring.parsers.perf import parse_perf_stat, perf_wide
 
 REPO = Path(__file__).resolve().parent.parent
 PERF = REPO / "tests" / "data" / "monitoring" / "perf"
-WORKLOAD = REPO / "workload_configs" / "fig14_interference.json"
+WORKLOAD = REPO / "faasprof" / "workload_configs" / "fig14_interference.json"
 
 
 def _perf(name: str) -> pd.DataFrame:

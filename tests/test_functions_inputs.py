@@ -156,7 +156,7 @@ def test_a_typical_readme(workers):
     assert "unclosed fence keeps &lt;html&gt; literal" in out
 
 
-@pytest.mark.parametrize("path", ["README.md", "localwhisk/README.md", "setup/README.md"])
+@pytest.mark.parametrize("path", ["README.md", "faasprof/localwhisk/README.md", "setup/README.md"])
 def test_this_repositorys_own_documents(workers, path):
     text = (REPO / path).read_text(encoding="utf-8")
     result = ok(workers, "markdown", {"text": text})

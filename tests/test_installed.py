@@ -37,7 +37,7 @@ WHEEL_DATA = (
     "faasprof/workload_configs/traces/azure_sample.csv",
     "faasprof/localwhisk/runtimes/launcher.js",
     "faasprof/localwhisk/runtimes/launcher.py",
-    "faasprof/docs/localwhisk-vs-openwhisk.md",
+    "faasprof/localwhisk/localwhisk-vs-openwhisk.md",
 )
 
 
@@ -186,7 +186,8 @@ def test_a_wheel_from_a_clean_clone_installs_and_works_from_another_folder(tmp_p
     names = set(zipfile.ZipFile(wheel).namelist())
     assert set(WHEEL_DATA) <= names, sorted(set(WHEEL_DATA) - names)
     assert not any(
-        name.startswith(("faasprof/functions/build/", "analyzer/", "functions/")) or "/node_modules/" in name
+        name.startswith(("faasprof/functions/build/", "analyzer/", "functions/", "tests/", "bench/"))
+        or "/node_modules/" in name
         for name in names
     )
 

@@ -1,4 +1,4 @@
-"""The storage servers (invoker/storage.py): a real versitygw on loopback spoken to by the
+"""The storage servers (faasprof/invoker/storage.py): a real versitygw on loopback spoken to by the
 functions' own SigV4 client, the iperf3 server, the shared directory, the storage block."""
 
 from __future__ import annotations

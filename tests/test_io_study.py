@@ -58,7 +58,7 @@ def test_study_points_are_the_product_in_order():
 
 
 def test_point_workload_is_a_burst_of_the_variant():
-    data = json.loads((REPO_ROOT / "workload_configs" / "io_concurrency_cost.json").read_text())
+    data = json.loads((REPO_ROOT / "faasprof" / "workload_configs" / "io_concurrency_cost.json").read_text())
     point = {"memory_mb": 512, "concurrency": 8, "params": {"size_bytes": 5}}
     applied = io_study.apply_point(data, point, 3)
     spec = applied["instances"]["download"]
@@ -75,12 +75,12 @@ def test_point_workload_is_a_burst_of_the_variant():
     "name",
     sorted(
         p.name
-        for p in tracked_files(REPO_ROOT / "workload_configs")
+        for p in tracked_files(REPO_ROOT / "faasprof" / "workload_configs")
         if p.match("io_*.json") and p.parent.name == "workload_configs"
     ),
 )
 def test_ready_workloads_are_valid_studies(name):
-    workload = load_workload(REPO_ROOT / "workload_configs" / name)
+    workload = load_workload(REPO_ROOT / "faasprof" / "workload_configs" / name)
     assert io_study.check_study(workload)
     assert "Kookmin" in workload.description or "FunctionBench" in workload.description
 

@@ -20,7 +20,7 @@ from tests.conftest import REPO_ROOT
 
 pytestmark = pytest.mark.timeout(600)
 
-# Tests of what localwhisk deliberately lacks (localwhisk/README.md, "Not supported"); ava's
+# Tests of what localwhisk deliberately lacks (faasprof/localwhisk/README.md, "Not supported"); ava's
 # --match with a leading "!" leaves a title out.
 CLIENT_JS_LACKING = [
     "!*fully-qualified name",  # needs OpenWhisk's /whisk.system packages

@@ -1,4 +1,4 @@
-"""localwhisk's optional control-plane delay model (localwhisk/delays.py) and its pool hook."""
+"""localwhisk's optional control-plane delay model (faasprof/localwhisk/delays.py) and its pool hook."""
 
 from __future__ import annotations
 

@@ -35,7 +35,7 @@ from faasprof.platforms.openwhisk.standalone import standalone_home
 pytestmark = [pytest.mark.openwhisk, pytest.mark.timeout(420)]
 
 HOME_DIR = standalone_home()
-MAIN_JOB = REPO_ROOT / "workload_configs" / "first_run_modes.json"
+MAIN_JOB = REPO_ROOT / "faasprof" / "workload_configs" / "first_run_modes.json"
 MAIN_JOB_PAUSE_GRACE_MS = 250
 # The README's OpenWhisk main job: the command block after "against the real Apache OpenWhisk".
 README_MAIN_JOB = (

@@ -18,9 +18,9 @@ def test_workload_reference_matches_the_schema():
 
 def test_readme_names_the_two_setup_commands():
     readme = (REPO_ROOT / "README.md").read_text(encoding="utf-8")
-    assert "./setup.sh && .venv/bin/faasprof run workload_configs/paper_listing1.json --analyze" in readme
+    assert "./setup.sh && .venv/bin/faasprof run faasprof/workload_configs/paper_listing1.json --analyze" in readme
     assert "./setup.sh --dev && .venv/bin/python -m pytest -q" in readme
-    assert (REPO_ROOT / "workload_configs/paper_listing1.json").exists()
+    assert (REPO_ROOT / "faasprof/workload_configs/paper_listing1.json").exists()
 
 
 def test_every_command_has_a_row_in_the_commands_table():

@@ -7,14 +7,14 @@ copy of the column tuples, a reader that ignores them), the column would not arr
 
 The platform: "toyfaas", a FaaS whose instances name the functions it hosts behind a gateway URL
 (their own key, ``gateway``), served by a real HTTP server on 127.0.0.1. "Add a platform" is one
-class (here, in this file, as ``platforms/toyfaas.py`` would hold it), its place in the registry's
+class (here, in this file, as ``faasprof/platforms/toyfaas.py`` would hold it), its place in the registry's
 table and its endpoint and key in the schema (both ``monkeypatch``-ed); a workload of it is then
 validated and run end to end by ``faasprof.invoker.run.execute``. Were anything else hard-wired to the two
 platforms faasprof ships (an OpenWhisk slot, a ``generic`` branch, a copy of the table), the
 workload would be refused or the run would not reach the server.
 
 The distribution: "Every", one invocation every ``every_s`` seconds (its own key). "Add a
-distribution" is one class (here, as ``workload/arrivals.py`` would hold it), its place in the
+distribution" is one class (here, as ``faasprof/workload/arrivals.py`` would hold it), its place in the
 table and its name, key and requirement in the schema (both ``monkeypatch``-ed); ``validate``,
 ``plan``, the schedule and a sweep's ``rate_scale`` then handle it. Were anything else hard-wired to
 the four distributions faasprof ships (an if-chain on the name, a copy of the table), the workload
@@ -83,8 +83,8 @@ INSTANCES = {
 METRIC_RECIPE = {
     "faasprof/rundir/record_fields.py": ("RECORD_COLUMNS", "FLOAT_COLUMNS", "flatten_record", "flatten_fast"),
     "faasprof/rundir/records.py": ("_DUCKDB_QUERY",),
-    "analyzer/frames.py": ("ALIGNED_FLOAT_COLUMNS", "build_from_aligned"),
-    "analyzer/stats.py": ("group_stats", "STATS_COLUMNS", "percentile_block"),
+    "faasprof/analyzer/frames.py": ("ALIGNED_FLOAT_COLUMNS", "build_from_aligned"),
+    "faasprof/analyzer/stats.py": ("group_stats", "STATS_COLUMNS", "percentile_block"),
 }
 
 
@@ -229,8 +229,8 @@ def test_every_record_reader_gives_the_dummy_column(tmp_path, monkeypatch, reade
 
 # What "Add a collector" says to write (the dummy below declares these and nothing else changes).
 COLLECTOR_RECIPE = {
-    "monitoring/collectors/__init__.py": ("COLLECTORS",),
-    "monitoring/collectors/base.py": ("SamplingCollector", "ProcessCollector", "Plot"),
+    "faasprof/monitoring/collectors/__init__.py": ("COLLECTORS",),
+    "faasprof/monitoring/collectors/base.py": ("SamplingCollector", "ProcessCollector", "Plot"),
 }
 COLLECTOR_ATTRIBUTES = (
     "name",
@@ -297,8 +297,8 @@ def test_a_new_collector_declaring_its_plots_gets_them_in_the_report(tmp_path, m
 
 # What "Add a platform" says to change, file by file (the test below changes these and nothing else).
 PLATFORM_RECIPE = {
-    "platforms/registry.py": ("PLATFORMS", "record_keepers"),
-    "workload_configs/schema.json": ("endpoint",),
+    "faasprof/platforms/registry.py": ("PLATFORMS", "record_keepers"),
+    "faasprof/workload_configs/schema.json": ("endpoint",),
 }
 PLATFORM_ATTRIBUTES = (
     "endpoint",
@@ -392,7 +392,7 @@ class ToyServer(ThreadingHTTPServer):
         self.server_close()
 
 
-# -- the toy platform: what platforms/toyfaas.py would hold ---------------------------------------
+# -- the toy platform: what faasprof/platforms/toyfaas.py would hold ---------------------------------------
 
 
 def toy_classify(status: int, activation_id: str | None, body: bytes) -> tuple[str, str | None, str | None]:
@@ -612,8 +612,8 @@ def test_add_a_platform_that_keeps_records_and_the_analyzer_fetches_them_through
 
 # What "Add a distribution" says to change, file by file (the test below changes these and nothing else).
 DISTRIBUTION_RECIPE = {
-    "workload/arrivals.py": ("Distribution", "DISTRIBUTIONS"),
-    "workload_configs/schema.json": ("distribution",),
+    "faasprof/workload/arrivals.py": ("Distribution", "DISTRIBUTIONS"),
+    "faasprof/workload_configs/schema.json": ("distribution",),
 }
 DISTRIBUTION_ATTRIBUTES = (
     "name",

@@ -296,12 +296,12 @@ def test_merged_schedule_is_sorted_with_stable_ties(tmp_path):
 def test_plan_cli_prints_per_instance_counts_and_refuses_overwrite(cli, tmp_path):
     out = tmp_path / "plan.csv"
     out.write_text("keep me")
-    result = cli("plan", "workload_configs/paper_listing1.json", "--out", out)
+    result = cli("plan", "faasprof/workload_configs/paper_listing1.json", "--out", out)
     assert result.returncode == 2
     assert result.stderr.strip() == f"--out: {out} already exists; choose another path or delete it"
     assert out.read_text() == "keep me"
     out.unlink()
-    result = cli("plan", "workload_configs/paper_listing1.json", "--out", out)
+    result = cli("plan", "faasprof/workload_configs/paper_listing1.json", "--out", out)
     assert result.returncode == 0, result.stderr
     lines = result.stdout.splitlines()
     assert lines[0].split() == [
@@ -325,7 +325,9 @@ def test_plan_makes_no_network_connection(cli, tmp_path):
     home.mkdir()
     (home / ".wskprops").write_text("APIHOST=https://127.0.0.1:9\nAUTH=a:b\n")
     result = cli(
-        "plan", "workload_configs/paper_listing1.json", env={"HOME": str(home), "FAASPROF_TEST_HOME": str(home)}
+        "plan",
+        "faasprof/workload_configs/paper_listing1.json",
+        env={"HOME": str(home), "FAASPROF_TEST_HOME": str(home)},
     )
     assert result.returncode == 0, result.stderr
     assert os.path.exists(home / ".wskprops")

@@ -106,7 +106,7 @@ def test_the_node_and_ocr_extras_run_npm_and_apt_get(tmp_path):
     done = _step("20-functions.sh", env, extras="node ocr")
     assert done.returncode == 0, done.stderr
     logged = calls.read_text().splitlines()
-    # With node the archive build installs the npm packages into the cache (not skipped, never in functions/).
+    # With node the archive build installs the npm packages into the cache (not skipped, never in faasprof/functions/).
     assert "npm packages skipped" not in done.stderr and "--no-install" not in done.stderr, done.stderr
     assert any("install" in line and "tesseract-ocr" in line for line in logged), logged
     assert "tesseract-ocr for ocr-img: apt-get install tesseract-ocr (about 20 s)" in done.stderr

@@ -1,4 +1,4 @@
-"""Function chains (functions/chain_hop, analyzer/chains.py): hop timestamps to transfer figures,
+"""Function chains (faasprof/functions/chain_hop, faasprof/analyzer/chains.py): hop timestamps to transfer figures,
 and a chain of 3 on the embedded localwhisk with inline and storage transfer at two sizes."""
 
 from __future__ import annotations
@@ -80,7 +80,7 @@ def test_chain_of_three_inline_and_storage_on_localwhisk(cli, isolated_home, tmp
                 params["backend"] = mode
             instances[f"{mode}-{payload}"] = {
                 "application": "chain_hop",
-                "source": str(REPO_ROOT / "functions" / "chain_hop"),
+                "source": str(REPO_ROOT / "faasprof" / "functions" / "chain_hop"),
                 "distribution": "Uniform",
                 "rate": 1,
                 "activity_window": [start, start + 3],
@@ -140,7 +140,7 @@ def test_chain_under_docker_isolation_reaches_the_api(cli, isolated_home, tmp_pa
                 "instances": {
                     "c": {
                         "application": "chain_hop",
-                        "source": str(REPO_ROOT / "functions" / "chain_hop"),
+                        "source": str(REPO_ROOT / "faasprof" / "functions" / "chain_hop"),
                         "distribution": "Uniform",
                         "rate": 1,
                         "params": {"hops": 2, "payload_bytes": 2048, "mode": "inline"},

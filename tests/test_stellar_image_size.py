@@ -1,4 +1,4 @@
-"""Cold start vs image size (experiments/padding.py, sweep parameter image_padding_mb): padded
+"""Cold start vs image size (faasprof/experiments/padding.py, sweep parameter image_padding_mb): padded
 code, the sweep's checks, and a three-size sweep under docker isolation (skipped without Docker)."""
 
 from __future__ import annotations
@@ -17,12 +17,12 @@ MIB = 1024 * 1024
 
 
 def test_padded_source_adds_incompressible_filler(tmp_path):
-    target = padding.padded_source(REPO_ROOT / "functions" / "padded_hello", 1.5, tmp_path)
+    target = padding.padded_source(REPO_ROOT / "faasprof" / "functions" / "padded_hello", 1.5, tmp_path)
     filler = (target / "padding" / "filler.bin").read_bytes()
     assert len(filler) == int(1.5 * MIB)
     assert len(zlib.compress(filler[:MIB])) > 0.99 * MIB  # random: no zip or layer compression shrinks it
     assert (target / "__main__.py").read_text() == (
-        REPO_ROOT / "functions" / "padded_hello" / "__main__.py"
+        REPO_ROOT / "faasprof" / "functions" / "padded_hello" / "__main__.py"
     ).read_text()
 
 
@@ -34,10 +34,10 @@ def test_padded_tag_and_point_settings_without_padding():
 
 @pytest.mark.slow
 def test_sweep_refuses_image_padding_without_docker_isolation(tmp_path, isolated_home):
-    workload = json.loads((REPO_ROOT / "workload_configs" / "stellar_image_size.json").read_text())
+    workload = json.loads((REPO_ROOT / "faasprof" / "workload_configs" / "stellar_image_size.json").read_text())
     workload.pop("$schema")
     workload["platform"]["localwhisk"]["isolation"] = "auto"
-    workload["instances"]["cold"]["source"] = str(REPO_ROOT / "functions" / "padded_hello")
+    workload["instances"]["cold"]["source"] = str(REPO_ROOT / "faasprof" / "functions" / "padded_hello")
     config = tmp_path / "pad.json"
     config.write_text(json.dumps(workload))
     result = run_cli("sweep", config, "--out", tmp_path / "runs")
@@ -50,7 +50,7 @@ def test_sweep_refuses_image_padding_without_docker_isolation(tmp_path, isolated
 @pytest.mark.timeout(540)
 @pytest.mark.skipif(PROBLEM is not None, reason=f"isolation docker unavailable: {PROBLEM}")
 def test_image_size_sweep_runs_each_padded_image_and_tabulates_cold_starts(tmp_path, isolated_home):
-    workload = json.loads((REPO_ROOT / "workload_configs" / "stellar_image_size.json").read_text())
+    workload = json.loads((REPO_ROOT / "faasprof" / "workload_configs" / "stellar_image_size.json").read_text())
     workload.pop("$schema")
     # Two bursts 6 s apart: the first call's sandbox (a cold start of a second or more on a loaded
     # host, 3.1 s once on a suite of four workers) is paused, then removed after the 1 s idle
@@ -60,7 +60,7 @@ def test_image_size_sweep_runs_each_padded_image_and_tabulates_cold_starts(tmp_p
     workload["instances"]["cold"]["burst_gap_s"] = 6
     # Small paddings: the test checks the mechanism (each point in its own padded image), not the cost.
     workload["sweep"]["parameters"]["image_padding_mb"] = [0, 4]
-    workload["instances"]["cold"]["source"] = str(REPO_ROOT / "functions" / "padded_hello")
+    workload["instances"]["cold"]["source"] = str(REPO_ROOT / "faasprof" / "functions" / "padded_hello")
     config = tmp_path / "pad.json"
     config.write_text(json.dumps(workload))
     try:
@@ -91,7 +91,7 @@ def test_image_size_sweep_runs_each_padded_image_and_tabulates_cold_starts(tmp_p
 
 @pytest.mark.slow
 def test_code_padding_sweep_tabulates_cold_starts_per_zip_size(tmp_path, isolated_home):
-    workload = json.loads((REPO_ROOT / "workload_configs" / "stellar_code_size.json").read_text())
+    workload = json.loads((REPO_ROOT / "faasprof" / "workload_configs" / "stellar_code_size.json").read_text())
     workload.pop("$schema")
     # Two bursts 6 s apart: the first call's sandbox (a cold start of a second or more on a loaded
     # host, 3.1 s once on a suite of four workers) is paused, then removed after the 1 s idle
@@ -99,7 +99,7 @@ def test_code_padding_sweep_tabulates_cold_starts_per_zip_size(tmp_path, isolate
     # burst found it still paused and resumed it).
     workload["test_duration_in_seconds"] = 12
     workload["instances"]["cold"]["burst_gap_s"] = 6
-    workload["instances"]["cold"]["source"] = str(REPO_ROOT / "functions" / "padded_hello")
+    workload["instances"]["cold"]["source"] = str(REPO_ROOT / "faasprof" / "functions" / "padded_hello")
     workload["sweep"]["parameters"]["code_padding_mb"] = [0, 2]
     config = tmp_path / "code.json"
     config.write_text(json.dumps(workload))

@@ -1,4 +1,4 @@
-"""Tail-to-median ratios (analyzer/tails.py) in summary.json, report.html and compare."""
+"""Tail-to-median ratios (faasprof/analyzer/tails.py) in summary.json, report.html and compare."""
 
 from __future__ import annotations
 

@@ -154,7 +154,7 @@ def test_no_rdt_host_is_not_ready(tmp_path):
 
 @pytest.mark.slow
 def test_plan_shows_points_and_wall_time(cli):
-    result = cli("plan", "workload_configs/sweep_markdown_memory.json")
+    result = cli("plan", "faasprof/workload_configs/sweep_markdown_memory.json")
     assert result.returncode == 0, result.stderr
     assert "sweep: 12 points x 2 repeat(s) = 24 runs, order random" in result.stdout
     assert "memory_mb: 128, 256, 384, 512" in result.stdout
@@ -163,7 +163,7 @@ def test_plan_shows_points_and_wall_time(cli):
 
 @pytest.mark.slow
 def test_sweep_without_sweep_block_is_bad_input(cli):
-    result = cli("sweep", "workload_configs/paper_listing1.json")
+    result = cli("sweep", "faasprof/workload_configs/paper_listing1.json")
     assert result.returncode == 2
     assert "sweep: the workload has no sweep block" in result.stderr
 

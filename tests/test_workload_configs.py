@@ -1,4 +1,4 @@
-"""Every file shipped in workload_configs/ goes through ``plan`` and ``validate`` as a newcomer runs
+"""Every file shipped in faasprof/workload_configs/ goes through ``plan`` and ``validate`` as a newcomer runs
 them: as subprocesses, with no platform configured (a fresh HOME: no ~/.wskprops, no stored
 capacity), so nothing is contacted. Each must succeed without a traceback; a new file is covered
 by the glob without anyone adding it here."""
@@ -9,7 +9,7 @@ import pytest
 
 from tests.conftest import REPO_ROOT, run_cli
 
-SHIPPED = sorted(path.relative_to(REPO_ROOT) for path in (REPO_ROOT / "workload_configs").glob("*.json"))
+SHIPPED = sorted(path.relative_to(REPO_ROOT) for path in (REPO_ROOT / "faasprof" / "workload_configs").glob("*.json"))
 
 
 def _fresh_home(tmp_path_factory) -> dict:

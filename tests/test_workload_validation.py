@@ -667,9 +667,9 @@ def test_resolved_never_contains_the_auth_key():
 
 
 def test_shipped_workloads_are_valid():
-    configs = sorted((REPO_ROOT / "workload_configs").glob("*.json"))
+    configs = sorted((REPO_ROOT / "faasprof" / "workload_configs").glob("*.json"))
     configs = [c for c in configs if c.name != "schema.json"]
-    assert configs, "workload_configs/ ships ready workloads"
+    assert configs, "faasprof/workload_configs/ ships ready workloads"
     for config in configs:
         load_workload(config)
 
@@ -740,7 +740,7 @@ def test_a_bad_duration_is_one_line_and_never_an_infinite_plan(cli, tmp_path, du
 
 
 def test_validate_cli_ok_exits_0(cli):
-    result = cli("validate", "workload_configs/paper_listing1.json")
+    result = cli("validate", "faasprof/workload_configs/paper_listing1.json")
     assert result.returncode == 0, result.stderr
     assert result.stderr == ""
 
@@ -1186,6 +1186,8 @@ def test_apihost_flag_with_spaces_is_one_line(cli, tmp_path, isolated_home):
 
 
 def test_validate_skips_the_schema_file(cli):
-    result = cli("validate", "workload_configs/schema.json", "workload_configs/paper_listing1.json")
+    result = cli("validate", "faasprof/workload_configs/schema.json", "faasprof/workload_configs/paper_listing1.json")
     assert result.returncode == 0, result.stderr
-    assert "workload_configs/schema.json: skipped (the JSON Schema of workloads, not a workload)" in result.stdout
+    assert (
+        "faasprof/workload_configs/schema.json: skipped (the JSON Schema of workloads, not a workload)" in result.stdout
+    )

@@ -36,7 +36,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         nargs="?",
         default=str(DEFAULT_WORKLOAD),
         metavar="WORKLOAD",
-        help="workload JSON (default workload_configs/fig14_interference.json)",
+        help="workload JSON (default faasprof/workload_configs/fig14_interference.json)",
     )
     parser.add_argument(
         "--victim",

@@ -9,7 +9,7 @@ stderr; a trace file that is missing plans no invocation for its instance (warne
 A rate given as ``{"capacity_fraction": F}`` is resolved from the stored capacity of this host and
 platform (``faasprof.experiments.capacity_store``), as ``run`` would; without one, the instance is shown as
 F × capacity with its counts unknown (``run`` measures the capacity first). An instance at rate 0
-is muted: it plans nothing. ``workload_configs/schema.json`` is recognised and skipped."""
+is muted: it plans nothing. ``faasprof/workload_configs/schema.json`` is recognised and skipped."""
 
 from __future__ import annotations
 

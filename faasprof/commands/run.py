@@ -1,6 +1,6 @@
 """``faasprof run CONFIG``: run a workload open-loop and write a run directory.
 
-    faasprof run workload_configs/json_dumps.json                 # on the embedded localwhisk
+    faasprof run faasprof/workload_configs/json_dumps.json                 # on the embedded localwhisk
     faasprof run my.json --apihost https://172.17.0.1 --auth UUID:KEY --insecure --analyze
 
 A workload may give a rate as ``{"capacity_fraction": F}`` (``faasprof.experiments.capacity_store``):

@@ -10,7 +10,7 @@ empty); with a platform named, it is asked (``GET /`` and each action) and a mis
 error listing the deploy commands (exit 3: the file is right, the platform is not ready for it),
 unless ``--offline``, which checks the file alone (functions outside the catalogue are warnings).
 A rate given as a fraction of a capacity is shown resolved from the stored capacity, or as not
-measured yet (``run`` measures it first). ``workload_configs/schema.json`` (the JSON Schema) is
+measured yet (``run`` measures it first). ``faasprof/workload_configs/schema.json`` (the JSON Schema) is
 recognised and skipped.
 """
 

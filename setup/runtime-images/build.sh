@@ -116,7 +116,7 @@ status=0
 for family in "${wanted[@]}"; do
     case "$family" in
         python)
-            build_image python faasprof/action-python-v3.11:latest "$ROOT/localwhisk/runtimes/launcher.py" "" || status=1 ;;
+            build_image python faasprof/action-python-v3.11:latest "$ROOT/faasprof/localwhisk/runtimes/launcher.py" "" || status=1 ;;
         nodejs)
             NODE_BIN=$(readlink -f "$(command -v "${NODE:-node}" || true)" 2>/dev/null || true)
             version=$([ -x "$NODE_BIN" ] && "$NODE_BIN" --version || true)
@@ -125,7 +125,7 @@ for family in "${wanted[@]}"; do
                 status=1
                 continue
             fi
-            build_image nodejs faasprof/action-nodejs-v20:latest "$ROOT/localwhisk/runtimes/launcher.js" "$version $(sha256sum "$NODE_BIN" | cut -c1-16)" || status=1 ;;
+            build_image nodejs faasprof/action-nodejs-v20:latest "$ROOT/faasprof/localwhisk/runtimes/launcher.js" "$version $(sha256sum "$NODE_BIN" | cut -c1-16)" || status=1 ;;
         host)
             build_host_image || status=1 ;;
     esac

@@ -17,7 +17,7 @@ LOG_TAG=functions
 
 # Node.js functions: their npm packages go to faasprof's cache (npm ci of each package-lock.json,
 # once per lock hash), installed by the archive build below with the extra node; nothing is
-# written into functions/.
+# written into faasprof/functions/.
 if ! want node; then
     log "npm packages skipped (the extra node: img-resize needs them, autocomplete and ocr-img need Node.js): ./setup.sh --with node"
 elif ! command -v npm >/dev/null 2>&1; then

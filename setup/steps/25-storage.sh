@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Storage servers for the I/O studies (experiments/storage.py starts them on loopback per run), the
+# Storage servers for the I/O studies (faasprof/experiments/storage.py starts them on loopback per run), the
 # extra `storage` (./setup.sh --with storage, --full or --dev): versitygw, an S3 server, built with
 # `go install` from the Go module proxy (pinned version) into the venv's bin (found there whatever
 # HOME is); iperf3 from the Debian packages. Only what is missing is installed; safe twice.

@@ -1,0 +1,318 @@
+"""The result of ``faasprof reproduce``: ``reproduce.json`` (format-versioned) and ``report.html``
+(the run report's look: ``faasprof.analyzer.markup``), with the same content.
+
+Per figure: the paper's finding and its number, this host's number with its 95 % interval and
+sample count, the verdict and its reason, the rule, the platform it ran on, the plots (embedded),
+the run directories used (linked; each re-analysable with ``faasprof analyze``) and, for figures
+measured on localwhisk, what faasprof/localwhisk/localwhisk-vs-openwhisk.md says about how far localwhisk is from
+OpenWhisk for what the figure measures (quoted from the document as it stands).
+
+``reproduce.json`` format versions (``faasprof.experiments.reproduce.REPRODUCE_FORMAT_VERSION``):
+1: first version.
+"""
+
+from __future__ import annotations
+
+import html
+import math
+import os
+import re
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from faasprof import __version__, rundir
+from faasprof.analyzer.markup import STYLE, fmt, image, table
+from faasprof.experiments import reproduce as plan
+from faasprof.experiments import reproduce_rules as rules
+from faasprof.paths import COMPARISON_DOC_PATH
+
+COMPARISON_DOC = COMPARISON_DOC_PATH
+PAPER = (
+    'M. Shahrad, J. Balkind, D. Wentzlaff, "Architectural Implications of Function-as-a-Service Computing", '
+    "MICRO 2019 (doi:10.1145/3352460.3358296)"
+)
+VERDICT_CLASS = {
+    rules.REPRODUCED: "mode-balanced",
+    rules.NOT_REPRODUCED: "mode-over-invoked",
+    rules.NOT_MEASURABLE: "mode-under-invoked",
+}
+
+
+def comparison_items(path: Path = COMPARISON_DOC) -> dict[int, str]:
+    """The numbered items of the comparison document's "What differs" list, as plain text."""
+    try:
+        text = path.read_text(encoding="utf-8")
+    except OSError:
+        return {}
+    items: dict[int, str] = {}
+    current = None
+    for line in text.partition("## What differs")[2].splitlines():
+        if line.startswith("## "):
+            break
+        start = re.match(r"(\d+)\. (.*)", line)
+        if start:
+            current = int(start.group(1))
+            items[current] = start.group(2).strip()
+        elif current is not None and line.startswith("   ") and line.strip():
+            items[current] += " " + line.strip()
+        elif not line.strip():
+            current = None
+    return {k: re.sub(r"\*\*(.+?)\*\*", r"\1", v).replace("`", "") for k, v in items.items()}
+
+
+def clean(value: Any) -> Any:
+    """JSON-ready: non-finite floats → None, numpy → Python, paths → text."""
+    if isinstance(value, dict):
+        return {str(k): clean(v) for k, v in value.items()}
+    if isinstance(value, (list, tuple)):
+        return [clean(v) for v in value]
+    if isinstance(value, (np.floating, float)):
+        return None if not math.isfinite(float(value)) else round(float(value), 6)
+    if isinstance(value, np.integer):
+        return int(value)
+    if isinstance(value, Path):
+        return str(value)
+    return value
+
+
+def _relative(paths: list[str], out: Path) -> list[str]:
+    return [os.path.relpath(p, out) for p in paths if p]
+
+
+def figure_entry(
+    figure: plan.Figure,
+    verdict: rules.Verdict,
+    result: dict[str, dict],
+    platform: str,
+    out: Path,
+    quotes: dict[int, str],
+    beside: dict | None = None,
+) -> dict:
+    """One figure of ``reproduce.json``."""
+    runs = [d for name in figure.experiments for d in (result.get(name) or {}).get("run_dirs") or []]
+    plots = [
+        p
+        for name in figure.experiments
+        for p in (result.get(name) or {}).get("plots") or []
+        if Path(p).is_file() and (not figure.plots or Path(p).name in figure.plots)
+    ]
+    if figure.key in ("4", "5", "14") and result.get("capacity", {}).get("run_dirs"):
+        runs += result["capacity"]["run_dirs"]
+    measured = verdict.verdict != rules.NOT_MEASURABLE
+    entry = {
+        "figure": figure.key,
+        "numbers": list(figure.numbers),
+        "title": figure.title,
+        "finding": figure.finding,
+        "paper_value": figure.paper_value,
+        "rule": figure.rule,
+        "needs": [plan.HARDWARE[k] for k in figure.needs],
+        **verdict.to_json(),
+        "platform": platform if measured else None,
+        "run_dirs": _relative(sorted(dict.fromkeys(runs)), out),
+        "plots": _relative(plots, out),
+        "localwhisk_vs_openwhisk": [{"item": k, "text": quotes[k]} for k in figure.comparison_items if k in quotes]
+        if measured and platform.startswith("localwhisk")
+        else [],
+    }
+    if "capacity" in result and figure.key in ("4", "5", "14") and not result["capacity"].get("error"):
+        entry["capacity"] = {k: result["capacity"].get(k) for k in ("capacity_rps", "source")}
+    if beside:
+        entry["beside"] = beside
+    return clean(entry)
+
+
+def summary_counts(figures: list[dict]) -> dict[str, int]:
+    return {
+        v: sum(1 for f in figures if f["verdict"] == v)
+        for v in (rules.REPRODUCED, rules.NOT_REPRODUCED, rules.NOT_MEASURABLE)
+    }
+
+
+def document(figures: list[dict], not_judged: list[int], context: dict) -> dict:
+    """The whole of ``reproduce.json``."""
+    return clean(
+        {
+            "format_version": plan.REPRODUCE_FORMAT_VERSION,
+            "kind": "reproduce",
+            "generated_by": {"faasprof": __version__, "git_commit": rundir.git_commit()},
+            "paper": PAPER,
+            **context,
+            "summary": summary_counts(figures),
+            "figures": figures,
+            "not_judged": [
+                {
+                    "figure": n,
+                    "what": plan.NOT_JUDGED[n][0],
+                    "command": plan.NOT_JUDGED[n][1],
+                    "why": plan.NOT_JUDGED_WHY,
+                }
+                for n in not_judged
+            ],
+        }
+    )
+
+
+def host_text(entry: dict) -> str:
+    """This host's number in one line: value, interval, n."""
+    if entry["verdict"] == rules.NOT_MEASURABLE:
+        return "–"
+    value = entry.get("value")
+    interval = (
+        f" [95 % CI {fmt(entry['ci_low'])}–{fmt(entry['ci_high'])}]"
+        if entry.get("ci_low") is not None and entry.get("ci_high") is not None
+        else " [no CI]"
+    )
+    label = f"{entry.get('label')}: " if entry.get("label") else ""
+    return f"{label}{fmt(value)}{entry.get('unit') or ''}{interval}, n = {fmt(entry.get('n'))}"
+
+
+def _context_table(doc: dict) -> str:
+    host = doc.get("host") or {}
+    rows = [
+        ("paper", doc["paper"]),
+        (
+            "profile",
+            f"{doc.get('profile')} (expected {plan.clock_text(doc.get('expected_s') or 0)}, took {plan.clock_text(doc.get('wall_s') or 0)})",
+        ),
+        ("platform", str(doc.get("platform"))),
+        ("isolation", f"{(doc.get('isolation') or {}).get('chosen')}: {(doc.get('isolation') or {}).get('why')}"),
+        ("host CPU", f"{host.get('cpu_model')}, {host.get('logical_cpus')} logical CPUs"),
+        ("load average (1 min)", f"{fmt(host.get('load_start'))} at the start, {fmt(host.get('load_end'))} at the end"),
+        (
+            "faasprof",
+            f"{doc['generated_by']['faasprof']}"
+            + (
+                f" (commit {str(doc['generated_by'].get('git_commit'))[:12]})"
+                if doc["generated_by"].get("git_commit")
+                else ""
+            ),
+        ),
+        ("created (UTC)", str(doc.get("created_utc"))),
+    ]
+    return (
+        "<table class='ctx'>"
+        + "".join(f"<tr><th class='l'>{html.escape(k)}</th><td class='l'>{html.escape(v)}</td></tr>" for k, v in rows)
+        + "</table>"
+    )
+
+
+def _details_table(details: list[dict]) -> str:
+    if not details:
+        return ""
+    columns = [
+        c
+        for c in dict.fromkeys(k for d in details for k in d)
+        if not c.endswith("_calls") and c not in ("instance", "window_s")
+    ]
+    return table(columns, [[_cell(d.get(c)) for c in columns] for d in details], left=1)
+
+
+def _cell(value: Any) -> Any:
+    if isinstance(value, list):
+        return ", ".join(str(fmt(v)) for v in value)
+    return value
+
+
+def _figure_section(entry: dict, out: Path) -> str:
+    parts = [
+        f"<h2 id='fig{entry['figure']}'>Fig {html.escape(entry['figure'])}: {html.escape(entry['title'])}: {html.escape(entry['verdict'])}</h2>"
+    ]
+    parts.append(
+        f"<div class='{VERDICT_CLASS[entry['verdict']]}' style='padding:.5em 1em'><b>{html.escape(entry['verdict'])}</b>: {html.escape(entry['reason'])}</div>"
+    )
+    parts.append(
+        table(
+            ["", f"Fig {entry['figure']}"],
+            [
+                ["the paper", f"{entry['finding']} ({entry['paper_value']})"],
+                ["this host", host_text(entry)],
+                ["rule", entry["rule"]],
+                ["platform", entry.get("platform") or "–"],
+            ],
+            left=2,
+        )
+    )
+    if entry.get("needs") and entry["verdict"] == rules.NOT_MEASURABLE:
+        parts.append("<p>Hardware it needs: " + html.escape("; ".join(entry["needs"])) + ".</p>")
+    if entry.get("capacity"):
+        parts.append(
+            f"<p>Rates relative to the capacity {fmt(entry['capacity']['capacity_rps'])}/s measured on this host and platform "
+            f"(<code>{html.escape(str(entry['capacity']['source']))}</code>).</p>"
+        )
+    parts.append(_details_table(entry.get("details") or []))
+    beside = entry.get("beside")
+    if beside:
+        parts.append(
+            f"<p><b>Beside it, labelled: {html.escape(beside['platform'])}</b>: {html.escape(beside['verdict'])}: {html.escape(beside['reason'])}</p>"
+        )
+        parts.append(_details_table(beside.get("details") or []))
+    for plot in entry.get("plots") or []:
+        parts.append(image(out / plot, plot))
+    if entry.get("run_dirs"):
+        links = "".join(
+            f"<li><a href='{html.escape(d)}'>{html.escape(d)}</a> (<code>faasprof analyze {html.escape(d)}</code>)</li>"
+            for d in entry["run_dirs"]
+        )
+        parts.append(f"<p>Run directories used:</p><ul class='evidence'>{links}</ul>")
+    for quote in entry.get("localwhisk_vs_openwhisk") or []:
+        parts.append(
+            f"<blockquote class='def'>faasprof/localwhisk/localwhisk-vs-openwhisk.md, item {quote['item']}: {html.escape(quote['text'])}</blockquote>"
+        )
+    return "".join(parts)
+
+
+def write_report(doc: dict, out: Path) -> Path:
+    """``report.html``: context, the summary table, one section per figure, the figures not judged."""
+    parts = [
+        f"<!DOCTYPE html><html><head><meta charset='utf-8'><title>faasprof reproduce</title><style>{STYLE}</style></head><body>",
+        f"<h1>faasprof reproduce <code>{html.escape(out.name)}</code></h1>",
+        _context_table(doc),
+    ]
+    counts = ", ".join(f"{n} {v}" for v, n in doc["summary"].items())
+    parts.append(f"<h2>Summary: {html.escape(counts)}</h2>")
+    rows = [
+        [
+            f"Fig {e['figure']}",
+            e["title"],
+            f"{e['finding']} ({e['paper_value']})",
+            host_text(e),
+            e["verdict"],
+            e.get("platform") or "–",
+        ]
+        for e in doc["figures"]
+    ]
+    parts.append(
+        table(
+            ["figure", "title", "the paper", "this host", "verdict", "platform"],
+            rows,
+            left=6,
+            row_class=lambda k: VERDICT_CLASS[doc["figures"][k]["verdict"]],
+        )
+    )
+    parts.append(
+        "<p class='def'>Every interval is a 95 % confidence interval (medians: order statistics; ratios and the "
+        "fitted exponent: a seeded bootstrap). On a shared host expect noise: compare the load average above.</p>"
+    )
+    parts += [_figure_section(entry, out) for entry in doc["figures"]]
+    if doc.get("not_judged"):
+        parts.append(
+            "<h2>Figures not judged</h2><ul>"
+            + "".join(
+                f"<li>Fig {n['figure']} ({html.escape(n['what'])}): {html.escape(n['why'])}: <code>{html.escape(n['command'])}</code></li>"
+                for n in doc["not_judged"]
+            )
+            + "</ul>"
+        )
+    parts.append("</body></html>\n")
+    path = out / plan.REPORT_HTML
+    path.write_text("".join(parts), encoding="utf-8")
+    return path
+
+
+def write_json(doc: dict, out: Path) -> Path:
+    path = out / plan.RESULT_JSON
+    rundir.write_json_atomic(path, doc)
+    return path
