@@ -72,7 +72,9 @@ FUNCTIONS_DIR = package_dir("functions")
 WORKLOAD_CONFIGS_DIR = package_dir("workload_configs")
 WORKLOAD_SCHEMA_PATH = WORKLOAD_CONFIGS_DIR / "schema.json"
 # localwhisk measured against OpenWhisk 2.0.0, item by item; reproduce's report quotes its items.
-COMPARISON_DOC_PATH = package_dir("localwhisk") / "localwhisk-vs-openwhisk.md"
+# Found beside this module's package, not through faasprof.localwhisk's spec: the analyzer (which
+# reads nothing of localwhisk's code) must import where localwhisk cannot (tests/test_architecture.py).
+COMPARISON_DOC_PATH = Path(__file__).resolve().parent / "localwhisk" / "localwhisk-vs-openwhisk.md"
 # The folder that holds faasprof/functions/ and faasprof/workload_configs/ (faasprof/, in a checkout or site-packages):
 # a workload may name a file relative to it, as "workload_configs/traces/azure_sample.csv".
 DATA_ROOT = WORKLOAD_CONFIGS_DIR.parent

@@ -42,7 +42,7 @@ def test_plan_into_a_closed_pipe_still_writes_the_schedule_and_exits_0(tmp_path)
 @pytest.mark.slow
 def test_a_reader_that_stops_after_one_line_gets_it_and_the_command_finishes(tmp_path):
     done = subprocess.run(
-        f"{sys.executable} -m faasprof plan {REPO / 'workload_configs' / 'paper_listing1.json'} | head -1; echo status=${{PIPESTATUS[0]}}",
+        f"{sys.executable} -m faasprof plan {REPO / 'faasprof' / 'workload_configs' / 'paper_listing1.json'} | head -1; echo status=${{PIPESTATUS[0]}}",
         shell=True,
         executable="/bin/bash",
         capture_output=True,
