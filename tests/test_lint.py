@@ -29,8 +29,9 @@ def _tree(root: Path, module: str) -> Path:
     """A checkout of one package with a part, faasprof/workload/, and .ci/lint."""
     (root / ".ci").mkdir(parents=True)
     shutil.copy(REPO_ROOT / ".ci" / "lint", root / ".ci" / "lint")
+    shutil.copy(REPO_ROOT / ".ci" / "pyright-imports.json", root / ".ci" / "pyright-imports.json")
     (root / "pyproject.toml").write_text(PYPROJECT)
-    for folder in ("faasprof", "faasprof/workload"):
+    for folder in ("faasprof", "faasprof/workload", "tests", "bench"):
         (root / folder).mkdir()
         (root / folder / "__init__.py").write_text('"""A package."""\n')
     (root / "faasprof" / "workload" / "model.py").write_text(module)
@@ -56,6 +57,14 @@ def test_a_type_error_fails_and_is_said_with_the_path_in_the_checkout(tmp_path):
     done = _lint(_tree(tmp_path, GOOD.replace("return 2 * count", 'return "2" * count')))
     assert done.returncode == 1
     assert "faasprof/workload/model.py:5: error: Incompatible return value type" in done.stdout
+
+
+def test_an_import_no_tool_can_resolve_fails(tmp_path):
+    """What an editor cannot follow fails the build: basedpyright resolves imports through the venv."""
+    module = GOOD.replace('"""A module."""\n', '"""A module."""\n\nfrom faasprof.nowhere import double as _double\n')
+    done = _lint(_tree(tmp_path, module), skip_format=True)
+    assert done.returncode == 1
+    assert 'Import "faasprof.nowhere" could not be resolved' in done.stdout
 
 
 def test_a_pyflakes_finding_fails(tmp_path):
