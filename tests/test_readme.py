@@ -39,10 +39,16 @@ def test_the_readme_is_under_2000_words():
     assert words < README_WORDS_MAX, f"README.md has {words} words: move the detail into a guide under docs/"
 
 
-def test_the_readme_logs_no_timings():
+# History: an issue it came from, a date, "this session".
+HISTORY = re.compile(r"\bissue \d+|\b20\d\d-\d\d-\d\d\b|\bthis session\b|\byesterday\b", re.I)
+
+
+def test_the_readme_logs_no_timings_and_no_history():
     """The suite's timings belong in docs/development.md; the README once kept a log of them."""
     readme = (REPO_ROOT / "README.md").read_text(encoding="utf-8")
     assert TIMING.findall(readme) == [], "move timings to docs/development.md"
+    assert HISTORY.findall(readme) == [], "the README says what is, not how it came to be"
+    assert HISTORY.findall("README: the suite's time this session (issue 42, 2026-11-25)") != []
     assert TIMING.findall("On four, 1,865 tests took 9 min 22 s there (10 min 18 s on three)") != []
 
 
