@@ -3,7 +3,7 @@
 Marked ``openwhisk`` (out of the default suite). Needs the build of ``./setup.sh --openwhisk``,
 Docker and faasprof's runtime images; without the build every test skips with one line. The tier
 owns its server: it stops one already running, starts its own with ``faasprof local start
---platform openwhisk --pause-grace-ms 250`` (the README's main job: with the paper's 50 ms a
+--platform openwhisk --pause-grace-ms 250`` (the main job of docs/platforms.md: with the paper's 50 ms a
 balanced band needs a capacity above about 40/s, more than a small host gives), restarts it with
 2.0.0's 10 s grace,
 then with a 1 s idle-container timeout for reproduce, and at the end stops it and checks that no
@@ -31,15 +31,18 @@ from conftest import REPO_ROOT, run_cli
 
 from faasprof import rundir
 from faasprof.platforms.openwhisk.standalone import standalone_home
+from tests.doc_commands import shown
 
 pytestmark = [pytest.mark.openwhisk, pytest.mark.timeout(420)]
 
 HOME_DIR = standalone_home()
 MAIN_JOB = REPO_ROOT / "faasprof" / "workload_configs" / "first_run_modes.json"
 MAIN_JOB_PAUSE_GRACE_MS = 250
-# The README's OpenWhisk main job: the command block after "against the real Apache OpenWhisk".
-README_MAIN_JOB = (
-    (REPO_ROOT / "README.md").read_text(encoding="utf-8").split("against the real Apache OpenWhisk", 1)[1][:900]
+# The main job against OpenWhisk as docs/platforms.md shows it (tests/doc_commands.py).
+MAIN_JOB_COMMAND = (
+    "./setup.sh --openwhisk && .venv/bin/faasprof local start --platform openwhisk --pause-grace-ms 250 "
+    "&& .venv/bin/faasprof run faasprof/workload_configs/first_run_modes.json --analyze; "
+    ".venv/bin/faasprof local stop"
 )
 
 
@@ -151,9 +154,11 @@ def test_deploy_creates_the_catalogue_action(tier):
 
 
 def test_main_job_measures_the_capacity_then_gives_three_modes_with_every_record(tier, tmp_path):
-    """The README's main job as it stands: a capacity search first (the tier's HOME has none
+    """The main job as docs/platforms.md shows it: a capacity search first (the tier's HOME has none
     stored), then under-invoked, balanced and over-invoked phases, planned = rows = records."""
-    assert f"--pause-grace-ms {MAIN_JOB_PAUSE_GRACE_MS}" in README_MAIN_JOB  # the README's command, as run here
+    words = shown(MAIN_JOB_COMMAND)  # the guide's command, as run here: this server, this grace, this workload
+    assert words[words.index("--pause-grace-ms") + 1] == str(MAIN_JOB_PAUSE_GRACE_MS)
+    assert str(MAIN_JOB.relative_to(REPO_ROOT)) in words
     done = tier.cli("run", MAIN_JOB, "--analyze", "--out", tmp_path / "runs", timeout=330)
     assert done.returncode == 0, done.stderr[-3000:]
     assert "no stored capacity of json_dumps" in done.stderr and "capacity of json_dumps: " in done.stderr
