@@ -24,7 +24,7 @@ from pathlib import Path
 from typing import Iterator
 
 import faasprof
-from faasprof import __version__
+from faasprof import __version__, plugins
 from faasprof.errors import EXIT_FAILURE, FaasprofError
 from faasprof.paths import CHECKOUT_ROOT, foreign_checkout
 
@@ -141,6 +141,9 @@ def main(argv: list[str] | None = None) -> int:
             f"(use {other}/.venv/bin/faasprof, or run ./setup.sh there)",
             file=sys.stderr,
         )
+    if args.command != "doctor":  # doctor lists them among its findings
+        for failure in plugins.failures():
+            print(f"faasprof: warning: {failure.line()}", file=sys.stderr)
     stdout = sys.stdout
     if hasattr(stdout, "fileno"):
         sys.stdout = _StdoutWithoutReader(stdout)

@@ -6,7 +6,8 @@ hardware events; Intel RDT flags, resctrl, CLOSes and cache ways, MBA, pqos; blk
 debugfs, permission, traceable device; cgroup version and writable controllers; ...), the platform (the configured OpenWhisk and its limits, or the embedded localwhisk),
 the CPU's governor, turbo and SMT, where faasprof's cache is and how large it is, and each optional extra of
 ``./setup.sh`` that is not installed (what needs it, and the command that installs it: a plain ``./setup.sh``
-installs none of them).
+installs none of them), and the plug-ins installed packages add (``faasprof.plugins``: name, kind,
+package and version, and each that failed to load, with why).
 
 Exit 0 when everything the workload asks for (its ``monitoring`` collectors, a platform, and the
 servers of its ``storage`` block) is available, 3 otherwise. Without ``--workload`` only the platform is required. ``--root`` reads
@@ -25,6 +26,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Callable
 
+from faasprof import plugins
 from faasprof.commands.cache import human_bytes
 from faasprof.docker import docker_problem
 from faasprof.errors import EXIT_NOT_READY, EXIT_OK, ConfigError, NotReadyError
@@ -37,6 +39,8 @@ from faasprof.paths import cache_root, cache_usage
 from faasprof.platforms.base import PlatformError, PlatformUnreachable
 from faasprof.platforms.openwhisk.connection import add_connection_arguments, resolve_connection
 from faasprof.platforms.openwhisk.platform import OpenWhiskPlatform
+from faasprof.platforms.registry import PLATFORMS
+from faasprof.workload.arrivals import DISTRIBUTIONS
 from faasprof.workload.jsonread import read_workload_json
 
 
@@ -223,6 +227,30 @@ def check_cache() -> list[Finding]:
     ]
 
 
+# The registries that load an entry-point group when imported: these are before check_plugins runs (the
+# analyzer's metrics are not: doctor does not import the analyzer, so they are listed as found).
+PLUGIN_TABLES = (COLLECTORS, PLATFORMS, DISTRIBUTIONS)
+
+
+def check_plugins() -> list[Finding]:
+    """One line per plug-in the registries took (kind, name, package, version) and per plug-in
+    that failed to load (a warning: the built-ins are unaffected, a workload naming it is refused)."""
+    findings = [
+        Finding("plugins", OK, f"{p.kind} {p.name!r} from {p.package} {p.version} ({p.target})")
+        for p in plugins.loaded()
+    ]
+    findings += [Finding("plugins", WARN, failure.line()) for failure in plugins.failures()]
+    findings += [
+        Finding("plugins", INFO, f"{p.kind} {p.name!r} from {p.package} {p.version} ({p.target}): loaded by analyze")
+        for p in plugins.not_loaded()
+    ]
+    if not findings:
+        findings.append(
+            Finding("plugins", INFO, f"no plug-ins installed (entry-point groups {', '.join(plugins.GROUPS)})")
+        )
+    return findings
+
+
 # -- the optional extras of ./setup.sh -----------------------------------------------------------
 
 
@@ -337,7 +365,7 @@ def run_doctor(args: argparse.Namespace) -> tuple[list[Finding], set[str]]:
         findings += check_docker(workload, docker)
     findings += check_cpu(root, host, live, None)
     findings += check_cache()
-    required = set(blocks) | {"platform"}
+    findings += check_plugins()
 
     findings += check_extras(workload, docker)
     required = set(blocks) | {"platform"} | ({"storage"} if (workload or {}).get("storage") else set())
