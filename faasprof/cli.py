@@ -31,6 +31,7 @@ from faasprof.paths import CHECKOUT_ROOT, foreign_checkout
 # name -> one-line help; the command's module is faasprof.commands.<name>. Order is `faasprof --help`'s.
 COMMANDS: dict[str, str] = {
     "validate": "check workload JSONs and report every problem",
+    "examples": "list the workloads shipped with faasprof, or copy one here to edit",
     "plan": "dry run: write the merged invocation schedule, contact nothing",
     "run": "run a workload open-loop and write a run directory",
     "analyze": "join a run's invocations with activation records; frames, plots, report",

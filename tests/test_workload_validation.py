@@ -748,7 +748,10 @@ def test_validate_cli_ok_exits_0(cli):
 def test_validate_missing_file_exits_2(cli, tmp_path):
     result = cli("validate", tmp_path / "nope.json")
     assert result.returncode == 2
-    assert result.stderr.strip() == f"{tmp_path / 'nope.json'}: no such file; check the path of the workload"
+    assert result.stderr.strip() == (
+        f"{tmp_path / 'nope.json'}: no such file; check the path of the workload "
+        "(faasprof examples lists the shipped ones, which run by bare name)"
+    )
 
 
 def test_connection_order_flags_workload_wskprops(tmp_path):

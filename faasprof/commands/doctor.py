@@ -35,7 +35,7 @@ from faasprof.invoker.storage import find_binary
 from faasprof.monitoring.collectors import COLLECTORS, normalise_block
 from faasprof.monitoring.collectors.base import INFO, NO, OK, WARN, Finding
 from faasprof.monitoring.host import Root, collect_host, cpu_vendor_kind
-from faasprof.paths import cache_root, cache_usage
+from faasprof.paths import CHECKOUT_ROOT, cache_root, cache_usage
 from faasprof.platforms.base import PlatformError, PlatformUnreachable
 from faasprof.platforms.openwhisk.connection import add_connection_arguments, resolve_connection
 from faasprof.platforms.openwhisk.platform import OpenWhiskPlatform
@@ -165,7 +165,8 @@ def check_platform(args: argparse.Namespace, workload: dict | None) -> list[Find
                 "platform",
                 NO,
                 "no API host configured and the embedded localwhisk is not installed",
-                "pass --apihost/--auth (or ~/.wskprops), or reinstall faasprof with ./setup.sh",
+                "pass --apihost/--auth (or ~/.wskprops), or reinstall faasprof "
+                + ("with ./setup.sh" if CHECKOUT_ROOT is not None else "(pip install --force-reinstall faasprof)"),
                 ("platform",),
             )
         ]
@@ -266,6 +267,7 @@ class Extra:
     needed_by: str
     install_time: str
     missing: Callable[[Finder, "str | None"], list[str]]  # what of it this host lacks
+    wheel_fix: str  # how a wheel install (no checkout, so no setup.sh) gets it
 
 
 def _binaries(*names: str) -> Callable[[Finder, "str | None"], list[str]]:
@@ -281,22 +283,44 @@ def _node_missing(find: Finder, _docker: str | None) -> list[str]:
 
 
 EXTRAS = (
-    Extra("node", "the Node.js functions (autocomplete, img-resize, ocr-img)", "about 30 s", _node_missing),
-    Extra("ocr", "ocr-img", "about 20 s", _binaries("tesseract")),
+    Extra(
+        "node",
+        "the Node.js functions (autocomplete, img-resize, ocr-img)",
+        "about 30 s",
+        _node_missing,
+        "sudo apt-get install nodejs npm (faasprof deploy then installs img-resize's npm packages into its cache)",
+    ),
+    Extra("ocr", "ocr-img", "about 20 s", _binaries("tesseract"), "sudo apt-get install tesseract-ocr"),
     Extra(
         "storage",
         "workloads with a storage block, the I/O studies, io-object and io-net",
         "1 to 5 min: go builds versitygw",
         _binaries("versitygw", "iperf3"),
+        "sudo apt-get install iperf3 golang-go && go install github.com/versity/versitygw/cmd/versitygw@v1.8.0 "
+        "(into ~/go/bin, where faasprof looks)",
     ),
     Extra(
         "docker",
         "localwhisk's isolation docker (--isolation docker), faasprof slowdown --isolation docker",
         "minutes: Docker and two images",
         lambda _find, docker: [] if docker is None else ["Docker or its runtime images"],
+        "sudo apt-get install docker.io; the runtime images are built from a faasprof checkout "
+        "(sudo setup/runtime-images/build.sh python nodejs host)",
     ),
-    Extra("perf", "the perf collector and faasprof mpki", "about 20 s", _binaries("perf")),
-    Extra("bench", "bench/bench_invoker.py (nginx as the server)", "about 20 s", _binaries("nginx")),
+    Extra(
+        "perf",
+        "the perf collector and faasprof mpki",
+        "about 20 s",
+        _binaries("perf"),
+        "sudo apt-get install linux-perf",
+    ),
+    Extra(
+        "bench",
+        "bench/bench_invoker.py (nginx as the server)",
+        "about 20 s",
+        _binaries("nginx"),
+        "sudo apt-get install nginx (bench/ is in the checkout only)",
+    ),
 )
 # What a workload's storage block starts, by key: the binary each needs.
 STORAGE_SERVERS = {"object_store": "versitygw", "iperf3": "iperf3"}
@@ -307,9 +331,12 @@ def _find_binary(name: str) -> str | None:
     return find_binary(name) or shutil.which(name, path="/usr/sbin:/sbin")
 
 
-def check_extras(workload: dict | None, docker: str | None, find: Finder = _find_binary) -> list[Finding]:
+def check_extras(
+    workload: dict | None, docker: str | None, find: Finder = _find_binary, checkout: Path | None = CHECKOUT_ROOT
+) -> list[Finding]:
     """One line per optional extra: installed, or not (what needs it and the command that installs
-    it); MISSING, failing ``storage``, when the workload's storage block needs a server that is not here.
+    it: ``./setup.sh --with NAME`` in a ``checkout``, the packages' own commands for a wheel install);
+    MISSING, failing ``storage``, when the workload's storage block needs a server that is not here.
     ``docker``: why isolation docker cannot run (None: it can)."""
     storage = (workload or {}).get("storage")
     needed = {binary for key, binary in STORAGE_SERVERS.items() if isinstance(storage, dict) and storage.get(key)}
@@ -319,7 +346,7 @@ def check_extras(workload: dict | None, docker: str | None, find: Finder = _find
         if not lacking:
             findings.append(Finding("extras", OK, f"{extra.name} installed"))
             continue
-        fix = f"./setup.sh --with {extra.name} ({extra.install_time})"
+        fix = f"./setup.sh --with {extra.name} ({extra.install_time})" if checkout is not None else extra.wheel_fix
         asked = sorted(needed & set(lacking)) if extra.name == "storage" else []
         if asked:
             findings.append(
