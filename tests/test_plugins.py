@@ -92,22 +92,21 @@ def test_the_example_plugin_is_listed_by_doctor_and_its_names_validate(tmp_path,
 
 
 def test_a_plugins_own_settings_are_checked_by_its_schema_and_its_checks(tmp_path, example_installed):
-    path = sawtooth_workload(tmp_path, sawtooth_period_s=-1, sawtooth_low_rps=9)
-    data = json.loads(path.read_text())
+    for folder in "abc":
+        (tmp_path / folder).mkdir()
+    schema = sawtooth_workload(tmp_path / "a", sawtooth_period_s=-1)
+    data = json.loads(schema.read_text())
     data["monitoring"] = {"loadavg": {"interval_ms": 5}}
-    path.write_text(json.dumps(data))
-    done = run_cli("validate", "--offline", path, env=example_installed)
-    assert done.returncode == 2 and "Traceback" not in done.stderr
-    assert f"{path}: instances.ramp.sawtooth_period_s: must be a number > 0 (got -1)" in done.stderr
-    assert f"{path}: monitoring.loadavg.interval_ms: must be an integer >= 10 (got 5)" in done.stderr
-    path = sawtooth_workload(tmp_path, sawtooth_low_rps=9)
-    done = run_cli("validate", "--offline", path, env=example_installed)
-    assert done.returncode == 2
-    assert f"{path}: instances.ramp.sawtooth_low_rps: must not exceed sawtooth_high_rps (5)" in done.stderr
+    schema.write_text(json.dumps(data))
+    own = sawtooth_workload(tmp_path / "b", sawtooth_low_rps=9)
     # Its keys belong to it: under Poisson they are refused, as a built-in distribution's are.
-    path = sawtooth_workload(tmp_path, distribution="Poisson", rate=1)
-    done = run_cli("validate", "--offline", path, env=example_installed)
-    assert done.returncode == 2 and 'only used with distribution "Sawtooth"' in done.stderr
+    other = sawtooth_workload(tmp_path / "c", distribution="Poisson", rate=1)
+    done = run_cli("validate", "--offline", schema, own, other, env=example_installed)
+    assert done.returncode == 2 and "Traceback" not in done.stderr
+    assert f"{schema}: instances.ramp.sawtooth_period_s: must be a number > 0 (got -1)" in done.stderr
+    assert f"{schema}: monitoring.loadavg.interval_ms: must be an integer >= 10 (got 5)" in done.stderr
+    assert f"{own}: instances.ramp.sawtooth_low_rps: must not exceed sawtooth_high_rps (5)" in done.stderr
+    assert f'{other}: instances.ramp.sawtooth_low_rps: only used with distribution "Sawtooth"' in done.stderr
 
 
 def test_without_the_plugin_its_names_are_refused(tmp_path):
