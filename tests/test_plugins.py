@@ -21,6 +21,9 @@ from faasprof import plugins
 from faasprof.analyzer import metrics, stats
 from faasprof.commands import doctor as cmd_doctor
 from faasprof.paths import WORKLOAD_CONFIGS_DIR
+from faasprof.platforms import registry
+from faasprof.platforms.generic import GenericPlatform
+from faasprof.workload import messages
 from tests.conftest import REPO_ROOT, run_cli
 from tests.test_modes_boundaries import _rows
 
@@ -222,3 +225,36 @@ def test_group_stats_gives_a_plugin_metric_its_percentiles(monkeypatch):
     rows["doubled_ms"] = [2.0, 6.0, 200.0]
     block = {key: value for key, value in stats.group_stats(rows, 0.0, 1.0).items() if key.startswith("doubled_ms")}
     assert block["doubled_ms_n"] == 2 and block["doubled_ms_max"] == 6.0  # successful work only
+
+
+class ToyPlatform(GenericPlatform):
+    """A plug-in platform as a package would declare it: its endpoint, one key and its schema."""
+
+    endpoint = "toyfaas"
+    instance_keys = ("gateway",)
+    instance_key_schemas = {"gateway": {"type": "string", "minLength": 1, "description": "toyfaas: the gateway URL."}}
+
+
+def test_a_plugin_platform_is_checked_and_its_endpoint_and_keys_join_the_schema(monkeypatch):
+    assert registry.accept_plugin("toyfaas", ToyPlatform) == (ToyPlatform, None)
+    assert registry.accept_plugin("toy", ToyPlatform)[1] == (
+        "its endpoint is 'toyfaas'; set endpoint = 'toy' (the entry point's name)"
+    )
+    assert registry.accept_plugin("generic", GenericPlatform)[1] == (
+        "endpoint 'generic' is a built-in platform's; give the plug-in another name"
+    )
+    keyless = type("Keyless", (ToyPlatform,), {"instance_key_schemas": {}})
+    assert registry.accept_plugin("toyfaas", keyless)[1] == (
+        "instance_key_schemas lacks gateway; give each instance key its JSON Schema"
+    )
+    monkeypatch.setattr(registry, "PLATFORMS", (*registry.PLATFORMS, ToyPlatform))
+    messages.load_schema.cache_clear()
+    try:
+        schema = messages.load_schema()
+        assert schema["properties"]["endpoint"]["enum"][-1] == "toyfaas"
+        assert schema["$defs"]["instance"]["properties"]["gateway"] == ToyPlatform.instance_key_schemas["gateway"]
+        assert "gateway" not in messages.file_schema()["$defs"]["instance"]["properties"]
+    finally:
+        monkeypatch.undo()
+        messages.load_schema.cache_clear()
+        messages._validator.cache_clear()

@@ -64,8 +64,10 @@ class LoadavgCollector(SamplingCollector):
     def sample_once(self) -> None:
         elapsed_ns = time.monotonic_ns() - (self.monotonic_ns_at_start or 0)
         values = read_loadavg(self.root)
-        self._handle.write(",".join(str(value) for value in (elapsed_ns, *values)) + "\n")
-        self._handle.flush()
+        handle = self._handle
+        assert handle is not None, "sample_once runs between _begin_sampling and _stop"
+        handle.write(",".join(str(value) for value in (elapsed_ns, *values)) + "\n")
+        handle.flush()
 
     @classmethod
     def load_frame(cls, directory: Path, meta: dict, offset_s: float, manifest: Manifest):
