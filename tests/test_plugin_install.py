@@ -16,7 +16,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.conftest import REPO_ROOT
+from tests.helpers import REPO_ROOT
 from tests.test_installed import clean_clone, faasprof, new_venv, pip_install, user_env
 
 pytestmark = [pytest.mark.slow, pytest.mark.skipif(not (REPO_ROOT / ".git").exists(), reason="needs the git checkout")]

@@ -24,7 +24,7 @@ from faasprof.paths import WORKLOAD_CONFIGS_DIR
 from faasprof.platforms import registry
 from faasprof.platforms.generic import GenericPlatform
 from faasprof.workload import messages
-from tests.conftest import REPO_ROOT, run_cli
+from tests.helpers import REPO_ROOT, run_cli
 from tests.test_modes_boundaries import _rows
 
 LISTING = WORKLOAD_CONFIGS_DIR / "paper_listing1.json"

@@ -8,7 +8,7 @@ from collections import Counter
 
 from faasprof.cli import COMMANDS
 from faasprof.invoker import schema_doc
-from tests.conftest import REPO_ROOT
+from tests.helpers import REPO_ROOT
 
 
 def test_workload_reference_matches_the_schema():

@@ -7,7 +7,7 @@ import json
 
 from faasprof.paths import WORKLOAD_CONFIGS_DIR
 from faasprof.workload import shipped
-from tests.conftest import run_cli
+from tests.helpers import run_cli
 
 
 def test_a_bare_name_is_the_shipped_workload_from_any_folder_and_a_file_here_wins(tmp_path):

@@ -14,7 +14,7 @@ from faasprof.errors import ConfigError
 from faasprof.functions.catalogue import lookup
 from faasprof.platforms.openwhisk.connection import resolve_connection, write_local_props
 from faasprof.workload.spec import load_workload, workload_from_dict
-from tests.conftest import DATA_DIR, REPO_ROOT
+from tests.helpers import DATA_DIR, REPO_ROOT
 
 BASE = {
     "test_name": "t",
