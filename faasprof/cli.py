@@ -24,13 +24,14 @@ from pathlib import Path
 from typing import Iterator
 
 import faasprof
-from faasprof import __version__
+from faasprof import __version__, plugins
 from faasprof.errors import EXIT_FAILURE, FaasprofError
 from faasprof.paths import CHECKOUT_ROOT, foreign_checkout
 
 # name -> one-line help; the command's module is faasprof.commands.<name>. Order is `faasprof --help`'s.
 COMMANDS: dict[str, str] = {
     "validate": "check workload JSONs and report every problem",
+    "examples": "list the workloads shipped with faasprof, or copy one here to edit",
     "plan": "dry run: write the merged invocation schedule, contact nothing",
     "run": "run a workload open-loop and write a run directory",
     "analyze": "join a run's invocations with activation records; frames, plots, report",
@@ -141,6 +142,9 @@ def main(argv: list[str] | None = None) -> int:
             f"(use {other}/.venv/bin/faasprof, or run ./setup.sh there)",
             file=sys.stderr,
         )
+    if args.command != "doctor":  # doctor lists them among its findings
+        for failure in plugins.failures():
+            print(f"faasprof: warning: {failure.line()}", file=sys.stderr)
     stdout = sys.stdout
     if hasattr(stdout, "fileno"):
         sys.stdout = _StdoutWithoutReader(stdout)

@@ -1,16 +1,13 @@
-"""Shared test fixtures."""
+"""The suite's fixtures and hooks; the helpers tests import are in ``tests/helpers.py``."""
 
 from __future__ import annotations
 
 import atexit
 import fcntl
-import json
 import os
 import re
 import shutil
 import signal
-import subprocess
-import sys
 import tempfile
 from collections import Counter
 from pathlib import Path
@@ -21,8 +18,8 @@ from faasprof.docker import docker_problem
 from faasprof.experiments import native
 from faasprof.functions.catalogue import lookup
 from faasprof.paths import CACHE_ENV, cache_root
+from tests.helpers import run_cli
 
-REPO_ROOT = Path(__file__).resolve().parent.parent
 # A test that gives faasprof a HOME of its own keeps the user's cache of build products (the npm
 # packages ./setup.sh installed) instead of building them again under every temporary HOME.
 os.environ.setdefault(CACHE_ENV, str(cache_root()))
@@ -34,7 +31,6 @@ os.environ.setdefault("PIP_CACHE_DIR", str(Path.home() / ".cache" / "pip"))
 os.environ["HOME"] = tempfile.mkdtemp(prefix="faasprof-test-home-")
 atexit.register(shutil.rmtree, os.environ["HOME"], True)
 os.environ.pop("WSK_CONFIG_FILE", None)
-DATA_DIR = Path(__file__).resolve().parent / "data"
 
 # Every localwhisk reaps the host's leftovers of dead ones (stale cgroups, orphan sandboxes and
 # containers) when it starts. A test that plants such leftovers and checks that its own localwhisk
@@ -96,45 +92,6 @@ def pytest_runtest_protocol(item, nextitem):
         yield
 
 
-def tracked_files(root: Path = REPO_ROOT) -> list[Path]:
-    """The project's files under ``root``: tracked, or new and not ignored (build outputs, runs and
-    virtualenvs beside them are no part of the project); outside a git checkout, every file. A
-    check that reads the project's own files reads these, never what a run left in the tree."""
-    done = subprocess.run(
-        ["git", "ls-files", "-z", "--cached", "--others", "--exclude-standard"],
-        cwd=root,
-        capture_output=True,
-        timeout=60,
-    )
-    if done.returncode != 0:
-        return sorted(path for path in root.rglob("*") if path.is_file())
-    return sorted(root / name for name in done.stdout.decode().split("\0") if name)
-
-
-def run_cli(
-    *args: str,
-    cwd: str | os.PathLike | None = None,
-    timeout: float = 120,
-    env: dict | None = None,
-    input: str | None = None,
-):
-    """Run ``faasprof`` as a subprocess; returns the CompletedProcess (text mode)."""
-    full_env = dict(os.environ)
-    full_env.pop("WSK_CONFIG_FILE", None)
-    full_env["HOME"] = full_env.get("FAASPROF_TEST_HOME", full_env.get("HOME", ""))
-    if env:
-        full_env.update(env)
-    return subprocess.run(
-        [sys.executable, "-m", "faasprof", *map(str, args)],
-        cwd=cwd or REPO_ROOT,
-        capture_output=True,
-        text=True,
-        timeout=timeout,
-        env=full_env,
-        input=input,
-    )
-
-
 @pytest.fixture
 def cli():
     return run_cli
@@ -171,14 +128,3 @@ def workers():
     yield get
     for worker in started.values():
         worker.stop()
-
-
-def send_json(handler, status: int, body: object) -> None:
-    """A test server's answer: ``body`` as JSON with its length (``handler`` is the request's
-    ``BaseHTTPRequestHandler``; keep-alive clients need the length)."""
-    data = json.dumps(body).encode()
-    handler.send_response(status)
-    handler.send_header("Content-Type", "application/json")
-    handler.send_header("Content-Length", str(len(data)))
-    handler.end_headers()
-    handler.wfile.write(data)

@@ -19,11 +19,11 @@ REPO_ROOT = Path(__file__).resolve().parent.parent
 
 # Blocks of these languages hold command lines; the others hold files or output, never commands.
 COMMAND_LANGUAGES = frozenset({"sh"})
-OTHER_LANGUAGES = frozenset({"json", "ini", "python", "text"})
+OTHER_LANGUAGES = frozenset({"json", "ini", "python", "text", "toml"})
 
 # The guides other engineers write in the same wave as the README that links them (issue 42).
 # Until they are merged a link to one is allowed to dangle; once a file exists it is checked.
-WRITTEN_ELSEWHERE = frozenset({"docs/security.md", "docs/plugins.md", "docs/statistics.md", "docs/traces.md"})
+WRITTEN_ELSEWHERE = frozenset({"docs/security.md", "docs/statistics.md", "docs/traces.md"})
 
 _SUITE = "it runs the test suite itself, which no test of the suite can"
 _CHECKOUT = "./setup.sh installs system packages on a fresh machine; .ci/run runs ./setup.sh --dev on a clean clone"
@@ -75,6 +75,17 @@ NOT_RUN: dict[str, str] = {
     "FAASPROF_INVENTORY=local/inventory.ini ./setup.sh --testbed": f"two servers: {_TESTBED}",
     "faasprof run faasprof/workload_configs/first_run_modes.json --hosts local/inventory.ini": (
         "needs the two servers of the inventory; tests/test_hosts_docker.py runs --hosts against containers"
+    ),
+    # docs/plugins.md
+    "pip install examples/faasprof-example-plugin": (
+        "installs into the venv faasprof runs from; tests/test_plugin_install.py installs it into a fresh venv and runs "
+        "doctor, validate, run and analyze there"
+    ),
+    "faasprof validate sawtooth_loadavg.json": "the plug-in's workload, run by tests/test_plugin_install.py",
+    "faasprof run sawtooth_loadavg.json --analyze": "the plug-in's workload, run by tests/test_plugin_install.py",
+    "faasprof run first_run_modes --analyze": (
+        "minutes (a capacity search, then three 15-second phases); tests/test_shipped_workloads.py runs a shipped "
+        "workload by its bare name"
     ),
     # docs/experiments.md
     "faasprof capacity json_dumps": "a search of minutes over short runs; tests/test_capacity*.py search on fakes",

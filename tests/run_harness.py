@@ -19,12 +19,12 @@ import sys
 import time
 from pathlib import Path
 
-from conftest import REPO_ROOT, run_cli
 from test_invoker_fakeserver import AUTH
 
 from faasprof import rundir
 from faasprof.platforms.openwhisk import records as activations
 from faasprof.workload.spec import Workload, workload_from_dict
+from tests.helpers import REPO_ROOT, run_cli
 
 
 def write_workload(

@@ -10,7 +10,6 @@ import json
 
 import numpy as np
 import pytest
-from conftest import DATA_DIR
 from test_analyzer_synthetic import WALL_ZERO_NS, write_synthetic_run
 
 from faasprof import rundir
@@ -24,6 +23,7 @@ from faasprof.monitoring.parsers.containers import (
     openwhisk_name,
     prewarm_key,
 )
+from tests.helpers import DATA_DIR
 
 S = 1_000_000_000
 RECORDED = DATA_DIR / "monitoring" / "containers"

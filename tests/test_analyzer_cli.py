@@ -8,11 +8,11 @@ from http.server import ThreadingHTTPServer
 
 import pandas as pd
 import pytest
-from conftest import run_cli
 from test_analyzer_records import AUTH, FakeActivations, make_handler
 from test_analyzer_synthetic import write_synthetic_run
 
 from faasprof import rundir
+from tests.helpers import run_cli
 
 
 def _instances(rate):

@@ -14,7 +14,6 @@ import shutil
 
 import pandas as pd
 import pytest
-from conftest import DATA_DIR, run_cli
 from test_analyzer_synthetic import WALL_ZERO_NS, write_synthetic_run
 
 from faasprof import rundir
@@ -22,6 +21,7 @@ from faasprof.analyzer import hosts as hosts_mod
 from faasprof.analyzer.analysis import analyze_run, load_run
 from faasprof.errors import FormatError
 from faasprof.monitoring.frames import load_run_monitors
+from tests.helpers import DATA_DIR, run_cli
 
 S = 1_000_000_000
 RUN_END_NS = 10 * S

@@ -14,7 +14,6 @@ import urllib.parse
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
 import pytest
-from conftest import send_json
 from test_analyzer_synthetic import WALL_ZERO_NS, record, write_synthetic_run
 
 from faasprof import rundir
@@ -23,6 +22,7 @@ from faasprof.analyzer.analysis import analyze_run, load_run
 from faasprof.platforms.openwhisk.client import OpenWhiskClient
 from faasprof.platforms.openwhisk.connection import Connection
 from faasprof.platforms.openwhisk.records import fetch_records
+from tests.helpers import send_json
 
 AUTH = "23bc46b1-71f6-4ed5-8c54-816aa4f8c502:123zO3xZCLrMN6v2BKK1dXYFpXlPkccOFqm12CdAsMgRU4VrNZ9lyGVCGuMDGIwP"
 

@@ -24,7 +24,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.conftest import tracked_files
+from tests.helpers import tracked_files
 
 REPO = Path(__file__).resolve().parent.parent
 

@@ -20,7 +20,7 @@ from faasprof.functions import npm
 from faasprof.functions.catalogue import lookup
 from faasprof.functions.package import build_archive
 from faasprof.paths import CACHE_ENV, CACHE_KINDS, cache_dir, cache_root, cache_usage, clean_cache
-from tests.conftest import run_cli
+from tests.helpers import run_cli
 
 
 def test_the_setting_wins_then_xdg_then_home():

@@ -16,7 +16,7 @@ from faasprof.experiments.capacity import SEARCH_DEFAULTS, Probe, find_capacity,
 from faasprof.experiments.sweep import sweep_eta
 from faasprof.invoker.run import execute
 from faasprof.workload.spec import workload_from_dict
-from tests.conftest import run_cli
+from tests.helpers import run_cli
 
 WORKLOAD = {
     "test_name": "cf",

@@ -24,7 +24,7 @@ from faasprof.experiments import capacity_store  # noqa: E402
 from faasprof.experiments.capacity import find_capacity, probes_dir  # noqa: E402
 from faasprof.progress import Progress  # noqa: E402
 from faasprof.workload.spec import workload_from_dict  # noqa: E402
-from tests.conftest import run_cli  # noqa: E402
+from tests.helpers import run_cli  # noqa: E402
 
 
 @pytest.mark.slow

@@ -14,7 +14,7 @@ from faasprof.experiments import capacity_store
 from faasprof.platforms.openwhisk.connection import Connection, resolve_connection, write_local_props
 from faasprof.progress import Progress
 from faasprof.workload.spec import workload_from_dict
-from tests.conftest import run_cli
+from tests.helpers import run_cli
 
 QUICK_START = {
     "test_name": "modes",

@@ -135,6 +135,8 @@ def _flag_problems(words: list[str]) -> list[str]:
         help_text = _help_text((sys.executable, "-m", words[2]))
     elif program.startswith("./") or program.startswith(".ci/"):
         help_text = _help_text((str(REPO_ROOT / program),)) if flags else ""
+    elif program == "pip" and not flags:
+        return []  # pip install PATH: pip's own word, no flag of ours to check
     else:
         return [f"{program}: no rule to check its flags"]
     return [
@@ -312,3 +314,15 @@ def test_the_platform_and_function_guides_commands_on_a_background_localwhisk(sc
     finally:
         stopped = run_shown("faasprof local stop", scratch)
     assert stopped.returncode == 0, stopped.stderr
+
+
+def test_the_plugins_guide_reaches_the_shipped_workloads_by_name(scratch):
+    folder = scratch[0]
+    done = run_shown("faasprof validate first_run_modes", scratch)
+    assert done.returncode == 0 and "first_run_modes.json: ok" in done.stdout + done.stderr, done.stderr
+    done = run_shown("faasprof examples", scratch)
+    assert done.returncode == 0 and "first_run_modes" in done.stdout, done.stderr
+    done = run_shown("faasprof examples copy first_run_modes", scratch)
+    assert done.returncode == 0 and (folder / "first_run_modes.json").is_file(), done.stderr
+    done = run_shown("faasprof examples copy first_run_modes my_modes.json", scratch)
+    assert done.returncode == 0 and (folder / "my_modes.json").is_file(), done.stderr

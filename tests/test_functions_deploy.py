@@ -21,7 +21,7 @@ from faasprof.platforms.base import PlatformError
 from faasprof.platforms.openwhisk.client import OpenWhiskClient
 from faasprof.platforms.openwhisk.connection import Connection
 from faasprof.platforms.openwhisk.deploy import CODE_DIGEST_ANNOTATION, deploy, ensure_actions, resolve_kind
-from tests.conftest import run_cli, send_json
+from tests.helpers import run_cli, send_json
 from tests.test_cache import FAKE_NPM
 
 AUTH = "user:secret"

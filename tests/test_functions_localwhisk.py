@@ -13,7 +13,7 @@ from faasprof.functions.checks import check_result
 from faasprof.platforms.openwhisk.client import OpenWhiskClient
 from faasprof.platforms.openwhisk.connection import Connection
 from faasprof.platforms.openwhisk.deploy import deploy, ensure_actions
-from tests.conftest import run_cli
+from tests.helpers import run_cli
 
 embedded = pytest.importorskip("faasprof.localwhisk.embedded")
 

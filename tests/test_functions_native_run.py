@@ -16,7 +16,7 @@ from faasprof.experiments import native
 from faasprof.functions.catalogue import lookup
 from faasprof.monitoring.parsers.perf import perf_counts
 from faasprof.rundir import INVOCATION_COLUMNS, read_invocations, read_manifest
-from tests.conftest import DATA_DIR, run_cli
+from tests.helpers import DATA_DIR, run_cli
 
 
 def _native_rows(run_dir):

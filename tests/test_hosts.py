@@ -17,7 +17,6 @@ import time
 from pathlib import Path
 
 import pytest
-from conftest import run_cli
 
 from faasprof.errors import ConfigError, NotReadyError
 from faasprof.monitoring import tools
@@ -32,6 +31,7 @@ from faasprof.monitoring.hosts.inventory import read_inventory
 from faasprof.monitoring.hosts.session import HostSession
 from faasprof.monitoring.hosts.ssh import BOOT, agent_code, ssh_argv
 from faasprof.monitoring.hosts.toolrun import ToolPlan, ToolRun, plan_tool
+from tests.helpers import run_cli
 
 REPO = Path(__file__).resolve().parent.parent
 PERF_DATA = REPO / "tests" / "data" / "monitoring" / "perf"

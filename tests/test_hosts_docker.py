@@ -24,7 +24,6 @@ from pathlib import Path
 from typing import Iterator
 
 import pytest
-from conftest import REPO_ROOT
 from test_invoker_fakeserver import AUTH, FakeOpenWhisk
 
 from faasprof import rundir
@@ -32,6 +31,7 @@ from faasprof.analyzer.analysis import load_run
 from faasprof.monitoring.collectors.vmstat import parse_vmstat_samples
 from faasprof.monitoring.frames import load_run_monitors, local_host_label
 from faasprof.monitoring.parsers.cgroups import parse_cgroup_samples
+from tests.helpers import REPO_ROOT
 
 # slow: the module takes about 45 s (a 20 s run on localwhisk and its analysis, two more, three containers).
 pytestmark = [pytest.mark.docker, pytest.mark.slow]

@@ -20,7 +20,7 @@ import pytest
 
 from faasprof.experiments import capacity_store
 from faasprof.paths import CACHE_ENV
-from tests.conftest import REPO_ROOT
+from tests.helpers import REPO_ROOT
 from tests.test_own_functions import python_function
 
 pytestmark = [pytest.mark.slow, pytest.mark.skipif(not (REPO_ROOT / ".git").exists(), reason="needs the git checkout")]

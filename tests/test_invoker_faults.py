@@ -17,13 +17,13 @@ import time
 from pathlib import Path
 
 import pytest
-from conftest import REPO_ROOT, run_cli
 from run_harness import run_against, run_dirs, start_run, wait_for_lines, write_workload
 from test_invoker_fakeserver import AUTH, FakeOpenWhisk
 
 from faasprof import rundir
 from faasprof.errors import NotReadyError
 from faasprof.localwhisk.embedded import start_embedded
+from tests.helpers import REPO_ROOT, run_cli
 
 # Scheduling slack on a loaded 2-core test host, on top of the contract's one second.
 SLACK_NS = 700_000_000

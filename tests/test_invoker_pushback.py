@@ -16,7 +16,6 @@ import threading
 import time
 
 import pytest
-from conftest import run_cli
 from run_harness import run_against, run_dirs, start_run, write_workload
 from test_invoker_fakeserver import AUTH, FakeOpenWhisk
 
@@ -25,6 +24,7 @@ from faasprof.errors import EXIT_NOT_READY
 from faasprof.invoker.run import execute
 from faasprof.platforms.openwhisk.connection import Connection
 from faasprof.workload.spec import load_workload
+from tests.helpers import run_cli
 
 # What an event loop closed with work still pending, or an interrupt at the wrong moment, prints.
 SHUTDOWN_NOISE = ("Traceback", "Event loop is closed", "Task was destroyed", "KeyboardInterrupt")

@@ -6,7 +6,6 @@ from __future__ import annotations
 import json
 
 import pytest
-from conftest import run_cli
 from run_harness import ok_and_norecord, run_against, run_dirs, short_records_wait, write_workload
 from test_invoker_fakeserver import AUTH, FakeOpenWhisk
 
@@ -20,6 +19,7 @@ from faasprof.platforms.openwhisk.client import OpenWhiskClient
 from faasprof.platforms.openwhisk.connection import Connection
 from faasprof.progress import Progress
 from faasprof.workload.spec import workload_from_dict
+from tests.helpers import run_cli
 
 
 def _saved_ids(run_dir):

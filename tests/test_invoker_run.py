@@ -15,7 +15,6 @@ import time
 from pathlib import Path
 
 import pytest
-from conftest import run_cli
 from run_harness import (
     assert_interrupted_with_a_row_each,
     run_against,
@@ -30,6 +29,7 @@ from faasprof.invoker.run import execute
 from faasprof.platforms.openwhisk.connection import Connection
 from faasprof.rundir import INVOCATION_COLUMNS, read_invocations, read_manifest
 from faasprof.workload.spec import workload_from_dict
+from tests.helpers import run_cli
 
 SECRET = AUTH.split(":", 1)[1]
 

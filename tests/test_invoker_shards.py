@@ -18,7 +18,6 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-from conftest import run_cli
 from run_harness import (
     assert_interrupted_with_a_row_each,
     run_against,
@@ -45,6 +44,7 @@ from faasprof.invoker.shards import (
 from faasprof.platforms.openwhisk.connection import Connection
 from faasprof.platforms.registry import prepare_request
 from faasprof.progress import QUIET, Progress
+from tests.helpers import run_cli
 
 # -- the split ------------------------------------------------------------------------------------
 

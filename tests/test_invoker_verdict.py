@@ -6,7 +6,6 @@ from __future__ import annotations
 import json
 
 import pytest
-from conftest import run_cli
 from run_harness import run_against, run_dirs, write_workload
 from test_invoker_fakeserver import AUTH, FakeOpenWhisk
 
@@ -14,6 +13,7 @@ from faasprof import rundir
 from faasprof.errors import ConfigError
 from faasprof.invoker.verdict import check_thresholds, evaluate, parse_thresholds
 from faasprof.localwhisk.activation import shared_tmp_hint
+from tests.helpers import run_cli
 
 
 def row(seq, outcome="ok", status=202, sent=100, done=5_000_100, error="", intended=0):

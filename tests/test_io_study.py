@@ -18,7 +18,7 @@ from faasprof.experiments import io_study
 from faasprof.invoker.run import execute
 from faasprof.invoker.storage import find_binary
 from faasprof.workload.spec import load_workload, workload_from_dict
-from tests.conftest import REPO_ROOT, tracked_files
+from tests.helpers import REPO_ROOT, tracked_files
 
 needs_servers = pytest.mark.skipif(
     find_binary("versitygw") is None or find_binary("iperf3") is None,

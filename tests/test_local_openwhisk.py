@@ -19,7 +19,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.conftest import REPO_ROOT, run_cli
+from tests.helpers import REPO_ROOT, run_cli
 
 INSTALL = REPO_ROOT / "setup" / "openwhisk-standalone" / "install.sh"
 

@@ -14,7 +14,7 @@ import pytest
 import requests
 
 from faasprof.localwhisk.config import GUEST_AUTH
-from tests.conftest import REPO_ROOT, run_cli
+from tests.helpers import REPO_ROOT, run_cli
 
 pytestmark = pytest.mark.timeout(90)
 

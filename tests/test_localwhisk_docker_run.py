@@ -8,10 +8,10 @@ import json
 import subprocess
 
 import pytest
-from conftest import run_cli
 
 from faasprof.docker import docker_problem
 from faasprof.rundir import read_invocations, read_manifest
+from tests.helpers import run_cli
 
 pytestmark = [pytest.mark.timeout(300), pytest.mark.slow]  # whole runs in containers
 

@@ -11,7 +11,7 @@ import textwrap
 
 import pytest
 
-from tests.conftest import REPO_ROOT
+from tests.helpers import REPO_ROOT
 from tests.test_architecture import project_files
 
 # The entry points run the CLI when imported; everything else must import quietly.

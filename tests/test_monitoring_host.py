@@ -9,10 +9,10 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 
 import pytest
-from conftest import run_cli
 
 from faasprof.monitoring.collectors import tool_versions
 from faasprof.monitoring.host import Root, collect_host, mount_of, parse_cpu_list
+from tests.helpers import run_cli
 
 DATA = Path(__file__).resolve().parent / "data" / "monitoring"
 HOSTS = DATA / "hosts"

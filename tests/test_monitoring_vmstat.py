@@ -19,7 +19,7 @@ from faasprof.monitoring.frames import load_run_monitors
 from faasprof.monitoring.host import Root
 from faasprof.monitoring.sampling import VMSTAT_COLUMNS as COLUMNS
 from faasprof.monitoring.sampling import read_vmstat_sample
-from tests.conftest import run_cli
+from tests.helpers import run_cli
 
 DATA = Path(__file__).resolve().parent / "data" / "monitoring" / "vmstat"
 RECORDED = DATA / "vmstat_dev_vm.csv"

@@ -27,11 +27,11 @@ import time
 from pathlib import Path
 
 import pytest
-from conftest import REPO_ROOT, run_cli
 
 from faasprof import rundir
 from faasprof.platforms.openwhisk.standalone import standalone_home
 from tests.doc_commands import shown
+from tests.helpers import REPO_ROOT, run_cli
 
 pytestmark = [pytest.mark.openwhisk, pytest.mark.timeout(420)]
 

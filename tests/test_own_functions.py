@@ -19,7 +19,7 @@ import pytest
 
 from faasprof.platforms.openwhisk.client import OpenWhiskClient
 from faasprof.platforms.openwhisk.connection import Connection
-from tests.conftest import run_cli
+from tests.helpers import run_cli
 
 embedded = pytest.importorskip("faasprof.localwhisk.embedded")
 needs_node = pytest.mark.skipif(

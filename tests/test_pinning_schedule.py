@@ -17,7 +17,7 @@ import pytest
 from faasprof.workload import arrivals
 from faasprof.workload.schedule import build_schedule, instance_rng, read_schedule_csv, stream_key
 from faasprof.workload.spec import workload_from_dict
-from tests.conftest import DATA_DIR
+from tests.helpers import DATA_DIR
 
 PROCESSES = {
     "poisson": {"application": "f", "distribution": "Poisson", "rate": 5},

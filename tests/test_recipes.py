@@ -39,7 +39,6 @@ from typing import Any, Sequence
 import numpy as np
 import pandas as pd
 import pytest
-from conftest import send_json
 from test_analyzer_synthetic import write_synthetic_run
 
 from faasprof import rundir
@@ -70,6 +69,7 @@ from faasprof.rundir import records as records_mod
 from faasprof.workload import arrivals, messages
 from faasprof.workload.schedule import NS_PER_S, build_schedule
 from faasprof.workload.spec import load_workload, workload_from_dict
+from tests.helpers import send_json
 
 REPO_ROOT = Path(__file__).resolve().parent.parent
 

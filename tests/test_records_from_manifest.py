@@ -13,7 +13,6 @@ import json
 import os
 
 import pytest
-from conftest import run_cli
 from run_harness import run_dirs, write_workload
 from test_invoker_fakeserver import AUTH, FakeOpenWhisk
 
@@ -21,6 +20,7 @@ from faasprof import rundir
 from faasprof.invoker.run import execute
 from faasprof.platforms.openwhisk.connection import Connection, write_local_props
 from faasprof.workload.spec import workload_from_dict
+from tests.helpers import run_cli
 
 # Each runs faasprof as a subprocess against a fake OpenWhisk: seconds each.
 pytestmark = pytest.mark.slow

@@ -20,7 +20,6 @@ import threading
 import time
 
 import pytest
-from conftest import REPO_ROOT
 from run_harness import ok_and_norecord, run_dirs, short_records_wait
 from test_invoker_fakeserver import AUTH, FakeOpenWhisk
 
@@ -34,6 +33,7 @@ from faasprof.platforms.openwhisk import records as activations
 from faasprof.platforms.openwhisk.connection import Connection
 from faasprof.progress import Progress
 from faasprof.workload.spec import workload_from_dict
+from tests.helpers import REPO_ROOT
 
 SHORT_LIMIT_MS = 500
 

@@ -12,7 +12,7 @@ from scipy import stats
 from faasprof.workload import arrivals
 from faasprof.workload.schedule import build_schedule, instance_rng, read_schedule_csv, stream_key
 from faasprof.workload.spec import workload_from_dict
-from tests.conftest import DATA_DIR
+from tests.helpers import DATA_DIR
 
 
 def make(instances: dict, duration_s: float = 100, seed: int | None = 7):

@@ -15,7 +15,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.conftest import REPO_ROOT, tracked_files
+from tests.helpers import REPO_ROOT, tracked_files
 
 SETUP = REPO_ROOT / "setup"
 VENV_BIN = REPO_ROOT / ".venv" / "bin"

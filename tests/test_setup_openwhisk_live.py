@@ -21,7 +21,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.conftest import REPO_ROOT
+from tests.helpers import REPO_ROOT
 
 pytestmark = pytest.mark.openwhisk
 

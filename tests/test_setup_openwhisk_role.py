@@ -21,7 +21,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.conftest import REPO_ROOT
+from tests.helpers import REPO_ROOT
 
 SETUP = REPO_ROOT / "setup"
 VENV_BIN = REPO_ROOT / ".venv" / "bin"

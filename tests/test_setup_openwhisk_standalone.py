@@ -18,7 +18,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.conftest import REPO_ROOT
+from tests.helpers import REPO_ROOT
 
 SCRIPTS = REPO_ROOT / "setup" / "openwhisk-standalone"
 

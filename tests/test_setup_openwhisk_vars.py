@@ -14,7 +14,7 @@ import sys
 
 import pytest
 
-from tests.conftest import REPO_ROOT
+from tests.helpers import REPO_ROOT
 
 SETUP = REPO_ROOT / "setup"
 sys.path.insert(0, str(SETUP))

@@ -13,7 +13,7 @@ from pathlib import Path
 import pytest
 
 from faasprof.commands.doctor import EXTRAS
-from tests.conftest import REPO_ROOT
+from tests.helpers import REPO_ROOT
 
 STEPS = REPO_ROOT / "setup" / "steps"
 # What the steps may run from the host; everything else they look for is absent or a stub.

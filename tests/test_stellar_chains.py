@@ -7,13 +7,13 @@ import json
 
 import pandas as pd
 import pytest
-from conftest import REPO_ROOT
 
 from faasprof import rundir
 from faasprof.analyzer import chains
 from faasprof.docker import docker_problem
 from faasprof.invoker.storage import find_binary
 from faasprof.rundir import activations
+from tests.helpers import REPO_ROOT
 
 MS = 1_000_000
 

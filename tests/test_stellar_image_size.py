@@ -7,10 +7,10 @@ import json
 import zlib
 
 import pytest
-from conftest import REPO_ROOT, run_cli
 
 from faasprof.docker import docker_problem
 from faasprof.experiments import padding
+from tests.helpers import REPO_ROOT, run_cli
 
 PROBLEM = docker_problem()
 MIB = 1024 * 1024

@@ -9,7 +9,6 @@ from pathlib import Path
 
 import pandas as pd
 import pytest
-from conftest import run_cli
 from run_harness import write_workload
 from test_invoker_fakeserver import AUTH, FakeOpenWhisk
 from test_units import _check
@@ -24,6 +23,7 @@ from faasprof.experiments import sweep_report
 from faasprof.monitoring import allocation as al
 from faasprof.platforms.openwhisk.connection import Connection
 from faasprof.workload.spec import workload_from_dict
+from tests.helpers import run_cli
 from tests.test_allocation_resctrl import KernelEmulation, copy_tree
 
 BASE = {
@@ -353,7 +353,7 @@ def test_memory_and_rate_sweep_on_localwhisk(tmp_path, isolated_home):
     }
     config = tmp_path / "sweep.json"
     config.write_text(json.dumps(data))
-    from tests.conftest import run_cli
+    from tests.helpers import run_cli
 
     result = run_cli("sweep", config, "--out", tmp_path / "out", "--quiet", timeout=240)
     assert result.returncode == 0, result.stderr

@@ -9,7 +9,7 @@ import sys
 
 import pytest
 
-from tests.conftest import REPO_ROOT
+from tests.helpers import REPO_ROOT
 
 # The third file has a slow test and a quick one, and imports little: each collection below starts
 # a pytest (test_schedule.py, which imports scipy.stats, made each 1.3 s longer).

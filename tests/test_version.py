@@ -7,10 +7,10 @@ import importlib.metadata
 from pathlib import Path
 
 import tomllib
-from conftest import run_cli
 
 from faasprof import localwhisk, rundir
 from faasprof.version import __version__
+from tests.helpers import run_cli
 
 REPO = Path(__file__).resolve().parent.parent
 

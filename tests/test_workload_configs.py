@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import pytest
 
-from tests.conftest import REPO_ROOT, run_cli
+from tests.helpers import REPO_ROOT, run_cli
 
 SHIPPED = sorted(path.relative_to(REPO_ROOT) for path in (REPO_ROOT / "faasprof" / "workload_configs").glob("*.json"))
 

@@ -14,7 +14,7 @@ from faasprof.errors import ConfigError
 from faasprof.functions.catalogue import lookup
 from faasprof.platforms.openwhisk.connection import resolve_connection, write_local_props
 from faasprof.workload.spec import load_workload, workload_from_dict
-from tests.conftest import DATA_DIR, REPO_ROOT
+from tests.helpers import DATA_DIR, REPO_ROOT
 
 BASE = {
     "test_name": "t",
@@ -748,7 +748,10 @@ def test_validate_cli_ok_exits_0(cli):
 def test_validate_missing_file_exits_2(cli, tmp_path):
     result = cli("validate", tmp_path / "nope.json")
     assert result.returncode == 2
-    assert result.stderr.strip() == f"{tmp_path / 'nope.json'}: no such file; check the path of the workload"
+    assert result.stderr.strip() == (
+        f"{tmp_path / 'nope.json'}: no such file; check the path of the workload "
+        "(faasprof examples lists the shipped ones, which run by bare name)"
+    )
 
 
 def test_connection_order_flags_workload_wskprops(tmp_path):

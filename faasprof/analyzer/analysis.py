@@ -445,6 +445,7 @@ def load_run(
     not_sent = int((frame["outcome"] == "not_sent").sum()) - unsent_after
     if not_sent:
         warnings.append(f"{not_sent} planned invocations were never sent (outcome not_sent)")
+    warnings.extend(frame.attrs.get("metric_problems", ()))  # the plug-ins' metrics that failed
     monitors, monitors_info = _load_monitors(run_dir, manifest, warnings)
     records_info["pause_grace_ms"], records_info["pause_grace_source"] = frames_mod.pause_grace_ms(manifest)
     if (

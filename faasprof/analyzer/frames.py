@@ -77,6 +77,7 @@ import pyarrow.parquet as pq
 from faasprof import __version__, rundir
 from faasprof.analyzer import hosts as hosts_mod
 from faasprof.analyzer import units as units_mod
+from faasprof.analyzer.metrics import metric_columns
 from faasprof.analyzer.outcome_columns import final_outcomes, records_due, successful_mask
 from faasprof.analyzer.start_classes import (  # noqa: F401  (START_CLASSES, CONTAINER_STATE_CLASS: the frames' names)
     CONTAINER_STATE_CLASS,
@@ -351,6 +352,19 @@ def build_from_aligned(invocations: pd.DataFrame, aligned: dict, manifest: rundi
     # columns first, as they are (not copied).
     frame = pd.concat([invocations, pd.DataFrame(columns, index=invocations.index, copy=False)], axis=1)
     frame.attrs = dict(invocations.attrs)
+    return with_plugin_metrics(frame)
+
+
+def with_plugin_metrics(frame: pd.DataFrame) -> pd.DataFrame:
+    """``frame`` with the plug-ins' metric columns (``faasprof.analyzer.metrics``), and their
+    problems in ``attrs["metric_problems"]``; the same frame when no plug-in adds one."""
+    added, problems = metric_columns(frame)
+    if added:
+        attrs = dict(frame.attrs)
+        frame = pd.concat([frame, pd.DataFrame(added, index=frame.index)], axis=1)
+        frame.attrs = attrs
+    if problems:
+        frame.attrs["metric_problems"] = problems
     return frame
 
 

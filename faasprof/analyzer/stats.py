@@ -92,6 +92,7 @@ import pandas as pd
 from faasprof import rundir
 from faasprof.analyzer.frames import answered_at_end, answers_at_end, blocking_default
 from faasprof.analyzer.markup import fmt, ms
+from faasprof.analyzer.metrics import METRICS
 from faasprof.outcomes import ACCEPTED_HTTP_OUTCOMES, FAILURE_OUTCOMES, FINAL_OUTCOMES, HTTP_OUTCOMES
 from faasprof.workload.arrivals import distribution_of
 
@@ -418,6 +419,7 @@ STATS_COLUMNS = (
     "gb_s_1ms",
     "gb_s_100ms",
     "memory_mb",
+    *(metric.name for metric in METRICS),  # the plug-ins' metrics (faasprof.analyzer.metrics)
 )
 
 
@@ -514,6 +516,9 @@ def group_stats(rows: pd.DataFrame, start_s: float, end_s: float, done_s: np.nda
     for column in ("client_latency_ms", "corrected_latency_ms", "platform_latency_ms", "completion_latency_ms"):
         out.update(percentile_block(where(column, success), column))
     out.update(percentile_block(where("completion_latency_ms", failure & ~success), "failure_completion_latency_ms"))
+    for metric in METRICS:  # a plug-in's metric, over successful work as the latencies
+        if metric.name in rows.columns:
+            out.update(percentile_block(where(metric.name, success), metric.name))
     lateness = rows["lateness_ms"].to_numpy(dtype="float64")
     lateness = np.sort(lateness[np.isfinite(lateness)])
     out["lateness_ms_p50"] = _sorted_quantile(lateness, 0.5) if len(lateness) else math.nan

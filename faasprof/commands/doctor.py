@@ -6,7 +6,8 @@ hardware events; Intel RDT flags, resctrl, CLOSes and cache ways, MBA, pqos; blk
 debugfs, permission, traceable device; cgroup version and writable controllers; ...), the platform (the configured OpenWhisk and its limits, or the embedded localwhisk),
 the CPU's governor, turbo and SMT, where faasprof's cache is and how large it is, and each optional extra of
 ``./setup.sh`` that is not installed (what needs it, and the command that installs it: a plain ``./setup.sh``
-installs none of them).
+installs none of them), and the plug-ins installed packages add (``faasprof.plugins``: name, kind,
+package and version, and each that failed to load, with why).
 
 Exit 0 when everything the workload asks for (its ``monitoring`` collectors, a platform, and the
 servers of its ``storage`` block) is available, 3 otherwise. Without ``--workload`` only the platform is required. ``--root`` reads
@@ -25,6 +26,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Callable
 
+from faasprof import plugins
 from faasprof.commands.cache import human_bytes
 from faasprof.docker import docker_problem
 from faasprof.errors import EXIT_NOT_READY, EXIT_OK, ConfigError, NotReadyError
@@ -33,10 +35,12 @@ from faasprof.invoker.storage import find_binary
 from faasprof.monitoring.collectors import COLLECTORS, normalise_block
 from faasprof.monitoring.collectors.base import INFO, NO, OK, WARN, Finding
 from faasprof.monitoring.host import Root, collect_host, cpu_vendor_kind
-from faasprof.paths import cache_root, cache_usage
+from faasprof.paths import CHECKOUT_ROOT, cache_root, cache_usage
 from faasprof.platforms.base import PlatformError, PlatformUnreachable
 from faasprof.platforms.openwhisk.connection import add_connection_arguments, resolve_connection
 from faasprof.platforms.openwhisk.platform import OpenWhiskPlatform
+from faasprof.platforms.registry import PLATFORMS
+from faasprof.workload.arrivals import DISTRIBUTIONS
 from faasprof.workload.jsonread import read_workload_json
 
 
@@ -161,7 +165,8 @@ def check_platform(args: argparse.Namespace, workload: dict | None) -> list[Find
                 "platform",
                 NO,
                 "no API host configured and the embedded localwhisk is not installed",
-                "pass --apihost/--auth (or ~/.wskprops), or reinstall faasprof with ./setup.sh",
+                "pass --apihost/--auth (or ~/.wskprops), or reinstall faasprof "
+                + ("with ./setup.sh" if CHECKOUT_ROOT is not None else "(pip install --force-reinstall faasprof)"),
                 ("platform",),
             )
         ]
@@ -223,6 +228,30 @@ def check_cache() -> list[Finding]:
     ]
 
 
+# The registries that load an entry-point group when imported: these are before check_plugins runs (the
+# analyzer's metrics are not: doctor does not import the analyzer, so they are listed as found).
+PLUGIN_TABLES = (COLLECTORS, PLATFORMS, DISTRIBUTIONS)
+
+
+def check_plugins() -> list[Finding]:
+    """One line per plug-in the registries took (kind, name, package, version) and per plug-in
+    that failed to load (a warning: the built-ins are unaffected, a workload naming it is refused)."""
+    findings = [
+        Finding("plugins", OK, f"{p.kind} {p.name!r} from {p.package} {p.version} ({p.target})")
+        for p in plugins.loaded()
+    ]
+    findings += [Finding("plugins", WARN, failure.line()) for failure in plugins.failures()]
+    findings += [
+        Finding("plugins", INFO, f"{p.kind} {p.name!r} from {p.package} {p.version} ({p.target}): loaded by analyze")
+        for p in plugins.not_loaded()
+    ]
+    if not findings:
+        findings.append(
+            Finding("plugins", INFO, f"no plug-ins installed (entry-point groups {', '.join(plugins.GROUPS)})")
+        )
+    return findings
+
+
 # -- the optional extras of ./setup.sh -----------------------------------------------------------
 
 
@@ -238,6 +267,7 @@ class Extra:
     needed_by: str
     install_time: str
     missing: Callable[[Finder, "str | None"], list[str]]  # what of it this host lacks
+    wheel_fix: str  # how a wheel install (no checkout, so no setup.sh) gets it
 
 
 def _binaries(*names: str) -> Callable[[Finder, "str | None"], list[str]]:
@@ -253,22 +283,44 @@ def _node_missing(find: Finder, _docker: str | None) -> list[str]:
 
 
 EXTRAS = (
-    Extra("node", "the Node.js functions (autocomplete, img-resize, ocr-img)", "about 30 s", _node_missing),
-    Extra("ocr", "ocr-img", "about 20 s", _binaries("tesseract")),
+    Extra(
+        "node",
+        "the Node.js functions (autocomplete, img-resize, ocr-img)",
+        "about 30 s",
+        _node_missing,
+        "sudo apt-get install nodejs npm (faasprof deploy then installs img-resize's npm packages into its cache)",
+    ),
+    Extra("ocr", "ocr-img", "about 20 s", _binaries("tesseract"), "sudo apt-get install tesseract-ocr"),
     Extra(
         "storage",
         "workloads with a storage block, the I/O studies, io-object and io-net",
         "1 to 5 min: go builds versitygw",
         _binaries("versitygw", "iperf3"),
+        "sudo apt-get install iperf3 golang-go && go install github.com/versity/versitygw/cmd/versitygw@v1.8.0 "
+        "(into ~/go/bin, where faasprof looks)",
     ),
     Extra(
         "docker",
         "localwhisk's isolation docker (--isolation docker), faasprof slowdown --isolation docker",
         "minutes: Docker and two images",
         lambda _find, docker: [] if docker is None else ["Docker or its runtime images"],
+        "sudo apt-get install docker.io; the runtime images are built from a faasprof checkout "
+        "(sudo setup/runtime-images/build.sh python nodejs host)",
     ),
-    Extra("perf", "the perf collector and faasprof mpki", "about 20 s", _binaries("perf")),
-    Extra("bench", "bench/bench_invoker.py (nginx as the server)", "about 20 s", _binaries("nginx")),
+    Extra(
+        "perf",
+        "the perf collector and faasprof mpki",
+        "about 20 s",
+        _binaries("perf"),
+        "sudo apt-get install linux-perf",
+    ),
+    Extra(
+        "bench",
+        "bench/bench_invoker.py (nginx as the server)",
+        "about 20 s",
+        _binaries("nginx"),
+        "sudo apt-get install nginx (bench/ is in the checkout only)",
+    ),
 )
 # What a workload's storage block starts, by key: the binary each needs.
 STORAGE_SERVERS = {"object_store": "versitygw", "iperf3": "iperf3"}
@@ -279,9 +331,12 @@ def _find_binary(name: str) -> str | None:
     return find_binary(name) or shutil.which(name, path="/usr/sbin:/sbin")
 
 
-def check_extras(workload: dict | None, docker: str | None, find: Finder = _find_binary) -> list[Finding]:
+def check_extras(
+    workload: dict | None, docker: str | None, find: Finder = _find_binary, checkout: Path | None = CHECKOUT_ROOT
+) -> list[Finding]:
     """One line per optional extra: installed, or not (what needs it and the command that installs
-    it); MISSING, failing ``storage``, when the workload's storage block needs a server that is not here.
+    it: ``./setup.sh --with NAME`` in a ``checkout``, the packages' own commands for a wheel install);
+    MISSING, failing ``storage``, when the workload's storage block needs a server that is not here.
     ``docker``: why isolation docker cannot run (None: it can)."""
     storage = (workload or {}).get("storage")
     needed = {binary for key, binary in STORAGE_SERVERS.items() if isinstance(storage, dict) and storage.get(key)}
@@ -291,7 +346,7 @@ def check_extras(workload: dict | None, docker: str | None, find: Finder = _find
         if not lacking:
             findings.append(Finding("extras", OK, f"{extra.name} installed"))
             continue
-        fix = f"./setup.sh --with {extra.name} ({extra.install_time})"
+        fix = f"./setup.sh --with {extra.name} ({extra.install_time})" if checkout is not None else extra.wheel_fix
         asked = sorted(needed & set(lacking)) if extra.name == "storage" else []
         if asked:
             findings.append(
@@ -337,7 +392,7 @@ def run_doctor(args: argparse.Namespace) -> tuple[list[Finding], set[str]]:
         findings += check_docker(workload, docker)
     findings += check_cpu(root, host, live, None)
     findings += check_cache()
-    required = set(blocks) | {"platform"}
+    findings += check_plugins()
 
     findings += check_extras(workload, docker)
     required = set(blocks) | {"platform"} | ({"storage"} if (workload or {}).get("storage") else set())

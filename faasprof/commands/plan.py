@@ -25,6 +25,7 @@ from faasprof.invoker.preflight import check_out_file
 from faasprof.platforms.openwhisk.connection import resolve_connection
 from faasprof.workload.jsonread import is_schema_document, parse_workload_file
 from faasprof.workload.schedule import build_schedule
+from faasprof.workload.shipped import find_workload
 from faasprof.workload.spec import workload_from_parsed
 
 
@@ -46,6 +47,7 @@ def main(args: argparse.Namespace) -> int:
         raise ConfigError(f"--seed: must be an integer >= 0 (got {args.seed})")
     if args.out:
         check_out_file(args.out)
+    args.config = str(find_workload(args.config))  # a shipped workload's bare name: its file
     parsed = parse_workload_file(args.config)
     if is_schema_document(parsed.data):
         print(f"{args.config}: skipped (the JSON Schema of workloads, not a workload)")

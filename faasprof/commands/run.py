@@ -55,6 +55,7 @@ from faasprof.platforms.openwhisk.connection import (
 )
 from faasprof.progress import Progress
 from faasprof.rundir import manifest_path, read_manifest
+from faasprof.workload.shipped import find_workload
 from faasprof.workload.spec import load_workload
 
 
@@ -271,6 +272,7 @@ def install_function_packages(workload, progress: Progress) -> None:
 
 
 def main(args: argparse.Namespace) -> int:
+    args.config = str(find_workload(args.config))  # a shipped workload's bare name: its file
     workload = with_hosts(load_workload(args.config, seed=args.seed), args)
     progress = Progress.to(sys.stderr, quiet=args.quiet)
     if workload.needs_capacity():

@@ -28,6 +28,7 @@ from faasprof.platforms import registry
 from faasprof.platforms.openwhisk.connection import add_connection_arguments, resolve_connection
 from faasprof.workload.jsonread import is_schema_document, parse_workload_file
 from faasprof.workload.schedule import empty_plan_problem
+from faasprof.workload.shipped import find_workload
 from faasprof.workload.spec import workload_from_dict
 
 
@@ -64,6 +65,7 @@ def _as_given(data: object, config: str) -> SimpleNamespace:
 
 def _check(config: str, args: argparse.Namespace) -> tuple[list[str], list[str], list[str], str | None]:
     """(problems, missing actions, warnings, ok-line) of one file; raises FaasprofError for what stops the check."""
+    config = str(find_workload(config))  # a shipped workload's bare name: its file
     parsed = parse_workload_file(config)
     if is_schema_document(parsed.data):
         return [], [], [], f"{config}: skipped (the JSON Schema of workloads, not a workload)"

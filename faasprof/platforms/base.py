@@ -101,6 +101,9 @@ class Platform(ABC):
     names_functions: ClassVar[bool] = False
     instance_keys: ClassVar[tuple[str, ...]] = ()  # instance keys only this platform takes
     required_keys: ClassVar[tuple[str, ...]] = ()  # of those, the ones every instance gives
+    # A plug-in's (faasprof.platforms entry point): the JSON Schema of each of its instance_keys,
+    # added to the workload schema (the built-ins' stand in schema.json).
+    instance_key_schemas: ClassVar[dict[str, dict]] = {}
     # Reached through the connection a command resolves (flags, the workload's platform block,
     # ~/.wskprops); with none, a run starts the embedded localwhisk and reaches it as this platform.
     reached_by_connection: ClassVar[bool] = False

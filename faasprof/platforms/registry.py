@@ -7,20 +7,34 @@ read the table when they run: the workload model (the shape of an instance, ``in
 ``platforms_used``; ``faasprof.invoker.run``), a sweep, the analyzer and ``faasprof analyze`` (the
 platforms that keep a finished run's records, by its manifest: ``record_keepers``), and tests and
 benchmarks that format requests without a run (``prepare_request``).
+
+Out of the tree, an installed package adds a platform by an entry point in ``faasprof.platforms``
+(``PLUGIN_GROUP``; ``faasprof.plugins``, docs/plugins.md): its class joins ``PLATFORMS`` after the
+built-ins, and ``plugin_schema_parts`` gives the workload schema its endpoint and instance keys.
 """
 
 from __future__ import annotations
 
 from typing import Any, Iterable
 
+from faasprof import plugins
 from faasprof.platforms.base import Platform, PreparedRequest
 from faasprof.platforms.generic import GenericPlatform
 from faasprof.platforms.openwhisk.connection import Connection
 from faasprof.platforms.openwhisk.platform import OpenWhiskPlatform
 
-PLATFORMS: tuple[type[Platform], ...] = (OpenWhiskPlatform, GenericPlatform)
+BUILTIN_PLATFORMS: tuple[type[Platform], ...] = (OpenWhiskPlatform, GenericPlatform)
 # A workload without "endpoint" invokes OpenWhisk actions, as FaaSProfiler's did.
 DEFAULT_ENDPOINT = OpenWhiskPlatform.endpoint
+
+
+def plugin_schema_parts() -> tuple[list[str], dict[str, dict]]:
+    """The plug-in platforms' endpoints and their instance keys' schemas, which
+    ``faasprof.workload.messages.load_schema`` adds to the workload schema (schema.json holds the built-ins')."""
+    added = [cls for cls in PLATFORMS if cls not in BUILTIN_PLATFORMS]
+    return [cls.endpoint for cls in added], {
+        key: schema for cls in added for key, schema in cls.instance_key_schemas.items()
+    }
 
 
 def platform_for(endpoint: str) -> type[Platform] | None:
@@ -90,3 +104,32 @@ def prepare_request(
     ``connection`` and the platform's own ``settings``) but without a workload: tests and benchmarks."""
     with platform_class(instance).for_workload(None, connection, **settings) as platform:
         return platform.prepare_request(instance, origin_name)
+
+
+# -- plug-ins: loaded last, so that a plug-in module importing faasprof finds this one complete --
+
+PLUGIN_GROUP = "faasprof.platforms"
+
+
+def accept_plugin(name: str, loaded: object) -> tuple[type[Platform] | None, str | None]:
+    """A plug-in platform as ``faasprof.plugins.load_group`` asks: a ``Platform`` subclass whose
+    ``endpoint`` is the entry point's name and no built-in's, with a schema for each instance key."""
+    if not (isinstance(loaded, type) and issubclass(loaded, Platform)):
+        return None, f"{loaded!r} is not a subclass of faasprof.platforms.base.Platform"
+    if loaded.endpoint != name:
+        return None, f"its endpoint is {loaded.endpoint!r}; set endpoint = {name!r} (the entry point's name)"
+    if any(cls.endpoint == name for cls in BUILTIN_PLATFORMS):
+        return None, f"endpoint {name!r} is a built-in platform's; give the plug-in another name"
+    builtin_keys = {key for cls in BUILTIN_PLATFORMS for key in cls.instance_keys}
+    lacking = sorted(set(loaded.instance_keys) - set(loaded.instance_key_schemas))
+    clash = sorted(set(loaded.instance_keys) & builtin_keys)
+    if clash:
+        return None, f"instance key(s) {', '.join(clash)} belong to a built-in platform; rename them"
+    if lacking:
+        return None, f"instance_key_schemas lacks {', '.join(lacking)}; give each instance key its JSON Schema"
+    return loaded, None
+
+
+PLATFORMS: tuple[type[Platform], ...] = BUILTIN_PLATFORMS + tuple(
+    plugin.value for plugin in plugins.load_group(PLUGIN_GROUP, accept_plugin)
+)

@@ -23,7 +23,10 @@ events in the half-open activity window ``[start, end)``.
 check them, its arrival instants, its expected count, the field that drives that count, and how a
 sweep scales it. Everything that depends on an instance's distribution (the workload model, the
 schedule, a sweep, the analyzer's instance table) looks it up there when it runs; a name it does not
-hold is an error, never skipped (ARCHITECTURE.md, "Add a distribution").
+hold is an error, never skipped (ARCHITECTURE.md, "Add a distribution"). Out of the tree, an
+installed package adds one by an entry point in ``faasprof.distributions`` (``PLUGIN_GROUP``;
+``faasprof.plugins``, docs/plugins.md): it joins the table after the built-ins, and its name, its
+keys' ``key_schemas`` and its ``required`` keys join the workload schema (``plugin_schema_part``).
 """
 
 from __future__ import annotations
@@ -39,7 +42,9 @@ from pathlib import Path
 
 import numpy as np
 
+from faasprof import plugins
 from faasprof.errors import ConfigError
+from faasprof.workload import messages
 from faasprof.workload.messages import Problems
 from faasprof.workload.references import find_input
 
@@ -288,6 +293,9 @@ class Distribution(ABC):
     keys_fix = "remove it"  # the fix that refusal names
     required: tuple[str, ...] = ()  # of its keys, those it cannot do without (the schema's if/then requires them too)
     rated = False  # driven by ``rate``: a sweep's ``rate`` sets it, a capacity probe can use it
+    # A plug-in's: the JSON Schema of each of its keys, added to the workload schema's instance (the
+    # built-ins' stand in schema.json); its settings are then checked by it, here and in ``problems``.
+    key_schemas: dict[str, dict] = {}
 
     def claims(self, spec: dict) -> bool:
         """Whether the instance's keys make it this distribution whatever ``distribution`` says."""
@@ -475,8 +483,32 @@ class Trace(Distribution):
             spec["trace_scale"] = spec.get("trace_scale", 1.0) * factor
 
 
-# The table, in the order the schema's enum and the messages list them.
-DISTRIBUTIONS: dict[str, Distribution] = {d.name: d for d in (Poisson(), Uniform(), Burst(), Trace())}
+BUILTIN_DISTRIBUTIONS: tuple[Distribution, ...] = (Poisson(), Uniform(), Burst(), Trace())
+PLUGIN_GROUP = "faasprof.distributions"
+
+
+def accept_plugin(name: str, loaded: object) -> tuple[Distribution | None, str | None]:
+    """A plug-in distribution as ``faasprof.plugins.load_group`` asks: a ``Distribution`` (its class
+    is instantiated) named as its entry point, whose keys no instance key of the schema takes, each
+    with its JSON Schema."""
+    if isinstance(loaded, type) and issubclass(loaded, Distribution):
+        loaded = loaded()
+    if not isinstance(loaded, Distribution):
+        return None, f"{loaded!r} is not a faasprof.workload.arrivals.Distribution (or a subclass of it)"
+    if loaded.name != name:
+        return None, f"its name is {loaded.name!r}; set name = {name!r} (the entry point's name)"
+    if any(d.name == name for d in BUILTIN_DISTRIBUTIONS):
+        return None, f"{name!r} is a built-in distribution; give the plug-in another name"
+    taken = set(messages.file_schema()["$defs"]["instance"]["properties"])
+    clash = sorted(set(loaded.keys) & taken)
+    lacking = sorted(set(loaded.keys) - set(loaded.key_schemas))
+    if clash:
+        return None, f"key(s) {', '.join(clash)} are already instance keys of the workload schema; rename them"
+    if lacking:
+        return None, f"key_schemas lacks {', '.join(lacking)}; give each of its keys its JSON Schema"
+    if not set(loaded.required) <= set(loaded.keys) | {"rate"}:
+        return None, "required names a key that is not one of its keys (nor rate)"
+    return loaded, None
 
 
 def distribution_of(spec: dict) -> str | None:
@@ -517,3 +549,29 @@ def arrivals(instance, rng: np.random.Generator) -> np.ndarray:
     return distribution_for(instance.distribution, f"instances.{instance.name}.distribution").arrivals(
         instance, rng, start_s, end_s
     )
+
+
+# -- the table: loaded last, so that a plug-in module importing faasprof finds this one complete --
+
+# The table, in the order the schema's enum and the messages list them: the built-ins, then the plug-ins.
+DISTRIBUTIONS: dict[str, Distribution] = {
+    d.name: d
+    for d in (*BUILTIN_DISTRIBUTIONS, *(plugin.value for plugin in plugins.load_group(PLUGIN_GROUP, accept_plugin)))
+}
+
+
+def plugin_schema_part(schema: dict) -> None:
+    """Add the plug-in distributions to the workload schema: each name to ``distribution``'s enum,
+    its keys' schemas to the instance's properties, its required keys as an if/then."""
+    instance = schema["$defs"]["instance"]
+    for distribution in DISTRIBUTIONS.values():
+        if distribution in BUILTIN_DISTRIBUTIONS:
+            continue
+        instance["properties"]["distribution"]["enum"].append(distribution.name)
+        instance["properties"].update(distribution.key_schemas)
+        if distribution.required:
+            condition = {"required": ["distribution"], "properties": {"distribution": {"const": distribution.name}}}
+            instance["allOf"].append({"if": condition, "then": {"required": list(distribution.required)}})
+
+
+messages.add_schema_part(plugin_schema_part)

@@ -19,6 +19,7 @@ from pathlib import Path
 from typing import Any
 
 from faasprof.errors import ConfigError
+from faasprof.workload.shipped import find_workload, missing_workload_hint
 
 MAX_NESTING_DEPTH = 32
 MAX_WORKLOAD_BYTES = 64 * 1024 * 1024
@@ -170,12 +171,13 @@ class ParsedWorkload:
 
 
 def parse_workload_file(path: str | os.PathLike) -> ParsedWorkload:
-    """Read and parse a workload file; ConfigError (one line) when it cannot be read or parsed."""
-    path = Path(path)
+    """Read and parse a workload file (or a shipped workload's bare name: ``faasprof.workload.shipped``);
+    ConfigError (one line) when it cannot be read or parsed."""
+    path = find_workload(path)
     try:
         text = read_text_file(path, MAX_WORKLOAD_BYTES)
     except FileNotFoundError:
-        raise ConfigError(f"{path}: no such file; check the path of the workload") from None
+        raise ConfigError(f"{path}: no such file; {missing_workload_hint(path)}") from None
     except IsADirectoryError:
         raise ConfigError(f"{path}: is a directory; name a workload JSON file") from None
     except PermissionError:

@@ -10,20 +10,55 @@ semantic checks which fields the schema has already refused, so no field is repo
 
 from __future__ import annotations
 
+import copy
 import difflib
 import json
 from functools import lru_cache
-from typing import Any, Iterable
+from typing import Any, Callable, Iterable
 
+from faasprof.monitoring.collectors import plugin_schema_properties
 from faasprof.paths import WORKLOAD_SCHEMA_PATH
+from faasprof.platforms.registry import plugin_schema_parts
 
 CAPACITY_FRACTION = "capacity_fraction"  # "rate": {"capacity_fraction": 0.5}: half the measured capacity
 
 
 @lru_cache(maxsize=1)
-def load_schema() -> dict:
+def file_schema() -> dict:
+    """schema.json as shipped: the built-in collectors, platforms and distributions."""
     with open(WORKLOAD_SCHEMA_PATH, encoding="utf-8") as handle:
         return json.load(handle)
+
+
+# What the registries above this module add to the schema for their plug-ins
+# (faasprof.workload.arrivals: the plug-in distributions), each a function that extends it in place.
+_SCHEMA_PARTS: list[Callable[[dict], None]] = []
+
+
+def add_schema_part(part: Callable[[dict], None]) -> None:
+    """Have ``load_schema`` extend the schema with ``part`` (a registry's plug-ins)."""
+    _SCHEMA_PARTS.append(part)
+    load_schema.cache_clear()
+    _validator.cache_clear()
+
+
+@lru_cache(maxsize=1)
+def load_schema() -> dict:
+    """The workload schema: schema.json with the plug-ins' collectors, endpoints, instance keys and
+    distributions added (``faasprof.plugins``), so that a plug-in's names are known and its settings
+    checked by the schema the plug-in gives."""
+    schema = file_schema()
+    collectors = plugin_schema_properties()
+    endpoints, instance_keys = plugin_schema_parts()
+    if not (collectors or endpoints or instance_keys or _SCHEMA_PARTS):
+        return schema
+    schema = copy.deepcopy(schema)
+    schema["$defs"]["monitoring"]["properties"].update(collectors)
+    schema["properties"]["endpoint"]["enum"].extend(endpoints)
+    schema["$defs"]["instance"]["properties"].update(instance_keys)
+    for part in _SCHEMA_PARTS:
+        part(schema)
+    return schema
 
 
 @lru_cache(maxsize=1)

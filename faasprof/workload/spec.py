@@ -65,6 +65,7 @@ from faasprof.workload.references import (
     script_path,
     unknown_function,
 )
+from faasprof.workload.shipped import find_workload
 
 # The run directory is <test_name>-<YYYYmmddTHHMMSS>[-N]: 21 characters beside the name, within
 # the 255 bytes most filesystems allow for one directory name.
@@ -670,7 +671,9 @@ def load_workload(
     limits: PlatformLimits | None = None,
     missing_files_warn: bool = False,
 ) -> Workload:
-    """Read, validate and resolve a workload file; raise ConfigError listing every problem."""
+    """Read, validate and resolve a workload file (or a shipped workload's bare name); raise
+    ConfigError listing every problem."""
+    path = find_workload(path)
     return workload_from_parsed(
         parse_workload_file(path),
         path,

@@ -14,7 +14,10 @@ needs to know about a collector asks this registry:
   ``python -m faasprof.monitoring.collectors --write`` and checked against the files by the tests.
 
 Adding a collector: one module here with a ``Collector`` subclass (see ``base``), its name in
-``COLLECTORS``, and tests (ARCHITECTURE.md, "Add a collector").
+``COLLECTORS``, and tests (ARCHITECTURE.md, "Add a collector"). Out of the tree, an installed
+package adds one by an entry point in ``faasprof.collectors`` (``PLUGIN_GROUP``; ``faasprof.plugins``,
+docs/plugins.md): it joins ``COLLECTORS`` after the built-ins, its options are checked by its own
+``options_schema`` (``plugin_schema_properties``), and the generated documents keep to the built-ins.
 """
 
 from __future__ import annotations
@@ -22,6 +25,7 @@ from __future__ import annotations
 import copy
 import json
 
+from faasprof import plugins
 from faasprof.monitoring import host
 from faasprof.monitoring.collectors.base import Collector, ParseKind
 from faasprof.monitoring.collectors.blktrace import BlktraceCollector
@@ -30,14 +34,13 @@ from faasprof.monitoring.collectors.perf import PerfCollector
 from faasprof.monitoring.collectors.rdt import RdtCollector
 from faasprof.monitoring.collectors.vmstat import VmstatCollector
 
-COLLECTORS: tuple[type[Collector], ...] = (
+BUILTIN_COLLECTORS: tuple[type[Collector], ...] = (
     PerfCollector,
     RdtCollector,
     BlktraceCollector,
     CgroupCollector,
     VmstatCollector,
 )
-REGISTRY: dict[str, type[Collector]] = {cls.name: cls for cls in COLLECTORS}
 
 SCHEMA_DESCRIPTION = (
     "Built-in collectors started and stopped with the run. A collector runs when its key is present "
@@ -125,23 +128,30 @@ def option_schemas(cls: type[Collector]) -> dict[str, dict]:
     return properties
 
 
+def collector_schema(cls: type[Collector]) -> dict:
+    """The schema of ``cls``'s key in the ``monitoring`` block: true/false or its options."""
+    return {
+        "anyOf": [
+            {"type": "boolean"},
+            {"type": "object", "additionalProperties": False, "properties": option_schemas(cls)},
+        ],
+        "description": cls.summary,
+    }
+
+
+def plugin_schema_properties() -> dict[str, dict]:
+    """``$defs.monitoring.properties`` entries of the plug-in collectors (schema.json holds the
+    built-ins'); ``faasprof.workload.messages.load_schema`` adds them to the workload schema."""
+    return {cls.name: collector_schema(cls) for cls in COLLECTORS if cls not in BUILTIN_COLLECTORS}
+
+
 def schema_fragment() -> dict:
-    """``$defs.monitoring`` of the workload schema."""
+    """``$defs.monitoring`` of the workload schema (the built-in collectors)."""
     return {
         "type": "object",
         "additionalProperties": False,
         "description": SCHEMA_DESCRIPTION,
-        "properties": {
-            cls.name: {
-                "anyOf": [
-                    {"type": "boolean"},
-                    {"type": "object", "additionalProperties": False, "properties": option_schemas(cls)},
-                ],
-                "description": cls.summary,
-            }
-            for cls in COLLECTORS
-        }
-        | {"hosts": HOSTS_SCHEMA},
+        "properties": {cls.name: collector_schema(cls) for cls in BUILTIN_COLLECTORS} | {"hosts": HOSTS_SCHEMA},
     }
 
 
@@ -159,7 +169,7 @@ def schema_text() -> str:
         f'      "description": {_one_line(SCHEMA_DESCRIPTION)},',
         '      "properties": {',
     ]
-    for cls in COLLECTORS:
+    for cls in BUILTIN_COLLECTORS:
         options = option_schemas(cls)
         lines += [
             f"        {_one_line(cls.name)}: {{",
@@ -207,7 +217,7 @@ def guide_table() -> str:
         "| key | records | how | raw output in `monitors/<key>/` | `faasprof parse` kinds |",
         "|---|---|---|---|---|",
     ]
-    for cls in COLLECTORS:
+    for cls in BUILTIN_COLLECTORS:
         kinds = ", ".join(f"`{kind.name}`" for kind in cls.parse_kinds) or "-"
         rows.append(f"| `{cls.name}` | {cls.summary} | {cls.tool} | {cls.raw_outputs} | {kinds} |".replace("\n", " "))
     rows += ["", TABLE_END]
@@ -217,3 +227,34 @@ def guide_table() -> str:
 def replace_guide_table(text: str) -> str:
     begin, end = text.index(TABLE_BEGIN), text.index(TABLE_END) + len(TABLE_END)
     return text[:begin] + guide_table() + text[end:]
+
+
+# -- plug-ins: loaded last, so that a plug-in module importing faasprof finds this one complete --
+
+PLUGIN_GROUP = "faasprof.collectors"
+# Keys of the monitoring block that name no collector.
+RESERVED_KEYS = ("hosts",)
+
+
+def accept_plugin(name: str, loaded: object) -> tuple[type[Collector] | None, str | None]:
+    """A plug-in collector as ``faasprof.plugins.load_group`` asks: a ``Collector`` subclass named
+    as its entry point, whose name and ``faasprof parse`` kinds no built-in takes."""
+    if not (isinstance(loaded, type) and issubclass(loaded, Collector)):
+        return None, f"{loaded!r} is not a subclass of faasprof.monitoring.collectors.base.Collector"
+    if loaded.name != name:
+        return None, f"its class's name is {loaded.name!r}; set name = {name!r} (the entry point's name)"
+    if name in RESERVED_KEYS or any(cls.name == name for cls in BUILTIN_COLLECTORS):
+        return None, f"{name!r} is a built-in key of the monitoring block; give the plug-in another name"
+    taken = {kind.name for cls in BUILTIN_COLLECTORS for kind in cls.parse_kinds}
+    clash = sorted(kind.name for kind in loaded.parse_kinds if kind.name in taken)
+    if clash:
+        return None, f"its parse kind(s) {', '.join(clash)} are a built-in collector's; rename them"
+    if not isinstance(loaded.options_schema, dict) or not isinstance(loaded.defaults, dict):
+        return None, "options_schema and defaults must be dicts"
+    return loaded, None
+
+
+COLLECTORS: tuple[type[Collector], ...] = BUILTIN_COLLECTORS + tuple(
+    plugin.value for plugin in plugins.load_group(PLUGIN_GROUP, accept_plugin)
+)
+REGISTRY: dict[str, type[Collector]] = {cls.name: cls for cls in COLLECTORS}

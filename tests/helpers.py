@@ -1,0 +1,63 @@
+"""Helpers the tests import: the checkout's paths, its tracked files, ``faasprof`` run as a
+subprocess, and a test server's JSON answer. Fixtures and hooks stay in ``tests/conftest.py``."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+REPO_ROOT = Path(__file__).resolve().parent.parent
+DATA_DIR = Path(__file__).resolve().parent / "data"
+
+
+def tracked_files(root: Path = REPO_ROOT) -> list[Path]:
+    """The project's files under ``root``: tracked, or new and not ignored (build outputs, runs and
+    virtualenvs beside them are no part of the project); outside a git checkout, every file. A
+    check that reads the project's own files reads these, never what a run left in the tree."""
+    done = subprocess.run(
+        ["git", "ls-files", "-z", "--cached", "--others", "--exclude-standard"],
+        cwd=root,
+        capture_output=True,
+        timeout=60,
+    )
+    if done.returncode != 0:
+        return sorted(path for path in root.rglob("*") if path.is_file())
+    return sorted(root / name for name in done.stdout.decode().split("\0") if name)
+
+
+def run_cli(
+    *args: str,
+    cwd: str | os.PathLike | None = None,
+    timeout: float = 120,
+    env: dict | None = None,
+    input: str | None = None,
+):
+    """Run ``faasprof`` as a subprocess; returns the CompletedProcess (text mode)."""
+    full_env = dict(os.environ)
+    full_env.pop("WSK_CONFIG_FILE", None)
+    full_env["HOME"] = full_env.get("FAASPROF_TEST_HOME", full_env.get("HOME", ""))
+    if env:
+        full_env.update(env)
+    return subprocess.run(
+        [sys.executable, "-m", "faasprof", *map(str, args)],
+        cwd=cwd or REPO_ROOT,
+        capture_output=True,
+        text=True,
+        timeout=timeout,
+        env=full_env,
+        input=input,
+    )
+
+
+def send_json(handler, status: int, body: object) -> None:
+    """A test server's answer: ``body`` as JSON with its length (``handler`` is the request's
+    ``BaseHTTPRequestHandler``; keep-alive clients need the length)."""
+    data = json.dumps(body).encode()
+    handler.send_response(status)
+    handler.send_header("Content-Type", "application/json")
+    handler.send_header("Content-Length", str(len(data)))
+    handler.end_headers()
+    handler.wfile.write(data)

@@ -1,0 +1,101 @@
+"""The example plug-in as a user installs it: faasprof's wheel and the plug-in, pip-installed into a
+fresh venv, used from a folder outside any checkout through doctor, validate, run and analyze.
+
+The wheel is built from a clean clone of this commit (as tests/test_installed.py builds it) and
+installed, with the example plug-in (examples/faasprof-example-plugin of the same clone), by pip
+offline into a new venv under tmp; the venv reaches the dev venv's third-party packages through a
+``.pth`` path line (nothing is downloaded; the dev venv gets nothing). The same venv checks that
+a wheel user reaches the shipped workloads by name and through ``faasprof examples``."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from tests.helpers import REPO_ROOT
+from tests.test_installed import clean_clone, faasprof, new_venv, pip_install, user_env
+
+pytestmark = [pytest.mark.slow, pytest.mark.skipif(not (REPO_ROOT / ".git").exists(), reason="needs the git checkout")]
+
+
+def sawtooth_loadavg(folder: Path) -> Path:
+    """A 4 s run of json_dumps on the example's Sawtooth (1 to 5 per second every 2 s: 12
+    invocations) with the example's loadavg collector sampling every 100 ms."""
+    data = {
+        "test_name": "sawtooth_loadavg",
+        "test_duration_in_seconds": 4,
+        "blocking_cli": True,
+        "instances": {
+            "ramp": {
+                "application": "json_dumps",
+                "distribution": "Sawtooth",
+                "sawtooth_low_rps": 1,
+                "sawtooth_high_rps": 5,
+                "sawtooth_period_s": 2,
+            }
+        },
+        "monitoring": {"loadavg": {"interval_ms": 100, "required": True}},
+    }
+    path = folder / "sawtooth_loadavg.json"
+    path.write_text(json.dumps(data))
+    return path
+
+
+def test_the_example_plugin_installed_with_pip_is_used_by_validate_run_and_analyze(tmp_path):
+    clone = clean_clone(tmp_path)
+    built = subprocess.run(
+        [sys.executable, "-m", "pip", "wheel", "-q", "--no-deps", "--no-build-isolation", "-w", str(tmp_path / "dist")]
+        + [str(clone), str(clone / "examples" / "faasprof-example-plugin")],
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
+    assert built.returncode == 0, built.stderr[-3000:]
+    python = new_venv(tmp_path / "venv")
+    pip_install(python, *map(str, sorted((tmp_path / "dist").glob("*.whl"))))
+    env = user_env(tmp_path, python)
+    work = tmp_path / "work"
+    work.mkdir()
+
+    doctor = faasprof(env, work, "doctor")
+    assert doctor.returncode == 0, doctor.stderr
+    assert "plugins   ok      collector 'loadavg' from faasprof-example-plugin 0.1.0" in doctor.stdout
+    assert "plugins   ok      distribution 'Sawtooth' from faasprof-example-plugin 0.1.0" in doctor.stdout
+    assert "plugins   info    metric 'wait_over_platform_latency' from faasprof-example-plugin 0.1.0" in doctor.stdout
+    assert "setup.sh" not in doctor.stdout, "a wheel user has no setup.sh"
+
+    workload = sawtooth_loadavg(work)
+    validated = faasprof(env, work, "validate", workload)
+    assert validated.returncode == 0, validated.stderr
+    ran = faasprof(env, work, "run", workload, "--quiet", timeout=150)
+    assert ran.returncode == 0, ran.stderr
+    run_dir = work / ran.stdout.strip().splitlines()[-1]
+    samples = (run_dir / "monitors" / "loadavg" / "loadavg.csv").read_text().splitlines()
+    assert samples[0].startswith("elapsed_ns,load_1min,") and len(samples) > 10
+    analyzed = faasprof(env, work, "analyze", run_dir, timeout=150)
+    assert analyzed.returncode == 0, analyzed.stderr
+    summary = json.loads((run_dir / "analysis" / "summary.json").read_text())
+    assert summary["run"]["planned"] == 12 and summary["run"]["outcomes"]["ok"] == 12
+    assert summary["monitors"]["loadavg"]["rows"] > 10 and "load_1min" in summary["monitors"]["loadavg"]["mean"]
+    # The example's metric: a column of the frame, percentiles in each phase's statistics.
+    assert '"wait_over_platform_latency_p50": ' in json.dumps(summary)
+    assert (run_dir / "analysis" / "monitor_loadavg.parquet").is_file()
+    assert (
+        "<td class='l'>loadavg</td><td class='l'>load_1min</td>" in (run_dir / "analysis" / "report.html").read_text()
+    )
+
+    # The shipped workloads, by bare name, from a folder that holds none of them.
+    assert faasprof(env, work, "validate", "paper_listing1").returncode == 0
+    missing = faasprof(env, work, "validate", "workload_configs/paper_listing1.json")
+    assert missing.returncode == 2 and missing.stderr.splitlines() == [
+        "workload_configs/paper_listing1.json: no such file; faasprof ships paper_listing1: name it bare "
+        "(faasprof run paper_listing1), or copy it here with faasprof examples copy paper_listing1"
+    ]
+    listed = faasprof(env, work, "examples")
+    assert listed.returncode == 0 and any(line.startswith("paper_listing1 ") for line in listed.stdout.splitlines())
+    copied = faasprof(env, work, "examples", "copy", "paper_listing1")
+    assert copied.returncode == 0 and (work / "paper_listing1.json").is_file()
