@@ -16,9 +16,10 @@ from faasprof.analyzer import io_breakdown
 from faasprof.analyzer import plots as plots_mod
 from faasprof.analyzer import tails as tails_mod
 from faasprof.analyzer.markup import fmt, image, ms, page, pct, rate, seconds, table
+from faasprof.analyzer.summary import Instance, RunInfo, Summary
 
 
-def failures_section(summary: dict) -> str:
+def failures_section(summary: Summary) -> str:
     """The failures, first on the page (empty when every invocation succeeded)."""
     failures = summary["failures"]
     if not failures["total"]:
@@ -120,7 +121,7 @@ def _ci(entry: dict, prefix: str) -> str:
     return f"{ms(low)} – {ms(high)}"
 
 
-def _calls(summary: dict) -> dict[str, list[str]]:
+def _calls(summary: Summary) -> dict[str, list[str]]:
     """The instances by the kind of their calls (the modes table has no column for it)."""
     out: dict[str, list[str]] = {"Blocking": [], "Non-blocking": []}
     for instance in summary["instances"]:
@@ -129,12 +130,12 @@ def _calls(summary: dict) -> dict[str, list[str]]:
     return out
 
 
-def _offered(instance: dict, phase: dict) -> str:
+def _offered(instance: Instance, phase: dict) -> str:
     """The offered rate, or "closed loop" for a native run's (its workers call again when answered)."""
     return "closed loop" if instance.get("distribution") == rundir.CLOSED_LOOP else rate(phase["offered_rps"])
 
 
-def not_invoked(summary: dict) -> list[str]:
+def not_invoked(summary: Summary) -> list[str]:
     """Instances the plan gave no invocation, each with why: muted (rate 0) or an empty window.
     They have no phase row, so the modes table alone would drop them without a word."""
     out = []
@@ -146,7 +147,7 @@ def not_invoked(summary: dict) -> list[str]:
     return out
 
 
-def write_report(run, summary: dict, path: Path) -> None:
+def write_report(run, summary: Summary, path: Path) -> None:
     info = summary["run"]
     records = summary["records"]
     parts = [f"<h1>faasprof run <code>{html.escape(info['dir'])}</code></h1>"]
@@ -341,7 +342,7 @@ def write_report(run, summary: dict, path: Path) -> None:
     path.write_text(page(f"faasprof: {info['test_name']}", parts), encoding="utf-8")
 
 
-def _monitor_rows(run, summary: dict) -> tuple[list[list], list[str]]:
+def _monitor_rows(run, summary: Summary) -> tuple[list[list], list[str]]:
     """The monitors table's rows (a host's first in a run that measured other hosts: each host's
     rows apart) and the notes on what was left out."""
     hosts = summary.get("hosts") or {}
@@ -364,13 +365,13 @@ def _monitor_rows(run, summary: dict) -> tuple[list[list], list[str]]:
     return rows, notes
 
 
-def _not_sent_interrupted(info: dict) -> dict[str, int]:
+def _not_sent_interrupted(info: RunInfo) -> dict[str, int]:
     """The run's invocations planned after it stopped, under their label (none: empty)."""
     count = info.get("not_sent_interrupted")
     return {"not sent: interrupted": count} if count else {}
 
 
-def summary_lines(summary: dict) -> list[str]:
+def summary_lines(summary: Summary) -> list[str]:
     """The analysis in a few lines: records, failures first, outcomes, one line per instance and phase."""
     records = summary["records"]
     lines = [
