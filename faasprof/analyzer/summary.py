@@ -16,13 +16,11 @@ top and documented there.
 
 from __future__ import annotations
 
-from typing import Any, TypedDict, Union
+from typing import Any, TypedDict
 
 SUMMARY_FORMAT_VERSION = 2
 SUPPORTED_SUMMARY_VERSIONS = (2,)
 
-# A JSON value as the summary holds it: NaN and infinities are written as null (stats.clean).
-JSONScalar = Union[str, int, float, bool, None]
 # One row of a statistics frame (phase_stats, function_stats) with its columns as keys; a phase's
 # ``mode_evidence`` is the one nested value.
 StatsRow = dict[str, Any]
