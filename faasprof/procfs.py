@@ -45,3 +45,17 @@ def pid_alive(pid: int) -> bool:
     except PermissionError:
         return True
     return True
+
+
+def owner_alive(pid: int, start_ticks: int | None) -> bool:
+    """Whether the process that left ``pid`` and its start time ``start_ticks`` behind still runs:
+    the pid exists and, where the start time was recorded (not None) and can be read now, it is the
+    same, so a pid reused by another process is not the owner. A pid of 0 or below names no one
+    process (``kill`` would ask a process group): never alive."""
+    if pid <= 0 or not pid_alive(pid):
+        return False
+    if start_ticks is not None:
+        now = process_start_ticks(pid)
+        if now is not None and now != start_ticks:
+            return False  # the pid was reused by another process
+    return True

@@ -86,6 +86,24 @@ def record(
     }
 
 
+def synthetic_plan(instances: dict, duration_s: float, rng: np.random.Generator) -> list[tuple[float, str, str]]:
+    """(planned time in s, instance, function) of every invocation, in time order: evenly spaced
+    at each instance's rate, or Poisson arrivals, inside its activity window."""
+    plan = []
+    for name, spec in instances.items():
+        start, end = spec.get("activity_window") or (0.0, duration_s)
+        step = 1.0 / spec["rate"]
+        if spec.get("distribution") == "Poisson":
+            gaps = rng.exponential(step, size=int(spec["rate"] * (end - start) * 1.5) + 10)
+            times = start + np.cumsum(gaps)
+        else:
+            times = np.arange(start + step / 2, end, step)
+        times = times[times < end]
+        plan.extend((float(t), name, spec["application"]) for t in times)
+    plan.sort()
+    return plan
+
+
 def write_synthetic_run(
     out_dir,
     *,
@@ -120,18 +138,7 @@ def write_synthetic_run(
     failures = failures or {}
     instances = instances or {"i0": {"application": "fn", "distribution": "Uniform", "rate": 10.0}}
     rng = np.random.default_rng(seed)
-    plan = []
-    for name, spec in instances.items():
-        start, end = spec.get("activity_window") or (0.0, duration_s)
-        step = 1.0 / spec["rate"]
-        if spec.get("distribution") == "Poisson":
-            gaps = rng.exponential(step, size=int(spec["rate"] * (end - start) * 1.5) + 10)
-            times = start + np.cumsum(gaps)
-        else:
-            times = np.arange(start + step / 2, end, step)
-        times = times[times < end]
-        plan.extend((float(t), name, spec["application"]) for t in times)
-    plan.sort()
+    plan = synthetic_plan(instances, duration_s, rng)
     n = len(plan)
     intended = np.array([int(t * 1e9) for t, _, _ in plan], dtype=np.int64)
     ids = _ids(rng, n)

@@ -26,6 +26,8 @@ from tests.test_own_functions import python_function
 pytestmark = [pytest.mark.slow, pytest.mark.skipif(not (REPO_ROOT / ".git").exists(), reason="needs the git checkout")]
 
 WHEEL_DATA = (
+    "faasprof/py.typed",  # PEP 561: type checkers read the installed package's annotations
+    *(f"faasprof/analyzer/templates/{p.name}" for p in sorted((REPO_ROOT / "faasprof/analyzer/templates").iterdir())),
     "faasprof/functions/manifest.json",
     "faasprof/functions/json_dumps/__main__.py",
     "faasprof/functions/img-resize/index.js",
@@ -231,6 +233,8 @@ def test_a_wheel_from_a_clean_clone_installs_and_works_from_another_folder(tmp_p
     assert run_dir.parent == work / "runs"
     analyzed = faasprof(env, work, "analyze", run_dir, "--no-plots", timeout=120)
     assert analyzed.returncode == 0, analyzed.stderr
+    # The report's templates are read from the installed package.
+    assert (run_dir / "analysis" / "report.html").read_text(encoding="utf-8").startswith("<!DOCTYPE html>")
 
     def python_c(code: str) -> subprocess.CompletedProcess:
         return subprocess.run([python, "-c", code], cwd=work, env=env, capture_output=True, text=True, timeout=60)

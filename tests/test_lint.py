@@ -67,6 +67,38 @@ def test_an_import_no_tool_can_resolve_fails(tmp_path):
     assert 'Import "faasprof.nowhere" could not be resolved' in done.stdout
 
 
+PAYLOAD = (
+    '"""A payload."""\n\nfrom paramlib import double\n\n\ndef main(count: int) -> int:\n    return double(count)\n'
+)
+PAYLOADS_CONFIG = 'files = ["faasprof/workload", "faasprof/functions"]\nexclude = [\'^faasprof/functions/[^/]+/\']'
+
+
+def _payloads(root: Path, second: str) -> Path:
+    """Two function payloads, each a program whose module is __main__ importing its sibling paramlib."""
+    pyproject = root / "pyproject.toml"
+    pyproject.write_text(pyproject.read_text().replace('files = ["faasprof/workload"]', PAYLOADS_CONFIG))
+    (root / "faasprof" / "functions").mkdir()
+    (root / "faasprof" / "functions" / "__init__.py").write_text('"""A package."""\n')
+    for name, main in (("first", PAYLOAD), ("second-one", second)):
+        folder = root / "faasprof" / "functions" / name
+        folder.mkdir()
+        (folder / "__main__.py").write_text(main)
+        (folder / "paramlib.py").write_text(GOOD)
+    return root
+
+
+def test_function_payloads_are_checked_one_folder_at_a_time_with_their_siblings(tmp_path):
+    clean = _lint(_payloads(_tree(tmp_path / "clean", GOOD), PAYLOAD), skip_format=True)
+    assert clean.returncode == 0, clean.stdout + clean.stderr
+    # A type error seen only through the sibling module: paramlib.double returns an int.
+    wrong = PAYLOAD.replace("-> int:\n    return double", "-> str:\n    return double")
+    done = _lint(_payloads(_tree(tmp_path / "wrong", GOOD), wrong), skip_format=True)
+    assert done.returncode == 1
+    assert (
+        'faasprof/functions/second-one/__main__.py:7: error: Incompatible return value type (got "int"' in done.stdout
+    )
+
+
 def test_a_pyflakes_finding_fails(tmp_path):
     done = _lint(_tree(tmp_path, GOOD.replace('"""A module."""\n', '"""A module."""\n\nimport os\n')), skip_format=True)
     assert done.returncode == 1 and "F401" in done.stdout

@@ -8,7 +8,7 @@ import subprocess
 import sys
 from pathlib import Path
 
-from faasprof.procfs import process_start_ticks
+from faasprof.procfs import owner_alive, process_start_ticks
 
 # Fields 3 to 52 of a stat line (proc(5)); field 22, starttime, is the 20th of them.
 _AFTER_COMM = "S 1 4242 4242 0 -1 4194560 90 0 0 0 0 0 0 0 20 0 1 0 987654321 1000 100 " + " ".join(["0"] * 30)
@@ -60,3 +60,22 @@ def test_a_process_that_renames_itself_to_odd_bytes_keeps_its_start_time():
     finally:
         child.kill()
         child.wait()
+
+
+def test_the_owner_is_alive_while_its_pid_runs_with_the_recorded_start_time():
+    child = subprocess.Popen(["sleep", "30"])
+    try:
+        ticks = process_start_ticks(child.pid)
+        assert ticks is not None
+        assert owner_alive(child.pid, ticks) and owner_alive(child.pid, None)
+        assert not owner_alive(child.pid, ticks + 1)  # the pid now names another process
+    finally:
+        child.kill()
+        child.wait()
+    assert not owner_alive(child.pid, ticks) and not owner_alive(child.pid, None)
+
+
+def test_a_pid_of_zero_or_below_is_no_owner():
+    # kill(0, 0) and kill(-1, 0) ask a process group, which exists: that said nothing of an owner.
+    assert not owner_alive(0, None)
+    assert not owner_alive(-1, None)

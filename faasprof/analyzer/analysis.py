@@ -18,7 +18,8 @@ records from the platform when the run did not save them, then writes ``analysis
 Everything in ``analysis/`` is derived and rebuilt from scratch on every call; the same inputs give
 the same files (no timestamps, deterministic plot sampling).
 
-Summary format versions (``SUMMARY_FORMAT_VERSION``):
+The summary's shape is ``faasprof.analyzer.summary``'s TypedDicts, every key and unit in
+docs/analysis.md. Summary format versions (``SUMMARY_FORMAT_VERSION``):
   1: first version.
   2: final outcomes (the HTTP outcome joined with the activation record): ``run.final_outcomes``,
      ``failures`` (by function and outcome, with an example error), ``final_*``/``successful``/
@@ -55,13 +56,25 @@ from faasprof.analyzer import report as report_mod
 from faasprof.analyzer import stats as stats_mod
 from faasprof.analyzer import tails as tails_mod
 from faasprof.analyzer.outcome_columns import pushback_counts
+from faasprof.analyzer.summary import (
+    SUMMARY_FORMAT_VERSION,
+    SUPPORTED_SUMMARY_VERSIONS,
+    FailureGroup,
+    Failures,
+    Instance,
+    MonitorsInfo,
+    Phase,
+    Pushback,
+    RecordsInfo,
+    RecordsInfoCore,
+    Summary,
+)
 from faasprof.errors import FaasprofError, FormatError
 from faasprof.monitoring.frames import load_run_monitors, local_host_label, run_hosts
 from faasprof.outcomes import ACCEPTED_HTTP_OUTCOMES, FAILURE_OUTCOMES, FINAL_OUTCOMES, HTTP_OUTCOMES, pushback_line
 from faasprof.platforms import registry
+from faasprof.platforms.base import Platform
 
-SUMMARY_FORMAT_VERSION = 2
-SUPPORTED_SUMMARY_VERSIONS = (2,)
 SUMMARY = "summary.json"
 LATENCY_KIND = "completion: planned send → function end (completion_latency_ms)"
 # The records' source in a native run's summary: what its latency is, and where the rest is.
@@ -87,7 +100,9 @@ class Run:
     hosts: dict[str, rundir.HostInfo] = field(default_factory=dict)  # the remote hosts measured, by name
     specs: list[dict] = field(default_factory=list)
     phases: list[dict] = field(default_factory=list)
-    records_info: dict = field(default_factory=dict)
+    records_info: RecordsInfo = field(
+        default_factory=lambda: RecordsInfo(source="none", unreadable_lines=0, foreign_ignored=0)
+    )
     warnings: list[str] = field(default_factory=list)
     end_s: float | None = None  # where a run that stopped early stopped (analyzer.stats.run_end_s)
     _records: pd.DataFrame | None = field(default=None, repr=False)
@@ -186,7 +201,7 @@ def fetch_run_records(
     return next(iter(reports.values())) if len(reports) == 1 else reports
 
 
-def record_platforms(manifest: rundir.Manifest, connection=None) -> dict[type, list[str]]:
+def record_platforms(manifest: rundir.Manifest, connection=None) -> dict[type[Platform], list[str]]:
     """The platforms of the run, by its manifest (``faasprof.platforms.registry.record_keepers``),
     that keep records and can be asked now (a platform reached through a connection only with
     one), each with the names of the instances it served. None in a native run."""
@@ -196,23 +211,21 @@ def record_platforms(manifest: rundir.Manifest, connection=None) -> dict[type, l
     return {cls: names for cls, names in keepers.items() if connection is not None or not cls.reached_by_connection}
 
 
-def _load_monitors(
-    run_dir: Path, manifest: rundir.Manifest, warnings: list[str]
-) -> tuple[dict[str, pd.DataFrame], dict]:
+def _load_monitors(run_dir: Path, manifest: rundir.Manifest) -> tuple[dict[str, pd.DataFrame], MonitorsInfo, list[str]]:
+    """The monitors' frames by name, what the summary says of them, and the warnings."""
     if not rundir.monitor_dirs(run_dir) and not rundir.host_dirs(run_dir):
-        return {}, {"status": "none"}
+        return {}, {"status": "none"}, []
     try:
         loaded = load_run_monitors(run_dir, manifest) or {}
     except FaasprofError as error:
-        warnings.append(f"monitors: {error}")
-        return {}, {"status": "error", "error": str(error)}
+        return {}, {"status": "error", "error": str(error)}, [f"monitors: {error}"]
     frames = {name: frame for name, frame in sorted(loaded.items()) if isinstance(frame, pd.DataFrame)}
-    return frames, {"status": "loaded", "names": sorted(frames)}
+    return frames, {"status": "loaded", "names": sorted(frames)}, []
 
 
 def run_records(
     run_dir: Path, invocations: pd.DataFrame, refresh_index: bool = False
-) -> tuple[pd.DataFrame, np.ndarray, dict]:
+) -> tuple[pd.DataFrame, np.ndarray, RecordsInfoCore]:
     """The records of ``activations.jsonl`` that invocations of the run matched, each invocation's
     row among them (−1: none), and what ``records_info`` says of them (``source`` ``none``: no file)."""
     if not rundir.has_records(run_dir):
@@ -237,17 +250,17 @@ def _group_tables(
     frame: pd.DataFrame,
     specs: list[dict],
     phase_list: list[dict],
-    warnings: list[str],
     references: dict[str, dict],
     end_s: float | None = None,
     pause_grace_ms: float | None = None,
-) -> tuple[pd.DataFrame, pd.DataFrame]:
-    """``phase_stats`` (one row per instance × steady phase, with the mode) and ``function_stats``
-    (one row per function over the whole run, up to ``end_s`` when it stopped early); stability
-    warnings are appended to ``warnings``. ``references``: each function's reference latency for
+) -> tuple[pd.DataFrame, pd.DataFrame, list[str]]:
+    """``phase_stats`` (one row per instance × steady phase, with the mode), ``function_stats``
+    (one row per function over the whole run, up to ``end_s`` when it stopped early) and the
+    stability warnings. ``references``: each function's reference latency for
     the queueing rule (``stats.latency_references``); ``pause_grace_ms``: the platform's, the lower
     edge of the balanced band (``stats.warm_rate_rps``)."""
     intended = frame["intended_s"].to_numpy()
+    warnings: list[str] = []
     phase_rows = []
     # The statistics read these columns only: groups are cut from them, one at a time, by position,
     # so no copy of the whole frame is ever held per instance.
@@ -345,7 +358,7 @@ def _group_tables(
             }
         )
     function_stats = pd.DataFrame(function_rows)
-    return phase_stats, function_stats
+    return phase_stats, function_stats, warnings
 
 
 def _blocking_answers(rows: pd.DataFrame, blocking: np.ndarray) -> dict:
@@ -383,7 +396,7 @@ def load_run(
     records, position, info = run_records(run_dir, invocations, refresh_index=True)
     if manifest.native_run:
         info["source"] = NATIVE_SOURCE
-    records_info: dict[str, Any] = {"with_activation_id": with_id, **info}
+    records_info: RecordsInfo = {"with_activation_id": with_id, **info}
     bad, foreign = info["unreadable_lines"], info["foreign_ignored"]
     if bad:
         warnings.append(f"{activations}: {bad} unreadable lines ignored (a line cut short, or not a JSON object)")
@@ -408,7 +421,9 @@ def load_run(
     found = int(frame["has_record"].sum())
     missing_mask = (frame["has_activation_id"] & ~frame["has_record"]).to_numpy()
     missing_ids = sorted(frame["activation_id"][missing_mask].tolist())
-    records_info.update(found=found, missing=len(missing_ids), missing_ids_sample=missing_ids[:MISSING_IDS_IN_SUMMARY])
+    records_info["found"] = found
+    records_info["missing"] = len(missing_ids)
+    records_info["missing_ids_sample"] = missing_ids[:MISSING_IDS_IN_SUMMARY]
     if missing_ids and records_info["source"] != "none":
         # Why they are missing, as the records' save found it (a platform gone for good has no "not yet").
         why = (manifest.activations or {}).get("missing_why") or "not stored by the platform, or not yet"
@@ -427,9 +442,10 @@ def load_run(
 
     # In a function of its own: the groups' copies and positions are gone before the monitors load.
     grace_ms, _ = frames_mod.pause_grace_ms(manifest)
-    phase_stats, function_stats = _group_tables(
-        frame, specs, phase_list, warnings, stats_mod.latency_references(manifest), end_s, grace_ms
+    phase_stats, function_stats, stability = _group_tables(
+        frame, specs, phase_list, stats_mod.latency_references(manifest), end_s, grace_ms
     )
+    warnings.extend(stability)
 
     status = manifest.status
     if status != "complete":
@@ -446,7 +462,8 @@ def load_run(
     if not_sent:
         warnings.append(f"{not_sent} planned invocations were never sent (outcome not_sent)")
     warnings.extend(frame.attrs.get("metric_problems", ()))  # the plug-ins' metrics that failed
-    monitors, monitors_info = _load_monitors(run_dir, manifest, warnings)
+    monitors, monitors_info, monitor_warnings = _load_monitors(run_dir, manifest)
+    warnings.extend(monitor_warnings)
     records_info["pause_grace_ms"], records_info["pause_grace_source"] = frames_mod.pause_grace_ms(manifest)
     if (
         not frames_mod.pause_grace_known(records_info["pause_grace_source"])
@@ -476,7 +493,7 @@ def load_run(
     )
 
 
-def monitor_summary(run: Run) -> dict:
+def monitor_summary(run: Run) -> dict[str, dict[str, Any]]:
     """Per monitor, of the machine that ran faasprof (each remote host's: ``hosts_mod.summary``):
     rows, columns and the mean of every numeric column (all rows, steady phases)."""
     local = local_host_label(run.manifest)
@@ -488,14 +505,14 @@ def monitor_summary(run: Run) -> dict:
     return out
 
 
-def failure_summary(frame: pd.DataFrame, end_s: float | None = None) -> dict:
+def failure_summary(frame: pd.DataFrame, end_s: float | None = None) -> Failures:
     """Invocations that did not succeed, by function and final outcome, each with its count, its
     completion latency (p50, max) and the first error text seen (record error, else HTTP error).
     Those planned after the run stopped at ``end_s`` did not fail: they were never due."""
     failed = frame[
         stats_mod.label_mask(frame["final_outcome"], FAILURE_OUTCOMES) & ~stats_mod.unsent_after_end(frame, end_s)
     ]
-    groups = []
+    groups: list[FailureGroup] = []
     for (function, outcome), rows in failed.groupby(
         [failed["function"].astype(object), failed["final_outcome"].astype(object)], sort=False
     ):
@@ -519,7 +536,7 @@ def failure_summary(frame: pd.DataFrame, end_s: float | None = None) -> dict:
     return {"total": int(len(failed)), "by_function": groups}
 
 
-def pushback_summary(frame: pd.DataFrame, outcome_counts: dict[str, int]) -> dict:
+def pushback_summary(frame: pd.DataFrame, outcome_counts: dict[str, int]) -> Pushback:
     """How the platform pushed back on the run's calls: rows per kind and the line that says it
     (None when it never did), as the run said it on stderr."""
     counts = pushback_counts(frame)
@@ -527,14 +544,29 @@ def pushback_summary(frame: pd.DataFrame, outcome_counts: dict[str, int]) -> dic
     return {"counts": counts, "line": pushback_line(counts, int(len(frame)), accepted)}
 
 
-def build_summary(run: Run) -> dict:
+def _phase(phase: dict) -> Phase:
+    """A phase of ``stats.phases`` as the summary holds it (its keys in the same order)."""
+    out: Phase = {
+        "phase": phase["phase"],
+        "start_s": phase["start_s"],
+        "end_s": phase["end_s"],
+        "steady_start_s": phase["steady_start_s"],
+        "instances": list(phase["instances"]),
+    }
+    if "planned_end_s" in phase:
+        out["planned_end_s"] = phase["planned_end_s"]
+    return out
+
+
+def build_summary(run: Run) -> Summary:
+    """``summary.json`` of a loaded run (without ``outputs`` and ``io``, which ``analyze_run`` adds)."""
     frame = run.invocations
     outcome_counts = {name: int((frame["outcome"] == name).sum()) for name in HTTP_OUTCOMES}
     final_counts = {name: int((frame["final_outcome"] == name).sum()) for name in FINAL_OUTCOMES}
     # Planned after the run stopped: apart from the final outcomes, which count what was due.
     unsent_after = int(stats_mod.unsent_after_end(frame, run.end_s).sum())
     final_counts["not_sent"] -= unsent_after
-    instances = []
+    instances: list[Instance] = []
     for spec in run.specs:
         rows = (
             run.phase_stats[run.phase_stats["instance"] == spec["instance"]] if len(run.phase_stats) else pd.DataFrame()
@@ -573,8 +605,19 @@ def build_summary(run: Run) -> dict:
             )
             record["mode_evidence"] = {k: record.get(k) for k in evidence_keys}
             phases.append(record)
-        instances.append({**spec, "phases": phases})
-    summary = {
+        instances.append(
+            {
+                "instance": spec["instance"],
+                "function": spec["function"],
+                "distribution": spec["distribution"],
+                "rate_rps": spec["rate_rps"],
+                "window_s": list(spec["window_s"]),
+                "planned": spec["planned"],
+                "blocking": spec["blocking"],
+                "phases": phases,
+            }
+        )
+    summary: Summary = {
         "format_version": SUMMARY_FORMAT_VERSION,
         "generated_by": {"faasprof": __version__},
         "run": {
@@ -588,7 +631,7 @@ def build_summary(run: Run) -> dict:
             "final_outcomes": final_counts,
             "end_s": run.end_s,
             "not_sent_interrupted": unsent_after,
-            "phases": [{k: v for k, v in p.items()} for p in run.phases],
+            "phases": [_phase(p) for p in run.phases],
             "pushback": pushback_summary(frame, outcome_counts),
         },
         "failures": failure_summary(frame, run.end_s),
@@ -610,7 +653,8 @@ def build_summary(run: Run) -> dict:
         "hosts": hosts_mod.summary(run),
         "warnings": run.warnings,
     }
-    return stats_mod.clean(summary)
+    cleaned: Summary = stats_mod.clean(summary)  # the same keys; NaN and numpy scalars made JSON's
+    return cleaned
 
 
 def _write_parquet(frame: pd.DataFrame, path: Path) -> None:
@@ -672,7 +716,7 @@ def analyze_run(
     retry_delays_s: Sequence[float] | None = None,
     progress: Callable[[str], None] | None = None,
     invocations: pd.DataFrame | None = None,
-) -> dict:
+) -> Summary:
     """Analyze a run directory and write ``analysis/``; returns the summary dict.
 
     ``invocations`` is the run's invocation frame when the caller has read it already.
@@ -733,7 +777,7 @@ def analyze_run(
     return summary
 
 
-def load_summary(run_dir: str | os.PathLike) -> dict:
+def load_summary(run_dir: str | os.PathLike) -> Summary:
     """A run's ``analysis/summary.json``, version-checked."""
     path = Path(run_dir) / rundir.ANALYSIS / SUMMARY
     try:

@@ -33,6 +33,7 @@ import pandas as pd
 
 from faasprof import rundir
 from faasprof.analyzer import markup
+from faasprof.analyzer.summary import Summary
 from faasprof.rundir import record_fields
 
 RULE = (
@@ -88,12 +89,13 @@ def hop_frame(run_dir: Path, invocations: pd.DataFrame) -> pd.DataFrame:
         if not hops:
             continue
         head = hops[0]
+        payload_bytes = int(head.get("payload_bytes") or 0)
         base = {
             "instance": str(row.instance),
             "function": str(row.function),
             "chain_id": str(row.activation_id),
             "mode": str(head.get("mode")),
-            "payload_bytes": int(head.get("payload_bytes") or 0),
+            "payload_bytes": payload_bytes,
             "chain_length": len(hops),
             "complete": "error" not in result and len(hops) == int(head.get("hops_left") or len(hops)),
         }
@@ -111,9 +113,7 @@ def hop_frame(run_dir: Path, invocations: pd.DataFrame) -> pd.DataFrame:
         for k in range(len(hops) - 1):
             sent, received = hops[k].get("send_start_ns"), hops[k + 1].get("received_ns")
             transfer_ms = (received - sent) / 1e6 if sent and received else math.nan
-            bandwidth = (
-                base["payload_bytes"] / (transfer_ms / 1e3) / 1e6 if transfer_ms and transfer_ms > 0 else math.nan
-            )
+            bandwidth = payload_bytes / (transfer_ms / 1e3) / 1e6 if transfer_ms and transfer_ms > 0 else math.nan
             rows.append(
                 {
                     **base,
@@ -181,7 +181,7 @@ def _q(series: pd.Series, p: float) -> float | None:
     return float(np.quantile(values, p)) if len(values) else None
 
 
-def report_section(summary: dict) -> str:
+def report_section(summary: Summary) -> str:
     """The report's HTML: chains per configuration and the transfer latency of every hop."""
     block = summary.get("chains")
     if not block:

@@ -73,6 +73,7 @@ from faasprof.analyzer import stats as stats_mod
 from faasprof.analyzer import tails as tails_mod
 from faasprof.analyzer import units as units_mod
 from faasprof.analyzer.analysis import analyze_run, load_summary
+from faasprof.analyzer.summary import Summary
 from faasprof.errors import ConfigError, FormatError
 from faasprof.outcomes import FAILURE_OUTCOMES
 
@@ -316,7 +317,7 @@ def significance(
         return []
     latencies = latencies if latencies is not None else {}
     modes = modes or {}
-    base = latencies.get(paths[0]) if paths[0] in latencies else _latencies(paths[0])
+    base = latencies[paths[0]] if paths[0] in latencies else _latencies(paths[0])
     out = []
     for name, path in zip(names[1:], paths[1:]):
         other = latencies[path] if path in latencies else _latencies(path)
@@ -388,7 +389,7 @@ def verdict_lines(result: dict) -> list[str]:
 def summary_table(frame: pd.DataFrame) -> pd.DataFrame:
     """The compare frame as the terminal shows it, a row per run × instance × phase: completion
     latency first, units in every cell, client latency only where some instance is called blocking."""
-    columns = {
+    columns: dict[str, tuple[str, Callable[[Any], str]]] = {
         "label": ("label", str),
         "instance": ("instance", str),
         "phase": ("phase", str),
@@ -428,7 +429,7 @@ def _numeric(value: Any) -> float | None:
         return None
 
 
-def ensure_analyzed(run_dir: Path, progress: Callable[[str], None] | None = None) -> dict:
+def ensure_analyzed(run_dir: Path, progress: Callable[[str], None] | None = None) -> Summary:
     try:
         return load_summary(run_dir)
     except FormatError:
@@ -437,7 +438,7 @@ def ensure_analyzed(run_dir: Path, progress: Callable[[str], None] | None = None
         return analyze_run(run_dir, None, fetch=False)
 
 
-def _monitor_columns(summary: dict) -> dict:
+def _monitor_columns(summary: Summary) -> dict:
     """The run's monitor means (steady phases together) of the metrics a comparison plots."""
     out = {}
     for monitor, entry in (summary.get("monitors") or {}).items():
@@ -447,7 +448,7 @@ def _monitor_columns(summary: dict) -> dict:
     return out
 
 
-def phase_rows(name: str, label: dict, summary: dict) -> list[dict]:
+def phase_rows(name: str, label: dict, summary: Summary) -> list[dict]:
     """One analysed run's rows: one per instance × steady phase, each with that phase's figures."""
     monitors = _monitor_columns(summary)
     rows = []
@@ -587,7 +588,7 @@ def write_outputs(
     result: dict,
     paths: list[Path],
     names: list[str],
-    latencies: dict[Path, dict[str, np.ndarray]] | None = None,
+    latencies: dict[Path, dict[Key, np.ndarray]] | None = None,
 ) -> None:
     out.mkdir(parents=True, exist_ok=True)
     frames_mod.write_parquet(frame, out / "compare.parquet", kind="compare")  # with each column's unit

@@ -2,14 +2,16 @@
 
 from __future__ import annotations
 
-import html
+from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 import pandas as pd
 
-from faasprof.analyzer.markup import fmt, image, ms, page, pct, rate, ratio, table
+from faasprof.analyzer.markup import ms, pct, rate, ratio
 from faasprof.analyzer.plots import SAVE, _ecdf_points, new_figure
+from faasprof.analyzer.templating import Image, Table, embedded_image, render
 
 # Completion latency first, client latency (only filled for blocking calls) after it.
 LATENCY_COLUMNS = (
@@ -123,82 +125,65 @@ def write_compare_plots(
     return written
 
 
-def write_compare_report(path: Path, frame: pd.DataFrame, result: dict) -> None:
-    """The comparison's page, in the run report's look: completion latency first, then the
-    verdicts per percentile against the first run, the table, the plots."""
-    parts = [f"<h1>faasprof compare: {len(result['runs'])} runs</h1>"]
-    parts.append(
-        f"<p>Parameter: <code>{fmt(result['parameter'])}</code>. Settings that differ: {html.escape(', '.join(result['differing_keys']) or 'none')}.</p>"
-    )
-    if result["warnings"]:
-        parts.append(
-            "<h2>Warnings</h2><div class='warn'><ul>"
-            + "".join(f"<li>{html.escape(w)}</li>" for w in result["warnings"])
-            + "</ul></div>"
-        )
-    parts.append(
-        "<p class='def'><b>Completion latency</b> (planned send → function end, successful invocations) is the headline, "
-        "as in each run's report; <b>client latency</b> is shown only for instances called blocking: a non-blocking call is "
-        "answered (202) before its function runs.</p>"
-    )
-    if result.get("significance"):
-        parts.append(
-            "<h2>Is the difference significant? Completion latency, percentile by percentile, against the first run's same instance and phase</h2>"
-        )
-        parts.append(
-            "<p><small>Each percentile with its distribution-free 95 % interval (order statistics); ratio = run / baseline, its interval "
-            "from the two intervals' ends; <b>slower</b> or <b>faster</b> when the two intervals do not overlap, else no significant "
-            "difference. The whole distribution: two-sided Mann-Whitney U and P(slower), the chance that an invocation of the run is "
-            "slower than one of the baseline.</small></p>"
-        )
-        srows = []
-        for entry in result["significance"]:
-            for p in entry.get("percentiles") or [{"percentile": None, "verdict": entry["verdict"]}]:
-                ratio_ci = p.get("ratio_ci")
-                srows.append(
-                    [
-                        entry["run"],
-                        where(entry),
-                        f"p{p['percentile']:g}" if p["percentile"] is not None else "–",
-                        entry["n_baseline"],
-                        entry["n"],
-                        _with_interval(p.get("baseline_ms"), p.get("baseline_ci_ms")),
-                        _with_interval(p.get("run_ms"), p.get("run_ci_ms")),
-                        ratio(p.get("ratio")) + (f" ({ratio(ratio_ci[0])}–{ratio(ratio_ci[1])})" if ratio_ci else ""),
-                        p["verdict"],
-                    ]
-                )
-            if entry.get("p_value") is not None:
-                srows.append(
-                    [
-                        entry["run"],
-                        where(entry),
-                        "distribution",
-                        entry["n_baseline"],
-                        entry["n"],
-                        "",
-                        "",
-                        "",
-                        f"P(slower) {entry['prob_slower']:.2f}, Mann-Whitney p = {entry['p_value']:.2g}",
-                    ]
-                )
-        parts.append(
-            table(
-                [
-                    "run",
-                    "instance × phase",
-                    "percentile",
-                    "n baseline",
-                    "n",
-                    "baseline (95 % CI)",
-                    "run (95 % CI)",
-                    "ratio (interval)",
-                    "verdict",
-                ],
-                srows,
-                left=3,
+@dataclass(frozen=True)
+class Heading:
+    runs: int
+    parameter: str | None  # the swept parameter (--label), None when not given
+    differing: list[str]  # the workload settings that differ between the runs
+
+
+def heading_section(result: dict) -> Heading:
+    return Heading(len(result["runs"]), result["parameter"], list(result["differing_keys"]))
+
+
+SIGNIFICANCE_HEADERS = [
+    "run",
+    "instance × phase",
+    "percentile",
+    "n baseline",
+    "n",
+    "baseline (95 % CI)",
+    "run (95 % CI)",
+    "ratio (interval)",
+    "verdict",
+]
+
+
+def _percentile_row(entry: dict, p: dict) -> list[Any]:
+    ratio_ci = p.get("ratio_ci")
+    return [
+        entry["run"],
+        where(entry),
+        f"p{p['percentile']:g}" if p["percentile"] is not None else "–",
+        entry["n_baseline"],
+        entry["n"],
+        _with_interval(p.get("baseline_ms"), p.get("baseline_ci_ms")),
+        _with_interval(p.get("run_ms"), p.get("run_ci_ms")),
+        ratio(p.get("ratio")) + (f" ({ratio(ratio_ci[0])}–{ratio(ratio_ci[1])})" if ratio_ci else ""),
+        p["verdict"],
+    ]
+
+
+def significance_section(result: dict) -> Table | None:
+    """Each run against the first, percentile by percentile, then the whole distribution; None
+    when there is nothing to compare (one run)."""
+    if not result.get("significance"):
+        return None
+    rows = []
+    for entry in result["significance"]:
+        for p in entry.get("percentiles") or [{"percentile": None, "verdict": entry["verdict"]}]:
+            rows.append(_percentile_row(entry, p))
+        if entry.get("p_value") is not None:
+            distribution = f"P(slower) {entry['prob_slower']:.2f}, Mann-Whitney p = {entry['p_value']:.2g}"
+            rows.append(
+                [entry["run"], where(entry), "distribution", entry["n_baseline"], entry["n"], "", "", "", distribution]
             )
-        )
+    return Table(SIGNIFICANCE_HEADERS, rows, left=3)
+
+
+def _run_columns(frame: pd.DataFrame) -> list[str]:
+    """The table's columns: the figures every run has, the monitors' (IPC, MPKI, bandwidth,
+    occupancy) where measured, client latency only where some instance was called blocking."""
     columns = [
         "run",
         "label",
@@ -224,11 +209,16 @@ def write_compare_report(path: Path, frame: pd.DataFrame, result: dict) -> None:
         and frame[c].dtype.kind == "f"
         and any(h in c for h in ("ipc", "mpki", "bw", "occupancy"))
     ]
-    columns = [
+    return [
         c
         for c in columns
         if c in frame.columns and not (c in LATENCY_COLUMNS and c.startswith("client") and not frame[c].notna().any())
     ]
+
+
+def runs_section(frame: pd.DataFrame) -> Table:
+    """A row per run × instance × steady phase, coloured by its mode."""
+    columns = _run_columns(frame)
     formats = {**{c: ms for c in LATENCY_COLUMNS}, "offered_rps": rate, "achieved_rps": rate, "cold_fraction": pct}
     rows = (
         [
@@ -240,17 +230,28 @@ def write_compare_report(path: Path, frame: pd.DataFrame, result: dict) -> None:
     )
     names = {"offered_rps": "offered", "achieved_rps": "achieved", "cold_fraction": "cold", "gb_s": "GB-s"}
     headers = [names.get(c, c.replace("_latency_ms_", " ").replace("_", " ")) for c in columns]
-    modes = frame["mode"].astype(str).tolist() if len(frame) else []
-    parts.append(
-        "<h2>Runs × instances × phases</h2><p><small>Each row is one instance's steady window in one phase; a function "
-        "called in several phases has a row per phase, never their pool.</small></p>"
+    classes = [f"mode-{mode}" for mode in frame["mode"].astype(str).tolist()] if len(frame) else []
+    return Table(headers, rows, left=7, row_classes=classes)
+
+
+def plots_section(result: dict, out_dir: Path) -> list[Image]:
+    plots = result.get("outputs", {}).get("plots", [])
+    return [embedded_image(out_dir / name, name) for name in plots if (out_dir / name).exists()]
+
+
+def write_compare_report(path: Path, frame: pd.DataFrame, result: dict) -> None:
+    """The comparison's page (templates/compare.html), in the run report's look: completion
+    latency first, then the verdicts per percentile against the first run, the table, the plots."""
+    html = render(
+        "compare.html",
+        title="faasprof compare",
+        heading=heading_section(result),
+        warnings=list(result["warnings"]),
+        significance=significance_section(result),
+        runs=runs_section(frame),
+        plots=plots_section(result, path.parent),
     )
-    parts.append(table(headers, rows, left=7, row_class=lambda k: f"mode-{modes[k]}"))
-    for name in result.get("outputs", {}).get("plots", []):
-        file = path.parent / name
-        if file.exists():
-            parts.append(image(file, name))
-    path.write_text(page("faasprof compare", parts), encoding="utf-8")
+    path.write_text(html, encoding="utf-8")
 
 
 def _with_interval(value, interval) -> str:

@@ -145,8 +145,10 @@ def _pause_grace_from_version(platform: dict) -> tuple[float, str]:
     ``GET /`` carries no version number, but 2.x added the namespace-default limits
     (``default_max_action_memory``...) to its ``limits``; 1.x has none of them.
     """
-    info = platform.get("info") if isinstance(platform.get("info"), dict) else {}
-    limits = info.get("limits") if isinstance(info.get("limits"), dict) else {}
+    info = platform.get("info")
+    limits = info.get("limits") if isinstance(info, dict) else None
+    if not isinstance(limits, dict):
+        limits = {}
     if platform.get("kind") == "openwhisk" and limits:
         if "default_max_action_memory" in limits:
             return (

@@ -23,6 +23,7 @@ from __future__ import annotations
 import math
 import os
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 import pandas as pd
@@ -62,7 +63,7 @@ def breakdown_frame(run_dir: str | os.PathLike) -> pd.DataFrame:
         breakdown = result.get("breakdown") if isinstance(result, dict) else None
         if not isinstance(breakdown, dict):
             continue
-        row = {
+        row: dict[str, Any] = {
             "activation_id": record.get("activationId"),
             "function": record.get("name"),
             "memory_mb": _limits_memory_mb(record),

@@ -50,7 +50,9 @@ def records_due(invocations: pd.DataFrame, manifest: rundir.Manifest) -> bool | 
     return np.array([keeps.get(name, True) for name in instance.categories] + [True])[instance.codes]
 
 
-def final_outcomes(http_outcome, record_outcome, has_record: np.ndarray, records_due: bool = True) -> pd.Categorical:
+def final_outcomes(
+    http_outcome, record_outcome, has_record: np.ndarray, records_due: bool | np.ndarray = True
+) -> pd.Categorical:
     """``faasprof.outcomes.final_outcome`` for whole columns (aligned arrays or categoricals;
     ``record_outcome`` is the record's outcome where ``has_record``). Categories in
     ``FINAL_OUTCOMES`` order. Where ``records_due`` (a bool, or one per row) is False, an

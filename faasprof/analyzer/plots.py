@@ -532,6 +532,8 @@ def _monitor_series(run, host: str | None = None) -> list[tuple[str, list[tuple[
         if not plots:
             continue
         collector = collector_class(name)
+        if collector is None:  # declared_plots found no plots for it
+            continue
         by = collector.plot_lines_by if collector.plot_lines_by in frame.columns else None
         if by is None:
             grouped = frame.groupby("t_s", sort=True)[[plot.column for plot in plots]].mean()

@@ -1,13 +1,18 @@
 """``report.html``: one self-contained page (plots embedded as base64 PNG, no external assets).
 
 Built from the summary and the plots already written, so it shows exactly what ``summary.json``
-says. It carries no generation time, so re-running gives the same bytes.
+says. It carries no generation time, so re-running gives the same bytes. The page is the template
+``templates/report.html`` (``faasprof.analyzer.templating``): one block per section, each filled by
+the ``*_section`` function of the same name here.
 """
 
 from __future__ import annotations
 
-import html
+from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
+
+from markupsafe import Markup
 
 from faasprof import rundir
 from faasprof.analyzer import chains as chains_mod
@@ -15,17 +20,27 @@ from faasprof.analyzer import hosts as hosts_mod
 from faasprof.analyzer import io_breakdown
 from faasprof.analyzer import plots as plots_mod
 from faasprof.analyzer import tails as tails_mod
-from faasprof.analyzer.markup import fmt, image, ms, page, pct, rate, seconds, table
+from faasprof.analyzer.markup import fmt, ms, pct, rate, seconds
+from faasprof.analyzer.summary import Instance, RecordsInfo, RunInfo, StartClasses, Summary
+from faasprof.analyzer.templating import Image, Table, embedded_image, render
 
 
-def failures_section(summary: dict) -> str:
-    """The failures, first on the page (empty when every invocation succeeded)."""
-    failures = summary["failures"]
-    if not failures["total"]:
-        return ""
-    planned = summary["run"]["planned"]
-    pushback = (summary["run"].get("pushback") or {}).get("line")
-    rows = [
+@dataclass
+class FailuresView:
+    """The failures, first on the page."""
+
+    total: int
+    planned: int
+    pushback: str | None  # the line that says how the platform pushed back
+    table: Table
+
+
+def failures_section(summary: Summary) -> FailuresView | None:
+    """The failures section's data; None when every invocation succeeded (no section)."""
+    found = summary["failures"]
+    if not found["total"]:
+        return None
+    rows: list[list[Any]] = [
         [
             g["function"],
             g["final_outcome"],
@@ -34,15 +49,14 @@ def failures_section(summary: dict) -> str:
             ms(g["completion_latency_ms_max"]),
             g["example_error"],
         ]
-        for g in failures["by_function"]
+        for g in found["by_function"]
     ]
-    return (
-        f"<h2>Failures: {failures['total']} of {planned} invocations did not succeed</h2><div class='fail'>"
-        "<p>Kept out of every latency percentile, trend and mode below; their completion latency (planned send to "
-        "function end, or to the answer) is shown here.</p>"
-        + (f"<p><b>{html.escape(pushback)}</b></p>" if pushback else "")
-        + table(["function", "final outcome", "count", "completion p50", "completion max", "first error"], rows, left=2)
-        + "</div>"
+    headers = ["function", "final outcome", "count", "completion p50", "completion max", "first error"]
+    return FailuresView(
+        total=found["total"],
+        planned=summary["run"]["planned"],
+        pushback=(summary["run"].get("pushback") or {}).get("line"),
+        table=Table(headers, rows, left=2),
     )
 
 
@@ -83,34 +97,38 @@ def run_context(manifest: rundir.Manifest) -> list[tuple[str, str]]:
     ]
 
 
-def _context_section(manifest: "rundir.Manifest") -> str:
-    cells = "".join(
-        f"<tr><th class='l'>{html.escape(k)}</th><td class='l'>{html.escape(v)}</td></tr>"
-        for k, v in run_context(manifest)
+@dataclass
+class OutcomesView:
+    """The run's counts: final outcomes (the table), HTTP outcomes, records and start classes."""
+
+    table: Table
+    http: list[tuple[str, int]]  # the HTTP outcomes that happened, in HTTP_OUTCOMES order
+    records: RecordsInfo
+    start_classes: StartClasses
+
+
+def outcomes_section(summary: Summary) -> OutcomesView:
+    info = summary["run"]
+    finals = info["final_outcomes"]
+    shown = [name for name, count in finals.items() if count or name == "success"]
+    apart = _not_sent_interrupted(info)
+    row = [info["test_name"], info["status"], info["planned"], *(finals[name] for name in shown), *apart.values()]
+    return OutcomesView(
+        table=Table(["test", "status", "planned", *shown, *apart], [row], left=2),
+        http=[(name, count) for name, count in info["outcomes"].items() if count],
+        records=summary["records"],
+        start_classes=summary["start_classes"],
     )
-    return f"<table class='ctx'>{cells}</table>"
 
 
-def _warnings_section(warnings: list[str]) -> str:
-    """Warnings grouped by what they are about, collapsed: the results come first."""
-    if not warnings:
-        return ""
+def warnings_section(texts: list[str]) -> dict[str, list[str]]:
+    """The warnings grouped by what they are about (collapsed on the page: the results come first)."""
     groups: dict[str, list[str]] = {}
-    for text in warnings:
+    for text in texts:
         head = text.split(":", 1)[0] if ":" in text[:60] else "run"
         key = head.split(" phase ")[0]
         groups.setdefault(key, []).append(text)
-    parts = [
-        f"<details class='warn'><summary>Warnings: {len(warnings)} in {len(groups)} groups (click to open)</summary>"
-    ]
-    for key, texts in groups.items():
-        parts.append(
-            f"<details><summary>{html.escape(key)} ({len(texts)})</summary><ul>"
-            + "".join(f"<li>{html.escape(t)}</li>" for t in texts)
-            + "</ul></details>"
-        )
-    parts.append("</details>")
-    return "".join(parts)
+    return groups
 
 
 def _ci(entry: dict, prefix: str) -> str:
@@ -120,7 +138,7 @@ def _ci(entry: dict, prefix: str) -> str:
     return f"{ms(low)} – {ms(high)}"
 
 
-def _calls(summary: dict) -> dict[str, list[str]]:
+def _calls(summary: Summary) -> dict[str, list[str]]:
     """The instances by the kind of their calls (the modes table has no column for it)."""
     out: dict[str, list[str]] = {"Blocking": [], "Non-blocking": []}
     for instance in summary["instances"]:
@@ -129,12 +147,12 @@ def _calls(summary: dict) -> dict[str, list[str]]:
     return out
 
 
-def _offered(instance: dict, phase: dict) -> str:
+def _offered(instance: Instance, phase: dict) -> str:
     """The offered rate, or "closed loop" for a native run's (its workers call again when answered)."""
     return "closed loop" if instance.get("distribution") == rundir.CLOSED_LOOP else rate(phase["offered_rps"])
 
 
-def not_invoked(summary: dict) -> list[str]:
+def not_invoked(summary: Summary) -> list[str]:
     """Instances the plan gave no invocation, each with why: muted (rate 0) or an empty window.
     They have no phase row, so the modes table alone would drop them without a word."""
     out = []
@@ -146,202 +164,200 @@ def not_invoked(summary: dict) -> list[str]:
     return out
 
 
-def write_report(run, summary: dict, path: Path) -> None:
-    info = summary["run"]
-    records = summary["records"]
-    parts = [f"<h1>faasprof run <code>{html.escape(info['dir'])}</code></h1>"]
-    parts.append(_context_section(run.manifest))
-    parts.append(failures_section(summary))
-    finals = info["final_outcomes"]
-    shown = [name for name, count in finals.items() if count or name == "success"]
-    apart = _not_sent_interrupted(info)
-    parts.append(
-        table(
-            ["test", "status", "planned", *shown, *apart],
-            [[info["test_name"], info["status"], info["planned"], *(finals[name] for name in shown), *apart.values()]],
-            left=2,
-        )
-    )
-    outcomes = info["outcomes"]
-    parts.append(
-        "<p>HTTP outcomes (what the invoker saw; a non-blocking 202 is <code>ok</code> whatever the function did): "
-        + ", ".join(f"{html.escape(k)} {v}" for k, v in outcomes.items() if v)
-        + ". Final outcomes join them with the activation records; latency figures cover <code>success</code> only.</p>"
-    )
-    parts.append(
-        f"<p>Activation records: source <code>{fmt(records.get('source'))}</code>, {fmt(records.get('found'))} found, "
-        f"{fmt(records.get('missing'))} missing of {fmt(records.get('with_activation_id'))} invocations with an activation id. "
-        f"Pause grace for the start classes: {ms(records.get('pause_grace_ms'))} ({fmt(records.get('pause_grace_source'))}).</p>"
-    )
-    counts = summary["start_classes"]["counts"]
-    parts.append(
-        "<p>Start classes: "
-        + ", ".join(f"{html.escape(k)} {v}" for k, v in counts.items())
-        + f". <small>{html.escape(summary['start_classes']['rule'])}.</small></p>"
-    )
-    parts.append(_warnings_section(summary["warnings"]))
+@dataclass(frozen=True)
+class Evidence:
+    instance: str
+    phase: int
+    mode: str
+    reasons: str
 
-    parts.append("<h2>Latency modes per instance and steady phase</h2>")
-    idle = not_invoked(summary)
-    parts.append(
-        "<p class='def'><b>Completion latency</b> (the headline for every call): planned send → function end "
-        "(the answer for blocking calls, the activation record's end for non-blocking ones), successful invocations only. "
-        "<b>Client latency</b> (send → answer) is shown for blocking calls only: a non-blocking call is answered "
-        "before its function runs. <b>Achieved</b>: "
-        + html.escape(summary.get("achieved_rule", ""))
-        + "."
-        + "".join(
-            f" {label} calls: {html.escape(', '.join(names))}." for label, names in _calls(summary).items() if names
-        )
-        + (f" Not invoked: {html.escape(', '.join(idle))}." if idle else "")
-        + "</p>"
-    )
-    rows, modes, evidence = [], [], []
+
+@dataclass
+class ModesView:
+    """The modes per instance and steady phase: the definitions, the table, the evidence."""
+
+    achieved_rule: str
+    calls: list[tuple[str, list[str]]]  # ("Blocking", instances), ("Non-blocking", instances); none left out
+    not_invoked: list[str]
+    table: Table
+    evidence: list[Evidence]
+    rule: str
+
+
+# Short column names under a header row that names the latency each group is and its n, so the
+# table fits the page and reads against the tail table below.
+MODE_HEADERS = [
+    "instance",
+    "function",
+    "phase: steady window",
+    "mode",
+    "offered",
+    "achieved",
+    "failed",
+    "n",
+    "p50",
+    "p99",
+    "n",
+    "p50",
+    "p99",
+    "cold",
+    "resumed",
+]
+MODE_GROUPS = [
+    ("", 7),
+    ("completion latency (n: successful)", 3),
+    ("client latency (blocking calls; –: non-blocking)", 3),
+    ("starts", 2),
+]
+
+
+def _mode_row(instance: Instance, phase: dict) -> list[Any]:
+    blocking = bool(phase.get("blocking"))
+    return [
+        instance["instance"],
+        instance["function"],
+        f"{phase['phase']}: {phase['steady_start_s']:.3g}–{phase['phase_end_s']:.3g} s",
+        phase["mode"],
+        _offered(instance, phase),
+        rate(phase["achieved_rps"]),
+        phase["failures"],
+        phase.get("completion_latency_ms_n"),
+        ms(phase.get("completion_latency_ms_p50")),
+        ms(phase.get("completion_latency_ms_p99")),
+        phase.get("client_latency_ms_n") if blocking else "–",
+        ms(phase["client_latency_ms_p50"]) if blocking else "–",
+        ms(phase["client_latency_ms_p99"]) if blocking else "–",
+        pct(phase["cold_fraction"]),
+        pct(phase["resumed_fraction"]),
+    ]
+
+
+def modes_section(summary: Summary) -> ModesView:
+    rows, classes, evidence = [], [], []
     for instance in summary["instances"]:
         for phase in instance["phases"]:
-            modes.append(phase["mode"])
-            blocking = bool(phase.get("blocking"))
-            rows.append(
-                [
-                    instance["instance"],
-                    instance["function"],
-                    f"{phase['phase']}: {phase['steady_start_s']:.3g}–{phase['phase_end_s']:.3g} s",
-                    phase["mode"],
-                    _offered(instance, phase),
-                    rate(phase["achieved_rps"]),
-                    phase["failures"],
-                    phase.get("completion_latency_ms_n"),
-                    ms(phase.get("completion_latency_ms_p50")),
-                    ms(phase.get("completion_latency_ms_p99")),
-                    phase.get("client_latency_ms_n") if blocking else "–",
-                    ms(phase["client_latency_ms_p50"]) if blocking else "–",
-                    ms(phase["client_latency_ms_p99"]) if blocking else "–",
-                    pct(phase["cold_fraction"]),
-                    pct(phase["resumed_fraction"]),
-                ]
-            )
-            evidence.append(
-                f"<li><b>{html.escape(instance['instance'])}</b>, phase {phase['phase']}: {html.escape(phase['mode'])}: {html.escape(phase['mode_reasons'] or '')}</li>"
-            )
-    # Short column names under a header row that names the latency each group is and its n, so
-    # the table fits the page and reads against the tail table below.
-    headers = [
-        "instance",
-        "function",
-        "phase: steady window",
-        "mode",
-        "offered",
-        "achieved",
-        "failed",
-        "n",
-        "p50",
-        "p99",
-        "n",
-        "p50",
-        "p99",
-        "cold",
-        "resumed",
-    ]
-    groups = [
-        ("", 7),
-        ("completion latency (n: successful)", 3),
-        ("client latency (blocking calls; –: non-blocking)", 3),
-        ("starts", 2),
-    ]
+            rows.append(_mode_row(instance, phase))
+            classes.append(f"mode-{phase['mode']}")
+            evidence.append(Evidence(instance["instance"], phase["phase"], phase["mode"], phase["mode_reasons"] or ""))
+    headers, groups = list(MODE_HEADERS), list(MODE_GROUPS)
     if not any(phase.get("blocking") for instance in summary["instances"] for phase in instance["phases"]):
         # No blocking call: there is no client latency to show (a 202 says nothing of the function).
         headers = headers[:10] + headers[13:]
         rows = [row[:10] + row[13:] for row in rows]
         groups = [group for group in groups if not group[0].startswith("client")]
-    parts.append(
-        table(
-            headers,
-            rows,
-            left=4,
-            row_class=lambda k: f"mode-{modes[k]}",
-            groups=groups,
-        )
-    )
-    parts.append("<p>Evidence for each mode:</p><ul class='evidence'>" + "".join(evidence) + "</ul>")
-    parts.append(f"<p><small>Rule: {html.escape(summary['mode_rule'])}.</small></p>")
-
-    parts.append("<h2>Per function (whole run): completion latency of successful invocations</h2>")
-    frows = []
-    for entry in summary["functions"]:
-        prefix = "completion_latency_ms"
-        frows.append(
-            [
-                entry["function"],
-                entry["planned"],
-                entry["successful"],
-                entry["failures"],
-                ms(entry.get(f"{prefix}_p50")),
-                ms(entry.get(f"{prefix}_p90")),
-                ms(entry.get(f"{prefix}_p99")),
-                ms(entry.get(f"{prefix}_p99_9")),
-                _ci(entry, f"{prefix}_p99"),
-                ms(entry["wait_ms_mean"]),
-                ms(entry["init_ms_mean"]),
-                ms(entry["execution_ms_mean"]),
-                ms(entry["overhead_ms_mean"]),
-                fmt(entry["gb_s"]),
-                fmt(entry["gb_s_100ms"]),
-            ]
-        )
-    parts.append(
-        table(
-            [
-                "function",
-                "planned",
-                "successful",
-                "failed",
-                "p50",
-                "p90",
-                "p99",
-                "p99.9",
-                "p99 95% CI",
-                "mean wait",
-                "mean init",
-                "mean exec",
-                "mean overhead (blocking)",
-                "GB-s",
-                "GB-s (100 ms)",
-            ],
-            frows,
-        )
-    )
-    cost = summary["cost_gb_s"]
-    parts.append(
-        f"<p>Billed GB-seconds: {fmt(cost['gb_s'])} as recorded, {fmt(cost['gb_s_1ms'])} rounded to 1 ms, {fmt(cost['gb_s_100ms'])} rounded to 100 ms.</p>"
+    return ModesView(
+        achieved_rule=summary.get("achieved_rule", ""),
+        calls=[(label, names) for label, names in _calls(summary).items() if names],
+        not_invoked=not_invoked(summary),
+        table=Table(headers, rows, left=4, row_classes=classes, groups=groups),
+        evidence=evidence,
+        rule=summary["mode_rule"],
     )
 
-    parts.append(tails_mod.report_section(summary))
-    parts.append(chains_mod.report_section(summary))
-    parts.append(hosts_mod.report_section(summary.get("hosts") or {}))
-    if run.monitors:
-        parts.append("<h2>Monitors (mean over the steady phases, else over the run)</h2>")
-        mrows, notes = _monitor_rows(run, summary)
-        per_host = ["host"] if run.hosts else []
-        parts.append(table([*per_host, "monitor", "metric", "plotted as", "mean"], mrows, left=3 + len(per_host)))
-        if notes:
-            parts.append("<p><small>" + "; ".join(html.escape(n) for n in notes) + ".</small></p>")
 
-    if summary.get("io"):  # io-* functions: faasprof/analyzer/io_breakdown.py
-        parts.append(
-            "<h2>I/O breakdown</h2><ul>"
-            + "".join(f"<li>{html.escape(line)}</li>" for line in io_breakdown.describe_text(summary["io"]))
-            + "</ul>"
-        )
-    parts.append("<h2>Plots</h2>")
-    plots_dir = path.parent
-    for name in summary.get("outputs", {}).get("plots", []):
-        file = plots_dir / name
-        if file.exists():
-            parts.append(image(file, name))
-    path.write_text(page(f"faasprof: {info['test_name']}", parts), encoding="utf-8")
+FUNCTION_HEADERS = [
+    "function",
+    "planned",
+    "successful",
+    "failed",
+    "p50",
+    "p90",
+    "p99",
+    "p99.9",
+    "p99 95% CI",
+    "mean wait",
+    "mean init",
+    "mean exec",
+    "mean overhead (blocking)",
+    "GB-s",
+    "GB-s (100 ms)",
+]
 
 
-def _monitor_rows(run, summary: dict) -> tuple[list[list], list[str]]:
+@dataclass
+class FunctionsView:
+    table: Table
+    cost: dict[str, float]  # the run's GB-seconds (summary cost_gb_s)
+
+
+def functions_section(summary: Summary) -> FunctionsView:
+    """Per function over the whole run: completion latency of successful invocations and cost."""
+    prefix = "completion_latency_ms"
+    rows = [
+        [
+            entry["function"],
+            entry["planned"],
+            entry["successful"],
+            entry["failures"],
+            ms(entry.get(f"{prefix}_p50")),
+            ms(entry.get(f"{prefix}_p90")),
+            ms(entry.get(f"{prefix}_p99")),
+            ms(entry.get(f"{prefix}_p99_9")),
+            _ci(entry, f"{prefix}_p99"),
+            ms(entry["wait_ms_mean"]),
+            ms(entry["init_ms_mean"]),
+            ms(entry["execution_ms_mean"]),
+            ms(entry["overhead_ms_mean"]),
+            fmt(entry["gb_s"]),
+            fmt(entry["gb_s_100ms"]),
+        ]
+        for entry in summary["functions"]
+    ]
+    return FunctionsView(Table(FUNCTION_HEADERS, rows), summary["cost_gb_s"])
+
+
+@dataclass
+class MonitorsView:
+    table: Table
+    notes: list[str]  # what was left out of the table, and why
+
+
+def monitors_section(run, summary: Summary) -> MonitorsView | None:
+    """The monitors' means per metric (per host in a run that measured others); None without monitors."""
+    if not run.monitors:
+        return None
+    rows, notes = _monitor_rows(run, summary)
+    per_host = ["host"] if run.hosts else []
+    return MonitorsView(
+        Table([*per_host, "monitor", "metric", "plotted as", "mean"], rows, left=3 + len(per_host)), notes
+    )
+
+
+def io_section(summary: Summary) -> list[str]:
+    """The I/O breakdown in lines (io-* functions: faasprof/analyzer/io_breakdown.py); none for other runs."""
+    return io_breakdown.describe_text(summary["io"]) if summary.get("io") else []
+
+
+def plots_section(summary: Summary, analysis_dir: Path) -> list[Image]:
+    """The plots written, embedded (a plot named but not written is left out)."""
+    plots = summary.get("outputs", {}).get("plots", [])
+    return [embedded_image(analysis_dir / name, name) for name in plots if (analysis_dir / name).exists()]
+
+
+def write_report(run, summary: Summary, path: Path) -> None:
+    """``report.html`` of an analyzed run (templates/report.html), from its summary and plots."""
+    html = render(
+        "report.html",
+        title=f"faasprof: {summary['run']['test_name']}",
+        dir=summary["run"]["dir"],
+        context=run_context(run.manifest),
+        failures=failures_section(summary),
+        outcomes=outcomes_section(summary),
+        warnings=warnings_section(summary["warnings"]),
+        modes=modes_section(summary),
+        functions=functions_section(summary),
+        # These sections are built by their own modules with markup.table, which escapes every cell.
+        tails=Markup(tails_mod.report_section(summary)),
+        chains=Markup(chains_mod.report_section(summary)),
+        hosts=Markup(hosts_mod.report_section(summary.get("hosts") or {})),
+        monitors=monitors_section(run, summary),
+        io=io_section(summary),
+        plots=plots_section(summary, path.parent),
+    )
+    path.write_text(html, encoding="utf-8")
+
+
+def _monitor_rows(run, summary: Summary) -> tuple[list[list], list[str]]:
     """The monitors table's rows (a host's first in a run that measured other hosts: each host's
     rows apart) and the notes on what was left out."""
     hosts = summary.get("hosts") or {}
@@ -364,13 +380,13 @@ def _monitor_rows(run, summary: dict) -> tuple[list[list], list[str]]:
     return rows, notes
 
 
-def _not_sent_interrupted(info: dict) -> dict[str, int]:
+def _not_sent_interrupted(info: RunInfo) -> dict[str, int]:
     """The run's invocations planned after it stopped, under their label (none: empty)."""
     count = info.get("not_sent_interrupted")
     return {"not sent: interrupted": count} if count else {}
 
 
-def summary_lines(summary: dict) -> list[str]:
+def summary_lines(summary: Summary) -> list[str]:
     """The analysis in a few lines: records, failures first, outcomes, one line per instance and phase."""
     records = summary["records"]
     lines = [

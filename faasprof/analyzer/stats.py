@@ -85,6 +85,7 @@ decided in this order from the evidence stored beside the verdict:
 from __future__ import annotations
 
 import math
+from typing import TypeGuard
 
 import numpy as np
 import pandas as pd
@@ -185,7 +186,7 @@ def instance_specs(manifest: rundir.Manifest, frame: pd.DataFrame) -> list[dict]
     codes = np.asarray(instance.codes)
     counts = np.bincount(codes[codes >= 0], minlength=len(instance.categories))
     first_row = {instance.categories[k]: int(np.argmax(codes == k)) for k in np.flatnonzero(counts)}
-    for name in sorted(first_row, key=first_row.get):  # in order of appearance, as the log has them
+    for name in sorted(first_row, key=first_row.__getitem__):  # in order of appearance, as the log has them
         if name not in raw:
             names.append(name)
     where = {name: k for k, name in enumerate(instance.categories)}
@@ -260,11 +261,11 @@ def phases(specs: list[dict], duration_s: float, end_s: float | None = None) -> 
     ``end_s``: the run stopped there (``run_end_s``): a phase running then ends there
     (``planned_end_s`` keeps its planned end), and a phase whose steady part had not begun is left
     out, so an interrupted run's offered rate is what was due while it ran."""
-    edges = {0.0, float(duration_s)}
+    edge_set = {0.0, float(duration_s)}
     for spec in specs:
-        edges.update(v for v in spec["window_s"] if 0.0 <= v <= duration_s)
-    edges = sorted(edges)
-    out = []
+        edge_set.update(v for v in spec["window_s"] if 0.0 <= v <= duration_s)
+    edges = sorted(edge_set)
+    out: list[dict] = []
     for start, end in zip(edges, edges[1:]):
         if end - start <= 1e-9:
             continue
@@ -272,15 +273,16 @@ def phases(specs: list[dict], duration_s: float, end_s: float | None = None) -> 
         if not active:
             continue
         warmup = min(WARMUP_MAX_S, WARMUP_FRACTION * (end - start))
+        steady_start_s = start + warmup
         phase = {
             "phase": len(out),
             "start_s": start,
             "end_s": end,
-            "steady_start_s": start + warmup,
+            "steady_start_s": steady_start_s,
             "instances": active,
         }
         if end_s is not None and end > end_s:
-            if end_s <= phase["steady_start_s"]:
+            if end_s <= steady_start_s:
                 break  # this phase and every later one had no steady part before the stop
             phase.update(end_s=end_s, planned_end_s=end)
         out.append(phase)
@@ -590,7 +592,7 @@ def latency_references(manifest: rundir.Manifest) -> dict[str, dict]:
     return found
 
 
-def is_reference(reference) -> bool:
+def is_reference(reference: object) -> TypeGuard[dict]:
     """A usable reference latency: a positive median at a positive rate."""
     if not isinstance(reference, dict):
         return False

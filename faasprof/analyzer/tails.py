@@ -26,6 +26,7 @@ from faasprof import rundir
 from faasprof.analyzer import markup
 from faasprof.analyzer import stats as stats_mod
 from faasprof.analyzer.frames import instance_answers_at_end
+from faasprof.analyzer.summary import Summary
 
 CLASSES = ("cold", "resumed", "warm", "all")
 MIN_SAMPLES = 10
@@ -59,7 +60,14 @@ def ratio_block(values: np.ndarray) -> dict:
     """n, p50, p99, p99.9 (ms) and the two ratios of one group of latencies."""
     data = values[np.isfinite(values)]
     n = int(len(data))
-    out = {"n": n, "p50_ms": None, "p99_ms": None, "p99_9_ms": None, "p99_over_p50": None, "p99_9_over_p50": None}
+    out: dict[str, int | float | None] = {
+        "n": n,
+        "p50_ms": None,
+        "p99_ms": None,
+        "p99_9_ms": None,
+        "p99_over_p50": None,
+        "p99_9_over_p50": None,
+    }
     if n == 0:
         return out
     data = stats_mod.partitioned_for_quantiles(data, (0.5, 0.99, 0.999))
@@ -123,7 +131,7 @@ def _phase_values(phases: np.ndarray) -> list[int]:
     return sorted({int(p) for p in phases if p is not None and not (isinstance(p, float) and math.isnan(p))})
 
 
-def phase_columns(summary: dict, instance: str, phase: int) -> dict:
+def phase_columns(summary: Summary, instance: str, phase: int) -> dict:
     """An instance's ratios in one phase as flat columns (``tail_p99_over_p50_warm``...) for
     ``compare``, whose rows are instances × phases. An older summary's rows, one per function
     (its instances pooled), have no ``instance`` and give no columns: ``faasprof analyze`` again."""
@@ -135,7 +143,7 @@ def phase_columns(summary: dict, instance: str, phase: int) -> dict:
     return out
 
 
-def report_section(summary: dict) -> str:
+def report_section(summary: Summary) -> str:
     """The report's HTML section: one table row per instance × phase × start class."""
     block = summary.get("tail_ratios") or {}
     rows = [

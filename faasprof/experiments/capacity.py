@@ -93,6 +93,7 @@ from faasprof import __version__, rundir
 from faasprof.analyzer import analyze_run
 from faasprof.analyzer import stats as stats_mod
 from faasprof.analyzer.markup import ms
+from faasprof.analyzer.summary import Summary
 from faasprof.errors import ConfigError
 from faasprof.invoker.platform_set import start_embedded_platform
 from faasprof.invoker.preflight import check_out_dir
@@ -201,8 +202,8 @@ def probe_workload(
     }
 
 
-def probe_from_summary(rate: float, run_dir: Path, summary: dict) -> Probe:
-    status = summary["run"]["status"]
+def probe_from_summary(rate: float, run_dir: Path, summary: Summary) -> Probe:
+    status = summary["run"]["status"] or "unknown"  # a manifest that recorded none
     phases = [p for i in summary["instances"] if i["instance"] == PROBE_INSTANCE for p in i["phases"]]
     if not phases:
         return Probe(rate, "unknown", str(run_dir), status, ["no steady phase in the analysis"])

@@ -39,8 +39,8 @@ import pandas as pd
 
 from faasprof import __version__, rundir
 from faasprof.analyzer.analysis import load_run
+from faasprof.analyzer.markup import image as report_image
 from faasprof.analyzer.plots import new_figure
-from faasprof.analyzer.report import image as report_image
 from faasprof.analyzer.stats import clean
 from faasprof.errors import ConfigError, FormatError
 from faasprof.experiments.capacity import READABLE_CAPACITY_FORMATS

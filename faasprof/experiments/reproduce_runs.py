@@ -33,6 +33,7 @@ import numpy as np
 
 from faasprof import rundir
 from faasprof.analyzer.analysis import load_run, load_summary
+from faasprof.analyzer.summary import Summary
 from faasprof.errors import FaasprofError, NotReadyError
 from faasprof.experiments import capacity_store
 from faasprof.experiments import reproduce as plan
@@ -136,7 +137,7 @@ def _successful_calls(frame) -> list[dict]:
     ]
 
 
-def _phase_rows(summary: dict, phases: list[dict]) -> list[dict]:
+def _phase_rows(summary: Summary, phases: list[dict]) -> list[dict]:
     by_instance = {i["instance"]: i["phases"][-1] for i in summary["instances"] if i.get("phases")}
     out = []
     for p in phases:

@@ -269,13 +269,13 @@ def sample_cgroups(parents: dict[str, str]) -> dict[str, dict[str, int | None]]:
     """One read of every sandbox (child of a parent) and of the whole (``.``), by sandbox name."""
     sandboxes: dict[str, list[Path]] = {".": []}
     for path in parents.values():
-        parent = Path(path)
-        sandboxes["."].append(parent)
+        parent_dir = Path(path)
+        sandboxes["."].append(parent_dir)
         try:
-            children = [entry for entry in os.scandir(parent) if entry.is_dir(follow_symlinks=False)]
+            entries = [entry for entry in os.scandir(parent_dir) if entry.is_dir(follow_symlinks=False)]
         except OSError:
             continue  # the parent went away (platform stopped): sample what is left
-        for entry in children:
+        for entry in entries:
             sandboxes.setdefault(entry.name, []).append(Path(entry.path))
     samples: dict[str, dict[str, int | None]] = {}
     for sandbox, dirs in sorted(sandboxes.items()):

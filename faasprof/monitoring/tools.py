@@ -18,7 +18,7 @@ import os
 import shutil
 import subprocess
 import time
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 
 from faasprof.monitoring.host import Root, cgroup_info, cpuinfo, mounts, parse_cpu_list
@@ -106,17 +106,17 @@ def perf_readiness(
     only when ``probe`` and the tool and the permission are there. ``root`` is where
     ``/proc`` is read (``faasprof doctor --root`` passes ``probe=False`` for a copied tree)."""
     root = root or Root("/")
-    facts = {
-        "perf_path": shutil.which("perf"),
-        "paranoid": root.read_int("/proc/sys/kernel/perf_event_paranoid"),
-        "root": is_root(),
-        "system_wide": system_wide,
-    }
-    ready = PerfReadiness(probed=False, **facts)
+    ready = PerfReadiness(
+        perf_path=shutil.which("perf"),
+        paranoid=root.read_int("/proc/sys/kernel/perf_event_paranoid"),
+        root=is_root(),
+        system_wide=system_wide,
+        probed=False,
+    )
     if not probe or ready.problem("") is not None:
         return ready
     supported, dropped, error = probe_perf_events(list(events), system_wide=system_wide)
-    return PerfReadiness(probed=True, supported=tuple(supported), dropped=dict(dropped), probe_error=error, **facts)
+    return replace(ready, probed=True, supported=tuple(supported), dropped=dict(dropped), probe_error=error)
 
 
 _probe_cache: dict[tuple, tuple[list[str], dict[str, str], str | None]] = {}
@@ -375,6 +375,8 @@ def pqos_core_spec(root: Root, cores: str | list[list[int]]) -> str:
     if cores == "all":
         online = parse_cpu_list(root.read_line("/sys/devices/system/cpu/online")) or list(range(os.cpu_count() or 1))
         groups = [online]
+    elif isinstance(cores, str):
+        raise ValueError(f'rdt cores: {cores!r} is neither "all" nor a list of core groups')
     else:
         groups = list(cores)
     text = ",".join("[" + ",".join(map(str, group)) + "]" for group in groups)

@@ -13,8 +13,7 @@ from pathlib import Path
 from faasprof.errors import FormatError
 from faasprof.rundir.hosts import is_host_dir
 from faasprof.rundir.layout import MONITORS
-
-MONITOR_META = "meta.json"  # a collector's anchors (monotonic and wall-clock ns at its start) and layout
+from faasprof.rundir.monitor_files import MONITOR_META
 
 
 def monitor_dir(run_dir: str | os.PathLike, name: str) -> Path:

@@ -12,7 +12,7 @@ from paramlib import int_param
 DEFAULT_SIZE = 100
 DEFAULT_REPEAT = 5
 
-_TEXTS = {}
+_TEXTS = {}  # type: dict[int, str]  # a comment, not an annotation: the payload also runs on old python:3 images
 
 
 def text_for(size):

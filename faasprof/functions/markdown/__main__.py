@@ -97,6 +97,39 @@ def list_item_match(line):
     return None
 
 
+def fenced_code(lines, i, fence):
+    """The fenced code block opening at line ``i``: its HTML and the line after its closing fence."""
+    marker, language = fence.group(1), fence.group(2)
+    body = []
+    i += 1
+    while i < len(lines) and not lines[i].strip().startswith(marker):
+        body.append(lines[i])
+        i += 1
+    attr = ' class="language-%s"' % html.escape(language) if language else ""
+    # i + 1: past the closing fence (or the end of the document)
+    return "<pre><code%s>%s</code></pre>" % (attr, html.escape("\n".join(body) + "\n", quote=False)), i + 1
+
+
+def indented_code(lines, i):
+    """The indented code block starting at line ``i``: its HTML and the line after it."""
+    body = []
+    while i < len(lines) and (lines[i].startswith("    ") or not lines[i].strip()):
+        body.append(lines[i][4:])
+        i += 1
+    while body and not body[-1].strip():
+        body.pop()
+    return "<pre><code>%s</code></pre>" % html.escape("\n".join(body) + "\n", quote=False), i
+
+
+def blockquote(lines, i, depth):
+    """The block quote starting at line ``i`` (its lines rendered as blocks): its HTML and the line after it."""
+    quoted = []
+    while i < len(lines) and lines[i].strip() and QUOTE.match(lines[i]):
+        quoted.append(QUOTE.match(lines[i]).group(1))
+        i += 1
+    return "<blockquote>\n%s\n</blockquote>" % blocks(quoted, depth + 1), i
+
+
 def blocks(lines, depth=0):
     """Block structure to HTML, line by line; nested containers recurse on their own lines."""
     out = []
@@ -117,24 +150,12 @@ def blocks(lines, depth=0):
         fence = FENCE.match(line)
         if fence:
             flush()
-            marker, language = fence.group(1), fence.group(2)
-            body = []
-            i += 1
-            while i < len(lines) and not lines[i].strip().startswith(marker):
-                body.append(lines[i])
-                i += 1
-            i += 1  # the closing fence (or the end of the document)
-            attr = ' class="language-%s"' % html.escape(language) if language else ""
-            out.append("<pre><code%s>%s</code></pre>" % (attr, html.escape("\n".join(body) + "\n", quote=False)))
+            code, i = fenced_code(lines, i, fence)
+            out.append(code)
             continue
         if line.startswith("    ") and not paragraph:
-            body = []
-            while i < len(lines) and (lines[i].startswith("    ") or not lines[i].strip()):
-                body.append(lines[i][4:])
-                i += 1
-            while body and not body[-1].strip():
-                body.pop()
-            out.append("<pre><code>%s</code></pre>" % html.escape("\n".join(body) + "\n", quote=False))
+            code, i = indented_code(lines, i)
+            out.append(code)
             continue
         heading = ATX.match(line)
         if heading:
@@ -157,11 +178,8 @@ def blocks(lines, depth=0):
             continue
         if QUOTE.match(line) and depth < MAX_NESTING:
             flush()
-            quoted = []
-            while i < len(lines) and lines[i].strip() and QUOTE.match(lines[i]):
-                quoted.append(QUOTE.match(lines[i]).group(1))
-                i += 1
-            out.append("<blockquote>\n%s\n</blockquote>" % blocks(quoted, depth + 1))
+            quoted, i = blockquote(lines, i, depth)
+            out.append(quoted)
             continue
         item = list_item_match(line) if depth < MAX_NESTING else None
         if item:

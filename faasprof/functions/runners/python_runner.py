@@ -49,8 +49,10 @@ def main():
         sys.modules["main__"] = module
         spec.loader.exec_module(module)
         function = getattr(module, main_name)
-    except BaseException as error:  # report any import failure to the parent, then stop
-        send({"ready": False, "error": "%s: %s" % (type(error).__name__, error), "traceback": traceback.format_exc()})
+    except BaseException as failure:  # report any import failure to the parent, then stop
+        send(
+            {"ready": False, "error": "%s: %s" % (type(failure).__name__, failure), "traceback": traceback.format_exc()}
+        )
         return 1
     send(
         {

@@ -77,9 +77,8 @@ class Allocation:
             raise
         return self
 
-    def __exit__(self, exc_type, exc, tb) -> bool:
+    def __exit__(self, exc_type, exc, tb) -> None:
         self.restore()
-        return False
 
     # apply --------------------------------------------------------------------------------
     def apply(self) -> dict[str, Any]:

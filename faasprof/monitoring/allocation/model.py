@@ -10,7 +10,7 @@ from __future__ import annotations
 import subprocess
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Callable, Iterable, Sequence
+from typing import Any, Callable, Iterable, Sequence, TypedDict
 
 from faasprof.monitoring import host
 
@@ -96,6 +96,14 @@ class BandwidthCaps:
             "thread_throttle_mode": self.thread_throttle_mode,
             "mbps_mode": self.mbps_mode,
         }
+
+
+class HostBasics(TypedDict):
+    """What every ``Capabilities`` of one host shares, whichever interface is probed."""
+
+    root: Path
+    online_cpus: tuple[int, ...]
+    flags: frozenset[str]
 
 
 @dataclass(frozen=True)

@@ -24,6 +24,7 @@ from faasprof.monitoring.allocation.model import (
     BandwidthCaps,
     CacheCaps,
     Capabilities,
+    HostBasics,
     Readback,
     Runner,
     format_cpu_list,
@@ -115,7 +116,7 @@ def parse_pqos_show(text: str) -> dict[str, Any]:
     return {"l3": l3, "mba": mba, "cores": cores, "l3_details": l3_details, "mba_details": mba_details}
 
 
-def capabilities(pqos_path: str, runner: Runner, timeout_s: float, common: dict) -> Capabilities:
+def capabilities(pqos_path: str, runner: Runner, timeout_s: float, common: HostBasics) -> Capabilities:
     """What ``pqos -d`` and ``pqos -s -v`` report; ``interface`` None (and the reason) when pqos fails or offers nothing."""
     outputs = {}
     for args in (["-d"], ["-s", "-v"]):

@@ -20,6 +20,7 @@ from faasprof.monitoring.allocation.model import (
     MOUNT_HINT,
     PQOS_TIMEOUT_S,
     Capabilities,
+    HostBasics,
     Runner,
     parse_cpu_list,
     run_subprocess,
@@ -49,7 +50,7 @@ def discover(
         online = parse_cpu_list(online_text) if online_text else tuple(range(os.cpu_count() or 1))
     except ValueError:
         online = ()
-    common = dict(root=root, online_cpus=online, flags=flags)
+    common = HostBasics(root=root, online_cpus=online, flags=flags)
 
     mount = host.mount_of(reader, "resctrl")
     resctrl_reason = None

@@ -39,6 +39,7 @@ from faasprof.monitoring.allocation.model import (
     BandwidthCaps,
     CacheCaps,
     Capabilities,
+    HostBasics,
     Readback,
     format_cpu_list,
     parse_cpu_list,
@@ -65,7 +66,7 @@ def parse_schemata(text: str) -> dict[str, dict[int, str]]:
     return result
 
 
-def capabilities(path: Path, options: tuple[str, ...], common: dict) -> Capabilities:
+def capabilities(path: Path, options: tuple[str, ...], common: HostBasics) -> Capabilities:
     """What the resctrl mount at ``path`` offers (``info/``, the default ``schemata``); ``interface`` None when nothing."""
     resctrl = host.Root(path)  # files of the resctrl mount, read as /info/..., /schemata
     info = path / "info"
@@ -166,7 +167,7 @@ def last_cmd_status(resctrl: Path) -> str:
 
 def schemata_lines(caps: Capabilities, plan: AllocationPlan) -> list[str]:
     """The group's ``schemata``: an ``L3:`` (or ``L3DATA:``/``L3CODE:``) and an ``MB:`` line, every cache id."""
-    lines = []
+    lines: list[str] = []
     l3, mb = caps.l3, caps.mb
     if plan.l3_mask is not None and l3 is not None:
         values = ";".join(f"{i}={plan.l3_mask:x}" for i in l3.cache_ids)

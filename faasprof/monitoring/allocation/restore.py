@@ -17,7 +17,7 @@ from typing import Any
 from faasprof.errors import NotReadyError, RunError
 from faasprof.monitoring import host
 from faasprof.monitoring.allocation import pqos, resctrl
-from faasprof.monitoring.allocation.journal import STATE_FORMAT_VERSION, default_state_dir, owner_alive
+from faasprof.monitoring.allocation.journal import STATE_FORMAT_VERSION, default_state_dir
 from faasprof.monitoring.allocation.model import (
     GROUP_PREFIX,
     PQOS_TIMEOUT_S,
@@ -25,6 +25,7 @@ from faasprof.monitoring.allocation.model import (
     Runner,
     run_subprocess,
 )
+from faasprof.procfs import owner_alive
 
 
 def restore_from_state(state: dict[str, Any], *, fs: resctrl.ResctrlFs, runner: Runner, timeout_s: float) -> list[str]:

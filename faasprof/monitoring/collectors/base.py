@@ -48,7 +48,7 @@ import threading
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Callable, ClassVar
+from typing import Any, BinaryIO, Callable, ClassVar, TextIO
 
 from faasprof.monitoring.host import Root
 from faasprof.monitoring.sampling import sample_until
@@ -290,7 +290,8 @@ class ProcessCollector(Collector):
         super().__init__(block, context)
         self.process: subprocess.Popen | None = None
         self.returncode: int | None = None
-        self._stdout = self._stderr = None
+        self._stdout: BinaryIO | None = None
+        self._stderr: BinaryIO | None = None
 
     def _launch(self, argv: list[str]) -> None:
         assert self.dir is not None
@@ -319,6 +320,7 @@ class ProcessCollector(Collector):
             return
         self.returncode = self.process.returncode
         self._close_logs()
+        assert self.dir is not None
         self._fail(
             f"{self.name}: {self.command[0] if self.command else 'tool'} exited at once with code {self.returncode}: {tail(self.dir / 'stderr.log') or 'no message'}"
         )
@@ -330,6 +332,7 @@ class ProcessCollector(Collector):
             return True
         self.returncode = self.process.returncode
         self.status = "died"
+        assert self.dir is not None
         self.errors.append(
             f"{self.name}: exited during the run with code {self.returncode}: {tail(self.dir / 'stderr.log') or 'no message'}"
         )
@@ -389,10 +392,11 @@ class SamplingCollector(Collector):
     """A collector that reads files itself (no external tool) every ``interval_ms`` in a thread.
 
     Subclasses set ``output_name``, ``header`` and ``thread_name``, and implement
-    ``sample_once()`` (append rows to ``self._handle``) and optionally ``_cleanup()``.
+    ``sample_once()`` (append rows with ``self._write_rows``) and optionally ``_cleanup()``.
     """
 
     default_interval_ms = 500
+    output_name: ClassVar[str]
     header = ""
     thread_name = "sampler"
 
@@ -402,7 +406,13 @@ class SamplingCollector(Collector):
         self._thread: threading.Thread | None = None
         self._stop_event = threading.Event()
         self._error: str | None = None
-        self._handle = None
+        self._handle: TextIO | None = None
+
+    def _write_rows(self, text: str) -> None:
+        """Append CSV rows to the output and flush them (a run cut short keeps what was sampled)."""
+        assert self._handle is not None, "sampling before _begin_sampling opened the output"
+        self._handle.write(text)
+        self._handle.flush()
 
     def _begin_sampling(self, command: list[str], description: str) -> None:
         """Write command.txt (what is read, since there is no tool), open the output, start the thread."""

@@ -72,8 +72,7 @@ class CgroupCollector(SamplingCollector):
     def sample_once(self) -> None:
         samples = sample_cgroups(self.parents)
         self.sandboxes_seen.update(samples)
-        self._handle.write(cgroup_rows(time.monotonic_ns() - (self.monotonic_ns_at_start or 0), samples))
-        self._handle.flush()
+        self._write_rows(cgroup_rows(time.monotonic_ns() - (self.monotonic_ns_at_start or 0), samples))
         self.samples += 1
 
     def describe(self) -> dict:

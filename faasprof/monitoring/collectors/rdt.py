@@ -147,8 +147,7 @@ class ResctrlSampler(SamplingCollector):
                     except OSError:
                         values.append("")
                 lines.append(f"{elapsed},{name},{domain_dir.name[7:]},{','.join(values)}\n")
-        self._handle.write("".join(lines))
-        self._handle.flush()
+        self._write_rows("".join(lines))
 
     def _cleanup(self) -> None:
         for path in reversed(self._created):
@@ -266,7 +265,7 @@ class RdtCollector(Collector):
         resctrl = resctrl_info(self.root)
         reasons = []
         if wanted in ("auto", "resctrl"):
-            impl = ResctrlSampler(self.block, self.context)
+            impl: Collector = ResctrlSampler(self.block, self.context)
             reason = impl.check()
             if reason is None:
                 self.interface, self._impl = "resctrl", impl

@@ -111,8 +111,7 @@ class VmstatCollector(SamplingCollector):
         )
 
     def sample_once(self) -> None:
-        self._handle.write(vmstat_row(time.monotonic_ns() - (self.monotonic_ns_at_start or 0), self.root))
-        self._handle.flush()
+        self._write_rows(vmstat_row(time.monotonic_ns() - (self.monotonic_ns_at_start or 0), self.root))
 
     @classmethod
     def load_frame(cls, directory: Path, meta: dict, offset_s: float, manifest: Manifest):

@@ -21,15 +21,6 @@ from faasprof.errors import ConfigError
 
 DEFAULT_GROUP = "openwhisk_invokers"
 HOST_NAME = re.compile(r"^[A-Za-z0-9._-]+$")
-SSH_VARS = (
-    "ansible_host",
-    "ansible_port",
-    "ansible_user",
-    "ansible_ssh_private_key_file",
-    "ansible_ssh_common_args",
-    "ansible_connection",
-    "faasprof_cgroup_parent",
-)
 
 
 @dataclass(frozen=True)

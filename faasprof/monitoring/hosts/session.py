@@ -257,6 +257,7 @@ class HostSession:
         cls = record_class(name)
         if cls is None:
             return
+        assert self.run_dir is not None, "a collector started before the session's start()"
         collector = cls(self.wanted.get(name) or {}, {})
         collector.dir = rundir.host_monitor_dir(self.run_dir, self.name, name)
         collector.command = list(info.get("command") or [])

@@ -18,6 +18,7 @@ from faasprof.monitoring import sampling, tools
 from faasprof.monitoring.hosts import agent, dockerwatch, toolrun
 from faasprof.monitoring.hosts.inventory import Host
 from faasprof.monitoring.parsers import perf as perf_parser
+from faasprof.rundir import monitor_files
 
 CONNECT_TIMEOUT_S = 5
 # ssh asks the server every 2 s and gives up after 3 unanswered: a host that vanished without
@@ -58,9 +59,15 @@ def ssh_argv(host: Host) -> list[str]:
 
 def agent_code() -> bytes:
     """What precedes the agent's settings on its stdin: the length line and the modules."""
-    packages = ("faasprof", "faasprof.monitoring", "faasprof.monitoring.hosts", "faasprof.monitoring.parsers")
+    packages = (
+        "faasprof",
+        "faasprof.monitoring",
+        "faasprof.monitoring.hosts",
+        "faasprof.monitoring.parsers",
+        "faasprof.rundir",  # only its standard-library module of file names: its __init__ is not shipped
+    )
     modules = {package: [True, ""] for package in packages}
-    for module in (host_module, sampling, perf_parser, tools, toolrun, dockerwatch, agent):
+    for module in (host_module, sampling, perf_parser, tools, toolrun, dockerwatch, agent, monitor_files):
         modules[module.__name__] = [False, inspect.getsource(module)]
     payload = json.dumps(modules).encode()
     return str(len(payload)).encode() + b"\n" + payload

@@ -41,6 +41,7 @@ from faasprof.monitoring.tools import (
     rdt_flags_problem,
     write_blk_marker,
 )
+from faasprof.rundir.monitor_files import MONITOR_STDERR, MONITOR_STDOUT
 
 TOOL_COLLECTORS = ("perf", "rdt", "blktrace")
 STREAM_INTERVAL_S = 0.25
@@ -53,8 +54,8 @@ PR_SET_PDEATHSIG = 1
 
 @dataclass
 class ToolPlan:
-    """What runs for one collector: its argv, the text files streamed back besides stdout.log and
-    stderr.log, its layout keys for meta.json, the commands run in its folder after it stops, the
+    """What runs for one collector: its argv, the text files streamed back besides its stdout and
+    stderr, its layout keys for the collector's meta file, the commands run in its folder after it stops, the
     folders it needs, the disks its time marker goes to, and the warnings its check gave."""
 
     argv: list[str]
@@ -160,7 +161,7 @@ class ToolRun:
 
     def files(self) -> list[str]:
         assert self.plan is not None
-        return ["stdout.log", "stderr.log", *self.plan.outputs]
+        return [MONITOR_STDOUT, MONITOR_STDERR, *self.plan.outputs]
 
     def start(self) -> dict:
         plan = self.plan
@@ -172,8 +173,8 @@ class ToolRun:
         _load_libc()
         monotonic_ns, wall_ns = time.monotonic_ns(), time.time_ns()
         with (
-            open(os.path.join(self.dir, "stdout.log"), "wb") as out,
-            open(os.path.join(self.dir, "stderr.log"), "wb") as err,
+            open(os.path.join(self.dir, MONITOR_STDOUT), "wb") as out,
+            open(os.path.join(self.dir, MONITOR_STDERR), "wb") as err,
         ):
             try:
                 # A session of its own: a signal meant for the agent's group is not the tool's.
@@ -217,7 +218,7 @@ class ToolRun:
     def _stderr_tail(self) -> str:
         assert self.dir is not None
         try:
-            with open(os.path.join(self.dir, "stderr.log"), encoding="utf-8", errors="replace") as handle:
+            with open(os.path.join(self.dir, MONITOR_STDERR), encoding="utf-8", errors="replace") as handle:
                 text = handle.read()[-400:]
         except OSError:
             return "no message"

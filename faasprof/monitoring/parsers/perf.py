@@ -74,9 +74,6 @@ class PerfRow:
     metric_value: float | None
     metric_unit: str
 
-    def as_tuple(self) -> tuple:
-        return tuple(getattr(self, name) for name in COLUMNS)
-
 
 def base_event(name: str) -> str:
     """``cycles:u`` → ``cycles``: the event without its modifiers."""
@@ -120,6 +117,34 @@ def parse_perf_line(line: str, sep: str = ",") -> PerfRow | None:
     return PerfRow(*fields) if fields is not None else None
 
 
+def _tail_length(fields: list[str]) -> int | None:
+    """How many fields from the right a counter row's value and what follows it take: normal rows
+    have the value 7 fields from the right; cgroup (-G) and repeat (-r) rows carry one more field
+    after the event name, which pushes the value to 8. None: no value there (not a counter row)."""
+    if _is_value(fields[-7]):
+        return 7
+    if len(fields) >= 8 and _is_value(fields[-8]):
+        return 8
+    return None
+
+
+def _variance_or_cgroup(extra: str | None) -> tuple[float | None, str | None]:
+    """The field after the event name: a repeat run's variance (``0.12%``), else the cgroup."""
+    if extra is None:
+        return None, None
+    if extra.endswith("%") and _is_number(extra[:-1]):
+        return float(extra[:-1]), None
+    return None, extra
+
+
+def _value_and_status(value_text: str) -> tuple[float | None, str]:
+    if value_text == NOT_SUPPORTED:
+        return None, "not_supported"
+    if value_text == NOT_COUNTED:
+        return None, "not_counted"
+    return float(value_text), "ok"
+
+
 def _perf_fields(line: str, sep: str = ",") -> tuple | None:
     """``parse_perf_line``'s row as a tuple in ``COLUMNS`` order (what the frame is built from,
     without a ``PerfRow`` per line)."""
@@ -129,20 +154,13 @@ def _perf_fields(line: str, sep: str = ",") -> tuple | None:
     fields = line.rstrip("\r\n").split(sep)
     if len(fields) < 7:
         return None
-    # Normal rows have the value 7 fields from the right; cgroup (-G) and repeat (-r) rows carry
-    # one more field after the event name, which pushes the value to 8 from the right.
-    extra: str | None = None
-    if _is_value(fields[-7]):
-        tail_len = 7
-    elif len(fields) >= 8 and _is_value(fields[-8]):
-        tail_len = 8
-    else:
+    tail_len = _tail_length(fields)
+    if tail_len is None:
         return None
     tail = fields[-tail_len:]
     prefix = [field.strip() for field in fields[:-tail_len]]
     value_text, unit, event = tail[0].strip(), tail[1].strip(), tail[2].strip()
-    if tail_len == 8:
-        extra = tail[3].strip()
+    extra = tail[3].strip() if tail_len == 8 else None
     runtime_text, pct_text, metric_text, metric_unit = (t.strip() for t in tail[-4:])
     if not event:
         return None  # metric-only continuation row
@@ -159,19 +177,9 @@ def _perf_fields(line: str, sep: str = ",") -> tuple | None:
         return None  # more label columns than any perf layout has: not a counter row
     if len(prefix) > 1 and prefix[1].isdigit():
         n_cpus = int(prefix[1])
-    variance = cgroup = None
-    if extra is not None:
-        if extra.endswith("%") and _is_number(extra[:-1]):
-            variance = float(extra[:-1])
-        else:
-            cgroup = extra
+    variance, cgroup = _variance_or_cgroup(extra)
     agg, unit_id = _labels(prefix[0] if prefix else None, cgroup)
-    if value_text == NOT_SUPPORTED:
-        value, status = None, "not_supported"
-    elif value_text == NOT_COUNTED:
-        value, status = None, "not_counted"
-    else:
-        value, status = float(value_text), "ok"
+    value, status = _value_and_status(value_text)
     runtime = _float(runtime_text)
     return (
         time_s,

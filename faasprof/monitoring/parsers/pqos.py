@@ -59,7 +59,8 @@ def _frame(records: list[dict], drop_first: bool, interval_s: float | None):
     import pandas as pd
 
     # Sample blocks: a group seen again starts a new sample.
-    sample, seen = 0, set()
+    sample = 0
+    seen: set[tuple[object, object]] = set()
     for record in records:
         key = (record.get("group"), record.get("pids"))
         if key in seen:
