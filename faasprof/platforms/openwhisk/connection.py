@@ -214,6 +214,11 @@ def add_connection_arguments(parser: argparse.ArgumentParser, default: str = "th
     )
 
 
+class NoAuthKeyError(ConfigError):
+    """An API host is named and no key for it is: a command that can go on without the platform
+    (``analyze`` of what a run saved) tells it apart from a key that is malformed."""
+
+
 def resolve_connection(
     args: argparse.Namespace | None = None,
     platform: dict | None = None,
@@ -276,7 +281,7 @@ def resolve_connection(
         return None
     auth, _ = pick("auth")
     if not auth:
-        raise ConfigError(
+        raise NoAuthKeyError(
             f"{origin}: platform.auth: no auth key for {apihost}; pass --auth UUID:KEY, set platform.auth, or AUTH in ~/.wskprops"
         )
     if ":" not in auth:
