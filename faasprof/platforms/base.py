@@ -32,6 +32,7 @@ from abc import ABC, abstractmethod
 from dataclasses import dataclass
 from typing import Any, Callable, ClassVar, Collection, Sequence
 
+from faasprof.bounded import LIMITS, BoundedReadError, read_bounded
 from faasprof.errors import ConfigError, NotReadyError, RunError
 
 ERROR_MAX_CHARS = 200
@@ -253,12 +254,9 @@ def read_request_file(instance: Any, key: str, origin: str) -> bytes:
     """The bytes of an instance's ``param_file``/``data_file``; ConfigError naming the field."""
     path = getattr(instance, key)
     try:
-        with open(path, "rb") as handle:
-            return handle.read()
-    except OSError as error:
-        raise ConfigError(
-            f"{origin}: instances.{instance.name}.{key}: cannot read {path} ({error.strerror}); fix the path or its permissions"
-        ) from None
+        return read_bounded(path, LIMITS[key], key)
+    except BoundedReadError as error:
+        raise ConfigError(f"{origin}: instances.{instance.name}.{key}: {error}") from None
 
 
 def shorten(text: str) -> str:
