@@ -135,3 +135,31 @@ def test_a_run_whose_platform_is_gone_is_analysed_without_its_key(tmp_path, isol
     assert summary["records"]["found"] == 4 and summary["records"]["missing"] == 4, summary["records"]
     activations = rundir.read_manifest(run_dir).activations
     assert activations["missing"] == 4 and activations["missing_why"].startswith("no auth key to fetch records")
+
+
+def test_a_run_whose_every_call_was_refused_needs_no_key_to_be_analysed(tmp_path, isolated_home, monkeypatch):
+    """All 429: no activation id, so nothing to fetch; the run is analysed without --auth."""
+    short_records_wait(monkeypatch)
+    workload = workload_from_dict(
+        {
+            "test_name": "refused",
+            "test_duration_in_seconds": 1.0,
+            "random_seed": 1,
+            "blocking_cli": False,
+            "platform": {"actions_deployed": True},
+            "instances": {"t": {"application": "throttled", "distribution": "Uniform", "rate": 5}},
+        },
+        origin="w",
+    )
+    with FakeOpenWhisk() as server:
+        run_dir = execute(
+            workload,
+            tmp_path / "runs",
+            connection=Connection(apihost=server.apihost, auth=AUTH, namespace="_"),
+            save_records=False,
+        )
+    result = run_cli("analyze", run_dir, "--no-plots")
+    assert result.returncode == 0, result.stderr
+    assert "nothing to fetch" in result.stderr and "no auth key" not in result.stderr, result.stderr
+    summary = json.loads((run_dir / rundir.ANALYSIS / "summary.json").read_text())
+    assert summary["records"]["missing"] == 0, summary["records"]

@@ -150,6 +150,8 @@ def _fetch_from_platforms(
     fetches nothing: one line says so, and the records the run lacks are counted as missing with
     that reason; a run whose calls got no activation id (all refused, all timed out) needs none."""
     keepers = registry.record_keepers(manifest.instances)
+    if not keepers:
+        return  # a generic endpoint keeps no records to fetch
     lacking = _lacking_ids(run_dir, invocations)
     if not lacking:
         if not rundir.has_records(run_dir):
