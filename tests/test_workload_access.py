@@ -183,3 +183,13 @@ def test_run_refuses_a_workload_that_sends_a_file_from_elsewhere_before_any_work
     assert "instances.i0.data_file: " in result.stderr and "--allow-file" in result.stderr
     assert "platform.apihost: http://10.9.8.7:3233 is not this machine" in result.stderr
     assert not (tmp_path / "runs").exists() or not any((tmp_path / "runs").iterdir())
+
+
+def test_a_hosts_inventory_outside_the_folder_needs_the_users_leave(tmp_path, outside):
+    inventory = outside.parent / "inv.ini"
+    inventory.write_text("[openwhisk_invokers]\nh1\n")
+    spec = {"application": "json_dumps", "distribution": "Poisson", "rate": 1}
+    path = _write(tmp_path / "w", spec, monitoring={"vmstat": True, "hosts": str(inventory)})
+    (line,) = _problems(path)
+    assert line.split(": ", 2)[1] == "monitoring.hosts" and "--allow-file" in line, line
+    load_workload(path, grants=Grants(allow_files=(inventory,)))

@@ -5,7 +5,8 @@ files faasprof ships: the catalogue's inputs, the ready workloads' traces) and s
 machine's loopback. Anything else needs the user's word on the command line (``Grants``):
 
 - a file outside the workload's folder (``param_file``, ``data_file``, ``source``, a path in
-  ``application``, a distribution's ``*_file`` keys, the perf-monitoring scripts; symbolic links
+  ``application``, a distribution's ``*_file`` keys, the perf-monitoring scripts, the
+  ``monitoring.hosts`` inventory; symbolic links
   followed): ``--allow-file PATH`` (that file, or every file under that folder), or
   ``--allow-outside-files``;
 - a platform or URL that is not loopback (``platform.apihost``, a generic instance's ``url``):
@@ -27,6 +28,8 @@ from pathlib import Path
 from typing import Any, Iterable, Iterator
 
 from faasprof.addresses import is_loopback, redact_url, url_host
+from faasprof.errors import ConfigError
+from faasprof.monitoring.hosts import hosts_option
 from faasprof.paths import DATA_ROOT
 from faasprof.workload.messages import Problems
 
@@ -121,6 +124,17 @@ def _files(instances: Iterable[Any], runtime_script: Path | None, post_script: P
             yield Reach(f"perf_monitoring.{key}", str(script), sends=False)
 
 
+def _inventory(monitoring: dict, base_dir: Path | None) -> Iterator[Reach]:
+    """The hosts inventory the workload's ``monitoring.hosts`` names (its form is the schema's and
+    ``hosts_option``'s to check)."""
+    try:
+        option = hosts_option(monitoring, "", base_dir)
+    except ConfigError:
+        return
+    if option is not None:
+        yield Reach("monitoring.hosts", str(option.inventory.resolve()), sends=False)
+
+
 def _destinations(instances: Iterable[Any], platform: dict) -> Iterator[Reach]:
     apihost = platform.get("apihost")
     if isinstance(apihost, str) and apihost.strip():
@@ -131,11 +145,21 @@ def _destinations(instances: Iterable[Any], platform: dict) -> Iterator[Reach]:
 
 
 def reach(
-    instances: Iterable[Any], platform: dict, runtime_script: Path | None = None, post_script: Path | None = None
+    instances: Iterable[Any],
+    platform: dict,
+    runtime_script: Path | None = None,
+    post_script: Path | None = None,
+    monitoring: dict | None = None,
+    base_dir: Path | None = None,
 ) -> list[Reach]:
-    """Every file the workload names and every host it names, in the workload's order."""
+    """Every file the workload names (its hosts inventory too) and every host it names, in the
+    workload's order."""
     instances = list(instances)
-    return [*_files(instances, runtime_script, post_script), *_destinations(instances, platform)]
+    return [
+        *_files(instances, runtime_script, post_script),
+        *_inventory(monitoring or {}, base_dir),
+        *_destinations(instances, platform),
+    ]
 
 
 def access_problems(reached: Iterable[Reach], base_dir: Path | None, grants: Grants, problems: Problems) -> None:

@@ -201,7 +201,8 @@ class Workload:
 
     def reach(self) -> list[Reach]:
         """Every file the workload reads and every host it sends to (``validate`` lists them)."""
-        return reach(self.instances, self.platform, self.runtime_script, self.post_script)
+        base_dir = self.path.parent if self.path else None
+        return reach(self.instances, self.platform, self.runtime_script, self.post_script, self.monitoring, base_dir)
 
     def functions(self) -> list[str]:
         """Names of the functions the workload invokes on platforms that host them, in first-use order."""
@@ -527,7 +528,8 @@ def workload_from_dict(
     sweep = _sweep_block(data, raw_instances, bad, problems)
     runtime_script, post_script = _monitoring_scripts(data, bad, base_dir, problems)
     if grants is not None:
-        access_problems(reach(instances, platform, runtime_script, post_script), base_dir, grants, problems)
+        reached = reach(instances, platform, runtime_script, post_script, data.get("monitoring"), base_dir)
+        access_problems(reached, base_dir, grants, problems)
     _plan_problems(instances, len(raw_instances), duration_s, data, limits, problems)
     _raise_problems(problems)
     resolved_seed, seed_was_null = _seed(data.get("random_seed"), seed)
