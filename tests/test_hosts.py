@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import signal
 import socket
 import subprocess
@@ -120,7 +121,7 @@ def test_the_testbed_example_inventory_reads(tmp_path):
         (
             "[openwhisk_invokers]\nh@1\n",
             "openwhisk_invokers",
-            "{p}: host h@1: the name must be letters, digits, '.', '_' or '-'; rename the host",
+            "{p}: host h@1: the name must be letters, digits, '.', '_' or '-', not beginning with '-'; rename the host",
         ),
         (
             "[openwhisk_invokers]\nh1 ansible_ssh_private_key_file=/nonexistent/key\n",
@@ -148,7 +149,7 @@ def test_inventory_problems_are_one_line(tmp_path, text, group, message):
 
 
 def test_missing_inventory(tmp_path):
-    with pytest.raises(ConfigError, match=r"nope.ini: cannot read the inventory \(No such file or directory\)"):
+    with pytest.raises(ConfigError, match=r"nope.ini: the inventory does not exist; fix the path"):
         read_inventory(tmp_path / "nope.ini")
 
 
@@ -216,6 +217,59 @@ def test_ssh_argv_puts_the_inventorys_options_first(tmp_path):
     assert argv.index("BatchMode=yes") > argv.index("BatchMode=no")
     assert argv[argv.index("-p") + 1] == "2200" and argv[argv.index("-i") + 1] == str(tmp_path / "key")
     assert argv[argv.index("-l") + 1] == "u" and argv[-2] == "10.1.2.3" and argv[-1].startswith("python3 -u -c ")
+    assert argv[-3] == "--"  # the destination is never read as an option
+
+
+@pytest.mark.parametrize(
+    "line, says",
+    [
+        (
+            "h1 ansible_ssh_common_args='-o ProxyCommand=touch\\ /tmp/owned'",
+            "ansible_ssh_common_args holds -o 'ProxyCommand=touch /tmp/owned'",
+        ),
+        (
+            "h1 ansible_ssh_extra_args='-oLocalCommand=id -o PermitLocalCommand=yes'",
+            "ansible_ssh_extra_args holds -o 'LocalCommand=id'",
+        ),
+        ("h1 ansible_ssh_common_args='-o proxycommand nc %h %p'", "ansible_ssh_common_args holds -o 'proxycommand'"),
+        ("h1 ansible_ssh_common_args='-F /tmp/other_config'", "ansible_ssh_common_args holds '-F'"),
+    ],
+)
+def test_inventory_ssh_options_that_run_a_local_command_need_the_users_leave(tmp_path, line, says):
+    inventory = write(tmp_path / "inv.ini", f"[openwhisk_invokers]\n{line}\n")
+    with pytest.raises(ConfigError) as raised:
+        read_inventory(inventory)
+    message = str(raised.value)
+    assert "\n" not in message and says in message and "runs a command on this machine" in message, message
+    assert "--allow-ssh-commands" in message
+    (host,) = read_inventory(inventory, allow_ssh_commands=True)
+    assert host.common_args and ssh_argv(host)[-3] == "--"
+
+
+@pytest.mark.parametrize(
+    "text, says",
+    [
+        ("[openwhisk_invokers]\n-oProxyCommand=id\n", "not beginning with '-'"),
+        (
+            "[openwhisk_invokers]\nh1 ansible_host=-oProxyCommand=id\n",
+            "ansible_host='-oProxyCommand=id' begins with '-'",
+        ),
+    ],
+)
+def test_a_host_or_address_that_ssh_would_read_as_an_option_is_refused(tmp_path, text, says):
+    inventory = write(tmp_path / "inv.ini", text)
+    with pytest.raises(ConfigError, match=re.escape(says)):
+        read_inventory(inventory)
+
+
+def test_an_inventory_that_is_a_fifo_or_too_large_is_refused_without_reading_it(tmp_path):
+    fifo = tmp_path / "inv.ini"
+    os.mkfifo(fifo)
+    with pytest.raises(ConfigError, match="the inventory is not a regular file"):
+        read_inventory(fifo)  # without the check this waits for a writer forever
+    big = write(tmp_path / "big.ini", "[openwhisk_invokers]\n" + "#" * (1024 * 1024) + "\nh1\n")
+    with pytest.raises(ConfigError, match=r"the inventory is 1,048,\d+ bytes, more than the 1,048,576"):
+        read_inventory(big)
 
 
 def _local_agent(settings: dict, path: str | None = None) -> subprocess.Popen:

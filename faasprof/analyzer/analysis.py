@@ -746,7 +746,7 @@ def analyze_run(
     out = run_dir / rundir.ANALYSIS
     if out.exists():
         shutil.rmtree(out)  # derived data: rebuilt from scratch so nothing stale survives
-    out.mkdir()
+    rundir.make_private_dir(out)
     if progress:
         progress(f"{len(run.invocations):,} invocations, {run.records_info.get('found', 0):,} records; writing {out}")
     with ThreadPoolExecutor(max_workers=1, thread_name_prefix="faasprof-parquet") as pool:

@@ -25,6 +25,7 @@ from faasprof.invoker.preflight import check_out_dir
 from faasprof.paths import WORKLOAD_CONFIGS_DIR
 from faasprof.platforms.openwhisk.connection import add_connection_arguments, resolve_connection
 from faasprof.progress import Progress
+from faasprof.workload.access import add_access_arguments, grants_from
 from faasprof.workload.spec import workload_from_dict
 
 DEFAULT_WORKLOAD = WORKLOAD_CONFIGS_DIR / "fig14_interference.json"
@@ -75,6 +76,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     local.add_argument("--user-memory", type=int, metavar="MB", help="memory budget of the pool (default 4096)")
     parser.add_argument("--quiet", action="store_true", help="no progress lines on stderr")
     add_connection_arguments(parser)
+    add_access_arguments(parser)
 
 
 def main(args: argparse.Namespace) -> int:
@@ -123,7 +125,7 @@ def main(args: argparse.Namespace) -> int:
     resolved, rate = resolve_rate(data, args.victim, capacity_rps, args.fraction, source)
     if not args.quiet:
         print(f"{args.victim}: {rate['rate_rps']}/s ({rate['source']})", file=sys.stderr)
-    workload = workload_from_dict(resolved, origin=str(path), path=path)
+    workload = workload_from_dict(resolved, origin=str(path), path=path, grants=grants_from(args))
     run_dir = execute_analyzed(
         workload, args.out, connection=connection, local_settings=settings, progress=progress, analyze=True
     )

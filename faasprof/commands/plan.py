@@ -23,6 +23,7 @@ from faasprof.experiments import capacity_store
 from faasprof.experiments.sweep_plan import describe_plan
 from faasprof.invoker.preflight import check_out_file
 from faasprof.platforms.openwhisk.connection import resolve_connection
+from faasprof.workload.access import add_access_arguments, grants_from
 from faasprof.workload.jsonread import is_schema_document, parse_workload_file
 from faasprof.workload.schedule import build_schedule
 from faasprof.workload.shipped import find_workload
@@ -33,6 +34,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("config", metavar="CONFIG", help="workload JSON file")
     parser.add_argument("--out", metavar="CSV", help="write the merged schedule here (never overwritten)")
     parser.add_argument("--seed", type=int, help="use this seed instead of the workload's random_seed")
+    add_access_arguments(parser)
 
 
 def format_table(rows: list[list[str]], header: list[str]) -> str:
@@ -52,7 +54,7 @@ def main(args: argparse.Namespace) -> int:
     if is_schema_document(parsed.data):
         print(f"{args.config}: skipped (the JSON Schema of workloads, not a workload)")
         return 0
-    given = workload_from_parsed(parsed, args.config, seed=args.seed, missing_files_warn=True)
+    given = workload_from_parsed(parsed, args.config, seed=args.seed, missing_files_warn=True, grants=grants_from(args))
     capacities: dict[str, dict] = {}
     bands: list[str] = []
     empty_bands: list[str] = []

@@ -55,6 +55,7 @@ from faasprof.platforms.openwhisk.connection import (
 )
 from faasprof.progress import Progress
 from faasprof.rundir import manifest_path, read_manifest
+from faasprof.workload.access import add_access_arguments, grants_from
 from faasprof.workload.shipped import find_workload
 from faasprof.workload.spec import load_workload
 
@@ -84,6 +85,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         "max_client_latency_ms_p99, max_lateness_ms_p99; a run that misses one exits 1",
     )
     add_connection_arguments(parser)
+    add_access_arguments(parser)
     _add_hosts_arguments(parser)
     _add_invoker_arguments(parser)
     _add_localwhisk_arguments(parser)
@@ -273,7 +275,7 @@ def install_function_packages(workload, progress: Progress) -> None:
 
 def main(args: argparse.Namespace) -> int:
     args.config = str(find_workload(args.config))  # a shipped workload's bare name: its file
-    workload = with_hosts(load_workload(args.config, seed=args.seed), args)
+    workload = with_hosts(load_workload(args.config, seed=args.seed, grants=grants_from(args)), args)
     progress = Progress.to(sys.stderr, quiet=args.quiet)
     if workload.needs_capacity():
         connection = resolve_connection(args, workload.platform, origin=args.config)

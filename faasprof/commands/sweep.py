@@ -9,6 +9,7 @@ from faasprof.errors import ConfigError
 from faasprof.experiments.sweep import run_sweep
 from faasprof.platforms.openwhisk.connection import add_connection_arguments, resolve_connection
 from faasprof.progress import Progress
+from faasprof.workload.access import add_access_arguments, grants_from
 from faasprof.workload.spec import load_workload
 
 
@@ -23,10 +24,11 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--quiet", action="store_true", help="no progress on stderr")
     parser.add_argument("--root", default="/", help=argparse.SUPPRESS)  # a fake /sys tree, for tests
     add_connection_arguments(parser)
+    add_access_arguments(parser)
 
 
 def main(args: argparse.Namespace) -> int:
-    workload = load_workload(args.config)
+    workload = load_workload(args.config, grants=grants_from(args))
     if not workload.sweep:
         raise ConfigError(
             f"{args.config}: sweep: the workload has no sweep block; add sweep.parameters (see the README) or use faasprof run"

@@ -26,6 +26,7 @@ from faasprof.experiments import capacity_store
 from faasprof.invoker.preflight import embedded_limits, embedded_missing, platform_check, stage_sources
 from faasprof.platforms import registry
 from faasprof.platforms.openwhisk.connection import add_connection_arguments, resolve_connection
+from faasprof.workload.access import add_access_arguments, grants_from, reach_lines
 from faasprof.workload.jsonread import is_schema_document, parse_workload_file
 from faasprof.workload.schedule import empty_plan_problem
 from faasprof.workload.shipped import find_workload
@@ -41,6 +42,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         help="contact no platform: check the files alone (functions outside the catalogue are warnings)",
     )
     add_connection_arguments(parser)
+    add_access_arguments(parser)
 
 
 def _as_given(data: object, config: str) -> SimpleNamespace:
@@ -89,6 +91,7 @@ def _check(config: str, args: argparse.Namespace) -> tuple[list[str], list[str],
             parse_problems=parsed.problems,
             non_finite=parsed.non_finite,
             limits=limits,
+            grants=grants_from(args),
         )
     except ConfigError as error:
         # Everything at once: the functions the embedded platform cannot have are told beside the
@@ -138,12 +141,11 @@ def _check(config: str, args: argparse.Namespace) -> tuple[list[str], list[str],
         else ("for the embedded localwhisk" if connection is None else f"on {connection.apihost}")
     )
     ok_line = f"{config}: ok ({count} instance{'s' if count != 1 else ''}, {workload.duration_s:g} s; checked {where})"
-    return (
-        problems,
-        missing,
-        warnings,
-        "\n".join([ok_line, *(f"  {line}" for line in capacity_store.describe_fractions(workload, capacities))]),
-    )
+    details = [
+        *capacity_store.describe_fractions(workload, capacities),
+        *reach_lines(workload.reach()),  # what it would read and where it would send, as allowed
+    ]
+    return (problems, missing, warnings, "\n".join([ok_line, *(f"  {line}" for line in details)]))
 
 
 def main(args: argparse.Namespace) -> int:

@@ -31,6 +31,7 @@ import os
 import shutil
 import subprocess
 import tempfile
+from dataclasses import replace
 from pathlib import Path
 
 import numpy as np
@@ -40,6 +41,7 @@ from faasprof import rundir
 from faasprof.analyzer.compare import ensure_analyzed
 from faasprof.errors import ConfigError, NotReadyError
 from faasprof.paths import cache_dir
+from faasprof.workload.access import Grants
 
 BASE_IMAGE = "faasprof/action-python-v3.11"
 PADDED_REPOSITORY = "faasprof/stellar-padded-python"
@@ -177,6 +179,14 @@ def pad_code(point_dict: dict, workload, values: dict) -> dict:
             ensure_padded_source(Path(source), float(values["code_padding_mb"]))
         )
     return point_dict
+
+
+def point_grants(workload, values: dict) -> Grants:
+    """What a sweep point's workload may reach: what the user allowed the sweep's workload, and,
+    with ``code_padding_mb``, the padded copies faasprof made of its sources in the cache."""
+    if "code_padding_mb" not in values:
+        return workload.grants
+    return replace(workload.grants, allow_files=(*workload.grants.allow_files, cache_dir("padding").resolve()))
 
 
 def cold_start_vs_size(sweep_dir: str | os.PathLike, parameter: str | None = None) -> pd.DataFrame:

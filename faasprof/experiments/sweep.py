@@ -133,6 +133,7 @@ def check_sweep(workload: Workload, connection: Any = None, root: str = "/") -> 
                 origin=f"{origin} (sweep point {point.label})",
                 path=workload.path,
                 seed=workload.seed,
+                grants=padding_mod.point_grants(workload, point.values),  # a point may name other files
             )
         except ConfigError as error:
             problems.extend(line for line in error.problems if line not in problems)
@@ -266,6 +267,7 @@ def run_sweep(
                 origin=f"{workload.origin} (sweep point {point.label})",
                 path=workload.path,
                 seed=workload.seed + point.repeat,
+                grants=padding_mod.point_grants(workload, point.values),
             )
             local_settings = dict((point_dict.get("platform") or {}).get("localwhisk") or {})
             local_settings.update(padding_mod.point_settings(point.values))

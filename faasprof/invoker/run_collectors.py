@@ -66,7 +66,13 @@ def connect_hosts(workload: Any, progress: Progress) -> RemoteHosts | None:
     option = hosts_option(workload.monitoring, workload.origin, workload.path.parent if workload.path else None)
     if option is None:
         return None
-    hosts = RemoteHosts.for_workload(option, workload.monitoring, workload.duration_s, workload.origin)
+    hosts = RemoteHosts.for_workload(
+        option,
+        workload.monitoring,
+        workload.duration_s,
+        workload.origin,
+        allow_ssh_commands=workload.grants.allow_ssh_commands,  # the user's flag, never the workload's
+    )
     for line in hosts.connect():
         progress.say(line)
     return hosts

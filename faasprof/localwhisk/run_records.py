@@ -40,10 +40,11 @@ def save_store_records(run_dir: str | os.PathLike, store: str | os.PathLike, pla
     run_dir = Path(run_dir)
     wanted = {row["activation_id"] for row in rundir.read_invocations(run_dir) if row["activation_id"]}
     path = rundir.activations_path(run_dir)
-    saved = rundir.read_record_ids(path)
+    saved, torn = rundir.read_records_counting_torn(path)
     lacking = wanted - saved.keys()
     stored = read_stored_records(Path(store), lacking) if lacking else {}
-    if stored:
+    if stored or torn:
+        # Rewritten whole: a line cut short goes, and the store gives the records after it.
         rundir.write_records(path, rundir.sort_records([*saved.values(), *stored.values()]))
     elif not path.exists():
         rundir.write_records(path, [])
@@ -57,6 +58,8 @@ def save_store_records(run_dir: str | os.PathLike, store: str | os.PathLike, pla
         "missing": len(missing),
         "interrupted": False,
     }
+    if torn:
+        report["torn_lines"] = torn
     if missing:
         report["missing_why"] = _missing_why(platform_exit)
         report["missing_ids_sample"] = sorted(missing)[:MISSING_SAMPLE]

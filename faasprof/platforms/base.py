@@ -32,6 +32,8 @@ from abc import ABC, abstractmethod
 from dataclasses import dataclass
 from typing import Any, Callable, ClassVar, Collection, Sequence
 
+from faasprof.addresses import redact_url, url_has_credentials
+from faasprof.bounded import LIMITS, BoundedReadError, read_bounded
 from faasprof.errors import ConfigError, NotReadyError, RunError
 
 ERROR_MAX_CHARS = 200
@@ -234,8 +236,11 @@ def format_request(
 
 def url_problem(url: str) -> str | None:
     """Why ``url`` cannot be sent to (with the fix), or None when it is a usable http(s) URL."""
-    shown = json.dumps(url)
+    shown = json.dumps(redact_url(url))
     shown = shown if len(shown) <= 40 else shown[:37] + "..."
+    if url_has_credentials(url):
+        # faasprof sends no credentials to a generic URL, and a password written here would be shown and stored.
+        return f"{shown} holds credentials (user:password@), which faasprof never sends nor stores; remove them"
     if not url.startswith(("http://", "https://")):
         return f"{shown} is not an http:// or https:// URL; write it as http://HOST[:PORT]/PATH"
     if any(ch.isspace() for ch in url):
@@ -256,12 +261,9 @@ def read_request_file(instance: Any, key: str, origin: str) -> bytes:
     """The bytes of an instance's ``param_file``/``data_file``; ConfigError naming the field."""
     path = getattr(instance, key)
     try:
-        with open(path, "rb") as handle:
-            return handle.read()
-    except OSError as error:
-        raise ConfigError(
-            f"{origin}: instances.{instance.name}.{key}: cannot read {path} ({error.strerror}); fix the path or its permissions"
-        ) from None
+        return read_bounded(path, LIMITS[key], key)
+    except BoundedReadError as error:
+        raise ConfigError(f"{origin}: instances.{instance.name}.{key}: {error}") from None
 
 
 def shorten(text: str) -> str:

@@ -16,7 +16,7 @@ from typing import IO, Iterable, Iterator
 
 from faasprof.errors import FormatError
 from faasprof.rundir import record_columns
-from faasprof.rundir.layout import ACTIVATIONS
+from faasprof.rundir.layout import ACTIVATIONS, open_private, remove_quietly, temporary_beside
 
 # A scan for a needle reads the file in blocks of this size (at ten million records the file is
 # 5 GB; a block is never parsed, only searched).
@@ -44,19 +44,23 @@ def write_records(path: str | os.PathLike, records: Iterable[dict]) -> int:
     Their column index (``faasprof.rundir.record_columns``) is written beside them as they pass, so
     that an analysis never parses them again."""
     path = Path(path)
-    tmp = path.with_name(f".{path.name}.tmp{os.getpid()}")
+    tmp = temporary_beside(path)
     count = 0
     index = record_columns.ColumnsBuilder()
-    with open(tmp, "wb") as handle:
-        for record in records:
-            line = json.dumps(record, separators=(",", ":")).encode("utf-8") + b"\n"
-            handle.write(line)
-            index.add(line)
-            count += 1
-        handle.flush()
-        os.fsync(handle.fileno())
-    record_columns.remove(path)  # an index of the file being replaced must never outlive it
-    os.replace(tmp, path)
+    try:
+        with open_private(tmp, "wb") as handle:
+            for record in records:
+                line = json.dumps(record, separators=(",", ":")).encode("utf-8") + b"\n"
+                handle.write(line)
+                index.add(line)
+                count += 1
+            handle.flush()
+            os.fsync(handle.fileno())
+        record_columns.remove(path)  # an index of the file being replaced must never outlive it
+        os.replace(tmp, path)
+    except BaseException:
+        remove_quietly(tmp)  # a full disk leaves the old file as it was, and no temporary beside it
+        raise
     try:
         index.write(path)
     except OSError:  # the index only saves the next reader time; the records are saved
@@ -86,20 +90,48 @@ def append_records(path: str | os.PathLike, records: Iterable[dict]) -> int:
 
 def read_record_ids(path: str | os.PathLike) -> dict[str, dict]:
     """The records of an existing ``activations.jsonl`` by id (unreadable lines skipped; {} when absent)."""
+    return read_records_counting_torn(path)[0]
+
+
+def read_records_counting_torn(path: str | os.PathLike) -> tuple[dict[str, dict], int]:
+    """The records of an existing ``activations.jsonl`` by id, and how many of its non-empty lines
+    are not a record (cut mid-line by a crash or a copy, or otherwise unreadable); ({}, 0) when absent."""
     records: dict[str, dict] = {}
+    torn = 0
     try:
-        handle = open(path, encoding="utf-8")
+        handle = open(path, "rb")
     except FileNotFoundError:
-        return records
+        return records, 0
     with handle:
         for line in handle:
+            if not line.strip():
+                continue
             try:
                 record = json.loads(line)
             except ValueError:
+                torn += 1
                 continue
             if isinstance(record, dict) and isinstance(record.get("activationId"), str):
                 records[record["activationId"]] = record
-    return records
+            else:
+                torn += 1
+    return records, torn
+
+
+def whole_lines(path: str | os.PathLike) -> tuple[int, bool]:
+    """``(lines ending in a newline, whether the file ends in a line cut short)`` of a records file,
+    counted in ``SCAN_BLOCK_BYTES`` blocks without parsing; (0, False) when it is absent."""
+    lines = 0
+    last = b"\n"
+    try:
+        handle = open(path, "rb")
+    except FileNotFoundError:
+        return 0, False
+    with handle:
+        while block := handle.read(SCAN_BLOCK_BYTES):
+            lines += block.count(b"\n")
+            last = block[-1:]
+    return lines, last != b"\n"
 
 
 def iter_records(run_dir: str | os.PathLike, containing: bytes | None = None) -> Iterator[dict]:

@@ -48,7 +48,7 @@ from pathlib import Path
 from typing import Any
 
 from faasprof.errors import ConfigError, FormatError
-from faasprof.rundir.layout import MONITORS, write_json_atomic
+from faasprof.rundir.layout import MONITORS, make_private_dir, write_json_atomic
 
 HOST_JSON = "host.json"
 HOST_FORMAT_VERSION = 1
@@ -73,9 +73,7 @@ def _host_path(run_dir: str | os.PathLike, host: str) -> Path:
 
 def host_dir(run_dir: str | os.PathLike, host: str) -> Path:
     """``monitors/<host>/`` (created)."""
-    path = _host_path(run_dir, host)
-    path.mkdir(parents=True, exist_ok=True)
-    return path
+    return make_private_dir(_host_path(run_dir, host), exist_ok=True)
 
 
 def host_monitor_dir(run_dir: str | os.PathLike, host: str, collector: str) -> Path:
@@ -83,9 +81,7 @@ def host_monitor_dir(run_dir: str | os.PathLike, host: str, collector: str) -> P
     logs and ``meta.json`` go, as a local collector's go to ``monitor_dir``."""
     if not _HOST_NAME.fullmatch(collector) or collector in (".", ".."):
         raise ConfigError(f"collector name {collector!r} cannot name a directory under monitors/{host}/")
-    path = host_dir(run_dir, host) / collector
-    path.mkdir(exist_ok=True)
-    return path
+    return make_private_dir(host_dir(run_dir, host) / collector, exist_ok=True)
 
 
 def write_host_json(run_dir: str | os.PathLike, host: str, data: dict[str, Any]) -> Path:

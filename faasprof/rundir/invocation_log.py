@@ -19,7 +19,7 @@ from typing import Iterable
 
 from faasprof.errors import FormatError
 from faasprof.outcomes import HTTP_OUTCOMES
-from faasprof.rundir.layout import INVOCATIONS, SENDS
+from faasprof.rundir.layout import INVOCATIONS, PRIVATE_FILE_MODE, SENDS, open_private
 from faasprof.rundir.plan import Completeness, reconstruct_missing
 
 INVOCATION_COLUMNS = (
@@ -65,14 +65,16 @@ class InvocationLog:
     def __init__(self, run_dir: str | os.PathLike, flush_interval_s: float = FLUSH_INTERVAL_S, journal: bool = True):
         self.path = Path(run_dir) / INVOCATIONS
         self.sends_path = Path(run_dir) / SENDS
-        self._fd = os.open(self.path, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_APPEND, 0o644)
+        self._fd = os.open(self.path, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_APPEND, PRIVATE_FILE_MODE)
         self._sends_fd: int | None = None
         self.error: str | None = None
         self.lost = 0
         try:
             _write_all(self._fd, (",".join(INVOCATION_COLUMNS) + "\n").encode())
             if journal:
-                self._sends_fd = os.open(self.sends_path, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_APPEND, 0o644)
+                self._sends_fd = os.open(
+                    self.sends_path, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_APPEND, PRIVATE_FILE_MODE
+                )
                 _write_all(self._sends_fd, SENDS_HEADER.encode())
         except OSError:
             self._close_fds()
@@ -154,7 +156,7 @@ def _write_all(fd: int, data: bytes) -> None:
 def append_rows(run_dir: str | os.PathLike, rows: Iterable[tuple]) -> None:
     """Append rows to a run's ``invocations.csv`` at once and make them durable (no log is open:
     the send loop never ran)."""
-    with open(Path(run_dir) / INVOCATIONS, "a", encoding="utf-8", newline="") as handle:
+    with open_private(Path(run_dir) / INVOCATIONS, "a", encoding="utf-8", newline="") as handle:
         for row in rows:
             handle.write(format_row(row))
         handle.flush()

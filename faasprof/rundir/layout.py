@@ -3,6 +3,11 @@
 The names are spelled here and nowhere else in faasprof (``tests/test_architecture.py`` fails on a
 module outside ``faasprof/rundir`` that names one); every other module reaches a file through a
 function of ``faasprof.rundir``.
+
+A run directory holds the workload's parameters, the functions' results and, for the embedded
+platform, action code: it is created private (``PRIVATE_DIR_MODE``, whatever the umask), and the
+files faasprof writes into it are created ``PRIVATE_FILE_MODE`` (``open_private``). An atomic write
+that fails (a full disk) leaves no temporary file behind.
 """
 
 from __future__ import annotations
@@ -12,7 +17,7 @@ import json
 import os
 import re
 from pathlib import Path
-from typing import Any
+from typing import IO, Any
 
 from faasprof.errors import ConfigError
 
@@ -23,6 +28,9 @@ SENDS = "sends.csv"
 ACTIVATIONS = "activations.jsonl"
 MONITORS = "monitors"
 ANALYSIS = "analysis"
+
+PRIVATE_DIR_MODE = 0o700
+PRIVATE_FILE_MODE = 0o600
 
 _UNSAFE_NAME = re.compile(r"[^A-Za-z0-9._-]+")
 
@@ -53,25 +61,76 @@ def create_run_dir(
     for attempt in range(1, 1000):
         path = out / (base if attempt == 1 else f"{base}-{attempt}")
         try:
-            path.mkdir()
+            path.mkdir(mode=PRIVATE_DIR_MODE)
         except FileExistsError:
             continue
+        # mkdir's mode passes through the umask: chmod says it whatever the umask is.
+        path.chmod(PRIVATE_DIR_MODE)
         if monitors:
-            (path / MONITORS).mkdir()
+            make_private_dir(path / MONITORS)
         return path
     raise ConfigError(f"{out}: could not find a free run directory name for {base}; clean up {out}")
 
 
-def write_json_atomic(path: str | os.PathLike, data: Any) -> None:
-    """Write JSON through a temporary file, fsync, then rename: readers never see half a file."""
+def make_private_dir(path: str | os.PathLike, exist_ok: bool = False) -> Path:
+    """Create the folder ``path`` (and its missing parents inside an existing run directory) readable
+    by its owner only."""
     path = Path(path)
-    tmp = path.with_name(f".{path.name}.tmp{os.getpid()}")
-    with open(tmp, "w", encoding="utf-8") as handle:
-        json.dump(data, handle, indent=2, sort_keys=False, default=_json_default)
-        handle.write("\n")
-        handle.flush()
-        os.fsync(handle.fileno())
-    os.replace(tmp, path)
+    path.mkdir(mode=PRIVATE_DIR_MODE, parents=True, exist_ok=exist_ok)
+    path.chmod(PRIVATE_DIR_MODE)
+    return path
+
+
+def open_private(
+    path: str | os.PathLike, mode: str = "wb", encoding: str | None = None, newline: str | None = None
+) -> IO:
+    """``open(path, mode)`` for writing a run's file: created ``PRIVATE_FILE_MODE`` (``w``, ``x`` or
+    ``a``; an existing file keeps its mode)."""
+    flags = os.O_WRONLY | os.O_CREAT | getattr(os, "O_CLOEXEC", 0)
+    if "x" in mode:
+        flags |= os.O_EXCL
+    elif "a" in mode:
+        flags |= os.O_APPEND
+    elif "w" in mode:
+        flags |= os.O_TRUNC
+    if "+" in mode:
+        flags = (flags & ~os.O_WRONLY) | os.O_RDWR
+    fd = os.open(path, flags, PRIVATE_FILE_MODE)
+    try:
+        return open(fd, mode.replace("x", "w"), encoding=encoding, newline=newline)
+    except BaseException:
+        os.close(fd)
+        raise
+
+
+def temporary_beside(path: Path) -> Path:
+    """The temporary name an atomic write of ``path`` uses (hidden, one per process)."""
+    return path.with_name(f".{path.name}.tmp{os.getpid()}")
+
+
+def remove_quietly(path: Path) -> None:
+    """Remove a temporary file a failed write left (nothing when it is gone)."""
+    try:
+        path.unlink()
+    except FileNotFoundError:
+        pass
+
+
+def write_json_atomic(path: str | os.PathLike, data: Any) -> None:
+    """Write JSON through a temporary file, fsync, then rename: readers never see half a file, and a
+    write that fails (ENOSPC) removes its temporary file before the error passes on."""
+    path = Path(path)
+    tmp = temporary_beside(path)
+    try:
+        with open_private(tmp, "w", encoding="utf-8") as handle:
+            json.dump(data, handle, indent=2, sort_keys=False, default=_json_default)
+            handle.write("\n")
+            handle.flush()
+            os.fsync(handle.fileno())
+        os.replace(tmp, path)
+    except BaseException:
+        remove_quietly(tmp)
+        raise
 
 
 def _json_default(value: Any) -> Any:

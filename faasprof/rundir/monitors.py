@@ -12,15 +12,13 @@ from pathlib import Path
 
 from faasprof.errors import FormatError
 from faasprof.rundir.hosts import is_host_dir
-from faasprof.rundir.layout import MONITORS
+from faasprof.rundir.layout import MONITORS, make_private_dir
 from faasprof.rundir.monitor_files import MONITOR_META
 
 
 def monitor_dir(run_dir: str | os.PathLike, name: str) -> Path:
     """``monitors/<name>/`` (created): where collector ``name`` writes its raw output."""
-    path = Path(run_dir) / MONITORS / name
-    path.mkdir(parents=True, exist_ok=True)
-    return path
+    return make_private_dir(Path(run_dir) / MONITORS / name, exist_ok=True)
 
 
 def monitor_dirs(run_dir: str | os.PathLike) -> dict[str, Path]:

@@ -23,7 +23,7 @@ from pathlib import Path
 from typing import Any, Collection, Iterable
 
 from faasprof.errors import ConfigError, FormatError
-from faasprof.rundir.layout import PLAN, SENDS
+from faasprof.rundir.layout import PLAN, SENDS, open_private
 from faasprof.rundir.manifest import Manifest, read_manifest
 
 PLAN_MAGIC = b"faasprof-plan 1\n"
@@ -67,7 +67,7 @@ def write_plan(
         "functions": list(functions),
     }
     path = Path(run_dir) / PLAN
-    with open(path, "xb") as handle:
+    with open_private(path, "xb") as handle:
         handle.write(PLAN_MAGIC)
         handle.write(json.dumps(header).encode() + b"\n")
         handle.write(times)

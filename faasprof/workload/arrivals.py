@@ -33,22 +33,29 @@ from __future__ import annotations
 
 import codecs
 import csv
-import io
+import itertools
 import math
 import os
 from abc import ABC, abstractmethod
+from array import array
 from functools import lru_cache
 from pathlib import Path
+from typing import Iterator
 
 import numpy as np
 
 from faasprof import plugins
+from faasprof.bounded import MAX_TRACE_FILE_BYTES, open_bounded
 from faasprof.errors import ConfigError
 from faasprof.workload import messages
 from faasprof.workload.messages import Problems
 from faasprof.workload.references import find_input
 
 AZURE_KEY_COLUMNS = ("HashOwner", "HashApp", "HashFunction", "Trigger")
+# A month of minute columns beside the key columns: more is a file that is not a trace (a 99 MB
+# header of ten million columns took 1.7 GB to split), refused before it is split.
+MAX_TRACE_COLUMNS = len(AZURE_KEY_COLUMNS) + 31 * 24 * 60
+MAX_TRACE_LINE_CHARS = 1024 * 1024
 # A trace file's own keys: which row, from which minute, how a minute's count is spread and scaled.
 AZURE_LAYOUT_KEYS = ("trace_row", "trace_start_minute", "trace_spread", "trace_scale")
 MINUTES_PER_DAY = 1440
@@ -138,32 +145,50 @@ class TraceError(ArrivalError):
     key = "trace_file"
 
 
-def _trace_text(path: str) -> str:
-    """The trace as text; TraceError (with the fix) for binary, non-UTF-8 or BOM-prefixed files."""
+def _trace_lines(path: str) -> Iterator[str]:
+    """The trace's lines, streamed from a bounded read (``faasprof.bounded``: a regular file of at
+    most ``MAX_TRACE_FILE_BYTES``); TraceError (with the fix) for a device or FIFO, a file too large,
+    a line longer than ``MAX_TRACE_LINE_CHARS`` (more minute columns than any trace has), binary,
+    non-UTF-8 text. One pass: memory follows the longest line, not the file."""
     try:
-        with open(path, "rb") as handle:
-            raw = handle.read()
-    except OSError as error:
-        raise TraceError(f"{path}: cannot read the trace ({error.strerror})") from None
-    if raw.startswith(codecs.BOM_UTF8):
-        raw = raw[len(codecs.BOM_UTF8) :]  # spreadsheets write one; it carries no data
-    nul = raw.find(b"\0")
-    if nul >= 0:
-        raise TraceError(
-            f"{path}: is a binary file, not a CSV trace (a NUL byte at offset {nul}); name a CSV of counts or timestamps"
-        )
-    try:
-        return raw.decode("utf-8")
-    except UnicodeDecodeError as error:
-        line = raw.count(b"\n", 0, error.start) + 1
-        raise TraceError(
-            f"{path}: is not UTF-8 text (byte 0x{raw[error.start]:02x} on line {line}); save the trace as UTF-8 CSV"
-        ) from None
+        handle = open_bounded(path, MAX_TRACE_FILE_BYTES, "trace_file")
+    except ConfigError as error:
+        raise TraceError(str(error)) from None
+    number = offset = 0
+    with handle:
+        while True:
+            try:
+                raw = handle.readline(MAX_TRACE_LINE_CHARS + 1)
+            except OSError as error:
+                raise TraceError(f"{path}: cannot read the trace ({error.strerror or error})") from None
+            if not raw:
+                return
+            number += 1
+            if len(raw) > MAX_TRACE_LINE_CHARS:
+                raise TraceError(
+                    f"{path}: line {number} is longer than {MAX_TRACE_LINE_CHARS:,} bytes (a trace has at most "
+                    f"{MAX_TRACE_COLUMNS:,} columns); cut the trace to the minutes you need"
+                )
+            if number == 1 and raw.startswith(codecs.BOM_UTF8):
+                raw = raw[len(codecs.BOM_UTF8) :]  # spreadsheets write one; it carries no data
+                offset += len(codecs.BOM_UTF8)
+            nul = raw.find(b"\0")
+            if nul >= 0:
+                raise TraceError(
+                    f"{path}: is a binary file, not a CSV trace (a NUL byte at offset {offset + nul}); name a CSV of counts or timestamps"
+                )
+            try:
+                yield raw.decode("utf-8")
+            except UnicodeDecodeError as error:
+                raise TraceError(
+                    f"{path}: is not UTF-8 text (byte 0x{raw[error.start]:02x} on line {number}); save the trace as UTF-8 CSV"
+                ) from None
+            offset += len(raw)
 
 
 @lru_cache(maxsize=16)
 def _read_trace_cached(path: str, mtime_ns: int, row: int | str, start_minute: int) -> tuple[str, np.ndarray]:
-    reader = csv.reader(io.StringIO(_trace_text(path), newline=""))
+    reader = csv.reader(_trace_lines(path))
     try:
         header = next(reader)
     except StopIteration:
@@ -172,6 +197,11 @@ def _read_trace_cached(path: str, mtime_ns: int, row: int | str, start_minute: i
         ) from None
     except csv.Error as error:
         raise TraceError(f"{path}: not a CSV trace ({error}); fix the file") from None
+    if len(header) > MAX_TRACE_COLUMNS:
+        raise TraceError(
+            f"{path}: the header has {len(header):,} columns, more than the {MAX_TRACE_COLUMNS:,} a trace may have; "
+            "cut the trace to the minutes you need"
+        )
     try:
         if [h.strip() for h in header[:4]] == list(AZURE_KEY_COLUMNS):
             return "counts", _azure_counts(path, header, reader, row, start_minute)
@@ -217,9 +247,8 @@ def _azure_counts(path: str, header: list[str], reader, row: int | str, start_mi
 
 
 def _timestamps(path: str, header: list[str], reader) -> np.ndarray:
-    values = []
-    rows = [header, *reader]
-    for line_number, fields in enumerate(rows, start=1):
+    values = array("d")  # 8 bytes a timestamp, not a float object each
+    for line_number, fields in enumerate(itertools.chain([header], reader), start=1):
         if not fields or not fields[0].strip() or fields[0].lstrip().startswith("#"):
             continue
         try:
@@ -233,7 +262,7 @@ def _timestamps(path: str, header: list[str], reader) -> np.ndarray:
             raise TraceError(
                 f"{path}: line {line_number}: {fields[0]!r} is not a number of seconds; a timestamp trace has one number per line"
             ) from None
-    times = np.sort(np.asarray(values, dtype=np.float64))
+    times = np.sort(np.frombuffer(values, dtype=np.float64) if values else np.empty(0))
     if times.size and times[0] < 0:
         raise TraceError(f"{path}: timestamps must be >= 0 (got {times[0]})")
     return times

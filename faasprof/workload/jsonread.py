@@ -18,11 +18,11 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from faasprof.bounded import MAX_WORKLOAD_BYTES, BoundedReadError, read_bounded
 from faasprof.errors import ConfigError
 from faasprof.workload.shipped import find_workload, missing_workload_hint
 
 MAX_NESTING_DEPTH = 32
-MAX_WORKLOAD_BYTES = 64 * 1024 * 1024
 
 
 class _Duplicates(dict):
@@ -121,12 +121,11 @@ def describe_bad_bytes(raw: bytes) -> str | None:
     return None
 
 
-def read_text_file(path: Path, limit_bytes: int | None = None) -> str:
-    """The text of a file the user named; OSError passes through, ValueError says what is wrong."""
-    with open(path, "rb") as handle:
-        raw = handle.read() if limit_bytes is None else handle.read(limit_bytes + 1)
-    if limit_bytes is not None and len(raw) > limit_bytes:
-        raise ValueError(f"is larger than {limit_bytes:,} bytes; a workload or parameter file this big is a mistake")
+def read_text_file(path: Path, limit_bytes: int = MAX_WORKLOAD_BYTES, what: str = "workload") -> str:
+    """The text of a file the user named, read bounded (``faasprof.bounded``: a regular file of at
+    most ``limit_bytes``, else ``BoundedReadError`` naming the file, the limit and the fix);
+    ValueError says what is wrong with its bytes."""
+    raw = read_bounded(path, limit_bytes, what)
     problem = describe_bad_bytes(raw)
     if problem:
         raise ValueError(problem)
@@ -174,16 +173,14 @@ def parse_workload_file(path: str | os.PathLike) -> ParsedWorkload:
     """Read and parse a workload file (or a shipped workload's bare name: ``faasprof.workload.shipped``);
     ConfigError (one line) when it cannot be read or parsed."""
     path = find_workload(path)
+    if not path.exists():
+        raise ConfigError(f"{path}: no such file; {missing_workload_hint(path)}")
+    if path.is_dir():
+        raise ConfigError(f"{path}: is a directory; name a workload JSON file")
     try:
-        text = read_text_file(path, MAX_WORKLOAD_BYTES)
-    except FileNotFoundError:
-        raise ConfigError(f"{path}: no such file; {missing_workload_hint(path)}") from None
-    except IsADirectoryError:
-        raise ConfigError(f"{path}: is a directory; name a workload JSON file") from None
-    except PermissionError:
-        raise ConfigError(f"{path}: cannot read (permission denied); fix its permissions") from None
-    except OSError as error:
-        raise ConfigError(f"{path}: cannot read ({error.strerror or error}); fix the file") from None
+        text = read_text_file(path, MAX_WORKLOAD_BYTES, "workload")
+    except BoundedReadError as error:
+        raise ConfigError(str(error)) from None
     except ValueError as error:
         raise ConfigError(f"{path}: {error}") from None
     data, problems, non_finite = parse_json_document(text, str(path))

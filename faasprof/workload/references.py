@@ -14,6 +14,7 @@ import os
 from pathlib import Path
 from typing import Iterable
 
+from faasprof.bounded import LIMITS, MAX_PARAM_FILE_BYTES, BoundedReadError, check_bounded
 from faasprof.errors import ConfigError
 from faasprof.functions import catalogue
 from faasprof.functions.own import looks_like_path
@@ -21,7 +22,6 @@ from faasprof.paths import DATA_ROOT
 from faasprof.workload.jsonread import parse_json_document, read_text_file
 from faasprof.workload.messages import Problems
 
-MAX_PARAM_FILE_BYTES = 64 * 1024 * 1024
 FAASPROFILER_MONITORING_SCRIPTS = ("monitoring/RuntimeMonitoring.sh", "./monitoring/RuntimeMonitoring.sh")
 
 
@@ -66,6 +66,12 @@ def find_input(
     if not os.access(path, os.R_OK):
         problems.add(f"{where}.{key}", f"{path} is not readable; fix its permissions")
         return None
+    if not path.is_dir() and key in LIMITS:
+        try:
+            check_bounded(path, LIMITS[key], key)  # a device or FIFO is never read, a huge file not read whole
+        except BoundedReadError as error:
+            problems.add(f"{where}.{key}", str(error))
+            return None
     return path
 
 
@@ -94,9 +100,9 @@ def unknown_function(application: str, base_dir: Path | None, known: Iterable[st
 
 def load_param_file(path: Path, field_path: str, problems: Problems) -> dict | None:
     try:
-        text = read_text_file(path, MAX_PARAM_FILE_BYTES)
-    except OSError as error:
-        problems.add(field_path, f"cannot read {path} ({error.strerror}); fix its permissions")
+        text = read_text_file(path, MAX_PARAM_FILE_BYTES, "param_file")
+    except BoundedReadError as error:
+        problems.add(field_path, str(error))
         return None
     except ValueError as error:
         problems.add(field_path, f"{path} {error}")

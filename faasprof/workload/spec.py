@@ -32,12 +32,14 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any, Iterable
 
+from faasprof.addresses import redact_url
 from faasprof.errors import ConfigError
 from faasprof.functions import catalogue
 from faasprof.functions.own import default_name, detect_runtime, looks_like_path
 from faasprof.platforms import registry
 from faasprof.platforms.base import PlatformLimits
 from faasprof.platforms.openwhisk.connection import apihost_problem
+from faasprof.workload.access import Grants, Reach, access_problems, reach
 from faasprof.workload.arrivals import (
     DISTRIBUTIONS,
     ArrivalError,
@@ -144,6 +146,8 @@ class Workload:
     raw: dict = field(default_factory=dict, repr=False)
     serverless_platform: str | None = None  # FaaSProfiler's label of the platform, kept in the manifest
     warnings: tuple[str, ...] = ()  # one line each, already prefixed with the file name
+    # What the user allowed on the command line (``faasprof.workload.access``): never from the JSON.
+    grants: Grants = field(default_factory=Grants)
 
     @property
     def origin(self) -> str:
@@ -187,9 +191,19 @@ class Workload:
             }
         raw["capacity_resolution"] = resolution
         resolved = workload_from_dict(
-            raw, origin=self.origin, path=self.path, seed=self.seed, missing_files_warn=missing_files_warn
+            raw,
+            origin=self.origin,
+            path=self.path,
+            seed=self.seed,
+            missing_files_warn=missing_files_warn,
+            grants=self.grants,
         )
         return replace(resolved, seed_was_null=self.seed_was_null)
+
+    def reach(self) -> list[Reach]:
+        """Every file the workload reads and every host it sends to (``validate`` lists them)."""
+        base_dir = self.path.parent if self.path else None
+        return reach(self.instances, self.platform, self.runtime_script, self.post_script, self.monitoring, base_dir)
 
     def functions(self) -> list[str]:
         """Names of the functions the workload invokes on platforms that host them, in first-use order."""
@@ -213,6 +227,7 @@ class Workload:
         raw = json.loads(json.dumps(self.raw))
         if isinstance(raw.get("platform"), dict) and "auth" in raw["platform"]:
             raw["platform"]["auth"] = "(redacted)"
+        _redact_urls(raw)
         raw["random_seed"] = self.seed
         return {
             "source": str(self.path) if self.path else None,
@@ -241,6 +256,19 @@ class Workload:
                 for instance in self.instances
             },
         }
+
+
+def _redact_urls(raw: dict) -> None:
+    """The credentials of every URL of the workload as given (``platform.apihost``, an instance's
+    ``url``) redacted in place: a manifest never holds a password (validation refuses them; a
+    workload resolved without checks may still carry one)."""
+    platform = raw.get("platform")
+    if isinstance(platform, dict) and isinstance(platform.get("apihost"), str):
+        platform["apihost"] = redact_url(platform["apihost"])
+    instances = raw.get("instances")
+    for spec in instances.values() if isinstance(instances, dict) else ():
+        if isinstance(spec, dict) and isinstance(spec.get("url"), str):
+            spec["url"] = redact_url(spec["url"])
 
 
 # -- resolution and semantic checks -----------------------------------------------------------
@@ -469,6 +497,7 @@ def workload_from_dict(
     non_finite: Iterable[str] = (),
     limits: PlatformLimits | None = None,
     missing_files_warn: bool = False,
+    grants: Grants | None = None,
 ) -> Workload:
     """Validate and resolve a workload given as a dict; raise ConfigError listing every problem.
 
@@ -478,6 +507,10 @@ def workload_from_dict(
     Functions outside the catalogue are warnings (``Workload.warnings``) when ``check_catalogue``:
     the platform may have them, which only a run (or ``validate`` with a platform) can ask.
     ``missing_files_warn``: files that are not there yet are warnings (a dry run plans without them).
+    ``grants``: what the user allowed on the command line; given, every file outside the workload's
+    folder and every host off this machine that they do not allow is a problem
+    (``faasprof.workload.access``). None: the caller built the workload itself (a capacity probe, a
+    sweep's point of a workload already checked), and nothing is checked.
     """
     problems = Problems(origin, missing_files_warn)
     bad = _schema_checked(data, parse_problems, non_finite, problems)
@@ -495,6 +528,9 @@ def workload_from_dict(
         _catalogue_warnings(instances, base_dir, problems)
     sweep = _sweep_block(data, raw_instances, bad, problems)
     runtime_script, post_script = _monitoring_scripts(data, bad, base_dir, problems)
+    if grants is not None:
+        reached = reach(instances, platform, runtime_script, post_script, data.get("monitoring"), base_dir)
+        access_problems(reached, base_dir, grants, problems)
     _plan_problems(instances, len(raw_instances), duration_s, data, limits, problems)
     _raise_problems(problems)
     resolved_seed, seed_was_null = _seed(data.get("random_seed"), seed)
@@ -516,6 +552,7 @@ def workload_from_dict(
         raw=data,
         serverless_platform=data.get("serverless_platform"),
         warnings=tuple(problems.warnings),
+        grants=grants if grants is not None else Grants(),
     )
 
 
@@ -670,9 +707,11 @@ def load_workload(
     seed: int | None = None,
     limits: PlatformLimits | None = None,
     missing_files_warn: bool = False,
+    grants: Grants | None = None,
 ) -> Workload:
     """Read, validate and resolve a workload file (or a shipped workload's bare name); raise
-    ConfigError listing every problem."""
+    ConfigError listing every problem. A file may come from someone else: what it reaches is
+    checked against ``grants`` (none: nothing beyond its folder and this machine)."""
     path = find_workload(path)
     return workload_from_parsed(
         parse_workload_file(path),
@@ -681,6 +720,7 @@ def load_workload(
         seed=seed,
         limits=limits,
         missing_files_warn=missing_files_warn,
+        grants=grants,
     )
 
 
@@ -691,9 +731,10 @@ def workload_from_parsed(
     seed: int | None = None,
     limits: PlatformLimits | None = None,
     missing_files_warn: bool = False,
+    grants: Grants | None = None,
 ) -> Workload:
     """``load_workload`` of a file already parsed (``parse_workload_file``), for a command that
-    looked at the document first: the file is read once."""
+    looked at the document first: the file is read once. ``grants`` as ``load_workload`` takes them."""
     path = Path(path)
     return workload_from_dict(
         parsed.data,
@@ -705,4 +746,5 @@ def workload_from_parsed(
         non_finite=parsed.non_finite,
         limits=limits,
         missing_files_warn=missing_files_warn,
+        grants=grants if grants is not None else Grants(),
     )

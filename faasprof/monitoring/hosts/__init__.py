@@ -72,14 +72,19 @@ class RemoteHosts:
         self.reported: set[str] = set()
 
     @classmethod
-    def for_workload(cls, option: HostsOption, monitoring: dict, duration_s: float, origin: str) -> "RemoteHosts":
-        """The inventory read and checked; ConfigError when there is nothing to run on the hosts."""
+    def for_workload(
+        cls, option: HostsOption, monitoring: dict, duration_s: float, origin: str, allow_ssh_commands: bool = False
+    ) -> "RemoteHosts":
+        """The inventory read and checked; ConfigError when there is nothing to run on the hosts.
+        ``allow_ssh_commands``: the user allowed ssh options that run a local command."""
         collectors = normalise_block(monitoring)
         if not collectors:
             raise ConfigError(
                 f"{origin}: monitoring.hosts: no collector to run on the hosts; add vmstat or cgroups to the monitoring block"
             )
-        hosts = read_inventory(option.inventory, option.group, reserved=(*REGISTRY, CONTAINERS))
+        hosts = read_inventory(
+            option.inventory, option.group, reserved=(*REGISTRY, CONTAINERS), allow_ssh_commands=allow_ssh_commands
+        )
         return cls(hosts, collectors, duration_s)
 
     def _each(self, action: Callable[[HostSession], object]) -> list:

@@ -7,6 +7,13 @@ and faasprof's own ``faasprof_cgroup_parent`` (the cgroup, under each controller
 host's sandboxes; default Docker's). ``[G:children]`` makes G hold its children's hosts. A host
 pattern (``node[1:3]``), a host of ``ansible_connection=local`` (this machine: its collectors run
 here already) or a name that cannot be a folder of the run directory is refused in one line.
+
+An inventory is someone's file, read to start ssh: a host name or ``ansible_host`` beginning with
+``-`` (ssh would take it for an option) is refused, and ``ansible_ssh_common_args`` /
+``ansible_ssh_extra_args`` holding an ssh option that runs a command on this machine
+(``COMMAND_OPTIONS``: ``-o ProxyCommand=…``, ``LocalCommand``, …, or ``-F`` another config file)
+is refused in one line unless the user allows it on the command line (``allow_ssh_commands``:
+``faasprof run --allow-ssh-commands``), as ansible would run it without a word.
 """
 
 from __future__ import annotations
@@ -17,9 +24,13 @@ import shlex
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from faasprof.bounded import MAX_INVENTORY_BYTES, BoundedReadError, read_bounded_text
 from faasprof.errors import ConfigError
 
 DEFAULT_GROUP = "openwhisk_invokers"
+# ssh options (lower case, as ssh matches them) under which ssh runs a command on this machine.
+COMMAND_OPTIONS = ("proxycommand", "localcommand", "permitlocalcommand", "knownhostscommand", "match")
+ALLOW_SSH_COMMANDS_FLAG = "--allow-ssh-commands"
 HOST_NAME = re.compile(r"^[A-Za-z0-9._-]+$")
 
 
@@ -115,10 +126,52 @@ def _host_vars(inventory: _Inventory, name: str) -> dict[str, str]:
     return values
 
 
-def _host(path: Path, name: str, values: dict[str, str], reserved: tuple[str, ...]) -> Host:
+def _ssh_args(where: str, values: dict[str, str], allow_commands: bool) -> tuple[str, ...]:
+    """The inventory's extra ssh arguments (common, then extra), with every option that would run a
+    command on this machine refused unless ``allow_commands``."""
+    args: list[str] = []
+    for key in ("ansible_ssh_common_args", "ansible_ssh_extra_args"):
+        try:
+            words = shlex.split(values.get(key, ""))
+        except ValueError as error:
+            raise ConfigError(f"{where}: {key}: {error}; close the quote") from None
+        runs = _command_option(words)
+        if runs is not None and not allow_commands:
+            raise ConfigError(
+                f"{where}: {key} holds {runs}, under which ssh runs a command on this machine during pre-flight; "
+                f"remove it, or pass {ALLOW_SSH_COMMANDS_FLAG} if you trust this inventory"
+            )
+        args += words
+    return tuple(args)
+
+
+def _command_option(words: list[str]) -> str | None:
+    """The first of ``words`` (ssh arguments) that makes ssh run a local command, as written; None."""
+    for index, word in enumerate(words):
+        if word == "-F" or (word.startswith("-F") and len(word) > 2):
+            return f"{word!r} (another ssh config file, which may hold a ProxyCommand)"
+        if word.startswith("-o"):
+            option = word[2:] or (words[index + 1] if index + 1 < len(words) else "")
+            name = option.strip().replace("=", " ").split(" ", 1)[0].lower()
+            if name in COMMAND_OPTIONS:
+                return f"-o {option!r}"
+    return None
+
+
+def _host(
+    path: Path, name: str, values: dict[str, str], reserved: tuple[str, ...], allow_commands: bool = False
+) -> Host:
     where = f"{path}: host {name}"
-    if not HOST_NAME.match(name):
-        raise ConfigError(f"{where}: the name must be letters, digits, '.', '_' or '-'; rename the host")
+    if not HOST_NAME.match(name) or name.startswith("-"):
+        raise ConfigError(
+            f"{where}: the name must be letters, digits, '.', '_' or '-', not beginning with '-'; rename the host"
+        )
+    address = values.get("ansible_host") or name
+    if address.startswith("-") or any(ch.isspace() for ch in address):
+        raise ConfigError(
+            f"{where}: ansible_host={address!r} begins with '-' or holds a space (ssh would read it as an option); "
+            "write the host's address or name"
+        )
     if name in reserved:
         raise ConfigError(f"{where}: the name is a collector's (monitors/{name}/ is taken); rename the host")
     if name == "unknown":  # the analyzer's host column says "unknown" where no host is certain
@@ -139,13 +192,10 @@ def _host(path: Path, name: str, values: dict[str, str], reserved: tuple[str, ..
             raise ConfigError(
                 f"{where}: ansible_ssh_private_key_file={values['ansible_ssh_private_key_file']}: not a readable file; fix the path"
             )
-    try:
-        common = tuple(shlex.split(values.get("ansible_ssh_common_args", "")))
-    except ValueError as error:
-        raise ConfigError(f"{where}: ansible_ssh_common_args: {error}; close the quote") from None
+    common = _ssh_args(where, values, allow_commands)
     return Host(
         name=name,
-        address=values.get("ansible_host") or name,
+        address=address,
         port=int(port_text),
         user=values.get("ansible_user") or None,
         key_file=key_file or None,
@@ -154,17 +204,21 @@ def _host(path: Path, name: str, values: dict[str, str], reserved: tuple[str, ..
     )
 
 
-def read_inventory(path: str | os.PathLike, group: str = DEFAULT_GROUP, reserved: tuple[str, ...] = ()) -> list[Host]:
+def read_inventory(
+    path: str | os.PathLike,
+    group: str = DEFAULT_GROUP,
+    reserved: tuple[str, ...] = (),
+    allow_ssh_commands: bool = False,
+) -> list[Host]:
     """The hosts of ``group`` in the inventory at ``path``; ConfigError (one line naming the file,
     the host or line, and the fix) when it cannot be read or a host cannot be reached as written.
-    ``reserved``: names a host may not take (the collectors')."""
+    ``reserved``: names a host may not take (the collectors'). ``allow_ssh_commands``: the user
+    allowed ssh options that run a local command (module docstring)."""
     path = Path(path)
     try:
-        text = path.read_text(encoding="utf-8")
-    except OSError as error:
-        raise ConfigError(
-            f"{path}: cannot read the inventory ({error.strerror or error}); pass an ansible INI inventory"
-        ) from None
+        text = read_bounded_text(path, MAX_INVENTORY_BYTES, "inventory")
+    except BoundedReadError as error:
+        raise ConfigError(str(error)) from None
     inventory = _parse(path, text)
     names = _members(inventory, group)
     if not names:
@@ -172,4 +226,4 @@ def read_inventory(path: str | os.PathLike, group: str = DEFAULT_GROUP, reserved
         raise ConfigError(
             f"{path}: group {group!r} has no host (groups with hosts: {known}); name another group (--hosts-group)"
         )
-    return [_host(path, name, _host_vars(inventory, name), reserved) for name in names]
+    return [_host(path, name, _host_vars(inventory, name), reserved, allow_ssh_commands) for name in names]

@@ -54,7 +54,8 @@ def ssh_argv(host: Host) -> list[str]:
         argv += ["-i", host.key_file, "-o", "IdentitiesOnly=yes"]
     if host.user:
         argv += ["-l", host.user]
-    return [*argv, host.address, "python3 -u -c " + shlex.quote(BOOT)]
+    # "--" ends ssh's options: no address, whatever the inventory wrote, is read as one.
+    return [*argv, "--", host.address, "python3 -u -c " + shlex.quote(BOOT)]
 
 
 def agent_code() -> bytes:

@@ -21,6 +21,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Mapping
 
+from faasprof.addresses import redact_url, url_has_credentials
 from faasprof.errors import ConfigError
 from faasprof.procfs import process_start_ticks
 
@@ -184,6 +185,9 @@ def apihost_problem(apihost: str) -> str | None:
     text = apihost.strip()
     if not text:
         return "is empty; write the API host, e.g. https://172.17.0.1 or http://127.0.0.1:3233"
+    if url_has_credentials(text):
+        # OpenWhisk takes its key as --auth; a password in the URL would be printed and stored.
+        return f"{redact_url(text)!r} holds credentials (user:password@); write the API host without them and pass the key with --auth"
     if any(ch.isspace() for ch in text):
         return f"{apihost!r} contains spaces; write one host such as https://172.17.0.1 or http://127.0.0.1:3233"
     scheme, sep, _ = text.partition("://")
@@ -212,6 +216,11 @@ def add_connection_arguments(parser: argparse.ArgumentParser, default: str = "th
     group.add_argument(
         "--insecure", action="store_true", default=None, help="do not verify the platform's TLS certificate"
     )
+
+
+class NoAuthKeyError(ConfigError):
+    """An API host is named and no key for it is: a command that can go on without the platform
+    (``analyze`` of what a run saved) tells it apart from a key that is malformed."""
 
 
 def resolve_connection(
@@ -276,7 +285,7 @@ def resolve_connection(
         return None
     auth, _ = pick("auth")
     if not auth:
-        raise ConfigError(
+        raise NoAuthKeyError(
             f"{origin}: platform.auth: no auth key for {apihost}; pass --auth UUID:KEY, set platform.auth, or AUTH in ~/.wskprops"
         )
     if ":" not in auth:
