@@ -87,7 +87,7 @@ import os
 import time
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
-from typing import Callable
+from typing import Callable, TypedDict
 
 from faasprof import __version__, rundir
 from faasprof.analyzer import analyze_run
@@ -117,11 +117,25 @@ WARMUP_CALLS = 20
 WARMUP_MIN_S = 1.0
 WARMUP_MAX_S = 3.0
 
+
 # The modes need the capacity within tens of percent, not better: probes of at least 3 s (and
 # MIN_PROBE_CALLS) from 5/s, tripling, bisected to 30 %, the two ends of the bracket confirmed (each rate probed at most 3 times),
 # about a minute and a half on a small busy machine. The ceiling 1000/s is above what one host's
 # localwhisk serves for a catalogue function; a search that reaches it reports a lower bound.
-SEARCH_DEFAULTS = {
+class SearchDefaults(TypedDict):
+    """The search settings' defaults, by name (``search``'s keyword arguments)."""
+
+    duration_s: float
+    start_rate: float
+    max_rate: float
+    factor: float
+    tolerance: float
+    max_runs: int
+    cooldown_s: float
+    repeats: int
+
+
+SEARCH_DEFAULTS: SearchDefaults = {
     "duration_s": 3.0,
     "start_rate": 5.0,
     "max_rate": 1000.0,
@@ -399,16 +413,11 @@ class _Search:
     def result(self, low: Probe | None, high: Probe | None, stopped: str) -> dict:
         probes = self.probes
         lower_bound = low is not None and (high is None or high.status != "complete")
-        interval = (
-            interval_of(probes, low.rate_rps, high.rate_rps)
-            if low is not None and high is not None and not lower_bound
-            else (low.rate_rps if low else None, None)
-        )
-        capacity, plus_minus = (
-            (None, None)
-            if low is None
-            else ((interval[0], None) if lower_bound else (sum(interval) / 2, (interval[1] - interval[0]) / 2))
-        )
+        interval: tuple[float | None, float | None] = (low.rate_rps if low else None, None)
+        capacity, plus_minus = interval
+        if low is not None and high is not None and not lower_bound:
+            bottom, top = interval = interval_of(probes, low.rate_rps, high.rate_rps)
+            capacity, plus_minus = (bottom + top) / 2, (top - bottom) / 2
         return {
             "format_version": CAPACITY_FORMAT_VERSION,
             "generated_by": {"faasprof": __version__},

@@ -158,14 +158,14 @@ def successful(invocations: pd.DataFrame) -> pd.Series:
 
 def panel_series(perf: pd.DataFrame | None, dropped: dict[str, str]) -> list[dict]:
     """Per panel: the chosen column and its per-interval series, or why it is missing."""
-    out = []
+    out: list[dict] = []
     for title, alternatives in PANELS:
         chosen = None
         for column, label, events in alternatives:
             if perf is not None and column in perf.columns and perf[column].notna().any():
                 chosen = (column, label, events)
                 break
-        if chosen is None:
+        if chosen is None or perf is None:  # a column is chosen only from perf's
             column, label, events = alternatives[0]
             reasons = []
             for event in events:

@@ -180,19 +180,8 @@ def rows_for_run(run_dir: str | os.PathLike, rate_rps: float | None = None) -> l
     for instance in summary.get("instances") or []:
         for phase in instance.get("phases") or []:
             window = (float(phase["steady_start_s"]), float(phase["phase_end_s"]))
-            if text is None:
-                counts = {e.replace("-", "_"): math.nan for e in EVENTS} | {
-                    "branch_mpki": math.nan,
-                    "branch_miss_rate": math.nan,
-                    "ipc": math.nan,
-                    "min_running_pct": math.nan,
-                    "missing": NO_PERF_OUTPUT,
-                    "perf_window_s": None,
-                    "no_counters": bool(dropped),
-                }
-            else:
-                counts = counts_from_perf(text, sep, window, offset_s)
-                counts["no_counters"] = counts["no_counters"] or bool(dropped)
+            counts = _no_perf_counts() if text is None else counts_from_perf(text, sep, window, offset_s)
+            counts["no_counters"] = counts["no_counters"] or bool(dropped)
             rate = instance.get("rate_rps") if rate_rps is None else rate_rps
             rows.append(
                 {
@@ -225,6 +214,19 @@ def rows_for_run(run_dir: str | os.PathLike, rate_rps: float | None = None) -> l
                 }
             )
     return rows
+
+
+def _no_perf_counts() -> dict:
+    """``counts_from_perf``'s keys for a run without perf output: every count unknown."""
+    return {e.replace("-", "_"): math.nan for e in EVENTS} | {
+        "branch_mpki": math.nan,
+        "branch_miss_rate": math.nan,
+        "ipc": math.nan,
+        "min_running_pct": math.nan,
+        "missing": NO_PERF_OUTPUT,
+        "perf_window_s": None,
+        "no_counters": False,
+    }
 
 
 def plot_mpki(rows: list[dict], path: Path) -> bool:

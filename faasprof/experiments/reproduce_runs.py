@@ -23,6 +23,7 @@ go on.
 
 from __future__ import annotations
 
+import functools
 import json
 import math
 from dataclasses import dataclass
@@ -156,6 +157,11 @@ def _phase_rows(summary: dict, phases: list[dict]) -> list[dict]:
             }
         )
     return out
+
+
+def _within(window: list[float], step_s: float) -> Callable[[np.ndarray], np.ndarray]:
+    """Whether each perf interval (stamped at its end, ``step_s`` long) lies inside ``window``."""
+    return lambda t: (t - step_s >= window[0] - 1e-9) & (t <= window[1] + 1e-9)
 
 
 def _per_second(
@@ -400,9 +406,11 @@ def interference(ctx: Context, cap: dict) -> dict:
     result_path = report_run(run_dir, "json_dumps", "deltablue", rate)
     result = json.loads(Path(result_path).read_text(encoding="utf-8"))
     run = load_run(run_dir)
-    workload = run.manifest.workload
+    resolved_workload = run.manifest.workload
     ipc = ipc_by_window(
-        run.monitors.get("perf"), activity_window(workload, "deltablue"), activity_window(workload, "json_dumps")
+        run.monitors.get("perf"),
+        activity_window(resolved_workload, "deltablue"),
+        activity_window(resolved_workload, "json_dumps"),
     )
     return {
         "run_dirs": [str(run_dir)],
@@ -424,10 +432,7 @@ def ipc_by_window(perf, aggressor: tuple[float, float] | None, victim: tuple[flo
     step = float(np.median(np.diff(stamps))) if len(stamps) > 1 else 0.0
     low, high = max(aggressor[0], victim[0]), min(aggressor[1], victim[1])
     windows = {"inside": [low, high], "before": [victim[0], low], "after": [high, victim[1]]}
-    samples = {
-        name: _per_second(perf, "ipc", lambda t, w=w: (t - step >= w[0] - 1e-9) & (t <= w[1] + 1e-9), ratio=True)
-        for name, w in windows.items()
-    }
+    samples = {name: _per_second(perf, "ipc", _within(w, step), ratio=True) for name, w in windows.items()}
     reference = "before" if samples["before"] or not samples["after"] else "after"
     return {
         "ipc_inside": samples["inside"],
@@ -482,7 +487,7 @@ def run_experiments(
         results[name] = (
             {"error": f"no capacity ({missing})", "run_dirs": []}
             if missing
-            else guarded(name, lambda runner=RUNNERS[name]: runner(ctx, results))
+            else guarded(name, functools.partial(RUNNERS[name], ctx, results))
         )
         if results[name].get("error"):
             ctx.progress.say(f"[{index}/{len(steps)}] {name} failed: {results[name]['error']}")

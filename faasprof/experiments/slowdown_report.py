@@ -310,10 +310,10 @@ def write_results(out: Path, rows: list[dict], calls: list[Call], manifest: rund
         for row in rows:
             writer.writerow({k: csv_cell(v) for k, v in row.items()})
     with open(out / CALLS_CSV, "w", newline="") as handle:
-        writer = csv.writer(handle)
-        writer.writerow(CALL_COLUMNS)
+        call_writer = csv.writer(handle)
+        call_writer.writerow(CALL_COLUMNS)
         for c in calls:
-            writer.writerow([csv_cell(getattr(c, name)) for name in CALL_COLUMNS])
+            call_writer.writerow([csv_cell(getattr(c, name)) for name in CALL_COLUMNS])
     plot_fig15(rows, out / FIG15)
     plot_fig16(rows, fitted, out / FIG16)
     manifest.update(
@@ -333,19 +333,28 @@ def load_rows(path: Path) -> list[dict]:
 
 def load_calls(path: Path) -> list[Call]:
     """``calls.csv`` read back as :class:`Call` rows (empty numbers: NaN), for statistics over the calls."""
-    numbers = {name for name in CALL_COLUMNS if name.endswith("_ms")} | {"seq"}
     with open(path, newline="") as handle:
         rows = list(csv.DictReader(handle))
-    return [
-        Call(
-            **{
-                k: (int(v) if k == "seq" else as_float(v)) if k in numbers else v
-                for k, v in row.items()
-                if k in CALL_COLUMNS
-            }
-        )
-        for row in rows
-    ]
+    return [_call_of_row(row) for row in rows]
+
+
+def _call_of_row(row: dict[str, str]) -> Call:
+    """One row of ``calls.csv`` (``CALL_COLUMNS``); a column an older file lacks keeps Call's default."""
+    return Call(
+        function=row["function"],
+        phase=row["phase"],
+        seq=int(row["seq"]),
+        outcome=row["outcome"],
+        container_state=row.get("container_state", ""),
+        exec_ms=as_float(row.get("exec_ms")),
+        exec_resolution_ms=as_float(row.get("exec_resolution_ms")),
+        cpu_ms=as_float(row.get("cpu_ms")),
+        latency_ms=as_float(row.get("latency_ms")),
+        wait_ms=as_float(row.get("wait_ms")),
+        init_ms=as_float(row.get("init_ms")),
+        activation_id=row.get("activation_id", ""),
+        error=row.get("error", ""),
+    )
 
 
 def _ratio(numerator: float, denominator: float) -> float:

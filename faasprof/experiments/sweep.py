@@ -171,6 +171,20 @@ class SweepLog:
 
     def __init__(self, sweep_dir: Path, workload: Workload, points: list[SweepPoint]):
         self.path = sweep_dir / SWEEP_FILE
+        self.points: list[dict[str, object]] = [
+            {
+                "order": p.order,
+                "index": p.index,
+                "repeat": p.repeat,
+                "values": p.values,
+                "label": p.label,
+                "status": "planned",
+                "run_dir": None,
+                "applied": None,
+                "error": None,
+            }
+            for p in points
+        ]
         self.data = {
             "format_version": SWEEP_FORMAT_VERSION,
             "kind": "sweep",
@@ -178,20 +192,7 @@ class SweepLog:
             "status": "running",
             "workload": workload.resolved(),
             "parameters": sweep_parameters(workload),
-            "points": [
-                {
-                    "order": p.order,
-                    "index": p.index,
-                    "repeat": p.repeat,
-                    "values": p.values,
-                    "label": p.label,
-                    "status": "planned",
-                    "run_dir": None,
-                    "applied": None,
-                    "error": None,
-                }
-                for p in points
-            ],
+            "points": self.points,
         }
         self.save()
 
@@ -199,7 +200,7 @@ class SweepLog:
         write_json_atomic(self.path, self.data)
 
     def point(self, order: int, **changes: Any) -> None:
-        self.data["points"][order].update(changes)
+        self.points[order].update(changes)
         self.save()
 
     def finish(self, status: str, **extra: Any) -> None:
