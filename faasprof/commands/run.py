@@ -54,7 +54,7 @@ from faasprof.platforms.openwhisk.connection import (
     resolve_connection,
 )
 from faasprof.progress import Progress
-from faasprof.rundir import manifest_path, read_manifest
+from faasprof.rundir import RunStatus, manifest_path, read_manifest
 from faasprof.workload.spec import load_workload
 
 
@@ -324,7 +324,7 @@ def main(args: argparse.Namespace) -> int:
     manifest = read_manifest(run_dir)
     status = manifest.status
     print(run_dir, flush=True)
-    if status != "complete":
+    if status != RunStatus.COMPLETE:
         # What it sent is measured all the same: the analysis ends its phases where it stopped.
         suggestion = "" if args.analyze else f"; analyze what it sent: faasprof analyze {run_dir}"
         print(f"run {status}: {manifest.status_reason} (see {manifest_path(run_dir)}){suggestion}", file=sys.stderr)

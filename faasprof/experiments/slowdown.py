@@ -93,7 +93,7 @@ def run_slowdown(
         entry.require_available()
     out = rundir.create_run_dir(out_dir, "slowdown", monitors=False)
     handle = None
-    manifest = rundir.study_manifest("slowdown", SLOWDOWN_FORMAT_VERSION, status="running")
+    manifest = rundir.study_manifest("slowdown", SLOWDOWN_FORMAT_VERSION, status=rundir.RunStatus.RUNNING)
     measuring = False  # before the first measurement a failure (pre-flight) leaves no directory behind
     try:
         settings: dict = dict(options.extra_settings)
@@ -171,14 +171,16 @@ def run_slowdown(
             for note in filter(None, row["notes"].split(NOTE_SEPARATOR)):
                 progress.say(f"{entry.name}: {note}")
         client.close()
-        manifest.status = "complete"
+        manifest.status = rundir.RunStatus.COMPLETE
         write_results(out, rows, every, manifest)
         return out
     except BaseException as error:
         if not measuring:
             raise
         # The directory stays (native runs, localwhisk records); its manifest says how it ended.
-        status = "interrupted" if isinstance(error, KeyboardInterrupt) else "failed"
+        status = (
+            rundir.RunStatus.INTERRUPTED if isinstance(error, KeyboardInterrupt) else "failed"
+        )  # the study's own word
         manifest.update(status=status, reason=f"{type(error).__name__}: {error}"[:300])
         rundir.write_manifest(out, manifest)
         raise

@@ -51,7 +51,7 @@ from faasprof.invoker.run import execute
 from faasprof.monitoring import allocation
 from faasprof.platforms import registry
 from faasprof.progress import QUIET, Progress
-from faasprof.rundir import create_run_dir, update_manifest, write_json_atomic
+from faasprof.rundir import RunStatus, create_run_dir, update_manifest, write_json_atomic
 from faasprof.workload.arrivals import distribution_for, distribution_of, rated_distributions
 from faasprof.workload.spec import Workload, workload_from_dict
 
@@ -189,7 +189,7 @@ class SweepLog:
             "format_version": SWEEP_FORMAT_VERSION,
             "kind": "sweep",
             "test_name": workload.test_name,
-            "status": "running",
+            "status": RunStatus.RUNNING,
             "workload": workload.resolved(),
             "parameters": sweep_parameters(workload),
             "points": self.points,
@@ -254,7 +254,7 @@ def run_sweep(
     sweep_dir = create_run_dir(out_dir, f"{workload.test_name}-sweep", monitors=False)
     log = SweepLog(sweep_dir, workload, points)
     cooldown_s = float((workload.sweep or {}).get("cooldown_s", 5))
-    status = "complete"
+    status: str = RunStatus.COMPLETE  # or the sweep's own "incomplete": a point failed
     started = time.monotonic()
     try:
         for done, point in enumerate(points):
@@ -296,7 +296,7 @@ def run_sweep(
             if point.order + 1 < len(points) and cooldown_s > 0:
                 _sleep(cooldown_s)
     except KeyboardInterrupt:
-        log.finish("interrupted")
+        log.finish(RunStatus.INTERRUPTED)
         raise
     log.finish(status)
     if analyze:

@@ -517,7 +517,7 @@ class ShardedDispatch:
                     RunStatus.ABORTED,
                     f"{label} {child.exit_note} during the run; its invocations without a row are reconstructed (unanswered/unrecorded)",
                 )
-            elif child.result.get("status") != "complete" and self.stop_status is None:
+            elif child.result.get("status") != RunStatus.COMPLETE and self.stop_status is None:
                 self.request_stop(_child_status(child.result), f"{label}: {child.result.get('reason')}")
 
     def _merge(self) -> None:
