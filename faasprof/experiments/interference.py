@@ -49,7 +49,6 @@ from faasprof.outcomes import ACCEPTED_HTTP_OUTCOMES, STATUS_TEXT_OUTCOMES
 INTERFERENCE_FORMAT_VERSION = 2
 FIG14 = "fig14_interference.png"
 RESULT = "interference.json"
-DEFAULT_FRACTION = 0.8
 
 # (panel label, derived column, perf events it needs; first alternative that has data wins)
 PANELS: tuple[tuple[str, tuple[tuple[str, str, tuple[str, ...]], ...]], ...] = (
