@@ -97,6 +97,7 @@ from faasprof.errors import ConfigError
 from faasprof.invoker.platform_set import start_embedded_platform
 from faasprof.invoker.preflight import check_out_dir
 from faasprof.invoker.run import execute
+from faasprof.numbers import number_text
 from faasprof.platforms.openwhisk.connection import Connection
 from faasprof.progress import QUIET, Progress
 from faasprof.workload.spec import workload_from_dict
@@ -361,7 +362,7 @@ class _Search:
             left = max(self.max_runs - len(self.by_rate), 0)
             close = "  (a repeat)" if again else ("  close" if result.close and result.status == "complete" else "")
             self.say(
-                f"[{len(self.by_rate):>2}/{self.max_runs}] {rate:>9.4g}/s  {result.mode:<13} achieved {_f(result.achieved_rps)}/s  "
+                f"[{len(self.by_rate):>2}/{self.max_runs}] {rate:>9.4g}/s  {result.mode:<13} achieved {number_text(result.achieved_rps, 4)}/s  "
                 f"p50 {ms(result.p50_ms, 4)}  p99 {ms(result.p99_ms, 4)}  (ETA about {left * per_probe:.0f} s){close}"
             )
         return result
@@ -486,10 +487,6 @@ def _stopped_because(
     if n_rates >= max_runs and high is not None and high.rate_rps / low.rate_rps - 1 > tolerance:
         return f"stopped after --max-runs {max_runs} probes before reaching the tolerance"
     return f"bracketed within {tolerance:.0%}"
-
-
-def _f(value) -> str:
-    return "-" if value is None or (isinstance(value, float) and not math.isfinite(value)) else f"{value:.4g}"
 
 
 def find_capacity(

@@ -46,6 +46,7 @@ from faasprof.analyzer.plots import new_figure
 from faasprof.monitoring.collectors.perf import PerfCollector
 from faasprof.monitoring.frames import start_offset_s
 from faasprof.monitoring.parsers.perf import base_event, parse_perf_stat
+from faasprof.numbers import ratio
 
 MPKI_FORMAT_VERSION = 2
 MPKI_CSV = "mpki.csv"
@@ -131,9 +132,9 @@ def counts_from_perf(
             out[key] = float(counted["value"].sum())
     running = long.loc[long["status"] == "ok", "running_pct"] if len(long) else None
     out["min_running_pct"] = float(running.min()) if running is not None and running.notna().any() else math.nan
-    out["branch_mpki"] = _ratio(out["branch_misses"], out["instructions"], 1000.0)
-    out["branch_miss_rate"] = _ratio(out["branch_misses"], out["branches"])
-    out["ipc"] = _ratio(out["instructions"], out["cycles"])
+    out["branch_mpki"] = ratio(out["branch_misses"], out["instructions"], 1000.0)
+    out["branch_miss_rate"] = ratio(out["branch_misses"], out["branches"])
+    out["ipc"] = ratio(out["instructions"], out["cycles"])
     out["missing"] = "; ".join(m for m in missing if m.split(":")[0] in REQUIRED_EVENTS)
     out["no_counters"] = any(
         NO_COUNTERS in statuses[event] and "ok" not in statuses[event] for event in REQUIRED_EVENTS
@@ -314,12 +315,6 @@ def mpki_workload(function: str, rate_rps: float, duration_s: float, per: str, s
         "monitoring": {"perf": {"events": list(EVENTS), "per": per, "required": True, "interval_ms": 1000}},
         "instances": {function: {"application": function, "distribution": "Uniform", "rate": rate_rps}},
     }
-
-
-def _ratio(numerator: float, denominator: float, scale: float = 1.0) -> float:
-    if not (math.isfinite(numerator) and math.isfinite(denominator)) or denominator == 0:
-        return math.nan
-    return scale * numerator / denominator
 
 
 def _num(value) -> float:

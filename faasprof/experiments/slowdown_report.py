@@ -32,6 +32,7 @@ from faasprof.analyzer.markup import csv_cell, ms, positive
 from faasprof.analyzer.plots import new_figure
 from faasprof.analyzer.stats import min_samples_for_interval, quantile_ci
 from faasprof.experiments.slowdown_measure import INTENDED_STATE, Call, as_float
+from faasprof.numbers import ratio
 
 SLOWDOWN_CSV = "slowdown.csv"
 CALLS_CSV = "calls.csv"
@@ -113,9 +114,11 @@ def summarise_function(function: str, calls: list[Call]) -> dict:
                 f"execution {phase}: below resolution (median {ms(faas_exec, 4)}, records resolve {ms(resolution)}): no factor"
             )
         else:
-            row[f"slowdown_exec_{phase}"] = _ratio(faas_exec, medians[("native", "exec_ms")])
-        row[f"slowdown_latency_{phase}"] = _ratio(medians[(phase, "latency_ms")], medians[("native", "latency_ms")])
-        row[f"slowdown_cpu_{phase}"] = _ratio(medians[(phase, "cpu_ms")], medians[("native", "cpu_ms")])
+            row[f"slowdown_exec_{phase}"] = ratio(faas_exec, medians[("native", "exec_ms")], positive=True)
+        row[f"slowdown_latency_{phase}"] = ratio(
+            medians[(phase, "latency_ms")], medians[("native", "latency_ms")], positive=True
+        )
+        row[f"slowdown_cpu_{phase}"] = ratio(medians[(phase, "cpu_ms")], medians[("native", "cpu_ms")], positive=True)
         for measure, key in (("exec_ms", "exec"), ("latency_ms", "latency")):
             note = judge_factor(
                 key,
@@ -355,12 +358,6 @@ def _call_of_row(row: dict[str, str]) -> Call:
         activation_id=row.get("activation_id", ""),
         error=row.get("error", ""),
     )
-
-
-def _ratio(numerator: float, denominator: float) -> float:
-    if not (positive(numerator) and positive(denominator)):
-        return math.nan
-    return numerator / denominator
 
 
 def _finite_or(value: float, default: float) -> float:
