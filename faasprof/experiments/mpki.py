@@ -43,6 +43,7 @@ from faasprof import __version__, rundir
 from faasprof.analyzer.analysis import load_summary
 from faasprof.analyzer.markup import csv_cell, positive
 from faasprof.analyzer.plots import new_figure
+from faasprof.experiments.summary_phase import SummaryPhase
 from faasprof.monitoring.collectors.perf import PerfCollector
 from faasprof.monitoring.frames import start_offset_s
 from faasprof.monitoring.parsers.perf import base_event, parse_perf_stat
@@ -179,8 +180,8 @@ def rows_for_run(run_dir: str | os.PathLike, rate_rps: float | None = None) -> l
     dropped = set((perf_meta.get("dropped_events") or {})) & set(REQUIRED_EVENTS)
     rows = []
     for instance in summary.get("instances") or []:
-        for phase in instance.get("phases") or []:
-            window = (float(phase["steady_start_s"]), float(phase["phase_end_s"]))
+        for phase in map(SummaryPhase.of, instance.get("phases") or []):
+            window = (phase.steady_start_s, phase.phase_end_s)
             counts = _no_perf_counts() if text is None else counts_from_perf(text, sep, window, offset_s)
             counts["no_counters"] = counts["no_counters"] or bool(dropped)
             rate = instance.get("rate_rps") if rate_rps is None else rate_rps
@@ -188,15 +189,15 @@ def rows_for_run(run_dir: str | os.PathLike, rate_rps: float | None = None) -> l
                 {
                     "function": instance.get("function", instance.get("instance")),
                     "instance": instance.get("instance"),
-                    "phase": int(phase["phase"]),
+                    "phase": phase.phase,
                     "window_start_s": round(window[0], 6),
                     "window_end_s": round(window[1], 6),
                     "perf_start_s": (counts["perf_window_s"] or [math.nan])[0],
                     "perf_end_s": (counts["perf_window_s"] or [math.nan, math.nan])[1],
                     "rate_rps": rate if isinstance(rate, (int, float)) else math.nan,
-                    "mode": phase.get("mode") or "unknown",
-                    "records": phase.get("with_record", 0),
-                    "execution_ms_p50": _num(phase.get("execution_ms_p50")),
+                    "mode": phase.mode or "unknown",
+                    "records": 0 if phase.with_record is None else phase.with_record,
+                    "execution_ms_p50": _num(phase.execution_ms_p50),
                     **{
                         k: counts[k]
                         for k in (

@@ -45,6 +45,7 @@ from faasprof.experiments.mpki import mpki_workload, plot_mpki, rows_for_run
 from faasprof.experiments.reproduce_rules import exponent_ci, ratio_ci
 from faasprof.experiments.slowdown import SlowdownOptions, run_slowdown
 from faasprof.experiments.slowdown_report import CALLS_CSV, FIG15, FIG16, SLOWDOWN_CSV, load_calls, load_rows
+from faasprof.experiments.summary_phase import SummaryPhase
 from faasprof.functions.catalogue import require
 from faasprof.paths import WORKLOAD_CONFIGS_DIR
 from faasprof.progress import QUIET, Progress
@@ -138,25 +139,35 @@ def _successful_calls(frame) -> list[dict]:
 
 
 def _phase_rows(summary: dict, phases: list[dict]) -> list[dict]:
-    by_instance = {i["instance"]: i["phases"][-1] for i in summary["instances"] if i.get("phases")}
-    out = []
-    for p in phases:
-        stats = by_instance.get(p["instance"], {})
-        out.append(
-            {
-                **p,
-                "mode": stats.get("mode", "unknown"),
-                "n": stats.get("successful", 0),
-                "reasons": stats.get("mode_reasons") or "",
-                "p50_ms": stats.get("completion_latency_ms_p50"),
-                "ci_low": stats.get("completion_latency_ms_p50_ci_low"),
-                "ci_high": stats.get("completion_latency_ms_p50_ci_high"),
-                "window_s": [stats.get("steady_start_s"), stats.get("phase_end_s")],
-                "achieved_rps": stats.get("achieved_rps"),
-                "execution_ms_p50": stats.get("execution_ms_p50"),
-            }
-        )
-    return out
+    by_instance = {i["instance"]: SummaryPhase.of(i["phases"][-1]) for i in summary["instances"] if i.get("phases")}
+    return [{**p, **_phase_figures(by_instance.get(p["instance"]))} for p in phases]
+
+
+def _phase_figures(stats: SummaryPhase | None) -> dict:
+    """What a figure reads of an instance's last steady phase (None: it has none)."""
+    if stats is None:
+        return {
+            "mode": "unknown",
+            "n": 0,
+            "reasons": "",
+            "p50_ms": None,
+            "ci_low": None,
+            "ci_high": None,
+            "window_s": [None, None],
+            "achieved_rps": None,
+            "execution_ms_p50": None,
+        }
+    return {
+        "mode": "unknown" if stats.mode is None else stats.mode,
+        "n": 0 if stats.successful is None else stats.successful,
+        "reasons": stats.mode_reasons or "",
+        "p50_ms": stats.completion_latency_ms_p50,
+        "ci_low": stats.completion_latency_ms_p50_ci_low,
+        "ci_high": stats.completion_latency_ms_p50_ci_high,
+        "window_s": [stats.steady_start_s, stats.phase_end_s],
+        "achieved_rps": stats.achieved_rps,
+        "execution_ms_p50": stats.execution_ms_p50,
+    }
 
 
 def _within(window: list[float], step_s: float) -> Callable[[np.ndarray], np.ndarray]:
