@@ -28,9 +28,10 @@ class ConfigError(FaasprofError):
 
     exit_code = EXIT_BAD_INPUT
 
-    def __init__(self, message: str, problems: list[str] | None = None):
+    def __init__(self, message: str, problems: list[str] | None = None, warnings: list[str] | None = None):
         super().__init__(message)
         self.problems = problems or [message]
+        self.warnings = list(warnings or [])  # what validation also said, not a problem (``Workload.warnings``)
 
 
 class NotReadyError(FaasprofError):

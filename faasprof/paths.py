@@ -22,6 +22,7 @@ from __future__ import annotations
 import importlib.util
 import os
 import shutil
+import sys
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Mapping
@@ -46,6 +47,26 @@ def package_dir(name: str) -> Path:
             f"faasprof.{name} is not installed with faasprof; reinstall faasprof (pip install faasprof)"
         )
     return Path(next(iter(spec.submodule_search_locations))).resolve()
+
+
+# Where a tool may be when it is not on PATH (a service's PATH is often shorter than a shell's):
+# setup/steps/25-storage.sh installs into the venv's bin, a plain `go install` into ~/go/bin.
+BINARY_DIRS = (Path(sys.prefix) / "bin", Path.home() / "go" / "bin", Path("/usr/local/bin"), Path("/usr/bin"))
+
+
+def find_binary(name: str) -> str | None:
+    """The executable ``name``: on PATH, else in $GOBIN or ``BINARY_DIRS``; None when nowhere.
+    The one search, so that what needs a tool (a catalogue function, the storage servers, doctor)
+    and what starts it agree."""
+    found = shutil.which(name)
+    if found:
+        return found
+    gobin = [Path(os.environ["GOBIN"])] if os.environ.get("GOBIN") else []
+    for directory in gobin + list(BINARY_DIRS):
+        path = directory / name
+        if path.is_file() and os.access(path, os.X_OK):
+            return str(path)
+    return None
 
 
 def _checkout_root() -> Path | None:

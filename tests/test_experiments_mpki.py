@@ -17,6 +17,7 @@ import pytest
 from faasprof import rundir
 from faasprof.analyzer.analysis import analyze_run
 from faasprof.experiments.mpki import counts_from_perf, plot_mpki
+from faasprof.experiments.summary_phase import SummaryPhase
 from faasprof.monitoring.tools import probe_perf_events
 
 REPO = Path(__file__).resolve().parent.parent
@@ -228,3 +229,9 @@ def test_from_runs_of_a_run_without_perf_says_so_in_one_line_and_exits_2(tmp_pat
         '"monitoring": {"perf": true} on a host with hardware counters'
     )
     assert len(result.stdout.strip().splitlines()) == 4  # a row per phase, then the folder
+
+
+def test_a_summary_phase_is_read_typed_with_none_for_what_the_summary_lacks():
+    phase = SummaryPhase.of({"phase": 1, "steady_start_s": 2, "phase_end_s": 9.5, "mode": "balanced", "other": 3})
+    assert (phase.phase, phase.steady_start_s, phase.phase_end_s, phase.mode) == (1, 2.0, 9.5, "balanced")
+    assert phase.with_record is None and phase.execution_ms_p50 is None

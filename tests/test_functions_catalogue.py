@@ -104,3 +104,17 @@ def test_missing_npm_package_makes_only_that_function_unavailable(tmp_path):
     assert problems and "jimp" in problems[0] and "python -m faasprof.functions.package img-resize" in problems[0]
     assert not entry.available
     assert lookup("markdown").available
+
+
+def test_a_function_needing_a_binary_finds_it_where_the_storage_servers_do(tmp_path, monkeypatch):
+    # iperf3 in $GOBIN (or the venv's bin, ~/go/bin) runs the storage servers; the catalogue once
+    # looked only on PATH, /usr/bin and /usr/local/bin, and called io-net unavailable.
+    (tmp_path / "bin").mkdir()
+    (tmp_path / "gobin").mkdir()
+    tool = tmp_path / "gobin" / "iperf3"
+    tool.write_text("#!/bin/sh\n")
+    tool.chmod(0o755)
+    monkeypatch.setenv("PATH", str(tmp_path / "bin"))
+    monkeypatch.setenv("GOBIN", str(tmp_path / "gobin"))
+    assert catalogue.find_binary("iperf3") == str(tool)
+    assert not [line for line in lookup("io-net").missing() if "iperf3" in line]

@@ -358,3 +358,15 @@ def test_monitor_locations(tmp_path):
     assert list(rundir.monitor_dirs(tmp_path)) == ["perf", "rdt"]
     assert rundir.read_monitor_meta(perf) == {"monotonic_ns_at_start": 5}
     assert rundir.read_monitor_meta(tmp_path / "monitors" / "rdt") == {}
+
+
+def test_a_run_status_is_its_word_in_the_manifest_in_text_and_in_comparisons(tmp_path):
+    assert rundir.STATUSES == ("running", "complete", "interrupted", "aborted")
+    status = rundir.RunStatus.INTERRUPTED
+    assert status == "interrupted" and f"run {status}: why" == "run interrupted: why" and str(status) == "interrupted"
+    assert json.dumps({"status": status}) == '{"status": "interrupted"}'
+    manifest = rundir.new_manifest("t", {}, rundir.ClockAnchor())
+    manifest.status = rundir.RunStatus.ABORTED
+    rundir.write_manifest(tmp_path, manifest)
+    assert json.loads((tmp_path / "manifest.json").read_text())["status"] == "aborted"
+    assert rundir.read_manifest(tmp_path).status == rundir.RunStatus.ABORTED

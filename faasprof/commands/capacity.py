@@ -19,7 +19,7 @@ import sys
 from faasprof.errors import ConfigError
 from faasprof.experiments import capacity_store
 from faasprof.experiments.capacity import SEARCH_DEFAULTS, find_capacity
-from faasprof.platforms.openwhisk.connection import add_connection_arguments, resolve_connection
+from faasprof.platforms.openwhisk.connection import Connection, add_connection_arguments, resolve_connection
 from faasprof.progress import Progress
 from faasprof.workload.arrivals import rated_distributions
 
@@ -117,30 +117,17 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def main(args: argparse.Namespace) -> int:
-    if args.duration <= 0:
-        raise ConfigError(f"--duration: must be > 0 s (got {args.duration:g})")
-    if args.repeats < 0:
-        raise ConfigError(f"--repeats: must be >= 0 (got {args.repeats})")
-    if args.max_runs < 1:
-        raise ConfigError(f"--max-runs: must be at least 1 (got {args.max_runs})")
-    params = None
-    if args.params:
-        try:
-            params = json.loads(args.params)
-        except json.JSONDecodeError as error:
-            raise ConfigError(
-                f"--params: not valid JSON ({error.msg}); pass an object such as '{{\"service_ms\": 5}}'"
-            ) from None
-        if not isinstance(params, dict):
-            raise ConfigError("--params: must be a JSON object such as '{\"service_ms\": 5}'")
+    params = _checked_options(args)
     connection = resolve_connection(args, None, origin="faasprof capacity")
-    settings = {}
-    if args.pause_grace is not None:
-        settings["pause_grace_ms"] = args.pause_grace
-    if args.user_memory is not None:
-        settings["user_memory_mb"] = args.user_memory
-    if args.isolation is not None:
-        settings["isolation"] = args.isolation
+    settings = {
+        key: value
+        for key, value in (
+            ("pause_grace_ms", args.pause_grace),
+            ("user_memory_mb", args.user_memory),
+            ("isolation", args.isolation),
+        )
+        if value is not None
+    }
     result = find_capacity(
         args.function,
         out_dir=args.out,
@@ -161,32 +148,65 @@ def main(args: argparse.Namespace) -> int:
         progress=Progress.to(sys.stderr, quiet=args.quiet),
     )
     capacity = result["capacity_rps"]
-    low = result["bounds_rps"][0]  # the highest rate kept up (by its probes' majority)
     if capacity is None:
         print(f"{args.function}: no capacity found: {result['stopped_because']}; nothing stored")
     else:  # kept for workloads whose rates are fractions of it
-        store_key = capacity_store.key(
-            capacity_store.host_identity(),
-            capacity_store.platform_identity(connection, settings),
-            args.function,
-            args.memory,
+        _store(args, result, connection, settings)
+    _say_search(result)
+    print(result["result_file"])
+    return 0 if capacity is not None else 1
+
+
+def _checked_options(args: argparse.Namespace) -> dict | None:
+    """The search options checked, one line for the first wrong one; the ``--params`` object (or None)."""
+    if args.duration <= 0:
+        raise ConfigError(f"--duration: must be > 0 s (got {args.duration:g})")
+    if args.repeats < 0:
+        raise ConfigError(f"--repeats: must be >= 0 (got {args.repeats})")
+    if args.max_runs < 1:
+        raise ConfigError(f"--max-runs: must be at least 1 (got {args.max_runs})")
+    if not args.params:
+        return None
+    try:
+        params = json.loads(args.params)
+    except json.JSONDecodeError as error:
+        raise ConfigError(
+            f"--params: not valid JSON ({error.msg}); pass an object such as '{{\"service_ms\": 5}}'"
+        ) from None
+    if not isinstance(params, dict):
+        raise ConfigError("--params: must be a JSON object such as '{\"service_ms\": 5}'")
+    return params
+
+
+def _store(args: argparse.Namespace, result: dict, connection: Connection | None, settings: dict) -> None:
+    """The capacity found, stored for this host and platform and said."""
+    low = result["bounds_rps"][0]  # the highest rate kept up (by its probes' majority)
+    store_key = capacity_store.key(
+        capacity_store.host_identity(),
+        capacity_store.platform_identity(connection, settings),
+        args.function,
+        args.memory,
+    )
+    entry = capacity_store.record(store_key, result)
+    if entry["lower_bound"]:
+        print(
+            f"{args.function}: capacity {result['capacity_text']} (mode there: {result['mode_at_capacity']}; never over-invoked); {result['stopped_because']}"
         )
-        entry = capacity_store.record(store_key, result)
-        if entry["lower_bound"]:
-            print(
-                f"{args.function}: capacity {result['capacity_text']} (mode there: {result['mode_at_capacity']}; never over-invoked); {result['stopped_because']}"
-            )
-            print(
-                f"stored as a lower bound in {capacity_store.store_path()}: workloads that take fractions of it are warned"
-            )
-        else:
-            lowest, highest = result["interval_rps"]
-            high = result["bounds_rps"][1]
-            print(
-                f"{args.function}: capacity {result['capacity_text']} (interval {lowest:.4g}–{highest:.4g}/s; kept up at {low:.4g}/s, "
-                f"mode {result['mode_at_capacity']}, over-invoked at {high:.4g}/s); {result['stopped_because']}"
-            )
-            print(f"stored in {capacity_store.store_path()} for this host and platform")
+        print(
+            f"stored as a lower bound in {capacity_store.store_path()}: workloads that take fractions of it are warned"
+        )
+    else:
+        lowest, highest = result["interval_rps"]
+        high = result["bounds_rps"][1]
+        print(
+            f"{args.function}: capacity {result['capacity_text']} (interval {lowest:.4g}–{highest:.4g}/s; kept up at {low:.4g}/s, "
+            f"mode {result['mode_at_capacity']}, over-invoked at {high:.4g}/s); {result['stopped_because']}"
+        )
+        print(f"stored in {capacity_store.store_path()} for this host and platform")
+
+
+def _say_search(result: dict) -> None:
+    """How the search went: the host's load, probes that disagreed, the reference latency, each probe."""
     load = result.get("load_1min") or {}
     if load.get("before") is not None:
         print(
@@ -208,5 +228,3 @@ def main(args: argparse.Namespace) -> int:
         print(
             f"  {probe['rate_rps']:>9.4g}/s  {probe['mode']:<13} load {'-' if load is None else f'{load:.3g}':<5} {probe['run_dir']}"
         )
-    print(result["result_file"])
-    return 0 if capacity is not None else 1

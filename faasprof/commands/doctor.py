@@ -31,11 +31,10 @@ from faasprof.commands.cache import human_bytes
 from faasprof.docker import docker_problem
 from faasprof.errors import EXIT_NOT_READY, EXIT_OK, ConfigError, NotReadyError
 from faasprof.functions.catalogue import lookup
-from faasprof.invoker.storage import find_binary
 from faasprof.monitoring.collectors import COLLECTORS, normalise_block
 from faasprof.monitoring.collectors.base import INFO, NO, OK, WARN, Finding
 from faasprof.monitoring.host import Root, collect_host, cpu_vendor_kind
-from faasprof.paths import CHECKOUT_ROOT, cache_root, cache_usage
+from faasprof.paths import CHECKOUT_ROOT, cache_root, cache_usage, find_binary
 from faasprof.platforms.base import PlatformError, PlatformUnreachable
 from faasprof.platforms.openwhisk.connection import add_connection_arguments, resolve_connection
 from faasprof.platforms.openwhisk.platform import OpenWhiskPlatform

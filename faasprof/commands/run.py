@@ -54,7 +54,7 @@ from faasprof.platforms.openwhisk.connection import (
     resolve_connection,
 )
 from faasprof.progress import Progress
-from faasprof.rundir import manifest_path, read_manifest
+from faasprof.rundir import RunStatus, manifest_path, read_manifest
 from faasprof.workload.access import add_access_arguments, grants_from
 from faasprof.workload.shipped import find_workload
 from faasprof.workload.spec import load_workload
@@ -328,7 +328,7 @@ def main(args: argparse.Namespace) -> int:
     manifest = read_manifest(run_dir)
     status = manifest.status
     print(run_dir, flush=True)
-    if status != "complete":
+    if status != RunStatus.COMPLETE:
         # What it sent is measured all the same: the analysis ends its phases where it stopped.
         suggestion = "" if args.analyze else f"; analyze what it sent: faasprof analyze {run_dir}"
         print(f"run {status}: {manifest.status_reason} (see {manifest_path(run_dir)}){suggestion}", file=sys.stderr)

@@ -18,6 +18,7 @@ from faasprof.errors import ConfigError
 from faasprof.experiments.slowdown import SlowdownOptions, run_slowdown
 from faasprof.experiments.slowdown_report import MEDIAN_CI_MIN_SAMPLES, NOTE_SEPARATOR, SLOWDOWN_CSV, load_rows
 from faasprof.functions.catalogue import entries, require
+from faasprof.numbers import number_text
 from faasprof.platforms.openwhisk.connection import add_connection_arguments, resolve_connection
 from faasprof.progress import Progress
 
@@ -106,8 +107,8 @@ def main(args: argparse.Namespace) -> int:
             and row["warm_failed"] + row["resumed_failed"] + row["native_failed"] == 0
         )
         print(
-            f"{row['function']}: slowdown execution ×{_f(factors[0])} warm, ×{_f(factors[1])} resumed; latency ×{_f(factors[2])} warm, ×{_f(factors[3])} resumed; "
-            f"CPU time ×{_f(row.get('slowdown_cpu_warm', math.nan))} warm, ×{_f(row.get('slowdown_cpu_resumed', math.nan))} resumed"
+            f"{row['function']}: slowdown execution ×{number_text(factors[0])} warm, ×{number_text(factors[1])} resumed; latency ×{number_text(factors[2])} warm, ×{number_text(factors[3])} resumed; "
+            f"CPU time ×{number_text(row.get('slowdown_cpu_warm', math.nan))} warm, ×{number_text(row.get('slowdown_cpu_resumed', math.nan))} resumed"
         )
         for note in filter(None, (row.get("notes") or "").split(NOTE_SEPARATOR)):
             print(f"{row['function']}: {note}")
@@ -119,7 +120,3 @@ def main(args: argparse.Namespace) -> int:
             )
     print(out)
     return 0 if complete else 1
-
-
-def _f(value: float) -> str:
-    return "-" if not math.isfinite(value) else f"{value:.3g}"

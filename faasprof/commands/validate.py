@@ -18,8 +18,8 @@ from __future__ import annotations
 
 import argparse
 import sys
+from dataclasses import dataclass
 from pathlib import Path
-from types import SimpleNamespace
 
 from faasprof.errors import EXIT_BAD_INPUT, EXIT_NOT_READY, ConfigError, FaasprofError
 from faasprof.experiments import capacity_store
@@ -45,7 +45,22 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     add_access_arguments(parser)
 
 
-def _as_given(data: object, config: str) -> SimpleNamespace:
+@dataclass(frozen=True)
+class _GivenInstance:
+    name: str
+    function: str
+    source: object
+    endpoint: object  # as the file gives it: a platform serves the instance only when it is its endpoint
+
+
+@dataclass(frozen=True)
+class _GivenWorkload:
+    origin: str
+    path: Path | None
+    instances: list[_GivenInstance]
+
+
+def _as_given(data: object, config: str) -> _GivenWorkload:
     """The instances of a workload that did not validate, as far as their names and functions go:
     enough for ``embedded_missing`` to tell which functions the embedded platform cannot have."""
     raw = data.get("instances") if isinstance(data, dict) else None
@@ -53,7 +68,7 @@ def _as_given(data: object, config: str) -> SimpleNamespace:
         data.get("endpoint", registry.DEFAULT_ENDPOINT) if isinstance(data, dict) else registry.DEFAULT_ENDPOINT
     )
     instances = [
-        SimpleNamespace(
+        _GivenInstance(
             name=name,
             function=spec["application"],
             source=spec.get("source"),
@@ -62,7 +77,7 @@ def _as_given(data: object, config: str) -> SimpleNamespace:
         for name, spec in (raw.items() if isinstance(raw, dict) else ())
         if isinstance(spec, dict) and isinstance(spec.get("application"), str) and spec["application"].strip()
     ]
-    return SimpleNamespace(origin=config, path=Path(config).resolve(), instances=instances)
+    return _GivenWorkload(origin=config, path=Path(config).resolve(), instances=instances)
 
 
 def _check(config: str, args: argparse.Namespace) -> tuple[list[str], list[str], list[str], str | None]:
@@ -72,7 +87,9 @@ def _check(config: str, args: argparse.Namespace) -> tuple[list[str], list[str],
     if is_schema_document(parsed.data):
         return [], [], [], f"{config}: skipped (the JSON Schema of workloads, not a workload)"
     data = parsed.data
-    platform_block = data.get("platform") if isinstance(data, dict) and isinstance(data.get("platform"), dict) else {}
+    platform_block = data.get("platform") if isinstance(data, dict) else None
+    if not isinstance(platform_block, dict):
+        platform_block = {}
     connection = None
     connection_problems: list[str] = []
     if not args.offline:
@@ -98,10 +115,11 @@ def _check(config: str, args: argparse.Namespace) -> tuple[list[str], list[str],
         # file's other problems, not only once those are fixed.
         unknown = embedded_missing(_as_given(data, config)) if limits is not None else []
         lines = error.problems + [line for line in connection_problems + unknown if line not in error.problems]
-        combined = ConfigError(lines[0], problems=lines)
-        said = getattr(error, "warnings", [])
-        combined.warnings = (
-            [w for w in said if "in the function catalogue" not in w] if limits is not None else said
+        said = error.warnings
+        combined = ConfigError(
+            lines[0],
+            problems=lines,
+            warnings=[w for w in said if "in the function catalogue" not in w] if limits is not None else said,
         )  # told as problems
         raise combined from None
     if connection_problems:

@@ -87,7 +87,7 @@ import os
 import time
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
-from typing import Callable
+from typing import Callable, TypedDict
 
 from faasprof import __version__, rundir
 from faasprof.analyzer import analyze_run
@@ -98,6 +98,7 @@ from faasprof.errors import ConfigError
 from faasprof.invoker.platform_set import start_embedded_platform
 from faasprof.invoker.preflight import check_out_dir
 from faasprof.invoker.run import execute
+from faasprof.numbers import number_text
 from faasprof.platforms.openwhisk.connection import Connection
 from faasprof.progress import QUIET, Progress
 from faasprof.workload.spec import workload_from_dict
@@ -118,11 +119,25 @@ WARMUP_CALLS = 20
 WARMUP_MIN_S = 1.0
 WARMUP_MAX_S = 3.0
 
+
 # The modes need the capacity within tens of percent, not better: probes of at least 3 s (and
 # MIN_PROBE_CALLS) from 5/s, tripling, bisected to 30 %, the two ends of the bracket confirmed (each rate probed at most 3 times),
 # about a minute and a half on a small busy machine. The ceiling 1000/s is above what one host's
 # localwhisk serves for a catalogue function; a search that reaches it reports a lower bound.
-SEARCH_DEFAULTS = {
+class SearchDefaults(TypedDict):
+    """The search settings' defaults, by name (``search``'s keyword arguments)."""
+
+    duration_s: float
+    start_rate: float
+    max_rate: float
+    factor: float
+    tolerance: float
+    max_runs: int
+    cooldown_s: float
+    repeats: int
+
+
+SEARCH_DEFAULTS: SearchDefaults = {
     "duration_s": 3.0,
     "start_rate": 5.0,
     "max_rate": 1000.0,
@@ -348,7 +363,7 @@ class _Search:
             left = max(self.max_runs - len(self.by_rate), 0)
             close = "  (a repeat)" if again else ("  close" if result.close and result.status == "complete" else "")
             self.say(
-                f"[{len(self.by_rate):>2}/{self.max_runs}] {rate:>9.4g}/s  {result.mode:<13} achieved {_f(result.achieved_rps)}/s  "
+                f"[{len(self.by_rate):>2}/{self.max_runs}] {rate:>9.4g}/s  {result.mode:<13} achieved {number_text(result.achieved_rps, 4)}/s  "
                 f"p50 {ms(result.p50_ms, 4)}  p99 {ms(result.p99_ms, 4)}  (ETA about {left * per_probe:.0f} s){close}"
             )
         return result
@@ -400,16 +415,11 @@ class _Search:
     def result(self, low: Probe | None, high: Probe | None, stopped: str) -> dict:
         probes = self.probes
         lower_bound = low is not None and (high is None or high.status != "complete")
-        interval = (
-            interval_of(probes, low.rate_rps, high.rate_rps)
-            if low is not None and high is not None and not lower_bound
-            else (low.rate_rps if low else None, None)
-        )
-        capacity, plus_minus = (
-            (None, None)
-            if low is None
-            else ((interval[0], None) if lower_bound else (sum(interval) / 2, (interval[1] - interval[0]) / 2))
-        )
+        interval: tuple[float | None, float | None] = (low.rate_rps if low else None, None)
+        capacity, plus_minus = interval
+        if low is not None and high is not None and not lower_bound:
+            bottom, top = interval = interval_of(probes, low.rate_rps, high.rate_rps)
+            capacity, plus_minus = (bottom + top) / 2, (top - bottom) / 2
         return {
             "format_version": CAPACITY_FORMAT_VERSION,
             "generated_by": {"faasprof": __version__},
@@ -478,10 +488,6 @@ def _stopped_because(
     if n_rates >= max_runs and high is not None and high.rate_rps / low.rate_rps - 1 > tolerance:
         return f"stopped after --max-runs {max_runs} probes before reaching the tolerance"
     return f"bracketed within {tolerance:.0%}"
-
-
-def _f(value) -> str:
-    return "-" if value is None or (isinstance(value, float) and not math.isfinite(value)) else f"{value:.4g}"
 
 
 def find_capacity(

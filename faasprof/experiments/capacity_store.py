@@ -64,7 +64,7 @@ READABLE_FORMAT_VERSIONS = (1, 2)
 # A stored capacity is flagged when the load now is outside its search's before..peak range by
 # more than this many runnable tasks per logical CPU (a whole CPU's worth of other work).
 LOAD_FAR_PER_CPU = 1.0
-LOCALWHISK_PAUSE_GRACE_MS = float(Settings.__dataclass_fields__["pause_grace_ms"].default)
+LOCALWHISK_PAUSE_GRACE_MS = float(Settings().pause_grace_ms)
 # The analyzer's (analyzer.stats: MIN_SAMPLES_FOR_MODE and the half again failures and missing
 # records may take; WARMUP_MAX_S, WARMUP_FRACTION), copied so that plan and validate, which read
 # this module, load no pandas; tests/test_capacity_store_load.py holds them equal.
@@ -183,7 +183,9 @@ def describe(function: str, entry: dict) -> str:
 def load_warning(function: str, entry: dict, now_1min: float | None, cpus: int | None) -> str | None:
     """One line when ``entry`` was measured at a host load far from ``now_1min`` (module
     docstring); None when it was not, or when either load is unknown (entries of format 1)."""
-    load = entry.get("load_1min") if isinstance(entry.get("load_1min"), dict) else {}
+    load = entry.get("load_1min")
+    if not isinstance(load, dict):
+        load = {}
     known = [
         v for v in (load.get("before"), load.get("peak")) if isinstance(v, (int, float)) and not isinstance(v, bool)
     ]

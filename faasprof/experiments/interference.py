@@ -49,7 +49,6 @@ from faasprof.outcomes import ACCEPTED_HTTP_OUTCOMES, STATUS_TEXT_OUTCOMES
 INTERFERENCE_FORMAT_VERSION = 2
 FIG14 = "fig14_interference.png"
 RESULT = "interference.json"
-DEFAULT_FRACTION = 0.8
 
 # (panel label, derived column, perf events it needs; first alternative that has data wins)
 PANELS: tuple[tuple[str, tuple[tuple[str, str, tuple[str, ...]], ...]], ...] = (
@@ -158,14 +157,14 @@ def successful(invocations: pd.DataFrame) -> pd.Series:
 
 def panel_series(perf: pd.DataFrame | None, dropped: dict[str, str]) -> list[dict]:
     """Per panel: the chosen column and its per-interval series, or why it is missing."""
-    out = []
+    out: list[dict] = []
     for title, alternatives in PANELS:
         chosen = None
         for column, label, events in alternatives:
             if perf is not None and column in perf.columns and perf[column].notna().any():
                 chosen = (column, label, events)
                 break
-        if chosen is None:
+        if chosen is None or perf is None:  # a column is chosen only from perf's
             column, label, events = alternatives[0]
             reasons = []
             for event in events:

@@ -147,7 +147,7 @@ def run_study(workload, out_dir: str | Path, progress: Progress = QUIET, run_poi
             path=workload.path,
             seed=workload.seed + index,
         )
-        entry = {"point": point, "label": point_label(point)}
+        entry: dict[str, object] = {"point": point, "label": point_label(point)}
         try:
             run_dir = Path(run_point(point_workload, study_dir))
             entry["run_dir"] = run_dir.name
@@ -216,7 +216,7 @@ def write_outputs(study_dir: str | Path) -> list[Path]:
     """io_study.csv and the two plots; returns the files written."""
     study_dir = Path(study_dir)
     frame = study_frame(study_dir)
-    written = []
+    written: list[Path] = []
     if frame.empty:
         return written
     frame.to_csv(study_dir / STUDY_CSV, index=False)

@@ -43,9 +43,11 @@ from faasprof import __version__, rundir
 from faasprof.analyzer.analysis import load_summary
 from faasprof.analyzer.markup import csv_cell, positive
 from faasprof.analyzer.plots import new_figure
+from faasprof.experiments.summary_phase import SummaryPhase
 from faasprof.monitoring.collectors.perf import PerfCollector
 from faasprof.monitoring.frames import start_offset_s
 from faasprof.monitoring.parsers.perf import base_event, parse_perf_stat
+from faasprof.numbers import ratio
 
 MPKI_FORMAT_VERSION = 2
 MPKI_CSV = "mpki.csv"
@@ -131,9 +133,9 @@ def counts_from_perf(
             out[key] = float(counted["value"].sum())
     running = long.loc[long["status"] == "ok", "running_pct"] if len(long) else None
     out["min_running_pct"] = float(running.min()) if running is not None and running.notna().any() else math.nan
-    out["branch_mpki"] = _ratio(out["branch_misses"], out["instructions"], 1000.0)
-    out["branch_miss_rate"] = _ratio(out["branch_misses"], out["branches"])
-    out["ipc"] = _ratio(out["instructions"], out["cycles"])
+    out["branch_mpki"] = ratio(out["branch_misses"], out["instructions"], 1000.0)
+    out["branch_miss_rate"] = ratio(out["branch_misses"], out["branches"])
+    out["ipc"] = ratio(out["instructions"], out["cycles"])
     out["missing"] = "; ".join(m for m in missing if m.split(":")[0] in REQUIRED_EVENTS)
     out["no_counters"] = any(
         NO_COUNTERS in statuses[event] and "ok" not in statuses[event] for event in REQUIRED_EVENTS
@@ -178,35 +180,24 @@ def rows_for_run(run_dir: str | os.PathLike, rate_rps: float | None = None) -> l
     dropped = set((perf_meta.get("dropped_events") or {})) & set(REQUIRED_EVENTS)
     rows = []
     for instance in summary.get("instances") or []:
-        for phase in instance.get("phases") or []:
-            window = (float(phase["steady_start_s"]), float(phase["phase_end_s"]))
-            if text is None:
-                counts = {e.replace("-", "_"): math.nan for e in EVENTS} | {
-                    "branch_mpki": math.nan,
-                    "branch_miss_rate": math.nan,
-                    "ipc": math.nan,
-                    "min_running_pct": math.nan,
-                    "missing": NO_PERF_OUTPUT,
-                    "perf_window_s": None,
-                    "no_counters": bool(dropped),
-                }
-            else:
-                counts = counts_from_perf(text, sep, window, offset_s)
-                counts["no_counters"] = counts["no_counters"] or bool(dropped)
+        for phase in map(SummaryPhase.of, instance.get("phases") or []):
+            window = (phase.steady_start_s, phase.phase_end_s)
+            counts = _no_perf_counts() if text is None else counts_from_perf(text, sep, window, offset_s)
+            counts["no_counters"] = counts["no_counters"] or bool(dropped)
             rate = instance.get("rate_rps") if rate_rps is None else rate_rps
             rows.append(
                 {
                     "function": instance.get("function", instance.get("instance")),
                     "instance": instance.get("instance"),
-                    "phase": int(phase["phase"]),
+                    "phase": phase.phase,
                     "window_start_s": round(window[0], 6),
                     "window_end_s": round(window[1], 6),
                     "perf_start_s": (counts["perf_window_s"] or [math.nan])[0],
                     "perf_end_s": (counts["perf_window_s"] or [math.nan, math.nan])[1],
                     "rate_rps": rate if isinstance(rate, (int, float)) else math.nan,
-                    "mode": phase.get("mode") or "unknown",
-                    "records": phase.get("with_record", 0),
-                    "execution_ms_p50": _num(phase.get("execution_ms_p50")),
+                    "mode": phase.mode or "unknown",
+                    "records": 0 if phase.with_record is None else phase.with_record,
+                    "execution_ms_p50": _num(phase.execution_ms_p50),
                     **{
                         k: counts[k]
                         for k in (
@@ -225,6 +216,19 @@ def rows_for_run(run_dir: str | os.PathLike, rate_rps: float | None = None) -> l
                 }
             )
     return rows
+
+
+def _no_perf_counts() -> dict:
+    """``counts_from_perf``'s keys for a run without perf output: every count unknown."""
+    return {e.replace("-", "_"): math.nan for e in EVENTS} | {
+        "branch_mpki": math.nan,
+        "branch_miss_rate": math.nan,
+        "ipc": math.nan,
+        "min_running_pct": math.nan,
+        "missing": NO_PERF_OUTPUT,
+        "perf_window_s": None,
+        "no_counters": False,
+    }
 
 
 def plot_mpki(rows: list[dict], path: Path) -> bool:
@@ -312,12 +316,6 @@ def mpki_workload(function: str, rate_rps: float, duration_s: float, per: str, s
         "monitoring": {"perf": {"events": list(EVENTS), "per": per, "required": True, "interval_ms": 1000}},
         "instances": {function: {"application": function, "distribution": "Uniform", "rate": rate_rps}},
     }
-
-
-def _ratio(numerator: float, denominator: float, scale: float = 1.0) -> float:
-    if not (math.isfinite(numerator) and math.isfinite(denominator)) or denominator == 0:
-        return math.nan
-    return scale * numerator / denominator
 
 
 def _num(value) -> float:

@@ -35,7 +35,7 @@ import threading
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Callable
+from typing import IO, Callable
 
 from faasprof.errors import ConfigError, NotReadyError, RunError
 from faasprof.functions.catalogue import RUNNERS_DIR, FunctionEntry
@@ -50,6 +50,7 @@ from faasprof.rundir import (
     NATIVE_PLATFORM_KIND,
     ClockAnchor,
     InvocationLog,
+    RunStatus,
     create_run_dir,
     monitor_dir,
     new_manifest,
@@ -141,7 +142,7 @@ class Worker:
         self.ready: dict = {}
         self._read_fd: int | None = None
         self._buffer = b""
-        self._logs: list = []
+        self._logs: list[IO[bytes]] = []
 
     @property
     def command(self) -> list[str]:
@@ -171,6 +172,8 @@ class Worker:
         if modules is not None:
             # A catalogue function's npm packages live in the user's cache, not beside its code.
             env["NODE_PATH"] = os.pathsep.join([str(modules)] + ([env["NODE_PATH"]] if env.get("NODE_PATH") else []))
+        stdout: IO[bytes]
+        stderr: IO[bytes]
         if self.log_dir is not None:
             self.log_dir.mkdir(parents=True, exist_ok=True)
             suffix = "" if self.starts == 1 else f"-{self.starts}"
@@ -212,13 +215,16 @@ class Worker:
         return ready
 
     def _read_message(self, timeout_s: float | None) -> dict:
+        read_fd = self._read_fd
+        if read_fd is None:
+            raise WorkerDied("the worker is not running")
         deadline = None if timeout_s is None else time.monotonic() + timeout_s
         while b"\n" not in self._buffer:
             wait = None if deadline is None else max(0.0, deadline - time.monotonic())
-            readable, _, _ = select.select([self._read_fd], [], [], wait)
+            readable, _, _ = select.select([read_fd], [], [], wait)
             if not readable:
                 raise CallTimeout(f"no answer within {timeout_s:g} s")
-            chunk = os.read(self._read_fd, 1 << 20)
+            chunk = os.read(read_fd, 1 << 20)
             if not chunk:
                 code = self.process.wait(timeout=5) if self.process else None
                 raise WorkerDied(f"the worker exited (status {code})")
@@ -231,11 +237,12 @@ class Worker:
 
         Raises WorkerDied when the process exits mid-call and CallTimeout after ``timeout_s``;
         the worker must then be restarted."""
-        if self.process is None or self.process.poll() is not None:
+        process = self.process
+        if process is None or process.poll() is not None or process.stdin is None:
             raise WorkerDied("the worker is not running")
         try:
-            self.process.stdin.write((json.dumps({"params": params}) + "\n").encode())
-            self.process.stdin.flush()
+            process.stdin.write((json.dumps({"params": params}) + "\n").encode())
+            process.stdin.flush()
         except (BrokenPipeError, OSError):
             raise WorkerDied("the worker exited") from None
         answer = self._read_message(timeout_s)
@@ -262,7 +269,8 @@ class Worker:
         process, self.process = self.process, None
         if process is not None:
             try:
-                process.stdin.close()
+                if process.stdin is not None:
+                    process.stdin.close()
             except OSError:
                 pass
             try:
@@ -396,13 +404,13 @@ def run_native(
     # Every planned call gets a row: the ones no worker took were never sent.
     reason = (
         "interrupted"
-        if status == "interrupted"
+        if status == RunStatus.INTERRUPTED
         else (calls.start_errors[0] if calls.start_errors else "no worker left")
     )
     calls.record_unsent(workers[0].index, reason)
     calls.log.close()
-    if calls.start_errors and status == "complete":
-        status = "aborted"
+    if calls.start_errors and status == RunStatus.COMPLETE:
+        status = RunStatus.ABORTED
 
     rows = sorted(calls.rows, key=lambda row: row["seq"])
     _write_native_csv(run_dir, rows)
@@ -630,14 +638,14 @@ def _call(worker: Worker, calls: _Calls, seq: int) -> bool:
     return True
 
 
-def _drive(workers: list[Worker], calls: _Calls) -> str:
+def _drive(workers: list[Worker], calls: _Calls) -> RunStatus:
     """Serve the calls with a thread per worker until they are done; returns the run's status,
     ``complete`` or ``interrupted`` (Ctrl-C stops the workers). Every worker is stopped on return."""
     threads = [
         threading.Thread(target=_serve, args=(worker, calls), name=f"native-worker-{worker.index}", daemon=True)
         for worker in workers
     ]
-    status = "complete"
+    status = RunStatus.COMPLETE
     try:
         for thread in threads:
             thread.start()
@@ -645,7 +653,7 @@ def _drive(workers: list[Worker], calls: _Calls) -> str:
             while thread.is_alive():
                 thread.join(timeout=0.2)
     except KeyboardInterrupt:
-        status = "interrupted"
+        status = RunStatus.INTERRUPTED
         calls.stop.set()
         for worker in workers:
             worker.kill()
@@ -668,7 +676,7 @@ def _write_native_csv(run_dir: Path, rows: list[dict]) -> None:
 def _finish_manifest(
     run_dir: Path,
     options: NativeOptions,
-    status: str,
+    status: RunStatus,
     rows: list[dict],
     summary: dict,
     workers: list[Worker],
@@ -682,8 +690,9 @@ def _finish_manifest(
         "sent": sum(1 for row in rows if row["outcome"] != "not_sent"),
         "failed": sum(1 for row in rows if row["outcome"] not in ("ok", "not_sent")),
     }
-    manifest.native["summary"] = summary
-    manifest.native["workers"] = [
+    native = manifest.native = manifest.native or {}  # new_native_run wrote it; an empty one is filled
+    native["summary"] = summary
+    native["workers"] = [
         {
             "index": w.index,
             "starts": w.starts,
@@ -694,7 +703,7 @@ def _finish_manifest(
     ]
     if perf_dir is not None:
         files = sorted(perf_dir.glob("worker-*.csv"))
-        manifest.native["perf"] = {
+        native["perf"] = {
             "events": list(options.perf_events),
             "scope": "each worker process from start to exit (interpreter start, import, warm-up and all its calls)",
             "files": [str(path.relative_to(run_dir)) for path in files],

@@ -429,4 +429,7 @@ def judge(figure: Figure, results: dict[str, dict], isolation: str | None = None
         return rules.Verdict(rules.NOT_REPRODUCED, "no slowdown result")
     if figure.key == "15":
         return rules.verdict_short_long(main["functions"])
-    return rules.verdict_exponent(*main["exponent"], [f for f in main["functions"] if f["function"] in main["fitted"]])
+    exponent, low, high = main["exponent"]
+    return rules.verdict_exponent(
+        exponent, low, high, [f for f in main["functions"] if f["function"] in main["fitted"]]
+    )

@@ -151,7 +151,9 @@ def cold_start_ratios(cold_calls: list[dict]) -> list[float]:
     out = []
     for call in cold_calls:
         wait, init, run = (call.get(k) for k in ("wait_ms", "init_ms", "execution_ms"))
-        if all(v is not None and math.isfinite(v) for v in (wait, init, run)) and run > 0:
+        if wait is None or init is None or run is None:
+            continue
+        if all(math.isfinite(v) for v in (wait, init, run)) and run > 0:
             out.append((wait + init) / run)
     return out
 
@@ -293,9 +295,7 @@ def verdict_short_long(functions: list[dict]) -> Verdict:
                 f"{f['function']} ({f['native_ms']:.3g} ms): ×{_interval_text(f['factor'], f.get('ci_low'), f.get('ci_high'))} is not above 1 beyond noise"
             )
     for f in long:
-        low, high = f.get("ci_low"), f.get("ci_high")
-        if not _finite_all(f, "ci_low", "ci_high"):
-            low = high = f["factor"]
+        low, high = (f["ci_low"], f["ci_high"]) if _finite_all(f, "ci_low", "ci_high") else (f["factor"], f["factor"])
         if high < NOISE_BAND[0] or low > NOISE_BAND[1]:
             problems.append(
                 f"{f['function']} ({f['native_ms']:.3g} ms): ×{_interval_text(f['factor'], f.get('ci_low'), f.get('ci_high'))} lies outside ≈1 ({NOISE_BAND[0]:g}–{NOISE_BAND[1]:g})"

@@ -23,6 +23,7 @@ go on.
 
 from __future__ import annotations
 
+import functools
 import json
 import math
 from dataclasses import dataclass
@@ -45,6 +46,7 @@ from faasprof.experiments.mpki import mpki_workload, plot_mpki, rows_for_run
 from faasprof.experiments.reproduce_rules import exponent_ci, ratio_ci
 from faasprof.experiments.slowdown import SlowdownOptions, run_slowdown
 from faasprof.experiments.slowdown_report import CALLS_CSV, FIG15, FIG16, SLOWDOWN_CSV, load_calls, load_rows
+from faasprof.experiments.summary_phase import SummaryPhase
 from faasprof.functions.catalogue import require
 from faasprof.paths import WORKLOAD_CONFIGS_DIR
 from faasprof.progress import QUIET, Progress
@@ -138,25 +140,40 @@ def _successful_calls(frame) -> list[dict]:
 
 
 def _phase_rows(summary: Summary, phases: list[dict]) -> list[dict]:
-    by_instance = {i["instance"]: i["phases"][-1] for i in summary["instances"] if i.get("phases")}
-    out = []
-    for p in phases:
-        stats = by_instance.get(p["instance"], {})
-        out.append(
-            {
-                **p,
-                "mode": stats.get("mode", "unknown"),
-                "n": stats.get("successful", 0),
-                "reasons": stats.get("mode_reasons") or "",
-                "p50_ms": stats.get("completion_latency_ms_p50"),
-                "ci_low": stats.get("completion_latency_ms_p50_ci_low"),
-                "ci_high": stats.get("completion_latency_ms_p50_ci_high"),
-                "window_s": [stats.get("steady_start_s"), stats.get("phase_end_s")],
-                "achieved_rps": stats.get("achieved_rps"),
-                "execution_ms_p50": stats.get("execution_ms_p50"),
-            }
-        )
-    return out
+    by_instance = {i["instance"]: SummaryPhase.of(i["phases"][-1]) for i in summary["instances"] if i.get("phases")}
+    return [{**p, **_phase_figures(by_instance.get(p["instance"]))} for p in phases]
+
+
+def _phase_figures(stats: SummaryPhase | None) -> dict:
+    """What a figure reads of an instance's last steady phase (None: it has none)."""
+    if stats is None:
+        return {
+            "mode": "unknown",
+            "n": 0,
+            "reasons": "",
+            "p50_ms": None,
+            "ci_low": None,
+            "ci_high": None,
+            "window_s": [None, None],
+            "achieved_rps": None,
+            "execution_ms_p50": None,
+        }
+    return {
+        "mode": "unknown" if stats.mode is None else stats.mode,
+        "n": 0 if stats.successful is None else stats.successful,
+        "reasons": stats.mode_reasons or "",
+        "p50_ms": stats.completion_latency_ms_p50,
+        "ci_low": stats.completion_latency_ms_p50_ci_low,
+        "ci_high": stats.completion_latency_ms_p50_ci_high,
+        "window_s": [stats.steady_start_s, stats.phase_end_s],
+        "achieved_rps": stats.achieved_rps,
+        "execution_ms_p50": stats.execution_ms_p50,
+    }
+
+
+def _within(window: list[float], step_s: float) -> Callable[[np.ndarray], np.ndarray]:
+    """Whether each perf interval (stamped at its end, ``step_s`` long) lies inside ``window``."""
+    return lambda t: (t - step_s >= window[0] - 1e-9) & (t <= window[1] + 1e-9)
 
 
 def _per_second(
@@ -401,9 +418,11 @@ def interference(ctx: Context, cap: dict) -> dict:
     result_path = report_run(run_dir, "json_dumps", "deltablue", rate)
     result = json.loads(Path(result_path).read_text(encoding="utf-8"))
     run = load_run(run_dir)
-    workload = run.manifest.workload
+    resolved_workload = run.manifest.workload
     ipc = ipc_by_window(
-        run.monitors.get("perf"), activity_window(workload, "deltablue"), activity_window(workload, "json_dumps")
+        run.monitors.get("perf"),
+        activity_window(resolved_workload, "deltablue"),
+        activity_window(resolved_workload, "json_dumps"),
     )
     return {
         "run_dirs": [str(run_dir)],
@@ -425,10 +444,7 @@ def ipc_by_window(perf, aggressor: tuple[float, float] | None, victim: tuple[flo
     step = float(np.median(np.diff(stamps))) if len(stamps) > 1 else 0.0
     low, high = max(aggressor[0], victim[0]), min(aggressor[1], victim[1])
     windows = {"inside": [low, high], "before": [victim[0], low], "after": [high, victim[1]]}
-    samples = {
-        name: _per_second(perf, "ipc", lambda t, w=w: (t - step >= w[0] - 1e-9) & (t <= w[1] + 1e-9), ratio=True)
-        for name, w in windows.items()
-    }
+    samples = {name: _per_second(perf, "ipc", _within(w, step), ratio=True) for name, w in windows.items()}
     reference = "before" if samples["before"] or not samples["after"] else "after"
     return {
         "ipc_inside": samples["inside"],
@@ -483,7 +499,7 @@ def run_experiments(
         results[name] = (
             {"error": f"no capacity ({missing})", "run_dirs": []}
             if missing
-            else guarded(name, lambda runner=RUNNERS[name]: runner(ctx, results))
+            else guarded(name, functools.partial(RUNNERS[name], ctx, results))
         )
         if results[name].get("error"):
             ctx.progress.say(f"[{index}/{len(steps)}] {name} failed: {results[name]['error']}")

@@ -20,7 +20,6 @@ execution from ``runTimeUs`` where the platform gives it.
 
 from __future__ import annotations
 
-import math
 import os
 import shutil
 import sys
@@ -41,6 +40,7 @@ from faasprof.experiments.slowdown_report import (
 )
 from faasprof.functions.catalogue import FunctionEntry
 from faasprof.localwhisk.embedded import start_embedded
+from faasprof.numbers import number_text
 from faasprof.platforms.openwhisk.client import OpenWhiskClient
 from faasprof.platforms.openwhisk.connection import Connection
 from faasprof.platforms.openwhisk.deploy import ensure_actions
@@ -93,7 +93,7 @@ def run_slowdown(
         entry.require_available()
     out = rundir.create_run_dir(out_dir, "slowdown", monitors=False)
     handle = None
-    manifest = rundir.study_manifest("slowdown", SLOWDOWN_FORMAT_VERSION, status="running")
+    manifest = rundir.study_manifest("slowdown", SLOWDOWN_FORMAT_VERSION, status=rundir.RunStatus.RUNNING)
     measuring = False  # before the first measurement a failure (pre-flight) leaves no directory behind
     try:
         settings: dict = dict(options.extra_settings)
@@ -165,20 +165,22 @@ def run_slowdown(
             rows.append(row)
             every += calls
             progress.say(
-                f"{entry.name}: native {_f(row['native_exec_ms'])} ms; warm {_f(row['warm_exec_ms'])} ms (×{_f(row['slowdown_exec_warm'])}), "
-                f"resumed {_f(row['resumed_exec_ms'])} ms (×{_f(row['slowdown_exec_resumed'])}); latency ×{_f(row['slowdown_latency_warm'])} / ×{_f(row['slowdown_latency_resumed'])}"
+                f"{entry.name}: native {number_text(row['native_exec_ms'])} ms; warm {number_text(row['warm_exec_ms'])} ms (×{number_text(row['slowdown_exec_warm'])}), "
+                f"resumed {number_text(row['resumed_exec_ms'])} ms (×{number_text(row['slowdown_exec_resumed'])}); latency ×{number_text(row['slowdown_latency_warm'])} / ×{number_text(row['slowdown_latency_resumed'])}"
             )
             for note in filter(None, row["notes"].split(NOTE_SEPARATOR)):
                 progress.say(f"{entry.name}: {note}")
         client.close()
-        manifest.status = "complete"
+        manifest.status = rundir.RunStatus.COMPLETE
         write_results(out, rows, every, manifest)
         return out
     except BaseException as error:
         if not measuring:
             raise
         # The directory stays (native runs, localwhisk records); its manifest says how it ended.
-        status = "interrupted" if isinstance(error, KeyboardInterrupt) else "failed"
+        status = (
+            rundir.RunStatus.INTERRUPTED if isinstance(error, KeyboardInterrupt) else "failed"
+        )  # the study's own word
         manifest.update(status=status, reason=f"{type(error).__name__}: {error}"[:300])
         rundir.write_manifest(out, manifest)
         raise
@@ -201,7 +203,3 @@ def platform_interpreter_matches(entries: list[FunctionEntry], localwhisk_settin
         return None
     platform_python = localwhisk_settings.get("python") or ""
     return bool(platform_python) and os.path.realpath(platform_python) == os.path.realpath(sys.executable)
-
-
-def _f(value) -> str:
-    return "-" if not isinstance(value, (int, float)) or not math.isfinite(value) else f"{value:.3g}"

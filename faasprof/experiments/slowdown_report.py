@@ -32,6 +32,7 @@ from faasprof.analyzer.markup import csv_cell, ms, positive
 from faasprof.analyzer.plots import new_figure
 from faasprof.analyzer.stats import min_samples_for_interval, quantile_ci
 from faasprof.experiments.slowdown_measure import INTENDED_STATE, Call, as_float
+from faasprof.numbers import ratio
 
 SLOWDOWN_CSV = "slowdown.csv"
 CALLS_CSV = "calls.csv"
@@ -113,9 +114,11 @@ def summarise_function(function: str, calls: list[Call]) -> dict:
                 f"execution {phase}: below resolution (median {ms(faas_exec, 4)}, records resolve {ms(resolution)}): no factor"
             )
         else:
-            row[f"slowdown_exec_{phase}"] = _ratio(faas_exec, medians[("native", "exec_ms")])
-        row[f"slowdown_latency_{phase}"] = _ratio(medians[(phase, "latency_ms")], medians[("native", "latency_ms")])
-        row[f"slowdown_cpu_{phase}"] = _ratio(medians[(phase, "cpu_ms")], medians[("native", "cpu_ms")])
+            row[f"slowdown_exec_{phase}"] = ratio(faas_exec, medians[("native", "exec_ms")], positive=True)
+        row[f"slowdown_latency_{phase}"] = ratio(
+            medians[(phase, "latency_ms")], medians[("native", "latency_ms")], positive=True
+        )
+        row[f"slowdown_cpu_{phase}"] = ratio(medians[(phase, "cpu_ms")], medians[("native", "cpu_ms")], positive=True)
         for measure, key in (("exec_ms", "exec"), ("latency_ms", "latency")):
             note = judge_factor(
                 key,
@@ -310,10 +313,10 @@ def write_results(out: Path, rows: list[dict], calls: list[Call], manifest: rund
         for row in rows:
             writer.writerow({k: csv_cell(v) for k, v in row.items()})
     with open(out / CALLS_CSV, "w", newline="") as handle:
-        writer = csv.writer(handle)
-        writer.writerow(CALL_COLUMNS)
+        call_writer = csv.writer(handle)
+        call_writer.writerow(CALL_COLUMNS)
         for c in calls:
-            writer.writerow([csv_cell(getattr(c, name)) for name in CALL_COLUMNS])
+            call_writer.writerow([csv_cell(getattr(c, name)) for name in CALL_COLUMNS])
     plot_fig15(rows, out / FIG15)
     plot_fig16(rows, fitted, out / FIG16)
     manifest.update(
@@ -333,25 +336,28 @@ def load_rows(path: Path) -> list[dict]:
 
 def load_calls(path: Path) -> list[Call]:
     """``calls.csv`` read back as :class:`Call` rows (empty numbers: NaN), for statistics over the calls."""
-    numbers = {name for name in CALL_COLUMNS if name.endswith("_ms")} | {"seq"}
     with open(path, newline="") as handle:
         rows = list(csv.DictReader(handle))
-    return [
-        Call(
-            **{
-                k: (int(v) if k == "seq" else as_float(v)) if k in numbers else v
-                for k, v in row.items()
-                if k in CALL_COLUMNS
-            }
-        )
-        for row in rows
-    ]
+    return [_call_of_row(row) for row in rows]
 
 
-def _ratio(numerator: float, denominator: float) -> float:
-    if not (positive(numerator) and positive(denominator)):
-        return math.nan
-    return numerator / denominator
+def _call_of_row(row: dict[str, str]) -> Call:
+    """One row of ``calls.csv`` (``CALL_COLUMNS``); a column an older file lacks keeps Call's default."""
+    return Call(
+        function=row["function"],
+        phase=row["phase"],
+        seq=int(row["seq"]),
+        outcome=row["outcome"],
+        container_state=row.get("container_state", ""),
+        exec_ms=as_float(row.get("exec_ms")),
+        exec_resolution_ms=as_float(row.get("exec_resolution_ms")),
+        cpu_ms=as_float(row.get("cpu_ms")),
+        latency_ms=as_float(row.get("latency_ms")),
+        wait_ms=as_float(row.get("wait_ms")),
+        init_ms=as_float(row.get("init_ms")),
+        activation_id=row.get("activation_id", ""),
+        error=row.get("error", ""),
+    )
 
 
 def _finite_or(value: float, default: float) -> float:

@@ -41,7 +41,7 @@ import copy
 import re
 import time
 from pathlib import Path
-from typing import Any
+from typing import Any, TypedDict
 
 from faasprof.errors import ConfigError, FaasprofError
 from faasprof.experiments import padding as padding_mod
@@ -51,7 +51,7 @@ from faasprof.invoker.run import execute
 from faasprof.monitoring import allocation
 from faasprof.platforms import registry
 from faasprof.progress import QUIET, Progress
-from faasprof.rundir import create_run_dir, update_manifest, write_json_atomic
+from faasprof.rundir import RunStatus, create_run_dir, update_manifest, write_json_atomic
 from faasprof.workload.arrivals import distribution_for, distribution_of, rated_distributions
 from faasprof.workload.spec import Workload, workload_from_dict
 
@@ -94,17 +94,46 @@ def apply_point(workload_dict: dict, point: SweepPoint, origin: str = "<workload
     return data
 
 
-def check_sweep(workload: Workload, connection: Any = None, root: str = "/") -> dict:
-    """Everything that can be wrong with a sweep, before its first point; returns allocation plans.
+class SweepCheck(TypedDict):
+    """What ``check_sweep`` found the sweep's allocation points need."""
 
-    Returns ``{"caps": Capabilities|None, "plans": {(llc, mba): AllocationPlan}}``.
-    """
-    origin = workload.origin
-    sweep = workload.sweep or {}
+    caps: allocation.Capabilities | None  # what the host can allocate; None without llc_ways/mba_percent
+    plans: dict[tuple[int | None, int | None], allocation.AllocationPlan]  # by (llc_ways, mba_percent)
+
+
+def check_sweep(workload: Workload, connection: Any = None, root: str = "/") -> SweepCheck:
+    """Everything that can be wrong with a sweep, before its first point (ConfigError with every
+    problem); returns the allocation plans of its points."""
     parameters = sweep_parameters(workload)
-    problems: list[str] = []
-    names = _selected(workload.raw, sweep)
+    problems = _parameter_problems(workload, parameters, connection)
+    # Each point's workload must itself be valid (a variant name the catalogue lacks, a rate < 0…).
+    for point in expand_points(workload):
+        if point.repeat:
+            continue
+        try:
+            workload_from_dict(
+                padding_mod.pad_code(apply_point(workload.raw, point), workload, point.values),
+                origin=f"{workload.origin} (sweep point {point.label})",
+                path=workload.path,
+                seed=workload.seed,
+                grants=padding_mod.point_grants(workload, point.values),  # a point may name other files
+            )
+        except ConfigError as error:
+            problems.extend(line for line in error.problems if line not in problems)
+    checked: SweepCheck = {"caps": None, "plans": {}}
+    if any(key in parameters for key in ALLOCATION_PARAMETERS) and not problems:
+        checked = _allocation_plans(workload, parameters, root, problems)
+    if problems:
+        raise ConfigError(problems[0], problems=problems)
+    return checked
+
+
+def _parameter_problems(workload: Workload, parameters: dict, connection: Any) -> list[str]:
+    """What the swept parameters cannot apply to: no instance takes them, or the platform cannot change them."""
+    origin = workload.origin
+    names = _selected(workload.raw, workload.sweep or {})
     instances = {i.name: i for i in workload.instances}
+    problems: list[str] = []
     if "rate" in parameters and not any(distribution_for(instances[n].distribution).rated for n in names):
         problems.append(
             f"{origin}: sweep.parameters.rate: no {' or '.join(rated_distributions())} instance to apply it to; use rate_scale, or name instances in sweep.instances"
@@ -123,47 +152,35 @@ def check_sweep(workload: Workload, connection: Any = None, root: str = "/") -> 
                 )
     if "image_padding_mb" in parameters:
         problems.extend(padding_mod.check_image_padding(workload.raw, origin, connection))
-    # Each point's workload must itself be valid (a variant name the catalogue lacks, a rate < 0…).
-    for point in expand_points(workload):
-        if point.repeat:
-            continue
-        try:
-            workload_from_dict(
-                padding_mod.pad_code(apply_point(workload.raw, point), workload, point.values),
-                origin=f"{origin} (sweep point {point.label})",
-                path=workload.path,
-                seed=workload.seed,
-                grants=padding_mod.point_grants(workload, point.values),  # a point may name other files
-            )
-        except ConfigError as error:
-            problems.extend(line for line in error.problems if line not in problems)
-    plans: dict = {}
-    caps = None
-    if any(key in parameters for key in ALLOCATION_PARAMETERS) and not problems:
-        caps = allocation.discover(root=root)
-        # CAT and MBA apply per CPU, and sandboxes float over every CPU unless pinned: by default
-        # the allocation covers all CPUs, so no function escapes it on an unallocated one.
-        cpus = sweep.get("function_cpus")
-        control = None
-        try:
-            allocation.check_sweep_values(
-                caps,
-                llc_ways=parameters.get("llc_ways", ()),
-                mba_percent=parameters.get("mba_percent", ()),
-                field_prefix=f"{origin}: sweep.parameters.",
-                cpus=cpus,
-                control_plane_cpus=control,
-            )
-        except ConfigError as error:
-            problems.extend(error.problems)
-        else:
-            for llc in parameters.get("llc_ways", [None]):
-                for mba in parameters.get("mba_percent", [None]):
-                    plans[(llc, mba)] = allocation.plan_allocation(
-                        caps, llc_ways=llc, mba_percent=mba, cpus=cpus, control_plane_cpus=control
-                    )
-    if problems:
-        raise ConfigError(problems[0], problems=problems)
+    return problems
+
+
+def _allocation_plans(workload: Workload, parameters: dict, root: str, problems: list[str]) -> SweepCheck:
+    """The host's allocation capabilities and a plan per (llc_ways, mba_percent) point; what the
+    host cannot do goes to ``problems``."""
+    caps = allocation.discover(root=root)
+    # CAT and MBA apply per CPU, and sandboxes float over every CPU unless pinned: by default
+    # the allocation covers all CPUs, so no function escapes it on an unallocated one.
+    cpus = (workload.sweep or {}).get("function_cpus")
+    control = None
+    plans: dict[tuple[int | None, int | None], allocation.AllocationPlan] = {}
+    try:
+        allocation.check_sweep_values(
+            caps,
+            llc_ways=parameters.get("llc_ways", ()),
+            mba_percent=parameters.get("mba_percent", ()),
+            field_prefix=f"{workload.origin}: sweep.parameters.",
+            cpus=cpus,
+            control_plane_cpus=control,
+        )
+    except ConfigError as error:
+        problems.extend(error.problems)
+    else:
+        for llc in parameters.get("llc_ways", [None]):
+            for mba in parameters.get("mba_percent", [None]):
+                plans[(llc, mba)] = allocation.plan_allocation(
+                    caps, llc_ways=llc, mba_percent=mba, cpus=cpus, control_plane_cpus=control
+                )
     return {"caps": caps, "plans": plans}
 
 
@@ -172,27 +189,28 @@ class SweepLog:
 
     def __init__(self, sweep_dir: Path, workload: Workload, points: list[SweepPoint]):
         self.path = sweep_dir / SWEEP_FILE
+        self.points: list[dict[str, object]] = [
+            {
+                "order": p.order,
+                "index": p.index,
+                "repeat": p.repeat,
+                "values": p.values,
+                "label": p.label,
+                "status": "planned",
+                "run_dir": None,
+                "applied": None,
+                "error": None,
+            }
+            for p in points
+        ]
         self.data = {
             "format_version": SWEEP_FORMAT_VERSION,
             "kind": "sweep",
             "test_name": workload.test_name,
-            "status": "running",
+            "status": RunStatus.RUNNING,
             "workload": workload.resolved(),
             "parameters": sweep_parameters(workload),
-            "points": [
-                {
-                    "order": p.order,
-                    "index": p.index,
-                    "repeat": p.repeat,
-                    "values": p.values,
-                    "label": p.label,
-                    "status": "planned",
-                    "run_dir": None,
-                    "applied": None,
-                    "error": None,
-                }
-                for p in points
-            ],
+            "points": self.points,
         }
         self.save()
 
@@ -200,7 +218,7 @@ class SweepLog:
         write_json_atomic(self.path, self.data)
 
     def point(self, order: int, **changes: Any) -> None:
-        self.data["points"][order].update(changes)
+        self.points[order].update(changes)
         self.save()
 
     def finish(self, status: str, **extra: Any) -> None:
@@ -254,7 +272,7 @@ def run_sweep(
     sweep_dir = create_run_dir(out_dir, f"{workload.test_name}-sweep", monitors=False)
     log = SweepLog(sweep_dir, workload, points)
     cooldown_s = float((workload.sweep or {}).get("cooldown_s", 5))
-    status = "complete"
+    status: str = RunStatus.COMPLETE  # or the sweep's own "incomplete": a point failed
     started = time.monotonic()
     try:
         for done, point in enumerate(points):
@@ -274,8 +292,9 @@ def run_sweep(
             plan = checked["plans"].get((point.values.get("llc_ways"), point.values.get("mba_percent")))
             log.point(point.order, status="running")
             try:
-                if plan is not None:
-                    with allocation.Allocation(checked["caps"], plan, **(allocation_options or {})) as applied:
+                caps = checked["caps"]
+                if plan is not None and caps is not None:  # a plan is made only with the host's capabilities
+                    with allocation.Allocation(caps, plan, **(allocation_options or {})) as applied:
                         run_dir = run_point(point_workload, sweep_dir, local_settings)
                         applied_values = applied.applied
                 else:
@@ -297,7 +316,7 @@ def run_sweep(
             if point.order + 1 < len(points) and cooldown_s > 0:
                 _sleep(cooldown_s)
     except KeyboardInterrupt:
-        log.finish("interrupted")
+        log.finish(RunStatus.INTERRUPTED)
         raise
     log.finish(status)
     if analyze:

@@ -164,6 +164,7 @@ def capacities(frame: pd.DataFrame, parameters: list[str]) -> list[dict]:
     out = []
     for group, part in frame.groupby([*SERIES, *others], dropna=False, sort=True):
         evidence = []
+        kept_up_at: list[tuple[float, bool]] = []  # (rate, kept up) per rate, as in evidence
         reference = None
         for rate, at_rate in part.groupby("sweep_rate", sort=True):
             modes = sorted(set(",".join(at_rate["mode"].astype(str)).split(",")))
@@ -181,6 +182,7 @@ def capacities(frame: pd.DataFrame, parameters: list[str]) -> list[dict]:
             }
             entry["kept_up"] = not entry["over_invoked"] and not queued
             evidence.append(entry)
+            kept_up_at.append((float(rate), bool(entry["kept_up"])))
             if reference is None and entry["kept_up"]:
                 candidate = {
                     "completion_latency_ms_p50": latency,
@@ -188,9 +190,9 @@ def capacities(frame: pd.DataFrame, parameters: list[str]) -> list[dict]:
                     "source": "the sweep's lowest rate",
                 }
                 reference = candidate if is_reference(candidate) else None
-        first_failed = next((e["rate"] for e in evidence if not e["kept_up"]), None)
+        first_failed = next((rate for rate, kept_up in kept_up_at if not kept_up), None)
         capacity = max(
-            (e["rate"] for e in evidence if e["kept_up"] and (first_failed is None or e["rate"] < first_failed)),
+            (rate for rate, kept_up in kept_up_at if kept_up and (first_failed is None or rate < first_failed)),
             default=None,
         )
         out.append(

@@ -22,7 +22,7 @@ from typing import Iterable
 
 from faasprof.errors import ConfigError, FormatError, NotReadyError
 from faasprof.functions import npm
-from faasprof.paths import FUNCTIONS_DIR
+from faasprof.paths import FUNCTIONS_DIR, find_binary
 from faasprof.progress import QUIET, Progress
 
 MANIFEST_PATH = FUNCTIONS_DIR / "manifest.json"
@@ -153,18 +153,6 @@ class FunctionEntry:
             "category": self.category,
             "description": self.description,
         }
-
-
-def find_binary(name: str) -> str | None:
-    """``which``, plus the usual directories (a service's PATH is often shorter than a shell's)."""
-    found = shutil.which(name)
-    if found:
-        return found
-    for directory in ("/usr/bin", "/usr/local/bin"):
-        candidate = Path(directory) / name
-        if candidate.is_file():
-            return str(candidate)
-    return None
 
 
 def load_params_file(path: Path) -> dict:

@@ -43,6 +43,7 @@ from faasprof.invoker.selfwatch import SelfWatch, lateness_summary_ms
 from faasprof.invoker.sender import DEFAULT_MAX_CONNECTIONS, DEFAULT_REQUEST_TIMEOUT_S, PreparedRequest, Sender
 from faasprof.outcomes import NO_CONNECTION_TEXT, STOPPED_IN_FLIGHT_TEXT, pushback_kind
 from faasprof.progress import QUIET, Progress
+from faasprof.rundir.manifest import RunStatus
 
 COARSE_MARGIN_NS = 1_000_000  # wake from the timer this long before the instant (timer slack)
 FINE_NAP_NS = 200_000  # the longest the loop is blocked while waiting for the exact instant
@@ -133,7 +134,7 @@ def realtime_hint(busiest_second: int, realtime_priority: int | None, permitted:
 
 @dataclass
 class DispatchResult:
-    status: str  # complete | interrupted | aborted
+    status: RunStatus  # complete, interrupted or aborted
     reason: str | None
     planned: int
     sent: int
@@ -167,7 +168,7 @@ class DispatchResult:
     @classmethod
     def of_schedule(
         cls,
-        status: str | None,
+        status: RunStatus | None,
         reason: str | None,
         intended: np.ndarray,
         sent_rel: np.ndarray,
@@ -178,7 +179,7 @@ class DispatchResult:
         what one sender and the merged send processes both report."""
         sent_mask = sent_rel >= 0
         return cls(
-            status=status or "complete",
+            status=status or RunStatus.COMPLETE,
             reason=reason,
             planned=len(intended),
             sent=int(sent_mask.sum()),
@@ -204,7 +205,7 @@ class Dispatcher:
         requests: Sequence[PreparedRequest],
         row_sink: Callable[[tuple], None],
         options: DispatchOptions | None = None,
-        checks: Sequence[Callable[[], tuple[str, str] | None]] = (),
+        checks: Sequence[Callable[[], tuple[RunStatus, str] | None]] = (),
         progress: Progress = QUIET,
         duration_s: float | None = None,
         journal: Callable[[int, int], None] | None = None,
@@ -236,10 +237,9 @@ class Dispatcher:
         self.activation_ids: list[str] = []
         self.warnings: list[str] = []
         self.sent = 0
-        self.stop_status: str | None = None
+        self.stop_status: RunStatus | None = None
         self.stop_reason: str | None = None
         self.zero_ns = 0
-        self._loop: asyncio.AbstractEventLoop | None = None
         self._sleeper: asyncio.Future | None = None
         self._selfwatch = SelfWatch(
             self.options.lateness_warn_ms,
@@ -252,8 +252,7 @@ class Dispatcher:
         # The plan as Python ints, read per send and per row (numpy scalars are slower there); here,
         # not in run(), so that rows can be written also for a dispatcher that never ran.
         self._intended_list: list[int] = self.intended.tolist()
-        self._sender: Sender | None = None
-        self._stop_event: asyncio.Event | None = None
+        self._stop_event: asyncio.Event | None = None  # while run() runs: wakes the drain on a stop
         self._hurry = False
 
     # -- callbacks from the sender (hot path) ---------------------------------------------------
@@ -306,7 +305,7 @@ class Dispatcher:
 
     # -- control --------------------------------------------------------------------------------
 
-    def request_stop(self, status: str, reason: str) -> None:
+    def request_stop(self, status: RunStatus, reason: str) -> None:
         """Stop sending (safe from signal handlers on the loop and from checks); a second call hurries the drain."""
         if self.stop_status is not None:
             self._hurry = True
@@ -317,8 +316,7 @@ class Dispatcher:
         if self._stop_event is not None:
             self._stop_event.set()
 
-    async def _sleep(self, delay_s: float) -> None:
-        loop = self._loop
+    async def _sleep(self, loop: asyncio.AbstractEventLoop, delay_s: float) -> None:
         future = loop.create_future()
         handle = loop.call_later(delay_s, _wake, future)
         self._sleeper = future
@@ -332,18 +330,16 @@ class Dispatcher:
 
     async def run(self, zero_ns: int) -> DispatchResult:
         """Send the schedule relative to ``zero_ns`` (a ``time.monotonic_ns()`` value)."""
-        self._loop = asyncio.get_running_loop()
-        self._stop_event = asyncio.Event()
+        loop = asyncio.get_running_loop()
+        stop_event = self._stop_event = asyncio.Event()
         self.zero_ns = zero_ns
         options = self.options
-        self._sender = Sender(
-            self._loop, self.requests, self._complete, self._on_sent, options.max_connections, options.insecure
-        )
+        sender = Sender(loop, self.requests, self._complete, self._on_sent, options.max_connections, options.insecure)
         # A few keep-alive connections opened before zero keep the first sends from paying for
         # TCP (and TLS) set-up; it never waits past zero.
-        await self._sender.warm(self._warm_count(), zero_ns)
+        await sender.warm(self._warm_count(), zero_ns)
         cpu0 = time.process_time()
-        watch = self._loop.create_task(self._watch())
+        watch = loop.create_task(self._watch(sender))
         # The invocation log's flush thread formats thousands of rows at a time; with Python's
         # default 5 ms switch interval it could hold the send loop off for 5 ms at a go.
         switch_interval = sys.getswitchinterval()
@@ -356,9 +352,9 @@ class Dispatcher:
         gc.disable()
         restore_policy = self._enter_realtime()
         try:
-            await self._send_all()
+            await self._send_all(loop, sender)
             send_end_ns = time.monotonic_ns()
-            await self._drain()
+            await self._drain(sender, stop_event)
         finally:
             if restore_policy is not None:
                 restore_policy()
@@ -371,7 +367,7 @@ class Dispatcher:
                 await watch
             except asyncio.CancelledError:
                 pass
-            await self._sender.aclose()
+            await sender.aclose()
         self._fill_not_sent()
         end_ns = time.monotonic_ns()
         cpu_percent = 100.0 * (time.process_time() - cpu0) / max((end_ns - zero_ns) / 1e9, 1e-9)
@@ -384,7 +380,7 @@ class Dispatcher:
             cpu_percent=cpu_percent,
             send_wall_s=(send_end_ns - zero_ns) / 1e9,
             total_wall_s=(end_ns - zero_ns) / 1e9,
-            peak_connections=self._sender.peak_connections,
+            peak_connections=sender.peak_connections,
             activation_ids=self.activation_ids,
             warnings=self.warnings + self._selfwatch.warnings,
             realtime_applied=restore_policy is not None,
@@ -439,12 +435,12 @@ class Dispatcher:
 
         return restore
 
-    async def _send_all(self) -> None:
+    async def _send_all(self, loop: asyncio.AbstractEventLoop, sender: Sender) -> None:
         mono = time.monotonic_ns
         zero = self.zero_ns
         targets = self._intended_list
         request_of = self.instance_idx.tolist()
-        submit = self._sender.submit
+        submit = sender.submit
         n = self.n
         i = 0
         burst = 0
@@ -457,7 +453,7 @@ class Dispatcher:
                 burst = 0
                 wait = target - now
                 if wait > COARSE_MARGIN_NS + FINE_NAP_NS:
-                    await self._sleep((wait - COARSE_MARGIN_NS) / 1e9)
+                    await self._sleep(loop, (wait - COARSE_MARGIN_NS) / 1e9)
                 else:
                     await asyncio.sleep(0)  # handle the I/O that is ready
                     now = mono()
@@ -471,16 +467,15 @@ class Dispatcher:
                 burst = 0
                 await asyncio.sleep(0)
 
-    async def _drain(self) -> None:
+    async def _drain(self, sender: Sender, stop_event: asyncio.Event) -> None:
         """Wait for responses: up to the request timeout normally, a short grace when stopping."""
-        sender = self._sender
         if self.stop_status is not None:
-            self._drop_waiting()
+            self._drop_waiting(sender)
         deadline = time.monotonic() + self.options.request_timeout_s + 2 * WATCH_INTERVAL_S
         grace_deadline = None
         while sender.in_flight or sender.waiting:
             if self.stop_status is not None:
-                self._drop_waiting()
+                self._drop_waiting(sender)
                 if grace_deadline is None:
                     grace_deadline = time.monotonic() + self.options.interrupt_grace_s
                     if sender.in_flight:
@@ -495,14 +490,14 @@ class Dispatcher:
                 for seq in sender.drop_waiting():
                     self._complete(seq, None, None, "not_sent", None, None, f"{NO_CONNECTION_TEXT} when the run ended")
                 break
-            self._stop_event.clear()
+            stop_event.clear()
             try:
-                await asyncio.wait_for(self._stop_event.wait(), 0.05)
+                await asyncio.wait_for(stop_event.wait(), 0.05)
             except asyncio.TimeoutError:
                 pass
 
-    def _drop_waiting(self) -> None:
-        for seq in self._sender.drop_waiting():
+    def _drop_waiting(self, sender: Sender) -> None:
+        for seq in sender.drop_waiting():
             self._complete(
                 seq,
                 None,
@@ -513,7 +508,7 @@ class Dispatcher:
                 f"waiting for a connection when the run stopped ({self.stop_reason})",
             )
 
-    def close_after_failure(self, status: str, reason: str) -> None:
+    def close_after_failure(self, status: RunStatus, reason: str) -> None:
         """The run failed around the send loop (before it, or the loop itself raised): stop with
         ``status``/``reason`` and give every planned invocation still without a row its row."""
         self.stop_status, self.stop_reason = status, reason
@@ -536,7 +531,7 @@ class Dispatcher:
 
     # -- self-watch -----------------------------------------------------------------------------
 
-    async def _watch(self) -> None:
+    async def _watch(self, sender: Sender) -> None:
         options = self.options
         progress_every = max(options.progress_interval_s, WATCH_INTERVAL_S)
         next_progress = time.monotonic() + progress_every
@@ -545,14 +540,13 @@ class Dispatcher:
         saturated_before = 0
         while True:
             await asyncio.sleep(WATCH_INTERVAL_S)
-            sender = self._sender
             sender.sweep_timeouts(options.request_timeout_s)
             if self.stop_status is None:
-                self._check_platform()
+                self._check_platform(sender)
                 for check in self.checks:
-                    verdict = check()
-                    if verdict is not None and self.stop_status is None:
-                        self.request_stop(*verdict)
+                    stop = check()
+                    if stop is not None and self.stop_status is None:
+                        self.request_stop(*stop)
             if time.monotonic() < next_progress:
                 continue
             next_progress += progress_every
@@ -567,21 +561,20 @@ class Dispatcher:
             saturated_before = saturated
             self.progress.say(verdict.progress)
             if verdict.abort and self.stop_status is None:
-                self.request_stop("aborted", verdict.abort)
+                self.request_stop(RunStatus.ABORTED, verdict.abort)
             elif verdict.warning:
                 self.progress.warn(verdict.warning)
 
-    def _check_platform(self) -> None:
+    def _check_platform(self, sender: Sender) -> None:
         """Nothing listening (never reached, every attempt failing for ``never_reached_s``) stops
         the run. A platform reached before that now refuses or stalls is measured: its calls' rows
         say so, and the first long stall is said as it happens."""
-        sender = self._sender
         span_s, why = sender.never_reached_for_s()
         if span_s >= self.options.never_reached_s:
             self.never_reached = (
                 f"the platform never took a call: every connection attempt failed for {span_s:.1f} s ({why})"
             )
-            self.request_stop("interrupted", self.never_reached)
+            self.request_stop(RunStatus.INTERRUPTED, self.never_reached)
             return
         if self._stall_said:
             return

@@ -9,10 +9,14 @@ the connection closes, the ``x-openwhisk-activation-id`` header and the body.
 
 from __future__ import annotations
 
+from typing import Protocol
+
 try:  # llhttp, the parser of Node.js: exact framing at less CPU per response than pure Python
     import httptools
 except ImportError:  # pragma: no cover - the pure-Python parser below is exact too
-    httptools = None
+    HAVE_LLHTTP = False
+else:
+    HAVE_LLHTTP = True
 
 MAX_HEAD_BYTES = 64 * 1024  # a response head longer than this is not an OpenWhisk answer
 
@@ -55,7 +59,7 @@ class PyResponse:
         self.head_request = head_request
         self.activation_id: str | None = None
         self._pos = 0  # chunked: where decoding stands in buf
-        self._body: bytearray | None = None
+        self._body = bytearray()  # chunked: the body decoded so far
         self._state = 0  # chunked: 0 size line, 1 data, 2 trailer section
         self._size = 0
 
@@ -282,4 +286,17 @@ class LlhttpResponse:
         return self.activation_id if name == b"x-openwhisk-activation-id" else None
 
 
-Response = LlhttpResponse if httptools is not None else PyResponse
+class ResponseParser(Protocol):
+    """What the sender reads of a response, whichever parser reads it."""
+
+    status: int
+    close: bool
+    activation_id: str | None
+    head: bytes | None
+
+    def feed(self, data: bytes) -> bytes | None: ...
+
+    def until_close_body(self) -> bytes | None: ...
+
+
+Response: type[PyResponse] | type[LlhttpResponse] = LlhttpResponse if HAVE_LLHTTP else PyResponse

@@ -14,7 +14,7 @@ from typing import Any
 import numpy as np
 
 from faasprof.errors import ConfigError, FaasprofError, NotReadyError
-from faasprof.localwhisk.embedded import start_embedded
+from faasprof.localwhisk.embedded import LocalwhiskHandle, start_embedded
 from faasprof.localwhisk.run_records import EMBEDDED_DATA_DIR
 from faasprof.platforms.base import Platform
 from faasprof.progress import Progress
@@ -31,7 +31,7 @@ class PlatformSet:
 
     def __init__(self) -> None:
         self.used: list[Platform] = []
-        self.handle = None  # localwhisk handle when embedded
+        self.handle: LocalwhiskHandle | None = None  # the embedded localwhisk, when the run started one
         self.log_dir: Path | None = None
         self.actions: dict[str, str] = {}
 
@@ -86,7 +86,9 @@ class PlatformSet:
             self.handle.stop(timeout_s=LOCALWHISK_STOP_TIMEOUT_S)
 
 
-def start_embedded_platform(local_settings: dict | None, data_dir: Path, progress: Progress) -> tuple[Any, Path]:
+def start_embedded_platform(
+    local_settings: dict | None, data_dir: Path, progress: Progress
+) -> tuple[LocalwhiskHandle, Path]:
     """Start localwhisk with its data (records, logs) in ``data_dir``, inside the run directory,
     so that its records survive a crash of the invoker and ``analyze`` finds them."""
     settings = dict(local_settings or {})

@@ -17,6 +17,7 @@ import os
 import shutil
 import tempfile
 from pathlib import Path
+from typing import Protocol, Sequence
 
 from faasprof.errors import ConfigError, NotReadyError
 from faasprof.functions import catalogue
@@ -130,7 +131,32 @@ def embedded_limits(platform_block: dict | None, overrides: dict | None = None) 
     )
 
 
-def embedded_missing(workload: Workload) -> list[str]:
+class NamedFunction(Protocol):
+    """What ``embedded_missing`` reads of an instance (a ``Workload``'s, or one of a file that did
+    not validate: ``validate`` still tells which of its functions the embedded platform lacks)."""
+
+    @property
+    def name(self) -> str: ...
+    @property
+    def function(self) -> str: ...
+    @property
+    def source(self) -> object: ...
+    @property
+    def endpoint(self) -> object: ...
+
+
+class FunctionsNamed(Protocol):
+    """A workload as far as ``embedded_missing`` goes: where it came from and its instances."""
+
+    @property
+    def origin(self) -> str: ...
+    @property
+    def path(self) -> Path | None: ...
+    @property
+    def instances(self) -> Sequence[NamedFunction]: ...
+
+
+def embedded_missing(workload: FunctionsNamed) -> list[str]:
     """One line per action a fresh embedded localwhisk cannot have (it starts empty: only catalogue
     functions and instances with a ``source`` are deployed there), at the first instance naming it.
 

@@ -8,9 +8,10 @@ from typing import Any, Callable
 
 from faasprof.errors import NotReadyError
 from faasprof.invoker.platform_set import PlatformSet
-from faasprof.monitoring.collectors import build_collectors
+from faasprof.monitoring.collectors import Collector, build_collectors
 from faasprof.monitoring.hosts import RemoteHosts, hosts_option
 from faasprof.progress import Progress
+from faasprof.rundir import RunStatus
 
 
 def usable_collectors(workload: Any, platform: PlatformSet, progress: Progress) -> tuple[list, list[str]]:
@@ -37,18 +38,20 @@ def usable_collectors(workload: Any, platform: PlatformSet, progress: Progress) 
     return usable, warnings
 
 
-def collector_check(collectors: list, warn: Callable[[str], None]) -> Callable[[], tuple[str, str] | None]:
+def collector_check(
+    collectors: list[Collector], warn: Callable[[str], None]
+) -> Callable[[], tuple[RunStatus, str] | None]:
     """A required collector that died stops the run; an optional one is a warning, given once."""
     reported: set[str] = set()
 
-    def check() -> tuple[str, str] | None:
+    def check() -> tuple[RunStatus, str] | None:
         for collector in collectors:
             if collector.name in reported or collector.alive():
                 continue
             reported.add(collector.name)
             if collector.required:
                 return (
-                    "interrupted",
+                    RunStatus.INTERRUPTED,
                     f"required collector {collector.name} stopped during the run; see monitors/{collector.name}/stderr.log",
                 )
             warn(

@@ -10,11 +10,14 @@ import threading
 from typing import Iterator
 
 from faasprof.invoker.dispatch import Dispatcher, DispatchResult, new_event_loop
+from faasprof.rundir import RunStatus
 
 try:  # only to name the event loop in the manifest: uvloop is optional
-    import uvloop as _uvloop
+    import uvloop  # noqa: F401
 except ImportError:  # pragma: no cover - uvloop is a dependency on Linux
-    _uvloop = None
+    HAVE_UVLOOP = False
+else:
+    HAVE_UVLOOP = True
 
 
 @contextlib.contextmanager
@@ -37,7 +40,7 @@ def term_as_interrupt(signum, frame):  # outside the send loop, SIGTERM unwinds 
 
 
 def loop_name() -> str:
-    return "uvloop" if _uvloop is not None else "asyncio"
+    return "uvloop" if HAVE_UVLOOP else "asyncio"
 
 
 def send(dispatcher: Dispatcher, zero_ns: int) -> DispatchResult:
@@ -48,7 +51,7 @@ def send(dispatcher: Dispatcher, zero_ns: int) -> DispatchResult:
     try:
         for sig, label in ((signal.SIGINT, "Ctrl-C (SIGINT)"), (signal.SIGTERM, "SIGTERM")):
             try:
-                loop.add_signal_handler(sig, dispatcher.request_stop, "interrupted", f"{label} received")
+                loop.add_signal_handler(sig, dispatcher.request_stop, RunStatus.INTERRUPTED, f"{label} received")
                 installed.append(sig)
             except (ValueError, RuntimeError, NotImplementedError):  # not the main thread
                 pass

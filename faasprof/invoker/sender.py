@@ -34,10 +34,10 @@ import resource
 import socket
 import ssl
 import time
-from typing import Callable, Sequence
+from typing import Callable, Sequence, cast
 
 from faasprof.errors import ConfigError
-from faasprof.invoker.http_response import Response
+from faasprof.invoker.http_response import Response, ResponseParser
 from faasprof.outcomes import CONNECT_FAILED_TEXT, CONNECT_TIMEOUT_TEXT, CUT_OFF_TEXTS, REQUEST_TIMEOUT_TEXT
 from faasprof.platforms.base import Classifier, Origin, PreparedRequest
 from faasprof.platforms.base import shorten as _shorten
@@ -70,13 +70,22 @@ class _Connection(asyncio.Protocol):
         self.seq = -1  # the request in flight, -1 when idle
         self.classify: Classifier | None = None
         self.sent_ns = 0
-        self.response: Response | None = None
+        self.response: ResponseParser | None = None
         self.used = False
         self.closed = False
         self.idle_since_ns = 0
 
+    def _transport(self) -> asyncio.Transport:
+        """The socket's transport: set by connection_made, before any use."""
+        assert self.transport is not None, "used before the connection was made"
+        return self.transport
+
+    def close(self) -> None:
+        self._transport().close()
+
     def connection_made(self, transport: asyncio.BaseTransport) -> None:
-        self.transport = transport  # type: ignore[assignment]
+        # A stream connection's transport (loop.create_connection): the write side is there.
+        self.transport = cast(asyncio.Transport, transport)
         sock = transport.get_extra_info("socket")
         if sock is not None:
             try:
@@ -90,26 +99,27 @@ class _Connection(asyncio.Protocol):
         self.response = Response(payload.startswith(b"HEAD "))
         self.used = True
         self.sent_ns = time.monotonic_ns()
-        self.transport.write(payload)  # type: ignore[union-attr]
+        self._transport().write(payload)
         self.pool.on_sent(seq, self.sent_ns)
 
     def data_received(self, data: bytes) -> None:
         response = self.response
         if response is None:  # bytes nobody asked for: the server is confused; drop the socket
-            self.transport.close()  # type: ignore[union-attr]
+            self._transport().close()
             return
         try:
             body = response.feed(data)
         except (ValueError, IndexError):
             self._finish_error("malformed HTTP response")
-            self.transport.close()  # type: ignore[union-attr]
+            self._transport().close()
             return
         if body is not None:
             self._finish(response, body)
 
-    def _finish(self, response: Response, body: bytes) -> None:
+    def _finish(self, response: ResponseParser, body: bytes) -> None:
         done_ns = time.monotonic_ns()
         seq, sent_ns, classify = self.seq, self.sent_ns, self.classify
+        assert classify is not None  # set by send() with the response
         self.seq = -1
         self.response = None
         outcome, activation_id, error = classify(response.status, response.activation_id, body)
@@ -117,7 +127,7 @@ class _Connection(asyncio.Protocol):
         pool.reached = True
         pool.complete(seq, sent_ns, done_ns, outcome, response.status, activation_id, error)
         if response.close or self.closed:
-            self.transport.close()  # type: ignore[union-attr]
+            self._transport().close()
         else:
             pool.release(self)
 
@@ -138,7 +148,7 @@ class _Connection(asyncio.Protocol):
         self.closed = True
         response = self.response
         body = response.until_close_body() if self.seq >= 0 and response is not None else None
-        if body is not None:
+        if body is not None and response is not None:
             # A body delimited by the end of the connection is complete now.
             self._finish(response, body)
         elif self.seq >= 0:
@@ -153,7 +163,7 @@ class _Connection(asyncio.Protocol):
 
     def abort_timeout(self, timeout_s: float) -> None:
         self._finish_error(f"{REQUEST_TIMEOUT_TEXT}{timeout_s:g} s", outcome="timeout")
-        self.transport.abort()  # type: ignore[union-attr]
+        self._transport().abort()
 
 
 class ConnectionPool:
@@ -202,7 +212,7 @@ class ConnectionPool:
             if time.monotonic_ns() - conn.idle_since_ns > self.idle_reuse_max_ns:
                 # Servers close idle keep-alive sockets (gunicorn after 2 s, Node.js after 5 s);
                 # a request written just as that happens is lost. Old idle sockets are not reused.
-                conn.transport.close()  # type: ignore[union-attr]
+                conn.close()
                 continue
             self.busy.add(conn)
             conn.send(seq, classify, payload)
@@ -269,7 +279,7 @@ class ConnectionPool:
         self.first_failure_ns = None
         self.reached = True
         if self.closing:
-            conn.transport.close()  # type: ignore[union-attr]
+            conn.close()
             return
         self.busy.add(conn)
         self.release(conn)

@@ -22,9 +22,10 @@ import time
 from pathlib import Path
 
 from faasprof import rundir
-from faasprof.invoker.dispatch import Dispatcher, DispatchOptions, new_event_loop
+from faasprof.invoker.dispatch import Dispatcher, DispatchOptions, DispatchResult, new_event_loop
 from faasprof.invoker.sender import ensure_fd_budget
 from faasprof.progress import WARNING_PREFIX, Progress
+from faasprof.rundir import RunStatus
 
 FRAME = struct.Struct("!Q")  # the share's length, before its pickle on the child's stdin
 
@@ -63,7 +64,7 @@ def child_main() -> int:
         share["requests"],
         row_sink,
         options,
-        checks=[lambda: ("aborted", log.error) if log.error is not None else None],
+        checks=[lambda: (RunStatus.ABORTED, log.error) if log.error is not None else None],
         progress=Progress(say_warning),
         duration_s=share["duration_s"],
         journal=journal,
@@ -81,12 +82,14 @@ def child_main() -> int:
     control = _Control(dispatcher, stdin.fileno(), loop)
     loop.add_reader(stdin.fileno(), control.readable)
     cpu0 = time.process_time()
-    status, reason, result = "interrupted", None, None
+    status: RunStatus = RunStatus.INTERRUPTED
+    reason: str | None = None
+    result: DispatchResult | None = None
     try:
         result = loop.run_until_complete(dispatcher.run(zero_ns))
         status, reason = result.status, result.reason
     except Exception as error:  # still leave every row of the share
-        status, reason = "interrupted", f"send process failed: {type(error).__name__}: {error}"
+        status, reason = RunStatus.INTERRUPTED, f"send process failed: {type(error).__name__}: {error}"
         dispatcher.close_after_failure(status, reason)
     finally:
         loop.remove_reader(stdin.fileno())
@@ -94,14 +97,14 @@ def child_main() -> int:
         log.close()
     cpu_s = time.process_time() - cpu0
     summary = {
-        "status": status if log.error is None else "aborted",
+        "status": status if log.error is None else RunStatus.ABORTED,
         "reason": reason if log.error is None else log.error,
         "cpu_s": round(cpu_s, 4),
         "pid": os.getpid(),
     }
     if result is not None:
         summary.update(result.describe())
-        summary["status"], summary["reason"] = (status, reason) if log.error is None else ("aborted", log.error)
+        summary["status"], summary["reason"] = (status, reason) if log.error is None else (RunStatus.ABORTED, log.error)
         summary["cpu_s"] = round(cpu_s, 4)
     rundir.write_json_atomic(directory / "result.json", summary)
     return 0
@@ -124,7 +127,7 @@ class _Control:
         if not data:
             self.loop.remove_reader(self.fd)
             self.dispatcher.request_stop(
-                "interrupted", "the parent faasprof process is gone (killed?); this send process stopped"
+                RunStatus.INTERRUPTED, "the parent faasprof process is gone (killed?); this send process stopped"
             )
             return
         self.buffer += data
@@ -135,7 +138,8 @@ class _Control:
             except ValueError:
                 continue
             if "stop" in message:
-                self.dispatcher.request_stop(*message["stop"])
+                status, reason = message["stop"]
+                self.dispatcher.request_stop(RunStatus(status), reason)
 
 
 if __name__ == "__main__":

@@ -36,6 +36,7 @@ the parent, which stops them in order.
 from __future__ import annotations
 
 import csv
+import functools
 import io
 import json
 import math
@@ -63,6 +64,7 @@ from faasprof.invoker.shard_child import FRAME
 from faasprof.outcomes import pushback_kind
 from faasprof.platforms.base import PreparedRequest
 from faasprof.progress import QUIET, Progress
+from faasprof.rundir import RunStatus
 
 SHARDS_DIR = "shards"
 MERGE_INTERVAL_S = 0.25  # the parent's merge and check period (rows reach the top-level files within ~1 s)
@@ -212,6 +214,19 @@ class _Child:
     def __post_init__(self) -> None:
         self.follower = rundir.LogFollower(self.directory)  # its InvocationLog's files, read as they grow
 
+    @property
+    def process(self) -> subprocess.Popen:
+        """The send process: ``ShardedDispatch.start`` starts every child before any other use."""
+        assert self.proc is not None, f"send process {self.index} used before it was started"
+        return self.proc
+
+    def write(self, data: bytes) -> None:
+        """``data`` on the send process's stdin (its share, then the control messages)."""
+        stdin = self.process.stdin
+        assert stdin is not None  # started with stdin=PIPE
+        stdin.write(data)
+        stdin.flush()
+
 
 class ShardedDispatch:
     """Runs one schedule in ``options.send_processes`` child processes and merges them into ``log``.
@@ -230,7 +245,7 @@ class ShardedDispatch:
         requests: Sequence[PreparedRequest],
         log: rundir.InvocationLog,
         options: DispatchOptions,
-        checks: Sequence[Callable[[], tuple[str, str] | None]] = (),
+        checks: Sequence[Callable[[], tuple[RunStatus, str] | None]] = (),
         progress: Progress = QUIET,
         duration_s: float | None = None,
     ):
@@ -257,7 +272,7 @@ class ShardedDispatch:
         self.activation_ids: list[str] = []
         self.sent = 0
         self.rows = 0
-        self.stop_status: str | None = None
+        self.stop_status: RunStatus | None = None
         self.stop_reason: str | None = None
         self.children_cpu_s = 0.0
         self.parent_cpu_s = 0.0
@@ -307,8 +322,7 @@ class ShardedDispatch:
             }
             try:
                 blob = pickle.dumps(share, protocol=pickle.HIGHEST_PROTOCOL)
-                child.proc.stdin.write(FRAME.pack(len(blob)) + blob)
-                child.proc.stdin.flush()
+                child.write(FRAME.pack(len(blob)) + blob)
             except OSError as error:
                 self.abort()
                 raise RunError(
@@ -316,9 +330,9 @@ class ShardedDispatch:
                 ) from None
         deadline = time.monotonic() + timeout_s
         for child in self.children:
-            line = _read_line(child.proc.stdout, deadline)
+            line = _read_line(child.process.stdout, deadline)
             if line != b"ready":
-                code = child.proc.poll()
+                code = child.process.poll()
                 self.abort()
                 why = f"exited with status {code}" if code is not None else f"not ready within {timeout_s:g} s"
                 raise RunError(
@@ -361,7 +375,7 @@ class ShardedDispatch:
         progress_every = max(self.options.progress_interval_s, WATCH_INTERVAL_S)
         next_progress = time.monotonic() + progress_every
         try:
-            while any(child.proc.poll() is None for child in self.children):
+            while any(child.process.poll() is None for child in self.children):
                 time.sleep(MERGE_INTERVAL_S)
                 if (
                     self._stopped_at is not None
@@ -371,7 +385,7 @@ class ShardedDispatch:
                 self._merge()
                 self._watch_children()
                 for text in self._signals:
-                    self.request_stop("interrupted", f"{text} received")
+                    self.request_stop(RunStatus.INTERRUPTED, f"{text} received")
                 self._signals.clear()
                 if self.stop_status is None:
                     for check in self.checks:
@@ -385,9 +399,9 @@ class ShardedDispatch:
         finally:
             restore()
             for child in self.children:
-                if child.proc.poll() is None:  # only after an exception in the loop above
-                    child.proc.kill()
-                child.proc.wait()
+                if child.process.poll() is None:  # only after an exception in the loop above
+                    child.process.kill()
+                child.process.wait()
             self._watch_children()
             self._merge()
             self._complete_missing()
@@ -415,7 +429,7 @@ class ShardedDispatch:
             never_reached=next((r["never_reached"] for r in results if r.get("never_reached")), None),
         )
 
-    def request_stop(self, status: str, reason: str) -> None:
+    def request_stop(self, status: RunStatus, reason: str) -> None:
         """Stop every child (a second call hurries their drain, as Dispatcher.request_stop)."""
         if self.stop_status is None:
             self.stop_status, self.stop_reason = status, reason
@@ -452,17 +466,16 @@ class ShardedDispatch:
     def _kill_stragglers(self) -> None:
         """A child still running long after it was told to stop is stuck: its rows are reconstructed."""
         for child in self.children:
-            if child.proc.poll() is None:
+            if child.process.poll() is None:
                 self.warnings.append(
-                    f"send process {child.index + 1} of {self.processes} (pid {child.proc.pid}) did not stop within "
+                    f"send process {child.index + 1} of {self.processes} (pid {child.process.pid}) did not stop within "
                     f"{self.options.interrupt_grace_s + STOP_TIMEOUT_S:g} s of being told to; killed"
                 )
-                child.proc.kill()
+                child.process.kill()
 
     def _tell(self, child: _Child, message: dict) -> None:
         try:
-            child.proc.stdin.write(json.dumps(message).encode() + b"\n")
-            child.proc.stdin.flush()
+            child.write(json.dumps(message).encode() + b"\n")
         except (BrokenPipeError, OSError, ValueError):
             pass  # it is gone: _watch_children says so
 
@@ -472,13 +485,16 @@ class ShardedDispatch:
             return lambda: None
         previous = {}
         for sig, label in ((signal.SIGINT, "Ctrl-C (SIGINT)"), (signal.SIGTERM, "SIGTERM")):
-            previous[sig] = signal.signal(sig, lambda signum, frame, label=label: self._signals.append(label))
+            previous[sig] = signal.signal(sig, functools.partial(self._trapped, label))
 
         def restore() -> None:
             for sig, handler in previous.items():
                 signal.signal(sig, handler)
 
         return restore
+
+    def _trapped(self, label: str, signum: int, frame: object) -> None:
+        self._signals.append(label)  # handled by the merge loop: nothing else is safe in a handler
 
     def _watch_children(self) -> None:
         for child in self.children:
@@ -493,16 +509,16 @@ class ShardedDispatch:
                     child.result = json.load(handle)
             except (OSError, ValueError):
                 child.result = None
-            label = f"send process {child.index + 1} of {self.processes} (pid {child.proc.pid})"
+            label = f"send process {child.index + 1} of {self.processes} (pid {child.process.pid})"
             for warning in (child.result or {}).get("warnings") or []:
                 self.warnings.append(f"{label}: {warning}")
             if child.result is None:
                 self.request_stop(
-                    "aborted",
+                    RunStatus.ABORTED,
                     f"{label} {child.exit_note} during the run; its invocations without a row are reconstructed (unanswered/unrecorded)",
                 )
-            elif child.result.get("status") != "complete" and self.stop_status is None:
-                self.request_stop(child.result.get("status") or "aborted", f"{label}: {child.result.get('reason')}")
+            elif child.result.get("status") != RunStatus.COMPLETE and self.stop_status is None:
+                self.request_stop(_child_status(child.result), f"{label}: {child.result.get('reason')}")
 
     def _merge(self) -> None:
         """Copy the children's new complete journal lines and rows into the run's files."""
@@ -590,6 +606,14 @@ class ShardedDispatch:
             f"  lateness p50 {fmt(summary['p50'])} p99 {fmt(summary['p99'])} max {fmt(summary['max'])} ms"
             f"  ok {self.outcomes.get('ok', 0):,}  not ok {not_ok:,}"
         )
+
+
+def _child_status(result: dict) -> RunStatus:
+    """The status a send process's result.json gives; one it does not name, or names wrongly, aborts."""
+    try:
+        return RunStatus(result.get("status") or RunStatus.ABORTED)
+    except ValueError:
+        return RunStatus.ABORTED
 
 
 def _read_line(stream, deadline: float) -> bytes | None:

@@ -48,33 +48,18 @@ import secrets
 import shutil
 import socket
 import subprocess
-import sys
 import tempfile
 import time
 from pathlib import Path
 
 from faasprof.errors import ConfigError, NotReadyError
 from faasprof.functions.iolib import S3, PatternReader, S3Error
+from faasprof.paths import find_binary
 
 START_TIMEOUT_S = 20.0
 STOP_TIMEOUT_S = 5.0
 VERSITYGW = "versitygw"
-# setup/steps/25-storage.sh installs into the venv's bin; ~/go/bin is where a plain `go install` puts it.
-GO_BIN_DIRS = (Path(sys.prefix) / "bin", Path.home() / "go" / "bin", Path("/usr/local/bin"))
 STORAGE_KEYS = ("object_store", "iperf3", "shared_dir", "bucket", "objects")
-
-
-def find_binary(name: str) -> str | None:
-    """``name`` on PATH, in the venv's bin (setup puts versitygw there), or in GOBIN or ~/go/bin."""
-    found = shutil.which(name)
-    if found:
-        return found
-    candidates = [Path(os.environ["GOBIN"])] if os.environ.get("GOBIN") else []
-    for directory in candidates + list(GO_BIN_DIRS):
-        path = directory / name
-        if path.is_file() and os.access(path, os.X_OK):
-            return str(path)
-    return None
 
 
 def _free_port() -> int:

@@ -101,6 +101,7 @@ from faasprof.rundir.manifest import (
     SUPPORTED_FORMAT_VERSIONS,
     ClockAnchor,
     Manifest,
+    RunStatus,
     check_format_version,
     git_commit,
     monitors_by_name,

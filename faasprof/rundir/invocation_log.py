@@ -15,7 +15,7 @@ import os
 import threading
 from collections import deque
 from pathlib import Path
-from typing import Iterable
+from typing import Iterable, Sequence
 
 from faasprof.errors import FormatError
 from faasprof.outcomes import HTTP_OUTCOMES
@@ -35,13 +35,16 @@ INVOCATION_COLUMNS = (
     "error",
 )
 OUTCOMES = HTTP_OUTCOMES
+# One row, INVOCATION_COLUMNS in order: the values (the dispatcher's tuple) or their text (a send
+# process's row merged as the child wrote it).
+InvocationRow = Sequence[object]
 SENDS_HEADER = "seq,sent_ns\n"
 
 # How often buffered invocation rows must reach the disk (the contract says at least once a second).
 FLUSH_INTERVAL_S = 0.5
 
 
-def format_row(row: tuple) -> str:
+def format_row(row: InvocationRow) -> str:
     """One CSV line for a row in ``INVOCATION_COLUMNS`` order (None → empty field)."""
     buffer = io.StringIO()
     csv.writer(buffer, lineterminator="\n").writerow(["" if value is None else value for value in row])
@@ -81,7 +84,7 @@ class InvocationLog:
             raise
         # Deques, not lists swapped under the lock: append() takes no lock, and a row appended
         # to a list just after the flush thread swapped it out would be lost.
-        self._pending: deque[tuple] = deque()
+        self._pending: deque[InvocationRow] = deque()
         self._sends: deque[tuple[int, int]] = deque()
         self._lock = threading.Lock()
         self._stop = threading.Event()
@@ -89,7 +92,7 @@ class InvocationLog:
         self._thread = threading.Thread(target=self._flush_loop, name="invocation-log", daemon=True)
         self._thread.start()
 
-    def append(self, row: tuple) -> None:
+    def append(self, row: InvocationRow) -> None:
         self._pending.append(row)
 
     def sent(self, seq: int, sent_ns: int) -> None:
@@ -153,7 +156,7 @@ def _write_all(fd: int, data: bytes) -> None:
         view = view[written:]
 
 
-def append_rows(run_dir: str | os.PathLike, rows: Iterable[tuple]) -> None:
+def append_rows(run_dir: str | os.PathLike, rows: Iterable[InvocationRow]) -> None:
     """Append rows to a run's ``invocations.csv`` at once and make them durable (no log is open:
     the send loop never ran)."""
     with open_private(Path(run_dir) / INVOCATIONS, "a", encoding="utf-8", newline="") as handle:

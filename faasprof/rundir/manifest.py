@@ -30,6 +30,7 @@ import json
 import os
 import time
 from dataclasses import MISSING, dataclass, field, fields
+from enum import Enum
 from pathlib import Path
 from typing import Any
 
@@ -41,7 +42,22 @@ from faasprof.rundir.layout import MANIFEST, manifest_path, write_json_atomic
 
 FORMAT_VERSION = 2
 SUPPORTED_FORMAT_VERSIONS = (1, 2)
-STATUSES = ("running", "complete", "interrupted", "aborted")
+
+
+class RunStatus(str, Enum):
+    """A run's ``status`` in its manifest: ``running`` until it ends, then how it ended. A ``str``
+    so that the manifest's JSON and comparisons with the text stay as they were."""
+
+    RUNNING = "running"
+    COMPLETE = "complete"  # every planned invocation sent and answered or timed out
+    INTERRUPTED = "interrupted"  # stopped early: Ctrl-C/SIGTERM, a dead platform or collector, a failure
+    ABORTED = "aborted"  # stopped by the abort threshold, or a write that failed (a full disk)
+
+    def __str__(self) -> str:  # the value in f-strings on every Python (3.11 formats a mixin by name)
+        return self.value
+
+
+STATUSES = tuple(status.value for status in RunStatus)
 # ``platform.kind`` of a ``faasprof native`` run: no platform, so no activation records; its rows
 # are the results (``activation_id`` holds the worker call's label).
 NATIVE_PLATFORM_KIND = "native"
@@ -339,7 +355,7 @@ def new_manifest(test_name: str, workload: dict, clock: ClockAnchor, **extra: An
         "format_version": FORMAT_VERSION,
         "kind": RUN,
         "test_name": test_name,
-        "status": "running",
+        "status": RunStatus.RUNNING,
         "created_utc": _dt.datetime.now(_dt.timezone.utc).isoformat(timespec="seconds"),
         "faasprof": {"version": __version__, "git_commit": git_commit()},
         "clock": clock.to_json(),

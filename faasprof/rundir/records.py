@@ -58,7 +58,7 @@ from faasprof.rundir.record_fields import (  # noqa: F401  (the names the reader
 try:  # parses and extracts in native code, on every core; without it the Python reader is used
     import duckdb
 except ImportError:  # pragma: no cover - duckdb is a declared dependency
-    duckdb = None  # type: ignore[assignment]
+    duckdb = None  # type: ignore[assignment]  # the module or None: the readers ask which before using it
 
 # The ids as Arrow-backed strings (the dtype of ``invocations.csv``'s ``activation_id``): a tenth
 # of the memory of a Python string per id, and matched in Arrow without a conversion.

@@ -58,7 +58,6 @@ MAX_TRACE_COLUMNS = len(AZURE_KEY_COLUMNS) + 31 * 24 * 60
 MAX_TRACE_LINE_CHARS = 1024 * 1024
 # A trace file's own keys: which row, from which minute, how a minute's count is spread and scaled.
 AZURE_LAYOUT_KEYS = ("trace_row", "trace_start_minute", "trace_spread", "trace_scale")
-MINUTES_PER_DAY = 1440
 
 
 def _accumulate_gaps(rng: np.random.Generator, start_s: float, end_s: float, mean_count: float, draw) -> np.ndarray:

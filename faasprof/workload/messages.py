@@ -14,11 +14,14 @@ import copy
 import difflib
 import json
 from functools import lru_cache
-from typing import Any, Callable, Iterable
+from typing import TYPE_CHECKING, Any, Callable, Iterable
 
 from faasprof.monitoring.collectors import plugin_schema_properties
 from faasprof.paths import WORKLOAD_SCHEMA_PATH
 from faasprof.platforms.registry import plugin_schema_parts
+
+if TYPE_CHECKING:  # jsonschema is imported only where a workload is validated (see _validator)
+    from jsonschema import ValidationError
 
 CAPACITY_FRACTION = "capacity_fraction"  # "rate": {"capacity_fraction": 0.5}: half the measured capacity
 
@@ -141,76 +144,104 @@ def _describe_condition(if_schema: dict) -> str:
     return "this configuration"
 
 
-def _message(error) -> list[str]:
+def _message(error: ValidationError) -> list[str]:
     """Turn one jsonschema error into 'field: problem (got ...)' lines (without the file name)."""
     where = _dotted(error.absolute_path)
-    kind = error.validator
+    explain = _EXPLAIN.get(error.validator)
+    return explain(error, where) if explain is not None else [f"{where}: {error.message}"]
+
+
+def _unknown_keys(error: ValidationError, where: str) -> list[str]:
+    allowed = _allowed_keys(error.schema)
     value = error.instance
-    schema = error.schema
-    if kind == "additionalProperties":
-        allowed = _allowed_keys(schema)
-        lines = []
-        extras = sorted(set(value) - set(allowed)) if isinstance(value, dict) else []
-        for extra in extras:
-            field_path = f"{where}.{extra}" if where != "(top level)" else extra
-            close = difflib.get_close_matches(extra, allowed, n=1, cutoff=0.6)
-            hint = f'; did you mean "{close[0]}"?' if close else f"; allowed here: {', '.join(allowed)}"
-            lines.append(f"{field_path}: unknown key{hint}")
-        return lines or [f"{where}: has unknown keys"]
-    if kind == "required":
-        missing = error.message.split("'")[1] if "'" in error.message else error.message
-        field_path = f"{where}.{missing}" if where != "(top level)" else missing
-        if "then" in error.relative_schema_path:
-            # The requirement comes from an if/then in the schema: say under which condition.
-            return [f"{field_path}: required when {_describe_condition(_condition_for(error.schema))}; add it"]
-        return [f"{field_path}: required; add it"]
-    if kind == "type":
-        if error.validator_value == ["number", "object"] and "capacity_fraction" in (
-            error.schema.get("properties") or {}
-        ):
-            return [
-                f'{where}: must be a number (got {got(value)}), or {{"{CAPACITY_FRACTION}": F}} for F times the measured capacity'
-            ]
-        return [f"{where}: must be {_type_phrase(error.validator_value)} (got {got(value)})"]
-    if kind in ("exclusiveMinimum", "minimum", "maximum", "exclusiveMaximum"):
-        op = {"exclusiveMinimum": ">", "minimum": ">=", "maximum": "<=", "exclusiveMaximum": "<"}[kind]
-        types = schema.get("type", "number")
-        noun = "an integer" if "integer" in ([types] if isinstance(types, str) else types) else "a number"
-        return [f"{where}: must be {noun} {op} {error.validator_value} (got {got(value)})"]
-    if kind in ("enum", "const"):
-        options = error.validator_value if kind == "enum" else [error.validator_value]
-        close = difflib.get_close_matches(str(value), [str(o) for o in options], n=1, cutoff=0.6)
-        hint = f'; did you mean "{close[0]}"?' if close else ""
-        return [f"{where}: must be one of {', '.join(json.dumps(o) for o in options)} (got {got(value)}){hint}"]
-    if kind == "minItems":
-        if schema.get("maxItems") == error.validator_value:
-            return [f"{where}: must have exactly {error.validator_value} items (got {len(value)})"]
-        return [f"{where}: must have at least {error.validator_value} item(s) (got {len(value)})"]
-    if kind == "maxItems":
-        if schema.get("minItems") == error.validator_value:
-            return [f"{where}: must have exactly {error.validator_value} items (got {len(value)})"]
-        return [f"{where}: must have at most {error.validator_value} items (got {len(value)})"]
-    if kind == "minProperties":
-        return [f"{where}: must have at least {error.validator_value} entry (got none)"]
-    if kind == "minLength":
-        return [f"{where}: must not be empty"]
-    if kind == "pattern" and "propertyNames" in error.relative_schema_path:
-        return [f"{where}: instance name {got(value)} may hold only letters, digits, _ . and -; rename it"]
-    if kind == "pattern":
-        return [f"{where}: {got(value)} does not match the expected form {error.validator_value}"]
-    if kind == "anyOf":
-        # Show the most relevant branch: for "boolean or object" collectors, the object's errors.
-        best = None
-        for sub in error.context:
-            if sub.validator != "type" and (best is None or len(sub.absolute_path) >= len(best.absolute_path)):
-                best = sub
-        if best is not None:
-            return _message(best)
-        kinds = [s.validator_value for s in error.context if s.validator == "type"]
-        consts = [s.validator_value for s in error.context if s.validator == "const"]
-        allowed = [_type_phrase(k) for k in kinds] + [json.dumps(c) for c in consts]
-        return [f"{where}: must be {' or '.join(allowed) or 'valid'} (got {got(value)})"]
-    return [f"{where}: {error.message}"]
+    lines = []
+    extras = sorted(set(value) - set(allowed)) if isinstance(value, dict) else []
+    for extra in extras:
+        field_path = f"{where}.{extra}" if where != "(top level)" else extra
+        close = difflib.get_close_matches(extra, allowed, n=1, cutoff=0.6)
+        hint = f'; did you mean "{close[0]}"?' if close else f"; allowed here: {', '.join(allowed)}"
+        lines.append(f"{field_path}: unknown key{hint}")
+    return lines or [f"{where}: has unknown keys"]
+
+
+def _required(error: ValidationError, where: str) -> list[str]:
+    missing = error.message.split("'")[1] if "'" in error.message else error.message
+    field_path = f"{where}.{missing}" if where != "(top level)" else missing
+    if "then" in error.relative_schema_path:
+        # The requirement comes from an if/then in the schema: say under which condition.
+        return [f"{field_path}: required when {_describe_condition(_condition_for(error.schema))}; add it"]
+    return [f"{field_path}: required; add it"]
+
+
+def _wrong_type(error: ValidationError, where: str) -> list[str]:
+    value = error.instance
+    if error.validator_value == ["number", "object"] and "capacity_fraction" in (error.schema.get("properties") or {}):
+        return [
+            f'{where}: must be a number (got {got(value)}), or {{"{CAPACITY_FRACTION}": F}} for F times the measured capacity'
+        ]
+    return [f"{where}: must be {_type_phrase(error.validator_value)} (got {got(value)})"]
+
+
+def _out_of_range(error: ValidationError, where: str) -> list[str]:
+    op = {"exclusiveMinimum": ">", "minimum": ">=", "maximum": "<=", "exclusiveMaximum": "<"}[error.validator]
+    types = error.schema.get("type", "number")
+    noun = "an integer" if "integer" in ([types] if isinstance(types, str) else types) else "a number"
+    return [f"{where}: must be {noun} {op} {error.validator_value} (got {got(error.instance)})"]
+
+
+def _not_one_of(error: ValidationError, where: str) -> list[str]:
+    value = error.instance
+    options = error.validator_value if error.validator == "enum" else [error.validator_value]
+    close = difflib.get_close_matches(str(value), [str(o) for o in options], n=1, cutoff=0.6)
+    hint = f'; did you mean "{close[0]}"?' if close else ""
+    return [f"{where}: must be one of {', '.join(json.dumps(o) for o in options)} (got {got(value)}){hint}"]
+
+
+def _item_count(error: ValidationError, where: str) -> list[str]:
+    """minItems and maxItems; "exactly" where the schema gives both the same bound."""
+    bound, other = ("at least", "maxItems") if error.validator == "minItems" else ("at most", "minItems")
+    if error.schema.get(other) == error.validator_value:
+        bound = "exactly"
+    noun = "item(s)" if bound == "at least" else "items"
+    return [f"{where}: must have {bound} {error.validator_value} {noun} (got {len(error.instance)})"]
+
+
+def _pattern(error: ValidationError, where: str) -> list[str]:
+    if "propertyNames" in error.relative_schema_path:
+        return [f"{where}: instance name {got(error.instance)} may hold only letters, digits, _ . and -; rename it"]
+    return [f"{where}: {got(error.instance)} does not match the expected form {error.validator_value}"]
+
+
+def _any_of(error: ValidationError, where: str) -> list[str]:
+    # Show the most relevant branch: for "boolean or object" collectors, the object's errors.
+    best = None
+    for sub in error.context:
+        if sub.validator != "type" and (best is None or len(sub.absolute_path) >= len(best.absolute_path)):
+            best = sub
+    if best is not None:
+        return _message(best)
+    kinds = [s.validator_value for s in error.context if s.validator == "type"]
+    consts = [s.validator_value for s in error.context if s.validator == "const"]
+    allowed = [_type_phrase(k) for k in kinds] + [json.dumps(c) for c in consts]
+    return [f"{where}: must be {' or '.join(allowed) or 'valid'} (got {got(error.instance)})"]
+
+
+# The line(s) for each kind of schema error (``ValidationError.validator``); any other kind says
+# jsonschema's own message.
+_EXPLAIN: dict[str, Callable[[ValidationError, str], list[str]]] = {
+    "additionalProperties": _unknown_keys,
+    "required": _required,
+    "type": _wrong_type,
+    **dict.fromkeys(("exclusiveMinimum", "minimum", "maximum", "exclusiveMaximum"), _out_of_range),
+    "enum": _not_one_of,
+    "const": _not_one_of,
+    "minItems": _item_count,
+    "maxItems": _item_count,
+    "minProperties": lambda error, where: [f"{where}: must have at least {error.validator_value} entry (got none)"],
+    "minLength": lambda error, where: [f"{where}: must not be empty"],
+    "pattern": _pattern,
+    "anyOf": _any_of,
+}
 
 
 def schema_problems(data: Any) -> list[str]:

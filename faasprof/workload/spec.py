@@ -174,6 +174,8 @@ class Workload:
         raw = json.loads(json.dumps(self.raw))
         resolution = {}
         for instance in self.needs_capacity():
+            fraction = instance.capacity_fraction
+            assert fraction is not None  # needs_capacity: a fraction and no rate
             entry = capacities.get(instance.name)
             if not entry or not entry.get("capacity_rps"):
                 if partial:
@@ -182,7 +184,7 @@ class Workload:
                     f"{self.origin}: instances.{instance.name}.rate: no capacity of {instance.function} to take {instance.capacity_fraction:g} of; run faasprof capacity {instance.function} first"
                 )
             # A rate placed inside its band (``band`` of the rate) comes with the entry; else F × capacity.
-            rate = float(entry.get("rate_rps") or float(instance.capacity_fraction) * float(entry["capacity_rps"]))
+            rate = float(entry.get("rate_rps") or float(fraction) * float(entry["capacity_rps"]))
             raw["instances"][instance.name]["rate"] = round(rate, 6)
             resolution[instance.name] = {
                 CAPACITY_FRACTION: instance.capacity_fraction,
@@ -533,6 +535,7 @@ def workload_from_dict(
         access_problems(reached, base_dir, grants, problems)
     _plan_problems(instances, len(raw_instances), duration_s, data, limits, problems)
     _raise_problems(problems)
+    assert duration_s is not None  # the schema requires it: a file without one raised above
     resolved_seed, seed_was_null = _seed(data.get("random_seed"), seed)
     return Workload(
         path=path,
@@ -604,7 +607,9 @@ def _resolve_instances(
 
 def _platform_block(data: dict, bad: list[str], problems: Problems) -> dict:
     """The workload's ``platform`` block ({} without one), its ``apihost`` checked."""
-    platform = data.get("platform") if isinstance(data.get("platform"), dict) else {}
+    platform = data.get("platform")
+    if not isinstance(platform, dict):
+        platform = {}
     apihost = platform.get("apihost")
     reason = apihost_problem(apihost) if isinstance(apihost, str) and not covers("platform.apihost", bad) else None
     if reason:
@@ -656,7 +661,9 @@ def _monitoring_scripts(
     data: dict, bad: list[str], base_dir: Path | None, problems: Problems
 ) -> tuple[Path | None, Path | None]:
     """FaaSProfiler's ``perf_monitoring`` scripts (runtime, post), found and checked."""
-    perf_monitoring = data.get("perf_monitoring") if isinstance(data.get("perf_monitoring"), dict) else {}
+    perf_monitoring = data.get("perf_monitoring")
+    if not isinstance(perf_monitoring, dict):
+        perf_monitoring = {}
     if covers("perf_monitoring", bad):
         return None, None
     return (
@@ -687,9 +694,7 @@ def _plan_problems(
 def _raise_problems(problems: Problems) -> None:
     """ConfigError holding every problem line (and the warnings) when there is any."""
     if problems.lines:
-        error = ConfigError(problems.lines[0], problems=problems.lines)
-        error.warnings = list(problems.warnings)
-        raise error
+        raise ConfigError(problems.lines[0], problems=problems.lines, warnings=list(problems.warnings))
 
 
 def _seed(raw_seed: Any, seed: int | None) -> tuple[int, bool]:

@@ -233,77 +233,96 @@ def resolve_connection(
 
     ``origin`` names the workload file in error messages.
     """
-    platform = platform or {}
-    flags = {
-        "apihost": getattr(args, "apihost", None),
-        "auth": getattr(args, "auth", None),
-        "namespace": getattr(args, "namespace", None),
-        "insecure": getattr(args, "insecure", None),
-    }
-    props = read_wskprops(wskprops_path)
-    # INSECURE is faasprof's own key (wsk has only its -i flag): the testbed's OpenWhisk has a
-    # self-signed certificate, and setup writes INSECURE=true so that no command needs --insecure.
-    wsk = {
-        "apihost": props.get("APIHOST"),
-        "auth": props.get("AUTH"),
-        "namespace": props.get("NAMESPACE"),
-        "insecure": props.get("INSECURE", "").lower() in ("1", "true", "yes") or None,
-    }
-
-    # The localwhisk of `faasprof local start` comes last, and whole: only when nothing else names an API host.
-    named = any(values.get("apihost") not in (None, "") for values in (flags, platform, wsk))
-    local_props = {} if named else read_local_props()
-    local = {
-        "apihost": local_props.get("APIHOST"),
-        "auth": local_props.get("AUTH"),
-        "namespace": local_props.get("NAMESPACE"),
-    }
-
-    def pick(key: str):
-        for source, values in (("flags", flags), ("workload", platform), ("wskprops", wsk), ("local", local)):
-            value = values.get(key)
-            if value not in (None, ""):
-                return value, source
-        return None, None
-
-    apihost, source = pick("apihost")
-    if apihost is not None:
-        reason = apihost_problem(str(apihost))
-        if reason:
-            where = {
-                "flags": "--apihost",
-                "workload": f"{origin}: platform.apihost",
-                "wskprops": f"{wskprops_path or os.environ.get('WSK_CONFIG_FILE') or Path.home() / '.wskprops'}: APIHOST",
-                "local": f"{local_props_path()}: APIHOST",
-            }[source]
-            raise ConfigError(f"{where}: {reason}")
+    sources = _Sources.read(args, platform or {}, wskprops_path)
+    apihost, source = sources.pick("apihost")
     if apihost is None:
-        if flags["auth"]:
+        if getattr(args, "auth", None):
             raise ConfigError(
                 "--auth: given without an API host; add --apihost (or drop --auth to use the embedded localwhisk)"
             )
         return None
-    auth, _ = pick("auth")
+    reason = apihost_problem(str(apihost))
+    if reason:
+        raise ConfigError(f"{sources.where(source, origin)}: {reason}")
+    return _connection(sources, normalise_apihost(str(apihost)), source, origin)
+
+
+# The sources of a connection's keys, in the order they win.
+_SOURCE_ORDER = ("flags", "workload", "wskprops", "local")
+
+
+@dataclass(frozen=True)
+class _Sources:
+    """What each source says of the connection keys (apihost, auth, namespace, insecure), and the
+    two files read: ``~/.wskprops`` and the record of ``faasprof local start``."""
+
+    values: dict[str, Mapping]  # by source, as _SOURCE_ORDER names them
+    props: dict[str, str]
+    local_props: dict[str, str]  # {} when another source names an API host: the local one comes last, and whole
+    wskprops_path: str | os.PathLike | None
+
+    @classmethod
+    def read(
+        cls, args: argparse.Namespace | None, platform: Mapping, wskprops_path: str | os.PathLike | None
+    ) -> _Sources:
+        flags = {key: getattr(args, key, None) for key in ("apihost", "auth", "namespace", "insecure")}
+        props = read_wskprops(wskprops_path)
+        # INSECURE is faasprof's own key (wsk has only its -i flag): the testbed's OpenWhisk has a
+        # self-signed certificate, and setup writes INSECURE=true so that no command needs --insecure.
+        wsk = {
+            "apihost": props.get("APIHOST"),
+            "auth": props.get("AUTH"),
+            "namespace": props.get("NAMESPACE"),
+            "insecure": props.get("INSECURE", "").lower() in ("1", "true", "yes") or None,
+        }
+        named = any(values.get("apihost") not in (None, "") for values in (flags, platform, wsk))
+        local_props = {} if named else read_local_props()
+        local = {key.lower(): local_props.get(key) for key in ("APIHOST", "AUTH", "NAMESPACE")}
+        return cls(
+            {"flags": flags, "workload": platform, "wskprops": wsk, "local": local}, props, local_props, wskprops_path
+        )
+
+    def pick(self, key: str) -> tuple[object, str]:
+        """The first source's value of ``key``, and that source; (None, "") when none has one."""
+        for source in _SOURCE_ORDER:
+            value = self.values[source].get(key)
+            if value not in (None, ""):
+                return value, source
+        return None, ""
+
+    def where(self, source: str, origin: str) -> str:
+        """Where ``source``'s API host was written, for an error line."""
+        return {
+            "flags": "--apihost",
+            "workload": f"{origin}: platform.apihost",
+            "wskprops": f"{self.wskprops_path or os.environ.get('WSK_CONFIG_FILE') or Path.home() / '.wskprops'}: APIHOST",
+            "local": f"{local_props_path()}: APIHOST",
+        }[source]
+
+
+def _connection(sources: _Sources, apihost: str, source: str, origin: str) -> Connection:
+    """The connection to ``apihost`` (named by ``source``): its key checked, the other keys and the
+    set-up's settings from the sources."""
+    auth, _ = sources.pick("auth")
     if not auth:
         raise NoAuthKeyError(
             f"{origin}: platform.auth: no auth key for {apihost}; pass --auth UUID:KEY, set platform.auth, or AUTH in ~/.wskprops"
         )
-    if ":" not in auth:
+    if not isinstance(auth, str) or ":" not in auth:
         raise ConfigError(
             f"{origin}: platform.auth: must look like UUID:KEY (the value has no ':'); copy it from `wsk property get --auth`"
         )
-    namespace, _ = pick("namespace")
-    insecure, _ = pick("insecure")
-    apihost = normalise_apihost(apihost)
-    describes_this_host = bool(props.get("APIHOST")) and normalise_apihost(props["APIHOST"]) == apihost
-    if describes_this_host:
-        settings = _wskprops_settings(props, wskprops_path)
+    namespace, _ = sources.pick("namespace")
+    insecure, _ = sources.pick("insecure")
+    props, local_props = sources.props, sources.local_props
+    if props.get("APIHOST") and normalise_apihost(props["APIHOST"]) == apihost:  # the wskprops describe this host
+        settings = _wskprops_settings(props, sources.wskprops_path)
     else:
         settings = _wskprops_settings(local_props, local_props_path()) if source == "local" else {}
     return Connection(
         apihost=apihost,
         auth=auth,
-        namespace=namespace or DEFAULT_NAMESPACE,
+        namespace=str(namespace) if namespace else DEFAULT_NAMESPACE,
         insecure=bool(insecure),
         source=source,
         settings=settings,
