@@ -47,6 +47,7 @@ from faasprof.invoker.platform_set import LOCALWHISK_DIR, PlatformSet, limit_war
 from faasprof.invoker.preflight import check_out_dir
 from faasprof.invoker.run_collectors import collector_check, connect_hosts, usable_collectors
 from faasprof.invoker.scripts import ScriptRun
+from faasprof.invoker.selfcheck import SelfCheck, replays_trace, self_check_limits
 from faasprof.invoker.send_loop import loop_name, send, sigterm_as_interrupt
 from faasprof.invoker.sender import ensure_fd_budget
 from faasprof.invoker.shards import ShardedDispatch, choose_processes, peak_rate_per_s
@@ -169,6 +170,7 @@ class Run:
         self.result: DispatchResult | None = None
         self.dispatcher: Dispatcher | None = None
         self.sharded: ShardedDispatch | None = None
+        self.self_check: SelfCheck | None = None
         self.failure: BaseException | None = None
         self.status, self.reason = "interrupted", "faasprof stopped before the test started"
 
@@ -356,7 +358,12 @@ class Run:
         """The zero taken once the collectors are up, then the schedule sent by one dispatcher or
         by the send processes (which start, and read their shares, before the zero)."""
         workload, schedule, options, log = self.workload, self.schedule, self.options, self.log
+        self.self_check = SelfCheck(
+            self_check_limits(workload.raw.get("self_check"), replays_trace(workload), options.self_check),
+            schedule.intended_ns,
+        )
         checks = [self._check_log, collector_check(self.started, self.warn), self._check_platform, self._check_hosts]
+        checks.append(self.self_check.check)
         instances = [(i.name, i.function) for i in workload.instances]
         if options.send_processes > 1:
             self.sharded = ShardedDispatch(
@@ -385,6 +392,7 @@ class Run:
             + (f" from {self.sharded.processes} send processes" if self.sharded is not None else "")
         )
         if self.sharded is not None:
+            self.self_check.watch(self.sharded, zero_ns)
             self.result = self.sharded.run(zero_ns)
             self.manifest.invoker.update(self.sharded.describe())
         else:
@@ -400,6 +408,7 @@ class Run:
                 duration_s=workload.duration_s,
                 journal=log.sent,
             )
+            self.self_check.watch(self.dispatcher, zero_ns)
             self.result = send(self.dispatcher, zero_ns)
         self.status, self.reason = self.result.status, self.result.reason
 
@@ -622,6 +631,9 @@ class Run:
         if self.hosts is not None:
             manifest.update(hosts=self.hosts.manifest_entry())
         manifest.scripts = {name: script.describe() for name, script in self.scripts.items()}
+        if self.self_check is not None:
+            manifest.update(self_check=self.self_check.describe())
+            self.warnings.extend(w for w in self.self_check.warnings if w not in self.warnings)
         manifest.warnings = self.warnings
         rundir.write_manifest(self.run_dir, manifest)
 
