@@ -12,7 +12,7 @@ from pathlib import Path
 from faasprof import rundir
 from faasprof.analyzer import chains as chains_mod
 from faasprof.analyzer import hosts as hosts_mod
-from faasprof.analyzer import io_breakdown
+from faasprof.analyzer import io_breakdown, trace_fidelity
 from faasprof.analyzer import plots as plots_mod
 from faasprof.analyzer import tails as tails_mod
 from faasprof.analyzer.markup import fmt, image, ms, page, pct, rate, seconds, table
@@ -317,6 +317,7 @@ def write_report(run, summary: dict, path: Path) -> None:
 
     parts.append(tails_mod.report_section(summary))
     parts.append(chains_mod.report_section(summary))
+    parts.append(trace_fidelity.report_section(summary))
     parts.append(hosts_mod.report_section(summary.get("hosts") or {}))
     if run.monitors:
         parts.append("<h2>Monitors (mean over the steady phases, else over the run)</h2>")
