@@ -5,7 +5,8 @@ Two mappings, chosen per workload (``--map``):
 - ``spin`` (the default): the catalogue's ``spin`` action, given the trace function's duration
   percentiles (``service_ms_percentiles``; each invocation draws its own service time from them)
   corrected by this host's calibration (executed = offset + slope x requested, measured), and
-  ``alloc_mb``, the app's average allocated memory, touched while it spins; the action is
+  ``alloc_mb``, the app's average allocated memory, held resident by each instance (its first call
+  allocates it); the action is
   deployed with that memory (at least 128 MB, in steps of 128). The mapping error of a function
   is the calibration's predicted executed median against the trace's median: non-zero where the
   trace's median is below what this host can execute (the offset).
@@ -45,9 +46,9 @@ CALIBRATION_FORMAT_VERSION = 1
 CALIBRATION_MAX_AGE_DAYS = 30
 TRACE_BLOCK_VERSION = 1
 MIN_MEMORY_MB = 128
-# The runtime itself (the interpreter, the launcher) beside what spin allocates: without this much
-# room the sandbox sits at its limit and reclaims pages for seconds per call (measured: a 10 ms
-# spin took 11 s in a limit 20 MB above its allocation).
+# The runtime itself (the interpreter, the launcher) beside what spin holds: with less room the
+# sandbox sits at its limit, reclaims pages for seconds per call and is killed for memory
+# (measured on localwhisk: a 10 ms spin holding 137 MB in a 256 MB limit took ~10 s).
 RUNTIME_HEADROOM_MB = 96
 
 
