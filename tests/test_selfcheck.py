@@ -8,6 +8,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 import pytest
+from conftest import run_cli
 from run_harness import run_against, run_dirs, write_workload
 from test_invoker_fakeserver import FakeOpenWhisk
 
@@ -129,3 +130,13 @@ def test_a_run_that_falls_20_percent_behind_aborts_with_every_row_kept(tmp_path,
     described = manifest.to_json()["self_check"]
     assert described["aborted"] == manifest.status_reason and described["per_second"]
     assert json.loads(json.dumps(described))["limits"]["behind_abort"] == 0.2
+
+
+def test_run_refuses_a_bad_self_check_flag_in_one_line(tmp_path, isolated_home):
+    config = write_workload(tmp_path)
+    done = run_cli("run", config, "--out", tmp_path / "runs", "--self-check", "behind_abort=lots")
+    assert done.returncode == 2
+    assert done.stderr.strip().splitlines() == [
+        "--self-check 'behind_abort=lots': 'lots' is not a number; give e.g. behind_abort=0.2"
+    ]
+    assert not (tmp_path / "runs").exists()
