@@ -201,8 +201,11 @@ def write_plot(summary: dict, plots_dir: Path) -> list[str]:
     plots_dir.mkdir(parents=True, exist_ok=True)
     per = block["per_minute"]
     fig, ax = new_figure(figsize=(8, 3.5))
-    ax.step(per["minute"], per["trace"], where="post", label="trace (scaled, rounded)", linewidth=2, alpha=0.6)
-    ax.step(per["minute"], per["sent"], where="post", label="sent", linestyle="--")
+    # Each minute drawn over its whole width: the last one ends at the run's end.
+    edges = [*per["minute"], len(per["minute"])]
+    trace, sent = [*per["trace"], *per["trace"][-1:]], [*per["sent"], *per["sent"][-1:]]
+    ax.step(edges, trace, where="post", label="trace (scaled, rounded)", linewidth=2, alpha=0.6)
+    ax.step(edges, sent, where="post", label="sent", linestyle="--")
     if block["warmup_s"]:
         ax.axvspan(0, block["warmup_s"] / 60.0, color="grey", alpha=0.2, label="warm-up")
     ax.set_xlabel("minute of the run")
