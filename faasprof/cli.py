@@ -41,6 +41,7 @@ COMMANDS: dict[str, str] = {
     "interference": "run the Fig 14 workload: a victim's latency beside system counters while an aggressor runs",
     "mpki": "branch MPKI against median execution time per function (Figs 6, 7); needs hardware counters",
     "reproduce": "regenerate the MICRO'19 paper's figures on this host, each beside the paper's finding with a verdict",
+    "trace": "sample representative functions of an Azure Functions trace day into a workload; calibrate the mapping",
     "sweep": "run a workload over LLC ways, bandwidth, memory limits or rates",
     "deploy": "package benchmark functions and create or update their actions",
     "native": "run a benchmark function natively, outside any platform",

@@ -35,6 +35,7 @@ CACHE_KINDS: dict[str, str] = {
     "archives": "the catalogue's action zips, one per function (rebuilt when its files change)",
     "npm": "the catalogue's Node.js packages, one node_modules per package-lock.json hash",
     "own": "your functions' staged copies with their requirements.txt virtualenvs or node_modules, and their zips",
+    "calibration": "per host: how long spin and the catalogue's functions take here (faasprof trace calibrate)",
     "padding": "code-padded copies of functions (sweeps with code_padding_mb) and padded images' build contexts",
 }
 

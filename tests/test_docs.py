@@ -135,8 +135,8 @@ def _flag_problems(words: list[str]) -> list[str]:
         help_text = _help_text((sys.executable, "-m", words[2]))
     elif program.startswith("./") or program.startswith(".ci/"):
         help_text = _help_text((str(REPO_ROOT / program),)) if flags else ""
-    elif program == "pip" and not flags:
-        return []  # pip install PATH: pip's own word, no flag of ours to check
+    elif program in {"pip", "tar"} and not flags:
+        return []  # pip install PATH, tar -xJf FILE: their own words, no flag of ours to check
     else:
         return [f"{program}: no rule to check its flags"]
     return [

@@ -90,6 +90,16 @@ def test_spin_is_cold_then_warm_in_one_instance(workers):
     assert second["cgroup"]["version"] in (1, 2, None)
 
 
+def test_spin_draws_each_service_time_from_percentiles_and_holds_memory(workers):
+    percentiles = [[0, 1.0], [50, 2.0], [100, 8.0]]
+    drawn = [_call(workers, "spin", {"service_ms_percentiles": percentiles, "alloc_mb": 8}) for _ in range(12)]
+    times = [answer["service_ms"] for answer in drawn]
+    assert all(1.0 <= t <= 8.0 for t in times) and len(set(times)) > 1  # drawn per call, not one value
+    assert all(answer["alloc_mb"] == 8 and answer["elapsed_ms"] >= answer["service_ms"] - 0.001 for answer in drawn)
+    bad = workers("spin").call({"service_ms_percentiles": [[0]]}, timeout_s=30)
+    assert not bad["ok"] and "service_ms_percentiles" in bad["error"]
+
+
 def test_spin_rejects_negative_times(workers):
     answer = workers("spin").call({"service_ms": -1}, timeout_s=30)
     assert not answer["ok"] and ">= 0" in answer["error"]

@@ -30,6 +30,7 @@ import pytest
 
 from faasprof import rundir
 from faasprof.platforms.openwhisk.standalone import standalone_home
+from faasprof.workload.trace_synth import write_day
 from tests.doc_commands import shown
 from tests.helpers import REPO_ROOT, run_cli
 
@@ -226,6 +227,29 @@ def test_kill_9_mid_run_then_analyze_with_no_flags_fetches_its_records(tier, tmp
     summary = _summary(run_dir)
     records = summary["records"]
     assert records["found"] >= 15 and records["found"] + records["missing"] == records["with_activation_id"]
+
+
+def test_a_trace_sample_runs_on_openwhisk_with_its_fidelity_report(tier, tmp_path):
+    """A 4-function, 1-minute sample of a generated trace day (issue 45): calibrated on this host
+    (the tier's HOME has no calibration: `trace sample` measures it), run on OpenWhisk standalone,
+    and its fidelity report: per-minute counts equal to the trace's as scaled, every record."""
+    day = write_day(tmp_path / "day", functions=300, seed=4, median_duration_ms=5.0, median_rate_per_min=0.5)
+    sample = tmp_path / "sample"
+    done = tier.cli(
+        "trace", "sample", day.invocations.parent, "-n", "4", "--minutes", "700-700", "--warmup-minutes", "0",
+        "--scale-to", "1", "--no-alloc", "--out", sample,
+    )  # fmt: skip
+    assert done.returncode == 0, done.stderr
+    assert "calibration stored in" in done.stderr
+    done = tier.cli("run", sample / "workload.json", "--analyze", "--out", tmp_path / "runs", timeout=300)
+    assert done.returncode == 0, done.stderr[-3000:]
+    run_dir = _run_dir(done.stdout)
+    summary = _summary(run_dir)
+    assert summary["run"]["status"] == "complete"
+    total = summary["trace_fidelity"]["total"]
+    assert total["exact"] and total["sent"] == total["trace"] == len(rundir.read_invocations(run_dir))
+    assert all(f["duration"].get("n", 0) >= 1 for f in summary["trace_fidelity"]["functions"] if f["sent"])
+    _assert_records_complete(run_dir, summary)
 
 
 def test_start_classes_follow_the_servers_pause_grace(tier, tmp_path):

@@ -49,7 +49,7 @@ from faasprof import __version__, rundir
 from faasprof.analyzer import chains as chains_mod
 from faasprof.analyzer import frames as frames_mod
 from faasprof.analyzer import hosts as hosts_mod
-from faasprof.analyzer import io_breakdown
+from faasprof.analyzer import io_breakdown, trace_fidelity
 from faasprof.analyzer import plots as plots_mod
 from faasprof.analyzer import records as records_mod
 from faasprof.analyzer import report as report_mod
@@ -653,6 +653,9 @@ def build_summary(run: Run) -> Summary:
         "hosts": hosts_mod.summary(run),
         "warnings": run.warnings,
     }
+    fidelity = trace_fidelity.fidelity_summary(run)
+    if fidelity is not None:
+        summary["trace_fidelity"] = fidelity
     cleaned: Summary = stats_mod.clean(summary)  # the same keys; NaN and numpy scalars made JSON's
     return cleaned
 
@@ -766,6 +769,7 @@ def analyze_run(
         plot_files: list[str] = []
         if plots:
             plot_files = plots_mod.write_plots(run, out / "plots")
+            plot_files += trace_fidelity.write_plot(summary, out / "plots")
         invocations_written.result()  # its error, if any, is this call's
     summary["outputs"] = {
         "frames": sorted(p.name for p in out.glob("*.parquet")),

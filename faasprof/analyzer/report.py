@@ -17,7 +17,7 @@ from markupsafe import Markup
 from faasprof import rundir
 from faasprof.analyzer import chains as chains_mod
 from faasprof.analyzer import hosts as hosts_mod
-from faasprof.analyzer import io_breakdown
+from faasprof.analyzer import io_breakdown, trace_fidelity
 from faasprof.analyzer import plots as plots_mod
 from faasprof.analyzer import tails as tails_mod
 from faasprof.analyzer.markup import fmt, ms, pct, rate, seconds
@@ -349,6 +349,7 @@ def write_report(run, summary: Summary, path: Path) -> None:
         # These sections are built by their own modules with markup.table, which escapes every cell.
         tails=Markup(tails_mod.report_section(summary)),
         chains=Markup(chains_mod.report_section(summary)),
+        trace_fidelity=Markup(trace_fidelity.report_section(summary)),
         hosts=Markup(hosts_mod.report_section(summary.get("hosts") or {})),
         monitors=monitors_section(run, summary),
         io=io_section(summary),

@@ -147,7 +147,9 @@ class SummaryCore(TypedDict):
 
 
 class Summary(SummaryCore, total=False):
-    """``analysis/summary.json``: ``outputs`` is added once the files are written, ``io`` for io-* runs."""
+    """``analysis/summary.json``: ``outputs`` is added once the files are written, ``io`` for io-* runs,
+    ``trace_fidelity`` for runs of a trace sample."""
 
     io: dict[str, Any]  # faasprof.analyzer.io_breakdown.summarise
+    trace_fidelity: dict[str, Any]  # faasprof.analyzer.trace_fidelity.fidelity_summary
     outputs: Outputs

@@ -39,6 +39,7 @@ from faasprof.invoker.dispatch import (
     DispatchOptions,
 )
 from faasprof.invoker.preflight import check_embedded, check_out_dir
+from faasprof.invoker.selfcheck import parse_self_check
 from faasprof.invoker.sender import DEFAULT_MAX_CONNECTIONS, DEFAULT_REQUEST_TIMEOUT_S
 from faasprof.invoker.shards import AUTO_RATE_PER_PROCESS, resolve_processes
 from faasprof.invoker.verdict import parse_thresholds
@@ -83,6 +84,15 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         "min_successes (default 1), min_successes_per_instance (default 1), max_failure_rate (default 0.5), "
         "max_no_record_rate_per_instance (default 0.5), max_client_latency_ms_p50, "
         "max_client_latency_ms_p99, max_lateness_ms_p99; a run that misses one exits 1",
+    )
+    parser.add_argument(
+        "--self-check",
+        action="append",
+        default=[],
+        metavar="KEY=VALUE",
+        help="the run's self-check (repeatable; overrides the workload's self_check block): behind_warn, "
+        "behind_abort, failure_warn, failure_abort (shares 0..1, or none), warmup_s, min_intended; defaults warn at "
+        "0.1, abort at 0.2 for a trace workload",
     )
     add_connection_arguments(parser)
     add_access_arguments(parser)
@@ -232,6 +242,7 @@ def dispatch_options(args: argparse.Namespace) -> DispatchOptions:
         lateness_abort_ms=args.lateness_abort_ms,
         interrupt_grace_s=max(0.0, args.interrupt_grace_s),
         realtime_priority=args.realtime_priority if args.realtime else None,
+        self_check=parse_self_check(args.self_check),
     )
 
 

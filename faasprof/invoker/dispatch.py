@@ -88,6 +88,8 @@ class DispatchOptions:
     send_processes: int | str = (
         "auto"  # > 1: the plan is split over that many send processes (invoker.shards); "auto" until resolved
     )
+    # `faasprof run --self-check KEY=VALUE`: over the workload's self_check block (invoker.selfcheck).
+    self_check: dict[str, float | None] = field(default_factory=dict)
 
     def describe(self) -> dict:
         return {
@@ -99,6 +101,7 @@ class DispatchOptions:
             "never_reached_s": self.never_reached_s,
             "realtime_priority": self.realtime_priority,
             "send_processes": self.send_processes,
+            "self_check": dict(self.self_check),
         }
 
 

@@ -48,6 +48,7 @@ from faasprof.invoker.preflight import check_out_dir
 from faasprof.invoker.run_collectors import collector_check, connect_hosts, usable_collectors
 from faasprof.invoker.run_steps import Monitors, Preflight, Prepared, Sending, hosts_check, log_check
 from faasprof.invoker.scripts import ScriptRun
+from faasprof.invoker.selfcheck import SelfCheck, replays_trace, self_check_limits
 from faasprof.invoker.send_loop import loop_name, send, sigterm_as_interrupt
 from faasprof.invoker.sender import ensure_fd_budget
 from faasprof.invoker.shards import ShardedDispatch, choose_processes, peak_rate_per_s
@@ -155,6 +156,8 @@ class Run:
         self.running = False  # the run directory is the run's: pre-flight no longer removes it
         self.warnings: list[str] = []
         self.status: RunStatus = RunStatus.INTERRUPTED
+        # The check of issued against intended, made when the dispatch starts, read by finish.
+        self.self_check: SelfCheck | None = None
         self.reason: str | None = "faasprof stopped before the test started"
 
     def warn(self, text: str) -> None:
@@ -366,6 +369,12 @@ class Run:
             self._check_platform,
             hosts_check(hosts, self.warn),
         ]
+        self_check = SelfCheck(
+            self_check_limits(workload.raw.get("self_check"), replays_trace(workload), options.self_check),
+            schedule.intended_ns,
+        )
+        self.self_check = self_check
+        checks.append(self_check.check)
         instances = [(i.name, i.function) for i in workload.instances]
         sharded: ShardedDispatch | None = None
         if prepared.send_processes > 1:
@@ -396,6 +405,7 @@ class Run:
             + (f" from {sharded.processes} send processes" if sharded is not None else "")
         )
         if sharded is not None:
+            self_check.watch(sharded, zero_ns)
             result = sharded.run(zero_ns)
             manifest.invoker.update(sharded.describe())
         else:
@@ -412,6 +422,7 @@ class Run:
                 journal=log.sent,
             )
             senders.append(dispatcher)
+            self_check.watch(dispatcher, zero_ns)
             result = send(dispatcher, zero_ns)
         self.status, self.reason = result.status, result.reason
         return result
@@ -638,6 +649,9 @@ class Run:
         if found.hosts is not None:
             manifest.update(hosts=found.hosts.manifest_entry())
         manifest.scripts = {name: script.describe() for name, script in monitors.scripts.items()}
+        if self.self_check is not None:
+            manifest.update(self_check=self.self_check.describe())
+            self.warnings.extend(w for w in self.self_check.warnings if w not in self.warnings)
         manifest.warnings = self.warnings
         rundir.write_manifest(found.run_dir, manifest)
 

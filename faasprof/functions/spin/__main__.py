@@ -2,13 +2,18 @@
 (never sleeps, so the time is CPU time the platform must grant), optionally return a payload of
 a requested size, and report what the instance sees of its runtime.
 
-Input (all optional): ``service_ms`` (default 10), ``payload_bytes`` (default 0).
+Input (all optional): ``service_ms`` (default 10), ``payload_bytes`` (default 0),
+``service_ms_percentiles`` (``[[percentile, ms], ...]`` ascending, e.g. a trace function's
+0/1/25/50/75/99/100th: each invocation draws its own service time from that distribution, the
+percentiles joined linearly; it replaces ``service_ms``), ``alloc_mb`` (keep this many MB
+resident in the instance, as the trace function's app held: the first call allocates them).
 Output: the requested and measured service time, the CPU time used, the payload, the instance
 id (random per process, so two invocations with the same id ran in the same container), whether
 this was the instance's first invocation (cold), and the cgroup limits the instance sees.
 """
 
 import os
+import random
 import socket
 import time
 import uuid
@@ -73,6 +78,7 @@ def cgroup_limits(root="/sys/fs/cgroup"):
 
 MAX_SERVICE_MS = 3_600_000
 MAX_PAYLOAD_BYTES = 64 * 1024 * 1024
+MAX_ALLOC_MB = 8192
 
 
 def spin(service_ms):
@@ -87,14 +93,46 @@ def spin(service_ms):
     return now - start, spins
 
 
+_held = bytearray()
+
+
+def hold(alloc_mb):
+    """Keep ``alloc_mb`` MB resident in this instance (one byte per page written), as an app's
+    instance holds its memory between calls: the first call pays for it, the next find it there."""
+    global _held
+    size = alloc_mb * 1024 * 1024
+    if len(_held) != size:
+        _held = bytearray(size)
+        _held[::4096] = b"\1" * len(range(0, size, 4096))
+
+
+def draw_service_ms(percentiles, u):
+    """The service time at quantile ``u`` (0..100) of ``[[percentile, ms], ...]``, joined linearly."""
+    points = sorted((float(p), float(ms)) for p, ms in percentiles)
+    if u <= points[0][0]:
+        return points[0][1]
+    for (p0, v0), (p1, v1) in zip(points, points[1:]):
+        if u <= p1:
+            return v0 if p1 == p0 else v0 + (v1 - v0) * (u - p0) / (p1 - p0)
+    return points[-1][1]
+
+
 def main(args):
     global _invocations
     _invocations += 1
     try:
         service_ms = float(args.get("service_ms", 10))
         payload_bytes = int(args.get("payload_bytes", 0))
-    except (TypeError, ValueError):
-        return {"error": "service_ms and payload_bytes must be numbers"}
+        alloc_mb = int(args.get("alloc_mb", 0))
+        percentiles = args.get("service_ms_percentiles")
+        if percentiles:
+            service_ms = draw_service_ms(percentiles, random.uniform(0.0, 100.0))
+    except (TypeError, ValueError, IndexError):
+        return {
+            "error": "service_ms, payload_bytes and alloc_mb must be numbers, service_ms_percentiles [[p, ms], ...]"
+        }
+    if not 0 <= alloc_mb <= MAX_ALLOC_MB:
+        return {"error": "alloc_mb must be from 0 to %d" % MAX_ALLOC_MB}
     if service_ms < 0 or payload_bytes < 0:
         return {"error": "service_ms and payload_bytes must be >= 0"}
     # NaN compares false with everything; an hour of spinning or a payload past any platform's
@@ -103,6 +141,7 @@ def main(args):
         return {
             "error": "service_ms must be at most %d and payload_bytes at most %d" % (MAX_SERVICE_MS, MAX_PAYLOAD_BYTES)
         }
+    hold(alloc_mb)
     cpu_before = time.process_time_ns()
     elapsed_ns, spins = spin(service_ms)
     cpu_ns = time.process_time_ns() - cpu_before
@@ -113,6 +152,7 @@ def main(args):
         "spins": spins,
         "payload": "x" * payload_bytes,
         "payload_bytes": payload_bytes,
+        "alloc_mb": alloc_mb,
         "instance_id": INSTANCE_ID,
         "cold": _invocations == 1,
         "invocation_count": _invocations,

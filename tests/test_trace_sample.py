@@ -1,0 +1,154 @@
+"""`faasprof trace sample`: seeded, nested, representative samples of a generated trace day,
+written as workloads that validate and plan, with their distances, scaling and mapping stated."""
+
+from __future__ import annotations
+
+import datetime
+import json
+import socket
+
+import numpy as np
+import pytest
+from conftest import run_cli
+
+from faasprof.experiments.trace_calibration import cpu_model
+from faasprof.workload.azure_files import find_day, read_invocations
+from faasprof.workload.trace_sample import distances, load_population, sample_order, sampled_counts, scale_effect
+from faasprof.workload.trace_synth import write_day
+from faasprof.workload.trace_workload import Calibration, Mapping, map_function, read_calibration, write_calibration
+
+CALIBRATION = Calibration("h", "cpu", "native", "2026-01-01T00:00:00Z", 2.0, 1.0, {"markdown": 1.0, "float": 300.0})
+
+
+@pytest.fixture(scope="module")
+def day(tmp_path_factory):
+    return write_day(tmp_path_factory.mktemp("day"), functions=3000, seed=11)
+
+
+@pytest.fixture(scope="module")
+def population(day):
+    return load_population(find_day([day.invocations.parent]), (600, 629))
+
+
+def test_samples_are_nested_and_seeded(population):
+    big = sample_order(population, 200, seed=4)
+    assert sample_order(population, 100, seed=4) == big[:100]
+    assert sample_order(population, 50, seed=4) == big[:50]
+    assert len(set(big)) == 200
+    assert sample_order(population, 50, seed=5) != big[:50]
+
+
+def test_a_sample_is_closer_to_the_whole_than_random_draws(population):
+    chosen = sample_order(population, 100, seed=1)
+    ours = distances(population, chosen)
+    rng = np.random.default_rng(1)
+    for name in ("rate_per_min", "duration_ms", "memory_mb"):
+        random_w = [
+            distances(population, rng.choice(len(population.keys), 100, replace=False).tolist())[name].wasserstein_log10
+            for _ in range(5)
+        ]
+        assert ours[name].wasserstein_log10 < np.median(random_w), name
+
+
+def test_population_leaves_out_functions_without_calls_and_says_so(population, day):
+    rows = list(read_invocations(day.invocations, (600, 629)))
+    silent = sum(1 for r in rows if r.counts.sum() == 0)
+    assert population.excluded == {"no invocation in the window": silent}
+    assert len(population.keys) == len(rows) - silent
+
+
+def test_scaling_states_what_rounding_does(population):
+    chosen = sample_order(population, 40, seed=2)
+    counts = sampled_counts(population, chosen, population.minutes)
+    effect = scale_effect(population, chosen, counts, 0.5)
+    expected = sum(int(np.rint(c * 0.5).sum()) for c in counts)
+    assert effect.total_after == expected and effect.total_before == sum(int(c.sum()) for c in counts)
+    assert effect.functions_muted == sum(1 for c in counts if np.rint(c * 0.5).sum() == 0)
+    assert "rates x0.5" in effect.describe()
+
+
+def test_spin_mapping_follows_the_calibration_and_states_its_error(population):
+    key = population.keys[0]
+    row = population.durations[key]
+    mapped = map_function("f0", row, 150.0, Mapping.SPIN, CALIBRATION)
+    requested = dict((p, ms) for p, ms in mapped.params["service_ms_percentiles"])
+    assert requested[50] == pytest.approx(max(row.percentiles_ms[50] - 2.0, 0.0), abs=1e-3)
+    assert mapped.params["alloc_mb"] == 150 and mapped.memory_mb == 256  # room for the runtime beside it
+    short = type(row)(row.key, 1.0, 1, 0.5, 1.5, {p: 1.0 for p in row.percentiles_ms})
+    assert map_function("f1", short, 0.0, Mapping.SPIN, CALIBRATION).error == pytest.approx(1.0)  # 2 ms floor vs 1 ms
+    nearest = map_function("f2", short, 0.0, Mapping.NEAREST, CALIBRATION)
+    assert nearest.application == "markdown" and nearest.error == pytest.approx(0.0)
+
+
+def test_calibration_file_round_trips_and_refuses_other_versions(tmp_path):
+    path = tmp_path / "h.json"
+    write_calibration(path, CALIBRATION)
+    assert read_calibration(path) == CALIBRATION
+    data = json.loads(path.read_text())
+    data["format_version"] = 99
+    path.write_text(json.dumps(data))
+    with pytest.raises(Exception, match="format_version 99 is not 1"):
+        read_calibration(path)
+
+
+@pytest.fixture
+def calibrated(tmp_path, monkeypatch):
+    """A stored calibration of this host (so that the CLI measures nothing)."""
+    cache = tmp_path / "cache"
+    (cache / "calibration").mkdir(parents=True)
+    now = datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ")
+    stored = Calibration(socket.gethostname(), cpu_model(), "native", now, 2.0, 1.0)
+    write_calibration(cache / "calibration" / f"{socket.gethostname()}.json", stored)
+    return {"FAASPROF_CACHE_DIR": str(cache)}
+
+
+@pytest.mark.slow
+def test_cli_sample_writes_a_workload_that_validate_and_plan_take(day, tmp_path, calibrated):
+    out = tmp_path / "s"
+    done = run_cli(
+        "trace", "sample", day.invocations.parent, "-n", "30", "--minutes", "600-604", "--seed", "3",
+        "--scale-to", "5", "--out", out, env=calibrated,
+    )  # fmt: skip
+    assert done.returncode == 0, done.stderr
+    assert "Wasserstein" in done.stdout and "KS" in done.stdout and "rates x" in done.stdout
+    workload = json.loads((out / "workload.json").read_text())
+    assert len(workload["instances"]) == 30 and workload["self_check"] == {"warmup_s": 60}
+    assert set(workload["trace"]["distances"]) == {"rate_per_min", "duration_ms", "memory_mb"}
+    assert all("mapping_error" in f for f in workload["trace"]["functions"].values())
+    assert any("mapping spin" in note for note in workload["notes"])
+    assert run_cli("validate", out / "workload.json", env=calibrated).returncode == 0
+    plan = run_cli("plan", out / "workload.json", "--out", tmp_path / "plan.csv", env=calibrated)
+    assert plan.returncode == 0, plan.stderr
+    planned = len((tmp_path / "plan.csv").read_text().splitlines()) - 1
+    scale = workload["trace"]["scale"]["factor"]
+    counts = [r.counts for r in read_invocations(out / "trace_invocations.csv")]
+    assert planned == sum(int(np.rint(c * scale).sum()) for c in counts)
+    # The same seed and a larger n: the 30 are its first 30.
+    bigger = tmp_path / "s60"
+    assert run_cli(
+        "trace", "sample", day.invocations.parent, "-n", "60", "--minutes", "600-604", "--seed", "3",
+        "--out", bigger, env=calibrated,
+    ).returncode == 0  # fmt: skip
+    names = [f["function"] for f in json.loads((bigger / "workload.json").read_text())["trace"]["functions"].values()]
+    assert names[:30] == [f["function"] for f in workload["trace"]["functions"].values()]
+
+
+@pytest.mark.parametrize(
+    "args, message",
+    [
+        (["-n", "5", "--minutes", "9-3"], "--minutes '9-3': give A-B"),
+        (["-n", "5", "--minutes", "1400-1500"], "minutes 1400-1500 are not within its minute columns 1-1440"),
+        (["-n", "5", "--scale-to", "-1"], "--scale-to: must be > 0"),
+    ],
+)
+def test_cli_sample_refuses_bad_input_in_one_line(day, tmp_path, calibrated, args, message):
+    done = run_cli("trace", "sample", day.invocations.parent, *args, "--out", tmp_path / "o", env=calibrated)
+    assert done.returncode == 2, done.stderr
+    assert message in done.stderr and len(done.stderr.strip().splitlines()) == 1
+    assert not (tmp_path / "o").exists()
+
+
+def test_cli_sample_never_overwrites(day, tmp_path, calibrated):
+    (tmp_path / "o").mkdir()
+    done = run_cli("trace", "sample", day.invocations.parent, "-n", "5", "--out", tmp_path / "o", env=calibrated)
+    assert done.returncode == 2 and "already exists" in done.stderr
