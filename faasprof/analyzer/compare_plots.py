@@ -10,6 +10,7 @@ import pandas as pd
 
 from faasprof.analyzer.markup import fmt, image, ms, page, pct, rate, ratio, table
 from faasprof.analyzer.plots import SAVE, _ecdf_points, new_figure
+from faasprof.analyzer.run_stats import format_effect, format_value
 
 # Completion latency first, client latency (only filled for blocking calls) after it.
 LATENCY_COLUMNS = (
@@ -141,15 +142,18 @@ def write_compare_report(path: Path, frame: pd.DataFrame, result: dict) -> None:
         "as in each run's report; <b>client latency</b> is shown only for instances called blocking: a non-blocking call is "
         "answered (202) before its function runs.</p>"
     )
+    parts += run_level_section(result)
     if result.get("significance"):
         parts.append(
-            "<h2>Is the difference significant? Completion latency, percentile by percentile, against the first run's same instance and phase</h2>"
+            "<h2>Per-invocation view (these runs only): completion latency, percentile by percentile, against the first run's same instance and phase</h2>"
         )
         parts.append(
-            "<p><small>Each percentile with its distribution-free 95 % interval (order statistics); ratio = run / baseline, its interval "
-            "from the two intervals' ends; <b>slower</b> or <b>faster</b> when the two intervals do not overlap, else no significant "
-            "difference. The whole distribution: two-sided Mann-Whitney U and P(slower), the chance that an invocation of the run is "
-            "slower than one of the baseline.</small></p>"
+            "<p><small>This describes the two runs, not the workloads: one run's invocations share its host's load and the "
+            "platform's state, so they are no independent samples of the workload (the run-level comparison above is the "
+            "verdict). Each percentile with its distribution-free 95 % interval (order statistics); ratio = run / baseline, its "
+            "interval from the two intervals' ends; <b>higher in this run</b> or <b>lower in this run</b> when the two intervals "
+            "do not overlap, else overlapping. The whole distribution: two-sided Mann-Whitney U and P(above), the chance that an "
+            "invocation of the run is above one of the baseline.</small></p>"
         )
         srows = []
         for entry in result["significance"]:
@@ -179,7 +183,7 @@ def write_compare_report(path: Path, frame: pd.DataFrame, result: dict) -> None:
                         "",
                         "",
                         "",
-                        f"P(slower) {entry['prob_slower']:.2f}, Mann-Whitney p = {entry['p_value']:.2g}",
+                        f"P(above) {entry['prob_slower']:.2f}, Mann-Whitney p = {entry['p_value']:.2g}",
                     ]
                 )
         parts.append(
@@ -251,6 +255,53 @@ def write_compare_report(path: Path, frame: pd.DataFrame, result: dict) -> None:
         if file.exists():
             parts.append(image(file, name))
     path.write_text(page("faasprof compare", parts), encoding="utf-8")
+
+
+def run_level_section(result: dict) -> list[str]:
+    """The verdict of the comparison: each side against the first, a row per instance × phase × figure."""
+    effects = result.get("run_level") or []
+    if not effects:
+        return []
+    rows = []
+    for effect in effects:
+        for figure in effect["figures"]:
+            rows.append(
+                [
+                    effect["side"],
+                    where(effect),
+                    f"{effect['n_runs']} / {effect['n_runs_baseline']}",
+                    figure["name"],
+                    format_value(figure, figure["baseline_center"]),
+                    format_value(figure, figure["center"]),
+                    format_effect(figure),
+                    figure["verdict"] + (f" ({effect['note']})" if effect.get("note") else ""),
+                ]
+            )
+    intro = (
+        "<p><small>Each run's figure of an instance × phase is one sample; a side's value is its runs' geometric mean "
+        "(their mean for the cold-start share); the effect's 95 % interval is Welch's t-interval over runs, on log values "
+        f"for latencies and rates. A difference is called only when its interval excludes no change and it is at least "
+        f"{100 * float(result.get('min_effect') or 0):.0f} % (2 points of a cold-start share); with one run on a side there "
+        "is no verdict: the run-to-run variation is unknown. docs/statistics.md says why.</small></p>"
+    )
+    return [
+        "<h2>Is the difference significant? Run-level effects against the first side</h2>",
+        intro,
+        table(
+            [
+                "side",
+                "instance × phase",
+                "runs / baseline runs",
+                "figure",
+                "baseline",
+                "side",
+                "effect (interval)",
+                "verdict",
+            ],
+            rows,
+            left=4,
+        ),
+    ]
 
 
 def _with_interval(value, interval) -> str:
