@@ -609,6 +609,8 @@ def build_summary(run: Run) -> dict:
         "hosts": hosts_mod.summary(run),
         "warnings": run.warnings,
     }
+    # The host's noise while the run went (issue 43), as the run measured it; None when it did not.
+    summary["host_noise"] = run.manifest.extra.get("host_noise")
     return stats_mod.clean(summary)
 
 

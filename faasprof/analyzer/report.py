@@ -16,6 +16,7 @@ from faasprof.analyzer import io_breakdown
 from faasprof.analyzer import plots as plots_mod
 from faasprof.analyzer import tails as tails_mod
 from faasprof.analyzer.markup import fmt, image, ms, page, pct, rate, seconds, table
+from faasprof.monitoring.noise import noise_line
 
 
 def failures_section(summary: dict) -> str:
@@ -398,6 +399,8 @@ def summary_lines(summary: dict) -> list[str]:
     )
     lines += [f"  {name}: not invoked" for name in not_invoked(summary)]
     lines += hosts_mod.summary_lines(summary.get("hosts") or {})
+    if summary.get("host_noise"):
+        lines.append("  " + noise_line(summary["host_noise"]))
     for instance in summary["instances"]:
         for phase in instance["phases"]:
             # Completion latency for every call (planned send → function end); the client's own

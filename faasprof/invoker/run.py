@@ -56,6 +56,7 @@ from faasprof.localwhisk.run_records import StoreReadError, save_store_records, 
 from faasprof.monitoring.collectors import tool_versions
 from faasprof.monitoring.host import collect_host
 from faasprof.monitoring.hosts import RemoteHosts
+from faasprof.monitoring.noise import HostNoise, NoiseSampler, noise_line
 from faasprof.outcomes import ACCEPTED_HTTP_OUTCOMES, pushback_line
 from faasprof.platforms.openwhisk.connection import Connection
 from faasprof.platforms.registry import platforms_used
@@ -171,6 +172,8 @@ class Run:
         self.sharded: ShardedDispatch | None = None
         self.failure: BaseException | None = None
         self.status, self.reason = "interrupted", "faasprof stopped before the test started"
+        self.noise = NoiseSampler()  # what other work took while the run went (host_noise)
+        self.host_noise: HostNoise | None = None
 
     def warn(self, text: str) -> None:
         """A warning the manifest keeps, said as it happens."""
@@ -303,6 +306,7 @@ class Run:
 
     def start_monitors(self) -> None:
         """The collectors, in order, then the ``runtime_script`` (given the test's duration)."""
+        self.noise.start()
         for collector in self.collectors:
             collector.start(self.run_dir)
             self.started.append(collector)
@@ -323,6 +327,8 @@ class Run:
 
     def stop_monitors(self) -> None:
         """The collectors stop; the ``runtime_script`` gets a grace after a complete run."""
+        self.noise.stop()
+        self.host_noise = self.noise.summary()
         for collector in self.started:
             collector.stop()
         if self.hosts is not None:
@@ -420,6 +426,10 @@ class Run:
         )
         if pushback and result.never_reached is None:
             self.warn(pushback)
+        if self.host_noise is not None:
+            self.progress.say(noise_line(self.host_noise.to_json()))
+            if self.host_noise.warning:
+                self.warn(self.host_noise.warning)
 
     # -- finish: rows, records, verdict, manifest -------------------------------------------------
 
@@ -623,6 +633,8 @@ class Run:
             manifest.update(hosts=self.hosts.manifest_entry())
         manifest.scripts = {name: script.describe() for name, script in self.scripts.items()}
         manifest.warnings = self.warnings
+        if self.host_noise is not None:
+            manifest.update(host_noise=self.host_noise.to_json())
         rundir.write_manifest(self.run_dir, manifest)
 
 
