@@ -215,3 +215,43 @@ def test_runs_of_different_functions_are_labelled_by_function(tmp_path, isolated
     assert result["frame"]["label"].tolist() == ["json_dumps", "json_loads"]
     assert any("labelled by function" in w for w in result["warnings"])
     assert any("also differ in workload.test_duration_in_seconds" in w for w in result["warnings"])
+
+
+@pytest.mark.slow
+def test_a_sweeps_repeats_of_a_point_are_one_side(tmp_path):
+    from faasprof.experiments import sweep_report
+
+    sweep_dir = tmp_path / "sweep"
+    points = []
+    for order, (index, rate, repeat) in enumerate(((0, 10.0, 0), (1, 40.0, 0), (1, 40.0, 1), (0, 10.0, 1))):
+        instances = {"i0": {"application": "fn", "distribution": "Uniform", "rate": rate}}
+        run_dir = write_synthetic_run(
+            sweep_dir, test_name=f"r{rate:g}_{repeat}", duration_s=3.0, instances=instances, seed=order + 1
+        )[0]
+        rundir.update_manifest(
+            run_dir, sweep_point={"values": {"rate": rate}, "repeat": repeat, "order": order, "applied": {"rate": rate}}
+        )
+        points.append(
+            {
+                "order": order,
+                "index": index,
+                "repeat": repeat,
+                "values": {"rate": rate},
+                "status": "done",
+                "run_dir": run_dir.name,
+            }
+        )
+    rundir.write_json_atomic(
+        sweep_dir / sweep_report.SWEEP_FILE,
+        {"format_version": 1, "kind": "sweep", "status": "complete", "parameters": ["rate"], "points": points},
+    )
+    _, _, result = sweep_report.sweep_frame(sweep_dir)
+    assert [(s["name"], len(s["runs"])) for s in result["sides"]] == [("rate=10.0", 2), ("rate=40.0", 2)]
+    (effect,) = sweep_report.sweep_effects(sweep_dir)
+    assert (effect["side"], effect["baseline"], effect["n_runs"], effect["n_runs_baseline"]) == (
+        "rate=40.0",
+        "rate=10.0",
+        2,
+        2,
+    )
+    assert effect["note"] is None and all(f["effect_ci"] is not None for f in effect["figures"][:3])
