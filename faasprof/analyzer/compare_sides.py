@@ -115,9 +115,9 @@ def check_sides(sides: list[Side]) -> None:
     """One line, before any work, when the sides give nothing to compare."""
     runs = [run for side in sides for run in side.runs]
     if len(runs) < 2:
-        given = runs[0] if runs else "nothing"
+        given = f"one run given ({runs[0]})" if runs else "no run given"
         raise ConfigError(
-            f"compare: one run given ({given}); give two or more: faasprof compare A B, or repeats of each side: "
+            f"compare: {given}; give two or more: faasprof compare A B, or repeats of each side: "
             "faasprof compare A1 A2 A3 -- B1 B2 B3 (or a folder of faasprof run --repeats N)"
         )
     if len(sides) < 2:
