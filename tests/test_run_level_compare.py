@@ -255,3 +255,19 @@ def test_a_sweeps_repeats_of_a_point_are_one_side(tmp_path):
         2,
     )
     assert effect["note"] is None and all(f["effect_ci"] is not None for f in effect["figures"][:3])
+
+
+def test_the_command_line_splits_sides_at_the_separator_and_reads_options_after_the_runs():
+    import argparse
+
+    from faasprof.commands import compare as cmd_compare
+
+    parser = argparse.ArgumentParser()
+    cmd_compare.add_arguments(parser)
+    args = parser.parse_args(["a1", "a2", "--", "b1", "b2", "--min-effect", "0.1", "--label", "k"])
+    sides = cmd_compare.sides_of(args)
+    assert [(s.name, [r.name for r in s.runs]) for s in sides] == [("A", ["a1", "a2"]), ("B", ["b1", "b2"])]
+    assert args.min_effect == 0.1 and args.label == "k"
+    both = parser.parse_args(["a0", "--a", "a1", "--b", "b1"])
+    with pytest.raises(ConfigError, match="either as --a ... --b ... or as positional RUN_DIRs, not both"):
+        cmd_compare.sides_of(both)
