@@ -90,3 +90,30 @@ def test_vs_without_repeats_is_one_line_exit_2(tmp_path, isolated_home):
         "--vs needs --repeats N (N ≥ 2 gives compare an interval over runs; 5 is a good start)"
     ]
     assert list(tmp_path.iterdir()) == [tmp_path / "home"] or list(tmp_path.iterdir()) == []
+
+
+@pytest.mark.slow
+def test_run_repeats_end_to_end_on_the_embedded_localwhisk(tmp_path, isolated_home):
+    data = {
+        "test_name": "rep",
+        "test_duration_in_seconds": 1,
+        "random_seed": 3,
+        "blocking_cli": True,
+        "instances": {"s": {"application": "spin", "distribution": "Uniform", "rate": 5, "params": {"service_ms": 5}}},
+    }
+    config = tmp_path / "rep.json"
+    config.write_text(json.dumps(data))
+    done = run_cli("run", config, "--repeats", "2", "--out", tmp_path / "runs", timeout=300)
+    assert done.returncode == 0, done.stderr
+    folder = Path(done.stdout.strip().splitlines()[-1])
+    assert folder.parent == tmp_path / "runs" and folder.name.startswith("repeats-")
+    (side,) = read_repeats(folder)
+    assert side.name == "rep" and len(side.runs) == 2
+    assert all(rundir.read_manifest(run).status == "complete" for run in side.runs)
+    assert f"compare them: faasprof compare {folder}" in done.stderr
+    # One workload's repeats alone: nothing to compare them against.
+    alone = run_cli("compare", folder)
+    assert alone.returncode == 2
+    assert alone.stderr.strip().splitlines() == [
+        "compare: 2 runs on one side only (rep); name the other side: faasprof compare A1 A2 -- B1 B2"
+    ]
