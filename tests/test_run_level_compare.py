@@ -3,6 +3,7 @@
 
 from __future__ import annotations
 
+import argparse
 import json
 
 import numpy as np
@@ -31,7 +32,9 @@ from faasprof.analyzer.run_stats import (
     side_effects,
     welch_interval,
 )
+from faasprof.commands import compare as cmd_compare
 from faasprof.errors import ConfigError, FormatError
+from faasprof.experiments import sweep_report
 
 P50, ACHIEVED, COLD = RUN_FIGURES[0], RUN_FIGURES[3], RUN_FIGURES[4]
 ONE = {"i0": {"application": "fn", "distribution": "Uniform", "rate": 30.0}}
@@ -219,8 +222,6 @@ def test_runs_of_different_functions_are_labelled_by_function(tmp_path, isolated
 
 @pytest.mark.slow
 def test_a_sweeps_repeats_of_a_point_are_one_side(tmp_path):
-    from faasprof.experiments import sweep_report
-
     sweep_dir = tmp_path / "sweep"
     points = []
     for order, (index, rate, repeat) in enumerate(((0, 10.0, 0), (1, 40.0, 0), (1, 40.0, 1), (0, 10.0, 1))):
@@ -258,10 +259,6 @@ def test_a_sweeps_repeats_of_a_point_are_one_side(tmp_path):
 
 
 def test_the_command_line_splits_sides_at_the_separator_and_reads_options_after_the_runs():
-    import argparse
-
-    from faasprof.commands import compare as cmd_compare
-
     parser = argparse.ArgumentParser()
     cmd_compare.add_arguments(parser)
     args = parser.parse_args(["a1", "a2", "--", "b1", "b2", "--min-effect", "0.1", "--label", "k"])
