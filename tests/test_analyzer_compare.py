@@ -107,9 +107,9 @@ def test_significance_verdicts_against_the_first_run(tmp_path):
     slower = by_run[dirs[2].name]
     assert slower["median_ratio"] > 2 and slower["prob_slower"] > 0.8
     verdicts = {p["percentile"]: p for p in slower["percentiles"]}
-    assert verdicts[50]["verdict"] == "slower" and verdicts[50]["ratio_ci"][0] > 1
+    assert verdicts[50]["verdict"] == "higher in this run" and verdicts[50]["ratio_ci"][0] > 1
     same = {p["percentile"]: p["verdict"] for p in by_run[dirs[1].name]["percentiles"]}
-    assert same[50] == same[90] == "no significant difference"
+    assert same[50] == same[90] == "overlapping"
     assert "Is the difference significant?" in (tmp_path / "cmp" / "report.html").read_text()
 
 
@@ -138,10 +138,10 @@ def test_completion_latency_is_the_headline_with_a_verdict_per_percentile(tmp_pa
     assert frame["completion_latency_ms_p99"].iloc[1] > 3 * frame["completion_latency_ms_p99"].iloc[0]
     (entry,) = result["significance"]
     verdicts = {p["percentile"]: p for p in entry["percentiles"]}
-    assert verdicts[50]["verdict"] == "faster" and verdicts[50]["ratio"] < 1
-    assert verdicts[99]["verdict"] == "slower" and verdicts[99]["ratio_ci"][0] > 3
+    assert verdicts[50]["verdict"] == "lower in this run" and verdicts[50]["ratio"] < 1
+    assert verdicts[99]["verdict"] == "higher in this run" and verdicts[99]["ratio_ci"][0] > 3
     assert verdicts[99]["run_ci_ms"][0] > verdicts[99]["baseline_ci_ms"][1]
-    assert "p50 faster" in entry["verdict"] and "p99 slower" in entry["verdict"]
+    assert "p50 lower in this run" in entry["verdict"] and "p99 higher in this run" in entry["verdict"]
     table = summary_table(frame)
     assert list(table.columns[:9]) == [
         "label",
@@ -156,9 +156,12 @@ def test_completion_latency_is_the_headline_with_a_verdict_per_percentile(tmp_pa
     ]
     assert not any("client" in column for column in table.columns)
     lines = verdict_lines(result)
-    assert lines[0].startswith("completion latency (planned send → function end")
+    assert (
+        lines[0].startswith("per-invocation view (describes these runs only")
+        and "completion latency (planned send → function end" in lines[0]
+    )
     p99 = next(line for line in lines if line.strip().startswith("p99 "))
-    assert p99.endswith("slower") and " ms → " in p99 and "e+" not in p99
+    assert p99.endswith("higher in this run") and " ms → " in p99 and "e+" not in p99
 
 
 def test_platform_bookkeeping_is_no_difference():

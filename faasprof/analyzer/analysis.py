@@ -656,6 +656,8 @@ def build_summary(run: Run) -> Summary:
     fidelity = trace_fidelity.fidelity_summary(run)
     if fidelity is not None:
         summary["trace_fidelity"] = fidelity
+    # The host's noise while the run went (issue 43), as the run measured it; None when it did not.
+    summary["host_noise"] = run.manifest.extra.get("host_noise")
     cleaned: Summary = stats_mod.clean(summary)  # the same keys; NaN and numpy scalars made JSON's
     return cleaned
 

@@ -28,17 +28,25 @@ run report: a non-blocking call's client latency is the time to its 202, which f
 platform falls behind. Client latency columns are kept only for instances called blocking
 (``calls``); they are empty otherwise.
 
-Significance (``significance``): for each instance × phase, every run after the first is compared
+Run-level effects (``run_level``, the verdict of a comparison): the runs form sides (``sides``:
+repeats of one workload, ``faasprof.analyzer.compare_sides``; without repeats each run is a side of
+one), and each side's runs' figures of an instance × phase are its samples; the effect of a side
+against the first, with its interval over runs and a verdict only when the interval excludes no
+change and the effect is at least ``min_effect``, is ``faasprof.analyzer.run_stats``'. With one run
+on a side there is no verdict: the run-to-run variation is unknown.
+
+Per-invocation tests (``significance``), kept only where every side is one run, and describing
+those runs only, never the workloads (one run's invocations share its host and platform state, so
+they are no independent samples of the workload): for each instance × phase, every run after the first is compared
 with the first's same instance and phase on its per-invocation completion latencies of successful
 invocations planned in the phase's steady window, percentile by
 percentile (``VERDICT_PERCENTILES``), since a change can speed up the median and slow down the
 tail: each run's percentile with its distribution-free 95 % confidence interval
 (``faasprof.analyzer.stats.quantile_ci``), the ratio run / baseline, and the ratio's interval
 [run low / baseline high, run high / baseline low] (it holds the true ratio whenever both
-intervals hold theirs: at least 90 %). The verdict is ``slower`` when the run's interval lies
-wholly above the baseline's, ``faster`` when wholly below, ``no significant difference`` when
-they overlap (a conservative test: two 95 % intervals that do not overlap differ at well under
-5 %), ``too few samples`` when an interval has no bound. Besides, two-sided Mann-Whitney U tests
+intervals hold theirs: at least 90 %). The label is ``higher in this run`` when the run's
+interval lies wholly above the baseline's, ``lower in this run`` when wholly below, ``overlapping``
+when they overlap, ``too few samples`` when an interval has no bound. Besides, two-sided Mann-Whitney U tests
 the distributions as a whole (``p_value``; the common-language effect size ``prob_slower``, the
 probability that an invocation of the run is slower than one of the baseline, 0.5 no effect).
 
@@ -51,6 +59,11 @@ Output format versions (``COMPARE_FORMAT_VERSION``):
   3: rows are run × instance × phase (``instance``, ``phase``, ``steady_start_s``, ``phase_end_s``,
      one ``mode``), no longer run × function; ``significance`` entries are per instance × phase
      (``instance``, ``phase``, ``mode_baseline``, ``mode``).
+  4: ``sides`` (name, runs), ``run_level`` (``run_stats.SideEffect`` per side × instance × phase:
+     the verdict), ``min_effect``; rows carry ``side``; ``significance`` is per-invocation, present
+     only where every side is one run, its labels ``higher in this run``, ``lower in this run``,
+     ``overlapping`` (no longer slower/faster: they describe those runs only); runs that call
+     different functions are labelled by their functions, not by a setting.
 """
 
 from __future__ import annotations
@@ -67,7 +80,7 @@ import pandas as pd
 from scipy import stats as scipy_stats
 
 from faasprof import __version__, rundir
-from faasprof.analyzer import compare_plots, markup
+from faasprof.analyzer import compare_plots, compare_sides, markup, run_stats
 from faasprof.analyzer import frames as frames_mod
 from faasprof.analyzer import stats as stats_mod
 from faasprof.analyzer import tails as tails_mod
@@ -77,7 +90,7 @@ from faasprof.analyzer.summary import Summary
 from faasprof.errors import ConfigError, FormatError
 from faasprof.outcomes import FAILURE_OUTCOMES
 
-COMPARE_FORMAT_VERSION = 3
+COMPARE_FORMAT_VERSION = 4
 MIN_SAMPLES_FOR_TEST = 8
 VERDICT_PERCENTILES = (50.0, 90.0, 99.0, 99.9)
 # Keys that differ between any two runs without meaning a different experiment; the last ones are
@@ -140,6 +153,8 @@ METRICS = (
 )
 MONITOR_HINTS = ("ipc", "mpki", "bw", "bandwidth", "occupancy")
 MONITOR_WINDOW = "the run's steady phases together"
+# The per-invocation labels: they describe two runs, never two workloads (module docstring).
+HIGHER_IN_RUN, LOWER_IN_RUN, OVERLAPPING = "higher in this run", "lower in this run", "overlapping"
 # Which rows a verdict compares: one instance in one phase.
 Key = tuple[str, int]
 
@@ -181,13 +196,33 @@ def differing_keys(manifests: list[rundir.Manifest], sections=("workload", "plat
     return [k for k in keys if not _volatile(k) and len({json.dumps(f.get(k), sort_keys=True) for f in flats}) > 1]
 
 
+def run_functions(manifest: rundir.Manifest) -> list[str]:
+    """The functions a run calls, sorted; memory variants of one function (deployed as
+    ``<name>-<MB>``) count as that function."""
+    return sorted(
+        {
+            re.sub(r"-\d+$", "", str(i.get("function") or i.get("application")))
+            for i in manifest.instances.values()
+            if isinstance(i, dict)
+        }
+    )
+
+
+def functions_differ(manifests: list[rundir.Manifest]) -> bool:
+    return len({json.dumps(run_functions(m)) for m in manifests}) > 1
+
+
 def pick_parameter(manifests: list[rundir.Manifest], differing: list[str]) -> str | None:
-    """The one setting the runs differ in: what a sweep applied, else the one (numeric) key."""
+    """The one setting the runs differ in: what a sweep applied, else the one (numeric) key; none
+    when the runs call different functions (they are then labelled by their functions: a setting
+    that also differs, such as the duration, would name two different workloads)."""
     if len(manifests) < 2:
         return None
     applied = [k for k in differing_keys(manifests, sections=("sweep_point.applied",)) if ".allocation." not in k]
     if len(applied) == 1:
         return applied[0]
+    if functions_differ(manifests):
+        return None
     if len(differing) == 1:
         return differing[0]
     numeric = [k for k in differing if all(_numeric(lookup(m, k)) is not None for m in manifests)]
@@ -219,20 +254,23 @@ def environment_warnings(manifests: list[rundir.Manifest], names: list[str], par
 def unrelated_workload_warnings(
     manifests: list[rundir.Manifest], names: list[str], parameter: str | None, differing: list[str]
 ) -> list[str]:
-    """Warnings when the runs are not one workload varied in ``parameter`` alone."""
-    if len(manifests) < 2 or parameter is None:
+    """Warnings when the runs are not one workload varied in ``parameter`` alone (or, without one,
+    when they call different functions: what else differs is named too)."""
+    if len(manifests) < 2:
         return []
     out = []
-    # Memory variants of one function are deployed as <name>-<MB>: the same function.
-    functions = [
-        sorted({re.sub(r"-\d+$", "", str(i.get("function"))) for i in m.instances.values() if isinstance(i, dict)})
-        for m in manifests
-    ]
-    if len({json.dumps(f) for f in functions}) > 1:
+    functions = [run_functions(m) for m in manifests]
+    if functions_differ(manifests):
         detail = ", ".join(f"{n}: {'+'.join(f) or '–'}" for n, f in zip(names, functions))
-        out.append(
-            f"runs call different functions ({detail}): labelling them by {parameter} may compare unrelated workloads"
-        )
+        what = f"labelling them by {parameter} may compare unrelated workloads" if parameter else "labelled by function"
+        out.append(f"runs call different functions ({detail}): {what}")
+    if parameter is None:
+        others = [k for k in differing if k.startswith("workload.") and not k.endswith((".function", ".application"))]
+        if out and others:
+            out.append(
+                f"the runs also differ in {', '.join(others[:6])}{'…' if len(others) > 6 else ''}: a difference may come from these"
+            )
+        return out
     others = [k for k in differing if k.startswith("workload.") and k != parameter and not k.endswith(".function")]
     if others:
         out.append(
@@ -283,9 +321,7 @@ def percentile_verdicts(baseline: np.ndarray, run: np.ndarray) -> list[dict]:
         else:
             if b_low > 0:
                 entry["ratio_ci"] = [a_low / b_high, a_high / b_low]
-            entry["verdict"] = (
-                "slower" if a_low > b_high else "faster" if a_high < b_low else "no significant difference"
-            )
+            entry["verdict"] = HIGHER_IN_RUN if a_low > b_high else LOWER_IN_RUN if a_high < b_low else OVERLAPPING
         out.append(entry)
     return out
 
@@ -365,7 +401,8 @@ def verdict_lines(result: dict) -> list[str]:
     if not entries:
         return []
     lines = [
-        f"completion latency (planned send → function end, successful invocations of each phase's steady window) against {entries[0]['baseline']}:"
+        "per-invocation view (describes these runs only, not the workloads: one run's invocations share its host and "
+        f"platform state): completion latency (planned send → function end, successful invocations of each phase's steady window) against {entries[0]['baseline']}:"
     ]
     for entry in entries:
         against = f"; baseline {entry['mode_baseline']}" if entry.get("mode_baseline") else ""
@@ -381,7 +418,7 @@ def verdict_lines(result: dict) -> list[str]:
                 f"    p{p['percentile']:<5g} {markup.ms(p['baseline_ms']):>9} → {markup.ms(p['run_ms']):>9}  {markup.ratio(p['ratio']):>7} (interval {interval})  {p['verdict']}"
             )
         lines.append(
-            f"    whole distribution: P(slower) {entry['prob_slower']:.2f}, Mann-Whitney p = {entry['p_value']:.2g}"
+            f"    whole distribution of these runs: P(above) {entry['prob_slower']:.2f} (an invocation of the run above one of the baseline), Mann-Whitney p = {entry['p_value']:.2g}"
         )
     return lines
 
@@ -390,6 +427,8 @@ def summary_table(frame: pd.DataFrame) -> pd.DataFrame:
     """The compare frame as the terminal shows it, a row per run × instance × phase: completion
     latency first, units in every cell, client latency only where some instance is called blocking."""
     columns: dict[str, tuple[str, Callable[[Any], str]]] = {
+        # The side, where runs are repeats grouped into sides (else each run is its own side).
+        **({"side": ("side", str)} if "side" in frame.columns and (frame["side"] != frame["run"]).any() else {}),
         "label": ("label", str),
         "instance": ("instance", str),
         "phase": ("phase", str),
@@ -523,9 +562,15 @@ def compare_runs(
     label: str | None = None,
     out_dir: str | os.PathLike | None = None,
     progress: Callable[[str], None] | None = None,
+    sides: list[compare_sides.Side] | None = None,
+    min_effect: float = run_stats.DEFAULT_MIN_EFFECT,
 ) -> dict:
-    """Compare runs; writes ``out_dir`` (frame, plots, report) when given; returns the result dict."""
-    paths = [Path(p) for p in run_dirs]
+    """Compare runs; writes ``out_dir`` (frame, plots, report) when given; returns the result dict.
+    ``sides``: the runs grouped into repeats of one workload each (``run_dirs`` is then ignored);
+    without them each run is a side of its own."""
+    if sides is None:
+        sides = [compare_sides.Side(Path(p).name, [Path(p)]) for p in run_dirs]
+    paths = [run for side in sides for run in side.runs]
     if len(paths) < 1:
         raise ConfigError("compare: give at least one RUN_DIR")
     manifests = [rundir.read_manifest(p) for p in paths]
@@ -533,26 +578,19 @@ def compare_runs(
     names = [p.name for p in paths]
     if len(set(names)) != len(names):
         names = [str(p) for p in paths]
+    side_of = {name: side.name for name, side in zip(names, (s for s in sides for _ in s.runs))}
     differing = differing_keys(manifests) if len(paths) > 1 else []
-    parameter = label
-    if label is not None:
-        missing = [n for n, m in zip(names, manifests) if lookup(m, label) is None]
-        if len(missing) == len(manifests):
-            raise ConfigError(
-                f"--label {label}: no run's manifest has this key; use a dotted path such as workload.instances.<name>.rate (differing keys: {', '.join(differing[:8]) or 'none'})"
-            )
-    else:
-        parameter = pick_parameter(manifests, differing)
-
+    parameter = _parameter(label, manifests, differing)
+    by_function = parameter is None and functions_differ(manifests)
     rows = []
     modes: dict[str, dict[Key, tuple[str, str]]] = {}
     for name, manifest, summary in zip(names, manifests, summaries):
         value = lookup(manifest, parameter) if parameter else None
         label_value = {
-            "label": str(value) if parameter else name,
+            "label": str(value) if parameter else "+".join(run_functions(manifest)) if by_function else name,
             "parameter_value": _numeric(value) if parameter else None,
         }
-        run_rows = phase_rows(name, label_value, summary)
+        run_rows = [{**row, "side": side_of[name]} for row in phase_rows(name, label_value, summary)]
         modes[name] = {(r["instance"], r["phase"]): (r["function"], r["mode"]) for r in run_rows}
         rows.extend(run_rows)
     frame = pd.DataFrame(rows)
@@ -562,24 +600,44 @@ def compare_runs(
     warnings = environment_warnings(manifests, names, parameter) if len(paths) > 1 else []
     warnings += unrelated_workload_warnings(manifests, names, parameter, differing)
     warnings += unmatched_phase_warnings(names, modes)
-    if len(paths) > 1 and parameter is None and differing:
+    warnings += compare_sides.noise_warnings(sides, dict(zip(paths, manifests)))
+    if len(paths) > 1 and parameter is None and differing and not by_function:
         warnings.append(
             f"runs differ in several settings ({', '.join(differing[:6])}{'…' if len(differing) > 6 else ''}); name the one to plot against with --label KEY"
         )
+    run_level = run_stats.side_effects(
+        {side.name: [r for r in rows if r["side"] == side.name] for side in sides}, min_effect=min_effect
+    )
+    one_run_sides = all(len(side.runs) == 1 for side in sides)
     result = {
         "format_version": COMPARE_FORMAT_VERSION,
         "generated_by": {"faasprof": __version__},
         "runs": [str(p) for p in paths],
+        "sides": [{"name": side.name, "runs": [str(r) for r in side.runs]} for side in sides],
+        "min_effect": min_effect,
         "parameter": parameter,
         "differing_keys": differing,
         "warnings": warnings,
-        "significance": stats_mod.clean(significance(paths, names, latencies, modes)),
+        "run_level": stats_mod.clean([effect.to_json() for effect in run_level]),
+        # Per-invocation tests describe single runs: with repeats, the runs are the samples.
+        "significance": stats_mod.clean(significance(paths, names, latencies, modes)) if one_run_sides else [],
         "rows": stats_mod.clean(frame.to_dict("records")),
     }
     if out_dir is not None:
         write_outputs(Path(out_dir), frame, result, paths, names, latencies)
     result["frame"] = frame
     return result
+
+
+def _parameter(label: str | None, manifests: list[rundir.Manifest], differing: list[str]) -> str | None:
+    """``--label KEY`` checked against the manifests, else the setting the runs differ in."""
+    if label is None:
+        return pick_parameter(manifests, differing)
+    if all(lookup(m, label) is None for m in manifests):
+        raise ConfigError(
+            f"--label {label}: no run's manifest has this key; use a dotted path such as workload.instances.<name>.rate (differing keys: {', '.join(differing[:8]) or 'none'})"
+        )
+    return label
 
 
 def write_outputs(

@@ -11,6 +11,7 @@ import pandas as pd
 
 from faasprof.analyzer.markup import ms, pct, rate, ratio
 from faasprof.analyzer.plots import SAVE, _ecdf_points, new_figure
+from faasprof.analyzer.run_stats import format_effect, format_value
 from faasprof.analyzer.templating import Image, Table, embedded_image, render
 
 # Completion latency first, client latency (only filled for blocking calls) after it.
@@ -174,7 +175,7 @@ def significance_section(result: dict) -> Table | None:
         for p in entry.get("percentiles") or [{"percentile": None, "verdict": entry["verdict"]}]:
             rows.append(_percentile_row(entry, p))
         if entry.get("p_value") is not None:
-            distribution = f"P(slower) {entry['prob_slower']:.2f}, Mann-Whitney p = {entry['p_value']:.2g}"
+            distribution = f"P(above) {entry['prob_slower']:.2f}, Mann-Whitney p = {entry['p_value']:.2g}"
             rows.append(
                 [entry["run"], where(entry), "distribution", entry["n_baseline"], entry["n"], "", "", "", distribution]
             )
@@ -247,11 +248,55 @@ def write_compare_report(path: Path, frame: pd.DataFrame, result: dict) -> None:
         title="faasprof compare",
         heading=heading_section(result),
         warnings=list(result["warnings"]),
+        run_level=run_level_section(result),
         significance=significance_section(result),
         runs=runs_section(frame),
         plots=plots_section(result, path.parent),
     )
     path.write_text(html, encoding="utf-8")
+
+
+@dataclass(frozen=True)
+class RunLevel:
+    """The verdict of the comparison: each side against the first, a row per instance × phase × figure."""
+
+    min_effect_percent: float  # the smallest effect called a difference (compare --min-effect)
+    table: Table
+
+
+RUN_LEVEL_HEADERS = [
+    "side",
+    "instance × phase",
+    "runs / baseline runs",
+    "figure",
+    "baseline",
+    "side",
+    "effect (interval)",
+    "verdict",
+]
+
+
+def run_level_section(result: dict) -> RunLevel | None:
+    """The run-level effects (``faasprof.analyzer.run_stats``); None when there are none."""
+    effects = result.get("run_level") or []
+    if not effects:
+        return None
+    rows = []
+    for effect in effects:
+        for figure in effect["figures"]:
+            rows.append(
+                [
+                    effect["side"],
+                    where(effect),
+                    f"{effect['n_runs']} / {effect['n_runs_baseline']}",
+                    figure["name"],
+                    format_value(figure, figure["baseline_center"]),
+                    format_value(figure, figure["center"]),
+                    format_effect(figure),
+                    figure["verdict"] + (f" ({effect['note']})" if effect.get("note") else ""),
+                ]
+            )
+    return RunLevel(100 * float(result.get("min_effect") or 0), Table(RUN_LEVEL_HEADERS, rows, left=4))
 
 
 def _with_interval(value, interval) -> str:

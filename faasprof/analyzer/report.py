@@ -23,6 +23,7 @@ from faasprof.analyzer import tails as tails_mod
 from faasprof.analyzer.markup import fmt, ms, pct, rate, seconds
 from faasprof.analyzer.summary import Instance, RecordsInfo, RunInfo, StartClasses, Summary
 from faasprof.analyzer.templating import Image, Table, embedded_image, render
+from faasprof.monitoring.noise import noise_line
 
 
 @dataclass
@@ -415,6 +416,9 @@ def summary_lines(summary: Summary) -> list[str]:
     )
     lines += [f"  {name}: not invoked" for name in not_invoked(summary)]
     lines += hosts_mod.summary_lines(summary.get("hosts") or {})
+    noise = summary.get("host_noise")
+    if noise:
+        lines.append("  " + noise_line(noise))
     for instance in summary["instances"]:
         for phase in instance["phases"]:
             # Completion latency for every call (planned send → function end); the client's own

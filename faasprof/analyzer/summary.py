@@ -148,8 +148,9 @@ class SummaryCore(TypedDict):
 
 class Summary(SummaryCore, total=False):
     """``analysis/summary.json``: ``outputs`` is added once the files are written, ``io`` for io-* runs,
-    ``trace_fidelity`` for runs of a trace sample."""
+    ``trace_fidelity`` for runs of a trace sample, ``host_noise`` where the run measured it."""
 
     io: dict[str, Any]  # faasprof.analyzer.io_breakdown.summarise
     trace_fidelity: dict[str, Any]  # faasprof.analyzer.trace_fidelity.fidelity_summary
+    host_noise: dict[str, Any] | None  # faasprof.monitoring.noise.HostNoise.to_json; None: not measured
     outputs: Outputs

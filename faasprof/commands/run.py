@@ -31,6 +31,7 @@ from faasprof.errors import EXIT_FAILURE, EXIT_NOT_READY, ConfigError
 from faasprof.experiments import capacity_store
 from faasprof.experiments.analyzed import execute_analyzed
 from faasprof.experiments.capacity import find_capacity
+from faasprof.experiments.repeat import Order, check_repeats, run_repeats
 from faasprof.functions.catalogue import lookup
 from faasprof.invoker.dispatch import (
     DEFAULT_INTERRUPT_GRACE_S,
@@ -94,11 +95,39 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         "behind_abort, failure_warn, failure_abort (shares 0..1, or none), warmup_s, min_intended; defaults warn at "
         "0.1, abort at 0.2 for a trace workload",
     )
+    _add_repeat_arguments(parser)
     add_connection_arguments(parser)
     add_access_arguments(parser)
     _add_hosts_arguments(parser)
     _add_invoker_arguments(parser)
     _add_localwhisk_arguments(parser)
+
+
+def _add_repeat_arguments(parser: argparse.ArgumentParser) -> None:
+    repeat = parser.add_argument_group(
+        "repeats (the run is the sample: faasprof compare FOLDER states an effect over runs)"
+    )
+    repeat.add_argument(
+        "--repeats",
+        type=int,
+        default=1,
+        metavar="N",
+        help="run the workload N times (each --vs workload too) into one folder <out>/repeats-<time> (default 1)",
+    )
+    repeat.add_argument(
+        "--vs",
+        action="append",
+        default=[],
+        metavar="CONFIG",
+        help="a workload to compare against, run interleaved with CONFIG (repeatable; needs --repeats)",
+    )
+    repeat.add_argument(
+        "--order",
+        choices=[o.value for o in Order],
+        default=Order.ALTERNATE.value,
+        help="alternate: A B A B …; shuffled: a random order seeded by --order-seed (default alternate)",
+    )
+    repeat.add_argument("--order-seed", type=int, default=1, metavar="N", help="the shuffled order's seed (default 1)")
 
 
 def _add_hosts_arguments(parser: argparse.ArgumentParser) -> None:
@@ -285,6 +314,35 @@ def install_function_packages(workload, progress: Progress) -> None:
 
 
 def main(args: argparse.Namespace) -> int:
+    if args.repeats != 1 or args.vs:
+        return main_repeated(args)
+    return run_once(args)
+
+
+def main_repeated(args: argparse.Namespace) -> int:
+    """``--repeats N`` (``faasprof.experiments.repeat``): each run is ``run_once``; the folder is
+    the last line of stdout."""
+    configs = [str(find_workload(config)) for config in (args.config, *args.vs)]  # bare names: their files
+    check_repeats(args.repeats, configs)
+    for config in configs:
+        load_workload(config, seed=args.seed, grants=grants_from(args))  # bad input in any, before the first run
+    progress = Progress.to(sys.stderr, quiet=args.quiet)
+
+    def run_one(config: str, folder) -> int:
+        return run_once(argparse.Namespace(**{**vars(args), "config": config, "out": str(folder)}))
+
+    result = run_repeats(
+        configs, args.repeats, args.out, run_one, Order(args.order), args.order_seed, progress=progress
+    )
+    print(
+        f"repeats: {result.runs} runs in {result.folder}; compare them: faasprof compare {result.folder}",
+        file=sys.stderr,
+    )
+    print(result.folder, flush=True)
+    return result.exit_status
+
+
+def run_once(args: argparse.Namespace) -> int:
     args.config = str(find_workload(args.config))  # a shipped workload's bare name: its file
     workload = with_hosts(load_workload(args.config, seed=args.seed, grants=grants_from(args)), args)
     progress = Progress.to(sys.stderr, quiet=args.quiet)

@@ -30,6 +30,7 @@ import pandas as pd
 from faasprof import rundir
 from faasprof.analyzer import markup
 from faasprof.analyzer.compare import compare_runs
+from faasprof.analyzer.compare_sides import Side
 from faasprof.analyzer.frames import write_parquet
 from faasprof.analyzer.plots import new_figure
 from faasprof.analyzer.stats import QUEUE_MIN_MS, QUEUE_RATIO, is_reference, standing_queue
@@ -62,6 +63,9 @@ LAST_THIRD = "trend_completion_last_third_median_ms"
 SWEEP_FILE = "sweep.json"  # written by experiments.sweep as the sweep goes
 
 
+COMPARE_DIR = "compare"  # the comparison of the sweep's runs, inside its folder
+
+
 def load_sweep(sweep_dir: str | Path) -> dict:
     """The sweep's ``sweep.json`` (format-checked); FormatError when it is missing."""
     path = Path(sweep_dir) / SWEEP_FILE
@@ -80,7 +84,12 @@ def sweep_frame(sweep_dir: Path, progress: Progress = QUIET) -> tuple[pd.DataFra
     if not done:
         raise FormatError(f"{sweep_dir}: no point of the sweep finished; nothing to compare")
     run_dirs = [sweep_dir / p["run_dir"] for p in done]
-    result = compare_runs(run_dirs, out_dir=sweep_dir / "compare", progress=progress.say)
+    # A point's repeats are one side: its effect against the first point is stated over runs.
+    sides: dict[str, Side] = {}
+    for point, path in sorted(zip(done, run_dirs), key=lambda pair: pair[0].get("index", 0)):
+        key = json.dumps(point["values"], sort_keys=True)
+        sides.setdefault(key, Side(_point_name(point["values"]), [])).runs.append(path)
+    result = compare_runs(run_dirs, out_dir=sweep_dir / COMPARE_DIR, progress=progress.say, sides=list(sides.values()))
     frame = result["frame"].copy()
     parameters = list(log["parameters"])
     by_run = {}
@@ -95,6 +104,23 @@ def sweep_frame(sweep_dir: Path, progress: Progress = QUIET) -> tuple[pd.DataFra
     frame = pd.concat([frame.reset_index(drop=True), extra.add_prefix("sweep_")], axis=1)
     frame.attrs["units"] = units  # a setting's unit, which sweep_<name> no longer ends in
     return frame, parameters, result
+
+
+def _point_name(values: dict) -> str:
+    """A point as its side's name: ``memory_mb=256, rate=20``."""
+    return ", ".join(
+        f"{k}={v if isinstance(v, (int, float, str)) else json.dumps(v, sort_keys=True)}" for k, v in values.items()
+    )
+
+
+def sweep_effects(sweep_dir: Path) -> list[dict]:
+    """The run-level effects (``faasprof.analyzer.run_stats``) of each point against the first, as
+    the sweep's comparison wrote them; none when it was not analysed."""
+    path = Path(sweep_dir) / COMPARE_DIR / "compare.json"
+    try:
+        return json.loads(path.read_text(encoding="utf-8")).get("run_level") or []
+    except (OSError, ValueError):
+        return []
 
 
 def _scalar(value):

@@ -46,7 +46,16 @@ from faasprof.invoker.drain import ABANDONED, STALLED, drain_embedded
 from faasprof.invoker.platform_set import LOCALWHISK_DIR, PlatformSet, limit_warnings, start_embedded_platform
 from faasprof.invoker.preflight import check_out_dir
 from faasprof.invoker.run_collectors import collector_check, connect_hosts, usable_collectors
-from faasprof.invoker.run_steps import Monitors, Preflight, Prepared, Sending, hosts_check, log_check
+from faasprof.invoker.run_steps import (
+    Monitors,
+    Preflight,
+    Prepared,
+    Sending,
+    complete_rows_after_failure,
+    create_run_dir,
+    hosts_check,
+    log_check,
+)
 from faasprof.invoker.scripts import ScriptRun
 from faasprof.invoker.selfcheck import SelfCheck, replays_trace, self_check_limits
 from faasprof.invoker.send_loop import loop_name, send, sigterm_as_interrupt
@@ -57,12 +66,13 @@ from faasprof.invoker.verdict import check_thresholds, evaluate
 from faasprof.localwhisk.run_records import StoreReadError, save_store_records, store_path
 from faasprof.monitoring.collectors import tool_versions
 from faasprof.monitoring.host import collect_host
+from faasprof.monitoring.noise import HostNoise, NoiseSampler, noise_line
 from faasprof.outcomes import ACCEPTED_HTTP_OUTCOMES, pushback_line
 from faasprof.platforms.openwhisk.connection import Connection
 from faasprof.platforms.registry import platforms_used
 from faasprof.progress import QUIET, Progress
 from faasprof.rundir import RunStatus
-from faasprof.workload.schedule import Schedule, build_schedule, empty_plan_problem
+from faasprof.workload.schedule import build_schedule, empty_plan_problem
 from faasprof.workload.spec import Workload
 
 START_LEAD_NS = 50_000_000  # zero is this far after the collectors are up: the first send is not late
@@ -111,15 +121,6 @@ def execute(
             run.release()
 
 
-def _create_run_dir(out_dir: str | os.PathLike, test_name: str) -> Path:
-    try:
-        return rundir.create_run_dir(out_dir, test_name)
-    except OSError as error:
-        raise ConfigError(
-            f"--out {out_dir}: cannot create the run directory ({error.strerror or error}); pass --out DIR with a writable directory"
-        ) from None
-
-
 class Run:
     """One run of a workload, step by step (the module's docstring says why in this order), each
     step given what the one before returned: ``preflight`` → ``Preflight``; then ``run``:
@@ -158,6 +159,8 @@ class Run:
         self.status: RunStatus = RunStatus.INTERRUPTED
         # The check of issued against intended, made when the dispatch starts, read by finish.
         self.self_check: SelfCheck | None = None
+        self.noise = NoiseSampler()  # what other work took while the run went (host_noise)
+        self.host_noise: HostNoise | None = None
         self.reason: str | None = "faasprof stopped before the test started"
 
     def warn(self, text: str) -> None:
@@ -216,7 +219,7 @@ class Run:
 
     def _run_dir(self, out_dir: str | os.PathLike) -> Path:
         """The run directory, removed again by ``release`` unless a run used it."""
-        run_dir = _create_run_dir(out_dir, self.workload.test_name)
+        run_dir = create_run_dir(out_dir, self.workload.test_name)
         self.resources.callback(self._remove_unused, run_dir)
         return run_dir
 
@@ -314,6 +317,7 @@ class Run:
 
     def start_monitors(self, found: Preflight, monitors: Monitors) -> None:
         """The collectors, in order, then the ``runtime_script`` (given the test's duration)."""
+        self.noise.start()
         for collector in found.collectors:
             collector.start(found.run_dir)
             monitors.collectors.append(collector)
@@ -334,6 +338,8 @@ class Run:
 
     def stop_monitors(self, found: Preflight, monitors: Monitors) -> None:
         """The collectors stop; the ``runtime_script`` gets a grace after a complete run."""
+        self.noise.stop()
+        self.host_noise = self.noise.summary()
         for collector in monitors.collectors:
             collector.stop()
         if found.hosts is not None:
@@ -443,6 +449,10 @@ class Run:
         )
         if pushback and result.never_reached is None:
             self.warn(pushback)
+        if self.host_noise is not None:
+            self.progress.say(noise_line(self.host_noise.to_json()))
+            if self.host_noise.warning:
+                self.warn(self.host_noise.warning)
 
     # -- finish: rows, records, verdict, manifest -------------------------------------------------
 
@@ -461,7 +471,7 @@ class Run:
         log.close()
         if result is None and not senders and log.error is None:
             try:
-                _complete_rows_after_failure(found.run_dir, self.schedule, found.workload, reason)
+                complete_rows_after_failure(found.run_dir, self.schedule, found.workload, reason)
             except OSError as error:
                 log.error = f"{found.run_dir}: cannot write the run's files ({error.strerror or error}); free space on that file system or pass --out on another one"
         if log.error is None:
@@ -653,20 +663,9 @@ class Run:
             manifest.update(self_check=self.self_check.describe())
             self.warnings.extend(w for w in self.self_check.warnings if w not in self.warnings)
         manifest.warnings = self.warnings
+        if self.host_noise is not None:
+            manifest.update(host_noise=self.host_noise.to_json())
         rundir.write_manifest(found.run_dir, manifest)
-
-
-def _complete_rows_after_failure(run_dir: Path, schedule: Schedule, workload: Workload, reason: str) -> None:
-    """The send loop never ran: still one row per planned invocation, all ``not_sent``."""
-    names = [i.name for i in workload.instances]
-    functions = [i.function for i in workload.instances]
-    rundir.append_rows(
-        run_dir,
-        (
-            (seq, names[idx], functions[idx], intended, None, None, "not_sent", None, None, reason)
-            for seq, (intended, idx) in enumerate(zip(schedule.intended_ns.tolist(), schedule.instance_idx.tolist()))
-        ),
-    )
 
 
 def _utc_now() -> str:
