@@ -41,6 +41,7 @@ from faasprof.localwhisk.activation import (
     Job,
     Outcome,
     developer_error,
+    internal_error_message,
     request_failed,
     shared_tmp_hint,
     why_gone,
@@ -355,6 +356,25 @@ class Pool:
     # -- one activation ---------------------------------------------------------------------------
 
     async def _execute(self, sb: Sandbox, job: Job, how: str) -> None:
+        """Run one activation; an exception of localwhisk's own still ends it with a record (a
+        whisk internal error) and frees its sandbox, so nothing is lost nor held for good."""
+        try:
+            await self._activation(sb, job, how)
+        except Exception as error:
+            log.exception("activation %s of %s failed inside localwhisk", job.activation_id, job.action.path)
+            self._internal_error(sb, job, error)
+
+    def _internal_error(self, sb: Sandbox, job: Job, error: Exception) -> None:
+        if sb.name in self.sandboxes and sb not in self.idle and not sb.dead:
+            self._remove(sb, f"destroyed after localwhisk failed during its activation ({type(error).__name__})")
+        if job in self.running:
+            out = Outcome(status_code=3, result={"error": internal_error_message(error)}, destroy=True)
+            out.wait_end_ns = time.monotonic_ns()
+            self._finish(job, out, None)
+        if not self.closed:
+            self._drain()
+
+    async def _activation(self, sb: Sandbox, job: Job, how: str) -> None:
         out = Outcome()
         action = job.action
         timeout_s = action.timeout_ms / 1000.0

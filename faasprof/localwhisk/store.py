@@ -42,6 +42,34 @@ CREATE INDEX IF NOT EXISTS activations_ns_name_start ON activations (namespace, 
 """
 
 
+# A record as it waits for the store: (activation id, namespace, name filter key, start ms, status code, record).
+PendingRow = tuple[str, str, str, int, int, dict]
+
+
+def _encode_record(record: dict) -> str:
+    """The record's JSON text; one that cannot be encoded is stored as a whisk internal error
+    naming why, so that one bad record never stops the batch it is in (issue 44)."""
+    try:
+        return fastjson.dumps(record).decode("utf-8")
+    except (TypeError, ValueError, RecursionError) as error:
+        log.error("activation %s: its record cannot be stored as JSON (%s)", record.get("activationId"), error)
+        stand_in = {key: record.get(key) for key in ("namespace", "name", "version", "subject", "activationId")}
+        stand_in.update(
+            start=record.get("start"),
+            end=record.get("end"),
+            duration=record.get("duration"),
+            response={
+                "result": {"error": f"localwhisk could not store this activation's record: {error}"},
+                "status": "whisk internal error",
+                "success": False,
+            },
+            logs=[],
+            annotations=[],
+            publish=False,
+        )
+        return fastjson.dumps(stand_in).decode("utf-8")
+
+
 class StoreReadError(Exception):
     """A stopped instance's store cannot be read (missing, not a store, another schema)."""
 
@@ -185,7 +213,7 @@ class Store:
         if not self._queue:
             return
         ids, self._queue = self._queue, []
-        rows = []
+        rows: list[PendingRow] = []
         for activation_id in ids:
             record, name_key, status_code = self._pending[activation_id]
             rows.append((activation_id, record["namespace"], name_key, record["start"], status_code, record))
@@ -201,8 +229,8 @@ class Store:
         for activation_id in ids:
             self._pending.pop(activation_id, None)
 
-    def _write_rows(self, rows) -> None:
-        encoded = [(a, ns, n, s, c, fastjson.dumps(doc).decode("utf-8")) for a, ns, n, s, c, doc in rows]
+    def _write_rows(self, rows: list[PendingRow]) -> None:
+        encoded = [(a, ns, n, s, c, _encode_record(doc)) for a, ns, n, s, c, doc in rows]
         conn = self._conn
         conn.execute("BEGIN")
         try:

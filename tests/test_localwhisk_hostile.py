@@ -1,0 +1,181 @@
+"""localwhisk against hostile actions and requests (issue 44): text JSON carries but UTF-8 cannot,
+exceptions inside the pool, malformed web responses, zip bombs, process limits, private files."""
+
+from __future__ import annotations
+
+import asyncio
+import socket
+import time
+from concurrent.futures import ThreadPoolExecutor
+from pathlib import Path
+
+import pytest
+import requests
+from aiohttp import web
+
+from faasprof.localwhisk import pool as pool_mod
+from faasprof.localwhisk.config import Settings
+from faasprof.localwhisk.embedded import start_embedded
+from faasprof.localwhisk.server import Localwhisk
+from faasprof.localwhisk.store import Store
+from tests.localwhisk_driver import Lw
+
+pytestmark = pytest.mark.timeout(120)
+
+# Every third call answers a lone surrogate: valid JSON (JSON.stringify escapes it), no valid UTF-8.
+SURROGATE_JS = "let n = 0;\nfunction main(a) { n += 1; return n % 3 === 0 ? {s: '\\udc00', n: n} : {s: 'ok', n: n}; }\n"
+NOOP_PY = "def main(args):\n    return {'ok': True, 'a': args.get('a')}\n"
+
+
+@pytest.fixture(scope="module")
+def lw(tmp_path_factory):
+    with start_embedded(data_dir=tmp_path_factory.mktemp("lwhostile"), max_blocking_wait_ms=30000) as handle:
+        driver = Lw(handle)
+        yield driver
+        driver.client.close()
+        driver.session.close()
+
+
+def _ids(lw: Lw, name: str) -> set[str]:
+    response = lw.session.get(f"{lw.base}/activations", params={"name": name, "limit": 200}, timeout=10)
+    assert response.status_code == 200, response.text
+    return {record["activationId"] for record in response.json()}
+
+
+def test_a_lone_surrogate_in_results_loses_no_record_of_any_action(lw):
+    lw.put("surrogate", SURROGATE_JS, kind="nodejs:default")
+    lw.put("bystander", NOOP_PY)
+
+    def call(i: int) -> str:
+        name = "surrogate" if i % 2 else "bystander"
+        response = lw.session.post(f"{lw.base}/actions/{name}", params={"blocking": "true"}, json={}, timeout=30)
+        assert response.status_code in (200, 502), response.text
+        return response.json()["activationId"]
+
+    with ThreadPoolExecutor(4) as executor:
+        answered = list(executor.map(call, range(36)))
+    assert len(answered) == 36
+    time.sleep(0.2)  # past a store flush: the batches are written, not only held in memory
+    stored = _ids(lw, "surrogate") | _ids(lw, "bystander")
+    assert set(answered) <= stored
+    records = [lw.record(activation_id) for activation_id in answered]
+    results = [r["response"]["result"] for r in records if r["name"] == "surrogate"]
+    assert {"s": "\ufffd", "n": 3} in results  # made safe where it entered, nothing else changed
+    assert all(r["response"]["success"] for r in records)
+
+
+def test_a_lone_surrogate_in_invoke_bodies_leaks_no_sandbox(lw):
+    lw.put("echo_a", NOOP_PY)
+    body = b'{"a":"\\ud800"}'
+    headers = {"Content-Type": "application/json"}
+    ids = []
+    for _ in range(16):
+        response = lw.session.post(f"{lw.base}/actions/echo_a", data=body, headers=headers, timeout=10)
+        assert response.status_code == 202, response.text
+        ids.append(response.json()["activationId"])
+    records = [lw.record(activation_id, timeout_s=30) for activation_id in ids]
+    assert [r["response"]["result"] for r in records] == [{"ok": True, "a": "\ufffd"}] * 16
+    assert lw.wait_for(lambda: all(sb["state"] != "busy" for sb in lw.sandboxes("echo_a")), 5.0)
+    blocking = lw.session.post(f"{lw.base}/actions/echo_a", params={"blocking": "true"}, json={"a": 1}, timeout=10)
+    assert blocking.status_code == 200, blocking.text
+
+
+def test_web_actions_take_lone_surrogates_in_bodies_and_raw_header_bytes(lw):
+    lw.put("web_echo", NOOP_PY, annotations=[{"key": "web-export", "value": True}])
+    url = lw.handle.apihost + "/api/v1/web/guest/default/web_echo.json"
+    response = requests.post(url, data=b'{"a":"\\udc00"}', headers={"Content-Type": "application/json"}, timeout=10)
+    assert response.status_code == 200, response.text
+    assert response.json()["a"] == "\ufffd"
+    # A header value that is not UTF-8 reaches the action as __ow_headers (aiohttp decodes it with
+    # surrogateescape): the call is answered, not lost in the pool.
+    host, port = lw.handle.apihost.removeprefix("http://").split(":")
+    with socket.create_connection((host, int(port)), timeout=10) as conn:
+        conn.sendall(b"GET /api/v1/web/guest/default/web_echo.json HTTP/1.1\r\nHost: x\r\nX-Bad: \xff\xfe\r\n\r\n")
+        head = conn.recv(65536)
+    assert head.startswith(b"HTTP/1.1 200"), head[:200]
+
+
+def _serve_in_process(tmp_path: Path, monkeypatch, body):
+    """Run one localwhisk in this process (so that a test can patch the pool), call ``body(lw)``."""
+
+    async def main():
+        settings = Settings(data_dir=str(tmp_path / "lw"), port=0)
+        instance = Localwhisk(settings)
+        await instance.open()
+        runner = web.AppRunner(instance.app(), access_log=None, handle_signals=False)
+        await runner.setup()
+        site = web.TCPSite(runner, "127.0.0.1", 0)
+        await site.start()
+        port = site._server.sockets[0].getsockname()[1]  # type: ignore[union-attr]
+        instance.set_apihost(f"http://127.0.0.1:{port}")
+        try:
+            return await asyncio.get_running_loop().run_in_executor(None, body, instance, port)
+        finally:
+            await instance.close()
+            await runner.cleanup()
+
+    return asyncio.run(main())
+
+
+def test_an_exception_inside_a_pool_task_ends_its_activation_with_a_record_and_frees_the_sandbox(tmp_path, monkeypatch):
+    real_run = pool_mod.Pool._run
+
+    async def failing_run(self, sb, job, out, timeout_s):
+        if job.params.get("fail"):
+            raise RuntimeError("injected")
+        await real_run(self, sb, job, out, timeout_s)
+
+    monkeypatch.setattr(pool_mod.Pool, "_run", failing_run)
+
+    def body(instance, port):
+        base = f"http://127.0.0.1:{port}/api/v1/namespaces/_"
+        with requests.Session() as session:
+            session.auth = tuple(instance.settings.auth.split(":", 1))
+            put = session.put(
+                f"{base}/actions/inj",
+                json={"exec": {"kind": "python:3", "code": NOOP_PY}, "limits": {"memory": 256}},
+                timeout=10,
+            )
+            assert put.status_code == 200, put.text
+            failed = session.post(f"{base}/actions/inj", params={"blocking": "true"}, json={"fail": 1}, timeout=30)
+            assert failed.status_code == 500, failed.text  # a whisk internal error, as OpenWhisk answers it
+            record = failed.json()
+            assert record["response"]["status"] == "whisk internal error"
+            assert "RuntimeError: injected" in record["response"]["result"]["error"]
+            assert instance.pool.used_mb == 0 or all(sb.state != "busy" for sb in instance.pool.sandboxes.values())
+            # The pool is not held: later calls run.
+            for _ in range(3):
+                ok = session.post(f"{base}/actions/inj", params={"blocking": "true"}, json={}, timeout=30)
+                assert ok.status_code == 200, ok.text
+            listed = session.get(f"{base}/activations", params={"name": "inj"}, timeout=10)
+            assert listed.status_code == 200 and len(listed.json()) == 4
+
+    _serve_in_process(tmp_path, monkeypatch, body)
+
+
+def test_one_record_that_cannot_be_encoded_never_stops_its_batch(tmp_path):
+    def record(activation_id: str, result: object) -> dict:
+        return {
+            "namespace": "guest",
+            "name": "a",
+            "activationId": activation_id,
+            "start": 1,
+            "end": 2,
+            "response": {"result": result},
+        }
+
+    async def main():
+        store = Store(tmp_path / "s.sqlite", flush_ms=1)
+        await store.open()
+        store.put_activation(record("good1", {"s": "\udc00"}), "a", 0)
+        store.put_activation(record("bad", {"set": {1, 2}}), "a", 0)  # no JSON for a set
+        store.put_activation(record("good2", {}), "a", 0)
+        await store.flush()
+        listed = await store.list_activations("guest", None, None, None, 10, 0)
+        await store.close()
+        return {doc["activationId"]: doc for doc, _ in listed}
+
+    stored = asyncio.run(main())
+    assert set(stored) == {"good1", "bad", "good2"}
+    assert stored["good1"]["response"]["result"] == {"s": "\ufffd"}
+    assert "could not store" in stored["bad"]["response"]["result"]["error"]
