@@ -4,6 +4,7 @@ exceptions inside the pool, malformed web responses, zip bombs, process limits, 
 from __future__ import annotations
 
 import asyncio
+import json
 import socket
 import time
 from concurrent.futures import ThreadPoolExecutor
@@ -179,3 +180,78 @@ def test_one_record_that_cannot_be_encoded_never_stops_its_batch(tmp_path):
     assert set(stored) == {"good1", "bad", "good2"}
     assert stored["good1"]["response"]["result"] == {"s": "\ufffd"}
     assert "could not store" in stored["bad"]["response"]["result"]["error"]
+
+
+# The action answers whatever HTTP response the request asks for (as a hostile action could).
+ANSWER_PY = "def main(a):\n    return a['resp']\n"
+INJECTED = "HTTP/1.1 200 OK\r\nX-Injected: yes\r\nContent-Length: 2\r\n\r\nno"
+
+
+@pytest.fixture(scope="module")
+def answer(lw):
+    lw.put("answer", ANSWER_PY, annotations=[{"key": "web-export", "value": True}])
+    return lw
+
+
+def _read_response(conn: socket.socket) -> tuple[int, dict[str, str], bytes]:
+    data = b""
+    while b"\r\n\r\n" not in data:
+        chunk = conn.recv(65536)
+        assert chunk, f"connection closed after {data[:200]!r}"
+        data += chunk
+    head, _, body = data.partition(b"\r\n\r\n")
+    lines = head.decode("latin-1").split("\r\n")
+    status = int(lines[0].split()[1])
+    headers = {k.strip().lower(): v.strip() for k, _, v in (line.partition(":") for line in lines[1:])}
+    assert "transfer-encoding" not in headers, headers
+    length = int(headers["content-length"])
+    while len(body) < length:
+        chunk = conn.recv(65536)
+        assert chunk, "connection closed mid-body"
+        body += chunk
+    assert len(body) == length, f"more bytes than the response's length: {body[length:]!r}"
+    return status, headers, body
+
+
+def _post(conn: socket.socket, path: str, payload: object) -> tuple[int, dict[str, str], bytes]:
+    raw = json.dumps(payload).encode()
+    conn.sendall(
+        f"POST {path} HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\nContent-Length: {len(raw)}\r\n\r\n".encode()
+        + raw
+    )
+    return _read_response(conn)
+
+
+@pytest.mark.parametrize(
+    "resp, status",
+    [
+        ({"headers": {"Content-Length": "5"}, "body": "hello" + INJECTED}, 200),
+        ({"headers": {"Transfer-Encoding": "chunked", "Connection": "close"}, "body": "plain"}, 200),
+        ({"statusCode": "abc", "body": "x"}, 502),
+        ({"headers": ["x"], "body": "x"}, 502),
+        ({"statusCode": 99999, "body": "x"}, 502),
+        ({"statusCode": 1.5, "body": "x"}, 502),
+        ({"statusCode": True, "body": "x"}, 502),
+        ({"headers": {"X Bad": "1"}, "body": "x"}, 502),
+        ({"headers": {"X-Split": "a\r\nX-Injected: yes"}, "body": "x"}, 502),
+        ({"headers": {"X-Obj": {"a": 1}}, "body": "x"}, 502),
+        ({"statusCode": 201, "headers": {"X-Num": 1, "X-Flag": False}, "body": "made"}, 201),
+    ],
+)
+def test_web_action_responses_are_validated_and_never_break_the_connection(answer, resp, status):
+    lw = answer
+    host, port = lw.handle.apihost.removeprefix("http://").split(":")
+    with socket.create_connection((host, int(port)), timeout=10) as conn:
+        got, headers, body = _post(conn, "/api/v1/web/guest/default/answer.http", {"resp": resp})
+        assert got == status, body
+        if status == 502:
+            assert "did not produce a valid HTTP response" in json.loads(body)["error"]
+        else:
+            assert body == str(resp["body"]).encode()
+            assert "x-injected" not in headers
+        if status == 201:
+            assert headers["x-num"] == "1" and headers["x-flag"] == "false"
+        # The connection still carries the next request, and its answer is its own.
+        again, headers, body = _post(conn, "/api/v1/web/guest/default/answer.http", {"resp": {"body": "second"}})
+        assert (again, body) == (200, b"second")
+        assert "x-injected" not in headers

@@ -13,6 +13,8 @@ from __future__ import annotations
 import asyncio
 import base64
 import binascii
+import logging
+import re
 import time
 import urllib.parse
 
@@ -21,6 +23,19 @@ from aiohttp import web
 from faasprof.localwhisk.api_base import JSON, RESOURCE_DOES_NOT_EXIST, STOPPING, parse_json_body
 from faasprof.localwhisk.api_invoke import Invocations, wait_capped
 from faasprof.localwhisk.fastjson import dumps
+
+log = logging.getLogger("faasprof.localwhisk.web")
+
+ACTIVATION_HEADER = "x-openwhisk-activation-id"
+INVALID_WEB_RESPONSE = "The action did not produce a valid HTTP response."
+# RFC 9110 token characters: a header name is nothing else.
+HEADER_NAME_RE = re.compile(r"\A[!#$%&'*+\-.^_`|~0-9A-Za-z]+\Z")
+# CR, LF, NUL and the other control characters but tab end a header line or break the framing.
+FORBIDDEN_IN_VALUE_RE = re.compile(r"[\x00-\x08\x0a-\x1f\x7f]")
+# Framing and hop-by-hop headers (RFC 9110 7.6.1, 9112): the server's, never an application's.
+FRAMING_HEADERS = frozenset(
+    ("content-length", "transfer-encoding", "connection", "keep-alive", "proxy-connection", "te", "trailer", "upgrade")
+)
 
 
 class WebActions(Invocations):
@@ -85,7 +100,7 @@ class WebActions(Invocations):
         job, problem = self._accept(doc, params, accepted_ns, future)
         if problem:
             return self.error(503 if problem is STOPPING else 429, problem)
-        extra = {"x-openwhisk-activation-id": job.activation_id}
+        extra = {ACTIVATION_HEADER: job.activation_id}
         record = await wait_capped(future, self.settings.max_blocking_wait_ms / 1000.0)
         if record is None:
             return self.ok({"activationId": job.activation_id}, status=202, headers=extra)
@@ -122,7 +137,7 @@ def _web_body(raw: bytes, content_type: str, raw_http: bool) -> str:
     return raw.decode("utf-8", "replace")
 
 
-def _web_response(result, ext: str, headers: dict) -> web.Response:
+def _web_response(result: object, ext: str, headers: dict[str, str]) -> web.Response:
     if ext == "json":
         return web.Response(status=200, body=dumps(result), content_type=JSON, headers=headers)
     if ext in ("text", "html", "svg"):
@@ -138,9 +153,61 @@ def _web_response(result, ext: str, headers: dict) -> web.Response:
         return web.Response(status=200, text=str(value), content_type=ctype, headers=headers)
     if not isinstance(result, dict) or not ({"body", "statusCode", "headers"} & set(result)):
         return web.Response(status=200, body=dumps(result), content_type=JSON, headers=headers)
+    try:
+        return _http_response(result, headers)
+    except InvalidWebResponse as problem:
+        # OpenWhisk answers an action's malformed HTTP response with 502 and an error JSON.
+        log.warning("web action response refused: %s", problem)
+        return web.Response(
+            status=502,
+            body=dumps({"error": f"{INVALID_WEB_RESPONSE} ({problem})", "code": headers.get(ACTIVATION_HEADER, "")}),
+            content_type=JSON,
+            headers=headers,
+        )
+
+
+class InvalidWebResponse(ValueError):
+    """An action's HTTP response (``statusCode``, ``headers``) that HTTP cannot carry."""
+
+
+def _status_code(value: object) -> int:
+    if value is None:
+        return 200
+    if isinstance(value, bool) or not isinstance(value, int) or not 100 <= value <= 599:
+        raise InvalidWebResponse(f"statusCode {str(value)[:40]!r} is not an integer from 100 to 599")
+    return value
+
+
+def _action_headers(value: object) -> dict[str, str]:
+    """The action's headers as HTTP can carry them; framing and hop-by-hop headers are the
+    server's own and never taken from the action (as an HTTP server refuses them from its app)."""
+    if value is None:
+        return {}
+    if not isinstance(value, dict):
+        raise InvalidWebResponse("headers is not an object")
+    out: dict[str, str] = {}
+    for name, raw in value.items():
+        if not isinstance(name, str) or not HEADER_NAME_RE.match(name):
+            raise InvalidWebResponse(f"header name {str(name)[:40]!r} is not an HTTP token")
+        if isinstance(raw, bool):
+            text = "true" if raw else "false"
+        elif isinstance(raw, (str, int, float)):
+            text = str(raw)
+        else:
+            raise InvalidWebResponse(f"header {name}: value is not a string, number or boolean")
+        if FORBIDDEN_IN_VALUE_RE.search(text):
+            raise InvalidWebResponse(f"header {name}: value holds a line break or control character")
+        if name.lower() in FRAMING_HEADERS:
+            log.info("web action header %s dropped: the server frames its responses", name)
+            continue
+        out[name] = text
+    return out
+
+
+def _http_response(result: dict, headers: dict[str, str]) -> web.Response:
+    status = _status_code(result.get("statusCode"))
     out_headers = dict(headers)
-    out_headers.update({str(k): str(v) for k, v in (result.get("headers") or {}).items()})
-    status = int(result.get("statusCode") or 200)
+    out_headers.update(_action_headers(result.get("headers")))
     body = result.get("body")
     ctype = next((v for k, v in out_headers.items() if k.lower() == "content-type"), None)
     if body is None:
