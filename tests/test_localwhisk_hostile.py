@@ -4,9 +4,13 @@ exceptions inside the pool, malformed web responses, zip bombs, process limits, 
 from __future__ import annotations
 
 import asyncio
+import base64
+import io
 import json
 import socket
+import stat
 import time
+import zipfile
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
@@ -14,7 +18,9 @@ import pytest
 import requests
 from aiohttp import web
 
+from faasprof.localwhisk import archives
 from faasprof.localwhisk import pool as pool_mod
+from faasprof.localwhisk.archives import ArchiveRefused, extract_archive
 from faasprof.localwhisk.config import Settings
 from faasprof.localwhisk.embedded import start_embedded
 from faasprof.localwhisk.server import Localwhisk
@@ -255,3 +261,79 @@ def test_web_action_responses_are_validated_and_never_break_the_connection(answe
         again, headers, body = _post(conn, "/api/v1/web/guest/default/answer.http", {"resp": {"body": "second"}})
         assert (again, body) == (200, b"second")
         assert "x-injected" not in headers
+
+
+def _zip(files: dict[str, bytes]) -> str:
+    buffer = io.BytesIO()
+    with zipfile.ZipFile(buffer, "w", zipfile.ZIP_DEFLATED) as archive:
+        for name, data in files.items():
+            archive.writestr(name, data)
+    return base64.b64encode(buffer.getvalue()).decode()
+
+
+def test_a_zip_bomb_is_refused_at_put_and_never_unpacked(tmp_path):
+    # 64 MiB of zeros compress to about 64 KiB; the cap here is 16 MiB.
+    bomb = _zip({"__main__.py": b"def main(a):\n    return {}\n", "zeros.bin": bytes(64 * 1024 * 1024)})
+    assert len(bomb) < 200_000
+    with start_embedded(data_dir=tmp_path / "lw", max_unpacked_code_bytes=16 * 1024 * 1024) as handle:
+        lw = Lw(handle)
+        response = lw.session.put(
+            f"{lw.base}/actions/bomb",
+            json={"exec": {"kind": "python:3", "code": bomb, "binary": True}},
+            timeout=30,
+        )
+        assert response.status_code == 400, response.text
+        assert "max_unpacked_code_bytes 16777216" in response.json()["error"]
+        many = _zip({f"f{i}": b"" for i in range(40)})
+        response = lw.session.put(
+            f"{lw.base}/actions/many", json={"exec": {"kind": "python:3", "code": many}}, timeout=30
+        )
+        assert response.status_code == 200  # under the default entry cap
+        small = _zip({"__main__.py": b"def main(a):\n    return {'ok': 1}\n"})
+        response = lw.session.put(
+            f"{lw.base}/actions/small", json={"exec": {"kind": "python:3", "code": small}}, timeout=30
+        )
+        assert response.status_code == 200, response.text
+        assert lw.invoke("small").json()["response"]["result"] == {"ok": 1}
+        lw.session.close()
+        lw.client.close()
+
+
+def test_unpacking_stops_at_the_cap_even_when_the_directory_understates_it(tmp_path, monkeypatch):
+    code = _zip({"a.bin": bytes(3 * 1024 * 1024), "b.bin": bytes(3 * 1024 * 1024)})
+    with pytest.raises(ArchiveRefused, match="unpacks to 6291456 bytes"):
+        extract_archive(code, tmp_path / "x", 4 * 1024 * 1024, 10)
+    # As if the directory had lied: only the bytes counted while writing stop it.
+    monkeypatch.setattr(archives, "check_archive", lambda data, max_bytes, max_entries: None)
+    with pytest.raises(ArchiveRefused, match="more than max_unpacked_code_bytes"):
+        extract_archive(code, tmp_path / "x", 4 * 1024 * 1024, 10)
+    assert not (tmp_path / "x").exists()
+    monkeypatch.undo()
+    with pytest.raises(ArchiveRefused, match="entries"):
+        extract_archive(code, tmp_path / "y", 64 * 1024 * 1024, 1)
+    extract_archive(_zip({"../../evil": b"x", "ok/f": b"y"}), tmp_path / "z", 1024, 10)
+    assert (tmp_path / "z" / "evil").read_bytes() == b"x" and not (tmp_path.parent / "evil").exists()
+
+
+def test_binary_code_that_is_not_base64_is_refused(lw):
+    response = lw.session.put(
+        f"{lw.base}/actions/notb64",
+        json={"exec": {"kind": "python:3", "code": "def main(a): return {}", "binary": True}},
+        timeout=10,
+    )
+    assert response.status_code == 400, response.text
+    assert (
+        response.json()["error"]
+        == "The request content was malformed:\nexec.code is not valid base64 (exec.binary is true)"
+    )
+
+
+def test_the_data_directory_store_and_log_are_private(tmp_path):
+    data_dir = tmp_path / "lw"
+    data_dir.mkdir(mode=0o755)
+    with start_embedded(data_dir=data_dir) as handle:
+        Lw(handle).put("p", NOOP_PY)
+        assert stat.S_IMODE(data_dir.stat().st_mode) == 0o700
+        for name in ("localwhisk.sqlite", "localwhisk.sqlite-wal", "localwhisk.log"):
+            if (data_dir / name).exists() or name != "localwhisk.sqlite-wal":
+                assert stat.S_IMODE((data_dir / name).stat().st_mode) == 0o600, name

@@ -38,6 +38,7 @@ from faasprof.localwhisk.config import (
     validate_settings,
 )
 from faasprof.localwhisk.docker_sandbox import DockerUnavailable
+from faasprof.localwhisk.private import private_dir, private_file
 from faasprof.localwhisk.server import Localwhisk
 
 STATE_FILE = "localwhisk.json"
@@ -52,8 +53,8 @@ def _write_json_atomic(path: Path, obj: dict) -> None:
 
 
 def lock_data_dir(data_dir: Path):
-    """Hold an exclusive lock on the data directory for the life of the process."""
-    data_dir.mkdir(parents=True, exist_ok=True)
+    """Hold an exclusive lock on the data directory (private: 0700) for the life of the process."""
+    private_dir(data_dir)
     handle = open(data_dir / LOCK_FILE, "a+")
     try:
         fcntl.flock(handle, fcntl.LOCK_EX | fcntl.LOCK_NB)
@@ -225,6 +226,7 @@ def main(argv: list[str] | None = None) -> int:
         except (ValueError, OSError):
             pass
     log_file = Path(settings.log_file) if settings.log_file else data_dir / "localwhisk.log"
+    private_file(log_file)
     logging.basicConfig(
         filename=str(log_file), level=logging.INFO, format="%(asctime)s %(name)s %(levelname)s %(message)s"
     )

@@ -81,6 +81,16 @@ class Settings:
             "help": "largest exec.code of an action, base64 included: a zip of about 3/4 of it (whisk.exec.size-limit 48 MB)"
         },
     )
+    max_unpacked_code_bytes: int = field(
+        default=512 * 1024 * 1024,
+        metadata={
+            "help": "most bytes an action's zip may unpack to (checked at PUT and while unpacking; OpenWhisk has no such cap)"
+        },
+    )
+    max_archive_entries: int = field(
+        default=65536,
+        metadata={"help": "most entries (files and folders) in an action's zip"},
+    )
     prewarm: str = field(
         default="", metadata={"help": "stem cells, e.g. 'python:3=2,nodejs:20=1' (256 MB each) or 'nodejs:20=2@256'"}
     )
@@ -242,6 +252,8 @@ def validate_settings(settings: "Settings") -> list[str]:
         "max_blocking_wait_ms",
         "max_payload_bytes",
         "max_action_code_bytes",
+        "max_unpacked_code_bytes",
+        "max_archive_entries",
         "store_flush_ms",
     ):
         if getattr(settings, name) <= 0:

@@ -43,6 +43,7 @@ from faasprof.localwhisk.config import (
     settings_argv,
     validate_settings,
 )
+from faasprof.localwhisk.private import private_dir
 from faasprof.localwhisk.sandbox import SANDBOXES_DIR, reap_orphans
 
 # Below this many free bytes a disk counts as full: the server cannot write its store or its log.
@@ -209,7 +210,7 @@ def start_embedded(
         )
     owns = data_dir is None
     data_dir = Path(tempfile.mkdtemp(prefix="localwhisk-")) if owns else Path(data_dir).expanduser().resolve()
-    data_dir.mkdir(parents=True, exist_ok=True)
+    private_dir(data_dir)
     # Resolved like data_dir: the server runs in data_dir, where a relative log path would point elsewhere.
     log_dir = Path(log_dir).expanduser().resolve() if log_dir else data_dir
     log_dir.mkdir(parents=True, exist_ok=True)

@@ -25,8 +25,6 @@ can be read (process sandboxes), ``runCpuTimeUs`` (the sandbox's CPU time during
 from __future__ import annotations
 
 import asyncio
-import base64
-import io
 import logging
 import time
 import zipfile
@@ -46,6 +44,7 @@ from faasprof.localwhisk.activation import (
     shared_tmp_hint,
     why_gone,
 )
+from faasprof.localwhisk.archives import extract_archive
 from faasprof.localwhisk.cgroups import CgroupManager
 from faasprof.localwhisk.docker_sandbox import DockerHost, DockerSandbox
 from faasprof.localwhisk.sandbox import TIMER_SLACK_S, Sandbox, SandboxDied, format_log_line
@@ -477,7 +476,14 @@ class Pool:
                 init["code"], init["binary"] = action.code, True  # the container's proxy unpacks it
             elif action.binary:
                 directory = sb.workdir / "action"
-                await self.loop.run_in_executor(None, _extract_zip, action.code, directory)
+                await self.loop.run_in_executor(
+                    None,
+                    extract_archive,
+                    action.code,
+                    directory,
+                    self.settings.max_unpacked_code_bytes,
+                    self.settings.max_archive_entries,
+                )
                 init["dir"] = str(directory)
             else:
                 init["code"] = action.code
@@ -550,13 +556,6 @@ class Pool:
     def _finish(self, job: Job, out: Outcome, sb: Sandbox | None) -> None:
         self.running.discard(job)
         self.on_complete(job, out)
-
-
-def _extract_zip(code: str, directory: Path) -> None:
-    data = base64.b64decode(code)
-    directory.mkdir(parents=True, exist_ok=True)
-    with zipfile.ZipFile(io.BytesIO(data)) as archive:
-        archive.extractall(directory)
 
 
 def _name(sb: Sandbox) -> str:

@@ -20,6 +20,7 @@ from pathlib import Path
 from typing import Iterable
 
 from faasprof.localwhisk import fastjson
+from faasprof.localwhisk.private import private_file
 
 log = logging.getLogger("faasprof.localwhisk.store")
 
@@ -123,6 +124,11 @@ class Store:
 
     def _open(self) -> None:
         self.path.parent.mkdir(parents=True, exist_ok=True)
+        # Created 0600 before sqlite opens it: its -wal and -shm files take the same mode.
+        private_file(self.path)
+        for suffix in ("-wal", "-shm"):  # left by an older server that made them readable by all
+            if Path(f"{self.path}{suffix}").exists():
+                private_file(Path(f"{self.path}{suffix}"))
         conn = sqlite3.connect(str(self.path), check_same_thread=False, isolation_level=None)
         conn.execute("PRAGMA journal_mode=WAL")
         conn.execute("PRAGMA synchronous=NORMAL")
