@@ -79,13 +79,14 @@ def test_local_stop_under_load_finishes_in_seconds_and_records_every_accepted_ac
     data_dir = tmp_path / "lw"
     started = run_cli("local", "start", "--port", "0", "--data-dir", data_dir, "--user-memory", "256", timeout=60)
     assert started.returncode == 0, started.stderr
-    lw = Lw(_Handle(started.stdout.strip().splitlines()[-1]))
+    key = (data_dir / "auth.key").read_text().strip()  # the data directory's own (no key was given)
+    lw = Lw(_Handle(started.stdout.strip().splitlines()[-1], key))
     lw.put("slow", SLEEP_PY)
     accepted, statuses, stop_sending = [], [], threading.Event()
 
     def keep_sending():
         session = requests.Session()
-        session.auth = tuple(GUEST_AUTH.split(":", 1))
+        session.auth = tuple(key.split(":", 1))
         while not stop_sending.is_set():
             try:
                 response = session.post(lw.base + "/actions/slow", json={"s": 20}, timeout=5)

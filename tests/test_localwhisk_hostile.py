@@ -7,8 +7,10 @@ import asyncio
 import base64
 import io
 import json
+import os
 import socket
 import stat
+import sys
 import time
 import zipfile
 from concurrent.futures import ThreadPoolExecutor
@@ -18,10 +20,11 @@ import pytest
 import requests
 from aiohttp import web
 
+from faasprof.errors import NotReadyError
 from faasprof.localwhisk import archives
 from faasprof.localwhisk import pool as pool_mod
 from faasprof.localwhisk.archives import ArchiveRefused, extract_archive
-from faasprof.localwhisk.config import Settings
+from faasprof.localwhisk.config import GUEST_AUTH, Settings
 from faasprof.localwhisk.embedded import start_embedded
 from faasprof.localwhisk.server import Localwhisk
 from faasprof.localwhisk.store import Store
@@ -337,3 +340,141 @@ def test_the_data_directory_store_and_log_are_private(tmp_path):
         for name in ("localwhisk.sqlite", "localwhisk.sqlite-wal", "localwhisk.log"):
             if (data_dir / name).exists() or name != "localwhisk.sqlite-wal":
                 assert stat.S_IMODE((data_dir / name).stat().st_mode) == 0o600, name
+
+
+# Starts up to 200 processes and a double-forked daemon (which leaves the sandbox's process group
+# and session); returns how many started and the daemon's pid.
+FORKER_PY = """import os, subprocess, time
+def main(a):
+    started = 0
+    children = []
+    for _ in range(200):
+        try:
+            children.append(subprocess.Popen(["sleep", "30"]))
+            started += 1
+        except OSError:
+            break
+    for child in children:
+        child.kill()
+        child.wait()
+    read_fd, write_fd = os.pipe()
+    if os.fork() == 0:
+        os.setsid()
+        if os.fork() == 0:
+            os.write(write_fd, str(os.getpid()).encode())
+            time.sleep(300)
+        os._exit(0)
+    daemon = int(os.read(read_fd, 32))
+    return {"started": started, "daemon": daemon}
+"""
+OTHER_PYTHON = "/usr/bin/python3"  # readable by a sandbox's own user, unlike a python under /root
+
+
+def _alive(pid: int) -> bool:
+    try:
+        with open(f"/proc/{pid}/stat") as handle:
+            return handle.read().rpartition(")")[2].split()[0] != "Z"
+    except OSError:
+        return False
+
+
+@pytest.mark.skipif(os.geteuid() != 0 or not os.path.exists(OTHER_PYTHON), reason="needs root and /usr/bin/python3")
+@pytest.mark.parametrize("isolation", ["rlimit", "auto"])
+def test_sandboxes_have_a_process_limit_and_nothing_they_start_outlives_stop(tmp_path, isolation):
+    with start_embedded(
+        data_dir=tmp_path / "lw", isolation=isolation, python=OTHER_PYTHON, max_sandbox_processes=40
+    ) as handle:
+        lw = Lw(handle)
+        lw.put("forker", FORKER_PY, timeout=120000)
+        result = lw.invoke("forker").json()["response"]["result"]
+        lw.session.close()
+        lw.client.close()
+        assert 0 < result["started"] < 40, result
+        assert _alive(result["daemon"])
+    deadline = time.monotonic() + 5
+    while _alive(result["daemon"]) and time.monotonic() < deadline:
+        time.sleep(0.05)
+    assert not _alive(result["daemon"]), "a daemon an action started outlived the server's stop"
+
+
+@pytest.mark.skipif(os.geteuid() != 0, reason="needs root (the server's only way to kill every leftover)")
+def test_a_daemon_outlives_no_stop_even_without_a_user_of_its_own(tmp_path):
+    with start_embedded(data_dir=tmp_path / "lw", isolation="rlimit") as handle:
+        lw = Lw(handle)
+        lw.put("forker", FORKER_PY.replace("range(200)", "range(2)"), timeout=120000)
+        result = lw.invoke("forker").json()["response"]["result"]
+        lw.session.close()
+        lw.client.close()
+        assert _alive(result["daemon"])
+    deadline = time.monotonic() + 5
+    while _alive(result["daemon"]) and time.monotonic() < deadline:
+        time.sleep(0.05)
+    assert not _alive(result["daemon"])
+    log = (tmp_path / "lw" / "localwhisk.log").read_text()
+    assert (
+        "is not readable by other users" in log
+        or "run as the server's own user" in log
+        or sys.executable.startswith("/usr")
+    )
+
+
+SNOOP_PY = """import os
+def main(a):
+    out = {"uid": os.getuid(), "pid": os.getpid()}
+    if a.get("write"):
+        with open("/tmp/secret", "w") as handle:
+            handle.write("mine")
+    paths = ["/etc/shadow", "/proc/%d/environ" % os.getppid()]
+    if a.get("peer"):
+        paths.append("/proc/%d/root/tmp/secret" % a["peer"])
+    for path in paths:
+        try:
+            with open(path, "rb") as handle:
+                handle.read(1)
+            out[path] = "read"
+        except OSError as error:
+            out[path] = type(error).__name__
+    return out
+"""
+
+
+@pytest.mark.skipif(os.geteuid() != 0 or not os.path.exists(OTHER_PYTHON), reason="needs root and /usr/bin/python3")
+def test_process_sandboxes_cannot_read_each_other_the_server_environment_or_shadow(tmp_path):
+    with start_embedded(data_dir=tmp_path / "lw", python=OTHER_PYTHON) as handle:
+        lw = Lw(handle)
+        lw.put("owner", SNOOP_PY)
+        lw.put("snoop", SNOOP_PY)
+        owner = lw.invoke("owner", {"write": True}).json()["response"]["result"]
+        snoop = lw.invoke("snoop", {"peer": owner["pid"]}).json()["response"]["result"]
+        lw.session.close()
+        lw.client.close()
+    assert owner["uid"] != 0 and snoop["uid"] != 0 and owner["uid"] != snoop["uid"]
+    denied = {key: value for key, value in snoop.items() if key.startswith("/")}
+    assert set(denied.values()) == {"PermissionError"}, denied
+
+
+def test_a_data_directory_gets_a_key_of_its_own_and_the_guest_key_is_refused(tmp_path):
+    data_dir = tmp_path / "lw"
+    with start_embedded(data_dir=data_dir) as handle:
+        assert handle.auth != GUEST_AUTH and ":" in handle.auth
+        guest = requests.get(
+            handle.apihost + "/api/v1/namespaces/_/actions", auth=tuple(GUEST_AUTH.split(":", 1)), timeout=5
+        )
+        assert guest.status_code == 401
+        own = requests.get(
+            handle.apihost + "/api/v1/namespaces/_/actions", auth=tuple(handle.auth.split(":", 1)), timeout=5
+        )
+        assert own.status_code == 200
+        first = handle.auth
+    key_file = data_dir / "auth.key"
+    assert stat.S_IMODE(key_file.stat().st_mode) == 0o600
+    with start_embedded(data_dir=data_dir) as handle:
+        assert handle.auth == first  # the same data directory keeps its key
+    with start_embedded(data_dir=tmp_path / "other") as handle:
+        assert handle.auth != first
+
+
+def test_docker_isolation_refuses_the_guest_key(tmp_path):
+    with pytest.raises(NotReadyError, match="does not accept OpenWhisk's public guest key"):
+        with start_embedded(data_dir=tmp_path / "lw", isolation="docker", auth=GUEST_AUTH):
+            pass

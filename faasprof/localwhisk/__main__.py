@@ -30,6 +30,7 @@ from aiohttp import web
 
 from faasprof.localwhisk.config import (
     AUTH_ENV,
+    GUEST_AUTH,
     Settings,
     add_auth_file_argument,
     add_settings_arguments,
@@ -86,9 +87,21 @@ async def _listen_on_bridge(runner, gateway: str, port: int) -> int | None:
     return None
 
 
+DOCKER_GUEST_KEY = (
+    "isolation docker: the API listens on the Docker bridge too, which every container on this host reaches; "
+    "it does not accept OpenWhisk's public guest key there: leave --auth out (the data directory's own key is used) "
+    "or give another key (--auth-file F)"
+)
+
+
 async def serve(settings: Settings, port_file: Path | None, parent_pid: int | None) -> int:
     data_dir = Path(settings.data_dir)
+    if settings.isolation == "docker" and settings.auth == GUEST_AUTH:
+        # The API also listens on the Docker bridge, which every container on this host reaches.
+        print(f"localwhisk: {DOCKER_GUEST_KEY}", file=sys.stderr)
+        return 2
     lw = Localwhisk(settings)
+    lw.owns_process = True
     try:
         await lw.open()
     except DockerUnavailable as error:

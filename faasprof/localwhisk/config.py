@@ -87,6 +87,13 @@ class Settings:
             "help": "most bytes an action's zip may unpack to (checked at PUT and while unpacking; OpenWhisk has no such cap)"
         },
     )
+    max_sandbox_processes: int = field(
+        default=512,
+        metadata={
+            "help": "most processes (and threads) one sandbox may run: its pids cgroup, else RLIMIT_NPROC of its own user "
+            "(docker: --pids-limit 1024)"
+        },
+    )
     max_archive_entries: int = field(
         default=65536,
         metadata={"help": "most entries (files and folders) in an action's zip"},
@@ -254,6 +261,7 @@ def validate_settings(settings: "Settings") -> list[str]:
         "max_action_code_bytes",
         "max_unpacked_code_bytes",
         "max_archive_entries",
+        "max_sandbox_processes",
         "store_flush_ms",
     ):
         if getattr(settings, name) <= 0:

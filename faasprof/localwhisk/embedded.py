@@ -43,6 +43,7 @@ from faasprof.localwhisk.config import (
     settings_argv,
     validate_settings,
 )
+from faasprof.localwhisk.keys import data_dir_key
 from faasprof.localwhisk.private import private_dir
 from faasprof.localwhisk.sandbox import SANDBOXES_DIR, reap_orphans
 
@@ -227,7 +228,7 @@ def start_embedded(
         argv = settings_argv(all_settings)
     except ValueError as error:
         raise ConfigError(f"localwhisk settings: {error}") from None
-    auth = settings.get("auth") or GUEST_AUTH
+    auth = settings.get("auth") or data_dir_key(data_dir)  # never the public guest key unless asked
     namespace = settings.get("namespace") or GUEST_NAMESPACE
     try:
         process, state, info = launch_server(argv, data_dir, log_path, parent_pid=os.getpid(), auth=auth)

@@ -47,7 +47,8 @@ from faasprof.localwhisk.activation import (
 from faasprof.localwhisk.archives import extract_archive
 from faasprof.localwhisk.cgroups import CgroupManager
 from faasprof.localwhisk.docker_sandbox import DockerHost, DockerSandbox
-from faasprof.localwhisk.sandbox import TIMER_SLACK_S, Sandbox, SandboxDied, format_log_line
+from faasprof.localwhisk.sandbox import TIMER_SLACK_S, Sandbox, SandboxDied, format_log_line, runtime_family
+from faasprof.localwhisk.sandbox_users import SandboxUsers, kill_adopted, own, reap_adopted
 
 log = logging.getLogger("faasprof.localwhisk.pool")
 
@@ -66,6 +67,7 @@ class Pool:
         apihost: str,
         on_complete,
         prewarm: list[tuple[str, int, int]],
+        users: SandboxUsers | None = None,
     ):
         self.settings = settings
         self.user_memory_mb = settings.user_memory_mb
@@ -79,6 +81,8 @@ class Pool:
         self.apihost = apihost
         self.on_complete = on_complete
         self.prewarm_spec = prewarm
+        self.users = users  # a user per process sandbox (the server is root), else None
+        self.adopts = False  # the server's process is a subreaper: it kills what actions leave at close
         self.sandboxes: dict[str, Sandbox] = {}
         self.idle: OrderedDict[Sandbox, None] = OrderedDict()  # free warm sandboxes, least recently used first
         self.idle_peak = 0  # the most free warm sandboxes there were at once (the control-plane model's reuse)
@@ -164,6 +168,14 @@ class Pool:
             )
         if self.docker is not None:
             await self.docker.close()
+        # What an action left running (a daemon that left its group) is gone before stop returns.
+        if self.adopts:
+            keep = {sb.pid for sb in self.sandboxes.values() if sb.pid is not None}
+            killed = await self.loop.run_in_executor(None, kill_adopted, keep)
+            if killed:
+                log.warning("killed %d processes that actions left running", killed)
+        if self.users is not None:
+            await self.loop.run_in_executor(None, self.users.close)
 
     # -- scheduling -------------------------------------------------------------------------------
 
@@ -227,8 +239,20 @@ class Pool:
                 host=self.docker,
             )
         else:
+            family = runtime_family(kind) or "python"
+            uid = self.users.allocate(family) if self.users is not None else None
             sb = Sandbox(
-                name, kind, memory_mb, self.cgroups, self.workroot, self.apihost, self._on_sandbox_exit, interpreters
+                name,
+                kind,
+                memory_mb,
+                self.cgroups,
+                self.workroot,
+                self.apihost,
+                self._on_sandbox_exit,
+                interpreters,
+                uid=uid,
+                home=self.users.homes if self.users is not None and uid is not None else None,
+                max_processes=self.settings.max_sandbox_processes,
             )
         sb.prewarm_spec = None
         self.sandboxes[name] = sb
@@ -275,6 +299,8 @@ class Pool:
     def _on_sandbox_exit(self, sb: Sandbox) -> None:
         log.info("sandbox %s (%s) gone: %s", sb.name, sb.action_name or sb.kind, why_gone(sb))
         self.sandboxes.pop(sb.name, None)
+        if self.adopts:  # processes an action left that have ended since: collect them
+            reap_adopted({other.pid for other in self.sandboxes.values() if other.pid is not None})
         self.idle.pop(sb, None)
         self._release(sb)
         if not self.closed:
@@ -484,6 +510,8 @@ class Pool:
                     self.settings.max_unpacked_code_bytes,
                     self.settings.max_archive_entries,
                 )
+                if sb.uid is not None:
+                    await self.loop.run_in_executor(None, own, directory, sb.uid)
                 init["dir"] = str(directory)
             else:
                 init["code"] = action.code

@@ -22,6 +22,7 @@ from pathlib import Path
 
 from faasprof.localwhisk import fastjson
 from faasprof.localwhisk.cgroups import CgroupManager
+from faasprof.localwhisk.sandbox_users import kill_user, own
 from faasprof.procfs import process_start_ticks
 
 # Under a localwhisk's data directory: each sandbox's work directory and pid file.
@@ -101,16 +102,23 @@ class Sandbox:
         apihost: str,
         on_exit,
         interpreters: dict | None = None,
+        uid: int | None = None,
+        home: Path | None = None,
+        max_processes: int = 0,
     ):
         self.name = name
         self.kind = kind
         self.family = runtime_family(kind) or "python"
         self.memory_mb = memory_mb
         self.cgroups = cgroups
-        self.workdir = workroot / name
+        # With a user of its own (sandbox_users.py) its folders lie where that user can reach them.
+        self.uid = uid
+        self.max_processes = max_processes
+        homes = home if home is not None else workroot
+        self.workdir = homes / name
         # Outside the workdir (the action's HOME, which it may empty): read by reap_orphans after a crash.
         self.pid_file = workroot / f"{name}.pid"
-        self.tmp_dir = workroot / f"{name}.tmp"  # its /tmp: beside its folder, which stays visible inside it
+        self.tmp_dir = homes / f"{name}.tmp"  # its /tmp: beside its folder, which stays visible inside it
         self.apihost = apihost
         self.on_exit = on_exit
         self.interpreters = interpreters or {}
@@ -150,6 +158,9 @@ class Sandbox:
         """Spawn the launcher and wait for its ready line ("container created")."""
         self.workdir.mkdir(parents=True, exist_ok=True)
         self.tmp_dir.mkdir(exist_ok=True)
+        if self.uid is not None:
+            own(self.workdir, self.uid)
+            own(self.tmp_dir, self.uid)
         rlimit_mode = not self.cgroups.enabled
         if self.cgroups.enabled:
             self.cgroup_dirs = self.cgroups.create(self.name, self.memory_mb)
@@ -169,6 +180,8 @@ class Sandbox:
             "__LW_TMP": str(self.tmp_dir),
             "TMPDIR": str(self.tmp_dir),
         }
+        if self.uid is not None:
+            env["__LW_UID"] = str(self.uid)  # the launcher drops to it once its /tmp is made
         argv = launcher_argv(self.family, self.memory_mb, rlimit_mode, **self.interpreters)
         try:
             self.pid = os.posix_spawn(
@@ -191,13 +204,16 @@ class Sandbox:
             for fd in (in_r, out_w, err_w, rep_w):
                 os.close(fd)
         self._fds = {"stdin": in_w, "stdout": out_r, "stderr": err_r, "reply": rep_r}
-        _write_pid_file(self.pid_file, self.pid)
+        _write_pid_file(self.pid_file, self.pid, self.uid)
         for fd in (in_w, out_r, err_r, rep_r):
             os.set_blocking(fd, False)
         try:  # OpenWhisk runs containers with --ulimit nofile=1024:1024
             resource.prlimit(self.pid, resource.RLIMIT_NOFILE, (1024, 1024))
         except (OSError, ValueError):
             pass
+        if self.uid is not None and self.max_processes:
+            # Counted per user, so per sandbox: each has a user of its own.
+            resource.prlimit(self.pid, resource.RLIMIT_NPROC, (self.max_processes, self.max_processes))
         if self.cgroups.enabled:
             self.cgroups.attach(self.cgroup_dirs, self.pid)
         elif self.family == "python":
@@ -234,6 +250,10 @@ class Sandbox:
                 os.killpg(self.pid, signal.SIGCONT)
         except OSError:
             pass
+        # What left the group (a double-forked daemon) goes with the sandbox's user; its cgroup's
+        # processes are killed when the cgroup is removed.
+        if self.uid is not None:
+            self._loop.run_in_executor(None, kill_user, self.uid)
 
     def pause(self) -> None:
         if self.cgroups.enabled:
@@ -459,7 +479,9 @@ class Sandbox:
             self.timer.cancel()
             self.timer = None
         # rmdir of a memory cgroup takes milliseconds: do it off the event loop.
-        self._loop.run_in_executor(None, _cleanup, self.cgroups, dict(self.cgroup_dirs), self.workdir)
+        self._loop.run_in_executor(
+            None, _cleanup, self.cgroups, dict(self.cgroup_dirs), self.workdir, self.pid_file, self.uid
+        )
         self.state = "dead"
         self.on_exit(self)
 
@@ -484,20 +506,22 @@ class Sandbox:
 _TIMEOUT = object()
 
 
-def _cleanup(cgroups: CgroupManager, dirs: dict[str, Path], workdir: Path) -> None:
+def _cleanup(cgroups: CgroupManager, dirs: dict[str, Path], workdir: Path, pid_file: Path, uid: int | None) -> None:
+    if uid is not None:  # the launcher is gone; a daemon it started is not, until now
+        kill_user(uid)
     if dirs:
         cgroups.remove(dirs)
     shutil.rmtree(workdir, ignore_errors=True)
     shutil.rmtree(workdir.parent / f"{workdir.name}.tmp", ignore_errors=True)
     try:
-        (workdir.parent / f"{workdir.name}.pid").unlink()
+        pid_file.unlink()
     except OSError:
         pass
 
 
-def _write_pid_file(path: Path, pid: int) -> None:
+def _write_pid_file(path: Path, pid: int, uid: int | None) -> None:
     try:
-        path.write_text(f"{pid} {process_start_ticks(pid)}\n")
+        path.write_text(f"{pid} {process_start_ticks(pid)}" + (f" {uid}" if uid is not None else "") + "\n")
     except OSError:
         pass
 
@@ -513,9 +537,11 @@ def reap_orphans(workroot: Path) -> list[int]:
     reaped = []
     for pid_file in sorted(Path(workroot).glob("*.pid")):
         try:
-            pid, started = (int(word) for word in pid_file.read_text().split())
+            pid, started, *uid = (int(word) for word in pid_file.read_text().split())
         except (OSError, ValueError):  # unreadable, or "None": the sandbox was gone when written
             continue
+        if uid:  # a sandbox with a user of its own: all of that user's processes go
+            kill_user(uid[0])
         if pid <= 1 or process_start_ticks(pid) != started:
             continue  # gone, or the pid now belongs to another process
         try:

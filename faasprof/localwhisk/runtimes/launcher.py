@@ -89,6 +89,16 @@ def private_tmp(workdir):
     return "private"
 
 
+def drop_to_sandbox_user():
+    """Become the sandbox's own user (``$__LW_UID``, given when the server is root), after the
+    mount namespace is made: from here on the action holds no privilege (docs/security.md)."""
+    uid = os.environ.pop("__LW_UID", "")
+    if uid:
+        os.setgroups([])
+        os.setgid(int(uid))
+        os.setuid(int(uid))
+
+
 SENTINEL = "XXX_THE_END_OF_A_WHISK_ACTIVATION_XXX"
 OOM_EXIT_CODE = 86  # a MemoryError under rlimits: tell the server "memory exhausted"
 
@@ -99,6 +109,7 @@ def main_loop():
     tmp = private_tmp(workdir)
     if workdir:
         os.chdir(workdir)
+    drop_to_sandbox_user()
     stdin = sys.stdin.buffer
     stdout = sys.stdout
     stderr = sys.stderr
