@@ -24,8 +24,10 @@ from pathlib import Path
 
 try:  # uvloop: the event loop in C, several times cheaper per request than asyncio's (bench/bench_localwhisk.py)
     import uvloop
+
+    HAVE_UVLOOP = True
 except ImportError:  # pragma: no cover - a dependency everywhere but Windows
-    uvloop = None
+    HAVE_UVLOOP = False
 from aiohttp import web
 
 from faasprof.localwhisk.config import (
@@ -72,6 +74,12 @@ def lock_data_dir(data_dir: Path):
     return handle
 
 
+def _bound_port(site: web.TCPSite) -> int:
+    """The port a started site listens on (port 0 asks the kernel for one)."""
+    sockets = getattr(site._server, "sockets", None) or []
+    return int(sockets[0].getsockname()[1])
+
+
 async def _listen_on_bridge(runner, gateway: str, port: int) -> int | None:
     """Serve the API on the bridge gateway too (the same port when free); its port, or None."""
     for candidate in (port, 0):
@@ -83,8 +91,39 @@ async def _listen_on_bridge(runner, gateway: str, port: int) -> int | None:
                 "cannot listen on the docker bridge %s:%s: %s", gateway, candidate, error.strerror
             )
             continue
-        return site._server.sockets[0].getsockname()[1]
+        return _bound_port(site)
     return None
+
+
+async def _reach_from_containers(lw: Localwhisk, runner: web.AppRunner, host: str, port: int) -> str | None:
+    """Isolation docker: serve the API at the bridge gateway too (a container's loopback is its
+    own); why it cannot, or None."""
+    docker_host = lw.pool.docker if lw.pool else None
+    if docker_host is None:
+        return None
+    bridge_port: int | None = port
+    if host not in ("0.0.0.0", "::"):
+        bridge_port = await _listen_on_bridge(runner, docker_host.gateway, port)
+    if bridge_port is None:
+        return (
+            f"isolation docker: cannot listen on the docker bridge {docker_host.gateway}, so containers could not "
+            "reach the API; check that docker0 is up (restart dockerd) or use isolation process"
+        )
+    docker_host.container_apihost = f"http://{docker_host.gateway}:{bridge_port}"
+    return None
+
+
+async def _watch_parent(parent_pid: int, stop: asyncio.Event) -> None:
+    """Stop the server once the process that started it (``--parent-pid``) is gone."""
+    while not stop.is_set():
+        await asyncio.sleep(1.0)
+        try:
+            os.kill(parent_pid, 0)
+        except ProcessLookupError:
+            logging.getLogger("localwhisk").info("parent %s is gone; stopping", parent_pid)
+            stop.set()
+        except PermissionError:
+            pass
 
 
 DOCKER_GUEST_KEY = (
@@ -123,26 +162,16 @@ async def serve(settings: Settings, port_file: Path | None, parent_pid: int | No
             file=sys.stderr,
         )
         return 3
-    port = site._server.sockets[0].getsockname()[1]
+    port = _bound_port(site)
     host = settings.host if settings.host not in ("0.0.0.0", "::") else "127.0.0.1"
     lw.set_apihost(f"http://{host}:{port}")
-    docker_host = lw.pool.docker if lw.pool else None
-    if docker_host is not None:
-        # Containers reach the API at the bridge gateway (loopback is theirs, not the host's).
-        bridge_port = port
-        if settings.host not in ("0.0.0.0", "::"):
-            bridge_port = await _listen_on_bridge(runner, docker_host.gateway, port)
-        if bridge_port is None:
-            await lw.close()
-            await runner.cleanup()
-            print(
-                f"localwhisk: isolation docker: cannot listen on the docker bridge {docker_host.gateway}, so containers could not reach the API; "
-                "check that docker0 is up (restart dockerd) or use isolation process",
-                file=sys.stderr,
-            )
-            return 3
-        docker_host.container_apihost = f"http://{docker_host.gateway}:{bridge_port}"
-    lw.pool.start_prewarm()
+    problem = await _reach_from_containers(lw, runner, settings.host, port)
+    if problem:
+        await lw.close()
+        await runner.cleanup()
+        print(f"localwhisk: {problem}", file=sys.stderr)
+        return 3
+    lw.running_pool().start_prewarm()
     state = {
         "pid": os.getpid(),
         "port": port,
@@ -161,18 +190,7 @@ async def serve(settings: Settings, port_file: Path | None, parent_pid: int | No
     for sig in (signal.SIGTERM, signal.SIGINT, signal.SIGHUP):
         loop.add_signal_handler(sig, stop.set)
 
-    async def watch_parent():
-        while not stop.is_set():
-            await asyncio.sleep(1.0)
-            try:
-                os.kill(parent_pid, 0)
-            except ProcessLookupError:
-                logging.getLogger("localwhisk").info("parent %s is gone; stopping", parent_pid)
-                stop.set()
-            except PermissionError:
-                pass
-
-    watcher = loop.create_task(watch_parent()) if parent_pid else None
+    watcher = loop.create_task(_watch_parent(parent_pid, stop)) if parent_pid else None
     await stop.wait()
     if watcher:
         watcher.cancel()
@@ -194,7 +212,7 @@ async def serve(settings: Settings, port_file: Path | None, parent_pid: int | No
 
 def _run(coro):
     """Run the server's coroutine on uvloop when installed, else on asyncio's default loop."""
-    if uvloop is not None:
+    if HAVE_UVLOOP:
         return uvloop.run(coro)
     return asyncio.run(coro)
 

@@ -210,47 +210,53 @@ class Entities(ApiBase):
             return self.error(400, problem or ENTITY_NAME_ILLEGAL)
         existing = self.packages.get((ns, name))
         if request.method == "GET":
-            if existing is None:
-                return self.error(404, RESOURCE_DOES_NOT_EXIST)
-            actions = [
-                {"name": d["name"], "version": d["version"], "annotations": d["annotations"]}
-                for d in self._package_actions(name)
-            ]
-            return self.ok({**existing, "actions": actions, "feeds": []})
+            return self._package_get(name, existing)
         if request.method == "DELETE":
-            if existing is None:
-                return self.error(404, RESOURCE_DOES_NOT_EXIST)
-            contents = self._package_actions(name)
-            if contents and request.query.get("force") != "true":
-                return self.error(
-                    409,
-                    f"Package not empty (contains {len(contents)} {'entity' if len(contents) == 1 else 'entities'}). "
-                    "Set force param or delete package contents.",
-                )
-            for doc in contents:
-                self.actions.pop((doc["namespace"], doc["name"]), None)
-                await self.store.delete_action(doc["namespace"], doc["name"])
-            self.packages.pop((ns, name), None)
-            await self.store.delete_package(ns, name)
-            return self.ok(existing)
+            return await self._package_delete(request, ns, name, existing)
         if request.method != "PUT":
             return self.error(405, "HTTP method not allowed, supported methods: GET, PUT, DELETE")
-        body, problem = parse_json_body(await request.read() or b"{}")
-        if problem:
-            return self.error(400, problem)
-        if not isinstance(body, dict):
-            return self.error(400, "The request content was malformed:\nexpected a JSON object")
+        try:
+            return await self._package_put(request, ns, name, existing)
+        except Refused as refused:
+            return self.error(refused.status, refused.message)
+
+    def _package_get(self, name: str, existing: dict | None) -> web.Response:
+        if existing is None:
+            return self.error(404, RESOURCE_DOES_NOT_EXIST)
+        actions = [
+            {"name": d["name"], "version": d["version"], "annotations": d["annotations"]}
+            for d in self._package_actions(name)
+        ]
+        return self.ok({**existing, "actions": actions, "feeds": []})
+
+    async def _package_delete(self, request: web.Request, ns: str, name: str, existing: dict | None) -> web.Response:
+        if existing is None:
+            return self.error(404, RESOURCE_DOES_NOT_EXIST)
+        contents = self._package_actions(name)
+        if contents and request.query.get("force") != "true":
+            return self.error(
+                409,
+                f"Package not empty (contains {len(contents)} {'entity' if len(contents) == 1 else 'entities'}). "
+                "Set force param or delete package contents.",
+            )
+        for doc in contents:
+            self.actions.pop((doc["namespace"], doc["name"]), None)
+            await self.store.delete_action(doc["namespace"], doc["name"])
+        self.packages.pop((ns, name), None)
+        await self.store.delete_package(ns, name)
+        return self.ok(existing)
+
+    async def _package_put(self, request: web.Request, ns: str, name: str, existing: dict | None) -> web.Response:
+        body = _object_body(await request.read())
         if existing is not None and request.query.get("overwrite", "false") != "true":
-            return self.error(409, ALREADY_EXISTS)
+            raise Refused(409, ALREADY_EXISTS)
         if body.get("binding"):
-            return self.error(400, UNSUPPORTED["bindings"])
+            raise Refused(400, UNSUPPORTED["bindings"])
         parameters = body.get("parameters", existing["parameters"] if existing else [])
         annotations = body.get("annotations", existing["annotations"] if existing else [])
         for label, items in (("parameters", parameters), ("annotations", annotations)):
             if not isinstance(items, list) or not all(isinstance(p, dict) and "key" in p for p in items):
-                return self.error(
-                    400, f"The request content was malformed:\n{label} must be a list of {{key, value}} objects"
-                )
+                raise Refused(400, MALFORMED + f"{label} must be a list of {{key, value}} objects")
         doc = {
             "namespace": ns,
             "name": name,

@@ -47,59 +47,30 @@ class WebActions(Invocations):
         rest = request.match_info["rest"].split("/")
         if ns is None or len(rest) < 2:
             return self.error(404, RESOURCE_DOES_NOT_EXIST)
-        package, action_part, extra_path = rest[0], rest[1], "/".join(rest[2:])
-        name, ext = action_part, ""
-        for candidate in (".json", ".http", ".text", ".html", ".svg"):
-            if action_part.endswith(candidate):
-                name, ext = action_part[: -len(candidate)], candidate[1:]
-                break
-        doc_ns = ns if package == "default" else f"{ns}/{package}"
-        doc = self.actions.get((doc_ns, name))
+        package, (name, ext), extra_path = rest[0], _split_extension(rest[1]), "/".join(rest[2:])
+        doc = self.actions.get((ns if package == "default" else f"{ns}/{package}", name))
         annotations = {a.get("key"): a.get("value") for a in (doc or {}).get("annotations") or []}
         if doc is None or not annotations.get("web-export"):
             return self.error(404, RESOURCE_DOES_NOT_EXIST)
         if annotations.get("require-whisk-auth"):
-            problem = self.auth_problem(request)
-            if problem is not None:
-                return problem
+            denied = self.auth_problem(request)
+            if denied is not None:
+                return denied
         raw = await request.read()
         if len(raw) > self.settings.max_payload_bytes:
             return self.error(
                 413, f"Request larger than allowed: {len(raw)} > {self.settings.max_payload_bytes} bytes."
             )
-        content_type = request.content_type or ""
-        headers = {k.lower(): v for k, v in request.headers.items()}
-        ctx = {
-            "__ow_method": request.method.lower(),
-            "__ow_headers": headers,
-            "__ow_path": ("/" + extra_path) if extra_path else "",
-        }
-        request_params: dict = dict(request.query)
-        if annotations.get("raw-http"):
-            request_params = {"__ow_query": request.query_string}
-            if raw:
-                request_params["__ow_body"] = _web_body(raw, content_type, raw_http=True)
-        elif raw:
-            if content_type == JSON:
-                body, problem = parse_json_body(raw)
-                if problem:
-                    return self.error(400, problem)
-                if isinstance(body, dict):
-                    request_params.update(body)
-                else:
-                    request_params["__ow_body"] = _web_body(raw, content_type, raw_http=False)
-            elif content_type == "application/x-www-form-urlencoded":
-                request_params.update(urllib.parse.parse_qsl(raw.decode("utf-8", "replace")))
-            else:
-                request_params["__ow_body"] = _web_body(raw, content_type, raw_http=False)
-        request_params.update(ctx)
+        request_params = _request_params(request, raw, bool(annotations.get("raw-http")), extra_path)
+        if isinstance(request_params, str):
+            return self.error(400, request_params)
         params = self._params(doc, request_params)
         if isinstance(params, str):
             return self.error(400, params)
         future = asyncio.get_running_loop().create_future()
-        job, problem = self._accept(doc, params, accepted_ns, future)
-        if problem:
-            return self.error(503 if problem is STOPPING else 429, problem)
+        job = self._accept(doc, params, accepted_ns, future)
+        if isinstance(job, str):
+            return self.error(503 if job is STOPPING else 429, job)
         extra = {ACTIVATION_HEADER: job.activation_id}
         record = await wait_capped(future, self.settings.max_blocking_wait_ms / 1000.0)
         if record is None:
@@ -116,6 +87,45 @@ class WebActions(Invocations):
                 headers=extra,
             )
         return _web_response(result, ext, extra)
+
+
+def _split_extension(action_part: str) -> tuple[str, str]:
+    """``name.ext`` → (name, ext) for the extensions web actions know; else (action_part, "")."""
+    for candidate in (".json", ".http", ".text", ".html", ".svg"):
+        if action_part.endswith(candidate):
+            return action_part[: -len(candidate)], candidate[1:]
+    return action_part, ""
+
+
+def _request_params(request: web.Request, raw: bytes, raw_http: bool, extra_path: str) -> dict | str:
+    """The action's parameters from the HTTP request (query, body, ``__ow_*``), or OpenWhisk's
+    400 message for a JSON body that does not parse."""
+    content_type = request.content_type or ""
+    params: dict = dict(request.query)
+    if raw_http:
+        params = {"__ow_query": request.query_string}
+        if raw:
+            params["__ow_body"] = _web_body(raw, content_type, raw_http=True)
+    elif raw and content_type == JSON:
+        body, problem = parse_json_body(raw)
+        if problem:
+            return problem
+        if isinstance(body, dict):
+            params.update(body)
+        else:
+            params["__ow_body"] = _web_body(raw, content_type, raw_http=False)
+    elif raw and content_type == "application/x-www-form-urlencoded":
+        params.update(urllib.parse.parse_qsl(raw.decode("utf-8", "replace")))
+    elif raw:
+        params["__ow_body"] = _web_body(raw, content_type, raw_http=False)
+    params.update(
+        {
+            "__ow_method": request.method.lower(),
+            "__ow_headers": {k.lower(): v for k, v in request.headers.items()},
+            "__ow_path": ("/" + extra_path) if extra_path else "",
+        }
+    )
+    return params
 
 
 def _is_binary_type(content_type: str) -> bool:

@@ -65,30 +65,10 @@ def _remove_tree(path: Path, kill: bool = True) -> None:
     for child in sorted((p for p in path.iterdir() if p.is_dir()), reverse=True):
         _remove_tree(child, kill)
     if kill:
-        freezer_state = path / "freezer.state"
-        if freezer_state.exists():
-            try:
-                freezer_state.write_text("THAWED")
-            except OSError:
-                pass
-        if (path / "cgroup.freeze").exists():  # v2: a frozen task holds a pending SIGKILL until thawed
-            try:
-                (path / "cgroup.freeze").write_text("0")
-            except OSError:
-                pass
-        for _ in range(50):
-            try:
-                pids = [int(p) for p in (path / "cgroup.procs").read_text().split()]
-            except OSError:
-                pids = []
-            if not pids:
-                break
-            for pid in pids:
-                try:
-                    os.kill(pid, signal.SIGKILL)
-                except OSError:
-                    pass
-            time.sleep(0.01)
+        # v1 freezer, v2 cgroup.freeze: a frozen task holds a pending SIGKILL until thawed.
+        _try_write(path / "freezer.state", "THAWED", only_if_present=True)
+        _try_write(path / "cgroup.freeze", "0", only_if_present=True)
+        _kill_members(path)
     for _ in range(50):
         try:
             path.rmdir()
@@ -97,6 +77,23 @@ def _remove_tree(path: Path, kill: bool = True) -> None:
             return
         except OSError:
             time.sleep(0.01)
+
+
+def _kill_members(path: Path) -> None:
+    """SIGKILL the processes in a cgroup until none is left (a forking one may add more)."""
+    for _ in range(50):
+        try:
+            pids = [int(p) for p in (path / "cgroup.procs").read_text().split()]
+        except OSError:
+            pids = []
+        if not pids:
+            return
+        for pid in pids:
+            try:
+                os.kill(pid, signal.SIGKILL)
+            except OSError:
+                pass
+        time.sleep(0.01)
 
 
 class CgroupManager:
@@ -245,7 +242,10 @@ class CgroupManager:
         return {c: str(p) for c, p in self.parents.items()}
 
 
-def _try_write(path: Path, value: str) -> None:
+def _try_write(path: Path, value: str, only_if_present: bool = False) -> None:
+    """Write a cgroup file where the kernel allows; ``only_if_present``: never create it."""
+    if only_if_present and not path.exists():
+        return
     try:
         path.write_text(value)
     except OSError:

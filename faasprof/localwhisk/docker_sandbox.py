@@ -35,6 +35,7 @@ import secrets
 import struct
 import time
 from pathlib import Path
+from typing import Awaitable
 
 import aiohttp
 
@@ -299,7 +300,9 @@ class DockerSandbox(Sandbox):
 
     async def start(self, timeout_s: float = 30.0) -> None:
         """Create, attach, start; the proxy's readiness is checked by the first /init (as OpenWhisk)."""
-        config = self.host.container_config(self.container_name, self.kind, self.memory_mb, self.host.container_apihost)
+        config = self.host.container_config(
+            self.container_name, self.kind, self.memory_mb, self.host.container_apihost or self.apihost
+        )
         try:
             info = await asyncio.wait_for(self._create_and_start(config), timeout_s)
         except (TimeoutError, asyncio.TimeoutError, DockerError, DockerUnavailable, KeyError) as error:
@@ -339,7 +342,8 @@ class DockerSandbox(Sandbox):
             self._attach.close()
         if self.container_id:
             try:
-                await self.host.remove(self.container_id)
+                if self.container_id is not None:
+                    await self.host.remove(self.container_id)
             except (DockerError, DockerUnavailable):
                 pass
         self.pid = None
@@ -362,7 +366,8 @@ class DockerSandbox(Sandbox):
                 except OSError:
                     pass
             try:
-                await self.host.remove(self.container_id)
+                if self.container_id is not None:
+                    await self.host.remove(self.container_id)
             except (DockerError, DockerUnavailable):
                 pass
         # Normally the attach stream has ended by now; make sure the pool hears of the exit.
@@ -397,7 +402,7 @@ class DockerSandbox(Sandbox):
                 log.warning("sandbox %s (%s): %s", self.name, self.container_name, self.death_reason)
                 self.kill()
 
-    def resume(self) -> asyncio.Task | None:
+    def resume(self) -> Awaitable[None] | None:
         """Docker unpause; the pool awaits the returned task (and the next request does too)."""
         if self.host.pause_mode == "freezer":
             self._freeze(False)
@@ -499,6 +504,8 @@ class DockerSandbox(Sandbox):
                 await self._await_death()
 
     async def _post_once(self, url: str, data: bytes) -> tuple[int, bytes]:
+        if self.host.http is None:
+            raise ConnectionError("the Docker host is closed")
         async with self.host.http.post(url, data=data, headers={"Content-Type": "application/json"}) as response:
             return response.status, await response.read()
 
@@ -550,7 +557,8 @@ class DockerSandbox(Sandbox):
             self.state = "removing"
             try:
                 async with self._ops:
-                    await self.host.remove(self.container_id)
+                    if self.container_id is not None:
+                        await self.host.remove(self.container_id)
             except (DockerError, DockerUnavailable):
                 pass
         self._died()

@@ -210,7 +210,10 @@ def start_embedded(
             f"localwhisk settings: {problems[0]}", problems=[f"localwhisk settings: {p}" for p in problems]
         )
     owns = data_dir is None
-    data_dir = Path(tempfile.mkdtemp(prefix="localwhisk-")) if owns else Path(data_dir).expanduser().resolve()
+    if data_dir is None:
+        data_dir = Path(tempfile.mkdtemp(prefix="localwhisk-"))
+    else:
+        data_dir = Path(data_dir).expanduser().resolve()
     private_dir(data_dir)
     # Resolved like data_dir: the server runs in data_dir, where a relative log path would point elsewhere.
     log_dir = Path(log_dir).expanduser().resolve() if log_dir else data_dir

@@ -226,6 +226,7 @@ class Pool:
         self._counter += 1
         name = f"wsk{self._counter}"
         interpreters = {"python": self.settings.python, "node": self.settings.node}
+        sb: Sandbox
         if self.docker is not None:
             sb = DockerSandbox(
                 name,
@@ -440,10 +441,8 @@ class Pool:
                 out.wait_end_ns = time.monotonic_ns()
         sb.activations += 1
         if out.destroy or sb.dead:
-            self._remove(
-                sb,
-                "destroyed after its activation failed (" + str((out.result or {}).get("error", "error"))[:120] + ")",
-            )
+            failure = out.result.get("error", "error") if isinstance(out.result, dict) else "error"
+            self._remove(sb, "destroyed after its activation failed (" + str(failure)[:120] + ")")
         else:
             self._became_free(sb)
         self._drain()
@@ -496,7 +495,13 @@ class Pool:
                 "__OW_DEADLINE": str(deadline_ms),
             }
         )
-        init = {"main": action.main or "main", "env": env, "code": None, "dir": None, "name": action.name}
+        init: dict[str, object] = {
+            "main": action.main or "main",
+            "env": env,
+            "code": None,
+            "dir": None,
+            "name": action.name,
+        }
         try:
             if action.binary and getattr(sb, "takes_archives", False):
                 init["code"], init["binary"] = action.code, True  # the container's proxy unpacks it

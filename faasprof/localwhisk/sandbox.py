@@ -19,6 +19,7 @@ import signal
 import sys
 import time
 from pathlib import Path
+from typing import Awaitable
 
 from faasprof.localwhisk import fastjson
 from faasprof.localwhisk.cgroups import CgroupManager
@@ -258,14 +259,16 @@ class Sandbox:
     def pause(self) -> None:
         if self.cgroups.enabled:
             self.cgroups.freeze(self.cgroup_dirs)
-        else:
+        elif self.pid is not None:
             os.killpg(self.pid, signal.SIGSTOP)
 
-    def resume(self) -> None:
+    def resume(self) -> Awaitable[None] | None:
+        """Thaw the sandbox; a docker sandbox returns what to await for its unpause."""
         if self.cgroups.enabled:
             self.cgroups.thaw(self.cgroup_dirs)
-        else:
+        elif self.pid is not None:
             os.killpg(self.pid, signal.SIGCONT)
+        return None
 
     def cpu_time_ns(self) -> int | None:
         """CPU time the sandbox has used so far (ns); None where it cannot be read.
@@ -447,13 +450,16 @@ class Sandbox:
 
     def _on_pidfd(self) -> None:
         """The launcher exited: reap it, fail what waits on it, release fds, cgroups and workdir."""
-        self._loop.remove_reader(self._pidfd)
+        pidfd, pid = self._pidfd, self.pid
+        if pidfd is None or pid is None:  # already handled
+            return
+        self._loop.remove_reader(pidfd)
         try:
-            _, status = os.waitpid(self.pid, os.WNOHANG)
+            _, status = os.waitpid(pid, os.WNOHANG)
             self.exit_status = os.waitstatus_to_exitcode(status)
         except ChildProcessError:
             self.exit_status = None
-        os.close(self._pidfd)
+        os.close(pidfd)
         self._pidfd = None
         # Drain whatever the launcher wrote before dying so its last log lines are kept.
         for stream in ("stdout", "stderr"):

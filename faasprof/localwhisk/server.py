@@ -291,7 +291,11 @@ class Localwhisk(Entities, WebActions, Activations):
 
     async def pool_status(self, request: web.Request) -> web.Response:
         return self.ok(
-            {"localwhisk": self.describe(), "pool": self.pool.describe(), "records_written": self.store.written}
+            {
+                "localwhisk": self.describe(),
+                "pool": self.running_pool().describe(),
+                "records_written": self.store.written,
+            }
         )
 
     async def in_flight(self, request: web.Request) -> web.Response:

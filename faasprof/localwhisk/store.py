@@ -116,6 +116,11 @@ class Store:
         self.written = 0
         self._tasks: set[asyncio.Task] = set()  # strong references to scheduled flushes
 
+    def _db(self) -> sqlite3.Connection:
+        if self._conn is None:
+            raise RuntimeError(f"{self.path}: the store is not open")
+        return self._conn
+
     async def _run(self, fn, *args):
         return await asyncio.get_running_loop().run_in_executor(self._executor, fn, *args)
 
@@ -147,45 +152,45 @@ class Store:
             await self.flush()
         except Exception as error:  # keep stopping (sandboxes, cgroups) even if the disk failed
             log.error("final write of %d activation records failed: %s", len(self._queue), error)
-        await self._run(self._conn.close)
+        await self._run(self._db().close)
         self._executor.shutdown(wait=True)
 
     # -- actions (rare, written synchronously on the store thread) ------------------------------
 
     async def load_actions(self) -> list[dict]:
         def q():
-            return [json.loads(doc) for (doc,) in self._conn.execute("SELECT doc FROM actions")]
+            return [json.loads(doc) for (doc,) in self._db().execute("SELECT doc FROM actions")]
 
         return await self._run(q)
 
     async def put_action(self, namespace: str, name: str, doc: dict) -> None:
         text = json.dumps(doc)
         await self._run(
-            lambda: self._conn.execute("INSERT OR REPLACE INTO actions VALUES (?,?,?)", (namespace, name, text))
+            lambda: self._db().execute("INSERT OR REPLACE INTO actions VALUES (?,?,?)", (namespace, name, text))
         )
 
     async def delete_action(self, namespace: str, name: str) -> None:
         await self._run(
-            lambda: self._conn.execute("DELETE FROM actions WHERE namespace=? AND name=?", (namespace, name))
+            lambda: self._db().execute("DELETE FROM actions WHERE namespace=? AND name=?", (namespace, name))
         )
 
     # -- packages (as rare as actions) -----------------------------------------------------------
 
     async def load_packages(self) -> list[dict]:
         def q():
-            return [json.loads(doc) for (doc,) in self._conn.execute("SELECT doc FROM packages")]
+            return [json.loads(doc) for (doc,) in self._db().execute("SELECT doc FROM packages")]
 
         return await self._run(q)
 
     async def put_package(self, namespace: str, name: str, doc: dict) -> None:
         text = json.dumps(doc)
         await self._run(
-            lambda: self._conn.execute("INSERT OR REPLACE INTO packages VALUES (?,?,?)", (namespace, name, text))
+            lambda: self._db().execute("INSERT OR REPLACE INTO packages VALUES (?,?,?)", (namespace, name, text))
         )
 
     async def delete_package(self, namespace: str, name: str) -> None:
         await self._run(
-            lambda: self._conn.execute("DELETE FROM packages WHERE namespace=? AND name=?", (namespace, name))
+            lambda: self._db().execute("DELETE FROM packages WHERE namespace=? AND name=?", (namespace, name))
         )
 
     # -- activations ----------------------------------------------------------------------------
@@ -237,7 +242,7 @@ class Store:
 
     def _write_rows(self, rows: list[PendingRow]) -> None:
         encoded = [(a, ns, n, s, c, _encode_record(doc)) for a, ns, n, s, c, doc in rows]
-        conn = self._conn
+        conn = self._db()
         conn.execute("BEGIN")
         try:
             conn.executemany("INSERT OR REPLACE INTO activations VALUES (?,?,?,?,?,?)", encoded)
@@ -253,9 +258,13 @@ class Store:
             return pending[0] if pending[0]["namespace"] == namespace else None
 
         def q():
-            return self._conn.execute(
-                "SELECT doc FROM activations WHERE activation_id=? AND namespace=?", (activation_id, namespace)
-            ).fetchone()
+            return (
+                self._db()
+                .execute(
+                    "SELECT doc FROM activations WHERE activation_id=? AND namespace=?", (activation_id, namespace)
+                )
+                .fetchone()
+            )
 
         row = await self._run(q)
         return fastjson.loads(row[0]) if row else None
@@ -287,11 +296,15 @@ class Store:
 
         def q():
             if count:
-                return self._conn.execute(f"SELECT COUNT(*) FROM activations WHERE {clause}", args).fetchone()[0]
-            rows = self._conn.execute(
-                f"SELECT doc, status_code FROM activations WHERE {clause} ORDER BY start_ms DESC, rowid DESC LIMIT ? OFFSET ?",
-                args + [limit, skip],
-            ).fetchall()
+                return self._db().execute(f"SELECT COUNT(*) FROM activations WHERE {clause}", args).fetchone()[0]
+            rows = (
+                self._db()
+                .execute(
+                    f"SELECT doc, status_code FROM activations WHERE {clause} ORDER BY start_ms DESC, rowid DESC LIMIT ? OFFSET ?",
+                    args + [limit, skip],
+                )
+                .fetchall()
+            )
             return [(fastjson.loads(doc), code) for doc, code in rows]
 
         return await self._run(q)
