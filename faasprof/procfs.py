@@ -45,3 +45,18 @@ def pid_alive(pid: int) -> bool:
     except PermissionError:
         return True
     return True
+
+
+def owner_alive(pid: int, start_ticks: int | None) -> bool:
+    """Whether ``pid`` still runs and is the process that wrote the state (its start time, when known)."""
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        pass
+    if start_ticks is not None:
+        now = process_start_ticks(pid)
+        if now is not None and now != start_ticks:
+            return False  # the pid was reused by another process
+    return True

@@ -18,7 +18,7 @@ import requests
 
 from faasprof.localwhisk.config import AUTH_ENV, GUEST_AUTH, Settings, validate_settings
 from faasprof.localwhisk.embedded import start_embedded
-from faasprof.localwhisk.sandbox import reap_orphans
+from faasprof.localwhisk.sandbox_users import reap_orphans
 from tests.conftest import REPO_ROOT, run_cli
 from tests.localwhisk_driver import Lw
 

@@ -45,7 +45,8 @@ from faasprof.localwhisk.config import (
 )
 from faasprof.localwhisk.keys import data_dir_key
 from faasprof.localwhisk.private import private_dir
-from faasprof.localwhisk.sandbox import SANDBOXES_DIR, reap_orphans
+from faasprof.localwhisk.sandbox import SANDBOXES_DIR
+from faasprof.localwhisk.sandbox_users import reap_orphans
 
 # Below this many free bytes a disk counts as full: the server cannot write its store or its log.
 FULL_DISK_BYTES = 1024 * 1024

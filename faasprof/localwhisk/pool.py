@@ -47,8 +47,15 @@ from faasprof.localwhisk.activation import (
 from faasprof.localwhisk.archives import extract_archive
 from faasprof.localwhisk.cgroups import CgroupManager
 from faasprof.localwhisk.docker_sandbox import DockerHost, DockerSandbox
-from faasprof.localwhisk.sandbox import TIMER_SLACK_S, Sandbox, SandboxDied, format_log_line, runtime_family
+from faasprof.localwhisk.sandbox import (
+    TIMER_SLACK_S,
+    Sandbox,
+    SandboxDied,
+    format_log_line,
+    runtime_family,
+)
 from faasprof.localwhisk.sandbox_users import SandboxUsers, kill_adopted, own, reap_adopted
+from faasprof.localwhisk.states import SandboxState, StartKind
 
 log = logging.getLogger("faasprof.localwhisk.pool")
 
@@ -125,12 +132,12 @@ class Pool:
         prewarm = []
         for sb in self.sandboxes.values():
             if sb.action_name is None:
-                prewarm.append({"kind": sb.kind, "memory_mb": sb.memory_mb, "state": sb.state})
+                prewarm.append({"kind": sb.kind, "memory_mb": sb.memory_mb, "state": sb.state.value})
                 continue
             entry = actions.setdefault(
                 sb.action_name, {"warm": 0, "paused": 0, "busy": 0, "starting": 0, "removing": 0}
             )
-            state = {"idle": "warm", "prewarm": "warm"}.get(sb.state, sb.state)
+            state = {SandboxState.IDLE: "warm", SandboxState.PREWARM: "warm"}.get(sb.state, sb.state.value)
             entry[state] = entry.get(state, 0) + 1
         return {
             "user_memory_mb": self.user_memory_mb,
@@ -190,20 +197,19 @@ class Pool:
             offered = iter(delays_mod.openwhisk_order(self.idle, self.idle_peak > delays_mod.SMALL_MAP_ENTRIES, _name))
         for sb in offered:
             if sb.key == key:
-                how = "resumed" if sb.state == "paused" else "warm"
+                how = StartKind.RESUMED if sb.state is SandboxState.PAUSED else StartKind.WARM
                 self._dispatch(sb, job, how)
                 return True
         # 3. prewarmed stem cell with exact kind and memory
         for sb in self.sandboxes.values():
-            if sb.state == "prewarm" and sb.kind == action.kind and sb.memory_mb == action.memory_mb:
-                sb.prewarm_spec = None
-                self._dispatch(sb, job, "prewarmed")
+            if sb.state is SandboxState.PREWARM and sb.kind == action.kind and sb.memory_mb == action.memory_mb:
+                self._dispatch(sb, job, StartKind.PREWARMED)
                 self._ensure_prewarm()
                 return True
         need = action.memory_mb
         # 4. cold start if the memory fits
         if self.used_mb + need <= self.user_memory_mb:
-            self._cold(job, "cold")
+            self._cold(job, StartKind.COLD)
             return True
         # 5. evict least-recently-used idle warm sandboxes (never busy ones, never stem cells)
         freeable = sum(sb.memory_mb for sb in self.idle)
@@ -211,7 +217,7 @@ class Pool:
             while self.used_mb + need > self.user_memory_mb:
                 victim = next(iter(self.idle))
                 self._remove(victim)
-            self._cold(job, "recreated")
+            self._cold(job, StartKind.RECREATED)
             return True
         return False
 
@@ -255,34 +261,27 @@ class Pool:
                 home=self.users.homes if self.users is not None and uid is not None else None,
                 max_processes=self.settings.max_sandbox_processes,
             )
-        sb.prewarm_spec = None
         self.sandboxes[name] = sb
         self.counted.add(sb)
         self.used_mb += memory_mb
         return sb
 
-    def _cold(self, job: Job, how: str) -> None:
+    def _cold(self, job: Job, how: StartKind) -> None:
         self.cold_starts += 1
         sb = self._new_sandbox(job.action.kind, job.action.memory_mb)
-        sb.action_name = job.action.name
         self._dispatch(sb, job, how)
 
-    def _dispatch(self, sb: Sandbox, job: Job, how: str) -> None:
-        if sb.timer:
-            sb.timer.cancel()
-            sb.timer = None
+    def _dispatch(self, sb: Sandbox, job: Job, how: StartKind) -> None:
         self.idle.pop(sb, None)
-        if how not in ("cold", "recreated"):
-            sb.state = "busy"
-        sb.action_name = job.action.name
-        job.container_state = how
+        sb.take(job.action.name, how)
+        job.container_state = how.value
         self.running.add(job)
         task = self.loop.create_task(self._execute(sb, job, how))
         self._tasks.add(task)
         task.add_done_callback(self._tasks.discard)
 
     def _remove(self, sb: Sandbox, why: str | None = None) -> None:
-        sb.death_reason = sb.death_reason or why
+        sb.note_death(why)
         self.idle.pop(sb, None)
         self._release(sb)
         if sb.pid is None:  # never spawned (cancelled while waiting for a creation slot)
@@ -309,18 +308,15 @@ class Pool:
             self._drain()
 
     def _became_free(self, sb: Sandbox) -> None:
-        sb.state = "idle"
-        sb.last_used_ns = time.monotonic_ns()
+        sb.became_idle()
         self.idle[sb] = None
         self.idle.move_to_end(sb)
         self.idle_peak = max(self.idle_peak, len(self.idle))
-        if sb.timer:
-            sb.timer.cancel()
-        sb.timer = self.loop.call_later(self.pause_grace_s + TIMER_SLACK_S, self._pause, sb)
+        sb.set_timer(self.loop.call_later(self.pause_grace_s + TIMER_SLACK_S, self._pause, sb))
 
     def _pause(self, sb: Sandbox) -> None:
-        sb.timer = None
-        if sb.state != "idle" or sb.dead:
+        sb.timer_fired()
+        if sb.state is not SandboxState.IDLE or sb.dead:
             return
         try:
             sb.pause()
@@ -329,12 +325,12 @@ class Pool:
             log.warning("pause of %s failed (%s); removing it", sb.name, error)
             self._remove(sb, f"its pause failed ({error}); removed, as OpenWhisk removes a container it cannot pause")
             return
-        sb.state = "paused"
-        sb.timer = self.loop.call_later(self.idle_timeout_s, self._idle_remove, sb)
+        sb.paused()
+        sb.set_timer(self.loop.call_later(self.idle_timeout_s, self._idle_remove, sb))
 
     def _idle_remove(self, sb: Sandbox) -> None:
-        sb.timer = None
-        if sb.state == "paused":
+        sb.timer_fired()
+        if sb.state is SandboxState.PAUSED:
             self._remove(sb, f"idle for {self.idle_timeout_s:g} s (idle timeout)")
             self._drain()
 
@@ -347,7 +343,7 @@ class Pool:
             have = sum(1 for sb in self.sandboxes.values() if sb.prewarm_spec == (kind, memory_mb))
             while have < count and self.used_mb + memory_mb <= self.user_memory_mb:
                 sb = self._new_sandbox(kind, memory_mb)
-                sb.prewarm_spec = (kind, memory_mb)
+                sb.stem_cell_of((kind, memory_mb))
                 task = self.loop.create_task(self._start_prewarm(sb))
                 self._tasks.add(task)
                 task.add_done_callback(self._tasks.discard)
@@ -362,12 +358,12 @@ class Pool:
             log.warning(
                 "prewarm %s (%s) failed to start (%d in a row): %s", sb.name, sb.kind, self.prewarm_failures, error
             )
-            sb.prewarm_spec = None
+            sb.stem_cell_of(None)
             self._remove_failed(sb)
             return
         self.prewarm_failures = 0
-        if sb.state == "starting":
-            sb.state = "prewarm"
+        if sb.state is SandboxState.STARTING:
+            sb.started_as_stem_cell()
             self._drain()
 
     def _remove_failed(self, sb: Sandbox) -> None:
@@ -381,7 +377,7 @@ class Pool:
 
     # -- one activation ---------------------------------------------------------------------------
 
-    async def _execute(self, sb: Sandbox, job: Job, how: str) -> None:
+    async def _execute(self, sb: Sandbox, job: Job, how: StartKind) -> None:
         """Run one activation; an exception of localwhisk's own still ends it with a record (a
         whisk internal error) and frees its sandbox, so nothing is lost nor held for good."""
         try:
@@ -400,7 +396,7 @@ class Pool:
         if not self.closed:
             self._drain()
 
-    async def _activation(self, sb: Sandbox, job: Job, how: str) -> None:
+    async def _activation(self, sb: Sandbox, job: Job, how: StartKind) -> None:
         out = Outcome()
         action = job.action
         timeout_s = action.timeout_ms / 1000.0
@@ -409,7 +405,7 @@ class Pool:
             if self.delays:
                 delay_s = self.delays.before_s(how)
                 await asyncio.sleep(delay_s + TIMER_SLACK_S if delay_s > 0 else 0)
-            if how in ("cold", "recreated"):
+            if how.creates:
                 try:
                     async with self.create_sem:
                         await sb.start()
@@ -421,14 +417,14 @@ class Pool:
                     self._finish(job, out, None)
                     self._drain()
                     return
-                sb.state = "busy"
+                sb.started_for_action()
                 self._note_tmp(sb)
-            elif how == "resumed" and not await self._resumed(sb):
+            elif how is StartKind.RESUMED and not await self._resumed(sb):
                 # The platform failed (a pause or unpause that did not take): the call never reached
                 # the sandbox, so it is not the action's fault; it runs on a new one instead.
                 self.running.discard(job)
                 self._remove(sb, sb.death_reason or "its resume failed")
-                self._cold(job, "cold")
+                self._cold(job, StartKind.COLD)
                 return
             if sb.key is None:
                 await self._init(sb, job, out, timeout_s)
@@ -439,7 +435,7 @@ class Pool:
             out.status_code, out.result, out.destroy = 3, {"error": STOPPED_ERROR}, True
             if out.wait_end_ns is None:
                 out.wait_end_ns = time.monotonic_ns()
-        sb.activations += 1
+        sb.ended_activation()
         if out.destroy or sb.dead:
             failure = out.result.get("error", "error") if isinstance(out.result, dict) else "error"
             self._remove(sb, "destroyed after its activation failed (" + str(failure)[:120] + ")")
@@ -476,9 +472,9 @@ class Pool:
             if resumed is not None:
                 await resumed
         except OSError as error:
-            sb.death_reason = sb.death_reason or f"its resume failed ({error})"
+            sb.note_death(f"its resume failed ({error})")
             return False
-        return not sb.dead and sb.state != "removing"
+        return not sb.dead and sb.state != SandboxState.REMOVING
 
     async def _init(self, sb: Sandbox, job: Job, out: Outcome, timeout_s: float) -> None:
         action = job.action
@@ -535,7 +531,7 @@ class Pool:
             message = reply.get("init_error") or reply.get("developer_error")
             developer_error(out, f"The action failed during initialization: {message}")
             return
-        sb.key = job.action.key
+        sb.initialised_for(job.action.key)
 
     async def _run(self, sb: Sandbox, job: Job, out: Outcome, timeout_s: float) -> None:
         action = job.action
@@ -553,7 +549,7 @@ class Pool:
         }
         if action.api_key:
             message["api_key"] = action.api_key  # only with a truthy provide-api-key annotation, as OpenWhisk
-        sb.log_limit_bytes = action.logs_mb * 1024 * 1024
+        sb.limit_logs(action.logs_mb * 1024 * 1024)
         cpu_before_ns = sb.cpu_time_ns()
         try:
             reply = await sb.request(message, timeout_s)

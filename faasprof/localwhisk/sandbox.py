@@ -24,6 +24,7 @@ from typing import Awaitable
 from faasprof.localwhisk import fastjson
 from faasprof.localwhisk.cgroups import CgroupManager
 from faasprof.localwhisk.sandbox_users import kill_user, own
+from faasprof.localwhisk.states import SandboxState, StartKind
 from faasprof.procfs import process_start_ticks
 
 # Under a localwhisk's data directory: each sandbox's work directory and pid file.
@@ -123,7 +124,7 @@ class Sandbox:
         self.apihost = apihost
         self.on_exit = on_exit
         self.interpreters = interpreters or {}
-        self.state = "starting"
+        self.state = SandboxState.STARTING
         self.key: tuple | None = None  # the action (namespace, name, revision) this sandbox was initialised with
         self.action_name: str | None = None
         self.prewarm_spec: tuple[str, int] | None = None  # (kind, memory) while a stem cell waits for work
@@ -235,11 +236,65 @@ class Sandbox:
         self.tmp = reply.get("tmp") or "shared: TMPDIR only (the Node.js launcher makes no mount namespace)"
         self._logs.clear()
 
+    # -- the pool's view: its state changes, as methods (the pool writes no field) ---------------
+
+    def cancel_timer(self) -> None:
+        if self.timer:
+            self.timer.cancel()
+            self.timer = None
+
+    def set_timer(self, handle: asyncio.TimerHandle) -> None:
+        self.cancel_timer()
+        self.timer = handle
+
+    def timer_fired(self) -> None:
+        self.timer = None
+
+    def take(self, action_name: str, how: StartKind) -> None:
+        """An activation of ``action_name`` takes this sandbox (a created one is busy once started)."""
+        self.cancel_timer()
+        if not how.creates:
+            self.state = SandboxState.BUSY
+        self.action_name = action_name
+        if how is StartKind.PREWARMED:
+            self.prewarm_spec = None
+
+    def started_for_action(self) -> None:
+        self.state = SandboxState.BUSY
+
+    def started_as_stem_cell(self) -> None:
+        if self.state is SandboxState.STARTING:
+            self.state = SandboxState.PREWARM
+
+    def stem_cell_of(self, spec: tuple[str, int] | None) -> None:
+        """Mark a sandbox as a prewarm of ``spec`` (kind, memory), or as none."""
+        self.prewarm_spec = spec
+
+    def became_idle(self) -> None:
+        self.state = SandboxState.IDLE
+        self.last_used_ns = time.monotonic_ns()
+
+    def paused(self) -> None:
+        self.state = SandboxState.PAUSED
+
+    def ended_activation(self) -> None:
+        self.activations += 1
+
+    def initialised_for(self, key: tuple) -> None:
+        self.key = key
+
+    def limit_logs(self, limit_bytes: int) -> None:
+        self.log_limit_bytes = limit_bytes
+
+    def note_death(self, why: str | None) -> None:
+        """Why it goes (the first reason given stays)."""
+        self.death_reason = self.death_reason or why
+
     def kill(self) -> None:
         """Destroy the sandbox (docker rm -f): thaw, SIGKILL the group; cleanup follows its exit."""
         if self._dead or self.pid is None:
             return
-        self.state = "removing"
+        self.state = SandboxState.REMOVING
         if self.timer:
             self.timer.cancel()
             self.timer = None
@@ -488,7 +543,7 @@ class Sandbox:
         self._loop.run_in_executor(
             None, _cleanup, self.cgroups, dict(self.cgroup_dirs), self.workdir, self.pid_file, self.uid
         )
-        self.state = "dead"
+        self.state = SandboxState.DEAD
         self.on_exit(self)
 
     def memory_usage_bytes(self) -> int | None:
@@ -501,7 +556,7 @@ class Sandbox:
             "name": self.name,
             "kind": self.kind,
             "memory_mb": self.memory_mb,
-            "state": self.state,
+            "state": self.state.value,
             "action": self.action_name,
             "pid": self.pid,
             "activations": self.activations,
@@ -530,55 +585,6 @@ def _write_pid_file(path: Path, pid: int, uid: int | None) -> None:
         path.write_text(f"{pid} {process_start_ticks(pid)}" + (f" {uid}" if uid is not None else "") + "\n")
     except OSError:
         pass
-
-
-def reap_orphans(workroot: Path) -> list[int]:
-    """Kill the sandboxes a crashed (kill -9) instance left in ``workroot``; returns their pids.
-
-    Each sandbox leads its own process group; a paused one (SIGSTOP) would otherwise stay stopped
-    forever. SIGKILL ends even a stopped process; SIGCONT follows for good measure. A sandbox
-    frozen in its cgroup is thawed first: a frozen task holds a pending SIGKILL until thawed. Used
-    at a server's start and by the embedded platform's handle right after its server died.
-    """
-    reaped = []
-    for pid_file in sorted(Path(workroot).glob("*.pid")):
-        try:
-            pid, started, *uid = (int(word) for word in pid_file.read_text().split())
-        except (OSError, ValueError):  # unreadable, or "None": the sandbox was gone when written
-            continue
-        if uid:  # a sandbox with a user of its own: all of that user's processes go
-            kill_user(uid[0])
-        if pid <= 1 or process_start_ticks(pid) != started:
-            continue  # gone, or the pid now belongs to another process
-        try:
-            _thaw((Path("/proc") / str(pid) / "cgroup").read_text())
-        except OSError:
-            pass
-        for sig in (signal.SIGKILL, signal.SIGCONT):
-            try:
-                os.killpg(pid, sig)
-            except OSError:
-                pass
-        reaped.append(pid)
-    return reaped
-
-
-def _thaw(proc_cgroup: str) -> None:
-    """Thaw the freezer cgroup (v1) or the frozen unified cgroup (v2) named in /proc/PID/cgroup."""
-    for line in proc_cgroup.splitlines():
-        _, controllers, path = line.split(":", 2)
-        if "freezer" in controllers.split(","):
-            target = Path("/sys/fs/cgroup/freezer") / path.lstrip("/") / "freezer.state"
-            value = "THAWED"
-        elif controllers == "":
-            target = Path("/sys/fs/cgroup") / path.lstrip("/") / "cgroup.freeze"
-            value = "0"
-        else:
-            continue
-        try:
-            target.write_text(value)
-        except OSError:
-            pass
 
 
 def _expire(future: asyncio.Future) -> None:

@@ -22,6 +22,8 @@ import tempfile
 import time
 from pathlib import Path
 
+from faasprof.procfs import process_start_ticks
+
 UID_BASE = 1_900_000_000
 UIDS_PER_SERVER = 1000
 HOMES_PREFIX = "localwhisk-homes-"
@@ -231,3 +233,52 @@ def kill_adopted(keep: set[int], rounds: int = 50) -> int:
         time.sleep(0.01)
     reap_adopted(keep)
     return killed
+
+
+def reap_orphans(workroot: Path) -> list[int]:
+    """Kill the sandboxes a crashed (kill -9) instance left in ``workroot``; returns their pids.
+
+    Each sandbox leads its own process group; a paused one (SIGSTOP) would otherwise stay stopped
+    forever. SIGKILL ends even a stopped process; SIGCONT follows for good measure. A sandbox
+    frozen in its cgroup is thawed first: a frozen task holds a pending SIGKILL until thawed. Used
+    at a server's start and by the embedded platform's handle right after its server died.
+    """
+    reaped = []
+    for pid_file in sorted(Path(workroot).glob("*.pid")):
+        try:
+            pid, started, *uid = (int(word) for word in pid_file.read_text().split())
+        except (OSError, ValueError):  # unreadable, or "None": the sandbox was gone when written
+            continue
+        if uid:  # a sandbox with a user of its own: all of that user's processes go
+            kill_user(uid[0])
+        if pid <= 1 or process_start_ticks(pid) != started:
+            continue  # gone, or the pid now belongs to another process
+        try:
+            _thaw((Path("/proc") / str(pid) / "cgroup").read_text())
+        except OSError:
+            pass
+        for sig in (signal.SIGKILL, signal.SIGCONT):
+            try:
+                os.killpg(pid, sig)
+            except OSError:
+                pass
+        reaped.append(pid)
+    return reaped
+
+
+def _thaw(proc_cgroup: str) -> None:
+    """Thaw the freezer cgroup (v1) or the frozen unified cgroup (v2) named in /proc/PID/cgroup."""
+    for line in proc_cgroup.splitlines():
+        _, controllers, path = line.split(":", 2)
+        if "freezer" in controllers.split(","):
+            target = Path("/sys/fs/cgroup/freezer") / path.lstrip("/") / "freezer.state"
+            value = "THAWED"
+        elif controllers == "":
+            target = Path("/sys/fs/cgroup") / path.lstrip("/") / "cgroup.freeze"
+            value = "0"
+        else:
+            continue
+        try:
+            target.write_text(value)
+        except OSError:
+            pass

@@ -38,8 +38,8 @@ from faasprof.localwhisk.api_web import WebActions
 from faasprof.localwhisk.cgroups import CgroupManager, detect
 from faasprof.localwhisk.config import Settings, parse_prewarm
 from faasprof.localwhisk.pool import Pool
-from faasprof.localwhisk.sandbox import SANDBOXES_DIR, reap_orphans
-from faasprof.localwhisk.sandbox_users import SandboxUsers
+from faasprof.localwhisk.sandbox import SANDBOXES_DIR
+from faasprof.localwhisk.sandbox_users import SandboxUsers, reap_orphans
 from faasprof.localwhisk.store import STORE_FILE, Store
 
 log = logging.getLogger("faasprof.localwhisk.server")
@@ -84,7 +84,6 @@ class Localwhisk(Entities, WebActions, Activations):
         self.cgroups: CgroupManager | None = None
         self.stale_cgroups: list[str] = []
         self.reaped_sandboxes: list[int] = []
-        self.started_wall_ms = self.wall_anchor_ns // 1_000_000
         self.closing = False  # set first thing on stop: every request from then on gets 503
         self.owns_process = False  # set by `serve`: this process is the server's alone
 
