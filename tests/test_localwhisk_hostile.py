@@ -478,3 +478,25 @@ def test_docker_isolation_refuses_the_guest_key(tmp_path):
     with pytest.raises(NotReadyError, match="does not accept OpenWhisk's public guest key"):
         with start_embedded(data_dir=tmp_path / "lw", isolation="docker", auth=GUEST_AUTH):
             pass
+
+
+def test_an_archive_over_the_cap_is_refused_at_cold_start_too(tmp_path):
+    """An action stored under a larger cap (or before there was one) is not unpacked either."""
+    code = _zip({"__main__.py": b"def main(a):\n    return {}\n", "zeros.bin": bytes(12 * 1024 * 1024)})
+    data_dir = tmp_path / "lw"
+    with start_embedded(data_dir=data_dir, max_unpacked_code_bytes=64 * 1024 * 1024) as handle:
+        lw = Lw(handle)
+        response = lw.session.put(
+            f"{lw.base}/actions/big", json={"exec": {"kind": "python:3", "code": code}}, timeout=30
+        )
+        assert response.status_code == 200, response.text
+        lw.session.close()
+        lw.client.close()
+    with start_embedded(data_dir=data_dir, max_unpacked_code_bytes=8 * 1024 * 1024) as handle:
+        lw = Lw(handle)
+        record = lw.invoke("big").json()
+        lw.session.close()
+        lw.client.close()
+    assert record["response"]["status"] == "action developer error"
+    assert "max_unpacked_code_bytes 8388608" in record["response"]["result"]["error"]
+    assert not list((data_dir / "sandboxes").glob("*/action/zeros.bin"))

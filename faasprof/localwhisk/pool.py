@@ -44,7 +44,7 @@ from faasprof.localwhisk.activation import (
     shared_tmp_hint,
     why_gone,
 )
-from faasprof.localwhisk.archives import extract_archive
+from faasprof.localwhisk.archives import check_code_archive, extract_archive
 from faasprof.localwhisk.cgroups import CgroupManager
 from faasprof.localwhisk.docker_sandbox import DockerHost, DockerSandbox
 from faasprof.localwhisk.sandbox import (
@@ -500,7 +500,16 @@ class Pool:
         }
         try:
             if action.binary and getattr(sb, "takes_archives", False):
-                init["code"], init["binary"] = action.code, True  # the container's proxy unpacks it
+                # The container's proxy unpacks it: hold it to the caps first (an action stored
+                # before them, or under larger ones, is checked here too).
+                await self.loop.run_in_executor(
+                    None,
+                    check_code_archive,
+                    action.code,
+                    self.settings.max_unpacked_code_bytes,
+                    self.settings.max_archive_entries,
+                )
+                init["code"], init["binary"] = action.code, True
             elif action.binary:
                 directory = sb.workdir / "action"
                 await self.loop.run_in_executor(
