@@ -25,7 +25,8 @@ def key_path(data_dir: Path) -> Path:
 
 
 def data_dir_key(data_dir: Path) -> str:
-    """The data directory's own key (``UUID:KEY``), made on first use; readable by its user only."""
+    """The data directory's own key (``UUID:KEY``), made on first use; readable by its user only.
+    Where it cannot be stored, a key for this start alone."""
     path = key_path(data_dir)
     try:
         text = path.read_text().strip()
@@ -33,11 +34,16 @@ def data_dir_key(data_dir: Path) -> str:
         text = ""
     if ":" in text:
         return text
-    private_dir(Path(data_dir))
     key = f"{uuid.uuid4()}:{secrets.token_urlsafe(48)}"
-    fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, FILE_MODE)
-    with os.fdopen(fd, "w") as handle:
-        handle.write(key + "\n")
+    try:
+        private_dir(Path(data_dir))
+        fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, FILE_MODE)
+        with os.fdopen(fd, "w") as handle:
+            handle.write(key + "\n")
+    except OSError:
+        # A full disk or a read-only folder: the key serves this start only (still not the
+        # guest key); the server's own start then says what is wrong with the folder.
+        path.unlink(missing_ok=True)
     return key
 
 
