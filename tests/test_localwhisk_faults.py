@@ -142,7 +142,7 @@ def test_kill_9_with_paused_sandboxes_is_reaped_at_the_next_start(tmp_path):
     data_dir = tmp_path / "lw"
     process, apihost = _serve(data_dir, "--pause-grace", "0")
     try:
-        lw = Lw(_Handle(apihost))
+        lw = Lw(_Handle(apihost, (data_dir / "auth.key").read_text().strip()))
         lw.put("orphan", NOOP_PY)
         lw.put("orphan2", NOOP_PY)
         lw.invoke("orphan")
@@ -163,7 +163,11 @@ def test_kill_9_with_paused_sandboxes_is_reaped_at_the_next_start(tmp_path):
         while time.monotonic() < deadline and any(_process_state(pid) not in (None, "Z") for pid in pids):
             time.sleep(0.05)
         assert all(_process_state(pid) in (None, "Z") for pid in pids)
-        info = Lw(_Handle(apihost)).session.get(apihost + "/", timeout=5).json()["localwhisk"]
+        info = (
+            Lw(_Handle(apihost, (data_dir / "auth.key").read_text().strip()))
+            .session.get(apihost + "/", timeout=5)
+            .json()["localwhisk"]
+        )
         assert sorted(info["orphan_sandboxes_killed"]) == sorted(pids) or info["stale_cgroups_removed"]
     finally:
         restarted.send_signal(signal.SIGTERM)

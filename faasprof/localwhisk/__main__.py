@@ -41,6 +41,7 @@ from faasprof.localwhisk.config import (
     validate_settings,
 )
 from faasprof.localwhisk.docker_sandbox import DockerUnavailable
+from faasprof.localwhisk.keys import data_dir_key
 from faasprof.localwhisk.private import private_dir, private_file
 from faasprof.localwhisk.server import Localwhisk
 
@@ -228,6 +229,7 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--parent-pid", type=int, help="stop when this process is gone")
     add_auth_file_argument(p)
     args = parser.parse_args(argv)
+    key_given = bool(getattr(args, "auth", None) or getattr(args, "auth_file", None) or os.environ.get(AUTH_ENV))
     try:
         settings = settings_from_args(args)
     except ValueError as error:
@@ -247,6 +249,8 @@ def main(argv: list[str] | None = None) -> int:
     data_dir = Path(settings.data_dir).expanduser().resolve()
     settings.data_dir = str(data_dir)
     lock = lock_data_dir(data_dir)
+    if not key_given:  # the data directory's own key, never OpenWhisk's public guest key unless asked
+        settings.auth = data_dir_key(data_dir)
     # Five descriptors per sandbox (four pipes and a pidfd) plus client sockets: lift the soft limit.
     soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
     if hard == resource.RLIM_INFINITY or soft < hard:
