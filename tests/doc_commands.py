@@ -21,9 +21,6 @@ REPO_ROOT = Path(__file__).resolve().parent.parent
 COMMAND_LANGUAGES = frozenset({"sh"})
 OTHER_LANGUAGES = frozenset({"json", "ini", "python", "text", "toml"})
 
-# The guides other engineers write in the same wave as the README that links them (issue 42).
-# Until they are merged a link to one is allowed to dangle; once a file exists it is checked.
-WRITTEN_ELSEWHERE = frozenset({"docs/security.md"})
 
 _SUITE = "it runs the test suite itself, which no test of the suite can"
 _CHECKOUT = "./setup.sh installs system packages on a fresh machine; .ci/run runs ./setup.sh --dev on a clean clone"

@@ -270,8 +270,9 @@ def test_activation_list_filters_order_and_limits(lw):
     assert [r["activationId"] for r in lw.client.iter_activations(name="lister")] == ids[::-1]
 
 
-def test_guest_key_is_the_default(lw):
-    assert lw.handle.auth == GUEST_AUTH and lw.handle.namespace == "guest"
+def test_the_default_key_is_the_data_directorys_own_not_the_guest_key(lw):
+    assert lw.handle.auth != GUEST_AUTH and lw.handle.namespace == "guest"
+    assert lw.handle.auth == (lw.handle.data_dir / "auth.key").read_text().strip()
     assert lw.handle.apihost.startswith("http://127.0.0.1:")
 
 

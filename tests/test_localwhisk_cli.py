@@ -28,11 +28,18 @@ def test_local_start_status_stop(tmp_path, isolated_home):
         apihost = started.stdout.strip().splitlines()[-1]
         assert apihost.startswith("http://127.0.0.1:")
         assert "localwhisk running at" in started.stderr
-        info = requests.get(apihost + "/", auth=tuple(GUEST_AUTH.split(":", 1)), timeout=5).json()["localwhisk"]
+        # No key given: the data directory's own (issue 44), never the public guest key.
+        auth = tuple((data_dir / "auth.key").read_text().strip().split(":", 1))
+        assert (
+            requests.get(
+                apihost + "/api/v1/namespaces/_/actions", auth=tuple(GUEST_AUTH.split(":", 1)), timeout=5
+            ).status_code
+            == 401
+        )
+        info = requests.get(apihost + "/", auth=auth, timeout=5).json()["localwhisk"]
         assert info["pause_grace_ms"] == 10000 and info["data_dir"] == str(data_dir)
 
         # A sandbox shows up in status as warm (pause grace 10 s keeps it unpaused).
-        auth = tuple(GUEST_AUTH.split(":", 1))
         base = apihost + "/api/v1/namespaces/_"
         requests.put(
             base + "/actions/hello?overwrite=true",
@@ -74,7 +81,7 @@ def test_a_local_server_killed_with_sigkill_leaves_no_sandbox_frozen(tmp_path, i
     state = json.loads((data_dir / "localwhisk.json").read_text())
     server_pid = int(state["pid"])
     try:
-        auth = tuple(GUEST_AUTH.split(":", 1))
+        auth = tuple((data_dir / "auth.key").read_text().strip().split(":", 1))
         base = apihost + "/api/v1/namespaces/_"
         requests.put(
             base + "/actions/hello?overwrite=true",
@@ -133,9 +140,11 @@ def test_local_start_is_found_by_deploy_until_stopped(tmp_path, isolated_home):
     try:
         assert started.returncode == 0, started.stderr
         apihost = started.stdout.strip().splitlines()[-1]
-        assert f"it accepts {GUEST_AUTH} (OpenWhisk's guest key), namespace guest" in started.stderr
+        key_file = data_dir / "auth.key"
+        assert f"it accepts the key of this data directory, in {key_file}, namespace guest" in started.stderr
         assert f"export WSK_CONFIG_FILE={props}" in started.stderr
-        assert f"wsk property set --apihost {apihost} --auth {GUEST_AUTH} --namespace guest" in started.stderr
+        assert f'wsk property set --apihost {apihost} --auth "$(cat {key_file})" --namespace guest' in started.stderr
+        assert oct(key_file.stat().st_mode & 0o777) == "0o600"
         assert oct(props.stat().st_mode & 0o777) == "0o600"
         assert f"APIHOST={apihost}" in props.read_text().splitlines()
 
@@ -143,7 +152,7 @@ def test_local_start_is_found_by_deploy_until_stopped(tmp_path, isolated_home):
         assert deployed.returncode == 0, deployed.stderr
         assert deployed.stdout.split()[:2] == ["hello", "created"]
         assert f"to {apihost} (namespace guest)" in deployed.stderr
-        auth = tuple(GUEST_AUTH.split(":", 1))
+        auth = tuple(key_file.read_text().strip().split(":", 1))
         answer = requests.post(
             apihost + "/api/v1/namespaces/_/actions/hello?blocking=true", auth=auth, json={}, timeout=30
         )

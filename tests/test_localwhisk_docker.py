@@ -188,6 +188,9 @@ class _Stub:
     def resume(self):
         return self._resume()
 
+    def note_death(self, why):
+        self.death_reason = self.death_reason or why
+
 
 def test_the_pool_takes_a_sandbox_whose_resume_failed_out_of_service():
     async def unpause_failed():

@@ -18,7 +18,7 @@ import requests
 
 from faasprof.localwhisk.config import AUTH_ENV, GUEST_AUTH, Settings, validate_settings
 from faasprof.localwhisk.embedded import start_embedded
-from faasprof.localwhisk.sandbox import reap_orphans
+from faasprof.localwhisk.sandbox_users import reap_orphans
 from tests.helpers import REPO_ROOT, run_cli
 from tests.localwhisk_driver import Lw
 
@@ -79,13 +79,14 @@ def test_local_stop_under_load_finishes_in_seconds_and_records_every_accepted_ac
     data_dir = tmp_path / "lw"
     started = run_cli("local", "start", "--port", "0", "--data-dir", data_dir, "--user-memory", "256", timeout=60)
     assert started.returncode == 0, started.stderr
-    lw = Lw(_Handle(started.stdout.strip().splitlines()[-1]))
+    key = (data_dir / "auth.key").read_text().strip()  # the data directory's own (no key was given)
+    lw = Lw(_Handle(started.stdout.strip().splitlines()[-1], key))
     lw.put("slow", SLEEP_PY)
     accepted, statuses, stop_sending = [], [], threading.Event()
 
     def keep_sending():
         session = requests.Session()
-        session.auth = tuple(GUEST_AUTH.split(":", 1))
+        session.auth = tuple(key.split(":", 1))
         while not stop_sending.is_set():
             try:
                 response = session.post(lw.base + "/actions/slow", json={"s": 20}, timeout=5)
@@ -141,7 +142,7 @@ def test_kill_9_with_paused_sandboxes_is_reaped_at_the_next_start(tmp_path):
     data_dir = tmp_path / "lw"
     process, apihost = _serve(data_dir, "--pause-grace", "0")
     try:
-        lw = Lw(_Handle(apihost))
+        lw = Lw(_Handle(apihost, (data_dir / "auth.key").read_text().strip()))
         lw.put("orphan", NOOP_PY)
         lw.put("orphan2", NOOP_PY)
         lw.invoke("orphan")
@@ -162,7 +163,11 @@ def test_kill_9_with_paused_sandboxes_is_reaped_at_the_next_start(tmp_path):
         while time.monotonic() < deadline and any(_process_state(pid) not in (None, "Z") for pid in pids):
             time.sleep(0.05)
         assert all(_process_state(pid) in (None, "Z") for pid in pids)
-        info = Lw(_Handle(apihost)).session.get(apihost + "/", timeout=5).json()["localwhisk"]
+        info = (
+            Lw(_Handle(apihost, (data_dir / "auth.key").read_text().strip()))
+            .session.get(apihost + "/", timeout=5)
+            .json()["localwhisk"]
+        )
         assert sorted(info["orphan_sandboxes_killed"]) == sorted(pids) or info["stale_cgroups_removed"]
     finally:
         restarted.send_signal(signal.SIGTERM)

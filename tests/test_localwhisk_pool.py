@@ -424,6 +424,7 @@ def test_closing_waits_for_sandboxes_still_being_removed_and_names_those_left(mo
 
     pool = object.__new__(pool_mod.Pool)  # close() alone: no server, no sandbox processes
     pool.closed, pool.buffer, pool._tasks, pool.cpu_stage, pool.docker = False, collections.deque(), set(), None, None
+    pool.adopts, pool.users = False, None
     pool.sandboxes = {"quick": Removal(pool, "quick", 0.3), "stuck": Removal(pool, "stuck", 60)}
     monkeypatch.setattr(pool_mod, "CLOSE_WAIT_S", 1.0)
 

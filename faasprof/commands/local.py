@@ -43,6 +43,7 @@ from faasprof.localwhisk.config import (
     validate_settings,
 )
 from faasprof.localwhisk.embedded import launch_server
+from faasprof.localwhisk.keys import data_dir_key, existing_key, key_path
 from faasprof.localwhisk.watchdog import launch as launch_watchdog
 from faasprof.platforms.openwhisk import standalone
 from faasprof.platforms.openwhisk.connection import (
@@ -160,6 +161,8 @@ def _start(args) -> int:
         )
     data_dir = Path(settings.data_dir).expanduser().resolve()
     settings.data_dir = str(data_dir)
+    if _given_key_origin(args) is None:  # no key given: the data directory's own, not the public guest key
+        settings.auth = data_dir_key(data_dir)
     state_path = data_dir / STATE_FILE
     if state_path.exists():
         try:
@@ -226,8 +229,17 @@ def _start(args) -> int:
 
 
 def _key_origin(args) -> tuple[str, str] | None:
-    """A key other than the guest key: where it came from (named instead of printed) and a shell
-    expression that gives it."""
+    """Where the key came from (named instead of printed) and a shell expression that gives it:
+    the user's, else the data directory's own (localwhisk/keys.py)."""
+    given = _given_key_origin(args)
+    if given is not None or getattr(args, "platform", "localwhisk") == "openwhisk":
+        return given
+    path = key_path(_data_dir(args))
+    return f"the key of this data directory, in {path}", f'"$(cat {path})"'
+
+
+def _given_key_origin(args) -> tuple[str, str] | None:
+    """A key the user gave: where it came from and a shell expression that gives it."""
     if getattr(args, "auth", None):
         return "the key given with --auth", "KEY"
     if getattr(args, "auth_file", None):
@@ -362,7 +374,7 @@ def _status_auth(args) -> str:
             return read_auth_file(args.auth_file)
         except ValueError as error:
             raise ConfigError(str(error)) from None
-    return os.environ.get(AUTH_ENV) or GUEST_AUTH
+    return os.environ.get(AUTH_ENV) or existing_key(_data_dir(args)) or GUEST_AUTH
 
 
 def _status(args) -> int:

@@ -24,12 +24,15 @@ from pathlib import Path
 
 try:  # uvloop: the event loop in C, several times cheaper per request than asyncio's (bench/bench_localwhisk.py)
     import uvloop
+
+    HAVE_UVLOOP = True
 except ImportError:  # pragma: no cover - a dependency everywhere but Windows
-    uvloop = None
+    HAVE_UVLOOP = False
 from aiohttp import web
 
 from faasprof.localwhisk.config import (
     AUTH_ENV,
+    GUEST_AUTH,
     Settings,
     add_auth_file_argument,
     add_settings_arguments,
@@ -38,6 +41,8 @@ from faasprof.localwhisk.config import (
     validate_settings,
 )
 from faasprof.localwhisk.docker_sandbox import DockerUnavailable
+from faasprof.localwhisk.keys import data_dir_key
+from faasprof.localwhisk.private import private_dir, private_file
 from faasprof.localwhisk.server import Localwhisk
 
 STATE_FILE = "localwhisk.json"
@@ -52,8 +57,8 @@ def _write_json_atomic(path: Path, obj: dict) -> None:
 
 
 def lock_data_dir(data_dir: Path):
-    """Hold an exclusive lock on the data directory for the life of the process."""
-    data_dir.mkdir(parents=True, exist_ok=True)
+    """Hold an exclusive lock on the data directory (private: 0700) for the life of the process."""
+    private_dir(data_dir)
     handle = open(data_dir / LOCK_FILE, "a+")
     try:
         fcntl.flock(handle, fcntl.LOCK_EX | fcntl.LOCK_NB)
@@ -70,6 +75,12 @@ def lock_data_dir(data_dir: Path):
     return handle
 
 
+def _bound_port(site: web.TCPSite) -> int:
+    """The port a started site listens on (port 0 asks the kernel for one)."""
+    sockets = getattr(site._server, "sockets", None) or []
+    return int(sockets[0].getsockname()[1])
+
+
 async def _listen_on_bridge(runner, gateway: str, port: int) -> int | None:
     """Serve the API on the bridge gateway too (the same port when free); its port, or None."""
     for candidate in (port, 0):
@@ -81,13 +92,56 @@ async def _listen_on_bridge(runner, gateway: str, port: int) -> int | None:
                 "cannot listen on the docker bridge %s:%s: %s", gateway, candidate, error.strerror
             )
             continue
-        return site._server.sockets[0].getsockname()[1]
+        return _bound_port(site)
     return None
+
+
+async def _reach_from_containers(lw: Localwhisk, runner: web.AppRunner, host: str, port: int) -> str | None:
+    """Isolation docker: serve the API at the bridge gateway too (a container's loopback is its
+    own); why it cannot, or None."""
+    docker_host = lw.pool.docker if lw.pool else None
+    if docker_host is None:
+        return None
+    bridge_port: int | None = port
+    if host not in ("0.0.0.0", "::"):
+        bridge_port = await _listen_on_bridge(runner, docker_host.gateway, port)
+    if bridge_port is None:
+        return (
+            f"isolation docker: cannot listen on the docker bridge {docker_host.gateway}, so containers could not "
+            "reach the API; check that docker0 is up (restart dockerd) or use isolation process"
+        )
+    docker_host.container_apihost = f"http://{docker_host.gateway}:{bridge_port}"
+    return None
+
+
+async def _watch_parent(parent_pid: int, stop: asyncio.Event) -> None:
+    """Stop the server once the process that started it (``--parent-pid``) is gone."""
+    while not stop.is_set():
+        await asyncio.sleep(1.0)
+        try:
+            os.kill(parent_pid, 0)
+        except ProcessLookupError:
+            logging.getLogger("localwhisk").info("parent %s is gone; stopping", parent_pid)
+            stop.set()
+        except PermissionError:
+            pass
+
+
+DOCKER_GUEST_KEY = (
+    "isolation docker: the API listens on the Docker bridge too, which every container on this host reaches; "
+    "it does not accept OpenWhisk's public guest key there: leave --auth out (the data directory's own key is used) "
+    "or give another key (--auth-file F)"
+)
 
 
 async def serve(settings: Settings, port_file: Path | None, parent_pid: int | None) -> int:
     data_dir = Path(settings.data_dir)
+    if settings.isolation == "docker" and settings.auth == GUEST_AUTH:
+        # The API also listens on the Docker bridge, which every container on this host reaches.
+        print(f"localwhisk: {DOCKER_GUEST_KEY}", file=sys.stderr)
+        return 2
     lw = Localwhisk(settings)
+    lw.owns_process = True
     try:
         await lw.open()
     except DockerUnavailable as error:
@@ -109,26 +163,16 @@ async def serve(settings: Settings, port_file: Path | None, parent_pid: int | No
             file=sys.stderr,
         )
         return 3
-    port = site._server.sockets[0].getsockname()[1]
+    port = _bound_port(site)
     host = settings.host if settings.host not in ("0.0.0.0", "::") else "127.0.0.1"
     lw.set_apihost(f"http://{host}:{port}")
-    docker_host = lw.pool.docker if lw.pool else None
-    if docker_host is not None:
-        # Containers reach the API at the bridge gateway (loopback is theirs, not the host's).
-        bridge_port = port
-        if settings.host not in ("0.0.0.0", "::"):
-            bridge_port = await _listen_on_bridge(runner, docker_host.gateway, port)
-        if bridge_port is None:
-            await lw.close()
-            await runner.cleanup()
-            print(
-                f"localwhisk: isolation docker: cannot listen on the docker bridge {docker_host.gateway}, so containers could not reach the API; "
-                "check that docker0 is up (restart dockerd) or use isolation process",
-                file=sys.stderr,
-            )
-            return 3
-        docker_host.container_apihost = f"http://{docker_host.gateway}:{bridge_port}"
-    lw.pool.start_prewarm()
+    problem = await _reach_from_containers(lw, runner, settings.host, port)
+    if problem:
+        await lw.close()
+        await runner.cleanup()
+        print(f"localwhisk: {problem}", file=sys.stderr)
+        return 3
+    lw.running_pool().start_prewarm()
     state = {
         "pid": os.getpid(),
         "port": port,
@@ -147,18 +191,7 @@ async def serve(settings: Settings, port_file: Path | None, parent_pid: int | No
     for sig in (signal.SIGTERM, signal.SIGINT, signal.SIGHUP):
         loop.add_signal_handler(sig, stop.set)
 
-    async def watch_parent():
-        while not stop.is_set():
-            await asyncio.sleep(1.0)
-            try:
-                os.kill(parent_pid, 0)
-            except ProcessLookupError:
-                logging.getLogger("localwhisk").info("parent %s is gone; stopping", parent_pid)
-                stop.set()
-            except PermissionError:
-                pass
-
-    watcher = loop.create_task(watch_parent()) if parent_pid else None
+    watcher = loop.create_task(_watch_parent(parent_pid, stop)) if parent_pid else None
     await stop.wait()
     if watcher:
         watcher.cancel()
@@ -180,7 +213,7 @@ async def serve(settings: Settings, port_file: Path | None, parent_pid: int | No
 
 def _run(coro):
     """Run the server's coroutine on uvloop when installed, else on asyncio's default loop."""
-    if uvloop is not None:
+    if HAVE_UVLOOP:
         return uvloop.run(coro)
     return asyncio.run(coro)
 
@@ -196,6 +229,7 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--parent-pid", type=int, help="stop when this process is gone")
     add_auth_file_argument(p)
     args = parser.parse_args(argv)
+    key_given = bool(getattr(args, "auth", None) or getattr(args, "auth_file", None) or os.environ.get(AUTH_ENV))
     try:
         settings = settings_from_args(args)
     except ValueError as error:
@@ -215,6 +249,8 @@ def main(argv: list[str] | None = None) -> int:
     data_dir = Path(settings.data_dir).expanduser().resolve()
     settings.data_dir = str(data_dir)
     lock = lock_data_dir(data_dir)
+    if not key_given:  # the data directory's own key, never OpenWhisk's public guest key unless asked
+        settings.auth = data_dir_key(data_dir)
     # Five descriptors per sandbox (four pipes and a pidfd) plus client sockets: lift the soft limit.
     soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
     if hard == resource.RLIM_INFINITY or soft < hard:
@@ -225,6 +261,7 @@ def main(argv: list[str] | None = None) -> int:
         except (ValueError, OSError):
             pass
     log_file = Path(settings.log_file) if settings.log_file else data_dir / "localwhisk.log"
+    private_file(log_file)
     logging.basicConfig(
         filename=str(log_file), level=logging.INFO, format="%(asctime)s %(name)s %(levelname)s %(message)s"
     )

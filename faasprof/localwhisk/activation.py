@@ -21,6 +21,11 @@ STOPPED_ERROR = "localwhisk stopped before the activation completed."
 STATUS_NAMES = {0: "success", 1: "application error", 2: "action developer error", 3: "whisk internal error"}
 
 
+def internal_error_message(error: Exception) -> str:
+    """A whisk internal error's message for an activation localwhisk itself failed to carry out."""
+    return f"localwhisk failed to carry out the activation ({type(error).__name__}: {str(error)[:200]}); see localwhisk.log."
+
+
 def timed_out_message(timeout_ms: int, init: bool) -> str:
     return f"The action exceeded its time limits of {timeout_ms} milliseconds" + (
         " during initialization." if init else "."

@@ -75,6 +75,12 @@ class ApiBase:
     python_kind: str
     closing: bool
 
+    def running_pool(self) -> Pool:
+        """The pool, which exists from ``open`` on (no request is served before)."""
+        if self.pool is None:
+            raise RuntimeError("localwhisk is not open: it has no pool yet")
+        return self.pool
+
     def error(self, status: int, message: str, headers: dict | None = None) -> web.Response:
         return web.Response(
             status=status, body=dumps({"error": message, "code": uuid.uuid4().hex}), content_type=JSON, headers=headers

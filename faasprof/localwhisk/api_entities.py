@@ -26,6 +26,9 @@ from faasprof.localwhisk.api_base import (
     name_problem,
     parse_json_body,
 )
+from faasprof.localwhisk.archives import ArchiveRefused, check_archive, decode_code
+
+MALFORMED = "The request content was malformed:\n"
 
 
 class Entities(ApiBase):
@@ -71,59 +74,97 @@ class Entities(ApiBase):
         return self.ok(docs[skip : skip + limit])
 
     async def put_action(self, request: web.Request, doc_ns: str, name: str) -> web.Response:
-        body, problem = parse_json_body(await request.read() or b"{}")
-        if problem:
-            return self.error(400, problem)
-        if not isinstance(body, dict):
-            return self.error(400, "The request content was malformed:\nexpected a JSON object")
-        overwrite = request.query.get("overwrite", "false") == "true"
-        existing = self.actions.get((doc_ns, name))
-        if existing is not None and not overwrite:
-            return self.error(409, ALREADY_EXISTS)
+        """Create or update an action in four steps: parse the body, validate its exec, merge and
+        check its limits and lists, store the document; each refusal is OpenWhisk's answer."""
+        try:
+            body = _object_body(await request.read())
+            existing = self.actions.get((doc_ns, name))
+            if existing is not None and request.query.get("overwrite", "false") != "true":
+                raise Refused(409, ALREADY_EXISTS)
+            exec_doc = self._exec_doc(body.get("exec"), existing)
+            limits, problems = self._merged_limits(body.get("limits"), existing)
+            parameters, annotations, list_problems = _entity_lists(body, existing)
+            problems += list_problems
+            if problems:
+                raise Refused(400, MALFORMED + "; ".join(problems))
+        except Refused as refused:
+            return self.error(refused.status, refused.message)
+        doc = _action_doc(doc_ns, name, body, existing, exec_doc, limits, parameters, annotations)
+        await self.store.put_action(doc_ns, name, doc)
+        self.actions[(doc_ns, name)] = doc
+        return self.ok(self._public_action(doc))
+
+    def _exec_doc(self, exec_in: object, existing: dict | None) -> dict:
+        """The stored ``exec`` of a PUT: the body's, checked (kind, code, size, archive), or the
+        existing action's when the body has none."""
+        if exec_in is None:
+            if existing is None:
+                raise Refused(400, MALFORMED + "exec undefined")
+            return existing["exec"]
+        if not isinstance(exec_in, dict):
+            raise Refused(400, MALFORMED + "exec must be an object")
+        if exec_in.get("kind") == "sequence":
+            raise Refused(400, UNSUPPORTED["sequence"])
+        kind = self.resolve_kind(str(exec_in.get("kind", "")))
+        if kind is None:
+            known = ", ".join(sorted({self.python_kind, self.node_kind, f"python:3.{sys.version_info.minor}"}))
+            raise Refused(400, MALFORMED + f"kind '{exec_in.get('kind')}' not in Set({known})")
+        code = exec_in.get("code")
+        if not isinstance(code, str):
+            raise Refused(400, MALFORMED + "exec.code must be a string (source text or base64 zip)")
+        code_bytes = len(code.encode("utf-8"))
+        if code_bytes > self.settings.max_action_code_bytes:
+            raise Refused(413, f"exec larger than allowed: {code_bytes} > {self.settings.max_action_code_bytes} bytes.")
+        binary = self._is_archive(code, exec_in.get("binary"))
+        exec_doc: dict = {"kind": kind, "code": code, "binary": binary}
+        if exec_in.get("main"):
+            exec_doc["main"] = str(exec_in["main"])
+        return exec_doc
+
+    def _is_archive(self, code: str, declared: object) -> bool:
+        """Whether ``code`` is a base64 zip: as declared by ``exec.binary`` (refused when it is not
+        base64 or unpacks beyond the caps), else guessed from its text as OpenWhisk's CLI does."""
+        if declared is True:
+            try:
+                data = decode_code(code)
+                if data[:2] == b"PK":  # a zip; other binary code (a jar, a native binary) is passed as is
+                    check_archive(data, self.settings.max_unpacked_code_bytes, self.settings.max_archive_entries)
+            except ArchiveRefused as refused:
+                raise Refused(400, MALFORMED + str(refused)) from None
+            return True
+        binary = bool(code.strip()) and BASE64_RE.match("".join(code.split())) is not None
+        if binary:
+            try:
+                check_archive(
+                    decode_code(code), self.settings.max_unpacked_code_bytes, self.settings.max_archive_entries
+                )
+            except ArchiveRefused as refused:
+                if "unpacks to" in str(refused) or "entries" in str(refused):
+                    raise Refused(400, MALFORMED + str(refused)) from None
+        return binary
+
+    def _merged_limits(self, given: object, existing: dict | None) -> tuple[dict, list[str]]:
+        """The action's limits (the existing action's or the defaults, updated by the body's) and
+        what is wrong with them, in OpenWhisk's words."""
         s = self.settings
-        problems = []
-        exec_in = body.get("exec")
-        if exec_in is None and existing is None:
-            return self.error(400, "The request content was malformed:\nexec undefined")
-        if exec_in is not None:
-            if not isinstance(exec_in, dict):
-                return self.error(400, "The request content was malformed:\nexec must be an object")
-            if exec_in.get("kind") == "sequence":
-                return self.error(400, UNSUPPORTED["sequence"])
-            kind = self.resolve_kind(str(exec_in.get("kind", "")))
-            if kind is None:
-                known = ", ".join(sorted({self.python_kind, self.node_kind, f"python:3.{sys.version_info.minor}"}))
-                return self.error(
-                    400, f"The request content was malformed:\nkind '{exec_in.get('kind')}' not in Set({known})"
-                )
-            code = exec_in.get("code")
-            if not isinstance(code, str):
-                return self.error(
-                    400, "The request content was malformed:\nexec.code must be a string (source text or base64 zip)"
-                )
-            code_bytes = len(code.encode("utf-8"))
-            if code_bytes > self.settings.max_action_code_bytes:
-                return self.error(
-                    413, f"exec larger than allowed: {code_bytes} > {self.settings.max_action_code_bytes} bytes."
-                )
-            binary = bool(code.strip()) and BASE64_RE.match("".join(code.split())) is not None
-            exec_doc = {"kind": kind, "code": code, "binary": binary}
-            if exec_in.get("main"):
-                exec_doc["main"] = str(exec_in["main"])
-        else:
-            exec_doc = existing["exec"]
         limits = (
             dict(existing["limits"])
             if existing
             else {"timeout": s.std_action_timeout_ms, "memory": s.std_action_memory_mb, "logs": 10, "concurrency": 1}
         )
-        for key, value in (body.get("limits") or {}).items():
+        problems = []
+        for key, value in (given if isinstance(given, dict) else {}).items():
             if key not in ("timeout", "memory", "logs", "concurrency"):
                 continue
             if not isinstance(value, int) or isinstance(value, bool):
                 problems.append(f"{key} must be an integer")
                 continue
             limits[key] = value
+        return limits, problems + self._limit_problems(limits)
+
+    def _limit_problems(self, limits: dict) -> list[str]:
+        s = self.settings
+        problems = []
         if not s.min_action_memory_mb <= limits["memory"] <= self.max_memory_mb:
             which = "below" if limits["memory"] < s.min_action_memory_mb else "exceeds"
             bound = s.min_action_memory_mb if which == "below" else self.max_memory_mb
@@ -138,35 +179,7 @@ class Entities(ApiBase):
             problems.append(f"concurrency {limits['concurrency']} exceeds allowed threshold of 1")
         if not 0 <= limits["logs"] <= 10:
             problems.append(f"log size {limits['logs']} MB exceeds allowed threshold of 10 MB")
-        parameters = body.get("parameters", existing["parameters"] if existing else [])
-        annotations = body.get("annotations", existing["annotations"] if existing else None)
-        for label, items in (("parameters", parameters), ("annotations", annotations or [])):
-            if not isinstance(items, list) or not all(isinstance(p, dict) and "key" in p for p in items):
-                problems.append(f"{label} must be a list of {{key, value}} objects")
-        if problems:
-            return self.error(400, "The request content was malformed:\n" + "; ".join(problems))
-        annotations = [a for a in (annotations or []) if a.get("key") != "exec"]
-        if not any(a.get("key") == "provide-api-key" for a in annotations):
-            annotations.insert(0, {"key": "provide-api-key", "value": False})
-        annotations.append({"key": "exec", "value": exec_doc["kind"]})
-        version = _bump(existing["version"]) if existing else str(body.get("version") or "0.0.1")
-        doc = {
-            "namespace": doc_ns,
-            "name": name,
-            "version": version,
-            "publish": bool(body.get("publish", False)),
-            "exec": exec_doc,
-            "annotations": annotations,
-            "parameters": parameters,
-            "limits": limits,
-            "updated": time.time_ns() // 1_000_000,
-            # A fresh revision on every PUT, also after a delete: a sandbox serves only the
-            # revision it was initialised for, so a re-created action never meets old code.
-            "rev": uuid.uuid4().hex,
-        }
-        await self.store.put_action(doc_ns, name, doc)
-        self.actions[(doc_ns, name)] = doc
-        return self.ok(self._public_action(doc))
+        return problems
 
     def _package_actions(self, name: str) -> list[dict]:
         return [d for (n, _), d in self.actions.items() if n == f"{self.namespace}/{name}"]
@@ -197,47 +210,53 @@ class Entities(ApiBase):
             return self.error(400, problem or ENTITY_NAME_ILLEGAL)
         existing = self.packages.get((ns, name))
         if request.method == "GET":
-            if existing is None:
-                return self.error(404, RESOURCE_DOES_NOT_EXIST)
-            actions = [
-                {"name": d["name"], "version": d["version"], "annotations": d["annotations"]}
-                for d in self._package_actions(name)
-            ]
-            return self.ok({**existing, "actions": actions, "feeds": []})
+            return self._package_get(name, existing)
         if request.method == "DELETE":
-            if existing is None:
-                return self.error(404, RESOURCE_DOES_NOT_EXIST)
-            contents = self._package_actions(name)
-            if contents and request.query.get("force") != "true":
-                return self.error(
-                    409,
-                    f"Package not empty (contains {len(contents)} {'entity' if len(contents) == 1 else 'entities'}). "
-                    "Set force param or delete package contents.",
-                )
-            for doc in contents:
-                self.actions.pop((doc["namespace"], doc["name"]), None)
-                await self.store.delete_action(doc["namespace"], doc["name"])
-            self.packages.pop((ns, name), None)
-            await self.store.delete_package(ns, name)
-            return self.ok(existing)
+            return await self._package_delete(request, ns, name, existing)
         if request.method != "PUT":
             return self.error(405, "HTTP method not allowed, supported methods: GET, PUT, DELETE")
-        body, problem = parse_json_body(await request.read() or b"{}")
-        if problem:
-            return self.error(400, problem)
-        if not isinstance(body, dict):
-            return self.error(400, "The request content was malformed:\nexpected a JSON object")
+        try:
+            return await self._package_put(request, ns, name, existing)
+        except Refused as refused:
+            return self.error(refused.status, refused.message)
+
+    def _package_get(self, name: str, existing: dict | None) -> web.Response:
+        if existing is None:
+            return self.error(404, RESOURCE_DOES_NOT_EXIST)
+        actions = [
+            {"name": d["name"], "version": d["version"], "annotations": d["annotations"]}
+            for d in self._package_actions(name)
+        ]
+        return self.ok({**existing, "actions": actions, "feeds": []})
+
+    async def _package_delete(self, request: web.Request, ns: str, name: str, existing: dict | None) -> web.Response:
+        if existing is None:
+            return self.error(404, RESOURCE_DOES_NOT_EXIST)
+        contents = self._package_actions(name)
+        if contents and request.query.get("force") != "true":
+            return self.error(
+                409,
+                f"Package not empty (contains {len(contents)} {'entity' if len(contents) == 1 else 'entities'}). "
+                "Set force param or delete package contents.",
+            )
+        for doc in contents:
+            self.actions.pop((doc["namespace"], doc["name"]), None)
+            await self.store.delete_action(doc["namespace"], doc["name"])
+        self.packages.pop((ns, name), None)
+        await self.store.delete_package(ns, name)
+        return self.ok(existing)
+
+    async def _package_put(self, request: web.Request, ns: str, name: str, existing: dict | None) -> web.Response:
+        body = _object_body(await request.read())
         if existing is not None and request.query.get("overwrite", "false") != "true":
-            return self.error(409, ALREADY_EXISTS)
+            raise Refused(409, ALREADY_EXISTS)
         if body.get("binding"):
-            return self.error(400, UNSUPPORTED["bindings"])
+            raise Refused(400, UNSUPPORTED["bindings"])
         parameters = body.get("parameters", existing["parameters"] if existing else [])
         annotations = body.get("annotations", existing["annotations"] if existing else [])
         for label, items in (("parameters", parameters), ("annotations", annotations)):
             if not isinstance(items, list) or not all(isinstance(p, dict) and "key" in p for p in items):
-                return self.error(
-                    400, f"The request content was malformed:\n{label} must be a list of {{key, value}} objects"
-                )
+                raise Refused(400, MALFORMED + f"{label} must be a list of {{key, value}} objects")
         doc = {
             "namespace": ns,
             "name": name,
@@ -251,6 +270,69 @@ class Entities(ApiBase):
         await self.store.put_package(ns, name, doc)
         self.packages[(ns, name)] = doc
         return self.ok(doc)
+
+
+class Refused(Exception):
+    """A request refused with OpenWhisk's status and message."""
+
+    def __init__(self, status: int, message: str):
+        super().__init__(message)
+        self.status = status
+        self.message = message
+
+
+def _object_body(raw: bytes) -> dict:
+    body, problem = parse_json_body(raw or b"{}")
+    if problem:
+        raise Refused(400, problem)
+    if not isinstance(body, dict):
+        raise Refused(400, MALFORMED + "expected a JSON object")
+    return body
+
+
+def _entity_lists(body: dict, existing: dict | None) -> tuple[list, list, list[str]]:
+    """The action's parameters and annotations (the body's, else the existing action's), what is
+    wrong with them, and the annotations as stored (``provide-api-key`` false unless set, ``exec``)."""
+    parameters = body.get("parameters", existing["parameters"] if existing else [])
+    annotations = body.get("annotations", existing["annotations"] if existing else None) or []
+    problems = [
+        f"{label} must be a list of {{key, value}} objects"
+        for label, items in (("parameters", parameters), ("annotations", annotations))
+        if not isinstance(items, list) or not all(isinstance(p, dict) and "key" in p for p in items)
+    ]
+    if problems:
+        return parameters, annotations, problems
+    annotations = [a for a in annotations if a.get("key") != "exec"]
+    if not any(a.get("key") == "provide-api-key" for a in annotations):
+        annotations.insert(0, {"key": "provide-api-key", "value": False})
+    return parameters, annotations, []
+
+
+def _action_doc(
+    doc_ns: str,
+    name: str,
+    body: dict,
+    existing: dict | None,
+    exec_doc: dict,
+    limits: dict,
+    parameters: list,
+    annotations: list,
+) -> dict:
+    version = _bump(existing["version"]) if existing else str(body.get("version") or "0.0.1")
+    return {
+        "namespace": doc_ns,
+        "name": name,
+        "version": version,
+        "publish": bool(body.get("publish", False)),
+        "exec": exec_doc,
+        "annotations": annotations + [{"key": "exec", "value": exec_doc["kind"]}],
+        "parameters": parameters,
+        "limits": limits,
+        "updated": time.time_ns() // 1_000_000,
+        # A fresh revision on every PUT, also after a delete: a sandbox serves only the
+        # revision it was initialised for, so a re-created action never meets old code.
+        "rev": uuid.uuid4().hex,
+    }
 
 
 def _bump(version: str) -> str:

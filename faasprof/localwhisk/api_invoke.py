@@ -121,12 +121,13 @@ class Invocations(ApiBase):
         params.update(request_params)
         return params
 
-    def _accept(self, doc: dict, params: dict, accepted_ns: int, future=None) -> tuple[Job | None, str | None]:
+    def _accept(self, doc: dict, params: dict, accepted_ns: int, future: asyncio.Future | None = None) -> Job | str:
+        """The job handed to the pool, or why it was refused (STOPPING, or a throttle's message)."""
         if self.closing:  # the request passed the gate before the stop began, its body arrived after
-            return None, STOPPING
+            return STOPPING
         problem = self.throttles.check(self.namespace)
         if problem:
-            return None, problem
+            return problem
         action = self._snapshot(doc)
         job = Job(
             activation_id=_new_id(),
@@ -138,8 +139,8 @@ class Invocations(ApiBase):
             future=future,
         )
         self.throttles.inflight[self.namespace] = self.throttles.inflight.get(self.namespace, 0) + 1
-        self.pool.submit(job)
-        return job, None
+        self.running_pool().submit(job)
+        return job
 
     async def invoke(self, request: web.Request, ns: str, doc_ns: str, name: str) -> web.Response:
         accepted_ns = time.monotonic_ns()
@@ -179,11 +180,11 @@ class Invocations(ApiBase):
             future = asyncio.get_running_loop().create_future()
         else:
             future = None
-        job, problem = self._accept(doc, params, accepted_ns, future)
-        if problem:
-            return self.error(503 if problem is STOPPING else 429, problem)
+        job = self._accept(doc, params, accepted_ns, future)
+        if isinstance(job, str):
+            return self.error(503 if job is STOPPING else 429, job)
         headers = {"x-openwhisk-activation-id": job.activation_id}
-        if not blocking:
+        if future is None:  # not blocking
             return self.ok({"activationId": job.activation_id}, status=202, headers=headers)
         record = await wait_capped(future, wait_ms / 1000.0)
         if record is None:

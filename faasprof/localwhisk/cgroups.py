@@ -19,7 +19,8 @@ from faasprof.procfs import pid_alive
 V1_CONTROLLERS = ("cpu", "memory", "freezer")
 # Joined too when mounted and writable, so monitoring can read CPU time (cpuacct, which this
 # host mounts apart from cpu) and block I/O per sandbox. Not required for isolation.
-V1_OPTIONAL = ("cpuacct", "blkio")
+# pids (where mounted) holds max_sandbox_processes per sandbox, as docker run --pids-limit.
+V1_OPTIONAL = ("cpuacct", "blkio", "pids")
 PARENT_PREFIX = "localwhisk-"
 
 
@@ -64,30 +65,10 @@ def _remove_tree(path: Path, kill: bool = True) -> None:
     for child in sorted((p for p in path.iterdir() if p.is_dir()), reverse=True):
         _remove_tree(child, kill)
     if kill:
-        freezer_state = path / "freezer.state"
-        if freezer_state.exists():
-            try:
-                freezer_state.write_text("THAWED")
-            except OSError:
-                pass
-        if (path / "cgroup.freeze").exists():  # v2: a frozen task holds a pending SIGKILL until thawed
-            try:
-                (path / "cgroup.freeze").write_text("0")
-            except OSError:
-                pass
-        for _ in range(50):
-            try:
-                pids = [int(p) for p in (path / "cgroup.procs").read_text().split()]
-            except OSError:
-                pids = []
-            if not pids:
-                break
-            for pid in pids:
-                try:
-                    os.kill(pid, signal.SIGKILL)
-                except OSError:
-                    pass
-            time.sleep(0.01)
+        # v1 freezer, v2 cgroup.freeze: a frozen task holds a pending SIGKILL until thawed.
+        _try_write(path / "freezer.state", "THAWED", only_if_present=True)
+        _try_write(path / "cgroup.freeze", "0", only_if_present=True)
+        _kill_members(path)
     for _ in range(50):
         try:
             path.rmdir()
@@ -98,13 +79,38 @@ def _remove_tree(path: Path, kill: bool = True) -> None:
             time.sleep(0.01)
 
 
+def _kill_members(path: Path) -> None:
+    """SIGKILL the processes in a cgroup until none is left (a forking one may add more)."""
+    for _ in range(50):
+        try:
+            pids = [int(p) for p in (path / "cgroup.procs").read_text().split()]
+        except OSError:
+            pids = []
+        if not pids:
+            return
+        for pid in pids:
+            try:
+                os.kill(pid, signal.SIGKILL)
+            except OSError:
+                pass
+        time.sleep(0.01)
+
+
 class CgroupManager:
     """Creates, limits, freezes and removes sandbox cgroups for one localwhisk instance."""
 
     def __init__(
-        self, mode: str, roots: dict[str, Path], instance: str, user_memory_mb: int, cpu_policy: str, user_cpus: float
+        self,
+        mode: str,
+        roots: dict[str, Path],
+        instance: str,
+        user_memory_mb: int,
+        cpu_policy: str,
+        user_cpus: float,
+        max_processes: int = 0,
     ):
         self.mode = mode
+        self.max_processes = max_processes  # pids.max per sandbox; 0: none
         self.roots = roots
         self.instance = instance
         self.user_memory_mb = user_memory_mb
@@ -136,6 +142,8 @@ class CgroupManager:
                 try:
                     (self.roots[controller] / "cgroup.subtree_control").write_text("+cpu +memory")
                     (parent / "cgroup.subtree_control").write_text("+cpu +memory")
+                    _try_write(self.roots[controller] / "cgroup.subtree_control", "+pids")
+                    _try_write(parent / "cgroup.subtree_control", "+pids")
                 except OSError:
                     pass
 
@@ -166,6 +174,8 @@ class CgroupManager:
                 (dirs["cpu"] / "cpu.cfs_quota_us").write_text(str(self.cpu_quota_us(memory_mb)))
             else:
                 (dirs["cpu"] / "cpu.shares").write_text(str(self.cpu_shares(memory_mb)))
+            if "pids" in dirs and self.max_processes:
+                (dirs["pids"] / "pids.max").write_text(str(self.max_processes))
         else:
             d = dirs["unified"]
             d.mkdir(exist_ok=True)
@@ -177,6 +187,8 @@ class CgroupManager:
                 # cgroup v2 weight 1..10000 ≈ shares * 100 / 1024 (the runc/systemd conversion).
                 weight = max(1, min(10000, 1 + ((self.cpu_shares(memory_mb) - 2) * 9999) // 262142))
                 _try_write(d / "cpu.weight", str(weight))
+            if self.max_processes:
+                _try_write(d / "pids.max", str(self.max_processes))
         return dirs
 
     def attach(self, dirs: dict[str, Path], pid: int) -> None:
@@ -230,7 +242,10 @@ class CgroupManager:
         return {c: str(p) for c, p in self.parents.items()}
 
 
-def _try_write(path: Path, value: str) -> None:
+def _try_write(path: Path, value: str, only_if_present: bool = False) -> None:
+    """Write a cgroup file where the kernel allows; ``only_if_present``: never create it."""
+    if only_if_present and not path.exists():
+        return
     try:
         path.write_text(value)
     except OSError:

@@ -81,6 +81,23 @@ class Settings:
             "help": "largest exec.code of an action, base64 included: a zip of about 3/4 of it (whisk.exec.size-limit 48 MB)"
         },
     )
+    max_unpacked_code_bytes: int = field(
+        default=512 * 1024 * 1024,
+        metadata={
+            "help": "most bytes an action's zip may unpack to (checked at PUT and while unpacking; OpenWhisk has no such cap)"
+        },
+    )
+    max_sandbox_processes: int = field(
+        default=512,
+        metadata={
+            "help": "most processes (and threads) one sandbox may run: its pids cgroup, else RLIMIT_NPROC of its own user "
+            "(docker: --pids-limit 1024)"
+        },
+    )
+    max_archive_entries: int = field(
+        default=65536,
+        metadata={"help": "most entries (files and folders) in an action's zip"},
+    )
     prewarm: str = field(
         default="", metadata={"help": "stem cells, e.g. 'python:3=2,nodejs:20=1' (256 MB each) or 'nodejs:20=2@256'"}
     )
@@ -220,32 +237,53 @@ def server_env(settings: dict) -> dict[str, str]:
     return {AUTH_ENV: str(settings["auth"])} if settings.get("auth") else {}
 
 
+POSITIVE_SETTINGS = (
+    "user_memory_mb",
+    "parallel_runs",
+    "min_action_memory_mb",
+    "max_action_memory_mb",
+    "std_action_memory_mb",
+    "max_blocking_wait_ms",
+    "max_payload_bytes",
+    "max_action_code_bytes",
+    "max_unpacked_code_bytes",
+    "max_archive_entries",
+    "max_sandbox_processes",
+    "store_flush_ms",
+)
+
+
 def validate_settings(settings: "Settings") -> list[str]:
     """Every problem with a Settings, one line each naming the setting and the fix."""
+    return _choice_problems(settings) + _number_problems(settings) + _access_problems(settings)
+
+
+def _choice_problems(settings: "Settings") -> list[str]:
     problems = []
     if settings.isolation not in ISOLATIONS:
         problems.append(f"isolation: must be auto, cgroup, rlimit or docker (got {settings.isolation!r})")
     if settings.docker_pause not in ("api", "freezer"):
         problems.append(f"docker_pause: must be api or freezer (got {settings.docker_pause!r})")
-    try:
-        parse_images(settings.docker_images)
-    except ValueError as error:
-        problems.append(str(error))
     if settings.cpu_policy not in ("shares", "quota"):
         problems.append(f"cpu_policy: must be shares or quota (got {settings.cpu_policy!r})")
-    for name in (
-        "user_memory_mb",
-        "parallel_runs",
-        "min_action_memory_mb",
-        "max_action_memory_mb",
-        "std_action_memory_mb",
-        "max_blocking_wait_ms",
-        "max_payload_bytes",
-        "max_action_code_bytes",
-        "store_flush_ms",
-    ):
-        if getattr(settings, name) <= 0:
-            problems.append(f"{name}: must be > 0 (got {getattr(settings, name)})")
+    for check, value in ((parse_images, settings.docker_images), (parse_prewarm, settings.prewarm)):
+        try:
+            check(value)
+        except ValueError as error:
+            problems.append(str(error))
+    try:
+        delays_mod.parse(settings.control_plane)
+    except ValueError as error:
+        problems.append(str(error))
+    return problems
+
+
+def _number_problems(settings: "Settings") -> list[str]:
+    problems = [
+        f"{name}: must be > 0 (got {getattr(settings, name)})"
+        for name in POSITIVE_SETTINGS
+        if getattr(settings, name) <= 0
+    ]
     if settings.pause_grace_ms < 0 or settings.idle_timeout_s <= 0:
         problems.append("pause_grace_ms must be >= 0 and idle_timeout_s > 0")
     if settings.invokes_per_minute <= 0 or settings.concurrent_invokes <= 0:
@@ -254,30 +292,27 @@ def validate_settings(settings: "Settings") -> list[str]:
         problems.append(
             f"user_memory_mb: {settings.user_memory_mb} is below min_action_memory_mb {settings.min_action_memory_mb}; no action could run"
         )
-    if ":" not in settings.auth:
-        problems.append("auth: must be UUID:KEY")
-    if not is_loopback(settings.host):
-        if not settings.allow_remote:
-            problems.append(
-                f"host: {settings.host} is not a loopback address; listening there exposes the API to the network: "
-                f"pass --allow-remote and a key of your own (--auth-file), or use --host 127.0.0.1"
-            )
-        elif settings.auth == GUEST_AUTH:
-            problems.append(
-                f"auth: --host {settings.host} with --allow-remote needs a key other than OpenWhisk's public guest key "
-                f"(--auth-file F with UUID:KEY)"
-            )
-    try:
-        parse_prewarm(settings.prewarm)
-    except ValueError as error:
-        problems.append(str(error))
-    try:
-        delays_mod.parse(settings.control_plane)
-    except ValueError as error:
-        problems.append(str(error))
     if not 0 <= settings.port <= 65535:
         problems.append(f"port: must be 0..65535 (got {settings.port})")
     return problems
+
+
+def _access_problems(settings: "Settings") -> list[str]:
+    if ":" not in settings.auth:
+        return ["auth: must be UUID:KEY"]
+    if is_loopback(settings.host):
+        return []
+    if not settings.allow_remote:
+        return [
+            f"host: {settings.host} is not a loopback address; listening there exposes the API to the network: "
+            f"pass --allow-remote and a key of your own (--auth-file), or use --host 127.0.0.1"
+        ]
+    if settings.auth == GUEST_AUTH:
+        return [
+            f"auth: --host {settings.host} with --allow-remote needs a key other than OpenWhisk's public guest key "
+            f"(--auth-file F with UUID:KEY)"
+        ]
+    return []
 
 
 def parse_prewarm(spec: str) -> list[tuple[str, int, int]]:

@@ -35,13 +35,16 @@ import secrets
 import struct
 import time
 from pathlib import Path
+from typing import Awaitable
 
 import aiohttp
 
-from faasprof.docker import DOCKER_SOCKET, LABEL_OWNER_PID, bridge_gateway, parse_images
+from faasprof.docker import LABEL_OWNER_PID, bridge_gateway, parse_images
 from faasprof.localwhisk import fastjson
+from faasprof.localwhisk.docker_engine import DockerError, DockerUnavailable, Engine
 from faasprof.localwhisk.sandbox import TIMER_SLACK_S, Sandbox, SandboxDied, not_json_reply
-from faasprof.procfs import process_start_ticks
+from faasprof.localwhisk.states import SandboxState
+from faasprof.procfs import owner_alive, process_start_ticks
 
 LABEL_INSTANCE = "faasprof.localwhisk.instance"
 LABEL_OWNER_START = "faasprof.localwhisk.owner_start"
@@ -55,73 +58,20 @@ NOT_PAUSED = re.compile(r"is not paused", re.IGNORECASE)
 log = logging.getLogger("faasprof.localwhisk.docker")
 
 
-class DockerUnavailable(RuntimeError):
-    """The Docker daemon cannot be used (not installed, not running, no permission, images missing)."""
-
-
 def owner_start_label(pid: int) -> str:
     """The owner-start label's value: the process's start ticks, "" where /proc cannot tell."""
     ticks = process_start_ticks(pid)
     return "" if ticks is None else str(ticks)
 
 
-def owner_alive(pid_text: str, start_text: str) -> bool:
+def labelled_owner_alive(pid_text: str | None, start_text: str | None) -> bool:
+    """Whether the server named by a container's owner labels (pid, start ticks) still runs."""
     try:
-        pid = int(pid_text)
-    except (TypeError, ValueError):
+        pid = int(pid_text or "")
+    except ValueError:
         return False
-    return pid > 0 and owner_start_label(pid) == start_text
-
-
-class Engine:
-    """The Docker Engine API over the unix socket (unversioned paths: the daemon's own version)."""
-
-    def __init__(self, socket_path: str = DOCKER_SOCKET):
-        self.socket_path = socket_path
-        self.session: aiohttp.ClientSession | None = None
-
-    def _session(self) -> aiohttp.ClientSession:
-        if self.session is None:
-            connector = aiohttp.UnixConnector(path=self.socket_path, limit=0)
-            self.session = aiohttp.ClientSession(connector=connector, timeout=aiohttp.ClientTimeout(total=60))
-        return self.session
-
-    async def call(self, method: str, path: str, body=None, params=None, ok=(200, 201, 204, 304)):
-        try:
-            async with self._session().request(method, "http://docker" + path, json=body, params=params) as response:
-                data = await response.read()
-                if response.status not in ok:
-                    try:
-                        message = json.loads(data).get("message", "")
-                    except (ValueError, AttributeError):
-                        message = data[:200].decode("utf-8", "replace")
-                    raise DockerError(response.status, f"{method} {path}: {response.status} {message}")
-                return json.loads(data) if data and response.content_type == "application/json" else None
-        except aiohttp.ClientError as error:
-            raise DockerUnavailable(f"Docker daemon at {self.socket_path}: {error}") from None
-
-    async def attach(self, container_id: str) -> aiohttp.ClientResponse:
-        """The container's raw multiplexed stdout/stderr stream (opened before start: nothing is lost)."""
-        response = await self._session().post(
-            f"http://docker/containers/{container_id}/attach",
-            params={"stream": "1", "stdout": "1", "stderr": "1"},
-            timeout=aiohttp.ClientTimeout(total=None, sock_read=None),
-        )
-        if response.status != 200:
-            response.release()
-            raise DockerError(response.status, f"attach {container_id[:12]}: {response.status}")
-        return response
-
-    async def close(self) -> None:
-        if self.session is not None:
-            await self.session.close()
-            self.session = None
-
-
-class DockerError(OSError):
-    def __init__(self, status: int, message: str):
-        super().__init__(message)
-        self.status = status
+    start_ticks = int(start_text) if start_text and start_text.isdigit() else None
+    return pid > 0 and owner_alive(pid, start_ticks)
 
 
 class DockerHost:
@@ -194,7 +144,7 @@ class DockerHost:
         stale = [
             c
             for c in listing or []
-            if not owner_alive(c["Labels"].get(LABEL_OWNER_PID), c["Labels"].get(LABEL_OWNER_START))
+            if not labelled_owner_alive(c["Labels"].get(LABEL_OWNER_PID), c["Labels"].get(LABEL_OWNER_START))
         ]
         await asyncio.gather(*(self.remove(c["Id"]) for c in stale), return_exceptions=True)
         return sorted(name.lstrip("/") for c in stale for name in c.get("Names", [])[:1])
@@ -299,7 +249,9 @@ class DockerSandbox(Sandbox):
 
     async def start(self, timeout_s: float = 30.0) -> None:
         """Create, attach, start; the proxy's readiness is checked by the first /init (as OpenWhisk)."""
-        config = self.host.container_config(self.container_name, self.kind, self.memory_mb, self.host.container_apihost)
+        config = self.host.container_config(
+            self.container_name, self.kind, self.memory_mb, self.host.container_apihost or self.apihost
+        )
         try:
             info = await asyncio.wait_for(self._create_and_start(config), timeout_s)
         except (TimeoutError, asyncio.TimeoutError, DockerError, DockerUnavailable, KeyError) as error:
@@ -332,14 +284,15 @@ class DockerSandbox(Sandbox):
     async def _discard(self) -> None:
         """A container that failed to start: remove it and forget it (the pool releases the sandbox)."""
         self._dead = True
-        self.state = "dead"
+        self.state = SandboxState.DEAD
         if self._pump is not None:
             self._pump.cancel()
         if self._attach is not None:
             self._attach.close()
         if self.container_id:
             try:
-                await self.host.remove(self.container_id)
+                if self.container_id is not None:
+                    await self.host.remove(self.container_id)
             except (DockerError, DockerUnavailable):
                 pass
         self.pid = None
@@ -348,7 +301,7 @@ class DockerSandbox(Sandbox):
         """Destroy the sandbox (docker rm -f); the end of the attach stream reports its death."""
         if self._dead or self.container_id is None or self._removal is not None:
             return
-        self.state = "removing"
+        self.state = SandboxState.REMOVING
         if self.timer:
             self.timer.cancel()
             self.timer = None
@@ -362,7 +315,8 @@ class DockerSandbox(Sandbox):
                 except OSError:
                     pass
             try:
-                await self.host.remove(self.container_id)
+                if self.container_id is not None:
+                    await self.host.remove(self.container_id)
             except (DockerError, DockerUnavailable):
                 pass
         # Normally the attach stream has ended by now; make sure the pool hears of the exit.
@@ -385,7 +339,7 @@ class DockerSandbox(Sandbox):
 
     async def _pause(self) -> None:
         async with self._ops:
-            if self._dead or self.state != "paused" and self.state != "idle":
+            if self._dead or self.state not in (SandboxState.PAUSED, SandboxState.IDLE):
                 return
             try:
                 await self.host.engine.call("POST", f"/containers/{self.container_id}/pause")
@@ -397,7 +351,7 @@ class DockerSandbox(Sandbox):
                 log.warning("sandbox %s (%s): %s", self.name, self.container_name, self.death_reason)
                 self.kill()
 
-    def resume(self) -> asyncio.Task | None:
+    def resume(self) -> Awaitable[None] | None:
         """Docker unpause; the pool awaits the returned task (and the next request does too)."""
         if self.host.pause_mode == "freezer":
             self._freeze(False)
@@ -499,6 +453,8 @@ class DockerSandbox(Sandbox):
                 await self._await_death()
 
     async def _post_once(self, url: str, data: bytes) -> tuple[int, bytes]:
+        if self.host.http is None:
+            raise ConnectionError("the Docker host is closed")
         async with self.host.http.post(url, data=data, headers={"Content-Type": "application/json"}) as response:
             return response.status, await response.read()
 
@@ -546,11 +502,12 @@ class DockerSandbox(Sandbox):
             self.oom = bool(state.get("OOMKilled"))
         except (DockerError, DockerUnavailable):
             pass
-        if self._removal is None and self.state != "removing":
-            self.state = "removing"
+        if self._removal is None and self.state is not SandboxState.REMOVING:
+            self.state = SandboxState.REMOVING
             try:
                 async with self._ops:
-                    await self.host.remove(self.container_id)
+                    if self.container_id is not None:
+                        await self.host.remove(self.container_id)
             except (DockerError, DockerUnavailable):
                 pass
         self._died()
@@ -565,7 +522,7 @@ class DockerSandbox(Sandbox):
         if self.timer:
             self.timer.cancel()
             self.timer = None
-        self.state = "dead"
+        self.state = SandboxState.DEAD
         self.on_exit(self)
 
     def memory_usage_bytes(self) -> int | None:

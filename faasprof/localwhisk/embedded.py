@@ -43,7 +43,10 @@ from faasprof.localwhisk.config import (
     settings_argv,
     validate_settings,
 )
-from faasprof.localwhisk.sandbox import SANDBOXES_DIR, reap_orphans
+from faasprof.localwhisk.keys import data_dir_key
+from faasprof.localwhisk.private import private_dir
+from faasprof.localwhisk.sandbox import SANDBOXES_DIR
+from faasprof.localwhisk.sandbox_users import reap_orphans
 
 # Below this many free bytes a disk counts as full: the server cannot write its store or its log.
 FULL_DISK_BYTES = 1024 * 1024
@@ -208,8 +211,11 @@ def start_embedded(
             f"localwhisk settings: {problems[0]}", problems=[f"localwhisk settings: {p}" for p in problems]
         )
     owns = data_dir is None
-    data_dir = Path(tempfile.mkdtemp(prefix="localwhisk-")) if owns else Path(data_dir).expanduser().resolve()
-    data_dir.mkdir(parents=True, exist_ok=True)
+    if data_dir is None:
+        data_dir = Path(tempfile.mkdtemp(prefix="localwhisk-"))
+    else:
+        data_dir = Path(data_dir).expanduser().resolve()
+    private_dir(data_dir)
     # Resolved like data_dir: the server runs in data_dir, where a relative log path would point elsewhere.
     log_dir = Path(log_dir).expanduser().resolve() if log_dir else data_dir
     log_dir.mkdir(parents=True, exist_ok=True)
@@ -226,7 +232,7 @@ def start_embedded(
         argv = settings_argv(all_settings)
     except ValueError as error:
         raise ConfigError(f"localwhisk settings: {error}") from None
-    auth = settings.get("auth") or GUEST_AUTH
+    auth = settings.get("auth") or data_dir_key(data_dir)  # never the public guest key unless asked
     namespace = settings.get("namespace") or GUEST_NAMESPACE
     try:
         process, state, info = launch_server(argv, data_dir, log_path, parent_pid=os.getpid(), auth=auth)

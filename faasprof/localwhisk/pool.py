@@ -25,8 +25,6 @@ can be read (process sandboxes), ``runCpuTimeUs`` (the sandbox's CPU time during
 from __future__ import annotations
 
 import asyncio
-import base64
-import io
 import logging
 import time
 import zipfile
@@ -41,13 +39,23 @@ from faasprof.localwhisk.activation import (
     Job,
     Outcome,
     developer_error,
+    internal_error_message,
     request_failed,
     shared_tmp_hint,
     why_gone,
 )
+from faasprof.localwhisk.archives import check_code_archive, extract_archive
 from faasprof.localwhisk.cgroups import CgroupManager
 from faasprof.localwhisk.docker_sandbox import DockerHost, DockerSandbox
-from faasprof.localwhisk.sandbox import TIMER_SLACK_S, Sandbox, SandboxDied, format_log_line
+from faasprof.localwhisk.sandbox import (
+    TIMER_SLACK_S,
+    Sandbox,
+    SandboxDied,
+    format_log_line,
+    runtime_family,
+)
+from faasprof.localwhisk.sandbox_users import SandboxUsers, kill_adopted, own, reap_adopted
+from faasprof.localwhisk.states import SandboxState, StartKind
 
 log = logging.getLogger("faasprof.localwhisk.pool")
 
@@ -66,6 +74,7 @@ class Pool:
         apihost: str,
         on_complete,
         prewarm: list[tuple[str, int, int]],
+        users: SandboxUsers | None = None,
     ):
         self.settings = settings
         self.user_memory_mb = settings.user_memory_mb
@@ -79,6 +88,8 @@ class Pool:
         self.apihost = apihost
         self.on_complete = on_complete
         self.prewarm_spec = prewarm
+        self.users = users  # a user per process sandbox (the server is root), else None
+        self.adopts = False  # the server's process is a subreaper: it kills what actions leave at close
         self.sandboxes: dict[str, Sandbox] = {}
         self.idle: OrderedDict[Sandbox, None] = OrderedDict()  # free warm sandboxes, least recently used first
         self.idle_peak = 0  # the most free warm sandboxes there were at once (the control-plane model's reuse)
@@ -121,12 +132,12 @@ class Pool:
         prewarm = []
         for sb in self.sandboxes.values():
             if sb.action_name is None:
-                prewarm.append({"kind": sb.kind, "memory_mb": sb.memory_mb, "state": sb.state})
+                prewarm.append({"kind": sb.kind, "memory_mb": sb.memory_mb, "state": sb.state.value})
                 continue
             entry = actions.setdefault(
                 sb.action_name, {"warm": 0, "paused": 0, "busy": 0, "starting": 0, "removing": 0}
             )
-            state = {"idle": "warm", "prewarm": "warm"}.get(sb.state, sb.state)
+            state = {SandboxState.IDLE: "warm", SandboxState.PREWARM: "warm"}.get(sb.state, sb.state.value)
             entry[state] = entry.get(state, 0) + 1
         return {
             "user_memory_mb": self.user_memory_mb,
@@ -164,6 +175,14 @@ class Pool:
             )
         if self.docker is not None:
             await self.docker.close()
+        # What an action left running (a daemon that left its group) is gone before stop returns.
+        if self.adopts:
+            keep = {sb.pid for sb in self.sandboxes.values() if sb.pid is not None}
+            killed = await self.loop.run_in_executor(None, kill_adopted, keep)
+            if killed:
+                log.warning("killed %d processes that actions left running", killed)
+        if self.users is not None:
+            await self.loop.run_in_executor(None, self.users.close)
 
     # -- scheduling -------------------------------------------------------------------------------
 
@@ -178,20 +197,19 @@ class Pool:
             offered = iter(delays_mod.openwhisk_order(self.idle, self.idle_peak > delays_mod.SMALL_MAP_ENTRIES, _name))
         for sb in offered:
             if sb.key == key:
-                how = "resumed" if sb.state == "paused" else "warm"
+                how = StartKind.RESUMED if sb.state is SandboxState.PAUSED else StartKind.WARM
                 self._dispatch(sb, job, how)
                 return True
         # 3. prewarmed stem cell with exact kind and memory
         for sb in self.sandboxes.values():
-            if sb.state == "prewarm" and sb.kind == action.kind and sb.memory_mb == action.memory_mb:
-                sb.prewarm_spec = None
-                self._dispatch(sb, job, "prewarmed")
+            if sb.state is SandboxState.PREWARM and sb.kind == action.kind and sb.memory_mb == action.memory_mb:
+                self._dispatch(sb, job, StartKind.PREWARMED)
                 self._ensure_prewarm()
                 return True
         need = action.memory_mb
         # 4. cold start if the memory fits
         if self.used_mb + need <= self.user_memory_mb:
-            self._cold(job, "cold")
+            self._cold(job, StartKind.COLD)
             return True
         # 5. evict least-recently-used idle warm sandboxes (never busy ones, never stem cells)
         freeable = sum(sb.memory_mb for sb in self.idle)
@@ -199,7 +217,7 @@ class Pool:
             while self.used_mb + need > self.user_memory_mb:
                 victim = next(iter(self.idle))
                 self._remove(victim)
-            self._cold(job, "recreated")
+            self._cold(job, StartKind.RECREATED)
             return True
         return False
 
@@ -214,6 +232,7 @@ class Pool:
         self._counter += 1
         name = f"wsk{self._counter}"
         interpreters = {"python": self.settings.python, "node": self.settings.node}
+        sb: Sandbox
         if self.docker is not None:
             sb = DockerSandbox(
                 name,
@@ -227,37 +246,42 @@ class Pool:
                 host=self.docker,
             )
         else:
+            family = runtime_family(kind) or "python"
+            uid = self.users.allocate(family) if self.users is not None else None
             sb = Sandbox(
-                name, kind, memory_mb, self.cgroups, self.workroot, self.apihost, self._on_sandbox_exit, interpreters
+                name,
+                kind,
+                memory_mb,
+                self.cgroups,
+                self.workroot,
+                self.apihost,
+                self._on_sandbox_exit,
+                interpreters,
+                uid=uid,
+                home=self.users.homes if self.users is not None and uid is not None else None,
+                max_processes=self.settings.max_sandbox_processes,
             )
-        sb.prewarm_spec = None
         self.sandboxes[name] = sb
         self.counted.add(sb)
         self.used_mb += memory_mb
         return sb
 
-    def _cold(self, job: Job, how: str) -> None:
+    def _cold(self, job: Job, how: StartKind) -> None:
         self.cold_starts += 1
         sb = self._new_sandbox(job.action.kind, job.action.memory_mb)
-        sb.action_name = job.action.name
         self._dispatch(sb, job, how)
 
-    def _dispatch(self, sb: Sandbox, job: Job, how: str) -> None:
-        if sb.timer:
-            sb.timer.cancel()
-            sb.timer = None
+    def _dispatch(self, sb: Sandbox, job: Job, how: StartKind) -> None:
         self.idle.pop(sb, None)
-        if how not in ("cold", "recreated"):
-            sb.state = "busy"
-        sb.action_name = job.action.name
-        job.container_state = how
+        sb.take(job.action.name, how)
+        job.container_state = how.value
         self.running.add(job)
         task = self.loop.create_task(self._execute(sb, job, how))
         self._tasks.add(task)
         task.add_done_callback(self._tasks.discard)
 
     def _remove(self, sb: Sandbox, why: str | None = None) -> None:
-        sb.death_reason = sb.death_reason or why
+        sb.note_death(why)
         self.idle.pop(sb, None)
         self._release(sb)
         if sb.pid is None:  # never spawned (cancelled while waiting for a creation slot)
@@ -275,6 +299,8 @@ class Pool:
     def _on_sandbox_exit(self, sb: Sandbox) -> None:
         log.info("sandbox %s (%s) gone: %s", sb.name, sb.action_name or sb.kind, why_gone(sb))
         self.sandboxes.pop(sb.name, None)
+        if self.adopts:  # processes an action left that have ended since: collect them
+            reap_adopted({other.pid for other in self.sandboxes.values() if other.pid is not None})
         self.idle.pop(sb, None)
         self._release(sb)
         if not self.closed:
@@ -282,18 +308,15 @@ class Pool:
             self._drain()
 
     def _became_free(self, sb: Sandbox) -> None:
-        sb.state = "idle"
-        sb.last_used_ns = time.monotonic_ns()
+        sb.became_idle()
         self.idle[sb] = None
         self.idle.move_to_end(sb)
         self.idle_peak = max(self.idle_peak, len(self.idle))
-        if sb.timer:
-            sb.timer.cancel()
-        sb.timer = self.loop.call_later(self.pause_grace_s + TIMER_SLACK_S, self._pause, sb)
+        sb.set_timer(self.loop.call_later(self.pause_grace_s + TIMER_SLACK_S, self._pause, sb))
 
     def _pause(self, sb: Sandbox) -> None:
-        sb.timer = None
-        if sb.state != "idle" or sb.dead:
+        sb.timer_fired()
+        if sb.state is not SandboxState.IDLE or sb.dead:
             return
         try:
             sb.pause()
@@ -302,12 +325,12 @@ class Pool:
             log.warning("pause of %s failed (%s); removing it", sb.name, error)
             self._remove(sb, f"its pause failed ({error}); removed, as OpenWhisk removes a container it cannot pause")
             return
-        sb.state = "paused"
-        sb.timer = self.loop.call_later(self.idle_timeout_s, self._idle_remove, sb)
+        sb.paused()
+        sb.set_timer(self.loop.call_later(self.idle_timeout_s, self._idle_remove, sb))
 
     def _idle_remove(self, sb: Sandbox) -> None:
-        sb.timer = None
-        if sb.state == "paused":
+        sb.timer_fired()
+        if sb.state is SandboxState.PAUSED:
             self._remove(sb, f"idle for {self.idle_timeout_s:g} s (idle timeout)")
             self._drain()
 
@@ -320,7 +343,7 @@ class Pool:
             have = sum(1 for sb in self.sandboxes.values() if sb.prewarm_spec == (kind, memory_mb))
             while have < count and self.used_mb + memory_mb <= self.user_memory_mb:
                 sb = self._new_sandbox(kind, memory_mb)
-                sb.prewarm_spec = (kind, memory_mb)
+                sb.stem_cell_of((kind, memory_mb))
                 task = self.loop.create_task(self._start_prewarm(sb))
                 self._tasks.add(task)
                 task.add_done_callback(self._tasks.discard)
@@ -335,12 +358,12 @@ class Pool:
             log.warning(
                 "prewarm %s (%s) failed to start (%d in a row): %s", sb.name, sb.kind, self.prewarm_failures, error
             )
-            sb.prewarm_spec = None
+            sb.stem_cell_of(None)
             self._remove_failed(sb)
             return
         self.prewarm_failures = 0
-        if sb.state == "starting":
-            sb.state = "prewarm"
+        if sb.state is SandboxState.STARTING:
+            sb.started_as_stem_cell()
             self._drain()
 
     def _remove_failed(self, sb: Sandbox) -> None:
@@ -354,7 +377,26 @@ class Pool:
 
     # -- one activation ---------------------------------------------------------------------------
 
-    async def _execute(self, sb: Sandbox, job: Job, how: str) -> None:
+    async def _execute(self, sb: Sandbox, job: Job, how: StartKind) -> None:
+        """Run one activation; an exception of localwhisk's own still ends it with a record (a
+        whisk internal error) and frees its sandbox, so nothing is lost nor held for good."""
+        try:
+            await self._activation(sb, job, how)
+        except Exception as error:
+            log.exception("activation %s of %s failed inside localwhisk", job.activation_id, job.action.path)
+            self._internal_error(sb, job, error)
+
+    def _internal_error(self, sb: Sandbox, job: Job, error: Exception) -> None:
+        if sb.name in self.sandboxes and sb not in self.idle and not sb.dead:
+            self._remove(sb, f"destroyed after localwhisk failed during its activation ({type(error).__name__})")
+        if job in self.running:
+            out = Outcome(status_code=3, result={"error": internal_error_message(error)}, destroy=True)
+            out.wait_end_ns = time.monotonic_ns()
+            self._finish(job, out, None)
+        if not self.closed:
+            self._drain()
+
+    async def _activation(self, sb: Sandbox, job: Job, how: StartKind) -> None:
         out = Outcome()
         action = job.action
         timeout_s = action.timeout_ms / 1000.0
@@ -363,7 +405,7 @@ class Pool:
             if self.delays:
                 delay_s = self.delays.before_s(how)
                 await asyncio.sleep(delay_s + TIMER_SLACK_S if delay_s > 0 else 0)
-            if how in ("cold", "recreated"):
+            if how.creates:
                 try:
                     async with self.create_sem:
                         await sb.start()
@@ -375,14 +417,14 @@ class Pool:
                     self._finish(job, out, None)
                     self._drain()
                     return
-                sb.state = "busy"
+                sb.started_for_action()
                 self._note_tmp(sb)
-            elif how == "resumed" and not await self._resumed(sb):
+            elif how is StartKind.RESUMED and not await self._resumed(sb):
                 # The platform failed (a pause or unpause that did not take): the call never reached
                 # the sandbox, so it is not the action's fault; it runs on a new one instead.
                 self.running.discard(job)
                 self._remove(sb, sb.death_reason or "its resume failed")
-                self._cold(job, "cold")
+                self._cold(job, StartKind.COLD)
                 return
             if sb.key is None:
                 await self._init(sb, job, out, timeout_s)
@@ -393,12 +435,10 @@ class Pool:
             out.status_code, out.result, out.destroy = 3, {"error": STOPPED_ERROR}, True
             if out.wait_end_ns is None:
                 out.wait_end_ns = time.monotonic_ns()
-        sb.activations += 1
+        sb.ended_activation()
         if out.destroy or sb.dead:
-            self._remove(
-                sb,
-                "destroyed after its activation failed (" + str((out.result or {}).get("error", "error"))[:120] + ")",
-            )
+            failure = out.result.get("error", "error") if isinstance(out.result, dict) else "error"
+            self._remove(sb, "destroyed after its activation failed (" + str(failure)[:120] + ")")
         else:
             self._became_free(sb)
         self._drain()
@@ -432,9 +472,9 @@ class Pool:
             if resumed is not None:
                 await resumed
         except OSError as error:
-            sb.death_reason = sb.death_reason or f"its resume failed ({error})"
+            sb.note_death(f"its resume failed ({error})")
             return False
-        return not sb.dead and sb.state != "removing"
+        return not sb.dead and sb.state != SandboxState.REMOVING
 
     async def _init(self, sb: Sandbox, job: Job, out: Outcome, timeout_s: float) -> None:
         action = job.action
@@ -451,13 +491,37 @@ class Pool:
                 "__OW_DEADLINE": str(deadline_ms),
             }
         )
-        init = {"main": action.main or "main", "env": env, "code": None, "dir": None, "name": action.name}
+        init: dict[str, object] = {
+            "main": action.main or "main",
+            "env": env,
+            "code": None,
+            "dir": None,
+            "name": action.name,
+        }
         try:
             if action.binary and getattr(sb, "takes_archives", False):
-                init["code"], init["binary"] = action.code, True  # the container's proxy unpacks it
+                # The container's proxy unpacks it: hold it to the caps first (an action stored
+                # before them, or under larger ones, is checked here too).
+                await self.loop.run_in_executor(
+                    None,
+                    check_code_archive,
+                    action.code,
+                    self.settings.max_unpacked_code_bytes,
+                    self.settings.max_archive_entries,
+                )
+                init["code"], init["binary"] = action.code, True
             elif action.binary:
                 directory = sb.workdir / "action"
-                await self.loop.run_in_executor(None, _extract_zip, action.code, directory)
+                await self.loop.run_in_executor(
+                    None,
+                    extract_archive,
+                    action.code,
+                    directory,
+                    self.settings.max_unpacked_code_bytes,
+                    self.settings.max_archive_entries,
+                )
+                if sb.uid is not None:
+                    await self.loop.run_in_executor(None, own, directory, sb.uid)
                 init["dir"] = str(directory)
             else:
                 init["code"] = action.code
@@ -476,7 +540,7 @@ class Pool:
             message = reply.get("init_error") or reply.get("developer_error")
             developer_error(out, f"The action failed during initialization: {message}")
             return
-        sb.key = job.action.key
+        sb.initialised_for(job.action.key)
 
     async def _run(self, sb: Sandbox, job: Job, out: Outcome, timeout_s: float) -> None:
         action = job.action
@@ -494,7 +558,7 @@ class Pool:
         }
         if action.api_key:
             message["api_key"] = action.api_key  # only with a truthy provide-api-key annotation, as OpenWhisk
-        sb.log_limit_bytes = action.logs_mb * 1024 * 1024
+        sb.limit_logs(action.logs_mb * 1024 * 1024)
         cpu_before_ns = sb.cpu_time_ns()
         try:
             reply = await sb.request(message, timeout_s)
@@ -530,13 +594,6 @@ class Pool:
     def _finish(self, job: Job, out: Outcome, sb: Sandbox | None) -> None:
         self.running.discard(job)
         self.on_complete(job, out)
-
-
-def _extract_zip(code: str, directory: Path) -> None:
-    data = base64.b64decode(code)
-    directory.mkdir(parents=True, exist_ok=True)
-    with zipfile.ZipFile(io.BytesIO(data)) as archive:
-        archive.extractall(directory)
 
 
 def _name(sb: Sandbox) -> str:

@@ -19,9 +19,12 @@ import signal
 import sys
 import time
 from pathlib import Path
+from typing import Awaitable
 
 from faasprof.localwhisk import fastjson
 from faasprof.localwhisk.cgroups import CgroupManager
+from faasprof.localwhisk.sandbox_users import kill_user, own
+from faasprof.localwhisk.states import SandboxState, StartKind
 from faasprof.procfs import process_start_ticks
 
 # Under a localwhisk's data directory: each sandbox's work directory and pid file.
@@ -101,20 +104,27 @@ class Sandbox:
         apihost: str,
         on_exit,
         interpreters: dict | None = None,
+        uid: int | None = None,
+        home: Path | None = None,
+        max_processes: int = 0,
     ):
         self.name = name
         self.kind = kind
         self.family = runtime_family(kind) or "python"
         self.memory_mb = memory_mb
         self.cgroups = cgroups
-        self.workdir = workroot / name
+        # With a user of its own (sandbox_users.py) its folders lie where that user can reach them.
+        self.uid = uid
+        self.max_processes = max_processes
+        homes = home if home is not None else workroot
+        self.workdir = homes / name
         # Outside the workdir (the action's HOME, which it may empty): read by reap_orphans after a crash.
         self.pid_file = workroot / f"{name}.pid"
-        self.tmp_dir = workroot / f"{name}.tmp"  # its /tmp: beside its folder, which stays visible inside it
+        self.tmp_dir = homes / f"{name}.tmp"  # its /tmp: beside its folder, which stays visible inside it
         self.apihost = apihost
         self.on_exit = on_exit
         self.interpreters = interpreters or {}
-        self.state = "starting"
+        self.state = SandboxState.STARTING
         self.key: tuple | None = None  # the action (namespace, name, revision) this sandbox was initialised with
         self.action_name: str | None = None
         self.prewarm_spec: tuple[str, int] | None = None  # (kind, memory) while a stem cell waits for work
@@ -150,6 +160,9 @@ class Sandbox:
         """Spawn the launcher and wait for its ready line ("container created")."""
         self.workdir.mkdir(parents=True, exist_ok=True)
         self.tmp_dir.mkdir(exist_ok=True)
+        if self.uid is not None:
+            own(self.workdir, self.uid)
+            own(self.tmp_dir, self.uid)
         rlimit_mode = not self.cgroups.enabled
         if self.cgroups.enabled:
             self.cgroup_dirs = self.cgroups.create(self.name, self.memory_mb)
@@ -169,6 +182,8 @@ class Sandbox:
             "__LW_TMP": str(self.tmp_dir),
             "TMPDIR": str(self.tmp_dir),
         }
+        if self.uid is not None:
+            env["__LW_UID"] = str(self.uid)  # the launcher drops to it once its /tmp is made
         argv = launcher_argv(self.family, self.memory_mb, rlimit_mode, **self.interpreters)
         try:
             self.pid = os.posix_spawn(
@@ -191,13 +206,16 @@ class Sandbox:
             for fd in (in_r, out_w, err_w, rep_w):
                 os.close(fd)
         self._fds = {"stdin": in_w, "stdout": out_r, "stderr": err_r, "reply": rep_r}
-        _write_pid_file(self.pid_file, self.pid)
+        _write_pid_file(self.pid_file, self.pid, self.uid)
         for fd in (in_w, out_r, err_r, rep_r):
             os.set_blocking(fd, False)
         try:  # OpenWhisk runs containers with --ulimit nofile=1024:1024
             resource.prlimit(self.pid, resource.RLIMIT_NOFILE, (1024, 1024))
         except (OSError, ValueError):
             pass
+        if self.uid is not None and self.max_processes:
+            # Counted per user, so per sandbox: each has a user of its own.
+            resource.prlimit(self.pid, resource.RLIMIT_NPROC, (self.max_processes, self.max_processes))
         if self.cgroups.enabled:
             self.cgroups.attach(self.cgroup_dirs, self.pid)
         elif self.family == "python":
@@ -218,11 +236,65 @@ class Sandbox:
         self.tmp = reply.get("tmp") or "shared: TMPDIR only (the Node.js launcher makes no mount namespace)"
         self._logs.clear()
 
+    # -- the pool's view: its state changes, as methods (the pool writes no field) ---------------
+
+    def cancel_timer(self) -> None:
+        if self.timer:
+            self.timer.cancel()
+            self.timer = None
+
+    def set_timer(self, handle: asyncio.TimerHandle) -> None:
+        self.cancel_timer()
+        self.timer = handle
+
+    def timer_fired(self) -> None:
+        self.timer = None
+
+    def take(self, action_name: str, how: StartKind) -> None:
+        """An activation of ``action_name`` takes this sandbox (a created one is busy once started)."""
+        self.cancel_timer()
+        if not how.creates:
+            self.state = SandboxState.BUSY
+        self.action_name = action_name
+        if how is StartKind.PREWARMED:
+            self.prewarm_spec = None
+
+    def started_for_action(self) -> None:
+        self.state = SandboxState.BUSY
+
+    def started_as_stem_cell(self) -> None:
+        if self.state is SandboxState.STARTING:
+            self.state = SandboxState.PREWARM
+
+    def stem_cell_of(self, spec: tuple[str, int] | None) -> None:
+        """Mark a sandbox as a prewarm of ``spec`` (kind, memory), or as none."""
+        self.prewarm_spec = spec
+
+    def became_idle(self) -> None:
+        self.state = SandboxState.IDLE
+        self.last_used_ns = time.monotonic_ns()
+
+    def paused(self) -> None:
+        self.state = SandboxState.PAUSED
+
+    def ended_activation(self) -> None:
+        self.activations += 1
+
+    def initialised_for(self, key: tuple) -> None:
+        self.key = key
+
+    def limit_logs(self, limit_bytes: int) -> None:
+        self.log_limit_bytes = limit_bytes
+
+    def note_death(self, why: str | None) -> None:
+        """Why it goes (the first reason given stays)."""
+        self.death_reason = self.death_reason or why
+
     def kill(self) -> None:
         """Destroy the sandbox (docker rm -f): thaw, SIGKILL the group; cleanup follows its exit."""
         if self._dead or self.pid is None:
             return
-        self.state = "removing"
+        self.state = SandboxState.REMOVING
         if self.timer:
             self.timer.cancel()
             self.timer = None
@@ -234,18 +306,24 @@ class Sandbox:
                 os.killpg(self.pid, signal.SIGCONT)
         except OSError:
             pass
+        # What left the group (a double-forked daemon) goes with the sandbox's user; its cgroup's
+        # processes are killed when the cgroup is removed.
+        if self.uid is not None:
+            self._loop.run_in_executor(None, kill_user, self.uid)
 
     def pause(self) -> None:
         if self.cgroups.enabled:
             self.cgroups.freeze(self.cgroup_dirs)
-        else:
+        elif self.pid is not None:
             os.killpg(self.pid, signal.SIGSTOP)
 
-    def resume(self) -> None:
+    def resume(self) -> Awaitable[None] | None:
+        """Thaw the sandbox; a docker sandbox returns what to await for its unpause."""
         if self.cgroups.enabled:
             self.cgroups.thaw(self.cgroup_dirs)
-        else:
+        elif self.pid is not None:
             os.killpg(self.pid, signal.SIGCONT)
+        return None
 
     def cpu_time_ns(self) -> int | None:
         """CPU time the sandbox has used so far (ns); None where it cannot be read.
@@ -427,13 +505,16 @@ class Sandbox:
 
     def _on_pidfd(self) -> None:
         """The launcher exited: reap it, fail what waits on it, release fds, cgroups and workdir."""
-        self._loop.remove_reader(self._pidfd)
+        pidfd, pid = self._pidfd, self.pid
+        if pidfd is None or pid is None:  # already handled
+            return
+        self._loop.remove_reader(pidfd)
         try:
-            _, status = os.waitpid(self.pid, os.WNOHANG)
+            _, status = os.waitpid(pid, os.WNOHANG)
             self.exit_status = os.waitstatus_to_exitcode(status)
         except ChildProcessError:
             self.exit_status = None
-        os.close(self._pidfd)
+        os.close(pidfd)
         self._pidfd = None
         # Drain whatever the launcher wrote before dying so its last log lines are kept.
         for stream in ("stdout", "stderr"):
@@ -459,8 +540,10 @@ class Sandbox:
             self.timer.cancel()
             self.timer = None
         # rmdir of a memory cgroup takes milliseconds: do it off the event loop.
-        self._loop.run_in_executor(None, _cleanup, self.cgroups, dict(self.cgroup_dirs), self.workdir)
-        self.state = "dead"
+        self._loop.run_in_executor(
+            None, _cleanup, self.cgroups, dict(self.cgroup_dirs), self.workdir, self.pid_file, self.uid
+        )
+        self.state = SandboxState.DEAD
         self.on_exit(self)
 
     def memory_usage_bytes(self) -> int | None:
@@ -473,7 +556,7 @@ class Sandbox:
             "name": self.name,
             "kind": self.kind,
             "memory_mb": self.memory_mb,
-            "state": self.state,
+            "state": self.state.value,
             "action": self.action_name,
             "pid": self.pid,
             "activations": self.activations,
@@ -484,69 +567,24 @@ class Sandbox:
 _TIMEOUT = object()
 
 
-def _cleanup(cgroups: CgroupManager, dirs: dict[str, Path], workdir: Path) -> None:
+def _cleanup(cgroups: CgroupManager, dirs: dict[str, Path], workdir: Path, pid_file: Path, uid: int | None) -> None:
+    if uid is not None:  # the launcher is gone; a daemon it started is not, until now
+        kill_user(uid)
     if dirs:
         cgroups.remove(dirs)
     shutil.rmtree(workdir, ignore_errors=True)
     shutil.rmtree(workdir.parent / f"{workdir.name}.tmp", ignore_errors=True)
     try:
-        (workdir.parent / f"{workdir.name}.pid").unlink()
+        pid_file.unlink()
     except OSError:
         pass
 
 
-def _write_pid_file(path: Path, pid: int) -> None:
+def _write_pid_file(path: Path, pid: int, uid: int | None) -> None:
     try:
-        path.write_text(f"{pid} {process_start_ticks(pid)}\n")
+        path.write_text(f"{pid} {process_start_ticks(pid)}" + (f" {uid}" if uid is not None else "") + "\n")
     except OSError:
         pass
-
-
-def reap_orphans(workroot: Path) -> list[int]:
-    """Kill the sandboxes a crashed (kill -9) instance left in ``workroot``; returns their pids.
-
-    Each sandbox leads its own process group; a paused one (SIGSTOP) would otherwise stay stopped
-    forever. SIGKILL ends even a stopped process; SIGCONT follows for good measure. A sandbox
-    frozen in its cgroup is thawed first: a frozen task holds a pending SIGKILL until thawed. Used
-    at a server's start and by the embedded platform's handle right after its server died.
-    """
-    reaped = []
-    for pid_file in sorted(Path(workroot).glob("*.pid")):
-        try:
-            pid, started = (int(word) for word in pid_file.read_text().split())
-        except (OSError, ValueError):  # unreadable, or "None": the sandbox was gone when written
-            continue
-        if pid <= 1 or process_start_ticks(pid) != started:
-            continue  # gone, or the pid now belongs to another process
-        try:
-            _thaw((Path("/proc") / str(pid) / "cgroup").read_text())
-        except OSError:
-            pass
-        for sig in (signal.SIGKILL, signal.SIGCONT):
-            try:
-                os.killpg(pid, sig)
-            except OSError:
-                pass
-        reaped.append(pid)
-    return reaped
-
-
-def _thaw(proc_cgroup: str) -> None:
-    """Thaw the freezer cgroup (v1) or the frozen unified cgroup (v2) named in /proc/PID/cgroup."""
-    for line in proc_cgroup.splitlines():
-        _, controllers, path = line.split(":", 2)
-        if "freezer" in controllers.split(","):
-            target = Path("/sys/fs/cgroup/freezer") / path.lstrip("/") / "freezer.state"
-            value = "THAWED"
-        elif controllers == "":
-            target = Path("/sys/fs/cgroup") / path.lstrip("/") / "cgroup.freeze"
-            value = "0"
-        else:
-            continue
-        try:
-            target.write_text(value)
-        except OSError:
-            pass
 
 
 def _expire(future: asyncio.Future) -> None:

@@ -28,7 +28,7 @@ from pathlib import Path
 
 from aiohttp import web
 
-from faasprof.localwhisk import __version__
+from faasprof.localwhisk import __version__, sandbox_users
 from faasprof.localwhisk.activation import Action
 from faasprof.localwhisk.api_activations import Activations
 from faasprof.localwhisk.api_base import RESOURCE_DOES_NOT_EXIST, STOPPING, UNSUPPORTED, limit_skip, name_problem
@@ -38,7 +38,8 @@ from faasprof.localwhisk.api_web import WebActions
 from faasprof.localwhisk.cgroups import CgroupManager, detect
 from faasprof.localwhisk.config import Settings, parse_prewarm
 from faasprof.localwhisk.pool import Pool
-from faasprof.localwhisk.sandbox import SANDBOXES_DIR, reap_orphans
+from faasprof.localwhisk.sandbox import SANDBOXES_DIR
+from faasprof.localwhisk.sandbox_users import SandboxUsers, reap_orphans
 from faasprof.localwhisk.store import STORE_FILE, Store
 
 log = logging.getLogger("faasprof.localwhisk.server")
@@ -83,8 +84,8 @@ class Localwhisk(Entities, WebActions, Activations):
         self.cgroups: CgroupManager | None = None
         self.stale_cgroups: list[str] = []
         self.reaped_sandboxes: list[int] = []
-        self.started_wall_ms = self.wall_anchor_ns // 1_000_000
         self.closing = False  # set first thing on stop: every request from then on gets 503
+        self.owns_process = False  # set by `serve`: this process is the server's alone
 
     # -- lifecycle --------------------------------------------------------------------------------
 
@@ -101,7 +102,9 @@ class Localwhisk(Entities, WebActions, Activations):
                 )
             mode, roots = "rlimit", {}
         self.isolation = "docker" if s.isolation == "docker" else mode
-        self.cgroups = CgroupManager(mode, roots, str(os.getpid()), s.user_memory_mb, s.cpu_policy, s.user_cpus)
+        self.cgroups = CgroupManager(
+            mode, roots, str(os.getpid()), s.user_memory_mb, s.cpu_policy, s.user_cpus, s.max_sandbox_processes
+        )
         if self.cgroups.enabled:
             self.stale_cgroups = self.cgroups.cleanup_stale()
             self.cgroups.setup()
@@ -120,8 +123,28 @@ class Localwhisk(Entities, WebActions, Activations):
             )
         shutil.rmtree(workroot, ignore_errors=True)
         workroot.mkdir(parents=True, exist_ok=True)
-        self.pool = Pool(s, self.cgroups, workroot, self.apihost, self._complete, prewarm)
+        users = self._sandbox_users()
+        self.pool = Pool(s, self.cgroups, workroot, self.apihost, self._complete, prewarm, users)
+        # Only a server in a process of its own adopts what actions leave (and kills it at stop).
+        self.pool.adopts = self.owns_process and sandbox_users.become_subreaper()
         await self.pool.open()
+
+    def _sandbox_users(self) -> SandboxUsers | None:
+        """A user per process sandbox where the server is root; otherwise say once why not."""
+        if self.settings.isolation == "docker":
+            return None
+        if not sandbox_users.available():
+            log.warning("%s", sandbox_users.NOT_ROOT_WARNING)
+            return None
+        users = SandboxUsers(
+            {
+                "python": self.settings.python or sys.executable,
+                "node": self.settings.node or shutil.which("node") or "node",
+            }
+        )
+        for why in filter(None, users.refused.values()):
+            log.warning("%s", why)
+        return users
 
     def set_apihost(self, apihost: str) -> None:
         self.apihost = apihost
@@ -267,7 +290,11 @@ class Localwhisk(Entities, WebActions, Activations):
 
     async def pool_status(self, request: web.Request) -> web.Response:
         return self.ok(
-            {"localwhisk": self.describe(), "pool": self.pool.describe(), "records_written": self.store.written}
+            {
+                "localwhisk": self.describe(),
+                "pool": self.running_pool().describe(),
+                "records_written": self.store.written,
+            }
         )
 
     async def in_flight(self, request: web.Request) -> web.Response:

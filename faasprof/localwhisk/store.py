@@ -20,6 +20,7 @@ from pathlib import Path
 from typing import Iterable
 
 from faasprof.localwhisk import fastjson
+from faasprof.localwhisk.private import private_file
 
 log = logging.getLogger("faasprof.localwhisk.store")
 
@@ -40,6 +41,34 @@ CREATE TABLE IF NOT EXISTS activations (
 CREATE INDEX IF NOT EXISTS activations_ns_start ON activations (namespace, start_ms);
 CREATE INDEX IF NOT EXISTS activations_ns_name_start ON activations (namespace, name, start_ms);
 """
+
+
+# A record as it waits for the store: (activation id, namespace, name filter key, start ms, status code, record).
+PendingRow = tuple[str, str, str, int, int, dict]
+
+
+def _encode_record(record: dict) -> str:
+    """The record's JSON text; one that cannot be encoded is stored as a whisk internal error
+    naming why, so that one bad record never stops the batch it is in (issue 44)."""
+    try:
+        return fastjson.dumps(record).decode("utf-8")
+    except (TypeError, ValueError, RecursionError) as error:
+        log.error("activation %s: its record cannot be stored as JSON (%s)", record.get("activationId"), error)
+        stand_in = {key: record.get(key) for key in ("namespace", "name", "version", "subject", "activationId")}
+        stand_in.update(
+            start=record.get("start"),
+            end=record.get("end"),
+            duration=record.get("duration"),
+            response={
+                "result": {"error": f"localwhisk could not store this activation's record: {error}"},
+                "status": "whisk internal error",
+                "success": False,
+            },
+            logs=[],
+            annotations=[],
+            publish=False,
+        )
+        return fastjson.dumps(stand_in).decode("utf-8")
 
 
 class StoreReadError(Exception):
@@ -87,6 +116,11 @@ class Store:
         self.written = 0
         self._tasks: set[asyncio.Task] = set()  # strong references to scheduled flushes
 
+    def _db(self) -> sqlite3.Connection:
+        if self._conn is None:
+            raise RuntimeError(f"{self.path}: the store is not open")
+        return self._conn
+
     async def _run(self, fn, *args):
         return await asyncio.get_running_loop().run_in_executor(self._executor, fn, *args)
 
@@ -95,6 +129,11 @@ class Store:
 
     def _open(self) -> None:
         self.path.parent.mkdir(parents=True, exist_ok=True)
+        # Created 0600 before sqlite opens it: its -wal and -shm files take the same mode.
+        private_file(self.path)
+        for suffix in ("-wal", "-shm"):  # left by an older server that made them readable by all
+            if Path(f"{self.path}{suffix}").exists():
+                private_file(Path(f"{self.path}{suffix}"))
         conn = sqlite3.connect(str(self.path), check_same_thread=False, isolation_level=None)
         conn.execute("PRAGMA journal_mode=WAL")
         conn.execute("PRAGMA synchronous=NORMAL")
@@ -113,45 +152,45 @@ class Store:
             await self.flush()
         except Exception as error:  # keep stopping (sandboxes, cgroups) even if the disk failed
             log.error("final write of %d activation records failed: %s", len(self._queue), error)
-        await self._run(self._conn.close)
+        await self._run(self._db().close)
         self._executor.shutdown(wait=True)
 
     # -- actions (rare, written synchronously on the store thread) ------------------------------
 
     async def load_actions(self) -> list[dict]:
         def q():
-            return [json.loads(doc) for (doc,) in self._conn.execute("SELECT doc FROM actions")]
+            return [json.loads(doc) for (doc,) in self._db().execute("SELECT doc FROM actions")]
 
         return await self._run(q)
 
     async def put_action(self, namespace: str, name: str, doc: dict) -> None:
         text = json.dumps(doc)
         await self._run(
-            lambda: self._conn.execute("INSERT OR REPLACE INTO actions VALUES (?,?,?)", (namespace, name, text))
+            lambda: self._db().execute("INSERT OR REPLACE INTO actions VALUES (?,?,?)", (namespace, name, text))
         )
 
     async def delete_action(self, namespace: str, name: str) -> None:
         await self._run(
-            lambda: self._conn.execute("DELETE FROM actions WHERE namespace=? AND name=?", (namespace, name))
+            lambda: self._db().execute("DELETE FROM actions WHERE namespace=? AND name=?", (namespace, name))
         )
 
     # -- packages (as rare as actions) -----------------------------------------------------------
 
     async def load_packages(self) -> list[dict]:
         def q():
-            return [json.loads(doc) for (doc,) in self._conn.execute("SELECT doc FROM packages")]
+            return [json.loads(doc) for (doc,) in self._db().execute("SELECT doc FROM packages")]
 
         return await self._run(q)
 
     async def put_package(self, namespace: str, name: str, doc: dict) -> None:
         text = json.dumps(doc)
         await self._run(
-            lambda: self._conn.execute("INSERT OR REPLACE INTO packages VALUES (?,?,?)", (namespace, name, text))
+            lambda: self._db().execute("INSERT OR REPLACE INTO packages VALUES (?,?,?)", (namespace, name, text))
         )
 
     async def delete_package(self, namespace: str, name: str) -> None:
         await self._run(
-            lambda: self._conn.execute("DELETE FROM packages WHERE namespace=? AND name=?", (namespace, name))
+            lambda: self._db().execute("DELETE FROM packages WHERE namespace=? AND name=?", (namespace, name))
         )
 
     # -- activations ----------------------------------------------------------------------------
@@ -185,7 +224,7 @@ class Store:
         if not self._queue:
             return
         ids, self._queue = self._queue, []
-        rows = []
+        rows: list[PendingRow] = []
         for activation_id in ids:
             record, name_key, status_code = self._pending[activation_id]
             rows.append((activation_id, record["namespace"], name_key, record["start"], status_code, record))
@@ -201,9 +240,9 @@ class Store:
         for activation_id in ids:
             self._pending.pop(activation_id, None)
 
-    def _write_rows(self, rows) -> None:
-        encoded = [(a, ns, n, s, c, fastjson.dumps(doc).decode("utf-8")) for a, ns, n, s, c, doc in rows]
-        conn = self._conn
+    def _write_rows(self, rows: list[PendingRow]) -> None:
+        encoded = [(a, ns, n, s, c, _encode_record(doc)) for a, ns, n, s, c, doc in rows]
+        conn = self._db()
         conn.execute("BEGIN")
         try:
             conn.executemany("INSERT OR REPLACE INTO activations VALUES (?,?,?,?,?,?)", encoded)
@@ -219,9 +258,13 @@ class Store:
             return pending[0] if pending[0]["namespace"] == namespace else None
 
         def q():
-            return self._conn.execute(
-                "SELECT doc FROM activations WHERE activation_id=? AND namespace=?", (activation_id, namespace)
-            ).fetchone()
+            return (
+                self._db()
+                .execute(
+                    "SELECT doc FROM activations WHERE activation_id=? AND namespace=?", (activation_id, namespace)
+                )
+                .fetchone()
+            )
 
         row = await self._run(q)
         return fastjson.loads(row[0]) if row else None
@@ -253,11 +296,15 @@ class Store:
 
         def q():
             if count:
-                return self._conn.execute(f"SELECT COUNT(*) FROM activations WHERE {clause}", args).fetchone()[0]
-            rows = self._conn.execute(
-                f"SELECT doc, status_code FROM activations WHERE {clause} ORDER BY start_ms DESC, rowid DESC LIMIT ? OFFSET ?",
-                args + [limit, skip],
-            ).fetchall()
+                return self._db().execute(f"SELECT COUNT(*) FROM activations WHERE {clause}", args).fetchone()[0]
+            rows = (
+                self._db()
+                .execute(
+                    f"SELECT doc, status_code FROM activations WHERE {clause} ORDER BY start_ms DESC, rowid DESC LIMIT ? OFFSET ?",
+                    args + [limit, skip],
+                )
+                .fetchall()
+            )
             return [(fastjson.loads(doc), code) for doc, code in rows]
 
         return await self._run(q)

@@ -20,7 +20,8 @@ from pathlib import Path
 
 from faasprof.docker import LABEL_OWNER_PID, remove_labelled_containers
 from faasprof.localwhisk.cgroups import CgroupManager, detect
-from faasprof.localwhisk.sandbox import SANDBOXES_DIR, reap_orphans
+from faasprof.localwhisk.sandbox import SANDBOXES_DIR
+from faasprof.localwhisk.sandbox_users import reap_orphans
 from faasprof.procfs import process_start_ticks
 
 POLL_S = 0.5

@@ -14,6 +14,14 @@ const replyFd = parseInt(process.env.__LW_FD || '3', 10);
 delete process.env.__LW_FD;
 if (process.env.__LW_CWD) process.chdir(process.env.__LW_CWD);
 delete process.env.__LW_CWD;
+// The sandbox's own user (given when the server is root): the action holds no privilege.
+if (process.env.__LW_UID) {
+  const uid = parseInt(process.env.__LW_UID, 10);
+  process.setgroups([]);
+  process.setgid(uid);
+  process.setuid(uid);
+}
+delete process.env.__LW_UID;
 
 function reply(obj) {
   const buf = Buffer.from(JSON.stringify(obj) + '\n', 'utf8');

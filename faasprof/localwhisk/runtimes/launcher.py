@@ -89,6 +89,16 @@ def private_tmp(workdir):
     return "private"
 
 
+def drop_to_sandbox_user():
+    """Become the sandbox's own user (``$__LW_UID``, given when the server is root), after the
+    mount namespace is made: from here on the action holds no privilege (docs/security.md)."""
+    uid = os.environ.pop("__LW_UID", "")
+    if uid:
+        os.setgroups([])
+        os.setgid(int(uid))
+        os.setuid(int(uid))
+
+
 SENTINEL = "XXX_THE_END_OF_A_WHISK_ACTIVATION_XXX"
 OOM_EXIT_CODE = 86  # a MemoryError under rlimits: tell the server "memory exhausted"
 
@@ -99,6 +109,7 @@ def main_loop():
     tmp = private_tmp(workdir)
     if workdir:
         os.chdir(workdir)
+    drop_to_sandbox_user()
     stdin = sys.stdin.buffer
     stdout = sys.stdout
     stderr = sys.stderr
@@ -122,45 +133,49 @@ def main_loop():
         try:
             message = json.loads(line)
         except ValueError as error:
-            end_of_activation()
-            reply({"developer_error": "localwhisk launcher: bad request line: %s" % error})
-            continue
-        if "init" in message:
-            init = message["init"]
-            try:
-                action = load(init)
-            except MemoryError:
-                os._exit(OOM_EXIT_CODE)
-            except BaseException as error:  # the action's import failed: an init failure
-                print_exc()
-                end_of_activation()
-                reply({"init_error": "%s: %s" % (type(error).__name__, error)})
-                continue
-            end_of_activation()
-            reply({"ok": True})
-            continue
-        if action is None:
-            end_of_activation()
-            reply({"developer_error": "The action was not initialized."})
-            continue
-        for key, value in message.items():
-            if key != "value":
-                os.environ["__OW_" + key.upper()] = value if isinstance(value, str) else json.dumps(value)
-        try:
-            result = action(message.get("value", {}))
-        except MemoryError:
-            os._exit(OOM_EXIT_CODE)
-        except BaseException as error:
-            print_exc()
-            result = {"error": str(error)}
+            answer = {"developer_error": "localwhisk launcher: bad request line: %s" % error}
+        else:
+            if "init" in message:
+                loaded, answer = init_reply(message["init"])
+                action = loaded or action
+            elif action is None:
+                answer = {"developer_error": "The action was not initialized."}
+            else:
+                answer = run_reply(action, message)
         end_of_activation()
-        if not isinstance(result, (dict, list)):
-            reply({"developer_error": "The action did not return a dictionary or array."})
-            continue
         try:
-            reply({"result": result})
+            reply(answer)
         except (TypeError, ValueError) as error:
             reply({"developer_error": "The action did not produce a valid JSON response: %s" % error})
+
+
+def init_reply(init):
+    """Load the action: (its function, the reply), or (None, the init error) when its code fails."""
+    try:
+        return load(init), {"ok": True}
+    except MemoryError:
+        os._exit(OOM_EXIT_CODE)
+    except BaseException as error:  # the action's import failed: an init failure
+        print_exc()
+        return None, {"init_error": "%s: %s" % (type(error).__name__, error)}
+
+
+def run_reply(action, message):
+    """Run one activation: the reply (its result, or a developer error for a result that is not
+    a dictionary or array; an exception in the action is an application error, as OpenWhisk's)."""
+    for key, value in message.items():
+        if key != "value":
+            os.environ["__OW_" + key.upper()] = value if isinstance(value, str) else json.dumps(value)
+    try:
+        result = action(message.get("value", {}))
+    except MemoryError:
+        os._exit(OOM_EXIT_CODE)
+    except BaseException as error:
+        print_exc()
+        result = {"error": str(error)}
+    if not isinstance(result, (dict, list)):
+        return {"developer_error": "The action did not return a dictionary or array."}
+    return {"result": result}
 
 
 def print_exc():
