@@ -122,6 +122,7 @@ def test_a_stored_capacity_is_reused_only_under_alike_noise(tmp_path, monkeypatc
             "bounds_rps": [36.0, 44.0],
             "capacity_text": "40 ± 4/s, 6 probes",
             "noise": {"other_cpus_min": 0.1, "other_cpus_max": 0.3, "cpus": 2},
+            "split_rates_rps": {"36": [1, 2]},
             "probes": [],
         }
 
@@ -133,6 +134,7 @@ def test_a_stored_capacity_is_reused_only_under_alike_noise(tmp_path, monkeypatc
     assert searches == ["json_dumps"]
     # The search's own lines, as `faasprof capacity` prints them, come with run's search.
     assert any(line.startswith("json_dumps: capacity 40 ± 4/s, 6 probes (interval 36–44/s") for line in said)
+    assert any(line.startswith("probes disagreed (36/s kept up 1 of 2)") for line in said)
     capacity_store.resolve_workload(workload, None, {}, tmp_path, measure, progress, noise_now=lambda: quiet)
     assert searches == ["json_dumps"]  # alike: reused
     said.clear()
