@@ -73,3 +73,14 @@ def test_every_band_line_is_true_of_its_own_numbers(band, fraction, capacity):
     assert named == capacity_store.band_of(final, warm, kept, over) or named.startswith("between")
     under_edge = float(re.search(r"under-invoked below ([0-9.]+)/s", line).group(1))
     assert under_edge == pytest.approx(warm, rel=0.01)
+
+
+def test_a_balanced_phase_without_margins_is_not_left_on_the_warm_edge():
+    """Ten quick starts on the busy host: capacity 26 ± 9.5/s (kept up at 16.6/s), calls holding their
+    sandbox 27.5 ms, so a warm rate of 12.9/s; the balanced phase at 0.5 × 26 = 13/s sat on that
+    edge and read under-invoked once (its calls held their sandbox 25 ms: 13.3/s). With no rate
+    holding both margins it goes to the middle of the warm rate and the highest rate kept up."""
+    warm = capacity_store.warm_rate_model(50.0, 27.5)
+    placed = capacity_store.place_in_band("balanced", 13.0, warm, 16.57, 35.51, 13.0)
+    assert placed == pytest.approx(math.sqrt(warm * 16.57)) and placed > 14.0
+    assert capacity_store.place_in_band("balanced", 15.5, warm, 16.57, 35.51, 13.0) == 15.5  # past the middle: kept
