@@ -767,3 +767,15 @@ def f(run_dir):
             (11, "sends.csv"),
         )
     ]
+
+
+def test_test_helpers_come_from_their_own_module_not_conftest():
+    """conftest.py holds fixtures and hooks; what tests import lives in tests/helpers.py (issue 42)."""
+    importing = [
+        f"{path.relative_to(REPO)}:{number}"
+        for path in tracked_files(REPO / "tests")
+        if path.suffix == ".py"
+        for number, line in enumerate(path.read_text(encoding="utf-8").splitlines(), 1)
+        if re.match(r"\s*from (tests\.)?conftest import ", line)
+    ]
+    assert importing == [], "import test helpers from tests.helpers"

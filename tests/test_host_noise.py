@@ -7,10 +7,10 @@ import time
 from pathlib import Path
 
 import pytest
-from conftest import run_cli
 
 from faasprof import rundir
 from faasprof.monitoring.noise import NoiseSampler, cpu_times, noise_line, psi_some_us, vmstat_faults
+from tests.helpers import run_cli
 
 OWN = 1000
 

@@ -7,7 +7,6 @@ import json
 from pathlib import Path
 
 import pytest
-from conftest import run_cli
 
 from faasprof import rundir
 from faasprof.analyzer import stats as stats_mod
@@ -15,6 +14,7 @@ from faasprof.analyzer.compare_sides import read_repeats
 from faasprof.errors import ConfigError
 from faasprof.experiments.repeat import Order, run_repeats, sequence, side_names
 from faasprof.progress import Progress
+from tests.helpers import run_cli
 
 
 def test_orders_alternate_or_shuffle_with_a_seed():

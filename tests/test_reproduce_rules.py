@@ -86,13 +86,20 @@ def _calls(n, wait, duration):
 
 
 def test_breakdown_markers_reproduce_figure_5():
-    verdict = rules.verdict_breakdown(_cold(12, 500.0, 150.0, 2.0), _calls(40, 900.0, 40.0), _calls(40, 1.0, 40.0))
+    verdict = rules.verdict_breakdown(_cold(24, 500.0, 150.0, 2.0), _calls(40, 900.0, 40.0), _calls(40, 1.0, 40.0))
     assert verdict.verdict == rules.REPRODUCED
-    assert verdict.value == pytest.approx((505.5 + 150) / 2.0)
-    assert verdict.ci_low > 10 and verdict.n == 12
+    assert verdict.value == pytest.approx((511.5 + 150) / 2.0)
+    assert verdict.ci_low > 10 and verdict.n == 24
     share = verdict.details[1]
     assert share["value"] > 0.9 and share["ci_low"] > 0.5 and share["n"] == 40
     assert share["not_over_invoked_median"] < 0.1
+
+
+def test_figure_5_on_fewer_cold_starts_than_it_needs_is_indicative_not_reproduced():
+    """reproduce --quick judged Fig 5 on 8 cold starts and called it reproduced."""
+    verdict = rules.verdict_breakdown(_cold(12, 500.0, 150.0, 2.0), _calls(40, 900.0, 40.0), _calls(40, 1.0, 40.0))
+    assert verdict.verdict == rules.INDICATIVE and verdict.n == 12
+    assert f"on 12 cold starts, fewer than the {rules.MIN_COLD_STARTS} a verdict needs: indicative" in verdict.reason
 
 
 def test_a_cheap_cold_start_or_little_waiting_is_not_figure_5():
@@ -135,10 +142,49 @@ def test_a_short_function_within_noise_or_a_long_one_far_from_one_is_not_figure_
     assert "no function of 100 ms or more" in verdict.reason
 
 
-def _power_law_samples(exponent):
+def test_figure_15_is_never_reproduced_against_a_functions_own_note():
+    """reproduce --quick: Fig 15 "reproduced" on json_loads ×2.46 whose note said "not significant"."""
+    note = (
+        "execution warm ×2.46: not significant (FaaS median 2.341 ms lies within the native calls' range "
+        "0.846–3.15 ms: at this length the platform adds less than the run-to-run variation)"
+    )
+    functions = [
+        {**_fn("json_loads", 1.0, 2.46, 2.1, 2.9), "measure": "execution", "notes": note},
+        _fn("json_dumps", 1.5, 4.0, 3.0, 5.5),
+        _fn("nbody", 230.0, 1.05, 0.9, 1.2),
+    ]
+    verdict = rules.verdict_short_long(functions)
+    assert verdict.verdict == rules.NOT_REPRODUCED
+    assert "json_loads (1 ms): ×2.46 but its note says" in verdict.reason and "not significant" in verdict.reason
+    # Any reproduced verdict whose details deny it is turned round, whoever made it.
+    forged = rules.Verdict(rules.REPRODUCED, "short slower", 2.46, details=functions)
+    honest = rules.honest(forged)
+    assert honest.verdict == rules.NOT_REPRODUCED and "its notes deny it" in honest.reason
+    # A long function's "not significant" is what Fig 15 claims of it: no contradiction.
+    long_note = {**_fn("nbody", 230.0, 1.01, 0.9, 1.1), "measure": "execution", "notes": note.replace("2.46", "1.01")}
+    assert rules.honest(rules.Verdict(rules.REPRODUCED, "ok", details=[long_note])).verdict == rules.REPRODUCED
+
+
+def test_faas_faster_than_native_is_stated_as_the_baselines_bias_with_the_cpu_factor():
+    functions = [
+        _fn("json_loads", 1.2, 4.0, 3.0, 5.5),
+        _fn("regex", 30.0, 1.6, 1.4, 1.9),
+        {**_fn("nbody", 230.0, 0.832, 0.81, 0.86), "cpu_factor": 1.01},
+    ]
+    verdict = rules.verdict_short_long(functions)
+    assert "nbody ×0.832 (FaaS faster than native) is the native baseline's bias" in verdict.reason
+    assert "its CPU-time factor is ×1.01" in verdict.reason
+
+
+def test_figure_15_on_two_functions_is_indicative():
+    verdict = rules.verdict_short_long([_fn("json_loads", 1.2, 4.0, 3.0, 5.5), _fn("nbody", 230.0, 1.05, 0.9, 1.2)])
+    assert verdict.verdict == rules.INDICATIVE and "2 functions, fewer than the 3" in verdict.reason
+
+
+def _power_law_samples(exponent, natives=(1.0, 10.0, 100.0)):
     rng = np.random.default_rng(1)
     samples = {}
-    for native_ms in (1.0, 10.0, 100.0):
+    for native_ms in natives:
         factor = 3.0 * native_ms**exponent
         native = list(native_ms * rng.uniform(0.97, 1.03, 10))
         samples[f"f{native_ms:g}"] = (native, list(native_ms * factor * rng.uniform(0.97, 1.03, 10)))
@@ -146,11 +192,21 @@ def _power_law_samples(exponent):
 
 
 def test_a_falling_power_law_reproduces_figure_16():
-    exponent, low, high = rules.exponent_ci(_power_law_samples(-0.3))
+    exponent, low, high = rules.exponent_ci(_power_law_samples(-0.3, (1.0, 3.0, 10.0, 30.0, 100.0)))
     assert exponent == pytest.approx(-0.3, abs=0.03) and low < exponent < high < 0
+    points = [_fn(f"f{n:g}", n, 3.0 * n**-0.3, None, None) for n in (1.0, 3.0, 10.0, 30.0, 100.0)]
+    verdict = rules.verdict_exponent(exponent, low, high, points)
+    assert verdict.verdict == rules.REPRODUCED and verdict.n == 5 and verdict.details == points
+
+
+def test_a_power_law_through_fewer_than_five_functions_is_indicative():
+    """reproduce --quick fitted a power law with a bootstrap interval through 3 functions and called it reproduced."""
+    exponent, low, high = rules.exponent_ci(_power_law_samples(-0.3))
+    assert high < 0
     points = [_fn(f"f{n:g}", n, 3.0 * n**-0.3, None, None) for n in (1.0, 10.0, 100.0)]
     verdict = rules.verdict_exponent(exponent, low, high, points)
-    assert verdict.verdict == rules.REPRODUCED and verdict.n == 3 and verdict.details == points
+    assert verdict.verdict == rules.INDICATIVE and verdict.n == 3
+    assert "fewer than 5 functions is indicative, not reproduced" in verdict.reason
 
 
 def test_a_flat_power_law_or_one_function_is_not_figure_16():

@@ -8,7 +8,6 @@ import json
 
 import numpy as np
 import pytest
-from conftest import run_cli
 from scipy import stats as scipy_stats
 from test_analyzer_synthetic import write_synthetic_run
 
@@ -35,6 +34,7 @@ from faasprof.analyzer.run_stats import (
 from faasprof.commands import compare as cmd_compare
 from faasprof.errors import ConfigError, FormatError
 from faasprof.experiments import sweep_report
+from tests.helpers import run_cli
 
 P50, ACHIEVED, COLD = RUN_FIGURES[0], RUN_FIGURES[3], RUN_FIGURES[4]
 ONE = {"i0": {"application": "fn", "distribution": "Uniform", "rate": 30.0}}

@@ -8,13 +8,13 @@ from dataclasses import dataclass, field
 
 import numpy as np
 import pytest
-from conftest import run_cli
 from run_harness import run_against, run_dirs, write_workload
 from test_invoker_fakeserver import FakeOpenWhisk
 
 from faasprof.errors import ConfigError
 from faasprof.invoker.selfcheck import SelfCheck, SelfCheckLimits, parse_self_check, self_check_limits
 from faasprof.rundir import read_invocations, read_manifest
+from tests.helpers import run_cli
 
 S = 1_000_000_000
 

@@ -9,13 +9,13 @@ import socket
 
 import numpy as np
 import pytest
-from conftest import run_cli
 
 from faasprof.analyzer.trace_fidelity import _duration_fit, _within_minute
 from faasprof.experiments.trace_calibration import cpu_model
 from faasprof.rundir import read_invocations, read_manifest
 from faasprof.workload.trace_synth import write_day
 from faasprof.workload.trace_workload import Calibration, write_calibration
+from tests.helpers import run_cli
 
 
 def test_durations_drawn_from_the_percentiles_fit_them_and_others_do_not():

@@ -9,13 +9,13 @@ import socket
 
 import numpy as np
 import pytest
-from conftest import run_cli
 
 from faasprof.experiments.trace_calibration import cpu_model
 from faasprof.workload.azure_files import find_day, read_invocations
 from faasprof.workload.trace_sample import distances, load_population, sample_order, sampled_counts, scale_effect
 from faasprof.workload.trace_synth import write_day
 from faasprof.workload.trace_workload import Calibration, Mapping, map_function, read_calibration, write_calibration
+from tests.helpers import run_cli
 
 CALIBRATION = Calibration("h", "cpu", "native", "2026-01-01T00:00:00Z", 2.0, 1.0, {"markdown": 1.0, "float": 300.0})
 

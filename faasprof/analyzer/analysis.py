@@ -312,7 +312,7 @@ def _group_tables(
                     # How near the over-invoked rules came to firing (>= 1 fired), and whether that was close.
                     "mode_evidence_over_threshold": margin,
                     "mode_close": stats_mod.is_close(margin) if mode != "unknown" else False,
-                    "warm_rate_rps": stats_mod.warm_rate_rps(pause_grace_ms),
+                    "warm_rate_rps": stats_mod.warm_rate_rps(pause_grace_ms, block.get("duration_ms_p50")),
                     # The queueing rule's yardstick (rule 2(d)), beside the evidence it judged.
                     "reference_latency_ms": (reference or {}).get("completion_latency_ms_p50"),
                     "reference_rate_rps": (reference or {}).get("rate_rps"),

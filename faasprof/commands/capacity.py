@@ -6,8 +6,10 @@ fraction); every run directory is kept in ``<--out>/capacity/`` for ``faasprof c
 (one line per probe) goes to stderr; stdout gets the capacity with its interval ("59 ± 6/s, 7
 probes": the midpoint between the highest rate kept up and the lowest over-invoked, repeats
 included; "≥ N/s" when the search never found the function over-invoked), the host's 1-minute
-load before and at its peak during the search, where it was stored, the probes (each with the
-load as it ended), and the result file as the last line.
+load before and at its peak during the search, the host's contention (the CPUs other work took,
+where that was half a CPU or more), where it was stored, the probes (each with the load as it
+ended and the other work's CPUs while it ran), and the result file as the last line. These lines
+are ``capacity_store.search_lines``: ``faasprof run``'s own search prints the same (on stderr).
 """
 
 from __future__ import annotations
@@ -148,12 +150,9 @@ def main(args: argparse.Namespace) -> int:
         progress=Progress.to(sys.stderr, quiet=args.quiet),
     )
     capacity = result["capacity_rps"]
-    if capacity is None:
-        print(f"{args.function}: no capacity found: {result['stopped_because']}; nothing stored")
-    else:  # kept for workloads whose rates are fractions of it
-        _store(args, result, connection, settings)
-    _say_search(result)
-    print(result["result_file"])
+    entry = _store(args, result, connection, settings) if capacity is not None else None  # for workloads' fractions
+    for line in capacity_store.search_lines(args.function, result, entry):
+        print(line)
     return 0 if capacity is not None else 1
 
 
@@ -178,53 +177,12 @@ def _checked_options(args: argparse.Namespace) -> dict | None:
     return params
 
 
-def _store(args: argparse.Namespace, result: dict, connection: Connection | None, settings: dict) -> None:
-    """The capacity found, stored for this host and platform and said."""
-    low = result["bounds_rps"][0]  # the highest rate kept up (by its probes' majority)
+def _store(args: argparse.Namespace, result: dict, connection: Connection | None, settings: dict) -> dict:
+    """The capacity found, stored for this host and platform: the store's entry."""
     store_key = capacity_store.key(
         capacity_store.host_identity(),
         capacity_store.platform_identity(connection, settings),
         args.function,
         args.memory,
     )
-    entry = capacity_store.record(store_key, result)
-    if entry["lower_bound"]:
-        print(
-            f"{args.function}: capacity {result['capacity_text']} (mode there: {result['mode_at_capacity']}; never over-invoked); {result['stopped_because']}"
-        )
-        print(
-            f"stored as a lower bound in {capacity_store.store_path()}: workloads that take fractions of it are warned"
-        )
-    else:
-        lowest, highest = result["interval_rps"]
-        high = result["bounds_rps"][1]
-        print(
-            f"{args.function}: capacity {result['capacity_text']} (interval {lowest:.4g}–{highest:.4g}/s; kept up at {low:.4g}/s, "
-            f"mode {result['mode_at_capacity']}, over-invoked at {high:.4g}/s); {result['stopped_because']}"
-        )
-        print(f"stored in {capacity_store.store_path()} for this host and platform")
-
-
-def _say_search(result: dict) -> None:
-    """How the search went: the host's load, probes that disagreed, the reference latency, each probe."""
-    load = result.get("load_1min") or {}
-    if load.get("before") is not None:
-        print(
-            f"host load (1-min average) during the search: {load['before']:.3g} before, {load['peak']:.3g} at its peak ({load.get('cpus')} CPUs)"
-        )
-    split = result.get("split_rates_rps") or {}
-    if split:
-        at = ", ".join(f"{rate}/s kept up {kept} of {n}" for rate, (kept, n) in split.items())
-        print(
-            f"probes disagreed ({at}): the host's other work moved the capacity during the search; the interval spans it"
-        )
-    reference = result.get("reference")
-    if reference:
-        print(
-            f"reference latency (queueing rule): p50 {reference['completion_latency_ms_p50']:.4g} ms at {reference['rate_rps']:.4g}/s, the lowest-rate probe"
-        )
-    for probe in result["probes"]:
-        load = probe.get("load_1min")
-        print(
-            f"  {probe['rate_rps']:>9.4g}/s  {probe['mode']:<13} load {'-' if load is None else f'{load:.3g}':<5} {probe['run_dir']}"
-        )
+    return capacity_store.record(store_key, result)

@@ -77,7 +77,16 @@ Result format versions (``CAPACITY_FORMAT_VERSION``): 1: first version; compatib
 ``reference``, ``capacity_is_lower_bound``. 2: ``capacity_rps`` is the interval's midpoint (was
 the highest rate kept up); adds ``interval_rps``, ``plus_minus_rps``, ``capacity_text``,
 ``load_1min`` and the probes' ``margin``/``close``; compatible additions: the probes' ``load_1min``,
-``split_rates_rps`` (rate → [probes kept up, probes] where they disagreed).
+``split_rates_rps`` (rate → [probes kept up, probes] where they disagreed); ``noise`` (the host's
+other work during the probes, ``capacity_noise.NoiseSummary``), ``contention`` (it in words, where
+the host was contended), ``probes_interval_rps`` (the interval before the noise widened it), the
+probes' ``noise`` and ``duration_ms_p50``, and ``sandbox_busy_ms`` (their median duration).
+
+**The host's noise** (``faasprof.experiments.capacity_noise``): each probe keeps what other work
+took of the CPUs while it ran (read from /proc before and after it); the interval is widened by how
+much the CPUs left to the search moved between its quietest and its busiest probe, and a search on
+a contended host says so and by how much (``contention``). A Ctrl-C during a probe ends the search
+as it ends any command (``interrupted``, exit 1), not as a probe that failed.
 """
 
 from __future__ import annotations
@@ -95,6 +104,7 @@ from faasprof.analyzer import stats as stats_mod
 from faasprof.analyzer.markup import ms
 from faasprof.analyzer.summary import Summary
 from faasprof.errors import ConfigError
+from faasprof.experiments import capacity_noise
 from faasprof.invoker.platform_set import start_embedded_platform
 from faasprof.invoker.preflight import check_out_dir
 from faasprof.invoker.run import execute
@@ -169,6 +179,8 @@ class Probe:
     margin: float | None = None  # the analyzer's mode_evidence_over_threshold: >= 1 over-invoked
     close: bool = False  # the analyzer's mode_close
     load_1min: float | None = None  # the host's 1-minute load average as the probe ended
+    duration_ms_p50: float | None = None  # the activations' median duration: how long a call holds its sandbox
+    noise: dict | None = None  # what other work took while the probe ran (capacity_noise.HostNoise)
 
     @property
     def kept_up(self) -> bool:
@@ -241,7 +253,12 @@ def probe_from_summary(rate: float, run_dir: Path, summary: Summary) -> Probe:
         resumed_fraction=phase.get("resumed_fraction"),
         margin=phase.get("mode_evidence_over_threshold"),
         close=bool(phase.get("mode_close")),
+        duration_ms_p50=_finite(phase.get("duration_ms_p50")),
     )
+
+
+def _finite(value) -> float | None:
+    return float(value) if isinstance(value, (int, float)) and math.isfinite(value) else None
 
 
 def run_probe_factory(
@@ -263,6 +280,11 @@ def run_probe_factory(
         data = probe_workload(function, rate, duration_s, memory_mb, seed, distribution, params)
         workload = workload_from_dict(data, origin=f"capacity probe at {rate:g}/s")
         run_dir = execute(workload, out_dir, connection=connection, progress=progress)
+        manifest = rundir.read_manifest(run_dir)
+        if manifest.status == "interrupted" and _by_a_signal(manifest.status_reason):
+            # The user stopped the search, not the platform: the search ends as any command does
+            # on Ctrl-C (`interrupted`, exit 1), the probe's run kept as any interrupted run.
+            raise KeyboardInterrupt
         if reference is not None:
             rundir.update_manifest(run_dir, latency_reference={function: reference})
         # No plots: a second a probe on 2 cores; `faasprof analyze DIR` draws them for a probe in question.
@@ -270,6 +292,12 @@ def run_probe_factory(
         return probe_from_summary(rate, Path(run_dir), summary)
 
     return probe
+
+
+def _by_a_signal(reason: str | None) -> bool:
+    """Whether a run's status reason says Ctrl-C or SIGTERM stopped it (``invoker.send_loop``,
+    ``invoker.run``), rather than the platform or a failure."""
+    return bool(reason) and any(word in str(reason) for word in ("SIGINT", "SIGTERM", "Ctrl-C"))
 
 
 def reference_of(probe: Probe) -> dict | None:
@@ -294,10 +322,12 @@ def search(
     sleep=time.sleep,
     clock=time.monotonic,
     load=os.getloadavg,
+    noise: Callable[[], capacity_noise.Snapshot | None] = lambda: None,
 ) -> dict:
     """Step, bisect, and confirm the bracket's two ends (module docstring); ``probe(rate, reference)``
-    runs one probe, judged against ``reference`` (the first kept-up probe's latency; None for the
-    first); ``load()`` gives the host's load averages (``os.getloadavg``). Returns the result dict."""
+        runs one probe, judged against ``reference`` (the first kept-up probe's latency; None for the
+        first); ``load()`` gives the host's load averages (``os.getloadavg``); ``noise()`` a reading of
+    /proc (``capacity_noise.snapshot``; none by default) taken around each probe. Returns the result dict."""
     if start_rate <= 0 or max_rate < start_rate:
         raise ConfigError(f"--start-rate/--max-rate: need 0 < start ({start_rate:g}) <= max ({max_rate:g})")
     if factor <= 1:
@@ -307,6 +337,7 @@ def search(
     if repeats < 0:
         raise ConfigError(f"--repeats: must be >= 0 (got {repeats})")
     state = _Search(probe, max_runs, repeats, say, cooldown_s, sleep, clock, load)
+    state.noise = noise
     stopped = ""
     while True:
         low, high = state.bracket()
@@ -345,12 +376,18 @@ class _Search:
         self.loads = [_load_1min(load)]
         self.reference: dict | None = None
         self.started = clock()
+        self.noise: Callable[[], capacity_noise.Snapshot | None] = lambda: None
+        self.noises: list[capacity_noise.HostNoise | None] = []
 
     def run(self, rate: float) -> Probe:
         if self.probes and self.cooldown_s > 0:
             self.sleep(self.cooldown_s)
         again = rate in self.by_rate
+        before = self.noise()
         result = self.probe(rate, self.reference)
+        host_noise = capacity_noise.between(before, self.noise())
+        result.noise = capacity_noise.as_dict(host_noise)
+        self.noises.append(host_noise)
         self.probes.append(result)
         self.by_rate.setdefault(rate, []).append(result)
         result.load_1min = _load_1min(self.load)
@@ -362,9 +399,10 @@ class _Search:
             per_probe = (self.clock() - self.started) / len(self.probes)
             left = max(self.max_runs - len(self.by_rate), 0)
             close = "  (a repeat)" if again else ("  close" if result.close and result.status == "complete" else "")
+            other = f"  other work {host_noise.other_cpus:.2g} CPUs" if host_noise is not None else ""
             self.say(
                 f"[{len(self.by_rate):>2}/{self.max_runs}] {rate:>9.4g}/s  {result.mode:<13} achieved {number_text(result.achieved_rps, 4)}/s  "
-                f"p50 {ms(result.p50_ms, 4)}  p99 {ms(result.p99_ms, 4)}  (ETA about {left * per_probe:.0f} s){close}"
+                f"p50 {ms(result.p50_ms, 4)}  p99 {ms(result.p99_ms, 4)}{other}  (ETA about {left * per_probe:.0f} s){close}"
             )
         return result
 
@@ -415,10 +453,14 @@ class _Search:
     def result(self, low: Probe | None, high: Probe | None, stopped: str) -> dict:
         probes = self.probes
         lower_bound = low is not None and (high is None or high.status != "complete")
+        noise = capacity_noise.summarize(self.noises)
+        probes_interval: tuple[float, float] | None = None
         interval: tuple[float | None, float | None] = (low.rate_rps if low else None, None)
-        capacity, plus_minus = interval
+        capacity, plus_minus = interval  # no capacity, or a lower bound: the highest rate kept up
         if low is not None and high is not None and not lower_bound:
-            bottom, top = interval = interval_of(probes, low.rate_rps, high.rate_rps)
+            probes_interval = interval_of(probes, low.rate_rps, high.rate_rps)
+            bottom, top = capacity_noise.widen(probes_interval, noise)
+            interval = (bottom, top)
             capacity, plus_minus = (bottom + top) / 2, (top - bottom) / 2
         return {
             "format_version": CAPACITY_FORMAT_VERSION,
@@ -426,6 +468,15 @@ class _Search:
             "capacity_rps": capacity,
             "plus_minus_rps": plus_minus,
             "interval_rps": list(interval) if low is not None else None,
+            # The probes' own interval, before the host's noise widened it (capacity_noise.widen).
+            "probes_interval_rps": list(probes_interval) if probes_interval is not None else None,
+            "noise": noise,
+            "contention": capacity_noise.contention_text(noise),
+            # How long a call holds its sandbox: the pause grace's warm rate is 1000 / (grace + this)
+            # (capacity_store.warm_rate_model); the median over the kept-up probes.
+            "sandbox_busy_ms": _median(
+                [p.duration_ms_p50 for p in probes if p.kept_up and p.duration_ms_p50 is not None]
+            ),
             "capacity_text": capacity_text(capacity, plus_minus, len(probes)),
             # No complete probe above it was over-invoked: the function may serve more.
             "capacity_is_lower_bound": lower_bound,
@@ -446,6 +497,14 @@ class _Search:
             },
             "probes": [asdict(p) for p in probes],
         }
+
+
+def _median(values: list[float]) -> float | None:
+    if not values:
+        return None
+    ordered = sorted(values)
+    middle = len(ordered) // 2
+    return round(ordered[middle] if len(ordered) % 2 else (ordered[middle - 1] + ordered[middle]) / 2, 3)
 
 
 def interval_of(probes: list[Probe], low_rps: float, high_rps: float) -> tuple[float, float]:
@@ -543,6 +602,7 @@ def find_capacity(
             say=progress.say,
             cooldown_s=cooldown_s,
             repeats=repeats,
+            noise=capacity_noise.snapshot,
         )
     finally:
         if handle is not None:

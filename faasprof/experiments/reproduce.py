@@ -389,6 +389,11 @@ def _ipc_label(windows: dict) -> str:
 
 
 def judge(figure: Figure, results: dict[str, dict], isolation: str | None = None) -> rules.Verdict:
+    """The figure's verdict (``_judge``), never one its own notes contradict (``rules.honest``)."""
+    return rules.honest(_judge(figure, results, isolation))
+
+
+def _judge(figure: Figure, results: dict[str, dict], isolation: str | None = None) -> rules.Verdict:
     """The verdict of ``figure`` from the experiments' results (``reproduce_runs``: one dict each);
     ``isolation`` picks the slowdown measured beside the main one (Figs 15, 16)."""
     failed = [f"{name}: {results[name]['error']}" for name in figure.experiments if results.get(name, {}).get("error")]

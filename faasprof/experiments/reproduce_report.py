@@ -8,7 +8,10 @@ measured on localwhisk, what faasprof/localwhisk/localwhisk-vs-openwhisk.md says
 OpenWhisk for what the figure measures (quoted from the document as it stands).
 
 ``reproduce.json`` format versions (``faasprof.experiments.reproduce.REPRODUCE_FORMAT_VERSION``):
-1: first version.
+1: first version; compatible additions: the verdict ``indicative`` (beyond noise on fewer functions,
+runs or cold starts than the finding needs: ``reproduce_rules``) and its count, and each figure's
+``commands`` (``faasprof analyze`` of each run directory, its path as the user's working directory
+reaches it: the run directories' ``run_dirs`` are relative to the reproduce folder, for its links).
 """
 
 from __future__ import annotations
@@ -17,6 +20,7 @@ import html
 import math
 import os
 import re
+import shlex
 from pathlib import Path
 from typing import Any
 
@@ -37,6 +41,7 @@ VERDICT_CLASS = {
     rules.REPRODUCED: "mode-balanced",
     rules.NOT_REPRODUCED: "mode-over-invoked",
     rules.NOT_MEASURABLE: "mode-under-invoked",
+    rules.INDICATIVE: "mode-under-invoked",
 }
 
 
@@ -81,6 +86,23 @@ def _relative(paths: list[str], out: Path) -> list[str]:
     return [os.path.relpath(p, out) for p in paths if p]
 
 
+def from_cwd(path: str | os.PathLike, cwd: str | os.PathLike | None = None) -> str:
+    """``path`` as a command typed in ``cwd`` (the directory the user ran ``reproduce`` in) reaches
+    it: relative where it lies below ``cwd``, else absolute."""
+    where = Path(cwd or os.getcwd()).resolve()
+    target = Path(path).resolve()
+    try:
+        return str(target.relative_to(where))
+    except ValueError:
+        return str(target)
+
+
+def analyze_commands(run_dirs: list[str], out: Path, cwd: str | os.PathLike | None = None) -> list[str]:
+    """``faasprof analyze DIR`` for each of ``run_dirs`` (relative to ``out``, as a figure keeps
+    them), each runnable from ``cwd``."""
+    return [f"faasprof analyze {shlex.quote(from_cwd(Path(out) / d, cwd))}" for d in run_dirs]
+
+
 def figure_entry(
     figure: plan.Figure,
     verdict: rules.Verdict,
@@ -112,6 +134,7 @@ def figure_entry(
         **verdict.to_json(),
         "platform": platform if measured else None,
         "run_dirs": _relative(sorted(dict.fromkeys(runs)), out),
+        "commands": analyze_commands(_relative(sorted(dict.fromkeys(runs)), out), out),
         "plots": _relative(plots, out),
         "localwhisk_vs_openwhisk": [{"item": k, "text": quotes[k]} for k in figure.comparison_items if k in quotes]
         if measured and platform.startswith("localwhisk")
@@ -127,7 +150,7 @@ def figure_entry(
 def summary_counts(figures: list[dict]) -> dict[str, int]:
     return {
         v: sum(1 for f in figures if f["verdict"] == v)
-        for v in (rules.REPRODUCED, rules.NOT_REPRODUCED, rules.NOT_MEASURABLE)
+        for v in (rules.REPRODUCED, rules.INDICATIVE, rules.NOT_REPRODUCED, rules.NOT_MEASURABLE)
     }
 
 
@@ -252,9 +275,10 @@ def _figure_section(entry: dict, out: Path) -> str:
     for plot in entry.get("plots") or []:
         parts.append(image(out / plot, plot))
     if entry.get("run_dirs"):
+        commands = entry.get("commands") or analyze_commands(entry["run_dirs"], out)
         links = "".join(
-            f"<li><a href='{html.escape(d)}'>{html.escape(d)}</a> (<code>faasprof analyze {html.escape(d)}</code>)</li>"
-            for d in entry["run_dirs"]
+            f"<li><a href='{html.escape(d)}'>{html.escape(d)}</a> (<code>{html.escape(command)}</code>)</li>"
+            for d, command in zip(entry["run_dirs"], commands)
         )
         parts.append(f"<p>Run directories used:</p><ul class='evidence'>{links}</ul>")
     for quote in entry.get("localwhisk_vs_openwhisk") or []:

@@ -335,6 +335,7 @@ def summarise_slowdown(rows: list[dict], calls: list) -> dict:
                 "ci_high": high,
                 "n": len(native) + len(warm),
                 "resumed_factor": row.get("slowdown_exec_resumed"),
+                "cpu_factor": row.get("slowdown_cpu_warm"),
                 "notes": row.get("notes") or "",
             }
         )
