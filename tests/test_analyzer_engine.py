@@ -14,9 +14,10 @@ import pyarrow.parquet as pq
 import pytest
 from test_analyzer_synthetic import write_synthetic_run
 
-from faasprof.analyzer import engine
+from faasprof import analyzer
+from faasprof.analyzer import engine, frame_loader
 from faasprof.analyzer import stats as stats_mod
-from faasprof.analyzer.analysis import load_run
+from faasprof.analyzer.analysis import analyze_run, load_run
 from faasprof.errors import ConfigError, FormatError
 from faasprof.rundir import columnar
 
@@ -146,3 +147,24 @@ def test_columnar_file_of_an_unknown_version_is_refused_in_one_line(tmp_path):
         FormatError, match=r"x.parquet: faasprof_columnar_version 99 is not supported .*delete the file"
     ):
         columnar.check_parquet(path)
+
+
+def test_read_frame_loads_columns_a_phase_or_a_window_only_and_refuses_too_much(tmp_path):
+    run_dir, _ = write_synthetic_run(tmp_path, duration_s=20.0, instances=FOUR, seed=6)
+    analyze_run(run_dir, fetch=False, plots=False)
+    whole = pd.read_parquet(frame_loader.frame_path(run_dir))
+    part = analyzer.read_frame(run_dir, columns=["instance", "completion_latency_ms"], phase=0)
+    expected = whole.loc[whole["phase"] == 0, ["instance", "completion_latency_ms"]].reset_index(drop=True)
+    pd.testing.assert_frame_equal(part.reset_index(drop=True), expected)
+    window = load_run(run_dir).frame(columns=["intended_s"], window_s=(5.0, 7.5))
+    assert len(window) == int(((whole["intended_s"] >= 5.0) & (whole["intended_s"] < 7.5)).sum()) > 0
+    assert window["intended_s"].between(5.0, 7.5, inclusive="left").all()
+    with pytest.raises(
+        ConfigError, match=r"invocations.parquet: 3,200 rows of 1 columns need about .* GiB .*max_bytes"
+    ):
+        analyzer.read_frame(run_dir, columns=["intended_s"], max_bytes=1000)
+    with pytest.raises(ConfigError, match="no column latency_s"):
+        analyzer.read_frame(run_dir, columns=["latency_s"])
+    other, _ = write_synthetic_run(tmp_path / "other", duration_s=2.0, instances=FOUR)
+    with pytest.raises(FormatError, match="missing; run faasprof analyze"):
+        analyzer.read_frame(other)

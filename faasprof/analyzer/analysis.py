@@ -47,9 +47,9 @@ import pandas as pd
 
 from faasprof import __version__, rundir
 from faasprof.analyzer import chains as chains_mod
+from faasprof.analyzer import frame_loader, io_breakdown
 from faasprof.analyzer import frames as frames_mod
 from faasprof.analyzer import hosts as hosts_mod
-from faasprof.analyzer import io_breakdown
 from faasprof.analyzer import plots as plots_mod
 from faasprof.analyzer import records as records_mod
 from faasprof.analyzer import report as report_mod
@@ -133,6 +133,17 @@ class Run:
             f"({int(self.invocations['successful'].sum()):,} successful), {len(self.phases)} phases, modes: {modes}, "
             f"monitors: {', '.join(self.monitors) or 'none'}, {len(self.warnings)} warnings>"
         )
+
+    def frame(
+        self,
+        columns: Sequence[str] | None = None,
+        phase: int | None = None,
+        window_s: tuple[float, float] | None = None,
+        max_bytes: int | None = frame_loader.DEFAULT_MAX_BYTES,
+    ) -> pd.DataFrame:
+        """Part of the analysed invocation frame read from ``analysis/`` (``frame_loader.read_frame``):
+        some columns, one phase or a window, refused over ``max_bytes``."""
+        return frame_loader.read_frame(self.path, columns, phase, window_s, max_bytes)
 
     def phase_stats_long(self) -> pd.DataFrame:
         """Phase statistics in tidy long format (``faasprof.analyzer.frames.phase_stats_long``)."""
