@@ -168,3 +168,26 @@ def test_read_frame_loads_columns_a_phase_or_a_window_only_and_refuses_too_much(
     other, _ = write_synthetic_run(tmp_path / "other", duration_s=2.0, instances=FOUR)
     with pytest.raises(FormatError, match="missing; run faasprof analyze"):
         analyzer.read_frame(other)
+
+
+def test_log_figures_from_the_columnar_log_equal_pandas_over_the_loaded_frame(tmp_path, connection):
+    run_dir, _ = write_synthetic_run(tmp_path, duration_s=20.0, instances=FOUR, seed=8, save_records=False)
+    run = load_run(run_dir)
+    figures = engine.log_figures(connection, run_dir, run.phases)
+    frame = run.invocations
+    assert columnar.is_current(run_dir) and len(figures) == len(run.phase_stats) > 0
+    for phase in run.phases:
+        for name in phase["instances"]:
+            got = figures[(name, phase["phase"])]
+            t = frame["intended_s"]
+            rows = frame[(frame["instance"] == name) & (t >= phase["steady_start_s"]) & (t < phase["end_s"])]
+            assert got["planned"] == len(rows) == sum(v for k, v in got.items() if k.startswith("outcome_"))
+            lateness = rows["lateness_ms"].to_numpy(dtype="float64")
+            lateness = lateness[np.isfinite(lateness)]
+            assert got["lateness_ms_p99"] == pytest.approx(np.quantile(lateness, 0.99), rel=1e-12)
+            assert got["lateness_ms_max"] == pytest.approx(lateness.max(), rel=1e-12)
+            ok = rows[rows["outcome"] == "ok"]
+            for column in ("client_latency_ms", "corrected_latency_ms"):
+                expected = stats_mod.percentile_block(ok[column].to_numpy(dtype="float64"), column)
+                for key, value in expected.items():
+                    assert got[key] == pytest.approx(value, rel=1e-12, nan_ok=True), key

@@ -35,6 +35,7 @@ import pandas as pd
 
 from faasprof.analyzer import stats as stats_mod
 from faasprof.errors import ConfigError
+from faasprof.rundir import columnar
 
 MEMORY_ENV = "FAASPROF_ENGINE_MEMORY"
 TEMP_ENV = "FAASPROF_ENGINE_TEMP"
@@ -234,3 +235,46 @@ def per_minute_series(
     ).df()
     frame["count"] = frame["count"].astype("int64")
     return frame
+
+
+def log_figures(
+    connection: duckdb.DuckDBPyConnection, run_dir: str | os.PathLike, phases: Sequence[Mapping]
+) -> dict[tuple[str, int], dict]:
+    """Figures of the invocation log alone, per instance × steady phase, out of core over its
+    columnar copy (``rundir.columnar``, written on first use): ``planned``, the rows of each HTTP
+    outcome (``outcome_<name>``), ``lateness_ms`` (send − plan) p50/p99/max over the rows sent,
+    and the percentile blocks of ``client_latency_ms`` (send → answer) and ``corrected_latency_ms``
+    (plan → answer) over the calls answered ``ok``. No record is read: these are the client's
+    figures of a run of any length, before (or without) its records."""
+    source = columnar.invocations_scan_sql(run_dir, connection)
+    derived = (
+        f"(SELECT instance, outcome, intended_ns / 1e9 AS intended_s, (sent_ns - intended_ns) / 1e6 AS lateness_ms, "
+        f"(done_ns - sent_ns) / 1e6 AS client_latency_ms, (done_ns - intended_ns) / 1e6 AS corrected_latency_ms "
+        f"FROM {source})"
+    )
+    out: dict[tuple[str, int], dict] = {}
+    for phase in phases:
+        window = f"intended_s >= {float(phase['steady_start_s'])!r} AND intended_s < {float(phase['end_s'])!r}"
+        names = [str(n) for n in phase["instances"]]
+        for instance, outcome, count in connection.execute(
+            f"SELECT instance, outcome, count(*) FROM {derived} WHERE {window} GROUP BY ALL"
+        ).fetchall():
+            if instance in names:
+                entry = out.setdefault((instance, int(phase["phase"])), {"planned": 0})
+                entry["planned"] += int(count)
+                entry[f"outcome_{outcome}"] = int(count)
+        lateness = connection.execute(
+            f"SELECT instance, quantile_cont(lateness_ms, 0.5), quantile_cont(lateness_ms, 0.99), max(lateness_ms) "
+            f"FROM {derived} WHERE {window} AND isfinite(lateness_ms) GROUP BY ALL"
+        ).fetchall()
+        for instance, p50, p99, top in lateness:
+            if (instance, int(phase["phase"])) in out:
+                out[(instance, int(phase["phase"]))].update(
+                    {"lateness_ms_p50": float(p50), "lateness_ms_p99": float(p99), "lateness_ms_max": float(top)}
+                )
+        for column in ("client_latency_ms", "corrected_latency_ms"):
+            blocks = percentile_blocks(connection, derived, column, ["instance"], f"{window} AND outcome = 'ok'")
+            for (instance,), block in blocks.items():
+                if (instance, int(phase["phase"])) in out:
+                    out[(instance, int(phase["phase"]))].update(block)
+    return out
