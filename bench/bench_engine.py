@@ -13,11 +13,14 @@ The analysis is what ``phase_stats`` holds per instance × steady phase: the per
 invocations, the start-class counts and the per-minute series.
 
     .venv/bin/python bench/bench_engine.py [--rows 10000000[,100000000]] [--memory 2GB] [--check]
+    .venv/bin/python bench/bench_engine.py --analyzer-rows 1000000 --keep DIR
 """
 
 from __future__ import annotations
 
 import argparse
+import json
+import math
 import os
 import resource
 import subprocess
@@ -27,14 +30,17 @@ import time
 from pathlib import Path
 
 import numpy as np
+import pandas as pd
 import pyarrow as pa
 import pyarrow.parquet as pq
 
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
+from faasprof import rundir  # noqa: E402
 from faasprof.analyzer import engine  # noqa: E402
 from faasprof.analyzer import stats as stats_mod  # noqa: E402
+from faasprof.analyzer.analysis import analyze_run  # noqa: E402
 
 BLOCK_ROWS = 4_000_000
 INSTANCES = ("i0", "i1", "i2", "i3")
@@ -131,12 +137,58 @@ def check(path: Path, rows: int, out: str) -> int:
     return bad
 
 
+def check_analyzer_run(rows: int, base: Path) -> int:
+    """``faasprof analyze``'s own frame and ``phase_stats`` of a run of ``rows`` invocations
+    (``bench_analyzer``'s generator: records, start classes, four instances) against the engine's
+    blocks over ``analysis/invocations.parquet``; prints and returns the figures that differ."""
+    if not any(base.glob("bench-*")):
+        subprocess.run(
+            [
+                sys.executable,
+                str(ROOT / "bench" / "bench_analyzer.py"),
+                "--rows",
+                str(rows),
+                "--generate-only",
+                str(base),
+            ],
+            check=True,
+        )
+    run_dir = next(base.glob("bench-*"))
+    analyze_run(run_dir, fetch=False, plots=False)
+    phase_stats = pd.read_parquet(run_dir / rundir.ANALYSIS / "phase_stats.parquet")
+    summary = json.loads((run_dir / rundir.ANALYSIS / "summary.json").read_text())
+    con = engine.connect(engine.EngineSettings.from_environment())
+    source = engine.parquet_source(run_dir / rundir.ANALYSIS / "invocations.parquet")
+    bad = compared = 0
+    for column in ("completion_latency_ms", "corrected_latency_ms", "client_latency_ms", "platform_latency_ms"):
+        blocks = engine.steady_phase_blocks(con, source, summary["run"]["phases"], column)
+        for row in phase_stats.to_dict("records"):
+            got = blocks[(row["instance"], row["phase"])]
+            for key, value in got.items():
+                compared += 1
+                expected = float(row[key])
+                equal = math.isclose(value, expected, rel_tol=1e-12) if key.endswith("_mean") else value == expected
+                if not (equal or (math.isnan(value) and math.isnan(expected))):
+                    bad += 1
+                    print(
+                        f"MISMATCH {row['instance']} phase {row['phase']} {key}: engine {value!r}, analyze {expected!r}"
+                    )
+    print(
+        f"analyze's phase_stats vs the engine, {rows:,} invocations: {compared} figures compared "
+        f"(percentiles and intervals exact, means to 1e-12), {bad} differ"
+    )
+    return bad
+
+
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--rows", default="10000000", help="rows, or several sizes separated by commas")
     parser.add_argument("--memory", default="2GB", help="the engine's memory_limit (default 2GB)")
     parser.add_argument("--check", action="store_true", help="compare with the in-memory statistics")
     parser.add_argument("--keep", metavar="DIR", help="generate into DIR and keep it (reused by a later call)")
+    parser.add_argument(
+        "--analyzer-rows", type=int, metavar="ROWS", help="check the engine against faasprof analyze on a run of ROWS"
+    )
     parser.add_argument("--child", nargs=3, metavar=("PATH", "ROWS", "TEMP"), help=argparse.SUPPRESS)
     args = parser.parse_args()
     if args.child:
@@ -144,6 +196,8 @@ def main() -> int:
         return 0
     base = Path(args.keep) if args.keep else Path(tempfile.mkdtemp(prefix="bench-engine-"))
     base.mkdir(parents=True, exist_ok=True)
+    if args.analyzer_rows:
+        return 1 if check_analyzer_run(args.analyzer_rows, base / f"analyzer-{args.analyzer_rows}") else 0
     for rows in (int(v) for v in args.rows.split(",") if v.strip()):
         path = base / f"frame-{rows}.parquet"
         if not path.exists():
