@@ -191,3 +191,16 @@ def test_log_figures_from_the_columnar_log_equal_pandas_over_the_loaded_frame(tm
                 expected = stats_mod.percentile_block(ok[column].to_numpy(dtype="float64"), column)
                 for key, value in expected.items():
                     assert got[key] == pytest.approx(value, rel=1e-12, nan_ok=True), key
+
+
+def test_a_run_directory_that_cannot_be_written_is_read_from_its_csv(tmp_path, connection, monkeypatch):
+    run_dir, _ = write_synthetic_run(tmp_path, duration_s=5.0, instances=FOUR, seed=9)
+    rows = connection.execute(f"SELECT count(*) FROM {columnar.csv_scan_sql(run_dir)}").fetchone()[0]
+
+    def refused(*_args):  # what a read-only directory answers (a test as root could write there)
+        raise PermissionError(13, "Permission denied")
+
+    monkeypatch.setattr(columnar, "write_invocations_parquet", refused)
+    source = columnar.invocations_scan_sql(run_dir, connection)
+    assert "read_csv" in source and not columnar.invocations_parquet_path(run_dir).exists()
+    assert connection.execute(f"SELECT count(*) FROM {source}").fetchone()[0] == rows > 0
