@@ -99,6 +99,10 @@ NOT_RUN: dict[str, str] = {
     "faasprof run study/n200/workload.json --analyze": (
         f"{_AZURE}, and a 30-minute run; tests/test_trace_fidelity.py runs a generated sample with its report"
     ),
+    # docs/out-of-core.md
+    ".venv/bin/python bench/bench_engine.py --rows 10000000,100000000 --memory 2GB --check": (
+        "a benchmark of minutes over 100 million generated rows; tests/test_analyzer_engine.py checks the engine's figures"
+    ),
     # docs/statistics.md
     "faasprof run A.json --vs B.json --repeats 5": _PLACEHOLDER_RUNS,
     "faasprof run A.json --vs B.json --repeats 5 --order shuffled --order-seed 3": _PLACEHOLDER_RUNS,

@@ -132,6 +132,8 @@ def _flag_problems(words: list[str]) -> list[str]:
         return [f"faasprof {name} has no {flag}" for flag in flags if flag not in options]
     if program in {"python", ".venv/bin/python"} and words[1] == "-m":
         help_text = _help_text((sys.executable, "-m", words[2]))
+    elif program in {"python", ".venv/bin/python"} and words[1].startswith("bench/"):
+        help_text = _help_text((sys.executable, str(REPO_ROOT / words[1])))
     elif program.startswith("./") or program.startswith(".ci/"):
         help_text = _help_text((str(REPO_ROOT / program),)) if flags else ""
     elif program in {"pip", "tar"} and not flags:

@@ -7,6 +7,8 @@ Notebook use::
     run.invocations          # one row per planned invocation, joined with its activation record
     run.phase_stats          # per instance × steady phase: percentiles with CIs, mode, evidence
     run.manifest.platform     # the typed manifest (faasprof.rundir.Manifest)
+    # An analysed run too large to load whole: some columns, one phase or a window, size-checked.
+    analyzer.read_frame("runs/...", columns=["intended_s", "completion_latency_ms"], phase=1)
 
 ``analyze_run(run_dir, connection=None)`` writes ``analysis/`` (fetching the activation records
 first when the run did not save them, from the platforms of its instances that keep records,
@@ -18,5 +20,6 @@ It runs on a laptop with a finished run directory: nothing here needs the invoke
 from __future__ import annotations
 
 from faasprof.analyzer.analysis import Run, analyze_run, load_run
+from faasprof.analyzer.frame_loader import read_frame
 
-__all__ = ["load_run", "analyze_run", "Run"]
+__all__ = ["load_run", "analyze_run", "Run", "read_frame"]

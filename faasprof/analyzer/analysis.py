@@ -47,31 +47,28 @@ import pandas as pd
 
 from faasprof import __version__, rundir
 from faasprof.analyzer import chains as chains_mod
+from faasprof.analyzer import frame_loader, io_breakdown, trace_fidelity
 from faasprof.analyzer import frames as frames_mod
 from faasprof.analyzer import hosts as hosts_mod
-from faasprof.analyzer import io_breakdown, trace_fidelity
 from faasprof.analyzer import plots as plots_mod
 from faasprof.analyzer import records as records_mod
 from faasprof.analyzer import report as report_mod
 from faasprof.analyzer import stats as stats_mod
 from faasprof.analyzer import tails as tails_mod
-from faasprof.analyzer.outcome_columns import pushback_counts
+from faasprof.analyzer.failures import failure_summary, pushback_summary
 from faasprof.analyzer.summary import (
     SUMMARY_FORMAT_VERSION,
     SUPPORTED_SUMMARY_VERSIONS,
-    FailureGroup,
-    Failures,
     Instance,
     MonitorsInfo,
     Phase,
-    Pushback,
     RecordsInfo,
     RecordsInfoCore,
     Summary,
 )
 from faasprof.errors import FaasprofError, FormatError
 from faasprof.monitoring.frames import load_run_monitors, local_host_label, run_hosts
-from faasprof.outcomes import ACCEPTED_HTTP_OUTCOMES, FAILURE_OUTCOMES, FINAL_OUTCOMES, HTTP_OUTCOMES, pushback_line
+from faasprof.outcomes import FINAL_OUTCOMES, HTTP_OUTCOMES
 from faasprof.platforms import registry
 from faasprof.platforms.base import Platform
 
@@ -133,6 +130,17 @@ class Run:
             f"({int(self.invocations['successful'].sum()):,} successful), {len(self.phases)} phases, modes: {modes}, "
             f"monitors: {', '.join(self.monitors) or 'none'}, {len(self.warnings)} warnings>"
         )
+
+    def frame(
+        self,
+        columns: Sequence[str] | None = None,
+        phase: int | None = None,
+        window_s: tuple[float, float] | None = None,
+        max_bytes: int | None = frame_loader.DEFAULT_MAX_BYTES,
+    ) -> pd.DataFrame:
+        """Part of the analysed invocation frame read from ``analysis/`` (``frame_loader.read_frame``):
+        some columns, one phase or a window, refused over ``max_bytes``."""
+        return frame_loader.read_frame(self.path, columns, phase, window_s, max_bytes)
 
     def phase_stats_long(self) -> pd.DataFrame:
         """Phase statistics in tidy long format (``faasprof.analyzer.frames.phase_stats_long``)."""
@@ -503,45 +511,6 @@ def monitor_summary(run: Run) -> dict[str, dict[str, Any]]:
         if len(rows) or not run.hosts:
             out[name] = hosts_mod.monitor_stats(rows, run.phases)
     return out
-
-
-def failure_summary(frame: pd.DataFrame, end_s: float | None = None) -> Failures:
-    """Invocations that did not succeed, by function and final outcome, each with its count, its
-    completion latency (p50, max) and the first error text seen (record error, else HTTP error).
-    Those planned after the run stopped at ``end_s`` did not fail: they were never due."""
-    failed = frame[
-        stats_mod.label_mask(frame["final_outcome"], FAILURE_OUTCOMES) & ~stats_mod.unsent_after_end(frame, end_s)
-    ]
-    groups: list[FailureGroup] = []
-    for (function, outcome), rows in failed.groupby(
-        [failed["function"].astype(object), failed["final_outcome"].astype(object)], sort=False
-    ):
-        latency = rows["completion_latency_ms"].to_numpy(dtype="float64")
-        latency = latency[np.isfinite(latency)]
-        texts = [t for t in rows["error_text"].tolist() if isinstance(t, str) and t] or [
-            t for t in rows["error"].tolist() if isinstance(t, str) and t
-        ]
-        groups.append(
-            {
-                "function": str(function),
-                "final_outcome": str(outcome),
-                "count": int(len(rows)),
-                "completion_latency_ms_p50": float(np.median(latency)) if len(latency) else None,
-                "completion_latency_ms_max": float(latency.max()) if len(latency) else None,
-                "example_error": texts[0] if texts else None,
-            }
-        )
-    order = {name: k for k, name in enumerate(FINAL_OUTCOMES)}
-    groups.sort(key=lambda g: (order[g["final_outcome"]], -g["count"], g["function"]))
-    return {"total": int(len(failed)), "by_function": groups}
-
-
-def pushback_summary(frame: pd.DataFrame, outcome_counts: dict[str, int]) -> Pushback:
-    """How the platform pushed back on the run's calls: rows per kind and the line that says it
-    (None when it never did), as the run said it on stderr."""
-    counts = pushback_counts(frame)
-    accepted = sum(outcome_counts.get(name, 0) for name in ACCEPTED_HTTP_OUTCOMES)
-    return {"counts": counts, "line": pushback_line(counts, int(len(frame)), accepted)}
 
 
 def _phase(phase: dict) -> Phase:

@@ -23,6 +23,8 @@ from faasprof.errors import ConfigError
 
 MANIFEST = "manifest.json"
 INVOCATIONS = "invocations.csv"
+# The columnar copy of the invocation log (``columnar``): Parquet row groups a reader scans in pieces.
+INVOCATIONS_PARQUET = "invocations.columnar.parquet"
 PLAN = "plan.bin"
 SENDS = "sends.csv"
 ACTIVATIONS = "activations.jsonl"
