@@ -8,7 +8,9 @@ stores both and reads them back through this one reader. Standard library only (
 from __future__ import annotations
 
 import os
+import signal
 from pathlib import Path
+from typing import Iterable
 
 PROC_ROOT = Path("/proc")
 # starttime is field 22 of proc(5)'s stat line; the fields after comm (field 2) start at 3.
@@ -59,3 +61,15 @@ def owner_alive(pid: int, start_ticks: int | None) -> bool:
         if now is not None and now != start_ticks:
             return False  # the pid was reused by another process
     return True
+
+
+def kill_all(pids: Iterable[int]) -> int:
+    """SIGKILL to each of ``pids``; how many were sent (a pid gone meanwhile, or not ours, is skipped)."""
+    killed = 0
+    for pid in pids:
+        try:
+            os.kill(pid, signal.SIGKILL)
+            killed += 1
+        except OSError:
+            pass
+    return killed

@@ -4,10 +4,12 @@ comm holds ') ' and bytes that are not UTF-8, a pid that is gone."""
 from __future__ import annotations
 
 import os
+import signal
 import subprocess
 import sys
 from pathlib import Path
 
+from faasprof import procfs
 from faasprof.procfs import owner_alive, process_start_ticks
 
 # Fields 3 to 52 of a stat line (proc(5)); field 22, starttime, is the 20th of them.
@@ -79,3 +81,14 @@ def test_a_pid_of_zero_or_below_is_no_owner():
     # kill(0, 0) and kill(-1, 0) ask a process group, which exists: that said nothing of an owner.
     assert not owner_alive(0, None)
     assert not owner_alive(-1, None)
+
+
+def test_kill_all_counts_what_it_killed_and_skips_a_pid_gone():
+    child = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(60)"])
+    try:
+        gone = subprocess.Popen([sys.executable, "-c", "pass"])
+        gone.wait(timeout=30)
+        assert procfs.kill_all([child.pid, gone.pid]) == 1
+        assert child.wait(timeout=30) == -signal.SIGKILL
+    finally:
+        child.kill()

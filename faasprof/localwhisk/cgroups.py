@@ -10,11 +10,10 @@ sandboxes are paused with SIGSTOP/SIGCONT to the process group and limited by rl
 from __future__ import annotations
 
 import os
-import signal
 import time
 from pathlib import Path
 
-from faasprof.procfs import pid_alive
+from faasprof.procfs import kill_all, pid_alive
 
 V1_CONTROLLERS = ("cpu", "memory", "freezer")
 # Joined too when mounted and writable, so monitoring can read CPU time (cpuacct, which this
@@ -88,11 +87,7 @@ def _kill_members(path: Path) -> None:
             pids = []
         if not pids:
             return
-        for pid in pids:
-            try:
-                os.kill(pid, signal.SIGKILL)
-            except OSError:
-                pass
+        kill_all(pids)
         time.sleep(0.01)
 
 

@@ -22,7 +22,7 @@ import tempfile
 import time
 from pathlib import Path
 
-from faasprof.procfs import process_start_ticks
+from faasprof.procfs import kill_all, process_start_ticks
 
 UID_BASE = 1_900_000_000
 UIDS_PER_SERVER = 1000
@@ -87,12 +87,7 @@ def kill_user(uid: int, rounds: int = 20) -> int:
         pids = processes_of(uid)
         if not pids:
             break
-        for pid in pids:
-            try:
-                os.kill(pid, signal.SIGKILL)
-                killed += 1
-            except OSError:
-                pass
+        killed += kill_all(pids)
     return killed
 
 
@@ -164,11 +159,7 @@ def _kill_range(uids: range) -> None:
         pids = [pid for uid, pid in _all_processes() if uid in uids]
         if not pids:
             return
-        for pid in pids:
-            try:
-                os.kill(pid, signal.SIGKILL)
-            except OSError:
-                pass
+        kill_all(pids)
 
 
 # prctl(2) option: orphans among this process's descendants are re-parented to it, not to init.
@@ -224,12 +215,7 @@ def kill_adopted(keep: set[int], rounds: int = 50) -> int:
         reap_adopted(keep)
         if not pids:
             break
-        for pid in pids:
-            try:
-                os.kill(pid, signal.SIGKILL)
-                killed += 1
-            except OSError:
-                pass
+        killed += kill_all(pids)
         time.sleep(0.01)
     reap_adopted(keep)
     return killed
