@@ -779,3 +779,12 @@ def test_test_helpers_come_from_their_own_module_not_conftest():
         if re.match(r"\s*from (tests\.)?conftest import ", line)
     ]
     assert importing == [], "import test helpers from tests.helpers"
+
+
+def test_the_run_command_loads_no_scipy_stats():
+    """scipy.stats costs a second or more to import: `faasprof run` (which imports the analyzer for
+    --analyze) must not pay it; only the analyses that test with it import it."""
+    code = "import sys, faasprof.commands.run; print(sorted(m for m in sys.modules if m.startswith('scipy.stats')))"
+    done = subprocess.run([sys.executable, "-c", code], cwd=REPO, capture_output=True, text=True, timeout=120)
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.strip() == "[]"

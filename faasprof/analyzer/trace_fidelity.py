@@ -29,7 +29,6 @@ from typing import Any, Mapping
 
 import numpy as np
 import pandas as pd
-from scipy import stats
 
 from faasprof.analyzer.markup import fmt, pct, table
 from faasprof.analyzer.plots import SAVE, new_figure
@@ -55,6 +54,10 @@ def _duration_fit(executed_ms: np.ndarray, percentiles_ms: dict[str, float]) -> 
     def cdf(x):
         return np.interp(x, values, probs, left=0.0, right=1.0)
 
+    # scipy.stats takes a second or more to import: only a trace run's analysis pays it, not every
+    # `faasprof run` and `analyze` that imports this module with the analyzer.
+    from scipy import stats
+
     ks = stats.kstest(executed_ms, cdf)
     return {
         "n": int(executed_ms.size),
@@ -79,6 +82,8 @@ def _within_minute(sent_s: np.ndarray, minute_of: np.ndarray, spread: str) -> di
                 errors.append(np.abs(np.diff(inside) / (60.0 / inside.size) - 1.0))
         error = float(np.median(np.concatenate(errors))) if errors else None
         return {"model": spread, "n": int(sent_s.size), "median_gap_error": None if error is None else round(error, 4)}
+    from scipy import stats  # as above: imported by a trace run's analysis only
+
     ks = stats.kstest(offsets / 60.0, "uniform")
     return {
         "model": spread,
