@@ -329,6 +329,14 @@ def test_end_to_end_on_the_embedded_localwhisk(tmp_path, isolated_home):
     assert manifest["activations"]["missing"] == 0
     assert (run_dir / "analysis" / "summary.json").exists()
     assert (run_dir / "localwhisk" / "localwhisk.log").is_file() and manifest["platform"]["data_dir"] == "localwhisk"
+    # Every run keeps its host's noise, in the manifest and the summary, and says it after its
+    # result line and again in the analysis's lines.
+    noise = manifest["host_noise"]
+    assert noise["format_version"] == 1 and noise["samples"] >= 4 and noise["window_s"] > 1
+    assert 0 <= noise["other_cpu_share"] <= 1 and noise["cores"] >= 1
+    summary = json.loads((run_dir / "analysis" / "summary.json").read_text())
+    assert summary["host_noise"] == noise
+    assert done.stderr.count("host noise: other CPU ") == 2
 
 
 @pytest.mark.slow
