@@ -36,6 +36,8 @@ from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Callable, TypedDict
 
+from faasprof.monitoring.noise import cpu_times, stat_fields
+
 # Other work from this many CPUs' worth on is named in the search's result and printed with it.
 CONTENDED_CPUS = 0.5
 # A stored capacity is reused while the other work now lies within this many CPUs of its probes' range.
@@ -44,8 +46,6 @@ ALIKE_CPUS = 0.5
 NOW_WINDOW_S = 1.0
 # Free CPUs are never taken below this: a probe that saw every CPU taken still ran.
 MIN_FREE_CPUS = 0.25
-_IDLE_FIELDS = (3, 4)  # idle, iowait in /proc/stat's cpu line (user nice system idle iowait irq softirq steal ...)
-_STEAL_FIELD = 7
 
 
 @dataclass(frozen=True)
@@ -82,16 +82,6 @@ class NoiseSummary(TypedDict):
     probes: int
 
 
-def _cpu_line(proc: Path) -> tuple[list[int], int]:
-    fields, running = [], 0
-    for line in (proc / "stat").read_text(encoding="ascii", errors="replace").splitlines():
-        if line.startswith("cpu "):
-            fields = [int(v) for v in line.split()[1:]]
-        elif line.startswith("procs_running "):
-            running = int(line.split()[1])
-    return fields, running
-
-
 def _tree_ticks(proc: Path, root_pid: int) -> int:
     """utime + stime + cutime + cstime of ``root_pid`` and its live descendants (a child reaped
     since moved its time into its parent's cutime, so nothing is lost or counted twice)."""
@@ -101,13 +91,11 @@ def _tree_ticks(proc: Path, root_pid: int) -> int:
         if not entry.name.isdigit():
             continue
         try:
-            text = (entry / "stat").read_text(encoding="ascii", errors="replace")
+            fields = stat_fields((entry / "stat").read_text(encoding="ascii", errors="replace"))
         except OSError:  # gone while we read
             continue
-        rest = text[text.rfind(")") + 2 :].split()  # the command name may hold spaces or parentheses
-        pid = int(entry.name)
-        parent[pid] = int(rest[1])
-        ticks[pid] = sum(int(v) for v in rest[11:15])
+        if fields is not None:
+            parent[int(entry.name)], ticks[int(entry.name)] = fields
     children: dict[int, list[int]] = {}
     for pid, ppid in parent.items():
         children.setdefault(ppid, []).append(pid)
@@ -122,16 +110,14 @@ def _tree_ticks(proc: Path, root_pid: int) -> int:
 def snapshot(proc: Path = Path("/proc"), root_pid: int | None = None, clock=time.monotonic) -> Snapshot | None:
     """A reading of /proc now; None where there is no /proc to read (not Linux)."""
     try:
-        fields, running = _cpu_line(proc)
+        text = (proc / "stat").read_text(encoding="ascii", errors="replace")
+        times, running = cpu_times(text)
         own = _tree_ticks(proc, os.getpid() if root_pid is None else root_pid)
     except (OSError, ValueError, IndexError):
         return None
-    if len(fields) < 4:
+    if not any(line.startswith("cpu ") for line in text.splitlines()):
         return None
-    total = sum(fields[:8])
-    idle = sum(fields[i] for i in _IDLE_FIELDS if i < len(fields))
-    steal = fields[_STEAL_FIELD] if len(fields) > _STEAL_FIELD else 0
-    return Snapshot(total - idle - steal, steal, total, own, running, clock())
+    return Snapshot(times.busy, times.steal, times.total, own, running, clock())
 
 
 def between(before: Snapshot | None, after: Snapshot | None, cpus: int | None = None) -> HostNoise | None:

@@ -116,7 +116,7 @@ def vmstat_faults(text: str | None) -> int | None:
     return sum(int(counters.get(name, 0)) for name in ("pgmajfault", "pswpin", "pswpout"))
 
 
-def _stat_fields(text: str) -> tuple[int, int] | None:
+def stat_fields(text: str) -> tuple[int, int] | None:
     """(parent pid, utime + stime + cutime + cstime) of a ``/proc/PID/stat`` text."""
     rest = text[text.rfind(")") + 2 :].split()
     if len(rest) < 15:
@@ -187,7 +187,7 @@ class NoiseSampler:
         for entry in os.scandir(self.proc):
             if not entry.name.isdigit():
                 continue
-            fields = _stat_fields(_read(Path(entry.path) / "stat") or "")
+            fields = stat_fields(_read(Path(entry.path) / "stat") or "")
             if fields is not None:
                 parents[int(entry.name)], ticks[int(entry.name)] = fields
         own = 0
