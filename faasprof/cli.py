@@ -27,6 +27,7 @@ import faasprof
 from faasprof import __version__, plugins
 from faasprof.errors import EXIT_FAILURE, FaasprofError
 from faasprof.paths import CHECKOUT_ROOT, foreign_checkout
+from faasprof.rundir import private_files
 
 # name -> one-line help; the command's module is faasprof.commands.<name>. Order is `faasprof --help`'s.
 COMMANDS: dict[str, str] = {
@@ -50,6 +51,13 @@ COMMANDS: dict[str, str] = {
     "doctor": "report what this host can measure and what is missing",
     "cache": "show where faasprof's build products are (zips, npm packages, virtualenvs) and clean them",
 }
+
+
+# The commands that write run directories (or analyses into them): they run under
+# rundir.private_files, so that every file created there is private, whoever writes it.
+RUN_DIR_COMMANDS = frozenset(
+    {"run", "analyze", "compare", "capacity", "slowdown", "interference", "mpki", "reproduce", "sweep", "native"}
+)
 
 
 def build_parser(only: str | None = None) -> argparse.ArgumentParser:
@@ -150,7 +158,8 @@ def main(argv: list[str] | None = None) -> int:
     if hasattr(stdout, "fileno"):
         sys.stdout = _StdoutWithoutReader(stdout)
     try:
-        return int(args._module.main(args) or 0)
+        with private_files() if args.command in RUN_DIR_COMMANDS else contextlib.nullcontext():
+            return int(args._module.main(args) or 0)
     except FaasprofError as error:
         _print_error(error)
         return error.exit_code

@@ -61,3 +61,14 @@ def send_json(handler, status: int, body: object) -> None:
     handler.send_header("Content-Length", str(len(data)))
     handler.end_headers()
     handler.wfile.write(data)
+
+
+def not_private(root: Path) -> list[str]:
+    """What under ``root`` (itself included; links are not followed) group or others may
+    read, write or enter: ``"relative/path 0o644"`` each, [] when all is private to its owner."""
+    found = []
+    for path in [root, *sorted(root.rglob("*"))]:
+        mode = path.lstat().st_mode
+        if not (mode & 0o170000 == 0o120000) and mode & 0o077:
+            found.append(f"{path.relative_to(root)} {oct(mode & 0o777)}")
+    return found

@@ -8,6 +8,7 @@ endpoints, required collectors, and that the auth key appears nowhere.
 from __future__ import annotations
 
 import json
+import os
 import shutil
 import signal
 import subprocess
@@ -29,7 +30,7 @@ from faasprof.invoker.run import execute
 from faasprof.platforms.openwhisk.connection import Connection
 from faasprof.rundir import INVOCATION_COLUMNS, read_invocations, read_manifest
 from faasprof.workload.spec import workload_from_dict
-from tests.helpers import run_cli
+from tests.helpers import not_private, run_cli
 
 SECRET = AUTH.split(":", 1)[1]
 
@@ -316,7 +317,11 @@ def test_end_to_end_on_the_embedded_localwhisk(tmp_path, isolated_home):
     config = tmp_path / "e.json"
     config.write_text(json.dumps(data))
     out = tmp_path / "runs"
-    done = run_cli("run", config, "--out", out, "--pause-grace", "50", "--analyze", timeout=180)
+    umask = os.umask(0o022)
+    try:
+        done = run_cli("run", config, "--out", out, "--pause-grace", "50", "--analyze", timeout=180)
+    finally:
+        os.umask(umask)
     assert done.returncode == 0, done.stderr
     (run_dir,) = run_dirs(out)
     manifest = read_manifest(run_dir).to_json()
@@ -337,6 +342,9 @@ def test_end_to_end_on_the_embedded_localwhisk(tmp_path, isolated_home):
     summary = json.loads((run_dir / "analysis" / "summary.json").read_text())
     assert summary["host_noise"] == noise
     assert done.stderr.count("host noise: other CPU ") == 2
+    # Every file and folder the run wrote (the analysis, the monitors, the embedded localwhisk's
+    # data directory) is private, whoever wrote it, under the umask most users have (issue 44).
+    assert not_private(run_dir) == []
 
 
 @pytest.mark.slow

@@ -5,12 +5,16 @@ from __future__ import annotations
 
 import asyncio
 import base64
+import ctypes
 import io
 import json
+import logging
 import os
+import shutil
 import socket
 import stat
-import sys
+import subprocess
+import tempfile
 import time
 import zipfile
 from concurrent.futures import ThreadPoolExecutor
@@ -20,8 +24,9 @@ import pytest
 import requests
 from aiohttp import web
 
+from faasprof.commands import doctor as cmd_doctor
 from faasprof.errors import NotReadyError
-from faasprof.localwhisk import archives
+from faasprof.localwhisk import archives, sandbox_users
 from faasprof.localwhisk import pool as pool_mod
 from faasprof.localwhisk.archives import ArchiveRefused, extract_archive
 from faasprof.localwhisk.config import GUEST_AUTH, Settings
@@ -397,25 +402,33 @@ def test_sandboxes_have_a_process_limit_and_nothing_they_start_outlives_stop(tmp
     assert not _alive(result["daemon"]), "a daemon an action started outlived the server's stop"
 
 
-@pytest.mark.skipif(os.geteuid() != 0, reason="needs root (the server's only way to kill every leftover)")
+@pytest.mark.skipif(os.geteuid() != 0 or not os.path.exists(OTHER_PYTHON), reason="needs root and /usr/bin/python3")
 def test_a_daemon_outlives_no_stop_even_without_a_user_of_its_own(tmp_path):
-    with start_embedded(data_dir=tmp_path / "lw", isolation="rlimit") as handle:
-        lw = Lw(handle)
-        lw.put("forker", FORKER_PY.replace("range(200)", "range(2)"), timeout=120000)
-        result = lw.invoke("forker").json()["response"]["result"]
-        lw.session.close()
-        lw.client.close()
-        assert _alive(result["daemon"])
+    """A server that is not root (no user per sandbox) in a process of its own, as ``serve``:
+    it adopts what an action left (a child subreaper) and kills it at stop."""
+    data_dir = Path(tempfile.mkdtemp(prefix="lw-nobody-"))
+    os.chown(data_dir, NOBODY, NOBODY)
+
+    def body(session: requests.Session, base: str) -> dict:
+        code = FORKER_PY.replace("range(200)", "range(2)")
+        put = session.put(f"{base}/actions/forker", json={"exec": {"kind": "python:3", "code": code}}, timeout=30)
+        assert put.status_code == 200, put.text
+        done = session.post(f"{base}/actions/forker", params={"blocking": "true"}, json={}, timeout=60)
+        result = done.json()["response"]["result"]
+        return {"daemon": result["daemon"], "alive": _alive(result["daemon"])}
+
+    try:
+        out = _as_nobody_in_process(
+            data_dir / "lw", {"isolation": "rlimit", "python": OTHER_PYTHON}, body, owns_process=True
+        )
+    finally:
+        shutil.rmtree(data_dir, ignore_errors=True)
+    assert "child_error" not in out and out["alive"], out
     deadline = time.monotonic() + 5
-    while _alive(result["daemon"]) and time.monotonic() < deadline:
+    while _alive(out["daemon"]) and time.monotonic() < deadline:
         time.sleep(0.05)
-    assert not _alive(result["daemon"])
-    log = (tmp_path / "lw" / "localwhisk.log").read_text()
-    assert (
-        "is not readable by other users" in log
-        or "run as the server's own user" in log
-        or sys.executable.startswith("/usr")
-    )
+    assert not _alive(out["daemon"])
+    assert any("run as the server's own user (it is not root)" in line for line in out["warnings"]), out
 
 
 SNOOP_PY = """import os
@@ -500,3 +513,182 @@ def test_an_archive_over_the_cap_is_refused_at_cold_start_too(tmp_path):
     assert record["response"]["status"] == "action developer error"
     assert "max_unpacked_code_bytes 8388608" in record["response"]["result"]["error"]
     assert not list((data_dir / "sandboxes").glob("*/action/zeros.bin"))
+
+
+# A bounded fork loop: processes it starts until the first refusal (at most 200), then a pid.
+FORK_LOOP_PY = """import subprocess
+def main(a):
+    children = []
+    refused = ""
+    for _ in range(200):
+        try:
+            children.append(subprocess.Popen(["sleep", "30"]))
+        except OSError as error:
+            refused = type(error).__name__
+            break
+    for child in children:
+        child.kill()
+        child.wait()
+    return {"started": len(children), "refused": refused}
+"""
+NOBODY = 65534
+
+
+def _as_nobody_in_process(data_dir: Path, settings: dict, body, owns_process: bool = False) -> dict:
+    """Run ``body(session, base)`` against a localwhisk served in a forked child that runs as
+    nobody (a server that is not root: no user per sandbox, its sandboxes nobody's too); returns
+    what ``body`` returned, and the warnings logged as ``warnings``. ``owns_process``: the child is the server's alone, as under ``serve``."""
+    read_fd, write_fd = os.pipe()
+    child = os.fork()
+    if child == 0:  # pragma: no cover - the child's outcome travels through the pipe
+        out: dict = {}
+        try:
+            os.close(read_fd)
+            os.setgroups([])
+            os.setresgid(NOBODY, NOBODY, NOBODY)
+            # Real and effective uid nobody (what RLIMIT_NPROC counts and localwhisk asks), files
+            # still read as root: this interpreter's modules may lie under /root, closed to nobody.
+            os.setresuid(NOBODY, NOBODY, 0)
+            ctypes.CDLL(None, use_errno=True).setfsuid(0)
+
+            async def main() -> dict:
+                instance = Localwhisk(Settings(data_dir=str(data_dir), port=0, **settings))
+                instance.owns_process = owns_process
+                await instance.open()
+                runner = web.AppRunner(instance.app(), access_log=None, handle_signals=False)
+                await runner.setup()
+                site = web.TCPSite(runner, "127.0.0.1", 0)
+                await site.start()
+                port = site._server.sockets[0].getsockname()[1]  # type: ignore[union-attr]
+                instance.set_apihost(f"http://127.0.0.1:{port}")
+                base = f"http://127.0.0.1:{port}/api/v1/namespaces/_"
+
+                def call() -> dict:
+                    with requests.Session() as session:
+                        session.auth = tuple(instance.settings.auth.split(":", 1))
+                        return body(session, base)
+
+                try:
+                    return await asyncio.get_running_loop().run_in_executor(None, call)
+                finally:
+                    await instance.close()
+                    await runner.cleanup()
+
+            warnings: list[str] = []
+            handler = logging.Handler(logging.WARNING)
+            handler.emit = lambda record: warnings.append(record.getMessage())  # type: ignore[method-assign]
+            logging.getLogger().addHandler(handler)
+            out = asyncio.run(main())
+            out["warnings"] = warnings
+        except BaseException as error:
+            out = {"child_error": repr(error)}
+        os.write(write_fd, json.dumps(out).encode())
+        os._exit(0)
+    os.close(write_fd)
+    chunks = []
+    while chunk := os.read(read_fd, 65536):
+        chunks.append(chunk)
+    os.close(read_fd)
+    os.waitpid(child, 0)
+    return json.loads(b"".join(chunks) or b'{"child_error": "no answer"}')
+
+
+@pytest.mark.skipif(os.geteuid() != 0 or not os.path.exists(OTHER_PYTHON), reason="needs root and /usr/bin/python3")
+def test_a_fork_loop_ends_at_a_process_limit_without_a_user_per_sandbox(tmp_path):
+    """Issue 44 item 6, isolation rlimit and a server that is not root: RLIMIT_NPROC counts per
+    user, so the sandbox gets a limit shared with the server's user; the loop fails inside the
+    sandbox, and the server keeps answering."""
+    data_dir = Path(tempfile.mkdtemp(prefix="lw-nobody-"))  # nobody cannot pass /tmp/pytest-of-root
+    os.chown(data_dir, NOBODY, NOBODY)
+
+    def body(session: requests.Session, base: str) -> dict:
+        for name, code in (("forks", FORK_LOOP_PY), ("noop", NOOP_PY)):
+            put = session.put(f"{base}/actions/{name}", json={"exec": {"kind": "python:3", "code": code}}, timeout=30)
+            assert put.status_code == 200, put.text
+        forks = session.post(f"{base}/actions/forks", params={"blocking": "true"}, json={}, timeout=60)
+        noop = session.post(f"{base}/actions/noop", params={"blocking": "true"}, json={"a": 1}, timeout=60)
+        return {"forks": forks.json(), "noop": noop.status_code, "noop_result": noop.json()["response"]["result"]}
+
+    try:
+        out = _as_nobody_in_process(
+            data_dir / "lw", {"isolation": "rlimit", "python": OTHER_PYTHON, "max_sandbox_processes": 40}, body
+        )
+    finally:
+        shutil.rmtree(data_dir, ignore_errors=True)
+    assert "child_error" not in out, out
+    result = out["forks"]["response"]["result"]
+    assert result.get("refused") == "BlockingIOError" and 0 < result["started"] <= 40, out
+    assert out["noop"] == 200 and out["noop_result"] == {"ok": True, "a": 1}
+
+
+VENV_SNOOP_PY = """import decimal, os, venvmod
+def main(a):
+    out = {"uid": os.getuid(), "venvmod": venvmod.WHERE, "seventh": str(decimal.Decimal(1) / 7)[:5]}
+    for path in ("/etc/shadow", "/proc/%d/environ" % os.getppid()):
+        try:
+            with open(path, "rb") as handle:
+                handle.read(1)
+            out[path] = "read"
+        except OSError as error:
+            out[path] = type(error).__name__
+    return out
+"""
+
+
+@pytest.mark.skipif(os.geteuid() != 0 or not os.path.exists(OTHER_PYTHON), reason="needs root and /usr/bin/python3")
+def test_a_venv_under_a_folder_closed_to_others_still_gets_a_user_per_sandbox(tmp_path):
+    """Issue 44 item 9: a checkout under /root (0700) whose venv runs the actions. The sandbox
+    reaches the venv and its base interpreter through its mount namespace and runs as its own
+    user, not as root; the venv's packages and the stdlib's extension modules import."""
+    closed = tmp_path / "root"
+    closed.mkdir(mode=0o700)
+    venv = closed / "checkout" / ".venv"
+    # --copies: the interpreter itself lies under the closed folder, as a pyenv or uv python does.
+    subprocess.run([OTHER_PYTHON, "-m", "venv", "--copies", "--without-pip", str(venv)], check=True, timeout=60)
+    next((venv / "lib").glob("python3*/site-packages")).joinpath("venvmod.py").write_text("WHERE = 'venv'\n")
+    with start_embedded(data_dir=tmp_path / "lw", python=str(venv / "bin" / "python")) as handle:
+        lw = Lw(handle)
+        lw.put("snoop", VENV_SNOOP_PY)
+        response = lw.invoke("snoop").json()["response"]
+        lw.session.close()
+        lw.client.close()
+    assert response["status"] == "success", response
+    result = response["result"]
+    assert result["uid"] >= sandbox_users.UID_BASE and result["venvmod"] == "venv" and result["seventh"] == "0.142"
+    assert {value for key, value in result.items() if key.startswith("/")} == {"PermissionError"}, result
+    log = (tmp_path / "lw" / "localwhisk.log").read_text()
+    assert "server's user" not in log and "cannot start" not in log
+
+
+def test_python_sandboxes_refuse_to_start_where_their_interpreter_cannot_be_reached(tmp_path, monkeypatch):
+    """Where the host refuses a mount namespace, a closed interpreter cannot be reached by a
+    sandbox user: localwhisk does not fall back to root but says why in one line."""
+    closed = tmp_path / "root"
+    closed.mkdir(mode=0o700)
+    python = closed / "python3"
+    python.write_text("")
+    python.chmod(0o755)
+    monkeypatch.setattr(sandbox_users, "mount_namespace_allowed", lambda: False)
+    why = sandbox_users.python_refused(str(python))
+    assert why is not None and "\n" not in why
+    assert f"lies under {sandbox_users.closed_to_others(str(python))}, which other users cannot reach" in why
+    assert "never runs an action as root" in why and "--python" in why
+    assert sandbox_users.python_refused(OTHER_PYTHON) is None
+    monkeypatch.setattr(sandbox_users, "mount_namespace_allowed", lambda: True)
+    assert sandbox_users.python_refused(str(python)) is None
+
+
+def test_doctor_says_in_one_line_whom_process_sandboxes_run_as(tmp_path, monkeypatch):
+    (not_root,) = cmd_doctor.check_sandboxes(None, is_root=False)
+    assert not_root.state == cmd_doctor.WARN and "run as the server's own user" in not_root.text
+    assert cmd_doctor.check_sandboxes({"platform": {"localwhisk": {"isolation": "docker"}}}, is_root=True) == []
+    closed = tmp_path / "root"
+    closed.mkdir(mode=0o700)
+    (closed / "python3").write_text("")
+    workload = {"platform": {"localwhisk": {"python": str(closed / "python3")}}}
+    (ok,) = cmd_doctor.check_sandboxes(workload, is_root=True)
+    assert ok.state == cmd_doctor.OK and "users of their own" in ok.text
+    monkeypatch.setattr(sandbox_users, "mount_namespace_allowed", lambda: False)
+    (refused,) = cmd_doctor.check_sandboxes(workload, is_root=True)
+    assert refused.state == cmd_doctor.WARN and "python sandboxes cannot start" in refused.text
+    assert "\n" not in refused.line()

@@ -31,6 +31,7 @@ from faasprof.commands.cache import human_bytes
 from faasprof.docker import docker_problem
 from faasprof.errors import EXIT_NOT_READY, EXIT_OK, ConfigError, NotReadyError
 from faasprof.functions.catalogue import lookup
+from faasprof.localwhisk import sandbox_users
 from faasprof.monitoring.collectors import COLLECTORS, normalise_block
 from faasprof.monitoring.collectors.base import INFO, NO, OK, WARN, Finding
 from faasprof.monitoring.host import Root, collect_host, cpu_vendor_kind
@@ -214,6 +215,21 @@ def check_docker(workload: dict | None, problem: str | None) -> list[Finding]:
     return [Finding("docker", INFO, f"localwhisk isolation docker unavailable: {problem}")]
 
 
+def check_sandboxes(workload: dict | None, is_root: bool | None = None) -> list[Finding]:
+    """Whom localwhisk's process sandboxes run as (docs/security.md): a user of their own each
+    where localwhisk runs as root; else the server's user, with a process limit shared with it.
+    A python whose interpreter no sandbox user can reach is refused, never run as root."""
+    local = ((workload or {}).get("platform") or {}).get("localwhisk") or {}
+    if local.get("isolation") == "docker":
+        return []
+    if not (sandbox_users.available() if is_root is None else is_root):
+        return [Finding("sandbox", WARN, sandbox_users.NOT_ROOT_WARNING)]
+    refused = sandbox_users.python_refused(str(local.get("python") or sys.executable))
+    if refused:
+        return [Finding("sandbox", WARN, refused)]
+    return [Finding("sandbox", OK, "localwhisk's process sandboxes run as users of their own (never as root)")]
+
+
 def check_cache() -> list[Finding]:
     """Where faasprof's build products go and how much they hold (``faasprof cache``)."""
     root = cache_root()
@@ -389,6 +405,8 @@ def run_doctor(args: argparse.Namespace) -> tuple[list[Finding], set[str]]:
     docker = docker_problem()
     if not any(f.area == "platform" and f.state == OK and "OpenWhisk at" in f.text for f in findings):
         findings += check_docker(workload, docker)
+        if live:
+            findings += check_sandboxes(workload)
     findings += check_cpu(root, host, live, None)
     findings += check_cache()
     findings += check_plugins()

@@ -91,6 +91,7 @@ class Settings:
         default=512,
         metadata={
             "help": "most processes (and threads) one sandbox may run: its pids cgroup, else RLIMIT_NPROC of its own user "
+            "(without root: on top of what the server's user runs) "
             "(docker: --pids-limit 1024)"
         },
     )

@@ -52,7 +52,6 @@ from faasprof.localwhisk.sandbox import (
     Sandbox,
     SandboxDied,
     format_log_line,
-    runtime_family,
 )
 from faasprof.localwhisk.sandbox_users import SandboxUsers, kill_adopted, own, reap_adopted
 from faasprof.localwhisk.states import SandboxState, StartKind
@@ -246,8 +245,7 @@ class Pool:
                 host=self.docker,
             )
         else:
-            family = runtime_family(kind) or "python"
-            uid = self.users.allocate(family) if self.users is not None else None
+            uid = self.users.allocate() if self.users is not None else None
             sb = Sandbox(
                 name,
                 kind,

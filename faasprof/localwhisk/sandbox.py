@@ -23,9 +23,8 @@ from typing import Awaitable
 
 from faasprof.localwhisk import fastjson
 from faasprof.localwhisk.cgroups import CgroupManager
-from faasprof.localwhisk.sandbox_users import kill_user, own
+from faasprof.localwhisk.sandbox_users import kill_user, own, remove_sandbox, shared_process_limit, write_pid_file
 from faasprof.localwhisk.states import SandboxState, StartKind
-from faasprof.procfs import process_start_ticks
 
 # Under a localwhisk's data directory: each sandbox's work directory and pid file.
 SANDBOXES_DIR = "sandboxes"
@@ -206,24 +205,10 @@ class Sandbox:
             for fd in (in_r, out_w, err_w, rep_w):
                 os.close(fd)
         self._fds = {"stdin": in_w, "stdout": out_r, "stderr": err_r, "reply": rep_r}
-        _write_pid_file(self.pid_file, self.pid, self.uid)
+        write_pid_file(self.pid_file, self.pid, self.uid)
         for fd in (in_w, out_r, err_r, rep_r):
             os.set_blocking(fd, False)
-        try:  # OpenWhisk runs containers with --ulimit nofile=1024:1024
-            resource.prlimit(self.pid, resource.RLIMIT_NOFILE, (1024, 1024))
-        except (OSError, ValueError):
-            pass
-        if self.uid is not None and self.max_processes:
-            # Counted per user, so per sandbox: each has a user of its own.
-            resource.prlimit(self.pid, resource.RLIMIT_NPROC, (self.max_processes, self.max_processes))
-        if self.cgroups.enabled:
-            self.cgroups.attach(self.cgroup_dirs, self.pid)
-        elif self.family == "python":
-            limit = self.memory_mb * 1024 * 1024
-            try:
-                resource.prlimit(self.pid, resource.RLIMIT_AS, (limit, limit))
-            except (OSError, ValueError):
-                pass
+        self._limit(self.pid)
         self._pidfd = os.pidfd_open(self.pid)
         self._loop.add_reader(self._pidfd, self._on_pidfd)
         self._loop.add_reader(rep_r, self._on_reply_readable)
@@ -233,8 +218,33 @@ class Sandbox:
         reply = await self._wait(self._waiter, timeout_s)
         if reply is None:
             raise SandboxDied(f"launcher exited during start-up (status {self.exit_status})")
+        if reply.get("ok") is False:  # the launcher refused to run actions (launcher.reach_interpreter)
+            raise SandboxDied(str(reply.get("error")))
         self.tmp = reply.get("tmp") or "shared: TMPDIR only (the Node.js launcher makes no mount namespace)"
         self._logs.clear()
+
+    def _limit(self, pid: int) -> None:
+        """Its limits: open files, processes, and its cgroups or (rlimit mode) address space."""
+        try:  # OpenWhisk runs containers with --ulimit nofile=1024:1024
+            resource.prlimit(pid, resource.RLIMIT_NOFILE, (1024, 1024))
+        except (OSError, ValueError):
+            pass
+        if self.uid is not None and self.max_processes:
+            # Counted per user, so per sandbox: each has a user of its own.
+            resource.prlimit(pid, resource.RLIMIT_NPROC, (self.max_processes, self.max_processes))
+        elif self.max_processes and not {"pids", "unified"} & set(self.cgroup_dirs):
+            # No user of its own (the server is not root) and no pids cgroup: a limit shared with
+            # the server's user is all there is, but a fork bomb ends at it.
+            shared = shared_process_limit(self.max_processes)
+            resource.prlimit(pid, resource.RLIMIT_NPROC, (shared, shared))
+        if self.cgroups.enabled:
+            self.cgroups.attach(self.cgroup_dirs, pid)
+        elif self.family == "python":
+            limit = self.memory_mb * 1024 * 1024
+            try:
+                resource.prlimit(pid, resource.RLIMIT_AS, (limit, limit))
+            except (OSError, ValueError):
+                pass
 
     # -- the pool's view: its state changes, as methods (the pool writes no field) ---------------
 
@@ -516,9 +526,12 @@ class Sandbox:
             self.exit_status = None
         os.close(pidfd)
         self._pidfd = None
-        # Drain whatever the launcher wrote before dying so its last log lines are kept.
+        # Drain whatever the launcher wrote before dying so its last log lines (and a last reply,
+        # such as its refusal to start) are kept.
         for stream in ("stdout", "stderr"):
             self._on_log_readable(stream)
+        if "reply" in self._fds:
+            self._on_reply_readable()
         self._dead = True
         if self.cgroups.enabled:
             self.oom = self.cgroups.oom_killed(self.cgroup_dirs)
@@ -541,7 +554,7 @@ class Sandbox:
             self.timer = None
         # rmdir of a memory cgroup takes milliseconds: do it off the event loop.
         self._loop.run_in_executor(
-            None, _cleanup, self.cgroups, dict(self.cgroup_dirs), self.workdir, self.pid_file, self.uid
+            None, remove_sandbox, self.cgroups, dict(self.cgroup_dirs), self.workdir, self.pid_file, self.uid
         )
         self.state = SandboxState.DEAD
         self.on_exit(self)
@@ -565,26 +578,6 @@ class Sandbox:
 
 
 _TIMEOUT = object()
-
-
-def _cleanup(cgroups: CgroupManager, dirs: dict[str, Path], workdir: Path, pid_file: Path, uid: int | None) -> None:
-    if uid is not None:  # the launcher is gone; a daemon it started is not, until now
-        kill_user(uid)
-    if dirs:
-        cgroups.remove(dirs)
-    shutil.rmtree(workdir, ignore_errors=True)
-    shutil.rmtree(workdir.parent / f"{workdir.name}.tmp", ignore_errors=True)
-    try:
-        pid_file.unlink()
-    except OSError:
-        pass
-
-
-def _write_pid_file(path: Path, pid: int, uid: int | None) -> None:
-    try:
-        path.write_text(f"{pid} {process_start_ticks(pid)}" + (f" {uid}" if uid is not None else "") + "\n")
-    except OSError:
-        pass
 
 
 def _expire(future: asyncio.Future) -> None:

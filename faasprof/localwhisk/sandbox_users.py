@@ -8,8 +8,12 @@ user's process), the server's environment (``/proc/<ppid>/environ``: root's) or 
 ``RLIMIT_NPROC``, counted per user, becomes a limit per sandbox; and every process of that uid,
 a double-forked daemon too, is killed when the sandbox goes. The sandboxes' folders lie in a
 folder of their own under /tmp (0711), since the data directory's parents (/root) are closed to
-other users. Without root none of this is possible: the server says so once at start
-(docs/security.md).
+other users. An interpreter under a folder closed to other users is reached through the
+sandbox's mount namespace (the launcher's ``reach_interpreter``); where the host refuses one,
+python sandboxes do not start (``python_refused``): none runs as root. Without root none of this
+is possible: the server says so once at start, and a sandbox's ``RLIMIT_NPROC`` is shared with
+the server's user (``shared_process_limit``) (docs/security.md). What a sandbox leaves when it
+goes is removed here too (``remove_sandbox``), and its pid file written for ``reap_orphans``.
 """
 
 from __future__ import annotations
@@ -18,12 +22,16 @@ import ctypes
 import os
 import shutil
 import signal
+import subprocess
+import sys
 import tempfile
 import time
 from pathlib import Path
 
+from faasprof.localwhisk.cgroups import CgroupManager
 from faasprof.procfs import kill_all, process_start_ticks
 
+CLONE_NEWNS = 0x00020000  # unshare(2): a mount namespace of its own
 UID_BASE = 1_900_000_000
 UIDS_PER_SERVER = 1000
 HOMES_PREFIX = "localwhisk-homes-"
@@ -46,6 +54,35 @@ def closed_to_others(path: str) -> str | None:
     return None
 
 
+def mount_namespace_allowed() -> bool:
+    """Whether this host lets a process make a mount namespace of its own (a container without
+    CAP_SYS_ADMIN does not): asked of a short-lived child, since the answer changes the asker."""
+    probe = "import ctypes, sys; sys.exit(ctypes.CDLL(None, use_errno=True).unshare(%d) != 0)" % CLONE_NEWNS
+    try:
+        return subprocess.run([sys.executable, "-S", "-c", probe], timeout=30, check=False).returncode == 0
+    except (OSError, subprocess.SubprocessError):
+        return False
+
+
+def python_refused(python: str) -> str | None:
+    """Why python sandboxes of a root server cannot start, or None. A sandbox drops to its own
+    user after start-up; an interpreter under a folder closed to other users (a venv or pyenv
+    under /root) is then reached through the sandbox's mount namespace (the launcher's
+    ``reach_interpreter``). Where the host refuses one, a sandbox would have to run as root:
+    localwhisk never does that, and says so once, here."""
+    try:
+        closed = closed_to_others(python)
+    except OSError as error:
+        return f"python sandboxes cannot start: their interpreter {python}: {error}"
+    if closed is None or mount_namespace_allowed():
+        return None
+    return (
+        f"python sandboxes cannot start: their interpreter {python} lies under {closed}, which other users cannot "
+        "reach, and this host refuses a mount namespace to open the way (no CAP_SYS_ADMIN); localwhisk never runs "
+        "an action as root: pass --python with an interpreter others can read (e.g. /usr/bin/python3)"
+    )
+
+
 def available() -> bool:
     """Whether sandboxes can get users of their own (the server is root)."""
     return os.geteuid() == 0
@@ -57,26 +94,46 @@ def uids_of(server_pid: int) -> range:
     return range(first, first + UIDS_PER_SERVER)
 
 
-def _all_processes() -> list[tuple[int, int]]:
-    """(real uid, pid) of every process."""
+def _all_processes(with_threads: bool = False) -> list[tuple[int, int, int]]:
+    """(real uid, pid, threads) of every process; threads is 0 unless asked for."""
     found = []
     for entry in os.listdir("/proc"):
         if not entry.isdigit():
             continue
+        uid, threads = -1, 0
         try:
             with open(f"/proc/{entry}/status", encoding="ascii", errors="replace") as handle:
                 for line in handle:
                     if line.startswith("Uid:"):
-                        found.append((int(line.split()[1]), int(entry)))
+                        uid = int(line.split()[1])
+                        if not with_threads:
+                            break
+                    elif line.startswith("Threads:"):
+                        threads = int(line.split()[1])
                         break
         except (OSError, ValueError, IndexError):
             continue
+        if uid >= 0:
+            found.append((uid, int(entry), threads))
     return found
+
+
+def threads_of(uid: int) -> int:
+    """How many threads the processes of real uid ``uid`` run: what ``RLIMIT_NPROC`` counts."""
+    return sum(threads for owner, _, threads in _all_processes(with_threads=True) if owner == uid)
+
+
+def shared_process_limit(max_processes: int, uid: int | None = None) -> int:
+    """``RLIMIT_NPROC`` for a sandbox that runs as the server's own user (it is not root, and has
+    no pids cgroup): the limit counts every thread of that user, so it is set at what the user
+    runs now plus the sandbox's share. A fork bomb stops there; the server, whose own limit is
+    unchanged, keeps starting threads and sandboxes (docs/security.md)."""
+    return threads_of(os.getuid() if uid is None else uid) + max_processes
 
 
 def processes_of(uid: int) -> list[int]:
     """The pids whose real uid is ``uid``."""
-    return [pid for owner, pid in _all_processes() if owner == uid]
+    return [pid for owner, pid, _ in _all_processes() if owner == uid]
 
 
 def kill_user(uid: int, rounds: int = 20) -> int:
@@ -94,32 +151,18 @@ def kill_user(uid: int, rounds: int = 20) -> int:
 class SandboxUsers:
     """Hands out the uids of one server's sandboxes and the folder their homes live in."""
 
-    def __init__(self, interpreters: dict[str, str], server_pid: int | None = None):
+    def __init__(self, python: str, server_pid: int | None = None):
         self.server_pid = server_pid if server_pid is not None else os.getpid()
-        # Per runtime family: None when its sandboxes can run as users of their own, else why not.
-        self.refused: dict[str, str | None] = {}
-        for family, program in interpreters.items():
-            try:
-                closed = closed_to_others(program)
-            except OSError as error:
-                closed = str(error)
-            self.refused[family] = (
-                None
-                if closed is None
-                else f"{family} sandboxes run as the server's user: its interpreter {program} is not readable by other "
-                f"users ({closed} is closed to them); give one they can read (--{family} /usr/bin/...) for a user per sandbox"
-            )
+        # None when python sandboxes can run as users of their own, else why they cannot start.
+        self.python_refused = python_refused(python)
         self.uids = uids_of(self.server_pid)
         self._next = 0
         remove_stale_homes()
         self.homes = Path(tempfile.mkdtemp(prefix=f"{HOMES_PREFIX}{self.server_pid}-"))
         os.chmod(self.homes, 0o711)  # others may pass through to their own folder, not list it
 
-    def allocate(self, family: str) -> int | None:
-        """A uid no live sandbox of this server has (its leftovers, if any, are killed first); None
-        where the family's interpreter cannot run as another user."""
-        if self.refused.get(family):
-            return None
+    def allocate(self) -> int:
+        """A uid no live sandbox of this server has (its leftovers, if any, are killed first)."""
         uid = self.uids[self._next % len(self.uids)]
         self._next += 1
         if self._next > len(self.uids):  # used before: its sandbox is gone, make sure all of it is
@@ -156,7 +199,7 @@ def remove_stale_homes() -> None:
 
 def _kill_range(uids: range) -> None:
     for _ in range(20):
-        pids = [pid for uid, pid in _all_processes() if uid in uids]
+        pids = [pid for uid, pid, _ in _all_processes() if uid in uids]
         if not pids:
             return
         kill_all(pids)
@@ -268,3 +311,28 @@ def _thaw(proc_cgroup: str) -> None:
             target.write_text(value)
         except OSError:
             pass
+
+
+def remove_sandbox(
+    cgroups: CgroupManager, dirs: dict[str, Path], workdir: Path, pid_file: Path, uid: int | None
+) -> None:
+    """What a sandbox leaves once its launcher has exited: its user's processes, its cgroups, its
+    folders and its pid file."""
+    if uid is not None:  # the launcher is gone; a daemon it started is not, until now
+        kill_user(uid)
+    if dirs:
+        cgroups.remove(dirs)
+    shutil.rmtree(workdir, ignore_errors=True)
+    shutil.rmtree(workdir.parent / f"{workdir.name}.tmp", ignore_errors=True)
+    try:
+        pid_file.unlink()
+    except OSError:
+        pass
+
+
+def write_pid_file(path: Path, pid: int, uid: int | None) -> None:
+    """The pid file ``reap_orphans`` reads after a crash: pid, start time and user."""
+    try:
+        path.write_text(f"{pid} {process_start_ticks(pid)}" + (f" {uid}" if uid is not None else "") + "\n")
+    except OSError:
+        pass

@@ -136,14 +136,9 @@ class Localwhisk(Entities, WebActions, Activations):
         if not sandbox_users.available():
             log.warning("%s", sandbox_users.NOT_ROOT_WARNING)
             return None
-        users = SandboxUsers(
-            {
-                "python": self.settings.python or sys.executable,
-                "node": self.settings.node or shutil.which("node") or "node",
-            }
-        )
-        for why in filter(None, users.refused.values()):
-            log.warning("%s", why)
+        users = SandboxUsers(self.settings.python or sys.executable)
+        if users.python_refused:
+            log.warning("%s", users.python_refused)
         return users
 
     def set_apihost(self, apihost: str) -> None:

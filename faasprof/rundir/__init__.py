@@ -88,6 +88,7 @@ from faasprof.rundir.layout import (
     make_private_dir,
     manifest_path,
     open_private,
+    private_files,
     safe_name,
     utc_stamp,
     write_json_atomic,

@@ -6,18 +6,21 @@ function of ``faasprof.rundir``.
 
 A run directory holds the workload's parameters, the functions' results and, for the embedded
 platform, action code: it is created private (``PRIVATE_DIR_MODE``, whatever the umask), and the
-files faasprof writes into it are created ``PRIVATE_FILE_MODE`` (``open_private``). An atomic write
+files faasprof writes into it are created ``PRIVATE_FILE_MODE`` (``open_private``); a command that
+writes run directories runs under ``private_files`` (umask 077), so that what other writers (a
+library given a path, a tool a run starts) create there is private too. An atomic write
 that fails (a full disk) leaves no temporary file behind.
 """
 
 from __future__ import annotations
 
+import contextlib
 import datetime as _dt
 import json
 import os
 import re
 from pathlib import Path
-from typing import IO, Any
+from typing import IO, Any, Iterator
 
 from faasprof.errors import ConfigError
 
@@ -72,6 +75,24 @@ def create_run_dir(
             make_private_dir(path / MONITORS)
         return path
     raise ConfigError(f"{out}: could not find a free run directory name for {base}; clean up {out}")
+
+
+# The umask under which every file and folder comes out PRIVATE_FILE_MODE / PRIVATE_DIR_MODE.
+PRIVATE_UMASK = 0o077
+
+
+@contextlib.contextmanager
+def private_files() -> Iterator[None]:
+    """While a command writes run directories, everything it creates is private to its user,
+    whoever writes it: faasprof's own writers (which also say their modes), the libraries that
+    take a path (pandas, pyarrow, DuckDB, matplotlib) and the tools a run starts (perf, pqos, a
+    post_script), which all create files through the process umask. The umask is the process's:
+    commands set it (``faasprof.cli``), library callers may too."""
+    previous = os.umask(PRIVATE_UMASK)
+    try:
+        yield
+    finally:
+        os.umask(previous)
 
 
 def make_private_dir(path: str | os.PathLike, exist_ok: bool = False) -> Path:

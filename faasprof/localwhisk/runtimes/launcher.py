@@ -44,10 +44,10 @@ if sys.flags.no_site:
     _add_site_packages()
 
 # mount(2) flags and unshare(2)'s CLONE_NEWNS (linux/mount.h, linux/sched.h).
-MS_BIND, MS_REC, MS_PRIVATE, CLONE_NEWNS = 4096, 16384, 1 << 18, 0x00020000
+MS_NOSUID, MS_NODEV, MS_BIND, MS_REC, MS_PRIVATE, CLONE_NEWNS = 2, 4, 4096, 16384, 1 << 18, 0x00020000
 
 
-def private_tmp(workdir):
+def private_tmp(workdir, folders=(), opened=None):
     """Give this sandbox a /tmp of its own, as each OpenWhisk container has: a mount namespace in
     which the sandbox's own folder (``$__LW_TMP``) is bind-mounted on /tmp. Functions that write
     fixed names there (FunctionBench's /tmp files) then never collide between concurrent sandboxes.
@@ -68,9 +68,16 @@ def private_tmp(workdir):
         def bind(source, target, flags=0):
             return libc.mount(source.encode(), target.encode(), None, MS_BIND | flags, None)
 
+        def hold_folders():
+            # Held in this namespace (a mount of another cannot be bound here) before /tmp is replaced.
+            for folder in folders:
+                opened.append((folder, os.open(folder, os.O_PATH | os.O_CLOEXEC)))
+            return 0
+
         steps = [
             ("unshare", lambda: libc.unshare(CLONE_NEWNS)),
             ("mount --make-rprivate /", lambda: libc.mount(b"none", b"/", None, MS_REC | MS_PRIVATE, None)),
+            ("open the interpreter's folders", hold_folders),
         ]
         real = os.path.realpath(workdir) if workdir else ""
         if real.startswith("/tmp/"):
@@ -89,6 +96,65 @@ def private_tmp(workdir):
     return "private"
 
 
+def interpreter_folders():
+    """The interpreter's folders (its venv, as ``_add_site_packages`` finds it, and its base
+    installation) that a sandbox user must reach, for ``reach_interpreter``; none when the
+    launcher will not drop to a sandbox user."""
+    if not os.environ.get("__LW_UID"):
+        return []
+    venv = os.path.dirname(os.path.dirname(os.path.abspath(sys.executable)))
+    found = {os.path.realpath(p) for p in (sys.prefix, sys.base_prefix, sys.exec_prefix, sys.base_exec_prefix)}
+    if os.path.exists(os.path.join(venv, "pyvenv.cfg")):
+        found.add(os.path.realpath(venv))
+    # A folder inside another is reached with it.
+    return sorted(p for p in found if not any(p != q and p.startswith(q.rstrip("/") + "/") for q in found))
+
+
+def _blocked_at(path, uid):
+    """The first folder on ``path``'s way (or ``path`` itself) that is missing in this mount
+    namespace or that user ``uid`` (no groups) cannot pass through; None when it reaches it."""
+    parts = path.strip("/").split("/")
+    for depth in range(1, len(parts) + 1):
+        folder = "/" + "/".join(parts[:depth])
+        try:
+            info = os.stat(folder)
+        except FileNotFoundError:
+            return folder
+        if not info.st_mode & (0o100 if info.st_uid == uid else 0o001):
+            return folder
+    return None
+
+
+def reach_interpreter(folders, uid):
+    """Let the sandbox's user reach the interpreter's folders (``(path, O_PATH descriptor)``, held
+    by ``private_tmp``), each at its own path, in this sandbox's mount namespace. A folder closed to other users on the
+    way (a venv or pyenv under /root, 0700) is covered with an empty tmpfs that others may pass
+    through (0711: nothing else of it is shown), and each interpreter folder is bound back in at
+    its path; a folder the private /tmp hides is made again inside it. Returns None, or why the
+    sandbox cannot run as its own user."""
+    try:
+        import ctypes  # only here, as in private_tmp
+
+        libc = ctypes.CDLL(None, use_errno=True)
+        for path, fd in folders:
+            blocked = _blocked_at(path, uid)
+            if blocked is not None and os.path.isdir(blocked):
+                flags = MS_NOSUID | MS_NODEV
+                if libc.mount(b"tmpfs", blocked.encode(), b"tmpfs", flags, b"mode=0711,size=1m") != 0:
+                    return "mount of a tmpfs on %s failed (%s)" % (blocked, os.strerror(ctypes.get_errno()))
+            if blocked is not None:
+                os.makedirs(path, mode=0o711, exist_ok=True)
+                source = ("/proc/self/fd/%d" % fd).encode()
+                if libc.mount(source, path.encode(), None, MS_BIND | MS_REC, None) != 0:
+                    return "mount --bind of %s failed (%s)" % (path, os.strerror(ctypes.get_errno()))
+            os.close(fd)
+            if _blocked_at(path, uid) is not None:  # a folder inside it is closed: a bind keeps its mode
+                return "its interpreter's folder %s is closed to other users (%s)" % (path, _blocked_at(path, uid))
+    except (OSError, AttributeError) as error:
+        return str(error)
+    return None
+
+
 def drop_to_sandbox_user():
     """Become the sandbox's own user (``$__LW_UID``, given when the server is root), after the
     mount namespace is made: from here on the action holds no privilege (docs/security.md)."""
@@ -99,14 +165,33 @@ def drop_to_sandbox_user():
         os.setuid(int(uid))
 
 
+def reply_line(reply_fd, obj):
+    data = json.dumps(obj, ensure_ascii=False, separators=(",", ":")).encode("utf-8") + b"\n"
+    view = memoryview(data)
+    while view:
+        n = os.write(reply_fd, view)
+        view = view[n:]
+
+
 SENTINEL = "XXX_THE_END_OF_A_WHISK_ACTIVATION_XXX"
 OOM_EXIT_CODE = 86  # a MemoryError under rlimits: tell the server "memory exhausted"
 
 
 def main_loop():
+    # The folders made below for the sandbox's user must be open to it whatever the server's
+    # umask (077 under a command that writes run directories).
+    os.umask(0o022)
     reply_fd = int(os.environ.pop("__LW_FD", "3"))
     workdir = os.environ.pop("__LW_CWD", "")
-    tmp = private_tmp(workdir)
+    folders = interpreter_folders()
+    held = []
+    tmp = private_tmp(workdir, folders, held)
+    if folders:
+        why = reach_interpreter(held, int(os.environ["__LW_UID"])) if tmp == "private" else tmp
+        if why:
+            # Never run an action as root: the sandbox does not start (docs/security.md).
+            reply_line(reply_fd, {"ok": False, "error": "python sandboxes cannot run as a user of their own: %s" % why})
+            os._exit(1)
     if workdir:
         os.chdir(workdir)
     drop_to_sandbox_user()
@@ -115,11 +200,7 @@ def main_loop():
     stderr = sys.stderr
 
     def reply(obj):
-        data = json.dumps(obj, ensure_ascii=False, separators=(",", ":")).encode("utf-8") + b"\n"
-        view = memoryview(data)
-        while view:
-            n = os.write(reply_fd, view)
-            view = view[n:]
+        reply_line(reply_fd, obj)
 
     def end_of_activation():
         stdout.write(SENTINEL + "\n")
