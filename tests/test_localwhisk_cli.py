@@ -14,7 +14,7 @@ import pytest
 import requests
 
 from faasprof.localwhisk.config import GUEST_AUTH
-from tests.helpers import REPO_ROOT, run_cli
+from tests.helpers import REPO_ROOT, not_private, run_cli
 
 pytestmark = pytest.mark.timeout(90)
 
@@ -22,7 +22,19 @@ pytestmark = pytest.mark.timeout(90)
 @pytest.mark.slow
 def test_local_start_status_stop(tmp_path, isolated_home):
     data_dir = tmp_path / "lw"
-    started = run_cli("local", "start", "--port", "0", "--data-dir", data_dir, "--pause-grace", "10s", timeout=60)
+    started = run_cli(
+        "local",
+        "start",
+        "--port",
+        "0",
+        "--data-dir",
+        data_dir,
+        "--pause-grace",
+        "10s",
+        "--max-sandbox-processes",
+        "40",
+        timeout=60,
+    )
     try:
         assert started.returncode == 0, started.stderr
         apihost = started.stdout.strip().splitlines()[-1]
@@ -61,13 +73,106 @@ def test_local_start_status_stop(tmp_path, isolated_home):
 
         again = run_cli("local", "start", "--data-dir", data_dir, timeout=30)
         assert again.returncode == 0 and "already running" in again.stderr
+        leftovers = _hostile_round(apihost, auth)
     finally:
         stopped = run_cli("local", "stop", "--data-dir", data_dir, timeout=60)
     assert stopped.returncode == 0, stopped.stderr
     assert "localwhisk stopped" in stopped.stderr
+    # Nothing an action started outlives the stop, and what the server kept is private (issue 44).
+    deadline = time.monotonic() + 5
+    while any(_alive(pid) for pid in leftovers) and time.monotonic() < deadline:
+        time.sleep(0.05)
+    assert not [pid for pid in leftovers if _alive(pid)]
+    assert not_private(data_dir) == []
     after = run_cli("local", "status", "--data-dir", data_dir, timeout=30)
     assert after.returncode == 3
     assert "no localwhisk is running" in after.stderr
+
+
+# The issue's hostile actions (issue 44), each with what it does: a lone surrogate in every third
+# result (Node.js), a fork loop and a double-forked daemon, an oversized result, a time limit
+# passed, a web response with framing headers of its own.
+HOSTILE = {
+    "surrogate": (
+        "nodejs:default",
+        "let n = 0;\nfunction main(a) { n += 1; return n % 3 === 0 ? {s: '\\udc00'} : {s: 'ok'}; }\n",
+    ),
+    "forks": (
+        "python:3",
+        "import os, subprocess, time\n"
+        "def main(a):\n"
+        "    children, refused = [], ''\n"
+        "    for _ in range(100):\n"
+        "        try:\n"
+        "            children.append(subprocess.Popen(['sleep', '30']))\n"
+        "        except OSError as error:\n"
+        "            refused = type(error).__name__\n"
+        "            break\n"
+        "    for child in children:\n"
+        "        child.kill()\n"
+        "        child.wait()\n"
+        "    r, w = os.pipe()\n"
+        "    if os.fork() == 0:\n"
+        "        os.setsid()\n"
+        "        if os.fork() == 0:\n"
+        "            os.write(w, str(os.getpid()).encode())\n"
+        "            time.sleep(300)\n"
+        "        os._exit(0)\n"
+        "    return {'started': len(children), 'refused': refused, 'daemon': int(os.read(r, 32))}\n",
+    ),
+    "big": ("python:3", "def main(a):\n    return {'s': 'x' * 2_000_000}\n"),
+    "slow": ("python:3", "import time\ndef main(a):\n    time.sleep(5)\n    return {}\n"),
+    "web": (
+        "python:3",
+        "def main(a):\n    return {'headers': {'Content-Length': '2', 'Connection': 'close'}, 'body': 'hello'}\n",
+    ),
+}
+
+
+def _alive(pid: int) -> bool:
+    try:
+        with open(f"/proc/{pid}/stat") as handle:
+            return handle.read().rpartition(")")[2].split()[0] != "Z"
+    except OSError:
+        return False
+
+
+def _hostile_round(apihost: str, auth: tuple[str, str]) -> list[int]:
+    """Run the hostile actions through a standing server: every request is answered, every call
+    has its record, no sandbox stays busy; returns the pids that must not outlive the stop."""
+    base = apihost + "/api/v1/namespaces/_"
+    with requests.Session() as session:
+        session.auth = auth
+        for name, (kind, code) in HOSTILE.items():
+            annotations = [{"key": "web-export", "value": True}] if name == "web" else []
+            body = {"exec": {"kind": kind, "code": code}, "limits": {"timeout": 1000}, "annotations": annotations}
+            session.put(f"{base}/actions/{name}?overwrite=true", json=body, timeout=30).raise_for_status()
+        answers = [session.post(f"{base}/actions/surrogate?blocking=true", json={}, timeout=30) for _ in range(6)]
+        answers += [session.post(f"{base}/actions/big?blocking=true", json={}, timeout=30)]
+        answers += [session.post(f"{base}/actions/slow?blocking=true", json={}, timeout=30)]
+        forks = session.post(f"{base}/actions/forks?blocking=true", json={}, timeout=60)
+        raw = json.dumps({"a": "\ud800"}, ensure_ascii=True)
+        queued = [
+            session.post(f"{base}/actions/big", data=raw, headers={"Content-Type": "application/json"}, timeout=30)
+            for _ in range(4)
+        ]
+        web = requests.get(apihost + "/api/v1/web/guest/default/web", timeout=30)
+        assert web.status_code == 200 and web.text == "hello" and web.headers["Content-Length"] == "5"
+        assert [a.status_code for a in answers] == [200, 200, 200, 200, 200, 200, 502, 502], [a.text for a in answers]
+        result = forks.json()["response"]["result"]
+        assert forks.status_code == 200 and 0 < result["started"] <= 40 and result["refused"], result
+        assert all(q.status_code == 202 for q in queued)
+        ids = [a.json()["activationId"] for a in answers + [forks] + queued]
+        deadline = time.monotonic() + 20
+        while time.monotonic() < deadline:
+            found = [session.get(f"{base}/activations/{i}", timeout=10).status_code for i in ids]
+            pool = session.get(apihost + "/localwhisk/v1/pool", timeout=10).json()["pool"]["sandboxes"]
+            if found == [200] * len(ids) and not [sb for sb in pool if sb["state"] == "busy"]:
+                break
+            time.sleep(0.2)
+        assert found == [200] * len(ids), found
+        assert not [sb for sb in pool if sb["state"] == "busy"], pool
+    return [result["daemon"]]
 
 
 @pytest.mark.slow

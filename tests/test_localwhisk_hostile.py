@@ -241,14 +241,14 @@ def _post(conn: socket.socket, path: str, payload: object) -> tuple[int, dict[st
     [
         ({"headers": {"Content-Length": "5"}, "body": "hello" + INJECTED}, 200),
         ({"headers": {"Transfer-Encoding": "chunked", "Connection": "close"}, "body": "plain"}, 200),
-        ({"statusCode": "abc", "body": "x"}, 502),
-        ({"headers": ["x"], "body": "x"}, 502),
-        ({"statusCode": 99999, "body": "x"}, 502),
-        ({"statusCode": 1.5, "body": "x"}, 502),
-        ({"statusCode": True, "body": "x"}, 502),
-        ({"headers": {"X Bad": "1"}, "body": "x"}, 502),
-        ({"headers": {"X-Split": "a\r\nX-Injected: yes"}, "body": "x"}, 502),
-        ({"headers": {"X-Obj": {"a": 1}}, "body": "x"}, 502),
+        ({"statusCode": "abc", "body": "x"}, 400),
+        ({"headers": ["x"], "body": "x"}, 400),
+        ({"statusCode": 99999, "body": "x"}, 400),
+        ({"statusCode": 1.5, "body": "x"}, 400),
+        ({"statusCode": True, "body": "x"}, 400),
+        ({"headers": {"X Bad": "1"}, "body": "x"}, 400),
+        ({"headers": {"X-Split": "a\r\nX-Injected: yes"}, "body": "x"}, 400),
+        ({"headers": {"X-Obj": {"a": 1}}, "body": "x"}, 400),
         ({"statusCode": 201, "headers": {"X-Num": 1, "X-Flag": False}, "body": "made"}, 201),
     ],
 )
@@ -258,8 +258,8 @@ def test_web_action_responses_are_validated_and_never_break_the_connection(answe
     with socket.create_connection((host, int(port)), timeout=10) as conn:
         got, headers, body = _post(conn, "/api/v1/web/guest/default/answer.http", {"resp": resp})
         assert got == status, body
-        if status == 502:
-            assert "did not produce a valid HTTP response" in json.loads(body)["error"]
+        if status == 400:  # OpenWhisk 2.0.0's answer (WebActions.scala, resultAsHttp)
+            assert json.loads(body)["error"] == "Response is not valid 'message/http'."
         else:
             assert body == str(resp["body"]).encode()
             assert "x-injected" not in headers
@@ -692,3 +692,146 @@ def test_doctor_says_in_one_line_whom_process_sandboxes_run_as(tmp_path, monkeyp
     (refused,) = cmd_doctor.check_sandboxes(workload, is_root=True)
     assert refused.state == cmd_doctor.WARN and "python sandboxes cannot start" in refused.text
     assert "\n" not in refused.line()
+
+
+# OpenWhisk 2.0.0's answers, item by item of the issue (apache/openwhisk at 2.0.0: the controller's
+# Actions.scala doInvoke and make, Entities.scala validateSize, WebActions.scala; the messages in
+# common/.../http/ErrorResponse.scala, the record's in ActivationResult.scala), each as a request,
+# the status OpenWhisk answers and the start of its "error" text (or of the record's result's).
+OW_ANSWERS_PY = """import time
+def main(a):
+    if a.get("sleep"):
+        time.sleep(a["sleep"])
+    if a.get("big"):
+        return {"s": "x" * a["big"]}
+    if a.get("fail"):
+        raise ValueError("boom")
+    if "web_error" in a:
+        return {"error": a["web_error"]}
+    return a.get("resp", {"ok": True})
+"""
+RESULT_LIMIT = 1048576  # OpenWhisk's and localwhisk's default limit on a result (max_payload_bytes)
+
+
+def _ow_put(lw: Lw, name: str, body: object) -> requests.Response:
+    return lw.session.put(f"{lw.base}/actions/{name}", json=body, timeout=60)
+
+
+def _ow_invoke(lw: Lw, params: dict, result: bool = False) -> requests.Response:
+    query = {"blocking": "true", "result": "true" if result else "false"}
+    return lw.session.post(f"{lw.base}/actions/ow_answers", params=query, json=params, timeout=60)
+
+
+def _ow_web(lw: Lw, ext: str, params: dict) -> requests.Response:
+    return requests.post(f"{lw.handle.apihost}/api/v1/web/guest/default/ow_web{ext}", json=params, timeout=60)
+
+
+OW_CASES = {
+    # Action too large: Entities.validateSize -> 413 entityTooBig(SizeError("exec", ...)).
+    "action too large": (
+        lambda lw: _ow_put(lw, "too_big", {"exec": {"kind": "python:3", "code": "#" * (48 * 1024 * 1024 + 1)}}),
+        413,
+        f"exec larger than allowed: {48 * 1024 * 1024 + 1} > {48 * 1024 * 1024} bytes.",
+    ),
+    # No code, no exec, an unknown kind: Exec's reader (a malformed body) and make's "exec undefined".
+    "missing code": (
+        lambda lw: _ow_put(lw, "no_code", {"exec": {"kind": "python:3"}}),
+        400,
+        "The request content was malformed:\n'code' must be a string or attachment object defined in 'exec' "
+        "for 'python:3' actions",
+    ),
+    "missing exec": (lambda lw: _ow_put(lw, "no_exec", {}), 400, "exec undefined"),
+    "unknown kind": (
+        lambda lw: _ow_put(lw, "no_kind", {"exec": {"kind": "cobol:1", "code": "x"}}),
+        400,
+        "The request content was malformed:\nThe specified runtime 'cobol:1' is not supported by this platform. "
+        "Valid values are: '",
+    ),
+    # Bad JSON in a request: akka-http's rejection, 400.
+    "bad JSON": (
+        lambda lw: lw.session.post(
+            f"{lw.base}/actions/ow_answers",
+            data=b'{"a": ',
+            headers={"Content-Type": "application/json"},
+            params={"blocking": "true"},
+            timeout=30,
+        ),
+        400,
+        "The request content was malformed:\n",
+    ),
+    # A blocking invoke: 502 for an application or developer error, with the record.
+    "action error": (lambda lw: _ow_invoke(lw, {"fail": 1}), 502, "result:boom"),
+    "action error, result only": (lambda lw: _ow_invoke(lw, {"fail": 1}, result=True), 502, "boom"),
+    "timeout": (
+        lambda lw: _ow_invoke(lw, {"sleep": 1.0}),
+        502,
+        "result:The action exceeded its time limits of 300 milliseconds.",
+    ),
+    "result too large": (
+        lambda lw: _ow_invoke(lw, {"big": RESULT_LIMIT}),
+        502,
+        f"result:The action produced a response that exceeded the allowed length: {RESULT_LIMIT + 8} > "
+        f'{RESULT_LIMIT} bytes. The truncated response was: {{"s":"xxx',
+    ),
+    # Web actions: an application error's "error" is the response; a developer error is 400.
+    "web action error": (lambda lw: _ow_web(lw, ".http", {"fail": 1}), 400, "Response is not valid 'message/http'."),
+    "web error as response": (
+        lambda lw: _ow_web(lw, ".http", {"web_error": {"statusCode": 409, "body": "taken"}}),
+        409,
+        "",
+    ),
+    "web timeout": (
+        lambda lw: _ow_web(lw, ".json", {"sleep": 1.0}),
+        400,
+        "There was an error processing your request.",
+    ),
+    "web json array": (lambda lw: _ow_web(lw, ".json", {"resp": ["ok"]}), 200, ""),
+    "web json not an object": (
+        lambda lw: _ow_web(lw, ".json", {"web_error": "nope"}),
+        400,
+        "Response is not valid 'application/json'.",
+    ),
+    "web text without the property": (
+        lambda lw: _ow_web(lw, ".text", {"resp": {"other": 1}}),
+        404,
+        "Response does not include requested property.",
+    ),
+    "web html not a string": (
+        lambda lw: _ow_web(lw, ".html", {"resp": {"html": 5}}),
+        400,
+        "Response is not valid 'text/html'.",
+    ),
+    "web malformed status": (
+        lambda lw: _ow_web(lw, ".http", {"resp": {"statusCode": "abc", "body": "x"}}),
+        400,
+        "Response is not valid 'message/http'.",
+    ),
+    "web JSON body of another type": (
+        lambda lw: _ow_web(lw, ".http", {"resp": {"headers": {"Content-Type": "text/plain"}, "body": {"a": 1}}}),
+        400,
+        "Response type in header did not match generated content type.",
+    ),
+}
+
+
+@pytest.fixture(scope="module")
+def ow_answers(lw):
+    for name, marks in (("ow_answers", []), ("ow_web", [{"key": "web-export", "value": True}])):
+        lw.put(name, OW_ANSWERS_PY, timeout=300, annotations=marks)
+    return lw
+
+
+@pytest.mark.parametrize("case", OW_CASES)
+def test_localwhisk_answers_what_openwhisk_answers(ow_answers, case):
+    send, status, error = OW_CASES[case]
+    response = send(ow_answers)
+    assert response.status_code == status, response.text[:300]
+    if not error:
+        return
+    body = response.json()
+    if error.startswith("result:"):  # the record's result: a blocking invoke answers the record
+        assert body["response"]["result"]["error"].startswith(error[len("result:") :]), str(body)[:300]
+    elif isinstance(body, dict) and "code" in body:
+        assert body["error"].startswith(error), body
+    else:
+        assert body == {"error": error}, body

@@ -51,7 +51,7 @@ LOCK_FILE = "localwhisk.lock"
 
 
 def _write_json_atomic(path: Path, obj: dict) -> None:
-    tmp = path.with_name(path.name + f".tmp{os.getpid()}")
+    tmp = private_file(path.with_name(path.name + f".tmp{os.getpid()}"))
     tmp.write_text(json.dumps(obj, indent=2) + "\n")
     os.replace(tmp, path)
 
@@ -59,7 +59,7 @@ def _write_json_atomic(path: Path, obj: dict) -> None:
 def lock_data_dir(data_dir: Path):
     """Hold an exclusive lock on the data directory (private: 0700) for the life of the process."""
     private_dir(data_dir)
-    handle = open(data_dir / LOCK_FILE, "a+")
+    handle = open(private_file(data_dir / LOCK_FILE), "a+")
     try:
         fcntl.flock(handle, fcntl.LOCK_EX | fcntl.LOCK_NB)
     except BlockingIOError:

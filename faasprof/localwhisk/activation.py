@@ -8,6 +8,7 @@ import asyncio
 import time
 from dataclasses import dataclass, field
 
+from faasprof.localwhisk import fastjson
 from faasprof.localwhisk.sandbox import Sandbox, SandboxDied, format_log_line
 from faasprof.outcomes import SHARED_TMP_FRAGMENT
 
@@ -24,6 +25,16 @@ STATUS_NAMES = {0: "success", 1: "application error", 2: "action developer error
 def internal_error_message(error: Exception) -> str:
     """A whisk internal error's message for an activation localwhisk itself failed to carry out."""
     return f"localwhisk failed to carry out the activation ({type(error).__name__}: {str(error)[:200]}); see localwhisk.log."
+
+
+def truncated_response_message(result: object, size: int, limit: int) -> str:
+    """OpenWhisk's application error for a result over ``limit`` bytes, with its first ``limit``
+    bytes (a character the cut splits is left out)."""
+    head = fastjson.dumps(result)[:limit].decode("utf-8", "ignore")
+    return (
+        f"The action produced a response that exceeded the allowed length: {size} > {limit} bytes. "
+        f"The truncated response was: {head}"
+    )
 
 
 def timed_out_message(timeout_ms: int, init: bool) -> str:

@@ -99,19 +99,28 @@ class Entities(ApiBase):
         existing action's when the body has none."""
         if exec_in is None:
             if existing is None:
-                raise Refused(400, MALFORMED + "exec undefined")
+                raise Refused(400, "exec undefined")  # OpenWhisk's words, without the malformed prefix
             return existing["exec"]
         if not isinstance(exec_in, dict):
-            raise Refused(400, MALFORMED + "exec must be an object")
-        if exec_in.get("kind") == "sequence":
+            raise Refused(400, MALFORMED + "JSON object expected")
+        if not isinstance(exec_in.get("kind"), str):
+            raise Refused(400, MALFORMED + "'kind' must be a string defined in 'exec'")
+        given = exec_in["kind"].strip().lower()
+        if given == "sequence":
             raise Refused(400, UNSUPPORTED["sequence"])
-        kind = self.resolve_kind(str(exec_in.get("kind", "")))
+        kind = self.resolve_kind(given)
         if kind is None:
-            known = ", ".join(sorted({self.python_kind, self.node_kind, f"python:3.{sys.version_info.minor}"}))
-            raise Refused(400, MALFORMED + f"kind '{exec_in.get('kind')}' not in Set({known})")
+            known = "', '".join(sorted({self.python_kind, self.node_kind, f"python:3.{sys.version_info.minor}"}))
+            raise Refused(
+                400,
+                MALFORMED + f"The specified runtime '{given}' is not supported by this platform. Valid values are: "
+                f"'{known}'.",
+            )
         code = exec_in.get("code")
         if not isinstance(code, str):
-            raise Refused(400, MALFORMED + "exec.code must be a string (source text or base64 zip)")
+            raise Refused(
+                400, MALFORMED + f"'code' must be a string or attachment object defined in 'exec' for '{given}' actions"
+            )
         code_bytes = len(code.encode("utf-8"))
         if code_bytes > self.settings.max_action_code_bytes:
             raise Refused(413, f"exec larger than allowed: {code_bytes} > {self.settings.max_action_code_bytes} bytes.")

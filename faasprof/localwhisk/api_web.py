@@ -13,6 +13,7 @@ from __future__ import annotations
 import asyncio
 import base64
 import binascii
+import json
 import logging
 import re
 import time
@@ -27,7 +28,10 @@ from faasprof.localwhisk.fastjson import dumps
 log = logging.getLogger("faasprof.localwhisk.web")
 
 ACTIVATION_HEADER = "x-openwhisk-activation-id"
-INVALID_WEB_RESPONSE = "The action did not produce a valid HTTP response."
+# OpenWhisk 2.0.0's answers to a web action it cannot answer with (ErrorResponse.scala's Messages).
+PROPERTY_NOT_FOUND = "Response does not include requested property."
+ERROR_PROCESSING_REQUEST = "There was an error processing your request."
+HTTP_CONTENT_TYPE_ERROR = "Response type in header did not match generated content type."
 # RFC 9110 token characters: a header name is nothing else.
 HEADER_NAME_RE = re.compile(r"\A[!#$%&'*+\-.^_`|~0-9A-Za-z]+\Z")
 # CR, LF, NUL and the other control characters but tab end a header line or break the framing.
@@ -77,16 +81,17 @@ class WebActions(Invocations):
             return self.ok({"activationId": job.activation_id}, status=202, headers=extra)
         response = record["response"]
         result = response["result"]
-        if not response["success"]:
-            message = result.get("error") if isinstance(result, dict) else result
-            status = 400 if response["status"] == "application error" else 502
-            return web.Response(
-                status=status,
-                body=dumps({"error": message, "code": job.transaction_id}),
-                content_type=JSON,
-                headers=extra,
-            )
-        return _web_response(result, ext, extra)
+        if response["status"] == "application error":
+            # OpenWhisk answers the result's "error" as the response, through the same extension.
+            if not isinstance(result, dict) or "error" not in result:
+                return self.error(404, PROPERTY_NOT_FOUND, headers=extra)
+            result = result["error"]
+        elif not response["success"]:
+            return self.error(400, ERROR_PROCESSING_REQUEST, headers=extra)
+        answer = _web_response(result, ext, extra)
+        if isinstance(answer, web.Response):
+            return answer
+        return self.error(answer[0], answer[1], headers=extra)
 
 
 def _split_extension(action_part: str) -> tuple[str, str]:
@@ -147,94 +152,135 @@ def _web_body(raw: bytes, content_type: str, raw_http: bool) -> str:
     return raw.decode("utf-8", "replace")
 
 
-def _web_response(result: object, ext: str, headers: dict[str, str]) -> web.Response:
+def _web_response(result: object, ext: str, headers: dict[str, str]) -> web.Response | tuple[int, str]:
+    """The answer for a web action's result through its extension, as OpenWhisk 2.0.0 transcodes
+    it (WebActions.scala), or the (status, message) of OpenWhisk's refusal."""
     if ext == "json":
-        return web.Response(status=200, body=dumps(result), content_type=JSON, headers=headers)
-    if ext in ("text", "html", "svg"):
-        value = result.get(ext) if isinstance(result, dict) else None
-        if value is None:
-            return web.Response(
-                status=400,
-                body=dumps({"error": "Response does not include requested property."}),
-                content_type=JSON,
-                headers=headers,
-            )
-        ctype = {"text": "text/plain", "html": "text/html", "svg": "image/svg+xml"}[ext]
-        return web.Response(status=200, text=str(value), content_type=ctype, headers=headers)
-    if not isinstance(result, dict) or not ({"body", "statusCode", "headers"} & set(result)):
-        return web.Response(status=200, body=dumps(result), content_type=JSON, headers=headers)
+        if isinstance(result, (dict, list)):
+            return web.Response(status=200, body=dumps(result), content_type=JSON, headers=headers)
+        return 400, invalid_media("application/json")
+    if ext == "text":
+        if isinstance(result, dict) and "body" not in result and "text" not in result:
+            return 404, PROPERTY_NOT_FOUND
+        value = result.get("body", result.get("text")) if isinstance(result, dict) else result
+        return web.Response(status=200, text=_as_text(value), content_type="text/plain", headers=headers)
+    if ext in ("html", "svg"):
+        value = result.get("body", result.get(ext)) if isinstance(result, dict) else result
+        ctype = "text/html" if ext == "html" else "image/svg+xml"
+        if not isinstance(value, str):
+            return 400, invalid_media(ctype)
+        return web.Response(status=200, text=value, content_type=ctype, headers=headers)
+    if not isinstance(result, dict):
+        return 400, invalid_media("message/http")
     try:
         return _http_response(result, headers)
     except InvalidWebResponse as problem:
-        # OpenWhisk answers an action's malformed HTTP response with 502 and an error JSON.
+        # OpenWhisk answers an action's malformed HTTP response with 400 and this message; why
+        # goes to the log.
         log.warning("web action response refused: %s", problem)
-        return web.Response(
-            status=502,
-            body=dumps({"error": f"{INVALID_WEB_RESPONSE} ({problem})", "code": headers.get(ACTIVATION_HEADER, "")}),
-            content_type=JSON,
-            headers=headers,
-        )
+        return 400, problem.answer
+
+
+def _as_text(value: object) -> str:
+    """A JSON value as OpenWhisk's .text extension writes it."""
+    if isinstance(value, (dict, list)):
+        return json.dumps(value, indent=2)
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    return "null" if value is None else str(value)
+
+
+def invalid_media(media_type: str) -> str:
+    return f"Response is not valid '{media_type}'."
 
 
 class InvalidWebResponse(ValueError):
-    """An action's HTTP response (``statusCode``, ``headers``) that HTTP cannot carry."""
+    """An action's HTTP response (``statusCode``, ``headers``, content type) that HTTP cannot
+    carry; ``answer`` is OpenWhisk's message for it."""
+
+    def __init__(self, problem: str, answer: str = ""):
+        super().__init__(problem)
+        self.answer = answer or invalid_media("message/http")
 
 
-def _status_code(value: object) -> int:
+def _status_code(value: object, empty: bool) -> int:
+    """The response's status: OpenWhisk takes a whole number or a string of one; without one,
+    200, or 204 for an empty body."""
     if value is None:
-        return 200
-    if isinstance(value, bool) or not isinstance(value, int) or not 100 <= value <= 599:
-        raise InvalidWebResponse(f"statusCode {str(value)[:40]!r} is not an integer from 100 to 599")
-    return value
+        return 204 if empty else 200
+    code = value
+    if isinstance(value, str) and value.strip().lstrip("+-").isdigit():
+        code = int(value)
+    elif isinstance(value, float) and value.is_integer():
+        code = int(value)
+    if isinstance(code, bool) or not isinstance(code, int) or not 100 <= code <= 599:
+        raise InvalidWebResponse(f"statusCode {str(value)[:40]!r} is not a whole number from 100 to 599")
+    return code
 
 
-def _action_headers(value: object) -> dict[str, str]:
-    """The action's headers as HTTP can carry them; framing and hop-by-hop headers are the
-    server's own and never taken from the action (as an HTTP server refuses them from its app)."""
+def _action_headers(value: object) -> list[tuple[str, str]]:
+    """The action's headers as HTTP can carry them (an array value: the header once per item, as
+    OpenWhisk); framing and hop-by-hop headers are the server's own and never taken from the
+    action (as an HTTP server refuses them from its app)."""
     if value is None:
-        return {}
+        return []
     if not isinstance(value, dict):
         raise InvalidWebResponse("headers is not an object")
-    out: dict[str, str] = {}
+    out: list[tuple[str, str]] = []
     for name, raw in value.items():
         if not isinstance(name, str) or not HEADER_NAME_RE.match(name):
             raise InvalidWebResponse(f"header name {str(name)[:40]!r} is not an HTTP token")
-        if isinstance(raw, bool):
-            text = "true" if raw else "false"
-        elif isinstance(raw, (str, int, float)):
-            text = str(raw)
-        else:
-            raise InvalidWebResponse(f"header {name}: value is not a string, number or boolean")
-        if FORBIDDEN_IN_VALUE_RE.search(text):
-            raise InvalidWebResponse(f"header {name}: value holds a line break or control character")
-        if name.lower() in FRAMING_HEADERS:
-            log.info("web action header %s dropped: the server frames its responses", name)
-            continue
-        out[name] = text
+        for text in _header_values(name, raw):
+            if FORBIDDEN_IN_VALUE_RE.search(text):
+                raise InvalidWebResponse(f"header {name}: value holds a line break or control character")
+            if name.lower() in FRAMING_HEADERS:
+                log.info("web action header %s dropped: the server frames its responses", name)
+                continue
+            out.append((name, text))
     return out
 
 
+def _header_values(name: str, raw: object) -> list[str]:
+    if isinstance(raw, bool):
+        return ["true" if raw else "false"]
+    if isinstance(raw, (str, int, float)):
+        return [str(raw)]
+    if isinstance(raw, list):
+        return [text for item in raw for text in _header_values(name, item)]
+    raise InvalidWebResponse(f"header {name}: value is not a string, number, boolean or array")
+
+
 def _http_response(result: dict, headers: dict[str, str]) -> web.Response:
-    status = _status_code(result.get("statusCode"))
-    out_headers = dict(headers)
-    out_headers.update(_action_headers(result.get("headers")))
+    """The .http answer: OpenWhisk's statusCode, headers and body, the body by its content type
+    (a JSON value as JSON, a string as text/html or, for a binary type, base64-decoded)."""
     body = result.get("body")
-    ctype = next((v for k, v in out_headers.items() if k.lower() == "content-type"), None)
-    if body is None:
-        data = b""
-    elif isinstance(body, (dict, list)):
-        data = dumps(body)
-        ctype = ctype or JSON
+    status = _status_code(result.get("statusCode"), body is None or body == "")
+    action_headers = _action_headers(result.get("headers"))
+    ctype = next((v for k, v in action_headers if k.lower() == "content-type"), None)
+    if body is None or body == "":
+        data, ctype = b"", None  # an empty entity carries no content type
+    elif not isinstance(body, str):
+        if ctype and not _json_family(ctype):
+            raise InvalidWebResponse(f"a JSON body with Content-Type {ctype[:40]!r}", HTTP_CONTENT_TYPE_ERROR)
+        data, ctype = dumps(body), ctype or JSON
     elif ctype and _is_binary_type(ctype.split(";")[0].strip()):
         try:
-            data = base64.b64decode(str(body))
+            data = base64.b64decode(body, validate=True)
         except binascii.Error:
-            data = str(body).encode()
+            raise InvalidWebResponse(
+                "a binary Content-Type with a body that is not base64", HTTP_CONTENT_TYPE_ERROR
+            ) from None
     else:
-        data = str(body).encode()
-        ctype = ctype or "text/html"
-    out_headers = {k: v for k, v in out_headers.items() if k.lower() != "content-type"}
-    response = web.Response(status=status, body=data, headers=out_headers)
+        data, ctype = body.encode(), ctype or "text/html"
+    response = web.Response(status=status, body=data, headers=headers)
+    for name, text in action_headers:
+        if name.lower() != "content-type":
+            response.headers.add(name, text)
     if ctype:
         response.headers["Content-Type"] = ctype
     return response
+
+
+def _json_family(ctype: str) -> bool:
+    media = ctype.split(";")[0].strip().lower()
+    return media == JSON or media.endswith("+json")

@@ -42,6 +42,7 @@ from faasprof.localwhisk.activation import (
     internal_error_message,
     request_failed,
     shared_tmp_hint,
+    truncated_response_message,
     why_gone,
 )
 from faasprof.localwhisk.archives import check_code_archive, extract_archive
@@ -574,11 +575,10 @@ class Pool:
             out.size = max(sb.last_reply_bytes - len('{"result":}'), 0)
             limit = self.settings.max_payload_bytes
             if out.size > limit:
-                # OpenWhisk truncates an oversized response and records an application error.
+                # OpenWhisk reads the first `limit` bytes of an oversized response and records an
+                # application error that quotes them.
                 out.status_code = 1
-                out.result = {
-                    "error": f"The action produced a response that exceeded the allowed length: {out.size} > {limit} bytes."
-                }
+                out.result = {"error": truncated_response_message(result, out.size, limit)}
                 return
             out.result = result
             if isinstance(result, dict) and "error" in result:

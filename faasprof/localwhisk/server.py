@@ -38,6 +38,7 @@ from faasprof.localwhisk.api_web import WebActions
 from faasprof.localwhisk.cgroups import CgroupManager, detect
 from faasprof.localwhisk.config import Settings, parse_prewarm
 from faasprof.localwhisk.pool import Pool
+from faasprof.localwhisk.private import private_dir
 from faasprof.localwhisk.sandbox import SANDBOXES_DIR
 from faasprof.localwhisk.sandbox_users import SandboxUsers, reap_orphans
 from faasprof.localwhisk.store import STORE_FILE, Store
@@ -122,7 +123,7 @@ class Localwhisk(Entities, WebActions, Activations):
                 self.reaped_sandboxes,
             )
         shutil.rmtree(workroot, ignore_errors=True)
-        workroot.mkdir(parents=True, exist_ok=True)
+        private_dir(workroot)
         users = self._sandbox_users()
         self.pool = Pool(s, self.cgroups, workroot, self.apihost, self._complete, prewarm, users)
         # Only a server in a process of its own adopts what actions leave (and kills it at stop).
