@@ -72,3 +72,12 @@ def not_private(root: Path) -> list[str]:
         if not (mode & 0o170000 == 0o120000) and mode & 0o077:
             found.append(f"{path.relative_to(root)} {oct(mode & 0o777)}")
     return found
+
+
+def process_alive(pid: int) -> bool:
+    """Whether ``pid`` runs (a zombie, which has ended, does not)."""
+    try:
+        with open(f"/proc/{pid}/stat") as handle:
+            return handle.read().rpartition(")")[2].split()[0] != "Z"
+    except OSError:
+        return False

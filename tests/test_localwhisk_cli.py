@@ -14,7 +14,7 @@ import pytest
 import requests
 
 from faasprof.localwhisk.config import GUEST_AUTH
-from tests.helpers import REPO_ROOT, not_private, run_cli
+from tests.helpers import REPO_ROOT, not_private, process_alive, run_cli
 
 pytestmark = pytest.mark.timeout(90)
 
@@ -80,9 +80,9 @@ def test_local_start_status_stop(tmp_path, isolated_home):
     assert "localwhisk stopped" in stopped.stderr
     # Nothing an action started outlives the stop, and what the server kept is private (issue 44).
     deadline = time.monotonic() + 5
-    while any(_alive(pid) for pid in leftovers) and time.monotonic() < deadline:
+    while any(process_alive(pid) for pid in leftovers) and time.monotonic() < deadline:
         time.sleep(0.05)
-    assert not [pid for pid in leftovers if _alive(pid)]
+    assert not [pid for pid in leftovers if process_alive(pid)]
     assert not_private(data_dir) == []
     after = run_cli("local", "status", "--data-dir", data_dir, timeout=30)
     assert after.returncode == 3
@@ -127,14 +127,6 @@ HOSTILE = {
         "def main(a):\n    return {'headers': {'Content-Length': '2', 'Connection': 'close'}, 'body': 'hello'}\n",
     ),
 }
-
-
-def _alive(pid: int) -> bool:
-    try:
-        with open(f"/proc/{pid}/stat") as handle:
-            return handle.read().rpartition(")")[2].split()[0] != "Z"
-    except OSError:
-        return False
 
 
 def _hostile_round(apihost: str, auth: tuple[str, str]) -> list[int]:
@@ -197,13 +189,13 @@ def test_a_local_server_killed_with_sigkill_leaves_no_sandbox_frozen(tmp_path, i
         assert requests.post(base + "/actions/hello?blocking=true", auth=auth, json={}, timeout=30).status_code == 200
         time.sleep(0.5)  # past the pause grace: the sandbox is paused (frozen or stopped)
         sandbox_pids = [int(path.read_text().split()[0]) for path in (data_dir / "sandboxes").glob("*.pid")]
-        assert sandbox_pids and all(_alive(pid) for pid in sandbox_pids)
+        assert sandbox_pids and all(process_alive(pid) for pid in sandbox_pids)
     finally:
         os.kill(server_pid, signal.SIGKILL)
     deadline = time.monotonic() + 15
-    while time.monotonic() < deadline and any(_alive(pid) for pid in sandbox_pids):
+    while time.monotonic() < deadline and any(process_alive(pid) for pid in sandbox_pids):
         time.sleep(0.2)
-    assert not any(_alive(pid) for pid in sandbox_pids), (data_dir / "localwhisk.log").read_text()[-2000:]
+    assert not any(process_alive(pid) for pid in sandbox_pids), (data_dir / "localwhisk.log").read_text()[-2000:]
     deadline = time.monotonic() + 10
     while (
         time.monotonic() < deadline and "localwhisk watchdog: server" not in (data_dir / "localwhisk.log").read_text()
@@ -217,14 +209,6 @@ def test_a_local_server_killed_with_sigkill_leaves_no_sandbox_frozen(tmp_path, i
         "the dead server's cgroup parent is left"
     )
     run_cli("local", "stop", "--data-dir", data_dir, timeout=60)
-
-
-def _alive(pid: int) -> bool:
-    """True while ``pid`` runs (a zombie, whose parent has not reaped it yet, counts as gone)."""
-    try:
-        return Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0] != "Z"
-    except OSError:
-        return False
 
 
 def test_stop_without_instance_succeeds_and_says_so(tmp_path, isolated_home):
