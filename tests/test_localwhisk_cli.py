@@ -137,7 +137,8 @@ def _hostile_round(apihost: str, auth: tuple[str, str]) -> list[int]:
         session.auth = auth
         for name, (kind, code) in HOSTILE.items():
             annotations = [{"key": "web-export", "value": True}] if name == "web" else []
-            body = {"exec": {"kind": kind, "code": code}, "limits": {"timeout": 1000}, "annotations": annotations}
+            limits = {"timeout": 300 if name == "slow" else 30000}
+            body = {"exec": {"kind": kind, "code": code}, "limits": limits, "annotations": annotations}
             session.put(f"{base}/actions/{name}?overwrite=true", json=body, timeout=30).raise_for_status()
         answers = [session.post(f"{base}/actions/surrogate?blocking=true", json={}, timeout=30) for _ in range(6)]
         answers += [session.post(f"{base}/actions/big?blocking=true", json={}, timeout=30)]
@@ -145,7 +146,9 @@ def _hostile_round(apihost: str, auth: tuple[str, str]) -> list[int]:
         forks = session.post(f"{base}/actions/forks?blocking=true", json={}, timeout=60)
         raw = json.dumps({"a": "\ud800"}, ensure_ascii=True)
         queued = [
-            session.post(f"{base}/actions/big", data=raw, headers={"Content-Type": "application/json"}, timeout=30)
+            session.post(
+                f"{base}/actions/surrogate", data=raw, headers={"Content-Type": "application/json"}, timeout=30
+            )
             for _ in range(4)
         ]
         web = requests.get(apihost + "/api/v1/web/guest/default/web", timeout=30)
@@ -161,7 +164,7 @@ def _hostile_round(apihost: str, auth: tuple[str, str]) -> list[int]:
             pool = session.get(apihost + "/localwhisk/v1/pool", timeout=10).json()["pool"]["sandboxes"]
             if found == [200] * len(ids) and not [sb for sb in pool if sb["state"] == "busy"]:
                 break
-            time.sleep(0.2)
+            time.sleep(0.05)
         assert found == [200] * len(ids), found
         assert not [sb for sb in pool if sb["state"] == "busy"], pool
     return [result["daemon"]]

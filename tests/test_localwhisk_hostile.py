@@ -625,6 +625,7 @@ VENV_SNOOP_PY = "import decimal, venvmod\n" + SNOOP_PY.replace(
 )
 
 
+@pytest.mark.slow
 @pytest.mark.skipif(os.geteuid() != 0 or not os.path.exists(OTHER_PYTHON), reason="needs root and /usr/bin/python3")
 def test_a_venv_under_a_folder_closed_to_others_still_gets_a_user_per_sandbox(tmp_path):
     """Issue 44 item 9: a checkout under /root (0700) whose venv runs the actions. The sandbox
