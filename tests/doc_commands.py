@@ -114,6 +114,9 @@ NOT_RUN: dict[str, str] = {
     # docs/experiments.md
     "faasprof capacity json_dumps": "a search of minutes over short runs; tests/test_capacity*.py search on fakes",
     "faasprof reproduce --quick": "minutes, a capacity search included; the openwhisk tier runs it on OpenWhisk",
+    "faasprof interference --capacity-rps 12 --repeats 5": (
+        "five 29 s runs with perf, minutes; tests/test_experiments_interference.py runs --repeats 2 on a 6 s workload"
+    ),
     "faasprof run faasprof/workload_configs/stellar_chain_smoke.json --analyze": (
         "needs the storage extra (versitygw, ./setup.sh --with storage) and minutes of chains"
     ),
