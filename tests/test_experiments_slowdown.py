@@ -365,6 +365,8 @@ def test_cli_refuses_bad_input_before_measuring(tmp_path):
     assert "no_such_function" in result.stderr
     result = _faasprof("slowdown", "json_dumps", "--all", "--out", str(tmp_path), timeout=60)
     assert result.returncode == 2 and "--all" in result.stderr
+    result = _faasprof("slowdown", "json_dumps", "--rounds", "0", "--out", str(tmp_path), timeout=60)
+    assert result.returncode == 2 and "--rounds 0: give at least 1" in result.stderr
     assert list(tmp_path.iterdir()) == []
 
 
@@ -411,6 +413,8 @@ def test_cli_slowdown_on_embedded_localwhisk(tmp_path):
     for figure in ("fig15_slowdown_per_function.png", "fig16_slowdown_vs_native.png"):
         assert (out / figure).stat().st_size > 10_000
     assert "power law latency_warm" in result.stdout
+    # One pass: its factors describe its calls only, and it says how to get an interval over rounds.
+    assert "one round: these factors describe this pass's calls only" in result.stdout and "--rounds 5" in result.stdout
     # Never overwritten: a second directory would get a new name.
     assert len(list(tmp_path.glob("slowdown-*"))) == 1
 
