@@ -77,9 +77,10 @@ ANALYZER_WARMUP_FRACTION = 0.2
 WARM_MARGIN = 1.25
 CAPACITY_DRIFT = 2.0
 STORE_ENV = "FAASPROF_CAPACITY_STORE"
-# About how long capacity.SEARCH_DEFAULTS take on a busy 2-core host (8-12 probes with their warm-ups, analyses, drains
-# and pauses, the bracket's ends confirmed: 81-128 s measured at load 9-31).
-MEASURE_S = 100.0
+# About how long capacity.SEARCH_DEFAULTS take on a busy 2-core host (8-10 probes of 2 s with their warm-ups,
+# analyses, drains and pauses, the bracket's ends confirmed: 48-53 s measured at load 10-18; with 3 s probes
+# from 5/s by ×3 it was 53-71 s there).
+MEASURE_S = 60.0
 
 
 def store_path() -> Path:
