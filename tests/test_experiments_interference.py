@@ -295,6 +295,7 @@ def test_the_repeats_comparison_reads_each_runs_result_and_refuses_an_unknown_ve
     assert stored["format_version"] == 1 and stored["runs"] == ["run"] and len(stored["comparisons"]) == 2
 
 
+@pytest.mark.slow
 def test_interference_repeats_below_one_is_one_line_and_exit_2(tmp_path):
     result = subprocess.run(
         [sys.executable, "-m", "faasprof", "interference", "--repeats", "0", "--capacity-rps", "5"],
