@@ -9,7 +9,9 @@ Only ``probe``'s steady window is judged.
 
 1. **Step**: start at ``start_rate`` and multiply by ``factor`` while the mode is not
    ``over-invoked`` (under-invoked and balanced both mean the platform keeps up), up to
-   ``max_rate``.
+   ``max_rate``. From the first probe the search may jump instead to a guess its lone calls'
+   latency gives (``guess_rate``, where ``find_capacity`` asks for one), when that is higher, and
+   then steps by ``√factor``; a guess that overshoots is stepped down from by ``√factor``.
 2. **Bisect** between the highest rate that kept up (``low``) and the lowest that did not
    (``high``), geometrically, until ``high / low − 1 ≤ tolerance`` or ``max_runs`` rates were probed.
 3. **Confirm both ends.** A rate's verdict is the majority of its probes (a tie is not kept up),
@@ -135,8 +137,9 @@ WARMUP_MAX_S = 3.0
 # the two ends of the bracket confirmed (each rate probed at most 3 times), about a minute on a small
 # busy machine. Probes of 3 s made the quick start's search take 55 s there (8 probes) and, modelled,
 # 76 s on a quiet one (10 probes, a capacity of 145/s); at 2 s a probe's judged window still holds
-# MIN_PROBE_CALLS calls, and a standing queue of 20 % over the capacity doubles its median latency. The ceiling 1000/s is above what one host's
-# localwhisk serves for a catalogue function; a search that reaches it reports a lower bound.
+# MIN_PROBE_CALLS calls, and a standing queue of 20 % over the capacity doubles its median latency.
+# The ceiling 1000/s is above what one host's localwhisk serves for a catalogue function; a search
+# that reaches it reports a lower bound.
 class SearchDefaults(TypedDict):
     """The search settings' defaults, by name (``search``'s keyword arguments)."""
 
