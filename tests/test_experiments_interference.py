@@ -3,6 +3,7 @@
 
 from __future__ import annotations
 
+import argparse
 import json
 import shutil
 import subprocess
@@ -15,6 +16,7 @@ import pytest
 
 from faasprof.analyzer.analysis import analyze_run
 from faasprof.analyzer.run_stats import ONE_RUN_NOTE
+from faasprof.commands import interference as interference_command
 from faasprof.errors import ConfigError, FormatError
 from faasprof.experiments.interference import (
     REPORT_BEGIN,
@@ -295,14 +297,15 @@ def test_the_repeats_comparison_reads_each_runs_result_and_refuses_an_unknown_ve
     assert stored["format_version"] == 1 and stored["runs"] == ["run"] and len(stored["comparisons"]) == 2
 
 
-@pytest.mark.slow
-def test_interference_repeats_below_one_is_one_line_and_exit_2(tmp_path):
-    result = subprocess.run(
-        [sys.executable, "-m", "faasprof", "interference", "--repeats", "0", "--capacity-rps", "5"],
-        capture_output=True,
-        text=True,
-        timeout=60,
-        cwd=tmp_path,
-    )
-    assert result.returncode == 2 and "--repeats 0: give at least 1" in result.stderr
-    assert len(result.stderr.strip().splitlines()) == 1
+def test_interference_refuses_repeats_below_one_and_a_bad_min_effect_before_anything(tmp_path):
+    """In process (a CLI subprocess costs the import, 16-40 s on the loaded host): the command's
+    checks come first, also for --report, and say the flag and the fix in one line."""
+    parser = argparse.ArgumentParser()
+    interference_command.add_arguments(parser)
+    args = parser.parse_args(["--repeats", "0", "--out", str(tmp_path)])
+    with pytest.raises(ConfigError, match=r"^--repeats 0: give at least 1"):
+        interference_command.main(args)
+    args = parser.parse_args(["--min-effect", "5", "--report", str(tmp_path)])
+    with pytest.raises(ConfigError, match=r"^--min-effect 5: give a share in \[0, 1\)"):
+        interference_command.main(args)
+    assert list(tmp_path.iterdir()) == []
