@@ -114,6 +114,12 @@ NOT_RUN: dict[str, str] = {
     # docs/experiments.md
     "faasprof capacity json_dumps": "a search of minutes over short runs; tests/test_capacity*.py search on fakes",
     "faasprof reproduce --quick": "minutes, a capacity search included; the openwhisk tier runs it on OpenWhisk",
+    "faasprof slowdown json_loads json_dumps nbody --repeat 6 --rounds 5": (
+        "five passes of minutes; tests/test_reproduce_cli.py runs two rounds of the same code through reproduce --tiny"
+    ),
+    "faasprof interference --capacity-rps 12 --repeats 5": (
+        "five 29 s runs with perf, minutes; tests/test_experiments_interference.py runs --repeats 2 on a 6 s workload"
+    ),
     "faasprof run faasprof/workload_configs/stellar_chain_smoke.json --analyze": (
         "needs the storage extra (versitygw, ./setup.sh --with storage) and minutes of chains"
     ),

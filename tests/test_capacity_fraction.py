@@ -131,7 +131,7 @@ def test_plan_and_validate_show_a_fraction_from_the_store_or_as_not_measured_yet
     path = tmp_path / "cf.json"
     path.write_text(json.dumps(WORKLOAD))
     env = {capacity_store.STORE_ENV: str(tmp_path / "store.json")}
-    note = "instances.low.rate: 0.25 × capacity of json_dumps (not measured yet: `run` measures it first, about 100 s)"
+    note = "instances.low.rate: 0.25 × capacity of json_dumps (not measured yet: `run` measures it first, about 60 s)"
     plan = run_cli("plan", path, env=env)
     assert plan.returncode == 0 and "Traceback" not in plan.stderr, plan.stderr
     rows = {line.split()[0]: line.split() for line in plan.stdout.splitlines()[1:3]}

@@ -12,6 +12,7 @@ from faasprof.experiments.capacity import (
     WARMUP_MIN_S,
     Probe,
     capacity_text,
+    guess_rate,
     interval_of,
     probe_from_summary,
     probe_workload,
@@ -284,3 +285,45 @@ def test_a_transient_over_invoked_verdict_that_ends_the_stepping_is_outvoted():
     low, high = result["interval_rps"]
     # The transient at 15/s stays in the interval: it spans the disagreement, up to the bracket's over-invoked end.
     assert low == 15.0 and high == result["bounds_rps"][1] and 15.0 < result["bounds_rps"][0] <= 24 < high
+
+
+def test_the_ladder_jumps_from_the_first_probe_to_the_guess_its_latency_gives():
+    """A fresh machine's first run spent 10 probes, 76 s modelled, finding 145/s from 5/s by ×3
+    (5, 15, 45, 135, then 405 over-invoked, whose backlog drained for 7 s). From the first probe's
+    lone-call latency the ladder jumps near the capacity and steps by √3 from there: 7 probes; the
+    bracket, its tolerance and the confirmations are the same rule."""
+    calls: list[float] = []
+
+    def probe(rate, reference):
+        calls.append(rate)
+        mode = "over-invoked" if rate > 145.0 else "balanced"
+        return Probe(rate, mode, run_dir=f"runs/p{len(calls)}", p50_ms=1000.0 / 145.0)
+
+    result = search(probe, start_rate=5, factor=3, tolerance=0.3, guess=lambda p: guess_rate(p, cpus=2))
+    assert guess_rate(Probe(5.0, "balanced", p50_ms=1000.0 / 145.0), cpus=2) == pytest.approx(0.35 * 290)
+    assert calls[:3] == [5, pytest.approx(101.5), pytest.approx(101.5 * 3**0.5)]
+    low, high = result["bounds_rps"]
+    assert low <= 145.0 < high and high / low - 1 <= 0.3 and len(calls) == 7
+    # A guess below factor × the first rate (calls that wait rather than compute) changes nothing.
+    calls.clear()
+    search(modelled(66.0, calls), start_rate=1, factor=2, tolerance=0.05, max_runs=20, guess=lambda p: 1.5)
+    assert calls[:8] == [1, 2, 4, 8, 16, 32, 64, 128]
+    # No guess without a kept-up latency.
+    assert guess_rate(Probe(5.0, "over-invoked", p50_ms=20.0), cpus=2) is None
+    assert guess_rate(Probe(5.0, "balanced"), cpus=2) is None
+
+
+def test_a_guess_that_overshoots_steps_down_by_the_root_of_the_factor():
+    """A busy moment after the first probe: the guess (48.6/s) was over-invoked at a capacity of 45/s;
+    the search stepped down from it by √3 (28.1/s) rather than to 15.6/s, the middle of 5 and 48.6."""
+    calls: list[float] = []
+
+    def probe(rate, reference):
+        calls.append(rate)
+        mode = "over-invoked" if rate > 45.0 else "balanced"
+        return Probe(rate, mode, run_dir=f"runs/p{len(calls)}", p50_ms=14.39)
+
+    result = search(probe, start_rate=5, factor=3, tolerance=0.3, guess=lambda p: guess_rate(p, cpus=2))
+    assert calls[:3] == [5, pytest.approx(48.64, abs=0.01), pytest.approx(48.64 / 3**0.5, abs=0.01)]
+    low, high = result["bounds_rps"]
+    assert low <= 45.0 < high and high / low - 1 <= 0.3 and len(calls) <= 8

@@ -263,3 +263,12 @@ def test_a_capacity_belongs_to_what_served_it(tmp_path, isolated_home):
         for settings in ({}, {"pause_grace_ms": 275}, {"control_plane": "openwhisk-2.0.0-standalone"})
     }
     assert len(embedded) == 2
+
+
+def test_an_over_invoked_rate_outside_its_band_is_placed_a_quarter_above_the_interval():
+    """A busy host's quick start: capacity 58 ± 36/s (interval 21.8–94.3/s, widened by the host's
+    noise; over-invoked at 48.6/s in the probes). 1.5 × 58 = 87/s lies inside the interval; placed
+    at 2 × 94.3 = 188.6/s it left 2,400 activations queued, drained for 53 s after the run. A
+    quarter above the interval's top is over-invoked at every capacity the search found plausible."""
+    assert capacity_store.place_in_band("over-invoked", 87.04, 14.5, 21.76, 94.3) == pytest.approx(1.25 * 94.3)
+    assert capacity_store.place_in_band("over-invoked", 120.0, 14.5, 21.76, 94.3) == 120.0  # above it: kept

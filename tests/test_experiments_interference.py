@@ -3,6 +3,7 @@
 
 from __future__ import annotations
 
+import argparse
 import json
 import shutil
 import subprocess
@@ -14,6 +15,8 @@ import pandas as pd
 import pytest
 
 from faasprof.analyzer.analysis import analyze_run
+from faasprof.analyzer.run_stats import ONE_RUN_NOTE
+from faasprof.commands import interference as interference_command
 from faasprof.errors import ConfigError, FormatError
 from faasprof.experiments.interference import (
     REPORT_BEGIN,
@@ -24,6 +27,7 @@ from faasprof.experiments.interference import (
     resolve_rate,
     window_effect,
 )
+from faasprof.experiments.interference_repeats import compare_windows, comparison_lines, run_latency, write_result
 from faasprof.monitoring.derived import add_perf_metrics
 from faasprof.monitoring.parsers.perf import parse_perf_stat, perf_wide
 
@@ -159,6 +163,8 @@ def test_cli_interference_short_run(tmp_path):
             "5",
             "--out",
             str(tmp_path / "runs"),
+            "--repeats",
+            "2",
         ],
         capture_output=True,
         text=True,
@@ -166,7 +172,19 @@ def test_cli_interference_short_run(tmp_path):
         cwd=REPO,
     )
     assert result.returncode == 0, result.stderr[-2000:]
-    run_dir = Path(result.stdout.strip().splitlines()[-1])
+    # --repeats 2: two runs, each with its figure, and the slowdown over them (run_stats, each run one sample).
+    folder = Path(result.stdout.strip().splitlines()[-1])
+    compared = json.loads((folder / "interference_repeats.json").read_text())
+    assert compared["format_version"] == 1 and len(compared["runs"]) == 2
+    during = compared["comparisons"][0]
+    assert during["window"] == "during" and during["n_runs"] == 2 and during["note"] is None
+    assert len(during["figures"][0]["values"]) == 2 and during["figures"][0]["verdict"] in (
+        "slower",
+        "faster",
+        "no significant difference",
+    )
+    assert "json_dumps with the aggressor, over 2 runs" in result.stdout
+    run_dir = folder / compared["runs"][0]
     stored = json.loads((run_dir / "analysis" / "interference.json").read_text())
     assert stored["format_version"] == 2 and stored["rate"]["rate_rps"] == 4.0
     assert stored["aggressor_window_s"] == [2, 4]
@@ -226,6 +244,68 @@ def test_report_of_a_finished_run_prints_each_window(tmp_path):
         and "during the aggressor (n 40, ×" in line
         and "after the aggressor (n 60, ×" in line
     )
+    # One run: its figures and their ratio, and no verdict (the run-to-run variation is unknown).
+    assert f"during the aggressor against before it; {ONE_RUN_NOTE}" in result.stdout
+    assert "no verdict" in result.stdout and not any(w in result.stdout for w in (" slower", " faster"))
     stored = json.loads((run_dir / "analysis" / "interference.json").read_text())
     assert stored["format_version"] == 2 and stored["aggressor_window_s"] == [3, 5]
     assert "median_latency_ms_outside" not in stored["latency"] and stored["latency"]["counters"] == {}
+
+
+def _latency(before: float, during: float, after: float, ipc: tuple[float, float, float] | None = None) -> dict:
+    block = {
+        name: {"n": 40, "completion_latency_ms_p50": p50, "completion_latency_ms_p99": 2 * p50}
+        for name, p50 in (("before", before), ("during", during), ("after", after))
+    }
+    block["counters"] = {"ipc": dict(zip(("before", "during", "after"), ipc))} if ipc else {}
+    return block
+
+
+def test_repeated_runs_state_the_slowdown_with_an_interval_over_runs_and_one_run_gives_no_verdict():
+    """Each run's window figure is one sample (run_stats, as compare): five runs whose victim is ×2
+    slower during the aggressor are called slower with the interval over runs; the window after it,
+    back within a few %, is no significant difference; one run gives its figures and no verdict."""
+    runs = [
+        _latency(10.0 * k, 20.0 * k * j, 10.3 * k, (1.0, 0.7 * j, 1.0))
+        for k, j in ((1.0, 1.0), (1.1, 0.97), (0.9, 1.02), (1.05, 1.0), (0.95, 0.99))
+    ]
+    during, after = compare_windows(runs)
+    assert during.window == "during" and during.n_runs == 5 and during.note is None
+    p50, p99, ipc = during.figures
+    assert p50["name"] == "completion p50" and p50["verdict"] == "slower" and p50["significant"]
+    assert 1.9 < p50["effect"] < 2.1 and p50["effect_ci"][0] > 1.05 and len(p50["values"]) == 5
+    assert ipc["figure"] == "ipc" and ipc["verdict"] == "lower" and ipc["effect"] < 0.75
+    assert after.figures[0]["verdict"] == "no significant difference"
+    lines = comparison_lines("json_dumps", [during, after], 0.05)
+    assert "over 5 runs" in lines[0] and any("completion p50" in x and "slower" in x for x in lines)
+    (one,) = compare_windows(runs[:1])[:1]
+    assert one.note == ONE_RUN_NOTE and {f["verdict"] for f in one.figures} == {"no verdict"}
+    assert one.figures[0]["effect"] == pytest.approx(2.0) and one.figures[0]["effect_ci"] is None
+    assert not any(word in " ".join(comparison_lines("json_dumps", [one], 0.05)) for word in (" slower", " faster"))
+
+
+def test_the_repeats_comparison_reads_each_runs_result_and_refuses_an_unknown_version(tmp_path):
+    run = tmp_path / "run"
+    (run / "analysis").mkdir(parents=True)
+    (run / "analysis" / "interference.json").write_text(json.dumps({"format_version": 2, "latency": _latency(1, 2, 1)}))
+    assert run_latency(run)["during"]["completion_latency_ms_p50"] == 2
+    (run / "analysis" / "interference.json").write_text(json.dumps({"format_version": 9, "latency": {}}))
+    with pytest.raises(FormatError, match="format_version 9 is not 2"):
+        run_latency(run)
+    path = write_result(tmp_path, [run], compare_windows([_latency(1, 2, 1)] * 2), 0.05)
+    stored = json.loads(path.read_text())
+    assert stored["format_version"] == 1 and stored["runs"] == ["run"] and len(stored["comparisons"]) == 2
+
+
+def test_interference_refuses_repeats_below_one_and_a_bad_min_effect_before_anything(tmp_path):
+    """In process (a CLI subprocess costs the import, 16-40 s on the loaded host): the command's
+    checks come first, also for --report, and say the flag and the fix in one line."""
+    parser = argparse.ArgumentParser()
+    interference_command.add_arguments(parser)
+    args = parser.parse_args(["--repeats", "0", "--out", str(tmp_path)])
+    with pytest.raises(ConfigError, match=r"^--repeats 0: give at least 1"):
+        interference_command.main(args)
+    args = parser.parse_args(["--min-effect", "5", "--report", str(tmp_path)])
+    with pytest.raises(ConfigError, match=r"^--min-effect 5: give a share in \[0, 1\)"):
+        interference_command.main(args)
+    assert list(tmp_path.iterdir()) == []

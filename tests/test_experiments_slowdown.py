@@ -3,6 +3,7 @@ embedded localwhisk (the issue's acceptance run, with a small repeat)."""
 
 from __future__ import annotations
 
+import argparse
 import csv
 import json
 import math
@@ -14,8 +15,9 @@ import numpy as np
 import pytest
 
 from faasprof.analyzer.stats import quantile_ci
+from faasprof.commands import slowdown as slowdown_command
 from faasprof.docker import docker_problem
-from faasprof.errors import RunError
+from faasprof.errors import ConfigError, RunError
 from faasprof.experiments import native
 from faasprof.experiments.slowdown import REMOTE_PAUSE_WAIT_S, platform_interpreter_matches, remote_pause_wait_s
 from faasprof.experiments.slowdown_measure import Call, NativeSide, apply_record, measure_function
@@ -411,6 +413,8 @@ def test_cli_slowdown_on_embedded_localwhisk(tmp_path):
     for figure in ("fig15_slowdown_per_function.png", "fig16_slowdown_vs_native.png"):
         assert (out / figure).stat().st_size > 10_000
     assert "power law latency_warm" in result.stdout
+    # One pass: its factors describe its calls only, and it says how to get an interval over rounds.
+    assert "one round: these factors describe this pass's calls only" in result.stdout and "--rounds 5" in result.stdout
     # Never overwritten: a second directory would get a new name.
     assert len(list(tmp_path.glob("slowdown-*"))) == 1
 
@@ -447,3 +451,12 @@ def test_remote_pause_wait_follows_the_grace_the_connection_states():
     stated = Connection(apihost="http://127.0.0.1:1", auth="a:b", settings={"pause_grace_ms": 50.0})
     assert remote_pause_wait_s(stated) == pytest.approx(0.55)
     assert remote_pause_wait_s(Connection(apihost="http://127.0.0.1:1", auth="a:b")) == REMOTE_PAUSE_WAIT_S == 11.0
+
+
+def test_rounds_below_one_are_refused_before_measuring(tmp_path):
+    """In process (a CLI subprocess costs the import): one line naming the flag and the fix."""
+    parser = argparse.ArgumentParser()
+    slowdown_command.add_arguments(parser)
+    with pytest.raises(ConfigError, match=r"^--rounds 0: give at least 1"):
+        slowdown_command.main(parser.parse_args(["json_loads", "--rounds", "0", "--out", str(tmp_path)]))
+    assert list(tmp_path.iterdir()) == []

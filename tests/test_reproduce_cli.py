@@ -15,7 +15,7 @@ import pytest
 pytest.importorskip("faasprof.localwhisk.embedded")
 
 from faasprof.experiments import capacity_store  # noqa: E402
-from faasprof.experiments.reproduce_rules import INDICATIVE, NOT_REPRODUCED, REPRODUCED  # noqa: E402
+from faasprof.experiments.reproduce_rules import INDICATIVE, NOT_REPRODUCED, REPRODUCED, contradiction  # noqa: E402
 from tests.helpers import REPO_ROOT  # noqa: E402
 
 
@@ -78,6 +78,13 @@ def test_a_reduced_reproduce_writes_the_report_with_each_verdicts_evidence(cli, 
     slowdown = doc["figures"][2]
     assert {d["function"] for d in slowdown["details"]} == {"json_loads", "nbody"}
     assert all(d["ci_low"] is not None and d["n"] >= 6 for d in slowdown["details"])
+    # Fig 15 over rounds (each round's median one sample), its baseline and what a short run can claim said.
+    assert all(d["rounds"] == 2 and d["notes"].startswith(f"{d['measure']} warm ×") for d in slowdown["details"])
+    assert "native baseline measured as the FaaS side is" in slowdown["reason"] and "--quick:" in slowdown["reason"]
+    # No verdict stands against its own notes: a reproduced figure has no detail whose note denies it.
+    for entry in doc["figures"]:
+        if entry["verdict"] == REPRODUCED:
+            assert not any(contradiction(d) for d in entry["details"] if isinstance(d, dict) and "notes" in d), entry
     # The page analyses again from a run directory it names.
     run = out / modes["run_dirs"][0]
     again = cli("analyze", run, timeout=120)

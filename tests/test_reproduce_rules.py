@@ -18,6 +18,8 @@ from faasprof.experiments import reproduce as plan
 from faasprof.experiments import reproduce_report as report
 from faasprof.experiments import reproduce_rules as rules
 from faasprof.experiments import reproduce_runs as runs
+from faasprof.experiments.reproduce_slowdown import summarise_rounds
+from faasprof.experiments.slowdown_measure import Call
 from faasprof.monitoring.host import Root, collect_host
 
 
@@ -181,36 +183,54 @@ def test_figure_15_on_two_functions_is_indicative():
     assert verdict.verdict == rules.INDICATIVE and "2 functions, fewer than the 3" in verdict.reason
 
 
-def _power_law_samples(exponent, natives=(1.0, 10.0, 100.0)):
-    rng = np.random.default_rng(1)
-    samples = {}
-    for native_ms in natives:
-        factor = 3.0 * native_ms**exponent
-        native = list(native_ms * rng.uniform(0.97, 1.03, 10))
-        samples[f"f{native_ms:g}"] = (native, list(native_ms * factor * rng.uniform(0.97, 1.03, 10)))
-    return samples
+def _rounds(spec: dict[str, tuple[float, list[float]]], seed: int = 1, calls: int = 6) -> list:
+    """Fake slowdown rounds: per function its native ms and its factor in each round; each round's
+    rows (``slowdown.csv``) and calls (``calls.csv``), the calls spread ±3 % around the round's."""
+    rng = np.random.default_rng(seed)
+    rounds = []
+    for k in range(len(next(iter(spec.values()))[1])):
+        rows, round_calls = [], []
+        for name, (native_ms, factors) in spec.items():
+            rows.append({"function": name, "slowdown_exec_warm": factors[k], "slowdown_cpu_warm": 1.0, "notes": ""})
+            for seq in range(calls):
+                for phase, ms in (("native", native_ms), ("warm", native_ms * factors[k])):
+                    exec_ms = float(ms * rng.uniform(0.97, 1.03))
+                    round_calls.append(Call(name, phase, seq, "success", "warm" if phase == "warm" else "", exec_ms))
+        rounds.append((rows, round_calls))
+    return rounds
+
+
+def _power_law(exponent: float, natives=(1.0, 10.0, 100.0), rounds: int = 4) -> dict:
+    spread = (1.0, 1.04, 0.97, 1.02, 0.99)[:rounds]
+    return {f"f{n:g}": (n, [3.0 * n**exponent * s for s in spread]) for n in natives}
 
 
 def test_a_falling_power_law_reproduces_figure_16():
-    exponent, low, high = rules.exponent_ci(_power_law_samples(-0.3, (1.0, 3.0, 10.0, 30.0, 100.0)))
+    summary = summarise_rounds(_rounds(_power_law(-0.3, (1.0, 3.0, 10.0, 30.0, 100.0))))
+    exponent, low, high = summary["exponent"]
     assert exponent == pytest.approx(-0.3, abs=0.03) and low < exponent < high < 0
-    points = [_fn(f"f{n:g}", n, 3.0 * n**-0.3, None, None) for n in (1.0, 3.0, 10.0, 30.0, 100.0)]
+    points = [f for f in summary["functions"] if f["function"] in summary["fitted"]]
     verdict = rules.verdict_exponent(exponent, low, high, points)
     assert verdict.verdict == rules.REPRODUCED and verdict.n == 5 and verdict.details == points
 
 
 def test_a_power_law_through_fewer_than_five_functions_is_indicative():
     """reproduce --quick fitted a power law with a bootstrap interval through 3 functions and called it reproduced."""
-    exponent, low, high = rules.exponent_ci(_power_law_samples(-0.3))
+    summary = summarise_rounds(_rounds(_power_law(-0.3)))
+    exponent, low, high = summary["exponent"]
     assert high < 0
-    points = [_fn(f"f{n:g}", n, 3.0 * n**-0.3, None, None) for n in (1.0, 10.0, 100.0)]
-    verdict = rules.verdict_exponent(exponent, low, high, points)
+    verdict = rules.verdict_exponent(exponent, low, high, summary["functions"])
     assert verdict.verdict == rules.INDICATIVE and verdict.n == 3
     assert "fewer than 5 functions is indicative, not reproduced" in verdict.reason
 
 
 def test_a_flat_power_law_or_one_function_is_not_figure_16():
-    exponent, low, high = rules.exponent_ci(_power_law_samples(0.0))
+    rounds = {
+        "f1": (1.0, [3.0, 2.7, 3.3, 3.0]),
+        "f10": (10.0, [3.0, 3.3, 2.8, 3.1]),
+        "f100": (100.0, [3.0, 2.8, 3.2, 2.9]),
+    }
+    exponent, low, high = summarise_rounds(_rounds(rounds))["exponent"]
     assert low < 0 < high
     points = [_fn(f"f{n:g}", n, 3.0, None, None) for n in (1.0, 10.0, 100.0)]
     assert rules.verdict_exponent(exponent, low, high, points).verdict == rules.NOT_REPRODUCED
@@ -218,6 +238,61 @@ def test_a_flat_power_law_or_one_function_is_not_figure_16():
         rules.verdict_exponent(math.nan, math.nan, math.nan, points[:1]).reason
         == "no fit: 1 function(s) with a factor (2 needed)"
     )
+
+
+def _fig15_and_16(rounds: list) -> dict[str, rules.Verdict]:
+    summary = summarise_rounds(rounds)
+    results = {"slowdown": {"primary": "process", "by_isolation": {"process": {**summary, "baseline": "the baseline"}}}}
+    figures = {f.key: f for f in plan.FIGURES}
+    return {key: plan.judge(figures[key], results) for key in ("15", "16")}
+
+
+def _claims_slowdown(note: str) -> bool:
+    """Whether a function's run-level note says it is slower beyond noise."""
+    return note.endswith(": slower")
+
+
+def test_figure_15_over_rounds_never_stands_against_its_notes():
+    """reproduce --quick called Fig 15 reproduced on json_loads ×2.46 whose note said "not
+    significant". Now each round (a new native worker and platform) is one sample: rounds that
+    agree give "slower" in the note and a reproduced verdict; rounds that disagree (×2.46 in one,
+    ×0.9 in another) give "no significant difference" in the note and no reproduced verdict. In
+    every case each short function's note agrees with the verdict."""
+    agree = {
+        "json_loads": (1.0, [2.4, 2.5, 2.3]),
+        "json_dumps": (1.5, [4.0, 4.2, 3.9]),
+        "nbody": (230.0, [1.0, 1.03, 0.98]),
+    }
+    disagree = {**agree, "json_loads": (1.0, [2.46, 0.9, 1.6])}
+    one_round = {name: (native, factors[:1]) for name, (native, factors) in agree.items()}
+    outcomes = {}
+    for label, spec in (("agree", agree), ("disagree", disagree), ("one round", one_round)):
+        verdicts = _fig15_and_16(_rounds(spec))
+        fig15 = verdicts["15"]
+        short = [d for d in fig15.details if d["native_ms"] < rules.SHORT_NATIVE_MS]
+        if fig15.verdict == rules.REPRODUCED:
+            assert all(_claims_slowdown(d["notes"]) and d["significant"] for d in short), (label, short)
+        else:
+            assert any(not _claims_slowdown(d["notes"]) for d in short), (label, fig15.reason)
+        for verdict in verdicts.values():
+            assert not (verdict.verdict == rules.REPRODUCED and any(rules.contradiction(d) for d in short))
+        assert "the baseline" in fig15.reason
+        outcomes[label] = fig15
+    assert outcomes["agree"].verdict == rules.REPRODUCED
+    loads = next(d for d in outcomes["agree"].details if d["function"] == "json_loads")
+    assert (
+        loads["rounds"] == 3
+        and loads["ci_low"] > 1.05
+        and loads["notes"].startswith("execution warm ×2.38 (interval ×2.1")
+    )
+    assert (
+        outcomes["disagree"].verdict == rules.NOT_REPRODUCED
+        and "json_loads (1.01 ms): ×1.51" in outcomes["disagree"].reason
+    )
+    loads = next(d for d in outcomes["disagree"].details if d["function"] == "json_loads")
+    assert loads["notes"].endswith("no significant difference") and not loads["significant"]
+    assert outcomes["one round"].verdict == rules.NOT_REPRODUCED
+    assert all(d["notes"].endswith("no verdict") and d["ci_low"] is None for d in outcomes["one round"].details)
 
 
 # -- hardware figures --------------------------------------------------------------------------

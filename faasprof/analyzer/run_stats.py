@@ -222,14 +222,21 @@ def _by_key(rows: list[dict]) -> dict[tuple[str, int], list[dict]]:
 
 
 def format_value(figure: dict, value: float | None) -> str:
-    """A per-run figure (a ``FigureEffect`` as JSON) with its unit: 12.3 ms, 45/s, 3 %."""
+    """A per-run figure (a ``FigureEffect`` as JSON) with its unit: 12.3 ms, 45/s, 3 %, or a counter's 1.23."""
     if value is None or not math.isfinite(value):
         return "–"
     if "_ms_p" in figure["figure"]:
-        return f"{value:.3g} ms"
+        return f"{_plain(value)} ms"
     if figure["figure"] == "achieved_rps":
-        return f"{value:.3g}/s"
+        return f"{_plain(value)}/s"
+    if figure["scale"] == Scale.RATIO.value:  # a counter's value (interference): its own unit, in its name
+        return _plain(value)
     return f"{100 * value:.3g} %"
+
+
+def _plain(value: float) -> str:
+    """Three significant digits, without an exponent for the thousands a latency or a counter reaches."""
+    return f"{value:,.0f}" if abs(value) >= 1000 else f"{value:.3g}"
 
 
 def format_effect(figure: dict) -> str:

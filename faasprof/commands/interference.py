@@ -5,6 +5,11 @@ The capacity comes from ``--capacity-rps``, ``--capacity-file`` (a ``faasprof ca
 ``--measure-capacity`` (a capacity search first); with none, the workload's stored rate is used and
 said so. ``--report RUN_DIR`` only draws the figure for a run that already ran. The last line of
 stdout is the run directory; the figure is ``analysis/plots/fig14_interference.png`` in it.
+
+``--repeats N`` runs the workload N times into one repeats folder (its path the last line of
+stdout), each run with its own figure, and states the victim's slowdown during and after the
+aggressor over the runs, each run one sample (``faasprof.experiments.interference_repeats``): a
+verdict only from two runs or more; one run gives the figures and ``run_stats.ONE_RUN_NOTE``.
 """
 
 from __future__ import annotations
@@ -16,11 +21,15 @@ import sys
 from pathlib import Path
 
 from faasprof import rundir
+from faasprof.analyzer.compare_sides import read_repeats
+from faasprof.analyzer.run_stats import DEFAULT_MIN_EFFECT
 from faasprof.commands.run import local_settings
 from faasprof.errors import ConfigError
 from faasprof.experiments.analyzed import execute_analyzed
 from faasprof.experiments.capacity import find_capacity
-from faasprof.experiments.interference import capacity_from_file, report_run, resolve_rate
+from faasprof.experiments.interference import RESULT, capacity_from_file, report_run, resolve_rate
+from faasprof.experiments.interference_repeats import compare_windows, comparison_lines, run_latency, write_result
+from faasprof.experiments.repeat import check_repeats, run_repeats
 from faasprof.invoker.preflight import check_out_dir
 from faasprof.paths import WORKLOAD_CONFIGS_DIR
 from faasprof.platforms.openwhisk.connection import add_connection_arguments, resolve_connection
@@ -63,6 +72,20 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         "--fraction", type=float, default=0.8, help="victim rate as a fraction of its capacity (default 0.8)"
     )
     parser.add_argument("--out", default="runs", metavar="DIR", help="where the run directory goes (default runs/)")
+    parser.add_argument(
+        "--repeats",
+        type=int,
+        default=1,
+        metavar="N",
+        help="run the workload N times; the slowdown gets an interval over the runs and a verdict (5 is a good start)",
+    )
+    parser.add_argument(
+        "--min-effect",
+        type=float,
+        default=DEFAULT_MIN_EFFECT,
+        metavar="F",
+        help="smallest effect called slower or faster (default 0.05: 5 %%)",
+    )
     parser.add_argument("--report", metavar="RUN_DIR", help="do not run: draw the figure for this finished run")
     local = parser.add_argument_group("embedded localwhisk only")
     local.add_argument(
@@ -80,6 +103,9 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def main(args: argparse.Namespace) -> int:
+    check_repeats(args.repeats, [args.workload])
+    if not 0 <= args.min_effect < 1:
+        raise ConfigError(f"--min-effect {args.min_effect:g}: give a share in [0, 1), e.g. 0.05 for 5 %")
     if args.report:
         run_dir = Path(args.report)
         if not rundir.is_run_dir(run_dir):
@@ -88,7 +114,7 @@ def main(args: argparse.Namespace) -> int:
             )
         stored = run_dir / "analysis" / "interference.json"
         rate = json.loads(stored.read_text()).get("rate") if stored.is_file() else None
-        return _show(report_run(run_dir, args.victim, args.aggressor, rate), run_dir)
+        return _show(report_run(run_dir, args.victim, args.aggressor, rate), run_dir, args.min_effect)
 
     path = Path(args.workload)
     try:
@@ -126,13 +152,39 @@ def main(args: argparse.Namespace) -> int:
     if not args.quiet:
         print(f"{args.victim}: {rate['rate_rps']}/s ({rate['source']})", file=sys.stderr)
     workload = workload_from_dict(resolved, origin=str(path), path=path, grants=grants_from(args))
-    run_dir = execute_analyzed(
-        workload, args.out, connection=connection, local_settings=settings, progress=progress, analyze=True
-    )
-    return _show(report_run(run_dir, args.victim, args.aggressor, rate), run_dir)
+
+    def run_and_report(out: str | Path) -> Path:
+        run_dir = execute_analyzed(
+            workload, out, connection=connection, local_settings=settings, progress=progress, analyze=True
+        )
+        report_run(run_dir, args.victim, args.aggressor, rate)
+        return run_dir
+
+    if args.repeats == 1:
+        run_dir = run_and_report(args.out)
+        return _show(run_dir / "analysis" / RESULT, run_dir, args.min_effect)
+
+    def run_one(_config: str, folder: Path) -> int:
+        run_and_report(folder)
+        return 0  # no thresholds here: a run completes (its status in its manifest) or raises, ending the repeats
+
+    repeated = run_repeats([str(path)], args.repeats, args.out, run_one, progress=progress)
+    _show_repeats(repeated.folder, args.victim, args.min_effect)
+    return repeated.exit_status
 
 
-def _show(result_path: Path, run_dir: Path) -> int:
+def _show_repeats(folder: Path, victim: str, min_effect: float) -> None:
+    """The repeated runs' comparison, printed and written beside them; the folder last."""
+    run_dirs = [run for side in read_repeats(folder) for run in side.runs]
+    comparisons = compare_windows([run_latency(run) for run in run_dirs], min_effect)
+    written = write_result(folder, run_dirs, comparisons, min_effect)
+    for line in comparison_lines(victim, comparisons, min_effect):
+        print(line)
+    print(f"comparison: {written}")
+    print(folder)
+
+
+def _show(result_path: Path, run_dir: Path, min_effect: float = DEFAULT_MIN_EFFECT) -> int:
     result = json.loads(result_path.read_text())
     for panel in result["panels"]:
         print(f"{panel['panel']}: " + (f"not measured ({panel['missing']})" if panel["missing"] else panel["label"]))
@@ -142,6 +194,8 @@ def _show(result_path: Path, run_dir: Path) -> int:
             f"{result['victim']} median completion latency: "
             + ", ".join(_window_text(latency, name) for name in ("before", "during", "after"))
         )
+        for line in comparison_lines(result["victim"], compare_windows([latency], min_effect), min_effect):
+            print(line)
     print(f"figure: {run_dir / 'analysis' / result['figure']}")
     print(run_dir)
     return 0

@@ -5,6 +5,12 @@ Per function: native calls interleaved with warm calls (alive sandbox) and with 
 stderr; stdout gets one line per function with its slowdown factors, one line per note (a factor
 that shows no slowdown, one within the native calls' range, one below the records' resolution),
 the fitted power-law exponents, and the output directory as the last line. Exit 0 when every function has its factors, 1 when a call failed.
+
+One pass's factors describe its calls only (one native worker, one platform: one interpreter process
+can run 10–30 % slower than another for its whole life), and say so. ``--rounds N`` makes N passes
+into one folder (``slowdown-rounds-<stamp>/``, the last line) and states each function's warm
+factor over them, each round's median one sample, through the run-level comparison of
+``faasprof compare`` (``faasprof.experiments.reproduce_slowdown``); ``rounds.json`` keeps it.
 """
 
 from __future__ import annotations
@@ -14,14 +20,28 @@ import math
 import sys
 
 from faasprof import rundir
+from faasprof.analyzer.run_stats import SUGGESTED_REPEATS
+from faasprof.analyzer.stats import clean
 from faasprof.errors import ConfigError
+from faasprof.experiments.reproduce_slowdown import summarise_rounds
 from faasprof.experiments.slowdown import SlowdownOptions, run_slowdown
-from faasprof.experiments.slowdown_report import MEDIAN_CI_MIN_SAMPLES, NOTE_SEPARATOR, SLOWDOWN_CSV, load_rows
+from faasprof.experiments.slowdown_report import (
+    CALLS_CSV,
+    MEDIAN_CI_MIN_SAMPLES,
+    NOTE_SEPARATOR,
+    SLOWDOWN_CSV,
+    load_calls,
+    load_rows,
+)
 from faasprof.functions.catalogue import entries, require
 from faasprof.numbers import number_text
 from faasprof.platforms.openwhisk.connection import add_connection_arguments, resolve_connection
 from faasprof.progress import Progress
 
+# rounds.json of ``--rounds N``: 1: first version (``rounds``: the passes' folders; ``functions``,
+# ``exponent``, ``fitted``: reproduce_slowdown.summarise_rounds').
+ROUNDS_FORMAT_VERSION = 1
+ROUNDS_FILE = "rounds.json"
 ISOLATIONS = {"process": "auto", "auto": "auto", "cgroup": "cgroup", "rlimit": "rlimit", "docker": "docker"}
 
 
@@ -38,6 +58,13 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         default=10,
         metavar="N",
         help="FaaS calls per function and phase (warm, resumed; native: one beside each, 2N; default 10)",
+    )
+    parser.add_argument(
+        "--rounds",
+        type=int,
+        default=1,
+        metavar="N",
+        help="passes, each a new native worker and platform; from 2 the factor gets an interval over rounds and a verdict",
     )
     parser.add_argument(
         "--out", default="runs", metavar="DIR", help="where the slowdown-<stamp>/ directory goes (default runs/)"
@@ -73,6 +100,8 @@ def main(args: argparse.Namespace) -> int:
             raise ConfigError("--all: no catalogue function can run on this host; see `faasprof deploy --list`")
     else:
         chosen = [require(name, where="FUNCTION") for name in dict.fromkeys(args.functions)]
+    if args.rounds < 1:
+        raise ConfigError(f"--rounds {args.rounds}: give at least 1 (5 gives an interval over rounds)")
     if args.pause_grace is not None and args.pause_grace < 0:
         raise ConfigError(f"--pause-grace: must be >= 0 ms (got {args.pause_grace:g})")
     if 0 < args.repeat < MEDIAN_CI_MIN_SAMPLES:
@@ -94,9 +123,46 @@ def main(args: argparse.Namespace) -> int:
         pause_grace_ms=args.pause_grace,
         memory_mb=args.memory,
     )
-    out = run_slowdown(
-        chosen, args.out, options, connection=connection, progress=Progress.to(sys.stderr, quiet=args.quiet)
+    progress = Progress.to(sys.stderr, quiet=args.quiet)
+    if args.rounds > 1:
+        return _rounds(chosen, args, options, connection, progress)
+    out = run_slowdown(chosen, args.out, options, connection=connection, progress=progress)
+    status = _show_pass(out)
+    print(
+        f"one round: these factors describe this pass's calls only (one native worker, one platform); "
+        f"repeat with --rounds {SUGGESTED_REPEATS} for an interval over rounds"
     )
+    print(out)
+    return status
+
+
+def _rounds(chosen: list, args: argparse.Namespace, options: SlowdownOptions, connection, progress: Progress) -> int:
+    """``--rounds N``: N passes into one folder, each function's factor over them (module docstring)."""
+    folder = rundir.create_run_dir(args.out, "slowdown-rounds", monitors=False)
+    outs = []
+    for count in range(1, args.rounds + 1):
+        progress.say(f"slowdown: round {count} of {args.rounds}")
+        outs.append(run_slowdown(chosen, folder, options, connection=connection, progress=progress))
+    summary = summarise_rounds([(load_rows(out / SLOWDOWN_CSV), load_calls(out / CALLS_CSV)) for out in outs])
+    for entry in summary["functions"]:
+        print(f"{entry['function']}: {entry['notes']}")
+    exponent, low, high = summary["exponent"]
+    if math.isfinite(exponent):
+        interval = f" (interval {low:.3f} to {high:.3f})" if math.isfinite(low) else ""
+        print(f"power law exec_warm over rounds: exponent {exponent:.3f}{interval}, {len(summary['fitted'])} functions")
+    document = {
+        "format_version": ROUNDS_FORMAT_VERSION,
+        "rounds": [out.name for out in outs],
+        **summary,
+    }
+    rundir.write_json_atomic(folder / ROUNDS_FILE, clean(document))
+    print(folder)
+    complete = all(math.isfinite(entry["factor"]) for entry in summary["functions"])
+    return 0 if complete else 1
+
+
+def _show_pass(out) -> int:
+    """One pass's lines (module docstring); its exit status."""
     rows = load_rows(out / SLOWDOWN_CSV)
     complete = True
     for row in rows:
@@ -118,5 +184,4 @@ def main(args: argparse.Namespace) -> int:
             print(
                 f"power law {key}: slowdown = {fit['coefficient']:.3g} · native_ms^{fit['exponent']:.3f} (R² {fit['r2']:.2f}, {fit['points']} functions)"
             )
-    print(out)
     return 0 if complete else 1

@@ -9,7 +9,9 @@ Only ``probe``'s steady window is judged.
 
 1. **Step**: start at ``start_rate`` and multiply by ``factor`` while the mode is not
    ``over-invoked`` (under-invoked and balanced both mean the platform keeps up), up to
-   ``max_rate``.
+   ``max_rate``. From the first probe the search may jump instead to a guess its lone calls'
+   latency gives (``guess_rate``, where ``find_capacity`` asks for one), when that is higher, and
+   then steps by ``√factor``; a guess that overshoots is stepped down from by ``√factor``.
 2. **Bisect** between the highest rate that kept up (``low``) and the lowest that did not
    (``high``), geometrically, until ``high / low − 1 ≤ tolerance`` or ``max_runs`` rates were probed.
 3. **Confirm both ends.** A rate's verdict is the majority of its probes (a tie is not kept up),
@@ -130,10 +132,14 @@ WARMUP_MIN_S = 1.0
 WARMUP_MAX_S = 3.0
 
 
-# The modes need the capacity within tens of percent, not better: probes of at least 3 s (and
-# MIN_PROBE_CALLS) from 5/s, tripling, bisected to 30 %, the two ends of the bracket confirmed (each rate probed at most 3 times),
-# about a minute and a half on a small busy machine. The ceiling 1000/s is above what one host's
-# localwhisk serves for a catalogue function; a search that reaches it reports a lower bound.
+# The modes need the capacity within tens of percent, not better: probes of at least 2 s (and
+# MIN_PROBE_CALLS) from 5/s, tripling (or jumping to guess_rate's guess, then ×√3), bisected to 30 %,
+# the two ends of the bracket confirmed (each rate probed at most 3 times), about a minute on a small
+# busy machine. Probes of 3 s made the quick start's search take 55 s there (8 probes) and, modelled,
+# 76 s on a quiet one (10 probes, a capacity of 145/s); at 2 s a probe's judged window still holds
+# MIN_PROBE_CALLS calls, and a standing queue of 20 % over the capacity doubles its median latency.
+# The ceiling 1000/s is above what one host's localwhisk serves for a catalogue function; a search
+# that reaches it reports a lower bound.
 class SearchDefaults(TypedDict):
     """The search settings' defaults, by name (``search``'s keyword arguments)."""
 
@@ -148,7 +154,7 @@ class SearchDefaults(TypedDict):
 
 
 SEARCH_DEFAULTS: SearchDefaults = {
-    "duration_s": 3.0,
+    "duration_s": 2.0,
     "start_rate": 5.0,
     "max_rate": 1000.0,
     "factor": 3.0,
@@ -157,6 +163,10 @@ SEARCH_DEFAULTS: SearchDefaults = {
     "cooldown_s": 0.5,
     "repeats": 2,
 }
+
+
+# The first guess's share of the CPUs' bound (guess_rate).
+GUESS_SHARE = 0.35
 
 
 def probes_dir(out_dir: str | os.PathLike) -> Path:
@@ -300,6 +310,18 @@ def _by_a_signal(reason: str | None) -> bool:
     return bool(reason) and any(word in str(reason) for word in ("SIGINT", "SIGTERM", "Ctrl-C"))
 
 
+def guess_rate(probe: Probe, cpus: int | None = None) -> float | None:
+    """A first guess at the capacity from the reference probe: ``GUESS_SHARE`` of the rate at which
+    calls as long as its lone calls' median completion latency would keep every CPU busy. On the
+    2-core development VM json_dumps' capacity was about half that bound busy (28 ms → 71/s, capacity
+    37/s) and quiet; ``GUESS_SHARE`` stays below half so that the jump's probe keeps up. Calls that
+    wait rather than compute make the guess low, which costs nothing: the ladder steps on from the
+    higher of it and ``factor`` times the probe's rate. None without a kept-up latency."""
+    if not probe.kept_up or probe.p50_ms is None or not math.isfinite(probe.p50_ms) or probe.p50_ms <= 0:
+        return None
+    return GUESS_SHARE * (cpus or os.cpu_count() or 1) * 1000.0 / probe.p50_ms
+
+
 def reference_of(probe: Probe) -> dict | None:
     """The reference latency a kept-up probe gives the probes after it (None: it gives none)."""
     if not probe.kept_up or probe.p50_ms is None or not math.isfinite(probe.p50_ms) or probe.p50_ms <= 0:
@@ -323,6 +345,7 @@ def search(
     clock=time.monotonic,
     load=os.getloadavg,
     noise: Callable[[], capacity_noise.Snapshot | None] = lambda: None,
+    guess: Callable[[Probe], float | None] = lambda probe: None,
 ) -> dict:
     """Step, bisect, and confirm the bracket's two ends (module docstring); ``probe(rate, reference)``
         runs one probe, judged against ``reference`` (the first kept-up probe's latency; None for the
@@ -337,7 +360,7 @@ def search(
     if repeats < 0:
         raise ConfigError(f"--repeats: must be >= 0 (got {repeats})")
     state = _Search(probe, max_runs, repeats, say, cooldown_s, sleep, clock, load)
-    state.noise = noise
+    state.noise, state.guess = noise, guess
     stopped = ""
     while True:
         low, high = state.bracket()
@@ -349,7 +372,7 @@ def search(
                 break
             if not state.can_try_new_rate():
                 break
-            state.run(start_rate if low is None else min(low.rate_rps * factor, max_rate))
+            state.run(start_rate if low is None else min(state.step_from(low, factor), max_rate))
             continue
         rate = state.next_rate(low, high, tolerance)
         if rate is None:
@@ -378,6 +401,9 @@ class _Search:
         self.started = clock()
         self.noise: Callable[[], capacity_noise.Snapshot | None] = lambda: None
         self.noises: list[capacity_noise.HostNoise | None] = []
+        self.guessed = False  # the ladder jumped to the guess's rate
+        self.factor = 3.0  # the ladder's step (search's factor; set by step_from)
+        self.guess: Callable[[Probe], float | None] = lambda probe: None
 
     def run(self, rate: float) -> Probe:
         if self.probes and self.cooldown_s > 0:
@@ -435,6 +461,19 @@ class _Search:
             self.representative(high) if high is not None else None,
         )
 
+    def step_from(self, low: Probe, factor: float) -> float:
+        """The next rate up from ``low``: ``factor`` times it, or, from the first probe, the rate its
+        lone calls' latency says the host's CPUs may serve (``guess_rate``) when that is higher:
+        a ladder from 5/s takes four steps to a capacity of 145/s, each a probe. The steps after it
+        are ``√factor`` apart: the guess already lies near the capacity, and an over-invoked probe
+        far above it costs its backlog's drain (an overshoot of ×2.8 drained for 7 s)."""
+        self.factor = factor
+        guess = self.guess(low) if len(self.by_rate) == 1 else None
+        if guess is not None and guess > low.rate_rps * factor:
+            self.guessed = True
+            return guess
+        return low.rate_rps * (math.sqrt(factor) if self.guessed else factor)
+
     def can_try_new_rate(self) -> bool:
         return len(self.by_rate) < self.max_runs
 
@@ -444,6 +483,11 @@ class _Search:
         if low is None:
             return None if self.verdict(high.rate_rps)[1] else high.rate_rps
         if high.rate_rps / low.rate_rps - 1 > tolerance and self.can_try_new_rate():
+            if self.guessed and high.rate_rps / low.rate_rps > self.factor:
+                # The guess overshot (a busier moment than the first probe's): step down from it by
+                # √factor, not to the geometric middle of 5/s and the guess (15.6 of 48.6/s), which
+                # is far below a capacity the guess missed by little.
+                return high.rate_rps / math.sqrt(self.factor)
             return math.sqrt(low.rate_rps * high.rate_rps)
         for end in (high, low):
             if not self.verdict(end.rate_rps)[1]:
@@ -603,6 +647,7 @@ def find_capacity(
             cooldown_s=cooldown_s,
             repeats=repeats,
             noise=capacity_noise.snapshot,
+            guess=guess_rate,
         )
     finally:
         if handle is not None:

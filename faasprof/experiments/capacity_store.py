@@ -77,9 +77,10 @@ ANALYZER_WARMUP_FRACTION = 0.2
 WARM_MARGIN = 1.25
 CAPACITY_DRIFT = 2.0
 STORE_ENV = "FAASPROF_CAPACITY_STORE"
-# About how long capacity.SEARCH_DEFAULTS take on a busy 2-core host (8-12 probes with their warm-ups, analyses, drains
-# and pauses, the bracket's ends confirmed: 81-128 s measured at load 9-31).
-MEASURE_S = 100.0
+# About how long capacity.SEARCH_DEFAULTS take on a busy 2-core host (8-10 probes of 2 s with their warm-ups,
+# analyses, drains and pauses, the bracket's ends confirmed: 48-53 s measured at load 10-18; with 3 s probes
+# from 5/s by ×3 it was 53-71 s there).
+MEASURE_S = 60.0
 
 
 def store_path() -> Path:
@@ -390,6 +391,13 @@ def steady_seconds(window_s) -> float:
     return length - min(ANALYZER_WARMUP_MAX_S, ANALYZER_WARMUP_FRACTION * length)
 
 
+# An over-invoked rate outside its band is placed this far above the top of the capacity's interval,
+# which already spans the probes' disagreement and the host's noise: over at every capacity the
+# search found plausible. At 2× the quick start's over phase on a busy host (interval 21.8–94.3/s, a
+# capacity near 45/s) sent 188.6/s for 15 s and drained its backlog for 53 s after the run.
+OVER_PLACEMENT = 1.25
+
+
 def _band_edges(entry: dict) -> tuple[float, float]:
     """The highest rate the capacity search kept up at and the lowest it was over-invoked at (its
     interval's ends; the capacity itself for an entry without one)."""
@@ -417,7 +425,7 @@ def place_in_band(
     warm rate at most (calls two pause graces apart), and, given the phase's ``steady_s``, often
     enough for ``MODE_CALLS`` calls there (0.05 × 27.9/s left 18 calls in 13 s: too few for a
     mode); balanced at the geometric middle of the warm rate and the highest rate kept up;
-    over-invoked at twice the lowest over-invoked rate. A balanced rate is kept where it holds
+    over-invoked at ``OVER_PLACEMENT`` times the top of the capacity's interval. A balanced rate is kept where it holds
     (``balanced_hold``), else placed at the geometric middle of where it holds; where no rate
     holds, at the middle of the warm rate and the highest rate kept up, and an empty band keeps
     ``rate`` (``band_lines`` says why). Where no rate holds, a rate between the warm rate and that
@@ -437,7 +445,7 @@ def place_in_band(
     if band == "balanced" and low > high and warm_rps < kept_rps and not middle <= rate <= kept_rps:
         return middle
     if band == "over-invoked" and rate <= over_rps:
-        return 2.0 * over_rps
+        return OVER_PLACEMENT * over_rps
     return rate
 
 

@@ -12,8 +12,10 @@ fitted through at least ``MIN_FIT_FUNCTIONS`` functions (Fig 16), the cold-start
 rests on at least ``MIN_COLD_STARTS`` cold starts, Fig 15 on at least ``MIN_SLOWDOWN_FUNCTIONS``
 functions. Below them an effect that lies beyond noise is ``indicative``, never reproduced. And a
 verdict never contradicts the notes it carries (``contradiction``): a function whose own note says
-its factor is "not significant" is not slower beyond noise, whatever its bootstrap interval over
-calls says (the calls of one process share its speed: the run, not the call, is the sample).
+its factor is "not significant" (or, over rounds, "no significant difference" or "no verdict") is not
+slower beyond noise, whatever an interval over calls says (the calls of one process share its
+speed: the run, not the call, is the sample). Figs 15/16's factors and exponent come over rounds
+(``faasprof.experiments.reproduce_slowdown``), each round's median one sample.
 
 **The native baseline of Figs 15/16.** The native time is ``perf_counter`` around the function
 inside a long-lived worker that is faasprof's own child process; the FaaS time is localwhisk's
@@ -27,7 +29,8 @@ it (``cpu_factor``: CPU time, which waiting for a CPU does not lengthen), not as
 Intervals: a median's is the distribution-free order-statistics interval of the analyzer
 (``faasprof.experiments.slowdown_report.median_ci``, null below ~8 samples); a ratio of two medians' is a
 percentile bootstrap (``ratio_ci``: each side resampled on its own, ``BOOTSTRAP_ROUNDS`` rounds,
-seeded, so the same samples give the same interval).
+seeded, so the same samples give the same interval), for the hardware figures; Figs 15/16's come
+over rounds (``reproduce_slowdown``: ``run_stats``' Welch interval, a t-interval of the exponent).
 """
 
 from __future__ import annotations
@@ -37,7 +40,7 @@ from dataclasses import asdict, dataclass, field
 
 import numpy as np
 
-from faasprof.experiments.slowdown_report import fit_power_law, median_ci
+from faasprof.experiments.slowdown_report import median_ci
 
 REPRODUCED = "reproduced"
 NOT_REPRODUCED = "not reproduced"
@@ -48,7 +51,8 @@ MIN_FIT_FUNCTIONS = 5  # a power law through fewer points is a line through a ha
 MIN_COLD_STARTS = 20  # Fig 5's cold-start marker: a median of fewer is one host moment
 MIN_SLOWDOWN_FUNCTIONS = 3  # Fig 15: at least one short and one long function among them
 # Words in a function's notes (slowdown_report.judge_factor) that deny the effect its factor shows.
-CONTRADICTING_NOTES = ("not significant", "below resolution")
+# reproduce_slowdown's run-level words are among them: a function's factor judged over rounds.
+CONTRADICTING_NOTES = ("not significant", "below resolution", "no significant difference", "no verdict")
 BOOTSTRAP_ROUNDS = 2000
 BOOTSTRAP_SEED = 29
 MIN_BOOTSTRAP_SAMPLES = 3
@@ -318,7 +322,9 @@ def verdict_short_long(functions: list[dict]) -> Verdict:
         problems.append(f"no function of {LONG_NATIVE_MS:g} ms or more native time with a factor")
     for f in short:
         denied = contradiction(f)
-        if not (_finite_all(f, "ci_low") and f["ci_low"] > 1.0):
+        # ``significant``: the run-level verdict over rounds (reproduce_slowdown), which also asks
+        # for the smallest effect; a factor without it (one pass's bootstrap) goes by its interval.
+        if not (_finite_all(f, "ci_low") and f["ci_low"] > 1.0 and f.get("significant", True)):
             problems.append(
                 f"{f['function']} ({f['native_ms']:.3g} ms): ×{_interval_text(f['factor'], f.get('ci_low'), f.get('ci_high'))} is not above 1 beyond noise"
             )
@@ -352,35 +358,6 @@ def verdict_short_long(functions: list[dict]) -> Verdict:
         f"largest factor ({top['function']})" if top else "largest factor",
         sorted(functions, key=lambda f: f.get("native_ms") or math.inf),
     )
-
-
-def exponent_ci(
-    samples: dict[str, tuple[list[float], list[float]]], rounds: int = 500, seed: int = BOOTSTRAP_SEED
-) -> tuple[float, float, float]:
-    """The fitted power law's exponent (factor = a · native_ms^b) with a bootstrap interval:
-    ``samples`` maps a function to (native calls' ms, FaaS calls' ms); each round resamples every
-    function's calls, recomputes its factor and native median, and refits."""
-    names = [k for k, (native, faas) in samples.items() if len(_finite(native)) and len(_finite(faas))]
-    pairs = {k: (_finite(samples[k][0]), _finite(samples[k][1])) for k in names}
-
-    def fit(getter) -> float:
-        x, y = [], []
-        for native, faas in (getter(k) for k in names):
-            x.append(float(np.median(native)))
-            y.append(float(np.median(faas) / np.median(native)) if np.median(native) > 0 else math.nan)
-        result = fit_power_law(x, y)
-        return result["exponent"] if result else math.nan
-
-    estimate = fit(lambda k: pairs[k])
-    if math.isnan(estimate) or any(min(len(a), len(b)) < MIN_BOOTSTRAP_SAMPLES for a, b in pairs.values()):
-        return (estimate, math.nan, math.nan)
-    rng = np.random.default_rng(seed)
-    values = [
-        fit(lambda k: tuple(rng.choice(side, size=len(side), replace=True) for side in pairs[k])) for _ in range(rounds)
-    ]
-    values = [v for v in values if math.isfinite(v)]
-    low, high = np.percentile(values, [2.5, 97.5]) if values else (math.nan, math.nan)
-    return (estimate, float(low), float(high))
 
 
 def verdict_exponent(exponent: float, low: float, high: float, points: list[dict]) -> Verdict:

@@ -10,8 +10,8 @@ experiment              what runs
                         (Figs 4, 5; with RDT monitoring also Figs 10, 11): ``execute_analyzed``
 ``cold``                single calls of a short function, further apart than the idle timeout, so
                         that every call is a cold start (Fig 5)
-``slowdown``            ``run_slowdown`` on the chosen isolation and, on Docker, on process
-                        sandboxes beside it (Figs 15, 16)
+``slowdown``            ``run_slowdown``, ``slowdown_rounds`` times, on the chosen isolation and, on
+                        Docker, on process sandboxes beside it (Figs 15, 16; ``reproduce_slowdown``)
 ``mpki``                each function alone with perf counting branch misses (Figs 6, 7)
 ``interference``        the Fig 14 workload with the victim at 80 % of the capacity
 ======================  =============================================================================
@@ -43,7 +43,7 @@ from faasprof.experiments.capacity import find_capacity
 from faasprof.experiments.interference import activity_window, report_run, resolve_rate
 from faasprof.experiments.mpki import FIGURE as MPKI_FIGURE
 from faasprof.experiments.mpki import mpki_workload, plot_mpki, rows_for_run
-from faasprof.experiments.reproduce_rules import exponent_ci, ratio_ci
+from faasprof.experiments.reproduce_slowdown import baseline_text, quick_claims, summarise_rounds
 from faasprof.experiments.slowdown import SlowdownOptions, run_slowdown
 from faasprof.experiments.slowdown_report import CALLS_CSV, FIG15, FIG16, SLOWDOWN_CSV, load_calls, load_rows
 from faasprof.experiments.summary_phase import SummaryPhase
@@ -310,55 +310,31 @@ def cold(ctx: Context) -> dict:
     }
 
 
-def summarise_slowdown(rows: list[dict], calls: list) -> dict:
-    """Per function the warm execution factor with its bootstrap interval (latency where execution
-    is below the records' resolution), and the exponent of the power law over the functions."""
-    functions, samples = [], {}
-    for row in rows:
-        name = row["function"]
-        used = {
-            phase: [c for c in calls if c.function == name and c.phase == phase and c.counts]
-            for phase in ("native", "warm")
-        }
-        measure = "exec_ms" if math.isfinite(row.get("slowdown_exec_warm", math.nan)) else "latency_ms"
-        native = [getattr(c, measure) for c in used["native"]]
-        warm = [getattr(c, measure) for c in used["warm"]]
-        factor, low, high = ratio_ci(warm, native)
-        native_exec = [c.exec_ms for c in used["native"]]
-        functions.append(
-            {
-                "function": name,
-                "measure": "execution" if measure == "exec_ms" else "latency",
-                "native_ms": float(np.median(native_exec)) if native_exec else math.nan,
-                "factor": factor,
-                "ci_low": low,
-                "ci_high": high,
-                "n": len(native) + len(warm),
-                "resumed_factor": row.get("slowdown_exec_resumed"),
-                "cpu_factor": row.get("slowdown_cpu_warm"),
-                "notes": row.get("notes") or "",
-            }
-        )
-        if measure == "exec_ms":
-            samples[name] = (native, warm)
-    return {"functions": functions, "exponent": exponent_ci(samples), "fitted": sorted(samples)}
-
-
 def slowdown(ctx: Context) -> dict:
-    """Figs 15, 16 on the chosen isolation and, when that is Docker, on process sandboxes beside it."""
+    """Figs 15, 16 on the chosen isolation and, when that is Docker, on process sandboxes beside it:
+    ``slowdown_rounds`` rounds each (``reproduce_slowdown``: each round's median one sample)."""
     entries = [require(name, where="faasprof reproduce") for name in ctx.profile.slowdown_functions]
     isolations = [ctx.isolation] + (["process"] if ctx.isolation == "docker" else [])
-    by_isolation, run_dirs = {}, []
+    by_isolation: dict[str, dict] = {}
+    run_dirs: list[str] = []
     for isolation in isolations:
         options = SlowdownOptions(repeat=ctx.profile.slowdown_repeat, extra_settings=ctx.settings(isolation))
-        out = run_slowdown(entries, ctx.runs, options, connection=ctx.connection)
-        run_dirs.append(str(out))
-        summary = summarise_slowdown(load_rows(out / SLOWDOWN_CSV), load_calls(out / CALLS_CSV))
+        outs = [
+            run_slowdown(entries, ctx.runs, options, connection=ctx.connection)
+            for _ in range(ctx.profile.slowdown_rounds)
+        ]
+        run_dirs.extend(str(out) for out in outs)
+        summary = summarise_rounds([(load_rows(out / SLOWDOWN_CSV), load_calls(out / CALLS_CSV)) for out in outs])
         by_isolation[isolation] = {
             **summary,
             "platform": platform_label(ctx, isolation),
-            "dir": str(out),
-            "plots": [str(out / FIG15), str(out / FIG16)],
+            "dirs": [str(out) for out in outs],
+            "baseline": baseline_text(len(outs), ctx.profile.slowdown_repeat),
+            "claims": quick_claims(len(outs), ctx.profile.slowdown_repeat, len(entries))
+            if ctx.profile.name != "full"
+            else None,
+            # Each round draws its own figures; the first round's stand for the figure's page.
+            "plots": [str(outs[0] / FIG15), str(outs[0] / FIG16)],
         }
     return {
         "primary": ctx.isolation,
