@@ -7,11 +7,13 @@ import argparse
 import json
 
 import numpy as np
+import pandas as pd
 import pytest
 from scipy import stats as scipy_stats
 from test_analyzer_synthetic import write_synthetic_run
 
 from faasprof import rundir
+from faasprof.analyzer import analyze_run
 from faasprof.analyzer.compare import compare_runs
 from faasprof.analyzer.compare_sides import (
     RepeatsEntry,
@@ -191,6 +193,9 @@ def test_repeats_a_side_give_a_verdict_with_its_interval(tmp_path, isolated_home
     runs/repeats-ONE and runs/repeats-OTHER folders of repeats."""
     base = drifted_runs(tmp_path, (5.0, 5.1, 5.0), prefix="a", folder="runs/repeats-ONE")
     more = drifted_runs(tmp_path, (7.5, 7.4, 7.6), prefix="b")
+    same = drifted_runs(tmp_path, (5.1, 5.0, 5.05), prefix="c", folder="runs/repeats-OTHER")
+    for run in (*base, *more, *same):  # runs one has: analysed (here without plots, as compare reads them)
+        analyze_run(run, fetch=False, plots=False)
     for k, (a, b) in enumerate(zip(base, more), start=1):
         (tmp_path / f"A{k}").symlink_to(a)
         (tmp_path / f"B{k}").symlink_to(b)
@@ -204,10 +209,10 @@ def test_repeats_a_side_give_a_verdict_with_its_interval(tmp_path, isolated_home
     assert again.returncode == 0, again.stderr
     assert [line for line in again.stdout.splitlines() if line.strip().startswith("completion p50")] == [p50]
     repeats_folder(base, "a")
-    repeats_folder(drifted_runs(tmp_path, (5.1, 5.0, 5.05), prefix="c", folder="runs/repeats-OTHER"), "c")
-    same = sh_shown("faasprof compare runs/repeats-ONE -- runs/repeats-OTHER", tmp_path)
-    assert same.returncode == 0, same.stderr
-    p50 = next(line for line in same.stdout.splitlines() if line.strip().startswith("completion p50"))
+    repeats_folder(same, "c")
+    alike = sh_shown("faasprof compare runs/repeats-ONE -- runs/repeats-OTHER", tmp_path)
+    assert alike.returncode == 0, alike.stderr
+    p50 = next(line for line in alike.stdout.splitlines() if line.strip().startswith("completion p50"))
     assert p50.endswith(NO_DIFFERENCE)
 
 
@@ -258,6 +263,11 @@ def test_the_guides_sweep_of_repeats_compares_each_points_runs_as_a_side(tmp_pat
         5,
     )
     assert effect["note"] is None and all(f["effect_ci"] is not None for f in effect["figures"][:3])
+    # The memory limit the platform applied (from the records) is the point's.
+    frame = pd.read_parquet(sweep_dir / "sweep.parquet")
+    assert sorted(frame["sweep_memory_mb"].unique().tolist()) == [128, 256]
+    assert (frame["memory_mb"] == frame["sweep_memory_mb"]).all()
+    assert (sweep_dir / "plots" / "completion_latency_ms_p50_vs_memory_mb.png").exists()
 
 
 def test_the_command_line_splits_sides_at_the_separator_and_reads_options_after_the_runs():
