@@ -6,12 +6,23 @@ comment after two spaces and ``#`` is cut. Every one is either run by a test, wh
 ``shown(line)`` (so the test runs what the documents show, and fails once they stop showing it),
 or listed in ``NOT_RUN``. ``tests/test_docs.py`` holds every document to that, and checks every
 flag and path the documents show.
+
+``sh_shown(line, cwd)`` runs a shown line as a reader types it: through ``sh`` (its globs, ``&&``
+and ``tar`` as the shell has them) in a folder where the document's file names are real files,
+``faasprof`` being this checkout's. A placeholder the test cannot make as named (the TIME of
+``runs/repeats-TIME``, which the run names) is mapped to what it made (``substitute``), whole
+words only, each placeholder required to be in the line.
 """
 
 from __future__ import annotations
 
+import os
 import re
 import shlex
+import subprocess
+import sys
+import tempfile
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -25,11 +36,6 @@ OTHER_LANGUAGES = frozenset({"json", "ini", "python", "text", "toml"})
 _SUITE = "it runs the test suite itself, which no test of the suite can"
 _CHECKOUT = "./setup.sh installs system packages on a fresh machine; .ci/run runs ./setup.sh --dev on a clean clone"
 _OPENWHISK_BUILD = "builds OpenWhisk 2.0.0 from source (JDK 17, Maven, Docker)"
-_AZURE = "needs the Azure Functions 2019 dataset's files, which are not downloadable here"
-_PLACEHOLDER_RUNS = (
-    "names the reader's own workloads and runs; tests/test_repeats.py and tests/test_run_level_compare.py run "
-    "these commands on workloads and runs of their own"
-)
 _TESTBED = "deploys OpenWhisk with ansible on a bare-metal Ubuntu server with sudo"
 
 NOT_RUN: dict[str, str] = {
@@ -51,13 +57,6 @@ NOT_RUN: dict[str, str] = {
         f"{_SUITE}; needs OpenWhisk standalone built by ./setup.sh --openwhisk"
     ),
     ".ci/lint": "CI (.ci/run) runs it before the tests; a test running it would lint the tree it is testing",
-    (
-        ".venv/bin/python -m faasprof.monitoring.collectors --write && "
-        ".venv/bin/python -m faasprof.invoker.schema_doc --write"
-    ): (
-        "writes into the checkout; tests/test_readme.py and tests/test_monitoring_registry.py check that the guides "
-        "hold what it writes and run each --write on a copy"
-    ),
     # docs/platforms.md
     "./setup.sh --openwhisk --source OPENWHISK_2.0.0_EXPORT": f"{_OPENWHISK_BUILD}, from an export you have",
     "faasprof local start --platform openwhisk": f"needs OpenWhisk standalone, which {_OPENWHISK_BUILD}",
@@ -79,55 +78,44 @@ NOT_RUN: dict[str, str] = {
         "needs the two servers of the inventory; tests/test_hosts_docker.py runs --hosts against containers"
     ),
     # docs/plugins.md
-    "pip install examples/faasprof-example-plugin": (
-        "installs into the venv faasprof runs from; tests/test_plugin_install.py installs it into a fresh venv and runs "
-        "doctor, validate, run and analyze there"
-    ),
-    "faasprof validate sawtooth_loadavg.json": "the plug-in's workload, run by tests/test_plugin_install.py",
-    "faasprof run sawtooth_loadavg.json --analyze": "the plug-in's workload, run by tests/test_plugin_install.py",
     "faasprof run first_run_modes --analyze": (
         "minutes (a capacity search, then three 15-second phases); tests/test_shipped_workloads.py runs a shipped "
         "workload by its bare name"
     ),
     # docs/traces.md
-    "tar -xJf azurefunctions-dataset2019.tar.xz": _AZURE,
-    (
-        "faasprof trace sample azurefunctions-dataset2019/*d01.csv -n 200 --minutes 600-629 --seed 1 --out study/n200"
-    ): f"{_AZURE}; tests/test_trace_sample.py samples a generated day in the same layout",
-    "faasprof validate study/n200/workload.json": f"{_AZURE}; tests/test_trace_sample.py validates a generated sample",
-    "faasprof plan study/n200/workload.json": f"{_AZURE}; tests/test_trace_sample.py plans a generated sample",
     "faasprof run study/n200/workload.json --analyze": (
-        f"{_AZURE}, and a 30-minute run; tests/test_trace_fidelity.py runs a generated sample with its report"
+        "a 31-minute run (1860 s; on the generated day of tests/test_trace_sample.py, which runs the lines before "
+        "it, about 480,000 invocations); tests/test_trace_fidelity.py runs a short generated sample with its report"
     ),
     # docs/out-of-core.md
     ".venv/bin/python bench/bench_engine.py --rows 10000000,100000000 --memory 2GB --check": (
         "a benchmark of minutes over 100 million generated rows; tests/test_analyzer_engine.py checks the engine's figures"
     ),
-    # docs/statistics.md
-    "faasprof run A.json --vs B.json --repeats 5": _PLACEHOLDER_RUNS,
-    "faasprof run A.json --vs B.json --repeats 5 --order shuffled --order-seed 3": _PLACEHOLDER_RUNS,
-    "faasprof compare runs/repeats-TIME": _PLACEHOLDER_RUNS,
-    "faasprof compare A1 A2 A3 -- B1 B2 B3": _PLACEHOLDER_RUNS,
-    "faasprof compare --a A1 A2 A3 --b B1 B2 B3": _PLACEHOLDER_RUNS,
-    "faasprof compare runs/repeats-ONE -- runs/repeats-OTHER": _PLACEHOLDER_RUNS,
-    "faasprof sweep sweep.json --repeats 5": _PLACEHOLDER_RUNS,
     # docs/experiments.md
-    "faasprof capacity json_dumps": "a search of minutes over short runs; tests/test_capacity*.py search on fakes",
-    "faasprof reproduce --quick": "minutes, a capacity search included; the openwhisk tier runs it on OpenWhisk",
     "faasprof slowdown json_loads json_dumps nbody --repeat 6 --rounds 5": (
         "five passes of minutes; tests/test_reproduce_cli.py runs two rounds of the same code through reproduce --tiny"
     ),
     "faasprof interference --capacity-rps 12 --repeats 5": (
         "five 29 s runs with perf, minutes; tests/test_experiments_interference.py runs --repeats 2 on a 6 s workload"
     ),
-    "faasprof run faasprof/workload_configs/stellar_chain_smoke.json --analyze": (
-        "needs the storage extra (versitygw, ./setup.sh --with storage) and minutes of chains"
+    "faasprof capacity json_dumps": (
+        "a search of up to 8 probe runs and 2 repeats at each end of its bracket (capacity.SEARCH_DEFAULTS), each "
+        "a 2 s run after its warm-up, analysed: minutes on 2 cores; tests/test_capacity_interrupt.py starts this "
+        "command (with --out) and interrupts it in a probe, tests/test_capacity_localwhisk.py runs whole searches "
+        "with a low --max-rate"
+    ),
+    "faasprof reproduce --quick": (
+        "about 10 minutes on 2 cores (its --help says so): a capacity search, then every figure's experiment; "
+        "tests/test_reproduce_cli.py runs --tiny on four figures, the openwhisk tier --quick on OpenWhisk"
     ),
     "faasprof sweep faasprof/workload_configs/stellar_image_size.json": (
-        "needs Docker and builds padded images of up to 200 MiB"
+        "builds Docker images padded with 50 and 200 MiB of incompressible filler and cold-starts each for 20 s; "
+        "tests/test_stellar_image_size.py runs this workload with paddings of 0 and 4 MiB for 12 s"
     ),
     "python -m faasprof.experiments.io_study faasprof/workload_configs/io_concurrency_cost.json --out runs": (
-        "needs the storage extra (versitygw) and minutes of batches"
+        "three points of four bursts 5 s apart (a warm-up and 3 measured batches of 1, 4 and 8 downloads of 10 MB "
+        "from versitygw): over a minute; tests/test_io_study.py runs a study of the same kind (4 points, 1 MB, "
+        "1 s apart) and reads this workload's points"
     ),
 }
 
@@ -190,3 +178,48 @@ def shown(line: str) -> list[str]:
     documented = {command.line for command in shown_commands()}
     assert line in documented, f"no document shows {line!r} any more: run what it shows now"
     return shlex.split(line)
+
+
+def substituted(line: str, substitute: Mapping[str, str]) -> str:
+    """``line`` with each placeholder (a whole word of it) replaced by the test's name for it."""
+    for placeholder, value in substitute.items():
+        pattern = rf"(?<![\w]){re.escape(placeholder)}(?![\w])"
+        assert re.search(pattern, line), f"{placeholder!r} is not a placeholder of {line!r}"
+        line = re.sub(pattern, value.replace("\\", "\\\\"), line)
+    return line
+
+
+def sh_shown(
+    line: str,
+    cwd: Path,
+    env: Mapping[str, str] | None = None,
+    substitute: Mapping[str, str] | None = None,
+    path: Sequence[Path] = (),
+    timeout: float = 300,
+) -> subprocess.CompletedProcess[str]:
+    """Runs the shown ``line`` through ``sh -c`` in ``cwd``. ``path``: folders put first on PATH
+    (a venv's bin, whose ``faasprof`` and ``pip`` the line then runs); without a ``faasprof`` there,
+    ``faasprof`` is a script that runs this checkout's (``python -m faasprof`` with PYTHONPATH)."""
+    shown(line)
+    base = dict(os.environ if env is None else env)
+    if env is None:
+        base.pop("WSK_CONFIG_FILE", None)
+        base["HOME"] = base.get("FAASPROF_TEST_HOME", base.get("HOME", ""))
+        base["PYTHONPATH"] = str(REPO_ROOT)
+    with tempfile.TemporaryDirectory(prefix="faasprof-doc-bin-") as shim_dir:
+        folders = [str(folder) for folder in path]
+        if not any((Path(folder) / "faasprof").exists() for folder in folders):
+            shim = Path(shim_dir) / "faasprof"
+            shim.write_text(f'#!/bin/sh\nexec {shlex.quote(sys.executable)} -m faasprof "$@"\n', encoding="utf-8")
+            shim.chmod(0o755)
+            folders.append(shim_dir)
+        base["PATH"] = os.pathsep.join([*folders, base.get("PATH", "")])
+        return subprocess.run(
+            ["sh", "-c", substituted(line, substitute or {})],
+            cwd=cwd,
+            env=base,
+            capture_output=True,
+            text=True,
+            timeout=timeout,
+            check=False,
+        )

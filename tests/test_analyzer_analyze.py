@@ -17,6 +17,7 @@ from faasprof.analyzer import frames as frames_mod
 from faasprof.analyzer import stats as stats_mod
 from faasprof.analyzer import tails
 from faasprof.analyzer.analysis import analyze_run, load_summary
+from faasprof.analyzer.summary import ModeEvidence, mode_evidence
 from faasprof.errors import FormatError
 
 ONE = {"i0": {"application": "fn", "distribution": "Uniform", "rate": 10.0}}
@@ -40,6 +41,7 @@ def test_modes_known_by_construction(tmp_path, rate, expected):
     phase = _mode(summary)
     assert phase["mode"] == expected, phase["mode_reasons"]
     evidence = phase["mode_evidence"]
+    assert list(evidence) == list(ModeEvidence.__annotations__)
     assert evidence["offered_rps"] == pytest.approx(rate, rel=0.05)
     if expected == "under-invoked":
         assert evidence["resumed_fraction"] > 0.9
@@ -48,6 +50,14 @@ def test_modes_known_by_construction(tmp_path, rate, expected):
     if expected == "over-invoked":
         assert evidence["achieved_rps"] < 0.6 * rate
         assert evidence["trend_last_third_median_ms"] > 2 * evidence["trend_first_third_median_ms"]
+
+
+def test_mode_evidence_copies_its_typed_keys_in_order():
+    keys = list(ModeEvidence.__annotations__)
+    assert len(keys) == 32 and keys[16:22] == [f"final_{name}" for name in stats_mod.REJECTED_FINAL]
+    row = {**{key: index for index, key in enumerate(keys)}, "mode": "balanced", "instance": "i0"}
+    assert list(mode_evidence(row).items()) == [(key, index) for index, key in enumerate(keys)]
+    assert mode_evidence({}) == dict.fromkeys(keys)
 
 
 def test_invocation_frame_columns_breakdown_and_cost(tmp_path):

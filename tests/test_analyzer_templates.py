@@ -6,8 +6,10 @@ from __future__ import annotations
 import pandas as pd
 from test_analyzer_synthetic import write_synthetic_run
 
-from faasprof.analyzer import analyze_run
+from faasprof.analyzer import analyze_run, load_run
+from faasprof.analyzer.analysis import load_summary
 from faasprof.analyzer.compare_plots import write_compare_report
+from faasprof.analyzer.report import write_report
 
 SCRIPT = "<script>alert('x')</script>"
 ESCAPED = "&lt;script&gt;alert(&#39;x&#39;)&lt;/script&gt;"
@@ -21,6 +23,92 @@ def test_a_test_name_with_a_script_tag_is_text_in_the_run_report(tmp_path):
     assert "<script" not in page
     assert f"<title>faasprof: {ESCAPED}</title>" in page
     assert f"<td class='l'>{ESCAPED}</td>" in page  # the outcomes table's test column
+
+
+def sections_naming(text: str) -> dict:
+    """The tails, chains, trace-fidelity and hosts sections of a summary, ``text`` in every name."""
+    hop = {"hop": 0, "n": 1, "transfer_ms_p50": 1.0, "transfer_ms_p99": 2.0, "bandwidth_mbps_p50": 3.0}
+    stats = {"p50_ms": 1.0, "p99_ms": 2.0, "p99_9_ms": 3.0, "p99_over_p50": 2.0, "p99_9_over_p50": 3.0}
+    remote = {
+        "status": "lost",
+        "lost_reason": text,
+        "lost_at_s": 1.0,
+        "clock": {"method": text},
+        "skipped": {"rdt": text},
+        "kernel": text,
+        "cpu_model": None,
+        "cpus": 2,
+        "collectors": [text],
+    }
+    return {
+        "tail_ratios": {
+            "rule": text,
+            "rows": [{"instance": text, "function": "fn", "phase": 0, "start_class": "warm", "n": 5, **stats}],
+        },
+        "chains": {
+            "groups": [
+                {
+                    "instance": text,
+                    "mode": "inline",
+                    "payload_bytes": 1,
+                    "chain_length": 3,
+                    "chains": 1,
+                    "complete": 1,
+                    "chain_ms_p50": 1.0,
+                    "chain_ms_p99": 2.0,
+                    "client_latency_ms_p50": 1.0,
+                    "hops": [{**hop, "warm_n": 0, "warm_transfer_ms_p50": None, "warm_bandwidth_mbps_p50": None}],
+                }
+            ]
+        },
+        "trace_fidelity": {
+            "warmup_s": 60,
+            "spread": text,
+            "total": {
+                "sent": 10,
+                "trace": 10,
+                "exact": True,
+                "within_minute": {},
+                "cold_share": 0.1,
+                "duration_ks_median": 0.2,
+                "mapping_error_median_abs": 0.0,
+            },
+            "sample_distance": {text: {"wasserstein_log10": 0.1, "ks_statistic": 0.2}},
+            "functions": [
+                {
+                    "instance": text,
+                    "mapped_to": "spin",
+                    "sent": 1,
+                    "trace": 1,
+                    "exact": True,
+                    "duration": {},
+                    "memory_mb": 128,
+                    "app_memory_mb": 100,
+                    "cold_share": 0.0,
+                    "mapping_error": 0.0,
+                }
+            ],
+        },
+        "hosts": {
+            "local": text,
+            "remote": {text: remote},
+            "activations": {"host": text, "basis": text, "attributed": {text: 1}, "unknown": {text: 1}},
+        },
+    }
+
+
+def test_names_with_a_script_tag_are_text_in_the_tails_chains_fidelity_and_hosts_sections(tmp_path):
+    run_dir, _ = write_synthetic_run(tmp_path, duration_s=1.0, instances=ONE)
+    analyze_run(run_dir, plots=False)
+    summary = {**load_summary(run_dir), **sections_naming(SCRIPT)}
+    path = tmp_path / "report.html"
+    write_report(load_run(run_dir), summary, path)
+    page = path.read_text(encoding="utf-8")
+    assert "<script" not in page
+    for section in ("<h2>Tail-to-median ratio", "<h2>Function chains", "<h2>Trace fidelity", "<h2>Hosts"):
+        assert ESCAPED in page.split(section, 1)[1].split("<h2>", 1)[0], section
+    assert f"follow <code>{ESCAPED}</code>. Cold starts: 10 % of the successful calls" in page
+    assert f"<p>Activations by host: {ESCAPED} 1; unknown 1 ({ESCAPED} 1).</p>" in page
 
 
 def test_a_warning_and_a_parameter_with_a_script_tag_are_text_in_the_compare_report(tmp_path):

@@ -27,6 +27,7 @@ from tests.doc_commands import (
     fenced_blocks,
     shown,
     shown_commands,
+    substituted,
 )
 
 DOCUMENT_IDS = [path.relative_to(REPO_ROOT).as_posix() for path in documents()]
@@ -35,11 +36,11 @@ IMAGE_NAME = re.compile(r"^faasprof/(test-host|action-[\w.-]+|stellar-padded-pyt
 PATH_ROOTS = ("faasprof/", "setup/", "tests/", "bench/", "docs/", ".ci/")
 
 
-RUNNERS = {"shown", "run_shown"}  # called with a shown line as a literal, they run it
+RUNNERS = {"shown", "run_shown", "sh_shown"}  # called with a shown line as a literal, they run it
 
 
 def run_by_tests() -> dict[str, list[str]]:
-    """Each literal ``shown("...")`` (or ``run_shown("...")``) in the test files, with the files that run it."""
+    """Each literal ``shown("...")`` (or ``run_shown``, ``sh_shown``) in the test files, with the files that run it."""
     found: dict[str, list[str]] = {}
     for path in sorted((REPO_ROOT / "tests").glob("test_*.py")):
         for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
@@ -70,6 +71,13 @@ def test_every_shown_command_is_run_by_a_test_or_listed_as_not_run():
     assert sorted(set(NOT_RUN) - lines) == [], "NOT_RUN lists commands no document shows any more"
     assert sorted(set(run) - lines) == [], "tests run commands no document shows any more"
     assert all(reason.strip() for reason in NOT_RUN.values())
+
+
+def test_a_placeholder_is_replaced_as_a_whole_word_and_must_be_in_the_line():
+    line = "faasprof compare runs/repeats-TIME"
+    assert substituted(line, {"TIME": "20261128T1"}) == "faasprof compare runs/repeats-20261128T1"
+    with pytest.raises(AssertionError, match="'TIME' is not a placeholder of 'faasprof compare TIMES'"):
+        substituted("faasprof compare TIMES", {"TIME": "x"})
 
 
 @pytest.mark.parametrize("document", DOCUMENT_IDS)

@@ -20,6 +20,7 @@ import pytest
 
 from faasprof.experiments import capacity_store
 from faasprof.paths import CACHE_ENV
+from tests.doc_commands import sh_shown
 from tests.helpers import REPO_ROOT
 from tests.test_own_functions import python_function
 
@@ -144,7 +145,17 @@ def test_deploy_and_native_of_an_own_folder_write_nothing_into_a_clean_clone(tmp
     pip_install(python, "-e", str(clone))  # as ./setup.sh installs it: editable
     env = user_env(tmp_path, python)
     own = python_function(tmp_path)  # a requirements.txt naming a wheel built here: offline
+    (clone / ".venv").symlink_to(python.parent.parent)  # the checkout's .venv, as ./setup.sh makes it
     before = ignored_status(clone)
+    # docs/development.md's regeneration of the guides' tables: they already hold what it writes.
+    written = sh_shown(
+        ".venv/bin/python -m faasprof.monitoring.collectors --write && "
+        ".venv/bin/python -m faasprof.invoker.schema_doc --write",
+        clone,
+        env=env,
+    )
+    assert written.returncode == 0, written.stderr
+    assert git("status", "--porcelain", cwd=clone) == ""
 
     started = faasprof(env, clone, "local", "start", "--port", "0", timeout=60)
     assert started.returncode == 0, started.stderr

@@ -16,6 +16,7 @@ from pathlib import Path
 
 import pytest
 
+from tests.doc_commands import sh_shown
 from tests.helpers import REPO_ROOT
 from tests.test_installed import clean_clone, faasprof, new_venv, pip_install, user_env
 
@@ -45,11 +46,23 @@ def sawtooth_loadavg(folder: Path) -> Path:
     return path
 
 
+def pip_in(python: Path) -> Path:
+    """The venv's ``pip`` (its own, made without one: the dev venv's pip module run by its python),
+    offline: no index, the build backend the venv already has (pip's own settings, as a user's
+    pip.conf would give them)."""
+    script = python.parent / "pip"
+    script.write_text(f'#!/bin/sh\nexec {python} -m pip "$@"\n')
+    script.chmod(0o755)
+    return script
+
+
 def test_the_example_plugin_installed_with_pip_is_used_by_validate_run_and_analyze(tmp_path):
+    """docs/plugins.md's lines as shown: ``pip install`` in the checkout (a clean clone), then
+    doctor, validate and run --analyze from a folder outside it, with the venv's bin on PATH."""
     clone = clean_clone(tmp_path)
     built = subprocess.run(
         [sys.executable, "-m", "pip", "wheel", "-q", "--no-deps", "--no-build-isolation", "-w", str(tmp_path / "dist")]
-        + [str(clone), str(clone / "examples" / "faasprof-example-plugin")],
+        + [str(clone)],
         capture_output=True,
         text=True,
         timeout=300,
@@ -57,27 +70,28 @@ def test_the_example_plugin_installed_with_pip_is_used_by_validate_run_and_analy
     assert built.returncode == 0, built.stderr[-3000:]
     python = new_venv(tmp_path / "venv")
     pip_install(python, *map(str, sorted((tmp_path / "dist").glob("*.whl"))))
-    env = user_env(tmp_path, python)
+    pip_in(python)
+    env = {**user_env(tmp_path, python), "PIP_NO_INDEX": "1", "PIP_NO_BUILD_ISOLATION": "0", "PIP_QUIET": "1"}
+    installed = sh_shown("pip install examples/faasprof-example-plugin", clone, env=env, path=[python.parent])
+    assert installed.returncode == 0, installed.stderr[-3000:]
     work = tmp_path / "work"
     work.mkdir()
 
-    doctor = faasprof(env, work, "doctor")
+    doctor = sh_shown("faasprof doctor", work, env=env, path=[python.parent])
     assert doctor.returncode == 0, doctor.stderr
     assert "plugins   ok      collector 'loadavg' from faasprof-example-plugin 0.1.0" in doctor.stdout
     assert "plugins   ok      distribution 'Sawtooth' from faasprof-example-plugin 0.1.0" in doctor.stdout
     assert "plugins   info    metric 'wait_over_platform_latency' from faasprof-example-plugin 0.1.0" in doctor.stdout
     assert "setup.sh" not in doctor.stdout, "a wheel user has no setup.sh"
 
-    workload = sawtooth_loadavg(work)
-    validated = faasprof(env, work, "validate", workload)
+    sawtooth_loadavg(work)
+    validated = sh_shown("faasprof validate sawtooth_loadavg.json", work, env=env, path=[python.parent])
     assert validated.returncode == 0, validated.stderr
-    ran = faasprof(env, work, "run", workload, "--quiet", timeout=150)
+    ran = sh_shown("faasprof run sawtooth_loadavg.json --analyze", work, env=env, path=[python.parent], timeout=300)
     assert ran.returncode == 0, ran.stderr
     run_dir = work / ran.stdout.strip().splitlines()[-1]
     samples = (run_dir / "monitors" / "loadavg" / "loadavg.csv").read_text().splitlines()
     assert samples[0].startswith("elapsed_ns,load_1min,") and len(samples) > 10
-    analyzed = faasprof(env, work, "analyze", run_dir, timeout=150)
-    assert analyzed.returncode == 0, analyzed.stderr
     summary = json.loads((run_dir / "analysis" / "summary.json").read_text())
     assert summary["run"]["planned"] == 12 and summary["run"]["outcomes"]["ok"] == 12
     assert summary["monitors"]["loadavg"]["rows"] > 10 and "load_1min" in summary["monitors"]["loadavg"]["mean"]

@@ -9,11 +9,13 @@ from pathlib import Path
 import pytest
 
 from faasprof import rundir
+from faasprof.analyzer import analyze_run
 from faasprof.analyzer import stats as stats_mod
 from faasprof.analyzer.compare_sides import read_repeats
 from faasprof.errors import ConfigError
 from faasprof.experiments.repeat import Order, run_repeats, sequence, side_names
 from faasprof.progress import Progress
+from tests.doc_commands import sh_shown
 from tests.helpers import run_cli
 
 
@@ -92,28 +94,49 @@ def test_vs_without_repeats_is_one_line_exit_2(tmp_path, isolated_home):
     assert list(tmp_path.iterdir()) == [tmp_path / "home"] or list(tmp_path.iterdir()) == []
 
 
-@pytest.mark.slow
-def test_run_repeats_end_to_end_on_the_embedded_localwhisk(tmp_path, isolated_home):
+def test_a_shuffled_order_is_seeded_and_kept_in_the_folder(tmp_path):
+    runs = FakeRuns([])
+    result = run_repeats(["a.json", "b.json"], 3, tmp_path, runs, Order.SHUFFLED, 3)
+    assert runs.calls == [["a.json", "b.json"][side] for side in sequence(2, 3, Order.SHUFFLED, 3)]
+    document = json.loads((result.folder / "repeats.json").read_text())
+    assert (document["order"], document["seed"]) == ("shuffled", 3)
+
+
+def spin_workload(folder: Path, name: str, service_ms: float) -> None:
+    """A half-second run of ``spin`` at 4/s: two invocations, the least that makes a run."""
     data = {
-        "test_name": "rep",
-        "test_duration_in_seconds": 1,
+        "test_name": name,
+        "test_duration_in_seconds": 0.5,
         "random_seed": 3,
         "blocking_cli": True,
-        "instances": {"s": {"application": "spin", "distribution": "Uniform", "rate": 5, "params": {"service_ms": 5}}},
+        "instances": {
+            "s": {"application": "spin", "distribution": "Uniform", "rate": 4, "params": {"service_ms": service_ms}}
+        },
     }
-    config = tmp_path / "rep.json"
-    config.write_text(json.dumps(data))
-    done = run_cli("run", config, "--repeats", "2", "--out", tmp_path / "runs", timeout=300)
+    (folder / f"{name}.json").write_text(json.dumps(data))
+
+
+@pytest.mark.slow
+def test_the_guides_repeats_run_interleaved_on_the_embedded_localwhisk_and_compare_as_two_sides(
+    tmp_path, isolated_home
+):
+    """docs/statistics.md's commands as shown, in a folder holding its A.json and B.json."""
+    spin_workload(tmp_path, "A", 5)
+    spin_workload(tmp_path, "B", 10)
+    done = sh_shown("faasprof run A.json --vs B.json --repeats 5", tmp_path)
     assert done.returncode == 0, done.stderr
     folder = Path(done.stdout.strip().splitlines()[-1])
-    assert folder.parent == tmp_path / "runs" and folder.name.startswith("repeats-")
-    (side,) = read_repeats(folder)
-    assert side.name == "rep" and len(side.runs) == 2
-    assert all(rundir.read_manifest(run).status == "complete" for run in side.runs)
+    assert folder.parent == Path("runs") and folder.name.startswith("repeats-")
+    sides = read_repeats(tmp_path / folder)
+    assert [(side.name, len(side.runs)) for side in sides] == [("A", 5), ("B", 5)]
+    assert all(rundir.read_manifest(run).status == "complete" for side in sides for run in side.runs)
     assert f"compare them: faasprof compare {folder}" in done.stderr
-    # One workload's repeats alone: nothing to compare them against.
-    alone = run_cli("compare", folder)
-    assert alone.returncode == 2
-    assert alone.stderr.strip().splitlines() == [
-        "compare: 2 runs on one side only (rep); name the other side: faasprof compare A1 A2 -- B1 B2"
-    ]
+    # Analysed here without plots: compare would analyse each run with its plots (3 s a run on 2
+    # cores), the path test_run_level_compare's one-against-one test takes.
+    for run in (run for side in sides for run in side.runs):
+        analyze_run(run, fetch=False, plots=False)
+    time = folder.name.removeprefix("repeats-")
+    compared = sh_shown("faasprof compare runs/repeats-TIME", tmp_path, substitute={"TIME": time})
+    assert compared.returncode == 0, compared.stderr
+    assert "B, s phase 0 (spin): 5 runs against 5" in compared.stdout
+    assert "per-invocation view" not in compared.stdout  # with repeats, the runs are the samples

@@ -7,11 +7,13 @@ import argparse
 import json
 
 import numpy as np
+import pandas as pd
 import pytest
 from scipy import stats as scipy_stats
 from test_analyzer_synthetic import write_synthetic_run
 
 from faasprof import rundir
+from faasprof.analyzer import analyze_run
 from faasprof.analyzer.compare import compare_runs
 from faasprof.analyzer.compare_sides import (
     RepeatsEntry,
@@ -34,6 +36,7 @@ from faasprof.analyzer.run_stats import (
 from faasprof.commands import compare as cmd_compare
 from faasprof.errors import ConfigError, FormatError
 from faasprof.experiments import sweep_report
+from tests.doc_commands import sh_shown
 from tests.helpers import run_cli
 
 P50, ACHIEVED, COLD = RUN_FIGURES[0], RUN_FIGURES[3], RUN_FIGURES[4]
@@ -141,11 +144,11 @@ def test_sides_under_different_host_noise_are_warned():
     assert noise_warnings(sides, manifests) == []
 
 
-def drifted_runs(tmp_path, service_ms, prefix="r", instances=ONE):
+def drifted_runs(tmp_path, service_ms, prefix="r", instances=ONE, folder="runs"):
     """Runs of one workload; ``service_ms`` per run stands for the host's state that run met."""
     return [
         write_synthetic_run(
-            tmp_path / "runs", test_name=f"{prefix}{k}", duration_s=4.0, instances=instances, service_ms=ms, seed=k + 1
+            tmp_path / folder, test_name=f"{prefix}{k}", duration_s=4.0, instances=instances, service_ms=ms, seed=k + 1
         )[0]
         for k, ms in enumerate(service_ms)
     ]
@@ -178,24 +181,38 @@ def test_compare_of_a_single_run_is_an_error(tmp_path, isolated_home):
     assert result.stdout == "" and not (tmp_path / "cmp").exists()
 
 
+def repeats_folder(runs: list, name: str) -> None:
+    """The runs, made in ``runs/<name>``, as a folder of ``faasprof run --repeats`` (one side)."""
+    entry = RepeatsEntry(name, f"{name}.json", [run.name for run in runs])
+    write_repeats(runs[0].parent, [entry], [(name, run.name) for run in runs], "alternate", None)
+
+
 @pytest.mark.slow
 def test_repeats_a_side_give_a_verdict_with_its_interval(tmp_path, isolated_home):
-    base = drifted_runs(tmp_path, (5.0, 5.1, 5.0), prefix="a")
+    """docs/statistics.md's compare lines as shown: A1..B3 are runs of the folder they run in, and
+    runs/repeats-ONE and runs/repeats-OTHER folders of repeats."""
+    base = drifted_runs(tmp_path, (5.0, 5.1, 5.0), prefix="a", folder="runs/repeats-ONE")
     more = drifted_runs(tmp_path, (7.5, 7.4, 7.6), prefix="b")
-    result = run_cli("compare", *base, "--", *more, "--out", tmp_path / "c1")
+    same = drifted_runs(tmp_path, (5.1, 5.0, 5.05), prefix="c", folder="runs/repeats-OTHER")
+    for run in (*base, *more, *same):  # runs one has: analysed (here without plots, as compare reads them)
+        analyze_run(run, fetch=False, plots=False)
+    for k, (a, b) in enumerate(zip(base, more), start=1):
+        (tmp_path / f"A{k}").symlink_to(a)
+        (tmp_path / f"B{k}").symlink_to(b)
+    result = sh_shown("faasprof compare A1 A2 A3 -- B1 B2 B3", tmp_path)
     assert result.returncode == 0, result.stderr
     p50 = next(line for line in result.stdout.splitlines() if line.strip().startswith("completion p50"))
     assert p50.endswith("slower") and "(interval ×" in p50
     assert "B, i0 phase 0 (fn): 3 runs against 3" in result.stdout
     assert "per-invocation view" not in result.stdout  # with repeats, the runs are the samples
-    again = run_cli("compare", "--a", *base, "--b", *more, "--out", tmp_path / "c2")
+    again = sh_shown("faasprof compare --a A1 A2 A3 --b B1 B2 B3", tmp_path)
     assert again.returncode == 0, again.stderr
     assert [line for line in again.stdout.splitlines() if line.strip().startswith("completion p50")] == [p50]
-    same = run_cli(
-        "compare", *base, "--", *drifted_runs(tmp_path, (5.1, 5.0, 5.05), prefix="c"), "--out", tmp_path / "c3"
-    )
-    assert same.returncode == 0, same.stderr
-    p50 = next(line for line in same.stdout.splitlines() if line.strip().startswith("completion p50"))
+    repeats_folder(base, "a")
+    repeats_folder(same, "c")
+    alike = sh_shown("faasprof compare runs/repeats-ONE -- runs/repeats-OTHER", tmp_path)
+    assert alike.returncode == 0, alike.stderr
+    p50 = next(line for line in alike.stdout.splitlines() if line.strip().startswith("completion p50"))
     assert p50.endswith(NO_DIFFERENCE)
 
 
@@ -221,41 +238,36 @@ def test_runs_of_different_functions_are_labelled_by_function(tmp_path, isolated
 
 
 @pytest.mark.slow
-def test_a_sweeps_repeats_of_a_point_are_one_side(tmp_path):
-    sweep_dir = tmp_path / "sweep"
-    points = []
-    for order, (index, rate, repeat) in enumerate(((0, 10.0, 0), (1, 40.0, 0), (1, 40.0, 1), (0, 10.0, 1))):
-        instances = {"i0": {"application": "fn", "distribution": "Uniform", "rate": rate}}
-        run_dir = write_synthetic_run(
-            sweep_dir, test_name=f"r{rate:g}_{repeat}", duration_s=3.0, instances=instances, seed=order + 1
-        )[0]
-        rundir.update_manifest(
-            run_dir, sweep_point={"values": {"rate": rate}, "repeat": repeat, "order": order, "applied": {"rate": rate}}
-        )
-        points.append(
-            {
-                "order": order,
-                "index": index,
-                "repeat": repeat,
-                "values": {"rate": rate},
-                "status": "done",
-                "run_dir": run_dir.name,
-            }
-        )
-    rundir.write_json_atomic(
-        sweep_dir / sweep_report.SWEEP_FILE,
-        {"format_version": 1, "kind": "sweep", "status": "complete", "parameters": ["rate"], "points": points},
-    )
-    _, _, result = sweep_report.sweep_frame(sweep_dir)
-    assert [(s["name"], len(s["runs"])) for s in result["sides"]] == [("rate=10.0", 2), ("rate=40.0", 2)]
+def test_the_guides_sweep_of_repeats_compares_each_points_runs_as_a_side(tmp_path, isolated_home):
+    """docs/statistics.md's ``faasprof sweep sweep.json --repeats 5`` as shown, on the embedded
+    localwhisk: two memory limits, half a second each (two calls of spin), five runs a point."""
+    workload = {
+        "test_name": "sweep",
+        "test_duration_in_seconds": 0.5,
+        "random_seed": 3,
+        "blocking_cli": True,
+        "instances": {"s": {"application": "spin", "distribution": "Uniform", "rate": 4, "params": {"service_ms": 5}}},
+        "sweep": {"parameters": {"memory_mb": [128, 256]}, "cooldown_s": 0},
+    }
+    (tmp_path / "sweep.json").write_text(json.dumps(workload))
+    done = sh_shown("faasprof sweep sweep.json --repeats 5", tmp_path, timeout=480)
+    assert done.returncode == 0, done.stderr[-3000:]
+    sweep_dir = tmp_path / done.stdout.strip().splitlines()[-1]
+    log = sweep_report.load_sweep(sweep_dir)
+    assert log["status"] == "complete" and len(log["points"]) == 10
     (effect,) = sweep_report.sweep_effects(sweep_dir)
     assert (effect["side"], effect["baseline"], effect["n_runs"], effect["n_runs_baseline"]) == (
-        "rate=40.0",
-        "rate=10.0",
-        2,
-        2,
+        "memory_mb=256",
+        "memory_mb=128",
+        5,
+        5,
     )
     assert effect["note"] is None and all(f["effect_ci"] is not None for f in effect["figures"][:3])
+    # The memory limit the platform applied (from the records) is the point's.
+    frame = pd.read_parquet(sweep_dir / "sweep.parquet")
+    assert sorted(frame["sweep_memory_mb"].unique().tolist()) == [128, 256]
+    assert (frame["memory_mb"] == frame["sweep_memory_mb"]).all()
+    assert (sweep_dir / "plots" / "completion_latency_ms_p50_vs_memory_mb.png").exists()
 
 
 def test_the_command_line_splits_sides_at_the_separator_and_reads_options_after_the_runs():

@@ -5,7 +5,10 @@ from __future__ import annotations
 
 import datetime
 import json
+import os
+import shutil
 import socket
+import tarfile
 
 import numpy as np
 import pytest
@@ -15,6 +18,7 @@ from faasprof.workload.azure_files import find_day, read_invocations
 from faasprof.workload.trace_sample import distances, load_population, sample_order, sampled_counts, scale_effect
 from faasprof.workload.trace_synth import write_day
 from faasprof.workload.trace_workload import Calibration, Mapping, map_function, read_calibration, write_calibration
+from tests.doc_commands import REPO_ROOT, sh_shown
 from tests.helpers import run_cli
 
 CALIBRATION = Calibration("h", "cpu", "native", "2026-01-01T00:00:00Z", 2.0, 1.0, {"markdown": 1.0, "float": 300.0})
@@ -102,35 +106,55 @@ def calibrated(tmp_path, monkeypatch):
     return {"FAASPROF_CACHE_DIR": str(cache)}
 
 
+@pytest.fixture
+def dataset(tmp_path):
+    """A made-up day as the 2019 release packs it: ``azurefunctions-dataset2019.tar.xz`` holding the
+    folder ``azurefunctions-dataset2019`` with the day's three files (600 functions)."""
+    write_day(tmp_path / "azurefunctions-dataset2019", functions=600, seed=11)
+    with tarfile.open(tmp_path / "azurefunctions-dataset2019.tar.xz", "w:xz") as archive:
+        archive.add(tmp_path / "azurefunctions-dataset2019", arcname="azurefunctions-dataset2019")
+    shutil.rmtree(tmp_path / "azurefunctions-dataset2019")
+    return tmp_path
+
+
 @pytest.mark.slow
-def test_cli_sample_writes_a_workload_that_validate_and_plan_take(day, tmp_path, calibrated):
-    out = tmp_path / "s"
-    done = run_cli(
-        "trace", "sample", day.invocations.parent, "-n", "30", "--minutes", "600-604", "--seed", "3",
-        "--scale-to", "5", "--out", out, env=calibrated,
-    )  # fmt: skip
+def test_the_guides_sample_of_an_unpacked_day_is_a_workload_that_validate_and_plan_take(dataset, calibrated):
+    """docs/traces.md's lines as shown, from the archive to the plan, in the folder that holds it."""
+    env = {**os.environ, **calibrated, "PYTHONPATH": str(REPO_ROOT)}
+    unpacked = sh_shown("tar -xJf azurefunctions-dataset2019.tar.xz", dataset, env=env)
+    assert unpacked.returncode == 0, unpacked.stderr
+    done = sh_shown(
+        "faasprof trace sample azurefunctions-dataset2019/*d01.csv -n 200 --minutes 600-629 --seed 1 --out study/n200",
+        dataset,
+        env=env,
+    )
     assert done.returncode == 0, done.stderr
-    assert "Wasserstein" in done.stdout and "KS" in done.stdout and "rates x" in done.stdout
+    assert "Wasserstein" in done.stdout and "KS" in done.stdout
+    out = dataset / "study" / "n200"
     workload = json.loads((out / "workload.json").read_text())
-    assert len(workload["instances"]) == 30 and workload["self_check"] == {"warmup_s": 60}
+    assert len(workload["instances"]) == 200 and workload["self_check"] == {"warmup_s": 60}
     assert set(workload["trace"]["distances"]) == {"rate_per_min", "duration_ms", "memory_mb"}
     assert all("mapping_error" in f for f in workload["trace"]["functions"].values())
     assert any("mapping spin" in note for note in workload["notes"])
-    assert run_cli("validate", out / "workload.json", env=calibrated).returncode == 0
-    plan = run_cli("plan", out / "workload.json", "--out", tmp_path / "plan.csv", env=calibrated)
+    validated = sh_shown("faasprof validate study/n200/workload.json", dataset, env=env)
+    assert validated.returncode == 0, validated.stderr
+    assert "study/n200/workload.json: ok (200 instances" in validated.stdout + validated.stderr
+    plan = sh_shown("faasprof plan study/n200/workload.json", dataset, env=env)
     assert plan.returncode == 0, plan.stderr
-    planned = len((tmp_path / "plan.csv").read_text().splitlines()) - 1
-    scale = workload["trace"]["scale"]["factor"]
-    counts = [r.counts for r in read_invocations(out / "trace_invocations.csv")]
-    assert planned == sum(int(np.rint(c * scale).sum()) for c in counts)
-    # The same seed and a larger n: the 30 are its first 30.
-    bigger = tmp_path / "s60"
-    assert run_cli(
-        "trace", "sample", day.invocations.parent, "-n", "60", "--minutes", "600-604", "--seed", "3",
-        "--out", bigger, env=calibrated,
-    ).returncode == 0  # fmt: skip
-    names = [f["function"] for f in json.loads((bigger / "workload.json").read_text())["trace"]["functions"].values()]
-    assert names[:30] == [f["function"] for f in workload["trace"]["functions"].values()]
+    assert workload["trace"]["scale"] is None  # no --scale-to: the trace's own counts
+    planned = sum(int(r.counts.sum()) for r in read_invocations(out / "trace_invocations.csv"))
+    assert f"total {planned} invocations over 1860 s" in plan.stdout + plan.stderr
+    # The same seed and a smaller n, scaled: its 20 are the first 20 of the 200, at 5 per second.
+    smaller = dataset / "n20"
+    scaled = run_cli(
+        "trace", "sample", dataset / "azurefunctions-dataset2019", "-n", "20", "--minutes", "600-629", "--seed", "1",
+        "--scale-to", "5", "--out", smaller, env=calibrated,
+    )  # fmt: skip
+    assert scaled.returncode == 0 and "rates x" in scaled.stdout, scaled.stderr
+    small = json.loads((smaller / "workload.json").read_text())
+    assert small["trace"]["scale"]["factor"] > 0
+    names = [f["function"] for f in small["trace"]["functions"].values()]
+    assert names == [f["function"] for f in workload["trace"]["functions"].values()][:20]
 
 
 @pytest.mark.parametrize(

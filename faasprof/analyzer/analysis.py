@@ -65,6 +65,7 @@ from faasprof.analyzer.summary import (
     RecordsInfo,
     RecordsInfoCore,
     Summary,
+    mode_evidence,
 )
 from faasprof.errors import FaasprofError, FormatError
 from faasprof.monitoring.frames import load_run_monitors, local_host_label, run_hosts
@@ -543,36 +544,7 @@ def build_summary(run: Run) -> Summary:
         phases = []
         for record in rows.to_dict("records"):
             record = {k: v for k, v in record.items() if k not in ("instance", "function", "rate_rps")}
-            evidence_keys = (
-                "achieved_rps",
-                "offered_rps",
-                "achieved_over_offered",
-                "trend_first_third_median_ms",
-                "trend_last_third_median_ms",
-                "trend_slope_ms_per_s",
-                "trend_latency",
-                "cold_fraction",
-                "resumed_fraction",
-                "warm_fraction",
-                "throttled",
-                "timeout",
-                "failed",
-                "answered",
-                "successful",
-                "rejected",
-                *(f"final_{name}" for name in stats_mod.REJECTED_FINAL),
-                "with_record",
-                "successful_with_record",
-                "completion_latency_ms_p50",
-                "trend_completion_last_third_median_ms",
-                "reference_latency_ms",
-                "reference_rate_rps",
-                "reference_source",
-                "mode_evidence_over_threshold",
-                "mode_close",
-                "warm_rate_rps",
-            )
-            record["mode_evidence"] = {k: record.get(k) for k in evidence_keys}
+            record["mode_evidence"] = mode_evidence(record)
             phases.append(record)
         instances.append(
             {

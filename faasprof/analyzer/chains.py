@@ -23,17 +23,17 @@ records of the same chain, not invocations of the run.
 
 from __future__ import annotations
 
-import html
 import math
 import os
+from dataclasses import dataclass
 from pathlib import Path
 
 import numpy as np
 import pandas as pd
 
 from faasprof import rundir
-from faasprof.analyzer import markup
 from faasprof.analyzer.summary import Summary
+from faasprof.analyzer.templating import Table
 from faasprof.rundir import record_fields
 
 RULE = (
@@ -181,11 +181,46 @@ def _q(series: pd.Series, p: float) -> float | None:
     return float(np.quantile(values, p)) if len(values) else None
 
 
-def report_section(summary: Summary) -> str:
-    """The report's HTML: chains per configuration and the transfer latency of every hop."""
+CHAIN_HEADERS = [
+    "instance",
+    "mode",
+    "payload B",
+    "N",
+    "chains",
+    "complete",
+    "end-to-end p50 ms",
+    "end-to-end p99 ms",
+    "client p50 ms",
+]
+HOP_HEADERS = [
+    "instance",
+    "mode",
+    "payload B",
+    "hop",
+    "n",
+    "transfer p50 ms",
+    "transfer p99 ms",
+    "bandwidth p50 MB/s",
+    "warm n",
+    "warm transfer p50 ms",
+    "warm bandwidth p50 MB/s",
+]
+
+
+@dataclass
+class ChainsView:
+    """The report's chains section (the ``chains`` block of templates/report.html)."""
+
+    chains: Table  # a row per configuration (instance, mode, payload)
+    hops: Table  # a row per configuration and hop
+    rule: str
+
+
+def report_view(summary: Summary) -> ChainsView | None:
+    """The report's chains per configuration and the transfer latency of every hop; None without chains."""
     block = summary.get("chains")
     if not block:
-        return ""
+        return None
     chain_rows, hop_rows = [], []
     for g in block["groups"]:
         chain_rows.append(
@@ -217,40 +252,4 @@ def report_section(summary: Summary) -> str:
                     h["warm_bandwidth_mbps_p50"],
                 ]
             )
-    return (
-        "<h2>Function chains (STeLLAR)</h2>"
-        + markup.table(
-            [
-                "instance",
-                "mode",
-                "payload B",
-                "N",
-                "chains",
-                "complete",
-                "end-to-end p50 ms",
-                "end-to-end p99 ms",
-                "client p50 ms",
-            ],
-            chain_rows,
-            left=2,
-        )
-        + "<h3>Per-hop transfer</h3>"
-        + markup.table(
-            [
-                "instance",
-                "mode",
-                "payload B",
-                "hop",
-                "n",
-                "transfer p50 ms",
-                "transfer p99 ms",
-                "bandwidth p50 MB/s",
-                "warm n",
-                "warm transfer p50 ms",
-                "warm bandwidth p50 MB/s",
-            ],
-            hop_rows,
-            left=2,
-        )
-        + f"<p><small>{html.escape(RULE)}.</small></p>"
-    )
+    return ChainsView(Table(CHAIN_HEADERS, chain_rows, left=2), Table(HOP_HEADERS, hop_rows, left=2), RULE)

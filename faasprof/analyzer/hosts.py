@@ -26,12 +26,12 @@ monitor frame's rows labelled by ``host``; this module says, for the analysis:
 
 * what each remote host was: its facts, its clock offset at the start and the end with their
   uncertainties, ``ok`` or ``lost`` (when, on the run axis, and why): ``summary`` and
-  ``report_section``; and the per-host monitor statistics (``monitor_stats`` over its rows).
+  ``report_view``; and the per-host monitor statistics (``monitor_stats`` over its rows).
 """
 
 from __future__ import annotations
 
-import html
+from dataclasses import dataclass
 from typing import Any
 from urllib.parse import urlsplit
 
@@ -41,7 +41,8 @@ import pandas as pd
 from faasprof import rundir
 from faasprof.addresses import is_loopback
 from faasprof.analyzer import attribution
-from faasprof.analyzer.markup import fmt, ms, seconds, table
+from faasprof.analyzer.markup import ms, seconds
+from faasprof.analyzer.templating import Table
 from faasprof.monitoring.frames import local_host_label, run_hosts
 
 UNKNOWN = "unknown"
@@ -247,12 +248,27 @@ def status_text(entry: dict) -> str:
     return f"lost at {seconds(entry['lost_at_s'])}: {reason}"
 
 
-def report_section(hosts: dict) -> str:
+HOST_HEADERS = ["host", "status", "offset at start", "offset at end", "kernel, CPU", "CPUs", "collectors", "skipped"]
+
+
+@dataclass
+class HostsView:
+    """The report's hosts section (the ``hosts`` block of templates/report.html)."""
+
+    local: str  # the label of the machine that ran faasprof
+    method: str | None  # how the clock offsets were measured
+    table: Table  # a row per remote host
+    activations_host: str | None  # where the activations ran
+    activations_basis: str  # how that was decided
+    activations_counts: str | None  # activations per host, where they were attributed
+
+
+def report_view(hosts: dict) -> HostsView | None:
     """The report's hosts: a row per remote host (status, clock offsets, facts, collectors) and
-    where the activations ran. Empty for a run that measured no other host."""
+    where the activations ran. None for a run that measured no other host."""
     remote = hosts.get("remote") or {}
     if not remote:
-        return ""
+        return None
     rows = []
     for name, entry in remote.items():
         clock = entry["clock"]
@@ -271,24 +287,13 @@ def report_section(hosts: dict) -> str:
             ]
         )
     activations = hosts["activations"]
-    method = next((e["clock"]["method"] for e in remote.values() if e["clock"].get("method")), None)
-    return (
-        "<h2>Hosts</h2><p>Counters of the machine that ran faasprof are labelled "
-        f"<code>{html.escape(hosts['local'])}</code>; each remote host's samples are placed on the run's time axis with "
-        "its clock offset (its clock minus this one's), interpolated between the start and the end"
-        + (f" (measured by {html.escape(method)})" if method else "")
-        + ".</p>"
-        + table(
-            ["host", "status", "offset at start", "offset at end", "kernel, CPU", "CPUs", "collectors", "skipped"],
-            rows,
-            left=2,
-        )
-        + f"<p>Activations ran on: <b>{fmt(activations['host'])}</b> ({html.escape(activations['basis'])}).</p>"
-        + (
-            f"<p>Activations by host: {html.escape(counts_text(activations))}.</p>"
-            if "attributed" in activations
-            else ""
-        )
+    return HostsView(
+        local=hosts["local"],
+        method=next((e["clock"]["method"] for e in remote.values() if e["clock"].get("method")), None),
+        table=Table(HOST_HEADERS, rows, left=2),
+        activations_host=activations["host"],
+        activations_basis=activations["basis"],
+        activations_counts=counts_text(activations) if "attributed" in activations else None,
     )
 
 

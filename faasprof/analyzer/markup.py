@@ -1,6 +1,7 @@
-"""HTML pieces shared by faasprof's pages (the run's ``report.html`` with its chain and tail
-sections, the comparison page, the sweep page): the page and its style sheet, number formatting
-with units, tables and embedded images, so that every page has the run report's look.
+"""HTML pieces shared by faasprof's pages: the style sheet and the number formats with units of
+every page (the templates' filters, ``faasprof.analyzer.templating``), and the page, tables and
+embedded images of the pages not on templates (the sweep's, ``faasprof reproduce``'s), so that
+every page has the run report's look.
 """
 
 from __future__ import annotations

@@ -12,8 +12,6 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from markupsafe import Markup
-
 from faasprof import rundir
 from faasprof.analyzer import chains as chains_mod
 from faasprof.analyzer import hosts as hosts_mod
@@ -347,11 +345,10 @@ def write_report(run, summary: Summary, path: Path) -> None:
         warnings=warnings_section(summary["warnings"]),
         modes=modes_section(summary),
         functions=functions_section(summary),
-        # These sections are built by their own modules with markup.table, which escapes every cell.
-        tails=Markup(tails_mod.report_section(summary)),
-        chains=Markup(chains_mod.report_section(summary)),
-        trace_fidelity=Markup(trace_fidelity.report_section(summary)),
-        hosts=Markup(hosts_mod.report_section(summary.get("hosts") or {})),
+        tails=tails_mod.report_view(summary),
+        chains=chains_mod.report_view(summary),
+        fidelity=trace_fidelity.report_view(summary),
+        hosts=hosts_mod.report_view(summary.get("hosts") or {}),
         monitors=monitors_section(run, summary),
         io=io_section(summary),
         plots=plots_section(summary, path.parent),

@@ -108,6 +108,84 @@ class StartClasses(TypedDict):
     counts: dict[str, int]  # invocations per start class (cold, resumed, warm, unknown)
 
 
+class ModeEvidence(TypedDict):
+    """A phase's ``mode_evidence``: the figures the mode rule read (``stats.classify``), copied from
+    the phase's row under their own names (None where the row has no such figure). Its keys are
+    docs/analysis.md's, in the order ``summary.json`` writes them; ``mode_evidence`` builds it."""
+
+    achieved_rps: float | None
+    offered_rps: float | None
+    achieved_over_offered: float | None
+    trend_first_third_median_ms: float | None
+    trend_last_third_median_ms: float | None
+    trend_slope_ms_per_s: float | None
+    trend_latency: str | None  # the latency column the trend is of
+    cold_fraction: float | None
+    resumed_fraction: float | None
+    warm_fraction: float | None
+    throttled: int | None
+    timeout: int | None
+    failed: int | None
+    answered: int | None
+    successful: int | None
+    rejected: int | None
+    # final_<outcome> for each outcome of stats.REJECTED_FINAL, in its order
+    final_throttled: int | None
+    final_timeout: int | None
+    final_failed: int | None
+    final_action_timeout: int | None
+    final_internal_error: int | None
+    final_developer_error: int | None
+    with_record: int | None
+    successful_with_record: int | None
+    completion_latency_ms_p50: float | None
+    trend_completion_last_third_median_ms: float | None
+    reference_latency_ms: float | None
+    reference_rate_rps: float | None
+    reference_source: str | None
+    mode_evidence_over_threshold: float | None
+    mode_close: bool | None
+    warm_rate_rps: float | None
+
+
+def mode_evidence(row: StatsRow) -> ModeEvidence:
+    """The ``mode_evidence`` of a phase's statistics row."""
+    return ModeEvidence(
+        achieved_rps=row.get("achieved_rps"),
+        offered_rps=row.get("offered_rps"),
+        achieved_over_offered=row.get("achieved_over_offered"),
+        trend_first_third_median_ms=row.get("trend_first_third_median_ms"),
+        trend_last_third_median_ms=row.get("trend_last_third_median_ms"),
+        trend_slope_ms_per_s=row.get("trend_slope_ms_per_s"),
+        trend_latency=row.get("trend_latency"),
+        cold_fraction=row.get("cold_fraction"),
+        resumed_fraction=row.get("resumed_fraction"),
+        warm_fraction=row.get("warm_fraction"),
+        throttled=row.get("throttled"),
+        timeout=row.get("timeout"),
+        failed=row.get("failed"),
+        answered=row.get("answered"),
+        successful=row.get("successful"),
+        rejected=row.get("rejected"),
+        final_throttled=row.get("final_throttled"),
+        final_timeout=row.get("final_timeout"),
+        final_failed=row.get("final_failed"),
+        final_action_timeout=row.get("final_action_timeout"),
+        final_internal_error=row.get("final_internal_error"),
+        final_developer_error=row.get("final_developer_error"),
+        with_record=row.get("with_record"),
+        successful_with_record=row.get("successful_with_record"),
+        completion_latency_ms_p50=row.get("completion_latency_ms_p50"),
+        trend_completion_last_third_median_ms=row.get("trend_completion_last_third_median_ms"),
+        reference_latency_ms=row.get("reference_latency_ms"),
+        reference_rate_rps=row.get("reference_rate_rps"),
+        reference_source=row.get("reference_source"),
+        mode_evidence_over_threshold=row.get("mode_evidence_over_threshold"),
+        mode_close=row.get("mode_close"),
+        warm_rate_rps=row.get("warm_rate_rps"),
+    )
+
+
 class Instance(TypedDict):
     """An instance of the workload (``stats.instance_specs``) with its steady phases' statistics."""
 

@@ -16,8 +16,8 @@ nothing about a tail.
 
 from __future__ import annotations
 
-import html
 import math
+from dataclasses import dataclass
 
 import numpy as np
 import pandas as pd
@@ -27,6 +27,7 @@ from faasprof.analyzer import markup
 from faasprof.analyzer import stats as stats_mod
 from faasprof.analyzer.frames import instance_answers_at_end
 from faasprof.analyzer.summary import Summary
+from faasprof.analyzer.templating import Table
 
 CLASSES = ("cold", "resumed", "warm", "all")
 MIN_SAMPLES = 10
@@ -143,8 +144,31 @@ def phase_columns(summary: Summary, instance: str, phase: int) -> dict:
     return out
 
 
-def report_section(summary: Summary) -> str:
-    """The report's HTML section: one table row per instance × phase × start class."""
+TAIL_HEADERS = [
+    "instance",
+    "function",
+    "phase",
+    "start class",
+    "latency",
+    "n",
+    "p50",
+    "p99",
+    "p99.9",
+    "p99/p50",
+    "p99.9/p50",
+]
+
+
+@dataclass
+class TailsView:
+    """The report's tails section (the ``tails`` block of templates/report.html)."""
+
+    table: Table  # a row per instance × phase × start class
+    rule: str  # how the ratios are computed, in words
+
+
+def report_view(summary: Summary) -> TailsView | None:
+    """The report's tails section; None when the run has no tail rows."""
     block = summary.get("tail_ratios") or {}
     rows = [
         [
@@ -163,29 +187,5 @@ def report_section(summary: Summary) -> str:
         for r in block.get("rows", [])
     ]
     if not rows:
-        return ""
-    return (
-        "<h2>Tail-to-median ratio (STeLLAR)</h2>"
-        "<p class='def'>Not the modes table's figures: here the response time (<b>latency</b> column) of every <i>answered</i> "
-        "invocation (successful or not) of the instance in the whole phase, warm-up included; "
-        "the modes table has the completion latency of each instance's successful invocations in the phase's steady window. "
-        "<b>n</b> counts the invocations each row's percentiles are of.</p>"
-        + markup.table(
-            [
-                "instance",
-                "function",
-                "phase",
-                "start class",
-                "latency",
-                "n",
-                "p50",
-                "p99",
-                "p99.9",
-                "p99/p50",
-                "p99.9/p50",
-            ],
-            rows,
-            left=5,
-        )
-        + f"<p><small>{html.escape(block.get('rule', ''))}.</small></p>"
-    )
+        return None
+    return TailsView(Table(TAIL_HEADERS, rows, left=5), block.get("rule", ""))

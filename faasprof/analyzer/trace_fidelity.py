@@ -22,16 +22,17 @@ A plot (``plots/trace_sent_vs_trace.png``) shows sent against trace per minute, 
 
 from __future__ import annotations
 
-import html
 import math
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Mapping
 
 import numpy as np
 import pandas as pd
 
-from faasprof.analyzer.markup import fmt, pct, table
+from faasprof.analyzer.markup import pct
 from faasprof.analyzer.plots import SAVE, new_figure
+from faasprof.analyzer.templating import Table
 from faasprof.errors import ConfigError
 from faasprof.workload.arrivals import read_trace
 
@@ -223,40 +224,52 @@ def write_plot(summary: Mapping[str, Any], plots_dir: Path) -> list[str]:
     return [PLOT_NAME]
 
 
-def report_section(summary: Mapping[str, Any]) -> str:
+FUNCTION_HEADERS = [
+    "instance",
+    "mapped to",
+    "sent",
+    "trace",
+    "exact (or minutes off)",
+    "trace p50 ms",
+    "executed p50 ms",
+    "Wasserstein ms",
+    "KS",
+    "memory MB",
+    "app memory MB (trace)",
+    "cold",
+    "mapping error",
+]
+
+
+@dataclass
+class FidelityView:
+    """The report's trace-fidelity section (the ``trace_fidelity`` block of templates/report.html):
+    the run's totals after the warm-up, the sample's distance from the day, a row per function."""
+
+    warmup_s: float
+    sent: str  # invocations, thousands separated
+    trace: str
+    exact: str  # "exactly", or how many minutes and invocations differ
+    spread: str  # how arrivals are placed within a minute
+    ks_uniform: float | None  # KS of the within-minute arrivals against uniform, where measured
+    median_gap_error: float | None
+    cold_share: float | None
+    duration_ks_median: float | None
+    mapping_error_median_abs: float | None
+    distances: list[tuple[str, float | None, float | None]]  # (dimension, Wasserstein in log10 units, KS)
+    functions: Table
+
+
+def report_view(summary: Mapping[str, Any]) -> FidelityView | None:
+    """The report's trace-fidelity section; None for a run that is not of a trace sample."""
     block = summary.get("trace_fidelity")
     if not block:
-        return ""
+        return None
     total = block["total"]
     within = total["within_minute"]
-    parts = ["<h2>Trace fidelity</h2>"]
     exact = "exactly" if total["exact"] else (
         f"not exactly: {total['minutes_differing']} minute(s) differ by {total['invocations_differing']:,} invocation(s) in all"
     )  # fmt: skip
-    parts.append(
-        f"<p>After the warm-up ({fmt(block['warmup_s'])} s), {total['sent']:,} invocations sent against "
-        f"{total['trace']:,} in the trace (scaled, rounded per minute): {exact}. Within a minute the arrivals follow "
-        f"<code>{html.escape(block['spread'])}</code>"
-        + (f" (KS against uniform {fmt(within.get('ks_statistic'))})" if "ks_statistic" in within else "")
-        + (
-            f" (median gap error {pct(within.get('median_gap_error'))})"
-            if within.get("median_gap_error") is not None
-            else ""
-        )
-        + f". Cold starts: {pct(total['cold_share'])} of the successful calls. Median KS of executed durations "
-        f"against the trace's: {fmt(total['duration_ks_median'])}; median |mapping error| "
-        f"{pct(total['mapping_error_median_abs'])}.</p>"
-    )
-    distance = block.get("sample_distance") or {}
-    if distance:
-        parts.append(
-            "<p>The sample's distance from the whole day: "
-            + "; ".join(
-                f"{html.escape(k)} Wasserstein {fmt(v.get('wasserstein_log10'))} (log10 units), KS {fmt(v.get('ks_statistic'))}"
-                for k, v in distance.items()
-            )
-            + ".</p>"
-        )
     rows = []
     for f in block["functions"]:
         d = f["duration"]
@@ -265,15 +278,23 @@ def report_section(summary: Mapping[str, Any]) -> str:
              d.get("trace_p50_ms"), d.get("executed_p50_ms"), d.get("wasserstein_ms"), d.get("ks_statistic"),
              f["memory_mb"], f["app_memory_mb"], pct(f["cold_share"]), pct(f["mapping_error"])]
         )  # fmt: skip
-    parts.append(
-        table(
-            ["instance", "mapped to", "sent", "trace", "exact (or minutes off)", "trace p50 ms", "executed p50 ms",
-             "Wasserstein ms", "KS", "memory MB", "app memory MB (trace)", "cold", "mapping error"],
-            rows,
-            left=2,
-        )
-    )  # fmt: skip
-    return "".join(parts)
+    return FidelityView(
+        warmup_s=block["warmup_s"],
+        sent=f"{total['sent']:,}",
+        trace=f"{total['trace']:,}",
+        exact=exact,
+        spread=block["spread"],
+        ks_uniform=within.get("ks_statistic"),
+        median_gap_error=within.get("median_gap_error"),
+        cold_share=total["cold_share"],
+        duration_ks_median=total["duration_ks_median"],
+        mapping_error_median_abs=total["mapping_error_median_abs"],
+        distances=[
+            (name, v.get("wasserstein_log10"), v.get("ks_statistic"))
+            for name, v in (block.get("sample_distance") or {}).items()
+        ],
+        functions=Table(FUNCTION_HEADERS, rows, left=2),
+    )
 
 
-__all__ = ["FIDELITY_VERSION", "fidelity_summary", "report_section", "write_plot"]
+__all__ = ["FIDELITY_VERSION", "fidelity_summary", "report_view", "write_plot"]
