@@ -2,17 +2,17 @@
 per-minute series computed by DuckDB over Parquet files, in memory bounded by a setting.
 
 Why DuckDB (ARCHITECTURE.md says it too): it is already a dependency (the records' reader), it
-scans Parquet row groups in pieces, its sorts, joins and aggregates spill to ``temp_directory``
-when they pass ``memory_limit``, and a window's ``row_number`` gives exact order statistics, so the
-percentiles and their intervals are the in-memory analyzer's to the last bit (no sketch, no error
-bound to print). Polars' streaming engine would add a dependency; a sketch (DDSketch, t-digest)
-would trade exactness for one pass.
+scans Parquet row groups in pieces, and its joins and aggregates spill to ``temp_directory`` when
+they pass ``memory_limit``. Polars' streaming engine would add a dependency; a sketch (DDSketch,
+t-digest) would trade exactness for one pass.
 
 A percentile block here is ``faasprof.analyzer.stats.percentile_block``'s: the same keys, the same
 estimate (linear interpolation between the two order statistics around ``p·(n−1)``) and the same
-interval ends (the order statistics at ``stats``' distribution-free ranks). The engine first
-counts each group, works out which ranks those figures read (a handful per group), then sorts each
-group once, out of core, and keeps only the rows at those ranks.
+interval ends (the order statistics at ``stats``' distribution-free ranks), so the figures are the
+in-memory analyzer's to the last bit (no error bound to print). Which ranks those figures read is
+worked out per group (a handful), and ``faasprof.analyzer.order_stats`` finds the values at them
+without sorting any group whole (binned counts first, then only the rows of the bins that hold
+them), in memory bounded by the setting and not by the rows.
 
 Settings (environment, read by ``EngineSettings.from_environment``):
   FAASPROF_ENGINE_MEMORY  DuckDB's memory_limit, e.g. ``2GB`` (default ``1GB``)
