@@ -282,7 +282,7 @@ def unrelated_workload_warnings(
 def percentile_verdicts(before: dict, after: dict) -> list[dict]:
     """Per ``VERDICT_PERCENTILES``: both runs' percentile and 95 % interval (ms), the ratio run /
     baseline with its interval, and the verdict (module docstring). ``before``, ``after``: the two
-    runs' ``stats.percentile_block`` with prefix ``v`` (``compare_latencies.summary_blocks``)."""
+    runs' ``stats.percentile_block`` with prefix ``v`` (``compare_latencies.phase_blocks``)."""
     out = []
     for pct in VERDICT_PERCENTILES:
         key = "v_" + f"p{pct:g}".replace(".", "_")
@@ -372,7 +372,11 @@ def significance(
                 out.append(entry)
                 continue
             test = scipy_stats.mannwhitneyu(b, a, alternative="two-sided")
-            percentiles = percentile_verdicts(base_blocks[key], blocks[key])
+            # phase_stats holds every steady instance × phase; should one lack a group, the samples give the same figures.
+            percentiles = percentile_verdicts(
+                base_blocks.get(key) or stats_mod.percentile_block(a, "v"),
+                blocks.get(key) or stats_mod.percentile_block(b, "v"),
+            )
             entry.update(
                 percentiles=percentiles,
                 verdict=_verdict_text(percentiles),

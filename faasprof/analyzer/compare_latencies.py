@@ -44,29 +44,15 @@ def read_latencies(run_dir: str | os.PathLike) -> dict[Key, np.ndarray]:
         columns=list(READ_COLUMNS),
         filter=(ds.field("steady") == True) & (ds.field("successful") == True),  # noqa: E712
     )
-    instance = np.asarray(table["instance"].to_pandas().astype(str), dtype=object)
-    phase = table["phase"].to_numpy().astype("int64")
-    values = table[METRIC].to_numpy().astype("float64")
+    frame = table.to_pandas()
     del table
+    values = frame[METRIC].to_numpy(dtype="float64")
+    groups = frame.groupby([frame["instance"].astype(str), frame["phase"].astype("int64")], sort=True).indices
     out: dict[Key, np.ndarray] = {}
-    if not len(values):
-        return out
-    # One stable sort by group, then a slice per group: no boolean mask of the whole run per group.
-    codes, labels = _group_codes(instance, phase)
-    order = np.argsort(codes, kind="stable")
-    bounds = np.searchsorted(codes[order], np.arange(len(labels) + 1))
-    for k, key in enumerate(labels):
-        group = values[order[bounds[k] : bounds[k + 1]]]
-        out[key] = group[np.isfinite(group)]
+    for (instance, phase), positions in groups.items():
+        group = values[positions]
+        out[(str(instance), int(phase))] = group[np.isfinite(group)]
     return out
-
-
-def _group_codes(instance: np.ndarray, phase: np.ndarray) -> tuple[np.ndarray, list[Key]]:
-    names, name_codes = np.unique(instance, return_inverse=True)
-    phases, phase_codes = np.unique(phase, return_inverse=True)
-    present, codes = np.unique(name_codes.astype("int64") * len(phases) + phase_codes, return_inverse=True)
-    labels = [(str(names[c // len(phases)]), int(phases[c % len(phases)])) for c in present.tolist()]
-    return codes, labels
 
 
 def phase_blocks(run_dir: str | os.PathLike, prefix: str = "v") -> dict[Key, dict[str, float]]:
