@@ -246,8 +246,8 @@ def generate(rows: int, base: Path) -> int:
         for first_step in range(0, steps, per_block):
             block = synthetic_block(rng, first_step, min(per_block, steps - first_step), rate_each, queue, served)
             block = {k: v[: max(0, rows - 4 * first_step)] for k, v in block.items()}
-            log.write(_joined_lines(_invocation_fields(block)))
-            records.write(_joined_lines(_record_fields(block)))
+            log.writelines(_joined_lines(_invocation_fields(block)))
+            records.writelines(_joined_lines(_record_fields(block)))
     # The records' column index, as a run that saved them has it (parsed once, with DuckDB).
     read_records(rundir.activations_path(run_dir), refresh_index=True)
     perf_lines = write_perf_monitor(run_dir, duration_s)
@@ -314,14 +314,16 @@ def _text(values: np.ndarray) -> pa.Array:
     return pc.cast(pa.array(values), pa.string())
 
 
-def _joined_lines(pieces: list) -> memoryview:
+def _joined_lines(pieces: list) -> list[memoryview]:
     """Rows of text joined from ``pieces`` (arrays, or constant strings), a line each, as the bytes
-    Arrow laid them out in (no copy per row)."""
+    Arrow laid them out in (no copy per row), a piece per chunk."""
     lines = pc.binary_join_element_wise(*pieces, "\n", "")  # the last argument: the separator
-    if not len(lines):
-        return memoryview(b"")
-    offsets = np.frombuffer(lines.buffers()[1], dtype=np.int32)[lines.offset : lines.offset + len(lines) + 1]
-    return memoryview(lines.buffers()[2])[offsets[0] : offsets[-1]]
+    out = []
+    for chunk in lines.chunks if isinstance(lines, pa.ChunkedArray) else [lines]:
+        if len(chunk):
+            offsets = np.frombuffer(chunk.buffers()[1], dtype=np.int32)[chunk.offset : chunk.offset + len(chunk) + 1]
+            out.append(memoryview(chunk.buffers()[2])[offsets[0] : offsets[-1]])
+    return out
 
 
 def _invocation_fields(block: dict[str, np.ndarray]) -> list:
