@@ -128,7 +128,7 @@ def test_significance_verdicts_against_the_first_run(tmp_path):
         path = frame_loader.frame_path(d)
         keep = [*compare_latencies.READ_COLUMNS, *compare_latencies.FILTER_COLUMNS]
         pq.write_table(pq.read_table(path, columns=keep), path)
-    again = compare_runs(dirs, out_dir=tmp_path / "cmp2")
+    again = compare_runs(dirs)
     assert again["significance"] == result["significance"] and again["rows"] == result["rows"]
     # Repeats (no per-invocation tests) and no plots: summaries alone, no frame opened.
     for d in dirs:
