@@ -212,6 +212,14 @@ def test_order_statistics_cut_big_bins_and_stay_exact(tmp_path, connection, monk
     # on a few thousand rows: one-value bins, bins cut twice or more, negative values and zeros.
     monkeypatch.setattr(order_stats, "SORT_ROWS", 40)
     monkeypatch.setattr(order_stats, "SPLIT_BINS", 8)
+    sorted_rows: list[int] = []  # the rows of every bin read and sorted: none over SORT_ROWS
+    read_and_sort = order_stats._read_and_sort
+
+    def counted(connection, rows_sql, keys, bins, figures):
+        sorted_rows.extend(b.rows for b in bins)
+        read_and_sort(connection, rows_sql, keys, bins, figures)
+
+    monkeypatch.setattr(order_stats, "_read_and_sort", counted)
     rng = np.random.default_rng(11)
     n = 5000
     values = {
@@ -233,3 +241,4 @@ def test_order_statistics_cut_big_bins_and_stay_exact(tmp_path, connection, monk
                 assert same(blocks[(name,)][key], value), key
         assert blocks[(name,)]["v_mean"] == pytest.approx(expected["v_mean"], rel=1e-12, abs=1e-12)
         assert quantiles[(name,)][2] == [float(np.quantile(mine, p)) for p in (0.5, 0.99, 1.0)]
+    assert max(sorted_rows, default=0) <= 40 and (shape in ("ties", "one_value")) == (not sorted_rows)
