@@ -12,7 +12,7 @@ The analysis is what ``phase_stats`` holds per instance × steady phase: the per
 (p50/p90/p99/p99.9 with 95 % intervals, mean, max, n) of completion latency over successful
 invocations, the start-class counts and the per-minute series.
 
-    .venv/bin/python bench/bench_engine.py [--rows 10000000[,100000000]] [--memory 2GB] [--check]
+    .venv/bin/python bench/bench_engine.py [--rows 10000000[,100000000]] [--memory 1GB] [--check]
     .venv/bin/python bench/bench_engine.py --analyzer-rows 1000000 --keep DIR
 """
 
@@ -183,7 +183,11 @@ def check_analyzer_run(rows: int, base: Path) -> int:
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--rows", default="10000000", help="rows, or several sizes separated by commas")
-    parser.add_argument("--memory", default="2GB", help="the engine's memory_limit (default 2GB)")
+    parser.add_argument(
+        "--memory",
+        default=engine.DEFAULT_MEMORY_LIMIT,
+        help=f"the engine's memory_limit (default {engine.DEFAULT_MEMORY_LIMIT})",
+    )
     parser.add_argument("--check", action="store_true", help="compare with the in-memory statistics")
     parser.add_argument("--keep", metavar="DIR", help="generate into DIR and keep it (reused by a later call)")
     parser.add_argument(

@@ -3,10 +3,13 @@
 from __future__ import annotations
 
 import pandas as pd
+import pyarrow.parquet as pq
 import pytest
 from test_units import _check
 
 from faasprof import rundir
+from faasprof.analyzer import compare_latencies, frame_loader
+from faasprof.analyzer import stats as stats_mod
 from faasprof.analyzer.analysis import analyze_run
 from faasprof.analyzer.compare import (
     column_units,
@@ -14,12 +17,14 @@ from faasprof.analyzer.compare import (
     default_out_dir,
     differing_keys,
     environment_warnings,
+    percentile_verdicts,
     pick_parameter,
     summary_table,
     unmatched_phase_warnings,
     unrelated_workload_warnings,
     verdict_lines,
 )
+from faasprof.analyzer.compare_sides import Side
 from faasprof.analyzer.frames import parquet_description
 
 
@@ -111,6 +116,29 @@ def test_significance_verdicts_against_the_first_run(tmp_path):
     same = {p["percentile"]: p["verdict"] for p in by_run[dirs[1].name]["percentiles"]}
     assert same[50] == same[90] == "overlapping"
     assert "Is the difference significant?" in (tmp_path / "cmp" / "report.html").read_text()
+    # The verdicts' percentiles come from the summaries: those of the latencies themselves.
+    base = compare_latencies.read_latencies(dirs[0])[("i0", 0)]
+    mine = compare_latencies.read_latencies(dirs[2])[("i0", 0)]
+    assert slower["percentiles"] == stats_mod.clean(
+        percentile_verdicts(stats_mod.percentile_block(base, "v"), stats_mod.percentile_block(mine, "v"))
+    )
+
+    # Each frame cut to the columns compare reads: the same comparison, so it reads no other.
+    for d in dirs:
+        path = frame_loader.frame_path(d)
+        keep = [*compare_latencies.READ_COLUMNS, *compare_latencies.FILTER_COLUMNS]
+        pq.write_table(pq.read_table(path, columns=keep), path)
+    again = compare_runs(dirs)
+    assert again["significance"] == result["significance"] and again["rows"] == result["rows"]
+    # Repeats (no per-invocation tests) and no plots: summaries alone, no frame opened.
+    for d in dirs:
+        frame_loader.frame_path(d).unlink()
+    sides = [Side("ab", dirs[:2]), Side("c", dirs[2:])]
+    repeats = compare_runs([], sides=sides)
+    assert [{k: v for k, v in row.items() if k != "side"} for row in repeats["rows"]] == [
+        {k: v for k, v in row.items() if k != "side"} for row in result["rows"]
+    ]
+    assert [row["side"] for row in repeats["rows"]] == ["ab", "ab", "c"] and repeats["significance"] == []
 
 
 def faster_202s_slower_completion(tmp_path):

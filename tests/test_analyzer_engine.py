@@ -15,7 +15,7 @@ import pytest
 from test_analyzer_synthetic import write_synthetic_run
 
 from faasprof import analyzer
-from faasprof.analyzer import engine, frame_loader
+from faasprof.analyzer import engine, frame_loader, order_stats
 from faasprof.analyzer import stats as stats_mod
 from faasprof.analyzer.analysis import analyze_run, load_run
 from faasprof.errors import ConfigError, FormatError
@@ -204,3 +204,41 @@ def test_a_run_directory_that_cannot_be_written_is_read_from_its_csv(tmp_path, c
     source = columnar.invocations_scan_sql(run_dir, connection)
     assert "read_csv" in source and not columnar.invocations_parquet_path(run_dir).exists()
     assert connection.execute(f"SELECT count(*) FROM {source}").fetchone()[0] == rows > 0
+
+
+@pytest.mark.parametrize("shape", ["ties", "signs", "one_value", "spread"])
+def test_order_statistics_cut_big_bins_and_stay_exact(tmp_path, connection, monkeypatch, shape):
+    # Bins of more than 40 rows are cut again (into 8 slices), so every path of the narrowing runs
+    # on a few thousand rows: one-value bins, bins cut twice or more, negative values and zeros.
+    monkeypatch.setattr(order_stats, "SORT_ROWS", 40)
+    monkeypatch.setattr(order_stats, "SPLIT_BINS", 8)
+    sorted_rows: list[int] = []  # the rows of every bin read and sorted: none over SORT_ROWS
+    read_and_sort = order_stats._read_and_sort
+
+    def counted(connection, rows_sql, keys, bins, figures):
+        sorted_rows.extend(b.rows for b in bins)
+        read_and_sort(connection, rows_sql, keys, bins, figures)
+
+    monkeypatch.setattr(order_stats, "_read_and_sort", counted)
+    rng = np.random.default_rng(11)
+    n = 5000
+    values = {
+        "ties": rng.integers(0, 7, n).astype("float64"),  # a handful of values, thousands of each
+        "signs": np.concatenate([-rng.lognormal(0, 2, n // 2), np.zeros(50), rng.lognormal(0, 2, n // 2)]),
+        "one_value": np.full(n, 3.25),
+        "spread": rng.lognormal(3, 0.01, n) + np.linspace(0, 1e-9, n),  # close values: one first-pass bin
+    }[shape]
+    groups = rng.choice(["a", "b"], len(values))
+    path = tmp_path / "v.parquet"
+    pd.DataFrame({"g": groups, "v": values}).to_parquet(path)
+    blocks = engine.percentile_blocks(connection, engine.parquet_source(path), "v", ["g"])
+    quantiles = engine.linear_quantiles(connection, engine.parquet_source(path), "v", ["g"], [0.5, 0.99, 1.0])
+    for name in ("a", "b"):
+        mine = values[groups == name]
+        expected = stats_mod.percentile_block(mine, "v")
+        for key, value in expected.items():
+            if key != "v_mean":
+                assert same(blocks[(name,)][key], value), key
+        assert blocks[(name,)]["v_mean"] == pytest.approx(expected["v_mean"], rel=1e-12, abs=1e-12)
+        assert quantiles[(name,)][2] == [float(np.quantile(mine, p)) for p in (0.5, 0.99, 1.0)]
+    assert max(sorted_rows, default=0) <= 40 and (shape in ("ties", "one_value")) == (not sorted_rows)

@@ -80,7 +80,7 @@ import pandas as pd
 from scipy import stats as scipy_stats
 
 from faasprof import __version__, rundir
-from faasprof.analyzer import compare_plots, compare_sides, markup, run_stats
+from faasprof.analyzer import compare_latencies, compare_plots, compare_sides, markup, run_stats
 from faasprof.analyzer import frames as frames_mod
 from faasprof.analyzer import stats as stats_mod
 from faasprof.analyzer import tails as tails_mod
@@ -279,28 +279,10 @@ def unrelated_workload_warnings(
     return out
 
 
-def _latencies(path: Path) -> dict[Key, np.ndarray]:
-    """Per instance × phase, the completion latencies (ms) of the successful invocations planned in
-    the phase's steady window, of one analyzed run."""
-    frame = pd.read_parquet(
-        Path(path) / rundir.ANALYSIS / "invocations.parquet",
-        columns=["instance", "phase", "steady", "successful", "completion_latency_ms"],
-    )
-    frame = frame[frame["successful"].to_numpy(dtype=bool) & frame["steady"].to_numpy(dtype=bool)]
-    out = {}
-    for (instance, phase), rows in frame.groupby(
-        [frame["instance"].astype(str), frame["phase"].astype("int64")], sort=True
-    ):
-        values = rows["completion_latency_ms"].to_numpy(dtype="float64")
-        out[(str(instance), int(phase))] = values[np.isfinite(values)]
-    return out
-
-
-def percentile_verdicts(baseline: np.ndarray, run: np.ndarray) -> list[dict]:
+def percentile_verdicts(before: dict, after: dict) -> list[dict]:
     """Per ``VERDICT_PERCENTILES``: both runs' percentile and 95 % interval (ms), the ratio run /
-    baseline with its interval, and the verdict (module docstring)."""
-    before = stats_mod.percentile_block(baseline, "v")
-    after = stats_mod.percentile_block(run, "v")
+    baseline with its interval, and the verdict (module docstring). ``before``, ``after``: the two
+    runs' ``stats.percentile_block`` with prefix ``v`` (``compare_latencies.phase_blocks``)."""
     out = []
     for pct in VERDICT_PERCENTILES:
         key = "v_" + f"p{pct:g}".replace(".", "_")
@@ -343,20 +325,27 @@ def _verdict_text(percentiles: list[dict]) -> str:
 def significance(
     paths: list[Path],
     names: list[str],
-    latencies: dict[Path, dict[Key, np.ndarray]] | None = None,
     modes: dict[str, dict[Key, tuple[str, str]]] | None = None,
+    cdfs: dict[Path, dict[Key, tuple[np.ndarray, np.ndarray]]] | None = None,
 ) -> list[dict]:
     """Each run after the first against the first, per instance × phase and percentile (module
-    docstring). ``latencies``: each run's ``_latencies`` when the caller read them already;
-    ``modes``: per run name, each instance × phase's (function, mode)."""
+    docstring). The percentiles come from the runs' phase statistics; the latencies (for the Mann-Whitney test)
+    are read one run at a time beside the baseline's (``compare_latencies``), and each run's CDF
+    points are left in ``cdfs`` for the plots when it is given. ``modes``: per run name, each instance × phase's
+    (function, mode)."""
     if len(paths) < 2:
         return []
-    latencies = latencies if latencies is not None else {}
     modes = modes or {}
-    base = latencies[paths[0]] if paths[0] in latencies else _latencies(paths[0])
+    base = compare_latencies.read_latencies(paths[0])
+    if cdfs is not None:
+        cdfs[paths[0]] = compare_latencies.cdf_points(base)
+    base_blocks = compare_latencies.phase_blocks(paths[0])
     out = []
     for name, path in zip(names[1:], paths[1:]):
-        other = latencies[path] if path in latencies else _latencies(path)
+        other = compare_latencies.read_latencies(path)
+        if cdfs is not None:
+            cdfs[path] = compare_latencies.cdf_points(other)
+        blocks = compare_latencies.phase_blocks(path)
         for key in sorted(set(base) & set(other), key=lambda k: (k[1], k[0])):
             a, b = base[key], other[key]
             function, mode = modes.get(name, {}).get(key, (None, None))
@@ -383,7 +372,11 @@ def significance(
                 out.append(entry)
                 continue
             test = scipy_stats.mannwhitneyu(b, a, alternative="two-sided")
-            percentiles = percentile_verdicts(a, b)
+            # phase_stats holds every steady instance × phase; should one lack a group, the samples give the same figures.
+            percentiles = percentile_verdicts(
+                base_blocks.get(key) or stats_mod.percentile_block(a, "v"),
+                blocks.get(key) or stats_mod.percentile_block(b, "v"),
+            )
             entry.update(
                 percentiles=percentiles,
                 verdict=_verdict_text(percentiles),
@@ -392,6 +385,7 @@ def significance(
                 prob_slower=float(test.statistic) / (len(a) * len(b)),
             )
             out.append(entry)
+        del other  # the next run's samples replace these: two runs' at most are held
     return out
 
 
@@ -595,8 +589,6 @@ def compare_runs(
         rows.extend(run_rows)
     frame = pd.DataFrame(rows)
     frame.attrs["units"] = column_units(rows, parameter)
-    # Each run's latencies are read once, for the tests and the overlaid CDFs alike.
-    latencies = {path: _latencies(path) for path in paths} if len(paths) > 1 or out_dir is not None else {}
     warnings = environment_warnings(manifests, names, parameter) if len(paths) > 1 else []
     warnings += unrelated_workload_warnings(manifests, names, parameter, differing)
     warnings += unmatched_phase_warnings(names, modes)
@@ -609,6 +601,8 @@ def compare_runs(
         {side.name: [r for r in rows if r["side"] == side.name] for side in sides}, min_effect=min_effect
     )
     one_run_sides = all(len(side.runs) == 1 for side in sides)
+    # Each run's CDF points, for the plots: left by the tests' reading of its latencies, or read after.
+    cdfs: dict[Path, dict[Key, tuple[np.ndarray, np.ndarray]]] | None = {} if out_dir is not None else None
     result = {
         "format_version": COMPARE_FORMAT_VERSION,
         "generated_by": {"faasprof": __version__},
@@ -620,11 +614,14 @@ def compare_runs(
         "warnings": warnings,
         "run_level": stats_mod.clean([effect.to_json() for effect in run_level]),
         # Per-invocation tests describe single runs: with repeats, the runs are the samples.
-        "significance": stats_mod.clean(significance(paths, names, latencies, modes)) if one_run_sides else [],
+        "significance": stats_mod.clean(significance(paths, names, modes, cdfs)) if one_run_sides else [],
         "rows": stats_mod.clean(frame.to_dict("records")),
     }
-    if out_dir is not None:
-        write_outputs(Path(out_dir), frame, result, paths, names, latencies)
+    if out_dir is not None and cdfs is not None:
+        for path in paths:
+            if path not in cdfs:
+                cdfs[path] = compare_latencies.cdf_points(compare_latencies.read_latencies(path))
+        write_outputs(Path(out_dir), frame, result, paths, names, cdfs)
     result["frame"] = frame
     return result
 
@@ -646,12 +643,12 @@ def write_outputs(
     result: dict,
     paths: list[Path],
     names: list[str],
-    latencies: dict[Path, dict[Key, np.ndarray]] | None = None,
+    cdfs: dict[Path, dict[Key, tuple[np.ndarray, np.ndarray]]] | None = None,
 ) -> None:
     out.mkdir(parents=True, exist_ok=True)
     frames_mod.write_parquet(frame, out / "compare.parquet", kind="compare")  # with each column's unit
     frame.to_csv(out / "compare.csv", index=False)
-    plots = compare_plots.write_compare_plots(out / "plots", frame, paths, names, result["parameter"], latencies)
+    plots = compare_plots.write_compare_plots(out / "plots", frame, paths, names, result["parameter"], cdfs)
     result["outputs"] = {
         "frame": "compare.parquet",
         "csv": "compare.csv",

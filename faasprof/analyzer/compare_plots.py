@@ -10,7 +10,7 @@ import numpy as np
 import pandas as pd
 
 from faasprof.analyzer.markup import ms, pct, rate, ratio
-from faasprof.analyzer.plots import SAVE, _ecdf_points, new_figure
+from faasprof.analyzer.plots import SAVE, new_figure
 from faasprof.analyzer.run_stats import format_effect, format_value
 from faasprof.analyzer.templating import Image, Table, embedded_image, render
 
@@ -49,31 +49,22 @@ def _series(frame: pd.DataFrame) -> list[tuple[str, int, str]]:
 
 
 def overlaid_cdfs(
-    path: Path, frame: pd.DataFrame, paths: list[Path], names: list[str], latencies: dict | None = None
+    path: Path,
+    frame: pd.DataFrame,
+    paths: list[Path],
+    names: list[str],
+    cdfs: dict[Path, dict[tuple[str, int], tuple[np.ndarray, np.ndarray]]],
 ) -> None:
-    """One CDF per run for each instance × phase (the first six); ``latencies``: per run path, per
-    (instance, phase), the steady window's completion latencies (``faasprof.analyzer.compare._latencies``)
-    when the caller read them already."""
+    """One CDF per run for each instance × phase (the first six); ``cdfs``: per run path, per
+    (instance, phase), the thinned CDF points of the steady window's completion latencies
+    (``faasprof.analyzer.compare_latencies.cdf_points``)."""
     series = _series(frame)[:6]
     fig, axes = new_figure(len(series), 1, figsize=(8, 3.6 * len(series)), squeeze=False)
     labels = dict(zip(frame["run"], frame["label"]))
+    empty = (np.array([]), np.array([]))
     for ax, (instance, phase, title) in zip(axes[:, 0], series):
         for name, run_path in zip(names, paths):
-            if latencies is not None and run_path in latencies:
-                values = latencies[run_path].get((instance, phase), np.array([]))
-            else:
-                inv = pd.read_parquet(
-                    run_path / "analysis" / "invocations.parquet",
-                    columns=["instance", "phase", "steady", "successful", "completion_latency_ms"],
-                )
-                keep = (
-                    (inv["instance"].astype(str) == instance).to_numpy()
-                    & (inv["phase"].to_numpy() == phase)
-                    & inv["steady"].to_numpy(dtype=bool)
-                    & inv["successful"].to_numpy(dtype=bool)
-                )
-                values = inv.loc[keep, "completion_latency_ms"].to_numpy(dtype="float64")
-            x, y = _ecdf_points(values)
+            x, y = cdfs.get(run_path, {}).get((instance, phase), empty)
             if len(x):
                 ax.plot(x, y, drawstyle="steps-post", label=str(labels.get(name, name)))
         ax.set_xscale("log")
@@ -113,12 +104,12 @@ def write_compare_plots(
     paths: list[Path],
     names: list[str],
     parameter: str | None,
-    latencies: dict | None = None,
+    cdfs: dict[Path, dict[tuple[str, int], tuple[np.ndarray, np.ndarray]]] | None = None,
 ) -> list[str]:
     out.mkdir(parents=True, exist_ok=True)
     written = []
     if len(frame):
-        overlaid_cdfs(out / "cdfs.png", frame, paths, names, latencies)
+        overlaid_cdfs(out / "cdfs.png", frame, paths, names, cdfs or {})
         written.append("cdfs.png")
     if parameter and len(frame) and frame["parameter_value"].notna().all() and frame["parameter_value"].nunique() > 1:
         versus_parameter(out / "versus_parameter.png", frame, parameter)

@@ -2,17 +2,17 @@
 per-minute series computed by DuckDB over Parquet files, in memory bounded by a setting.
 
 Why DuckDB (ARCHITECTURE.md says it too): it is already a dependency (the records' reader), it
-scans Parquet row groups in pieces, its sorts, joins and aggregates spill to ``temp_directory``
-when they pass ``memory_limit``, and a window's ``row_number`` gives exact order statistics, so the
-percentiles and their intervals are the in-memory analyzer's to the last bit (no sketch, no error
-bound to print). Polars' streaming engine would add a dependency; a sketch (DDSketch, t-digest)
-would trade exactness for one pass.
+scans Parquet row groups in pieces, and its joins and aggregates spill to ``temp_directory`` when
+they pass ``memory_limit``. Polars' streaming engine would add a dependency; a sketch (DDSketch,
+t-digest) would trade exactness for one pass.
 
 A percentile block here is ``faasprof.analyzer.stats.percentile_block``'s: the same keys, the same
 estimate (linear interpolation between the two order statistics around ``p·(n−1)``) and the same
-interval ends (the order statistics at ``stats``' distribution-free ranks). The engine first
-counts each group, works out which ranks those figures read (a handful per group), then sorts each
-group once, out of core, and keeps only the rows at those ranks.
+interval ends (the order statistics at ``stats``' distribution-free ranks), so the figures are the
+in-memory analyzer's to the last bit (no error bound to print). Which ranks those figures read is
+worked out per group (a handful), and ``faasprof.analyzer.order_stats`` finds the values at them
+without sorting any group whole (binned counts first, then only the rows of the bins that hold
+them), in memory bounded by the setting and not by the rows.
 
 Settings (environment, read by ``EngineSettings.from_environment``):
   FAASPROF_ENGINE_MEMORY  DuckDB's memory_limit, e.g. ``2GB`` (default ``1GB``)
@@ -33,6 +33,7 @@ from typing import Mapping, Sequence
 import duckdb
 import pandas as pd
 
+from faasprof.analyzer import order_stats
 from faasprof.analyzer import stats as stats_mod
 from faasprof.errors import ConfigError
 from faasprof.rundir import columnar
@@ -133,6 +134,13 @@ def _block_from_ranks(n: int, mean: float, at: dict[int, float], prefix: str) ->
     return out
 
 
+def _rows_sql(source: str, column: str, groups: Sequence[str], where: str) -> str:
+    """``order_stats``' input: the groups as ``_g0`` …, ``column``'s finite values as ``_v``."""
+    keys = [f"{_column(g)} AS _g{k}" for k, g in enumerate(groups)] or ["0 AS _g0"]
+    value = f"{_column(column)}::DOUBLE"
+    return f"SELECT {', '.join(keys)}, {value} AS _v FROM {source} WHERE ({where}) AND isfinite({value})"
+
+
 def percentile_blocks(
     connection: duckdb.DuckDBPyConnection,
     source: str,
@@ -142,44 +150,43 @@ def percentile_blocks(
     prefix: str | None = None,
 ) -> dict[GroupKey, dict]:
     """Per group of ``groups`` (column names), ``stats.percentile_block`` of ``column``'s finite
-    values among the rows where ``where`` (SQL over ``source``) holds, computed out of core.
-    Groups with no finite value are left out."""
-    value = _column(column)
-    keys = [_column(g) for g in groups]
-    key_list = ", ".join(keys) if keys else "0"
-    filtered = f"SELECT {', '.join([*keys, value]) if keys else value} FROM {source} WHERE ({where}) AND isfinite({value}::DOUBLE)"
-    counted = connection.execute(
-        f"SELECT {key_list}, count(*), avg({value}::DOUBLE) FROM ({filtered}) GROUP BY ALL"
-    ).fetchall()
-    width = len(keys) or 1
+    values among the rows where ``where`` (SQL over ``source``) holds, computed out of core
+    (``order_stats``: no group is sorted whole). Groups with no finite value are left out."""
     ps = [pct / 100.0 for pct in stats_mod.PERCENTILES]
-    wanted_rows: list[tuple] = []
-    for row in counted:
-        key, n = tuple(row[:width]), int(row[width])
-        wanted_rows.extend((*key, rank) for rank in needed_ranks(n, ps))
-    group_names = list(groups) or ["_all"]
-    wanted = pd.DataFrame(wanted_rows, columns=[*group_names, "_rank"])
-    connection.register("_wanted", wanted)
-    try:
-        partition = f"PARTITION BY {key_list}" if keys else ""
-        join = " AND ".join([*(f"r.{k} = w.{k}" for k in keys), "r._rank = w._rank"])
-        found = connection.execute(
-            f"SELECT {', '.join(f'r.{k}' for k in keys) or '0'}, r._rank, r._v FROM ("
-            f"SELECT {key_list + ',' if keys else ''} {value}::DOUBLE AS _v, "
-            f"row_number() OVER ({partition} ORDER BY {value}::DOUBLE) - 1 AS _rank FROM ({filtered})) r "
-            f"JOIN _wanted w ON {join}"
-        ).fetchall()
-    finally:
-        connection.unregister("_wanted")
-    at: dict[GroupKey, dict[int, float]] = {}
-    for row in found:
-        at.setdefault(tuple(row[:width]), {})[int(row[width])] = float(row[width + 1])
+    figures = order_stats.order_statistics(
+        connection, _rows_sql(source, column, groups, where), max(len(groups), 1), lambda n: needed_ranks(n, ps)
+    )
     return {
-        tuple(row[:width]): _block_from_ranks(
-            int(row[width]), row[width + 1], at.get(tuple(row[:width]), {}), prefix or column
-        )
-        for row in counted
+        key: _block_from_ranks(found.n, found.total / found.n, found.at, prefix or column)
+        for key, found in figures.items()
     }
+
+
+def linear_quantiles(
+    connection: duckdb.DuckDBPyConnection,
+    source: str,
+    column: str,
+    groups: Sequence[str],
+    ps: Sequence[float],
+    where: str = "true",
+) -> dict[GroupKey, tuple[int, float, list[float]]]:
+    """Per group: the finite values' count, their sum and quantiles ``ps`` by linear interpolation between
+    order statistics (numpy's default; ``quantile_cont``'s), exact and out of core."""
+
+    def ranks(n: int) -> list[int]:
+        return [r for p in ps for r in stats_mod._interpolation(n, p)[:2]]
+
+    figures = order_stats.order_statistics(
+        connection, _rows_sql(source, column, groups, where), max(len(groups), 1), ranks
+    )
+    out: dict[GroupKey, tuple[int, float, list[float]]] = {}
+    for key, found in figures.items():
+        values = []
+        for p in ps:
+            below, above, weight = stats_mod._interpolation(found.n, p)
+            values.append(found.at[below] * (1.0 - weight) + found.at[above] * weight)
+        out[key] = (found.n, found.total, values)
+    return out
 
 
 def steady_phase_blocks(
@@ -228,11 +235,15 @@ def per_minute_series(
     """Per instance and minute of the run (``minute``: 0 for [0, 60) s): invocations, their mean
     and exact median of ``column`` (linear interpolation, numpy's), computed out of core."""
     value, t = _column(column), _column(time_column)
-    frame = connection.execute(
-        f"SELECT instance::VARCHAR AS instance, CAST(floor({t} / 60) AS BIGINT) AS minute, count(*) AS count, "
-        f"avg({value}) AS {column}_mean, quantile_cont({value}, 0.5) AS {column}_p50 "
-        f"FROM {source} WHERE ({where}) AND isfinite({value}::DOUBLE) GROUP BY ALL ORDER BY ALL"
-    ).df()
+    minutes = (
+        f"(SELECT instance::VARCHAR AS instance, CAST(floor({t} / 60) AS BIGINT) AS minute, {value} "
+        f"FROM {source} WHERE {where})"
+    )
+    found = linear_quantiles(connection, minutes, column, ["instance", "minute"], [0.5])
+    frame = pd.DataFrame(
+        [(instance, minute, n, total / n, p50) for (instance, minute), (n, total, (p50,)) in sorted(found.items())],
+        columns=["instance", "minute", "count", f"{column}_mean", f"{column}_p50"],
+    )
     frame["count"] = frame["count"].astype("int64")
     return frame
 
@@ -263,14 +274,11 @@ def log_figures(
                 entry = out.setdefault((instance, int(phase["phase"])), {"planned": 0})
                 entry["planned"] += int(count)
                 entry[f"outcome_{outcome}"] = int(count)
-        lateness = connection.execute(
-            f"SELECT instance, quantile_cont(lateness_ms, 0.5), quantile_cont(lateness_ms, 0.99), max(lateness_ms) "
-            f"FROM {derived} WHERE {window} AND isfinite(lateness_ms) GROUP BY ALL"
-        ).fetchall()
-        for instance, p50, p99, top in lateness:
+        lateness = linear_quantiles(connection, derived, "lateness_ms", ["instance"], [0.5, 0.99, 1.0], window)
+        for (instance,), (_n, _total, (p50, p99, top)) in lateness.items():
             if (instance, int(phase["phase"])) in out:
                 out[(instance, int(phase["phase"]))].update(
-                    {"lateness_ms_p50": float(p50), "lateness_ms_p99": float(p99), "lateness_ms_max": float(top)}
+                    {"lateness_ms_p50": p50, "lateness_ms_p99": p99, "lateness_ms_max": top}
                 )
         for column in ("client_latency_ms", "corrected_latency_ms"):
             blocks = percentile_blocks(connection, derived, column, ["instance"], f"{window} AND outcome = 'ok'")
