@@ -129,7 +129,7 @@ def test_a_stored_calibration_holds_for_its_own_host_and_platform_only():
 
 
 def test_the_calibration_run_calls_spin_one_level_at_a_time_and_fits_its_records():
-    workload = calibration_workload(["markdown"])
+    workload = calibration_workload({"markdown": 2.0, "float": 300.0})
     windows = [tuple(i["activity_window"]) for i in workload["instances"].values()]
     assert all(a[1] <= b[0] for a, b in zip(windows, windows[1:]))  # one at a time, in order
     assert [
@@ -138,6 +138,10 @@ def test_the_calibration_run_calls_spin_one_level_at_a_time_and_fits_its_records
         if n.startswith("spin-") and n != "spin-warmup"
     ] == list(SPIN_REQUESTS_MS)
     assert "markdown" in workload["instances"] and "params" not in workload["instances"]["markdown"]
+    # A catalogue function's calls are spaced by its native time: float's (300 ms) 1 s apart, not 0.4 s.
+    assert (
+        workload["instances"]["float"]["rate"] == pytest.approx(1.0) and workload["instances"]["markdown"]["rate"] > 2
+    )
     executed = {f"spin-{v:g}ms": np.full(5, 3.0 + 1.1 * v) for v in SPIN_REQUESTS_MS}
     offset, slope = fit_spin(executed)
     assert offset == pytest.approx(3.0) and slope == pytest.approx(1.1)

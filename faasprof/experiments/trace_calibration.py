@@ -6,7 +6,8 @@ what the fidelity report compares with the trace's durations).
 One short run (``faasprof.invoker.run.execute``) on the platform: a warm-up call, then ``spin`` at
 each of ``SPIN_REQUESTS_MS`` for ``REPEATS`` calls, one at a time (``CALL_GAP_S`` apart, so that
 no call waits for another), and with ``catalogue`` each Python function of the catalogue in turn
-(a warm-up call, then ``REPEATS``). Cold calls are left out. A line executed = offset + slope x
+(a warm-up call, then ``REPEATS``, spaced by twice its native time: one call at a time). Cold
+calls are left out. A line executed = offset + slope x
 requested is fitted through the medians of spin's levels (least squares); each catalogue function keeps its median, and
 one that failed every call is left out, and said. Measured natively (a worker process) spin's
 offset was 0.1 ms; on the embedded localwhisk the executed medians came out 2.4 times the trace's
@@ -34,6 +35,7 @@ from faasprof import paths, rundir
 from faasprof.analyzer.analysis import load_run
 from faasprof.errors import NotReadyError
 from faasprof.experiments.capacity_store import platform_identity
+from faasprof.experiments.native import Worker
 from faasprof.functions import catalogue
 from faasprof.invoker.run import execute
 from faasprof.platforms.openwhisk.connection import Connection
@@ -48,8 +50,12 @@ from faasprof.workload.trace_workload import (
 
 SPIN_REQUESTS_MS = (1.0, 5.0, 20.0, 50.0)
 REPEATS = 7
-CALL_GAP_S = 0.4  # between calls: longer than the slowest spin level and the catalogue's sample inputs
+CALL_GAP_S = 0.4  # between spin's calls: longer than its slowest level, so that no call waits for another
 WARMUP_CALLS = 2
+NATIVE_TIMEOUT_S = 120.0
+# A catalogue function's calls are its native time x this, plus CALL_GAP_S, apart: fannkuch takes
+# seconds, and calls 0.4 s apart ran six at once (its median read 21 s).
+GAP_FACTOR = 2.0
 
 
 def cpu_model() -> str:
@@ -69,28 +75,30 @@ def calibration_path(platform_id: str) -> Path:
     return paths.cache_dir("calibration") / f"{socket.gethostname()}--{slug}.json"
 
 
-def _block(name: str, params: dict, start_s: float, calls: int) -> tuple[dict, float]:
-    """An instance making ``calls`` calls from ``start_s``, one every ``CALL_GAP_S``; and its end."""
-    end_s = start_s + calls * CALL_GAP_S
+def _block(name: str, params: dict, start_s: float, calls: int, gap_s: float = CALL_GAP_S) -> tuple[dict, float]:
+    """An instance making ``calls`` calls from ``start_s``, one every ``gap_s``; and its end."""
+    end_s = start_s + calls * gap_s
     instance = {
         "application": name,
         "distribution": "Uniform",
-        "rate": 1.0 / CALL_GAP_S,
+        "rate": 1.0 / gap_s,
         "activity_window": [round(start_s, 3), round(end_s, 3)],
         **({"params": params} if params else {}),
     }
     return instance, end_s
 
 
-def calibration_workload(functions: list[str]) -> dict:
-    """The calibration run: spin's warm-up and levels, then each of ``functions`` with its sample input."""
+def calibration_workload(functions: dict[str, float]) -> dict:
+    """The calibration run: spin's warm-up and levels, then each of ``functions`` (name: its native
+    time in ms, which spaces its calls) with its sample input."""
     instances: dict[str, dict] = {}
     instances["spin-warmup"], at = _block("spin", {"service_ms": 1.0}, 0.0, WARMUP_CALLS)
     for service_ms in SPIN_REQUESTS_MS:
         instances[f"spin-{service_ms:g}ms"], at = _block("spin", {"service_ms": service_ms}, at, REPEATS)
-    for name in functions:
-        instances[f"{name}-warmup"], at = _block(name, {}, at, 1)
-        instances[name], at = _block(name, {}, at, REPEATS)
+    for name, native_ms in functions.items():
+        gap_s = round(CALL_GAP_S + GAP_FACTOR * native_ms / 1000.0, 3)
+        instances[f"{name}-warmup"], at = _block(name, {}, at, 1, gap_s)
+        instances[name], at = _block(name, {}, at, REPEATS, gap_s)
     return {
         "test_name": "trace-calibration",
         "test_duration_in_seconds": round(at + CALL_GAP_S, 3),
@@ -100,17 +108,31 @@ def calibration_workload(functions: list[str]) -> dict:
     }
 
 
-def _python_functions(progress: Progress) -> list[str]:
-    found = []
+def _native_ms(entry: catalogue.FunctionEntry) -> float:
+    """One warm call's execution time (ms) in a worker process, as `faasprof native` runs it."""
+    worker = Worker(entry)
+    worker.start()
+    try:
+        for _ in range(2):  # the first imports and warms
+            answer = worker.call(entry.sample_params(), NATIVE_TIMEOUT_S)
+            if not answer.get("ok"):
+                raise NotReadyError(f"failed natively ({answer.get('error')})")
+    finally:
+        worker.stop()
+    return float(answer["exec_ns"]) / 1e6
+
+
+def _python_functions(progress: Progress) -> dict[str, float]:
+    """The Python catalogue functions that run here, with their native time (which spaces their calls)."""
+    found = {}
     for entry in catalogue.entries():
         if not entry.kind.startswith("python") or entry.name == "spin":
             continue
         try:
             entry.require_available()
+            found[entry.name] = _native_ms(entry)
         except Exception as error:  # noqa: BLE001 - a function that cannot run here is left out, and said
             progress.say(f"calibration: {entry.name} left out ({str(error).splitlines()[0][:120]})")
-            continue
-        found.append(entry.name)
     return found
 
 
@@ -152,7 +174,7 @@ def calibrate(
 ) -> Calibration:
     """Measure on the platform (``connection``, else the embedded localwhisk with ``local_settings``) and store it."""
     platform_id = platform_identity(connection, local_settings)
-    functions = _python_functions(progress) if catalogue_too else []
+    functions = _python_functions(progress) if catalogue_too else {}
     data = calibration_workload(functions)
     progress.say(
         f"calibrating on {platform_id}: spin at {', '.join(f'{v:g}' for v in SPIN_REQUESTS_MS)} ms"
