@@ -51,7 +51,10 @@ from faasprof.workload.trace_workload import (
 SPIN_REQUESTS_MS = (1.0, 5.0, 20.0, 50.0)
 REPEATS = 7
 CALL_GAP_S = 0.4  # between spin's calls: longer than its slowest level, so that no call waits for another
-WARMUP_CALLS = 2
+WARMUP_CALLS = 3
+# The warm-up's calls wait for the sandbox: on OpenWhisk standalone (Docker) a cold start took over
+# 0.4 s, so calls 0.4 s apart each started a container, and 4 of spin's 7 calls at 1 ms were cold.
+WARMUP_GAP_S = 1.5
 NATIVE_TIMEOUT_S = 120.0
 # A catalogue function's calls are its native time x this, plus CALL_GAP_S, apart: fannkuch takes
 # seconds, and calls 0.4 s apart ran six at once (its median read 21 s).
@@ -92,7 +95,7 @@ def calibration_workload(functions: dict[str, float]) -> dict:
     """The calibration run: spin's warm-up and levels, then each of ``functions`` (name: its native
     time in ms, which spaces its calls) with its sample input."""
     instances: dict[str, dict] = {}
-    instances["spin-warmup"], at = _block("spin", {"service_ms": 1.0}, 0.0, WARMUP_CALLS)
+    instances["spin-warmup"], at = _block("spin", {"service_ms": 1.0}, 0.0, WARMUP_CALLS, WARMUP_GAP_S)
     for service_ms in SPIN_REQUESTS_MS:
         instances[f"spin-{service_ms:g}ms"], at = _block("spin", {"service_ms": service_ms}, at, REPEATS)
     for name, native_ms in functions.items():
