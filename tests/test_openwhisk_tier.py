@@ -75,8 +75,8 @@ class Tier:
         self.home = home
         self.env = {"FAASPROF_TEST_HOME": str(home), "HOME": str(home), "OPENWHISK_STANDALONE_HOME": str(HOME_DIR)}
 
-    def cli(self, *args, timeout: float = 240) -> subprocess.CompletedProcess:
-        return run_cli(*args, env=self.env, timeout=timeout)
+    def cli(self, *args, timeout: float = 240, env: dict | None = None) -> subprocess.CompletedProcess:
+        return run_cli(*args, env={**self.env, **(env or {})}, timeout=timeout)
 
     def popen(self, *args) -> subprocess.Popen:
         return subprocess.Popen(
@@ -230,17 +230,21 @@ def test_kill_9_mid_run_then_analyze_with_no_flags_fetches_its_records(tier, tmp
 
 
 def test_a_trace_sample_runs_on_openwhisk_with_its_fidelity_report(tier, tmp_path):
-    """A 4-function, 1-minute sample of a generated trace day (issue 45): calibrated on this host
-    (the tier's HOME has no calibration: `trace sample` measures it), run on OpenWhisk standalone,
-    and its fidelity report: per-minute counts equal to the trace's as scaled, every record."""
+    """A 4-function, 1-minute sample of a generated trace day (issue 45): calibrated on OpenWhisk
+    standalone (in a cache of its own, which holds no calibration: `trace sample` measures it on the
+    platform `local start` left; in the user's cache, which conftest keeps for every test, an
+    earlier tier's was taken instead), run there, and its fidelity report: per-minute counts equal
+    to the trace's as scaled, every record."""
     day = write_day(tmp_path / "day", functions=300, seed=4, median_duration_ms=5.0, median_rate_per_min=0.5)
     sample = tmp_path / "sample"
     done = tier.cli(
         "trace", "sample", day.invocations.parent, "-n", "4", "--minutes", "700-700", "--warmup-minutes", "0",
-        "--scale-to", "1", "--no-alloc", "--out", sample,
+        "--scale-to", "1", "--no-alloc", "--out", sample, env={"FAASPROF_CACHE_DIR": str(tmp_path / "cache")},
     )  # fmt: skip
     assert done.returncode == 0, done.stderr
     assert "calibration stored in" in done.stderr
+    calibration = json.loads((sample / "workload.json").read_text())["trace"]["calibration"]
+    assert calibration["platform"].startswith("openwhisk http://127.0.0.1:"), calibration
     done = tier.cli("run", sample / "workload.json", "--analyze", "--out", tmp_path / "runs", timeout=300)
     assert done.returncode == 0, done.stderr[-3000:]
     run_dir = _run_dir(done.stdout)
@@ -249,6 +253,7 @@ def test_a_trace_sample_runs_on_openwhisk_with_its_fidelity_report(tier, tmp_pat
     total = summary["trace_fidelity"]["total"]
     assert total["exact"] and total["sent"] == total["trace"] == len(rundir.read_invocations(run_dir))
     assert all(f["duration"].get("n", 0) >= 1 for f in summary["trace_fidelity"]["functions"] if f["sent"])
+    assert summary["trace_fidelity"]["calibration"]["warning"] is None
     _assert_records_complete(run_dir, summary)
 
 
@@ -297,6 +302,8 @@ def test_reproduce_quick_gives_a_verdict_per_figure(tier, tmp_path):
     assert document["isolation"]["chosen"] == "openwhisk", document["isolation"]
     verdicts = {entry["figure"]: entry["verdict"] for entry in document["figures"]}
     assert sorted(verdicts) == sorted(REPRODUCED_FIGURES), verdicts
-    assert set(verdicts.values()) <= {"reproduced", "not reproduced"}, verdicts
+    # "indicative": beyond noise on fewer cold starts or functions than a verdict needs, which --quick gives
+    # Fig 5 (reproduce_rules.INDICATIVE); never "not measurable here".
+    assert set(verdicts.values()) <= {"reproduced", "not reproduced", "indicative"}, verdicts
     for number in REPRODUCED_FIGURES:
         assert f"Fig {number} (" in done.stdout, done.stdout

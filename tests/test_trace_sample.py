@@ -13,7 +13,15 @@ import tarfile
 import numpy as np
 import pytest
 
-from faasprof.experiments.trace_calibration import cpu_model
+from faasprof.errors import NotReadyError
+from faasprof.experiments.trace_calibration import (
+    SPIN_REQUESTS_MS,
+    calibration_path,
+    calibration_workload,
+    cpu_model,
+    fit_spin,
+    stale_because,
+)
 from faasprof.workload.azure_files import find_day, read_invocations
 from faasprof.workload.trace_sample import distances, load_population, sample_order, sampled_counts, scale_effect
 from faasprof.workload.trace_synth import write_day
@@ -21,7 +29,21 @@ from faasprof.workload.trace_workload import Calibration, Mapping, map_function,
 from tests.doc_commands import REPO_ROOT, sh_shown
 from tests.helpers import run_cli
 
-CALIBRATION = Calibration("h", "cpu", "native", "2026-01-01T00:00:00Z", 2.0, 1.0, {"markdown": 1.0, "float": 300.0})
+CALIBRATION = Calibration(
+    "h", "cpu", "localwhisk isolation=auto", "2026-01-01T00:00:00Z", 2.0, 1.0, {"markdown": 1.0, "float": 300.0}
+)
+EMBEDDED = "localwhisk isolation=auto"  # capacity_store.platform_identity of the embedded localwhisk
+
+
+def store_calibration(cache, monkeypatch, offset_ms: float, slope: float) -> dict:
+    """A calibration of this host on the embedded localwhisk in ``cache`` (so that the CLI measures
+    nothing); the environment that points the CLI at it."""
+    monkeypatch.setenv("FAASPROF_CACHE_DIR", str(cache))
+    now = datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ")
+    path = calibration_path(EMBEDDED)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    write_calibration(path, Calibration(socket.gethostname(), cpu_model(), EMBEDDED, now, offset_ms, slope))
+    return {"FAASPROF_CACHE_DIR": str(cache)}
 
 
 @pytest.fixture(scope="module")
@@ -91,19 +113,50 @@ def test_calibration_file_round_trips_and_refuses_other_versions(tmp_path):
     data = json.loads(path.read_text())
     data["format_version"] = 99
     path.write_text(json.dumps(data))
-    with pytest.raises(Exception, match="format_version 99 is not 1"):
+    with pytest.raises(Exception, match="format_version 99 is not 2"):
         read_calibration(path)
 
 
+def test_a_stored_calibration_holds_for_its_own_host_and_platform_only():
+    now = datetime.datetime(2026, 2, 1, tzinfo=datetime.timezone.utc)
+    mine = Calibration(socket.gethostname(), cpu_model(), EMBEDDED, "2026-01-20T00:00:00Z", 2.0, 1.0)
+    assert stale_because(mine, EMBEDDED, now) is None
+    other_host = Calibration("elsewhere", cpu_model(), EMBEDDED, "2026-01-20T00:00:00Z", 2.0, 1.0)
+    assert "host elsewhere's, not this host's" in stale_because(other_host, EMBEDDED, now)
+    assert "measured on localwhisk isolation=auto, not openwhisk" in stale_because(
+        mine, "openwhisk http://127.0.0.1:3233 (OpenWhisk standalone)", now
+    )
+    assert "over 30" in stale_because(mine, EMBEDDED, now + datetime.timedelta(days=40))
+    # One file per host and platform: the embedded localwhisk's is not OpenWhisk's.
+    assert calibration_path(EMBEDDED) != calibration_path("openwhisk http://127.0.0.1:3233")
+    assert socket.gethostname() in calibration_path(EMBEDDED).name
+
+
+def test_the_calibration_run_calls_spin_one_level_at_a_time_and_fits_its_records():
+    workload = calibration_workload({"markdown": 2.0, "float": 300.0})
+    windows = [tuple(i["activity_window"]) for i in workload["instances"].values()]
+    assert all(a[1] <= b[0] for a, b in zip(windows, windows[1:]))  # one at a time, in order
+    assert [
+        i["params"]["service_ms"]
+        for n, i in workload["instances"].items()
+        if n.startswith("spin-") and n != "spin-warmup"
+    ] == list(SPIN_REQUESTS_MS)
+    assert "markdown" in workload["instances"] and "params" not in workload["instances"]["markdown"]
+    # A catalogue function's calls are spaced by its native time: float's (300 ms) 1 s apart, not 0.4 s.
+    assert (
+        workload["instances"]["float"]["rate"] == pytest.approx(1.0) and workload["instances"]["markdown"]["rate"] > 2
+    )
+    executed = {f"spin-{v:g}ms": np.full(5, 3.0 + 1.1 * v) for v in SPIN_REQUESTS_MS}
+    offset, slope = fit_spin(executed)
+    assert offset == pytest.approx(3.0) and slope == pytest.approx(1.1)
+    with pytest.raises(NotReadyError, match="fewer than two of its levels"):
+        fit_spin({"spin-1ms": np.ones(5)})
+
+
 @pytest.fixture
-def calibrated(tmp_path, monkeypatch):
-    """A stored calibration of this host (so that the CLI measures nothing)."""
-    cache = tmp_path / "cache"
-    (cache / "calibration").mkdir(parents=True)
-    now = datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ")
-    stored = Calibration(socket.gethostname(), cpu_model(), "native", now, 2.0, 1.0)
-    write_calibration(cache / "calibration" / f"{socket.gethostname()}.json", stored)
-    return {"FAASPROF_CACHE_DIR": str(cache)}
+def calibrated(tmp_path, monkeypatch, isolated_home):
+    """A stored calibration of this host on the embedded localwhisk (so that the CLI measures nothing)."""
+    return store_calibration(tmp_path / "cache", monkeypatch, 2.0, 1.0)
 
 
 @pytest.fixture
@@ -135,7 +188,9 @@ def test_the_guides_sample_of_an_unpacked_day_is_a_workload_that_validate_and_pl
     assert len(workload["instances"]) == 200 and workload["self_check"] == {"warmup_s": 60}
     assert set(workload["trace"]["distances"]) == {"rate_per_min", "duration_ms", "memory_mb"}
     assert all("mapping_error" in f for f in workload["trace"]["functions"].values())
-    assert any("mapping spin" in note for note in workload["notes"])
+    assert any("mapping spin, calibrated on localwhisk isolation=auto" in note for note in workload["notes"])
+    per_function = next(n for n in workload["notes"] if n.startswith("mapping error per function"))
+    assert all(f"{name} " in per_function for name in workload["instances"])
     validated = sh_shown("faasprof validate study/n200/workload.json", dataset, env=env)
     assert validated.returncode == 0, validated.stderr
     assert "study/n200/workload.json: ok (200 instances" in validated.stdout + validated.stderr

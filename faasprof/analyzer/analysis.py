@@ -29,7 +29,9 @@ docs/analysis.md. Summary format versions (``SUMMARY_FORMAT_VERSION``):
      readable by version-2 readers: ``run.end_s`` and ``run.not_sent_interrupted`` (a run that
      stopped early: where it stopped, and the invocations planned after that, which
      ``run.final_outcomes`` and ``failures`` leave out); ``tail_ratios`` rows per instance × phase
-     (before, per function × phase and ``all``: ``compare`` gives such a run no tail columns).
+     (before, per function × phase and ``all``: ``compare`` gives such a run no tail columns);
+     ``run.warmup`` and ``start_classes.warmup_left_out`` (the run's warm-up, left out of every
+     figure: ``stats.WARMUP_RULE``; before, only the trace fidelity left it out).
 """
 
 from __future__ import annotations
@@ -93,7 +95,7 @@ class Run:
     manifest: rundir.Manifest
     invocations: pd.DataFrame  # one row per planned invocation, joined with its record
     phase_stats: pd.DataFrame  # one row per instance × steady phase, with the mode
-    function_stats: pd.DataFrame  # one row per function over the whole run
+    function_stats: pd.DataFrame  # one row per function over the whole run after its warm-up
     monitors: dict[str, pd.DataFrame] = field(default_factory=dict)  # by collector; rows of every host
     hosts: dict[str, rundir.HostInfo] = field(default_factory=dict)  # the remote hosts measured, by name
     specs: list[dict] = field(default_factory=list)
@@ -103,6 +105,7 @@ class Run:
     )
     warnings: list[str] = field(default_factory=list)
     end_s: float | None = None  # where a run that stopped early stopped (analyzer.stats.run_end_s)
+    warmup_s: float = 0.0  # the run's warm-up, left out of every figure (analyzer.stats.run_warmup_s)
     _records: pd.DataFrame | None = field(default=None, repr=False)
 
     @property
@@ -262,10 +265,11 @@ def _group_tables(
     references: dict[str, dict],
     end_s: float | None = None,
     pause_grace_ms: float | None = None,
+    warmup_s: float = 0.0,
 ) -> tuple[pd.DataFrame, pd.DataFrame, list[str]]:
     """``phase_stats`` (one row per instance × steady phase, with the mode), ``function_stats``
-    (one row per function over the whole run, up to ``end_s`` when it stopped early) and the
-    stability warnings. ``references``: each function's reference latency for
+    (one row per function over the whole run after its warm-up ``warmup_s``, up to ``end_s`` when
+    it stopped early) and the stability warnings. ``references``: each function's reference latency for
     the queueing rule (``stats.latency_references``); ``pause_grace_ms``: the platform's, the lower
     edge of the balanced band (``stats.warm_rate_rps``)."""
     intended = frame["intended_s"].to_numpy()
@@ -276,6 +280,8 @@ def _group_tables(
     slim = frame[[c for c in stats_mod.STATS_COLUMNS if c in frame.columns]]
     by_instance = slim.groupby("instance", observed=True, sort=False).indices
     for phase in phase_list:
+        if phase.get("in_warmup"):
+            continue  # wholly within the run's warm-up: run, but no figure
         for name in phase["instances"]:
             if name not in by_instance:
                 continue
@@ -339,6 +345,7 @@ def _group_tables(
     ):
         if end_s is not None:  # what was planned after the stop was never due while the run ran
             positions = positions[intended[positions] < end_s]
+        positions = positions[intended[positions] >= warmup_s]
         rows = slim.take(positions)
         t = rows["intended_s"].to_numpy()
         start = float(np.nanmin(t)) if len(t) else 0.0
@@ -441,18 +448,21 @@ def load_run(
     specs = stats_mod.instance_specs(manifest, frame)
     duration = stats_mod._workload_duration(manifest, frame)
     end_s = stats_mod.run_end_s(manifest, frame)
-    phase_list = stats_mod.phases(specs, duration, end_s)
+    warmup_s = stats_mod.run_warmup_s(manifest)
+    phase_list = stats_mod.phases(specs, duration, end_s, warmup_s)
     frame["phase"] = stats_mod.assign_phase(frame["intended_s"].to_numpy(), phase_list)
     steady = np.zeros(len(frame), dtype=bool)
     intended = frame["intended_s"].to_numpy()
     for phase in phase_list:
         steady |= (intended >= phase["steady_start_s"]) & (intended < phase["end_s"])
     frame["steady"] = steady
+    # The run's warm-up: kept (counted among the outcomes), marked, and left out of every figure.
+    frame["warmup"] = intended < warmup_s
 
     # In a function of its own: the groups' copies and positions are gone before the monitors load.
     grace_ms, _ = frames_mod.pause_grace_ms(manifest)
     phase_stats, function_stats, stability = _group_tables(
-        frame, specs, phase_list, stats_mod.latency_references(manifest), end_s, grace_ms
+        frame, specs, phase_list, stats_mod.latency_references(manifest), end_s, grace_ms, warmup_s
     )
     warnings.extend(stability)
 
@@ -499,6 +509,7 @@ def load_run(
         records_info={**records_info, "monitors": monitors_info},
         warnings=warnings,
         end_s=end_s,
+        warmup_s=warmup_s,
     )
 
 
@@ -525,6 +536,8 @@ def _phase(phase: dict) -> Phase:
     }
     if "planned_end_s" in phase:
         out["planned_end_s"] = phase["planned_end_s"]
+    if phase.get("in_warmup"):
+        out["in_warmup"] = True
     return out
 
 
@@ -536,6 +549,7 @@ def build_summary(run: Run) -> Summary:
     # Planned after the run stopped: apart from the final outcomes, which count what was due.
     unsent_after = int(stats_mod.unsent_after_end(frame, run.end_s).sum())
     final_counts["not_sent"] -= unsent_after
+    after_warmup = frame["start_class"][~frame["warmup"].to_numpy(dtype=bool)]
     instances: list[Instance] = []
     for spec in run.specs:
         rows = (
@@ -572,6 +586,11 @@ def build_summary(run: Run) -> Summary:
             "final_outcomes": final_counts,
             "end_s": run.end_s,
             "not_sent_interrupted": unsent_after,
+            "warmup": {
+                "warmup_s": run.warmup_s,
+                "invocations": int(frame["warmup"].sum()),
+                "rule": stats_mod.WARMUP_RULE,
+            },
             "phases": [_phase(p) for p in run.phases],
             "pushback": pushback_summary(frame, outcome_counts),
         },
@@ -581,7 +600,8 @@ def build_summary(run: Run) -> Summary:
             "pause_grace_ms": run.records_info.get("pause_grace_ms"),
             "rule": "a record's containerState annotation when present (localwhisk); else cold: initTime present; resumed: no initTime and every earlier activation of the action ended >= pause grace before this start, or its waitTime >= 30 ms (an unpause) and it did not queue (every earlier activation of the action had ended, or the one before waited < 30 ms); warm: otherwise; unknown: no record",
             "records_with_container_state": run.records_info.get("with_container_state", 0),
-            "counts": {name: int((frame["start_class"] == name).sum()) for name in frames_mod.START_CLASSES},
+            "counts": {name: int((after_warmup == name).sum()) for name in frames_mod.START_CLASSES},
+            "warmup_left_out": int(frame["warmup"].sum()),
         },
         "mode_rule": stats_mod.MODE_RULE,
         "tail_ratios": tails_mod.tail_ratios(frame, run.manifest),

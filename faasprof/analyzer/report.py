@@ -104,6 +104,7 @@ class OutcomesView:
     http: list[tuple[str, int]]  # the HTTP outcomes that happened, in HTTP_OUTCOMES order
     records: RecordsInfo
     start_classes: StartClasses
+    warmup: str | None  # warmup_line: what the run's warm-up left out of the figures
 
 
 def outcomes_section(summary: Summary) -> OutcomesView:
@@ -117,6 +118,7 @@ def outcomes_section(summary: Summary) -> OutcomesView:
         http=[(name, count) for name, count in info["outcomes"].items() if count],
         records=summary["records"],
         start_classes=summary["start_classes"],
+        warmup=warmup_line(info),
     )
 
 
@@ -385,6 +387,17 @@ def _not_sent_interrupted(info: RunInfo) -> dict[str, int]:
     return {"not sent: interrupted": count} if count else {}
 
 
+def warmup_line(info: RunInfo) -> str | None:
+    """What the run's warm-up left out of the figures, in one line (None: no warm-up)."""
+    warmup = info.get("warmup") or {}
+    if not warmup.get("warmup_s"):
+        return None
+    return (
+        f"warm-up: the first {warmup['warmup_s']:g} s ({warmup['invocations']} invocations) were run, are counted "
+        "among the outcomes and left out of every figure (percentiles, breakdown, modes, start classes, tails)"
+    )
+
+
 def summary_lines(summary: Summary) -> list[str]:
     """The analysis in a few lines: records, failures first, outcomes, one line per instance and phase."""
     records = summary["records"]
@@ -412,6 +425,9 @@ def summary_lines(summary: Summary) -> list[str]:
         + apart
     )
     lines += [f"  {name}: not invoked" for name in not_invoked(summary)]
+    warmup = warmup_line(summary["run"])
+    if warmup:
+        lines.append(f"  {warmup}")
     lines += hosts_mod.summary_lines(summary.get("hosts") or {})
     noise = summary.get("host_noise")
     if noise:

@@ -5,7 +5,9 @@ Pure functions of frames and the manifest; nothing here reads or writes files.
 Phases
     The test timeline is cut wherever an instance's activity window starts or ends; each piece is a
     phase with a fixed set of active instances. Its *steady* part drops a warm-up at the start
-    (``min(WARMUP_MAX_S, WARMUP_FRACTION × length)``), where the first cold starts fall. Every
+    (``min(WARMUP_MAX_S, WARMUP_FRACTION × length)``), where the first cold starts fall, and
+    begins no earlier than the run's own warm-up (``run_warmup_s``: a trace sample's warm-up
+    minutes), whose invocations are run but left out of every figure (``WARMUP_RULE``). Every
     per-phase figure is computed over invocations *planned* in the steady part. A run that stopped
     early (interrupted, aborted) ends its phases where it stopped (``run_end_s``); what was planned
     after that was never due while it ran, so it is neither offered nor failed but counted apart
@@ -101,6 +103,11 @@ from faasprof.workload.arrivals import distribution_of
 
 WARMUP_MAX_S = 2.0
 WARMUP_FRACTION = 0.2
+WARMUP_RULE = (
+    "invocations planned before the run's warm-up ends (its self-check warmup_s) were run but are left out of every "
+    "figure: percentiles, breakdown, modes, per-function statistics, start classes and tail ratios; they keep their "
+    "rows (the frame's warmup column) and are counted among the outcomes"
+)
 PERCENTILES = (50.0, 90.0, 99.0, 99.9)
 Z_95 = 1.959963984540054
 
@@ -257,12 +264,27 @@ def unsent_after_end(frame: pd.DataFrame, end_s: float | None) -> np.ndarray:
     return label_mask(frame["outcome"], ("not_sent",)) & (frame["intended_s"].to_numpy(dtype="float64") >= end_s)
 
 
-def phases(specs: list[dict], duration_s: float, end_s: float | None = None) -> list[dict]:
+def run_warmup_s(manifest: rundir.Manifest) -> float:
+    """The run's warm-up in seconds: what the self-check used (the manifest's ``self_check``
+    limits, the workload's block with ``run --self-check`` over it), else the workload's own
+    ``self_check.warmup_s``, else 0. Invocations planned before it are run but left out of every
+    figure (``WARMUP_RULE``)."""
+    limits = (manifest.extra.get("self_check") or {}).get("limits") or {}
+    value = limits.get("warmup_s")
+    if value is None:
+        given = (manifest.workload or {}).get("as_given") or {}
+        value = (given.get("self_check") or {}).get("warmup_s")
+    return float(value) if isinstance(value, (int, float)) and math.isfinite(value) and value > 0 else 0.0
+
+
+def phases(specs: list[dict], duration_s: float, end_s: float | None = None, warmup_s: float = 0.0) -> list[dict]:
     """Cut the timeline where any activity window starts or ends (see the module docstring).
 
     ``end_s``: the run stopped there (``run_end_s``): a phase running then ends there
     (``planned_end_s`` keeps its planned end), and a phase whose steady part had not begun is left
-    out, so an interrupted run's offered rate is what was due while it ran."""
+    out, so an interrupted run's offered rate is what was due while it ran. ``warmup_s``: the
+    run's warm-up (``run_warmup_s``): no steady part begins before it, and a phase that ends
+    within it has none (``in_warmup``)."""
     edge_set = {0.0, float(duration_s)}
     for spec in specs:
         edge_set.update(v for v in spec["window_s"] if 0.0 <= v <= duration_s)
@@ -275,7 +297,7 @@ def phases(specs: list[dict], duration_s: float, end_s: float | None = None) -> 
         if not active:
             continue
         warmup = min(WARMUP_MAX_S, WARMUP_FRACTION * (end - start))
-        steady_start_s = start + warmup
+        steady_start_s = min(max(start + warmup, warmup_s), end)
         phase = {
             "phase": len(out),
             "start_s": start,
@@ -283,6 +305,8 @@ def phases(specs: list[dict], duration_s: float, end_s: float | None = None) -> 
             "steady_start_s": steady_start_s,
             "instances": active,
         }
+        if steady_start_s >= end:
+            phase["in_warmup"] = True  # wholly within the run's warm-up: no steady part, no statistics
         if end_s is not None and end > end_s:
             if end_s <= steady_start_s:
                 break  # this phase and every later one had no steady part before the stop

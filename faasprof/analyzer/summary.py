@@ -39,6 +39,15 @@ class Phase(TypedDict, total=False):
     steady_start_s: float  # the end of the phase's warm-up; the statistics cover steady_start_s..end_s
     instances: list[str]
     planned_end_s: float  # only in a run that stopped inside the phase
+    in_warmup: bool  # only for a phase wholly within the run's warm-up: no steady part, no statistics
+
+
+class Warmup(TypedDict):
+    """The run's warm-up (``stats.run_warmup_s``): run, kept, counted, and left out of every figure."""
+
+    warmup_s: float  # 0: none
+    invocations: int  # planned before it ends (the frame's warmup column)
+    rule: str  # stats.WARMUP_RULE
 
 
 class Pushback(TypedDict):
@@ -59,6 +68,7 @@ class RunInfo(TypedDict):
     not_sent_interrupted: int  # planned after end_s: never due, neither offered nor failed
     phases: list[Phase]
     pushback: Pushback
+    warmup: Warmup
 
 
 class FailureGroup(TypedDict):
@@ -105,7 +115,8 @@ class StartClasses(TypedDict):
     pause_grace_ms: float | None
     rule: str  # how an invocation's start class is decided, in words
     records_with_container_state: int
-    counts: dict[str, int]  # invocations per start class (cold, resumed, warm, unknown)
+    counts: dict[str, int]  # invocations per start class (cold, resumed, warm, unknown), after the run's warm-up
+    warmup_left_out: int  # invocations of the run's warm-up, not in counts
 
 
 class ModeEvidence(TypedDict):

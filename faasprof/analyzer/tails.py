@@ -87,6 +87,8 @@ def tail_ratios(frame: pd.DataFrame, manifest: rundir.Manifest) -> dict:
     blocking = _blocking(frame, manifest)
     latency = response_latency_ms(frame, manifest, blocking)
     answered = stats_mod.label_mask(frame["outcome"], stats_mod.ANSWERED)
+    if "warmup" in frame.columns:  # the run's warm-up is in no figure (stats.WARMUP_RULE)
+        answered &= ~frame["warmup"].to_numpy(dtype=bool)
     # Groups are cut on integer codes (no Python object per row): instances by their label,
     # start classes by name.
     instance_codes, instance_labels = pd.factorize(frame["instance"], use_na_sentinel=True)

@@ -11,7 +11,12 @@ host (``faasprof.workload.trace_workload``, with the calibration of
 ``faasprof.experiments.trace_calibration``), and writes DIR/workload.json with the sampled trace
 files beside it: ``faasprof validate|plan|run DIR/workload.json`` take it.
 
-``faasprof trace calibrate [--catalogue]`` measures this host's calibration again and says where it is stored.
+The calibration is measured through the platform the workload will run on (the connection flags,
+as ``faasprof run`` resolves them: ``--apihost``, ``~/.wskprops``, the platform of ``faasprof
+local start``, else the embedded localwhisk) and stored per host and platform.
+
+``faasprof trace calibrate [--catalogue]`` measures this host's calibration on that platform again
+and says where it is stored.
 """
 
 from __future__ import annotations
@@ -23,7 +28,9 @@ from pathlib import Path
 
 from faasprof.errors import ConfigError
 from faasprof.experiments import capacity_store
+from faasprof.experiments.capacity_store import platform_identity
 from faasprof.experiments.trace_calibration import calibrate, calibration_path, current_calibration
+from faasprof.platforms.openwhisk.connection import Connection, add_connection_arguments, resolve_connection
 from faasprof.progress import Progress
 from faasprof.workload.azure_files import find_day
 from faasprof.workload.trace_sample import distances, load_population, sample_order, sampled_counts, scale_effect
@@ -57,11 +64,31 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         action="store_true",
         help="spin allocates nothing (else the app's average memory, with the action's limit above it)",
     )
-    sample.add_argument("--recalibrate", action="store_true", help="measure this host's calibration again first")
+    sample.add_argument(
+        "--recalibrate", action="store_true", help="measure this host's calibration on the platform again first"
+    )
     sample.add_argument("--name", default="trace_sample", help="the workload's test_name")
     sample.add_argument("--out", required=True, metavar="DIR", help="a new folder for the workload and its trace files")
-    cal = sub.add_parser("calibrate", help="measure how long spin and the catalogue take on this host")
+    _platform_arguments(sample)
+    cal = sub.add_parser("calibrate", help="measure how long spin and the catalogue take on this host and platform")
     cal.add_argument("--catalogue", action="store_true", help="also the catalogue's Python functions (nearest mapping)")
+    _platform_arguments(cal)
+
+
+def _platform_arguments(parser: argparse.ArgumentParser) -> None:
+    """Where the calibration is measured: the platform the workload will run on."""
+    parser.add_argument(
+        "--isolation",
+        choices=("auto", "cgroup", "rlimit", "docker"),
+        help="embedded localwhisk: the sandboxes the run will use (default auto)",
+    )
+    add_connection_arguments(parser)
+
+
+def _platform(args: argparse.Namespace) -> tuple[Connection | None, dict | None]:
+    connection = resolve_connection(args, None, origin=f"faasprof trace {args.trace_command}")
+    settings = {"isolation": args.isolation} if args.isolation and connection is None else None
+    return connection, settings
 
 
 def _minutes(text: str | None) -> tuple[int, int] | None:
@@ -102,6 +129,7 @@ def _spin_capacity_rps() -> float:
 
 def sample_main(args: argparse.Namespace) -> int:
     _check(args)
+    connection, settings = _platform(args)  # a bad connection flag is one line before any work
     progress = Progress.to(sys.stderr)
     day = find_day(args.day)
     population = load_population(day, _minutes(args.minutes), args.seed)
@@ -122,7 +150,9 @@ def sample_main(args: argparse.Namespace) -> int:
     )  # fmt: skip
     factor = target / rate_per_s if target is not None else 1.0
     effect = scale_effect(population, chosen, window_counts, factor) if target is not None else None
-    calibration = current_calibration(Mapping(args.map) is Mapping.NEAREST, args.recalibrate, progress)
+    calibration = current_calibration(
+        Mapping(args.map) is Mapping.NEAREST, args.recalibrate, connection, settings, progress
+    )
     found = distances(population, chosen)
     spec = SampleSpec(
         len(chosen),
@@ -151,7 +181,8 @@ def sample_main(args: argparse.Namespace) -> int:
     errors = sorted(abs(f.error) for f in mapped)
     print(
         f"  mapping {args.map}: |error| median {errors[len(errors) // 2]:.1%}, max {errors[-1]:.1%} "
-        f"(per function in the workload's trace.functions; calibration {calibration_path()}, {calibration.measured_utc})"
+        f"(per function in the workload's notes and trace.functions; calibrated on {calibration.platform}, "
+        f"{calibration_path(calibration.platform)}, {calibration.measured_utc})"
     )
     print(path)
     return 0
@@ -159,10 +190,12 @@ def sample_main(args: argparse.Namespace) -> int:
 
 def main(args: argparse.Namespace) -> int:
     if args.trace_command == "calibrate":
-        calibration = calibrate(args.catalogue, Progress.to(sys.stderr))
+        connection, settings = _platform(args)
+        calibration = calibrate(args.catalogue, connection, settings, Progress.to(sys.stderr))
         print(
-            f"spin: executed = {calibration.spin_offset_ms:.3f} ms + {calibration.spin_slope:.4f} x requested; "
-            f"{len(calibration.catalogue_median_ms)} catalogue function(s); stored in {calibration_path()}"
+            f"spin on {calibration.platform}: executed = {calibration.spin_offset_ms:.3f} ms + "
+            f"{calibration.spin_slope:.4f} x requested; {len(calibration.catalogue_median_ms)} catalogue function(s); "
+            f"stored in {calibration_path(platform_identity(connection, settings))}"
         )
         return 0
     return sample_main(args)

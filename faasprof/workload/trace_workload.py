@@ -4,7 +4,8 @@ Two mappings, chosen per workload (``--map``):
 
 - ``spin`` (the default): the catalogue's ``spin`` action, given the trace function's duration
   percentiles (``service_ms_percentiles``; each invocation draws its own service time from them)
-  corrected by this host's calibration (executed = offset + slope x requested, measured), and
+  corrected by the calibration of this host and the platform the workload runs on (executed =
+  offset + slope x requested, measured through that platform), and
   ``alloc_mb``, the app's average allocated memory, held resident by each instance (its first call
   allocates it); the action is
   deployed with that memory (at least 128 MB, in steps of 128). The mapping error of a function
@@ -42,7 +43,9 @@ from faasprof.workload.azure_files import (
 )
 from faasprof.workload.trace_sample import FeatureDistance, Population, ScaleEffect
 
-CALIBRATION_FORMAT_VERSION = 1
+# 2: measured through the platform (``platform`` is capacity_store.platform_identity's, the file is
+# per host and platform), ``run_dir``; version 1 was measured natively and is not read.
+CALIBRATION_FORMAT_VERSION = 2
 CALIBRATION_MAX_AGE_DAYS = 30
 TRACE_BLOCK_VERSION = 1
 MIN_MEMORY_MB = 128
@@ -59,15 +62,17 @@ class Mapping(Enum):
 
 @dataclass
 class Calibration:
-    """What functions take on this host: spin's executed against requested, catalogue medians."""
+    """What functions take on this host and platform, as its activation records say (duration less
+    initTime): spin's executed against requested, catalogue medians."""
 
     host: str
     cpu_model: str
-    platform: str  # where it was measured ("native": a worker process, as `faasprof native`)
+    platform: str  # where it was measured: capacity_store.platform_identity ("localwhisk isolation=auto", ...)
     measured_utc: str
     spin_offset_ms: float
     spin_slope: float
     catalogue_median_ms: dict[str, float] = field(default_factory=dict)
+    run_dir: str = ""  # the calibration run, kept in the cache
     format_version: int = CALIBRATION_FORMAT_VERSION
 
     def executed_ms(self, requested_ms: float) -> float:
@@ -85,7 +90,7 @@ def read_calibration(path: Path) -> Calibration:
     if not isinstance(data, dict) or data.get("format_version") != CALIBRATION_FORMAT_VERSION:
         raise FormatError(
             f"{path}: calibration format_version {data.get('format_version') if isinstance(data, dict) else None!r} "
-            f"is not {CALIBRATION_FORMAT_VERSION}; delete it (faasprof trace calibrate measures it again)"
+            f"is not {CALIBRATION_FORMAT_VERSION}; delete it (faasprof trace calibrate measures it again on the platform)"
         )
     try:
         return Calibration(**data)
@@ -237,8 +242,9 @@ def write_sample(
         "spread": spec.spread,
         "mapping": spec.mapping.value,
         "calibration": {
-            "host": calibration.host, "measured_utc": calibration.measured_utc, "platform": calibration.platform,
-            "spin_offset_ms": calibration.spin_offset_ms, "spin_slope": calibration.spin_slope,
+            "host": calibration.host, "cpu_model": calibration.cpu_model, "measured_utc": calibration.measured_utc,
+            "platform": calibration.platform, "spin_offset_ms": calibration.spin_offset_ms,
+            "spin_slope": calibration.spin_slope, "run_dir": calibration.run_dir,
         },
         "functions": {
             f.instance: {
@@ -263,14 +269,20 @@ def write_sample(
             f"{n} W={d.wasserstein_log10:.3f} log10, KS={d.ks_statistic:.3f} (p={d.ks_pvalue:.2g})"
             for n, d in sample_distances.items()
         ),
-        f"mapping {spec.mapping.value}: median |error| "
+        f"mapping {spec.mapping.value}, calibrated on {calibration.platform} of {calibration.host} "
+        f"({calibration.measured_utc}): median |error| "
         f"{float(np.median([abs(f.error) for f in mapped])):.1%}, worst {worst.instance} {worst.error:+.1%}",
     ]
     if effect is not None:
         notes.append(effect.describe())
+    description = " ".join(notes)  # without the per-function list, which a long sample makes long
+    notes.append(
+        "mapping error per function (predicted executed median / trace median - 1): "
+        + ", ".join(f"{f.instance} {f.error:+.1%}" for f in mapped)
+    )
     workload = {
         "test_name": spec.test_name,
-        "description": " ".join(notes),
+        "description": description,
         "test_duration_in_seconds": 60 * len(labels),
         "random_seed": spec.seed,
         "self_check": {"warmup_s": 60 * spec.warmup_minutes},
