@@ -88,8 +88,16 @@ NOT_RUN: dict[str, str] = {
         "it, about 480,000 invocations); tests/test_trace_fidelity.py runs a short generated sample with its report"
     ),
     # docs/out-of-core.md
-    ".venv/bin/python bench/bench_engine.py --rows 10000000,100000000 --memory 2GB --check": (
+    ".venv/bin/python bench/bench_engine.py --rows 10000000,100000000 --memory 1GB --check": (
         "a benchmark of minutes over 100 million generated rows; tests/test_analyzer_engine.py checks the engine's figures"
+    ),
+    ".venv/bin/python bench/bench_analyzer.py --rows 1000000,10000000 --keep /tmp/bench-analyzer": (
+        "a benchmark of minutes (it generates ten million invocations and their records, then analyses them); "
+        "tests/test_analyzer_engine.py and tests/test_analyzer_compare.py check the figures it times"
+    ),
+    ".venv/bin/python bench/bench_engine.py --analyzer-rows 1000000 --keep /tmp/bench-engine": (
+        "a benchmark of a million generated invocations analysed twice; tests/test_analyzer_engine.py holds the "
+        "engine's figures to the in-memory statistics"
     ),
     # docs/experiments.md
     "faasprof slowdown json_loads json_dumps nbody --repeat 6 --rounds 5": (

@@ -74,6 +74,7 @@ def sections_naming(text: str) -> dict:
                 "mapping_error_median_abs": 0.0,
             },
             "sample_distance": {text: {"wasserstein_log10": 0.1, "ks_statistic": 0.2}},
+            "calibration": {"platform": text, "host": text, "run_platform": text, "run_host": text, "warning": text},
             "functions": [
                 {
                     "instance": text,
@@ -109,6 +110,8 @@ def test_names_with_a_script_tag_are_text_in_the_tails_chains_fidelity_and_hosts
         assert ESCAPED in page.split(section, 1)[1].split("<h2>", 1)[0], section
     assert f"follow <code>{ESCAPED}</code>. Cold starts: 10 % of the successful calls" in page
     assert f"<p>Activations by host: {ESCAPED} 1; unknown 1 ({ESCAPED} 1).</p>" in page
+    assert f"<p>Mapped with the calibration measured on {ESCAPED} of host {ESCAPED}" in page
+    assert f'<p class="warn">{ESCAPED}</p>' in page
 
 
 def test_a_warning_and_a_parameter_with_a_script_tag_are_text_in_the_compare_report(tmp_path):
