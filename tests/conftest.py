@@ -19,7 +19,7 @@ from faasprof.docker import docker_problem
 from faasprof.experiments import native
 from faasprof.functions.catalogue import lookup
 from faasprof.paths import CACHE_ENV, cache_root
-from tests.helpers import run_cli
+from tests.helpers import Wheels, built_wheels, run_cli
 
 # A test that gives faasprof a HOME of its own keeps the user's cache of build products (the npm
 # packages ./setup.sh installed) instead of building them again under every temporary HOME.
@@ -153,3 +153,11 @@ def workers():
     yield get
     for worker in started.values():
         worker.stop()
+
+
+@pytest.fixture(scope="session")
+def wheels(request, tmp_path_factory) -> Wheels:
+    """faasprof's wheel and the example plug-in's from a clean clone of this commit, built once for
+    the session's workers (and later sessions of the same commit) under pytest's cache."""
+    cache = getattr(request.config, "cache", None)
+    return built_wheels(cache.mkdir("wheels") if cache is not None else tmp_path_factory.mktemp("wheels"))

@@ -1,8 +1,9 @@
 """The example plug-in as a user installs it: faasprof's wheel and the plug-in, pip-installed into a
 fresh venv, used from a folder outside any checkout through doctor, validate, run and analyze.
 
-The wheel is built from a clean clone of this commit (as tests/test_installed.py builds it) and
-installed, with the example plug-in (examples/faasprof-example-plugin of the same clone), by pip
+The wheel is built from a clean clone of this commit (the ``wheels`` fixture, which
+tests/test_installed.py installs too) and installed, with the example plug-in
+(examples/faasprof-example-plugin of the same clone, built with it), by pip
 offline into a new venv under tmp; the venv reaches the dev venv's third-party packages through a
 ``.pth`` path line (nothing is downloaded; the dev venv gets nothing). The same venv checks that
 a wheel user reaches the shipped workloads by name and through ``faasprof examples``."""
@@ -10,14 +11,12 @@ a wheel user reaches the shipped workloads by name and through ``faasprof exampl
 from __future__ import annotations
 
 import json
-import subprocess
-import sys
 from pathlib import Path
 
 import pytest
 
-from tests.helpers import REPO_ROOT
-from tests.test_installed import clean_clone, faasprof, new_venv, pip_install, user_env
+from tests.helpers import REPO_ROOT, Wheels
+from tests.test_installed import faasprof, new_venv, pip_install, user_env
 
 pytestmark = [pytest.mark.slow, pytest.mark.skipif(not (REPO_ROOT / ".git").exists(), reason="needs the git checkout")]
 
@@ -45,18 +44,9 @@ def sawtooth_loadavg(folder: Path) -> Path:
     return path
 
 
-def test_the_example_plugin_installed_with_pip_is_used_by_validate_run_and_analyze(tmp_path):
-    clone = clean_clone(tmp_path)
-    built = subprocess.run(
-        [sys.executable, "-m", "pip", "wheel", "-q", "--no-deps", "--no-build-isolation", "-w", str(tmp_path / "dist")]
-        + [str(clone), str(clone / "examples" / "faasprof-example-plugin")],
-        capture_output=True,
-        text=True,
-        timeout=300,
-    )
-    assert built.returncode == 0, built.stderr[-3000:]
+def test_the_example_plugin_installed_with_pip_is_used_by_validate_run_and_analyze(tmp_path, wheels: Wheels):
     python = new_venv(tmp_path / "venv")
-    pip_install(python, *map(str, sorted((tmp_path / "dist").glob("*.whl"))))
+    pip_install(python, str(wheels.faasprof), str(wheels.plugin))
     env = user_env(tmp_path, python)
     work = tmp_path / "work"
     work.mkdir()
