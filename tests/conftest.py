@@ -19,7 +19,7 @@ from faasprof.docker import docker_problem
 from faasprof.experiments import native
 from faasprof.functions.catalogue import lookup
 from faasprof.paths import CACHE_ENV, cache_root
-from tests.helpers import Wheels, built_wheels, run_cli
+from tests.helpers import Wheels, built_wheels, longest_files_first, run_cli
 
 # A test that gives faasprof a HOME of its own keeps the user's cache of build products (the npm
 # packages ./setup.sh installed) instead of building them again under every temporary HOME.
@@ -95,19 +95,32 @@ def pytest_collection_modifyitems(config, items):
         if deselected:
             config.hook.pytest_deselected(items=deselected)
             items[:] = kept
-    slow_files_first(items)
+    longest_files_first(items, config.cache.get(DURATIONS_KEY, {}) if getattr(config, "cache", None) else {})
 
 
-def slow_files_first(items: list) -> None:
-    """Order the test files by how many slow tests each holds, most first, and files of quick tests
-    last (each file's own order kept). The xdist workers take whole files in this order
-    (pyproject's --no-loadscope-reorder), so the suite ends on quick files that the workers
-    share out, not on one long file while the others idle. xdist's own order, files with
-    the most tests first, left the files of one or two long tests (the wheel, the Ansible role, a
-    capacity search, reproduce) to the end."""
-    slow = Counter(item.path for item in items if item.get_closest_marker("slow"))
-    position = {path: index for index, path in enumerate(dict.fromkeys(item.path for item in items))}
-    items.sort(key=lambda item: (-slow[item.path], position[item.path]))
+# Each test's seconds (setup, call and teardown) in the last session that ran it, kept in pytest's
+# cache by the controller; the next session orders the files by them.
+DURATIONS_KEY = "faasprof/test_durations_s"
+# This session's seconds per test, summed over its phases' reports (in the controller, which
+# receives the workers' reports, or in the one process of -n 0).
+TEST_SECONDS: Counter = Counter()
+
+
+def pytest_runtest_logreport(report):
+    TEST_SECONDS[report.nodeid] += report.duration
+
+
+def pytest_sessionfinish(session):
+    cache = getattr(session.config, "cache", None)
+    if cache is None or hasattr(session.config, "workerinput") or not TEST_SECONDS:
+        return
+    durations_s = {
+        nodeid: seconds
+        for nodeid, seconds in cache.get(DURATIONS_KEY, {}).items()
+        if (session.config.rootpath / nodeid.split("::")[0]).is_file()  # a removed file's tests go
+    }
+    durations_s.update({nodeid: round(seconds, 3) for nodeid, seconds in TEST_SECONDS.items()})
+    cache.set(DURATIONS_KEY, durations_s)
 
 
 @pytest.hookimpl(hookwrapper=True)
