@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import atexit
-import fcntl
 import os
 import re
 import shutil
@@ -19,7 +18,7 @@ from faasprof.docker import docker_problem
 from faasprof.experiments import native
 from faasprof.functions.catalogue import lookup
 from faasprof.paths import CACHE_ENV, cache_root
-from tests.helpers import Wheels, built_wheels, longest_files_first, run_cli
+from tests.helpers import Wheels, built_wheels, host_lock, longest_files_first, run_cli
 
 # A test that gives faasprof a HOME of its own keeps the user's cache of build products (the npm
 # packages ./setup.sh installed) instead of building them again under every temporary HOME.
@@ -125,8 +124,7 @@ def pytest_sessionfinish(session):
 
 @pytest.hookimpl(hookwrapper=True)
 def pytest_runtest_protocol(item, nextitem):
-    with open(HOST_LOCK, "a") as handle:
-        fcntl.flock(handle, fcntl.LOCK_EX if item.get_closest_marker("host_exclusive") else fcntl.LOCK_SH)
+    with host_lock(HOST_LOCK, exclusive=item.get_closest_marker("host_exclusive") is not None):
         yield
 
 

@@ -1,9 +1,10 @@
 """Helpers the tests import: the checkout's paths, its tracked files, ``faasprof`` run as a
-subprocess, a test server's JSON answer, the wheels built from a clean clone, and the order the
-test files run in. Fixtures and hooks stay in ``tests/conftest.py``."""
+subprocess, a test server's JSON answer, the wheels built from a clean clone, the order the test
+files run in, and the host's lock. Fixtures and hooks stay in ``tests/conftest.py``."""
 
 from __future__ import annotations
 
+import contextlib
 import fcntl
 import json
 import os
@@ -12,6 +13,7 @@ import subprocess
 import sys
 import tempfile
 from collections import Counter
+from collections.abc import Iterator
 from dataclasses import dataclass
 from importlib import metadata
 from pathlib import Path
@@ -147,3 +149,20 @@ def longest_files_first(items: list, durations_s: dict[str, float]) -> None:
         expected_s[item.path] += durations_s.get(item.nodeid, untimed_s)
     position = {path: index for index, path in enumerate(dict.fromkeys(item.path for item in items))}
     items.sort(key=lambda item: (-expected_s[item.path], position[item.path]))
+
+
+@contextlib.contextmanager
+def host_lock(lock: Path, exclusive: bool) -> Iterator[None]:
+    """Hold ``lock`` shared, or exclusively; one waiting to hold it exclusively waits only for the
+    holders of the moment. flock grants a shared lock while an exclusive one waits, so with tests
+    starting back to back on the xdist workers (and in the other sessions on the host) a
+    host_exclusive test waited until no test ran anywhere at one instant: its worker stalled, and
+    its file could end the suite. Every taker passes a turnstile (``lock`` + ".turnstile"), which
+    the exclusive one keeps while it waits."""
+    with open(f"{lock}.turnstile", "a") as turnstile, open(lock, "a") as handle:
+        fcntl.flock(turnstile, fcntl.LOCK_EX)
+        try:
+            fcntl.flock(handle, fcntl.LOCK_EX if exclusive else fcntl.LOCK_SH)
+        finally:
+            fcntl.flock(turnstile, fcntl.LOCK_UN)
+        yield
