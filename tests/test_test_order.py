@@ -17,13 +17,16 @@ class Item:
     path: Path
     name: str
     slow: bool = False
+    host_exclusive: bool = False
 
     @property
     def nodeid(self) -> str:
         return f"tests/{self.path.name}::{self.name}"
 
     def get_closest_marker(self, name: str) -> object | None:
-        return object() if name == "slow" and self.slow else None
+        return (
+            object() if (name == "slow" and self.slow) or (name == "host_exclusive" and self.host_exclusive) else None
+        )
 
 
 def names(items: list[Item]) -> list[str]:
@@ -61,3 +64,17 @@ def test_without_timings_the_slow_marks_and_the_number_of_tests_decide():
     ]
     longest_files_first(items, {})
     assert list(dict.fromkeys(item.path for item in items)) == [many, few, none]
+
+
+def test_the_files_holding_a_host_exclusive_test_go_last():
+    """Such a test waits for every test running at that moment, and every worker waits behind it:
+    at the end only short tests run."""
+    long, reaper, quick = Path("tests/test_long.py"), Path("tests/test_reaper.py"), Path("tests/test_quick.py")
+    items = [
+        Item(quick, "q"),
+        Item(reaper, "plain", slow=True),
+        Item(reaper, "plants_leftovers", slow=True, host_exclusive=True),
+        Item(long, "scenario", slow=True),
+    ]
+    longest_files_first(items, {"tests/test_long.py::scenario": 60.0})
+    assert list(dict.fromkeys(item.path for item in items)) == [long, quick, reaper]
