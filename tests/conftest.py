@@ -3,11 +3,11 @@
 from __future__ import annotations
 
 import atexit
-import fcntl
 import os
 import re
 import shutil
 import signal
+import sys
 import tempfile
 from collections import Counter
 from pathlib import Path
@@ -18,7 +18,7 @@ from faasprof.docker import docker_problem
 from faasprof.experiments import native
 from faasprof.functions.catalogue import lookup
 from faasprof.paths import CACHE_ENV, cache_root
-from tests.helpers import run_cli
+from tests.helpers import Wheels, built_wheels, host_lock, longest_files_first, run_cli
 
 # A test that gives faasprof a HOME of its own keeps the user's cache of build products (the npm
 # packages ./setup.sh installed) instead of building them again under every temporary HOME.
@@ -54,6 +54,30 @@ def pytest_sessionstart(session):
             pytest.exit(f"FAASPROF_REQUIRE_DOCKER=1 but isolation docker is unavailable: {problem}", returncode=3)
 
 
+def pytest_configure(config):
+    share_bytecode(config)
+
+
+def share_bytecode(config) -> None:
+    """Let the suite's Python processes keep compiled bytecode, in one folder under pytest's cache
+    (or the temporary folder without the cache plug-in) rather than next to the sources.
+
+    A host that sets PYTHONDONTWRITEBYTECODE (this testbed's shells do) and a venv installed with
+    ``pip --no-compile`` (./setup.sh) compile numpy, pandas and faasprof from source in every
+    process: each ``faasprof run`` a test starts spent 1.5 of its 2.3 s of CPU compiling. Here the
+    first process writes the bytecode and the others read it. A folder of its own keeps the
+    checkout, the venv and the packages tests install (test_installed checks that nothing is
+    written into them) as clean as PYTHONDONTWRITEBYTECODE did; a user's own prefix is kept."""
+    cache = getattr(config, "cache", None)
+    folder = (
+        cache.mkdir("pycache") if cache is not None else Path(tempfile.gettempdir()) / f"faasprof-pycache-{os.getuid()}"
+    )
+    os.environ.setdefault("PYTHONPYCACHEPREFIX", str(folder))
+    os.environ.pop("PYTHONDONTWRITEBYTECODE", None)
+    sys.pycache_prefix = os.environ["PYTHONPYCACHEPREFIX"]
+    sys.dont_write_bytecode = False
+
+
 # Tests that need the testbed run only when a -m expression names their marker (-m hardware,
 # -m openwhisk). This is a hook, not `-m 'not hardware and not openwhisk'` in addopts, because a
 # second -m replaces the first: the quick tier's -m "not slow" would have selected them.
@@ -70,25 +94,37 @@ def pytest_collection_modifyitems(config, items):
         if deselected:
             config.hook.pytest_deselected(items=deselected)
             items[:] = kept
-    slow_files_first(items)
+    longest_files_first(items, config.cache.get(DURATIONS_KEY, {}) if getattr(config, "cache", None) else {})
 
 
-def slow_files_first(items: list) -> None:
-    """Order the test files by how many slow tests each holds, most first, and files of quick tests
-    last (each file's own order kept). The xdist workers take whole files in this order
-    (pyproject's --no-loadscope-reorder), so the suite ends on quick files that the workers
-    share out, not on one long file while the others idle. xdist's own order, files with
-    the most tests first, left the files of one or two long tests (the wheel, the Ansible role, a
-    capacity search, reproduce) to the end."""
-    slow = Counter(item.path for item in items if item.get_closest_marker("slow"))
-    position = {path: index for index, path in enumerate(dict.fromkeys(item.path for item in items))}
-    items.sort(key=lambda item: (-slow[item.path], position[item.path]))
+# Each test's seconds (setup, call and teardown) in the last session that ran it, kept in pytest's
+# cache by the controller; the next session orders the files by them.
+DURATIONS_KEY = "faasprof/test_durations_s"
+# This session's seconds per test, summed over its phases' reports (in the controller, which
+# receives the workers' reports, or in the one process of -n 0).
+TEST_SECONDS: Counter = Counter()
+
+
+def pytest_runtest_logreport(report):
+    TEST_SECONDS[report.nodeid] += report.duration
+
+
+def pytest_sessionfinish(session):
+    cache = getattr(session.config, "cache", None)
+    if cache is None or hasattr(session.config, "workerinput") or not TEST_SECONDS:
+        return
+    durations_s = {
+        nodeid: seconds
+        for nodeid, seconds in cache.get(DURATIONS_KEY, {}).items()
+        if (session.config.rootpath / nodeid.split("::")[0]).is_file()  # a removed file's tests go
+    }
+    durations_s.update({nodeid: round(seconds, 3) for nodeid, seconds in TEST_SECONDS.items()})
+    cache.set(DURATIONS_KEY, durations_s)
 
 
 @pytest.hookimpl(hookwrapper=True)
 def pytest_runtest_protocol(item, nextitem):
-    with open(HOST_LOCK, "a") as handle:
-        fcntl.flock(handle, fcntl.LOCK_EX if item.get_closest_marker("host_exclusive") else fcntl.LOCK_SH)
+    with host_lock(HOST_LOCK, exclusive=item.get_closest_marker("host_exclusive") is not None):
         yield
 
 
@@ -128,3 +164,11 @@ def workers():
     yield get
     for worker in started.values():
         worker.stop()
+
+
+@pytest.fixture(scope="session")
+def wheels(request, tmp_path_factory) -> Wheels:
+    """faasprof's wheel and the example plug-in's from a clean clone of this commit, built once for
+    the session's workers (and later sessions of the same commit) under pytest's cache."""
+    cache = getattr(request.config, "cache", None)
+    return built_wheels(cache.mkdir("wheels") if cache is not None else tmp_path_factory.mktemp("wheels"))

@@ -21,7 +21,7 @@ import pytest
 from faasprof.experiments import capacity_store
 from faasprof.paths import CACHE_ENV
 from tests.doc_commands import sh_shown
-from tests.helpers import REPO_ROOT
+from tests.helpers import REPO_ROOT, Wheels, clean_clone, git
 from tests.test_own_functions import python_function
 
 pytestmark = [pytest.mark.slow, pytest.mark.skipif(not (REPO_ROOT / ".git").exists(), reason="needs the git checkout")]
@@ -42,18 +42,6 @@ WHEEL_DATA = (
     "faasprof/localwhisk/runtimes/launcher.py",
     "faasprof/localwhisk/localwhisk-vs-openwhisk.md",
 )
-
-
-def git(*args: str, cwd: Path) -> str:
-    return subprocess.run(["git", *args], cwd=cwd, check=True, capture_output=True, text=True, timeout=60).stdout
-
-
-def clean_clone(tmp_path: Path) -> Path:
-    """A clone of this checkout's commit (what CI or a new user starts from)."""
-    clone = tmp_path / "clone"
-    git("clone", "-q", "--no-checkout", str(REPO_ROOT), str(clone), cwd=tmp_path)
-    git("checkout", "-q", git("rev-parse", "HEAD", cwd=REPO_ROOT).strip(), cwd=clone)
-    return clone
 
 
 def new_venv(folder: Path) -> Path:
@@ -174,28 +162,9 @@ def test_deploy_and_native_of_an_own_folder_write_nothing_into_a_clean_clone(tmp
     assert list((tmp_path / "cache" / "own").glob("shouter-*/shouter.zip"))
 
 
-def test_a_wheel_from_a_clean_clone_installs_and_works_from_another_folder(tmp_path):
-    clone = clean_clone(tmp_path)
-    built = subprocess.run(
-        [
-            sys.executable,
-            "-m",
-            "pip",
-            "wheel",
-            "-q",
-            "--no-deps",
-            "--no-build-isolation",
-            "-w",
-            str(tmp_path / "dist"),
-            str(clone),
-        ],
-        capture_output=True,
-        text=True,
-        timeout=180,
-    )
-    assert built.returncode == 0, built.stderr[-3000:]
-    assert "absent from the `packages` configuration" not in built.stderr
-    wheel = next((tmp_path / "dist").glob("faasprof-*.whl"))
+def test_a_wheel_from_a_clean_clone_installs_and_works_from_another_folder(tmp_path, wheels: Wheels):
+    assert "absent from the `packages` configuration" not in wheels.build_stderr
+    wheel = wheels.faasprof
     names = set(zipfile.ZipFile(wheel).namelist())
     assert set(WHEEL_DATA) <= names, sorted(set(WHEEL_DATA) - names)
     assert not any(

@@ -1,8 +1,9 @@
 """The example plug-in as a user installs it: faasprof's wheel and the plug-in, pip-installed into a
 fresh venv, used from a folder outside any checkout through doctor, validate, run and analyze.
 
-The wheel is built from a clean clone of this commit (as tests/test_installed.py builds it) and
-installed, with the example plug-in (examples/faasprof-example-plugin of the same clone), by pip
+The wheel is built from a clean clone of this commit (the ``wheels`` fixture, which
+tests/test_installed.py installs too) and installed, with the example plug-in
+(examples/faasprof-example-plugin of the same clone, built with it), by pip
 offline into a new venv under tmp; the venv reaches the dev venv's third-party packages through a
 ``.pth`` path line (nothing is downloaded; the dev venv gets nothing). The same venv checks that
 a wheel user reaches the shipped workloads by name and through ``faasprof examples``."""
@@ -10,15 +11,13 @@ a wheel user reaches the shipped workloads by name and through ``faasprof exampl
 from __future__ import annotations
 
 import json
-import subprocess
-import sys
 from pathlib import Path
 
 import pytest
 
 from tests.doc_commands import sh_shown
-from tests.helpers import REPO_ROOT
-from tests.test_installed import clean_clone, faasprof, new_venv, pip_install, user_env
+from tests.helpers import REPO_ROOT, Wheels, clean_clone
+from tests.test_installed import faasprof, new_venv, pip_install, user_env
 
 pytestmark = [pytest.mark.slow, pytest.mark.skipif(not (REPO_ROOT / ".git").exists(), reason="needs the git checkout")]
 
@@ -56,20 +55,13 @@ def pip_in(python: Path) -> Path:
     return script
 
 
-def test_the_example_plugin_installed_with_pip_is_used_by_validate_run_and_analyze(tmp_path):
-    """docs/plugins.md's lines as shown: ``pip install`` in the checkout (a clean clone), then
-    doctor, validate and run --analyze from a folder outside it, with the venv's bin on PATH."""
+def test_the_example_plugin_installed_with_pip_is_used_by_validate_run_and_analyze(tmp_path, wheels: Wheels):
+    """docs/plugins.md's lines as shown: faasprof's wheel in a fresh venv, ``pip install`` of the
+    plug-in in the checkout (a clean clone), then doctor, validate and run --analyze from a folder
+    outside it, with the venv's bin on PATH."""
     clone = clean_clone(tmp_path)
-    built = subprocess.run(
-        [sys.executable, "-m", "pip", "wheel", "-q", "--no-deps", "--no-build-isolation", "-w", str(tmp_path / "dist")]
-        + [str(clone)],
-        capture_output=True,
-        text=True,
-        timeout=300,
-    )
-    assert built.returncode == 0, built.stderr[-3000:]
     python = new_venv(tmp_path / "venv")
-    pip_install(python, *map(str, sorted((tmp_path / "dist").glob("*.whl"))))
+    pip_install(python, str(wheels.faasprof))
     pip_in(python)
     env = {**user_env(tmp_path, python), "PIP_NO_INDEX": "1", "PIP_NO_BUILD_ISOLATION": "0", "PIP_QUIET": "1"}
     installed = sh_shown("pip install examples/faasprof-example-plugin", clone, env=env, path=[python.parent])
