@@ -2,6 +2,6 @@
 
 import sys
 
-from faasprof.cli import main
+from faasprof.entry import main
 
 sys.exit(main())

@@ -45,7 +45,10 @@ LAYERS: tuple[tuple[str, tuple[str, ...]], ...] = (
     ("workload", ("faasprof.workload",)),
     ("invoker and analyzer", ("faasprof.invoker", "faasprof.analyzer")),
     ("experiments", ("faasprof.experiments",)),
-    ("commands", ("faasprof.commands", "faasprof.cli", "faasprof.__main__", "faasprof.localwhisk.__main__")),
+    (
+        "commands",
+        ("faasprof.commands", "faasprof.cli", "faasprof.entry", "faasprof.__main__", "faasprof.localwhisk.__main__"),
+    ),
 )
 # Packages that share a layer but stay independent of each other, both ways: the analyzer runs
 # without the invoker (and the invoker's --analyze is orchestrated above both), and localwhisk is
