@@ -23,7 +23,7 @@ from test_invoker_fakeserver import AUTH, FakeOpenWhisk
 from faasprof import rundir
 from faasprof.errors import NotReadyError
 from faasprof.localwhisk.embedded import start_embedded
-from tests.helpers import REPO_ROOT, run_cli
+from tests.helpers import REPO_ROOT, process_alive, run_cli
 
 # Scheduling slack on a loaded 2-core test host, on top of the contract's one second.
 SLACK_NS = 700_000_000
@@ -271,6 +271,24 @@ def test_second_ctrl_c_while_waiting_for_records_saves_what_was_fetched(tmp_path
     assert manifest["activations"]["saved"] == len(ok_ids)
 
 
+def _descendants(pid: int) -> set[int]:
+    """The processes below ``pid`` (children, theirs, ...), from each process's parent in /proc.
+    A sandbox in a mount namespace of its own may show no working directory under the run's."""
+    parents: dict[int, int] = {}
+    for entry in Path("/proc").iterdir():
+        try:
+            if entry.name.isdigit():
+                parents[int(entry.name)] = int((entry / "stat").read_text().rsplit(")", 1)[1].split()[1])
+        except (OSError, ValueError, IndexError):
+            continue
+    found: set[int] = set()
+    frontier = {pid}
+    while frontier:
+        frontier = {child for child, parent in parents.items() if parent in frontier} - found
+        found |= frontier
+    return found
+
+
 def _processes_under(path: Path) -> list[tuple[int, str]]:
     """(pid, state) of every process whose working directory or command line is under ``path``."""
     found = []
@@ -360,7 +378,8 @@ def test_embedded_platform_killed_mid_run_stops_the_run_and_leaves_no_frozen_san
     try:
         run_dir = wait_for_lines(out, proc, 8, name=rundir.SENDS, timeout_s=120)
         server_pid = json.loads((run_dir / "localwhisk" / "localwhisk.json").read_text())["pid"]
-        assert _processes_under(run_dir / "localwhisk" / "sandboxes")  # a sandbox is there
+        sandboxes = _descendants(server_pid)
+        assert sandboxes  # a sandbox is there
         os.kill(server_pid, signal.SIGKILL)
         stdout, stderr = proc.communicate(timeout=60)
     finally:
@@ -374,6 +393,7 @@ def test_embedded_platform_killed_mid_run_stops_the_run_and_leaves_no_frozen_san
     rows = rundir.read_invocations(run_dir, reconstruct=False)
     assert sorted(int(r["seq"]) for r in rows) == list(range(manifest["counts"]["planned"]))
     assert _processes_under(run_dir / "localwhisk") == []  # reaped by faasprof, none left frozen
+    assert [pid for pid in sorted(sandboxes) if process_alive(pid)] == []
     # Issue 34: the store the killed platform left is the source of its records, for run and
     # analyze alike; "lost by the platform" is not said of a platform that was killed.
     stored = set(rundir.read_record_ids(rundir.activations_path(run_dir)))

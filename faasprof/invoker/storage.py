@@ -47,6 +47,7 @@ import os
 import secrets
 import shutil
 import socket
+import stat
 import subprocess
 import tempfile
 import time
@@ -349,17 +350,24 @@ def start_storage(spec, work_dir: str | os.PathLike | None = None, origin: str =
             storage.shared_dir = work / "shared"
             bucket_dir = storage.shared_dir / spec["bucket"]
             bucket_dir.mkdir(parents=True, exist_ok=True)
-            # Sandboxes may run as another user (docker): everyone may write here.
+            # Sandboxes run as users of their own (localwhisk's process sandboxes, docker): everyone
+            # may write here, and pass through the work folder to it (mkdtemp makes that 0700; it
+            # gains only the right to pass, its other contents stay unlisted).
+            os.chmod(work, stat.S_IMODE(work.stat().st_mode) | 0o111)
             os.chmod(storage.shared_dir, 0o777)
             os.chmod(bucket_dir, 0o777)
             for item in spec["objects"]:
                 path = bucket_dir / item["key"]
                 path.parent.mkdir(parents=True, exist_ok=True)
+                for folder in path.relative_to(bucket_dir).parents[:-1]:  # a key's folders, as the bucket's
+                    os.chmod(bucket_dir / folder, 0o777)
                 if not path.is_file() or path.stat().st_size != item["size_bytes"]:
                     reader = PatternReader(item["size_bytes"], seed=item["key"])
                     with open(path, "wb") as handle:
                         while piece := reader(1 << 20):
                             handle.write(piece)
+                # Written under the command's umask 077 (private run files); every sandbox reads it.
+                os.chmod(path, 0o644)
     except (OSError, S3Error) as error:
         storage.stop()
         raise NotReadyError(
