@@ -41,7 +41,7 @@ _TESTBED = "deploys OpenWhisk with ansible on a bare-metal Ubuntu server with su
 NOT_RUN: dict[str, str] = {
     # README.md
     "./setup.sh && .venv/bin/faasprof run faasprof/workload_configs/first_run_modes.json --analyze": (
-        f"{_CHECKOUT}; the run takes minutes (a capacity search, then three 15-second phases), over the suite's "
+        f"{_CHECKOUT}; the run takes minutes (a capacity search, then three 10-second phases), over the suite's "
         "budget; tests/test_openwhisk_tier.py runs the same workload on OpenWhisk"
     ),
     "./setup.sh && .venv/bin/faasprof run faasprof/workload_configs/paper_listing1.json --analyze": (
@@ -79,7 +79,7 @@ NOT_RUN: dict[str, str] = {
     ),
     # docs/plugins.md
     "faasprof run first_run_modes --analyze": (
-        "minutes (a capacity search, then three 15-second phases); tests/test_shipped_workloads.py runs a shipped "
+        "minutes (a capacity search, then three 10-second phases); tests/test_shipped_workloads.py runs a shipped "
         "workload by its bare name"
     ),
     # docs/traces.md

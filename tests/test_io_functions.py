@@ -5,6 +5,11 @@ glue between phases, bounded here)."""
 
 from __future__ import annotations
 
+import os
+import shutil
+import tempfile
+from pathlib import Path
+
 import pytest
 
 from faasprof.experiments import native
@@ -170,3 +175,38 @@ def test_s3_client_refuses_a_bad_endpoint():
         iolib.S3("https://example.invalid", "a", "b")
     with pytest.raises(ValueError, match="storage block passes it"):
         iolib.store_from_params({"backend": "s3"})
+
+
+def _put_as(uid: int, store: iolib.FileStore, data: bytes) -> int:
+    """The exit status of a child that, as ``uid``, puts ``data`` under one key: 0 when it could."""
+    pid = os.fork()
+    if pid == 0:  # pragma: no cover (the child)
+        try:
+            os.setgid(uid)
+            os.setuid(uid)
+            store.put("bucket", "dir/key", data)
+            os._exit(0)
+        except BaseException:
+            os._exit(1)
+    return os.waitstatus_to_exitcode(os.waitpid(pid, 0)[1])
+
+
+@pytest.mark.skipif(os.geteuid() != 0, reason="needs root, to put as two other users")
+def test_a_shared_directory_object_is_replaced_by_a_sandbox_of_another_user(request):
+    """localwhisk's sandboxes each run as a user of their own: an object one wrote into the shared
+    directory is replaced by the next (it was 'Permission denied' for the second user), whole,
+    and stays readable by all; a put's temporary file is never listed as an object."""
+    # Under /var/tmp as the storage block's is: pytest's tmp folders are closed to other users.
+    work = Path(tempfile.mkdtemp(dir="/var/tmp", prefix="faasprof-test-shared-"))
+    request.addfinalizer(lambda: shutil.rmtree(work, ignore_errors=True))
+    work.chmod(0o711)
+    shared = work / "shared"
+    shared.mkdir()
+    shared.chmod(0o777)
+    store = iolib.FileStore(str(shared))
+    assert _put_as(65531, store, b"first") == 0
+    assert _put_as(65532, store, b"second") == 0
+    assert store.get("bucket", "dir/key") == b"second"
+    assert (shared / "bucket" / "dir" / "key").stat().st_mode & 0o777 == 0o666
+    (shared / "bucket" / "dir" / ".put-half").write_bytes(b"x")
+    assert store.list("bucket") == ["dir/key"]

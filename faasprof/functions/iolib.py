@@ -23,6 +23,7 @@ import hashlib
 import hmac
 import http.client
 import os
+import tempfile
 import time
 import urllib.parse
 import xml.etree.ElementTree as ET
@@ -320,6 +321,16 @@ class S3:
             token = root.findtext(f"{ns}NextContinuationToken")
 
 
+def _shared_folders(path):
+    """``path`` and its missing parents, writable by every user: the shared directory is one for
+    all sandboxes, and each may run as a user of its own."""
+    previous = os.umask(0)
+    try:
+        os.makedirs(path, mode=0o777, exist_ok=True)
+    finally:
+        os.umask(previous)
+
+
 class FileStore:
     """get/put/list over ``root/bucket/key`` files: the shared directory or an NFS mount."""
 
@@ -334,25 +345,40 @@ class FileStore:
         return os.path.join(self.root, bucket, *key.split("/"))
 
     def create_bucket(self, bucket):
-        os.makedirs(os.path.join(self.root, bucket), exist_ok=True)
+        _shared_folders(os.path.join(self.root, bucket))
+
+    def _replace(self, bucket, key, write):
+        """Write the object to a new file beside it, then put that in its place: a reader never
+        sees half an object (a put replaces it whole, as an object store's does), and a sandbox of
+        another user may replace what one before it wrote (the folder lets everyone write; the file
+        itself would not)."""
+        path = self._path(bucket, key)
+        _shared_folders(os.path.dirname(path))
+        handle = tempfile.NamedTemporaryFile(dir=os.path.dirname(path), prefix=".put-", delete=False)
+        try:
+            with handle:
+                write(handle)
+            os.chmod(handle.name, 0o666)
+            os.replace(handle.name, path)
+        except BaseException:
+            with contextlib.suppress(OSError):
+                os.unlink(handle.name)
+            raise
 
     def put(self, bucket, key, data):
-        path = self._path(bucket, key)
-        os.makedirs(os.path.dirname(path), exist_ok=True)
-        with open(path, "wb") as handle:
-            handle.write(data)
+        self._replace(bucket, key, lambda handle: handle.write(data))
 
     def put_stream(self, bucket, key, read, length):
-        path = self._path(bucket, key)
-        os.makedirs(os.path.dirname(path), exist_ok=True)
-        with open(path, "wb") as handle:
+        def write(handle):
             remaining = int(length)
             while remaining > 0:
                 piece = read(min(STREAM_BYTES, remaining))
                 if not piece:
-                    raise OSError(f"{path}: the body ended {remaining} bytes short")
+                    raise OSError(f"{self._path(bucket, key)}: the body ended {remaining} bytes short")
                 handle.write(piece)
                 remaining -= len(piece)
+
+        self._replace(bucket, key, write)
 
     def get(self, bucket, key, sink=None):
         with open(self._path(bucket, key), "rb") as handle:
@@ -377,6 +403,8 @@ class FileStore:
         keys = []
         for dirpath, _, filenames in os.walk(base):
             for name in filenames:
+                if name.startswith(".put-"):  # an object being written (FileStore._replace)
+                    continue
                 key = os.path.relpath(os.path.join(dirpath, name), base).replace(os.sep, "/")
                 if key.startswith(prefix):
                     keys.append(key)
