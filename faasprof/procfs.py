@@ -2,7 +2,8 @@
 
 Pids are reused; a pid and its start time are not. Whoever leaves a pid behind to be checked after
 a crash (localwhisk's sandbox pid files and container labels, the cache allocation's state file)
-stores both and reads them back through this one reader. Standard library only (layer 0).
+stores both and reads them back through this one reader; and the one spawn of a session leader
+whose setsid a reused pid can refuse. Standard library only (layer 0).
 """
 
 from __future__ import annotations
@@ -73,3 +74,20 @@ def kill_all(pids: Iterable[int]) -> int:
         except OSError:
             pass
     return killed
+
+
+SPAWN_ATTEMPTS = 3
+
+
+def spawn_session_leader(argv: list[str], env: dict[str, str], file_actions: list) -> int:
+    """``posix_spawn`` of ``argv`` in a session of its own; its pid. The child's setsid fails with
+    EPERM when a process group numbered as the new pid still exists (its leader gone, members
+    left: pids wrap at pid_max, 32768 by default, within a long day of sandboxes); the next spawn
+    gets another pid, so that failure is tried again, a few times."""
+    for attempt in range(1, SPAWN_ATTEMPTS + 1):
+        try:
+            return os.posix_spawn(argv[0], argv, env, file_actions=file_actions, setsid=True)
+        except PermissionError:
+            if attempt == SPAWN_ATTEMPTS:
+                raise
+    raise AssertionError("unreachable")

@@ -27,6 +27,7 @@ import pytest
 import requests
 from aiohttp import web
 
+from faasprof import procfs
 from faasprof.commands import doctor as cmd_doctor
 from faasprof.errors import NotReadyError
 from faasprof.localwhisk import archives, sandbox_users
@@ -822,3 +823,29 @@ def test_localwhisk_answers_what_openwhisk_answers(ow_answers, case):
         assert body["error"].startswith(error), body
     else:
         assert body == {"error": error}, body
+
+
+def test_a_sandbox_spawn_refused_by_a_lingering_process_group_of_its_pid_is_tried_again(monkeypatch, tmp_path):
+    """The launcher's setsid fails with EPERM when a process group numbered as its new pid lingers
+    (its leader gone, members left; pids wrap at 32768 during the suite): seen once as a sandbox
+    that 'failed to start: [Errno 1] Operation not permitted'. The spawn is tried again; only a
+    refusal every time is an error."""
+    real_spawn = os.posix_spawn
+    calls = []
+
+    def refused_once(path, argv, env, **kwargs):
+        calls.append(argv)
+        if len(calls) == 1:
+            raise PermissionError(1, "Operation not permitted")
+        return real_spawn(path, argv, env, **kwargs)
+
+    monkeypatch.setattr(procfs.os, "posix_spawn", refused_once)
+    pid = procfs.spawn_session_leader(["/bin/true"], {}, [])
+    assert len(calls) == 2 and os.waitpid(pid, 0)[0] == pid
+
+    def refused(path, argv, env, **kwargs):
+        raise PermissionError(1, "Operation not permitted")
+
+    monkeypatch.setattr(procfs.os, "posix_spawn", refused)
+    with pytest.raises(PermissionError):
+        procfs.spawn_session_leader(["/bin/true"], {}, [])

@@ -25,6 +25,7 @@ from faasprof.localwhisk import fastjson
 from faasprof.localwhisk.cgroups import CgroupManager
 from faasprof.localwhisk.sandbox_users import kill_user, own, remove_sandbox, shared_process_limit, write_pid_file
 from faasprof.localwhisk.states import SandboxState, StartKind
+from faasprof.procfs import spawn_session_leader
 
 # Under a localwhisk's data directory: each sandbox's work directory and pid file.
 SANDBOXES_DIR = "sandboxes"
@@ -185,17 +186,15 @@ class Sandbox:
             env["__LW_UID"] = str(self.uid)  # the launcher drops to it once its /tmp is made
         argv = launcher_argv(self.family, self.memory_mb, rlimit_mode, **self.interpreters)
         try:
-            self.pid = os.posix_spawn(
-                argv[0],
+            self.pid = spawn_session_leader(
                 argv,
                 env,
-                file_actions=[
+                [
                     (os.POSIX_SPAWN_DUP2, in_r, 0),
                     (os.POSIX_SPAWN_DUP2, out_w, 1),
                     (os.POSIX_SPAWN_DUP2, err_w, 2),
                     (os.POSIX_SPAWN_DUP2, rep_w, 3),
                 ],
-                setsid=True,
             )
         except OSError:
             for fd in (in_w, out_r, err_r, rep_r):
