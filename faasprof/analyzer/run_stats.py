@@ -19,6 +19,7 @@ variation is unknown: the figures and their ratio are given with ``ONE_RUN_NOTE`
 
 from __future__ import annotations
 
+import argparse
 import math
 from dataclasses import asdict, dataclass, field
 from enum import Enum
@@ -28,6 +29,19 @@ from scipy import stats as scipy_stats
 
 CONFIDENCE = 0.95
 DEFAULT_MIN_EFFECT = 0.05  # a ratio within ×0.95..×1.05 is no effect worth a word
+
+
+def add_min_effect_argument(parser: argparse.ArgumentParser | argparse._ArgumentGroup) -> None:
+    """``--min-effect``, as every command that states a difference over runs takes it."""
+    parser.add_argument(
+        "--min-effect",
+        type=float,
+        default=DEFAULT_MIN_EFFECT,
+        metavar="FRACTION",
+        help=f"the smallest effect called slower/faster (default {DEFAULT_MIN_EFFECT:g}: 5 %%)",
+    )
+
+
 DEFAULT_MIN_COLD_POINTS = 0.02  # a cold share 2 points apart
 SUGGESTED_REPEATS = 5
 ONE_RUN_NOTE = f"one run each: run-to-run variation unknown; repeat with --repeats {SUGGESTED_REPEATS}"

@@ -23,7 +23,7 @@ from pathlib import Path
 from faasprof.analyzer.compare import compare_runs, default_out_dir, summary_table, verdict_lines
 from faasprof.analyzer.compare_sides import Side, check_sides, sides_from_groups
 from faasprof.analyzer.records import stderr_progress
-from faasprof.analyzer.run_stats import DEFAULT_MIN_EFFECT, effect_lines
+from faasprof.analyzer.run_stats import add_min_effect_argument, effect_lines
 from faasprof.errors import ConfigError
 
 SEPARATOR = "--"
@@ -40,13 +40,7 @@ def _add_options(parser: argparse.ArgumentParser) -> None:
     )
     parser.add_argument("--a", nargs="+", metavar="RUN_DIR", help="side A's runs (repeats of one workload)")
     parser.add_argument("--b", nargs="+", metavar="RUN_DIR", help="side B's runs, compared against side A's")
-    parser.add_argument(
-        "--min-effect",
-        type=float,
-        default=DEFAULT_MIN_EFFECT,
-        metavar="FRACTION",
-        help=f"the smallest effect called slower/faster (default {DEFAULT_MIN_EFFECT:g}: 5 %%)",
-    )
+    add_min_effect_argument(parser)
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:

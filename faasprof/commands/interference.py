@@ -22,7 +22,7 @@ from pathlib import Path
 
 from faasprof import rundir
 from faasprof.analyzer.compare_sides import read_repeats
-from faasprof.analyzer.run_stats import DEFAULT_MIN_EFFECT
+from faasprof.analyzer.run_stats import DEFAULT_MIN_EFFECT, add_min_effect_argument
 from faasprof.commands.run import local_settings
 from faasprof.errors import ConfigError
 from faasprof.experiments.analyzed import execute_analyzed
@@ -79,13 +79,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         metavar="N",
         help="run the workload N times; the slowdown gets an interval over the runs and a verdict (5 is a good start)",
     )
-    parser.add_argument(
-        "--min-effect",
-        type=float,
-        default=DEFAULT_MIN_EFFECT,
-        metavar="F",
-        help="smallest effect called slower or faster (default 0.05: 5 %%)",
-    )
+    add_min_effect_argument(parser)
     parser.add_argument("--report", metavar="RUN_DIR", help="do not run: draw the figure for this finished run")
     local = parser.add_argument_group("embedded localwhisk only")
     local.add_argument(
