@@ -92,6 +92,7 @@ def test_capacity_and_the_quick_start_share_one_set_of_defaults():
         "max_runs": args.max_runs,
         "cooldown_s": args.cooldown,
         "repeats": args.repeats,
+        "budget_s": args.budget_s,
     }
     assert options == SEARCH_DEFAULTS
     parameters = inspect.signature(find_capacity).parameters
@@ -112,16 +113,16 @@ def test_sweep_eta_from_planned_then_measured_times():
 
 def test_capacity_search_says_an_eta():
     lines = []
-    ticks = iter(range(0, 1000, 10))
-    search(
-        lambda rate, reference: Probe(rate_rps=rate, mode="over-invoked" if rate > 4 else "balanced"),
-        start_rate=1,
-        max_rate=64,
-        max_runs=6,
-        say=lines.append,
-        clock=lambda: next(ticks),
-    )
-    assert lines[0].startswith("[ 1/6]") and "ETA about 50 s" in lines[0]
+    now_s = [0.0]
+
+    def probe(rate, reference):
+        now_s[0] += 10.0  # each probe takes 10 s
+        return Probe(rate_rps=rate, mode="over-invoked" if rate > 4 else "balanced")
+
+    search(probe, start_rate=1, max_rate=64, max_runs=6, say=lines.append, clock=lambda: now_s[0], budget_s=45.0)
+    assert lines[0].startswith("[ 1/6]") and "ETA about 50 s" in lines[0]  # 5 rates left at 10 s each
+    # Once the bracket stands (3/s kept up, 9/s not: the third probe) what is left of the budget bounds it.
+    assert "ETA about 15 s" in lines[2] and "ETA about 5 s" in lines[3] and len(lines) == 4
 
 
 @pytest.mark.slow
@@ -131,7 +132,7 @@ def test_plan_and_validate_show_a_fraction_from_the_store_or_as_not_measured_yet
     path = tmp_path / "cf.json"
     path.write_text(json.dumps(WORKLOAD))
     env = {capacity_store.STORE_ENV: str(tmp_path / "store.json")}
-    note = "instances.low.rate: 0.25 × capacity of json_dumps (not measured yet: `run` measures it first, about 60 s)"
+    note = "instances.low.rate: 0.25 × capacity of json_dumps (not measured yet: `run` measures it first, about 45 s)"
     plan = run_cli("plan", path, env=env)
     assert plan.returncode == 0 and "Traceback" not in plan.stderr, plan.stderr
     rows = {line.split()[0]: line.split() for line in plan.stdout.splitlines()[1:3]}

@@ -327,3 +327,52 @@ def test_a_guess_that_overshoots_steps_down_by_the_root_of_the_factor():
     assert calls[:3] == [5, pytest.approx(48.64, abs=0.01), pytest.approx(48.64 / 3**0.5, abs=0.01)]
     low, high = result["bounds_rps"]
     assert low <= 45.0 < high and high / low - 1 <= 0.3 and len(calls) <= 8
+
+
+class ProbeClock:
+    """A fake clock that each probe moves on by its ``probe_s`` seconds."""
+
+    def __init__(self, probe, probe_s: float) -> None:
+        self.now_s, self.probe_s, self.inner = 0.0, probe_s, probe
+
+    def __call__(self) -> float:
+        return self.now_s
+
+    def probe(self, rate, reference):
+        self.now_s += self.probe_s
+        return self.inner(rate, reference)
+
+
+def test_the_budget_ends_the_refinement_once_the_bracket_stands_and_says_so():
+    """The first run's search (issue 43): 8 to 13 probes on a quiet host, so a first run of 83 to
+    104 s. With a budget the search starts no probe that would end after it, once a rate kept up
+    below one that did not; the interval is then the bracket as it stood."""
+    calls: list[float] = []
+    clock = ProbeClock(modelled(66.0, calls), probe_s=5.0)
+    result = search(clock.probe, start_rate=1, factor=2, tolerance=0.05, max_runs=20, budget_s=60.0, clock=clock)
+    assert clock.now_s <= 60.0
+    # 1, 2, 4, ..., 128/s stand the bracket (64 kept up, 128 over-invoked) after 8 probes = 40 s; four more fit.
+    assert len(calls) == 12
+    low, high = result["bounds_rps"]
+    assert low <= 66.0 < high
+    lowest, highest = result["interval_rps"]
+    assert lowest <= 66.0 <= highest
+    assert "budget of 60 s was spent after 12 probes" in result["stopped_because"]
+    assert "--budget-s 0" in result["stopped_because"]
+    # Without a budget the same search goes on to its tolerance.
+    calls.clear()
+    unbounded = ProbeClock(modelled(66.0, calls), probe_s=5.0)
+    result = search(
+        unbounded.probe, start_rate=1, factor=2, tolerance=0.05, max_runs=20, budget_s=None, clock=unbounded
+    )
+    assert len(calls) > 12 and result["stopped_because"] == "bracketed within 5%"
+
+
+def test_the_budget_never_cuts_the_climb_to_the_first_over_invoked_rate():
+    calls: list[float] = []
+    clock = ProbeClock(modelled(66.0, calls), probe_s=5.0)
+    result = search(clock.probe, start_rate=1, factor=2, tolerance=0.3, max_runs=20, budget_s=10.0, clock=clock)
+    assert calls[:8] == [1, 2, 4, 8, 16, 32, 64, 128]  # 40 s, past the budget: no capacity without it
+    assert len(calls) == 8 and result["capacity_rps"] is not None and not result["capacity_is_lower_bound"]
+    with pytest.raises(ConfigError, match="--budget-s: must be >= 0"):
+        search(modelled(66.0, []), budget_s=-1)

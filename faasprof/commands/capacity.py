@@ -94,6 +94,14 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         help="probe each end of the bracket up to N more times, until two probes agree (default %(default)d)",
     )
     parser.add_argument(
+        "--budget-s",
+        type=float,
+        default=SEARCH_DEFAULTS["budget_s"],
+        metavar="S",
+        help="once a rate kept up below one that did not, start no probe that would end after S seconds "
+        "of search; the interval is then the bracket as it stood (default %(default)g; 0: no budget)",
+    )
+    parser.add_argument(
         "--cooldown",
         type=float,
         default=SEARCH_DEFAULTS["cooldown_s"],
@@ -147,6 +155,7 @@ def main(args: argparse.Namespace) -> int:
         max_runs=args.max_runs,
         cooldown_s=args.cooldown,
         repeats=args.repeats,
+        budget_s=args.budget_s or None,
         progress=Progress.to(sys.stderr, quiet=args.quiet),
     )
     capacity = result["capacity_rps"]

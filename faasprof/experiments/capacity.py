@@ -20,6 +20,11 @@ Only ``probe``'s steady window is judged.
    moves the bracket (a ``low`` found over-invoked becomes the new ``high``, a ``high`` found kept
    up the new ``low``) and the search bisects (or steps) on. Repeats do not count against
    ``max_runs``.
+4. **Budget.** Once the bracket stands (a rate kept up below one that was not), no probe is
+   started that would end after ``budget_s`` seconds of search (by the median time a probe took
+   so far); the interval then spans the bracket as it stands, unconfirmed ends included, and the
+   result says so. Stepping up to the first over-invoked rate is never cut short: without it
+   there is no capacity, only a lower bound. ``budget_s`` None: no budget.
 
 Why the ends are confirmed: a search commits to one side of each rate it probes, so one noisy
 probe at a step placed the whole bracket. On a shared 2-core host json_dumps kept up at 15/s in
@@ -95,6 +100,7 @@ from __future__ import annotations
 
 import math
 import os
+import statistics
 import time
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
@@ -139,7 +145,12 @@ WARMUP_MAX_S = 3.0
 # 76 s on a quiet one (10 probes, a capacity of 145/s); at 2 s a probe's judged window still holds
 # MIN_PROBE_CALLS calls, and a standing queue of 20 % over the capacity doubles its median latency.
 # The ceiling 1000/s is above what one host's localwhisk serves for a catalogue function; a search
-# that reaches it reports a lower bound.
+# that reaches it reports a lower bound. The budget: on a quiet 2-core host the first run's search
+# took 45 to 55 s (8 to 13 probes): the count varies with how often the host's noise makes two
+# probes of one rate disagree, each disagreement costing a repeat. The bracket stood after 29 s
+# (5 probes); 40 s leaves the bisection two or three probes, enough for the modes, which need the
+# capacity within tens of percent, and keeps the first run (search, three 10 s phases, analysis)
+# under 90 s. `faasprof capacity --budget-s 0` searches without it.
 class SearchDefaults(TypedDict):
     """The search settings' defaults, by name (``search``'s keyword arguments)."""
 
@@ -151,6 +162,7 @@ class SearchDefaults(TypedDict):
     max_runs: int
     cooldown_s: float
     repeats: int
+    budget_s: float | None
 
 
 SEARCH_DEFAULTS: SearchDefaults = {
@@ -162,6 +174,7 @@ SEARCH_DEFAULTS: SearchDefaults = {
     "max_runs": 8,
     "cooldown_s": 0.5,
     "repeats": 2,
+    "budget_s": 40.0,
 }
 
 
@@ -341,6 +354,7 @@ def search(
     say: Callable[[str], None] | None = None,
     cooldown_s: float = 0.0,
     repeats: int = SEARCH_DEFAULTS["repeats"],
+    budget_s: float | None = SEARCH_DEFAULTS["budget_s"],
     sleep=time.sleep,
     clock=time.monotonic,
     load=os.getloadavg,
@@ -359,8 +373,10 @@ def search(
         raise ConfigError(f"--tolerance: must be > 0 (got {tolerance:g})")
     if repeats < 0:
         raise ConfigError(f"--repeats: must be >= 0 (got {repeats})")
+    if budget_s is not None and budget_s < 0:
+        raise ConfigError(f"--budget-s: must be >= 0, 0 for no budget (got {budget_s:g})")
     state = _Search(probe, max_runs, repeats, say, cooldown_s, sleep, clock, load)
-    state.noise, state.guess = noise, guess
+    state.noise, state.guess, state.budget_s = noise, guess, budget_s
     stopped = ""
     while True:
         low, high = state.bracket()
@@ -376,6 +392,17 @@ def search(
             continue
         rate = state.next_rate(low, high, tolerance)
         if rate is None:
+            break
+        if low is not None and budget_s and state.would_overrun(budget_s):
+            stopped = (
+                f"its budget of {budget_s:g} s was spent after {len(state.probes)} probes, before "
+                + (
+                    "reaching the tolerance"
+                    if high.rate_rps / low.rate_rps - 1 > tolerance
+                    else "both ends were confirmed"
+                )
+                + ": the interval is the bracket as it stood (--budget-s 0 searches on)"
+            )
             break
         state.run(rate)
     low, high = state.bracket()
@@ -399,6 +426,8 @@ class _Search:
         self.loads = [_load_1min(load)]
         self.reference: dict | None = None
         self.started = clock()
+        self.probe_s: list[float] = []  # how long each probe took, cooldown included
+        self.budget_s: float | None = None
         self.noise: Callable[[], capacity_noise.Snapshot | None] = lambda: None
         self.noises: list[capacity_noise.HostNoise | None] = []
         self.guessed = False  # the ladder jumped to the guess's rate
@@ -406,6 +435,7 @@ class _Search:
         self.guess: Callable[[Probe], float | None] = lambda probe: None
 
     def run(self, rate: float) -> Probe:
+        began = self.clock()
         if self.probes and self.cooldown_s > 0:
             self.sleep(self.cooldown_s)
         again = rate in self.by_rate
@@ -415,20 +445,26 @@ class _Search:
         result.noise = capacity_noise.as_dict(host_noise)
         self.noises.append(host_noise)
         self.probes.append(result)
+        self.probe_s.append(self.clock() - began)
         self.by_rate.setdefault(rate, []).append(result)
         result.load_1min = _load_1min(self.load)
         self.loads.append(result.load_1min)
         if self.reference is None:
             self.reference = reference_of(result)
         if self.say:
-            # ETA: the rates left at most (max_runs), at the mean time a probe took so far.
-            per_probe = (self.clock() - self.started) / len(self.probes)
+            # ETA: the rates left at most (max_runs), at the mean time a probe took so far, or
+            # what is left of the budget when that is less (it binds once the bracket stands).
+            elapsed_s = self.clock() - self.started
+            per_probe = elapsed_s / len(self.probes)
             left = max(self.max_runs - len(self.by_rate), 0)
+            eta_s = left * per_probe
+            if self.budget_s and None not in self.bracket():
+                eta_s = min(eta_s, max(self.budget_s - elapsed_s, 0.0))
             close = "  (a repeat)" if again else ("  close" if result.close and result.status == "complete" else "")
             other = f"  other work {host_noise.other_cpus:.2g} CPUs" if host_noise is not None else ""
             self.say(
                 f"[{len(self.by_rate):>2}/{self.max_runs}] {rate:>9.4g}/s  {result.mode:<13} achieved {number_text(result.achieved_rps, 4)}/s  "
-                f"p50 {ms(result.p50_ms, 4)}  p99 {ms(result.p99_ms, 4)}{other}  (ETA about {left * per_probe:.0f} s){close}"
+                f"p50 {ms(result.p50_ms, 4)}  p99 {ms(result.p99_ms, 4)}{other}  (ETA about {eta_s:.0f} s){close}"
             )
         return result
 
@@ -473,6 +509,12 @@ class _Search:
             self.guessed = True
             return guess
         return low.rate_rps * (math.sqrt(factor) if self.guessed else factor)
+
+    def would_overrun(self, budget_s: float) -> bool:
+        """Whether one more probe, taking the median time of those so far, would end after
+        ``budget_s`` seconds of search."""
+        typical_s = statistics.median(self.probe_s) if self.probe_s else 0.0
+        return self.clock() - self.started + typical_s > budget_s
 
     def can_try_new_rate(self) -> bool:
         return len(self.by_rate) < self.max_runs
@@ -544,11 +586,7 @@ class _Search:
 
 
 def _median(values: list[float]) -> float | None:
-    if not values:
-        return None
-    ordered = sorted(values)
-    middle = len(ordered) // 2
-    return round(ordered[middle] if len(ordered) % 2 else (ordered[middle - 1] + ordered[middle]) / 2, 3)
+    return round(statistics.median(values), 3) if values else None
 
 
 def interval_of(probes: list[Probe], low_rps: float, high_rps: float) -> tuple[float, float]:
@@ -611,6 +649,7 @@ def find_capacity(
     max_runs: int = SEARCH_DEFAULTS["max_runs"],
     cooldown_s: float = SEARCH_DEFAULTS["cooldown_s"],
     repeats: int = SEARCH_DEFAULTS["repeats"],
+    budget_s: float | None = SEARCH_DEFAULTS["budget_s"],
     progress: Progress = QUIET,
 ) -> dict:
     """Run the search with real probes under ``probes_dir(out_dir)``; writes the result there as
@@ -646,13 +685,16 @@ def find_capacity(
             say=progress.say,
             cooldown_s=cooldown_s,
             repeats=repeats,
+            budget_s=budget_s,
             noise=capacity_noise.snapshot,
             guess=guess_rate,
         )
     finally:
         if handle is not None:
             handle.stop()
-    result.update(function=function, memory_mb=memory_mb, duration_s=duration_s, distribution=distribution)
+    result.update(
+        function=function, memory_mb=memory_mb, duration_s=duration_s, distribution=distribution, budget_s=budget_s
+    )
     path = out / f"capacity-{rundir.safe_name(function)}-{rundir.utc_stamp()}.json"
     rundir.write_json_atomic(path, result)
     result["result_file"] = str(path)

@@ -77,10 +77,10 @@ ANALYZER_WARMUP_FRACTION = 0.2
 WARM_MARGIN = 1.25
 CAPACITY_DRIFT = 2.0
 STORE_ENV = "FAASPROF_CAPACITY_STORE"
-# About how long capacity.SEARCH_DEFAULTS take on a busy 2-core host (8-10 probes of 2 s with their warm-ups,
-# analyses, drains and pauses, the bracket's ends confirmed: 48-53 s measured at load 10-18; with 3 s probes
-# from 5/s by ×3 it was 53-71 s there).
-MEASURE_S = 60.0
+# About how long capacity.SEARCH_DEFAULTS take on a 2-core host: 8-10 probes of 2 s with their warm-ups,
+# analyses, drains and pauses took 48-53 s at load 10-18, 45-55 s on a quiet one; the search's budget
+# (40 s once the bracket stands) now ends most searches at 40-45 s.
+MEASURE_S = 45.0
 
 
 def store_path() -> Path:
