@@ -15,7 +15,11 @@ verdict never contradicts the notes it carries (``contradiction``): a function w
 its factor is "not significant" (or, over rounds, "no significant difference" or "no verdict") is not
 slower beyond noise, whatever an interval over calls says (the calls of one process share its
 speed: the run, not the call, is the sample). Figs 15/16's factors and exponent come over rounds
-(``faasprof.experiments.reproduce_slowdown``), each round's median one sample.
+(``faasprof.experiments.reproduce_slowdown``), each round's median one sample, and so does Fig 14's
+IPC ratio over its runs (``verdict_ratio_over_runs``: each run's median IPC inside the aggressor's
+window and outside it one sample each, at least ``MIN_RATIO_RUNS`` runs). A ratio of per-second
+samples of one run (Figs 6-7 and 10-11, or Fig 14 with one run) describes that run only: beyond
+noise it is ``indicative``, never reproduced.
 
 **The native baseline of Figs 15/16.** The native time is ``perf_counter`` around the function
 inside a long-lived worker that is faasprof's own child process; the FaaS time is localwhisk's
@@ -40,6 +44,7 @@ from dataclasses import asdict, dataclass, field
 
 import numpy as np
 
+from faasprof.analyzer.run_stats import RunFigure, Scale, figure_effect
 from faasprof.experiments.slowdown_report import median_ci
 
 REPRODUCED = "reproduced"
@@ -50,6 +55,7 @@ INDICATIVE = "indicative"
 MIN_FIT_FUNCTIONS = 5  # a power law through fewer points is a line through a handful of dots
 MIN_COLD_STARTS = 20  # Fig 5's cold-start marker: a median of fewer is one host moment
 MIN_SLOWDOWN_FUNCTIONS = 3  # Fig 15: at least one short and one long function among them
+MIN_RATIO_RUNS = 3  # the hardware figures: a ratio judged over at least this many runs, each one sample
 # Words in a function's notes (slowdown_report.judge_factor) that deny the effect its factor shows.
 # reproduce_slowdown's run-level words are among them: a function's factor judged over rounds.
 CONTRADICTING_NOTES = ("not significant", "below resolution", "no significant difference", "no verdict")
@@ -464,6 +470,49 @@ def verdict_ratio(
         unit,
         label,
     )
+
+
+def verdict_ratio_over_runs(
+    label: str, numerators: list[list[float]], denominators: list[list[float]], above: bool = True
+) -> Verdict:
+    """A hardware finding over runs: run i's per-second samples ``numerators[i]`` against its
+    ``denominators[i]``. Each run's median on each side is one sample (the seconds of one run share
+    its host moment); the ratio of the runs' geometric means and its interval are ``run_stats``'
+    (Welch over the log medians), and the finding is reproduced when that interval lies on its side
+    of 1, the effect is at least ``DEFAULT_MIN_EFFECT``, and there are ``MIN_RATIO_RUNS`` runs or more.
+    Fewer runs, or one: ``indicative`` at most, the one run's bootstrap standing for itself."""
+    runs = [(num, den) for num, den in zip(numerators, denominators) if len(_finite(num)) and len(_finite(den))]
+    if len(runs) < 2:
+        single = verdict_ratio(label, *(runs[0] if runs else ([], [])), above=above)
+        if single.verdict != REPRODUCED:
+            return single
+        single.verdict = INDICATIVE
+        single.reason += (
+            f": within one run (its seconds share the run's host moment), indicative; {MIN_RATIO_RUNS} runs or "
+            "more give a verdict over runs"
+        )
+        return single
+    figure = RunFigure(label, label, Scale.RATIO, "higher", "lower")
+    effect = figure_effect(
+        figure, [float(np.median(_finite(den))) for _, den in runs], [float(np.median(_finite(num))) for num, _ in runs]
+    )
+    value = effect.effect if effect.effect is not None else math.nan
+    low, high = effect.effect_ci or (math.nan, math.nan)
+    text = f"{label} {_interval_text(value, low, high, '×')} over {len(runs)} runs, each run's median one sample"
+    on_side = effect.significant and (effect.verdict == "higher") == above
+    details = [
+        {"run": k, "numerator_median": float(np.median(_finite(n))), "denominator_median": float(np.median(_finite(d)))}
+        for k, (n, d) in enumerate(runs)
+    ]
+
+    def verdict(result: str, reason: str) -> Verdict:
+        return Verdict(result, reason, value, low, high, len(runs), "×", label, details)
+
+    if not on_side:
+        return verdict(NOT_REPRODUCED, f"{text}: {effect.verdict}, not {'above' if above else 'below'} 1 beyond noise")
+    if len(runs) < MIN_RATIO_RUNS:
+        return verdict(INDICATIVE, f"{text}: fewer than {MIN_RATIO_RUNS} runs is indicative, not reproduced")
+    return verdict(REPRODUCED, text)
 
 
 def not_measurable(reason: str) -> Verdict:

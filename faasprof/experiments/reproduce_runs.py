@@ -383,29 +383,37 @@ def mpki(ctx: Context) -> dict:
 
 def interference(ctx: Context, cap: dict) -> dict:
     """Fig 14: the victim's latency, and the system's IPC inside the aggressor's window and in the
-    victim's own window before it (``ipc_by_window``)."""
+    victim's own window before it (``ipc_by_window``), in each of ``interference_runs`` runs: the
+    run, not the second, is the sample (``reproduce_rules.verdict_ratio_over_runs``)."""
     data = json.loads(INTERFERENCE_WORKLOAD.read_text(encoding="utf-8"))
     resolved, rate = resolve_rate(
         data, "json_dumps", cap["capacity_rps"], INTERFERENCE_FRACTION, f"capacity {cap['source']}"
     )
     workload = workload_from_dict(resolved, origin=str(INTERFERENCE_WORKLOAD), path=INTERFERENCE_WORKLOAD)
-    run_dir = execute_analyzed(
-        workload, ctx.runs, connection=ctx.connection, local_settings=ctx.settings(), analyze=True
-    )
-    result_path = report_run(run_dir, "json_dumps", "deltablue", rate)
-    result = json.loads(Path(result_path).read_text(encoding="utf-8"))
-    run = load_run(run_dir)
-    resolved_workload = run.manifest.workload
-    ipc = ipc_by_window(
-        run.monitors.get("perf"),
-        activity_window(resolved_workload, "deltablue"),
-        activity_window(resolved_workload, "json_dumps"),
-    )
+    runs, plots, latency = [], [], None
+    for _ in range(ctx.profile.interference_runs):
+        run_dir = execute_analyzed(
+            workload, ctx.runs, connection=ctx.connection, local_settings=ctx.settings(), analyze=True
+        )
+        result_path = report_run(run_dir, "json_dumps", "deltablue", rate)
+        result = json.loads(Path(result_path).read_text(encoding="utf-8"))
+        run = load_run(run_dir)
+        resolved_workload = run.manifest.workload
+        ipc = ipc_by_window(
+            run.monitors.get("perf"),
+            activity_window(resolved_workload, "deltablue"),
+            activity_window(resolved_workload, "json_dumps"),
+        )
+        runs.append({"run_dir": str(run_dir), **ipc})
+        plots.append(str(Path(result_path).parent / result["figure"]))
+        latency = latency or result.get("latency")
     return {
-        "run_dirs": [str(run_dir)],
-        **ipc,
-        "latency": result.get("latency"),
-        "plots": [str(Path(result_path).parent / result["figure"])],
+        "run_dirs": [run["run_dir"] for run in runs],
+        "runs": runs,
+        # The first run's windows name the comparison (every run has the same workload).
+        "ipc_windows_s": runs[0]["ipc_windows_s"] if runs else None,
+        "latency": latency,
+        "plots": plots,
     }
 
 
