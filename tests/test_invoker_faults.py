@@ -315,6 +315,8 @@ def test_kill_9_on_the_embedded_platform_keeps_its_records_and_leaves_nothing_ru
         "blocking_cli": True,
         "instances": {"j": {"application": "json_dumps", "distribution": "Uniform", "rate": 10}},
     }
+    if shutil.which("perf"):  # a collector's tool, in a session of its own: the reaper must stop it
+        data["monitoring"] = {"perf": {"events": ["task-clock", "context-switches"]}}
     config = tmp_path / "e.json"
     config.write_text(json.dumps(data))
     out = tmp_path / "runs"
@@ -348,6 +350,11 @@ def test_kill_9_on_the_embedded_platform_keeps_its_records_and_leaves_nothing_ru
         time.sleep(0.2)
     # The embedded server died with its parent and stopped its sandboxes: nothing left, nothing frozen.
     assert _processes_under(data_dir) == []
+    # And perf (its working directory monitors/perf/) was stopped by the reaper, not left writing
+    # into the run directory for the rest of its planned 30 s (it was, before the reaper).
+    while _processes_under(run_dir) and time.monotonic() < deadline + 10:
+        time.sleep(0.2)
+    assert _processes_under(run_dir) == []
     assert list(run_tmp.iterdir()) == []  # faasprof keeps nothing in temporary directories
     assert (data_dir / "localwhisk.sqlite").exists()
     assert not (run_dir / rundir.ACTIVATIONS).exists()

@@ -51,6 +51,7 @@ from pathlib import Path
 from typing import Any, BinaryIO, Callable, ClassVar, TextIO
 
 from faasprof.monitoring.host import Root
+from faasprof.monitoring.reaper import REAPER
 from faasprof.monitoring.sampling import sample_until
 from faasprof.rundir import Manifest, monitor_dir, write_json_atomic
 
@@ -310,6 +311,8 @@ class ProcessCollector(Collector):
             start_new_session=True,
             cwd=self.dir,
         )
+        # Its own session leaves it to faasprof to stop; the reaper stops it if faasprof cannot.
+        REAPER.watch(self.process.pid, self.stop_signal)
 
     def _startup_check(self, wait_s: float = 0.3) -> None:
         """A tool that exits at once (bad option, no permission) is a failed start."""
@@ -319,6 +322,7 @@ class ProcessCollector(Collector):
         except subprocess.TimeoutExpired:
             return
         self.returncode = self.process.returncode
+        REAPER.unwatch(self.process.pid)
         self._close_logs()
         assert self.dir is not None
         self._fail(
@@ -331,6 +335,7 @@ class ProcessCollector(Collector):
         if self.process.poll() is None:
             return True
         self.returncode = self.process.returncode
+        REAPER.unwatch(self.process.pid)
         self.status = "died"
         assert self.dir is not None
         self.errors.append(
@@ -372,6 +377,8 @@ class ProcessCollector(Collector):
             except subprocess.TimeoutExpired:
                 self.warnings.append(f"{self.name}: did not stop within {wait_s:g}s of {signal.Signals(sig).name}")
         self.returncode = process.poll()
+        if self.returncode is not None:  # one that survived SIGKILL stays the reaper's
+            REAPER.unwatch(process.pid)
         self._close_logs()
 
     def _after_stop(self) -> None:
