@@ -365,7 +365,14 @@ def test_rate_sweep_on_localwhisk(tmp_path, isolated_home):
     rates = frame.groupby("sweep_rate")["achieved_rps"].mean()
     assert rates[8] > rates[4]
     summary = json.loads((sweep_dir / "sweep_summary.json").read_text())
-    assert summary["capacity"] and all(entry["capacity_rps"] == 8 for entry in summary["capacity"])
+    assert summary["capacity"]
+    for entry in summary["capacity"]:
+        # 8/s of 5 ms calls keeps up on a quiet host; on one at load 20 it may not (seen once): the
+        # capacity is then 4/s, and in either case it says what its points' evidence says.
+        kept_up = {point["rate"]: point["kept_up"] for point in entry["evidence"]}
+        assert kept_up[4.0], entry
+        assert entry["capacity_rps"] == (8 if kept_up[8.0] else 4)
+        assert entry["capacity_is_lower_bound"] == kept_up[8.0]
     assert (sweep_dir / "plots" / "completion_latency_ms_p50_vs_rate.png").exists()
     assert "<h1>Sweep" in (sweep_dir / "report.html").read_text()
 
