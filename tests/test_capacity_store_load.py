@@ -272,3 +272,14 @@ def test_an_over_invoked_rate_outside_its_band_is_placed_a_quarter_above_the_int
     quarter above the interval's top is over-invoked at every capacity the search found plausible."""
     assert capacity_store.place_in_band("over-invoked", 87.04, 14.5, 21.76, 94.3) == pytest.approx(1.25 * 94.3)
     assert capacity_store.place_in_band("over-invoked", 120.0, 14.5, 21.76, 94.3) == 120.0  # above it: kept
+
+
+def test_an_over_invoked_rate_just_above_the_interval_is_placed_where_it_holds():
+    """10 quick starts on a busy host: 1.5 × 39.2/s = 58.7/s lay 5 % above the interval's top
+    (22.6–55.8/s), was kept, and read balanced twice, the host's other work having eased since the
+    search. Over-invoked holds from a quarter above the top, as a balanced phase holds inside its
+    margins; the line before the run says why it moved, in words true of the numbers."""
+    assert capacity_store.place_in_band("over-invoked", 58.7, 15.4, 22.6, 55.8) == pytest.approx(1.25 * 55.8)
+    assert capacity_store.place_in_band("over-invoked", 1.25 * 55.8 + 1, 15.4, 22.6, 55.8) == 1.25 * 55.8 + 1
+    why = capacity_store._why_placed("over-invoked", 58.7, 15.4, 22.6, 55.8, 8.0)
+    assert why == "inside the over-invoked band but less than 1.25 × its edge (where it holds)"

@@ -349,6 +349,8 @@ def _why_placed(band: str | None, rate: float, warm_rps: float, kept: float, ove
         return f"closer to the warm rate {warm_rps:.3g}/s than half of it"
     if band == "balanced" and warm_rps <= rate <= kept:
         return "inside the balanced band but without its margins (where it holds)"
+    if band == "over-invoked" and rate > over:
+        return f"inside the over-invoked band but less than {OVER_PLACEMENT:g} × its edge (where it holds)"
     return f"outside the {band} band"
 
 
@@ -391,10 +393,12 @@ def steady_seconds(window_s) -> float:
     return length - min(ANALYZER_WARMUP_MAX_S, ANALYZER_WARMUP_FRACTION * length)
 
 
-# An over-invoked rate outside its band is placed this far above the top of the capacity's interval,
-# which already spans the probes' disagreement and the host's noise: over at every capacity the
-# search found plausible. At 2× the quick start's over phase on a busy host (interval 21.8–94.3/s, a
-# capacity near 45/s) sent 188.6/s for 15 s and drained its backlog for 53 s after the run.
+# An over-invoked phase holds this far above the top of the capacity's interval, which already spans
+# the probes' disagreement and the host's noise: over at every capacity the search found plausible.
+# A rate below it is placed there. At 2× the quick start's over phase on a busy host (interval
+# 21.8–94.3/s, a capacity near 45/s) sent 188.6/s for 15 s and drained its backlog for 53 s after the
+# run; kept at 1.05× the top (1.5 × 39.2/s = 58.7/s against an interval of 22.6–55.8/s), it read
+# balanced in 2 of 10 quick starts on a busy host whose other work had eased since the search.
 OVER_PLACEMENT = 1.25
 
 
@@ -425,7 +429,8 @@ def place_in_band(
     warm rate at most (calls two pause graces apart), and, given the phase's ``steady_s``, often
     enough for ``MODE_CALLS`` calls there (0.05 × 27.9/s left 18 calls in 13 s: too few for a
     mode); balanced at the geometric middle of the warm rate and the highest rate kept up;
-    over-invoked at ``OVER_PLACEMENT`` times the top of the capacity's interval. A balanced rate is kept where it holds
+    over-invoked at ``OVER_PLACEMENT`` times the top of the capacity's interval, where a rate below that
+    is placed (one just above the top holds no better than the top). A balanced rate is kept where it holds
     (``balanced_hold``), else placed at the geometric middle of where it holds; where no rate
     holds, at the middle of the warm rate and the highest rate kept up, and an empty band keeps
     ``rate`` (``band_lines`` says why). Where no rate holds, a rate between the warm rate and that
@@ -444,7 +449,7 @@ def place_in_band(
     middle = math.sqrt(warm_rps * kept_rps) if warm_rps < kept_rps else math.nan
     if band == "balanced" and low > high and warm_rps < kept_rps and not middle <= rate <= kept_rps:
         return middle
-    if band == "over-invoked" and rate <= over_rps:
+    if band == "over-invoked" and rate < OVER_PLACEMENT * over_rps:
         return OVER_PLACEMENT * over_rps
     return rate
 
