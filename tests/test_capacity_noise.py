@@ -151,3 +151,38 @@ def test_a_ctrl_c_in_a_probe_is_told_from_a_probe_that_failed():
     assert capacity._by_a_signal("interrupted (Ctrl-C or SIGTERM) before the test started")
     assert not capacity._by_a_signal("the embedded localwhisk exited during the run (see x.log)")
     assert not capacity._by_a_signal(None)
+
+
+def test_a_stored_capacity_is_not_reused_where_the_run_queue_moved_on_a_saturated_host():
+    """Ten quick starts reused a capacity searched at a run queue of 1.9 (other work 0.94–1.85 of 2
+    CPUs) while 10-18 tasks were runnable, and three balanced phases read over-invoked: the other
+    work's share of a saturated host hardly moves, the sandboxes' share falls with the tasks they
+    compete with."""
+    stored = {"other_cpus_min": 0.94, "other_cpus_max": 1.85, "run_queue_mean": 1.86, "cpus": 2}
+    holds, why = capacity_noise.alike(stored, capacity_noise.HostNoise(1.6, 0.0, 12.0, 2))
+    assert not holds and why == (
+        "it was measured while 1.9 tasks were runnable on average and 12 are now, on 2 CPUs "
+        "(more than ×2 apart: the sandboxes' share of the CPUs moved)"
+    )
+    assert capacity_noise.alike(stored, capacity_noise.HostNoise(1.6, 0.0, 4.0, 2)) == (True, "")  # ×1.75
+    # Quieter now than a busy search: the capacity was low; searched again too.
+    busy_search = {**stored, "run_queue_mean": 12.0}
+    assert not capacity_noise.alike(busy_search, capacity_noise.HostNoise(1.2, 0.0, 3.0, 2))[0]
+    # Neither side more runnable tasks than CPUs: no competition for a CPU, the CPU share decides.
+    assert capacity_noise.alike({**stored, "run_queue_mean": 0.2}, capacity_noise.HostNoise(1.0, 0.0, 1.5, 2))[0]
+    # Entries stored before the run queue was compared (no run_queue_mean) are judged by the CPUs alone.
+    assert capacity_noise.alike(
+        {"other_cpus_min": 0.9, "other_cpus_max": 1.0, "cpus": 2}, capacity_noise.HostNoise(1.0, 0.0, 20.0, 2)
+    )[0]
+
+
+def test_the_noise_now_averages_the_run_queue_over_its_window():
+    # 2 CPUs, 25 ticks each between readings, half of them busy with other work.
+    readings = iter(
+        [capacity_noise.Snapshot(25 * k, 0, 50 * k, 0, running, 0.0) for k, running in enumerate((1, 3, 21, 5, 11))]
+    )
+    slept = []
+    noise = capacity_noise.measure_now(window_s=1.0, sleep=slept.append, read=lambda: next(readings), samples=4)
+    assert slept == [0.25] * 4
+    # One reading at the end says 10 runnable besides the reader; the four readings' mean is 9.
+    assert noise is not None and noise.other_cpus == 1.0 and noise.run_queue == 9.0

@@ -23,8 +23,15 @@ the rest. It changes two things:
    ``contention_text`` ("host contended: other work took 1.02 of 2 CPUs (0.95–1.1) ...") from
    ``CONTENDED_CPUS`` of other work on.
 2. **Reuse** (``alike``). A stored capacity is reused only while the noise now (a reading over
-   ``NOW_WINDOW_S``) is within ``ALIKE_CPUS`` of the range its probes saw; otherwise ``faasprof
-   run`` searches again and says why (``capacity_store.resolve_workload``).
+   ``NOW_WINDOW_S``) is within ``ALIKE_CPUS`` of the range its probes saw, and the runnable tasks
+   now are within ``ALIKE_RUN_QUEUE`` times the search's (each plus one, where either is more than
+   a CPU's worth); otherwise ``faasprof run`` searches again and says why
+   (``capacity_store.resolve_workload``). Why the run queue: on a saturated host the other work's
+   CPU share stays near all of the CPUs whatever it is, while what the sandboxes get falls with
+   the number of tasks they compete with (CFS weighs their cgroup as one of them). Ten quick starts
+   on a host whose run queue went from 2 during the search to 10-18 reused a capacity of 101 ±
+   67/s, its probes' other work spanning 0.94-1.85 CPUs, and three balanced phases read
+   over-invoked; the reading now takes the run queue's mean over its window, not one sample.
 """
 
 from __future__ import annotations
@@ -32,7 +39,7 @@ from __future__ import annotations
 import math
 import os
 import time
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, dataclass, replace
 from pathlib import Path
 from typing import Callable, TypedDict
 
@@ -42,8 +49,13 @@ from faasprof.monitoring.noise import cpu_times, stat_fields
 CONTENDED_CPUS = 0.5
 # A stored capacity is reused while the other work now lies within this many CPUs of its probes' range.
 ALIKE_CPUS = 0.5
-# How long the reading of the noise now lasts before a stored capacity is reused.
+# ... and while the runnable tasks now (+1) are within this factor of the search's (+1), where either
+# exceeds the CPUs (below that, tasks do not compete for a CPU and the other work's share decides).
+ALIKE_RUN_QUEUE = 2.0
+# How long the reading of the noise now lasts before a stored capacity is reused, and how many run
+# queue samples it averages.
 NOW_WINDOW_S = 1.0
+NOW_SAMPLES = 10
 # Free CPUs are never taken below this: a probe that saw every CPU taken still ran.
 MIN_FREE_CPUS = 0.25
 
@@ -66,7 +78,7 @@ class HostNoise:
 
     other_cpus: float
     steal_fraction: float
-    run_queue: int
+    run_queue: float  # runnable tasks but the reader: at the end of a probe, or a mean over a reading's window
     cpus: int
 
 
@@ -141,12 +153,23 @@ def between(before: Snapshot | None, after: Snapshot | None, cpus: int | None = 
 
 
 def measure_now(
-    window_s: float = NOW_WINDOW_S, sleep=time.sleep, read: Callable[[], Snapshot | None] = snapshot
+    window_s: float = NOW_WINDOW_S,
+    sleep=time.sleep,
+    read: Callable[[], Snapshot | None] = snapshot,
+    samples: int = NOW_SAMPLES,
 ) -> HostNoise | None:
-    """The noise over the next ``window_s`` seconds (what a stored capacity is compared with)."""
+    """The noise over the next ``window_s`` seconds (what a stored capacity is compared with), its
+    run queue the mean of ``samples`` readings across the window (one reading is one instant)."""
     first = read()
-    sleep(window_s)
-    return between(first, read())
+    readings: list[Snapshot | None] = []
+    for _ in range(max(samples, 1)):
+        sleep(window_s / max(samples, 1))
+        readings.append(read())
+    noise = between(first, readings[-1])
+    running = [r.procs_running - 1 for r in readings if r is not None]
+    if noise is None or not running:
+        return noise
+    return replace(noise, run_queue=round(max(sum(running) / len(running), 0.0), 2))
 
 
 def summarize(noises: list[HostNoise | None]) -> NoiseSummary | None:
@@ -202,13 +225,21 @@ def alike(stored: dict | None, now: HostNoise | None) -> tuple[bool, str]:
         return True, ""
     low, high = float(stored["other_cpus_min"]), float(stored["other_cpus_max"])
     distance = max(low - now.other_cpus, now.other_cpus - high, 0.0)
-    if distance <= ALIKE_CPUS:
-        return True, ""
-    measured = f"{low:.2g}" if high - low < 0.05 else f"{low:.2g}–{high:.2g}"
-    return False, (
-        f"it was measured while other work took {measured} of {stored.get('cpus')} CPUs and takes {now.other_cpus:.2g} now "
-        f"(more than {ALIKE_CPUS:g} CPU apart)"
-    )
+    if distance > ALIKE_CPUS:
+        measured = f"{low:.2g}" if high - low < 0.05 else f"{low:.2g}–{high:.2g}"
+        return False, (
+            f"it was measured while other work took {measured} of {stored.get('cpus')} CPUs and takes {now.other_cpus:.2g} now "
+            f"(more than {ALIKE_CPUS:g} CPU apart)"
+        )
+    then = stored.get("run_queue_mean")
+    if isinstance(then, (int, float)) and max(float(then), now.run_queue) > now.cpus:
+        ratio = (now.run_queue + 1.0) / (float(then) + 1.0)
+        if not 1.0 / ALIKE_RUN_QUEUE <= ratio <= ALIKE_RUN_QUEUE:
+            return False, (
+                f"it was measured while {float(then):.2g} tasks were runnable on average and {now.run_queue:.2g} are now, "
+                f"on {now.cpus} CPUs (more than ×{ALIKE_RUN_QUEUE:g} apart: the sandboxes' share of the CPUs moved)"
+            )
+    return True, ""
 
 
 def as_dict(noise: HostNoise | None) -> dict | None:
