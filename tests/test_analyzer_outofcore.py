@@ -12,6 +12,7 @@ import shutil
 import subprocess
 import sys
 
+import doc_commands
 import numpy as np
 import pandas as pd
 import pytest
@@ -131,11 +132,16 @@ def test_a_broken_figure_is_caught(tmp_path, monkeypatch):
         _same_analysis(run_dir, monkeypatch)
 
 
-def test_the_report_names_the_engine(tmp_path, monkeypatch):
+def test_the_shown_command_analyses_out_of_core_and_the_report_names_the_engine(tmp_path):
     run_dir, _ = write_synthetic_run(tmp_path, duration_s=4.0)
-    monkeypatch.setenv(outofcore.ROWS_ENV, "0")
-    analysis.analyze_run(run_dir, fetch=False, plots=False)
+    done = doc_commands.sh_shown(
+        "FAASPROF_ENGINE_ROWS=0 faasprof analyze runs/big-20261128T100000",
+        cwd=tmp_path,
+        substitute={"runs/big-20261128T100000": str(run_dir)},
+    )
+    assert done.returncode == 0, done.stderr
     assert "out of core: DuckDB" in (run_dir / "analysis" / "report.html").read_text()
+    assert (run_dir / "analysis" / "plots" / "cdf.png").exists()
 
 
 def test_rows_threshold_setting():

@@ -607,11 +607,12 @@ def analyze_run(
             run_dir, manifest, connection, invocations, retry_delays_s, progress
         )
     out = run_dir / rundir.ANALYSIS
-    big = run is None and invocations is None and outofcore.out_of_core(run_dir, manifest)
+    rows = None if invocations is None else len(invocations)
+    big = run is None and outofcore.out_of_core(run_dir, manifest, rows)
     figures: outofcore.FrameFigures | None = None
     if big:
         _fresh(out)
-        run, figures = _load_out_of_core(run_dir, manifest, out, plots, progress)
+        run, figures = _load_out_of_core(run_dir, manifest, out, plots, progress, invocations)
     elif run is None:
         if progress:
             progress(f"loading {run_dir}")
@@ -662,13 +663,15 @@ def _fresh(out: Path) -> None:
     rundir.make_private_dir(out)
 
 
-def build_rows(run_dir: Path, manifest: rundir.Manifest, out_path: Path) -> outofcore.RowsBuilt:
+def build_rows(
+    run_dir: Path, manifest: rundir.Manifest, out_path: Path, invocations: pd.DataFrame | None = None
+) -> outofcore.RowsBuilt:
     """Write the run's invocation frame (``frames``' columns, with ``phase``, ``steady`` and
     ``warmup``) to ``out_path`` as Parquet; what the records' join found and warned of.
 
     Until the row builder of the records' Parquet (``rows_sql``) is here, the frame is joined in
     memory (``joined_frame``) and written: the figures after it are out of core either way."""
-    joined = joined_frame(run_dir, manifest)
+    joined = joined_frame(run_dir, manifest, invocations)
     frame = joined.frame
     frames_mod.harmonise([frame], frames_mod.run_attrs(run_dir, manifest))
     _write_parquet(frame, out_path)
@@ -681,7 +684,12 @@ def build_rows(run_dir: Path, manifest: rundir.Manifest, out_path: Path) -> outo
 
 
 def _load_out_of_core(
-    run_dir: Path, manifest: rundir.Manifest, out: Path, plots: bool, progress: Callable[[str], None] | None
+    run_dir: Path,
+    manifest: rundir.Manifest,
+    out: Path,
+    plots: bool,
+    progress: Callable[[str], None] | None,
+    invocations: pd.DataFrame | None = None,
 ) -> tuple[Run, outofcore.FrameFigures]:
     """The run analysed out of core (``outofcore``): its rows written to ``analysis/`` first, then
     every figure by the engine over that file; the ``Run`` holds the tables and, as its
@@ -691,7 +699,7 @@ def _load_out_of_core(
     settings = engine.EngineSettings.from_environment()
     if progress:
         progress(f"out of core ({outofcore.ROWS_ENV}): writing {path} (engine memory {settings.memory_limit})")
-    built = build_rows(run_dir, manifest, path)
+    built = build_rows(run_dir, manifest, path, invocations)
     connection = engine.connect(settings)
     try:
         frame = outofcore.source(path)

@@ -76,37 +76,62 @@ def done_s_sql(blocking: bool, any_record: bool) -> str:
     return "platform_end_s"
 
 
-def _counts_select(latency_of: str) -> list[str]:
-    """The aggregates of one group's counts, sums and trend slope (``stats.group_stats``)."""
-    success_recorded = "successful AND has_record"
-    items = [
-        "count(*) AS planned",
-        *(f'count(*) FILTER (WHERE outcome::VARCHAR = {text(n)}) AS "{n}"' for n in HTTP_OUTCOMES),
-        f"count(*) FILTER (WHERE {among('outcome', stats_mod.ANSWERED)}) AS answered",
-        *(f'count(*) FILTER (WHERE final_outcome::VARCHAR = {text(n)}) AS "final_{n}"' for n in FINAL_OUTCOMES),
-        "count(*) FILTER (WHERE successful) AS successful",
-        f"count(*) FILTER (WHERE {among('final_outcome', FAILURE_OUTCOMES)}) AS failures",
-        f"count(*) FILTER (WHERE {among('final_outcome', stats_mod.REJECTED_FINAL)}) AS rejected",
-        "count(*) FILTER (WHERE has_activation_id) AS with_activation_id",
-        "count(*) FILTER (WHERE has_record) AS with_record",
-        f"count(*) FILTER (WHERE {success_recorded}) AS successful_with_record",
-        "count(*) FILTER (WHERE has_activation_id AND NOT has_record) AS missing_records",
-        *(
-            f"count(*) FILTER (WHERE {success_recorded} AND start_class::VARCHAR = {text(c)}) AS {c}_count"
-            for c in CLASSES
-        ),
-        *(f"coalesce(sum({c}) FILTER (WHERE NOT isnan({c})), 0.0) AS {c}" for c in COSTS),
-        "min(intended_s) AS _t_min",
-        "max(intended_s) AS _t_max",
-    ]
+def _counted_as(
+    outcome: str | None, final: str | None, success: bool, with_id: bool, recorded: bool, start_class: str | None
+) -> list[str]:
+    """The counts of ``stats.group_stats`` a row of these labels adds one to."""
+    names = ["planned"]
+    if outcome is not None:
+        names += [outcome, *(["answered"] if outcome in stats_mod.ANSWERED else [])]
+    if final is not None:
+        names.append(f"final_{final}")
+        names += ["failures"] if final in FAILURE_OUTCOMES else []
+        names += ["rejected"] if final in stats_mod.REJECTED_FINAL else []
+    flags = {
+        "successful": success,
+        "with_activation_id": with_id,
+        "with_record": recorded,
+        "successful_with_record": success and recorded,
+        "missing_records": with_id and not recorded,
+    }
+    names += [name for name, on in flags.items() if on]
+    if success and recorded and start_class in CLASSES:
+        names.append(f"{start_class}_count")
+    return names
+
+
+def _counts(
+    connection: duckdb.DuckDBPyConnection, source: str, keys: Sequence[str], latency_of: str
+) -> dict[Key, dict]:
+    """Per group: ``stats.group_stats``' counts and cost sums, the planned times' span and the
+    trend's slope. The counts come from one aggregate per group and combination of labels (a few
+    dozen rows, summed here): one comparison of strings per label, not per figure."""
+    group = ", ".join(keys)
+    labels = connection.execute(
+        f"SELECT {group}, outcome::VARCHAR, final_outcome::VARCHAR, successful, has_activation_id, has_record, "
+        f"start_class::VARCHAR, count(*), "
+        + ", ".join(f"sum({c}) FILTER (WHERE NOT isnan({c}))" for c in COSTS)
+        + f" FROM {source} GROUP BY ALL"
+    ).fetchall()
+    width = len(keys)
+    out: dict[Key, dict] = {}
+    for row in labels:
+        key = tuple(row[:width])
+        outcome, final, success, with_id, recorded, start_class, n, *costs = row[width:]
+        c = out.setdefault(key, {"planned": 0, **{name: 0.0 for name in COSTS}})
+        for name in _counted_as(outcome, final, bool(success), bool(with_id), bool(recorded), start_class):
+            c[name] = c.get(name, 0) + int(n)
+        for name, value in zip(COSTS, costs):
+            c[name] += float(value) if value is not None else 0.0
     trend = f"successful AND isfinite({latency_of})"
-    items += [
-        f"count(*) FILTER (WHERE {trend}) AS _trend_n",
-        f"regr_slope({latency_of}, intended_s) FILTER (WHERE {trend}) AS _trend_slope",
-        f"min(intended_s) FILTER (WHERE {trend}) AS _trend_t_min",
-        f"max(intended_s) FILTER (WHERE {trend}) AS _trend_t_max",
-    ]
-    return items
+    for row in connection.execute(
+        f"SELECT {group}, min(intended_s), max(intended_s), count(*) FILTER (WHERE {trend}), "
+        f"regr_slope({latency_of}, intended_s) FILTER (WHERE {trend}), min(intended_s) FILTER (WHERE {trend}), "
+        f"max(intended_s) FILTER (WHERE {trend}) FROM {source} GROUP BY ALL"
+    ).fetchall():
+        c = out.setdefault(tuple(row[:width]), {"planned": 0})
+        c["_t_min"], c["_t_max"], c["_trend_n"], c["_trend_slope"], c["_trend_t_min"], c["_trend_t_max"] = row[width:]
+    return out
 
 
 class GroupFigures:
@@ -125,11 +150,7 @@ class GroupFigures:
         self.connection, self.source, self.keys = connection, source, list(keys)
         self.latency_of = latency_of  # SQL: the trend's latency per row (by instance)
         self.metrics = [m.name for m in METRICS if m.name in columns]
-        group = ", ".join(self.keys)
-        rows = connection.execute(
-            f"SELECT {group}, {', '.join(_counts_select(latency_of))} FROM {source} GROUP BY {group}"
-        ).df()
-        self.counts: dict[Key, dict] = {tuple(r[k] for k in self.keys): r for r in rows.to_dict("records")}
+        self.counts = _counts(connection, source, self.keys, latency_of)
         ok = "successful"
         self.blocks = {c: self._blocks(c, ok) for c in (*LATENCIES, *self.metrics)}
         failed = f"{among('final_outcome', FAILURE_OUTCOMES)} AND NOT successful"
@@ -378,12 +399,6 @@ def _function_table(
             f"SELECT _f, count(*) FROM {ends} WHERE isfinite(_d) AND ({inside}) GROUP BY _f"
         ).fetchall()
         ended = {str(f): int(n) for f, n in found}
-    answers = {
-        column: engine.percentile_blocks(
-            connection, rows, column, ["_f"], f"successful AND {among('instance', blocking)}"
-        )
-        for column in ("client_latency_ms", "corrected_latency_ms")
-    }
     calls = {
         str(f): (bool(all_b), bool(any_b))
         for f, all_b, any_b in connection.execute(
@@ -391,12 +406,24 @@ def _function_table(
             f"FROM {rows} GROUP BY _f"
         ).fetchall()
     }
+    # A function whose every call is blocking has these blocks already (the same rows); the
+    # others' are computed over their blocking calls only.
+    mixed = [f for f in functions if not calls.get(f, (True, False))[0]]
+    answers = {
+        column: engine.percentile_blocks(
+            connection, rows, column, ["_f"], f"successful AND {among('instance', blocking)} AND {among('_f', mixed)}"
+        )
+        if mixed
+        else {}
+        for column in ("client_latency_ms", "corrected_latency_ms")
+    }
     out = []
     for function in sorted(functions):
         start, end = windows[function]
         block = figures.block((function,), start, end, float(ended.get(function, 0)))
         for column, blocks in answers.items():
-            block.update(blocks.get((function,)) or engine.empty_block(column))
+            own = figures.blocks[column].get((function,)) if function not in mixed else blocks.get((function,))
+            block.update(own or engine.empty_block(column))
         all_b, any_b = calls.get(function, (True, False))
         modes = phase_stats[phase_stats["function"] == function]["mode"].tolist() if len(phase_stats) else []
         out.append(

@@ -1,8 +1,11 @@
 """The plots' data (``plot_inputs.PlotInputs``) of a run analysed out of core, computed by DuckDB over
 ``analysis/invocations.parquet`` so that no plot reads the rows.
 
-Each piece is what ``faasprof.analyzer.plots`` computes from a frame in memory: the CDF curves
-exactly (the same order statistics, by ``order_stats``: no group sorted whole), the throughput's
+Each piece is what ``faasprof.analyzer.plots`` computes from a frame in memory, or the same figure
+from other exact points: a CDF curve passes through exact order statistics of its group (each
+first-pass bin's least and greatest value, about 0.1 % apart in value, where the in-memory curve
+takes 2,000 evenly spaced ranks; the top 1,000 ranks and the marked percentiles' neighbours as in
+memory, so the marks are the same values), found by ``order_stats`` without sorting a group; the throughput's
 counts per bin exactly (each value's bin found as ``np.searchsorted`` finds it), the mode shading
 and the breakdown from the tables. The scatter plots' subsample keeps, as in memory, every point
 above its group's 99th percentile and about ``plots.MAX_POINTS`` others per group, taken evenly
@@ -29,7 +32,6 @@ from faasprof.analyzer.plot_inputs import (
     PlotInputs,
     ScatterGroup,
     ThroughputCounts,
-    ecdf_ranks,
     marked,
     throughput_edges,
 )
@@ -131,16 +133,18 @@ def _cdf(connection: duckdb.DuckDBPyConnection, frame: str, rows: Sequence[dict]
     pcts = plots_mod.MARKED_PERCENTILES
 
     def ranks(n: int) -> list[int]:
-        return [int(r) for r in ecdf_ranks(n, pcts)]
+        # The top 1,000 (the tail, drawn point by point) and the marks' two neighbours each.
+        exact = [pct / 100 * (n - 1) for pct in pcts]
+        return sorted({*range(max(0, n - 1000), n), *(math.floor(e) for e in exact), *(math.ceil(e) for e in exact)})
 
-    found = order_stats.order_statistics(connection, values, 2, ranks)
+    found = order_stats.order_statistics(connection, values, 2, ranks, bin_edges=True)
     curves = []
     for instance, phase, mode in wanted:
         group = found.get((instance, phase))
         if group is None:
             continue
         n = group.n
-        idx = ecdf_ranks(n, pcts)
+        idx = np.array(sorted(group.at), dtype=np.int64)
         x = np.array([group.at[int(r)] for r in idx], dtype="float64")
         marks = []
         for pct in marked(n, pcts):

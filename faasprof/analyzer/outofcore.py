@@ -63,10 +63,13 @@ def planned_rows(run_dir: Path, manifest: rundir.Manifest) -> int:
     return path.stat().st_size // CSV_BYTES_PER_ROW if path.exists() else 0
 
 
-def out_of_core(run_dir: Path, manifest: rundir.Manifest, environ: Mapping[str, str] | None = None) -> bool:
-    """Whether ``analyze`` takes the out-of-core path for this run (``ROWS_ENV``)."""
+def out_of_core(
+    run_dir: Path, manifest: rundir.Manifest, rows: int | None = None, environ: Mapping[str, str] | None = None
+) -> bool:
+    """Whether ``analyze`` takes the out-of-core path for this run (``ROWS_ENV``); ``rows``: its
+    planned invocations when the caller has counted them (else ``planned_rows``)."""
     threshold = rows_threshold(environ)
-    return threshold == 0 or planned_rows(run_dir, manifest) > threshold
+    return threshold == 0 or (planned_rows(run_dir, manifest) if rows is None else rows) > threshold
 
 
 def source(path: Path) -> str:
