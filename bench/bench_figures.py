@@ -94,7 +94,7 @@ def repeat_run(source: Path, times: int, out: Path) -> tuple[Path, Path, dict]:
     t = time.perf_counter()
     connection.execute(
         f"COPY (SELECT {select} FROM read_parquet('{source / rundir.ANALYSIS / 'invocations.parquet'}'), "
-        f"range({times}) r(k) ORDER BY k) TO '{frame}' (FORMAT PARQUET, ROW_GROUP_SIZE 1048576)"
+        f"range({times}) r(k)) TO '{frame}' (FORMAT PARQUET, ROW_GROUP_SIZE 1048576)"
     )
     (rows,) = connection.execute(f"SELECT count(*) FROM read_parquet('{frame}')").fetchone() or (0,)
     connection.close()

@@ -141,6 +141,7 @@ def test_a_broken_figure_is_caught(tmp_path, monkeypatch):
         _same_analysis(run_dir, monkeypatch)
 
 
+@pytest.mark.slow
 def test_the_shown_command_analyses_out_of_core_and_the_report_names_the_engine(tmp_path):
     run_dir, _ = write_synthetic_run(tmp_path, duration_s=4.0)
     done = doc_commands.sh_shown(
