@@ -92,10 +92,14 @@ PAUSE_GRACE_MS, LATENESS_MS, ACCEPT_MS, SERVICE_MS = 50.0, 0.2, 0.5, 1.0
 COLD_WAIT_MS, INIT_MS, WARM_GAP_MS = 300.0, 120.0, 0.3
 
 
-def measured(args: list[str]) -> tuple[float, float, subprocess.CompletedProcess]:
+def measured(
+    args: list[str], environ: dict[str, str] | None = None
+) -> tuple[float, float, subprocess.CompletedProcess]:
     """Run ``faasprof ARGS`` in a fresh interpreter: (wall s, peak RSS GiB, the result)."""
     t = time.perf_counter()
-    result = subprocess.run([sys.executable, "-c", MEASURED_CLI, *args], cwd=ROOT, capture_output=True, text=True)
+    result = subprocess.run(
+        [sys.executable, "-c", MEASURED_CLI, *args], cwd=ROOT, capture_output=True, text=True, env=environ
+    )
     wall = time.perf_counter() - t
     peak_kib = int(result.stderr.strip().splitlines()[-1].split("=")[1]) if "maxrss_kib=" in result.stderr else -1
     return wall, peak_kib / 2**20, result
@@ -121,6 +125,17 @@ def main() -> int:
         "--compare-rows", type=int, default=100_000, metavar="ROWS", help="rows of each compared run (default 100,000)"
     )
     parser.add_argument("--skip-analyze", action="store_true", help="only the compare benchmark")
+    parser.add_argument(
+        "--engine",
+        choices=("auto", "memory", "outofcore"),
+        default="auto",
+        help="analyze in memory, out of core (FAASPROF_ENGINE_ROWS 0), or as the setting chooses (default)",
+    )
+    parser.add_argument(
+        "--only-analyze",
+        action="store_true",
+        help="time plain `faasprof analyze` only (not --no-plots, nor without the index)",
+    )
     parser.add_argument("--generate-only", metavar="DIR", help=argparse.SUPPRESS)
     args = parser.parse_args()
     sizes = [int(value) for value in str(args.rows).split(",") if value.strip()]
@@ -132,7 +147,7 @@ def main() -> int:
     if not args.skip_analyze:
         figures = {}
         for rows in sizes:
-            rc = rc or bench_analyze(base / f"analyze-{rows}", rows, figures)
+            rc = rc or bench_analyze(base / f"analyze-{rows}", rows, figures, ENGINES[args.engine], args.only_analyze)
         if rc == 0 and len(figures) > 1:
             small, large = min(figures), max(figures)
             (s_wall, s_peak), (l_wall, l_peak) = figures[small], figures[large]
@@ -155,9 +170,16 @@ def generate_in_child(rows: int, directory: Path) -> Path:
     return next(directory.glob("bench-*"))
 
 
-def bench_analyze(base: Path, rows: int, figures: dict) -> int:
+# FAASPROF_ENGINE_ROWS for each --engine (None: as the environment has it).
+ENGINES = {"auto": None, "memory": str(2**62), "outofcore": "0"}
+
+
+def bench_analyze(base: Path, rows: int, figures: dict, engine_rows: str | None = None, only: bool = False) -> int:
     """Analyse a generated run of ``rows`` invocations as ``faasprof analyze`` would (with plots),
     then with ``--no-plots``; ``figures[rows]`` gets the first's (wall s, peak GiB)."""
+    environ = dict(os.environ)
+    if engine_rows is not None:
+        environ["FAASPROF_ENGINE_ROWS"] = engine_rows
     kept = sorted(base.glob("bench-*")) if base.is_dir() else []  # --keep DIR from an earlier call: analysed again
     run_dir = kept[0] if kept else generate_in_child(rows, base)
     target_s, target_gib = ANALYZE_TARGET.get(rows, (20.0 * rows / 10_000_000, 4.0))
@@ -168,10 +190,11 @@ def bench_analyze(base: Path, rows: int, figures: dict) -> int:
         # written for the next analysis.
         ("analyze, records without their column index", [], True),
     )
-    for label, flags, without_index in measurements:
+    for label, flags, without_index in measurements[:1] if only else measurements:
+        label += f" (FAASPROF_ENGINE_ROWS={environ.get('FAASPROF_ENGINE_ROWS', 'default')})"
         if without_index:
             record_columns.remove(rundir.activations_path(run_dir))
-        wall, peak_gib, result = measured(["analyze", *flags, str(run_dir)])
+        wall, peak_gib, result = measured(["analyze", *flags, str(run_dir)], environ)
         if result.returncode != 0:
             print(f"{label}: exit {result.returncode}\n{result.stderr}")
             return 1

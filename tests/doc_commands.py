@@ -99,6 +99,15 @@ NOT_RUN: dict[str, str] = {
         "a benchmark of a million generated invocations analysed twice; tests/test_analyzer_engine.py holds the "
         "engine's figures to the in-memory statistics"
     ),
+    ".venv/bin/python bench/bench_analyzer.py --rows 1000000,10000000 --engine memory --only-analyze --keep /tmp/bench-analyzer": (
+        "a benchmark of minutes; tests/test_analyzer_outofcore.py holds both paths' figures equal"
+    ),
+    ".venv/bin/python bench/bench_analyzer.py --rows 1000000,10000000 --engine outofcore --only-analyze --keep /tmp/bench-analyzer": (
+        "a benchmark of minutes; tests/test_analyzer_outofcore.py holds both paths' figures equal"
+    ),
+    ".venv/bin/python bench/bench_figures.py --source /tmp/bench-analyzer/analyze-10000000 --times 10 --keep /tmp/bench-figures": (
+        "a benchmark of a quarter of an hour over 100 million rows; tests/test_analyzer_outofcore.py checks the figures"
+    ),
     # docs/experiments.md
     "faasprof slowdown json_loads json_dumps nbody --repeat 6 --rounds 5": (
         "five passes of minutes; tests/test_reproduce_cli.py runs two rounds of the same code through reproduce --tiny"

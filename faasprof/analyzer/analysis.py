@@ -49,15 +49,15 @@ import pandas as pd
 
 from faasprof import __version__, rundir
 from faasprof.analyzer import chains as chains_mod
-from faasprof.analyzer import frame_loader, io_breakdown, trace_fidelity
+from faasprof.analyzer import engine, frame_loader, io_breakdown, ooc_groups, ooc_plots, outofcore, trace_fidelity
 from faasprof.analyzer import frames as frames_mod
 from faasprof.analyzer import hosts as hosts_mod
 from faasprof.analyzer import plots as plots_mod
 from faasprof.analyzer import records as records_mod
 from faasprof.analyzer import report as report_mod
 from faasprof.analyzer import stats as stats_mod
-from faasprof.analyzer import tails as tails_mod
-from faasprof.analyzer.failures import failure_summary, pushback_summary
+from faasprof.analyzer.group_tables import frame_figures, group_tables, phase_row
+from faasprof.analyzer.plot_inputs import PlotInputs
 from faasprof.analyzer.summary import (
     SUMMARY_FORMAT_VERSION,
     SUPPORTED_SUMMARY_VERSIONS,
@@ -71,19 +71,12 @@ from faasprof.analyzer.summary import (
 )
 from faasprof.errors import FaasprofError, FormatError
 from faasprof.monitoring.frames import load_run_monitors, local_host_label, run_hosts
-from faasprof.outcomes import FINAL_OUTCOMES, HTTP_OUTCOMES
 from faasprof.platforms import registry
 from faasprof.platforms.base import Platform
 
 SUMMARY = "summary.json"
-LATENCY_KIND = "completion: planned send → function end (completion_latency_ms)"
 # The records' source in a native run's summary: what its latency is, and where the rest is.
 NATIVE_SOURCE = "none: a faasprof native run (latency: each call's round trip to the worker; execution times and cold calls in native.csv)"
-ANSWER_LATENCIES = (
-    "client_latency_ms",
-    "corrected_latency_ms",
-)  # the answer's times: kept for blocking calls only per function
-CLIENT_LATENCY_KIND = "client: send → answer (client_latency_ms; blocking calls only)"
 MISSING_IDS_IN_SUMMARY = 50
 
 
@@ -106,6 +99,8 @@ class Run:
     warnings: list[str] = field(default_factory=list)
     end_s: float | None = None  # where a run that stopped early stopped (analyzer.stats.run_end_s)
     warmup_s: float = 0.0  # the run's warm-up, left out of every figure (analyzer.stats.run_warmup_s)
+    engine: str = "in memory (pandas)"  # how the figures were computed (the report says it)
+    plot_inputs: PlotInputs | None = None  # what the plots draw, when computed out of core (else from the frame)
     _records: pd.DataFrame | None = field(default=None, repr=False)
 
     @property
@@ -258,152 +253,23 @@ def run_records(
     return records, position, {"source": rundir.ACTIVATIONS, "unreadable_lines": bad, "foreign_ignored": foreign}
 
 
-def _group_tables(
-    frame: pd.DataFrame,
-    specs: list[dict],
-    phase_list: list[dict],
-    references: dict[str, dict],
-    end_s: float | None = None,
-    pause_grace_ms: float | None = None,
-    warmup_s: float = 0.0,
-) -> tuple[pd.DataFrame, pd.DataFrame, list[str]]:
-    """``phase_stats`` (one row per instance × steady phase, with the mode), ``function_stats``
-    (one row per function over the whole run after its warm-up ``warmup_s``, up to ``end_s`` when
-    it stopped early) and the stability warnings. ``references``: each function's reference latency for
-    the queueing rule (``stats.latency_references``); ``pause_grace_ms``: the platform's, the lower
-    edge of the balanced band (``stats.warm_rate_rps``)."""
-    intended = frame["intended_s"].to_numpy()
-    warnings: list[str] = []
-    phase_rows = []
-    # The statistics read these columns only: groups are cut from them, one at a time, by position,
-    # so no copy of the whole frame is ever held per instance.
-    slim = frame[[c for c in stats_mod.STATS_COLUMNS if c in frame.columns]]
-    by_instance = slim.groupby("instance", observed=True, sort=False).indices
-    for phase in phase_list:
-        if phase.get("in_warmup"):
-            continue  # wholly within the run's warm-up: run, but no figure
-        for name in phase["instances"]:
-            if name not in by_instance:
-                continue
-            positions = by_instance[name]
-            t = intended[positions]
-            # The whole instance only for its end times; the statistics take the steady rows.
-            rows_all = slim[list(stats_mod.END_COLUMNS)].take(positions)
-            rows = slim.take(positions[(t >= phase["steady_start_s"]) & (t < phase["end_s"])])
-            spec = next(s for s in specs if s["instance"] == name)
-            done_s = stats_mod.end_times_s(rows_all, spec["blocking"])
-            if spec["blocking"] or not rows_all["has_record"].any():
-                latency_column = "corrected_latency_ms"
-            else:  # the client only saw 202s: the platform's clock says when work was done
-                latency_column = "platform_latency_ms"
-            block = stats_mod.group_stats(rows, phase["steady_start_s"], phase["end_s"], done_s)
-            trend = stats_mod.latency_trend(rows, phase["steady_start_s"], phase["end_s"], latency_column)
-            trend["latency"] = latency_column.removesuffix("_ms").replace("_", " ")
-            # The queueing rule asks whether the queue still stands at the end (not a ramp).
-            trend["completion_last_third_median_ms"] = stats_mod.latency_trend(
-                rows, phase["steady_start_s"], phase["end_s"], "completion_latency_ms"
-            )["last_third_median_ms"]
-            reference = references.get(spec["function"])
-            mode, reasons = stats_mod.decide_mode(block, trend, reference, pause_grace_ms)
-            margin = stats_mod.mode_margin(stats_mod.over_scores(block, trend, reference))
-            where = f"{name} phase {phase['phase']}"
-            warnings.extend(stats_mod.stability_warnings(where, block))
-            phase_rows.append(
-                {
-                    "instance": name,
-                    "function": spec["function"],
-                    "phase": phase["phase"],
-                    "phase_start_s": phase["start_s"],
-                    "steady_start_s": phase["steady_start_s"],
-                    "phase_end_s": phase["end_s"],
-                    "rate_rps": spec["rate_rps"],
-                    "blocking": spec["blocking"],
-                    # Which latency the headline figures are: completion for every call; the client's
-                    # own latency only means the function's for calls answered at its end.
-                    "latency_kind": LATENCY_KIND,
-                    "client_latency_kind": CLIENT_LATENCY_KIND if spec["blocking"] else None,
-                    "mode": mode,
-                    "mode_reasons": "; ".join(reasons),
-                    # How near the over-invoked rules came to firing (>= 1 fired), and whether that was close.
-                    "mode_evidence_over_threshold": margin,
-                    "mode_close": stats_mod.is_close(margin) if mode != "unknown" else False,
-                    "warm_rate_rps": stats_mod.warm_rate_rps(pause_grace_ms, block.get("duration_ms_p50")),
-                    # The queueing rule's yardstick (rule 2(d)), beside the evidence it judged.
-                    "reference_latency_ms": (reference or {}).get("completion_latency_ms_p50"),
-                    "reference_rate_rps": (reference or {}).get("rate_rps"),
-                    "reference_source": (reference or {}).get("source"),
-                    **{f"trend_{k}": v for k, v in trend.items()},
-                    **{k: v for k, v in block.items() if k != "window_s"},
-                }
-            )
-    phase_stats = pd.DataFrame(phase_rows)
+@dataclass
+class Joined:
+    """A run's invocation frame joined with its records, with the phases cut (``joined_frame``)."""
 
-    function_rows = []
-    blocking_instances = {spec["instance"] for spec in specs if spec["blocking"]}
-    for function, positions in sorted(
-        slim.groupby("function", observed=True, sort=True).indices.items(), key=lambda item: str(item[0])
-    ):
-        if end_s is not None:  # what was planned after the stop was never due while the run ran
-            positions = positions[intended[positions] < end_s]
-        positions = positions[intended[positions] >= warmup_s]
-        rows = slim.take(positions)
-        t = rows["intended_s"].to_numpy()
-        start = float(np.nanmin(t)) if len(t) else 0.0
-        end = float(np.nanmax(t)) if len(t) else 0.0
-        # Achieved by the one rule (stats.ACHIEVED_RULE): each instance's ends as its calls end
-        # (a non-blocking call at its record's end, not its 202), never above what was offered.
-        blocking_of = {s["instance"]: s["blocking"] for s in specs}
-        done_s = np.concatenate(
-            [np.empty(0)]
-            + [
-                stats_mod.end_times_s(part, blocking_of.get(str(name), True))
-                for name, part in rows.groupby("instance", observed=True, sort=False)
-            ]
-        )
-        block = stats_mod.group_stats(rows, start, max(end, start + 1e-9) + 1e-9, done_s)
-        blocking = stats_mod.label_mask(rows["instance"], blocking_instances)
-        block.update(_blocking_answers(rows, blocking))
-        calls = "blocking" if blocking.all() else "non-blocking" if not blocking.any() else "mixed"
-        modes = phase_stats[phase_stats["function"] == function]["mode"].tolist() if len(phase_stats) else []
-        function_rows.append(
-            {
-                "function": str(function),
-                "calls": calls,
-                "modes": ",".join(sorted(set(modes))),
-                **{k: v for k, v in block.items() if k != "window_s"},
-            }
-        )
-    function_stats = pd.DataFrame(function_rows)
-    return phase_stats, function_stats, warnings
+    frame: pd.DataFrame
+    records_info: RecordsInfo
+    warnings: list[str]
+    hosts: dict[str, rundir.HostInfo]
+    specs: list[dict]
+    phases: list[dict]
+    end_s: float | None
+    warmup_s: float
 
 
-def _blocking_answers(rows: pd.DataFrame, blocking: np.ndarray) -> dict:
-    """Client and corrected latency (send/plan → answer) of a function's successful blocking calls
-    only: a non-blocking call's answer is a 202 before its function ran, and pooling the two kinds
-    in one column gives a figure of neither (``function_stats``; each ``phase_stats`` row is one
-    instance, one kind)."""
-    success = rows["successful"].to_numpy(dtype=bool) & blocking
-    out = {}
-    for column in ANSWER_LATENCIES:
-        out.update(stats_mod.percentile_block(rows[column].to_numpy(dtype="float64")[success], column))
-    return out
-
-
-def load_run(
-    path: str | os.PathLike,
-    progress: Callable[[str], None] | None = None,
-    manifest: rundir.Manifest | None = None,
-    invocations: pd.DataFrame | None = None,
-) -> Run:
-    """Load a run directory offline into frames (records from ``activations.jsonl`` when saved).
-
-    ``invocations`` is ``faasprof.rundir.tables.read_invocations_frame``'s frame when the caller
-    has read it already. The records' column index is refreshed when the records had to be parsed
-    (``faasprof.rundir.records``), so the next load is faster. Raises ``FormatError`` for an
-    unknown or newer run format, ``ConfigError`` for a path that is not a directory.
-    """
-    run_dir = Path(path)
-    manifest = manifest or rundir.read_manifest(run_dir)
+def joined_frame(run_dir: Path, manifest: rundir.Manifest, invocations: pd.DataFrame | None = None) -> Joined:
+    """``load_run``'s frame: the invocations joined with their records, with ``phase``, ``steady``
+    and ``warmup`` columns; the records' figures and warnings; the hosts, instances and phases."""
     if invocations is None:
         invocations = frames_mod.read_invocations_frame(run_dir, manifest)
     warnings: list[str] = []
@@ -459,28 +325,35 @@ def load_run(
     # The run's warm-up: kept (counted among the outcomes), marked, and left out of every figure.
     frame["warmup"] = intended < warmup_s
 
-    # In a function of its own: the groups' copies and positions are gone before the monitors load.
-    grace_ms, _ = frames_mod.pause_grace_ms(manifest)
-    phase_stats, function_stats, stability = _group_tables(
-        frame, specs, phase_list, stats_mod.latency_references(manifest), end_s, grace_ms, warmup_s
-    )
-    warnings.extend(stability)
+    return Joined(frame, records_info, warnings, hosts, specs, phase_list, end_s, warmup_s)
 
+
+def _late_warnings(
+    run_dir: Path,
+    manifest: rundir.Manifest,
+    records_info: RecordsInfo,
+    end_s: float | None,
+    unsent_after: int,
+    not_sent: int,
+    metric_problems: Sequence[str],
+) -> tuple[dict[str, pd.DataFrame], MonitorsInfo, list[str]]:
+    """The monitors (``_load_monitors``) and the warnings after the statistics' (both engines):
+    the run's status, what was never sent, the plug-ins' metrics that failed, the monitors, an
+    unrecorded pause grace (``records_info`` gains the grace and its source)."""
+    warnings: list[str] = []
     status = manifest.status
     if status != "complete":
         warnings.append(
             f"{run_dir}: run status is {status!r}, not complete: the figures cover only what was sent before it stopped"
         )
-    unsent_after = int(stats_mod.unsent_after_end(frame, end_s).sum())
     if unsent_after:
         warnings.append(
             f"the run stopped at {end_s:.3g} s: the phases end there; the {unsent_after} invocations planned after it were "
             "never sent (not sent: interrupted) and are neither offered nor failed"
         )
-    not_sent = int((frame["outcome"] == "not_sent").sum()) - unsent_after
     if not_sent:
         warnings.append(f"{not_sent} planned invocations were never sent (outcome not_sent)")
-    warnings.extend(frame.attrs.get("metric_problems", ()))  # the plug-ins' metrics that failed
+    warnings.extend(metric_problems)  # the plug-ins' metrics that failed
     monitors, monitors_info, monitor_warnings = _load_monitors(run_dir, manifest)
     warnings.extend(monitor_warnings)
     records_info["pause_grace_ms"], records_info["pause_grace_source"] = frames_mod.pause_grace_ms(manifest)
@@ -493,6 +366,40 @@ def load_run(
             f"pause grace {records_info['pause_grace_ms']:g} ms is {records_info['pause_grace_source']}: the resumed/warm split "
             "of the start classes depends on it; record it (PAUSE_GRACE_MS in the set-up's wskprops)"
         )
+    return monitors, monitors_info, warnings
+
+
+def load_run(
+    path: str | os.PathLike,
+    progress: Callable[[str], None] | None = None,
+    manifest: rundir.Manifest | None = None,
+    invocations: pd.DataFrame | None = None,
+) -> Run:
+    """Load a run directory offline into frames (records from ``activations.jsonl`` when saved).
+
+    ``invocations`` is ``faasprof.rundir.tables.read_invocations_frame``'s frame when the caller
+    has read it already. The records' column index is refreshed when the records had to be parsed
+    (``faasprof.rundir.records``), so the next load is faster. Raises ``FormatError`` for an
+    unknown or newer run format, ``ConfigError`` for a path that is not a directory.
+    """
+    run_dir = Path(path)
+    manifest = manifest or rundir.read_manifest(run_dir)
+    joined = joined_frame(run_dir, manifest, invocations)
+    frame, records_info, warnings, hosts = joined.frame, joined.records_info, joined.warnings, joined.hosts
+    specs, phase_list, end_s, warmup_s = joined.specs, joined.phases, joined.end_s, joined.warmup_s
+    # In a function of its own: the groups' copies and positions are gone before the monitors load.
+    grace_ms, _ = frames_mod.pause_grace_ms(manifest)
+    phase_stats, function_stats, stability = group_tables(
+        frame, specs, phase_list, stats_mod.latency_references(manifest), end_s, grace_ms, warmup_s
+    )
+    warnings.extend(stability)
+
+    unsent_after = int(stats_mod.unsent_after_end(frame, end_s).sum())
+    not_sent = int((frame["outcome"] == "not_sent").sum()) - unsent_after
+    monitors, monitors_info, late = _late_warnings(
+        run_dir, manifest, records_info, end_s, unsent_after, not_sent, frame.attrs.get("metric_problems", ())
+    )
+    warnings.extend(late)
     frames_mod.harmonise(
         [frame, phase_stats, function_stats, *monitors.values()], frames_mod.run_attrs(run_dir, manifest)
     )
@@ -541,15 +448,10 @@ def _phase(phase: dict) -> Phase:
     return out
 
 
-def build_summary(run: Run) -> Summary:
-    """``summary.json`` of a loaded run (without ``outputs`` and ``io``, which ``analyze_run`` adds)."""
-    frame = run.invocations
-    outcome_counts = {name: int((frame["outcome"] == name).sum()) for name in HTTP_OUTCOMES}
-    final_counts = {name: int((frame["final_outcome"] == name).sum()) for name in FINAL_OUTCOMES}
-    # Planned after the run stopped: apart from the final outcomes, which count what was due.
-    unsent_after = int(stats_mod.unsent_after_end(frame, run.end_s).sum())
-    final_counts["not_sent"] -= unsent_after
-    after_warmup = frame["start_class"][~frame["warmup"].to_numpy(dtype=bool)]
+def build_summary(run: Run, figures: outofcore.FrameFigures | None = None) -> Summary:
+    """``summary.json`` of a loaded run (without ``outputs`` and ``io``, which ``analyze_run`` adds);
+    ``figures``: the frame's figures when computed out of core (else from ``run.invocations``)."""
+    figures = figures or frame_figures(run)
     instances: list[Instance] = []
     for spec in run.specs:
         rows = (
@@ -581,35 +483,35 @@ def build_summary(run: Run) -> Summary:
             "status": run.manifest.status,
             "created_utc": run.manifest.created_utc,
             "manifest_counts": run.manifest.counts or None,
-            "planned": int(len(frame)),
-            "outcomes": outcome_counts,
-            "final_outcomes": final_counts,
+            "planned": figures.planned,
+            "outcomes": figures.outcomes,
+            "final_outcomes": figures.final_outcomes,
             "end_s": run.end_s,
-            "not_sent_interrupted": unsent_after,
+            "not_sent_interrupted": figures.not_sent_interrupted,
             "warmup": {
                 "warmup_s": run.warmup_s,
-                "invocations": int(frame["warmup"].sum()),
+                "invocations": figures.warmup_invocations,
                 "rule": stats_mod.WARMUP_RULE,
             },
             "phases": [_phase(p) for p in run.phases],
-            "pushback": pushback_summary(frame, outcome_counts),
+            "pushback": figures.pushback,
         },
-        "failures": failure_summary(frame, run.end_s),
+        "failures": figures.failures,
         "records": run.records_info,
         "start_classes": {
             "pause_grace_ms": run.records_info.get("pause_grace_ms"),
             "rule": "a record's containerState annotation when present (localwhisk); else cold: initTime present; resumed: no initTime and every earlier activation of the action ended >= pause grace before this start, or its waitTime >= 30 ms (an unpause) and it did not queue (every earlier activation of the action had ended, or the one before waited < 30 ms); warm: otherwise; unknown: no record",
             "records_with_container_state": run.records_info.get("with_container_state", 0),
-            "counts": {name: int((after_warmup == name).sum()) for name in frames_mod.START_CLASSES},
-            "warmup_left_out": int(frame["warmup"].sum()),
+            "counts": figures.start_classes,
+            "warmup_left_out": figures.warmup_invocations,
         },
         "mode_rule": stats_mod.MODE_RULE,
-        "tail_ratios": tails_mod.tail_ratios(frame, run.manifest),
+        "tail_ratios": figures.tail_ratios,
         "chains": chains_mod.chain_summary(run),
         "achieved_rule": stats_mod.ACHIEVED_RULE,
         "instances": instances,
         "functions": run.function_stats.to_dict("records"),
-        "cost_gb_s": frames_mod.cost_totals(frame),
+        "cost_gb_s": figures.cost_gb_s,
         "monitors": monitor_summary(run),
         "hosts": hosts_mod.summary(run),
         "warnings": run.warnings,
@@ -696,35 +598,44 @@ def analyze_run(
     ``retry_delays_s``: the delays before asking again for ids still missing (None: the platform's own).
     """
     run_dir = Path(run_dir)
+    outofcore.rows_threshold()  # a bad setting is refused in one line before any work
+    engine.EngineSettings.from_environment()
     manifest = rundir.read_manifest(run_dir)
     fetch_report, run = None, None
     if fetch and record_platforms(manifest, connection):
         fetch_report, run, invocations = _fetch_missing(
             run_dir, manifest, connection, invocations, retry_delays_s, progress
         )
-    if run is None:
+    out = run_dir / rundir.ANALYSIS
+    rows = None if invocations is None else len(invocations)
+    big = run is None and outofcore.out_of_core(run_dir, manifest, rows)
+    figures: outofcore.FrameFigures | None = None
+    if big:
+        _fresh(out)
+        run, figures = _load_out_of_core(run_dir, manifest, out, plots, progress, invocations)
+    elif run is None:
         if progress:
             progress(f"loading {run_dir}")
         run = load_run(run_dir, manifest=manifest, invocations=invocations)
     if fetch_report is not None:
         run.records_info["source"] = f"platform ({_platform_source(manifest, connection)})"
         run.records_info["fetch"] = fetch_report
-    out = run_dir / rundir.ANALYSIS
-    if out.exists():
-        shutil.rmtree(out)  # derived data: rebuilt from scratch so nothing stale survives
-    rundir.make_private_dir(out)
+    if not big:
+        _fresh(out)
     if progress:
-        progress(f"{len(run.invocations):,} invocations, {run.records_info.get('found', 0):,} records; writing {out}")
+        progress(
+            f"{figures.planned if figures else len(run.invocations):,} invocations, {run.records_info.get('found', 0):,} records; writing {out}"
+        )
     with ThreadPoolExecutor(max_workers=1, thread_name_prefix="faasprof-parquet") as pool:
         # The invocation frame, by far the largest file, is converted and compressed by Arrow
         # (mostly without the GIL) on another core while the summary and the plots are made; the
-        # frame is only read meanwhile.
-        invocations_written = pool.submit(_write_parquet, run.invocations, out / "invocations.parquet")
+        # frame is only read meanwhile. Out of core it was written first, by the row builder.
+        invocations_written = None if big else pool.submit(_write_parquet, run.invocations, out / "invocations.parquet")
         _write_parquet(run.phase_stats, out / "phase_stats.parquet")
         _write_parquet(run.function_stats, out / "function_stats.parquet")
         for name, frame in run.monitors.items():
             _write_parquet(frame, out / f"monitor_{rundir.safe_name(name)}.parquet")
-        summary = build_summary(run)
+        summary = build_summary(run, figures)
         if io_breakdown.applies(manifest) and rundir.has_records(
             run_dir
         ):  # io-* runs: breakdown, bandwidth, cost per batch
@@ -733,7 +644,8 @@ def analyze_run(
         if plots:
             plot_files = plots_mod.write_plots(run, out / "plots")
             plot_files += trace_fidelity.write_plot(summary, out / "plots")
-        invocations_written.result()  # its error, if any, is this call's
+        if invocations_written is not None:
+            invocations_written.result()  # its error, if any, is this call's
     summary["outputs"] = {
         "frames": sorted(p.name for p in out.glob("*.parquet")),
         "plots": [f"plots/{name}" for name in plot_files],
@@ -742,6 +654,107 @@ def analyze_run(
     rundir.write_json_atomic(out / SUMMARY, summary)
     report_mod.write_report(run, summary, out / "report.html")
     return summary
+
+
+def _fresh(out: Path) -> None:
+    """``analysis/`` emptied: derived data, rebuilt from scratch so nothing stale survives."""
+    if out.exists():
+        shutil.rmtree(out)
+    rundir.make_private_dir(out)
+
+
+def build_rows(
+    run_dir: Path, manifest: rundir.Manifest, out_path: Path, invocations: pd.DataFrame | None = None
+) -> outofcore.RowsBuilt:
+    """Write the run's invocation frame (``frames``' columns, with ``phase``, ``steady`` and
+    ``warmup``) to ``out_path`` as Parquet; what the records' join found and warned of.
+
+    Until the row builder of the records' Parquet (``rows_sql``) is here, the frame is joined in
+    memory (``joined_frame``) and written: the figures after it are out of core either way."""
+    joined = joined_frame(run_dir, manifest, invocations)
+    frame = joined.frame
+    frames_mod.harmonise([frame], frames_mod.run_attrs(run_dir, manifest))
+    _write_parquet(frame, out_path)
+    return outofcore.RowsBuilt(
+        records_info=joined.records_info,
+        warnings=joined.warnings,
+        metric_problems=list(frame.attrs.get("metric_problems", ())),
+        host_attribution=frame.attrs.get("host_attribution"),
+    )
+
+
+def _load_out_of_core(
+    run_dir: Path,
+    manifest: rundir.Manifest,
+    out: Path,
+    plots: bool,
+    progress: Callable[[str], None] | None,
+    invocations: pd.DataFrame | None = None,
+) -> tuple[Run, outofcore.FrameFigures]:
+    """The run analysed out of core (``outofcore``): its rows written to ``analysis/`` first, then
+    every figure by the engine over that file; the ``Run`` holds the tables and, as its
+    invocation frame, only the rows a chain or a trace run's figures read (else none: the plots draw
+    ``ooc_plots``' data)."""
+    path = out / "invocations.parquet"
+    settings = engine.EngineSettings.from_environment()
+    if progress:
+        progress(f"out of core ({outofcore.ROWS_ENV}): writing {path} (engine memory {settings.memory_limit})")
+    built = build_rows(run_dir, manifest, path, invocations)
+    connection = engine.connect(settings)
+    try:
+        frame = outofcore.source(path)
+        facts = outofcore.run_facts(connection, frame, manifest)
+        warmup_s = stats_mod.run_warmup_s(manifest)
+        phase_list = stats_mod.phases(facts.specs, facts.duration_s, facts.end_s, warmup_s)
+        grace_ms, _ = frames_mod.pause_grace_ms(manifest)
+        phase_stats, function_stats, stability = ooc_groups.tables(
+            connection,
+            frame,
+            facts.columns,
+            facts.specs,
+            phase_list,
+            stats_mod.latency_references(manifest),
+            facts.end_s,
+            grace_ms,
+            warmup_s,
+            phase_row,
+        )
+        figures = outofcore.frame_figures(connection, frame, manifest, facts.end_s, warmup_s)
+        columns, needed = outofcore.row_columns(run_dir, manifest)
+        rows = outofcore.slim_frame(connection, frame, columns, "true" if needed else "false")
+        inputs = (
+            ooc_plots.plot_inputs(connection, frame, facts.specs, phase_stats.to_dict("records")) if plots else None
+        )
+    finally:
+        connection.close()
+    records_info = built.records_info
+    not_sent = figures.outcomes["not_sent"] - figures.not_sent_interrupted
+    monitors, monitors_info, late = _late_warnings(
+        run_dir, manifest, records_info, facts.end_s, figures.not_sent_interrupted, not_sent, built.metric_problems
+    )
+    if built.host_attribution:
+        rows.attrs["host_attribution"] = built.host_attribution
+    frames_mod.harmonise(
+        [rows, phase_stats, function_stats, *monitors.values()], frames_mod.run_attrs(run_dir, manifest)
+    )
+    run = Run(
+        path=run_dir,
+        manifest=manifest,
+        invocations=rows,
+        phase_stats=phase_stats,
+        function_stats=function_stats,
+        monitors=monitors,
+        hosts=run_hosts(run_dir, manifest),
+        specs=facts.specs,
+        phases=phase_list,
+        records_info={**records_info, "monitors": monitors_info},
+        warnings=[*built.warnings, *stability, *late],
+        end_s=facts.end_s,
+        warmup_s=warmup_s,
+        engine=f"out of core: DuckDB over {rundir.ANALYSIS}/invocations.parquet, memory limit {settings.memory_limit}",
+        plot_inputs=inputs,
+    )
+    return run, figures
 
 
 def load_summary(run_dir: str | os.PathLike) -> Summary:

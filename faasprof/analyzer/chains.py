@@ -50,7 +50,7 @@ HOPS_KEY = (
 def chain_results(run_dir: str | os.PathLike, head_ids: set[str]) -> dict[str, dict]:
     """activation id -> result of the heads in ``head_ids`` whose result has ``hops``."""
     out: dict[str, dict] = {}
-    if not _holds_chains(run_dir):
+    if not holds_chains(run_dir):
         return out  # no chain heads: the records are not parsed a second time
     for record in rundir.iter_records(run_dir, containing=HOPS_KEY):
         if record.get("activationId") not in head_ids:
@@ -61,7 +61,7 @@ def chain_results(run_dir: str | os.PathLike, head_ids: set[str]) -> dict[str, d
     return out
 
 
-def _holds_chains(run_dir: str | os.PathLike) -> bool:
+def holds_chains(run_dir: str | os.PathLike) -> bool:
     """Whether any record mentions ``HOPS_KEY`` (the records' column index knows when it is current:
     at ten million records, a scan reads 5 GB)."""
     return rundir.has_records(run_dir) and rundir.records_mention(rundir.activations_path(run_dir), HOPS_KEY)
@@ -70,7 +70,7 @@ def _holds_chains(run_dir: str | os.PathLike) -> bool:
 def hop_frame(run_dir: Path, invocations: pd.DataFrame) -> pd.DataFrame:
     """One row per chain × hop hand-over (N−1 per chain), plus a row per chain with ``hop = -1``
     carrying its end-to-end figures. Empty when the run has no chains."""
-    if not _holds_chains(run_dir):
+    if not holds_chains(run_dir):
         return pd.DataFrame([])
     ids = invocations["activation_id"].astype(object).fillna("").to_numpy()
     heads = {str(i) for i in ids if i}

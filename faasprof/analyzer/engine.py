@@ -134,6 +134,11 @@ def _block_from_ranks(n: int, mean: float, at: dict[int, float], prefix: str) ->
     return out
 
 
+def empty_block(prefix: str) -> dict:
+    """``stats.percentile_block``'s dict of no samples (NaN figures, ``_n`` 0)."""
+    return _block_from_ranks(0, math.nan, {}, prefix)
+
+
 def _rows_sql(source: str, column: str, groups: Sequence[str], where: str) -> str:
     """``order_stats``' input: the groups as ``_g0`` …, ``column``'s finite values as ``_v``."""
     keys = [f"{_column(g)} AS _g{k}" for k, g in enumerate(groups)] or ["0 AS _g0"]

@@ -39,9 +39,14 @@ def failure_summary(frame: pd.DataFrame, end_s: float | None = None) -> Failures
                 "example_error": texts[0] if texts else None,
             }
         )
+    return failures_of(groups, int(len(failed)))
+
+
+def failures_of(groups: list[FailureGroup], total: int) -> Failures:
+    """``failure_summary``'s block from its groups, in its order (final outcome, most first)."""
     order = {name: k for k, name in enumerate(FINAL_OUTCOMES)}
-    groups.sort(key=lambda g: (order[g["final_outcome"]], -g["count"], g["function"]))
-    return {"total": int(len(failed)), "by_function": groups}
+    groups = sorted(groups, key=lambda g: (order[g["final_outcome"]], -g["count"], g["function"]))
+    return {"total": total, "by_function": groups}
 
 
 def pushback_summary(frame: pd.DataFrame, outcome_counts: dict[str, int]) -> Pushback:

@@ -7,6 +7,8 @@ the platform pushed back on the run's calls (``pushback_counts``), decided on th
 
 from __future__ import annotations
 
+from typing import Any, Iterable
+
 import numpy as np
 import pandas as pd
 
@@ -117,8 +119,17 @@ def pushback_counts(invocations: pd.DataFrame) -> dict[str, int]:
             "error": rest["error"].astype(object),
         }
     )
+    return pushback_counts_of(
+        (label, status, written, error, count)
+        for (label, status, written, error), count in keys.value_counts(dropna=False, sort=False).items()
+    )
+
+
+def pushback_counts_of(groups: Iterable[tuple[Any, Any, Any, Any, int]]) -> dict[str, int]:
+    """``pushback_counts`` from the rows that were not ``ok`` counted per (outcome, HTTP status,
+    sent or not, error): how an out-of-core reader gives them (one aggregate)."""
     counts: dict[str, int] = {}
-    for (label, status, written, error), count in keys.value_counts(dropna=False, sort=False).items():
+    for label, status, written, error, count in groups:
         kind = pushback_kind(
             str(label),
             None if pd.isna(status) else int(status),

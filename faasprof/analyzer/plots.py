@@ -19,7 +19,10 @@ re-running gives the same bytes: scatter plots from every k-th point plus every 
 side of each marked percentile (the percentiles themselves computed on all the data); monitor lines
 from the first, lowest, highest and last point of each of ``LINE_BUCKETS`` time slices. Rows are
 picked by integer codes into the plotted columns, never by cutting the invocations frame (gigabytes
-at 10 million rows). ``bench/bench_plots.py`` times each plot.
+at 10 million rows). What each plot draws of the invocations is computed apart from the drawing
+(``latency_points``, ``cdf_curves``, ``throughput_counts``, ``overview_points``: the shapes of
+``plot_inputs``), so a run analysed out of core gives the same data from SQL (``ooc_plots``,
+``Run.plot_inputs``) without its rows. ``bench/bench_plots.py`` times each plot.
 """
 
 from __future__ import annotations
@@ -32,6 +35,16 @@ import pandas as pd
 from faasprof.analyzer import hosts as hosts_mod
 from faasprof.analyzer import markup
 from faasprof.analyzer import stats as stats_mod
+from faasprof.analyzer.plot_inputs import (
+    CdfCurve,
+    ClassPoints,
+    LatencyPoints,
+    ScatterGroup,
+    ThroughputCounts,
+    ecdf_ranks,
+    marked,
+    throughput_edges,
+)
 from faasprof.monitoring.collectors import collector_class
 from faasprof.monitoring.collectors.base import Plot
 from faasprof.monitoring.frames import local_host_label
@@ -178,10 +191,9 @@ def _shade_modes(ax, run) -> None:
             ax.text(1.005, (k + 0.5) * band, name, transform=ax.transAxes, fontsize=7, va="center", rotation=90)
 
 
-def latency_over_time(run, path: Path) -> None:
+def latency_points(run) -> LatencyPoints:
+    """``latency_over_time``'s points from the run's invocation frame (in memory)."""
     frame = run.invocations
-    fig, ax = new_figure(figsize=(10, 4.5))
-    _shade_modes(ax, run)
     # Rows are picked as index arrays into the plotted columns, never by cutting the frame.
     successful = frame["successful"].to_numpy(dtype=bool)
     planned_s = frame["intended_s"].to_numpy(dtype="float64")
@@ -189,39 +201,60 @@ def latency_over_time(run, path: Path) -> None:
     function_codes, function_labels = _codes(frame["function"])
     class_codes, class_labels = _codes(frame["start_class"])
     functions = _top_functions(function_codes[successful], function_labels)
-    marker_of = {name: MARKERS[k % len(MARKERS)] for k, (name, _) in enumerate(functions)}
-    for name, colour in CLASS_COLOURS.items():
+    classes = []
+    for name in CLASS_COLOURS:
         if name not in class_labels:
             continue
         in_class = successful & (class_codes == class_labels.index(name))
         count = int(np.count_nonzero(in_class))
         if not count:
             continue
+        entry = ClassPoints(name, count)
         for function, code in functions:
             rows = np.flatnonzero(in_class & (function_codes == code))
             if not len(rows):
                 continue
             lat = latency_ms[rows]
             idx = _subsample(lat)
-            ax.scatter(
-                planned_s[rows[idx]], lat[idx], s=6, marker=marker_of[function], color=colour, alpha=0.7, linewidths=0
-            )
-        ax.scatter([], [], s=12, color=colour, label=f"{name} ({count})")
-    if len(functions) > 1:
-        for function, _ in functions:
-            ax.scatter([], [], s=12, marker=marker_of[function], color="#444444", label=function)
+            entry.groups.append(ScatterGroup(function, planned_s[rows[idx]], lat[idx]))
+        classes.append(entry)
     # Failures apart (their latency is not the function's): red crosses where they have one.
     failed = np.flatnonzero(~successful & np.isfinite(latency_ms))
-    if len(failed):
-        lat = latency_ms[failed]
-        idx = _subsample(lat)
+    idx = _subsample(latency_ms[failed])
+    return LatencyPoints(
+        classes, [name for name, _ in functions], len(failed), planned_s[failed[idx]], latency_ms[failed[idx]]
+    )
+
+
+def latency_over_time(run, path: Path) -> None:
+    points = run.plot_inputs.latency if getattr(run, "plot_inputs", None) else latency_points(run)
+    fig, ax = new_figure(figsize=(10, 4.5))
+    _shade_modes(ax, run)
+    marker_of = {name: MARKERS[k % len(MARKERS)] for k, name in enumerate(points.functions)}
+    for entry in points.classes:
+        colour = CLASS_COLOURS[entry.name]
+        for group in entry.groups:
+            ax.scatter(
+                group.t_s,
+                group.latency_ms,
+                s=6,
+                marker=marker_of[group.function],
+                color=colour,
+                alpha=0.7,
+                linewidths=0,
+            )
+        ax.scatter([], [], s=12, color=colour, label=f"{entry.name} ({entry.count})")
+    if len(points.functions) > 1:
+        for function in points.functions:
+            ax.scatter([], [], s=12, marker=marker_of[function], color="#444444", label=function)
+    if points.failed_count:
         ax.scatter(
-            planned_s[failed[idx]],
-            lat[idx],
+            points.failed_t_s,
+            points.failed_latency_ms,
             s=12,
             marker="x",
             color="#d62728",
-            label=f"failed ({len(failed)})",
+            label=f"failed ({points.failed_count})",
             linewidths=0.8,
         )
     ax.set_yscale("log")
@@ -332,22 +365,12 @@ def _ecdf_points(values: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
 def _ecdf(values: np.ndarray, percentiles=MARKED_PERCENTILES) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """(x, y, sorted finite values): the empirical CDF at 2,000 evenly spaced ranks, the last 1,000
     ranks and the two ranks either side of each marked percentile, so the drawn curve passes through
-    the exact order statistics the marked percentiles are interpolated from."""
+    the exact order statistics the marked percentiles are interpolated from (``plot_inputs.ecdf_ranks``)."""
     data = np.sort(values[np.isfinite(values)])
     n = len(data)
     if n == 0:
         return data, data, data
-    exact = np.asarray(percentiles, dtype="float64") / 100 * (n - 1)
-    idx = np.unique(
-        np.concatenate(
-            [
-                np.linspace(0, n - 1, min(n, 2000)).astype(int),
-                np.arange(max(0, n - 1000), n),
-                np.floor(exact).astype(int),
-                np.ceil(exact).astype(int),
-            ]
-        )
-    )
+    idx = ecdf_ranks(n, percentiles)
     return data[idx], (idx + 1) / n, data
 
 
@@ -379,18 +402,26 @@ def cdf_groups(run) -> list[tuple[str, int, str, np.ndarray]]:
     return out[:MAX_CDF_CURVES]
 
 
-def cdf(run, path: Path) -> None:
-    fig, ax = new_figure(figsize=(9, 5.5))
+def cdf_curves(run) -> list[CdfCurve]:
+    """``cdf``'s curves from the run's invocation frame (in memory)."""
+    curves = []
     for instance, phase, mode, values in cdf_groups(run):
         x, y, data = _ecdf(values)
         # Percentiles of all the data (NaN left out, as nanpercentile does), from the sorted copy.
-        pcts = [pct for pct in MARKED_PERCENTILES if len(data) * (1 - pct / 100) >= 1]
+        pcts = marked(len(data), MARKED_PERCENTILES)
         marks = list(zip(pcts, (float(q) for q in np.percentile(data, pcts)))) if pcts else []
-        label = f"{instance} phase {phase}, {mode} (n={len(data):,}): " + ", ".join(
-            f"p{pct:g} {markup.ms(q)}" for pct, q in marks
+        curves.append(CdfCurve(instance, phase, mode, len(data), x, y, marks))
+    return curves
+
+
+def cdf(run, path: Path) -> None:
+    fig, ax = new_figure(figsize=(9, 5.5))
+    for curve in run.plot_inputs.cdf if getattr(run, "plot_inputs", None) else cdf_curves(run):
+        label = f"{curve.instance} phase {curve.phase}, {curve.mode} (n={curve.n:,}): " + ", ".join(
+            f"p{pct:g} {markup.ms(q)}" for pct, q in curve.marks
         )
-        line = ax.plot(x, y, label=label, drawstyle="steps-post")[0]
-        for pct, q in marks:  # marked on the curve; the values are in the legend, where they cannot overlap
+        line = ax.plot(curve.x_ms, curve.y, label=label, drawstyle="steps-post")[0]
+        for pct, q in curve.marks:  # marked on the curve; the values are in the legend, where they cannot overlap
             ax.plot([q], [pct / 100], marker="o", color=line.get_color(), markersize=4)
     ax.set_xscale("log")
     ax.set_xlabel("completion latency (ms): planned send → function end")
@@ -435,29 +466,35 @@ def _histogram(values: np.ndarray, edges: np.ndarray) -> np.ndarray:
     return np.bincount(slot[inside], minlength=len(edges) - 1)
 
 
-def throughput(run, path: Path) -> None:
+def throughput_counts(run) -> ThroughputCounts:
+    """``throughput``'s counts from the run's invocation frame (in memory)."""
     frame = run.invocations
     intended = frame["intended_s"].to_numpy(dtype="float64")
     ends = _ends(run, failed_only=False)
     failed = _ends(run, failed_only=True)
     end = float(np.nanmax(np.concatenate([intended, ends]))) if len(frame) else 1.0
-    width = max(1.0, end / 200)
-    edges = np.arange(0.0, end + width, width)
+    edges, _ = throughput_edges(end)
+    return ThroughputCounts(
+        edges, _histogram(intended, edges), _histogram(ends, edges), _histogram(failed, edges) if len(failed) else None
+    )
+
+
+def throughput(run, path: Path) -> None:
+    counts = run.plot_inputs.throughput if getattr(run, "plot_inputs", None) else throughput_counts(run)
+    edges = counts.edges_s
+    width = float(edges[1] - edges[0]) if len(edges) > 1 else 1.0
     fig, ax = new_figure(figsize=(10, 4))
     _shade_modes(ax, run)
-    offered = _histogram(intended, edges)
-    achieved = _histogram(ends, edges)
-    ax.stairs(offered / width, edges, label="offered (planned sends)", color="#1f77b4", linewidth=3, alpha=0.6)
+    ax.stairs(counts.offered / width, edges, label="offered (planned sends)", color="#1f77b4", linewidth=3, alpha=0.6)
     ax.stairs(
-        achieved / width,
+        counts.achieved / width,
         edges,
         label="achieved (ended: answer if blocking, record end if not)",
         color="#2ca02c",
         linewidth=1.2,
     )
-    if len(failed):
-        counts = _histogram(failed, edges)
-        ax.stairs(counts / width, edges, label="ended, but did not succeed", color="#d62728", linewidth=1.2)
+    if counts.failed is not None:
+        ax.stairs(counts.failed / width, edges, label="ended, but did not succeed", color="#d62728", linewidth=1.2)
     ax.set_ylim(bottom=0)
     ax.set_xlabel("time (s since run start)")
     ax.set_ylabel(f"invocations per s ({width:g} s bins)")
@@ -552,6 +589,14 @@ def _monitor_series(run, host: str | None = None) -> list[tuple[str, list[tuple[
     return panels[:MAX_MONITOR_PANELS]
 
 
+def overview_points(run) -> tuple[np.ndarray, np.ndarray]:
+    """The successful invocations' (planned s, completion latency ms) drawn above the monitors."""
+    successful = np.flatnonzero(run.invocations["successful"].to_numpy(dtype=bool))
+    lat = run.invocations["completion_latency_ms"].to_numpy(dtype="float64")[successful]
+    idx = _subsample(lat)
+    return run.invocations["intended_s"].to_numpy(dtype="float64")[successful[idx]], lat[idx]
+
+
 def monitors(run, path: Path, host: str | None = None) -> bool:
     """Monitor panels under the latency panel (of host ``host``'s rows only, when named); False
     when there is nothing to plot."""
@@ -559,18 +604,14 @@ def monitors(run, path: Path, host: str | None = None) -> bool:
     if not series:
         return False
     fig, axes = new_figure(len(series) + 1, 1, figsize=(10, 2.2 * (len(series) + 1)), sharex=True, squeeze=False)
-    successful = np.flatnonzero(run.invocations["successful"].to_numpy(dtype=bool))
     ax = axes[0, 0]
     _shade_modes(ax, run)
-    lat = run.invocations["completion_latency_ms"].to_numpy(dtype="float64")[successful]
-    idx = _subsample(lat)
-    ax.scatter(
-        run.invocations["intended_s"].to_numpy(dtype="float64")[successful[idx]],
-        lat[idx],
-        s=3,
-        color="#444444",
-        linewidths=0,
+    t_s, lat = (
+        (run.plot_inputs.overview_t_s, run.plot_inputs.overview_latency_ms)
+        if getattr(run, "plot_inputs", None)
+        else overview_points(run)
     )
+    ax.scatter(t_s, lat, s=3, color="#444444", linewidths=0)
     ax.set_yscale("log")
     ax.set_ylabel("completion latency ms")
     for ax, (label, lines) in zip(axes[1:, 0], series):

@@ -341,7 +341,8 @@ def write_report(run, summary: Summary, path: Path) -> None:
         "report.html",
         title=f"faasprof: {summary['run']['test_name']}",
         dir=summary["run"]["dir"],
-        context=run_context(run.manifest),
+        # How the figures were computed: in memory, or out of core with the engine's memory limit.
+        context=[*run_context(run.manifest), ("figures computed", run.engine)],
         failures=failures_section(summary),
         outcomes=outcomes_section(summary),
         warnings=warnings_section(summary["warnings"]),

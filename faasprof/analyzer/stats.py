@@ -89,7 +89,7 @@ decided in this order from the evidence stored beside the verdict:
 from __future__ import annotations
 
 import math
-from typing import TypeGuard
+from typing import Any, TypeGuard
 
 import numpy as np
 import pandas as pd
@@ -185,31 +185,42 @@ def instance_specs(manifest: rundir.Manifest, frame: pd.DataFrame) -> list[dict]
     activity_window}``) or a list of instances with a ``name``;
     whatever is missing is taken from the invocation log (window from the planned times).
     """
-    workload = manifest.workload
-    duration = _workload_duration(manifest, frame)
-    raw = manifest.instances
-    specs = []
-    names = list(raw.keys())
     # Rows per instance and each instance's first function, by code: no copy of the frame.
     instance = pd.Categorical(frame["instance"])
     codes = np.asarray(instance.codes)
     counts = np.bincount(codes[codes >= 0], minlength=len(instance.categories))
     first_row = {instance.categories[k]: int(np.argmax(codes == k)) for k in np.flatnonzero(counts)}
-    for name in sorted(first_row, key=first_row.__getitem__):  # in order of appearance, as the log has them
+    where = {name: k for k, name in enumerate(instance.categories)}
+    appearance = [
+        (name, int(counts[where[name]]), frame["function"].iloc[first_row[name]])
+        for name in sorted(first_row, key=first_row.__getitem__)  # in order of appearance, as the log has them
+    ]
+    return specs_of(manifest, _workload_duration(manifest, frame), appearance)
+
+
+def specs_of(manifest: rundir.Manifest, duration: float, appearance: list[tuple[Any, int, Any]]) -> list[dict]:
+    """``instance_specs`` from the log's instances in order of appearance: (name, rows, first
+    function) each (an out-of-core reader counts them in SQL)."""
+    workload = manifest.workload
+    raw = manifest.instances
+    specs = []
+    names = list(raw.keys())
+    planned_of = {name: planned for name, planned, _ in appearance}
+    function_of = {name: function for name, _, function in appearance}
+    for name, _, _ in appearance:
         if name not in raw:
             names.append(name)
-    where = {name: k for k, name in enumerate(instance.categories)}
     for name in names:
         item = raw.get(name) or {}
-        planned = int(counts[where[name]]) if name in where else 0
+        planned = planned_of.get(name, 0)
         window = item.get("window_s") or item.get("activity_window")
         if not (
             isinstance(window, (list, tuple)) and len(window) == 2 and all(isinstance(v, (int, float)) for v in window)
         ):
             window = (0.0, duration)
         function = item.get("function") or item.get("application")
-        if not function and name in first_row:
-            function = str(frame["function"].iloc[first_row[name]])
+        if not function and name in function_of:
+            function = str(function_of[name])
         rate = item.get("rate_per_s", item.get("rate"))
         blocking = answers_at_end(item, blocking_default(workload))
         specs.append(
@@ -227,13 +238,19 @@ def instance_specs(manifest: rundir.Manifest, frame: pd.DataFrame) -> list[dict]
 
 
 def _workload_duration(manifest: rundir.Manifest, frame: pd.DataFrame) -> float:
+    last = float(np.nanmax(frame["intended_s"].to_numpy())) if len(frame) else None
+    return workload_duration(manifest, last)
+
+
+def workload_duration(manifest: rundir.Manifest, last_intended_s: float | None) -> float:
+    """The workload's duration; without one, just past the last planned time (0 with no rows)."""
     workload = manifest.workload
     for key in ("duration_s", "test_duration_in_seconds"):
         value = workload.get(key)
         if isinstance(value, (int, float)) and value > 0:
             return float(value)
-    if len(frame):
-        return float(np.nanmax(frame["intended_s"].to_numpy())) + 1e-9
+    if last_intended_s is not None:
+        return float(last_intended_s) + 1e-9
     return 0.0
 
 
@@ -248,12 +265,20 @@ def run_end_s(manifest: rundir.Manifest, frame: pd.DataFrame) -> float | None:
         return None
     intended = frame["intended_s"].to_numpy(dtype="float64")
     sent = frame["sent_ns"].notna().to_numpy()
-    last_sent = intended[sent].max() if sent.any() else -math.inf
+    last_sent = float(intended[sent].max()) if sent.any() else -math.inf
     cut_off = intended[label_mask(frame["outcome"], ("not_sent",)) & (intended > last_sent)]
+    return run_end_from(manifest, last_sent, float(cut_off.min()) if len(cut_off) else None)
+
+
+def run_end_from(manifest: rundir.Manifest, last_sent_s: float, first_cut_off_s: float | None) -> float | None:
+    """``run_end_s`` from the last planned time sent (−inf: none) and the first never sent after it
+    (None: none)."""
+    if manifest.status not in STOPPED_EARLY:
+        return None
     recorded = (manifest.invoker or {}).get("send_wall_s")
     if isinstance(recorded, (int, float)) and math.isfinite(recorded):
-        return min(float(recorded), float(cut_off.min())) if len(cut_off) else float(recorded)
-    return float(cut_off.min()) if len(cut_off) else max(float(last_sent), 0.0)
+        return min(float(recorded), first_cut_off_s) if first_cut_off_s is not None else float(recorded)
+    return first_cut_off_s if first_cut_off_s is not None else max(last_sent_s, 0.0)
 
 
 def unsent_after_end(frame: pd.DataFrame, end_s: float | None) -> np.ndarray:

@@ -61,6 +61,15 @@ def ratio_block(values: np.ndarray) -> dict:
     """n, p50, p99, p99.9 (ms) and the two ratios of one group of latencies."""
     data = values[np.isfinite(values)]
     n = int(len(data))
+    if n == 0:
+        return ratio_figures(0, math.nan, math.nan, math.nan)
+    data = stats_mod.partitioned_for_quantiles(data, (0.5, 0.99, 0.999))
+    p50, p99, p999 = (stats_mod.quantile_ci(data, p)[0] for p in (0.5, 0.99, 0.999))
+    return ratio_figures(n, p50, p99, p999)
+
+
+def ratio_figures(n: int, p50: float, p99: float, p999: float) -> dict:
+    """``ratio_block``'s dict from its ``n`` finite samples' p50, p99 and p99.9 (ms)."""
     out: dict[str, int | float | None] = {
         "n": n,
         "p50_ms": None,
@@ -71,8 +80,6 @@ def ratio_block(values: np.ndarray) -> dict:
     }
     if n == 0:
         return out
-    data = stats_mod.partitioned_for_quantiles(data, (0.5, 0.99, 0.999))
-    p50, p99, p999 = (stats_mod.quantile_ci(data, p)[0] for p in (0.5, 0.99, 0.999))
     out.update(p50_ms=p50, p99_ms=p99, p99_9_ms=p999)
     if n >= MIN_SAMPLES and p50 > 0 and math.isfinite(p50):
         out.update(p99_over_p50=p99 / p50, p99_9_over_p50=p999 / p50)

@@ -126,13 +126,19 @@ def _expected(instance: dict, given: dict, minutes: int) -> tuple[np.ndarray | N
     return counts, None
 
 
+def is_trace_run(manifest) -> bool:
+    """Whether the run replays a trace sample (its workload as given names the trace's functions)."""
+    trace = ((manifest.workload or {}).get("as_given") or {}).get("trace")
+    return isinstance(trace, dict) and isinstance(trace.get("functions"), dict)
+
+
 def fidelity_summary(run) -> dict | None:
     """The ``trace_fidelity`` block of summary.json; None for a run of no trace sample."""
+    if not is_trace_run(run.manifest):
+        return None
     workload = run.manifest.workload or {}
     given = workload.get("as_given") or {}
-    trace = given.get("trace")
-    if not isinstance(trace, dict) or not isinstance(trace.get("functions"), dict):
-        return None
+    trace = given["trace"]
     frame = run.invocations
     warmup_s = float(run.warmup_s)
     minutes = int(math.ceil(float(workload.get("duration_s", 0.0)) / 60.0))
