@@ -49,7 +49,7 @@ import pandas as pd
 
 from faasprof import __version__, rundir
 from faasprof.analyzer import chains as chains_mod
-from faasprof.analyzer import frame_loader, io_breakdown, trace_fidelity
+from faasprof.analyzer import frame_loader, io_breakdown, rows_sql, trace_fidelity
 from faasprof.analyzer import frames as frames_mod
 from faasprof.analyzer import hosts as hosts_mod
 from faasprof.analyzer import plots as plots_mod
@@ -74,6 +74,7 @@ from faasprof.monitoring.frames import load_run_monitors, local_host_label, run_
 from faasprof.outcomes import FINAL_OUTCOMES, HTTP_OUTCOMES
 from faasprof.platforms import registry
 from faasprof.platforms.base import Platform
+from faasprof.rundir import record_parquet
 
 SUMMARY = "summary.json"
 LATENCY_KIND = "completion: planned send → function end (completion_latency_ms)"
@@ -240,13 +241,18 @@ def run_records(
 ) -> tuple[pd.DataFrame, np.ndarray, RecordsInfoCore]:
     """The records of ``activations.jsonl`` that invocations of the run matched, each invocation's
     row among them (−1: none), and what ``records_info`` says of them (``source`` ``none``: no file)."""
-    if not rundir.has_records(run_dir):
+    if not rundir.has_saved_records(run_dir):
         return (
             frames_mod.records_frame([]),
             np.full(len(invocations), -1, dtype=np.int64),
             {"source": "none", "unreadable_lines": 0, "foreign_ignored": 0},
         )
-    records, bad = records_mod.read_records(rundir.activations_path(run_dir), refresh_index=refresh_index)
+    source = rundir.ACTIVATIONS_PARQUET if rundir.raw_records_gone(run_dir) else rundir.ACTIVATIONS
+    records, bad = (  # the Parquet copy stands for a removed raw file (rundir.record_parquet)
+        record_parquet.read_records_frame(record_parquet.records_parquet_path(run_dir))
+        if source == rundir.ACTIVATIONS_PARQUET
+        else records_mod.read_records(rundir.activations_path(run_dir), refresh_index=refresh_index)
+    )
     position = frames_mod.match_records(invocations, records)
     matched = np.zeros(len(records), dtype=bool)
     matched[position[position >= 0]] = True
@@ -255,7 +261,7 @@ def run_records(
         keep = np.nonzero(matched)[0]
         records = records.iloc[keep].reset_index(drop=True)
         position = frames_mod.match_records(invocations, records)
-    return records, position, {"source": rundir.ACTIVATIONS, "unreadable_lines": bad, "foreign_ignored": foreign}
+    return records, position, {"source": source, "unreadable_lines": bad, "foreign_ignored": foreign}
 
 
 def _group_tables(
@@ -418,6 +424,8 @@ def load_run(
         warnings.append(f"{activations}: {bad} unreadable lines ignored (a line cut short, or not a JSON object)")
     if foreign:
         warnings.append(f"{activations}: {foreign} records of other activations ignored (not sent by this run)")
+    if rundir.raw_records_gone(run_dir):
+        warnings.append(rows_sql.raw_gone_warning(run_dir))
     if info["source"] == "none" and with_id:
         warnings.append(
             f"{run_dir}: no {rundir.ACTIVATIONS}; latency breakdown, start classes and cost are unavailable: "
@@ -638,7 +646,7 @@ def _fetch_missing(
     """The run's records fetched when none are saved, or those missing from the saved file asked
     for again; returns the fetch report (None: nothing asked), the run when it was loaded and is
     still current, and the invocation frame."""
-    if not rundir.has_records(run_dir):
+    if not rundir.has_saved_records(run_dir):
         if invocations is None:
             invocations = frames_mod.read_invocations_frame(run_dir, manifest)
         if not _run_ids(invocations):
@@ -651,7 +659,7 @@ def _fetch_missing(
             invocations,
         )
     run = load_run(run_dir, manifest=manifest, invocations=invocations)
-    if not run.records_info["missing"]:
+    if not run.records_info["missing"] or rundir.raw_records_gone(run_dir):
         return None, run, invocations
     frame = run.invocations
     missing = frame["activation_id"].to_numpy(dtype=object)[
