@@ -17,6 +17,7 @@ from faasprof import rundir
 from faasprof.analyzer import analysis, engine, frames, metrics, rows_sql
 from faasprof.errors import FormatError
 from faasprof.rundir import record_parquet, records
+from tests.test_analyzer_attribution import OPENWHISK, _host
 from tests.test_analyzer_synthetic import record, write_synthetic_run
 
 FAILURES = {
@@ -84,6 +85,19 @@ def _overlapping(run_dir, kept):
     path.write_text("".join(json.dumps(item) + "\n" for item in items))
 
 
+def _container_watches(run_dir, kept):
+    # A several-invoker OpenWhisk whose hosts watched their containers: each activation's host by them.
+    hosts = {
+        "h1": {"containers": {"wsk0_1_guest_fn": (-0.5, 1.8)}, "offset_ns": 2_500_000_000},
+        "h2": {"containers": {"wsk1_1_guest_fn": (1.4, 3.5)}, "watch": (-1.0, 2.6)},
+    }
+    manifest = rundir.read_manifest(run_dir)
+    manifest.platform = dict(OPENWHISK)
+    infos = {name: _host(run_dir, name, **spec) for name, spec in hosts.items()}
+    manifest.update(hosts={name: rundir.manifest_entry(info) for name, info in infos.items()})
+    rundir.write_manifest(run_dir, manifest)
+
+
 def _warmup(run_dir, kept):
     rundir.update_manifest(run_dir, self_check={"limits": {"warmup_s": 1.5}})
 
@@ -129,6 +143,7 @@ CASES = {
     ),
     "overlapping activations that waited": dict(edit=_overlapping, duration_s=4.0, pause_grace_ms=400.0),
     "container state present": dict(edit=_container_state),
+    "hosts' container watches decide the host": dict(edit=_container_watches, missing_every=6),
     "an endpoint that keeps no records": dict(instances=MIXED, missing_every=3, failures={4: "application_error"}),
     "no records saved": dict(save_records=False),
     "log out of order, a row twice": dict(edit=_shuffled_log, failures={7: "developer_error"}),
@@ -181,7 +196,8 @@ def test_rows_equal_the_pandas_frame(tmp_path, name):
 
 
 @pytest.mark.parametrize(
-    "name", ["duplicate records and a torn line", "log out of order, a row twice", "missing records"]
+    "name",
+    ["duplicate records and a torn line", "log out of order, a row twice", "hosts' container watches decide the host"],
 )
 def test_rows_equal_the_pandas_frame_block_by_block(tmp_path, monkeypatch, name):
     """A run longer than a block (of 7 seqs here) is sorted and written block by block."""
@@ -203,6 +219,13 @@ def test_the_cases_cover_what_they_say(tmp_path):
     assert (run.invocations["outcome"] == "not_sent").sum() > 0 and run.end_s is not None
     run = analysis.load_run(_run(tmp_path / "f", CASES["blocking wait expired (202)"]))
     assert (run.invocations["http_status"] == 202).sum() > 0
+    run = analysis.load_run(_run(tmp_path / "h", CASES["hosts' container watches decide the host"]))
+    counts = run.invocations.attrs["host_attribution"]
+    assert (
+        counts["attributed"]["h1"]
+        and counts["attributed"]["h2"]
+        and set(counts["unknown"]) >= {"ambiguous", "not watched"}
+    )
     run = analysis.load_run(_run(tmp_path / "g", CASES["raw records gone: the Parquet stands for them"]))
     assert run.records_info["source"] == rundir.ACTIVATIONS_PARQUET and "is gone" in run.warnings[0]
 

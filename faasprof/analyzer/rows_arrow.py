@@ -11,6 +11,7 @@ is written as its own row group. The figures ``load_run`` reports are counted as
 from __future__ import annotations
 
 import json
+from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -219,7 +220,7 @@ def ran_rows(con, due: str) -> tuple[int, int]:
 
 
 def host_labels(
-    run_dir: Path, manifest: rundir.Manifest, watches, con, query: str, due: str, monitor_hosts
+    run_dir: Path, manifest: rundir.Manifest, watches, con, blocks: list[str], due: str, monitor_hosts
 ) -> tuple[list[str], dict | None]:
     """The ``host`` column's categories: the hosts its rows name and the monitors' (``harmonise``);
     and where the hosts' containers decide, their counts (``frame.attrs["host_attribution"]``)."""
@@ -234,11 +235,11 @@ def host_labels(
             used.add(hosts_mod.UNKNOWN)
     else:
         narrow = (
-            "SELECT ran, has_record, record_namespace, record_name, record_kind, platform_start_s, platform_end_s "
-            f"FROM ({query})"
+            "SELECT ran, has_record, record_namespace, record_name, record_kind, platform_start_s, platform_end_s FROM "
         )
         attributed = {"attributed": {name: 0 for name in watches}, "unknown": {}}
-        for batch in con.sql(narrow).to_arrow_reader(1 << 19):
+        batches = (batch for block in blocks for batch in con.sql(f"{narrow}({block})").to_arrow_reader(1 << 19))
+        for batch in batches:
             column, counts = _attribute(batch, watches, manifest)
             used.update(str(column.categories[k]) for k in np.unique(column.codes))
             for part in ("attributed", "unknown"):
@@ -352,15 +353,30 @@ class RowsWriter:
         self.tmp = self.out.with_name(f".{self.out.name}.tmp")
         self.writer: pq.ParquetWriter | None = None
         self.written_attrs: dict[str, Any] = {}
+        # Arrow encodes and compresses a row group (without the GIL) on another core while the
+        # next batch is fetched and converted: one row group in flight at most.
+        self.pool = ThreadPoolExecutor(max_workers=1, thread_name_prefix="faasprof-rows")
+        self.pending: Future | None = None
 
     def __enter__(self) -> "RowsWriter":
         return self
 
+    def _settle(self) -> None:
+        pending, self.pending = self.pending, None
+        if pending is not None:
+            pending.result()  # its error, if any, is the caller's
+
     def __exit__(self, kind, error, trace) -> None:
+        try:
+            self._settle()
+        except Exception:
+            if error is None:
+                self._abandon()
+                raise
+        finally:
+            self.pool.shutdown()
         if error is not None:
-            if self.writer is not None:
-                self.writer.close()
-            self.tmp.unlink(missing_ok=True)
+            self._abandon()
             return
         if self.writer is None:  # no rows: the empty frame's file
             self._open().write_table(pa.Table.from_pandas(self.template, schema=self.schema, preserve_index=False))
@@ -370,6 +386,11 @@ class RowsWriter:
             # Parquet keeps) is written again with it, a row group at a time.
             self._rewrite()
         self.tmp.replace(self.out)
+
+    def _abandon(self) -> None:
+        if self.writer is not None:
+            self.writer.close()
+        self.tmp.unlink(missing_ok=True)
 
     def _described(self) -> pa.Schema:
         """The schema with ``frames.write_parquet``'s description of the frame (its attrs, units)."""
@@ -413,7 +434,8 @@ class RowsWriter:
         self.rows += n
         writer = self._open()
         table = pa.Table.from_arrays([columns[f.name] for f in self.schema], schema=self.schema)
-        writer.write_table(table, row_group_size=frames_mod.PARQUET_ROW_GROUP)
+        self._settle()
+        self.pending = self.pool.submit(writer.write_table, table, row_group_size=frames_mod.PARQUET_ROW_GROUP)
 
     def _host(self, batch: pa.RecordBatch, watches) -> pd.Categorical:
         ran = batch.column("ran").to_numpy(zero_copy_only=False)

@@ -138,7 +138,7 @@ def _load_invocations(con, run_dir: Path, manifest: rundir.Manifest) -> rundir.C
     return completeness
 
 
-def _load_records(con, run_dir: Path, grace_ms: float) -> tuple[int, str, int]:
+def _load_records(con, run_dir: Path, grace_ms: float, dedupe: bool) -> tuple[int, str, int]:
     """View ``matched``: each invocation's record by seq (the last record of an id), and table
     ``classes``: its start class; returns (foreign records, the records' source, unreadable lines).
     ``joined`` is in the records' order, which is nearly the log's (records by start, the log by
@@ -158,15 +158,14 @@ def _load_records(con, run_dir: Path, grace_ms: float) -> tuple[int, str, int]:
         LEFT JOIN (SELECT seq, function, activation_id FROM inv WHERE activation_id IS NOT NULL AND activation_id <> '') i
         ON r.activation_id = i.activation_id"""
     )
-    foreign, repeated = con.execute(
-        "SELECT count(DISTINCT activation_id) FILTER (WHERE seq IS NULL) "
-        "+ (count(*) FILTER (WHERE seq IS NULL AND activation_id IS NULL) > 0)::INT, "
-        "count(seq) - count(DISTINCT seq) FROM joined"
-    ).fetchall()[0]
-    # An id recorded twice: its last record (records._dedupe), settled only when one was.
+    foreign = con.execute(  # the few records no invocation sent: a null id counts once (records._dedupe)
+        "SELECT count(DISTINCT activation_id) + (count(*) FILTER (WHERE activation_id IS NULL) > 0)::INT "
+        "FROM joined WHERE seq IS NULL"
+    ).fetchall()[0][0]
+    # With ``dedupe``, an id recorded twice gives its last record (records._dedupe).
     last = (
         "(SELECT * FROM joined WHERE seq IS NOT NULL QUALIFY row_number() OVER (PARTITION BY seq ORDER BY record_seq DESC) = 1)"
-        if repeated
+        if dedupe
         else "(SELECT * FROM joined WHERE seq IS NOT NULL)"
     )
     con.execute(f"CREATE OR REPLACE TEMP VIEW matched AS SELECT * FROM {last}")
@@ -355,33 +354,56 @@ def write_invocation_rows(
     run_dir = Path(run_dir)
     completeness = _load_invocations(con, run_dir, manifest)
     grace_ms, grace_source = frames_mod.pause_grace_ms(manifest)
-    foreign, source, bad = _load_records(con, run_dir, grace_ms)
     digest = rows_arrow.digest(con)
     specs, duration, end_s = rows_arrow.plan_figures(manifest, digest)
     warmup_s = stats_mod.run_warmup_s(manifest)
     phase_list = stats_mod.phases(specs, duration, end_s, warmup_s)
     for spec in specs:
         spec["planned"] = digest.planned.get(spec["instance"], 0)
-
     query = _rows_sql(manifest, phase_list, warmup_s)
     kept = _scalar(con, "SELECT current_setting('preserve_insertion_order')")
     con.execute("SET preserve_insertion_order = true")  # the rows in seq order, as the frame has them
     try:
-        counts = rows_arrow.column_counts(con)
-        plan = rows_arrow.containers_plan(run_dir, manifest)
-        hosts, attributed = rows_arrow.host_labels(
-            run_dir, manifest, plan, con, query, _due_sql(manifest), monitor_hosts
-        )
-        writer = rows_arrow.RowsWriter(Path(out_path), run_dir, manifest, counts, hosts, completeness, attributed)
-        with writer:
-            for first, end in _blocks(con):
-                for batch in con.sql(query.replace("@BLOCK@", _block_sql(first, end))).to_arrow_reader(BATCH_ROWS):
-                    writer.write(batch, plan)
+        # An id recorded twice is rare: its rows are found by the count (more rows than the log's)
+        # and the records are then taken again, the last of each id, rather than always paying
+        # for a pass that looks for them.
+        for dedupe in (False, True):
+            foreign, source, bad = _load_records(con, run_dir, grace_ms, dedupe)
+            try:
+                writer = _write_rows(
+                    con, run_dir, manifest, Path(out_path), query, completeness, digest.rows, monitor_hosts
+                )
+                break
+            except _Repeated:
+                continue
     finally:
         con.execute(f"SET preserve_insertion_order = {'true' if kept else 'false'}")
     return _info(
         con, run_dir, manifest, writer, foreign, source, bad, specs, phase_list, end_s, warmup_s, grace_ms, grace_source
     )
+
+
+class _Repeated(Exception):
+    """More rows than the log has: a record id saved twice (``_load_records`` with ``dedupe``)."""
+
+
+def _write_rows(
+    con, run_dir: Path, manifest: rundir.Manifest, out: Path, query: str, completeness, rows: int, monitor_hosts
+) -> rows_arrow.RowsWriter:
+    """Stream the rows query, block by block, into ``out``; ``_Repeated`` (nothing written) when a
+    block gave more rows than the log has."""
+    blocks = [query.replace("@BLOCK@", _block_sql(first, end)) for first, end in _blocks(con)]
+    counts = rows_arrow.column_counts(con)
+    plan = rows_arrow.containers_plan(run_dir, manifest)
+    hosts, attributed = rows_arrow.host_labels(run_dir, manifest, plan, con, blocks, _due_sql(manifest), monitor_hosts)
+    writer = rows_arrow.RowsWriter(out, run_dir, manifest, counts, hosts, completeness, attributed)
+    with writer:
+        for block in blocks:
+            for batch in con.sql(block).to_arrow_reader(BATCH_ROWS):
+                writer.write(batch, plan)
+                if writer.rows > rows:
+                    raise _Repeated()
+    return writer
 
 
 def _blocks(con) -> list[tuple[int, int]]:
