@@ -98,6 +98,16 @@ def _container_watches(run_dir, kept):
     rundir.write_manifest(run_dir, manifest)
 
 
+def _without_end(run_dir, kept):
+    # Records without an end (a platform that left it out): the next start has no earlier end to
+    # measure its idle gap from.
+    path = rundir.activations_path(run_dir)
+    items = [json.loads(line) for line in path.read_text().splitlines()]
+    for item in items[5:7] + items[12:13]:
+        del item["end"]
+    path.write_text("".join(json.dumps(item) + "\n" for item in items))
+
+
 def _warmup(run_dir, kept):
     rundir.update_manifest(run_dir, self_check={"limits": {"warmup_s": 1.5}})
 
@@ -133,6 +143,7 @@ CASES = {
     "failures of every kind": dict(failures=FAILURES),
     "missing records": dict(missing_every=4),
     "foreign records": dict(edit=_foreign),
+    "records without an end": dict(edit=_without_end),
     "duplicate records and a torn line": dict(edit=_duplicates, failures={2: "internal_error"}),
     "non-blocking calls": dict(blocking=False, failures={4: "application_error", 6: "no_record"}),
     "blocking wait expired (202)": dict(blocking_wait_ms=3.0, service_ms=6.0),
@@ -247,10 +258,14 @@ def test_the_records_parquet_equals_the_records_frame(tmp_path):
     assert got_bad == bad == 1
     pd.testing.assert_frame_equal(got, want, check_exact=True)
     assert record_parquet.is_current(run_dir)
-    # The Python reader (records of unusual shape) gives the same file.
+    # The Python reader (records of unusual shape) gives the same file, and leaves the engine's
+    # connection usable (DuckDB's reader stopped midway is closed).
     _append(run_dir, [{"activationId": 7, "annotations": [], "response": {}}])
     assert not record_parquet.is_current(run_dir)
-    path = record_parquet.write_records_parquet(run_dir)
+    con = engine.connect()
+    path = record_parquet.write_records_parquet(run_dir, con)
+    assert con.execute("SELECT 1").fetchall() == [(1,)]
+    con.close()
     want, bad = records.read_records(rundir.activations_path(run_dir))
     got, _ = record_parquet.read_records_frame(path)
     assert list(got["activation_id"].astype(str)) == list(want["activation_id"].astype(str))

@@ -237,8 +237,10 @@ def _duckdb_rows(path: Path, writer: RecordsWriter, connection: Any) -> int | No
     bad = 0
     kept = connection.execute("SELECT current_setting('preserve_insertion_order')").fetchall()[0][0]
     connection.execute("SET preserve_insertion_order = true")  # record_seq is the file's order
+    reader = None
     try:
-        for batch in connection.sql(query).to_arrow_reader(records.BATCH_ROWS):
+        reader = connection.sql(query).to_arrow_reader(records.BATCH_ROWS)
+        for batch in reader:
             empty = batch.column("empty").to_numpy(zero_copy_only=False)
             if empty.any():
                 bad += int(empty.sum())
@@ -249,6 +251,8 @@ def _duckdb_rows(path: Path, writer: RecordsWriter, connection: Any) -> int | No
                 return None
             writer.write(_finished(batch))
     finally:
+        if reader is not None:
+            reader.close()  # a result left unread keeps the connection busy
         connection.execute(f"SET preserve_insertion_order = {'true' if kept else 'false'}")
     return bad
 
