@@ -240,7 +240,7 @@ def bench_compare(base: Path, runs: int, rows: int) -> int:
 MEASURED_ROWS = (
     "import resource, sys, time; from pathlib import Path; from faasprof import rundir; "
     "from faasprof.analyzer import engine, rows_sql; run = Path(sys.argv[1]); t = time.perf_counter(); "
-    "con = engine.connect(); info = rows_sql.write_invocation_rows(run, rundir.read_manifest(run), Path(sys.argv[2]), con); "
+    "con = engine.connect(); con.execute('SET enable_progress_bar = false'); info = rows_sql.write_invocation_rows(run, rundir.read_manifest(run), Path(sys.argv[2]), con); "
     'print(f\'rows={info.rows} found={info.records_info["found"]} wall_s={time.perf_counter() - t:.2f} '
     "maxrss_kib={resource.getrusage(resource.RUSAGE_SELF).ru_maxrss}')"
 )
@@ -273,7 +273,11 @@ def bench_rows(base: Path, rows: int, check: bool) -> int:
     if result.returncode != 0:
         print(f"row builder: exit {result.returncode}\n{result.stderr[-3000:]}")
         return 1
-    figures = dict(item.split("=") for item in result.stdout.strip().splitlines()[-1].split())
+    line = next((line for line in reversed(result.stdout.splitlines()) if line.startswith("rows=")), "")
+    if not line:
+        print(f"row builder: no figures in its output\n{result.stdout[-2000:]}\n{result.stderr[-2000:]}")
+        return 1
+    figures = dict(item.split("=") for item in line.split())
     peak_gib = int(figures["maxrss_kib"]) / 2**20
     share = ROWS_SHARE_S.get(rows, 10.0 * rows / 10_000_000)
     print(

@@ -164,7 +164,9 @@ def column_counts(con) -> Categories:
         # Every record's labels, foreign and replaced ones too: the records frame's categories
         # (``records.categorical`` before ``_dedupe``), which the frame's columns keep.
         labels[name] = _distinct(con, f"SELECT DISTINCT {name} FROM rec_all")
-    texts = con.execute("SELECT count(error_text) FROM matched").fetchall()[0][0]
+    texts = con.execute(  # failed records are few: those with a text, then whether one is an invocation's
+        "SELECT count(*) FROM matched WHERE record_seq IN (SELECT record_seq FROM rec_all WHERE error_text IS NOT NULL)"
+    ).fetchall()[0][0]
     return Categories(labels, bool(texts))
 
 

@@ -139,10 +139,11 @@ def _load_invocations(con, run_dir: Path, manifest: rundir.Manifest) -> rundir.C
 
 
 def _load_records(con, run_dir: Path, grace_ms: float, dedupe: bool) -> tuple[int, str, int]:
-    """View ``matched``: each invocation's record by seq (the last record of an id), and table
-    ``classes``: its start class; returns (foreign records, the records' source, unreadable lines).
-    ``joined`` is in the records' order, which is nearly the log's (records by start, the log by
-    planned time), so a range of seqs is read from a few of its row groups (``_rows_sql``)."""
+    """View ``matched``: each invocation's record (``record_seq``) by seq (the last record of an id)
+    with the columns of its start class, and table ``classes``: the class; returns (foreign
+    records, the records' source, unreadable lines). ``joined`` is in the records' order, which is
+    nearly the log's (records by start, the log by planned time), so a block of seqs is read from
+    a few of its row groups, and its records from a few of the Parquet file's (``_block_sql``)."""
     path = record_parquet.ensure_records_parquet(run_dir, con)
     if path is None:
         empty = ", ".join(f"NULL::{_record_type(n)} AS {n}" for n in record_fields.RECORD_COLUMNS)
@@ -151,16 +152,20 @@ def _load_records(con, run_dir: Path, grace_ms: float, dedupe: bool) -> tuple[in
     else:
         con.execute(f"CREATE OR REPLACE TEMP VIEW rec_all AS SELECT * FROM read_parquet({_q(os.fspath(path))})")
         source = rundir.ACTIVATIONS_PARQUET if rundir.raw_records_gone(run_dir) else rundir.ACTIVATIONS
-    # The records' side probes the log's ids: the records no invocation sent are counted in the same pass.
+    # The records' side probes the log's ids: the records no invocation sent are counted in the same
+    # pass. Only what the start classes need is kept (the rest is read a block at a time, by
+    # record_seq, from the Parquet file: ``_block_sql``), and a foreign record's id.
     con.execute(
         """CREATE OR REPLACE TEMP TABLE joined AS
-        SELECT r.*, i.seq, i.function AS inv_function FROM rec_all r
+        SELECT r.record_seq, i.seq, i.function AS inv_function, r.start_ms, r.end_ms, r.init_ms, r.wait_ms,
+          r.container_state, CASE WHEN i.seq IS NULL THEN r.activation_id END AS foreign_id,
+          i.seq IS NULL AND r.activation_id IS NULL AS foreign_null
+        FROM rec_all r
         LEFT JOIN (SELECT seq, function, activation_id FROM inv WHERE activation_id IS NOT NULL AND activation_id <> '') i
         ON r.activation_id = i.activation_id"""
     )
     foreign = con.execute(  # the few records no invocation sent: a null id counts once (records._dedupe)
-        "SELECT count(DISTINCT activation_id) + (count(*) FILTER (WHERE activation_id IS NULL) > 0)::INT "
-        "FROM joined WHERE seq IS NULL"
+        "SELECT count(DISTINCT foreign_id) + coalesce(bool_or(foreign_null), false)::INT FROM joined WHERE seq IS NULL"
     ).fetchall()[0][0]
     # With ``dedupe``, an id recorded twice gives its last record (records._dedupe).
     last = (
@@ -244,16 +249,20 @@ def _keeps(manifest: rundir.Manifest, name: str) -> bool:
     return bool(due if isinstance(due, (bool, np.bool_)) else due[0])
 
 
-RECORD_COLUMNS_SQL = ", ".join(f"m.{name}" for name in record_fields.RECORD_COLUMNS if name != "activation_id")
+RECORD_COLUMNS_SQL = ", ".join(f"r.{name}" for name in record_fields.RECORD_COLUMNS if name != "activation_id")
 
 
-def _block_sql(first: int, end: int) -> str:
+def _block_sql(first: int, end: int, records: tuple[int, int] | None) -> str:
     """The log's rows with seq in [first, end), in seq order, each with its record's columns (NULL
-    without one), ``has_record`` and its start class: a sort of one block, never of the whole run."""
+    without one), ``has_record`` and its start class: a sort of one block, never of the whole run.
+    ``records``: the range of record_seq the block's records lie in (row groups outside it are
+    skipped by their statistics), None when it has none."""
     inside = f"seq >= {int(first)} AND seq < {int(end)}"
+    within = f"record_seq BETWEEN {int(records[0])} AND {int(records[1])}" if records else "false"
     return f"""SELECT i.*, m.seq IS NOT NULL AS has_record, {RECORD_COLUMNS_SQL}, c.start_class
         FROM (SELECT * FROM inv WHERE {inside}) i
-        LEFT JOIN (SELECT * FROM matched WHERE {inside}) m ON m.seq = i.seq
+        LEFT JOIN (SELECT seq, record_seq FROM matched WHERE {inside}) m ON m.seq = i.seq
+        LEFT JOIN (SELECT * FROM rec_all WHERE {within}) r ON r.record_seq = m.record_seq
         LEFT JOIN (SELECT * FROM classes WHERE {inside}) c ON c.seq = i.seq
         ORDER BY i.seq"""
 
@@ -392,7 +401,7 @@ def _write_rows(
 ) -> rows_arrow.RowsWriter:
     """Stream the rows query, block by block, into ``out``; ``_Repeated`` (nothing written) when a
     block gave more rows than the log has."""
-    blocks = [query.replace("@BLOCK@", _block_sql(first, end)) for first, end in _blocks(con)]
+    blocks = [query.replace("@BLOCK@", _block_sql(first, end, records)) for first, end, records in _blocks(con)]
     counts = rows_arrow.column_counts(con)
     plan = rows_arrow.containers_plan(run_dir, manifest)
     hosts, attributed = rows_arrow.host_labels(run_dir, manifest, plan, con, blocks, _due_sql(manifest), monitor_hosts)
@@ -406,12 +415,20 @@ def _write_rows(
     return writer
 
 
-def _blocks(con) -> list[tuple[int, int]]:
-    """The seq ranges of ``BLOCK_ROWS`` each that cover the log."""
+def _blocks(con) -> list[tuple[int, int, tuple[int, int] | None]]:
+    """The seq ranges of ``BLOCK_ROWS`` each that cover the log, each with the range of record_seq
+    its records lie in (None: none)."""
     low, high = con.execute("SELECT min(seq), max(seq) FROM inv").fetchall()[0]
     if low is None:
-        return [(0, 1)]
-    return [(first, first + BLOCK_ROWS) for first in range(int(low), int(high) + 1, BLOCK_ROWS)]
+        return [(0, 1, None)]
+    out = []
+    for first in range(int(low), int(high) + 1, BLOCK_ROWS):
+        end = first + BLOCK_ROWS
+        lo, hi = con.execute(
+            f"SELECT min(record_seq), max(record_seq) FROM matched WHERE seq >= {first} AND seq < {end}"
+        ).fetchall()[0]
+        out.append((first, end, None if lo is None else (int(lo), int(hi))))
+    return out
 
 
 def _info(
