@@ -319,14 +319,16 @@ def check_rows(run_dir: Path, rows_file: Path, pandas_file: Path) -> int:
     return 1 if differ else 0
 
 
-def generate(rows: int, base: Path) -> int:
-    """Write a run of ``rows`` invocations (four instances of four functions at 500/s each, a
-    record for every one) into a new run directory under ``base``, vectorised block by block."""
-    t0 = time.perf_counter()
-    rate_each, per_block = 500.0, GENERATE_BLOCK_ROWS // 4
-    instances = {f"i{k}": {"application": f"fn{k}", "distribution": "Uniform", "rate": rate_each} for k in range(4)}
-    steps = -(-rows // 4)  # planned instants per instance (the last may plan fewer than four)
-    duration_s = steps / rate_each
+RATE_EACH = 500.0  # calls per second of each of the four instances
+
+
+def new_run(rows: int, base: Path) -> tuple[Path, int, float]:
+    """A new run directory under ``base`` with the manifest of ``rows`` invocations of four
+    instances of four functions at ``RATE_EACH`` each; returns it, the planned instants per
+    instance (the last may plan fewer than four) and the duration."""
+    instances = {f"i{k}": {"application": f"fn{k}", "distribution": "Uniform", "rate": RATE_EACH} for k in range(4)}
+    steps = -(-rows // 4)
+    duration_s = steps / RATE_EACH
     run_dir = rundir.create_run_dir(base, "bench")
     workload = {
         "test_name": "bench",
@@ -341,6 +343,15 @@ def generate(rows: int, base: Path) -> int:
     manifest.platform = {"kind": "synthetic", "settings": {"pause_grace_ms": PAUSE_GRACE_MS}}
     manifest.counts = {"planned": rows, "sent": rows, "failed": 0}
     rundir.write_manifest(run_dir, manifest)
+    return run_dir, steps, duration_s
+
+
+def generate(rows: int, base: Path) -> int:
+    """Write a run of ``rows`` invocations (four instances of four functions at 500/s each, a
+    record for every one) into a new run directory under ``base``, vectorised block by block."""
+    t0 = time.perf_counter()
+    run_dir, steps, duration_s = new_run(rows, base)
+    rate_each, per_block = RATE_EACH, GENERATE_BLOCK_ROWS // 4
     rng = np.random.default_rng(5)
     queue = np.full(4, -np.inf)  # per function: the running maximum of Lindley's recursion
     served = np.zeros(4)  # per function: service time summed over the blocks before

@@ -82,24 +82,8 @@ def generate_columnar(rows: int, directory: Path) -> Path:
     """A run of ``rows`` invocations (four instances at 500/s each, a record for every one) in a
     new run directory under ``directory``; returns it."""
     t0 = time.perf_counter()
-    rate_each, per_block = 500.0, base.GENERATE_BLOCK_ROWS // 4
-    instances = {f"i{k}": {"application": f"fn{k}", "distribution": "Uniform", "rate": rate_each} for k in range(4)}
-    steps = -(-rows // 4)
-    duration_s = steps / rate_each
-    run_dir = rundir.create_run_dir(directory, "bench")
-    workload = {
-        "test_name": "bench",
-        "test_duration_in_seconds": duration_s,
-        "random_seed": 5,
-        "blocking_cli": True,
-        "instances": instances,
-        "platform": {"localwhisk": {"pause_grace_ms": base.PAUSE_GRACE_MS}},
-    }
-    manifest = rundir.new_manifest("bench", workload, rundir.ClockAnchor(0, base.WALL_ZERO_NS))
-    manifest.status = "complete"
-    manifest.platform = {"kind": "synthetic", "settings": {"pause_grace_ms": base.PAUSE_GRACE_MS}}
-    manifest.counts = {"planned": rows, "sent": rows, "failed": 0}
-    rundir.write_manifest(run_dir, manifest)
+    run_dir, steps, _ = base.new_run(rows, directory)
+    rate_each, per_block = base.RATE_EACH, base.GENERATE_BLOCK_ROWS // 4
     rng = np.random.default_rng(5)
     queue, served = np.full(4, -np.inf), np.zeros(4)
     log_parquet = columnar.invocations_parquet_path(run_dir)

@@ -44,6 +44,7 @@ import pyarrow.parquet as pq
 from faasprof.errors import FormatError
 from faasprof.outcomes import refined_outcome
 from faasprof.rundir import record_fields, records
+from faasprof.rundir.columnar import _identity  # the same source identity as the log's copy
 from faasprof.rundir.layout import ACTIVATIONS, ACTIVATIONS_PARQUET, remove_quietly
 
 RECORDS_PARQUET_VERSION = 1
@@ -73,11 +74,6 @@ def records_parquet_path(run_dir: str | os.PathLike) -> Path:
 
 def _jsonl(run_dir: str | os.PathLike) -> Path:
     return Path(run_dir) / ACTIVATIONS
-
-
-def _identity(path: Path) -> str:
-    stat = path.stat()
-    return f"{stat.st_size}:{stat.st_mtime_ns}"
 
 
 def footer(path: str | os.PathLike) -> dict[str, str]:
