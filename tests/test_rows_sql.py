@@ -179,6 +179,10 @@ def _compare(run_dir, tmp_path) -> rows_sql.RowsInfo:
     con = engine.connect()
     try:
         info = rows_sql.write_invocation_rows(run_dir, rundir.read_manifest(run_dir), actual, con)
+        # Its work tables are dropped (at 100 million rows they hold gigabytes).
+        assert con.execute(
+            "SELECT count(*) FROM information_schema.tables WHERE table_catalog = 'temp'"
+        ).fetchall() == [(0,)]
     finally:
         con.close()
     want, got = pd.read_parquet(expected), pd.read_parquet(actual)

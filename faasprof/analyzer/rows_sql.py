@@ -385,11 +385,37 @@ def write_invocation_rows(
                 break
             except _Repeated:
                 continue
+        return _info(
+            con,
+            run_dir,
+            manifest,
+            writer,
+            foreign,
+            source,
+            bad,
+            specs,
+            phase_list,
+            end_s,
+            warmup_s,
+            grace_ms,
+            grace_source,
+        )
     finally:
         con.execute(f"SET preserve_insertion_order = {'true' if kept else 'false'}")
-    return _info(
-        con, run_dir, manifest, writer, foreign, source, bad, specs, phase_list, end_s, warmup_s, grace_ms, grace_source
+        _drop(con)
+
+
+def _drop(con) -> None:
+    """The work tables and views, so that the connection's memory and spill files go back (the
+    record join of 100 million rows is gigabytes)."""
+    kinds = dict(
+        con.execute(
+            "SELECT table_name, table_type FROM information_schema.tables WHERE table_schema = 'main' AND table_catalog = 'temp'"
+        ).fetchall()
     )
+    for name in ("classes", "matched", "joined", "rec_all", "inv", "raw_inv"):
+        if name in kinds:
+            con.execute(f"DROP {'VIEW' if kinds[name] == 'VIEW' else 'TABLE'} IF EXISTS {name}")
 
 
 class _Repeated(Exception):
