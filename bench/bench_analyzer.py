@@ -45,8 +45,10 @@ sys.path.insert(0, str(ROOT))
 sys.path.insert(0, str(ROOT / "tests"))
 
 import numpy as np  # noqa: E402
+import pandas as pd  # noqa: E402
 import pyarrow as pa  # noqa: E402
 import pyarrow.compute as pc  # noqa: E402
+import pyarrow.parquet as pq  # noqa: E402
 from test_analyzer_synthetic import WALL_ZERO_NS  # noqa: E402
 
 from faasprof import rundir  # noqa: E402
@@ -136,6 +138,16 @@ def main() -> int:
         action="store_true",
         help="time plain `faasprof analyze` only (not --no-plots, nor without the index)",
     )
+    parser.add_argument(
+        "--rows-only",
+        action="store_true",
+        help="time the out-of-core row builder alone (analyzer.rows_sql) on columnar runs (bench/columnar_run.py)",
+    )
+    parser.add_argument(
+        "--check",
+        action="store_true",
+        help="with --rows-only: compare its rows with load_run's frame (up to 10 million)",
+    )
     parser.add_argument("--generate-only", metavar="DIR", help=argparse.SUPPRESS)
     args = parser.parse_args()
     sizes = [int(value) for value in str(args.rows).split(",") if value.strip()]
@@ -144,6 +156,12 @@ def main() -> int:
     base = Path(args.keep) if args.keep else Path(tempfile.mkdtemp(prefix="bench-analyzer-"))
     print(f"machine: {machine()}", flush=True)
     rc = 0
+    if args.rows_only:
+        for rows in sizes:
+            rc = rc or bench_rows(base / f"rows-{rows}", rows, args.check)
+        if not args.keep:
+            shutil.rmtree(base, ignore_errors=True)
+        return rc
     if not args.skip_analyze:
         figures = {}
         for rows in sizes:
@@ -240,14 +258,100 @@ def bench_compare(base: Path, runs: int, rows: int) -> int:
     return 0
 
 
-def generate(rows: int, base: Path) -> int:
-    """Write a run of ``rows`` invocations (four instances of four functions at 500/s each, a
-    record for every one) into a new run directory under ``base``, vectorised block by block."""
-    t0 = time.perf_counter()
-    rate_each, per_block = 500.0, GENERATE_BLOCK_ROWS // 4
-    instances = {f"i{k}": {"application": f"fn{k}", "distribution": "Uniform", "rate": rate_each} for k in range(4)}
-    steps = -(-rows // 4)  # planned instants per instance (the last may plan fewer than four)
-    duration_s = steps / rate_each
+# The row builder alone in a fresh interpreter (``engine.connect()``'s settings from the
+# environment), reporting its wall time and its own peak RSS; the rows' file at argv[2].
+MEASURED_ROWS = (
+    "import resource, sys, time; from pathlib import Path; from faasprof import rundir; "
+    "from faasprof.analyzer import engine, rows_sql; run = Path(sys.argv[1]); t = time.perf_counter(); "
+    "con = engine.connect(); con.execute('SET enable_progress_bar = false'); info = rows_sql.write_invocation_rows(run, rundir.read_manifest(run), Path(sys.argv[2]), con); "
+    'print(f\'rows={info.rows} found={info.records_info["found"]} wall_s={time.perf_counter() - t:.2f} '
+    "maxrss_kib={resource.getrusage(resource.RUSAGE_SELF).ru_maxrss}')"
+)
+# load_run's frame written as analyze writes it, for --check.
+PANDAS_ROWS = (
+    "import sys; from faasprof.analyzer import analysis, frames; run = analysis.load_run(sys.argv[1]); "
+    "frames.write_parquet(run.invocations, __import__('pathlib').Path(sys.argv[2]), kind='invocations')"
+)
+ROWS_SHARE_S = {10_000_000: 10.0, 100_000_000: 150.0}  # half of analyze's targets, the rest the figures'
+CHECK_MAX_ROWS = 10_000_000
+
+
+def bench_rows(base: Path, rows: int, check: bool) -> int:
+    """Generate a columnar run of ``rows`` (a child: ``columnar_run.py``), time the row builder in
+    another, and with ``check`` compare its file with ``load_run``'s frame column by column."""
+    kept = sorted(base.glob("bench-*")) if base.is_dir() else []
+    if kept:
+        run_dir = kept[0]
+    else:
+        t = time.perf_counter()
+        subprocess.run([sys.executable, str(ROOT / "bench" / "columnar_run.py"), str(rows), str(base)], check=True)
+        run_dir = next(base.glob("bench-*"))
+        print(f"generation: {time.perf_counter() - t:.1f} s wall ({machine()})", flush=True)
+    out = base / "rows.parquet"
+    t = time.perf_counter()
+    result = subprocess.run(
+        [sys.executable, "-c", MEASURED_ROWS, str(run_dir), str(out)], cwd=ROOT, capture_output=True, text=True
+    )
+    wall = time.perf_counter() - t
+    if result.returncode != 0:
+        print(f"row builder: exit {result.returncode}\n{result.stderr[-3000:]}")
+        return 1
+    line = next((line for line in reversed(result.stdout.splitlines()) if line.startswith("rows=")), "")
+    if not line:
+        print(f"row builder: no figures in its output\n{result.stdout[-2000:]}\n{result.stderr[-2000:]}")
+        return 1
+    figures = dict(item.split("=") for item in line.split())
+    peak_gib = int(figures["maxrss_kib"]) / 2**20
+    share = ROWS_SHARE_S.get(rows, 10.0 * rows / 10_000_000)
+    print(
+        f"row builder, {rows:,} invocations ({int(figures['found']):,} records): {float(figures['wall_s']):.1f} s "
+        f"({wall:.1f} s with the interpreter) [its share of analyze's target: <= {share:g} s], peak RSS {peak_gib:.2f} GiB "
+        f"[analyze's target <= 4 GiB, the figures' included]  ({machine()}, FAASPROF_ENGINE_MEMORY="
+        f"{os.environ.get('FAASPROF_ENGINE_MEMORY', '1GB (default)')})",
+        flush=True,
+    )
+    if check and rows <= CHECK_MAX_ROWS:
+        return check_rows(run_dir, out, base / "pandas.parquet")
+    return 0
+
+
+def check_rows(run_dir: Path, rows_file: Path, pandas_file: Path) -> int:
+    """Compare the row builder's file with load_run's frame (written by a child), a column at a
+    time: the same names, dtypes and values, bit for bit."""
+    t = time.perf_counter()
+    done = subprocess.run(
+        [sys.executable, "-c", PANDAS_ROWS, str(run_dir), str(pandas_file)], cwd=ROOT, capture_output=True, text=True
+    )
+    if done.returncode != 0:
+        print(f"load_run: exit {done.returncode}\n{done.stderr[-3000:]}")
+        return 1
+    want_schema, got_schema = pq.read_schema(pandas_file), pq.read_schema(rows_file)
+    differ = [] if got_schema.equals(want_schema, check_metadata=False) else ["the Arrow schema"]
+    for name in want_schema.names:
+        want = pq.read_table(pandas_file, columns=[name]).to_pandas()[name]
+        got = pq.read_table(rows_file, columns=[name]).to_pandas()[name]
+        try:
+            pd.testing.assert_series_equal(got, want, check_exact=True)
+        except AssertionError:
+            differ.append(name)
+    print(
+        f"check: {len(want_schema.names)} columns compared with load_run's frame in {time.perf_counter() - t:.1f} s: "
+        + ("all equal" if not differ else f"DIFFERENT: {', '.join(differ)}"),
+        flush=True,
+    )
+    return 1 if differ else 0
+
+
+RATE_EACH = 500.0  # calls per second of each of the four instances
+
+
+def new_run(rows: int, base: Path) -> tuple[Path, int, float]:
+    """A new run directory under ``base`` with the manifest of ``rows`` invocations of four
+    instances of four functions at ``RATE_EACH`` each; returns it, the planned instants per
+    instance (the last may plan fewer than four) and the duration."""
+    instances = {f"i{k}": {"application": f"fn{k}", "distribution": "Uniform", "rate": RATE_EACH} for k in range(4)}
+    steps = -(-rows // 4)
+    duration_s = steps / RATE_EACH
     run_dir = rundir.create_run_dir(base, "bench")
     workload = {
         "test_name": "bench",
@@ -262,6 +366,15 @@ def generate(rows: int, base: Path) -> int:
     manifest.platform = {"kind": "synthetic", "settings": {"pause_grace_ms": PAUSE_GRACE_MS}}
     manifest.counts = {"planned": rows, "sent": rows, "failed": 0}
     rundir.write_manifest(run_dir, manifest)
+    return run_dir, steps, duration_s
+
+
+def generate(rows: int, base: Path) -> int:
+    """Write a run of ``rows`` invocations (four instances of four functions at 500/s each, a
+    record for every one) into a new run directory under ``base``, vectorised block by block."""
+    t0 = time.perf_counter()
+    run_dir, steps, duration_s = new_run(rows, base)
+    rate_each, per_block = RATE_EACH, GENERATE_BLOCK_ROWS // 4
     rng = np.random.default_rng(5)
     queue = np.full(4, -np.inf)  # per function: the running maximum of Lindley's recursion
     served = np.zeros(4)  # per function: service time summed over the blocks before

@@ -40,7 +40,7 @@ import json, os, resource, sys, time
 from pathlib import Path
 from faasprof.analyzer import analysis, outofcore
 run_dir, frame, records = Path(sys.argv[1]), Path(sys.argv[2]), json.loads(sys.argv[3])
-def linked(run_dir, manifest, out_path, invocations=None):
+def linked(run_dir, manifest, out_path):
     os.link(frame, out_path)
     return outofcore.RowsBuilt(records_info=records, warnings=[], metric_problems=[], host_attribution=None)
 analysis.build_rows = linked

@@ -49,7 +49,16 @@ import pandas as pd
 
 from faasprof import __version__, rundir
 from faasprof.analyzer import chains as chains_mod
-from faasprof.analyzer import engine, frame_loader, io_breakdown, ooc_groups, ooc_plots, outofcore, trace_fidelity
+from faasprof.analyzer import (
+    engine,
+    frame_loader,
+    io_breakdown,
+    ooc_groups,
+    ooc_plots,
+    outofcore,
+    rows_sql,
+    trace_fidelity,
+)
 from faasprof.analyzer import frames as frames_mod
 from faasprof.analyzer import hosts as hosts_mod
 from faasprof.analyzer import plots as plots_mod
@@ -73,6 +82,7 @@ from faasprof.errors import FaasprofError, FormatError
 from faasprof.monitoring.frames import load_run_monitors, local_host_label, run_hosts
 from faasprof.platforms import registry
 from faasprof.platforms.base import Platform
+from faasprof.rundir import record_parquet
 
 SUMMARY = "summary.json"
 # The records' source in a native run's summary: what its latency is, and where the rest is.
@@ -235,13 +245,18 @@ def run_records(
 ) -> tuple[pd.DataFrame, np.ndarray, RecordsInfoCore]:
     """The records of ``activations.jsonl`` that invocations of the run matched, each invocation's
     row among them (−1: none), and what ``records_info`` says of them (``source`` ``none``: no file)."""
-    if not rundir.has_records(run_dir):
+    if not rundir.has_saved_records(run_dir):
         return (
             frames_mod.records_frame([]),
             np.full(len(invocations), -1, dtype=np.int64),
             {"source": "none", "unreadable_lines": 0, "foreign_ignored": 0},
         )
-    records, bad = records_mod.read_records(rundir.activations_path(run_dir), refresh_index=refresh_index)
+    source = rundir.ACTIVATIONS_PARQUET if rundir.raw_records_gone(run_dir) else rundir.ACTIVATIONS
+    records, bad = (  # the Parquet copy stands for a removed raw file (rundir.record_parquet)
+        record_parquet.read_records_frame(record_parquet.records_parquet_path(run_dir))
+        if source == rundir.ACTIVATIONS_PARQUET
+        else records_mod.read_records(rundir.activations_path(run_dir), refresh_index=refresh_index)
+    )
     position = frames_mod.match_records(invocations, records)
     matched = np.zeros(len(records), dtype=bool)
     matched[position[position >= 0]] = True
@@ -250,7 +265,7 @@ def run_records(
         keep = np.nonzero(matched)[0]
         records = records.iloc[keep].reset_index(drop=True)
         position = frames_mod.match_records(invocations, records)
-    return records, position, {"source": rundir.ACTIVATIONS, "unreadable_lines": bad, "foreign_ignored": foreign}
+    return records, position, {"source": source, "unreadable_lines": bad, "foreign_ignored": foreign}
 
 
 @dataclass
@@ -284,6 +299,8 @@ def joined_frame(run_dir: Path, manifest: rundir.Manifest, invocations: pd.DataF
         warnings.append(f"{activations}: {bad} unreadable lines ignored (a line cut short, or not a JSON object)")
     if foreign:
         warnings.append(f"{activations}: {foreign} records of other activations ignored (not sent by this run)")
+    if rundir.raw_records_gone(run_dir):
+        warnings.append(rows_sql.raw_gone_warning(run_dir))
     if info["source"] == "none" and with_id:
         warnings.append(
             f"{run_dir}: no {rundir.ACTIVATIONS}; latency breakdown, start classes and cost are unavailable: "
@@ -540,7 +557,7 @@ def _fetch_missing(
     """The run's records fetched when none are saved, or those missing from the saved file asked
     for again; returns the fetch report (None: nothing asked), the run when it was loaded and is
     still current, and the invocation frame."""
-    if not rundir.has_records(run_dir):
+    if not rundir.has_saved_records(run_dir):
         if invocations is None:
             invocations = frames_mod.read_invocations_frame(run_dir, manifest)
         if not _run_ids(invocations):
@@ -553,7 +570,7 @@ def _fetch_missing(
             invocations,
         )
     run = load_run(run_dir, manifest=manifest, invocations=invocations)
-    if not run.records_info["missing"]:
+    if not run.records_info["missing"] or rundir.raw_records_gone(run_dir):
         return None, run, invocations
     frame = run.invocations
     missing = frame["activation_id"].to_numpy(dtype=object)[
@@ -612,7 +629,7 @@ def analyze_run(
     figures: outofcore.FrameFigures | None = None
     if big:
         _fresh(out)
-        run, figures = _load_out_of_core(run_dir, manifest, out, plots, progress, invocations)
+        run, figures = _load_out_of_core(run_dir, manifest, out, plots, progress)
     elif run is None:
         if progress:
             progress(f"loading {run_dir}")
@@ -663,23 +680,21 @@ def _fresh(out: Path) -> None:
     rundir.make_private_dir(out)
 
 
-def build_rows(
-    run_dir: Path, manifest: rundir.Manifest, out_path: Path, invocations: pd.DataFrame | None = None
-) -> outofcore.RowsBuilt:
+def build_rows(run_dir: Path, manifest: rundir.Manifest, out_path: Path) -> outofcore.RowsBuilt:
     """Write the run's invocation frame (``frames``' columns, with ``phase``, ``steady`` and
-    ``warmup``) to ``out_path`` as Parquet; what the records' join found and warned of.
-
-    Until the row builder of the records' Parquet (``rows_sql``) is here, the frame is joined in
-    memory (``joined_frame``) and written: the figures after it are out of core either way."""
-    joined = joined_frame(run_dir, manifest, invocations)
-    frame = joined.frame
-    frames_mod.harmonise([frame], frames_mod.run_attrs(run_dir, manifest))
-    _write_parquet(frame, out_path)
+    ``warmup``) to ``out_path`` as Parquet, out of core (``rows_sql``: DuckDB over the log's and
+    the records' columnar copies, the same file ``load_run``'s frame gives); what the records'
+    join found and warned of."""
+    connection = engine.connect()
+    try:
+        info = rows_sql.write_invocation_rows(run_dir, manifest, out_path, connection)
+    finally:
+        connection.close()
     return outofcore.RowsBuilt(
-        records_info=joined.records_info,
-        warnings=joined.warnings,
-        metric_problems=list(frame.attrs.get("metric_problems", ())),
-        host_attribution=frame.attrs.get("host_attribution"),
+        records_info=info.records_info,
+        warnings=list(info.records_warnings),
+        metric_problems=list(info.attrs.get("metric_problems", ())),
+        host_attribution=info.attrs.get("host_attribution"),
     )
 
 
@@ -689,7 +704,6 @@ def _load_out_of_core(
     out: Path,
     plots: bool,
     progress: Callable[[str], None] | None,
-    invocations: pd.DataFrame | None = None,
 ) -> tuple[Run, outofcore.FrameFigures]:
     """The run analysed out of core (``outofcore``): its rows written to ``analysis/`` first, then
     every figure by the engine over that file; the ``Run`` holds the tables and, as its
@@ -699,7 +713,7 @@ def _load_out_of_core(
     settings = engine.EngineSettings.from_environment()
     if progress:
         progress(f"out of core ({outofcore.ROWS_ENV}): writing {path} (engine memory {settings.memory_limit})")
-    built = build_rows(run_dir, manifest, path, invocations)
+    built = build_rows(run_dir, manifest, path)
     connection = engine.connect(settings)
     try:
         frame = outofcore.source(path)

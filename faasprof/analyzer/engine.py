@@ -78,7 +78,7 @@ def connect(settings: EngineSettings | None = None) -> duckdb.DuckDBPyConnection
     """An in-process DuckDB bounded by ``settings`` (``from_environment`` when None)."""
     settings = settings or EngineSettings.from_environment()
     settings.temp_directory.mkdir(parents=True, exist_ok=True)
-    return duckdb.connect(
+    connection = duckdb.connect(
         config={
             "memory_limit": settings.memory_limit,
             "temp_directory": os.fspath(settings.temp_directory),
@@ -87,6 +87,9 @@ def connect(settings: EngineSettings | None = None) -> duckdb.DuckDBPyConnection
             "preserve_insertion_order": False,
         }
     )
+    # Its progress bar writes to stdout, whose last line is a command's answer (the run directory).
+    connection.execute("SET enable_progress_bar = false")
+    return connection
 
 
 def parquet_source(paths: str | os.PathLike | Sequence[str | os.PathLike]) -> str:

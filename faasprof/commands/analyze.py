@@ -92,6 +92,8 @@ def _complete_records(
     platform_block = manifest.platform
     # A native run had no platform: its rows are the results, and there are no records to fetch.
     fetch = not args.no_fetch and not manifest.native_run
+    if rundir.raw_records_gone(run_dir):
+        return  # activations.parquet is the records: nothing is fetched or read over them
     if platform_block.get("embedded") and not args.apihost:
         # The embedded platform's store, kept in the run directory, is the source of its records:
         # read whenever activations.jsonl lacks one (a crash, a killed localwhisk, an older faasprof).

@@ -34,7 +34,9 @@ from faasprof.rundir.activations import (
     activations_path,
     append_records,
     has_records,
+    has_saved_records,
     iter_records,
+    raw_records_gone,
     read_record_ids,
     read_records_counting_torn,
     records_mention,
@@ -75,6 +77,7 @@ from faasprof.rundir.invocation_log import (
 )
 from faasprof.rundir.layout import (
     ACTIVATIONS,
+    ACTIVATIONS_PARQUET,
     ANALYSIS,
     INVOCATIONS,
     MANIFEST,

@@ -3,7 +3,8 @@
 One raw record per line exactly as the platform returned it, ordered by ``start`` then id; written
 by ``faasprof run`` when it owns the platform and by ``faasprof analyze`` otherwise (the fetching
 lives with the platform). Their column index (``faasprof.rundir.record_columns``) is written
-beside them as they pass; the typed records frame is ``faasprof.rundir.records``. Here: the file's
+beside them as they pass; their Parquet copy (``record_parquet``) is removed (the analyzer
+makes it again from the new file); the typed records frame is ``faasprof.rundir.records``. Here: the file's
 place, its writers, and the readers that need a few records' raw JSON rather than the frame.
 """
 
@@ -16,7 +17,7 @@ from typing import IO, Iterable, Iterator
 
 from faasprof.errors import FormatError
 from faasprof.rundir import record_columns
-from faasprof.rundir.layout import ACTIVATIONS, open_private, remove_quietly, temporary_beside
+from faasprof.rundir.layout import ACTIVATIONS, ACTIVATIONS_PARQUET, open_private, remove_quietly, temporary_beside
 
 # A scan for a needle reads the file in blocks of this size (at ten million records the file is
 # 5 GB; a block is never parsed, only searched).
@@ -33,6 +34,17 @@ def has_records(run_dir: str | os.PathLike) -> bool:
     return activations_path(run_dir).exists()
 
 
+def has_saved_records(run_dir: str | os.PathLike) -> bool:
+    """Whether the run's records were saved: as ``activations.jsonl``, or as ``activations.parquet``
+    alone once the raw file was removed to save disk (``record_parquet``: it then is the records)."""
+    return has_records(run_dir) or raw_records_gone(run_dir)
+
+
+def raw_records_gone(run_dir: str | os.PathLike) -> bool:
+    """Whether ``activations.jsonl`` is gone and ``activations.parquet`` holds the run's records."""
+    return not has_records(run_dir) and (Path(run_dir) / ACTIVATIONS_PARQUET).is_file()
+
+
 def sort_records(records: Iterable[dict]) -> list[dict]:
     """Records in file order: by ``start``, then activation id."""
     return sorted(records, key=lambda r: (int(r.get("start") or 0), str(r.get("activationId"))))
@@ -44,6 +56,11 @@ def write_records(path: str | os.PathLike, records: Iterable[dict]) -> int:
     Their column index (``faasprof.rundir.record_columns``) is written beside them as they pass, so
     that an analysis never parses them again."""
     path = Path(path)
+    if raw_records_gone(path.parent):
+        raise FormatError(
+            f"{path.with_name(ACTIVATIONS_PARQUET)} holds this run's records (the raw {ACTIVATIONS} is gone): "
+            "new records are not saved over them; move that file away first to save others"
+        )
     tmp = temporary_beside(path)
     count = 0
     index = record_columns.ColumnsBuilder()
@@ -57,6 +74,7 @@ def write_records(path: str | os.PathLike, records: Iterable[dict]) -> int:
             handle.flush()
             os.fsync(handle.fileno())
         record_columns.remove(path)  # an index of the file being replaced must never outlive it
+        _remove_parquet(path)
         os.replace(tmp, path)
     except BaseException:
         remove_quietly(tmp)  # a full disk leaves the old file as it was, and no temporary beside it
@@ -68,12 +86,19 @@ def write_records(path: str | os.PathLike, records: Iterable[dict]) -> int:
     return count
 
 
+def _remove_parquet(path: Path) -> None:
+    """The records' Parquet (``record_parquet``) of a file about to change: it would describe the old
+    records, and stand for them once the raw file is gone."""
+    remove_quietly(path.with_name(ACTIVATIONS_PARQUET))
+
+
 def append_records(path: str | os.PathLike, records: Iterable[dict]) -> int:
     """Append raw records to an existing ``activations.jsonl`` (after a line cut short, if any).
 
     Its column index then covers a prefix of the file; readers parse the lines after it."""
     path = Path(path)
     count = 0
+    _remove_parquet(path)
     with open(path, "rb+") as handle:
         handle.seek(0, os.SEEK_END)
         if handle.tell():

@@ -31,6 +31,8 @@ INVOCATIONS_PARQUET = "invocations.columnar.parquet"
 PLAN = "plan.bin"
 SENDS = "sends.csv"
 ACTIVATIONS = "activations.jsonl"
+# The records' flat columns as Parquet (``record_parquet``): the records themselves once the raw file is gone.
+ACTIVATIONS_PARQUET = "activations.parquet"
 MONITORS = "monitors"
 ANALYSIS = "analysis"
 
