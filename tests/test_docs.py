@@ -73,6 +73,20 @@ def test_every_shown_command_is_run_by_a_test_or_listed_as_not_run():
     assert all(reason.strip() for reason in NOT_RUN.values())
 
 
+def test_the_long_tiers_lines_count_as_run_and_only_the_testbed_is_not_run():
+    """tests/test_docs_long.py (-m docs_long) runs the lines of minutes, ./setup.sh, the suite and
+    the lint: the literal scan sees them there, so none of them stays in NOT_RUN."""
+    run = run_by_tests()
+    for line in (
+        "faasprof reproduce --quick",
+        "./setup.sh --dev && .venv/bin/python -m pytest -q",
+        ".ci/lint",
+        "./setup.sh --openwhisk --source OPENWHISK_2.0.0_EXPORT",
+    ):
+        assert run.get(line) == ["test_docs_long.py"], line
+    assert all("bare-metal" in reason or "two servers" in reason for reason in NOT_RUN.values())
+
+
 def test_a_placeholder_is_replaced_as_a_whole_word_and_must_be_in_the_line():
     line = "faasprof compare runs/repeats-TIME"
     assert substituted(line, {"TIME": "20261128T1"}) == "faasprof compare runs/repeats-20261128T1"
