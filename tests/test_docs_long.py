@@ -22,7 +22,6 @@ import json
 import os
 import shutil
 import subprocess
-import sys
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -392,26 +391,32 @@ def test_the_lint(dev_clone):
 
 
 @pytest.mark.timeout(20 * MINUTE_S)
-def test_local_start_of_openwhisk_standalone(scratch):
+def test_local_start_of_openwhisk_standalone_then_deploy_and_stop(scratch):
+    """docs/platforms.md: start the standalone server, which faasprof's commands then find (a
+    deploy goes to it), and stop it, which removes its action containers."""
     _openwhisk_skip()
     folder, env = scratch
     env = {**env, HOME_ENV: str(OPENWHISK_BUILD)}
-    done = sh_shown("faasprof local start --platform openwhisk", folder, env=env, timeout=10 * MINUTE_S)
+    (folder / "hello.py").write_text('def main(args):\n    return {"greeting": "hello"}\n', encoding="utf-8")
+    started = sh_shown("faasprof local start --platform openwhisk", folder, env=env, timeout=10 * MINUTE_S)
     try:
-        assert done.returncode == 0, done.stderr[-3000:]
-        status = sh_shown("faasprof local status", folder, env=env, timeout=MINUTE_S)
-        assert status.returncode == 0 and "openwhisk" in status.stdout + status.stderr, status.stderr
+        assert started.returncode == 0, started.stderr[-3000:]
+        assert "OpenWhisk 2.0.0 standalone running at http://127.0.0.1:" in started.stderr, started.stderr
+        apihost = started.stdout.strip().splitlines()[-1]
+        deployed = sh_shown("faasprof deploy hello.py", folder, env=env, timeout=5 * MINUTE_S)
+        assert deployed.returncode == 0, deployed.stderr[-3000:]
+        assert f"deploying 1 action(s) to {apihost} (namespace guest)" in deployed.stderr, deployed.stderr
     finally:
-        stopped = subprocess.run(
-            [sys.executable, "-m", "faasprof", "local", "stop", "--platform", "openwhisk"],
-            cwd=folder,
-            env=env,
-            capture_output=True,
-            text=True,
-            timeout=5 * MINUTE_S,
-            check=False,
-        )
-    assert stopped.returncode == 0, stopped.stderr
+        stopped = sh_shown("faasprof local stop", folder, env=env, timeout=5 * MINUTE_S)
+    assert stopped.returncode == 0 and "stopped" in stopped.stdout + stopped.stderr, stopped.stderr
+    containers = subprocess.run(
+        ["docker", "ps", "-a", "--filter", "name=wsk0_", "--format", "{{.Names}}"],
+        capture_output=True,
+        text=True,
+        timeout=MINUTE_S,
+        check=False,
+    )
+    assert containers.stdout.split() == [], "action containers left behind"
 
 
 @pytest.mark.timeout(40 * MINUTE_S)
