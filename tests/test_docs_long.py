@@ -382,6 +382,20 @@ def test_the_openwhisk_tier_file(dev_clone):
 
 
 @pytest.mark.timeout(20 * MINUTE_S)
+def test_one_test_of_this_tier_as_the_guide_shows(dev_clone):
+    """docs/development.md's line for this tier, in the clone: one test, in one process."""
+    folder, env = dev_clone
+    done = sh_shown(
+        ".venv/bin/python -m pytest -m docs_long -n 0 tests/test_docs_long.py::test_capacity_json_dumps --durations=0",
+        folder,
+        env=env,
+        timeout=20 * MINUTE_S,
+    )
+    assert _pytest_summary(done).startswith("=") and " 1 passed in " in done.stdout, done.stdout[-2000:]
+    assert "call     tests/test_docs_long.py::test_capacity_json_dumps" in done.stdout  # --durations=0
+
+
+@pytest.mark.timeout(20 * MINUTE_S)
 def test_the_lint(dev_clone):
     folder, env = dev_clone
     done = sh_shown(".ci/lint", folder, env=env, timeout=20 * MINUTE_S)
