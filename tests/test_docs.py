@@ -349,3 +349,18 @@ def test_the_plugins_guide_reaches_the_shipped_workloads_by_name(scratch):
     assert done.returncode == 0 and (folder / "first_run_modes.json").is_file(), done.stderr
     done = run_shown("faasprof examples copy first_run_modes my_modes.json", scratch)
     assert done.returncode == 0 and (folder / "my_modes.json").is_file(), done.stderr
+
+
+def test_every_long_test_that_runs_pytest_inside_holds_no_host_lock():
+    """A docs_long test that runs a suite inside must be marked nested_suite (tests/conftest.py
+    then takes no host lock for it): holding it, the inner suite's first host_exclusive test
+    waited for the outer test for ever, and every session on the host behind it."""
+    tree = ast.parse((REPO_ROOT / "tests" / "test_docs_long.py").read_text(encoding="utf-8"))
+    unmarked = []
+    for node in tree.body:
+        if isinstance(node, ast.FunctionDef) and node.name.startswith("test_"):
+            texts = [c.value for c in ast.walk(node) if isinstance(c, ast.Constant) and isinstance(c.value, str)]
+            markers = {ast.unparse(d) for d in node.decorator_list}
+            if any("-m pytest" in text for text in texts) and "pytest.mark.nested_suite" not in markers:
+                unmarked.append(node.name)
+    assert unmarked == []

@@ -28,6 +28,7 @@ from pathlib import Path
 import pytest
 
 from faasprof.docker import docker_problem
+from faasprof.monitoring.collectors import build_collectors
 from faasprof.platforms.openwhisk.standalone import HOME_ENV, standalone_home
 from faasprof.workload.trace_synth import write_day
 from tests.doc_commands import REPO_ROOT, sh_shown
@@ -330,6 +331,7 @@ def test_readme_paper_listing1_in_a_fresh_clone(clone):
 
 
 @pytest.mark.timeout(60 * MINUTE_S)
+@pytest.mark.nested_suite
 def test_the_whole_suite_as_ci_runs_it(clone):
     folder, env = clone
     done = sh_shown("./setup.sh --dev && .venv/bin/python -m pytest -q", folder, env=env, timeout=60 * MINUTE_S)
@@ -337,18 +339,30 @@ def test_the_whole_suite_as_ci_runs_it(clone):
 
 
 @pytest.mark.timeout(20 * MINUTE_S)
+@pytest.mark.nested_suite
 def test_the_quick_tier(dev_clone):
     folder, env = dev_clone
     done = sh_shown('.venv/bin/python -m pytest -q -m "not slow"', folder, env=env, timeout=20 * MINUTE_S)
     assert " passed" in _pytest_summary(done)
 
 
+def _testbed_hardware_missing() -> list[str]:
+    """What the hardware tier needs and this host lacks (its collectors' own checks): that tier
+    fails, by design, where perf hardware events, Intel RDT or blktrace are missing."""
+    blocks = ({"perf": True}, {"rdt": {"interval_ms": 100}}, {"blktrace": True})
+    reasons = [collector.check() for block in blocks for collector in build_collectors(block, {"duration_s": 1.0})]
+    return [reason for reason in reasons if reason]
+
+
 @pytest.mark.timeout(10 * MINUTE_S)
+@pytest.mark.nested_suite
 def test_the_hardware_tier(dev_clone):
+    missing = _testbed_hardware_missing()
+    if missing:
+        pytest.skip(f"the testbed's hardware tier: this host lacks {'; '.join(missing)}")
     folder, env = dev_clone
     done = sh_shown(".venv/bin/python -m pytest -q -m hardware", folder, env=env, timeout=10 * MINUTE_S)
-    last = _pytest_summary(done)
-    assert "passed" in last or "skipped" in last, last  # a host without the counters skips, with the reason
+    assert " passed" in _pytest_summary(done)
 
 
 def _openwhisk_skip() -> None:
@@ -360,6 +374,7 @@ def _openwhisk_skip() -> None:
 
 
 @pytest.mark.timeout(20 * MINUTE_S)
+@pytest.mark.nested_suite
 def test_the_openwhisk_tier_on_the_testbed_line(dev_clone):
     _openwhisk_skip()
     folder, env = dev_clone
@@ -368,6 +383,7 @@ def test_the_openwhisk_tier_on_the_testbed_line(dev_clone):
 
 
 @pytest.mark.timeout(20 * MINUTE_S)
+@pytest.mark.nested_suite
 def test_the_openwhisk_tier_file(dev_clone):
     _openwhisk_skip()
     folder, env = dev_clone
@@ -382,6 +398,7 @@ def test_the_openwhisk_tier_file(dev_clone):
 
 
 @pytest.mark.timeout(20 * MINUTE_S)
+@pytest.mark.nested_suite
 def test_one_test_of_this_tier_as_the_guide_shows(dev_clone):
     """docs/development.md's line for this tier, in the clone: one test, in one process."""
     folder, env = dev_clone
