@@ -29,6 +29,7 @@ import pytest
 
 from faasprof.docker import docker_problem
 from faasprof.monitoring.collectors import build_collectors
+from faasprof.paths import find_binary
 from faasprof.platforms.openwhisk.standalone import HOME_ENV, standalone_home
 from faasprof.workload.trace_synth import write_day
 from tests.doc_commands import REPO_ROOT, sh_shown
@@ -162,7 +163,7 @@ def test_stellar_image_size_sweep(scratch):
 
 @pytest.mark.timeout(15 * MINUTE_S)
 def test_io_concurrency_study(scratch):
-    if shutil.which("versitygw") is None:
+    if find_binary("versitygw") is None:
         pytest.skip("the study downloads from versitygw: ./setup.sh --with storage installs it")
     folder, env = scratch
     done = sh_shown(
