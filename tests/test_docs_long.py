@@ -224,45 +224,52 @@ def test_bench_engine_at_ten_and_a_hundred_million_rows(scratch):
         env=env,
         timeout=40 * MINUTE_S,
     )
-    assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-3000:]
+    out = _stdout(done)
     for rows in ("10,000,000", "100,000,000"):
-        assert f"engine, {rows} rows, memory_limit 1GB:" in done.stdout, done.stdout
-    assert done.stdout.count("check against the in-memory statistics: equal") == 2, done.stdout
+        assert f"engine, {rows} rows, memory_limit 1GB:" in out, out
+    assert out.count("check against the in-memory statistics: equal") == 2, out
+
+
+def _stdout(done: subprocess.CompletedProcess[str]) -> str:
+    """A benchmark's stdout, once it exited 0."""
+    assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-3000:]
+    return done.stdout
 
 
 @pytest.mark.timeout(40 * MINUTE_S)
 def test_bench_analyzer_at_one_and_ten_million(scratch):
     folder, env = scratch
-    kept = folder / "bench-analyzer"
-    done = sh_shown(
-        ".venv/bin/python bench/bench_analyzer.py --rows 1000000,10000000 --keep /tmp/bench-analyzer",
-        REPO_ROOT,
-        env=env,
-        substitute={"/tmp/bench-analyzer": str(kept)},
-        timeout=40 * MINUTE_S,
+    kept = folder / "bench-analyzer"  # the --keep folder the guide puts in /tmp: here, the scratch folder's
+    out = _stdout(
+        sh_shown(
+            ".venv/bin/python bench/bench_analyzer.py --rows 1000000,10000000 --keep /tmp/bench-analyzer",
+            REPO_ROOT,
+            env=env,
+            substitute={"/tmp/bench-analyzer": str(kept)},
+            timeout=40 * MINUTE_S,
+        )
     )
-    assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-3000:]
     for rows in ("1,000,000", "10,000,000"):
-        assert f"analyze, {rows} invocations:" in done.stdout, done.stdout
-    assert "growth 1,000,000 -> 10,000,000 invocations" in done.stdout
-    assert "missing 0" in done.stdout
+        assert f"analyze, {rows} invocations:" in out, out
+    assert "growth 1,000,000 -> 10,000,000 invocations" in out and "missing 0" in out, out
     assert len(list(kept.glob("analyze-*/bench-*"))) == 2  # --keep kept both runs
 
 
-@pytest.mark.timeout(20 * MINUTE_S)
+@pytest.mark.timeout(40 * MINUTE_S)
 def test_bench_engine_against_analyze(scratch):
     folder, env = scratch
     kept = folder / "bench-engine"
-    done = sh_shown(
-        ".venv/bin/python bench/bench_engine.py --analyzer-rows 1000000 --keep /tmp/bench-engine",
-        REPO_ROOT,
-        env=env,
-        substitute={"/tmp/bench-engine": str(kept)},
-        timeout=20 * MINUTE_S,
+    out = _stdout(
+        sh_shown(
+            ".venv/bin/python bench/bench_engine.py --analyzer-rows 1000000 --keep /tmp/bench-engine",
+            REPO_ROOT,
+            env=env,
+            substitute={"/tmp/bench-engine": str(kept)},
+            timeout=40 * MINUTE_S,
+        )
     )
-    assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-3000:]
-    assert "analyze's phase_stats vs the engine, 1,000,000 invocations: 240 figures compared" in done.stdout
-    assert ", 0 differ" in done.stdout
+    assert "analyze's phase_stats vs the engine, 1,000,000 invocations: 240 figures compared" in out, out
+    assert ", 0 differ" in out and any(kept.glob("analyzer-1000000/bench-*")), out
 
 
 # --- in a fresh clone: ./setup.sh as the README shows it, the suite's own lines, the lint ---
