@@ -22,6 +22,7 @@ import json
 import os
 import shutil
 import subprocess
+import sys
 import tempfile
 from collections.abc import Iterator
 from pathlib import Path
@@ -59,8 +60,10 @@ def scratch(tmp_path: Path) -> Iterator[tuple[Path, dict[str, str]]]:
         (tmp_path / name).symlink_to(REPO_ROOT / name)
     home = tmp_path / "home"
     home.mkdir()
-    # The benchmarks' temporary folders go under the scratch folder, removed with it.
-    yield tmp_path, _env(home, PYTHONPATH=str(REPO_ROOT), TMPDIR=str(tmp_path))
+    # The guides' `faasprof` and `python` are those of the venv, as in a shell where it is active;
+    # the benchmarks' temporary folders go under the scratch folder, removed with it.
+    venv_path = f"{Path(sys.executable).parent}{os.pathsep}{os.environ.get('PATH', '')}"
+    yield tmp_path, _env(home, PYTHONPATH=str(REPO_ROOT), TMPDIR=str(tmp_path), PATH=venv_path)
     shutil.rmtree(tmp_path, ignore_errors=True)  # gigabytes of generated rows and runs
 
 
