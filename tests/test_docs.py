@@ -73,6 +73,20 @@ def test_every_shown_command_is_run_by_a_test_or_listed_as_not_run():
     assert all(reason.strip() for reason in NOT_RUN.values())
 
 
+def test_the_long_tiers_lines_count_as_run_and_only_the_testbed_is_not_run():
+    """tests/test_docs_long.py (-m docs_long) runs the lines of minutes, ./setup.sh, the suite and
+    the lint: the literal scan sees them there, so none of them stays in NOT_RUN."""
+    run = run_by_tests()
+    for line in (
+        "faasprof reproduce --quick",
+        "./setup.sh --dev && .venv/bin/python -m pytest -q",
+        ".ci/lint",
+        "./setup.sh --openwhisk --source OPENWHISK_2.0.0_EXPORT",
+    ):
+        assert run.get(line) == ["test_docs_long.py"], line
+    assert all("bare-metal" in reason or "two servers" in reason for reason in NOT_RUN.values())
+
+
 def test_a_placeholder_is_replaced_as_a_whole_word_and_must_be_in_the_line():
     line = "faasprof compare runs/repeats-TIME"
     assert substituted(line, {"TIME": "20261128T1"}) == "faasprof compare runs/repeats-20261128T1"
@@ -335,3 +349,18 @@ def test_the_plugins_guide_reaches_the_shipped_workloads_by_name(scratch):
     assert done.returncode == 0 and (folder / "first_run_modes.json").is_file(), done.stderr
     done = run_shown("faasprof examples copy first_run_modes my_modes.json", scratch)
     assert done.returncode == 0 and (folder / "my_modes.json").is_file(), done.stderr
+
+
+def test_every_long_test_that_runs_pytest_inside_holds_no_host_lock():
+    """A docs_long test that runs a suite inside must be marked nested_suite (tests/conftest.py
+    then takes no host lock for it): holding it, the inner suite's first host_exclusive test
+    waited for the outer test for ever, and every session on the host behind it."""
+    tree = ast.parse((REPO_ROOT / "tests" / "test_docs_long.py").read_text(encoding="utf-8"))
+    unmarked = []
+    for node in tree.body:
+        if isinstance(node, ast.FunctionDef) and node.name.startswith("test_"):
+            texts = [c.value for c in ast.walk(node) if isinstance(c, ast.Constant) and isinstance(c.value, str)]
+            markers = {ast.unparse(d) for d in node.decorator_list}
+            if any("-m pytest" in text for text in texts) and "pytest.mark.nested_suite" not in markers:
+                unmarked.append(node.name)
+    assert unmarked == []

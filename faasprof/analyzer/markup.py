@@ -1,16 +1,12 @@
-"""HTML pieces shared by faasprof's pages: the style sheet and the number formats with units of
-every page (the templates' filters, ``faasprof.analyzer.templating``), and the page, tables and
-embedded images of the pages not on templates (the sweep's, ``faasprof reproduce``'s), so that
-every page has the run report's look.
+"""What faasprof's pages share besides their templates (``faasprof.analyzer.templating``): the
+house style sheet and the number formats with units (the templates' filters), which the text and
+CSV outputs use too, so that a figure reads the same everywhere.
 """
 
 from __future__ import annotations
 
-import base64
 import html
 import math
-from pathlib import Path
-from typing import Iterable
 
 STYLE = """
 body{font-family:system-ui,-apple-system,Segoe UI,Helvetica,Arial,sans-serif;margin:2em auto;max-width:1100px;color:#222;padding:0 1em}
@@ -22,15 +18,6 @@ th{background:#f3f3f3}th.grp{text-align:center;font-weight:600;background:#e9ece
 div.scroll{overflow-x:auto}ul.evidence{font-size:.85em}details.warn summary{cursor:pointer;font-weight:600}details details{margin-left:1em}table.ctx th{width:11em}.def{font-size:.9em}
 img{max-width:100%;border:1px solid #eee;margin:.5em 0}code{background:#f5f5f5;padding:0 3px}
 """
-
-
-def page(title: str, parts: Iterable[str]) -> str:
-    """A whole self-contained page: the house style sheet, ``title``, then the HTML ``parts``."""
-    return (
-        f"<!DOCTYPE html><html><head><meta charset='utf-8'><title>{html.escape(title)}</title><style>{STYLE}</style></head><body>"
-        + "".join(parts)
-        + "</body></html>\n"
-    )
 
 
 def fmt(value, digits: int = 4) -> str:
@@ -101,45 +88,3 @@ def seconds(value) -> str:
     if value is None or not isinstance(value, (int, float)) or not math.isfinite(value):
         return "–"
     return f"{fmt(float(value), 3)} s"
-
-
-def table(
-    headers: Iterable[str],
-    rows: Iterable[Iterable],
-    left: int = 1,
-    row_class=None,
-    groups: Iterable[tuple[str, int]] | None = None,
-) -> str:
-    """A table, numbers formatted by ``fmt``; ``groups``: (label, number of columns) from the first
-    column on, a header row above ``headers`` that names what a run of columns measures (an empty
-    label leaves its columns unnamed), so that the columns below can be short."""
-    headers = list(headers)
-    out = ["<div class='scroll'><table>"]
-    if groups:
-        out.append(
-            "<tr>"
-            + "".join(
-                f"<th class='grp' colspan='{span}'>{html.escape(label)}</th>"
-                if label
-                else f"<th colspan='{span}'></th>"
-                for label, span in groups
-            )
-            + "</tr>"
-        )
-    out.append("<tr>")
-    out += [f"<th class='{'l' if i < left else ''}'>{html.escape(h)}</th>" for i, h in enumerate(headers)]
-    out.append("</tr>")
-    for k, row in enumerate(rows):
-        cls = row_class(k) if row_class else ""
-        out.append(
-            f"<tr class='{cls}'>"
-            + "".join(f"<td class='{'l' if i < left else ''}'>{fmt(v)}</td>" for i, v in enumerate(row))
-            + "</tr>"
-        )
-    out.append("</table></div>")
-    return "".join(out)
-
-
-def image(path: Path, alt: str) -> str:
-    data = base64.b64encode(path.read_bytes()).decode("ascii")
-    return f"<img alt='{html.escape(alt)}' src='data:image/png;base64,{data}'>"

@@ -1,11 +1,11 @@
-"""The Jinja2 environment of the analyzer's HTML pages (``report.html`` of a run, the comparison's
-``report.html``): the templates in ``faasprof/analyzer/templates/`` (package data), escaped by
-Jinja2's autoescape, with the number formats of ``faasprof.analyzer.markup`` as filters.
+"""The Jinja2 environment of faasprof's HTML pages (``report.html`` of a run, of a comparison, of a
+sweep and of ``faasprof reproduce``; Fig 14's section that ``faasprof interference`` adds to a run's):
+the templates in ``faasprof/analyzer/templates/`` (package data), escaped by Jinja2's autoescape,
+with the number formats of ``faasprof.analyzer.markup`` as filters.
 
 A page is a template that extends ``page.html`` (the house style sheet and the page around the
 body), one block per section; the Python side gives each block its data from one function per
-section. ``Table`` is what the ``table`` macro of ``macros.html`` draws, cell for cell as
-``markup.table`` does for the pages not yet on templates.
+section. ``Table`` is what the ``table`` macro of ``macros.html`` draws.
 """
 
 from __future__ import annotations

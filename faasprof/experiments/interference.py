@@ -28,7 +28,6 @@ Result file ``<run>/analysis/interference.json``; format versions (``INTERFERENC
 from __future__ import annotations
 
 import copy
-import html
 import json
 import math
 import os
@@ -36,12 +35,13 @@ from pathlib import Path
 
 import numpy as np
 import pandas as pd
+from markupsafe import Markup
 
 from faasprof import __version__, rundir
 from faasprof.analyzer.analysis import load_run
-from faasprof.analyzer.markup import image as report_image
 from faasprof.analyzer.plots import new_figure
 from faasprof.analyzer.stats import clean
+from faasprof.analyzer.templating import embedded_image, render
 from faasprof.errors import ConfigError, FormatError
 from faasprof.experiments.capacity import READABLE_CAPACITY_FORMATS
 from faasprof.outcomes import ACCEPTED_HTTP_OUTCOMES, STATUS_TEXT_OUTCOMES
@@ -369,10 +369,12 @@ def add_to_report(report: Path, figure: Path, note: str) -> bool:
     anchor = "<h2>Plots</h2>"
     if anchor not in text:
         return False
-    section = (
-        f"{REPORT_BEGIN}<h2>Fig 14: latency beside the system's counters</h2>"
-        f"<p>One time axis; the aggressor's window is shaded. {html.escape(note) if note else ''}</p>"
-        f"{report_image(figure, FIG14)}{REPORT_END}"
-    )
+    section = render(
+        "interference_fig14.html",
+        begin=Markup(REPORT_BEGIN),
+        end=Markup(REPORT_END),
+        note=note or "",
+        figure=embedded_image(figure, FIG14),
+    ).strip()
     report.write_text(text.replace(anchor, section + anchor, 1), encoding="utf-8")
     return True

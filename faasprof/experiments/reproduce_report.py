@@ -1,5 +1,5 @@
 """The result of ``faasprof reproduce``: ``reproduce.json`` (format-versioned) and ``report.html``
-(the run report's look: ``faasprof.analyzer.markup``), with the same content.
+(``faasprof/analyzer/templates/reproduce.html``, in the run report's look), with the same content.
 
 Per figure: the paper's finding and its number, this host's number with its 95 % interval and
 sample count, the verdict and its reason, the rule, the platform it ran on, the plots (embedded),
@@ -16,18 +16,19 @@ reaches it: the run directories' ``run_dirs`` are relative to the reproduce fold
 
 from __future__ import annotations
 
-import html
 import math
 import os
 import re
 import shlex
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 
 from faasprof import __version__, rundir
-from faasprof.analyzer.markup import STYLE, fmt, image, table
+from faasprof.analyzer.markup import fmt
+from faasprof.analyzer.templating import Image, Table, cell, embedded_image, render
 from faasprof.experiments import reproduce as plan
 from faasprof.experiments import reproduce_rules as rules
 from faasprof.paths import COMPARISON_DOC_PATH
@@ -192,112 +193,37 @@ def host_text(entry: dict) -> str:
     return f"{label}{fmt(value)}{entry.get('unit') or ''}{interval}, n = {fmt(entry.get('n'))}"
 
 
-def _context_table(doc: dict) -> str:
+def context_section(doc: dict) -> list[tuple[str, str]]:
+    """The run's context, a row each: the paper, the profile and its time, the platform, the host."""
     host = doc.get("host") or {}
-    rows = [
+    isolation = doc.get("isolation") or {}
+    commit = doc["generated_by"].get("git_commit")
+    return [
         ("paper", doc["paper"]),
         (
             "profile",
-            f"{doc.get('profile')} (expected {plan.clock_text(doc.get('expected_s') or 0)}, took {plan.clock_text(doc.get('wall_s') or 0)})",
+            f"{doc.get('profile')} (expected {plan.clock_text(doc.get('expected_s') or 0)}, "
+            f"took {plan.clock_text(doc.get('wall_s') or 0)})",
         ),
         ("platform", str(doc.get("platform"))),
-        ("isolation", f"{(doc.get('isolation') or {}).get('chosen')}: {(doc.get('isolation') or {}).get('why')}"),
+        ("isolation", f"{isolation.get('chosen')}: {isolation.get('why')}"),
         ("host CPU", f"{host.get('cpu_model')}, {host.get('logical_cpus')} logical CPUs"),
         ("load average (1 min)", f"{fmt(host.get('load_start'))} at the start, {fmt(host.get('load_end'))} at the end"),
-        (
-            "faasprof",
-            f"{doc['generated_by']['faasprof']}"
-            + (
-                f" (commit {str(doc['generated_by'].get('git_commit'))[:12]})"
-                if doc["generated_by"].get("git_commit")
-                else ""
-            ),
-        ),
+        ("faasprof", f"{doc['generated_by']['faasprof']}" + (f" (commit {str(commit)[:12]})" if commit else "")),
         ("created (UTC)", str(doc.get("created_utc"))),
     ]
-    return (
-        "<table class='ctx'>"
-        + "".join(f"<tr><th class='l'>{html.escape(k)}</th><td class='l'>{html.escape(v)}</td></tr>" for k, v in rows)
-        + "</table>"
-    )
 
 
-def _details_table(details: list[dict]) -> str:
-    if not details:
-        return ""
-    columns = [
-        c
-        for c in dict.fromkeys(k for d in details for k in d)
-        if not c.endswith("_calls") and c not in ("instance", "window_s")
-    ]
-    return table(columns, [[_cell(d.get(c)) for c in columns] for d in details], left=1)
+@dataclass(frozen=True)
+class Summary:
+    """The verdicts counted, and a row per figure coloured by its verdict."""
+
+    counts: str
+    table: Table
 
 
-def _cell(value: Any) -> Any:
-    if isinstance(value, list):
-        return ", ".join(str(fmt(v)) for v in value)
-    return value
-
-
-def _figure_section(entry: dict, out: Path) -> str:
-    parts = [
-        f"<h2 id='fig{entry['figure']}'>Fig {html.escape(entry['figure'])}: {html.escape(entry['title'])}: {html.escape(entry['verdict'])}</h2>"
-    ]
-    parts.append(
-        f"<div class='{VERDICT_CLASS[entry['verdict']]}' style='padding:.5em 1em'><b>{html.escape(entry['verdict'])}</b>: {html.escape(entry['reason'])}</div>"
-    )
-    parts.append(
-        table(
-            ["", f"Fig {entry['figure']}"],
-            [
-                ["the paper", f"{entry['finding']} ({entry['paper_value']})"],
-                ["this host", host_text(entry)],
-                ["rule", entry["rule"]],
-                ["platform", entry.get("platform") or "–"],
-            ],
-            left=2,
-        )
-    )
-    if entry.get("needs") and entry["verdict"] == rules.NOT_MEASURABLE:
-        parts.append("<p>Hardware it needs: " + html.escape("; ".join(entry["needs"])) + ".</p>")
-    if entry.get("capacity"):
-        parts.append(
-            f"<p>Rates relative to the capacity {fmt(entry['capacity']['capacity_rps'])}/s measured on this host and platform "
-            f"(<code>{html.escape(str(entry['capacity']['source']))}</code>).</p>"
-        )
-    parts.append(_details_table(entry.get("details") or []))
-    beside = entry.get("beside")
-    if beside:
-        parts.append(
-            f"<p><b>Beside it, labelled: {html.escape(beside['platform'])}</b>: {html.escape(beside['verdict'])}: {html.escape(beside['reason'])}</p>"
-        )
-        parts.append(_details_table(beside.get("details") or []))
-    for plot in entry.get("plots") or []:
-        parts.append(image(out / plot, plot))
-    if entry.get("run_dirs"):
-        commands = entry.get("commands") or analyze_commands(entry["run_dirs"], out)
-        links = "".join(
-            f"<li><a href='{html.escape(d)}'>{html.escape(d)}</a> (<code>{html.escape(command)}</code>)</li>"
-            for d, command in zip(entry["run_dirs"], commands)
-        )
-        parts.append(f"<p>Run directories used:</p><ul class='evidence'>{links}</ul>")
-    for quote in entry.get("localwhisk_vs_openwhisk") or []:
-        parts.append(
-            f"<blockquote class='def'>faasprof/localwhisk/localwhisk-vs-openwhisk.md, item {quote['item']}: {html.escape(quote['text'])}</blockquote>"
-        )
-    return "".join(parts)
-
-
-def write_report(doc: dict, out: Path) -> Path:
-    """``report.html``: context, the summary table, one section per figure, the figures not judged."""
-    parts = [
-        f"<!DOCTYPE html><html><head><meta charset='utf-8'><title>faasprof reproduce</title><style>{STYLE}</style></head><body>",
-        f"<h1>faasprof reproduce <code>{html.escape(out.name)}</code></h1>",
-        _context_table(doc),
-    ]
-    counts = ", ".join(f"{n} {v}" for v, n in doc["summary"].items())
-    parts.append(f"<h2>Summary: {html.escape(counts)}</h2>")
-    rows = [
+def summary_section(doc: dict) -> Summary:
+    rows: list[list[Any]] = [
         [
             f"Fig {e['figure']}",
             e["title"],
@@ -308,31 +234,112 @@ def write_report(doc: dict, out: Path) -> Path:
         ]
         for e in doc["figures"]
     ]
-    parts.append(
-        table(
+    return Summary(
+        ", ".join(f"{n} {v}" for v, n in doc["summary"].items()),
+        Table(
             ["figure", "title", "the paper", "this host", "verdict", "platform"],
             rows,
             left=6,
-            row_class=lambda k: VERDICT_CLASS[doc["figures"][k]["verdict"]],
-        )
+            row_classes=[VERDICT_CLASS[e["verdict"]] for e in doc["figures"]],
+        ),
     )
-    parts.append(
-        "<p class='def'>Every interval is a 95 % confidence interval (medians: order statistics; ratios and the "
-        "fitted exponent: a seeded bootstrap). On a shared host expect noise: compare the load average above.</p>"
-    )
-    parts += [_figure_section(entry, out) for entry in doc["figures"]]
-    if doc.get("not_judged"):
-        parts.append(
-            "<h2>Figures not judged</h2><ul>"
-            + "".join(
-                f"<li>Fig {n['figure']} ({html.escape(n['what'])}): {html.escape(n['why'])}: <code>{html.escape(n['command'])}</code></li>"
-                for n in doc["not_judged"]
-            )
-            + "</ul>"
+
+
+def _details_table(details: list[dict]) -> Table | None:
+    if not details:
+        return None
+    columns = [
+        c
+        for c in dict.fromkeys(k for d in details for k in d)
+        if not c.endswith("_calls") and c not in ("instance", "window_s")
+    ]
+    return Table(columns, [[_cell(d.get(c)) for c in columns] for d in details], left=1)
+
+
+def _cell(value: Any) -> Any:
+    if isinstance(value, list):
+        return ", ".join(cell(v) for v in value)
+    return value
+
+
+@dataclass(frozen=True)
+class Beside:
+    """The same figure measured on a second platform, labelled with it."""
+
+    platform: str
+    verdict: str
+    reason: str
+    details: Table | None
+
+
+@dataclass(frozen=True)
+class FigureSection:
+    """One figure: the verdict and its reason, the paper beside this host, what it needs, its
+    details, the plots, the run directories (each with the command that re-analyses it), quotes."""
+
+    figure: str
+    title: str
+    verdict: str
+    verdict_class: str
+    reason: str
+    table: Table
+    needs: list[str]
+    capacity: dict | None
+    details: Table | None
+    beside: Beside | None
+    plots: list[Image]
+    runs: list[tuple[str, str]]
+    quotes: list[tuple[int, str]]
+
+
+def figure_section(entry: dict, out: Path) -> FigureSection:
+    beside = entry.get("beside")
+    run_dirs = entry.get("run_dirs") or []
+    commands = entry.get("commands") or analyze_commands(run_dirs, out)
+    return FigureSection(
+        figure=entry["figure"],
+        title=entry["title"],
+        verdict=entry["verdict"],
+        verdict_class=VERDICT_CLASS[entry["verdict"]],
+        reason=entry["reason"],
+        table=Table(
+            ["", f"Fig {entry['figure']}"],
+            [
+                ["the paper", f"{entry['finding']} ({entry['paper_value']})"],
+                ["this host", host_text(entry)],
+                ["rule", entry["rule"]],
+                ["platform", entry.get("platform") or "–"],
+            ],
+            left=2,
+        ),
+        needs=list(entry.get("needs") or []) if entry["verdict"] == rules.NOT_MEASURABLE else [],
+        capacity=entry.get("capacity"),
+        details=_details_table(entry.get("details") or []),
+        beside=Beside(
+            beside["platform"], beside["verdict"], beside["reason"], _details_table(beside.get("details") or [])
         )
-    parts.append("</body></html>\n")
+        if beside
+        else None,
+        plots=[embedded_image(out / plot, plot) for plot in entry.get("plots") or []],
+        runs=list(zip(run_dirs, commands)),
+        quotes=[(quote["item"], quote["text"]) for quote in entry.get("localwhisk_vs_openwhisk") or []],
+    )
+
+
+def write_report(doc: dict, out: Path) -> Path:
+    """``report.html`` (templates/reproduce.html): context, the summary table, one section per
+    figure, the figures not judged."""
+    page = render(
+        "reproduce.html",
+        title="faasprof reproduce",
+        name=out.name,
+        context=context_section(doc),
+        summary=summary_section(doc),
+        figures=[figure_section(entry, out) for entry in doc["figures"]],
+        not_judged=list(doc.get("not_judged") or []),
+    )
     path = out / plan.REPORT_HTML
-    path.write_text("".join(parts), encoding="utf-8")
+    path.write_text(page, encoding="utf-8")
     return path
 
 

@@ -19,9 +19,9 @@ so they stay one series.
 
 from __future__ import annotations
 
-import html
 import json
 import math
+from dataclasses import dataclass
 from pathlib import Path
 
 import numpy as np
@@ -34,6 +34,7 @@ from faasprof.analyzer.compare_sides import Side
 from faasprof.analyzer.frames import write_parquet
 from faasprof.analyzer.plots import new_figure
 from faasprof.analyzer.stats import QUEUE_MIN_MS, QUEUE_RATIO, is_reference, standing_queue
+from faasprof.analyzer.templating import Image, Table, embedded_image, render
 from faasprof.analyzer.units import unit_of
 from faasprof.errors import FormatError
 from faasprof.progress import QUIET, Progress
@@ -295,59 +296,76 @@ def _cell(metric: str, value) -> str:
     return markup.fmt(value)
 
 
+@dataclass(frozen=True)
+class Heading:
+    """The page's title lines: the sweep's folder name, its parameters, the capacity rule's bounds."""
+
+    name: str
+    parameters: list[str]
+    queue_ratio: str
+    queue_min_ms: str
+
+
+def heading_section(sweep_dir: Path, parameters: list[str]) -> Heading:
+    return Heading(sweep_dir.name, list(parameters), f"{QUEUE_RATIO:g}", f"{QUEUE_MIN_MS:g}")
+
+
+def capacity_section(parameters: list[str], capacity: list[dict]) -> Table | None:
+    """The capacity per setting (a rate was swept); None when there is none."""
+    if not capacity:
+        return None
+    others = [p for p in parameters if p != "rate"]
+    rows = [
+        [
+            e["instance"],
+            e["phase"],
+            e["function"],
+            *(e.get(o) for o in others),
+            ("≥ " if e["capacity_is_lower_bound"] else "") + markup.rate(e["capacity_rps"]),
+        ]
+        for e in capacity
+    ]
+    return Table(["instance", "phase", "function", *others, "capacity"], rows)
+
+
+def metrics_section(parameters: list[str], rows: list[dict]) -> Table | None:
+    """Each metric's mean ± sd over a setting's repeats (n), a row per instance × phase × setting."""
+    if not rows:
+        return None
+    metrics = [k for k, v in rows[0].items() if isinstance(v, dict)]
+    keys = [*SERIES, "function"] + [f"sweep_{p}" for p in parameters]
+    labels = dict(PLOTTED_METRICS)
+    cells = []
+    for row in rows:
+        line = [row[k] for k in keys]
+        for metric in metrics:
+            value = row[metric]
+            sd = f" ± {_cell(metric, value['std'])}" if value["std"] is not None else ""
+            line.append(f"{_cell(metric, value['mean'])}{sd} ({value['n']})")
+        cells.append(line + [", ".join(row["modes"])])
+    headers = (
+        [k.removeprefix("sweep_") for k in keys] + [labels.get(m, m).replace(" (ms)", "") for m in metrics] + ["modes"]
+    )
+    return Table(headers, cells)
+
+
+def plots_section(sweep_dir: Path, plots: list[str]) -> list[Image]:
+    return [embedded_image(sweep_dir / "plots" / name, name) for name in plots]
+
+
 def write_html(
     path: Path, sweep_dir: Path, parameters: list[str], rows: list[dict], capacity: list[dict], plots: list[str]
 ) -> None:
-    """The sweep's page, in the run report's look (``faasprof.analyzer.markup``)."""
-    parts = [
-        f"<h1>Sweep {html.escape(sweep_dir.name)}</h1>",
-        f"<p>Parameters: {html.escape(', '.join(parameters))}. Per-run details: <a href='compare/report.html'>compare/report.html</a>.</p>",
-        "<p class='def'><b>Completion latency</b> (planned send → function end, successful invocations) is the headline, as in "
-        "each run's report; <b>client latency</b> is shown for blocking calls only.</p>",
-    ]
-    if capacity:
-        others = [p for p in parameters if p != "rate"]
-        parts.append(
-            "<h2>Capacity (highest rate with no over-invoked repeat and no standing queue: median completion latency not "
-            f"{QUEUE_RATIO:g}x and {QUEUE_MIN_MS:g} ms above the lowest rate's; ≥: no rate failed, a lower bound)</h2>"
-        )
-        parts.append(
-            markup.table(
-                ["instance", "phase", "function", *others, "capacity"],
-                [
-                    [
-                        e["instance"],
-                        e["phase"],
-                        e["function"],
-                        *(e.get(o) for o in others),
-                        ("≥ " if e["capacity_is_lower_bound"] else "") + markup.rate(e["capacity_rps"]),
-                    ]
-                    for e in capacity
-                ],
-            )
-        )
-    if rows:
-        metrics = [k for k, v in rows[0].items() if isinstance(v, dict)]
-        keys = [*SERIES, "function"] + [f"sweep_{p}" for p in parameters]
-        labels = dict(PLOTTED_METRICS)
-        cells = []
-        for row in rows:
-            line = [row[k] for k in keys]
-            for metric in metrics:
-                value = row[metric]
-                sd = f" ± {_cell(metric, value['std'])}" if value["std"] is not None else ""
-                line.append(f"{_cell(metric, value['mean'])}{sd} ({value['n']})")
-            cells.append(line + [", ".join(row["modes"])])
-        headers = (
-            [k.removeprefix("sweep_") for k in keys]
-            + [labels.get(m, m).replace(" (ms)", "") for m in metrics]
-            + ["modes"]
-        )
-        parts.append("<h2>Metrics per setting (mean ± sd over repeats, n)</h2>")
-        parts.append(markup.table(headers, cells))
-    parts.append("<h2>Plots</h2>")
-    parts += [markup.image(sweep_dir / "plots" / name, name) for name in plots]
-    path.write_text(markup.page(f"faasprof sweep {sweep_dir.name}", parts), encoding="utf-8")
+    """The sweep's page (templates/sweep.html), in the run report's look."""
+    page = render(
+        "sweep.html",
+        title=f"faasprof sweep {sweep_dir.name}",
+        heading=heading_section(sweep_dir, parameters),
+        capacity=capacity_section(parameters, capacity),
+        metrics=metrics_section(parameters, rows),
+        plots=plots_section(sweep_dir, plots),
+    )
+    path.write_text(page, encoding="utf-8")
 
 
 def write_sweep_report(sweep_dir: Path, progress: Progress = QUIET) -> Path:
